@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { KneeEstimator } from '../../src/platform/governor/knee-estimator.js'
-import { TIE, probeFall } from '../../src/platform/governor/knee-verdicts.js'
+import { TIE, highestTied, probeFall } from '../../src/platform/governor/knee-verdicts.js'
 
 type Span = { from: number; to: number }
 type Call = { kind: 'cheap' | 'dear' | 'year'; local: boolean; startedAt: number; load: number; window: number; left: number }
@@ -355,6 +355,15 @@ describe('KneeEstimator', () => {
     expect(probeFall(Float64Array.from([-20, -20 - TIE - 0.01, -30]), 2), 'past TIE: told apart').toBe(1)
   })
 
+  it('ends its start on a sure queue at the highest guess below its level within TIE of the likeliest there', () => {
+    // A flat stretch from 2 to 5: calls that never waited at those loads tell them apart from none.
+    const ll = Float64Array.from([-50, -33.3, -33.3, -33.3, -33.5, -40, -45])
+    expect(highestTied(ll, 6), 'the likeliest 2; 3 to 5 within TIE of it').toBe(5)
+    expect(highestTied(ll, 4), 'below 4: 3').toBe(3)
+    expect(highestTied(ll, 7), '6 past TIE of 2').toBe(5)
+    expect(highestTied(Float64Array.from([-20, -20 - TIE - 0.01, -30]), 3), 'past TIE: told apart').toBe(1)
+  })
+
   it('ends its start with the probe seat when a team holding no seat waited with a call not known long beside long calls only', () => {
     // 8 year-long calls at the limit, all answered together: room at 8, no queue below it.
     for (const [newcomer, limit, phase] of [[true, 9, 'cruise'], [false, 16, 'start']] as const) {
@@ -365,6 +374,17 @@ describe('KneeEstimator', () => {
       rule.tick(5_000, null)
       expect([rule.limit, rule.knee, rule.phase], `newcomer ${newcomer}`).toEqual([limit, 8, phase])
     }
+  })
+
+  it('steps its start by the limit × H / e instead, on one replica, where calls of kinds known long held every seat beside a team holding none', () => {
+    // 8 calls of 1 s at the limit; a team holding no seat waited beside them, and at another moment they waited beside its short calls (their time known).
+    const rule = new KneeEstimator({ initial: 8, min: 2, max: 64 })
+    const windows = Array.from({ length: 8 }, () => rule.started('year', 8))
+    rule.waited(null, true)
+    rule.waited(1_000)
+    for (const window of windows) rule.ended({ startedAt: 0, at: 1_000, team: 'a', kind: 'year', load: 8, window, outcome: 'ok' })
+    rule.tick(1_500, null)
+    expect([rule.limit, rule.knee, rule.phase]).toEqual([12, 8, 'start'])
   })
 
   // The likelihood's moves are of the limit in force: after the start doubles 8 → 16, the

@@ -1,6 +1,6 @@
 // The limit rule (docs/governor.md, "The limit rule": the model, s(w), each rule and its reason). Pure: time is passed in.
 import { LENDING_HORIZON_MS } from './dispatch-order.js'
-import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE, atLeast, endAt, highestRoom, probeFall, verdicts } from './knee-verdicts.js'
+import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE, atLeast, endAt, highestRoom, highestTied, probeFall, verdicts } from './knee-verdicts.js'
 import { StartLevels, ThroughputLevels } from './throughput-levels.js'
 import { AnswerTimeline, type Answer } from './answer-timeline.js'
 import { FAULT_MS, FaultWatch, UsualGaps } from './fault-watch.js'
@@ -170,29 +170,31 @@ export class KneeEstimator {
     if (!this.#timeline?.merging && this.#sinceMove < MIN_CALLS) return null
     return this.#phase === 'start' ? this.#startStep(now) : this.#cruise(now)
   }
-  /** At a fresh start: a sure queue ends the doubling at the likeliest w (held, as in cruise, while its limit is not in use: no call waited for a seat); else the limit doubles at a decision (MIN_CALLS new answers) once calls waited for a seat, unless its level's answers a second, measured, fell surely short of START_GAIN's growth on the level before (StartLevels: the start ends at the workers' worth of them); on one replica, where calls of kinds known long were all that waited beside another team's short calls at some moment since the last decision, it steps by limit × H / e instead (one seat at least, a doubling at most). */
+  /** At a fresh start: a sure queue ends the doubling at the likeliest w below its level, on one replica the highest within TIE of it (held, as in cruise, while its limit is not in use: no call waited for a seat); else the limit doubles at a decision (MIN_CALLS new answers) once calls waited for a seat, unless its level's answers a second, measured, fell surely short of START_GAIN's growth on the level before (StartLevels: the start ends at the workers' worth of them); on one replica, where calls of kinds known long were all that waited beside another team's short calls at some moment since the last decision, or held every seat while a team holding none waited (their time known), it steps by limit × H / e instead of doubling or ending (one seat at least, a doubling at most). */
   #startStep(now: number): Step | null {
-    const { queueBelow: sure, best } = verdicts(this.#likelihoods(), this.#limit)
+    const ll = this.#likelihoods()
+    const sure = verdicts(ll, this.#limit).queueBelow
     // Calls that waited for a seat use the limit: the queue is the doubling's own, acted on at once.
     const queueBelow = this.#since.waited ? sure && this.#queueShows() : this.#queueHolds(sure)
     if (queueBelow || this.#limit >= this.#max) {
       this.#phase = 'cruise'
       if (!queueBelow) this.#roomShown()
       this.#queueSeen ||= queueBelow
-      return this.#setKnee(queueBelow ? this.#served(best, this.#limit, now) : this.#max, 'knee', 1)
+      return this.#setKnee(queueBelow ? this.#served(this.#timeline === null ? highestTied(ll, this.#limit) : verdicts(ll, this.#limit).best, this.#limit, now) : this.#max, 'knee', 1)
     }
     if (!this.#since.waited) return null
     this.#held = 0
     const { newcomer, besideOthers, longMs } = this.#since
-    const longOnly = this.#longWaits() !== null || newcomer
+    // On one replica, beside another team's short calls or a team holding no seat, calls of kinds known long (waited beside short ones: their time known) step the start; across replicas the teams beside are each replica's and the limit the learner's: it doubles.
+    const stepping = (besideOthers || newcomer) && this.#timeline === null && longMs > 0 && Number.isFinite(longMs)
+    const longOnly = this.#longWaits() !== null || (newcomer && !stepping)
     const verdict = longOnly ? 'double' : this.#startLevels.verdict(this.#limit)
     this.#knee = this.#limit
     this.#roomShown()
     if (longOnly || verdict !== 'double') this.#phase = 'cruise'
     if (verdict !== 'double') return this.#setKnee(verdict, 'throughput', 1)
-    // Beside another team's short calls, the seats past the level long calls may take are as many as end within H at its pace: past W they queue ahead of those calls (cruise's bound, the level for K).
-    // Across replicas the teams beside are each replica's and the limit the learner's: it doubles.
-    const step = besideOthers && this.#timeline === null && Number.isFinite(longMs) ? Math.min(this.#limit, Math.max(1, Math.floor((this.#limit * LENDING_HORIZON_MS) / longMs))) : this.#limit
+    // The seats past the level long calls may take are as many as end within H at its pace: past W they queue ahead of the others' calls (cruise's bound, the level for K).
+    const step = stepping ? Math.min(this.#limit, Math.max(1, Math.floor((this.#limit * LENDING_HORIZON_MS) / longMs))) : this.#limit
     return longOnly ? this.#setKnee(this.#limit, 'knee', 1) : this.#set(this.#clamp(this.#limit + step), 'grew')
   }
   /** In service: the knee rises with room shown at the limit (short of it, it stays), falls when it queues; the probe seat stays while a call there is not known to wait, and a sure queue there puts the knee at the likeliest w below it, if lower and the knee not within TIE of it. */

@@ -23,6 +23,13 @@ export function probeFall(ll: Float64Array, knee: number): number {
   return ll[knee - 1]! >= ll[best - 1]! - TIE ? knee : best
 }
 
+/** Where a sure queue at the start's level puts the knee: the highest w below it within TIE of the likeliest w below it (the evidence does not tell them apart, and a knee below W idles a worker). */
+export function highestTied(ll: Float64Array, level: number): number {
+  const { best } = verdicts(ll, level)
+  for (let w = Math.min(level - 1, ll.length); w > best; w--) if (ll[w - 1]! >= ll[best - 1]! - TIE) return w
+  return best
+}
+
 /** The highest w such that every guess at or above it is e^SURE times likelier than any below it (0: none). */
 export function highestRoom(ll: Float64Array): number {
   const prefix = new Float64Array(ll.length)
