@@ -189,6 +189,15 @@ describe('report jobs attacked', () => {
     const mine = await get(`${REPORT_PATH}?advertiserId=101&dateFrom=2024-09-01&dateTo=2024-09-28`, KEYS.growth, { headers: ASYNC })
     expect(mine.status).toBe(202)
   })
+
+  it('a job\'s id tells a team nothing of another team\'s asks: its order part counts the team\'s own asks only', async () => {
+    // An id is 9 characters of time, 4 of order, then 96 random bits (jobs.ts, newId).
+    const order = (id: string): number => Number.parseInt(id.slice(9, 13), 36)
+    const first = await ask('advertiserId=101&dateFrom=2023-01-01&dateTo=2023-01-28', KEYS.growth)
+    for (const month of ['02', '03']) await ask(`advertiserId=101&dateFrom=2023-${month}-01&dateTo=2023-${month}-28`, KEYS.all)
+    const second = await ask('advertiserId=101&dateFrom=2023-04-01&dateTo=2023-04-28', KEYS.growth)
+    expect(order(second) - order(first)).toBe(1)
+  })
 })
 
 describe('report jobs while Redis is down', () => {
