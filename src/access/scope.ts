@@ -88,6 +88,22 @@ export function assertAccounts(team: TeamConfig, values: unknown[]): number[] {
   return ids
 }
 
+/**
+ * Why `team` (as the teams run now; undefined once a reload removed it, `name` naming it)
+ * may not read a report of `advertiserIds`, in the words a read of it is refused with; null
+ * when it may.
+ */
+export function scopeRefusal(team: TeamConfig | undefined, name: string, advertiserIds: readonly number[]): string | null {
+  if (team === undefined) return `team ${name} is no longer configured`
+  try {
+    assertAccounts(team, [...advertiserIds])
+    return null
+  } catch (err) {
+    if (err instanceof ForbiddenError) return err.message
+    throw err
+  }
+}
+
 // A path with a number the campaign table does not explain names an object the gateway
 // cannot place (a creative, a campaign under an unlisted route, an id with a suffix):
 // refused for scoped teams.
