@@ -66,6 +66,15 @@ describe('namedInCall', () => {
     expect(named('POST', '/api/v1/campaign/get', json({ userId: 1 })).campaigns).toEqual([])
   })
 
+  it('counts an input named as a campaign path\'s route parameter (id) as a campaign beside that path only', () => {
+    expect(named('DELETE', '/api/v1/campaign/banner/delete/101001?userId=101&id=102001').campaigns).toEqual([101001, 102001])
+    expect(named('DELETE', '/api/v1/campaign/banner/delete/101001?userId=101&id[]=102001').campaigns).toEqual([101001, 102001])
+    expect(named('POST', '/api/v1/campaign/101001', json({ userId: 101, id: [102001, 102002] })).campaigns).toEqual([101001, 102001, 102002])
+    expect(named('POST', '/api/v1/campaign/101001', parseFormBody(Buffer.from('userId=101&id=102001'), LIMITS)).campaigns).toEqual([101001, 102001])
+    expect(named('POST', '/api/v1/campaign/101001', json({ userId: 101, nested: { id: 102001 } })).campaigns).toEqual([101001])
+    expect(named('POST', '/api/v1/campaign/get?id=102001', json({ userId: 101 })).campaigns).toEqual([])
+  })
+
   it('refuses a campaign id that is not a positive integer', () => {
     expect(() => named('POST', '/api/v1/report/campaigns/get', json({ campaignIds: ['1 OR 1'] }))).toThrow(expect.objectContaining({ code: 'GW_BAD_REQUEST' }))
   })
