@@ -32,6 +32,7 @@ export interface Delivery extends Leased {
   team: string
   /** The job's state it tells: `done` or `failed`. */
   jobState: string
+  /** The team's webhook URL when it was recorded, then where its latest attempt went: the team's webhook as the teams said then. */
   url: string
   /** The job's status JSON, POSTed as it is on every attempt. */
   body: string

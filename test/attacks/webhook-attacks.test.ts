@@ -37,6 +37,20 @@ describe('webhooks aimed at what they may not reach', () => {
     expect(sandbox.requests.filter((r) => r.path === '/api/v1/campaign/banner/create')).toEqual([])
   })
 
+  it('scrubs the webhook secret\'s key (the base64 after whsec_, the HMAC key itself) from every log line as it scrubs the whole secret', async () => {
+    const yaml = webhookYaml('http://hooks.example.org/jobs', ['hooks.example.org'])
+    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), LOG_LEVEL: 'trace' }, yaml))
+    const key = SECRET.slice('whsec_'.length)
+    for (const spelling of [key, encodeURIComponent(key)]) {
+      const res = await gw.proxy.inject({ method: 'GET', url: `/api/v1/campaign/${encodeURIComponent(spelling)}`, headers: { 'x-api-key': KEYS.all, 'user-agent': `receiver-dev ${spelling}` } })
+      expect(res.statusCode).toBeLessThan(500)
+    }
+    const text = gw.logs.text()
+    expect(text).toContain('receiver-dev [REDACTED]')
+    expect(text).not.toContain(key)
+    expect(text).not.toContain(encodeURIComponent(key))
+  })
+
   it('refuses at load a webhook URL with a user, another scheme, or the platform\'s host in another spelling', () => {
     const port = new URL(sandbox.url).port
     const refused: [string, string[]][] = [
