@@ -145,7 +145,7 @@ export class CredentialSeats {
     if (signal?.aborted) return Promise.reject(signal.reason as Error)
     const priority = req.priority ?? 'caller'
     const now = this.#clock.now()
-    this.#teams.asked(team, now)
+    this.#teams.of(team).lastAsked = now
     const expected = this.#o.work.neededMs(team, req.workClass, now)
     let sendBy = req.deadline - (expected ?? 0)
     if (sendBy <= now) {
@@ -239,7 +239,7 @@ export class CredentialSeats {
       const waiter = this.#next(this.capacity - this.inFlight)
       if (waiter === null) break
       this.#queue.remove(waiter)
-      if (this.#queue.count(waiter.team, null) === 0) this.#teams.emptied(waiter.team, this.#clock.now())
+      if (this.#queue.count(waiter.team, null) === 0) this.#teams.of(waiter.team).emptiedAt = this.#clock.now()
       waiter.detach()
       started = true
       waiter.resolve(this.#start(waiter))
