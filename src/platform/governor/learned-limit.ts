@@ -23,7 +23,7 @@ export interface LearnedLimitOptions {
   key: string
   log: Pick<Logger, 'info' | 'warn'>
   onLimit: (limit: number, knee: number) => void
-  onMove: (move: Move, from: number, to: number) => void
+  onMove?: (move: Move, from: number, to: number) => void
   clock?: Clock
 }
 
@@ -102,7 +102,7 @@ export class LearnedLimit {
     if (step === null) return
     const from = this.#o.seats.limit
     this.#apply(step)
-    this.#o.onMove(step.move, from, step.limit)
+    this.#o.onMove?.(step.move, from, step.limit)
     this.#write()
   }
 

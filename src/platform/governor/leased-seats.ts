@@ -27,7 +27,7 @@ export interface LeasedSeatsOptions {
   leaseMs: number
   callsEndMs: number
   log: Pick<Logger, 'warn'>
-  onLost: (count: number) => void
+  onLost?: (count: number) => void
   onRenewed?: (answer: LeaseAnswer, plan: LeasePlan) => void
   clock?: Clock
   run?: string
@@ -294,7 +294,7 @@ export class LeasedSeats implements SeatLease {
     this.#downTimers.forEach((t) => this.#clock.clearTimeout(t))
     if (!answer.known && this.#lease > 0) {
       this.#o.log.warn({ credential: this.#o.credential, seats: this.#lease }, 'the store had lost the platform seats this replica leased: asked for again')
-      this.#o.onLost(this.#lease)
+      this.#o.onLost?.(this.#lease)
     }
     const [before, occupiedBefore] = [this.#lease, this.#occupied]
     this.#lease = answer.granted
