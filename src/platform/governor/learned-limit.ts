@@ -129,8 +129,7 @@ export class LearnedLimit {
 
   #open(sealed: string): SharedLimit | null {
     const { seal, key, log, credential } = this.#o
-    const text = seal ? seal.openText(key, sealed) : sealed
-    const record = parseRecord(text)
+    const record = parseRecord(seal ? seal.openText(key, sealed) : sealed)
     const now = this.#clock.now()
     if (record === null || now - record.at > RECORD_MAX_AGE_MS || record.at - now > RECORD_MAX_AGE_MS / 10) {
       if (!this.#forgedSeen) log.warn({ credential, key }, 'ignoring a shared platform limit that does not carry this gateway\'s seal (GATEWAY_SECRET), or is stale or dated ahead: this replica keeps its own')
