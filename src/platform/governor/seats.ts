@@ -273,11 +273,9 @@ export class CredentialSeats {
     seats.tag = start + charged / weight
     // The virtual time: the least tag waiting, or, on one replica, of a team holding a seat whose queue emptied within RETURN_MS (dispatch rule 2).
     let least = start
-    const holdsBack = (other: string): void => {
+    for (const other of [...this.#queue.waitingTeams(), ...(this.#lease === null ? this.#teams.returning(startedAt) : [])]) {
       if (other !== team && !this.#atCeiling(other)) least = Math.min(least, this.#teams.of(other).tag)
     }
-    for (const other of this.#queue.waitingTeams()) holdsBack(other)
-    if (this.#lease === null) for (const other of this.#teams.returning(startedAt)) holdsBack(other)
     this.#teams.virtual = Math.max(this.#teams.virtual, least)
     const call = { at: startedAt, dueAt: expected === null ? Infinity : startedAt + OVERDUE * expected, short: isShort(expected) }
     seats.running.add(call)
