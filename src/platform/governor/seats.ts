@@ -254,8 +254,7 @@ export class CredentialSeats {
     if (best !== null || this.#lingerTimer !== null) return best
     const now = this.#clock.now()
     const at = this.#teams.lingerEnd(now)
-    if (!Number.isFinite(at)) return null
-    this.#lingerTimer = this.#timer(() => {
+    if (Number.isFinite(at)) this.#lingerTimer = this.#timer(() => {
       this.#lingerTimer = null
       this.wake()
     }, at - now)
