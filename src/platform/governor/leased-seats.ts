@@ -224,16 +224,13 @@ export class LeasedSeats implements SeatLease {
     }
     const now = this.#clock.now()
     const at = now + Math.max(ms, atOnce ? 0 : MIN_RENEW_MS - (now - this.#lastAnswer), 0)
-    if (this.#timer) {
-      if (this.#timerAt <= at) return
-      this.#clock.clearTimeout(this.#timer)
-    }
+    if (this.#timer !== null && this.#timerAt <= at) return
+    this.#clock.clearTimeout(this.#timer)
     this.#timerAt = at
     this.#timer = this.#clock.setTimeout(() => {
       this.#timer = null
       void this.#renew()
-    }, at - now)
-    this.#timer.unref()
+    }, at - now).unref()
   }
 
   async #renew(): Promise<void> {
