@@ -8,12 +8,9 @@ import { LeasedSeats, type LeasedSeatsOptions } from './leased-seats.js'
 import type { LeaseStore } from './lease-store.js'
 import { WorkEstimates } from './work-estimates.js'
 
-/** The settings one credential's governor follows (config.platform). */
-export type GovernorSettings = Pick<Config['platform'], 'adaptive' | 'initialConcurrent' | 'minConcurrent' | 'maxConcurrent' | 'maxConcurrentPerReplica' | 'seatLeaseMs' | 'queue' | 'queueTimeoutMs' | 'timeoutMs'>
-
 export interface CredentialGovernorOptions extends Pick<SeatsOptions, 'weightOf' | 'limitsOf' | 'pausedUntil' | 'onRefused' | 'clock'>,
   Pick<LeasedSeatsOptions, 'replica' | 'run' | 'onLost'>, Pick<LearnedLimitOptions, 'credential' | 'seal' | 'key' | 'log' | 'onMove'> {
-  settings: GovernorSettings
+  settings: Pick<Config['platform'], 'adaptive' | 'initialConcurrent' | 'minConcurrent' | 'maxConcurrent' | 'maxConcurrentPerReplica' | 'seatLeaseMs' | 'queue' | 'queueTimeoutMs' | 'timeoutMs'>
   /** Where the replicas' leases live (Redis); null: this replica alone. */
   store: LeaseStore | null
   /** The limit and knee in force after every move, and the floor of the kind answered most (ms). */
