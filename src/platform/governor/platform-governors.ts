@@ -58,7 +58,8 @@ export class PlatformGovernors {
       credential,
       settings: config.platform,
       store: redis && breaker ? new RedisLeaseStore({ redis, breaker, bus, key, credential }) : null,
-      replica: replicaIdentity(hostname(), config.port),
+      // Its host (a pod's name) and proxy port, hashed to a lease field's characters; each run adds a random id.
+      replica: createHash('sha256').update(`${hostname()}\n${config.port}`).digest('base64url').slice(0, 12),
       seal: seal ?? null,
       key,
       log,
@@ -138,6 +139,3 @@ export class PlatformGovernors {
     return g
   }
 }
-
-/** A replica's name: its host (a pod's name) and proxy port, hashed to a lease field's characters; each run adds a random id. */
-export function replicaIdentity(host: string, port: number): string { return createHash('sha256').update(`${host}\n${port}`).digest('base64url').slice(0, 12) }
