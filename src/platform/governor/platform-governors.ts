@@ -108,8 +108,8 @@ export class PlatformGovernors {
     try {
       const g = this.#of(credential)
       const passage = this.#pauses.enter(credential, call)
-      if (call.trial) return Promise.resolve({ team: call.team, load: g.seats.inFlight, end: (outcome: SeatOutcome) => this.#pauses.left(credential, call, passage, outcome) })
-      return g.seats.ask({ ...call, workClass: call.workClass ?? routeTemplate(call.url) }).then((seat) => ({ team: seat.team, load: seat.load, end: (outcome) => { seat.end(outcome); this.#pauses.left(credential, call, passage, outcome) } }))
+      if (call.trial) return Promise.resolve({ team: call.team, end: (outcome: SeatOutcome) => this.#pauses.left(credential, call, passage, outcome) })
+      return g.seats.ask({ ...call, workClass: call.workClass ?? routeTemplate(call.url) }).then((seat) => ({ team: seat.team, end: (outcome) => { seat.end(outcome); this.#pauses.left(credential, call, passage, outcome) } }))
     } catch (err) {
       return Promise.reject(err as Error)
     }

@@ -294,7 +294,6 @@ export class CredentialSeats {
     }
     return {
       team,
-      load,
       end: (outcome) => {
         if (ended) return
         ended = true
