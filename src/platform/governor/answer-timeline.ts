@@ -68,7 +68,6 @@ export function decodeCalls(text: string): { at: number; calls: CallEntry[] } | 
 type Local = { kind: string; load: number; startedAt: number; serial: number | null; answer: Answer | null }
 /** Another replica's calls: as of its last record, those ended not yet given (by id), those given (by id, when they ended), those in flight, and the serials of those started here by key. */
 type Remote = { at: number; ended: Map<string, CallEntry>; done: Map<string, number>; inFlight: CallEntry[]; started: Map<string, number[]> }
-type Event = { t: number; end: boolean; run: () => void }
 
 export class AnswerTimeline {
   readonly #sink: EvidenceSink
@@ -161,7 +160,7 @@ export class AnswerTimeline {
 
   /** Every start and end up to `horizon`, in time order (an end before a start at the same moment: that call was not ahead). */
   #release(horizon: number): void {
-    const events: Event[] = []
+    const events: { t: number; end: boolean; run: () => void }[] = []
     // An end at its own start comes after that start.
     const add = (t: number, end: boolean, run: () => void, from = -Infinity) => events.push({ t: Math.max(t, this.#released, end ? from + 1e-6 : -Infinity), end, run })
     for (const [token, call] of this.#local) {
