@@ -1,7 +1,7 @@
 import type { Logger } from 'pino'
 import type { Clock } from '../clock.js'
 import type { JobStatus } from './job.js'
-import { attempted, claimDelivery, deliveryView, newDelivery, type AttemptResult, type Delivery, type DeliveryView } from './delivery.js'
+import { attempted, claimDelivery, deliveryView, newDelivery, webhookAtRest, type AttemptResult, type Delivery, type DeliveryView } from './delivery.js'
 import type { DeliveryStore } from './delivery-store.js'
 import { PollLoop } from './poll-loop.js'
 import type { Run } from './lease.js'
@@ -162,10 +162,11 @@ export class WebhookDeliveries {
     this.#attempting.set(d.id, d.team)
     const run: Run = { runner: this.#d.replica, runs: d.runs }
     // The team's webhook as the teams say now: a reload that moved it (or changed its
-    // secret) moves the deliveries still pending with it, and the record says where.
+    // secret) moves the deliveries still pending with it, and the record says where (as
+    // kept: no query, which may hold the receiver's token).
     const target = this.#d.target(d.team)
     this.#send(d, target)
-      .then((result) => this.#record(d, run, result, target?.url ?? d.url))
+      .then((result) => this.#record(d, run, result, webhookAtRest(target?.url ?? d.url)))
       .catch((err: unknown) => this.#d.log.warn({ err, delivery: d.id }, 'recording a webhook attempt failed: it is made again once its claim runs out'))
       .finally(() => {
         this.#attempting.delete(d.id)

@@ -7,13 +7,14 @@ import type { LookupAll } from '../../src/jobs/webhook-target.js'
 import { gzipSync } from 'node:zlib'
 import { Redis } from 'ioredis'
 import { MemoryDeliveryStore, type DeliveryStore, type OutboxBounds } from '../../src/jobs/delivery-store.js'
-import type { DeliveryView } from '../../src/jobs/delivery.js'
+import { newDelivery, type Delivery, type DeliveryView } from '../../src/jobs/delivery.js'
 import { ended, jobStatus, newJob, type Job, type JobStatus } from '../../src/jobs/job.js'
 import type { JobStore } from '../../src/jobs/job-store.js'
 import { JobRunner } from '../../src/jobs/job-runner.js'
 import { RedisJobStore } from '../../src/jobs/redis-job-store.js'
 import { RedisDeliveryStore } from '../../src/jobs/redis-delivery-store.js'
 import { RedisSeal } from '../../src/redis/seal.js'
+import { redisKey } from '../../src/redis/keys.js'
 import { etagOf } from '../../src/cache/cache-entry.js'
 import { canonicalGetReport } from '../../src/reports/report-query.js'
 import type { TokenProvider } from '../../src/platform/tokens/token-provider.js'
@@ -489,6 +490,27 @@ describe.skipIf(!available)('a job\'s end and its delivery on one Redis', () => 
     expect(r.got.map((g) => g.headers['webhook-id'])).toEqual([`msg_${job.id}`])
     expect(JSON.parse((r.got[0] as Received).body)).toMatchObject({ id: job.id, state: 'done' })
     expect((await b.outbox.get(`msg_${job.id}`))?.attempts.map((x) => x.replica)).toEqual(['b'])
+    b.webhooks.stop()
+  })
+
+  it('a delivery an earlier build recorded with its webhook\'s whole URL (the receiver\'s token in its query): listed without the query, pushed to the team\'s webhook, and kept without the token from its claim on', async () => {
+    const r = await receiver([{ status: 204 }])
+    const clock = fakeClock()
+    const token = `tok-${randomBytes(12).toString('hex')}`
+    const whole = `${r.url}?tok=${token}`
+    const b = await replica('b', whole, clock)
+    // As an earlier build kept it: the whole URL, a retry due in a second.
+    const earlier: Delivery = { ...newDelivery({ job: 'recorded-earlier', team: 'growth', jobState: 'done', url: r.url, body: JSON.stringify(STATUS) }, clock.now()), url: whole, nextAttemptAt: clock.now() + 1000 }
+    expect(await b.outbox.add(earlier, clock.now())).toBe(true)
+    const key = redisKey.delivery(PREFIX, earlier.id)
+    expect(await b.client.get(key)).toContain(token)
+    expect(await latest(b.webhooks)).toMatchObject({ id: earlier.id, state: 'pending', url: r.url })
+    clock.advance(1000)
+    b.webhooks.poke()
+    await waitFor('the delivery made', async () => (await b.outbox.get(earlier.id))?.state === 'delivered')
+    expect(r.got.map((g) => g.path)).toEqual([`/hook?tok=${token}`])
+    expect(await b.client.get(key)).not.toContain(token)
+    expect(await latest(b.webhooks)).toMatchObject({ id: earlier.id, state: 'delivered', url: r.url })
     b.webhooks.stop()
   })
 })
