@@ -193,7 +193,7 @@ describe('HEAD of a report', () => {
     expect(head.status).toBe(202)
     expect(await head.text()).toBe('')
     const location = head.headers.get('location') as string
-    expect(location).toMatch(/^\/api\/v1\/jobs\/[0-9A-Za-z]+$/)
+    expect(location).toMatch(/^\/api\/v1\/jobs\/[\w-]+$/)
     const jobless = (headers: Headers) => Object.fromEntries(Object.entries(own(headers)).filter(([name]) => !['location', 'content-length'].includes(name)))
     expect(jobless(head.headers)).toEqual(jobless(get.headers))
     // The length of the job's status it would have sent (its own job's: not the GET's).
