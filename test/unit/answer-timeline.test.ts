@@ -152,28 +152,6 @@ describe('AnswerTimeline', () => {
     expect(tl.merging).toBe(false)
   })
 
-  it('sets aside another replica\'s call that started before the moment given: its start given then, its answer an end, not evidence', () => {
-    const ends: Answer[] = []
-    const s = sink()
-    const tl = new AnswerTimeline({ start: s.start, end: (a) => { ends.push(a); s.end(a) } }, KEEP_MS)
-    const k = kindId('week')
-    // Alone, the replica gives its calls at once: up to 50 ms.
-    tl.started('week', 3, T)
-    tl.started('week', 4, T + 50)
-    // It starts learning: r2's calls from 10 (in flight) and from 20 to 80 began before 50, the one from 60 after.
-    tl.heard([record('r2', 100, [call(10, null), call(20, 80), call(60, null)])], T + 100)
-    expect(s.log).toEqual([`start ${k} 3`, `start ${k} 4`, `start ${k} 3`, `start ${k} 4`, `start ${k} 5`, 'end 3@80'])
-    tl.heard([record('r2', 200, [call(10, 150), call(20, 80), call(60, 170)])], T + 200)
-    expect(s.log.slice(6)).toEqual(['end 4@150', 'end 5@170'])
-    expect(ends.map((a) => [a.window, a.timed !== false])).toEqual([[3, false], [4, false], [5, true]])
-    // r2 leaves the answers; the moment given passes 300 without it; back, its call from 250 is set aside, the one from 320
-    // is not (the replica's own two calls still in flight).
-    tl.heard([], T + 300)
-    tl.heard([record('r2', 400, [call(250, 330), call(320, 360)])], T + 400)
-    expect(s.log.slice(8)).toEqual([`start ${k} 3`, `start ${k} 4`, 'end 6@330', 'end 7@360'])
-    expect(ends.slice(3).map((a) => [a.window, a.timed !== false])).toEqual([[6, false], [7, true]])
-  })
-
   it('once it no longer learns, ends the other replicas\' calls it started and gives its own at once again', () => {
     const s = sink()
     const tl = new AnswerTimeline(s, KEEP_MS)

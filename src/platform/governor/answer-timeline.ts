@@ -81,8 +81,6 @@ export class AnswerTimeline {
   // Evidence given up to this moment; calls started and not ended in it.
   #released = -Infinity
   #open = 0
-  // The serials of the other replicas' calls given as they were heard, having started before the moment given: their answers are ends, not evidence.
-  readonly #aside = new Set<number>()
   #heardAt = -Infinity
 
   /** `keepMs`: how far back a record's calls go (a lease's life: every record is read within it). */
@@ -173,17 +171,11 @@ export class AnswerTimeline {
     for (const remote of this.#remote.values()) {
       const pending = new Map([...remote.started].map(([k, serials]) => [k, serials.length]))
       // A call started here already is not started again; returns its key. One that started before the moment given is
-      // given at that moment, set aside: the calls given since it started hold their places, its load and the ends ahead
-      // of it would be theirs (docs/governor.md, "Across replicas the learner weighs every replica's calls").
+      // given at that moment, behind the calls given since (docs/governor.md, "Across replicas the learner weighs every replica's calls").
       const startOnce = (c: CallEntry): string => {
         const k = keyOf(c)
-        const aside = c.startedAt < this.#released
         if ((pending.get(k) ?? 0) > 0) pending.set(k, (pending.get(k) as number) - 1)
-        else add(c.startedAt, false, () => {
-          const serial = this.#sink.start(c.kind, ++this.#open)
-          if (aside) this.#aside.add(serial)
-          remote.started.set(k, [...(remote.started.get(k) ?? []), serial])
-        })
+        else add(c.startedAt, false, () => remote.started.set(k, [...(remote.started.get(k) ?? []), this.#sink.start(c.kind, ++this.#open)]))
         return k
       }
       for (const [id, c] of remote.ended) {
@@ -225,8 +217,7 @@ export class AnswerTimeline {
     if (serials?.length === 0) remote.started.delete(k)
     if (serial === undefined) return
     this.#open--
-    const aside = this.#aside.delete(serial)
-    this.#sink.end({ startedAt: c.startedAt, at: c.at as number, team: '', kind: c.kind, load: 0, window: serial, outcome: c.outcome, timed: c.timed && !aside })
+    this.#sink.end({ startedAt: c.startedAt, at: c.at as number, team: '', kind: c.kind, load: 0, window: serial, outcome: c.outcome, timed: c.timed })
   }
 }
 
