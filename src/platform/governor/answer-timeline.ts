@@ -169,7 +169,8 @@ export class AnswerTimeline {
     }
     for (const remote of this.#remote.values()) {
       const pending = new Map([...remote.started].map(([k, serials]) => [k, serials.length]))
-      // A call started here already is not started again; returns its key.
+      // A call started here already is not started again; returns its key. One that started before the moment given is
+      // given at that moment, behind the calls given since (docs/governor.md, "Across replicas the learner weighs every replica's calls").
       const startOnce = (c: CallEntry): string => {
         const k = keyOf(c)
         if ((pending.get(k) ?? 0) > 0) pending.set(k, (pending.get(k) as number) - 1)
