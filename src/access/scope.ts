@@ -58,13 +58,30 @@ export function namedInCall(method: string, target: RequestTarget, body: Checked
   }
   const campaigns = [...fieldValues(target.params, CAMPAIGN_VARIABLES), ...bodyCampaigns].map(campaignId)
   const inPath = pathCampaign(target.path, campaignPaths)
-  if (inPath !== null) campaigns.push(inPath)
+  if (inPath !== null) campaigns.push(inPath, ...routeIdInputs(target, body).map(campaignId))
   const bodyless = method === 'GET' || method === 'HEAD' || method === 'DELETE'
   return {
     accounts: [...queryAccounts, ...bodyAccounts],
     campaigns,
     placed: bodyless ? target.params.some(([name]) => QUERY_ACCOUNT.has(name)) : placedInBody(target.path, body),
   }
+}
+
+// A campaign path's route parameter (`{id}` of ownership.campaignPaths). A controller's
+// `$request->id` reads an input of that name before the route's (Laravel's Request::__get
+// looks in the query and body first), so beside a campaign's path such an input names a
+// campaign too: the query's, the form's, or the JSON body's top-level one.
+const ROUTE_ID = 'id'
+const ROUTE_ID_VARIABLES = new Set([ROUTE_ID])
+
+function routeIdInputs(target: RequestTarget, body: CheckedBody | null): unknown[] {
+  const found: unknown[] = fieldValues(target.params, ROUTE_ID_VARIABLES)
+  if (body?.kind === 'form') found.push(...fieldValues(body.params, ROUTE_ID_VARIABLES))
+  if (body?.kind === 'json' && typeof body.value === 'object' && body.value !== null && !Array.isArray(body.value) && Object.hasOwn(body.value, ROUTE_ID)) {
+    const value = (body.value as Record<string, unknown>)[ROUTE_ID]
+    found.push(...(Array.isArray(value) ? (value as unknown[]) : [value]))
+  }
+  return found
 }
 
 function placedInBody(path: string, body: CheckedBody | null): boolean {
@@ -86,6 +103,22 @@ export function assertAccounts(team: TeamConfig, values: unknown[]): number[] {
     ids.push(id)
   }
   return ids
+}
+
+/**
+ * Why `team` (as the teams run now; undefined once a reload removed it, `name` naming it)
+ * may not read a report of `advertiserIds`, in the words a read of it is refused with; null
+ * when it may.
+ */
+export function scopeRefusal(team: TeamConfig | undefined, name: string, advertiserIds: readonly number[]): string | null {
+  if (team === undefined) return `team ${name} is no longer configured`
+  try {
+    assertAccounts(team, [...advertiserIds])
+    return null
+  } catch (err) {
+    if (err instanceof ForbiddenError) return err.message
+    throw err
+  }
 }
 
 // A path with a number the campaign table does not explain names an object the gateway

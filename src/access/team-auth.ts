@@ -35,6 +35,11 @@ export class TeamDirectory {
     return this.#teams
   }
 
+  /** A running team by its name; undefined once a reload removed it. */
+  teamOf(name: string): TeamConfig | undefined {
+    return this.#byName.get(name)
+  }
+
   /** A running team's weight in its credential's queue of platform calls. */
   weightOf(name: string): number | undefined {
     return this.#byName.get(name)?.weight

@@ -11,6 +11,7 @@ import type { RedisBus } from '../redis/bus.js'
 import type { AdminAuth } from './admin-auth.js'
 import type { TeamDirectory } from './team-auth.js'
 import { systemClock, type Clock, type Timer } from '../clock.js'
+import { webhookSecretSpellings } from '../jobs/webhook-signature.js'
 
 export type ReloadTrigger = 'file' | 'signal' | 'admin' | 'replica'
 
@@ -170,7 +171,7 @@ export class TeamReloader {
     const adminTokenChanges = adminChanges(this.#d.config.admin.tokens, next.admin.tokens, this.#d.config.gatewaySecret)
     const keysChanged = keyChanges(this.#d.teams.teams, next.teams)
     // A team's new webhook secret is scrubbed from the log from now on, as the loaded ones are.
-    for (const team of next.teams) this.#d.secrets?.add(team.webhook?.secret)
+    for (const team of next.teams) for (const secret of team.webhook ? webhookSecretSpellings(team.webhook.secret) : []) this.#d.secrets?.add(secret)
     this.#d.teams.replace(next.teams)
     if (keysChanged.removed.length > 0 || keysChanged.added.length > 0) this.#d.onKeysChanged?.(keysChanged)
     this.#d.adminAuth.replace(next.admin.tokens)

@@ -20,6 +20,7 @@ import { MemoryDeliveryStore, type DeliveryStore, type OutboxBounds } from '../j
 import { RedisDeliveryStore } from '../jobs/redis-delivery-store.js'
 import type { CanonicalReport } from '../reports/report-query.js'
 import type { TeamDirectory } from '../access/team-auth.js'
+import { scopeRefusal } from '../access/scope.js'
 import type { Unverified } from './redis-parts.js'
 import type { FailureLog } from '../observe/failure-log.js'
 import type { Metrics } from '../observe/metrics.js'
@@ -70,6 +71,7 @@ export function jobParts(
     onEnded: () => webhooks.poke(),
     ...(announce ? { announce } : {}),
     spentFor: (team, now) => o.platformTime.overBound(team, o.teams.platformSecondsPerDayOf(team), now),
+    refusal: (job) => scopeRefusal(o.teams.teamOf(job.team), job.team, job.report.advertiserIds),
   })
   const jobs = new Jobs({
     store,

@@ -7,6 +7,7 @@ import { parseDuration, parseSize } from './units.js'
 import { normalizeTeams } from './teams.js'
 import { adminTokens } from './admin-tokens.js'
 import { hostsOf, webhookRefusal } from '../jobs/webhook-target.js'
+import { webhookSecretSpellings } from '../jobs/webhook-signature.js'
 import type { Setting } from './provenance.js'
 
 // The validated raw settings turned into what the gateway runs on: durations in ms,
@@ -127,7 +128,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
 
   const secrets = [raw.admin.token, raw.admin.viewerToken, raw.gatewaySecret, raw.gatewaySecretFallback, raw.redis.sentinelPassword]
     .concat(Object.values(credentials).flatMap((c) => [c.token, c.login?.password, c.login?.clientSecret]))
-    .concat(teams.map((t) => t.webhook?.secret))
+    .concat(teams.flatMap((t) => (t.webhook ? webhookSecretSpellings(t.webhook.secret) : [])))
     .filter((s): s is string => typeof s === 'string' && s.length > 0)
 
   return {

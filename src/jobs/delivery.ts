@@ -32,6 +32,13 @@ export interface Delivery extends Leased {
   team: string
   /** The job's state it tells: `done` or `failed`. */
   jobState: string
+  /**
+   * Where the delivery goes as kept (webhookAtRest: origin and path, never the URL's user,
+   * query or fragment, which may carry the receiver's own token): the team's webhook when
+   * it was recorded, then where its latest attempt went. Each attempt goes to the team's
+   * webhook as the teams say then, whole. A record of a build before this rule holds the
+   * whole URL until a replica of this one claims it.
+   */
   url: string
   /** The job's status JSON, POSTed as it is on every attempt. */
   body: string
@@ -54,9 +61,15 @@ export const ATTEMPTS_KEPT = 30
 export const FIRST_BACKOFF_MS = 1000
 export const MAX_BACKOFF_MS = 5 * 60_000
 
-/** The delivery of a job's end at `now`, due at once. */
+/** A webhook URL as a delivery keeps it and an operator reads it: its origin and path, never its user, query or fragment, which may carry the receiver's own token. */
+export function webhookAtRest(url: string): string {
+  const parsed = URL.parse(url)
+  return parsed === null ? '' : `${parsed.origin}${parsed.pathname}`
+}
+
+/** The delivery of a job's end at `now` to the webhook at `url`, due at once. */
 export function newDelivery(fields: Pick<Delivery, 'job' | 'team' | 'jobState' | 'url' | 'body'>, now: number): Delivery {
-  return { ...fields, id: `msg_${fields.job}`, state: 'pending', createdAt: now, nextAttemptAt: now, tries: 0, attempts: [], runner: null, leaseUntil: 0, runs: 0 }
+  return { ...fields, url: webhookAtRest(fields.url), id: `msg_${fields.job}`, state: 'pending', createdAt: now, nextAttemptAt: now, tries: 0, attempts: [], runner: null, leaseUntil: 0, runs: 0 }
 }
 
 /** From when a deliverer may claim it: its next attempt's time, or its claim's end while claimed; null once settled. */
@@ -65,10 +78,10 @@ export function deliveryDueAt(d: Delivery): number | null {
   return d.runner === null ? d.nextAttemptAt : d.leaseUntil
 }
 
-/** `d` claimed by `runner` at `now` for `leaseMs`; null when it is not due. */
+/** `d` claimed by `runner` at `now` for `leaseMs`, its URL as kept (a record of an earlier build holds it whole); null when it is not due. */
 export function claimDelivery(d: Delivery, runner: string, now: number, leaseMs: number): Delivery | null {
   const due = deliveryDueAt(d)
-  return due !== null && now >= due ? claim(d, runner, now, leaseMs) : null
+  return due !== null && now >= due ? claim({ ...d, url: webhookAtRest(d.url) }, runner, now, leaseMs) : null
 }
 
 /**
@@ -94,7 +107,7 @@ export interface DeliveryView {
   team: string
   state: Delivery['state']
   jobState: string
-  /** Where it is POSTed, without the URL's user, query and fragment. */
+  /** Where it is POSTed, without the URL's user, query and fragment (webhookAtRest). */
   url: string
   /** Requests made. */
   attempts: number
@@ -108,12 +121,6 @@ export interface DeliveryView {
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString())
 
-/** A webhook URL as an operator reads it: its origin and path, never its user, query or fragment, which may carry the receiver's own token. */
-function shownUrl(url: string): string {
-  const parsed = URL.parse(url)
-  return parsed === null ? '' : `${parsed.origin}${parsed.pathname}`
-}
-
 export function deliveryView(d: Delivery): DeliveryView {
   const last = d.attempts.at(-1)
   return {
@@ -122,7 +129,7 @@ export function deliveryView(d: Delivery): DeliveryView {
     team: d.team,
     state: d.state,
     jobState: d.jobState,
-    url: shownUrl(d.url),
+    url: webhookAtRest(d.url),
     attempts: d.tries,
     lastStatus: last?.status ?? null,
     lastError: last?.error ?? null,

@@ -59,6 +59,8 @@ export interface JobRunnerDeps {
   announce?: () => void
   /** Seconds until `team` may make platform calls again (its platform-seconds of the UTC day spent, `platformSecondsPerDay`); 0: it may. */
   spentFor?: (team: string, now: number) => number
+  /** Why the job's team, as the teams are now, may not read its report (a reload took its advertiser away, or the team); null: it may. */
+  refusal?: (job: Job) => string | null
 }
 
 /** What became of a run: started, then done, failed, requeued, or lost to another runner. */
@@ -197,6 +199,10 @@ export class JobRunner {
     // The platform-seconds of the call its result came from (its own, one it joined, here or
     // on another replica), to the ms; 0 for a copy the cache had: as `platform-usage: fill`.
     const took = (result: CacheResult): number => Math.round(fillMsOf(result)) / 1000
+    // The team's scope is checked as the job runs, as a read of the report is: a job asked
+    // before a reload took its advertiser away makes no platform call for it.
+    const refusal = this.#d.refusal?.(job) ?? null
+    if (refusal !== null) return { kind: 'failed', error: { code: 'GW_FORBIDDEN', statusCode: 403, message: refusal }, tookSeconds: 0 }
     try {
       // The team's day is checked as the job runs, not only when it was asked: past its bound
       // a copy (however old, to its stale-if-error end) or a fill under way answers it, no call.

@@ -52,7 +52,8 @@ export type JobResult = { entry: CacheEntry; job: Job } | { answer: PlatformAnsw
  */
 export class Jobs {
   readonly #d: JobsDeps
-  #asks = 0
+  /** Each team's asks on this replica, for its ids' order part. */
+  readonly #asks = new Map<string, number>()
 
   constructor(deps: JobsDeps) {
     this.#d = deps
@@ -86,7 +87,7 @@ export class Jobs {
     const { store, clock, settings, runner } = this.#d
     const now = clock.now()
     const { warm, ...asked } = ask
-    const job = newJob({ id: this.#newId(now), ...asked, priority: warm ? 'warm' : 'job', expectedSeconds: this.#d.expectedSeconds(ask.credential, ask.team, ask.report) }, now)
+    const job = newJob({ id: this.#newId(ask.team, now), ...asked, priority: warm ? 'warm' : 'job', expectedSeconds: this.#d.expectedSeconds(ask.credential, ask.team, ask.report) }, now)
     if (!(await store.add(job, settings.maxOpenPerTeam, now))) throw Object.assign(new JobsFullError(ask.team, settings.maxOpenPerTeam), { retryAfterSec: 1 })
     runner.poke()
     this.#d.announce?.()
@@ -158,13 +159,15 @@ export class Jobs {
   }
 
   /**
-   * A job's id: when it was asked and its order among this replica's asks, so that ids
-   * sort as the asks came (its place in the queue, asks within one millisecond), then
-   * 96 random bits: an id is not guessed, and another team's reads as none anyway.
+   * A job's id: when it was asked and its order among its team's asks on this replica, so
+   * that a team's ids sort as its asks came (its place in the queue, asks within one
+   * millisecond) and tell it nothing of other teams' asks, then 96 random bits: an id is
+   * not guessed, and another team's reads as none anyway.
    */
-  #newId(now: number): string {
-    this.#asks = (this.#asks + 1) % 36 ** 4
-    return `${now.toString(36).padStart(9, '0')}${this.#asks.toString(36).padStart(4, '0')}${randomBytes(12).toString('base64url')}`
+  #newId(team: string, now: number): string {
+    const order = ((this.#asks.get(team) ?? 0) + 1) % 36 ** 4
+    this.#asks.set(team, order)
+    return `${now.toString(36).padStart(9, '0')}${order.toString(36).padStart(4, '0')}${randomBytes(12).toString('base64url')}`
   }
 
   #sleep(ms: number): Promise<void> {

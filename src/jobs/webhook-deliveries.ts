@@ -1,7 +1,7 @@
 import type { Logger } from 'pino'
 import type { Clock } from '../clock.js'
 import type { JobStatus } from './job.js'
-import { attempted, claimDelivery, deliveryView, newDelivery, type AttemptResult, type Delivery, type DeliveryView } from './delivery.js'
+import { attempted, claimDelivery, deliveryView, newDelivery, webhookAtRest, type AttemptResult, type Delivery, type DeliveryView } from './delivery.js'
 import type { DeliveryStore } from './delivery-store.js'
 import { PollLoop } from './poll-loop.js'
 import type { Run } from './lease.js'
@@ -68,8 +68,8 @@ export interface WebhookDeliveriesDeps {
  * it to another after the claim. At least once: an attempt whose record failed is made
  * again, with the same `webhook-id`.
  *
- * An attempt is a POST of the job's status JSON, signed the Standard Webhooks way with
- * the team's secret as the teams say now. Not through the platform client (it adds the
+ * An attempt is a POST of the job's status JSON to the team's webhook URL as the teams say
+ * now, signed the Standard Webhooks way with its secret as they say now. Not through the platform client (it adds the
  * platform's token): a plain fetch that follows no redirect, ends after `timeoutMs` and
  * reads at most WEBHOOK_ANSWER_BYTES of the answer. A network error, a timeout, 408, 429
  * or 5xx is tried again (delivery.ts, `attempted`); a redirect or another 4xx is final.
@@ -161,8 +161,12 @@ export class WebhookDeliveries {
   #attempt(d: Delivery): void {
     this.#attempting.set(d.id, d.team)
     const run: Run = { runner: this.#d.replica, runs: d.runs }
-    this.#send(d)
-      .then((result) => this.#record(d, run, result))
+    // The team's webhook as the teams say now: a reload that moved it (or changed its
+    // secret) moves the deliveries still pending with it, and the record says where (as
+    // kept: no query, which may hold the receiver's token).
+    const target = this.#d.target(d.team)
+    this.#send(d, target)
+      .then((result) => this.#record(d, run, result, webhookAtRest(target?.url ?? d.url)))
       .catch((err: unknown) => this.#d.log.warn({ err, delivery: d.id }, 'recording a webhook attempt failed: it is made again once its claim runs out'))
       .finally(() => {
         this.#attempting.delete(d.id)
@@ -170,10 +174,11 @@ export class WebhookDeliveries {
       })
   }
 
-  async #record(d: Delivery, run: Run, result: AttemptResult): Promise<void> {
+  async #record(d: Delivery, run: Run, result: AttemptResult, url: string): Promise<void> {
     const { store, clock, settings, log } = this.#d
     const now = clock.now()
-    const next = attempted(d, run, now, result, settings.retryForMs)
+    const attempt = attempted(d, run, now, result, settings.retryForMs)
+    const next = attempt === null ? null : { ...attempt, url }
     if (next === null || !(await store.swap(d, next, now))) return
     const fields = { delivery: d.id, job: d.job, team: d.team, attempts: next.tries, status: result.status }
     if (next.state === 'delivered') log.info(fields, 'report job pushed to its team\'s webhook')
@@ -182,17 +187,16 @@ export class WebhookDeliveries {
     else if (next.nextAttemptAt !== null) clock.setTimeout(() => this.poke(), Math.max(1, next.nextAttemptAt - now)).unref()
   }
 
-  /** One POST of `d` to its URL, with the team's secret as the teams say now. */
-  async #send(d: Delivery): Promise<AttemptResult> {
+  /** One POST of `d` to the team's webhook `target` as the teams say now: its URL, signed with its secret. */
+  async #send(d: Delivery, target: WebhookTarget | null): Promise<AttemptResult> {
     const { settings, platformUrls, clock } = this.#d
-    const target = this.#d.target(d.team)
     if (target === null) return refused('the team has no webhook now')
-    const refusal = webhookRefusal(d.url, settings.hosts, hostsOf(platformUrls))
+    const refusal = webhookRefusal(target.url, settings.hosts, hostsOf(platformUrls))
     if (refusal !== null) return refused(refusal)
     // Where the connection goes, not only the name: the platform's socket is never one.
     // The attempt's bound holds from here: a lookup that hangs holds it no longer than that.
     const signal = AbortSignal.timeout(settings.timeoutMs)
-    const url = new URL(d.url)
+    const url = new URL(target.url)
     const isPlatform = await until(platformSockets(platformUrls, this.#d.resolve), signal).catch(() => null)
     if (isPlatform === null) return { ok: false, status: null, error: `the platform's addresses were not resolved within ${settings.timeoutMs}ms`, retry: true, made: false }
     const literal = literalOf(url)
@@ -208,7 +212,7 @@ export class WebhookDeliveries {
       'webhook-signature': webhookSignature(target.secret, d.id, timestamp, d.body),
     }
     try {
-      const res = await undiciFetch(d.url, { method: 'POST', headers, body: d.body, redirect: 'manual', signal, dispatcher })
+      const res = await undiciFetch(target.url, { method: 'POST', headers, body: d.body, redirect: 'manual', signal, dispatcher })
       if (!(await drain(res, WEBHOOK_ANSWER_BYTES))) this.#connections.drop(url, dispatcher)
       if (res.status >= 200 && res.status < 300) return { ok: true, status: res.status }
       if (res.status >= 300 && res.status < 400) return { ok: false, status: res.status, error: 'the receiver answered a redirect: not followed', retry: false, made: true }

@@ -13,6 +13,11 @@ export function webhookKey(secret: string): Buffer {
   return Buffer.from(secret.startsWith(WEBHOOK_SECRET_PREFIX) ? secret.slice(WEBHOOK_SECRET_PREFIX.length) : secret, 'base64')
 }
 
+/** What of a webhook secret the log scrubs: the whole `whsec_…`, and the base64 of its key alone (the HMAC key itself, as a receiver's code holds it). */
+export function webhookSecretSpellings(secret: string): string[] {
+  return secret.startsWith(WEBHOOK_SECRET_PREFIX) ? [secret, secret.slice(WEBHOOK_SECRET_PREFIX.length)] : [secret]
+}
+
 /** The `webhook-signature` header value of `body` sent as message `id` at `timestampSec` (epoch seconds). */
 export function webhookSignature(secret: string, id: string, timestampSec: number, body: string): string {
   return `v1,${createHmac('sha256', webhookKey(secret)).update(`${id}.${timestampSec}.${body}`).digest('base64')}`

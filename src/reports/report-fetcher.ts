@@ -14,6 +14,7 @@ import { cacheControlAllowsStore, lifetimes, type TtlPolicy } from './ttl-policy
 import type { CanonicalReport } from './report-query.js'
 import { reportBodyKind, type BodyKind } from './report-body.js'
 import { workClass } from './work-class.js'
+import { varyAllowsSharing } from './answer-vary.js'
 import { systemClock } from '../clock.js'
 import type { CallTurns } from './call-turns.js'
 
@@ -21,7 +22,7 @@ import type { CallTurns } from './call-turns.js'
 export type FetchResult =
   /** A 200 to cache. */
   | { kind: 'entry'; entry: CacheEntry }
-  /** An answer to pass on as it is and not to cache (the platform's 4xx, a no-store 200). */
+  /** An answer to pass on as it is and not to cache (the platform's 4xx, a no-store 200, a 200 whose `vary` no later fill matches). */
   | { kind: 'pass'; status: number; headers: Record<string, string>; body: Buffer }
   /** A 200 larger than the entry limit, held in the answers' budget: sent on uncached; only the caller that made the call reads it. */
   | { kind: 'oversize'; status: number; headers: Record<string, string>; answer: HeldAnswer }
@@ -76,6 +77,8 @@ export async function fetchReport(
   if (timeoutMs !== undefined && timeoutMs <= 0) return { kind: 'failed', error: new UpstreamTimeoutError() }
   let res: PlatformResponse
   try {
+    // The gateway's own headers, the same on every fill of the key: none of the caller's
+    // (its language, its agent) shapes a copy that every team of the credential reads.
     res = await client.send(provider, {
       method: report.method,
       url: `${report.path}${report.query ? `?${report.query}` : ''}`,
@@ -146,7 +149,7 @@ async function fromBody(
   }
   const identity = gzipped ? safeGunzip(received, deps.maxEntryBytes) : received
   if (identity === null) return { kind: 'failed', error: new UpstreamError('unreadable gzip body') }
-  if (!cacheControlAllowsStore(raw['cache-control'] as string | undefined)) {
+  if (!cacheControlAllowsStore(raw['cache-control'] as string | undefined) || !varyAllowsSharing(raw.vary)) {
     return { kind: 'pass', status: 200, headers, body: identity }
   }
   // A maintenance page or a cut-off body would be served as HIT to every replica for a day.

@@ -62,11 +62,14 @@ function createCampaign(state: SandboxState, request: PlatformRequest, reply: Fa
 
 /**
  * A parent's token deletes any of its children's campaigns by id: no account is named.
- * The id is looked up as MySQL compares a string with an integer column: by its
- * leading number, so `102001abc` is campaign 102001.
+ * The id is read as a controller's `$request->id` reads it: Laravel's magic property takes
+ * an input named `id` (query or body, Request::__get) before the route's `{id}`. It is
+ * looked up as MySQL compares a string with an integer column: by its leading number, so
+ * `102001abc` is campaign 102001.
  */
 function deleteCampaign(state: SandboxState, request: PlatformRequest, reply: FastifyReply): void {
-  const id = /^\s*\+?(\d+)/.exec(request.params.id ?? '')?.[1]
+  const named = request.input.id ?? request.params.id
+  const id = /^\s*\+?(\d+)/.exec(typeof named === 'string' || typeof named === 'number' ? String(named) : '')?.[1]
   const campaign = id === undefined ? undefined : state.catalog.get(Number(id))
   if (campaign === undefined) sendNotFound(reply)
   else if (!mayRead(request.caller, state.accounts.get(campaign.userId))) sendForbidden(reply)

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http'
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { laravelRequest, type LaravelRequest } from './laravel-request.js'
 import { sendJson, sendUnauthenticated } from './replies.js'
@@ -8,6 +8,7 @@ import type { SandboxState } from './state.js'
 /** A platform call as its controller sees it: Laravel's reading of the request, the path's parameters, the token's account. */
 export interface PlatformRequest extends LaravelRequest {
   params: Record<string, string>
+  headers: IncomingHttpHeaders
   caller: number
   /** Notes, in the request log, an account whose data the call reads or changes. */
   touch(account: number): void
@@ -45,7 +46,7 @@ export function registerPlatformRoutes(app: FastifyInstance, state: SandboxState
           return reply
         }
         const touched = recordOf(request)?.accounts ?? []
-        handler({ ...laravel, params: request.params as Record<string, string>, caller, touch: (account) => touched.push(account) }, reply)
+        handler({ ...laravel, params: request.params as Record<string, string>, headers: request.headers, caller, touch: (account) => touched.push(account) }, reply)
         // Answered: an answer still being sent (a stream, the `cut` failure) is not sent again.
         return reply
       },

@@ -8,6 +8,7 @@ import type { SandboxAccount } from './types.js'
 import type { SandboxState } from './state.js'
 import type { PlatformRequest, PlatformRoutes } from './platform-routes.js'
 import { Validator } from './validation.js'
+import { localeOf, LOCALIZED_VARY, localizeRows } from './locale.js'
 
 // `GET /report/{split}/get?advertiserId=…` and its older form, `POST` with a JSON
 // body naming campaigns. One route per known split: an unknown split is no route
@@ -55,7 +56,13 @@ function answer(request: PlatformRequest, reply: FastifyReply, state: SandboxSta
   else if (parsed === FORBIDDEN) sendForbidden(reply)
   else {
     for (const account of parsed.accounts) request.touch(account)
-    sendJson(reply, 200, { data: buildReport(state.seed, parsed) })
+    const rows = buildReport(state.seed, parsed)
+    if (!state.localized) sendJson(reply, 200, { data: rows })
+    else {
+      const locale = localeOf(request.headers['accept-language'])
+      reply.header('content-language', locale).header('vary', LOCALIZED_VARY)
+      sendJson(reply, 200, { data: localizeRows(rows, locale) })
+    }
   }
 }
 

@@ -88,6 +88,7 @@ function createState(opts: SandboxOptions): SandboxState {
     credentials: DEMO_CREDENTIALS,
     grantType: opts.grantType ?? DEFAULT_GRANT_TYPE,
     tokenTtlSeconds,
+    localized: opts.localized ?? false,
     tokens: new IssuedTokens(DEMO_CREDENTIALS.clientId),
     catalog: new CampaignCatalog(seed, SANDBOX_ACCOUNTS),
     conditions: new Conditions(opts.latencyMs ?? 0),

@@ -10,6 +10,8 @@ export interface SandboxState {
   readonly credentials: SandboxCredentials
   readonly grantType: string
   readonly tokenTtlSeconds: number
+  /** Report answers in the caller's language (SandboxOptions.localized). */
+  readonly localized: boolean
   readonly tokens: IssuedTokens
   readonly catalog: CampaignCatalog
   readonly conditions: Conditions

@@ -15,6 +15,12 @@ export interface SandboxOptions {
   tokenTtlSeconds?: number
   /** The grant_type the token request must carry. */
   grantType?: string
+  /**
+   * Report answers in the caller's language, as a localized Laravel app writes them: the
+   * position labels in German when `accept-language` prefers it, with `Content-Language`
+   * and `Vary: Accept-Language` (locale.ts). Absent: English for everyone, no `Vary`.
+   */
+  localized?: boolean
   logger?: boolean
 }
 

@@ -72,6 +72,32 @@ describe("another advertiser's campaigns", () => {
     expect(await exists(102001)).toBe(true)
   })
 
+  it("a scoped writer cannot delete a sibling's campaign by an input named id beside its own campaign's path", async () => {
+    // `$request->id` takes an input named `id` before the route's `{id}` (the sandbox models it).
+    expect((await direct(sg, 'DELETE', '/api/v1/campaign/banner/delete/103003?id=103004')).status).toBe(200)
+    expect(await exists(103004)).toBe(false)
+    expect(await exists(103003)).toBe(true)
+    sg.sandbox.clearRequests()
+    const json = { 'content-type': 'application/json' }
+    const form = { 'content-type': 'application/x-www-form-urlencoded' }
+    for (const [target, opts] of [
+      ['/api/v1/campaign/banner/delete/101001?userId=101&id=102002', {}],
+      ['/api/v1/campaign/banner/delete/101001?userId=101&id[]=102002', {}],
+      ['/api/v1/campaign/banner/delete/101001?userId=101&id[0]=102002', {}],
+      ['/api/v1/campaign/banner/delete/101001', { headers: json, body: JSON.stringify({ userId: 101, id: 102002 }) }],
+      ['/api/v1/campaign/banner/delete/101001', { headers: json, body: JSON.stringify({ userId: 101, id: '102002' }) }],
+      ['/api/v1/campaign/banner/delete/101001', { headers: form, body: 'userId=101&id=102002' }],
+    ] as const) {
+      const res = await call(sg, 'DELETE', target, { key: KEYS.writer, ...opts })
+      expect([400, 403], `${target} ${JSON.stringify(opts)}`).toContain(res.status)
+    }
+    expect(sg.callerRequests()).toEqual([])
+    expect(await exists(102002)).toBe(true)
+    // Its own campaign's id, or none, beside its path still deletes it.
+    expect((await call(sg, 'DELETE', '/api/v1/campaign/banner/delete/101003?userId=101&id=101003', { key: KEYS.writer })).status).toBe(200)
+    expect(await exists(101003)).toBe(false)
+  })
+
   it('a path segment the database reads as a number is refused unless the campaign table places it', async () => {
     // MySQL reads `102001abc` and `+102001` as 102001 (the sandbox models it).
     expect((await direct(sg, 'DELETE', '/api/v1/campaign/banner/delete/103002abc')).status).toBe(200)

@@ -189,6 +189,15 @@ describe('report jobs attacked', () => {
     const mine = await get(`${REPORT_PATH}?advertiserId=101&dateFrom=2024-09-01&dateTo=2024-09-28`, KEYS.growth, { headers: ASYNC })
     expect(mine.status).toBe(202)
   })
+
+  it('a job\'s id tells a team nothing of another team\'s asks: its order part counts the team\'s own asks only', async () => {
+    // An id is 9 characters of time, 4 of order, then 96 random bits (jobs.ts, newId).
+    const order = (id: string): number => Number.parseInt(id.slice(9, 13), 36)
+    const first = await ask('advertiserId=101&dateFrom=2023-01-01&dateTo=2023-01-28', KEYS.growth)
+    for (const month of ['02', '03']) await ask(`advertiserId=101&dateFrom=2023-${month}-01&dateTo=2023-${month}-28`, KEYS.all)
+    const second = await ask('advertiserId=101&dateFrom=2023-04-01&dateTo=2023-04-28', KEYS.growth)
+    expect(order(second) - order(first)).toBe(1)
+  })
 })
 
 describe('report jobs while Redis is down', () => {
@@ -248,5 +257,34 @@ describe('a job\'s result after its team lost the advertiser', () => {
     const body = await result.text()
     expect(JSON.parse(body)).toMatchObject({ code: 'GW_FORBIDDEN' })
     expect(body).not.toContain('"data"')
+  })
+
+  it('a job still queued when a reload took its advertiser out of the team\'s scope makes no platform call: it ends failed, 403 GW_FORBIDDEN', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'job-scope-'))
+    const file = join(dir, 'config.yaml')
+    const yaml = teamsYamlWith({ jobs: { perReplica: 1 } })
+    writeFileSync(file, yaml)
+    const env = { CONFIG_FILE: file, PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }
+    const gw = await listen(await gateways.build(loadConfig({ env }), { configSource: { env } }))
+    const ask = async (query: string): Promise<string> => {
+      const asked = await fetch(`${gw.url}${REPORT_PATH}?${query}`, { headers: { 'x-api-key': KEYS.growth, ...ASYNC } })
+      expect(asked.status).toBe(202)
+      return ((await asked.json()) as { id: string }).id
+    }
+    const status = async (id: string) => (await (await fetch(`${gw.url}/api/v1/jobs/${id}`, { headers: { 'x-api-key': KEYS.growth } })).json()) as { state: string; error: { code: string; statusCode: number } | null }
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    // The one slot holds the first job at the platform; the second waits in the queue.
+    const running = await ask('advertiserId=101&dateFrom=2025-10-01&dateTo=2025-10-28')
+    await waitFor('the first job at the platform', () => sandbox.requests.some((r) => r.path === REPORT_PATH), 10_000, 20)
+    const queued = await ask('advertiserId=102&dateFrom=2025-10-01&dateTo=2025-10-28')
+    expect((await status(queued)).state).toBe('queued')
+
+    writeFileSync(file, yaml.replace('advertisers: [101, 102]', 'advertisers: [101]'))
+    const reload = await gw.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(reload.statusCode).toBe(200)
+    sandbox.releaseHeld()
+    await waitFor('both jobs ended', async () => (await status(running)).state === 'done' && ['done', 'failed'].includes((await status(queued)).state), 10_000, 20)
+    expect(await status(queued)).toMatchObject({ state: 'failed', error: { code: 'GW_FORBIDDEN', statusCode: 403 } })
+    expect(sandbox.requests.filter((r) => r.path === REPORT_PATH && r.query.includes('advertiserId=102'))).toEqual([])
   })
 })

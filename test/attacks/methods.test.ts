@@ -5,6 +5,7 @@ import { KEYS } from '../helpers/build-gateway.js'
 import { useReflectingGateway } from '../helpers/fixtures.js'
 import { rawHttp, rawRequest, type RawResponse } from '../helpers/sandbox-gateway.js'
 import { leakedSecrets } from '../helpers/secret-scan.js'
+import { waitFor } from '../helpers/wait.js'
 import { itLoggedNoSecret, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
 
 // Methods. A platform that reflects TRACE, as RFC 9110 says it should, hands back the
@@ -182,6 +183,31 @@ describe('HEAD of a report', () => {
     const etag = get.headers.get('etag') as string
     const unchanged = await fetch(`${sg.url}${fill}`, { method: 'HEAD', headers: { 'x-api-key': KEYS.all, 'if-none-match': etag } })
     expect(unchanged.status).toBe(304)
+  })
+
+  it('preferring respond-async is its GET without the body too: 202, the job\'s location and preference-applied, a job read at that location, as a GET\'s', async () => {
+    const cold = (day: number) => `/api/v1/report/campaigns/get?advertiserId=101&byDate=1&dateFrom=2026-02-${String(day).padStart(2, '0')}&dateTo=2026-02-20`
+    const prefer = { 'x-api-key': KEYS.all, prefer: 'respond-async' }
+    const get = await fetch(`${sg.url}${cold(1)}`, { headers: prefer })
+    const head = await fetch(`${sg.url}${cold(2)}`, { method: 'HEAD', headers: prefer })
+    expect(head.status).toBe(202)
+    expect(await head.text()).toBe('')
+    const location = head.headers.get('location') as string
+    expect(location).toMatch(/^\/api\/v1\/jobs\/[\w-]+$/)
+    const jobless = (headers: Headers) => Object.fromEntries(Object.entries(own(headers)).filter(([name]) => !['location', 'content-length'].includes(name)))
+    expect(jobless(head.headers)).toEqual(jobless(get.headers))
+    // The length of the job's status it would have sent (its own job's: not the GET's).
+    expect(head.headers.get('content-length')).toMatch(/^[1-9]\d*$/)
+    // The job is there, as a GET's would be; its status and result are read at its location.
+    const status = async () => (await (await fetch(`${sg.url}${location}`, { headers: { 'x-api-key': KEYS.all } })).json()) as { id: string; state: string; result: string | null }
+    await waitFor('the HEAD\'s job done', async () => (await status()).state === 'done', 10_000, 20)
+    const result = await fetch(`${sg.url}${(await status()).result}`, { headers: { 'x-api-key': KEYS.all } })
+    expect(result.status).toBe(200)
+    expect(await result.text()).toContain('"data"')
+    // A HEAD the copy now answers is its GET's 200, no job.
+    const cached = await fetch(`${sg.url}${cold(2)}`, { method: 'HEAD', headers: prefer })
+    expect(cached.status).toBe(200)
+    expect(cached.headers.get('location')).toBeNull()
   })
 
   it('sends no body over a raw socket either', async () => {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { createServer, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
+import type { Redis } from 'ioredis'
 import { KEYS, listen, REPORT_PATH, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { waitFor } from '../helpers/wait.js'
@@ -19,10 +20,32 @@ function webhookYaml(url: string, hosts: string[]): string {
   return `${team}jobs:\n  webhookHosts: [${hosts.map((h) => JSON.stringify(h)).join(', ')}]\n`
 }
 
+/** Every value Redis holds, of every key and type, as text. */
+async function everyValue(client: Redis): Promise<string[]> {
+  const values: string[] = []
+  for (const key of await client.keys('*')) {
+    const type = await client.type(key)
+    if (type === 'string') values.push((await client.getBuffer(key))?.toString('latin1') ?? '')
+    else if (type === 'zset') values.push(...(await client.zrange(key, 0, -1)))
+    else if (type === 'hash') values.push(...Object.entries(await client.hgetall(key)).flat())
+    else if (type === 'set') values.push(...(await client.smembers(key)))
+    else if (type === 'list') values.push(...(await client.lrange(key, 0, -1)))
+    values.push(key)
+  }
+  return values
+}
+
 describe('webhooks aimed at what they may not reach', () => {
   const sandbox = useSandbox()
-  const { server: redis } = useRedis()
+  const { server: redis, client: redisClient } = useRedis()
   const gateways = useGateways()
+  const receivers: Server[] = []
+  afterEach(async () => {
+    for (const s of receivers.splice(0)) {
+      s.closeAllConnections()
+      await new Promise((resolve) => s.close(resolve))
+    }
+  })
 
   it('a webhook host that resolves to the platform\'s address and port gets no delivery: refused, final, nothing reaches the platform', async () => {
     const port = new URL(sandbox.url).port
@@ -35,6 +58,42 @@ describe('webhooks aimed at what they may not reach', () => {
     await waitFor('the delivery settled', async () => ['failed', 'delivered'].includes((await listed())[0]?.state ?? ''), 10_000, 20)
     expect((await listed())[0]).toMatchObject({ state: 'failed', attempts: 0, lastError: expect.stringMatching(/^refused: localhost resolves to the platform's address/) })
     expect(sandbox.requests.filter((r) => r.path === '/api/v1/campaign/banner/create')).toEqual([])
+  })
+
+  it('keeps no receiver token in Redis: a delivery\'s record holds its webhook\'s origin and path, not its query; the receiver gets the query all the same', async () => {
+    const token = `tok-${randomBytes(12).toString('hex')}`
+    const got: string[] = []
+    const server = createServer((req, res) => {
+      got.push(req.url ?? '')
+      res.writeHead(204).end()
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    receivers.push(server)
+    const url = `http://localhost:${(server.address() as AddressInfo).port}/hook?tok=${token}`
+    const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.url, ADMIN_TOKEN }, webhookYaml(url, ['localhost']))))
+    const asked = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&dateFrom=2025-02-01&dateTo=2025-02-28`, { headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
+    expect(asked.status).toBe(202)
+    const listed = async () => ((await gw.admin.inject({ method: 'GET', url: '/admin/jobs', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json() as { deliveries: { state: string; url: string }[] }).deliveries
+    await waitFor('the delivery made', async () => (await listed())[0]?.state === 'delivered', 10_000, 20)
+    expect(got).toEqual([`/hook?tok=${token}`])
+    expect((await listed())[0]?.url).toBe(url.slice(0, url.indexOf('?')))
+    const stored = await everyValue(redisClient)
+    expect(stored.filter((v) => v.includes(token))).toEqual([])
+    expect(stored.some((v) => v.includes('"url":"http://localhost:') && v.includes('/hook"'))).toBe(true)
+  })
+
+  it('scrubs the webhook secret\'s key (the base64 after whsec_, the HMAC key itself) from every log line as it scrubs the whole secret', async () => {
+    const yaml = webhookYaml('http://hooks.example.org/jobs', ['hooks.example.org'])
+    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), LOG_LEVEL: 'trace' }, yaml))
+    const key = SECRET.slice('whsec_'.length)
+    for (const spelling of [key, encodeURIComponent(key)]) {
+      const res = await gw.proxy.inject({ method: 'GET', url: `/api/v1/campaign/${encodeURIComponent(spelling)}`, headers: { 'x-api-key': KEYS.all, 'user-agent': `receiver-dev ${spelling}` } })
+      expect(res.statusCode).toBeLessThan(500)
+    }
+    const text = gw.logs.text()
+    expect(text).toContain('receiver-dev [REDACTED]')
+    expect(text).not.toContain(key)
+    expect(text).not.toContain(encodeURIComponent(key))
   })
 
   it('refuses at load a webhook URL with a user, another scheme, or the platform\'s host in another spelling', () => {

@@ -1,6 +1,6 @@
 import { connect } from 'node:net'
 import type { NewCampaign } from '../../src/sandbox/catalog.js'
-import { startSandbox, type Sandbox, type SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
+import { startSandbox, type Sandbox, type SandboxOptions, type SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 import { buildGateway, closeAfterTest, KEYS, listen, TEAMS_YAML, testConfig, type TestGateway } from './build-gateway.js'
 
 /** A sandbox, and a gateway in front of it listening on a loopback port. */
@@ -23,13 +23,15 @@ export interface SandboxGatewayOptions {
   yaml?: string
   /** Extra environment on top of PLATFORM_BASE_URL and PLATFORM_TOKEN. */
   env?: Record<string, string>
+  /** The sandbox's options (the platform's quirks it models). */
+  sandbox?: SandboxOptions
 }
 
 /** The x-request-id prefix of the gateway's own ownership lookups (see teams/campaign-owners.ts). */
 export const OWNERSHIP_REQUEST_PREFIX = 'ownership-'
 
 export async function startSandboxGateway(opts: SandboxGatewayOptions = {}): Promise<SandboxGateway> {
-  const sandbox = await startSandbox()
+  const sandbox = await startSandbox(opts.sandbox)
   const gw = await listen(
     await buildGateway(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ...opts.env }, opts.yaml ?? TEAMS_YAML)),
   )

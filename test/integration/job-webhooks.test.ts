@@ -2,18 +2,19 @@ import { createHmac, randomBytes } from 'node:crypto'
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
-import { WebhookDeliveries, type WebhookSettings } from '../../src/jobs/webhook-deliveries.js'
+import { WebhookDeliveries, type WebhookDeliveriesDeps, type WebhookSettings } from '../../src/jobs/webhook-deliveries.js'
 import type { LookupAll } from '../../src/jobs/webhook-target.js'
 import { gzipSync } from 'node:zlib'
 import { Redis } from 'ioredis'
 import { MemoryDeliveryStore, type DeliveryStore, type OutboxBounds } from '../../src/jobs/delivery-store.js'
-import type { DeliveryView } from '../../src/jobs/delivery.js'
+import { newDelivery, type Delivery, type DeliveryView } from '../../src/jobs/delivery.js'
 import { ended, jobStatus, newJob, type Job, type JobStatus } from '../../src/jobs/job.js'
 import type { JobStore } from '../../src/jobs/job-store.js'
 import { JobRunner } from '../../src/jobs/job-runner.js'
 import { RedisJobStore } from '../../src/jobs/redis-job-store.js'
 import { RedisDeliveryStore } from '../../src/jobs/redis-delivery-store.js'
 import { RedisSeal } from '../../src/redis/seal.js'
+import { redisKey } from '../../src/redis/keys.js'
 import { etagOf } from '../../src/cache/cache-entry.js'
 import { canonicalGetReport } from '../../src/reports/report-query.js'
 import type { TokenProvider } from '../../src/platform/tokens/token-provider.js'
@@ -79,13 +80,13 @@ afterEach(async () => {
 
 const SETTINGS: WebhookSettings = { hosts: ['127.0.0.1'], timeoutMs: 5000, retryForMs: 60_000 }
 
-function deliveries(url: string, clock: FakeClock, opts: { settings?: WebhookSettings; platformUrls?: string[]; resolve?: LookupAll; store?: DeliveryStore; replica?: string } = {}): { webhooks: WebhookDeliveries; logged: string[] } {
+function deliveries(url: string, clock: FakeClock, opts: { settings?: WebhookSettings; platformUrls?: string[]; resolve?: LookupAll; store?: DeliveryStore; replica?: string; target?: WebhookDeliveriesDeps['target'] } = {}): { webhooks: WebhookDeliveries; logged: string[] } {
   const logged: string[] = []
   const log = { info: (...args: unknown[]) => void logged.push(JSON.stringify(args)), warn: (...args: unknown[]) => void logged.push(JSON.stringify(args)) }
   const settings = opts.settings ?? SETTINGS
   const store = opts.store ?? new MemoryDeliveryStore({ keepMs: 3_600_000, lifeMs: settings.retryForMs + 3_600_000, perTeam: 100 })
   const failures = { note: (_code: string, first: () => void) => first() }
-  const webhooks = new WebhookDeliveries({ store, settings, platformUrls: opts.platformUrls ?? ['https://platform.example.com'], resolve: opts.resolve ?? (async () => ['192.0.2.1']), target: (team) => (team === 'growth' ? { url, secret: SECRET } : null), clock, log, replica: opts.replica ?? 'here', leaseMs: 15_000, failures })
+  const webhooks = new WebhookDeliveries({ store, settings, platformUrls: opts.platformUrls ?? ['https://platform.example.com'], resolve: opts.resolve ?? (async () => ['192.0.2.1']), target: opts.target ?? ((team) => (team === 'growth' ? { url, secret: SECRET } : null)), clock, log, replica: opts.replica ?? 'here', leaseMs: 15_000, failures })
   webhooks.start()
   outboxes.set(webhooks, { store, clock })
   return { webhooks, logged }
@@ -169,6 +170,28 @@ describe('webhook deliveries', () => {
     expect(only).toMatchObject({ state: 'delivered', attempts: 2, lastStatus: 204 })
     expect(only?.history.map((h) => [h.replica, h.status])).toEqual([['a', 503], ['b', 204]])
     expect(r.got.map((g) => g.headers['webhook-id'])).toEqual(['msg_job123', 'msg_job123'])
+  })
+
+  it('tries again at the team\'s webhook as the teams say now: a reload that moved it sends the pending retry to the new URL, signed with the new secret, and lists it there', async () => {
+    const clock = fakeClock()
+    const before = await receiver([{ status: 503 }])
+    const after = await receiver([{ status: 204 }])
+    const newSecret = `whsec_${randomBytes(24).toString('base64')}`
+    let target = { url: `${before.url}?token=old-receiver`, secret: SECRET }
+    const { webhooks } = deliveries(before.url, clock, { target: (team) => (team === 'growth' ? target : null) })
+    await enqueue(webhooks, 'growth', STATUS)
+    await waitFor('the first attempt answered 503', async () => (await latest(webhooks))?.lastStatus === 503)
+    // The operator moves the team's webhook (a reload) before the retry is due.
+    target = { url: after.url, secret: newSecret }
+    clock.advance(1000)
+    await settled(webhooks)
+    expect(before.got).toHaveLength(1)
+    expect(after.got).toHaveLength(1)
+    const [got] = after.got as [Received]
+    const ts = got.headers['webhook-timestamp'] as string
+    const key = Buffer.from(newSecret.slice('whsec_'.length), 'base64')
+    expect(got.headers['webhook-signature']).toBe(`v1,${createHmac('sha256', key).update(`msg_job123.${ts}.${got.body}`).digest('base64')}`)
+    expect(await latest(webhooks)).toMatchObject({ state: 'delivered', attempts: 2, lastStatus: 204, url: after.url })
   })
 
   it('gives up once webhookRetryFor has passed since the first attempt', async () => {
@@ -467,6 +490,27 @@ describe.skipIf(!available)('a job\'s end and its delivery on one Redis', () => 
     expect(r.got.map((g) => g.headers['webhook-id'])).toEqual([`msg_${job.id}`])
     expect(JSON.parse((r.got[0] as Received).body)).toMatchObject({ id: job.id, state: 'done' })
     expect((await b.outbox.get(`msg_${job.id}`))?.attempts.map((x) => x.replica)).toEqual(['b'])
+    b.webhooks.stop()
+  })
+
+  it('a delivery an earlier build recorded with its webhook\'s whole URL (the receiver\'s token in its query): listed without the query, pushed to the team\'s webhook, and kept without the token from its claim on', async () => {
+    const r = await receiver([{ status: 204 }])
+    const clock = fakeClock()
+    const token = `tok-${randomBytes(12).toString('hex')}`
+    const whole = `${r.url}?tok=${token}`
+    const b = await replica('b', whole, clock)
+    // As an earlier build kept it: the whole URL, a retry due in a second.
+    const earlier: Delivery = { ...newDelivery({ job: 'recorded-earlier', team: 'growth', jobState: 'done', url: r.url, body: JSON.stringify(STATUS) }, clock.now()), url: whole, nextAttemptAt: clock.now() + 1000 }
+    expect(await b.outbox.add(earlier, clock.now())).toBe(true)
+    const key = redisKey.delivery(PREFIX, earlier.id)
+    expect(await b.client.get(key)).toContain(token)
+    expect(await latest(b.webhooks)).toMatchObject({ id: earlier.id, state: 'pending', url: r.url })
+    clock.advance(1000)
+    b.webhooks.poke()
+    await waitFor('the delivery made', async () => (await b.outbox.get(earlier.id))?.state === 'delivered')
+    expect(r.got.map((g) => g.path)).toEqual([`/hook?tok=${token}`])
+    expect(await b.client.get(key)).not.toContain(token)
+    expect(await latest(b.webhooks)).toMatchObject({ id: earlier.id, state: 'delivered', url: r.url })
     b.webhooks.stop()
   })
 })

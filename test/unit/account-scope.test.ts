@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { campaignPathPatterns, namedInCall } from '../../src/access/scope.js'
+import { campaignPathPatterns, namedInCall, scopeRefusal } from '../../src/access/scope.js'
+import type { TeamConfig } from '../../src/config.js'
 import { parseFormBody, parseJsonBody } from '../../src/access/request-body.js'
 import { checkTarget } from '../../src/access/request-target.js'
 
@@ -65,7 +66,30 @@ describe('namedInCall', () => {
     expect(named('POST', '/api/v1/campaign/get', json({ userId: 1 })).campaigns).toEqual([])
   })
 
+  it('counts an input named as a campaign path\'s route parameter (id) as a campaign beside that path only', () => {
+    expect(named('DELETE', '/api/v1/campaign/banner/delete/101001?userId=101&id=102001').campaigns).toEqual([101001, 102001])
+    expect(named('DELETE', '/api/v1/campaign/banner/delete/101001?userId=101&id[]=102001').campaigns).toEqual([101001, 102001])
+    expect(named('POST', '/api/v1/campaign/101001', json({ userId: 101, id: [102001, 102002] })).campaigns).toEqual([101001, 102001, 102002])
+    expect(named('POST', '/api/v1/campaign/101001', parseFormBody(Buffer.from('userId=101&id=102001'), LIMITS)).campaigns).toEqual([101001, 102001])
+    expect(named('POST', '/api/v1/campaign/101001', json({ userId: 101, nested: { id: 102001 } })).campaigns).toEqual([101001])
+    expect(named('POST', '/api/v1/campaign/get?id=102001', json({ userId: 101 })).campaigns).toEqual([])
+  })
+
   it('refuses a campaign id that is not a positive integer', () => {
     expect(() => named('POST', '/api/v1/report/campaigns/get', json({ campaignIds: ['1 OR 1'] }))).toThrow(expect.objectContaining({ code: 'GW_BAD_REQUEST' }))
+  })
+})
+
+describe('scopeRefusal', () => {
+  const team = (advertisers: Set<number> | null): TeamConfig => ({ name: 'growth', keys: [], advertisers, write: false, refresh: false, credential: 'default', rateLimit: null, weight: 1, maxConcurrent: null, queue: null, platformSecondsPerDay: null, webhook: null })
+
+  it('lets a team read a report of its advertisers, or any with every advertiser', () => {
+    expect(scopeRefusal(team(new Set([101, 102])), 'growth', [101, 102])).toBeNull()
+    expect(scopeRefusal(team(null), 'growth', [103])).toBeNull()
+  })
+
+  it('says why not in a read\'s words: an advertiser taken away, or the team itself', () => {
+    expect(scopeRefusal(team(new Set([101])), 'growth', [101, 102])).toBe('team growth may not use advertiser 102')
+    expect(scopeRefusal(undefined, 'growth', [101])).toBe('team growth is no longer configured')
   })
 })

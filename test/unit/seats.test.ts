@@ -329,7 +329,7 @@ describe('a seat\'s end', () => {
     ] as const
     const calls = outcomes.map(() => call(s, order, 'a'))
     await settle()
-    expect(calls.slice(0, 8).every((c) => c.seat?.load !== undefined)).toBe(true)
+    expect(calls.slice(0, 8).every((c) => c.seat !== null)).toBe(true)
     outcomes.slice(0, 8).forEach((o, i) => calls[i]?.seat?.end(o))
     await settle()
     calls[8]?.seat?.end(outcomes[8])

@@ -68,7 +68,6 @@ export function decodeCalls(text: string): { at: number; calls: CallEntry[] } | 
 type Local = { kind: string; load: number; startedAt: number; serial: number | null; answer: Answer | null }
 /** Another replica's calls: as of its last record, those ended not yet given (by id), those given (by id, when they ended), those in flight, and the serials of those started here by key. */
 type Remote = { at: number; ended: Map<string, CallEntry>; done: Map<string, number>; inFlight: CallEntry[]; started: Map<string, number[]> }
-type Event = { t: number; end: boolean; run: () => void }
 
 export class AnswerTimeline {
   readonly #sink: EvidenceSink
@@ -161,7 +160,7 @@ export class AnswerTimeline {
 
   /** Every start and end up to `horizon`, in time order (an end before a start at the same moment: that call was not ahead). */
   #release(horizon: number): void {
-    const events: Event[] = []
+    const events: { t: number; end: boolean; run: () => void }[] = []
     // An end at its own start comes after that start.
     const add = (t: number, end: boolean, run: () => void, from = -Infinity) => events.push({ t: Math.max(t, this.#released, end ? from + 1e-6 : -Infinity), end, run })
     for (const [token, call] of this.#local) {
@@ -170,7 +169,8 @@ export class AnswerTimeline {
     }
     for (const remote of this.#remote.values()) {
       const pending = new Map([...remote.started].map(([k, serials]) => [k, serials.length]))
-      // A call started here already is not started again; returns its key.
+      // A call started here already is not started again; returns its key. One that started before the moment given is
+      // given at that moment, behind the calls given since (docs/governor.md, "Across replicas the learner weighs every replica's calls").
       const startOnce = (c: CallEntry): string => {
         const k = keyOf(c)
         if ((pending.get(k) ?? 0) > 0) pending.set(k, (pending.get(k) as number) - 1)

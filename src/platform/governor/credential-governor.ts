@@ -8,13 +8,9 @@ import { LeasedSeats, type LeasedSeatsOptions } from './leased-seats.js'
 import type { LeaseStore } from './lease-store.js'
 import { WorkEstimates } from './work-estimates.js'
 
-/** The settings one credential's governor follows (config.platform). */
-export type GovernorSettings = Pick<Config['platform'], 'adaptive' | 'initialConcurrent' | 'minConcurrent' | 'maxConcurrent' | 'maxConcurrentPerReplica' | 'seatLeaseMs' | 'queue' | 'queueTimeoutMs' | 'timeoutMs'>
-
 export interface CredentialGovernorOptions extends Pick<SeatsOptions, 'weightOf' | 'limitsOf' | 'pausedUntil' | 'onRefused' | 'clock'>,
-  Pick<LeasedSeatsOptions, 'replica' | 'run'>, Partial<Pick<LeasedSeatsOptions, 'onLost'>>,
-  Pick<LearnedLimitOptions, 'credential' | 'seal' | 'key' | 'log'>, Partial<Pick<LearnedLimitOptions, 'onMove'>> {
-  settings: GovernorSettings
+  Pick<LeasedSeatsOptions, 'replica' | 'run' | 'onLost'>, Pick<LearnedLimitOptions, 'credential' | 'seal' | 'key' | 'log' | 'onMove'> {
+  settings: Pick<Config['platform'], 'adaptive' | 'initialConcurrent' | 'minConcurrent' | 'maxConcurrent' | 'maxConcurrentPerReplica' | 'seatLeaseMs' | 'queue' | 'queueTimeoutMs' | 'timeoutMs'>
   /** Where the replicas' leases live (Redis); null: this replica alone. */
   store: LeaseStore | null
   /** The limit and knee in force after every move, and the floor of the kind answered most (ms). */
@@ -32,12 +28,11 @@ export function credentialGovernor(o: CredentialGovernorOptions) {
   const clock = o.clock ?? systemClock
   let learned: LearnedLimit | null = null
   const leased = store && new LeasedSeats({
-    store, credential, replica, run, log, clock,
+    store, credential, replica, run, log, clock, onLost: o.onLost,
     perReplica: settings.maxConcurrentPerReplica,
     unseen: settings.minConcurrent,
     leaseMs: settings.seatLeaseMs,
     callsEndMs: 2 * settings.timeoutMs,
-    onLost: (count) => o.onLost?.(count),
     onRenewed: (answer, plan) => learned?.renewed(answer, plan),
   })
   const estimator = settings.adaptive ? new KneeEstimator({ initial: settings.initialConcurrent, min: settings.minConcurrent, max: settings.maxConcurrent }) : null
@@ -56,9 +51,8 @@ export function credentialGovernor(o: CredentialGovernorOptions) {
     }),
   })
   if (estimator) learned = new LearnedLimit({
-    credential, estimator, seats, lease: leased, seal: o.seal, key: o.key, log, clock,
+    credential, estimator, seats, lease: leased, seal: o.seal, key: o.key, log, clock, onMove: o.onMove,
     onLimit: (limit, knee) => o.onLimit?.(limit, knee, estimator.floorMs),
-    onMove: (move, from, to) => o.onMove?.(move, from, to),
   })
   return { seats, estimator, learned, leased, work }
 }

@@ -30,7 +30,6 @@ export class KneeEstimator {
   #phase: Phase = 'start'
   #serial = 0
   readonly #calls = new Map<number, Call>()
-  #localInFlight = 0
   // The ends of this replica's calls in time order (when, and whose), and how many were dropped: two arrays of numbers, not an object per end (MEMORY_MS of ends is held).
   #endAt: number[] = []
   #endSerial: number[] = []
@@ -94,7 +93,7 @@ export class KneeEstimator {
   calls(): string | null { return this.#timeline?.calls(this.#now()) ?? null }
   #start(load: number): number {
     const serial = ++this.#serial
-    this.#calls.set(serial, { load, local: this.#localInFlight++, endsBefore: this.#endsDropped + this.#endAt.length, full: load >= this.#limit, level: this.#phase === 'start' ? this.#limit : 0 })
+    this.#calls.set(serial, { load, local: this.#calls.size, endsBefore: this.#endsDropped + this.#endAt.length, full: load >= this.#limit, level: this.#phase === 'start' ? this.#limit : 0 })
     if (this.#calls.size > 100_000) this.#calls.delete(this.#calls.keys().next().value as number)
     return serial
   }
@@ -119,7 +118,6 @@ export class KneeEstimator {
     // It overtook a call: one started before it, here, is still in flight (the map keeps start order).
     this.#overtook += PACE_GAIN * (Number((this.#calls.keys().next().value as number) < a.window) - this.#overtook)
     this.#calls.delete(a.window)
-    this.#localInFlight = Math.max(0, this.#localInFlight - 1)
     if (a.outcome === 'ok' && !this.metFault(a.startedAt, a.at)) {
       if (call.level > 0) this.#startLevels.ended(call.level, a.kind, a.at - a.startedAt)
       this.#learn(a, call)

@@ -23,7 +23,7 @@ export interface LearnedLimitOptions {
   key: string
   log: Pick<Logger, 'info' | 'warn'>
   onLimit: (limit: number, knee: number) => void
-  onMove: (move: Move, from: number, to: number) => void
+  onMove?: (move: Move, from: number, to: number) => void
   clock?: Clock
 }
 
@@ -102,7 +102,7 @@ export class LearnedLimit {
     if (step === null) return
     const from = this.#o.seats.limit
     this.#apply(step)
-    this.#o.onMove(step.move, from, step.limit)
+    this.#o.onMove?.(step.move, from, step.limit)
     this.#write()
   }
 
@@ -129,8 +129,7 @@ export class LearnedLimit {
 
   #open(sealed: string): SharedLimit | null {
     const { seal, key, log, credential } = this.#o
-    const text = seal ? seal.openText(key, sealed) : sealed
-    const record = parseRecord(text)
+    const record = parseRecord(seal ? seal.openText(key, sealed) : sealed)
     const now = this.#clock.now()
     if (record === null || now - record.at > RECORD_MAX_AGE_MS || record.at - now > RECORD_MAX_AGE_MS / 10) {
       if (!this.#forgedSeen) log.warn({ credential, key }, 'ignoring a shared platform limit that does not carry this gateway\'s seal (GATEWAY_SECRET), or is stale or dated ahead: this replica keeps its own')

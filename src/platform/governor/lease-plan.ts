@@ -61,7 +61,6 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   }
   const targets = new Map(mine.teams.map((t) => [t.team, partOf(t)]))
   const own = new Map(all.map((r) => [r, r.teams.reduce((sum, t) => sum + partOf(t), 0)]))
-  const target = own.get(mine) as number
   // A replica whose teams want less than its due is due what they want; the seats it leaves are split again between the others.
   const dues = new Map<ReplicaRecord, number>()
   const wants = (r: ReplicaRecord) => r.teams.reduce((sum, t) => sum + t.held + t.waiting, 0)
@@ -78,7 +77,6 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
     rest = rest.filter((r) => !sated.includes(r))
   }
   const dueOf = (r: ReplicaRecord) => dues.get(r) as number
-  const due = dueOf(mine)
   const shortOf = (r: ReplicaRecord) => Math.min(r.need, Math.floor(dueOf(r) + 1e-9)) - Math.max(r.lease, r.inFlight)
   const short = others.filter((r) => shortOf(r) > 0).sort((a, b) => shortOf(b) - shortOf(a)).map((r) => r.run)
   const shortElsewhere = others.reduce((sum, r) => sum + Math.max(0, shortOf(r)), 0)
@@ -93,7 +91,7 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   const learnerRun = before === undefined ? (learnerBefore ?? most.run) : before.answered * LEARNER_MARGIN >= most.answered ? before.run : most.run
   return {
     // owedElsewhere: seats owed to the other replicas' teams that wait for nothing (lent only to short calls).
-    targets, target, due, owedElsewhere, heldElsewhere, shares,
+    targets, target: own.get(mine) as number, due: dueOf(mine), owedElsewhere, heldElsewhere, shares,
     // shortElsewhere: what the replicas short of their due lack (that many free seats are theirs); short: those, most short
     // first; over: those holding seats they neither use nor are due; needsMost: the one to tell of seats given back.
     contended: needsMost !== null, shortElsewhere, short, over, needsMost,

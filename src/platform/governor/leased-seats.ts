@@ -27,7 +27,7 @@ export interface LeasedSeatsOptions {
   leaseMs: number
   callsEndMs: number
   log: Pick<Logger, 'warn'>
-  onLost: (count: number) => void
+  onLost?: (count: number) => void
   onRenewed?: (answer: LeaseAnswer, plan: LeasePlan) => void
   clock?: Clock
   run?: string
@@ -224,16 +224,13 @@ export class LeasedSeats implements SeatLease {
     }
     const now = this.#clock.now()
     const at = now + Math.max(ms, atOnce ? 0 : MIN_RENEW_MS - (now - this.#lastAnswer), 0)
-    if (this.#timer) {
-      if (this.#timerAt <= at) return
-      this.#clock.clearTimeout(this.#timer)
-    }
+    if (this.#timer !== null && this.#timerAt <= at) return
+    this.#clock.clearTimeout(this.#timer)
     this.#timerAt = at
     this.#timer = this.#clock.setTimeout(() => {
       this.#timer = null
       void this.#renew()
-    }, at - now)
-    this.#timer.unref()
+    }, at - now).unref()
   }
 
   async #renew(): Promise<void> {
@@ -294,7 +291,7 @@ export class LeasedSeats implements SeatLease {
     this.#downTimers.forEach((t) => this.#clock.clearTimeout(t))
     if (!answer.known && this.#lease > 0) {
       this.#o.log.warn({ credential: this.#o.credential, seats: this.#lease }, 'the store had lost the platform seats this replica leased: asked for again')
-      this.#o.onLost(this.#lease)
+      this.#o.onLost?.(this.#lease)
     }
     const [before, occupiedBefore] = [this.#lease, this.#occupied]
     this.#lease = answer.granted

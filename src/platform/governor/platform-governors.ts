@@ -58,7 +58,8 @@ export class PlatformGovernors {
       credential,
       settings: config.platform,
       store: redis && breaker ? new RedisLeaseStore({ redis, breaker, bus, key, credential }) : null,
-      replica: replicaIdentity(hostname(), config.port),
+      // Its host (a pod's name) and proxy port, hashed to a lease field's characters; each run adds a random id.
+      replica: createHash('sha256').update(`${hostname()}\n${config.port}`).digest('base64url').slice(0, 12),
       seal: seal ?? null,
       key,
       log,
@@ -107,8 +108,8 @@ export class PlatformGovernors {
     try {
       const g = this.#of(credential)
       const passage = this.#pauses.enter(credential, call)
-      if (call.trial) return Promise.resolve({ team: call.team, load: g.seats.inFlight, end: (outcome: SeatOutcome) => this.#pauses.left(credential, call, passage, outcome) })
-      return g.seats.ask({ ...call, workClass: call.workClass ?? routeTemplate(call.url) }).then((seat) => ({ team: seat.team, load: seat.load, end: (outcome) => { seat.end(outcome); this.#pauses.left(credential, call, passage, outcome) } }))
+      if (call.trial) return Promise.resolve({ team: call.team, end: (outcome: SeatOutcome) => this.#pauses.left(credential, call, passage, outcome) })
+      return g.seats.ask({ ...call, workClass: call.workClass ?? routeTemplate(call.url) }).then((seat) => ({ team: seat.team, end: (outcome) => { seat.end(outcome); this.#pauses.left(credential, call, passage, outcome) } }))
     } catch (err) {
       return Promise.reject(err as Error)
     }
@@ -138,6 +139,3 @@ export class PlatformGovernors {
     return g
   }
 }
-
-/** A replica's name: its host (a pod's name) and proxy port, hashed to a lease field's characters; each run adds a random id. */
-export function replicaIdentity(host: string, port: number): string { return createHash('sha256').update(`${host}\n${port}`).digest('base64url').slice(0, 12) }

@@ -16,7 +16,6 @@ export type SeatOutcome = { kind: 'answer'; status: number; latencyMs: number; r
 /** A call's seat: the platform's time, given back with the call's outcome (dispatch rule 4). */
 export interface Seat {
   readonly team: string
-  readonly load: number // calls of the credential in flight once it had its seat, itself included, on every replica
   end(outcome: SeatOutcome): void
 }
 

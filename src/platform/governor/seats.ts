@@ -145,7 +145,7 @@ export class CredentialSeats {
     if (signal?.aborted) return Promise.reject(signal.reason as Error)
     const priority = req.priority ?? 'caller'
     const now = this.#clock.now()
-    this.#teams.asked(team, now)
+    this.#teams.of(team).lastAsked = now
     const expected = this.#o.work.neededMs(team, req.workClass, now)
     let sendBy = req.deadline - (expected ?? 0)
     if (sendBy <= now) {
@@ -239,7 +239,7 @@ export class CredentialSeats {
       const waiter = this.#next(this.capacity - this.inFlight)
       if (waiter === null) break
       this.#queue.remove(waiter)
-      if (this.#queue.count(waiter.team, null) === 0) this.#teams.emptied(waiter.team, this.#clock.now())
+      if (this.#queue.count(waiter.team, null) === 0) this.#teams.of(waiter.team).emptiedAt = this.#clock.now()
       waiter.detach()
       started = true
       waiter.resolve(this.#start(waiter))
@@ -254,8 +254,7 @@ export class CredentialSeats {
     if (best !== null || this.#lingerTimer !== null) return best
     const now = this.#clock.now()
     const at = this.#teams.lingerEnd(now)
-    if (!Number.isFinite(at)) return null
-    this.#lingerTimer = this.#timer(() => {
+    if (Number.isFinite(at)) this.#lingerTimer = this.#timer(() => {
       this.#lingerTimer = null
       this.wake()
     }, at - now)
@@ -273,11 +272,9 @@ export class CredentialSeats {
     seats.tag = start + charged / weight
     // The virtual time: the least tag waiting, or, on one replica, of a team holding a seat whose queue emptied within RETURN_MS (dispatch rule 2).
     let least = start
-    const holdsBack = (other: string): void => {
+    for (const other of [...this.#queue.waitingTeams(), ...(this.#lease === null ? this.#teams.returning(startedAt) : [])]) {
       if (other !== team && !this.#atCeiling(other)) least = Math.min(least, this.#teams.of(other).tag)
     }
-    for (const other of this.#queue.waitingTeams()) holdsBack(other)
-    if (this.#lease === null) for (const other of this.#teams.returning(startedAt)) holdsBack(other)
     this.#teams.virtual = Math.max(this.#teams.virtual, least)
     const call = { at: startedAt, dueAt: expected === null ? Infinity : startedAt + OVERDUE * expected, short: isShort(expected) }
     seats.running.add(call)
@@ -297,7 +294,6 @@ export class CredentialSeats {
     }
     return {
       team,
-      load,
       end: (outcome) => {
         if (ended) return
         ended = true

@@ -76,8 +76,6 @@ export class TeamAccounts {
     return due <= now ? due : null
   }
 
-  asked(team: string, now: number): void { this.of(team).lastAsked = now }
-
   /** A team's demand (held and `waiting`) grew: its peak over the linger follows. */
   notePeak(team: string, waiting: number, now: number): void {
     const seats = this.of(team)
@@ -101,9 +99,6 @@ export class TeamAccounts {
     }
     return out
   }
-
-  /** `team`'s last waiting call started at `now`: its queue is empty. */
-  emptied(team: string, now: number): void { this.of(team).emptiedAt = now }
 
   /** The teams holding a seat whose queue emptied within RETURN_MS of `now`: on one replica each holds the virtual time back as a waiting team does. */
   *returning(now: number): IterableIterator<string> {

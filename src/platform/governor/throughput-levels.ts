@@ -10,15 +10,14 @@ export const DIP_MS = 60_000
 
 /** Per level of calls in flight at a call's start: its answers' weight over EVIDENCE_MS (whether it was measured); over RECENT_MS (what it gives now) their weight, Σ of their kinds' first and lowest latency and of their latency (ms), Σ and Σ² of their log answers a second; when the last came. */
 type Level = { n: number; m: number; base: number; low: number; lat: number; sum: number; sum2: number; at: number }
-/** A dip checked: the level it went to, the answers a second of the level left, the limit and knee before, the last serial started then, and the level's answers since. */
-type Check = { index: number; mean: number; limit: number; knee: number; serial: number; fresh: Level }
 const noLevel = (): Level => ({ n: 0, m: 0, base: 0, low: 0, lat: 0, sum: 0, sum2: 0, at: -Infinity })
 /** The answers a second of level index `i` (log, against its kinds' first latency): the level times the ratio of their Σs (Little's law over its answers, whatever their mix of kinds). */
 const rate = (i: number, l: Level): number => Math.log(i + 1) + Math.log(l.base / l.lat)
 
 export class ThroughputLevels {
   readonly #levels: Level[]
-  #check: Check | null = null
+  /** A dip checked: the level it went to, the answers a second of the level left, the limit and knee before, the last serial started then, and the level's answers since. */
+  #check: { index: number; mean: number; limit: number; knee: number; serial: number; fresh: Level } | null = null
   // When a dip was last put back.
   #dipBack = -Infinity
 
