@@ -71,8 +71,12 @@ export interface Gateway {
   reloader: TeamReloader
   /** Bytes kept by the memos of URLs callers sent (bounded whatever they send). */
   memoBytes(): number
-  /** Starts token sources and subscriptions; call before serving. */
-  start(): Promise<void>
+  /**
+   * Starts token sources and subscriptions, then `bind` (main.ts: both listeners listen),
+   * then stores this replica's token in Redis for the others and serves (readiness 200):
+   * a start whose `bind` fails stores no token. Call before serving.
+   */
+  start(bind?: () => Promise<void>): Promise<void>
   /**
    * The drain before close(): readiness answers 503 ("stopping") from now on, and every
    * answer of either listener carries `connection: close`; both go on accepting
@@ -157,7 +161,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     redis: { client: redis, breaker },
     reloader,
     memoBytes,
-    async start() {
+    async start(bind) {
       await shared.start()
       // A password login takes the token stored in Redis when there is a usable one, instead of logging in.
       await tokens.start(await tokenStore.storedAtStart())
@@ -172,6 +176,8 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       if (config.cache.enabled) await jobsPart.start()
       if (!config.gatewaySecret && redis) log.warn('GATEWAY_SECRET is not set: central token rotation through Redis is off; tokens are never written to Redis')
       await platform.probeTokens()
+      await bind?.()
+      await tokenStore.share()
       ctx.lifecycle.phase = 'serving'
       await replicas.start()
       keyUse.start()

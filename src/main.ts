@@ -42,9 +42,12 @@ async function main(): Promise<void> {
   const log = gateway.log
   // A setting set under a name of the last release, say: taken, and said at every start.
   for (const warning of config.warnings) log.warn(warning)
-  await gateway.start()
-  await listenOrExit(gateway.proxy, config.host, config.port, 'HOST, PORT')
-  await listenOrExit(gateway.admin, config.admin.host, config.admin.port, 'ADMIN_HOST, ADMIN_PORT')
+  // Listens before its token is stored for the other replicas: a process that cannot
+  // listen (a port taken by a running replica) exits without replacing theirs.
+  await gateway.start(async () => {
+    await listenOrExit(gateway.proxy, config.host, config.port, 'HOST, PORT')
+    await listenOrExit(gateway.admin, config.admin.host, config.admin.port, 'ADMIN_HOST, ADMIN_PORT')
+  })
   const proxyPort = (gateway.proxy.server.address() as { port: number }).port
   log.info(
     {

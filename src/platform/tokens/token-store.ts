@@ -104,6 +104,11 @@ export class TokenStore {
   #catchUp: Timer | null = null
   /** Credentials whose start found Redis out of reach: reconciled at a catch-up (#catchUpWith). */
   readonly #unreconciled = new Set<string>()
+  /**
+   * Until share(): the credentials whose token this replica would store, held back, so
+   * that a start that cannot bind its listeners stores and announces no token.
+   */
+  #held: Set<TokenProvider> | null = new Set()
 
   constructor(ctx: TokenStoreParts) {
     this.#ctx = ctx
@@ -149,6 +154,19 @@ export class TokenStore {
       for (const provider of this.#ctx.tokens.all()) void this.#catchUpWith(provider)
     }, this.#ctx.config.platform.maintenanceMs)
     this.#catchUp.unref()
+  }
+
+  /**
+   * Both listeners are bound: each token held back since start() is stored and announced
+   * now, by its rank, as it would have been then (a change ranked higher since stays).
+   */
+  async share(): Promise<void> {
+    const held = this.#held ?? []
+    this.#held = null
+    for (const provider of held) {
+      const current = provider.current()
+      if (current) await this.#publish(provider, current)
+    }
   }
 
   /**
@@ -207,6 +225,10 @@ export class TokenStore {
   async #publish(provider: TokenProvider, state: TokenState): Promise<void> {
     const { redis, bus, breaker, log } = this.#ctx
     if (!redis || !bus || !breaker || !this.#key) return
+    if (this.#held) {
+      this.#held.add(provider)
+      return
+    }
     const key = this.#redisKey(provider.name)
     const iv = randomBytes(12)
     const fields = {
