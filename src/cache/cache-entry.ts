@@ -1,9 +1,12 @@
 import { hash } from 'node:crypto'
 import { gunzipSync } from 'node:zlib'
+import { contentLanguage } from './content-language.js'
 
 /** A cached platform answer (always a 200): the body stored gzip-compressed once. */
 export interface CacheEntry {
   contentType: string
+  /** The platform's `content-language` on the answer that filled it (contentLanguage); absent when it said none, and in values of a gateway that did not keep it. */
+  contentLanguage?: string
   /** The platform's body, gzip-compressed at fill time. */
   gzip: Buffer
   /** The platform's body as it was sent, decompressed once per copy, so that a hit never (de)compresses. */
@@ -50,6 +53,8 @@ interface StoredMeta {
   by?: FilledBy
   /** The fill's platform time (ms); absent in values of a gateway that did not say. */
   ms?: number
+  /** The platform's `content-language`; absent when it said none, and in values of a gateway that did not keep it. */
+  lang?: string
 }
 
 // Redis value: 4-byte length of a JSON header, the header, then the gzip bytes. Binary
@@ -66,6 +71,7 @@ export function encodeEntry(entry: CacheEntry): Buffer {
     etag: entry.etag,
     ...(entry.filledBy ? { by: entry.filledBy } : {}),
     ...(entry.fillMs === undefined ? {} : { ms: entry.fillMs }),
+    ...(entry.contentLanguage === undefined ? {} : { lang: entry.contentLanguage }),
   }
   const header = Buffer.from(JSON.stringify(meta), 'utf8')
   const length = Buffer.allocUnsafe(4)
@@ -104,6 +110,7 @@ export function decodeEntry(buf: Buffer): CacheEntry | null {
     etag: meta.etag ?? etagOf(gzip),
     ...(meta.by ? { filledBy: { team: meta.by.team, replica: meta.by.replica } } : {}),
     ...(meta.ms === undefined ? {} : { fillMs: meta.ms }),
+    ...(meta.lang === undefined ? {} : { contentLanguage: meta.lang }),
   }
 }
 
@@ -121,7 +128,8 @@ function isStoredMeta(m: unknown): m is StoredMeta {
     o.advertiserIds.every((a) => typeof a === 'number') &&
     (o.etag === undefined || (typeof o.etag === 'string' && /^[\w-]{1,64}$/.test(o.etag))) &&
     (o.by === undefined || isFiller(o.by)) &&
-    (o.ms === undefined || (typeof o.ms === 'number' && o.ms >= 0 && o.ms <= MAX_FILL_MS))
+    (o.ms === undefined || (typeof o.ms === 'number' && o.ms >= 0 && o.ms <= MAX_FILL_MS)) &&
+    (o.lang === undefined || contentLanguage(o.lang) !== undefined)
   )
 }
 

@@ -6,6 +6,7 @@ import { UpstreamError, UpstreamTimeoutError, type GatewayError } from '../error
 import { upstreamError, type PlatformClient, type PlatformResponse } from '../platform/client/platform-client.js'
 import { onGateway } from '../platform/client/redirect-location.js'
 import { etagOf, type CacheEntry } from '../cache/cache-entry.js'
+import { contentLanguage } from '../cache/content-language.js'
 import { withPassedRetryAfter, withRetryAfter } from '../platform/pauses/retry-after.js'
 import type { HeldAnswer, PlatformAnswers } from '../platform/client/answer-buffer.js'
 import type { Logger } from 'pino'
@@ -162,10 +163,13 @@ async function fromBody(
     }
   }
   const fetchedAt = deps.now()
+  // The copy says the language its body is in, as the platform's answer did.
+  const language = contentLanguage(headers['content-language'])
   return {
     kind: 'entry',
     entry: {
       contentType: headers['content-type'] ?? 'application/json',
+      ...(language === undefined ? {} : { contentLanguage: language }),
       gzip: gzipped ? received : await compress(identity),
       identity,
       fetchedAt,

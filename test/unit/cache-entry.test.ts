@@ -74,7 +74,21 @@ describe('encodeEntry / decodeEntry', () => {
     expect(etagOf(Buffer.from('{"a":1}'))).not.toBe(etagOf(Buffer.from('{"a":2}')))
   })
 
+  it("keeps the platform's content-language; a value of a build that kept none reads as a copy without it", () => {
+    const e = entry({ contentLanguage: 'de-DE, en' })
+    expect(decodeEntry(encodeEntry(e))).toEqual({ ...e, identity: null })
+    expect(JSON.parse(encodeEntry(e).subarray(4, 4 + encodeEntry(e).readUInt32BE(0)).toString('utf8'))).toMatchObject({ v: 2, lang: 'de-DE, en' })
+    // The earlier build's header: the same fields, no language.
+    const decoded = decodeEntry(frame(meta(), Buffer.from('x')))
+    expect(decoded).not.toBeNull()
+    expect(decoded).not.toHaveProperty('contentLanguage')
+    // A copy without one is written as the earlier build wrote it, so that build reads it too.
+    expect(encodeEntry(entry()).includes('"lang"')).toBe(false)
+  })
+
   it.each([
+    ['a content-language that could add a header', frame({ ...meta(), lang: 'en\r\nset-cookie: a=b' }, Buffer.from('x'))],
+    ['a content-language that is no language tag', frame({ ...meta(), lang: 42 }, Buffer.from('x'))],
     ['an ETag that could break out of its quotes', frame({ ...meta(), etag: 'a" , "b' }, Buffer.from('x'))],
     ['an empty buffer', Buffer.alloc(0)],
     ['fewer than 4 bytes', Buffer.from([0, 0, 1])],

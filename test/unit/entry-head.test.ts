@@ -23,6 +23,13 @@ describe("an entry's rendered head", () => {
     )
   })
 
+  it("says the platform's content-language after the content type when the entry keeps one", () => {
+    const e = entry({ contentLanguage: 'de-DE, en' })
+    expect(entryHead(e, 'STALE', false)).toBe(
+      `HTTP/1.1 200 OK\r\nx-cache: STALE\r\netag: "${e.etag}"\r\nvary: accept-encoding, authorization, prefer, x-api-key\r\ncache-control: private, max-age=60\r\ncontent-type: application/json\r\ncontent-language: de-DE, en\r\ncontent-length: ${e.identity?.length}\r\n`,
+    )
+  })
+
   it('is rendered once per entry and variant', () => {
     const e = entry()
     expect(entryHead(e, 'HIT', true)).toBe(entryHead(e, 'HIT', true))

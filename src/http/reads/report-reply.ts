@@ -128,6 +128,7 @@ function entryResponse(
   if (carriesAge(status)) headers.push('age', String(age))
   if (ifNoneMatch !== undefined && matches(ifNoneMatch, entry.etag)) return { code: 304, headers, body: null }
   headers.push('content-type', entry.contentType)
+  if (entry.contentLanguage !== undefined) headers.push('content-language', entry.contentLanguage)
   if (gzip) {
     headers.push('content-encoding', 'gzip')
     return { code: 200, headers, body: entry.gzip }
@@ -191,6 +192,7 @@ function headOf(entry: CacheEntry, fields: EntryFields, status: EntryStatus, gzi
         'vary', VARY,
         'cache-control', fields.cacheControl,
         'content-type', entry.contentType,
+        ...(entry.contentLanguage === undefined ? [] : ['content-language', entry.contentLanguage]),
         ...(gzip ? ['content-encoding', 'gzip'] : []),
         'content-length', String(body.length),
       ])
