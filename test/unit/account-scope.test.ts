@@ -30,7 +30,7 @@ describe('namedInCall', () => {
     expect(named('POST', '/api/v1/campaign/get', parseFormBody(Buffer.from('userId=102'), LIMITS))).toMatchObject({ accounts: ['102'], placed: true })
   })
 
-  it('places a body call only by a top-level userId, or a report by its top-level campaignIds', () => {
+  it('places a body call only by a top-level userId, and a report only by its top-level campaignIds', () => {
     expect(named('POST', '/api/v1/campaign/get', json({ advertiserId: 101 })).placed).toBe(false)
     expect(named('POST', '/api/v1/campaign/get', json({ filter: { userId: 101 } })).placed).toBe(false)
     expect(named('POST', '/api/v1/campaign/get', json([{ userId: 101 }])).placed).toBe(false)
@@ -38,6 +38,10 @@ describe('namedInCall', () => {
     expect(named('POST', '/api/v1/campaign/get', parseFormBody(Buffer.from('userId[]=101'), LIMITS)).placed).toBe(false)
     expect(named('POST', '/api/v1/report/campaigns/get', json({ campaignIds: [] })).placed).toBe(false)
     expect(named('POST', '/api/v1/report/campaigns/get', json({ advertiserId: 101 })).placed).toBe(false)
+    // The report form reads campaigns instead of an account: userId places no report.
+    expect(named('POST', '/api/v1/report/campaigns/get', json({ userId: 101 })).placed).toBe(false)
+    expect(named('POST', '/api/v1/report/campaigns/get?campaignIds[]=101001', json({ userId: 101 })).placed).toBe(false)
+    expect(named('POST', '/api/v1/report/campaigns/get', parseFormBody(Buffer.from('userId=101'), LIMITS)).placed).toBe(false)
   })
 
   it('places a body-less call only by a plain advertiserId or userId in the query', () => {
