@@ -152,7 +152,9 @@ function collectJson(root: unknown, accounts: unknown[], campaigns: unknown[]): 
       for (const [key, value] of Object.entries(node)) {
         const into = ACCOUNT_FIELD.test(key) ? accounts : CAMPAIGN_FIELD.test(key) ? campaigns : null
         if (into === null) pending.push(value)
-        else if (Array.isArray(value)) into.push(...(value as unknown[]))
+        // An empty list names no account, and Laravel reads it as blank (`filled()`, `?:`):
+        // kept whole, as a value that is no account, so that it is refused and places nothing.
+        else if (Array.isArray(value) && (value.length > 0 || into !== accounts)) into.push(...(value as unknown[]))
         else into.push(value)
       }
     }

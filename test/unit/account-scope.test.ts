@@ -58,6 +58,9 @@ describe('namedInCall', () => {
     const call = named('POST', '/api/v1/x/get?campaignIds[]=5&advertiserId[0]=7', json({ a: [{ b: { userId: [1, 2], campaignId: 9 } }] }))
     expect(call.accounts.sort()).toEqual([1, 2, '7'])
     expect(call.campaigns.sort()).toEqual([5, 9])
+    // An empty list is kept as the value, which is no account: refused, never skipped.
+    expect(named('POST', '/api/v1/campaign/get', json({ userId: [] })).accounts).toEqual([[]])
+    expect(named('POST', '/api/v1/campaign/get', json({ userId: [101] })).accounts).toEqual([101])
   })
 
   it('takes the id of a listed campaign path, and refuses other segments starting with a number', () => {
