@@ -35,8 +35,10 @@ export function campaignPathPatterns(paths: readonly string[]): RegExp[] {
 
 // Where the platform reads the account: a body-less call's query (`advertiserId` or
 // `userId`, as plain names), a body call's top-level `userId`; the POST report form reads
-// its top-level `campaignIds` instead. Anywhere else (a nested `userId`, `advertiserId`
-// in a campaign list's body, `userId[]`), the platform falls back to the parent account.
+// its top-level `campaignIds` instead, and no account field (a report without campaigns
+// may be one of every campaign of the parent's token). Anywhere else (a nested `userId`,
+// `advertiserId` in a campaign list's body, `userId[]`), the platform falls back to the
+// parent account.
 const QUERY_ACCOUNT = new Set(['advertiserId', 'userId'])
 const BODY_ACCOUNT = 'userId'
 const REPORT_CAMPAIGNS = 'campaignIds'
@@ -85,11 +87,12 @@ function routeIdInputs(target: RequestTarget, body: CheckedBody | null): unknown
 }
 
 function placedInBody(path: string, body: CheckedBody | null): boolean {
-  if (body?.kind === 'form') return body.params.some(([name]) => name === BODY_ACCOUNT)
+  const report = path.startsWith(REPORT_PATH)
+  if (body?.kind === 'form') return !report && body.params.some(([name]) => name === BODY_ACCOUNT)
   if (body?.kind !== 'json' || typeof body.value !== 'object' || body.value === null || Array.isArray(body.value)) return false
   const top = body.value as Record<string, unknown>
-  if (Object.hasOwn(top, BODY_ACCOUNT)) return true
-  return path.startsWith(REPORT_PATH) && Array.isArray(top[REPORT_CAMPAIGNS]) && top[REPORT_CAMPAIGNS].length > 0
+  if (report) return Array.isArray(top[REPORT_CAMPAIGNS]) && top[REPORT_CAMPAIGNS].length > 0
+  return Object.hasOwn(top, BODY_ACCOUNT)
 }
 
 /** Every named account must be a positive integer the team may use; returns them. */
@@ -149,7 +152,9 @@ function collectJson(root: unknown, accounts: unknown[], campaigns: unknown[]): 
       for (const [key, value] of Object.entries(node)) {
         const into = ACCOUNT_FIELD.test(key) ? accounts : CAMPAIGN_FIELD.test(key) ? campaigns : null
         if (into === null) pending.push(value)
-        else if (Array.isArray(value)) into.push(...(value as unknown[]))
+        // An empty list names no account, and Laravel reads it as blank (`filled()`, `?:`):
+        // kept whole, as a value that is no account, so that it is refused and places nothing.
+        else if (Array.isArray(value) && (value.length > 0 || into !== accounts)) into.push(...(value as unknown[]))
         else into.push(value)
       }
     }

@@ -13,7 +13,9 @@ import { localeOf, LOCALIZED_VARY, localizeRows } from './locale.js'
 // `GET /report/{split}/get?advertiserId=…` and its older form, `POST` with a JSON
 // body naming campaigns. One route per known split: an unknown split is no route
 // at all, so it is a 404 before authentication, as in Laravel. Both read Laravel's
-// merged input; the POST form reads `campaignIds` and never looks at `advertiserId`.
+// merged input; the POST form reads `campaignIds` and never looks at an account field
+// (`advertiserId`, `userId`): without campaigns it is a 422, or, on a platform that takes
+// the caller's campaigns then (SandboxOptions.reportAllCampaigns), every campaign of the token.
 
 /** Bounds the work of one request; a long range is a 422, as on real reporting APIs. */
 const MAX_REPORT_DAYS = 366
@@ -78,7 +80,7 @@ function fromQuery(split: ReportSplit, query: Record<string, unknown>, caller: n
 
 function fromBody(split: ReportSplit, body: Record<string, unknown>, caller: number, state: SandboxState, v: Validator): Parsed {
   const period = readPeriod(v, body)
-  const found = readCampaigns(v, body.campaignIds, state)
+  const found = body.campaignIds === undefined && state.reportAllCampaigns ? readableCampaigns(caller, state) : readCampaigns(v, body.campaignIds, state)
   if (v.hasErrors() || found === undefined) return undefined
   const campaigns: ReportCampaign[] = []
   for (const campaign of found) {
@@ -87,6 +89,11 @@ function fromBody(split: ReportSplit, body: Record<string, unknown>, caller: num
     campaigns.push(reportCampaign(campaign, account, period))
   }
   return complete(split, campaigns, period, [...new Set(found.map((campaign) => campaign.userId))])
+}
+
+/** Every campaign of the accounts the token reads, sorted by id. */
+function readableCampaigns(caller: number, state: SandboxState): SandboxCampaign[] {
+  return [...state.accounts.values()].filter((account) => mayRead(caller, account)).flatMap((account) => state.catalog.listOf(account.id)).sort((a, b) => a.id - b.id)
 }
 
 /** Campaigns named in a body, sorted and unique, so that spelling does not change the bytes. */

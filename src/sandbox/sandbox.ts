@@ -89,6 +89,7 @@ function createState(opts: SandboxOptions): SandboxState {
     grantType: opts.grantType ?? DEFAULT_GRANT_TYPE,
     tokenTtlSeconds,
     localized: opts.localized ?? false,
+    reportAllCampaigns: opts.reportAllCampaigns ?? false,
     tokens: new IssuedTokens(DEMO_CREDENTIALS.clientId),
     catalog: new CampaignCatalog(seed, SANDBOX_ACCOUNTS),
     conditions: new Conditions(opts.latencyMs ?? 0),

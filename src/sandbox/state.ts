@@ -12,6 +12,8 @@ export interface SandboxState {
   readonly tokenTtlSeconds: number
   /** Report answers in the caller's language (SandboxOptions.localized). */
   readonly localized: boolean
+  /** A POST report without campaignIds reads every campaign of the token (SandboxOptions.reportAllCampaigns). */
+  readonly reportAllCampaigns: boolean
   readonly tokens: IssuedTokens
   readonly catalog: CampaignCatalog
   readonly conditions: Conditions

@@ -21,6 +21,12 @@ export interface SandboxOptions {
    * and `Vary: Accept-Language` (locale.ts). Absent: English for everyone, no `Vary`.
    */
   localized?: boolean
+  /**
+   * A POST report without `campaignIds` reports on every campaign the token reads (its
+   * account's and its children's), as a controller that takes the caller's campaigns when
+   * none are named does; it reads no account field. Absent: `campaignIds` is required (422).
+   */
+  reportAllCampaigns?: boolean
   logger?: boolean
 }
 

@@ -30,7 +30,7 @@ describe('namedInCall', () => {
     expect(named('POST', '/api/v1/campaign/get', parseFormBody(Buffer.from('userId=102'), LIMITS))).toMatchObject({ accounts: ['102'], placed: true })
   })
 
-  it('places a body call only by a top-level userId, or a report by its top-level campaignIds', () => {
+  it('places a body call only by a top-level userId, and a report only by its top-level campaignIds', () => {
     expect(named('POST', '/api/v1/campaign/get', json({ advertiserId: 101 })).placed).toBe(false)
     expect(named('POST', '/api/v1/campaign/get', json({ filter: { userId: 101 } })).placed).toBe(false)
     expect(named('POST', '/api/v1/campaign/get', json([{ userId: 101 }])).placed).toBe(false)
@@ -38,6 +38,10 @@ describe('namedInCall', () => {
     expect(named('POST', '/api/v1/campaign/get', parseFormBody(Buffer.from('userId[]=101'), LIMITS)).placed).toBe(false)
     expect(named('POST', '/api/v1/report/campaigns/get', json({ campaignIds: [] })).placed).toBe(false)
     expect(named('POST', '/api/v1/report/campaigns/get', json({ advertiserId: 101 })).placed).toBe(false)
+    // The report form reads campaigns instead of an account: userId places no report.
+    expect(named('POST', '/api/v1/report/campaigns/get', json({ userId: 101 })).placed).toBe(false)
+    expect(named('POST', '/api/v1/report/campaigns/get?campaignIds[]=101001', json({ userId: 101 })).placed).toBe(false)
+    expect(named('POST', '/api/v1/report/campaigns/get', parseFormBody(Buffer.from('userId=101'), LIMITS)).placed).toBe(false)
   })
 
   it('places a body-less call only by a plain advertiserId or userId in the query', () => {
@@ -54,6 +58,9 @@ describe('namedInCall', () => {
     const call = named('POST', '/api/v1/x/get?campaignIds[]=5&advertiserId[0]=7', json({ a: [{ b: { userId: [1, 2], campaignId: 9 } }] }))
     expect(call.accounts.sort()).toEqual([1, 2, '7'])
     expect(call.campaigns.sort()).toEqual([5, 9])
+    // An empty list is kept as the value, which is no account: refused, never skipped.
+    expect(named('POST', '/api/v1/campaign/get', json({ userId: [] })).accounts).toEqual([[]])
+    expect(named('POST', '/api/v1/campaign/get', json({ userId: [101] })).accounts).toEqual([101])
   })
 
   it('takes the id of a listed campaign path, and refuses other segments starting with a number', () => {
