@@ -1572,6 +1572,8 @@ export interface components {
         vary: string;
         /** @description `gzip` when the caller accepts gzip: the stored bytes as they are. */
         "content-encoding": string;
+        /** @description The platform's, when its answer had one (language tags only): on a copy as on the answer that filled it; not on a 304. */
+        "content-language": string;
         /** @description Seconds to wait before trying again; on every 429 and 503 (the platform's own 429 passed on without one gets the pause it drew, 1 s; `0` from a replica shutting down: another replica answers a retry now). */
         "retry-after": number;
         /** @description For a team with a rate limit: what is left of it and when its window ends, e.g. `"default";r=599;t=42` (draft-ietf-httpapi-ratelimit-headers). */
@@ -2099,6 +2101,7 @@ export interface operations {
                     etag: components["headers"]["etag"];
                     vary: components["headers"]["vary"];
                     "content-encoding": components["headers"]["content-encoding"];
+                    "content-language": components["headers"]["content-language"];
                     "x-request-id": components["headers"]["x-request-id"];
                     "platform-usage": components["headers"]["platform-usage"];
                     "report-settled-through": components["headers"]["report-settled-through"];
@@ -2244,6 +2247,7 @@ export interface operations {
                     etag: components["headers"]["etag"];
                     vary: components["headers"]["vary"];
                     "content-encoding": components["headers"]["content-encoding"];
+                    "content-language": components["headers"]["content-language"];
                     "x-request-id": components["headers"]["x-request-id"];
                     "platform-usage": components["headers"]["platform-usage"];
                     "report-settled-through": components["headers"]["report-settled-through"];
@@ -2392,6 +2396,7 @@ export interface operations {
                     etag: components["headers"]["etag"];
                     vary: components["headers"]["vary"];
                     "content-encoding": components["headers"]["content-encoding"];
+                    "content-language": components["headers"]["content-language"];
                     "x-request-id": components["headers"]["x-request-id"];
                     "platform-usage": components["headers"]["platform-usage"];
                     "report-settled-through": components["headers"]["report-settled-through"];
@@ -2902,6 +2907,7 @@ export interface operations {
                     etag: components["headers"]["etag"];
                     vary: components["headers"]["vary"];
                     "content-encoding": components["headers"]["content-encoding"];
+                    "content-language": components["headers"]["content-language"];
                     "x-request-id": components["headers"]["x-request-id"];
                     "platform-usage": components["headers"]["platform-usage"];
                     "report-settled-through": components["headers"]["report-settled-through"];
@@ -3010,6 +3016,7 @@ export interface operations {
                     etag: components["headers"]["etag"];
                     vary: components["headers"]["vary"];
                     "content-encoding": components["headers"]["content-encoding"];
+                    "content-language": components["headers"]["content-language"];
                     "x-request-id": components["headers"]["x-request-id"];
                     "platform-usage": components["headers"]["platform-usage"];
                     "report-settled-through": components["headers"]["report-settled-through"];

@@ -77,6 +77,7 @@ const HEADERS: Json = {
   etag: header('Strong validator of the body, one per representation (`"<tag>"`, `"<tag>-gzip"`); send it back in `if-none-match` for a 304 while it has not changed.'),
   vary: header('`accept-encoding, authorization, prefer, x-api-key`: a browser keeps a copy for one key, not for another, and not for a read that prefers `respond-async`.'),
   'content-encoding': header('`gzip` when the caller accepts gzip: the stored bytes as they are.'),
+  'content-language': header('The platform\'s, when its answer had one (language tags only): on a copy as on the answer that filled it; not on a 304.'),
   'retry-after': always('Seconds to wait before trying again; on every 429 and 503 (the platform\'s own 429 passed on without one gets the pause it drew, 1 s; `0` from a replica shutting down: another replica answers a retry now).', { type: 'integer', minimum: 0 }),
   ratelimit: header('For a team with a rate limit: what is left of it and when its window ends, e.g. `"default";r=599;t=42` (draft-ietf-httpapi-ratelimit-headers).', {
     type: 'string',
@@ -135,7 +136,7 @@ function reportResponses(): Json {
   return {
     '200': {
       description: 'The platform\'s report, byte for byte (from the cache, or fetched now).',
-      headers: { ...Object.fromEntries(['x-cache', 'cache-status', 'age', 'cache-control', 'etag', 'vary', 'content-encoding', 'x-request-id', ...REPORT_FACTS].map((h) => [h, ref(h)])), ...RATE_LIMIT_HEADERS },
+      headers: { ...Object.fromEntries(['x-cache', 'cache-status', 'age', 'cache-control', 'etag', 'vary', 'content-encoding', 'content-language', 'x-request-id', ...REPORT_FACTS].map((h) => [h, ref(h)])), ...RATE_LIMIT_HEADERS },
       content: { 'application/json': { schema: { $ref: '#/components/schemas/Report' } } },
     },
     '202': {
