@@ -3,8 +3,11 @@ import { maskUrlPassword } from './schema-errors.js'
 
 // OpenTelemetry traces are configured by the standard OTEL_* variables, read here with the
 // rest of the configuration so that a value the gateway cannot honour stops the start (exit
-// 78) rather than leaving an operator without traces. Without an OTLP endpoint, tracing is
-// off and nothing of OpenTelemetry is loaded (observe/tracing.ts).
+// 78) rather than leaving an operator without traces. That holds with or without an OTLP
+// endpoint: `OTEL_TRACES_EXPORTER=zipkin` with the Zipkin exporter's own endpoint variable
+// asks for traces the gateway never sends. Without an OTLP endpoint, tracing is off and
+// nothing of OpenTelemetry is loaded (observe/tracing.ts); OTEL_SDK_DISABLED=true and
+// OTEL_TRACES_EXPORTER=none turn it off whatever the other variables say.
 
 /** The OTLP/HTTP encodings the gateway exports with; `grpc` is not one. */
 export type OtlpProtocol = 'http/protobuf' | 'http/json'
@@ -44,17 +47,16 @@ export const DEFAULT_SERVICE_NAME = 'report-gateway'
 
 /** The tracing OTEL_* variables ask for, or null: off (no endpoint, OTEL_SDK_DISABLED, OTEL_TRACES_EXPORTER=none). */
 export function tracingConfig(env: Env, problems: string[]): TracingConfig | null {
-  const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim()
-  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim()
-  if (!traces && !base) return null
   if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return null
   const exporter = env.OTEL_TRACES_EXPORTER?.trim().toLowerCase() || 'otlp'
   if (exporter === 'none') return null
   if (exporter !== 'otlp') problems.push(`OTEL_TRACES_EXPORTER: ${exporter} is not supported; the gateway exports traces with otlp (or none: off)`)
+  const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim()
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim()
   const name = traces ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT'
   // The signal's own endpoint is used as it is; the base one gets the traces path (OTLP/HTTP).
-  const url = traces ? traces : `${(base as string).replace(/\/+$/, '')}/v1/traces`
-  if (!/^https?:\/\/[^/?#\s]+/.test(url)) problems.push(`${name}: ${maskUrlPassword(traces ?? base ?? '')} is not an http(s) URL of an OTLP/HTTP receiver (e.g. http://otel-collector:4318)`)
+  const url = traces ? traces : base ? `${base.replace(/\/+$/, '')}/v1/traces` : null
+  if (url !== null && !/^https?:\/\/[^/?#\s]+/.test(url)) problems.push(`${name}: ${maskUrlPassword(traces ?? base ?? '')} is not an http(s) URL of an OTLP/HTTP receiver (e.g. http://otel-collector:4318)`)
   const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL)?.trim() || 'http/protobuf'
   if (protocol !== 'http/protobuf' && protocol !== 'http/json') {
     problems.push(`OTEL_EXPORTER_OTLP_PROTOCOL: ${protocol} is not supported; use http/protobuf (the default) or http/json`)
@@ -65,15 +67,18 @@ export function tracingConfig(env: Env, problems: string[]): TracingConfig | nul
   const samplerRatio = arg ? Number(arg) : 1
   if (!(samplerRatio >= 0 && samplerRatio <= 1)) problems.push(`OTEL_TRACES_SAMPLER_ARG: ${arg} is not a ratio from 0 to 1`)
   const resourceAttributes = keyValues(env.OTEL_RESOURCE_ATTRIBUTES, 'OTEL_RESOURCE_ATTRIBUTES', problems, false)
+  const headers = keyValues(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS ?? env.OTEL_EXPORTER_OTLP_HEADERS, 'OTEL_EXPORTER_OTLP_HEADERS', problems, true)
+  const batch = { maxExportBatchSize: count(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', BATCH_SPANS, problems), maxQueueSize: count(env, 'OTEL_BSP_MAX_QUEUE_SIZE', QUEUED_SPANS, problems) }
+  if (url === null) return null
   return {
     url,
     protocol: protocol as OtlpProtocol,
-    headers: keyValues(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS ?? env.OTEL_EXPORTER_OTLP_HEADERS, 'OTEL_EXPORTER_OTLP_HEADERS', problems, true),
+    headers,
     serviceName: env.OTEL_SERVICE_NAME?.trim() || resourceAttributes['service.name'] || DEFAULT_SERVICE_NAME,
     resourceAttributes,
     sampler: sampler as SamplerName,
     samplerRatio,
-    batch: { maxExportBatchSize: count(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', BATCH_SPANS, problems), maxQueueSize: count(env, 'OTEL_BSP_MAX_QUEUE_SIZE', QUEUED_SPANS, problems) },
+    batch,
   }
 }
 

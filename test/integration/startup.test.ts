@@ -133,6 +133,16 @@ describe('misconfiguration stops the start with one line', () => {
     expect(lines).toEqual(['report-gateway: invalid configuration: ADMIN_TOKEN: must be at least 16 characters long'])
   })
 
+  it('an OTEL_* value the gateway cannot honour stops the start without an OTLP endpoint too (Zipkin asked through its own variable)', async () => {
+    const { code, lines } = await refused({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(20), OTEL_TRACES_EXPORTER: 'zipkin', OTEL_EXPORTER_ZIPKIN_ENDPOINT: 'http://zipkin:9411/api/v2/spans', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', PORT: '0', ADMIN_PORT: '0' })
+    expect(code).toBe(CONFIG_ERROR_EXIT)
+    expect(lines).toEqual([
+      'report-gateway: invalid configuration:',
+      '  - OTEL_TRACES_EXPORTER: zipkin is not supported; the gateway exports traces with otlp (or none: off)',
+      '  - OTEL_EXPORTER_OTLP_PROTOCOL: grpc is not supported; use http/protobuf (the default) or http/json',
+    ])
+  })
+
   it('a port in use: one line, no stack trace, exit 1', async () => {
     const taken: Server = createServer()
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))

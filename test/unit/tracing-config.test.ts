@@ -80,6 +80,14 @@ describe('tracing configuration from OTEL_* variables', () => {
     expect(problems.join('\n')).not.toContain('secret-value-1')
   })
 
+  it('refuses what it cannot honour without an endpoint too, tracing staying off; OTEL_SDK_DISABLED=true and OTEL_TRACES_EXPORTER=none turn it off whatever the rest says', () => {
+    const { config, problems } = read({ OTEL_TRACES_EXPORTER: 'zipkin', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_TRACES_SAMPLER: 'sometimes', OTEL_TRACES_SAMPLER_ARG: '2' })
+    expect(config).toBeNull()
+    expect(problems.map((p) => p.split(':')[0])).toEqual(['OTEL_TRACES_EXPORTER', 'OTEL_EXPORTER_OTLP_PROTOCOL', 'OTEL_TRACES_SAMPLER', 'OTEL_TRACES_SAMPLER_ARG'])
+    expect(read({ OTEL_SDK_DISABLED: 'true', OTEL_TRACES_EXPORTER: 'zipkin' })).toEqual({ config: null, problems: [] })
+    expect(read({ OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toEqual({ config: null, problems: [] })
+  })
+
   it('stops the start (a configuration error) and keeps the exporter\'s headers among the secrets redacted from the log', () => {
     expect(() => loadConfig({ env: { DEMO: '1', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' } })).toThrow(ConfigError)
     const config = loadConfig({ env: { DEMO: '1', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_HEADERS: 'api-key=collector-secret-0042' } })
