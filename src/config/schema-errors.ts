@@ -84,6 +84,7 @@ function hintFor(dotted: string, error: ErrorObject): string {
   if (dotted.endsWith('baseUrl')) return 'must be an http:// or https:// URL'
   if (dotted === 'redis.url') return 'must be a redis:// or rediss:// URL'
   if (range) return `must be ${range}`
+  if (error.keyword === 'anyOf' && schema) return `must be ${kindsOf(schema)}`
   return error.message ?? 'is invalid'
 }
 
@@ -93,6 +94,36 @@ interface NumberSchema {
   minimum?: number
   maximum?: number
   exclusiveMinimum?: number
+  exclusiveMaximum?: number
+}
+
+interface KindSchema extends NumberSchema {
+  anyOf?: KindSchema[]
+  const?: unknown
+  enum?: unknown[]
+  minLength?: number
+  minItems?: number
+  items?: KindSchema
+  properties?: Record<string, unknown>
+}
+
+// What a union takes, in words: each branch's kind, joined by "or" ("a non-empty string
+// or null"), so that a union no description explains still says what to write.
+function kindsOf(schema: KindSchema): string {
+  const range = rangeOf(schema)
+  if (range) return range
+  if (schema.description) return schema.description
+  if (schema.anyOf) return schema.anyOf.map(kindsOf).join(' or ')
+  if (schema.const !== undefined) return JSON.stringify(schema.const)
+  if (schema.enum) return schema.enum.map((v) => JSON.stringify(v)).join(' or ')
+  switch (schema.type) {
+    case 'null': return 'null'
+    case 'boolean': return 'true or false'
+    case 'string': return schema.minLength ? 'a non-empty string' : 'a string'
+    case 'array': return `a list of ${schema.items ? kindsOf(schema.items) : 'values'}${schema.minItems ? ` (at least ${schema.minItems})` : ''}`
+    case 'object': return `{${Object.keys(schema.properties ?? {}).join(', ')}}`
+    default: return 'a value of another kind'
+  }
 }
 
 // The values a number setting takes, in words: a description says what the setting is
@@ -101,8 +132,10 @@ function rangeOf(schema: NumberSchema): string | null {
   if (schema.type !== 'integer' && schema.type !== 'number') return null
   const kind = schema.type === 'integer' ? 'a whole number' : 'a number'
   if (schema.minimum !== undefined && schema.maximum !== undefined) return `${kind} from ${schema.minimum} to ${schema.maximum}`
+  if (schema.minimum !== undefined && schema.exclusiveMaximum !== undefined) return `${kind} from ${schema.minimum}, below ${schema.exclusiveMaximum}`
   if (schema.minimum !== undefined) return `${kind}, at least ${schema.minimum}`
   if (schema.exclusiveMinimum !== undefined) return `${kind} above ${schema.exclusiveMinimum}`
+  if (schema.exclusiveMaximum !== undefined) return `${kind} below ${schema.exclusiveMaximum}`
   return kind
 }
 
