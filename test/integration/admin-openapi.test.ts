@@ -7,6 +7,7 @@
  * no property the document does not declare.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Ajv2020 } from 'ajv/dist/2020.js'
@@ -16,6 +17,7 @@ import { renderAdminDocument } from '../../src/cli/openapi-render.js'
 import { KEYS, TEAMS_YAML, TEST_GATEWAY_SECRET, buildGateway, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { documentedOperations, itIsValidAndCommitted, pointer, resolveRef, routeTable, type Json } from '../helpers/openapi-doc.js'
+import { rawHttp, rawRequest } from '../helpers/sandbox-gateway.js'
 
 type Doc = { openapi: string; paths: Record<string, Record<string, Json>>; components: Json }
 
@@ -197,6 +199,20 @@ describe('the admin listener\'s OpenAPI document', () => {
       const answer = { status: res.statusCode, headers: res.headers, body: res.body }
       if (answer.status !== call.status) problems.push(`${call.what}: status ${answer.status}, expected ${call.status}: ${answer.body.slice(0, 200)}`)
       for (const p of mismatches(ajv, call.path ?? call.url.split('?')[0]!, call.method.toLowerCase(), answer)) problems.push(`${call.what}: ${p}`)
+    }
+    expect(problems).toEqual([])
+  })
+
+  it('describes the 431 the listener answers to any call whose head is larger than Node reads (contract: "on either listener")', async () => {
+    const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true })
+    ajv.addSchema(closed(doc) as Json, 'admin-openapi.json')
+    await gw.admin.listen({ host: '127.0.0.1', port: 0 })
+    const { port } = gw.admin.server.address() as AddressInfo
+    const problems: string[] = []
+    for (const [method, url, path] of [['GET', '/admin/status', '/admin/status'], ['PUT', '/admin/token', '/admin/token'], ['GET', '/admin/credentials/default/token', '/admin/credentials/{name}/token'], ['GET', '/healthz', '/healthz'], ['GET', '/metrics', '/metrics'], ['GET', '/console', '/console']] as const) {
+      const answer = await rawRequest(port, rawHttp(method, url, { key: null, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'x-padding': 'a'.repeat(17_000) } }))
+      if (answer.status !== 431) problems.push(`${method} ${url}: status ${answer.status}, expected 431`)
+      for (const p of mismatches(ajv, path, method.toLowerCase(), answer)) problems.push(`${method} ${url}: ${p}`)
     }
     expect(problems).toEqual([])
   })

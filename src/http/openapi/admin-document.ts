@@ -33,11 +33,12 @@ const WHEN: Record<string, string> = {
   GW_ADMIN_DISABLED: 'No admin token is configured (`ADMIN_TOKEN`, `ADMIN_VIEWER_TOKEN`, `ADMIN_TOKENS_FILE`): every `/admin/*` call is refused.',
   GW_REDIS_UNAVAILABLE: 'Redis could not be reached.',
   GW_SHUTTING_DOWN: 'This replica is shutting down and its grace ended before the call was answered; another replica answers a retry.',
+  GW_HEADERS_TOO_LARGE: 'The request line and header fields together are larger than Node reads (16 KiB, `maxHeaderSize`); nothing of the request was read, and the connection is closed.',
   GW_INTERNAL: 'An unexpected fault of the gateway; details only in its log, under the answer\'s `x-request-id`.',
 }
 
 /** Codes every call of the listener may answer with; /admin/* calls also these, and those that change something GW_FORBIDDEN. */
-const EVERY_CALL = ['GW_SHUTTING_DOWN', 'GW_INTERNAL']
+const EVERY_CALL = ['GW_SHUTTING_DOWN', 'GW_INTERNAL', 'GW_HEADERS_TOO_LARGE']
 const EVERY_ADMIN_CALL = ['GW_BAD_REQUEST', 'GW_UNAUTHORIZED', 'GW_ADMIN_DISABLED']
 const CHANGES = new Set(['put', 'post', 'delete', 'patch'])
 
