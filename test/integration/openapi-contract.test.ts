@@ -125,6 +125,19 @@ describe('the OpenAPI document against an independent validator and real answers
     expect(problems).toEqual([])
   })
 
+  it('says what a refused cancel is, as the gateway answers it: a job running or ended is 409 GW_JOB_RUNNING naming its state', async () => {
+    const doc = await documentOf()
+    const asked = await fetch(`${env.url}/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2025-03-01&dateTo=2025-03-31`, { headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
+    const { id } = (await asked.json()) as { id: string }
+    await waitFor('the job ended', async () => ((await (await fetch(`${env.url}/api/v1/jobs/${id}`, { headers: { 'x-api-key': KEYS.all } })).json()) as { state: string }).state === 'done', 10_000, 20)
+    const cancel = await fetch(`${env.url}/api/v1/jobs/${id}`, { method: 'DELETE', headers: { 'x-api-key': KEYS.all } })
+    expect(cancel.status).toBe(409)
+    expect(((await cancel.json()) as { code: string; message: string })).toMatchObject({ code: 'GW_JOB_RUNNING', message: expect.stringContaining('is done') })
+    const op = (doc.paths as Record<string, Record<string, Json>>)['/api/v1/jobs/{id}']!.delete!
+    const when = ((doc.components as Json).schemas as Record<string, Json>).GW_JOB_RUNNING!.description
+    for (const text of [op.description, when, resolveRef(doc, (op.responses as Json)['409']).description]) expect(text).toMatch(/ended/)
+  })
+
   it('describes every answer of a sample of real requests: status, headers and body', async () => {
     const doc = await documentOf()
     const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true })

@@ -106,7 +106,7 @@ export interface paths {
         post?: never;
         /**
          * Cancel a queued report job
-         * @description Removes a job still queued (204); a running one is 409 `GW_JOB_RUNNING`.
+         * @description Removes a job still queued (204); one running or ended (done, failed, expired) is 409 `GW_JOB_RUNNING`, its message naming the job's state.
          */
         delete: operations["cancelJob"];
         /**
@@ -568,7 +568,7 @@ export interface components {
             message: string;
         };
         /**
-         * @description DELETE of a job already running: only a queued job is cancelled.
+         * @description DELETE of a job already running or ended (done, failed, expired): only a queued job is cancelled; the message names the job's state.
          * @example {
          *       "statusCode": 409,
          *       "code": "GW_JOB_RUNNING",
@@ -1426,7 +1426,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_REQUEST_TIMEOUT"] | components["schemas"]["PlatformError"];
             };
         };
-        /** @description `GW_JOB_NOT_DONE`: The result of a job still queued or running was asked: GET its status (with `?wait=N`) first. `GW_JOB_RUNNING`: DELETE of a job already running: only a queued job is cancelled. Or the platform's own 409 answer, passed through (`PlatformError`, no `code`). */
+        /** @description `GW_JOB_NOT_DONE`: The result of a job still queued or running was asked: GET its status (with `?wait=N`) first. `GW_JOB_RUNNING`: DELETE of a job already running or ended (done, failed, expired): only a queued job is cancelled; the message names the job's state. Or the platform's own 409 answer, passed through (`PlatformError`, no `code`). */
         "job-409": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -2781,7 +2781,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_JOB_NOT_DONE`: The result of a job still queued or running was asked: GET its status (with `?wait=N`) first. `GW_JOB_RUNNING`: DELETE of a job already running: only a queued job is cancelled. Or the platform's own 409 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_JOB_NOT_DONE`: The result of a job still queued or running was asked: GET its status (with `?wait=N`) first. `GW_JOB_RUNNING`: DELETE of a job already running or ended (done, failed, expired): only a queued job is cancelled; the message names the job's state. Or the platform's own 409 answer, passed through (`PlatformError`, no `code`). */
             409: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -3101,7 +3101,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_JOB_NOT_DONE`: The result of a job still queued or running was asked: GET its status (with `?wait=N`) first. `GW_JOB_RUNNING`: DELETE of a job already running: only a queued job is cancelled. Or the platform's own 409 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_JOB_NOT_DONE`: The result of a job still queued or running was asked: GET its status (with `?wait=N`) first. `GW_JOB_RUNNING`: DELETE of a job already running or ended (done, failed, expired): only a queued job is cancelled; the message names the job's state. Or the platform's own 409 answer, passed through (`PlatformError`, no `code`). */
             409: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];

@@ -39,7 +39,7 @@ export function jobCancelSchema(): FastifySchema {
     tags: ['jobs'],
     operationId: 'cancelJob',
     summary: 'Cancel a queued report job',
-    description: 'Removes a job still queued (204); a running one is 409 `GW_JOB_RUNNING`.',
+    description: 'Removes a job still queued (204); one running or ended (done, failed, expired) is 409 `GW_JOB_RUNNING`, its message naming the job\'s state.',
     params: JOB_ID,
   }
 }
