@@ -8,12 +8,12 @@ import { CONSOLE_CSS, CONSOLE_HTML, CONSOLE_LIBRARY, CONSOLE_SCRIPTS, CONSOLE_SC
  * What the browser may do with the console: its own scripts and style only, calls to
  * this listener only, in no frame. The page holds no data, so it needs no token.
  */
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+export const CONSOLE_CSP = "default-src 'self'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
 function secured(reply: FastifyReply, type: string): FastifyReply {
   return reply
     .type(type)
-    .header('content-security-policy', CSP)
+    .header('content-security-policy', CONSOLE_CSP)
     .header('x-frame-options', 'DENY')
     .header('x-content-type-options', 'nosniff')
     .header('referrer-policy', 'no-referrer')

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import { buildInfo } from '../../observe/build-info.js'
 import { ADMIN_CHALLENGE } from '../server.js'
 import { healthSchema, readySchema } from '../admin/admin-schemas.js'
+import { CONSOLE_CSP } from '../admin/console-route.js'
 import { errorCodes, errorSchemas } from './error-responses.js'
 import { listenerServers } from './document.js'
 
@@ -110,6 +111,12 @@ function errorsOf(path: string, method: string, own: Record<string, string>): Ma
 }
 
 const named = (schema: string) => ({ $ref: `#/components/schemas/${schema}` })
+const header = (name: string) => ({ $ref: `#/components/headers/${name}` })
+
+/** On every /admin/* answer, refusals included (contract, "Admin listener"). */
+const ADMIN_HEADERS = { 'cache-control': header('cache-control'), 'x-frame-options': header('x-frame-options'), 'x-content-type-options': header('x-content-type-options') }
+/** On the console's page and files as served. */
+const CONSOLE_HEADERS = { 'content-security-policy': header('content-security-policy'), 'x-frame-options': header('x-frame-options'), 'x-content-type-options': header('x-content-type-options') }
 
 /** An operation as @fastify/swagger made it, with its error answers and the headers every answer carries. */
 function completeOperation(path: string, method: string, op: Json, used: Set<string>): void {
@@ -131,7 +138,8 @@ function completeOperation(path: string, method: string, op: Json, used: Set<str
   for (const [status, response] of Object.entries(responses)) {
     response.headers = {
       'x-request-id': { $ref: '#/components/headers/x-request-id' },
-      ...(admin ? { 'cache-control': { $ref: '#/components/headers/cache-control' } } : {}),
+      ...(admin ? ADMIN_HEADERS : {}),
+      ...(path.startsWith('/console') && status === '200' ? CONSOLE_HEADERS : {}),
       ...(status === '401' ? { 'www-authenticate': { $ref: '#/components/headers/www-authenticate' } } : {}),
       ...(response.headers as Json | undefined),
     }
@@ -166,6 +174,9 @@ export function completeAdminDocument(doc: Json): Json {
     headers: {
       'x-request-id': { description: 'The caller\'s `x-request-id` when it is a plain token not shaped like a team key (`rgw_…`), else a new one; log lines of the call carry it. On every answer.', required: true, schema: { type: 'string' } },
       'cache-control': { description: '`no-store`: no cache keeps an admin answer. On every `/admin/*` answer, refusals included.', required: true, schema: { const: 'no-store' } },
+      'x-frame-options': { description: '`DENY`: no page frames an admin answer or the console. On every `/admin/*` answer, refusals included, and on the console\'s page and files.', required: true, schema: { const: 'DENY' } },
+      'x-content-type-options': { description: '`nosniff`: a browser reads an answer as its `content-type` says. On every `/admin/*` answer, refusals included, and on the console\'s page and files.', required: true, schema: { const: 'nosniff' } },
+      'content-security-policy': { description: 'What the browser may do with the console: its own scripts and style only, calls to this listener only, in no frame.', required: true, schema: { const: CONSOLE_CSP } },
       'www-authenticate': {
         description: 'The challenge of every 401 (RFC 9110, 11.6.1): `authorization: Bearer <admin token>`.',
         required: true,
