@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest'
 import { KEYS } from '../helpers/build-gateway.js'
 import { useSandboxGateway } from '../helpers/fixtures.js'
 import { pointer, resolveRef, type Json } from '../helpers/openapi-doc.js'
+import { rawHttp, rawRequest } from '../helpers/sandbox-gateway.js'
 import { waitFor } from '../helpers/wait.js'
 
 
@@ -122,6 +123,27 @@ describe('the OpenAPI document against an independent validator and real answers
     await waitFor('the refused job ended', async () => (JSON.parse((await call(`/api/v1/jobs/${id}`)).body) as { state: string }).state === 'failed', 10_000, 20)
     check('a failed job\'s status', '/api/v1/jobs/{id}', 'get', await call(`/api/v1/jobs/${id}`), 200)
     check('a job\'s result the platform refused', '/api/v1/jobs/{id}/result', 'get', await call(`/api/v1/jobs/${id}/result`), 422)
+    expect(problems).toEqual([])
+  })
+
+  it('describes the 431 the proxy listener answers to any request whose head is larger than Node reads, OPTIONS and the health routes included', async () => {
+    const doc = await documentOf()
+    const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true })
+    ajv.addSchema(doc, 'openapi.json')
+    const port = Number(new URL(env.url).port)
+    const problems: string[] = []
+    for (const [method, url, path] of [
+      ['GET', '/healthz', '/healthz'],
+      ['GET', '/readyz', '/readyz'],
+      ['GET', '/openapi.json', '/openapi.json'],
+      ['OPTIONS', '/api/v1/report/campaigns/get', '/api/v1/report/{split}/get'],
+      ['OPTIONS', '/api/v1/jobs/abc', '/api/v1/jobs/{id}'],
+      ['GET', '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-10-01&dateTo=2026-10-02', '/api/v1/report/{split}/get'],
+    ] as const) {
+      const raw = await rawRequest(port, rawHttp(method, url, { headers: { 'x-padding': 'a'.repeat(17_000) } }))
+      if (raw.status !== 431) problems.push(`${method} ${url}: status ${raw.status}, expected 431`)
+      for (const p of mismatches(doc, ajv, path, method.toLowerCase(), { status: raw.status, headers: new Headers(raw.headers), body: raw.body })) problems.push(`${method} ${url}: ${p}`)
+    }
     expect(problems).toEqual([])
   })
 

@@ -1055,6 +1055,16 @@ export interface components {
         };
     };
     responses: {
+        /** @description `GW_HEADERS_TOO_LARGE`: The request line and header fields together are larger than Node reads (16 KiB, `maxHeaderSize`): a long request target too. Nothing of the request was read; the connection is closed. */
+        "headers-too-large": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_HEADERS_TOO_LARGE"];
+            };
+        };
         /** @description `GW_BAD_QUERY`: A report parameter is invalid; the message names it, e.g. `dateFrom: not a calendar date (2026-02-30)`. `GW_BAD_REQUEST`: A malformed request target or body: `#`, control characters or non-ASCII in the target, a parameter name that is not plain, `_method` (also a multipart part so named), a team key in the target or the body, a body that is not valid JSON or UTF-8, too deep or with too many keys, a `Connection` naming a header the gateway reads; a request Node cannot read (a malformed head, no `Host`). Or the platform's own 400 answer, passed through (`PlatformError`, no `code`). */
         "report-400": {
             headers: {
@@ -1865,6 +1875,7 @@ export interface components {
                         };
                         content?: never;
                     };
+                    431: components["responses"]["headers-too-large"];
                 };
             };
             /**
@@ -2005,6 +2016,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            431: components["responses"]["headers-too-large"];
         };
     };
     healthz: {
@@ -2024,6 +2036,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            431: components["responses"]["headers-too-large"];
         };
     };
     readyz: {
@@ -2043,6 +2056,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            431: components["responses"]["headers-too-large"];
             /** @description This replica cannot serve: starting, shutting down, or its configuration is broken. */
             503: {
                 headers: {
@@ -2346,6 +2360,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            431: components["responses"]["headers-too-large"];
         };
     };
     headReport: {
@@ -2695,6 +2710,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            431: components["responses"]["headers-too-large"];
         };
     };
     headJob: {
@@ -2992,6 +3008,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            431: components["responses"]["headers-too-large"];
         };
     };
     headJobResult: {
@@ -3300,6 +3317,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            431: components["responses"]["headers-too-large"];
         };
     };
     getCampaignBannerUpdateById: {
@@ -3563,6 +3581,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            431: components["responses"]["headers-too-large"];
         };
     };
     headCampaignBannerUpdateById: {
@@ -4047,6 +4066,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            431: components["responses"]["headers-too-large"];
         };
     };
     headCampaignBannerById: {
@@ -4531,6 +4551,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            431: components["responses"]["headers-too-large"];
         };
     };
     headCampaignById: {
@@ -4866,6 +4887,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            431: components["responses"]["headers-too-large"];
         };
     };
     createCampaign: {
@@ -5002,6 +5024,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            431: components["responses"]["headers-too-large"];
         };
     };
 }

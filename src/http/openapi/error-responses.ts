@@ -123,9 +123,18 @@ function codesByStatus(kind: Kind): [number, string[]][] {
   return [...byStatus].sort(([a], [b]) => a - b)
 }
 
+/** The response of an operation with no other 431: the gateway's, before a key is read. */
+export const HEADERS_TOO_LARGE = 'headers-too-large'
+
 /** `components.responses`: the gateway's error answers by operation kind and status; `retry-after` with 429 and 503, `www-authenticate` with 401. */
 export function errorResponseComponents(): Json {
-  const responses: Json = {}
+  const responses: Json = {
+    [HEADERS_TOO_LARGE]: {
+      description: `\`GW_HEADERS_TOO_LARGE\`: ${WHEN.GW_HEADERS_TOO_LARGE}`,
+      headers: { 'x-request-id': { $ref: '#/components/headers/x-request-id' } },
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/GW_HEADERS_TOO_LARGE' } } },
+    },
+  }
   for (const kind of ['report', 'platform', 'job'] as const) {
     for (const [status, codes] of codesByStatus(kind)) {
       const refs = codes.map((code) => ({ $ref: `#/components/schemas/${code}` }))
