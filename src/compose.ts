@@ -100,7 +100,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     version: build.version,
     instanceId: replicaId,
     now: clock.now,
-    warn: (message) => failures.note('OTEL_EXPORT', () => log.warn({ code: 'OTEL_EXPORT', reason: message }, 'OpenTelemetry: spans could not be exported')),
+    warn: (message) => failures.warn('OTEL_EXPORT', { log, msg: 'OpenTelemetry: spans could not be exported', fields: { reason: message } }),
   })
   const shared = redisParts(config, { redis: deps.redis, log, metrics, clock })
   const { redis, breaker, bus, seal, unverified } = shared
