@@ -73,8 +73,9 @@ export interface Gateway {
   memoBytes(): number
   /**
    * Starts token sources and subscriptions, then `bind` (main.ts: both listeners listen),
-   * then stores this replica's token in Redis for the others and serves (readiness 200):
-   * a start whose `bind` fails stores no token. Call before serving.
+   * then stores this replica's token in Redis for the others, starts its job runner and
+   * serves (readiness 200): a start whose `bind` fails stores no token and claims no job.
+   * Call before serving.
    */
   start(bind?: () => Promise<void>): Promise<void>
   /**
@@ -100,7 +101,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     version: build.version,
     instanceId: replicaId,
     now: clock.now,
-    warn: (message) => failures.note('OTEL_EXPORT', () => log.warn({ code: 'OTEL_EXPORT', reason: message }, 'OpenTelemetry: spans could not be exported')),
+    warn: (message) => failures.warn('OTEL_EXPORT', { log, msg: 'OpenTelemetry: spans could not be exported', fields: { reason: message } }),
   })
   const shared = redisParts(config, { redis: deps.redis, log, metrics, clock })
   const { redis, breaker, bus, seal, unverified } = shared
@@ -173,11 +174,13 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       await tokenStore.start()
       await reports.start()
       await governors.start()
-      if (config.cache.enabled) await jobsPart.start()
       if (!config.gatewaySecret && redis) log.warn('GATEWAY_SECRET is not set: central token rotation through Redis is off; tokens are never written to Redis')
       await platform.probeTokens()
       await bind?.()
       await tokenStore.share()
+      // The job runner and the webhook deliverer claim work of every replica's: a start
+      // that cannot listen (main.ts exits) claims none, which would wait out its lease.
+      if (config.cache.enabled) await jobsPart.start()
       ctx.lifecycle.phase = 'serving'
       await replicas.start()
       keyUse.start()

@@ -4,6 +4,11 @@ import createError from '@fastify/error'
 // these; Fastify's serializer gives the contract's JSON shape. They are defined in this
 // one object, so that what reads the catalogue (the OpenAPI document's error codes, the
 // tests) sees every one of them; each is exported by its name below.
+//
+// Redis's failures are answered in the gateway's words: what is unavailable and what was
+// (not) done. The driver's error is the cause, for the log line only (its words may name
+// Redis's address or topology, and mean nothing to the caller): these errors have no
+// place for it in their message.
 export const allErrors = {
   BadQueryError: createError<[string, { cause?: unknown }?]>('GW_BAD_QUERY', '%s', 400),
   UnauthorizedError: createError<[string?]>('GW_UNAUTHORIZED', 'missing, unknown or revoked API key', 401),
@@ -36,13 +41,14 @@ export const allErrors = {
   NoRunningTeamError: createError<[string]>('GW_NOT_FOUND', 'no team named %s among the running teams', 404),
   NotCachedError: createError<[string]>('GW_NOT_FOUND', 'no copy of %s is cached, under any credential', 404),
   NoReplicaError: createError<[string]>('GW_NOT_FOUND', 'no live replica named %s (GET /admin/cluster lists them); nothing was changed', 404),
-  PurgeIncompleteError: createError<[string, { cause?: unknown }?]>(
+  PurgeIncompleteError: createError<[{ cause?: unknown }?]>(
     'GW_REDIS_UNAVAILABLE',
-    'this replica dropped its in-process entries, but Redis is unavailable: %s',
+    'Redis is unavailable: this replica dropped its in-process entries, but the purge may not have reached Redis and the other replicas; repeat it',
     503,
   ),
-  UsageUnavailableError: createError<[string]>('GW_REDIS_UNAVAILABLE', 'usage totals are kept in Redis: %s', 503),
-  RedisUnavailableError: createError<[string, { cause?: unknown }?]>('GW_REDIS_UNAVAILABLE', 'Redis could not be read: %s', 503),
+  UsageUnavailableError: createError('GW_REDIS_UNAVAILABLE', 'Redis is unavailable: the usage totals are kept there; try again', 503),
+  // `%s`: what was done, or not, the gateway's words.
+  RedisUnavailableError: createError<[string, { cause?: unknown }?]>('GW_REDIS_UNAVAILABLE', 'Redis is unavailable: %s', 503),
   BadRequestError: createError<[string, { cause?: unknown }?]>('GW_BAD_REQUEST', '%s', 400),
   RequestTimeoutError: createError('GW_REQUEST_TIMEOUT', 'the request was not received in time', 408),
   // A head past Node's maxHeaderSize (RFC 6585, 5): the bound, never a byte of the head.
@@ -58,7 +64,7 @@ export const allErrors = {
   JobNotDoneError: createError<[string, string]>('GW_JOB_NOT_DONE', 'job %s is %s: its result is not there yet (GET its status, with ?wait=N to wait)', 409),
   JobRunningError: createError<[string, string]>('GW_JOB_RUNNING', 'job %s is %s: only a queued job is cancelled', 409),
   JobExpiredError: createError<[string]>('GW_JOB_EXPIRED', 'the result of job %s expired: ask the report again', 410),
-  JobsUnavailableError: createError<[string, { cause?: unknown }?]>('GW_JOBS_UNAVAILABLE', 'report jobs are kept in Redis, which cannot be read now: %s', 503),
+  JobsUnavailableError: createError<[{ cause?: unknown }?]>('GW_JOBS_UNAVAILABLE', 'report jobs are kept in Redis, which cannot be read now: ask again after retry-after', 503),
 }
 
 /** An error of the catalogue above: its GW_* code, the status it is answered with, its message and cause. */

@@ -263,7 +263,7 @@ export class TieredStore implements CacheStore {
       if (recorded !== null) throw recorded
       return dropped
     } catch (err) {
-      throw new PurgeIncompleteError((err as Error).message, { cause: err })
+      throw new PurgeIncompleteError({ cause: err })
     }
   }
 

@@ -163,11 +163,6 @@ export function headFault(req: IncomingMessage): string | null {
   return isHostValue(host) ? null : 'host: must be a host name or address, and a port (the value is not shown)'
 }
 
-/** What a handled failure's log line adds of its cause (a driver's words the caller is not told); nothing without one. */
-function causeOf(error: Error): { cause?: string } {
-  return error.cause instanceof Error ? { cause: error.cause.message } : {}
-}
-
 function bodyLimitOf(request: FastifyRequest, config: Config): number {
   return request.routeOptions.bodyLimit ?? config.bodyLimit
 }
@@ -363,7 +358,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
       // nothing: main.ts logs the shutdown once
     } else if (handledFailure(status, error.code)) {
       const code = error.code as string
-      failures.note(code, () => request.log.warn({ code, statusCode: status, reason: error.message, ...causeOf(error) }, 'request answered with a handled failure'))
+      failures.warn(code, { log: request.log, msg: 'request answered with a handled failure', err: error, fields: { statusCode: status } })
     } else if (status >= 500) request.log.error({ err: error }, 'request failed')
     const retryAfter = (error as { retryAfterSec?: number }).retryAfterSec
     if (retryAfter !== undefined) reply.header('retry-after', String(retryAfter))

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino'
+import type { FailureLog } from '../observe/failure-log.js'
 import type { Clock } from '../clock.js'
 import { etagOf, type CacheEntry } from '../cache/cache-entry.js'
 import { compress } from '../reports/report-fetcher.js'
@@ -48,7 +49,7 @@ export interface JobRunnerDeps {
   /** cache.maxEntryBytes: a report larger than this is not kept as a result. */
   maxEntryBytes: number
   /** Where a failure to reach the store is noted: a Redis outage is one line per interval, not one per poll. */
-  failures: { note(code: string, first: () => void, how?: string): void }
+  failures: Pick<FailureLog, 'warn'>
   /** Each run's start and end (gateway_report_jobs_total). */
   onRun?: (outcome: RunOutcome) => void
   /** The webhook delivery of a job's end at `now` (its team's webhook), or null: the store adds it in the end's own step. */
@@ -106,7 +107,7 @@ export class JobRunner {
     this.#loop = new PollLoop(clock, () =>
       this.#poll()
         .catch((err: unknown) => {
-          deps.failures.note('GW_JOBS_UNAVAILABLE', () => deps.log.warn({ err }, 'looking for report jobs to run failed'), 'runner')
+          deps.failures.warn('GW_JOBS_UNAVAILABLE', { log: deps.log, msg: 'looking for report jobs to run failed', err }, 'runner')
           return true
         })
         .then((leftDue) => (leftDue ? settings.pollMs : settings.leaseMs)),

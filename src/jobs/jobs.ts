@@ -185,7 +185,7 @@ async function shared<T>(fn: () => Promise<T>): Promise<T> {
     return await fn()
   } catch (err) {
     if (typeof (err as { code?: unknown }).code === 'string' && (err as { code: string }).code.startsWith('GW_')) throw err
-    throw Object.assign(new JobsUnavailableError('ask again after retry-after', { cause: err }), { retryAfterSec: 1 })
+    throw Object.assign(new JobsUnavailableError({ cause: err }), { retryAfterSec: 1 })
   }
 }
 

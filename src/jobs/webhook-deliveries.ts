@@ -1,4 +1,5 @@
 import type { Logger } from 'pino'
+import type { FailureLog } from '../observe/failure-log.js'
 import type { Clock } from '../clock.js'
 import type { JobStatus } from './job.js'
 import { attempted, claimDelivery, deliveryView, newDelivery, webhookAtRest, type AttemptResult, type Delivery, type DeliveryView } from './delivery.js'
@@ -53,7 +54,7 @@ export interface WebhookDeliveriesDeps {
   /** How long a claim holds beyond an attempt's own bound (jobs.lease): a stopped replica's claim is taken over after it. */
   leaseMs: number
   /** Where a failure to reach the store is noted: a Redis outage is one line per interval. */
-  failures: { note(code: string, first: () => void, how?: string): void }
+  failures: Pick<FailureLog, 'warn'>
   /** What the receivers' connections are opened with beyond the guarded lookup (a test's CA); none in the gateway. */
   connect?: WebhookConnectOptions
 }
@@ -89,7 +90,7 @@ export class WebhookDeliveries {
     this.#loop = new PollLoop(deps.clock, () =>
       this.#poll()
         .catch((err: unknown) => {
-          deps.failures.note('GW_JOBS_UNAVAILABLE', () => deps.log.warn({ err }, 'looking for webhook deliveries to make failed'), 'webhooks')
+          deps.failures.warn('GW_JOBS_UNAVAILABLE', { log: deps.log, msg: 'looking for webhook deliveries to make failed', err }, 'webhooks')
           return deps.clock.now() + deps.leaseMs
         })
         .then((next) => Math.min(deps.leaseMs, (next ?? Infinity) - deps.clock.now())),

@@ -13,6 +13,29 @@ export function handledFailure(status: number, code: string | undefined): boolea
   return (status === 502 || status === 503 || status === 504) && code !== undefined && code.startsWith('GW_')
 }
 
+/** A handled failure's warn line: where it is written, its message, the error it answers and fields of its own. */
+export interface HandledLine {
+  log: Pick<Logger, 'warn'>
+  msg: string
+  err?: unknown
+  fields?: Record<string, unknown>
+}
+
+/**
+ * What a handled failure's line says of its error: its message (`reason`), its own code
+ * where it is not the line's (`errorCode`: a driver's, say) and its cause's message;
+ * never a stack, which is for what the gateway did not expect (contract, "Logs").
+ */
+export function failureFields(code: string | undefined, err: unknown): { reason?: string; errorCode?: string; cause?: string } {
+  if (!(err instanceof Error)) return {}
+  const own = (err as { code?: unknown }).code
+  return {
+    reason: err.message,
+    ...(typeof own === 'string' && own !== code ? { errorCode: own } : {}),
+    ...(err.cause instanceof Error ? { cause: err.cause.message } : {}),
+  }
+}
+
 interface Flood {
   code: string
   /** How it was answered, when that is not the code's error (a stale copy served). */
@@ -50,6 +73,11 @@ export class FailureLog {
     }
     first()
     this.#open(kind, code, how)
+  }
+
+  /** A handled failure of code `code`, answered as `how` when not with its error: its warn line (`line`) in full the first time. */
+  warn(code: string, line: HandledLine, how?: string): void {
+    this.note(code, () => line.log.warn({ code, ...line.fields, ...failureFields(code, line.err) }, line.msg), how)
   }
 
   /** Ends every interval now: their counts are logged (the gateway is closing). */

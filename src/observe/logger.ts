@@ -1,6 +1,7 @@
 import type { LoggerOptions } from 'pino'
 import { escapedForms } from './secret-forms.js'
 import { withoutKeys } from '../access/api-keys.js'
+import { failureFields } from './failure-log.js'
 
 // Paths that can hold a secret in anything we log: request and response headers, the
 // config, token replies. Values are also scrubbed by `SecretSet.scrub` below, so a
@@ -62,11 +63,26 @@ function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 }
 
+// pino's number of the `error` level: the lowest whose lines carry an error's stack.
+const ERROR_LEVEL = 50
+
 export function loggerOptions(level: string, secrets: SecretSet): LoggerOptions {
   return {
     level,
     redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
-    hooks: { streamWrite: (line) => secrets.scrub(line) },
+    hooks: {
+      streamWrite: (line) => secrets.scrub(line),
+      logMethod(args, method, at) {
+        // A line below `error` is a failure the gateway expected and handled: its `err` is
+        // written as a handled failure's fields, without a stack (contract, "Logs").
+        const [fields] = args as unknown[]
+        if (at < ERROR_LEVEL && typeof fields === 'object' && fields !== null && (fields as { err?: unknown }).err instanceof Error) {
+          const { err, ...rest } = fields as { err: Error; code?: unknown }
+          args[0] = { ...rest, ...failureFields(typeof rest.code === 'string' ? rest.code : undefined, err) }
+        }
+        method.apply(this, args)
+      },
+    },
     serializers: {
       req: (req: { method: string; url: string; id: string; headers: Record<string, unknown> }) => ({
         id: req.id,

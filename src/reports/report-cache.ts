@@ -297,8 +297,7 @@ export class ReportCache {
         if (result.error.cause instanceof NoIdleSeatError && opts.priority !== 'job') return this.read(report, key, provider, opts)
         stale ??= refresh ? await this.#d.store.lookup(key) : null
         if (stale && this.#clock.now() < stale.entry.errorUntil) {
-          const { code, message } = result.error
-          this.#failures.note(code, () => opts.log.warn({ code, reason: message }, 'platform failed; serving a stale copy'), 'stale copy served')
+          this.#failures.warn(result.error.code, { log: opts.log, msg: 'platform failed; serving a stale copy', err: result.error }, 'stale copy served')
           return { ...this.#served(stale.entry, 'STALE', stale.tier), ...upstream }
         }
         // Nobody is left to answer: the access log says 499, no error is logged.

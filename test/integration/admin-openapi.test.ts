@@ -232,6 +232,29 @@ describe('the admin listener\'s OpenAPI document', () => {
     expect(problems).toEqual([])
   })
 
+  it('describes the 400 and the 408 the listener answers whatever the path, /healthz, /metrics and /console included', async () => {
+    const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true })
+    ajv.addSchema(closed(doc) as Json, 'admin-openapi.json')
+    // A head not whole within server.headersTimeout is answered 408 as one not whole within server.requestTimeout.
+    const quick = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }, `${TEAMS_YAML}server:\n  headersTimeout: 300ms\n  requestTimeout: 600ms\n`))
+    await quick.admin.listen({ host: '127.0.0.1', port: 0 })
+    const { port } = quick.admin.server.address() as AddressInfo
+    const auth = `authorization: Bearer ${ADMIN_TOKEN}\r\n`
+    const problems: string[] = []
+    for (const [method, url, path] of [['GET', '/healthz', '/healthz'], ['GET', '/metrics', '/metrics'], ['GET', '/console', '/console'], ['GET', '/admin/status', '/admin/status']] as const) {
+      for (const [expected, bytes] of [
+        [400, `${method} ${url} HTTP/1.1\r\nhost: 127.0.0.1\r\nhost: 127.0.0.2\r\n${auth}connection: close\r\n\r\n`],
+        [400, `${method} ${url} HTTP/1.1\r\nhost: 127.0.0.1\r\n${auth}a header without its colon\r\nconnection: close\r\n\r\n`],
+        [408, `${method} ${url} HTTP/1.1\r\nhost: 127.0.0.1\r\n${auth}`],
+      ] as const) {
+        const answer = await rawRequest(port, bytes, 10_000)
+        if (answer.status !== expected) problems.push(`${method} ${url}: status ${answer.status}, expected ${expected}`)
+        for (const p of mismatches(ajv, path, method.toLowerCase(), answer)) problems.push(`${method} ${url} (${expected}): ${p}`)
+      }
+    }
+    expect(problems).toEqual([])
+  })
+
   it('describes the refusal of a replica without an admin token', async () => {
     const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true })
     ajv.addSchema(closed(doc) as Json, 'admin-openapi.json')

@@ -23,6 +23,7 @@ import { waitFor } from '../helpers/wait.js'
 import { KEYS, listen, REPORT_PATH, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
+import { FailureLog } from '../../src/observe/failure-log.js'
 
 // Pushing an ended report job to its team's webhook (jobs/webhook-deliveries.ts, through
 // the outbox in memory here), to a real receiver on loopback: signed the Standard Webhooks way (checked here with the
@@ -85,7 +86,7 @@ function deliveries(url: string, clock: FakeClock, opts: { settings?: WebhookSet
   const log = { info: (...args: unknown[]) => void logged.push(JSON.stringify(args)), warn: (...args: unknown[]) => void logged.push(JSON.stringify(args)) }
   const settings = opts.settings ?? SETTINGS
   const store = opts.store ?? new MemoryDeliveryStore({ keepMs: 3_600_000, lifeMs: settings.retryForMs + 3_600_000, perTeam: 100 })
-  const failures = { note: (_code: string, first: () => void) => first() }
+  const failures = new FailureLog({ log, clock })
   const webhooks = new WebhookDeliveries({ store, settings, platformUrls: opts.platformUrls ?? ['https://platform.example.com'], resolve: opts.resolve ?? (async () => ['192.0.2.1']), target: opts.target ?? ((team) => (team === 'growth' ? { url, secret: SECRET } : null)), clock, log, replica: opts.replica ?? 'here', leaseMs: 15_000, failures })
   webhooks.start()
   outboxes.set(webhooks, { store, clock })
@@ -473,7 +474,7 @@ describe.skipIf(!available)('a job\'s end and its delivery on one Redis', () => 
       log: { warn: () => undefined, info: () => undefined },
       runner: 'a',
       maxEntryBytes: 1024 * 1024,
-      failures: { note: () => undefined },
+      failures: { warn: () => undefined },
       pushOf: (ended: Job, now: number) => a.webhooks.deliveryOf(ended.team, jobStatus(ended, null, now, finality), now),
       onEnded: () => a.webhooks.poke(),
     })

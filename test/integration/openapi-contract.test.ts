@@ -7,7 +7,7 @@
 import SwaggerParser from '@apidevtools/swagger-parser'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import { describe, expect, it } from 'vitest'
-import { KEYS } from '../helpers/build-gateway.js'
+import { buildGateway, closeAfterTest, KEYS, listen, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
 import { useSandboxGateway } from '../helpers/fixtures.js'
 import { pointer, resolveRef, type Json } from '../helpers/openapi-doc.js'
 import { rawHttp, rawRequest } from '../helpers/sandbox-gateway.js'
@@ -62,6 +62,16 @@ function mismatches(doc: Json, ajv: Ajv2020, path: string, method: string, answe
   if (!ajv.validate({ $ref: `openapi.json${schemaAt}` }, JSON.parse(answer.body))) problems.push(`body ${answer.body.slice(0, 200)}: ${ajv.errorsText()}`)
   return problems
 }
+
+/** Requests of each kind of operation (health, this document, OPTIONS, a report read): method, URL, the document's path. */
+const ANY_ROUTE = [
+  ['GET', '/healthz', '/healthz'],
+  ['GET', '/readyz', '/readyz'],
+  ['GET', '/openapi.json', '/openapi.json'],
+  ['OPTIONS', '/api/v1/report/campaigns/get', '/api/v1/report/{split}/get'],
+  ['OPTIONS', '/api/v1/jobs/abc', '/api/v1/jobs/{id}'],
+  ['GET', '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-10-01&dateTo=2026-10-02', '/api/v1/report/{split}/get'],
+] as const
 
 describe('the OpenAPI document against an independent validator and real answers', () => {
   it('validates with @apidevtools/swagger-parser (OpenAPI 3.1, every $ref resolves)', async () => {
@@ -132,17 +142,36 @@ describe('the OpenAPI document against an independent validator and real answers
     ajv.addSchema(doc, 'openapi.json')
     const port = Number(new URL(env.url).port)
     const problems: string[] = []
-    for (const [method, url, path] of [
-      ['GET', '/healthz', '/healthz'],
-      ['GET', '/readyz', '/readyz'],
-      ['GET', '/openapi.json', '/openapi.json'],
-      ['OPTIONS', '/api/v1/report/campaigns/get', '/api/v1/report/{split}/get'],
-      ['OPTIONS', '/api/v1/jobs/abc', '/api/v1/jobs/{id}'],
-      ['GET', '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-10-01&dateTo=2026-10-02', '/api/v1/report/{split}/get'],
-    ] as const) {
+    for (const [method, url, path] of ANY_ROUTE) {
       const raw = await rawRequest(port, rawHttp(method, url, { headers: { 'x-padding': 'a'.repeat(17_000) } }))
       if (raw.status !== 431) problems.push(`${method} ${url}: status ${raw.status}, expected 431`)
       for (const p of mismatches(doc, ajv, path, method.toLowerCase(), { status: raw.status, headers: new Headers(raw.headers), body: raw.body })) problems.push(`${method} ${url}: ${p}`)
+    }
+    expect(problems).toEqual([])
+  })
+
+  it('describes the 400 and the 408 the proxy listener answers whatever the path, the health routes included', async () => {
+    const doc = await documentOf()
+    const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true })
+    ajv.addSchema(doc, 'openapi.json')
+    // A head not whole within server.headersTimeout is answered 408 as one not whole within server.requestTimeout.
+    const quick = await listen(await buildGateway(testConfig({ PLATFORM_BASE_URL: env.sandbox.url, PLATFORM_TOKEN: env.sandbox.issueToken() }, `${TEAMS_YAML}server:\n  headersTimeout: 300ms\n  requestTimeout: 600ms\n`)))
+    const problems: string[] = []
+    try {
+      for (const [method, url, path] of ANY_ROUTE) {
+        const key = `x-api-key: ${KEYS.all}\r\n`
+        for (const [expected, bytes] of [
+          [400, `${method} ${url} HTTP/1.1\r\nhost: 127.0.0.1\r\nhost: 127.0.0.2\r\n${key}connection: close\r\n\r\n`],
+          [400, `${method} ${url} HTTP/1.1\r\nhost: 127.0.0.1\r\n${key}a header without its colon\r\nconnection: close\r\n\r\n`],
+          [408, `${method} ${url} HTTP/1.1\r\nhost: 127.0.0.1\r\n${key}`],
+        ] as const) {
+          const raw = await rawRequest(quick.port, bytes, 10_000)
+          if (raw.status !== expected) problems.push(`${method} ${url}: status ${raw.status}, expected ${expected}`)
+          for (const p of mismatches(doc, ajv, path, method.toLowerCase(), { status: raw.status, headers: new Headers(raw.headers), body: raw.body })) problems.push(`${method} ${url} (${expected}): ${p}`)
+        }
+      }
+    } finally {
+      await closeAfterTest(quick)
     }
     expect(problems).toEqual([])
   })

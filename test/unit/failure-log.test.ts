@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import { FailureLog, handledFailure } from '../../src/observe/failure-log.js'
+import pino from 'pino'
+import { FailureLog, failureFields, handledFailure } from '../../src/observe/failure-log.js'
+import { loggerOptions, SecretSet } from '../../src/observe/logger.js'
+import { captureLogs } from '../helpers/build-gateway.js'
 import { fakeClock } from '../helpers/clock.js'
 
 // A flood of one handled failure is one line at once and one line per interval after,
@@ -78,5 +81,39 @@ describe('FailureLog', () => {
     expect(lines).toEqual([{ fields: { code: 'GW_OVERLOADED', count: 1, seconds: 3 }, msg: 'GW_OVERLOADED: 1 more in the last 3 s' }])
     clock.advance(20_000)
     expect(lines).toHaveLength(1)
+  })
+})
+
+describe('a handled failure\'s line', () => {
+  const driver = Object.assign(new Error("Stream isn't writeable and enableOfflineQueue options is false"), { code: 'ERR_OFFLINE' })
+
+  it('carries the error\'s message, its own code where it is not the line\'s, and its cause\'s message; no stack', () => {
+    expect(failureFields('GW_JOBS_UNAVAILABLE', driver)).toEqual({ reason: driver.message, errorCode: 'ERR_OFFLINE' })
+    const answered = Object.assign(new Error('report jobs are kept in Redis', { cause: driver }), { code: 'GW_JOBS_UNAVAILABLE' })
+    expect(failureFields('GW_JOBS_UNAVAILABLE', answered)).toEqual({ reason: 'report jobs are kept in Redis', cause: driver.message })
+    expect(failureFields('OTEL_EXPORT', 'not an error')).toEqual({})
+  })
+
+  it('is written by FailureLog.warn with its code and fields, once a flood', () => {
+    const lines: [Record<string, unknown>, string][] = []
+    const log = { warn: (fields: Record<string, unknown>, msg: string) => void lines.push([fields, msg]) } as never
+    const failures = new FailureLog({ log, clock: fakeClock(0) })
+    for (let i = 0; i < 3; i++) failures.warn('GW_JOBS_UNAVAILABLE', { log, msg: 'looking for report jobs to run failed', err: driver, fields: { job: 'j1' } }, 'runner')
+    expect(lines).toEqual([[{ code: 'GW_JOBS_UNAVAILABLE', job: 'j1', reason: driver.message, errorCode: 'ERR_OFFLINE' }, 'looking for report jobs to run failed']])
+  })
+})
+
+describe('the logger: a stack on error lines only', () => {
+  it('writes a warn line\'s err as a handled failure\'s fields (failureFields), an error line\'s with its stack', () => {
+    const logs = captureLogs()
+    const log = pino(loggerOptions('info', new SecretSet()), logs.stream)
+    const err = Object.assign(new Error('Connection is closed.', { cause: new Error('ECONNREFUSED') }), { code: 'ERR_CLOSED' })
+    log.warn({ err, job: 'j1' }, 'renewing a report job\'s lease failed')
+    log.error({ err }, 'request failed')
+    const [warned, failed] = logs.records()
+    expect(warned).toMatchObject({ job: 'j1', reason: 'Connection is closed.', errorCode: 'ERR_CLOSED', cause: 'ECONNREFUSED' })
+    expect(warned).not.toHaveProperty('err')
+    expect(JSON.stringify(warned)).not.toContain('stack')
+    expect(failed).toMatchObject({ err: { message: expect.stringContaining('Connection is closed.'), stack: expect.stringContaining('Error: Connection is closed.') } })
   })
 })

@@ -51,7 +51,7 @@ function runner(store: MemoryJobStore, reads: JobReads, clock: FakeClock, name: 
   endedBy.set(name, [])
   const onRun = (outcome: RunOutcome) => outcomes.get(name)?.push(outcome)
   const onEnded = (job: Job) => endedBy.get(name)?.push(`${job.id}:${job.state}`)
-  return new JobRunner({ store, reads, provider: () => ({ name: 'default' }) as TokenProvider, settings: SETTINGS, clock, log: silent, runner: name, maxEntryBytes: 1024 * 1024, failures: { note: () => undefined }, onRun, onEnded })
+  return new JobRunner({ store, reads, provider: () => ({ name: 'default' }) as TokenProvider, settings: SETTINGS, clock, log: silent, runner: name, maxEntryBytes: 1024 * 1024, failures: { warn: () => undefined }, onRun, onEnded })
 }
 
 async function asked(store: MemoryJobStore, clock: FakeClock, id = 'j1'): Promise<void> {

@@ -815,7 +815,7 @@ export interface components {
             message: string;
         };
         /**
-         * @description The body did not arrive within `limits.bodyTimeout` of the headers, or the request not whole within `server.requestTimeout`; the connection is closed.
+         * @description The request was not whole in time: its head within `server.headersTimeout`, all of it within `server.requestTimeout`, or its body within `limits.bodyTimeout` of the headers; the connection is closed.
          * @example {
          *       "statusCode": 408,
          *       "code": "GW_REQUEST_TIMEOUT",
@@ -1055,6 +1055,26 @@ export interface components {
         };
     };
     responses: {
+        /** @description `GW_BAD_REQUEST`: A request the listener cannot take, whatever its path: a malformed head, no `Host` or more than one, a path that is not valid percent-encoding; nothing of it was done. */
+        "malformed-request": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_BAD_REQUEST"];
+            };
+        };
+        /** @description `GW_REQUEST_TIMEOUT`: The request was not whole in time: its head within `server.headersTimeout`, all of it within `server.requestTimeout`, or its body within `limits.bodyTimeout` of the headers; the connection is closed. */
+        "request-timeout": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_REQUEST_TIMEOUT"];
+            };
+        };
         /** @description `GW_HEADERS_TOO_LARGE`: The request line and header fields together are larger than Node reads (16 KiB, `maxHeaderSize`): a long request target too. Nothing of the request was read; the connection is closed. */
         "headers-too-large": {
             headers: {
@@ -1118,7 +1138,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_NOT_FOUND"] | components["schemas"]["PlatformError"];
             };
         };
-        /** @description `GW_REQUEST_TIMEOUT`: The body did not arrive within `limits.bodyTimeout` of the headers, or the request not whole within `server.requestTimeout`; the connection is closed. Or the platform's own 408 answer, passed through (`PlatformError`, no `code`). */
+        /** @description `GW_REQUEST_TIMEOUT`: The request was not whole in time: its head within `server.headersTimeout`, all of it within `server.requestTimeout`, or its body within `limits.bodyTimeout` of the headers; the connection is closed. Or the platform's own 408 answer, passed through (`PlatformError`, no `code`). */
         "report-408": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1271,7 +1291,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_NOT_FOUND"] | components["schemas"]["PlatformError"];
             };
         };
-        /** @description `GW_REQUEST_TIMEOUT`: The body did not arrive within `limits.bodyTimeout` of the headers, or the request not whole within `server.requestTimeout`; the connection is closed. Or the platform's own 408 answer, passed through (`PlatformError`, no `code`). */
+        /** @description `GW_REQUEST_TIMEOUT`: The request was not whole in time: its head within `server.headersTimeout`, all of it within `server.requestTimeout`, or its body within `limits.bodyTimeout` of the headers; the connection is closed. Or the platform's own 408 answer, passed through (`PlatformError`, no `code`). */
         "platform-408": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1422,7 +1442,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_NOT_FOUND"] | components["schemas"]["PlatformError"];
             };
         };
-        /** @description `GW_REQUEST_TIMEOUT`: The body did not arrive within `limits.bodyTimeout` of the headers, or the request not whole within `server.requestTimeout`; the connection is closed. Or the platform's own 408 answer, passed through (`PlatformError`, no `code`). */
+        /** @description `GW_REQUEST_TIMEOUT`: The request was not whole in time: its head within `server.headersTimeout`, all of it within `server.requestTimeout`, or its body within `limits.bodyTimeout` of the headers; the connection is closed. Or the platform's own 408 answer, passed through (`PlatformError`, no `code`). */
         "job-408": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1875,6 +1895,8 @@ export interface components {
                         };
                         content?: never;
                     };
+                    400: components["responses"]["malformed-request"];
+                    408: components["responses"]["request-timeout"];
                     431: components["responses"]["headers-too-large"];
                 };
             };
@@ -2016,6 +2038,8 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["malformed-request"];
+            408: components["responses"]["request-timeout"];
             431: components["responses"]["headers-too-large"];
         };
     };
@@ -2036,6 +2060,8 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["malformed-request"];
+            408: components["responses"]["request-timeout"];
             431: components["responses"]["headers-too-large"];
         };
     };
@@ -2056,6 +2082,8 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["malformed-request"];
+            408: components["responses"]["request-timeout"];
             431: components["responses"]["headers-too-large"];
             /** @description This replica cannot serve: starting, shutting down, or its configuration is broken. */
             503: {
@@ -2360,6 +2388,8 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["malformed-request"];
+            408: components["responses"]["request-timeout"];
             431: components["responses"]["headers-too-large"];
         };
     };
@@ -2498,7 +2528,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_REQUEST_TIMEOUT`: The body did not arrive within `limits.bodyTimeout` of the headers, or the request not whole within `server.requestTimeout`; the connection is closed. Or the platform's own 408 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_REQUEST_TIMEOUT`: The request was not whole in time: its head within `server.headersTimeout`, all of it within `server.requestTimeout`, or its body within `limits.bodyTimeout` of the headers; the connection is closed. Or the platform's own 408 answer, passed through (`PlatformError`, no `code`). */
             408: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -2710,6 +2740,8 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["malformed-request"];
+            408: components["responses"]["request-timeout"];
             431: components["responses"]["headers-too-large"];
         };
     };
@@ -2785,7 +2817,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_REQUEST_TIMEOUT`: The body did not arrive within `limits.bodyTimeout` of the headers, or the request not whole within `server.requestTimeout`; the connection is closed. Or the platform's own 408 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_REQUEST_TIMEOUT`: The request was not whole in time: its head within `server.headersTimeout`, all of it within `server.requestTimeout`, or its body within `limits.bodyTimeout` of the headers; the connection is closed. Or the platform's own 408 answer, passed through (`PlatformError`, no `code`). */
             408: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -3008,6 +3040,8 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["malformed-request"];
+            408: components["responses"]["request-timeout"];
             431: components["responses"]["headers-too-large"];
         };
     };
@@ -3106,7 +3140,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_REQUEST_TIMEOUT`: The body did not arrive within `limits.bodyTimeout` of the headers, or the request not whole within `server.requestTimeout`; the connection is closed. Or the platform's own 408 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_REQUEST_TIMEOUT`: The request was not whole in time: its head within `server.headersTimeout`, all of it within `server.requestTimeout`, or its body within `limits.bodyTimeout` of the headers; the connection is closed. Or the platform's own 408 answer, passed through (`PlatformError`, no `code`). */
             408: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -3317,6 +3351,8 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["malformed-request"];
+            408: components["responses"]["request-timeout"];
             431: components["responses"]["headers-too-large"];
         };
     };
@@ -3581,6 +3617,8 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["malformed-request"];
+            408: components["responses"]["request-timeout"];
             431: components["responses"]["headers-too-large"];
         };
     };
@@ -3641,7 +3679,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_REQUEST_TIMEOUT`: The body did not arrive within `limits.bodyTimeout` of the headers, or the request not whole within `server.requestTimeout`; the connection is closed. Or the platform's own 408 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_REQUEST_TIMEOUT`: The request was not whole in time: its head within `server.headersTimeout`, all of it within `server.requestTimeout`, or its body within `limits.bodyTimeout` of the headers; the connection is closed. Or the platform's own 408 answer, passed through (`PlatformError`, no `code`). */
             408: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -4066,6 +4104,8 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["malformed-request"];
+            408: components["responses"]["request-timeout"];
             431: components["responses"]["headers-too-large"];
         };
     };
@@ -4126,7 +4166,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_REQUEST_TIMEOUT`: The body did not arrive within `limits.bodyTimeout` of the headers, or the request not whole within `server.requestTimeout`; the connection is closed. Or the platform's own 408 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_REQUEST_TIMEOUT`: The request was not whole in time: its head within `server.headersTimeout`, all of it within `server.requestTimeout`, or its body within `limits.bodyTimeout` of the headers; the connection is closed. Or the platform's own 408 answer, passed through (`PlatformError`, no `code`). */
             408: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -4551,6 +4591,8 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["malformed-request"];
+            408: components["responses"]["request-timeout"];
             431: components["responses"]["headers-too-large"];
         };
     };
@@ -4611,7 +4653,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_REQUEST_TIMEOUT`: The body did not arrive within `limits.bodyTimeout` of the headers, or the request not whole within `server.requestTimeout`; the connection is closed. Or the platform's own 408 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_REQUEST_TIMEOUT`: The request was not whole in time: its head within `server.headersTimeout`, all of it within `server.requestTimeout`, or its body within `limits.bodyTimeout` of the headers; the connection is closed. Or the platform's own 408 answer, passed through (`PlatformError`, no `code`). */
             408: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -4887,6 +4929,8 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["malformed-request"];
+            408: components["responses"]["request-timeout"];
             431: components["responses"]["headers-too-large"];
         };
     };
@@ -5024,6 +5068,8 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["malformed-request"];
+            408: components["responses"]["request-timeout"];
             431: components["responses"]["headers-too-large"];
         };
     };

@@ -10,7 +10,7 @@ export async function counted(count: Promise<number>): Promise<number> {
   try {
     return await count
   } catch (err) {
-    throw new RedisUnavailableError(`${(err as Error).message}; the purge was not tried`, { cause: err })
+    throw new RedisUnavailableError('the purge was not tried', { cause: err })
   }
 }
 

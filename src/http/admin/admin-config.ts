@@ -106,7 +106,7 @@ export async function adminConfigRoutes(
     try {
       previous = await runtimeLevel.change(level, replica ?? null, request.adminActor)
     } catch (err) {
-      throw new RedisUnavailableError(`${(err as Error).message}; only this replica's level was changed`, { cause: err })
+      throw new RedisUnavailableError('only this replica\'s level was changed', { cause: err })
     }
     const reached = replica ?? (bus ? 'all' : 'this replica only')
     return { level, previous, replicas: reached, applied: self }

@@ -65,7 +65,7 @@ export async function adminJobsRoutes(app: FastifyInstance, { webhooks }: { webh
     try {
       return { deliveries: await webhooks.list() }
     } catch (err) {
-      throw Object.assign(new JobsUnavailableError((err as Error).message, { cause: err }), { retryAfterSec: 1 })
+      throw Object.assign(new JobsUnavailableError({ cause: err }), { retryAfterSec: 1 })
     }
   })
 }

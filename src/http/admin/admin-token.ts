@@ -20,7 +20,6 @@ const PUT_TOKEN = {
   response: { 200: answer(tokenChangeSchema, 'The token\'s view, and whether it changed.') },
   errors: {
     GW_BAD_REQUEST: 'The body is not `{"token": "…"}` with a plausible token; the message names the field.',
-    GW_REQUEST_TIMEOUT: 'The body did not arrive within `limits.bodyTimeout` of the headers.',
     GW_PAYLOAD_TOO_LARGE: 'The body is over `bodyLimit`.',
     GW_TOKEN_REJECTED: 'The probe call answered 401 or 403 to the offered token; the token in use stays.',
     GW_UPSTREAM: 'The probe call failed (no answer); the token was not changed.',

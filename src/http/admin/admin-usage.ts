@@ -101,7 +101,7 @@ export async function adminUsageRoutes(app: FastifyInstance, { clock, usage, tea
     if (days < 1 || days > MAX_USAGE_DAYS) throw new BadRequestError(`from, to: from must not be after to, and the range at most ${MAX_USAGE_DAYS} days`)
     if (q.team !== undefined && q.team !== GATEWAY_TEAM && (typeof q.team !== 'string' || !isTeamName(q.team))) throw new BadRequestError(`team: not a team name (nor ${GATEWAY_TEAM})`)
     const rows = await usage.query(from, to, q.team ?? null)
-    if (!rows) throw new UsageUnavailableError('Redis could not be read; try again')
+    if (!rows) throw new UsageUnavailableError()
     // A typo must not pass for a quiet team; a removed team's past usage still answers.
     if (q.team !== undefined && rows.length === 0 && !teams.teams.some((t) => t.name === q.team)) throw new UnknownTeamError(q.team)
     if (format === 'json') return { from, to, usage: rows }

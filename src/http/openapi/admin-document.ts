@@ -20,11 +20,11 @@ type Json = Record<string, unknown>
 
 /** What a code means on the admin listener, unless an operation says more; every code the document names has one. */
 const WHEN: Record<string, string> = {
-  GW_BAD_REQUEST: 'A parameter, the path or the body breaks the call\'s rules (a parameter the call does not take, a malformed value, a body where the call takes none); the message names it, and nothing was changed.',
+  GW_BAD_REQUEST: 'A request the listener cannot take, whatever its path: a malformed head, no `Host` or more than one, a path that is not valid percent-encoding. On `/admin/*` also a parameter, the path or the body that breaks the call\'s rules (a parameter the call does not take, a malformed value, a body where the call takes none). The message names it; nothing was changed.',
   GW_UNAUTHORIZED: 'No `authorization: Bearer <admin token>`, or a token that is not one of `ADMIN_TOKEN`, `ADMIN_VIEWER_TOKEN` or `ADMIN_TOKENS_FILE`.',
   GW_FORBIDDEN: 'The admin token is a viewer\'s: it may read, not change; nothing was changed.',
   GW_NOT_FOUND: 'Nothing of that name: a credential, a team, a replica, a file of the console.',
-  GW_REQUEST_TIMEOUT: 'The body did not arrive within `limits.bodyTimeout` of the headers, or the request not whole within `server.requestTimeout`.',
+  GW_REQUEST_TIMEOUT: 'The request was not whole in time: its head within `server.headersTimeout`, all of it within `server.requestTimeout`, or its body within `limits.bodyTimeout` of the headers; the connection is closed.',
   GW_PAYLOAD_TOO_LARGE: 'The body is over `bodyLimit`.',
   GW_TOKEN_REJECTED: 'The platform refused the token offered; the token in use stays.',
   GW_CONFIG_INVALID: 'A teams reload was refused: a file does not validate; the running teams stay.',
@@ -38,9 +38,13 @@ const WHEN: Record<string, string> = {
   GW_INTERNAL: 'An unexpected fault of the gateway; details only in its log, under the answer\'s `x-request-id`.',
 }
 
-/** Codes every call of the listener may answer with; /admin/* calls also these, and those that change something GW_FORBIDDEN. */
-const EVERY_CALL = ['GW_SHUTTING_DOWN', 'GW_INTERNAL', 'GW_HEADERS_TOO_LARGE']
-const EVERY_ADMIN_CALL = ['GW_BAD_REQUEST', 'GW_UNAUTHORIZED', 'GW_ADMIN_DISABLED']
+/**
+ * Codes every call of the listener may answer with (a malformed head, one too large and a
+ * request not whole in time are refused before any route is chosen); /admin/* calls also
+ * these, and those that change something GW_FORBIDDEN.
+ */
+const EVERY_CALL = ['GW_BAD_REQUEST', 'GW_REQUEST_TIMEOUT', 'GW_SHUTTING_DOWN', 'GW_INTERNAL', 'GW_HEADERS_TOO_LARGE']
+const EVERY_ADMIN_CALL = ['GW_UNAUTHORIZED', 'GW_ADMIN_DISABLED']
 const CHANGES = new Set(['put', 'post', 'delete', 'patch'])
 
 const text = (type: string, description: string) => ({ description, content: { [type]: { schema: { type: 'string' } } } })

@@ -3,7 +3,7 @@ import fastifySwagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swag
 import fastifySwaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import { PROXY_CHALLENGE } from '../server.js'
-import { errorResponseComponents, errorResponses, errorSchemas, HEADERS_TOO_LARGE, PLATFORM_ERROR_SCHEMA, RATE_LIMIT_HEADERS } from './error-responses.js'
+import { BEFORE_ROUTE, errorResponseComponents, errorResponses, errorSchemas, PLATFORM_ERROR_SCHEMA, RATE_LIMIT_HEADERS } from './error-responses.js'
 import { JOB_STATUS_SCHEMA, jobSuccess } from './job-schemas.js'
 import { knownPlatformPaths, operationName, plainParameters, type KnownOperation, type PlatformPathSettings } from './platform-paths.js'
 import { headAndOptions, optionsOperation } from './implied-methods.js'
@@ -240,10 +240,12 @@ export function completeDocument(doc: Json, settings: PlatformPathSettings): Jso
   }
   headAndOptions(paths, (doc.components as { responses: Record<string, Json> }).responses, ref('x-request-id'))
   platform.call.options = optionsOperation(API_ALLOW, ref('x-request-id'))
-  // Node refuses a head larger than it reads before any route is chosen: every operation may answer it.
+  // The listener refuses a malformed head, one too large and a request not whole in time
+  // before any route is chosen: every operation may answer them.
   for (const op of [...Object.values(paths).flatMap((item) => Object.values(item)), ...Object.values(platform.call as Record<string, Json>)]) {
-    const responses = op.responses as Record<string, Json>
-    if (!('431' in responses)) op.responses = Object.fromEntries(Object.entries({ ...responses, '431': { $ref: `#/components/responses/${HEADERS_TOO_LARGE}` } }).sort(([a], [b]) => a.localeCompare(b)))
+    const responses = { ...(op.responses as Record<string, Json>) }
+    for (const [status, name] of Object.entries(BEFORE_ROUTE)) responses[status] ??= { $ref: `#/components/responses/${name}` }
+    op.responses = Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b)))
   }
   return doc
 }

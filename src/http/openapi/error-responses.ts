@@ -46,7 +46,7 @@ const WHEN: Record<string, string> = {
   GW_FORBIDDEN: 'The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it.',
   GW_NOT_FOUND: 'A path outside `/api/v1/`, the platform\'s token request path, or a path that would leave `/api/v1/` once decoded.',
   GW_METHOD_NOT_ALLOWED: 'A method the gateway does not forward, under `/api/v1/` (TRACE, CONNECT, QUERY, …), whatever the key: never sent to the platform; `allow` lists the methods taken (GET, HEAD, POST, PUT, PATCH, DELETE, and OPTIONS, which the gateway answers 204).',
-  GW_REQUEST_TIMEOUT: 'The body did not arrive within `limits.bodyTimeout` of the headers, or the request not whole within `server.requestTimeout`; the connection is closed.',
+  GW_REQUEST_TIMEOUT: 'The request was not whole in time: its head within `server.headersTimeout`, all of it within `server.requestTimeout`, or its body within `limits.bodyTimeout` of the headers; the connection is closed.',
   GW_HEADERS_TOO_LARGE: 'The request line and header fields together are larger than Node reads (16 KiB, `maxHeaderSize`): a long request target too. Nothing of the request was read; the connection is closed.',
   GW_PAYLOAD_TOO_LARGE: 'The body is over `bodyLimit` (a POST report body: over `limits.reportBody`).',
   GW_RATE_LIMITED: 'The team\'s rate limit is spent; `retry-after` says when to try again.',
@@ -123,17 +123,28 @@ function codesByStatus(kind: Kind): [number, string[]][] {
   return [...byStatus].sort(([a], [b]) => a - b)
 }
 
-/** The response of an operation with no other 431: the gateway's, before a key is read. */
-export const HEADERS_TOO_LARGE = 'headers-too-large'
+/**
+ * The listener's refusals of a request before a route reads it, whatever its path (a head
+ * Node cannot read or that is too large, a repeated `Host`, a request not whole in time),
+ * by status: the response of each operation that has no other of that status.
+ */
+export const BEFORE_ROUTE: Record<string, string> = { '400': 'malformed-request', '408': 'request-timeout', '431': 'headers-too-large' }
+
+/** What a malformed request is, whatever the operation. */
+const MALFORMED = 'A request the listener cannot take, whatever its path: a malformed head, no `Host` or more than one, a path that is not valid percent-encoding; nothing of it was done.'
+
+const refusal = (code: string, when: string): Json => ({
+  description: `\`${code}\`: ${when}`,
+  headers: { 'x-request-id': { $ref: '#/components/headers/x-request-id' } },
+  content: { 'application/json': { schema: { $ref: `#/components/schemas/${code}` } } },
+})
 
 /** `components.responses`: the gateway's error answers by operation kind and status; `retry-after` with 429 and 503, `www-authenticate` with 401. */
 export function errorResponseComponents(): Json {
   const responses: Json = {
-    [HEADERS_TOO_LARGE]: {
-      description: `\`GW_HEADERS_TOO_LARGE\`: ${WHEN.GW_HEADERS_TOO_LARGE}`,
-      headers: { 'x-request-id': { $ref: '#/components/headers/x-request-id' } },
-      content: { 'application/json': { schema: { $ref: '#/components/schemas/GW_HEADERS_TOO_LARGE' } } },
-    },
+    [BEFORE_ROUTE['400'] as string]: refusal('GW_BAD_REQUEST', MALFORMED),
+    [BEFORE_ROUTE['408'] as string]: refusal('GW_REQUEST_TIMEOUT', WHEN.GW_REQUEST_TIMEOUT as string),
+    [BEFORE_ROUTE['431'] as string]: refusal('GW_HEADERS_TOO_LARGE', WHEN.GW_HEADERS_TOO_LARGE as string),
   }
   for (const kind of ['report', 'platform', 'job'] as const) {
     for (const [status, codes] of codesByStatus(kind)) {

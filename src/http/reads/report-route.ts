@@ -20,7 +20,7 @@ import type { CacheEntry } from '../../cache/cache-entry.js'
 import type { ReportAnswerFacts, ReportDays } from './report-facts.js'
 
 /** What the report routes read: the configuration, the report cache, the clock and traces, the admission of callers, the one decision of report reads and what an answer says of its cost and finality. */
-export type ReportReadParts = Pick<GatewayContext, 'config' | 'reports' | 'jobs' | 'clock' | 'tracing'> & { admission: Admission; decisions: ReadDecisions; failures: Pick<FailureLog, 'note'>; facts: ReportAnswerFacts }
+export type ReportReadParts = Pick<GatewayContext, 'config' | 'reports' | 'jobs' | 'clock' | 'tracing'> & { admission: Admission; decisions: ReadDecisions; failures: Pick<FailureLog, 'warn'>; facts: ReportAnswerFacts }
 
 /**
  * Report reads (contract, "Report requests"), each top to bottom: admit the caller (key,
@@ -55,7 +55,7 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     } catch (err) {
       // A preference (RFC 7240) may go unheeded: without Redis to keep the job, the read is answered now.
       if (!(err instanceof JobsUnavailableError)) throw err
-      failures.note(err.code, () => reply.log.warn({ err }, 'a report job could not be kept: the read is answered now'), 'read answered now')
+      failures.warn(err.code, { log: reply.log, msg: 'a report job could not be kept: the read is answered now', err }, 'read answered now')
       return { found: copy }
     }
   }

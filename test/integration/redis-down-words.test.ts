@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest'
+import { KEYS, REPORT_PATH, teamsYamlWith, testConfig, TEST_GATEWAY_SECRET, type TestGateway } from '../helpers/build-gateway.js'
+import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { redisAvailability } from '../helpers/start-redis.js'
+import { waitFor } from '../helpers/wait.js'
+
+// With Redis down, the gateway says what happened in its own words: an answer names
+// Redis's unavailability and what was (not) done, never the driver's text (ioredis's
+// "Stream isn't writeable and enableOfflineQueue options is false", an address). A
+// failure it handles (contract, "Logs") is a warn line with the error's code and message
+// and no stack, in the background as on a read.
+
+const { available } = redisAvailability()
+const ADMIN_TOKEN = 'redis-down-words-admin-token-0123456789'
+const DRIVER_WORDS = /Stream isn't writeable|enableOfflineQueue|ECONNREFUSED|Connection is closed|ioredis|127\.0\.0\.1/
+const YEAR = 'advertiserId=101&byDate=1&dateFrom=2025-01-01&dateTo=2025-12-31'
+
+describe.skipIf(!available)('Redis down', () => {
+  const sandbox = useSandbox()
+  const gateways = useGateways()
+  const { server } = useRedis()
+
+  const admin = (gw: TestGateway, method: 'GET' | 'PUT' | 'DELETE', url: string, payload?: object) =>
+    gw.admin.inject({ method, url, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, ...(payload ? { payload } : {}) })
+
+  it('is answered and logged in the gateway\'s words: no driver text in an answer, no stack on a warn line', async () => {
+    const env = { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN, REDIS_URL: server.url, GATEWAY_SECRET: TEST_GATEWAY_SECRET }
+    const gw = await gateways.build(testConfig(env, teamsYamlWith({ jobs: { perReplica: 1, poll: '100ms', lease: '1s' } })))
+    await server.stop()
+    try {
+      await waitFor('Redis seen down', async () => (await admin(gw, 'DELETE', '/admin/cache?dryRun=1')).statusCode === 503, 15_000, 50)
+      const answers = [
+        await admin(gw, 'DELETE', '/admin/cache?dryRun=1'),
+        await admin(gw, 'DELETE', '/admin/cache'),
+        await admin(gw, 'DELETE', '/admin/cache?advertiserId=101'),
+        await admin(gw, 'PUT', '/admin/log-level', { level: 'info' }),
+        await admin(gw, 'GET', '/admin/usage'),
+        await admin(gw, 'GET', '/admin/jobs'),
+      ]
+      for (const res of answers) {
+        const body = res.json<{ code: string; message: string }>()
+        expect([res.statusCode, body.code], res.body).toEqual([503, expect.stringMatching(/^GW_(REDIS|JOBS)_UNAVAILABLE$/)])
+        expect(body.message).not.toMatch(DRIVER_WORDS)
+        if (body.code === 'GW_REDIS_UNAVAILABLE') expect(body.message).toMatch(/Redis is unavailable/)
+      }
+
+      // A read preferring a job is answered now, as if it preferred nothing.
+      const read = await gw.proxy.inject({ method: 'GET', url: `${REPORT_PATH}?${YEAR}`, headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
+      expect(read.statusCode).toBe(200)
+      const kept = gw.logs.records().find((r) => r.msg === 'a report job could not be kept: the read is answered now')
+      expect(kept).toMatchObject({ level: 40, code: 'GW_JOBS_UNAVAILABLE', reason: expect.any(String) })
+      // The runner's look for jobs failed too, in the background.
+      await waitFor('the runner\'s failure logged', () => gw.logs.records().some((r) => r.msg === 'looking for report jobs to run failed'), 10_000)
+      const runner = gw.logs.records().find((r) => r.msg === 'looking for report jobs to run failed')
+      expect(runner).toMatchObject({ level: 40, code: 'GW_JOBS_UNAVAILABLE', reason: expect.any(String) })
+      const warned = gw.logs.records().filter((r) => (r.level as number) < 50)
+      expect(warned.filter((r) => JSON.stringify(r).includes('"stack"')).map((r) => r.msg)).toEqual([])
+    } finally {
+      await server.restart()
+    }
+  }, 40_000)
+})
