@@ -2,7 +2,7 @@
 import { LENDING_HORIZON_MS } from './dispatch-order.js'
 import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE, atLeast, endAt, highestRoom, highestTied, probeFall, verdicts } from './knee-verdicts.js'
 import { StartLevels, ThroughputLevels } from './throughput-levels.js'
-import { AnswerTimeline, type Answer } from './answer-timeline.js'
+import { AnswerTimeline, type Ahead, type Answer } from './answer-timeline.js'
 import { FAULT_MS, FaultWatch, UsualGaps } from './fault-watch.js'
 
 // docs/governor.md, "Constants".
@@ -16,8 +16,8 @@ export const MEMORY_MS = 120_000
 export type Phase = 'start' | 'cruise' | 'fault'
 export type Move = 'probe' | 'grew' | 'knee' | 'queue' | 'throughput' | 'fault' | 'restored' | 'adopted'
 export interface Step { limit: number; knee: number; move: Move }
-/** A call in flight as `started` saw it: the calls in flight then, how many of those ahead of it were this replica's, how many ends came before, whether it took the limit's last seat, and the start's limit when it started (0: after the start). */
-type Call = { load: number; local: number; endsBefore: number; full: boolean; level: number }
+/** A call in flight as `started` saw it: the calls in flight then, how many of those ahead of it were this replica's, how many ends came before, whether it took the limit's last seat, the start's limit when it started (0: after the start), and the calls ahead of it where not those started before it (answer-timeline.ts). */
+type Call = { load: number; local: number; endsBefore: number; full: boolean; level: number; ahead?: Ahead }
 /** Per kind: answers seen (since this replica last started learning), its first answer's log latency (the unit its answers a second are counted in), its lowest latency (ms), per guess w (index w − 1) its pace of late (log own time) and the faded Σ of squared residuals from it, and its latency's pace when room was last shown. */
 type KindStats = { seen: number; base: number; low: number; m: Float64Array; ss: Float64Array; room?: number }
 /** Since the last decision: whether calls waited for a seat, a call known short waited, a team holding no seat waited beside long calls only, calls of kinds known long were all that waited beside another team's short calls (besideOthers); the longest expected of those not known short that waited; the most calls the dispatch let be in flight while calls waited, the limit less the seats it held back for teams owed them (0: no call waited). */
@@ -86,14 +86,15 @@ export class KneeEstimator {
   started(kind: string, load: number): number { return this.#timeline ? this.#timeline.started(kind, load, this.#now()) : this.#start(load) }
   /** Across replicas: the calls go through a timeline (answer-timeline.ts) that, on the learner, weaves in every replica's; `keepMs` how far back a record's calls go. */
   shareAnswers(keepMs: number, now: () => number): void {
-    ;[this.#timeline, this.#now] = [new AnswerTimeline({ start: (_kind, load) => this.#start(load), end: (a) => this.#end(a) }, keepMs), now]
+    ;[this.#timeline, this.#now] = [new AnswerTimeline({ start: (_kind, load, ahead) => this.#start(load, ahead), end: (a) => this.#end(a) }, keepMs), now]
   }
   /** The other replicas' records (null: this replica does not learn), and this replica's calls for its own. */
   heard(records: readonly { run: string; calls?: string | undefined }[] | null): void { this.#timeline?.heard(records, this.#now()) }
   calls(): string | null { return this.#timeline?.calls(this.#now()) ?? null }
-  #start(load: number): number {
+  #start(load: number, ahead?: Ahead): number {
     const serial = ++this.#serial
-    this.#calls.set(serial, { load, local: this.#calls.size, endsBefore: this.#endsDropped + this.#endAt.length, full: load >= this.#limit, level: this.#phase === 'start' ? this.#limit : 0 })
+    const call: Call = { load, local: ahead ? load - 1 : this.#calls.size, endsBefore: this.#endsDropped + this.#endAt.length, full: load >= this.#limit, level: this.#phase === 'start' ? this.#limit : 0 }
+    this.#calls.set(serial, ahead ? { ...call, ahead } : call)
     if (this.#calls.size > 100_000) this.#calls.delete(this.#calls.keys().next().value as number)
     return serial
   }
@@ -288,8 +289,9 @@ export class KneeEstimator {
     const remote = Math.max(0, load - 1 - call.local)
     const remoteShare = load <= 1 ? 0 : remote / (load - 1)
     // The ends of this replica's calls ahead of it while it was in flight, from its start (ms), in order.
-    const ends: number[] = []
-    for (let i = Math.max(0, call.endsBefore - this.#endsDropped); i < this.#endAt.length && this.#endAt[i]! < a.at; i++) if (this.#endSerial[i]! < a.window) ends.push(Math.max(0, this.#endAt[i]! - a.startedAt))
+    const ends = call.ahead ? call.ahead.ends.filter((t) => t < a.at).map((t) => Math.max(0, t - a.startedAt)) : []
+    for (let i = Math.max(0, call.endsBefore - this.#endsDropped); i < this.#endAt.length && this.#endAt[i]! < a.at; i++) if (call.ahead ? call.ahead.serials.has(this.#endSerial[i]!) : this.#endSerial[i]! < a.window) ends.push(Math.max(0, this.#endAt[i]! - a.startedAt))
+    if (call.ahead) ends.sort((x, y) => x - y)
     const weight = 1 - remoteShare
     let st = this.#kinds.get(a.kind)
     const latencyLog = Math.log(latency) // its own time under every guess at or above its load
