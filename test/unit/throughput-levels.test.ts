@@ -18,11 +18,13 @@ function measured(...levelsAt: [number, number][]): ThroughputLevels {
 }
 
 describe('ThroughputLevels across replicas: the dip', () => {
-  it('dips to DIP of the limit where its level is measured within RECENT_MS and none from there up to below it is', () => {
+  it('dips to DIP of the limit where its level is measured within RECENT_MS and none at DIP of it or below is', () => {
     expect(measured([18, 1_000]).dip(1_000, 18, 2)).toBe(Math.floor(18 * DIP))
-    expect(measured([15, 1_000], [18, 1_000]).dip(1_000, 18, 2), 'a level between measured').toBeNull()
-    expect(measured([15, 1_000], [18, 1_000 + RECENT_MS + 1]).dip(1_000 + RECENT_MS + 1, 18, 2), 'a level between measured before RECENT_MS').toBe(14)
-    expect(measured([13, 1_000], [18, 1_000]).dip(1_000, 18, 2), 'a level below the dip does not count').toBe(14)
+    // Two FALLs below: a platform whose calls slow past its knee gives less than FALL more a level below (the limit between K + 1 and K + 2).
+    expect(measured([15, 1_000], [16, 1_000], [17, 1_000], [18, 1_000]).dip(1_000, 18, 2), 'levels between measured').toBe(14)
+    expect(measured([14, 1_000], [18, 1_000]).dip(1_000, 18, 2), 'the dip\'s level measured').toBeNull()
+    expect(measured([11, 1_000], [18, 1_000]).dip(1_000, 18, 2), 'a level below the dip measured').toBeNull()
+    expect(measured([13, 1_000], [18, 1_000 + RECENT_MS + 1]).dip(1_000 + RECENT_MS + 1, 18, 2), 'a level below measured before RECENT_MS').toBe(14)
     expect(measured([18, 1_000]).dip(1_000 + RECENT_MS + 1, 18, 2), 'the limit\'s level measured before RECENT_MS').toBeNull()
     expect(measured([2, 1_000]).dip(1_000, 2, 2), 'nothing below the least').toBeNull()
   })
@@ -48,6 +50,15 @@ describe('ThroughputLevels across replicas: the dip', () => {
     expect(levels.dip(9_000, 18, 2)).toBeNull()
     measure(levels, 18, 2_000 + DIP_MS, 300)
     expect(levels.dip(2_000 + DIP_MS, 18, 2)).toBe(14)
+  })
+
+  it('dips again within DIP_MS once the limit is past the one put back: the dip said nothing of a higher level', () => {
+    const levels = measured([18, 1_000])
+    levels.wentDown(14, true, 18, 17, 100)
+    measure(levels, 14, 2_000, 101, 18)
+    expect(levels.recheck()).toEqual({ limit: 18, knee: 17 })
+    measure(levels, 20, 9_000, 200)
+    expect(levels.dip(9_000, 20, 2)).toBe(16)
   })
 })
 

@@ -95,6 +95,8 @@ export class AnswerTimeline {
 
   /** Whether other replicas' calls are in play (this replica learns beside others). */
   get merging(): boolean { return this.#remote.size > 0 }
+  /** The replicas in play: this one and those whose records it weaves in. */
+  get replicas(): number { return this.#remote.size + 1 }
 
   started(kind: string, load: number, now: number): number {
     this.#stale(now)

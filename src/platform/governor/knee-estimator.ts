@@ -1,9 +1,10 @@
 // The limit rule (docs/governor.md, "The limit rule": the model, s(w), each rule and its reason). Pure: time is passed in.
 import { LENDING_HORIZON_MS } from './dispatch-order.js'
 import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE, atLeast, endAt, highestRoom, highestTied, probeFall, verdicts } from './knee-verdicts.js'
-import { StartLevels, ThroughputLevels } from './throughput-levels.js'
+import { RECENT_MS, StartLevels, ThroughputLevels } from './throughput-levels.js'
 import { AnswerTimeline, type Ahead, type Answer } from './answer-timeline.js'
 import { FAULT_MS, FaultWatch, UsualGaps } from './fault-watch.js'
+import { TRANSIT_DUE, TransitSeats } from './transit-seats.js'
 
 // docs/governor.md, "Constants".
 export const DECIDE_MS = 1000
@@ -65,7 +66,14 @@ export class KneeEstimator {
   #timeline: AnswerTimeline | null = null
   // When a shared record last moved the limit or knee here.
   #adoptedAt = -Infinity
+  // Across replicas, whether the last queue verdict was at the limit alone (the knee stayed), and when room last raised the knee after one.
+  #queueAlone = { limit: Infinity, at: -Infinity }
+  #roseAt = -Infinity
   #now: () => number = () => 0
+  // Across replicas, the seats of the limit in use every replica's calls in flight left idle, per tick (faded over EVIDENCE_MS).
+  readonly #transit: TransitSeats
+  // When the limit last moved (across replicas: the seats idle at a limit in force for less than a DECIDE_MS are the move's, not the transit's).
+  #movedAt = -Infinity
   constructor({ initial, min, max }: { initial: number; min: number; max: number }) {
     if (!Number.isInteger(min) || min < 1) throw new RangeError(`KneeEstimator: min must be an integer ≥ 1 (got ${min})`)
     if (!Number.isInteger(max) || max < min) throw new RangeError(`KneeEstimator: max must be an integer ≥ min ${min} (got ${max})`)
@@ -76,6 +84,7 @@ export class KneeEstimator {
     this.#impossible = new Float64Array(max)
     this.#ownMs = new Float64Array(max).fill(FAULT_MS)
     this.#levels = new ThroughputLevels(max)
+    this.#transit = new TransitSeats(max, EVIDENCE_MS)
   }
   get limit(): number { return this.#limit }
   get knee(): number { return this.#knee }
@@ -105,6 +114,12 @@ export class KneeEstimator {
     if (this.#timeline === null) s.reach = Math.max(s.reach, this.#limit - heldBack)
     ;[s.waited, s.shortWaited, s.newcomer, s.longMs, s.besideOthers] = [true, s.shortWaited || longMs === null, s.newcomer || newcomer, Math.max(s.longMs, longMs ?? 0), s.besideOthers || longBesideOthers]
   }
+  /** Across replicas, on the learner in cruise, a tick of the clock that found calls waiting at the limit in force for a DECIDE_MS: the seats of it that every replica's calls in flight (as the timeline gave them) left idle, those in transit between replicas. */
+  idleAtLimit(now: number): void {
+    if (this.#timeline?.merging && this.#phase === 'cruise' && now - this.#movedAt >= DECIDE_MS) this.#transit.count(this.#limit - this.#calls.size, now)
+  }
+  /** The seats past K where no room shows: the probe seat; across replicas whose dues are below TRANSIT_DUE seats each, those the seats in transit call for (transit-seats.ts). */
+  #seatsPast(): number { return this.#timeline?.merging && this.#knee < TRANSIT_DUE * this.#timeline.replicas ? this.#transit.past(this.#knee) : 1 }
   ended(a: Answer): void {
     this.#faults.answered(a)
     return this.#timeline ? this.#timeline.ended(a, this.#now()) : this.#end(a)
@@ -163,7 +178,9 @@ export class KneeEstimator {
     }
     const peak = this.#levels.peak(now, this.#limit, this.#min, () => highestRoom(this.#likelihoods()))
     if (peak !== null) return this.#fellTo(peak, false)
-    const dip = this.#timeline?.merging && this.#overtook < OVERTAKEN ? this.#levels.dip(now, this.#limit, this.#min) : null
+    // Room raised K to a limit a queue at the limit alone took it back from: the likelihood does not place the knee, and the limit moves between K + 1 and K + 2.
+    const ratchet = now - this.#roseAt <= RECENT_MS
+    const dip = this.#timeline?.merging && (this.#overtook < OVERTAKEN || ratchet) ? this.#levels.dip(now, this.#limit, this.#min, ratchet) : null
     if (dip !== null) return this.#fellTo(dip, true)
     // On one replica the likelihood's verdicts are of the limit in force: until MIN_CALLS calls started under it have answered, its answers are the limit's before (docs/governor.md, "Cruise").
     if (!this.#timeline?.merging && this.#sinceMove < MIN_CALLS) return null
@@ -201,17 +218,21 @@ export class KneeEstimator {
     const ll = this.#likelihoods()
     const k = this.#knee
     const room = highestRoom(ll)
-    const reach = this.#since.reach > 0 && !this.#queueSeen ? Math.min(this.#limit, this.#since.reach) : this.#limit
+    // Across replicas the seats past the probe seat for those in transit are no level the evidence judges: room is judged at the probe seat.
+    const top = this.#limit <= k + this.#seatsPast() ? Math.min(this.#limit, k + 1) : this.#limit
+    const reach = this.#since.reach > 0 && !this.#queueSeen ? Math.min(top, this.#since.reach) : top
     const bears = this.#longWaits() ?? Infinity
-    if (this.#limit > k && room >= reach && (reach === this.#limit || !verdicts(ll, this.#limit).queueBelow)) {
+    if (top > k && room >= reach && (reach === top || !verdicts(ll, top).queueBelow)) {
       this.#past = Math.min(2 * this.#past, bears)
-      return this.#setKnee(this.#limit, 'grew', this.#levels.belowFall(this.#limit, this.#past))
+      if (top >= this.#queueAlone.limit && now - this.#queueAlone.at <= EVIDENCE_MS) this.#roseAt = now
+      return this.#setKnee(top, 'grew', this.#levels.belowFall(top, this.#past))
     }
     const { queueBelow: sure, best } = verdicts(ll, k)
     const queueBelow = this.#queueHolds(sure)
-    if (queueBelow || (this.#limit > k + 1 && verdicts(ll, this.#limit).queueBelow)) {
+    if (queueBelow || (this.#limit > k + this.#seatsPast() && verdicts(ll, this.#limit).queueBelow)) {
       this.#past = 1
       this.#queueSeen = true
+      if (!queueBelow && this.#timeline?.merging) this.#queueAlone = { limit: now - this.#queueAlone.at > EVIDENCE_MS ? this.#limit : Math.min(this.#limit, this.#queueAlone.limit), at: now }
       // On one replica a queue at the limit alone leaves K at the room shown below the limit, when above K: the queue says W is below the limit, the room that it is at least there.
       return this.#setKnee(queueBelow ? this.#served(best, k, now) : this.#timeline?.merging ? k : Math.max(k, Math.min(room, this.#limit - 1)), 'queue', 1)
     }
@@ -222,7 +243,7 @@ export class KneeEstimator {
       const to = this.#served(probeFall(ll, k), k, now)
       return to < k ? this.#setKnee(to, 'queue', 1) : this.#set(k, 'knee')
     }
-    return !known && this.#limit === k ? this.#set(this.#clamp(k + 1), 'probe') : null
+    return !known && this.#limit < k + this.#seatsPast() ? this.#set(this.#clamp(k + this.#seatsPast()), 'probe') : null
   }
   /** K and the limit go to `to`, no seat past it (the start ends): answers a second fell past it (a peak), or a dip across replicas (put back unless it gives FALL more: ThroughputLevels.recheck). */
   #fellTo(to: number, dip: boolean): Step {
@@ -333,7 +354,7 @@ export class KneeEstimator {
   }
   #set(limit: number, move: Move): Step | null {
     if (limit === this.#limit) return null
-    ;[this.#movedSerial, this.#sinceMove] = [this.#serial, 0]
+    ;[this.#movedSerial, this.#sinceMove, this.#movedAt] = [this.#serial, 0, this.#now()]
     return { limit: (this.#limit = limit), knee: this.#knee, move }
   }
   /** As #set, the step given even where only the knee moved. */
