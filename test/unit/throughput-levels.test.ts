@@ -18,15 +18,22 @@ function measured(...levelsAt: [number, number][]): ThroughputLevels {
 }
 
 describe('ThroughputLevels across replicas: the dip', () => {
-  it('dips to DIP of the limit where its level is measured within RECENT_MS and none at DIP of it or below is', () => {
+  it('dips to DIP of the limit where its level is measured within RECENT_MS and none from there up to below it is', () => {
     expect(measured([18, 1_000]).dip(1_000, 18, 2)).toBe(Math.floor(18 * DIP))
-    // Two FALLs below: a platform whose calls slow past its knee gives less than FALL more a level below (the limit between K + 1 and K + 2).
-    expect(measured([15, 1_000], [16, 1_000], [17, 1_000], [18, 1_000]).dip(1_000, 18, 2), 'levels between measured').toBe(14)
-    expect(measured([14, 1_000], [18, 1_000]).dip(1_000, 18, 2), 'the dip\'s level measured').toBeNull()
-    expect(measured([11, 1_000], [18, 1_000]).dip(1_000, 18, 2), 'a level below the dip measured').toBeNull()
-    expect(measured([13, 1_000], [18, 1_000 + RECENT_MS + 1]).dip(1_000 + RECENT_MS + 1, 18, 2), 'a level below measured before RECENT_MS').toBe(14)
+    expect(measured([15, 1_000], [18, 1_000]).dip(1_000, 18, 2), 'a level between measured').toBeNull()
+    expect(measured([15, 1_000], [18, 1_000 + RECENT_MS + 1]).dip(1_000 + RECENT_MS + 1, 18, 2), 'a level between measured before RECENT_MS').toBe(14)
+    expect(measured([13, 1_000], [18, 1_000]).dip(1_000, 18, 2), 'a level below the dip does not count').toBe(14)
     expect(measured([18, 1_000]).dip(1_000 + RECENT_MS + 1, 18, 2), 'the limit\'s level measured before RECENT_MS').toBeNull()
     expect(measured([2, 1_000]).dip(1_000, 2, 2), 'nothing below the least').toBeNull()
+  })
+
+  // Two FALLs below: past the knee of a platform whose calls slow, a level gives less than
+  // FALL more than the one above it, and the limit moves between K + 1 and K + 2.
+  it('dips, where the likelihood does not place the knee, where no level at DIP of the limit or below is measured within RECENT_MS', () => {
+    expect(measured([15, 1_000], [16, 1_000], [17, 1_000], [18, 1_000]).dip(1_000, 18, 2, true), 'levels between measured').toBe(14)
+    expect(measured([14, 1_000], [18, 1_000]).dip(1_000, 18, 2, true), 'the dip\'s level measured').toBeNull()
+    expect(measured([11, 1_000], [18, 1_000]).dip(1_000, 18, 2, true), 'a level below the dip measured').toBeNull()
+    expect(measured([13, 1_000], [18, 1_000 + RECENT_MS + 1]).dip(1_000 + RECENT_MS + 1, 18, 2, true), 'a level below measured before RECENT_MS').toBe(14)
   })
 
   it('keeps the dip where the level it went to gives FALL more than the limit\'s, and puts the limit back where it does not', () => {
