@@ -152,23 +152,6 @@ describe('AnswerTimeline', () => {
     expect(tl.merging).toBe(false)
   })
 
-  it('gives another replica\'s call that started before the moment given with the calls ahead of it where it started, and the ends of those since', () => {
-    const s = sink()
-    const ahead: string[] = []
-    const tl = new AnswerTimeline({ start: (kind, load, a) => { ahead.push(a ? `${[...a.serials].join(' ')}|${a.ends.map((t) => t - T).join(' ')}` : '-'); return s.start(kind, load) }, end: s.end }, KEEP_MS)
-    const k = kindId('week')
-    // Alone, the replica gives its calls at once: 0 to 40, from 20, from 50.
-    const first = tl.started('week', 3, T)
-    tl.started('week', 4, T + 20)
-    tl.ended(answer(0, 40, first), T + 40)
-    tl.started('week', 4, T + 50)
-    // It starts learning: r2's calls from 10 and from 30 to 80 began before 50 (the moment given), the one from 60 after.
-    tl.heard([record('r2', 100, [call(10, null), call(30, 80), call(60, null)])], T + 100)
-    // From 10: only the call from 0 was ahead, ended at 40; from 30: that one, the replica's from 20 and r2's from 10.
-    expect(s.log.slice(4)).toEqual([`start ${k} 2`, `start ${k} 4`, `start ${k} 5`, 'end 5@80'])
-    expect(ahead.slice(3)).toEqual(['|40', '2 4|40', '-'])
-  })
-
   it('once it no longer learns, ends the other replicas\' calls it started and gives its own at once again', () => {
     const s = sink()
     const tl = new AnswerTimeline(s, KEEP_MS)

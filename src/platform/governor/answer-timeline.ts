@@ -17,13 +17,10 @@ export interface Answer {
 /** docs/governor.md, "Constants". */
 export const CALLS_KEPT = 400
 
-/** A call given after calls that started behind it (its start heard after the moment given): the serials of the calls ahead of it still in flight, and the ends of those ahead that ended before it was given (ms, in order). */
-export interface Ahead { serials: ReadonlySet<number>; ends: readonly number[] }
-
 /** Where the calls go, in the order they started and ended: the limit rule's evidence. */
 export interface EvidenceSink {
-  /** A call started with `load` calls in flight, itself included; returns its serial. Those given before it are ahead of it, unless `ahead` names those that are. */
-  start(kind: string, load: number, ahead?: Ahead): number
+  /** A call started with `load` calls in flight, itself included; returns its serial. */
+  start(kind: string, load: number): number
   end(a: Answer): void
 }
 
@@ -80,8 +77,6 @@ export class AnswerTimeline {
   // This replica's most recent CALLS_KEPT calls ended, for its record: its memory stays bounded.
   readonly #recent: CallEntry[] = []
   readonly #remote = new Map<string, Remote>()
-  // Every call given, by serial: its start and its end once given (null: in flight); those ended keepMs before the moment given go.
-  readonly #given = new Map<number, { startedAt: number; at: number | null }>()
   // Evidence given up to this moment; calls started and not ended in it.
   #released = -Infinity
   #open = 0
@@ -95,8 +90,6 @@ export class AnswerTimeline {
 
   /** Whether other replicas' calls are in play (this replica learns beside others). */
   get merging(): boolean { return this.#remote.size > 0 }
-  /** The replicas in play: this one and those whose records it weaves in. */
-  get replicas(): number { return this.#remote.size + 1 }
 
   started(kind: string, load: number, now: number): number {
     this.#stale(now)
@@ -165,11 +158,11 @@ export class AnswerTimeline {
     if (this.merging && now - this.#heardAt > this.#keepMs) this.heard(null, now)
   }
 
-  /** Every start and end up to `horizon`, in time order (an end before a start at the same moment: that call was not ahead; those given at the moment given, in the order they happened). */
+  /** Every start and end up to `horizon`, in time order (an end before a start at the same moment: that call was not ahead). */
   #release(horizon: number): void {
-    const events: { t: number; end: boolean; at: number; run: () => void }[] = []
+    const events: { t: number; end: boolean; run: () => void }[] = []
     // An end at its own start comes after that start.
-    const add = (at: number, end: boolean, run: () => void, from = -Infinity) => events.push({ t: Math.max(at, this.#released, end ? from + 1e-6 : -Infinity), end, at, run })
+    const add = (t: number, end: boolean, run: () => void, from = -Infinity) => events.push({ t: Math.max(t, this.#released, end ? from + 1e-6 : -Infinity), end, run })
     for (const [token, call] of this.#local) {
       if (call.serial === null && call.startedAt <= horizon) add(call.startedAt, false, () => this.#startLocal(call))
       if (call.answer !== null && call.answer.at <= horizon) add(call.answer.at, true, () => this.#endLocal(token, call, horizon), call.startedAt)
@@ -181,7 +174,7 @@ export class AnswerTimeline {
       const startOnce = (c: CallEntry): string => {
         const k = keyOf(c)
         if ((pending.get(k) ?? 0) > 0) pending.set(k, (pending.get(k) as number) - 1)
-        else add(c.startedAt, false, () => remote.started.set(k, [...(remote.started.get(k) ?? []), this.#give(c.kind, c.startedAt, this.#open + 1)]))
+        else add(c.startedAt, false, () => remote.started.set(k, [...(remote.started.get(k) ?? []), this.#sink.start(c.kind, ++this.#open)]))
         return k
       }
       for (const [id, c] of remote.ended) {
@@ -198,37 +191,14 @@ export class AnswerTimeline {
       for (const [k, left] of pending) for (let i = 0; i < left; i++) add(horizon, true, () => this.#endRemote(remote, k, silentEnd(horizon)))
     }
     // A stable sort: events at one moment, of one sort, run in the order they were added.
-    events.sort((a, b) => a.t - b.t || Number(b.end) - Number(a.end) || a.at - b.at)
+    events.sort((a, b) => a.t - b.t || Number(b.end) - Number(a.end))
     for (const e of events) e.run()
     this.#released = Math.max(this.#released, horizon)
-    for (const [serial, g] of this.#given) if (g.at !== null && g.at < this.#released - this.#keepMs) this.#given.delete(serial)
-  }
-
-  /** A start given: one that happened before the moment given carries the calls ahead of it then, and the ends of those since (docs/governor.md, "Across replicas the learner weighs every replica's calls"). */
-  #give(kind: string, startedAt: number, load: number): number {
-    let serial: number
-    if (startedAt < this.#released) {
-      const serials = new Set<number>()
-      const ends: number[] = []
-      for (const [s, g] of this.#given) {
-        if (g.startedAt > startedAt || (g.at !== null && g.at <= startedAt)) continue
-        if (g.at === null) serials.add(s)
-        else ends.push(g.at)
-      }
-      serial = this.#sink.start(kind, 1 + serials.size + ends.length, { serials, ends: ends.sort((a, b) => a - b) })
-    } else serial = this.#sink.start(kind, load)
-    this.#open++
-    this.#given.set(serial, { startedAt, at: null })
-    return serial
-  }
-
-  #endGiven(serial: number, at: number): void {
-    const given = this.#given.get(serial)
-    if (given !== undefined) given.at = at
   }
 
   #startLocal(call: Local): void {
-    call.serial = this.#give(call.kind, call.startedAt, this.merging ? this.#open + 1 : call.load)
+    call.serial = this.#sink.start(call.kind, this.merging ? this.#open + 1 : call.load)
+    this.#open++
     this.#released = Math.max(this.#released, call.startedAt)
   }
 
@@ -236,7 +206,6 @@ export class AnswerTimeline {
     this.#local.delete(token)
     if (call.serial === null || call.answer === null) return
     this.#open--
-    this.#endGiven(call.serial, call.answer.at)
     this.#sink.end({ ...call.answer, window: call.serial })
     this.#released = Math.max(this.#released, Math.min(at, call.answer.at))
   }
@@ -247,7 +216,6 @@ export class AnswerTimeline {
     if (serials?.length === 0) remote.started.delete(k)
     if (serial === undefined) return
     this.#open--
-    this.#endGiven(serial, c.at as number)
     this.#sink.end({ startedAt: c.startedAt, at: c.at as number, team: '', kind: c.kind, load: 0, window: serial, outcome: c.outcome, timed: c.timed })
   }
 }

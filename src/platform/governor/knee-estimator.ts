@@ -2,9 +2,8 @@
 import { LENDING_HORIZON_MS } from './dispatch-order.js'
 import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE, atLeast, endAt, highestRoom, highestTied, probeFall, verdicts } from './knee-verdicts.js'
 import { RECENT_MS, StartLevels, ThroughputLevels } from './throughput-levels.js'
-import { AnswerTimeline, type Ahead, type Answer } from './answer-timeline.js'
+import { AnswerTimeline, type Answer } from './answer-timeline.js'
 import { FAULT_MS, FaultWatch, UsualGaps } from './fault-watch.js'
-import { TRANSIT_DUE, TransitSeats } from './transit-seats.js'
 
 // docs/governor.md, "Constants".
 export const DECIDE_MS = 1000
@@ -17,8 +16,8 @@ export const MEMORY_MS = 120_000
 export type Phase = 'start' | 'cruise' | 'fault'
 export type Move = 'probe' | 'grew' | 'knee' | 'queue' | 'throughput' | 'fault' | 'restored' | 'adopted'
 export interface Step { limit: number; knee: number; move: Move }
-/** A call in flight as `started` saw it: the calls in flight then, how many of those ahead of it were this replica's, how many ends came before, whether it took the limit's last seat, the start's limit when it started (0: after the start), and the calls ahead of it where not those started before it (answer-timeline.ts). */
-type Call = { load: number; local: number; endsBefore: number; full: boolean; level: number; ahead?: Ahead }
+/** A call in flight as `started` saw it: the calls in flight then, how many of those ahead of it were this replica's, how many ends came before, whether it took the limit's last seat, and the start's limit when it started (0: after the start). */
+type Call = { load: number; local: number; endsBefore: number; full: boolean; level: number }
 /** Per kind: answers seen (since this replica last started learning), its first answer's log latency (the unit its answers a second are counted in), its lowest latency (ms), per guess w (index w − 1) its pace of late (log own time) and the faded Σ of squared residuals from it, and its latency's pace when room was last shown. */
 type KindStats = { seen: number; base: number; low: number; m: Float64Array; ss: Float64Array; room?: number }
 /** Since the last decision: whether calls waited for a seat, a call known short waited, a team holding no seat waited beside long calls only, calls of kinds known long were all that waited beside another team's short calls (besideOthers); the longest expected of those not known short that waited; the most calls the dispatch let be in flight while calls waited, the limit less the seats it held back for teams owed them (0: no call waited). */
@@ -66,14 +65,10 @@ export class KneeEstimator {
   #timeline: AnswerTimeline | null = null
   // When a shared record last moved the limit or knee here.
   #adoptedAt = -Infinity
-  // Across replicas, whether the last queue verdict was at the limit alone (the knee stayed), and when room last raised the knee after one.
+  // Across replicas, the lowest limit at which a queue at the limit alone was shown within EVIDENCE_MS (the knee stayed), and when; when room last raised the knee to it or past it.
   #queueAlone = { limit: Infinity, at: -Infinity }
   #roseAt = -Infinity
   #now: () => number = () => 0
-  // Across replicas, the seats of the limit in use every replica's calls in flight left idle, per tick (faded over EVIDENCE_MS).
-  readonly #transit: TransitSeats
-  // When the limit last moved (across replicas: the seats idle at a limit in force for less than a DECIDE_MS are the move's, not the transit's).
-  #movedAt = -Infinity
   constructor({ initial, min, max }: { initial: number; min: number; max: number }) {
     if (!Number.isInteger(min) || min < 1) throw new RangeError(`KneeEstimator: min must be an integer ≥ 1 (got ${min})`)
     if (!Number.isInteger(max) || max < min) throw new RangeError(`KneeEstimator: max must be an integer ≥ min ${min} (got ${max})`)
@@ -84,7 +79,6 @@ export class KneeEstimator {
     this.#impossible = new Float64Array(max)
     this.#ownMs = new Float64Array(max).fill(FAULT_MS)
     this.#levels = new ThroughputLevels(max)
-    this.#transit = new TransitSeats(max, EVIDENCE_MS)
   }
   get limit(): number { return this.#limit }
   get knee(): number { return this.#knee }
@@ -95,15 +89,14 @@ export class KneeEstimator {
   started(kind: string, load: number): number { return this.#timeline ? this.#timeline.started(kind, load, this.#now()) : this.#start(load) }
   /** Across replicas: the calls go through a timeline (answer-timeline.ts) that, on the learner, weaves in every replica's; `keepMs` how far back a record's calls go. */
   shareAnswers(keepMs: number, now: () => number): void {
-    ;[this.#timeline, this.#now] = [new AnswerTimeline({ start: (_kind, load, ahead) => this.#start(load, ahead), end: (a) => this.#end(a) }, keepMs), now]
+    ;[this.#timeline, this.#now] = [new AnswerTimeline({ start: (_kind, load) => this.#start(load), end: (a) => this.#end(a) }, keepMs), now]
   }
   /** The other replicas' records (null: this replica does not learn), and this replica's calls for its own. */
   heard(records: readonly { run: string; calls?: string | undefined }[] | null): void { this.#timeline?.heard(records, this.#now()) }
   calls(): string | null { return this.#timeline?.calls(this.#now()) ?? null }
-  #start(load: number, ahead?: Ahead): number {
+  #start(load: number): number {
     const serial = ++this.#serial
-    const call: Call = { load, local: ahead ? load - 1 : this.#calls.size, endsBefore: this.#endsDropped + this.#endAt.length, full: load >= this.#limit, level: this.#phase === 'start' ? this.#limit : 0 }
-    this.#calls.set(serial, ahead ? { ...call, ahead } : call)
+    this.#calls.set(serial, { load, local: this.#calls.size, endsBefore: this.#endsDropped + this.#endAt.length, full: load >= this.#limit, level: this.#phase === 'start' ? this.#limit : 0 })
     if (this.#calls.size > 100_000) this.#calls.delete(this.#calls.keys().next().value as number)
     return serial
   }
@@ -114,12 +107,6 @@ export class KneeEstimator {
     if (this.#timeline === null) s.reach = Math.max(s.reach, this.#limit - heldBack)
     ;[s.waited, s.shortWaited, s.newcomer, s.longMs, s.besideOthers] = [true, s.shortWaited || longMs === null, s.newcomer || newcomer, Math.max(s.longMs, longMs ?? 0), s.besideOthers || longBesideOthers]
   }
-  /** Across replicas, on the learner in cruise, a tick of the clock that found calls waiting at the limit in force for a DECIDE_MS: the seats of it that every replica's calls in flight (as the timeline gave them) left idle, those in transit between replicas. */
-  idleAtLimit(now: number): void {
-    if (this.#timeline?.merging && this.#phase === 'cruise' && now - this.#movedAt >= DECIDE_MS) this.#transit.count(this.#limit - this.#calls.size, now)
-  }
-  /** The seats past K where no room shows: the probe seat; across replicas whose dues are below TRANSIT_DUE seats each, those the seats in transit call for (transit-seats.ts). */
-  #seatsPast(): number { return this.#timeline?.merging && this.#knee < TRANSIT_DUE * this.#timeline.replicas ? this.#transit.past(this.#knee) : 1 }
   ended(a: Answer): void {
     this.#faults.answered(a)
     return this.#timeline ? this.#timeline.ended(a, this.#now()) : this.#end(a)
@@ -218,18 +205,16 @@ export class KneeEstimator {
     const ll = this.#likelihoods()
     const k = this.#knee
     const room = highestRoom(ll)
-    // Across replicas the seats past the probe seat for those in transit are no level the evidence judges: room is judged at the probe seat.
-    const top = this.#limit <= k + this.#seatsPast() ? Math.min(this.#limit, k + 1) : this.#limit
-    const reach = this.#since.reach > 0 && !this.#queueSeen ? Math.min(top, this.#since.reach) : top
+    const reach = this.#since.reach > 0 && !this.#queueSeen ? Math.min(this.#limit, this.#since.reach) : this.#limit
     const bears = this.#longWaits() ?? Infinity
-    if (top > k && room >= reach && (reach === top || !verdicts(ll, top).queueBelow)) {
+    if (this.#limit > k && room >= reach && (reach === this.#limit || !verdicts(ll, this.#limit).queueBelow)) {
       this.#past = Math.min(2 * this.#past, bears)
-      if (top >= this.#queueAlone.limit && now - this.#queueAlone.at <= EVIDENCE_MS) this.#roseAt = now
-      return this.#setKnee(top, 'grew', this.#levels.belowFall(top, this.#past))
+      if (this.#limit >= this.#queueAlone.limit && now - this.#queueAlone.at <= EVIDENCE_MS) this.#roseAt = now
+      return this.#setKnee(this.#limit, 'grew', this.#levels.belowFall(this.#limit, this.#past))
     }
     const { queueBelow: sure, best } = verdicts(ll, k)
     const queueBelow = this.#queueHolds(sure)
-    if (queueBelow || (this.#limit > k + this.#seatsPast() && verdicts(ll, this.#limit).queueBelow)) {
+    if (queueBelow || (this.#limit > k + 1 && verdicts(ll, this.#limit).queueBelow)) {
       this.#past = 1
       this.#queueSeen = true
       if (!queueBelow && this.#timeline?.merging) this.#queueAlone = { limit: now - this.#queueAlone.at > EVIDENCE_MS ? this.#limit : Math.min(this.#limit, this.#queueAlone.limit), at: now }
@@ -243,7 +228,7 @@ export class KneeEstimator {
       const to = this.#served(probeFall(ll, k), k, now)
       return to < k ? this.#setKnee(to, 'queue', 1) : this.#set(k, 'knee')
     }
-    return !known && this.#limit < k + this.#seatsPast() ? this.#set(this.#clamp(k + this.#seatsPast()), 'probe') : null
+    return !known && this.#limit === k ? this.#set(this.#clamp(k + 1), 'probe') : null
   }
   /** K and the limit go to `to`, no seat past it (the start ends): answers a second fell past it (a peak), or a dip across replicas (put back unless it gives FALL more: ThroughputLevels.recheck). */
   #fellTo(to: number, dip: boolean): Step {
@@ -310,9 +295,8 @@ export class KneeEstimator {
     const remote = Math.max(0, load - 1 - call.local)
     const remoteShare = load <= 1 ? 0 : remote / (load - 1)
     // The ends of this replica's calls ahead of it while it was in flight, from its start (ms), in order.
-    const ends = call.ahead ? call.ahead.ends.filter((t) => t < a.at).map((t) => Math.max(0, t - a.startedAt)) : []
-    for (let i = Math.max(0, call.endsBefore - this.#endsDropped); i < this.#endAt.length && this.#endAt[i]! < a.at; i++) if (call.ahead ? call.ahead.serials.has(this.#endSerial[i]!) : this.#endSerial[i]! < a.window) ends.push(Math.max(0, this.#endAt[i]! - a.startedAt))
-    if (call.ahead) ends.sort((x, y) => x - y)
+    const ends: number[] = []
+    for (let i = Math.max(0, call.endsBefore - this.#endsDropped); i < this.#endAt.length && this.#endAt[i]! < a.at; i++) if (this.#endSerial[i]! < a.window) ends.push(Math.max(0, this.#endAt[i]! - a.startedAt))
     const weight = 1 - remoteShare
     let st = this.#kinds.get(a.kind)
     const latencyLog = Math.log(latency) // its own time under every guess at or above its load
@@ -354,7 +338,7 @@ export class KneeEstimator {
   }
   #set(limit: number, move: Move): Step | null {
     if (limit === this.#limit) return null
-    ;[this.#movedSerial, this.#sinceMove, this.#movedAt] = [this.#serial, 0, this.#now()]
+    ;[this.#movedSerial, this.#sinceMove] = [this.#serial, 0]
     return { limit: (this.#limit = limit), knee: this.#knee, move }
   }
   /** As #set, the step given even where only the knee moved. */

@@ -50,7 +50,7 @@ export class LearnedLimit {
   }
 
   start(): void {
-    this.#timer = this.#clock.setInterval(() => this.tick(true), TICK_MS).unref()
+    this.#timer = this.#clock.setInterval(() => this.tick(), TICK_MS).unref()
   }
 
   stop(): void {
@@ -58,16 +58,14 @@ export class LearnedLimit {
     this.#timer = null
   }
 
-  /** Looks at the window now (also after an answer, so that a window is judged as its last call ends); `timed`: the tick of the clock, every TICK_MS, on which the seats idle at the limit in use are counted (not at an answer: a seat is free then). */
-  tick(timed = false): void {
+  /** Looks at the window now (also after an answer, so that a window is judged as its last call ends). */
+  tick(): void {
     if (!this.#learning) return
     const { estimator, seats, lease } = this.#o
-    const now = this.#clock.now()
-    const waited = lease?.waitedElsewhere() === true || seats.waitingAtLimit()
     if (lease?.waitedElsewhere()) estimator.waited()
-    else if (waited) estimator.waited(seats.longWaitBesideShort(), seats.newcomerBesideLong(), seats.heldBackNow(), seats.longBesideOthersShort())
-    if (timed && waited) estimator.idleAtLimit(now)
+    else if (seats.waitingAtLimit()) estimator.waited(seats.longWaitBesideShort(), seats.newcomerBesideLong(), seats.heldBackNow(), seats.longBesideOthersShort())
     // Under the model the calls past the knee wait at the platform: only the first knee of them can be the platform's silence.
+    const now = this.#clock.now()
     this.#moved(estimator.tick(now, seats.overdueSince(now, estimator.knee)))
   }
 
