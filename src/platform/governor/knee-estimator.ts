@@ -119,7 +119,7 @@ export class KneeEstimator {
     this.#overtook += PACE_GAIN * (Number((this.#calls.keys().next().value as number) < a.window) - this.#overtook)
     this.#calls.delete(a.window)
     if (a.outcome === 'ok' && !this.metFault(a.startedAt, a.at)) {
-      if (call.level > 0) this.#startLevels.ended(call.level, a.kind, a.at - a.startedAt)
+      if (call.level > 0) this.#startLevels.ended(call.level, a.kind, a.at - a.startedAt, a.timed !== false)
       this.#learn(a, call)
     }
     this.#endAt.push(a.at)
