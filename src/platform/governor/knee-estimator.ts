@@ -278,7 +278,7 @@ export class KneeEstimator {
     for (let i = 0; i < this.#max; i++) ll[i] = -this.#logs[i]! - (n / 2) * Math.log((ss[i]! + PRIOR_DOF * PRIOR_SPREAD ** 2) / (n + PRIOR_DOF)) - IMPOSSIBLE_LL * this.#impossible[i]!
     return ll
   }
-  /** What an answer says of every guess w: its call's own time under w against its kind's pace of late, or how unlikely w makes so soon an end; an untimed one, or one in flight when a queue verdict was held, nothing (a new call all the same). */
+  /** What an answer says of every guess w: its call's own time under w against its kind's pace of late (its pace where the own time is within the answer's timing), or how unlikely w makes so soon an end; an untimed one, or one in flight when a queue verdict was held, nothing (a new call all the same). */
   #learn(a: Answer, call: Call): void {
     if (a.window > this.#movedSerial) this.#sinceMove++
     if (a.timed === false || a.window <= this.#held || a.window <= this.#paused) return void this.#newCalls++
@@ -304,7 +304,9 @@ export class KneeEstimator {
       const rate = (remoteShare * Math.min(load - 1, w)) / this.#ownMs[w - 1]!
       const at = k > 0 ? endAt(ends, rate, k) : 0
       const possible = at !== null && latency - at >= 1
-      const x = possible ? (at === 0 ? latencyLog : Math.log(latency - at)) : first ? latencyLog : st.m[w - 1]! // impossible: its kind's pace stands in
+      // An own time shorter than the answer's timing is not known (its arrival may lie that much before its reading): it ended with the k-th end ahead as far as the loop can tell, and its kind's pace stands in, as for an impossible one, with nothing ruled out.
+      const known = possible && latency - at >= (a.timedWithinMs ?? 0)
+      const x = known ? (at === 0 ? latencyLog : Math.log(latency - at)) : first ? latencyLog : st.m[w - 1]! // impossible: its kind's pace stands in
       if (first) {
         st.m[w - 1] = x
         continue
