@@ -119,7 +119,8 @@ export class KneeEstimator {
     this.#overtook += PACE_GAIN * (Number((this.#calls.keys().next().value as number) < a.window) - this.#overtook)
     this.#calls.delete(a.window)
     if (a.outcome === 'ok' && !this.metFault(a.startedAt, a.at)) {
-      if (call.level > 0) this.#startLevels.ended(call.level, a.kind, a.at - a.startedAt, a.timed !== false)
+      // Across replicas the levels' answers are the records' and the limit the learner's: every answer counts as timed there (the half gain).
+      if (call.level > 0) this.#startLevels.ended(call.level, a.kind, a.at - a.startedAt, a.timed !== false || this.#timeline !== null)
       this.#learn(a, call)
     }
     this.#endAt.push(a.at)
@@ -291,6 +292,8 @@ export class KneeEstimator {
     const ends: number[] = []
     for (let i = Math.max(0, call.endsBefore - this.#endsDropped); i < this.#endAt.length && this.#endAt[i]! < a.at; i++) if (this.#endSerial[i]! < a.window) ends.push(Math.max(0, this.#endAt[i]! - a.startedAt))
     const weight = 1 - remoteShare
+    // How long before its reading the answer may have come; across replicas, where the calls ahead are the records', at once (1 ms).
+    const timing = this.#timeline === null ? (a.timedWithinMs ?? 0) : 0
     let st = this.#kinds.get(a.kind)
     const latencyLog = Math.log(latency) // its own time under every guess at or above its load
     if (st === undefined) this.#kinds.set(a.kind, (st = { seen: 0, base: latencyLog, low: latency, m: new Float64Array(this.#max), ss: new Float64Array(this.#max) }))
@@ -305,7 +308,7 @@ export class KneeEstimator {
       const at = k > 0 ? endAt(ends, rate, k) : 0
       const possible = at !== null && latency - at >= 1
       // An own time shorter than the answer's timing is not known (its arrival may lie that much before its reading): it ended with the k-th end ahead as far as the loop can tell, and its kind's pace stands in, as for an impossible one, with nothing ruled out.
-      const known = possible && latency - at >= (a.timedWithinMs ?? 0)
+      const known = possible && latency - at >= timing
       const x = known ? (at === 0 ? latencyLog : Math.log(latency - at)) : first ? latencyLog : st.m[w - 1]! // impossible: its kind's pace stands in
       if (first) {
         st.m[w - 1] = x
