@@ -2,7 +2,7 @@
 // replicas the learner weighs every replica's calls"): replayed in time order up to the moment every record reached;
 // with no other record in play the calls pass straight through. Pure: time is passed in.
 
-/** What the limit rule learns from one call's end: `load`, the calls in flight on every replica at its start, itself included; `window`, its serial (what `started` returned); `timed` false, an end, not evidence (docs/governor.md, "The gateway's own time"). */
+/** What the limit rule learns from one call's end: `load`, the calls in flight on every replica at its start, itself included; `window`, its serial (what `started` returned); `timed` false, an end, not evidence (docs/governor.md, "The gateway's own time"); `timedWithinMs`, how long before its reading a timed answer may have come (this replica's loop; none: at once). */
 export interface Answer {
   startedAt: number
   at: number
@@ -12,6 +12,7 @@ export interface Answer {
   window: number
   outcome: 'ok' | 'overload' | 'other' // overload: 502/503/504 or no connection; other: says nothing of load (a call cut by its deadline)
   timed?: boolean
+  timedWithinMs?: number
 }
 
 /** docs/governor.md, "Constants". */

@@ -113,22 +113,27 @@ type KindEnds = { n: number; sum: number; sum2: number }
 /** The answers a second of each level the start held (the limit at a call's start), from its calls' ends, timed or not, read by Little's law kind against kind (docs/governor.md, "Start"). */
 export class StartLevels {
   readonly #levels = new Map<number, Map<string, KindEnds>>()
+  // Per level, its timed ends: the answers the likelihood weighed.
+  readonly #timed = new Map<number, number>()
 
-  /** An end of a call of `kind` started while the start's limit was `level`, `latencyMs` after it started. */
-  ended(level: number, kind: string, latencyMs: number): void {
+  /** An end of a call of `kind` started while the start's limit was `level`, `latencyMs` after it started; `timed`, evidence the likelihood weighs (answer-timing.ts). */
+  ended(level: number, kind: string, latencyMs: number, timed = true): void {
     let kinds = this.#levels.get(level)
     if (kinds === undefined) this.#levels.set(level, (kinds = new Map()))
     const [k, y] = [kinds.get(kind) ?? { n: 0, sum: 0, sum2: 0 }, Math.log(Math.max(1, latencyMs))]
     kinds.set(kind, { n: k.n + 1, sum: k.sum + y, sum2: k.sum2 + y * y })
+    if (timed) this.#timed.set(level, (this.#timed.get(level) ?? 0) + 1)
   }
 
-  /** The knee the start ends at, where `limit` and the level before have MIN_CALLS ends and `limit`'s fall surely short of START_GAIN's growth (√(2·SURE) standard errors): the most workers' worth a level up to it gave (#worth); else 'double'. */
+  /** The knee the start ends at, where `limit` and the level before have MIN_CALLS ends and `limit`'s fall surely short of START_GAIN's growth (√(2·SURE) standard errors), of the whole growth L/L′ where the likelihood weighed fewer than MIN_CALLS of `limit`'s answers: the most workers' worth a level up to it gave (#worth); else 'double'. */
   verdict(limit: number): 'double' | number {
     const measured = [...this.#levels.keys()].filter((l) => l <= limit && [...this.#levels.get(l)!.values()].reduce((n, k) => n + k.n, 0) >= MIN_CALLS).sort((a, b) => a - b)
     const below = measured.filter((l) => l < limit).at(-1)
     if (below === undefined || measured.at(-1) !== limit) return 'double'
     const grew = this.#gain(limit, below)
-    if (grew === null || grew.gain + Math.sqrt(2 * SURE * grew.variance) >= Math.log(1 + START_GAIN * (limit / below - 1))) return 'double'
+    // Untimed, a level's answers reach no queue verdict: its answers a second alone stand between the doubling and the platform's refusal, and they must show the growth of a platform that scales.
+    const gain = (this.#timed.get(limit) ?? 0) < MIN_CALLS ? 1 : START_GAIN
+    if (grew === null || grew.gain + Math.sqrt(2 * SURE * grew.variance) >= Math.log(1 + gain * (limit / below - 1))) return 'double'
     return Math.max(...measured.map((l) => this.#worth(l, measured[0]!)))
   }
 
