@@ -96,6 +96,11 @@ export function proxyHandler(
     }
     // Received whole at the platform's pace, within the answers' budget: the platform's work ends when it has sent it.
     const answer = await answers.receive(res.body, contentLength(res.headers), { credential: caller.provider.name, team: caller.team.name, path: caller.target.path, log: request.log })
+    // A caller that left meanwhile has its access line (499) already: its answer goes to no one.
+    if (reply.raw.destroyed) {
+      answer.release()
+      return reply
+    }
     reply.code(res.status).headers(withPassedRetryAfter(res.status, callerHeaders(res.headers, caller.provider.credential.baseUrl ?? config.platform.baseUrl)))
     if (request.method !== 'HEAD') reply.header('content-length', answer.length)
     return reply.send(answer.stream())

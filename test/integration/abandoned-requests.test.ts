@@ -50,6 +50,8 @@ describe('a caller that leaves before its answer', () => {
     expect(next.status).toBe(200)
     await waitFor(`the access line of ${reqId}-next`, () => accessLines(`${reqId}-next`).length === 1)
     expect(accessLines(reqId)).toHaveLength(1)
+    // A caller that leaves is the caller's doing, not the gateway's fault: no error line.
+    expect(env.gw.logs.records().filter((r) => r.reqId === reqId && Number(r.level) >= 50)).toEqual([])
   })
 
   it('a read that joined another caller\'s fill has its access line: status 499, no bytes counted as sent', async () => {
