@@ -66,11 +66,12 @@ export class Jobs {
 
   /**
    * The status of the team's job `id`; with `waitMs`, once its state changed or that time
-   * passed (at once when it has ended); 429 GW_WAITS_FULL at once when the team's or the
+   * passed (at once when it has ended), or as soon as `left` says its caller hung up (its
+   * place among the waits given back then); 429 GW_WAITS_FULL at once when the team's or the
    * replica's bound of waits is held.
    */
-  status(id: string, team: string, waitMs = 0): Promise<JobStatus> {
-    return shared(() => this.#statusOf(id, team, waitMs))
+  status(id: string, team: string, waitMs = 0, left?: AbortSignal): Promise<JobStatus> {
+    return shared(() => this.#statusOf(id, team, waitMs, left))
   }
 
   /** Cancels the team's job `id` while it is queued (409 once running). */
@@ -94,7 +95,7 @@ export class Jobs {
     return this.#status(job, now)
   }
 
-  async #statusOf(id: string, team: string, waitMs: number): Promise<JobStatus> {
+  async #statusOf(id: string, team: string, waitMs: number, left: AbortSignal | undefined): Promise<JobStatus> {
     const { clock } = this.#d
     const first = await this.#own(id, team)
     const until = clock.now() + Math.min(waitMs, MAX_WAIT_SECONDS * 1000)
@@ -105,8 +106,8 @@ export class Jobs {
     if ('full' in wait) throw Object.assign(new WaitsFullError(waitsFull(wait.full, team, this.#d.waits)), { retryAfterSec: 1 })
     let job = first
     try {
-      while (clock.now() < until && stateAt(job, clock.now()) === state) {
-        await this.#sleep(Math.min(WAIT_POLL_MS, until - clock.now()))
+      while (clock.now() < until && stateAt(job, clock.now()) === state && !left?.aborted) {
+        await this.#sleep(Math.min(WAIT_POLL_MS, until - clock.now()), left)
         // A job gone meanwhile (cancelled, or its record past its hour) is answered as it is now: none.
         const now = await this.#d.store.get(id)
         if (now === null) throw new NotFoundError()
@@ -170,8 +171,18 @@ export class Jobs {
     return `${now.toString(36).padStart(9, '0')}${order.toString(36).padStart(4, '0')}${randomBytes(12).toString('base64url')}`
   }
 
-  #sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => this.#d.clock.setTimeout(resolve, Math.max(1, ms)))
+  /** `ms`, or until `left` aborts. */
+  #sleep(ms: number, left: AbortSignal | undefined): Promise<void> {
+    const { clock } = this.#d
+    return new Promise((resolve) => {
+      const wake = () => {
+        clock.clearTimeout(timer)
+        left?.removeEventListener('abort', wake)
+        resolve()
+      }
+      const timer = clock.setTimeout(wake, Math.max(1, ms))
+      left?.addEventListener('abort', wake, { once: true })
+    })
   }
 }
 

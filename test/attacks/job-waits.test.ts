@@ -80,6 +80,27 @@ describe('waits on report jobs past their bounds', () => {
     expect((await get(`/api/v1/jobs/${queued}?wait=30`, KEYS.growth)).status).toBe(200)
   })
 
+  it('a wait whose caller hung up gives its place back at once, not when its job changes', async () => {
+    sg.sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    const running = await ask('advertiserId=101&dateFrom=2025-05-01&dateTo=2025-05-31', KEYS.all)
+    await waitFor('the job at the platform', () => sg.callerRequests().some((r) => r.path === REPORT_PATH && r.query.includes('2025-05-01')), 10_000)
+    // A dashboard's poll given up (its timeout, a page left): both places of the team taken, then left.
+    const left = [new AbortController(), new AbortController()]
+    const polls = left.map((c) => fetch(`${sg.url}/api/v1/jobs/${running}?wait=30`, { headers: { 'x-api-key': KEYS.all }, signal: c.signal }).catch(() => 'left'))
+    await waitFor('two waits of the team held', async () => (await waiting('all')) === 2, 10_000)
+    for (const c of left) c.abort()
+    expect(await Promise.all(polls)).toEqual(['left', 'left'])
+    await waitFor('the places of the waits left given back', async () => (await waiting('all')) === 0, 5_000)
+    // The job has not changed: a new wait is held, not refused.
+    const held = get(`/api/v1/jobs/${running}?wait=30`, KEYS.all)
+    await waitFor('the new wait held', async () => (await waiting('all')) === 1, 10_000)
+    await waitFor('the job done', async () => {
+      sg.sandbox.releaseHeld()
+      return (await stateOf(running, KEYS.all)) === 'done'
+    }, 10_000)
+    expect((await held).status).toBe(200)
+  })
+
   it('a wait on an ended job takes no place: answered at once, whatever the bounds', async () => {
     const id = await ask('advertiserId=101&dateFrom=2025-03-01&dateTo=2025-03-31', KEYS.all)
     await waitFor('the job done', async () => (await stateOf(id, KEYS.all)) === 'done', 10_000)

@@ -11,6 +11,7 @@ import { FORWARDED_METHODS } from '../methods.js'
 import { assertAccounts } from '../../access/scope.js'
 import type { Pair } from '../../access/request-target.js'
 import { notTaken } from '../hooks/validation-message.js'
+import { hangUpSignal } from '../../platform/client/caller-group.js'
 
 /** What the job routes read: the jobs, the admission of callers, the clock, what a report answer says of its cost and finality. */
 export interface JobRouteParts {
@@ -54,7 +55,9 @@ export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock, 
 
   app.get('/api/v1/jobs/:id', { schema: jobStatusSchema() }, async (request, reply) => {
     const caller = admit(request)
-    const status = await jobs.status(own(request), caller.team.name, waitOf(takenParams(caller.target.params, ['wait'])) * 1000)
+    const status = await jobs.status(own(request), caller.team.name, waitOf(takenParams(caller.target.params, ['wait'])) * 1000, hangUpSignal(reply.raw))
+    // A caller that hung up while it waited has its access line (499) already: nothing to write.
+    if (reply.raw.destroyed) return reply
     // The team's, and changing as the job runs.
     return reply.header('cache-control', NOT_STORED).header('vary', STATUS_VARY).send(status)
   })
