@@ -26,6 +26,7 @@ export const CONSOLE_HTML = `<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
 <title>Report gateway: operations console</title>
+<link rel="icon" href="/console/icon.svg">
 <link rel="stylesheet" href="/console/uPlot.min.css">
 <link rel="stylesheet" href="/console/console.css">
 <script src="/console/uPlot.iife.min.js"></script>
@@ -116,6 +117,12 @@ export const CONSOLE_HTML = `<!doctype html>
 </body>
 </html>
 `
+
+/**
+ * The page's icon, named by the page: a browser then asks for no /favicon.ico, which the
+ * admin listener does not have (a 404 in the browser's console on every opening).
+ */
+export const CONSOLE_ICON = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#0969da"/><path d="M4 12V7m4 5V4m4 8V9" stroke="#fff" stroke-width="2" stroke-linecap="round"/></svg>'
 
 export const CONSOLE_CSS = `:root { color-scheme: light dark; --fg: #1b1f24; --bg: #ffffff; --muted: #57606a; --line: #d0d7de; --ok: #116329; --warn: #7d4e00; --bad: #a40e26; --focus: #0969da; }
 @media (prefers-color-scheme: dark) { :root { --fg: #e6edf3; --bg: #0d1117; --muted: #9da7b3; --line: #30363d; --ok: #56d364; --warn: #e3b341; --bad: #ff7b72; --focus: #58a6ff; } }

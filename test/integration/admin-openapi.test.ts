@@ -182,6 +182,7 @@ describe('the admin listener\'s OpenAPI document', () => {
       { what: 'readyz', method: 'GET', url: '/readyz', auth: false, status: 200 },
       { what: 'console', method: 'GET', url: '/console', auth: false, status: 200 },
       { what: 'console style', method: 'GET', url: '/console/console.css', auth: false, status: 200 },
+      { what: 'console icon', method: 'GET', url: '/console/icon.svg', auth: false, status: 200 },
       { what: 'no such console script', method: 'GET', url: '/console/nope.js', path: '/console/{file}', auth: false, status: 404 },
       { what: 'Swagger UI', method: 'GET', url: '/docs', auth: false, status: 200 },
       { what: 'the proxy\'s document', method: 'GET', url: '/docs/json', auth: false, status: 200 },

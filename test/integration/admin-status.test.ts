@@ -132,4 +132,15 @@ describe('GET /console', () => {
     expect(page.body).toMatch(/<script src="\/console\/uPlot\.iife\.min\.js"><\/script>/)
     for (const url of ['/console/console-assets.js', '/console/console-route.js', '/console/..%2Fapp.js', '/console/console-page.ts', '/console/uPlot.esm.js']) expect((await get(gw, url, null)).statusCode).toBe(404)
   })
+
+  it('names its icon, served under the same policy: a browser opening it asks for no /favicon.ico (a 404 in its console)', async () => {
+    const { gw } = await gateway()
+    const page = await get(gw, '/console', null)
+    const icon = /<link rel="icon" href="(\/console\/[^"]+)"/.exec(page.body)?.[1]
+    expect(icon).toBeDefined()
+    const answer = await get(gw, icon!, null)
+    expect(answer.statusCode).toBe(200)
+    expect(answer.headers['content-type']).toMatch(/^image\/svg\+xml/)
+    expect(answer.headers['content-security-policy']).toBe(page.headers['content-security-policy'])
+  })
 })

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import { NotFoundError } from '../../errors.js'
-import { CONSOLE_CSS, CONSOLE_HTML, CONSOLE_LIBRARY, CONSOLE_SCRIPTS, CONSOLE_SCRIPTS_DIR } from '../../console/console-assets.js'
+import { CONSOLE_CSS, CONSOLE_HTML, CONSOLE_ICON, CONSOLE_LIBRARY, CONSOLE_SCRIPTS, CONSOLE_SCRIPTS_DIR } from '../../console/console-assets.js'
 
 /**
  * What the browser may do with the console: its own scripts and style only, calls to
@@ -24,6 +24,7 @@ function secured(reply: FastifyReply, type: string): FastifyReply {
 export async function consoleRoutes(app: FastifyInstance, { scriptsDir = CONSOLE_SCRIPTS_DIR }: { scriptsDir?: string }): Promise<void> {
   app.get('/console', async (_request, reply) => secured(reply, 'text/html; charset=utf-8').send(CONSOLE_HTML))
   app.get('/console/console.css', async (_request, reply) => secured(reply, 'text/css; charset=utf-8').send(CONSOLE_CSS))
+  app.get('/console/icon.svg', async (_request, reply) => secured(reply, 'image/svg+xml').send(CONSOLE_ICON))
   for (const [file, { path, type }] of Object.entries(CONSOLE_LIBRARY)) {
     const body = await readFile(path, 'utf8')
     app.get(`/console/${file}`, async (_request, reply) => secured(reply, type).send(body))

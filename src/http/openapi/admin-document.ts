@@ -62,6 +62,7 @@ const PLAIN_ROUTES: Record<string, Json> = {
   },
   '/console': { tags: ['console'], operationId: 'getConsole', summary: 'The operations console (it asks for the admin token itself)', response: { 200: text('text/html', 'The page.') } },
   '/console/console.css': { tags: ['console'], operationId: 'getConsoleStyle', summary: 'The console\'s style', response: { 200: text('text/css', 'The style sheet.') } },
+  '/console/icon.svg': { tags: ['console'], operationId: 'getConsoleIcon', summary: 'The console\'s icon', response: { 200: text('image/svg+xml', 'The icon (SVG).') } },
   '/console/uPlot.iife.min.js': { tags: ['console'], operationId: 'getChartScript', summary: 'The console\'s chart library (uPlot)', response: { 200: text('text/javascript', 'The script.') } },
   '/console/uPlot.min.css': { tags: ['console'], operationId: 'getChartStyle', summary: 'The chart library\'s style', response: { 200: text('text/css', 'The style sheet.') } },
   '/console/:file': {
