@@ -55,7 +55,7 @@ export async function startSandboxGateway(opts: SandboxGatewayOptions = {}): Pro
   }
 }
 
-/** A valid `banner/create` body for the sandbox: a paused campaign of account `userId`, `fields` over the defaults. */
+/** A valid `banner/create` body for the sandbox: a paused campaign of account `userId` showing a creative set of its own (its first campaign's), `fields` over the defaults. */
 export function newCampaign(userId: number, fields: Partial<NewCampaign> = {}): NewCampaign {
   return {
     userId,
@@ -67,9 +67,14 @@ export function newCampaign(userId: number, fields: Partial<NewCampaign> = {}): 
     country: 'KE',
     bid: 1.5,
     budget: { daily: 10, total: 100 },
-    creativeSetIds: [1],
+    creativeSetIds: [creativeSetOf(userId)],
     ...fields,
   }
+}
+
+/** The creative set of account `userId`'s first generated campaign in the sandbox (catalog.ts). */
+export function creativeSetOf(userId: number): number {
+  return (userId * 1000 + 1) * 10 + 1
 }
 
 export interface RawResponse {

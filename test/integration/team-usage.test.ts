@@ -16,7 +16,7 @@ import { rawHttp, rawRequest, type RawResponse } from '../helpers/sandbox-gatewa
 const ADMIN_TOKEN = 'usage-admin-token-00000000000000'
 const ALICE_TOKEN = 'usage-alice-token-11111111111111'
 const REPORT = (advertiser: number) => `/api/v1/report/campaigns/get?advertiserId=${advertiser}&dateFrom=2026-01-01&dateTo=2026-01-03`
-const CAMPAIGN = { userId: 101, name: 'Usage test', adDomain: 'example.com', clickUrl: 'https://example.com/x', dates: { from: '2026-03-01', to: '2026-03-31' }, country: 'KE', bid: 0.5, budget: { daily: 10, total: 100 }, creativeSetIds: [1] }
+const CAMPAIGN = { userId: 101, name: 'Usage test', adDomain: 'example.com', clickUrl: 'https://example.com/x', dates: { from: '2026-03-01', to: '2026-03-31' }, country: 'KE', bid: 0.5, budget: { daily: 10, total: 100 }, creativeSetIds: [1010011] }
 
 const sandbox = useSandbox()
 const redis = useRedis()
