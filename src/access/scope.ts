@@ -6,13 +6,16 @@ import { assertMayUseAccount } from './team-auth.js'
 
 // The platform reads accounts from `advertiserId` and `userId`, and (Laravel) merges
 // query, JSON and form input; any of them anywhere in a call can name an account, so
-// all are checked, nested ones and arrays included. Campaign ids likewise. A query or
+// all are checked, nested ones and arrays included. Campaign and creative set ids
+// likewise. A query or
 // form parameter names the variable PHP stores it under (`userId[]x` is `userId[0]`);
 // a JSON key is read as itself, and as an array name too.
 const ACCOUNT_VARIABLES = new Set(['advertiserId', 'userId'])
 const CAMPAIGN_VARIABLES = new Set(['campaignIds', 'campaignId'])
+const CREATIVE_SET_VARIABLES = new Set(['creativeSetIds', 'creativeSetId'])
 const ACCOUNT_FIELD = /^(advertiserId|userId)(\[.*\])?$/
 const CAMPAIGN_FIELD = /^(campaignIds|campaignId)(\[.*\])?$/
+const CREATIVE_SET_FIELD = /^(creativeSetIds|creativeSetId)(\[.*\])?$/
 const ID = /^\d{1,15}$/
 // A segment a database could read as a number: MySQL compares `102001abc` or `+102001`
 // with an integer id as 102001.
@@ -24,6 +27,8 @@ export interface NamedInCall {
   accounts: unknown[]
   /** Campaign ids, wherever they stand (query, body, path). */
   campaigns: number[]
+  /** Creative set ids (`creativeSetIds`, as banner/create takes them), wherever they stand. */
+  creativeSets: number[]
   /** Whether the call names an account where the platform reads it (see `namedInCall`). */
   placed: boolean
 }
@@ -51,20 +56,21 @@ const REPORT_PATH = '/api/v1/report/'
  */
 export function namedInCall(method: string, target: RequestTarget, body: CheckedBody | null, campaignPaths: readonly RegExp[]): NamedInCall {
   const queryAccounts = fieldValues(target.params, ACCOUNT_VARIABLES)
-  const bodyAccounts: unknown[] = []
-  const bodyCampaigns: unknown[] = []
-  if (body?.kind === 'json') collectJson(body.value, bodyAccounts, bodyCampaigns)
+  const inBody: Collected = { accounts: [], campaigns: [], creativeSets: [] }
+  if (body?.kind === 'json') collectJson(body.value, inBody)
   else if (body?.kind === 'form') {
-    bodyAccounts.push(...fieldValues(body.params, ACCOUNT_VARIABLES))
-    bodyCampaigns.push(...fieldValues(body.params, CAMPAIGN_VARIABLES))
+    inBody.accounts.push(...fieldValues(body.params, ACCOUNT_VARIABLES))
+    inBody.campaigns.push(...fieldValues(body.params, CAMPAIGN_VARIABLES))
+    inBody.creativeSets.push(...fieldValues(body.params, CREATIVE_SET_VARIABLES))
   }
-  const campaigns = [...fieldValues(target.params, CAMPAIGN_VARIABLES), ...bodyCampaigns].map(campaignId)
+  const campaigns = [...fieldValues(target.params, CAMPAIGN_VARIABLES), ...inBody.campaigns].map(campaignId)
   const inPath = pathCampaign(target.path, campaignPaths)
   if (inPath !== null) campaigns.push(inPath, ...routeIdInputs(target, body).map(campaignId))
   const bodyless = method === 'GET' || method === 'HEAD' || method === 'DELETE'
   return {
-    accounts: [...queryAccounts, ...bodyAccounts],
+    accounts: [...queryAccounts, ...inBody.accounts],
     campaigns,
+    creativeSets: [...fieldValues(target.params, CREATIVE_SET_VARIABLES), ...inBody.creativeSets].map(creativeSetId),
     placed: bodyless ? target.params.some(([name]) => QUERY_ACCOUNT.has(name)) : placedInBody(target.path, body),
   }
 }
@@ -142,7 +148,14 @@ function fieldValues(params: readonly Pair[], variables: ReadonlySet<string>): s
   return found
 }
 
-function collectJson(root: unknown, accounts: unknown[], campaigns: unknown[]): void {
+/** The values of a body's fields that name accounts, campaigns and creative sets. */
+interface Collected {
+  accounts: unknown[]
+  campaigns: unknown[]
+  creativeSets: unknown[]
+}
+
+function collectJson(root: unknown, found: Collected): void {
   const pending: unknown[] = [root]
   while (pending.length > 0) {
     const node = pending.pop()
@@ -150,11 +163,11 @@ function collectJson(root: unknown, accounts: unknown[], campaigns: unknown[]): 
       for (const item of node) pending.push(item)
     } else if (typeof node === 'object' && node !== null) {
       for (const [key, value] of Object.entries(node)) {
-        const into = ACCOUNT_FIELD.test(key) ? accounts : CAMPAIGN_FIELD.test(key) ? campaigns : null
+        const into = ACCOUNT_FIELD.test(key) ? found.accounts : CAMPAIGN_FIELD.test(key) ? found.campaigns : CREATIVE_SET_FIELD.test(key) ? found.creativeSets : null
         if (into === null) pending.push(value)
         // An empty list names no account, and Laravel reads it as blank (`filled()`, `?:`):
         // kept whole, as a value that is no account, so that it is refused and places nothing.
-        else if (Array.isArray(value) && (value.length > 0 || into !== accounts)) into.push(...(value as unknown[]))
+        else if (Array.isArray(value) && (value.length > 0 || into !== found.accounts)) into.push(...(value as unknown[]))
         else into.push(value)
       }
     }
@@ -162,9 +175,17 @@ function collectJson(root: unknown, accounts: unknown[], campaigns: unknown[]): 
 }
 
 function campaignId(value: unknown): number {
+  return objectId('campaign id', value)
+}
+
+function creativeSetId(value: unknown): number {
+  return objectId('creative set id', value)
+}
+
+function objectId(what: string, value: unknown): number {
   if (typeof value === 'number' && Number.isSafeInteger(value) && value > 0) return value
   if (typeof value === 'string' && ID.test(value) && Number(value) > 0) return Number(value)
-  throw new BadRequestError(`campaign id: must be a positive integer (${JSON.stringify(value)?.slice(0, 64)})`)
+  throw new BadRequestError(`${what}: must be a positive integer (${JSON.stringify(value)?.slice(0, 64)})`)
 }
 
 function toAccountId(value: unknown): number | null {

@@ -129,6 +129,13 @@ export const ConfigSchema = Type.Object(
         campaignPaths: Type.Array(
           Type.String({ pattern: '^/api/v1/.*\\{id\\}', description: 'a path under /api/v1/ with an {id} segment, e.g. /api/v1/campaign/banner/delete/{id}' }),
         ),
+        creativeSets: Type.Object(
+          {
+            check: Type.Union(['refuse', 'lookup', 'pass'].map((c) => Type.Literal(c)), { description: 'what a scoped team\'s call naming creative sets (creativeSetIds) gets: refuse (403), lookup (each set\'s account read from listPath), pass (sent unchecked)' }),
+            listPath: Nullable(Type.String({ pattern: '^/api/v1/', description: 'the platform\'s list of an account\'s creative sets, called as ownership.listPath is (check: lookup)' })),
+          },
+          { additionalProperties: false },
+        ),
       },
       { additionalProperties: false },
     ),

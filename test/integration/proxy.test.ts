@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
-import { KEYS, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
+import { KEYS, testConfig } from '../helpers/build-gateway.js'
 import { useGateway, useSandbox } from '../helpers/fixtures.js'
-import { newCampaign, rawHttp, rawRequest as sendRaw } from '../helpers/sandbox-gateway.js'
+import { newCampaign, rawHttp, rawRequest as sendRaw, SANDBOX_TEAMS_YAML } from '../helpers/sandbox-gateway.js'
 import { waitFor } from '../helpers/wait.js'
 
 // Contract, "Calling it" and "Errors", for everything under /api/v1/ that is not a
@@ -21,7 +21,7 @@ const gw = useGateway(
       { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken, PLATFORM_TOKEN_URL: TOKEN_URL_PATH },
       // The whole call, connecting included: short, but not so short that a cold first
       // call on a loaded machine misses it.
-      `${TEAMS_YAML}\nplatform: { timeout: 1500ms }\n`,
+      `${SANDBOX_TEAMS_YAML}\nplatform: { timeout: 1500ms }\n`,
     ),
   { listen: true },
 )

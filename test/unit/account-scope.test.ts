@@ -18,7 +18,7 @@ function named(method: string, url: string, body: ReturnType<typeof json> | null
 describe('namedInCall', () => {
   it('reads a GET or DELETE account from the query only', () => {
     expect(named('GET', '/api/v1/report/campaigns/get?advertiserId=101')).toMatchObject({ accounts: ['101'], placed: true })
-    expect(named('DELETE', '/api/v1/campaign/banner/delete/101001?userId=101')).toEqual({ accounts: ['101'], campaigns: [101001], placed: true })
+    expect(named('DELETE', '/api/v1/campaign/banner/delete/101001?userId=101')).toEqual({ accounts: ['101'], campaigns: [101001], creativeSets: [], placed: true })
     expect(named('DELETE', '/api/v1/campaign/banner/delete/101001').placed).toBe(false)
   })
 
@@ -51,7 +51,16 @@ describe('namedInCall', () => {
 
   it('counts campaign ids in a body as naming their owners', () => {
     const report = named('POST', '/api/v1/report/campaigns/get', json({ campaignIds: [102001, '102002'], dateFrom: '2026-01-01' }))
-    expect(report).toEqual({ accounts: [], campaigns: [102001, 102002], placed: true })
+    expect(report).toEqual({ accounts: [], campaigns: [102001, 102002], creativeSets: [], placed: true })
+  })
+
+  it('finds creative set ids wherever Laravel reads them: the body at any depth, a form, the query', () => {
+    const create = '/api/v1/campaign/banner/create'
+    expect(named('POST', create, json({ userId: 101, creativeSetIds: [1020011, '1010011'] })).creativeSets).toEqual([1020011, 1010011])
+    expect(named('POST', `${create}?creativeSetIds[]=7`, json({ userId: 101, a: [{ creativeSetId: 8 }] })).creativeSets.sort()).toEqual([7, 8])
+    expect(named('POST', create, parseFormBody(Buffer.from('userId=101&creativeSetIds[0]=9'), LIMITS)).creativeSets).toEqual([9])
+    expect(named('POST', create, json({ userId: 101, creativeSetIds: [] })).creativeSets).toEqual([])
+    expect(() => named('POST', create, json({ userId: 101, creativeSetIds: { a: 1020011 } }))).toThrow('creative set id: must be a positive integer')
   })
 
   it('finds accounts and campaign ids at any depth and in bracketed names', () => {
