@@ -5,7 +5,7 @@ import { BadRequestError, ForbiddenError, NotFoundError, PayloadTooLargeError, R
 import type { Metrics } from '../observe/metrics.js'
 import type { TokenProvider } from '../platform/tokens/token-provider.js'
 import type { TokenRegistry } from '../platform/tokens/token-registry.js'
-import { assertAccounts, campaignPathPatterns, namedInCall, type NamedInCall } from './scope.js'
+import { assertAccounts, namedInCall, placementsOf, type NamedInCall, type Placements } from './scope.js'
 import { assertMayCall, type Identity, type TeamDirectory } from './team-auth.js'
 import type { KnownTarget, KnownUrl, KnownUrls } from './known-urls.js'
 import type { RateDecision, RateLimiter } from './rate-limit.js'
@@ -84,7 +84,7 @@ const BODYLESS = new Set(['GET', 'HEAD', 'DELETE'])
 export class Admission {
   readonly #ctx: AdmissionParts
   readonly #blockedPaths: Set<string>
-  readonly #campaignPaths: RegExp[]
+  readonly #placements: Placements
   readonly #known: KnownUrls<unknown>
 
   constructor(ctx: AdmissionParts, known: KnownUrls<unknown>) {
@@ -95,7 +95,7 @@ export class Admission {
       config.credentials.default?.baseUrl ?? config.platform.baseUrl,
       Object.values(config.credentials).flatMap((c) => (c.login ? [c.login.tokenUrl] : [])).concat(config.platform.tokenUrl),
     )
-    this.#campaignPaths = campaignPathPatterns(config.ownership.campaignPaths)
+    this.#placements = placementsOf(config.ownership)
   }
 
   /** The checked target of `url` (400/404); `seen`: what the memo keeps of it, looked up already. */
@@ -144,7 +144,7 @@ export class Admission {
       () => {
         const known: KnownTarget = { target }
         // Worked out now, so that the size counted is the size kept.
-        if (BODYLESS.has(method)) known.bodyless = namedInCall('GET', known.target, null, this.#campaignPaths)
+        if (BODYLESS.has(method)) known.bodyless = namedInCall('GET', known.target, null, this.#placements)
         return known
       },
       form,
@@ -282,6 +282,9 @@ export class Admission {
    */
   checkAccounts(method: string, team: TeamConfig, named: NamedInCall): number[] {
     const accounts = assertAccounts(team, named.accounts)
+    if (named.unknownRoute !== null) {
+      throw new ForbiddenError(`team ${team.name} is limited to some advertisers, and the gateway does not know where ${named.unknownRoute} reads its account: ask for the route to be listed in ownership.accountRoutes`)
+    }
     // A set id does not say whose it is, and the platform lets a parent's token attach any
     // child's set to any child's campaign: with no list to look it up in, none is let through.
     const { check } = this.#ctx.config.ownership.creativeSets
@@ -308,10 +311,10 @@ export class Admission {
   named(method: string, call: { body?: CheckedBody | null; target: RequestTarget }, known?: KnownTarget): NamedInCall {
     const body = call.body ?? null
     if (body === null && known && BODYLESS.has(method)) {
-      known.bodyless ??= namedInCall('GET', known.target, null, this.#campaignPaths)
+      known.bodyless ??= namedInCall('GET', known.target, null, this.#placements)
       return known.bodyless
     }
-    return namedInCall(method, call.target, body, this.#campaignPaths)
+    return namedInCall(method, call.target, body, this.#placements)
   }
 }
 

@@ -1,4 +1,5 @@
 import type { TeamConfig } from '../config.js'
+import type { AccountField } from '../config/normalize.js'
 import { BadRequestError, ForbiddenError } from '../errors.js'
 import type { CheckedBody } from './request-body.js'
 import { phpVariable, type Pair, type RequestTarget } from './request-target.js'
@@ -31,11 +32,23 @@ export interface NamedInCall {
   creativeSets: number[]
   /** Whether the call names an account where the platform reads it (see `namedInCall`). */
   placed: boolean
+  /** The call's path when the gateway does not know where its route reads the account; else null. */
+  unknownRoute: string | null
 }
 
-/** Compiled `ownership.campaignPaths`: each matches a path and captures its campaign id. */
-export function campaignPathPatterns(paths: readonly string[]): RegExp[] {
-  return paths.map((p) => new RegExp(`^${p.split('{id}').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('(\\d+)')}/?$`))
+/** Where the gateway knows routes to read their accounts (config `ownership`), compiled. */
+export interface Placements {
+  /** `ownership.campaignPaths`: each matches a path and captures its campaign id. */
+  campaignPaths: RegExp[]
+  /** `ownership.accountRoutes`: each route's account field, by its path. */
+  accountRoutes: ReadonlyMap<string, AccountField>
+}
+
+export function placementsOf(ownership: { campaignPaths: readonly string[]; accountRoutes: readonly { path: string; field: AccountField }[] }): Placements {
+  return {
+    campaignPaths: ownership.campaignPaths.map((p) => new RegExp(`^${p.split('{id}').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('(\\d+)')}/?$`)),
+    accountRoutes: new Map(ownership.accountRoutes.map((r) => [r.path, r.field])),
+  }
 }
 
 // Where the platform reads the account: a body-less call's query (`advertiserId` or
@@ -43,7 +56,10 @@ export function campaignPathPatterns(paths: readonly string[]): RegExp[] {
 // its top-level `campaignIds` instead, and no account field (a report without campaigns
 // may be one of every campaign of the parent's token). Anywhere else (a nested `userId`,
 // `advertiserId` in a campaign list's body, `userId[]`), the platform falls back to the
-// parent account.
+// parent account. So do the routes of `ownership.accountRoutes` that name the other field
+// of the two: each is placed by its own field only. A route that is none of these (not a
+// report, a campaign path or a listed route) may read either name, or none, and is placed
+// by nothing.
 const QUERY_ACCOUNT = new Set(['advertiserId', 'userId'])
 const BODY_ACCOUNT = 'userId'
 const REPORT_CAMPAIGNS = 'campaignIds'
@@ -54,7 +70,7 @@ const REPORT_PATH = '/api/v1/report/'
  * it names its account where the platform reads it (`placed`): a call that does not
  * would act on the parent account.
  */
-export function namedInCall(method: string, target: RequestTarget, body: CheckedBody | null, campaignPaths: readonly RegExp[]): NamedInCall {
+export function namedInCall(method: string, target: RequestTarget, body: CheckedBody | null, placements: Placements): NamedInCall {
   const queryAccounts = fieldValues(target.params, ACCOUNT_VARIABLES)
   const inBody: Collected = { accounts: [], campaigns: [], creativeSets: [] }
   if (body?.kind === 'json') collectJson(body.value, inBody)
@@ -64,14 +80,18 @@ export function namedInCall(method: string, target: RequestTarget, body: Checked
     inBody.creativeSets.push(...fieldValues(body.params, CREATIVE_SET_VARIABLES))
   }
   const campaigns = [...fieldValues(target.params, CAMPAIGN_VARIABLES), ...inBody.campaigns].map(campaignId)
-  const inPath = pathCampaign(target.path, campaignPaths)
+  const inPath = pathCampaign(target.path, placements.campaignPaths)
   if (inPath !== null) campaigns.push(inPath, ...routeIdInputs(target, body).map(campaignId))
   const bodyless = method === 'GET' || method === 'HEAD' || method === 'DELETE'
+  const listed = placements.accountRoutes.get(target.path.length > 1 && target.path.endsWith('/') ? target.path.slice(0, -1) : target.path)
+  const known = listed !== undefined || inPath !== null || target.path.startsWith(REPORT_PATH)
+  const fields = listed === undefined ? QUERY_ACCOUNT : new Set([listed])
   return {
     accounts: [...queryAccounts, ...inBody.accounts],
     campaigns,
     creativeSets: [...fieldValues(target.params, CREATIVE_SET_VARIABLES), ...inBody.creativeSets].map(creativeSetId),
-    placed: bodyless ? target.params.some(([name]) => QUERY_ACCOUNT.has(name)) : placedInBody(target.path, body),
+    placed: known && (bodyless ? target.params.some(([name]) => fields.has(name)) : placedInBody(target.path, body, listed ?? BODY_ACCOUNT)),
+    unknownRoute: known ? null : target.path,
   }
 }
 
@@ -92,13 +112,13 @@ function routeIdInputs(target: RequestTarget, body: CheckedBody | null): unknown
   return found
 }
 
-function placedInBody(path: string, body: CheckedBody | null): boolean {
+function placedInBody(path: string, body: CheckedBody | null, field: string): boolean {
   const report = path.startsWith(REPORT_PATH)
-  if (body?.kind === 'form') return !report && body.params.some(([name]) => name === BODY_ACCOUNT)
+  if (body?.kind === 'form') return !report && body.params.some(([name]) => name === field)
   if (body?.kind !== 'json' || typeof body.value !== 'object' || body.value === null || Array.isArray(body.value)) return false
   const top = body.value as Record<string, unknown>
   if (report) return Array.isArray(top[REPORT_CAMPAIGNS]) && top[REPORT_CAMPAIGNS].length > 0
-  return Object.hasOwn(top, BODY_ACCOUNT)
+  return Object.hasOwn(top, field)
 }
 
 /** Every named account must be a positive integer the team may use; returns them. */

@@ -167,6 +167,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       refreshMinIntervalMs: parseDuration(raw.ownership.refreshMinInterval),
       fields: raw.ownership.fields,
       campaignPaths: raw.ownership.campaignPaths,
+      accountRoutes: raw.ownership.accountRoutes as { path: string; field: AccountField }[],
       creativeSets: creativeSetCheck(raw.ownership.creativeSets, problems),
     },
     gatewaySecret: raw.gatewaySecret ?? null,
@@ -427,6 +428,9 @@ function isValidTimeZone(tz: string): boolean {
     return false
   }
 }
+
+/** The field a route reads its account from (ownership.accountRoutes). */
+export type AccountField = 'advertiserId' | 'userId'
 
 /** How a scoped team's creative sets are checked: refused, passed, or looked up at `listPath`. */
 export type CreativeSetCheck = { check: 'refuse' | 'pass'; listPath: null } | { check: 'lookup'; listPath: string }
