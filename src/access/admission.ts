@@ -285,8 +285,8 @@ export class Admission {
     if (named.unknownRoute !== null) {
       throw new ForbiddenError(`team ${team.name} is limited to some advertisers, and the gateway does not know where ${named.unknownRoute} reads its account: ask for the route to be listed in ownership.accountRoutes`)
     }
-    // A set id does not say whose it is, and the platform lets a parent's token attach any
-    // child's set to any child's campaign: with no list to look it up in, none is let through.
+    // A set id does not say whose it is, and a platform may let a parent's token attach one
+    // child's set to another child's campaign: with no list to look it up in, none is let through.
     const { check } = this.#ctx.config.ownership.creativeSets
     if (named.creativeSets.length > 0 && check === 'refuse') {
       throw new ForbiddenError(`team ${team.name} may not name creative sets (creative set ${named.creativeSets[0]}): the gateway cannot tell whose they are (ownership.creativeSets.check: refuse)`)

@@ -8,9 +8,8 @@ import { assertMayUseAccount } from './team-auth.js'
 // The platform reads accounts from `advertiserId` and `userId`, and (Laravel) merges
 // query, JSON and form input; any of them anywhere in a call can name an account, so
 // all are checked, nested ones and arrays included. Campaign and creative set ids
-// likewise. A query or
-// form parameter names the variable PHP stores it under (`userId[]x` is `userId[0]`);
-// a JSON key is read as itself, and as an array name too.
+// likewise. A query or form parameter names the variable PHP stores it under (`userId[]x`
+// is `userId[0]`); a JSON key is read as itself, and as an array name too.
 const ACCOUNT_VARIABLES = new Set(['advertiserId', 'userId'])
 const CAMPAIGN_VARIABLES = new Set(['campaignIds', 'campaignId'])
 const CREATIVE_SET_VARIABLES = new Set(['creativeSetIds', 'creativeSetId'])
