@@ -20,10 +20,10 @@ export const HOT_PATHS = new Set(HOT)
 // The writer creates campaigns of account 100, whose reports nobody reads: the reports of
 // 101-103 stay what a pristine sandbox of the same seed answers.
 export const WRITER_ACCOUNT = 100
-/** The n-th campaign the writer team creates: a month of its own, a budget that grows. */
+/** The n-th campaign the writer team creates: a month of its own, a budget that grows, its account's first creative set (the sandbox's catalog). */
 const campaign = (n) => {
   const month = `2027-${String(1 + (n % 12)).padStart(2, '0')}`
-  return { userId: WRITER_ACCOUNT, name: `Soak ${n}`, adDomain: 'example.com', clickUrl: `https://example.com/soak/${n}`, dates: { from: `${month}-01`, to: `${month}-28` }, country: 'US', bid: 0.5, budget: { daily: 10, total: 100 + n }, creativeSetIds: [1] }
+  return { userId: WRITER_ACCOUNT, name: `Soak ${n}`, adDomain: 'example.com', clickUrl: `https://example.com/soak/${n}`, dates: { from: `${month}-01`, to: `${month}-28` }, country: 'US', bid: 0.5, budget: { daily: 10, total: 100 + n }, creativeSetIds: [(WRITER_ACCOUNT * 1000 + 1) * 10 + 1] }
 }
 
 // One cycle of 20 requests: 9 hits, 3 misses, 4 from the rate-limited team, 2 bad, 1 write, 1 proxied read.

@@ -159,6 +159,9 @@ async function main() {
       `  reader: { keys: ["${hashApiKey(KEYS.reader)}"], advertisers: ["*"] }`,
       `  writer: { keys: ["${hashApiKey(KEYS.writer)}"], advertisers: [${WRITER_ACCOUNT}], write: true }`,
       `  limited: { keys: ["${hashApiKey(KEYS.limited)}"], advertisers: ["*"], rateLimit: { max: ${LIMIT.max}, window: ${LIMIT.window} } }`,
+      // The writer's creative sets are looked up where the sandbox lists them.
+      'ownership:',
+      '  creativeSets: { check: lookup, listPath: /api/v1/creative-set/get }',
       // A hung platform call ends within 5 s, before the client gives up (10 s).
       ...(CHAOS ? ['platform:', '  timeout: 5s'] : []),
       '',

@@ -5,7 +5,7 @@ import type { Config, LoadOptions } from './config.js'
 import type { GatewayContext } from './http/context.js'
 import { replicaHistory, replicaState } from './http/admin/cluster-route.js'
 import type { TeamReloader } from './access/team-reload.js'
-import { CampaignOwners } from './access/campaign-owners.js'
+import { CampaignOwners, creativeSetOwners } from './access/campaign-owners.js'
 import { TokenStore } from './platform/tokens/token-store.js'
 import { newReplicaId, Replicas } from './observe/replicas.js'
 import { KeyUse } from './observe/key-use.js'
@@ -119,6 +119,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     lifecycle: { phase: 'starting' },
     build, clock, governors, answers, tracing,
     campaignOwners: new CampaignOwners({ config, client, redis, breaker, now: () => clock.now() }),
+    creativeSetOwners: creativeSetOwners({ config, client, redis, breaker, now: () => clock.now() }),
   }
   const tokenStore = new TokenStore({ ...ctx, replica: replicaId })
   // Redis answering again (the circuit closed, a new connection): the purges announced

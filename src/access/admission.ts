@@ -5,7 +5,7 @@ import { BadRequestError, ForbiddenError, NotFoundError, PayloadTooLargeError, R
 import type { Metrics } from '../observe/metrics.js'
 import type { TokenProvider } from '../platform/tokens/token-provider.js'
 import type { TokenRegistry } from '../platform/tokens/token-registry.js'
-import { assertAccounts, campaignPathPatterns, namedInCall, type NamedInCall } from './scope.js'
+import { assertAccounts, namedInCall, placementsOf, type NamedInCall, type Placements } from './scope.js'
 import { assertMayCall, type Identity, type TeamDirectory } from './team-auth.js'
 import type { KnownTarget, KnownUrl, KnownUrls } from './known-urls.js'
 import type { RateDecision, RateLimiter } from './rate-limit.js'
@@ -69,6 +69,8 @@ export interface AdmissionParts {
   metrics: Metrics
   tokens: TokenRegistry
   campaignOwners: CampaignOwners
+  /** The owners of creative sets, from their list; null unless `ownership.creativeSets.check` is `lookup`. */
+  creativeSetOwners: CampaignOwners | null
 }
 
 const BODYLESS = new Set(['GET', 'HEAD', 'DELETE'])
@@ -82,7 +84,7 @@ const BODYLESS = new Set(['GET', 'HEAD', 'DELETE'])
 export class Admission {
   readonly #ctx: AdmissionParts
   readonly #blockedPaths: Set<string>
-  readonly #campaignPaths: RegExp[]
+  readonly #placements: Placements
   readonly #known: KnownUrls<unknown>
 
   constructor(ctx: AdmissionParts, known: KnownUrls<unknown>) {
@@ -93,7 +95,7 @@ export class Admission {
       config.credentials.default?.baseUrl ?? config.platform.baseUrl,
       Object.values(config.credentials).flatMap((c) => (c.login ? [c.login.tokenUrl] : [])).concat(config.platform.tokenUrl),
     )
-    this.#campaignPaths = campaignPathPatterns(config.ownership.campaignPaths)
+    this.#placements = placementsOf(config.ownership)
   }
 
   /** The checked target of `url` (400/404); `seen`: what the memo keeps of it, looked up already. */
@@ -142,7 +144,7 @@ export class Admission {
       () => {
         const known: KnownTarget = { target }
         // Worked out now, so that the size counted is the size kept.
-        if (BODYLESS.has(method)) known.bodyless = namedInCall('GET', known.target, null, this.#campaignPaths)
+        if (BODYLESS.has(method)) known.bodyless = namedInCall('GET', known.target, null, this.#placements)
         return known
       },
       form,
@@ -264,15 +266,13 @@ export class Admission {
     // Set before the check, so that a refusal's access line names the account asked.
     caller.advertisers = named.accounts
     caller.accounts = this.checkAccounts(method, team, named)
-    if (named.campaigns.length === 0) return
-    const ids = [...new Set(named.campaigns)]
     // The lookups are the gateway's own calls (GATEWAY_TEAM): one list serves every team,
     // so they are not charged to this team's usage or rate limit beyond this request,
     // which the limit counted already. They are bounded per advertiser by ownership.ttl
     // and refreshMinInterval, and the team can name only its own advertisers.
-    caller.campaignOwners = await this.#ctx.campaignOwners.ownersAmong(caller.provider, team.advertisers, ids)
-    const foreign = ids.find((id) => !caller.campaignOwners.has(id))
-    if (foreign !== undefined) throw new ForbiddenError(`team ${team.name} may not use campaign ${foreign}`)
+    if (named.campaigns.length > 0) caller.campaignOwners = await ownedAmong(this.#ctx.campaignOwners, caller, team.advertisers, named.campaigns, 'campaign')
+    const sets = this.#ctx.creativeSetOwners
+    if (named.creativeSets.length > 0 && sets !== null) await ownedAmong(sets, caller, team.advertisers, named.creativeSets, 'creative set')
   }
 
   /**
@@ -282,6 +282,15 @@ export class Admission {
    */
   checkAccounts(method: string, team: TeamConfig, named: NamedInCall): number[] {
     const accounts = assertAccounts(team, named.accounts)
+    if (named.unknownRoute !== null) {
+      throw new ForbiddenError(`team ${team.name} is limited to some advertisers, and the gateway does not know where ${named.unknownRoute} reads its account: ask for the route to be listed in ownership.accountRoutes`)
+    }
+    // A set id does not say whose it is, and a platform may let a parent's token attach one
+    // child's set to another child's campaign: with no list to look it up in, none is let through.
+    const { check } = this.#ctx.config.ownership.creativeSets
+    if (named.creativeSets.length > 0 && check === 'refuse') {
+      throw new ForbiddenError(`team ${team.name} may not name creative sets (creative set ${named.creativeSets[0]}): the gateway cannot tell whose they are (ownership.creativeSets.check: refuse)`)
+    }
     // The platform falls back to the parent account when a call names none where it
     // reads it (`{}` or no body on campaign/get): a scoped team must name its account.
     if (!named.placed) {
@@ -290,20 +299,32 @@ export class Admission {
     return accounts
   }
 
-  /** A scoped team's write went through: the campaign lists of its accounts may have changed. */
+  /** A scoped team's write went through: the campaign and creative set lists of its accounts may have changed. */
   written(caller: Caller): void {
-    for (const account of caller.accounts) this.#ctx.campaignOwners.written(caller.provider, account)
+    for (const account of caller.accounts) {
+      this.#ctx.campaignOwners.written(caller.provider, account)
+      this.#ctx.creativeSetOwners?.written(caller.provider, account)
+    }
   }
 
   /** What the call names; for a body-less call worked out once per target. */
   named(method: string, call: { body?: CheckedBody | null; target: RequestTarget }, known?: KnownTarget): NamedInCall {
     const body = call.body ?? null
     if (body === null && known && BODYLESS.has(method)) {
-      known.bodyless ??= namedInCall('GET', known.target, null, this.#campaignPaths)
+      known.bodyless ??= namedInCall('GET', known.target, null, this.#placements)
       return known.bodyless
     }
-    return namedInCall(method, call.target, body, this.#campaignPaths)
+    return namedInCall(method, call.target, body, this.#placements)
   }
+}
+
+/** The owner, among `advertisers`, of each of `ids` (`what`s); 403 naming the first none of them owns. */
+async function ownedAmong(owners: CampaignOwners, caller: Caller, advertisers: Iterable<number>, ids: readonly number[], what: string): Promise<Map<number, number>> {
+  const unique = [...new Set(ids)]
+  const found = await owners.ownersAmong(caller.provider, advertisers, unique)
+  const foreign = unique.find((id) => !found.has(id))
+  if (foreign !== undefined) throw new ForbiddenError(`team ${caller.team.name} may not use ${what} ${foreign}`)
+  return found
 }
 
 export function hasBody(headers: IncomingHttpHeaders): boolean {

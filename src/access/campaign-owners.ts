@@ -18,18 +18,29 @@ interface CampaignList {
   fetchedAt: number
 }
 
+/** A list of an account's objects other than its campaigns, read as the campaign list is. */
+export interface OwnedList {
+  /** What it is (`creative set list`): in errors, and (dashed) in its Redis keys. */
+  name: string
+  path: string
+}
+
 export interface CampaignOwnersDeps {
   config: Config
   client: PlatformClient
   redis: RedisClient | null
   breaker: RedisBreaker | null
   now?: () => number
+  /** Absent: the campaign list (`ownership.listPath`). */
+  list?: OwnedList
 }
 
 /**
  * Which advertiser owns a campaign: a campaign id does not say whose it is,
  * and a parent token reads every child's campaigns by id. Learned from the platform's
  * campaign list, one advertiser at a time, kept in memory and in Redis for `ttl`.
+ * Given another list (`list`: an account's creative sets), the owners of its objects,
+ * learned the same way with the same settings (`ownership`).
  */
 export class CampaignOwners {
   readonly #d: CampaignOwnersDeps
@@ -39,10 +50,18 @@ export class CampaignOwners {
   // Lists a successful write may have changed: their next unknown id reloads at once.
   readonly #written = new Set<string>()
 
+  readonly #name: string
+  readonly #path: string
+  readonly #keyPart: string
+
   constructor(deps: CampaignOwnersDeps) {
     this.#d = deps
     this.#now = deps.now ?? systemClock.now
     this.#lists = new LRUCache({ max: LISTS_IN_MEMORY })
+    this.#name = deps.list?.name ?? 'campaign list'
+    this.#path = deps.list?.path ?? deps.config.ownership.listPath
+    // The campaign lists keep the keys they always had; another list's carry its name.
+    this.#keyPart = deps.list ? `${deps.list.name.replaceAll(' ', '-')}:` : ''
   }
 
   /**
@@ -68,7 +87,7 @@ export class CampaignOwners {
    * team can act on a campaign it has just made.
    */
   written(provider: TokenProvider, advertiser: number): void {
-    this.#written.add(`${provider.name}:${advertiser}`)
+    this.#written.add(`${this.#keyPart}${provider.name}:${advertiser}`)
   }
 
   #match(candidates: number[], lists: CampaignList[], ids: readonly number[], owners: Map<number, number>): void {
@@ -82,7 +101,7 @@ export class CampaignOwners {
   // (GATEWAY_TEAM in usage and in the governor), not the team's that asked first.
   async #list(provider: TokenProvider, advertiser: number, reload: boolean): Promise<CampaignList> {
     const { ttlMs, refreshMinIntervalMs } = this.#d.config.ownership
-    const key = `${provider.name}:${advertiser}`
+    const key = `${this.#keyPart}${provider.name}:${advertiser}`
     const now = this.#now()
     const known = this.#lists.get(key)
     const floor = reload ? (this.#written.has(key) ? 0 : refreshMinIntervalMs) : ttlMs
@@ -102,20 +121,21 @@ export class CampaignOwners {
   }
 
   async #fetch(provider: TokenProvider, advertiser: number): Promise<Set<number>> {
-    const { listPath, perPage, maxPages, fields } = this.#d.config.ownership
+    const { perPage, maxPages, fields } = this.#d.config.ownership
+    const what = `${this.#name} of advertiser ${advertiser}`
     const ids = new Set<number>()
     for (let page = 1, last = 1; page <= last; page++) {
       const reply = await this.#d.client.json(provider, {
         method: 'POST',
-        url: `${listPath}?per_page=${perPage}&page=${page}`,
+        url: `${this.#path}?per_page=${perPage}&page=${page}`,
         body: JSON.stringify({ userId: advertiser }),
         requestId: ownRequestId('ownership'),
       })
       // An account outside the credential's tree owns nothing the gateway could let through.
       if (reply.status === 403 || reply.status === 404) return ids
-      if (reply.status !== 200) throw new UpstreamError(`campaign list of advertiser ${advertiser}: status ${reply.status}`)
+      if (reply.status !== 200) throw new UpstreamError(`${what}: status ${reply.status}`)
       const rows = at(reply.json, fields.data)
-      if (!Array.isArray(rows)) throw new UpstreamError(`campaign list of advertiser ${advertiser}: no ${fields.data} array in the reply`)
+      if (!Array.isArray(rows)) throw new UpstreamError(`${what}: no ${fields.data} array in the reply`)
       for (const row of rows) {
         const id = at(row, fields.id)
         const owner = at(row, fields.userId)
@@ -126,7 +146,7 @@ export class CampaignOwners {
       }
       const lastPage = Number(at(reply.json, fields.lastPage) ?? 1)
       last = Number.isSafeInteger(lastPage) && lastPage >= 1 ? lastPage : 1
-      if (last > maxPages) throw new UpstreamError(`campaign list of advertiser ${advertiser} has more than ${maxPages} pages`)
+      if (last > maxPages) throw new UpstreamError(`${what} has more than ${maxPages} pages`)
     }
     return ids
   }
@@ -154,6 +174,12 @@ export class CampaignOwners {
   #redisKey(key: string): string {
     return redisKey.owner(this.#d.config.redis.keyPrefix, key)
   }
+}
+
+/** The owners of creative sets, from `ownership.creativeSets.listPath`; null unless its check is `lookup`. */
+export function creativeSetOwners(deps: Omit<CampaignOwnersDeps, 'list'>): CampaignOwners | null {
+  const { listPath } = deps.config.ownership.creativeSets
+  return listPath === null ? null : new CampaignOwners({ ...deps, list: { name: 'creative set list', path: listPath } })
 }
 
 /** The value at a dot path (`meta.last_page`) of a JSON value. */

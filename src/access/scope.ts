@@ -1,4 +1,5 @@
 import type { TeamConfig } from '../config.js'
+import type { AccountField } from '../config/normalize.js'
 import { BadRequestError, ForbiddenError } from '../errors.js'
 import type { CheckedBody } from './request-body.js'
 import { phpVariable, type Pair, type RequestTarget } from './request-target.js'
@@ -6,13 +7,15 @@ import { assertMayUseAccount } from './team-auth.js'
 
 // The platform reads accounts from `advertiserId` and `userId`, and (Laravel) merges
 // query, JSON and form input; any of them anywhere in a call can name an account, so
-// all are checked, nested ones and arrays included. Campaign ids likewise. A query or
-// form parameter names the variable PHP stores it under (`userId[]x` is `userId[0]`);
-// a JSON key is read as itself, and as an array name too.
+// all are checked, nested ones and arrays included. Campaign and creative set ids
+// likewise. A query or form parameter names the variable PHP stores it under (`userId[]x`
+// is `userId[0]`); a JSON key is read as itself, and as an array name too.
 const ACCOUNT_VARIABLES = new Set(['advertiserId', 'userId'])
 const CAMPAIGN_VARIABLES = new Set(['campaignIds', 'campaignId'])
+const CREATIVE_SET_VARIABLES = new Set(['creativeSetIds', 'creativeSetId'])
 const ACCOUNT_FIELD = /^(advertiserId|userId)(\[.*\])?$/
 const CAMPAIGN_FIELD = /^(campaignIds|campaignId)(\[.*\])?$/
+const CREATIVE_SET_FIELD = /^(creativeSetIds|creativeSetId)(\[.*\])?$/
 const ID = /^\d{1,15}$/
 // A segment a database could read as a number: MySQL compares `102001abc` or `+102001`
 // with an integer id as 102001.
@@ -24,13 +27,27 @@ export interface NamedInCall {
   accounts: unknown[]
   /** Campaign ids, wherever they stand (query, body, path). */
   campaigns: number[]
+  /** Creative set ids (`creativeSetIds`, as banner/create takes them), wherever they stand. */
+  creativeSets: number[]
   /** Whether the call names an account where the platform reads it (see `namedInCall`). */
   placed: boolean
+  /** The call's path when the gateway does not know where its route reads the account; else null. */
+  unknownRoute: string | null
 }
 
-/** Compiled `ownership.campaignPaths`: each matches a path and captures its campaign id. */
-export function campaignPathPatterns(paths: readonly string[]): RegExp[] {
-  return paths.map((p) => new RegExp(`^${p.split('{id}').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('(\\d+)')}/?$`))
+/** Where the gateway knows routes to read their accounts (config `ownership`), compiled. */
+export interface Placements {
+  /** `ownership.campaignPaths`: each matches a path and captures its campaign id. */
+  campaignPaths: RegExp[]
+  /** `ownership.accountRoutes`: each route's account field, by its path. */
+  accountRoutes: ReadonlyMap<string, AccountField>
+}
+
+export function placementsOf(ownership: { campaignPaths: readonly string[]; accountRoutes: readonly { path: string; field: AccountField }[] }): Placements {
+  return {
+    campaignPaths: ownership.campaignPaths.map((p) => new RegExp(`^${p.split('{id}').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('(\\d+)')}/?$`)),
+    accountRoutes: new Map(ownership.accountRoutes.map((r) => [r.path, r.field])),
+  }
 }
 
 // Where the platform reads the account: a body-less call's query (`advertiserId` or
@@ -38,7 +55,10 @@ export function campaignPathPatterns(paths: readonly string[]): RegExp[] {
 // its top-level `campaignIds` instead, and no account field (a report without campaigns
 // may be one of every campaign of the parent's token). Anywhere else (a nested `userId`,
 // `advertiserId` in a campaign list's body, `userId[]`), the platform falls back to the
-// parent account.
+// parent account. So do the routes of `ownership.accountRoutes` that name the other field
+// of the two: each is placed by its own field only. A route that is none of these (not a
+// report, a campaign path or a listed route) may read either name, or none, and is placed
+// by nothing.
 const QUERY_ACCOUNT = new Set(['advertiserId', 'userId'])
 const BODY_ACCOUNT = 'userId'
 const REPORT_CAMPAIGNS = 'campaignIds'
@@ -49,23 +69,28 @@ const REPORT_PATH = '/api/v1/report/'
  * it names its account where the platform reads it (`placed`): a call that does not
  * would act on the parent account.
  */
-export function namedInCall(method: string, target: RequestTarget, body: CheckedBody | null, campaignPaths: readonly RegExp[]): NamedInCall {
+export function namedInCall(method: string, target: RequestTarget, body: CheckedBody | null, placements: Placements): NamedInCall {
   const queryAccounts = fieldValues(target.params, ACCOUNT_VARIABLES)
-  const bodyAccounts: unknown[] = []
-  const bodyCampaigns: unknown[] = []
-  if (body?.kind === 'json') collectJson(body.value, bodyAccounts, bodyCampaigns)
+  const inBody: Collected = { accounts: [], campaigns: [], creativeSets: [] }
+  if (body?.kind === 'json') collectJson(body.value, inBody)
   else if (body?.kind === 'form') {
-    bodyAccounts.push(...fieldValues(body.params, ACCOUNT_VARIABLES))
-    bodyCampaigns.push(...fieldValues(body.params, CAMPAIGN_VARIABLES))
+    inBody.accounts.push(...fieldValues(body.params, ACCOUNT_VARIABLES))
+    inBody.campaigns.push(...fieldValues(body.params, CAMPAIGN_VARIABLES))
+    inBody.creativeSets.push(...fieldValues(body.params, CREATIVE_SET_VARIABLES))
   }
-  const campaigns = [...fieldValues(target.params, CAMPAIGN_VARIABLES), ...bodyCampaigns].map(campaignId)
-  const inPath = pathCampaign(target.path, campaignPaths)
+  const campaigns = [...fieldValues(target.params, CAMPAIGN_VARIABLES), ...inBody.campaigns].map(campaignId)
+  const inPath = pathCampaign(target.path, placements.campaignPaths)
   if (inPath !== null) campaigns.push(inPath, ...routeIdInputs(target, body).map(campaignId))
   const bodyless = method === 'GET' || method === 'HEAD' || method === 'DELETE'
+  const listed = placements.accountRoutes.get(target.path.length > 1 && target.path.endsWith('/') ? target.path.slice(0, -1) : target.path)
+  const known = listed !== undefined || inPath !== null || target.path.startsWith(REPORT_PATH)
+  const fields = listed === undefined ? QUERY_ACCOUNT : new Set([listed])
   return {
-    accounts: [...queryAccounts, ...bodyAccounts],
+    accounts: [...queryAccounts, ...inBody.accounts],
     campaigns,
-    placed: bodyless ? target.params.some(([name]) => QUERY_ACCOUNT.has(name)) : placedInBody(target.path, body),
+    creativeSets: [...fieldValues(target.params, CREATIVE_SET_VARIABLES), ...inBody.creativeSets].map(creativeSetId),
+    placed: known && (bodyless ? target.params.some(([name]) => fields.has(name)) : placedInBody(target.path, body, listed ?? BODY_ACCOUNT)),
+    unknownRoute: known ? null : target.path,
   }
 }
 
@@ -86,13 +111,13 @@ function routeIdInputs(target: RequestTarget, body: CheckedBody | null): unknown
   return found
 }
 
-function placedInBody(path: string, body: CheckedBody | null): boolean {
+function placedInBody(path: string, body: CheckedBody | null, field: string): boolean {
   const report = path.startsWith(REPORT_PATH)
-  if (body?.kind === 'form') return !report && body.params.some(([name]) => name === BODY_ACCOUNT)
+  if (body?.kind === 'form') return !report && body.params.some(([name]) => name === field)
   if (body?.kind !== 'json' || typeof body.value !== 'object' || body.value === null || Array.isArray(body.value)) return false
   const top = body.value as Record<string, unknown>
   if (report) return Array.isArray(top[REPORT_CAMPAIGNS]) && top[REPORT_CAMPAIGNS].length > 0
-  return Object.hasOwn(top, BODY_ACCOUNT)
+  return Object.hasOwn(top, field)
 }
 
 /** Every named account must be a positive integer the team may use; returns them. */
@@ -142,7 +167,14 @@ function fieldValues(params: readonly Pair[], variables: ReadonlySet<string>): s
   return found
 }
 
-function collectJson(root: unknown, accounts: unknown[], campaigns: unknown[]): void {
+/** The values of a body's fields that name accounts, campaigns and creative sets. */
+interface Collected {
+  accounts: unknown[]
+  campaigns: unknown[]
+  creativeSets: unknown[]
+}
+
+function collectJson(root: unknown, found: Collected): void {
   const pending: unknown[] = [root]
   while (pending.length > 0) {
     const node = pending.pop()
@@ -150,11 +182,11 @@ function collectJson(root: unknown, accounts: unknown[], campaigns: unknown[]): 
       for (const item of node) pending.push(item)
     } else if (typeof node === 'object' && node !== null) {
       for (const [key, value] of Object.entries(node)) {
-        const into = ACCOUNT_FIELD.test(key) ? accounts : CAMPAIGN_FIELD.test(key) ? campaigns : null
+        const into = ACCOUNT_FIELD.test(key) ? found.accounts : CAMPAIGN_FIELD.test(key) ? found.campaigns : CREATIVE_SET_FIELD.test(key) ? found.creativeSets : null
         if (into === null) pending.push(value)
         // An empty list names no account, and Laravel reads it as blank (`filled()`, `?:`):
         // kept whole, as a value that is no account, so that it is refused and places nothing.
-        else if (Array.isArray(value) && (value.length > 0 || into !== accounts)) into.push(...(value as unknown[]))
+        else if (Array.isArray(value) && (value.length > 0 || into !== found.accounts)) into.push(...(value as unknown[]))
         else into.push(value)
       }
     }
@@ -162,9 +194,17 @@ function collectJson(root: unknown, accounts: unknown[], campaigns: unknown[]): 
 }
 
 function campaignId(value: unknown): number {
+  return objectId('campaign id', value)
+}
+
+function creativeSetId(value: unknown): number {
+  return objectId('creative set id', value)
+}
+
+function objectId(what: string, value: unknown): number {
   if (typeof value === 'number' && Number.isSafeInteger(value) && value > 0) return value
   if (typeof value === 'string' && ID.test(value) && Number(value) > 0) return Number(value)
-  throw new BadRequestError(`campaign id: must be a positive integer (${JSON.stringify(value)?.slice(0, 64)})`)
+  throw new BadRequestError(`${what}: must be a positive integer (${JSON.stringify(value)?.slice(0, 64)})`)
 }
 
 function toAccountId(value: unknown): number | null {

@@ -167,6 +167,8 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       refreshMinIntervalMs: parseDuration(raw.ownership.refreshMinInterval),
       fields: raw.ownership.fields,
       campaignPaths: raw.ownership.campaignPaths,
+      accountRoutes: raw.ownership.accountRoutes as { path: string; field: AccountField }[],
+      creativeSets: creativeSetCheck(raw.ownership.creativeSets, problems),
     },
     gatewaySecret: raw.gatewaySecret ?? null,
     gatewaySecretFallback: raw.gatewaySecretFallback ?? null,
@@ -425,4 +427,17 @@ function isValidTimeZone(tz: string): boolean {
   } catch {
     return false
   }
+}
+
+/** The field a route reads its account from (ownership.accountRoutes). */
+export type AccountField = 'advertiserId' | 'userId'
+
+/** How a scoped team's creative sets are checked: refused, passed, or looked up at `listPath`. */
+export type CreativeSetCheck = { check: 'refuse' | 'pass'; listPath: null } | { check: 'lookup'; listPath: string }
+
+function creativeSetCheck(raw: RawConfig['ownership']['creativeSets'], problems: string[]): CreativeSetCheck {
+  if (raw.check !== 'lookup') return { check: raw.check as 'refuse' | 'pass', listPath: null }
+  if (raw.listPath !== null) return { check: 'lookup', listPath: raw.listPath }
+  problems.push('ownership.creativeSets.listPath: required with check: lookup (the platform\'s list of an account\'s creative sets)')
+  return { check: 'refuse', listPath: null }
 }

@@ -129,6 +129,23 @@ export const ConfigSchema = Type.Object(
         campaignPaths: Type.Array(
           Type.String({ pattern: '^/api/v1/.*\\{id\\}', description: 'a path under /api/v1/ with an {id} segment, e.g. /api/v1/campaign/banner/delete/{id}' }),
         ),
+        accountRoutes: Type.Array(
+          Type.Object(
+            {
+              path: Type.String({ pattern: '^/api/v1/[^{}?#]*$', description: 'a path under /api/v1/, as callers send it (no {id})' }),
+              field: Type.Union(['advertiserId', 'userId'].map((f) => Type.Literal(f)), { description: 'the field the route reads its account from: in the query of a GET, HEAD or DELETE, at the top of the body otherwise' }),
+            },
+            { additionalProperties: false },
+          ),
+          { description: 'routes a scoped team may call besides the reports and ownership.campaignPaths, each with its account field' },
+        ),
+        creativeSets: Type.Object(
+          {
+            check: Type.Union(['refuse', 'lookup', 'pass'].map((c) => Type.Literal(c)), { description: 'what a scoped team\'s call naming creative sets (creativeSetIds) gets: refuse (403), lookup (each set\'s account read from listPath), pass (sent unchecked)' }),
+            listPath: Nullable(Type.String({ pattern: '^/api/v1/', description: 'the platform\'s list of an account\'s creative sets, called as ownership.listPath is (check: lookup)' })),
+          },
+          { additionalProperties: false },
+        ),
       },
       { additionalProperties: false },
     ),

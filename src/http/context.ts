@@ -50,6 +50,8 @@ export interface GatewayContext {
   /** Report jobs (reads asked with `Prefer: respond-async`): in Redis, or this replica's memory without it. */
   jobs: Jobs
   campaignOwners: CampaignOwners
+  /** The owners of creative sets; null unless `ownership.creativeSets.check` is `lookup`. */
+  creativeSetOwners: CampaignOwners | null
   /** The platform calls of each credential: seats, queue, 429 pauses. */
   governors: PlatformGovernors
   /** Platform answers held for their callers: what their seats do not wait for. */

@@ -115,7 +115,7 @@ export class JobRunner {
   }
 
   start(): void {
-    this.poke()
+    this.#loop.start()
   }
 
   /** Starts no job after this; jobs running end as their reads end (a shutdown's abort requeues them). */

@@ -2,9 +2,11 @@ import type { Clock, Timer } from '../clock.js'
 
 /**
  * A loop that looks for work one pass at a time (the job runner's, the webhook
- * deliverer's): a poke while a pass runs makes one more pass right after it; after a pass,
- * the next comes when the pass said (ms from then), or sooner at a poke; none after stop.
- * A pass handles its own failures.
+ * deliverer's): its first pass comes at start, and a poke before start makes none (the
+ * start's pass finds what it was for: a job asked while the replica's listeners bind, whose
+ * start may yet fail, is claimed only once it has started); a poke while a pass runs makes
+ * one more pass right after it; after a pass, the next comes when the pass said (ms from
+ * then), or sooner at a poke; none after stop. A pass handles its own failures.
  */
 export class PollLoop {
   readonly #clock: Clock
@@ -12,6 +14,7 @@ export class PollLoop {
   #timer: Timer | null = null
   #polling = false
   #again = false
+  #started = false
   #stopped = false
 
   constructor(clock: Clock, pass: () => Promise<number>) {
@@ -28,9 +31,15 @@ export class PollLoop {
     return this.#stopped
   }
 
-  /** A pass now, or right after the one under way. */
+  /** The first pass, now. */
+  start(): void {
+    this.#started = true
+    this.poke()
+  }
+
+  /** A pass now, or right after the one under way; none before start. */
   poke(): void {
-    if (this.#stopped) return
+    if (!this.#started || this.#stopped) return
     if (this.#polling) {
       this.#again = true
       return

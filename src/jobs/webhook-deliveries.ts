@@ -99,7 +99,7 @@ export class WebhookDeliveries {
 
   /** Looks for due deliveries from now on. */
   start(): void {
-    this.poke()
+    this.#loop.start()
   }
 
   /** Claims no delivery after this; attempts under way end within their bound. */

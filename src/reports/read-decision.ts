@@ -108,7 +108,7 @@ export class ReadDecisions {
         if (caller) caller.advertisers = named.accounts
         const accounts = admission.checkAccounts(method, team, named)
         if (caller) caller.accounts = accounts
-        scopePending = named.campaigns.length > 0
+        scopePending = named.campaigns.length > 0 || named.creativeSets.length > 0
       }
       const refresh = forcesRefresh(headers, team)
       if (scopePending) return { goOn: { admitted: { identity, known, form, rate, scopePending, refresh }, rate, admitting } }

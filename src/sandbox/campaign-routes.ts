@@ -1,15 +1,18 @@
 import type { FastifyReply } from 'fastify'
 import { mayRead } from './accounts.js'
 import { formatIsoDay } from './dates.js'
-import type { NewCampaign } from './catalog.js'
+import type { NewCampaign, SandboxCreativeSet } from './catalog.js'
 import { sendForbidden, sendInvalid, sendJson, sendNotFound } from './replies.js'
 import type { SandboxState } from './state.js'
 import type { PlatformRequest, PlatformRoutes } from './platform-routes.js'
 import { allDefined, asRecord, Validator } from './validation.js'
 
-// Campaign listing (a read, despite the POST) and banner campaign create/delete. Each
-// reads its input where the platform does: the list its `userId` from the body only
-// (none there: the caller's own account), a delete nothing but the id in its path.
+// Campaign listing (a read, despite the POST), banner campaign create/delete, and the
+// listing of creative sets. Each reads its input where the platform does: a list its
+// `userId` from the body only (none there: the caller's own account), a delete nothing but
+// the id in its path. The platform documents no route that lists creative sets:
+// `/creative-set/get` is the sandbox's own, shaped as the campaign list, for a gateway
+// told to look creative sets up (ownership.creativeSets).
 
 const DEFAULT_PER_PAGE = 15
 const MAX_PER_PAGE = 500
@@ -18,13 +21,14 @@ const HTTP_URL = /^https?:\/\/[^\s/]+/i
 
 export function campaignRoutes(state: SandboxState): PlatformRoutes {
   return {
-    '/campaign/get': { POST: (request, reply) => listCampaigns(state, request, reply) },
+    '/campaign/get': { POST: (request, reply) => listOf(state, request, reply, (userId) => state.catalog.listOf(userId)) },
+    '/creative-set/get': { POST: (request, reply) => listOf(state, request, reply, (userId) => state.catalog.creativeSetsOf(userId)) },
     '/campaign/banner/create': { POST: (request, reply) => createCampaign(state, request, reply) },
     '/campaign/banner/delete/:id': { DELETE: (request, reply) => deleteCampaign(state, request, reply) },
   }
 }
 
-function listCampaigns(state: SandboxState, request: PlatformRequest, reply: FastifyReply): void {
+function listOf(state: SandboxState, request: PlatformRequest, reply: FastifyReply, rowsOf: (userId: number) => readonly object[]): void {
   const v = new Validator()
   const userId = readUserId(v, request.body.userId, request.caller)
   const perPage = pageNumber(v, 'per_page', request.input.per_page, DEFAULT_PER_PAGE, MAX_PER_PAGE)
@@ -38,21 +42,29 @@ function listCampaigns(state: SandboxState, request: PlatformRequest, reply: Fas
     return
   }
   request.touch(userId)
-  const campaigns = state.catalog.listOf(userId)
+  const rows = rowsOf(userId)
   sendJson(reply, 200, {
-    data: campaigns.slice((page - 1) * perPage, page * perPage),
-    meta: { current_page: page, last_page: Math.max(1, Math.ceil(campaigns.length / perPage)), per_page: perPage, total: campaigns.length },
+    data: rows.slice((page - 1) * perPage, page * perPage),
+    meta: { current_page: page, last_page: Math.max(1, Math.ceil(rows.length / perPage)), per_page: perPage, total: rows.length },
   })
 }
 
+/**
+ * Each creative set must exist (Laravel's `exists` rule: 422) and be one the token reads,
+ * and nothing ties it to the campaign's account: a parent's token makes a campaign of one
+ * child that shows another child's creatives, as a controller that validates the ids
+ * against the table alone lets it.
+ */
 function createCampaign(state: SandboxState, request: PlatformRequest, reply: FastifyReply): void {
   const v = new Validator()
   const input = readNewCampaign(v, request.input)
-  if (input === undefined) {
+  const sets = input?.creativeSetIds.map((id, i) => state.catalog.creativeSet(id) ?? v.fail(`creativeSetIds.${i}`, `The selected creativeSetIds.${i} is invalid.`))
+  if (input === undefined || sets === undefined || !sets.every((set): set is SandboxCreativeSet => set !== undefined)) {
     sendInvalid(reply, v)
     return
   }
-  if (!mayRead(request.caller, state.accounts.get(input.userId))) {
+  const accounts = [input.userId, ...sets.map((set) => set.userId)]
+  if (!accounts.every((account) => mayRead(request.caller, state.accounts.get(account)))) {
     sendForbidden(reply)
     return
   }

@@ -21,6 +21,13 @@ export interface SandboxCampaign {
   creativeSetIds: number[]
 }
 
+/** A creative set: the creatives a campaign shows, made in one account. */
+export interface SandboxCreativeSet {
+  id: number
+  userId: number
+  name: string
+}
+
 /** What a `banner/create` call supplies; the catalog adds the id and status. */
 export type NewCampaign = Omit<SandboxCampaign, 'id' | 'status'>
 
@@ -36,18 +43,33 @@ const SALT = { count: 1, theme: 2, format: 3, start: 4, length: 5, bid: 6, budge
  * Campaigns by id. It starts with 3-6 generated campaigns per account, ids
  * `accountId * 1000 + n`, and then follows creates and deletes, so a sandbox
  * behaves like a live platform while two sandboxes of one seed start identical.
+ * Each generated campaign shows a creative set of its account, id `campaignId * 10 + 1`
+ * (101001's is 1010011); the sets stay as they are.
  */
 export class CampaignCatalog {
   readonly #campaigns = new Map<number, SandboxCampaign>()
+  readonly #creativeSets = new Map<number, SandboxCreativeSet>()
   // Numbers are never reused after a delete, as database ids are not.
   readonly #lastNumber = new Map<number, number>()
 
   constructor(seed: number, accounts: readonly SandboxAccount[]) {
     for (const account of accounts) {
       const count = 3 + (hash32(seed, SALT.count, account.id) % 4)
-      for (let n = 1; n <= count; n++) this.#add(generateCampaign(seed, account, n))
+      for (let n = 1; n <= count; n++) {
+        const campaign = generateCampaign(seed, account, n)
+        this.#add(campaign)
+        for (const id of campaign.creativeSetIds) this.#creativeSets.set(id, { id, userId: account.id, name: `${campaign.name} creatives` })
+      }
       this.#lastNumber.set(account.id, count)
     }
+  }
+
+  creativeSet(id: number): SandboxCreativeSet | undefined {
+    return this.#creativeSets.get(id)
+  }
+
+  creativeSetsOf(userId: number): SandboxCreativeSet[] {
+    return [...this.#creativeSets.values()].filter((set) => set.userId === userId)
   }
 
   get(id: number): SandboxCampaign | undefined {

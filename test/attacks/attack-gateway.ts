@@ -10,11 +10,11 @@ import { leakedSecrets, runSecrets } from '../helpers/secret-scan.js'
 export const ADMIN_TOKEN = 'attack-admin-token-0123456789abcdef'
 export const REPORT_DATES = 'dateFrom=2026-01-01&dateTo=2026-01-07'
 
-/** A valid `banner/create` body for the account. */
+/** A valid `banner/create` body for the account, showing a creative set of account 101's. */
 export function newCampaign(userId: number | string): Record<string, unknown> {
   return {
     userId, name: 'Attack test', adDomain: 'example.com', clickUrl: 'https://example.com/', autoStart: false,
-    dates: { from: '2026-01-01', to: '2026-01-31' }, country: 'KE', bid: 1, budget: { daily: 10, total: 100 }, creativeSetIds: [1],
+    dates: { from: '2026-01-01', to: '2026-01-31' }, country: 'KE', bid: 1, budget: { daily: 10, total: 100 }, creativeSetIds: [1010011],
   }
 }
 

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest'
 import { UPLOADER_KEY, withUploader } from '../helpers/build-gateway.js'
-import { KEYS, rawHttp, rawRequest } from '../helpers/sandbox-gateway.js'
+import { KEYS, rawHttp, rawRequest, SANDBOX_TEAMS_YAML } from '../helpers/sandbox-gateway.js'
 import { call, direct, itLoggedNoSecret, newCampaign, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
 
 // Writes disguised as reads. The read/write rule and the
 // token-path rule must read the same path the router and the platform read, and no
 // method override may reach a PHP platform, which honours it on POST.
 
-const sg = useAttackGateway({ env: { PLATFORM_TOKEN_URL: '/api/v1/auth/token' }, yaml: withUploader() })
+const sg = useAttackGateway({ env: { PLATFORM_TOKEN_URL: '/api/v1/auth/token' }, yaml: withUploader(SANDBOX_TEAMS_YAML) })
 
 const NEW_CAMPAIGN = newCampaign(101)
 

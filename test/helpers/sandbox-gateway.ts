@@ -19,7 +19,7 @@ export interface SandboxGateway {
 }
 
 export interface SandboxGatewayOptions {
-  /** Teams and other config file content; default TEAMS_YAML. */
+  /** Teams and other config file content; default SANDBOX_TEAMS_YAML. */
   yaml?: string
   /** Extra environment on top of PLATFORM_BASE_URL and PLATFORM_TOKEN. */
   env?: Record<string, string>
@@ -27,13 +27,19 @@ export interface SandboxGatewayOptions {
   sandbox?: SandboxOptions
 }
 
+/**
+ * TEAMS_YAML (its `teams:` last, for withUploader), the gateway told where the sandbox lists
+ * an account's creative sets (the sandbox's own route: the platform documents none).
+ */
+export const SANDBOX_TEAMS_YAML = `ownership:\n  creativeSets: { check: lookup, listPath: /api/v1/creative-set/get }\n${TEAMS_YAML}`
+
 /** The x-request-id prefix of the gateway's own ownership lookups (see teams/campaign-owners.ts). */
 export const OWNERSHIP_REQUEST_PREFIX = 'ownership-'
 
 export async function startSandboxGateway(opts: SandboxGatewayOptions = {}): Promise<SandboxGateway> {
   const sandbox = await startSandbox(opts.sandbox)
   const gw = await listen(
-    await buildGateway(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ...opts.env }, opts.yaml ?? TEAMS_YAML)),
+    await buildGateway(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ...opts.env }, opts.yaml ?? SANDBOX_TEAMS_YAML)),
   )
   // The start's token probe is the gateway's own call: what callers send starts here.
   sandbox.clearRequests()
@@ -55,7 +61,7 @@ export async function startSandboxGateway(opts: SandboxGatewayOptions = {}): Pro
   }
 }
 
-/** A valid `banner/create` body for the sandbox: a paused campaign of account `userId`, `fields` over the defaults. */
+/** A valid `banner/create` body for the sandbox: a paused campaign of account `userId` showing a creative set of its own (its first campaign's), `fields` over the defaults. */
 export function newCampaign(userId: number, fields: Partial<NewCampaign> = {}): NewCampaign {
   return {
     userId,
@@ -67,9 +73,14 @@ export function newCampaign(userId: number, fields: Partial<NewCampaign> = {}): 
     country: 'KE',
     bid: 1.5,
     budget: { daily: 10, total: 100 },
-    creativeSetIds: [1],
+    creativeSetIds: [creativeSetOf(userId)],
     ...fields,
   }
+}
+
+/** The creative set of account `userId`'s first generated campaign in the sandbox (catalog.ts). */
+export function creativeSetOf(userId: number): number {
+  return (userId * 1000 + 1) * 10 + 1
 }
 
 export interface RawResponse {

@@ -14,9 +14,9 @@ import type { IHttpOperation } from '@stoplight/types'
 import pino from 'pino'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { hashApiKey } from '../../src/access/api-keys.js'
-import { KEYS, listen, TEAMS_YAML, teamsYamlWith, testConfig } from '../helpers/build-gateway.js'
+import { KEYS, listen, teamsYamlWith, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useSandboxGateway } from '../helpers/fixtures.js'
-import { newCampaign, rawRequest } from '../helpers/sandbox-gateway.js'
+import { newCampaign, rawRequest, SANDBOX_TEAMS_YAML } from '../helpers/sandbox-gateway.js'
 import type { Json } from '../helpers/openapi-doc.js'
 import { waitFor } from '../helpers/wait.js'
 
@@ -31,7 +31,7 @@ const ADMIN_TOKEN = 'openapi-tools-admin-token-0123456789'
 const VIEWER_TOKEN = 'openapi-tools-viewer-token-0123456789'
 // A team of its own for the platform's 429 (and the pause it draws): the others are not paused.
 const THROTTLED_KEY = 'rgw_test_throttled_key_666666666666666666666666'
-const YAML = `${TEAMS_YAML.trimEnd()}
+const YAML = `${SANDBOX_TEAMS_YAML.trimEnd()}
   throttled:
     keys: ["${hashApiKey(THROTTLED_KEY)}"]
     advertisers: ["*"]
@@ -337,7 +337,7 @@ describe('Prism\'s response validator against real answers of every status the c
   }, 60_000)
 
   it('holds a 503 GW_SHUTTING_DOWN, and a 405 to its schema', async () => {
-    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: env.sandbox.url, PLATFORM_TOKEN: env.sandbox.issueToken() }))
+    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: env.sandbox.url, PLATFORM_TOKEN: env.sandbox.issueToken() }, SANDBOX_TEAMS_YAML))
     env.sandbox.setRouteFailure('/api/v1/campaign/banner/create', { kind: 'hang', times: 1 })
     env.sandbox.clearRequests()
     const pending = gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/banner/create', headers: { 'x-api-key': KEYS.writer, 'content-type': 'application/json' }, payload: newCampaign(101) })

@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
-import { KEYS, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
+import { KEYS, testConfig } from '../helpers/build-gateway.js'
 import { useGateway, useSandbox } from '../helpers/fixtures.js'
-import { newCampaign, rawHttp, rawRequest as sendRaw } from '../helpers/sandbox-gateway.js'
+import { newCampaign, rawHttp, rawRequest as sendRaw, SANDBOX_TEAMS_YAML } from '../helpers/sandbox-gateway.js'
 import { waitFor } from '../helpers/wait.js'
 
 // Contract, "Calling it" and "Errors", for everything under /api/v1/ that is not a
@@ -21,7 +21,7 @@ const gw = useGateway(
       { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken, PLATFORM_TOKEN_URL: TOKEN_URL_PATH },
       // The whole call, connecting included: short, but not so short that a cold first
       // call on a loaded machine misses it.
-      `${TEAMS_YAML}\nplatform: { timeout: 1500ms }\n`,
+      `${SANDBOX_TEAMS_YAML}\nplatform: { timeout: 1500ms }\n`,
     ),
   { listen: true },
 )
@@ -348,7 +348,9 @@ describe('write permission', () => {
     expect((post.json() as { data: { userId: number }[] }).data.every((c) => c.userId === 102)).toBe(true)
     const trailing = await call('POST', '/api/v1/campaign/get/', { key: KEYS.growth, json: { userId: 102 } })
     expect(trailing.statusCode).not.toBe(403)
-    const get = await call('GET', '/api/v1/campaign/unknown?advertiserId=101', { key: KEYS.growth })
+    // A route the gateway knows no placement of: a scoped team may not call it (ownership.accountRoutes), an unrestricted reader may.
+    expect((await call('GET', '/api/v1/campaign/unknown?advertiserId=101', { key: KEYS.growth })).statusCode).toBe(403)
+    const get = await call('GET', '/api/v1/campaign/unknown?advertiserId=101', { key: KEYS.all })
     expect(get.statusCode).toBe(404)
     expect(get.json()).toEqual({ message: 'Not Found' })
     expect(sandbox.requests).toHaveLength(3)

@@ -301,7 +301,7 @@ describe('campaigns', () => {
     country: 'lt',
     bid: 1.2,
     budget: { daily: 50, total: 1000 },
-    creativeSetIds: [1, 2],
+    creativeSetIds: [1030011, 1030021],
   })
 
   it('lists the campaigns of a child account with paging metadata', async () => {
@@ -342,6 +342,20 @@ describe('campaigns', () => {
   it('refuses writes to the other tree with 403', async () => {
     expect((await call('/api/v1/campaign/banner/create', { body: { ...NEW_CAMPAIGN, userId: 201 } })).status).toBe(403)
     expect((await call('/api/v1/campaign/banner/delete/201001', { method: 'DELETE' })).status).toBe(403)
+  })
+
+  it('lists an account\'s creative sets; a create takes any set the token reads, its campaign\'s account or not', async () => {
+    const listed = (await (await call('/api/v1/creative-set/get?per_page=200', { body: { userId: 102 } })).json()) as { data: { id: number; userId: number }[] }
+    expect(listed.data.map((set) => set.id)).toContain(1020011)
+    expect(listed.data.every((set) => set.userId === 102)).toBe(true)
+    // Another child's set on a campaign of 103: the platform ties no set to the campaign's account.
+    const sibling = await call('/api/v1/campaign/banner/create', { body: { ...NEW_CAMPAIGN, creativeSetIds: [1020011] } })
+    expect(sibling.status).toBe(201)
+    expect(((await sibling.json()) as { data: { userId: number; creativeSetIds: number[] } }).data).toMatchObject({ userId: 103, creativeSetIds: [1020011] })
+    const unknown = await call('/api/v1/campaign/banner/create', { body: { ...NEW_CAMPAIGN, creativeSetIds: [1030011, 7] } })
+    expect(unknown.status).toBe(422)
+    expect(Object.keys(((await unknown.json()) as { errors: Record<string, string[]> }).errors)).toEqual(['creativeSetIds.1'])
+    expect((await call('/api/v1/campaign/banner/create', { body: { ...NEW_CAMPAIGN, creativeSetIds: [2010011] } })).status).toBe(403)
   })
 })
 

@@ -4,9 +4,9 @@ import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { hashApiKey } from '../../src/access/api-keys.js'
 import { utcDay } from '../../src/observe/usage.js'
-import { KEYS, TEAMS_YAML, buildGateway, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { KEYS, buildGateway, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useRedis, useSandbox } from '../helpers/fixtures.js'
-import { rawHttp, rawRequest, type RawResponse } from '../helpers/sandbox-gateway.js'
+import { rawHttp, rawRequest, SANDBOX_TEAMS_YAML, type RawResponse } from '../helpers/sandbox-gateway.js'
 
 // Usage per team (daily totals in Redis, Prometheus counters), the rate-limit
 // headers on every answer of a limited team (the fast path's hits included), and the
@@ -16,7 +16,7 @@ import { rawHttp, rawRequest, type RawResponse } from '../helpers/sandbox-gatewa
 const ADMIN_TOKEN = 'usage-admin-token-00000000000000'
 const ALICE_TOKEN = 'usage-alice-token-11111111111111'
 const REPORT = (advertiser: number) => `/api/v1/report/campaigns/get?advertiserId=${advertiser}&dateFrom=2026-01-01&dateTo=2026-01-03`
-const CAMPAIGN = { userId: 101, name: 'Usage test', adDomain: 'example.com', clickUrl: 'https://example.com/x', dates: { from: '2026-03-01', to: '2026-03-31' }, country: 'KE', bid: 0.5, budget: { daily: 10, total: 100 }, creativeSetIds: [1] }
+const CAMPAIGN = { userId: 101, name: 'Usage test', adDomain: 'example.com', clickUrl: 'https://example.com/x', dates: { from: '2026-03-01', to: '2026-03-31' }, country: 'KE', bid: 0.5, budget: { daily: 10, total: 100 }, creativeSetIds: [1010011] }
 
 const sandbox = useSandbox()
 const redis = useRedis()
@@ -42,7 +42,7 @@ beforeAll(async () => {
   writeFileSync(join(dir, 'admins'), `# operators\nalice:${hashApiKey(ALICE_TOKEN)}\n`)
   const config = testConfig(
     { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.server.url, ADMIN_TOKEN, ADMIN_TOKENS_FILE: join(dir, 'admins') },
-    `${TEAMS_YAML}\nusage: { flush: 1h }\n`,
+    `${SANDBOX_TEAMS_YAML}\nusage: { flush: 1h }\n`,
   )
   gw = await buildGateway(config)
   // The start's token probe is the gateway's own call, no team's: it counts under (gateway).
@@ -113,8 +113,8 @@ describe('usage per team', () => {
     // Each team's calls held the platform a while (their seat-time).
     const held = { platformSeconds: expect.any(Number) as number }
     expect(usage).toEqual([
-      // The start's token probe: a call of the gateway's own, which answers no request.
-      { day: today, team: '(gateway)', requests: 0, cacheHits: 0, platformCalls: 1, platformCallsSaved: 0, bytes: 0, rateLimited: 0, errors: 0, platformSeconds: 0 },
+      // The start's token probe and the writer's creative sets looked up: calls of the gateway's own, which answer no request.
+      { day: today, team: '(gateway)', requests: 0, cacheHits: 0, platformCalls: 2, platformCallsSaved: 0, bytes: 0, rateLimited: 0, errors: 0, platformSeconds: 0 },
       // REPORT(102) once (a miss); REPORT(103) five times at once (one call); one proxied call.
       { day: today, team: 'all', requests: 7, cacheHits: 4, platformCalls: 3, platformCallsSaved: 4, bytes: bytes.all, rateLimited: 0, errors: 0, ...held },
       // One proxied call, answered 502.

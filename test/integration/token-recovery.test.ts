@@ -20,7 +20,9 @@ import { waitUntil } from '../helpers/wait.js'
 
 const ADMIN_TOKEN = 'recovery-admin-token-0123456789abcdef'
 const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-07'
-const FAST_TICKS = `${TEAMS_YAML}\nplatform:\n  maintenanceInterval: 50ms\n`
+// The writer's creative sets pass unchecked: its write is then the one call a create makes.
+const YAML = `ownership:\n  creativeSets: { check: pass }\n${TEAMS_YAML}`
+const FAST_TICKS = `${YAML}\nplatform:\n  maintenanceInterval: 50ms\n`
 
 const sandbox = useSandbox()
 const cleanups = useCleanups()
@@ -28,7 +30,7 @@ const gateways = useGateways()
 
 const loginEnv = () => sandboxLoginEnv(sandbox)
 
-async function gateway(env: Record<string, string>, yaml = TEAMS_YAML): Promise<TestGateway> {
+async function gateway(env: Record<string, string>, yaml = YAML): Promise<TestGateway> {
   const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, ...env }, yaml))
   sandbox.clearRequests()
   return gw
@@ -263,7 +265,7 @@ describe('static or file token: 401 makes the credential unusable until a new to
 
 describe('a refused token degrades, it does not empty the Service', () => {
   it('a garbage static token is probed at start: degraded at once, loud, usable 0, and still ready', async () => {
-    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, PLATFORM_TOKEN: 'garbage-token-the-platform-never-issued' }))
+    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, PLATFORM_TOKEN: 'garbage-token-the-platform-never-issued' }, YAML))
     const readiness = await ready(gw)
     expect(readiness.statusCode).toBe(200)
     expect(readiness.json()).toEqual({ status: 'ready', platformToken: { default: 'rejected' }, redis: 'not configured', degraded: ['platformToken:default'] })
@@ -277,7 +279,7 @@ describe('a refused token degrades, it does not empty the Service', () => {
   it('cached reports are served while the token is refused (HIT, then STALE within staleIfError); only platform calls fail', async () => {
     const clock = fakeClock()
     const token = sandbox.issueToken()
-    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, PLATFORM_TOKEN: token }), { clock: onRealTimers(clock.now) })
+    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, PLATFORM_TOKEN: token }, YAML), { clock: onRealTimers(clock.now) })
     const filled = await report(gw)
     expect(filled.headers['x-cache']).toBe('MISS')
     sandbox.revokeToken(token)

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { campaignPathPatterns, namedInCall, scopeRefusal } from '../../src/access/scope.js'
+import { namedInCall, placementsOf, scopeRefusal } from '../../src/access/scope.js'
 import type { TeamConfig } from '../../src/config.js'
 import { parseFormBody, parseJsonBody } from '../../src/access/request-body.js'
 import { checkTarget } from '../../src/access/request-target.js'
@@ -7,18 +7,21 @@ import { checkTarget } from '../../src/access/request-target.js'
 // The accounts and campaigns a call names, and whether it names its account
 // where the platform reads it.
 
-const PATTERNS = campaignPathPatterns(['/api/v1/campaign/banner/delete/{id}', '/api/v1/campaign/{id}'])
+const PLACEMENTS = placementsOf({
+  campaignPaths: ['/api/v1/campaign/banner/delete/{id}', '/api/v1/campaign/{id}'],
+  accountRoutes: [{ path: '/api/v1/campaign/get', field: 'userId' }, { path: '/api/v1/creative/get', field: 'advertiserId' }],
+})
 const LIMITS = { jsonDepth: 32, params: 256 }
 const json = (v: unknown) => parseJsonBody(Buffer.from(JSON.stringify(v)), LIMITS)
 
 function named(method: string, url: string, body: ReturnType<typeof json> | null = null) {
-  return namedInCall(method, checkTarget(url, 256), body, PATTERNS)
+  return namedInCall(method, checkTarget(url, 256), body, PLACEMENTS)
 }
 
 describe('namedInCall', () => {
   it('reads a GET or DELETE account from the query only', () => {
     expect(named('GET', '/api/v1/report/campaigns/get?advertiserId=101')).toMatchObject({ accounts: ['101'], placed: true })
-    expect(named('DELETE', '/api/v1/campaign/banner/delete/101001?userId=101')).toEqual({ accounts: ['101'], campaigns: [101001], placed: true })
+    expect(named('DELETE', '/api/v1/campaign/banner/delete/101001?userId=101')).toEqual({ accounts: ['101'], campaigns: [101001], creativeSets: [], placed: true, unknownRoute: null })
     expect(named('DELETE', '/api/v1/campaign/banner/delete/101001').placed).toBe(false)
   })
 
@@ -45,13 +48,39 @@ describe('namedInCall', () => {
   })
 
   it('places a body-less call only by a plain advertiserId or userId in the query', () => {
-    expect(named('GET', '/api/v1/creative/get?advertiserId[]=101').placed).toBe(false)
-    expect(named('GET', '/api/v1/creative/get?userId=101').placed).toBe(true)
+    expect(named('GET', '/api/v1/report/campaigns/get?advertiserId[]=101').placed).toBe(false)
+    expect(named('GET', '/api/v1/report/campaigns/get?userId=101').placed).toBe(true)
+    expect(named('DELETE', '/api/v1/campaign/banner/delete/101001?advertiserId=101').placed).toBe(true)
+  })
+
+  it('places a listed route by its own field only, in the query or at the top of the body', () => {
+    expect(named('GET', '/api/v1/creative/get?advertiserId=101')).toMatchObject({ placed: true, unknownRoute: null })
+    expect(named('GET', '/api/v1/creative/get/?advertiserId=101').placed).toBe(true)
+    expect(named('GET', '/api/v1/creative/get?userId=101').placed).toBe(false)
+    expect(named('POST', '/api/v1/creative/get', json({ advertiserId: 101 })).placed).toBe(true)
+    expect(named('POST', '/api/v1/creative/get', json({ userId: 101 })).placed).toBe(false)
+    expect(named('POST', '/api/v1/creative/get', parseFormBody(Buffer.from('advertiserId=101'), LIMITS)).placed).toBe(true)
+    expect(named('GET', '/api/v1/campaign/get?advertiserId=101').placed).toBe(false)
+  })
+
+  it('knows no placement of a route that is not a report, a campaign path or a listed route', () => {
+    expect(named('GET', '/api/v1/audience/get?userId=101')).toMatchObject({ placed: false, unknownRoute: '/api/v1/audience/get' })
+    expect(named('POST', '/api/v1/audience/create', json({ userId: 101 }))).toMatchObject({ placed: false, unknownRoute: '/api/v1/audience/create' })
+    expect(named('POST', '/api/v1/campaign/get/x', json({ userId: 101 })).unknownRoute).toBe('/api/v1/campaign/get/x')
   })
 
   it('counts campaign ids in a body as naming their owners', () => {
     const report = named('POST', '/api/v1/report/campaigns/get', json({ campaignIds: [102001, '102002'], dateFrom: '2026-01-01' }))
-    expect(report).toEqual({ accounts: [], campaigns: [102001, 102002], placed: true })
+    expect(report).toEqual({ accounts: [], campaigns: [102001, 102002], creativeSets: [], placed: true, unknownRoute: null })
+  })
+
+  it('finds creative set ids wherever Laravel reads them: the body at any depth, a form, the query', () => {
+    const create = '/api/v1/campaign/banner/create'
+    expect(named('POST', create, json({ userId: 101, creativeSetIds: [1020011, '1010011'] })).creativeSets).toEqual([1020011, 1010011])
+    expect(named('POST', `${create}?creativeSetIds[]=7`, json({ userId: 101, a: [{ creativeSetId: 8 }] })).creativeSets.sort()).toEqual([7, 8])
+    expect(named('POST', create, parseFormBody(Buffer.from('userId=101&creativeSetIds[0]=9'), LIMITS)).creativeSets).toEqual([9])
+    expect(named('POST', create, json({ userId: 101, creativeSetIds: [] })).creativeSets).toEqual([])
+    expect(() => named('POST', create, json({ userId: 101, creativeSetIds: { a: 1020011 } }))).toThrow('creative set id: must be a positive integer')
   })
 
   it('finds accounts and campaign ids at any depth and in bracketed names', () => {

@@ -20,10 +20,23 @@ function loop(nextMs = 1000) {
 }
 
 describe('PollLoop', () => {
+  it('makes no pass before start, however poked: its first pass is the start\'s', async () => {
+    const { clock, passes, l } = loop(10)
+    l.poke()
+    l.poke()
+    await settle()
+    clock.advance(1000)
+    await settle()
+    expect([passes, l.polling]).toEqual([[], false])
+    l.start()
+    await settle()
+    expect(passes).toEqual([1000])
+  })
+
   it('runs one pass at a time: pokes during a pass make one more pass right after it', async () => {
     const { passes, l, holdNext, release } = loop()
     holdNext()
-    l.poke()
+    l.start()
     await settle()
     expect(l.polling).toBe(true)
     l.poke()
@@ -38,7 +51,7 @@ describe('PollLoop', () => {
 
   it('passes again when the pass said, or sooner at a poke', async () => {
     const { clock, passes, l } = loop(1000)
-    l.poke()
+    l.start()
     await settle()
     clock.advance(999)
     await settle()
@@ -58,7 +71,7 @@ describe('PollLoop', () => {
   it('starts no pass after stop, and arms no timer after a pass under way ends', async () => {
     const { clock, passes, l, holdNext, release } = loop(10)
     holdNext()
-    l.poke()
+    l.start()
     await settle()
     l.stop()
     release()

@@ -43,6 +43,7 @@ function setUp() {
       metrics,
       tokens: { get: (name: string) => ({ name }) } as unknown as TokenRegistry,
       campaignOwners: {} as CampaignOwners,
+      creativeSetOwners: null,
     },
     memo,
   )

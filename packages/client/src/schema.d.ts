@@ -4977,6 +4977,7 @@ export interface operations {
                         /** @description Total budget. */
                         total: number;
                     };
+                    /** @description The creative sets the campaign shows. A team limited to some advertisers may name only sets of its own advertisers when the gateway looks them up (`ownership.creativeSets.check: lookup`), none when it refuses them (`refuse`, the default): 403 otherwise. */
                     creativeSetIds: number[];
                 };
             };

@@ -74,7 +74,12 @@ const NEW_CAMPAIGN: Json = {
     country: { type: 'string', pattern: '^[A-Za-z]{2}$', description: 'ISO 3166 alpha-2.' },
     bid: positive('The bid, in the account\'s currency.'),
     budget: { type: 'object', required: ['daily', 'total'], properties: { daily: positive('Daily budget.'), total: positive('Total budget.') } },
-    creativeSetIds: { type: 'array', minItems: 1, items: { type: 'integer' } },
+    creativeSetIds: {
+      type: 'array',
+      minItems: 1,
+      items: { type: 'integer' },
+      description: 'The creative sets the campaign shows. A team limited to some advertisers may name only sets of its own advertisers when the gateway looks them up (`ownership.creativeSets.check: lookup`), none when it refuses them (`refuse`, the default): 403 otherwise.',
+    },
   },
 }
 
