@@ -98,8 +98,8 @@ export class Admission {
     this.#placements = placementsOf(config.ownership)
   }
 
-  /** The checked target of `url` (400/404); `seen`: what the memo keeps of it, looked up already. */
-  target(url: string, seen: KnownUrl<unknown> | undefined = this.#known.get(url)): KnownTarget {
+  /** The checked target of `url` (400/404); `seen`: what the memo keeps of it, looked up already (null: checked anew). */
+  target(url: string, seen: KnownUrl<unknown> | null | undefined = this.#known.get(url)): KnownTarget {
     if (seen) return seen.known
     // Before the target is read: a key in a name the reader refuses is not repeated in its message.
     this.#refuseKeyIn(url, 'request target')
@@ -134,11 +134,19 @@ export class Admission {
   }
 
   /**
-   * Keeps the target of a call that passed its scope check, for the next call to the same
-   * URL, and the form `credential` worked out from it (`form`); returns the target kept.
-   * The one writer of the memo of URLs.
+   * What the memo keeps of a URL for `team`: only what a call of the team's own passed
+   * (known-urls.ts); null otherwise, the URL to be checked anew as one never seen.
    */
-  remember(method: string, url: string, target: RequestTarget, form?: { credential: string; form: unknown }): KnownTarget {
+  seenBy(seen: KnownUrl<unknown> | undefined, team: TeamConfig): KnownUrl<unknown> | null {
+    return seen?.teams.includes(team.name) === true ? seen : null
+  }
+
+  /**
+   * Keeps the target of a call of `team` that passed its scope check, for the team's next
+   * call to the same URL, and the form `credential` worked out from it (`form`); returns
+   * the target kept. The one writer of the memo of URLs.
+   */
+  remember(method: string, url: string, target: RequestTarget, team: TeamConfig, form?: { credential: string; form: unknown }): KnownTarget {
     return this.#known.keep(
       url,
       () => {
@@ -147,6 +155,7 @@ export class Admission {
         if (BODYLESS.has(method)) known.bodyless = namedInCall('GET', known.target, null, this.#placements)
         return known
       },
+      team.name,
       form,
     )
   }
@@ -196,8 +205,12 @@ export class Admission {
 
   /** Everything before the body: the caller of `call`, set on it; `counted`: its call was counted already. */
   admit(call: CallIn, counted?: RateDecision): Caller {
-    const known = this.target(call.url)
-    const caller = this.caller(this.key(call.headers), known)
+    const found = this.#known.get(call.url)
+    const checked = this.target(call.url, found)
+    const identity = this.key(call.headers)
+    // Another team's call of the URL is no help to this one: checked anew, as a URL never seen.
+    const known = found === undefined || this.seenBy(found, identity.team) ? checked : this.target(call.url, null)
+    const caller = this.caller(identity, known)
     // Set before the rules below, so that the request's log line names the team they refused.
     call.caller = caller
     assertMayCall(caller.team, call.method, caller.target.path)

@@ -10,17 +10,21 @@ export interface KnownTarget {
   bodyless?: NamedInCall
 }
 
-/** A URL seen before: its checked target, and what each credential that read it worked out from it (`F`, a report's form). */
+/** A URL seen before: its checked target, what each credential that read it worked out from it (`F`, a report's form), and the teams whose calls of it passed. */
 export interface KnownUrl<F> {
   known: KnownTarget
   forms: readonly { credential: string; form: F }[]
+  teams: readonly string[]
 }
 
 // Dashboards ask the same URLs again and again: a URL's checked target and its report's
 // canonical form and key are kept, which keeps that work off the hit path. Filled only once
 // a call passed its scope check (a refused call, 401, 403 or 400, leaves nothing), and
 // bounded by the bytes each entry keeps (the URL, its decoded and encoded query, the
-// canonical query): a URL can be 16 KB and its canonical query three times that.
+// canonical query): a URL can be 16 KB and its canonical query three times that. An entry
+// serves the teams whose own calls of its URL passed (Admission.seenBy): to any other team
+// the URL costs what a URL never seen costs, so the time of its answer (a 403 included)
+// tells nothing of another team's reads.
 export const KNOWN_URL_BYTES = 16 * 1024 * 1024
 
 /** The one memo by URL, which every entrance reads; Admission keeps what it holds (targets, and report reads' forms). */
@@ -33,16 +37,21 @@ export class KnownUrls<F> {
   }
 
   /**
-   * Keeps the checked target of a URL whose call passed every check (made by `make` when
-   * none is kept yet) and, if given, the form one credential worked out from it; returns
-   * the target kept. Admission.remember is its one caller: the memo has one writer.
+   * Keeps the checked target of a URL whose call by `team` passed every check (made by
+   * `make` when none is kept yet), the team, and, if given, the form one credential worked
+   * out from it; returns the target kept. Admission.remember is its one caller: the memo
+   * has one writer.
    */
-  keep(url: string, make: () => KnownTarget, form?: { credential: string; form: F }): KnownTarget {
+  keep(url: string, make: () => KnownTarget, team: string, form?: { credential: string; form: F }): KnownTarget {
     const kept = this.#memo.peek(url)
-    if (kept && (!form || kept.forms.some((f) => f.credential === form.credential))) return kept.known
+    const hasTeam = kept?.teams.includes(team) === true
+    const hasForm = !form || kept?.forms.some((f) => f.credential === form.credential) === true
+    if (kept && hasTeam && hasForm) return kept.known
     const known = kept?.known ?? make()
+    const forms = kept?.forms ?? []
+    const teams = kept?.teams ?? []
     // A new entry rather than a changed one: lru-cache counts an entry's size when it is set.
-    this.#memo.set(url, { known, forms: form ? [...(kept?.forms ?? []), form] : [] })
+    this.#memo.set(url, { known, forms: form && !hasForm ? [...forms, form] : forms, teams: hasTeam ? teams : [...teams, team] })
     return known
   }
 

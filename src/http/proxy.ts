@@ -47,7 +47,7 @@ export function proxyHandler(
     await admission.readBody(request, caller, limit)
     await admission.checkScope(request.method, caller)
     admitting?.end()
-    admission.remember(request.method, request.url, caller.target)
+    admission.remember(request.method, request.url, caller.target, caller.team)
     caller.advertisers = admission.named(request.method, caller, admission.known(request.url)).accounts
     const headers: Record<string, string> = {}
     // Those the caller's Connection names are for the hop to the gateway (RFC 9110, 7.6.1).

@@ -46,7 +46,7 @@ export type ReadDecision = (AdmittedRead & { answer: CacheEntry; admitting: Trac
 
 /** How a read is decided. */
 export interface DecideHow {
-  /** Decides only a URL the memo keeps (an admitted caller sent it before); any other goes on with nothing learned. */
+  /** Decides only a URL the memo keeps for the caller's team (its own call passed before); any other goes on with nothing learned. */
   seenOnly?: boolean
   /** The call's rate-limit decision, counted already. */
   counted?: RateDecision | undefined
@@ -84,14 +84,19 @@ export class ReadDecisions {
   decide(method: string, url: string, headers: IncomingHttpHeaders, now: number, how: DecideHow, trace?: Trace): ReadDecision {
     const admission = this.#admission
     // One lookup by the URL: its checked target and its forms.
-    const seen = admission.seen(url)
-    if (seen === undefined && how.seenOnly === true) return NOTHING_LEARNED
+    const found = admission.seen(url)
+    if (found === undefined && how.seenOnly === true) return NOTHING_LEARNED
     const admitting = trace?.step('admission')
     let rate = how.counted
     try {
-      const known = admission.target(url, seen)
+      const checked = admission.target(url, found)
       const identity = admission.key(headers)
       const team = identity.team
+      // Another team's call of the URL is no help to this one: it goes on as a URL never seen
+      // (to the router, nothing counted, when only those are decided), checked anew.
+      const seen = admission.seenBy(found, team)
+      if (found !== undefined && seen === null && how.seenOnly === true) return { goOn: { admitting } }
+      const known = found === undefined || seen ? checked : admission.target(url, null)
       const caller = how.into ? (how.into.caller = admission.caller(identity, known)) : null
       assertMayCall(team, method, known.target.path)
       // Counted first, refused after: a spent decision goes on with the refusal, counted.
@@ -112,7 +117,7 @@ export class ReadDecisions {
       }
       const refresh = forcesRefresh(headers, team)
       if (scopePending) return { goOn: { admitted: { identity, known, form, rate, scopePending, refresh }, rate, admitting } }
-      if (kept === undefined) admission.remember(method, url, known.target, { credential, form })
+      if (!kept) admission.remember(method, url, known.target, team, { credential, form })
       if (refresh) return { goOn: { admitted: { identity, known, form, rate, scopePending, refresh }, rate, admitting } }
       const entry = this.#reports.freshInMemory(form.key, now)
       if (entry !== null) {
@@ -129,7 +134,7 @@ export class ReadDecisions {
 
   /** Keeps the form of a read whose scope was looked up (`scopePending`) and passed. */
   remember(method: string, url: string, admitted: AdmittedRead): void {
-    this.#admission.remember(method, url, admitted.known.target, { credential: admitted.identity.team.credential, form: admitted.form })
+    this.#admission.remember(method, url, admitted.known.target, admitted.identity.team, { credential: admitted.identity.team.credential, form: admitted.form })
   }
 
   #formOf(known: KnownTarget, credential: string): KnownReport {

@@ -97,6 +97,26 @@ describe('the decision of a report read', () => {
     expect(served).toEqual([])
   })
 
+  it('reads the memo for a team whose own call of the URL passed only: another team\'s read of it is checked as a URL never seen, so that its time tells nothing of other teams\' reads', () => {
+    const { decide, memo } = setUp()
+    const growth = goOn(decide(URL_101, KEYS.growth)).admitted!
+    const kept = memo.get(URL_101)!
+    // Team `all` (every advertiser) reads the same URL: the entrance before the router leaves
+    // it alone, nothing counted, as a URL never seen; the route works out its target and form
+    // anew, not taken from growth's entry.
+    expect(goOn(decide(URL_101, KEYS.all, { seenOnly: true }))).toEqual({})
+    const all = goOn(decide(URL_101, KEYS.all)).admitted!
+    expect(all.known).not.toBe(kept.known)
+    expect(all.form).not.toBe(growth.form)
+    expect(all.form).toEqual(growth.form)
+    // Once its own call passed, the memo answers it too.
+    expect(goOn(decide(URL_101, KEYS.all, { seenOnly: true })).admitted!.known).toBe(memo.get(URL_101)!.known)
+    // A scoped team of another advertiser is left to the route as for a URL never seen, and refused there.
+    expect(goOn(decide(URL_101, SCOPED, { seenOnly: true }))).toEqual({})
+    expect(statusOf(goOn(decide(URL_101, SCOPED)).refused)).toBe(403)
+    expect(memo.get(URL_101)!.teams).toEqual(['growth', 'all'])
+  })
+
   it('answers a fresh copy in memory at once, counted as an L1 hit; a forced refresh goes on past it', () => {
     const { decide, inMemory, served } = setUp()
     const key = goOn(decide(URL_101, KEYS.all)).admitted!.form.key
@@ -110,8 +130,8 @@ describe('the decision of a report read', () => {
     expect(served).toHaveLength(1)
     const poll = decide(URL_101, KEYS.all, { seenOnly: true }, { 'cache-control': 'no-cache', 'if-none-match': '"a"' })
     expect('answer' in poll && poll.answer).toBe(inMemory.get(key))
-    // Team `growth` is not: its no-cache is a read like any other.
-    const read = decide(URL_101, KEYS.growth, { seenOnly: true }, { 'cache-control': 'no-cache' })
+    // Team `growth` is not: its no-cache is a read like any other (its first of the URL: the route decides it).
+    const read = decide(URL_101, KEYS.growth, {}, { 'cache-control': 'no-cache' })
     expect('answer' in read && read.answer).toBe(inMemory.get(key))
     expect(served).toHaveLength(3)
   })
