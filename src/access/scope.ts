@@ -63,6 +63,16 @@ const QUERY_ACCOUNT = new Set(['advertiserId', 'userId'])
 const BODY_ACCOUNT = 'userId'
 const REPORT_CAMPAIGNS = 'campaignIds'
 const REPORT_PATH = '/api/v1/report/'
+// The platform's report reads (platform-api.md): `/api/v1/report/{split}/get`, which read
+// `advertiserId` (GET) or `campaignIds` (POST). A report path of another shape is a route
+// whose account field is not known.
+const REPORT_READ = /^\/api\/v1\/report\/[^/]+\/get\/?$/
+
+/** A scoped team reads reports at `/api/v1/report/{split}/get` only (403 otherwise); `path`: the report's canonical path. */
+export function assertReportRead(team: TeamConfig, path: string): void {
+  if (team.advertisers === null || REPORT_READ.test(path)) return
+  throw new ForbiddenError(`team ${team.name} is limited to some advertisers: a report is read at /api/v1/report/{split}/get; the gateway cannot tell which account ${path} acts on`)
+}
 
 /**
  * The accounts and campaigns a call names, wherever they stand, and whether
@@ -83,7 +93,7 @@ export function namedInCall(method: string, target: RequestTarget, body: Checked
   if (inPath !== null) campaigns.push(inPath, ...routeIdInputs(target, body).map(campaignId))
   const bodyless = method === 'GET' || method === 'HEAD' || method === 'DELETE'
   const listed = placements.accountRoutes.get(target.path.length > 1 && target.path.endsWith('/') ? target.path.slice(0, -1) : target.path)
-  const known = listed !== undefined || inPath !== null || target.path.startsWith(REPORT_PATH)
+  const known = listed !== undefined || inPath !== null || REPORT_READ.test(target.path)
   const fields = listed === undefined ? QUERY_ACCOUNT : new Set([listed])
   return {
     accounts: [...queryAccounts, ...inBody.accounts],

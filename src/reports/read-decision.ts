@@ -3,6 +3,7 @@ import type { Admission, Caller } from '../access/admission.js'
 import type { KnownTarget, KnownUrl } from '../access/known-urls.js'
 import type { RateDecision } from '../access/rate-limit.js'
 import { assertMayCall, type Identity } from '../access/team-auth.js'
+import { assertReportRead } from '../access/scope.js'
 import type { CacheEntry } from '../cache/cache-entry.js'
 import type { FillResult, ReportCache } from './report-cache.js'
 import { forcesRefresh } from './forced-refresh.js'
@@ -108,6 +109,7 @@ export class ReadDecisions {
       const form = kept ?? this.#formOf(known, credential)
       let scopePending = false
       if (team.advertisers !== null) {
+        assertReportRead(team, form.report.path)
         const named = admission.named(method, known, known)
         // Set before the check, so that a refusal's access line names the account asked.
         if (caller) caller.advertisers = named.accounts

@@ -33,6 +33,22 @@ describe('a route with no known placement', () => {
     expect(sg.callerRequests()).toEqual([])
   })
 
+  it.each([
+    ['another shape than {split}/get', '/api/v1/report/creatives/list'],
+    ['a path deeper than a split', '/api/v1/report/campaigns/by/get'],
+    ['no split', '/api/v1/report/get'],
+  ])('a report read at %s, from a scoped team: 403 GW_FORBIDDEN, as a job and as a POST too; nothing reaches the platform', async (_what, path) => {
+    const target = `${path}?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-07`
+    for (const headers of [{}, { prefer: 'respond-async' }] as Record<string, string>[]) {
+      const res = await call(sg, 'GET', target, { key: KEYS.growth, headers })
+      expect([res.status, res.json.code]).toEqual([403, 'GW_FORBIDDEN'])
+      expect(String(res.json.message)).toContain('/api/v1/report/{split}/get')
+    }
+    const posted = await call(sg, 'POST', path, { key: KEYS.growth, json: { campaignIds: [101001], dateFrom: '2026-01-01', dateTo: '2026-01-07' } })
+    expect([posted.status, posted.json.code]).toEqual([403, 'GW_FORBIDDEN'])
+    expect(sg.callerRequests()).toEqual([])
+  })
+
   it('from an unrestricted team: passed on to the platform', async () => {
     const res = await call(sg, 'GET', `${AUDIENCES}?userId=101`, { key: KEYS.all })
     expect(res.status).toBe(404)

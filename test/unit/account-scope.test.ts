@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { namedInCall, placementsOf, scopeRefusal } from '../../src/access/scope.js'
+import { assertReportRead, namedInCall, placementsOf, scopeRefusal } from '../../src/access/scope.js'
 import type { TeamConfig } from '../../src/config.js'
 import { parseFormBody, parseJsonBody } from '../../src/access/request-body.js'
 import { checkTarget } from '../../src/access/request-target.js'
@@ -113,6 +113,17 @@ describe('namedInCall', () => {
 
   it('refuses a campaign id that is not a positive integer', () => {
     expect(() => named('POST', '/api/v1/report/campaigns/get', json({ campaignIds: ['1 OR 1'] }))).toThrow(expect.objectContaining({ code: 'GW_BAD_REQUEST' }))
+  })
+})
+
+describe('assertReportRead', () => {
+  const team = (advertisers: Set<number> | null): TeamConfig => ({ name: 'growth', keys: [], advertisers, write: false, refresh: false, credential: 'default', rateLimit: null, weight: 1, maxConcurrent: null, queue: null, platformSecondsPerDay: null, webhook: null })
+  it('lets a scoped team read a report at /api/v1/report/{split}/get only; a team of every account anywhere', () => {
+    expect(() => assertReportRead(team(new Set([101])), '/api/v1/report/adPlacementPositions/get')).not.toThrow()
+    for (const path of ['/api/v1/report/creatives/list', '/api/v1/report/get', '/api/v1/report/a/b/get', '/api/v1/report/campaigns/get/x']) {
+      expect(() => assertReportRead(team(new Set([101])), path)).toThrow(expect.objectContaining({ code: 'GW_FORBIDDEN' }))
+      expect(() => assertReportRead(team(null), path)).not.toThrow()
+    }
   })
 })
 

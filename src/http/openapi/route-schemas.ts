@@ -91,7 +91,7 @@ export function reportGetSchema(opts: { maxRangeDays: number }): FastifySchema {
     summary: 'Read a report (cached)',
     description:
       `${NORMALIZED} Any other query parameter (for example \`spentBased\`) is passed on unchanged and is part of the cache key. ` +
-      'Every GET under `/api/v1/report/` is read this way. The body is the platform\'s, byte for byte.',
+      'Every GET under `/api/v1/report/` is read this way; a team limited to some advertisers reads at `/api/v1/report/{split}/get` only (any other path is 403 `GW_FORBIDDEN`). The body is the platform\'s, byte for byte.',
     params: SPLIT,
     querystring: {
       type: 'object',
