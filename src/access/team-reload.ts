@@ -23,6 +23,14 @@ export interface ReloadOutcome {
   removedKeys: string[]
 }
 
+/** Whether the teams can be reloaded: the variables naming the files they come from, or why not. */
+export interface ReloadAvailability {
+  available: boolean
+  files: string[]
+  /** Why the teams cannot be reloaded; null when they can. */
+  reason: string | null
+}
+
 export interface TeamReloaderDeps {
   /** The running config: its credentials bound what a reloaded team may name. */
   config: Config
@@ -62,6 +70,8 @@ export class TeamReloader {
   readonly #replica = randomUUID()
   /** The files the teams come from, as the environment names them; empty: nothing to reload. */
   readonly #files: { file?: string; teamsFile?: string }
+  /** The variables naming those files: `CONFIG_FILE`, `TEAMS_FILE`, both or none. */
+  readonly #variables: string[]
   /** Those files as their variables name them in log lines and refusals: `CONFIG_FILE`, `TEAMS_FILE` or both. */
   readonly #named: string
   /** The files the last load read, and their content's digest then. */
@@ -77,13 +87,20 @@ export class TeamReloader {
     this.#clock = deps.clock ?? systemClock
     const env = deps.source?.env ?? {}
     this.#files = { ...(env.CONFIG_FILE ? { file: env.CONFIG_FILE } : {}), ...(env.TEAMS_FILE ? { teamsFile: env.TEAMS_FILE } : {}) }
-    this.#named = [env.CONFIG_FILE ? 'CONFIG_FILE' : null, env.TEAMS_FILE ? 'TEAMS_FILE' : null].filter((n) => n !== null).join(' and ') || 'CONFIG_FILE'
+    this.#variables = [env.CONFIG_FILE ? 'CONFIG_FILE' : null, env.TEAMS_FILE ? 'TEAMS_FILE' : null].filter((n) => n !== null)
+    this.#named = this.#variables.join(' and ') || 'CONFIG_FILE'
     this.#admins = signature(deps.config.admin.tokens)
     deps.metrics.configReloadOk.set(1)
   }
 
   get enabled(): boolean {
     return Object.keys(this.#files).length > 0
+  }
+
+  /** What GET /admin/status says of the reload, and what POST /admin/reload's refusal gives as its reason. */
+  get availability(): ReloadAvailability {
+    if (this.enabled) return { available: true, files: [...this.#variables], reason: null }
+    return { available: false, files: [], reason: `the teams come from no file (${this.#d.config.demo ? 'demo mode' : 'neither CONFIG_FILE nor TEAMS_FILE is set'})` }
   }
 
   async start(): Promise<void> {
@@ -128,9 +145,12 @@ export class TeamReloader {
 
   #reload(trigger: ReloadTrigger, actor: string | null, { quietIfUnchanged }: { quietIfUnchanged: boolean }): ReloadOutcome {
     const { log, auditLog, metrics } = this.#d
-    if (!this.#d.source || !this.enabled) {
-      log.warn({ trigger }, 'teams reload asked for, but there is no CONFIG_FILE or TEAMS_FILE to reload (or the gateway runs in demo mode)')
-      throw new ReloadUnavailableError('neither CONFIG_FILE nor TEAMS_FILE is set (or the gateway runs in demo mode)')
+    // Without a source there are no files, so the reason is set then too.
+    const { reason } = this.availability
+    if (reason !== null || !this.#d.source) {
+      const why = reason ?? 'the teams come from no file'
+      log.warn({ trigger }, `teams reload asked for, but ${why}`)
+      throw new ReloadUnavailableError(why)
     }
     const read = new Map<string, string>()
     let next: Config

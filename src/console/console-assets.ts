@@ -88,7 +88,8 @@ export const CONSOLE_HTML = `<!doctype html>
     </form>
     <div class="row">
       <button id="purge-all" type="button" class="danger">Purge every report…</button>
-      <button id="reload" type="button">Reload the teams…</button>
+      <button id="reload" type="button" aria-describedby="reload-note">Reload the teams…</button>
+      <p id="reload-note" class="muted"></p>
     </div>
     <p id="action-result" role="status" aria-live="polite"></p>
   </section>
@@ -140,6 +141,7 @@ input, select { font: inherit; padding: .35rem .5rem; border: 1px solid var(--li
 #token, #lookup-url { flex: 1 1 18rem; }
 button { font: inherit; padding: .35rem .8rem; border: 1px solid var(--line); border-radius: 4px; background: var(--bg); color: var(--fg); cursor: pointer; }
 button.danger { border-color: var(--bad); color: var(--bad); }
+button:disabled { color: var(--muted); border-style: dashed; cursor: not-allowed; }
 :focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
 #error { border: 2px solid var(--bad); color: var(--bad); padding: .6rem .8rem; border-radius: 4px; font-weight: 600; }
 .health { border: 2px solid currentColor; padding: .6rem .8rem; border-radius: 4px; font-weight: 600; margin: .6rem 0 0; overflow-wrap: anywhere; }

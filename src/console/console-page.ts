@@ -129,12 +129,23 @@ function render(status: Status, usage: UsageRow[] | null, audit: Record<string, 
   const now = Date.parse(status.at)
   serverNow = now
   $('actions').hidden = !mayChange()
+  renderReload(status.teamsReload)
   renderCredentials(status.credentials, now, mayChange())
   renderRedis(status.redis)
   renderCache(status.cache, now)
   renderGovernors(status.governors)
   renderTeams(status.teams, usage, keys, now)
   renderAudit(audit)
+}
+
+/**
+ * The reload button, off with the reason when the teams come from no file (it could only
+ * be refused, 409); on when a replica before `teamsReload` answered.
+ */
+function renderReload(reload: Status['teamsReload']): void {
+  const off = reload?.available === false
+  $<HTMLButtonElement>('reload').disabled = off
+  $('reload-note').textContent = off ? `Reloading the teams is off: ${reload.reason ?? 'the teams come from no file'}.` : ''
 }
 
 /** The health banner, the replicas and the last hour; `cluster` null: GET /admin/cluster could not be read. */

@@ -228,12 +228,14 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
     await shows('credentials', after)
   })
 
-  it('a refused reload says why', async () => {
+  it('offers no reload when the teams come from no file (as in demo mode): the button is off and says why', async () => {
+    // This gateway reads its teams from no file (neither CONFIG_FILE nor TEAMS_FILE in its environment): a reload could only be refused.
+    await shows('reload-note', 'Reloading the teams is off: the teams come from no file (neither CONFIG_FILE nor TEAMS_FILE is set).')
+    expect(await page.$eval('#reload', (n) => (n as unknown as { disabled: boolean }).disabled)).toBe(true)
+    expect(await page.$eval('#reload', (n) => n.getAttribute('aria-describedby'))).toBe('reload-note')
     await page.click('#reload')
-    await page.waitForSelector('#confirm[open]')
-    await page.click('#confirm-yes')
-    await shows('action-result', 'Refused')
-    expect(await text('#action-result')).toMatch(/CONFIG_FILE/)
+    expect(await page.$('#confirm[open]')).toBeNull()
+    expect(await text('#action-result')).not.toMatch(/Refused/)
   })
 
   it('is readable at 1280 px and on a phone, and asks nothing of any other origin', async () => {

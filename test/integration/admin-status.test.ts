@@ -1,7 +1,11 @@
-import { readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
+import { loadConfig } from '../../src/config.js'
+import { demoConfig } from '../../src/demo.js'
 import { freePort } from '../helpers/start-redis.js'
-import { KEYS, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { KEYS, TEAMS_YAML, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
 import { leakedSecrets, runSecrets } from '../helpers/secret-scan.js'
 import { waitFor } from '../helpers/wait.js'
@@ -102,6 +106,26 @@ describe('GET /admin/status and /admin/audit', () => {
     expect((await held).statusCode).toBe(200)
     expect(all).toMatchObject({ inFlight: 1 })
     expect(all.share).toBeGreaterThan(0)
+  })
+
+  it('says whether the teams can be reloaded, from which files, or why not (the console offers the reload only then)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rgw-admin-status-'))
+    try {
+      writeFileSync(join(dir, 'teams.yaml'), TEAMS_YAML)
+      const env = { PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, TEAMS_FILE: join(dir, 'teams.yaml'), ...sandboxLoginEnv(sandbox) }
+      const fromFile = await gateways.build(loadConfig({ env }), { configSource: { env } })
+      expect((await get(fromFile, '/admin/status')).json().teamsReload).toEqual({ available: true, files: ['TEAMS_FILE'], reason: null })
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+    // No file to read again: the answer says why, as POST /admin/reload's 409 does.
+    const noFile = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, ...sandboxLoginEnv(sandbox) }), { configSource: { env: {} } })
+    const none = (await get(noFile, '/admin/status')).json().teamsReload
+    expect(none).toEqual({ available: false, files: [], reason: 'the teams come from no file (neither CONFIG_FILE nor TEAMS_FILE is set)' })
+    const refused = await noFile.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect([refused.statusCode, refused.json().message]).toEqual([409, `teams cannot be reloaded: ${none.reason as string}`])
+    const demo = await gateways.build(demoConfig(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, ...sandboxLoginEnv(sandbox) }), sandbox).config)
+    expect((await get(demo, '/admin/status')).json().teamsReload).toEqual({ available: false, files: [], reason: 'the teams come from no file (demo mode)' })
   })
 
   it('writes one audit line for a console login with a wrong token, not one per call it makes', async () => {

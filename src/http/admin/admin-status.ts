@@ -3,6 +3,7 @@ import type { MemoryStore } from '../../cache/memory-store.js'
 import type { Config } from '../../config.js'
 import type { GatewayContext } from '../context.js'
 import type { AuditTrail } from '../../access/audit-trail.js'
+import type { TeamReloader } from '../../access/team-reload.js'
 import { redisAddress } from '../../redis/client.js'
 import { adminSchema, answer } from './admin-schemas.js'
 
@@ -16,7 +17,7 @@ function scalars(types: Record<string, 'string' | 'number' | 'boolean' | 'string
 
 export const statusSchema = {
   type: 'object',
-  required: ['at', 'phase', 'build', 'credentials', 'redis', 'cache', 'teams', 'governors'],
+  required: ['at', 'phase', 'build', 'credentials', 'redis', 'cache', 'teams', 'teamsReload', 'governors'],
   properties: {
     at: { type: 'string' },
     phase: { type: 'string' },
@@ -65,6 +66,16 @@ export const statusSchema = {
         },
       },
     },
+    teamsReload: {
+      type: 'object',
+      description: 'Whether `POST /admin/reload` can read the teams again on this replica (the console offers it only then).',
+      required: ['available', 'files', 'reason'],
+      properties: {
+        available: { type: 'boolean' },
+        files: { type: 'array', items: { type: 'string', enum: ['CONFIG_FILE', 'TEAMS_FILE'] }, description: 'The variables naming the files the teams are read from; empty when none.' },
+        reason: { type: ['string', 'null'], description: 'Why the teams cannot be reloaded (`the teams come from no file (demo mode)`); null when they can.' },
+      },
+    },
     governors: {
       type: 'array',
       items: {
@@ -100,6 +111,7 @@ export const auditSchema = {
 export type AdminStatusParts = Pick<GatewayContext, 'config' | 'clock' | 'metrics' | 'lifecycle' | 'build' | 'tokens' | 'governors' | 'redis' | 'breaker' | 'teams' | 'rateLimiter'> & {
   l1: MemoryStore
   audit: AuditTrail
+  reloader: Pick<TeamReloader, 'availability'>
 }
 
 /**
@@ -107,8 +119,8 @@ export type AdminStatusParts = Pick<GatewayContext, 'config' | 'clock' | 'metric
  * answer, and its last audit lines. Registered inside adminRoutes, behind its token check.
  */
 export async function adminStatusRoutes(app: FastifyInstance, parts: AdminStatusParts): Promise<void> {
-  const { config, clock, metrics, lifecycle, build, tokens, governors, redis, breaker, teams, rateLimiter, l1, audit } = parts
-  const description = 'Build, credentials, Redis, cache, teams and governors, as the operations console shows them; never a token or a password.'
+  const { config, clock, metrics, lifecycle, build, tokens, governors, redis, breaker, teams, rateLimiter, l1, audit, reloader } = parts
+  const description = 'Build, credentials, Redis, cache, teams (and whether they can be reloaded) and governors, as the operations console shows them; never a token or a password.'
   const status = adminSchema({ tag: 'state', operationId: 'getStatus', summary: 'This replica\'s state in one answer', description, response: { 200: answer(statusSchema, 'This replica\'s state.') } })
   app.get('/admin/status', { schema: status }, async () => {
     const now = clock.now()
@@ -161,6 +173,7 @@ export async function adminStatusRoutes(app: FastifyInstance, parts: AdminStatus
           platformSecondsPerDay: t.platformSecondsPerDay,
         }
       }),
+      teamsReload: reloader.availability,
       governors: governors.views().map((g) => {
         const waiting = g.seats.waiting()
         return {

@@ -53,7 +53,7 @@ export async function adminRoutes(app: FastifyInstance, parts: AdminParts): Prom
     description: 'Reads `TEAMS_FILE` or `CONFIG_FILE` again; a file that does not validate is refused whole and the running teams stay.',
     response: { 200: answer(reloadSchema, 'The teams now in use, and the keys added and removed.') },
     errors: {
-      GW_RELOAD_UNAVAILABLE: 'Neither `CONFIG_FILE` nor `TEAMS_FILE` is set, or the gateway runs in demo mode.',
+      GW_RELOAD_UNAVAILABLE: 'Neither `CONFIG_FILE` nor `TEAMS_FILE` is set, or the gateway runs in demo mode (`teamsReload` in `GET /admin/status` says so beforehand).',
       GW_CONFIG_INVALID: 'A file does not validate, or both declare teams; the running teams stay. The message names the file variables, then the problems.',
     },
   })
@@ -73,7 +73,7 @@ export async function adminRoutes(app: FastifyInstance, parts: AdminParts): Prom
   await app.register(cacheEntryRoutes, { config, teams, tokens, reports, breaker, clock, auditLog })
   // What only the status view reads.
   const { metrics, lifecycle, build, redis, governors, rateLimiter, l1, audit } = parts
-  await app.register(adminStatusRoutes, { config, clock, metrics, lifecycle, build, tokens, governors, redis, breaker, teams, rateLimiter, l1, audit })
+  await app.register(adminStatusRoutes, { config, clock, metrics, lifecycle, build, tokens, governors, redis, breaker, teams, rateLimiter, l1, audit, reloader })
   await app.register(adminUsageRoutes, { clock, usage, teams })
   await app.register(adminKeysRoutes, { teams, keyUse, clock })
   await app.register(clusterRoutes, { clock, replicas })
