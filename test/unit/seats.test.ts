@@ -311,7 +311,7 @@ describe('a seat\'s end', () => {
     expect([work.expectedMs('a', 'week', clock.now()), work.expectedMs('a', 'year', clock.now())]).toEqual([120, 1500])
   })
 
-  it('tells the limit rule what each outcome says of the platform, and teaches the work estimates from its answers alone', async () => {
+  it('tells the limit rule what each outcome says of the platform, a 429 its refusal, and teaches the work estimates from its answers alone', async () => {
     const clock = fakeClock()
     const answers: Answer[] = []
     const { s, work, order } = seats(clock, { limit: 8, onStarted: () => 7, onEnded: (a) => answers.push(a) })
@@ -334,6 +334,8 @@ describe('a seat\'s end', () => {
     await settle()
     calls[8]?.seat?.end(outcomes[8])
     expect(answers.map((a) => a.outcome)).toEqual(['ok', 'ok', 'overload', 'other', 'other', 'overload', 'other', 'other', 'other'])
+    // A 429 is the platform's refusal (the start reads it: docs/governor.md, "Start").
+    expect(answers.map((a) => a.refused === true)).toEqual([false, false, false, true, false, false, false, false, false])
     expect(answers.every((a) => a.kind === 'a\nw' && a.team === 'a' && a.window === 7)).toBe(true)
     expect(answers[0]?.load).toBe(1)
   })

@@ -13,6 +13,8 @@ export interface Answer {
   outcome: 'ok' | 'overload' | 'other' // overload: 502/503/504 or no connection; other: says nothing of load (a call cut by its deadline)
   timed?: boolean
   timedWithinMs?: number
+  /** Answered 429: the platform refused it (docs/governor.md, "Start"). */
+  refused?: boolean
 }
 
 /** docs/governor.md, "Constants". */

@@ -14,7 +14,7 @@ export const OVERTAKEN = 0.05
 export const MEMORY_MS = 120_000
 
 export type Phase = 'start' | 'cruise' | 'fault'
-export type Move = 'probe' | 'grew' | 'knee' | 'queue' | 'throughput' | 'fault' | 'restored' | 'adopted'
+export type Move = 'probe' | 'grew' | 'knee' | 'queue' | 'throughput' | 'refused' | 'fault' | 'restored' | 'adopted'
 export interface Step { limit: number; knee: number; move: Move }
 /** A call in flight as `started` saw it: the calls in flight then, how many of those ahead of it were this replica's, how many ends came before, whether it took the limit's last seat, and the start's limit when it started (0: after the start). */
 type Call = { load: number; local: number; endsBefore: number; full: boolean; level: number }
@@ -53,6 +53,10 @@ export class KneeEstimator {
   #past = 1
   #queueSeen = false
   #starting = false
+  // The most calls in flight the platform took at the start, as its refusals say (a call answered 429 with n in flight: n − 1); Infinity: none refused. Read where no queue verdict watches the start's last growth (#blind: across replicas, or on one replica where the level it left was read late), and only of a call in its new seats (past #left, the level it left: that level drew no refusal; a 429 within it is a throttle's).
+  #took = Infinity
+  #blind = false
+  #left = Infinity
   // A queue verdict held: the last serial started when it first showed (0: none held).
   #held = 0
   // The gaps between ends (overloads aside); the last serial started when an end came after a pause (0: none).
@@ -109,6 +113,8 @@ export class KneeEstimator {
   }
   ended(a: Answer): void {
     this.#faults.answered(a)
+    // Read at once, on the learner across replicas too: the platform refuses within ms, before any level is measured.
+    if (a.refused === true && this.#phase === 'start' && this.#blind && a.load > this.#left) this.#took = Math.max(this.#min, Math.min(this.#took, a.load - 1))
     return this.#timeline ? this.#timeline.ended(a, this.#now()) : this.#end(a)
   }
   /** The evidence of one answer, in the order calls ended. */
@@ -156,6 +162,8 @@ export class KneeEstimator {
     if (drop > 1000) [this.#endsDropped, this.#endAt, this.#endSerial] = [this.#endsDropped + drop, this.#endAt.slice(drop), this.#endSerial.slice(drop)]
     this.#faults.forget(now - MEMORY_MS)
     if (this.#phase === 'fault') return this.#faults.over(now) ? this.#restore(now) : null
+    // The start's limit past what the platform took falls to it at once: its seats past the refusal turn over a 429 each few ms.
+    if (this.#phase === 'start' && this.#limit > this.#took) return this.#set(this.#took, 'refused')
     if (now - this.#decidedAt < DECIDE_MS || this.#newCalls < MIN_CALLS) return null
     this.#decidedAt = now
     this.#newCalls = 0
@@ -197,9 +205,16 @@ export class KneeEstimator {
     this.#roomShown()
     if (longOnly || verdict !== 'double') this.#phase = 'cruise'
     if (verdict !== 'double') return this.#setKnee(verdict, 'throughput', 1)
+    // At what the platform took, no doubling: its level read, the start ends one below it, the probe seat at it; until then it holds.
+    if (!longOnly && this.#limit >= this.#took) {
+      if (!this.#startLevels.measured(this.#limit)) return null
+      this.#phase = 'cruise'
+      return this.#setKnee(this.#took - 1, 'knee', 1)
+    }
     // The seats past the level long calls may take are as many as end within H at its pace: past W they queue ahead of the others' calls (cruise's bound, the level for K).
+    ;[this.#blind, this.#left] = [this.#timeline !== null || !this.#startLevels.timed(this.#limit), this.#limit]
     const step = stepping ? Math.min(this.#limit, Math.max(1, Math.floor((this.#limit * LENDING_HORIZON_MS) / longMs))) : this.#limit
-    return longOnly ? this.#setKnee(this.#limit, 'knee', 1) : this.#set(this.#clamp(this.#limit + step), 'grew')
+    return longOnly ? this.#setKnee(this.#limit, 'knee', 1) : this.#set(this.#clamp(Math.min(this.#took, this.#limit + step)), 'grew')
   }
   /** In service: the knee rises with room shown at the limit (short of it, it stays), falls when it queues; the probe seat stays while a call there is not known to wait, and a sure queue there puts the knee at the likeliest w below it, if lower and the knee not within TIE of it. */
   #cruise(now: number): Step | null {

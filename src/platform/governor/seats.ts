@@ -302,7 +302,7 @@ export class CredentialSeats {
         const at = outcome.kind === 'dropped' ? now : startedAt + outcome.latencyMs
         if (outcome.kind === 'answer') this.#lease?.answered()
         const learned = learnFrom(this.#o.work, team, workClass, outcome, now, this.#o.metFault?.(startedAt, at))
-        this.#o.onEnded?.({ startedAt, at, team, kind, load, window, outcome: learned })
+        this.#o.onEnded?.({ startedAt, at, team, kind, load, window, outcome: learned, ...(outcome.kind === 'answer' && outcome.status === 429 ? { refused: true } : {}) })
         // Cut by its deadline, or its callers gone: held to its expected end (dispatch rule 4).
         const goesOn = outcome.kind === 'dropped' || (outcome.kind === 'none' && outcome.timedOut)
         const until = goesOn ? startedAt + (this.#o.work.expectedMs(team, workClass, now) ?? 0) : 0
