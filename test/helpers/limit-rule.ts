@@ -40,7 +40,11 @@ export class LimitRuleStandIn {
     return step
   }
 
-  startLearning(): void {
+  evidence(): string | null {
+    return null
+  }
+
+  startLearning(_now = 0, _evidence: string | null = null): void {
     this.learningStarts += 1
   }
 

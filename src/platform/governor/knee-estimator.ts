@@ -42,6 +42,8 @@ export class KneeEstimator {
   readonly #levels: ThroughputLevels
   readonly #startLevels = new StartLevels()
   #counted = 0
+  // The evidence the learner before wrote with the shared record (the log-likelihood of each w, at most 0), fading as this replica's own.
+  #carried: Float64Array | null = null
   #fadedAt = -Infinity
   #newCalls = 0
   // The last serial started when the limit last moved, and the answers since to calls started after it (the likelihood's moves wait for MIN_CALLS of them).
@@ -136,13 +138,22 @@ export class KneeEstimator {
     this.#endSerial.push(a.window)
   }
   /** This replica starts learning across replicas, at K and its probe seat (not in the start, nor past the probe seat, nor at the ceiling the start ended at with no verdict, nor where a shared record moved the limit within a DECIDE_MS): the evidence it holds goes (mostly weighed while another learned: its own calls alone), each kind's pace and spread with it, its first decision waits for MIN_CALLS answers weighed since, and the calls in flight now teach nothing (their place among the others' calls is not known). docs/governor.md, "Across replicas the learner weighs every replica's calls". */
-  startLearning(now: number): void {
+  startLearning(now: number, carried: string | null = null): void {
     if (this.#phase !== 'cruise' || this.#limit > this.#knee + 1 || this.#knee >= this.#max || now - this.#adoptedAt < DECIDE_MS) return
     this.#paused = this.#serial
     for (const st of this.#kinds.values()) [st.seen, st.ss] = [0, new Float64Array(this.#max)]
     for (const a of [this.#logs, this.#impossible]) a.fill(0)
     this.#ownMs.fill(FAULT_MS)
     ;[this.#counted, this.#newCalls] = [0, 0]
+    this.#carried = readEvidence(carried, this.#max, now)
+    if (this.#carried !== null) this.#fadedAt = now
+  }
+  /** The evidence this learner weighed, for the shared record (a replica that takes over starts from it): the log-likelihood of each w below the likeliest, in tenths of a nat, and the moment; null before any. */
+  evidence(now: number): string | null {
+    if (this.#counted < 1 && this.#carried === null) return null
+    const ll = this.#likelihoods()
+    const top = Math.max(...ll)
+    return `${Math.round(now)};${Array.from(ll, (x) => Math.round((top - x) * 10)).join(',')}`
   }
   /** Another replica's limit and knee (the shared record): taken as they are; a limit below the knee is a fault here too. */
   adopt(limit: number, knee: number, now: number): Step | null {
@@ -290,6 +301,7 @@ export class KneeEstimator {
   /** The log-likelihood of each w (index w − 1) over the faded evidence, own times profiled per kind, one spread; all zero before any. */
   #likelihoods(): Float64Array {
     const ll = new Float64Array(this.#max)
+    if (this.#carried !== null) ll.set(this.#carried)
     if (this.#counted < 1) return ll
     const ss = new Float64Array(this.#max)
     let most = 0
@@ -298,7 +310,7 @@ export class KneeEstimator {
       if (st.seen > most) [most, this.#latencyMs] = [st.seen, Math.exp(st.m[this.#knee - 1]!)]
     }
     const n = this.#counted
-    for (let i = 0; i < this.#max; i++) ll[i] = -this.#logs[i]! - (n / 2) * Math.log((ss[i]! + PRIOR_DOF * PRIOR_SPREAD ** 2) / (n + PRIOR_DOF)) - IMPOSSIBLE_LL * this.#impossible[i]!
+    for (let i = 0; i < this.#max; i++) ll[i]! += -this.#logs[i]! - (n / 2) * Math.log((ss[i]! + PRIOR_DOF * PRIOR_SPREAD ** 2) / (n + PRIOR_DOF)) - IMPOSSIBLE_LL * this.#impossible[i]!
     return ll
   }
   /** What an answer says of every guess w: its call's own time under w against its kind's pace of late (its pace where the own time is within the answer's timing), or how unlikely w makes so soon an end; an untimed one, or one in flight when a queue verdict was held, nothing (a new call all the same). */
@@ -354,7 +366,7 @@ export class KneeEstimator {
     this.#fadedAt = now
     for (const st of this.#kinds.values()) for (let i = 0; i < this.#max; i++) st.ss[i]! *= f
     this.#counted *= f
-    for (const a of [this.#logs, this.#impossible]) for (let i = 0; i < this.#max; i++) a[i]! *= f
+    for (const a of [this.#logs, this.#impossible, this.#carried ?? []]) for (let i = 0; i < a.length; i++) a[i]! *= f
   }
   #set(limit: number, move: Move): Step | null {
     if (limit === this.#limit) return null
@@ -380,4 +392,14 @@ export class KneeEstimator {
     return this.#set(Math.max(this.#min, Math.floor(Math.min(this.#limit, this.#knee) / 2)), 'fault')
   }
   #clamp(n: number): number { return Math.max(this.#min, Math.min(this.#max, Math.round(n))) }
+}
+
+/** The evidence a shared record carries (KneeEstimator.evidence), faded to `now` over EVIDENCE_MS; null where there is none or it is not one. */
+function readEvidence(text: string | null, max: number, now: number): Float64Array | null {
+  const m = text === null ? null : /^(\d+);(\d+(?:,\d+)*)$/.exec(text)
+  if (m === null) return null
+  const tenths = (m[2] as string).split(',').map(Number)
+  if (tenths.length !== max) return null
+  const f = Math.exp(-Math.max(0, now - Number(m[1])) / EVIDENCE_MS)
+  return Float64Array.from(tenths, (t) => (-t / 10) * f)
 }

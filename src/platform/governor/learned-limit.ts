@@ -83,9 +83,9 @@ export class LearnedLimit {
     if (this.#learning) {
       // Redis lost the record (a restart, a flush): the learner writes it again.
       if (answer.limitRecord === null && this.#written !== null) this.#o.lease?.writeLimit(this.#written)
-      // A replica that starts learning starts from the shared limit, on the evidence it weighs from then on (knee-estimator.ts), and says it learns.
+      // A replica that starts learning starts from the shared limit, on the evidence the record carries and what it weighs from then on (knee-estimator.ts), and says it learns.
       if (!wasLearning && record !== null) this.#adopt(record)
-      if (!wasLearning) this.#o.estimator.startLearning(this.#clock.now())
+      if (!wasLearning) this.#o.estimator.startLearning(this.#clock.now(), record?.evidence ?? null)
       // The record is the learner's: one another run wrote (as a store stall ended) is written over, once a REWRITE_MS at most.
       const now = this.#clock.now()
       if (!wasLearning ? record?.run !== this.#o.lease?.run : record !== null && record.run !== this.#o.lease?.run && now - this.#rewroteAt >= REWRITE_MS) {
@@ -110,7 +110,9 @@ export class LearnedLimit {
   #write(tell = true): void {
     const { lease, seal, key, estimator } = this.#o
     if (lease === null) return
-    const text = JSON.stringify({ limit: estimator.limit, knee: estimator.knee, at: this.#clock.now(), run: lease.run } satisfies SharedLimit)
+    const now = this.#clock.now()
+    const evidence = estimator.evidence(now)
+    const text = JSON.stringify({ limit: estimator.limit, knee: estimator.knee, at: now, run: lease.run, ...(evidence === null ? {} : { evidence }) } satisfies SharedLimit)
     this.#written = seal ? seal.sealText(key, text) : text
     lease.writeLimit(this.#written, tell)
   }
@@ -144,9 +146,9 @@ export class LearnedLimit {
 function parseRecord(text: string | null): SharedLimit | null {
   if (text === null) return null
   try {
-    const { limit, knee, at, run } = JSON.parse(text) as Partial<SharedLimit>
+    const { limit, knee, at, run, evidence } = JSON.parse(text) as Partial<SharedLimit>
     if (!(Number.isInteger(limit) && (limit as number) > 0 && Number.isInteger(knee) && (knee as number) > 0 && Number.isFinite(at))) return null
-    return { limit: limit as number, knee: knee as number, at: at as number, ...(typeof run === 'string' ? { run } : {}) }
+    return { limit: limit as number, knee: knee as number, at: at as number, ...(typeof run === 'string' ? { run } : {}), ...(typeof evidence === 'string' ? { evidence } : {}) }
   } catch {
     return null
   }

@@ -103,8 +103,8 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   }
 }
 
-/** The shared limit record as learned-limit.ts opens it: written `at` (epoch ms) by `run`, the learner every replica goes on with. */
-export type SharedLimit = { limit: number; knee: number; at: number; run?: string }
+/** The shared limit record as learned-limit.ts opens it: written `at` (epoch ms) by `run`, the learner every replica goes on with; `evidence`, what its limit rule weighed (KneeEstimator.evidence: a replica that takes over starts from it). */
+export type SharedLimit = { limit: number; knee: number; at: number; run?: string; evidence?: string }
 
 /** Whether a record written moves the limit or the knee the store held: only then are the other replicas told to renew and take it. */
 export function moves(written: SharedLimit | null, held: SharedLimit | null): boolean {
