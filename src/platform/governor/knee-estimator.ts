@@ -4,6 +4,7 @@ import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE, atLeast, endAt, highestRoom, 
 import { RECENT_MS, StartLevels, ThroughputLevels } from './throughput-levels.js'
 import { AnswerTimeline, type Answer } from './answer-timeline.js'
 import { FAULT_MS, FaultWatch, UsualGaps } from './fault-watch.js'
+import { readEvidence, writeEvidence } from './carried-evidence.js'
 
 // docs/governor.md, "Constants".
 export const DECIDE_MS = 1000
@@ -145,15 +146,13 @@ export class KneeEstimator {
     for (const a of [this.#logs, this.#impossible]) a.fill(0)
     this.#ownMs.fill(FAULT_MS)
     ;[this.#counted, this.#newCalls] = [0, 0]
-    this.#carried = readEvidence(carried, this.#max, now)
+    this.#carried = readEvidence(carried, this.#max, now, EVIDENCE_MS)
     if (this.#carried !== null) this.#fadedAt = now
   }
   /** The evidence this learner weighed, for the shared record (a replica that takes over starts from it): the log-likelihood of each w below the likeliest, in tenths of a nat, and the moment; null before any. */
   evidence(now: number): string | null {
     if (this.#counted < 1 && this.#carried === null) return null
-    const ll = this.#likelihoods()
-    const top = Math.max(...ll)
-    return `${Math.round(now)};${Array.from(ll, (x) => Math.round((top - x) * 10)).join(',')}`
+    return writeEvidence(this.#likelihoods(), now)
   }
   /** Another replica's limit and knee (the shared record): taken as they are; a limit below the knee is a fault here too. */
   adopt(limit: number, knee: number, now: number): Step | null {
@@ -392,14 +391,4 @@ export class KneeEstimator {
     return this.#set(Math.max(this.#min, Math.floor(Math.min(this.#limit, this.#knee) / 2)), 'fault')
   }
   #clamp(n: number): number { return Math.max(this.#min, Math.min(this.#max, Math.round(n))) }
-}
-
-/** The evidence a shared record carries (KneeEstimator.evidence), faded to `now` over EVIDENCE_MS; null where there is none or it is not one. */
-function readEvidence(text: string | null, max: number, now: number): Float64Array | null {
-  const m = text === null ? null : /^(\d+);(\d+(?:,\d+)*)$/.exec(text)
-  if (m === null) return null
-  const tenths = (m[2] as string).split(',').map(Number)
-  if (tenths.length !== max) return null
-  const f = Math.exp(-Math.max(0, now - Number(m[1])) / EVIDENCE_MS)
-  return Float64Array.from(tenths, (t) => (-t / 10) * f)
 }
