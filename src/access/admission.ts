@@ -142,6 +142,15 @@ export class Admission {
   }
 
   /**
+   * The checked target of `url` for a team: `checked` (the memo's entry `found`, or checked
+   * anew where it had none) unless that entry is another team's only (`seen` null): then
+   * checked anew, as a URL never seen.
+   */
+  targetFor(url: string, found: KnownUrl<unknown> | undefined, seen: KnownUrl<unknown> | null, checked: KnownTarget): KnownTarget {
+    return found === undefined || seen !== null ? checked : this.target(url, null)
+  }
+
+  /**
    * Keeps the target of a call of `team` that passed its scope check, for the team's next
    * call to the same URL, and the form `credential` worked out from it (`form`); returns
    * the target kept. The one writer of the memo of URLs.
@@ -208,8 +217,7 @@ export class Admission {
     const found = this.#known.get(call.url)
     const checked = this.target(call.url, found)
     const identity = this.key(call.headers)
-    // Another team's call of the URL is no help to this one: checked anew, as a URL never seen.
-    const known = found === undefined || this.seenBy(found, identity.team) ? checked : this.target(call.url, null)
+    const known = this.targetFor(call.url, found, this.seenBy(found, identity.team), checked)
     const caller = this.caller(identity, known)
     // Set before the rules below, so that the request's log line names the team they refused.
     call.caller = caller

@@ -97,7 +97,7 @@ export class ReadDecisions {
       // (to the router, nothing counted, when only those are decided), checked anew.
       const seen = admission.seenBy(found, team)
       if (found !== undefined && seen === null && how.seenOnly === true) return { goOn: { admitting } }
-      const known = found === undefined || seen ? checked : admission.target(url, null)
+      const known = admission.targetFor(url, found, seen, checked)
       const caller = how.into ? (how.into.caller = admission.caller(identity, known)) : null
       assertMayCall(team, method, known.target.path)
       // Counted first, refused after: a spent decision goes on with the refusal, counted.
