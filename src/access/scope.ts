@@ -62,7 +62,6 @@ export function placementsOf(ownership: { campaignPaths: readonly string[]; acco
 const QUERY_ACCOUNT = new Set(['advertiserId', 'userId'])
 const BODY_ACCOUNT = 'userId'
 const REPORT_CAMPAIGNS = 'campaignIds'
-const REPORT_PATH = '/api/v1/report/'
 // The platform's report reads (platform-api.md): `/api/v1/report/{split}/get`, which read
 // `advertiserId` (GET) or `campaignIds` (POST). A report path of another shape is a route
 // whose account field is not known.
@@ -122,7 +121,7 @@ function routeIdInputs(target: RequestTarget, body: CheckedBody | null): unknown
 }
 
 function placedInBody(path: string, body: CheckedBody | null, field: string): boolean {
-  const report = path.startsWith(REPORT_PATH)
+  const report = REPORT_READ.test(path)
   if (body?.kind === 'form') return !report && body.params.some(([name]) => name === field)
   if (body?.kind !== 'json' || typeof body.value !== 'object' || body.value === null || Array.isArray(body.value)) return false
   const top = body.value as Record<string, unknown>
