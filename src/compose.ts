@@ -118,8 +118,8 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     logLevel: new LogLevel({ log, auditLog, bus, replica: replicaId, clock }),
     lifecycle: { phase: 'starting' },
     build, clock, governors, answers, tracing,
-    campaignOwners: new CampaignOwners({ config, client, redis, breaker, now: () => clock.now() }),
-    creativeSetOwners: creativeSetOwners({ config, client, redis, breaker, now: () => clock.now() }),
+    campaignOwners: new CampaignOwners({ config, client, redis, breaker, seal, onUnverified: (key) => unverified('owner-list', key), now: () => clock.now() }),
+    creativeSetOwners: creativeSetOwners({ config, client, redis, breaker, seal, onUnverified: (key) => unverified('owner-list', key), now: () => clock.now() }),
   }
   const tokenStore = new TokenStore({ ...ctx, replica: replicaId })
   // Redis answering again (the circuit closed, a new connection): the purges announced

@@ -5,6 +5,7 @@ import type { PlatformClient } from '../platform/client/platform-client.js'
 import type { TokenProvider } from '../platform/tokens/token-provider.js'
 import type { RedisBreaker } from '../redis/breaker.js'
 import type { RedisClient } from '../redis/client.js'
+import type { RedisSeal } from '../redis/seal.js'
 import { SingleFlight } from '../cache/single-flight.js'
 import { ownRequestId } from '../observe/request-id.js'
 import { systemClock } from '../clock.js'
@@ -30,6 +31,10 @@ export interface CampaignOwnersDeps {
   client: PlatformClient
   redis: RedisClient | null
   breaker: RedisBreaker | null
+  /** Seals the lists kept in Redis; null: none kept there (redis-parts.ts). */
+  seal: RedisSeal | null
+  /** A list in Redis without this gateway's seal for its key, read as none (`key`: its Redis key). */
+  onUnverified?: (key: string) => void
   now?: () => number
   /** Absent: the campaign list (`ownership.listPath`). */
   list?: OwnedList
@@ -41,6 +46,11 @@ export interface CampaignOwnersDeps {
  * campaign list, one advertiser at a time, kept in memory and in Redis for `ttl`.
  * Given another list (`list`: an account's creative sets), the owners of its objects,
  * learned the same way with the same settings (`ownership`).
+ *
+ * A list decides what a scoped team may name, and Redis is shared, not trusted: a list
+ * is kept there sealed for its key (RedisSeal), and one without that seal (written by
+ * another hand, or copied from another advertiser's key) is read as none, so the
+ * platform's list is asked. Without a seal no list is kept in Redis.
  */
 export class CampaignOwners {
   readonly #d: CampaignOwnersDeps
@@ -152,23 +162,23 @@ export class CampaignOwners {
   }
 
   async #readShared(key: string): Promise<CampaignList | null> {
-    const { redis, breaker } = this.#d
-    if (!redis || !breaker) return null
-    const text = await breaker.run(() => redis.get(this.#redisKey(key)), null)
-    if (!text) return null
-    try {
-      const stored = JSON.parse(text) as { ids: number[]; fetchedAt: number }
-      return { ids: new Set(stored.ids), fetchedAt: stored.fetchedAt }
-    } catch {
-      return null
-    }
+    const { redis, breaker, seal } = this.#d
+    if (!redis || !breaker || !seal) return null
+    const where = this.#redisKey(key)
+    const sealed = await breaker.run(() => redis.get(where), null)
+    if (!sealed) return null
+    const text = seal.openText(where, sealed)
+    const list = text === null ? null : parseList(text)
+    if (list === null) this.#d.onUnverified?.(where)
+    return list
   }
 
   async #writeShared(key: string, list: CampaignList): Promise<void> {
-    const { redis, breaker, config } = this.#d
-    if (!redis || !breaker) return
-    const text = JSON.stringify({ ids: [...list.ids], fetchedAt: list.fetchedAt })
-    await breaker.run(() => redis.set(this.#redisKey(key), text, 'PX', config.ownership.ttlMs), null)
+    const { redis, breaker, seal, config } = this.#d
+    if (!redis || !breaker || !seal) return
+    const where = this.#redisKey(key)
+    const text = seal.sealText(where, JSON.stringify({ ids: [...list.ids], fetchedAt: list.fetchedAt }))
+    await breaker.run(() => redis.set(where, text, 'PX', config.ownership.ttlMs), null)
   }
 
   #redisKey(key: string): string {
@@ -180,6 +190,17 @@ export class CampaignOwners {
 export function creativeSetOwners(deps: Omit<CampaignOwnersDeps, 'list'>): CampaignOwners | null {
   const { listPath } = deps.config.ownership.creativeSets
   return listPath === null ? null : new CampaignOwners({ ...deps, list: { name: 'creative set list', path: listPath } })
+}
+
+/** A list as #writeShared writes it; null when it is not one. */
+function parseList(text: string): CampaignList | null {
+  try {
+    const stored = JSON.parse(text) as { ids?: unknown; fetchedAt?: unknown }
+    if (!Array.isArray(stored.ids) || !stored.ids.every((id) => Number.isSafeInteger(id)) || typeof stored.fetchedAt !== 'number') return null
+    return { ids: new Set(stored.ids as number[]), fetchedAt: stored.fetchedAt }
+  } catch {
+    return null
+  }
 }
 
 /** The value at a dot path (`meta.last_page`) of a JSON value. */

@@ -37,7 +37,9 @@ const SESSION_MAX_AGE_SECONDS = 7200
 export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> {
   const state = createState(opts)
   const controls = createControls(state)
-  const app = Fastify({ logger: opts.logger ?? false, forceCloseConnections: true })
+  // Laravel matches a route on the path with its slashes at either end trimmed
+  // (Request::path(), UriValidator): `/api/v1/campaign/get/` is `campaign/get`.
+  const app = Fastify({ logger: opts.logger ?? false, forceCloseConnections: true, routerOptions: { ignoreTrailingSlash: true } })
   installBodyParser(app)
   app.addHook('onRequest', (request, _reply, done) => {
     if (!request.url.startsWith(CONTROL_PREFIX)) state.requests.push(startRecord(request))

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { KEYS, TEAMS_YAML } from '../helpers/sandbox-gateway.js'
-import { call, itLoggedNoSecret, useAttackGateway } from './attack-gateway.js'
+import { call, direct, itLoggedNoSecret, useAttackGateway } from './attack-gateway.js'
 
 // Routes the gateway has no placement for. A route the platform has and the gateway does
 // not know may read its account from `advertiserId`, from `userId`, or from nothing, and
@@ -65,6 +65,20 @@ describe('a route listed in ownership.accountRoutes', () => {
     expect([other.status, other.json.code]).toEqual([403, 'GW_FORBIDDEN'])
     expect(String(other.json.message)).toContain('advertiserId')
     expect(listing.callerRequests()).toEqual([])
+  })
+
+  it('spelled with a trailing slash, is the route the platform routes it to: placed by its field, and refused without it', async () => {
+    // The platform trims the slash (Laravel's Request::path()): the listed route, whose
+    // body without userId lists the token's own account, the parent (100), no team's.
+    const parent = await direct(sg, 'POST', '/api/v1/campaign/get/', { body: '{}', headers: { 'content-type': 'application/json' } })
+    expect([parent.status, ...new Set((parent.json.data as { userId: number }[]).map((row) => row.userId))]).toEqual([200, 100])
+    sg.sandbox.clearRequests()
+    const bare = await call(sg, 'POST', '/api/v1/campaign/get/', { key: KEYS.growth, json: {} })
+    expect([bare.status, bare.json.code]).toEqual([403, 'GW_FORBIDDEN'])
+    expect(sg.callerRequests()).toEqual([])
+    const named = await call(sg, 'POST', '/api/v1/campaign/get/', { key: KEYS.growth, json: { userId: 101 } })
+    expect(named.status).toBe(200)
+    expect(new Set((named.json.data as { userId: number }[]).map((row) => row.userId))).toEqual(new Set([101]))
   })
 
   it('keeps the other team\'s account out', async () => {
