@@ -31,6 +31,8 @@ export interface NamedInCall {
   creativeSets: number[]
   /** Whether the call names an account where the platform reads it (see `namedInCall`). */
   placed: boolean
+  /** Where the platform reads the call's account, as a refusal of an unplaced call names it: `userId at the top of the body`. */
+  placeBy: string
   /** The call's path when the gateway does not know where its route reads the account; else null. */
   unknownRoute: string | null
 }
@@ -99,6 +101,7 @@ export function namedInCall(method: string, target: RequestTarget, body: Checked
     campaigns,
     creativeSets: [...fieldValues(target.params, CREATIVE_SET_VARIABLES), ...inBody.creativeSets].map(creativeSetId),
     placed: known && (bodyless ? target.params.some(([name]) => fields.has(name)) : placedInBody(target.path, body, listed ?? BODY_ACCOUNT)),
+    placeBy: bodyless ? `${[...fields].join(' or ')} in the query` : `${REPORT_READ.test(target.path) ? `the report's campaigns in ${REPORT_CAMPAIGNS}` : (listed ?? BODY_ACCOUNT)} at the top of the body`,
     unknownRoute: known ? null : target.path,
   }
 }
