@@ -1,5 +1,6 @@
 import type { TeamConfig } from '../config.js'
 import type { AccountField } from '../config/normalize.js'
+import { REPORT_CAMPAIGNS, REPORT_READ } from './report-read.js'
 import { BadRequestError, ForbiddenError } from '../errors.js'
 import type { CheckedBody } from './request-body.js'
 import { phpVariable, type Pair, type RequestTarget } from './request-target.js'
@@ -63,11 +64,6 @@ export function placementsOf(ownership: { campaignPaths: readonly string[]; acco
 // by nothing.
 const QUERY_ACCOUNT = new Set(['advertiserId', 'userId'])
 const BODY_ACCOUNT = 'userId'
-const REPORT_CAMPAIGNS = 'campaignIds'
-// The platform's report reads (platform-api.md): `/api/v1/report/{split}/get`, which read
-// `advertiserId` (GET) or `campaignIds` (POST). A report path of another shape is a route
-// whose account field is not known.
-const REPORT_READ = /^\/api\/v1\/report\/[^/]+\/get\/?$/
 
 /** A scoped team reads reports at `/api/v1/report/{split}/get` only (403 otherwise); `path`: the report's canonical path. */
 export function assertReportRead(team: TeamConfig, path: string): void {
