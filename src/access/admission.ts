@@ -315,7 +315,7 @@ export class Admission {
     // The platform falls back to the parent account when a call names none where it
     // reads it (`{}` or no body on campaign/get): a scoped team must name its account.
     if (!named.placed) {
-      throw new ForbiddenError(`team ${team.name} is limited to some advertisers: name advertiserId or userId ${BODYLESS.has(method) ? 'in the query' : 'in the body (a report: its campaigns in campaignIds)'}`)
+      throw new ForbiddenError(`team ${team.name} is limited to some advertisers: name ${named.placeBy}`)
     }
     return accounts
   }

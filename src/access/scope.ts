@@ -1,5 +1,6 @@
 import type { TeamConfig } from '../config.js'
 import type { AccountField } from '../config/normalize.js'
+import { REPORT_CAMPAIGNS, REPORT_READ } from './report-read.js'
 import { BadRequestError, ForbiddenError } from '../errors.js'
 import type { CheckedBody } from './request-body.js'
 import { phpVariable, type Pair, type RequestTarget } from './request-target.js'
@@ -31,6 +32,8 @@ export interface NamedInCall {
   creativeSets: number[]
   /** Whether the call names an account where the platform reads it (see `namedInCall`). */
   placed: boolean
+  /** Where the platform reads the call's account, as a refusal of an unplaced call names it: `userId at the top of the body`. */
+  placeBy: string
   /** The call's path when the gateway does not know where its route reads the account; else null. */
   unknownRoute: string | null
 }
@@ -61,11 +64,6 @@ export function placementsOf(ownership: { campaignPaths: readonly string[]; acco
 // by nothing.
 const QUERY_ACCOUNT = new Set(['advertiserId', 'userId'])
 const BODY_ACCOUNT = 'userId'
-const REPORT_CAMPAIGNS = 'campaignIds'
-// The platform's report reads (platform-api.md): `/api/v1/report/{split}/get`, which read
-// `advertiserId` (GET) or `campaignIds` (POST). A report path of another shape is a route
-// whose account field is not known.
-const REPORT_READ = /^\/api\/v1\/report\/[^/]+\/get\/?$/
 
 /** A scoped team reads reports at `/api/v1/report/{split}/get` only (403 otherwise); `path`: the report's canonical path. */
 export function assertReportRead(team: TeamConfig, path: string): void {
@@ -99,6 +97,7 @@ export function namedInCall(method: string, target: RequestTarget, body: Checked
     campaigns,
     creativeSets: [...fieldValues(target.params, CREATIVE_SET_VARIABLES), ...inBody.creativeSets].map(creativeSetId),
     placed: known && (bodyless ? target.params.some(([name]) => fields.has(name)) : placedInBody(target.path, body, listed ?? BODY_ACCOUNT)),
+    placeBy: bodyless ? `${[...fields].join(' or ')} in the query` : `${REPORT_READ.test(target.path) ? `the report's campaigns in ${REPORT_CAMPAIGNS}` : (listed ?? BODY_ACCOUNT)} at the top of the body`,
     unknownRoute: known ? null : target.path,
   }
 }

@@ -8,6 +8,7 @@ import { normalizeTeams } from './teams.js'
 import { adminTokens } from './admin-tokens.js'
 import { hostsOf, webhookRefusal } from '../jobs/webhook-target.js'
 import { webhookSecretSpellings } from '../jobs/webhook-signature.js'
+import { accountRouteProblems } from './account-routes.js'
 import type { Setting } from './provenance.js'
 
 // The validated raw settings turned into what the gateway runs on: durations in ms,
@@ -125,6 +126,8 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   for (const [name, value, floorMs, floor] of jobFloors) {
     if (parseDuration(value) < floorMs) problems.push(`jobs.${name}: must be at least ${floor} (got ${String(value)})`)
   }
+
+  problems.push(...accountRouteProblems(raw.ownership.accountRoutes))
 
   const secrets = [raw.admin.token, raw.admin.viewerToken, raw.gatewaySecret, raw.gatewaySecretFallback, raw.redis.sentinelPassword]
     .concat(Object.values(credentials).flatMap((c) => [c.token, c.login?.password, c.login?.clientSecret]))

@@ -10,6 +10,7 @@ import { webhookSignature } from './webhook-signature.js'
 import { fetch as undiciFetch } from 'undici'
 import { WebhookConnections, type WebhookConnectOptions } from './webhook-connections.js'
 import { hostsOf, literalOf, PlatformAddressError, platformSockets, socketRefusal, webhookRefusal, type LookupAll } from './webhook-target.js'
+import { connectionFailure } from '../platform/client/platform-client.js'
 
 /** The webhooks' settings (config `jobs.webhook*`), in milliseconds and bytes. */
 export interface WebhookSettings {
@@ -222,7 +223,7 @@ export class WebhookDeliveries {
       this.#connections.drop(url, dispatcher)
       const e = err as Error
       if (e.cause instanceof PlatformAddressError) return refused(e.cause.message)
-      return { ok: false, status: null, error: e.name === 'TimeoutError' ? `no answer within ${settings.timeoutMs}ms` : `the receiver could not be reached (${e.message})`, retry: true, made: true }
+      return { ok: false, status: null, error: e.name === 'TimeoutError' ? `no answer within ${settings.timeoutMs}ms` : `the receiver could not be reached (${connectionFailure(e.cause)})`, retry: true, made: true }
     }
   }
 }

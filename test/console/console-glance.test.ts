@@ -1,12 +1,13 @@
 import type { AddressInfo } from 'node:net'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, HTTPRequest, Page } from 'puppeteer-core'
 import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
 import { hashApiKey } from '../../src/access/api-keys.js'
-import { buildGateway, listen, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { loadConfig } from '../../src/config.js'
+import { buildGateway, listen, sandboxLoginEnv, type TestGateway } from '../helpers/build-gateway.js'
 import { chromiumPath, CONSOLE_SCRIPTS as SCRIPTS, launchChromium } from '../helpers/console-browser.js'
 import { ensureBuilt } from '../helpers/dist.js'
 import { clusterFixture, FIXTURE_IDS } from '../helpers/console-cluster-fixture.js'
@@ -143,8 +144,11 @@ describe.skipIf(CHROMIUM === null)('the console reads right at a glance (1440 ×
   beforeAll(async () => {
     ensureBuilt(`${SCRIPTS}console-page.js`)
     sandbox = await startSandbox()
-    const config = testConfig({ PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), ADMIN_TOKEN }, YAML)
-    gw = await listen(await buildGateway(config, { consoleScriptsDir: SCRIPTS }))
+    // The teams come from a file, as on a configured gateway: the page offers their reload.
+    const file = join(SHOTS, 'config.yaml')
+    writeFileSync(file, YAML)
+    const env = { CONFIG_FILE: file, PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), ADMIN_TOKEN, LOG_LEVEL: 'info' }
+    gw = await listen(await buildGateway(loadConfig({ env }), { configSource: { env }, consoleScriptsDir: SCRIPTS }))
     await gw.admin.listen({ host: '127.0.0.1', port: 0 })
     adminUrl = `http://127.0.0.1:${(gw.admin.server.address() as AddressInfo).port}`
     browser = await launchChromium(CHROMIUM as string)
@@ -212,6 +216,11 @@ describe.skipIf(CHROMIUM === null)('the console reads right at a glance (1440 ×
 
     it('the browser runs in the zone asked', async () => {
       expect(await page.evaluate('Intl.DateTimeFormat().resolvedOptions().timeZone')).toBe(zone)
+    })
+
+    it('offers the reload of the teams, as a gateway whose teams come from a file does', async () => {
+      expect(await page.$eval('#reload', (n) => (n as unknown as { disabled: boolean }).disabled)).toBe(false)
+      expect(await text('#reload-note')).toBe('')
     })
 
     it('shows every instant in UTC with its date, and no 12-hour time', async () => {

@@ -256,6 +256,15 @@ describe('the admin listener\'s OpenAPI document', () => {
     expect(problems).toEqual([])
   })
 
+  it('says what a token put in by PUT /admin/token reaches without Redis: the replica called, until it restarts', async () => {
+    // A replica without Redis that restarts logs in again: the rotation is not kept.
+    for (const path of ['/admin/token', '/admin/credentials/{name}/token']) {
+      const description = (doc.paths[path]?.put as { description: string }).description
+      expect(description).toContain('without Redis, on the replica called only, until it restarts')
+      expect(description).not.toMatch(/uses it on every replica \(through Redis when configured\), replicas that start or restart later included/)
+    }
+  })
+
   it('describes the refusal of a replica without an admin token', async () => {
     const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true })
     ajv.addSchema(closed(doc) as Json, 'admin-openapi.json')

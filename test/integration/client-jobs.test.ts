@@ -44,6 +44,10 @@ describe('the client\'s report jobs', () => {
     const again = await client.reportJob('campaigns', YEAR)
     expect(again.id).toBeNull()
     expect((await again.result()).cache).toBe('HIT')
+    // No job to ask the status of: refused without a call, as its README's table says.
+    const none = await again.status({ wait: 30 }).catch((err: unknown) => err)
+    expect(none).toBeInstanceOf(GatewayError)
+    expect((none as GatewayError).code).toBe('CLIENT_REFUSED')
     expect(sandbox.countRequests((r) => r.path === REPORT_PATH)).toBe(1)
   })
 

@@ -217,6 +217,16 @@ describe('webhook deliveries', () => {
     expect(r.got.map((g) => g.path)).toEqual(['/hook'])
   })
 
+  it('says why a receiver could not be reached: the connection\'s error code, as a platform call\'s failure says it, not fetch\'s "fetch failed"', async () => {
+    const clock = fakeClock()
+    const r = await receiver([{ status: 204 }])
+    await new Promise((resolve) => r.server.close(resolve))
+    const { webhooks } = deliveries(r.url, clock)
+    await enqueue(webhooks, 'growth', STATUS)
+    await waitFor('the attempt failed', async () => (await latest(webhooks))?.lastError !== null)
+    expect(await latest(webhooks)).toMatchObject({ state: 'pending', attempts: 1, lastStatus: null, lastError: 'the receiver could not be reached (ECONNREFUSED)' })
+  })
+
   it('is bounded: a receiver that does not answer is cut off after webhookTimeout, one that answers without end is read up to 64 KiB', async () => {
     const clock = fakeClock()
     const held = createServer(() => undefined)

@@ -367,6 +367,22 @@ describe('advertiser scoping', () => {
     expect(all.statusCode).toBe(200)
   })
 
+  it('says where the account is read when a call names none there: the route\'s own field, in the query or at the top of the body', async () => {
+    const message = async (method: Method, url: string, json?: unknown) => {
+      const res = await call(method, url, json === undefined ? { key: KEYS.writer } : { key: KEYS.writer, json })
+      expect(res.statusCode).toBe(403)
+      return res.json().message as string
+    }
+    // campaign/get reads userId at the top of its body: advertiserId there is not read.
+    expect(await message('POST', '/api/v1/campaign/get', { advertiserId: 101 })).toBe('team writer is limited to some advertisers: name userId at the top of the body')
+    expect(await message('POST', '/api/v1/campaign/get', { filter: { userId: 101 } })).toBe('team writer is limited to some advertisers: name userId at the top of the body')
+    // A body-less call reads either name in its query.
+    expect(await message('DELETE', '/api/v1/campaign/banner/delete/101001')).toBe('team writer is limited to some advertisers: name advertiserId or userId in the query')
+    // The POST form of a report is placed by its campaigns.
+    expect(await message('POST', '/api/v1/report/campaigns/get', { userId: 101, dateFrom: '2026-01-01', dateTo: '2026-01-07' })).toBe('team writer is limited to some advertisers: name the report\'s campaigns in campaignIds at the top of the body')
+    expect(sandbox.requests).toHaveLength(0)
+  })
+
   const refused: [string, { url: string; json?: unknown; form?: string }][] = [
     ['query advertiserId', { url: '/api/v1/campaign/get?advertiserId=200', json: { userId: 101 } }],
     ['a second query advertiserId', { url: '/api/v1/campaign/get?advertiserId=101&advertiserId=201', json: {} }],

@@ -21,7 +21,7 @@ function named(method: string, url: string, body: ReturnType<typeof json> | null
 describe('namedInCall', () => {
   it('reads a GET or DELETE account from the query only', () => {
     expect(named('GET', '/api/v1/report/campaigns/get?advertiserId=101')).toMatchObject({ accounts: ['101'], placed: true })
-    expect(named('DELETE', '/api/v1/campaign/banner/delete/101001?userId=101')).toEqual({ accounts: ['101'], campaigns: [101001], creativeSets: [], placed: true, unknownRoute: null })
+    expect(named('DELETE', '/api/v1/campaign/banner/delete/101001?userId=101')).toEqual({ accounts: ['101'], campaigns: [101001], creativeSets: [], placed: true, placeBy: 'advertiserId or userId in the query', unknownRoute: null })
     expect(named('DELETE', '/api/v1/campaign/banner/delete/101001').placed).toBe(false)
   })
 
@@ -71,7 +71,7 @@ describe('namedInCall', () => {
 
   it('counts campaign ids in a body as naming their owners', () => {
     const report = named('POST', '/api/v1/report/campaigns/get', json({ campaignIds: [102001, '102002'], dateFrom: '2026-01-01' }))
-    expect(report).toEqual({ accounts: [], campaigns: [102001, 102002], creativeSets: [], placed: true, unknownRoute: null })
+    expect(report).toEqual({ accounts: [], campaigns: [102001, 102002], creativeSets: [], placed: true, placeBy: "the report's campaigns in campaignIds at the top of the body", unknownRoute: null })
   })
 
   it('finds creative set ids wherever Laravel reads them: the body at any depth, a form, the query', () => {

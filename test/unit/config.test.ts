@@ -622,6 +622,24 @@ describe('invalid configuration names the key', () => {
   })
 })
 
+describe('ownership.accountRoutes: each route once, as a call\'s path is matched', () => {
+  const routes = (...lines: string[]) => `ownership:\n  accountRoutes:\n${lines.map((l) => `    - ${l}\n`).join('')}`
+  const env = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }
+  it('refuses a path listed twice: one field would hold, silently', () => {
+    expect(problem(env, routes('{ path: /api/v1/campaign/get, field: userId }', '{ path: /api/v1/campaign/get, field: advertiserId }')).message).toContain('ownership.accountRoutes.1.path: /api/v1/campaign/get is listed twice (ownership.accountRoutes.0 too): list each route once, with the one field it reads')
+  })
+  it('refuses a path ending in /: a call\'s path is matched without its trailing slash, so it would match none', () => {
+    expect(problem(env, routes('{ path: /api/v1/audience/get/, field: userId }')).message).toContain('ownership.accountRoutes.0.path: ends in /, and a call\'s path is matched without its trailing slash: write /api/v1/audience/get')
+  })
+  it('refuses a report read: it is placed by advertiserId (GET) or campaignIds (POST), and a field of its own would refuse a scoped team\'s reads', () => {
+    expect(problem(env, routes('{ path: /api/v1/report/campaigns/get, field: userId }')).message).toContain('ownership.accountRoutes.0.path: /api/v1/report/campaigns/get is a report read, placed by advertiserId (GET) or campaignIds (POST): remove it')
+  })
+  it('takes the default list and a list of distinct paths', () => {
+    expect(load(env).ownership.accountRoutes.map((r) => r.path)).toEqual(['/api/v1/campaign/get', '/api/v1/campaign/banner/create'])
+    expect(load(env, routes('{ path: /api/v1/campaign/get, field: userId }', '{ path: /api/v1/audience/get, field: advertiserId }')).ownership.accountRoutes).toHaveLength(2)
+  })
+})
+
 describe('a team\'s advertisers: ids, or "*" alone', () => {
   const platform = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }
   const team = (advertisers: string) => `teams:\n  growth:\n    keys: ["${HASH}"]\n    advertisers: ${advertisers}\n`

@@ -30,7 +30,7 @@ export interface ReportJob<A> {
   readonly id: string | null
   /** The status the gateway last gave (the 202's at first); null when answered at once. */
   readonly last: JobStatus | null
-  /** Its status now; `wait` (seconds, at most 30): once its state changed, or that long passed. */
+  /** Its status now; `wait` (seconds, at most 30): once its state changed, or that long passed. A report answered at once (`id` null) has none: CLIENT_REFUSED, nothing sent. */
   status(options?: JobCallOptions & { wait?: number }): Promise<JobStatus>
   /**
    * Its report once done, waiting for it with the server's `wait`; a failed job throws the

@@ -14,7 +14,7 @@ const NO_CREDENTIAL = { GW_NOT_FOUND: 'No credential of that name.' }
 
 const PUT_TOKEN = {
   description:
-    'Checks the token with the probe call (`platform.probe`), then uses it on every replica (through Redis when configured), replicas that start or restart later included: no replica\'s own login replaces it until the platform refuses it or it is due for renewal. ' +
+    'Checks the token with the probe call (`platform.probe`), then uses it: with Redis, on every replica, replicas that start or restart later included, and no replica\'s own login replaces it until the platform refuses it or it is due for renewal; without Redis, on the replica called only, until it restarts (a token file reaches every replica and outlasts restarts). ' +
     'The token in use offered again changes nothing: no probe, `changed: false`.',
   body: tokenBody,
   response: { 200: answer(tokenChangeSchema, 'The token\'s view, and whether it changed.') },
