@@ -57,12 +57,17 @@ ENV NODE_ENV=production GATEWAY_COMMIT=${REVISION}
 # milliseconds (docs/configuration.md, "Memory"). The chart's extraEnv may set
 # NODE_OPTIONS otherwise; scripts/soak.mjs runs its replicas with this line's value.
 ENV NODE_OPTIONS=--max-semi-space-size=16
-# glibc hands an allocation of 128 KiB or more to mmap and gives it back to the kernel when
-# freed. Left to itself it raises that threshold as large blocks are freed, and an answer's
-# blocks (up to 1 MiB each) then come from the main heap, whose freed middle stays resident:
-# 380 MiB RSS after a full collection with 143 MiB of array buffers in
-# test/slow/answer-memory.test.ts, 310 MiB with this line (docs/configuration.md, "Memory").
-ENV MALLOC_MMAP_THRESHOLD_=131072
+# glibc hands an allocation of 16 KiB or more to mmap and gives it back to the kernel when
+# freed. A socket's reads are such allocations (64 KiB each on plain TCP, 16 KiB over TLS),
+# dead as soon as an answer's bytes are copied out but freed only at V8's next collection;
+# in glibc's main heap they left its high-water mark resident, on top of the memory alive
+# later, and an answer's 1 MiB blocks would come from there too once glibc raised its own
+# threshold. Mapped on their own, resident memory is what is alive plus what waits for a
+# collection: test/slow/answer-memory.test.ts peaked at 304-403 MiB with a 128 KiB threshold
+# (main heap 119-158 MiB at the peak), within its bound of about 389 with this one (main
+# heap 11-27 MiB). Its price: 0.5 ms more CPU per MiB read in large answers; none on
+# small reads (docs/configuration.md, "Memory").
+ENV MALLOC_MMAP_THRESHOLD_=16384
 WORKDIR /app
 # Files stay owned by root and read-only to the gateway's user: the process cannot
 # change its own code, and the root filesystem can be mounted read-only.

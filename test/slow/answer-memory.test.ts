@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { request } from 'undici'
@@ -7,6 +8,8 @@ import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
 import { imageMemoryEnv } from '../../scripts/image-env.mjs'
 import { KEYS, REPORT_PATH, TEAMS_YAML } from '../helpers/build-gateway.js'
 import { spawnProbedGateway, type GatewayMemory, type ProbedGateway } from '../helpers/gateway-memory.js'
+import { opensslAvailable, privateCa } from '../helpers/private-ca.js'
+import { startTlsFront, type TlsFront } from '../helpers/tls-front.js'
 import { waitFor } from '../helpers/wait.js'
 
 // Memory with the chart's defaults (helm/report-gateway: `config: {}`, the image's
@@ -14,7 +17,10 @@ import { waitFor } from '../helpers/wait.js'
 // in-process cache full, then 100 callers each reading a 50 MiB report at 16 KB/s. Every
 // byte of an answer on its way to a caller counts in platform.bufferTotalBytes; past it a
 // new answer is refused 503 GW_ANSWER_BUDGET. The process's peak resident size (VmHWM)
-// stays under the chart's limit. Counts and bytes are asserted, never a time.
+// stays under the chart's limit. Counts and bytes are asserted, never a time. The platform
+// is reached over plain HTTP (the sandbox as it is) and over TLS (a front with a private
+// CA, as a platform behind https is): a socket's reads are 64 KiB each over TCP, 16 KiB
+// over TLS, and the image's MALLOC_MMAP_THRESHOLD_ is set for both (Dockerfile).
 
 const MiB = 1024 * 1024
 const MB = 1_000_000
@@ -83,8 +89,11 @@ function peakRss(pid: number): number {
 
 const metric = (text: string, name: string): number => Number(text.split('\n').find((l) => l.startsWith(name))?.split(' ').at(-1) ?? NaN)
 
-describe.runIf(process.platform === 'linux')('memory with the chart\'s defaults, the cache full and 100 slow readers of 50 MiB reports', () => {
+const SCHEMES = ['http', ...(opensslAvailable('the answer memory test over TLS') ? ['https'] : [])]
+
+describe.runIf(process.platform === 'linux').each(SCHEMES)('memory with the chart\'s defaults, the cache full and 100 slow readers of 50 MiB reports, the platform over %s', (scheme) => {
   let sandbox: Sandbox
+  let front: TlsFront | null = null
   let gw: ProbedGateway
   const callers: SlowCaller[] = []
   const readers = new SlowCallers()
@@ -98,7 +107,13 @@ describe.runIf(process.platform === 'linux')('memory with the chart\'s defaults,
 
   beforeAll(async () => {
     sandbox = await startSandbox()
-    gw = await spawnProbedGateway({ env: { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ...IMAGE_ENV }, yaml: TEAMS_YAML })
+    const tls: Record<string, string> = {}
+    if (scheme === 'https') {
+      const files = privateCa(mkdtempSync(join(tmpdir(), 'answer-memory-tls-')), ['DNS:localhost', 'IP:127.0.0.1'])
+      front = await startTlsFront(sandbox.url, files)
+      tls.NODE_EXTRA_CA_CERTS = files.ca
+    }
+    gw = await spawnProbedGateway({ env: { PLATFORM_BASE_URL: front?.url ?? sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ...tls, ...IMAGE_ENV }, yaml: TEAMS_YAML })
     const pid = gw.child.pid as number
     const start = await gw.memory()
     startRss = start.rss
@@ -144,7 +159,7 @@ describe.runIf(process.platform === 'linux')('memory with the chart\'s defaults,
     for (const c of callers) statuses.set(`${c.status()} ${c.code() ?? ''}`.trim(), (statuses.get(`${c.status()} ${c.code() ?? ''}`.trim()) ?? 0) + 1)
     console.log(
       [
-        `answer memory: ${READERS} callers of ${REPORT_BYTES / MiB} MiB reports at ${READ_BYTES_PER_S / 1000} KB/s, the cache filled with ${FILLS} reports of ${FILL_BYTES / MB} MB`,
+        `answer memory (the platform over ${scheme}): ${READERS} callers of ${REPORT_BYTES / MiB} MiB reports at ${READ_BYTES_PER_S / 1000} KB/s, the cache filled with ${FILLS} reports of ${FILL_BYTES / MB} MB`,
         `  statuses: ${[...statuses].map(([s, n]) => `${n} × ${s}`).join(', ')}`,
         `  peak RSS (VmHWM) ${(peak / MiB).toFixed(0)} MiB (the chart's limit ${CHART_LIMIT / MiB} MiB); RSS after a full collection at start ${(start.rss / MiB).toFixed(0)} MiB`,
         `  after a full collection, readers still reading: RSS ${((held?.rss ?? NaN) / MiB).toFixed(0)} MiB, array buffers ${((held?.arrayBuffers ?? NaN) / MiB).toFixed(0)} MiB (answers' budget ${BUDGET / MiB} MiB and cache ${L1 / MiB} MiB)`,
@@ -156,6 +171,7 @@ describe.runIf(process.platform === 'linux')('memory with the chart\'s defaults,
   afterAll(async () => {
     await readers.close()
     await gw?.close()
+    await front?.close()
     await sandbox?.close()
   })
 

@@ -202,10 +202,10 @@ describe('Dockerfile', () => {
     expect(env).toMatch(/\bNODE_ENV=production\b/)
     // The young generation's bound, which the soak reads from this line too (scripts/soak-options.mjs).
     expect(env).toMatch(/(?:^|\s)NODE_OPTIONS=--max-semi-space-size=16(?:\s|$)/)
-    // The allocator's fixed mmap threshold: an answer's freed blocks go back to the kernel.
-    expect(env).toMatch(/(?:^|\s)MALLOC_MMAP_THRESHOLD_=131072(?:\s|$)/)
+    // The allocator's fixed mmap threshold: socket reads (16 KiB over TLS) and an answer's blocks go back to the kernel when freed.
+    expect(env).toMatch(/(?:^|\s)MALLOC_MMAP_THRESHOLD_=16384(?:\s|$)/)
     // The soak and the memory test run the gateway with exactly these lines.
-    expect(imageMemoryEnv(join(ROOT, 'Dockerfile'))).toEqual({ NODE_OPTIONS: '--max-semi-space-size=16', MALLOC_MMAP_THRESHOLD_: '131072' })
+    expect(imageMemoryEnv(join(ROOT, 'Dockerfile'))).toEqual({ NODE_OPTIONS: '--max-semi-space-size=16', MALLOC_MMAP_THRESHOLD_: '16384' })
   })
 
   it("starts node on dist/main.js directly (the package's start command, without npm)", () => {
