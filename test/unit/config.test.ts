@@ -831,7 +831,8 @@ jobs:
 
   it('refuses at load a webhook at the platform\'s own host, even when allowed', () => {
     const err = problem(env, yaml('https://platform.example.com/hook', ['platform.example.com']))
-    expect(err.message).toMatch(/teams\.growth\.webhook\.url: platform\.example\.com is the platform's own host/)
+    expect(err.message).toMatch(/teams\.growth\.webhook\.url: platform\.example\.com is the platform's own host, not a receiver: .*let a team call the platform.*; point the webhook at a receiver on another host/)
+    expect(err.message.split('\n').filter((line) => line.includes('webhook.url'))).toHaveLength(1)
     expect(err.message).not.toContain(SECRET)
   })
 
