@@ -396,8 +396,10 @@ describe('a gateway pushing its ended jobs (demo mode, the sandbox over real HTT
     await waitFor('the job pushed to the receiver', () => r.got.length === 1, 10_000)
     const pushed = JSON.parse((r.got[0] as Received).body) as JobStatus
     expect(pushed).toEqual(await (await fetch(`${gw.url}/api/v1/jobs/${id}`, { headers: { 'x-api-key': KEYS.all } })).json())
-    expect(pushed).toMatchObject({ id, state: 'failed', error: { code: 'GW_PLATFORM_ANSWER', statusCode: 422 } })
+    expect(pushed).toMatchObject({ id, state: 'failed', error: { code: 'GW_PLATFORM_ANSWER', statusCode: 422 }, result: `/api/v1/jobs/${id}/result` })
     expect(Object.keys(pushed.error ?? {}).sort()).toEqual(['code', 'message', 'statusCode'])
+    // The receiver reads why it failed where the push says: the platform's own answer.
+    expect((await fetch(`${gw.url}${pushed.result ?? ''}`, { headers: { 'x-api-key': KEYS.all } })).status).toBe(422)
   })
 })
 
