@@ -8,6 +8,7 @@ import { decideDemo } from './config/demo-mode.js'
 import { redisWithoutSecret } from './config/redis-secret.js'
 import { readTeamsFile } from './config/teams-file.js'
 import { settingsInForce } from './config/provenance.js'
+import { creativeSetsPassWarning } from './config/risky-settings.js'
 
 export { DEFAULT_CREDENTIAL, type AdminRole, type AdminToken, type Config, type CredentialConfig, type PasswordLogin, type TeamConfig, type TeamKey } from './config/normalize.js'
 export { maskUrlPassword } from './config/schema-errors.js'
@@ -77,6 +78,8 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
   // The demo's sandbox and printed key are for this machine only, unless HOST says otherwise.
   const host = mode.demo && !env.HOST && !fileSetsHost ? '127.0.0.1' : config.host
   const settings = settingsInForce({ raw, file, envSources, env, credentials: config.credentials })
+  const creativeSets = creativeSetsPassWarning(config.ownership.creativeSets.check, config.teams)
+  if (creativeSets !== null) warnings.push(creativeSets)
   return { ...config, host, demo: mode.demo, warnings, settings: host === config.host ? settings : settings.map((s) => (s.setting === 'host' ? { ...s, value: host, source: 'demo', from: 'demo mode' } : s)) }
 }
 

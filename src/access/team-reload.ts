@@ -12,6 +12,7 @@ import type { AdminAuth } from './admin-auth.js'
 import type { TeamDirectory } from './team-auth.js'
 import { systemClock, type Clock, type Timer } from '../clock.js'
 import { webhookSecretSpellings } from '../jobs/webhook-signature.js'
+import { creativeSetsPassWarning } from '../config/risky-settings.js'
 
 export type ReloadTrigger = 'file' | 'signal' | 'admin' | 'replica'
 
@@ -213,6 +214,9 @@ export class TeamReloader {
       },
       `${this.#named} reloaded: new ${what} in use`,
     )
+    // The check in force is the running one's: a changed ownership waits for a restart.
+    const creativeSets = creativeSetsPassWarning(this.#d.config.ownership.creativeSets.check, next.teams)
+    if (creativeSets !== null) log.warn({ trigger, ...this.#files }, creativeSets)
     const waiting = restartOnlyChanges(this.#d.config, next)
     if (waiting.length > 0) {
       log.warn({ ...this.#files, settings: waiting }, `${this.#named} reload: settings other than the teams and the admin tokens changed (${waiting.join(', ')}); they take effect at the next restart`)

@@ -251,7 +251,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
 }
 
 /** `demo`: decided by loadConfig from everything that was set (config/demo-mode.ts); `settings`: each setting in force and where it came from (config/provenance.ts). */
-/** The configuration in force; `warnings`: what a start logs of it (a renamed setting set under its old name). */
+/** The configuration in force; `warnings`: what a start logs of it (a renamed or retired setting, a risky one: config/risky-settings.ts). */
 export type Config = ReturnType<typeof normalize> & { demo: boolean; settings: Setting[]; warnings: string[] }
 
 function envName(path: string, env: string): string {

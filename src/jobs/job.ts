@@ -266,7 +266,8 @@ export function jobStatus(job: Job, place: number | null, now: number, finality:
     tookSeconds: job.tookSeconds,
     error: job.error && { code: job.error.code, message: job.error.message, statusCode: job.error.statusCode },
     expiresAt: iso(job.expiresAt),
-    result: state === 'done' ? `/api/v1/jobs/${job.id}/result` : null,
+    // Once ended, done or failed, its result is there to read: the report, or why it failed.
+    result: state === 'done' || state === 'failed' ? `/api/v1/jobs/${job.id}/result` : null,
     ...finality,
   }
 }

@@ -21,7 +21,7 @@ export function webhookRefusal(url: string, allowedHosts: readonly string[], pla
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return `only http and https URLs receive deliveries (got ${parsed.protocol})`
   if (parsed.username || parsed.password) return 'a URL with credentials in it is refused'
   const host = parsed.hostname.toLowerCase()
-  if (platformHosts.some((h) => h.toLowerCase() === host)) return `${host} is the platform's own host`
+  if (platformHosts.some((h) => h.toLowerCase() === host)) return `${host} is the platform's own host, not a receiver: a push there would let a team call the platform from inside the gateway, past its checks; point the webhook at a receiver on another host`
   if (allowedHosts.length === 0) return 'jobs.webhookHosts is empty: webhooks are off'
   if (!allowedHosts.some((h) => h.toLowerCase() === host)) return `${host} is not in jobs.webhookHosts`
   return null

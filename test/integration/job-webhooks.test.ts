@@ -326,7 +326,7 @@ describe('webhook deliveries', () => {
     const platform = deliveries(r.url, clock, { platformUrls: ['http://127.0.0.1:9'] }).webhooks
     await enqueue(platform, 'growth', STATUS)
     await settled(platform)
-    expect(await latest(platform)).toMatchObject({ state: 'failed', attempts: 0, lastError: 'refused: 127.0.0.1 is the platform\'s own host' })
+    expect(await latest(platform)).toMatchObject({ state: 'failed', attempts: 0, lastError: expect.stringMatching(/^refused: 127\.0\.0\.1 is the platform's own host, not a receiver: .*; point the webhook at a receiver on another host$/) })
     const off = deliveries(r.url, clock, { settings: { ...SETTINGS, hosts: [] } }).webhooks
     await enqueue(off, 'growth', STATUS)
     await settled(off)
@@ -396,8 +396,10 @@ describe('a gateway pushing its ended jobs (demo mode, the sandbox over real HTT
     await waitFor('the job pushed to the receiver', () => r.got.length === 1, 10_000)
     const pushed = JSON.parse((r.got[0] as Received).body) as JobStatus
     expect(pushed).toEqual(await (await fetch(`${gw.url}/api/v1/jobs/${id}`, { headers: { 'x-api-key': KEYS.all } })).json())
-    expect(pushed).toMatchObject({ id, state: 'failed', error: { code: 'GW_PLATFORM_ANSWER', statusCode: 422 } })
+    expect(pushed).toMatchObject({ id, state: 'failed', error: { code: 'GW_PLATFORM_ANSWER', statusCode: 422 }, result: `/api/v1/jobs/${id}/result` })
     expect(Object.keys(pushed.error ?? {}).sort()).toEqual(['code', 'message', 'statusCode'])
+    // The receiver reads why it failed where the push says: the platform's own answer.
+    expect((await fetch(`${gw.url}${pushed.result ?? ''}`, { headers: { 'x-api-key': KEYS.all } })).status).toBe(422)
   })
 })
 

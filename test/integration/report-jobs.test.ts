@@ -330,8 +330,9 @@ describe('report jobs (demo mode, no Redis)', () => {
       const ended = await status(gw, id)
       expect(ended.state).toBe('failed')
       expect(ended.error).toEqual({ code: 'GW_PLATFORM_ANSWER', statusCode: code, message: `the platform refused the report with ${code}: the job's result is its answer, as a read of the report answers it` })
+      expect(ended.result).toBe(`/api/v1/jobs/${id}/result`)
 
-      const result = await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: { 'x-api-key': KEYS.all } })
+      const result = await fetch(`${gw.url}${ended.result ?? ''}`, { headers: { 'x-api-key': KEYS.all } })
       expect(result.status).toBe(code)
       expect(await result.json()).toEqual(platformBody)
       expect(result.headers.get('content-type')).toBe(sync.headers.get('content-type'))

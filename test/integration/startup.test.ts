@@ -211,6 +211,26 @@ describe('a start that works says what it found', () => {
     expect(settings.find((s) => s.setting === 'platform.seatLease')).toEqual({ setting: 'platform.seatLease', value: '2s', source: 'file', from: 'CONFIG_FILE' })
   })
 
+  it('ownership.creativeSets.check: pass with a scoped team that may write: one warning at start naming it and what it allows, no secret', async () => {
+    const token = sandbox.issueToken()
+    const run = start({
+      PLATFORM_BASE_URL: sandbox.url,
+      PLATFORM_TOKEN: token,
+      CONFIG_FILE: file('creative-sets-pass.yaml', `${TEAMS}    write: true\nownership:\n  creativeSets: { check: pass }\n`),
+      HOST: '127.0.0.1',
+      PORT: '0',
+      ADMIN_PORT: '0',
+    })
+    await waitForLine(run, /report gateway listening/)
+    const said = run.output().split('\n').filter((l) => l.includes('ownership.creativeSets'))
+    expect(said).toHaveLength(1)
+    expect(JSON.parse(said[0] as string)).toMatchObject({
+      level: 40,
+      msg: "ownership.creativeSets.check is pass: a team limited to some advertisers may attach any advertiser's creative sets (creativeSetIds are sent unchecked; scoped teams that may write: growth); set check: lookup (with listPath) to check them, or refuse",
+    })
+    expect(said[0]).not.toMatch(new RegExp([token, 'rgw_startup_test_key', 'sha256:'].join('|')))
+  })
+
   it('Redis at a closed port: the start line says down, one warning names host:port and the cause, never the password', async () => {
     const port = await freePort()
     const run = start({

@@ -180,6 +180,28 @@ describe('keys without restarts', () => {
     ])
   })
 
+  it('says of ownership.creativeSets.check: pass at each reload applied that leaves a scoped team able to write, one line, no secret in it', async () => {
+    const teams = (key: string, advertisers: string) => `teamsReload: { poll: 1h }\nownership:\n  creativeSets: { check: pass }\nteams:\n  growth:\n    keys: [${plain(key)}]\n    advertisers: ${advertisers}\n    write: true\n`
+    const dir = configMap(teams(OLD, '["*"]'))
+    const gw = await replica(dir, false)
+    const reload = async () => (await gw.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json<{ result: string }>().result
+    const said = () => gw.logs.records().filter((r) => String(r.msg).startsWith('ownership.creativeSets.check is pass'))
+    dir.update(teams(NEW, '[101]'))
+    expect(await reload()).toBe('applied')
+    expect(said()).toEqual([
+      expect.objectContaining({
+        level: 40,
+        msg: "ownership.creativeSets.check is pass: a team limited to some advertisers may attach any advertiser's creative sets (creativeSetIds are sent unchecked; scoped teams that may write: growth); set check: lookup (with listPath) to check them, or refuse",
+      }),
+    ])
+    expect(JSON.stringify(said())).not.toMatch(new RegExp([OLD, NEW, hashApiKey(NEW).slice(7)].join('|')))
+    expect(await reload()).toBe('unchanged')
+    expect(said()).toHaveLength(1)
+    dir.update(teams(NEW, '["*"]'))
+    expect(await reload()).toBe('applied')
+    expect(said()).toHaveLength(1)
+  })
+
   it('answers 409 to POST /admin/reload without a CONFIG_FILE', async () => {
     const env = { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }
     const gw = await gateways.build(loadConfig({ env }), { configSource: { env } })

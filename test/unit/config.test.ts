@@ -640,6 +640,27 @@ describe('ownership.accountRoutes: each route once, as a call\'s path is matched
   })
 })
 
+describe('ownership.creativeSets.check: pass, said at start', () => {
+  const env = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }
+  const team = (name: string, advertisers: string, write: boolean) => `  ${name}:\n    keys: ["${hashApiKey(`rgw_config_test_key_${name}`)}"]\n    advertisers: ${advertisers}\n    write: ${write}\n`
+  const yaml = (check: string, ...teams: string[]) => `ownership:\n  creativeSets: { check: ${check} }\nteams:\n${teams.join('')}`
+  const said = (config: Config) => config.warnings.filter((w) => w.includes('ownership.creativeSets'))
+
+  it('warns once, naming the setting, what it allows and the scoped teams that may write, no secret in it', () => {
+    const config = load(env, yaml('pass', team('growth', '[101]', true), team('brand', '[102, 103]', true), team('viewers', '[101]', false), team('ops', '["*"]', true)))
+    expect(said(config)).toEqual([
+      "ownership.creativeSets.check is pass: a team limited to some advertisers may attach any advertiser's creative sets (creativeSetIds are sent unchecked; scoped teams that may write: growth, brand); set check: lookup (with listPath) to check them, or refuse",
+    ])
+    expect(JSON.stringify(config.warnings)).not.toMatch(new RegExp([TOKEN, 'sha256:', 'rgw_'].join('|')))
+  })
+
+  it('says nothing with refuse or lookup, nor with pass when no scoped team may write', () => {
+    expect(said(load(env, yaml('refuse', team('growth', '[101]', true))))).toEqual([])
+    expect(said(load(env, `ownership:\n  creativeSets: { check: lookup, listPath: /api/v1/creative-set/get }\nteams:\n${team('growth', '[101]', true)}`))).toEqual([])
+    expect(said(load(env, yaml('pass', team('viewers', '[101]', false), team('ops', '["*"]', true))))).toEqual([])
+  })
+})
+
 describe('a team\'s advertisers: ids, or "*" alone', () => {
   const platform = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }
   const team = (advertisers: string) => `teams:\n  growth:\n    keys: ["${HASH}"]\n    advertisers: ${advertisers}\n`
@@ -831,7 +852,8 @@ jobs:
 
   it('refuses at load a webhook at the platform\'s own host, even when allowed', () => {
     const err = problem(env, yaml('https://platform.example.com/hook', ['platform.example.com']))
-    expect(err.message).toMatch(/teams\.growth\.webhook\.url: platform\.example\.com is the platform's own host/)
+    expect(err.message).toMatch(/teams\.growth\.webhook\.url: platform\.example\.com is the platform's own host, not a receiver: .*let a team call the platform.*; point the webhook at a receiver on another host/)
+    expect(err.message.split('\n').filter((line) => line.includes('webhook.url'))).toHaveLength(1)
     expect(err.message).not.toContain(SECRET)
   })
 

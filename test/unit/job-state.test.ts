@@ -41,14 +41,16 @@ describe('report job states', () => {
     expect(dropAt(done)).toBe(clock.now() + EXPIRED_KEPT_MS)
   })
 
-  it('running → failed keeps the GW_* code and message', () => {
+  it('running → failed keeps the GW_* code and message, and names its result (the failure) until it expires', () => {
     const clock = fakeClock()
     const running = startJob(asked(clock), 'r1', clock.now(), LEASE) as Job
     clock.advance(2000)
     const error = { code: 'GW_UPSTREAM_TIMEOUT', message: 'the platform did not answer in time', statusCode: 504 }
     const failed = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'failed', error, tookSeconds: 2 }, KEEP) as Job
     expect(failed).toMatchObject({ state: 'failed', error, tookSeconds: 2 })
-    expect(jobStatus(failed, null, clock.now(), FINALITY)).toMatchObject({ ...FINALITY, state: 'failed', error: { code: 'GW_UPSTREAM_TIMEOUT', message: error.message }, result: null })
+    expect(jobStatus(failed, null, clock.now(), FINALITY)).toMatchObject({ ...FINALITY, state: 'failed', error: { code: 'GW_UPSTREAM_TIMEOUT', message: error.message }, result: `/api/v1/jobs/${failed.id}/result` })
+    clock.advance(KEEP)
+    expect(jobStatus(failed, null, clock.now(), FINALITY)).toMatchObject({ state: 'expired', result: null })
   })
 
   it('running → failed with the platform\'s answer keeps it as its result: its bytes held until it expires, its status naming the code and status, never the answer', () => {

@@ -998,7 +998,7 @@ export interface components {
              * @description When its result (or failure) expires; its state is `expired` from then.
              */
             expiresAt: string | null;
-            /** @description Where its report is, once done. */
+            /** @description Where its result is once it ended, until it expires: its report when done, its failure when failed (the status and body `error` names); null while queued or running, and once expired. */
             result: string | null;
             /**
              * Format: date
@@ -1610,7 +1610,7 @@ export interface components {
         ratelimit: string;
         /** @description For a team with a rate limit: its quota and window in seconds, e.g. `"default";q=600;w=60`. */
         "ratelimit-policy": string;
-        /** @description Where the job is: `/api/v1/jobs/{id}`; its status there, its report at `/result` once done. */
+        /** @description Where the job is: `/api/v1/jobs/{id}`; its status there, its result at `/result` once it ended (its report, or its failure). */
         location: string;
         /** @description `respond-async` (RFC 7240): the read was taken as a job. */
         "preference-applied": "respond-async";

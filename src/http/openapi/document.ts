@@ -84,7 +84,7 @@ const HEADERS: Json = {
     pattern: '^"default";r=\\d+;t=\\d+$',
   }),
   'ratelimit-policy': header('For a team with a rate limit: its quota and window in seconds, e.g. `"default";q=600;w=60`.', { type: 'string', pattern: '^"default";q=\\d+;w=\\d+$' }),
-  location: always('Where the job is: `/api/v1/jobs/{id}`; its status there, its report at `/result` once done.', { type: 'string', pattern: '^/api/v1/jobs/[A-Za-z0-9_-]{1,64}$' }),
+  location: always('Where the job is: `/api/v1/jobs/{id}`; its status there, its result at `/result` once it ended (its report, or its failure).', { type: 'string', pattern: '^/api/v1/jobs/[A-Za-z0-9_-]{1,64}$' }),
   'preference-applied': always('`respond-async` (RFC 7240): the read was taken as a job.', { const: 'respond-async' }),
   'job-cache-control': always('`private, no-store`: a job\'s status is its team\'s and changes as the job runs; no cache keeps it.', { const: 'private, no-store' }),
   'accepted-vary': always('`accept-encoding, authorization, prefer, x-api-key`, as the read\'s own answer would vary.', { const: 'accept-encoding, authorization, prefer, x-api-key' }),
