@@ -38,11 +38,38 @@ export function drawShape(seed: number): Shape {
   }
 }
 
+/**
+ * Another team's burst: for a third of the run, from `fromMs`, the gateway's calls wait
+ * before they reach the platform (a seat held by the other team's calls, with chance
+ * `seatChance`, for an exponential time of mean `seatMs`; a CPU turn, up to `turnMs`). The
+ * wait is the gateway's, not the platform's: the call lands later, and the class's latency
+ * learns it (as `ReportCache` learns the wait for a seat), the platform's time the same.
+ */
+export interface Burst {
+  fromMs: number
+  toMs: number
+  seatChance: number
+  seatMs: number
+  turnMs: number
+}
+
+/** A burst for `shape`, drawn from its seed: waits of the size trace 8's burst made (docs/benchmarks.md), for a third of the run, inside its counted part. */
+export function drawBurst(shape: Shape, span: Span = { freshnesses: FRESHNESSES, warmup: WARMUP_FRESHNESSES }): Burst {
+  const r = new Random(shape.seed ^ 0xb0257)
+  const counted = (span.freshnesses - span.warmup) * shape.freshMs
+  const lengthMs = (span.freshnesses * shape.freshMs) / 3
+  const fromMs = span.warmup * shape.freshMs + r.uniform(0, counted - lengthMs)
+  return { fromMs, toMs: fromMs + lengthMs, seatChance: r.uniform(0.2, 0.8), seatMs: shape.latencyMs * r.logUniform(0.5, 3), turnMs: r.uniform(5, 50) }
+}
+
 /** What one cache made of the asks after the warm-up: per report, answers and stale answers; platform calls in all. */
 export interface Tally {
   answers: number[]
   stale: number[]
   calls: number
+  /** The same answers while a burst lasts (none: all 0). */
+  burstAnswers: number[]
+  burstStale: number[]
 }
 
 export interface Run {
@@ -124,8 +151,10 @@ export interface Rule {
 export const MODEL: Rule = { minAsks: REFRESH_AHEAD_ASKS, budget: REFRESH_AHEAD_BUDGET, decay: ASKS_DECAY }
 
 /** One cache's replay of `asks` (time, report), refreshing ahead or not. */
-function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boolean, latency: Random, warmupMs: number, endMs: number, rule: Rule): { tally: Tally; leadMs: number } {
-  const tally: Tally = { answers: new Array<number>(shape.reports).fill(0), stale: new Array<number>(shape.reports).fill(0), calls: 0 }
+function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boolean, latency: Random, warmupMs: number, endMs: number, rule: Rule, burst: Burst | undefined): { tally: Tally; leadMs: number } {
+  const zeros = () => new Array<number>(shape.reports).fill(0)
+  const tally: Tally = { answers: zeros(), stale: zeros(), calls: 0, burstAnswers: zeros(), burstStale: zeros() }
+  const waits = new Random(shape.seed ^ 0x3a17)
   const copies: Array<Copy | null> = new Array<Copy | null>(shape.reports).fill(null)
   const flights = new Set<number>()
   const watches = new Map<number, Watch>()
@@ -137,10 +166,24 @@ function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boole
   const counted = (t: number) => t >= warmupMs
   // A call is counted while the asks last: the refreshes scheduled for copies asked before the end start after it, for nobody.
   const countedCall = (t: number) => counted(t) && t < endMs
+  const inBurst = (t: number) => burst !== undefined && t >= burst.fromMs && t < burst.toMs
+  const waitMs = (t: number): number => {
+    if (!inBurst(t)) return 0
+    const seat = waits.chance(burst!.seatChance) ? -Math.log(1 - waits.next()) * burst!.seatMs : 0
+    return seat + waits.uniform(0, burst!.turnMs)
+  }
   const call = (report: number, t: number) => {
     flights.add(report)
     if (countedCall(t)) tally.calls += 1
-    events.push({ at: t + shape.latencyMs * latency.spread(shape.spread), seq: seq++, kind: 'land', report, startedAt: t })
+    events.push({ at: t + waitMs(t) + shape.latencyMs * latency.spread(shape.spread), seq: seq++, kind: 'land', report, startedAt: t })
+  }
+  const answered = (report: number, t: number, stale: boolean) => {
+    if (!counted(t)) return
+    tally.answers[report]! += 1
+    if (stale) tally.stale[report]! += 1
+    if (!inBurst(t)) return
+    tally.burstAnswers[report]! += 1
+    if (stale) tally.burstStale[report]! += 1
   }
   // ReportCache.#asked: an ask of a fresh copy counts, and may start or schedule the refresh.
   const asked = (report: number, copy: Copy, t: number, filled = false) => {
@@ -177,14 +220,11 @@ function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boole
       const [t, report] = ask
       const copy = copies[report]
       if (copy && t < copy.freshUntil) {
-        if (counted(t)) tally.answers[report]! += 1
+        answered(report, t, false)
         asked(report, copy, t)
       } else if (copy && t < copy.freshUntil + shape.freshMs) {
         // Served stale (staleWhileRevalidate as long as the freshness), one refresh behind it.
-        if (counted(t)) {
-          tally.answers[report]! += 1
-          tally.stale[report]! += 1
-        }
+        answered(report, t, true)
         if (!flights.has(report)) call(report, t)
       } else {
         waiting[report]! += 1
@@ -201,7 +241,7 @@ function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boole
       copies[e.report] = copy
       // The callers that waited for it are answered with it, each an ask of the copy its fill answered.
       for (; waiting[e.report]! > 0; waiting[e.report]! -= 1) {
-        if (counted(e.at)) tally.answers[e.report]! += 1
+        answered(e.report, e.at, false)
         asked(e.report, copy, e.at, true)
       }
     } else if (e.kind === 'due') {
@@ -231,7 +271,7 @@ export interface Span {
  * shape's seed; `rule`: the model's, unless another is measured; `span`: the run's length and
  * warm-up (the benchmark's window: `{ freshnesses: 3.25, warmup: 1 }` on a 20 s freshness).
  */
-export function simulate(shape: Shape, rule: Rule = MODEL, span: Span = { freshnesses: FRESHNESSES, warmup: WARMUP_FRESHNESSES }): Run {
+export function simulate(shape: Shape, rule: Rule = MODEL, span: Span = { freshnesses: FRESHNESSES, warmup: WARMUP_FRESHNESSES }, burst?: Burst): Run {
   const r = new Random(shape.seed ^ 0x5eed)
   const weights = Array.from({ length: shape.reports }, (_, i) => 1 / (i + 1) ** shape.zipf)
   const total = weights.reduce((x, y) => x + y, 0)
@@ -255,7 +295,7 @@ export function simulate(shape: Shape, rule: Rule = MODEL, span: Span = { freshn
     asks.push([t, pick(r.next())])
   }
   const warmupMs = span.warmup * shape.freshMs
-  const ahead = replay(shape, asks, true, new Random(shape.seed ^ 0x1a7), warmupMs, endMs, rule)
-  const swr = replay(shape, asks, false, new Random(shape.seed ^ 0x1a7), warmupMs, endMs, rule)
+  const ahead = replay(shape, asks, true, new Random(shape.seed ^ 0x1a7), warmupMs, endMs, rule, burst)
+  const swr = replay(shape, asks, false, new Random(shape.seed ^ 0x1a7), warmupMs, endMs, rule, burst)
   return { shape, ahead: ahead.tally, swr: swr.tally, asksPerFresh: weights.map((w) => (w / total) * shape.rate * (shape.freshMs / 1000)), leadMs: ahead.leadMs }
 }
