@@ -26,10 +26,7 @@ export function answerTiming(loop: () => LoopTime = processLoop()): (latencyMs: 
 export class LateWakes {
   readonly #slots = new Float64Array(LATE_MEMORY_MS / LATE_SLOT_MS)
   #slot: number
-
-  constructor(now: number) {
-    this.#slot = Math.floor(now / LATE_SLOT_MS)
-  }
+  constructor(now: number) { this.#slot = Math.floor(now / LATE_SLOT_MS) }
 
   record(now: number, lateMs: number): void {
     this.#advance(now)

@@ -49,9 +49,7 @@ export class LearnedLimit {
     }
   }
 
-  start(): void {
-    this.#timer = this.#clock.setInterval(() => this.tick(), TICK_MS).unref()
-  }
+  start(): void { this.#timer = this.#clock.setInterval(() => this.tick(), TICK_MS).unref() }
 
   stop(): void {
     this.#clock.clearInterval(this.#timer)
