@@ -12,12 +12,7 @@ import { credentialGovernor, type CredentialGovernor } from './credential-govern
 import { RedisLeaseStore } from './redis-lease-store.js'
 
 /** A seat's request with its path and query (its route is what a 429 pauses; its work by default); `probe`: the probe call (GATEWAY_TEAM: its 429 pauses only its route, its answer ends a credential pause); `trial`: it tests a credential pause, through it, without a seat. */
-export interface SeatCall extends Omit<SeatRequest, 'workClass'> {
-  url: string
-  workClass?: string
-  probe?: boolean
-  trial?: boolean
-}
+export interface SeatCall extends Omit<SeatRequest, 'workClass'> { url: string; workClass?: string; probe?: boolean; trial?: boolean }
 
 /** One credential's governor, as the status view and the metrics read it (`views()`). */
 export type GovernorView = ReturnType<PlatformGovernors['views']>[number]
