@@ -152,9 +152,7 @@ export class AnswerTimeline {
   }
 
   /** No record heard of for keepMs (the store out): the other replicas' calls are out of play, this one's go at once. */
-  #stale(now: number): void {
-    if (this.merging && now - this.#heardAt > this.#keepMs) this.heard(null, now)
-  }
+  #stale(now: number): void { if (this.merging && now - this.#heardAt > this.#keepMs) this.heard(null, now) }
 
   /** Every start and end up to `horizon`, in time order (an end before a start at the same moment: that call was not ahead). */
   #release(horizon: number): void {

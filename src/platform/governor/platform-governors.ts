@@ -93,7 +93,6 @@ export class PlatformGovernors {
 
   /** The limit in force of `credential`'s calls at once (every replica's), or null: no such credential. */
   limitOf(credential: string): number | null { return this.#governors.get(credential)?.seats.limit ?? null }
-  /** The pauses under way of `credential`. */
   pausesOf(credential: string): Pause[] { return this.#pauses.all(credential) }
   /** Whether the platform has paused the credential, or a call of `team` (any team's) on the route of `url`: a cached copy is better than a wait. */
   paused(credential: string, url?: string, team?: string): boolean { return this.#pauses.paused(credential, url, team) }
