@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { readEvidence, writeEvidence } from '../../src/platform/governor/carried-evidence.js'
+import { readEvidence, writeEvidence } from '../../src/platform/governor/knee-verdicts.js'
 
 describe('the evidence a shared limit record carries', () => {
   it('reads back each w below the likeliest, to a tenth of a nat, faded over the time since it was weighed', () => {

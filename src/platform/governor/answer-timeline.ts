@@ -45,9 +45,7 @@ export function encodeCalls(now: number, calls: readonly CallEntry[]): string {
   // Whole ms apart from the record's moment, so that a call reads the same in every record.
   const at = Math.round(now)
   const ago = (t: number) => Math.max(0, at - Math.round(t)).toString(36)
-  let text = at.toString(36)
-  for (const c of calls) text += c.at === null ? `;${ago(c.startedAt)},,${c.kind},` : `;${ago(c.startedAt)},${ago(c.at)},${c.kind},${flagOf(c)}`
-  return text
+  return [at.toString(36), ...calls.map((c) => (c.at === null ? `${ago(c.startedAt)},,${c.kind},` : `${ago(c.startedAt)},${ago(c.at)},${c.kind},${flagOf(c)}`))].join(';')
 }
 
 /** One call of a record: start and kind one base-36 digit or more, end none or more, and a flag exactly when there is an end. */
@@ -86,10 +84,7 @@ export class AnswerTimeline {
   #heardAt = -Infinity
 
   /** `keepMs`: how far back a record's calls go (a lease's life: every record is read within it). */
-  constructor(sink: EvidenceSink, keepMs: number) {
-    this.#sink = sink
-    this.#keepMs = keepMs
-  }
+  constructor(sink: EvidenceSink, keepMs: number) { [this.#sink, this.#keepMs] = [sink, keepMs] }
 
   /** Whether other replicas' calls are in play (this replica learns beside others). */
   get merging(): boolean { return this.#remote.size > 0 }
@@ -157,9 +152,7 @@ export class AnswerTimeline {
   }
 
   /** No record heard of for keepMs (the store out): the other replicas' calls are out of play, this one's go at once. */
-  #stale(now: number): void {
-    if (this.merging && now - this.#heardAt > this.#keepMs) this.heard(null, now)
-  }
+  #stale(now: number): void { if (this.merging && now - this.#heardAt > this.#keepMs) this.heard(null, now) }
 
   /** Every start and end up to `horizon`, in time order (an end before a start at the same moment: that call was not ahead). */
   #release(horizon: number): void {

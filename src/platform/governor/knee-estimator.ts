@@ -1,10 +1,9 @@
 // The limit rule (docs/governor.md, "The limit rule": the model, s(w), each rule and its reason). Pure: time is passed in.
 import { LENDING_HORIZON_MS } from './dispatch-order.js'
-import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE, atLeast, endAt, highestRoom, highestTied, probeFall, verdicts } from './knee-verdicts.js'
+import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE, atLeast, endAt, highestRoom, highestTied, probeFall, readEvidence, verdicts, writeEvidence } from './knee-verdicts.js'
 import { RECENT_MS, StartLevels, ThroughputLevels } from './throughput-levels.js'
 import { AnswerTimeline, type Answer } from './answer-timeline.js'
 import { FAULT_MS, FaultWatch, UsualGaps } from './fault-watch.js'
-import { readEvidence, writeEvidence } from './carried-evidence.js'
 
 // docs/governor.md, "Constants".
 export const DECIDE_MS = 1000
@@ -163,7 +162,7 @@ export class KneeEstimator {
     this.#phase = l < k ? 'fault' : 'cruise'
     if (this.#phase === 'fault') this.#faults.begin(now)
     else this.#faults.end(now)
-    return this.#moved(l, 'adopted')
+    return this.#set(l, 'adopted', true)
   }
   /** Watches for faults (fault-watch.ts: `overdueSince`, seats.ts, and no answer for a while is silence; a queue keeps answers coming) and moves the knee as the evidence says; null while nothing moves. */
   tick(now: number, overdueSince: number | null): Step | null {
@@ -180,7 +179,7 @@ export class KneeEstimator {
     const back = this.#levels.recheck()
     if (back !== null) {
       this.#knee = back.knee
-      return this.#moved(back.limit, 'throughput')
+      return this.#set(back.limit, 'throughput', true)
     }
     const peak = this.#levels.peak(now, this.#limit, this.#min, () => highestRoom(this.#likelihoods()))
     if (peak !== null) return this.#fellTo(peak, false)
@@ -202,7 +201,7 @@ export class KneeEstimator {
       this.#phase = 'cruise'
       if (!queueBelow) this.#roomShown()
       this.#queueSeen ||= queueBelow
-      return this.#setKnee(queueBelow ? this.#served(this.#timeline === null ? highestTied(ll, this.#limit) : verdicts(ll, this.#limit).best, this.#limit, now) : this.#max, 'knee', 1)
+      return this.#setKnee(queueBelow ? this.#served(this.#timeline === null ? highestTied(ll, this.#limit) : verdicts(ll, this.#limit).best, this.#limit, now) : this.#max, 'knee')
     }
     if (!this.#since.waited) return null
     this.#held = 0
@@ -214,17 +213,17 @@ export class KneeEstimator {
     this.#knee = this.#limit
     this.#roomShown()
     if (longOnly || verdict !== 'double') this.#phase = 'cruise'
-    if (verdict !== 'double') return this.#setKnee(verdict, 'throughput', 1)
+    if (verdict !== 'double') return this.#setKnee(verdict, 'throughput')
     // At what the platform took, no doubling: its level read, the start ends one below it, the probe seat at it; until then it holds.
     if (!longOnly && this.#limit >= this.#took) {
       if (!this.#startLevels.measured(this.#limit)) return null
       this.#phase = 'cruise'
-      return this.#setKnee(this.#took - 1, 'knee', 1)
+      return this.#setKnee(this.#took - 1, 'knee')
     }
     // The seats past the level long calls may take are as many as end within H at its pace: past W they queue ahead of the others' calls (cruise's bound, the level for K).
     ;[this.#blind, this.#left] = [this.#timeline !== null || !this.#startLevels.timed(this.#limit), this.#limit]
     const step = stepping ? Math.min(this.#limit, Math.max(1, Math.floor((this.#limit * LENDING_HORIZON_MS) / longMs))) : this.#limit
-    return longOnly ? this.#setKnee(this.#limit, 'knee', 1) : this.#set(this.#clamp(Math.min(this.#took, this.#limit + step)), 'grew')
+    return longOnly ? this.#setKnee(this.#limit, 'knee') : this.#set(this.#clamp(Math.min(this.#took, this.#limit + step)), 'grew')
   }
   /** In service: the knee rises with room shown at the limit (short of it, it stays), falls when it queues; the probe seat stays while a call there is not known to wait, and a sure queue there puts the knee at the likeliest w below it, if lower and the knee not within TIE of it. */
   #cruise(now: number): Step | null {
@@ -245,23 +244,23 @@ export class KneeEstimator {
       this.#queueSeen = true
       if (!queueBelow && this.#timeline?.merging) this.#queueAlone = { limit: now - this.#queueAlone.at > EVIDENCE_MS ? this.#limit : Math.min(this.#limit, this.#queueAlone.limit), at: now }
       // On one replica a queue at the limit alone leaves K at the room shown below the limit, when above K: the queue says W is below the limit, the room that it is at least there.
-      return this.#setKnee(queueBelow ? this.#served(best, k, now) : this.#timeline?.merging ? k : Math.max(k, Math.min(room, this.#limit - 1)), 'queue', 1)
+      return this.#setKnee(queueBelow ? this.#served(best, k, now) : this.#timeline?.merging ? k : Math.max(k, Math.min(room, this.#limit - 1)), 'queue')
     }
     // A sure queue at the probe seat: the seat goes, and K falls to the likeliest w below it when that is below K and K is not within TIE of it (knee-verdicts.ts).
     const known = verdicts(ll, k + 1).queueBelow && !this.#timeline?.merging
     this.#queueSeen ||= known && this.#limit > k
     if (known && this.#limit > k) {
       const to = this.#served(probeFall(ll, k), k, now)
-      return to < k ? this.#setKnee(to, 'queue', 1) : this.#set(k, 'knee')
+      return to < k ? this.#setKnee(to, 'queue') : this.#set(k, 'knee')
     }
     return !known && this.#limit === k ? this.#set(this.#clamp(k + 1), 'probe') : null
   }
   /** K and the limit go to `to`, no seat past it (the start ends): answers a second fell past it (a peak), or a dip across replicas (put back unless it gives FALL more: ThroughputLevels.recheck). */
-  #fellTo(to: number, dip: boolean): Step {
+  #fellTo(to: number, dip: boolean): Step | null {
     this.#levels.wentDown(to, dip, this.#limit, this.#knee, this.#serial)
     ;[this.#phase, this.#past, this.#queueSeen, this.#since] = ['cruise', 1, this.#queueSeen || !dip, noWait()]
     this.#knee = this.#clamp(to)
-    return this.#moved(this.#knee, 'throughput')
+    return this.#set(this.#knee, 'throughput', true)
   }
   /** A sure queue, believed (#queueShows), first shown sets aside the calls then in flight; it is acted on once they have all ended and it still holds (cruise; at the start while no call waited for a seat: docs/governor.md). */
   #queueHolds(sure: boolean): boolean {
@@ -292,10 +291,10 @@ export class KneeEstimator {
   /** Where a queue's verdict puts the knee: its likeliest w, but no lower than the workers' worth of answers a second a level gave within RECENT (ThroughputLevels.served), and no higher than `top`. */
   #served(best: number, top: number, now: number): number { return Math.min(top, Math.max(best, this.#levels.served(now))) }
   /** The knee, and the limit `past` seats beyond it. */
-  #setKnee(knee: number, move: Move, past: number): Step | null {
+  #setKnee(knee: number, move: Move, past = 1): Step | null {
     const [k, moved] = [this.#clamp(knee), this.#clamp(knee) !== this.#knee]
     this.#knee = k
-    return this.#set(this.#clamp(k + past), move) ?? (moved ? { limit: this.#limit, knee: k, move } : null)
+    return this.#set(this.#clamp(k + past), move, moved)
   }
   /** The log-likelihood of each w (index w − 1) over the faded evidence, own times profiled per kind, one spread; all zero before any. */
   #likelihoods(): Float64Array {
@@ -330,8 +329,7 @@ export class KneeEstimator {
     let st = this.#kinds.get(a.kind)
     const latencyLog = Math.log(latency) // its own time under every guess at or above its load
     if (st === undefined) this.#kinds.set(a.kind, (st = { seen: 0, base: latencyLog, low: latency, m: new Float64Array(this.#max), ss: new Float64Array(this.#max) }))
-    const first = st.seen === 0
-    st.seen++
+    const first = st.seen++ === 0
     st.low = Math.min(st.low, latency)
     if (call.full) this.#levels.measure(Math.min(load, this.#max), weight, st.base, latency, a.at, a.window, st.low)
     const gain = Math.max(PACE_GAIN, 1 / st.seen) // the mean of its answers until there are 1 / PACE_GAIN of them, not the first one's weight
@@ -367,13 +365,12 @@ export class KneeEstimator {
     this.#counted *= f
     for (const a of [this.#logs, this.#impossible, this.#carried ?? []]) for (let i = 0; i < a.length; i++) a[i]! *= f
   }
-  #set(limit: number, move: Move): Step | null {
-    if (limit === this.#limit) return null
+  /** The limit to `limit`: the step, or null where the limit stays and `kneeMoved` is not said. */
+  #set(limit: number, move: Move, kneeMoved = false): Step | null {
+    if (limit === this.#limit) return kneeMoved ? { limit, knee: this.#knee, move } : null
     ;[this.#movedSerial, this.#sinceMove] = [this.#serial, 0]
     return { limit: (this.#limit = limit), knee: this.#knee, move }
   }
-  /** As #set, the step given even where only the knee moved. */
-  #moved(limit: number, move: Move): Step { return this.#set(limit, move) ?? { limit: this.#limit, knee: this.#knee, move } }
   /** The fault is over: the limit is the knee's again (and the probe seat's); at a fresh start, the doubling goes on. */
   #restore(now: number): Step | null {
     this.#faults.end(now)

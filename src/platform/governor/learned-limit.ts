@@ -49,9 +49,7 @@ export class LearnedLimit {
     }
   }
 
-  start(): void {
-    this.#timer = this.#clock.setInterval(() => this.tick(), TICK_MS).unref()
-  }
+  start(): void { this.#timer = this.#clock.setInterval(() => this.tick(), TICK_MS).unref() }
 
   stop(): void {
     this.#clock.clearInterval(this.#timer)
@@ -70,9 +68,7 @@ export class LearnedLimit {
   }
 
   /** The platform paused the whole credential (here or on another replica): a fault, on the replica that learns. */
-  paused(): void {
-    if (this.#learning) this.#moved(this.#o.estimator.pause(this.#clock.now()))
-  }
+  paused(): void { if (this.#learning) this.#moved(this.#o.estimator.pause(this.#clock.now())) }
 
   /** A lease renewal's answer: whether this replica learns, and the shared limit the others follow. */
   renewed(answer: LeaseAnswer, plan: LeasePlan): void {

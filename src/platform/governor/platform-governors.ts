@@ -12,12 +12,7 @@ import { credentialGovernor, type CredentialGovernor } from './credential-govern
 import { RedisLeaseStore } from './redis-lease-store.js'
 
 /** A seat's request with its path and query (its route is what a 429 pauses; its work by default); `probe`: the probe call (GATEWAY_TEAM: its 429 pauses only its route, its answer ends a credential pause); `trial`: it tests a credential pause, through it, without a seat. */
-export interface SeatCall extends Omit<SeatRequest, 'workClass'> {
-  url: string
-  workClass?: string
-  probe?: boolean
-  trial?: boolean
-}
+export interface SeatCall extends Omit<SeatRequest, 'workClass'> { url: string; workClass?: string; probe?: boolean; trial?: boolean }
 
 /** One credential's governor, as the status view and the metrics read it (`views()`). */
 export type GovernorView = ReturnType<PlatformGovernors['views']>[number]
@@ -98,7 +93,6 @@ export class PlatformGovernors {
 
   /** The limit in force of `credential`'s calls at once (every replica's), or null: no such credential. */
   limitOf(credential: string): number | null { return this.#governors.get(credential)?.seats.limit ?? null }
-  /** The pauses under way of `credential`. */
   pausesOf(credential: string): Pause[] { return this.#pauses.all(credential) }
   /** Whether the platform has paused the credential, or a call of `team` (any team's) on the route of `url`: a cached copy is better than a wait. */
   paused(credential: string, url?: string, team?: string): boolean { return this.#pauses.paused(credential, url, team) }

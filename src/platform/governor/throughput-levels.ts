@@ -20,10 +20,7 @@ export class ThroughputLevels {
   #check: { index: number; mean: number; limit: number; knee: number; serial: number; fresh: Level } | null = null
   // When a dip was last put back, and the limit it put back.
   #dipBack = { at: -Infinity, limit: 0 }
-
-  constructor(max: number) {
-    this.#levels = Array.from({ length: max }, noLevel)
-  }
+  constructor(max: number) { this.#levels = Array.from({ length: max }, noLevel) }
 
   /** An answer to a call that took the limit's last seat, at its `level`, in its kind's unit (`baseLog`: its first latency's log; `lowMs`: its lowest); a dip's level counts only calls started after the dip began (`serial`). */
   measure(level: number, weight: number, baseLog: number, latency: number, at: number, serial: number, lowMs = latency): void {
@@ -90,10 +87,7 @@ export class ThroughputLevels {
   }
 
   /** Whether level index `i` was measured (MIN_CALLS answers) within RECENT_MS of `now`. */
-  #recent(i: number, now: number): boolean {
-    return this.#levels[i]!.n >= MIN_CALLS && now - this.#levels[i]!.at <= RECENT_MS
-  }
-
+  #recent(i: number, now: number): boolean { return this.#levels[i]!.n >= MIN_CALLS && now - this.#levels[i]!.at <= RECENT_MS }
   #mean(i: number): number { return rate(i, this.#levels[i]!) }
 
   /** Whether level index `hi` gives FALL less answers a second than level index `lo`, by √(2·SURE) standard errors of the difference of their means at least (the spread of each level's answers, PRIOR_SPREAD worth PRIOR_DOF answers before them). */
@@ -125,11 +119,7 @@ export class StartLevels {
     if (timed) this.#timed.set(level, (this.#timed.get(level) ?? 0) + 1)
   }
 
-  /** Whether `level` has MIN_CALLS ends. */
-  measured(level: number): boolean {
-    return [...(this.#levels.get(level)?.values() ?? [])].reduce((n, k) => n + k.n, 0) >= MIN_CALLS
-  }
-
+  measured(level: number): boolean { return [...(this.#levels.get(level)?.values() ?? [])].reduce((n, k) => n + k.n, 0) >= MIN_CALLS }
   /** Whether the likelihood weighed MIN_CALLS of `level`'s answers. */
   timed(level: number): boolean { return (this.#timed.get(level) ?? 0) >= MIN_CALLS }
 

@@ -6,13 +6,8 @@ export const CUT_MEMORY_MS = 5 * 60_000
 export const CUT_TRIAL_MS = 30_000
 export const MAX_KINDS = 512
 
-interface Estimate {
-  ms: number | null
-  /** At least this long until `until` (epoch ms): a cut said so; a call sent to see from `trialAt`. */
-  cutMs: number
-  until: number
-  trialAt: number
-}
+/** A kind's seat-time (ms; null: unknown); at least `cutMs` until `until` (epoch ms): a cut said so; a call sent to see from `trialAt`. */
+type Estimate = { ms: number | null; cutMs: number; until: number; trialAt: number }
 
 export class WorkEstimates {
   // By kind, and by work alone (any team's), in least recently seen order.
@@ -74,5 +69,4 @@ function take(map: Map<string, Estimate>, k: string): Estimate {
   return e
 }
 
-/** A kind's name: its team and its work. */
 export const kindOf = (team: string, work: string): string => `${team}\n${work}`
