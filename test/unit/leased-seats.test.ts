@@ -80,6 +80,23 @@ describe('one replica\'s lease, no other replica waiting', () => {
   })
 })
 
+describe('seats held back from the calls waiting', () => {
+  it('asks for seats past those its dispatch holds back for teams owed them, where its calls wait behind them', async () => {
+    const r = replica()
+    await r.lease.start()
+    const d = (inFlight: number, waiting: number, heldBack: number): ReplicaDemand => ({ limit: LIMIT, inFlight, waiting, heldBack, teams: [{ team: 'a', weight: 1, held: inFlight, waiting, cap: null, peak: inFlight + waiting, lingering: false, seatMs: 0 }, { team: 'b', weight: 1, held: 0, waiting: 0, cap: null, peak: 4, lingering: true, seatMs: 0 }] })
+    // The first grant is bounded by what it holds; the renewal a third of a lease on grows it.
+    r.lease.demand(d(8, 0, 0))
+    await r.clock.run(r.clock.now() + LEASE_MS / 3 + 100)
+    expect(r.lease.size(LIMIT)).toBe(10)
+    // Team a's 6 calls in flight and 4 waiting (long), the 4 seats free held back for team b: 10, its lease, and the store has 6 more.
+    r.lease.demand(d(6, 4, 4))
+    await r.clock.run(r.clock.now() + 100)
+    expect(r.lease.size(LIMIT)).toBeGreaterThan(10)
+    r.lease.stop()
+  })
+})
+
 describe('the learner across replicas', () => {
   it('goes on with the writer of the shared limit while it writes, and names the one that answered most once its record is older than a lease', async () => {
     const clock = new SimClock()

@@ -3,7 +3,7 @@ import type { Logger } from 'pino'
 import { systemClock, type Clock, type Timer } from '../../clock.js'
 import { ElsewhereCharges, encodeRecord, fitting, heldWhileContended, leasePlan, moves, type LeasePlan, type ReplicaRecord, type SharedLimit } from './lease-plan.js'
 import type { LeaseAnswer, LeaseStore } from './lease-store.js'
-import type { LeaseShares, ReplicaDemand, SeatLease } from './seat-lease.js'
+import { needOf, type LeaseShares, type ReplicaDemand, type SeatLease } from './seat-lease.js'
 
 // docs/governor.md, "Constants".
 const MIN_RENEW_MS = 20
@@ -155,7 +155,7 @@ export class LeasedSeats implements SeatLease {
   async start(): Promise<void> {
     await this.#o.store.listen(this.#run, (everyone) => {
       // A new shared limit: a replica that neither holds nor wants seats takes it with its next renewal.
-      if (everyone && this.#lease === 0 && this.#demand.inFlight + this.#demand.waiting === 0) return
+      if (everyone && this.#lease === 0 && needOf(this.#demand) === 0) return
       this.#starvedAt = -Infinity
       this.#onTell ||= !everyone && !this.#atOnce
       this.#schedule(0, this.#onTell)
@@ -175,7 +175,7 @@ export class LeasedSeats implements SeatLease {
 
   demand(demand: ReplicaDemand): void {
     this.#demand = demand
-    const need = demand.inFlight + demand.waiting
+    const need = this.#needed(demand)
     const now = this.#clock.now()
     const plan = this.#plan
     if (this.#downSince !== null) this.#schedule(DOWN_RETRY_MS)
@@ -193,6 +193,9 @@ export class LeasedSeats implements SeatLease {
     } else this.#unusedSince = null
   }
 
+  /** The seats its calls want (`needOf`); while another replica waits, its calls in flight and waiting alone: the seats free in the store are then the short replicas' (its due holds its teams' owed seats). */
+  #needed(d: ReplicaDemand): number { return this.#plan?.contended ? d.inFlight + d.waiting : needOf(d) }
+
   /** The seats this replica is due while others wait: its target's whole seats, and the one its fraction rounds to in its turn. */
   #due(): number {
     const target = this.#plan?.due ?? 0
@@ -207,7 +210,7 @@ export class LeasedSeats implements SeatLease {
 
   /** The seats to ask for: while another replica waits, its due and the seats free past what the replicas that wait lack of theirs; else the seats it keeps. */
   #wanted(d: ReplicaDemand): number {
-    const need = d.inFlight + d.waiting
+    const need = this.#needed(d)
     if (need === 0) return 0
     if (this.#plan?.contended) return Math.min(need, this.#due() + this.#spare())
     // What fits its demand, or its lease until seats have been past that TRIM_AFTER_MS.
@@ -277,7 +280,7 @@ export class LeasedSeats implements SeatLease {
       }
     } finally {
       this.#asking = Infinity
-      const short = this.#demand.inFlight + this.#demand.waiting > this.size(this.#demand.limit)
+      const short = this.#needed(this.#demand) > this.size(this.#demand.limit)
       if (this.#again) this.demand(this.#demand)
       // Short: at once when the answer left seats free it may now take (its plan moved), else after the bounded retry.
       else if (short) this.#schedule(this.#downSince !== null ? DOWN_RETRY_MS : this.#starvedAt === this.#lastAnswer ? STARVED_RETRY_MS : 0)
@@ -311,7 +314,7 @@ export class LeasedSeats implements SeatLease {
       this.#starvedAt = this.#lastAnswer
       for (const run of this.#plan.over.slice(0, need - this.#lease)) this.#o.store.tell(run).catch(() => undefined)
     }
-    this.#unusedSince = this.#lease > fitting(this.#demand.inFlight + this.#demand.waiting, this.#demand.limit) ? (this.#unusedSince ?? this.#lastAnswer) : null
+    this.#unusedSince = this.#lease > fitting(this.#needed(this.#demand), this.#demand.limit) ? (this.#unusedSince ?? this.#lastAnswer) : null
     const freed = Math.max(0, answer.free) + Math.max(0, before - this.#lease, occupiedBefore - this.#occupied)
     const tell = freed === 0 ? [] : this.#plan.short.length > 0 ? this.#plan.short.slice(0, freed) : this.#plan.needsMost !== null ? [this.#plan.needsMost] : []
     for (const run of tell) this.#o.store.tell(run).catch(() => undefined)

@@ -9,8 +9,12 @@ export interface ReplicaDemand {
   limit: number // the limit in force: the teams' shares are of it
   inFlight: number
   waiting: number
+  heldBack?: number // seats free here that the dispatch holds back from the calls waiting (owed: 2.3); none: 0
   teams: LocalTeam[]
 }
+
+/** The seats a replica's calls want: in flight, waiting, and the free seats held back from those waiting (they wait past them). */
+export const needOf = (d: ReplicaDemand): number => d.inFlight + d.waiting + (d.heldBack ?? 0)
 
 /** The teams' shares as this replica sees them: each local team's target here, the seats of its lease owed to teams on other replicas, each team's share across every replica, what it holds on the others and the seat-time (ms) its calls held there since this one first saw them. */
 export interface LeaseShares {

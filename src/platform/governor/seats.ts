@@ -229,7 +229,10 @@ export class CredentialSeats {
   }
 
   /** Counted here alone, no lease takes the demand: the teams are not worked out for it. */
-  #demandChanged(): void { this.#lease?.demand({ limit: this.#limit, inFlight: this.inFlight, waiting: this.#queue.size, teams: this.#localTeams() }) }
+  #demandChanged(): void {
+    if (this.#lease === null) return
+    this.#lease.demand({ limit: this.#limit, inFlight: this.inFlight, waiting: this.#queue.size, heldBack: this.#queue.size > 0 ? this.heldBackNow() : 0, teams: this.#localTeams() })
+  }
 
   /** Starts waiting calls while seats are free and the credential is not paused. */
   #dispatch(): void {
