@@ -63,10 +63,9 @@ ENV NODE_OPTIONS=--max-semi-space-size=16
 # in glibc's main heap they left its high-water mark resident, on top of the memory alive
 # later, and an answer's 1 MiB blocks would come from there too once glibc raised its own
 # threshold. Mapped on their own, resident memory is what is alive plus what waits for a
-# collection: test/slow/answer-memory.test.ts peaked at 304-403 MiB with a 128 KiB threshold
-# (main heap 119-158 MiB at the peak), within its bound of about 389 with this one (main
-# heap 11-27 MiB). Its price: 0.5 ms more CPU per MiB read in large answers; none on
-# small reads (docs/configuration.md, "Memory").
+# collection: in test/slow/answer-memory.test.ts glibc's main heap held 119-158 MiB at the
+# peak with a 128 KiB threshold, 8-27 MiB with this one. Its price: 0.5 ms more CPU per MiB
+# read in large answers; none on small reads (docs/configuration.md, "Memory").
 ENV MALLOC_MMAP_THRESHOLD_=16384
 WORKDIR /app
 # Files stay owned by root and read-only to the gateway's user: the process cannot
