@@ -12,8 +12,7 @@
  *   (`budgetAsks`): K prices each refresh, the budget their sum.
  * - **When**: its call starts `lead` before the copy expires, `lead` the latency of its
  *   class (the report's work, reports/work-class.ts) as a high bound: mean + 4 × mean
- *   deviation (RFC 6298's retransmission timer, each answer's part in the deviation capped
- *   at DEVIATION_CAP deviations), plus LEAD_MARGIN_MS. The new copy lands
+ *   deviation (RFC 6298's retransmission timer), plus LEAD_MARGIN_MS. The new copy lands
  *   before the old expires unless a call takes longer than that bound, and a popular
  *   report is called once per F − (lead − latency), the least that keeps it fresh. A
  *   copy whose class takes longer than its freshness is refreshed as soon as it is asked
@@ -51,12 +50,6 @@ export const BUDGET_EVERY_MS = 1000
 export const LEAD_MARGIN_MS = 20
 /** How much of each answer moves its class's mean and deviation (RFC 6298's α; β is twice it). */
 export const LATENCY_GAIN = 1 / 8
-/**
- * How many mean deviations of an answer's distance from its class's mean move the deviation
- * (`learnLatency`): 2, the least that keeps the simulation's guarantees with and without a
- * burst (1.5 breaks both: docs/refresh-ahead.md, rule 2).
- */
-export const DEVIATION_CAP = 2
 /** The lead, as a share of freshness, of a class not yet answered here (a copy filled by another replica). */
 export const UNKNOWN_LEAD_SHARE = 0.2
 
@@ -78,17 +71,10 @@ export interface AskCount {
   priorMs: number
 }
 
-/**
- * `latency` after one more answer taking `ms` (the first answer: its mean, half of it as
- * deviation, as RFC 6298 starts). The answer's distance from the mean moves the deviation
- * only up to DEVIATION_CAP deviations (and never less than LEAD_MARGIN_MS, so a class whose
- * answers were all alike still learns a change): one long seat wait widens the lead by at
- * most a quarter, a run of them by 1.25 × an answer (docs/refresh-ahead.md, rule 2).
- */
+/** `latency` after one more answer taking `ms` (the first answer: its mean, half of it as deviation, as RFC 6298 starts). */
 export function learnLatency(latency: ClassLatency | undefined, ms: number): ClassLatency {
   if (latency === undefined) return { meanMs: ms, devMs: ms / 2 }
-  const diff = Math.min(Math.abs(ms - latency.meanMs), Math.max(DEVIATION_CAP * latency.devMs, LEAD_MARGIN_MS))
-  const devMs = latency.devMs + 2 * LATENCY_GAIN * (diff - latency.devMs)
+  const devMs = latency.devMs + 2 * LATENCY_GAIN * (Math.abs(ms - latency.meanMs) - latency.devMs)
   return { meanMs: latency.meanMs + LATENCY_GAIN * (ms - latency.meanMs), devMs }
 }
 

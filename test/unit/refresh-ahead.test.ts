@@ -34,19 +34,6 @@ describe('learnLatency and refreshLead', () => {
     expect(refreshLead(steady, 4000)).toBeLessThan(400 + LEAD_MARGIN_MS + 1)
     expect(refreshLead(spread, 4000)).toBeGreaterThan(600 + LEAD_MARGIN_MS)
   })
-
-  it('reads one long seat wait as a quarter more deviation at most, and waits that are common as spread', () => {
-    // Trace 8's class: the platform's 60 to 110 ms, then a call that waited 300 ms for a seat.
-    let calm
-    for (let i = 0; i < 50; i++) calm = learnLatency(calm, i % 2 ? 60 : 110)
-    const waited = learnLatency(calm, 385)
-    expect(waited.devMs).toBeLessThanOrEqual(1.25 * calm!.devMs)
-    expect(refreshLead(waited, 3000) - refreshLead(calm, 3000)).toBeLessThan(300 / 4)
-    // Every other call waiting: the lead covers the waited calls within a few answers.
-    let busy = calm
-    for (let i = 0; i < 20; i++) busy = learnLatency(busy, i % 2 ? 85 : 385)
-    expect(refreshLead(busy, 3000)).toBeGreaterThan(385 + LEAD_MARGIN_MS)
-  })
 })
 
 describe('expectedAsks', () => {
