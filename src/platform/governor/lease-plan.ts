@@ -54,8 +54,7 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
     const g = teams.get(t.team) as TeamLoad & { lingerers: number }
     const share = shares.get(t.team) ?? 0
     const demand = g.held + g.waiting
-    if (demand > 0) return (share * (t.held + t.waiting)) / demand
-    return g.lingerers > 0 ? share / g.lingerers : 0
+    return demand > 0 ? (share * (t.held + t.waiting)) / demand : share / g.lingerers
   }
   const targets = new Map(mine.teams.map((t) => [t.team, partOf(t)]))
   const own = new Map(all.map((r) => [r, r.teams.reduce((sum, t) => sum + partOf(t), 0)]))

@@ -183,10 +183,10 @@ export class LeasedSeats implements SeatLease {
     else if (need > this.#lease) {
       this.#unusedSince = null
       // None free (or none that is not another replica's due): wait to be told, or for the bounded retry.
-      this.#schedule(this.#spare() <= 0 && now - this.#starvedAt < STARVED_RETRY_MS ? STARVED_RETRY_MS - (now - this.#starvedAt) : 0)
+      this.#schedule(this.#spare() <= 0 ? STARVED_RETRY_MS - (now - this.#starvedAt) : 0)
     } else if (this.#lease > fitting(need, demand.limit)) {
       this.#unusedSince ??= now
-      this.#schedule(Math.max(0, TRIM_AFTER_MS - (now - this.#unusedSince)))
+      this.#schedule(TRIM_AFTER_MS - (now - this.#unusedSince))
     } else this.#unusedSince = null
   }
 
@@ -217,7 +217,7 @@ export class LeasedSeats implements SeatLease {
     return trimmed ? fit : Math.max(fit, Math.min(this.#lease, d.limit))
   }
 
-  /** `atOnce`: not MIN_RENEW_MS after the last answer. */
+  /** A renewal in `ms` (at once when none is left); `atOnce`: not MIN_RENEW_MS after the last answer. */
   #schedule(ms: number, atOnce = false): void {
     this.#again ||= this.#asking !== Infinity
     if (this.#asking !== Infinity) return
@@ -276,10 +276,9 @@ export class LeasedSeats implements SeatLease {
       }
     } finally {
       this.#asking = Infinity
-      const short = this.#needed(this.#demand) > this.size(this.#demand.limit)
       if (this.#again) this.demand(this.#demand)
       // Short: at once when the answer left seats free it may now take (its plan moved), else after the bounded retry.
-      else if (short) this.#schedule(this.#downSince !== null ? DOWN_RETRY_MS : this.#starvedAt === this.#lastAnswer ? STARVED_RETRY_MS : 0)
+      else if (this.#needed(this.#demand) > this.size(this.#demand.limit)) this.#schedule(this.#downSince !== null ? DOWN_RETRY_MS : this.#starvedAt === this.#lastAnswer ? STARVED_RETRY_MS : 0)
     }
   }
 
