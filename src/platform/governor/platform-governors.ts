@@ -6,9 +6,9 @@ import { systemClock, type Clock } from '../../clock.js'
 import { routeTemplate } from '../route-template.js'
 import { PlatformPauses, type PlatformPausesDeps } from '../pauses/platform-pauses.js'
 import type { Pause } from '../pauses/pauses.js'
-import type { Seat, SeatOutcome, SeatRequest, TeamLimits } from './seat.js'
+import type { Seat, SeatOutcome, SeatRequest } from './seat.js'
 import { answerTiming } from './answer-timing.js'
-import { credentialGovernor, type CredentialGovernor } from './credential-governor.js'
+import { credentialGovernor, type CredentialGovernor, type CredentialGovernorOptions } from './credential-governor.js'
 import { RedisLeaseStore } from './redis-lease-store.js'
 
 /** A seat's request with its path and query (its route is what a 429 pauses; its work by default); `probe`: the probe call (GATEWAY_TEAM: its 429 pauses only its route, its answer ends a credential pause); `trial`: it tests a credential pause, through it, without a seat. */
@@ -18,11 +18,8 @@ export interface SeatCall extends Omit<SeatRequest, 'workClass'> { url: string; 
 export type GovernorView = ReturnType<PlatformGovernors['views']>[number]
 
 /** `seal` (GATEWAY_SECRET): the pauses and the shared limit written to Redis. */
-export interface PlatformGovernorsDeps extends Pick<PlatformPausesDeps, 'config' | 'log' | 'metrics' | 'redis' | 'breaker' | 'bus'> {
+export interface PlatformGovernorsDeps extends Pick<PlatformPausesDeps, 'config' | 'log' | 'metrics' | 'redis' | 'breaker' | 'bus'>, Pick<CredentialGovernorOptions, 'weightOf' | 'limitsOf' | 'clock'> {
   seal?: RedisSeal | null
-  weightOf?: (team: string) => number | undefined
-  limitsOf?: (team: string) => TeamLimits | undefined
-  clock?: Clock
 }
 
 /** The governors of every credential (credential-governor.ts), behind the platform's pauses: the gateway's one entry point, `seat()` (docs/governor.md). */
@@ -102,8 +99,8 @@ export class PlatformGovernors {
     try {
       const g = this.#of(credential)
       const passage = this.#pauses.enter(credential, call)
-      if (call.trial) return Promise.resolve({ team: call.team, end: (outcome: SeatOutcome) => this.#pauses.left(credential, call, passage, outcome) })
-      return g.seats.ask({ ...call, workClass: call.workClass ?? routeTemplate(call.url) }).then((seat) => ({ team: seat.team, end: (outcome) => { seat.end(outcome); this.#pauses.left(credential, call, passage, outcome) } }))
+      if (call.trial) return Promise.resolve({ end: (outcome: SeatOutcome) => this.#pauses.left(credential, call, passage, outcome) })
+      return g.seats.ask({ ...call, workClass: call.workClass ?? routeTemplate(call.url) }).then((seat) => ({ end: (outcome) => { seat.end(outcome); this.#pauses.left(credential, call, passage, outcome) } }))
     } catch (err) {
       return Promise.reject(err as Error)
     }
