@@ -43,7 +43,6 @@ export class CredentialSeats {
   readonly #queue = new FairQueue<QueuedCall>()
   #seq = 0
   #lingerTimer: Timer | null = null
-  // What a queued call's signal does when it aborts: one for every call.
   readonly #aborted = (call: QueuedCall): void => this.#drop(call, call.signal?.reason as Error)
 
   constructor(opts: SeatsOptions) {
@@ -181,7 +180,6 @@ export class CredentialSeats {
 
   /** The seats free that the dispatch holds back from the calls waiting here (owed, lent): none while every seat is in flight. */
   heldBackNow(): number { return this.inFlight >= this.capacity ? 0 : Math.min(this.capacity - this.inFlight, this.heldBack().owed) }
-  /** What the dispatch rule holds back from the calls waiting here (dispatch-order.ts). */
   heldBack(): { owed: number; longOnly: boolean } { return heldBack(this.#dispatchState(), this.pausedUntil > 0) }
 
   #dispatchState(): DispatchState<QueuedCall> {
@@ -223,7 +221,6 @@ export class CredentialSeats {
     this.#lease.demand({ limit: this.#limit, inFlight: this.inFlight, waiting: this.#queue.size, heldBack: this.#queue.size > 0 ? this.heldBackNow() : 0, teams: this.#localTeams() })
   }
 
-  /** Starts waiting calls while seats are free and the credential is not paused. */
   #dispatch(): void {
     this.#chargeElsewhere()
     let started = false
@@ -316,7 +313,6 @@ export class CredentialSeats {
     return this.#queue.remove(waiter)
   }
 
-  /** A queued call leaves the queue, refused with `err`. */
   #drop(waiter: QueuedCall, err: Error): void {
     if (this.#detach(waiter)) this.#demandChanged()
     waiter.reject(err)

@@ -19,7 +19,6 @@ export class TeamAccounts {
   /** The least start tag a team may take (start-time fair queueing's virtual time). */
   virtual = 0
 
-  /** `team`'s account, opened at the virtual time. */
   of(team: string): TeamAccount {
     let seats = this.#teams.get(team)
     if (!seats) this.#teams.set(team, (seats = { seatMs: 0, running: new Set(), tag: this.virtual, lastAsked: -Infinity, peak: 0, peakAt: -Infinity, lastEnd: -Infinity, lastShort: false, emptiedAt: -Infinity }))
