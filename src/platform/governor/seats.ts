@@ -215,11 +215,8 @@ export class CredentialSeats {
     return this.running(team) >= (part === undefined ? cap : Math.min(cap, Math.max(1, Math.round(part))))
   }
 
-  /** Counted here alone, no lease takes the demand: the teams are not worked out for it. */
-  #demandChanged(): void {
-    if (this.#lease === null) return
-    this.#lease.demand({ limit: this.#limit, inFlight: this.inFlight, waiting: this.#queue.size, heldBack: this.#queue.size > 0 ? this.heldBackNow() : 0, teams: this.#localTeams() })
-  }
+  /** Counted here alone, no lease takes the demand: its fields are not worked out (`?.` skips them). */
+  #demandChanged(): void { this.#lease?.demand({ limit: this.#limit, inFlight: this.inFlight, waiting: this.#queue.size, heldBack: this.#queue.size > 0 ? this.heldBackNow() : 0, teams: this.#localTeams() }) }
 
   #dispatch(): void {
     this.#chargeElsewhere()

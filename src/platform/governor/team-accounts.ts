@@ -61,10 +61,7 @@ export class TeamAccounts {
     return any
   }
 
-  seatSeconds(team: string, now: number): number {
-    const seats = this.#teams.get(team)
-    return seats ? seatMs(seats, now) / 1000 : 0
-  }
+  seatSeconds(team: string, now: number): number { return seatMs(this.#teams.get(team), now) / 1000 }
 
   /** Since when a call at a worker (of the calls in flight, the `atWorkers` started first) has been overdue, or null. */
   overdueSince(now: number, atWorkers = Infinity): number | null {
@@ -112,6 +109,7 @@ export class TeamAccounts {
   }
 }
 
-function seatMs(seats: TeamAccount, now: number): number {
-  return [...seats.running].reduce((ms, call) => ms + (now - call.at), seats.seatMs)
+/** A team's seat-time, its calls in flight included (none: 0). */
+function seatMs(seats: TeamAccount | undefined, now: number): number {
+  return seats ? [...seats.running].reduce((ms, call) => ms + (now - call.at), seats.seatMs) : 0
 }
