@@ -1175,6 +1175,7 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "platform-usage": components["headers"]["platform-usage-if-spent"];
                 [name: string]: unknown;
             };
             content: {
@@ -1622,6 +1623,8 @@ export interface components {
         "job-vary": "authorization, x-api-key";
         /** @description What the answer cost and the team's use of the platform (an RFC 9651 dictionary, platform-seconds: the seat-time calls held the platform, from their sending to their answer's headers): `fill` the platform-seconds of the call that filled this answer (0: from the cache without a call); `minute` the team's platform-seconds over the last 60 s (this replica's calls); `share` (when known) `minute` as a percentage of the team's share of its credential's limit over a minute (its weight among the credential's teams), over 100 while it uses seats others leave idle; `day` the team's platform-seconds of the UTC day, every replica's (another replica's within two `usage.flush`); `day-limit` the team's `platformSecondsPerDay`, when set; `reset` seconds until the UTC day ends. E.g. `fill=0.412, minute=3.250, share=27, day=812.500, day-limit=3600.000, reset=43100`. */
         "platform-usage": string;
+        /** @description What the answer cost and the team's use of the platform (an RFC 9651 dictionary, platform-seconds: the seat-time calls held the platform, from their sending to their answer's headers): `fill` the platform-seconds of the call that filled this answer (0: from the cache without a call); `minute` the team's platform-seconds over the last 60 s (this replica's calls); `share` (when known) `minute` as a percentage of the team's share of its credential's limit over a minute (its weight among the credential's teams), over 100 while it uses seats others leave idle; `day` the team's platform-seconds of the UTC day, every replica's (another replica's within two `usage.flush`); `day-limit` the team's `platformSecondsPerDay`, when set; `reset` seconds until the UTC day ends. E.g. `fill=0.412, minute=3.250, share=27, day=812.500, day-limit=3600.000, reset=43100`. On a `GW_PLATFORM_TIME_SPENT` refusal: `fill=0` (no call was made), the `day` the team spent, its `day-limit` and `reset`; not on the other 429s. */
+        "platform-usage-if-spent": string;
         /** @description The last day (`YYYY-MM-DD`, the platform's calendar: `cache.timeZone`) whose figures in this answer no longer change: the day before the `cache.settledAfterDays` days before the day the answer was fetched from the platform. */
         "report-settled-through": string;
         /** @description The report's days whose figures may still change, `<first>/<last>` (ISO 8601, the platform's calendar), or `none`: its days after `report-settled-through`. */
@@ -2561,6 +2564,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "platform-usage": components["headers"]["platform-usage-if-spent"];
                     [name: string]: unknown;
                 };
                 content?: never;
