@@ -164,6 +164,25 @@ describe('a STALE answer', () => {
   })
 })
 
+describe('what a failed read cost', () => {
+  it('says the platform-seconds its own failed call held on the 502: platform-usage fill, in the team\'s day', async () => {
+    const clock = fakeClock(NOON)
+    const gw = await gatewayOn(clock)
+    sandbox.setLatency(20)
+    // A 500 is no answer a read retries: one call, held for the sandbox's latency at least.
+    sandbox.setRouteFailure(PATH, { kind: 'status', status: 500, times: 1 })
+    const failed = await get(gw, REPORT(101))
+    expect(failed.status).toBe(502)
+    expect(((await failed.json()) as { code: string }).code).toBe('GW_UPSTREAM')
+    const usage = usageOf(failed)
+    expect(usage.fill).toBeGreaterThan(0)
+    // The team's first call of the day: its day is that call.
+    expect(usage.day).toBe(usage.fill)
+    // A failure has no figures: nothing is said of their finality.
+    expect(failed.headers.get('report-settled-through')).toBeNull()
+  })
+})
+
 describe('a fill another replica made', () => {
   it('says the platform-seconds of that fill: the entry carries them through Redis', async () => {
     const clock = fakeClock(NOON)
