@@ -60,10 +60,13 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     }
   }
 
-  // A read refused for the team's spent day says the figures it was refused for (its
-  // `day`, `day-limit` and `reset`), as every report answer says them: no call was made.
-  const onError = (request: FastifyRequest, reply: FastifyReply, error: Error, done: () => void): void => {
-    if (error instanceof PlatformTimeSpentError && request.caller) reply.header(USAGE_HEADER, facts.usage(request.caller.team, 0, clock.now()))
+  // What a failed read cost, as every report answer says it: a read refused for the
+  // team's spent day (the `day`, `day-limit` and `reset` it was refused for; no call was
+  // made) and a 5xx (the platform failed, timed out, refused the token, the queue was
+  // full) say the team's figures, with the platform-seconds its own calls held as `fill`.
+  const onError = (request: FastifyRequest, reply: FastifyReply, error: Error & { statusCode?: number }, done: () => void): void => {
+    const caller = request.caller
+    if (caller && (error instanceof PlatformTimeSpentError || (error.statusCode ?? 500) >= 500)) reply.header(USAGE_HEADER, facts.usage(caller.team, caller.platformMs ?? 0, clock.now()))
     done()
   }
 
