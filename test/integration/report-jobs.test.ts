@@ -504,6 +504,11 @@ describe('report jobs (demo mode, no Redis)', () => {
     const charged = dayOf(after) - before
     expect(charged).toBeGreaterThan(0)
     expect(failed.tookSeconds).toBeCloseTo(charged, 2)
+    // Its result is its failure as the read would have answered it: the 502, with what the call cost.
+    const result = await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: { 'x-api-key': KEYS.all } })
+    expect(result.status).toBe(502)
+    expect(result.headers.get('platform-usage')).toMatch(new RegExp(`^fill=${(failed.tookSeconds ?? 0).toFixed(3)}, minute=`))
+    expect(result.headers.get('report-settled-through')).toBeNull()
   })
 
   it('bounds a team\'s open jobs (429 GW_JOBS_FULL) and its kept results (the job fails 413 GW_JOB_RESULT_TOO_LARGE)', async () => {
