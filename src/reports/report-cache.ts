@@ -614,7 +614,8 @@ export class ReportCache {
     // A background refresh that got no seat made no call.
     if (result.kind === 'failed' && result.error.cause instanceof NoIdleSeatError) return result
     origin.tally.platformCalls += 1
-    origin.tally.platformMs = (origin.tally.platformMs ?? 0) + spentMs
+    // Whole ms, each call rounded up, as the team's day counts it (usage.platformSpent) and an entry keeps its fill.
+    origin.tally.platformMs = (origin.tally.platformMs ?? 0) + Math.ceil(spentMs)
     this.#d.usage.platformCall(origin.tally.team.name)
     this.#d.usage.platformSpent(origin.tally.team.name, spentMs)
     result.platformMs = spentMs

@@ -1512,6 +1512,7 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "platform-usage": components["headers"]["platform-usage-on-failure"];
                 [name: string]: unknown;
             };
             content: {
@@ -1538,6 +1539,7 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "platform-usage": components["headers"]["platform-usage-on-failure"];
                 [name: string]: unknown;
             };
             content: {
@@ -1550,6 +1552,7 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "platform-usage": components["headers"]["platform-usage-on-failure"];
                 [name: string]: unknown;
             };
             content: {
@@ -1563,6 +1566,7 @@ export interface components {
                 "retry-after": components["headers"]["retry-after"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "platform-usage": components["headers"]["platform-usage-on-failure"];
                 [name: string]: unknown;
             };
             content: {
@@ -1575,6 +1579,7 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "platform-usage": components["headers"]["platform-usage-on-failure"];
                 [name: string]: unknown;
             };
             content: {
@@ -1627,7 +1632,7 @@ export interface components {
         "job-vary": "authorization, x-api-key";
         /** @description What the answer cost and the team's use of the platform (an RFC 9651 dictionary, platform-seconds: the seat-time calls held the platform, from their sending to their answer's headers): `fill` the platform-seconds of the call that filled this answer (0: from the cache without a call); `minute` the team's platform-seconds over the last 60 s (this replica's calls); `share` (when known) `minute` as a percentage of the team's share of its credential's limit over a minute (its weight among the credential's teams), over 100 while it uses seats others leave idle; `day` the team's platform-seconds of the UTC day, every replica's (another replica's within two `usage.flush`); `day-limit` the team's `platformSecondsPerDay`, when set; `reset` seconds until the UTC day ends. E.g. `fill=0.412, minute=3.250, share=27, day=812.500, day-limit=3600.000, reset=43100`. */
         "platform-usage": string;
-        /** @description What the answer cost and the team's use of the platform (an RFC 9651 dictionary, platform-seconds: the seat-time calls held the platform, from their sending to their answer's headers): `fill` the platform-seconds of the call that filled this answer (0: from the cache without a call); `minute` the team's platform-seconds over the last 60 s (this replica's calls); `share` (when known) `minute` as a percentage of the team's share of its credential's limit over a minute (its weight among the credential's teams), over 100 while it uses seats others leave idle; `day` the team's platform-seconds of the UTC day, every replica's (another replica's within two `usage.flush`); `day-limit` the team's `platformSecondsPerDay`, when set; `reset` seconds until the UTC day ends. E.g. `fill=0.412, minute=3.250, share=27, day=812.500, day-limit=3600.000, reset=43100`. On a report read's 5xx, `fill` is the platform-seconds its own failed calls held (0 when it made none); on a `GW_PLATFORM_TIME_SPENT` refusal `fill=0` (no call was made), with the `day` the team spent, its `day-limit` and `reset`; not on the other 4xx. */
+        /** @description What the answer cost and the team's use of the platform (an RFC 9651 dictionary, platform-seconds: the seat-time calls held the platform, from their sending to their answer's headers): `fill` the platform-seconds of the call that filled this answer (0: from the cache without a call); `minute` the team's platform-seconds over the last 60 s (this replica's calls); `share` (when known) `minute` as a percentage of the team's share of its credential's limit over a minute (its weight among the credential's teams), over 100 while it uses seats others leave idle; `day` the team's platform-seconds of the UTC day, every replica's (another replica's within two `usage.flush`); `day-limit` the team's `platformSecondsPerDay`, when set; `reset` seconds until the UTC day ends. E.g. `fill=0.412, minute=3.250, share=27, day=812.500, day-limit=3600.000, reset=43100`. On a report read's 5xx (and a failed job's result, its failure as the read's), `fill` is the platform-seconds its own failed calls held (0 when it made none); on a `GW_PLATFORM_TIME_SPENT` refusal `fill=0` (no call was made), with the `day` the team spent, its `day-limit` and `reset`; not on the other 4xx. */
         "platform-usage-on-failure": string;
         /** @description The last day (`YYYY-MM-DD`, the platform's calendar: `cache.timeZone`) whose figures in this answer no longer change: the day before the `cache.settledAfterDays` days before the day the answer was fetched from the platform. */
         "report-settled-through": string;
@@ -2886,6 +2891,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "platform-usage": components["headers"]["platform-usage-on-failure"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2908,6 +2914,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "platform-usage": components["headers"]["platform-usage-on-failure"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2918,6 +2925,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "platform-usage": components["headers"]["platform-usage-on-failure"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2929,6 +2937,7 @@ export interface operations {
                     "retry-after": components["headers"]["retry-after"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "platform-usage": components["headers"]["platform-usage-on-failure"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2939,6 +2948,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "platform-usage": components["headers"]["platform-usage-on-failure"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3209,6 +3219,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "platform-usage": components["headers"]["platform-usage-on-failure"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3231,6 +3242,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "platform-usage": components["headers"]["platform-usage-on-failure"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3241,6 +3253,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "platform-usage": components["headers"]["platform-usage-on-failure"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3252,6 +3265,7 @@ export interface operations {
                     "retry-after": components["headers"]["retry-after"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "platform-usage": components["headers"]["platform-usage-on-failure"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3262,6 +3276,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "platform-usage": components["headers"]["platform-usage-on-failure"];
                     [name: string]: unknown;
                 };
                 content?: never;

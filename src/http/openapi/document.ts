@@ -95,7 +95,7 @@ const HEADERS: Json = {
   'job-vary': always('`authorization, x-api-key`: a job\'s status varies with the key that reads it (its path names the job).', { const: 'authorization, x-api-key' }),
   [USAGE_HEADER]: always(USAGE, USAGE_SCHEMA),
   // The same on a report read's failure: its 5xx, and a 429 that is GW_PLATFORM_TIME_SPENT (not the other 429s).
-  'platform-usage-on-failure': header(`${USAGE} On a report read's 5xx, \`fill\` is the platform-seconds its own failed calls held (0 when it made none); on a \`GW_PLATFORM_TIME_SPENT\` refusal \`fill=0\` (no call was made), with the \`day\` the team spent, its \`day-limit\` and \`reset\`; not on the other 4xx.`, USAGE_SCHEMA),
+  'platform-usage-on-failure': header(`${USAGE} On a report read's 5xx (and a failed job's result, its failure as the read's), \`fill\` is the platform-seconds its own failed calls held (0 when it made none); on a \`GW_PLATFORM_TIME_SPENT\` refusal \`fill=0\` (no call was made), with the \`day\` the team spent, its \`day-limit\` and \`reset\`; not on the other 4xx.`, USAGE_SCHEMA),
   [SETTLED_HEADER]: always('The last day (`YYYY-MM-DD`, the platform\'s calendar: `cache.timeZone`) whose figures in this answer no longer change: the day before the `cache.settledAfterDays` days before the day the answer was fetched from the platform.', { type: 'string', format: 'date' }),
   [PROVISIONAL_HEADER]: always('The report\'s days whose figures may still change, `<first>/<last>` (ISO 8601, the platform\'s calendar), or `none`: its days after `report-settled-through`.', { type: 'string', pattern: '^(none|\\d{4}-\\d{2}-\\d{2}/\\d{4}-\\d{2}-\\d{2})$' }),
 }

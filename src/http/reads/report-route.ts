@@ -60,13 +60,11 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     }
   }
 
-  // What a failed read cost, as every report answer says it: a read refused for the
-  // team's spent day (the `day`, `day-limit` and `reset` it was refused for; no call was
-  // made) and a 5xx (the platform failed, timed out, refused the token, the queue was
-  // full) say the team's figures, with the platform-seconds its own calls held as `fill`.
-  const onError = (request: FastifyRequest, reply: FastifyReply, error: Error & { statusCode?: number }, done: () => void): void => {
+  // What a failed read cost (report-facts.ts): its own calls' platform-seconds as `fill`.
+  const onError = (request: FastifyRequest, reply: FastifyReply, error: Error & { statusCode?: number; code?: string }, done: () => void): void => {
     const caller = request.caller
-    if (caller && (error instanceof PlatformTimeSpentError || (error.statusCode ?? 500) >= 500)) reply.header(USAGE_HEADER, facts.usage(caller.team, caller.platformMs ?? 0, clock.now()))
+    const usage = caller ? facts.failureUsage(caller.team, error, caller.platformMs ?? 0, clock.now()) : null
+    if (usage !== null) reply.header(USAGE_HEADER, usage)
     done()
   }
 
