@@ -7,7 +7,9 @@ import { waitFor } from '../helpers/wait.js'
 // What one team makes the gateway write into the Redis every team shares is bounded by
 // what lives there: a team that asks report after report (a parameter the platform
 // ignores, a new date range each time) fills entries that expire or are evicted, and
-// nothing of them is kept past them.
+// nothing of them is kept past them. What never expires (report jobs' results) is bounded
+// per team, and a Redis smaller than those bounds together is said at start: there one
+// team's results, within its bound, evict every team's copies and then stop every job.
 
 const { available } = redisAvailability()
 
@@ -51,5 +53,38 @@ describe.skipIf(!available)("an advertiser's index in Redis", () => {
     const live = await client.keys('rgw:report:*')
     expect(live).toHaveLength(2)
     expect((await listed(101)).sort()).toEqual(live.sort())
+  })
+})
+
+describe.skipIf(!available)("the teams' job results beside Redis' maxmemory", () => {
+  const sandbox = useSandbox()
+  const { server, client } = useRedis()
+  const gateways = useGateways()
+  const WARNING = "redis may fill with report jobs' results"
+
+  async function startWith(maxmemory: string, resultBytesPerTeam: string) {
+    await client.config('SET', 'maxmemory', maxmemory)
+    try {
+      const yaml = teamsYamlWith({ jobs: { resultBytesPerTeam } })
+      return await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: server.url, GATEWAY_SECRET: SECRET }, yaml))
+    } finally {
+      await client.config('SET', 'maxmemory', '0')
+    }
+  }
+
+  it('is one warning at start when they pass half of it, naming both', async () => {
+    const gw = await startWith('64mb', '256MiB')
+    const warned = gw.logs.records().filter((r) => String(r.msg).startsWith(WARNING))
+    expect(warned).toHaveLength(1)
+    const teams = (warned[0]?.teams as number)
+    expect(teams).toBeGreaterThan(0)
+    expect(warned[0]).toMatchObject({ level: 40, resultBytesPerTeam: 256 * 1024 * 1024, resultBytes: teams * 256 * 1024 * 1024, maxmemory: 64 * 1024 * 1024 })
+  })
+
+  it('is none when they fit in half of it, or Redis has no maxmemory', async () => {
+    const fits = await startWith('1gb', '1MiB')
+    expect(fits.logs.text()).not.toContain(WARNING)
+    const unlimited = await startWith('0', '256MiB')
+    expect(unlimited.logs.text()).not.toContain(WARNING)
   })
 })
