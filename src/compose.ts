@@ -170,6 +170,8 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       history.watch(platform.gauges)
       rateLimiter.start()
       usage.start()
+      // Before the first call: a team that spent its day on other replicas is refused here too.
+      await usage.readDays(teams.teams.filter((t) => t.platformSecondsPerDay !== null).map((t) => t.name))
       await reloader.start()
       await ctx.logLevel.start()
       await tokenStore.start()
