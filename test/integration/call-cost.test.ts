@@ -354,4 +354,19 @@ describe('a team\'s bound of platform-seconds a day', () => {
     expect(refused.status).toBe(429)
     expect(((await refused.json()) as { code: string }).code).toBe('GW_PLATFORM_TIME_SPENT')
   })
+  it('holds on a replica that starts after the day was spent: its first read is 429 GW_PLATFORM_TIME_SPENT, without a platform call', async () => {
+    const clock = fakeClock(NOON)
+    const shared = { REDIS_URL: redis.server.url }
+    const a = await gatewayOn(clock, shared)
+    sandbox.setLatency(5)
+    expect((await get(a, REPORT(101), BOUNDED_KEY)).status).toBe(200)
+    // A's close flushes its counts: the day's total is in Redis before B starts.
+    await a.close()
+    const b = await gatewayOn(clock, shared)
+    const calls = sandbox.countRequests((r) => r.path === PATH)
+    const refused = await get(b, REPORT(102), BOUNDED_KEY)
+    expect(refused.status).toBe(429)
+    expect(((await refused.json()) as { code: string }).code).toBe('GW_PLATFORM_TIME_SPENT')
+    expect(sandbox.countRequests((r) => r.path === PATH)).toBe(calls)
+  })
 })
