@@ -146,6 +146,7 @@ export class PlatformClient {
     const deadline = this.#deadline(platformCall.timeoutMs)
     try {
       const call: PlatformCall = { ...platformCall, signal: deadline.signal }
+      if (!provider.usable()) await abortable(provider.started, call.signal)
       const first = provider.usable() ? provider.current() : null
       if (!first) throw new PlatformAuthError(`credential ${provider.name} has no usable token`)
       const base = this.baseOf(provider)

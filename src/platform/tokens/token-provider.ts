@@ -107,12 +107,16 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
   #fileFault: string | null = null
   #maintaining = false
   readonly #clock: Clock
+  /** Settles once start() has its first token, or has failed to get one. */
+  readonly #started: Promise<void>
+  #markStarted: () => void = () => undefined
 
   constructor(credential: CredentialConfig, deps: TokenProviderDeps) {
     super()
     this.credential = credential
     this.#deps = deps
     this.#clock = deps.clock ?? systemClock
+    this.#started = new Promise((resolve) => (this.#markStarted = resolve))
   }
 
   get name(): string {
@@ -129,6 +133,15 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
 
   usable(): boolean {
     return this.#state !== null && !this.#rejected
+  }
+
+  /**
+   * Settles once the start has set its first token or failed to: a replica listens before
+   * it has one (a start that cannot listen logs in nowhere), so a call that comes in
+   * between waits for it instead of failing for want of a token.
+   */
+  get started(): Promise<void> {
+    return this.#started
   }
 
   info(): TokenInfo {
@@ -154,25 +167,29 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
    */
   async start(shared: SharedToken | null = null): Promise<void> {
     const c = this.credential
-    if (c.token) {
-      this.#set(c.token, 'static', undefined, 'start')
-    } else if (c.tokenFile) {
-      await this.#readTokenFile('start')
-      this.#watchTokenFile(c.tokenFile)
-    } else if (c.login) {
-      const sameLogin = shared !== null && sameLoginBase(shared.base, this.configuredBase)
-      if (shared && sameLogin) this.adopt(shared.state, true)
-      if (!this.#state || this.#loginDue(this.#clock.now())) {
-        try {
-          // No usable token yet: exempt from loginMinInterval, not from the lock. A stored
-          // token made on another login (other account, other platform) is a configuration
-          // rolled out: this login replaces it as a change of its own.
-          await this.#login('start', true, null, undefined, shared !== null && !sameLogin)
-        } catch (err) {
-          // Not fatal: readiness stays false (or the shared token stays) and the maintenance tick tries again.
-          this.#deps.log.error({ err, credential: this.name }, 'platform login failed at start; retrying every maintenance tick')
+    try {
+      if (c.token) {
+        this.#set(c.token, 'static', undefined, 'start')
+      } else if (c.tokenFile) {
+        await this.#readTokenFile('start')
+        this.#watchTokenFile(c.tokenFile)
+      } else if (c.login) {
+        const sameLogin = shared !== null && sameLoginBase(shared.base, this.configuredBase)
+        if (shared && sameLogin) this.adopt(shared.state, true)
+        if (!this.#state || this.#loginDue(this.#clock.now())) {
+          try {
+            // No usable token yet: exempt from loginMinInterval, not from the lock. A stored
+            // token made on another login (other account, other platform) is a configuration
+            // rolled out: this login replaces it as a change of its own.
+            await this.#login('start', true, null, undefined, shared !== null && !sameLogin)
+          } catch (err) {
+            // Not fatal: readiness stays false (or the shared token stays) and the maintenance tick tries again.
+            this.#deps.log.error({ err, credential: this.name }, 'platform login failed at start; retrying every maintenance tick')
+          }
         }
       }
+    } finally {
+      this.#markStarted()
     }
     const tick = this.#clock.setInterval(() => void this.#maintain(), this.#deps.maintenanceMs)
     tick.unref()
