@@ -110,7 +110,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const platform = platformParts(config, { dispatcher: deps.dispatcher, log, auditLog, secrets, metrics, clock, redis, breaker, bus, seal, teams, usage, history, replica: replicaId })
   const { dispatcher, tokens, governors, client, answers } = platform
   const { l1, store, reports } = cacheParts(config, { redis, breaker, bus, seal, unverified, log, metrics, clock, timers: deps.timers, failures, usage, client, answers, tokens, replica: replicaId })
-  const jobsPart = jobParts(config, { teams, redis, seal, unverified, reports, tokens, governors, clock, log, failures, metrics, bus, replica: replicaId, platformTime: usage.platformTime })
+  const jobsPart = jobParts(config, { teams, redis, breaker, seal, unverified, reports, tokens, governors, clock, log, failures, metrics, bus, replica: replicaId, platformTime: usage.platformTime })
   const { jobs, runner } = jobsPart
 
   const ctx: GatewayContext = {
@@ -207,6 +207,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       // (server.ts); the fills under way end before Redis and the platform pool close.
       await Promise.all([proxy.close(), admin.close()])
       runner.stop()
+      jobsPart.room.close()
       await jobsPart.webhooks.close()
       reports.close()
       await reports.settled()

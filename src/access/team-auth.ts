@@ -24,6 +24,7 @@ export class TeamDirectory {
   #byName = new Map<string, TeamConfig>()
   #byHash = new Map<string, Identity>()
   #byKey = new Map<string, Identity>()
+  #replaced: (() => void)[] = []
   readonly #now: () => number
 
   constructor(teams: TeamConfig[], now: () => number = systemClock.now) {
@@ -77,6 +78,12 @@ export class TeamDirectory {
     this.#byName = new Map(teams.map((t) => [t.name, t]))
     this.#byHash = byHash
     this.#byKey = new Map()
+    for (const fn of this.#replaced) fn()
+  }
+
+  /** Calls `fn` after each replace (a reload applied). */
+  onReplace(fn: () => void): void {
+    this.#replaced.push(fn)
   }
 
   /** Whether `text` holds a running team's key (one made by `npm run keys`, KEY_PREFIX first), anyone's. */

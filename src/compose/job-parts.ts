@@ -3,6 +3,8 @@ import type { Logger } from 'pino'
 import type { Config } from '../config.js'
 import type { Clock } from '../clock.js'
 import type { RedisClient } from '../redis/client.js'
+import type { RedisBreaker } from '../redis/breaker.js'
+import { ResultRoom } from '../redis/memory-room.js'
 import type { RedisSeal } from '../redis/seal.js'
 import type { RedisBus } from '../redis/bus.js'
 import type { ReportCache } from '../reports/report-cache.js'
@@ -32,7 +34,9 @@ export interface JobParts {
   runner: JobRunner
   /** The pushes of ended jobs to their teams' webhooks: the outbox, and this replica's deliverer. */
   webhooks: WebhookDeliveries
-  /** Listens for jobs asked on other replicas, then starts this replica's runner and deliverer. */
+  /** The room for the teams' job results in Redis: each team's bound of kept results. */
+  room: ResultRoom
+  /** Reads the room, listens for jobs asked on other replicas, then starts this replica's runner and deliverer. */
   start(): Promise<void>
 }
 
@@ -41,7 +45,7 @@ const JOBS_ASKED = 'jobs-asked'
 
 export function jobParts(
   config: Config,
-  o: { teams: TeamDirectory; redis: RedisClient | null; seal: RedisSeal | null; unverified: Unverified; reports: ReportCache; tokens: TokenRegistry; governors: PlatformGovernors; clock: Clock; log: Logger; failures: FailureLog; metrics: Metrics; bus: RedisBus | null; replica: string; platformTime: PlatformTime },
+  o: { teams: TeamDirectory; redis: RedisClient | null; breaker: RedisBreaker | null; seal: RedisSeal | null; unverified: Unverified; reports: ReportCache; tokens: TokenRegistry; governors: PlatformGovernors; clock: Clock; log: Logger; failures: FailureLog; metrics: Metrics; bus: RedisBus | null; replica: string; platformTime: PlatformTime },
 ): JobParts {
   const { redis, seal, clock, log, governors } = o
   if (redis && !seal) log.warn('GATEWAY_SECRET is not set: report jobs are kept in this replica\'s memory, not shared through Redis')
@@ -53,6 +57,9 @@ export function jobParts(
   const { webhooks: w } = config
   const bounds: OutboxBounds = { keepMs: config.jobs.keepMs, lifeMs: w.retryForMs + w.timeoutMs + config.jobs.leaseMs + config.jobs.keepMs, perTeam: w.perTeam }
   const { store, outbox } = stores(config, o, bounds)
+  // Results live in Redis only with the shared store: in memory they take this replica's room, not Redis'.
+  const room = new ResultRoom({ redis: seal ? redis : null, breaker: o.breaker, settings: config.jobs, teams: () => o.teams.teams.length, log, clock })
+  o.teams.onReplace(() => void room.read())
   const webhooks = new WebhookDeliveries({ store: outbox, settings: w, platformUrls: w.platformUrls, target: (team) => o.teams.webhookOf(team), clock, log, replica: o.replica, leaseMs: config.jobs.leaseMs, failures: o.failures })
   const runner = new JobRunner({
     store,
@@ -72,6 +79,7 @@ export function jobParts(
     ...(announce ? { announce } : {}),
     spentFor: (team, now) => o.platformTime.overBound(team, o.teams.platformSecondsPerDayOf(team), now),
     refusal: (job) => scopeRefusal(o.teams.teamOf(job.team), job.team, job.report.advertiserIds),
+    bound: () => room.bound(),
   })
   const jobs = new Jobs({
     store,
@@ -91,7 +99,9 @@ export function jobParts(
     jobs,
     runner,
     webhooks,
+    room,
     async start() {
+      await room.start()
       await bus?.subscribe(JOBS_ASKED, () => runner.poke())
       runner.start()
       webhooks.start()

@@ -237,6 +237,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       maxWaitsPerTeam: raw.jobs.maxWaitsPerTeam,
       maxWaits: raw.jobs.maxWaits,
       resultBytesPerTeam: parseSize(raw.jobs.resultBytesPerTeam),
+      resultsRoom: raw.jobs.resultsRoom === null ? null : parseSize(raw.jobs.resultsRoom),
       keepMs: parseDuration(raw.jobs.keep),
       leaseMs: parseDuration(raw.jobs.lease),
       pollMs: Math.max(1, parseDuration(raw.jobs.poll)),

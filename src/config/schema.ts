@@ -239,6 +239,7 @@ export const ConfigSchema = Type.Object(
         maxWaitsPerTeam: Type.Integer({ minimum: 1, description: 'status calls of one team held open at once by ?wait on a replica (more: 429 GW_WAITS_FULL)' }),
         maxWaits: Type.Integer({ minimum: 1, description: 'status calls held open at once by ?wait on a replica, every team\'s (more: 429 GW_WAITS_FULL)' }),
         resultBytesPerTeam: Size,
+        resultsRoom: Nullable(Size),
         keep: Duration,
         lease: Duration,
         poll: Duration,

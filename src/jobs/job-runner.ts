@@ -12,6 +12,7 @@ import { endJob, heldResultBytes, PLATFORM_ANSWER, isRun, renewJob, requeueJob, 
 import type { JobStore } from './job-store.js'
 import { PollLoop } from './poll-loop.js'
 import type { Delivery } from './delivery.js'
+import { boundText, type ResultBound } from '../redis/memory-room.js'
 
 /** The jobs' settings (config `jobs`), in milliseconds and bytes. */
 export interface JobSettings {
@@ -62,6 +63,8 @@ export interface JobRunnerDeps {
   spentFor?: (team: string, now: number) => number
   /** Why the job's team, as the teams are now, may not read its report (a reload took its advertiser away, or the team); null: it may. */
   refusal?: (job: Job) => string | null
+  /** A team's bound of kept results now (its part of the room in Redis); default jobs.resultBytesPerTeam. */
+  bound?: () => ResultBound
 }
 
 /** What became of a run: started, then done, failed, requeued, or lost to another runner. */
@@ -272,8 +275,10 @@ export class JobRunner {
       if (end.entry && !kept) {
         const bytes = end.entry.gzip.length
         const held = heldResultBytes(await store.ofTeam(current.team, now), now)
-        if (held + bytes > settings.resultBytesPerTeam) {
-          const message = `the team's job results would take ${held + bytes} bytes, more than jobs.resultBytesPerTeam (${settings.resultBytesPerTeam}): fetch the results it holds, or let them expire, and ask again`
+        const bound = this.#d.bound?.() ?? { bytes: settings.resultBytesPerTeam, room: null }
+        if (held + bytes > bound.bytes) {
+          const more = bound.room ? ' (the part grows with Redis\' maxmemory, fewer teams or jobs.resultsRoom: ask the operator)' : ''
+          const message = `the team's job results would take ${held + bytes} bytes, more than ${boundText(bound)}: fetch the results it holds, or let them expire, and ask again${more}`
           result = { kind: 'failed', error: { code: 'GW_JOB_RESULT_TOO_LARGE', statusCode: 413, message }, tookSeconds: end.tookSeconds }
           end = result
         } else {

@@ -1,13 +1,21 @@
 import type { Logger } from 'pino'
 import { Cluster } from 'ioredis'
+import type { Clock, Timer } from '../clock.js'
+import type { RedisBreaker } from './breaker.js'
 import type { RedisClient } from './client.js'
 
 // Report jobs' results carry no expiry in Redis (a job done is never evicted before its
 // caller fetches it), so an evicting Redis makes room for them by evicting everything
 // else that expires: every team's report copies, rate-limit windows, the credential's
-// seats. One team's results, within its own jobs.resultBytesPerTeam, can so fill a Redis
-// smaller than the teams' bounds together, and then it refuses every write (no job of any
-// team runs or ends). Half of maxmemory for the results leaves the other half to the rest.
+// seats; once nothing is left to evict it refuses every write (no job of any team runs or
+// ends). So the teams' results together take at most a share of Redis' maxmemory, split
+// evenly among the teams: one team's results then fill its own part, never Redis.
+
+/** The share of Redis' maxmemory the teams' job results together may take; the rest holds every key that expires and the jobs' records. */
+export const RESULTS_SHARE = 0.5
+
+/** How often Redis' maxmemory is read again (a CONFIG SET changes it without a restart). */
+export const ROOM_READ_EVERY_MS = 60_000
 
 /** What Redis says of its memory: `maxmemory` in bytes (0: no limit) and `maxmemory-policy`. */
 export interface RedisMemory {
@@ -22,28 +30,115 @@ export function parseMemoryInfo(info: string): RedisMemory | null {
   return max && policy ? { maxBytes: Number(max[1]), policy: policy[1] as string } : null
 }
 
-/** The job results the teams may keep at once, when they can pass half of Redis' `maxmemory`; null when they cannot (or Redis has no limit). */
-export function resultsPastRoom(memory: RedisMemory, bounds: { teams: number; resultBytesPerTeam: number }): number | null {
-  const results = bounds.teams * bounds.resultBytesPerTeam
-  return memory.maxBytes > 0 && results > memory.maxBytes / 2 ? results : null
+/** What bounds the results one team's ended jobs keep. */
+export interface ResultBound {
+  /** Bytes of results (stored, compressed) the team may keep at once. */
+  bytes: number
+  /**
+   * The room for every team's results when the team's part of it is the bound (smaller
+   * than jobs.resultBytesPerTeam): its bytes, the teams it is split among, and the
+   * maxmemory it is the share of (null: jobs.resultsRoom set it). null: the setting is.
+   */
+  room: { bytes: number; teams: number; maxmemory: number | null } | null
+}
+
+/** The room settings: jobs.resultBytesPerTeam, and jobs.resultsRoom (null: RESULTS_SHARE of Redis' maxmemory). */
+export interface RoomSettings {
+  resultBytesPerTeam: number
+  resultsRoom: number | null
 }
 
 /**
- * Asks Redis for its memory (every master of a Cluster, the smallest counting) and logs
- * one warning when the teams' job results may pass half of it. A Redis that does not
- * answer INFO (a managed one that renames it) is let be.
+ * A team's bound: the smaller of jobs.resultBytesPerTeam and its even part of the room
+ * for every team's results (jobs.resultsRoom, or RESULTS_SHARE of `maxmemory`; none when
+ * both are unknown or Redis has no limit, `maxmemory` null or 0).
  */
-export async function warnOfResultsRoom(redis: RedisClient, bounds: { teams: number; resultBytesPerTeam: number }, log: Logger): Promise<void> {
+export function resultBound(settings: RoomSettings, maxmemory: number | null, teams: number): ResultBound {
+  const room = settings.resultsRoom ?? (maxmemory ? Math.floor(maxmemory * RESULTS_SHARE) : null)
+  const part = room === null ? Infinity : Math.floor(room / Math.max(1, teams))
+  if (room === null || part >= settings.resultBytesPerTeam) return { bytes: settings.resultBytesPerTeam, room: null }
+  return { bytes: part, room: { bytes: room, teams, maxmemory: settings.resultsRoom === null ? maxmemory : null } }
+}
+
+/** The bound as a job's 413 names it: what it is and why. */
+export function boundText(bound: ResultBound): string {
+  const { room } = bound
+  if (!room) return `jobs.resultBytesPerTeam (${bound.bytes})`
+  const whole = room.maxmemory === null ? `jobs.resultsRoom (${room.bytes})` : `half of Redis' maxmemory (${room.maxmemory})`
+  return `the team's part of the room for every team's job results in Redis (${bound.bytes}: ${whole} split evenly among ${room.teams} teams, less than jobs.resultBytesPerTeam)`
+}
+
+/**
+ * The smallest maxmemory among Redis' masters (every master of a Cluster) that answer INFO
+ * memory; null when none of those has a limit, undefined when none answers.
+ */
+export async function smallestMemory(redis: RedisClient): Promise<RedisMemory | null | undefined> {
   const nodes = redis instanceof Cluster ? redis.nodes('master') : [redis]
-  let smallest: RedisMemory | null = null
+  let smallest: RedisMemory | null | undefined
   for (const node of nodes) {
     const memory = parseMemoryInfo(await node.info('memory').catch(() => ''))
-    if (memory && memory.maxBytes > 0 && (smallest === null || memory.maxBytes < smallest.maxBytes)) smallest = memory
+    if (!memory) continue
+    smallest ??= null
+    if (memory.maxBytes > 0 && (smallest === null || memory.maxBytes < smallest.maxBytes)) smallest = memory
   }
-  const results = smallest && resultsPastRoom(smallest, bounds)
-  if (!smallest || results === null) return
-  log.warn(
-    { teams: bounds.teams, resultBytesPerTeam: bounds.resultBytesPerTeam, resultBytes: results, maxmemory: smallest.maxBytes, policy: smallest.policy },
-    "redis may fill with report jobs' results: the teams' jobs.resultBytesPerTeam together pass half its maxmemory, and one team's results can evict every team's report copies, then stop every team's jobs (give Redis more memory or lower jobs.resultBytesPerTeam)",
-  )
+  return smallest
+}
+
+/**
+ * The room for the teams' job results in Redis as it is now: Redis' maxmemory read at
+ * start, at every teams reload and every ROOM_READ_EVERY_MS, the number of teams as it is
+ * at each job's end. One info line each time the bound a team gets changes. A Redis that
+ * does not answer INFO (a managed one that renames it) leaves the last maxmemory read
+ * (none: jobs.resultBytesPerTeam alone, unless jobs.resultsRoom is set).
+ */
+export class ResultRoom {
+  readonly #o: { redis: RedisClient | null; breaker: RedisBreaker | null; settings: RoomSettings; teams: () => number; log: Pick<Logger, 'info'>; clock: Clock }
+  #memory: RedisMemory | null = null
+  #logged = resultBound({ resultBytesPerTeam: 0, resultsRoom: null }, null, 0)
+  #timer: Timer | null = null
+
+  constructor(o: { redis: RedisClient | null; breaker: RedisBreaker | null; settings: RoomSettings; teams: () => number; log: Pick<Logger, 'info'>; clock: Clock }) {
+    this.#o = o
+  }
+
+  /** A team's bound now. */
+  bound(): ResultBound {
+    return resultBound(this.#o.settings, this.#memory?.maxBytes ?? null, this.#o.teams())
+  }
+
+  /** Reads Redis' maxmemory again (unless jobs.resultsRoom sets the room), then says the bound if it changed. */
+  async read(): Promise<void> {
+    const { redis, breaker, settings } = this.#o
+    if (redis && breaker && settings.resultsRoom === null) {
+      const memory = await breaker.run(() => smallestMemory(redis), undefined)
+      if (memory !== undefined) this.#memory = memory
+    }
+    this.#say()
+  }
+
+  async start(): Promise<void> {
+    await this.read()
+    this.#timer ??= this.#o.clock.setInterval(() => void this.read(), ROOM_READ_EVERY_MS).unref()
+  }
+
+  close(): void {
+    this.#o.clock.clearInterval(this.#timer)
+    this.#timer = null
+  }
+
+  #say(): void {
+    const bound = this.bound()
+    const last = this.#logged
+    if (bound.bytes === last.bytes && bound.room?.bytes === last.room?.bytes && bound.room?.teams === last.room?.teams) return
+    this.#logged = bound
+    const { settings } = this.#o
+    if (!bound.room) {
+      if (last.room) this.#o.log.info({ resultBytesPerTeam: bound.bytes }, "report jobs' results: each team's bound is jobs.resultBytesPerTeam")
+      return
+    }
+    this.#o.log.info(
+      { resultBytesPerTeam: settings.resultBytesPerTeam, boundBytes: bound.bytes, roomBytes: bound.room.bytes, teams: bound.room.teams, maxmemory: bound.room.maxmemory, policy: this.#memory?.policy ?? null },
+      `report jobs' results: each team's bound is ${boundText(bound)}`,
+    )
+  }
 }

@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest'
-import { parseMemoryInfo, resultsPastRoom } from '../../src/redis/memory-room.js'
+import type { Logger } from 'pino'
+import { boundText, parseMemoryInfo, resultBound, ResultRoom, RESULTS_SHARE } from '../../src/redis/memory-room.js'
+import type { RedisBreaker } from '../../src/redis/breaker.js'
+import type { RedisClient } from '../../src/redis/client.js'
+import { systemClock } from '../../src/clock.js'
 
 describe('parseMemoryInfo', () => {
   it("reads maxmemory and its policy from INFO memory's lines", () => {
@@ -13,15 +17,72 @@ describe('parseMemoryInfo', () => {
   })
 })
 
-describe('resultsPastRoom', () => {
-  const memory = { maxBytes: 1000, policy: 'volatile-lru' }
+describe('resultBound', () => {
+  const settings = { resultBytesPerTeam: 300, resultsRoom: null }
 
-  it("is the teams' results together once they pass half of maxmemory", () => {
-    expect(resultsPastRoom(memory, { teams: 3, resultBytesPerTeam: 167 })).toBe(501)
+  it("is the team's even part of half of maxmemory when that is the smaller", () => {
+    expect(RESULTS_SHARE).toBe(0.5)
+    expect(resultBound(settings, 1000, 3)).toEqual({ bytes: 166, room: { bytes: 500, teams: 3, maxmemory: 1000 } })
   })
 
-  it('is null up to half of it, and without a maxmemory', () => {
-    expect(resultsPastRoom(memory, { teams: 2, resultBytesPerTeam: 250 })).toBeNull()
-    expect(resultsPastRoom({ maxBytes: 0, policy: 'noeviction' }, { teams: 100, resultBytesPerTeam: 1e9 })).toBeNull()
+  it('is jobs.resultBytesPerTeam when it fits in the part, or Redis has no maxmemory', () => {
+    expect(resultBound(settings, 1000, 1)).toEqual({ bytes: 300, room: null })
+    expect(resultBound(settings, null, 100)).toEqual({ bytes: 300, room: null })
+    expect(resultBound(settings, 0, 100)).toEqual({ bytes: 300, room: null })
+  })
+
+  it('takes jobs.resultsRoom for the room whatever Redis says', () => {
+    expect(resultBound({ resultBytesPerTeam: 300, resultsRoom: 400 }, null, 4)).toEqual({ bytes: 100, room: { bytes: 400, teams: 4, maxmemory: null } })
+    expect(resultBound({ resultBytesPerTeam: 300, resultsRoom: 4000 }, 100, 4)).toEqual({ bytes: 300, room: null })
+  })
+
+  it('names what bounds and why', () => {
+    expect(boundText(resultBound(settings, null, 3))).toBe('jobs.resultBytesPerTeam (300)')
+    expect(boundText(resultBound(settings, 1000, 3))).toBe("the team's part of the room for every team's job results in Redis (166: half of Redis' maxmemory (1000) split evenly among 3 teams, less than jobs.resultBytesPerTeam)")
+    expect(boundText(resultBound({ resultBytesPerTeam: 300, resultsRoom: 400 }, null, 4))).toContain('(100: jobs.resultsRoom (400) split evenly among 4 teams')
+  })
+})
+
+describe('ResultRoom', () => {
+  function room(teams: { n: number }) {
+    const memory = { max: 1000, answers: true }
+    const redis = { info: async () => (memory.answers ? `maxmemory:${memory.max}\r\nmaxmemory_policy:volatile-lru\r\n` : Promise.reject(new Error('unknown command'))) } as unknown as RedisClient
+    const breaker = { run: (fn: () => Promise<unknown>) => fn() } as unknown as RedisBreaker
+    const lines: { fields: Record<string, unknown>; msg: string }[] = []
+    const log = { info: (fields: Record<string, unknown>, msg: string) => lines.push({ fields, msg }) } as unknown as Pick<Logger, 'info'>
+    const r = new ResultRoom({ redis, breaker, settings: { resultBytesPerTeam: 300, resultsRoom: null }, teams: () => teams.n, log, clock: systemClock })
+    return { r, memory, lines }
+  }
+
+  it("follows Redis' maxmemory at each read and the teams at each bound, saying each change once", async () => {
+    const teams = { n: 2 }
+    const { r, memory, lines } = room(teams)
+    expect(r.bound().bytes).toBe(300)
+    await r.read()
+    expect(r.bound()).toMatchObject({ bytes: 250 })
+    await r.read()
+    expect(lines.map((l) => l.fields.boundBytes)).toEqual([250])
+    teams.n = 5
+    expect(r.bound().bytes).toBe(100)
+    memory.max = 600
+    await r.read()
+    expect(r.bound().bytes).toBe(60)
+    memory.max = 0
+    await r.read()
+    expect(r.bound()).toEqual({ bytes: 300, room: null })
+    expect(lines.map((l) => l.msg)).toEqual([
+      expect.stringContaining('(250: half of Redis\' maxmemory (1000) split evenly among 2 teams'),
+      expect.stringContaining('(60: half of Redis\' maxmemory (600) split evenly among 5 teams'),
+      "report jobs' results: each team's bound is jobs.resultBytesPerTeam",
+    ])
+  })
+
+  it('keeps the last maxmemory read while Redis does not answer INFO', async () => {
+    const { r, memory } = room({ n: 2 })
+    await r.read()
+    memory.answers = false
+    memory.max = 10
+    await r.read()
+    expect(r.bound().bytes).toBe(250)
   })
 })

@@ -53,6 +53,14 @@ describe('TeamDirectory', () => {
     expect(dir.authenticate({ 'x-api-key': OTHER }).team.name).toBe('growth')
   })
 
+  it('tells who listens of each replace, the teams already new (the room for job results reads them)', () => {
+    const dir = new TeamDirectory([team('growth', [{ key: KEY }])])
+    const seen: number[] = []
+    dir.onReplace(() => seen.push(dir.teams.length))
+    dir.replace([team('growth', [{ key: KEY }]), team('writer', [{ key: OTHER }])])
+    expect(seen).toEqual([2])
+  })
+
   it('refuses an expired key, remembered or not, with a message that says so and never holds the key', () => {
     let now = Date.parse('2026-12-31T23:59:59Z')
     const dir = new TeamDirectory([team('growth', [{ key: KEY, id: 'growth-2026', expiresAt: Date.parse('2027-01-01T00:00:00Z') }])], () => now)

@@ -549,7 +549,7 @@ export interface components {
             message: string;
         };
         /**
-         * @description A job's report is larger than `cache.maxEntryBytes`, or would take the team's kept job results over `jobs.resultBytesPerTeam`: the job failed with it.
+         * @description A job's report is larger than `cache.maxEntryBytes`, or would take the team's kept job results over its bound (`jobs.resultBytesPerTeam`, or its part of the room for results in Redis, `jobs.resultsRoom`): the job failed with it, its message naming the bound.
          * @example {
          *       "statusCode": 413,
          *       "code": "GW_JOB_RESULT_TOO_LARGE",
@@ -1489,7 +1489,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_JOB_EXPIRED"] | components["schemas"]["PlatformError"];
             };
         };
-        /** @description `GW_JOB_RESULT_TOO_LARGE`: A job's report is larger than `cache.maxEntryBytes`, or would take the team's kept job results over `jobs.resultBytesPerTeam`: the job failed with it. `GW_PAYLOAD_TOO_LARGE`: The body is over `bodyLimit` (a POST report body: over `limits.reportBody`). Or the platform's own 413 answer, passed through (`PlatformError`, no `code`). */
+        /** @description `GW_JOB_RESULT_TOO_LARGE`: A job's report is larger than `cache.maxEntryBytes`, or would take the team's kept job results over its bound (`jobs.resultBytesPerTeam`, or its part of the room for results in Redis, `jobs.resultsRoom`): the job failed with it, its message naming the bound. `GW_PAYLOAD_TOO_LARGE`: The body is over `bodyLimit` (a POST report body: over `limits.reportBody`). Or the platform's own 413 answer, passed through (`PlatformError`, no `code`). */
         "job-413": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -2870,7 +2870,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_JOB_RESULT_TOO_LARGE`: A job's report is larger than `cache.maxEntryBytes`, or would take the team's kept job results over `jobs.resultBytesPerTeam`: the job failed with it. `GW_PAYLOAD_TOO_LARGE`: The body is over `bodyLimit` (a POST report body: over `limits.reportBody`). Or the platform's own 413 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_JOB_RESULT_TOO_LARGE`: A job's report is larger than `cache.maxEntryBytes`, or would take the team's kept job results over its bound (`jobs.resultBytesPerTeam`, or its part of the room for results in Redis, `jobs.resultsRoom`): the job failed with it, its message naming the bound. `GW_PAYLOAD_TOO_LARGE`: The body is over `bodyLimit` (a POST report body: over `limits.reportBody`). Or the platform's own 413 answer, passed through (`PlatformError`, no `code`). */
             413: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -3198,7 +3198,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_JOB_RESULT_TOO_LARGE`: A job's report is larger than `cache.maxEntryBytes`, or would take the team's kept job results over `jobs.resultBytesPerTeam`: the job failed with it. `GW_PAYLOAD_TOO_LARGE`: The body is over `bodyLimit` (a POST report body: over `limits.reportBody`). Or the platform's own 413 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_JOB_RESULT_TOO_LARGE`: A job's report is larger than `cache.maxEntryBytes`, or would take the team's kept job results over its bound (`jobs.resultBytesPerTeam`, or its part of the room for results in Redis, `jobs.resultsRoom`): the job failed with it, its message naming the bound. `GW_PAYLOAD_TOO_LARGE`: The body is over `bodyLimit` (a POST report body: over `limits.reportBody`). Or the platform's own 413 answer, passed through (`PlatformError`, no `code`). */
             413: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];

@@ -59,7 +59,7 @@ const WHEN: Record<string, string> = {
   GW_ANSWER_BUDGET: 'The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers\' pace frees the room.',
   GW_JOBS_FULL: 'A report asked with `Prefer: respond-async` while the team has `jobs.maxOpenPerTeam` jobs queued or running; ask again when one ends.',
   GW_WAITS_FULL: 'A status call with `?wait` of a job still open while the team holds `jobs.maxWaitsPerTeam` waits on the replica, or the replica `jobs.maxWaits`: answered at once; ask again after `retry-after`, or without `?wait`.',
-  GW_JOB_RESULT_TOO_LARGE: 'A job\'s report is larger than `cache.maxEntryBytes`, or would take the team\'s kept job results over `jobs.resultBytesPerTeam`: the job failed with it.',
+  GW_JOB_RESULT_TOO_LARGE: 'A job\'s report is larger than `cache.maxEntryBytes`, or would take the team\'s kept job results over its bound (`jobs.resultBytesPerTeam`, or its part of the room for results in Redis, `jobs.resultsRoom`): the job failed with it, its message naming the bound.',
   GW_JOB_NOT_DONE: 'The result of a job still queued or running was asked: GET its status (with `?wait=N`) first.',
   GW_JOB_RUNNING: 'DELETE of a job already running or ended (done, failed, expired): only a queued job is cancelled; the message names the job\'s state.',
   GW_JOB_EXPIRED: 'The result of a job past its `expiresAt` was asked: ask the report again.',
