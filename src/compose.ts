@@ -72,10 +72,10 @@ export interface Gateway {
   /** Bytes kept by the memos of URLs callers sent (bounded whatever they send). */
   memoBytes(): number
   /**
-   * Starts token sources and subscriptions, then `bind` (main.ts: both listeners listen),
-   * then stores this replica's token in Redis for the others, starts its job runner and
-   * serves (readiness 200): a start whose `bind` fails stores no token and claims no job.
-   * Call before serving.
+   * Connects to Redis, then `bind` (main.ts: both listeners listen), then starts token
+   * sources and subscriptions, stores this replica's token in Redis for the others, starts
+   * its job runner and serves (readiness 200): a start whose `bind` fails makes no
+   * platform call, sets, audits and stores no token and claims no job. Call before serving.
    */
   start(bind?: () => Promise<void>): Promise<void>
   /**
@@ -165,6 +165,12 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     memoBytes,
     async start(bind) {
       await shared.start()
+      // Before any request: a team that spent its day on other replicas is refused here too.
+      await usage.readDays(teams.teams.filter((t) => t.platformSecondsPerDay !== null).map((t) => t.name))
+      // Listens before any platform call and any token set: a start that cannot listen (a
+      // port taken) exits having logged in nowhere and audited no token change. Until it
+      // serves, readiness answers 503 (starting).
+      await bind?.()
       // A password login takes the token stored in Redis when there is a usable one, instead of logging in.
       await tokens.start(await tokenStore.storedAtStart())
       history.watch(platform.gauges)
@@ -177,7 +183,6 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       await governors.start()
       if (!config.gatewaySecret && redis) log.warn('GATEWAY_SECRET is not set: central token rotation through Redis is off; tokens are never written to Redis')
       await platform.probeTokens()
-      await bind?.()
       await tokenStore.share()
       // The job runner and the webhook deliverer claim work of every replica's: a start
       // that cannot listen (main.ts exits) claims none, which would wait out its lease.

@@ -8,6 +8,7 @@ import { decideDemo } from './config/demo-mode.js'
 import { redisWithoutSecret } from './config/redis-secret.js'
 import { readTeamsFile } from './config/teams-file.js'
 import { settingsInForce } from './config/provenance.js'
+import { memoryFitWarning } from './config/memory-fit.js'
 import { creativeSetsPassWarning } from './config/risky-settings.js'
 
 export { DEFAULT_CREDENTIAL, type AdminRole, type AdminToken, type Config, type CredentialConfig, type PasswordLogin, type TeamConfig, type TeamKey } from './config/normalize.js'
@@ -31,9 +32,11 @@ export interface LoadOptions {
   env?: Env
   /** Read a *_FILE path; passed in so tests need no files. */
   readFile?: (path: string) => string
+  /** The container's memory limit in bytes (0 or about 2^64: none known); passed in so tests need no cgroup. */
+  memoryLimit?: () => number
 }
 
-export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p, 'utf8') }: LoadOptions = {}): Config {
+export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p, 'utf8'), memoryLimit = () => process.constrainedMemory() }: LoadOptions = {}): Config {
   const problems: string[] = []
   const warnings: string[] = []
   const raw = readYamlObject(DEFAULT_CONFIG_PATH, readFile, problems, 'config/default.yaml')
@@ -80,6 +83,8 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
   const settings = settingsInForce({ raw, file, envSources, env, credentials: config.credentials })
   const creativeSets = creativeSetsPassWarning(config.ownership.creativeSets.check, config.teams)
   if (creativeSets !== null) warnings.push(creativeSets)
+  const memory = memoryFitWarning({ l1MaxBytes: config.cache.l1MaxBytes, bufferTotalBytes: config.platform.bufferTotalBytes }, memoryLimit())
+  if (memory !== null) warnings.push(memory)
   return { ...config, host, demo: mode.demo, warnings, settings: host === config.host ? settings : settings.map((s) => (s.setting === 'host' ? { ...s, value: host, source: 'demo', from: 'demo mode' } : s)) }
 }
 

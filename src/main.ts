@@ -42,8 +42,9 @@ async function main(): Promise<void> {
   const log = gateway.log
   // A setting set under a name of the last release, say: taken, and said at every start.
   for (const warning of config.warnings) log.warn(warning)
-  // Listens before its token is stored for the other replicas: a process that cannot
-  // listen (a port taken by a running replica) exits without replacing theirs.
+  // Listens before its first platform call and token: a process that cannot listen (a
+  // port taken by a running replica) exits without logging in, auditing a token change
+  // or replacing the replicas' token.
   await gateway.start(async () => {
     await listenOrExit(gateway.proxy, config.host, config.port, 'HOST, PORT')
     await listenOrExit(gateway.admin, config.admin.host, config.admin.port, 'ADMIN_HOST, ADMIN_PORT')

@@ -30,6 +30,8 @@ export interface Caller {
   rate: RateDecision | null
   /** Platform calls made for this request (a coalesced waiter makes none: usage counts it as saved). */
   platformCalls: number
+  /** Their platform time (seat-time, ms), added as each ends; unset while none ended. */
+  platformMs?: number
   provider: TokenProvider
   target: RequestTarget
   /** JSON and form bodies as parsed and checked; null: none. */

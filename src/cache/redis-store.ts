@@ -28,7 +28,7 @@ interface ReadEntry {
 
 /**
  * L2: shared by every replica. Each entry expires in Redis at its `errorUntil`; an
- * advertiser's entries are listed in a set, so a purge of one advertiser needs no scan.
+ * advertiser's live entries are listed in a sorted set, so a purge of one advertiser needs no scan.
  * Every command goes through the breaker: with Redis down, a get is a miss and a set is
  * skipped, after at most the command timeout; with Redis refusing writes (OOM), gets go
  * on and sets are skipped. A read is bounded before anything is decoded: at most the
@@ -141,8 +141,15 @@ export class RedisStore implements CacheStore {
       const writes: Promise<unknown>[] = [this.#redis.set(key, this.#seal ? this.#seal.seal(key, value) : value, 'PX', ttl)]
       for (const advertiserId of entry.advertiserIds) {
         const index = this.#advertiserIndex(advertiserId)
-        // The index outlives its longest entry; stale members are harmless to UNLINK.
-        writes.push(this.#redis.sadd(index, key), this.#redis.pexpire(index, ttl, 'GT'), this.#redis.pexpire(index, ttl, 'NX'))
+        // The index lists the entries that live (each scored by its expiry, dropped once
+        // past it at the next write), so that a team asking report after report leaves
+        // no more in it than Redis holds; it outlives its longest entry.
+        writes.push(
+          this.#redis.zadd(index, entry.errorUntil, key),
+          this.#redis.zremrangebyscore(index, '-inf', `(${this.#now()}`),
+          this.#redis.pexpire(index, ttl, 'GT'),
+          this.#redis.pexpire(index, ttl, 'NX'),
+        )
       }
       await Promise.all(writes)
     }, undefined)
@@ -197,7 +204,7 @@ export class RedisStore implements CacheStore {
 
   /** The sum of `visit` over the entries of one advertiser's index. */
   async #eachOf(advertiserId: number, visit: (key: string) => Promise<number>): Promise<number> {
-    const keys = await this.#redis.smembers(this.#advertiserIndex(advertiserId))
+    const keys = await this.#redis.zrange(this.#advertiserIndex(advertiserId), 0, -1)
     let sum = 0
     // Keys of one advertiser can sit in different cluster slots: one command each.
     for (const key of keys) sum += await visit(key)

@@ -8,6 +8,7 @@ import { closeRedis, createRedisClient, failureCause, redisAddress, redisConnect
 import { RedisSeal } from '../redis/seal.js'
 import { installIoredisCommandTimeoutPatch } from '../redis/command-timeout.js'
 import { redisKey } from '../redis/keys.js'
+import { warnOfResultsRoom } from '../redis/memory-room.js'
 
 // Longest wait at start for the Redis connection before serving without it: a Cluster
 // client, which first learns the slots, is ready later than a single connection.
@@ -83,6 +84,9 @@ export function redisParts(config: Config, o: { redis?: RedisClient | null; log:
       await watch.start()
       metrics.redisUp.set(breaker.state === 'closed' ? 1 : 0)
       metrics.redisWritable.set(breaker.writable ? 1 : 0)
+      if (redis && breaker.state === 'closed') {
+        await breaker.run(() => warnOfResultsRoom(redis, { teams: config.teams.length, resultBytesPerTeam: config.jobs.resultBytesPerTeam }, log), undefined)
+      }
     },
     async close() {
       watch?.close()

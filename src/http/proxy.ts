@@ -123,6 +123,13 @@ const GATEWAY_HEADERS = ['x-cache', USAGE_HEADER, SETTLED_HEADER, PROVISIONAL_HE
 const ORIGIN_POLICIES = ['timing-allow-origin', 'alt-svc', 'strict-transport-security', 'clear-site-data', 'nel', 'report-to', 'reporting-endpoints']
 const isOriginPolicy = (name: string): boolean => name.startsWith('access-control-') || ORIGIN_POLICIES.includes(name)
 
+// A rate-limit count the platform writes (Laravel's `x-ratelimit-limit` and
+// `x-ratelimit-remaining` on every answer; the IETF draft's `ratelimit`, `ratelimit-policy`,
+// `ratelimit-remaining`, ...) counts the calls of the credential's token, every team's: on a
+// team's answer it would tell, call by call, how often the other teams call the platform.
+// A team with a limit of its own reads the gateway's `ratelimit` and `ratelimit-policy`.
+const isCredentialCount = (name: string): boolean => /^(x-)?rate-?limit(-|$)/.test(name)
+
 // A proxied answer is the answer to one team's key: a shared cache between callers and the
 // gateway (to which a key in x-api-key is no Authorization) must not give it to another key.
 const SHARED_ONLY = /^(public|s-maxage\s*=.*|proxy-revalidate)$/i
@@ -139,7 +146,8 @@ const URL_HEADERS: ReadonlyArray<readonly [string, (value: string, platformBase:
 /**
  * The platform's response headers as the caller gets them: no session cookie, no
  * hop-by-hop headers, none of the gateway's own, no policy for the platform's origin
- * (CORS, alt-svc, HSTS, clear-site-data, reporting), private to the key that asked, and a URL
+ * (CORS, alt-svc, HSTS, clear-site-data, reporting), no count of the shared token's calls,
+ * private to the key that asked, and a URL
  * (`location`, `content-location`, `link`, `refresh`) on the platform's own origin (`platformBase`) as the
  * gateway's path: a client that follows it comes back to the gateway, which checks the
  * call, instead of taking its team key to the platform's address.
@@ -148,7 +156,7 @@ export function callerHeaders(headers: IncomingHttpHeaders, platformBase: string
   const out = { ...headers }
   const named = typeof out.connection === 'string' ? out.connection.split(',').map((h) => h.trim().toLowerCase()) : []
   for (const name of [...HOP_BY_HOP, ...named, 'set-cookie', ...GATEWAY_HEADERS]) delete out[name]
-  for (const name of Object.keys(out)) if (isOriginPolicy(name)) delete out[name]
+  for (const name of Object.keys(out)) if (isOriginPolicy(name) || isCredentialCount(name)) delete out[name]
   privateToTheKey(out)
   if (platformBase !== null) {
     for (const [name, rewrite] of URL_HEADERS) {

@@ -229,7 +229,9 @@ export class JobRunner {
       const gateway = typeof e.code === 'string' && e.code.startsWith('GW_')
       const error = { code: gateway ? (e.code as string) : 'GW_UPSTREAM', statusCode: e.statusCode ?? 502, message: gateway ? this.#told(e) : 'the platform failed' }
       const wait = (e as { retryAfterSec?: unknown }).retryAfterSec
-      return { kind: 'failed', error: typeof wait === 'number' ? { ...error, retryAt: clock.now() + wait * 1000 } : error, tookSeconds: 0 }
+      // Its own call failed: what that call held the platform (0 when it made none, e.g. a fill it joined failed).
+      const tookSeconds = Math.round(tally.platformMs ?? 0) / 1000
+      return { kind: 'failed', error: typeof wait === 'number' ? { ...error, retryAt: clock.now() + wait * 1000 } : error, tookSeconds }
     }
   }
 

@@ -136,7 +136,7 @@ export class Jobs {
     if (state === 'expired') throw new JobExpiredError(id)
     if (state !== 'done' && state !== 'failed') throw new JobNotDoneError(id, state)
     const kept = keptAnswer(job)
-    if (state === 'failed' && job.error && !kept) throw failureOf(job.error, now)
+    if (state === 'failed' && job.error && !kept) throw Object.assign(failureOf(job.error, now), { platformMs: (job.tookSeconds ?? 0) * 1000 })
     // A purge is final for a result as for the entry it copies: a kept answer is as old as its run's start.
     const purged = (fetchedAt: number) => this.#d.purged({ fetchedAt, advertiserIds: job.report.advertiserIds }, job.key)
     if (kept && purged(job.startedAt ?? job.askedAt)) throw new JobExpiredError(id)

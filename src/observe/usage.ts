@@ -4,7 +4,7 @@ import type { RedisClient } from '../redis/client.js'
 import { systemClock, type Clock, type Timer } from '../clock.js'
 import { redisKey } from '../redis/keys.js'
 import { redisScript } from '../redis/script.js'
-import { PlatformTime } from './platform-time.js'
+import { PlatformTime, utcDayStart } from './platform-time.js'
 
 /** One team's totals of one UTC day. */
 export interface UsageTotals {
@@ -124,6 +124,23 @@ export class TeamUsage {
     if (this.#timer) return
     this.#timer = this.#clock.setInterval(() => void this.flush(), this.#o.flushMs)
     this.#timer.unref()
+  }
+
+  /**
+   * Reads from Redis the platform time of the UTC day every replica spent for each of
+   * `teams` (the teams with a daily bound), so that a replica started after a team spent
+   * its day refuses the team's first miss instead of learning the day at its first flush:
+   * one Redis read per team, once per start. Without Redis, or when Redis cannot be read,
+   * a team's day is what this replica's flushes learn.
+   */
+  async readDays(teams: readonly string[]): Promise<void> {
+    const { redis, breaker, prefix } = this.#o
+    if (!redis || !breaker || teams.length === 0) return
+    const dayStart = utcDayStart(this.#clock.now())
+    const day = utcDay(dayStart)
+    const totals = await breaker.run(() => Promise.all(teams.map((team) => redis.hget(redisKey.usage(prefix, team, day), 'platformMs'))), null)
+    if (totals === null) return
+    teams.forEach((team, i) => this.platformTime.shared(team, dayStart, 0, Number(totals[i] ?? 0) || 0))
   }
 
   /** Stops after one last flush, so this replica's counts reach Redis. */

@@ -35,10 +35,10 @@ export const redisKey = {
   report: (prefix: string, version: number, digest: string) => `${prefix}report:v${version}:${digest}`,
   /** What SCAN matches to find every cached report. */
   reportPattern: (prefix: string) => `${literalPattern(prefix)}report:*`,
-  /** The set of one advertiser's cached reports. */
-  advertiserIndex: (prefix: string, advertiserId: number) => `${prefix}adv:${advertiserId}`,
-  /** What SCAN matches to find every advertiser's set. */
-  advertiserIndexPattern: (prefix: string) => `${literalPattern(prefix)}adv:*`,
+  /** One advertiser's cached reports: a sorted set of their keys, each scored by when it expires. */
+  advertiserIndex: (prefix: string, advertiserId: number) => `${prefix}adv-entries:${advertiserId}`,
+  /** What SCAN matches to find every advertiser's index. */
+  advertiserIndexPattern: (prefix: string) => `${literalPattern(prefix)}adv-entries:*`,
   /** One team's usage of one day: a field per count (`requests`, `rateLimited`, …); each team's days in a hash slot of its own. */
   usage: (prefix: string, team: string, day: string) => `${prefix}usage:{${team}}:${day}`,
   /** The teams with usage on one day (a set of their names). */

@@ -61,6 +61,8 @@ export interface CallTally {
   team: { name: string }
   /** Platform calls made for this read; a waiter on another's call makes none. */
   platformCalls: number
+  /** Their platform time (seat-time, ms, each try counted), added as each ends: what a read that failed still held the platform. */
+  platformMs?: number
 }
 
 export interface ReadOptions {
@@ -620,6 +622,8 @@ export class ReportCache {
     // A background refresh that got no seat made no call.
     if (result.kind === 'failed' && result.error.cause instanceof NoIdleSeatError) return result
     origin.tally.platformCalls += 1
+    // Whole ms, each call rounded up, as the team's day counts it (usage.platformSpent) and an entry keeps its fill.
+    origin.tally.platformMs = (origin.tally.platformMs ?? 0) + Math.ceil(spentMs)
     this.#d.usage.platformCall(origin.tally.team.name)
     this.#d.usage.platformSpent(origin.tally.team.name, spentMs)
     result.platformMs = spentMs

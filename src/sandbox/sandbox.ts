@@ -18,6 +18,7 @@ import { sendJson, sendNotFound } from './replies.js'
 import type { SandboxState } from './state.js'
 import { keepBody, startRecord } from './request-records.js'
 import { IssuedTokens } from './tokens.js'
+import { ThrottleCounts } from './throttle-counts.js'
 import type { GarbledBody, Sandbox, SandboxOptions } from './types.js'
 
 // A stand-in for the advertising platform (docs: platform-api.md in the shared folder),
@@ -95,6 +96,7 @@ function createState(opts: SandboxOptions): SandboxState {
     tokens: new IssuedTokens(DEMO_CREDENTIALS.clientId),
     catalog: new CampaignCatalog(seed, SANDBOX_ACCOUNTS),
     conditions: new Conditions(opts.latencyMs ?? 0),
+    throttle: new ThrottleCounts(),
     requests: [],
   }
 }

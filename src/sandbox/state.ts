@@ -2,6 +2,7 @@ import type { CampaignCatalog } from './catalog.js'
 import type { Conditions } from './conditions.js'
 import type { SandboxAccount, SandboxCredentials, SandboxRequestRecord } from './types.js'
 import type { IssuedTokens } from './tokens.js'
+import type { ThrottleCounts } from './throttle-counts.js'
 
 /** Everything one sandbox remembers; the routes share it, the tests steer it. */
 export interface SandboxState {
@@ -17,5 +18,7 @@ export interface SandboxState {
   readonly tokens: IssuedTokens
   readonly catalog: CampaignCatalog
   readonly conditions: Conditions
+  /** Laravel's throttle count per token user, written on every authenticated answer. */
+  readonly throttle: ThrottleCounts
   readonly requests: SandboxRequestRecord[]
 }

@@ -185,7 +185,8 @@ export function podFiles(chart: RenderedChart, externalSecrets: Record<string, R
 /** The pod IP the downward API hands the pod (status.podIP) in these tests. */
 export const POD_IP = '10.42.7.19'
 
-export function gatewayConfigFrom(chart: RenderedChart, externalSecrets: Record<string, Record<string, string>> = {}) {
+/** The gateway's config as a pod of `chart` loads it; `memoryLimit`: its container's, in bytes (default: this machine's). */
+export function gatewayConfigFrom(chart: RenderedChart, externalSecrets: Record<string, Record<string, string>> = {}, memoryLimit?: () => number) {
   const files = podFiles(chart, externalSecrets)
   const env: Record<string, string> = {}
   for (const e of gateway(chart).env) {
@@ -198,7 +199,7 @@ export function gatewayConfigFrom(chart: RenderedChart, externalSecrets: Record<
       env[e.name] = POD_IP
     }
   }
-  return loadConfigFrom(env, Object.fromEntries(files))
+  return loadConfigFrom(env, Object.fromEntries(files), memoryLimit ? { memoryLimit } : {})
 }
 
 /** The alerts of the PrometheusRule; docs/operations/alerts.md has a section #alert-<name in lower case> for each. */

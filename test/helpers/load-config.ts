@@ -4,11 +4,13 @@ import { ConfigError, DEFAULT_CONFIG_PATH, loadConfig, type Config } from '../..
 /**
  * loadConfig as main.ts runs it, on an environment and files held in memory (a
  * CONFIG_FILE, *_FILE secrets). Any other path is config/default.yaml from disk, or with
- * `disk` any file on disk; otherwise it is missing (ENOENT).
+ * `disk` any file on disk; otherwise it is missing (ENOENT). `memoryLimit`: the
+ * container's, as process.constrainedMemory() would read it (default: this machine's).
  */
-export function loadConfigFrom(env: Record<string, string>, files: Record<string, string> = {}, opts: { disk?: boolean } = {}): Config {
+export function loadConfigFrom(env: Record<string, string>, files: Record<string, string> = {}, opts: { disk?: boolean; memoryLimit?: () => number } = {}): Config {
   return loadConfig({
     env,
+    ...(opts.memoryLimit ? { memoryLimit: opts.memoryLimit } : {}),
     readFile: (p) => {
       const inline = files[p]
       if (inline !== undefined) return inline

@@ -260,8 +260,8 @@ describe.skipIf(!available)('RedisStore in Redis', () => {
     const pttl = await r.pttl('px:report:v1:long')
     expect(pttl).toBeGreaterThan(500_000 - 5_000)
     expect(pttl).toBeLessThanOrEqual(500_000)
-    expect(await r.pttl('px:adv:101')).toBeGreaterThan(500_000 - 5_000)
-    expect((await r.smembers('px:adv:101')).sort()).toEqual(['px:report:v1:long', 'px:report:v1:mid', 'px:report:v1:short'])
+    expect(await r.pttl('px:adv-entries:101')).toBeGreaterThan(500_000 - 5_000)
+    expect((await r.zrange('px:adv-entries:101', 0, -1)).sort()).toEqual(['px:report:v1:long', 'px:report:v1:mid', 'px:report:v1:short'])
   })
 
   it('purges only report entries under its own prefix', async () => {

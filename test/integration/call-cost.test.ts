@@ -164,6 +164,25 @@ describe('a STALE answer', () => {
   })
 })
 
+describe('what a failed read cost', () => {
+  it('says the platform-seconds its own failed call held on the 502: platform-usage fill, in the team\'s day', async () => {
+    const clock = fakeClock(NOON)
+    const gw = await gatewayOn(clock)
+    sandbox.setLatency(20)
+    // A 500 is no answer a read retries: one call, held for the sandbox's latency at least.
+    sandbox.setRouteFailure(PATH, { kind: 'status', status: 500, times: 1 })
+    const failed = await get(gw, REPORT(101))
+    expect(failed.status).toBe(502)
+    expect(((await failed.json()) as { code: string }).code).toBe('GW_UPSTREAM')
+    const usage = usageOf(failed)
+    expect(usage.fill).toBeGreaterThan(0)
+    // The team's first call of the day: its day is that call.
+    expect(usage.day).toBe(usage.fill)
+    // A failure has no figures: nothing is said of their finality.
+    expect(failed.headers.get('report-settled-through')).toBeNull()
+  })
+})
+
 describe('a fill another replica made', () => {
   it('says the platform-seconds of that fill: the entry carries them through Redis', async () => {
     const clock = fakeClock(NOON)
@@ -212,6 +231,35 @@ describe('a team\'s bound of platform-seconds a day', () => {
     // A new UTC day: its platform-seconds start again.
     clock.advance(12 * 3600 * 1000)
     expect((await get(gw, REPORT(103), BOUNDED_KEY)).status).toBe(200)
+  })
+
+  it('says what the team spent on the refusal itself: the 429 GW_PLATFORM_TIME_SPENT carries platform-usage, its day past its day-limit, for a read, the POST form and a job asked', async () => {
+    const clock = fakeClock(NOON)
+    const gw = await gatewayOn(clock)
+    sandbox.setLatency(5)
+    const spent = usageOf(await get(gw, REPORT(101), BOUNDED_KEY))
+    const post = (prefer?: string) => fetch(`${gw.url}${PATH}`, {
+      method: 'POST',
+      headers: { 'x-api-key': BOUNDED_KEY, 'content-type': 'application/json', ...(prefer ? { prefer } : {}) },
+      body: JSON.stringify({ advertiserId: 105, campaignIds: [105001], dateFrom: '2026-03-01', dateTo: '2026-03-02' }),
+    })
+    const refusals = [
+      await get(gw, REPORT(102), BOUNDED_KEY),
+      await fetch(`${gw.url}${REPORT(104)}`, { headers: { 'x-api-key': BOUNDED_KEY, prefer: 'respond-async' } }),
+      await post(),
+      await post('respond-async'),
+    ]
+    for (const refused of refusals) {
+      expect(refused.status).toBe(429)
+      expect(((await refused.json()) as { code: string }).code).toBe('GW_PLATFORM_TIME_SPENT')
+      // No call was made for it; the team's day, its bound and its reset are what the refusal is about.
+      const usage = usageOf(refused)
+      expect(usage.fill).toBe(0)
+      expect(usage['day-limit']).toBe(0.001)
+      expect(usage.day).toBe(spent.day)
+      expect(usage.day).toBeGreaterThanOrEqual(usage['day-limit'] as number)
+      expect(usage.reset).toBe(12 * 3600)
+    }
   })
 
   it('answers a forced refresh from the cache once the day is spent, as any read: its copy, fresh or stale, not a 429', async () => {
@@ -305,5 +353,20 @@ describe('a team\'s bound of platform-seconds a day', () => {
     const refused = await get(b, REPORT(104), BOUNDED_KEY)
     expect(refused.status).toBe(429)
     expect(((await refused.json()) as { code: string }).code).toBe('GW_PLATFORM_TIME_SPENT')
+  })
+  it('holds on a replica that starts after the day was spent: its first read is 429 GW_PLATFORM_TIME_SPENT, without a platform call', async () => {
+    const clock = fakeClock(NOON)
+    const shared = { REDIS_URL: redis.server.url }
+    const a = await gatewayOn(clock, shared)
+    sandbox.setLatency(5)
+    expect((await get(a, REPORT(101), BOUNDED_KEY)).status).toBe(200)
+    // A's close flushes its counts: the day's total is in Redis before B starts.
+    await a.close()
+    const b = await gatewayOn(clock, shared)
+    const calls = sandbox.countRequests((r) => r.path === PATH)
+    const refused = await get(b, REPORT(102), BOUNDED_KEY)
+    expect(refused.status).toBe(429)
+    expect(((await refused.json()) as { code: string }).code).toBe('GW_PLATFORM_TIME_SPENT')
+    expect(sandbox.countRequests((r) => r.path === PATH)).toBe(calls)
   })
 })

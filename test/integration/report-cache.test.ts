@@ -354,7 +354,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect((await get(CANONICAL)).headers['x-cache']).toBe('MISS')
     expect((await get(`${CANONICAL}&byCampaign=1`)).headers['x-cache']).toBe('MISS')
     expect(reportCalls()).toBe(5)
-    if (mode === 'redis') expect(await admin?.smembers('rgw:adv:101')).toHaveLength(2)
+    if (mode === 'redis') expect(await admin?.zrange('rgw:adv-entries:101', 0, -1)).toHaveLength(2)
 
     const all = await purge()
     expect(all.statusCode).toBe(200)

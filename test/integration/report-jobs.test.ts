@@ -485,6 +485,32 @@ describe('report jobs (demo mode, no Redis)', () => {
     }
   })
 
+  it('a job its own platform call failed says the platform-seconds that call held (tookSeconds), as the team\'s day counts them', async () => {
+    const gw = await start()
+    sandbox.setLatency(20)
+    const dayOf = (res: Response) => Number(/day=(\d+\.\d{3})/.exec(res.headers.get('platform-usage') ?? '')?.[1])
+    const read = () => fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&dateFrom=2025-02-01&dateTo=2025-02-07`, { headers: { 'x-api-key': KEYS.all } })
+    const before = dayOf(await read())
+    // A 500 is no answer a read retries: one call, held for the sandbox's latency at least.
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'status', status: 500, times: 1 })
+    const { id } = (await (await ask(gw)).json()) as Status
+    await waitFor(`job ${id} failed`, async () => (await status(gw, id)).state === 'failed', 10_000, 20)
+    const failed = await status(gw, id)
+    expect(failed.error).toMatchObject({ code: 'GW_UPSTREAM', statusCode: 502 })
+    // The team's figures are said anew each second.
+    clock.advance(1_000)
+    const after = await read()
+    expect(after.headers.get('x-cache')).toBe('HIT')
+    const charged = dayOf(after) - before
+    expect(charged).toBeGreaterThan(0)
+    expect(failed.tookSeconds).toBeCloseTo(charged, 2)
+    // Its result is its failure as the read would have answered it: the 502, with what the call cost.
+    const result = await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: { 'x-api-key': KEYS.all } })
+    expect(result.status).toBe(502)
+    expect(result.headers.get('platform-usage')).toMatch(new RegExp(`^fill=${(failed.tookSeconds ?? 0).toFixed(3)}, minute=`))
+    expect(result.headers.get('report-settled-through')).toBeNull()
+  })
+
   it('bounds a team\'s open jobs (429 GW_JOBS_FULL) and its kept results (the job fails 413 GW_JOB_RESULT_TOO_LARGE)', async () => {
     const gw = await start({ maxOpenPerTeam: 2, resultBytesPerTeam: 10 })
     sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })

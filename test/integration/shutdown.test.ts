@@ -100,17 +100,24 @@ describe('demo mode and graceful shutdown', () => {
     const sandboxUrl = (/runs at (http:\/\/127\.0\.0\.1:\d+)/.exec(output) ?? [])[1]
     expect(sandboxUrl).toBeDefined()
     const key = (/x-api-key: (rgw_[A-Za-z0-9_-]+)/.exec(output) ?? [])[1] as string
-    const latency = await fetch(`${sandboxUrl}/__sandbox/latency`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"ms":1500}' })
-    expect(latency.status).toBe(200)
+    const sandbox = (path: string, init?: RequestInit) => fetch(`${sandboxUrl}/__sandbox${path}`, init)
+    const campaignsAsked = async () => ((await (await sandbox('/requests/count?path=/api/v1/campaign/get')).json()) as { count: number }).count
+    // The platform holds the next campaign list until released, so the request stays in
+    // flight through the drain and the close, however slow the machine.
+    const hold = await sandbox('/route-failure', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"path":"/api/v1/campaign/get","kind":"held","times":1}',
+    })
+    expect(hold.status).toBe(200)
+    const askedBefore = await campaignsAsked()
 
-    const started = Date.now()
     const inFlight = fetch(`http://127.0.0.1:${port}/api/v1/campaign/get`, {
       method: 'POST',
       headers: { 'x-api-key': key, 'content-type': 'application/json', connection: 'close' },
       body: '{"userId":101}',
     })
-    // Let it reach the platform (which now holds it for 1.5 s), then stop.
-    await new Promise((r) => setTimeout(r, 400))
+    await poll(() => 'the campaign list at the platform', async () => (await campaignsAsked()) > askedBefore, 15_000, 25)
     expect(child.kill('SIGTERM')).toBe(true)
     // The drain (shutdownDrain, 5 s by default): readiness 503 at once, the listeners still open.
     await waitFor(/draining/)
@@ -121,19 +128,17 @@ describe('demo mode and graceful shutdown', () => {
     // A second SIGTERM ends the drain: the listeners close, the request in flight is still answered.
     expect(child.kill('SIGTERM')).toBe(true)
     await waitFor(/shutting down/)
-    await new Promise((r) => setTimeout(r, 100))
 
-    // Both listeners refuse new connections while the request is still in flight.
-    expect(await tryConnect(port)).toBe('ECONNREFUSED')
-    expect(await tryConnect(adminPort)).toBe('ECONNREFUSED')
+    // Both listeners refuse new connections while the request is still held at the platform.
+    await poll(() => 'both listeners closed', async () => (await tryConnect(port)) === 'ECONNREFUSED' && (await tryConnect(adminPort)) === 'ECONNREFUSED', 15_000, 25)
     expect(child.exitCode).toBeNull()
 
+    expect((await sandbox('/release', { method: 'POST' })).status).toBe(204)
     const res = await inFlight
     expect(res.status).toBe(200)
     const body = (await res.json()) as { data: { userId: number }[] }
     expect(body.data.length).toBeGreaterThan(0)
     expect(body.data.every((c) => c.userId === 101)).toBe(true)
-    expect(Date.now() - started).toBeGreaterThanOrEqual(1400)
 
     const { code, signal } = await exited
     expect(signal).toBeNull()

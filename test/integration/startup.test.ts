@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { hashApiKey } from '../../src/access/api-keys.js'
+import { sandboxLoginEnv } from '../helpers/build-gateway.js'
 import { portTaken } from '../helpers/gateway-process.js'
 import { freePort } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
@@ -154,6 +155,22 @@ describe('misconfiguration stops the start with one line', () => {
       expect(lines.join('\n')).not.toMatch(/\n\s+at /)
       // The test helpers start a gateway again on other ports when they read this line.
       expect(portTaken(lines.join('\n'))).toBe(true)
+    } finally {
+      await new Promise((resolve) => taken.close(resolve))
+    }
+  })
+
+  it('a port in use with a password login: exit 1 before any platform call, and no token audit line (nothing changed)', async () => {
+    const taken: Server = createServer()
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
+    try {
+      const port = (taken.address() as { port: number }).port
+      sandbox.clearRequests()
+      const { code, lines } = await refused({ HOST: '127.0.0.1', PORT: String(port), ADMIN_PORT: '0', PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), LOG_LEVEL: 'info' })
+      expect(code).toBe(1)
+      expect(portTaken(lines.join('\n'))).toBe(true)
+      expect(lines.filter((l) => l.includes('platform token changed'))).toEqual([])
+      expect(sandbox.requests.map((r) => r.path)).toEqual([])
     } finally {
       await new Promise((resolve) => taken.close(resolve))
     }

@@ -286,7 +286,8 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     sandbox.setLatency(300)
     sandbox.clearRequests()
     const inFlight = campaignList(b)
-    await new Promise((r) => setTimeout(r, 50))
+    // The call is at the platform (held there 300 ms) before the token changes.
+    await waitFor('the call at the platform', () => sandbox.requests.some((r) => r.path === '/api/v1/campaign/get'))
     const next = sandbox.issueToken()
     sandbox.setLatency(0)
     expect((await put(a, next)).statusCode).toBe(200)

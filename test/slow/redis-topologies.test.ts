@@ -106,8 +106,8 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
     }
     expect(reportCalls()).toBe(3)
     expect(await topology.keys('rgw:report:*')).toHaveLength(3)
-    expect(await topology.keys('rgw:adv:*')).toEqual(['rgw:adv:101', 'rgw:adv:102'])
-    expect(await topology.client.scard('rgw:adv:101')).toBe(2)
+    expect(await topology.keys('rgw:adv-entries:*')).toEqual(['rgw:adv-entries:101', 'rgw:adv-entries:102'])
+    expect(await topology.client.zcard('rgw:adv-entries:101')).toBe(2)
   })
 
   it('makes one platform call for concurrent misses on both replicas', async () => {
@@ -138,7 +138,7 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
     sub.disconnect()
     await sleep(50)
     expect(await topology.keys('rgw:report:*')).toHaveLength(1)
-    expect(await topology.keys('rgw:adv:101')).toEqual([])
+    expect(await topology.keys('rgw:adv-entries:101')).toEqual([])
     for (const gw of [a, b]) expect((await get(gw, Q102)).headers['x-cache']).toBe('HIT')
     expect(reportCalls()).toBe(3)
     expect((await get(a, Q101)).headers['x-cache']).toBe('MISS')

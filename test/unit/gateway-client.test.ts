@@ -156,6 +156,15 @@ describe('the typed client: retry-after', () => {
     expect(err).toMatchObject({ code: 'GW_OVERLOADED', status: 503, requestId: 'req-GW_OVERLOADED', retryAfterSeconds: 0 })
   })
 
+  it('says what a failed read cost: the platform-usage of GW_PLATFORM_TIME_SPENT and of a 5xx on the GatewayError, null where the answer has none', async () => {
+    const spent = await rejection(clientWith(scripted(gw(429, 'GW_PLATFORM_TIME_SPENT', { 'retry-after': '43200', 'platform-usage': 'fill=0, minute=0.000, day=3600.250, day-limit=3600.000, reset=43200' })).fetch).report('campaigns', WEEK))
+    expect(spent).toMatchObject({ code: 'GW_PLATFORM_TIME_SPENT', usage: { fill: 0, day: 3600.25, dayLimit: 3600, reset: 43200 } })
+    const failed = await rejection(clientWith(scripted(gw(502, 'GW_UPSTREAM', { 'platform-usage': 'fill=0.412, minute=0.412, day=0.412, reset=60' })).fetch, { retries: 0 }).report('campaigns', WEEK))
+    expect(failed).toMatchObject({ code: 'GW_UPSTREAM', usage: { fill: 0.412, day: 0.412 } })
+    const refused = await rejection(clientWith(scripted(gw(403, 'GW_FORBIDDEN')).fetch).report('campaigns', WEEK))
+    expect(refused).toMatchObject({ code: 'GW_FORBIDDEN', usage: null })
+  })
+
   it('throws a retry-after longer than the cap at once, as the GatewayError it came with', async () => {
     const s = scripted(gw(429, 'GW_RATE_LIMITED', { 'retry-after': '120' }))
     const err = await rejection(clientWith(s.fetch, { maxRetryAfterSeconds: 10 }).report('campaigns', WEEK))

@@ -5,9 +5,10 @@
  * How the chart is rendered without helm: helm-chart.test.ts.
  */
 import { describe, it, expect } from 'vitest'
-import { parse } from 'yaml'
+import { parse, stringify } from 'yaml'
 import { mergeValues as merge, renderChart, validateValues, type Manifest, type Values } from '../helpers/render-chart.js'
 import { CHART, CHART_VERSION, chartFile, CONTRACT_ENV, IMAGE, install, SECRETS, TEAMS, FULL, type Deployment, type Service, all, one, gateway, envOf, services, decode, podFiles, gatewayConfigFrom, type NetworkPolicy } from '../helpers/chart-manifests.js'
+import { configProblems } from '../helpers/load-config.js'
 
 describe('rendered with a Secret from values, Redis, autoscaling and a ServiceMonitor', () => {
   const chart = install({ values: FULL })
@@ -223,6 +224,24 @@ describe('rendered with other choices', () => {
     expect(() => install({ values: { config: { redis: { cluster: [{ host: 'c1', port: 7000 }] } }, secrets: { keys: { gatewaySecret: '' } } } })).toThrow(message)
     expect(() => install({ values: { redis: { url: 'redis://redis-master:6379/0' } } })).not.toThrow()
     expect(() => install({ values: { redis: { url: 'redis://redis-master:6379/0' }, secrets: { create: true, values: { ...SECRETS, gatewaySecret: '' } } } })).toThrow(/secrets\.values\.gatewaySecret is required/)
+  })
+
+  it("refuses to render a config.platform.timeout not below config.server.connectionTimeout, with the gateway's own message", () => {
+    const refused: Values[] = [
+      { platform: { timeout: '3m' } },
+      { server: { connectionTimeout: '30s' } },
+      { platform: { timeout: 150_000 }, server: { connectionTimeout: '150s' } },
+      { platform: { timeout: '1d' }, server: { connectionTimeout: '23h' } },
+      { platform: { timeout: '2000ms' }, server: { connectionTimeout: '2s' } },
+    ]
+    for (const config of refused) {
+      const problem = configProblems(stringify(config)).find((p) => p.startsWith('server.connectionTimeout:'))
+      expect(problem, JSON.stringify(config)).toBeDefined()
+      expect(() => install({ values: { config } }), JSON.stringify(config)).toThrow(problem)
+    }
+    for (const config of [{ platform: { timeout: '90s' } }, { platform: { timeout: '2h' }, server: { connectionTimeout: '1d' } }, { platform: { timeout: 1999 }, server: { connectionTimeout: '2s' } }]) {
+      expect(gatewayConfigFrom(install({ values: { config, secrets: { create: true, values: SECRETS } } })).server.connectionTimeoutMs, JSON.stringify(config)).toBeGreaterThan(0)
+    }
   })
 
   it('passes a plain Redis URL as a value', () => {

@@ -4,10 +4,20 @@ import { linksOnGateway, onGateway, refreshOnGateway } from '../../src/platform/
 const PLATFORM = 'https://dsp.example:8443'
 
 describe('URLs a caller may follow, put on the gateway', () => {
-  it('a location on the platform\'s origin is its path, query and fragment; another origin\'s or a relative one as it is', () => {
+  it('a location naming the platform\'s host is its path, query and fragment; another host\'s or a relative one as it is', () => {
     expect(onGateway('https://DSP.example:8443/api/v1/x?a=1#f', PLATFORM)).toBe('/api/v1/x?a=1#f')
-    expect(onGateway('https://dsp.example/api/v1/x', PLATFORM)).toBe('https://dsp.example/api/v1/x')
+    expect(onGateway('https://other.example/api/v1/x', PLATFORM)).toBe('https://other.example/api/v1/x')
     expect(onGateway('/api/v1/x', PLATFORM)).toBe('/api/v1/x')
+    expect(onGateway('x?page=2', PLATFORM)).toBe('x?page=2')
+    expect(onGateway('//other.example/x', PLATFORM)).toBe('//other.example/x')
+  })
+
+  it('the platform\'s host in another scheme or port, or as a network-path reference, is the platform\'s too', () => {
+    for (const spelling of ['http://dsp.example/api/v1/x', 'https://dsp.example/api/v1/x', 'http://dsp.example:8443/api/v1/x', '//dsp.example:8443/api/v1/x', '/\\DSP.example/api/v1/x', ' //dsp.example/api/v1/x']) {
+      expect(onGateway(spelling, PLATFORM), spelling).toBe('/api/v1/x')
+    }
+    expect(linksOnGateway('<//dsp.example:8443/api/v1/c?page=2>; rel="next"', PLATFORM)).toBe('</api/v1/c?page=2>; rel="next"')
+    expect(refreshOnGateway('0; url=http://dsp.example/api/v1/c', PLATFORM)).toBe('0; url=/api/v1/c')
   })
 
   it('every target of a link header, whatever its parameters and commas', () => {

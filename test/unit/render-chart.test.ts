@@ -51,6 +51,14 @@ describe('the test renderer (subset of Go templates)', () => {
     expect(data.m).toEqual({ a: 1 })
   })
 
+  it('runs mul, hasSuffix, kindIs and dict like Sprig, a dict filled by set through include', () => {
+    expect(renderString('{{ mul 3 "20" .n }}', { n: 1000 })).toBe('60000')
+    expect(renderString('{{ hasSuffix "ms" "250ms" }} {{ hasSuffix "ms" "2m" }}', {})).toBe('true false')
+    expect(renderString('{{ kindIs "string" .s }} {{ kindIs "string" .n }} {{ kindIs "float64" .n }}', { s: '1s', n: 1 })).toBe('true false true')
+    const helpers = '{{- define "twice" -}}{{- $_ := set .into "v" (mul .v 2) -}}{{- end }}'
+    expect(renderString('{{ $d := dict "v" 21 }}{{ include "twice" (dict "v" $d.v "into" $d) }}{{ eq $d.v 42 }}', {}, helpers)).toBe('true')
+  })
+
   it('fails on what helm fails on, and on anything outside the subset', () => {
     expect(() => renderString('{{ .a.b }}', {})).toThrow(/nil pointer/)
     expect(() => renderString('{{ required "need x" .x }}', {})).toThrow(TemplateError)

@@ -472,8 +472,8 @@ describe('who gets a free seat', () => {
   it('gives a team seats in proportion to its weight while both wait for one seat', async () => {
     const clock = fakeClock()
     const { s, order } = seats(clock, { limit: 1, queueLimit: 100, weightOf: (team) => (team === 'heavy' ? 3 : 1) })
-    const running: Call[] = []
-    const submit = (team: string) => running.push(call(s, order, team))
+    const running: { team: string; c: Call }[] = []
+    const submit = (team: string) => running.push({ team, c: call(s, order, team) })
     for (let i = 0; i < 3; i++) {
       submit('heavy')
       submit('light')
@@ -481,12 +481,12 @@ describe('who gets a free seat', () => {
     // Each call holds the seat 100 ms; its team asks again as it ends.
     for (let i = 0; i < 80; i++) {
       await settle()
-      const holder = running.find((c) => c.seat !== null)
+      const holder = running.find(({ c }) => c.seat !== null)
       if (!holder) throw new Error('no call holds the seat')
       running.splice(running.indexOf(holder), 1)
       clock.advance(100)
-      answer(holder, 100)
-      submit(holder.seat?.team as string)
+      answer(holder.c, 100)
+      submit(holder.team)
     }
     const counts = (team: string) => order.slice(20).filter((t) => t === team).length
     expect(counts('heavy') / counts('light')).toBeGreaterThan(2.5)

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { fairShares, owedSeats, waterFill, type TeamLoad } from '../../src/platform/governor/shares.js'
+import { fairShares, owedSeats, type TeamLoad } from '../../src/platform/governor/shares.js'
 
 // The teams' shares of a credential's seats (docs/governor.md, "Words": share, nominal share, owed seats).
 
@@ -10,7 +10,10 @@ function team(name: string, t: Partial<TeamLoad> = {}): TeamLoad {
 
 const sum = (m: ReadonlyMap<string, number>) => [...m.values()].reduce((a, b) => a + b, 0)
 
-describe('waterFill', () => {
+/** The water-filling alone: each team wants its peak (nothing held or waiting, no ceiling). */
+const waterFill = (seats: number, wants: { team: string; weight: number; want: number }[]) => fairShares(seats, wants.map((w) => team(w.team, { weight: w.weight, peak: w.want })))
+
+describe('the water-filling (fairShares over what each team wants)', () => {
   it('gives each team its weighted part when all want more than that', () => {
     const shares = waterFill(8, [
       { team: 'a', weight: 1, want: Infinity },

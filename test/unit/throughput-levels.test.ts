@@ -108,6 +108,18 @@ describe('StartLevels: the start doubles while a level answers more a second tha
     expect(start([8, 16], latency).verdict(16)).toBe(8)
   })
 
+  it('reads a level on the calls that took its last seat: those that filled its seats found fewer in flight and ended sooner than the level gives', () => {
+    // Knee 13, 259 ms a call and 66 ms more for each call past it (seed 4 of the start's family): 8 give 31 a second, 16 (457 ms a call) 35.
+    const ms = (inFlight: number) => 259 + 66 * Math.max(0, inFlight - 13)
+    const s = new StartLevels()
+    for (let n = 1; n <= 2 * MIN_CALLS; n++) s.ended(8, 'report', ms(Math.min(n, 8)), true, n >= 8)
+    // The doubling's new seats fill at once, at 9 to 16 calls in flight; the calls after them each find 16.
+    for (let n = 9; n <= 16; n++) s.ended(16, 'report', ms(n), true, n === 16)
+    for (let i = 1; i < MIN_CALLS; i++) s.ended(16, 'report', ms(16), true, true)
+    // Read on every end, 16 gives 1.4 times 8's, not surely short of 1.5: it doubled, past a refusal at 23.
+    expect(s.verdict(16)).toBe(9)
+  })
+
   it('weighs kind against kind: long calls at the level and short ones before it are no fall', () => {
     const s = start([8], () => 100)
     for (let i = 0; i < MIN_CALLS; i++) s.ended(8, 'year', 4000)

@@ -87,12 +87,48 @@ refuses teams declared in both files.
 {{- if .Values.config.teams }}
 {{- fail "config.teams: the teams are no longer part of the config file; move them to the top-level value `teams` (TEAMS_FILE, a Secret of their own that the pods re-read without a restart)" }}
 {{- end }}
+{{- include "report-gateway.checkTimeouts" .Values.config }}
 {{- $config := deepCopy .Values.config }}
 {{- $_ := unset $config "teams" }}
 {{- /* shutdownDrain and shutdownGrace come from values.shutdownDrainSeconds and values.shutdownGraceSeconds, which terminationGracePeriodSeconds is derived from. */ -}}
 {{- $_ := set $config "shutdownDrain" (printf "%ds" (int .Values.shutdownDrainSeconds)) }}
 {{- $_ := set $config "shutdownGrace" (printf "%ds" (int .Values.shutdownGraceSeconds)) }}
 {{- toYaml $config }}
+{{- end }}
+
+{{/*
+The gateway stops at start (exit 78) unless server.connectionTimeout is longer than
+platform.timeout (an idle caller connection outlasts the longest platform call): refused
+here with its message. Each value not set is the gateway's default (config/default.yaml).
+*/}}
+{{- define "report-gateway.checkTimeouts" -}}
+{{- $ms := dict "connection" 0 "timeout" 0 }}
+{{- $connection := "2m" }}
+{{- $timeout := "30s" }}
+{{- with .server }}{{ with .connectionTimeout }}{{ $connection = . }}{{ end }}{{ end }}
+{{- with .platform }}{{ with .timeout }}{{ $timeout = . }}{{ end }}{{ end }}
+{{- include "report-gateway.durationMs" (dict "value" $connection "into" $ms "key" "connection") }}
+{{- include "report-gateway.durationMs" (dict "value" $timeout "into" $ms "key" "timeout") }}
+{{- if not (gt $ms.connection $ms.timeout) }}
+{{- fail (printf "server.connectionTimeout: must be longer than platform.timeout (%v) (values config.server.connectionTimeout, default 2m, and config.platform.timeout, default 30s): every pod would stop at start with this message (exit 78)" $timeout) }}
+{{- end }}
+{{- end }}
+
+{{/*
+A duration of the gateway's config in ms, as the gateway reads it (a number of ms, or
+<digits><ms|s|m|h|d>), set under .key in the dict .into.
+*/}}
+{{- define "report-gateway.durationMs" -}}
+{{- $v := .value }}
+{{- $ms := 0 }}
+{{- if not (kindIs "string" $v) }}{{ $ms = int $v }}
+{{- else if hasSuffix "ms" $v }}{{ $ms = int (trimSuffix "ms" $v) }}
+{{- else if hasSuffix "s" $v }}{{ $ms = mul (trimSuffix "s" $v) 1000 }}
+{{- else if hasSuffix "m" $v }}{{ $ms = mul (trimSuffix "m" $v) 60000 }}
+{{- else if hasSuffix "h" $v }}{{ $ms = mul (trimSuffix "h" $v) 3600000 }}
+{{- else if hasSuffix "d" $v }}{{ $ms = mul (trimSuffix "d" $v) 86400000 }}
+{{- end }}
+{{- $_ := set .into .key $ms }}
 {{- end }}
 
 {{/*

@@ -1,4 +1,5 @@
 import type { components } from './schema.js'
+import { platformUsageOf, type PlatformUsage } from './usage.js'
 
 // Every way a call can fail, as one class: GatewayError. A GW_* answer of the gateway
 // keeps its code; what the gateway's contract does not cover (no answer, a timeout, a code
@@ -84,6 +85,8 @@ export interface GatewayErrorDetails {
   status?: number | null
   requestId?: string | null
   retryAfterSeconds?: number | null
+  /** What the failed read cost (its `platform-usage`), when the answer says it. */
+  usage?: PlatformUsage | null
   body?: unknown
   cause?: unknown
 }
@@ -98,6 +101,12 @@ export class GatewayError extends Error {
   readonly requestId: string | null
   /** The answer's `retry-after` in seconds, when it has one. */
   readonly retryAfterSeconds: number | null
+  /**
+   * What the failed read cost and the team's use of the platform (`platform-usage`): on a
+   * report read's GW_PLATFORM_TIME_SPENT (its `day` past its `dayLimit`) and 5xx (`fill`:
+   * what its own failed calls held); null on any other answer, and when none came.
+   */
+  readonly usage: PlatformUsage | null
   /** The answer's body: a GatewayErrorBody for a GW_* code, the platform's for PLATFORM_ANSWER, the start of the text for CLIENT_NOT_JSON. */
   readonly body: unknown
 
@@ -107,6 +116,7 @@ export class GatewayError extends Error {
     this.status = details.status ?? null
     this.requestId = details.requestId ?? null
     this.retryAfterSeconds = details.retryAfterSeconds ?? null
+    this.usage = details.usage ?? null
     this.body = details.body
   }
 
@@ -126,7 +136,7 @@ export function isGatewayErrorBody(body: unknown): body is GatewayErrorBody {
  */
 export function answerError(body: unknown, response: Response): GatewayError {
   const status = response.status
-  const details = { status, requestId: response.headers.get('x-request-id'), retryAfterSeconds: retryAfterSeconds(response.headers.get('retry-after')), body }
+  const details = { status, requestId: response.headers.get('x-request-id'), retryAfterSeconds: retryAfterSeconds(response.headers.get('retry-after')), usage: platformUsageOf(response.headers.get('platform-usage')), body }
   if (isGatewayErrorBody(body)) return new GatewayError(body.code, `${body.code} (${status}): ${body.message}`, details)
   if (typeof body === 'string' && body !== '') {
     return new GatewayError('CLIENT_NOT_JSON', `${status}: an answer that is not JSON (${contentType(response)}): ${oneLine(body)}`, { ...details, body: body.slice(0, KEPT_TEXT) })

@@ -2,6 +2,7 @@ import createClient, { type Client } from 'openapi-fetch'
 import type { components, operations, paths } from './schema.js'
 import { answerError, GatewayError, isObject, parsedBody, retryAfterSeconds } from './errors.js'
 import { reportJob, type JobCalls, type JobStatus, type ReportJob } from './jobs.js'
+import { platformUsageOf, type PlatformUsage } from './usage.js'
 
 // A typed client for callers of the report gateway (the gateway's docs/contract.md,
 // "Calling the proxy listener"). It sends the team key, waits out a 429 or 503 that says
@@ -27,6 +28,7 @@ export {
   type PlatformErrorBody,
 } from './errors.js'
 export { MAX_WAIT_SECONDS, type JobCallOptions, type JobResultOptions, type JobState, type JobStatus, type ReportJob } from './jobs.js'
+export { platformUsageOf, type PlatformUsage } from './usage.js'
 
 type Schemas = components['schemas']
 
@@ -105,21 +107,6 @@ export interface PlatformCallOptions extends CallOptions {
   query?: Record<string, string | number | boolean | readonly (string | number)[] | undefined>
   /** A JSON body (`content-type: application/json`). */
   body?: unknown
-}
-
-/**
- * What a report answer cost (its `platform-usage` header), in platform-seconds: the time
- * calls held the platform. `fill`: the call that filled this answer (0 from the cache);
- * `minute`, `day`: the team's last 60 s and UTC day; `share`: the minute as a percentage of
- * the team's share; `dayLimit`: its bound a day; `reset`: seconds until the UTC day ends.
- */
-export interface PlatformUsage {
-  fill: number
-  minute: number
-  share: number | null
-  day: number
-  dayLimit: number | null
-  reset: number
 }
 
 /** Which of a report's figures may still change: the last settled day, and the provisional days (`report-provisional-days`), null: none. */
@@ -551,21 +538,4 @@ export function factsOf(headers: Headers): { usage: PlatformUsage | null; finali
     usage: platformUsageOf(headers.get('platform-usage')),
     finality: { settledThrough: headers.get('report-settled-through'), provisional: days ? { from: days[1] as string, to: days[2] as string } : null },
   }
-}
-
-/** The `platform-usage` dictionary (`fill=0.412, minute=3.250, …`) as numbers; null when absent or not one. */
-export function platformUsageOf(header: string | null): PlatformUsage | null {
-  if (header === null) return null
-  const members = new Map<string, number>()
-  for (const member of header.split(',')) {
-    const [name, value] = member.trim().split('=')
-    const number = Number(value)
-    if (name && value !== undefined && Number.isFinite(number)) members.set(name, number)
-  }
-  const fill = members.get('fill')
-  const minute = members.get('minute')
-  const day = members.get('day')
-  const reset = members.get('reset')
-  if (fill === undefined || minute === undefined || day === undefined || reset === undefined) return null
-  return { fill, minute, share: members.get('share') ?? null, day, dayLimit: members.get('day-limit') ?? null, reset }
 }

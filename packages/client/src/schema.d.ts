@@ -1175,6 +1175,7 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "platform-usage": components["headers"]["platform-usage-on-failure"];
                 [name: string]: unknown;
             };
             content: {
@@ -1201,6 +1202,7 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "platform-usage": components["headers"]["platform-usage-on-failure"];
                 [name: string]: unknown;
             };
             content: {
@@ -1213,6 +1215,7 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "platform-usage": components["headers"]["platform-usage-on-failure"];
                 [name: string]: unknown;
             };
             content: {
@@ -1226,6 +1229,7 @@ export interface components {
                 "retry-after": components["headers"]["retry-after"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "platform-usage": components["headers"]["platform-usage-on-failure"];
                 [name: string]: unknown;
             };
             content: {
@@ -1238,6 +1242,7 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "platform-usage": components["headers"]["platform-usage-on-failure"];
                 [name: string]: unknown;
             };
             content: {
@@ -1507,6 +1512,7 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "platform-usage": components["headers"]["platform-usage-on-failure"];
                 [name: string]: unknown;
             };
             content: {
@@ -1533,6 +1539,7 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "platform-usage": components["headers"]["platform-usage-on-failure"];
                 [name: string]: unknown;
             };
             content: {
@@ -1545,6 +1552,7 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "platform-usage": components["headers"]["platform-usage-on-failure"];
                 [name: string]: unknown;
             };
             content: {
@@ -1558,6 +1566,7 @@ export interface components {
                 "retry-after": components["headers"]["retry-after"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "platform-usage": components["headers"]["platform-usage-on-failure"];
                 [name: string]: unknown;
             };
             content: {
@@ -1570,6 +1579,7 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "platform-usage": components["headers"]["platform-usage-on-failure"];
                 [name: string]: unknown;
             };
             content: {
@@ -1622,6 +1632,8 @@ export interface components {
         "job-vary": "authorization, x-api-key";
         /** @description What the answer cost and the team's use of the platform (an RFC 9651 dictionary, platform-seconds: the seat-time calls held the platform, from their sending to their answer's headers): `fill` the platform-seconds of the call that filled this answer (0: from the cache without a call); `minute` the team's platform-seconds over the last 60 s (this replica's calls); `share` (when known) `minute` as a percentage of the team's share of its credential's limit over a minute (its weight among the credential's teams), over 100 while it uses seats others leave idle; `day` the team's platform-seconds of the UTC day, every replica's (another replica's within two `usage.flush`); `day-limit` the team's `platformSecondsPerDay`, when set; `reset` seconds until the UTC day ends. E.g. `fill=0.412, minute=3.250, share=27, day=812.500, day-limit=3600.000, reset=43100`. */
         "platform-usage": string;
+        /** @description What the answer cost and the team's use of the platform (an RFC 9651 dictionary, platform-seconds: the seat-time calls held the platform, from their sending to their answer's headers): `fill` the platform-seconds of the call that filled this answer (0: from the cache without a call); `minute` the team's platform-seconds over the last 60 s (this replica's calls); `share` (when known) `minute` as a percentage of the team's share of its credential's limit over a minute (its weight among the credential's teams), over 100 while it uses seats others leave idle; `day` the team's platform-seconds of the UTC day, every replica's (another replica's within two `usage.flush`); `day-limit` the team's `platformSecondsPerDay`, when set; `reset` seconds until the UTC day ends. E.g. `fill=0.412, minute=3.250, share=27, day=812.500, day-limit=3600.000, reset=43100`. On a report read's 5xx (and a failed job's result, its failure as the read's), `fill` is the platform-seconds its own failed calls held (0 when it made none); on a `GW_PLATFORM_TIME_SPENT` refusal `fill=0` (no call was made), with the `day` the team spent, its `day-limit` and `reset`; not on the other 4xx. */
+        "platform-usage-on-failure": string;
         /** @description The last day (`YYYY-MM-DD`, the platform's calendar: `cache.timeZone`) whose figures in this answer no longer change: the day before the `cache.settledAfterDays` days before the day the answer was fetched from the platform. */
         "report-settled-through": string;
         /** @description The report's days whose figures may still change, `<first>/<last>` (ISO 8601, the platform's calendar), or `none`: its days after `report-settled-through`. */
@@ -2561,6 +2573,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "platform-usage": components["headers"]["platform-usage-on-failure"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2583,6 +2596,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "platform-usage": components["headers"]["platform-usage-on-failure"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2593,6 +2607,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "platform-usage": components["headers"]["platform-usage-on-failure"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2604,6 +2619,7 @@ export interface operations {
                     "retry-after": components["headers"]["retry-after"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "platform-usage": components["headers"]["platform-usage-on-failure"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2614,6 +2630,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "platform-usage": components["headers"]["platform-usage-on-failure"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2874,6 +2891,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "platform-usage": components["headers"]["platform-usage-on-failure"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2896,6 +2914,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "platform-usage": components["headers"]["platform-usage-on-failure"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2906,6 +2925,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "platform-usage": components["headers"]["platform-usage-on-failure"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2917,6 +2937,7 @@ export interface operations {
                     "retry-after": components["headers"]["retry-after"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "platform-usage": components["headers"]["platform-usage-on-failure"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2927,6 +2948,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "platform-usage": components["headers"]["platform-usage-on-failure"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3197,6 +3219,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "platform-usage": components["headers"]["platform-usage-on-failure"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3219,6 +3242,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "platform-usage": components["headers"]["platform-usage-on-failure"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3229,6 +3253,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "platform-usage": components["headers"]["platform-usage-on-failure"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3240,6 +3265,7 @@ export interface operations {
                     "retry-after": components["headers"]["retry-after"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "platform-usage": components["headers"]["platform-usage-on-failure"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3250,6 +3276,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "platform-usage": components["headers"]["platform-usage-on-failure"];
                     [name: string]: unknown;
                 };
                 content?: never;

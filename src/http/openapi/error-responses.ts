@@ -162,6 +162,8 @@ export function errorResponseComponents(): Json {
           ...(status === 401 ? { 'www-authenticate': { $ref: '#/components/headers/www-authenticate' } } : RATE_LIMIT_HEADERS),
           // A report's platform answer passed on uncached (a job's result too) says so: `x-cache: BYPASS`, its cache-status (not the gateway's own error).
           ...(platform && kind !== 'platform' ? { 'x-cache': { $ref: '#/components/headers/x-cache-if-passed' }, 'cache-status': { $ref: '#/components/headers/cache-status-if-passed' } } : {}),
+          // A read's failure (a job's result too) says what it cost, a read refused for the team's spent day that day (report-facts.ts).
+          ...(kind !== 'platform' && (status >= 500 || codes.includes('GW_PLATFORM_TIME_SPENT')) ? { 'platform-usage': { $ref: '#/components/headers/platform-usage-on-failure' } } : {}),
         },
         content: { 'application/json': { schema: refs.length === 1 ? refs[0] : { anyOf: refs } } },
       }

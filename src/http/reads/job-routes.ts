@@ -5,7 +5,7 @@ import { BadRequestError, NotFoundError } from '../../errors.js'
 import { MAX_WAIT_SECONDS, type JobAsk, type Jobs } from '../../jobs/jobs.js'
 import { jobCancelSchema, jobResultSchema, jobStatusSchema } from '../openapi/job-schemas.js'
 import { NOT_STORED, sendReport, VARY } from './report-reply.js'
-import type { ReportAnswerFacts } from './report-facts.js'
+import { USAGE_HEADER, type ReportAnswerFacts } from './report-facts.js'
 import type { CacheEntry } from '../../cache/cache-entry.js'
 import { FORWARDED_METHODS } from '../methods.js'
 import { assertAccounts } from '../../access/scope.js'
@@ -62,7 +62,14 @@ export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock, 
     return reply.header('cache-control', NOT_STORED).header('vary', STATUS_VARY).send(status)
   })
 
-  app.get('/api/v1/jobs/:id/result', { schema: jobResultSchema() }, async (request, reply) => {
+  // A failed job's result is its failure as the read would have answered it, with what its own calls cost (report-facts.ts).
+  const onError = (request: FastifyRequest, reply: FastifyReply, error: Error & { statusCode?: number; code?: string; platformMs?: number }, done: () => void): void => {
+    const usage = request.caller && error.platformMs !== undefined ? facts.failureUsage(request.caller.team, error, error.platformMs, clock.now()) : null
+    if (usage !== null) reply.header(USAGE_HEADER, usage)
+    done()
+  }
+
+  app.get('/api/v1/jobs/:id/result', { schema: jobResultSchema(), onError }, async (request, reply) => {
     const caller = admit(request)
     takenParams(caller.target.params, [])
     const got = await jobs.result(own(request), caller.team.name)

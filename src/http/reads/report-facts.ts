@@ -84,6 +84,17 @@ export class ReportAnswerFacts {
     return fillMs > 0 ? `fill=${seconds(fillMs)}, ${line.rest}` : line.hit
   }
 
+  /**
+   * The `platform-usage` of a report read's failure, as every report answer says it: its
+   * 5xx and its refusal for the team's spent day (`GW_PLATFORM_TIME_SPENT`: the `day`,
+   * `day-limit` and `reset` it was refused for), `fill` being what its own failed calls
+   * held (`platformMs`); null for any other failure, refused before any platform work.
+   */
+  failureUsage(team: TeamConfig, error: { statusCode?: number; code?: string }, platformMs: number, now: number): string | null {
+    if ((error.statusCode ?? 500) < 500 && error.code !== 'GW_PLATFORM_TIME_SPENT') return null
+    return this.usage(team, platformMs, now)
+  }
+
   /** Seconds until `team` may make platform calls again (its platform-seconds of the UTC day spent); 0: it may. */
   spentFor(team: TeamConfig, now: number): number {
     return this.#p.platformTime.overBound(team.name, team.platformSecondsPerDay, now)

@@ -17,7 +17,7 @@ import { prefersAsync } from './prefer.js'
 import type { FailureLog } from '../../observe/failure-log.js'
 import { acceptJob } from './job-routes.js'
 import type { CacheEntry } from '../../cache/cache-entry.js'
-import type { ReportAnswerFacts, ReportDays } from './report-facts.js'
+import { USAGE_HEADER, type ReportAnswerFacts, type ReportDays } from './report-facts.js'
 
 /** What the report routes read: the configuration, the report cache, the clock and traces, the admission of callers, the one decision of report reads and what an answer says of its cost and finality. */
 export type ReportReadParts = Pick<GatewayContext, 'config' | 'reports' | 'jobs' | 'clock' | 'tracing'> & { admission: Admission; decisions: ReadDecisions; failures: Pick<FailureLog, 'warn'>; facts: ReportAnswerFacts }
@@ -60,8 +60,16 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     }
   }
 
+  // What a failed read cost (report-facts.ts): its own calls' platform-seconds as `fill`.
+  const onError = (request: FastifyRequest, reply: FastifyReply, error: Error & { statusCode?: number; code?: string }, done: () => void): void => {
+    const caller = request.caller
+    const usage = caller ? facts.failureUsage(caller.team, error, caller.platformMs ?? 0, clock.now()) : null
+    if (usage !== null) reply.header(USAGE_HEADER, usage)
+    done()
+  }
+
   const limits = { maxRangeDays: config.cache.maxRangeDays, reportBodyBytes: config.limits.reportBodyBytes }
-  app.get('/api/v1/report/*', { schema: reportGetSchema(limits) }, async (request: FastifyRequest, reply: FastifyReply) => {
+  app.get('/api/v1/report/*', { schema: reportGetSchema(limits), onError }, async (request: FastifyRequest, reply: FastifyReply) => {
     // A caller the fast path handed over (http/reads/fast-path.ts) was counted already.
     const handed = takeHandedOver(request.raw)
     const trace = tracing === null ? undefined : traceOf(request.raw)
@@ -121,9 +129,9 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     const at = clock.now()
     return sendReport(reply, result, request.headers, at, () => ({ reqId: request.id, rate: admission.rateFields(caller) }), factsFor(caller, report, at))
   }
-  app.post('/api/v1/report/:split/get', { schema: reportPostSchema(limits) }, postReport)
+  app.post('/api/v1/report/:split/get', { schema: reportPostSchema(limits), onError }, postReport)
   // The same report with a trailing slash (canonical-path.ts): one cache entry, one call.
-  app.post('/api/v1/report/:split/get/', { schema: { ...reportPostSchema(limits), hide: true } }, postReport)
+  app.post('/api/v1/report/:split/get/', { schema: { ...reportPostSchema(limits), hide: true }, onError }, postReport)
 }
 
 function optionsOf(request: FastifyRequest, reply: FastifyReply, caller: Caller, refresh: boolean, trace: Trace | undefined, handed?: Pick<HandedOver, 'flight' | 'found'>): ReadOptions {

@@ -27,11 +27,9 @@ export function sharesView(across: LeaseShares | null, capacity: number, teams: 
 export interface DispatchState<W extends WaitingCall> {
   queue: FairQueue<W>
   view: SharesView
-  /** The teams' seats held here, their calls in flight, their tags and the virtual time. */
   teams: TeamAccounts
   atCeiling(team: string): boolean
   weight(team: string): number
-  /** Whether a call of this kind is expected to end within the lending horizon. */
   isShort(team: string, workClass: string): boolean
 }
 

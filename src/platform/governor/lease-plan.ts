@@ -39,25 +39,22 @@ export type LeasePlan = ReturnType<typeof leasePlan>
 export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[], limit: number, learnerBefore: string | null = null) {
   const all = [mine, ...others]
   const teams = new Map<string, TeamLoad & { lingerers: number }>()
-  for (const r of all) {
-    for (const t of r.teams) {
-      const g = teams.get(t.team) ?? { team: t.team, weight: 1, held: 0, waiting: 0, cap: null, peak: 0, lingerers: 0 }
-      g.weight = Math.max(g.weight, t.weight)
-      g.held += t.held
-      g.waiting += t.waiting
-      g.peak += t.peak
-      g.cap = t.cap === null ? g.cap : g.cap === null ? t.cap : Math.min(g.cap, t.cap)
-      if (t.held + t.waiting === 0) g.lingerers += 1
-      teams.set(t.team, g)
-    }
+  for (const t of all.flatMap((r) => r.teams)) {
+    const g = teams.get(t.team) ?? { team: t.team, weight: 1, held: 0, waiting: 0, cap: null, peak: 0, lingerers: 0 }
+    g.weight = Math.max(g.weight, t.weight)
+    g.held += t.held
+    g.waiting += t.waiting
+    g.peak += t.peak
+    g.cap = t.cap === null ? g.cap : g.cap === null ? t.cap : Math.min(g.cap, t.cap)
+    if (t.held + t.waiting === 0) g.lingerers += 1
+    teams.set(t.team, g)
   }
   const shares = fairShares(limit, [...teams.values()])
   const partOf = (t: TeamRecord): number => {
     const g = teams.get(t.team) as TeamLoad & { lingerers: number }
     const share = shares.get(t.team) ?? 0
     const demand = g.held + g.waiting
-    if (demand > 0) return (share * (t.held + t.waiting)) / demand
-    return g.lingerers > 0 ? share / g.lingerers : 0
+    return demand > 0 ? (share * (t.held + t.waiting)) / demand : share / g.lingerers
   }
   const targets = new Map(mine.teams.map((t) => [t.team, partOf(t)]))
   const own = new Map(all.map((r) => [r, r.teams.reduce((sum, t) => sum + partOf(t), 0)]))
@@ -139,8 +136,7 @@ export class ElsewhereCharges {
 
   /** The other replicas' records of an answer. */
   seen(others: readonly ReplicaRecord[]): void {
-    const next = new Map<string, Map<string, number>>()
-    for (const r of others) {
+    this.#last = new Map(others.map((r) => {
       const before = this.#last.get(r.run)
       const now = new Map(before)
       for (const t of r.teams) {
@@ -150,8 +146,7 @@ export class ElsewhereCharges {
         else if (!this.totals.has(t.team)) this.totals.set(t.team, 0)
         now.set(t.team, Math.max(t.seatMs, was ?? 0))
       }
-      next.set(r.run, now)
-    }
-    this.#last = next
+      return [r.run, now]
+    }))
   }
 }

@@ -17,13 +17,7 @@ export interface LeaseAsk {
 }
 
 /** `free`: seats left after the grant; `known`: the store had a record of the run (else it lost the seats leased). */
-export interface LeaseAnswer {
-  granted: number
-  free: number
-  known: boolean
-  others: ReplicaRecord[]
-  limitRecord: string | null
-}
+export interface LeaseAnswer { granted: number; free: number; known: boolean; others: ReplicaRecord[]; limitRecord: string | null }
 
 /** `giveBack`: a clean stop; `listen`: `fn` runs when told that seats came free (`everyone` false) or that the shared limit moved (true); `tellAll`: one message every other run hears. */
 export interface LeaseStore {
@@ -39,8 +33,7 @@ export type Stored = { expiry: number; lease: number; inFlight: number; text: st
 
 /** One grant, on the store's clock: the rule both stores follow. */
 export function grant(stored: Map<string, Stored>, ask: LeaseAsk, now: number): { granted: number; free: number; known: boolean } {
-  let occupied = 0
-  let known = false
+  let [occupied, known] = [0, false]
   for (const [run, r] of stored) {
     if (r.expiry + ask.leaseMs < now) stored.delete(run)
     else if (r.expiry < now) occupied += run === ask.run ? 0 : r.inFlight

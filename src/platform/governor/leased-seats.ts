@@ -10,7 +10,7 @@ const MIN_RENEW_MS = 20
 export const STARVED_RETRY_MS = 250
 const TRIM_AFTER_MS = 1000
 const DOWN_RETRY_MS = 100
-export const DOWN_GRACE_MS = 1000
+const DOWN_GRACE_MS = 1000
 
 /**
  * `replica`: this replica (host and port, hashed), its field in the store with `run` (default a random id; the simulator's
@@ -74,9 +74,8 @@ export class LeasedSeats implements SeatLease {
   #answers = 0
   #waited = false
   #limitRecord: string | null = null
-  // The writer of the shared limit record, and when: the learner every replica goes on with while it writes.
-  #learnerRun: string | null = null
-  #learnerAt = -Infinity
+  // The last shared limit record that named its writer: the learner every replica goes on with while it writes.
+  #learner: SharedLimit | null = null
   #readLimit: (text: string) => SharedLimit | null = () => null
   #shared: SharedLimit | null = null // as the store last held it: a record that moves neither is written telling no one
   #tellOthers = false
@@ -140,9 +139,7 @@ export class LeasedSeats implements SeatLease {
   /** This replica's calls of late for its record (answer-timeline.ts), while it sees other replicas: the learner weighs them. */
   reportCalls(fn: () => string | null): void { this.#calls = fn }
   onGrown(fn: () => void): void { this.#grown.push(fn) }
-  /** A call of this replica was answered (its rate decides which replica learns the limit). */
   answered(): void { this.#answers += 1 }
-  /** Calls waited here at the limit: the learner hears of it. */
   waited(): void { this.#waited = true }
 
   /** The shared limit record to write with the next renewal (this replica learns it); once written, `tell`: every other replica renews and takes it at once. */
@@ -186,10 +183,10 @@ export class LeasedSeats implements SeatLease {
     else if (need > this.#lease) {
       this.#unusedSince = null
       // None free (or none that is not another replica's due): wait to be told, or for the bounded retry.
-      this.#schedule(this.#spare() <= 0 && now - this.#starvedAt < STARVED_RETRY_MS ? STARVED_RETRY_MS - (now - this.#starvedAt) : 0)
+      this.#schedule(this.#spare() <= 0 ? STARVED_RETRY_MS - (now - this.#starvedAt) : 0)
     } else if (this.#lease > fitting(need, demand.limit)) {
       this.#unusedSince ??= now
-      this.#schedule(Math.max(0, TRIM_AFTER_MS - (now - this.#unusedSince)))
+      this.#schedule(TRIM_AFTER_MS - (now - this.#unusedSince))
     } else this.#unusedSince = null
   }
 
@@ -205,7 +202,8 @@ export class LeasedSeats implements SeatLease {
 
   #planFor(need: number, d: ReplicaDemand): LeasePlan {
     const mine = { run: this.#run, lease: this.#lease, inFlight: d.inFlight, need, answered: this.#answered, waited: false, teams: d.teams }
-    return leasePlan(mine, this.#others, d.limit, this.#clock.now() - this.#learnerAt <= this.#o.leaseMs ? this.#learnerRun : null)
+    const learner = this.#learner !== null && this.#clock.now() - this.#learner.at <= this.#o.leaseMs ? this.#learner.run : undefined
+    return leasePlan(mine, this.#others, d.limit, learner ?? null)
   }
 
   /** The seats to ask for: while another replica waits, its due and the seats free past what the replicas that wait lack of theirs; else the seats it keeps. */
@@ -219,12 +217,10 @@ export class LeasedSeats implements SeatLease {
     return trimmed ? fit : Math.max(fit, Math.min(this.#lease, d.limit))
   }
 
-  /** `atOnce`: not MIN_RENEW_MS after the last answer. */
+  /** A renewal in `ms` (at once when none is left); `atOnce`: not MIN_RENEW_MS after the last answer. */
   #schedule(ms: number, atOnce = false): void {
-    if (this.#asking !== Infinity) {
-      this.#again = true
-      return
-    }
+    this.#again ||= this.#asking !== Infinity
+    if (this.#asking !== Infinity) return
     const now = this.#clock.now()
     const at = now + Math.max(ms, atOnce ? 0 : MIN_RENEW_MS - (now - this.#lastAnswer), 0)
     if (this.#timer !== null && this.#timerAt <= at) return
@@ -280,10 +276,9 @@ export class LeasedSeats implements SeatLease {
       }
     } finally {
       this.#asking = Infinity
-      const short = this.#needed(this.#demand) > this.size(this.#demand.limit)
       if (this.#again) this.demand(this.#demand)
       // Short: at once when the answer left seats free it may now take (its plan moved), else after the bounded retry.
-      else if (short) this.#schedule(this.#downSince !== null ? DOWN_RETRY_MS : this.#starvedAt === this.#lastAnswer ? STARVED_RETRY_MS : 0)
+      else if (this.#needed(this.#demand) > this.size(this.#demand.limit)) this.#schedule(this.#downSince !== null ? DOWN_RETRY_MS : this.#starvedAt === this.#lastAnswer ? STARVED_RETRY_MS : 0)
     }
   }
 
@@ -306,18 +301,16 @@ export class LeasedSeats implements SeatLease {
     this.#others = answer.others
     this.#charges.seen(answer.others)
     const written = answer.limitRecord === null ? null : this.#readLimit(answer.limitRecord)
-    if (written?.run !== undefined) [this.#learnerRun, this.#learnerAt] = [written.run, written.at]
+    if (written?.run !== undefined) this.#learner = written
     this.#shared = written
     this.#plan = this.#planFor(need, this.#demand)
     // Short of seats with none free that it may take: it waits, and tells the replicas over their due to give theirs back.
-    if (need > this.#lease && !(this.#free > 0 && this.#wanted(this.#demand) > this.#lease)) {
-      this.#starvedAt = this.#lastAnswer
-      for (const run of this.#plan.over.slice(0, need - this.#lease)) this.#o.store.tell(run).catch(() => undefined)
-    }
+    const starved = need > this.#lease && !(this.#free > 0 && this.#wanted(this.#demand) > this.#lease)
+    if (starved) this.#starvedAt = this.#lastAnswer
     this.#unusedSince = this.#lease > fitting(this.#needed(this.#demand), this.#demand.limit) ? (this.#unusedSince ?? this.#lastAnswer) : null
     const freed = Math.max(0, answer.free) + Math.max(0, before - this.#lease, occupiedBefore - this.#occupied)
     const tell = freed === 0 ? [] : this.#plan.short.length > 0 ? this.#plan.short.slice(0, freed) : this.#plan.needsMost !== null ? [this.#plan.needsMost] : []
-    for (const run of tell) this.#o.store.tell(run).catch(() => undefined)
+    for (const run of [...(starved ? this.#plan.over.slice(0, need - this.#lease) : []), ...tell]) this.#o.store.tell(run).catch(() => undefined)
     const takes = this.#plan.short.length > 0 ? this.#plan.shortElsewhere : this.#others.filter((r) => tell.includes(r.run)).reduce((sum, r) => sum + Math.max(0, r.need - Math.max(r.lease, r.inFlight)), 0)
     this.#untold = Math.max(0, answer.free - takes)
     this.#o.onRenewed?.(answer, this.#plan)

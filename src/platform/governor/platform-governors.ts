@@ -2,13 +2,13 @@ import { createHash } from 'node:crypto'
 import { hostname } from 'node:os'
 import type { RedisSeal } from '../../redis/seal.js'
 import { redisKey } from '../../redis/keys.js'
-import { systemClock, type Clock } from '../../clock.js'
+import { systemClock } from '../../clock.js'
 import { routeTemplate } from '../route-template.js'
 import { PlatformPauses, type PlatformPausesDeps } from '../pauses/platform-pauses.js'
 import type { Pause } from '../pauses/pauses.js'
-import type { Seat, SeatOutcome, SeatRequest, TeamLimits } from './seat.js'
+import type { Seat, SeatOutcome, SeatRequest } from './seat.js'
 import { answerTiming } from './answer-timing.js'
-import { credentialGovernor, type CredentialGovernor } from './credential-governor.js'
+import { credentialGovernor, type CredentialGovernor, type CredentialGovernorOptions } from './credential-governor.js'
 import { RedisLeaseStore } from './redis-lease-store.js'
 
 /** A seat's request with its path and query (its route is what a 429 pauses; its work by default); `probe`: the probe call (GATEWAY_TEAM: its 429 pauses only its route, its answer ends a credential pause); `trial`: it tests a credential pause, through it, without a seat. */
@@ -18,64 +18,58 @@ export interface SeatCall extends Omit<SeatRequest, 'workClass'> { url: string; 
 export type GovernorView = ReturnType<PlatformGovernors['views']>[number]
 
 /** `seal` (GATEWAY_SECRET): the pauses and the shared limit written to Redis. */
-export interface PlatformGovernorsDeps extends Pick<PlatformPausesDeps, 'config' | 'log' | 'metrics' | 'redis' | 'breaker' | 'bus'> {
+export interface PlatformGovernorsDeps extends Pick<PlatformPausesDeps, 'config' | 'log' | 'metrics' | 'redis' | 'breaker' | 'bus'>, Pick<CredentialGovernorOptions, 'weightOf' | 'limitsOf' | 'clock'> {
   seal?: RedisSeal | null
-  weightOf?: (team: string) => number | undefined
-  limitsOf?: (team: string) => TeamLimits | undefined
-  clock?: Clock
 }
 
 /** The governors of every credential (credential-governor.ts), behind the platform's pauses: the gateway's one entry point, `seat()` (docs/governor.md). */
 export class PlatformGovernors {
-  readonly #d: PlatformGovernorsDeps
-  readonly #clock: Clock
   readonly #governors = new Map<string, CredentialGovernor>()
   readonly #pauses: PlatformPauses
 
   constructor(deps: PlatformGovernorsDeps) {
-    this.#d = deps
-    this.#clock = deps.clock ?? systemClock
+    const { config, log, metrics, redis, breaker, bus, weightOf, limitsOf } = deps
+    const clock = deps.clock ?? systemClock
+    const seal = deps.seal ?? null
     this.#pauses = new PlatformPauses({
       ...deps,
-      seal: deps.seal ?? null,
-      clock: this.#clock,
+      seal,
+      clock,
       // The platform throttles the credential itself: a fault of the limit rule (the replica that learns cuts for all).
       onCredentialPaused: (credential) => { this.#of(credential).seats.paused(); this.#of(credential).learned?.paused() },
       onCredentialResumed: (credential) => this.#of(credential).seats.wake(),
     })
-    for (const credential of Object.keys(deps.config.credentials)) this.#governors.set(credential, this.#governor(credential))
-  }
-
-  #governor(credential: string): CredentialGovernor {
-    const { config, log, metrics, redis, breaker, bus, seal } = this.#d
-    const key = redisKey.seats(config.redis.keyPrefix, credential)
-    const g = credentialGovernor({
-      credential,
-      settings: config.platform,
-      store: redis && breaker ? new RedisLeaseStore({ redis, breaker, bus, key, credential }) : null,
-      // Its host (a pod's name) and proxy port, hashed to a lease field's characters; each run adds a random id.
-      replica: createHash('sha256').update(`${hostname()}\n${config.port}`).digest('base64url').slice(0, 12),
-      seal: seal ?? null,
-      key,
-      log,
-      weightOf: this.#d.weightOf,
-      limitsOf: this.#d.limitsOf,
-      pausedUntil: () => this.#pauses.credentialUntil(credential),
-      onRefused: (reason) => metrics.platformRefused.inc({ credential, reason }),
-      onLost: (count) => { metrics.platformSeatsLost.inc({ credential }, count); metrics.platformPermitsLost.inc({ credential }, count) },
-      onLimit: (limit, knee, floorMs) => {
-        metrics.platformLimit.set({ credential }, limit)
-        metrics.platformKnee.set({ credential }, knee)
-        if (floorMs !== null) metrics.platformLatencyFloor.set({ credential }, floorMs / 1000)
-      },
-      onMove: (move, from, to) => {
-        if (to !== from) metrics.platformLimitChanges.inc({ credential, direction: move === 'fault' ? 'cut' : to > from ? 'up' : 'down' })
-      },
-      answerTimed: answerTiming(),
-      clock: this.#clock,
-    })
-    if (!g.estimator) metrics.platformLimit.set({ credential }, g.seats.limit)
-    return g
+    // Its host (a pod's name) and proxy port, hashed to a lease field's characters; each run adds a random id.
+    const replica = createHash('sha256').update(`${hostname()}\n${config.port}`).digest('base64url').slice(0, 12)
+    for (const credential of Object.keys(config.credentials)) {
+      const key = redisKey.seats(config.redis.keyPrefix, credential)
+      const g = credentialGovernor({
+        credential,
+        settings: config.platform,
+        store: redis && breaker ? new RedisLeaseStore({ redis, breaker, bus, key, credential }) : null,
+        replica,
+        seal,
+        key,
+        log,
+        weightOf,
+        limitsOf,
+        pausedUntil: () => this.#pauses.credentialUntil(credential),
+        onRefused: (reason) => metrics.platformRefused.inc({ credential, reason }),
+        onLost: (count) => { metrics.platformSeatsLost.inc({ credential }, count); metrics.platformPermitsLost.inc({ credential }, count) },
+        onLimit: (limit, knee, floorMs) => {
+          metrics.platformLimit.set({ credential }, limit)
+          metrics.platformKnee.set({ credential }, knee)
+          if (floorMs !== null) metrics.platformLatencyFloor.set({ credential }, floorMs / 1000)
+        },
+        onMove: (move, from, to) => {
+          if (to !== from) metrics.platformLimitChanges.inc({ credential, direction: move === 'fault' ? 'cut' : to > from ? 'up' : 'down' })
+        },
+        answerTimed: answerTiming(),
+        clock,
+      })
+      if (!g.estimator) metrics.platformLimit.set({ credential }, g.seats.limit)
+      this.#governors.set(credential, g)
+    }
   }
 
   /** How long a call of `workClass` by `team` is expected to hold its seat at `now` (ms); null: not known yet. */
@@ -102,8 +96,8 @@ export class PlatformGovernors {
     try {
       const g = this.#of(credential)
       const passage = this.#pauses.enter(credential, call)
-      if (call.trial) return Promise.resolve({ team: call.team, end: (outcome: SeatOutcome) => this.#pauses.left(credential, call, passage, outcome) })
-      return g.seats.ask({ ...call, workClass: call.workClass ?? routeTemplate(call.url) }).then((seat) => ({ team: seat.team, end: (outcome) => { seat.end(outcome); this.#pauses.left(credential, call, passage, outcome) } }))
+      if (call.trial) return Promise.resolve({ end: (outcome: SeatOutcome) => this.#pauses.left(credential, call, passage, outcome) })
+      return g.seats.ask({ ...call, workClass: call.workClass ?? routeTemplate(call.url) }).then((seat) => ({ end: (outcome) => { seat.end(outcome); this.#pauses.left(credential, call, passage, outcome) } }))
     } catch (err) {
       return Promise.reject(err as Error)
     }

@@ -57,14 +57,8 @@ const GIVE_BACK = redisScript<number>('gatewaySeatGiveBack', `return redis.call(
 
 const DOWN = Symbol('redis down')
 
-export interface RedisLeaseStoreOptions {
-  redis: RedisClient
-  breaker: RedisBreaker
-  bus: RedisBus | null
-  /** The credential's hash (keys.ts). */
-  key: string
-  credential: string
-}
+/** `key`: the credential's hash (keys.ts). */
+export interface RedisLeaseStoreOptions { redis: RedisClient; breaker: RedisBreaker; bus: RedisBus | null; key: string; credential: string }
 
 /** The lease store in Redis, through the breaker; a run is told of seats given back on a bus channel of its own, and of a new shared limit on one every run hears. */
 export class RedisLeaseStore implements LeaseStore {
@@ -81,10 +75,7 @@ export class RedisLeaseStore implements LeaseStore {
     return { granted: Number(granted), free: Number(free), known: Number(known) === 1, others, limitRecord: limitRecord ? String(limitRecord) : null }
   }
 
-  async giveBack(run: string): Promise<void> {
-    const { breaker, redis, key } = this.#o
-    await breaker.run(() => GIVE_BACK(redis, key, run), 0)
-  }
+  async giveBack(run: string): Promise<void> { await this.#o.breaker.run(() => GIVE_BACK(this.#o.redis, this.#o.key, run), 0) }
 
   async listen(run: string, fn: (everyone: boolean) => void): Promise<void> {
     await this.#o.bus?.subscribe(this.#channel(run), () => fn(false))
@@ -95,7 +86,5 @@ export class RedisLeaseStore implements LeaseStore {
   async tellAll(from: string): Promise<void> { await this.#o.bus?.publish(this.#channel(null), from) }
 
   /** A run's own channel, or (null) the one every run of the credential hears. */
-  #channel(run: string | null): string {
-    return run === null ? `platform-seats:${this.#o.credential}` : `platform-seats:${this.#o.credential}:${run}`
-  }
+  #channel(run: string | null): string { return `platform-seats:${this.#o.credential}${run === null ? '' : `:${run}`}` }
 }

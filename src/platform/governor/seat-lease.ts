@@ -29,7 +29,7 @@ export interface LeaseShares {
  * `size`: seats this replica may fill now under the limit; `shares`: as the last renewal says (null: worked out here
  * alone); `elsewhere`: the calls in flight on the other replicas; `saturated`: every seat leased or in use (a wait is a
  * wait for the limit); `demand`: after every start, end and wait; `onGrown`: more seats are this replica's; `answered`,
- * `waited`: heard by the learner; `held`: seats leased.
+ * `waited`: heard by the learner (the rate of answers decides which replica learns); `held`: seats leased.
  */
 export interface SeatLease {
   size(limit: number): number

@@ -14,10 +14,7 @@ export type { Priority } from './fair-queue.js'
 export type SeatOutcome = { kind: 'answer'; status: number; latencyMs: number; retryAfter?: string } | { kind: 'none'; latencyMs: number; timedOut: boolean } | { kind: 'dropped' }
 
 /** A call's seat: the platform's time, given back with the call's outcome (dispatch rule 4). */
-export interface Seat {
-  readonly team: string
-  end(outcome: SeatOutcome): void
-}
+export interface Seat { end(outcome: SeatOutcome): void }
 
 /** `workClass`: the work it asks (reports/work-class.ts), its seat-time estimated by it; `deadline` (epoch ms): not sent when it cannot end before; `signal` ends the wait; `urgency`: a refresh ahead's now (larger first). */
 export interface SeatRequest {
@@ -38,10 +35,9 @@ export class NoIdleSeatError extends Error {
 export type TeamLimits = { maxConcurrent: number | null; queue: number | null }
 
 /**
- * What one credential's seats are given (seats.ts): the ceiling of the limit (platform.maxConcurrent), the limit at start,
- * the queue's bounds; `pausedUntil` (epoch ms; 0: no credential pause); `seats`: its lease across replicas (none: counted
- * here alone, at most `perReplica`); for the limit rule, every call's start and end, a wait at the limit (CredentialSeats'
- * longWaitBesideShort, newcomerBesideLong, heldBackNow, longBesideOthersShort) and whether a call met a fault (docs/governor.md, "Faults").
+ * What one credential's seats are given (seats.ts): `maxConcurrent`, the ceiling of the limit; `pausedUntil` (epoch ms; 0:
+ * no credential pause); `seats`: its lease across replicas (none: counted here alone, at most `perReplica`); the rest tells
+ * the limit rule its calls' starts and ends, a wait at the limit, and whether a call met a fault ("Faults").
  */
 export interface SeatsOptions {
   credential: string

@@ -26,16 +26,10 @@ class QueuedCall implements Queued {
     readonly resolve: (seat: Seat) => void,
     readonly reject: (err: Error) => void,
     readonly signal: AbortSignal | undefined,
-    readonly clock: Clock,
     readonly aborted: (call: QueuedCall) => void,
   ) {}
 
   readonly onAbort = (): void => this.aborted(this)
-
-  detach(): void {
-    this.clock.clearTimeout(this.timer)
-    this.signal?.removeEventListener('abort', this.onAbort)
-  }
 }
 
 /** The seats of one credential on one replica: docs/governor.md, "The dispatch rule" (which call goes next: dispatch-order.ts). */
@@ -49,7 +43,6 @@ export class CredentialSeats {
   readonly #queue = new FairQueue<QueuedCall>()
   #seq = 0
   #lingerTimer: Timer | null = null
-  // What a queued call's signal does when it aborts: one for every call.
   readonly #aborted = (call: QueuedCall): void => this.#drop(call, call.signal?.reason as Error)
 
   constructor(opts: SeatsOptions) {
@@ -90,24 +83,20 @@ export class CredentialSeats {
 
   /** With no call waiting known short while a short call is in flight, or a team is between two asks of short calls (TeamAccounts.shortBetweenAsks: a dashboard between two views), the longest expected seat-time of those waiting (Infinity: unknown); else null (the limit rule's "Start" and "Cruise"). */
   longWaitBesideShort(): number | null {
-    const now = this.#clock.now()
-    if (this.#queue.size === 0 || (this.#teams.shortRunning() === 0 && !this.#teams.shortBetweenAsks(now, LENDING_HORIZON_MS, new Set(this.#queue.waitingTeams())))) return null
-    let longest = 0
-    for (const w of this.#queue.all()) {
-      const ms = this.#o.work.expectedMs(w.team, w.workClass, now)
-      if (isShort(ms)) return null
-      longest = Math.max(longest, ms ?? Infinity)
-    }
-    return longest
+    if (this.#queue.size === 0 || (this.#teams.shortRunning() === 0 && !this.#teams.shortBetweenAsks(this.#clock.now(), LENDING_HORIZON_MS, new Set(this.#queue.waitingTeams())))) return null
+    const waits = this.#waitsMs()
+    return waits.some(isShort) ? null : waits.reduce<number>((longest, ms) => Math.max(longest, ms ?? Infinity), 0)
   }
 
   /** Whether every call waiting is of a kind known long while a team that waits for nothing has a short call in flight or is between two asks (TeamAccounts.shortBetweenAsks): another team's short calls, that the seats past W would queue those calls ahead of (the limit rule's "Start"). */
   longBesideOthersShort(): boolean {
-    const now = this.#clock.now()
     const waiting = new Set(this.#queue.waitingTeams())
-    if (this.#queue.size === 0 || [...this.#queue.all()].some((w) => { const ms = this.#o.work.expectedMs(w.team, w.workClass, now); return ms === null || isShort(ms) })) return false
-    return this.#teams.shortRunning() > [...waiting].reduce((n, team) => n + this.#teams.shortRunning(team), 0) || this.#teams.shortBetweenAsks(now, LENDING_HORIZON_MS, waiting)
+    if (this.#queue.size === 0 || this.#waitsMs().some((ms) => ms === null || isShort(ms))) return false
+    return this.#teams.shortRunning() > [...waiting].reduce((n, team) => n + this.#teams.shortRunning(team), 0) || this.#teams.shortBetweenAsks(this.#clock.now(), LENDING_HORIZON_MS, waiting)
   }
+
+  /** The expected seat-time of each call waiting (null: a kind never answered). */
+  #waitsMs(now = this.#clock.now()): (number | null)[] { return this.#queue.all().map((w) => this.#o.work.expectedMs(w.team, w.workClass, now)) }
 
   /** Whether a team that holds no seat waits, its most pressing call not known long (short, or of a kind never answered), while every call in flight is known long (the limit rule's "Start"). */
   newcomerBesideLong(): boolean {
@@ -154,7 +143,7 @@ export class CredentialSeats {
       sendBy = req.deadline
     }
     const expiresAt = Math.min(now + this.#o.queueTimeoutMs, sendBy)
-    if (this.pausedUntil > expiresAt) return Promise.reject(this.#refuse('paused', this.#pauseText(), priority))
+    if (this.pausedUntil > expiresAt) return Promise.reject(this.#refuse('paused', null, priority))
     const limits = this.limitsOf(team)
     if (priority === 'caller' && limits.queue !== null && limits.queue < this.#o.queueLimit && this.#queue.count(team) >= limits.queue) {
       return Promise.reject(this.#refuse('team_queue_full', `team ${team} has ${limits.queue} platform calls of credential ${this.credential} waiting already`, priority))
@@ -164,7 +153,7 @@ export class CredentialSeats {
     if (out) this.#drop(out, this.#refuse('displaced', `the queue of credential ${this.credential} is full: a call of a team with fewer calls waiting took this one's place`, out.priority))
     const seq = this.#seq++
     return new Promise<Seat>((resolve, reject) => {
-      const waiter = new QueuedCall(team, priority, seq, req.workClass, req.urgency, expiresAt, resolve, reject, signal, this.#clock, this.#aborted)
+      const waiter = new QueuedCall(team, priority, seq, req.workClass, req.urgency, expiresAt, resolve, reject, signal, this.#aborted)
       waiter.timer = this.#expiry(waiter, expiresAt - now, expiresAt === sendBy, expected, req.deadline)
       signal?.addEventListener('abort', waiter.onAbort, { once: true })
       this.#chargeElsewhere()
@@ -186,12 +175,11 @@ export class CredentialSeats {
   /** The credential's pause began: calls that would still wait when their time is up are told so now. */
   paused(): void {
     const until = this.pausedUntil
-    for (const waiter of this.#queue.all().filter((w) => w.expiresAt < until)) this.#drop(waiter, this.#refuse('paused', this.#pauseText(), waiter.priority))
+    for (const waiter of this.#queue.all().filter((w) => w.expiresAt < until)) this.#drop(waiter, this.#refuse('paused', null, waiter.priority))
   }
 
   /** The seats free that the dispatch holds back from the calls waiting here (owed, lent): none while every seat is in flight. */
   heldBackNow(): number { return this.inFlight >= this.capacity ? 0 : Math.min(this.capacity - this.inFlight, this.heldBack().owed) }
-  /** What the dispatch rule holds back from the calls waiting here (dispatch-order.ts). */
   heldBack(): { owed: number; longOnly: boolean } { return heldBack(this.#dispatchState(), this.pausedUntil > 0) }
 
   #dispatchState(): DispatchState<QueuedCall> {
@@ -206,14 +194,13 @@ export class CredentialSeats {
     }
   }
 
-  #pauseText(): string { return `credential ${this.credential} is paused by the platform for ${Math.ceil((this.pausedUntil - this.#clock.now()) / 1000)} s` }
-
-  /** The error a refused call gets: NoIdleSeatError for background work, GW_UPSTREAM_TIMEOUT for the deadline rule, else GW_OVERLOADED with a retry-after of the pause left, a second at least. */
-  #refuse(reason: RefusalReason, text: string, priority: Priority): Error {
+  /** The error a refused call gets: NoIdleSeatError for background work, GW_UPSTREAM_TIMEOUT for the deadline rule, else GW_OVERLOADED with a retry-after of the pause left, a second at least (`text` null: the pause's). */
+  #refuse(reason: RefusalReason, text: string | null, priority: Priority): Error {
     this.#o.onRefused?.(reason)
     if (priority !== 'caller') return new NoIdleSeatError(this.credential)
-    if (reason === 'deadline') return new DeadlineError(text)
-    return Object.assign(new OverloadedError(text), { retryAfterSec: Math.max(1, Math.ceil((this.pausedUntil - this.#clock.now()) / 1000)) })
+    const pauseSec = Math.ceil((this.pausedUntil - this.#clock.now()) / 1000)
+    text ??= `credential ${this.credential} is paused by the platform for ${pauseSec} s`
+    return reason === 'deadline' ? new DeadlineError(text) : Object.assign(new OverloadedError(text), { retryAfterSec: Math.max(1, pauseSec) })
   }
 
   #localTeams(): LocalTeam[] { return this.#teams.active(this.#clock.now(), this.#queue.countByTeam(null), (t) => this.#weight(t), (t) => this.limitsOf(t).maxConcurrent) }
@@ -228,22 +215,17 @@ export class CredentialSeats {
     return this.running(team) >= (part === undefined ? cap : Math.min(cap, Math.max(1, Math.round(part))))
   }
 
-  /** Counted here alone, no lease takes the demand: the teams are not worked out for it. */
-  #demandChanged(): void {
-    if (this.#lease === null) return
-    this.#lease.demand({ limit: this.#limit, inFlight: this.inFlight, waiting: this.#queue.size, heldBack: this.#queue.size > 0 ? this.heldBackNow() : 0, teams: this.#localTeams() })
-  }
+  /** Counted here alone, no lease takes the demand: its fields are not worked out (`?.` skips them). */
+  #demandChanged(): void { this.#lease?.demand({ limit: this.#limit, inFlight: this.inFlight, waiting: this.#queue.size, heldBack: this.#queue.size > 0 ? this.heldBackNow() : 0, teams: this.#localTeams() }) }
 
-  /** Starts waiting calls while seats are free and the credential is not paused. */
   #dispatch(): void {
     this.#chargeElsewhere()
     let started = false
     while (this.#queue.size > 0 && this.pausedUntil === 0) {
       const waiter = this.#next(this.capacity - this.inFlight)
       if (waiter === null) break
-      this.#queue.remove(waiter)
+      this.#detach(waiter)
       if (this.#queue.count(waiter.team, null) === 0) this.#teams.of(waiter.team).emptiedAt = this.#clock.now()
-      waiter.detach()
       started = true
       waiter.resolve(this.#start(waiter))
     }
@@ -296,7 +278,6 @@ export class CredentialSeats {
       this.#demandChanged()
     }
     return {
-      team,
       end: (outcome) => {
         if (ended) return
         ended = true
@@ -322,10 +303,15 @@ export class CredentialSeats {
       : this.#refuse('queue_timeout', `no platform seat of credential ${this.credential} within ${ms} ms`, call.priority)), ms)
   }
 
-  /** A queued call leaves the queue, refused with `err`. */
+  /** A queued call leaves the queue (false: it was not in it), its timer and abort listener gone. */
+  #detach(waiter: QueuedCall): boolean {
+    this.#clock.clearTimeout(waiter.timer)
+    waiter.signal?.removeEventListener('abort', waiter.onAbort)
+    return this.#queue.remove(waiter)
+  }
+
   #drop(waiter: QueuedCall, err: Error): void {
-    waiter.detach()
-    if (this.#queue.remove(waiter)) this.#demandChanged()
+    if (this.#detach(waiter)) this.#demandChanged()
     waiter.reject(err)
   }
 

@@ -4,13 +4,9 @@
 /** A team as the shares see it (on every replica): its weight (at least 1), calls held and waiting, its ceiling (teams[].maxConcurrent; null: none), its peak. */
 export type TeamLoad = { team: string; weight: number; held: number; waiting: number; cap: number | null; peak: number }
 
-/** Each active team's share of `seats`: max-min fair by weight over what it wants (held and waiting, or its peak), within its ceiling. */
-export function fairShares(seats: number, teams: readonly TeamLoad[]): Map<string, number> {
-  return waterFill(seats, teams.map((t) => ({ team: t.team, weight: t.weight, want: Math.min(t.cap ?? Infinity, Math.max(t.held + t.waiting, t.peak)) })))
-}
-
-/** Max-min fair shares of `seats` by weight over what each wants (water-filling); they add up to at most `seats`. */
-export function waterFill(seats: number, teams: readonly { team: string; weight: number; want: number }[]): Map<string, number> {
+/** Each active team's share of `seats`: max-min fair by weight over what it wants (held and waiting, or its peak), within its ceiling (water-filling); they add up to at most `seats`. */
+export function fairShares(seats: number, loads: readonly TeamLoad[]): Map<string, number> {
+  const teams = loads.map((t) => ({ team: t.team, weight: t.weight, want: Math.min(t.cap ?? Infinity, Math.max(t.held + t.waiting, t.peak)) }))
   const shares = new Map<string, number>(teams.map((t) => [t.team, 0]))
   let open = teams.filter((t) => t.want > 0)
   let left = Math.max(0, seats)

@@ -19,7 +19,6 @@ export class TeamAccounts {
   /** The least start tag a team may take (start-time fair queueing's virtual time). */
   virtual = 0
 
-  /** `team`'s account, opened at the virtual time. */
   of(team: string): TeamAccount {
     let seats = this.#teams.get(team)
     if (!seats) this.#teams.set(team, (seats = { seatMs: 0, running: new Set(), tag: this.virtual, lastAsked: -Infinity, peak: 0, peakAt: -Infinity, lastEnd: -Infinity, lastShort: false, emptiedAt: -Infinity }))
@@ -62,10 +61,7 @@ export class TeamAccounts {
     return any
   }
 
-  seatSeconds(team: string, now: number): number {
-    const seats = this.#teams.get(team)
-    return seats ? seatMs(seats, now) / 1000 : 0
-  }
+  seatSeconds(team: string, now: number): number { return seatMs(this.#teams.get(team), now) / 1000 }
 
   /** Since when a call at a worker (of the calls in flight, the `atWorkers` started first) has been overdue, or null. */
   overdueSince(now: number, atWorkers = Infinity): number | null {
@@ -113,6 +109,7 @@ export class TeamAccounts {
   }
 }
 
-function seatMs(seats: TeamAccount, now: number): number {
-  return [...seats.running].reduce((ms, call) => ms + (now - call.at), seats.seatMs)
+/** A team's seat-time, its calls in flight included (none: 0). */
+function seatMs(seats: TeamAccount | undefined, now: number): number {
+  return seats ? [...seats.running].reduce((ms, call) => ms + (now - call.at), seats.seatMs) : 0
 }

@@ -107,19 +107,25 @@ type KindEnds = { n: number; sum: number; sum2: number }
 /** The answers a second of each level the start held (the limit at a call's start), from its calls' ends, timed or not, read by Little's law kind against kind (docs/governor.md, "Start"). */
 export class StartLevels {
   readonly #levels = new Map<number, Map<string, KindEnds>>()
+  // Per level, the ends of its calls that took its last seat (the level held whole, as cruise's levels are read).
+  readonly #full = new Map<number, Map<string, KindEnds>>()
   // Per level, its timed ends: the answers the likelihood weighed.
   readonly #timed = new Map<number, number>()
 
-  /** An end of a call of `kind` started while the start's limit was `level`, `latencyMs` after it started; `timed`, evidence the likelihood weighs (answer-timing.ts). */
-  ended(level: number, kind: string, latencyMs: number, timed = true): void {
-    let kinds = this.#levels.get(level)
-    if (kinds === undefined) this.#levels.set(level, (kinds = new Map()))
-    const [k, y] = [kinds.get(kind) ?? { n: 0, sum: 0, sum2: 0 }, Math.log(Math.max(1, latencyMs))]
-    kinds.set(kind, { n: k.n + 1, sum: k.sum + y, sum2: k.sum2 + y * y })
+  /** An end of a call of `kind` started while the start's limit was `level`, `latencyMs` after it started; `timed`, evidence the likelihood weighs (answer-timing.ts); `full`, the call took the level's last seat. */
+  ended(level: number, kind: string, latencyMs: number, timed = true, full = false): void {
+    const y = Math.log(Math.max(1, latencyMs))
+    for (const [map, counts] of [[this.#levels, true], [this.#full, full]] as const) {
+      if (!counts) continue
+      let kinds = map.get(level)
+      if (kinds === undefined) map.set(level, (kinds = new Map()))
+      const k = kinds.get(kind) ?? { n: 0, sum: 0, sum2: 0 }
+      kinds.set(kind, { n: k.n + 1, sum: k.sum + y, sum2: k.sum2 + y * y })
+    }
     if (timed) this.#timed.set(level, (this.#timed.get(level) ?? 0) + 1)
   }
 
-  measured(level: number): boolean { return [...(this.#levels.get(level)?.values() ?? [])].reduce((n, k) => n + k.n, 0) >= MIN_CALLS }
+  measured(level: number): boolean { return ends(this.#levels.get(level)) >= MIN_CALLS }
   /** Whether the likelihood weighed MIN_CALLS of `level`'s answers. */
   timed(level: number): boolean { return (this.#timed.get(level) ?? 0) >= MIN_CALLS }
 
@@ -143,9 +149,9 @@ export class StartLevels {
 
   /** The log of `level`'s answers a second over `before`'s, kind against kind (each kind's mean log latency, weighed by the inverse of its difference's variance), and its variance (one spread for all, PRIOR_SPREAD worth PRIOR_DOF ends before them); null where no kind was answered at both. */
   #gain(level: number, before: number): { gain: number; variance: number } | null {
-    const at = this.#levels.get(level)!
+    const at = this.#read(level)
     let [weight, diff, ss, n] = [0, 0, PRIOR_DOF * PRIOR_SPREAD ** 2, PRIOR_DOF]
-    for (const [kind, b] of this.#levels.get(before)!) {
+    for (const [kind, b] of this.#read(before)) {
       const a = at.get(kind)
       if (a === undefined) continue
       const w = (a.n * b.n) / (a.n + b.n)
@@ -154,4 +160,13 @@ export class StartLevels {
     }
     return weight === 0 ? null : { gain: Math.log(level / before) + diff / weight, variance: ss / n / weight }
   }
+
+  /** A level's ends as its answers a second are read: those of calls that took its last seat where MIN_CALLS did (the level held whole: a call started as its seats filled found fewer in flight, and ended sooner, than the level gives), else all of them. */
+  #read(level: number): Map<string, KindEnds> {
+    const full = this.#full.get(level)
+    return full !== undefined && ends(full) >= MIN_CALLS ? full : this.#levels.get(level)!
+  }
 }
+
+/** The ends counted over every kind. */
+const ends = (kinds: Map<string, KindEnds> | undefined): number => [...(kinds?.values() ?? [])].reduce((n, k) => n + k.n, 0)

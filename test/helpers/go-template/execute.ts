@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto'
 import { stringify } from 'yaml'
 import { TemplateError, type ControlNode, type Node, type Operand, type Pipeline } from './syntax.js'
-import { compare, empty, indent, isMap, print, printf, str, toInt, truth } from './go-values.js'
+import { compare, empty, goKind, indent, isMap, print, printf, str, toInt, truth } from './go-values.js'
 
 interface Scope {
   dot: unknown
@@ -174,6 +174,18 @@ const FUNCTIONS: Record<string, Fn> = {
   int: ([v]) => toInt(v),
   // Sprig's add: every argument as int64, summed.
   add: (args) => args.reduce<number>((sum, v) => sum + toInt(v), 0),
+  // Sprig's mul: every argument as int64, multiplied.
+  mul: (args) => args.reduce<number>((product, v) => product * toInt(v), 1),
+  // Sprig's hasSuffix: the suffix first, then the string.
+  hasSuffix: ([suffix, s]) => str(s).endsWith(str(suffix)),
+  // Sprig's kindIs: the Go kind of the value; helm's numbers from values are float64.
+  kindIs: ([kind, v]) => str(kind) === goKind(v),
+  // Sprig's dict: keys and values in turn, a key as a string.
+  dict: (args) => {
+    const map: Record<string, unknown> = {}
+    for (let i = 0; i < args.length; i += 2) map[str(args[i])] = args[i + 1] ?? null
+    return map
+  },
   join: ([sep, list], _scope, where) => {
     if (list === null || list === undefined) return ''
     if (!Array.isArray(list)) throw new TemplateError(`${where}: join needs a list`)

@@ -35,6 +35,15 @@ function goType(v: unknown): string {
   return Array.isArray(v) ? '[]interface {}' : 'map[string]interface {}'
 }
 
+/** Sprig's kindOf of a value read from helm's values (their numbers are float64; `int`'s int64 is not told apart). */
+export function goKind(v: unknown): string {
+  if (typeof v === 'string') return 'string'
+  if (typeof v === 'number') return 'float64'
+  if (typeof v === 'boolean') return 'bool'
+  if (v === null || v === undefined) return 'invalid'
+  return Array.isArray(v) ? 'slice' : 'map'
+}
+
 export function indent(n: number, s: string): string {
   const pad = ' '.repeat(n)
   return pad + s.split('\n').join(`\n${pad}`)

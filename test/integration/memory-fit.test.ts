@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest'
+import { mergeValues } from '../helpers/render-chart.js'
+import { FULL, gateway, gatewayConfigFrom, install } from '../helpers/chart-manifests.js'
+import { loadConfigFrom } from '../helpers/load-config.js'
+
+// A replica holds its report cache (cache.l1MaxBytes) and the answers on their way to
+// callers (platform.bufferTotalBytes) on top of what the process itself holds; a
+// container whose memory limit is below their sum is killed the first time both fill.
+// The pod the chart renders is loaded as the gateway loads it, under the memory limit
+// the chart gives its container (what process.constrainedMemory() reads in it).
+
+const MiB = 1024 * 1024
+const REDIS = { 'redis-credentials': { url: 'redis://redis:6379' } }
+
+/** A container's memory limit in bytes (`512Mi`, `2Gi`). */
+function bytesOf(quantity: string): number {
+  const m = /^(\d+)(Mi|Gi)$/.exec(quantity)
+  if (m === null) throw new Error(`a memory quantity this test reads: ${quantity}`)
+  return Number(m[1]) * (m[2] === 'Gi' ? 1024 : 1) * MiB
+}
+
+/** The start's warnings about memory of the pod the chart renders with `values`, loaded under its container's limit. */
+function podMemoryWarnings(values: Record<string, unknown>): string[] {
+  const chart = install({ values: mergeValues(FULL, values) })
+  const { resources } = gateway(chart) as unknown as { resources: { limits: { memory: string } } }
+  const limit = bytesOf(resources.limits.memory)
+  return gatewayConfigFrom(chart, REDIS, () => limit).warnings.filter((w) => w.includes('memory limit'))
+}
+
+describe('the memory a replica may hold, against its container\'s limit', () => {
+  it('says nothing with the chart\'s defaults: 64 MiB of cache and 128 MiB of answers fit in 512 MiB', () => {
+    expect(podMemoryWarnings({})).toEqual([])
+  })
+
+  it('warns at start when the cache and the answers\' budget cannot fit in the limit, naming both settings, the sum and the limit', () => {
+    const bigCache = podMemoryWarnings({ config: { cache: { l1MaxBytes: '256MiB' } } })
+    expect(bigCache).toHaveLength(1)
+    expect(bigCache[0]).toContain('cache.l1MaxBytes (256 MiB)')
+    expect(bigCache[0]).toContain('platform.bufferTotalBytes (128 MiB)')
+    expect(bigCache[0]).toContain('memory limit (512 MiB)')
+    const bigBudget = podMemoryWarnings({ config: { platform: { bufferTotalBytes: '1GiB' } } })
+    expect(bigBudget).toHaveLength(1)
+    expect(bigBudget[0]).toContain('platform.bufferTotalBytes (1024 MiB)')
+    // The same settings under a limit that holds them: no warning.
+    expect(podMemoryWarnings({ config: { platform: { bufferTotalBytes: '1GiB' } }, resources: { limits: { memory: '2Gi' } } })).toEqual([])
+  })
+
+  it('says nothing where no limit is known (no cgroup limit: process.constrainedMemory() reads 0 or 2^64 - 1)', () => {
+    for (const none of [0, 2 ** 64]) {
+      const config = loadConfigFrom({ PLATFORM_BASE_URL: 'https://platform.example.com', PLATFORM_TOKEN: 'platform-token-abcdef123456' }, {}, { memoryLimit: () => none })
+      expect(config.warnings.filter((w) => w.includes('memory limit'))).toEqual([])
+    }
+  })
+})
