@@ -14,9 +14,11 @@
  *   class (the report's work, reports/work-class.ts) as a high bound: mean + 4 × mean
  *   deviation (RFC 6298's retransmission timer), plus LEAD_MARGIN_MS. The new copy lands
  *   before the old expires unless a call takes longer than that bound, and a popular
- *   report is called once per F − (lead − latency), the least that keeps it fresh. A
- *   copy whose class takes longer than its freshness is refreshed as soon as it is asked
- *   enough: it cannot be kept fresh, only as fresh as the platform allows.
+ *   report is called once per F − (lead − latency), the least that keeps it fresh. The
+ *   start is read again at each ask of the copy with the class's lead then
+ *   (`rescheduledStart`): a lead learned after the timer was set (a burst's seat waits)
+ *   moves it. A copy whose class takes longer than its freshness is refreshed as soon as
+ *   it is asked enough: it cannot be kept fresh, only as fresh as the platform allows.
  * - **Rate**: asks counted over the copy's life up to the refresh's start and over the
  *   earlier copies' (each weighed ASKS_DECAY less than the one after it), per freshness,
  *   never extrapolated from less than one freshness: a report must be asked K times within
@@ -154,6 +156,11 @@ export function expectedAsks(count: AskCount, untilMs: number, freshMs: number):
   return ((count.asks + count.priorAsks) * freshMs) / Math.max(freshMs, span)
 }
 
+/** When the refresh ahead of `copy` starts with its class's lead `leadMs`: the lead before it expires, at its fetch at the earliest. */
+function leadStart(copy: { fetchedAt: number; freshUntil: number }, leadMs: number): number {
+  return Math.max(copy.fetchedAt, copy.freshUntil - leadMs)
+}
+
 /**
  * When the refresh ahead of a copy fetched at `fetchedAt`, fresh until `freshUntil`, starts
  * (epoch ms; `now` or earlier: at once), as known at `now` after its asks `count`; null: not
@@ -165,7 +172,20 @@ export function expectedAsks(count: AskCount, untilMs: number, freshMs: number):
 export function refreshAheadStart(copy: { fetchedAt: number; freshUntil: number }, count: AskCount, leadMs: number, now: number, minAsks = REFRESH_AHEAD_ASKS): number | null {
   const freshMs = copy.freshUntil - copy.fetchedAt
   if (freshMs <= 0 || now >= copy.freshUntil) return null
-  const start = Math.max(copy.fetchedAt, copy.freshUntil - leadMs)
+  const start = leadStart(copy, leadMs)
   if (expectedAsks(ownAsks(count), Math.max(now, start) - copy.fetchedAt, freshMs) < minAsks) return null
   return start
+}
+
+/**
+ * The start of a refresh ahead scheduled at `dueAt` for `copy`, read again at an ask with its
+ * class's lead now (`leadMs`); null: as it is. The start is the lead before expiry with the lead
+ * as of the copy's last ask, not as of the ask that set the timer: a lead grown since (a burst's
+ * seat waits learned meanwhile) starts the call earlier, a lead shrunk later (the longest lead
+ * seen while the timer waited would call more often than the budget prices). A move within
+ * LEAD_MARGIN_MS, the timer's own delay, leaves it. docs/refresh-ahead.md, rule 2.
+ */
+export function rescheduledStart(copy: { fetchedAt: number; freshUntil: number }, dueAt: number, leadMs: number): number | null {
+  const start = leadStart(copy, leadMs)
+  return Math.abs(start - dueAt) > LEAD_MARGIN_MS ? start : null
 }

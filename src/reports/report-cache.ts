@@ -21,7 +21,7 @@ import { steppedTimers } from '../perf/stepped-timers.js'
 import { systemClock, type Clock, type Timers } from '../clock.js'
 import { FailureLog } from '../observe/failure-log.js'
 import type { Trace } from '../observe/tracing.js'
-import { BUDGET_EVERY_MS, budgetAsks, demandOf, learnLatency, priorOf, refreshAheadStart, refreshLead, type AskCount, type ClassLatency, type Demand } from './refresh-ahead.js'
+import { BUDGET_EVERY_MS, budgetAsks, demandOf, learnLatency, priorOf, refreshAheadStart, refreshLead, rescheduledStart, type AskCount, type ClassLatency, type Demand } from './refresh-ahead.js'
 import { workClass } from './work-class.js'
 import { CallTurns } from './call-turns.js'
 
@@ -106,8 +106,9 @@ interface Watch extends AskCount {
   filled: number
   fetchedAt: number
   freshUntil: number
-  /** The scheduled refresh, or null. */
+  /** The scheduled refresh, or null, and when it is due (epoch ms). */
   timer: unknown
+  dueAt: number
   /** A refresh of this copy is under way, or done: later asks start none. */
   running: boolean
   report: CanonicalReport
@@ -385,7 +386,8 @@ export class ReportCache {
    * Refresh ahead (docs/refresh-ahead.md, reports/refresh-ahead.ts): an ask for a fresh copy
    * counts towards its report's rate; once the report is expected to be asked often enough
    * in one freshness, one background refresh is scheduled to start the latency of its class
-   * before the copy expires (at once when that is now). A copy asked for less often is left
+   * before the copy expires (at once when that is now), that start read again at each later
+   * ask with the class's latency then (`rescheduledStart`). A copy asked for less often is left
    * to expire (refreshed when asked, stale-while-revalidate); the new copy is watched anew,
    * its predecessors' asks carried on for the rate (`priorOf`). `filled`: the ask was answered
    * by the fill that made the copy (a MISS), not counted towards the copy's own refresh.
@@ -398,18 +400,24 @@ export class ReportCache {
       if (watch && watch.fetchedAt > entry.fetchedAt) return
       // The copies before count over the parts of their freshness they were served in, the older less.
       const prior = priorOf(watch, entry.fetchedAt)
-      watch = { fetchedAt: entry.fetchedAt, freshUntil: entry.freshUntil, asks: 0, filled: 0, ...prior, timer: null, report, work: watch?.work ?? workClass(report), running: false, provider: typeof provider === 'string' ? this.#d.tokens.get(provider) : provider, team }
+      watch = { fetchedAt: entry.fetchedAt, freshUntil: entry.freshUntil, asks: 0, filled: 0, ...prior, timer: null, dueAt: 0, report, work: watch?.work ?? workClass(report), running: false, provider: typeof provider === 'string' ? this.#d.tokens.get(provider) : provider, team }
       this.#watches.set(key, watch)
     }
     watch.asks += 1
     if (filled) watch.filled += 1
-    if (watch.timer !== null || watch.running) return
+    if (watch.running) return
     const lead = refreshLead(this.#latencies.get(watch.work), entry.freshUntil - entry.fetchedAt)
-    const start = refreshAheadStart(entry, watch, lead, now, this.#budgetAsks(watch.team, now))
+    // A scheduled refresh's start is read again with its class's lead now: a burst's seat waits learned since move it earlier.
+    const start = watch.timer === null ? refreshAheadStart(entry, watch, lead, now, this.#budgetAsks(watch.team, now)) : rescheduledStart(entry, watch.dueAt, lead)
     if (start === null) return
+    this.#timers.clear(watch.timer)
+    watch.timer = null
     const w = watch
     if (now >= start) this.#refreshAhead(key, w)
-    else w.timer = this.#timers.set(() => this.#refreshAhead(key, w), start - now)
+    else {
+      w.dueAt = start
+      w.timer = this.#timers.set(() => this.#refreshAhead(key, w), start - now)
+    }
   }
 
   /**

@@ -517,6 +517,27 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     await waitFor('its platform call', () => reportCalls() === 2)
   })
 
+  it("moves a scheduled refresh ahead earlier when its class has learned a longer latency since: a burst's seat waits, learned after its timer was set", async () => {
+    const yaml = YAML.replace('refreshAhead: 0', 'refreshAhead: true').replace('  timeout: 800ms', '  timeout: 5s')
+    const ahead = await gateways.build(testConfig(env(), yaml), { clock: onRealTimers(clock.now), timers: clock.timers })
+    const ask = (query = CANONICAL) => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${query}`, headers: { 'x-api-key': KEYS.all } })
+    const started = async () => (await ahead.admin.inject({ method: 'GET', url: '/metrics' })).body.includes('gateway_cache_refresh_ahead_total{outcome="started"} 1')
+    // Popular on a platform answering at once: its refresh is set a few tens of ms before expiry.
+    expect((await ask()).headers['x-cache']).toBe('MISS')
+    clock.advance(10_000)
+    await askPopular(ask, (ms) => clock.advance(ms), 'HIT')
+    // Another report of the same class then takes 600 ms or more (the wait for a seat included):
+    // the class's lead is now at least its mean and four deviations, over 600 ms.
+    sandbox.setLatency(600)
+    expect((await ask('advertiserId=102&byDate=1&dateFrom=2026-01-01&dateTo=2026-01-07')).headers['x-cache']).toBe('MISS')
+    sandbox.setLatency(0)
+    // The next ask of the popular copy reads the class's lead again: its refresh moves earlier.
+    expect((await ask()).headers['x-cache']).toBe('HIT')
+    clock.advance(FRESH_S * 1000 - 10_000 - BUDGET_EVERY_MS - 400)
+    await waitFor('the refresh ahead, 400 ms before expiry', started)
+    await waitFor('its platform call', () => reportCalls() === 3)
+  })
+
   it('starts the refresh ahead at once on the ask that makes it popular enough when it is due', async () => {
     const ahead = await gateways.build(testConfig(env(), YAML.replace('refreshAhead: 0', 'refreshAhead: true')), { clock: onRealTimers(clock.now), timers: clock.timers })
     const ask = () => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${CANONICAL}`, headers: { 'x-api-key': KEYS.all } })

@@ -38,8 +38,9 @@ function broken(run: Run, calm = run, burst?: Burst): string[] {
     if (stale > 0.01) out.push(`reports asked twice the budget's fewest asks a freshness: ${(stale * 100).toFixed(2)} % of answers past freshness (> 1 %)`)
   }
   // Beside a burst, the same reports while it lasts, when the platform's p99 and the burst's
-  // waits (a seat's p99 and a CPU turn) are under a quarter of the freshness.
-  if (burst !== undefined && p99 + burst.seatMs * Math.log(100) + burst.turnMs < s.freshMs / 4) {
+  // waits (a seat's p99 and a CPU turn) are under a quarter of the freshness. A call waits for
+  // a seat with chance c, an exponential time of mean m: P(wait > x) = c·e^(−x/m), p99 m·ln(100c).
+  if (burst !== undefined && p99 + burst.seatMs * Math.log(Math.max(1, 100 * burst.seatChance)) + burst.turnMs < s.freshMs / 4) {
     const stale = sum(ahead.burstStale, clear) / Math.max(1, sum(ahead.burstAnswers, clear))
     if (stale > 0.02) out.push(`reports asked twice the budget's fewest asks a freshness: ${(stale * 100).toFixed(2)} % of answers past freshness (> 2 %)`)
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { ASKS_DECAY, LATENCY_GAIN, LEAD_MARGIN_MS, REFRESH_AHEAD_ASKS, REFRESH_AHEAD_BUDGET, UNKNOWN_LEAD_SHARE, aheadCalls, budgetAsks, demandOf, expectedAsks, learnLatency, priorOf, refreshAheadStart, refreshLead, revalidateCalls, type Demand } from '../../src/reports/refresh-ahead.js'
+import { ASKS_DECAY, LATENCY_GAIN, LEAD_MARGIN_MS, REFRESH_AHEAD_ASKS, REFRESH_AHEAD_BUDGET, UNKNOWN_LEAD_SHARE, aheadCalls, budgetAsks, demandOf, expectedAsks, learnLatency, priorOf, refreshAheadStart, refreshLead, rescheduledStart, revalidateCalls, type Demand } from '../../src/reports/refresh-ahead.js'
 
 // When a copy is refreshed ahead (docs/refresh-ahead.md): whether, when, and the rate it is read from.
 
@@ -112,6 +112,25 @@ describe('refreshAheadStart', () => {
   it('is null for an expired copy or a copy without freshness', () => {
     expect(refreshAheadStart(copy(4), asked(9), 420, T0 + 4000)).toBeNull()
     expect(refreshAheadStart(copy(0), asked(9), 420, T0)).toBeNull()
+  })
+})
+
+describe('rescheduledStart', () => {
+  it('moves a scheduled refresh earlier when its class has learned a longer lead since: a burst\'s seat waits, learned after the timer was set', () => {
+    // Set 150 ms before expiry; the class's answers have since waited for seats: lead 420 ms.
+    expect(rescheduledStart(copy(4), T0 + 4000 - 150, 420)).toBe(T0 + 4000 - 420)
+    // A lead over the whole freshness: at the copy's fetch, at once.
+    expect(rescheduledStart(copy(4), T0 + 4000 - 150, 5000)).toBe(T0)
+  })
+
+  it('moves it later when the lead has shrunk: the lead is the class\'s as of the last ask, not the longest it had while the timer waited', () => {
+    expect(rescheduledStart(copy(4), T0 + 4000 - 420, 150)).toBe(T0 + 4000 - 150)
+  })
+
+  it('leaves it (null) when the start moves by no more than the timer\'s own delay', () => {
+    expect(rescheduledStart(copy(4), T0 + 4000 - 420, 420)).toBeNull()
+    expect(rescheduledStart(copy(4), T0 + 4000 - 420, 420 + LEAD_MARGIN_MS)).toBeNull()
+    expect(rescheduledStart(copy(4), T0 + 4000 - 420, 420 - LEAD_MARGIN_MS)).toBeNull()
   })
 })
 
