@@ -54,6 +54,23 @@ export interface TeamReloaderDeps {
 
 const BUS_CHANNEL = 'teams-reload'
 
+/** What POST /admin/reload tells the other replicas: who asked it, so that their audit lines name the operator. */
+interface ReloadAsked {
+  from: string
+  actor: string | null
+}
+
+/** A message of BUS_CHANNEL; a replica of an older release sends its id alone, and no actor. */
+function reloadAsked(message: string): ReloadAsked {
+  try {
+    const parsed = JSON.parse(message) as Partial<ReloadAsked> | null
+    if (typeof parsed?.from === 'string') return { from: parsed.from, actor: typeof parsed.actor === 'string' ? parsed.actor : null }
+  } catch {
+    // Not JSON: an older replica's id.
+  }
+  return { from: message, actor: null }
+}
+
 /**
  * Reloads the teams (and the named admin tokens) of CONFIG_FILE or TEAMS_FILE without a
  * restart: when any file the last load read changes (CONFIG_FILE, TEAMS_FILE,
@@ -116,9 +133,10 @@ export class TeamReloader {
     this.#timer = this.#clock.setInterval(() => this.#poll(), this.#d.pollMs)
     this.#timer.unref()
     await this.#d.bus?.subscribe(BUS_CHANNEL, (message) => {
-      if (message === this.#replica) return
+      const { from, actor } = reloadAsked(message)
+      if (from === this.#replica) return
       try {
-        this.reload('replica')
+        this.reload('replica', actor)
       } catch {
         // Refused: logged and counted by reload.
       }
@@ -133,7 +151,7 @@ export class TeamReloader {
   /** POST /admin/reload: this replica now, and every other one through the bus. */
   async reloadEverywhere(actor: string | null): Promise<ReloadOutcome> {
     const outcome = this.reload('admin', actor)
-    await this.#d.bus?.publish(BUS_CHANNEL, this.#replica).catch((err: Error) => {
+    await this.#d.bus?.publish(BUS_CHANNEL, JSON.stringify({ from: this.#replica, actor } satisfies ReloadAsked)).catch((err: Error) => {
       this.#d.log.warn({ err: { message: err.message } }, 'could not ask the other replicas to reload; each still reloads when its file changes')
     })
     return outcome

@@ -3,6 +3,7 @@ import { KEYS, REPORT_PATH, teamsYamlWith, testConfig, TEST_GATEWAY_SECRET, type
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
+import { resolveRef, type Json } from '../helpers/openapi-doc.js'
 
 // With Redis down, the gateway says what happened in its own words: an answer names
 // Redis's unavailability and what was (not) done, never the driver's text (ioredis's
@@ -15,6 +16,13 @@ const ADMIN_TOKEN = 'redis-down-words-admin-token-0123456789'
 const DRIVER_WORDS = /Stream isn't writeable|enableOfflineQueue|ECONNREFUSED|Connection is closed|ioredis|127\.0\.0\.1/
 const YEAR = 'advertiserId=101&byDate=1&dateFrom=2025-01-01&dateTo=2025-12-31'
 
+/** The GW_* codes the admin document gives an operation's answer of this status. */
+function documentedCodes(doc: Json, method: string, path: string, status: number): string[] {
+  const paths = doc.paths as Record<string, Record<string, { responses: Record<string, unknown> }>>
+  const response = resolveRef(doc, paths[path]?.[method.toLowerCase()]?.responses[String(status)])
+  return JSON.stringify(response).match(/GW_[A-Z_]+/g) ?? []
+}
+
 describe.skipIf(!available)('Redis down', () => {
   const sandbox = useSandbox()
   const gateways = useGateways()
@@ -26,20 +34,24 @@ describe.skipIf(!available)('Redis down', () => {
   it('is answered and logged in the gateway\'s words: no driver text in an answer, no stack on a warn line', async () => {
     const env = { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN, REDIS_URL: server.url, GATEWAY_SECRET: TEST_GATEWAY_SECRET }
     const gw = await gateways.build(testConfig(env, teamsYamlWith({ jobs: { perReplica: 1, poll: '100ms', lease: '1s' } })))
+    const doc = (await admin(gw, 'GET', '/admin/openapi.json')).json<Json>()
     await server.stop()
     try {
       await waitFor('Redis seen down', async () => (await admin(gw, 'DELETE', '/admin/cache?dryRun=1')).statusCode === 503, 15_000, 50)
-      const answers = [
-        await admin(gw, 'DELETE', '/admin/cache?dryRun=1'),
-        await admin(gw, 'DELETE', '/admin/cache'),
-        await admin(gw, 'DELETE', '/admin/cache?advertiserId=101'),
-        await admin(gw, 'PUT', '/admin/log-level', { level: 'info' }),
-        await admin(gw, 'GET', '/admin/usage'),
-        await admin(gw, 'GET', '/admin/jobs'),
+      const calls: [method: 'GET' | 'PUT' | 'DELETE', url: string, payload?: object][] = [
+        ['DELETE', '/admin/cache?dryRun=1'],
+        ['DELETE', '/admin/cache'],
+        ['DELETE', '/admin/cache?advertiserId=101'],
+        ['PUT', '/admin/log-level', { level: 'info' }],
+        ['GET', '/admin/usage'],
+        ['GET', '/admin/jobs'],
       ]
-      for (const res of answers) {
+      for (const [method, url, payload] of calls) {
+        const res = await admin(gw, method, url, payload)
         const body = res.json<{ code: string; message: string }>()
         expect([res.statusCode, body.code], res.body).toEqual([503, expect.stringMatching(/^GW_(REDIS|JOBS)_UNAVAILABLE$/)])
+        // The admin document names the code under the status the call answers it with.
+        expect(documentedCodes(doc, method, url.split('?')[0]!, res.statusCode), `${method} ${url}`).toContain(body.code)
         expect(body.message).not.toMatch(DRIVER_WORDS)
         if (body.code === 'GW_REDIS_UNAVAILABLE') expect(body.message).toMatch(/Redis is unavailable/)
       }

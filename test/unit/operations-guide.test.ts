@@ -86,4 +86,15 @@ describe('operations guide', () => {
     }
     expect(read('README.md')).toContain('](docs/operations.md)')
   })
+
+  it('says, for each change an upgrade brings to what a running installation keeps or logs, what the operator does', () => {
+    const sections = read('docs/operations/upgrade.md').split('\n## ').slice(1)
+    const section = (heading: RegExp) => sections.find((s) => heading.test(s.split('\n')[0]!)) ?? ''
+    // The teams' job results bounded by Redis' room: who may now be refused, and the setting that changes it.
+    expect(section(/job results/i)).toMatch(/jobs\.resultsRoom[\s\S]*maxmemory[\s\S]*413 GW_JOB_RESULT_TOO_LARGE/)
+    // Random request ids: what a log query that read the replica or an order from an id does instead.
+    expect(section(/request ids/i)).toMatch(/x-request-id[\s\S]*reqId/)
+    // The advertiser's index: nothing to do, and the old sets' end.
+    expect(section(/report copies/i)).toMatch(/adv-entries[\s\S]*[Nn]othing to do/)
+  })
 })

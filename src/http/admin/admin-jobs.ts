@@ -60,6 +60,7 @@ export async function adminJobsRoutes(app: FastifyInstance, { webhooks }: { webh
     summary: 'Deliveries of ended report jobs to teams\' webhooks',
     description: 'The latest pushes of ended report jobs to their teams\' webhooks, of every replica: where, each attempt, the last answer, the next attempt. Never a secret nor a body.',
     response: { 200: answer(deliveriesSchema, 'The latest deliveries, newest first.') },
+    errors: { GW_JOBS_UNAVAILABLE: 'The outbox is kept in Redis, which cannot be read now; `retry-after` says when to ask again.' },
   })
   app.get('/admin/jobs', { schema }, async () => {
     try {

@@ -33,6 +33,7 @@ const WHEN: Record<string, string> = {
   GW_UPSTREAM: 'A call to the platform failed.',
   GW_ADMIN_DISABLED: 'No admin token is configured (`ADMIN_TOKEN`, `ADMIN_VIEWER_TOKEN`, `ADMIN_TOKENS_FILE`): every `/admin/*` call is refused.',
   GW_REDIS_UNAVAILABLE: 'Redis could not be reached.',
+  GW_JOBS_UNAVAILABLE: 'Report jobs and their deliveries are kept in Redis, which cannot be read now; `retry-after` says when to ask again.',
   GW_SHUTTING_DOWN: 'This replica is shutting down and its grace ended before the call was answered; another replica answers a retry.',
   GW_HEADERS_TOO_LARGE: 'The request line and header fields together are larger than Node reads (16 KiB, `maxHeaderSize`); nothing of the request was read, and the connection is closed.',
   GW_INTERNAL: 'An unexpected fault of the gateway; details only in its log, under the answer\'s `x-request-id`.',
