@@ -12,6 +12,7 @@ import type { AdminAuth } from './admin-auth.js'
 import type { TeamDirectory } from './team-auth.js'
 import { systemClock, type Clock, type Timer } from '../clock.js'
 import { webhookSecretSpellings } from '../jobs/webhook-signature.js'
+import { webhookRefusal } from '../jobs/webhook-target.js'
 import { creativeSetsPassWarning } from '../config/risky-settings.js'
 
 export type ReloadTrigger = 'file' | 'signal' | 'admin' | 'replica'
@@ -259,12 +260,19 @@ export class TeamReloader {
     this.#d.secrets?.add(next.admin.viewerToken)
   }
 
-  // What a running gateway cannot take on: a team of a credential it has no token for.
+  // What a running gateway cannot take on: a team of a credential it has no token for, a
+  // webhook its deliverer refuses (it holds the jobs.webhookHosts it started with).
   #unsupported(next: Config): string[] {
     const running = new Set(Object.keys(this.#d.config.credentials))
-    return next.teams
+    const { hosts, platformHosts } = this.#d.config.webhooks
+    const credentials = next.teams
       .filter((t) => !running.has(t.credential))
       .map((t) => `teams.${t.name}.credential: credential ${t.credential} is not running; a new credential needs a restart`)
+    const webhooks = next.teams.flatMap((t) => {
+      const refusal = t.webhook && webhookRefusal(t.webhook.url, hosts, platformHosts)
+      return refusal ? [`teams.${t.name}.webhook.url: ${refusal} as the gateway runs; a change of jobs.webhookHosts needs a restart`] : []
+    })
+    return [...credentials, ...webhooks]
   }
 
   #poll(): void {

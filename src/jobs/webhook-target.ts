@@ -1,6 +1,7 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns'
 import { lookup } from 'node:dns/promises'
 import { BlockList, isIP, type LookupFunction } from 'node:net'
+import { networkInterfaces } from 'node:os'
 
 /**
  * Where a team's webhook may point (docs/jobs.md, "Pushed when done"): an `http(s)` URL
@@ -61,8 +62,16 @@ export function literalOf(url: URL): string | null {
  * platform's address (`localhost` beside a platform at 127.0.0.1, a name an operator
  * did not know points there), which the host names' comparison does not see. An IPv4
  * address matches its IPv4-mapped IPv6 spelling (`::ffff:127.0.0.1`) too.
+ *
+ * A platform on this host (its address a loopback, an unspecified or an interface address
+ * of this host) is taken to be at every address of this host at its port: a listener bound
+ * to 0.0.0.0 answers at each of them, and a connection to 0.0.0.0 or `::` reaches this
+ * host's listeners, so `http://0.0.0.0:<port>` reaches a platform at 127.0.0.1:<port>. How
+ * the platform's listener is bound is not known here; each of them is refused.
  */
-export async function platformSockets(baseUrls: readonly string[], resolve: LookupAll = lookupAll): Promise<PlatformCheck> {
+export async function platformSockets(baseUrls: readonly string[], resolve: LookupAll = lookupAll, hostAddresses: readonly string[] = interfaceAddresses()): Promise<PlatformCheck> {
+  const thisHost = thisHostList(hostAddresses)
+  const onThisHost = (address: string): boolean => thisHost.check(address, isIP(address) === 6 ? 'ipv6' : 'ipv4')
   const byPort = new Map<number, BlockList>()
   const sockets: string[] = []
   for (const base of baseUrls) {
@@ -76,10 +85,31 @@ export async function platformSockets(baseUrls: readonly string[], resolve: Look
     for (const address of addresses) {
       list.addAddress(address, isIP(address) === 6 ? 'ipv6' : 'ipv4')
       sockets.push(`${address} ${portOf(url)}`)
+      if (onThisHost(address)) addThisHost(list, hostAddresses)
     }
   }
   const check = (address: string, port: number): boolean => byPort.get(port)?.check(address, isIP(address) === 6 ? 'ipv6' : 'ipv4') ?? false
   return Object.assign(check, { key: [...new Set(sockets)].sort().join(',') })
+}
+
+/** This host's interface addresses (IPv6 link-local ones without their zone). */
+function interfaceAddresses(): string[] {
+  return Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((i) => i.address.replace(/%.*$/, '')))
+}
+
+/** Every address at which a connection reaches this host: loopback, unspecified, `hostAddresses` (its interfaces). */
+function addThisHost(list: BlockList, hostAddresses: readonly string[]): void {
+  list.addSubnet('127.0.0.0', 8, 'ipv4')
+  list.addAddress('0.0.0.0', 'ipv4')
+  list.addAddress('::1', 'ipv6')
+  list.addAddress('::', 'ipv6')
+  for (const address of hostAddresses) if (isIP(address) !== 0) list.addAddress(address, isIP(address) === 6 ? 'ipv6' : 'ipv4')
+}
+
+function thisHostList(hostAddresses: readonly string[]): BlockList {
+  const list = new BlockList()
+  addThisHost(list, hostAddresses)
+  return list
 }
 
 /** Whether a socket (address, port) is the platform's; `key` names the sockets of the resolution it checks against, the same key for the same sockets. */

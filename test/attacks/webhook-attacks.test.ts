@@ -60,6 +60,19 @@ describe('webhooks aimed at what they may not reach', () => {
     expect(sandbox.requests.filter((r) => r.path === '/api/v1/campaign/banner/create')).toEqual([])
   })
 
+  it('a webhook at this host\'s other addresses (0.0.0.0, any loopback) at the platform\'s port gets no delivery when the platform is on this host: refused, final', async () => {
+    const port = new URL(sandbox.url).port
+    // The sandbox listens on 127.0.0.1; a connection to 0.0.0.0 reaches it on Linux.
+    const yaml = webhookYaml(`http://0.0.0.0:${port}/api/v1/campaign/banner/create`, ['0.0.0.0'])
+    const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.url, ADMIN_TOKEN }, yaml)))
+    const asked = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&dateFrom=2025-03-01&dateTo=2025-03-31`, { headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
+    expect(asked.status).toBe(202)
+    const listed = async () => ((await gw.admin.inject({ method: 'GET', url: '/admin/jobs', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json() as { deliveries: { state: string; attempts: number; lastError: string | null }[] }).deliveries
+    await waitFor('the delivery settled', async () => ['failed', 'delivered'].includes((await listed())[0]?.state ?? ''), 10_000, 20)
+    expect((await listed())[0]).toMatchObject({ state: 'failed', attempts: 0, lastError: expect.stringMatching(/^refused: 0\.0\.0\.0 resolves to the platform's address/) })
+    expect(sandbox.requests.filter((r) => r.path === '/api/v1/campaign/banner/create')).toEqual([])
+  })
+
   it('keeps no receiver token in Redis: a delivery\'s record holds its webhook\'s origin and path, not its query; the receiver gets the query all the same', async () => {
     const token = `tok-${randomBytes(12).toString('hex')}`
     const got: string[] = []

@@ -203,6 +203,19 @@ describe('keys without restarts', () => {
     expect(said()).toHaveLength(1)
   })
 
+  it('refuses a team\'s webhook at a host only the new file\'s jobs.webhookHosts allows: the running list holds until a restart, the running teams stay', async () => {
+    const secret = `whsec_${Buffer.from('team-reload-webhook-key-0123456789').toString('base64')}`
+    const hook = (host: string) => `    webhook: { url: "http://${host}:9/hook", secret: "${secret}" }\n`
+    const dir = configMap(`${yaml([plain(OLD)], '1h', hook('localhost'))}jobs: { webhookHosts: [localhost] }\n`)
+    const gw = await replica(dir, false)
+    dir.update(`${yaml([plain(NEW)], '1h', hook('hooks.example.org'))}jobs: { webhookHosts: [localhost, hooks.example.org] }\n`)
+    const res = await gw.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(res.statusCode).toBe(422)
+    expect(res.json<{ message: string }>().message).toMatch(/teams\.growth\.webhook\.url: hooks\.example\.org is not in jobs\.webhookHosts as the gateway runs; a change of jobs\.webhookHosts needs a restart/)
+    expect(await status(gw, OLD)).toBe(200)
+    expect(await status(gw, NEW)).toBe(401)
+  })
+
   it('answers 409 to POST /admin/reload without a CONFIG_FILE', async () => {
     const env = { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }
     const gw = await gateways.build(loadConfig({ env }), { configSource: { env } })

@@ -24,7 +24,19 @@ describe('webhook targets', () => {
     expect(isPlatform('10.0.0.7', 80)).toBe(false)
     expect(isPlatform('127.0.0.1', 8080)).toBe(true)
     expect(isPlatform('::ffff:7f00:1', 8080)).toBe(true)
-    expect(isPlatform('127.0.0.2', 8080)).toBe(false)
+    expect(isPlatform('10.0.0.9', 443)).toBe(false)
+  })
+
+  it('takes a platform on this host to be at every address of this host at its port: loopback, unspecified, its interfaces', async () => {
+    const isPlatform = await platformSockets(['http://127.0.0.1:8080'], resolve, ['192.168.5.4', 'fe80::5'])
+    for (const address of ['127.0.0.1', '127.0.0.2', '127.255.0.9', '0.0.0.0', '::ffff:0.0.0.0', '::1', '::', '192.168.5.4', 'fe80::5']) expect(isPlatform(address, 8080), address).toBe(true)
+    expect(isPlatform('0.0.0.0', 8081)).toBe(false)
+    expect(isPlatform('10.0.0.7', 8080)).toBe(false)
+    const atInterface = await platformSockets(['http://192.168.5.4:8080'], resolve, ['192.168.5.4'])
+    expect(atInterface('0.0.0.0', 8080)).toBe(true)
+    expect(atInterface('127.0.0.1', 8080)).toBe(true)
+    const elsewhere = await platformSockets(['https://platform.internal'], resolve, ['192.168.5.4'])
+    for (const address of ['127.0.0.1', '0.0.0.0', '::', '192.168.5.4']) expect(elsewhere(address, 443), address).toBe(false)
   })
 
   it('names the sockets it checks against: the same key for the same resolution in any order, another for another', async () => {
