@@ -115,9 +115,19 @@ function thisHostList(hostAddresses: readonly string[]): BlockList {
 /** Whether a socket (address, port) is the platform's; `key` names the sockets of the resolution it checks against, the same key for the same sockets. */
 export type PlatformCheck = ((address: string, port: number) => boolean) & { readonly key: string }
 
-/** Why a connection to `address` for `url` may not be made (the platform's socket); null when it may. */
+// Link-local addresses hold a cloud instance's metadata service (169.254.169.254, its
+// IPv6 fe80:: peers), whose answers are the instance's credentials: no receiver lives
+// there, and a name in the allow-list whose DNS a team controls could point at it.
+const LINK_LOCAL = new BlockList()
+LINK_LOCAL.addSubnet('169.254.0.0', 16, 'ipv4')
+LINK_LOCAL.addSubnet('fe80::', 10, 'ipv6')
+LINK_LOCAL.addSubnet('::ffff:169.254.0.0', 112, 'ipv6')
+
+/** Why a connection to `address` for `url` may not be made (the platform's socket, a link-local address); null when it may. */
 export function socketRefusal(url: URL, address: string, isPlatform: (address: string, port: number) => boolean): string | null {
-  return isPlatform(address, portOf(url)) ? `${url.hostname} resolves to the platform's address (${address}:${portOf(url)})` : null
+  if (isPlatform(address, portOf(url))) return `${url.hostname} resolves to the platform's address (${address}:${portOf(url)})`
+  const family = isIP(address) === 6 ? 'ipv6' : 'ipv4'
+  return LINK_LOCAL.check(address, family) ? `${url.hostname} resolves to a link-local address (${address}): an instance's metadata service lives there, never a receiver` : null
 }
 
 /** A connection refused because its host resolved to the platform's socket. */

@@ -59,4 +59,17 @@ describe('webhook targets', () => {
     expect(socketRefusal(elsewhere, literalOf(elsewhere) as string, isPlatform)).toBeNull()
     expect(literalOf(new URL('https://hooks.example.org/'))).toBeNull()
   })
+
+  it("refuses a link-local address (a cloud's instance metadata, never a receiver), by literal or by what a name resolves to", async () => {
+    const isPlatform = await platformSockets(['https://platform.internal'], resolve)
+    for (const [url, address] of [
+      ['http://169.254.169.254/latest/meta-data', '169.254.169.254'],
+      ['https://hooks.example.org/hook', '169.254.170.2'],
+      ['https://[fe80::1]/hook', 'fe80::1'],
+      ['https://hooks.example.org/hook', '::ffff:169.254.169.254'],
+    ] as const) {
+      expect(socketRefusal(new URL(url), address, isPlatform), url).toMatch(/resolves to a link-local address \(.+\): an instance's metadata service lives there, never a receiver/)
+    }
+    expect(socketRefusal(new URL('https://hooks.example.org/hook'), '10.0.0.9', isPlatform)).toBeNull()
+  })
 })
