@@ -300,10 +300,17 @@ export class Admission {
 
   /**
    * The part of a scoped team's scope known without a lookup: the accounts `named` names
-   * (returned), each its own, and one named where the platform reads it. 403 otherwise.
+   * (returned), each its own, and one named where the platform reads it. 403 otherwise;
+   * 400 for an account field spelled otherwise than the platform reads it.
    * Its campaigns, if it names any, are checked by checkScope.
    */
   checkAccounts(method: string, team: TeamConfig, named: NamedInCall): number[] {
+    // An account field in a spelling the gateway does not check might be the one a
+    // controller reads: only the platform's spelling is let through.
+    if (named.respelled !== null) {
+      const { field, reads } = named.respelled
+      throw new BadRequestError(`${field.slice(0, 64)}: the platform reads the account from ${reads}; send it so`)
+    }
     const accounts = assertAccounts(team, named.accounts)
     if (named.unknownRoute !== null) {
       throw new ForbiddenError(`team ${team.name} is limited to some advertisers, and the gateway does not know where ${named.unknownRoute} reads its account: ask for the route to be listed in ownership.accountRoutes`)

@@ -36,6 +36,49 @@ export interface NamedInCall {
   placeBy: string
   /** The call's path when the gateway does not know where its route reads the account; else null. */
   unknownRoute: string | null
+  /** The first key that spells an account field otherwise than the platform reads it (see `accountSpelling`); else null. */
+  respelled: Respelled | null
+}
+
+/** A key that names an account field in another spelling: `user_id`, read by the platform as `userId`. */
+export interface Respelled {
+  /** The key as the call sent it (`filter[user_id]`). */
+  field: string
+  /** The field's spelling the platform reads (`userId`). */
+  reads: string
+}
+
+// The platform documents `userId` and `advertiserId` alone; a controller may read another
+// spelling of them (Laravel apps often read `$request->user_id`), which the checks here do
+// not look at. A name that is one of them compared without case and without anything but
+// letters and digits (`user_id`, `UserId`, `advertiser-id`, `user.id`, which PHP stores as
+// `user_id`) and is not spelled as the platform reads it is such a spelling.
+const ACCOUNT_SPELLINGS = new Map([...ACCOUNT_VARIABLES].map((name) => [name.toLowerCase(), name]))
+
+/** The platform's spelling of the account field `name` spells otherwise (`user_id`: `userId`); null for any other name, and for the platform's own spelling. */
+export function accountSpelling(name: string): string | null {
+  const reads = ACCOUNT_SPELLINGS.get(name.toLowerCase().replace(/[^a-z0-9]/g, ''))
+  return reads === undefined || reads === name ? null : reads
+}
+
+/** The first of `keys` (query, form or JSON keys) naming an account field in another spelling, in its variable or a bracketed key below it. */
+function respelledIn(keys: Iterable<string>): Respelled | null {
+  for (const field of keys) {
+    for (const name of keyNames(field)) {
+      const reads = accountSpelling(name)
+      if (reads !== null) return { field, reads }
+    }
+  }
+  return null
+}
+
+// The names a key holds for PHP: its variable, and each bracketed key below it
+// (`filter[user_id][]`: `filter`, `user_id`, ``), as Laravel's nested input reads them.
+function keyNames(key: string): string[] {
+  const names = [phpVariable(key)]
+  const open = key.indexOf('[')
+  if (open !== -1) for (const match of key.slice(open).matchAll(/\[([^\]]*)\]/g)) names.push(match[1] ?? '')
+  return names
 }
 
 /** Where the gateway knows routes to read their accounts (config `ownership`), compiled. */
@@ -77,11 +120,12 @@ export function assertReportRead(team: TeamConfig, path: string): void {
  * would act on the parent account.
  */
 export function namedInCall(method: string, target: RequestTarget, body: CheckedBody | null, placements: Placements): NamedInCall {
-  const queryAccounts = fieldValues(target.params, ACCOUNT_VARIABLES)
-  const inBody: Collected = { accounts: [], campaigns: [], creativeSets: [] }
+  const queryAccounts = accountValues(target.params)
+  const inBody: Collected = { accounts: [], campaigns: [], creativeSets: [], respelled: null }
   if (body?.kind === 'json') collectJson(body.value, inBody)
   else if (body?.kind === 'form') {
-    inBody.accounts.push(...fieldValues(body.params, ACCOUNT_VARIABLES))
+    inBody.respelled = respelledIn(body.params.map(([key]) => key))
+    inBody.accounts.push(...accountValues(body.params))
     inBody.campaigns.push(...fieldValues(body.params, CAMPAIGN_VARIABLES))
     inBody.creativeSets.push(...fieldValues(body.params, CREATIVE_SET_VARIABLES))
   }
@@ -99,6 +143,7 @@ export function namedInCall(method: string, target: RequestTarget, body: Checked
     placed: known && (bodyless ? target.params.some(([name]) => fields.has(name)) : placedInBody(target.path, body, listed ?? BODY_ACCOUNT)),
     placeBy: bodyless ? `${[...fields].join(' or ')} in the query` : `${REPORT_READ.test(target.path) ? `the report's campaigns in ${REPORT_CAMPAIGNS}` : (listed ?? BODY_ACCOUNT)} at the top of the body`,
     unknownRoute: known ? null : target.path,
+    respelled: respelledIn(target.params.map(([key]) => key)) ?? inBody.respelled,
   }
 }
 
@@ -169,6 +214,14 @@ function pathCampaign(path: string, patterns: readonly RegExp[]): number | null 
   return null
 }
 
+// A query or form key names an account by its variable (`userId[]`) or by a bracketed key
+// below it (`filter[userId]`), as a nested JSON key does.
+function accountValues(params: readonly Pair[]): string[] {
+  const found: string[] = []
+  for (const [key, value] of params) if (keyNames(key).some((name) => ACCOUNT_VARIABLES.has(name))) found.push(value)
+  return found
+}
+
 function fieldValues(params: readonly Pair[], variables: ReadonlySet<string>): string[] {
   const found: string[] = []
   for (const [key, value] of params) if (variables.has(phpVariable(key))) found.push(value)
@@ -180,6 +233,7 @@ interface Collected {
   accounts: unknown[]
   campaigns: unknown[]
   creativeSets: unknown[]
+  respelled: Respelled | null
 }
 
 function collectJson(root: unknown, found: Collected): void {
@@ -190,6 +244,7 @@ function collectJson(root: unknown, found: Collected): void {
       for (const item of node) pending.push(item)
     } else if (typeof node === 'object' && node !== null) {
       for (const [key, value] of Object.entries(node)) {
+        found.respelled ??= respelledIn([key])
         const into = ACCOUNT_FIELD.test(key) ? found.accounts : CAMPAIGN_FIELD.test(key) ? found.campaigns : CREATIVE_SET_FIELD.test(key) ? found.creativeSets : null
         if (into === null) pending.push(value)
         // An empty list names no account, and Laravel reads it as blank (`filled()`, `?:`):

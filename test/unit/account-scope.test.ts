@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { assertReportRead, namedInCall, placementsOf, scopeRefusal } from '../../src/access/scope.js'
+import { accountSpelling, assertReportRead, namedInCall, placementsOf, scopeRefusal } from '../../src/access/scope.js'
 import type { TeamConfig } from '../../src/config.js'
 import { parseFormBody, parseJsonBody } from '../../src/access/request-body.js'
 import { checkTarget } from '../../src/access/request-target.js'
@@ -21,7 +21,7 @@ function named(method: string, url: string, body: ReturnType<typeof json> | null
 describe('namedInCall', () => {
   it('reads a GET or DELETE account from the query only', () => {
     expect(named('GET', '/api/v1/report/campaigns/get?advertiserId=101')).toMatchObject({ accounts: ['101'], placed: true })
-    expect(named('DELETE', '/api/v1/campaign/banner/delete/101001?userId=101')).toEqual({ accounts: ['101'], campaigns: [101001], creativeSets: [], placed: true, placeBy: 'advertiserId or userId in the query', unknownRoute: null })
+    expect(named('DELETE', '/api/v1/campaign/banner/delete/101001?userId=101')).toEqual({ accounts: ['101'], campaigns: [101001], creativeSets: [], placed: true, placeBy: 'advertiserId or userId in the query', unknownRoute: null, respelled: null })
     expect(named('DELETE', '/api/v1/campaign/banner/delete/101001').placed).toBe(false)
   })
 
@@ -71,7 +71,7 @@ describe('namedInCall', () => {
 
   it('counts campaign ids in a body as naming their owners', () => {
     const report = named('POST', '/api/v1/report/campaigns/get', json({ campaignIds: [102001, '102002'], dateFrom: '2026-01-01' }))
-    expect(report).toEqual({ accounts: [], campaigns: [102001, 102002], creativeSets: [], placed: true, placeBy: "the report's campaigns in campaignIds at the top of the body", unknownRoute: null })
+    expect(report).toEqual({ accounts: [], campaigns: [102001, 102002], creativeSets: [], placed: true, placeBy: "the report's campaigns in campaignIds at the top of the body", unknownRoute: null, respelled: null })
   })
 
   it('finds creative set ids wherever Laravel reads them: the body at any depth, a form, the query', () => {
@@ -92,6 +92,21 @@ describe('namedInCall', () => {
     expect(named('POST', '/api/v1/campaign/get', json({ userId: [101] })).accounts).toEqual([101])
   })
 
+  it('finds an account under a bracketed key of the query or a form, as under a nested JSON key', () => {
+    const form = parseFormBody(Buffer.from('userId=101&filter[userId]=102&a[b][advertiserId][]=103'), LIMITS)
+    expect(named('POST', '/api/v1/campaign/get?x[userId]=104', form).accounts).toEqual(['104', '101', '102', '103'])
+    expect(named('POST', '/api/v1/campaign/get', form).placed).toBe(true)
+    expect(named('GET', '/api/v1/report/campaigns/get?filter[advertiserId]=101').placed).toBe(false)
+  })
+
+
+  it('names the first key that spells an account field otherwise, in the query, a form or JSON at any depth', () => {
+    expect(named('GET', '/api/v1/report/campaigns/get?advertiserId=101&user_id=102').respelled).toEqual({ field: 'user_id', reads: 'userId' })
+    expect(named('POST', '/api/v1/campaign/get?filter[Advertiser-Id]=1', json({ userId: 101 })).respelled).toEqual({ field: 'filter[Advertiser-Id]', reads: 'advertiserId' })
+    expect(named('POST', '/api/v1/campaign/get', parseFormBody(Buffer.from('userId=101&user.id=102'), LIMITS)).respelled).toEqual({ field: 'user.id', reads: 'userId' })
+    expect(named('POST', '/api/v1/campaign/get', json({ userId: 101, a: [{ b: { USERID: 102 } }] })).respelled).toEqual({ field: 'USERID', reads: 'userId' })
+    expect(named('POST', '/api/v1/campaign/get', json({ userId: 101, filter: { userId: 101 }, 'advertiserId[0]': 101, userIds: 1 })).respelled).toBeNull()
+  })
   it('takes the id of a listed campaign path, and refuses other segments starting with a number', () => {
     expect(named('GET', '/api/v1/campaign/101002?userId=101').campaigns).toEqual([101002])
     expect(() => named('GET', '/api/v1/creative/55?userId=101')).toThrow(expect.objectContaining({ code: 'GW_FORBIDDEN' }))
@@ -113,6 +128,17 @@ describe('namedInCall', () => {
 
   it('refuses a campaign id that is not a positive integer', () => {
     expect(() => named('POST', '/api/v1/report/campaigns/get', json({ campaignIds: ['1 OR 1'] }))).toThrow(expect.objectContaining({ code: 'GW_BAD_REQUEST' }))
+  })
+})
+
+describe('accountSpelling', () => {
+  it('gives the platform\'s spelling of an account field spelled otherwise, ignoring case and all but letters and digits', () => {
+    for (const name of ['user_id', 'UserId', 'userid', 'USER-ID', 'user.id', 'user id', 'userId\u0000', 'user_Id']) expect(accountSpelling(name), name).toBe('userId')
+    for (const name of ['advertiser_id', 'ADVERTISERID', 'advertiser-id', 'AdvertiserID']) expect(accountSpelling(name), name).toBe('advertiserId')
+  })
+
+  it('is null for the platform\'s own spelling and for other names', () => {
+    for (const name of ['userId', 'advertiserId', 'userIds', 'parentUserId', 'campaignId', 'id', '']) expect(accountSpelling(name), name).toBeNull()
   })
 })
 
