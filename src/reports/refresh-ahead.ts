@@ -12,7 +12,9 @@
  *   (`budgetAsks`): K prices each refresh, the budget their sum.
  * - **When**: its call starts `lead` before the copy expires, `lead` the latency of its
  *   class (the report's work, reports/work-class.ts) as a high bound: mean + 4 × mean
- *   deviation (RFC 6298's retransmission timer), plus LEAD_MARGIN_MS. The new copy lands
+ *   deviation (RFC 6298's retransmission timer), plus LEAD_MARGIN_MS; the latency of the
+ *   class's refreshes ahead once one was answered (`leadLatency`: they wait behind their
+ *   team's callers' calls for a seat). The new copy lands
  *   before the old expires unless a call takes longer than that bound, and a popular
  *   report is called once per F − (lead − latency), the least that keeps it fresh. The
  *   start is read again at each ask of the copy with the class's lead then
@@ -78,6 +80,17 @@ export function learnLatency(latency: ClassLatency | undefined, ms: number): Cla
   if (latency === undefined) return { meanMs: ms, devMs: ms / 2 }
   const devMs = latency.devMs + 2 * LATENCY_GAIN * (Math.abs(ms - latency.meanMs) - latency.devMs)
   return { meanMs: latency.meanMs + LATENCY_GAIN * (ms - latency.meanMs), devMs }
+}
+
+/**
+ * The latency a class's refreshes ahead are led by: their own once one was answered, else all
+ * the class's calls'. A refresh ahead waits for a seat behind its team's callers' calls (the
+ * governor's order, platform/governor/fair-queue.ts): beside another team's burst the callers'
+ * calls are seated first and fast, the refreshes after them and slow, and all the class's calls
+ * together read the refreshes' waits as spread, four times over (docs/refresh-ahead.md, rule 2).
+ */
+export function leadLatency(refreshes: ClassLatency | undefined, calls: ClassLatency | undefined): ClassLatency | undefined {
+  return refreshes ?? calls
 }
 
 /** How long before a copy with freshness `freshMs` expires its refresh's call starts. */

@@ -21,7 +21,7 @@ import { steppedTimers } from '../perf/stepped-timers.js'
 import { systemClock, type Clock, type Timers } from '../clock.js'
 import { FailureLog } from '../observe/failure-log.js'
 import type { Trace } from '../observe/tracing.js'
-import { BUDGET_EVERY_MS, budgetAsks, demandOf, learnLatency, priorOf, refreshAheadStart, refreshLead, rescheduledStart, type AskCount, type ClassLatency, type Demand } from './refresh-ahead.js'
+import { BUDGET_EVERY_MS, budgetAsks, demandOf, leadLatency, learnLatency, priorOf, refreshAheadStart, refreshLead, rescheduledStart, type AskCount, type ClassLatency, type Demand } from './refresh-ahead.js'
 import { workClass } from './work-class.js'
 import { CallTurns } from './call-turns.js'
 
@@ -171,6 +171,8 @@ export class ReportCache {
   readonly #watches: LRUCache<string, Watch>
   // The latency of each work class's platform calls, the wait for a seat included: when a refresh ahead starts.
   readonly #latencies = new LRUCache<string, ClassLatency>({ max: LATENCY_CLASSES })
+  // The same of each class's refreshes ahead alone: they wait for a seat behind their team's callers' calls (`leadLatency`).
+  readonly #aheadLatencies = new LRUCache<string, ClassLatency>({ max: LATENCY_CLASSES })
   readonly #failures: FailureLog
   /** Per team, the fewest asks in one freshness that qualify its reports for refresh ahead within its budget, and when they were worked out. */
   #budget = { at: -Infinity, asks: new Map<string, number>() }
@@ -406,7 +408,7 @@ export class ReportCache {
     watch.asks += 1
     if (filled) watch.filled += 1
     if (watch.running) return
-    const lead = refreshLead(this.#latencies.get(watch.work), entry.freshUntil - entry.fetchedAt)
+    const lead = refreshLead(this.#leadLatency(watch.work), entry.freshUntil - entry.fetchedAt)
     // A scheduled refresh's start is read again with its class's lead now: a burst's seat waits learned since move it earlier.
     const start = watch.timer === null ? refreshAheadStart(entry, watch, lead, now, this.#budgetAsks(watch.team, now)) : rescheduledStart(entry, watch.dueAt, lead)
     if (start === null) return
@@ -430,7 +432,7 @@ export class ReportCache {
       const byTeam = new Map<string, Demand[]>()
       for (const w of this.#watches.values()) {
         const demands = byTeam.get(w.team) ?? byTeam.set(w.team, []).get(w.team)!
-        demands.push(demandOf(w, w, this.#latencies.get(w.work), now))
+        demands.push(demandOf(w, w, this.#leadLatency(w.work), now))
       }
       this.#budget = { at: now, asks: new Map([...byTeam].map(([name, demands]) => [name, budgetAsks(demands)])) }
     }
@@ -616,6 +618,11 @@ export class ReportCache {
     return fetchReport(this.#d.client, provider, report, { ...origin, spent }, deps).then((result: FillResult) => this.#called(result, report, origin, spent.ms, end))
   }
 
+  /** The latency `work`'s refreshes ahead are led by (reports/refresh-ahead.ts `leadLatency`). */
+  #leadLatency(work: string): ClassLatency | undefined {
+    return leadLatency(this.#aheadLatencies.get(work), this.#latencies.get(work))
+  }
+
   /** Counts a report call's answer (`spentMs` of platform time) for the team of `origin`: usage, metrics, the entry's filler and its work class's latency. */
   #called(result: FillResult, report: CanonicalReport, origin: Origin, spentMs: number, end: (labels: { status: string }) => number): FillResult {
     const { config, metrics } = this.#d
@@ -636,6 +643,7 @@ export class ReportCache {
     if (result.kind === 'entry' && config.cache.refreshAhead) {
       const work = workClass(report)
       this.#latencies.set(work, learnLatency(this.#latencies.get(work), result.upstreamMs))
+      if (origin.background) this.#aheadLatencies.set(work, learnLatency(this.#aheadLatencies.get(work), result.upstreamMs))
     }
     metrics.platformCalls.inc({ outcome })
     if (result.kind === 'failed' && result.unusable) {

@@ -538,6 +538,39 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     await waitFor('its platform call', () => reportCalls() === 3)
   })
 
+  it("leads a class's refreshes ahead by their own latency once one was answered, not by its callers' faster calls: a refresh waits for a seat behind them", async () => {
+    const yaml = YAML.replace('refreshAhead: 0', 'refreshAhead: true').replace('  timeout: 800ms', '  timeout: 5s')
+    const ahead = await gateways.build(testConfig(env(), yaml), { clock: onRealTimers(clock.now), timers: clock.timers })
+    const ask = (query = CANONICAL) => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${query}`, headers: { 'x-api-key': KEYS.all } })
+    const started = async (n: number) => (await ahead.admin.inject({ method: 'GET', url: '/metrics' })).body.includes(`gateway_cache_refresh_ahead_total{outcome="started"} ${n}`)
+    expect((await ask()).headers['x-cache']).toBe('MISS')
+    clock.advance(10_000)
+    await askPopular(ask, (ms) => clock.advance(ms), 'HIT')
+    // The first refresh ahead takes 1 s or more (its wait for a seat included): the refreshes' lead is at least 1000 + 4 × 500 + 20 ms.
+    sandbox.setLatency(1000)
+    clock.advance(FRESH_S * 1000 - 10_000 - BUDGET_EVERY_MS - 1)
+    await waitFor('the first refresh ahead', () => started(1))
+    await waitFor('its platform call', () => reportCalls() === 2)
+    sandbox.setLatency(0)
+    await waitFor('its copy', async () => (await ask()).headers.age === '0')
+    // Then the class's callers' calls answer at once: the class's lead over all its calls falls under 200 ms.
+    // Each report asked again (its copy's own ask): reports the budget weighs, within which a 3 s lead fits.
+    for (let week = 1; week <= 30; week++) {
+      const day = (n: number) => new Date(Date.UTC(2025, 0, 7 * week + n)).toISOString().slice(0, 10)
+      const query = `advertiserId=101&byDate=1&dateFrom=${day(0)}&dateTo=${day(6)}`
+      expect((await ask(query)).headers['x-cache']).toBe('MISS')
+      expect((await ask(query)).headers['x-cache']).toBe('HIT')
+    }
+    // A report of another class asked the floor's K times: the budget's threshold, under the popular report's rate at its start.
+    const quarter = 'advertiserId=101&byDate=1&dateFrom=2025-01-01&dateTo=2025-03-31'
+    for (const status of ['MISS', 'HIT', 'HIT']) expect((await ask(quarter)).headers['x-cache']).toBe(status)
+    clock.advance(10_000)
+    await askPopular(ask, (ms) => clock.advance(ms), 'HIT')
+    // 2 s before the new copy expires, its refresh has started: the refreshes' lead, not the callers'.
+    clock.advance(FRESH_S * 1000 - 10_000 - BUDGET_EVERY_MS - 2000)
+    await waitFor('the second refresh ahead, 2 s before expiry', () => started(2))
+  })
+
   it('starts the refresh ahead at once on the ask that makes it popular enough when it is due', async () => {
     const ahead = await gateways.build(testConfig(env(), YAML.replace('refreshAhead: 0', 'refreshAhead: true')), { clock: onRealTimers(clock.now), timers: clock.timers })
     const ask = () => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${CANONICAL}`, headers: { 'x-api-key': KEYS.all } })

@@ -1,4 +1,5 @@
-import { ASKS_DECAY, BUDGET_EVERY_MS, REFRESH_AHEAD_ASKS, REFRESH_AHEAD_BUDGET, budgetAsks, demandOf, learnLatency, priorOf, refreshAheadStart, refreshLead, rescheduledStart, type ClassLatency } from '../../src/reports/refresh-ahead.js'
+import { ASKS_DECAY, BUDGET_EVERY_MS, REFRESH_AHEAD_ASKS, REFRESH_AHEAD_BUDGET, budgetAsks, demandOf, leadLatency, learnLatency, priorOf, refreshAheadStart, refreshLead, rescheduledStart, type ClassLatency } from '../../src/reports/refresh-ahead.js'
+import { FairQueue, type Priority, type Queued } from '../../src/platform/governor/fair-queue.js'
 import { Random } from './random.js'
 
 /**
@@ -44,6 +45,10 @@ export function drawShape(seed: number): Shape {
  * `seatChance`, for an exponential time of mean `seatMs`; a CPU turn, up to `turnMs`). The
  * wait is the gateway's, not the platform's: the call lands later, and the class's latency
  * learns it (as `ReportCache` learns the wait for a seat), the platform's time the same.
+ * A seat freed for the dashboard goes to its most pressing waiting call, in the governor's
+ * order (platform/governor/fair-queue.ts): a caller's miss (or a call a caller joined) first,
+ * then the refreshes ahead by urgency, then a stale read's refresh; a refresh ahead waits
+ * behind the team's own callers' calls.
  */
 export interface Burst {
   fromMs: number
@@ -132,7 +137,17 @@ class Heap<T extends { at: number; seq: number }> {
 }
 const before = (x: { at: number; seq: number }, y: { at: number; seq: number }): boolean => x.at < y.at || (x.at === y.at && x.seq < y.seq)
 
-type Event = { at: number; seq: number } & ({ kind: 'ask'; report: number } | { kind: 'land'; report: number; startedAt: number } | { kind: 'due'; report: number; watch: Watch })
+type Event = { at: number; seq: number } & ({ kind: 'ask'; report: number } | { kind: 'land'; report: number; startedAt: number; priority: Priority } | { kind: 'due'; report: number; watch: Watch } | { kind: 'seat' })
+
+/** The dashboard's team: every call of the simulation is its. */
+const TEAM = 'dashboard'
+
+/** A call waiting for a seat: its report, when it was made, and how long it takes once seated (a CPU turn and the platform's time). */
+interface SeatWaiter extends Queued {
+  report: number
+  startedAt: number
+  restMs: number
+}
 
 interface Watch {
   fetchedAt: number
@@ -171,22 +186,43 @@ function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boole
   const watches = new Map<number, Watch>()
   const waiting = new Array<number>(shape.reports).fill(0)
   let classLatency: ClassLatency | undefined
+  let aheadLatency: ClassLatency | undefined
   let leadMs = 0
   let seq = 0
+  let now = 0
+  const seats = new FairQueue<SeatWaiter>()
   const events = new Heap<Event>()
   const counted = (t: number) => t >= warmupMs
   // A call is counted while the asks last: the refreshes scheduled for copies asked before the end start after it, for nobody.
   const countedCall = (t: number) => counted(t) && t < endMs
   const inBurst = (t: number) => burst !== undefined && t >= burst.fromMs && t < burst.toMs
-  const waitMs = (t: number): number => {
-    if (!inBurst(t)) return 0
-    const seat = waits.chance(burst!.seatChance) ? -Math.log(1 - waits.next()) * burst!.seatMs : 0
-    return seat + waits.uniform(0, burst!.turnMs)
+  // ReportCache.#urgency: asks a second since the copy was fetched, more the sooner it expires.
+  const urgency = (report: number) => (): number => {
+    const w = watches.get(report)
+    if (w === undefined) return 0
+    const rate = w.asks / Math.max(1, (now - w.fetchedAt) / 1000)
+    return rate / (1 + Math.max(0, (w.freshUntil - now) / 1000))
   }
-  const call = (report: number, t: number) => {
+  // The call waits for a seat (a seat's wait drawn, 0: none) then a CPU turn: the seat freed at the drawn time goes to the most pressing waiting call.
+  const call = (report: number, t: number, priority: Priority) => {
     flights.add(report)
     if (countedCall(t)) tally.calls += 1
-    events.push({ at: t + waitMs(t) + shape.latencyMs * latency.spread(shape.spread), seq: seq++, kind: 'land', report, startedAt: t })
+    const seatMs = inBurst(t) && waits.chance(burst!.seatChance) ? -Math.log(1 - waits.next()) * burst!.seatMs : 0
+    const turnMs = inBurst(t) ? waits.uniform(0, burst!.turnMs) : 0
+    const restMs = turnMs + shape.latencyMs * latency.spread(shape.spread)
+    if (seatMs === 0) {
+      events.push({ at: t + restMs, seq: seq++, kind: 'land', report, startedAt: t, priority })
+      return
+    }
+    seats.push({ team: TEAM, priority, seq: seq++, report, startedAt: t, restMs, ...(priority === 'ahead' ? { urgency: urgency(report) } : {}) })
+    events.push({ at: t + seatMs, seq: seq++, kind: 'seat' })
+  }
+  // A caller's miss joins the call of its report under way: a call still waiting for a seat waits at the caller's priority (CallerGroup).
+  const joined = (report: number) => {
+    const w = seats.all().find((x) => x.report === report)
+    if (w === undefined || w.priority === 'caller') return
+    seats.remove(w)
+    seats.push({ team: TEAM, priority: 'caller', seq: w.seq, report, startedAt: w.startedAt, restMs: w.restMs })
   }
   const answered = (report: number, t: number, stale: boolean) => {
     if (!counted(t)) return
@@ -208,7 +244,7 @@ function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boole
     w.asks += 1
     if (filled) w.filled += 1
     if (w.running) return
-    const lead = refreshLead(classLatency, copy.freshUntil - copy.fetchedAt)
+    const lead = refreshLead(leadLatency(aheadLatency, classLatency), copy.freshUntil - copy.fetchedAt)
     // A scheduled refresh's start is read again with the class's lead now (ReportCache.#asked).
     const start = w.dueAt === null ? refreshAheadStart(copy, w, lead, t, minAsksAt(t)) : rescheduledStart(copy, w.dueAt, lead)
     if (start === null) return
@@ -220,7 +256,7 @@ function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boole
   const minAsksAt = (t: number): number => {
     if (rule.budget === undefined) return rule.minAsks ?? REFRESH_AHEAD_ASKS
     if (t - threshold.at >= BUDGET_EVERY_MS) {
-      const demands = [...watches.values()].map((w) => demandOf(w, w, classLatency, t))
+      const demands = [...watches.values()].map((w) => demandOf(w, w, leadLatency(aheadLatency, classLatency), t))
       threshold = { at: t, asks: budgetAsks(demands, rule.budget, rule.minAsks) }
     }
     return threshold.asks
@@ -238,18 +274,26 @@ function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boole
       } else if (copy && t < copy.freshUntil + shape.freshMs) {
         // Served stale (staleWhileRevalidate as long as the freshness), one refresh behind it.
         answered(report, t, true)
-        if (!flights.has(report)) call(report, t)
+        if (!flights.has(report)) call(report, t, 'swr')
       } else {
         waiting[report]! += 1
-        if (!flights.has(report)) call(report, t)
+        if (!flights.has(report)) call(report, t, 'caller')
+        else joined(report)
       }
       continue
     }
     if (events.size === 0) break
     const e = events.pop()
-    if (e.kind === 'land') {
+    now = e.at
+    if (e.kind === 'seat') {
+      const w = seats.pressing(TEAM)!
+      seats.remove(w)
+      events.push({ at: e.at + w.restMs, seq: seq++, kind: 'land', report: w.report, startedAt: w.startedAt, priority: w.priority })
+    } else if (e.kind === 'land') {
       flights.delete(e.report)
       classLatency = learnLatency(classLatency, e.at - e.startedAt)
+      // ReportCache.#called: a refresh ahead's answer teaches its refreshes' latency too.
+      if (e.priority === 'ahead') aheadLatency = learnLatency(aheadLatency, e.at - e.startedAt)
       const copy = { fetchedAt: e.at, freshUntil: e.at + shape.freshMs }
       copies[e.report] = copy
       // The callers that waited for it are answered with it, each an ask of the copy its fill answered.
@@ -263,7 +307,7 @@ function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boole
       e.watch.dueAt = null
       if (watches.get(e.report) !== e.watch || flights.has(e.report)) continue
       e.watch.running = true
-      call(e.report, e.at)
+      call(e.report, e.at, 'ahead')
     }
   }
   return { tally, leadMs }

@@ -53,23 +53,38 @@ function broken(run: Run, calm = run, burst?: Burst): string[] {
   return out
 }
 
+/** What the shapes of `shapeSeeds` break, alone and beside their burst, in words (none: []). */
+function failuresOf(shapeSeeds: readonly number[]): string[] {
+  const failures: string[] = []
+  for (const seed of shapeSeeds) {
+    const shape = drawShape(seed)
+    const burst = drawBurst(shape)
+    const run = simulate(shape)
+    const busy = simulate(shape, MODEL, undefined, burst)
+    const clear = clearOf(run)
+    const words = `seed ${seed}: ${shape.reports} reports, ${shape.rate.toFixed(0)} asks/s, Zipf ${shape.zipf.toFixed(2)}, freshness ${shape.freshMs} ms, platform ${shape.latencyMs} ms (σ ${shape.spread.toFixed(2)}), lead ${run.leadMs.toFixed(0)} ms`
+    if (only !== null) {
+      console.log(`${words}\n  calls ${run.ahead.calls} (without refresh ahead ${run.swr.calls}), past freshness ${sum(run.ahead.stale, () => true)} (${sum(run.swr.stale, () => true)}) of ${sum(run.ahead.answers, () => true)}`)
+      console.log(`  beside a burst: calls ${busy.ahead.calls} (${busy.swr.calls}), the clear reports past freshness while it lasts ${sum(busy.ahead.burstStale, clear)} of ${sum(busy.ahead.burstAnswers, clear)}`)
+    }
+    const seats = `beside a burst (seats ${(burst.seatChance * 100).toFixed(0)} % of calls for ${burst.seatMs.toFixed(0)} ms, turns to ${burst.turnMs.toFixed(0)} ms)`
+    for (const w of [...broken(run), ...broken(busy, run, burst).map((w) => `${seats}: ${w}`)]) failures.push(`${words}: ${w} (replay: SIM_SEED=${seed} npx vitest run test/sim/refresh-ahead.test.ts)`)
+  }
+  return failures
+}
+
 describe('refresh ahead on random dashboard traces', () => {
   it(only === null ? `keeps popular reports fresh at the model's price, alone and beside another team's burst, over ${runs} seeded trace shapes` : `keeps every guarantee in trace shape ${only}`, () => {
-    const failures: string[] = []
-    for (const seed of seeds) {
-      const shape = drawShape(seed)
-      const burst = drawBurst(shape)
-      const run = simulate(shape)
-      const busy = simulate(shape, MODEL, undefined, burst)
-      const clear = clearOf(run)
-      const words = `seed ${seed}: ${shape.reports} reports, ${shape.rate.toFixed(0)} asks/s, Zipf ${shape.zipf.toFixed(2)}, freshness ${shape.freshMs} ms, platform ${shape.latencyMs} ms (σ ${shape.spread.toFixed(2)}), lead ${run.leadMs.toFixed(0)} ms`
-      if (only !== null) {
-        console.log(`${words}\n  calls ${run.ahead.calls} (without refresh ahead ${run.swr.calls}), past freshness ${sum(run.ahead.stale, () => true)} (${sum(run.swr.stale, () => true)}) of ${sum(run.ahead.answers, () => true)}`)
-        console.log(`  beside a burst: calls ${busy.ahead.calls} (${busy.swr.calls}), the clear reports past freshness while it lasts ${sum(busy.ahead.burstStale, clear)} of ${sum(busy.ahead.burstAnswers, clear)}`)
-      }
-      const seats = `beside a burst (seats ${(burst.seatChance * 100).toFixed(0)} % of calls for ${burst.seatMs.toFixed(0)} ms, turns to ${burst.turnMs.toFixed(0)} ms)`
-      for (const w of [...broken(run), ...broken(busy, run, burst).map((w) => `${seats}: ${w}`)]) failures.push(`${words}: ${w} (replay: SIM_SEED=${seed} npx vitest run test/sim/refresh-ahead.test.ts)`)
-    }
+    const failures = failuresOf(seeds)
     expect(failures, failures.join('\n')).toEqual([])
   }, 120_000)
+
+  // Long seat waits for half the calls or more: the callers' calls seated first answer fast, the
+  // refreshes ahead after them slowly; a lead read from all the class's calls reads those waits
+  // as spread and starts the refreshes early, 1.21 and 1.26 times the calls of a
+  // stale-while-revalidate cache (docs/decisions/refresh-ahead-model.md, 2026-11-29).
+  it.skipIf(only !== null)("keeps the price where a refresh ahead waits for a seat behind its team's callers' calls", () => {
+    const failures = failuresOf([276, 500])
+    expect(failures, failures.join('\n')).toEqual([])
+  })
 })

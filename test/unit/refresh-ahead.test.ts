@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { ASKS_DECAY, LATENCY_GAIN, LEAD_MARGIN_MS, REFRESH_AHEAD_ASKS, REFRESH_AHEAD_BUDGET, UNKNOWN_LEAD_SHARE, aheadCalls, budgetAsks, demandOf, expectedAsks, learnLatency, priorOf, refreshAheadStart, refreshLead, rescheduledStart, revalidateCalls, type Demand } from '../../src/reports/refresh-ahead.js'
+import { ASKS_DECAY, LATENCY_GAIN, LEAD_MARGIN_MS, REFRESH_AHEAD_ASKS, REFRESH_AHEAD_BUDGET, UNKNOWN_LEAD_SHARE, aheadCalls, budgetAsks, demandOf, expectedAsks, leadLatency, learnLatency, priorOf, refreshAheadStart, refreshLead, rescheduledStart, revalidateCalls, type Demand } from '../../src/reports/refresh-ahead.js'
 
 // When a copy is refreshed ahead (docs/refresh-ahead.md): whether, when, and the rate it is read from.
 
@@ -33,6 +33,21 @@ describe('learnLatency and refreshLead', () => {
     }
     expect(refreshLead(steady, 4000)).toBeLessThan(400 + LEAD_MARGIN_MS + 1)
     expect(refreshLead(spread, 4000)).toBeGreaterThan(600 + LEAD_MARGIN_MS)
+  })
+
+  it("leads by the refreshes' own latency once one was answered: a refresh waits for a seat behind its team's callers' calls, whose fast answers would read its long wait as spread", () => {
+    let calls
+    let refreshes
+    for (let i = 0; i < 200; i++) {
+      // A burst: a caller's call takes a seat first (100 ms), a refresh ahead after them (900 ms).
+      calls = learnLatency(calls, i % 4 === 3 ? 900 : 100)
+      if (i % 4 === 3) refreshes = learnLatency(refreshes, 900)
+    }
+    expect(leadLatency(refreshes, calls)).toBe(refreshes)
+    expect(refreshLead(leadLatency(refreshes, calls), 10_000)).toBeLessThan(900 + LEAD_MARGIN_MS + 1)
+    expect(refreshLead(calls, 10_000)).toBeGreaterThan(900 + LEAD_MARGIN_MS)
+    // No refresh of the class answered yet: all its calls'.
+    expect(leadLatency(undefined, calls)).toBe(calls)
   })
 })
 
