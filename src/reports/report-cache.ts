@@ -109,6 +109,8 @@ interface Watch extends AskCount {
   /** The scheduled refresh, or null, and when it is due (epoch ms). */
   timer: unknown
   dueAt: number
+  /** The class latencies' version (`#latencyVersion`) that start was last read with. */
+  leadRead: number
   /** A refresh of this copy is under way, or done: later asks start none. */
   running: boolean
   report: CanonicalReport
@@ -173,6 +175,8 @@ export class ReportCache {
   readonly #latencies = new LRUCache<string, ClassLatency>({ max: LATENCY_CLASSES })
   // The same of each class's refreshes ahead alone: they wait for a seat behind their team's callers' calls (`leadLatency`).
   readonly #aheadLatencies = new LRUCache<string, ClassLatency>({ max: LATENCY_CLASSES })
+  // Counts the latencies learned: a scheduled refresh's start, read with the same count, reads the same (an L1 hit skips it).
+  #latencyVersion = 0
   readonly #failures: FailureLog
   /** Per team, the fewest asks in one freshness that qualify its reports for refresh ahead within its budget, and when they were worked out. */
   #budget = { at: -Infinity, asks: new Map<string, number>() }
@@ -402,12 +406,13 @@ export class ReportCache {
       if (watch && watch.fetchedAt > entry.fetchedAt) return
       // The copies before count over the parts of their freshness they were served in, the older less.
       const prior = priorOf(watch, entry.fetchedAt)
-      watch = { fetchedAt: entry.fetchedAt, freshUntil: entry.freshUntil, asks: 0, filled: 0, ...prior, timer: null, dueAt: 0, report, work: watch?.work ?? workClass(report), running: false, provider: typeof provider === 'string' ? this.#d.tokens.get(provider) : provider, team }
+      watch = { fetchedAt: entry.fetchedAt, freshUntil: entry.freshUntil, asks: 0, filled: 0, ...prior, timer: null, dueAt: 0, leadRead: -1, report, work: watch?.work ?? workClass(report), running: false, provider: typeof provider === 'string' ? this.#d.tokens.get(provider) : provider, team }
       this.#watches.set(key, watch)
     }
     watch.asks += 1
     if (filled) watch.filled += 1
-    if (watch.running) return
+    if (watch.running || (watch.timer !== null && watch.leadRead === this.#latencyVersion)) return
+    watch.leadRead = this.#latencyVersion
     const lead = refreshLead(this.#leadLatency(watch.work), entry.freshUntil - entry.fetchedAt)
     // A scheduled refresh's start is read again with its class's lead now: a burst's seat waits learned since move it earlier.
     const start = watch.timer === null ? refreshAheadStart(entry, watch, lead, now, this.#budgetAsks(watch.team, now)) : rescheduledStart(entry, watch.dueAt, lead)
@@ -644,6 +649,7 @@ export class ReportCache {
       const work = workClass(report)
       this.#latencies.set(work, learnLatency(this.#latencies.get(work), result.upstreamMs))
       if (origin.background) this.#aheadLatencies.set(work, learnLatency(this.#aheadLatencies.get(work), result.upstreamMs))
+      this.#latencyVersion += 1
     }
     metrics.platformCalls.inc({ outcome })
     if (result.kind === 'failed' && result.unusable) {
