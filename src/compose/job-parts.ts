@@ -91,7 +91,7 @@ export function jobParts(
     clock,
     purged: (copy, key) => o.reports.purged(copy, key),
     expectedSeconds: (credential, team, report) => {
-      const ms = governors.expectedMs(credential, team, workClass(report), clock.now())
+      const ms = governors.ownExpectedMs(credential, team, workClass(report), clock.now())
       return ms === null ? null : Math.round(ms) / 1000
     },
   })

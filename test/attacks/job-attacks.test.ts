@@ -198,6 +198,20 @@ describe('report jobs attacked', () => {
     const second = await ask('advertiserId=101&dateFrom=2023-04-01&dateTo=2023-04-28', KEYS.growth)
     expect(order(second) - order(first)).toBe(1)
   })
+
+  it('a job\'s expectedSeconds tells a team nothing of another team\'s calls: null until a call of its kind of the team\'s own has ended', async () => {
+    // Ten days by campaign: a kind no other test of this file asks.
+    const shape = (month: string, advertiser: number) => `advertiserId=${advertiser}&byCampaign=1&dateFrom=2022-${month}-01&dateTo=2022-${month}-10`
+    const expected = async (id: string, key: string) => ((await (await get(`/api/v1/jobs/${id}?wait=30`, key)).json()) as { state: string; expectedSeconds: number | null })
+    // Another team's call of that kind, on another advertiser, ends.
+    expect(await expected(await ask(shape('06', 102), KEYS.all), KEYS.all)).toMatchObject({ state: 'done' })
+    // The writer (advertiser 101 alone) asks the same kind: the gateway knows nothing of the writer's own calls of it.
+    const first = await ask(shape('07', 101), KEYS.writer)
+    expect(await expected(first, KEYS.writer)).toMatchObject({ state: 'done', expectedSeconds: null })
+    // Once its own call of that kind ended, the writer's next job of it has an estimate.
+    const second = await ask(shape('08', 101), KEYS.writer)
+    expect((await expected(second, KEYS.writer)).expectedSeconds).toEqual(expect.any(Number))
+  })
 })
 
 describe('report jobs while Redis is down', () => {

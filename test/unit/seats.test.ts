@@ -200,6 +200,21 @@ describe('deadline first', () => {
     expect(order).toEqual(['a', 'a'])
   })
 
+  it('says what calls of the kind take only from the team\'s own: a refusal by another team\'s answers names no figure of theirs', async () => {
+    const clock = fakeClock()
+    const { s, work, order } = seats(clock, { limit: 1, queueTimeoutMs: 10_000 })
+    work.answered('a', 'year', 4200)
+    const atOnce = call(s, order, 'b', { workClass: 'year', deadline: clock.now() + 999 })
+    call(s, order, 'a')
+    const queued = call(s, order, 'b', { workClass: 'year', deadline: clock.now() + 6000 })
+    clock.advance(1800)
+    await settle()
+    for (const refused of [atOnce, queued]) {
+      expect(refused.error).toMatchObject({ code: 'GW_UPSTREAM_TIMEOUT' })
+      expect(refused.error?.message).toBe('not sent to the platform: calls of its kind take longer than its deadline leaves')
+    }
+  })
+
   it('drops a background call that cannot end before its deadline quietly', async () => {
     const clock = fakeClock()
     const { s, work, refused, order } = seats(clock)

@@ -35,6 +35,22 @@ describe('WorkEstimates', () => {
     expect(w.expectedMs('a', 'week', NOW)).toBeNull()
   })
 
+  it('tells a team its own answers and cuts alone (ownMs): never another team\'s, nor a cut of a kind it had no answer of', () => {
+    const w = new WorkEstimates()
+    w.answered('a', 'year', 4000)
+    w.cut('a', 'month', 1000, NOW)
+    // b's calls are scheduled by a's answers (expectedMs), but b is told nothing of them.
+    expect(w.expectedMs('b', 'year', NOW)).toBe(4000)
+    expect(w.ownMs('b', 'year', NOW)).toBeNull()
+    expect(w.ownMs('b', 'month', NOW)).toBeNull()
+    // a's cut of a kind it had no answer of is no estimate it is told either.
+    expect(w.ownMs('a', 'month', NOW)).toBeNull()
+    w.answered('b', 'year', 100)
+    w.cut('a', 'year', 8000, NOW)
+    expect(w.ownMs('b', 'year', NOW)).toBe(100)
+    expect(w.ownMs('a', 'year', NOW)).toBe(CUT_GROWTH * 8000)
+  })
+
   it('takes a kind cut by its deadline to take CUT_GROWTH times what it ran, for CUT_MEMORY_MS, then its answers\' estimate again', () => {
     const w = new WorkEstimates()
     w.answered('a', 'year', 1000)

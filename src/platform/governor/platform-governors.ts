@@ -72,8 +72,8 @@ export class PlatformGovernors {
     }
   }
 
-  /** How long a call of `workClass` by `team` is expected to hold its seat at `now` (ms); null: not known yet. */
-  expectedMs(credential: string, team: string, workClass: string, now: number): number | null { return this.#governors.get(credential)?.work.expectedMs(team, workClass, now) ?? null }
+  /** How long a call of `workClass` by `team` is expected to hold its seat at `now` (ms), by `team`'s own answers alone (what the team may be told); null: none of them yet. */
+  ownExpectedMs(credential: string, team: string, workClass: string, now: number): number | null { return this.#governors.get(credential)?.work.ownMs(team, workClass, now) ?? null }
   /** The call that tests a credential pause: the probe call with the credential's token, through the pause. */
   probeWith(prober: (credential: string) => Promise<unknown>): void { this.#pauses.probeWith(prober) }
 

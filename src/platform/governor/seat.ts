@@ -74,7 +74,12 @@ export function learnFrom(work: WorkEstimates, team: string, workClass: string, 
   return 'ok'
 }
 
-/** Why a call that cannot end before its deadline is not sent. */
-export function tooLate(expected: number | null, leftMs: number): string {
-  return `calls of its kind take about ${Math.round((expected ?? 0) / 100) / 10} s at the platform and its deadline leaves ${Math.max(0, Math.round(leftMs / 100) / 10)} s`
+/**
+ * Why a call that cannot end before its deadline is not sent: `ownMs`, what the team's own calls of its kind take
+ * (WorkEstimates.ownMs), is named with the time its deadline leaves; a refusal on other teams' answers alone names
+ * neither (a queued call's time left, at its refusal, is what their calls take).
+ */
+export function tooLate(ownMs: number | null, leftMs: number): string {
+  if (ownMs === null) return 'calls of its kind take longer than its deadline leaves'
+  return `calls of its kind take about ${Math.round(ownMs / 100) / 10} s at the platform and its deadline leaves ${Math.max(0, Math.round(leftMs / 100) / 10)} s`
 }

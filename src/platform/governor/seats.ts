@@ -139,7 +139,7 @@ export class CredentialSeats {
     let sendBy = req.deadline - (expected ?? 0)
     if (sendBy <= now) {
       // Sent all the same now and then, to see whether its kind still needs that long.
-      if (!this.#o.work.trial(team, req.workClass, now)) return Promise.reject(this.#refuse('deadline', tooLate(expected, req.deadline - now), priority))
+      if (!this.#o.work.trial(team, req.workClass, now)) return Promise.reject(this.#refuse('deadline', tooLate(this.#o.work.ownMs(team, req.workClass, now), req.deadline - now), priority))
       sendBy = req.deadline
     }
     const expiresAt = Math.min(now + this.#o.queueTimeoutMs, sendBy)
@@ -154,7 +154,7 @@ export class CredentialSeats {
     const seq = this.#seq++
     return new Promise<Seat>((resolve, reject) => {
       const waiter = new QueuedCall(team, priority, seq, req.workClass, req.urgency, expiresAt, resolve, reject, signal, this.#aborted)
-      waiter.timer = this.#expiry(waiter, expiresAt - now, expiresAt === sendBy, expected, req.deadline)
+      waiter.timer = this.#expiry(waiter, expiresAt - now, expiresAt === sendBy, req.deadline)
       signal?.addEventListener('abort', waiter.onAbort, { once: true })
       this.#chargeElsewhere()
       // A team that starts waiting again saved no credit while it did not.
@@ -297,9 +297,9 @@ export class CredentialSeats {
   }
 
   /** A queued call's timer (made apart from `ask`, it keeps the call alone): the deadline rule's refusal (`byDeadline`), else the queue's timeout. */
-  #expiry(call: QueuedCall, ms: number, byDeadline: boolean, expected: number | null, deadline: number): Timer {
+  #expiry(call: QueuedCall, ms: number, byDeadline: boolean, deadline: number): Timer {
     return this.#timer(() => this.#drop(call, byDeadline
-      ? this.#refuse('deadline', tooLate(expected, deadline - this.#clock.now()), call.priority)
+      ? this.#refuse('deadline', tooLate(this.#o.work.ownMs(call.team, call.workClass, this.#clock.now()), deadline - this.#clock.now()), call.priority)
       : this.#refuse('queue_timeout', `no platform seat of credential ${this.credential} within ${ms} ms`, call.priority)), ms)
   }
 

@@ -23,6 +23,17 @@ export class WorkEstimates {
     return ms === null ? (cut > 0 ? cut : null) : Math.max(ms, cut)
   }
 
+  /**
+   * The seat-time (ms) `team`'s own answers of `work` lead it to expect at `now`, at least what a cut of its own
+   * said; null while none of its calls of that work has ended. What a team is told (a job's `expectedSeconds`):
+   * another team's answers and cuts would tell it which work the others ask and how long their calls take.
+   */
+  ownMs(team: string, work: string, now: number): number | null {
+    const own = this.#own.get(kindOf(team, work))
+    const ms = own?.ms ?? null
+    return ms === null ? null : Math.max(ms, cutOf(own, now))
+  }
+
   /** The time a call of `work` by `team` needs (ms), to be sent at all: what its kind's answers took, else what a cut said; null when unknown. */
   neededMs(team: string, work: string, now: number): number | null {
     const e = this.#own.get(kindOf(team, work))
