@@ -83,7 +83,7 @@ export interface Job extends Leased {
   askedAt: number
   startedAt: number | null
   endedAt: number | null
-  /** Platform-seconds a call of its kind takes, as the governor expects when the job was asked; null: not yet known. */
+  /** Platform-seconds a call of its kind takes, learned from the team's own calls of its kind when the job was asked; null: none had ended. */
   expectedSeconds: number | null
   /** Platform-seconds its own call took: 0 when a copy or another call answered it. */
   tookSeconds: number | null

@@ -982,7 +982,7 @@ export interface components {
             endedAt: string | null;
             /** @description Among its team's queued jobs (1: next); null unless queued. */
             placeInQueue: number | null;
-            /** @description Platform-seconds a call of its kind takes for the team, as the governor expects; null: not known yet. */
+            /** @description Platform-seconds a call of its kind takes for the team, learned from its own calls of that kind only; null: none of them has ended yet. */
             expectedSeconds: number | null;
             /** @description Platform-seconds (seat-time) of the call its result came from: its own, or the one it joined (an identical job, a caller's fill, another replica's); 0 when a copy the cache had answered it. */
             tookSeconds: number | null;

@@ -59,7 +59,7 @@ export const JOB_STATUS_SCHEMA: Json = {
     startedAt: { ...TIME, description: 'When its current run started; null while queued.' },
     endedAt: TIME,
     placeInQueue: { type: ['integer', 'null'], minimum: 1, description: 'Among its team\'s queued jobs (1: next); null unless queued.' },
-    expectedSeconds: { type: ['number', 'null'], description: 'Platform-seconds a call of its kind takes for the team, as the governor expects; null: not known yet.' },
+    expectedSeconds: { type: ['number', 'null'], description: 'Platform-seconds a call of its kind takes for the team, learned from its own calls of that kind only; null: none of them has ended yet.' },
     tookSeconds: { type: ['number', 'null'], description: 'Platform-seconds (seat-time) of the call its result came from: its own, or the one it joined (an identical job, a caller\'s fill, another replica\'s); 0 when a copy the cache had answered it.' },
     error: {
       type: ['object', 'null'],
