@@ -5,7 +5,8 @@ import { etagOf, type CacheEntry } from '../../src/cache/cache-entry.js'
 import { RedisStore } from '../../src/cache/redis-store.js'
 import { RedisBreaker } from '../../src/redis/breaker.js'
 import { RedisSeal } from '../../src/redis/seal.js'
-import { useRedis } from '../helpers/fixtures.js'
+import { KEYS, REPORT_PATH, teamsYamlWith, testConfig } from '../helpers/build-gateway.js'
+import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 
 // A team's report copies in Redis take at most its even part of the room (memory-room.ts):
@@ -54,5 +55,32 @@ describe.skipIf(!available)('report copies on an evicting Redis: each team withi
     expect(new Set(skipped)).toEqual(new Set(['greedy']))
     expect(await store.get(`${PREFIX}report:v1:greedy-0`)).not.toBeNull()
     expect(await store.get(`${PREFIX}report:v1:greedy-2999`)).toBeNull()
+  })
+
+  describe('through the gateway', () => {
+    const sandbox = useSandbox()
+    const gateways = useGateways()
+
+    it('a team past its part reads its reports on, its copies out of Redis and counted; another team\'s copy is kept there', async () => {
+      // 4 MiB, of which the results take all but 40,000 bytes: 10,000 bytes a team (4 teams), about 4 copies of a small report.
+      await redis.client.config('SET', 'maxmemory', String(4 * 1024 * 1024))
+      const yaml = teamsYamlWith({ jobs: { resultsRoom: 4 * 1024 * 1024 - 40_000 }, cache: { refreshAhead: 0 } })
+      const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.server.url }, yaml))
+      const read = async (key: string, day: number) => {
+        const res = await gw.proxy.inject({ method: 'GET', url: `${REPORT_PATH}?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-${String(day).padStart(2, '0')}`, headers: { 'x-api-key': key } })
+        expect(res.statusCode).toBe(200)
+        return res.headers['x-cache']
+      }
+      for (let day = 1; day <= 20; day++) expect(await read(KEYS.all, day)).toBe('MISS')
+      expect(await read(KEYS.growth, 28)).toBe('MISS')
+      const copies = await redis.client.keys('rgw:report:*')
+      expect(copies.length).toBeGreaterThan(1)
+      expect(copies.length).toBeLessThan(15)
+      const metrics = (await gw.admin.inject({ method: 'GET', url: '/metrics' })).body
+      expect(Number(/^gateway_cache_copies_over_part_total\{team="all"\} (\d+)/m.exec(metrics)?.[1])).toBeGreaterThan(5)
+      expect(metrics).not.toMatch(/gateway_cache_copies_over_part_total\{team="growth"\}/)
+      // Its replica still answers the team's reports from its memory.
+      expect(await read(KEYS.all, 20)).toBe('HIT')
+    })
   })
 })
