@@ -21,6 +21,7 @@ import { keepTickShape } from './perf/tick-shape.js'
 import { systemClock, type Clock, type Timers } from './clock.js'
 import { observeParts } from './compose/observe-parts.js'
 import { redisParts } from './compose/redis-parts.js'
+import { ResultRoom } from './redis/memory-room.js'
 import { teamParts } from './compose/team-parts.js'
 import { platformParts } from './compose/platform-parts.js'
 import { cacheParts } from './compose/cache-parts.js'
@@ -109,8 +110,12 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const { teams, reloader, adminAuth, rateLimiter, usage } = teamParts(config, { redis, breaker, bus, log, auditLog, metrics, secrets, keyUse, clock, configSource: deps.configSource })
   const platform = platformParts(config, { dispatcher: deps.dispatcher, log, auditLog, secrets, metrics, clock, redis, breaker, bus, seal, teams, usage, history, replica: replicaId })
   const { dispatcher, tokens, governors, client, answers } = platform
-  const { l1, store, reports } = cacheParts(config, { redis, breaker, bus, seal, unverified, log, metrics, clock, timers: deps.timers, failures, usage, client, answers, tokens, replica: replicaId })
-  const jobsPart = jobParts(config, { teams, redis, breaker, seal, unverified, reports, tokens, governors, clock, log, failures, metrics, bus, replica: replicaId, platformTime: usage.platformTime })
+  // The room in Redis for what the teams keep there (jobs' results, report copies), each team's part of it.
+  // Results live in Redis only with the shared store: in memory they take this replica's room, not Redis'.
+  const room = new ResultRoom({ redis: seal ? redis : null, breaker, settings: config.jobs, teams: () => teams.teams.length, log, clock })
+  teams.onReplace(() => void room.read())
+  const { l1, store, reports } = cacheParts(config, { redis, breaker, bus, seal, unverified, log, metrics, clock, timers: deps.timers, failures, usage, client, answers, tokens, replica: replicaId, room })
+  const jobsPart = jobParts(config, { teams, redis, breaker, seal, unverified, reports, tokens, governors, clock, log, failures, metrics, bus, replica: replicaId, platformTime: usage.platformTime, room })
   const { jobs, runner } = jobsPart
 
   const ctx: GatewayContext = {

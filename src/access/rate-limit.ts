@@ -160,7 +160,9 @@ export class RateLimiter {
         const total = await breaker.run(() => ADD_HITS(redis, key, sent, (w.team.rateLimit?.windowMs ?? 0) + 1000), null)
         if (total === null) return
         w.pending -= sent
-        w.shared = total
+        // A window's count only grows: one below what was known plus what was sent is a
+        // reset of it in Redis (a writer there, a Redis that lost it), and what was known is kept.
+        w.shared = Math.max(total, w.shared + sent)
         w.syncedAt = now
       }),
     )

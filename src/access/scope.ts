@@ -10,7 +10,8 @@ import { assertMayUseAccount } from './team-auth.js'
 // query, JSON and form input; any of them anywhere in a call can name an account, so
 // all are checked, nested ones and arrays included. Campaign and creative set ids
 // likewise. A query or form parameter names the variable PHP stores it under (`userId[]x`
-// is `userId[0]`); a JSON key is read as itself, and as an array name too.
+// is `userId[0]`) and each bracketed key below it (`filter[campaignIds][]`); a JSON key is
+// read as itself, and as an array name too.
 const ACCOUNT_VARIABLES = new Set(['advertiserId', 'userId'])
 const CAMPAIGN_VARIABLES = new Set(['campaignIds', 'campaignId'])
 const CREATIVE_SET_VARIABLES = new Set(['creativeSetIds', 'creativeSetId'])
@@ -120,16 +121,16 @@ export function assertReportRead(team: TeamConfig, path: string): void {
  * would act on the parent account.
  */
 export function namedInCall(method: string, target: RequestTarget, body: CheckedBody | null, placements: Placements): NamedInCall {
-  const queryAccounts = accountValues(target.params)
+  const queryAccounts = namedValues(target.params, ACCOUNT_VARIABLES)
   const inBody: Collected = { accounts: [], campaigns: [], creativeSets: [], respelled: null }
   if (body?.kind === 'json') collectJson(body.value, inBody)
   else if (body?.kind === 'form') {
     inBody.respelled = respelledIn(body.params.map(([key]) => key))
-    inBody.accounts.push(...accountValues(body.params))
-    inBody.campaigns.push(...fieldValues(body.params, CAMPAIGN_VARIABLES))
-    inBody.creativeSets.push(...fieldValues(body.params, CREATIVE_SET_VARIABLES))
+    inBody.accounts.push(...namedValues(body.params, ACCOUNT_VARIABLES))
+    inBody.campaigns.push(...namedValues(body.params, CAMPAIGN_VARIABLES))
+    inBody.creativeSets.push(...namedValues(body.params, CREATIVE_SET_VARIABLES))
   }
-  const campaigns = [...fieldValues(target.params, CAMPAIGN_VARIABLES), ...inBody.campaigns].map(campaignId)
+  const campaigns = [...namedValues(target.params, CAMPAIGN_VARIABLES), ...inBody.campaigns].map(campaignId)
   const inPath = pathCampaign(target.path, placements.campaignPaths)
   if (inPath !== null) campaigns.push(inPath, ...routeIdInputs(target, body).map(campaignId))
   const bodyless = method === 'GET' || method === 'HEAD' || method === 'DELETE'
@@ -139,7 +140,7 @@ export function namedInCall(method: string, target: RequestTarget, body: Checked
   return {
     accounts: [...queryAccounts, ...inBody.accounts],
     campaigns,
-    creativeSets: [...fieldValues(target.params, CREATIVE_SET_VARIABLES), ...inBody.creativeSets].map(creativeSetId),
+    creativeSets: [...namedValues(target.params, CREATIVE_SET_VARIABLES), ...inBody.creativeSets].map(creativeSetId),
     placed: known && (bodyless ? target.params.some(([name]) => fields.has(name)) : placedInBody(target.path, body, listed ?? BODY_ACCOUNT)),
     placeBy: bodyless ? `${[...fields].join(' or ')} in the query` : `${REPORT_READ.test(target.path) ? `the report's campaigns in ${REPORT_CAMPAIGNS}` : (listed ?? BODY_ACCOUNT)} at the top of the body`,
     unknownRoute: known ? null : target.path,
@@ -214,14 +215,17 @@ function pathCampaign(path: string, patterns: readonly RegExp[]): number | null 
   return null
 }
 
-// A query or form key names an account by its variable (`userId[]`) or by a bracketed key
-// below it (`filter[userId]`), as a nested JSON key does.
-function accountValues(params: readonly Pair[]): string[] {
+// A query or form key names an account, a campaign or a creative set by its variable
+// (`userId[]`, `campaignIds[]`) or by a bracketed key below it (`filter[userId]`,
+// `filter[campaignIds][]`, which Laravel reads as `filter.campaignIds` and a query-builder
+// filter takes for its campaigns), as a nested JSON key does.
+function namedValues(params: readonly Pair[], variables: ReadonlySet<string>): string[] {
   const found: string[] = []
-  for (const [key, value] of params) if (keyNames(key).some((name) => ACCOUNT_VARIABLES.has(name))) found.push(value)
+  for (const [key, value] of params) if (keyNames(key).some((name) => variables.has(name))) found.push(value)
   return found
 }
 
+// The values of a variable itself (`id`, `id[]`), not of bracketed keys below it.
 function fieldValues(params: readonly Pair[], variables: ReadonlySet<string>): string[] {
   const found: string[] = []
   for (const [key, value] of params) if (variables.has(phpVariable(key))) found.push(value)

@@ -21,6 +21,7 @@ import { ReplicaLock } from '../cache/single-flight.js'
 import { longestFreshness } from '../reports/ttl-policy.js'
 import { ReportCache } from '../reports/report-cache.js'
 import type { Unverified } from './redis-parts.js'
+import type { ResultRoom } from '../redis/memory-room.js'
 
 /** The report cache: L1 in memory, L2 in Redis, the two as one store with the purges heard of, and the reads on it. */
 export interface CacheParts {
@@ -49,6 +50,8 @@ export function cacheParts(
     tokens: TokenRegistry
     /** This replica's id (observe/replicas.ts), which the entries it fills carry. */
     replica: string
+    /** The room in Redis (redis/memory-room.ts): each team's part bounds the copies its fills keep there. */
+    room: ResultRoom
   },
 ): CacheParts {
   const { redis, breaker, bus, seal, unverified, log, metrics, clock } = o
@@ -68,7 +71,13 @@ export function cacheParts(
   }
   // With L1 off, the store keeps the entry last read for each key (redis-store.ts).
   const keepReads = config.cache.l1MaxBytes === 0
-  const l2 = redis && breaker ? new RedisStore({ redis, breaker, prefix, seal, onUnverified: (key) => unverified('entry', key), limits: entryLimits, onRefused: refusedEntry, now, keepReads }) : null
+  const l2 = redis && breaker
+    ? new RedisStore({
+        redis, breaker, prefix, seal, onUnverified: (key) => unverified('entry', key), limits: entryLimits, onRefused: refusedEntry, now, keepReads,
+        copyPart: () => o.room.copyPart(),
+        onOverPart: (team) => metrics.copiesOverPart.inc({ team }),
+      })
+    : null
   const l1 = new MemoryStore({ maxBytes: config.cache.l1MaxBytes, now })
   const store = new TieredStore({
     l1,

@@ -4,7 +4,7 @@ import type { Config } from '../config.js'
 import type { Clock } from '../clock.js'
 import type { RedisClient } from '../redis/client.js'
 import type { RedisBreaker } from '../redis/breaker.js'
-import { ResultRoom } from '../redis/memory-room.js'
+import type { ResultRoom } from '../redis/memory-room.js'
 import type { RedisSeal } from '../redis/seal.js'
 import type { RedisBus } from '../redis/bus.js'
 import type { ReportCache } from '../reports/report-cache.js'
@@ -45,7 +45,7 @@ const JOBS_ASKED = 'jobs-asked'
 
 export function jobParts(
   config: Config,
-  o: { teams: TeamDirectory; redis: RedisClient | null; breaker: RedisBreaker | null; seal: RedisSeal | null; unverified: Unverified; reports: ReportCache; tokens: TokenRegistry; governors: PlatformGovernors; clock: Clock; log: Logger; failures: FailureLog; metrics: Metrics; bus: RedisBus | null; replica: string; platformTime: PlatformTime },
+  o: { teams: TeamDirectory; redis: RedisClient | null; breaker: RedisBreaker | null; seal: RedisSeal | null; unverified: Unverified; reports: ReportCache; tokens: TokenRegistry; governors: PlatformGovernors; clock: Clock; log: Logger; failures: FailureLog; metrics: Metrics; bus: RedisBus | null; replica: string; platformTime: PlatformTime; room: ResultRoom },
 ): JobParts {
   const { redis, seal, clock, log, governors } = o
   if (redis && !seal) log.warn('GATEWAY_SECRET is not set: report jobs are kept in this replica\'s memory, not shared through Redis')
@@ -57,9 +57,7 @@ export function jobParts(
   const { webhooks: w } = config
   const bounds: OutboxBounds = { keepMs: config.jobs.keepMs, lifeMs: w.retryForMs + w.timeoutMs + config.jobs.leaseMs + config.jobs.keepMs, perTeam: w.perTeam }
   const { store, outbox } = stores(config, o, bounds)
-  // Results live in Redis only with the shared store: in memory they take this replica's room, not Redis'.
-  const room = new ResultRoom({ redis: seal ? redis : null, breaker: o.breaker, settings: config.jobs, teams: () => o.teams.teams.length, log, clock })
-  o.teams.onReplace(() => void room.read())
+  const { room } = o
   const webhooks = new WebhookDeliveries({ store: outbox, settings: w, platformUrls: w.platformUrls, target: (team) => o.teams.webhookOf(team), clock, log, replica: o.replica, leaseMs: config.jobs.leaseMs, failures: o.failures })
   const runner = new JobRunner({
     store,

@@ -64,13 +64,15 @@ export class PlatformTime {
 
   /**
    * A flush wrote `sentMs` of `team`'s time of the UTC day starting `dayStart` and read
-   * back the day's total of every replica, `totalMs` (that write included).
+   * back the day's total of every replica, `totalMs` (that write included). A day's total
+   * only grows, so one below what was known plus what was sent is no replica's count but a
+   * reset of it in Redis (a writer there, a Redis that lost it): what was known is kept.
    */
   shared(team: string, dayStart: number, sentMs: number, totalMs: number): void {
     const t = this.#of(team, this.#clock.now())
     if (t.dayStart !== dayStart) return
     t.unsharedMs = Math.max(0, t.unsharedMs - sentMs)
-    t.sharedMs = totalMs
+    t.sharedMs = Math.max(totalMs, t.sharedMs + sentMs)
   }
 
   /** `team`'s platform time (ms) over the last minute on this replica. */

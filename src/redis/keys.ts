@@ -39,6 +39,12 @@ export const redisKey = {
   advertiserIndex: (prefix: string, advertiserId: number) => `${prefix}adv-entries:${advertiserId}`,
   /** What SCAN matches to find every advertiser's index. */
   advertiserIndexPattern: (prefix: string) => `${literalPattern(prefix)}adv-entries:*`,
+  /** The report copies one team's fills keep in Redis: a sorted set of their keys, each scored by when it expires. */
+  teamCopies: (prefix: string, team: string) => `${prefix}copies:{${team}}`,
+  /** The bytes each of those copies takes (a field per copy key), and their sum (field ``); one hash slot with the set. */
+  teamCopyBytes: (prefix: string, team: string) => `${prefix}copies:{${team}}:bytes`,
+  /** What SCAN matches to find every team's copies and their bytes. */
+  teamCopiesPattern: (prefix: string) => `${literalPattern(prefix)}copies:*`,
   /** One team's usage of one day: a field per count (`requests`, `rateLimited`, …); each team's days in a hash slot of its own. */
   usage: (prefix: string, team: string, day: string) => `${prefix}usage:{${team}}:${day}`,
   /** The teams with usage on one day (a set of their names). */

@@ -60,6 +60,19 @@ export function resultBound(settings: RoomSettings, maxmemory: number | null, te
   return { bytes: part, room: { bytes: room, teams, maxmemory: settings.resultsRoom === null ? maxmemory : null } }
 }
 
+/**
+ * A team's even part of what the room for job results leaves of Redis' maxmemory: the
+ * report copies the team's fills keep in Redis take at most this (cache/redis-store.ts),
+ * so that on a full Redis one team's copies fill its own part, never the other teams'
+ * (an evicting Redis evicted theirs; one that does not refused their writes). null when
+ * Redis has no limit, or none is known.
+ */
+export function copyPart(settings: Pick<RoomSettings, 'resultsRoom'>, maxmemory: number | null, teams: number): number | null {
+  if (!maxmemory) return null
+  const results = settings.resultsRoom ?? Math.floor(maxmemory * RESULTS_SHARE)
+  return Math.max(0, Math.floor((maxmemory - results) / Math.max(1, teams)))
+}
+
 /** The bound as a job's 413 names it: what it is and why. */
 export function boundText(bound: ResultBound): string {
   const { room } = bound
@@ -106,10 +119,15 @@ export class ResultRoom {
     return resultBound(this.#o.settings, this.#memory?.maxBytes ?? null, this.#o.teams())
   }
 
-  /** Reads Redis' maxmemory again (unless jobs.resultsRoom sets the room), then says the bound if it changed. */
+  /** A team's part of Redis for its report copies now (copyPart); null: no bound. */
+  copyPart(): number | null {
+    return copyPart(this.#o.settings, this.#memory?.maxBytes ?? null, this.#o.teams())
+  }
+
+  /** Reads Redis' maxmemory again (the copies' part needs it even where jobs.resultsRoom sets the results'), then says the bound if it changed. */
   async read(): Promise<void> {
-    const { redis, breaker, settings } = this.#o
-    if (redis && breaker && settings.resultsRoom === null) {
+    const { redis, breaker } = this.#o
+    if (redis && breaker) {
       const memory = await breaker.run(() => smallestMemory(redis), undefined)
       if (memory !== undefined) this.#memory = memory
     }

@@ -16,6 +16,8 @@ import { localeOf, LOCALIZED_VARY, localizeRows } from './locale.js'
 // merged input; the POST form reads `campaignIds` and never looks at an account field
 // (`advertiserId`, `userId`): without campaigns it is a 422, or, on a platform that takes
 // the caller's campaigns then (SandboxOptions.reportAllCampaigns), every campaign of the token.
+// On a platform that reads query-builder filters (SandboxOptions.reportFilter), either form
+// reports on the campaigns of `filter[campaignIds]` instead.
 
 /** Bounds the work of one request; a long range is a 422, as on real reporting APIs. */
 const MAX_REPORT_DAYS = 366
@@ -74,14 +76,23 @@ function fromQuery(split: ReportSplit, query: Record<string, unknown>, caller: n
   if (v.hasErrors() || advertiserId === undefined) return undefined
   const account = state.accounts.get(advertiserId)
   if (account === undefined || !mayRead(caller, account)) return FORBIDDEN
+  const filtered = filterCampaigns(v, query, state)
+  if (filtered === undefined) return undefined
+  if (filtered !== null) return ofCampaigns(split, filtered, caller, state, period)
   const campaigns = state.catalog.listOf(advertiserId).map((campaign) => reportCampaign(campaign, account, period))
   return complete(split, campaigns, period, [advertiserId])
 }
 
 function fromBody(split: ReportSplit, body: Record<string, unknown>, caller: number, state: SandboxState, v: Validator): Parsed {
   const period = readPeriod(v, body)
-  const found = body.campaignIds === undefined && state.reportAllCampaigns ? readableCampaigns(caller, state) : readCampaigns(v, body.campaignIds, state)
+  const filtered = filterCampaigns(v, body, state)
+  const found = filtered !== null ? filtered : body.campaignIds === undefined && state.reportAllCampaigns ? readableCampaigns(caller, state) : readCampaigns(v, body.campaignIds, state)
   if (v.hasErrors() || found === undefined) return undefined
+  return ofCampaigns(split, found, caller, state, period)
+}
+
+/** The report of `found`, each campaign's account one the token reads. */
+function ofCampaigns(split: ReportSplit, found: SandboxCampaign[], caller: number, state: SandboxState, period: Period): Parsed {
   const campaigns: ReportCampaign[] = []
   for (const campaign of found) {
     const account = state.accounts.get(campaign.userId)
@@ -94,6 +105,23 @@ function fromBody(split: ReportSplit, body: Record<string, unknown>, caller: num
 /** Every campaign of the accounts the token reads, sorted by id. */
 function readableCampaigns(caller: number, state: SandboxState): SandboxCampaign[] {
   return [...state.accounts.values()].filter((account) => mayRead(caller, account)).flatMap((account) => state.catalog.listOf(account.id)).sort((a, b) => a.id - b.id)
+}
+
+// spatie/laravel-query-builder's filter: `filter` of the merged input, each value split at
+// commas (AllowedFilter::splitFilterValue), lists included.
+const FILTER = 'filter'
+const FILTER_CAMPAIGNS = 'campaignIds'
+const FILTER_DELIMITER = ','
+
+/** The campaigns of `filter[campaignIds]` when the platform reads it (SandboxOptions.reportFilter); null: none named; undefined: invalid. */
+function filterCampaigns(v: Validator, input: Record<string, unknown>, state: SandboxState): SandboxCampaign[] | null | undefined {
+  if (!state.reportFilter) return null
+  const filter = input[FILTER]
+  if (typeof filter !== 'object' || filter === null) return null
+  const named = (filter as Record<string, unknown>)[FILTER_CAMPAIGNS]
+  if (named === undefined) return null
+  const split = (value: unknown): unknown[] => (typeof value === 'string' ? value.split(FILTER_DELIMITER) : Array.isArray(value) ? value.flatMap(split) : typeof value === 'object' && value !== null ? Object.values(value).flatMap(split) : [value])
+  return readCampaigns(v, split(named), state)
 }
 
 /** Campaigns named in a body, sorted and unique, so that spelling does not change the bytes. */

@@ -93,6 +93,7 @@ function createState(opts: SandboxOptions): SandboxState {
     tokenTtlSeconds,
     localized: opts.localized ?? false,
     reportAllCampaigns: opts.reportAllCampaigns ?? false,
+    reportFilter: opts.reportFilter ?? false,
     tokens: new IssuedTokens(DEMO_CREDENTIALS.clientId),
     catalog: new CampaignCatalog(seed, SANDBOX_ACCOUNTS),
     conditions: new Conditions(opts.latencyMs ?? 0),

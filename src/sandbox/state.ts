@@ -15,6 +15,8 @@ export interface SandboxState {
   readonly localized: boolean
   /** A POST report without campaignIds reads every campaign of the token (SandboxOptions.reportAllCampaigns). */
   readonly reportAllCampaigns: boolean
+  /** A report read narrows its rows to `filter[campaignIds]` (SandboxOptions.reportFilter). */
+  readonly reportFilter: boolean
   readonly tokens: IssuedTokens
   readonly catalog: CampaignCatalog
   readonly conditions: Conditions

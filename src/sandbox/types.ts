@@ -27,6 +27,14 @@ export interface SandboxOptions {
    * none are named does; it reads no account field. Absent: `campaignIds` is required (422).
    */
   reportAllCampaigns?: boolean
+  /**
+   * A report read narrows its rows to the campaigns of `filter[campaignIds]` in Laravel's
+   * merged input, as a controller built on spatie/laravel-query-builder reads its filters
+   * (`QueryBuilderRequest::filters()` takes `$this->input('filter')`, query and body
+   * merged; `AllowedFilter` splits a value at commas), each one the token reads, whatever
+   * account or campaigns the call names besides. Absent: `filter` is not read.
+   */
+  reportFilter?: boolean
   logger?: boolean
 }
 

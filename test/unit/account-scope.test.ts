@@ -99,6 +99,15 @@ describe('namedInCall', () => {
     expect(named('GET', '/api/v1/report/campaigns/get?filter[advertiserId]=101').placed).toBe(false)
   })
 
+  it('finds campaigns and creative sets under a bracketed key of the query or a form, as under a nested JSON key', () => {
+    const form = parseFormBody(Buffer.from('userId=101&filter[campaignIds][]=102001&a[b][campaignId]=103001&filter[creativeSetIds][0]=1020011'), LIMITS)
+    expect(named('POST', '/api/v1/campaign/get?filter[campaignIds]=104001', form)).toMatchObject({ campaigns: [104001, 102001, 103001], creativeSets: [1020011] })
+    expect(named('GET', '/api/v1/report/campaigns/get?advertiserId=101&filter[campaignIds][]=102001').campaigns).toEqual([102001])
+    expect(() => named('GET', '/api/v1/report/campaigns/get?advertiserId=101&filter[campaignIds]=101001,102001')).toThrow('campaign id: must be a positive integer')
+    // An `id` below a key is no route parameter: only `id` itself names the path's campaign.
+    expect(named('DELETE', '/api/v1/campaign/banner/delete/101001?userId=101&filter[id]=5').campaigns).toEqual([101001])
+  })
+
 
   it('names the first key that spells an account field otherwise, in the query, a form or JSON at any depth', () => {
     expect(named('GET', '/api/v1/report/campaigns/get?advertiserId=101&user_id=102').respelled).toEqual({ field: 'user_id', reads: 'userId' })

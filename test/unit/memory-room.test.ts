@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { Logger } from 'pino'
-import { boundText, parseMemoryInfo, resultBound, ResultRoom, RESULTS_SHARE } from '../../src/redis/memory-room.js'
+import { boundText, copyPart, parseMemoryInfo, resultBound, ResultRoom, RESULTS_SHARE } from '../../src/redis/memory-room.js'
 import type { RedisBreaker } from '../../src/redis/breaker.js'
 import type { RedisClient } from '../../src/redis/client.js'
 import { systemClock } from '../../src/clock.js'
@@ -43,6 +43,19 @@ describe('resultBound', () => {
   })
 })
 
+describe('copyPart', () => {
+  it("is the team's even part of what the results' room leaves of maxmemory", () => {
+    expect(copyPart({ resultsRoom: null }, 1000, 3)).toBe(166)
+    expect(copyPart({ resultsRoom: 400 }, 1000, 4)).toBe(150)
+    expect(copyPart({ resultsRoom: 4000 }, 1000, 4)).toBe(0)
+  })
+
+  it('is none when Redis has no maxmemory, or none is known, whatever jobs.resultsRoom says', () => {
+    expect(copyPart({ resultsRoom: null }, null, 3)).toBeNull()
+    expect(copyPart({ resultsRoom: 400 }, 0, 3)).toBeNull()
+  })
+})
+
 describe('ResultRoom', () => {
   function room(teams: { n: number }) {
     const memory = { max: 1000, answers: true }
@@ -67,9 +80,11 @@ describe('ResultRoom', () => {
     memory.max = 600
     await r.read()
     expect(r.bound().bytes).toBe(60)
+    expect(r.copyPart()).toBe(60)
     memory.max = 0
     await r.read()
     expect(r.bound()).toEqual({ bytes: 300, room: null })
+    expect(r.copyPart()).toBeNull()
     expect(lines.map((l) => l.msg)).toEqual([
       expect.stringContaining('(250: half of Redis\' maxmemory (1000) split evenly among 2 teams'),
       expect.stringContaining('(60: half of Redis\' maxmemory (600) split evenly among 5 teams'),

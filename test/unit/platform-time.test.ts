@@ -46,6 +46,19 @@ describe('a team\'s platform time over the last minute and the UTC day', () => {
     expect(time.dayMs('growth')).toBe(5_100)
   })
 
+  it('keeps what it knew of the day when Redis reads back less (a reset there)', () => {
+    const clock = fakeClock(NOON)
+    const time = new PlatformTime(clock)
+    time.spend('growth', 300)
+    time.shared('growth', DAY, 300, 5_000)
+    time.spend('growth', 200)
+    // Reset to 0 in Redis before this flush: it reads back the 200 it sent alone.
+    time.shared('growth', DAY, 200, 200)
+    expect(time.dayMs('growth')).toBe(5_200)
+    time.shared('growth', DAY, 0, 9_000)
+    expect(time.dayMs('growth')).toBe(9_000)
+  })
+
   it('holds a team over its bound until the day ends: the seconds to UTC midnight, then none', () => {
     const clock = fakeClock(NOON)
     const time = new PlatformTime(clock)

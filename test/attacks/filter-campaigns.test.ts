@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest'
+import { hashApiKey } from '../../src/access/api-keys.js'
+import { KEYS, SANDBOX_TEAMS_YAML } from '../helpers/sandbox-gateway.js'
+import { call, direct, itLoggedNoSecret, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
+
+// Campaigns under a bracketed key of the query or a form. A platform built on
+// spatie/laravel-query-builder reads `filter[campaignIds]` from Laravel's merged input
+// (query and body) and splits a value at commas; the sandbox models one (reportFilter):
+// its report reads then report on the filter's campaigns, any the shared token reads,
+// whatever advertiser the call names. Two teams, each limited to one advertiser: the
+// writer (101) and the rival (102), siblings under one parent.
+
+const RIVAL_KEY = 'rgw_test_rival_key_99999999999999999999999999'
+const YAML = `${SANDBOX_TEAMS_YAML.trimEnd()}\n  rival:\n    keys: ["${hashApiKey(RIVAL_KEY)}"]\n    advertisers: [102]\n`
+const sg = useAttackGateway({ yaml: YAML, sandbox: { reportFilter: true } })
+const REPORT = '/api/v1/report/campaigns/get'
+const DATES = { dateFrom: '2026-01-01', dateTo: '2026-01-07', byCampaign: true }
+
+const accountsOf = (rows: unknown): number[] => [...new Set((rows as { campaignId: number }[]).map((r) => Math.floor(r.campaignId / 1000)))].sort()
+
+describe('the platform reads filter[campaignIds] (the sandbox models it)', () => {
+  it('in the query of a GET: the filter\'s campaigns, whatever advertiser is named', async () => {
+    for (const filter of ['filter[campaignIds][]=102001', 'filter[campaignIds]=102001', 'filter[campaignIds]=101001,102001']) {
+      const res = await direct(sg, 'GET', `${REPORT}?advertiserId=101&${filter}&byCampaign=1&${REPORT_DATES}`)
+      expect(res.status, filter).toBe(200)
+      expect(accountsOf(res.json.data), filter).toContain(102)
+    }
+  })
+
+  it('in the query of a POST report beside the body\'s campaigns, and in a form', async () => {
+    const query = await direct(sg, 'POST', `${REPORT}?filter[campaignIds][]=102001`, { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ campaignIds: [101001], ...DATES }) })
+    expect(accountsOf(query.json.data)).toEqual([102])
+    const form = await direct(sg, 'POST', REPORT, { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `filter[campaignIds][]=102001&${REPORT_DATES}&byCampaign=1` })
+    expect(accountsOf(form.json.data)).toEqual([102])
+  })
+})
+
+describe("a scoped team naming another advertiser's campaigns under a bracketed key", () => {
+  it.each([
+    ['writer', 101, 102001, 'filter[campaignIds][]', KEYS.writer],
+    ['writer', 101, 102001, 'filter[campaignIds]', KEYS.writer],
+    ['writer', 101, 102001, 'filter[campaignIds][0]', KEYS.writer],
+    ['writer', 101, 102001, 'filter[campaignId]', KEYS.writer],
+    ['rival', 102, 101001, 'filter[campaignIds][]', RIVAL_KEY],
+    ['rival', 102, 101001, 'a[b][campaignIds][]', RIVAL_KEY],
+  ])('%s (advertiser %i): campaign %i as %s in a report\'s query is 403, nothing reaches the platform', async (_team, own, foreign, name, key) => {
+    const res = await call(sg, 'GET', `${REPORT}?advertiserId=${own}&${name}=${foreign}&byCampaign=1&${REPORT_DATES}`, { key })
+    expect(res.status).toBe(403)
+    expect(res.json.message).toContain(`campaign ${foreign}`)
+    expect(sg.callerRequests()).toEqual([])
+  })
+
+  it('beside its own campaigns in a POST report\'s body: 403, nothing reaches the platform', async () => {
+    const res = await call(sg, 'POST', `${REPORT}?filter[campaignIds][]=102001`, { key: KEYS.writer, json: { campaignIds: [101001], ...DATES } })
+    expect(res.status).toBe(403)
+    expect(sg.callerRequests()).toEqual([])
+  })
+
+  it('in a form: 403, nothing reaches the platform', async () => {
+    const res = await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.writer, body: 'userId=101&filter[campaignIds][]=102001', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+    expect(res.status).toBe(403)
+    expect(sg.callerRequests()).toEqual([])
+  })
+
+  it('a list in one value is no campaign id: 400, as in a JSON body', async () => {
+    const res = await call(sg, 'GET', `${REPORT}?advertiserId=101&filter[campaignIds]=101001,102001&${REPORT_DATES}`, { key: KEYS.writer })
+    expect(res.status).toBe(400)
+    const json = await call(sg, 'POST', REPORT, { key: KEYS.writer, json: { campaignIds: [101001], filter: { campaignIds: '101001,102001' }, ...DATES } })
+    expect(json.status).toBe(400)
+    expect(sg.callerRequests()).toEqual([])
+  })
+})
+
+describe('unchanged', () => {
+  it('a scoped team\'s own campaigns under a bracketed key pass', async () => {
+    const res = await call(sg, 'GET', `${REPORT}?advertiserId=101&filter[campaignIds][]=101001&byCampaign=1&${REPORT_DATES}`, { key: KEYS.writer })
+    expect(res.status).toBe(200)
+    expect(accountsOf(res.json.data)).toEqual([101])
+  })
+
+  it('a team of every account is forwarded another advertiser\'s campaigns under a bracketed key', async () => {
+    const res = await call(sg, 'GET', `${REPORT}?advertiserId=101&filter[campaignIds][]=102001&byCampaign=1&${REPORT_DATES}`, { key: KEYS.all })
+    expect(res.status).toBe(200)
+    expect(accountsOf(res.json.data)).toEqual([102])
+  })
+})
+
+itLoggedNoSecret(sg, [RIVAL_KEY])

@@ -1,0 +1,86 @@
+import { gzipSync } from 'node:zlib'
+import { pino } from 'pino'
+import { afterEach, describe, expect, it } from 'vitest'
+import { etagOf, type CacheEntry } from '../../src/cache/cache-entry.js'
+import { RedisStore } from '../../src/cache/redis-store.js'
+import { RedisBreaker } from '../../src/redis/breaker.js'
+import { RedisSeal } from '../../src/redis/seal.js'
+import { KEYS, REPORT_PATH, teamsYamlWith, testConfig } from '../helpers/build-gateway.js'
+import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { redisAvailability } from '../helpers/start-redis.js'
+
+// A team's report copies in Redis take at most its even part of the room (memory-room.ts):
+// on an evicting Redis (maxmemory, volatile-lru) one team asking report after report
+// evicted every other team's copies (misses for them, and platform calls). Past its part,
+// a team's copy is kept in its replica's memory only, and counted.
+
+const { available } = redisAvailability('report copies under Redis eviction')
+const PREFIX = 'room:'
+const COPY_BYTES = 2048
+
+function copyOf(team: string, i: number, now: number): CacheEntry {
+  // Random-looking text, so that gzip keeps it about its size.
+  const identity = Buffer.from(Array.from({ length: COPY_BYTES / 8 }, (_, j) => ((i * 7919 + j * 104729) % 99_991_999).toString(16).padStart(8, '0')).join(''))
+  return { contentType: 'application/json', gzip: gzipSync(identity), identity, fetchedAt: now, freshUntil: now + 600_000, staleUntil: now + 1_200_000, errorUntil: now + 1_800_000, advertiserIds: [101], etag: etagOf(identity), filledBy: { team, replica: 'r1' } }
+}
+
+describe.skipIf(!available)('report copies on an evicting Redis: each team within its part of the room', () => {
+  const redis = useRedis()
+  afterEach(async () => {
+    await redis.client.config('SET', 'maxmemory', '0')
+    await redis.client.config('SET', 'maxmemory-policy', 'noeviction')
+  })
+
+  it('one team asking 3,000 distinct reports (6 MB) on a 4 MB Redis evicts no copy of another team\'s', async () => {
+    await redis.client.config('SET', 'maxmemory', '4mb')
+    await redis.client.config('SET', 'maxmemory-policy', 'volatile-lru')
+    const skipped: string[] = []
+    const store = new RedisStore({
+      redis: redis.client,
+      breaker: new RedisBreaker({ cooldownMs: 1000, log: pino({ level: 'silent' }) }),
+      prefix: PREFIX,
+      seal: new RedisSeal('copy-room-test-secret-0123456789abcdef'),
+      limits: { maxEntryBytes: 1024 * 1024, maxFreshMs: 3_600_000, staleWhileRevalidateMs: 3_600_000, staleIfErrorMs: 3_600_000 },
+      // Half of 4 MB, split between the two teams.
+      copyPart: () => 1024 * 1024,
+      onOverPart: (team) => skipped.push(team),
+    })
+    const now = Date.now()
+    await store.set(`${PREFIX}report:v1:other-0`, copyOf('other', 0, now))
+    for (let i = 0; i < 3000; i++) await store.set(`${PREFIX}report:v1:greedy-${i}`, copyOf('greedy', i + 1, now))
+    expect(await store.get(`${PREFIX}report:v1:other-0`), 'the other team\'s copy').not.toBeNull()
+    expect(Number(/evicted_keys:(\d+)/.exec(await redis.client.info('stats'))?.[1])).toBe(0)
+    // The greedy team's copies past its part were not written, each counted.
+    expect(skipped.length).toBeGreaterThan(1000)
+    expect(new Set(skipped)).toEqual(new Set(['greedy']))
+    expect(await store.get(`${PREFIX}report:v1:greedy-0`)).not.toBeNull()
+    expect(await store.get(`${PREFIX}report:v1:greedy-2999`)).toBeNull()
+  })
+
+  describe('through the gateway', () => {
+    const sandbox = useSandbox()
+    const gateways = useGateways()
+
+    it('a team past its part reads its reports on, its copies out of Redis and counted; another team\'s copy is kept there', async () => {
+      // 4 MiB, of which the results take all but 40,000 bytes: 10,000 bytes a team (4 teams), about 4 copies of a small report.
+      await redis.client.config('SET', 'maxmemory', String(4 * 1024 * 1024))
+      const yaml = teamsYamlWith({ jobs: { resultsRoom: 4 * 1024 * 1024 - 40_000 }, cache: { refreshAhead: 0 } })
+      const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.server.url }, yaml))
+      const read = async (key: string, day: number) => {
+        const res = await gw.proxy.inject({ method: 'GET', url: `${REPORT_PATH}?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-${String(day).padStart(2, '0')}`, headers: { 'x-api-key': key } })
+        expect(res.statusCode).toBe(200)
+        return res.headers['x-cache']
+      }
+      for (let day = 1; day <= 20; day++) expect(await read(KEYS.all, day)).toBe('MISS')
+      expect(await read(KEYS.growth, 28)).toBe('MISS')
+      const copies = await redis.client.keys('rgw:report:*')
+      expect(copies.length).toBeGreaterThan(1)
+      expect(copies.length).toBeLessThan(15)
+      const metrics = (await gw.admin.inject({ method: 'GET', url: '/metrics' })).body
+      expect(Number(/^gateway_cache_copies_over_part_total\{team="all"\} (\d+)/m.exec(metrics)?.[1])).toBeGreaterThan(5)
+      expect(metrics).not.toMatch(/gateway_cache_copies_over_part_total\{team="growth"\}/)
+      // Its replica still answers the team's reports from its memory.
+      expect(await read(KEYS.all, 20)).toBe('HIT')
+    })
+  })
+})
