@@ -129,6 +129,17 @@ describe('misconfiguration stops the start with one line', () => {
     expect(lines).toEqual([`report-gateway: invalid configuration: PLATFORM_TOKEN_FILE: ${missing} cannot be read (ENOENT); it must hold the platform token`])
   })
 
+  it('a mistyped variable beside what the start misses (PLATFORM_TOKN): exit 78, the line names the typo and what it was meant to be', async () => {
+    const { code, lines } = await refused({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKN: 'x'.repeat(20), PORT: '0', ADMIN_PORT: '0' })
+    expect(code).toBe(CONFIG_ERROR_EXIT)
+    expect(lines).toEqual([
+      'report-gateway: invalid configuration:',
+      '  - PLATFORM_TOKEN: credential default has no token source; set PLATFORM_TOKEN, PLATFORM_TOKEN_FILE, or PLATFORM_USERNAME, PLATFORM_PASSWORD, PLATFORM_CLIENT_ID and PLATFORM_CLIENT_SECRET',
+      '  - PLATFORM_TOKN: not a variable the gateway reads; did you mean PLATFORM_TOKEN? (rename it; as it is, the gateway starts as if PLATFORM_TOKEN were not set)',
+    ])
+    expect(lines.join('\n')).not.toContain('x'.repeat(20))
+  })
+
   it('a short ADMIN_TOKEN names the minimum length', async () => {
     const { code, lines } = await refused({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(20), ADMIN_TOKEN: 'short', PORT: '0', ADMIN_PORT: '0' })
     expect(code).toBe(CONFIG_ERROR_EXIT)
@@ -267,6 +278,33 @@ describe('a start that works says what it found', () => {
     const res = await fetch(`http://${listening.admin}/admin/config`, { headers: { authorization: `Bearer ${adminToken}` } })
     const { settings } = (await res.json()) as { settings: { setting: string; value: unknown; source: string; from: string }[] }
     expect(settings.find((s) => s.setting === 'platform.seatLease')).toEqual({ setting: 'platform.seatLease', value: '2s', source: 'file', from: 'CONFIG_FILE' })
+  })
+
+  it('a mistyped optional variable (REDIS_ULR, LOG_LEVL): started, one warning each naming the typo and the variable meant, never the value', async () => {
+    const redisUrl = 'redis://:a-redis-password@127.0.0.1:6399'
+    const run = start({
+      PLATFORM_BASE_URL: sandbox.url,
+      PLATFORM_TOKEN: sandbox.issueToken(),
+      REDIS_ULR: redisUrl,
+      LOG_LEVL: 'debug',
+      HOME: '/home/someone',
+      KUBERNETES_SERVICE_HOST: '10.0.0.1',
+      npm_config_cache: '/tmp/npm',
+      HOST: '127.0.0.1',
+      PORT: '0',
+      ADMIN_PORT: '0',
+    })
+    await waitForLine(run, /report gateway listening/)
+    const said = run
+      .output()
+      .split('\n')
+      .filter((l) => l.includes('not a variable the gateway reads'))
+      .map((l) => JSON.parse(l) as { level: number; msg: string })
+    expect(said).toEqual([
+      expect.objectContaining({ level: 40, msg: 'LOG_LEVL: not a variable the gateway reads; did you mean LOG_LEVEL? (rename it; as it is, the gateway starts as if LOG_LEVEL were not set)' }),
+      expect.objectContaining({ level: 40, msg: 'REDIS_ULR: not a variable the gateway reads; did you mean REDIS_URL? (rename it; as it is, the gateway starts as if REDIS_URL were not set)' }),
+    ])
+    expect(run.output()).not.toContain('a-redis-password')
   })
 
   it('ownership.creativeSets.check: pass with a scoped team that may write: one warning at start naming it and what it allows, no secret', async () => {
