@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto'
+import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import { fingerprint } from '../../observe/fingerprint.js'
 import type { Logger } from 'pino'
 import type { Config } from '../../config.js'
@@ -56,7 +56,18 @@ interface StoredToken {
   expiresAt: number
   /** Format 3 only. */
   origin?: TokenOrigin | undefined
+  /**
+   * The configurations (`base`s) the changes leading to this record replaced, oldest first,
+   * at most REPLACED_KEPT; with `replacedSeal`, its HMAC. Beside the format-3 fields, not
+   * among them: a replica of an earlier build reads the record as ever, and writes its own
+   * without them.
+   */
+  replaced?: string[] | undefined
+  replacedSeal?: string | undefined
 }
+
+/** The replaced configurations a record keeps: more than a deployment rolls out within its replicas' restarts. */
+const REPLACED_KEPT = 16
 
 /** A stored record; `shared` is null when it fails authentication. */
 interface StoredRead {
@@ -215,7 +226,9 @@ export class TokenStore {
     }
     if (!current) return
     if (stored && stored.state.token === current.token && compareRank(stored.state, current) === 0) return
-    if (stored && !provider.hasLogin && stored.base === provider.configuredBase) {
+    // A configuration the stored token's changes replaced (a host's .env not yet updated)
+    // is no rollout: the stored token stays, on this replica too.
+    if (stored && !provider.hasLogin && (stored.base === provider.configuredBase || stored.replaced.includes(provider.configuredBase))) {
       provider.adopt(stored.state, true)
       return
     }
@@ -230,6 +243,7 @@ export class TokenStore {
       return
     }
     const key = this.#redisKey(provider.name)
+    const replaced = await this.#replacedBy(provider)
     const iv = randomBytes(12)
     const fields = {
       v: FORMAT,
@@ -244,7 +258,14 @@ export class TokenStore {
     const cipher = createCipheriv('aes-256-gcm', this.#key, iv, { authTagLength: TAG_BYTES })
     cipher.setAAD(associatedData(key, fields))
     const data = Buffer.concat([cipher.update(state.token, 'utf8'), cipher.final()])
-    const stored: StoredToken = { ...fields, iv: iv.toString('base64'), tag: cipher.getAuthTag().toString('base64'), data: data.toString('base64') }
+    const stored: StoredToken = {
+      ...fields,
+      iv: iv.toString('base64'),
+      tag: cipher.getAuthTag().toString('base64'),
+      data: data.toString('base64'),
+      replaced,
+      replacedSeal: replacedSeal(this.#key, key, fields, replaced),
+    }
     const record = JSON.stringify(stored)
     // An empty value is never a record: nothing to write over unconditionally at first.
     let unauthentic = ''
@@ -267,6 +288,22 @@ export class TokenStore {
       unauthentic = newer.raw
     }
     await breaker.run(() => bus.publish(CHANNEL, JSON.stringify({ credential: provider.name, version: state.version })), undefined)
+  }
+
+  /**
+   * The configurations a record this replica writes now replaces: the stored record's, and
+   * the stored record's own configuration when it is another than this replica's (a
+   * rollout), this replica's own left out.
+   */
+  async #replacedBy(provider: TokenProvider): Promise<string[]> {
+    // Quiet: an unauthentic record is told by the reads that decide on it (the start's, an
+    // announcement's, a refused write's), not again by this one.
+    const read = await this.#readOrAbsent(provider.name, true)
+    const stored = read === ABSENT ? null : read?.shared
+    if (!stored) return []
+    const own = provider.configuredBase
+    const replaced = [...stored.replaced.filter((base) => base !== stored.base), stored.base].filter((base, i, all) => base !== own && all.indexOf(base) === i)
+    return replaced.slice(-REPLACED_KEPT)
   }
 
   async #onAnnouncement(message: string): Promise<void> {
@@ -306,8 +343,8 @@ export class TokenStore {
     return read === ABSENT ? null : read
   }
 
-  /** The stored record; ABSENT when Redis holds none (or one of another format, written over); null when Redis cannot be read. */
-  async #readOrAbsent(credential: string): Promise<StoredRead | typeof ABSENT | null> {
+  /** The stored record; ABSENT when Redis holds none (or one of another format, written over); null when Redis cannot be read. `quiet`: an unauthentic record is not logged. */
+  async #readOrAbsent(credential: string, quiet = false): Promise<StoredRead | typeof ABSENT | null> {
     const { redis, breaker, log } = this.#ctx
     if (!redis || !breaker || !this.#key) return null
     const key = this.#redisKey(credential)
@@ -316,18 +353,30 @@ export class TokenStore {
     if (!raw) return null
     const record = parseRecord(raw)
     if (record === 'other-format') return ABSENT
-    const token = record ? (decrypt(this.#key, key, record) ?? (this.#fallbackKey && decrypt(this.#fallbackKey, key, record))) : null
-    if (record === null || token === null) {
-      log.warn(
-        { credential },
-        'the shared platform token cannot be decrypted (another GATEWAY_SECRET on some replica, or a record altered, replaced or moved in Redis); ignoring it',
-      )
+    const keys = [this.#key, ...(this.#fallbackKey ? [this.#fallbackKey] : [])]
+    let token: string | null = null
+    let opened: Buffer | null = null
+    for (const candidate of record ? keys : []) {
+      token = decrypt(candidate, key, record as StoredToken)
+      if (token !== null) {
+        opened = candidate
+        break
+      }
+    }
+    if (record === null || token === null || opened === null) {
+      if (!quiet) {
+        log.warn(
+          { credential },
+          'the shared platform token cannot be decrypted (another GATEWAY_SECRET on some replica, or a record altered, replaced or moved in Redis); ignoring it',
+        )
+      }
       return { raw, shared: null }
     }
     return {
       raw,
       shared: {
         base: record.base,
+        replaced: replacedOf(opened, key, record),
         state: {
           token,
           source: 'shared',
@@ -355,6 +404,20 @@ export class TokenStore {
 function takeStored(provider: TokenProvider, stored: TokenState): void {
   const current = provider.current()
   provider.adopt(stored, current !== null && compareRank(stored, current) === 0)
+}
+
+/** The HMAC of a record's replaced configurations, bound to its key and to the fields that rank and place it. */
+function replacedSeal(cipherKey: Buffer, key: string, s: Omit<StoredToken, 'iv' | 'tag' | 'data'>, replaced: string[]): string {
+  return createHmac('sha256', cipherKey).update(JSON.stringify(['replaced', key, s.version, s.basis, s.base, s.fingerprint, replaced])).digest('base64')
+}
+
+/** A record's replaced configurations when their seal holds (the key that opened the record made it); none otherwise. */
+function replacedOf(cipherKey: Buffer, key: string, s: StoredToken): string[] {
+  const { replaced, replacedSeal: seal } = s
+  if (!Array.isArray(replaced) || typeof seal !== 'string' || replaced.length > REPLACED_KEPT || !replaced.every((b) => typeof b === 'string')) return []
+  const expected = Buffer.from(replacedSeal(cipherKey, key, s, replaced), 'base64')
+  const given = Buffer.from(seal, 'base64')
+  return given.length === expected.length && timingSafeEqual(given, expected) ? replaced : []
 }
 
 // Every field that decides whether a record is taken (version, basis, base), what it
