@@ -70,6 +70,21 @@ async function waitForLine(run: Run, pattern: RegExp, ms = 15_000): Promise<stri
   throw new Error(`no line matching ${pattern}:\n${run.output()}`)
 }
 
+/** A start on the sandbox with a token it accepts, on loopback and free ports, with `env` besides. */
+function startOnSandbox(env: Record<string, string>): Run {
+  return start({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), HOST: '127.0.0.1', PORT: '0', ADMIN_PORT: '0', ...env })
+}
+
+/** Once the start is listening: the log lines it wrote holding `text`, parsed. */
+async function startedSaying(run: Run, text: string): Promise<{ level: number; msg: string }[]> {
+  await waitForLine(run, /report gateway listening/)
+  return run
+    .output()
+    .split('\n')
+    .filter((l) => l.includes(text))
+    .map((l) => JSON.parse(l) as { level: number; msg: string })
+}
+
 const sandbox = useSandbox()
 
 function file(name: string, text: string): string {
@@ -282,29 +297,20 @@ describe('a start that works says what it found', () => {
 
   it('a mistyped optional variable (REDIS_ULR, LOG_LEVL): started, one warning each naming the typo and the variable meant, never the value', async () => {
     const redisUrl = 'redis://:a-redis-password@127.0.0.1:6399'
-    const run = start({
-      PLATFORM_BASE_URL: sandbox.url,
-      PLATFORM_TOKEN: sandbox.issueToken(),
-      REDIS_ULR: redisUrl,
-      LOG_LEVL: 'debug',
-      HOME: '/home/someone',
-      KUBERNETES_SERVICE_HOST: '10.0.0.1',
-      npm_config_cache: '/tmp/npm',
-      HOST: '127.0.0.1',
-      PORT: '0',
-      ADMIN_PORT: '0',
-    })
-    await waitForLine(run, /report gateway listening/)
-    const said = run
-      .output()
-      .split('\n')
-      .filter((l) => l.includes('not a variable the gateway reads'))
-      .map((l) => JSON.parse(l) as { level: number; msg: string })
-    expect(said).toEqual([
+    const run = startOnSandbox({ REDIS_ULR: redisUrl, LOG_LEVL: 'debug', HOME: '/home/someone', KUBERNETES_SERVICE_HOST: '10.0.0.1', npm_config_cache: '/tmp/npm' })
+    expect(await startedSaying(run, 'not a variable the gateway reads')).toEqual([
       expect.objectContaining({ level: 40, msg: 'LOG_LEVL: not a variable the gateway reads; did you mean LOG_LEVEL? (rename it; as it is, the gateway starts as if LOG_LEVEL were not set)' }),
       expect.objectContaining({ level: 40, msg: 'REDIS_ULR: not a variable the gateway reads; did you mean REDIS_URL? (rename it; as it is, the gateway starts as if REDIS_URL were not set)' }),
     ])
     expect(run.output()).not.toContain('a-redis-password')
+  })
+
+  it('a duration written as a bare number under a second (queueTimeout: 5, window: 60): started, one warning each saying it is read as milliseconds', async () => {
+    const run = startOnSandbox({ CONFIG_FILE: file('bare-durations.yaml', `${TEAMS}    rateLimit: { max: 600, window: 60 }\nplatform:\n  queueTimeout: 5\n`) })
+    expect(await startedSaying(run, 'is read as')).toEqual([
+      expect.objectContaining({ level: 40, msg: 'platform.queueTimeout: 5 is read as 5 ms (a duration given as a number is milliseconds); write 5s if seconds were meant, or 5ms to keep it' }),
+      expect.objectContaining({ level: 40, msg: 'teams.growth.rateLimit.window: 60 is read as 60 ms (a duration given as a number is milliseconds); write 60s if seconds were meant, or 60ms to keep it' }),
+    ])
   })
 
   it('ownership.creativeSets.check: pass with a scoped team that may write: one warning at start naming it and what it allows, no secret', async () => {
