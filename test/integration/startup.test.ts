@@ -155,6 +155,26 @@ describe('misconfiguration stops the start with one line', () => {
     expect(lines.join('\n')).not.toContain('x'.repeat(20))
   })
 
+  it('secrets wrapped in quotes, as docker --env-file keeps them from a .env line: exit 78, each named, never shown', async () => {
+    const secret = 'quoted-gateway-secret-0123456789'
+    const token = sandbox.issueToken()
+    const { code, lines } = await refused({
+      PLATFORM_BASE_URL: sandbox.url,
+      PLATFORM_TOKEN: `'${token}'`,
+      REDIS_URL: 'redis://127.0.0.1:6399',
+      GATEWAY_SECRET: `"${secret}"`,
+      PORT: '0',
+      ADMIN_PORT: '0',
+    })
+    expect(code).toBe(CONFIG_ERROR_EXIT)
+    expect(lines).toEqual([
+      'report-gateway: invalid configuration:',
+      '  - GATEWAY_SECRET: is wrapped in quotes, which docker --env-file and Compose\'s env_file keep as part of the value; set it without them (the value is not shown)',
+      '  - PLATFORM_TOKEN: is wrapped in quotes, which docker --env-file and Compose\'s env_file keep as part of the value; set it without them (the value is not shown)',
+    ])
+    expect(lines.join('\n')).not.toMatch(new RegExp(`${secret}|${token}`))
+  })
+
   it('a short ADMIN_TOKEN names the minimum length', async () => {
     const { code, lines } = await refused({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(20), ADMIN_TOKEN: 'short', PORT: '0', ADMIN_PORT: '0' })
     expect(code).toBe(CONFIG_ERROR_EXIT)
