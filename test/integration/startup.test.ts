@@ -175,6 +175,15 @@ describe('misconfiguration stops the start with one line', () => {
     expect(lines.join('\n')).not.toMatch(new RegExp(`${secret}|${token}`))
   })
 
+  it('one port for both listeners: exit 78 naming both variables, where the start said only that the port was in use', async () => {
+    const port = String(await freePort())
+    const { code, lines } = await refused({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(20), HOST: '0.0.0.0', PORT: port, ADMIN_HOST: '127.0.0.1', ADMIN_PORT: port })
+    expect(code).toBe(CONFIG_ERROR_EXIT)
+    expect(lines).toEqual([
+      `report-gateway: invalid configuration: ADMIN_PORT: the same port as PORT (${port}), on addresses that overlap (ADMIN_HOST 127.0.0.1, HOST 0.0.0.0): the admin listener cannot bind beside the proxy listener; set another ADMIN_PORT (default 8081)`,
+    ])
+  })
+
   it('a short ADMIN_TOKEN names the minimum length', async () => {
     const { code, lines } = await refused({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(20), ADMIN_TOKEN: 'short', PORT: '0', ADMIN_PORT: '0' })
     expect(code).toBe(CONFIG_ERROR_EXIT)
