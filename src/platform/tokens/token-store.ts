@@ -69,6 +69,17 @@ interface StoredToken {
 /** The replaced configurations a record keeps: more than a deployment rolls out within its replicas' restarts. */
 const REPLACED_KEPT = 16
 
+/** Whether the changes a replica makes itself reach the others through Redis (PUT /admin/token answers with it). */
+export interface TokenShares {
+  /**
+   * Whether Redis took this replica's change of the credential's token to `version` (or a
+   * higher-ranked token it holds): true, false when the write failed (the others take it
+   * once Redis answers again), null when the token is not shared (no Redis or no
+   * GATEWAY_SECRET) or this replica made no such change.
+   */
+  sharedChange(credential: string, version: number): Promise<boolean> | null
+}
+
 /** A stored record; `shared` is null when it fails authentication. */
 interface StoredRead {
   /** The value as read: a write may replace it, if unchanged, when it fails authentication. */
@@ -107,8 +118,10 @@ return 1`, 1)
  * encrypted with a key from GATEWAY_SECRET, in Redis, announced on pub/sub. Without
  * GATEWAY_SECRET or Redis nothing is written and each replica keeps its own token.
  */
-export class TokenStore {
+export class TokenStore implements TokenShares {
   readonly #ctx: TokenStoreParts
+  /** Per credential, the last change this replica made and its write to Redis. */
+  readonly #changes = new Map<string, { version: number; shared: Promise<boolean> }>()
   readonly #key: Buffer | null
   /** GATEWAY_SECRET_FALLBACK's key: a record it encrypted is read, none is written with it. */
   readonly #fallbackKey: Buffer | null
@@ -155,7 +168,7 @@ export class TokenStore {
     for (const provider of this.#ctx.tokens.all()) {
       await this.#reconcile(provider)
       provider.on('change', ({ state, reason }) => {
-        if (reason !== 'shared') void this.#publish(provider, state)
+        if (reason !== 'shared') this.#changes.set(provider.name, { version: state.version, shared: this.#publish(provider, state) })
       })
     }
     // Pub/sub loses what is announced while a subscriber reconnects: the stored tokens are
@@ -165,6 +178,11 @@ export class TokenStore {
       for (const provider of this.#ctx.tokens.all()) void this.#catchUpWith(provider)
     }, this.#ctx.config.platform.maintenanceMs)
     this.#catchUp.unref()
+  }
+
+  sharedChange(credential: string, version: number): Promise<boolean> | null {
+    const change = this.#changes.get(credential)
+    return this.enabled && change?.version === version ? change.shared : null
   }
 
   /**
@@ -235,12 +253,13 @@ export class TokenStore {
     await this.#publish(provider, current)
   }
 
-  async #publish(provider: TokenProvider, state: TokenState): Promise<void> {
+  /** Stores and announces `state`; false when Redis could not be written (the catch-up stores it once Redis answers again). */
+  async #publish(provider: TokenProvider, state: TokenState): Promise<boolean> {
     const { redis, bus, breaker, log } = this.#ctx
-    if (!redis || !bus || !breaker || !this.#key) return
+    if (!redis || !bus || !breaker || !this.#key) return false
     if (this.#held) {
       this.#held.add(provider)
-      return
+      return true
     }
     const key = this.#redisKey(provider.name)
     const replaced = await this.#replacedBy(provider)
@@ -273,8 +292,8 @@ export class TokenStore {
     for (let attempt = 1; ; attempt++) {
       const written = await breaker.run(() => WRITE_IF_HIGHER(redis, key, record, String(state.version), unauthentic, String(state.basis)), null)
       if (written === null) {
-        log.error({ credential: provider.name }, 'the new platform token could not be shared through Redis; other replicas keep theirs')
-        return
+        log.error({ credential: provider.name }, 'the new platform token could not be shared through Redis; other replicas keep theirs until Redis answers again')
+        return false
       }
       if (written === 1) break
       const newer = await this.#read(provider.name)
@@ -282,12 +301,13 @@ export class TokenStore {
         // A change that ranks higher (made more recently, or after the token this login
         // replaced), or the same rank: theirs is the current token.
         takeStored(provider, newer.shared.state)
-        return
+        return true
       }
-      if (!newer || attempt === 2) return
+      if (!newer || attempt === 2) return false
       unauthentic = newer.raw
     }
     await breaker.run(() => bus.publish(CHANNEL, JSON.stringify({ credential: provider.name, version: state.version })), undefined)
+    return true
   }
 
   /**
