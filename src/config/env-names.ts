@@ -1,3 +1,4 @@
+import { nearestName } from './near-names.js'
 import { ENV_KEYS, type Env } from './sources.js'
 
 // Variables the gateway reads besides ENV_KEYS: the files, demo mode, the build's commit and
@@ -43,35 +44,8 @@ export function misspelledVariables(env: Env): string[] {
   const lines: string[] = []
   for (const name of Object.keys(env).sort()) {
     if (env[name] === undefined || KNOWN_VARIABLES.has(name) || !/^[A-Z][A-Z0-9_]{3,}$/.test(name) || name.startsWith('CREDENTIAL_')) continue
-    const meant = nearest(name)
+    const meant = nearestName(name, KNOWN_VARIABLES)
     if (meant !== null) lines.push(`${name}: not a variable the gateway reads; did you mean ${meant}? (rename it; as it is, the gateway starts as if ${meant} were not set)`)
   }
   return lines
-}
-
-function nearest(name: string): string | null {
-  let best: { known: string; distance: number } | null = null
-  for (const known of KNOWN_VARIABLES) {
-    const allowed = known.length < 8 ? 1 : 2
-    const distance = editDistance(name, known, allowed)
-    if (distance <= allowed && (best === null || distance < best.distance)) best = { known, distance }
-  }
-  return best?.known ?? null
-}
-
-/** Optimal string alignment distance (insertions, deletions, substitutions, adjacent swaps); anything above `bound` is bound + 1. */
-export function editDistance(a: string, b: string, bound: number): number {
-  if (Math.abs(a.length - b.length) > bound) return bound + 1
-  const rows: number[][] = [Array.from({ length: b.length + 1 }, (_, j) => j)]
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i]
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1
-      let d = Math.min((rows[i - 1]?.[j] ?? 0) + 1, (row[j - 1] ?? 0) + 1, (rows[i - 1]?.[j - 1] ?? 0) + cost)
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, (rows[i - 2]?.[j - 2] ?? 0) + 1)
-      row.push(d)
-    }
-    rows.push(row)
-  }
-  return Math.min(rows[a.length]?.[b.length] ?? bound + 1, bound + 1)
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { editDistance, misspelledVariables } from '../../src/config/env-names.js'
+import { misspelledVariables } from '../../src/config/env-names.js'
+import { editDistance } from '../../src/config/near-names.js'
 
 describe('variables one or two letters from one the gateway reads', () => {
   it('names a dropped, added, swapped or changed letter, and the variable meant', () => {
