@@ -110,7 +110,7 @@ export class Jobs {
         await this.#sleep(Math.min(WAIT_POLL_MS, until - clock.now()), left)
         // A job gone meanwhile (cancelled, or its record past its hour) is answered as it is now: none.
         const now = await this.#d.store.get(id)
-        if (now === null) throw new JobNotFoundError(id)
+        if (now === null) throw new JobNotFoundError()
         job = now
       }
     } finally {
@@ -149,7 +149,7 @@ export class Jobs {
 
   async #own(id: string, team: string): Promise<Job> {
     const job = await this.#d.store.get(id)
-    if (job === null || job.team !== team) throw new JobNotFoundError(id)
+    if (job === null || job.team !== team) throw new JobNotFoundError()
     return job
   }
 

@@ -49,7 +49,7 @@ export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock, 
   // An id this gateway could have made, else none (404) without a Redis read.
   const own = (request: FastifyRequest): string => {
     const { id } = request.params as { id: string }
-    if (!JOB_ID.test(id)) throw new JobNotFoundError(id)
+    if (!JOB_ID.test(id)) throw new JobNotFoundError()
     return id
   }
 
