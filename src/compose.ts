@@ -151,7 +151,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     onUnverified: (key) => unverified('replica', key),
     clock,
   })
-  const { proxy, admin, memoBytes } = await listeners({ ...ctx, failures, client, reloader, l1, audit, replicas, webhooks: jobsPart.webhooks, consoleScriptsDir: deps.consoleScriptsDir })
+  const { proxy, admin, memoBytes } = await listeners({ ...ctx, failures, client, reloader, l1, audit, replicas, webhooks: jobsPart.webhooks, tokenShares: tokenStore, consoleScriptsDir: deps.consoleScriptsDir })
 
   let closed = false
   return {

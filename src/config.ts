@@ -10,10 +10,13 @@ import { readTeamsFile } from './config/teams-file.js'
 import { settingsInForce } from './config/provenance.js'
 import { memoryFitWarning } from './config/memory-fit.js'
 import { creativeSetsPassWarning } from './config/risky-settings.js'
+import { misspelledVariables } from './config/env-names.js'
+import { bareDurationWarnings } from './config/bare-durations.js'
 
 export { DEFAULT_CREDENTIAL, type AdminRole, type AdminToken, type Config, type CredentialConfig, type PasswordLogin, type TeamConfig, type TeamKey } from './config/normalize.js'
 export { maskUrlPassword } from './config/schema-errors.js'
 export { readEnv } from './config/sources.js'
+export { misspelledVariables } from './config/env-names.js'
 export { isTeamName } from './config/teams.js'
 export { parseDuration, parseSize } from './config/units.js'
 export { overridden, type Setting, type SettingSource } from './config/provenance.js'
@@ -85,6 +88,8 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
   if (creativeSets !== null) warnings.push(creativeSets)
   const memory = memoryFitWarning({ l1MaxBytes: config.cache.l1MaxBytes, bufferTotalBytes: config.platform.bufferTotalBytes }, memoryLimit())
   if (memory !== null) warnings.push(memory)
+  warnings.push(...bareDurationWarnings(raw))
+  warnings.push(...misspelledVariables(env))
   return { ...config, host, demo: mode.demo, warnings, settings: host === config.host ? settings : settings.map((s) => (s.setting === 'host' ? { ...s, value: host, source: 'demo', from: 'demo mode' } : s)) }
 }
 

@@ -1,4 +1,4 @@
-import { loadConfig, ConfigError, type Config } from './config.js'
+import { loadConfig, misspelledVariables, ConfigError, type Config } from './config.js'
 import type { FastifyInstance } from 'fastify'
 import { createGateway, type Gateway } from './compose.js'
 import { redisAddress } from './redis/client.js'
@@ -21,7 +21,8 @@ async function main(): Promise<void> {
     config = loadConfig()
   } catch (err) {
     if (err instanceof ConfigError) {
-      process.stderr.write(`report-gateway: ${err.message}\n`)
+      // A mistyped variable is often why the start stops (PLATFORM_TOKN: no token source): named beside it.
+      process.stderr.write(`report-gateway: ${new ConfigError([...err.problems, ...misspelledVariables(process.env)]).message}\n`)
       process.exit(78)
     }
     throw err

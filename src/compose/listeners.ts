@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify'
+import type { TokenShares } from '../platform/tokens/token-store.js'
 import type { GatewayContext } from '../http/context.js'
 import type { FailureLog } from '../observe/failure-log.js'
 import type { Replicas } from '../observe/replicas.js'
@@ -50,6 +51,8 @@ export interface ListenerParts extends GatewayContext {
   replicas: Replicas
   /** This replica's pushes of ended jobs to webhooks (GET /admin/jobs). */
   webhooks: WebhookDeliveries
+  /** Whether a token change reached the other replicas (PUT /admin/token). */
+  tokenShares: TokenShares
   /** Where the console's compiled scripts are; default: dist/console, beside the built gateway. */
   consoleScriptsDir?: string | undefined
 }
@@ -85,10 +88,10 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   await describeAdmin(admin)
   await admin.register(healthRoutes, health)
   metricsRoute(admin, { metrics, tokens, governors, answers, usage })
-  const { secrets, adminAuth, bus, teams, build, rateLimiter, logLevel, reloader, l1, audit, replicas, webhooks, consoleScriptsDir } = parts
+  const { secrets, adminAuth, bus, teams, build, rateLimiter, logLevel, reloader, l1, audit, replicas, webhooks, tokenShares, consoleScriptsDir } = parts
   await admin.register(adminRoutes, {
     config, auditLog, clock, secrets, adminAuth, tokens, reports, redis, breaker, bus, teams, usage, keyUse, metrics, lifecycle, build, governors, rateLimiter,
-    runtimeLevel: logLevel, client, reloader, l1, audit, replicas, webhooks,
+    runtimeLevel: logLevel, client, reloader, l1, audit, replicas, webhooks, tokenShares,
   })
   await admin.register(consoleRoutes, consoleScriptsDir ? { scriptsDir: consoleScriptsDir } : {})
   await docsUi(admin, proxy)

@@ -1,4 +1,6 @@
 import type { ErrorObject } from 'ajv'
+import { nearestName } from './near-names.js'
+import { settingsAt } from './setting-names.js'
 import { ENV_KEYS, getPath } from './sources.js'
 import { validateConfig } from './validators.generated.js'
 
@@ -61,7 +63,8 @@ function describeError(error: ErrorObject, raw: Record<string, unknown>, envSour
   const segments = [...at, ...error.instancePath.split('/').slice(1).map(unescapePointer)]
   if (error.keyword === 'additionalProperties') {
     const extra = (error.params as { additionalProperty: string }).additionalProperty
-    return `${[...segments, extra].join('.')}: unknown setting`
+    const meant = nearestName(extra, settingsAt(segments))
+    return `${[...segments, extra].join('.')}: unknown setting${meant === null ? '' : `; did you mean ${[...segments, meant].join('.')}?`}`
   }
   const dotted = segments.join('.')
   const name = envSources.get(dotted) ?? (dotted || '(root)')

@@ -4,8 +4,10 @@ import { CREDENTIAL_NAME_PATTERN, EXPIRES_AT_PATTERN, KEY_ID_PATTERN, KEY_ID_RUL
 // The single source of truth for settings: config/default.yaml, CONFIG_FILE and the
 // environment are merged into this shape and validated once, at start.
 
+/** What every duration setting's schema says of itself: how bare-durations.ts finds them. */
+export const DURATION_DESCRIPTION = 'milliseconds as a number, or a string such as 500ms, 30s, 5m, 24h, 7d'
 const Duration = Type.Union([Type.Integer({ minimum: 0 }), Type.String({ pattern: '^\\d+(ms|s|m|h|d)$' })], {
-  description: 'milliseconds as a number, or a string such as 500ms, 30s, 5m, 24h, 7d',
+  description: DURATION_DESCRIPTION,
 })
 const Size = Type.Union([Type.Integer({ minimum: 0 }), Type.String({ pattern: '^\\d+(B|KiB|MiB|GiB)$' })], {
   description: 'bytes as a number, or a string such as 64MiB',

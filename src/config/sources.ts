@@ -113,6 +113,10 @@ export function readEnv(env: Env, name: string, allowFile: boolean, readFile: (p
         problems.push(`${name}_FILE: ${filePath} ${MALFORMED_SECRET}`)
         return undefined
       }
+      if (secret && wrappedInQuotes(content)) {
+        problems.push(`${name}_FILE: ${filePath} ${QUOTED_SECRET}`)
+        return undefined
+      }
       return content
     } catch (err) {
       problems.push(`${name}_FILE: ${filePath} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`)
@@ -124,8 +128,23 @@ export function readEnv(env: Env, name: string, allowFile: boolean, readFile: (p
     problems.push(`${name}: has spaces at its ends or control characters; set it without them (the value is not shown)`)
     return undefined
   }
+  if (secret && wrappedInQuotes(direct)) {
+    problems.push(`${name}: ${QUOTED_SECRET}`)
+    return undefined
+  }
   return direct
 }
+
+/**
+ * A secret wrapped in quotes, `"…"` or `'…'`: a .env line read by docker --env-file or
+ * Compose's env_file (which keep them), or a YAML value quoted twice. No token, key or
+ * generated secret has them: sent as it is, the platform refuses the token, and two
+ * replicas given GATEWAY_SECRET with and without them ignore what the other seals.
+ */
+function wrappedInQuotes(value: string): boolean {
+  return value.length >= 2 && (value[0] === '"' || value[0] === "'") && value[value.length - 1] === value[0]
+}
+const QUOTED_SECRET = "is wrapped in quotes, which docker --env-file and Compose's env_file keep as part of the value; set it without them (the value is not shown)"
 
 /** A line break, NUL, DEL or another C0 control: never part of a secret, token or URL. */
 export function hasControlCharacters(text: string): boolean {

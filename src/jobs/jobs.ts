@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { Clock } from '../clock.js'
 import type { CacheEntry } from '../cache/cache-entry.js'
 import type { CanonicalReport } from '../reports/report-query.js'
-import { JobExpiredError, JobNotDoneError, JobRunningError, JobsFullError, JobsUnavailableError, NotFoundError, WaitsFullError } from '../errors.js'
+import { JobExpiredError, JobNotDoneError, JobNotFoundError, JobRunningError, JobsFullError, JobsUnavailableError, WaitsFullError } from '../errors.js'
 import { cancellable, jobStatus, keptAnswer, newJob, placeInQueue, stateAt, type Job, type JobError, type JobFinality, type JobStatus, type PlatformAnswer } from './job.js'
 import type { JobStore } from './job-store.js'
 import type { JobRunner, JobSettings } from './job-runner.js'
@@ -110,7 +110,7 @@ export class Jobs {
         await this.#sleep(Math.min(WAIT_POLL_MS, until - clock.now()), left)
         // A job gone meanwhile (cancelled, or its record past its hour) is answered as it is now: none.
         const now = await this.#d.store.get(id)
-        if (now === null) throw new NotFoundError()
+        if (now === null) throw new JobNotFoundError()
         job = now
       }
     } finally {
@@ -149,7 +149,7 @@ export class Jobs {
 
   async #own(id: string, team: string): Promise<Job> {
     const job = await this.#d.store.get(id)
-    if (job === null || job.team !== team) throw new NotFoundError()
+    if (job === null || job.team !== team) throw new JobNotFoundError()
     return job
   }
 

@@ -118,6 +118,15 @@ describe('report jobs (demo mode, no Redis)', () => {
     expect((await fetch(`${gw.url}/api/v1/jobs/${id}?wait=31`, { headers: { 'x-api-key': KEYS.all } })).status).toBe(400)
   })
 
+  it('another team\'s job and an unknown id answer the same 404, its message saying what the id may be', async () => {
+    const gw = await start()
+    const { id } = (await (await ask(gw)).json()) as Status
+    const unknown = `${id.slice(0, -4)}zzzz`
+    const said = async (jobId: string, key: string) => ((await (await fetch(`${gw.url}/api/v1/jobs/${jobId}`, { headers: { 'x-api-key': key } })).json()) as { message: string }).message
+    const why = "no such job for this key's team: the id is unknown, the job was cancelled, its record ended (an hour after it expired), or the job is another team's"
+    expect([await said(id, KEYS.growth), await said(unknown, KEYS.all)]).toEqual([why, why])
+  })
+
   it('every path under /api/v1/jobs is the gateway\'s: another method or spelling of a job path is 404 and never reaches the platform', async () => {
     const gw = await start()
     const { id } = (await (await ask(gw)).json()) as Status

@@ -70,6 +70,21 @@ async function waitForLine(run: Run, pattern: RegExp, ms = 15_000): Promise<stri
   throw new Error(`no line matching ${pattern}:\n${run.output()}`)
 }
 
+/** A start on the sandbox with a token it accepts, on loopback and free ports, with `env` besides. */
+function startOnSandbox(env: Record<string, string>): Run {
+  return start({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), HOST: '127.0.0.1', PORT: '0', ADMIN_PORT: '0', ...env })
+}
+
+/** Once the start is listening: the log lines it wrote holding `text`, parsed. */
+async function startedSaying(run: Run, text: string): Promise<{ level: number; msg: string }[]> {
+  await waitForLine(run, /report gateway listening/)
+  return run
+    .output()
+    .split('\n')
+    .filter((l) => l.includes(text))
+    .map((l) => JSON.parse(l) as { level: number; msg: string })
+}
+
 const sandbox = useSandbox()
 
 function file(name: string, text: string): string {
@@ -127,6 +142,46 @@ describe('misconfiguration stops the start with one line', () => {
     const { code, lines } = await refused({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN_FILE: missing, PORT: '0', ADMIN_PORT: '0' })
     expect(code).toBe(CONFIG_ERROR_EXIT)
     expect(lines).toEqual([`report-gateway: invalid configuration: PLATFORM_TOKEN_FILE: ${missing} cannot be read (ENOENT); it must hold the platform token`])
+  })
+
+  it('a mistyped variable beside what the start misses (PLATFORM_TOKN): exit 78, the line names the typo and what it was meant to be', async () => {
+    const { code, lines } = await refused({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKN: 'x'.repeat(20), PORT: '0', ADMIN_PORT: '0' })
+    expect(code).toBe(CONFIG_ERROR_EXIT)
+    expect(lines).toEqual([
+      'report-gateway: invalid configuration:',
+      '  - PLATFORM_TOKEN: credential default has no token source; set PLATFORM_TOKEN, PLATFORM_TOKEN_FILE, or PLATFORM_USERNAME, PLATFORM_PASSWORD, PLATFORM_CLIENT_ID and PLATFORM_CLIENT_SECRET',
+      '  - PLATFORM_TOKN: not a variable the gateway reads; did you mean PLATFORM_TOKEN? (rename it; as it is, the gateway starts as if PLATFORM_TOKEN were not set)',
+    ])
+    expect(lines.join('\n')).not.toContain('x'.repeat(20))
+  })
+
+  it('secrets wrapped in quotes, as docker --env-file keeps them from a .env line: exit 78, each named, never shown', async () => {
+    const secret = 'quoted-gateway-secret-0123456789'
+    const token = sandbox.issueToken()
+    const { code, lines } = await refused({
+      PLATFORM_BASE_URL: sandbox.url,
+      PLATFORM_TOKEN: `'${token}'`,
+      REDIS_URL: 'redis://127.0.0.1:6399',
+      GATEWAY_SECRET: `"${secret}"`,
+      PORT: '0',
+      ADMIN_PORT: '0',
+    })
+    expect(code).toBe(CONFIG_ERROR_EXIT)
+    expect(lines).toEqual([
+      'report-gateway: invalid configuration:',
+      '  - GATEWAY_SECRET: is wrapped in quotes, which docker --env-file and Compose\'s env_file keep as part of the value; set it without them (the value is not shown)',
+      '  - PLATFORM_TOKEN: is wrapped in quotes, which docker --env-file and Compose\'s env_file keep as part of the value; set it without them (the value is not shown)',
+    ])
+    expect(lines.join('\n')).not.toMatch(new RegExp(`${secret}|${token}`))
+  })
+
+  it('one port for both listeners: exit 78 naming both variables, where the start said only that the port was in use', async () => {
+    const port = String(await freePort())
+    const { code, lines } = await refused({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(20), HOST: '0.0.0.0', PORT: port, ADMIN_HOST: '127.0.0.1', ADMIN_PORT: port })
+    expect(code).toBe(CONFIG_ERROR_EXIT)
+    expect(lines).toEqual([
+      `report-gateway: invalid configuration: ADMIN_PORT: the same port as PORT (${port}), on addresses that overlap (ADMIN_HOST 127.0.0.1, HOST 0.0.0.0): the admin listener cannot bind beside the proxy listener; set another ADMIN_PORT (default 8081)`,
+    ])
   })
 
   it('a short ADMIN_TOKEN names the minimum length', async () => {
@@ -267,6 +322,24 @@ describe('a start that works says what it found', () => {
     const res = await fetch(`http://${listening.admin}/admin/config`, { headers: { authorization: `Bearer ${adminToken}` } })
     const { settings } = (await res.json()) as { settings: { setting: string; value: unknown; source: string; from: string }[] }
     expect(settings.find((s) => s.setting === 'platform.seatLease')).toEqual({ setting: 'platform.seatLease', value: '2s', source: 'file', from: 'CONFIG_FILE' })
+  })
+
+  it('a mistyped optional variable (REDIS_ULR, LOG_LEVL): started, one warning each naming the typo and the variable meant, never the value', async () => {
+    const redisUrl = 'redis://:a-redis-password@127.0.0.1:6399'
+    const run = startOnSandbox({ REDIS_ULR: redisUrl, LOG_LEVL: 'debug', HOME: '/home/someone', KUBERNETES_SERVICE_HOST: '10.0.0.1', npm_config_cache: '/tmp/npm' })
+    expect(await startedSaying(run, 'not a variable the gateway reads')).toEqual([
+      expect.objectContaining({ level: 40, msg: 'LOG_LEVL: not a variable the gateway reads; did you mean LOG_LEVEL? (rename it; as it is, the gateway starts as if LOG_LEVEL were not set)' }),
+      expect.objectContaining({ level: 40, msg: 'REDIS_ULR: not a variable the gateway reads; did you mean REDIS_URL? (rename it; as it is, the gateway starts as if REDIS_URL were not set)' }),
+    ])
+    expect(run.output()).not.toContain('a-redis-password')
+  })
+
+  it('a duration written as a bare number under a second (queueTimeout: 5, window: 60): started, one warning each saying it is read as milliseconds', async () => {
+    const run = startOnSandbox({ CONFIG_FILE: file('bare-durations.yaml', `${TEAMS}    rateLimit: { max: 600, window: 60 }\nplatform:\n  queueTimeout: 5\n`) })
+    expect(await startedSaying(run, 'is read as')).toEqual([
+      expect.objectContaining({ level: 40, msg: 'platform.queueTimeout: 5 is read as 5 ms (a duration given as a number is milliseconds); write 5s if seconds were meant, or 5ms to keep it' }),
+      expect.objectContaining({ level: 40, msg: 'teams.growth.rateLimit.window: 60 is read as 60 ms (a duration given as a number is milliseconds); write 60s if seconds were meant, or 60ms to keep it' }),
+    ])
   })
 
   it('ownership.creativeSets.check: pass with a scoped team that may write: one warning at start naming it and what it allows, no secret', async () => {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -151,6 +152,33 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     // A's rotation is stored before C starts: it is what C's rolled-out token replaces.
     const { a } = await rotatedReplica()
     const rolledOut = sandbox.issueToken()
+
+    const c = await replica({ PLATFORM_TOKEN: rolledOut, GATEWAY_SECRET })
+    expect(tokenOf(c)).toBe(rolledOut)
+    expect(await within(1000, () => tokenOf(a) === rolledOut), 'replica A did not take the rolled-out token').not.toBeNull()
+  })
+
+  it('a replica restarted with the PLATFORM_TOKEN a rollout replaced keeps the rolled-out token, on every replica', async () => {
+    // A's rotation, then C's rolled-out token over it: the configuration A started with is replaced.
+    const { first, a } = await rotatedReplica()
+    const rolledOut = sandbox.issueToken()
+    const c = await replica({ PLATFORM_TOKEN: rolledOut, GATEWAY_SECRET })
+    expect(await within(1000, () => tokenOf(a) === rolledOut), 'replica A did not take the rolled-out token').not.toBeNull()
+
+    // A replica of the old configuration (its host's .env not yet updated) starts again.
+    const stale = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
+    expect(tokenOf(stale)).toBe(rolledOut)
+    expect(await stored()).toMatchObject({ fingerprint: fingerprint(rolledOut, GATEWAY_SECRET) })
+    expect([tokenOf(a), tokenOf(c)]).toEqual([rolledOut, rolledOut])
+  })
+
+  it('a replaced configuration written into the record without its seal is not taken: the rolled-out token still replaces the stored one', async () => {
+    const { a } = await rotatedReplica()
+    const rolledOut = sandbox.issueToken()
+    const record = (await stored()) as Record<string, unknown>
+    // Someone with Redis access names the rollout's configuration as one the stored token replaced.
+    const rolledOutBase = `static:${createHash('sha256').update(rolledOut).digest('hex').slice(0, 12)}`
+    await client.set(STORE_KEY, JSON.stringify({ ...record, replaced: [rolledOutBase], replacedSeal: Buffer.alloc(32).toString('base64') }))
 
     const c = await replica({ PLATFORM_TOKEN: rolledOut, GATEWAY_SECRET })
     expect(tokenOf(c)).toBe(rolledOut)

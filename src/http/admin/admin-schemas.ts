@@ -94,6 +94,12 @@ export const tokenChangeSchema = {
   properties: {
     ...tokenFields,
     changed: { type: 'boolean', description: 'false: the offered token is the one in use; nothing was probed or changed (not even `obtainedAt`).' },
+    replicas: {
+      type: 'string',
+      enum: ['all', 'this replica only', 'this replica until Redis answers again'],
+      description:
+        'With `changed: true`, the replicas the token reached: `all` (Redis took it: every replica, and those that start later), `this replica only` (no Redis or no `GATEWAY_SECRET`: until it restarts; a token file reaches every replica), `this replica until Redis answers again` (Redis did not take the write: the others take the token once it answers).',
+    },
   },
 } as const
 

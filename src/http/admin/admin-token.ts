@@ -6,6 +6,7 @@ import { fingerprint } from '../../observe/fingerprint.js'
 import { connectionFailure, type PlatformClient } from '../../platform/client/platform-client.js'
 import { probeStatus } from '../../platform/client/token-probe.js'
 import type { TokenProvider } from '../../platform/tokens/token-provider.js'
+import type { TokenShares } from '../../platform/tokens/token-store.js'
 import { DEFAULT_CREDENTIAL, type Config } from '../../config.js'
 import { adminSchema, answer, credentialsSchema, tokenBody, tokenChangeSchema, tokenViewSchema } from './admin-schemas.js'
 
@@ -43,7 +44,7 @@ const TOKEN_VIEW = { 200: answer(tokenViewSchema, 'The token\'s view.') }
  */
 export async function adminTokenRoutes(
   app: FastifyInstance,
-  { tokens, secrets, auditLog, config, client }: Pick<GatewayContext, 'tokens' | 'secrets' | 'auditLog' | 'config'> & { client: PlatformClient },
+  { tokens, secrets, auditLog, config, client, tokenShares }: Pick<GatewayContext, 'tokens' | 'secrets' | 'auditLog' | 'config'> & { client: PlatformClient; tokenShares: TokenShares },
 ): Promise<void> {
   const providerOf = (request: FastifyRequest) => tokens.get((request.params as { name?: string }).name ?? DEFAULT_CREDENTIAL)
 
@@ -63,8 +64,9 @@ export async function adminTokenRoutes(
       auditFailure(auditLog, request, provider, 'replace', err, fingerprint(token, config.gatewaySecret))
       throw err
     }
-    provider.replace(token, request.adminActor ?? undefined)
-    return { ...tokenView(provider), changed: true }
+    const state = provider.replace(token, request.adminActor ?? undefined)
+    const shared = await tokenShares.sharedChange(provider.name, state.version)
+    return { ...tokenView(provider), changed: true, replicas: shared === null ? 'this replica only' : shared ? 'all' : 'this replica until Redis answers again' }
   }
   const refreshToken = async (request: FastifyRequest) => {
     const provider = providerOf(request)

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify'
+import type { TokenShares } from '../../platform/tokens/token-store.js'
 import type { GatewayContext } from '../context.js'
 import type { TeamReloader } from '../../access/team-reload.js'
 import type { PlatformClient } from '../../platform/client/platform-client.js'
@@ -30,6 +31,7 @@ export type AdminParts = AdminStatusParts &
     reloader: TeamReloader
     replicas: Replicas
     webhooks: WebhookDeliveries
+    tokenShares: TokenShares
   }
 
 /** Admin answers name tokens' fingerprints, teams and keys: no cache keeps them, no page frames them. */
@@ -38,7 +40,7 @@ export const ADMIN_ANSWER_HEADERS: Readonly<Record<string, string>> = { 'cache-c
 /** The admin listener's /admin/* calls (contract, "Admin listener"). */
 export async function adminRoutes(app: FastifyInstance, parts: AdminParts): Promise<void> {
   // Each part below gets the parts it reads.
-  const { config, auditLog, clock, secrets, adminAuth, tokens, reports, breaker, bus, teams, usage, keyUse, runtimeLevel, client, reloader, replicas, webhooks } = parts
+  const { config, auditLog, clock, secrets, adminAuth, tokens, reports, breaker, bus, teams, usage, keyUse, runtimeLevel, client, reloader, replicas, webhooks, tokenShares } = parts
   adminAccess(app, { adminAuth, auditLog, clock })
 
   app.addHook('onSend', async (_request, reply, payload) => {
@@ -68,7 +70,7 @@ export async function adminRoutes(app: FastifyInstance, parts: AdminParts): Prom
   })
   app.get('/admin/openapi.json', { schema: document }, async () => app.swagger())
 
-  await app.register(adminTokenRoutes, { tokens, secrets, auditLog, config, client })
+  await app.register(adminTokenRoutes, { tokens, secrets, auditLog, config, client, tokenShares })
   await app.register(adminCacheRoutes, { reports, auditLog })
   await app.register(cacheEntryRoutes, { config, teams, tokens, reports, breaker, clock, auditLog })
   // What only the status view reads.

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Admission, Caller } from '../../access/admission.js'
 import type { Clock } from '../../clock.js'
-import { BadRequestError, NotFoundError } from '../../errors.js'
+import { BadRequestError, JobNotFoundError, NotFoundError } from '../../errors.js'
 import { MAX_WAIT_SECONDS, type JobAsk, type Jobs } from '../../jobs/jobs.js'
 import { jobCancelSchema, jobResultSchema, jobStatusSchema } from '../openapi/job-schemas.js'
 import { NOT_STORED, sendReport, VARY } from './report-reply.js'
@@ -49,7 +49,7 @@ export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock, 
   // An id this gateway could have made, else none (404) without a Redis read.
   const own = (request: FastifyRequest): string => {
     const { id } = request.params as { id: string }
-    if (!JOB_ID.test(id)) throw new NotFoundError()
+    if (!JOB_ID.test(id)) throw new JobNotFoundError()
     return id
   }
 

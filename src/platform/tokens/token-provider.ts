@@ -50,6 +50,8 @@ export interface SharedToken {
   state: TokenState
   /** The configuration it was made on (TokenProvider.configuredBase of the replica that stored it). */
   base: string
+  /** The configurations the changes leading to it replaced: a replica started with one of them takes it as its own configuration's. */
+  replaced: string[]
 }
 
 export interface TokenInfo {

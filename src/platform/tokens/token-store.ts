@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto'
+import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import { fingerprint } from '../../observe/fingerprint.js'
 import type { Logger } from 'pino'
 import type { Config } from '../../config.js'
@@ -56,6 +56,28 @@ interface StoredToken {
   expiresAt: number
   /** Format 3 only. */
   origin?: TokenOrigin | undefined
+  /**
+   * The configurations (`base`s) the changes leading to this record replaced, oldest first,
+   * at most REPLACED_KEPT; with `replacedSeal`, its HMAC. Beside the format-3 fields, not
+   * among them: a replica of an earlier build reads the record as ever, and writes its own
+   * without them.
+   */
+  replaced?: string[] | undefined
+  replacedSeal?: string | undefined
+}
+
+/** The replaced configurations a record keeps: more than a deployment rolls out within its replicas' restarts. */
+const REPLACED_KEPT = 16
+
+/** Whether the changes a replica makes itself reach the others through Redis (PUT /admin/token answers with it). */
+export interface TokenShares {
+  /**
+   * Whether Redis took this replica's change of the credential's token to `version` (or a
+   * higher-ranked token it holds): true, false when the write failed (the others take it
+   * once Redis answers again), null when the token is not shared (no Redis or no
+   * GATEWAY_SECRET) or this replica made no such change.
+   */
+  sharedChange(credential: string, version: number): Promise<boolean> | null
 }
 
 /** A stored record; `shared` is null when it fails authentication. */
@@ -96,8 +118,10 @@ return 1`, 1)
  * encrypted with a key from GATEWAY_SECRET, in Redis, announced on pub/sub. Without
  * GATEWAY_SECRET or Redis nothing is written and each replica keeps its own token.
  */
-export class TokenStore {
+export class TokenStore implements TokenShares {
   readonly #ctx: TokenStoreParts
+  /** Per credential, the last change this replica made and its write to Redis. */
+  readonly #changes = new Map<string, { version: number; shared: Promise<boolean> }>()
   readonly #key: Buffer | null
   /** GATEWAY_SECRET_FALLBACK's key: a record it encrypted is read, none is written with it. */
   readonly #fallbackKey: Buffer | null
@@ -144,7 +168,7 @@ export class TokenStore {
     for (const provider of this.#ctx.tokens.all()) {
       await this.#reconcile(provider)
       provider.on('change', ({ state, reason }) => {
-        if (reason !== 'shared') void this.#publish(provider, state)
+        if (reason !== 'shared') this.#changes.set(provider.name, { version: state.version, shared: this.#publish(provider, state) })
       })
     }
     // Pub/sub loses what is announced while a subscriber reconnects: the stored tokens are
@@ -154,6 +178,11 @@ export class TokenStore {
       for (const provider of this.#ctx.tokens.all()) void this.#catchUpWith(provider)
     }, this.#ctx.config.platform.maintenanceMs)
     this.#catchUp.unref()
+  }
+
+  sharedChange(credential: string, version: number): Promise<boolean> | null {
+    const change = this.#changes.get(credential)
+    return this.enabled && change?.version === version ? change.shared : null
   }
 
   /**
@@ -215,21 +244,25 @@ export class TokenStore {
     }
     if (!current) return
     if (stored && stored.state.token === current.token && compareRank(stored.state, current) === 0) return
-    if (stored && !provider.hasLogin && stored.base === provider.configuredBase) {
+    // A configuration the stored token's changes replaced (a host's .env not yet updated)
+    // is no rollout: the stored token stays, on this replica too.
+    if (stored && !provider.hasLogin && (stored.base === provider.configuredBase || stored.replaced.includes(provider.configuredBase))) {
       provider.adopt(stored.state, true)
       return
     }
     await this.#publish(provider, current)
   }
 
-  async #publish(provider: TokenProvider, state: TokenState): Promise<void> {
+  /** Stores and announces `state`; false when Redis could not be written (the catch-up stores it once Redis answers again). */
+  async #publish(provider: TokenProvider, state: TokenState): Promise<boolean> {
     const { redis, bus, breaker, log } = this.#ctx
-    if (!redis || !bus || !breaker || !this.#key) return
+    if (!redis || !bus || !breaker || !this.#key) return false
     if (this.#held) {
       this.#held.add(provider)
-      return
+      return true
     }
     const key = this.#redisKey(provider.name)
+    const replaced = await this.#replacedBy(provider)
     const iv = randomBytes(12)
     const fields = {
       v: FORMAT,
@@ -244,7 +277,14 @@ export class TokenStore {
     const cipher = createCipheriv('aes-256-gcm', this.#key, iv, { authTagLength: TAG_BYTES })
     cipher.setAAD(associatedData(key, fields))
     const data = Buffer.concat([cipher.update(state.token, 'utf8'), cipher.final()])
-    const stored: StoredToken = { ...fields, iv: iv.toString('base64'), tag: cipher.getAuthTag().toString('base64'), data: data.toString('base64') }
+    const stored: StoredToken = {
+      ...fields,
+      iv: iv.toString('base64'),
+      tag: cipher.getAuthTag().toString('base64'),
+      data: data.toString('base64'),
+      replaced,
+      replacedSeal: replacedSeal(this.#key, key, fields, replaced),
+    }
     const record = JSON.stringify(stored)
     // An empty value is never a record: nothing to write over unconditionally at first.
     let unauthentic = ''
@@ -252,8 +292,8 @@ export class TokenStore {
     for (let attempt = 1; ; attempt++) {
       const written = await breaker.run(() => WRITE_IF_HIGHER(redis, key, record, String(state.version), unauthentic, String(state.basis)), null)
       if (written === null) {
-        log.error({ credential: provider.name }, 'the new platform token could not be shared through Redis; other replicas keep theirs')
-        return
+        log.error({ credential: provider.name }, 'the new platform token could not be shared through Redis; other replicas keep theirs until Redis answers again')
+        return false
       }
       if (written === 1) break
       const newer = await this.#read(provider.name)
@@ -261,12 +301,29 @@ export class TokenStore {
         // A change that ranks higher (made more recently, or after the token this login
         // replaced), or the same rank: theirs is the current token.
         takeStored(provider, newer.shared.state)
-        return
+        return true
       }
-      if (!newer || attempt === 2) return
+      if (!newer || attempt === 2) return false
       unauthentic = newer.raw
     }
     await breaker.run(() => bus.publish(CHANNEL, JSON.stringify({ credential: provider.name, version: state.version })), undefined)
+    return true
+  }
+
+  /**
+   * The configurations a record this replica writes now replaces: the stored record's, and
+   * the stored record's own configuration when it is another than this replica's (a
+   * rollout), this replica's own left out.
+   */
+  async #replacedBy(provider: TokenProvider): Promise<string[]> {
+    // Quiet: an unauthentic record is told by the reads that decide on it (the start's, an
+    // announcement's, a refused write's), not again by this one.
+    const read = await this.#readOrAbsent(provider.name, true)
+    const stored = read === ABSENT ? null : read?.shared
+    if (!stored) return []
+    const own = provider.configuredBase
+    const replaced = [...stored.replaced.filter((base) => base !== stored.base), stored.base].filter((base, i, all) => base !== own && all.indexOf(base) === i)
+    return replaced.slice(-REPLACED_KEPT)
   }
 
   async #onAnnouncement(message: string): Promise<void> {
@@ -306,8 +363,8 @@ export class TokenStore {
     return read === ABSENT ? null : read
   }
 
-  /** The stored record; ABSENT when Redis holds none (or one of another format, written over); null when Redis cannot be read. */
-  async #readOrAbsent(credential: string): Promise<StoredRead | typeof ABSENT | null> {
+  /** The stored record; ABSENT when Redis holds none (or one of another format, written over); null when Redis cannot be read. `quiet`: an unauthentic record is not logged. */
+  async #readOrAbsent(credential: string, quiet = false): Promise<StoredRead | typeof ABSENT | null> {
     const { redis, breaker, log } = this.#ctx
     if (!redis || !breaker || !this.#key) return null
     const key = this.#redisKey(credential)
@@ -316,18 +373,30 @@ export class TokenStore {
     if (!raw) return null
     const record = parseRecord(raw)
     if (record === 'other-format') return ABSENT
-    const token = record ? (decrypt(this.#key, key, record) ?? (this.#fallbackKey && decrypt(this.#fallbackKey, key, record))) : null
-    if (record === null || token === null) {
-      log.warn(
-        { credential },
-        'the shared platform token cannot be decrypted (another GATEWAY_SECRET on some replica, or a record altered, replaced or moved in Redis); ignoring it',
-      )
+    const keys = [this.#key, ...(this.#fallbackKey ? [this.#fallbackKey] : [])]
+    let token: string | null = null
+    let opened: Buffer | null = null
+    for (const candidate of record ? keys : []) {
+      token = decrypt(candidate, key, record as StoredToken)
+      if (token !== null) {
+        opened = candidate
+        break
+      }
+    }
+    if (record === null || token === null || opened === null) {
+      if (!quiet) {
+        log.warn(
+          { credential },
+          'the shared platform token cannot be decrypted (another GATEWAY_SECRET on some replica, or a record altered, replaced or moved in Redis); ignoring it',
+        )
+      }
       return { raw, shared: null }
     }
     return {
       raw,
       shared: {
         base: record.base,
+        replaced: replacedOf(opened, key, record),
         state: {
           token,
           source: 'shared',
@@ -355,6 +424,20 @@ export class TokenStore {
 function takeStored(provider: TokenProvider, stored: TokenState): void {
   const current = provider.current()
   provider.adopt(stored, current !== null && compareRank(stored, current) === 0)
+}
+
+/** The HMAC of a record's replaced configurations, bound to its key and to the fields that rank and place it. */
+function replacedSeal(cipherKey: Buffer, key: string, s: Omit<StoredToken, 'iv' | 'tag' | 'data'>, replaced: string[]): string {
+  return createHmac('sha256', cipherKey).update(JSON.stringify(['replaced', key, s.version, s.basis, s.base, s.fingerprint, replaced])).digest('base64')
+}
+
+/** A record's replaced configurations when their seal holds (the key that opened the record made it); none otherwise. */
+function replacedOf(cipherKey: Buffer, key: string, s: StoredToken): string[] {
+  const { replaced, replacedSeal: seal } = s
+  if (!Array.isArray(replaced) || typeof seal !== 'string' || replaced.length > REPLACED_KEPT || !replaced.every((b) => typeof b === 'string')) return []
+  const expected = Buffer.from(replacedSeal(cipherKey, key, s, replaced), 'base64')
+  const given = Buffer.from(seal, 'base64')
+  return given.length === expected.length && timingSafeEqual(given, expected) ? replaced : []
 }
 
 // Every field that decides whether a record is taken (version, basis, base), what it

@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest'
+import { fingerprint } from '../../src/observe/fingerprint.js'
+import { TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { tokenOf } from '../helpers/gateway-calls.js'
+import { redisAvailability } from '../helpers/start-redis.js'
+import { within } from '../helpers/wait.js'
+
+// PUT /admin/token says which replicas the new token reached: every replica (Redis took
+// it), this one only (no Redis), or this one until Redis answers again (Redis did not
+// take the write; the others take it then).
+
+const ADMIN_TOKEN = 'put-reach-admin-token-0123456789abcdef'
+const GATEWAY_SECRET = 'put-reach-gateway-secret-0123456789'
+// A bound on a wait for a condition, not its schedule.
+const SETTLE_BOUND_MS = 15_000
+
+const redisCheck = redisAvailability()
+if (redisCheck.notice) console.warn(redisCheck.notice)
+
+async function put(gw: TestGateway, token: string): Promise<Record<string, unknown>> {
+  const res = await gw.admin.inject({ method: 'PUT', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { token } })
+  expect(res.statusCode).toBe(200)
+  return res.json()
+}
+
+describe('the replicas PUT /admin/token reached, without Redis', () => {
+  const sandbox = useSandbox()
+  const gateways = useGateways()
+
+  it('this replica only', async () => {
+    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, PLATFORM_TOKEN: sandbox.issueToken() }, TEAMS_YAML))
+    expect(await put(gw, sandbox.issueToken())).toMatchObject({ changed: true, replicas: 'this replica only' })
+  })
+})
+
+describe.skipIf(!redisCheck.available)('the replicas PUT /admin/token reached, with Redis', () => {
+  const sandbox = useSandbox()
+  const { server: redis, client } = useRedis()
+  const gateways = useGateways()
+  const replica = (token: string) => gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: redis.url, GATEWAY_SECRET, PLATFORM_TOKEN: token }, TEAMS_YAML))
+
+  it('every replica when Redis took it; this one until Redis answers again when Redis refused the write, then every replica', async () => {
+    const first = sandbox.issueToken()
+    const a = await replica(first)
+    const b = await replica(first)
+    const next = sandbox.issueToken()
+    expect(await put(a, next)).toMatchObject({ changed: true, replicas: 'all', fingerprint: fingerprint(next, GATEWAY_SECRET) })
+    expect(await within(1000, () => tokenOf(b) === next), 'replica B did not take the token').not.toBeNull()
+
+    // Redis holds every write for a while (as a failover or a full disk would refuse it).
+    await client.call('CLIENT', 'PAUSE', '2000', 'WRITE')
+    const third = sandbox.issueToken()
+    expect(await put(a, third)).toMatchObject({ changed: true, replicas: 'this replica until Redis answers again' })
+    expect(await within(SETTLE_BOUND_MS, () => tokenOf(b) === third), 'replica B did not take the token once Redis answered').not.toBeNull()
+  })
+})
