@@ -2,6 +2,7 @@ import { maxHeaderSize, type Server } from 'node:http'
 import type { Socket } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import type { Logger } from 'pino'
+import { AnswerRoom } from '../perf/answer-room.js'
 import { keptAliveHeadEnd } from '../perf/rendered-head.js'
 import { PlainGets, type PlainGet } from './plain-get.js'
 
@@ -62,14 +63,17 @@ export function enterOnConnections(server: BufferedServer, serve: ServePlain, cl
   const held = new Map<Socket, Look>()
   // Half what Node reads of a head (plain-get.ts): a head Node would refuse as too large is its own to refuse.
   const headLimit = Math.floor((server.maxHeaderSize ?? maxHeaderSize) / 2)
+  // Answers are written in one room while their writes complete at once (perf/answer-room.ts).
+  const room = new AnswerRoom()
 
   const send: SendPlain = (socket, lines, body) => {
     const head = lines + keptAliveHeadEnd(server.keepAliveTimeout)
     if (body.length <= ONE_WRITE_MAX) {
-      const out = Buffer.allocUnsafe(head.length + body.length)
+      const out = room.take(head.length + body.length)
       out.write(head, 0, 'latin1')
       body.copy(out, head.length)
       socket.write(out)
+      room.written(socket)
       return
     }
     socket.cork()
