@@ -53,6 +53,24 @@ for i = 1, 2 do
 end
 return 1`, 2)
 
+// Gives a team's part back the room of copies that left Redis (KEYS: as TAKE_ROOM's; ARGV:
+// the copies' keys): each one the team counts is counted no more. Those of another team are
+// not in its records. The number given back.
+const GIVE_BACK = redisScript<number>('gatewayCopyGiveBack', `
+local total = tonumber(redis.call('HGET', KEYS[2], '') or '0')
+local given = 0
+for _, key in ipairs(ARGV) do
+  local bytes = redis.call('HGET', KEYS[2], key)
+  if bytes then
+    total = total - tonumber(bytes)
+    given = given + 1
+    redis.call('HDEL', KEYS[2], key)
+    redis.call('ZREM', KEYS[1], key)
+  end
+end
+if given > 0 then redis.call('HSET', KEYS[2], '', total) end
+return given`, 2)
+
 interface ReadEntry {
   raw: Buffer
   entry: CacheEntry
@@ -80,6 +98,7 @@ export class RedisStore implements CacheStore {
   readonly #read: LRUCache<string, ReadEntry> | null
   readonly #copyPart: () => number | null
   readonly #onOverPart: (team: string) => void
+  readonly #copyTeams: () => readonly string[]
 
   constructor(opts: {
     redis: RedisClient
@@ -100,6 +119,8 @@ export class RedisStore implements CacheStore {
     copyPart?: () => number | null
     /** A copy of `team` not written: its copies take its part. */
     onOverPart?: (team: string) => void
+    /** The teams whose copies may be counted in their parts: a purged copy is counted in its team's no more. */
+    copyTeams?: () => readonly string[]
   }) {
     this.#redis = opts.redis
     this.#breaker = opts.breaker
@@ -112,6 +133,7 @@ export class RedisStore implements CacheStore {
     this.#maxStoredBytes = storedBytesLimit(opts.limits)
     this.#copyPart = opts.copyPart ?? (() => null)
     this.#onOverPart = opts.onOverPart ?? (() => undefined)
+    this.#copyTeams = opts.copyTeams ?? (() => [])
     this.#read = opts.keepReads
       ? new LRUCache<string, ReadEntry>({
           maxSize: READ_ENTRIES_BYTES,
@@ -211,7 +233,20 @@ export class RedisStore implements CacheStore {
   }
 
   async delete(key: string): Promise<void> {
-    await this.#breaker.run(() => this.#redis.unlink(key), 0)
+    await this.#breaker.run(async () => {
+      await this.#redis.unlink(key)
+      await this.#giveBack([key])
+    }, undefined)
+  }
+
+  /**
+   * Gives the room `keys` took back to their team's part: they left Redis before their
+   * expiry, which alone gives it back otherwise (a copy purged would take its team's part,
+   * refusing the team's next copies, until its stale-if-error end).
+   */
+  async #giveBack(keys: readonly string[]): Promise<void> {
+    if (keys.length === 0) return
+    await Promise.all(this.#copyTeams().map((team) => GIVE_BACK(this.#redis, redisKey.teamCopies(this.#prefix, team), redisKey.teamCopyBytes(this.#prefix, team), ...keys)))
   }
 
   async purgeAll(): Promise<number> {
@@ -223,13 +258,20 @@ export class RedisStore implements CacheStore {
   }
 
   async purgeAdvertiser(advertiserId: number): Promise<number> {
-    const dropped = await this.#eachOf(advertiserId, (key) => this.#redis.unlink(key))
+    const purged: string[] = []
+    const dropped = await this.#eachOf(advertiserId, (key) => {
+      purged.push(key)
+      return this.#redis.unlink(key)
+    })
     await this.#redis.unlink(this.#advertiserIndex(advertiserId))
+    await this.#giveBack(purged)
     return dropped
   }
 
-  purgeKey(key: string): Promise<number> {
-    return this.#redis.unlink(key)
+  async purgeKey(key: string): Promise<number> {
+    const dropped = await this.#redis.unlink(key)
+    await this.#giveBack([key])
+    return dropped
   }
 
   countKey(key: string): Promise<number> {

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { etagOf, type CacheEntry } from '../../src/cache/cache-entry.js'
 import { RedisStore } from '../../src/cache/redis-store.js'
 import { RedisBreaker } from '../../src/redis/breaker.js'
+import type { RedisClient } from '../../src/redis/client.js'
 import { RedisSeal } from '../../src/redis/seal.js'
 import { KEYS, REPORT_PATH, teamsYamlWith, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
@@ -24,6 +25,18 @@ function copyOf(team: string, i: number, now: number): CacheEntry {
   return { contentType: 'application/json', gzip: gzipSync(identity), identity, fetchedAt: now, freshUntil: now + 600_000, staleUntil: now + 1_200_000, errorUntil: now + 1_800_000, advertiserIds: [101], etag: etagOf(identity), filledBy: { team, replica: 'r1' } }
 }
 
+/** A sealed store under PREFIX bounding each team's copies as `room` says. */
+function storeOf(client: RedisClient, room: Pick<ConstructorParameters<typeof RedisStore>[0], 'copyPart' | 'copyTeams' | 'onOverPart'>): RedisStore {
+  return new RedisStore({
+    redis: client,
+    breaker: new RedisBreaker({ cooldownMs: 1000, log: pino({ level: 'silent' }) }),
+    prefix: PREFIX,
+    seal: new RedisSeal('copy-room-test-secret-0123456789abcdef'),
+    limits: { maxEntryBytes: 1024 * 1024, maxFreshMs: 3_600_000, staleWhileRevalidateMs: 3_600_000, staleIfErrorMs: 3_600_000 },
+    ...room,
+  })
+}
+
 describe.skipIf(!available)('report copies on an evicting Redis: each team within its part of the room', () => {
   const redis = useRedis()
   afterEach(async () => {
@@ -35,16 +48,8 @@ describe.skipIf(!available)('report copies on an evicting Redis: each team withi
     await redis.client.config('SET', 'maxmemory', '4mb')
     await redis.client.config('SET', 'maxmemory-policy', 'volatile-lru')
     const skipped: string[] = []
-    const store = new RedisStore({
-      redis: redis.client,
-      breaker: new RedisBreaker({ cooldownMs: 1000, log: pino({ level: 'silent' }) }),
-      prefix: PREFIX,
-      seal: new RedisSeal('copy-room-test-secret-0123456789abcdef'),
-      limits: { maxEntryBytes: 1024 * 1024, maxFreshMs: 3_600_000, staleWhileRevalidateMs: 3_600_000, staleIfErrorMs: 3_600_000 },
-      // Half of 4 MB, split between the two teams.
-      copyPart: () => 1024 * 1024,
-      onOverPart: (team) => skipped.push(team),
-    })
+    // Half of 4 MB, split between the two teams.
+    const store = storeOf(redis.client, { copyPart: () => 1024 * 1024, onOverPart: (team) => skipped.push(team) })
     const now = Date.now()
     await store.set(`${PREFIX}report:v1:other-0`, copyOf('other', 0, now))
     for (let i = 0; i < 3000; i++) await store.set(`${PREFIX}report:v1:greedy-${i}`, copyOf('greedy', i + 1, now))
@@ -55,6 +60,27 @@ describe.skipIf(!available)('report copies on an evicting Redis: each team withi
     expect(new Set(skipped)).toEqual(new Set(['greedy']))
     expect(await store.get(`${PREFIX}report:v1:greedy-0`)).not.toBeNull()
     expect(await store.get(`${PREFIX}report:v1:greedy-2999`)).toBeNull()
+  })
+
+  it('a purged copy leaves its team\'s part: the team\'s next copies are written', async () => {
+    const skipped: string[] = []
+    let part = Number.MAX_SAFE_INTEGER
+    const store = storeOf(redis.client, { copyPart: () => part, copyTeams: () => ['greedy', 'other'], onOverPart: (team) => skipped.push(team) })
+    const now = Date.now()
+    const key = (i: number) => `${PREFIX}report:v1:purged-${i}`
+    const copy = (i: number) => ({ ...copyOf('greedy', i, now), advertiserIds: [100 + i] })
+    for (let i = 0; i < 3; i++) await store.set(key(i), copy(i))
+    // The team's part: its three copies and less than a fourth.
+    part = Number(await redis.client.hget(`${PREFIX}copies:{greedy}:bytes`, '')) + 300
+    await store.set(key(3), copy(3))
+    expect(skipped, 'the fourth copy is past the part').toEqual(['greedy'])
+    expect(await store.purgeKey(key(0))).toBe(1)
+    await store.set(key(4), copy(4))
+    expect(await store.get(key(4)), 'written once a copy was purged').not.toBeNull()
+    expect(await store.purgeAdvertiser(101)).toBe(1)
+    await store.set(key(5), copy(5))
+    expect(await store.get(key(5)), 'written once an advertiser was purged').not.toBeNull()
+    expect(skipped).toEqual(['greedy'])
   })
 
   describe('through the gateway', () => {
