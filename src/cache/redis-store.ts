@@ -70,6 +70,8 @@ for _, key in ipairs(ARGV) do
 end
 if given > 0 then redis.call('HSET', KEYS[2], '', total) end
 return given`, 2)
+// The keys one GIVE_BACK is given: a large advertiser's purge holds Redis a moment each, not for all its copies at once.
+const GIVE_BACK_KEYS = 1000
 
 interface ReadEntry {
   raw: Buffer
@@ -245,8 +247,10 @@ export class RedisStore implements CacheStore {
    * refusing the team's next copies, until its stale-if-error end).
    */
   async #giveBack(keys: readonly string[]): Promise<void> {
-    if (keys.length === 0) return
-    await Promise.all(this.#copyTeams().map((team) => GIVE_BACK(this.#redis, redisKey.teamCopies(this.#prefix, team), redisKey.teamCopyBytes(this.#prefix, team), ...keys)))
+    for (let at = 0; at < keys.length; at += GIVE_BACK_KEYS) {
+      const some = keys.slice(at, at + GIVE_BACK_KEYS)
+      await Promise.all(this.#copyTeams().map((team) => GIVE_BACK(this.#redis, redisKey.teamCopies(this.#prefix, team), redisKey.teamCopyBytes(this.#prefix, team), ...some)))
+    }
   }
 
   async purgeAll(): Promise<number> {
