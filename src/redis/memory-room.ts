@@ -105,12 +105,13 @@ export async function smallestMemory(redis: RedisClient): Promise<RedisMemory | 
  * (none: jobs.resultBytesPerTeam alone, unless jobs.resultsRoom is set).
  */
 export class ResultRoom {
-  readonly #o: { redis: RedisClient | null; breaker: RedisBreaker | null; settings: RoomSettings; teams: () => number; log: Pick<Logger, 'info'>; clock: Clock }
+  readonly #o: { redis: RedisClient | null; breaker: RedisBreaker | null; settings: RoomSettings; teams: () => number; log: Pick<Logger, 'info' | 'warn'>; clock: Clock }
   #memory: RedisMemory | null = null
   #logged = resultBound({ resultBytesPerTeam: 0, resultsRoom: null }, null, 0)
+  #noCopies = false
   #timer: Timer | null = null
 
-  constructor(o: { redis: RedisClient | null; breaker: RedisBreaker | null; settings: RoomSettings; teams: () => number; log: Pick<Logger, 'info'>; clock: Clock }) {
+  constructor(o: { redis: RedisClient | null; breaker: RedisBreaker | null; settings: RoomSettings; teams: () => number; log: Pick<Logger, 'info' | 'warn'>; clock: Clock }) {
     this.#o = o
   }
 
@@ -145,6 +146,7 @@ export class ResultRoom {
   }
 
   #say(): void {
+    this.#sayCopies()
     const bound = this.bound()
     const last = this.#logged
     if (bound.bytes === last.bytes && bound.room?.bytes === last.room?.bytes && bound.room?.teams === last.room?.teams) return
@@ -158,5 +160,18 @@ export class ResultRoom {
       { resultBytesPerTeam: settings.resultBytesPerTeam, boundBytes: bound.bytes, roomBytes: bound.room.bytes, teams: bound.room.teams, maxmemory: bound.room.maxmemory, policy: this.#memory?.policy ?? null },
       `report jobs' results: each team's bound is ${boundText(bound)}`,
     )
+  }
+
+  /** A part of nothing keeps every copy out of Redis (each replica calls for its own): said once each time it comes to that. */
+  #sayCopies(): void {
+    const none = this.copyPart() === 0
+    if (none && !this.#noCopies) {
+      const { resultsRoom } = this.#o.settings
+      this.#o.log.warn(
+        { resultsRoom, maxmemory: this.#memory?.maxBytes ?? null },
+        `jobs.resultsRoom (${resultsRoom}) leaves no part of Redis' maxmemory (${this.#memory?.maxBytes}) for report copies: every copy stays in its replica's memory (gateway_cache_copies_over_part_total); set jobs.resultsRoom below maxmemory`,
+      )
+    }
+    this.#noCopies = none
   }
 }

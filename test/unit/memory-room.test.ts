@@ -62,7 +62,7 @@ describe('ResultRoom', () => {
     const redis = { info: async () => (memory.answers ? `maxmemory:${memory.max}\r\nmaxmemory_policy:volatile-lru\r\n` : Promise.reject(new Error('unknown command'))) } as unknown as RedisClient
     const breaker = { run: (fn: () => Promise<unknown>) => fn() } as unknown as RedisBreaker
     const lines: { fields: Record<string, unknown>; msg: string }[] = []
-    const log = { info: (fields: Record<string, unknown>, msg: string) => lines.push({ fields, msg }) } as unknown as Pick<Logger, 'info'>
+    const log = { info: (fields: Record<string, unknown>, msg: string) => lines.push({ fields, msg }), warn: () => undefined } as unknown as Pick<Logger, 'info' | 'warn'>
     const r = new ResultRoom({ redis, breaker, settings: { resultBytesPerTeam: 300, resultsRoom: null }, teams: () => teams.n, log, clock: systemClock })
     return { r, memory, lines }
   }
@@ -90,6 +90,23 @@ describe('ResultRoom', () => {
       expect.stringContaining('(60: half of Redis\' maxmemory (600) split evenly among 5 teams'),
       "report jobs' results: each team's bound is jobs.resultBytesPerTeam",
     ])
+  })
+
+  it("warns once when jobs.resultsRoom leaves the report copies no part of Redis' maxmemory", async () => {
+    const memory = { max: 1000 }
+    const redis = { info: async () => `maxmemory:${memory.max}\r\nmaxmemory_policy:volatile-lru\r\n` } as unknown as RedisClient
+    const breaker = { run: (fn: () => Promise<unknown>) => fn() } as unknown as RedisBreaker
+    const warned: string[] = []
+    const log = { info: () => undefined, warn: (_fields: Record<string, unknown>, msg: string) => warned.push(msg) } as unknown as Pick<Logger, 'info' | 'warn'>
+    const r = new ResultRoom({ redis, breaker, settings: { resultBytesPerTeam: 300, resultsRoom: 1000 }, teams: () => 2, log, clock: systemClock })
+    await r.read()
+    await r.read()
+    expect(r.copyPart()).toBe(0)
+    expect(warned).toEqual([expect.stringContaining('jobs.resultsRoom (1000) leaves no part of Redis\' maxmemory (1000) for report copies')])
+    memory.max = 3000
+    await r.read()
+    expect(r.copyPart()).toBe(1000)
+    expect(warned).toHaveLength(1)
   })
 
   it('keeps the last maxmemory read while Redis does not answer INFO', async () => {
