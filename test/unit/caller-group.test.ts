@@ -1,8 +1,8 @@
 import { EventEmitter, getEventListeners } from 'node:events'
 import { describe, expect, it } from 'vitest'
-import { CallerGroup, CallersGoneError, hangUpOf, seatFollowing } from '../../src/platform/client/caller-group.js'
+import { CallerGroup, CallersGoneError, firstAsker, hangUpOf, seatFollowing } from '../../src/platform/client/caller-group.js'
 import { CredentialSeats } from '../../src/platform/governor/seats.js'
-import type { Priority } from '../../src/platform/governor/fair-queue.js'
+import { PRIORITIES, type Priority } from '../../src/platform/governor/fair-queue.js'
 import { WorkEstimates } from '../../src/platform/governor/work-estimates.js'
 import { fakeClock } from '../helpers/clock.js'
 
@@ -78,6 +78,42 @@ describe('CallerGroup', () => {
     expect([group.team, group.priority]).toEqual(['a', 'ahead'])
     group.join(new AbortController().signal, 'b')
     expect([group.team, group.priority]).toEqual(['b', 'caller'])
+  })
+
+  it('names the earliest asker of the highest priority after every join and hang-up, in any order of them', () => {
+    // A seeded walk: 2,000 steps of joins (every priority, three teams) and hang-ups of any caller still waiting.
+    let seed = 54
+    const random = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n)
+    const group = new CallerGroup()
+    group.join(undefined, 'pinned', 'warm')
+    const waiting: { team: string; priority: Priority; hangUp: AbortController }[] = []
+    const changes: string[] = []
+    group.onChange(() => changes.push(`${group.team}/${group.priority}`))
+    let expectedChanges = 0
+    for (let step = 0; step < 2000; step += 1) {
+      const before = firstAsker([{ team: 'pinned', priority: 'warm' as Priority }, ...waiting])
+      if (waiting.length > 0 && random(3) === 0) {
+        const [gone] = waiting.splice(random(waiting.length), 1)
+        gone!.hangUp.abort()
+      } else {
+        const caller = { team: `t${random(3)}`, priority: PRIORITIES[random(PRIORITIES.length)]!, hangUp: new AbortController() }
+        waiting.push(caller)
+        group.join(caller.hangUp.signal, caller.team, caller.priority)
+      }
+      const first = firstAsker([{ team: 'pinned', priority: 'warm' as Priority }, ...waiting])!
+      if (first !== before) expectedChanges += 1
+      expect([group.team, group.priority]).toEqual([first.team, first.priority])
+    }
+    expect(changes).toHaveLength(expectedChanges)
+  })
+})
+
+describe('firstAsker', () => {
+  it('is the earliest of the most pressing priority, undefined for none', () => {
+    const [a, b, c, d] = [{ priority: 'swr' as Priority }, { priority: 'caller' as Priority }, { priority: 'job' as Priority }, { priority: 'caller' as Priority }]
+    expect(firstAsker([a, b, c, d])).toBe(b)
+    expect(firstAsker([a, c])).toBe(c)
+    expect(firstAsker([])).toBeUndefined()
   })
 })
 

@@ -1,4 +1,4 @@
-import { PRIORITIES, type Priority } from '../governor/fair-queue.js'
+import { rank, type Priority } from '../governor/fair-queue.js'
 import { waitSignal } from './wait-signal.js'
 
 /**
@@ -41,6 +41,10 @@ export class CallerGroup implements QueueTeam {
   #pinned = false
   // In join order; a caller that hung up is removed.
   readonly #waiting: Asker[] = []
+  // The earliest asker of the highest priority in #waiting: a joiner takes its place only
+  // with a higher priority, and it is looked for again only when it leaves. So a stampede's
+  // callers join in constant time each, not in time growing with those before them.
+  #first: Asker | undefined
   readonly #changed = new Set<() => void>()
 
   /** Aborts once every caller that joined has hung up. */
@@ -49,11 +53,11 @@ export class CallerGroup implements QueueTeam {
   }
 
   get team(): string | null {
-    return this.#first()?.team ?? null
+    return this.#first?.team ?? null
   }
 
   get priority(): Priority {
-    return this.#first()?.priority ?? 'caller'
+    return this.#first?.priority ?? 'caller'
   }
 
   onChange(fn: () => void): () => void {
@@ -62,14 +66,14 @@ export class CallerGroup implements QueueTeam {
   }
 
   join(hangUp: HangUp | undefined, team: string, priority: Priority = 'caller'): void {
-    const before = this.#first()
+    const before = this.#first
     if (!hangUp) {
       this.#pinned = true
-      this.#waiting.push({ team, priority })
+      this.#add({ team, priority })
     } else if (typeof hangUp === 'function' || !hangUp.aborted) {
       this.#present += 1
       const caller = { team, priority }
-      this.#waiting.push(caller)
+      this.#add(caller)
       const leave = () => this.#leave(caller)
       if (typeof hangUp === 'function') hangUp(leave)
       else hangUp.addEventListener('abort', leave, { once: true })
@@ -77,26 +81,34 @@ export class CallerGroup implements QueueTeam {
       this.#leave(null)
       return
     }
-    if (before !== undefined && this.#first() !== before) this.#changed.forEach((fn) => fn())
+    if (before !== undefined && this.#first !== before) this.#changed.forEach((fn) => fn())
   }
 
-  /** The earliest asker of the highest priority still waiting. */
-  #first(): Asker | undefined {
-    let best: Asker | undefined
-    for (const a of this.#waiting) if (!best || PRIORITIES.indexOf(a.priority) < PRIORITIES.indexOf(best.priority)) best = a
-    return best
+  #add(asker: Asker): void {
+    this.#waiting.push(asker)
+    if (this.#first === undefined || rank(asker) < rank(this.#first)) this.#first = asker
   }
 
   #leave(caller: Asker | null): void {
-    const before = this.#first()
-    if (caller) this.#waiting.splice(this.#waiting.indexOf(caller), 1)
+    const before = this.#first
+    if (caller) {
+      this.#waiting.splice(this.#waiting.indexOf(caller), 1)
+      if (caller === before) this.#first = firstAsker(this.#waiting)
+    }
     this.#present = Math.max(0, this.#present - 1)
     if (this.#present === 0 && !this.#pinned) {
       this.#controller.abort(new CallersGoneError())
       return
     }
-    if (this.#first() !== before) for (const fn of [...this.#changed]) fn()
+    if (this.#first !== before) for (const fn of [...this.#changed]) fn()
   }
+}
+
+/** The earliest of `askers` (in join order) of the highest priority among them. */
+export function firstAsker<A extends { priority: Priority }>(askers: readonly A[]): A | undefined {
+  let best: A | undefined
+  for (const a of askers) if (best === undefined || rank(a) < rank(best)) best = a
+  return best
 }
 
 /**

@@ -14,7 +14,8 @@ export interface Queued {
 }
 
 const RANKS = Object.fromEntries(PRIORITIES.map((p, i) => [p, i])) as Readonly<Record<Priority, number>>
-const rank = (w: Pick<Queued, 'priority'>): number => RANKS[w.priority]
+/** A priority's place in PRIORITIES: smaller is more pressing. */
+export const rank = (w: Pick<Queued, 'priority'>): number => RANKS[w.priority]
 
 export class FairQueue<W extends Queued> {
   // Every waiting call per team, in arrival order; a team with none has no entry.
