@@ -111,6 +111,13 @@ function defineSuite(mode: 'memory' | 'redis'): void {
   const purge = (query = '') =>
     gw.admin.inject({ method: 'DELETE', url: `/admin/cache${query}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
 
+  /** A gateway that refreshes ahead on the test's clock, its settings changed by `edit`, and a GET of one of its reports. */
+  async function refreshingAhead(edit: (yaml: string) => string) {
+    const ahead = await gateways.build(testConfig(env(), edit(YAML.replace('refreshAhead: 0', 'refreshAhead: true'))), { clock: onRealTimers(clock.now), timers: clock.timers })
+    const ask = (query = CANONICAL) => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${query}`, headers: { 'x-api-key': KEYS.all } })
+    return { ahead, ask }
+  }
+
   it('answers MISS, then HIT from the one stored copy, with age and max-age on the fake clock', async () => {
     const first = await get(CANONICAL)
     expect(first.statusCode).toBe(200)
@@ -465,9 +472,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
   it('queues a refresh ahead behind a caller\'s call for the only seat, and runs it as soon as the seat frees', async () => {
     // The caller's call below stays at the platform for as long as the test takes to see the
     // refresh wait (a busy machine may take seconds): its deadline is not what is tested.
-    const yaml = YAML.replace('refreshAhead: 0', 'refreshAhead: true').replace('  timeout: 800ms', '  timeout: 30s\n  maxConcurrent: 1')
-    const ahead = await gateways.build(testConfig(env(), yaml), { clock: onRealTimers(clock.now), timers: clock.timers })
-    const ask = (query = CANONICAL) => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${query}`, headers: { 'x-api-key': KEYS.all } })
+    const { ahead, ask } = await refreshingAhead((yaml) => yaml.replace('  timeout: 800ms', '  timeout: 30s\n  maxConcurrent: 1'))
     const refreshes = async (outcome: string) => {
       const text = (await ahead.admin.inject({ method: 'GET', url: '/metrics' })).body
       return Number(text.match(new RegExp(`gateway_cache_refresh_ahead_total\\{outcome="${outcome}"\\} (\\d+)`))?.[1] ?? 0)
@@ -498,9 +503,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
   it('starts the refresh ahead of a slower class earlier: the latency of its calls before expiry', async () => {
     // A budget no wait of a busy machine for the call's turn uses up: the call's budget, real
     // time, runs from the refresh's start, and a call its kind's time does not fit is not sent.
-    const yaml = YAML.replace('refreshAhead: 0', 'refreshAhead: true').replace('  timeout: 800ms', '  timeout: 5s')
-    const ahead = await gateways.build(testConfig(env(), yaml), { clock: onRealTimers(clock.now), timers: clock.timers })
-    const ask = () => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${CANONICAL}`, headers: { 'x-api-key': KEYS.all } })
+    const { ahead, ask } = await refreshingAhead((yaml) => yaml.replace('  timeout: 800ms', '  timeout: 5s'))
     const started = async () => (await ahead.admin.inject({ method: 'GET', url: '/metrics' })).body.includes('gateway_cache_refresh_ahead_total{outcome="started"} 1')
     // The class's one answer took 300 ms or more: a lead of at least 300 + 4 × 150 + 20 ms,
     // far under the lead of a class not answered yet (a fifth of the freshness, 12 s).
@@ -518,9 +521,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
   })
 
   it("moves a scheduled refresh ahead earlier when its class has learned a longer latency since: a burst's seat waits, learned after its timer was set", async () => {
-    const yaml = YAML.replace('refreshAhead: 0', 'refreshAhead: true').replace('  timeout: 800ms', '  timeout: 5s')
-    const ahead = await gateways.build(testConfig(env(), yaml), { clock: onRealTimers(clock.now), timers: clock.timers })
-    const ask = (query = CANONICAL) => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${query}`, headers: { 'x-api-key': KEYS.all } })
+    const { ahead, ask } = await refreshingAhead((yaml) => yaml.replace('  timeout: 800ms', '  timeout: 5s'))
     const started = async () => (await ahead.admin.inject({ method: 'GET', url: '/metrics' })).body.includes('gateway_cache_refresh_ahead_total{outcome="started"} 1')
     // Popular on a platform answering at once: its refresh is set a few tens of ms before expiry.
     expect((await ask()).headers['x-cache']).toBe('MISS')
@@ -539,9 +540,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
   })
 
   it("leads a class's refreshes ahead by their own latency once one was answered, not by its callers' faster calls: a refresh waits for a seat behind them", async () => {
-    const yaml = YAML.replace('refreshAhead: 0', 'refreshAhead: true').replace('  timeout: 800ms', '  timeout: 5s')
-    const ahead = await gateways.build(testConfig(env(), yaml), { clock: onRealTimers(clock.now), timers: clock.timers })
-    const ask = (query = CANONICAL) => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${query}`, headers: { 'x-api-key': KEYS.all } })
+    const { ahead, ask } = await refreshingAhead((yaml) => yaml.replace('  timeout: 800ms', '  timeout: 5s'))
     const started = async (n: number) => (await ahead.admin.inject({ method: 'GET', url: '/metrics' })).body.includes(`gateway_cache_refresh_ahead_total{outcome="started"} ${n}`)
     expect((await ask()).headers['x-cache']).toBe('MISS')
     clock.advance(10_000)
