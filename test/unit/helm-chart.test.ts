@@ -414,6 +414,17 @@ describe('rendered with the defaults', () => {
     expect(chart.notes.replace(/\s+/g, ' ')).toMatch(/POST \/admin\/reload reads the mounted file/)
   })
 
+  it('warns in NOTES.txt of several replicas without Redis, naming report jobs, and not when config.redis names Sentinels or a Cluster', () => {
+    const note = /several replicas without Redis/
+    expect(chart.notes).toMatch(note)
+    // A job's status and result are asked of whichever replica the Service picks: only the one that took it knows it.
+    expect(chart.notes.replace(/\s+/g, ' ')).toMatch(/a report job .*404/)
+    expect(install({ values: { redis: { url: 'redis://redis-master:6379/0' } } }).notes).not.toMatch(note)
+    expect(install({ values: { config: { redis: { sentinels: [{ host: 'sentinel-0', port: 26379 }], sentinelName: 'mymaster' } } } }).notes).not.toMatch(note)
+    expect(install({ values: { config: { redis: { cluster: [{ host: 'redis-0', port: 6379 }] } } } }).notes).not.toMatch(note)
+    expect(install({ values: { replicaCount: 1 } }).notes).not.toMatch(note)
+  })
+
   it('names the operations console in NOTES.txt, with the port-forward once adminHost allows it', () => {
     expect(chart.notes).toContain('Operations console')
     expect(chart.notes).not.toContain('port-forward deploy/')
