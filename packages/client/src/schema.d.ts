@@ -1093,6 +1093,10 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                vary: components["headers"]["vary"];
+                "platform-usage": components["headers"]["platform-usage-if-passed"];
+                "report-settled-through": components["headers"]["report-settled-through-if-passed"];
+                "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1118,6 +1122,10 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                vary: components["headers"]["vary"];
+                "platform-usage": components["headers"]["platform-usage-if-passed"];
+                "report-settled-through": components["headers"]["report-settled-through-if-passed"];
+                "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1132,6 +1140,10 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                vary: components["headers"]["vary"];
+                "platform-usage": components["headers"]["platform-usage-if-passed"];
+                "report-settled-through": components["headers"]["report-settled-through-if-passed"];
+                "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1146,6 +1158,10 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                vary: components["headers"]["vary"];
+                "platform-usage": components["headers"]["platform-usage-if-passed"];
+                "report-settled-through": components["headers"]["report-settled-through-if-passed"];
+                "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1160,6 +1176,10 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                vary: components["headers"]["vary"];
+                "platform-usage": components["headers"]["platform-usage-if-passed"];
+                "report-settled-through": components["headers"]["report-settled-through-if-passed"];
+                "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1175,7 +1195,10 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                vary: components["headers"]["vary"];
                 "platform-usage": components["headers"]["platform-usage-on-failure"];
+                "report-settled-through": components["headers"]["report-settled-through-if-passed"];
+                "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1190,6 +1213,10 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                vary: components["headers"]["vary"];
+                "platform-usage": components["headers"]["platform-usage-if-passed"];
+                "report-settled-through": components["headers"]["report-settled-through-if-passed"];
+                "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1255,6 +1282,7 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                vary: components["headers"]["proxied-vary"];
                 [name: string]: unknown;
             };
             content: {
@@ -1278,6 +1306,7 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                vary: components["headers"]["proxied-vary"];
                 [name: string]: unknown;
             };
             content: {
@@ -1290,6 +1319,7 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                vary: components["headers"]["proxied-vary"];
                 [name: string]: unknown;
             };
             content: {
@@ -1302,6 +1332,7 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                vary: components["headers"]["proxied-vary"];
                 [name: string]: unknown;
             };
             content: {
@@ -1314,6 +1345,7 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                vary: components["headers"]["proxied-vary"];
                 [name: string]: unknown;
             };
             content: {
@@ -1327,6 +1359,7 @@ export interface components {
                 "retry-after": components["headers"]["retry-after"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                vary: components["headers"]["proxied-vary"];
                 [name: string]: unknown;
             };
             content: {
@@ -1339,6 +1372,7 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                vary: components["headers"]["proxied-vary"];
                 [name: string]: unknown;
             };
             content: {
@@ -1610,6 +1644,8 @@ export interface components {
         etag: string;
         /** @description `accept-encoding, authorization, prefer, x-api-key`: a browser keeps a copy for one key, not for another, and not for a read that prefers `respond-async`. */
         vary: string;
+        /** @description The platform's own `vary` with `authorization, x-api-key` added (unless it is `*`), on every answer of the platform passed on: a cache between the caller and the gateway keeps the answer for the key that asked, never for another. */
+        "proxied-vary": string;
         /** @description `gzip` when the caller accepts gzip: the stored bytes as they are. */
         "content-encoding": string;
         /** @description The platform's, when its answer had one (language tags only): on a copy as on the answer that filled it; not on a 304. */
@@ -1638,6 +1674,12 @@ export interface components {
         "report-settled-through": string;
         /** @description The report's days whose figures may still change, `<first>/<last>` (ISO 8601, the platform's calendar), or `none`: its days after `report-settled-through`. */
         "report-provisional-days": string;
+        /** @description What the answer cost and the team's use of the platform (an RFC 9651 dictionary, platform-seconds: the seat-time calls held the platform, from their sending to their answer's headers): `fill` the platform-seconds of the call that filled this answer (0: from the cache without a call); `minute` the team's platform-seconds over the last 60 s (this replica's calls); `share` (when known) `minute` as a percentage of the team's share of its credential's limit over a minute (its weight among the credential's teams), over 100 while it uses seats others leave idle; `day` the team's platform-seconds of the UTC day, every replica's (another replica's within two `usage.flush`); `day-limit` the team's `platformSecondsPerDay`, when set; `reset` seconds until the UTC day ends. E.g. `fill=0.412, minute=3.250, share=27, day=812.500, day-limit=3600.000, reset=43100`. On the platform's own answer passed on (`BYPASS`), not on the gateway's own error. */
+        "platform-usage-if-passed": string;
+        /** @description The last day (`YYYY-MM-DD`, the platform's calendar: `cache.timeZone`) whose figures in this answer no longer change: the day before the `cache.settledAfterDays` days before the day the answer was fetched from the platform. On the platform's own answer passed on (`BYPASS`), not on the gateway's own error. */
+        "report-settled-through-if-passed": string;
+        /** @description The report's days whose figures may still change, `<first>/<last>` (ISO 8601, the platform's calendar), or `none`: its days after `report-settled-through`. On the platform's own answer passed on (`BYPASS`), not on the gateway's own error. */
+        "report-provisional-days-if-passed": string;
     };
     pathItems: {
         PlatformCall: {
@@ -1679,6 +1721,7 @@ export interface components {
                     "2XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
                             [name: string]: unknown;
@@ -1691,6 +1734,7 @@ export interface components {
                     "4XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
                             [name: string]: unknown;
@@ -1740,6 +1784,7 @@ export interface components {
                     "2XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
                             [name: string]: unknown;
@@ -1752,6 +1797,7 @@ export interface components {
                     "4XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
                             [name: string]: unknown;
@@ -1801,6 +1847,7 @@ export interface components {
                     "2XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
                             [name: string]: unknown;
@@ -1813,6 +1860,7 @@ export interface components {
                     "4XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
                             [name: string]: unknown;
@@ -1862,6 +1910,7 @@ export interface components {
                     "2XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
                             [name: string]: unknown;
@@ -1874,6 +1923,7 @@ export interface components {
                     "4XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
                             [name: string]: unknown;
@@ -1944,6 +1994,7 @@ export interface components {
                     "2XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
                             [name: string]: unknown;
@@ -1956,6 +2007,7 @@ export interface components {
                     "4XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
                             [name: string]: unknown;
@@ -2005,6 +2057,7 @@ export interface components {
                     "2XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
                             [name: string]: unknown;
@@ -2017,6 +2070,7 @@ export interface components {
                     "4XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
                             [name: string]: unknown;
@@ -2217,6 +2271,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache"];
@@ -2363,6 +2418,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache"];
@@ -2503,6 +2559,10 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    vary: components["headers"]["vary"];
+                    "platform-usage": components["headers"]["platform-usage-if-passed"];
+                    "report-settled-through": components["headers"]["report-settled-through-if-passed"];
+                    "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2524,6 +2584,10 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    vary: components["headers"]["vary"];
+                    "platform-usage": components["headers"]["platform-usage-if-passed"];
+                    "report-settled-through": components["headers"]["report-settled-through-if-passed"];
+                    "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2536,6 +2600,10 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    vary: components["headers"]["vary"];
+                    "platform-usage": components["headers"]["platform-usage-if-passed"];
+                    "report-settled-through": components["headers"]["report-settled-through-if-passed"];
+                    "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2548,6 +2616,10 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    vary: components["headers"]["vary"];
+                    "platform-usage": components["headers"]["platform-usage-if-passed"];
+                    "report-settled-through": components["headers"]["report-settled-through-if-passed"];
+                    "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2560,6 +2632,10 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    vary: components["headers"]["vary"];
+                    "platform-usage": components["headers"]["platform-usage-if-passed"];
+                    "report-settled-through": components["headers"]["report-settled-through-if-passed"];
+                    "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2573,7 +2649,10 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    vary: components["headers"]["vary"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
+                    "report-settled-through": components["headers"]["report-settled-through-if-passed"];
+                    "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2586,6 +2665,10 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    vary: components["headers"]["vary"];
+                    "platform-usage": components["headers"]["platform-usage-if-passed"];
+                    "report-settled-through": components["headers"]["report-settled-through-if-passed"];
+                    "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2639,6 +2722,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache"];
@@ -3025,6 +3109,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache"];
@@ -3285,6 +3370,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache"];
@@ -3320,6 +3406,7 @@ export interface operations {
             200: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3346,6 +3433,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3417,6 +3505,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3429,6 +3518,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3477,6 +3567,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3489,6 +3580,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3537,6 +3629,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3549,6 +3642,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3600,6 +3694,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3612,6 +3707,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3673,6 +3769,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3692,6 +3789,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3702,6 +3800,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3712,6 +3811,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3722,6 +3822,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3733,6 +3834,7 @@ export interface operations {
                     "retry-after": components["headers"]["retry-after"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3743,6 +3845,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3792,6 +3895,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3802,6 +3906,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3848,6 +3953,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3860,6 +3966,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3904,6 +4011,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3916,6 +4024,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3964,6 +4073,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3976,6 +4086,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4024,6 +4135,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4036,6 +4148,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4087,6 +4200,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4099,6 +4213,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4160,6 +4275,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4179,6 +4295,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4189,6 +4306,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4199,6 +4317,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4209,6 +4328,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4220,6 +4340,7 @@ export interface operations {
                     "retry-after": components["headers"]["retry-after"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4230,6 +4351,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4279,6 +4401,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4289,6 +4412,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4335,6 +4459,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4347,6 +4472,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4391,6 +4517,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4403,6 +4530,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4451,6 +4579,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4463,6 +4592,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4511,6 +4641,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4523,6 +4654,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4574,6 +4706,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4586,6 +4719,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4647,6 +4781,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4666,6 +4801,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4676,6 +4812,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4686,6 +4823,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4696,6 +4834,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4707,6 +4846,7 @@ export interface operations {
                     "retry-after": components["headers"]["retry-after"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4717,6 +4857,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4766,6 +4907,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4776,6 +4918,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4822,6 +4965,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4834,6 +4978,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4872,6 +5017,7 @@ export interface operations {
             200: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4927,6 +5073,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -5014,6 +5161,7 @@ export interface operations {
             201: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -5067,6 +5215,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
