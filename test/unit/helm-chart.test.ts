@@ -320,8 +320,9 @@ describe('rendered with the defaults', () => {
     const configFile = envOf(chart).get('CONFIG_FILE')?.value
     expect(configFile).toBe('/etc/report-gateway/config.yaml')
     const files = podFiles(chart)
-    // Nothing but the shutdownDrain and shutdownGrace the pod's grace period is derived from.
-    expect(parse(files.get(configFile!)!)).toEqual({ shutdownDrain: '5s', shutdownGrace: '10s' })
+    // Nothing but the shutdownDrain and shutdownGrace the pod's grace period is derived from, and
+    // without Redis the bound of the report jobs' results the pod keeps in memory (test/integration/memory-fit.test.ts).
+    expect(parse(files.get(configFile!)!)).toEqual({ shutdownDrain: '5s', shutdownGrace: '10s', jobs: { resultsRoom: '64MiB' } })
   })
 
   it('runs as a non-root user with a read-only root filesystem and no capabilities', () => {
