@@ -1093,6 +1093,7 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "cache-control": components["headers"]["cache-control"];
                 vary: components["headers"]["vary"];
                 "platform-usage": components["headers"]["platform-usage-if-passed"];
                 "report-settled-through": components["headers"]["report-settled-through-if-passed"];
@@ -1122,6 +1123,7 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "cache-control": components["headers"]["cache-control"];
                 vary: components["headers"]["vary"];
                 "platform-usage": components["headers"]["platform-usage-if-passed"];
                 "report-settled-through": components["headers"]["report-settled-through-if-passed"];
@@ -1140,6 +1142,7 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "cache-control": components["headers"]["cache-control"];
                 vary: components["headers"]["vary"];
                 "platform-usage": components["headers"]["platform-usage-if-passed"];
                 "report-settled-through": components["headers"]["report-settled-through-if-passed"];
@@ -1158,6 +1161,7 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "cache-control": components["headers"]["cache-control"];
                 vary: components["headers"]["vary"];
                 "platform-usage": components["headers"]["platform-usage-if-passed"];
                 "report-settled-through": components["headers"]["report-settled-through-if-passed"];
@@ -1176,6 +1180,7 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "cache-control": components["headers"]["cache-control"];
                 vary: components["headers"]["vary"];
                 "platform-usage": components["headers"]["platform-usage-if-passed"];
                 "report-settled-through": components["headers"]["report-settled-through-if-passed"];
@@ -1195,6 +1200,7 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "cache-control": components["headers"]["cache-control"];
                 vary: components["headers"]["vary"];
                 "platform-usage": components["headers"]["platform-usage-on-failure"];
                 "report-settled-through": components["headers"]["report-settled-through-if-passed"];
@@ -1213,6 +1219,7 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "cache-control": components["headers"]["cache-control"];
                 vary: components["headers"]["vary"];
                 "platform-usage": components["headers"]["platform-usage-if-passed"];
                 "report-settled-through": components["headers"]["report-settled-through-if-passed"];
@@ -1282,6 +1289,7 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["proxied-cache-control"];
                 vary: components["headers"]["proxied-vary"];
                 [name: string]: unknown;
             };
@@ -1306,6 +1314,7 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["proxied-cache-control"];
                 vary: components["headers"]["proxied-vary"];
                 [name: string]: unknown;
             };
@@ -1319,6 +1328,7 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["proxied-cache-control"];
                 vary: components["headers"]["proxied-vary"];
                 [name: string]: unknown;
             };
@@ -1332,6 +1342,7 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["proxied-cache-control"];
                 vary: components["headers"]["proxied-vary"];
                 [name: string]: unknown;
             };
@@ -1345,6 +1356,7 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["proxied-cache-control"];
                 vary: components["headers"]["proxied-vary"];
                 [name: string]: unknown;
             };
@@ -1359,6 +1371,7 @@ export interface components {
                 "retry-after": components["headers"]["retry-after"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["proxied-cache-control"];
                 vary: components["headers"]["proxied-vary"];
                 [name: string]: unknown;
             };
@@ -1372,6 +1385,7 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["proxied-cache-control"];
                 vary: components["headers"]["proxied-vary"];
                 [name: string]: unknown;
             };
@@ -1644,6 +1658,8 @@ export interface components {
         etag: string;
         /** @description `accept-encoding, authorization, prefer, x-api-key`: a browser keeps a copy for one key, not for another, and not for a read that prefers `respond-async`. */
         vary: string;
+        /** @description The platform's own `cache-control`, when it sent one, without what lets a shared cache keep the answer (`public`, `s-maxage`, `proxy-revalidate`): `private` then takes their place (`public, max-age=600` becomes `max-age=600, private`). */
+        "proxied-cache-control": string;
         /** @description The platform's own `vary` with `authorization, x-api-key` added (unless it is `*`), on every answer of the platform passed on: a cache between the caller and the gateway keeps the answer for the key that asked, never for another. */
         "proxied-vary": string;
         /** @description `gzip` when the caller accepts gzip: the stored bytes as they are. */
@@ -1721,6 +1737,7 @@ export interface components {
                     "2XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            "cache-control": components["headers"]["proxied-cache-control"];
                             vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -1734,6 +1751,7 @@ export interface components {
                     "4XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            "cache-control": components["headers"]["proxied-cache-control"];
                             vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -1784,6 +1802,7 @@ export interface components {
                     "2XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            "cache-control": components["headers"]["proxied-cache-control"];
                             vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -1797,6 +1816,7 @@ export interface components {
                     "4XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            "cache-control": components["headers"]["proxied-cache-control"];
                             vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -1847,6 +1867,7 @@ export interface components {
                     "2XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            "cache-control": components["headers"]["proxied-cache-control"];
                             vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -1860,6 +1881,7 @@ export interface components {
                     "4XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            "cache-control": components["headers"]["proxied-cache-control"];
                             vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -1910,6 +1932,7 @@ export interface components {
                     "2XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            "cache-control": components["headers"]["proxied-cache-control"];
                             vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -1923,6 +1946,7 @@ export interface components {
                     "4XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            "cache-control": components["headers"]["proxied-cache-control"];
                             vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -1994,6 +2018,7 @@ export interface components {
                     "2XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            "cache-control": components["headers"]["proxied-cache-control"];
                             vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -2007,6 +2032,7 @@ export interface components {
                     "4XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            "cache-control": components["headers"]["proxied-cache-control"];
                             vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -2057,6 +2083,7 @@ export interface components {
                     "2XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            "cache-control": components["headers"]["proxied-cache-control"];
                             vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -2070,6 +2097,7 @@ export interface components {
                     "4XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            "cache-control": components["headers"]["proxied-cache-control"];
                             vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -2271,6 +2299,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["cache-control"];
                     vary: components["headers"]["vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -2418,6 +2447,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["cache-control"];
                     vary: components["headers"]["vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -2559,6 +2589,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["cache-control"];
                     vary: components["headers"]["vary"];
                     "platform-usage": components["headers"]["platform-usage-if-passed"];
                     "report-settled-through": components["headers"]["report-settled-through-if-passed"];
@@ -2584,6 +2615,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["cache-control"];
                     vary: components["headers"]["vary"];
                     "platform-usage": components["headers"]["platform-usage-if-passed"];
                     "report-settled-through": components["headers"]["report-settled-through-if-passed"];
@@ -2600,6 +2632,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["cache-control"];
                     vary: components["headers"]["vary"];
                     "platform-usage": components["headers"]["platform-usage-if-passed"];
                     "report-settled-through": components["headers"]["report-settled-through-if-passed"];
@@ -2616,6 +2649,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["cache-control"];
                     vary: components["headers"]["vary"];
                     "platform-usage": components["headers"]["platform-usage-if-passed"];
                     "report-settled-through": components["headers"]["report-settled-through-if-passed"];
@@ -2632,6 +2666,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["cache-control"];
                     vary: components["headers"]["vary"];
                     "platform-usage": components["headers"]["platform-usage-if-passed"];
                     "report-settled-through": components["headers"]["report-settled-through-if-passed"];
@@ -2649,6 +2684,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["cache-control"];
                     vary: components["headers"]["vary"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
                     "report-settled-through": components["headers"]["report-settled-through-if-passed"];
@@ -2665,6 +2701,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["cache-control"];
                     vary: components["headers"]["vary"];
                     "platform-usage": components["headers"]["platform-usage-if-passed"];
                     "report-settled-through": components["headers"]["report-settled-through-if-passed"];
@@ -2722,6 +2759,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["cache-control"];
                     vary: components["headers"]["vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -3109,6 +3147,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["cache-control"];
                     vary: components["headers"]["vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -3370,6 +3409,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["cache-control"];
                     vary: components["headers"]["vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -3406,6 +3446,7 @@ export interface operations {
             200: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -3433,6 +3474,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -3505,6 +3547,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -3518,6 +3561,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -3567,6 +3611,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -3580,6 +3625,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -3629,6 +3675,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -3642,6 +3689,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -3694,6 +3742,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -3707,6 +3756,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -3769,6 +3819,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
@@ -3789,6 +3840,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
@@ -3800,6 +3852,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
@@ -3811,6 +3864,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
@@ -3822,6 +3876,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
@@ -3834,6 +3889,7 @@ export interface operations {
                     "retry-after": components["headers"]["retry-after"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
@@ -3845,6 +3901,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
@@ -3895,6 +3952,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -3906,6 +3964,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -3953,6 +4012,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -3966,6 +4026,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -4011,6 +4072,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -4024,6 +4086,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -4073,6 +4136,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -4086,6 +4150,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -4135,6 +4200,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -4148,6 +4214,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -4200,6 +4267,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -4213,6 +4281,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -4275,6 +4344,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
@@ -4295,6 +4365,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
@@ -4306,6 +4377,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
@@ -4317,6 +4389,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
@@ -4328,6 +4401,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
@@ -4340,6 +4414,7 @@ export interface operations {
                     "retry-after": components["headers"]["retry-after"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
@@ -4351,6 +4426,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
@@ -4401,6 +4477,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -4412,6 +4489,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -4459,6 +4537,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -4472,6 +4551,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -4517,6 +4597,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -4530,6 +4611,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -4579,6 +4661,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -4592,6 +4675,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -4641,6 +4725,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -4654,6 +4739,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -4706,6 +4792,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -4719,6 +4806,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -4781,6 +4869,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
@@ -4801,6 +4890,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
@@ -4812,6 +4902,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
@@ -4823,6 +4914,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
@@ -4834,6 +4926,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
@@ -4846,6 +4939,7 @@ export interface operations {
                     "retry-after": components["headers"]["retry-after"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
@@ -4857,6 +4951,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
@@ -4907,6 +5002,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -4918,6 +5014,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -4965,6 +5062,7 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -4978,6 +5076,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -5017,6 +5116,7 @@ export interface operations {
             200: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -5073,6 +5173,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -5161,6 +5262,7 @@ export interface operations {
             201: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
@@ -5215,6 +5317,7 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];

@@ -85,6 +85,7 @@ const HEADERS: Json = {
   'cache-control': header('`private, max-age=<seconds of freshness of the entry>`: with `age`, the freshness left is `max-age - age`; `private, no-store` on `BYPASS`, an answer the gateway keeps no copy of.'),
   etag: header('Strong validator of the body, one per representation (`"<tag>"`, `"<tag>-gzip"`); send it back in `if-none-match` for a 304 while it has not changed.'),
   vary: header('`accept-encoding, authorization, prefer, x-api-key`: a browser keeps a copy for one key, not for another, and not for a read that prefers `respond-async`.'),
+  'proxied-cache-control': header('The platform\'s own `cache-control`, when it sent one, without what lets a shared cache keep the answer (`public`, `s-maxage`, `proxy-revalidate`): `private` then takes their place (`public, max-age=600` becomes `max-age=600, private`).'),
   'proxied-vary': header('The platform\'s own `vary` with `authorization, x-api-key` added (unless it is `*`), on every answer of the platform passed on: a cache between the caller and the gateway keeps the answer for the key that asked, never for another.'),
   'content-encoding': header('`gzip` when the caller accepts gzip: the stored bytes as they are.'),
   'content-language': header('The platform\'s, when its answer had one (language tags only): on a copy as on the answer that filled it; not on a 304.'),
@@ -126,13 +127,13 @@ const PLATFORM_BODY = {
 
 const PASSED_THROUGH = {
   description: 'The platform\'s own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway\'s own 4xx answers are listed by status.',
-  headers: { 'x-request-id': ref('x-request-id'), vary: ref('proxied-vary'), ...RATE_LIMIT_HEADERS },
+  headers: { 'x-request-id': ref('x-request-id'), 'cache-control': ref('proxied-cache-control'), vary: ref('proxied-vary'), ...RATE_LIMIT_HEADERS },
   content: { 'application/json': { schema: { $ref: '#/components/schemas/PlatformError' } } },
 }
 
 /** A platform call's success: a known operation's, else any 2xx. */
 function platformSuccess(known: KnownOperation | null): Json {
-  const headers = { 'x-request-id': ref('x-request-id'), vary: ref('proxied-vary'), ...RATE_LIMIT_HEADERS }
+  const headers = { 'x-request-id': ref('x-request-id'), 'cache-control': ref('proxied-cache-control'), vary: ref('proxied-vary'), ...RATE_LIMIT_HEADERS }
   if (known === null) {
     return {
       '2XX': {
@@ -163,7 +164,7 @@ function reportResponses(): Json {
     },
     ...errorResponses('report'),
     // A report's platform 4xx is passed on uncached: `x-cache: BYPASS` and its cache-status say so.
-    '4XX': { ...PASSED_THROUGH, headers: { ...PASSED_THROUGH.headers, vary: ref('vary'), 'x-cache': ref('x-cache'), 'cache-status': ref('cache-status'), ...Object.fromEntries(REPORT_FACTS.map((h) => [h, ref(h)])) } },
+    '4XX': { ...PASSED_THROUGH, headers: { ...PASSED_THROUGH.headers, 'cache-control': ref('cache-control'), vary: ref('vary'), 'x-cache': ref('x-cache'), 'cache-status': ref('cache-status'), ...Object.fromEntries(REPORT_FACTS.map((h) => [h, ref(h)])) } },
   }
 }
 
