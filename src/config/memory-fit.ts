@@ -28,7 +28,7 @@ export function memoryFitWarning(budgets: { l1MaxBytes: number; bufferTotalBytes
   const needed = budgets.l1MaxBytes + budgets.bufferTotalBytes + (jobs?.bytes ?? 0) + BEYOND_BUDGETS_BYTES
   if (needed <= limitBytes) return null
   const mib = (bytes: number) => `${Math.round(bytes / MiB)} MiB`
-  const jobsPart = jobs ? `report jobs' results kept in memory (${mib(jobs.bytes)}: ${jobs.bound}, no Redis) + ` : ''
+  const jobsPart = jobs && jobs.bytes > 0 ? `report jobs' results kept in memory (${mib(jobs.bytes)}: ${jobs.bound}, no Redis) + ` : ''
   return (
     `cache.l1MaxBytes (${mib(budgets.l1MaxBytes)}) + platform.bufferTotalBytes (${mib(budgets.bufferTotalBytes)}) + ${jobsPart}about ${mib(BEYOND_BUDGETS_BYTES)} ` +
     `the process holds beside them at its peak = ${mib(needed)}, over this container's memory limit (${mib(limitBytes)}): ` +
