@@ -5,6 +5,10 @@ import { governorWith, newGovernor } from './new-governor.js'
 import type { Behaviour, Report, TeamPlan } from './teams.js'
 import { capacityMisses, capacityShape } from './capacity-shapes.js'
 
+// The longest of these simulations take 2 to 3 s of CPU alone; on a machine whose cores are
+// taken by other work they take several times that (the fake clock makes their result the same).
+const SIM_TIMEOUT_MS = 60_000
+
 // The shapes of issue 51, each measured on the governor of 4c03196 as teams sharing one
 // credential would act (docs/decisions/governor-model.md says what that governor did on
 // each): a platform of 16 workers with a FIFO queue, a 7-day report of about 130 ms and a
@@ -112,7 +116,7 @@ describe('the shapes of issue 51', () => {
       }
     }
     expect(broken).toEqual([])
-  })
+  }, SIM_TIMEOUT_MS)
 
   // The two-teams bench's fresh order (views-year-long, cold; docs/decisions/governor-model.md,
   // "The start with long calls"): the year's callers start alone on a fresh gateway and the
@@ -260,7 +264,7 @@ describe('the shapes of issue 51', () => {
       const misses: string[] = []
       for (const seed of [16, 19, 21]) misses.push(...(await capacityMisses(capacityShape(seed), 3)))
       expect(misses).toEqual([])
-    })
+    }, SIM_TIMEOUT_MS)
   })
 
   it('reports that run past their deadline are charged the platform time they take', async () => {
@@ -301,7 +305,7 @@ describe('the shapes of issue 51', () => {
   it('one team over 50 replicas keeps the workers busy', async () => {
     const trace = await simulate(scaled(50), newGovernor)
     expect(failed(trace).filter((f) => f.startsWith('work-conserving'))).toEqual([])
-  }, 60_000)
+  }, SIM_TIMEOUT_MS)
 
   // The dashboard-noisy bench's stand-in (bench/dashboard-origin.mjs): every call answered
   // after the same 400 ms, no queue up to 64 in flight, so calls end in the order they
@@ -323,5 +327,5 @@ describe('the shapes of issue 51', () => {
       broken.push(...failed(trace).map((f) => `seed ${seed}: ${f}`))
     }
     expect(broken).toEqual([])
-  })
+  }, SIM_TIMEOUT_MS)
 })
