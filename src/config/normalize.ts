@@ -162,6 +162,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       // Node refuses a server whose headers may take longer than the whole request.
       headersTimeoutMs: Math.min(parseDuration(raw.server.headersTimeout), parseDuration(raw.server.requestTimeout)),
       keepAliveTimeoutMs: parseDuration(raw.server.keepAliveTimeout),
+      maxConnections: raw.server.maxConnections,
     },
     limits: {
       reportBodyBytes: parseSize(raw.limits.reportBody),

@@ -107,7 +107,7 @@ export const ConfigSchema = Type.Object(
     bodyLimit: Size,
     shutdownDrain: Duration,
     shutdownGrace: Duration,
-    server: Type.Object({ requestTimeout: Duration, headersTimeout: Duration, keepAliveTimeout: Duration, connectionTimeout: Duration }, { additionalProperties: false }),
+    server: Type.Object({ requestTimeout: Duration, headersTimeout: Duration, keepAliveTimeout: Duration, connectionTimeout: Duration, maxConnections: Nullable(Type.Integer({ minimum: 1 })) }, { additionalProperties: false }),
     limits: Type.Object(
       {
         reportBody: Size,
