@@ -242,6 +242,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
     usage: { flushMs: parseDuration(raw.usage.flush), retentionDays: raw.usage.retentionDays },
     jobs: {
       maxOpenPerTeam: raw.jobs.maxOpenPerTeam,
+      maxKeptPerTeam: raw.jobs.maxKeptPerTeam,
       maxWaitsPerTeam: raw.jobs.maxWaitsPerTeam,
       maxWaits: raw.jobs.maxWaits,
       resultBytesPerTeam: parseSize(raw.jobs.resultBytesPerTeam),
