@@ -39,20 +39,20 @@ type HttpSocket = Socket & { _httpMessage?: ServerResponse | null }
 export function closeSilentConnections(server: Server, timeoutMs: number, maxConnections: number | null = null, now: () => number = () => performance.now()): void {
   const open = new Map<Socket, Look>()
   const room = maxConnections === null ? 0 : Math.max(1, Math.ceil(maxConnections / 8))
-  // The connections idle now (no answer under way), longest silent first: `room` of them are closed.
+  // The connections idle now, longest silent first: `room` of them are closed.
   const makeRoom = (newcomer: Socket): void => {
     const at = now()
-    const idle: [Socket, number][] = []
+    const quiet: [Socket, number][] = []
     for (const [socket, look] of open) {
       const bytes = moved(socket)
       if (bytes !== look.moved) {
         look.moved = bytes
         look.since = at
       }
-      if (socket !== newcomer && !(socket as HttpSocket)._httpMessage) idle.push([socket, look.since])
+      if (socket !== newcomer && idle(socket)) quiet.push([socket, look.since])
     }
-    idle.sort((a, b) => a[1] - b[1])
-    for (const [socket] of idle.slice(0, room)) close(socket)
+    quiet.sort((a, b) => a[1] - b[1])
+    for (const [socket] of quiet.slice(0, room)) close(socket)
   }
   const close = (socket: Socket): void => {
     // Out of the count at once: its 'close' comes later, and the next caller counts without it.
@@ -85,6 +85,11 @@ export function closeSilentConnections(server: Server, timeoutMs: number, maxCon
   )
   looks.unref()
   server.once('close', () => clearInterval(looks))
+}
+
+/** No answer under way: none Node is writing, and nothing of one written (by the entrance too) left for the kernel to take. */
+function idle(socket: HttpSocket): boolean {
+  return !socket._httpMessage && socket.writableLength === 0
 }
 
 function moved(socket: Socket): number {
