@@ -58,6 +58,8 @@ export const allErrors = {
   OverloadedError: createError<[string]>('GW_OVERLOADED', 'too many calls waiting for the platform: %s', 503),
   AnswerBudgetError: createError<[string]>('GW_ANSWER_BUDGET', 'no room for the platform\'s answer: %s', 503),
   JobsFullError: createError<[string, number]>('GW_JOBS_FULL', 'team %s has %d report jobs queued or running, the most it may (jobs.maxOpenPerTeam); ask again when one ends', 429),
+  // Every job a team asked is kept, ended ones jobs.keep and an hour more (jobs/job.ts, dropAt).
+  JobsKeptFullError: createError<[string, number]>('GW_JOBS_FULL', 'team %s keeps %d report jobs, the most it may (jobs.maxKeptPerTeam): an ended job is kept jobs.keep and an hour after; ask again when one is dropped', 429),
   // A status call's `?wait` past jobs.maxWaitsPerTeam or jobs.maxWaits (jobs/job-waits.ts): what is full, then what to do.
   WaitsFullError: createError<[string]>('GW_WAITS_FULL', '%s; ask again after retry-after, or without ?wait', 429),
   JobResultTooLargeError: createError<[string]>('GW_JOB_RESULT_TOO_LARGE', '%s', 413),
@@ -111,6 +113,7 @@ export const {
   OverloadedError,
   AnswerBudgetError,
   JobsFullError,
+  JobsKeptFullError,
   WaitsFullError,
   JobResultTooLargeError,
   JobNotDoneError,

@@ -162,6 +162,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       // Node refuses a server whose headers may take longer than the whole request.
       headersTimeoutMs: Math.min(parseDuration(raw.server.headersTimeout), parseDuration(raw.server.requestTimeout)),
       keepAliveTimeoutMs: parseDuration(raw.server.keepAliveTimeout),
+      maxConnections: raw.server.maxConnections,
     },
     limits: {
       reportBodyBytes: parseSize(raw.limits.reportBody),
@@ -241,6 +242,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
     usage: { flushMs: parseDuration(raw.usage.flush), retentionDays: raw.usage.retentionDays },
     jobs: {
       maxOpenPerTeam: raw.jobs.maxOpenPerTeam,
+      maxKeptPerTeam: raw.jobs.maxKeptPerTeam,
       maxWaitsPerTeam: raw.jobs.maxWaitsPerTeam,
       maxWaits: raw.jobs.maxWaits,
       resultBytesPerTeam: parseSize(raw.jobs.resultBytesPerTeam),

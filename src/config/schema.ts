@@ -107,7 +107,7 @@ export const ConfigSchema = Type.Object(
     bodyLimit: Size,
     shutdownDrain: Duration,
     shutdownGrace: Duration,
-    server: Type.Object({ requestTimeout: Duration, headersTimeout: Duration, keepAliveTimeout: Duration, connectionTimeout: Duration }, { additionalProperties: false }),
+    server: Type.Object({ requestTimeout: Duration, headersTimeout: Duration, keepAliveTimeout: Duration, connectionTimeout: Duration, maxConnections: Nullable(Type.Integer({ minimum: 1 })) }, { additionalProperties: false }),
     limits: Type.Object(
       {
         reportBody: Size,
@@ -238,6 +238,7 @@ export const ConfigSchema = Type.Object(
     jobs: Type.Object(
       {
         maxOpenPerTeam: Type.Integer({ minimum: 1, description: 'report jobs a team may have queued or running at once (more: 429 GW_JOBS_FULL)' }),
+        maxKeptPerTeam: Type.Integer({ minimum: 1, description: 'report jobs a team keeps at once, open and ended until dropped (more: 429 GW_JOBS_FULL)' }),
         maxWaitsPerTeam: Type.Integer({ minimum: 1, description: 'status calls of one team held open at once by ?wait on a replica (more: 429 GW_WAITS_FULL)' }),
         maxWaits: Type.Integer({ minimum: 1, description: 'status calls held open at once by ?wait on a replica, every team\'s (more: 429 GW_WAITS_FULL)' }),
         resultBytesPerTeam: Size,

@@ -8,6 +8,7 @@ import { BadRequestError, HeadersTooLargeError, MethodNotAllowedError, NotFoundE
 import { handledFailure, type FailureLog } from '../observe/failure-log.js'
 import { VALIDATOR_CODE } from '../perf/validator-code.js'
 import { closeSilentConnections } from './hooks/silent-connections.js'
+import { connectionBound, processFileLimit } from './connection-bound.js'
 import { lazyRequestLogger } from './hooks/request-logger.js'
 import { requestIdOf, type ObserveRefusal } from './hooks/request-log.js'
 import { holdContinues, inviteBody } from './hooks/expect-continue.js'
@@ -288,7 +289,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
       // the parser's framing: a transfer-encoding there framed a body the gateway took
       // for none); the head's size (maxHeaderSize) bounds them.
       server.maxHeadersCount = 0
-      closeSilentConnections(server, config.server.connectionTimeoutMs)
+      closeSilentConnections(server, config.server.connectionTimeoutMs, connectionBound(config.server.maxConnections, processFileLimit()))
       if (fastPath?.plain) enterOnConnections(server, fastPath.plain, current.closing, log)
       return server
     },

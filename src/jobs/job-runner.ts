@@ -18,6 +18,8 @@ import { boundText, roomGrowsWith, type ResultBound } from '../redis/memory-room
 export interface JobSettings {
   /** Jobs a team may have queued or running at once. */
   maxOpenPerTeam: number
+  /** Jobs a team keeps at once, open and ended until dropped (jobs.ts). */
+  maxKeptPerTeam: number
   /** Bytes of results a team's done jobs may keep at once. */
   resultBytesPerTeam: number
   /** How long a job's result (or failure) is kept once it ended. */

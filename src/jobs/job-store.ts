@@ -35,6 +35,8 @@ export interface JobStore {
   ofTeam(team: string, now: number): Promise<Job[]>
   /** A team's open jobs (queued, running): at most jobs.maxOpenPerTeam. */
   openOfTeam(team: string): Promise<Job[]>
+  /** How many jobs of a team are kept at `now` (those ofTeam reads), without reading them: at most jobs.maxKeptPerTeam. */
+  keptOfTeam(team: string, now: number): Promise<number>
   /** Keeps the report a job ended with until `until` (epoch ms). */
   keepResult(id: string, entry: CacheEntry, until: number, now: number): Promise<void>
   /** The report job `id` ended with, while it is kept. */
@@ -102,6 +104,10 @@ export class MemoryJobStore implements JobStore {
   async ofTeam(team: string, now: number): Promise<Job[]> {
     this.#prune(now)
     return [...this.#all()].filter((j) => j.team === team)
+  }
+
+  async keptOfTeam(team: string, now: number): Promise<number> {
+    return (await this.ofTeam(team, now)).length
   }
 
   // A result is held as its gzip bytes alone, what its team's bound (jobs.resultBytesPerTeam)

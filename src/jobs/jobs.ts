@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { Clock } from '../clock.js'
 import type { CacheEntry } from '../cache/cache-entry.js'
 import type { CanonicalReport } from '../reports/report-query.js'
-import { JobExpiredError, JobNotDoneError, JobNotFoundError, JobRunningError, JobsFullError, JobsUnavailableError, WaitsFullError } from '../errors.js'
+import { JobExpiredError, JobNotDoneError, JobNotFoundError, JobRunningError, JobsFullError, JobsKeptFullError, JobsUnavailableError, WaitsFullError } from '../errors.js'
 import { cancellable, jobStatus, keptAnswer, newJob, placeInQueue, stateAt, type Job, type JobError, type JobFinality, type JobStatus, type PlatformAnswer } from './job.js'
 import type { JobStore } from './job-store.js'
 import type { JobRunner, JobSettings } from './job-runner.js'
@@ -14,11 +14,14 @@ export const MAX_WAIT_SECONDS = 30
 // How often a waiting status call reads its job again: a change on another replica is
 // seen within this.
 const WAIT_POLL_MS = 250
+// When a team that keeps jobs.maxKeptPerTeam jobs may ask again: its records are swept
+// (dropped past their time) about this often.
+const KEPT_FULL_RETRY_SEC = 60
 
 export interface JobsDeps {
   store: JobStore
   runner: JobRunner
-  settings: Pick<JobSettings, 'maxOpenPerTeam'>
+  settings: Pick<JobSettings, 'maxOpenPerTeam' | 'maxKeptPerTeam'>
   /** The status calls held open (`?wait`) on this replica, bounded. */
   waits: JobWaits
   clock: Clock
@@ -89,6 +92,10 @@ export class Jobs {
     const now = clock.now()
     const { warm, ...asked } = ask
     const job = newJob({ id: this.#newId(ask.team, now), ...asked, priority: warm ? 'warm' : 'job', expectedSeconds: this.#d.expectedSeconds(ask.credential, ask.team, ask.report) }, now)
+    // Every ask leaves a record in Redis until it is dropped: a team's records are bounded too,
+    // so that one team asking jobs that end at once fills no other team's room (a count read
+    // before the add: asks under way at once may pass it by their number).
+    if ((await store.keptOfTeam(ask.team, now)) >= settings.maxKeptPerTeam) throw Object.assign(new JobsKeptFullError(ask.team, settings.maxKeptPerTeam), { retryAfterSec: KEPT_FULL_RETRY_SEC })
     if (!(await store.add(job, settings.maxOpenPerTeam, now))) throw Object.assign(new JobsFullError(ask.team, settings.maxOpenPerTeam), { retryAfterSec: 1 })
     runner.poke()
     this.#d.announce?.()

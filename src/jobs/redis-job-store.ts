@@ -165,6 +165,11 @@ export class RedisJobStore implements JobStore {
     return this.#records.many(await redis.zrangebyscore(redisKey.teamJobs(prefix, team), OPEN, OPEN))
   }
 
+  keptOfTeam(team: string, now: number): Promise<number> {
+    const { redis, prefix } = this.#o
+    return redis.zcount(redisKey.teamJobs(prefix, team), now, '+inf')
+  }
+
   async ofTeam(team: string, now: number): Promise<Job[]> {
     const { redis, prefix } = this.#o
     const ids = await redis.zrangebyscore(redisKey.teamJobs(prefix, team), now, '+inf')

@@ -2,7 +2,12 @@
 // so that the sandbox reads a request exactly as the platform would: an attack that
 // works because PHP reads a name differently than the gateway must work here too.
 
-/** A PHP array: string keys in insertion order (`a[]` appends "0", "1", …). */
+/**
+ * A PHP array: string keys in insertion order (`a[]` appends "0", "1", …). Made without a
+ * prototype (phpArray): to PHP, `__proto__` and `constructor` are names like any other, and
+ * `__proto__[userId]=1` files `userId` under the array `__proto__`, never on every object
+ * of the process.
+ */
 export interface PhpArray {
   [key: string]: PhpValue
 }
@@ -20,7 +25,7 @@ const MAX_NESTING = 64
  * nested, the last of repeated names kept, and only the first `maxVars` read.
  */
 export function parsePhpParams(text: string, maxVars: number = MAX_INPUT_VARS): PhpArray {
-  const result: PhpArray = {}
+  const result = phpArray()
   let count = 0
   for (const pair of text.split('&')) {
     if (pair === '') continue
@@ -86,13 +91,17 @@ function register(into: PhpArray, rawName: string, value: string): void {
   for (const index of name.indexes) {
     let child = node[key]
     if (typeof child !== 'object') {
-      child = {}
+      child = phpArray()
       node[key] = child
     }
     node = child
     key = index === '' ? String(nextIndex(node)) : index
   }
   node[key] = value
+}
+
+function phpArray(): PhpArray {
+  return Object.create(null) as PhpArray
 }
 
 function nextIndex(array: PhpArray): number {

@@ -302,3 +302,36 @@ describe('a job\'s result after its team lost the advertiser', () => {
     expect(sandbox.requests.filter((r) => r.path === REPORT_PATH && r.query.includes('advertiserId=102'))).toEqual([])
   })
 })
+
+describe('jobs that end at once, asked without end', () => {
+  // Each ask leaves a record in Redis (about 2 KB with its result) for jobs.keep and an hour
+  // after, whatever its result's size: a report the platform refuses at once (422) ends
+  // its job at once, and jobs.maxOpenPerTeam never fills. One team asking such jobs in a
+  // loop (300 in 3 s at the sandbox, 2.3 KB of Redis each, 130 bytes of them counted in
+  // its results' bound) fills the Redis every team keeps its copies and jobs in.
+  const redis = useRedis()
+  let sg: SandboxGateway
+  beforeAll(async () => {
+    sg = await startSandboxGateway({ yaml: teamsYamlWith({ jobs: { maxKeptPerTeam: 3 } }), env: { REDIS_URL: redis.server.url, ADMIN_TOKEN } })
+  })
+  afterAll(async () => {
+    await sg.closeAfterTests()
+  })
+  const refused = (i: number) => `${REPORT_PATH}?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-0${i + 1}&spentBased=none`
+  const asked = (path: string, key: string) => fetch(`${sg.url}${path}`, { headers: { 'x-api-key': key, ...ASYNC } })
+
+  it('are kept jobs.maxKeptPerTeam at most for a team: one more ask is 429 GW_JOBS_FULL with retry-after, and another team asks as ever', async () => {
+    for (let i = 0; i < 3; i++) {
+      const res = await asked(refused(i), KEYS.growth)
+      expect(res.status).toBe(202)
+      const { id } = (await res.json()) as { id: string }
+      const ended = await fetch(`${sg.url}/api/v1/jobs/${id}?wait=10`, { headers: { 'x-api-key': KEYS.growth } })
+      expect(((await ended.json()) as { state: string }).state).toBe('failed')
+    }
+    const full = await asked(refused(3), KEYS.growth)
+    expect(full.status).toBe(429)
+    expect(full.headers.get('retry-after')).toMatch(/^\d+$/)
+    expect(((await full.json()) as { code: string; message: string })).toMatchObject({ code: 'GW_JOBS_FULL', message: expect.stringContaining('jobs.maxKeptPerTeam') as unknown })
+    expect((await asked(refused(3), KEYS.all)).status).toBe(202)
+  })
+})

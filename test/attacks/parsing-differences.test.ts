@@ -53,6 +53,26 @@ describe('what PHP reads (the sandbox models it)', () => {
     expect((res.json.data as { campaignId: number }[]).map((r) => r.campaignId)).toEqual([103001])
   })
 
+  it('`__proto__[userId]` and `constructor[prototype][userId]` are arrays of those names: one team\'s call changes no other call\'s account', async () => {
+    const inherited = (): unknown => (Object.prototype as Record<string, unknown>).userId
+    try {
+      for (const name of ['__proto__[userId]', 'constructor[prototype][userId]']) {
+        const own = await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.writer, body: `userId=101&${name}=101`, headers: FORM })
+        expect(own.status).toBe(200)
+        expect(inherited()).toBeUndefined()
+        // Another team's list naming no account is the parent's, as ever.
+        const other = await call(sg, 'POST', '/api/v1/campaign/get', { json: {} })
+        expect(await listed(other)).toContain(PARENT_CAMPAIGN)
+      }
+      const query = await direct(sg, 'GET', `/api/v1/report/campaigns/get?advertiserId=101&__proto__[advertiserId]=103&${REPORT_DATES}`)
+      expect(query.status).toBe(200)
+      expect(inherited()).toBeUndefined()
+    } finally {
+      delete (Object.prototype as Record<string, unknown>).userId
+      delete (Object.prototype as Record<string, unknown>).advertiserId
+    }
+  })
+
   it('only the first 1000 parameters are read', async () => {
     const body = `userId=101&${Array.from({ length: 999 }, (_, i) => `p${i}=1`).join('&')}&userId=103`
     const res = await direct(sg, 'POST', '/api/v1/campaign/get', { headers: FORM, body })

@@ -41,6 +41,8 @@ export interface SpawnOptions {
   ipc?: boolean
   /** The main.js to run, for a build of another version (default: this one's dist/main.js, built if absent). */
   main?: string
+  /** The process's open-file limit (`ulimit -n`, soft and hard), where it must be lower than the test's own. */
+  openFiles?: number
 }
 
 /** Starts dist/main.js with `env` and `yaml` as its CONFIG_FILE; resolves once it listens. */
@@ -107,7 +109,9 @@ async function spawnOnce(opts: SpawnOptions): Promise<GatewayProcess> {
   const configFile = join(dir, 'config.yaml')
   writeFileSync(configFile, opts.yaml)
   const [port, adminPort] = [await freePort(), await freePort()]
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), opts.main ?? MAIN], {
+  const args = [...(opts.nodeArgs ?? []), opts.main ?? MAIN]
+  const [command, argv] = opts.openFiles === undefined ? [process.execPath, args] : ['/bin/sh', ['-c', `ulimit -n ${opts.openFiles} && exec "$0" "$@"`, process.execPath, ...args]]
+  const child = spawn(command, argv, {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), ADMIN_HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), LOG_LEVEL: 'warn', CONFIG_FILE: configFile, ...withTestSecret(opts.env, opts.yaml) },
     stdio: ['ignore', 'pipe', 'pipe', ...(opts.ipc ? (['ipc'] as const) : [])],

@@ -481,7 +481,7 @@ describe.skipIf(!available)('a job\'s end and its delivery on one Redis', () => 
       store: dyingAtTheEnd(a.jobs, a.client),
       reads: { read: async () => ({ kind: 'entry', entry, status: 'MISS' }) as never },
       provider: () => ({ name: 'default' }) as TokenProvider,
-      settings: { maxOpenPerTeam: 10, resultBytesPerTeam: 1024 * 1024, keepMs: 3_600_000, leaseMs: LEASE, pollMs: 1000, perReplica: 1, retryMs: 5000 },
+      settings: { maxOpenPerTeam: 10, maxKeptPerTeam: 10_000, resultBytesPerTeam: 1024 * 1024, keepMs: 3_600_000, leaseMs: LEASE, pollMs: 1000, perReplica: 1, retryMs: 5000 },
       clock,
       log: { warn: () => undefined, info: () => undefined },
       runner: 'a',

@@ -17,7 +17,7 @@ import { waitFor } from '../helpers/wait.js'
 // runner's lease ran out (and that runner's late end refused), requeued after a missing
 // seat until its retry time, failed with the read's GW_* error, done with its report kept.
 
-const SETTINGS: JobSettings = { maxOpenPerTeam: 10, resultBytesPerTeam: 1024 * 1024, keepMs: 60 * 60_000, leaseMs: 15_000, pollMs: 1000, perReplica: 2, retryMs: 5000 }
+const SETTINGS: JobSettings = { maxOpenPerTeam: 10, maxKeptPerTeam: 10_000, resultBytesPerTeam: 1024 * 1024, keepMs: 60 * 60_000, leaseMs: 15_000, pollMs: 1000, perReplica: 2, retryMs: 5000 }
 const report = canonicalGetReport('/api/v1/report/campaigns/get', 'advertiserId=101&dateFrom=2026-01-01&dateTo=2026-12-31', { maxRangeDays: 400 })
 const silent = { warn: () => undefined, info: () => undefined }
 
