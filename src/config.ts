@@ -86,7 +86,10 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
   const settings = settingsInForce({ raw, file, envSources, env, credentials: config.credentials })
   const creativeSets = creativeSetsPassWarning(config.ownership.creativeSets.check, config.teams)
   if (creativeSets !== null) warnings.push(creativeSets)
-  const memory = memoryFitWarning({ l1MaxBytes: config.cache.l1MaxBytes, bufferTotalBytes: config.platform.bufferTotalBytes }, memoryLimit())
+  const memory = memoryFitWarning(
+    { l1MaxBytes: config.cache.l1MaxBytes, bufferTotalBytes: config.platform.bufferTotalBytes, connections: config.server.maxConnections + config.admin.maxConnections },
+    memoryLimit(),
+  )
   if (memory !== null) warnings.push(memory)
   warnings.push(...bareDurationWarnings(raw))
   warnings.push(...misspelledVariables(env))

@@ -67,7 +67,12 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   const facts = reportAnswerFacts(config, usage, governors, parts.teams)
   const fast = config.cache.enabled ? fastReads({ reports, tracing, clock, log, decisions, observe, facts }) : null
   // Its handlers read a body once they have admitted its caller (Admission.readBody), and invite it then.
-  const proxy = buildServer(config, log, failures, fast, { challenge: PROXY_CHALLENGE, rateOf: callerRate(admission), tracing, allow: allowOf, bodyReader: 'handler' })
+  // Each listener's count shows from the start (0), so that a rate over it has a series to read.
+  const bound = (listener: 'proxy' | 'admin', setting: string, max: number) => {
+    metrics.connectionsRefused.inc({ listener }, 0)
+    return { listener, setting, max, refused: () => metrics.connectionsRefused.inc({ listener }) }
+  }
+  const proxy = buildServer(config, log, failures, fast, { challenge: PROXY_CHALLENGE, connections: bound('proxy', 'server.maxConnections', config.server.maxConnections), rateOf: callerRate(admission), tracing, allow: allowOf, bodyReader: 'handler' })
   refusalsObservedOn(proxy, refusalObserver(observe, tracing !== null))
   // No body is parsed on the proxy listener before its handler admits the caller:
   // /api/v1 handlers read it through Admission.readBody; any other path is a 404
@@ -80,7 +85,7 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   await proxy.register(apiRoutes, { config, reports, jobs, clock, tracing, usage, answers, admission, client, decisions, failures, facts })
   answerHooks(proxy, { tracing, auditLog, admission, observe })
 
-  const admin = buildServer(config, log, failures, null, { challenge: ADMIN_CHALLENGE, refusalHeaders: ADMIN_ANSWER_HEADERS })
+  const admin = buildServer(config, log, failures, null, { challenge: ADMIN_CHALLENGE, connections: bound('admin', 'admin.maxConnections', config.admin.maxConnections), refusalHeaders: ADMIN_ANSWER_HEADERS })
   // Every admin call's body is JSON: a text/plain one is refused as any other type is
   // (`body: must be application/json`), not read as a string its schema then refuses.
   admin.removeContentTypeParser('text/plain')

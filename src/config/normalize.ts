@@ -150,6 +150,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       token: raw.admin.token ?? null,
       viewerToken: raw.admin.viewerToken ?? null,
       tokensFile: raw.admin.tokensFile ?? null,
+      maxConnections: raw.admin.maxConnections,
       tokens: adminTokens({ token: raw.admin.token ?? null, viewerToken: raw.admin.viewerToken ?? null, file: raw.admin.tokensFile ?? null }, readFile, problems),
     },
     logLevel: raw.logLevel,
@@ -162,6 +163,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       // Node refuses a server whose headers may take longer than the whole request.
       headersTimeoutMs: Math.min(parseDuration(raw.server.headersTimeout), parseDuration(raw.server.requestTimeout)),
       keepAliveTimeoutMs: parseDuration(raw.server.keepAliveTimeout),
+      maxConnections: raw.server.maxConnections,
     },
     limits: {
       reportBodyBytes: parseSize(raw.limits.reportBody),

@@ -16,6 +16,7 @@ import { bodyDeadlines } from './hooks/body-deadline.js'
 import type { RequestHandler } from './reads/fast-path.js'
 import { isHostValue, originForm } from './request-target.js'
 import { enterOnConnections, type ServePlain } from './socket-entrance.js'
+import { boundConnections, type ConnectionBound } from './connection-bound.js'
 import { setAnswerFields } from './answer-fields.js'
 import type { Tracing } from '../observe/tracing.js'
 import { bodyTypeRefused, NOT_JSON } from '../access/request-body.js'
@@ -195,6 +196,8 @@ export interface ListenerOptions {
    * MUST carry): how a caller authenticates to this listener.
    */
   challenge: string
+  /** The most connections it holds open at once, and what counts one refused past them. */
+  connections: ConnectionBound
   /** The rate-limit fields of each answer (the proxy's callers). */
   rateOf?: RateOf
   tracing?: Tracing | null
@@ -237,7 +240,7 @@ const PARSER_REFUSALS: Record<string, string> = {
  * listener's challenge), `fastPath` (if any) in front of the router, and with `tracing` a
  * span begun for each request before either (none of it when tracing is off).
  */
-export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, { challenge, rateOf = () => null, tracing = null, allow = null, bodyReader = 'parser', refusalHeaders = {} }: ListenerOptions): FastifyInstance {
+export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, { challenge, connections, rateOf = () => null, tracing = null, allow = null, bodyReader = 'parser', refusalHeaders = {} }: ListenerOptions): FastifyInstance {
   let gentle: ReturnType<typeof closeGently> | null = null
   let http: Server | null = null
   const app = Fastify({
@@ -289,6 +292,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
       // for none); the head's size (maxHeaderSize) bounds them.
       server.maxHeadersCount = 0
       closeSilentConnections(server, config.server.connectionTimeoutMs)
+      boundConnections(server, connections, log)
       if (fastPath?.plain) enterOnConnections(server, fastPath.plain, current.closing, log)
       return server
     },

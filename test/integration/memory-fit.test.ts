@@ -45,6 +45,14 @@ describe('the memory a replica may hold, against its container\'s limit', () => 
     expect(podMemoryWarnings({ config: { platform: { bufferTotalBytes: '1GiB' } }, resources: { limits: { memory: '2Gi' } } })).toEqual([])
   })
 
+  it('counts the connections the listeners may hold (server.maxConnections, admin.maxConnections) at what an idle one holds', () => {
+    const many = podMemoryWarnings({ config: { server: { maxConnections: 65536 } } })
+    expect(many).toHaveLength(1)
+    expect(many[0]).toContain('server.maxConnections + admin.maxConnections (65664 connections, 770 MiB)')
+    expect(many[0]).toContain('memory limit (512 MiB)')
+    expect(podMemoryWarnings({ config: { server: { maxConnections: 65536 } }, resources: { limits: { memory: '2Gi' } } })).toEqual([])
+  })
+
   it('says nothing where no limit is known (no cgroup limit: process.constrainedMemory() reads 0 or 2^64 - 1)', () => {
     for (const none of [0, 2 ** 64]) {
       const config = loadConfigFrom({ PLATFORM_BASE_URL: 'https://platform.example.com', PLATFORM_TOKEN: 'platform-token-abcdef123456' }, {}, { memoryLimit: () => none })
