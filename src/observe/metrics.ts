@@ -79,7 +79,7 @@ export function createMetrics() {
       },
     }),
     buildInfo: gauge('gateway_build_info', 'Always 1: the version and commit of the running gateway and the Node running it, as labels', ['version', 'commit', 'node']),
-    copiesOverPart: counter('gateway_cache_copies_over_part_total', 'Report copies a team\'s fill kept out of Redis (in its replica\'s memory only) because the team\'s copies there take its part of the room (jobs.resultsRoom, or half of Redis\' maxmemory, split evenly among the teams), by team', ['team']),
+    copiesOverPart: counter('gateway_cache_copies_over_part_total', 'Report copies a team\'s fill kept out of Redis (in its replica\'s memory only) because the team\'s copies there take its part of the room (what the job results\' room, jobs.resultsRoom or the smaller of half of Redis\' maxmemory and teams × jobs.resultBytesPerTeam, leaves of maxmemory, split evenly among the teams), by team', ['team']),
     refreshAhead: counter('gateway_cache_refresh_ahead_total', 'Background refreshes of popular report entries before they expire, by outcome: started, completed, failed, skipped (no idle platform seat, or another replica refreshed it)', ['outcome']),
     jobWaits: gauge('gateway_report_job_waits', 'Status calls of report jobs held open by ?wait on this replica now, by team (at most jobs.maxWaitsPerTeam each, jobs.maxWaits in all)', ['team']),
     reportJobs: counter('gateway_report_jobs_total', 'Report job runs on this replica, by outcome: started, done, failed, requeued (no seat in time, the platform\'s 429, a shutdown), lost (another replica took the job over once this one\'s lease ran out)', ['outcome']),

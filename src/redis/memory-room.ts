@@ -64,13 +64,19 @@ export function resultBound(settings: RoomSettings, maxmemory: number | null, te
  * A team's even part of what the room for job results leaves of Redis' maxmemory: the
  * report copies the team's fills keep in Redis take at most this (cache/redis-store.ts),
  * so that on a full Redis one team's copies fill its own part, never the other teams'
- * (an evicting Redis evicted theirs; one that does not refused their writes). null when
- * Redis has no limit, or none is known.
+ * (an evicting Redis evicted theirs; one that does not refused their writes). The
+ * results' room is jobs.resultsRoom, else RESULTS_SHARE of maxmemory or what the teams'
+ * results can take at most (teams × jobs.resultBytesPerTeam), the smaller: room the
+ * results can never fill is the copies'. It is what the results may take, not what they
+ * hold now: results do not expire, and a copy is kept up to its stale-if-error end, so
+ * copies that took the room of results yet to come would refuse those results' writes
+ * (noeviction) for as long. null when Redis has no limit, or none is known.
  */
-export function copyPart(settings: Pick<RoomSettings, 'resultsRoom'>, maxmemory: number | null, teams: number): number | null {
+export function copyPart(settings: RoomSettings, maxmemory: number | null, teams: number): number | null {
   if (!maxmemory) return null
-  const results = settings.resultsRoom ?? Math.floor(maxmemory * RESULTS_SHARE)
-  return Math.max(0, Math.floor((maxmemory - results) / Math.max(1, teams)))
+  const everyTeam = Math.max(1, teams)
+  const results = settings.resultsRoom ?? Math.min(Math.floor(maxmemory * RESULTS_SHARE), everyTeam * settings.resultBytesPerTeam)
+  return Math.max(0, Math.floor((maxmemory - results) / everyTeam))
 }
 
 /** The bound as a job's 413 names it: what it is and why. */

@@ -44,15 +44,25 @@ describe('resultBound', () => {
 })
 
 describe('copyPart', () => {
+  const perTeam = 1000
   it("is the team's even part of what the results' room leaves of maxmemory", () => {
-    expect(copyPart({ resultsRoom: null }, 1000, 3)).toBe(166)
-    expect(copyPart({ resultsRoom: 400 }, 1000, 4)).toBe(150)
-    expect(copyPart({ resultsRoom: 4000 }, 1000, 4)).toBe(0)
+    expect(copyPart({ resultBytesPerTeam: perTeam, resultsRoom: null }, 1000, 3)).toBe(166)
+    expect(copyPart({ resultBytesPerTeam: perTeam, resultsRoom: 400 }, 1000, 4)).toBe(150)
+    expect(copyPart({ resultBytesPerTeam: perTeam, resultsRoom: 4000 }, 1000, 4)).toBe(0)
+  })
+
+  it('leaves the results no more room than the teams\' results can take (teams × jobs.resultBytesPerTeam): one team on a large Redis gets the rest', () => {
+    // One team whose results take at most 300 of half of 1000: its copies get 700, not 500.
+    expect(copyPart({ resultBytesPerTeam: 300, resultsRoom: null }, 1000, 1)).toBe(700)
+    // Two: 600 of 500, so half, as before.
+    expect(copyPart({ resultBytesPerTeam: 300, resultsRoom: null }, 1000, 2)).toBe(250)
+    // jobs.resultsRoom set: as it says.
+    expect(copyPart({ resultBytesPerTeam: 300, resultsRoom: 500 }, 1000, 1)).toBe(500)
   })
 
   it('is none when Redis has no maxmemory, or none is known, whatever jobs.resultsRoom says', () => {
-    expect(copyPart({ resultsRoom: null }, null, 3)).toBeNull()
-    expect(copyPart({ resultsRoom: 400 }, 0, 3)).toBeNull()
+    expect(copyPart({ resultBytesPerTeam: perTeam, resultsRoom: null }, null, 3)).toBeNull()
+    expect(copyPart({ resultBytesPerTeam: perTeam, resultsRoom: 400 }, 0, 3)).toBeNull()
   })
 })
 
