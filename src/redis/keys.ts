@@ -39,11 +39,13 @@ export const redisKey = {
   advertiserIndex: (prefix: string, advertiserId: number) => `${prefix}adv-entries:${advertiserId}`,
   /** What SCAN matches to find every advertiser's index. */
   advertiserIndexPattern: (prefix: string) => `${literalPattern(prefix)}adv-entries:*`,
-  /** The report copies one team's fills keep in Redis: a sorted set of their keys, each scored by when it expires. */
-  teamCopies: (prefix: string, team: string) => `${prefix}copies:{${team}}`,
-  /** The bytes each of those copies takes (a field per copy key), and their sum (field ``); one hash slot with the set. */
-  teamCopyBytes: (prefix: string, team: string) => `${prefix}copies:{${team}}:bytes`,
-  /** What SCAN matches to find every team's copies and their bytes. */
+  /** The report copies the teams' fills keep in Redis: a sorted set of their keys, each scored by when it expires (one hash slot for the three records of the copies' room). */
+  copyExpiries: (prefix: string) => `${prefix}copies:{room}`,
+  /** The bytes and team each of those copies is counted on (a field per copy key: `<bytes> <team>`). */
+  copyOwners: (prefix: string) => `${prefix}copies:{room}:owners`,
+  /** Each team's sum of the bytes its copies take (a field per team). */
+  copySums: (prefix: string) => `${prefix}copies:{room}:sums`,
+  /** What SCAN matches to find the records of the copies' room (those of the last release's layout, `copies:{<team>}`, included). */
   teamCopiesPattern: (prefix: string) => `${literalPattern(prefix)}copies:*`,
   /** One team's usage of one day: a field per count (`requests`, `rateLimited`, …); each team's days in a hash slot of its own. */
   usage: (prefix: string, team: string, day: string) => `${prefix}usage:{${team}}:${day}`,

@@ -2,7 +2,7 @@ import { gzipSync } from 'node:zlib'
 import { pino } from 'pino'
 import { afterEach, describe, expect, it } from 'vitest'
 import { etagOf, type CacheEntry } from '../../src/cache/cache-entry.js'
-import { RedisStore } from '../../src/cache/redis-store.js'
+import { COPY_OVERHEAD_BYTES, RedisStore } from '../../src/cache/redis-store.js'
 import { RedisBreaker } from '../../src/redis/breaker.js'
 import type { RedisClient } from '../../src/redis/client.js'
 import { RedisSeal } from '../../src/redis/seal.js'
@@ -26,7 +26,7 @@ function copyOf(team: string, i: number, now: number): CacheEntry {
 }
 
 /** A sealed store under PREFIX bounding each team's copies as `room` says. */
-function storeOf(client: RedisClient, room: Pick<ConstructorParameters<typeof RedisStore>[0], 'copyPart' | 'copyTeams' | 'onOverPart'>): RedisStore {
+function storeOf(client: RedisClient, room: Pick<ConstructorParameters<typeof RedisStore>[0], 'copyPart' | 'onOverPart'>): RedisStore {
   return new RedisStore({
     redis: client,
     breaker: new RedisBreaker({ cooldownMs: 1000, log: pino({ level: 'silent' }) }),
@@ -65,13 +65,13 @@ describe.skipIf(!available)('report copies on an evicting Redis: each team withi
   it('a purged copy leaves its team\'s part: the team\'s next copies are written', async () => {
     const skipped: string[] = []
     let part = Number.MAX_SAFE_INTEGER
-    const store = storeOf(redis.client, { copyPart: () => part, copyTeams: () => ['greedy', 'other'], onOverPart: (team) => skipped.push(team) })
+    const store = storeOf(redis.client, { copyPart: () => part, onOverPart: (team) => skipped.push(team) })
     const now = Date.now()
     const key = (i: number) => `${PREFIX}report:v1:purged-${i}`
     const copy = (i: number) => ({ ...copyOf('greedy', i, now), advertiserIds: [100 + i] })
     for (let i = 0; i < 3; i++) await store.set(key(i), copy(i))
     // The team's part: its three copies and less than a fourth.
-    part = Number(await redis.client.hget(`${PREFIX}copies:{greedy}:bytes`, '')) + 300
+    part = Number(await redis.client.hget(`${PREFIX}copies:{room}:sums`, 'greedy')) + 300
     await store.set(key(3), copy(3))
     expect(skipped, 'the fourth copy is past the part').toEqual(['greedy'])
     expect(await store.purgeKey(key(0))).toBe(1)
@@ -81,6 +81,37 @@ describe.skipIf(!available)('report copies on an evicting Redis: each team withi
     await store.set(key(5), copy(5))
     expect(await store.get(key(5)), 'written once an advertiser was purged').not.toBeNull()
     expect(skipped).toEqual(['greedy'])
+  })
+
+  it('a copy written again, by its team or by another team (a shared copy), is counted once, on the team whose write Redis holds', async () => {
+    await redis.client.config('SET', 'maxmemory', '4mb')
+    await redis.client.config('SET', 'maxmemory-policy', 'volatile-lru')
+    const skipped: string[] = []
+    let part = Number.MAX_SAFE_INTEGER
+    const store = storeOf(redis.client, { copyPart: () => part, onOverPart: (team) => skipped.push(team) })
+    const now = Date.now()
+    const key = (i: number) => `${PREFIX}report:v1:shared-${i}`
+    const written = async (i: number) => (await store.get(key(i))) !== null
+    await store.set(key(1), copyOf('first', 1, now))
+    // Room for three copies of this size (each the same size: its sealed value, key and Redis' overhead).
+    part = Math.floor(3.5 * ((await redis.client.strlen(key(1))) + Buffer.byteLength(key(1)) + COPY_OVERHEAD_BYTES))
+    // Its team writes it again and again: counted once.
+    for (let again = 0; again < 5; again++) await store.set(key(1), copyOf('first', 1, now))
+    await store.set(key(2), copyOf('first', 2, now))
+    await store.set(key(3), copyOf('first', 3, now))
+    expect(skipped, 'three copies within the part').toEqual([])
+    await store.set(key(4), copyOf('first', 4, now))
+    expect(skipped, 'a fourth past it').toEqual(['first'])
+    // Another team writes the same three keys (shared copies): they are its own now.
+    for (const i of [1, 2, 3]) await store.set(key(i), copyOf('second', i, now))
+    expect(skipped).toEqual(['first'])
+    await store.set(key(8), copyOf('second', 8, now))
+    expect(skipped, 'the second team holds three').toEqual(['first', 'second'])
+    // The first team holds none of them any more: three new copies of its own are written.
+    for (const i of [5, 6, 7]) await store.set(key(i), copyOf('first', i, now))
+    expect(skipped).toEqual(['first', 'second'])
+    expect(await Promise.all([1, 2, 3, 5, 6, 7].map(written))).toEqual([true, true, true, true, true, true])
+    expect(await Promise.all([4, 8].map(written))).toEqual([false, false])
   })
 
   describe('through the gateway', () => {
