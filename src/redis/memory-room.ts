@@ -1,5 +1,5 @@
 import type { Logger } from 'pino'
-import { Cluster } from 'ioredis'
+import { Cluster, type Redis } from 'ioredis'
 import type { Clock, Timer } from '../clock.js'
 import type { RedisBreaker } from './breaker.js'
 import type { RedisClient } from './client.js'
@@ -61,22 +61,42 @@ export function resultBound(settings: RoomSettings, maxmemory: number | null, te
 }
 
 /**
+ * One master's `maxmemory` (0: none), the share of the Cluster's hash slots it serves (1:
+ * a Redis that is not a Cluster), and whether it holds the jobs' keys (their hash tag,
+ * JOBS_TAG), where the job results live.
+ */
+export interface MasterRoom {
+  maxBytes: number
+  share: number
+  jobs: boolean
+}
+
+/**
  * A team's even part of what the room for job results leaves of Redis' maxmemory: the
  * report copies the team's fills keep in Redis take at most this (cache/redis-store.ts),
  * so that on a full Redis one team's copies fill its own part, never the other teams'
  * (an evicting Redis evicted theirs; one that does not refused their writes). The
- * results' room is jobs.resultsRoom, else RESULTS_SHARE of maxmemory or what the teams'
- * results can take at most (teams × jobs.resultBytesPerTeam), the smaller: room the
- * results can never fill is the copies'. It is what the results may take, not what they
- * hold now: results do not expire, and a copy is kept up to its stale-if-error end, so
- * copies that took the room of results yet to come would refuse those results' writes
- * (noeviction) for as long. null when Redis has no limit, or none is known.
+ * results' room is jobs.resultsRoom, else RESULTS_SHARE of the smallest master's
+ * maxmemory or what the teams' results can take at most (teams × jobs.resultBytesPerTeam),
+ * the smaller: room the results can never fill is the copies'. It is what the results may
+ * take, not what they hold now: results do not expire, and a copy is kept up to its
+ * stale-if-error end, so copies that took the room of results yet to come would refuse
+ * those results' writes (noeviction) for as long.
+ *
+ * On a Cluster the copies' keys spread over the masters by hash slot, and the results sit
+ * on the master of JOBS_TAG: the room for every copy is as large as the first master to
+ * fill allows, each master's room (its maxmemory, less the results' room on the jobs'
+ * master) over the share of the slots it serves. null when no master has a limit, or none
+ * is known.
  */
-export function copyPart(settings: RoomSettings, maxmemory: number | null, teams: number): number | null {
-  if (!maxmemory) return null
+export function copyPart(settings: RoomSettings, masters: readonly MasterRoom[], teams: number): number | null {
+  const bounded = masters.filter((m) => m.maxBytes > 0 && m.share > 0)
+  if (bounded.length === 0) return null
   const everyTeam = Math.max(1, teams)
-  const results = settings.resultsRoom ?? Math.min(Math.floor(maxmemory * RESULTS_SHARE), everyTeam * settings.resultBytesPerTeam)
-  return Math.max(0, Math.floor((maxmemory - results) / everyTeam))
+  const smallest = Math.min(...bounded.map((m) => m.maxBytes))
+  const results = settings.resultsRoom ?? Math.min(Math.floor(smallest * RESULTS_SHARE), everyTeam * settings.resultBytesPerTeam)
+  const whole = Math.min(...bounded.map((m) => (m.maxBytes - (m.jobs ? results : 0)) / m.share))
+  return Math.max(0, Math.floor(whole / everyTeam))
 }
 
 /** The bound as a job's 413 names it: what it is and why. */
@@ -87,20 +107,43 @@ export function boundText(bound: ResultBound): string {
   return `the team's part of the room for every team's job results in Redis (${bound.bytes}: ${whole} split evenly among ${room.teams} teams, less than jobs.resultBytesPerTeam)`
 }
 
+/** The hash tag of every job key (redis/keys.ts): the results live on the master of its slot. */
+export const JOBS_TAG = '{jobs}'
+
+/** The hash slots of a Redis Cluster. */
+const SLOTS = 16_384
+
 /**
- * The smallest maxmemory among Redis' masters (every master of a Cluster) that answer INFO
- * memory; null when none of those has a limit, undefined when none answers.
+ * What Redis' masters say of their memory (every master of a Cluster, each with the share
+ * of the slots it serves) among those that answer INFO memory: the smallest maxmemory
+ * (null when none of them has a limit) and each one's room; undefined when none answers.
+ * On a Cluster whose jobs' slot is not known, every master is taken to hold the jobs.
  */
-export async function smallestMemory(redis: RedisClient): Promise<RedisMemory | null | undefined> {
-  const nodes = redis instanceof Cluster ? redis.nodes('master') : [redis]
+export async function readMemory(redis: RedisClient): Promise<{ smallest: RedisMemory | null; masters: MasterRoom[] } | undefined> {
+  const cluster = redis instanceof Cluster ? redis : null
+  const nodes: Redis[] = cluster ? cluster.nodes('master') : [redis as Redis]
+  const served = new Map<string, number>()
+  let jobsAt: string | null = null
+  if (cluster) {
+    const jobsSlot = await cluster.cluster('KEYSLOT', JOBS_TAG).catch(() => null)
+    cluster.slots.forEach((keys, slot) => {
+      const master = keys[0]
+      if (master === undefined) return
+      served.set(master, (served.get(master) ?? 0) + 1)
+      if (slot === jobsSlot) jobsAt = master
+    })
+  }
   let smallest: RedisMemory | null | undefined
+  const masters: MasterRoom[] = []
   for (const node of nodes) {
     const memory = parseMemoryInfo(await node.info('memory').catch(() => ''))
     if (!memory) continue
+    const at = cluster ? `${node.options.host}:${node.options.port}` : null
+    masters.push(at === null ? { maxBytes: memory.maxBytes, share: 1, jobs: true } : { maxBytes: memory.maxBytes, share: (served.get(at) ?? 0) / SLOTS, jobs: jobsAt === null || jobsAt === at })
     smallest ??= null
     if (memory.maxBytes > 0 && (smallest === null || memory.maxBytes < smallest.maxBytes)) smallest = memory
   }
-  return smallest
+  return smallest === undefined ? undefined : { smallest, masters }
 }
 
 /**
@@ -113,6 +156,7 @@ export async function smallestMemory(redis: RedisClient): Promise<RedisMemory | 
 export class ResultRoom {
   readonly #o: { redis: RedisClient | null; breaker: RedisBreaker | null; settings: RoomSettings; teams: () => number; log: Pick<Logger, 'info' | 'warn'>; clock: Clock }
   #memory: RedisMemory | null = null
+  #masters: MasterRoom[] = []
   #logged = resultBound({ resultBytesPerTeam: 0, resultsRoom: null }, null, 0)
   #noCopies = false
   #timer: Timer | null = null
@@ -128,15 +172,18 @@ export class ResultRoom {
 
   /** A team's part of Redis for its report copies now (copyPart); null: no bound. */
   copyPart(): number | null {
-    return copyPart(this.#o.settings, this.#memory?.maxBytes ?? null, this.#o.teams())
+    return copyPart(this.#o.settings, this.#masters, this.#o.teams())
   }
 
   /** Reads Redis' maxmemory again (the copies' part needs it even where jobs.resultsRoom sets the results'), then says the bound if it changed. */
   async read(): Promise<void> {
     const { redis, breaker } = this.#o
     if (redis && breaker) {
-      const memory = await breaker.run(() => smallestMemory(redis), undefined)
-      if (memory !== undefined) this.#memory = memory
+      const memory = await breaker.run(() => readMemory(redis), undefined)
+      if (memory !== undefined) {
+        this.#memory = memory.smallest
+        this.#masters = memory.masters
+      }
     }
     this.#say()
   }
