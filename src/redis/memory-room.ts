@@ -3,6 +3,7 @@ import { Cluster, type Redis } from 'ioredis'
 import type { Clock, Timer } from '../clock.js'
 import type { RedisBreaker } from './breaker.js'
 import type { RedisClient } from './client.js'
+import { COPY_ROOM_TAG, JOBS_TAG } from './keys.js'
 
 // Report jobs' results carry no expiry in Redis (a job done is never evicted before its
 // caller fetches it), so an evicting Redis makes room for them by evicting everything
@@ -62,14 +63,23 @@ export function resultBound(settings: RoomSettings, maxmemory: number | null, te
 
 /**
  * One master's `maxmemory` (0: none), the share of the Cluster's hash slots it serves (1:
- * a Redis that is not a Cluster), and whether it holds the jobs' keys (their hash tag,
- * JOBS_TAG), where the job results live.
+ * a Redis that is not a Cluster), whether it holds the jobs' keys (JOBS_TAG), where the job
+ * results live, and whether it holds the records of the copies' room (COPY_ROOM_TAG).
  */
 export interface MasterRoom {
   maxBytes: number
   share: number
   jobs: boolean
+  records: boolean
 }
+
+/**
+ * The most of a copy's counted bytes (cache/redis-store.ts: its value, its key and 900 bytes
+ * beside them) that is its record in the copies' room: 198 bytes a copy (MEMORY USAGE of
+ * the three records over 2,000 copies) of at least 1,000 counted. On a Cluster the records
+ * sit on one master, not spread with the copies.
+ */
+export const RECORD_SHARE = 0.2
 
 /**
  * A team's even part of what the room for job results leaves of Redis' maxmemory: the
@@ -83,11 +93,12 @@ export interface MasterRoom {
  * stale-if-error end, so copies that took the room of results yet to come would refuse
  * those results' writes (noeviction) for as long.
  *
- * On a Cluster the copies' keys spread over the masters by hash slot, and the results sit
- * on the master of JOBS_TAG: the room for every copy is as large as the first master to
- * fill allows, each master's room (its maxmemory, less the results' room on the jobs'
- * master) over the share of the slots it serves. null when no master has a limit, or none
- * is known.
+ * On a Cluster the copies' keys spread over the masters by hash slot, their records sit on
+ * the master of COPY_ROOM_TAG and the results on the master of JOBS_TAG: the room for every
+ * copy is as large as the first master to fill allows, each master's room (its maxmemory,
+ * less the results' room on the jobs' master) over what it holds of every copy (the share
+ * of the slots it serves, and RECORD_SHARE of the rest on the records' master). null when
+ * no master has a limit, or none is known.
  */
 export function copyPart(settings: RoomSettings, masters: readonly MasterRoom[], teams: number): number | null {
   const bounded = masters.filter((m) => m.maxBytes > 0 && m.share > 0)
@@ -95,7 +106,9 @@ export function copyPart(settings: RoomSettings, masters: readonly MasterRoom[],
   const everyTeam = Math.max(1, teams)
   const smallest = Math.min(...bounded.map((m) => m.maxBytes))
   const results = settings.resultsRoom ?? Math.min(Math.floor(smallest * RESULTS_SHARE), everyTeam * settings.resultBytesPerTeam)
-  const whole = Math.min(...bounded.map((m) => (m.maxBytes - (m.jobs ? results : 0)) / m.share))
+  // What a master holds of every copy's counted bytes: its share of the copies, and on the records' master their records too.
+  const held = (m: MasterRoom) => (m.records ? m.share + RECORD_SHARE * (1 - m.share) : m.share)
+  const whole = Math.min(...bounded.map((m) => (m.maxBytes - (m.jobs ? results : 0)) / held(m)))
   return Math.max(0, Math.floor(whole / everyTeam))
 }
 
@@ -107,9 +120,6 @@ export function boundText(bound: ResultBound): string {
   return `the team's part of the room for every team's job results in Redis (${bound.bytes}: ${whole} split evenly among ${room.teams} teams, less than jobs.resultBytesPerTeam)`
 }
 
-/** The hash tag of every job key (redis/keys.ts): the results live on the master of its slot. */
-export const JOBS_TAG = '{jobs}'
-
 /** The hash slots of a Redis Cluster. */
 const SLOTS = 16_384
 
@@ -117,20 +127,24 @@ const SLOTS = 16_384
  * What Redis' masters say of their memory (every master of a Cluster, each with the share
  * of the slots it serves) among those that answer INFO memory: the smallest maxmemory
  * (null when none of them has a limit) and each one's room; undefined when none answers.
- * On a Cluster whose jobs' slot is not known, every master is taken to hold the jobs.
+ * On a Cluster whose slot of the jobs (or of the copies' records) is not known, every
+ * master is taken to hold them.
  */
 export async function readMemory(redis: RedisClient): Promise<{ smallest: RedisMemory | null; masters: MasterRoom[] } | undefined> {
   const cluster = redis instanceof Cluster ? redis : null
   const nodes: Redis[] = cluster ? cluster.nodes('master') : [redis as Redis]
   const served = new Map<string, number>()
   let jobsAt: string | null = null
+  let recordsAt: string | null = null
   if (cluster) {
-    const jobsSlot = await cluster.cluster('KEYSLOT', JOBS_TAG).catch(() => null)
+    const slotOf = (tag: string) => cluster.cluster('KEYSLOT', tag).catch(() => null)
+    const [jobsSlot, recordsSlot] = await Promise.all([slotOf(JOBS_TAG), slotOf(COPY_ROOM_TAG)])
     cluster.slots.forEach((keys, slot) => {
       const master = keys[0]
       if (master === undefined) return
       served.set(master, (served.get(master) ?? 0) + 1)
       if (slot === jobsSlot) jobsAt = master
+      if (slot === recordsSlot) recordsAt = master
     })
   }
   let smallest: RedisMemory | null | undefined
@@ -139,7 +153,11 @@ export async function readMemory(redis: RedisClient): Promise<{ smallest: RedisM
     const memory = parseMemoryInfo(await node.info('memory').catch(() => ''))
     if (!memory) continue
     const at = cluster ? `${node.options.host}:${node.options.port}` : null
-    masters.push(at === null ? { maxBytes: memory.maxBytes, share: 1, jobs: true } : { maxBytes: memory.maxBytes, share: (served.get(at) ?? 0) / SLOTS, jobs: jobsAt === null || jobsAt === at })
+    masters.push(
+      at === null
+        ? { maxBytes: memory.maxBytes, share: 1, jobs: true, records: true }
+        : { maxBytes: memory.maxBytes, share: (served.get(at) ?? 0) / SLOTS, jobs: jobsAt === null || jobsAt === at, records: recordsAt === null || recordsAt === at },
+    )
     smallest ??= null
     if (memory.maxBytes > 0 && (smallest === null || memory.maxBytes < smallest.maxBytes)) smallest = memory
   }

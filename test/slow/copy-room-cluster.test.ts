@@ -3,7 +3,8 @@ import { Redis, type Cluster } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { systemClock } from '../../src/clock.js'
 import type { RedisBreaker } from '../../src/redis/breaker.js'
-import { JOBS_TAG, ResultRoom } from '../../src/redis/memory-room.js'
+import { ResultRoom } from '../../src/redis/memory-room.js'
+import { COPY_ROOM_TAG, JOBS_TAG } from '../../src/redis/keys.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { startRedisCluster, type RedisTopology } from '../helpers/start-redis-topology.js'
 
@@ -36,6 +37,8 @@ describe.skipIf(!available)('the report copies\' room on a 3-master Redis Cluste
     // serves a third of the slots and so holds a third of the copies beside it.
     const jobsSlot = Number(await cluster.cluster('KEYSLOT', JOBS_TAG))
     const jobsMaster = cluster.slots[jobsSlot]![0]!
+    // The copies' records on another master here (their slot 15960, the jobs' 9631), whose room is the larger.
+    expect(cluster.slots[Number(await cluster.cluster('KEYSLOT', COPY_ROOM_TAG))]![0]).not.toBe(jobsMaster)
     const served = cluster.slots.filter((nodes) => nodes[0] === jobsMaster).length
     expect(room.copyPart()).toBe(Math.floor(((8 - 4) * MiB * 16_384) / served))
     // One master's room less the results' was the part before: 4 MiB.
