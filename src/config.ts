@@ -8,7 +8,7 @@ import { decideDemo } from './config/demo-mode.js'
 import { redisWithoutSecret } from './config/redis-secret.js'
 import { readTeamsFile } from './config/teams-file.js'
 import { settingsInForce } from './config/provenance.js'
-import { memoryFitWarning } from './config/memory-fit.js'
+import { jobResultsInMemory, memoryFitWarning } from './config/memory-fit.js'
 import { creativeSetsPassWarning } from './config/risky-settings.js'
 import { misspelledVariables } from './config/env-names.js'
 import { bareDurationWarnings } from './config/bare-durations.js'
@@ -86,10 +86,10 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
   const settings = settingsInForce({ raw, file, envSources, env, credentials: config.credentials })
   const creativeSets = creativeSetsPassWarning(config.ownership.creativeSets.check, config.teams)
   if (creativeSets !== null) warnings.push(creativeSets)
-  const memory = memoryFitWarning(
-    { l1MaxBytes: config.cache.l1MaxBytes, bufferTotalBytes: config.platform.bufferTotalBytes, connections: config.server.maxConnections + config.admin.maxConnections },
-    memoryLimit(),
-  )
+  const redis = Boolean(config.redis.url || config.redis.sentinels || config.redis.cluster)
+  const jobResults = jobResultsInMemory({ redis, resultBytesPerTeam: config.jobs.resultBytesPerTeam, resultsRoom: config.jobs.resultsRoom, teams: config.teams.length })
+  const connections = config.server.maxConnections + config.admin.maxConnections
+  const memory = memoryFitWarning({ l1MaxBytes: config.cache.l1MaxBytes, bufferTotalBytes: config.platform.bufferTotalBytes, jobResults, connections }, memoryLimit())
   if (memory !== null) warnings.push(memory)
   warnings.push(...bareDurationWarnings(raw))
   warnings.push(...misspelledVariables(env))

@@ -5,10 +5,11 @@
  * load, on top of what the process holds besides: with the defaults (64 MiB and 128 MiB) a
  * replica's cache full and 100 slow readers of 50 MiB reports peaked at 335–380 MiB
  * resident (docs/configuration.md, "Memory": 368–380 MiB over plain HTTP with the image's
- * memory lines), so up to 188 MiB beyond the two budgets. The listeners hold at most
- * `server.maxConnections` and `admin.maxConnections` connections, each idle one about
- * 12 KiB (CONNECTION_BYTES). A container whose limit is below their sum is killed
- * for memory the first time all fill.
+ * memory lines), so up to 188 MiB beyond the two budgets. A replica without Redis also
+ * keeps its report jobs' results in its memory, up to their bound. The listeners hold at
+ * most `server.maxConnections` and `admin.maxConnections` connections, each idle one about
+ * 12 KiB (CONNECTION_BYTES). A container whose limit is below their sum is killed for
+ * memory the first time they fill.
  */
 
 const MiB = 1024 * 1024
@@ -30,16 +31,38 @@ const NO_LIMIT_FROM = 2 ** 62
  * The warning for budgets that cannot fit in `limitBytes` (process.constrainedMemory():
  * 0 or about 2^64 when no limit is known, then null); null when they fit.
  */
-export function memoryFitWarning(budgets: { l1MaxBytes: number; bufferTotalBytes: number; connections: number }, limitBytes: number): string | null {
+export function memoryFitWarning(budgets: { l1MaxBytes: number; bufferTotalBytes: number; jobResults: JobResultsInMemory | null; connections: number }, limitBytes: number): string | null {
   if (!(limitBytes > 0) || limitBytes >= NO_LIMIT_FROM) return null
+  const jobs = budgets.jobResults
   const connectionBytes = budgets.connections * CONNECTION_BYTES
-  const needed = budgets.l1MaxBytes + budgets.bufferTotalBytes + connectionBytes + BEYOND_BUDGETS_BYTES
+  const needed = budgets.l1MaxBytes + budgets.bufferTotalBytes + (jobs?.bytes ?? 0) + connectionBytes + BEYOND_BUDGETS_BYTES
   if (needed <= limitBytes) return null
   const mib = (bytes: number) => `${Math.round(bytes / MiB)} MiB`
+  const jobsPart = jobs && jobs.bytes > 0 ? `report jobs' results kept in memory (${mib(jobs.bytes)}: ${jobs.bound}, no Redis) + ` : ''
   return (
-    `cache.l1MaxBytes (${mib(budgets.l1MaxBytes)}) + platform.bufferTotalBytes (${mib(budgets.bufferTotalBytes)}) + ` +
+    `cache.l1MaxBytes (${mib(budgets.l1MaxBytes)}) + platform.bufferTotalBytes (${mib(budgets.bufferTotalBytes)}) + ${jobsPart}` +
     `server.maxConnections + admin.maxConnections (${budgets.connections} connections, ${mib(connectionBytes)}) + about ${mib(BEYOND_BUDGETS_BYTES)} ` +
     `the process holds beside them at its peak = ${mib(needed)}, over this container's memory limit (${mib(limitBytes)}): ` +
     'under load the replica can be killed for memory; raise the limit (the chart\'s resources.limits.memory) or lower those settings'
   )
+}
+
+/** The most of report jobs' results a replica keeps in its memory, and the setting that bounds it. */
+export interface JobResultsInMemory {
+  bytes: number
+  bound: string
+}
+
+/**
+ * The report jobs' results a replica without Redis keeps in its memory (jobs/job-store.ts),
+ * at most: each team's results are bounded by the smaller of jobs.resultBytesPerTeam and its
+ * even part of jobs.resultsRoom (redis/memory-room.ts), so every team's together by the
+ * smaller of jobs.resultsRoom and jobs.resultBytesPerTeam for each team. null with Redis,
+ * which keeps them.
+ */
+export function jobResultsInMemory(o: { redis: boolean; resultBytesPerTeam: number; resultsRoom: number | null; teams: number }): JobResultsInMemory | null {
+  if (o.redis) return null
+  const perTeam = o.resultBytesPerTeam * o.teams
+  if (o.resultsRoom !== null && o.resultsRoom < perTeam) return { bytes: o.resultsRoom, bound: 'jobs.resultsRoom' }
+  return { bytes: perTeam, bound: `jobs.resultBytesPerTeam for ${o.teams} team${o.teams === 1 ? '' : 's'}` }
 }

@@ -12,7 +12,7 @@ import { endJob, heldResultBytes, PLATFORM_ANSWER, isRun, renewJob, requeueJob, 
 import type { JobStore } from './job-store.js'
 import { PollLoop } from './poll-loop.js'
 import type { Delivery } from './delivery.js'
-import { boundText, type ResultBound } from '../redis/memory-room.js'
+import { boundText, roomGrowsWith, type ResultBound } from '../redis/memory-room.js'
 
 /** The jobs' settings (config `jobs`), in milliseconds and bytes. */
 export interface JobSettings {
@@ -277,7 +277,8 @@ export class JobRunner {
         const held = heldResultBytes(await store.ofTeam(current.team, now), now)
         const bound = this.#d.bound?.() ?? { bytes: settings.resultBytesPerTeam, room: null }
         if (held + bytes > bound.bytes) {
-          const more = bound.room ? ' (the part grows with Redis\' maxmemory, fewer teams or jobs.resultsRoom: ask the operator)' : ''
+          const grows = roomGrowsWith(bound)
+          const more = grows === null ? '' : ` (${grows})`
           const message = `the team's job results would take ${held + bytes} bytes, more than ${boundText(bound)}: fetch the results it holds, or let them expire, and ask again${more}`
           result = { kind: 'failed', error: { code: 'GW_JOB_RESULT_TOO_LARGE', statusCode: 413, message }, tookSeconds: end.tookSeconds }
           end = result

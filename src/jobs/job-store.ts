@@ -1,4 +1,5 @@
-import type { CacheEntry } from '../cache/cache-entry.js'
+import { gunzipSync } from 'node:zlib'
+import { ownBytes, type CacheEntry } from '../cache/cache-entry.js'
 import { dropAt, dueAt, ended, type Job } from './job.js'
 import type { Delivery } from './delivery.js'
 import type { MemoryDeliveryStore } from './delivery-store.js'
@@ -103,14 +104,17 @@ export class MemoryJobStore implements JobStore {
     return [...this.#all()].filter((j) => j.team === team)
   }
 
+  // A result is held as its gzip bytes alone, what its team's bound (jobs.resultBytesPerTeam)
+  // counts, as Redis holds it: its plain body, often ten times as large, is made again
+  // when the result is read.
   async keepResult(id: string, entry: CacheEntry, until: number, now: number): Promise<void> {
     this.#prune(now)
-    this.#results.set(id, { entry, until })
+    this.#results.set(id, { entry: { ...entry, gzip: ownBytes(entry.gzip), identity: null }, until })
   }
 
   async result(id: string, now: number): Promise<CacheEntry | null> {
     const kept = this.#results.get(id)
-    return kept && now < kept.until ? kept.entry : null
+    return kept && now < kept.until ? { ...kept.entry, identity: gunzipSync(kept.entry.gzip) } : null
   }
 
   *#all(): Iterable<Job> {

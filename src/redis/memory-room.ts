@@ -117,7 +117,16 @@ export function boundText(bound: ResultBound): string {
   const { room } = bound
   if (!room) return `jobs.resultBytesPerTeam (${bound.bytes})`
   const whole = room.maxmemory === null ? `jobs.resultsRoom (${room.bytes})` : `half of Redis' maxmemory (${room.maxmemory})`
-  return `the team's part of the room for every team's job results in Redis (${bound.bytes}: ${whole} split evenly among ${room.teams} teams, less than jobs.resultBytesPerTeam)`
+  // jobs.resultsRoom bounds the results wherever they are kept: in Redis, or in a replica's memory without it.
+  const where = room.maxmemory === null ? '' : ' in Redis'
+  return `the team's part of the room for every team's job results${where} (${bound.bytes}: ${whole} split evenly among ${room.teams} teams, less than jobs.resultBytesPerTeam)`
+}
+
+/** What a team whose part of the room bounds its results may ask for, as a job's 413 says it; null when jobs.resultBytesPerTeam is the bound. */
+export function roomGrowsWith(bound: ResultBound): string | null {
+  if (!bound.room) return null
+  if (bound.room.maxmemory === null) return 'the part grows with fewer teams or a larger jobs.resultsRoom: ask the operator'
+  return "the part grows with Redis' maxmemory, fewer teams or jobs.resultsRoom: ask the operator"
 }
 
 /** The hash slots of a Redis Cluster. */

@@ -53,6 +53,26 @@ describe('the memory a replica may hold, against its container\'s limit', () => 
     expect(podMemoryWarnings({ config: { server: { maxConnections: 65536 } }, resources: { limits: { memory: '2Gi' } } })).toEqual([])
   })
 
+  it('counts the report jobs\' results a replica without Redis keeps in its memory: the chart bounds them (jobs.resultsRoom 64MiB), and the start warns when their bound cannot fit', () => {
+    const noRedis = mergeValues(FULL, { redis: { existingSecret: { name: '' } } })
+    const chart = install({ values: noRedis })
+    const limit = bytesOf((gateway(chart) as unknown as { resources: { limits: { memory: string } } }).resources.limits.memory)
+    const config = gatewayConfigFrom(chart, {}, () => limit)
+    expect(config.redis.url).toBeNull()
+    expect(config.jobs.resultsRoom).toBe(64 * MiB)
+    expect(config.warnings.filter((w) => w.includes('memory limit'))).toEqual([])
+    // Set otherwise in `config`, the chart leaves it; with Redis it sets none (the results are in Redis).
+    expect(gatewayConfigFrom(install({ values: mergeValues(noRedis, { config: { jobs: { resultsRoom: '32MiB' } } }) }), {}, () => limit).jobs.resultsRoom).toBe(32 * MiB)
+    expect(gatewayConfigFrom(install({ values: FULL }), REDIS, () => limit).jobs.resultsRoom).toBeNull()
+    // Without the chart's bound, the gateway's own default (256 MiB a team, one team here) cannot fit beside the cache and the answers.
+    const env = { PLATFORM_BASE_URL: 'https://platform.example.com', PLATFORM_TOKEN: 'platform-token-abcdef123456', TEAMS_FILE: '/teams.yaml' }
+    const teams = { '/teams.yaml': `teams:\n  growth:\n    keys: ["sha256:${'a'.repeat(64)}"]\n    advertisers: [101]\n` }
+    const unbound = loadConfigFrom(env, teams, { memoryLimit: () => 512 * MiB }).warnings.filter((w) => w.includes('memory limit'))
+    expect(unbound).toHaveLength(1)
+    expect(unbound[0]).toContain('report jobs\' results kept in memory (256 MiB: jobs.resultBytesPerTeam for 1 team, no Redis)')
+    expect(loadConfigFrom({ ...env, CONFIG_FILE: '/config.yaml' }, { ...teams, '/config.yaml': 'jobs:\n  resultsRoom: 64MiB\n' }, { memoryLimit: () => 512 * MiB }).warnings.filter((w) => w.includes('memory limit'))).toEqual([])
+  })
+
   it('says nothing where no limit is known (no cgroup limit: process.constrainedMemory() reads 0 or 2^64 - 1)', () => {
     for (const none of [0, 2 ** 64]) {
       const config = loadConfigFrom({ PLATFORM_BASE_URL: 'https://platform.example.com', PLATFORM_TOKEN: 'platform-token-abcdef123456' }, {}, { memoryLimit: () => none })

@@ -51,7 +51,8 @@ function mismatches(doc: Json, ajv: Ajv2020, path: string, method: string, answe
     const typed = schema.type === 'integer' ? Number(value) : value
     if (!ajv.validate(schema, typed)) problems.push(`header ${name}: ${value}: ${ajv.errorsText()}`)
   }
-  for (const name of ['x-request-id', 'ratelimit', 'ratelimit-policy', 'x-cache', 'cache-status']) {
+  // The headers the gateway itself sends (a passed-on answer's own, the platform's, aside).
+  for (const name of ['x-request-id', 'ratelimit', 'ratelimit-policy', 'x-cache', 'cache-status', 'vary', 'cache-control', 'age', 'etag', 'retry-after', 'www-authenticate', 'platform-usage', 'report-settled-through', 'report-provisional-days']) {
     if (answer.headers.get(name) !== null && !(name in declared)) problems.push(`header ${name} is sent but not declared for ${key}`)
   }
   const content = response.content as Record<string, Json> | undefined

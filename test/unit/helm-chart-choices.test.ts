@@ -146,7 +146,7 @@ describe('rendered with other choices', () => {
       'config.teams: the teams are no longer part of the config file; move them to the top-level value `teams` (TEAMS_FILE, a Secret of their own that the pods re-read without a restart)',
     )
     // An empty mapping is no team: dropped from the settings rather than refused.
-    expect(parse(podFiles(install({ values: { config: { teams: {} } } })).get('/etc/report-gateway/config.yaml')!)).toEqual({ shutdownDrain: '5s', shutdownGrace: '10s' })
+    expect(parse(podFiles(install({ values: { config: { teams: {} } } })).get('/etc/report-gateway/config.yaml')!)).toEqual({ shutdownDrain: '5s', shutdownGrace: '10s', jobs: { resultsRoom: '64MiB' } })
   })
 
   it('mounts an existing teams Secret by name (made outside Helm) and renders none', () => {

@@ -320,8 +320,9 @@ describe('rendered with the defaults', () => {
     const configFile = envOf(chart).get('CONFIG_FILE')?.value
     expect(configFile).toBe('/etc/report-gateway/config.yaml')
     const files = podFiles(chart)
-    // Nothing but the shutdownDrain and shutdownGrace the pod's grace period is derived from.
-    expect(parse(files.get(configFile!)!)).toEqual({ shutdownDrain: '5s', shutdownGrace: '10s' })
+    // Nothing but the shutdownDrain and shutdownGrace the pod's grace period is derived from, and
+    // without Redis the bound of the report jobs' results the pod keeps in memory (test/integration/memory-fit.test.ts).
+    expect(parse(files.get(configFile!)!)).toEqual({ shutdownDrain: '5s', shutdownGrace: '10s', jobs: { resultsRoom: '64MiB' } })
   })
 
   it('runs as a non-root user with a read-only root filesystem and no capabilities', () => {
@@ -412,6 +413,17 @@ describe('rendered with the defaults', () => {
     // POST /admin/reload reads the mounted file: it applies a teams change only once the kubelet has swapped it.
     expect(chart.notes).not.toMatch(/at once with POST \/admin\/reload/)
     expect(chart.notes.replace(/\s+/g, ' ')).toMatch(/POST \/admin\/reload reads the mounted file/)
+  })
+
+  it('warns in NOTES.txt of several replicas without Redis, naming report jobs, and not when config.redis names Sentinels or a Cluster', () => {
+    const note = /several replicas without Redis/
+    expect(chart.notes).toMatch(note)
+    // A job's status and result are asked of whichever replica the Service picks: only the one that took it knows it.
+    expect(chart.notes.replace(/\s+/g, ' ')).toMatch(/a report job .*404/)
+    expect(install({ values: { redis: { url: 'redis://redis-master:6379/0' } } }).notes).not.toMatch(note)
+    expect(install({ values: { config: { redis: { sentinels: [{ host: 'sentinel-0', port: 26379 }], sentinelName: 'mymaster' } } } }).notes).not.toMatch(note)
+    expect(install({ values: { config: { redis: { cluster: [{ host: 'redis-0', port: 6379 }] } } } }).notes).not.toMatch(note)
+    expect(install({ values: { replicaCount: 1 } }).notes).not.toMatch(note)
   })
 
   it('names the operations console in NOTES.txt, with the port-forward once adminHost allows it', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { Logger } from 'pino'
-import { boundText, copyPart, parseMemoryInfo, resultBound, ResultRoom, RESULTS_SHARE, type MasterRoom } from '../../src/redis/memory-room.js'
+import { boundText, roomGrowsWith, copyPart, parseMemoryInfo, resultBound, ResultRoom, RESULTS_SHARE, type MasterRoom } from '../../src/redis/memory-room.js'
 import type { RedisBreaker } from '../../src/redis/breaker.js'
 import type { RedisClient } from '../../src/redis/client.js'
 import { systemClock } from '../../src/clock.js'
@@ -40,6 +40,14 @@ describe('resultBound', () => {
     expect(boundText(resultBound(settings, null, 3))).toBe('jobs.resultBytesPerTeam (300)')
     expect(boundText(resultBound(settings, 1000, 3))).toBe("the team's part of the room for every team's job results in Redis (166: half of Redis' maxmemory (1000) split evenly among 3 teams, less than jobs.resultBytesPerTeam)")
     expect(boundText(resultBound({ resultBytesPerTeam: 300, resultsRoom: 400 }, null, 4))).toContain('(100: jobs.resultsRoom (400) split evenly among 4 teams')
+  })
+
+  it('says where the room is only when Redis\' maxmemory sets it: jobs.resultsRoom bounds the results in a replica\'s memory too, without Redis', () => {
+    const set = resultBound({ resultBytesPerTeam: 300, resultsRoom: 400 }, null, 4)
+    expect(boundText(set)).toBe("the team's part of the room for every team's job results (100: jobs.resultsRoom (400) split evenly among 4 teams, less than jobs.resultBytesPerTeam)")
+    expect(roomGrowsWith(set)).toBe('the part grows with fewer teams or a larger jobs.resultsRoom: ask the operator')
+    expect(roomGrowsWith(resultBound(settings, 1000, 3))).toBe("the part grows with Redis' maxmemory, fewer teams or jobs.resultsRoom: ask the operator")
+    expect(roomGrowsWith(resultBound(settings, null, 3))).toBeNull()
   })
 })
 

@@ -93,6 +93,14 @@ refuses teams declared in both files.
 {{- /* shutdownDrain and shutdownGrace come from values.shutdownDrainSeconds and values.shutdownGraceSeconds, which terminationGracePeriodSeconds is derived from. */ -}}
 {{- $_ := set $config "shutdownDrain" (printf "%ds" (int .Values.shutdownDrainSeconds)) }}
 {{- $_ := set $config "shutdownGrace" (printf "%ds" (int .Values.shutdownGraceSeconds)) }}
+{{- /* Without Redis the report jobs' results stay in the pod's memory: every team's together within 64MiB (jobs.resultsRoom), beside the cache and the answers in the memory limit, unless `config` sets it. */ -}}
+{{- if not (include "report-gateway.usesRedis" .) }}
+{{- $jobs := default (dict) $config.jobs }}
+{{- if not $jobs.resultsRoom }}
+{{- $_ := set $jobs "resultsRoom" "64MiB" }}
+{{- $_ := set $config "jobs" $jobs }}
+{{- end }}
+{{- end }}
 {{- toYaml $config }}
 {{- end }}
 

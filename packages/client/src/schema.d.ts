@@ -1093,6 +1093,11 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "cache-control": components["headers"]["cache-control"];
+                vary: components["headers"]["vary"];
+                "platform-usage": components["headers"]["platform-usage-if-passed"];
+                "report-settled-through": components["headers"]["report-settled-through-if-passed"];
+                "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1118,6 +1123,11 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "cache-control": components["headers"]["cache-control"];
+                vary: components["headers"]["vary"];
+                "platform-usage": components["headers"]["platform-usage-if-passed"];
+                "report-settled-through": components["headers"]["report-settled-through-if-passed"];
+                "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1132,6 +1142,11 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "cache-control": components["headers"]["cache-control"];
+                vary: components["headers"]["vary"];
+                "platform-usage": components["headers"]["platform-usage-if-passed"];
+                "report-settled-through": components["headers"]["report-settled-through-if-passed"];
+                "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1146,6 +1161,11 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "cache-control": components["headers"]["cache-control"];
+                vary: components["headers"]["vary"];
+                "platform-usage": components["headers"]["platform-usage-if-passed"];
+                "report-settled-through": components["headers"]["report-settled-through-if-passed"];
+                "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1160,6 +1180,11 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "cache-control": components["headers"]["cache-control"];
+                vary: components["headers"]["vary"];
+                "platform-usage": components["headers"]["platform-usage-if-passed"];
+                "report-settled-through": components["headers"]["report-settled-through-if-passed"];
+                "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1175,7 +1200,11 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "cache-control": components["headers"]["cache-control"];
+                vary: components["headers"]["vary"];
                 "platform-usage": components["headers"]["platform-usage-on-failure"];
+                "report-settled-through": components["headers"]["report-settled-through-if-passed"];
+                "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1190,6 +1219,11 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "cache-control": components["headers"]["cache-control"];
+                vary: components["headers"]["vary"];
+                "platform-usage": components["headers"]["platform-usage-if-passed"];
+                "report-settled-through": components["headers"]["report-settled-through-if-passed"];
+                "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1255,6 +1289,8 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["proxied-cache-control"];
+                vary: components["headers"]["proxied-vary"];
                 [name: string]: unknown;
             };
             content: {
@@ -1278,6 +1314,8 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["proxied-cache-control"];
+                vary: components["headers"]["proxied-vary"];
                 [name: string]: unknown;
             };
             content: {
@@ -1290,6 +1328,8 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["proxied-cache-control"];
+                vary: components["headers"]["proxied-vary"];
                 [name: string]: unknown;
             };
             content: {
@@ -1302,6 +1342,8 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["proxied-cache-control"];
+                vary: components["headers"]["proxied-vary"];
                 [name: string]: unknown;
             };
             content: {
@@ -1314,6 +1356,8 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["proxied-cache-control"];
+                vary: components["headers"]["proxied-vary"];
                 [name: string]: unknown;
             };
             content: {
@@ -1327,6 +1371,8 @@ export interface components {
                 "retry-after": components["headers"]["retry-after"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["proxied-cache-control"];
+                vary: components["headers"]["proxied-vary"];
                 [name: string]: unknown;
             };
             content: {
@@ -1339,6 +1385,8 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["proxied-cache-control"];
+                vary: components["headers"]["proxied-vary"];
                 [name: string]: unknown;
             };
             content: {
@@ -1610,6 +1658,10 @@ export interface components {
         etag: string;
         /** @description `accept-encoding, authorization, prefer, x-api-key`: a browser keeps a copy for one key, not for another, and not for a read that prefers `respond-async`. */
         vary: string;
+        /** @description The platform's own `cache-control`, when it sent one, without what lets a shared cache keep the answer (`public`, `s-maxage`, `proxy-revalidate`): `private` then takes their place (`public, max-age=600` becomes `max-age=600, private`). */
+        "proxied-cache-control": string;
+        /** @description The platform's own `vary` with `authorization, x-api-key` added (unless it is `*`), on every answer of the platform passed on: a cache between the caller and the gateway keeps the answer for the key that asked, never for another. */
+        "proxied-vary": string;
         /** @description `gzip` when the caller accepts gzip: the stored bytes as they are. */
         "content-encoding": string;
         /** @description The platform's, when its answer had one (language tags only): on a copy as on the answer that filled it; not on a 304. */
@@ -1638,6 +1690,12 @@ export interface components {
         "report-settled-through": string;
         /** @description The report's days whose figures may still change, `<first>/<last>` (ISO 8601, the platform's calendar), or `none`: its days after `report-settled-through`. */
         "report-provisional-days": string;
+        /** @description What the answer cost and the team's use of the platform (an RFC 9651 dictionary, platform-seconds: the seat-time calls held the platform, from their sending to their answer's headers): `fill` the platform-seconds of the call that filled this answer (0: from the cache without a call); `minute` the team's platform-seconds over the last 60 s (this replica's calls); `share` (when known) `minute` as a percentage of the team's share of its credential's limit over a minute (its weight among the credential's teams), over 100 while it uses seats others leave idle; `day` the team's platform-seconds of the UTC day, every replica's (another replica's within two `usage.flush`); `day-limit` the team's `platformSecondsPerDay`, when set; `reset` seconds until the UTC day ends. E.g. `fill=0.412, minute=3.250, share=27, day=812.500, day-limit=3600.000, reset=43100`. On the platform's own answer passed on (`BYPASS`), not on the gateway's own error. */
+        "platform-usage-if-passed": string;
+        /** @description The last day (`YYYY-MM-DD`, the platform's calendar: `cache.timeZone`) whose figures in this answer no longer change: the day before the `cache.settledAfterDays` days before the day the answer was fetched from the platform. On the platform's own answer passed on (`BYPASS`), not on the gateway's own error. */
+        "report-settled-through-if-passed": string;
+        /** @description The report's days whose figures may still change, `<first>/<last>` (ISO 8601, the platform's calendar), or `none`: its days after `report-settled-through`. On the platform's own answer passed on (`BYPASS`), not on the gateway's own error. */
+        "report-provisional-days-if-passed": string;
     };
     pathItems: {
         PlatformCall: {
@@ -1679,6 +1737,8 @@ export interface components {
                     "2XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            "cache-control": components["headers"]["proxied-cache-control"];
+                            vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
                             [name: string]: unknown;
@@ -1691,6 +1751,8 @@ export interface components {
                     "4XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            "cache-control": components["headers"]["proxied-cache-control"];
+                            vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
                             [name: string]: unknown;
@@ -1740,6 +1802,8 @@ export interface components {
                     "2XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            "cache-control": components["headers"]["proxied-cache-control"];
+                            vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
                             [name: string]: unknown;
@@ -1752,6 +1816,8 @@ export interface components {
                     "4XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            "cache-control": components["headers"]["proxied-cache-control"];
+                            vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
                             [name: string]: unknown;
@@ -1801,6 +1867,8 @@ export interface components {
                     "2XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            "cache-control": components["headers"]["proxied-cache-control"];
+                            vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
                             [name: string]: unknown;
@@ -1813,6 +1881,8 @@ export interface components {
                     "4XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            "cache-control": components["headers"]["proxied-cache-control"];
+                            vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
                             [name: string]: unknown;
@@ -1862,6 +1932,8 @@ export interface components {
                     "2XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            "cache-control": components["headers"]["proxied-cache-control"];
+                            vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
                             [name: string]: unknown;
@@ -1874,6 +1946,8 @@ export interface components {
                     "4XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            "cache-control": components["headers"]["proxied-cache-control"];
+                            vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
                             [name: string]: unknown;
@@ -1944,6 +2018,8 @@ export interface components {
                     "2XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            "cache-control": components["headers"]["proxied-cache-control"];
+                            vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
                             [name: string]: unknown;
@@ -1956,6 +2032,8 @@ export interface components {
                     "4XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            "cache-control": components["headers"]["proxied-cache-control"];
+                            vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
                             [name: string]: unknown;
@@ -2005,6 +2083,8 @@ export interface components {
                     "2XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            "cache-control": components["headers"]["proxied-cache-control"];
+                            vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
                             [name: string]: unknown;
@@ -2017,6 +2097,8 @@ export interface components {
                     "4XX": {
                         headers: {
                             "x-request-id": components["headers"]["x-request-id"];
+                            "cache-control": components["headers"]["proxied-cache-control"];
+                            vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
                             [name: string]: unknown;
@@ -2217,6 +2299,8 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["cache-control"];
+                    vary: components["headers"]["vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache"];
@@ -2363,6 +2447,8 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["cache-control"];
+                    vary: components["headers"]["vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache"];
@@ -2503,6 +2589,11 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["cache-control"];
+                    vary: components["headers"]["vary"];
+                    "platform-usage": components["headers"]["platform-usage-if-passed"];
+                    "report-settled-through": components["headers"]["report-settled-through-if-passed"];
+                    "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2524,6 +2615,11 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["cache-control"];
+                    vary: components["headers"]["vary"];
+                    "platform-usage": components["headers"]["platform-usage-if-passed"];
+                    "report-settled-through": components["headers"]["report-settled-through-if-passed"];
+                    "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2536,6 +2632,11 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["cache-control"];
+                    vary: components["headers"]["vary"];
+                    "platform-usage": components["headers"]["platform-usage-if-passed"];
+                    "report-settled-through": components["headers"]["report-settled-through-if-passed"];
+                    "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2548,6 +2649,11 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["cache-control"];
+                    vary: components["headers"]["vary"];
+                    "platform-usage": components["headers"]["platform-usage-if-passed"];
+                    "report-settled-through": components["headers"]["report-settled-through-if-passed"];
+                    "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2560,6 +2666,11 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["cache-control"];
+                    vary: components["headers"]["vary"];
+                    "platform-usage": components["headers"]["platform-usage-if-passed"];
+                    "report-settled-through": components["headers"]["report-settled-through-if-passed"];
+                    "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2573,7 +2684,11 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["cache-control"];
+                    vary: components["headers"]["vary"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
+                    "report-settled-through": components["headers"]["report-settled-through-if-passed"];
+                    "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2586,6 +2701,11 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["cache-control"];
+                    vary: components["headers"]["vary"];
+                    "platform-usage": components["headers"]["platform-usage-if-passed"];
+                    "report-settled-through": components["headers"]["report-settled-through-if-passed"];
+                    "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2639,6 +2759,8 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["cache-control"];
+                    vary: components["headers"]["vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache"];
@@ -3025,6 +3147,8 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["cache-control"];
+                    vary: components["headers"]["vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache"];
@@ -3285,6 +3409,8 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["cache-control"];
+                    vary: components["headers"]["vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache"];
@@ -3320,6 +3446,8 @@ export interface operations {
             200: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3346,6 +3474,8 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3417,6 +3547,8 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3429,6 +3561,8 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3477,6 +3611,8 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3489,6 +3625,8 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3537,6 +3675,8 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3549,6 +3689,8 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3600,6 +3742,8 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3612,6 +3756,8 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3673,6 +3819,8 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3692,6 +3840,8 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3702,6 +3852,8 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3712,6 +3864,8 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3722,6 +3876,8 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3733,6 +3889,8 @@ export interface operations {
                     "retry-after": components["headers"]["retry-after"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3743,6 +3901,8 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3792,6 +3952,8 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3802,6 +3964,8 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3848,6 +4012,8 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3860,6 +4026,8 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3904,6 +4072,8 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3916,6 +4086,8 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3964,6 +4136,8 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -3976,6 +4150,8 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4024,6 +4200,8 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4036,6 +4214,8 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4087,6 +4267,8 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4099,6 +4281,8 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4160,6 +4344,8 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4179,6 +4365,8 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4189,6 +4377,8 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4199,6 +4389,8 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4209,6 +4401,8 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4220,6 +4414,8 @@ export interface operations {
                     "retry-after": components["headers"]["retry-after"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4230,6 +4426,8 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4279,6 +4477,8 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4289,6 +4489,8 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4335,6 +4537,8 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4347,6 +4551,8 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4391,6 +4597,8 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4403,6 +4611,8 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4451,6 +4661,8 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4463,6 +4675,8 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4511,6 +4725,8 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4523,6 +4739,8 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4574,6 +4792,8 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4586,6 +4806,8 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4647,6 +4869,8 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4666,6 +4890,8 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4676,6 +4902,8 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4686,6 +4914,8 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4696,6 +4926,8 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4707,6 +4939,8 @@ export interface operations {
                     "retry-after": components["headers"]["retry-after"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4717,6 +4951,8 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4766,6 +5002,8 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4776,6 +5014,8 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4822,6 +5062,8 @@ export interface operations {
             "2XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4834,6 +5076,8 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4872,6 +5116,8 @@ export interface operations {
             200: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4927,6 +5173,8 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -5014,6 +5262,8 @@ export interface operations {
             201: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -5067,6 +5317,8 @@ export interface operations {
             "4XX": {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;

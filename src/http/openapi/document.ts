@@ -68,6 +68,11 @@ const USAGE =
   'What the answer cost and the team\'s use of the platform (an RFC 9651 dictionary, platform-seconds: the seat-time calls held the platform, from their sending to their answer\'s headers): `fill` the platform-seconds of the call that filled this answer (0: from the cache without a call); `minute` the team\'s platform-seconds over the last 60 s (this replica\'s calls); `share` (when known) `minute` as a percentage of the team\'s share of its credential\'s limit over a minute (its weight among the credential\'s teams), over 100 while it uses seats others leave idle; `day` the team\'s platform-seconds of the UTC day, every replica\'s (another replica\'s within two `usage.flush`); `day-limit` the team\'s `platformSecondsPerDay`, when set; `reset` seconds until the UTC day ends. E.g. `fill=0.412, minute=3.250, share=27, day=812.500, day-limit=3600.000, reset=43100`.'
 const USAGE_SCHEMA = { type: 'string', pattern: '^fill=\\d+(\\.\\d{1,3})?, minute=\\d+\\.\\d{3}(, share=\\d+)?, day=\\d+\\.\\d{3}(, day-limit=\\d+\\.\\d{3})?, reset=\\d+$' }
 
+const SETTLED = 'The last day (`YYYY-MM-DD`, the platform\'s calendar: `cache.timeZone`) whose figures in this answer no longer change: the day before the `cache.settledAfterDays` days before the day the answer was fetched from the platform.'
+const SETTLED_SCHEMA = { type: 'string', format: 'date' }
+const PROVISIONAL = 'The report\'s days whose figures may still change, `<first>/<last>` (ISO 8601, the platform\'s calendar), or `none`: its days after `report-settled-through`.'
+const PROVISIONAL_SCHEMA = { type: 'string', pattern: '^(none|\\d{4}-\\d{2}-\\d{2}/\\d{4}-\\d{2}-\\d{2})$' }
+
 const HEADERS: Json = {
   'x-request-id': always('The caller\'s `x-request-id` when it is a plain token outside the gateway\'s own prefixes (`ownership-`, `token-probe-`) and not shaped like a team key (`rgw_…`), else a new one; also sent to the platform. On every answer.'),
   'x-cache': always(X_CACHE, X_CACHE_SCHEMA),
@@ -80,6 +85,8 @@ const HEADERS: Json = {
   'cache-control': header('`private, max-age=<seconds of freshness of the entry>`: with `age`, the freshness left is `max-age - age`; `private, no-store` on `BYPASS`, an answer the gateway keeps no copy of.'),
   etag: header('Strong validator of the body, one per representation (`"<tag>"`, `"<tag>-gzip"`); send it back in `if-none-match` for a 304 while it has not changed.'),
   vary: header('`accept-encoding, authorization, prefer, x-api-key`: a browser keeps a copy for one key, not for another, and not for a read that prefers `respond-async`.'),
+  'proxied-cache-control': header('The platform\'s own `cache-control`, when it sent one, without what lets a shared cache keep the answer (`public`, `s-maxage`, `proxy-revalidate`): `private` then takes their place (`public, max-age=600` becomes `max-age=600, private`).'),
+  'proxied-vary': header('The platform\'s own `vary` with `authorization, x-api-key` added (unless it is `*`), on every answer of the platform passed on: a cache between the caller and the gateway keeps the answer for the key that asked, never for another.'),
   'content-encoding': header('`gzip` when the caller accepts gzip: the stored bytes as they are.'),
   'content-language': header('The platform\'s, when its answer had one (language tags only): on a copy as on the answer that filled it; not on a 304.'),
   'retry-after': always('Seconds to wait before trying again; on every 429 and 503 (the platform\'s own 429 passed on without one gets the pause it drew, 1 s; `0` from a replica shutting down: another replica answers a retry now).', { type: 'integer', minimum: 0 }),
@@ -96,8 +103,12 @@ const HEADERS: Json = {
   [USAGE_HEADER]: always(USAGE, USAGE_SCHEMA),
   // The same on a report read's failure: its 5xx, and a 429 that is GW_PLATFORM_TIME_SPENT (not the other 429s).
   'platform-usage-on-failure': header(`${USAGE} On a report read's 5xx (and a failed job's result, its failure as the read's), \`fill\` is the platform-seconds its own failed calls held (0 when it made none); on a \`GW_PLATFORM_TIME_SPENT\` refusal \`fill=0\` (no call was made), with the \`day\` the team spent, its \`day-limit\` and \`reset\`; not on the other 4xx.`, USAGE_SCHEMA),
-  [SETTLED_HEADER]: always('The last day (`YYYY-MM-DD`, the platform\'s calendar: `cache.timeZone`) whose figures in this answer no longer change: the day before the `cache.settledAfterDays` days before the day the answer was fetched from the platform.', { type: 'string', format: 'date' }),
-  [PROVISIONAL_HEADER]: always('The report\'s days whose figures may still change, `<first>/<last>` (ISO 8601, the platform\'s calendar), or `none`: its days after `report-settled-through`.', { type: 'string', pattern: '^(none|\\d{4}-\\d{2}-\\d{2}/\\d{4}-\\d{2}-\\d{2})$' }),
+  [SETTLED_HEADER]: always(SETTLED, SETTLED_SCHEMA),
+  [PROVISIONAL_HEADER]: always(PROVISIONAL, PROVISIONAL_SCHEMA),
+  // The same three on an answer that is either the gateway's error or the platform's answer to a report read passed on.
+  [`${USAGE_HEADER}-if-passed`]: header(`${USAGE}${PASSED_ONLY}`, USAGE_SCHEMA),
+  [`${SETTLED_HEADER}-if-passed`]: header(`${SETTLED}${PASSED_ONLY}`, SETTLED_SCHEMA),
+  [`${PROVISIONAL_HEADER}-if-passed`]: header(`${PROVISIONAL}${PASSED_ONLY}`, PROVISIONAL_SCHEMA),
 }
 
 /** Every report answer's cost and finality (http/reads/report-facts.ts). */
@@ -116,13 +127,13 @@ const PLATFORM_BODY = {
 
 const PASSED_THROUGH = {
   description: 'The platform\'s own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway\'s own 4xx answers are listed by status.',
-  headers: { 'x-request-id': ref('x-request-id'), ...RATE_LIMIT_HEADERS },
+  headers: { 'x-request-id': ref('x-request-id'), 'cache-control': ref('proxied-cache-control'), vary: ref('proxied-vary'), ...RATE_LIMIT_HEADERS },
   content: { 'application/json': { schema: { $ref: '#/components/schemas/PlatformError' } } },
 }
 
 /** A platform call's success: a known operation's, else any 2xx. */
 function platformSuccess(known: KnownOperation | null): Json {
-  const headers = { 'x-request-id': ref('x-request-id'), ...RATE_LIMIT_HEADERS }
+  const headers = { 'x-request-id': ref('x-request-id'), 'cache-control': ref('proxied-cache-control'), vary: ref('proxied-vary'), ...RATE_LIMIT_HEADERS }
   if (known === null) {
     return {
       '2XX': {
@@ -153,7 +164,7 @@ function reportResponses(): Json {
     },
     ...errorResponses('report'),
     // A report's platform 4xx is passed on uncached: `x-cache: BYPASS` and its cache-status say so.
-    '4XX': { ...PASSED_THROUGH, headers: { ...PASSED_THROUGH.headers, 'x-cache': ref('x-cache'), 'cache-status': ref('cache-status'), ...Object.fromEntries(REPORT_FACTS.map((h) => [h, ref(h)])) } },
+    '4XX': { ...PASSED_THROUGH, headers: { ...PASSED_THROUGH.headers, 'cache-control': ref('cache-control'), vary: ref('vary'), 'x-cache': ref('x-cache'), 'cache-status': ref('cache-status'), ...Object.fromEntries(REPORT_FACTS.map((h) => [h, ref(h)])) } },
   }
 }
 
