@@ -88,7 +88,8 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
   if (creativeSets !== null) warnings.push(creativeSets)
   const redis = Boolean(config.redis.url || config.redis.sentinels || config.redis.cluster)
   const jobResults = jobResultsInMemory({ redis, resultBytesPerTeam: config.jobs.resultBytesPerTeam, resultsRoom: config.jobs.resultsRoom, teams: config.teams.length })
-  const memory = memoryFitWarning({ l1MaxBytes: config.cache.l1MaxBytes, bufferTotalBytes: config.platform.bufferTotalBytes, jobResults }, memoryLimit())
+  const connections = config.server.maxConnections + config.admin.maxConnections
+  const memory = memoryFitWarning({ l1MaxBytes: config.cache.l1MaxBytes, bufferTotalBytes: config.platform.bufferTotalBytes, jobResults, connections }, memoryLimit())
   if (memory !== null) warnings.push(memory)
   warnings.push(...bareDurationWarnings(raw))
   warnings.push(...misspelledVariables(env))

@@ -5,6 +5,7 @@ import { redisAddress } from './redis/client.js'
 import { demoConfig, demoCurl } from './demo.js'
 import { startSandbox, type Sandbox } from './sandbox/sandbox.js'
 import { nodeRefusal } from './observe/build-info.js'
+import { listenerAddressProblem } from './config/listener-addresses.js'
 
 // After the grace: time for aborted calls' answers to be written, then for the rest of close().
 const ANSWER_ABORTED_MS = 500
@@ -26,6 +27,13 @@ async function main(): Promise<void> {
       process.exit(78)
     }
     throw err
+  }
+  // Both listeners on one port where the second cannot bind: told as a setting's problem,
+  // before anything starts (the names resolved as the listens will resolve them).
+  const clash = await listenerAddressProblem(config)
+  if (clash !== null) {
+    process.stderr.write(`report-gateway: ${new ConfigError([clash]).message}\n`)
+    process.exit(78)
   }
 
   let sandbox: Sandbox | null = null

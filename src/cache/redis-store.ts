@@ -26,50 +26,60 @@ export const READ_ENTRIES_BYTES = 8 * 1024 * 1024
 // keeps beside them (the key's own record and expiry, its advertiser's index, the team's
 // record of its copies). Measured: 2,261 bytes of used_memory a copy of a 1,299-byte value
 // under a 57-byte key, 905 besides both.
-const COPY_OVERHEAD_BYTES = 900
+export const COPY_OVERHEAD_BYTES = 900
 
-// Takes room for one copy of a team (KEYS: the team's copies by expiry, their bytes; ARGV:
-// now, the copy's key, its bytes, its expiry, the team's part, the records' lifetime in
-// ms): drops the copies past their expiry, then adds this one (a copy written again
-// replaces its bytes) unless the team's copies would take more than its part. 1: room
-// taken; 0: none, nothing written.
-const TAKE_ROOM = redisScript<number>('gatewayCopyRoom', `
-local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1])
-local total = tonumber(redis.call('HGET', KEYS[2], '') or '0')
-for _, key in ipairs(gone) do
-  total = total - tonumber(redis.call('HGET', KEYS[2], key) or '0')
-  redis.call('HDEL', KEYS[2], key)
+// The room report copies take in Redis, counted by copy key: each key is counted once, on
+// the team whose write Redis holds (a copy written again by its team replaces its bytes; a
+// shared copy written by another team moves to that team's count). Three keys under one
+// hash tag, so that one script moves a copy between teams on a Cluster too: the copy keys
+// by expiry (a sorted set), each key's bytes and team (a hash: "<bytes> <team>"), and each
+// team's sum (a hash). FORGET takes one key out of its team's sum and out of both records.
+const FORGET = `
+local function forget(key)
+  local held = redis.call('HGET', KEYS[2], key)
   redis.call('ZREM', KEYS[1], key)
+  if not held then return 0 end
+  local bytes, team = string.match(held, '^(%d+) (.*)$')
+  redis.call('HINCRBY', KEYS[3], team, -tonumber(bytes))
+  redis.call('HDEL', KEYS[2], key)
+  return 1
 end
-local grown = total - tonumber(redis.call('HGET', KEYS[2], ARGV[2]) or '0') + tonumber(ARGV[3])
-if grown > tonumber(ARGV[5]) then
-  if #gone > 0 then redis.call('HSET', KEYS[2], '', total) end
-  return 0
-end
-redis.call('ZADD', KEYS[1], ARGV[4], ARGV[2])
-redis.call('HSET', KEYS[2], ARGV[2], ARGV[3], '', grown)
-for i = 1, 2 do
-  if redis.call('PTTL', KEYS[i]) < tonumber(ARGV[6]) then redis.call('PEXPIRE', KEYS[i], ARGV[6]) end
-end
-return 1`, 2)
+`
+// The copies past their expiry one TAKE_ROOM forgets at most: the rest go at the next ones.
+const FORGET_EXPIRED = 1000
 
-// Gives a team's part back the room of copies that left Redis (KEYS: as TAKE_ROOM's; ARGV:
-// the copies' keys): each one the team counts is counted no more. Those of another team are
-// not in its records. The number given back.
-const GIVE_BACK = redisScript<number>('gatewayCopyGiveBack', `
-local total = tonumber(redis.call('HGET', KEYS[2], '') or '0')
-local given = 0
-for _, key in ipairs(ARGV) do
-  local bytes = redis.call('HGET', KEYS[2], key)
-  if bytes then
-    total = total - tonumber(bytes)
-    given = given + 1
-    redis.call('HDEL', KEYS[2], key)
-    redis.call('ZREM', KEYS[1], key)
-  end
+// Takes room for one copy of a team (KEYS: the copies by expiry, their bytes and teams,
+// the teams' sums; ARGV: now, the copy's key, its bytes, its expiry, the team, the team's
+// part, the records' lifetime in ms): forgets the copies past their expiry, then counts
+// this one on the team (in place of what its key counted before, on whichever team)
+// unless the team's copies would take more than its part. 1: room taken; 0: none,
+// nothing written.
+const TAKE_ROOM = redisScript<number>('gatewayCopyRoom', `${FORGET}
+for _, key in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'LIMIT', 0, ${FORGET_EXPIRED})) do forget(key) end
+local before = redis.call('HGET', KEYS[2], ARGV[2])
+local had, owner = 0, nil
+if before then
+  local bytes, team = string.match(before, '^(%d+) (.*)$')
+  had, owner = tonumber(bytes), team
 end
-if given > 0 then redis.call('HSET', KEYS[2], '', total) end
-return given`, 2)
+local grown = tonumber(redis.call('HGET', KEYS[3], ARGV[5]) or '0') - (owner == ARGV[5] and had or 0) + tonumber(ARGV[3])
+if grown > tonumber(ARGV[6]) then return 0 end
+if owner and owner ~= ARGV[5] then redis.call('HINCRBY', KEYS[3], owner, -had) end
+redis.call('HSET', KEYS[3], ARGV[5], grown)
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3] .. ' ' .. ARGV[5])
+redis.call('ZADD', KEYS[1], ARGV[4], ARGV[2])
+for i = 1, 3 do
+  if redis.call('PTTL', KEYS[i]) < tonumber(ARGV[7]) then redis.call('PEXPIRE', KEYS[i], ARGV[7]) end
+end
+return 1`, 3)
+
+// Gives back the room of copies that left Redis before their expiry (KEYS: as TAKE_ROOM's;
+// ARGV: the copies' keys): each is counted no more, on whichever team counted it. The
+// number given back.
+const GIVE_BACK = redisScript<number>('gatewayCopyGiveBack', `${FORGET}
+local given = 0
+for _, key in ipairs(ARGV) do given = given + forget(key) end
+return given`, 3)
 // The keys one GIVE_BACK is given: a large advertiser's purge holds Redis a moment each, not for all its copies at once.
 const GIVE_BACK_KEYS = 1000
 
@@ -100,7 +110,8 @@ export class RedisStore implements CacheStore {
   readonly #read: LRUCache<string, ReadEntry> | null
   readonly #copyPart: () => number | null
   readonly #onOverPart: (team: string) => void
-  readonly #copyTeams: () => readonly string[]
+  /** The records of the room copies take (TAKE_ROOM's keys). */
+  readonly #room: readonly [string, string, string]
 
   constructor(opts: {
     redis: RedisClient
@@ -121,8 +132,6 @@ export class RedisStore implements CacheStore {
     copyPart?: () => number | null
     /** A copy of `team` not written: its copies take its part. */
     onOverPart?: (team: string) => void
-    /** The teams whose copies may be counted in their parts: a purged copy is counted in its team's no more. */
-    copyTeams?: () => readonly string[]
   }) {
     this.#redis = opts.redis
     this.#breaker = opts.breaker
@@ -135,7 +144,7 @@ export class RedisStore implements CacheStore {
     this.#maxStoredBytes = storedBytesLimit(opts.limits)
     this.#copyPart = opts.copyPart ?? (() => null)
     this.#onOverPart = opts.onOverPart ?? (() => undefined)
-    this.#copyTeams = opts.copyTeams ?? (() => [])
+    this.#room = [redisKey.copyExpiries(opts.prefix), redisKey.copyOwners(opts.prefix), redisKey.copySums(opts.prefix)]
     this.#read = opts.keepReads
       ? new LRUCache<string, ReadEntry>({
           maxSize: READ_ENTRIES_BYTES,
@@ -229,8 +238,7 @@ export class RedisStore implements CacheStore {
 
   /** Whether `team`'s copies have room for one more of `bytes` (its value) at `key`, living until `expiry`; taken if so. */
   async #roomTaken(team: string, key: string, bytes: number, expiry: number, part: number, ttl: number): Promise<boolean> {
-    const copies = redisKey.teamCopies(this.#prefix, team)
-    const taken = await TAKE_ROOM(this.#redis, copies, redisKey.teamCopyBytes(this.#prefix, team), this.#now(), key, bytes + Buffer.byteLength(key) + COPY_OVERHEAD_BYTES, expiry, part, ttl)
+    const taken = await TAKE_ROOM(this.#redis, ...this.#room, this.#now(), key, bytes + Buffer.byteLength(key) + COPY_OVERHEAD_BYTES, expiry, team, part, ttl)
     return taken === 1
   }
 
@@ -249,7 +257,7 @@ export class RedisStore implements CacheStore {
   async #giveBack(keys: readonly string[]): Promise<void> {
     for (let at = 0; at < keys.length; at += GIVE_BACK_KEYS) {
       const some = keys.slice(at, at + GIVE_BACK_KEYS)
-      await Promise.all(this.#copyTeams().map((team) => GIVE_BACK(this.#redis, redisKey.teamCopies(this.#prefix, team), redisKey.teamCopyBytes(this.#prefix, team), ...some)))
+      await GIVE_BACK(this.#redis, ...this.#room, ...some)
     }
   }
 

@@ -52,8 +52,6 @@ export function cacheParts(
     replica: string
     /** The room in Redis (redis/memory-room.ts): each team's part bounds the copies its fills keep there. */
     room: ResultRoom
-    /** The teams' names, whose parts a purge gives the room of their purged copies back to. */
-    teamNames: () => readonly string[]
   },
 ): CacheParts {
   const { redis, breaker, bus, seal, unverified, log, metrics, clock } = o
@@ -78,7 +76,6 @@ export function cacheParts(
         redis, breaker, prefix, seal, onUnverified: (key) => unverified('entry', key), limits: entryLimits, onRefused: refusedEntry, now, keepReads,
         copyPart: () => o.room.copyPart(),
         onOverPart: (team) => metrics.copiesOverPart.inc({ team }),
-        copyTeams: o.teamNames,
       })
     : null
   const l1 = new MemoryStore({ maxBytes: config.cache.l1MaxBytes, now })

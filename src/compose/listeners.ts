@@ -11,6 +11,7 @@ import { KnownUrls } from '../access/known-urls.js'
 import { Admission } from '../access/admission.js'
 import { ADMIN_CHALLENGE, buildServer, PROXY_CHALLENGE, refusalsObservedOn } from '../http/server.js'
 import { allowOf } from '../http/methods.js'
+import type { ListenerBound } from '../http/connection-bound.js'
 import { apiRoutes } from '../http/api.js'
 import { healthRoutes } from '../http/health.js'
 import { fastReads } from '../http/reads/fast-path.js'
@@ -67,7 +68,12 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   const facts = reportAnswerFacts(config, usage, governors, parts.teams)
   const fast = config.cache.enabled ? fastReads({ reports, tracing, clock, log, decisions, observe, facts }) : null
   // Its handlers read a body once they have admitted its caller (Admission.readBody), and invite it then.
-  const proxy = buildServer(config, log, failures, fast, { challenge: PROXY_CHALLENGE, rateOf: callerRate(admission), tracing, allow: allowOf, bodyReader: 'handler' })
+  // Each listener's counts show from the start (0), so that a rate over them has a series to read.
+  const bound = (listener: 'proxy' | 'admin', setting: string, max: number): ListenerBound => {
+    for (const which of ['idle', 'new'] as const) metrics.connectionsClosedAtBound.inc({ listener, which }, 0)
+    return { listener, setting, max, closed: (which, count) => metrics.connectionsClosedAtBound.inc({ listener, which }, count) }
+  }
+  const proxy = buildServer(config, log, failures, fast, { challenge: PROXY_CHALLENGE, connections: bound('proxy', 'server.maxConnections', config.server.maxConnections), rateOf: callerRate(admission), tracing, allow: allowOf, bodyReader: 'handler' })
   refusalsObservedOn(proxy, refusalObserver(observe, tracing !== null))
   // No body is parsed on the proxy listener before its handler admits the caller:
   // /api/v1 handlers read it through Admission.readBody; any other path is a 404
@@ -80,7 +86,7 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   await proxy.register(apiRoutes, { config, reports, jobs, clock, tracing, usage, answers, admission, client, decisions, failures, facts })
   answerHooks(proxy, { tracing, auditLog, admission, observe })
 
-  const admin = buildServer(config, log, failures, null, { challenge: ADMIN_CHALLENGE, refusalHeaders: ADMIN_ANSWER_HEADERS })
+  const admin = buildServer(config, log, failures, null, { challenge: ADMIN_CHALLENGE, connections: bound('admin', 'admin.maxConnections', config.admin.maxConnections), refusalHeaders: ADMIN_ANSWER_HEADERS })
   // Every admin call's body is JSON: a text/plain one is refused as any other type is
   // (`body: must be application/json`), not read as a string its schema then refuses.
   admin.removeContentTypeParser('text/plain')

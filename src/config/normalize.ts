@@ -127,13 +127,6 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
     if (parseDuration(value) < floorMs) problems.push(`jobs.${name}: must be at least ${floor} (got ${String(value)})`)
   }
 
-  // Both listeners on one port: the second cannot bind (the start said only that the port was in use).
-  if (raw.port !== 0 && raw.port === raw.admin.port && addressesOverlap(raw.host, raw.admin.host)) {
-    problems.push(
-      `ADMIN_PORT: the same port as PORT (${raw.port}), on addresses that overlap (ADMIN_HOST ${raw.admin.host}, HOST ${raw.host}): the admin listener cannot bind beside the proxy listener; set another ADMIN_PORT (default 8081)`,
-    )
-  }
-
   problems.push(...accountRouteProblems(raw.ownership.accountRoutes))
 
   const secrets = [raw.admin.token, raw.admin.viewerToken, raw.gatewaySecret, raw.gatewaySecretFallback, raw.redis.sentinelPassword]
@@ -150,6 +143,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       token: raw.admin.token ?? null,
       viewerToken: raw.admin.viewerToken ?? null,
       tokensFile: raw.admin.tokensFile ?? null,
+      maxConnections: raw.admin.maxConnections,
       tokens: adminTokens({ token: raw.admin.token ?? null, viewerToken: raw.admin.viewerToken ?? null, file: raw.admin.tokensFile ?? null }, readFile, problems),
     },
     logLevel: raw.logLevel,
@@ -265,11 +259,6 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
 export type Config = ReturnType<typeof normalize> & { demo: boolean; settings: Setting[]; warnings: string[] }
 
 /** Whether listeners on these two hosts take the same port: one address, or either every address of the host. */
-function addressesOverlap(a: string, b: string): boolean {
-  const every = (host: string) => host === '' || host === '0.0.0.0' || host === '::'
-  return a === b || every(a) || every(b)
-}
-
 function envName(path: string, env: string): string {
   return `${env} (${path})`
 }

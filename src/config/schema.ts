@@ -100,6 +100,7 @@ export const ConfigSchema = Type.Object(
         token: Type.Optional(Nullable(Type.String({ minLength: 16 }))),
         viewerToken: Type.Optional(Nullable(Type.String({ minLength: 16 }))),
         tokensFile: Type.Optional(Nullable(Type.String({ minLength: 1 }))),
+        maxConnections: Type.Integer({ minimum: 1, description: 'the most connections the admin listener holds open at once (fewer where the open-file limit leaves fewer); past it the longest silent ones with no answer under way are closed' }),
       },
       { additionalProperties: false },
     ),
@@ -107,7 +108,16 @@ export const ConfigSchema = Type.Object(
     bodyLimit: Size,
     shutdownDrain: Duration,
     shutdownGrace: Duration,
-    server: Type.Object({ requestTimeout: Duration, headersTimeout: Duration, keepAliveTimeout: Duration, connectionTimeout: Duration, maxConnections: Nullable(Type.Integer({ minimum: 1 })) }, { additionalProperties: false }),
+    server: Type.Object(
+      {
+        requestTimeout: Duration,
+        headersTimeout: Duration,
+        keepAliveTimeout: Duration,
+        connectionTimeout: Duration,
+        maxConnections: Type.Integer({ minimum: 1, description: 'the most connections the proxy listener holds open at once, idle kept-alive ones included (fewer where the open-file limit leaves fewer); past it the longest silent ones with no answer under way are closed' }),
+      },
+      { additionalProperties: false },
+    ),
     limits: Type.Object(
       {
         reportBody: Size,

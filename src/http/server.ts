@@ -8,7 +8,7 @@ import { BadRequestError, HeadersTooLargeError, MethodNotAllowedError, NotFoundE
 import { handledFailure, type FailureLog } from '../observe/failure-log.js'
 import { VALIDATOR_CODE } from '../perf/validator-code.js'
 import { closeSilentConnections } from './hooks/silent-connections.js'
-import { connectionBound, processFileLimit } from './connection-bound.js'
+import { enforcedBound, processFileLimit, type ListenerBound } from './connection-bound.js'
 import { lazyRequestLogger } from './hooks/request-logger.js'
 import { requestIdOf, type ObserveRefusal } from './hooks/request-log.js'
 import { holdContinues, inviteBody } from './hooks/expect-continue.js'
@@ -196,6 +196,8 @@ export interface ListenerOptions {
    * MUST carry): how a caller authenticates to this listener.
    */
   challenge: string
+  /** The most connections it holds open at once, and what counts those closed at that bound. */
+  connections: ListenerBound
   /** The rate-limit fields of each answer (the proxy's callers). */
   rateOf?: RateOf
   tracing?: Tracing | null
@@ -238,7 +240,7 @@ const PARSER_REFUSALS: Record<string, string> = {
  * listener's challenge), `fastPath` (if any) in front of the router, and with `tracing` a
  * span begun for each request before either (none of it when tracing is off).
  */
-export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, { challenge, rateOf = () => null, tracing = null, allow = null, bodyReader = 'parser', refusalHeaders = {} }: ListenerOptions): FastifyInstance {
+export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, { challenge, connections, rateOf = () => null, tracing = null, allow = null, bodyReader = 'parser', refusalHeaders = {} }: ListenerOptions): FastifyInstance {
   let gentle: ReturnType<typeof closeGently> | null = null
   let http: Server | null = null
   const app = Fastify({
@@ -289,7 +291,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
       // the parser's framing: a transfer-encoding there framed a body the gateway took
       // for none); the head's size (maxHeaderSize) bounds them.
       server.maxHeadersCount = 0
-      closeSilentConnections(server, config.server.connectionTimeoutMs, connectionBound(config.server.maxConnections, processFileLimit()))
+      closeSilentConnections(server, config.server.connectionTimeoutMs, enforcedBound(connections, processFileLimit(), log))
       if (fastPath?.plain) enterOnConnections(server, fastPath.plain, current.closing, log)
       return server
     },

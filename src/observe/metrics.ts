@@ -79,7 +79,7 @@ export function createMetrics() {
       },
     }),
     buildInfo: gauge('gateway_build_info', 'Always 1: the version and commit of the running gateway and the Node running it, as labels', ['version', 'commit', 'node']),
-    copiesOverPart: counter('gateway_cache_copies_over_part_total', 'Report copies a team\'s fill kept out of Redis (in its replica\'s memory only) because the team\'s copies there take its part of the room (jobs.resultsRoom, or half of Redis\' maxmemory, split evenly among the teams), by team', ['team']),
+    copiesOverPart: counter('gateway_cache_copies_over_part_total', 'Report copies a team\'s fill kept out of Redis (in its replica\'s memory only) because the team\'s copies there take its part of the room (what the job results\' room, jobs.resultsRoom or the smaller of half of Redis\' maxmemory and teams × jobs.resultBytesPerTeam, leaves of maxmemory, split evenly among the teams), by team', ['team']),
     refreshAhead: counter('gateway_cache_refresh_ahead_total', 'Background refreshes of popular report entries before they expire, by outcome: started, completed, failed, skipped (no idle platform seat, or another replica refreshed it)', ['outcome']),
     jobWaits: gauge('gateway_report_job_waits', 'Status calls of report jobs held open by ?wait on this replica now, by team (at most jobs.maxWaitsPerTeam each, jobs.maxWaits in all)', ['team']),
     reportJobs: counter('gateway_report_jobs_total', 'Report job runs on this replica, by outcome: started, done, failed, requeued (no seat in time, the platform\'s 429, a shutdown), lost (another replica took the job over once this one\'s lease ran out)', ['outcome']),
@@ -129,6 +129,11 @@ export function createMetrics() {
     redisUnverified: counter('gateway_redis_unverified_total', 'Values read from Redis that do not carry this gateway\'s seal (GATEWAY_SECRET), or that are more than the gateway stores, ignored: by what (entry: a report entry, read as a miss; message: a bus message, also one heard before; pause: a stored pause; purge: a field of the purge record; replica: a replica\'s announcement, left out of GET /admin/cluster; key-use: a key use record; job: a report job record; owner-list: a list of an advertiser\'s campaigns or creative sets, read as none)', ['what']),
     redisWritable: gauge('gateway_redis_writable', '0 while Redis answers reads but refuses writes (OOM, READONLY, MISCONF): entries are read, none written; 1 otherwise; 0 without Redis (REDIS_URL unset), as gateway_redis_up'),
     redisSkippedWrites: counter('gateway_redis_skipped_writes_total', 'Writes to Redis not sent because Redis refuses writes (cache entries, fill locks)'),
+    connectionsClosedAtBound: counter(
+      'gateway_connections_closed_at_bound_total',
+      'Connections closed because a connection came past its listener\'s bound (server.maxConnections, admin.maxConnections, or fewer where the open-file limit leaves fewer), by listener (proxy, admin) and which (idle: the longest silent with no answer under way, closed to make room; new: the one that came, closed unanswered as every other had an answer under way)',
+      ['listener', 'which'],
+    ),
     platformUnusable: counter('gateway_platform_unusable_answers_total', 'Platform 200 answers to report reads that are not a JSON report, neither stored nor served (502 GW_UPSTREAM or a stale copy), by what their body is (html, empty, truncated-json, mislabelled-json, other)', ['kind']),
   }
   /** What GET /metrics shows: the process's metrics, then this gateway's. */

@@ -11,6 +11,11 @@ function literalPattern(text: string): string {
   return text.replace(/[*?[\]\\]/g, '\\$&')
 }
 
+/** The hash tag of the report jobs' keys: the job results live on the master of its slot. */
+export const JOBS_TAG = '{jobs}'
+/** The hash tag of the records of the room report copies take: every copy's record sits on the master of its slot. */
+export const COPY_ROOM_TAG = '{room}'
+
 /** Names the gateway's Redis keys under one prefix. */
 export const redisKey = {
   /** The breaker's write probe. */
@@ -39,11 +44,13 @@ export const redisKey = {
   advertiserIndex: (prefix: string, advertiserId: number) => `${prefix}adv-entries:${advertiserId}`,
   /** What SCAN matches to find every advertiser's index. */
   advertiserIndexPattern: (prefix: string) => `${literalPattern(prefix)}adv-entries:*`,
-  /** The report copies one team's fills keep in Redis: a sorted set of their keys, each scored by when it expires. */
-  teamCopies: (prefix: string, team: string) => `${prefix}copies:{${team}}`,
-  /** The bytes each of those copies takes (a field per copy key), and their sum (field ``); one hash slot with the set. */
-  teamCopyBytes: (prefix: string, team: string) => `${prefix}copies:{${team}}:bytes`,
-  /** What SCAN matches to find every team's copies and their bytes. */
+  /** The report copies the teams' fills keep in Redis: a sorted set of their keys, each scored by when it expires (one hash slot for the three records of the copies' room). */
+  copyExpiries: (prefix: string) => `${prefix}copies:${COPY_ROOM_TAG}`,
+  /** The bytes and team each of those copies is counted on (a field per copy key: `<bytes> <team>`). */
+  copyOwners: (prefix: string) => `${prefix}copies:${COPY_ROOM_TAG}:owners`,
+  /** Each team's sum of the bytes its copies take (a field per team). */
+  copySums: (prefix: string) => `${prefix}copies:${COPY_ROOM_TAG}:sums`,
+  /** What SCAN matches to find the records of the copies' room (those of the last release's layout, `copies:{<team>}`, included). */
   teamCopiesPattern: (prefix: string) => `${literalPattern(prefix)}copies:*`,
   /** One team's usage of one day: a field per count (`requests`, `rateLimited`, …); each team's days in a hash slot of its own. */
   usage: (prefix: string, team: string, day: string) => `${prefix}usage:{${team}}:${day}`,

@@ -1,8 +1,9 @@
 import type { Logger } from 'pino'
-import { Cluster } from 'ioredis'
+import { Cluster, type Redis } from 'ioredis'
 import type { Clock, Timer } from '../clock.js'
 import type { RedisBreaker } from './breaker.js'
 import type { RedisClient } from './client.js'
+import { COPY_ROOM_TAG, JOBS_TAG } from './keys.js'
 
 // Report jobs' results carry no expiry in Redis (a job done is never evicted before its
 // caller fetches it), so an evicting Redis makes room for them by evicting everything
@@ -61,16 +62,54 @@ export function resultBound(settings: RoomSettings, maxmemory: number | null, te
 }
 
 /**
+ * One master's `maxmemory` (0: none), the share of the Cluster's hash slots it serves (1:
+ * a Redis that is not a Cluster), whether it holds the jobs' keys (JOBS_TAG), where the job
+ * results live, and whether it holds the records of the copies' room (COPY_ROOM_TAG).
+ */
+export interface MasterRoom {
+  maxBytes: number
+  share: number
+  jobs: boolean
+  records: boolean
+}
+
+/**
+ * The most of a copy's counted bytes (cache/redis-store.ts: its value, its key and 900 bytes
+ * beside them) that is its record in the copies' room: 198 bytes a copy (MEMORY USAGE of
+ * the three records over 2,000 copies) of at least 1,000 counted. On a Cluster the records
+ * sit on one master, not spread with the copies.
+ */
+export const RECORD_SHARE = 0.2
+
+/**
  * A team's even part of what the room for job results leaves of Redis' maxmemory: the
  * report copies the team's fills keep in Redis take at most this (cache/redis-store.ts),
  * so that on a full Redis one team's copies fill its own part, never the other teams'
- * (an evicting Redis evicted theirs; one that does not refused their writes). null when
- * Redis has no limit, or none is known.
+ * (an evicting Redis evicted theirs; one that does not refused their writes). The
+ * results' room is jobs.resultsRoom, else RESULTS_SHARE of the smallest master's
+ * maxmemory or what the teams' results can take at most (teams × jobs.resultBytesPerTeam),
+ * the smaller: room the results can never fill is the copies'. It is what the results may
+ * take, not what they hold now: results do not expire, and a copy is kept up to its
+ * stale-if-error end, so copies that took the room of results yet to come would refuse
+ * those results' writes (noeviction) for as long.
+ *
+ * On a Cluster the copies' keys spread over the masters by hash slot, their records sit on
+ * the master of COPY_ROOM_TAG and the results on the master of JOBS_TAG: the room for every
+ * copy is as large as the first master to fill allows, each master's room (its maxmemory,
+ * less the results' room on the jobs' master) over what it holds of every copy (the share
+ * of the slots it serves, and RECORD_SHARE of the rest on the records' master). null when
+ * no master has a limit, or none is known.
  */
-export function copyPart(settings: Pick<RoomSettings, 'resultsRoom'>, maxmemory: number | null, teams: number): number | null {
-  if (!maxmemory) return null
-  const results = settings.resultsRoom ?? Math.floor(maxmemory * RESULTS_SHARE)
-  return Math.max(0, Math.floor((maxmemory - results) / Math.max(1, teams)))
+export function copyPart(settings: RoomSettings, masters: readonly MasterRoom[], teams: number): number | null {
+  const bounded = masters.filter((m) => m.maxBytes > 0 && m.share > 0)
+  if (bounded.length === 0) return null
+  const everyTeam = Math.max(1, teams)
+  const smallest = Math.min(...bounded.map((m) => m.maxBytes))
+  const results = settings.resultsRoom ?? Math.min(Math.floor(smallest * RESULTS_SHARE), everyTeam * settings.resultBytesPerTeam)
+  // What a master holds of every copy's counted bytes: its share of the copies, and on the records' master their records too.
+  const held = (m: MasterRoom) => (m.records ? m.share + RECORD_SHARE * (1 - m.share) : m.share)
+  const whole = Math.min(...bounded.map((m) => (m.maxBytes - (m.jobs ? results : 0)) / held(m)))
+  return Math.max(0, Math.floor(whole / everyTeam))
 }
 
 /** The bound as a job's 413 names it: what it is and why. */
@@ -90,20 +129,48 @@ export function roomGrowsWith(bound: ResultBound): string | null {
   return "the part grows with Redis' maxmemory, fewer teams or jobs.resultsRoom: ask the operator"
 }
 
+/** The hash slots of a Redis Cluster. */
+const SLOTS = 16_384
+
 /**
- * The smallest maxmemory among Redis' masters (every master of a Cluster) that answer INFO
- * memory; null when none of those has a limit, undefined when none answers.
+ * What Redis' masters say of their memory (every master of a Cluster, each with the share
+ * of the slots it serves) among those that answer INFO memory: the smallest maxmemory
+ * (null when none of them has a limit) and each one's room; undefined when none answers.
+ * On a Cluster whose slot of the jobs (or of the copies' records) is not known, every
+ * master is taken to hold them.
  */
-export async function smallestMemory(redis: RedisClient): Promise<RedisMemory | null | undefined> {
-  const nodes = redis instanceof Cluster ? redis.nodes('master') : [redis]
+export async function readMemory(redis: RedisClient): Promise<{ smallest: RedisMemory | null; masters: MasterRoom[] } | undefined> {
+  const cluster = redis instanceof Cluster ? redis : null
+  const nodes: Redis[] = cluster ? cluster.nodes('master') : [redis as Redis]
+  const served = new Map<string, number>()
+  let jobsAt: string | null = null
+  let recordsAt: string | null = null
+  if (cluster) {
+    const slotOf = (tag: string) => cluster.cluster('KEYSLOT', tag).catch(() => null)
+    const [jobsSlot, recordsSlot] = await Promise.all([slotOf(JOBS_TAG), slotOf(COPY_ROOM_TAG)])
+    cluster.slots.forEach((keys, slot) => {
+      const master = keys[0]
+      if (master === undefined) return
+      served.set(master, (served.get(master) ?? 0) + 1)
+      if (slot === jobsSlot) jobsAt = master
+      if (slot === recordsSlot) recordsAt = master
+    })
+  }
   let smallest: RedisMemory | null | undefined
+  const masters: MasterRoom[] = []
   for (const node of nodes) {
     const memory = parseMemoryInfo(await node.info('memory').catch(() => ''))
     if (!memory) continue
+    const at = cluster ? `${node.options.host}:${node.options.port}` : null
+    masters.push(
+      at === null
+        ? { maxBytes: memory.maxBytes, share: 1, jobs: true, records: true }
+        : { maxBytes: memory.maxBytes, share: (served.get(at) ?? 0) / SLOTS, jobs: jobsAt === null || jobsAt === at, records: recordsAt === null || recordsAt === at },
+    )
     smallest ??= null
     if (memory.maxBytes > 0 && (smallest === null || memory.maxBytes < smallest.maxBytes)) smallest = memory
   }
-  return smallest
+  return smallest === undefined ? undefined : { smallest, masters }
 }
 
 /**
@@ -116,6 +183,7 @@ export async function smallestMemory(redis: RedisClient): Promise<RedisMemory | 
 export class ResultRoom {
   readonly #o: { redis: RedisClient | null; breaker: RedisBreaker | null; settings: RoomSettings; teams: () => number; log: Pick<Logger, 'info' | 'warn'>; clock: Clock }
   #memory: RedisMemory | null = null
+  #masters: MasterRoom[] = []
   #logged = resultBound({ resultBytesPerTeam: 0, resultsRoom: null }, null, 0)
   #noCopies = false
   #timer: Timer | null = null
@@ -131,15 +199,18 @@ export class ResultRoom {
 
   /** A team's part of Redis for its report copies now (copyPart); null: no bound. */
   copyPart(): number | null {
-    return copyPart(this.#o.settings, this.#memory?.maxBytes ?? null, this.#o.teams())
+    return copyPart(this.#o.settings, this.#masters, this.#o.teams())
   }
 
   /** Reads Redis' maxmemory again (the copies' part needs it even where jobs.resultsRoom sets the results'), then says the bound if it changed. */
   async read(): Promise<void> {
     const { redis, breaker } = this.#o
     if (redis && breaker) {
-      const memory = await breaker.run(() => smallestMemory(redis), undefined)
-      if (memory !== undefined) this.#memory = memory
+      const memory = await breaker.run(() => readMemory(redis), undefined)
+      if (memory !== undefined) {
+        this.#memory = memory.smallest
+        this.#masters = memory.masters
+      }
     }
     this.#say()
   }

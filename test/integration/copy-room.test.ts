@@ -2,13 +2,14 @@ import { gzipSync } from 'node:zlib'
 import { pino } from 'pino'
 import { afterEach, describe, expect, it } from 'vitest'
 import { etagOf, type CacheEntry } from '../../src/cache/cache-entry.js'
-import { RedisStore } from '../../src/cache/redis-store.js'
+import { COPY_OVERHEAD_BYTES, RedisStore } from '../../src/cache/redis-store.js'
 import { RedisBreaker } from '../../src/redis/breaker.js'
 import type { RedisClient } from '../../src/redis/client.js'
 import { RedisSeal } from '../../src/redis/seal.js'
 import { KEYS, REPORT_PATH, teamsYamlWith, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
+import { waitFor } from '../helpers/wait.js'
 
 // A team's report copies in Redis take at most its even part of the room (memory-room.ts):
 // on an evicting Redis (maxmemory, volatile-lru) one team asking report after report
@@ -26,7 +27,7 @@ function copyOf(team: string, i: number, now: number): CacheEntry {
 }
 
 /** A sealed store under PREFIX bounding each team's copies as `room` says. */
-function storeOf(client: RedisClient, room: Pick<ConstructorParameters<typeof RedisStore>[0], 'copyPart' | 'copyTeams' | 'onOverPart'>): RedisStore {
+function storeOf(client: RedisClient, room: Pick<ConstructorParameters<typeof RedisStore>[0], 'copyPart' | 'onOverPart'>): RedisStore {
   return new RedisStore({
     redis: client,
     breaker: new RedisBreaker({ cooldownMs: 1000, log: pino({ level: 'silent' }) }),
@@ -65,13 +66,13 @@ describe.skipIf(!available)('report copies on an evicting Redis: each team withi
   it('a purged copy leaves its team\'s part: the team\'s next copies are written', async () => {
     const skipped: string[] = []
     let part = Number.MAX_SAFE_INTEGER
-    const store = storeOf(redis.client, { copyPart: () => part, copyTeams: () => ['greedy', 'other'], onOverPart: (team) => skipped.push(team) })
+    const store = storeOf(redis.client, { copyPart: () => part, onOverPart: (team) => skipped.push(team) })
     const now = Date.now()
     const key = (i: number) => `${PREFIX}report:v1:purged-${i}`
     const copy = (i: number) => ({ ...copyOf('greedy', i, now), advertiserIds: [100 + i] })
     for (let i = 0; i < 3; i++) await store.set(key(i), copy(i))
     // The team's part: its three copies and less than a fourth.
-    part = Number(await redis.client.hget(`${PREFIX}copies:{greedy}:bytes`, '')) + 300
+    part = Number(await redis.client.hget(`${PREFIX}copies:{room}:sums`, 'greedy')) + 300
     await store.set(key(3), copy(3))
     expect(skipped, 'the fourth copy is past the part').toEqual(['greedy'])
     expect(await store.purgeKey(key(0))).toBe(1)
@@ -81,6 +82,37 @@ describe.skipIf(!available)('report copies on an evicting Redis: each team withi
     await store.set(key(5), copy(5))
     expect(await store.get(key(5)), 'written once an advertiser was purged').not.toBeNull()
     expect(skipped).toEqual(['greedy'])
+  })
+
+  it('a copy written again, by its team or by another team (a shared copy), is counted once, on the team whose write Redis holds', async () => {
+    await redis.client.config('SET', 'maxmemory', '4mb')
+    await redis.client.config('SET', 'maxmemory-policy', 'volatile-lru')
+    const skipped: string[] = []
+    let part = Number.MAX_SAFE_INTEGER
+    const store = storeOf(redis.client, { copyPart: () => part, onOverPart: (team) => skipped.push(team) })
+    const now = Date.now()
+    const key = (i: number) => `${PREFIX}report:v1:shared-${i}`
+    const written = async (i: number) => (await store.get(key(i))) !== null
+    await store.set(key(1), copyOf('first', 1, now))
+    // Room for three copies of this size (each the same size: its sealed value, key and Redis' overhead).
+    part = Math.floor(3.5 * ((await redis.client.strlen(key(1))) + Buffer.byteLength(key(1)) + COPY_OVERHEAD_BYTES))
+    // Its team writes it again and again: counted once.
+    for (let again = 0; again < 5; again++) await store.set(key(1), copyOf('first', 1, now))
+    await store.set(key(2), copyOf('first', 2, now))
+    await store.set(key(3), copyOf('first', 3, now))
+    expect(skipped, 'three copies within the part').toEqual([])
+    await store.set(key(4), copyOf('first', 4, now))
+    expect(skipped, 'a fourth past it').toEqual(['first'])
+    // Another team writes the same three keys (shared copies): they are its own now.
+    for (const i of [1, 2, 3]) await store.set(key(i), copyOf('second', i, now))
+    expect(skipped).toEqual(['first'])
+    await store.set(key(8), copyOf('second', 8, now))
+    expect(skipped, 'the second team holds three').toEqual(['first', 'second'])
+    // The first team holds none of them any more: three new copies of its own are written.
+    for (const i of [5, 6, 7]) await store.set(key(i), copyOf('first', i, now))
+    expect(skipped).toEqual(['first', 'second'])
+    expect(await Promise.all([1, 2, 3, 5, 6, 7].map(written))).toEqual([true, true, true, true, true, true])
+    expect(await Promise.all([4, 8].map(written))).toEqual([false, false])
   })
 
   describe('through the gateway', () => {
@@ -107,6 +139,28 @@ describe.skipIf(!available)('report copies on an evicting Redis: each team withi
       expect(metrics).not.toMatch(/gateway_cache_copies_over_part_total\{team="growth"\}/)
       // Its replica still answers the team's reports from its memory.
       expect(await read(KEYS.all, 20)).toBe('HIT')
+    })
+
+    // What a copy kept out of Redis costs the other replicas: a waiter there for the same
+    // report finds nothing once the leader announces its fill, and calls the platform
+    // itself (one call a replica with a waiter, charged to its caller's team). Kept, not
+    // fixed (docs/decisions/job-results-room.md, 2026-11-30, "A copy kept out").
+    it.each([
+      ['within its part: the waiter on the other replica takes the leader\'s copy', null, 1],
+      ['past its part (no room at all): the waiter on the other replica calls the platform too', 4 * 1024 * 1024, 2],
+    ])('%s', async (_what, resultsRoom, calls) => {
+      await redis.client.config('SET', 'maxmemory', String(4 * 1024 * 1024))
+      const yaml = teamsYamlWith({ jobs: { resultsRoom }, cache: { refreshAhead: 0 } })
+      const config = () => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.server.url }, yaml)
+      const [a, b] = [await gateways.build(config()), await gateways.build(config())]
+      const url = `${REPORT_PATH}?advertiserId=101&dateFrom=2026-03-01&dateTo=2026-03-07`
+      const reportCalls = () => sandbox.countRequests((r) => r.path === REPORT_PATH && r.query.includes('2026-03-01'))
+      sandbox.setLatency(300)
+      const first = a.proxy.inject({ method: 'GET', url, headers: { 'x-api-key': KEYS.all } })
+      await waitFor('the leader\'s call at the platform', () => reportCalls() === 1)
+      const second = await b.proxy.inject({ method: 'GET', url, headers: { 'x-api-key': KEYS.all } })
+      expect([(await first).statusCode, second.statusCode]).toEqual([200, 200])
+      expect(reportCalls()).toBe(calls)
     })
   })
 })

@@ -45,6 +45,14 @@ describe('the memory a replica may hold, against its container\'s limit', () => 
     expect(podMemoryWarnings({ config: { platform: { bufferTotalBytes: '1GiB' } }, resources: { limits: { memory: '2Gi' } } })).toEqual([])
   })
 
+  it('counts the connections the listeners may hold (server.maxConnections, admin.maxConnections) at what an idle one holds', () => {
+    const many = podMemoryWarnings({ config: { server: { maxConnections: 65536 } } })
+    expect(many).toHaveLength(1)
+    expect(many[0]).toContain('server.maxConnections + admin.maxConnections (65664 connections, 770 MiB)')
+    expect(many[0]).toContain('memory limit (512 MiB)')
+    expect(podMemoryWarnings({ config: { server: { maxConnections: 65536 } }, resources: { limits: { memory: '2Gi' } } })).toEqual([])
+  })
+
   it('counts the report jobs\' results a replica without Redis keeps in its memory: the chart bounds them (jobs.resultsRoom 64MiB), and the start warns when their bound cannot fit', () => {
     const noRedis = mergeValues(FULL, { redis: { existingSecret: { name: '' } } })
     const chart = install({ values: noRedis })

@@ -36,7 +36,8 @@ describe('defaults (config/default.yaml)', () => {
     // Demo mode keeps the proxy on loopback; HOST or a config file may open it.
     expect(config.host).toBe('127.0.0.1')
     expect(config.port).toBe(8080)
-    expect(config.admin).toEqual({ host: '127.0.0.1', port: 8081, token: null, viewerToken: null, tokensFile: null, tokens: [] })
+    expect(config.admin).toEqual({ host: '127.0.0.1', port: 8081, token: null, viewerToken: null, tokensFile: null, maxConnections: 128, tokens: [] })
+    expect(config.server.maxConnections).toBe(4096)
     expect(config.logLevel).toBe('info')
     expect(config.platform.baseUrl).toBeNull()
     expect(config.platform.tokenUrl).toBe('/oauth/token')

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { Logger } from 'pino'
-import { boundText, roomGrowsWith, copyPart, parseMemoryInfo, resultBound, ResultRoom, RESULTS_SHARE } from '../../src/redis/memory-room.js'
+import { boundText, roomGrowsWith, copyPart, parseMemoryInfo, resultBound, ResultRoom, RESULTS_SHARE, type MasterRoom } from '../../src/redis/memory-room.js'
 import type { RedisBreaker } from '../../src/redis/breaker.js'
 import type { RedisClient } from '../../src/redis/client.js'
 import { systemClock } from '../../src/clock.js'
@@ -52,15 +52,44 @@ describe('resultBound', () => {
 })
 
 describe('copyPart', () => {
+  const perTeam = 1000
+  /** A Redis that is not a Cluster, at `maxmemory`. */
+  const single = (maxBytes: number): MasterRoom[] => [{ maxBytes, share: 1, jobs: true, records: true }]
   it("is the team's even part of what the results' room leaves of maxmemory", () => {
-    expect(copyPart({ resultsRoom: null }, 1000, 3)).toBe(166)
-    expect(copyPart({ resultsRoom: 400 }, 1000, 4)).toBe(150)
-    expect(copyPart({ resultsRoom: 4000 }, 1000, 4)).toBe(0)
+    expect(copyPart({ resultBytesPerTeam: perTeam, resultsRoom: null }, single(1000), 3)).toBe(166)
+    expect(copyPart({ resultBytesPerTeam: perTeam, resultsRoom: 400 }, single(1000), 4)).toBe(150)
+    expect(copyPart({ resultBytesPerTeam: perTeam, resultsRoom: 4000 }, single(1000), 4)).toBe(0)
+  })
+
+  it('leaves the results no more room than the teams\' results can take (teams × jobs.resultBytesPerTeam): one team on a large Redis gets the rest', () => {
+    // One team whose results take at most 300 of half of 1000: its copies get 700, not 500.
+    expect(copyPart({ resultBytesPerTeam: 300, resultsRoom: null }, single(1000), 1)).toBe(700)
+    // Two: 600 of 500, so half, as before.
+    expect(copyPart({ resultBytesPerTeam: 300, resultsRoom: null }, single(1000), 2)).toBe(250)
+    // jobs.resultsRoom set: as it says.
+    expect(copyPart({ resultBytesPerTeam: 300, resultsRoom: 500 }, single(1000), 1)).toBe(500)
+  })
+
+  it('on a Cluster, is as large as the first master to fill allows: each master\'s room (less the results\' on the jobs\' master) over its share of the slots', () => {
+    const settings = { resultBytesPerTeam: perTeam, resultsRoom: null }
+    // Three masters of 1000, a third of the slots each: the jobs' master, 500 left of it beside the results' 500 (half the smallest) for a third of the copies, bounds them at 1500 (the smallest master alone: 500).
+    const three = (jobsOn: number, recordsOn = 1): MasterRoom[] => [0, 1, 2].map((i) => ({ maxBytes: 1000, share: 1 / 3, jobs: i === jobsOn, records: i === recordsOn }))
+    expect(copyPart(settings, three(0), 1)).toBe(1500)
+    expect(copyPart(settings, three(0), 3)).toBe(500)
+    // A smaller master fills first: 600 over a third of the slots bounds every copy at 1800 (the jobs' master: 700 left, 2100).
+    expect(copyPart(settings, [{ maxBytes: 600, share: 1 / 3, jobs: false, records: false }, { maxBytes: 1000, share: 1 / 3, jobs: true, records: false }, { maxBytes: 1000, share: 1 / 3, jobs: false, records: false }], 1)).toBe(1800)
+    expect(copyPart(settings, [{ maxBytes: 400, share: 1 / 3, jobs: false, records: false }, { maxBytes: 1000, share: 1 / 3, jobs: true, records: false }, { maxBytes: 1000, share: 1 / 3, jobs: false, records: false }], 1)).toBe(1200)
+    // The records' master holds a third of the copies and RECORD_SHARE of the rest: 1000 over 1/3 + 0.2 × 2/3 (2142), the jobs' master 1500.
+    expect(copyPart(settings, three(0, 1), 1)).toBe(1500)
+    // Both on one master: 500 over 1/3 + 0.2 × 2/3.
+    expect(copyPart(settings, three(0, 0), 1)).toBe(1071)
+    // A master without a limit bounds nothing; one serving no slot holds no copy.
+    expect(copyPart(settings, [{ maxBytes: 0, share: 1 / 2, jobs: true, records: false }, { maxBytes: 1000, share: 1 / 2, jobs: false, records: false }, { maxBytes: 10, share: 0, jobs: false, records: false }], 1)).toBe(2000)
   })
 
   it('is none when Redis has no maxmemory, or none is known, whatever jobs.resultsRoom says', () => {
-    expect(copyPart({ resultsRoom: null }, null, 3)).toBeNull()
-    expect(copyPart({ resultsRoom: 400 }, 0, 3)).toBeNull()
+    expect(copyPart({ resultBytesPerTeam: perTeam, resultsRoom: null }, [], 3)).toBeNull()
+    expect(copyPart({ resultBytesPerTeam: perTeam, resultsRoom: 400 }, single(0), 3)).toBeNull()
   })
 })
 

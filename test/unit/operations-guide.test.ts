@@ -54,7 +54,7 @@ describe('operations guide', () => {
   it('sizes the memory limit on every budget values.yaml names for it', () => {
     const values = read('helm/report-gateway/values.yaml')
     const budgets = [...values.split(/\nresources:/)[0]!.split('\n\n').pop()!.matchAll(/config ([a-z]+\.[A-Za-z0-9]+)/g)].map((m) => m[1]!)
-    expect(budgets).toEqual(['cache.l1MaxBytes', 'platform.bufferTotalBytes', 'jobs.resultsRoom'])
+    expect(budgets).toEqual(['cache.l1MaxBytes', 'platform.bufferTotalBytes', 'jobs.resultsRoom', 'server.maxConnections'])
     const scaling = read('docs/operations/replicas.md').split('\n\n').find((p) => p.includes('resources.limits.memory'))!
     for (const budget of budgets) expect(scaling, budget).toContain(budget)
   })

@@ -1,6 +1,7 @@
 import type { Server, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import { performance } from 'node:perf_hooks'
+import type { EnforcedBound } from '../connection-bound.js'
 
 // server.connectionTimeout without a timer per answer. Node's own socket timeout
 // (server.setTimeout) is re-armed on every read and every write of a connection: at hit
@@ -10,20 +11,25 @@ import { performance } from 'node:perf_hooks'
 // open connection's byte counts are compared with those of the previous look.
 //
 // The same looks bound the connections a listener holds (server.maxConnections,
-// http/connection-bound.ts). A connection kept alive between requests costs its caller
-// nothing to open again, and one that never sent a whole head has asked for nothing: so
-// when a connection comes past the bound, the longest silent of those with no answer
-// under way are closed (an eighth of the bound at a time, so that the next
+// admin.maxConnections: http/connection-bound.ts). A connection kept alive between
+// requests costs its caller nothing to open again, and one that never sent a whole head
+// has asked for nothing: so when a connection comes past the bound, the longest silent of
+// those with no answer under way are closed (an eighth of the bound at a time, so that the next
 // callers find room without a look at every connection each). A caller holding
 // thousands of idle connections thereby holds no other caller out; only connections
 // with answers under way, each bounded by requestTimeout, fill the listener; past the
-// bound with none idle, a new connection is closed at once.
+// bound with none idle, a new connection is closed at once. Each closing is told to the
+// bound (`closed`), which counts and says them.
 
 const MAX_LOOK_MS = 5000
 
 interface Look {
+  /** Its bytes moved (moved()) when a look last saw them change, or when it opened. */
   moved: number
+  /** When a look first saw `moved` (or it opened): its last byte came at or before this. */
   since: number
+  /** Its last byte came after this: the look before the one that saw it (or when it opened). */
+  after: number
 }
 
 /** Node's socket of a connection: the answer it is writing, if any (lib/_http_server.js). */
@@ -33,26 +39,38 @@ type HttpSocket = Socket & { _httpMessage?: ServerResponse | null }
  * Closes a connection of `server` through which nothing moved for `timeoutMs`: nothing
  * read from the caller and nothing taken by the kernel for it (what waits in the
  * gateway's buffers for a caller that stopped reading is no traffic). It is closed
- * between `timeoutMs` and a quarter more after its last byte. With `maxConnections`, a
- * connection past it closes the longest silent ones with no answer under way (or itself, when none is idle).
+ * between `timeoutMs` and a quarter more after its last byte. With `bound`, a connection
+ * past its max closes the longest silent ones with no answer under way (or itself, when none is idle).
  */
-export function closeSilentConnections(server: Server, timeoutMs: number, maxConnections: number | null = null, now: () => number = () => performance.now()): void {
+export function closeSilentConnections(server: Server, timeoutMs: number, bound: EnforcedBound | null = null, now: () => number = () => performance.now()): void {
   const open = new Map<Socket, Look>()
-  const room = maxConnections === null ? 0 : Math.max(1, Math.ceil(maxConnections / 8))
-  // The connections idle now, longest silent first: `room` of them are closed.
-  const makeRoom = (newcomer: Socket): void => {
+  const room = bound === null ? 0 : Math.max(1, Math.ceil(bound.max / 8))
+  // When every open connection was last looked at.
+  let looked = -Infinity
+  // Whether `look`'s connection moved bytes since the last look at it; notes it at `at`.
+  const see = (look: Look, bytes: number, at: number): boolean => {
+    if (bytes === look.moved) return false
+    look.after = Math.max(look.since, looked)
+    look.moved = bytes
+    look.since = at
+    return true
+  }
+  // The connections idle now, longest silent first: `room` of them are closed (how many
+  // were). Silent since `after`, the earliest its last byte may have come: a connection
+  // answered since the last look is not taken for newer than one opened since, whose
+  // request has not been read yet (connections accepted together are one look).
+  const makeRoom = (newcomer: Socket): number => {
     const at = now()
     const quiet: [Socket, number][] = []
     for (const [socket, look] of open) {
-      const bytes = moved(socket)
-      if (bytes !== look.moved) {
-        look.moved = bytes
-        look.since = at
-      }
-      if (socket !== newcomer && idle(socket)) quiet.push([socket, look.since])
+      see(look, moved(socket), at)
+      if (socket !== newcomer && idle(socket)) quiet.push([socket, look.after])
     }
+    looked = at
     quiet.sort((a, b) => a[1] - b[1])
-    for (const [socket] of quiet.slice(0, room)) close(socket)
+    const closing = quiet.slice(0, room)
+    for (const [socket] of closing) close(socket)
+    return closing.length
   }
   const close = (socket: Socket): void => {
     // Out of the count at once: its 'close' comes later, and the next caller counts without it.
@@ -60,31 +78,34 @@ export function closeSilentConnections(server: Server, timeoutMs: number, maxCon
     socket.destroy()
   }
   server.on('connection', (socket: Socket) => {
-    open.set(socket, { moved: moved(socket), since: now() })
+    const at = now()
+    open.set(socket, { moved: moved(socket), since: at, after: at })
     // `on`: a socket closes once, and `once` keeps a wrapper and its context per connection.
     socket.on('close', () => open.delete(socket))
-    if (maxConnections === null || open.size <= maxConnections) return
-    makeRoom(socket)
+    if (bound === null || open.size <= bound.max) return
+    const idleClosed = makeRoom(socket)
+    if (idleClosed > 0) bound.closed('idle', idleClosed)
+    if (open.size <= bound.max) return
     // Every other connection has an answer under way: this one is closed, as Node closes one past its maxConnections.
-    if (open.size > maxConnections) close(socket)
+    close(socket)
+    bound.closed('new', 1)
   })
-  const looks = setInterval(
-    () => {
-      const at = now()
-      for (const [socket, look] of open) {
-        const bytes = moved(socket)
-        if (bytes !== look.moved) {
-          look.moved = bytes
-          look.since = at
-        } else if (at - look.since >= timeoutMs) {
-          socket.destroy()
-        }
-      }
-    },
-    Math.max(1, Math.min(MAX_LOOK_MS, Math.floor(timeoutMs / 8))),
-  )
-  looks.unref()
-  server.once('close', () => clearInterval(looks))
+  const lookAtAll = (): void => {
+    const at = now()
+    for (const [socket, look] of open) {
+      if (!see(look, moved(socket), at) && at - look.since >= timeoutMs) socket.destroy()
+    }
+    looked = at
+  }
+  // Looks only while listening: a server that never listens (built for inject) never
+  // emits 'close', and a timer left running would hold it, and its bound's listener, for good.
+  let looks: NodeJS.Timeout | undefined
+  server.on('listening', () => {
+    clearInterval(looks)
+    looks = setInterval(lookAtAll, Math.max(1, Math.min(MAX_LOOK_MS, Math.floor(timeoutMs / 8))))
+    looks.unref()
+  })
+  server.on('close', () => clearInterval(looks))
 }
 
 /** No answer under way: none Node is writing, and nothing of one written (by the entrance too) left for the kernel to take. */

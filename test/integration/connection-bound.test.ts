@@ -1,0 +1,126 @@
+import { connect, type Socket } from 'node:net'
+import type { AddressInfo } from 'node:net'
+import { afterEach, describe, expect, it } from 'vitest'
+import { KEYS, TEAMS_YAML, buildGateway, closeAfterTest, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { useSandbox } from '../helpers/fixtures.js'
+import { waitFor } from '../helpers/wait.js'
+
+// Each listener holds at most its bound of open connections (server.maxConnections for
+// the proxy's, admin.maxConnections for the admin's, fewer where the open-file limit
+// leaves fewer): an idle kept-alive socket costs the replica about 12 KiB
+// (docs/decisions/connection-bound.md), so callers that open sockets and keep them idle
+// could otherwise fill its memory. A connection past the bound closes the longest silent
+// connections with no answer under way, or itself when every one has an answer under way;
+// each is counted (gateway_connections_closed_at_bound_total{listener,which}) and said in
+// one warn line a minute. Real sockets on 127.0.0.1.
+
+const sandbox = useSandbox()
+let gw: TestGateway | null = null
+
+afterEach(async () => {
+  if (gw) await closeAfterTest(gw)
+  gw = null
+})
+
+interface Caller {
+  socket: Socket
+  received: string
+  closed: Promise<void>
+  isClosed: () => boolean
+}
+
+/** A connection to `port` that asks `head` (`GET /healthz` unless given) and is answered (kept alive), or is closed. */
+function call(port: number, head = 'GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n'): Caller {
+  const socket = connect(port, '127.0.0.1')
+  let closed = false
+  const caller: Caller = {
+    socket,
+    received: '',
+    closed: new Promise((resolve) =>
+      socket.once('close', () => {
+        closed = true
+        resolve()
+      }),
+    ),
+    isClosed: () => closed,
+  }
+  socket.setEncoding('latin1').on('data', (chunk: string) => (caller.received += chunk))
+  socket.on('error', () => undefined)
+  socket.write(head)
+  return caller
+}
+
+const answered = (c: Caller) => /^HTTP\/1\.1 200 [\s\S]*\r\n\r\n/.test(c.received)
+
+async function closedCount(listener: string, which: string): Promise<number> {
+  const metrics = (await gw!.admin.inject({ method: 'GET', url: '/metrics' })).body
+  const line = new RegExp(`^gateway_connections_closed_at_bound_total\\{listener="${listener}",which="${which}"\\} (\\d+)`, 'm').exec(metrics)
+  if (line === null) throw new Error(`no series for ${listener} ${which}`)
+  return Number(line[1])
+}
+
+const warnLines = () => gw!.logs.records().filter((r) => r.level === 40 && String(r.msg).startsWith('connections closed at the bound'))
+
+describe('a listener\'s bound on open connections', () => {
+  it('holds server.maxConnections on the proxy listener: a connection past it closes the longest silent idle one and is answered; counted and said once', async () => {
+    gw = await buildGateway(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }, `${TEAMS_YAML}server:\n  maxConnections: 3\n`))
+    await gw.proxy.listen({ host: '127.0.0.1', port: 0 })
+    const { port } = gw.proxy.server.address() as AddressInfo
+    const held: Caller[] = []
+    // One at a time, so that the first is the longest silent.
+    for (let i = 0; i < 3; i++) {
+      const c = call(port)
+      held.push(c)
+      await waitFor(`answer ${i + 1} kept alive`, () => answered(c))
+    }
+    const past = [call(port), call(port)]
+    await waitFor('both connections past the bound answered', () => past.every(answered))
+    await Promise.all([held[0]!.closed, held[1]!.closed])
+    expect(held[2]!.isClosed()).toBe(false)
+    expect(await closedCount('proxy', 'idle')).toBe(2)
+    expect(await closedCount('proxy', 'new')).toBe(0)
+    expect(warnLines()).toHaveLength(1)
+    expect(warnLines()[0]).toMatchObject({ listener: 'proxy', maxConnections: 3, closedIdle: 1, closedNew: 0 })
+    for (const c of [...held, ...past]) c.socket.destroy()
+  })
+
+  it('closes the new connection unanswered when every connection has an answer under way, and answers them', async () => {
+    gw = await buildGateway(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }, `${TEAMS_YAML}server:\n  maxConnections: 2\n`))
+    await gw.proxy.listen({ host: '127.0.0.1', port: 0 })
+    const { port } = gw.proxy.server.address() as AddressInfo
+    sandbox.setFailure({ kind: 'held' })
+    const report = (dates: string) => `GET /api/v1/report/campaigns/get?advertiserId=101&${dates} HTTP/1.1\r\nhost: x\r\nx-api-key: ${KEYS.all}\r\n\r\n`
+    const waiting = [call(port, report('dateFrom=2026-01-01&dateTo=2026-01-07')), call(port, report('dateFrom=2026-01-08&dateTo=2026-01-14'))]
+    await waitFor('both calls at the platform', () => sandbox.requests.length >= 2)
+    const past = call(port)
+    await past.closed
+    expect(past.received).toBe('')
+    expect(waiting.some((c) => c.isClosed())).toBe(false)
+    expect(await closedCount('proxy', 'new')).toBe(1)
+    expect(await closedCount('proxy', 'idle')).toBe(0)
+    expect(warnLines()[0]).toMatchObject({ listener: 'proxy', maxConnections: 2, closedIdle: 0, closedNew: 1 })
+    sandbox.setFailure({ kind: 'none' })
+    sandbox.releaseHeld()
+    await waitFor('both held calls answered', () => waiting.every(answered))
+    for (const c of waiting) c.socket.destroy()
+  })
+
+  it('holds admin.maxConnections on the admin listener, apart from the proxy\'s', async () => {
+    gw = await buildGateway(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }, `${TEAMS_YAML}admin:\n  maxConnections: 2\n`))
+    await gw.admin.listen({ host: '127.0.0.1', port: 0 })
+    const { port } = gw.admin.server.address() as AddressInfo
+    const first = call(port)
+    await waitFor('the first answer kept alive', () => answered(first))
+    const second = call(port)
+    await waitFor('the second answer kept alive', () => answered(second))
+    const past = call(port)
+    await waitFor('the connection past the bound answered', () => answered(past))
+    await first.closed
+    expect(second.isClosed()).toBe(false)
+    expect(await closedCount('admin', 'idle')).toBe(1)
+    expect(await closedCount('proxy', 'idle')).toBe(0)
+    expect(warnLines()).toHaveLength(1)
+    expect(warnLines()[0]).toMatchObject({ listener: 'admin', maxConnections: 2, closedIdle: 1, closedNew: 0 })
+    for (const c of [second, past]) c.socket.destroy()
+  })
+})
