@@ -5,9 +5,11 @@ import { isIP } from 'node:net'
 // cannot bind an address the first holds: the same address under two spellings
 // (0:0:0:0:0:0:0:1 and ::1, ::ffff:127.0.0.1 and 127.0.0.1), a name and the address it
 // resolves to (localhost and 127.0.0.1), or any address of a wildcard's family (0.0.0.0:
-// every IPv4 address; ::, which Node binds dual-stack: every address). The start said only
-// that the port was in use. A name is resolved as Node's listen resolves it (the first
-// address dns.lookup gives), so the comparison is of what each listener will bind.
+// every IPv4 address; ::, which Node binds dual-stack: every address). That is told as a
+// setting's problem before either listens, not as a port in use. A name is resolved as
+// Node's listen resolves it (the first address dns.lookup gives; Fastify binds no other
+// address of `localhost` for a server of its serverFactory), so the comparison is of what
+// each listener will bind.
 
 /** An address as a listener binds it: IPv4 in dotted form (an IPv4-mapped IPv6 address included), IPv6 in its shortest form. */
 function canonical(ip: string): string {

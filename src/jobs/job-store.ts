@@ -13,8 +13,12 @@ import type { MemoryDeliveryStore } from './delivery-store.js'
  * adds the delivery to the outbox it was given, so no replica stops between the two.
  */
 export interface JobStore {
-  /** Adds a new job unless its team has `maxOpen` jobs open (queued or running) already: false then. */
-  add(job: Job, maxOpen: number, now: number): Promise<boolean>
+  /**
+   * Adds a new job unless its team has `maxOpen` jobs open (queued or running) already, or
+   * keeps `maxKept` jobs at `now` (those keptOfTeam counts): false then. The counts and the
+   * add are one step, so that asks made at once are counted with each other.
+   */
+  add(job: Job, maxOpen: number, now: number, maxKept?: number): Promise<boolean>
   get(id: string): Promise<Job | null>
   /**
    * Replaces `current` by `next` if the job stored is still `current`; false when it changed
@@ -63,10 +67,10 @@ export class MemoryJobStore implements JobStore {
     this.#outbox = outbox
   }
 
-  async add(job: Job, maxOpen: number, now: number): Promise<boolean> {
+  async add(job: Job, maxOpen: number, now: number, maxKept: number = Number.MAX_SAFE_INTEGER): Promise<boolean> {
     this.#prune(now)
-    const open = [...this.#all()].filter((j) => j.team === job.team && !ended(j)).length
-    if (open >= maxOpen) return false
+    const kept = [...this.#all()].filter((j) => j.team === job.team)
+    if (kept.length >= maxKept || kept.filter((j) => !ended(j)).length >= maxOpen) return false
     this.#jobs.set(job.id, { text: JSON.stringify(job), until: keptUntil(job) })
     return true
   }

@@ -93,10 +93,12 @@ export class Jobs {
     const { warm, ...asked } = ask
     const job = newJob({ id: this.#newId(ask.team, now), ...asked, priority: warm ? 'warm' : 'job', expectedSeconds: this.#d.expectedSeconds(ask.credential, ask.team, ask.report) }, now)
     // Every ask leaves a record in Redis until it is dropped: a team's records are bounded too,
-    // so that one team asking jobs that end at once fills no other team's room (a count read
-    // before the add: asks under way at once may pass it by their number).
-    if ((await store.keptOfTeam(ask.team, now)) >= settings.maxKeptPerTeam) throw Object.assign(new JobsKeptFullError(ask.team, settings.maxKeptPerTeam), { retryAfterSec: KEPT_FULL_RETRY_SEC })
-    if (!(await store.add(job, settings.maxOpenPerTeam, now))) throw Object.assign(new JobsFullError(ask.team, settings.maxOpenPerTeam), { retryAfterSec: 1 })
+    // so that one team asking jobs that end at once fills no other team's room. Which bound
+    // refused an ask is read after it: the kept one when the team keeps that many.
+    if (!(await store.add(job, settings.maxOpenPerTeam, now, settings.maxKeptPerTeam))) {
+      if ((await store.keptOfTeam(ask.team, now)) >= settings.maxKeptPerTeam) throw Object.assign(new JobsKeptFullError(ask.team, settings.maxKeptPerTeam), { retryAfterSec: KEPT_FULL_RETRY_SEC })
+      throw Object.assign(new JobsFullError(ask.team, settings.maxOpenPerTeam), { retryAfterSec: 1 })
+    }
     runner.poke()
     this.#d.announce?.()
     return this.#status(job, now)

@@ -24,6 +24,7 @@ const OPEN = 9e15
 const ADD = redisScript<number>(
   'gatewayJobAdd',
   `if redis.call('ZCOUNT', KEYS[3], ARGV[6], ARGV[6]) >= tonumber(ARGV[4]) then return 0 end
+if redis.call('ZCOUNT', KEYS[3], ARGV[7], '+inf') >= tonumber(ARGV[8]) then return 0 end
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
 redis.call('ZADD', KEYS[3], ARGV[6], ARGV[2])
@@ -115,10 +116,10 @@ export class RedisJobStore implements JobStore {
     this.#records = new SealedRecords<Job>({ redis: o.redis, seal: o.seal, keyOf: (id) => redisKey.job(o.prefix, id), parse: parseJob, onUnverified: o.onUnverified })
   }
 
-  async add(job: Job, maxOpen: number, _now: number): Promise<boolean> {
+  async add(job: Job, maxOpen: number, now: number, maxKept: number = Number.MAX_SAFE_INTEGER): Promise<boolean> {
     const { redis, prefix } = this.#o
     const key = redisKey.job(prefix, job.id)
-    const done = await ADD(redis, key, redisKey.dueJobs(prefix), redisKey.teamJobs(prefix, job.team), redisKey.jobTeams(prefix), this.#records.sealed(job), job.id, dueAt(job) ?? job.askedAt, maxOpen, job.team, OPEN)
+    const done = await ADD(redis, key, redisKey.dueJobs(prefix), redisKey.teamJobs(prefix, job.team), redisKey.jobTeams(prefix), this.#records.sealed(job), job.id, dueAt(job) ?? job.askedAt, maxOpen, job.team, OPEN, now, maxKept)
     return done === 1
   }
 

@@ -74,24 +74,24 @@ export const redisKey = {
   keyUse: (prefix: string, replica: string) => `${prefix}{keyuse}:replica:${replica}`,
   /** The keys a reload removed: a field per key id (sealed), each kept 30 days after its removal; one hash slot with the key use. */
   keyUseRemoved: (prefix: string) => `${prefix}{keyuse}:removed`,
-  /** A report job (sealed); every key of the jobs shares the hash tag {jobs}, so that one script changes several. */
-  job: (prefix: string, id: string) => `${prefix}{jobs}:job:${id}`,
+  /** A report job (sealed); every key of the jobs shares the hash tag JOBS_TAG, so that one script changes several (and redis/memory-room.ts finds their master by it). */
+  job: (prefix: string, id: string) => `${prefix}${JOBS_TAG}:job:${id}`,
   /** The open jobs (queued, running) by when a runner may start each (a queued one's time, a running one's lease end): a sorted set of their ids. */
-  dueJobs: (prefix: string) => `${prefix}{jobs}:due`,
+  dueJobs: (prefix: string) => `${prefix}${JOBS_TAG}:due`,
   /** One team's jobs: a sorted set of their ids, an open job's score above any time, an ended one's its drop time. */
-  teamJobs: (prefix: string, team: string) => `${prefix}{jobs}:team:${team}`,
+  teamJobs: (prefix: string, team: string) => `${prefix}${JOBS_TAG}:team:${team}`,
   /** The teams that have a set of jobs (teamJobs), for the store's sweep. */
-  jobTeams: (prefix: string) => `${prefix}{jobs}:teams`,
+  jobTeams: (prefix: string) => `${prefix}${JOBS_TAG}:teams`,
   /** The report a job ended with (sealed), kept until its expiry. */
-  jobResult: (prefix: string, id: string) => `${prefix}{jobs}:result:${id}`,
+  jobResult: (prefix: string, id: string) => `${prefix}${JOBS_TAG}:result:${id}`,
   /** A webhook delivery of an ended job (sealed), in the outbox with the jobs' hash tag. */
-  delivery: (prefix: string, id: string) => `${prefix}{jobs}:delivery:${id}`,
+  delivery: (prefix: string, id: string) => `${prefix}${JOBS_TAG}:delivery:${id}`,
   /** The pending deliveries by when a deliverer may claim each (its next attempt, or its claim's end): a sorted set of their ids. */
-  dueDeliveries: (prefix: string) => `${prefix}{jobs}:deliveries:due`,
+  dueDeliveries: (prefix: string) => `${prefix}${JOBS_TAG}:deliveries:due`,
   /** One team's deliveries by when each was made: its bound (jobs.deliveriesPerTeam) drops the oldest. */
-  teamDeliveries: (prefix: string, team: string) => `${prefix}{jobs}:deliveries:team:${team}`,
+  teamDeliveries: (prefix: string, team: string) => `${prefix}${JOBS_TAG}:deliveries:team:${team}`,
   /** Every team's deliveries by when each was made: GET /admin/jobs reads the newest. */
-  deliveries: (prefix: string) => `${prefix}{jobs}:deliveries`,
+  deliveries: (prefix: string) => `${prefix}${JOBS_TAG}:deliveries`,
   /** A campaign's owning advertiser, `campaign` being the owner cache's key. */
   owner: (prefix: string, campaign: string) => `${prefix}owners:${campaign}`,
 } as const

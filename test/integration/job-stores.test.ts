@@ -180,6 +180,22 @@ describe.skipIf(!available)('job stores: memory and Redis keep the same promises
       expect(await store.add(job('c'), 2, clock.now())).toBe(true)
     })
 
+    it('bounds a team\'s kept jobs, ended ones until dropped, in the add itself: asks made at once are counted with each other', async () => {
+      const store = make()
+      const clock = fakeClock()
+      const job = (id: string, team = 'growth') => newJob({ id, team, credential: 'default', key: id, report, expectedSeconds: null }, clock.now())
+      expect(await store.add(job('a'), 10, clock.now(), 3)).toBe(true)
+      const a = (await store.get('a')) as Job
+      const started = startJob(a, 'r1', clock.now(), LEASE) as Job
+      await store.swap(a, started, clock.now())
+      const failed = endJob(started, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'failed', error: { code: 'GW_UPSTREAM', message: 'x', statusCode: 502 }, tookSeconds: 0 }, KEEP) as Job
+      expect(await store.swap(started, failed, clock.now())).toBe(true)
+      const added = await Promise.all(['b', 'c', 'd', 'e'].map((id) => store.add(job(id), 10, clock.now(), 3)))
+      expect(added.filter(Boolean)).toHaveLength(2)
+      expect(await store.keptOfTeam('growth', clock.now())).toBe(3)
+      expect(await store.add(job('x', 'other'), 10, clock.now(), 3)).toBe(true)
+    })
+
     it('removes a job only as it was read (a cancel loses to a start)', async () => {
       const store = make()
       const clock = fakeClock()

@@ -22,6 +22,13 @@ import type { EnforcedBound } from '../connection-bound.js'
 // bound (`closed`), which counts and says them.
 
 const MAX_LOOK_MS = 5000
+// A look at a listener's connections that found none idle is not repeated until this many
+// times what it took has passed: each connection coming past a full bound meanwhile is
+// closed without one. A look is a pass over every connection (about 180 µs at 4096:
+// decisions/connection-bound.md), and a caller opening connections as fast as it can would
+// otherwise have the process spend all of its time looking; so looks at a full listener
+// take at most a hundredth of its time, whatever the rate of new connections.
+const FULL_LOOK_SPACING = 100
 
 interface Look {
   /** Its bytes moved (moved()) when a look last saw them change, or when it opened. */
@@ -47,6 +54,8 @@ export function closeSilentConnections(server: Server, timeoutMs: number, bound:
   const room = bound === null ? 0 : Math.max(1, Math.ceil(bound.max / 8))
   // When every open connection was last looked at.
   let looked = -Infinity
+  // Until when a connection past the bound is closed without a look: the last look found none idle.
+  let fullUntil = -Infinity
   // Whether `look`'s connection moved bytes since the last look at it; notes it at `at`.
   const see = (look: Look, bytes: number, at: number): boolean => {
     if (bytes === look.moved) return false
@@ -67,6 +76,7 @@ export function closeSilentConnections(server: Server, timeoutMs: number, bound:
       if (socket !== newcomer && idle(socket)) quiet.push([socket, look.after])
     }
     looked = at
+    if (quiet.length === 0) fullUntil = at + (now() - at) * FULL_LOOK_SPACING
     quiet.sort((a, b) => a[1] - b[1])
     const closing = quiet.slice(0, room)
     for (const [socket] of closing) close(socket)
@@ -83,7 +93,7 @@ export function closeSilentConnections(server: Server, timeoutMs: number, bound:
     // `on`: a socket closes once, and `once` keeps a wrapper and its context per connection.
     socket.on('close', () => open.delete(socket))
     if (bound === null || open.size <= bound.max) return
-    const idleClosed = makeRoom(socket)
+    const idleClosed = at < fullUntil ? 0 : makeRoom(socket)
     if (idleClosed > 0) bound.closed('idle', idleClosed)
     if (open.size <= bound.max) return
     // Every other connection has an answer under way: this one is closed, as Node closes one past its maxConnections.
