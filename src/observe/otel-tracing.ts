@@ -218,7 +218,7 @@ export async function otelTracing(config: TracingConfig, about: TracingOptions):
     resourceFromAttributes({ 'host.name': hostname(), 'service.instance.id': about.instanceId, ...config.resourceAttributes, [ATTR_SERVICE_NAME]: config.serviceName, [ATTR_SERVICE_VERSION]: about.version }),
   )
   const processor = new BatchSpanProcessor(await exporterOf(config), config.batch)
-  const sink: SpanSink = { resource, scope: { name: 'report-gateway', version: about.version }, processor, now: about.now, protobuf: config.protocol !== 'http/json' }
+  const sink: SpanSink = { resource, scope: { name: 'report-gateway', version: about.version }, processor, now: about.now }
   const sampler = samplerOf(config)
   return {
     start(req: TracedRequest): Trace {

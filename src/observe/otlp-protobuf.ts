@@ -35,17 +35,6 @@ export interface EncodableSpan {
   readonly statusCode: number
   readonly resource: Resource
   readonly instrumentationScope: InstrumentationScope
-  /** The span's message (ScopeSpans field 2, tag included) as `encodeAtEnd` wrote it: `encodedEnd - encodedAt` bytes of `encoded`; null when not written then. */
-  readonly encoded: Uint8Array | null
-  readonly encodedAt: number
-  readonly encodedEnd: number
-}
-
-/** Where `encodeAtEnd` wrote a span's message, for the span to keep. */
-export interface Encoded {
-  encoded: Uint8Array | null
-  encodedAt: number
-  encodedEnd: number
 }
 
 const SPAN_ATTRIBUTES_FIELD = 9
@@ -333,73 +322,6 @@ function attributes(out: ProtoOut, attrs: Attributes, field: number): void {
   }
 }
 
-// A span's own attributes (set per request: the status, the team, the cache status, the
-// request id) mostly repeat from one request to the next: each key's KeyValue (field 9,
-// tag included) is encoded once per value and copied after. A key takes up to
-// VALUES_PER_KEY values; past that (a request id, a path) its values are written each
-// time, its key's bytes still copied. At most KEYS keys are kept, and a KeyValue only up to
-// KEPT_BYTES long: the memory is bounded (2 MiB) whatever the attributes hold.
-const VALUES_PER_KEY = 32
-const KEYS = 256
-const KEPT_BYTES = 256
-
-interface KeyBytes {
-  /** Field 1 of a KeyValue: the key, tag included. */
-  readonly key: Uint8Array
-  /** Whole KeyValues (field 9) by value; null once the key has taken more than VALUES_PER_KEY values. */
-  values: Map<AttributeValue, Uint8Array> | null
-}
-
-const OWN_KEYS = new Map<string, KeyBytes>()
-
-function keyBytesOf(key: string): KeyBytes | undefined {
-  let known = OWN_KEYS.get(key)
-  if (known === undefined && OWN_KEYS.size < KEYS) {
-    const out = new ProtoOut(key.length * 3 + 8)
-    out.tag(1, 2)
-    out.string(key)
-    known = { key: Uint8Array.from(out.bytes()), values: new Map() }
-    OWN_KEYS.set(key, known)
-  }
-  return known
-}
-
-/** One KeyValue (field 9) after its key's bytes, written in full. */
-function keyValue(out: ProtoOut, key: Uint8Array, value: AttributeValue | undefined): void {
-  out.tag(SPAN_ATTRIBUTES_FIELD, 2)
-  const kv = out.begin()
-  out.raw(key)
-  out.tag(2, 2)
-  const at = out.begin()
-  anyValue(out, value)
-  out.end(at)
-  out.end(kv)
-}
-
-/** A span's own attributes as repeated KeyValue (field 9), in their own order, from the bytes kept for the values that repeat. */
-function ownAttributes(out: ProtoOut, attrs: Attributes): void {
-  for (const key in attrs) {
-    if (!Object.prototype.hasOwnProperty.call(attrs, key)) continue
-    const value = attrs[key]
-    const known = keyBytesOf(key)
-    if (known === undefined) {
-      attributes(out, { [key]: value }, SPAN_ATTRIBUTES_FIELD)
-      continue
-    }
-    const values = known.values
-    const kept = values === null || typeof value === 'object' ? undefined : values.get(value as AttributeValue)
-    if (kept !== undefined) {
-      out.raw(kept)
-      continue
-    }
-    const from = out.pos
-    keyValue(out, known.key, value)
-    if (values === null || typeof value === 'object' || out.pos - from > KEPT_BYTES) continue
-    if (values.size < VALUES_PER_KEY) values.set(value as AttributeValue, Uint8Array.from(out.buf.subarray(from, out.pos)))
-    else known.values = null
-  }
-}
-
 /** A span's attributes encoded once (the span's field 9, repeated), to be copied into each span that holds them. */
 export function encodeSpanAttributes(attrs: Attributes): Uint8Array {
   const out = new ProtoOut(256)
@@ -453,22 +375,6 @@ function millisWithin(ms: number, seconds: number): number {
   return within >= 0 && within < 1000 ? within : ms % 1000
 }
 
-// Span names (field 5, tag included), encoded once each: a method and a route, a step's
-// name. At most NAMES are kept; a name past them is encoded each time it is written.
-const NAMES = 256
-const NAME_BYTES = new Map<string, Uint8Array>()
-
-function nameBytes(name: string): Uint8Array {
-  const known = NAME_BYTES.get(name)
-  if (known !== undefined) return known
-  const out = new ProtoOut(name.length * 3 + 8)
-  out.tag(5, 2)
-  out.string(name)
-  const bytes = Uint8Array.from(out.bytes())
-  if (NAME_BYTES.size < NAMES) NAME_BYTES.set(name, bytes)
-  return bytes
-}
-
 function span(out: ProtoOut, s: EncodableSpan): void {
   out.tag(1, 2)
   out.hex(s.traceId)
@@ -487,7 +393,8 @@ function span(out: ProtoOut, s: EncodableSpan): void {
     out.tag(4, 2)
     out.hex(parent.spanId)
   }
-  out.raw(nameBytes(s.name))
+  out.tag(5, 2)
+  out.string(s.name)
   out.tag(6, 0)
   out.varint(s.kind + 1)
   // As the SDK times a span: its start from Date.now(), its end that plus the measured duration.
@@ -505,39 +412,8 @@ function span(out: ProtoOut, s: EncodableSpan): void {
   out.tag(8, 1)
   out.time(endSeconds, endNanos)
   if (s.baseBytes !== null) out.raw(s.baseBytes)
-  if (s.own !== null) ownAttributes(out, s.own)
+  if (s.own !== null) attributes(out, s.own, SPAN_ATTRIBUTES_FIELD)
   out.spanEnd(s.statusCode, (s.traceFlags & 0xff) | 0x100 | (parent?.isRemote ? 0x200 : 0))
-}
-
-/** One span's message, ScopeSpans field 2 (`spans`) with its tag, as a batch holds it. */
-function spanMessage(out: ProtoOut, s: EncodableSpan): void {
-  out.tag(2, 2)
-  const reserve = s.baseBytes === null && s.own === null ? 1 : 2
-  const at = out.begin(reserve)
-  span(out, s)
-  out.end(at, reserve)
-}
-
-// Spans written as they end, one after the other into slabs of SLAB bytes: a batch is then
-// the slabs' runs copied, not its spans read again, long after, from all over the heap. A
-// slab is left for a new one when less than SLAB_ROOM is free (a span with long attributes
-// grows it: the spans before keep the bytes they were written in), and is freed with the
-// last span that holds it.
-const SLAB = 64 * 1024
-const SLAB_ROOM = 4096
-let slab = new ProtoOut(SLAB)
-
-/**
- * Writes the message of `s`, ended (nothing of it changes after), and says where it is
- * (`into`: the span itself), so that `encodeExportRequest` copies it.
- */
-export function encodeAtEnd(s: EncodableSpan, into: Encoded): void {
-  if (slab.pos + SLAB_ROOM > slab.buf.length) slab = new ProtoOut(SLAB)
-  const at = slab.pos
-  spanMessage(slab, s)
-  into.encoded = slab.buf
-  into.encodedAt = at
-  into.encodedEnd = slab.pos
 }
 
 /** The ExportTraceServiceRequest of `spans`, grouped by resource then scope as the SDK groups them. */
@@ -570,23 +446,13 @@ export function encodeExportRequest(spans: readonly EncodableSpan[]): Uint8Array
       out.tag(2, 2)
       const scopeSpans = out.begin(BATCH_RESERVE)
       out.raw(scopeBytes(scope))
-      // Spans written at their end are copied by runs (one after the other in a slab); any other is written here.
-      let run: Uint8Array | null = null
-      let runFrom = 0
-      let runTo = 0
       for (const s of list) {
-        const encoded = s.encoded
-        if (encoded !== null && encoded === run && s.encodedAt === runTo) {
-          runTo = s.encodedEnd
-          continue
-        }
-        if (run !== null) out.raw(run.subarray(runFrom, runTo))
-        run = encoded
-        runFrom = s.encodedAt
-        runTo = s.encodedEnd
-        if (encoded === null) spanMessage(out, s)
+        out.tag(2, 2)
+        const reserve = s.baseBytes === null && s.own === null ? 1 : 2
+        const at = out.begin(reserve)
+        span(out, s)
+        out.end(at, reserve)
       }
-      if (run !== null) out.raw(run.subarray(runFrom, runTo))
       if (scope.schemaUrl) {
         out.tag(3, 2)
         out.string(scope.schemaUrl)

@@ -5,7 +5,7 @@ import { SpanKind, SpanStatusCode, type Attributes, type HrTime, type SpanContex
 import { addHrTimes, millisToHrTime, type InstrumentationScope } from '@opentelemetry/core'
 import type { Resource } from '@opentelemetry/resources'
 import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base'
-import { encodeAtEnd, encodeSpanAttributes, type EncodableSpan, type Encoded } from './otlp-protobuf.js'
+import { encodeSpanAttributes, type EncodableSpan } from './otlp-protobuf.js'
 import type { SpanAttributes, Trace } from './trace.js'
 
 // A sampled span of the gateway, made by the gateway rather than the SDK's Tracer: what a
@@ -27,8 +27,6 @@ export interface SpanSink {
   readonly processor: SpanProcessor
   /** The wall clock, in milliseconds since the epoch. */
   now(): number
-  /** Spans are exported as protobuf: each is written as it ends (otlp-protobuf.ts, encodeAtEnd). */
-  readonly protobuf?: boolean
 }
 
 const NONE: Attributes = Object.freeze({})
@@ -77,7 +75,7 @@ function newId(bytes: number): string {
 export const newTraceId = (): string => newId(16)
 export const newSpanId = (): string => newId(8)
 
-export class RecordedSpan implements ReadableSpan, EncodableSpan, Encoded, Trace {
+export class RecordedSpan implements ReadableSpan, EncodableSpan, Trace {
   readonly recording = true
   /** The span's id: 8 bytes of `idBytes` from `idAt`. */
   readonly idBytes: Buffer
@@ -93,10 +91,6 @@ export class RecordedSpan implements ReadableSpan, EncodableSpan, Encoded, Trace
   baseBytes: Uint8Array | null = null
   /** Attributes of this span alone, after the precomputed ones. */
   own: Attributes | null = null
-  /** Its protobuf message, written as it ended when the sink exports protobuf. */
-  encoded: Uint8Array | null = null
-  encodedAt = 0
-  encodedEnd = 0
   // Steps within it still open: a list through their #next.
   #first: RecordedSpan | null = null
   #last: RecordedSpan | null = null
@@ -170,7 +164,6 @@ export class RecordedSpan implements ReadableSpan, EncodableSpan, Encoded, Trace
       this.statusCode = SpanStatusCode.ERROR
     }
     this.durationMs = performance.now() - this.#startPerf
-    if (this.#sink.protobuf === true) encodeAtEnd(this, this)
     this.#sink.processor.onEnd(this)
   }
 

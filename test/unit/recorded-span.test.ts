@@ -107,35 +107,6 @@ describe("the gateway's recorded spans", () => {
     expect(Buffer.from(encodeExportRequest(spans as RecordedSpan[])).toString('hex')).toBe(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!).toString('hex'))
   })
 
-  it('are written byte for byte as they end when the sink exports protobuf, in a batch with spans written only then', () => {
-    const eager: SpanSink = { ...sink(), protobuf: true }
-    const late = sink()
-    for (let i = 0; i < 300; i += 1) recorded(i % 3 === 2 ? late : eager, i % 2 ? REMOTE : undefined)
-    const written = (eager.processor as ReturnType<typeof collector>).spans as RecordedSpan[]
-    expect(written.every((s) => s.encoded !== null)).toBe(true)
-    const notWritten = (late.processor as ReturnType<typeof collector>).spans as RecordedSpan[]
-    expect(notWritten.every((s) => s.encoded === null)).toBe(true)
-    // Interleaved as two sinks' spans would be in one batch, and one span left out (a queue that dropped it).
-    const batch: RecordedSpan[] = written.flatMap((s, i) => (i % 4 === 3 ? [s, notWritten[i % notWritten.length]!] : i === 10 ? [] : [s]))
-    for (const spans of [written, batch, [written[5]!]]) {
-      expect(Buffer.from(encodeExportRequest(spans)).toString('hex')).toBe(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!).toString('hex'))
-    }
-  })
-
-  it('are written byte for byte again and again, whether a value repeats (kept encoded) or not (a request id)', () => {
-    const s = sink()
-    const request = (i: number): void => {
-      const root = new RecordedSpan(s, i % 2 ? 'GET' : `GET /route/${i % 5}`, SpanKind.SERVER, '4bf92f3577b34da6a3ce929d0e0e4736', TraceFlags.SAMPLED, undefined, undefined)
-      root.set({ 'http.response.status_code': 200 + (i % 7), 'gateway.request_id': `r-${i}`, 'gateway.team': i % 3 ? 'bench' : 'tëam', 'gateway.flag': i % 2 === 0, 'gateway.list': ['a', String(i % 2)] })
-      root.end()
-    }
-    for (let round = 0; round < 3; round += 1) {
-      for (let i = 0; i < 100; i += 1) request(round * 100 + i)
-      const spans = (s.processor as ReturnType<typeof collector>).spans.splice(0)
-      expect(Buffer.from(encodeExportRequest(spans as RecordedSpan[])).toString('hex')).toBe(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!).toString('hex'))
-    }
-  })
-
   it('time a request from the wall clock at its start, its steps within it, and change nothing once ended', () => {
     const spans = recorded(sink(), undefined)
     const request = spans.at(-1) as RecordedSpan
