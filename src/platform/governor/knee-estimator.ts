@@ -311,10 +311,11 @@ export class KneeEstimator {
     for (let i = 0; i < this.#max; i++) ll[i]! += -this.#logs[i]! - (n / 2) * Math.log((ss[i]! + PRIOR_DOF * PRIOR_SPREAD ** 2) / (n + PRIOR_DOF)) - IMPOSSIBLE_LL * this.#impossible[i]!
     return ll
   }
-  /** What an answer says of every guess w: its call's own time under w against its kind's pace of late (its pace where the own time is within the answer's timing), or how unlikely w makes so soon an end; an untimed one, or one in flight when a queue verdict was held, nothing (a new call all the same). */
+  /** What an answer says of every guess w: its call's own time under w against its kind's pace of late (its pace where the own time is within the answer's timing), or how unlikely w makes so soon an end; an untimed one, its place among the ends alone (#ruleOut); one in flight when a queue verdict was held, nothing (a new call all the same). */
   #learn(a: Answer, call: Call): void {
     if (a.window > this.#movedSerial) this.#sinceMove++
-    if (a.timed === false || a.window <= this.#held || a.window <= this.#paused) return void this.#newCalls++
+    if (a.window <= this.#held || a.window <= this.#paused) return void this.#newCalls++
+    if (a.timed === false) return void this.#ruleOut(a, call)
     this.#fade(a.at)
     const latency = Math.max(1, a.at - a.startedAt)
     const load = Math.max(1, call.load)
@@ -354,6 +355,15 @@ export class KneeEstimator {
     }
     if (!first) this.#counted += weight
     this.#newCalls++
+  }
+  /** An answer read late (untimed): its time weighs nothing, but on one replica the loop reads answers in the order they came, so its place among the ends is known: every w under which it could not have ended yet (fewer than load − w of the calls ahead of it read before it) is ruled out as an impossible end is (docs/governor.md, "The gateway's own time"). */
+  #ruleOut(a: Answer, call: Call): void {
+    this.#newCalls++
+    if (this.#timeline !== null) return
+    let ended = 0
+    for (let i = Math.max(0, call.endsBefore - this.#endsDropped); i < this.#endSerial.length; i++) if (this.#endSerial[i]! < a.window) ended++
+    this.#fade(a.at)
+    for (let w = 1; w < call.load - ended; w++) this.#impossible[w - 1]! += 1
   }
   #fade(now: number): void {
     if (!Number.isFinite(this.#fadedAt)) this.#fadedAt = now
