@@ -10,34 +10,16 @@
  * closed loop of misses there are tens of them, and an L1 hit read in the same poll, or
  * arriving then, waits behind all of them. Given a turn each instead, the work runs in
  * the loop's check phase, after the poll that read every socket ready (hits answered
- * there). One start an iteration runs at once instead, in the phase that asked it, when
- * no work waits for a turn: its call is then written before the loop's next poll, not
- * after it (an HTTP client writes on a kept-alive connection after an immediate of its
- * own, which a check phase sets for the iteration after). So whatever else the loop holds,
- * a hit waits behind at most one start run at once plus one piece of a report call's work
- * per team with work waiting (docs/decisions/completion-turns.md). No number bounds it:
- * the loop's own iterations do. A start waiting for its turn holds no seat; a
- * completion's seat has ended before it asks (the answer is in), and it holds only its
- * received bytes (in the answers' budget).
+ * there); so whatever else the loop holds, a hit waits behind at most one piece of a
+ * report call's work per team with work waiting (docs/decisions/completion-turns.md). No
+ * number bounds it: the loop's own iterations do. A start waiting for its turn holds no
+ * seat; a completion's seat has ended before it asks (the answer is in), and it holds
+ * only its received bytes (in the answers' budget).
  */
 export class CallTurns {
   // Per team, the work waiting, oldest first; the map's order is the teams' turn.
   readonly #waiting = new Map<string, Array<() => void>>()
   #scheduled = false
-  // Whether a start ran at once since the loop's last turn (its check phase).
-  #ranAtOnce = false
-
-  /**
-   * Resolves true at once for a call's start when no work waits for a turn and no other
-   * start ran at once since the loop's last check phase; else as `turn`.
-   */
-  start(team: string, gone?: AbortSignal): Promise<boolean> {
-    if (this.#ranAtOnce || this.#waiting.size > 0) return this.turn(team, gone)
-    if (gone?.aborted === true) return Promise.resolve(false)
-    this.#ranAtOnce = true
-    this.#schedule()
-    return Promise.resolve(true)
-  }
 
   /**
    * Resolves true when it is `team`'s next piece of work's turn (a loop iteration of its
@@ -86,7 +68,6 @@ export class CallTurns {
 
   readonly #next = (): void => {
     this.#scheduled = false
-    this.#ranAtOnce = false
     const first = this.#waiting.entries().next()
     if (first.done === true) return
     const [team, queue] = first.value

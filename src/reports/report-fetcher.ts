@@ -70,10 +70,9 @@ export async function fetchReport(
 ): Promise<FetchResult> {
   const now = deps.now ?? systemClock.now
   const asked = now()
-  // The call's start is the gateway's own CPU too, in its team's turn (or at once when no
-  // work waits for one); nothing is spent on a call whose callers all hung up meanwhile (as
-  // on one dropped in the governor's queue).
-  if (deps.turns !== undefined && !(await deps.turns.start(origin.team, origin.hangUp))) return { kind: 'failed', error: upstreamError(origin.hangUp?.reason) }
+  // The call's start is the gateway's own CPU too, in its team's turn; nothing is spent on
+  // a call whose callers all hung up meanwhile (as on one dropped in the governor's queue).
+  if (deps.turns !== undefined && !(await deps.turns.turn(origin.team, origin.hangUp))) return { kind: 'failed', error: upstreamError(origin.hangUp?.reason) }
   // The wait for the turn is within the call's budget.
   const timeoutMs = deps.timeoutMs === undefined ? undefined : deps.timeoutMs - (now() - asked)
   if (timeoutMs !== undefined && timeoutMs <= 0) return { kind: 'failed', error: new UpstreamTimeoutError() }
