@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { KneeEstimator } from '../../src/platform/governor/knee-estimator.js'
+import { endedBefore } from '../../src/platform/governor/knee-verdicts.js'
 
 /**
  * The start of the limit rule of one replica on a platform with workers to spare (no call
@@ -62,5 +63,13 @@ describe('KneeEstimator: the start on a late loop, its limit not in use', () => 
   it('keeps it where every answer is timed', () => {
     const lowest = Array.from({ length: 20 }, (_, i) => lateLoopStart(i + 1, 16, 1, 60_000))
     expect(lowest.filter((l) => l < 16), `the lowest limit on seeds 1 to 20: ${lowest.join(', ')}`).toEqual([])
+  })
+})
+
+describe('the ends read before an answer', () => {
+  it('counts the ends from a place on whose read serial is below the answer\'s', () => {
+    expect(endedBefore([3, 5, 9, 4, 12], 1, 9)).toBe(2)
+    expect(endedBefore([3, 5, 9, 4, 12], 0, 3)).toBe(0)
+    expect(endedBefore([3, 5], 2, 100)).toBe(0)
   })
 })

@@ -1,6 +1,6 @@
 // The limit rule (docs/governor.md, "The limit rule": the model, s(w), each rule and its reason). Pure: time is passed in.
 import { LENDING_HORIZON_MS } from './dispatch-order.js'
-import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE, atLeast, endAt, highestRoom, highestTied, probeFall, readEvidence, verdicts, writeEvidence } from './knee-verdicts.js'
+import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE, atLeast, endAt, endedBefore, highestRoom, highestTied, probeFall, readEvidence, verdicts, writeEvidence } from './knee-verdicts.js'
 import { RECENT_MS, StartLevels, ThroughputLevels } from './throughput-levels.js'
 import { AnswerTimeline, type Answer } from './answer-timeline.js'
 import { FAULT_MS, FaultWatch, UsualGaps } from './fault-watch.js'
@@ -360,8 +360,7 @@ export class KneeEstimator {
   #ruleOut(a: Answer, call: Call): void {
     this.#newCalls++
     if (this.#timeline !== null) return
-    let ended = 0
-    for (let i = Math.max(0, call.endsBefore - this.#endsDropped); i < this.#endSerial.length; i++) if (this.#endSerial[i]! < a.window) ended++
+    const ended = endedBefore(this.#endSerial, Math.max(0, call.endsBefore - this.#endsDropped), a.window)
     this.#fade(a.at)
     for (let w = 1; w < call.load - ended; w++) this.#impossible[w - 1]! += 1
   }

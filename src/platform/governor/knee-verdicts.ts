@@ -43,6 +43,13 @@ export function highestRoom(ll: Float64Array): number {
   return 0
 }
 
+/** How many of the ends from index `from` on were read before window `window` (ends in read order by their serials). */
+export function endedBefore(serials: readonly number[], from: number, window: number): number {
+  let ended = 0
+  for (let i = from; i < serials.length; i++) if ((serials[i] as number) < window) ended++
+  return ended
+}
+
 /** A(k): when k calls ahead had ended, this replica's counted and the others' at `rate` (per ms; 0: none, the k-th end seen here); null: not before the last end seen. */
 export function endAt(ends: readonly number[], rate: number, k: number): number | null {
   if (rate === 0) return k <= ends.length ? (ends[k - 1] as number) : null
