@@ -99,6 +99,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   if (raw.redis.sentinels && raw.redis.cluster) problems.push('redis: set sentinels or cluster, not both')
   checkRedisUrl(raw.redis.url, envName('redis.url', 'REDIS_URL'), problems)
   checkClusterDatabase(raw.redis.url, raw.redis.cluster != null, envName('redis.url', 'REDIS_URL'), problems)
+  checkClusterKeyPrefix(raw.redis.keyPrefix, raw.redis.cluster != null, problems)
   checkTlsServername(raw.redis.tlsServername, raw.redis.url, problems)
   checkSentinelSettings(raw.redis, problems)
   // A fallback is read beside GATEWAY_SECRET through a rotation: alone, or the same, it rotates nothing.
@@ -309,6 +310,16 @@ function checkClusterDatabase(url: string | null, cluster: boolean, name: string
   if (db !== undefined && Number(db) !== 0) {
     problems.push(`${name}: names database ${Number(db)}, but a Redis Cluster has database 0 alone: remove /${db} from the URL, or give this installation its own redis.keyPrefix`)
   }
+}
+
+// A Cluster hashes a key by the part between its first "{" and the "}" after it (the whole
+// key when there is none, or nothing between them): every key's hash tag is the gateway's
+// (redis/keys.ts, which redis/memory-room.ts finds the jobs' master by) only where the
+// prefix holds no "{". A prefix's {x} puts every key in one slot, its {} hashes the keys
+// one script writes together into different slots, and a lone { makes other tags.
+function checkClusterKeyPrefix(prefix: string, cluster: boolean, problems: string[]): void {
+  if (!cluster || !prefix.includes('{')) return
+  problems.push(`redis.keyPrefix: holds "{", but a Redis Cluster hashes a key by its first {…}: the prefix's would stand in place of the gateway's hash tags, which put the keys one script writes together in one slot and spread the rest over the masters; remove the braces (got ${JSON.stringify(prefix)})`)
 }
 
 // A DNS name of RFC 1123 labels, its last label not all digits: what a certificate's DNS

@@ -132,14 +132,27 @@ export function roomGrowsWith(bound: ResultBound): string | null {
 /** The hash slots of a Redis Cluster. */
 const SLOTS = 16_384
 
+/** What Redis' masters say of their memory (readMemory). */
+export interface MemoryRead {
+  /** The smallest maxmemory among the masters that answer; null when none of them has a limit. */
+  smallest: RedisMemory | null
+  masters: MasterRoom[]
+  /** The masters that answer (host:port, as ioredis names them) whose name a Cluster's slot map does not hold: their share is read as 0. */
+  unnamed: string[]
+  /** The masters a Cluster's slot map names. */
+  slotMap: string[]
+}
+
 /**
  * What Redis' masters say of their memory (every master of a Cluster, each with the share
- * of the slots it serves) among those that answer INFO memory: the smallest maxmemory
- * (null when none of them has a limit) and each one's room; undefined when none answers.
- * On a Cluster whose slot of the jobs (or of the copies' records) is not known, every
- * master is taken to hold them.
+ * of the slots it serves) among those that answer INFO memory; undefined when none answers.
+ * A master is found in the slot map by its host:port; where the map names it otherwise (a
+ * natMap, announced host names) its share is unknown and read as 0, and it is among
+ * `unnamed`. On a Cluster whose master of the jobs (or of the copies' records) is not known
+ * or not among those that answer, every master is taken to hold them. The bare tags' slots
+ * are the real keys' (redis/keys.ts): config refuses a redis.keyPrefix with "{" on a Cluster.
  */
-export async function readMemory(redis: RedisClient): Promise<{ smallest: RedisMemory | null; masters: MasterRoom[] } | undefined> {
+export async function readMemory(redis: RedisClient): Promise<MemoryRead | undefined> {
   const cluster = redis instanceof Cluster ? redis : null
   const nodes: Redis[] = cluster ? cluster.nodes('master') : [redis as Redis]
   const served = new Map<string, number>()
@@ -157,20 +170,25 @@ export async function readMemory(redis: RedisClient): Promise<{ smallest: RedisM
     })
   }
   let smallest: RedisMemory | null | undefined
-  const masters: MasterRoom[] = []
+  const answered: { at: string | null; memory: RedisMemory }[] = []
   for (const node of nodes) {
     const memory = parseMemoryInfo(await node.info('memory').catch(() => ''))
     if (!memory) continue
-    const at = cluster ? `${node.options.host}:${node.options.port}` : null
-    masters.push(
-      at === null
-        ? { maxBytes: memory.maxBytes, share: 1, jobs: true, records: true }
-        : { maxBytes: memory.maxBytes, share: (served.get(at) ?? 0) / SLOTS, jobs: jobsAt === null || jobsAt === at, records: recordsAt === null || recordsAt === at },
-    )
+    answered.push({ at: cluster ? `${node.options.host}:${node.options.port}` : null, memory })
     smallest ??= null
     if (memory.maxBytes > 0 && (smallest === null || memory.maxBytes < smallest.maxBytes)) smallest = memory
   }
-  return smallest === undefined ? undefined : { smallest, masters }
+  if (smallest === undefined) return undefined
+  const names = new Set(answered.map((a) => a.at))
+  const holds = (at: string | null, holder: string | null) => at === null || holder === null || !names.has(holder) || holder === at
+  const masters = answered.map(({ at, memory }) => ({
+    maxBytes: memory.maxBytes,
+    share: at === null ? 1 : (served.get(at) ?? 0) / SLOTS,
+    jobs: holds(at, jobsAt),
+    records: holds(at, recordsAt),
+  }))
+  const unnamed = answered.flatMap(({ at }) => (at !== null && !served.has(at) ? [at] : []))
+  return { smallest, masters, unnamed, slotMap: [...served.keys()] }
 }
 
 /**
@@ -186,6 +204,7 @@ export class ResultRoom {
   #masters: MasterRoom[] = []
   #logged = resultBound({ resultBytesPerTeam: 0, resultsRoom: null }, null, 0)
   #noCopies = false
+  #unnamed: string[] = []
   #timer: Timer | null = null
 
   constructor(o: { redis: RedisClient | null; breaker: RedisBreaker | null; settings: RoomSettings; teams: () => number; log: Pick<Logger, 'info' | 'warn'>; clock: Clock }) {
@@ -210,6 +229,7 @@ export class ResultRoom {
       if (memory !== undefined) {
         this.#memory = memory.smallest
         this.#masters = memory.masters
+        this.#sayUnnamed(memory)
       }
     }
     this.#say()
@@ -240,6 +260,18 @@ export class ResultRoom {
       { resultBytesPerTeam: settings.resultBytesPerTeam, boundBytes: bound.bytes, roomBytes: bound.room.bytes, teams: bound.room.teams, maxmemory: bound.room.maxmemory, policy: this.#memory?.policy ?? null },
       `report jobs' results: each team's bound is ${boundText(bound)}`,
     )
+  }
+
+  /** Masters the slot map does not name are left out of the copies' part: said once each time it comes to that. */
+  #sayUnnamed(memory: MemoryRead): void {
+    if (memory.unnamed.length > 0 && this.#unnamed.length === 0) {
+      const without = this.copyPart() === null ? ': with none left, no part bounds the report copies' : ''
+      this.#o.log.warn(
+        { masters: memory.unnamed, slotMap: memory.slotMap },
+        `the Redis Cluster's slot map names none of the masters ${memory.unnamed.join(', ')} (by host:port, as the gateway reaches them): their share of the slots is unknown, and the report copies' part of Redis is reckoned without them${without}`,
+      )
+    }
+    this.#unnamed = memory.unnamed
   }
 
   /** A part of nothing keeps every copy out of Redis (each replica calls for its own): said once each time it comes to that. */

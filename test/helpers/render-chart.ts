@@ -13,8 +13,8 @@
  *   sorted key order, as Go does), `define` (any file; `_*.tpl` files only define)
  * - functions: include, default, quote, nindent, indent, toYaml, sha256sum, b64enc,
  *   required, fail, trunc, trimSuffix, replace, contains, printf (%s %d %v %q), int, add, join,
- *   deepCopy, set, unset, and, or, not, eq, ne, gt, lt
- * - `.Values` (values.yaml deep-merged with overrides; null deletes a key, as in helm),
+ *   deepCopy, set, unset, hasKey, and, or, not, eq, ne, gt, lt
+ * - `.Values` (values.yaml deep-merged with overrides; null deletes a key values.yaml holds, as in helm),
  *   `.Release.Name/Namespace/Service`, `.Chart.Name/Version/AppVersion`, `.Template`,
  *   `.Files.Get "path"` (a file of the chart outside templates/, "" when there is none)
  * - values are validated against values.schema.json first, as helm does
@@ -132,12 +132,17 @@ export function validateValues(chartDir: string, values: unknown): string[] {
   return (validate.errors ?? []).map((e) => `${e.instancePath || '(root)'}: ${e.message ?? e.keyword} ${JSON.stringify(e.params)}`)
 }
 
-/** helm's values merge: maps merge deeply, anything else replaces, null removes the key. */
+/**
+ * helm's values merge: maps merge deeply, anything else replaces, null removes the key the
+ * base holds; a null where the base holds no such key stays, as helm keeps it (a value under
+ * `config: {}` set to null reaches the templates, and `hasKey` sees it).
+ */
 export function mergeValues(base: Values, override: Values): Values {
   const out: Values = structuredClone(base)
   for (const [key, value] of Object.entries(override)) {
     if (value === null) {
-      delete out[key]
+      if (Object.hasOwn(out, key)) delete out[key]
+      else out[key] = null
     } else if (isMap(value) && isMap(out[key])) {
       out[key] = mergeValues(out[key], value)
     } else {

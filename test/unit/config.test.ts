@@ -266,6 +266,24 @@ describe("REDIS_URL's database (/<db>)", () => {
   })
 })
 
+describe("redis.keyPrefix's braces on a Cluster", () => {
+  const secret = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, GATEWAY_SECRET: 'config-test-gateway-secret-0000' }
+  const cluster = 'redis:\n  cluster: [{ host: 10.0.0.7, port: 6379 }]\n'
+
+  it("are refused: Redis hashes a key by its first {…}, which the prefix's would be in place of the gateway's hash tags", () => {
+    for (const prefix of ['app{x}:', 'app{}:', 'app{']) {
+      expect(problem(secret, `${cluster}  keyPrefix: "${prefix}"\n`).problems).toEqual([
+        `redis.keyPrefix: holds "{", but a Redis Cluster hashes a key by its first {…}: the prefix's would stand in place of the gateway's hash tags, which put the keys one script writes together in one slot and spread the rest over the masters; remove the braces (got ${JSON.stringify(prefix)})`,
+      ])
+    }
+  })
+
+  it('are taken by one server, which has no slots, and "}" alone by a Cluster', () => {
+    expect(load({ ...secret, REDIS_URL: 'redis://cache:6379' }, 'redis:\n  keyPrefix: "app{x}:"\n').redis.keyPrefix).toBe('app{x}:')
+    expect(load(secret, `${cluster}  keyPrefix: "app}:"\n`).redis.keyPrefix).toBe('app}:')
+  })
+})
+
 describe('redis.tlsServername: the name every Redis node\'s certificate is checked against', () => {
   const secret = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, GATEWAY_SECRET: 'config-test-gateway-secret-0000' }
   const cluster = 'redis:\n  cluster: [{ host: 10.0.0.7, port: 6379 }]\n'

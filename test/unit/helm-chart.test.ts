@@ -325,6 +325,13 @@ describe('rendered with the defaults', () => {
     expect(parse(files.get(configFile!)!)).toEqual({ shutdownDrain: '5s', shutdownGrace: '10s', jobs: { resultsRoom: '64MiB' } })
   })
 
+  it("without Redis sets jobs.resultsRoom unless `config` sets it, an explicit null (the results bounded by jobs.resultBytesPerTeam alone) included", () => {
+    const settings = (values: Values) => parse(podFiles(install({ values })).get('/etc/report-gateway/config.yaml')!) as { jobs?: Record<string, unknown> }
+    expect(settings({ config: { jobs: { resultsRoom: '32MiB' } } }).jobs).toEqual({ resultsRoom: '32MiB' })
+    expect(settings({ config: { jobs: { resultsRoom: null } } }).jobs).toEqual({ resultsRoom: null })
+    expect(settings({ config: { jobs: { resultBytesPerTeam: '8MiB' } } }).jobs).toEqual({ resultBytesPerTeam: '8MiB', resultsRoom: '64MiB' })
+  })
+
   it('runs as a non-root user with a read-only root filesystem and no capabilities', () => {
     const spec = one<Deployment>(chart, 'Deployment').spec.template.spec
     expect(spec.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } })

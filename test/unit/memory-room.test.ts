@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { Cluster } from 'ioredis'
 import type { Logger } from 'pino'
 import { boundText, roomGrowsWith, copyPart, parseMemoryInfo, resultBound, ResultRoom, RESULTS_SHARE, type MasterRoom } from '../../src/redis/memory-room.js'
 import type { RedisBreaker } from '../../src/redis/breaker.js'
@@ -141,6 +142,35 @@ describe('ResultRoom', () => {
     expect(r.copyPart()).toBe(0)
     expect(warned).toEqual([expect.stringContaining('jobs.resultsRoom (1000) leaves no part of Redis\' maxmemory (1000) for report copies')])
     memory.max = 3000
+    await r.read()
+    expect(r.copyPart()).toBe(1000)
+    expect(warned).toHaveLength(1)
+  })
+
+  it("warns once when the Cluster's slot map names none of the masters that answer (ioredis natMap, announced host names): their share is unknown", async () => {
+    const master = (host: string, port: number, max: number) => ({ options: { host, port }, info: async () => `maxmemory:${max}\r\nmaxmemory_policy:noeviction\r\n` })
+    const nodes = [master('redis-0', 7000, 1000), master('redis-1', 7001, 3000)]
+    const slotMap = { names: ['10.0.0.1:7000', '10.0.0.2:7001'] }
+    const cluster = Object.assign(Object.create(Cluster.prototype) as Cluster, {
+      nodes: () => nodes,
+      cluster: async (_sub: string, key: string) => (key === '{jobs}' ? 1 : 16_000),
+    })
+    Object.defineProperty(cluster, 'slots', { get: () => Array.from({ length: 16_384 }, (_, slot) => [slotMap.names[slot < 8192 ? 0 : 1]!]) })
+    const breaker = { run: (fn: () => Promise<unknown>) => fn() } as unknown as RedisBreaker
+    const warned: { fields: Record<string, unknown>; msg: string }[] = []
+    const log = { info: () => undefined, warn: (fields: Record<string, unknown>, msg: string) => warned.push({ fields, msg }) } as unknown as Pick<Logger, 'info' | 'warn'>
+    const r = new ResultRoom({ redis: cluster, breaker, settings: { resultBytesPerTeam: 10_000, resultsRoom: null }, teams: () => 1, log, clock: systemClock })
+    await r.read()
+    await r.read()
+    expect(r.copyPart()).toBeNull()
+    expect(warned).toEqual([
+      {
+        fields: { masters: ['redis-0:7000', 'redis-1:7001'], slotMap: ['10.0.0.1:7000', '10.0.0.2:7001'] },
+        msg: expect.stringContaining("the Redis Cluster's slot map names none of the masters redis-0:7000, redis-1:7001"),
+      },
+    ])
+    // Named alike: each master's share of the slots, the jobs' on the first (results' room: half the smallest, 500).
+    slotMap.names = ['redis-0:7000', 'redis-1:7001']
     await r.read()
     expect(r.copyPart()).toBe(1000)
     expect(warned).toHaveLength(1)

@@ -3,7 +3,7 @@
  * Go templates and Sprig the chart uses, as helm runs it, and a failure on anything else.
  */
 import { describe, it, expect } from 'vitest'
-import { renderString, TemplateError } from '../helpers/render-chart.js'
+import { mergeValues, renderString, TemplateError } from '../helpers/render-chart.js'
 import { install } from '../helpers/chart-manifests.js'
 
 describe('the test renderer (subset of Go templates)', () => {
@@ -57,6 +57,11 @@ describe('the test renderer (subset of Go templates)', () => {
     expect(renderString('{{ kindIs "string" .s }} {{ kindIs "string" .n }} {{ kindIs "float64" .n }}', { s: '1s', n: 1 })).toBe('true false true')
     const helpers = '{{- define "twice" -}}{{- $_ := set .into "v" (mul .v 2) -}}{{- end }}'
     expect(renderString('{{ $d := dict "v" 21 }}{{ include "twice" (dict "v" $d.v "into" $d) }}{{ eq $d.v 42 }}', {}, helpers)).toBe('true')
+  })
+
+  it("runs hasKey like Sprig (a key held as null is held), and keeps a null over no value as helm's values merge does", () => {
+    expect(renderString('{{ hasKey .m "a" }} {{ hasKey .m "b" }} {{ hasKey .m "c" }}', { m: { a: null, b: 0 } })).toBe('true true false')
+    expect(mergeValues({ a: { x: 1 } }, { a: { x: null, y: null } })).toEqual({ a: { y: null } })
   })
 
   it('fails on what helm fails on, and on anything outside the subset', () => {

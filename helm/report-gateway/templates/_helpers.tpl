@@ -93,10 +93,10 @@ refuses teams declared in both files.
 {{- /* shutdownDrain and shutdownGrace come from values.shutdownDrainSeconds and values.shutdownGraceSeconds, which terminationGracePeriodSeconds is derived from. */ -}}
 {{- $_ := set $config "shutdownDrain" (printf "%ds" (int .Values.shutdownDrainSeconds)) }}
 {{- $_ := set $config "shutdownGrace" (printf "%ds" (int .Values.shutdownGraceSeconds)) }}
-{{- /* Without Redis the report jobs' results stay in the pod's memory: every team's together within 64MiB (jobs.resultsRoom), beside the cache and the answers in the memory limit, unless `config` sets it. */ -}}
+{{- /* Without Redis the report jobs' results stay in the pod's memory: every team's together within 64MiB (jobs.resultsRoom), beside the cache and the answers in the memory limit, unless `config` sets it (null included: jobs.resultBytesPerTeam alone bounds them). */ -}}
 {{- if not (include "report-gateway.usesRedis" .) }}
 {{- $jobs := default (dict) $config.jobs }}
-{{- if not $jobs.resultsRoom }}
+{{- if not (hasKey $jobs "resultsRoom") }}
 {{- $_ := set $jobs "resultsRoom" "64MiB" }}
 {{- $_ := set $config "jobs" $jobs }}
 {{- end }}

@@ -204,6 +204,11 @@ const FUNCTIONS: Record<string, Fn> = {
     delete map[str(key)]
     return map
   },
+  // Sprig's hasKey: whether the map holds the key, whatever its value (null included).
+  hasKey: ([map, key], _scope, where) => {
+    if (!isMap(map)) throw new TemplateError(`${where}: hasKey needs a map`)
+    return Object.hasOwn(map, str(key))
+  },
   and: (args) => args.find((a) => !truth(a)) ?? args[args.length - 1],
   or: (args) => args.find((a) => truth(a)) ?? args[args.length - 1],
   not: ([v]) => !truth(v),
