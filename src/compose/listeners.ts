@@ -71,7 +71,7 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   // Each listener's counts show from the start (0), so that a rate over them has a series to read.
   const bound = (listener: 'proxy' | 'admin', setting: string, max: number): ListenerBound => {
     for (const which of ['idle', 'new'] as const) metrics.connectionsClosedAtBound.inc({ listener, which }, 0)
-    return { listener, setting, max, closed: (which, count) => metrics.connectionsClosedAtBound.inc({ listener, which }, count) }
+    return { listener, setting, max, closed: (which, count) => metrics.connectionsClosedAtBound.inc({ listener, which }, count), inForce: (n) => metrics.connectionsBound.set({ listener }, n) }
   }
   const proxy = buildServer(config, log, failures, fast, { challenge: PROXY_CHALLENGE, connections: bound('proxy', 'server.maxConnections', config.server.maxConnections), rateOf: callerRate(admission), tracing, allow: allowOf, bodyReader: 'handler' })
   refusalsObservedOn(proxy, refusalObserver(observe, tracing !== null))

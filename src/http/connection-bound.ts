@@ -79,6 +79,8 @@ export interface ListenerBound {
   max: number
   /** Counts `count` connections closed as `which`. */
   closed: (which: ClosedAtBound, count: number) => void
+  /** Told the bound in force: `max`, or fewer where the open-file limit leaves fewer. */
+  inForce?: (max: number) => void
 }
 
 /** A bound as hooks/silent-connections.ts enforces it. */
@@ -92,6 +94,7 @@ export interface EnforcedBound {
 /** `bound` under `fileLimit` (connectionBound), each closing counted and (a line a minute at most) logged. */
 export function enforcedBound(bound: ListenerBound, fileLimit: number | null, log: Pick<Logger, 'warn'>, now: () => number = () => performance.now()): EnforcedBound {
   const max = connectionBound(bound.max, fileLimit)
+  bound.inForce?.(max)
   const notice = new ClosedNotice()
   return {
     max,

@@ -134,6 +134,7 @@ export function createMetrics() {
       'Connections closed because a connection came past its listener\'s bound (server.maxConnections, admin.maxConnections, or fewer where the open-file limit leaves fewer), by listener (proxy, admin) and which (idle: the longest silent with no answer under way, closed to make room; new: the one that came, closed unanswered as every other had an answer under way)',
       ['listener', 'which'],
     ),
+    connectionsBound: gauge('gateway_connections_bound', 'The most connections a listener holds open at once, by listener (proxy, admin): server.maxConnections or admin.maxConnections, or fewer where the open-file limit leaves fewer', ['listener']),
     platformUnusable: counter('gateway_platform_unusable_answers_total', 'Platform 200 answers to report reads that are not a JSON report, neither stored nor served (502 GW_UPSTREAM or a stale copy), by what their body is (html, empty, truncated-json, mislabelled-json, other)', ['kind']),
   }
   /** What GET /metrics shows: the process's metrics, then this gateway's. */

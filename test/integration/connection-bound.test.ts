@@ -105,6 +105,13 @@ describe('a listener\'s bound on open connections', () => {
     for (const c of waiting) c.socket.destroy()
   })
 
+  it('shows each listener\'s bound in force on /metrics (gateway_connections_bound), the admin\'s its own', async () => {
+    gw = await buildGateway(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }, `${TEAMS_YAML}server:\n  maxConnections: 7\nadmin:\n  maxConnections: 5\n`))
+    const metrics = (await gw.admin.inject({ method: 'GET', url: '/metrics' })).body
+    expect(metrics).toMatch(/^gateway_connections_bound\{listener="proxy"\} 7$/m)
+    expect(metrics).toMatch(/^gateway_connections_bound\{listener="admin"\} 5$/m)
+  })
+
   it('holds admin.maxConnections on the admin listener, apart from the proxy\'s', async () => {
     gw = await buildGateway(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }, `${TEAMS_YAML}admin:\n  maxConnections: 2\n`))
     await gw.admin.listen({ host: '127.0.0.1', port: 0 })
