@@ -114,7 +114,7 @@ export const ConfigSchema = Type.Object(
         headersTimeout: Duration,
         keepAliveTimeout: Duration,
         connectionTimeout: Duration,
-        maxConnections: Type.Integer({ minimum: 1, description: 'the most connections the proxy listener holds open at once, idle kept-alive ones included (fewer where the open-file limit leaves fewer); past it the longest silent ones with no answer under way are closed' }),
+        maxConnections: Type.Integer({ minimum: 1, description: 'the most connections the proxy listener holds open at once, idle kept-alive ones included (fewer where the open-file limit leaves fewer); past it the longest silent ones with no answer under way are closed, else those of the team holding the most answers under way past its part' }),
       },
       { additionalProperties: false },
     ),

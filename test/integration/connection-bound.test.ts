@@ -84,13 +84,14 @@ describe('a listener\'s bound on open connections', () => {
     for (const c of [...held, ...past]) c.socket.destroy()
   })
 
-  it('closes the new connection unanswered when every connection has an answer under way, and answers them', async () => {
+  it('closes the new connection unanswered when every connection has an answer under way and no team holds more than its part, and answers them', async () => {
     gw = await buildGateway(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }, `${TEAMS_YAML}server:\n  maxConnections: 2\n`))
     await gw.proxy.listen({ host: '127.0.0.1', port: 0 })
     const { port } = gw.proxy.server.address() as AddressInfo
     sandbox.setFailure({ kind: 'held' })
-    const report = (dates: string) => `GET /api/v1/report/campaigns/get?advertiserId=101&${dates} HTTP/1.1\r\nhost: x\r\nx-api-key: ${KEYS.all}\r\n\r\n`
-    const waiting = [call(port, report('dateFrom=2026-01-01&dateTo=2026-01-07')), call(port, report('dateFrom=2026-01-08&dateTo=2026-01-14'))]
+    // Two teams, one call each: neither holds more than its part of the bound (one of two, with the newcomer's team).
+    const report = (key: string, dates: string) => `GET /api/v1/report/campaigns/get?advertiserId=101&${dates} HTTP/1.1\r\nhost: x\r\nx-api-key: ${key}\r\n\r\n`
+    const waiting = [call(port, report(KEYS.all, 'dateFrom=2026-01-01&dateTo=2026-01-07')), call(port, report(KEYS.writer, 'dateFrom=2026-01-08&dateTo=2026-01-14'))]
     await waitFor('both calls at the platform', () => sandbox.requests.length >= 2)
     const past = call(port)
     await past.closed
@@ -98,7 +99,8 @@ describe('a listener\'s bound on open connections', () => {
     expect(waiting.some((c) => c.isClosed())).toBe(false)
     expect(await closedCount('proxy', 'new')).toBe(1)
     expect(await closedCount('proxy', 'idle')).toBe(0)
-    expect(warnLines()[0]).toMatchObject({ listener: 'proxy', maxConnections: 2, closedIdle: 0, closedNew: 1 })
+    expect(await closedCount('proxy', 'busy')).toBe(0)
+    expect(warnLines()[0]).toMatchObject({ listener: 'proxy', maxConnections: 2, closedIdle: 0, closedBusy: 0, closedNew: 1 })
     sandbox.setFailure({ kind: 'none' })
     sandbox.releaseHeld()
     await waitFor('both held calls answered', () => waiting.every(answered))
