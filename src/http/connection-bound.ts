@@ -114,7 +114,7 @@ export function enforcedBound(bound: ListenerBound, fileLimit: number | null, lo
       log.warn(
         { listener: bound.listener, maxConnections: max, closedIdle: said.idle, closedBusy: said.busy, closedNew: said.new },
         `connections closed at the bound: the ${bound.listener} listener held ${max} open connections (${bound.setting}, or what the open-file limit leaves when fewer); ` +
-          'closedIdle: the longest silent with no answer under way, closed to make room; closedBusy: with none idle, the longest silent of the team holding the most answers under way past its part of the bound, cut to make room; ' +
+          'closedIdle: the longest silent with no answer under way, closed to make room; closedBusy: with none idle, the longest silent of the team holding the most answers under way past its part of the bound (callers with no key counted as one team), cut to make room; ' +
           'closedNew: closed unanswered as they came, every other connection having an answer under way and no team past its part (all since the last such line)',
       )
     },

@@ -10,8 +10,11 @@ import type { Socket } from 'node:net'
 // none idle, the team holding the most answers under way gives up its longest silent
 // ones, down to no less than its part of the bound: the bound split evenly between the
 // teams holding answers and one more, the newcomer's, whose team is known only once its
-// request is read. A team within its part keeps every answer; connections of no team
-// (refused before their key was read, health checks) are never cut.
+// request is read. A team within its part keeps every answer. Connections on which no
+// request was admitted (callers with no key: refusals, health checks, the API's
+// description, and every connection of the admin listener) count as one team of their
+// own: answers asked with no key and never read (GET /openapi.json pipelined, a few MB on
+// each connection) would otherwise hold every team out as well.
 
 const TEAM = Symbol('the team of the request last admitted on the connection')
 
@@ -37,12 +40,11 @@ export function partOfBound(max: number, teams: number): number {
  * answers under way (`busy`, each with its team and how long silent: the earliest its
  * last byte may have come, lower is longer), its longest silent, at most `room` and no
  * more than take it down to its part of the bound (partOfBound); none when no team holds
- * more than its part. Connections of no team are counted in no team and never chosen.
+ * more than its part. Connections of no team (undefined) are one team.
  */
 export function cutAtFullBound<T>(busy: readonly { conn: T; team: string | undefined; after: number }[], max: number, room: number): T[] {
-  const byTeam = new Map<string, { conn: T; after: number }[]>()
+  const byTeam = new Map<string | undefined, { conn: T; after: number }[]>()
   for (const { conn, team, after } of busy) {
-    if (team === undefined) continue
     let held = byTeam.get(team)
     if (held === undefined) byTeam.set(team, (held = []))
     held.push({ conn, after })

@@ -1,9 +1,9 @@
-import { connect, type Socket } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { KEYS, TEAMS_YAML, buildGateway, closeAfterTest, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useSandbox } from '../helpers/fixtures.js'
 import { waitFor } from '../helpers/wait.js'
+import { answeredWith, closedAtBound, destroyRawConnections, rawConnection, type RawConnection } from '../helpers/raw-connections.js'
 
 // One team's answers under way at a full listener. A team with a valid key opens the
 // listener's bound of connections, each asking a report whose answer it never reads (or
@@ -17,56 +17,19 @@ const BOUND = 64
 const ROOM = BOUND / 8
 const sandbox = useSandbox()
 let gw: TestGateway | null = null
-const sockets: Socket[] = []
 
 afterEach(async () => {
   sandbox.setFailure({ kind: 'none' })
   sandbox.releaseHeld()
-  for (const socket of sockets.splice(0)) socket.destroy()
+  destroyRawConnections()
   if (gw) await closeAfterTest(gw)
   gw = null
 })
 
-interface Caller {
-  socket: Socket
-  received: string
-  firstData: Promise<void>
-  closed: Promise<void>
-  isClosed: () => boolean
-}
-
-/** A connection to `port` asking `head`; `read: false` stops reading at the first bytes of the answer. */
-function call(port: number, head: string, read = true): Caller {
-  const socket = connect(port, '127.0.0.1')
-  sockets.push(socket)
-  let closed = false
-  let gotData: () => void = () => undefined
-  const caller: Caller = {
-    socket,
-    received: '',
-    firstData: new Promise((resolve) => (gotData = resolve)),
-    closed: new Promise((resolve) =>
-      socket.once('close', () => {
-        closed = true
-        gotData()
-        resolve()
-      }),
-    ),
-    isClosed: () => closed,
-  }
-  socket.setEncoding('latin1').on('data', (chunk: string) => {
-    if (caller.received.length < 4096) caller.received += chunk.slice(0, 4096)
-    gotData()
-    if (!read) socket.pause()
-  })
-  socket.on('error', () => undefined)
-  socket.write(head)
-  return caller
-}
-
 const report = (key: string, dates: string) => `GET /api/v1/report/campaigns/get?advertiserId=101&${dates} HTTP/1.1\r\nhost: x\r\nx-api-key: ${key}\r\n\r\n`
 const week = (i: number) => `dateFrom=2025-01-01&dateTo=2025-${String(1 + Math.floor(i / 28)).padStart(2, '0')}-${String(1 + (i % 28)).padStart(2, '0')}`
-const answered = (c: Caller) => /^HTTP\/1\.1 200 /.test(c.received)
+const answered = (c: RawConnection) => answeredWith(c)
+const call = (port: number, head: string, read = true) => rawConnection(port, head, { read, keep: 4096 })
 
 /** The value of a series of /metrics. */
 async function series(name: string, labels: string): Promise<number> {
@@ -75,8 +38,6 @@ async function series(name: string, labels: string): Promise<number> {
   if (line === null) throw new Error(`no series ${name}{${labels}}`)
   return Number(line[1])
 }
-
-const closedAtBound = (which: string) => series('gateway_connections_closed_at_bound_total', `listener="proxy",which="${which}"`)
 
 describe('one team\'s answers under way at a full listener', () => {
   it(`(${BOUND} connections of one team, each a 6 MB cached report it stops reading) hold no other team out: ${ROOM} of the team's are closed, and the other team's connection is answered`, async () => {
@@ -88,7 +49,7 @@ describe('one team\'s answers under way at a full listener', () => {
     const warm = call(port, report(KEYS.growth, week(0)))
     await waitFor('the report cached', () => answered(warm) && warm.received.includes('x-cache: MISS'))
     warm.socket.destroy()
-    const held: Caller[] = []
+    const held: RawConnection[] = []
     for (let i = 0; i < BOUND; i++) held.push(call(port, report(KEYS.growth, week(0)), false))
     await Promise.all(held.map((c) => c.firstData))
     expect(held.filter(answered)).toHaveLength(BOUND)
@@ -97,9 +58,7 @@ describe('one team\'s answers under way at a full listener', () => {
     await waitFor('the other team\'s answer, or its connection closed', () => answered(other) || other.isClosed())
     expect(answered(other)).toBe(true)
     // The team's connections cut were closed by the gateway: a caller that reads nothing does not see it yet.
-    expect(await closedAtBound('busy')).toBe(ROOM)
-    expect(await closedAtBound('idle')).toBe(0)
-    expect(await closedAtBound('new')).toBe(0)
+    expect(await closedAtBound(gw.admin, 'proxy')).toEqual({ idle: 0, busy: ROOM, new: 0 })
   }, 30_000)
 
   it(`(${BOUND} platform calls of one team held) hold no other team out, through the router's entrance`, async () => {
@@ -107,7 +66,7 @@ describe('one team\'s answers under way at a full listener', () => {
     await gw.proxy.listen({ host: '127.0.0.1', port: 0 })
     const { port } = gw.proxy.server.address() as AddressInfo
     sandbox.setFailure({ kind: 'held' })
-    const held: Caller[] = []
+    const held: RawConnection[] = []
     for (let i = 0; i < BOUND; i++) held.push(call(port, report(KEYS.growth, week(i))))
     const platformCalls = async () => (await series('gateway_platform_queued_calls', 'credential="default"')) + (await series('gateway_platform_in_flight_calls', 'credential="default"'))
     await waitFor('the team\'s calls at the platform or waiting for a seat', async () => (await platformCalls()) === BOUND)
@@ -115,7 +74,7 @@ describe('one team\'s answers under way at a full listener', () => {
     await waitFor('the other team\'s connection kept or closed', () => other.isClosed() || held.filter((c) => c.isClosed()).length >= ROOM, 5000)
     expect(other.isClosed()).toBe(false)
     expect(held.filter((c) => c.isClosed())).toHaveLength(ROOM)
-    expect(await closedAtBound('busy')).toBe(ROOM)
+    expect((await closedAtBound(gw.admin, 'proxy')).busy).toBe(ROOM)
     sandbox.setFailure({ kind: 'none' })
     sandbox.releaseHeld()
     await waitFor('the other team\'s answer', () => answered(other), 10_000)

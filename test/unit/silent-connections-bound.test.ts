@@ -12,7 +12,7 @@ import type { Socket } from 'node:net'
 // pay a pass over every connection to be closed anyway), only once the look's own cost
 // has been left to the rest of the process many times over. A listener full of one team's answers
 // under way cuts that team's longest silent instead (http/connection-teams.ts); the answers
-// of the first test are of no team, which are never cut. A fake server and fake
+// of the first test are four teams', none past its part. A fake server and fake
 // sockets on a fake clock: each read of a socket's byte count costs the clock 10 µs.
 
 class FakeSocket extends EventEmitter {
@@ -44,8 +44,12 @@ describe('the connection bound at a listener full of answers under way', () => {
     const server = new EventEmitter()
     const closed: Record<ClosedAtBound, number> = { idle: 0, busy: 0, new: 0 }
     closeSilentConnections(server as unknown as Server, 60_000, { max: 4, closed: (which, count) => (closed[which] += count) }, () => clock.t)
+    // Four teams' answers, one each: none past its part of the bound (one of four, with the newcomer's team).
     const busy = Array.from({ length: 4 }, () => new FakeSocket(clock, true))
-    for (const socket of busy) server.emit('connection', socket)
+    busy.forEach((socket, i) => {
+      carries(socket as unknown as Socket, `team-${i}`)
+      server.emit('connection', socket)
+    })
 
     const first = new FakeSocket(clock, false)
     server.emit('connection', first)

@@ -18,8 +18,9 @@ import { carrier, cutAtFullBound } from '../connection-teams.js'
 // those with no answer under way are closed (an eighth of the bound at a time, so that the next
 // callers find room without a look at every connection each). A caller holding
 // thousands of idle connections thereby holds no other caller out. With none idle, the
-// team holding the most answers under way past its part of the bound gives up its longest
-// silent connections (http/connection-teams.ts), so that one team's answers held open
+// team holding the most answers under way past its part of the bound (callers with no key
+// are one team) gives up its longest silent connections (http/connection-teams.ts), so
+// that one team's answers held open
 // hold no other team out either; with no team past its part, the new connection is closed
 // at once. Each closing is told to the bound (`closed`), which counts and says them.
 
