@@ -88,4 +88,28 @@ describe('the connection bound at a listener full of answers under way', () => {
     expect(busy.map((s) => s.destroyed)).toEqual([true, false, false, false])
     expect(closed).toEqual({ idle: 0, busy: 1, new: 0 })
   })
+
+  it('after a look that cut less than a room of a team\'s answers, closes the connections that come right after it without looking again', () => {
+    const clock = { t: 0 }
+    const server = new EventEmitter()
+    const closed: Record<ClosedAtBound, number> = { idle: 0, busy: 0, new: 0 }
+    // A bound of 16 (a room of 2): team a holds 3, thirteen teams 1 each. a's part is 2 (16 over 15): one of a's is cut.
+    closeSilentConnections(server as unknown as Server, 60_000, { max: 16, closed: (which, count) => (closed[which] += count) }, () => clock.t)
+    const busy = Array.from({ length: 16 }, (_, i) => {
+      const socket = new FakeSocket(clock, true)
+      carries(socket as unknown as Socket, i < 3 ? 'a' : `team-${i}`)
+      server.emit('connection', socket)
+      return socket
+    })
+    const first = new FakeSocket(clock, false)
+    server.emit('connection', first)
+    expect(first.destroyed).toBe(false)
+    expect(closed).toEqual({ idle: 0, busy: 1, new: 0 })
+    const reads = busy.map((s) => s.reads)
+    const next = new FakeSocket(clock, false)
+    server.emit('connection', next)
+    expect(next.destroyed).toBe(true)
+    expect(closed).toEqual({ idle: 0, busy: 1, new: 1 })
+    expect(busy.map((s) => s.reads)).toEqual(reads)
+  })
 })

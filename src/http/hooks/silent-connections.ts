@@ -25,12 +25,13 @@ import { carrier, cutAtFullBound } from '../connection-teams.js'
 // at once. Each closing is told to the bound (`closed`), which counts and says them.
 
 const MAX_LOOK_MS = 5000
-// A look at a listener's connections that found none idle is not repeated until this many
-// times what it took has passed: each connection coming past a full bound meanwhile is
-// closed without one. A look is a pass over every connection (about 180 µs at 4096:
-// decisions/connection-bound.md), and a caller opening connections as fast as it can would
-// otherwise have the process spend all of its time looking; so looks at a full listener
-// take at most a hundredth of its time, whatever the rate of new connections.
+// A look at a listener's connections that found none idle, and fewer than the room of a
+// team's answers to cut, is not repeated until this many times what it took has passed:
+// each connection coming past a full bound meanwhile is closed without one. A look is a
+// pass over every connection (about 180 µs at 4096: decisions/connection-bound.md), and a
+// caller opening connections as fast as it can would otherwise have the process spend all
+// of its time looking; so looks at a full listener take at most a hundredth of its time,
+// whatever the rate of new connections, unless each finds a whole room to make.
 const FULL_LOOK_SPACING = 100
 
 interface Look {
@@ -57,7 +58,7 @@ export function closeSilentConnections(server: Server, timeoutMs: number, bound:
   const room = bound === null ? 0 : Math.max(1, Math.ceil(bound.max / 8))
   // When every open connection was last looked at.
   let looked = -Infinity
-  // Until when a connection past the bound is closed without a look: the last look found none idle.
+  // Until when a connection past the bound is closed without a look: the last look found none idle, and less than a room to cut.
   let fullUntil = -Infinity
   // Whether `look`'s connection moved bytes since the last look at it; notes it at `at`.
   const see = (look: Look, bytes: number, at: number): boolean => {
@@ -90,7 +91,7 @@ export function closeSilentConnections(server: Server, timeoutMs: number, bound:
       return ['idle', closing.length]
     }
     const cut = cutAtFullBound(busy, max, room)
-    if (cut.length === 0) fullUntil = at + (now() - at) * FULL_LOOK_SPACING
+    if (cut.length < room) fullUntil = at + (now() - at) * FULL_LOOK_SPACING
     for (const socket of cut) close(socket)
     return ['busy', cut.length]
   }
