@@ -20,9 +20,9 @@ import { carrier, cutAtFullBound } from '../connection-teams.js'
 // thousands of idle connections thereby holds no other caller out. With none idle, the
 // team holding the most answers under way past its part of the bound (callers with no key
 // are one team) gives up its longest silent connections (http/connection-teams.ts), so
-// that one team's answers held open
-// hold no other team out either; with no team past its part, the new connection is closed
-// at once. Each closing is told to the bound (`closed`), which counts and says them.
+// that one team's answers held open hold no other team out either; with no team past its
+// part, the new connection is closed at once. Each closing is told to the bound
+// (`closed`), which counts and says them.
 
 const MAX_LOOK_MS = 5000
 // A look at a listener's connections that found none idle, and fewer than the room of a
