@@ -93,7 +93,7 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
   if (memory !== null) warnings.push(memory)
   warnings.push(...bareDurationWarnings(raw))
   warnings.push(...misspelledVariables(env))
-  return { ...config, host, demo: mode.demo, warnings, settings: host === config.host ? settings : settings.map((s) => (s.setting === 'host' ? { ...s, value: host, source: 'demo', from: 'demo mode' } : s)) }
+  return { ...config, host, demo: mode.demo, warnings, memoryWarning: memory, settings: host === config.host ? settings : settings.map((s) => (s.setting === 'host' ? { ...s, value: host, source: 'demo', from: 'demo mode' } : s)) }
 }
 
 /** Settings renamed this release, old name → new: the old name is still taken, with a warning, until the next. */

@@ -98,6 +98,8 @@ export class TeamReloader {
   /** The digest of the files whose refusal was last logged; null while the running teams are the files'. */
   #refused: string | null = null
   #admins: string
+  /** The memory warning last said (at start, or by a reload); null: none. */
+  #memorySaid: string | null
   #timer: Timer | null = null
   readonly #clock: Clock
 
@@ -109,6 +111,7 @@ export class TeamReloader {
     this.#variables = [env.CONFIG_FILE ? 'CONFIG_FILE' : null, env.TEAMS_FILE ? 'TEAMS_FILE' : null].filter((n) => n !== null)
     this.#named = this.#variables.join(' and ') || 'CONFIG_FILE'
     this.#admins = signature(deps.config.admin.tokens)
+    this.#memorySaid = deps.config.memoryWarning
     deps.metrics.configReloadOk.set(1)
   }
 
@@ -236,6 +239,11 @@ export class TeamReloader {
     // The check in force is the running one's: a changed ownership waits for a restart.
     const creativeSets = creativeSetsPassWarning(this.#d.config.ownership.creativeSets.check, next.teams)
     if (creativeSets !== null) log.warn({ trigger, ...this.#files }, creativeSets)
+    // Without Redis the teams' job results are among the memory budgets, a bound per team:
+    // teams a reload adds may take them past the container's limit, which the start said
+    // only for the teams it had.
+    if (next.memoryWarning !== null && next.memoryWarning !== this.#memorySaid) log.warn({ trigger, ...this.#files, teams: next.teams.length }, next.memoryWarning)
+    this.#memorySaid = next.memoryWarning
     const waiting = restartOnlyChanges(this.#d.config, next)
     if (waiting.length > 0) {
       log.warn({ ...this.#files, settings: waiting }, `${this.#named} reload: settings other than the teams and the admin tokens changed (${waiting.join(', ')}); they take effect at the next restart`)
@@ -411,7 +419,7 @@ export function adminChanges(before: readonly AdminToken[], after: readonly Admi
 // a reload takes on). A renamed setting moved to its new name changes its warning, not a
 // value in force.
 function restartOnly(config: Config): Record<string, unknown> {
-  return { ...config, teams: null, admin: { ...config.admin, token: null, viewerToken: null, tokens: null }, secrets: null, settings: null, warnings: null }
+  return { ...config, teams: null, admin: { ...config.admin, token: null, viewerToken: null, tokens: null }, secrets: null, settings: null, warnings: null, memoryWarning: null }
 }
 
 /**

@@ -11,7 +11,7 @@ import { KnownUrls } from '../access/known-urls.js'
 import { Admission } from '../access/admission.js'
 import { ADMIN_CHALLENGE, buildServer, PROXY_CHALLENGE, refusalsObservedOn } from '../http/server.js'
 import { allowOf } from '../http/methods.js'
-import type { ListenerBound } from '../http/connection-bound.js'
+import { CLOSED_AT_BOUND, type ListenerBound } from '../http/connection-bound.js'
 import { apiRoutes } from '../http/api.js'
 import { healthRoutes } from '../http/health.js'
 import { fastReads } from '../http/reads/fast-path.js'
@@ -70,7 +70,7 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   // Its handlers read a body once they have admitted its caller (Admission.readBody), and invite it then.
   // Each listener's counts show from the start (0), so that a rate over them has a series to read.
   const bound = (listener: 'proxy' | 'admin', setting: string, max: number): ListenerBound => {
-    for (const which of ['idle', 'new'] as const) metrics.connectionsClosedAtBound.inc({ listener, which }, 0)
+    for (const which of CLOSED_AT_BOUND) metrics.connectionsClosedAtBound.inc({ listener, which }, 0)
     return { listener, setting, max, closed: (which, count) => metrics.connectionsClosedAtBound.inc({ listener, which }, count), inForce: (n) => metrics.connectionsBound.set({ listener }, n) }
   }
   const proxy = buildServer(config, log, failures, fast, { challenge: PROXY_CHALLENGE, connections: bound('proxy', 'server.maxConnections', config.server.maxConnections), rateOf: callerRate(admission), tracing, allow: allowOf, bodyReader: 'handler' })

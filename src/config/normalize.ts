@@ -256,8 +256,13 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
 }
 
 /** `demo`: decided by loadConfig from everything that was set (config/demo-mode.ts); `settings`: each setting in force and where it came from (config/provenance.ts). */
-/** The configuration in force; `warnings`: what a start logs of it (a renamed or retired setting, a risky one: config/risky-settings.ts). */
-export type Config = ReturnType<typeof normalize> & { demo: boolean; settings: Setting[]; warnings: string[] }
+/**
+ * The configuration in force; `warnings`: what a start logs of it (a renamed or retired
+ * setting, a risky one: config/risky-settings.ts); `memoryWarning`: the one of them that
+ * says its memory budgets cannot fit the container's limit (config/memory-fit.ts), which a
+ * teams reload says again when its teams change it; null: they fit, or no limit is known.
+ */
+export type Config = ReturnType<typeof normalize> & { demo: boolean; settings: Setting[]; warnings: string[]; memoryWarning: string | null }
 
 /** Whether listeners on these two hosts take the same port: one address, or either every address of the host. */
 function envName(path: string, env: string): string {

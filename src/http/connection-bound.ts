@@ -12,14 +12,23 @@ import type { Logger } from 'pino'
 // file), so where that limit leaves fewer the bound is what it leaves: half of the limit
 // past a part kept for the gateway's own use, so that both listeners at their bounds still
 // leave it that part. What is closed at the bound is hooks/silent-connections.ts's choice:
-// the longest silent connections with no answer under way (`idle`), or the new one when
-// every connection has an answer under way (`new`).
+// the longest silent connections with no answer under way (`idle`); with none, the longest
+// silent of the team holding the most answers under way past its part of the bound
+// (`busy`: http/connection-teams.ts); or the new one when no team is past its part (`new`).
 
 /** The least time between two warn lines of one listener's connections closed at its bound. */
 export const WARN_EVERY_MS = 60_000
 
-/** Which connection the bound closed: `idle`, one with no answer under way closed to make room; `new`, the one that came past the bound, every other having an answer under way. */
-export type ClosedAtBound = 'idle' | 'new'
+/**
+ * Which connection the bound closed: `idle`, one with no answer under way closed to make
+ * room; `busy`, one with an answer under way of the team holding the most of them past its
+ * part of the bound, closed to make room; `new`, the one that came past the bound, every
+ * other having an answer under way and no team past its part.
+ */
+export type ClosedAtBound = 'idle' | 'busy' | 'new'
+
+/** Every value of ClosedAtBound: the metric's series, shown from the start. */
+export const CLOSED_AT_BOUND: readonly ClosedAtBound[] = ['idle', 'busy', 'new']
 
 /** The descriptors kept for the gateway's own connections and files: a quarter of the limit, at most 512. */
 export function reservedFiles(fileLimit: number): number {
@@ -55,7 +64,7 @@ export type ClosedCounts = Record<ClosedAtBound, number>
  * the last line once WARN_EVERY_MS has passed since it (null until then).
  */
 export class ClosedNotice {
-  private unsaid: ClosedCounts = { idle: 0, new: 0 }
+  private unsaid: ClosedCounts = { idle: 0, busy: 0, new: 0 }
   private saidAt = -Infinity
 
   /** Notes `count` connections closed as `which` at `now` (ms): the counts to say now, or null. */
@@ -63,7 +72,7 @@ export class ClosedNotice {
     this.unsaid[which] += count
     if (now - this.saidAt < WARN_EVERY_MS) return null
     const said = this.unsaid
-    this.unsaid = { idle: 0, new: 0 }
+    this.unsaid = { idle: 0, busy: 0, new: 0 }
     this.saidAt = now
     return said
   }
@@ -103,9 +112,10 @@ export function enforcedBound(bound: ListenerBound, fileLimit: number | null, lo
       const said = notice.note(which, count, now())
       if (said === null) return
       log.warn(
-        { listener: bound.listener, maxConnections: max, closedIdle: said.idle, closedNew: said.new },
+        { listener: bound.listener, maxConnections: max, closedIdle: said.idle, closedBusy: said.busy, closedNew: said.new },
         `connections closed at the bound: the ${bound.listener} listener held ${max} open connections (${bound.setting}, or what the open-file limit leaves when fewer); ` +
-          'closedIdle: the longest silent with no answer under way, closed to make room; closedNew: closed unanswered as they came, every other connection having an answer under way (both since the last such line)',
+          'closedIdle: the longest silent with no answer under way, closed to make room; closedBusy: with none idle, the longest silent of the team holding the most answers under way past its part of the bound (callers with no key counted as one team), cut to make room; ' +
+          'closedNew: closed unanswered as they came, every other connection having an answer under way and no team past its part (all since the last such line)',
       )
     },
   }

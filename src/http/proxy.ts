@@ -15,6 +15,7 @@ import { connectionOptions } from '../access/connection-options.js'
 import { withoutKeys } from '../access/api-keys.js'
 import { linksOnGateway, onGateway, refreshOnGateway } from '../platform/client/redirect-location.js'
 import { PROVISIONAL_HEADER, SETTLED_HEADER, USAGE_HEADER } from './reads/report-facts.js'
+import { carries } from './connection-teams.js'
 
 // What the platform may see of a caller's request headers: an allowlist, so
 // that forwarding, method-override, cookie or proxy headers never reach it. The
@@ -44,6 +45,7 @@ export function proxyHandler(
     // A refusal thrown here leaves the step open: the request's span ends it, failed.
     const admitting = trace?.step('admission')
     const caller = admission.admit(request)
+    carries(request.socket, caller.team.name)
     await admission.readBody(request, caller, limit)
     await admission.checkScope(request.method, caller)
     admitting?.end()

@@ -131,7 +131,7 @@ export function createMetrics() {
     redisSkippedWrites: counter('gateway_redis_skipped_writes_total', 'Writes to Redis not sent because Redis refuses writes (cache entries, fill locks)'),
     connectionsClosedAtBound: counter(
       'gateway_connections_closed_at_bound_total',
-      'Connections closed because a connection came past its listener\'s bound (server.maxConnections, admin.maxConnections, or fewer where the open-file limit leaves fewer), by listener (proxy, admin) and which (idle: the longest silent with no answer under way, closed to make room; new: the one that came, closed unanswered as every other had an answer under way)',
+      'Connections closed because a connection came past its listener\'s bound (server.maxConnections, admin.maxConnections, or fewer where the open-file limit leaves fewer), by listener (proxy, admin) and which (idle: the longest silent with no answer under way, closed to make room; busy: with none idle, the longest silent of the team holding the most answers under way past its part of the bound (callers with no key counted as one team), its answer cut to make room; new: the one that came, closed unanswered as every other had an answer under way and no team was past its part)',
       ['listener', 'which'],
     ),
     connectionsBound: gauge('gateway_connections_bound', 'The most connections a listener holds open at once, by listener (proxy, admin): server.maxConnections or admin.maxConnections, or fewer where the open-file limit leaves fewer', ['listener']),

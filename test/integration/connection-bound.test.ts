@@ -1,9 +1,10 @@
-import { connect, type Socket } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { KEYS, TEAMS_YAML, buildGateway, closeAfterTest, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useSandbox } from '../helpers/fixtures.js'
 import { waitFor } from '../helpers/wait.js'
+import { closedAtBound, rawConnection, type RawConnection } from '../helpers/raw-connections.js'
+import type { ClosedAtBound } from '../../src/http/connection-bound.js'
 
 // Each listener holds at most its bound of open connections (server.maxConnections for
 // the proxy's, admin.maxConnections for the admin's, fewer where the open-file limit
@@ -22,42 +23,12 @@ afterEach(async () => {
   gw = null
 })
 
-interface Caller {
-  socket: Socket
-  received: string
-  closed: Promise<void>
-  isClosed: () => boolean
-}
+const HEALTHZ = 'GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n'
+const call = (port: number, head = HEALTHZ) => rawConnection(port, head)
 
-/** A connection to `port` that asks `head` (`GET /healthz` unless given) and is answered (kept alive), or is closed. */
-function call(port: number, head = 'GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n'): Caller {
-  const socket = connect(port, '127.0.0.1')
-  let closed = false
-  const caller: Caller = {
-    socket,
-    received: '',
-    closed: new Promise((resolve) =>
-      socket.once('close', () => {
-        closed = true
-        resolve()
-      }),
-    ),
-    isClosed: () => closed,
-  }
-  socket.setEncoding('latin1').on('data', (chunk: string) => (caller.received += chunk))
-  socket.on('error', () => undefined)
-  socket.write(head)
-  return caller
-}
+const answered = (c: RawConnection) => /^HTTP\/1\.1 200 [\s\S]*\r\n\r\n/.test(c.received)
 
-const answered = (c: Caller) => /^HTTP\/1\.1 200 [\s\S]*\r\n\r\n/.test(c.received)
-
-async function closedCount(listener: string, which: string): Promise<number> {
-  const metrics = (await gw!.admin.inject({ method: 'GET', url: '/metrics' })).body
-  const line = new RegExp(`^gateway_connections_closed_at_bound_total\\{listener="${listener}",which="${which}"\\} (\\d+)`, 'm').exec(metrics)
-  if (line === null) throw new Error(`no series for ${listener} ${which}`)
-  return Number(line[1])
-}
+const closedCount = async (listener: 'proxy' | 'admin', which: ClosedAtBound) => (await closedAtBound(gw!.admin, listener))[which]
 
 const warnLines = () => gw!.logs.records().filter((r) => r.level === 40 && String(r.msg).startsWith('connections closed at the bound'))
 
@@ -66,7 +37,7 @@ describe('a listener\'s bound on open connections', () => {
     gw = await buildGateway(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }, `${TEAMS_YAML}server:\n  maxConnections: 3\n`))
     await gw.proxy.listen({ host: '127.0.0.1', port: 0 })
     const { port } = gw.proxy.server.address() as AddressInfo
-    const held: Caller[] = []
+    const held: RawConnection[] = []
     // One at a time, so that the first is the longest silent.
     for (let i = 0; i < 3; i++) {
       const c = call(port)
@@ -84,13 +55,14 @@ describe('a listener\'s bound on open connections', () => {
     for (const c of [...held, ...past]) c.socket.destroy()
   })
 
-  it('closes the new connection unanswered when every connection has an answer under way, and answers them', async () => {
+  it('closes the new connection unanswered when every connection has an answer under way and no team holds more than its part, and answers them', async () => {
     gw = await buildGateway(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }, `${TEAMS_YAML}server:\n  maxConnections: 2\n`))
     await gw.proxy.listen({ host: '127.0.0.1', port: 0 })
     const { port } = gw.proxy.server.address() as AddressInfo
     sandbox.setFailure({ kind: 'held' })
-    const report = (dates: string) => `GET /api/v1/report/campaigns/get?advertiserId=101&${dates} HTTP/1.1\r\nhost: x\r\nx-api-key: ${KEYS.all}\r\n\r\n`
-    const waiting = [call(port, report('dateFrom=2026-01-01&dateTo=2026-01-07')), call(port, report('dateFrom=2026-01-08&dateTo=2026-01-14'))]
+    // Two teams, one call each: neither holds more than its part of the bound (one of two, with the newcomer's team).
+    const report = (key: string, dates: string) => `GET /api/v1/report/campaigns/get?advertiserId=101&${dates} HTTP/1.1\r\nhost: x\r\nx-api-key: ${key}\r\n\r\n`
+    const waiting = [call(port, report(KEYS.all, 'dateFrom=2026-01-01&dateTo=2026-01-07')), call(port, report(KEYS.writer, 'dateFrom=2026-01-08&dateTo=2026-01-14'))]
     await waitFor('both calls at the platform', () => sandbox.requests.length >= 2)
     const past = call(port)
     await past.closed
@@ -98,7 +70,8 @@ describe('a listener\'s bound on open connections', () => {
     expect(waiting.some((c) => c.isClosed())).toBe(false)
     expect(await closedCount('proxy', 'new')).toBe(1)
     expect(await closedCount('proxy', 'idle')).toBe(0)
-    expect(warnLines()[0]).toMatchObject({ listener: 'proxy', maxConnections: 2, closedIdle: 0, closedNew: 1 })
+    expect(await closedCount('proxy', 'busy')).toBe(0)
+    expect(warnLines()[0]).toMatchObject({ listener: 'proxy', maxConnections: 2, closedIdle: 0, closedBusy: 0, closedNew: 1 })
     sandbox.setFailure({ kind: 'none' })
     sandbox.releaseHeld()
     await waitFor('both held calls answered', () => waiting.every(answered))

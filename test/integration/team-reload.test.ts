@@ -486,3 +486,31 @@ describe('SIGHUP on the built gateway', () => {
     expect(proc.output()).toMatch(/"trigger":"signal"/)
   }, 90_000)
 })
+
+// The start warns when the memory budgets cannot fit the container's limit; without Redis
+// the report jobs' results are among them, bounded per team (jobs.resultBytesPerTeam, 256
+// MiB unless jobs.resultsRoom bounds them all): teams a reload adds are counted then.
+describe('the memory warning at a reload', () => {
+  it('says the teams a reload adds take a replica without Redis past its container\'s memory limit', async () => {
+    const MiB = 1024 * 1024
+    const team = (name: string, key: string) => `  ${name}:\n    keys: ["${hashApiKey(key)}"]\n    advertisers: ["*"]\n`
+    const dir = configMap(`teamsReload: { poll: 1h }\nteams:\n${team('growth', OLD)}`)
+    const env = { CONFIG_FILE: dir.path, PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN, LOG_LEVEL: 'info' }
+    // 1 GiB: one team's results (256 MiB) beside the cache, the answers, the connections and the rest fit; three teams' do not.
+    const source = { env, memoryLimit: () => 1024 * MiB }
+    const config = loadConfig(source)
+    expect(config.warnings.filter((w) => w.includes('memory limit'))).toEqual([])
+    const gw = await gateways.build(config, { configSource: source })
+    dir.update(`teamsReload: { poll: 1h }\nteams:\n${team('growth', OLD)}${team('finance', NEW)}${team('ops', 'rgw_reload_ops_key_222222222222222222222222222')}`)
+    const res = await gw.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(res.json()).toMatchObject({ result: 'applied' })
+    const said = gw.logs.records().filter((r) => r.level === 40 && String(r.msg).includes('memory limit'))
+    expect(said).toHaveLength(1)
+    expect(String(said[0]!.msg)).toContain('jobs.resultBytesPerTeam for 3 teams')
+    // The warning is the teams', not a setting waiting for a restart.
+    expect(gw.logs.records().filter((r) => String(r.msg).includes('at the next restart'))).toEqual([])
+    // Said once per change: a reload that leaves it so says nothing more.
+    await gw.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(gw.logs.records().filter((r) => r.level === 40 && String(r.msg).includes('memory limit'))).toHaveLength(1)
+  })
+})

@@ -37,11 +37,12 @@ describe('a listener\'s connection bound', () => {
 describe('ClosedNotice', () => {
   it('says the first closing at once, then nothing within a minute, then every one since the last line by which', () => {
     const notice = new ClosedNotice()
-    expect(notice.note('idle', 2, 1000)).toEqual({ idle: 2, new: 0 })
+    expect(notice.note('idle', 2, 1000)).toEqual({ idle: 2, busy: 0, new: 0 })
     expect(notice.note('new', 1, 1001)).toBeNull()
-    expect(notice.note('idle', 3, 1000 + WARN_EVERY_MS - 1)).toBeNull()
-    expect(notice.note('new', 1, 1000 + WARN_EVERY_MS)).toEqual({ idle: 3, new: 2 })
-    expect(notice.note('new', 1, 1000 + 3 * WARN_EVERY_MS)).toEqual({ idle: 0, new: 1 })
+    expect(notice.note('idle', 3, 1000 + WARN_EVERY_MS - 2)).toBeNull()
+    expect(notice.note('busy', 4, 1000 + WARN_EVERY_MS - 1)).toBeNull()
+    expect(notice.note('new', 1, 1000 + WARN_EVERY_MS)).toEqual({ idle: 3, busy: 4, new: 2 })
+    expect(notice.note('new', 1, 1000 + 3 * WARN_EVERY_MS)).toEqual({ idle: 0, busy: 0, new: 1 })
   })
 })
 
@@ -61,9 +62,9 @@ describe('enforcedBound', () => {
     now = 10
     bound.closed('new', 1)
     expect(counted).toEqual([['idle', 12], ['new', 1]])
-    expect(lines).toEqual([{ listener: 'admin', maxConnections: 96, closedIdle: 12, closedNew: 0 }])
+    expect(lines).toEqual([{ listener: 'admin', maxConnections: 96, closedIdle: 12, closedBusy: 0, closedNew: 0 }])
     now = WARN_EVERY_MS
     bound.closed('idle', 12)
-    expect(lines[1]).toEqual({ listener: 'admin', maxConnections: 96, closedIdle: 12, closedNew: 1 })
+    expect(lines[1]).toEqual({ listener: 'admin', maxConnections: 96, closedIdle: 12, closedBusy: 0, closedNew: 1 })
   })
 })

@@ -1,7 +1,8 @@
 import type { Server, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import { performance } from 'node:perf_hooks'
-import type { EnforcedBound } from '../connection-bound.js'
+import type { ClosedAtBound, EnforcedBound } from '../connection-bound.js'
+import { carrier, cutAtFullBound } from '../connection-teams.js'
 
 // server.connectionTimeout without a timer per answer. Node's own socket timeout
 // (server.setTimeout) is re-armed on every read and every write of a connection: at hit
@@ -16,18 +17,21 @@ import type { EnforcedBound } from '../connection-bound.js'
 // has asked for nothing: so when a connection comes past the bound, the longest silent of
 // those with no answer under way are closed (an eighth of the bound at a time, so that the next
 // callers find room without a look at every connection each). A caller holding
-// thousands of idle connections thereby holds no other caller out; only connections
-// with answers under way, each bounded by requestTimeout, fill the listener; past the
-// bound with none idle, a new connection is closed at once. Each closing is told to the
-// bound (`closed`), which counts and says them.
+// thousands of idle connections thereby holds no other caller out. With none idle, the
+// team holding the most answers under way past its part of the bound (callers with no key
+// are one team) gives up its longest silent connections (http/connection-teams.ts), so
+// that one team's answers held open hold no other team out either; with no team past its
+// part, the new connection is closed at once. Each closing is told to the bound
+// (`closed`), which counts and says them.
 
 const MAX_LOOK_MS = 5000
-// A look at a listener's connections that found none idle is not repeated until this many
-// times what it took has passed: each connection coming past a full bound meanwhile is
-// closed without one. A look is a pass over every connection (about 180 µs at 4096:
-// decisions/connection-bound.md), and a caller opening connections as fast as it can would
-// otherwise have the process spend all of its time looking; so looks at a full listener
-// take at most a hundredth of its time, whatever the rate of new connections.
+// A look at a listener's connections that found none idle, and fewer than the room of a
+// team's answers to cut, is not repeated until this many times what it took has passed:
+// each connection coming past a full bound meanwhile is closed without one. A look is a
+// pass over every connection (about 180 µs at 4096: decisions/connection-bound.md), and a
+// caller opening connections as fast as it can would otherwise have the process spend all
+// of its time looking; so looks at a full listener take at most a hundredth of its time,
+// whatever the rate of new connections, unless each finds a whole room to make.
 const FULL_LOOK_SPACING = 100
 
 interface Look {
@@ -54,7 +58,7 @@ export function closeSilentConnections(server: Server, timeoutMs: number, bound:
   const room = bound === null ? 0 : Math.max(1, Math.ceil(bound.max / 8))
   // When every open connection was last looked at.
   let looked = -Infinity
-  // Until when a connection past the bound is closed without a look: the last look found none idle.
+  // Until when a connection past the bound is closed without a look: the last look found none idle, and less than a room to cut.
   let fullUntil = -Infinity
   // Whether `look`'s connection moved bytes since the last look at it; notes it at `at`.
   const see = (look: Look, bytes: number, at: number): boolean => {
@@ -64,23 +68,32 @@ export function closeSilentConnections(server: Server, timeoutMs: number, bound:
     look.since = at
     return true
   }
-  // The connections idle now, longest silent first: `room` of them are closed (how many
-  // were). Silent since `after`, the earliest its last byte may have come: a connection
-  // answered since the last look is not taken for newer than one opened since, whose
-  // request has not been read yet (connections accepted together are one look).
-  const makeRoom = (newcomer: Socket): number => {
+  // The connections idle now, longest silent first: `room` of them are closed. Silent
+  // since `after`, the earliest its last byte may have come: a connection answered since
+  // the last look is not taken for newer than one opened since, whose request has not been
+  // read yet (connections accepted together are one look). With none idle, those of the
+  // team past its part of the bound (cutAtFullBound). Returns which were closed, and how many.
+  const makeRoom = (newcomer: Socket, max: number): [ClosedAtBound, number] => {
     const at = now()
     const quiet: [Socket, number][] = []
+    const busy: { conn: Socket; team: string | undefined; after: number }[] = []
     for (const [socket, look] of open) {
       see(look, moved(socket), at)
-      if (socket !== newcomer && idle(socket)) quiet.push([socket, look.after])
+      if (socket === newcomer) continue
+      if (idle(socket)) quiet.push([socket, look.after])
+      else if (quiet.length === 0) busy.push({ conn: socket, team: carrier(socket), after: look.after })
     }
     looked = at
-    if (quiet.length === 0) fullUntil = at + (now() - at) * FULL_LOOK_SPACING
-    quiet.sort((a, b) => a[1] - b[1])
-    const closing = quiet.slice(0, room)
-    for (const [socket] of closing) close(socket)
-    return closing.length
+    if (quiet.length > 0) {
+      quiet.sort((a, b) => a[1] - b[1])
+      const closing = quiet.slice(0, room)
+      for (const [socket] of closing) close(socket)
+      return ['idle', closing.length]
+    }
+    const cut = cutAtFullBound(busy, max, room)
+    if (cut.length < room) fullUntil = at + (now() - at) * FULL_LOOK_SPACING
+    for (const socket of cut) close(socket)
+    return ['busy', cut.length]
   }
   const close = (socket: Socket): void => {
     // Out of the count at once: its 'close' comes later, and the next caller counts without it.
@@ -93,10 +106,12 @@ export function closeSilentConnections(server: Server, timeoutMs: number, bound:
     // `on`: a socket closes once, and `once` keeps a wrapper and its context per connection.
     socket.on('close', () => open.delete(socket))
     if (bound === null || open.size <= bound.max) return
-    const idleClosed = at < fullUntil ? 0 : makeRoom(socket)
-    if (idleClosed > 0) bound.closed('idle', idleClosed)
+    if (at >= fullUntil) {
+      const [which, count] = makeRoom(socket, bound.max)
+      if (count > 0) bound.closed(which, count)
+    }
     if (open.size <= bound.max) return
-    // Every other connection has an answer under way: this one is closed, as Node closes one past its maxConnections.
+    // Every other connection has an answer under way, no team's past its part: this one is closed, as Node closes one past its maxConnections.
     close(socket)
     bound.closed('new', 1)
   })

@@ -18,6 +18,7 @@ import { isHostValue } from '../request-target.js'
 import type { ServePlain } from '../socket-entrance.js'
 import type { ReportAnswerFacts } from './report-facts.js'
 import { JOINED_FILL, L1_HIT, L1_MISS, L2_HIT, L2_NOT_FRESH, TO_ROUTER } from './step-attributes.js'
+import { carries } from '../connection-teams.js'
 
 /** A caller that joined a cold fill went to the platform for want of a copy, with another read. */
 const JOINED: Forward = { reason: 'uri-miss', collapsed: true }
@@ -183,6 +184,7 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
     if ('answer' in decided) {
       decided.admitting?.end()
       ended(trace?.step('cache.lookup'), L1_HIT)
+      carries(req.socket, decided.identity.team.name)
       return answer(req, res, decided, decided.answer, 'HIT', started, now, null, req.socket.remoteAddress ?? null)
     }
     const { admitted, rate, flight, admitting } = decided.goOn
@@ -190,6 +192,7 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
     if (admitted === undefined || admitted.scopePending || admitted.refresh) return toRouter(req, res, next, admitting, rate === undefined ? undefined : { rate })
     admitting?.end()
     ended(trace?.step('cache.lookup'), L1_MISS)
+    carries(req.socket, admitted.identity.team.name)
     if (flight !== undefined) return join(req, res, next, admitted, flight, started, trace)
     shared(req, res, next, admitted, started, trace)
   }
@@ -215,6 +218,7 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
       if (text !== null) {
         decided.admitting?.end()
         ended(trace?.step('cache.lookup'), L1_HIT)
+        carries(socket, decided.identity.team.name)
         send(socket, text.lines, text.body)
         served(seen ?? { method: 'GET', url, headers }, bytesSince(socket), decided, own.reqId, 'HIT', 200, started, now, null, socket.remoteAddress ?? null, trace)
         return true

@@ -12,6 +12,7 @@ import { assertAccounts } from '../../access/scope.js'
 import type { Pair } from '../../access/request-target.js'
 import { notTaken } from '../hooks/validation-message.js'
 import { hangUpSignal } from '../../platform/client/caller-group.js'
+import { carries } from '../connection-teams.js'
 
 /** What the job routes read: the jobs, the admission of callers, the clock, what a report answer says of its cost and finality. */
 export interface JobRouteParts {
@@ -39,6 +40,7 @@ function admitter(admission: Admission): (request: FastifyRequest) => Caller {
   return (request) => {
     const caller = admission.caller(admission.key(request.headers), admission.target(request.url))
     request.caller = caller
+    carries(request.socket, caller.team.name)
     caller.rate = admission.limit(caller.team)
     return caller
   }

@@ -18,6 +18,7 @@ import type { FailureLog } from '../../observe/failure-log.js'
 import { acceptJob } from './job-routes.js'
 import type { CacheEntry } from '../../cache/cache-entry.js'
 import { USAGE_HEADER, type ReportAnswerFacts, type ReportDays } from './report-facts.js'
+import { carries } from '../connection-teams.js'
 
 /** What the report routes read: the configuration, the report cache, the clock and traces, the admission of callers, the one decision of report reads and what an answer says of its cost and finality. */
 export type ReportReadParts = Pick<GatewayContext, 'config' | 'reports' | 'jobs' | 'clock' | 'tracing'> & { admission: Admission; decisions: ReadDecisions; failures: Pick<FailureLog, 'warn'>; facts: ReportAnswerFacts }
@@ -77,6 +78,7 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     const decided = decisions.decide(request.method, request.url, request.headers, now, { counted: handed?.rate, into: request }, trace)
     // Set by the decision once the key named it.
     const caller = request.caller as Caller
+    if (request.caller !== null) carries(request.socket, caller.team.name)
     if ('answer' in decided) {
       decided.admitting?.end()
       trace?.step('cache.lookup', L1_HIT).end()
@@ -113,6 +115,7 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     const trace = tracing === null ? undefined : traceOf(request.raw)
     const admitting = trace?.step('admission')
     const caller = admission.admit(request)
+    carries(request.socket, caller.team.name)
     await admission.readBody(request, caller, config.limits.reportBodyBytes)
     if (caller.body?.kind !== 'json') throw new BadQueryError('body: must be a JSON object')
     const report = canonicalPostReport(caller.target.path, caller.target.search, caller.body.value, { maxRangeDays: config.cache.maxRangeDays })
