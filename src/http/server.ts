@@ -1,4 +1,4 @@
-import { createServer, maxHeaderSize, STATUS_CODES, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http'
+import { createServer, maxHeaderSize, METHODS, STATUS_CODES, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
@@ -91,6 +91,19 @@ const REQUEST_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]{1,20}) ([^\s]+) HTTP\/1\.[01]
 /** What llhttp says of a head it refused: its own fixed words, never the caller's bytes. */
 const PARSER_REASON = /^[\w .,/'`-]{1,80}$/
 
+/**
+ * The request line of the request the parser refused for its method: the first line of
+ * `raw` (the bytes of the read that failed), when it is a request line whose method the
+ * parser does not know. A read may begin with requests the parser read before the refused
+ * one (pipelined), or with the rest of a body: a first line with a method the parser knows
+ * is such a request, not the refused one, and is named nowhere. Null otherwise.
+ */
+function refusedRequestLine(raw: Buffer): RegExpExecArray | null {
+  const line = REQUEST_LINE.exec(raw.subarray(0, 512).toString('latin1'))
+  return line && !KNOWN_METHODS.has(line[1] as string) ? line : null
+}
+const KNOWN_METHODS = new Set(METHODS)
+
 /** The gateway's error for a request Node's parser refused (`err`, its head `raw`); null when no answer is due. */
 function clientErrorAnswer(err: Error & { code?: string; reason?: string }, raw: Buffer | undefined, allowOf: ((target: string) => string) | null): { error: GatewayError; headers: Record<string, string> } {
   if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return { error: new RequestTimeoutError(), headers: {} }
@@ -98,13 +111,34 @@ function clientErrorAnswer(err: Error & { code?: string; reason?: string }, raw:
   if (err.code === 'HPE_HEADER_OVERFLOW') return { error: new HeadersTooLargeError(maxHeaderSize), headers: {} }
   if (err.code === 'HPE_PAUSED_H2_UPGRADE') return { error: new BadRequestError('malformed HTTP request: HTTP/2 is spoken here only through TLS (ALPN); send HTTP/1.1'), headers: {} }
   // A method HTTP's parser does not know, in a request line it could read otherwise: refused as any method not forwarded.
-  const line = err.code === 'HPE_INVALID_METHOD' && allowOf !== null && raw !== undefined ? REQUEST_LINE.exec(raw.subarray(0, 512).toString('latin1')) : null
+  const line = err.code === 'HPE_INVALID_METHOD' && allowOf !== null && raw !== undefined ? refusedRequestLine(raw) : null
   if (line && allowOf !== null) {
     const allow = allowOf(line[2] as string)
     return { error: new MethodNotAllowedError(line[1] as string, allow), headers: { allow } }
   }
   const reason = typeof err.reason === 'string' && PARSER_REASON.test(err.reason) ? `: ${err.reason}` : ''
   return { error: new BadRequestError(`malformed HTTP request${reason}`), headers: {} }
+}
+
+// The connections whose refusal (clientErrorHandler) is written or waits for the answers ahead of it.
+const refusing = new WeakSet<Duplex>()
+
+/**
+ * Calls `then` once every answer due on `socket` before the request its parser refused is
+ * written: the answers of the requests pipelined before it, which Node read whole, go out
+ * first and in order (RFC 9112, 9.3.2), so that the refusal is never read as theirs (a
+ * write told it "is never sent to the platform" while it was). An answer whose own
+ * request is the one refused (a body the parser could not read) is not waited for.
+ */
+function afterAnswersAhead(socket: HttpSocket, then: () => void): void {
+  const ahead = socket._httpMessage
+  if (!ahead || ahead.writableFinished || !ahead.req.complete) return then()
+  const next = (): void => {
+    ahead.off('finish', next).off('close', next)
+    if (socket.destroyed) return
+    afterAnswersAhead(socket, then)
+  }
+  ahead.once('finish', next).once('close', next)
 }
 
 /**
@@ -297,17 +331,25 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
     },
     clientErrorHandler: (clientError, socket) => {
       const err = clientError as Error & { code?: string; reason?: string; rawPacket?: unknown }
+      // A parser that failed fails again at each read after it: the first refusal is the one answered.
+      if (refusing.has(socket)) return
       // Replaces Fastify's default, which logs the error with its `rawPacket`: the caller's
       // bytes, API key and admin token included. Nothing of the request is logged; its
       // head is read only for a method to name.
-      // An answer already begun on this connection cannot be followed by another: the
-      // connection is cut (as Node's own handler does).
-      if (err.code === 'ECONNRESET' || !socket.writable || http === null || (socket as HttpSocket)._httpMessage?.headersSent) {
+      const server = http
+      if (err.code === 'ECONNRESET' || !socket.writable || server === null) {
         socket.destroy()
         return
       }
+      refusing.add(socket)
       const { error, headers } = clientErrorAnswer(err, Buffer.isBuffer(err.rawPacket) ? err.rawPacket : undefined, allow)
-      endWithError(http, socket, error, { ...refusalHeaders, ...headers }, null)
+      afterAnswersAhead(socket as HttpSocket, () => {
+        // An answer already begun on this connection (the refused request's own) cannot be
+        // followed by another: the connection is cut (as Node's own handler does).
+        const current = (socket as HttpSocket)._httpMessage
+        if (!socket.writable || (current && current.headersSent && !current.writableFinished)) socket.destroy()
+        else endWithError(server, socket, error, { ...refusalHeaders, ...headers }, null)
+      })
     },
     // What the router refuses before a route is found (a path that is no percent-encoding,
     // `%zz`) in the contract's terms too, a GW_* 400 with its request id: no hook of the

@@ -1,0 +1,104 @@
+import { describe, expect, it } from 'vitest'
+import { KEYS, rawRequest } from '../helpers/sandbox-gateway.js'
+import { waitFor } from '../helpers/wait.js'
+import { itLoggedNoSecret, newCampaign, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
+
+// Several requests in one write on one connection (HTTP/1.1 pipelining): the gateway
+// reads plain GETs on the connection itself and hands anything else to Node's parser
+// (http/socket-entrance.ts), so the requests of one write may be read two ways. Each is
+// answered as itself, in order: its own key, its own refusal; a request the parser
+// refuses is answered after the answers due before it, and never named by their lines.
+
+const sg = useAttackGateway()
+const H = 'host: 127.0.0.1\r\n'
+const REPORT = `/api/v1/report/campaigns/get?advertiserId=101&${REPORT_DATES}`
+const CREATE = '/api/v1/campaign/banner/create'
+
+interface Answer {
+  status: number
+  headers: Record<string, string>
+  body: string
+}
+
+/** Every answer written on a connection, in order (each has a content-length). */
+function answersOf(text: string): Answer[] {
+  const answers: Answer[] = []
+  let at = 0
+  while (at < text.length) {
+    const end = text.indexOf('\r\n\r\n', at)
+    if (end === -1) break
+    const [statusLine = '', ...lines] = text.slice(at, end).split('\r\n')
+    const headers: Record<string, string> = {}
+    for (const line of lines) {
+      const colon = line.indexOf(':')
+      if (colon > 0) headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim()
+    }
+    const length = Number(headers['content-length'] ?? 0)
+    answers.push({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(statusLine)?.[1] ?? 0), headers, body: text.slice(end + 4, end + 4 + length) })
+    at = end + 4 + length
+  }
+  return answers
+}
+
+/** One write of `requests` on a new connection (the last asks to close it): the answers. */
+async function pipelined(requests: string[]): Promise<Answer[]> {
+  const res = await rawRequest(sg.port, requests.join(''))
+  return answersOf(res.text)
+}
+
+const get = (target: string, extra = ''): string => `GET ${target} HTTP/1.1\r\n${H}${extra}\r\n`
+const key = (k: string): string => `x-api-key: ${k}\r\n`
+
+describe('pipelined requests', () => {
+  it('of different keys in one write are each answered for their own key, read on the connection or by Node', async () => {
+    // A copy to answer from.
+    expect((await pipelined([get(REPORT, `${key(KEYS.all)}connection: close\r\n`)]))[0]?.status).toBe(200)
+    // Plain heads, read on the connection: team growth may read 101, a key of no team none.
+    const plain = await pipelined([get(REPORT, key(KEYS.growth)), get(REPORT.replace('=101', '=103'), key(KEYS.growth)), get(REPORT), get(REPORT, `${key(KEYS.all)}connection: close\r\n`)])
+    expect(plain.map((a) => [a.status, a.headers['x-cache'] ?? null])).toEqual([[200, 'HIT'], [403, null], [401, null], [200, 'HIT']])
+    // The first head is not plain (two spaces before its value): Node reads every request of the write.
+    const node = await pipelined([get(REPORT, `x-api-key:  ${KEYS.growth}\r\n`), get(REPORT.replace('=101', '=103'), key(KEYS.growth)), get(REPORT), get(REPORT, `${key(KEYS.all)}connection: close\r\n`)])
+    expect(node.map((a) => [a.status, a.headers['x-cache'] ?? null])).toEqual([[200, 'HIT'], [403, null], [401, null], [200, 'HIT']])
+  })
+
+  it('a request after a 4xx on the same connection is answered as itself', async () => {
+    const broken = `POST /api/v1/report/campaigns/get HTTP/1.1\r\n${H}${key(KEYS.all)}content-type: application/json\r\ncontent-length: 5\r\n\r\n{"a":`
+    const answers = await pipelined([broken, get(REPORT), get(REPORT, `${key(KEYS.growth)}connection: close\r\n`)])
+    expect(answers.map((a) => a.status)).toEqual([400, 401, 200])
+  })
+
+  it('a method the parser does not know behind another request is answered after it, naming no method of the request before it', async () => {
+    // The DELETE is Node's to read (not a plain GET), and the parser meets FOO in the same read.
+    const answers = await pipelined([`DELETE /api/v1/campaign/banner/delete/101001 HTTP/1.1\r\n${H}${key(KEYS.growth)}\r\n`, `FOO /api/v1/jobs HTTP/1.1\r\n${H}connection: close\r\n\r\n`])
+    // The DELETE's own answer first (team growth may not write), then the refusal, which
+    // cannot tell FOO's line from the DELETE's bytes before it: malformed, no method named.
+    expect(answers.map((a) => a.status)).toEqual([403, 400])
+    expect(JSON.parse((answers[1] as Answer).body)).toMatchObject({ code: 'GW_BAD_REQUEST', message: expect.stringMatching(/^malformed HTTP request/) as unknown })
+    // Alone in its read, FOO is named by its own line: 405 with its path's methods.
+    const alone = await pipelined([`FOO /api/v1/jobs HTTP/1.1\r\n${H}connection: close\r\n\r\n`])
+    expect(alone.map((a) => [a.status, a.headers.allow])).toEqual([[405, 'OPTIONS']])
+  })
+
+  it('a write at the platform ahead of a refused request is answered first, and the refusal after it: the caller is never told its write was not sent', async () => {
+    sg.sandbox.setRouteFailure(CREATE, { kind: 'held', times: 1 })
+    const body = JSON.stringify(newCampaign(101))
+    const write = `POST ${CREATE} HTTP/1.1\r\n${H}${key(KEYS.writer)}content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+    const answering = pipelined([write, `FOO /api/v1/jobs HTTP/1.1\r\n${H}connection: close\r\n\r\n`])
+    await waitFor('the create at the platform', () => sg.callerRequests().some((r) => r.path === CREATE))
+    sg.sandbox.releaseHeld()
+    const answers = await answering
+    expect(answers.map((a) => a.status)).toEqual([201, 400])
+    expect(JSON.parse((answers[0] as Answer).body)).toMatchObject({ data: { id: expect.any(Number) as unknown } })
+    expect(JSON.parse((answers[1] as Answer).body)).toMatchObject({ code: 'GW_BAD_REQUEST' })
+  })
+
+  it('bytes left of a body the gateway did not read are no request line: 400, naming no method', async () => {
+    // A 401 before the body is read: Node reads the 5 bytes of the body, and the parser meets the rest.
+    const answers = await pipelined([`POST /api/v1/campaign/get HTTP/1.1\r\n${H}content-type: application/json\r\ncontent-length: 5\r\n\r\n`, `GET /api/v1/campaign/get HTTP/1.1\r\n${H}connection: close\r\n\r\n`])
+    expect(answers.map((a) => a.status)).toEqual([401, 400])
+    expect(JSON.parse((answers[1] as Answer).body)).toMatchObject({ code: 'GW_BAD_REQUEST', message: expect.stringMatching(/^malformed HTTP request/) as unknown })
+    expect(sg.callerRequests()).toEqual([])
+  })
+})
+
+itLoggedNoSecret(sg)
