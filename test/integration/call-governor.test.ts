@@ -104,6 +104,20 @@ describe('the concurrency cap', () => {
     expect(metrics.body).toContain('gateway_platform_refused_total{credential="default",reason="queue_full"} 3')
     expect(metrics.body).toMatch(/gateway_platform_in_flight_calls\{credential="default"\} 0/)
   })
+
+  it('exports the seats held, and under their name of the last release (permits, deprecated) the same count', async () => {
+    const gw = await gateway('platform: { maxConcurrent: 8, adaptive: false }')
+    sandbox.setLatency(2_000)
+    const calls = Promise.all(Array.from({ length: 3 }, (_, i) => proxyGet(gw, distinctReport(i))))
+    await waitFor('three calls at the platform', () => governorView(gw).seatsHeld === 3)
+    const { body } = await gw.admin.inject({ method: 'GET', url: '/metrics' })
+    expect(body).toContain('gateway_platform_seats_held{credential="default"} 3')
+    expect(body).toContain('gateway_platform_permits_held{credential="default"} 3')
+    // Seats are lost only across replicas (a lease taken back): both names are declared.
+    expect(body).toMatch(/# HELP gateway_platform_permits_lost_total Deprecated, the same as gateway_platform_seats_lost_total/)
+    expect(body).toContain('# TYPE gateway_platform_seats_lost_total counter')
+    expect((await calls).map((a) => a.statusCode)).toEqual([200, 200, 200])
+  })
 })
 
 describe('retries', () => {
