@@ -104,6 +104,53 @@ describe('the concurrency cap', () => {
     expect(metrics.body).toContain('gateway_platform_refused_total{credential="default",reason="queue_full"} 3')
     expect(metrics.body).toMatch(/gateway_platform_in_flight_calls\{credential="default"\} 0/)
   })
+
+  it('exports the seats held, and under their name of the last release (permits, deprecated) the same count', async () => {
+    const gw = await gateway('platform: { maxConcurrent: 8, adaptive: false }')
+    sandbox.setLatency(2_000)
+    const calls = Promise.all(Array.from({ length: 3 }, (_, i) => proxyGet(gw, distinctReport(i))))
+    await waitFor('three calls at the platform', () => governorView(gw).seatsHeld === 3)
+    const { body } = await gw.admin.inject({ method: 'GET', url: '/metrics' })
+    expect(body).toContain('gateway_platform_seats_held{credential="default"} 3')
+    expect(body).toContain('gateway_platform_permits_held{credential="default"} 3')
+    // Seats are lost only across replicas (a lease taken back): both names are declared.
+    expect(body).toMatch(/# HELP gateway_platform_permits_lost_total Deprecated, the same as gateway_platform_seats_lost_total/)
+    expect(body).toContain('# TYPE gateway_platform_seats_lost_total counter')
+    expect((await calls).map((a) => a.statusCode)).toEqual([200, 200, 200])
+  })
+})
+
+describe('a call that cannot end before its deadline', () => {
+  it('is not sent: a stale copy is served, else 504 GW_UPSTREAM_TIMEOUT saying why, with no platform call', async () => {
+    // A deadline of 1 s; the week reports of distinctReport are one kind. A copy first,
+    // fresh for 1 s, then served as STALE only when the platform fails (no
+    // stale-while-revalidate).
+    const gw = await gateway('platform: { timeout: 1s, maxConcurrent: 8, adaptive: false }\ncache: { ttl: { recent: 1s, settled: 1s }, staleWhileRevalidate: 0s, staleIfError: 1h }')
+    sandbox.setLatency(20)
+    const copy = await proxyGet(gw, distinctReport(0))
+    expect([copy.statusCode, copy.headers['x-cache']]).toEqual([200, 'MISS'])
+    // Eight calls of the kind sent at once, each cut by its deadline at 1 s while the
+    // platform works on for 1.5 s, within the watch (another platform.timeout): their
+    // answers (dropped) teach the kind's time, past 1 s.
+    sandbox.setLatency(1_500)
+    const cut = await Promise.all(Array.from({ length: 8 }, (_, i) => proxyGet(gw, distinctReport(i + 1))))
+    expect(cut.map((a) => a.json<{ code: string }>().code)).toEqual(Array(8).fill('GW_UPSTREAM_TIMEOUT'))
+    await waitFor('the platform to answer the eight calls', () => sandbox.concurrency().inFlight === 0 && governorView(gw).inFlight === 0, 10_000)
+    const sent = reportCalls()
+    expect(sent).toBe(9)
+
+    // The copy, past its freshness by now (the eight calls took 1.5 s): its refresh is not sent, the copy is served.
+    const stale = await proxyGet(gw, distinctReport(0))
+    expect([stale.statusCode, stale.headers['x-cache']]).toEqual([200, 'STALE'])
+    expect(stale.rawPayload.equals(copy.rawPayload)).toBe(true)
+    // No copy: refused at once, saying what calls of its kind take and what its deadline leaves.
+    const none = await proxyGet(gw, distinctReport(20))
+    expect(none.statusCode).toBe(504)
+    expect(none.json()).toMatchObject({ code: 'GW_UPSTREAM_TIMEOUT', message: expect.stringMatching(/^not sent to the platform: calls of its kind take about [\d.]+ s at the platform and its deadline leaves 1 s$/) })
+    expect(reportCalls()).toBe(sent)
+    const metrics = await gw.admin.inject({ method: 'GET', url: '/metrics' })
+    expect(metrics.body).toContain('gateway_platform_refused_total{credential="default",reason="deadline"} 2')
+  }, 30_000)
 })
 
 describe('retries', () => {
