@@ -3,6 +3,7 @@ import type { Logger } from 'pino'
 import type { Config } from '../config.js'
 import { SentinelStreams, StandaloneStreams } from './stream-errors.js'
 import { explainSentinelError } from './sentinel-errors.js'
+import { unreachedMasters } from './cluster-masters.js'
 
 export type RedisClient = Redis | Cluster
 
@@ -108,7 +109,9 @@ export function redisAddress(cfg: Pick<Config['redis'], 'url' | 'sentinels' | 's
  */
 export function failureCause(client: RedisClient, err: unknown): string {
   const own = (err as Error).message
-  return (client.status !== 'ready' ? connectionErrors.get(client) : undefined) ?? own
+  const cause = (client.status !== 'ready' ? connectionErrors.get(client) : undefined) ?? own
+  const unreached = unreachedMasters(client)
+  return unreached.length === 0 ? cause : `${cause} (cluster masters not reached: ${unreached.join(', ')})`
 }
 
 export function redisConnectTimeoutMs(cfg: Pick<Config['redis'], 'commandTimeoutMs'>): number {
