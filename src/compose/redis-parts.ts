@@ -5,6 +5,7 @@ import type { Metrics } from '../observe/metrics.js'
 import { RedisBreaker, RedisWatch } from '../redis/breaker.js'
 import { RedisBus } from '../redis/bus.js'
 import { closeRedis, createRedisClient, failureCause, redisAddress, redisConnectTimeoutMs, type RedisClient } from '../redis/client.js'
+import { unreachedMasters } from '../redis/cluster-masters.js'
 import { RedisSeal } from '../redis/seal.js'
 import { installIoredisCommandTimeoutPatch } from '../redis/command-timeout.js'
 import { redisKey } from '../redis/keys.js'
@@ -53,6 +54,7 @@ export function redisParts(config: Config, o: { redis?: RedisClient | null; log:
         onSkippedWrite: () => metrics.redisSkippedWrites.inc(),
         address: redisAddress(config.redis),
         cause: (err) => failureCause(redis, err),
+        whole: () => unreachedMasters(redis).length === 0,
         commandTimeoutMs: config.redis.commandTimeoutMs,
         now: () => clock.now(),
       })

@@ -2,6 +2,7 @@ import { ReplyError } from 'ioredis'
 import type { Logger } from 'pino'
 import { systemClock, type Clock, type Timer } from '../clock.js'
 import { whenReady, type RedisClient } from './client.js'
+import { pingEveryMaster } from './cluster-masters.js'
 import { redisKey } from './keys.js'
 
 // While the circuit is open, Redis is tried this often (and at once on a new connection),
@@ -69,7 +70,7 @@ export class RedisWatch {
     this.#pinging = true
     this.#lastPing = this.#clock.now()
     try {
-      await (open ? this.#breaker.trial(() => this.#client.ping()) : this.#ping())
+      await (open ? this.#breaker.trial(() => pingEveryMaster(this.#client)) : this.#ping())
     } finally {
       this.#pinging = false
     }
@@ -79,7 +80,7 @@ export class RedisWatch {
     // A Redis that refuses writes is tried with one, so that its end shows without traffic.
     if (!this.#breaker.writable) await this.#breaker.write(() => this.#client.set(this.#probeKey, '1', 'PX', this.#intervalMs), null)
     try {
-      await this.#client.ping()
+      await pingEveryMaster(this.#client)
       this.#slow = 0
     } catch (err) {
       // One slow answer on a busy machine is not an outage (requests' own commands still
@@ -131,6 +132,7 @@ export class RedisBreaker {
   /** When Redis last refused a write; 0 while it accepts them. */
   #refusedAt = 0
   readonly #lateAfterMs: number
+  readonly #whole: () => boolean
 
   constructor(opts: {
     cooldownMs: number
@@ -147,7 +149,14 @@ export class RedisBreaker {
     onSkippedWrite?: () => void
     /** The client's command timeout (redis.commandTimeout): a timeout that fired well after it says nothing of Redis. */
     commandTimeoutMs?: number
+    /**
+     * Whether every part of Redis is reached (a Cluster's every master, unreachedMasters):
+     * a command that succeeds on one part closes the circuit only then; the watch's
+     * trial, which pings every part, closes it otherwise.
+     */
+    whole?: () => boolean
   }) {
+    this.#whole = opts.whole ?? (() => true)
     this.#lateAfterMs = (opts.commandTimeoutMs ?? Number.POSITIVE_INFINITY) * LATE_TIMEOUT_FACTOR
     this.#onWritable = opts.onWritable
     this.#onSkippedWrite = opts.onSkippedWrite
@@ -177,7 +186,13 @@ export class RedisBreaker {
     const started = this.#now()
     try {
       const result = await fn()
-      if (this.#state !== 'closed') this.#transition('closed')
+      if (this.#state !== 'closed') {
+        if (this.#whole()) this.#transition('closed')
+        else {
+          this.#openedAt = this.#now()
+          this.#transition('open')
+        }
+      }
       return result
     } catch (err) {
       if (refusesWrites(err)) this.#refused(err)

@@ -47,6 +47,8 @@ export class RedisBus {
   readonly #startWaitMs: number
   // The subscriber failed to connect, and has not connected since.
   #unreachable = false
+  /** A deferred subscription was logged at warn since the subscriber was last connected: the others are at debug. */
+  #deferralWarned = false
   readonly #joined = new Set<() => void>()
 
   constructor(client: RedisClient, prefix: string, log: Logger, opts: RedisBusOptions = {}) {
@@ -86,6 +88,7 @@ export class RedisBus {
     // the next connection.
     this.#sub.on('ready', () => {
       this.#unreachable = false
+      this.#deferralWarned = false
       if (this.#handlers.size === 0) return
       this.#sub.subscribe(...this.#handlers.keys()).then(
         () => this.#joined.forEach((fn) => fn()),
@@ -118,7 +121,10 @@ export class RedisBus {
       // answered (a Cluster's subscriber holds it through every failed reconnect): it is
       // waited for at most startWaitMs unless the subscriber is connected.
       const subscribing = this.#sub.subscribe(full).catch((err: Error) => {
-        this.#log.warn({ err: { message: err.message }, channel: full }, 'redis subscription deferred until redis is reachable')
+        // One warn line an outage: a start subscribes a dozen channels, each deferred alike.
+        const level = this.#deferralWarned ? 'debug' : 'warn'
+        this.#deferralWarned = true
+        this.#log[level]({ err: { message: err.message }, channel: full }, 'redis subscription deferred until redis is reachable')
       })
       if (this.#sub.status === 'ready') await subscribing
       else if (!this.#unreachable) await settledWithin(subscribing, this.#startWaitMs)

@@ -2,6 +2,8 @@ import { Redis, Cluster, type RedisOptions } from 'ioredis'
 import type { Logger } from 'pino'
 import type { Config } from '../config.js'
 import { SentinelStreams, StandaloneStreams } from './stream-errors.js'
+import { explainSentinelError } from './sentinel-errors.js'
+import { unreachedMasters } from './cluster-masters.js'
 
 export type RedisClient = Redis | Cluster
 
@@ -52,8 +54,10 @@ export function createRedisClient(cfg: Config['redis'], log: Logger): RedisClien
   }
   // ioredis emits every failed reconnect; the breaker logs transitions instead, with
   // the connection's last error as their cause.
+  const sentinels = cfg.sentinels?.map((n) => `${n.host}:${n.port}`).join(',')
+  const explain = (message: string) => (sentinels === undefined ? message : explainSentinelError(message, cfg.sentinelName, sentinels))
   client.on('error', (err: Error) => {
-    connectionErrors.set(client, err.message)
+    connectionErrors.set(client, explain(err.message))
     log.debug({ err: { message: err.message } }, 'redis connection error')
   })
   client.on('ready', () => connectionErrors.delete(client))
@@ -105,7 +109,9 @@ export function redisAddress(cfg: Pick<Config['redis'], 'url' | 'sentinels' | 's
  */
 export function failureCause(client: RedisClient, err: unknown): string {
   const own = (err as Error).message
-  return (client.status !== 'ready' ? connectionErrors.get(client) : undefined) ?? own
+  const cause = (client.status !== 'ready' ? connectionErrors.get(client) : undefined) ?? own
+  const unreached = unreachedMasters(client)
+  return unreached.length === 0 ? cause : `${cause} (cluster masters not reached: ${unreached.join(', ')})`
 }
 
 export function redisConnectTimeoutMs(cfg: Pick<Config['redis'], 'commandTimeoutMs'>): number {

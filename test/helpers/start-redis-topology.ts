@@ -28,6 +28,13 @@ export interface RedisTopology {
   close(): Promise<void>
 }
 
+export interface ClusterTopology extends RedisTopology {
+  /** Stops the master at `index` (its slots have no replica to fail over to); resolves with its port. */
+  stopMaster(index: number): Promise<number>
+  /** Starts the master at `index` again, on its port with its cluster config (its slots its own again). */
+  restartMaster(index: number): Promise<void>
+}
+
 export interface SentinelTopology extends RedisTopology {
   /** Asks the sentinel to fail over, and resolves once a replica was promoted and the sentinel names it. */
   failover(): Promise<{ from: number; to: number }>
@@ -71,27 +78,29 @@ async function stopAll(children: ChildProcess[], dir: string): Promise<void> {
  * every node and the bus are TLS only, and the config lines name the seeds `localhost`,
  * as an operator names them by a DNS name.
  */
-export async function startRedisCluster(masters = 3, tls?: RedisTls): Promise<RedisTopology> {
+export async function startRedisCluster(masters = 3, tls?: RedisTls): Promise<ClusterTopology> {
   return onFreePorts(masters * 2, async (ports) => {
     const dir = mkdtempSync(join(tmpdir(), 'rgw-cluster-'))
     const children: ChildProcess[] = []
     const admins: Redis[] = []
     try {
       const nodes = Array.from({ length: masters }, (_, i) => ({ port: ports[i * 2] as number, bus: ports[i * 2 + 1] as number }))
-      for (const [i, node] of nodes.entries()) {
+      const launchNode = (i: number) => {
+        const node = nodes[i] as { port: number; bus: number }
         const nodeDir = join(dir, String(i))
-        mkdirSync(nodeDir)
-        children.push(
-          await launchRedis(node.port, [
-            ...BASE_ARGS,
-            '--dir', nodeDir,
-            '--cluster-enabled', 'yes',
-            '--cluster-config-file', join(nodeDir, 'nodes.conf'),
-            '--cluster-port', String(node.bus),
-            '--cluster-node-timeout', '2000',
-            '--cluster-announce-ip', '127.0.0.1',
-          ], undefined, tls),
-        )
+        return launchRedis(node.port, [
+          ...BASE_ARGS,
+          '--dir', nodeDir,
+          '--cluster-enabled', 'yes',
+          '--cluster-config-file', join(nodeDir, 'nodes.conf'),
+          '--cluster-port', String(node.bus),
+          '--cluster-node-timeout', '2000',
+          '--cluster-announce-ip', '127.0.0.1',
+        ], undefined, tls)
+      }
+      for (const [i, node] of nodes.entries()) {
+        mkdirSync(join(dir, String(i)))
+        children.push(await launchNode(i))
         admins.push(direct(node.port, tls))
       }
       const per = Math.ceil(SLOTS / masters)
@@ -119,6 +128,13 @@ export async function startRedisCluster(masters = 3, tls?: RedisTls): Promise<Re
         keys: async (pattern) => (await eachMaster((n) => n.keys(pattern))).flat().sort(),
         flush: async () => {
           await eachMaster((n) => n.flushall())
+        },
+        stopMaster: async (index) => {
+          await stopRedis(children[index] as ChildProcess, true)
+          return nodes[index]?.port as number
+        },
+        restartMaster: async (index) => {
+          children[index] = await launchNode(index)
         },
         close: async () => {
           client.disconnect()

@@ -6,6 +6,7 @@ import { createRedisClient, type RedisClient } from '../../src/redis/client.js'
 import type { Config } from '../../src/config.js'
 import { useCleanups } from '../helpers/fixtures.js'
 import { freePort } from '../helpers/start-redis.js'
+import { waitFor } from '../helpers/wait.js'
 
 // A gateway starts whatever Redis does: it subscribes its channels at start, and a
 // SUBSCRIBE sent before the subscriber's connection has failed once may never be
@@ -51,5 +52,19 @@ describe('subscribing while Redis cannot be reached', () => {
     })
     await bus.subscribe('purge', () => undefined)
     expect(client.status).not.toBe('ready')
+  })
+
+  it('one warn line for the channels deferred at a start without Redis, not one per channel; the others at debug', async () => {
+    const client = createRedisClient({ commandTimeoutMs: 500, url: `redis://127.0.0.1:${closedPort}` } as Config['redis'], pino({ level: 'silent' })) as RedisClient
+    const lines: { level: number; msg: string; channels?: string[] }[] = []
+    const log = pino({ level: 'debug' }, { write: (line: string) => lines.push(JSON.parse(line) as { level: number; msg: string }) })
+    const bus = new RedisBus(client, 'rgw:bus:', log, { startWaitMs: 50 })
+    cleanups.push(async () => {
+      await bus.close()
+      client.disconnect()
+    })
+    for (const channel of ['purge', 'token', 'filled', 'fill-failed', 'log-level']) await bus.subscribe(channel, () => undefined)
+    await waitFor('every deferral logged', () => lines.filter((l) => l.msg.startsWith('redis subscription')).length === 5, 5000)
+    expect(lines.filter((l) => l.level === 40).map((l) => l.msg)).toEqual(['redis subscription deferred until redis is reachable'])
   })
 })

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { fingerprint } from '../../src/observe/fingerprint.js'
-import { TEAMS_YAML, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { TEAMS_YAML, closeAfterTest, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useCleanups, useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { bearerOf, campaignList, tokenOf } from '../helpers/gateway-calls.js'
 import { redisAvailability } from '../helpers/start-redis.js'
@@ -305,6 +305,34 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     const late = await replica(env, undefined, yaml)
     expect(tokenOf(late)).toBe(next)
     expect(tokenOf(a)).toBe(next)
+  })
+
+  it('a rotation outlives a Redis that lost its data and a replica of the same configuration starting before it is stored again: every replica keeps the rotated token', async () => {
+    // platform.maintenanceInterval is its 1 minute: nothing stores the rotation again before the late replica starts.
+    const { first, a, next } = await rotatedReplica()
+    await client.flushall()
+    const late = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
+    await waitFor('the late replica takes the rotation', () => tokenOf(late) === next, SETTLE_BOUND_MS)
+    expect(tokenOf(a)).toBe(next)
+    expect(await stored()).toMatchObject({ fingerprint: fingerprintOf(next) })
+    sandbox.clearRequests()
+    for (const gw of [a, late]) expect((await campaignList(gw)).statusCode).toBe(200)
+    expect(new Set(sandbox.requests.map(bearerOf))).toEqual(new Set([next]))
+  })
+
+  it('a rollout outlives a Redis that lost its data and a replica of the configuration it replaced starting before it is stored again', async () => {
+    const { first, a } = await rotatedReplica()
+    const rolledOut = sandbox.issueToken()
+    const c = await replica({ PLATFORM_TOKEN: rolledOut, GATEWAY_SECRET })
+    expect(await within(1000, () => tokenOf(a) === rolledOut), 'replica A did not take the rolled-out token').not.toBeNull()
+    // The replica of the old configuration is gone: only C, of the rolled-out one, runs.
+    gateways.open.splice(gateways.open.indexOf(a), 1)
+    await closeAfterTest(a)
+    await client.flushall()
+    const stale = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
+    await waitFor('the stale replica takes the rolled-out token', () => tokenOf(stale) === rolledOut, SETTLE_BOUND_MS)
+    expect(tokenOf(c)).toBe(rolledOut)
+    expect(await stored()).toMatchObject({ fingerprint: fingerprintOf(rolledOut) })
   })
 
   it('requests in flight finish with the token they started with', async () => {

@@ -30,4 +30,23 @@ describe('the Redis circuit breaker', () => {
     expect(await breaker.run(failingAfter(COMMAND_TIMEOUT_MS * 3, 'Connection is closed.'), 'fallback')).toBe('fallback')
     expect(breaker.state).toBe('open')
   })
+
+  it('a command that succeeds after the cooldown closes the circuit only while Redis is whole (a Cluster with every master reached); the trial closes it otherwise', async () => {
+    let now = 1_000_000
+    let whole = false
+    const breaker = new RedisBreaker({ cooldownMs: 5000, log: pino({ level: 'silent' }), now: () => now, whole: () => whole })
+    breaker.fail(new Error('Command timed out'))
+    now += 5000
+    expect(await breaker.run(async () => 'answer', 'fallback')).toBe('answer')
+    expect(breaker.state).toBe('open')
+    // Open for another cooldown: the next command is not sent.
+    expect(await breaker.run(async () => 'answer', 'fallback')).toBe('fallback')
+    expect(await breaker.trial(async () => 'PONG')).toBe(true)
+    expect(breaker.state).toBe('closed')
+    breaker.fail(new Error('Command timed out'))
+    now += 5000
+    whole = true
+    expect(await breaker.run(async () => 'answer', 'fallback')).toBe('answer')
+    expect(breaker.state).toBe('closed')
+  })
 })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { compareRank, loginBasis, type Ranked } from '../../src/platform/tokens/token-order.js'
+import { compareRank, loginBasis, rankAbove, type Ranked } from '../../src/platform/tokens/token-order.js'
 
 // The order of a credential's tokens across replicas (src/platform/tokens/token-order.ts):
 // a change someone made ranks by when it was made; a login the gateway makes itself
@@ -74,5 +74,14 @@ describe('the rank of a token across replicas', () => {
         expect(Math.sign(compareRank(a, b)) === -Math.sign(compareRank(b, a))).toBe(true)
       }
     }
+  })
+
+  it('a token ranked anew above another ranks above it, as a change made then, whatever the clocks', () => {
+    const start = change(500)
+    expect(rankAbove(start, 400)).toEqual({ basis: 501, version: 501 })
+    expect(rankAbove(start, 900)).toEqual({ basis: 900, version: 900 })
+    expect(compareRank(rankAbove(start, 400), start)).toBeGreaterThan(0)
+    const relogin = login(700, change(600))
+    expect(compareRank(rankAbove(relogin, 0), relogin)).toBeGreaterThan(0)
   })
 })

@@ -31,3 +31,12 @@ export function compareRank(a: Ranked, b: Ranked): number {
 export function loginBasis(replaced: Ranked | null): number {
   return replaced?.version ?? 0
 }
+
+/**
+ * The rank of a change made at `now` that ranks above `above`: what a token stored again
+ * over a higher-ranked record takes (token-store.ts, a start of a configuration it replaced).
+ */
+export function rankAbove(above: Ranked, now: number): Ranked {
+  const version = Math.max(now, above.version + 1, above.basis + 1)
+  return { basis: version, version }
+}

@@ -12,7 +12,7 @@ import { TokenLoginError } from '../../errors.js'
 import { passwordLogin } from './password-login.js'
 import type { LoginGate } from './login-gate.js'
 import { crossedWarnings, refreshAt, tokenExpiry } from './token-expiry.js'
-import { compareRank, loginBasis } from './token-order.js'
+import { compareRank, loginBasis, rankAbove, type Ranked } from './token-order.js'
 import { systemClock, type Clock, type Timer } from '../../clock.js'
 
 /** Where the token in use came from. `shared`: another replica, through Redis. */
@@ -269,6 +269,16 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     if (state.origin.actor !== null) event.actor = state.origin.actor
     this.emit('change', event)
     return true
+  }
+
+  /**
+   * The token in use, ranked anew above `above` (token-order.ts, rankAbove): the same
+   * token, origin and times, so no change event; null when there is none.
+   */
+  outrank(above: Ranked): TokenState | null {
+    if (!this.#state) return null
+    this.#state = { ...this.#state, ...rankAbove(above, this.#clock.now()) }
+    return this.#state
   }
 
   /**

@@ -129,6 +129,11 @@ export class TokenStore implements TokenShares {
   /** Credentials whose start found Redis out of reach: reconciled at a catch-up (#catchUpWith). */
   readonly #unreconciled = new Set<string>()
   /**
+   * Per credential, the configurations the records this replica wrote or took say their
+   * changes replaced: kept here too, for when Redis loses the record (#outranksStart).
+   */
+  readonly #replacedKnown = new Map<string, string[]>()
+  /**
    * Until share(): the credentials whose token this replica would store, held back, so
    * that a start that cannot bind its listeners stores and announces no token.
    */
@@ -239,6 +244,7 @@ export class TokenStore implements TokenShares {
     const stored = read === ABSENT ? undefined : read.shared
     const current = provider.current()
     if (stored && !current) {
+      this.#replacedKnown.set(provider.name, stored.replaced)
       provider.adopt(stored.state, true)
       return
     }
@@ -247,6 +253,7 @@ export class TokenStore implements TokenShares {
     // A configuration the stored token's changes replaced (a host's .env not yet updated)
     // is no rollout: the stored token stays, on this replica too.
     if (stored && !provider.hasLogin && (stored.base === provider.configuredBase || stored.replaced.includes(provider.configuredBase))) {
+      this.#replacedKnown.set(provider.name, stored.replaced)
       provider.adopt(stored.state, true)
       return
     }
@@ -299,15 +306,46 @@ export class TokenStore implements TokenShares {
       const newer = await this.#read(provider.name)
       if (newer?.shared) {
         // A change that ranks higher (made more recently, or after the token this login
-        // replaced), or the same rank: theirs is the current token.
-        takeStored(provider, newer.shared.state)
+        // replaced), or the same rank: theirs is the current token, unless it is the start
+        // of a configuration this replica's token replaced.
+        if (this.#outranksStart(provider, newer.shared)) return this.#storeAbove(provider, newer.shared)
+        this.#take(provider, newer.shared)
         return true
       }
       if (!newer || attempt === 2) return false
       unauthentic = newer.raw
     }
+    this.#replacedKnown.set(provider.name, replaced)
     await breaker.run(() => bus.publish(CHANNEL, JSON.stringify({ credential: provider.name, version: state.version })), undefined)
     return true
+  }
+
+  // A replica that starts while Redis holds no record (restarted empty, flushed, failed
+  // over to an empty replica) stores its configured token ranked by its start, above an
+  // operator's rotation the lost record held. When that configuration is this replica's
+  // own, or one its token's changes replaced, the start is no rollout: by the rule a
+  // stored record would have applied (#reconcile), the rotation stays. A login's start is
+  // not one: it replaces a token only when that token is refused or due.
+  #outranksStart(provider: TokenProvider, stored: SharedToken): boolean {
+    const current = provider.current()
+    if (!current || provider.hasLogin || stored.state.origin.reason !== 'start' || stored.state.token === current.token) return false
+    return stored.base === provider.configuredBase || (this.#replacedKnown.get(provider.name) ?? []).includes(stored.base)
+  }
+
+  /** This replica's token stored again, ranked just above `stored` (the start of a configuration it replaced). */
+  async #storeAbove(provider: TokenProvider, stored: SharedToken): Promise<boolean> {
+    const raised = provider.outrank(stored.state)
+    if (!raised) return false
+    this.#ctx.log.info(
+      { credential: provider.name, fingerprint: raised.fingerprint, startedReplica: stored.state.origin.replica },
+      'a replica started with a configuration this token replaced while Redis held no token; storing this token again, above it',
+    )
+    return this.#publish(provider, raised)
+  }
+
+  #take(provider: TokenProvider, stored: SharedToken): void {
+    this.#replacedKnown.set(provider.name, stored.replaced)
+    takeStored(provider, stored.state)
   }
 
   /**
@@ -354,7 +392,8 @@ export class TokenStore implements TokenShares {
     const shared = read?.shared
     if (!shared) return
     if (current && compareRank(shared.state, current) < 0) await this.#publish(provider, current)
-    else takeStored(provider, shared.state)
+    else if (this.#outranksStart(provider, shared)) await this.#storeAbove(provider, shared)
+    else this.#take(provider, shared)
   }
 
   /** The stored record, or null when there is none (or Redis cannot be read, or it is of another format). */
