@@ -4,7 +4,7 @@
 // the last 5 printed with each round. Run after `npm run build:gateway`:
 //   flock /tmp/bench.lock node bench/key-shape-scrub.mjs
 import { SecretSet } from '../dist/observe/logger.js'
-import { holdsKey, withoutKeys } from '../dist/access/api-keys.js'
+import { holdsKey, withoutKeys } from '../dist/observe/key-shape.js'
 
 const secrets = new SecretSet()
 for (const s of ['platform-token-0123456789abcdef', 'admin-token-0123456789abcdef', 'gateway-secret-0123456789abcdef', 'client-secret-0123456789', 'password-0123456789']) secrets.add(s)

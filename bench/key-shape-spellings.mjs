@@ -4,7 +4,7 @@
 // percent-encoded path; side by side in one run, 8 rounds of 1 million calls each, the
 // median of the last 5 printed with its rounds. Run after `npm run build:gateway`:
 //   flock /tmp/bench.lock node_modules/.bin/node bench/key-shape-spellings.mjs
-import { holdsKey, withoutKeys } from '../dist/access/api-keys.js'
+import { holdsKey, withoutKeys } from '../dist/observe/key-shape.js'
 
 const LITERAL = /rgw_[A-Za-z0-9_-]{16,}/g
 const A_LITERAL = /rgw_[A-Za-z0-9_-]{16,}/

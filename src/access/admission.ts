@@ -14,9 +14,9 @@ import { rateLimitHeaders } from './rate-limit-headers.js'
 import { isTokenPath, tokenPaths } from './path-safety.js'
 import { assertNoOverridePart, assertPlainBodyType, FORM_TYPE, MULTIPART_TYPE, JSON_TYPE, parseFormBody, parseJsonBody, readAsJson, type CheckedBody } from './request-body.js'
 import { checkTarget, type RequestTarget } from './request-target.js'
-import { KEY_PREFIX } from './api-keys.js'
+import { KEY_PREFIX } from '../observe/key-shape.js'
 import { assertHopSafe } from './connection-options.js'
-import { inviteBody } from '../http/hooks/expect-continue.js'
+import { inviteBody } from './expect-continue.js'
 
 /** `%` as a byte: where a body may spell a key percent-encoded. */
 const PERCENT = 0x25

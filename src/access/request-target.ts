@@ -1,7 +1,7 @@
 import { BadRequestError, NotFoundError } from '../errors.js'
 import { isSafeApiPath } from './path-safety.js'
 import { UNRESERVED_ESCAPE } from '../platform/canonical-path.js'
-import { withoutKeys } from './api-keys.js'
+import { withoutKeys } from '../observe/key-shape.js'
 
 export type Pair = [string, string]
 

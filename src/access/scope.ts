@@ -1,6 +1,6 @@
 import type { TeamConfig } from '../config.js'
 import type { AccountField } from '../config/normalize.js'
-import { REPORT_CAMPAIGNS, REPORT_READ } from './report-read.js'
+import { REPORT_CAMPAIGNS, REPORT_READ } from '../config/report-read.js'
 import { BadRequestError, ForbiddenError } from '../errors.js'
 import type { CheckedBody } from './request-body.js'
 import { phpVariable, type Pair, type RequestTarget } from './request-target.js'

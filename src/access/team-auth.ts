@@ -2,7 +2,8 @@ import type { IncomingHttpHeaders } from 'node:http'
 import type { TeamConfig, TeamKey } from '../config.js'
 import { BadRequestError, ForbiddenError, KeyExpiredError, KeyReplacedError, UnauthorizedError } from '../errors.js'
 import type { KeyLifetime } from '../observe/metrics.js'
-import { hashApiKey, keyCandidates, presentedKeys } from './api-keys.js'
+import { hashApiKey, presentedKeys } from './api-keys.js'
+import { keyCandidates } from '../observe/key-shape.js'
 import { systemClock } from '../clock.js'
 
 /** Who a request's key names: the team, and which of its keys. */

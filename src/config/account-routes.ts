@@ -1,4 +1,4 @@
-import { REPORT_CAMPAIGNS, REPORT_READ } from '../access/report-read.js'
+import { REPORT_CAMPAIGNS, REPORT_READ } from './report-read.js'
 
 /**
  * What makes `routes` (ownership.accountRoutes) unusable as written, one line each: a path

@@ -1,4 +1,4 @@
-import { sha256Hex } from '../observe/fingerprint.js'
+import { sha256Hex } from './secret-digest.js'
 
 /** The name ADMIN_TOKEN goes by in audit lines. */
 export const ADMIN_TOKEN_NAME = 'admin'

@@ -6,8 +6,8 @@ import { hasControlCharacters, readEnv, tokenFault, type Env } from './sources.j
 import { parseDuration, parseSize } from './units.js'
 import { normalizeTeams } from './teams.js'
 import { adminTokens } from './admin-tokens.js'
-import { hostsOf, webhookRefusal } from '../jobs/webhook-target.js'
-import { webhookSecretSpellings } from '../jobs/webhook-signature.js'
+import { hostsOf, webhookRefusal } from './webhook-hosts.js'
+import { webhookSecretSpellings } from './webhook-secret.js'
 import { accountRouteProblems } from './account-routes.js'
 import type { Setting } from './provenance.js'
 

@@ -12,7 +12,7 @@ import { withPassedRetryAfter, withRetryAfter } from '../platform/pauses/retry-a
 import { traceOf } from '../observe/tracing.js'
 import { forwardedEncodings } from '../platform/client/token-echo.js'
 import { connectionOptions } from '../access/connection-options.js'
-import { withoutKeys } from '../access/api-keys.js'
+import { withoutKeys } from '../observe/key-shape.js'
 import { linksOnGateway, onGateway, refreshOnGateway } from '../platform/client/redirect-location.js'
 import { PROVISIONAL_HEADER, SETTLED_HEADER, USAGE_HEADER } from './reads/report-facts.js'
 import { carries } from './connection-teams.js'

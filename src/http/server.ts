@@ -11,7 +11,7 @@ import { closeSilentConnections } from './hooks/silent-connections.js'
 import { enforcedBound, processFileLimit, type ListenerBound } from './connection-bound.js'
 import { lazyRequestLogger } from './hooks/request-logger.js'
 import { requestIdOf, type ObserveRefusal } from './hooks/request-log.js'
-import { holdContinues, inviteBody } from './hooks/expect-continue.js'
+import { holdContinues, inviteBody } from '../access/expect-continue.js'
 import { isValidationFailure, validationMessage } from './hooks/validation-message.js'
 import { bodyDeadlines } from './hooks/body-deadline.js'
 import type { RequestHandler } from './reads/fast-path.js'
@@ -220,7 +220,7 @@ export interface ListenerOptions {
    */
   allow?: ((target: string) => string) | null
   /**
-   * Who reads a request's body, and so invites it (`expect: 100-continue`, hooks/expect-continue.ts):
+   * Who reads a request's body, and so invites it (`expect: 100-continue`, access/expect-continue.ts):
    * Fastify's body parsers (`parser`, the default), or the route handlers once they have
    * admitted the caller (`handler`: the proxy's, through Admission.readBody).
    */

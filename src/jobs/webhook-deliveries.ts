@@ -9,7 +9,8 @@ import type { Run } from './lease.js'
 import { webhookSignature } from './webhook-signature.js'
 import { fetch as undiciFetch } from 'undici'
 import { WebhookConnections, type WebhookConnectOptions } from './webhook-connections.js'
-import { hostsOf, literalOf, PlatformAddressError, platformSockets, socketRefusal, webhookRefusal, type LookupAll } from './webhook-target.js'
+import { hostsOf, webhookRefusal } from '../config/webhook-hosts.js'
+import { literalOf, PlatformAddressError, platformSockets, socketRefusal, type LookupAll } from './webhook-target.js'
 import { connectionFailure } from '../platform/client/platform-client.js'
 
 /** The webhooks' settings (config `jobs.webhook*`), in milliseconds and bytes. */

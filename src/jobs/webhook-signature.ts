@@ -1,21 +1,14 @@
 import { createHmac } from 'node:crypto'
+import { WEBHOOK_SECRET_PREFIX } from '../config/webhook-secret.js'
 
-/**
- * The Standard Webhooks signature (standardwebhooks.com): `v1,` then the base64 of the
- * HMAC-SHA256 of `{id}.{timestamp}.{body}`, keyed by the bytes of the secret, which is
- * `whsec_` followed by their base64. The receiver computes the same from the
- * `webhook-id`, `webhook-timestamp` headers and the body as received.
- */
-export const WEBHOOK_SECRET_PREFIX = 'whsec_'
+// The Standard Webhooks signature (standardwebhooks.com): `v1,` then the base64 of the
+// HMAC-SHA256 of `{id}.{timestamp}.{body}`, keyed by the bytes of the secret, which is
+// `whsec_` followed by their base64. The receiver computes the same from the
+// `webhook-id`, `webhook-timestamp` headers and the body as received.
 
 /** The key bytes of a `whsec_<base64>` secret. */
 export function webhookKey(secret: string): Buffer {
   return Buffer.from(secret.startsWith(WEBHOOK_SECRET_PREFIX) ? secret.slice(WEBHOOK_SECRET_PREFIX.length) : secret, 'base64')
-}
-
-/** What of a webhook secret the log scrubs: the whole `whsec_…`, and the base64 of its key alone (the HMAC key itself, as a receiver's code holds it). */
-export function webhookSecretSpellings(secret: string): string[] {
-  return secret.startsWith(WEBHOOK_SECRET_PREFIX) ? [secret, secret.slice(WEBHOOK_SECRET_PREFIX.length)] : [secret]
 }
 
 /** The `webhook-signature` header value of `body` sent as message `id` at `timestampSec` (epoch seconds). */

@@ -3,42 +3,9 @@ import { lookup } from 'node:dns/promises'
 import { BlockList, isIP, type LookupFunction } from 'node:net'
 import { networkInterfaces } from 'node:os'
 
-/**
- * Where a team's webhook may point (docs/jobs.md, "Pushed when done"): an `http(s)` URL
- * whose host is in the operator's allow-list (`jobs.webhookHosts`, empty: webhooks off),
- * never a host of the platform's (PLATFORM_BASE_URL, a credential's `baseUrl`), so that no delivery reaches the platform or an address
- * the operator did not name. Checked when the config loads and again before each
- * delivery (teams reload).
- */
-
-/** Why `url` may not receive deliveries; null when it may. */
-export function webhookRefusal(url: string, allowedHosts: readonly string[], platformHosts: readonly string[]): string | null {
-  let parsed: URL
-  try {
-    parsed = new URL(url)
-  } catch {
-    return 'not a URL'
-  }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return `only http and https URLs receive deliveries (got ${parsed.protocol})`
-  if (parsed.username || parsed.password) return 'a URL with credentials in it is refused'
-  const host = parsed.hostname.toLowerCase()
-  if (platformHosts.some((h) => h.toLowerCase() === host)) return `${host} is the platform's own host, not a receiver: a push there would let a team call the platform from inside the gateway, past its checks; point the webhook at a receiver on another host`
-  if (allowedHosts.length === 0) return 'jobs.webhookHosts is empty: webhooks are off'
-  if (!allowedHosts.some((h) => h.toLowerCase() === host)) return `${host} is not in jobs.webhookHosts`
-  return null
-}
-
-/** The hosts of the platform's base URLs (PLATFORM_BASE_URL, a named credential's `baseUrl`). */
-export function hostsOf(baseUrls: readonly (string | null)[]): string[] {
-  return baseUrls.flatMap((url) => {
-    if (url === null) return []
-    try {
-      return [new URL(url).hostname]
-    } catch {
-      return []
-    }
-  })
-}
+// Where a webhook's connection may go: the addresses its host resolves to, never the
+// platform's socket nor a link-local address. Which hosts a webhook may name at all is
+// config/webhook-hosts.ts.
 
 /** The port a URL connects to: its own, else its scheme's. */
 function portOf(url: URL): number {

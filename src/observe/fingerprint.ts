@@ -1,4 +1,5 @@
 import { createHash, createHmac, randomBytes } from 'node:crypto'
+import { sha256Hex } from '../config/secret-digest.js'
 
 // A fingerprint names a secret (a token, a password, a client id) in admin answers, audit
 // and log lines without giving it away. It is keyed: a viewer who reads one cannot check
@@ -10,11 +11,6 @@ const PROCESS_KEY = randomBytes(32)
 
 function fingerprintKey(gatewaySecret: string | null): Buffer {
   return gatewaySecret ? createHash('sha256').update(`report-gateway fingerprint\0${gatewaySecret}`).digest() : PROCESS_KEY
-}
-
-/** The lower-case hex SHA-256 of `secret`: the form in which ADMIN_TOKENS_FILE names a token. */
-export function sha256Hex(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex')
 }
 
 /**

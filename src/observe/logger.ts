@@ -1,6 +1,6 @@
 import type { LoggerOptions } from 'pino'
 import { escapedForms } from './secret-forms.js'
-import { withoutKeys } from '../access/api-keys.js'
+import { withoutKeys } from './key-shape.js'
 import { failureFields } from './failure-log.js'
 
 // Paths that can hold a secret in anything we log: request and response headers, the

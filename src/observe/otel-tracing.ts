@@ -30,7 +30,7 @@ import type { TracingConfig } from '../config/tracing.js'
 import { encodeExportRequest } from './otlp-protobuf.js'
 import { ATTRIBUTE_VALUE_LIMIT, newSpanId, newTraceId, RecordedSpan, type SpanSink } from './recorded-span.js'
 import type { RequestTracer, Trace, TracedRequest, TracingOptions } from './trace.js'
-import { withoutKeys } from '../access/api-keys.js'
+import { withoutKeys } from './key-shape.js'
 
 // The one module that imports OpenTelemetry: observe/tracing.ts loads it only when an OTLP
 // endpoint is configured. The SDK's samplers decide, its BatchSpanProcessor batches, and

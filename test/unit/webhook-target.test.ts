@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { literalOf, platformSockets, socketRefusal, webhookRefusal } from '../../src/jobs/webhook-target.js'
+import { webhookRefusal } from '../../src/config/webhook-hosts.js'
+import { literalOf, platformSockets, socketRefusal } from '../../src/jobs/webhook-target.js'
 
 // Where a webhook may point: by its host name against the allow-list and the platform's
 // names, and by its address against the platform's sockets as resolved (a fixed lookup here).

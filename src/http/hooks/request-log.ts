@@ -4,7 +4,7 @@ import type { GatewayContext } from '../context.js'
 import type { CountChild, ObserveChild } from '../../perf/metric-tally.js'
 import { isOwnRequestId, newRequestId } from '../../observe/request-id.js'
 import { traceOf, type SpanAttributes, type Trace } from '../../observe/tracing.js'
-import { holdsKey } from '../../access/api-keys.js'
+import { holdsKey } from '../../observe/key-shape.js'
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/
 
