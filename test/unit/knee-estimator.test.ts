@@ -135,9 +135,10 @@ function closedLoopOfOneKind(callers: number, costMs: number, spread: number, se
  * with no queue whose calls slow as more run at once (the capacity bench's): a call takes
  * `costMs`, and `slopeMs` more for each call in flight past `knee` as it starts, and with
  * `jitterMs` up to that more (uniform, from `seed`). Returns the lowest and highest limit
- * in force from `from` on (half of `ms` by default).
+ * in force from `from` on (half of `ms` by default); `grown` gets the seats past the knee of
+ * each growth in cruise.
  */
-function onCrowdedPlatform(knee: number, costMs: number, slopeMs: number, ms: number, { jitterMs = 0, seed = 1, from = ms / 2 } = {}): [number, number] {
+function onCrowdedPlatform(knee: number, costMs: number, slopeMs: number, ms: number, { jitterMs = 0, seed = 1, from = ms / 2, grown = [] as number[] } = {}): [number, number] {
   const rule = new KneeEstimator({ initial: 8, min: 2, max: 64 })
   const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647
   const inFlight: { startedAt: number; load: number; window: number; endsAt: number }[] = []
@@ -159,7 +160,8 @@ function onCrowdedPlatform(knee: number, costMs: number, slopeMs: number, ms: nu
     now = nextTick
     nextTick += 100
     rule.waited()
-    rule.tick(now, null)
+    const cruising = rule.phase === 'cruise'
+    if (rule.tick(now, null)?.move === 'grew' && cruising) grown.push(rule.limit - rule.knee)
     if (now >= from) [lowest, highest] = [Math.min(lowest, rule.limit), Math.max(highest, rule.limit)]
   }
   return [lowest, highest]
@@ -465,6 +467,20 @@ describe('KneeEstimator', () => {
     for (const [knee, costMs, slopeMs] of [[12, 100, 40], [30, 50, 8], [20, 200, 50], [8, 40, 20], [16, 60, 20]] as const) {
       const [lowest, highest] = onCrowdedPlatform(knee, costMs, slopeMs, 90_000)
       expect([lowest >= 0.8 * knee, highest <= 1.2 * knee], `knee ${knee}: the limit ${lowest} to ${highest}`).toEqual([true, true])
+    }
+  })
+
+  // Room shown doubles the seats past the knee, no further than the first level above it
+  // giving FALL less: a doubling held back there goes on from the seats the limit took. Were
+  // it to double the seats held back, unseen, the limit leapt 16 seats past the knee once
+  // that level's fall faded (the capacity family on three replicas: 29 → 61 on 54 workers,
+  // 429s; docs/governor.md, "Cruise").
+  it('doubles the seats past the knee from those the limit took, where a fall above the knee held them back', () => {
+    for (const [knee, costMs, slopeMs, jitterMs] of [[30, 50, 8, 5], [38, 93, 10, 0], [18, 23, 4, 0]] as const) {
+      const grown: number[] = []
+      onCrowdedPlatform(knee, costMs, slopeMs, 60_000, { jitterMs, grown })
+      const leaps = grown.filter((past, i) => past > 2 * Math.max(1, grown[i - 1] ?? 1))
+      expect(leaps, `knee ${knee}: the seats past it at each growth ${grown.join(', ')}`).toEqual([])
     }
   })
 

@@ -51,7 +51,7 @@ export class KneeEstimator {
   #sinceMove = 0
   #decidedAt = -Infinity
   #since = noWait()
-  // The seats past the knee; whether a sure queue ever set the knee.
+  // The seats past the knee the limit took (a doubling a fall above the knee held back goes on from them: docs/governor.md, "Cruise"); whether a sure queue ever set the knee.
   #past = 1
   #queueSeen = false
   #starting = false
@@ -233,9 +233,9 @@ export class KneeEstimator {
     const reach = this.#since.reach > 0 && !this.#queueSeen ? Math.min(this.#limit, this.#since.reach) : this.#limit
     const bears = this.#longWaits() ?? Infinity
     if (this.#limit > k && room >= reach && (reach === this.#limit || !verdicts(ll, this.#limit).queueBelow)) {
-      this.#past = Math.min(2 * this.#past, bears)
+      this.#past = this.#levels.belowFall(this.#limit, Math.min(2 * Math.max(1, this.#past), bears))
       if (this.#limit >= this.#queueAlone.limit && now - this.#queueAlone.at <= EVIDENCE_MS) this.#roseAt = now
-      return this.#setKnee(this.#limit, 'grew', this.#levels.belowFall(this.#limit, this.#past))
+      return this.#setKnee(this.#limit, 'grew', this.#past)
     }
     const { queueBelow: sure, best } = verdicts(ll, k)
     const queueBelow = this.#queueHolds(sure)
