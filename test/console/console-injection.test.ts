@@ -18,6 +18,7 @@ const MARKUP = ['<img src=x onerror=alert(1)>', '"><svg onload=alert(2)>', '</sc
 // U+202E turns the text after it around: "nimda yb degrup" reads "purged by admin".
 const REVERSED = '\u202enimda yb degrup ehcac troper'
 const HIDDEN = 'gro\u200bwth'
+// An account of 100 KB; the paths below are some 12 KB (a request head's room).
 const LONG = '7'.repeat(100_000)
 
 describe.skipIf(CHROMIUM === null)('the console after a team planted markup in what it shows', () => {
@@ -61,7 +62,7 @@ describe.skipIf(CHROMIUM === null)('the console after a team planted markup in w
     }
     const proxyPort = Number(new URL(gw.url).port)
     const adminPort = Number(new URL(adminUrl).port)
-    for (const path of ['/api/v1/<img src=x onerror=alert(5)>', '/api/v1/"><svg/onload=alert(6)>']) {
+    for (const path of ['/api/v1/<img src=x onerror=alert(5)>', '/api/v1/"><svg/onload=alert(6)>', `/api/v1/${'x'.repeat(12_000)}`]) {
       await rawRequest(proxyPort, `POST ${path} HTTP/1.1\r\nhost: x\r\nx-api-key: ${UPLOADER_KEY}\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}`)
       // An outsider's admin call without the token: audited with its path.
       await rawRequest(adminPort, `GET /admin${path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n`)
@@ -78,6 +79,7 @@ describe.skipIf(CHROMIUM === null)('the console after a team planted markup in w
     // What was planted is on the page, as text.
     expect(audit).toContain('onerror=alert(1)')
     expect(audit).toContain('<svg onload=alert(2)>')
+    expect(audit).toContain(`path=/api/v1/${'x'.repeat(12_000)}`)
     expect(dialogs).toEqual([])
     expect(errors).toEqual([])
     expect(await page.evaluate('window.violations')).toEqual([])
