@@ -42,13 +42,21 @@ export class AuditTrail {
     } as DestinationStream
   }
 
+  /**
+   * Keeps `line` when its own `kind` is `audit`. The text `"kind":"audit"` alone does not
+   * make one: a team's object in a line (the accounts of a request line, as the caller
+   * wrote them) can hold it, and the team's line would then take an operator's place.
+   */
   take(line: string): void {
     if (!line.includes('"kind":"audit"')) return
+    let parsed: unknown
     try {
-      this.#lines.unshift(JSON.parse(line) as Record<string, unknown>)
+      parsed = JSON.parse(line)
     } catch {
       return // not one whole JSON line: not the logger's
     }
+    if (typeof parsed !== 'object' || parsed === null || (parsed as { kind?: unknown }).kind !== 'audit') return
+    this.#lines.unshift(parsed as Record<string, unknown>)
     if (this.#lines.length > this.#size) this.#lines.length = this.#size
   }
 

@@ -19,6 +19,8 @@ export const CONSOLE_LIBRARY = {
   'uPlot.min.css': { path: require.resolve('uplot/dist/uPlot.min.css'), type: 'text/css; charset=utf-8' },
 } as const
 
+// The token's field has no name: a sign-in the browser submits itself, before the page's
+// script runs, sends the form without it (never the token in the URL).
 export const CONSOLE_HTML = `<!doctype html>
 <html lang="en">
 <head>
@@ -37,7 +39,7 @@ export const CONSOLE_HTML = `<!doctype html>
   <h1>Report gateway <span class="muted">operations console</span></h1>
   <form id="sign-in" class="row" autocomplete="off">
     <label for="token">Admin token</label>
-    <input id="token" name="token" type="password" autocomplete="off" spellcheck="false" required aria-describedby="token-help">
+    <input id="token" type="password" autocomplete="off" spellcheck="false" required aria-describedby="token-help">
     <button type="submit">Open</button>
     <p id="token-help" class="muted">Kept in this tab only (sessionStorage), sent as the bearer token of the admin calls.</p>
   </form>

@@ -1,7 +1,7 @@
 // The console's DOM helpers: elements built with their attributes and children (every
-// text set as a text node, never as markup), tables with a caption for screen readers,
+// text set as a text node, never as markup, its hidden characters shown), tables with a caption for screen readers,
 // term lists, the marks of an expiry, and instants (UTC, the browser's own time on hover).
-import { instantsIn, onHover, utcInstant, type Expiry } from './console-format.js'
+import { instantsIn, onHover, utcInstant, visible, type Expiry } from './console-format.js'
 
 /** The page's element of that id; a missing one is the page's fault, said at once. */
 export const $ = <T extends HTMLElement>(id: string): T => {
@@ -13,11 +13,11 @@ export const $ = <T extends HTMLElement>(id: string): T => {
 /** What an element may hold: an element, a text, or nothing. */
 export type Child = Node | string | null
 
-/** An element with its attributes and children. */
+/** An element with its attributes and children, each text `visible`. */
 export function el(tag: string, attrs: Record<string, string> = {}, ...children: Child[]): HTMLElement {
   const node = document.createElement(tag)
   for (const [name, value] of Object.entries(attrs)) node.setAttribute(name, value)
-  for (const child of children) if (child !== null) node.append(child)
+  for (const child of children) if (child !== null) node.append(typeof child === 'string' ? visible(child) : child)
   return node
 }
 

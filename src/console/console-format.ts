@@ -226,3 +226,14 @@ export function lastAnswer(d: { lastStatus: number | null; lastError: string | n
   if (d.lastStatus !== null) return String(d.lastStatus)
   return d.lastError ?? '—'
 }
+
+/**
+ * Characters that turn the text after them around (bidirectional controls) or hide in it
+ * (zero-width ones): a name or a path holding one would read other than it is.
+ */
+const HIDDEN_CHARACTERS = /[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g
+
+/** `text` as the page shows it: each character of HIDDEN_CHARACTERS written as its code point, `[U+202E]`. */
+export function visible(text: string): string {
+  return text.replace(HIDDEN_CHARACTERS, (c) => `[U+${(c.codePointAt(0) as number).toString(16).toUpperCase().padStart(4, '0')}]`)
+}

@@ -1,7 +1,7 @@
 // The operations console's script, run by the browser. It holds no data of its
 // own: everything comes from the admin calls, sent with the admin token this tab keeps in
 // sessionStorage (never a cookie, never the URL). Every text is set with textContent.
-import { plural, span } from './console-format.js'
+import { plural, span, visible } from './console-format.js'
 import { chartData, fitWindow, healthLine, lastBuckets, lastSum, replacements, WINDOWS, type Charted, type ChartWindow, type Cluster } from './console-cluster.js'
 import { clearCharts, drawCharts } from './console-charts.js'
 import { $, el, table, when, withInstants } from './console-dom.js'
@@ -48,12 +48,12 @@ async function call<T>(method: string, path: string, body?: string): Promise<T> 
 
 function showError(text: string | null): void {
   const box = $('error')
-  box.textContent = text ?? ''
+  box.textContent = visible(text ?? '')
   box.hidden = text === null
 }
 
 function say(text: string): void {
-  $('action-result').textContent = text
+  $('action-result').textContent = visible(text)
 }
 
 /** No token (or a refused one): no data stays on the page. */
@@ -110,7 +110,7 @@ async function refresh(): Promise<void> {
     $('data').hidden = false
     const { version, commit, node, uptimeSeconds } = status.build
     $('updated').replaceChildren(
-      `Signed in as ${whoami.name} (${whoami.role === 'viewer' ? 'viewer: read only' : 'operator'}). Gateway ${version} (${commit === 'unknown' ? 'commit unknown' : commit.slice(0, 12)}, Node ${node}), up ${span(uptimeSeconds)}. Updated `,
+      visible(`Signed in as ${whoami.name} (${whoami.role === 'viewer' ? 'viewer: read only' : 'operator'}). Gateway ${version} (${commit === 'unknown' ? 'commit unknown' : commit.slice(0, 12)}, Node ${node}), up ${span(uptimeSeconds)}. Updated `),
       when(status.at),
       ` (every ${REFRESH_MS / 1000} s)`,
     )
@@ -263,7 +263,7 @@ function renderConfig(settings: Setting[] | null, cluster: Cluster | null): void
 /** Asks in the page's dialog; true when the operator confirms `effect`. */
 function confirmEffect(effect: string, verb: string): Promise<boolean> {
   const dialog = $<HTMLDialogElement>('confirm')
-  $('confirm-text').textContent = effect
+  $('confirm-text').textContent = visible(effect)
   $('confirm-yes').textContent = verb
   dialog.returnValue = ''
   dialog.showModal()

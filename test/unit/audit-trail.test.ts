@@ -27,6 +27,16 @@ describe('AuditTrail', () => {
     expect(written).toHaveLength(4)
     expect(trail.lines().map((l) => l.n)).toEqual([3, 2])
   })
+
+  it('keeps no line whose "kind":"audit" is inside a value of its own', () => {
+    const { dest } = capture()
+    const trail = new AuditTrail(2)
+    const log = pino({ base: null }, trail.tee(dest))
+    log.info({ kind: 'audit', n: 1 }, 'one')
+    log.info({ advertiser: { kind: 'audit', msg: 'forged' } }, 'request')
+    log.info({ kind: 'request', advertiser: [{ kind: 'audit' }] }, 'request')
+    expect(trail.lines().map((l) => l.n)).toEqual([1])
+  })
 })
 
 describe('auditLog', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { addSample, ago, bytes, expiryAt, expiryIn, instantsIn, lastAnswer, limitInForce, localInstant, onHover, pauseLeft, pauseScope, plural, ratio, seats, SOON_DAYS, span, timeTicks, urlHost, utcInstant, windowRatio } from '../../src/console/console-format.js'
+import { addSample, ago, bytes, expiryAt, expiryIn, instantsIn, lastAnswer, limitInForce, localInstant, onHover, pauseLeft, pauseScope, plural, ratio, seats, SOON_DAYS, span, timeTicks, urlHost, utcInstant, visible, windowRatio } from '../../src/console/console-format.js'
 
 const DAY = 86_400
 const NOW = Date.parse('2026-11-23T12:00:00Z')
@@ -194,5 +194,13 @@ describe('urlHost and lastAnswer (the console\'s webhook deliveries)', () => {
     expect(lastAnswer({ lastStatus: 503, lastError: 'the receiver answered 503' })).toBe('503')
     expect(lastAnswer({ lastStatus: null, lastError: 'no answer within 10000ms' })).toBe('no answer within 10000ms')
     expect(lastAnswer({ lastStatus: null, lastError: null })).toBe('—')
+  })
+})
+
+describe('visible', () => {
+  it('writes each character that turns text around or hides in it as its code point, and leaves the rest', () => {
+    expect(visible('\u202enimda yb degrup')).toBe('[U+202E]nimda yb degrup')
+    expect(visible('gro\u200bwth\u2066x\u2069\ufeff')).toBe('gro[U+200B]wth[U+2066]x[U+2069][U+FEFF]')
+    expect(visible('<img src=x> é 東京 ✓')).toBe('<img src=x> é 東京 ✓')
   })
 })
