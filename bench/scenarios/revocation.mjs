@@ -8,13 +8,13 @@
 import { randomBytes } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { stringify as toYaml } from 'yaml'
 import { REPORT_PATH, startMainGateway } from '../lib/fixture.mjs'
 import { http } from '../lib/http.mjs'
 import { loadAverage } from '../lib/machine.mjs'
 import { log, stopProcess } from '../lib/processes.mjs'
 import { fmtMs, markdownTable, median, percentile } from '../lib/stats.mjs'
+import { msUntil } from '../lib/until.mjs'
 
 export const id = 'revocation'
 export const title = 'A key removed from the teams file, to its first refusal (teamsReload.poll 1 s)'
@@ -38,15 +38,7 @@ export async function run({ fixture, quick }) {
     for (let round = 0; round < ROUNDS; round += 1) {
       const key = keys[round]
       writeFileSync(gw.configFile, toYaml(config(keys.slice(round + 1))))
-      const written = performance.now()
-      let took = null
-      while (performance.now() - written < ROUND_BOUND_MS) {
-        if ((await ask(key)) === 401) {
-          took = performance.now() - written
-          break
-        }
-        await sleep(ASK_EVERY_MS)
-      }
+      const took = await msUntil(async () => (await ask(key)) === 401, performance.now(), ROUND_BOUND_MS, ASK_EVERY_MS)
       if (took === null) missed += 1
       else refused.push(took)
     }

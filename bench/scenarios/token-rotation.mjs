@@ -7,12 +7,12 @@
 // A round is bounded: one B has not switched on after ROUND_BOUND_MS is counted as missed.
 
 import { performance } from 'node:perf_hooks'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { startMainGateway } from '../lib/fixture.mjs'
 import { http } from '../lib/http.mjs'
 import { loadAverage } from '../lib/machine.mjs'
 import { log, stopProcess } from '../lib/processes.mjs'
 import { fmtMs, markdownTable, median, percentile } from '../lib/stats.mjs'
+import { msUntil } from '../lib/until.mjs'
 
 export const id = 'token-rotation'
 export const title = 'A token rotation from one replica to another (PUT /admin/token, Redis pub/sub)'
@@ -43,14 +43,7 @@ export async function run({ fixture, quick }) {
       if (r.status !== 200) throw new Error(`PUT /admin/token on A: ${r.status} ${r.body.toString('utf8').slice(0, 200)}`)
       const want = r.json().fingerprint
       puts.push(answered - t0)
-      let took = null
-      while (performance.now() - answered < ROUND_BOUND_MS) {
-        if ((await fingerprintOf(b)) === want) {
-          took = performance.now() - answered
-          break
-        }
-        await sleep(READ_EVERY_MS)
-      }
+      const took = await msUntil(async () => (await fingerprintOf(b)) === want, answered, ROUND_BOUND_MS, READ_EVERY_MS)
       if (took === null) missed += 1
       else switches.push(took)
     }
