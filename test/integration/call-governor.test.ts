@@ -1,4 +1,3 @@
-import { performance } from 'node:perf_hooks'
 import { describe, expect, it } from 'vitest'
 import { KEYS, REPORT_PATH as REPORT, TEAMS_YAML, WHOLE_SHARE_TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
@@ -72,17 +71,12 @@ describe('the concurrency cap', () => {
       ),
     )
     await waitFor('the burst to fill the queue', () => seatsOf(gw).queued >= 80)
-    const started = performance.now()
     const second = await proxyGet(gw, distinctReport(200, 102), KEYS.growth)
-    const took = performance.now() - started
     expect(second.statusCode).toBe(200)
     expect(second.headers['x-cache']).toBe('MISS')
     // Served at the next turn: of the ≥ 80 calls queued before it, few were answered
     // first (one queue without turns would have answered them all first).
     expect(answered).toBeLessThan(30)
-    // At most one seat's wait plus its own call (≈ 2 × 200 ms), with a wide margin for a
-    // busy machine; behind the queue it would take over 2 s.
-    expect(took).toBeLessThan(7 * latency)
     const answers = await burst
     expect(answers.filter((a) => a.statusCode !== 200).map((a) => a.body)).toEqual([])
   })
