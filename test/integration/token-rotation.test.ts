@@ -342,7 +342,7 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     const { first, a } = await rotatedReplica()
     const rolledOut = sandbox.issueToken()
     const c = await replica({ PLATFORM_TOKEN: rolledOut, GATEWAY_SECRET })
-    expect(await within(1000, () => tokenOf(a) === rolledOut), 'replica A did not take the rolled-out token').not.toBeNull()
+    await waitFor('replica A takes the rolled-out token', () => tokenOf(a) === rolledOut, SETTLE_BOUND_MS)
     // The replica of the old configuration is gone: only C, of the rolled-out one, runs.
     gateways.open.splice(gateways.open.indexOf(a), 1)
     await closeAfterTest(a)
