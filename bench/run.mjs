@@ -19,6 +19,8 @@
 //   pubsub           the bus on a 3-master Cluster: PUBLISH against sharded SPUBLISH
 //   answers          proxied answers of 1 MB to 50 MiB: held whole against straight from the platform
 //   webhooks         a webhook attempt, http and https: the platform-address check, a connection per attempt or kept, against a plain POST
+//   token-rotation   a token PUT on one replica: its time, and from its answer to another replica holding the token
+//   revocation       a key removed from the teams file: from the file's write to its first refusal
 //
 // Flags: --quick (shorter runs, written to .bench/results-quick.md)
 //        --only=<id>[,<id>] (those scenarios, written to bench/results-<id>.md)
@@ -57,9 +59,11 @@ import * as twoTeams from './scenarios/two-teams.mjs'
 import * as targets from './scenarios/targets.mjs'
 import * as reportJobs from './scenarios/report-jobs.mjs'
 import * as webhooks from './scenarios/webhooks.mjs'
+import * as tokenRotation from './scenarios/token-rotation.mjs'
+import * as revocation from './scenarios/revocation.mjs'
 import { profileGateway } from './scenarios/profile.mjs'
 
-const SCENARIOS = [hits, fairness, noisyNeighbour, dashboard, dashboardNoisy, dashboardFamily, capacity, twoTeams, reportJobs, targets, spread, scale, redisTraffic, pubsub, answers, webhooks]
+const SCENARIOS = [hits, fairness, noisyNeighbour, dashboard, dashboardNoisy, dashboardFamily, capacity, twoTeams, reportJobs, targets, spread, scale, redisTraffic, pubsub, answers, webhooks, tokenRotation, revocation]
 const TIME_LIMIT_MS = 45 * 60_000
 
 const args = process.argv.slice(2)

@@ -129,16 +129,35 @@ const refusing = new WeakSet<Duplex>()
  * first and in order (RFC 9112, 9.3.2), so that the refusal is never read as theirs (a
  * write told it "is never sent to the platform" while it was). An answer whose own
  * request is the one refused (a body the parser could not read) is not waited for.
+ * The wait ends with the connection cut `waitMs` after it began: a caller that reads none
+ * of those answers while it sends bytes moves the connection (hooks/silent-connections.ts)
+ * for as long as it sends, and the one request timeout Node arms on it is spent (it is
+ * the refusal, or comes after it, and only the first refusal is answered).
  */
-function afterAnswersAhead(socket: HttpSocket, then: () => void): void {
-  const ahead = socket._httpMessage
-  if (!ahead || ahead.writableFinished || !ahead.req.complete) return then()
-  const next = (): void => {
-    ahead.off('finish', next).off('close', next)
-    if (socket.destroyed) return
-    afterAnswersAhead(socket, then)
+function afterAnswersAhead(socket: HttpSocket, then: () => void, waitMs: number): void {
+  const first = answerAhead(socket)
+  if (first === null) return then()
+  const cut = setTimeout(() => socket.destroy(), waitMs)
+  cut.unref()
+  socket.once('close', () => clearTimeout(cut))
+  const after = (ahead: ServerResponse): void => {
+    const next = (): void => {
+      ahead.off('finish', next).off('close', next)
+      if (socket.destroyed) return
+      const following = answerAhead(socket)
+      if (following !== null) return after(following)
+      clearTimeout(cut)
+      then()
+    }
+    ahead.once('finish', next).once('close', next)
   }
-  ahead.once('finish', next).once('close', next)
+  after(first)
+}
+
+/** The answer on `socket` a refusal waits for: one not yet written whole, of a request Node read whole. */
+function answerAhead(socket: HttpSocket): ServerResponse | null {
+  const ahead = socket._httpMessage
+  return ahead && !ahead.writableFinished && ahead.req.complete ? ahead : null
 }
 
 /**
@@ -349,7 +368,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
         const current = (socket as HttpSocket)._httpMessage
         if (!socket.writable || (current && current.headersSent && !current.writableFinished)) socket.destroy()
         else endWithError(server, socket, error, { ...refusalHeaders, ...headers }, null)
-      })
+      }, config.server.connectionTimeoutMs)
     },
     // What the router refuses before a route is found (a path that is no percent-encoding,
     // `%zz`) in the contract's terms too, a GW_* 400 with its request id: no hook of the

@@ -133,9 +133,8 @@ describe('a body that trickles in', () => {
     const elapsed = performance.now() - started
     expect(answer).toMatch(/^HTTP\/1\.1 408 /)
     expect(answer).toContain('GW_REQUEST_TIMEOUT')
-    // The deadline is checked once a second: generous margin for a shared machine.
+    // Not before the deadline; the 408 says the gateway cut it (the hard stop above sends none).
     expect(elapsed).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS - 100)
-    expect(elapsed).toBeLessThan(REQUEST_TIMEOUT_MS + 6000)
     expect(sg.callerRequests()).toEqual([])
   })
 })

@@ -5,7 +5,7 @@ import { useCleanups, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { bearerOf } from '../helpers/gateway-calls.js'
 import { spawnGateway, spawnGateways, type GatewayProcess } from '../helpers/gateway-process.js'
 import { redisAvailability } from '../helpers/start-redis.js'
-import { waitFor, within } from '../helpers/wait.js'
+import { testTimeLeft, waitFor, within } from '../helpers/wait.js'
 
 // An operator rotates the platform token (PUT /admin/token) on a credential with the
 // password login configured, then a replica restarts, stopped (SIGTERM) or killed
@@ -67,7 +67,7 @@ describe.skipIf(!redisCheck.available)('a rotation survives a replica restart (g
     })
     const [called, other] = replicas as [GatewayProcess, GatewayProcess]
     // Both replicas hold one token: one logged in, the other took it (or logged in later and the first took that).
-    await waitFor('both replicas on one token', async () => (await tokenView(called)).fingerprint === (await tokenView(other)).fingerprint, 5000, 50)
+    await waitFor('both replicas on one token', async () => (await tokenView(called)).fingerprint === (await tokenView(other)).fingerprint, testTimeLeft(), 50)
 
     const rotated = sandbox.issueToken()
     const put = await fetch(`${called.adminUrl}/admin/token`, {
@@ -76,7 +76,7 @@ describe.skipIf(!redisCheck.available)('a rotation survives a replica restart (g
       body: JSON.stringify({ token: rotated }),
     })
     expect(put.status).toBe(200)
-    await waitFor('the other replica to take the rotated token', async () => (await tokenView(other)).fingerprint === fingerprint(rotated, GATEWAY_SECRET), 5000, 50)
+    await waitFor('the other replica to take the rotated token', async () => (await tokenView(other)).fingerprint === fingerprint(rotated, GATEWAY_SECRET), testTimeLeft(), 50)
     sandbox.clearRequests()
 
     const restarting = which === 'the replica the operator called' ? called : other

@@ -1,6 +1,25 @@
 import { setTimeout as sleep } from 'node:timers/promises'
+import { getCurrentTest } from 'vitest/suite'
 
 type Condition = () => boolean | Promise<boolean>
+
+// What a wait leaves of its test's time: enough to fail naming what it waited for before
+// the test's own timeout ends it unnamed.
+const NAMING_MARGIN_MS = 1000
+// Outside a test (a beforeAll), a wait's bound: below vitest.config.ts's hookTimeout (20 s).
+const OUTSIDE_A_TEST_MS = 15_000
+
+/**
+ * The time left to the running test before its own timeout (the file's or the test's
+ * `timeout`), less the margin: the only bound a wait for a condition has. A loaded machine
+ * makes a condition come later, never wrong; a bound of its own would fail it for that.
+ */
+export function testTimeLeft(): number {
+  const test = getCurrentTest()
+  const started = test?.result?.startTime
+  if (!test?.timeout || started === undefined) return OUTSIDE_A_TEST_MS
+  return Math.max(0, started + test.timeout - NAMING_MARGIN_MS - Date.now())
+}
 
 /**
  * Polls `cond` every `everyMs` until it holds: the milliseconds that took, or null when
@@ -20,7 +39,10 @@ export async function waitUntil(ms: number, cond: Condition, everyMs = 10): Prom
   return (await within(ms, cond, everyMs)) !== null
 }
 
-/** Polls `cond` until it holds; fails naming `what` (said when it fails) after `ms`. */
-export async function waitFor(what: string | (() => string), cond: Condition, ms = 3000, everyMs = 10): Promise<void> {
+/**
+ * Polls `cond` until it holds; fails naming `what` (said when it fails) once `ms` have
+ * gone by, by default the running test's time left (testTimeLeft).
+ */
+export async function waitFor(what: string | (() => string), cond: Condition, ms = testTimeLeft(), everyMs = 10): Promise<void> {
   if (!(await waitUntil(ms, cond, everyMs))) throw new Error(`timed out waiting for ${typeof what === 'string' ? what : what()}`)
 }

@@ -276,15 +276,14 @@ describe.skipIf(!available)('RedisStore in Redis', () => {
     expect(await r.get('other:report:v1:x')).toBe('theirs')
   })
 
-  it('with Redis unreachable, misses and skips writes quickly instead of failing', async () => {
-    const gone = new Redis({ host: '127.0.0.1', port: 1, lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, commandTimeout: 100, retryStrategy: () => null })
+  it('with Redis unreachable, misses and skips writes at once instead of failing', async () => {
+    // A command timeout longer than the test: a store that waited on a command would end the test at its timeout.
+    const gone = new Redis({ host: '127.0.0.1', port: 1, lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, commandTimeout: 60_000, retryStrategy: () => null })
     gone.on('error', () => undefined)
     const b = breaker()
     const store = new RedisStore({ redis: gone, breaker: b, prefix: 'gone:', limits: LIMITS })
-    const started = Date.now()
     await store.set('gone:report:v1:x', entryAt(Date.now()))
     expect(await store.get('gone:report:v1:x')).toBeNull()
-    expect(Date.now() - started).toBeLessThan(500)
     expect(b.state).toBe('open')
     gone.disconnect()
   })

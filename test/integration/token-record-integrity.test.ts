@@ -7,7 +7,7 @@ import { TEAMS_YAML, credentialTeams, sandboxLoginEnv, testConfig, type TestGate
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { tokenOf } from '../helpers/gateway-calls.js'
 import { redisAvailability } from '../helpers/start-redis.js'
-import { waitFor, waitUntil as within } from '../helpers/wait.js'
+import { waitFor } from '../helpers/wait.js'
 
 // The fields next to the ciphertext of a stored token record
 // (version, fingerprint, base, times) and the key it is stored under are authenticated
@@ -74,7 +74,7 @@ describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', 
   /** The stored record once it holds the token with this fingerprint (at most 1 s). */
   async function storedOnce(fp: string, key = DEFAULT_KEY): Promise<StoredRecord> {
     let record = await stored(key)
-    await waitFor(`the stored record to hold ${fp}`, async () => (record = await stored(key))?.fingerprint === fp, 1000)
+    await waitFor(`the stored record to hold ${fp}`, async () => (record = await stored(key))?.fingerprint === fp)
     return record as StoredRecord
   }
 
@@ -105,7 +105,7 @@ describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', 
     const next = token()
     expect((await put(a, next)).statusCode).toBe(200)
     const current = await storedOnce(fingerprint(next, GATEWAY_SECRET))
-    expect(await within(1000, () => tokenOf(b) === next)).toBe(true)
+    await waitFor('replica B to take the new token', () => tokenOf(b) === next)
     return { first, a, b, old, next, current }
   }
 
@@ -121,7 +121,7 @@ describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', 
     // The forged version is higher than any genuine one: it must not keep the next rotation out.
     const third = token()
     expect((await put(a, third)).statusCode).toBe(200)
-    expect(await within(1000, () => tokenOf(b) === third), 'replica B never got the rotation made after the forgery').toBe(true)
+    await waitFor('replica B to take the rotation made after the forgery', () => tokenOf(b) === third)
     expect(await storedOnce(fingerprint(third, GATEWAY_SECRET))).toMatchObject({ version: a.tokens.get('default').current()?.version })
   })
 
@@ -184,7 +184,7 @@ describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', 
     // The replay is authentic, only stale: no warn line, but the replicas that hold the
     // newer token put it back, so a replica that starts now does not take the old one.
     expect(rejectedLines(b)).toEqual([])
-    expect(await within(1000, async () => (await stored())?.version === current.version), 'the newer record was not written back').toBe(true)
+    await waitFor('the newer record written back', async () => (await stored())?.version === current.version)
     const late = await replica({ PLATFORM_TOKEN: first })
     expect(tokenOf(late)).toBe(next)
   })
@@ -243,7 +243,7 @@ describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', 
 
     const third = token()
     expect((await put(a, third)).statusCode).toBe(200)
-    expect(await within(1000, () => tokenOf(b) === third), 'replica B never got the rotation made after the forgery').toBe(true)
+    await waitFor('replica B to take the rotation made after the forgery', () => tokenOf(b) === third)
   })
 
   it('a record of format 2 (written before origins were kept) is still read: a password-login replica started on it takes the rotation and makes no login', async () => {

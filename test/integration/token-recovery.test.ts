@@ -8,7 +8,7 @@ import { KEYS, TEAMS_YAML, sandboxLoginEnv, testConfig, type TestGateway } from 
 import { useCleanups, useGateways, useSandbox } from '../helpers/fixtures.js'
 import { bearerOf, campaignList, expectNoSecrets } from '../helpers/gateway-calls.js'
 import { newCampaign } from '../helpers/sandbox-gateway.js'
-import { waitUntil } from '../helpers/wait.js'
+import { waitFor } from '../helpers/wait.js'
 
 // Recovery: when the platform answers 401 and the probe call confirms that the
 // token is refused (token-refusal.test.ts has the 401s it does not confirm), a
@@ -198,7 +198,7 @@ describe('password login: 401 → one re-login → one retry', () => {
     expect(loudLines(gw).length).toBeGreaterThan(0)
 
     failing = false
-    expect(await waitUntil(2000, () => gw.tokens.get('default').usable()), 'the login was not retried').toBe(true)
+    await waitFor('the login retried', () => gw.tokens.get('default').usable())
     expect((await ready(gw)).statusCode).toBe(200)
     expect((await campaignList(gw)).statusCode).toBe(200)
   })
@@ -236,7 +236,7 @@ describe('static or file token: 401 makes the credential unusable until a new to
     const first = loudLines(gw)
     expect(first.length).toBeGreaterThan(0)
     expect(first[0]).toMatchObject({ level: 50, credential: 'default', fingerprint: fingerprint(token, null) })
-    expect(await waitUntil(1000, () => loudLines(gw).length >= 3)).toBe(true)
+    await waitFor('the error line repeated on the maintenance ticks', () => loudLines(gw).length >= 3)
 
     const next = sandbox.issueToken()
     const put = await gw.admin.inject({ method: 'PUT', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { token: next } })

@@ -6,7 +6,7 @@ import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { campaignList, tokenOf } from '../helpers/gateway-calls.js'
 import { leakedSecrets, runSecrets } from '../helpers/secret-scan.js'
 import { freePort, redisAvailability } from '../helpers/start-redis.js'
-import { waitFor, waitUntil, within } from '../helpers/wait.js'
+import { waitFor } from '../helpers/wait.js'
 
 // A 401 on one call never condemns the shared token by itself. A route
 // behind another guard answers 401 to a valid token; before the gateway re-logs in, marks
@@ -175,7 +175,7 @@ describe('a 401 to a token replaced while the call was out', () => {
     // The read waits at the platform's front while the token changes under it.
     sandbox.setLatency(2000)
     const read = report(gw)
-    await waitFor('the read at the platform', () => sandbox.requests.some((r) => r.path === '/api/v1/report/campaigns/get'), 5000)
+    await waitFor('the read at the platform', () => sandbox.requests.some((r) => r.path === '/api/v1/report/campaigns/get'))
     sandbox.setLatency(0)
     const replacement = sandbox.issueToken()
     const put = await gw.admin.inject({ method: 'PUT', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { token: replacement } })
@@ -231,7 +231,7 @@ describe.skipIf(!redisCheck.available)('logins across replicas (Redis)', () => {
   it('three replicas sharing tokens meet a confirmed refusal at once: exactly one login in total, every read answered 200', async () => {
     const replicas = [await replica({ GATEWAY_SECRET }), await replica({ GATEWAY_SECRET }), await replica({ GATEWAY_SECRET })]
     // They hold the one shared token before it is revoked.
-    expect(await within(2000, () => new Set(replicas.map((gw) => tokenOf(gw))).size === 1), 'the replicas did not converge on one token').not.toBeNull()
+    await waitFor('the replicas on one token', () => new Set(replicas.map((gw) => tokenOf(gw))).size === 1)
     sandbox.clearRequests()
     sandbox.revokeToken(tokenOf(replicas[0] as TestGateway) as string)
     // Slow answers keep every call in flight with the old token at once.
@@ -256,7 +256,7 @@ describe.skipIf(!redisCheck.available)('logins across replicas (Redis)', () => {
     expect(sandbox.countRequests(isLogin)).toBe(1)
     // The replicas share the new token: its next scheduled re-login is again one login.
     clock.advance(61_000)
-    expect(await waitUntil(2000, () => sandbox.countRequests(isLogin) === 2)).toBe(true)
+    await waitFor('the second scheduled login', () => sandbox.countRequests(isLogin) === 2)
     await new Promise((r) => setTimeout(r, 300))
     expect(sandbox.countRequests(isLogin)).toBe(2)
     for (const gw of [a, b]) expect(await tokenView(gw)).toMatchObject({ usable: true })

@@ -4,6 +4,7 @@ import { SETTLE_MS, checkGuarantees, inFlightBound } from './checks.js'
 import { governorWith, newGovernor } from './new-governor.js'
 import type { Behaviour, Report, TeamPlan } from './teams.js'
 import { capacityMisses, capacityShape } from './capacity-shapes.js'
+import { CUT_TRIAL_MS } from '../../src/platform/governor/work-estimates.js'
 import { lateStartMiss, lateStartShape } from './late-start-shapes.js'
 
 // The longest of these simulations take 2 to 3 s of CPU alone; on a machine whose cores are
@@ -275,6 +276,21 @@ describe('the shapes of issue 51', () => {
     const work = (trace.workMs.get('A') ?? 0) / 1000
     const charged = trace.seatSeconds.get('A') ?? 0
     expect(work, `A: ${work.toFixed(1)} worker-s at the platform, charged ${charged.toFixed(1)} seat-s`).toBeLessThanOrEqual(1.05 * charged)
+  })
+
+  it('a kind answered within its deadline that becomes slower than its deadline and the watch is sent but for a trial each CUT_TRIAL_MS, every call charged', async () => {
+    // A's year reports take 4.5 s, within their 6 s deadline, until the platform is ten
+    // times slower at 20 s: 45 s, past the deadline and the watch (36 s), never answered.
+    // The first calls at 10× meet the slowdown as a fault (the platform's silence) and
+    // teach nothing; the next are cut, and once CUT_CONFIRMS of them stand the kind is refused.
+    const slowing: Behaviour = { kind: 'callers', callers: 8, reports: [YEAR], thinkMs: [0, 0], deadlineMs: 6_000 }
+    const durationMs = 180_000
+    const trace = await simulate(scenario([{ ...team('B', dashboard), until: durationMs }, { ...team('A', slowing), until: durationMs }], { durationMs, slowness: [[20_000, 1], [20_001, 10]] }), newGovernor)
+    expect(failed(trace).filter((f) => f.startsWith('nothing uncharged'))).toEqual([])
+    // Over the last two CUT_TRIAL_MS, A's calls sent are the trials.
+    const judged = trace.start + durationMs - 2 * CUT_TRIAL_MS
+    const sent = trace.records.filter((c) => c.team === 'A' && c.seated !== null && c.seated >= judged).length
+    expect(sent, 'A\'s calls sent over the last two CUT_TRIAL_MS').toBeLessThanOrEqual(3)
   })
 
   it('a team spread over 3 replicas gets the worker-seconds of an equal team on one', async () => {

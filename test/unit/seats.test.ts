@@ -255,18 +255,19 @@ describe('a seat\'s end', () => {
     expect(next.seat).not.toBeNull()
   })
 
-  it('holds the seat of a call cut by its deadline until its start plus its kind\'s estimate, raised to CUT_GROWTH times what it ran', async () => {
+  // A call that met a fault teaches its kind nothing, but its worker is busy all the same.
+  it.each([[false, 600], [true, 200]])('holds the seat of a call cut by its deadline until its start plus CUT_GROWTH times what it ran (in a fault: %s), its kind\'s estimate then %d ms', async (metFault, estimate) => {
     const clock = fakeClock()
     // (A limit rule listens: the estimates learn what the seats tell it. Without one, see below.)
-    const { s, work, order } = seats(clock, { limit: 1, onEnded: () => undefined })
+    const { s, work, order } = seats(clock, { limit: 1, onEnded: () => undefined, metFault: () => metFault })
     work.answered('a', 'month', 200)
     const cut = call(s, order, 'a', { workClass: 'month' })
     const next = call(s, order, 'b')
     await settle()
     clock.advance(400)
     cut.seat?.end({ kind: 'none', latencyMs: 400, timedOut: true })
-    // The platform works on: its estimate is now 1.5 × 400 = 600 ms from its start.
-    expect(work.expectedMs('a', 'month', clock.now())).toBe(600)
+    // The platform works on: the seat is held to 1.5 × 400 = 600 ms from its start.
+    expect(work.expectedMs('a', 'month', clock.now())).toBe(estimate)
     clock.advance(199)
     await settle()
     expect([s.inFlight, next.seat]).toEqual([1, null])

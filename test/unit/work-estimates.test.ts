@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { CUT_GROWTH, CUT_MEMORY_MS, CUT_TRIAL_MS, ESTIMATE_GAIN, MAX_KINDS, WorkEstimates } from '../../src/platform/governor/work-estimates.js'
+import { CUT_CONFIRMS, CUT_GROWTH, CUT_MEMORY_MS, CUT_TRIAL_MS, ESTIMATE_GAIN, MAX_KINDS, WorkEstimates } from '../../src/platform/governor/work-estimates.js'
 import { learnFrom } from '../../src/platform/governor/seat.js'
 
 // How long a call holds its seat, by its kind (docs/governor.md, "expected seat-time").
@@ -89,6 +89,29 @@ describe('WorkEstimates', () => {
     expect(w.neededMs('a', 'week', NOW)).toBe(130)
     w.cut('a', 'year', 30_000, NOW)
     expect(w.neededMs('a', 'year', NOW + 1)).toBe(CUT_GROWTH * 30_000)
+  })
+
+  it('needs what the cuts say once CUT_CONFIRMS of them came after the kind\'s newest answer shorter than them, until one comes again', () => {
+    const w = new WorkEstimates()
+    w.answered('a', 'week', 20)
+    // The kind became slower than twice its budget: its calls cut at the watch's end, never answered.
+    for (let i = 1; i < CUT_CONFIRMS; i++) w.cut('a', 'week', 2000, NOW)
+    expect(w.neededMs('a', 'week', NOW)).toBe(20)
+    w.cut('a', 'week', 2000, NOW + 100)
+    expect(w.neededMs('a', 'week', NOW + 100)).toBe(CUT_GROWTH * 2000)
+    // Another team's cuts say nothing of this team's need.
+    expect(w.neededMs('b', 'week', NOW + 100)).toBe(20)
+    // An answer within the cut (a trial, or a call in flight) outweighs the cuts before it.
+    w.answered('a', 'week', 30)
+    expect(w.neededMs('a', 'week', NOW + 200)).toBeCloseTo(20 + ESTIMATE_GAIN * 10)
+    for (let i = 1; i < CUT_CONFIRMS; i++) w.cut('a', 'week', 2000, NOW + 300)
+    expect(w.neededMs('a', 'week', NOW + 300)).toBeCloseTo(20 + ESTIMATE_GAIN * 10)
+    // Cuts are forgotten after CUT_MEMORY_MS.
+    w.cut('a', 'week', 2000, NOW + 400)
+    expect(w.neededMs('a', 'week', NOW + 400 + CUT_MEMORY_MS - 1)).toBe(CUT_GROWTH * 2000)
+    expect(w.neededMs('a', 'week', NOW + 400 + CUT_MEMORY_MS)).toBeCloseTo(20 + ESTIMATE_GAIN * 10)
+    for (let i = 1; i < CUT_CONFIRMS; i++) w.cut('a', 'week', 2000, NOW + 500 + CUT_MEMORY_MS)
+    expect(w.neededMs('a', 'week', NOW + 500 + CUT_MEMORY_MS)).toBeCloseTo(20 + ESTIMATE_GAIN * 10)
   })
 
   it('sends a kind that needs more than its budget once each CUT_TRIAL_MS, from the first call found too long', () => {

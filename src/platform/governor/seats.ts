@@ -5,7 +5,7 @@ import { NoIdleSeatError, learnFrom, tooLate, type RefusalReason, type Seat, typ
 import type { LocalTeam, SeatLease } from './seat-lease.js'
 import { GATEWAY_TEAM } from '../gateway-team.js'
 import { TeamAccounts } from './team-accounts.js'
-import { kindOf } from './work-estimates.js'
+import { CUT_GROWTH, kindOf } from './work-estimates.js'
 import { LONGEST_TIMER_MS, systemClock, type Clock, type Timer } from '../../clock.js'
 
 // docs/governor.md, "Constants".
@@ -287,9 +287,10 @@ export class CredentialSeats {
         if (outcome.kind === 'answer') this.#lease?.answered()
         const learned = learnFrom(this.#o.work, team, workClass, outcome, now, this.#o.metFault?.(startedAt, at))
         this.#o.onEnded?.({ startedAt, at, team, kind, load, window, outcome: learned, ...(outcome.kind === 'answer' && outcome.status === 429 ? { refused: true } : {}) })
-        // Cut by its deadline, or its callers gone: held to its expected end (dispatch rule 4).
+        // Cut by its deadline, or its callers gone: held to its expected end, a watched call to CUT_GROWTH times what it ran though it met a fault (dispatch rule 4).
         const goesOn = outcome.kind === 'dropped' || (outcome.kind === 'none' && outcome.timedOut)
-        const until = goesOn ? startedAt + (this.#o.work.expectedMs(team, workClass, now) ?? 0) : 0
+        const ran = outcome.kind === 'none' ? CUT_GROWTH * outcome.latencyMs : 0
+        const until = goesOn ? startedAt + Math.max(ran, this.#o.work.expectedMs(team, workClass, now) ?? 0) : 0
         if (until > now) this.#timer(free, until - now)
         else free()
       },

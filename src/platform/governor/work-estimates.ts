@@ -4,10 +4,11 @@ export const ESTIMATE_GAIN = 0.2
 export const CUT_GROWTH = 1.5
 export const CUT_MEMORY_MS = 5 * 60_000
 export const CUT_TRIAL_MS = 30_000
+export const CUT_CONFIRMS = 2
 export const MAX_KINDS = 512
 
-/** A kind's seat-time (ms; null: unknown); at least `cutMs` until `until` (epoch ms): a cut said so; a call sent to see from `trialAt`. */
-type Estimate = { ms: number | null; cutMs: number; until: number; trialAt: number }
+/** A kind's seat-time (ms; null: unknown); at least `cutMs` until `until` (epoch ms): `cuts` cuts said so; a call sent to see from `trialAt`. */
+type Estimate = { ms: number | null; cutMs: number; until: number; cuts: number; trialAt: number }
 
 export class WorkEstimates {
   // By kind, and by work alone (any team's), in least recently seen order.
@@ -34,10 +35,12 @@ export class WorkEstimates {
     return ms === null ? null : Math.max(ms, cutOf(own, now))
   }
 
-  /** The time a call of `work` by `team` needs (ms), to be sent at all: what its kind's answers took, else what a cut said; null when unknown. */
+  /** The time a call of `work` by `team` needs (ms), to be sent at all: what its kind's answers took, at least what its team's own cuts said once CUT_CONFIRMS of them stand (the kind slowed, not one call hung); else what a cut said; null when unknown. */
   neededMs(team: string, work: string, now: number): number | null {
     const e = this.#own.get(kindOf(team, work))
-    return e?.ms ?? this.#shared.get(work)?.ms ?? (e !== undefined && now < e.until ? e.cutMs : null)
+    const ms = e?.ms ?? this.#shared.get(work)?.ms ?? null
+    const cut = ms === null || (e?.cuts ?? 0) >= CUT_CONFIRMS ? cutOf(e, now) : 0
+    return ms === null ? (cut > 0 ? cut : null) : Math.max(ms, cut)
   }
 
   /** Whether a call of a kind that needs more than its budget is sent all the same, to see: one each CUT_TRIAL_MS from the first found too long. */
@@ -57,11 +60,12 @@ export class WorkEstimates {
     }
   }
 
-  /** A call that got no answer after `ms` at `now`: its kind takes at least CUT_GROWTH times that, for CUT_MEMORY_MS. */
+  /** A call that got no answer after `ms` at `now`: its kind takes at least CUT_GROWTH times that, for CUT_MEMORY_MS (counted in `cuts`). */
   cut(team: string, work: string, ms: number, now: number): void {
     for (const [map, k] of this.#keys(team, work)) {
       const e = take(map, k)
-      e.cutMs = Math.max(now < e.until ? e.cutMs : 0, CUT_GROWTH * ms)
+      e.cuts = now < e.until ? e.cuts + 1 : 1
+      e.cutMs = Math.max(e.cuts > 1 ? e.cutMs : 0, CUT_GROWTH * ms)
       e.until = now + CUT_MEMORY_MS
     }
   }
@@ -73,7 +77,7 @@ const cutOf = (e: Estimate | undefined, now: number): number => (e !== undefined
 
 /** The estimate of `k`, made most recently seen (created unknown), the least recently seen forgotten past MAX_KINDS. */
 function take(map: Map<string, Estimate>, k: string): Estimate {
-  const e = map.get(k) ?? { ms: null, cutMs: 0, until: 0, trialAt: 0 }
+  const e = map.get(k) ?? { ms: null, cutMs: 0, until: 0, cuts: 0, trialAt: 0 }
   map.delete(k)
   if (map.size >= MAX_KINDS) map.delete(map.keys().next().value as string)
   map.set(k, e)
