@@ -1,6 +1,6 @@
 import { pino, type DestinationStream, type Logger } from 'pino'
 
-/** How many audit lines a replica keeps for the console. */
+/** How many audit lines of each kind (teams' writes; every other) a replica keeps for the console. */
 export const AUDIT_LINES = 50
 
 /**
@@ -19,11 +19,16 @@ export function auditLog(log: Logger): Logger {
 /**
  * The last audit lines (`"kind":"audit"`) this replica logged, newest first, for the
  * operations console. It reads the serialized log lines, so what it keeps went through
- * the logger's redaction like every line.
+ * the logger's redaction like every line. Teams' writes (`"action":"write"`, one per
+ * audited call of a team) are kept apart from every other line (the operators' admin
+ * calls, the refused ones, reloads): each has its last `size`, so a team writing often
+ * pushes out only its own kind, never an operator's line.
  */
 export class AuditTrail {
-  readonly #lines: Record<string, unknown>[] = []
+  readonly #writes: Kept[] = []
+  readonly #others: Kept[] = []
   readonly #size: number
+  #taken = 0
 
   constructor(size = AUDIT_LINES) {
     this.#size = size
@@ -56,11 +61,20 @@ export class AuditTrail {
       return // not one whole JSON line: not the logger's
     }
     if (typeof parsed !== 'object' || parsed === null || (parsed as { kind?: unknown }).kind !== 'audit') return
-    this.#lines.unshift(parsed as Record<string, unknown>)
-    if (this.#lines.length > this.#size) this.#lines.length = this.#size
+    const kept = parsed as Record<string, unknown>
+    const ring = kept.action === 'write' ? this.#writes : this.#others
+    ring.unshift({ order: this.#taken++, line: kept })
+    if (ring.length > this.#size) ring.length = this.#size
   }
 
+  /** Both kinds' last lines, newest first (in the order they were logged). */
   lines(): Record<string, unknown>[] {
-    return [...this.#lines]
+    return [...this.#writes, ...this.#others].sort((a, b) => b.order - a.order).map((kept) => kept.line)
   }
+}
+
+/** A line kept, and its place among every line kept. */
+interface Kept {
+  order: number
+  line: Record<string, unknown>
 }

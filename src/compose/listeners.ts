@@ -23,6 +23,7 @@ import { ADMIN_ANSWER_HEADERS, adminRoutes } from '../http/admin/admin.js'
 import type { WebhookDeliveries } from '../jobs/webhook-deliveries.js'
 import { metricsRoute } from '../http/admin/metrics-route.js'
 import { consoleRoutes } from '../http/admin/console-route.js'
+import { adminHostCheck } from '../http/admin/admin-host-check.js'
 import { describeProxy, docsUi } from '../http/openapi/document.js'
 import { describeAdmin } from '../http/openapi/admin-document.js'
 
@@ -90,6 +91,8 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   // Every admin call's body is JSON: a text/plain one is refused as any other type is
   // (`body: must be application/json`), not read as a string its schema then refuses.
   admin.removeContentTypeParser('text/plain')
+  // Before every route: a Host the listener does not answer to reads nothing of it.
+  adminHostCheck(admin, { config, auditLog, clock })
   // First: its document is made from every route registered after it.
   await describeAdmin(admin)
   await admin.register(healthRoutes, health)

@@ -144,6 +144,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       token: raw.admin.token ?? null,
       viewerToken: raw.admin.viewerToken ?? null,
       tokensFile: raw.admin.tokensFile ?? null,
+      hosts: raw.admin.hosts,
       maxConnections: raw.admin.maxConnections,
       tokens: adminTokens({ token: raw.admin.token ?? null, viewerToken: raw.admin.viewerToken ?? null, file: raw.admin.tokensFile ?? null }, readFile, problems),
     },

@@ -100,6 +100,14 @@ export const ConfigSchema = Type.Object(
         token: Type.Optional(Nullable(Type.String({ minLength: 16 }))),
         viewerToken: Type.Optional(Nullable(Type.String({ minLength: 16 }))),
         tokensFile: Type.Optional(Nullable(Type.String({ minLength: 1 }))),
+        hosts: Type.Array(
+          Type.String({
+            pattern: '^[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?(\\.[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?)*\\.?$',
+            maxLength: 253,
+            description: 'a DNS name (letters, digits, -, _ and dots; no port, no scheme, no wildcard), e.g. report-gateway-admin.reports.svc',
+          }),
+          { description: 'a list of the DNS names the admin listener answers to besides IP addresses and localhost (ADMIN_HOSTS: comma-separated)' },
+        ),
         maxConnections: Type.Integer({ minimum: 1, description: 'the most connections the admin listener holds open at once (fewer where the open-file limit leaves fewer); past it the longest silent ones with no answer under way are closed, else the longest silent of those with answers under way, down to half of the bound' }),
       },
       { additionalProperties: false },

@@ -7,11 +7,12 @@ export type Env = Record<string, string | undefined>
 
 // Environment variables of the contract, and the config path each one sets.
 // `secret`: may also come from <NAME>_FILE, and may never come from a config file.
-export const ENV_KEYS: { env: string; path: string[]; kind: 'string' | 'int' | 'number-or-string'; secret?: boolean; file?: boolean }[] = [
+export const ENV_KEYS: { env: string; path: string[]; kind: 'string' | 'int' | 'number-or-string' | 'list'; secret?: boolean; file?: boolean }[] = [
   { env: 'HOST', path: ['host'], kind: 'string' },
   { env: 'PORT', path: ['port'], kind: 'int' },
   { env: 'ADMIN_HOST', path: ['admin', 'host'], kind: 'string' },
   { env: 'ADMIN_PORT', path: ['admin', 'port'], kind: 'int' },
+  { env: 'ADMIN_HOSTS', path: ['admin', 'hosts'], kind: 'list' },
   { env: 'ADMIN_TOKEN', path: ['admin', 'token'], kind: 'string', secret: true },
   { env: 'ADMIN_VIEWER_TOKEN', path: ['admin', 'viewerToken'], kind: 'string', secret: true },
   { env: 'ADMIN_TOKENS_FILE', path: ['admin', 'tokensFile'], kind: 'string' },
@@ -83,6 +84,9 @@ export function applyEnv(raw: Record<string, unknown>, env: Env, readFile: (p: s
       parsed = /^\d+$/.test(value) ? Number(value) : value
     } else if (key.kind === 'number-or-string') {
       parsed = /^\d+$/.test(value) ? Number(value) : value
+    } else if (key.kind === 'list') {
+      // Comma-separated: `a, b.` is ["a", "b."]; spaces around an item and empty items are no part of it.
+      parsed = value.split(',').map((item) => item.trim()).filter((item) => item !== '')
     }
     setPath(raw, key.path, parsed)
     sources.set(key.path.join('.'), key.env)

@@ -34,5 +34,24 @@ describe('a team forging the audit trail', () => {
     expect(lines.filter((l) => l.msg === 'report cache purged')).toEqual([])
   })
 
+  it('a team writing more than 50 times pushes no operator\'s line out of the audit trail', async () => {
+    const purge = await sg.gw.admin.inject({ method: 'DELETE', url: '/admin/cache?advertiserId=101', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(purge.statusCode).toBe(200)
+    for (let i = 0; i < 60; i++) {
+      const res = await fetch(`${sg.url}/api/v1/campaign/update`, {
+        method: 'POST',
+        headers: { 'x-api-key': UPLOADER_KEY, 'content-type': 'application/json' },
+        body: JSON.stringify({ advertiserId: 101, userId: 101 }),
+      })
+      await res.arrayBuffer()
+    }
+    const lines = await audit()
+    expect(lines.filter((l) => l.action === 'write').length).toBe(50)
+    expect(lines.filter((l) => l.action === 'purge' && l.advertiserId === 101)).toHaveLength(1)
+    // Newest first across both: the purge came before every write.
+    const purgeAt = lines.findIndex((l) => l.action === 'purge')
+    expect(lines.findLastIndex((l) => l.action === 'write')).toBeLessThan(purgeAt)
+  })
+
   itLoggedNoSecret(sg)
 })

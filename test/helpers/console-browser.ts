@@ -23,10 +23,10 @@ export function chromiumPath(what: string): string | null {
   return needTool(TOOLS.chromium, found !== '', what) ? found : null
 }
 
-/** A headless Chromium (`chromiumPath`'s) driven by puppeteer-core, with its HTTP cache on. */
-export async function launchChromium(executablePath: string): Promise<Browser> {
+/** A headless Chromium (`chromiumPath`'s) driven by puppeteer-core, with its HTTP cache on; `args`: more of Chromium's switches. */
+export async function launchChromium(executablePath: string, args: readonly string[] = []): Promise<Browser> {
   const { launch } = await import('puppeteer-core')
-  return launch({ executablePath, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] })
+  return launch({ executablePath, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu', ...args] })
 }
 
 /**

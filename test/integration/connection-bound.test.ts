@@ -23,7 +23,7 @@ afterEach(async () => {
   gw = null
 })
 
-const HEALTHZ = 'GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n'
+const HEALTHZ = 'GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n'
 const call = (port: number, head = HEALTHZ) => rawConnection(port, head)
 
 const answered = (c: RawConnection) => /^HTTP\/1\.1 200 [\s\S]*\r\n\r\n/.test(c.received)

@@ -37,6 +37,18 @@ describe('AuditTrail', () => {
     log.info({ kind: 'request', advertiser: [{ kind: 'audit' }] }, 'request')
     expect(trail.lines().map((l) => l.n)).toEqual([1])
   })
+
+  it('keeps the last lines of teams\' writes apart from the others: writes push out writes only, and the answer is newest first across both', () => {
+    const { dest } = capture()
+    const trail = new AuditTrail(2)
+    const log = pino({ base: null }, trail.tee(dest))
+    log.info({ kind: 'audit', action: 'purge', n: 1 }, 'purged')
+    log.warn({ kind: 'audit', action: 'admin-auth', n: 2 }, 'refused')
+    log.info({ kind: 'audit', action: 'purge', n: 3 }, 'purged')
+    for (let n = 4; n <= 8; n++) log.info({ kind: 'audit', action: 'write', team: 'growth', n }, 'write')
+    log.info({ kind: 'audit', action: 'log-level', n: 9 }, 'level')
+    expect(trail.lines().map((l) => l.n)).toEqual([9, 8, 7, 3])
+  })
 })
 
 describe('auditLog', () => {

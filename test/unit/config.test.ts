@@ -36,7 +36,7 @@ describe('defaults (config/default.yaml)', () => {
     // Demo mode keeps the proxy on loopback; HOST or a config file may open it.
     expect(config.host).toBe('127.0.0.1')
     expect(config.port).toBe(8080)
-    expect(config.admin).toEqual({ host: '127.0.0.1', port: 8081, token: null, viewerToken: null, tokensFile: null, maxConnections: 128, tokens: [] })
+    expect(config.admin).toEqual({ host: '127.0.0.1', port: 8081, hosts: [], token: null, viewerToken: null, tokensFile: null, maxConnections: 128, tokens: [] })
     expect(config.server.maxConnections).toBe(4096)
     expect(config.logLevel).toBe('info')
     expect(config.platform.baseUrl).toBeNull()
@@ -880,5 +880,22 @@ jobs:
     const err = problem(env, yaml('https://hooks.example.org/x', ['hooks.example.org']).replace(SECRET, 'plain-secret-value-123456'))
     expect(err.message).toMatch(/teams\.growth\.webhook\.secret/)
     expect(err.message).not.toContain('plain-secret-value-123456')
+  })
+})
+
+describe('admin.hosts (ADMIN_HOSTS)', () => {
+  const PLATFORM = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }
+
+  it('takes a comma-separated ADMIN_HOSTS over the file\'s list, spaces and empty items left out', () => {
+    const yaml = 'admin:\n  hosts: [from-file.example]\n'
+    expect(load(PLATFORM, yaml).admin.hosts).toEqual(['from-file.example'])
+    expect(load({ ...PLATFORM, ADMIN_HOSTS: ' gw-admin, gw-admin.reports.svc. ,,' }, yaml).admin.hosts).toEqual(['gw-admin', 'gw-admin.reports.svc.'])
+  })
+
+  it('refuses a name with a port, a scheme or a wildcard, saying what a name is', () => {
+    for (const name of ['gw-admin:8081', 'http://gw-admin', '*.reports.svc', 'gw admin', '-gw']) {
+      const { problems } = problem({ ...PLATFORM, ADMIN_HOSTS: name })
+      expect(problems, name).toEqual([`admin.hosts.0: must be a DNS name (letters, digits, -, _ and dots; no port, no scheme, no wildcard), e.g. report-gateway-admin.reports.svc (got ${JSON.stringify(name)})`])
+    }
   })
 })

@@ -280,6 +280,26 @@ describe('rendered with the defaults', () => {
     expect(other.notes).not.toContain('kubectl port-forward')
   })
 
+  it('names the admin Service\'s names in ADMIN_HOSTS, then adminHosts: the admin listener answers a Host of those names, IP addresses and localhost only', () => {
+    const { admin } = services(chart)
+    const svc = admin.metadata.name
+    const ns = admin.metadata.namespace
+    expect(svc).toMatch(/-admin$/)
+    expect(envOf(chart).get('ADMIN_HOSTS')).toEqual({ name: 'ADMIN_HOSTS', value: `${svc},${svc}.${ns},${svc}.${ns}.svc,${svc}.${ns}.svc.cluster.local` })
+    const more = install({ namespace: 'reports', values: { adminHosts: ['gw-admin.ops.example', 'metrics-proxy'], clusterDomain: 'k8s.internal' } })
+    const moreSvc = services(more).admin.metadata.name
+    expect(envOf(more).get('ADMIN_HOSTS')?.value).toBe(`${moreSvc},${moreSvc}.reports,${moreSvc}.reports.svc,${moreSvc}.reports.svc.k8s.internal,gw-admin.ops.example,metrics-proxy`)
+    // Without the admin Service, adminHosts alone; with neither, no variable (IP addresses and localhost only).
+    const noService = install({ values: { adminService: { enabled: false }, serviceMonitor: { enabled: false }, adminHosts: ['gw-admin.ops.example'] } })
+    expect(envOf(noService).get('ADMIN_HOSTS')?.value).toBe('gw-admin.ops.example')
+    expect(envOf(install({ values: { adminService: { enabled: false }, serviceMonitor: { enabled: false } } })).has('ADMIN_HOSTS')).toBe(false)
+  })
+
+  it('refuses an adminHosts entry that is no DNS name, and config.admin.hosts (which ADMIN_HOSTS would override)', () => {
+    for (const name of ['gw-admin:8081', '*.ops.example', 'http://gw-admin']) expect(() => install({ values: { adminHosts: [name] } }), name).toThrow(/adminHosts/)
+    expect(() => install({ values: { config: { admin: { hosts: ['gw-admin'] } } } })).toThrow(/config\.admin\.hosts: set the value adminHosts instead/)
+  })
+
   it('probes liveness on /healthz and readiness on /readyz, on the admin port', () => {
     const container = gateway(chart)
     const adminPort = container.ports.find((p) => p.name === 'admin')!.containerPort
@@ -294,7 +314,7 @@ describe('rendered with the defaults', () => {
     expect(new Set(names).size, 'no variable twice').toBe(names.length)
     for (const name of names) expect(CONTRACT_ENV, name).toContain(name)
     expect(names.sort()).toEqual(
-      ['ADMIN_HOST', 'ADMIN_PORT', 'ADMIN_TOKEN_FILE', 'CONFIG_FILE', 'GATEWAY_SECRET_FILE', 'HOST', 'LOG_LEVEL', 'PLATFORM_BASE_URL', 'PLATFORM_TOKEN_FILE', 'PORT', 'TEAMS_FILE'].sort(),
+      ['ADMIN_HOST', 'ADMIN_HOSTS', 'ADMIN_PORT', 'ADMIN_TOKEN_FILE', 'CONFIG_FILE', 'GATEWAY_SECRET_FILE', 'HOST', 'LOG_LEVEL', 'PLATFORM_BASE_URL', 'PLATFORM_TOKEN_FILE', 'PORT', 'TEAMS_FILE'].sort(),
     )
     expect(envOf(chart).get('LOG_LEVEL')?.value).toBe('info')
     expect(envOf(chart).get('PLATFORM_BASE_URL')?.value).toBe(PLATFORM)

@@ -25,6 +25,12 @@ probes, Services and mounts follow the values.
 {{- end }}
 - name: ADMIN_PORT
   value: {{ .Values.ports.admin | quote }}
+{{- with include "report-gateway.adminHosts" . }}
+# Names the admin listener answers to besides IP addresses and localhost: a request
+# naming another (a page whose name was made to resolve to the pod, DNS rebinding) is 421.
+- name: ADMIN_HOSTS
+  value: {{ . | quote }}
+{{- end }}
 - name: LOG_LEVEL
   value: {{ .Values.logLevel | quote }}
 - name: CONFIG_FILE

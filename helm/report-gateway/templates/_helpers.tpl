@@ -163,12 +163,36 @@ so raising one of them can never leave SIGKILL cutting requests still allowed to
 {{- add .Values.preStopSleepSeconds .Values.shutdownDrainSeconds .Values.shutdownGraceSeconds .Values.terminationGraceMarginSeconds }}
 {{- end }}
 
+{{/* The admin listener's Service (admin-service.yaml). */}}
+{{- define "report-gateway.adminServiceName" -}}
+{{- printf "%s-admin" (include "report-gateway.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+ADMIN_HOSTS: the names the admin listener answers to besides IP addresses and localhost.
+The admin Service's names within the cluster (with adminService.enabled), then adminHosts;
+"" for none. The gateway takes them from here only: config.admin.hosts is refused.
+*/}}
+{{- define "report-gateway.adminHosts" -}}
+{{- with .Values.config.admin }}{{ if hasKey . "hosts" }}
+{{- fail "config.admin.hosts: set the value adminHosts instead (the chart adds the admin Service's names to it, as ADMIN_HOSTS)" }}
+{{- end }}{{ end }}
+{{- $hosts := join "," .Values.adminHosts }}
+{{- if .Values.adminService.enabled }}
+{{- $svc := include "report-gateway.adminServiceName" . }}
+{{- $ns := .Release.Namespace }}
+{{- $own := printf "%s,%s.%s,%s.%s.svc,%s.%s.svc.%s" $svc $svc $ns $svc $ns $svc $ns .Values.clusterDomain }}
+{{- if $hosts }}{{ $hosts = printf "%s,%s" $own $hosts }}{{ else }}{{ $hosts = $own }}{{ end }}
+{{- end }}
+{{- $hosts }}
+{{- end }}
+
 {{/*
 PromQL label matchers of this release's series: monitoring.selector, else the release
 namespace and the job the ServiceMonitor gives (the admin Service's name).
 */}}
 {{- define "report-gateway.metricSelector" -}}
-{{- $job := printf "%s-admin" (include "report-gateway.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- $job := include "report-gateway.adminServiceName" . }}
 {{- .Values.monitoring.selector | default (printf "namespace=%q,job=%q" .Release.Namespace $job) }}
 {{- end }}
 

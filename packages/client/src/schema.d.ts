@@ -378,6 +378,25 @@ export interface components {
             message: string;
         };
         /**
+         * @description (admin listener) The request's `Host` names neither an IP address, `localhost`, nor a name of `admin.hosts`: a page of another site whose name was made to resolve to the listener's address (DNS rebinding).
+         * @example {
+         *       "statusCode": 421,
+         *       "code": "GW_ADMIN_HOST",
+         *       "error": "Misdirected Request",
+         *       "message": "…"
+         *     }
+         */
+        GW_ADMIN_HOST: {
+            /** @constant */
+            statusCode: 421;
+            /** @constant */
+            code: "GW_ADMIN_HOST";
+            /** @description The HTTP reason phrase, e.g. `Bad Request`. */
+            error: string;
+            /** @description What was wrong and, where it helps, what to do. */
+            message: string;
+        };
+        /**
          * @description The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room.
          * @example {
          *       "statusCode": 503,

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import type { MemoryStore } from '../../cache/memory-store.js'
 import type { Config } from '../../config.js'
 import type { GatewayContext } from '../context.js'
-import type { AuditTrail } from '../../access/audit-trail.js'
+import { AUDIT_LINES, type AuditTrail } from '../../access/audit-trail.js'
 import type { TeamReloader } from '../../access/team-reload.js'
 import { redisAddress } from '../../redis/client.js'
 import { adminSchema, answer } from './admin-schemas.js'
@@ -214,7 +214,13 @@ export async function adminStatusRoutes(app: FastifyInstance, parts: AdminStatus
   })
 
   const lines = answer(auditSchema, 'The log\'s JSON lines with `"kind":"audit"`, as they were logged.')
-  const auditLines = adminSchema({ tag: 'state', operationId: 'getAudit', summary: 'This replica\'s last audit lines, newest first', response: { 200: lines } })
+  const auditLines = adminSchema({
+    tag: 'state',
+    operationId: 'getAudit',
+    summary: 'This replica\'s last audit lines, newest first',
+    description: `The last ${AUDIT_LINES} of teams' writes (\`"action":"write"\`) and the last ${AUDIT_LINES} of every other kind (operators' calls, refused calls, reloads), kept apart so that a team writing often pushes out no operator's line; together, newest first.`,
+    response: { 200: lines },
+  })
   app.get('/admin/audit', { schema: auditLines }, async () => ({ lines: audit.lines() }))
 }
 

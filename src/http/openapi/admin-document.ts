@@ -31,6 +31,7 @@ const WHEN: Record<string, string> = {
   GW_RELOAD_UNAVAILABLE: 'There is no file to reload the teams from.',
   GW_PLATFORM_AUTH: 'The password login failed.',
   GW_UPSTREAM: 'A call to the platform failed.',
+  GW_ADMIN_HOST: 'The request\'s `Host` names neither an IP address, `localhost`, nor a name of `admin.hosts` (`ADMIN_HOSTS`): a page of another site whose name was made to resolve to this address (DNS rebinding). Nothing was read or changed.',
   GW_ADMIN_DISABLED: 'No admin token is configured (`ADMIN_TOKEN`, `ADMIN_VIEWER_TOKEN`, `ADMIN_TOKENS_FILE`): every `/admin/*` call is refused.',
   GW_REDIS_UNAVAILABLE: 'Redis could not be reached.',
   GW_JOBS_UNAVAILABLE: 'Report jobs and their deliveries are kept in Redis, which cannot be read now; `retry-after` says when to ask again.',
@@ -40,11 +41,12 @@ const WHEN: Record<string, string> = {
 }
 
 /**
- * Codes every call of the listener may answer with (a malformed head, one too large and a
- * request not whole in time are refused before any route is chosen); /admin/* calls also
- * these, and those that change something GW_FORBIDDEN.
+ * Codes every call of the listener may answer with (a malformed head, one too large, a
+ * request not whole in time and a `Host` it does not answer to are refused before any
+ * route is chosen); /admin/* calls also these, and those that change something
+ * GW_FORBIDDEN.
  */
-const EVERY_CALL = ['GW_BAD_REQUEST', 'GW_REQUEST_TIMEOUT', 'GW_SHUTTING_DOWN', 'GW_INTERNAL', 'GW_HEADERS_TOO_LARGE']
+const EVERY_CALL = ['GW_BAD_REQUEST', 'GW_ADMIN_HOST', 'GW_REQUEST_TIMEOUT', 'GW_SHUTTING_DOWN', 'GW_INTERNAL', 'GW_HEADERS_TOO_LARGE']
 const EVERY_ADMIN_CALL = ['GW_UNAUTHORIZED', 'GW_ADMIN_DISABLED']
 const CHANGES = new Set(['put', 'post', 'delete', 'patch'])
 

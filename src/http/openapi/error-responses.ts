@@ -14,7 +14,7 @@ const INTERNAL = { code: 'GW_INTERNAL', statusCode: 500 }
  * Codes no operation of the document answers with: the admin listener's (the document
  * describes the proxy listener), and the 405 of a method no operation has.
  */
-const NO_OPERATION = new Set(['GW_ADMIN_DISABLED', 'GW_TOKEN_REJECTED', 'GW_REDIS_UNAVAILABLE', 'GW_RELOAD_UNAVAILABLE', 'GW_CONFIG_INVALID', 'GW_METHOD_NOT_ALLOWED'])
+const NO_OPERATION = new Set(['GW_ADMIN_DISABLED', 'GW_ADMIN_HOST', 'GW_TOKEN_REJECTED', 'GW_REDIS_UNAVAILABLE', 'GW_RELOAD_UNAVAILABLE', 'GW_CONFIG_INVALID', 'GW_METHOD_NOT_ALLOWED'])
 
 /**
  * 4xx statuses the platform's own answer may also carry, passed through: any but 401,
@@ -70,6 +70,7 @@ const WHEN: Record<string, string> = {
   GW_RELOAD_UNAVAILABLE: '(admin listener) `POST /admin/reload` without `CONFIG_FILE` or `TEAMS_FILE`, or in demo mode.',
   GW_CONFIG_INVALID: '(admin listener) `POST /admin/reload`: a file does not validate, or both declare teams; the running teams stay; the message names the file variables (`CONFIG_FILE`, `TEAMS_FILE`) before the problems.',
   GW_ADMIN_DISABLED: '(admin listener) No admin token is configured.',
+  GW_ADMIN_HOST: '(admin listener) The request\'s `Host` names neither an IP address, `localhost`, nor a name of `admin.hosts`: a page of another site whose name was made to resolve to the listener\'s address (DNS rebinding).',
   GW_TOKEN_REJECTED: '(admin listener) The platform refused the new token; the old one stays.',
   GW_REDIS_UNAVAILABLE: '(admin listener) A purge reached this replica but not Redis; repeat it.',
 }
