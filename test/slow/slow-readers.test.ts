@@ -78,27 +78,35 @@ const campaignHead = (key: string) => `POST ${CAMPAIGNS} HTTP/1.1\r\nhost: 127.0
 
 describe('callers that never read', () => {
   it('8 of them on large answers hold neither a seat nor the platform: the answers are in, another team\'s small call is answered at once, and readIdleTimeout frees their memory', async () => {
-    // The whole limit (8 at the start) of a team alone; readIdleTimeout leaves a loaded
-    // machine the time to put all 8 at the platform before the first is cut off.
-    const gw = await gateway('platform: { adaptive: false, maxConcurrent: 8, readIdleTimeout: 4s, queueTimeout: 60s, timeout: 60s }')
+    // The whole limit (8 at the start) of a team alone, with a readIdleTimeout longer than
+    // the test: however slowly a loaded machine puts the 8 at the platform, none is cut off.
+    const gw = await gateway('platform: { adaptive: false, maxConcurrent: 8, readIdleTimeout: 10m, queueTimeout: 60s, timeout: 60s }')
     sandbox.setRouteFailure(CAMPAIGNS, { kind: 'large', bytes: 12 * MB, times: 8 })
-    for (let i = 0; i < 8; i++) stalled(stalledCampaignCall(gw.port))
+    const callers = Array.from({ length: 8 }, () => stalled(stalledCampaignCall(gw.port)))
     // The answers are received whole, their callers read nothing: the platform's connections and the seats are free.
-    await waitFor('8 large answers in, their seats and platform connections free', () => sandbox.countRequests((r) => r.path === CAMPAIGNS) === 8 && sandbox.concurrency().inFlight === 0 && seatsOf(gw).inFlight === 0, 4000)
+    await waitFor('8 large answers in, their seats and platform connections free', () => sandbox.countRequests((r) => r.path === CAMPAIGNS) === 8 && sandbox.concurrency().inFlight === 0 && seatsOf(gw).inFlight === 0)
     expect(gw.answers.budget.used).toBeGreaterThan(0)
 
     const victim = await victimCall(gw)
     expect(victim.status).toBe(200)
-    // Answered before any stalled caller was cut off: it took none of their room.
+    // Answered while the stalled callers still hold their answers: it took none of their room.
     expect(slowReaderLines(gw)).toHaveLength(0)
+    for (const caller of callers) caller.destroy()
 
-    // The stalled callers were cut off: the memory they held is free.
-    await waitFor('8 slow readers counted', async () => (await metrics(gw)).includes('gateway_platform_slow_readers_total{credential="default"} 8'), 15_000)
-    await waitFor('the memory freed', () => gw.answers.budget.used === 0)
-    const lines = slowReaderLines(gw)
+    // The same 8 on a gateway cutting a caller off after 1 s of reading nothing: cut off, the memory they held is free.
+    const cutting = await gateway('platform: { adaptive: false, maxConcurrent: 8, readIdleTimeout: 1s, queueTimeout: 60s, timeout: 60s }')
+    let most = 0
+    const watch = setInterval(() => (most = Math.max(most, cutting.answers.budget.used)), 2)
+    cleanups.push(() => clearInterval(watch))
+    sandbox.setRouteFailure(CAMPAIGNS, { kind: 'large', bytes: 12 * MB, times: 8 })
+    for (let i = 0; i < 8; i++) stalled(stalledCampaignCall(cutting.port))
+    await waitFor('8 slow readers counted', async () => (await metrics(cutting)).includes('gateway_platform_slow_readers_total{credential="default"} 8'))
+    await waitFor('the memory freed', () => cutting.answers.budget.used === 0)
+    expect(most).toBeGreaterThan(0)
+    const lines = slowReaderLines(cutting)
     expect(lines).toHaveLength(8)
     for (const line of lines) expect(line).toMatchObject({ level: 40, team: 'all', path: CAMPAIGNS, credential: 'default', msg: CUT_LINES[0] })
-  })
+  }, 60_000)
 
   it('frees the seat and the platform connection of an oversize report (past cache.maxEntryBytes) once it is in, and its memory once its caller stopped reading', async () => {
     const gw = await gateway('platform: { readIdleTimeout: 1s }\ncache: { maxEntryBytes: 1MiB }')
@@ -106,7 +114,7 @@ describe('callers that never read', () => {
     stalled(stalledCaller(gw.port, `GET ${REPORT}?advertiserId=101&byDate=1&dateFrom=2025-03-01&dateTo=2025-03-07 HTTP/1.1\r\nhost: 127.0.0.1\r\nx-api-key: ${KEYS.all}\r\n\r\n`))
     await waitFor('the report in, its seat and connection free', () => sandbox.countRequests((r) => r.path === REPORT) === 1 && sandbox.concurrency().inFlight === 0 && seatsOf(gw).inFlight === 0)
     expect(gw.answers.budget.used).toBeGreaterThan(0)
-    await waitFor('the caller cut off and the memory freed', () => slowReaderLines(gw).length === 1 && gw.answers.budget.used === 0, 4000)
+    await waitFor('the caller cut off and the memory freed', () => slowReaderLines(gw).length === 1 && gw.answers.budget.used === 0)
     expect(slowReaderLines(gw)).toMatchObject([{ team: 'all', path: REPORT, credential: 'default' }])
   })
 })
@@ -179,7 +187,7 @@ describe('a seat ends when the platform\'s answer is in, not when its caller has
     const readers = Array.from({ length: 20 }, () => slowReader(gw.port, campaignHead(KEYS.all), 16_000))
     for (let i = 0; i < 10; i++) stalled(stalledCampaignCall(gw.port))
     // Every answer is in, received at the platform's pace: the platform's workers and the seats are free, the callers still at it.
-    await waitFor('30 answers in, no seat or platform worker held', () => sandbox.countRequests((r) => r.path === CAMPAIGNS) === 30 && sandbox.concurrency().inFlight === 0 && seatsOf(gw).inFlight === 0, 15_000)
+    await waitFor('30 answers in, no seat or platform worker held', () => sandbox.countRequests((r) => r.path === CAMPAIGNS) === 30 && sandbox.concurrency().inFlight === 0 && seatsOf(gw).inFlight === 0)
     expect(gw.answers.budget.used).toBeGreaterThan(0)
     const read = readers.map((r) => r.got())
     await waitFor('the slow callers still reading', () => readers.every((r, i) => r.got() > (read[i] as number)))
@@ -194,7 +202,7 @@ describe('a seat ends when the platform\'s answer is in, not when its caller has
     expect(sandbox.concurrency().peak).toBe(1)
     expect(seatsOf(gw).queued).toBe(0)
     expect(slowReaderLines(gw)).toHaveLength(0)
-  })
+  }, 60_000)
 })
 
 describe('a caller that reads slowly but steadily', () => {
