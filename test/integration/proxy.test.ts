@@ -641,6 +641,19 @@ describe('health on both listeners', () => {
     expect(sandbox.requests).toHaveLength(0)
   })
 
+  // Each tells this replica's state at the moment it is asked: a shared cache in front (a
+  // CDN, a caching proxy) that kept one would answer a stale readiness or stale metrics.
+  it.each([
+    ['proxy', '/healthz'],
+    ['proxy', '/readyz'],
+    ['admin', '/healthz'],
+    ['admin', '/readyz'],
+    ['admin', '/metrics'],
+  ] as const)('%s %s is answered cache-control: no-store', async (listener, url) => {
+    const res = await gw[listener].inject({ method: 'GET', url })
+    expect([res.statusCode, res.headers['cache-control']]).toEqual([200, 'no-store'])
+  })
+
   it('answers /healthz over real HTTP on the proxy listener', async () => {
     const res = await fetch(new URL('/healthz', gw.url))
     expect(res.status).toBe(200)

@@ -50,6 +50,9 @@ const PLAIN_ROUTES: Record<string, Json> = {
   '/openapi.json': { tags: ['description'], operationId: 'openapi', summary: 'This document' },
 }
 
+/** The health routes: their answers carry `cache-control: no-store` (health.ts). */
+const HEALTH = new Set(['/healthz', '/readyz'])
+
 const READYZ = {
   '200': { description: 'Ready; the body lists what is degraded.' },
   '503': { description: 'This replica cannot serve: starting, shutting down, or its configuration is broken.' },
@@ -101,6 +104,7 @@ const HEADERS: Json = {
   'preference-applied': always('`respond-async` (RFC 7240): the read was taken as a job.', { const: 'respond-async' }),
   'job-cache-control': always('`private, no-store`: a job\'s status is its team\'s and changes as the job runs; no cache keeps it.', { const: 'private, no-store' }),
   'accepted-vary': always('`accept-encoding, authorization, prefer, x-api-key`, as the read\'s own answer would vary.', { const: 'accept-encoding, authorization, prefer, x-api-key' }),
+  'state-cache-control': always('`no-store`: the answer is this replica\'s state as it is asked; no cache keeps it.', { const: 'no-store' }),
   'job-vary': always('`authorization, x-api-key`: a job\'s status varies with the key that reads it (its path names the job).', { const: 'authorization, x-api-key' }),
   [USAGE_HEADER]: always(USAGE, USAGE_SCHEMA),
   // The same on a report read's failure: its 5xx, and a 429 that is GW_PLATFORM_TIME_SPENT (not the other 429s).
@@ -240,7 +244,7 @@ export function completeDocument(doc: Json, settings: PlatformPathSettings): Jso
       else op.security = []
       if (path === '/readyz') op.responses = structuredClone(READYZ)
       if (!tags.includes('reports') && !tags.includes('jobs')) {
-        for (const response of Object.values(op.responses as Record<string, Json>)) response.headers = { 'x-request-id': ref('x-request-id') }
+        for (const response of Object.values(op.responses as Record<string, Json>)) response.headers = { 'x-request-id': ref('x-request-id'), ...(HEALTH.has(path) ? { 'cache-control': ref('state-cache-control') } : {}) }
       }
     }
   }
