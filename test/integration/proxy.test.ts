@@ -437,7 +437,7 @@ describe('the platform\'s own answers', () => {
   it('passes a 422 validation body through untouched', async () => {
     const direct = await fetch(`${sandbox.url}/api/v1/campaign/banner/create`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${platformToken}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${platformToken}`, 'content-type': 'application/json', accept: 'application/json' },
       body: '{"userId":101}',
     })
     const expected = await direct.text()
