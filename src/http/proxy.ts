@@ -52,7 +52,7 @@ export function proxyHandler(
     // A refusal thrown here leaves the step open: the request's span ends it, failed.
     const admitting = trace?.step('admission')
     const caller = admission.admit(request)
-    carries(request.socket, caller.team.name)
+    carries(reply.raw, caller.team.name)
     await admission.readBody(request, caller, limit)
     await admission.checkScope(request.method, caller)
     admitting?.end()
