@@ -184,7 +184,7 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
     if ('answer' in decided) {
       decided.admitting?.end()
       ended(trace?.step('cache.lookup'), L1_HIT)
-      carries(req.socket, decided.identity.team.name)
+      carries(res, decided.identity.team.name)
       return answer(req, res, decided, decided.answer, 'HIT', started, now, null, req.socket.remoteAddress ?? null)
     }
     const { admitted, rate, flight, admitting } = decided.goOn
@@ -192,7 +192,7 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
     if (admitted === undefined || admitted.scopePending || admitted.refresh) return toRouter(req, res, next, admitting, rate === undefined ? undefined : { rate })
     admitting?.end()
     ended(trace?.step('cache.lookup'), L1_MISS)
-    carries(req.socket, admitted.identity.team.name)
+    carries(res, admitted.identity.team.name)
     if (flight !== undefined) return join(req, res, next, admitted, flight, started, trace)
     shared(req, res, next, admitted, started, trace)
   }

@@ -78,7 +78,7 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     const decided = decisions.decide(request.method, request.url, request.headers, now, { counted: handed?.rate, into: request }, trace)
     // Set by the decision once the key named it.
     const caller = request.caller as Caller
-    if (request.caller !== null) carries(request.socket, caller.team.name)
+    if (request.caller !== null) carries(reply.raw, caller.team.name)
     if ('answer' in decided) {
       decided.admitting?.end()
       trace?.step('cache.lookup', L1_HIT).end()
@@ -115,7 +115,7 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     const trace = tracing === null ? undefined : traceOf(request.raw)
     const admitting = trace?.step('admission')
     const caller = admission.admit(request)
-    carries(request.socket, caller.team.name)
+    carries(reply.raw, caller.team.name)
     await admission.readBody(request, caller, config.limits.reportBodyBytes)
     if (caller.body?.kind !== 'json') throw new BadQueryError('body: must be a JSON object')
     const report = canonicalPostReport(caller.target.path, caller.target.search, caller.body.value, { maxRangeDays: config.cache.maxRangeDays })
