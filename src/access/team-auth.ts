@@ -121,6 +121,16 @@ export class TeamDirectory {
     return this.#inForce(found)
   }
 
+  /** Whether the headers present a team key that runs now (authenticate would pass them). */
+  runs(headers: IncomingHttpHeaders): boolean {
+    try {
+      this.authenticate(headers)
+      return true
+    } catch {
+      return false
+    }
+  }
+
   /**
    * The running team and key of a call admitted earlier, as they are now: a call answered,
    * or sent to the platform, after its admission (a wait for a seat, for the platform, for

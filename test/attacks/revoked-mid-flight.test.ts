@@ -114,6 +114,22 @@ describe('a key revoked while its call is under way', () => {
     expect(reportCalls()).toBe(2)
   })
 
+  it('a pipelined answer made before the reload, waiting behind a held answer, is not sent: the connection closes there', async () => {
+    const { gw, revoke } = await gatewayWithFile(TEAMS_YAML)
+    const cached = `${REPORT_PATH}?advertiserId=101&dateFrom=2026-05-01&dateTo=2026-05-07`
+    expect((await fetch(`${gw.url}${cached}`, { headers: { 'x-api-key': KEYS.growth } })).status).toBe(200)
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    const head = (target: string, last = false) => `GET ${target} HTTP/1.1\r\nhost: 127.0.0.1\r\nx-api-key: ${KEYS.growth}\r\n${last ? 'connection: close\r\n' : ''}\r\n`
+    // The first waits at the platform; the second, a copy in memory, is answered at once, behind it.
+    const pipelined = await sent(gw.port, head(`${REPORT_PATH}?advertiserId=101&dateFrom=2026-06-01&dateTo=2026-06-07`) + head(cached, true))
+    await waitFor('the first read at the platform', () => reportCalls() === 2)
+    await revoke(KEYS.growth)
+    sandbox.releaseHeld()
+    const answers = (await pipelined.answer).split(/(?=HTTP\/1\.1 )/)
+    expect(answers[0]).toMatch(/^HTTP\/1\.1 401 /)
+    expect(answers.slice(1).join('')).not.toContain('"data"')
+  })
+
   it('a write whose body comes after the reload never reaches the platform: 401', async () => {
     const { gw, revoke } = await gatewayWithFile(TEAMS_YAML)
     const answer = await new Promise<string>((resolve, reject) => {
