@@ -179,3 +179,71 @@ describe('a key revoked while its call is under way', () => {
     await refusedAsRevoked(await waiting)
   })
 })
+
+describe('an admin token removed while its change is under way', () => {
+  // Two operators in ADMIN_TOKENS_FILE; `leaving` is taken out of it by the other one's
+  // reload while its PUT /admin/token is under way. That token change would point every
+  // team's calls at the platform account of a token the one who left chose.
+  const sandbox = useSandbox()
+  const gateways = useGateways()
+  const LEAVING = 'leaving-operator-token-0123456789'
+  const STAYING = 'staying-operator-token-0123456789'
+  const line = (name: string, token: string) => `${name}:${hashApiKey(token)}\n`
+
+  async function gatewayWithAdmins(): Promise<{ gw: TestGateway & { url: string; port: number }; adminPort: number; removeLeaving: () => Promise<void>; fingerprint: () => Promise<string> }> {
+    const dir = mkdtempSync(join(tmpdir(), 'revoked-admin-'))
+    const teams = join(dir, 'teams.yaml')
+    const admins = join(dir, 'admin-tokens')
+    writeFileSync(teams, TEAMS_YAML)
+    writeFileSync(admins, line('leaving', LEAVING) + line('staying', STAYING))
+    const env = { TEAMS_FILE: teams, ADMIN_TOKENS_FILE: admins, PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }
+    const gw = await listen(await gateways.build(loadConfig({ env }), { configSource: { env } }))
+    await gw.admin.listen({ host: '127.0.0.1', port: 0 })
+    const address = gw.admin.server.address()
+    const adminPort = typeof address === 'object' && address !== null ? address.port : 0
+    sandbox.clearRequests()
+    const removeLeaving = async () => {
+      writeFileSync(admins, line('staying', STAYING))
+      const reload = await gw.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${STAYING}` } })
+      expect(reload.statusCode).toBe(200)
+      expect((await gw.admin.inject({ method: 'GET', url: '/admin/token', headers: { authorization: `Bearer ${LEAVING}` } })).statusCode).toBe(401)
+    }
+    const fingerprint = async () => (await gw.admin.inject({ method: 'GET', url: '/admin/token', headers: { authorization: `Bearer ${STAYING}` } })).json<{ fingerprint: string }>().fingerprint
+    return { gw, adminPort, removeLeaving, fingerprint }
+  }
+
+  it('a PUT /admin/token whose body comes after the reload changes nothing: 401', async () => {
+    const { adminPort, removeLeaving, fingerprint } = await gatewayWithAdmins()
+    const before = await fingerprint()
+    const body = JSON.stringify({ token: sandbox.issueToken() })
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(adminPort, '127.0.0.1')
+      let text = ''
+      socket.on('data', (chunk: Buffer) => {
+        const first = text === ''
+        text += chunk.toString('latin1')
+        if (first && text.startsWith('HTTP/1.1 100')) removeLeaving().then(() => socket.write(body), reject)
+      })
+      socket.on('error', reject)
+      socket.on('close', () => resolve(text))
+      setTimeout(() => socket.destroy(), 10_000).unref()
+      socket.write(`PUT /admin/token HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\nauthorization: Bearer ${LEAVING}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nexpect: 100-continue\r\n\r\n`)
+    })
+    expect(answer).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 401 /)
+    expect(await fingerprint()).toBe(before)
+  })
+
+  it('a PUT /admin/token waiting for the platform to accept the token when the reload comes changes nothing: 401', async () => {
+    const { gw, removeLeaving, fingerprint } = await gatewayWithAdmins()
+    const before = await fingerprint()
+    sandbox.setRouteFailure('/api/v1/campaign/get', { kind: 'held', times: 1 })
+    const put = gw.admin.inject({ method: 'PUT', url: '/admin/token', headers: { authorization: `Bearer ${LEAVING}` }, payload: { token: sandbox.issueToken() } })
+    await waitFor('the new token probed at the platform', () => sandbox.requests.some((r) => r.path === '/api/v1/campaign/get'))
+    await removeLeaving()
+    sandbox.releaseHeld()
+    const res = await put
+    expect(res.statusCode, res.body).toBe(401)
+    expect(res.json()).toMatchObject({ code: 'GW_UNAUTHORIZED' })
+    expect(await fingerprint()).toBe(before)
+  })
+})
