@@ -401,9 +401,11 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
     const fault = headFault(request.raw)
     done(fault === null ? undefined : new BadRequestError(fault))
   })
-  // Every answer the router writes, refusals included, carries its answer fields.
+  // Every answer the router writes, refusals included, carries its answer fields. A 401
+  // names no team, as one before any key was known does (a key removed while its call was
+  // under way is told no rate of the team it no longer belongs to).
   app.addHook('onSend', (request, reply, payload, done) => {
-    setAnswerFields(reply, { reqId: request.id, rate: rateOf(request) })
+    setAnswerFields(reply, { reqId: request.id, rate: reply.statusCode === 401 ? null : rateOf(request) })
     done(null, payload)
   })
   // Fastify's parsers read the body: invited unless its declared length is past the limit (then 413 at once).

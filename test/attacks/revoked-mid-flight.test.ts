@@ -81,6 +81,23 @@ describe('a key revoked while its call is under way', () => {
     expect((await fetch(`${gw.url}${REPORT_PATH}?${query}`, { headers: { 'x-api-key': KEYS.all } })).headers.get('x-cache')).toBe('HIT')
   })
 
+  it('the 401 of a call under way is a new call\'s: no rate-limit fields of the team the key no longer names', async () => {
+    const { gw, revoke } = await gatewayWithFile(TEAMS_YAML)
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    const held = fetch(`${gw.url}${REPORT_PATH}?advertiserId=103&dateFrom=2026-02-01&dateTo=2026-02-07`, { headers: { 'x-api-key': KEYS.limited } })
+    await waitFor('the read at the platform', () => reportCalls() === 1)
+    await revoke(KEYS.limited)
+    sandbox.releaseHeld()
+    const res = await held
+    const fresh = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=103&dateFrom=2026-02-01&dateTo=2026-02-07`, { headers: { 'x-api-key': KEYS.limited } })
+    for (const answer of [res, fresh]) {
+      expect(answer.status).toBe(401)
+      expect(answer.headers.get('ratelimit')).toBeNull()
+      expect(answer.headers.get('ratelimit-policy')).toBeNull()
+    }
+    expect(await res.text()).toBe(await fresh.text())
+  })
+
   it('a report read held at the platform when a reload takes its advertiser out of the team\'s scope is 403, not the report', async () => {
     const { gw, revoke } = await gatewayWithFile(TEAMS_YAML)
     sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
