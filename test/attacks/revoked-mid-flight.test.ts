@@ -147,6 +147,21 @@ describe('a key revoked while its call is under way', () => {
     expect(answers.slice(1).join('')).not.toContain('"data"')
   })
 
+  it('a pipelined write that reached the platform before the reload is answered at its turn: its caller learns its outcome', async () => {
+    const { gw, revoke } = await gatewayWithFile(TEAMS_YAML)
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    const write = `POST ${CREATE} HTTP/1.1\r\nhost: 127.0.0.1\r\nx-api-key: ${KEYS.writer}\r\ncontent-type: application/json\r\ncontent-length: ${CREATE_BODY.length}\r\nconnection: close\r\n\r\n${CREATE_BODY}`
+    const read = `GET ${REPORT_PATH}?advertiserId=101&dateFrom=2026-06-01&dateTo=2026-06-07 HTTP/1.1\r\nhost: 127.0.0.1\r\nx-api-key: ${KEYS.writer}\r\n\r\n`
+    const pipelined = await sent(gw.port, read + write)
+    await waitFor('the read held and the write made', () => reportCalls() === 1 && sandbox.requests.some((r) => r.path === CREATE))
+    await revoke(KEYS.writer)
+    sandbox.releaseHeld()
+    const answers = (await pipelined.answer).split(/(?=HTTP\/1\.1 )/)
+    expect(answers[0]).toMatch(/^HTTP\/1\.1 401 /)
+    // The platform's own refusal of the create (no creative sets): what the write came to.
+    expect(answers[1]).toMatch(/^HTTP\/1\.1 422 /)
+  })
+
   it('a write whose body comes after the reload never reaches the platform: 401', async () => {
     const { gw, revoke } = await gatewayWithFile(TEAMS_YAML)
     const answer = await new Promise<string>((resolve, reject) => {
