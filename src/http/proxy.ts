@@ -93,6 +93,8 @@ export function proxyHandler(
       read,
       team: caller.team.name,
       hangUp: hangUpSignal(reply.raw),
+      // Its key removed while its body came or it waited for a seat: nothing is sent (401).
+      admitted: () => admission.stillAdmitted(caller),
       spent,
       ...(trace ? { trace } : {}),
     }).finally(() => usage.platformSpent(caller.team.name, spent.ms))
@@ -109,6 +111,17 @@ export function proxyHandler(
     if (reply.raw.destroyed) {
       answer.release()
       return reply
+    }
+    // A read's answer goes to a key still running (401 otherwise: the read may be asked
+    // again); a write's outcome goes to its caller whatever happened to its key since the
+    // write was sent, so that it is never told a write was not made.
+    if (read) {
+      try {
+        admission.stillAdmitted(caller)
+      } catch (refused) {
+        answer.release()
+        throw refused
+      }
     }
     reply.code(res.status).headers(withPassedRetryAfter(res.status, callerHeaders(res.headers, caller.provider.credential.baseUrl ?? config.platform.baseUrl)))
     if (request.method !== 'HEAD') reply.header('content-length', answer.length)

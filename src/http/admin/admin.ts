@@ -75,7 +75,7 @@ export async function adminRoutes(app: FastifyInstance, parts: AdminParts): Prom
     return written()
   })
 
-  await app.register(adminTokenRoutes, { tokens, secrets, auditLog, config, client, tokenShares })
+  await app.register(adminTokenRoutes, { tokens, secrets, auditLog, adminAuth, config, client, tokenShares })
   await app.register(adminCacheRoutes, { reports, auditLog })
   await app.register(cacheEntryRoutes, { config, teams, tokens, reports, breaker, clock, auditLog })
   // What only the status view reads.

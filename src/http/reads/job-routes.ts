@@ -8,7 +8,6 @@ import { NOT_STORED, sendReport, VARY } from './report-reply.js'
 import { USAGE_HEADER, type ReportAnswerFacts } from './report-facts.js'
 import type { CacheEntry } from '../../cache/cache-entry.js'
 import { FORWARDED_METHODS } from '../methods.js'
-import { assertAccounts } from '../../access/scope.js'
 import type { Pair } from '../../access/request-target.js'
 import { notTaken } from '../hooks/validation-message.js'
 import { hangUpSignal } from '../../platform/client/caller-group.js'
@@ -60,6 +59,8 @@ export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock, 
     const status = await jobs.status(own(request), caller.team.name, waitOf(takenParams(caller.target.params, ['wait'])) * 1000, hangUpSignal(reply.raw))
     // A caller that hung up while it waited has its access line (499) already: nothing to write.
     if (reply.raw.destroyed) return reply
+    // Its key removed while it waited (?wait): refused as a new call with it is.
+    admission.stillAdmitted(caller)
     // The team's, and changing as the job runs.
     return reply.header('cache-control', NOT_STORED).header('vary', STATUS_VARY).send(status)
   })
@@ -76,8 +77,8 @@ export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock, 
     takenParams(caller.target.params, [])
     const got = await jobs.result(own(request), caller.team.name)
     const { job } = got
-    // The team's scope as it is now, as a read of the report is checked: a reload may have taken its advertiser away.
-    assertAccounts(caller.team, job.report.advertiserIds)
+    // The key and the team's scope as they are now, as a read of the report is checked: a reload may have taken its advertiser away.
+    admission.stillAdmitted(caller, job.report.advertiserIds)
     const now = clock.now()
     // Its fill is the job's own call: what that took, as the answer to the read it stands for would have said.
     const cost = (copy: CacheEntry | null) => facts.of(caller.team, job.report, copy, (job.tookSeconds ?? 0) * 1000, now)
