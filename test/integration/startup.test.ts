@@ -11,7 +11,7 @@ import { hashApiKey } from '../../src/access/api-keys.js'
 import { sandboxLoginEnv } from '../helpers/build-gateway.js'
 import { portTaken } from '../helpers/gateway-process.js'
 import { freePort } from '../helpers/start-redis.js'
-import { waitFor, waitUntil } from '../helpers/wait.js'
+import { testTimeLeft, waitFor, waitUntil } from '../helpers/wait.js'
 import { useSandbox } from '../helpers/fixtures.js'
 
 // A start that cannot work stops with one line saying what to do, and a start
@@ -301,7 +301,7 @@ describe('a start that works says what it found', () => {
     expect(JSON.parse(line)).toMatchObject({ proxy: expect.stringMatching(/^127\.0\.0\.1:\d+$/) })
     expect(run.output()).toContain('Demo mode (nothing configured)')
     // The console opens with the admin token demo mode made for the run, at the address printed.
-    await waitFor('the banner', () => run.output().includes('Operations console:'), 5000, 25)
+    await waitFor('the banner', () => run.output().includes('Operations console:'), testTimeLeft(), 25)
     const token = /Admin token \(an operator's, valid for this run only\): ([\w-]{43})\n/.exec(run.output())?.[1]
     const url = /Operations console: (http:\/\/127\.0\.0\.1:\d+)\/console \(sign in with the admin token above\)/.exec(run.output())?.[1]
     expect(token).toBeDefined()
@@ -316,7 +316,7 @@ describe('a start that works says what it found', () => {
   it('demo mode with ADMIN_TOKEN prints where the console is', async () => {
     const run = start({ PORT: '0', ADMIN_PORT: '0', ADMIN_TOKEN: 'demo-admin-token-0123456789abcdef' })
     await waitForLine(run, /report gateway listening/)
-    await waitFor('the banner', () => run.output().includes('Operations console:'), 5000, 25)
+    await waitFor('the banner', () => run.output().includes('Operations console:'), testTimeLeft(), 25)
     expect(run.output()).toMatch(/Operations console: http:\/\/127\.0\.0\.1:\d+\/console \(sign in with your admin token\)/)
     expect(run.output()).not.toContain('Admin token (')
     expect(run.output()).not.toContain('demo-admin-token-0123456789abcdef')
