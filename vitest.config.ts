@@ -41,6 +41,8 @@ export default defineConfig({
     hookTimeout: 20_000,
     // Suites start their own redis-server and sandbox; two cores run two files at once.
     maxWorkers: 2,
+    // Vitest's runner, stamping when each test's body starts: its timeout counts from there.
+    runner: './test/helpers/body-timed-runner.ts',
     sequence: { sequencer: SweepFirst },
     // Tests skipped for a missing tool are named in the run's last line; with CI=true they fail it.
     globalSetup: ['test/helpers/missing-tools-setup.ts'],

@@ -90,7 +90,7 @@ describe('waits on report jobs past their bounds', () => {
     await waitFor('two waits of the team held', async () => (await waiting('all')) === 2, 10_000)
     for (const c of left) c.abort()
     expect(await Promise.all(polls)).toEqual(['left', 'left'])
-    await waitFor('the places of the waits left given back', async () => (await waiting('all')) === 0, 5_000)
+    await waitFor('the places of the waits left given back', async () => (await waiting('all')) === 0)
     // The job has not changed: a new wait is held, not refused.
     const held = get(`/api/v1/jobs/${running}?wait=30`, KEYS.all)
     await waitFor('the new wait held', async () => (await waiting('all')) === 1, 10_000)

@@ -195,7 +195,7 @@ describe.skipIf(!available)('a Redis writer does not speak for the gateway', () 
         expect((await get(a, Q1)).statusCode).toBe(429)
         const genuine = await heard
         await waitFor('the route pause to reach the other replica', () => b.governors.paused('default', PATH))
-        await waitFor('the route pause to end', () => !a.governors.paused('default', PATH) && !b.governors.paused('default', PATH), 5000)
+        await waitFor('the route pause to end', () => !a.governors.paused('default', PATH) && !b.governors.paused('default', PATH))
         // Captured, and published again: the same sealed bytes, well within their 60 s.
         await client.publish('rgw:bus:platform-pause', genuine)
         await waitFor('the replay to be refused or obeyed', async () => b.governors.paused('default', PATH) || (await metric(b, 'gateway_redis_unverified_total{what="message"}')) >= 1)

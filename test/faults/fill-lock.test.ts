@@ -4,7 +4,7 @@ import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
 import { KEYS, REPORT_PATH as REPORT, teamsYamlWith } from '../helpers/build-gateway.js'
 import { spawnGateways, timedRequest, type GatewayProcess, type TimedResponse } from '../helpers/gateway-process.js'
 import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // The fill lock with two gateway processes on one redis-server: a
 // replica SIGKILLed while it holds a report's fill lock mid-stampede, and a leader whose
@@ -70,7 +70,7 @@ describe.skipIf(!available)('report fill lock across two gateway processes', () 
 
     const started = Date.now()
     const onA = [report(a, fresh), report(a, old)]
-    await waitFor('both fills of A to reach the platform', () => reportCalls() === 2, 5000, 5)
+    await waitFor('both fills of A to reach the platform', () => reportCalls() === 2, testTimeLeft(), 5)
     const [freshB, oldB] = await Promise.all([report(b, fresh), report(b, old)])
     const [freshA, oldA] = await Promise.all(onA)
 
@@ -89,7 +89,7 @@ describe.skipIf(!available)('report fill lock across two gateway processes', () 
     sandbox.setLatency(LATENCY_MS)
     const q = 'advertiserId=101&byDate=1&dateFrom=2026-02-01&dateTo=2026-02-07'
     const onA = many(a, q, 100)
-    await waitFor('the fill of A to reach the platform', () => reportCalls() === 1, 5000, 5)
+    await waitFor('the fill of A to reach the platform', () => reportCalls() === 1, testTimeLeft(), 5)
     const calledAt = Date.now()
     const onB = many(b, q, 100)
     // A holds the lock and is halfway through its 2 s call when it dies.

@@ -5,7 +5,7 @@ import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
 import { KEYS, TEAMS_YAML } from '../helpers/build-gateway.js'
 import { spawnGateway, steadyLoad, timedRequest, type GatewayProcess, type TimedResponse } from '../helpers/gateway-process.js'
 import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // Every Redis connection killed (CLIENT KILL, what a Redis restart, a
 // failover or an operator does to them) while traffic flows that uses every Redis path:
@@ -140,8 +140,8 @@ describe.skipIf(!available)('every Redis connection killed 50 times under load',
     alive(pid)
     expect((await report(KEYS.all, 101)(gw, 0)).status).toBe(200)
     // And it uses Redis again: the breaker closed, the subscriber subscribed anew.
-    await waitFor('the breaker to close', async () => (await timedRequest(`${gw.adminUrl}/readyz`)).body.includes('"redis":"ok"'), 5000, 50)
-    await waitFor('the subscriber to subscribe again', async () => /\bsub=[1-9]/.test(String(await killer.call('CLIENT', 'LIST', 'TYPE', 'pubsub'))), 5000, 50)
+    await waitFor('the breaker to close', async () => (await timedRequest(`${gw.adminUrl}/readyz`)).body.includes('"redis":"ok"'), testTimeLeft(), 50)
+    await waitFor('the subscriber to subscribe again', async () => /\bsub=[1-9]/.test(String(await killer.call('CLIENT', 'LIST', 'TYPE', 'pubsub'))), testTimeLeft(), 50)
 
     expect(answers.length).toBeGreaterThan(KILLS * 4)
     const wrong = answers.filter(({ call, answer }) => !call.ok.includes(answer.status))

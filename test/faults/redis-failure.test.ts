@@ -85,7 +85,7 @@ describe.skipIf(!available)('report cache when Redis fails', () => {
     // Killed while A fills (A holds the lock and is about to write L2).
     sandbox.setLatency(150)
     const filling = report(a, query(2))
-    await waitFor('the fill to reach the platform', () => reportCalls() === 2, 2000)
+    await waitFor('the fill to reach the platform', () => reportCalls() === 2)
     await redisServer.stop(true)
     const during = await filling
     expect(during.status).toBe(200)
@@ -95,7 +95,7 @@ describe.skipIf(!available)('report cache when Redis fails', () => {
     // The outage spans several breaker cooldowns; every answer is a 200, and none waits
     // for Redis: with the connection gone, each command the replicas send (a trial after
     // a cooldown, the watch's pings) fails at once, none by the command timeout.
-    await waitFor('both replicas to lose the connection', () => a.redis.client?.status !== 'ready' && b.redis.client?.status !== 'ready', 2000)
+    await waitFor('both replicas to lose the connection', () => a.redis.client?.status !== 'ready' && b.redis.client?.status !== 'ready')
     const timeouts = [countTimeouts(a), countTimeouts(b)]
     const answers: Awaited<ReturnType<typeof report>>[] = []
     for (let i = 0; i < 6; i++) {
@@ -124,15 +124,15 @@ describe.skipIf(!available)('report cache when Redis fails', () => {
     await redisServer.restart()
     const probe = new Redis(redisServer.url, { maxRetriesPerRequest: 1 })
     try {
-      await waitFor('both replicas to reconnect', () => a.redis.client?.status === 'ready' && b.redis.client?.status === 'ready', 8000)
+      await waitFor('both replicas to reconnect', () => a.redis.client?.status === 'ready' && b.redis.client?.status === 'ready')
       // Both subscribers are back too (purges and lock wake-ups).
       await waitFor('the subscribers to resubscribe', async () => {
         const [, n] = (await probe.pubsub('NUMSUB', 'rgw:bus:purge')) as [string, number]
         return n === 2
-      }, 8000)
+      })
       await sleep(COOLDOWN_MS + 50)
       // The copies the replicas kept (query 1, 2, 10 to 15), stored in the empty Redis again.
-      await waitFor('the kept copies in Redis', async () => (await probe.keys('rgw:report:*')).length === 8, 8000)
+      await waitFor('the kept copies in Redis', async () => (await probe.keys('rgw:report:*')).length === 8)
 
       const fill = await report(a, query(20))
       expect(fill.cache).toBe('MISS')
@@ -172,11 +172,11 @@ describe.skipIf(!available)('report cache when Redis fails', () => {
 
   it('does not keep a waiter waiting for an announcement once Redis is gone', async () => {
     // Redis is up again after the test above; A's fill is held at the platform, B waits on A's lock.
-    await waitFor('both replicas to use Redis', () => a.redis.breaker?.state === 'closed' && b.redis.breaker?.state === 'closed', 5000)
+    await waitFor('both replicas to use Redis', () => a.redis.breaker?.state === 'closed' && b.redis.breaker?.state === 'closed')
     sandbox.setRouteFailure(PATH, { kind: 'held', times: 1 })
     const calls = reportCalls()
     const onA = report(a, query(25))
-    await waitFor('the fill to reach the platform', () => reportCalls() === calls + 1, 2000)
+    await waitFor('the fill to reach the platform', () => reportCalls() === calls + 1)
     let answeredB = false
     const onB = report(b, query(25)).finally(() => {
       answeredB = true
@@ -186,7 +186,7 @@ describe.skipIf(!available)('report cache when Redis fails', () => {
     // Without Redis no announcement can come: B goes upstream while A's call is still
     // held, before A has anything to announce. A waiter kept waiting for the announcement
     // answers at its deadline without calling.
-    await waitFor('B to call the platform or answer', () => reportCalls() === calls + 2 || answeredB, 8000)
+    await waitFor('B to call the platform or answer', () => reportCalls() === calls + 2 || answeredB)
     expect(reportCalls()).toBe(calls + 2)
     sandbox.releaseHeld()
     const [fromA, fromB] = await Promise.all([onA, onB])
@@ -224,13 +224,13 @@ describe.skipIf(!available)('report cache when Redis fails', () => {
         await waitFor('all three replicas to subscribe', async () => {
           const [, purge, , filled] = (await probe.pubsub('NUMSUB', 'rgw:bus:purge', 'rgw:bus:filled')) as [string, number, string, number]
           return purge === 3 && filled === 3
-        }, 8000)
+        })
       } finally {
         probe.disconnect()
       }
-      await waitFor('the replicas to reconnect', () => a.redis.client?.status === 'ready' && c.redis.client?.status === 'ready', 8000)
+      await waitFor('the replicas to reconnect', () => a.redis.client?.status === 'ready' && c.redis.client?.status === 'ready')
       // Found back by the periodic ping, without a request.
-      await waitFor('the ping to find Redis back', async () => (await redisUp(c)) === '1', 5000)
+      await waitFor('the ping to find Redis back', async () => (await redisUp(c)) === '1')
       expect(lines(c, UP)).toEqual([expect.objectContaining({ redis: `127.0.0.1:${redisServer.port}` })])
       expect(lines(c, DOWN)).toHaveLength(1)
       await sleep(COOLDOWN_MS + 50)

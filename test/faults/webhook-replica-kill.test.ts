@@ -6,7 +6,7 @@ import { KEYS, REPORT_PATH, TEAMS_YAML } from '../helpers/build-gateway.js'
 import { useCleanups, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js'
 import { redisAvailability } from '../helpers/start-redis.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // The replica that ended a report job is killed (SIGKILL) while the job's webhook delivery
 // waits for a retry (the receiver answered 503), or with an attempt at the receiver it never
@@ -139,7 +139,7 @@ describe.skipIf(!redisCheck.available)('a replica with a webhook delivery waitin
     await waitFor('every answered attempt recorded', async () => (await listed(first))[0]?.attempts === r.hits.length, 10_000)
     first.kill('SIGKILL')
     const killedAt = (await first.exited).at
-    await waitFor("the killed replica's attempt gone from the receiver", () => r.inFlight() === 0, 5000, 1)
+    await waitFor("the killed replica's attempt gone from the receiver", () => r.inFlight() === 0, testTimeLeft(), 1)
     const beforeKill = r.hits.length
 
     const other = await start()

@@ -1,22 +1,24 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import { getCurrentTest } from 'vitest/suite'
+import { TestRunner } from 'vitest'
 
 type Condition = () => boolean | Promise<boolean>
 
 // What a wait leaves of its test's time: enough to fail naming what it waited for before
 // the test's own timeout ends it unnamed.
 const NAMING_MARGIN_MS = 1000
-// Outside a test (a beforeAll), a wait's bound: below vitest.config.ts's hookTimeout (20 s).
+// Outside a test's body (a beforeAll, a beforeEach), a wait's bound: below
+// vitest.config.ts's hookTimeout (20 s).
 const OUTSIDE_A_TEST_MS = 15_000
 
 /**
  * The time left to the running test before its own timeout (the file's or the test's
- * `timeout`), less the margin: the only bound a wait for a condition has. A loaded machine
- * makes a condition come later, never wrong; a bound of its own would fail it for that.
+ * `timeout`, counted from its body's start as vitest counts it: body-timed-runner.ts stamps
+ * it), less the margin: the only bound a wait for a condition has. A loaded machine makes
+ * a condition come later, never wrong; a bound of its own would fail it for that.
  */
 export function testTimeLeft(): number {
-  const test = getCurrentTest()
-  const started = test?.result?.startTime
+  const test = TestRunner.getCurrentTest()
+  const started = test?.meta.bodyStartedAt
   if (!test?.timeout || started === undefined) return OUTSIDE_A_TEST_MS
   return Math.max(0, started + test.timeout - NAMING_MARGIN_MS - Date.now())
 }

@@ -42,7 +42,7 @@ describe('a caller that leaves before its answer', () => {
       // Nothing was written to it: its bytes are 0, not unknown.
       expect(accessLines(reqId)[0]).toMatchObject({ status: 499, team: 'growth', route, method, path: path.split('?')[0], client: '127.0.0.1', bytes: 0 })
       // The platform's answer comes later, to no one: still one line once its seat is free.
-      await waitFor(`the platform's answer to ${reqId}`, () => seatsOf(env.gw).running('growth') === 0, 5000)
+      await waitFor(`the platform's answer to ${reqId}`, () => seatsOf(env.gw).running('growth') === 0)
     } finally {
       env.sandbox.setLatency(0)
     }

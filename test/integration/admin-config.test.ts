@@ -7,7 +7,7 @@ import { loadConfig } from '../../src/config.js'
 import { fingerprint } from '../../src/observe/fingerprint.js'
 import { CREDENTIAL_KEYS, KEYS, TEAMS_YAML, TEST_GATEWAY_SECRET, credentialTeams, sandboxLoginEnv, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // The configuration in force and where each setting came from (GET /admin/config), and
 // the log level changed at run time on one replica or all (PUT /admin/log-level), over
@@ -104,7 +104,7 @@ describe('PUT /admin/log-level', () => {
     const b = await replica()
     const res = await as(a, 'PUT', '/admin/log-level', { level: 'warn' })
     expect(res.json()).toEqual({ level: 'warn', previous: 'info', replicas: 'all', applied: true })
-    await waitFor('the other replica to take the level', async () => b.log.level === 'warn', 5000, 20)
+    await waitFor('the other replica to take the level', async () => b.log.level === 'warn', testTimeLeft(), 20)
     expect(await level(a)).toBe('warn')
     // A request line is an info line: none is written now.
     const before = requestLines(a)
@@ -170,7 +170,7 @@ describe('PUT /admin/log-level', () => {
     const idB = await idOf(b)
     const res = await as(a, 'PUT', '/admin/log-level', { level: 'debug', replica: idB })
     expect(res.json()).toEqual({ level: 'debug', previous: 'info', replicas: idB, applied: false })
-    await waitFor('replica b to take the level', async () => b.log.level === 'debug', 5000, 20)
+    await waitFor('replica b to take the level', async () => b.log.level === 'debug', testTimeLeft(), 20)
     expect(a.log.level).toBe('info')
     const gone = await as(a, 'PUT', '/admin/log-level', { level: 'debug', replica: 'no-such-replica-000000' })
     expect(gone.statusCode).toBe(404)
@@ -198,7 +198,7 @@ describe('PUT /admin/log-level', () => {
     // Redis delivers messages in the order it took them: once the replica's own change
     // (published after) has arrived, the forged one has been heard and dropped.
     await as(other, 'PUT', '/admin/log-level', { level: 'debug' })
-    await waitFor('the sealed change to arrive', async () => gw.log.level === 'debug', 5000, 20)
+    await waitFor('the sealed change to arrive', async () => gw.log.level === 'debug', testTimeLeft(), 20)
     expect(gw.logs.records().filter((r) => r.action === 'log-level').map((r) => r.actor)).toEqual(['admin'])
     expect((await gw.admin.inject({ method: 'GET', url: '/metrics' })).body).toMatch(/^gateway_redis_unverified_total\{what="message"\} [1-9]/m)
   })

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { KEYS, REPORT_PATH, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // One cached report, found by its URL in any spelling the gateway takes for the same
 // report (contract, GET and DELETE /admin/cache/entry): looked at without changing it,
@@ -99,7 +99,7 @@ describe('DELETE /admin/cache/entry', () => {
     expect((await read(b)).headers['x-cache']).toBe('HIT')
 
     expect((await admin(a, 'DELETE', SPELLINGS[2]!)).json()).toEqual({ purged: 'report', report: CANONICAL, dryRun: false, dropped: 1 })
-    await waitFor('the purge to reach the other replica', async () => (await b.reports.inspect(key)).l1 === null, 5000, 20)
+    await waitFor('the purge to reach the other replica', async () => (await b.reports.inspect(key)).l1 === null, testTimeLeft(), 20)
     expect((await read(b, OTHER)).headers['x-cache']).toBe('HIT')
     // Its old copy put back into Redis (someone who may write there) is never served again.
     await redis.client.set(key, stored!)

@@ -71,7 +71,7 @@ describe('one team\'s answers under way at a full listener', () => {
     const platformCalls = async () => (await series('gateway_platform_queued_calls', 'credential="default"')) + (await series('gateway_platform_in_flight_calls', 'credential="default"'))
     await waitFor('the team\'s calls at the platform or waiting for a seat', async () => (await platformCalls()) === BOUND)
     const other = call(port, report(KEYS.writer, week(BOUND + 1)))
-    await waitFor('the other team\'s connection kept or closed', () => other.isClosed() || held.filter((c) => c.isClosed()).length >= ROOM, 5000)
+    await waitFor('the other team\'s connection kept or closed', () => other.isClosed() || held.filter((c) => c.isClosed()).length >= ROOM)
     expect(other.isClosed()).toBe(false)
     expect(held.filter((c) => c.isClosed())).toHaveLength(ROOM)
     expect((await closedAtBound(gw.admin, 'proxy')).busy).toBe(ROOM)

@@ -82,7 +82,7 @@ describe('the gateway\'s own calls in the governor', () => {
 
     sandbox.setRouteFailure(GUARDED, { kind: 'status', status: 401 })
     const refused = get(gw, `${GUARDED}?advertiserId=101`, KEYS.all)
-    await waitFor('the probe call at the platform', () => governor.running(GATEWAY) === 1 && sandbox.concurrency().inFlight === 1 && governor.running('all') === 0, 5000)
+    await waitFor('the probe call at the platform', () => governor.running(GATEWAY) === 1 && sandbox.concurrency().inFlight === 1 && governor.running('all') === 0)
     expect((await refused).json()).toMatchObject({ code: 'GW_PLATFORM_REFUSED' })
   })
 })

@@ -93,9 +93,9 @@ describe.skipIf(!available)('the learned limit across replicas', () => {
 
   it('moves every replica to the limit the learner learned, sealed in the seats hash, and again after Redis\'s connections are killed', async () => {
     const [a, b] = [await replica('r1'), await replica('r2')]
-    await waitFor('each replica seeing the other, r1 learning', () => a.lease.replicas === 2 && b.lease.replicas === 2 && a.lease.learner && !b.lease.learner, 5000)
+    await waitFor('each replica seeing the other, r1 learning', () => a.lease.replicas === 2 && b.lease.replicas === 2 && a.lease.learner && !b.lease.learner)
     move(a, 12, 10)
-    await waitFor('the limit shared', async () => b.seats.limit === 12 && (await stored())?.limit === 12, 5000)
+    await waitFor('the limit shared', async () => b.seats.limit === 12 && (await stored())?.limit === 12)
     expect(await stored()).toMatchObject({ limit: 12, knee: 10 })
     // The replica that does not learn runs no limit rule of its own.
     const ticks = b.rule.ticks
@@ -104,25 +104,25 @@ describe.skipIf(!available)('the learned limit across replicas', () => {
 
     await redis.client.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes')
     move(a, 16, 14)
-    await waitFor('the replicas and Redis in agreement again', async () => b.seats.limit === 16 && (await stored())?.limit === 16, 5000)
+    await waitFor('the replicas and Redis in agreement again', async () => b.seats.limit === 16 && (await stored())?.limit === 16)
   })
 
   it('writes the limit in force again when Redis lost its record (a restart, a flush)', async () => {
     const [a, b] = [await replica('r1'), await replica('r2')]
-    await waitFor('r1 learning', () => a.lease.replicas === 2 && b.lease.replicas === 2 && a.lease.learner, 5000)
+    await waitFor('r1 learning', () => a.lease.replicas === 2 && b.lease.replicas === 2 && a.lease.learner)
     move(a, 12)
     // Stored, and taken by r2 with its renewal: only then is there a limit in force to keep.
-    await waitFor('the limit shared', async () => b.seats.limit === 12 && (await stored())?.limit === 12, 5000)
+    await waitFor('the limit shared', async () => b.seats.limit === 12 && (await stored())?.limit === 12)
     await redis.client.hdel(KEY, 'limit')
-    await waitFor('the record written back', async () => (await stored())?.limit === 12, 5000)
+    await waitFor('the record written back', async () => (await stored())?.limit === 12)
     expect(b.seats.limit).toBe(12)
   })
 
   it('ignores a shared limit that does not carry this gateway\'s seal, or is a genuine one of long ago, and takes the next one the learner writes', async () => {
     const [a, b] = [await replica('r1'), await replica('r2')]
-    await waitFor('r1 learning', () => a.lease.replicas === 2 && b.lease.replicas === 2 && a.lease.learner, 5000)
+    await waitFor('r1 learning', () => a.lease.replicas === 2 && b.lease.replicas === 2 && a.lease.learner)
     move(a, 12)
-    await waitFor('the limit shared', () => b.seats.limit === 12, 5000)
+    await waitFor('the limit shared', () => b.seats.limit === 12)
     // A Redis writer's record, and a genuine record replayed from long ago.
     const forged = new RedisSeal('another-secret-of-32-characters!!!').sealText(KEY, JSON.stringify({ limit: 2, knee: 2, at: Date.now() }))
     const replayed = new RedisSeal(SECRET).sealText(KEY, JSON.stringify({ limit: 2, knee: 2, at: Date.now() - RECORD_MAX_AGE_MS - 60_000 }))
@@ -130,29 +130,29 @@ describe.skipIf(!available)('the learned limit across replicas', () => {
       await redis.client.hset(KEY, 'limit', record)
       // Renewals carry it to the replica that follows: it keeps its own.
       const since = b.renewals.count
-      await waitFor('two renewals since', () => b.renewals.count >= since + 2, 5000)
+      await waitFor('two renewals since', () => b.renewals.count >= since + 2)
       expect(b.seats.limit).toBe(12)
     }
     // A replica that starts meanwhile keeps its own too.
     const c = await replica('r3')
-    await waitFor('r3 seeing the others', () => c.lease.replicas === 3, 5000)
+    await waitFor('r3 seeing the others', () => c.lease.replicas === 3)
     expect(c.seats.limit).toBe(8)
     // The learner's next move is written over it, and taken.
     move(a, 20)
-    await waitFor('the next limit shared', () => b.seats.limit === 20 && c.seats.limit === 20, 5000)
+    await waitFor('the next limit shared', () => b.seats.limit === 20 && c.seats.limit === 20)
   })
 
   it('hands the learning to another replica when the learner stops: it starts from the shared limit and writes its own moves', async () => {
     const [a, b] = [await replica('r1'), await replica('r2')]
-    await waitFor('r1 learning', () => a.lease.replicas === 2 && b.lease.replicas === 2 && a.lease.learner, 5000)
+    await waitFor('r1 learning', () => a.lease.replicas === 2 && b.lease.replicas === 2 && a.lease.learner)
     move(a, 12)
-    await waitFor('the limit shared', () => b.seats.limit === 12, 5000)
+    await waitFor('the limit shared', () => b.seats.limit === 12)
     await a.stop()
-    await waitFor('r2 learning', () => b.lease.learner && b.lease.replicas === 1, 5000)
+    await waitFor('r2 learning', () => b.lease.learner && b.lease.replicas === 1)
     const ticks = b.rule.ticks
     await waitFor('r2\'s limit rule running', () => b.rule.ticks > ticks)
     expect([b.rule.limit, b.seats.limit]).toEqual([12, 12])
     move(b, 24)
-    await waitFor('r2\'s limit shared', async () => (await stored())?.limit === 24, 5000)
+    await waitFor('r2\'s limit shared', async () => (await stored())?.limit === 24)
   })
 })

@@ -341,7 +341,7 @@ describe('Prism\'s response validator against real answers of every status the c
     env.sandbox.setRouteFailure('/api/v1/campaign/banner/create', { kind: 'hang', times: 1 })
     env.sandbox.clearRequests()
     const pending = gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/banner/create', headers: { 'x-api-key': KEYS.writer, 'content-type': 'application/json' }, payload: newCampaign(101) })
-    await waitFor('the call at the platform', () => env.sandbox.requests.some((r) => r.path === '/api/v1/campaign/banner/create'), 5000)
+    await waitFor('the call at the platform', () => env.sandbox.requests.some((r) => r.path === '/api/v1/campaign/banner/create'))
     gw.abortPlatformCalls()
     const res = await pending
     env.sandbox.clearRouteFailures()

@@ -46,13 +46,16 @@ describe.skipIf(!redisCheck.available)('pause sharing between replicas (Redis)',
     const heardB: PeerPause[] = []
     const a = await replica(heardA)
     const b = await replica(heardB)
+    const c = await replica([])
     await a.share('default', pause('one', 5000))
     await a.shareEnd('default', pause('one', 5000))
-    // B's word after A's: one subscriber hears a channel's messages in the order they were published.
     await b.share('default', pause('two', 5000))
-    await waitFor('A to hear B', () => heardA.length > 0, 5000)
-    await waitFor('B to hear A\'s pause and its end', () => heardB.length >= 2, 5000)
-    expect(heardA.map((w) => ('ended' in w ? `ended ${w.ended}` : `pause ${w.pause.team}`))).toEqual(['pause two'])
-    expect(heardB.map((w) => ('ended' in w ? `ended ${w.ended}` : `pause ${w.pause.team}`))).toEqual(['pause one', expect.stringMatching(/^ended /)])
+    // C's word last: one subscriber hears a channel's messages in the order they were
+    // published, so once A and B have heard it, they have heard every echo of their own.
+    await c.share('default', pause('three', 5000))
+    const words = (heard: PeerPause[]) => heard.map((w) => ('ended' in w ? `ended ${w.ended}` : `pause ${w.pause.team}`))
+    await waitFor('A and B to hear C', () => words(heardA).includes('pause three') && words(heardB).includes('pause three'))
+    expect(words(heardA)).toEqual(['pause two', 'pause three'])
+    expect(words(heardB)).toEqual(['pause one', expect.stringMatching(/^ended /), 'pause three'])
   })
 })

@@ -467,7 +467,7 @@ describe('the platform\'s own answers', () => {
     expect(limited.body).toBe('{"message":"Too Many Attempts."}')
     // The 429 paused its route; the next tests need it back.
     expect(gw.governors.paused('default', '/api/v1/campaign/get')).toBe(true)
-    await waitFor('the pause to end', () => !gw.governors.paused('default', '/api/v1/campaign/get'), 3000)
+    await waitFor('the pause to end', () => !gw.governors.paused('default', '/api/v1/campaign/get'))
   })
 })
 

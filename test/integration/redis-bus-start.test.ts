@@ -64,7 +64,7 @@ describe('subscribing while Redis cannot be reached', () => {
       client.disconnect()
     })
     for (const channel of ['purge', 'token', 'filled', 'fill-failed', 'log-level']) await bus.subscribe(channel, () => undefined)
-    await waitFor('every deferral logged', () => lines.filter((l) => l.msg.startsWith('redis subscription')).length === 5, 5000)
+    await waitFor('every deferral logged', () => lines.filter((l) => l.msg.startsWith('redis subscription')).length === 5)
     expect(lines.filter((l) => l.level === 40).map((l) => l.msg)).toEqual(['redis subscription deferred until redis is reachable'])
   })
 })

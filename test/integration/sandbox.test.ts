@@ -387,7 +387,7 @@ describe('failure modes and latency', () => {
     sandbox.setFailure({ kind: 'held', times: 2 })
     let answered = 0
     const held = [call(REPORT), call(REPORT)].map((p) => p.then((r) => ((answered += 1), r)))
-    await waitFor('both calls at the platform', () => sandbox.concurrency().inFlight === 2, 5_000)
+    await waitFor('both calls at the platform', () => sandbox.concurrency().inFlight === 2)
     // The next call is not held: it is answered while the two wait.
     expect((await call(REPORT)).status).toBe(200)
     expect(answered).toBe(0)
@@ -568,7 +568,7 @@ describe('HTTP controls', () => {
     expect((await control('POST', '/latency', { ms: 0 })).status).toBe(200)
     expect((await control('POST', '/failure', { kind: 'held', times: 1 })).status).toBe(200)
     const held = call(REPORT)
-    await waitFor('the held call at the platform', async () => ((await (await control('GET', '/concurrency')).json()) as { inFlight: number }).inFlight === 1, 5_000)
+    await waitFor('the held call at the platform', async () => ((await (await control('GET', '/concurrency')).json()) as { inFlight: number }).inFlight === 1)
     expect((await control('POST', '/release')).status).toBe(204)
     expect((await held).status).toBe(200)
   })

@@ -2,7 +2,7 @@ import { connect } from 'node:net'
 import { afterAll, describe, expect, it } from 'vitest'
 import { request } from 'undici'
 import { connectionRefused, startSandboxGateway, KEYS, type SandboxGateway } from '../helpers/sandbox-gateway.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // A hit of a URL seen before is answered before Fastify's router; while the gateway
 // closes it is answered as every other request is (once it was refused GW_SHUTTING_DOWN,
@@ -45,11 +45,11 @@ describe('a hit while the gateway closes', () => {
     const calls = sandbox.requests.length
     const hit = open(OTHER)
     const routed = open(THIRD)
-    await waitFor('both misses at the platform', () => sandbox.requests.length >= calls + 2, 5000, 10)
+    await waitFor('both misses at the platform', () => sandbox.requests.length >= calls + 2, testTimeLeft(), 10)
     const closing = env.close()
     env = undefined
     // Closing: the listener takes no new connection (after the preClose hooks ran).
-    await waitFor('the listener closed', () => connectionRefused(port), 5000, 10)
+    await waitFor('the listener closed', () => connectionRefused(port), testTimeLeft(), 10)
     hit.socket.write(`GET ${REPORT} HTTP/1.1\r\nhost: x\r\nx-api-key: ${KEYS.all}\r\nx-request-id: hit-while-closing\r\n\r\n`)
     routed.socket.write(`GET ${SPELLED_ANEW} HTTP/1.1\r\nhost: x\r\nx-api-key: ${KEYS.all}\r\nx-request-id: route-while-closing\r\n\r\n`)
     await Promise.all([hit.closed, routed.closed])

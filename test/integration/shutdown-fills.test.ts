@@ -28,7 +28,7 @@ describe.skipIf(!available)('fills under way on a replica that stops', () => {
     clock.advance(65_000)
     sandbox.setLatency(500)
     expect((await get(a)).headers['x-cache']).toBe('STALE')
-    await waitFor('the refresh at the platform', () => reportCalls() === 2, 5000)
+    await waitFor('the refresh at the platform', () => reportCalls() === 2)
     // Told to stop with the refresh at the platform and no caller waiting for it.
     await a.close()
     sandbox.setLatency(0)
@@ -43,7 +43,7 @@ describe.skipIf(!available)('fills under way on a replica that stops', () => {
     const [a, b] = [await replica(), await replica()]
     sandbox.setLatency(1500)
     const onA = get(a)
-    await waitFor("A's call at the platform", () => reportCalls() === 1, 5000)
+    await waitFor("A's call at the platform", () => reportCalls() === 1)
     const onB = get(b)
     const closing = a.close()
     // The end of A's grace (main.ts): its calls at the platform are aborted.

@@ -11,7 +11,7 @@ import { hashApiKey } from '../../src/access/api-keys.js'
 import { sandboxLoginEnv } from '../helpers/build-gateway.js'
 import { portTaken } from '../helpers/gateway-process.js'
 import { freePort } from '../helpers/start-redis.js'
-import { waitFor, waitUntil } from '../helpers/wait.js'
+import { testTimeLeft, waitFor, waitUntil } from '../helpers/wait.js'
 import { useSandbox } from '../helpers/fixtures.js'
 
 // A start that cannot work stops with one line saying what to do, and a start
@@ -185,24 +185,24 @@ describe('misconfiguration stops the start with one line', () => {
     ])
   })
 
-  it('one port for both listeners under two names of one address (localhost and 127.0.0.1, ::1 and 0:0:0:0:0:0:0:1, :: and 127.0.0.1): exit 78, where the second bind failed', async () => {
+  // Each pair a start of its own, as every test here: five starts one after another waited
+  // on the machine starting five processes within one test's timeout.
+  it.each([
+    ['localhost', 'loopback'],
+    ['loopback', 'localhost'],
+    ['::1', '0:0:0:0:0:0:0:1'],
+    ['::', '127.0.0.1'],
+    ['::ffff:127.0.0.1', '127.0.0.1'],
+  ])('one port for both listeners under two names of one address (%s and %s): exit 78, where the second bind failed', async (...names) => {
     const port = String(await freePort())
-    // What localhost binds to here (Node's listen takes the first address it resolves to).
+    // `loopback`: what localhost binds to here (Node's listen takes the first address it resolves to).
     const loopback = (await lookup('localhost')).address
-    const pairs = [
-      ['localhost', loopback],
-      [loopback, 'localhost'],
-      ['::1', '0:0:0:0:0:0:0:1'],
-      ['::', '127.0.0.1'],
-      ['::ffff:127.0.0.1', '127.0.0.1'],
-    ]
-    for (const [host, adminHost] of pairs) {
-      const { code, lines } = await refused({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(20), HOST: host!, PORT: port, ADMIN_HOST: adminHost!, ADMIN_PORT: port, LOG_LEVEL: 'silent' })
-      expect({ host, adminHost, code }).toEqual({ host, adminHost, code: CONFIG_ERROR_EXIT })
-      expect(lines).toEqual([
-        `report-gateway: invalid configuration: ADMIN_PORT: the same port as PORT (${port}), on addresses that overlap (ADMIN_HOST ${adminHost}, HOST ${host}): the admin listener cannot bind beside the proxy listener; set another ADMIN_PORT (default 8081)`,
-      ])
-    }
+    const [host, adminHost] = names.map((name) => (name === 'loopback' ? loopback : name))
+    const { code, lines } = await refused({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(20), HOST: host!, PORT: port, ADMIN_HOST: adminHost!, ADMIN_PORT: port, LOG_LEVEL: 'silent' })
+    expect(code).toBe(CONFIG_ERROR_EXIT)
+    expect(lines).toEqual([
+      `report-gateway: invalid configuration: ADMIN_PORT: the same port as PORT (${port}), on addresses that overlap (ADMIN_HOST ${adminHost}, HOST ${host}): the admin listener cannot bind beside the proxy listener; set another ADMIN_PORT (default 8081)`,
+    ])
   })
 
   it('a short ADMIN_TOKEN names the minimum length', async () => {
@@ -301,7 +301,7 @@ describe('a start that works says what it found', () => {
     expect(JSON.parse(line)).toMatchObject({ proxy: expect.stringMatching(/^127\.0\.0\.1:\d+$/) })
     expect(run.output()).toContain('Demo mode (nothing configured)')
     // The console opens with the admin token demo mode made for the run, at the address printed.
-    await waitFor('the banner', () => run.output().includes('Operations console:'), 5000, 25)
+    await waitFor('the banner', () => run.output().includes('Operations console:'), testTimeLeft(), 25)
     const token = /Admin token \(an operator's, valid for this run only\): ([\w-]{43})\n/.exec(run.output())?.[1]
     const url = /Operations console: (http:\/\/127\.0\.0\.1:\d+)\/console \(sign in with the admin token above\)/.exec(run.output())?.[1]
     expect(token).toBeDefined()
@@ -316,7 +316,7 @@ describe('a start that works says what it found', () => {
   it('demo mode with ADMIN_TOKEN prints where the console is', async () => {
     const run = start({ PORT: '0', ADMIN_PORT: '0', ADMIN_TOKEN: 'demo-admin-token-0123456789abcdef' })
     await waitForLine(run, /report gateway listening/)
-    await waitFor('the banner', () => run.output().includes('Operations console:'), 5000, 25)
+    await waitFor('the banner', () => run.output().includes('Operations console:'), testTimeLeft(), 25)
     expect(run.output()).toMatch(/Operations console: http:\/\/127\.0\.0\.1:\d+\/console \(sign in with your admin token\)/)
     expect(run.output()).not.toContain('Admin token (')
     expect(run.output()).not.toContain('demo-admin-token-0123456789abcdef')

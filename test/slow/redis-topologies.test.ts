@@ -200,7 +200,7 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
     const [a, b] = await twoReplicas({ GATEWAY_SECRET })
     const next = sandbox.issueToken()
     expect((await adminCall(a, 'PUT', '/admin/token', { token: next })).statusCode).toBe(200)
-    await waitFor('the token on the other replica', () => b.tokens.get('default').current()?.token === next, 3000)
+    await waitFor('the token on the other replica', () => b.tokens.get('default').current()?.token === next)
     expect(await topology.keys('rgw:token:*')).toEqual(['rgw:token:default'])
     expect((await topology.client.get('rgw:token:default')) ?? '').not.toContain(next)
     sandbox.clearRequests()
@@ -245,7 +245,7 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
     await waitFor('B to share its count', async () => (await counter()) === 3)
     const limited = (gw: TestGateway) => gw.config.teams.find((t) => t.name === 'limited') as TeamConfig
     // B read the total back with its own hit's sync (every 50 ms): it refuses.
-    await waitFor('B to read the shared count back', () => !b.rateLimiter.peek(limited(b)).allowed, 5000)
+    await waitFor('B to read the shared count back', () => !b.rateLimiter.peek(limited(b)).allowed)
     expect((await get(b, Q101, KEYS.limited)).json()).toMatchObject({ code: 'GW_RATE_LIMITED' })
     // A sent nothing since (an idle team costs Redis nothing): it learns of B's hit with
     // its next one, which it admits on what it knew (the bound of one sync interval) and

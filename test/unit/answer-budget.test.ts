@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { ByteBudget, MAX_ROOM_RETRY_AFTER_S } from '../../src/platform/client/answer-budget.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 describe('ByteBudget', () => {
   it('reserves what fits, refuses what does not without taking any of it, and frees', () => {
@@ -22,7 +22,7 @@ describe('ByteBudget', () => {
     expect(budget.retryAfterSec(50)).toBe(MAX_ROOM_RETRY_AFTER_S)
     budget.free(40)
     // A pace is measured over a whole window (2 s).
-    await waitFor('a window of pace', () => budget.retryAfterSec(90) < MAX_ROOM_RETRY_AFTER_S, 5000, 50)
+    await waitFor('a window of pace', () => budget.retryAfterSec(90) < MAX_ROOM_RETRY_AFTER_S, testTimeLeft(), 50)
     // 40 bytes over about 2 s: 30 more bytes take about 1.5 s, told as whole seconds, at least 1.
     const told = budget.retryAfterSec(90)
     expect(told).toBeGreaterThanOrEqual(1)

@@ -206,7 +206,7 @@ describe('the job runner on a fake clock', () => {
     await waitFor('the job running', async () => (await stored(store)).state === 'running')
     ;(reads.asks[0] as ReadOptions).tally.platformCalls += 1
     reads.answer({ kind: 'entry', entry: { ...entry(clock.now()), fillMs: 4400 }, status: 'MISS', upstreamMs: 9000, platformMs: 4400 })
-    await waitFor('the job ended', async () => (await stored(store)).state !== 'running', 3000)
+    await waitFor('the job ended', async () => (await stored(store)).state !== 'running')
     expect(renewed).toBe(true)
     expect(await stored(store)).toMatchObject({ state: 'done', runs: 1 })
     expect(outcomes.get('r1')).toEqual(['started', 'done'])
