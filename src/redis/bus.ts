@@ -139,10 +139,22 @@ export class RedisBus {
 
   // A message's date is read on the system clock, not on the clock the gateway is handed:
   // it travels between processes, which agree on real time only.
-  /** Publishes `message` on `channel`: the subscribers it reached (this replica's own included, on the node it was sent to). */
-  async publish(channel: string, message: string): Promise<number> {
+  async publish(channel: string, message: string): Promise<void> {
     const full = this.#prefix + channel
-    return this.#pub.publish(full, this.#seal ? this.#seal.sealText(full, `${systemClock.now()}.${this.#nonceSource.next()}.${message}`) : message)
+    await this.#pub.publish(full, this.#seal ? this.#seal.sealText(full, `${systemClock.now()}.${this.#nonceSource.next()}.${message}`) : message)
+  }
+
+  /**
+   * How many connections subscribe to `channel` (this replica's own included, once its
+   * subscription is made): PUBSUB NUMSUB, on a Cluster summed over every node. A
+   * connection subscribes on the one node it is to, and a node's NUMSUB (as PUBLISH's
+   * count) tells of its own connections alone, while a message reaches every node's.
+   */
+  async subscribers(channel: string): Promise<number> {
+    const full = this.#prefix + channel
+    const nodes = this.#pub instanceof Cluster ? this.#pub.nodes('all') : [this.#pub]
+    const counts = await Promise.all(nodes.map(async (node) => Number(((await node.call('PUBSUB', 'NUMSUB', full)) as [string, number])[1])))
+    return counts.reduce((sum, n) => sum + n, 0)
   }
 
   /** `<sent at>.<nonce>.<message>`, sealed: the message, or null when it is not this gateway's, is too old, or was heard before. */
