@@ -14,6 +14,7 @@ import { forwardedEncodings } from '../platform/client/token-echo.js'
 import { connectionOptions } from '../access/connection-options.js'
 import { withoutKeys } from '../observe/key-shape.js'
 import { linksOnGateway, onGateway, refreshOnGateway } from '../platform/client/redirect-location.js'
+import { isRedirect, sendNoContent, withoutContent } from '../platform/client/redirect-content.js'
 import { PROVISIONAL_HEADER, SETTLED_HEADER, USAGE_HEADER } from './reads/report-facts.js'
 import { carries } from './connection-teams.js'
 
@@ -123,7 +124,13 @@ export function proxyHandler(
         throw refused
       }
     }
-    reply.code(res.status).headers(withPassedRetryAfter(res.status, callerHeaders(res.headers, caller.provider.credential.baseUrl ?? config.platform.baseUrl)))
+    const passed = callerHeaders(res.headers, caller.provider.credential.baseUrl ?? config.platform.baseUrl)
+    if (isRedirect(res.status)) {
+      // Its page names the platform's address: the caller gets its location alone.
+      answer.release()
+      return sendNoContent(reply.code(res.status).headers(withoutContent(passed)))
+    }
+    reply.code(res.status).headers(withPassedRetryAfter(res.status, passed))
     if (request.method !== 'HEAD') reply.header('content-length', answer.length)
     return reply.send(answer.stream())
   }

@@ -213,7 +213,7 @@ export class Conditions {
 /** A FailureMode from untrusted JSON, or the reason it is not one. */
 export function parseFailureMode(value: unknown): FailureMode | string {
   if (typeof value !== 'object' || value === null) return 'a failure mode is an object with a "kind"'
-  const { kind, status, body, headers, times, intervalMs, chunks, bytes, gzip } = value as Record<string, unknown>
+  const { kind, status, body, headers, times, intervalMs, chunks, bytes, gzip, location } = value as Record<string, unknown>
   if (times !== undefined && !(Number.isInteger(times) && (times as number) > 0)) return '"times" must be a positive integer'
   const limit = times === undefined ? {} : { times: times as number }
   switch (kind) {
@@ -228,6 +228,11 @@ export function parseFailureMode(value: unknown): FailureMode | string {
       if (!(Number.isInteger(status) && (status as number) >= 200 && (status as number) <= 599)) return '"status" must be an HTTP status (200-599)'
       if (headers !== undefined && !isStringRecord(headers)) return '"headers" must map header names to strings'
       return { kind, status: status as number, ...(body === undefined ? {} : { body }), ...(headers === undefined ? {} : { headers }), ...limit }
+    case 'redirect':
+      if (typeof location !== 'string' || location === '') return '"location" must be a URL (a non-empty string)'
+      if (status !== undefined && !(Number.isInteger(status) && (status as number) >= 300 && (status as number) <= 399)) return '"status" must be a redirect status (300-399)'
+      if (headers !== undefined && !isStringRecord(headers)) return '"headers" must map header names to strings'
+      return { kind, location, ...(status === undefined ? {} : { status: status as number }), ...(headers === undefined ? {} : { headers }), ...limit }
     case 'trickle':
       if (!(Number.isInteger(intervalMs) && (intervalMs as number) > 0)) return '"intervalMs" must be a positive integer'
       if (chunks !== undefined && !(Number.isInteger(chunks) && (chunks as number) > 0)) return '"chunks" must be a positive integer'
@@ -240,7 +245,7 @@ export function parseFailureMode(value: unknown): FailureMode | string {
       if (gzip !== undefined && typeof gzip !== 'boolean') return '"gzip" must be true or false'
       return { kind, body: body as GarbledBody, ...(gzip === undefined ? {} : { gzip }), ...limit }
     default:
-      return '"kind" must be one of none, status, hang, reset, trickle, large, garbled, cut, held'
+      return '"kind" must be one of none, status, redirect, hang, reset, trickle, large, garbled, cut, held'
   }
 }
 

@@ -28,18 +28,27 @@ export function sendForbidden(reply: FastifyReply): void {
  * A failed validation as Laravel's exception handler answers it: 422 with the errors when
  * the request expects JSON, else a 302 back to the previous URL (UrlGenerator::previous):
  * the referer, or, with no page in the session before it (the gateway sends no cookie),
- * the app's root, `http://<Host>` (UrlGenerator::to('/') trims the slash), with the body
- * Symfony's RedirectResponse writes, naming it.
+ * the app's root, `http://<Host>` (UrlGenerator::to('/') trims the slash).
  */
 export function sendInvalid(request: { headers: IncomingHttpHeaders }, reply: FastifyReply, validator: Validator): void {
   if (expectsJson(request.headers)) return sendJson(reply, 422, validator.body())
   const referer = request.headers.referer
-  const back = referer !== undefined && URL.canParse(referer) ? referer : `http://${request.headers.host ?? 'localhost'}`
-  const html = back.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
-  reply.code(302).header('location', back).header('content-type', 'text/html; charset=utf-8').send(REDIRECT_PAGE.replaceAll('%1$s', html))
+  sendRedirect(reply, 302, referer !== undefined && URL.canParse(referer) ? referer : `http://${request.headers.host ?? 'localhost'}`)
 }
 
-// Symfony\Component\HttpFoundation\RedirectResponse::setTargetUrl's body.
+/**
+ * A redirect as Laravel writes one: Symfony's RedirectResponse (symfony/http-foundation,
+ * RedirectResponse::setTargetUrl), `location` the URL as given and the body a page naming
+ * it, escaped as PHP's htmlspecialchars($url, ENT_QUOTES, 'UTF-8') escapes it.
+ */
+export function sendRedirect(reply: FastifyReply, status: number, location: string): void {
+  const html = location.replace(/[&<>"']/g, (c) => HTML_SPECIAL[c] ?? c)
+  reply.code(status).header('location', location).header('content-type', 'text/html; charset=utf-8').send(REDIRECT_PAGE.replaceAll('%1$s', html))
+}
+
+const HTML_SPECIAL: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#039;' }
+
+// RedirectResponse::setTargetUrl's body, `%1$s` the escaped URL.
 const REDIRECT_PAGE = `<!DOCTYPE html>
 <html>
     <head>

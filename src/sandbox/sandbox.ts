@@ -14,7 +14,7 @@ import type { SandboxControls } from './control-routes.js'
 import { oauthRoute } from './oauth-route.js'
 import { registerPlatformRoutes } from './platform-routes.js'
 import { reportRoutes } from './report-routes.js'
-import { sendJson, sendNotFound } from './replies.js'
+import { sendJson, sendNotFound, sendRedirect } from './replies.js'
 import type { SandboxState } from './state.js'
 import { keepBody, startRecord } from './request-records.js'
 import { IssuedTokens } from './tokens.js'
@@ -212,6 +212,9 @@ async function simulateConditions(state: SandboxState, request: FastifyRequest, 
       return undefined
     case 'status':
       sendFailure(reply, failure.status, failure.body, failure.headers)
+      return reply
+    case 'redirect':
+      sendRedirect(reply.headers(failure.headers ?? {}), failure.status ?? 302, failure.location)
       return reply
     case 'hang':
       reply.hijack()

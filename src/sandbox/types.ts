@@ -44,6 +44,8 @@ export type GarbledBody = 'html' | 'html-as-json' | 'truncated-json' | 'empty'
 export type FailureMode =
   | { kind: 'none' }
   | { kind: 'status'; status: number; body?: unknown; headers?: Record<string, string>; times?: number }
+  /** A redirect as Laravel answers one (`redirect($location, $status)`, default 302): Symfony's RedirectResponse, its page naming `location`. */
+  | { kind: 'redirect'; location: string; status?: number; headers?: Record<string, string>; times?: number }
   | { kind: 'hang'; times?: number }
   | { kind: 'reset'; times?: number }
   /** A 200 whose headers come at once and whose body comes one small chunk every `intervalMs`, `chunks` times (default 10). */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { KEYS } from '../helpers/sandbox-gateway.js'
-import { itLoggedNoSecret, useAttackGateway } from './attack-gateway.js'
+import { itLoggedNoSecret, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
 
 // A URL the platform hands back (location, content-location, link, refresh) is put on
 // the gateway when it names the platform's own address, so that a client that follows
@@ -45,6 +45,57 @@ describe('a platform redirect naming the platform\'s host in another spelling', 
       const res = await redirected(location)
       expect(res.headers.get('location'), location).toBe(location)
     }
+  })
+})
+
+// A platform redirect's content names where it leads in the platform's own address: Laravel's
+// `redirect()` is Symfony's RedirectResponse, whose page names its URL three times (a signed
+// URL's query escaped, `&amp;`), and Apache's trailing-slash 301 (Laravel's public/.htaccess)
+// writes its own page. The gateway puts `location` on its own path; the page it does not
+// rewrite, and a caller gets none of it: no content, `content-length: 0`, no content-type.
+describe('a platform redirect\'s content', () => {
+  const signed = (host: string) => `http://${host}/api/v1/campaign/get?page=2&expires=1900000000&signature=5f0c2a`
+  const apachePage = (url: string) => `<!DOCTYPE HTML PUBLIC "-//IETF//DTD HTML 2.0//EN">\n<html><head>\n<title>301 Moved Permanently</title>\n</head><body>\n<h1>Moved Permanently</h1>\n<p>The document has moved <a href="${url}">here</a>.</p>\n</body></html>\n`
+  const seen = async (res: Response) => ({
+    status: res.status,
+    location: res.headers.get('location'),
+    type: res.headers.get('content-type'),
+    length: res.headers.get('content-length'),
+    body: await res.text(),
+  })
+
+  it('the sandbox writes Symfony\'s RedirectResponse: its page names the URL, escaped as htmlspecialchars does', async () => {
+    const platform = new URL(sg.sandbox.url)
+    sg.sandbox.setFailure({ kind: 'redirect', location: signed(platform.host), times: 1 })
+    const res = await fetch(`${sg.sandbox.url}/api/v1/campaign/get`, { method: 'POST', redirect: 'manual', headers: { authorization: `Bearer ${sg.sandbox.issueToken()}`, 'content-type': 'application/json' }, body: '{"userId":101}' })
+    expect([res.status, res.headers.get('location'), res.headers.get('content-type')]).toEqual([302, signed(platform.host), 'text/html; charset=utf-8'])
+    const escaped = signed(platform.host).replaceAll('&', '&amp;')
+    expect(await res.text()).toBe(`<!DOCTYPE html>\n<html>\n    <head>\n        <meta charset="UTF-8" />\n        <meta http-equiv="refresh" content="0;url='${escaped}'" />\n\n        <title>Redirecting to ${escaped}</title>\n    </head>\n    <body>\n        Redirecting to <a href="${escaped}">${escaped}</a>.\n    </body>\n</html>`)
+  })
+
+  it('reaches a proxied call\'s caller as no content, its location on the gateway: Symfony\'s page, Apache\'s, asked with GET, POST or HEAD', async () => {
+    const platform = new URL(sg.sandbox.url)
+    const asks: [string, string, string | undefined][] = [['POST', '/api/v1/campaign/get', '{"userId":101}'], ['GET', '/api/v1/campaign/get?userId=101', undefined], ['HEAD', '/api/v1/campaign/get?userId=101', undefined]]
+    for (const [method, path, body] of asks) {
+      for (const answer of ['symfony', 'apache'] as const) {
+        if (answer === 'symfony') sg.sandbox.setFailure({ kind: 'redirect', status: 301, location: signed(platform.host), times: 1 })
+        else sg.sandbox.setFailure({ kind: 'status', status: 301, headers: { location: signed(platform.host) }, body: apachePage(signed(platform.host)), times: 1 })
+        const res = await fetch(`${sg.url}${path}`, { method, redirect: 'manual', headers: { 'x-api-key': KEYS.writer, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body }) })
+        expect(await seen(res), `${method} ${answer}`).toEqual({ status: 301, location: '/api/v1/campaign/get?page=2&expires=1900000000&signature=5f0c2a', type: null, length: '0', body: '' })
+      }
+    }
+  })
+
+  it('reaches a report read\'s caller as no content (x-cache: BYPASS), GET or HEAD, and the next read is the platform\'s again', async () => {
+    const platform = new URL(sg.sandbox.url)
+    const report = `/api/v1/report/campaigns/get?advertiserId=101&${REPORT_DATES}`
+    for (const method of ['GET', 'HEAD']) {
+      sg.sandbox.setFailure({ kind: 'redirect', location: `http://${platform.host}${report}&page=2`, times: 1 })
+      const res = await fetch(`${sg.url}${report}`, { method, redirect: 'manual', headers: { 'x-api-key': KEYS.all } })
+      expect([res.headers.get('x-cache'), await seen(res)], method).toEqual(['BYPASS', { status: 302, location: `${report}&page=2`, type: null, length: '0', body: '' }])
+    }
+    const after = await fetch(`${sg.url}${report}`, { headers: { 'x-api-key': KEYS.all } })
+    expect([after.status, after.headers.get('x-cache')]).toEqual([200, 'MISS'])
   })
 })
 

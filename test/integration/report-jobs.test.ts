@@ -424,6 +424,8 @@ describe('report jobs (demo mode, no Redis)', () => {
         fwd: /fwd-status=\d+/.exec(res.headers.get('cache-status') ?? '')?.[0] ?? null,
       })
       expect(seen(result, await result.text())).toEqual(seen(sync, syncBody))
+      // A redirect's content (the platform's page, here JSON) is none, kept or not.
+      if (a.status === 302) expect([syncBody, sync.headers.get('content-type'), sync.headers.get('content-length')]).toEqual(['', null, '0'])
       expect([result.status, result.headers.get('x-cache')]).toEqual([a.status, 'BYPASS'])
       expect(result.headers.get('platform-usage')).toMatch(/^fill=\d+(\.\d+)?, minute=/)
     }

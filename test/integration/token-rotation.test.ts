@@ -10,7 +10,7 @@ import { useCleanups, useGateways, useRedis, useSandbox } from '../helpers/fixtu
 import { bearerOf, campaignList, tokenOf } from '../helpers/gateway-calls.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
-import { onRealTimers } from '../helpers/clock.js'
+import { fakeClock, onRealTimers } from '../helpers/clock.js'
 import { compareRank, type Ranked } from '../../src/platform/tokens/token-order.js'
 import type { ChangeEvent } from '../../src/platform/tokens/token-provider.js'
 
@@ -349,6 +349,22 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     const late = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
     await waitFor('the late replica takes the rotation', () => tokenOf(late) === next, SETTLE_BOUND_MS)
     expect(tokenOf(a)).toBe(next)
+    expect(sandbox.requests.map(bearerOf)).not.toContain(first)
+  })
+
+  // A replica of a version before the answer hears the start announced (it is subscribed to
+  // the token channel) and never answers it. The start waits for the replicas that answer
+  // starts, counted by their subscriptions to the answers (on every node of a Cluster), not
+  // for its bound: on a clock that never moves, the late replica's start ends on A's answer.
+  it('a replica starting while Redis holds no token waits for the replicas that answer starts, none of an earlier version', async () => {
+    const { first, a, next } = await rotatedReplica()
+    const earlier = client.duplicate()
+    cleanups.push(async () => void (await earlier.quit()))
+    await earlier.subscribe(TOKEN_CHANNEL)
+    await client.flushall()
+    sandbox.clearRequests()
+    const late = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: redis.url, PLATFORM_TOKEN: first, GATEWAY_SECRET }), { clock: fakeClock() })
+    expect([tokenOf(late), tokenOf(a)]).toEqual([next, next])
     expect(sandbox.requests.map(bearerOf)).not.toContain(first)
   })
 

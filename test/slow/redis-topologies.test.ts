@@ -10,6 +10,7 @@ import { useGateways, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { startRedisCluster, startRedisSentinel, type RedisTopology, type SentinelTopology } from '../helpers/start-redis-topology.js'
 import { waitFor } from '../helpers/wait.js'
+import { fakeClock } from '../helpers/clock.js'
 import { RedisSeal } from '../../src/redis/seal.js'
 import { RedisBus } from '../../src/redis/bus.js'
 import { RedisJobStore } from '../../src/jobs/redis-job-store.js'
@@ -209,20 +210,22 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
     expect(fingerprint(String(sent).replace(/^Bearer /, ''), GATEWAY_SECRET)).toBe(fingerprint(next, GATEWAY_SECRET))
   })
 
-  // A Redis that lost the record (flushed here): a replica of the same configuration that
-  // starts then waits for the running replicas, whichever node each subscribed on, to store
-  // the rotation again (TokenStore.share), and its probe checks the rotated token.
-  it('a replica starting after Redis lost the token takes the rotation, its configured token sent in no call', async () => {
+  // Redis lost its data (flushed) after the operator rotated the token: a replica starting
+  // with the configured one waits for the running replicas' answers, counted by their
+  // subscriptions on every node (on a Cluster, PUBLISH counts the subscribers of the node it
+  // was sent to alone). On a clock that never moves, its start ends on those answers; its
+  // probe bears the rotation, never the configured token.
+  it('a replica starting while Redis holds no token waits for the running replicas\' answers and takes their rotation', async () => {
     const [a, b] = await twoReplicas({ GATEWAY_SECRET })
-    const configured = platformToken()
+    const first = platformToken()
     const next = sandbox.issueToken()
     expect((await adminCall(a, 'PUT', '/admin/token', { token: next })).statusCode).toBe(200)
     await waitFor('the token on the other replica', () => b.tokens.get('default').current()?.token === next, 3000)
     await topology.flush()
     sandbox.clearRequests()
-    const late = await replicas.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: configured, ADMIN_TOKEN, GATEWAY_SECRET }, yamlFor(topology)))
-    await waitFor('the late replica takes the rotation', () => late.tokens.get('default').current()?.token === next, 3000)
-    expect(sandbox.requests.map((r) => r.headers.authorization)).not.toContain(`Bearer ${configured}`)
+    const late = await replicas.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: first, ADMIN_TOKEN, GATEWAY_SECRET }, yamlFor(topology)), { clock: fakeClock() })
+    expect(late.tokens.get('default').current()?.token).toBe(next)
+    expect(sandbox.requests.map((r) => String(r.headers.authorization).replace(/^Bearer /, ''))).not.toContain(first)
   })
 
   it("counts a team's rate limit across replicas", async () => {

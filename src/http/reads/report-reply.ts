@@ -9,6 +9,7 @@ import type { ReportFacts } from './report-facts.js'
 import type { CacheResult, Forward } from '../../reports/report-cache.js'
 import { fillMsOf } from '../../reports/fill-time.js'
 import { CACHE_STATUS, entryCacheStatus, passedCacheStatus } from './cache-status.js'
+import { isRedirect, sendNoContent, withoutContent } from '../../platform/client/redirect-content.js'
 
 /**
  * What an entry's answer varies on: its encoding, the two headers that carry a key, and
@@ -270,7 +271,9 @@ export function sendReport(reply: FastifyReply, result: CacheResult, requestHead
       return reply
     case 'pass':
       setReportFacts(reply, facts(null, fillMsOf(result)))
-      return reply.code(result.status).headers(result.headers).header('x-cache', 'BYPASS').header(CACHE_STATUS, passedCacheStatus(result.forward, result.status)).header('cache-control', NOT_STORED).header('vary', VARY).send(result.body)
+      // A redirect's page names the platform's address: the caller gets its location alone (a job's kept one too).
+      reply.code(result.status).headers(isRedirect(result.status) ? withoutContent(result.headers) : result.headers).header('x-cache', 'BYPASS').header(CACHE_STATUS, passedCacheStatus(result.forward, result.status)).header('cache-control', NOT_STORED).header('vary', VARY)
+      return isRedirect(result.status) ? sendNoContent(reply) : reply.send(result.body)
     case 'stream': {
       setReportFacts(reply, facts(null, fillMsOf(result)))
       const gzip = acceptsGzip(requestHeaders['accept-encoding'])

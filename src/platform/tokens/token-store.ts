@@ -13,12 +13,18 @@ import { redisKey } from '../../redis/keys.js'
 import { redisScript } from '../../redis/script.js'
 
 const CHANNEL = 'token'
+/**
+ * Where a replica answers another's start (share()). Every replica that answers starts
+ * subscribes to it, and none else (a replica of a version before the answer): its
+ * subscriptions count the answers a start waits for, on every topology.
+ */
+const ANSWERS = 'token-answers'
 /** What #read answers when Redis holds no record of the credential. */
 const ABSENT = Symbol('no token stored')
 /**
- * The longest a start waits, where Redis held no token, for the other replicas that heard
- * its own stored to answer (share()): each answers at once, a replica of a version before
- * the answer never.
+ * The longest a start waits, where Redis held no token, for the other replicas that answer
+ * starts (share()): each answers at once; a replica subscribed to the answers after the
+ * start was announced has not heard it, nor answers.
  */
 export const RESTORE_WAIT_MS = 2000
 
@@ -146,8 +152,8 @@ export class TokenStore implements TokenShares {
   #held: Set<TokenProvider> | null = new Set()
   /** Credentials whose start found Redis holding no token (it lost its data, or none was ever stored). */
   readonly #absentAtStart = new Set<string>()
-  /** Per credential, how many replicas heard its start announced while Redis held no token: the channel's subscribers then (this replica's included). */
-  readonly #heardBy = new Map<string, number>()
+  /** Credentials whose token this start stored and announced as its start's (share()). */
+  readonly #startAnnounced = new Set<string>()
   /** Per credential, the other replicas' answers to this replica's start announced while Redis held no token, and who waits for them. */
   readonly #answers = new Map<string, number>()
   readonly #answerWaiters = new Map<string, () => void>()
@@ -182,6 +188,8 @@ export class TokenStore implements TokenShares {
     if (!this.enabled) return
     const bus = this.#ctx.bus
     await bus?.subscribe(CHANNEL, (message) => void this.#onAnnouncement(message))
+    // After CHANNEL: a replica counted among those that answer (share()) hears the starts announced.
+    await bus?.subscribe(ANSWERS, (message) => this.#onAnswer(message))
     // The gateway's start waited for the connection (see whenReady in redis/client.ts).
     for (const provider of this.#ctx.tokens.all()) {
       await this.#reconcile(provider)
@@ -208,10 +216,13 @@ export class TokenStore implements TokenShares {
    * now, by its rank, as it would have been then (a change ranked higher since stays).
    * Where the start found Redis holding no token (it lost its data), a running replica
    * holding a rotation made on top of the same configuration stores it again above this
-   * one's start (#outranksStart), and every replica that heard the announcement answers
-   * once it has stored or taken what it holds (#onAnnouncement): share() waits for those
-   * answers (RESTORE_WAIT_MS at most), then takes what Redis holds, so that the start's
-   * probe call checks the rotated token, never the configured one the rotation replaced.
+   * one's start (#outranksStart), and every replica that answers starts does so once it has
+   * stored or taken what it holds (#onAnnouncement): share() waits for the answers of the
+   * replicas subscribed to them (RESTORE_WAIT_MS at most), then takes what Redis holds, so
+   * that the start's probe call checks the rotated token, never the configured one the
+   * rotation replaced. The replicas are counted by their subscriptions on every node
+   * (RedisBus.subscribers), not by PUBLISH's count: on a Cluster that tells of one node's
+   * subscribers, and it counts a replica of a version that never answers.
    */
   async share(): Promise<void> {
     const held = this.#held ?? []
@@ -220,14 +231,20 @@ export class TokenStore implements TokenShares {
       const current = provider.current()
       if (current) await this.#publish(provider, current, this.#absentAtStart.has(provider.name))
     }
-    const heard = [...held].filter((p) => this.#absentAtStart.has(p.name) && (this.#heardBy.get(p.name) ?? 0) > 1)
-    await Promise.all(heard.map(async (provider) => {
-      await this.#answeredBy(provider.name, (this.#heardBy.get(provider.name) ?? 1) - 1, RESTORE_WAIT_MS)
+    // Those whose start was announced: where a stored token ranked above it, it was taken instead, and no one answers.
+    const starting = [...held].filter((p) => this.#startAnnounced.has(p.name))
+    const { bus, breaker } = this.#ctx
+    if (starting.length === 0 || !bus || !breaker) return
+    // This replica's own subscription aside.
+    const others = (await breaker.run(() => bus.subscribers(ANSWERS), 1)) - 1
+    if (others <= 0) return
+    await Promise.all(starting.map(async (provider) => {
+      await this.#answeredBy(provider.name, others, RESTORE_WAIT_MS)
       await this.#adoptStored(provider)
     }))
   }
 
-  /** Resolves once `replicas` answers to this replica's start came for `credential`, or after `ms`. */
+  /** Resolves once `replicas` answers to this replica's start came for `credential`, or after `ms` (said at info). */
   #answeredBy(credential: string, replicas: number, ms: number): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
@@ -236,7 +253,10 @@ export class TokenStore implements TokenShares {
         resolve()
       }
       const check = () => void ((this.#answers.get(credential) ?? 0) >= replicas && done())
-      const timer = this.#ctx.clock.setTimeout(done, ms)
+      const timer = this.#ctx.clock.setTimeout(() => {
+        this.#ctx.log.info({ credential, replicas, answered: this.#answers.get(credential) ?? 0 }, `token: not every replica answered this start within ${ms} ms; its probe checks what Redis holds now`)
+        done()
+      }, ms)
       this.#answerWaiters.set(credential, check)
       check()
     })
@@ -357,8 +377,8 @@ export class TokenStore implements TokenShares {
     }
     this.#replacedKnown.set(provider.name, replaced)
     const announcement = { credential: provider.name, version: state.version, ...(starting ? { starting: this.#ctx.replica } : {}) }
-    if (starting) this.#heardBy.set(provider.name, await breaker.run(() => bus.subscribers(CHANNEL), 0))
     await breaker.run(() => bus.publish(CHANNEL, JSON.stringify(announcement)), undefined)
+    if (starting) this.#startAnnounced.add(provider.name)
     return true
   }
 
@@ -407,22 +427,32 @@ export class TokenStore implements TokenShares {
   }
 
   async #onAnnouncement(message: string): Promise<void> {
-    let said: { credential: string; starting?: unknown; answering?: unknown }
+    let said: { credential: string; starting?: unknown }
     try {
       said = JSON.parse(message) as typeof said
     } catch {
       return
     }
-    const { credential, starting, answering } = said
-    if (answering === this.#ctx.replica) {
-      this.#answers.set(credential, (this.#answers.get(credential) ?? 0) + 1)
-      this.#answerWaiters.get(credential)?.()
-    }
+    const { credential, starting } = said
     const provider = this.#ctx.tokens.all().find((p) => p.name === credential)
     if (provider) await this.#adoptStored(provider)
     // A replica starting while Redis held no token waits for this answer (share()): what this replica holds is stored, or taken, by now.
     const { bus, breaker } = this.#ctx
-    if (typeof starting === 'string' && starting !== this.#ctx.replica && bus && breaker) await breaker.run(() => bus.publish(CHANNEL, JSON.stringify({ credential, answering: starting })), undefined)
+    if (typeof starting === 'string' && starting !== this.#ctx.replica && bus && breaker) await breaker.run(() => bus.publish(ANSWERS, JSON.stringify({ credential, answering: starting })), undefined)
+  }
+
+  /** Another replica's answer to a start: counted when it answers this replica's (share() waits for them). */
+  #onAnswer(message: string): void {
+    let said: { credential?: unknown; answering?: unknown }
+    try {
+      said = JSON.parse(message) as typeof said
+    } catch {
+      return
+    }
+    const { credential, answering } = said
+    if (typeof credential !== 'string' || answering !== this.#ctx.replica) return
+    this.#answers.set(credential, (this.#answers.get(credential) ?? 0) + 1)
+    this.#answerWaiters.get(credential)?.()
   }
 
   /**
