@@ -16,7 +16,7 @@ import { RedisJobStore } from '../jobs/redis-job-store.js'
 import { JobRunner } from '../jobs/job-runner.js'
 import { Jobs } from '../jobs/jobs.js'
 import { JobWaits } from '../jobs/job-waits.js'
-import { jobStatus, type JobFinality } from '../jobs/job.js'
+import { figuresAt, jobStatus, type JobFinality } from '../jobs/job.js'
 import { WebhookDeliveries } from '../jobs/webhook-deliveries.js'
 import { MemoryDeliveryStore, type DeliveryStore, type OutboxBounds } from '../jobs/delivery-store.js'
 import { RedisDeliveryStore } from '../jobs/redis-delivery-store.js'
@@ -72,7 +72,7 @@ export function jobParts(
     onRun: (outcome) => o.metrics.reportJobs.inc({ outcome }),
     // Added to the outbox by the end's own step in the store (once per job however often
     // told); the body is the status GET /api/v1/jobs/{id} answers for the ended job.
-    pushOf: (job, now) => webhooks.deliveryOf(job.team, jobStatus(job, null, now, finality(job.report, job.endedAt ?? now)), now),
+    pushOf: (job, now) => webhooks.deliveryOf(job.team, jobStatus(job, null, now, finality(job.report, figuresAt(job, now))), now),
     onEnded: () => webhooks.poke(),
     ...(announce ? { announce } : {}),
     spentFor: (team, now) => o.platformTime.overBound(team, o.teams.platformSecondsPerDayOf(team), now),

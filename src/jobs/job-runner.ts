@@ -301,11 +301,11 @@ export class JobRunner {
 function outcomeOf(end: Exclude<RunEnd, { kind: 'requeue' }>): Outcome {
   switch (end.kind) {
     case 'failed':
-      return { kind: 'failed', error: end.error, tookSeconds: end.tookSeconds, ...(end.entry ? { resultBytes: end.entry.gzip.length } : {}) }
+      return { kind: 'failed', error: end.error, tookSeconds: end.tookSeconds, ...(end.entry ? { resultBytes: end.entry.gzip.length, fetchedAt: end.entry.fetchedAt } : {}) }
     case 'answered':
-      return { kind: 'done', resultBytes: end.entry.gzip.length, tookSeconds: end.tookSeconds, platformAnswer: end.answer }
+      return { kind: 'done', resultBytes: end.entry.gzip.length, tookSeconds: end.tookSeconds, fetchedAt: end.entry.fetchedAt, platformAnswer: end.answer }
     case 'done':
-      return { kind: 'done', resultBytes: end.entry.gzip.length, tookSeconds: end.tookSeconds }
+      return { kind: 'done', resultBytes: end.entry.gzip.length, tookSeconds: end.tookSeconds, fetchedAt: end.entry.fetchedAt }
   }
 }
 

@@ -87,6 +87,13 @@ export interface Job extends Leased {
   expectedSeconds: number | null
   /** Platform-seconds its own call took: 0 when a copy or another call answered it. */
   tookSeconds: number | null
+  /**
+   * When the figures its result answers were fetched from the platform (the copy's fill, or
+   * the platform's answer it kept): its finality is judged at this instant (figuresAt).
+   * Absent until it ended, for a failure with no answer kept, and in a record of the
+   * release before.
+   */
+  fetchedAt?: number
   error: JobError | null
   /** When its result (or failure) expires: set when it ends. */
   expiresAt: number | null
@@ -101,7 +108,7 @@ export interface Job extends Leased {
 }
 
 /** How a run ended: its result kept (its bytes: a report, or the body of the platform's answer not to store), or a failure (the bytes of the refusal it kept, if any). */
-export type Outcome = { kind: 'done'; resultBytes: number; tookSeconds: number; platformAnswer?: PlatformAnswer } | { kind: 'failed'; error: JobError; tookSeconds: number; resultBytes?: number }
+export type Outcome = { kind: 'done'; resultBytes: number; tookSeconds: number; fetchedAt: number; platformAnswer?: PlatformAnswer } | { kind: 'failed'; error: JobError; tookSeconds: number; resultBytes?: number; fetchedAt?: number }
 
 /** An expired job's record stays this long after its result expired, so that its status says `expired` rather than 404. */
 export const EXPIRED_KEPT_MS = 60 * 60_000
@@ -170,7 +177,7 @@ export function renewJob(job: Job, run: Run, now: number, leaseMs: number): Job 
 /** `run` ended at `now` with `outcome`, its result (or failure) kept `keepMs`. */
 export function endJob(job: Job, run: Run, now: number, outcome: Outcome, keepMs: number): Job | null {
   if (!isRun(job, run)) return null
-  const ended = { ...released(job), endedAt: now, expiresAt: now + keepMs, tookSeconds: outcome.tookSeconds }
+  const ended = { ...released(job), endedAt: now, expiresAt: now + keepMs, tookSeconds: outcome.tookSeconds, ...(outcome.fetchedAt === undefined ? {} : { fetchedAt: outcome.fetchedAt }) }
   if (outcome.kind === 'failed') return { ...ended, state: 'failed', error: outcome.error, resultBytes: outcome.resultBytes ?? 0 }
   return { ...ended, state: 'done', resultBytes: outcome.resultBytes, ...(outcome.platformAnswer ? { platformAnswer: outcome.platformAnswer } : {}) }
 }
@@ -206,6 +213,16 @@ export function ended(job: Job): boolean {
 /** What its status says at `now`. */
 export function stateAt(job: Job, now: number): JobState {
   return ended(job) && job.expiresAt !== null && now >= job.expiresAt ? 'expired' : job.state
+}
+
+/**
+ * The instant `job`'s finality is judged at (finality.ts), in its status, its webhook push
+ * and its result alike: when its result's figures were fetched, which may be before it
+ * ended (a copy filled before it ran); when it ended, for a job that kept none; now while
+ * it is open, as a read now would fetch them.
+ */
+export function figuresAt(job: Job, now: number): number {
+  return job.fetchedAt ?? job.endedAt ?? now
 }
 
 /** When its record goes: an hour after its result expired; never while it is open. */

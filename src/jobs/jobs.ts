@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js'
 import type { CacheEntry } from '../cache/cache-entry.js'
 import type { CanonicalReport } from '../reports/report-query.js'
 import { JobExpiredError, JobNotDoneError, JobNotFoundError, JobRunningError, JobsFullError, JobsKeptFullError, JobsUnavailableError, WaitsFullError } from '../errors.js'
-import { cancellable, jobStatus, keptAnswer, newJob, placeInQueue, stateAt, type Job, type JobError, type JobFinality, type JobStatus, type PlatformAnswer } from './job.js'
+import { cancellable, figuresAt, jobStatus, keptAnswer, newJob, placeInQueue, stateAt, type Job, type JobError, type JobFinality, type JobStatus, type PlatformAnswer } from './job.js'
 import type { JobStore } from './job-store.js'
 import type { JobRunner, JobSettings } from './job-runner.js'
 import type { JobWaits, WaitRefusal } from './job-waits.js'
@@ -164,8 +164,7 @@ export class Jobs {
 
   async #status(job: Job, now: number): Promise<JobStatus> {
     const place = job.state === 'queued' ? placeInQueue(job, await this.#d.store.openOfTeam(job.team)) : null
-    // A job that ended says it of when it ended; an open one, of a copy fetched now.
-    return jobStatus(job, place, now, this.#d.finality(job.report, job.endedAt ?? now))
+    return jobStatus(job, place, now, this.#d.finality(job.report, figuresAt(job, now)))
   }
 
   /**

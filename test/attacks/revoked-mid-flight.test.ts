@@ -5,8 +5,8 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { hashApiKey } from '../../src/access/api-keys.js'
 import { loadConfig } from '../../src/config.js'
-import { KEYS, listen, REPORT_PATH, TEAMS_YAML, teamsYamlWith, type TestGateway } from '../helpers/build-gateway.js'
-import { useGateways, useSandbox } from '../helpers/fixtures.js'
+import { KEYS, listen, REPORT_PATH, TEAMS_YAML, TEST_GATEWAY_SECRET, teamsYamlWith, type TestGateway } from '../helpers/build-gateway.js'
+import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { waitFor } from '../helpers/wait.js'
 import { ADMIN_TOKEN } from './attack-gateway.js'
 
@@ -41,13 +41,14 @@ function without(yaml: string, key: string): string {
 
 describe('a key revoked while its call is under way', () => {
   const sandbox = useSandbox()
+  const redis = useRedis()
   const gateways = useGateways()
 
-  /** A gateway reading its teams from a file, and how to take a key out of it (resolves once the reload is acknowledged). */
-  async function gatewayWithFile(yaml: string): Promise<{ gw: TestGateway & { url: string; port: number }; revoke: (key: string, change?: (teams: string) => string) => Promise<void> }> {
+  /** A gateway reading its teams from a file (`more`: its other settings), and how to take a key out of it (resolves once the reload is acknowledged). */
+  async function gatewayWithFile(yaml: string, more: Record<string, string> = {}): Promise<{ gw: TestGateway & { url: string; port: number }; revoke: (key: string, change?: (teams: string) => string) => Promise<void> }> {
     const file = join(mkdtempSync(join(tmpdir(), 'revoked-')), 'config.yaml')
     writeFileSync(file, yaml)
-    const env = { CONFIG_FILE: file, PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }
+    const env = { CONFIG_FILE: file, PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN, ...more }
     const gw = await listen(await gateways.build(loadConfig({ env }), { configSource: { env } }))
     sandbox.clearRequests()
     // `change`: the teams the reload takes on (default: `key` taken out).
@@ -129,6 +130,31 @@ describe('a key revoked while its call is under way', () => {
     expect(answer).toContain('GW_UNAUTHORIZED')
     expect(answer).not.toContain('"data"')
     expect(reportCalls()).toBe(2)
+  })
+
+  it('a read of a URL seen before whose copy is read from Redis before the router is answered 401 when the reload comes during that read', async () => {
+    // No copies in memory: every hit is a read of Redis (one GETRANGE) before the router.
+    const { gw, revoke } = await gatewayWithFile(teamsYamlWith({ cache: { l1MaxBytes: 0 } }), { REDIS_URL: redis.server.url, GATEWAY_SECRET: TEST_GATEWAY_SECRET })
+    const read = () => fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&dateFrom=2026-02-01&dateTo=2026-02-07`, { headers: { 'x-api-key': KEYS.growth } })
+    expect((await read()).headers.get('x-cache')).toBe('MISS')
+    expect((await read()).headers.get('x-cache')).toBe('HIT')
+    // The next read of Redis's copy is held until the reload is acknowledged.
+    const client = gw.redis.client as unknown as { getrangeBuffer: (...args: unknown[]) => Promise<Buffer | null> }
+    const getrange = client.getrangeBuffer.bind(client)
+    let reads = 0
+    let release = (): void => undefined
+    const reloaded = new Promise<void>((resolve) => (release = resolve))
+    client.getrangeBuffer = async (...args) => {
+      reads += 1
+      if (reads === 1) await reloaded
+      return getrange(...args)
+    }
+    const held = read()
+    await waitFor('the copy\'s read of Redis under way', () => reads === 1)
+    await revoke(KEYS.growth)
+    release()
+    await refusedAsRevoked(await held)
+    expect(reportCalls()).toBe(1)
   })
 
   // The key removed, or given to another team (here one whose scope holds none of the report's accounts).

@@ -67,7 +67,7 @@ describe.skipIf(!available)('job stores: memory and Redis keep the same promises
 
   describe.each(withOutboxes)('%s, with its outbox', (_name, make) => {
     const push = (job: string, now: number): Delivery => newDelivery({ job, team: 'growth', jobState: 'done', url: 'https://hooks.example.org/jobs', body: `{"id":"${job}"}` }, now)
-    const outcome = { kind: 'done' as const, resultBytes: 1, tookSeconds: 0 }
+    const outcome = { kind: 'done' as const, resultBytes: 1, tookSeconds: 0, fetchedAt: 0 }
 
     it('stores a job\'s end and its delivery in one step: an end refused adds none, a delivery kept already is kept as it is', async () => {
       const { jobs, outbox } = make()
@@ -115,7 +115,7 @@ describe.skipIf(!available)('job stores: memory and Redis keep the same promises
       await jobs.add(job, 10, clock.now())
       const running = startJob(job, 'r1', clock.now(), LEASE) as Job
       await jobs.swap(job, running, clock.now())
-      const done = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'done', resultBytes: 1, tookSeconds: 0 }, KEEP) as Job
+      const done = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'done', resultBytes: 1, tookSeconds: 0, fetchedAt: clock.now() }, KEEP) as Job
       const d = newDelivery({ job: 'c', team: 'growth', jobState: 'done', url: 'https://hooks.example.org/jobs', body: '{}' }, clock.now())
       await expect(jobs.swap(running, done, clock.now(), d)).rejects.toThrow(/no outbox/)
       expect(await jobs.get('c')).toEqual(running)
@@ -144,9 +144,9 @@ describe.skipIf(!available)('job stores: memory and Redis keep the same promises
       // Another runner takes it, and the first run's end is refused by the store too.
       const taken = startJob(running, 'r3', clock.now(), LEASE) as Job
       expect(await store.swap(running, taken, clock.now())).toBe(true)
-      const late = endJob(running, { runner: running.runner as string, runs: 1 }, clock.now(), { kind: 'done', resultBytes: 1, tookSeconds: 0 }, KEEP) as Job
+      const late = endJob(running, { runner: running.runner as string, runs: 1 }, clock.now(), { kind: 'done', resultBytes: 1, tookSeconds: 0, fetchedAt: clock.now() }, KEEP) as Job
       expect(await store.swap(running, late, clock.now())).toBe(false)
-      const done = endJob(taken, { runner: 'r3', runs: 2 }, clock.now(), { kind: 'done', resultBytes: 1, tookSeconds: 0 }, KEEP) as Job
+      const done = endJob(taken, { runner: 'r3', runs: 2 }, clock.now(), { kind: 'done', resultBytes: 1, tookSeconds: 0, fetchedAt: clock.now() }, KEEP) as Job
       expect(await store.swap(taken, done, clock.now())).toBe(true)
       expect(await store.due(clock.now() + LEASE, 10)).toEqual([])
       expect(await store.openOfTeam('growth')).toEqual([])
@@ -243,7 +243,7 @@ describe.skipIf(!available)('job stores: memory and Redis keep the same promises
       const answer = { status: 200, headers: { 'content-type': 'application/json' }, forward: { reason: 'uri-miss' as const, collapsed: false } }
       const body = entryOf(JSON.stringify({ rows: 'r'.repeat(200_000) }), clock.now())
       await store.keepResult('n', body, clock.now() + KEEP, clock.now())
-      const done = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'done', resultBytes: body.gzip.length, tookSeconds: 0.1, platformAnswer: answer }, KEEP) as Job
+      const done = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'done', resultBytes: body.gzip.length, tookSeconds: 0.1, fetchedAt: clock.now(), platformAnswer: answer }, KEEP) as Job
       expect(await store.swap(running, done, clock.now())).toBe(true)
       const read = (await store.get('n')) as Job
       expect([read.state, read.platformAnswer, read.resultBytes]).toEqual(['done', answer, body.gzip.length])

@@ -13,11 +13,15 @@ import { rawHttp, rawRequest } from '../helpers/sandbox-gateway.js'
 const ASYNC = { prefer: 'respond-async' }
 const ADMIN_TOKEN = 'report-jobs-admin-token-0123456789'
 const YEAR = 'advertiserId=101&byDate=1&dateFrom=2025-01-01&dateTo=2025-12-31'
+// Ten seconds before a midnight of the platform's zone (cache.timeZone: UTC).
+const BEFORE_MIDNIGHT = Date.parse('2026-03-10T23:59:50Z')
+const finalityOf = (res: Response): [string | null, string | null] => [res.headers.get('report-settled-through'), res.headers.get('report-provisional-days')]
 
 interface Status {
   id: string
   state: string
   placeInQueue: number | null
+  endedAt: string | null
   tookSeconds: number | null
   expiresAt: string | null
   error: { code: string; message: string; statusCode?: number } | null
@@ -33,8 +37,8 @@ describe('report jobs (demo mode, no Redis)', () => {
   afterEach(() => sandbox.releaseHeld())
   let clock: FakeClock
 
-  async function start(jobs: Record<string, unknown> = {}): Promise<TestGateway & { url: string }> {
-    clock = fakeClock()
+  async function start(jobs: Record<string, unknown> = {}, at = Date.now()): Promise<TestGateway & { url: string }> {
+    clock = fakeClock(at)
     const yaml = teamsYamlWith({ jobs: { perReplica: 1, ...jobs } })
     const env = { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }
     const gw = await listen(await gateways.build(testConfig(env, yaml), { clock: onRealTimers(clock.now) }))
@@ -245,6 +249,44 @@ describe('report jobs (demo mode, no Redis)', () => {
     expect((await caller).status).toBe(200)
     await done(gw, id)
     expect(reportCalls()).toBe(1)
+  })
+
+  it('a job that ends after midnight with a copy fetched before it says that copy\'s finality, in its status as in its result', async () => {
+    const gw = await start({}, BEFORE_MIDNIGHT)
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    await ask(gw, 'advertiserId=102&dateFrom=2025-01-01&dateTo=2025-06-30')
+    await waitFor('the first job at the platform', () => reportCalls() === 1, 10_000)
+    // One job runs at a time on this replica (perReplica 1): this one waits behind the held one.
+    const { id } = (await (await ask(gw)).json()) as Status
+    // A caller's read fills the copy the waiting job answers with, fetched before midnight.
+    const read = await fetch(`${gw.url}${REPORT_PATH}?${YEAR}`, { headers: { 'x-api-key': KEYS.growth } })
+    expect([read.status, read.headers.get('x-cache')]).toEqual([200, 'MISS'])
+    const copy = finalityOf(read)
+    clock.advance(20_000)
+    sandbox.releaseHeld()
+    await done(gw, id)
+    const ended = await status(gw, id)
+    // The copy answered it: no call of its own, ended on the next day.
+    expect([ended.tookSeconds, ended.endedAt?.slice(0, 10)]).toEqual([0, '2026-03-11'])
+    const result = await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: { 'x-api-key': KEYS.all } })
+    expect(result.status).toBe(200)
+    expect(finalityOf(result)).toEqual(copy)
+    expect([ended.settledThrough, ended.provisionalDays]).toEqual(copy)
+  })
+
+  it('a platform answer a job kept says the finality of its fetch, in its status as in its result read after midnight', async () => {
+    const gw = await start({}, BEFORE_MIDNIGHT)
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'status', status: 200, body: { rows: [] }, headers: { 'cache-control': 'no-store' }, times: 1 })
+    const { id } = (await (await ask(gw)).json()) as Status
+    await waitFor(`job ${id} ended`, async () => !['queued', 'running'].includes((await status(gw, id)).state), 10_000, 20)
+    const ended = await status(gw, id)
+    expect([ended.state, ended.endedAt?.slice(0, 10)]).toEqual(['done', '2026-03-10'])
+    clock.advance(20_000)
+    const result = await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: { 'x-api-key': KEYS.all } })
+    expect([result.status, result.headers.get('x-cache')]).toEqual([200, 'BYPASS'])
+    const read = await status(gw, id)
+    expect(finalityOf(result)).toEqual([read.settledThrough, read.provisionalDays])
+    expect([read.settledThrough, read.provisionalDays]).toEqual([ended.settledThrough, ended.provisionalDays])
   })
 
   it('a job\'s result expires at its expiresAt: status expired, result 410', async () => {

@@ -187,7 +187,7 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
     expect(await jobs.add(job, 10, now)).toBe(true)
     const running = startJob(job, 'r1', now, 15_000) as Job
     expect(await jobs.swap(job, running, now)).toBe(true)
-    const done = endJob(running, { runner: 'r1', runs: 1 }, now, { kind: 'done', resultBytes: 1, tookSeconds: 0 }, 60_000) as Job
+    const done = endJob(running, { runner: 'r1', runs: 1 }, now, { kind: 'done', resultBytes: 1, tookSeconds: 0, fetchedAt: now }, 60_000) as Job
     const push = newDelivery({ job: 'j1', team: 'all', jobState: 'done', url: 'https://hooks.example.org/jobs', body: '{}' }, now)
     expect(await jobs.swap(running, done, now, push)).toBe(true)
     expect(await jobs.get('j1')).toEqual(done)

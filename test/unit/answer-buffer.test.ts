@@ -1,7 +1,7 @@
 import { Readable, Writable } from 'node:stream'
 import { finished } from 'node:stream/promises'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { CONTENDED_STALL_MS, PlatformAnswers, type AnswerReader } from '../../src/platform/client/answer-buffer.js'
 import { MAX_ROOM_RETRY_AFTER_S } from '../../src/platform/client/answer-budget.js'
 import { BLOCK_BYTES, PIECE_BYTES } from '../../src/platform/client/answer-blocks.js'
@@ -170,14 +170,19 @@ describe('room for an answer', () => {
   })
 
   it('is made by cutting off another team\'s caller too slow to read what it holds within readIdleTimeout, never the same team\'s', async () => {
-    const a = answers({ totalBytes: 2048 * KiB, readIdleMs: 500 })
-    const slowTeam = reader('slow')
-    const held = (await a.receive(body(28, 64 * KiB), undefined, slowTeam)).stream()
-    // 32 KiB every 100 ms (320 KiB/s): what it holds would take it over 3 s, and it never
-    // stalls for readIdleMs; its pace is judged once it has read for CONTENDED_STALL_MS.
-    const tick = setInterval(() => held.read(32 * KiB), 100)
+    // The answers' clock is the test's: the caller's pace is what the test reads at the times
+    // it says, however late this worker's timers run.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] })
     try {
-      await sleep(CONTENDED_STALL_MS + 200)
+      const a = answers({ totalBytes: 2048 * KiB, readIdleMs: 500 })
+      const slowTeam = reader('slow')
+      const held = (await a.receive(body(28, 64 * KiB), undefined, slowTeam)).stream()
+      // 32 KiB every 100 ms (320 KiB/s): what it holds would take it over 3 s, and it never
+      // stalls for readIdleMs; its pace is judged once it has read for CONTENDED_STALL_MS.
+      for (let ms = 0; ms <= CONTENDED_STALL_MS; ms += 100) {
+        held.read(32 * KiB)
+        vi.advanceTimersByTime(100)
+      }
       // Its own team's next answer does not cut it off: refused.
       await expect(a.receive(body(15, 64 * KiB), undefined, reader('slow'))).rejects.toMatchObject({ code: 'GW_ANSWER_BUDGET' })
       expect(held.destroyed).toBe(false)
@@ -186,7 +191,7 @@ describe('room for an answer', () => {
       expect(held.destroyed).toBe(true)
       expect(slowTeam.lines).toEqual(['caller read too slowly while another team waited for its room: answer cut off'])
     } finally {
-      clearInterval(tick)
+      vi.useRealTimers()
     }
   })
 })

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import {
-  cancellable, dropAt, endJob, EXPIRED_KEPT_MS, heldResultBytes, jobStatus, keptAnswer, newJob, placeInQueue, PLATFORM_ANSWER, renewJob, requeueJob, startable, startJob, startOrder, stateAt, type Job,
+  cancellable, dropAt, endJob, EXPIRED_KEPT_MS, figuresAt, heldResultBytes, jobStatus, keptAnswer, newJob, placeInQueue, PLATFORM_ANSWER, renewJob, requeueJob, startable, startJob, startOrder, stateAt, type Job,
 } from '../../src/jobs/job.js'
 import { canonicalGetReport } from '../../src/reports/report-query.js'
 import { fakeClock } from '../helpers/clock.js'
@@ -29,7 +29,7 @@ describe('report job states', () => {
     // Its lease holds: nobody else may start it.
     expect(startJob(running, 'r2', clock.now() + LEASE - 1, LEASE)).toBeNull()
     clock.advance(5000)
-    const done = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'done', resultBytes: 300, tookSeconds: 4.2 }, KEEP) as Job
+    const done = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'done', resultBytes: 300, tookSeconds: 4.2, fetchedAt: clock.now() }, KEEP) as Job
     expect(done).toMatchObject({ state: 'done', endedAt: clock.now(), expiresAt: clock.now() + KEEP, resultBytes: 300, tookSeconds: 4.2, runner: null })
     expect(startable(done, clock.now() + LEASE)).toBe(false)
     clock.advance(KEEP - 1)
@@ -39,6 +39,22 @@ describe('report job states', () => {
     expect(stateAt(done, clock.now())).toBe('expired')
     expect(heldResultBytes([done], clock.now())).toBe(0)
     expect(dropAt(done)).toBe(clock.now() + EXPIRED_KEPT_MS)
+  })
+
+  it('judges its finality at its figures\' fetch: a copy filled before it ran, its end when it kept none (or a record of the release before), now while open', () => {
+    const clock = fakeClock(Date.UTC(2026, 2, 10, 23, 59, 50))
+    const job = asked(clock)
+    expect(figuresAt(job, clock.now() + 1)).toBe(clock.now() + 1)
+    const filled = clock.now()
+    const running = startJob(job, 'r1', clock.now(), LEASE) as Job
+    expect(figuresAt(running, clock.now() + 1)).toBe(clock.now() + 1)
+    clock.advance(20_000)
+    const done = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'done', resultBytes: 1, tookSeconds: 0, fetchedAt: filled }, KEEP) as Job
+    expect(figuresAt(done, clock.now() + 1)).toBe(filled)
+    const failed = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'failed', error: { code: 'GW_UPSTREAM', statusCode: 502, message: 'the platform failed' }, tookSeconds: 0 }, KEEP) as Job
+    expect(figuresAt(failed, clock.now() + 1)).toBe(clock.now())
+    const { fetchedAt: _, ...before } = done
+    expect(figuresAt(before, clock.now() + 1)).toBe(clock.now())
   })
 
   it('running → failed keeps the GW_* code and message, and names its result (the failure) until it expires', () => {
@@ -73,7 +89,7 @@ describe('report job states', () => {
     const run = { runner: 'r1', runs: 1 }
     const running = startJob(asked(clock), 'r1', clock.now(), LEASE) as Job
     const answer = { status: 200, headers: { 'cache-control': 'no-store' } }
-    const done = endJob(running, run, clock.now(), { kind: 'done', resultBytes: 10, tookSeconds: 1, platformAnswer: answer }, KEEP) as Job
+    const done = endJob(running, run, clock.now(), { kind: 'done', resultBytes: 10, tookSeconds: 1, fetchedAt: clock.now(), platformAnswer: answer }, KEEP) as Job
     expect(keptAnswer(done)).toEqual({ answer, body: null })
     // What a replica of the release before reads: no `answer` of its own, so it answers the result beside as a report.
     expect(done.answer).toBeUndefined()
@@ -86,7 +102,7 @@ describe('report job states', () => {
     expect(keptAnswer(before)).toEqual({ answer, body })
     const refusedBefore = { ...failed, error: { code: PLATFORM_ANSWER, message: 'refused', statusCode: 422, answer: { ...refusal, body: body.toString('base64') } } }
     expect(keptAnswer(refusedBefore)).toEqual({ answer: refusal, body })
-    expect(keptAnswer(endJob(running, run, clock.now(), { kind: 'done', resultBytes: 10, tookSeconds: 1 }, KEEP) as Job)).toBeNull()
+    expect(keptAnswer(endJob(running, run, clock.now(), { kind: 'done', resultBytes: 10, tookSeconds: 1, fetchedAt: clock.now() }, KEEP) as Job)).toBeNull()
     expect(keptAnswer(endJob(running, run, clock.now(), { kind: 'failed', error: { code: 'GW_UPSTREAM', message: 'x', statusCode: 502 }, tookSeconds: 1 }, KEEP) as Job)).toBeNull()
     expect(keptAnswer(running)).toBeNull()
   })
@@ -104,7 +120,7 @@ describe('report job states', () => {
     const second = startJob(renewed, 'r2', clock.now(), LEASE) as Job
     expect(second).toMatchObject({ state: 'running', runner: 'r2', runs: 2 })
     expect(renewJob(second, run1, clock.now(), LEASE)).toBeNull()
-    expect(endJob(second, run1, clock.now(), { kind: 'done', resultBytes: 1, tookSeconds: 0 }, KEEP)).toBeNull()
+    expect(endJob(second, run1, clock.now(), { kind: 'done', resultBytes: 1, tookSeconds: 0, fetchedAt: clock.now() }, KEEP)).toBeNull()
     expect(requeueJob(second, run1, clock.now())).toBeNull()
     // The same runner restarted is another run: its count differs.
     expect(renewJob(second, { runner: 'r2', runs: 1 }, clock.now(), LEASE)).toBeNull()
@@ -128,7 +144,7 @@ describe('report job states', () => {
     expect(cancellable(job)).toBe(true)
     const running = startJob(job, 'r1', clock.now(), LEASE) as Job
     expect(cancellable(running)).toBe(false)
-    const done = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'done', resultBytes: 1, tookSeconds: 0 }, KEEP) as Job
+    const done = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'done', resultBytes: 1, tookSeconds: 0, fetchedAt: clock.now() }, KEEP) as Job
     expect(cancellable(done)).toBe(false)
   })
 

@@ -1021,7 +1021,7 @@ export interface components {
             result: string | null;
             /**
              * Format: date
-             * @description The last day whose figures are settled (`cache.settledAfterDays` in `cache.timeZone`), as its report answer's `report-settled-through` says: of when the job ended, or of now while it is open.
+             * @description The last day whose figures are settled (`cache.settledAfterDays` in `cache.timeZone`), as its report answer's `report-settled-through` says: of when its result's figures were fetched (a copy it answered with may be older than the job), of when it ended for a job that kept none, or of now while it is open.
              */
             settledThrough: string;
             /** @description Its report's days whose figures may still change, `<first>/<last>` or `none`, as its answer's `report-provisional-days` says. */

@@ -3,6 +3,7 @@ import type { Admission, Caller } from '../../access/admission.js'
 import type { Clock } from '../../clock.js'
 import { BadRequestError, JobNotFoundError, NotFoundError } from '../../errors.js'
 import { MAX_WAIT_SECONDS, type JobAsk, type Jobs } from '../../jobs/jobs.js'
+import { figuresAt } from '../../jobs/job.js'
 import { jobCancelSchema, jobResultSchema, jobStatusSchema } from '../openapi/job-schemas.js'
 import { NOT_STORED, sendReport, VARY } from './report-reply.js'
 import { USAGE_HEADER, type ReportAnswerFacts } from './report-facts.js'
@@ -80,8 +81,9 @@ export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock, 
     // The key and the team's scope as they are now, as a read of the report is checked: a reload may have taken its advertiser away.
     admission.stillAdmitted(caller, job.report.advertiserIds)
     const now = clock.now()
-    // Its fill is the job's own call: what that took, as the answer to the read it stands for would have said.
-    const cost = (copy: CacheEntry | null) => facts.of(caller.team, job.report, copy, (job.tookSeconds ?? 0) * 1000, now)
+    // Its fill is the job's own call: what that took, as the answer to the read it stands for
+    // would have said; its finality, that of its figures' fetch, as its status says it.
+    const cost = (copy: CacheEntry | null) => facts.of(caller.team, job.report, copy, (job.tookSeconds ?? 0) * 1000, now, figuresAt(job, now))
     const fields = () => ({ reqId: request.id, rate: admission.rateFields(caller) })
     if ('answer' in got) {
       // The platform's answer it kept (its refusal; its no-store 200, another 2xx, a 3xx), written as a read passes it on (BYPASS).

@@ -61,11 +61,12 @@ export class ReportAnswerFacts {
 
   /**
    * The facts of an answer to `team` of the report of `days`: from `entry` (null: an
-   * answer the platform gave and the cache did not keep, fetched `now`), whose fill held
-   * the platform `fillMs` (0: the answer came from the cache without a call).
+   * answer the platform gave and the cache did not keep, fetched at `fetchedAt`: now for a
+   * read, the job's fetch for a job's kept answer), whose fill held the platform `fillMs`
+   * (0: the answer came from the cache without a call).
    */
-  of(team: TeamConfig, days: ReportDays, entry: CacheEntry | null, fillMs: number, now: number): ReportFacts {
-    return { usage: this.usage(team, fillMs, now), finality: entry === null ? this.#finalityAt(days, now) : this.finality(entry, days) }
+  of(team: TeamConfig, days: ReportDays, entry: CacheEntry | null, fillMs: number, now: number, fetchedAt = now): ReportFacts {
+    return { usage: this.usage(team, fillMs, now), finality: entry === null ? this.#finalityAt(days, fetchedAt) : this.finality(entry, days) }
   }
 
   /**
