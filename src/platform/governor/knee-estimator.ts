@@ -149,10 +149,7 @@ export class KneeEstimator {
     if (this.#carried !== null) this.#fadedAt = now
   }
   /** The evidence this learner weighed, for the shared record (a replica that takes over starts from it): the log-likelihood of each w below the likeliest, in tenths of a nat, and the moment; null before any. */
-  evidence(now: number): string | null {
-    if (this.#counted < 1 && this.#carried === null) return null
-    return writeEvidence(this.#likelihoods(), now)
-  }
+  evidence(now: number): string | null { return this.#counted < 1 && this.#carried === null ? null : writeEvidence(this.#likelihoods(), now) }
   /** Another replica's limit and knee (the shared record): taken as they are; a limit below the knee is a fault here too. */
   adopt(limit: number, knee: number, now: number): Step | null {
     const [l, k] = [this.#clamp(limit), this.#clamp(knee)]
@@ -160,8 +157,7 @@ export class KneeEstimator {
     this.#adoptedAt = now
     this.#knee = k
     this.#phase = l < k ? 'fault' : 'cruise'
-    if (this.#phase === 'fault') this.#faults.begin(now)
-    else this.#faults.end(now)
+    this.#faults[this.#phase === 'fault' ? 'begin' : 'end'](now)
     return this.#set(l, 'adopted', true)
   }
   /** Watches for faults (fault-watch.ts: `overdueSince`, seats.ts, and no answer for a while is silence; a queue keeps answers coming) and moves the knee as the evidence says; null while nothing moves. */
@@ -311,12 +307,17 @@ export class KneeEstimator {
     for (let i = 0; i < this.#max; i++) ll[i]! += -this.#logs[i]! - (n / 2) * Math.log((ss[i]! + PRIOR_DOF * PRIOR_SPREAD ** 2) / (n + PRIOR_DOF)) - IMPOSSIBLE_LL * this.#impossible[i]!
     return ll
   }
-  /** What an answer says of every guess w: its call's own time under w against its kind's pace of late (its pace where the own time is within the answer's timing), or how unlikely w makes so soon an end; an untimed one, its place among the ends alone (#ruleOut); one in flight when a queue verdict was held, nothing (a new call all the same). */
+  /** What an answer says of every guess w: its call's own time under w against its kind's pace of late (its pace where the own time is within the answer's timing), or how unlikely w makes so soon an end; an untimed one, its place among the ends alone; one in flight when a queue verdict was held, nothing (a new call all the same). */
   #learn(a: Answer, call: Call): void {
     if (a.window > this.#movedSerial) this.#sinceMove++
-    if (a.window <= this.#held || a.window <= this.#paused) return void this.#newCalls++
-    if (a.timed === false) return void this.#ruleOut(a, call)
+    this.#newCalls++
+    if (a.window <= this.#held || a.window <= this.#paused || (a.timed === false && this.#timeline !== null)) return
     this.#fade(a.at)
+    // Untimed (read late, one replica): its place among the ends rules out each w under which it could not have ended yet (docs/governor.md, "The gateway's own time").
+    if (a.timed === false) {
+      for (let w = 1, ended = endedBefore(this.#endSerial, Math.max(0, call.endsBefore - this.#endsDropped), a.window); w < call.load - ended; w++) this.#impossible[w - 1]! += 1
+      return
+    }
     const latency = Math.max(1, a.at - a.startedAt)
     const load = Math.max(1, call.load)
     const remote = Math.max(0, load - 1 - call.local)
@@ -354,15 +355,6 @@ export class KneeEstimator {
       this.#logs[w - 1]! += weight * x
     }
     if (!first) this.#counted += weight
-    this.#newCalls++
-  }
-  /** An answer read late (untimed): its time weighs nothing, but on one replica the loop reads answers in the order they came, so its place among the ends is known: every w under which it could not have ended yet (fewer than load − w of the calls ahead of it read before it) is ruled out as an impossible end is (docs/governor.md, "The gateway's own time"). */
-  #ruleOut(a: Answer, call: Call): void {
-    this.#newCalls++
-    if (this.#timeline !== null) return
-    const ended = endedBefore(this.#endSerial, Math.max(0, call.endsBefore - this.#endsDropped), a.window)
-    this.#fade(a.at)
-    for (let w = 1; w < call.load - ended; w++) this.#impossible[w - 1]! += 1
   }
   #fade(now: number): void {
     if (!Number.isFinite(this.#fadedAt)) this.#fadedAt = now
