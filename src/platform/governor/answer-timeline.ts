@@ -4,15 +4,9 @@
 
 /** What the limit rule learns from one call's end: `load`, the calls in flight on every replica at its start, itself included; `window`, its serial (what `started` returned); `timed` false, an end, not evidence (docs/governor.md, "The gateway's own time"); `timedWithinMs`, how long before its reading a timed answer may have come (this replica's loop; none: at once). */
 export interface Answer {
-  startedAt: number
-  at: number
-  team: string
-  kind: string
-  load: number
-  window: number
+  startedAt: number; at: number; team: string; kind: string; load: number; window: number
   outcome: 'ok' | 'overload' | 'other' // overload: 502/503/504 or no connection; other: says nothing of load (a call cut by its deadline)
-  timed?: boolean
-  timedWithinMs?: number
+  timed?: boolean; timedWithinMs?: number
   /** Answered 429: the platform refused it (docs/governor.md, "Start"). */
   refused?: boolean
 }
@@ -20,12 +14,8 @@ export interface Answer {
 /** docs/governor.md, "Constants". */
 export const CALLS_KEPT = 400
 
-/** Where the calls go, in the order they started and ended: the limit rule's evidence. */
-export interface EvidenceSink {
-  /** A call started with `load` calls in flight, itself included; returns its serial. */
-  start(kind: string, load: number): number
-  end(a: Answer): void
-}
+/** Where the calls go, in the order they started and ended (the limit rule's evidence); `start`: a call started with `load` calls in flight, itself included, returns its serial. */
+export interface EvidenceSink { start(kind: string, load: number): number; end(a: Answer): void }
 
 /** One call as a record carries it: its start, its end (null: in flight), its kind, and its answer's outcome and timing. */
 export interface CallEntry { startedAt: number; at: number | null; kind: string; outcome: Answer['outcome']; timed: boolean }
