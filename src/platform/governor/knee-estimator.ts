@@ -123,8 +123,7 @@ export class KneeEstimator {
   #end(a: Answer): void {
     const call = this.#calls.get(a.window)
     if (call === undefined) return
-    // An end after a silence (UsualGaps) across which a call was in flight (one started before the end before it) ends a
-    // pause of the platform: every call in flight then met it, their own times untimed.
+    // An end after a silence (UsualGaps) across which a call was in flight ends a pause: the calls then in flight teach nothing (docs/governor.md, "Cruise").
     if (a.outcome !== 'overload' && this.#gaps.add(a.at) && (this.#calls.values().next().value as Call).endsBefore < this.#endsDropped + this.#endAt.length) this.#paused = this.#serial
     // It overtook a call: one started before it, here, is still in flight (the map keeps start order).
     this.#overtook += PACE_GAIN * (Number((this.#calls.keys().next().value as number) < a.window) - this.#overtook)
