@@ -55,9 +55,8 @@ export class KneeEstimator {
   #past = 1
   #queueSeen = false
   #starting = false
-  // The most calls in flight the platform took at the start, as its refusals say (a call answered 429 with n in flight: n − 1); Infinity: none refused. Read where no queue verdict watches the start's last growth (#blind: across replicas, or on one replica where the level it left was read late), and only of a call in its new seats (past #left, the level it left: that level drew no refusal; a 429 within it is a throttle's).
+  // The most calls in flight the platform took at the start, as its refusals say (a call answered 429 with n in flight: n − 1); Infinity: none refused. Read only of a call in the new seats of a growth no queue verdict watches (past #left, the level it left, Infinity: watched; across replicas, or on one replica where that level was read late): that level drew no refusal, a 429 within it is a throttle's.
   #took = Infinity
-  #blind = false
   #left = Infinity
   // A queue verdict held: the last serial started when it first showed (0: none held).
   #held = 0
@@ -116,7 +115,7 @@ export class KneeEstimator {
   ended(a: Answer): void {
     this.#faults.answered(a)
     // Read at once, on the learner across replicas too: the platform refuses within ms, before any level is measured.
-    if (a.refused === true && this.#phase === 'start' && this.#blind && a.load > this.#left) this.#took = Math.max(this.#min, Math.min(this.#took, a.load - 1))
+    if (a.refused === true && this.#phase === 'start' && a.load > this.#left) this.#took = Math.max(this.#min, Math.min(this.#took, a.load - 1))
     return this.#timeline ? this.#timeline.ended(a, this.#now()) : this.#end(a)
   }
   /** The evidence of one answer, in the order calls ended. */
@@ -216,7 +215,7 @@ export class KneeEstimator {
       return this.#setKnee(this.#took - 1, 'knee')
     }
     // The seats past the level long calls may take are as many as end within H at its pace: past W they queue ahead of the others' calls (cruise's bound, the level for K).
-    ;[this.#blind, this.#left] = [this.#timeline !== null || !this.#startLevels.timed(this.#limit), this.#limit]
+    this.#left = this.#timeline !== null || !this.#startLevels.timed(this.#limit) ? this.#limit : Infinity
     const step = stepping ? Math.min(this.#limit, Math.max(1, Math.floor((this.#limit * LENDING_HORIZON_MS) / longMs))) : this.#limit
     return longOnly ? this.#setKnee(this.#limit, 'knee') : this.#set(this.#clamp(Math.min(this.#took, this.#limit + step)), 'grew')
   }
