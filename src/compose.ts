@@ -187,8 +187,9 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       await reports.start()
       await governors.start()
       if (!config.gatewaySecret && redis) log.warn('GATEWAY_SECRET is not set: central token rotation through Redis is off; tokens are never written to Redis')
-      await platform.probeTokens()
+      // Stored first: where Redis lost its data, the running replicas' rotation comes back before the probe (TokenStore.share).
       await tokenStore.share()
+      await platform.probeTokens()
       // The job runner and the webhook deliverer claim work of every replica's: a start
       // that cannot listen (main.ts exits) claims none, which would wait out its lease.
       if (config.cache.enabled) await jobsPart.start()

@@ -13,14 +13,14 @@ import { join } from 'node:path'
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Agent, request } from 'undici'
-import { seededRandom } from '../../scripts/soak-targets.mjs'
 import { REPORT_ROUTE, startMainGateway } from './fixture.mjs'
 import { closedLoop, neverAsked } from './load.mjs'
 import { versionOf } from './machine.mjs'
 import { startNginx } from './nginx.mjs'
 import { ROOT, log, stopProcess } from './processes.mjs'
 import { startStandIn } from './stand-in.mjs'
-import { fmtMs, fmtPct, latencyFigures, markdownTable, metricValue, mostAsked, verdictLines } from './stats.mjs'
+import { REPORTS_PER_DASHBOARD, THINK_MS, makeTrace, popularReports, replaySeconds } from './dashboard-trace.mjs'
+import { fmtMs, fmtPct, latencyFigures, markdownTable, metricValue, verdictLines } from './stats.mjs'
 import { http } from './http.mjs'
 
 export const TTL_S = 4
@@ -31,8 +31,6 @@ export const PLATFORM_LATENCY_MS = 400
  * optionally how long it is measured (s; halved by --quick).
  */
 export const DASHBOARD_SHAPE = { users: 30, reports: 120, zipf: 1.1, ttlS: TTL_S, latencyMs: PLATFORM_LATENCY_MS, spread: 0, seed: 17, measureS: 40 }
-const REPORTS_PER_DASHBOARD = 3
-const THINK_MS = 2000
 // The second team's misses go to another report route, so the stand-in counts them apart.
 const NOISY_ROUTE = '/api/v1/report/creatives/get'
 const NOISY_CALLERS = 200
@@ -48,63 +46,10 @@ if (!Number.isFinite(WARM_S) || WARM_S < 0) throw new RangeError(`BENCH_WARM_S m
 // The popular answers' latency target of the family: slower ones are counted by how the gateway answered them.
 const SLOW_POPULAR_MS = 20
 
-/** Index 0..n-1 drawn with probability ∝ 1 / (i + 1)^s. */
-function zipf(n, s, rand) {
-  const weights = Array.from({ length: n }, (_, i) => 1 / (i + 1) ** s)
-  const total = weights.reduce((x, y) => x + y, 0)
-  const cumulative = []
-  let acc = 0
-  for (const w of weights) cumulative.push((acc += w / total))
-  return () => {
-    const u = rand()
-    const i = cumulative.findIndex((c) => c >= u)
-    return i === -1 ? n - 1 : i
-  }
-}
-
 const reportPath = (i) => {
   const from = new Date(Date.UTC(2025, 0, 1 + i)).toISOString().slice(0, 10)
   const to = new Date(Date.UTC(2025, 0, 8 + i)).toISOString().slice(0, 10)
   return `${REPORT_ROUTE}?advertiserId=${100 + (i % 4)}&dateFrom=${from}&dateTo=${to}&byDate=1`
-}
-
-/**
- * The trace: per user of `shape.users`, a list of [start offset ms, reports] loads within
- * `seconds`; each load's REPORTS_PER_DASHBOARD distinct reports drawn by Zipf popularity
- * (`shape.zipf`) over `shape.reports`, think time exponential with mean THINK_MS.
- */
-function makeTrace(shape, seconds) {
-  // Seeded, so every target gets the same trace.
-  const rand = seededRandom(shape.seed)
-  const pickReport = zipf(shape.reports, shape.zipf, rand)
-  const dashboard = () => {
-    const set = new Set()
-    while (set.size < REPORTS_PER_DASHBOARD) set.add(pickReport())
-    return [...set]
-  }
-  return Array.from({ length: shape.users }, () => {
-    const loads = []
-    for (let at = rand() * THINK_MS; at < seconds * 1000; at += -Math.log(1 - rand()) * THINK_MS) loads.push([at, dashboard()])
-    return loads
-  })
-}
-
-/**
- * The popular reports: the most-asked reports of the trace's loads from `fromS` to `toS`
- * that together account for half of their asks. Each is asked about once a second or
- * more, so a cache that refreshes them in time never has to miss or serve them stale;
- * the rarer reports go unasked for longer than the TTL, and a cache would keep them
- * fresh only by calling the platform for nobody.
- */
-function popularReports(trace, fromS, toS) {
-  const asks = new Map()
-  for (const loads of trace) {
-    for (const [at, reports] of loads) if (at >= fromS * 1000 && at < toS * 1000) for (const r of reports) asks.set(r, (asks.get(r) ?? 0) + 1)
-  }
-  const top = mostAsked(asks, 0.5)
-  const popular = new Set(top.keys)
-  const leastAsksPerS = Math.min(...top.keys.map((r) => asks.get(r))) / (toS - fromS)
-  return { popular, reportsAsked: asks.size, shareOfAsks: top.share, leastAsksPerS }
 }
 
 /**
@@ -226,13 +171,6 @@ export function callCauses(calls, { fromMs, ttlMs }) {
 /** `callCauses`' figures in words. */
 export const causeWords = (c) =>
   `${c.calls} calls: ${c.first} first, ${c.ahead} ahead (the copy ${fmtMs(c.aheadMs)} old), ${c.stale} stale, ${c.expired} expired (${fmtMs(c.waitMs)} past freshness on average), ${c.early} early, ${c.overlapping} overlapping`
-
-/** How long a trace of `shape` is replayed: caches filling (not measured), then measured. */
-export function replaySeconds(shape, quick) {
-  const warmupS = Math.min(20, Math.max(4, 2 * shape.ttlS))
-  if (shape.measureS) return { warmupS, seconds: quick ? shape.measureS / 2 : shape.measureS }
-  return { warmupS, seconds: quick ? Math.min(20, Math.max(10, 2 * shape.ttlS)) : Math.min(45, Math.max(20, 3 * shape.ttlS)) }
-}
 
 /**
  * Replays the trace of `shape` against the gateway and nginx, one after the other; `noise`:

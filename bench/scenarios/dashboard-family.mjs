@@ -7,15 +7,14 @@
 // (docs/refresh-ahead.md). Targets on every trace: popular answers past their freshness,
 // their p99, the p99 of all answers against the platform's own, platform calls against nginx's.
 
-import { seededRandom } from '../../scripts/soak-targets.mjs'
 import { markdownTable, fmtMs, fmtPct, verdictLines } from '../lib/stats.mjs'
-import { dashboardTargets, popularWords, replaySeconds, replayShape, tableHeader } from '../lib/dashboard-workload.mjs'
+import { FAMILY_SEED, drawShapes, replaySeconds } from '../lib/dashboard-trace.mjs'
+import { dashboardTargets, popularWords, replayShape, tableHeader } from '../lib/dashboard-workload.mjs'
 import { log } from '../lib/processes.mjs'
 
 export const id = 'dashboard-family'
 export const title = 'A family of dashboard traces: seeded users, reports, popularity, freshness and platform latency, with and without a second team\'s burst, side by side with nginx'
 
-const FAMILY_SEED = 54
 const TRACES = 8
 const QUICK_TRACES = 3
 const MAX_POPULAR_STALE = 0.01
@@ -24,23 +23,6 @@ const MAX_POPULAR_P99_MS = 20
 const MAX_CALLS_X_NGINX = 1.2
 // z of the 99th percentile of a standard normal: the platform's own p99 is its median × e^(σ·z).
 const Z99 = 2.326
-
-const logUniform = (rand, lo, hi) => lo * (hi / lo) ** rand()
-
-/** The family's trace shapes, drawn from FAMILY_SEED: the same on every run. */
-export function drawShapes(count) {
-  const rand = seededRandom(FAMILY_SEED)
-  return Array.from({ length: count }, (_, i) => ({
-    users: Math.round(logUniform(rand, 10, 100)),
-    reports: Math.round(logUniform(rand, 50, 500)),
-    zipf: Math.round((0.8 + 0.5 * rand()) * 100) / 100,
-    ttlS: Math.round(logUniform(rand, 2, 60)),
-    latencyMs: Math.round(logUniform(rand, 50, 2000)),
-    spread: Math.round((0.1 + 0.4 * rand()) * 100) / 100,
-    seed: 1000 + i,
-    burst: i % 2 === 1,
-  }))
-}
 
 /** The platform's own p99 latency for a shape (ms). */
 const platformP99 = (shape) => shape.latencyMs * Math.exp(shape.spread * Z99)
@@ -106,7 +88,7 @@ export async function run({ fixture, quick, baseline = null, traces = null, with
   return [
     markdownTable(['trace', 'shape', 'gateway popular past freshness', 'nginx popular past freshness', 'gateway popular p99', 'gateway p99', "gateway calls / nginx's", 'targets met', ...(baseline ? ["baseline: popular past freshness, calls / nginx's, targets met"] : [])], summary),
     '',
-    `${shapes.length === drawn.length ? shapes.length : `${shapes.length} of ${drawn.length}`} traces drawn from seed ${FAMILY_SEED} (bench/scenarios/dashboard-family.mjs), the family took ${minutes.toFixed(1)} min.${baseline ? ` Baseline: the gateway run from ${baseline}/dist/main.js with the same settings, replayed between the gateway and nginx.` : ''} Each trace: its users load dashboards of 3 distinct Zipf-drawn reports at once, then think (exponential, mean 2 s); the platform stand-in answers each call after its median latency × e^(σ·z) and stamps the answer: an answer is past its freshness when its data is older than the TTL as its headers arrive. The burst (every other trace): a second team's 200 callers each asking a report never asked before, in a closed loop, during the middle third of the measured time, against both targets. Targets: popular answers past freshness ≤ ${fmtPct(MAX_POPULAR_STALE)} (≤ ${fmtPct(MAX_POPULAR_STALE_BURST)} with the burst), popular p99 ≤ ${MAX_POPULAR_P99_MS} ms, p99 of all answers ≤ the platform's p99 + 50 ms, platform calls ≤ ${MAX_CALLS_X_NGINX}× nginx's.`,
+    `${shapes.length === drawn.length ? shapes.length : `${shapes.length} of ${drawn.length}`} traces drawn from seed ${FAMILY_SEED} (bench/lib/dashboard-trace.mjs), the family took ${minutes.toFixed(1)} min.${baseline ? ` Baseline: the gateway run from ${baseline}/dist/main.js with the same settings, replayed between the gateway and nginx.` : ''} Each trace: its users load dashboards of 3 distinct Zipf-drawn reports at once, then think (exponential, mean 2 s); the platform stand-in answers each call after its median latency × e^(σ·z) and stamps the answer: an answer is past its freshness when its data is older than the TTL as its headers arrive. The burst (every other trace): a second team's 200 callers each asking a report never asked before, in a closed loop, during the middle third of the measured time, against both targets. Targets: popular answers past freshness ≤ ${fmtPct(MAX_POPULAR_STALE)} (≤ ${fmtPct(MAX_POPULAR_STALE_BURST)} with the burst), popular p99 ≤ ${MAX_POPULAR_P99_MS} ms, p99 of all answers ≤ the platform's p99 + 50 ms, platform calls ≤ ${MAX_CALLS_X_NGINX}× nginx's.`,
     '',
     'Platform calls in the measured time by cause, from the stand-in\'s log of each call, judged against the call of the same report before it: first (none before), ahead (a refresh ahead, by its request id), stale (its copy 1 to 2 freshnesses old), expired (older), early (its copy still fresh), overlapping (the call before still unanswered); wait: the mean time past freshness of the stale and expired calls; ahead at: the mean age of the copy a refresh ahead replaced.',
     '',

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import { Readable } from 'node:stream'
-import type { Config, TeamConfig } from '../config.js'
+import type { Config, TeamConfig, TeamKey } from '../config.js'
 import { BadRequestError, ForbiddenError, NotFoundError, PayloadTooLargeError, RateLimitedError } from '../errors.js'
 import type { Metrics } from '../observe/metrics.js'
 import type { TokenProvider } from '../platform/tokens/token-provider.js'
@@ -26,6 +26,8 @@ export interface Caller {
   team: TeamConfig
   /** The id of the key it presented (logs, audit). */
   keyId: string
+  /** The key it presented, as its team lists it: what stillAdmitted looks up again. */
+  key: TeamKey
   /** The team's rate-limit decision for this call; null before it was counted. */
   rate: RateDecision | null
   /** Platform calls made for this request (a coalesced waiter makes none: usage counts it as saved). */
@@ -201,6 +203,7 @@ export class Admission {
     return {
       team,
       keyId: key.id,
+      key,
       rate: null,
       platformCalls: 0,
       provider: this.#ctx.tokens.get(team.credential),
@@ -212,6 +215,17 @@ export class Admission {
       upstreamMs: null,
       accounts: [],
     }
+  }
+
+  /**
+   * Whether a caller admitted earlier may still be answered or sent on (team-auth.ts
+   * `current`): 401 once its key no longer runs; with `advertiserIds`, the accounts its
+   * answer holds, 403 once a reload took one out of its team's scope. Asked after every
+   * wait between the admission and the answer, and before a call goes to the platform.
+   */
+  stillAdmitted(admitted: Identity, advertiserIds?: readonly number[]): void {
+    const { team } = this.#ctx.teams.current(admitted)
+    if (advertiserIds !== undefined) assertAccounts(team, [...advertiserIds])
   }
 
   /** Everything before the body: the caller of `call`, set on it; `counted`: its call was counted already. */

@@ -118,6 +118,33 @@ export class TeamDirectory {
     if (apiKey !== null && bearer !== null && bearer !== apiKey && this.#find(bearer)) {
       throw new BadRequestError('x-api-key, authorization: two team keys given; send one (the keys are not shown)')
     }
+    return this.#inForce(found)
+  }
+
+  /** Whether the headers present a team key that runs now (authenticate would pass them). */
+  runs(headers: IncomingHttpHeaders): boolean {
+    try {
+      this.authenticate(headers)
+      return true
+    } catch {
+      return false
+    }
+  }
+
+  /**
+   * The running team and key of a call admitted earlier, as they are now: a call answered,
+   * or sent to the platform, after its admission (a wait for a seat, for the platform, for
+   * a body, for a job) is refused as a new call with its key would be: 401 once a reload
+   * removed the key or gave it to another team, or once it expired or its grace ended.
+   */
+  current(admitted: Identity): Identity {
+    const found = this.#byHash.get(admitted.key.hash)
+    if (!found || found.team.name !== admitted.team.name) throw new UnauthorizedError()
+    return this.#inForce(found)
+  }
+
+  /** `found` while its key is in force; its expiry's or its rotation's 401 otherwise. */
+  #inForce(found: Identity): Identity {
     const end = keyEnd(found.key)
     if (end !== null && this.#now() >= end) {
       const { id, successor } = found.key

@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 
 // Whose answer a connection carries, and which team's answers a full listener cuts.
@@ -5,29 +6,37 @@ import type { Socket } from 'node:net'
 // connectionTimeout, not by the listener's bound: a team with a valid key that keeps the
 // bound's worth of them (large answers it reads slowly or not at all, calls the platform
 // holds) would hold every other team out, each new connection closed unanswered
-// (docs/decisions/connection-bound.md). So each connection is marked with the team of
-// the request last admitted on it, and when a connection comes past a full listener with
+// (docs/decisions/connection-bound.md). So each answer is marked with the team of its
+// request as it is admitted, and a connection is charged to the team of the answer under
+// way on it: the one Node writes (its first unfinished, as answers go in the order asked),
+// whatever team's request was admitted on it last. A connection a balancer shares among
+// teams carries one team's answer, then another's pipelined behind it: the answers behind
+// the first wait for it, and cutting the connection for them would cut the first team's.
+// An answer the entrance writes itself (http/socket-entrance.ts) has no Node answer: its
+// connection is marked. And when a connection comes past a full listener with
 // none idle, the team holding the most answers under way gives up its longest silent
 // ones, down to no less than its part of the bound: the bound split evenly between the
 // teams holding answers and one more, the newcomer's, whose team is known only once its
-// request is read. A team within its part keeps every answer. Connections on which no
-// request was admitted (callers with no key: refusals, health checks, the API's
-// description, and every connection of the admin listener) count as one team of their
-// own: answers asked with no key and never read (GET /openapi.json pipelined, a few MB on
+// request is read. A team within its part keeps every answer. Answers to no admitted
+// request (callers with no key: refusals, health checks, the API's description, and every
+// answer of the admin listener) count as one team of their own: answers asked with no key and never read (GET /openapi.json pipelined, a few MB on
 // each connection) would otherwise hold every team out as well.
 
-const TEAM = Symbol('the team of the request last admitted on the connection')
+const TEAM = Symbol('the team of an answer\'s admitted request')
 
-type Marked = Socket & { [TEAM]?: string }
+type Marked = { [TEAM]?: string }
+/** Node's socket of a connection: the answer it is writing, if any (lib/_http_server.js). */
+type HttpSocket = Socket & Marked & { _httpMessage?: (ServerResponse & Marked) | null }
 
-/** Marks `socket` as carrying the answers of `team`: the team of the request last admitted on it. */
-export function carries(socket: Socket, team: string): void {
-  ;(socket as Marked)[TEAM] = team
+/** Marks `answer` (Node's, or the connection the entrance writes one on) as `team`'s: its request was admitted. */
+export function carries(answer: ServerResponse | Socket, team: string): void {
+  ;(answer as Marked)[TEAM] = team
 }
 
-/** The team of the request last admitted on `socket`; undefined before any was. */
+/** The team of the answer under way on `socket`: the one Node writes (undefined: its request admitted none), else the last the entrance wrote there; undefined before any. */
 export function carrier(socket: Socket): string | undefined {
-  return (socket as Marked)[TEAM]
+  const http = socket as HttpSocket
+  return http._httpMessage ? http._httpMessage[TEAM] : http[TEAM]
 }
 
 /** A team's part of a full listener's bound `max` while `teams` teams hold answers under way: an even split with the newcomer's team, rounded up. */

@@ -7,9 +7,14 @@ import type { GatewayContext } from './context.js'
  * refused platform token and Redis being down are shared by every replica: they are
  * listed under `degraded` (and in the metrics the alerts read), because making every
  * replica unready at once would empty the Service and stop cached reports too.
+ * Each answer is this replica's state as it is asked: `cache-control: no-store`, so that
+ * no cache in front answers a probe with a past state.
  */
+/** An answer that tells a moment's state: no cache keeps it. */
+export const NOT_KEPT = 'no-store'
+
 export async function healthRoutes(app: FastifyInstance, { tokens, redis, breaker, lifecycle }: Pick<GatewayContext, 'tokens' | 'redis' | 'breaker' | 'lifecycle'>): Promise<void> {
-  app.get('/healthz', async () => ({ status: 'ok' }))
+  app.get('/healthz', async (_request, reply) => reply.header('cache-control', NOT_KEPT).send({ status: 'ok' }))
 
   app.get('/readyz', async (_request, reply) => {
     const credentials = Object.fromEntries(
@@ -20,6 +25,6 @@ export async function healthRoutes(app: FastifyInstance, { tokens, redis, breake
     const { phase } = lifecycle
     const ready = phase === 'serving'
     const degraded = [...(state === 'down' ? ['redis'] : state === 'readonly' ? ['redis-readonly'] : []), ...Object.entries(credentials).filter(([, s]) => s !== 'ok').map(([n]) => `platformToken:${n}`)]
-    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : phase, platformToken: credentials, redis: state, degraded })
+    return reply.code(ready ? 200 : 503).header('cache-control', NOT_KEPT).send({ status: ready ? 'ready' : phase, platformToken: credentials, redis: state, degraded })
   })
 }

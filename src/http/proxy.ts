@@ -22,7 +22,14 @@ import { carries } from './connection-teams.js'
 // authorization and x-request-id headers are the gateway's; content-type is the
 // gateway's own for the bodies it re-serializes; accept-encoding offers only the codings
 // whose bodies the gateway reads for its token (token-echo.ts).
-const FORWARDED_HEADERS = ['accept', 'accept-language', 'user-agent'] as const
+const FORWARDED_HEADERS = ['accept-language', 'user-agent'] as const
+
+// The gateway asks for JSON, whatever the caller accepts: Laravel answers an error (a failed
+// validation, a 401, a 404) with JSON only to a request that expects it, and a failed
+// validation otherwise with a 302 to the previous URL, the platform's root without a referer
+// (Illuminate\Http\Concerns\InteractsWithContentTypes::expectsJson, whose `wantsJson` reads
+// the first type of `Accept`; Foundation\Exceptions\Handler::convertValidationExceptionToResponse).
+const ASKED_TYPE = 'application/json'
 
 // Hop-by-hop headers (RFC 9110, 7.6.1) describe the platform's connection to us, not
 // ours to the caller; its session cookie is not the caller's either.
@@ -45,13 +52,13 @@ export function proxyHandler(
     // A refusal thrown here leaves the step open: the request's span ends it, failed.
     const admitting = trace?.step('admission')
     const caller = admission.admit(request)
-    carries(request.socket, caller.team.name)
+    carries(reply.raw, caller.team.name)
     await admission.readBody(request, caller, limit)
     await admission.checkScope(request.method, caller)
     admitting?.end()
     admission.remember(request.method, request.url, caller.target, caller.team)
     caller.advertisers = admission.named(request.method, caller, admission.known(request.url)).accounts
-    const headers: Record<string, string> = {}
+    const headers: Record<string, string> = { accept: ASKED_TYPE }
     // Those the caller's Connection names are for the hop to the gateway (RFC 9110, 7.6.1).
     const hop = connectionOptions(request.headers)
     for (const name of FORWARDED_HEADERS) {
@@ -86,6 +93,8 @@ export function proxyHandler(
       read,
       team: caller.team.name,
       hangUp: hangUpSignal(reply.raw),
+      // Its key removed while its body came or it waited for a seat: nothing is sent (401).
+      admitted: () => admission.stillAdmitted(caller),
       spent,
       ...(trace ? { trace } : {}),
     }).finally(() => usage.platformSpent(caller.team.name, spent.ms))
@@ -102,6 +111,17 @@ export function proxyHandler(
     if (reply.raw.destroyed) {
       answer.release()
       return reply
+    }
+    // A read's answer goes to a key still running (401 otherwise: the read may be asked
+    // again); a write's outcome goes to its caller whatever happened to its key since the
+    // write was sent, so that it is never told a write was not made.
+    if (read) {
+      try {
+        admission.stillAdmitted(caller)
+      } catch (refused) {
+        answer.release()
+        throw refused
+      }
     }
     reply.code(res.status).headers(withPassedRetryAfter(res.status, callerHeaders(res.headers, caller.provider.credential.baseUrl ?? config.platform.baseUrl)))
     if (request.method !== 'HEAD') reply.header('content-length', answer.length)

@@ -139,9 +139,10 @@ export class RedisBus {
 
   // A message's date is read on the system clock, not on the clock the gateway is handed:
   // it travels between processes, which agree on real time only.
-  async publish(channel: string, message: string): Promise<void> {
+  /** Publishes `message` on `channel`: the subscribers it reached (this replica's own included, on the node it was sent to). */
+  async publish(channel: string, message: string): Promise<number> {
     const full = this.#prefix + channel
-    await this.#pub.publish(full, this.#seal ? this.#seal.sealText(full, `${systemClock.now()}.${this.#nonceSource.next()}.${message}`) : message)
+    return this.#pub.publish(full, this.#seal ? this.#seal.sealText(full, `${systemClock.now()}.${this.#nonceSource.next()}.${message}`) : message)
   }
 
   /** `<sent at>.<nonce>.<message>`, sealed: the message, or null when it is not this gateway's, is too old, or was heard before. */

@@ -134,6 +134,20 @@ export class ReadDecisions {
     }
   }
 
+  /**
+   * Whether a read decided earlier may be answered now, after a wait (a fill it joined, a
+   * copy in Redis): its key still runs and its report's accounts are in its team's scope as
+   * they are now (Admission.stillAdmitted). A read that may not is decided again, refused.
+   */
+  stillAdmitted(read: AdmittedRead): boolean {
+    try {
+      this.#admission.stillAdmitted(read.identity, read.form.report.advertiserIds)
+      return true
+    } catch {
+      return false
+    }
+  }
+
   /** Keeps the form of a read whose scope was looked up (`scopePending`) and passed. */
   remember(method: string, url: string, admitted: AdmittedRead): void {
     this.#admission.remember(method, url, admitted.known.target, admitted.identity.team, { credential: admitted.identity.team.credential, form: admitted.form })

@@ -34,7 +34,7 @@ function listOf(state: SandboxState, request: PlatformRequest, reply: FastifyRep
   const perPage = pageNumber(v, 'per_page', request.input.per_page, DEFAULT_PER_PAGE, MAX_PER_PAGE)
   const page = pageNumber(v, 'page', request.input.page, 1, Number.MAX_SAFE_INTEGER)
   if (v.hasErrors() || userId === undefined || perPage === undefined || page === undefined) {
-    sendInvalid(reply, v)
+    sendInvalid(request, reply, v)
     return
   }
   if (!mayRead(request.caller, state.accounts.get(userId))) {
@@ -60,7 +60,7 @@ function createCampaign(state: SandboxState, request: PlatformRequest, reply: Fa
   const input = readNewCampaign(v, request.input)
   const sets = input?.creativeSetIds.map((id, i) => state.catalog.creativeSet(id) ?? v.fail(`creativeSetIds.${i}`, `The selected creativeSetIds.${i} is invalid.`))
   if (input === undefined || sets === undefined || !sets.every((set): set is SandboxCreativeSet => set !== undefined)) {
-    sendInvalid(reply, v)
+    sendInvalid(request, reply, v)
     return
   }
   const accounts = [input.userId, ...sets.map((set) => set.userId)]

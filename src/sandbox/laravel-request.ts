@@ -53,6 +53,30 @@ function isForm(method: string, contentType: string): boolean {
   return SYMFONY_FORM_METHODS.has(method) && contentType.startsWith(FORM)
 }
 
+/**
+ * Laravel's `expectsJson()` (Illuminate\Http\Concerns\InteractsWithContentTypes): an
+ * XMLHttpRequest (`X-Requested-With`, not PJAX) that accepts any type, or an `Accept`
+ * whose first type, by quality, is JSON. Its exception handler answers a failed
+ * validation with JSON only then (Handler::convertValidationExceptionToResponse).
+ */
+export function expectsJson(headers: IncomingHttpHeaders): boolean {
+  const acceptable = acceptableTypes(headers.accept)
+  const ajax = headers['x-requested-with'] === 'XMLHttpRequest' && !headers['x-pjax']
+  const any = acceptable.length === 0 || acceptable[0] === '*/*' || acceptable[0] === '*'
+  const wantsJson = acceptable[0] !== undefined && /\/json|\+json/.test(acceptable[0].toLowerCase())
+  return (ajax && any) || wantsJson
+}
+
+/** Symfony's getAcceptableContentTypes(): the types of `Accept`, by quality (highest first), in order among equals. */
+function acceptableTypes(accept: string | undefined): string[] {
+  const items = (accept ?? '').split(',').map((item, index) => {
+    const [type = '', ...params] = item.split(';').map((part) => part.trim())
+    const q = params.find((p) => /^q=/i.test(p))
+    return { type, index, quality: q === undefined ? 1 : Number(q.slice(2)) }
+  })
+  return items.filter((i) => i.type !== '').sort((a, b) => b.quality - a.quality || a.index - b.index).map((i) => i.type)
+}
+
 /** Symfony's getMethod() with Laravel's `_method` parameter override switched on. */
 function overridden(method: string, headers: IncomingHttpHeaders, body: Record<string, unknown>, query: Record<string, unknown>): string {
   if (method !== 'POST') return method

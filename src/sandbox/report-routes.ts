@@ -56,7 +56,7 @@ export function reportRoutes(state: SandboxState): PlatformRoutes {
 }
 
 function answer(request: PlatformRequest, reply: FastifyReply, state: SandboxState, validator: Validator, parsed: Parsed): void {
-  if (parsed === undefined) sendInvalid(reply, validator)
+  if (parsed === undefined) sendInvalid(request, reply, validator)
   else if (parsed === FORBIDDEN) sendForbidden(reply)
   else {
     for (const account of parsed.accounts) request.touch(account)

@@ -31,7 +31,7 @@ describe('headers named in Connection', () => {
     expect(headers['x-foo']).toBeUndefined()
   })
 
-  it('the same headers not named are forwarded as before', async () => {
+  it('the same headers not named are forwarded as before, accept the gateway\'s own', async () => {
     const res = await rawRequest(sg.port, rawHttp('POST', '/api/v1/campaign/get', {
       key: KEYS.growth,
       body: '{"userId":101}',
@@ -39,7 +39,8 @@ describe('headers named in Connection', () => {
     }))
     expect(res.status).toBe(200)
     const [received] = sg.callerRequests()
-    expect(received?.headers).toMatchObject({ 'accept-language': 'fr', 'user-agent': 'hop-test-agent', accept: 'text/x-hop' })
+    // `accept` is the gateway's own (proxy.ts, ASKED_TYPE), named or not.
+    expect(received?.headers).toMatchObject({ 'accept-language': 'fr', 'user-agent': 'hop-test-agent', accept: 'application/json' })
   })
 
   it.each(['x-api-key', 'Authorization', 'content-type', 'content-length', 'host', 'cache-control', 'prefer'])(

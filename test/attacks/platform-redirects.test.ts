@@ -48,4 +48,50 @@ describe('a platform redirect naming the platform\'s host in another spelling', 
   })
 })
 
+// Laravel answers a failed validation with a 302 back to the previous URL (the referer, else
+// the app's root, `http://<platform host>`, its body Symfony's page naming it) unless the
+// request expects JSON (Illuminate\Http\Concerns\InteractsWithContentTypes::expectsJson:
+// `X-Requested-With: XMLHttpRequest` with an `Accept` of any type, or an `Accept` whose first
+// type is JSON). The gateway sends `accept: application/json` on every call, whatever the
+// caller's `Accept` (which alone decides it: no `X-Requested-With` is needed), and no
+// referer: a caller gets the platform's 422 naming the fields, never a redirect to the
+// platform's root.
+describe('a platform validation error', () => {
+  const invalid = JSON.stringify({ userId: 101 })
+  it('the sandbox answers as Laravel does: a 302 to its root unless the request expects JSON', async () => {
+    const platform = new URL(sg.sandbox.url)
+    const ask = (headers: Record<string, string>) => fetch(`${sg.sandbox.url}/api/v1/campaign/banner/create`, {
+      method: 'POST', redirect: 'manual', body: invalid, headers: { authorization: `Bearer ${sg.sandbox.issueToken()}`, 'content-type': 'application/json', ...headers },
+    })
+    const redirected: Record<string, string>[] = [{}, { accept: '*/*' }, { accept: 'text/html' }, { accept: 'text/html', 'x-requested-with': 'XMLHttpRequest' }, { accept: 'application/json;q=0.5, text/html' }]
+    for (const headers of redirected) {
+      const res = await ask(headers)
+      expect([res.status, res.headers.get('location'), res.headers.get('content-type')], JSON.stringify(headers)).toEqual([302, `http://${platform.host}`, 'text/html; charset=utf-8'])
+      expect(await res.text()).toContain(`Redirecting to <a href="http://${platform.host}">`)
+    }
+    const back = await ask({ referer: 'https://app.example/form' })
+    expect([back.status, back.headers.get('location')]).toEqual([302, 'https://app.example/form'])
+    const answeredJson: Record<string, string>[] = [{ accept: 'application/json' }, { accept: 'application/vnd.api+json, text/html' }, { 'x-requested-with': 'XMLHttpRequest' }, { accept: '*/*', 'x-requested-with': 'XMLHttpRequest' }]
+    for (const headers of answeredJson) {
+      const res = await ask(headers)
+      expect([res.status, res.headers.get('content-type')], JSON.stringify(headers)).toEqual([422, 'application/json'])
+    }
+  })
+
+  it.each([
+    ['no accept', {}],
+    ['accept: */*', { accept: '*/*' }],
+    ['accept: text/html', { accept: 'text/html,application/xhtml+xml' }],
+    ['a referer', { accept: 'text/html', referer: 'https://app.example/form' }],
+  ])('with %s from the caller: the platform\'s 422 naming the fields, never a redirect', async (_what, headers) => {
+    const res = await fetch(`${sg.url}/api/v1/campaign/banner/create`, {
+      method: 'POST', redirect: 'manual', body: invalid, headers: { 'x-api-key': KEYS.writer, 'content-type': 'application/json', ...headers },
+    })
+    expect([res.status, res.headers.get('location'), res.headers.get('content-type')]).toEqual([422, null, 'application/json'])
+    expect(((await res.json()) as { errors: Record<string, unknown> }).errors.name).toBeDefined()
+    const [seen] = sg.sandbox.requests
+    expect([seen?.headers.accept, seen?.headers.referer]).toEqual(['application/json', undefined])
+  })
+})
+
 itLoggedNoSecret(sg)

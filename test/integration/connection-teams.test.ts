@@ -79,4 +79,28 @@ describe('one team\'s answers under way at a full listener', () => {
     sandbox.releaseHeld()
     await waitFor('the other team\'s answer', () => answered(other), 10_000)
   }, 30_000)
+
+  // Behind a balancer that keeps connections to the gateway and sends any team's request on
+  // any of them, one connection carries several teams' answers, pipelined: the answer under
+  // way is the first one's, whichever team's request was admitted on it last. Here team B
+  // (writer) holds 4 connections of its own (the longest silent), team A (growth) 28, and
+  // 32 carry A's report then B's, pipelined: A's answers are under way on 60 connections,
+  // B's on 4. A newcomer at the full listener has A's longest silent cut, none of B's own.
+  it(`(a connection carrying two teams' pipelined answers) is charged to the team whose answer it is writing, not to the team admitted on it last`, async () => {
+    gw = await buildGateway(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }, `${TEAMS_YAML}server:\n  maxConnections: ${BOUND}\nplatform:\n  queueTimeout: 5m\n`))
+    await gw.proxy.listen({ host: '127.0.0.1', port: 0 })
+    const { port } = gw.proxy.server.address() as AddressInfo
+    sandbox.setFailure({ kind: 'held' })
+    const platformCalls = async () => (await series('gateway_platform_queued_calls', 'credential="default"')) + (await series('gateway_platform_in_flight_calls', 'credential="default"'))
+    const own = Array.from({ length: 4 }, (_, i) => call(port, report(KEYS.writer, week(i))))
+    const a = Array.from({ length: 28 }, (_, i) => call(port, report(KEYS.growth, week(4 + i))))
+    await waitFor('the teams\' own calls at the platform or waiting for a seat', async () => (await platformCalls()) === 32)
+    const shared = Array.from({ length: 32 }, (_, i) => call(port, report(KEYS.growth, week(32 + i)) + report(KEYS.writer, week(64 + i))))
+    await waitFor('every call at the platform or waiting for a seat', async () => (await platformCalls()) === 96)
+    const newcomer = call(port, report(KEYS.all, week(100)))
+    await waitFor('connections closed at the bound', () => [...own, ...a, ...shared].filter((c) => c.isClosed()).length >= ROOM, 5000)
+    expect(newcomer.isClosed()).toBe(false)
+    expect([own, a, shared].map((conns) => conns.filter((c) => c.isClosed()).length)).toEqual([0, ROOM, 0])
+    expect((await closedAtBound(gw.admin, 'proxy')).busy).toBe(ROOM)
+  }, 30_000)
 })

@@ -143,4 +143,29 @@ describe('Swagger UI on the admin listener', () => {
     expect((await gw.admin.inject({ method: 'GET', url: '/admin/token' })).statusCode).toBe(401)
     expect((await gw.proxy.inject({ method: 'GET', url: '/docs/' })).statusCode).toBe(404)
   })
+
+  // The documents are the listeners' routes, fixed once they listen: each is written at its
+  // first ask (the YAML of the proxy document takes some 100 ms), and every ask after is
+  // answered those bytes. Shown by a change to the object a document is written from after
+  // the first ask: no later answer shows it.
+  it('writes /docs/json, /docs/yaml and /admin/openapi.json once, at the first ask', async () => {
+    const admin = { authorization: 'Bearer admin-token-0123456789' }
+    const asks = [
+      { url: '/docs/json', headers: {}, source: gw.proxy.swagger() as unknown as { info: { title: string } } },
+      { url: '/docs/yaml', headers: {}, source: gw.proxy.swagger() as unknown as { info: { title: string } } },
+      { url: '/admin/openapi.json', headers: admin, source: gw.admin.swagger() as unknown as { info: { title: string } } },
+    ]
+    for (const { url, headers, source } of asks) {
+      const first = await gw.admin.inject({ method: 'GET', url, headers })
+      expect(first.statusCode, url).toBe(200)
+      const title = source.info.title
+      source.info.title = 'changed after the first ask'
+      try {
+        const again = await gw.admin.inject({ method: 'GET', url, headers })
+        expect([again.statusCode, again.headers['content-type'], again.body], url).toEqual([200, first.headers['content-type'], first.body])
+      } finally {
+        source.info.title = title
+      }
+    }
+  })
 })

@@ -437,7 +437,7 @@ describe('the platform\'s own answers', () => {
   it('passes a 422 validation body through untouched', async () => {
     const direct = await fetch(`${sandbox.url}/api/v1/campaign/banner/create`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${platformToken}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${platformToken}`, 'content-type': 'application/json', accept: 'application/json' },
       body: '{"userId":101}',
     })
     const expected = await direct.text()
@@ -639,6 +639,19 @@ describe('health on both listeners', () => {
     expect(ready.statusCode).toBe(200)
     expect(ready.json()).toEqual({ status: 'ready', platformToken: { default: 'ok' }, redis: 'not configured', degraded: [] })
     expect(sandbox.requests).toHaveLength(0)
+  })
+
+  // Each tells this replica's state at the moment it is asked: a shared cache in front (a
+  // CDN, a caching proxy) that kept one would answer a stale readiness or stale metrics.
+  it.each([
+    ['proxy', '/healthz'],
+    ['proxy', '/readyz'],
+    ['admin', '/healthz'],
+    ['admin', '/readyz'],
+    ['admin', '/metrics'],
+  ] as const)('%s %s is answered cache-control: no-store', async (listener, url) => {
+    const res = await gw[listener].inject({ method: 'GET', url })
+    expect([res.statusCode, res.headers['cache-control']]).toEqual([200, 'no-store'])
   })
 
   it('answers /healthz over real HTTP on the proxy listener', async () => {

@@ -25,8 +25,9 @@ interface CallOptions {
   signal?: AbortSignal
 }
 
+/** A call as the gateway makes it: asking for JSON (a failed validation is otherwise a 302, as Laravel answers it). */
 function call(path: string, options: CallOptions = {}): Promise<Response> {
-  const headers: Record<string, string> = {}
+  const headers: Record<string, string> = { accept: 'application/json' }
   const bearer = options.token === undefined ? token : options.token
   if (bearer !== null) headers.authorization = `Bearer ${bearer}`
   if (options.body !== undefined) headers['content-type'] = 'application/json'

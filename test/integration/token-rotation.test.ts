@@ -338,6 +338,20 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     expect(new Set(sandbox.requests.map(bearerOf))).toEqual(new Set([next]))
   })
 
+  // The operator rotated the token, perhaps because the configured one leaked: a replica
+  // that starts while Redis holds no record learns the rotation from the running replicas
+  // (they store it again over the record its start writes) before its probe call, which
+  // checks the token it then holds; it never sends the configured one.
+  it('a replica of the same configuration starting while Redis holds no token sends no call with its configured token', async () => {
+    const { first, a, next } = await rotatedReplica()
+    await client.flushall()
+    sandbox.clearRequests()
+    const late = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
+    await waitFor('the late replica takes the rotation', () => tokenOf(late) === next, SETTLE_BOUND_MS)
+    expect(tokenOf(a)).toBe(next)
+    expect(sandbox.requests.map(bearerOf)).not.toContain(first)
+  })
+
   it('a rollout outlives a Redis that lost its data and a replica of the configuration it replaced starting before it is stored again', async () => {
     const { first, a } = await rotatedReplica()
     const rolledOut = sandbox.issueToken()

@@ -9,7 +9,9 @@ import { Random } from './random.js'
  * fresh copy's ask counts and may schedule the refresh; an expired copy is served stale
  * while one refresh runs; no copy waits for one call) and against a stale-while-revalidate
  * cache, nginx's `use_stale updating` + `background_update`, the same cache with refresh
- * ahead off. Time is the event queue's: a run of minutes takes milliseconds.
+ * ahead off; on request, against nginx itself, that policy on nginx's clock of whole seconds
+ * (`nginxFreshUntil`). Each cache's calls and stale answers are told apart by cause
+ * (`Causes`). Time is the event queue's: a run of minutes takes milliseconds.
  */
 
 export interface Shape {
@@ -77,11 +79,40 @@ export function drawBurst(shape: Shape, span: Span = { freshnesses: FRESHNESSES,
   return { fromMs, toMs: fromMs + lengthMs, seatChance: r.uniform(0.05, 0.8), seatMs: shape.latencyMs * r.logUniform(0.5, 3), turnMs: r.uniform(5, 50) }
 }
 
+/**
+ * Why a cache made its counted platform calls: a refresh ahead whose copy was asked after the
+ * copy it replaced expired (`aheadUsed`) or not (`aheadWasted`: a call for nobody), a stale
+ * read's refresh (`swr`), a caller's miss with no copy yet (`first`) or one too old to serve
+ * (`expired`).
+ */
+export interface CallCauses {
+  aheadUsed: number
+  aheadWasted: number
+  swr: number
+  first: number
+  expired: number
+}
+
+/**
+ * Why each answer past freshness was, per report, by the copy it was served from: no refresh
+ * ahead set for it because nobody asked it while fresh (`unasked`: the asks its own fill
+ * answered aside), because at its last ask while fresh its report read under K (`underK`) or
+ * under the budget's threshold (`underThreshold`); a refresh ahead set that landed after the
+ * copy expired (`late`); or a cache that does not refresh ahead (`none`).
+ */
+export type StaleCause = 'unasked' | 'underK' | 'underThreshold' | 'late' | 'none'
+export const STALE_CAUSES: readonly StaleCause[] = ['unasked', 'underK', 'underThreshold', 'late', 'none']
+
 /** What one cache made of the asks after the warm-up: per report, answers and stale answers; platform calls in all. */
 export interface Tally {
   answers: number[]
   stale: number[]
   calls: number
+  /** The counted calls per report, and in all by cause. */
+  reportCalls: number[]
+  callCauses: CallCauses
+  /** The stale answers per report by cause. */
+  staleCauses: Record<StaleCause, number[]>
   /** The same answers while a burst lasts (none: all 0). */
   burstAnswers: number[]
   burstStale: number[]
@@ -91,6 +122,8 @@ export interface Run {
   shape: Shape
   ahead: Tally
   swr: Tally
+  /** nginx's proxy_cache on the same asks (`simulate`'s `nginx` option): stale-while-revalidate on its clock of whole seconds. */
+  nginx?: Tally
   /** Each report's ask rate times the freshness: the asks in one freshness it is drawn with. */
   asksPerFresh: number[]
   /** The latency bound (lead) the model used last, ms. */
@@ -159,11 +192,35 @@ interface Watch {
   /** When its refresh ahead is due (null: none scheduled). */
   dueAt: number | null
   running: boolean
+  /** Why its last ask set no refresh (null: it set one, or none was read). */
+  declined: 'underK' | 'underThreshold' | null
 }
 
 interface Copy {
   fetchedAt: number
+  /** Until when the cache serves it as fresh: its data's freshness on the gateway's clock, to a whole second past it on nginx's. */
   freshUntil: number
+  /** A refresh ahead's copy: whether the call counted, from when an ask of it is one the copy before could not serve fresh, and whether one came. */
+  ahead?: { counted: boolean; neededFrom: number; used: boolean }
+}
+
+/**
+ * How the cache replaying keeps time: `exact`, the gateway's (a copy fresh for F from its
+ * landing, served stale for F more while one refresh runs); `nginx`, proxy_cache's with
+ * `use_stale updating` and `background_update` (`nginxFreshUntil`; stale served for as long
+ * as the copy is kept, minutes, while one background update runs).
+ */
+type Clock = 'exact' | 'nginx'
+
+/**
+ * Until when nginx serves a copy that landed at `landedMs` fresh, with `proxy_cache_valid`
+ * F: it sets the copy's `valid_sec` to the landing's whole second plus F and counts it
+ * expired once the whole second now is past that, so a copy is fresh for F to F + 1 s,
+ * F + 0.5 s on average (docs/benchmarks.md, "The calls by cause"); `secondMs`: where in the
+ * run's clock nginx's seconds begin.
+ */
+export function nginxFreshUntil(landedMs: number, freshMs: number, secondMs = 0): number {
+  return Math.floor((landedMs - secondMs + freshMs) / 1000) * 1000 + 1000 + secondMs
 }
 
 /** The model's rule: a fixed K (`minAsks`), or a budget of extra calls (`budget`, with `minAsks` its floor); `decay`: how much of the asks' history each copy carries on. */
@@ -177,9 +234,14 @@ export interface Rule {
 export const MODEL: Rule = { minAsks: REFRESH_AHEAD_ASKS, budget: REFRESH_AHEAD_BUDGET, decay: ASKS_DECAY }
 
 /** One cache's replay of `asks` (time, report), refreshing ahead or not. */
-function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boolean, latency: Random, warmupMs: number, endMs: number, rule: Rule, burst: Burst | undefined): { tally: Tally; leadMs: number } {
+function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boolean, latency: Random, warmupMs: number, endMs: number, rule: Rule, burst: Burst | undefined, clock: Clock = 'exact'): { tally: Tally; leadMs: number } {
   const zeros = () => new Array<number>(shape.reports).fill(0)
-  const tally: Tally = { answers: zeros(), stale: zeros(), calls: 0, burstAnswers: zeros(), burstStale: zeros() }
+  const staleCauses = Object.fromEntries(STALE_CAUSES.map((c) => [c, zeros()])) as Record<StaleCause, number[]>
+  const tally: Tally = { answers: zeros(), stale: zeros(), calls: 0, reportCalls: zeros(), callCauses: { aheadUsed: 0, aheadWasted: 0, swr: 0, first: 0, expired: 0 }, staleCauses, burstAnswers: zeros(), burstStale: zeros() }
+  // The run starts at a point of nginx's second drawn from the seed, as a benchmark's replay does.
+  const secondMs = new Random(shape.seed ^ 0xc10c).uniform(0, 1000)
+  // How long past its freshness an expired copy is served stale while one refresh runs: the gateway's staleWhileRevalidate (F), nginx's as long as it keeps the copy.
+  const staleMs = clock === 'nginx' ? Infinity : shape.freshMs
   const waits = new Random(shape.seed ^ 0x3a17)
   const copies: Array<Copy | null> = new Array<Copy | null>(shape.reports).fill(null)
   const flights = new Set<number>()
@@ -206,7 +268,12 @@ function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boole
   // The call waits for a seat (a seat's wait drawn, 0: none) then a CPU turn: the seat freed at the drawn time goes to the most pressing waiting call.
   const call = (report: number, t: number, priority: Priority) => {
     flights.add(report)
-    if (countedCall(t)) tally.calls += 1
+    if (countedCall(t)) {
+      tally.calls += 1
+      tally.reportCalls[report]! += 1
+      if (priority === 'swr') tally.callCauses.swr += 1
+      if (priority === 'caller') tally.callCauses[copies[report] ? 'expired' : 'first'] += 1
+    }
     const seatMs = inBurst(t) && waits.chance(burst!.seatChance) ? -Math.log(1 - waits.next()) * burst!.seatMs : 0
     const turnMs = inBurst(t) ? waits.uniform(0, burst!.turnMs) : 0
     const restMs = turnMs + shape.latencyMs * latency.spread(shape.spread)
@@ -224,13 +291,30 @@ function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boole
     seats.remove(w)
     seats.push({ team: TEAM, priority: 'caller', seq: w.seq, report, startedAt: w.startedAt, restMs: w.restMs })
   }
-  const answered = (report: number, t: number, stale: boolean) => {
+  // Why an answer from `copy` at `t` is past freshness (the copy's watch: its last ask's reading).
+  const staleCause = (report: number, copy: Copy): StaleCause => {
+    if (!refreshAhead) return 'none'
+    const w = watches.get(report)
+    if (w === undefined || w.fetchedAt !== copy.fetchedAt || w.asks === w.filled) return 'unasked'
+    if (w.running) return 'late'
+    return w.declined ?? 'underK'
+  }
+  const answered = (report: number, t: number, copy: Copy) => {
+    const stale = t >= copy.fetchedAt + shape.freshMs
+    if (copy.ahead && t >= copy.ahead.neededFrom) copy.ahead.used = true
     if (!counted(t)) return
     tally.answers[report]! += 1
-    if (stale) tally.stale[report]! += 1
+    if (stale) {
+      tally.stale[report]! += 1
+      tally.staleCauses[staleCause(report, copy)][report]! += 1
+    }
     if (!inBurst(t)) return
     tally.burstAnswers[report]! += 1
     if (stale) tally.burstStale[report]! += 1
+  }
+  // A refresh ahead's copy, replaced or left at the end: a counted call, used or for nobody.
+  const settled = (copy: Copy) => {
+    if (copy.ahead?.counted) tally.callCauses[copy.ahead.used ? 'aheadUsed' : 'aheadWasted'] += 1
   }
   // ReportCache.#asked: an ask of a fresh copy counts, and may start or schedule the refresh.
   const asked = (report: number, copy: Copy, t: number, filled = false) => {
@@ -238,7 +322,7 @@ function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boole
     let w = watches.get(report)
     if (!w || w.fetchedAt !== copy.fetchedAt) {
       const prior = priorOf(w, copy.fetchedAt, rule.decay)
-      w = { fetchedAt: copy.fetchedAt, freshUntil: copy.freshUntil, asks: 0, filled: 0, ...prior, dueAt: null, running: false }
+      w = { fetchedAt: copy.fetchedAt, freshUntil: copy.freshUntil, asks: 0, filled: 0, ...prior, dueAt: null, running: false, declined: null }
       watches.set(report, w)
     }
     w.asks += 1
@@ -246,7 +330,11 @@ function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boole
     if (w.running) return
     const lead = refreshLead(leadLatency(aheadLatency, classLatency), copy.freshUntil - copy.fetchedAt)
     // A scheduled refresh's start is read again with the class's lead now (ReportCache.#asked).
-    const start = w.dueAt === null ? refreshAheadStart(copy, w, lead, t, minAsksAt(t)) : rescheduledStart(copy, w.dueAt, lead)
+    let start: number | null
+    if (w.dueAt === null) {
+      start = refreshAheadStart(copy, w, lead, t, minAsksAt(t))
+      w.declined = start !== null ? null : refreshAheadStart(copy, w, lead, t, rule.minAsks ?? REFRESH_AHEAD_ASKS) === null ? 'underK' : 'underThreshold'
+    } else start = rescheduledStart(copy, w.dueAt, lead)
     if (start === null) return
     leadMs = lead
     w.dueAt = Math.max(t, start)
@@ -269,11 +357,11 @@ function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boole
       const [t, report] = ask
       const copy = copies[report]
       if (copy && t < copy.freshUntil) {
-        answered(report, t, false)
+        answered(report, t, copy)
         asked(report, copy, t)
-      } else if (copy && t < copy.freshUntil + shape.freshMs) {
-        // Served stale (staleWhileRevalidate as long as the freshness), one refresh behind it.
-        answered(report, t, true)
+      } else if (copy && t < copy.freshUntil + staleMs) {
+        // Served stale, one refresh behind it.
+        answered(report, t, copy)
         if (!flights.has(report)) call(report, t, 'swr')
       } else {
         waiting[report]! += 1
@@ -294,11 +382,14 @@ function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boole
       classLatency = learnLatency(classLatency, e.at - e.startedAt)
       // ReportCache.#called: a refresh ahead's answer teaches its refreshes' latency too.
       if (e.priority === 'ahead') aheadLatency = learnLatency(aheadLatency, e.at - e.startedAt)
-      const copy = { fetchedAt: e.at, freshUntil: e.at + shape.freshMs }
+      const before = copies[e.report]
+      if (before) settled(before)
+      const copy: Copy = { fetchedAt: e.at, freshUntil: clock === 'nginx' ? nginxFreshUntil(e.at, shape.freshMs, secondMs) : e.at + shape.freshMs }
+      if (e.priority === 'ahead') copy.ahead = { counted: countedCall(e.startedAt), neededFrom: before ? before.fetchedAt + shape.freshMs : e.at, used: false }
       copies[e.report] = copy
       // The callers that waited for it are answered with it, each an ask of the copy its fill answered.
       for (; waiting[e.report]! > 0; waiting[e.report]! -= 1) {
-        answered(e.report, e.at, false)
+        answered(e.report, e.at, copy)
         asked(e.report, copy, e.at, true)
       }
     } else if (e.kind === 'due') {
@@ -310,6 +401,7 @@ function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boole
       call(e.report, e.at, 'ahead')
     }
   }
+  for (const copy of copies) if (copy) settled(copy)
   return { tally, leadMs }
 }
 
@@ -330,7 +422,13 @@ export interface Span {
  * shape's seed; `rule`: the model's, unless another is measured; `span`: the run's length and
  * warm-up (the benchmark's window: `{ freshnesses: 3.25, warmup: 1 }` on a 20 s freshness).
  */
-export function simulate(shape: Shape, rule: Rule = MODEL, span: Span = { freshnesses: FRESHNESSES, warmup: WARMUP_FRESHNESSES }, burst?: Burst): Run {
+/** What else `simulate` replays: given asks (time ms, report) in place of the shape's Poisson draws, and nginx's clock beside the two caches. */
+export interface Replayed {
+  asks?: Array<[number, number]>
+  nginx?: boolean
+}
+
+export function simulate(shape: Shape, rule: Rule = MODEL, span: Span = { freshnesses: FRESHNESSES, warmup: WARMUP_FRESHNESSES }, burst?: Burst, replayed: Replayed = {}): Run {
   const r = new Random(shape.seed ^ 0x5eed)
   const weights = Array.from({ length: shape.reports }, (_, i) => 1 / (i + 1) ** shape.zipf)
   const total = weights.reduce((x, y) => x + y, 0)
@@ -347,8 +445,8 @@ export function simulate(shape: Shape, rule: Rule = MODEL, span: Span = { freshn
     return lo
   }
   const endMs = span.freshnesses * shape.freshMs
-  const asks: Array<[number, number]> = []
-  for (let t = 0; ; ) {
+  const asks: Array<[number, number]> = replayed.asks ?? []
+  for (let t = 0; replayed.asks === undefined; ) {
     t += (-Math.log(1 - r.next()) / shape.rate) * 1000
     if (t >= endMs) break
     asks.push([t, pick(r.next())])
@@ -356,5 +454,6 @@ export function simulate(shape: Shape, rule: Rule = MODEL, span: Span = { freshn
   const warmupMs = span.warmup * shape.freshMs
   const ahead = replay(shape, asks, true, new Random(shape.seed ^ 0x1a7), warmupMs, endMs, rule, burst)
   const swr = replay(shape, asks, false, new Random(shape.seed ^ 0x1a7), warmupMs, endMs, rule, burst)
-  return { shape, ahead: ahead.tally, swr: swr.tally, asksPerFresh: weights.map((w) => (w / total) * shape.rate * (shape.freshMs / 1000)), leadMs: ahead.leadMs }
+  const nginx = replayed.nginx ? { nginx: replay(shape, asks, false, new Random(shape.seed ^ 0x1a7), warmupMs, endMs, rule, burst, 'nginx').tally } : {}
+  return { shape, ahead: ahead.tally, swr: swr.tally, ...nginx, asksPerFresh: weights.map((w) => (w / total) * shape.rate * (shape.freshMs / 1000)), leadMs: ahead.leadMs }
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { KneeEstimator } from '../../src/platform/governor/knee-estimator.js'
 import { TIE, highestTied, probeFall } from '../../src/platform/governor/knee-verdicts.js'
+import { MAX_KINDS } from '../../src/platform/governor/work-estimates.js'
 
 type Span = { from: number; to: number }
 type Call = { kind: 'cheap' | 'dear' | 'year'; local: boolean; startedAt: number; load: number; window: number; left: number }
@@ -544,5 +545,16 @@ describe('KneeEstimator', () => {
     windows.forEach((window, i) => rule.ended({ startedAt: i, at: 100 * (i + 1), team: 't', kind: 'report', load: i + 1, window, outcome: 'ok' }))
     const moves = [1_100, 2_100, 3_100].map((now) => rule.tick(now, null)?.move ?? null)
     expect([moves, rule.knee]).toEqual([[null, null, null], 16])
+  })
+
+  // A kind is a team's route, range, splits and campaign count (work-class.ts): a caller makes
+  // as many as its reports' shapes. Each one answered twice, past MAX_KINDS of them.
+  it('holds MAX_KINDS kinds at most, whatever the kinds answered', () => {
+    const rule = new KneeEstimator({ initial: 8, min: 2, max: 64 })
+    for (let i = 0; i < 2 * (MAX_KINDS + 100); i++) {
+      const kind = `t\n/api/v1/report/campaigns/get|r${i >> 1}|d|n1`
+      rule.ended({ startedAt: 10 * i, at: 10 * i + 5, team: 't', kind, load: 1, window: rule.started(kind, 1), outcome: 'ok' })
+    }
+    expect(rule.kinds).toBe(MAX_KINDS)
   })
 })

@@ -1,10 +1,9 @@
 import { EventEmitter } from 'node:events'
-import type { Server } from 'node:http'
+import type { Server, ServerResponse } from 'node:http'
 import { describe, expect, it } from 'vitest'
 import type { ClosedAtBound } from '../../src/http/connection-bound.js'
 import { closeSilentConnections } from '../../src/http/hooks/silent-connections.js'
 import { carries } from '../../src/http/connection-teams.js'
-import type { Socket } from 'node:net'
 
 // The connection bound's cost when the listener is full of answers under way: a connection
 // past the bound looks at every open connection for one with no answer under way; a look
@@ -12,7 +11,7 @@ import type { Socket } from 'node:net'
 // pay a pass over every connection to be closed anyway), only once the look's own cost
 // has been left to the rest of the process many times over. A listener full of one team's answers
 // under way cuts that team's longest silent instead (http/connection-teams.ts); the answers
-// of the first test are four teams', none past its part. A fake server and fake
+// of the first test are four teams', none past its part (each answer marked with its team). A fake server and fake
 // sockets on a fake clock: each read of a socket's byte count costs the clock 10 µs.
 
 class FakeSocket extends EventEmitter {
@@ -47,7 +46,7 @@ describe('the connection bound at a listener full of answers under way', () => {
     // Four teams' answers, one each: none past its part of the bound (one of four, with the newcomer's team).
     const busy = Array.from({ length: 4 }, () => new FakeSocket(clock, true))
     busy.forEach((socket, i) => {
-      carries(socket as unknown as Socket, `team-${i}`)
+      carries(socket._httpMessage as ServerResponse, `team-${i}`)
       server.emit('connection', socket)
     })
 
@@ -78,7 +77,7 @@ describe('the connection bound at a listener full of answers under way', () => {
     closeSilentConnections(server as unknown as Server, 60_000, { max: 4, closed: (which, count) => (closed[which] += count) }, () => clock.t)
     const busy = Array.from({ length: 4 }, () => new FakeSocket(clock, true))
     for (const socket of busy) {
-      carries(socket as unknown as Socket, 'flood')
+      carries(socket._httpMessage as ServerResponse, 'flood')
       server.emit('connection', socket)
       clock.t += 1
     }
@@ -97,7 +96,7 @@ describe('the connection bound at a listener full of answers under way', () => {
     closeSilentConnections(server as unknown as Server, 60_000, { max: 16, closed: (which, count) => (closed[which] += count) }, () => clock.t)
     const busy = Array.from({ length: 16 }, (_, i) => {
       const socket = new FakeSocket(clock, true)
-      carries(socket as unknown as Socket, i < 3 ? 'a' : `team-${i}`)
+      carries(socket._httpMessage as ServerResponse, i < 3 ? 'a' : `team-${i}`)
       server.emit('connection', socket)
       return socket
     })

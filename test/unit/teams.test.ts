@@ -78,6 +78,43 @@ describe('TeamDirectory', () => {
   })
 })
 
+describe('TeamDirectory.current: an admitted call looked up again', () => {
+  it('is the running team and key while the key runs, the team as a reload made it', () => {
+    const dir = new TeamDirectory([team('growth', [{ key: KEY }])])
+    const admitted = dir.authenticate({ 'x-api-key': KEY })
+    const renewed = { ...team('growth', [{ key: KEY }]), advertisers: new Set([101]) }
+    dir.replace([renewed])
+    expect(dir.current(admitted).team).toBe(renewed)
+  })
+
+  it('is 401 once a reload removed the key, or gave it to another team', () => {
+    const dir = new TeamDirectory([team('growth', [{ key: KEY }, { key: OTHER }])])
+    const admitted = dir.authenticate({ 'x-api-key': KEY })
+    dir.replace([team('growth', [{ key: OTHER }])])
+    expect(() => dir.current(admitted)).toThrow(expect.objectContaining({ code: 'GW_UNAUTHORIZED', statusCode: 401 }))
+    dir.replace([team('growth', [{ key: OTHER }]), team('writer', [{ key: KEY }])])
+    expect(() => dir.current(admitted)).toThrow(expect.objectContaining({ code: 'GW_UNAUTHORIZED', statusCode: 401 }))
+  })
+
+  it('is 401 naming the expiry once the key expired while its call was under way', () => {
+    let now = Date.parse('2026-12-31T23:59:59Z')
+    const dir = new TeamDirectory([team('growth', [{ key: KEY, id: 'growth-2026', expiresAt: Date.parse('2027-01-01T00:00:00Z') }])], () => now)
+    const admitted = dir.authenticate({ 'x-api-key': KEY })
+    now += 2000
+    expect(() => dir.current(admitted)).toThrow(expect.objectContaining({ statusCode: 401, message: 'API key growth-2026 expired at 2027-01-01T00:00:00.000Z; ask for a new key' }))
+  })
+
+  it('runs: whether headers present a running key, false for none, an unknown or a removed one', () => {
+    const dir = new TeamDirectory([team('growth', [{ key: KEY }])])
+    expect(dir.runs({ 'x-api-key': KEY })).toBe(true)
+    expect(dir.runs({ authorization: `Bearer ${KEY}` })).toBe(true)
+    expect(dir.runs({})).toBe(false)
+    expect(dir.runs({ 'x-api-key': OTHER })).toBe(false)
+    dir.replace([team('growth', [{ key: OTHER }])])
+    expect(dir.runs({ 'x-api-key': KEY })).toBe(false)
+  })
+})
+
 describe('a rotated key', () => {
   const refusal = (dir: TeamDirectory, key: string) => {
     try {

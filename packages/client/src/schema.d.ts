@@ -1699,6 +1699,8 @@ export interface components {
         "job-cache-control": "private, no-store";
         /** @description `accept-encoding, authorization, prefer, x-api-key`, as the read's own answer would vary. */
         "accepted-vary": "accept-encoding, authorization, prefer, x-api-key";
+        /** @description `no-store`: the answer is this replica's state as it is asked; no cache keeps it. */
+        "state-cache-control": "no-store";
         /** @description `authorization, x-api-key`: a job's status varies with the key that reads it (its path names the job). */
         "job-vary": "authorization, x-api-key";
         /** @description What the answer cost and the team's use of the platform (an RFC 9651 dictionary, platform-seconds: the seat-time calls held the platform, from their sending to their answer's headers): `fill` the platform-seconds of the call that filled this answer (0: from the cache without a call); `minute` the team's platform-seconds over the last 60 s (this replica's calls); `share` (when known) `minute` as a percentage of the team's share of its credential's limit over a minute (its weight among the credential's teams), over 100 while it uses seats others leave idle; `day` the team's platform-seconds of the UTC day, every replica's (another replica's within two `usage.flush`); `day-limit` the team's `platformSecondsPerDay`, when set; `reset` seconds until the UTC day ends. E.g. `fill=0.412, minute=3.250, share=27, day=812.500, day-limit=3600.000, reset=43100`. */
@@ -2169,6 +2171,7 @@ export interface operations {
             200: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["state-cache-control"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2191,6 +2194,7 @@ export interface operations {
             200: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["state-cache-control"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2202,6 +2206,7 @@ export interface operations {
             503: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["state-cache-control"];
                     [name: string]: unknown;
                 };
                 content?: never;

@@ -4,6 +4,7 @@ import { AdminForbiddenError, AdminUnauthorizedError, AdminUnavailableError, Bad
 import { FailureLog } from '../../observe/failure-log.js'
 import { hasBody } from '../../access/admission.js'
 import type { AdminRole } from '../../config.js'
+import type { AdminActor, AdminAuth } from '../../access/admin-auth.js'
 import { adminSchema, answer } from './admin-schemas.js'
 
 declare module 'fastify' {
@@ -49,8 +50,8 @@ export function adminAccess(app: FastifyInstance, { adminAuth, auditLog, clock }
   app.addHook('onClose', async () => refusals.close())
   app.addHook('onRequest', async (request) => {
     if (!adminAuth.enabled) throw new AdminUnavailableError()
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')
-    const actor = match ? adminAuth.verify(match[1] as string) : null
+    const match = BEARER.exec(request.headers.authorization ?? '')
+    const actor = actorOf(request, adminAuth)
     if (actor === null) {
       const reason = match ? 'unknown token' : 'no bearer token'
       refusals.note('GW_UNAUTHORIZED', () =>
@@ -79,8 +80,36 @@ export function adminAccess(app: FastifyInstance, { adminAuth, auditLog, clock }
     }
   })
 
+  // Once the body is read (it may come long after the head): the token as the running tokens know it now.
+  app.addHook('preHandler', async (request) => assertStillAdmin(request, { adminAuth, auditLog }))
+
   const whoami = adminSchema({ tag: 'state', operationId: 'whoami', summary: 'Who the admin token is, and its role', response: { 200: answer(whoamiSchema, 'The token\'s holder and role.') } })
   app.get('/admin/whoami', { schema: whoami }, async (request) => ({ name: request.adminActor, role: request.adminRole }))
+}
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i
+
+/** Who the request's admin token is, as the running admin tokens know it now; null: none of them. */
+function actorOf(request: FastifyRequest, adminAuth: AdminAuth): AdminActor | null {
+  const match = BEARER.exec(request.headers.authorization ?? '')
+  return match ? adminAuth.verify(match[1] as string) : null
+}
+
+/**
+ * An admin call admitted earlier goes on only while its token does what it did when the
+ * call was admitted: a reload that removed the token (401) or made it a viewer's (403 for
+ * a change) while the call's body came, or while it waited (a new platform token's probe
+ * call), refuses it before anything changes, audited as a refusal. Asked once the body is
+ * read (every admin call) and before a change is made after a wait.
+ */
+export function assertStillAdmin(request: FastifyRequest, { adminAuth, auditLog }: Pick<GatewayContext, 'adminAuth' | 'auditLog'>): void {
+  const actor = actorOf(request, adminAuth)
+  const changes = !READS.has(request.method) && request.routeOptions.url !== UNSERVED
+  if (actor !== null && actor.name === request.adminActor && (actor.role === 'operator' || !changes)) return
+  const reason = actor === null ? 'its token was removed while the call was under way' : 'its token was made a viewer\'s or another operator\'s while the call was under way'
+  auditLog.warn({ action: 'admin-auth', outcome: 'refused', actor: request.adminActor, source: request.ip, method: request.method, path: pathOf(request), reqId: request.id, reason }, `admin call refused: ${reason}; nothing was changed`)
+  if (actor === null || actor.name !== request.adminActor) throw new AdminUnauthorizedError()
+  throw new AdminForbiddenError(actor.name, `${request.method} ${pathOf(request)}`)
 }
 
 function pathOf(request: FastifyRequest): string {

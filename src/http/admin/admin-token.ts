@@ -9,6 +9,7 @@ import type { TokenProvider } from '../../platform/tokens/token-provider.js'
 import type { TokenShares } from '../../platform/tokens/token-store.js'
 import { DEFAULT_CREDENTIAL, type Config } from '../../config.js'
 import { adminSchema, answer, credentialsSchema, tokenBody, tokenChangeSchema, tokenViewSchema } from './admin-schemas.js'
+import { assertStillAdmin } from './admin-access.js'
 
 const CREDENTIAL = { name: { type: 'string', minLength: 1, maxLength: 64, description: 'A credential: `default`, or a name under `credentials:`.' } }
 const NO_CREDENTIAL = { GW_NOT_FOUND: 'No credential of that name.' }
@@ -44,7 +45,7 @@ const TOKEN_VIEW = { 200: answer(tokenViewSchema, 'The token\'s view.') }
  */
 export async function adminTokenRoutes(
   app: FastifyInstance,
-  { tokens, secrets, auditLog, config, client, tokenShares }: Pick<GatewayContext, 'tokens' | 'secrets' | 'auditLog' | 'config'> & { client: PlatformClient; tokenShares: TokenShares },
+  { tokens, secrets, auditLog, adminAuth, config, client, tokenShares }: Pick<GatewayContext, 'tokens' | 'secrets' | 'auditLog' | 'adminAuth' | 'config'> & { client: PlatformClient; tokenShares: TokenShares },
 ): Promise<void> {
   const providerOf = (request: FastifyRequest) => tokens.get((request.params as { name?: string }).name ?? DEFAULT_CREDENTIAL)
 
@@ -64,6 +65,8 @@ export async function adminTokenRoutes(
       auditFailure(auditLog, request, provider, 'replace', err, fingerprint(token, config.gatewaySecret))
       throw err
     }
+    // The probe may take the platform's whole timeout: the token that asked must still be an operator's.
+    assertStillAdmin(request, { adminAuth, auditLog })
     const state = provider.replace(token, request.adminActor ?? undefined)
     const shared = await tokenShares.sharedChange(provider.name, state.version)
     return { ...tokenView(provider), changed: true, replicas: shared === null ? 'this replica only' : shared ? 'all' : 'this replica until Redis answers again' }

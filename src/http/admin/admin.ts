@@ -18,6 +18,7 @@ import { clusterRoutes } from './cluster-route.js'
 import { adminJobsRoutes } from './admin-jobs.js'
 import type { WebhookDeliveries } from '../../jobs/webhook-deliveries.js'
 import { NotFoundError } from '../../errors.js'
+import { writtenOnce } from '../openapi/written-once.js'
 
 /**
  * What the /admin/* calls read: what the status view reads, and the parts the other calls
@@ -68,9 +69,13 @@ export async function adminRoutes(app: FastifyInstance, parts: AdminParts): Prom
     summary: 'This document',
     response: { 200: { type: 'object', additionalProperties: true, description: 'This document: an OpenAPI 3.1 document.' } },
   })
-  app.get('/admin/openapi.json', { schema: document }, async () => app.swagger())
+  const written = writtenOnce(() => JSON.stringify(app.swagger()))
+  app.get('/admin/openapi.json', { schema: document }, async (_request, reply) => {
+    reply.type('application/json; charset=utf-8')
+    return written()
+  })
 
-  await app.register(adminTokenRoutes, { tokens, secrets, auditLog, config, client, tokenShares })
+  await app.register(adminTokenRoutes, { tokens, secrets, auditLog, adminAuth, config, client, tokenShares })
   await app.register(adminCacheRoutes, { reports, auditLog })
   await app.register(cacheEntryRoutes, { config, teams, tokens, reports, breaker, clock, auditLog })
   // What only the status view reads.

@@ -4,8 +4,9 @@ import type { TeamUsage } from '../../observe/usage.js'
 import type { TokenRegistry } from '../../platform/tokens/token-registry.js'
 import type { PlatformGovernors } from '../../platform/governor/platform-governors.js'
 import type { PlatformAnswers } from '../../platform/client/answer-buffer.js'
+import { NOT_KEPT } from '../health.js'
 
-/** GET /metrics: the gauges read from the tokens, the governors, the answers in flight and usage at each scrape, then the registry. */
+/** GET /metrics (never kept by a cache: NOT_KEPT): the gauges read from the tokens, the governors, the answers in flight and usage at each scrape, then the registry. */
 export function metricsRoute(
   admin: FastifyInstance,
   { metrics, tokens, governors, answers, usage }: { metrics: Metrics; tokens: TokenRegistry; governors: PlatformGovernors; answers: PlatformAnswers; usage: TeamUsage },
@@ -27,6 +28,6 @@ export function metricsRoute(
     }
     metrics.answerBytes.set(answers.budget.used)
     usage.publishMetrics()
-    return reply.header('content-type', metrics.registry.contentType).send(await metrics.registry.metrics())
+    return reply.header('content-type', metrics.registry.contentType).header('cache-control', NOT_KEPT).send(await metrics.registry.metrics())
   })
 }

@@ -123,6 +123,8 @@ const header = (name: string) => ({ $ref: `#/components/headers/${name}` })
 
 /** On every /admin/* answer, refusals included (contract, "Admin listener"). */
 const ADMIN_HEADERS = { 'cache-control': header('cache-control'), 'x-frame-options': header('x-frame-options'), 'x-content-type-options': header('x-content-type-options') }
+/** Paths whose own answers tell this replica's state as it is asked: `cache-control: no-store` (health.ts, metrics-route.ts). */
+const STATE_PATHS = new Set(['/metrics', '/healthz', '/readyz'])
 /** On the console's page and files as served. */
 const CONSOLE_HEADERS = { 'content-security-policy': header('content-security-policy'), 'x-frame-options': header('x-frame-options'), 'x-content-type-options': header('x-content-type-options') }
 
@@ -130,6 +132,8 @@ const CONSOLE_HEADERS = { 'content-security-policy': header('content-security-po
 function completeOperation(path: string, method: string, op: Json, used: Set<string>): void {
   const admin = path.startsWith('/admin/')
   const responses = op.responses as Record<string, Json>
+  // The call's own answers, before the refusals every call may give join them.
+  const own = new Set(Object.keys(responses))
   for (const [status, codes] of errorsOf(path, method, (op['x-errors'] as Record<string, string> | undefined) ?? {})) {
     for (const [code] of codes) used.add(code)
     const refs = codes.map(([code]) => named(code))
@@ -147,6 +151,7 @@ function completeOperation(path: string, method: string, op: Json, used: Set<str
     response.headers = {
       'x-request-id': { $ref: '#/components/headers/x-request-id' },
       ...(admin ? ADMIN_HEADERS : {}),
+      ...(STATE_PATHS.has(path) && own.has(status) ? { 'cache-control': header('cache-control') } : {}),
       ...(path.startsWith('/console') && status === '200' ? CONSOLE_HEADERS : {}),
       ...(status === '401' ? { 'www-authenticate': { $ref: '#/components/headers/www-authenticate' } } : {}),
       ...(response.headers as Json | undefined),
@@ -181,7 +186,7 @@ export function completeAdminDocument(doc: Json): Json {
     // `required`: the gateway always sends them on the answers that name them.
     headers: {
       'x-request-id': { description: 'The caller\'s `x-request-id` when it is a plain token not shaped like a team key (`rgw_…`), else a new one; log lines of the call carry it. On every answer.', required: true, schema: { type: 'string' } },
-      'cache-control': { description: '`no-store`: no cache keeps an admin answer. On every `/admin/*` answer, refusals included.', required: true, schema: { const: 'no-store' } },
+      'cache-control': { description: '`no-store`: no cache keeps an admin answer. On every `/admin/*` answer, refusals included, and on the answers of `/metrics`, `/healthz` and `/readyz` (this replica\'s state as it is asked).', required: true, schema: { const: 'no-store' } },
       'x-frame-options': { description: '`DENY`: no page frames an admin answer or the console. On every `/admin/*` answer, refusals included, and on the console\'s page and files.', required: true, schema: { const: 'DENY' } },
       'x-content-type-options': { description: '`nosniff`: a browser reads an answer as its `content-type` says. On every `/admin/*` answer, refusals included, and on the console\'s page and files.', required: true, schema: { const: 'nosniff' } },
       'content-security-policy': { description: 'What the browser may do with the console: its own scripts and style only, calls to this listener only, in no frame.', required: true, schema: { const: CONSOLE_CSP } },

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import fastifySwagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import fastifySwaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
+import { stringify as stringifyYaml } from 'yaml'
 import { PROXY_CHALLENGE } from '../server.js'
 import { BEFORE_ROUTE, errorResponseComponents, errorResponses, errorSchemas, PLATFORM_ERROR_SCHEMA, RATE_LIMIT_HEADERS } from './error-responses.js'
 import { JOB_STATUS_SCHEMA, jobSuccess } from './job-schemas.js'
@@ -10,6 +11,7 @@ import { headAndOptions, optionsOperation } from './implied-methods.js'
 import { API_ALLOW } from '../methods.js'
 import { REPORT_ROW_SCHEMA, REPORT_SCHEMA } from './report-rows.js'
 import { PROVISIONAL_HEADER, SETTLED_HEADER, USAGE_HEADER } from '../reads/report-facts.js'
+import { writtenOnce } from './written-once.js'
 
 // The OpenAPI 3.1 document of the proxy listener, made by @fastify/swagger from
 // the routes and their schemas (openapi/route-schemas.ts). What the route schemas cannot
@@ -47,6 +49,9 @@ const PLAIN_ROUTES: Record<string, Json> = {
   },
   '/openapi.json': { tags: ['description'], operationId: 'openapi', summary: 'This document' },
 }
+
+/** The health routes: their answers carry `cache-control: no-store` (health.ts). */
+const HEALTH = new Set(['/healthz', '/readyz'])
 
 const READYZ = {
   '200': { description: 'Ready; the body lists what is degraded.' },
@@ -99,6 +104,7 @@ const HEADERS: Json = {
   'preference-applied': always('`respond-async` (RFC 7240): the read was taken as a job.', { const: 'respond-async' }),
   'job-cache-control': always('`private, no-store`: a job\'s status is its team\'s and changes as the job runs; no cache keeps it.', { const: 'private, no-store' }),
   'accepted-vary': always('`accept-encoding, authorization, prefer, x-api-key`, as the read\'s own answer would vary.', { const: 'accept-encoding, authorization, prefer, x-api-key' }),
+  'state-cache-control': always('`no-store`: the answer is this replica\'s state as it is asked; no cache keeps it.', { const: 'no-store' }),
   'job-vary': always('`authorization, x-api-key`: a job\'s status varies with the key that reads it (its path names the job).', { const: 'authorization, x-api-key' }),
   [USAGE_HEADER]: always(USAGE, USAGE_SCHEMA),
   // The same on a report read's failure: its 5xx, and a 429 that is GW_PLATFORM_TIME_SPENT (not the other 429s).
@@ -238,7 +244,7 @@ export function completeDocument(doc: Json, settings: PlatformPathSettings): Jso
       else op.security = []
       if (path === '/readyz') op.responses = structuredClone(READYZ)
       if (!tags.includes('reports') && !tags.includes('jobs')) {
-        for (const response of Object.values(op.responses as Record<string, Json>)) response.headers = { 'x-request-id': ref('x-request-id') }
+        for (const response of Object.values(op.responses as Record<string, Json>)) response.headers = { 'x-request-id': ref('x-request-id'), ...(HEALTH.has(path) ? { 'cache-control': ref('state-cache-control') } : {}) }
       }
     }
   }
@@ -324,14 +330,10 @@ export const swaggerOptions = (settings: PlatformPathSettings): FastifyDynamicSw
  */
 export async function describeProxy(proxy: FastifyInstance, settings: PlatformPathSettings): Promise<void> {
   await proxy.register(fastifySwagger, swaggerOptions(settings))
-  // Written once, at the first ask, and every answer holds that one copy: the asks of one
-  // read are all read before any answer goes (pipelined, some 1,600 in a 64 KB read), and
-  // an answer the caller does not read waits whole in the gateway.
-  let written: Buffer | undefined
+  const written = writtenOnce(() => JSON.stringify(proxy.swagger()))
   proxy.get('/openapi.json', async (_request, reply) => {
-    written ??= Buffer.from(JSON.stringify(proxy.swagger()))
     reply.type('application/json; charset=utf-8')
-    return written
+    return written()
   })
 }
 
@@ -339,13 +341,22 @@ export async function describeProxy(proxy: FastifyInstance, settings: PlatformPa
  * Swagger UI at `/docs` on the admin listener, showing the proxy's document. Like
  * /metrics it needs no admin token: it shows what /openapi.json shows. The admin
  * listener's own swagger plugin (describeAdmin) serves it its files; the document shown
- * is the proxy's, read on every request (transformSpecification below).
+ * is the proxy's, as JSON and as YAML, each written once (written-once.ts) and answered
+ * before Swagger UI's own handlers of those two paths, which would write it at every ask.
  */
 export async function docsUi(admin: FastifyInstance, proxy: FastifyInstance): Promise<void> {
+  const documents: Record<string, { type: string; written: () => Buffer }> = {
+    '/docs/json': { type: 'application/json; charset=utf-8', written: writtenOnce(() => JSON.stringify(proxy.swagger())) },
+    '/docs/yaml': { type: 'application/x-yaml', written: writtenOnce(() => stringifyYaml(proxy.swagger())) },
+  }
   await admin.register(fastifySwaggerUi, {
     routePrefix: '/docs',
-    transformSpecification: () => proxy.swagger(),
-    transformSpecificationClone: false,
+    uiHooks: {
+      onRequest: async (request, reply) => {
+        const document = documents[request.routeOptions.url ?? '']
+        if (document) return reply.type(document.type).send(document.written())
+      },
+    },
     // No "Try it out": it would send team keys to the admin listener, which has no /api/v1.
     uiConfig: { deepLinking: true, supportedSubmitMethods: [] },
   })

@@ -123,6 +123,8 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
         if (result.kind !== 'entry') return handOverFill()
         waiting?.end()
         if (left(req, res, read, started, result.upstreamMs ?? null, client)) return
+        // A key removed, or an account taken out of its team's scope, while it waited: the route decides it again, and refuses it.
+        if (!decisions.stillAdmitted(read)) return toRouter(req, res, next, undefined, { rate: read.rate })
         const at = clock.now()
         reports.countServed(read.form.key, result.entry, 'MISS', result.fromPeer ? 'l2' : 'platform', read.form.report, team.credential, team.name, at)
         answer(req, res, read, result.entry, 'MISS', started, at, result.upstreamMs ?? null, client)
@@ -151,6 +153,7 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
             looking?.set(L2_NOT_FRESH)
             return toRouter(req, res, next, looking, { rate, found })
           }
+          if (!decisions.stillAdmitted(read)) return toRouter(req, res, next, looking, { rate })
           ended(looking, L2_HIT)
           reports.countServed(read.form.key, found.entry, 'HIT', found.tier, read.form.report, team.credential, team.name, at)
           answer(req, res, read, found.entry, 'HIT', started, at, null, client)
@@ -184,7 +187,7 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
     if ('answer' in decided) {
       decided.admitting?.end()
       ended(trace?.step('cache.lookup'), L1_HIT)
-      carries(req.socket, decided.identity.team.name)
+      carries(res, decided.identity.team.name)
       return answer(req, res, decided, decided.answer, 'HIT', started, now, null, req.socket.remoteAddress ?? null)
     }
     const { admitted, rate, flight, admitting } = decided.goOn
@@ -192,7 +195,7 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
     if (admitted === undefined || admitted.scopePending || admitted.refresh) return toRouter(req, res, next, admitting, rate === undefined ? undefined : { rate })
     admitting?.end()
     ended(trace?.step('cache.lookup'), L1_MISS)
-    carries(req.socket, admitted.identity.team.name)
+    carries(res, admitted.identity.team.name)
     if (flight !== undefined) return join(req, res, next, admitted, flight, started, trace)
     shared(req, res, next, admitted, started, trace)
   }

@@ -8,7 +8,6 @@ import { NOT_STORED, sendReport, VARY } from './report-reply.js'
 import { USAGE_HEADER, type ReportAnswerFacts } from './report-facts.js'
 import type { CacheEntry } from '../../cache/cache-entry.js'
 import { FORWARDED_METHODS } from '../methods.js'
-import { assertAccounts } from '../../access/scope.js'
 import type { Pair } from '../../access/request-target.js'
 import { notTaken } from '../hooks/validation-message.js'
 import { hangUpSignal } from '../../platform/client/caller-group.js'
@@ -36,11 +35,11 @@ export async function acceptJob(reply: FastifyReply, jobs: Jobs, ask: JobAsk): P
  * team's rate limit, as any call; a job of another team is 404.
  */
 /** The caller of a job path, admitted by its key and counted against its team's rate limit, as any call. */
-function admitter(admission: Admission): (request: FastifyRequest) => Caller {
-  return (request) => {
+function admitter(admission: Admission): (request: FastifyRequest, reply: FastifyReply) => Caller {
+  return (request, reply) => {
     const caller = admission.caller(admission.key(request.headers), admission.target(request.url))
     request.caller = caller
-    carries(request.socket, caller.team.name)
+    carries(reply.raw, caller.team.name)
     caller.rate = admission.limit(caller.team)
     return caller
   }
@@ -56,10 +55,12 @@ export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock, 
   }
 
   app.get('/api/v1/jobs/:id', { schema: jobStatusSchema() }, async (request, reply) => {
-    const caller = admit(request)
+    const caller = admit(request, reply)
     const status = await jobs.status(own(request), caller.team.name, waitOf(takenParams(caller.target.params, ['wait'])) * 1000, hangUpSignal(reply.raw))
     // A caller that hung up while it waited has its access line (499) already: nothing to write.
     if (reply.raw.destroyed) return reply
+    // Its key removed while it waited (?wait): refused as a new call with it is.
+    admission.stillAdmitted(caller)
     // The team's, and changing as the job runs.
     return reply.header('cache-control', NOT_STORED).header('vary', STATUS_VARY).send(status)
   })
@@ -72,12 +73,12 @@ export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock, 
   }
 
   app.get('/api/v1/jobs/:id/result', { schema: jobResultSchema(), onError }, async (request, reply) => {
-    const caller = admit(request)
+    const caller = admit(request, reply)
     takenParams(caller.target.params, [])
     const got = await jobs.result(own(request), caller.team.name)
     const { job } = got
-    // The team's scope as it is now, as a read of the report is checked: a reload may have taken its advertiser away.
-    assertAccounts(caller.team, job.report.advertiserIds)
+    // The key and the team's scope as they are now, as a read of the report is checked: a reload may have taken its advertiser away.
+    admission.stillAdmitted(caller, job.report.advertiserIds)
     const now = clock.now()
     // Its fill is the job's own call: what that took, as the answer to the read it stands for would have said.
     const cost = (copy: CacheEntry | null) => facts.of(caller.team, job.report, copy, (job.tookSeconds ?? 0) * 1000, now)
@@ -92,7 +93,7 @@ export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock, 
   })
 
   app.delete('/api/v1/jobs/:id', { schema: jobCancelSchema() }, async (request, reply) => {
-    const caller = admit(request)
+    const caller = admit(request, reply)
     takenParams(caller.target.params, [])
     await jobs.cancel(own(request), caller.team.name)
     return reply.code(204).send()
@@ -107,8 +108,8 @@ export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock, 
  */
 export async function jobPaths(app: FastifyInstance, { admission }: Pick<JobRouteParts, 'admission'>): Promise<void> {
   const admit = admitter(admission)
-  const none = (request: FastifyRequest): never => {
-    admit(request)
+  const none = (request: FastifyRequest, reply: FastifyReply): never => {
+    admit(request, reply)
     throw new NotFoundError()
   }
   // The bare /api/v1/jobs too: a slash less would otherwise send the call to the platform.

@@ -9,7 +9,7 @@ import { isWarmUp, sendReport } from './report-reply.js'
 import { forcesRefresh } from '../../reports/forced-refresh.js'
 import { hangUpOf } from '../../platform/client/caller-group.js'
 import { takeHandedOver, type HandedOver } from './handed-over.js'
-import type { ReadOptions } from '../../reports/report-cache.js'
+import type { CacheResult, ReadOptions } from '../../reports/report-cache.js'
 import { traceOf, type Trace } from '../../observe/tracing.js'
 import { L1_HIT } from './step-attributes.js'
 import type { Lookup } from '../../reports/report-cache.js'
@@ -33,6 +33,18 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
   if (!config.cache.enabled) return
   // An answer's cost and finality, for the caller's team and the report's days.
   const factsFor = (caller: Caller, days: ReportDays, now: number) => (entry: CacheEntry | null, fillMs: number) => facts.of(caller.team, days, entry, fillMs, now)
+  // A read's answer after its wait (a copy in Redis, a fill, the platform): to a key still running, within its team's scope as it is now.
+  const answerRead = (request: FastifyRequest, reply: FastifyReply, caller: Caller, report: CanonicalReport, result: CacheResult) => {
+    try {
+      admission.stillAdmitted(caller, report.advertiserIds)
+    } catch (refused) {
+      // A report past the cache's bound is held for its caller alone: its bytes go back to the answers' budget.
+      if (result.kind === 'stream') result.stream.destroy()
+      throw refused
+    }
+    const at = clock.now()
+    return sendReport(reply, result, request.headers, at, () => ({ reqId: request.id, rate: admission.rateFields(caller) }), factsFor(caller, report, at))
+  }
   const readOptions = (request: FastifyRequest, reply: FastifyReply, caller: Caller, refresh: boolean, trace: Trace | undefined, handed?: Pick<HandedOver, 'flight' | 'found'>): ReadOptions => ({
     ...optionsOf(request, reply, caller, refresh, trace, handed),
     spentFor: () => facts.spentFor(caller.team, clock.now()),
@@ -78,7 +90,7 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     const decided = decisions.decide(request.method, request.url, request.headers, now, { counted: handed?.rate, into: request }, trace)
     // Set by the decision once the key named it.
     const caller = request.caller as Caller
-    if (request.caller !== null) carries(request.socket, caller.team.name)
+    if (request.caller !== null) carries(reply.raw, caller.team.name)
     if ('answer' in decided) {
       decided.admitting?.end()
       trace?.step('cache.lookup', L1_HIT).end()
@@ -99,23 +111,20 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     if (prefersAsync(request.headers.prefer) && !admitted.refresh) {
       const now = await copyOrJob(reply, caller, report, key, handed?.found)
       if (now === null) return reply
-      const result = await reports.read(report, key, caller.provider, readOptions(request, reply, caller, false, trace, now))
-      const at = clock.now()
-      return sendReport(reply, result, request.headers, at, () => ({ reqId: request.id, rate: admission.rateFields(caller) }), factsFor(caller, report, at))
+      return answerRead(request, reply, caller, report, await reports.read(report, key, caller.provider, readOptions(request, reply, caller, false, trace, now)))
     }
     const flight = handed?.flight ?? decided.goOn.flight
     if (flight !== undefined && handed?.flight === undefined) reports.joinCold(key, caller.team.name, hangUpOf(reply.raw), isWarmUp(request.headers) ? 'warm' : 'caller')
     const result = await reports.read(report, key, caller.provider, readOptions(request, reply, caller, admitted.refresh, trace, { ...handed, ...(flight ? { flight } : {}) }))
     caller.upstreamMs = result.upstreamMs ?? null
-    const at = clock.now()
-    return sendReport(reply, result, request.headers, at, () => ({ reqId: request.id, rate: admission.rateFields(caller) }), factsFor(caller, report, at))
+    return answerRead(request, reply, caller, report, result)
   })
 
   const postReport = async (request: FastifyRequest, reply: FastifyReply) => {
     const trace = tracing === null ? undefined : traceOf(request.raw)
     const admitting = trace?.step('admission')
     const caller = admission.admit(request)
-    carries(request.socket, caller.team.name)
+    carries(reply.raw, caller.team.name)
     await admission.readBody(request, caller, config.limits.reportBodyBytes)
     if (caller.body?.kind !== 'json') throw new BadQueryError('body: must be a JSON object')
     const report = canonicalPostReport(caller.target.path, caller.target.search, caller.body.value, { maxRangeDays: config.cache.maxRangeDays })
@@ -129,8 +138,7 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     if (now === null) return reply
     const result = await reports.read(indexed, key, caller.provider, readOptions(request, reply, caller, refresh, trace, now))
     caller.upstreamMs = result.upstreamMs ?? null
-    const at = clock.now()
-    return sendReport(reply, result, request.headers, at, () => ({ reqId: request.id, rate: admission.rateFields(caller) }), factsFor(caller, report, at))
+    return answerRead(request, reply, caller, indexed, result)
   }
   app.post('/api/v1/report/:split/get', { schema: reportPostSchema(limits), onError }, postReport)
   // The same report with a trailing slash (canonical-path.ts): one cache entry, one call.

@@ -45,6 +45,8 @@ export interface PlatformCall {
   signal?: AbortSignal
   /** Ends the call's wait for a seat once its callers have all hung up; a call already sent goes on. */
   hangUp?: AbortSignal
+  /** Throws when the call may no longer be sent (its caller's key was removed meanwhile): asked before each try's wait for a seat and once it has the seat, so that nothing is sent for a caller refused meanwhile. */
+  admitted?: () => void
   /** The callers of a shared call (a report fill): it waits in the queue of the earliest one still there, not always `team`'s. */
   queue?: QueueTeam
   /** Who waits for the call: a caller (default), or background work, which waits behind every caller's call. */
@@ -277,6 +279,7 @@ export class PlatformClient {
   async #once(credential: string, baseUrl: string, call: PlatformCall, token: string, deadline: number): Promise<PlatformResponse> {
     const replayable = isReplayable(call.body)
     for (let retries = 0; ; retries++) {
+      call.admitted?.()
       // A shared call's wait follows its callers' queue with one signal of its own (caller-group.ts).
       const wait = !call.queue && call.hangUp && call.signal ? waitSignal([call.signal, call.hangUp]) : null
       const waitOn = wait?.signal ?? call.signal
@@ -299,6 +302,13 @@ export class PlatformClient {
         )
       } finally {
         wait?.done()
+      }
+      try {
+        call.admitted?.()
+      } catch (refused) {
+        // Never sent: the seat goes back as a call dropped before its answer.
+        seat.end({ kind: 'dropped' })
+        throw refused
       }
       const started = this.#clock.now()
       // The call's latency, for the governor: a duration, measured on the monotonic clock.

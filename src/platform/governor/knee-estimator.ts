@@ -4,6 +4,7 @@ import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE, atLeast, endAt, endedBefore, 
 import { RECENT_MS, StartLevels, ThroughputLevels } from './throughput-levels.js'
 import { AnswerTimeline, type Answer } from './answer-timeline.js'
 import { FAULT_MS, FaultWatch, UsualGaps } from './fault-watch.js'
+import { MAX_KINDS, leastUsed } from './work-estimates.js'
 
 // docs/governor.md, "Constants".
 export const DECIDE_MS = 1000
@@ -18,8 +19,8 @@ export type Move = 'probe' | 'grew' | 'knee' | 'queue' | 'throughput' | 'refused
 export interface Step { limit: number; knee: number; move: Move }
 /** A call in flight as `started` saw it: the calls in flight then, how many of those ahead of it were this replica's, how many ends came before, whether it took the limit's last seat, and the start's limit when it started (0: after the start). */
 type Call = { load: number; local: number; endsBefore: number; full: boolean; level: number }
-/** Per kind: answers seen (since this replica last started learning), its first answer's log latency (the unit its answers a second are counted in), its lowest latency (ms), per guess w (index w − 1) its pace of late (log own time) and the faded Σ of squared residuals from it, and its latency's pace when room was last shown. */
-type KindStats = { seen: number; base: number; low: number; m: Float64Array; ss: Float64Array; room?: number }
+/** Per kind: answers seen (since this replica last started learning), its first answer's log latency (the unit its answers a second are counted in), its lowest latency (ms), per guess w (index w − 1) its pace of late (log own time) and the faded Σ of squared residuals from it, its latency's pace when room was last shown, and its last answer's serial (past MAX_KINDS kinds, the least recently answered goes). */
+type KindStats = { seen: number; base: number; low: number; m: Float64Array; ss: Float64Array; room?: number; used: number }
 /** Since the last decision: whether calls waited for a seat, a call known short waited, a team holding no seat waited beside long calls only, calls of kinds known long were all that waited beside another team's short calls (besideOthers); the longest expected of those not known short that waited; the most calls the dispatch let be in flight while calls waited, the limit less the seats it held back for teams owed them (0: no call waited). */
 const noWait = () => ({ waited: false, shortWaited: false, newcomer: false, longMs: 0, reach: 0, besideOthers: false })
 export class KneeEstimator {
@@ -34,7 +35,7 @@ export class KneeEstimator {
   #endAt: number[] = []
   #endSerial: number[] = []
   #endsDropped = 0
-  // The evidence: per kind; per guess w, Σ log own time, impossible answers, and the mean own time of late (ms); answers counted.
+  // The evidence: per kind (a caller makes as many as its reports' shapes: MAX_KINDS at most); per guess w, Σ log own time, impossible answers, and the mean own time of late (ms); answers counted.
   readonly #kinds = new Map<string, KindStats>()
   readonly #logs: Float64Array
   readonly #impossible: Float64Array
@@ -77,8 +78,7 @@ export class KneeEstimator {
   constructor({ initial, min, max }: { initial: number; min: number; max: number }) {
     if (!Number.isInteger(min) || min < 1) throw new RangeError(`KneeEstimator: min must be an integer ≥ 1 (got ${min})`)
     if (!Number.isInteger(max) || max < min) throw new RangeError(`KneeEstimator: max must be an integer ≥ min ${min} (got ${max})`)
-    this.#min = min
-    this.#max = max
+    ;[this.#min, this.#max] = [min, max]
     this.#knee = this.#limit = this.#clamp(initial)
     this.#logs = new Float64Array(max)
     this.#impossible = new Float64Array(max)
@@ -90,6 +90,7 @@ export class KneeEstimator {
   get phase(): Phase { return this.#phase }
   /** The pace of the kind answered most, at the knee (ms), for the operators; null before one. */
   get floorMs(): number | null { return this.#latencyMs }
+  get kinds(): number { return this.#kinds.size }
   /** A call started with `load` calls in flight, itself included, on every replica; returns its serial, which its answer carries. */
   started(kind: string, load: number): number { return this.#timeline ? this.#timeline.started(kind, load, this.#now()) : this.#start(load) }
   /** Across replicas: the calls go through a timeline (answer-timeline.ts) that, on the learner, weaves in every replica's; `keepMs` how far back a record's calls go. */
@@ -152,8 +153,7 @@ export class KneeEstimator {
   adopt(limit: number, knee: number, now: number): Step | null {
     const [l, k] = [this.#clamp(limit), this.#clamp(knee)]
     if (l === this.#limit && k === this.#knee) return null
-    this.#adoptedAt = now
-    this.#knee = k
+    ;[this.#adoptedAt, this.#knee] = [now, k]
     this.#phase = l < k ? 'fault' : 'cruise'
     this.#faults[this.#phase === 'fault' ? 'begin' : 'end'](now)
     return this.#set(l, 'adopted', true)
@@ -168,8 +168,7 @@ export class KneeEstimator {
     // The start's limit past what the platform took falls to it at once: its seats past the refusal turn over a 429 each few ms.
     if (this.#phase === 'start' && this.#limit > this.#took) return this.#set(this.#took, 'refused')
     if (now - this.#decidedAt < DECIDE_MS || this.#newCalls < MIN_CALLS) return null
-    this.#decidedAt = now
-    this.#newCalls = 0
+    ;[this.#decidedAt, this.#newCalls] = [now, 0]
     const back = this.#levels.recheck()
     if (back !== null) {
       this.#knee = back.knee
@@ -234,8 +233,7 @@ export class KneeEstimator {
     const { queueBelow: sure, best } = verdicts(ll, k)
     const queueBelow = this.#queueHolds(sure)
     if (queueBelow || (this.#limit > k + 1 && verdicts(ll, this.#limit).queueBelow)) {
-      this.#past = 1
-      this.#queueSeen = true
+      ;[this.#past, this.#queueSeen] = [1, true]
       if (!queueBelow && this.#timeline?.merging) this.#queueAlone = { limit: now - this.#queueAlone.at > EVIDENCE_MS ? this.#limit : Math.min(this.#limit, this.#queueAlone.limit), at: now }
       // On one replica a queue at the limit alone leaves K at the room shown below the limit, when above K: the queue says W is below the limit, the room that it is at least there.
       return this.#setKnee(queueBelow ? this.#served(best, k, now) : this.#timeline?.merging ? k : Math.max(k, Math.min(room, this.#limit - 1)), 'queue')
@@ -328,7 +326,9 @@ export class KneeEstimator {
     const timing = this.#timeline === null ? (a.timedWithinMs ?? 0) : 0
     let st = this.#kinds.get(a.kind)
     const latencyLog = Math.log(latency) // its own time under every guess at or above its load
-    if (st === undefined) this.#kinds.set(a.kind, (st = { seen: 0, base: latencyLog, low: latency, m: new Float64Array(this.#max), ss: new Float64Array(this.#max) }))
+    if (st === undefined) this.#kinds.set(a.kind, (st = { seen: 0, base: latencyLog, low: latency, m: new Float64Array(this.#max), ss: new Float64Array(this.#max), used: 0 }))
+    st.used = a.window
+    if (this.#kinds.size > MAX_KINDS) this.#kinds.delete(leastUsed(this.#kinds))
     const first = st.seen++ === 0
     st.low = Math.min(st.low, latency)
     if (call.full) this.#levels.measure(Math.min(load, this.#max), weight, st.base, latency, a.at, a.window, st.low)

@@ -77,4 +77,11 @@ function take(map: Map<string, Estimate>, k: string): Estimate {
   return e
 }
 
+/** The kind whose last answer came first (`used`: that answer's call serial), which a map of kinds past MAX_KINDS forgets. */
+export function leastUsed<K>(kinds: Map<K, { used: number }>): K {
+  let [least, at] = [kinds.keys().next().value as K, Infinity]
+  for (const [k, { used }] of kinds) if (used < at) [least, at] = [k, used]
+  return least
+}
+
 export const kindOf = (team: string, work: string): string => `${team}\n${work}`

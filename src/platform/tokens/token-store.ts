@@ -15,6 +15,12 @@ import { redisScript } from '../../redis/script.js'
 const CHANNEL = 'token'
 /** What #read answers when Redis holds no record of the credential. */
 const ABSENT = Symbol('no token stored')
+/**
+ * The longest a start waits, where Redis held no token, for the other replicas that heard
+ * its own stored to answer (share()): each answers at once, a replica of a version before
+ * the answer never.
+ */
+export const RESTORE_WAIT_MS = 2000
 
 /** What the token store reads of the gateway; the composition root hands it these. */
 export interface TokenStoreParts {
@@ -138,6 +144,13 @@ export class TokenStore implements TokenShares {
    * that a start that cannot bind its listeners stores and announces no token.
    */
   #held: Set<TokenProvider> | null = new Set()
+  /** Credentials whose start found Redis holding no token (it lost its data, or none was ever stored). */
+  readonly #absentAtStart = new Set<string>()
+  /** Per credential, how many subscribers its last announcement reached (this replica included). */
+  readonly #heardBy = new Map<string, number>()
+  /** Per credential, the other replicas' answers to this replica's start announced while Redis held no token, and who waits for them. */
+  readonly #answers = new Map<string, number>()
+  readonly #answerWaiters = new Map<string, () => void>()
 
   constructor(ctx: TokenStoreParts) {
     this.#ctx = ctx
@@ -193,14 +206,40 @@ export class TokenStore implements TokenShares {
   /**
    * Both listeners are bound: each token held back since start() is stored and announced
    * now, by its rank, as it would have been then (a change ranked higher since stays).
+   * Where the start found Redis holding no token (it lost its data), a running replica
+   * holding a rotation made on top of the same configuration stores it again above this
+   * one's start (#outranksStart), and every replica that heard the announcement answers
+   * once it has stored or taken what it holds (#onAnnouncement): share() waits for those
+   * answers (RESTORE_WAIT_MS at most), then takes what Redis holds, so that the start's
+   * probe call checks the rotated token, never the configured one the rotation replaced.
    */
   async share(): Promise<void> {
     const held = this.#held ?? []
     this.#held = null
     for (const provider of held) {
       const current = provider.current()
-      if (current) await this.#publish(provider, current)
+      if (current) await this.#publish(provider, current, this.#absentAtStart.has(provider.name))
     }
+    const heard = [...held].filter((p) => this.#absentAtStart.has(p.name) && (this.#heardBy.get(p.name) ?? 0) > 1)
+    await Promise.all(heard.map(async (provider) => {
+      await this.#answeredBy(provider.name, (this.#heardBy.get(provider.name) ?? 1) - 1, RESTORE_WAIT_MS)
+      await this.#adoptStored(provider)
+    }))
+  }
+
+  /** Resolves once `replicas` answers to this replica's start came for `credential`, or after `ms`. */
+  #answeredBy(credential: string, replicas: number, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        this.#ctx.clock.clearTimeout(timer)
+        this.#answerWaiters.delete(credential)
+        resolve()
+      }
+      const check = () => void ((this.#answers.get(credential) ?? 0) >= replicas && done())
+      const timer = this.#ctx.clock.setTimeout(done, ms)
+      this.#answerWaiters.set(credential, check)
+      check()
+    })
   }
 
   /**
@@ -241,6 +280,7 @@ export class TokenStore implements TokenShares {
       return
     }
     this.#unreconciled.delete(provider.name)
+    if (read === ABSENT) this.#absentAtStart.add(provider.name)
     const stored = read === ABSENT ? undefined : read.shared
     const current = provider.current()
     if (stored && !current) {
@@ -261,7 +301,7 @@ export class TokenStore implements TokenShares {
   }
 
   /** Stores and announces `state`; false when Redis could not be written (the catch-up stores it once Redis answers again). */
-  async #publish(provider: TokenProvider, state: TokenState): Promise<boolean> {
+  async #publish(provider: TokenProvider, state: TokenState, starting = false): Promise<boolean> {
     const { redis, bus, breaker, log } = this.#ctx
     if (!redis || !bus || !breaker || !this.#key) return false
     if (this.#held) {
@@ -316,7 +356,8 @@ export class TokenStore implements TokenShares {
       unauthentic = newer.raw
     }
     this.#replacedKnown.set(provider.name, replaced)
-    await breaker.run(() => bus.publish(CHANNEL, JSON.stringify({ credential: provider.name, version: state.version })), undefined)
+    const announcement = { credential: provider.name, version: state.version, ...(starting ? { starting: this.#ctx.replica } : {}) }
+    this.#heardBy.set(provider.name, await breaker.run(() => bus.publish(CHANNEL, JSON.stringify(announcement)), 0))
     return true
   }
 
@@ -365,14 +406,22 @@ export class TokenStore implements TokenShares {
   }
 
   async #onAnnouncement(message: string): Promise<void> {
-    let credential: string
+    let said: { credential: string; starting?: unknown; answering?: unknown }
     try {
-      credential = (JSON.parse(message) as { credential: string }).credential
+      said = JSON.parse(message) as typeof said
     } catch {
       return
     }
+    const { credential, starting, answering } = said
+    if (answering === this.#ctx.replica) {
+      this.#answers.set(credential, (this.#answers.get(credential) ?? 0) + 1)
+      this.#answerWaiters.get(credential)?.()
+    }
     const provider = this.#ctx.tokens.all().find((p) => p.name === credential)
     if (provider) await this.#adoptStored(provider)
+    // A replica starting while Redis held no token waits for this answer (share()): what this replica holds is stored, or taken, by now.
+    const { bus, breaker } = this.#ctx
+    if (typeof starting === 'string' && starting !== this.#ctx.replica && bus && breaker) await breaker.run(() => bus.publish(CHANNEL, JSON.stringify({ credential, answering: starting })), 0)
   }
 
   /**
