@@ -11,6 +11,9 @@
 //   BENCH_REFUSE_ABOVE  optional: a call that finds this many in flight is answered 429 at
 //                       once, with `retry-after: 1` (default: none refused)
 //   BENCH_CALL_LOG      optional: when 1, each report call is kept (GET /__calls)
+// A report call may say the limit its sender's governor had in force when it sent it, in a
+// header `x-bench-limit` (the scale bench's host adds it): the calls in flight as it comes are
+// judged against it (bench/lib/platform-load.mjs).
 // A call's latency is fixed when it arrives: BENCH_LATENCY_MS (spread) + BENCH_SLOPE_MS ×
 // (calls in flight with it − BENCH_KNEE), when positive. Only report calls (/api/v1/report/…) are
 // counted, delayed or refused; any other call (the gateway's probe) is answered 200 `{}`.
@@ -18,8 +21,10 @@
 // Control calls:
 //   GET /__count     {"count", "byRoute": {route: calls}, "refused"} since the last reset
 //   DELETE /__count  resets those counts
-//   GET /__load      {"inFlight", "meanInFlight", "peak"}: calls in flight now, and their
-//                    time-weighted mean and peak since the previous GET /__load
+//   GET /__load      {"inFlight", "meanInFlight", "peak", "overLimit"}: calls in flight now, and
+//                    their time-weighted mean and peak since the previous GET /__load; the most
+//                    calls in flight as a call came (itself included) beyond the limit its
+//                    x-bench-limit says (null: no call said one)
 //   GET /__calls?from=<n>  with BENCH_CALL_LOG, the report calls from the n-th on (0: all), each
 //                    {at, answeredAt (epoch ms; null: not answered), path, requestId (its x-request-id)}
 //
@@ -27,6 +32,7 @@
 
 import { createServer } from 'node:http'
 import { performance } from 'node:perf_hooks'
+import { platformLoad } from './lib/platform-load.mjs'
 
 const numberFrom = (name, fallback) => (process.env[name] ? Number(process.env[name]) : fallback)
 const latencyMs = numberFrom('BENCH_LATENCY_MS', 0)
@@ -42,24 +48,7 @@ const drawLatency = () => (spread > 0 ? latencyMs * Math.exp(spread * Math.sqrt(
 const rows = Array.from({ length: 30 }, (_, i) => ({ date: `2026-01-${String((i % 28) + 1).padStart(2, '0')}`, impressions: 1000 + i, clicks: 10 + i, spend: 12.5 + i }))
 
 let counts = { count: 0, byRoute: {}, refused: 0 }
-// Calls in flight, and their integral over time since the last GET /__load.
-const load = { inFlight: 0, peak: 0, area: 0, changedAt: performance.now(), since: performance.now() }
-
-function setInFlight(delta) {
-  const now = performance.now()
-  load.area += load.inFlight * (now - load.changedAt)
-  load.changedAt = now
-  load.inFlight += delta
-  load.peak = Math.max(load.peak, load.inFlight)
-}
-
-function readLoad() {
-  setInFlight(0)
-  const elapsed = load.changedAt - load.since
-  const out = { inFlight: load.inFlight, meanInFlight: elapsed > 0 ? load.area / elapsed : load.inFlight, peak: load.peak }
-  Object.assign(load, { area: 0, peak: load.inFlight, since: load.changedAt })
-  return out
-}
+const load = platformLoad(() => performance.now())
 
 const json = (res, status, value, headers = {}) => {
   const body = JSON.stringify(value)
@@ -71,19 +60,21 @@ const server = createServer((req, res) => {
     if (req.method === 'DELETE') counts = { count: 0, byRoute: {}, refused: 0 }
     return json(res, 200, counts)
   }
-  if (req.url === '/__load') return json(res, 200, readLoad())
+  if (req.url === '/__load') return json(res, 200, load.read())
   if (req.url.startsWith('/__calls')) return json(res, 200, callLog?.slice(Number(new URL(req.url, 'http://x').searchParams.get('from') ?? 0)) ?? [])
   req.resume()
   if (!req.url.startsWith('/api/v1/report/')) return json(res, 200, {})
   const route = req.url.split('?')[0]
   counts.count += 1
   counts.byRoute[route] = (counts.byRoute[route] ?? 0) + 1
-  if (load.inFlight >= refuseAbove) {
+  const sentUnder = Number(req.headers['x-bench-limit'])
+  const refused = load.inFlight >= refuseAbove
+  load.arrived(Number.isFinite(sentUnder) ? sentUnder : null, !refused)
+  if (refused) {
     counts.refused += 1
     return json(res, 429, { message: 'Too Many Attempts.' }, { 'retry-after': '1' })
   }
-  setInFlight(1)
-  res.once('close', () => setInFlight(-1))
+  res.once('close', () => load.ended())
   const call = callLog ? { at: Date.now(), answeredAt: null, path: req.url, requestId: req.headers['x-request-id'] ?? null } : null
   if (call) callLog.push(call)
   setTimeout(() => {

@@ -20,6 +20,7 @@
 // Output: one line `RESULT {…}` on stdout.
 
 import { randomBytes } from 'node:crypto'
+import { subscribe } from 'node:diagnostics_channel'
 import { readFileSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -142,6 +143,18 @@ const sentSince = (before) => {
 }
 
 const gateways = []
+// Each platform call says the highest limit in force on any replica as it is sent (a
+// header the stand-in reads, bench/dashboard-origin.mjs): the calls in flight at the
+// platform as it comes are judged against it (+ the replicas, as test/sim/checks.ts judges a
+// seat taken), not against the limit of a later moment, which a cut lowers while the calls
+// started before it are still in flight.
+subscribe('undici:request:create', ({ request }) => {
+  if (!request.path.startsWith(ROUTE)) return
+  let limit = 0
+  for (const gw of gateways) limit = Math.max(limit, gw.governors.limitOf(CREDENTIAL) ?? 0)
+  request.addHeader('x-bench-limit', String(limit))
+})
+
 async function main() {
   for (let i = 0; i < replicas; i += 1) {
     const c = loadConfig({ env, readFile: (path) => (path === VIRTUAL_CONFIG ? JSON.stringify(config) : readFileSync(path, 'utf8')) })
@@ -173,7 +186,7 @@ async function main() {
 
   /** Each replica's governor of the credential, as its status view reads it (none before its first call). */
   const governors = () => gateways.flatMap((gw) => gw.governors.views().filter((g) => g.credential === CREDENTIAL))
-  /** One second's sample: the stand-in's calls in flight (peak, mean), the limits in force and the replicas' own counts. */
+  /** One second's sample: the stand-in's calls in flight (peak, mean, the most beyond the limit a call was sent under as it came), the limits in force and the replicas' own counts. */
   async function sample(t) {
     const load = await standIn('/__load')
     const gs = governors()
@@ -182,6 +195,7 @@ async function main() {
     return {
       t,
       peak: load.peak,
+      overLimit: load.overLimit,
       mean: load.meanInFlight,
       limitMin: Math.min(...limits),
       limitMax: Math.max(...limits),

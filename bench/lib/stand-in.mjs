@@ -22,7 +22,7 @@ export async function startStandIn(name, { latencyMs, spread = 0, knee, slopeMs,
     resetCounts: () => http('DELETE', `${url}/__count`),
     /** With `callLog`: the report calls from the `from`-th on, each { at, answeredAt, path, requestId }. */
     calls: async (from = 0) => (await http('GET', `${url}/__calls?from=${from}`)).json(),
-    /** { inFlight, meanInFlight, peak } since the previous call. */
+    /** { inFlight, meanInFlight, peak, overLimit } since the previous call (bench/lib/platform-load.mjs). */
     load: async () => (await http('GET', `${url}/__load`)).json(),
   }
 }

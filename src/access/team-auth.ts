@@ -121,13 +121,12 @@ export class TeamDirectory {
     return this.#inForce(found)
   }
 
-  /** Whether the headers present a team key that runs now (authenticate would pass them). */
-  runs(headers: IncomingHttpHeaders): boolean {
+  /** The team whose key the headers present, while it runs (authenticate would pass them); null for none, an unknown or an expired one. */
+  runningTeam(headers: IncomingHttpHeaders): string | null {
     try {
-      this.authenticate(headers)
-      return true
+      return this.authenticate(headers).team.name
     } catch {
-      return false
+      return null
     }
   }
 

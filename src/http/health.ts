@@ -1,6 +1,9 @@
 import type { FastifyInstance } from 'fastify'
 import type { GatewayContext } from './context.js'
 
+/** An answer that tells a moment's state: no cache keeps it. */
+export const NOT_KEPT = 'no-store'
+
 /**
  * Liveness and readiness (contract, "Admin listener"). Unready
  * (503) only while this replica cannot serve at all: starting or shutting down. A
@@ -10,9 +13,6 @@ import type { GatewayContext } from './context.js'
  * Each answer is this replica's state as it is asked: `cache-control: no-store`, so that
  * no cache in front answers a probe with a past state.
  */
-/** An answer that tells a moment's state: no cache keeps it. */
-export const NOT_KEPT = 'no-store'
-
 export async function healthRoutes(app: FastifyInstance, { tokens, redis, breaker, lifecycle }: Pick<GatewayContext, 'tokens' | 'redis' | 'breaker' | 'lifecycle'>): Promise<void> {
   app.get('/healthz', async (_request, reply) => reply.header('cache-control', NOT_KEPT).send({ status: 'ok' }))
 

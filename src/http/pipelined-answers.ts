@@ -2,23 +2,26 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import type { Socket } from 'node:net'
 import { isRead } from '../access/team-auth.js'
 
-/** Whether the team key a request's headers present runs now (false for none, an unknown or an expired one). */
-export type KeyRuns = (headers: IncomingHttpHeaders) => boolean
+/** The team whose key a request's headers present, while it runs (null for none, an unknown or an expired one). */
+export type KeyTeam = (headers: IncomingHttpHeaders) => string | null
 
 /**
  * An answer Node holds behind another on its connection (HTTP/1.1 pipelining: answers go
  * out in their requests' order, RFC 9112, 9.3.2) is made when its request is read, and
  * written out when its turn comes, which may be long after (the answer before it waited
- * for the platform). A key that ran when its request was read and no longer runs at its
- * turn (a reload removed it, it expired meanwhile) is sent nothing of it: the connection
+ * for the platform). A key that ran when its request was read and no longer runs for that
+ * team at its turn (a reload removed it or gave it to another team, it expired meanwhile)
+ * is sent nothing of it (team-auth.ts `current` refuses such a call under way): the connection
  * closes there, before the answer's first byte, as a new call with the key is refused. A
  * write's answer is sent: the write was made while its key ran, and its caller is never
  * left to think it was not. Node tells the turn by giving the answer its connection (`socket`), before it writes a
  * byte the answer holds.
  */
-export function withholdFromRemovedKeys(req: IncomingMessage, res: ServerResponse, runs: KeyRuns): void {
-  if (res.socket !== null || !isRead(req.method ?? '', (req.url ?? '').split('?')[0] as string) || !runs(req.headers)) return
+export function withholdFromRemovedKeys(req: IncomingMessage, res: ServerResponse, teamOf: KeyTeam): void {
+  if (res.socket !== null || !isRead(req.method ?? '', (req.url ?? '').split('?')[0] as string)) return
+  const team = teamOf(req.headers)
+  if (team === null) return
   res.once('socket', (socket: Socket) => {
-    if (!runs(req.headers)) socket.destroy()
+    if (teamOf(req.headers) !== team) socket.destroy()
   })
 }

@@ -17,7 +17,7 @@ import { bodyDeadlines } from './hooks/body-deadline.js'
 import type { RequestHandler } from './reads/fast-path.js'
 import { isHostValue, originForm } from './request-target.js'
 import { enterOnConnections, type ServePlain } from './socket-entrance.js'
-import { withholdFromRemovedKeys, type KeyRuns } from './pipelined-answers.js'
+import { withholdFromRemovedKeys, type KeyTeam } from './pipelined-answers.js'
 import { setAnswerFields } from './answer-fields.js'
 import type { Tracing } from '../observe/tracing.js'
 import { bodyTypeRefused, NOT_JSON } from '../access/request-body.js'
@@ -255,7 +255,7 @@ export interface ListenerOptions {
   /** The rate-limit fields of each answer (the proxy's callers). */
   rateOf?: RateOf
   /** Whether a request's team key runs now (the proxy's callers): a pipelined answer goes to none that stopped running before its turn (pipelined-answers.ts). */
-  keyRuns?: KeyRuns | null
+  keyTeam?: KeyTeam | null
   tracing?: Tracing | null
   /**
    * Headers of every answer the listener writes before its router (a malformed head, a
@@ -296,7 +296,7 @@ const PARSER_REFUSALS: Record<string, string> = {
  * listener's challenge), `fastPath` (if any) in front of the router, and with `tracing` a
  * span begun for each request before either (none of it when tracing is off).
  */
-export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, { challenge, connections, rateOf = () => null, keyRuns = null, tracing = null, allow = null, bodyReader = 'parser', refusalHeaders = {} }: ListenerOptions): FastifyInstance {
+export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, { challenge, connections, rateOf = () => null, keyTeam = null, tracing = null, allow = null, bodyReader = 'parser', refusalHeaders = {} }: ListenerOptions): FastifyInstance {
   let gentle: ReturnType<typeof closeGently> | null = null
   let http: Server | null = null
   const app = Fastify({
@@ -333,7 +333,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
         tracing?.begin(req)
         // Closing: answered as ever, and the connection closed after it (closeGently).
         current.take(req, res)
-        if (keyRuns !== null) withholdFromRemovedKeys(req, res, keyRuns)
+        if (keyTeam !== null) withholdFromRemovedKeys(req, res, keyTeam)
         // One without a Host, or with a faulty head, goes to the router, which refuses it (headFault).
         if (fastPath && headFault(req) === null) fastPath.request(req, res, handler)
         else handler(req, res)

@@ -139,10 +139,21 @@ export class RedisBus {
 
   // A message's date is read on the system clock, not on the clock the gateway is handed:
   // it travels between processes, which agree on real time only.
-  /** Publishes `message` on `channel`: the subscribers it reached (this replica's own included, on the node it was sent to). */
-  async publish(channel: string, message: string): Promise<number> {
+  async publish(channel: string, message: string): Promise<void> {
     const full = this.#prefix + channel
-    return this.#pub.publish(full, this.#seal ? this.#seal.sealText(full, `${systemClock.now()}.${this.#nonceSource.next()}.${message}`) : message)
+    await this.#pub.publish(full, this.#seal ? this.#seal.sealText(full, `${systemClock.now()}.${this.#nonceSource.next()}.${message}`) : message)
+  }
+
+  /**
+   * The subscribers of `channel` now, this replica's own included: on a Cluster, those of
+   * every node (a subscriber joins any node, and a PUBLISH, forwarded to every node, counts
+   * those of the node it was sent to alone). A node that cannot say counts none.
+   */
+  async subscribers(channel: string): Promise<number> {
+    const full = this.#prefix + channel
+    const nodes = this.#pub instanceof Cluster ? this.#pub.nodes('all') : [this.#pub]
+    const counts = await Promise.all(nodes.map(async (node) => Number(((await node.pubsub('NUMSUB', full).catch(() => [])) as unknown[])[1] ?? 0)))
+    return counts.reduce((sum, n) => sum + n, 0)
   }
 
   /** `<sent at>.<nonce>.<message>`, sealed: the message, or null when it is not this gateway's, is too old, or was heard before. */

@@ -131,7 +131,11 @@ describe('a key revoked while its call is under way', () => {
     expect(reportCalls()).toBe(2)
   })
 
-  it('a pipelined answer made before the reload, waiting behind a held answer, is not sent: the connection closes there', async () => {
+  // The key removed, or given to another team (here one whose scope holds none of the report's accounts).
+  it.each([
+    ['removes its key', (teams: string) => without(teams, KEYS.growth)],
+    ['gives its key to another team', (teams: string) => `${without(teams, KEYS.growth).trimEnd()}\n  moved:\n    keys: ["${hashApiKey(KEYS.growth)}"]\n    advertisers: [999]\n`],
+  ])('a pipelined answer made before a reload that %s, waiting behind a held answer, is not sent: the connection closes there', async (_what, change) => {
     const { gw, revoke } = await gatewayWithFile(TEAMS_YAML)
     const cached = `${REPORT_PATH}?advertiserId=101&dateFrom=2026-05-01&dateTo=2026-05-07`
     expect((await fetch(`${gw.url}${cached}`, { headers: { 'x-api-key': KEYS.growth } })).status).toBe(200)
@@ -140,7 +144,7 @@ describe('a key revoked while its call is under way', () => {
     // The first waits at the platform; the second, a copy in memory, is answered at once, behind it.
     const pipelined = await sent(gw.port, head(`${REPORT_PATH}?advertiserId=101&dateFrom=2026-06-01&dateTo=2026-06-07`) + head(cached, true))
     await waitFor('the first read at the platform', () => reportCalls() === 2)
-    await revoke(KEYS.growth)
+    await revoke(KEYS.growth, change)
     sandbox.releaseHeld()
     const answers = (await pipelined.answer).split(/(?=HTTP\/1\.1 )/)
     expect(answers[0]).toMatch(/^HTTP\/1\.1 401 /)

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Redis } from 'ioredis'
+import { Cluster, Redis } from 'ioredis'
+import pino from 'pino'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import type { TeamConfig } from '../../src/config.js'
 import { fingerprint } from '../../src/observe/fingerprint.js'
@@ -10,6 +11,7 @@ import { redisAvailability } from '../helpers/start-redis.js'
 import { startRedisCluster, startRedisSentinel, type RedisTopology, type SentinelTopology } from '../helpers/start-redis-topology.js'
 import { waitFor } from '../helpers/wait.js'
 import { RedisSeal } from '../../src/redis/seal.js'
+import { RedisBus } from '../../src/redis/bus.js'
 import { RedisJobStore } from '../../src/jobs/redis-job-store.js'
 import { RedisDeliveryStore } from '../../src/jobs/redis-delivery-store.js'
 import { dropAt, endJob, newJob, startJob, type Job } from '../../src/jobs/job.js'
@@ -123,6 +125,21 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
     expect(await topology.keys('rgw:lock:*')).toEqual([])
   })
 
+  // A replica that starts while Redis holds no token waits for an answer from each replica
+  // its announcement reached (TokenStore.share). A Cluster forwards a PUBLISH to every node,
+  // and each replica subscribes on a node of its own choosing: one subscriber a node here.
+  it('counts the subscribers of a channel on every node', async () => {
+    const bus = new RedisBus(topology.client, 'rgw:bus:', pino({ level: 'silent' }))
+    const nodes = topology.client instanceof Cluster ? topology.client.nodes('all') : [topology.client]
+    const subscribers = nodes.map((node) => node.duplicate())
+    try {
+      for (const sub of subscribers) await sub.subscribe('rgw:bus:counted')
+      expect(await bus.subscribers('counted')).toBe(nodes.length)
+    } finally {
+      for (const sub of subscribers) sub.disconnect()
+    }
+  })
+
   it("purges one advertiser's entries from L2 and from every replica's L1", async () => {
     const [a, b] = await twoReplicas()
     for (const q of [Q101, Q101B, Q102]) {
@@ -190,6 +207,22 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
     expect((await get(b, Q102)).statusCode).toBe(200)
     const sent = sandbox.requests.find((r) => r.path === PATH)?.headers.authorization
     expect(fingerprint(String(sent).replace(/^Bearer /, ''), GATEWAY_SECRET)).toBe(fingerprint(next, GATEWAY_SECRET))
+  })
+
+  // A Redis that lost the record (flushed here): a replica of the same configuration that
+  // starts then waits for the running replicas, whichever node each subscribed on, to store
+  // the rotation again (TokenStore.share), and its probe checks the rotated token.
+  it('a replica starting after Redis lost the token takes the rotation, its configured token sent in no call', async () => {
+    const [a, b] = await twoReplicas({ GATEWAY_SECRET })
+    const configured = platformToken()
+    const next = sandbox.issueToken()
+    expect((await adminCall(a, 'PUT', '/admin/token', { token: next })).statusCode).toBe(200)
+    await waitFor('the token on the other replica', () => b.tokens.get('default').current()?.token === next, 3000)
+    await topology.flush()
+    sandbox.clearRequests()
+    const late = await replicas.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: configured, ADMIN_TOKEN, GATEWAY_SECRET }, yamlFor(topology)))
+    await waitFor('the late replica takes the rotation', () => late.tokens.get('default').current()?.token === next, 3000)
+    expect(sandbox.requests.map((r) => r.headers.authorization)).not.toContain(`Bearer ${configured}`)
   })
 
   it("counts a team's rate limit across replicas", async () => {

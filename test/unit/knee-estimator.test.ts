@@ -555,6 +555,18 @@ describe('KneeEstimator', () => {
       const kind = `t\n/api/v1/report/campaigns/get|r${i >> 1}|d|n1`
       rule.ended({ startedAt: 10 * i, at: 10 * i + 5, team: 't', kind, load: 1, window: rule.started(kind, 1), outcome: 'ok' })
     }
-    expect(rule.kinds).toBe(MAX_KINDS)
+    expect(rule.kinds).toHaveLength(MAX_KINDS)
+  })
+
+  // Answers come in another order than their calls started: a year's report, started
+  // before a replica's other calls, is answered after them all. Its kind is then the one
+  // answered last, and the one forgotten past MAX_KINDS is the kind answered first.
+  it('past MAX_KINDS, forgets the kind least recently answered, not the one whose call started first', () => {
+    const rule = new KneeEstimator({ initial: 8, min: 2, max: 64 })
+    const shape = (range: string) => `t\n/api/v1/report/campaigns/get|${range}|d|n1`
+    const year = rule.started(shape('year'), 1)
+    for (let i = 0; i < MAX_KINDS; i++) rule.ended({ startedAt: 10 * i + 1, at: 10 * i + 6, team: 't', kind: shape(`r${i}`), load: 2, window: rule.started(shape(`r${i}`), 2), outcome: 'ok' })
+    rule.ended({ startedAt: 0, at: 10 * MAX_KINDS, team: 't', kind: shape('year'), load: 1, window: year, outcome: 'ok' })
+    expect([rule.kinds.length, rule.kinds.includes(shape('year')), rule.kinds.includes(shape('r0'))]).toEqual([MAX_KINDS, true, false])
   })
 })

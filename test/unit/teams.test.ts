@@ -104,14 +104,16 @@ describe('TeamDirectory.current: an admitted call looked up again', () => {
     expect(() => dir.current(admitted)).toThrow(expect.objectContaining({ statusCode: 401, message: 'API key growth-2026 expired at 2027-01-01T00:00:00.000Z; ask for a new key' }))
   })
 
-  it('runs: whether headers present a running key, false for none, an unknown or a removed one', () => {
+  it('runningTeam: the team of the running key the headers present, null for none, an unknown or a removed one', () => {
     const dir = new TeamDirectory([team('growth', [{ key: KEY }])])
-    expect(dir.runs({ 'x-api-key': KEY })).toBe(true)
-    expect(dir.runs({ authorization: `Bearer ${KEY}` })).toBe(true)
-    expect(dir.runs({})).toBe(false)
-    expect(dir.runs({ 'x-api-key': OTHER })).toBe(false)
+    expect(dir.runningTeam({ 'x-api-key': KEY })).toBe('growth')
+    expect(dir.runningTeam({ authorization: `Bearer ${KEY}` })).toBe('growth')
+    expect(dir.runningTeam({})).toBeNull()
+    expect(dir.runningTeam({ 'x-api-key': OTHER })).toBeNull()
+    dir.replace([team('growth', [{ key: OTHER }]), team('writer', [{ key: KEY }])])
+    expect(dir.runningTeam({ 'x-api-key': KEY })).toBe('writer')
     dir.replace([team('growth', [{ key: OTHER }])])
-    expect(dir.runs({ 'x-api-key': KEY })).toBe(false)
+    expect(dir.runningTeam({ 'x-api-key': KEY })).toBeNull()
   })
 })
 

@@ -19,7 +19,7 @@ export type Move = 'probe' | 'grew' | 'knee' | 'queue' | 'throughput' | 'refused
 export interface Step { limit: number; knee: number; move: Move }
 /** A call in flight as `started` saw it: the calls in flight then, how many of those ahead of it were this replica's, how many ends came before, whether it took the limit's last seat, and the start's limit when it started (0: after the start). */
 type Call = { load: number; local: number; endsBefore: number; full: boolean; level: number }
-/** Per kind: answers seen (since this replica last started learning), its first answer's log latency (the unit its answers a second are counted in), its lowest latency (ms), per guess w (index w − 1) its pace of late (log own time) and the faded Σ of squared residuals from it, its latency's pace when room was last shown, and its last answer's serial (past MAX_KINDS kinds, the least recently answered goes). */
+/** Per kind: answers seen (since this replica last started learning), its first answer's log latency (the unit its answers a second are counted in), its lowest latency (ms), per guess w (index w − 1) its pace of late (log own time) and the faded Σ of squared residuals from it, its latency's pace when room was last shown, and its last answer's place among the ends, in the order answered (past MAX_KINDS kinds, the least recently answered goes; a call's serial is its start's, and a long call started first is answered after others). */
 type KindStats = { seen: number; base: number; low: number; m: Float64Array; ss: Float64Array; room?: number; used: number }
 /** Since the last decision: whether calls waited for a seat, a call known short waited, a team holding no seat waited beside long calls only, calls of kinds known long were all that waited beside another team's short calls (besideOthers); the longest expected of those not known short that waited; the most calls the dispatch let be in flight while calls waited, the limit less the seats it held back for teams owed them (0: no call waited). */
 const noWait = () => ({ waited: false, shortWaited: false, newcomer: false, longMs: 0, reach: 0, besideOthers: false })
@@ -90,7 +90,7 @@ export class KneeEstimator {
   get phase(): Phase { return this.#phase }
   /** The pace of the kind answered most, at the knee (ms), for the operators; null before one. */
   get floorMs(): number | null { return this.#latencyMs }
-  get kinds(): number { return this.#kinds.size }
+  get kinds(): string[] { return [...this.#kinds.keys()] }
   /** A call started with `load` calls in flight, itself included, on every replica; returns its serial, which its answer carries. */
   started(kind: string, load: number): number { return this.#timeline ? this.#timeline.started(kind, load, this.#now()) : this.#start(load) }
   /** Across replicas: the calls go through a timeline (answer-timeline.ts) that, on the learner, weaves in every replica's; `keepMs` how far back a record's calls go. */
@@ -327,7 +327,7 @@ export class KneeEstimator {
     let st = this.#kinds.get(a.kind)
     const latencyLog = Math.log(latency) // its own time under every guess at or above its load
     if (st === undefined) this.#kinds.set(a.kind, (st = { seen: 0, base: latencyLog, low: latency, m: new Float64Array(this.#max), ss: new Float64Array(this.#max), used: 0 }))
-    st.used = a.window
+    st.used = this.#endsDropped + this.#endAt.length
     if (this.#kinds.size > MAX_KINDS) this.#kinds.delete(leastUsed(this.#kinds))
     const first = st.seen++ === 0
     st.low = Math.min(st.low, latency)

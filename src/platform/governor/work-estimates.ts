@@ -77,7 +77,7 @@ function take(map: Map<string, Estimate>, k: string): Estimate {
   return e
 }
 
-/** The kind whose last answer came first (`used`: that answer's call serial), which a map of kinds past MAX_KINDS forgets. */
+/** The kind whose last answer came first (`used`: that answer's place in the order answered), which a map of kinds past MAX_KINDS forgets. */
 export function leastUsed<K>(kinds: Map<K, { used: number }>): K {
   let [least, at] = [kinds.keys().next().value as K, Infinity]
   for (const [k, { used }] of kinds) if (used < at) [least, at] = [k, used]

@@ -146,7 +146,7 @@ export class TokenStore implements TokenShares {
   #held: Set<TokenProvider> | null = new Set()
   /** Credentials whose start found Redis holding no token (it lost its data, or none was ever stored). */
   readonly #absentAtStart = new Set<string>()
-  /** Per credential, how many subscribers its last announcement reached (this replica included). */
+  /** Per credential, how many replicas heard its start announced while Redis held no token: the channel's subscribers then (this replica's included). */
   readonly #heardBy = new Map<string, number>()
   /** Per credential, the other replicas' answers to this replica's start announced while Redis held no token, and who waits for them. */
   readonly #answers = new Map<string, number>()
@@ -357,7 +357,8 @@ export class TokenStore implements TokenShares {
     }
     this.#replacedKnown.set(provider.name, replaced)
     const announcement = { credential: provider.name, version: state.version, ...(starting ? { starting: this.#ctx.replica } : {}) }
-    this.#heardBy.set(provider.name, await breaker.run(() => bus.publish(CHANNEL, JSON.stringify(announcement)), 0))
+    if (starting) this.#heardBy.set(provider.name, await breaker.run(() => bus.subscribers(CHANNEL), 0))
+    await breaker.run(() => bus.publish(CHANNEL, JSON.stringify(announcement)), undefined)
     return true
   }
 
@@ -421,7 +422,7 @@ export class TokenStore implements TokenShares {
     if (provider) await this.#adoptStored(provider)
     // A replica starting while Redis held no token waits for this answer (share()): what this replica holds is stored, or taken, by now.
     const { bus, breaker } = this.#ctx
-    if (typeof starting === 'string' && starting !== this.#ctx.replica && bus && breaker) await breaker.run(() => bus.publish(CHANNEL, JSON.stringify({ credential, answering: starting })), 0)
+    if (typeof starting === 'string' && starting !== this.#ctx.replica && bus && breaker) await breaker.run(() => bus.publish(CHANNEL, JSON.stringify({ credential, answering: starting })), undefined)
   }
 
   /**
