@@ -1,18 +1,10 @@
-// Every replica's calls, in the order they started and ended, for the learner's limit rule (docs/governor.md, "Across
-// replicas the learner weighs every replica's calls"): replayed in time order up to the moment every record reached;
-// with no other record in play the calls pass straight through. Pure: time is passed in.
+// Every replica's calls in time order for the learner (docs/governor.md, "Across replicas the learner weighs every replica's calls"). Pure.
 
 /** What the limit rule learns from one call's end: `load`, the calls in flight on every replica at its start, itself included; `window`, its serial (what `started` returned); `timed` false, an end, not evidence (docs/governor.md, "The gateway's own time"); `timedWithinMs`, how long before its reading a timed answer may have come (this replica's loop; none: at once). */
 export interface Answer {
-  startedAt: number
-  at: number
-  team: string
-  kind: string
-  load: number
-  window: number
+  startedAt: number; at: number; team: string; kind: string; load: number; window: number
   outcome: 'ok' | 'overload' | 'other' // overload: 502/503/504 or no connection; other: says nothing of load (a call cut by its deadline)
-  timed?: boolean
-  timedWithinMs?: number
+  timed?: boolean; timedWithinMs?: number
   /** Answered 429: the platform refused it (docs/governor.md, "Start"). */
   refused?: boolean
 }
@@ -20,12 +12,8 @@ export interface Answer {
 /** docs/governor.md, "Constants". */
 export const CALLS_KEPT = 400
 
-/** Where the calls go, in the order they started and ended: the limit rule's evidence. */
-export interface EvidenceSink {
-  /** A call started with `load` calls in flight, itself included; returns its serial. */
-  start(kind: string, load: number): number
-  end(a: Answer): void
-}
+/** Where the calls go, in the order they started and ended (the limit rule's evidence); `start`: a call started with `load` calls in flight, itself included, returns its serial. */
+export interface EvidenceSink { start(kind: string, load: number): number; end(a: Answer): void }
 
 /** One call as a record carries it: its start, its end (null: in flight), its kind, and its answer's outcome and timing. */
 export interface CallEntry { startedAt: number; at: number | null; kind: string; outcome: Answer['outcome']; timed: boolean }
@@ -137,8 +125,7 @@ export class AnswerTimeline {
       this.#remote.set(r.run, remote)
     }
     let horizon = now
-    // A replica absent from the answer (no seat held between its calls) has no call in flight and stays in play for
-    // keepMs, so that replicas that come and go are still weighed; not heard of for keepMs, or this one does not learn, it goes.
+    // A replica absent from the answer (no seat held) has no call in flight and stays in play for keepMs (docs/governor.md, as above).
     for (const [run, remote] of this.#remote) {
       if (seen.has(run)) horizon = Math.min(horizon, remote.at)
       else if (records !== null && now - remote.at <= this.#keepMs) remote.inFlight = []
@@ -165,8 +152,7 @@ export class AnswerTimeline {
     }
     for (const remote of this.#remote.values()) {
       const pending = new Map([...remote.started].map(([k, serials]) => [k, serials.length]))
-      // A call started here already is not started again; returns its key. One that started before the moment given is
-      // given at that moment, behind the calls given since (docs/governor.md, "Across replicas the learner weighs every replica's calls").
+      // A call started here already is not started again; returns its key. One heard after the moment given passed its start is given at that moment.
       const startOnce = (c: CallEntry): string => {
         const k = keyOf(c)
         if ((pending.get(k) ?? 0) > 0) pending.set(k, (pending.get(k) as number) - 1)

@@ -47,9 +47,8 @@ export class LateWakes {
   }
 }
 
-// How late this process's loop wakes: a timer every LATE_PROBE_MS, its lateness less the loop's work since it last fired;
-// one per process, stopped after LATE_MEMORY_MS without an answer. Its firings and every answer's reading mark the loop:
-// idle time grows only while it waits for an event, so its work since is at most its work since the last mark before.
+// How late this process's loop wakes (a timer every LATE_PROBE_MS, less the loop's work since it last fired), one per process,
+// stopped after LATE_MEMORY_MS without an answer. Its firings and each answer's reading mark the loop: idle grows only while it waits.
 class LateProbe {
   #due = performance.now() + LATE_PROBE_MS
   #mark = performance.eventLoopUtilization()

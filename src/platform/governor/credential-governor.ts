@@ -29,10 +29,7 @@ export function credentialGovernor(o: CredentialGovernorOptions) {
   let learned: LearnedLimit | null = null
   const leased = store && new LeasedSeats({
     store, credential, replica, run, log, clock, onLost: o.onLost,
-    perReplica: settings.maxConcurrentPerReplica,
-    unseen: settings.minConcurrent,
-    leaseMs: settings.seatLeaseMs,
-    callsEndMs: 2 * settings.timeoutMs,
+    perReplica: settings.maxConcurrentPerReplica, unseen: settings.minConcurrent, leaseMs: settings.seatLeaseMs, callsEndMs: 2 * settings.timeoutMs,
     onRenewed: (answer, plan) => learned?.renewed(answer, plan),
   })
   const estimator = settings.adaptive ? new KneeEstimator({ initial: settings.initialConcurrent, min: settings.minConcurrent, max: settings.maxConcurrent }) : null

@@ -56,9 +56,8 @@ export class KneeEstimator {
   #past = 1
   #queueSeen = false
   #starting = false
-  // The most calls in flight the platform took at the start, as its refusals say (a call answered 429 with n in flight: n − 1); Infinity: none refused. Read where no queue verdict watches the start's last growth (#blind: across replicas, or on one replica where the level it left was read late), and only of a call in its new seats (past #left, the level it left: that level drew no refusal; a 429 within it is a throttle's).
+  // The most calls in flight the platform took at the start, as its refusals say (a call answered 429 with n in flight: n − 1); Infinity: none refused. Read only of a call in the new seats of a growth no queue verdict watches (past #left, the level it left, Infinity: watched; across replicas, or on one replica where that level was read late): that level drew no refusal, a 429 within it is a throttle's.
   #took = Infinity
-  #blind = false
   #left = Infinity
   // A queue verdict held: the last serial started when it first showed (0: none held).
   #held = 0
@@ -117,15 +116,14 @@ export class KneeEstimator {
   ended(a: Answer): void {
     this.#faults.answered(a)
     // Read at once, on the learner across replicas too: the platform refuses within ms, before any level is measured.
-    if (a.refused === true && this.#phase === 'start' && this.#blind && a.load > this.#left) this.#took = Math.max(this.#min, Math.min(this.#took, a.load - 1))
+    if (a.refused === true && this.#phase === 'start' && a.load > this.#left) this.#took = Math.max(this.#min, Math.min(this.#took, a.load - 1))
     return this.#timeline ? this.#timeline.ended(a, this.#now()) : this.#end(a)
   }
   /** The evidence of one answer, in the order calls ended. */
   #end(a: Answer): void {
     const call = this.#calls.get(a.window)
     if (call === undefined) return
-    // An end after a silence (UsualGaps) across which a call was in flight (one started before the end before it) ends a
-    // pause of the platform: every call in flight then met it, their own times untimed.
+    // An end after a silence (UsualGaps) across which a call was in flight ends a pause: the calls then in flight teach nothing (docs/governor.md, "Cruise").
     if (a.outcome !== 'overload' && this.#gaps.add(a.at) && (this.#calls.values().next().value as Call).endsBefore < this.#endsDropped + this.#endAt.length) this.#paused = this.#serial
     // It overtook a call: one started before it, here, is still in flight (the map keeps start order).
     this.#overtook += PACE_GAIN * (Number((this.#calls.keys().next().value as number) < a.window) - this.#overtook)
@@ -150,18 +148,14 @@ export class KneeEstimator {
     if (this.#carried !== null) this.#fadedAt = now
   }
   /** The evidence this learner weighed, for the shared record (a replica that takes over starts from it): the log-likelihood of each w below the likeliest, in tenths of a nat, and the moment; null before any. */
-  evidence(now: number): string | null {
-    if (this.#counted < 1 && this.#carried === null) return null
-    return writeEvidence(this.#likelihoods(), now)
-  }
+  evidence(now: number): string | null { return this.#counted < 1 && this.#carried === null ? null : writeEvidence(this.#likelihoods(), now) }
   /** Another replica's limit and knee (the shared record): taken as they are; a limit below the knee is a fault here too. */
   adopt(limit: number, knee: number, now: number): Step | null {
     const [l, k] = [this.#clamp(limit), this.#clamp(knee)]
     if (l === this.#limit && k === this.#knee) return null
     ;[this.#adoptedAt, this.#knee] = [now, k]
     this.#phase = l < k ? 'fault' : 'cruise'
-    if (this.#phase === 'fault') this.#faults.begin(now)
-    else this.#faults.end(now)
+    this.#faults[this.#phase === 'fault' ? 'begin' : 'end'](now)
     return this.#set(l, 'adopted', true)
   }
   /** Watches for faults (fault-watch.ts: `overdueSince`, seats.ts, and no answer for a while is silence; a queue keeps answers coming) and moves the knee as the evidence says; null while nothing moves. */
@@ -220,7 +214,7 @@ export class KneeEstimator {
       return this.#setKnee(this.#took - 1, 'knee')
     }
     // The seats past the level long calls may take are as many as end within H at its pace: past W they queue ahead of the others' calls (cruise's bound, the level for K).
-    ;[this.#blind, this.#left] = [this.#timeline !== null || !this.#startLevels.timed(this.#limit), this.#limit]
+    this.#left = this.#timeline !== null || !this.#startLevels.timed(this.#limit) ? this.#limit : Infinity
     const step = stepping ? Math.min(this.#limit, Math.max(1, Math.floor((this.#limit * LENDING_HORIZON_MS) / longMs))) : this.#limit
     return longOnly ? this.#setKnee(this.#limit, 'knee') : this.#set(this.#clamp(Math.min(this.#took, this.#limit + step)), 'grew')
   }
@@ -309,12 +303,17 @@ export class KneeEstimator {
     for (let i = 0; i < this.#max; i++) ll[i]! += -this.#logs[i]! - (n / 2) * Math.log((ss[i]! + PRIOR_DOF * PRIOR_SPREAD ** 2) / (n + PRIOR_DOF)) - IMPOSSIBLE_LL * this.#impossible[i]!
     return ll
   }
-  /** What an answer says of every guess w: its call's own time under w against its kind's pace of late (its pace where the own time is within the answer's timing), or how unlikely w makes so soon an end; an untimed one, its place among the ends alone (#ruleOut); one in flight when a queue verdict was held, nothing (a new call all the same). */
+  /** What an answer says of every guess w: its call's own time under w against its kind's pace of late (its pace where the own time is within the answer's timing), or how unlikely w makes so soon an end; an untimed one, its place among the ends alone; one in flight when a queue verdict was held, nothing (a new call all the same). */
   #learn(a: Answer, call: Call): void {
     if (a.window > this.#movedSerial) this.#sinceMove++
-    if (a.window <= this.#held || a.window <= this.#paused) return void this.#newCalls++
-    if (a.timed === false) return void this.#ruleOut(a, call)
+    this.#newCalls++
+    if (a.window <= this.#held || a.window <= this.#paused || (a.timed === false && this.#timeline !== null)) return
     this.#fade(a.at)
+    // Untimed (read late, one replica): its place among the ends rules out each w under which it could not have ended yet (docs/governor.md, "The gateway's own time").
+    if (a.timed === false) {
+      for (let w = 1, ended = endedBefore(this.#endSerial, Math.max(0, call.endsBefore - this.#endsDropped), a.window); w < call.load - ended; w++) this.#impossible[w - 1]! += 1
+      return
+    }
     const latency = Math.max(1, a.at - a.startedAt)
     const load = Math.max(1, call.load)
     const remote = Math.max(0, load - 1 - call.local)
@@ -354,15 +353,6 @@ export class KneeEstimator {
       this.#logs[w - 1]! += weight * x
     }
     if (!first) this.#counted += weight
-    this.#newCalls++
-  }
-  /** An answer read late (untimed): its time weighs nothing, but on one replica the loop reads answers in the order they came, so its place among the ends is known: every w under which it could not have ended yet (fewer than load − w of the calls ahead of it read before it) is ruled out as an impossible end is (docs/governor.md, "The gateway's own time"). */
-  #ruleOut(a: Answer, call: Call): void {
-    this.#newCalls++
-    if (this.#timeline !== null) return
-    const ended = endedBefore(this.#endSerial, Math.max(0, call.endsBefore - this.#endsDropped), a.window)
-    this.#fade(a.at)
-    for (let w = 1; w < call.load - ended; w++) this.#impossible[w - 1]! += 1
   }
   #fade(now: number): void {
     if (!Number.isFinite(this.#fadedAt)) this.#fadedAt = now

@@ -1,6 +1,5 @@
-// The limit rule's arithmetic (knee-estimator.ts): its verdicts over the log-likelihood of each guess w of the
-// workers (index w − 1), that log-likelihood as the shared record carries it, and the calls ahead of an answer (when k
-// had ended, how likely so soon). Pure.
+// The limit rule's arithmetic (knee-estimator.ts): verdicts over the log-likelihood of each guess w (index w − 1), it as the
+// shared record carries it, and the calls ahead of an answer (when k had ended, how likely so soon). Pure.
 
 // docs/governor.md, "Constants".
 export const SURE = 3

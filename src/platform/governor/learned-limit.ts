@@ -51,10 +51,7 @@ export class LearnedLimit {
 
   start(): void { this.#timer = this.#clock.setInterval(() => this.tick(), TICK_MS).unref() }
 
-  stop(): void {
-    this.#clock.clearInterval(this.#timer)
-    this.#timer = null
-  }
+  stop(): void { this.#clock.clearInterval(this.#timer); this.#timer = null }
 
   /** Looks at the window now (also after an answer, so that a window is judged as its last call ends). */
   tick(): void {

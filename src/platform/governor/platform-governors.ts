@@ -29,12 +29,9 @@ export class PlatformGovernors {
 
   constructor(deps: PlatformGovernorsDeps) {
     const { config, log, metrics, redis, breaker, bus, weightOf, limitsOf } = deps
-    const clock = deps.clock ?? systemClock
-    const seal = deps.seal ?? null
+    const [clock, seal] = [deps.clock ?? systemClock, deps.seal ?? null]
     this.#pauses = new PlatformPauses({
-      ...deps,
-      seal,
-      clock,
+      ...deps, seal, clock,
       // The platform throttles the credential itself: a fault of the limit rule (the replica that learns cuts for all).
       onCredentialPaused: (credential) => { this.#of(credential).seats.paused(); this.#of(credential).learned?.paused() },
       onCredentialResumed: (credential) => this.#of(credential).seats.wake(),
@@ -44,15 +41,8 @@ export class PlatformGovernors {
     for (const credential of Object.keys(config.credentials)) {
       const key = redisKey.seats(config.redis.keyPrefix, credential)
       const g = credentialGovernor({
-        credential,
-        settings: config.platform,
+        credential, settings: config.platform, replica, seal, key, log, weightOf, limitsOf, clock,
         store: redis && breaker ? new RedisLeaseStore({ redis, breaker, bus, key, credential }) : null,
-        replica,
-        seal,
-        key,
-        log,
-        weightOf,
-        limitsOf,
         pausedUntil: () => this.#pauses.credentialUntil(credential),
         onRefused: (reason) => metrics.platformRefused.inc({ credential, reason }),
         onLost: (count) => { metrics.platformSeatsLost.inc({ credential }, count); metrics.platformPermitsLost.inc({ credential }, count) },
@@ -61,11 +51,8 @@ export class PlatformGovernors {
           metrics.platformKnee.set({ credential }, knee)
           if (floorMs !== null) metrics.platformLatencyFloor.set({ credential }, floorMs / 1000)
         },
-        onMove: (move, from, to) => {
-          if (to !== from) metrics.platformLimitChanges.inc({ credential, direction: move === 'fault' ? 'cut' : to > from ? 'up' : 'down' })
-        },
+        onMove: (move, from, to) => { if (to !== from) metrics.platformLimitChanges.inc({ credential, direction: move === 'fault' ? 'cut' : to > from ? 'up' : 'down' }) },
         answerTimed: answerTiming(),
-        clock,
       })
       if (!g.estimator) metrics.platformLimit.set({ credential }, g.seats.limit)
       this.#governors.set(credential, g)

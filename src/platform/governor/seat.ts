@@ -34,11 +34,7 @@ export class NoIdleSeatError extends Error {
 /** A team's own ceilings (teams[].maxConcurrent, teams[].queue); null: none. */
 export type TeamLimits = { maxConcurrent: number | null; queue: number | null }
 
-/**
- * What one credential's seats are given (seats.ts): `maxConcurrent`, the ceiling of the limit; `pausedUntil` (epoch ms; 0:
- * no credential pause); `seats`: its lease across replicas (none: counted here alone, at most `perReplica`); the rest tells
- * the limit rule its calls' starts and ends, a wait at the limit, and whether a call met a fault ("Faults").
- */
+/** What one credential's seats are given (seats.ts): `maxConcurrent`, the limit's ceiling; `pausedUntil` (epoch ms; 0: no credential pause); `seats`: its lease across replicas (none: counted here alone, at most `perReplica`); the `on…` and `metFault` tell the limit rule its calls' starts and ends, a wait at the limit, and ask whether a call met a fault. */
 export interface SeatsOptions {
   credential: string
   maxConcurrent: number
@@ -74,11 +70,7 @@ export function learnFrom(work: WorkEstimates, team: string, workClass: string, 
   return 'ok'
 }
 
-/**
- * Why a call that cannot end before its deadline is not sent: `ownMs`, what the team's own calls of its kind take
- * (WorkEstimates.ownMs), is named with the time its deadline leaves; a refusal on other teams' answers alone names
- * neither (a queued call's time left, at its refusal, is what their calls take).
- */
+/** Why a call that cannot end before its deadline is not sent: what the team's own calls of its kind take (`ownMs`: WorkEstimates.ownMs) and the time its deadline leaves; on other teams' answers alone, neither (the time left would tell what their calls take). */
 export function tooLate(ownMs: number | null, leftMs: number): string {
   if (ownMs === null) return 'calls of its kind take longer than its deadline leaves'
   return `calls of its kind take about ${Math.round(ownMs / 100) / 10} s at the platform and its deadline leaves ${Math.max(0, Math.round(leftMs / 100) / 10)} s`

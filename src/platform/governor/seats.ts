@@ -15,20 +15,8 @@ export const OVERDUE = 3
 /** A call waiting for a seat. One object and one listener per call, not closures over `ask`'s scope, which would keep its request while it waits. */
 class QueuedCall implements Queued {
   timer: Timer | null = null
-
-  constructor(
-    readonly team: string,
-    readonly priority: Priority,
-    readonly seq: number,
-    readonly workClass: string,
-    readonly urgency: (() => number) | undefined,
-    readonly expiresAt: number,
-    readonly resolve: (seat: Seat) => void,
-    readonly reject: (err: Error) => void,
-    readonly signal: AbortSignal | undefined,
-    readonly aborted: (call: QueuedCall) => void,
-  ) {}
-
+  constructor(readonly team: string, readonly priority: Priority, readonly seq: number, readonly workClass: string, readonly urgency: (() => number) | undefined, readonly expiresAt: number,
+    readonly resolve: (seat: Seat) => void, readonly reject: (err: Error) => void, readonly signal: AbortSignal | undefined, readonly aborted: (call: QueuedCall) => void) {}
   readonly onAbort = (): void => this.aborted(this)
 }
 
@@ -239,10 +227,7 @@ export class CredentialSeats {
     if (best !== null || this.#lingerTimer !== null) return best
     const now = this.#clock.now()
     const at = this.#teams.lingerEnd(now)
-    if (Number.isFinite(at)) this.#lingerTimer = this.#timer(() => {
-      this.#lingerTimer = null
-      this.wake()
-    }, at - now)
+    if (Number.isFinite(at)) this.#lingerTimer = this.#timer(() => { this.#lingerTimer = null; this.wake() }, at - now)
     return null
   }
 

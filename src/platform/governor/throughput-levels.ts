@@ -115,8 +115,7 @@ export class StartLevels {
   /** An end of a call of `kind` started while the start's limit was `level`, `latencyMs` after it started; `timed`, evidence the likelihood weighs (answer-timing.ts); `full`, the call took the level's last seat. */
   ended(level: number, kind: string, latencyMs: number, timed = true, full = false): void {
     const y = Math.log(Math.max(1, latencyMs))
-    for (const [map, counts] of [[this.#levels, true], [this.#full, full]] as const) {
-      if (!counts) continue
+    for (const map of full ? [this.#levels, this.#full] : [this.#levels]) {
       let kinds = map.get(level)
       if (kinds === undefined) map.set(level, (kinds = new Map()))
       const k = kinds.get(kind) ?? { n: 0, sum: 0, sum2: 0 }

@@ -17,30 +17,21 @@ export class WorkEstimates {
 
   /** The seat-time (ms) a call of `work` by `team` is expected to take at `now`: its team's answers' estimate, else any team's, and at least what a recent cut said; null when unknown. */
   expectedMs(team: string, work: string, now: number): number | null {
-    const own = this.#own.get(kindOf(team, work))
-    const shared = this.#shared.get(work)
-    const ms = own?.ms ?? shared?.ms ?? null
-    const cut = Math.max(cutOf(own, now), cutOf(shared, now))
-    return ms === null ? (cut > 0 ? cut : null) : Math.max(ms, cut)
+    const [own, shared] = [this.#own.get(kindOf(team, work)), this.#shared.get(work)]
+    return atLeastCut(own?.ms ?? shared?.ms ?? null, Math.max(cutOf(own, now), cutOf(shared, now)))
   }
 
-  /**
-   * The seat-time (ms) `team`'s own answers of `work` lead it to expect at `now`, at least what a cut of its own
-   * said; null while none of its calls of that work has ended. What a team is told (a job's `expectedSeconds`):
-   * another team's answers and cuts would tell it which work the others ask and how long their calls take.
-   */
+  /** What a team is told (a job's `expectedSeconds`): the seat-time (ms) its own answers of `work` lead it to expect, at least what a cut of its own said; null while none ended (the others' answers and cuts would tell it their work). */
   ownMs(team: string, work: string, now: number): number | null {
     const own = this.#own.get(kindOf(team, work))
-    const ms = own?.ms ?? null
-    return ms === null ? null : Math.max(ms, cutOf(own, now))
+    return own === undefined || own.ms === null ? null : Math.max(own.ms, cutOf(own, now))
   }
 
   /** The time a call of `work` by `team` needs (ms), to be sent at all: what its kind's answers took, at least what its team's own cuts said once CUT_CONFIRMS of them stand (the kind slowed, not one call hung); else what a cut said; null when unknown. */
   neededMs(team: string, work: string, now: number): number | null {
     const e = this.#own.get(kindOf(team, work))
     const ms = e?.ms ?? this.#shared.get(work)?.ms ?? null
-    const cut = ms === null || (e?.cuts ?? 0) >= CUT_CONFIRMS ? cutOf(e, now) : 0
-    return ms === null ? (cut > 0 ? cut : null) : Math.max(ms, cut)
+    return atLeastCut(ms, ms === null || (e?.cuts ?? 0) >= CUT_CONFIRMS ? cutOf(e, now) : 0)
   }
 
   /** Whether a call of a kind that needs more than its budget is sent all the same, to see: one each CUT_TRIAL_MS from the first found too long. */
@@ -74,6 +65,8 @@ export class WorkEstimates {
 }
 
 const cutOf = (e: Estimate | undefined, now: number): number => (e !== undefined && now < e.until ? e.cutMs : 0)
+/** `ms`, at least `cut`; `cut` alone where `ms` is unknown (0: no cut stands). */
+const atLeastCut = (ms: number | null, cut: number): number | null => (ms === null ? (cut > 0 ? cut : null) : Math.max(ms, cut))
 
 /** The estimate of `k`, made most recently seen (created unknown), the least recently seen forgotten past MAX_KINDS. */
 function take(map: Map<string, Estimate>, k: string): Estimate {
