@@ -18,7 +18,7 @@ import { redisKey } from '../../src/redis/keys.js'
 import { etagOf } from '../../src/cache/cache-entry.js'
 import { canonicalGetReport } from '../../src/reports/report-query.js'
 import type { TokenProvider } from '../../src/platform/tokens/token-provider.js'
-import { fakeClock, type FakeClock } from '../helpers/clock.js'
+import { fakeClock, onRealTimers, type FakeClock } from '../helpers/clock.js'
 import { waitFor } from '../helpers/wait.js'
 import { KEYS, listen, REPORT_PATH, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
@@ -400,6 +400,33 @@ describe('a gateway pushing its ended jobs (demo mode, the sandbox over real HTT
     expect(Object.keys(pushed.error ?? {}).sort()).toEqual(['code', 'message', 'statusCode'])
     // The receiver reads why it failed where the push says: the platform's own answer.
     expect((await fetch(`${gw.url}${pushed.result ?? ''}`, { headers: { 'x-api-key': KEYS.all } })).status).toBe(422)
+  })
+  // The push is the job's status as GET /api/v1/jobs/{id} answers it: its finality is that
+  // of its figures' fetch (figuresAt), not of its end, which comes after midnight here.
+  it('pushes the finality of the copy a job answered with, fetched before the midnight it ended after', async () => {
+    const r = await receiver([{ status: 204 }])
+    const clock = fakeClock(Date.parse('2026-03-10T23:59:50Z'))
+    const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }, webhookYaml(r.url.replace('127.0.0.1', 'localhost'), { perReplica: 1 })), { clock: onRealTimers(clock.now) }))
+    const ask = async (query: string) => ((await (await fetch(`${gw.url}${REPORT_PATH}?${query}`, { headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })).json()) as { id: string }).id
+    const year = 'advertiserId=101&byDate=1&dateFrom=2025-01-01&dateTo=2025-12-31'
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    try {
+      await ask('advertiserId=102&dateFrom=2025-01-01&dateTo=2025-06-30')
+      await waitFor('the first job at the platform', () => sandbox.countRequests((q) => q.path === REPORT_PATH) === 1)
+      // One job runs at a time (perReplica 1): this one waits behind the held one, and a read fills the copy it answers with.
+      const id = await ask(year)
+      const read = await fetch(`${gw.url}${REPORT_PATH}?${year}`, { headers: { 'x-api-key': KEYS.growth } })
+      expect([read.status, read.headers.get('x-cache')]).toEqual([200, 'MISS'])
+      clock.advance(20_000)
+      sandbox.releaseHeld()
+      const pushedOf = () => r.got.map((g) => JSON.parse(g.body) as JobStatus).find((s) => s.id === id)
+      await waitFor(`job ${id} pushed`, () => pushedOf() !== undefined)
+      const pushed = pushedOf() as JobStatus
+      expect([pushed.tookSeconds, pushed.endedAt?.slice(0, 10)]).toEqual([0, '2026-03-11'])
+      expect([pushed.settledThrough, pushed.provisionalDays]).toEqual([read.headers.get('report-settled-through'), read.headers.get('report-provisional-days')])
+    } finally {
+      sandbox.releaseHeld()
+    }
   })
 })
 

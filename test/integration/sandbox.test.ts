@@ -586,6 +586,20 @@ describe('HTTP controls', () => {
     expect(await (await control('GET', '/concurrency')).json()).toEqual({ inFlight: 0, peak: 0 })
   })
 
+  // The failure mode a platform redirect is tested with (contract: "A platform redirect carries no content").
+  it('answers a redirect as Laravel writes one over HTTP, and refuses one without a location or with another status', async () => {
+    const REPORT = `/api/v1/report/campaigns/get?advertiserId=101&${WEEK}`
+    for (const refused of [{ kind: 'redirect' }, { kind: 'redirect', location: '' }, { kind: 'redirect', location: '/next', status: 200 }, { kind: 'redirect', location: '/next', status: 302.5 }, { kind: 'redirect', location: '/next', headers: { 'x-n': 1 } }]) {
+      const res = await control('POST', '/failure', refused)
+      expect([JSON.stringify(refused), res.status]).toEqual([JSON.stringify(refused), 400])
+    }
+    expect((await control('POST', '/failure', { kind: 'redirect', location: '/next?a=1&b="2"', headers: { 'x-sent': 'yes' }, times: 1 })).status).toBe(200)
+    const moved = await fetch(`${sandbox.url}${REPORT}`, { headers: { authorization: `Bearer ${token}` }, redirect: 'manual' })
+    expect([moved.status, moved.headers.get('location'), moved.headers.get('x-sent')]).toEqual([302, '/next?a=1&b="2"', 'yes'])
+    expect(await moved.text()).toContain('Redirecting to /next?a=1&amp;b=&quot;2&quot;')
+    expect((await call(REPORT)).status).toBe(200)
+  })
+
   it('fails one path over HTTP, and clears the path failures', async () => {
     const REPORT = `/api/v1/report/campaigns/get?advertiserId=101&${WEEK}`
     expect((await control('POST', '/route-failure', { path: '/api/v1/report/campaigns/get', kind: 'status', status: 429 })).status).toBe(200)
