@@ -43,8 +43,8 @@ describe('the benchmarks\' shapes, 40 seeded', () => {
 
 // The scale bench's own platform on a loop late 50 ms on average (half a call's cost: every
 // answer read late), 10 seeds: the start doubles 32 → 64 on 2 and 7 with 15 of the 32 seats
-// at the platform (the rest answers come but not read), and 429s at 64 seats in flight said
-// the platform took 63, then 62, … (each 429 one seat lower, 11 to 16 calls a step): the
+// at the platform (the rest held answers come but not read), and 429s at 64 seats said
+// the platform took 63, then 62, … (one seat a round of 4 to 9 × 429): the
 // limit walked down to 49 and the probe seat there drew 429s for seconds (3.5 % and 1.8 % of
 // the calls). Read late, a refusal takes the limit back to the level the doubling left
 // (docs/governor.md, "Start"). Judged on the refusals alone: at this lateness a limit of 17
