@@ -74,6 +74,13 @@ export function benchShape(seed: number): BenchShape {
   return { seed, kind: 'views-fresh', scenario, alone: { ...scenario, teams: [views] } }
 }
 
+/** The scale bench's own platform (bench/scale-host.mjs, one replica): knee 24, 100 ms a call and 40 ms more for each past it, 429 past 48, 100 callers, jitter 2 ms, the loop late `lateMs` on average from its start. */
+export function scaleBenchShape(seed: number, lateMs: number): BenchShape {
+  const team: TeamPlan = { name: 'A', weight: 1, behaviour: { kind: 'callers', callers: 100, reports: [{ name: 'report', costMs: 100 }], thinkMs: [0, 0] }, replicas: [0], from: 0, until: CROWDED_MS }
+  const scenario: Scenario = { ...none, seed, durationMs: CROWDED_MS, workers: 48, spread: 0, capacity: { knee: 24, slopeMs: 40, refuseAbove: 48 }, timers: { jitterMs: 2, tickMs: 1 }, gatewayLate: [[0, lateMs]], teams: [team] }
+  return { seed, kind: 'crowded', scenario }
+}
+
 /** One line that says what a shape is. */
 export function describeBenchShape(s: BenchShape): string {
   const { scenario: x } = s

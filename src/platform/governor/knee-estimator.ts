@@ -56,7 +56,7 @@ export class KneeEstimator {
   #past = 1
   #queueSeen = false
   #starting = false
-  // The most calls in flight the platform took at the start, as its refusals say (a call answered 429 with n in flight: n − 1); Infinity: none refused. Read only of a call in the new seats of a growth no queue verdict watches (past #left, the level it left, Infinity: watched; across replicas, or on one replica where that level was read late): that level drew no refusal, a 429 within it is a throttle's.
+  // The most calls in flight the platform took at the start, as its refusals say (a call answered 429 with n in flight: n − 1; on one replica, where the level left was read late, that level: seats there hold answers come but not read, so n overstates the calls at the platform); Infinity: none refused. Read only of a call in the new seats of a growth no queue verdict watches (past #left, the level it left, Infinity: watched; across replicas, or on one replica where that level was read late): that level drew no refusal, a 429 within it is a throttle's.
   #took = Infinity
   #left = Infinity
   // A queue verdict held: the last serial started when it first showed (0: none held).
@@ -116,7 +116,7 @@ export class KneeEstimator {
   ended(a: Answer): void {
     this.#faults.answered(a)
     // Read at once, on the learner across replicas too: the platform refuses within ms, before any level is measured.
-    if (a.refused === true && this.#phase === 'start' && a.load > this.#left) this.#took = Math.max(this.#min, Math.min(this.#took, a.load - 1))
+    if (a.refused === true && this.#phase === 'start' && a.load > this.#left) this.#took = Math.max(this.#min, Math.min(this.#took, this.#timeline === null ? this.#left : a.load - 1))
     return this.#timeline ? this.#timeline.ended(a, this.#now()) : this.#end(a)
   }
   /** The evidence of one answer, in the order calls ended. */
