@@ -220,7 +220,7 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
     const first = platformToken()
     const next = sandbox.issueToken()
     expect((await adminCall(a, 'PUT', '/admin/token', { token: next })).statusCode).toBe(200)
-    await waitFor('the token on the other replica', () => b.tokens.get('default').current()?.token === next, 3000)
+    await waitFor('the token on the other replica', () => b.tokens.get('default').current()?.token === next)
     await topology.flush()
     sandbox.clearRequests()
     const late = await replicas.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: first, ADMIN_TOKEN, GATEWAY_SECRET }, yamlFor(topology)), { clock: fakeClock() })
