@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { KEYS, REPORT_PATH, teamsYamlWith } from '../helpers/build-gateway.js'
 import { useAttackGateway } from './attack-gateway.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // The cost and finality headers (docs/call-cost.md) read by a team that did not pay for a
 // copy: every report answer carries them, a 304 and a job's result too, and they tell the
@@ -43,7 +43,7 @@ describe('cost and finality headers attacked', () => {
     const asked = await get(`${REPORT_PATH}?advertiserId=102&dateFrom=2025-05-01&dateTo=2025-05-31`, KEYS.growth, { prefer: 'respond-async' })
     expect(asked.status).toBe(202)
     const { id } = (await asked.json()) as { id: string }
-    await waitFor('the job done', async () => ((await (await get(`/api/v1/jobs/${id}`, KEYS.growth)).json()) as { state: string }).state === 'done', 10_000, 20)
+    await waitFor('the job done', async () => ((await (await get(`/api/v1/jobs/${id}`, KEYS.growth)).json()) as { state: string }).state === 'done', testTimeLeft(), 20)
     const result = await get(`/api/v1/jobs/${id}/result`, KEYS.growth)
     expect(result.status).toBe(200)
     const again = await get(`/api/v1/jobs/${id}/result`, KEYS.growth, { 'if-none-match': result.headers.get('etag') as string })

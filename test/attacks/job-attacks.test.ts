@@ -7,7 +7,7 @@ import { KEYS, listen, REPORT_PATH, TEAMS_YAML, teamsYamlWith } from '../helpers
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { startRedis, type RedisServer } from '../helpers/start-redis.js'
 import { rawHttp, rawRequest, startSandboxGateway, type SandboxGateway } from '../helpers/sandbox-gateway.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 import { ADMIN_TOKEN } from './attack-gateway.js'
 
 // Report jobs attacked by a team with a scoped key (`growth`: advertisers 101 and 102) and
@@ -45,7 +45,7 @@ describe('report jobs attacked', () => {
   it('another team\'s job is answered as a missing one in every call: same status, body and headers, no wait', async () => {
     sg.sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
     const theirs = await ask(YEAR)
-    await waitFor('the job at the platform', () => reportCalls() === 1, 10_000)
+    await waitFor('the job at the platform', () => reportCalls() === 1)
     const missing = `${theirs.slice(0, -4)}${theirs.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`
     for (const [method, suffix] of [['GET', ''], ['GET', '/result'], ['DELETE', ''], ['GET', '?wait=30']] as const) {
       const foreign = await seen(await get(`/api/v1/jobs/${theirs}${suffix}`, KEYS.growth, { method }))
@@ -58,7 +58,7 @@ describe('report jobs attacked', () => {
     expect((await (await get(`/api/v1/jobs/${theirs}`, KEYS.all)).json()) as { state: string }).toMatchObject({ state: 'running' })
     // Still the owner's after all that: the DELETE removed nothing.
     sg.sandbox.releaseHeld()
-    await waitFor('the job done', async () => ((await (await get(`/api/v1/jobs/${theirs}`, KEYS.all)).json()) as { state: string }).state === 'done', 10_000, 20)
+    await waitFor('the job done', async () => ((await (await get(`/api/v1/jobs/${theirs}`, KEYS.all)).json()) as { state: string }).state === 'done', testTimeLeft(), 20)
     expect((await get(`/api/v1/jobs/${theirs}/result`, KEYS.growth)).status).toBe(404)
     expect((await get(`/api/v1/jobs/${theirs}/result`, KEYS.all)).status).toBe(200)
   })
@@ -67,7 +67,7 @@ describe('report jobs attacked', () => {
     sg.sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
     const calls = reportCalls()
     const theirs = await ask('advertiserId=102&dateFrom=2025-02-01&dateTo=2025-02-28')
-    await waitFor('the job at the platform', () => reportCalls() === calls + 1, 10_000)
+    await waitFor('the job at the platform', () => reportCalls() === calls + 1)
     const before = sg.callerRequests().length
     const escaped = [...theirs].map((c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`).join('')
     const spellings = [
@@ -126,7 +126,7 @@ describe('report jobs attacked', () => {
   it('a job call takes no parameter it does not read: 400 GW_BAD_REQUEST naming it, and nothing done', async () => {
     sg.sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
     const id = await ask('advertiserId=101&dateFrom=2025-04-01&dateTo=2025-04-30')
-    await waitFor('the job at the platform', () => reportCalls() > 0, 10_000)
+    await waitFor('the job at the platform', () => reportCalls() > 0)
     const queued = await ask('advertiserId=101&dateFrom=2025-05-01&dateTo=2025-05-31')
     const refused = async (method: string, path: string, message: string) => {
       const res = await get(path, KEYS.all, { method })
@@ -154,9 +154,9 @@ describe('report jobs attacked', () => {
     const b = await post('{"byDate":true,"dateTo":"2024-05-31","dateFrom":"2024-05-01","campaignIds":[101001]}')
     expect([a.status, b.status]).toEqual([202, 202])
     const ids = [((await a.json()) as { id: string }).id, ((await b.json()) as { id: string }).id]
-    await waitFor('the first at the platform', () => reportCalls() === before + 1, 10_000)
+    await waitFor('the first at the platform', () => reportCalls() === before + 1)
     sg.sandbox.releaseHeld()
-    for (const id of ids) await waitFor(`job ${id} done`, async () => ((await (await get(`/api/v1/jobs/${id}`, KEYS.all)).json()) as { state: string }).state === 'done', 10_000, 20)
+    for (const id of ids) await waitFor(`job ${id} done`, async () => ((await (await get(`/api/v1/jobs/${id}`, KEYS.all)).json()) as { state: string }).state === 'done', testTimeLeft(), 20)
     expect(reportCalls()).toBe(before + 1)
   })
 
@@ -165,17 +165,17 @@ describe('report jobs attacked', () => {
     sg.sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 2 })
     const before = reportCalls()
     const first = await ask('advertiserId=101&dateFrom=2023-01-01&dateTo=2023-01-31')
-    await waitFor('the first job at the platform', () => reportCalls() === before + 1, 10_000)
+    await waitFor('the first job at the platform', () => reportCalls() === before + 1)
     const queued = [await ask('advertiserId=101&dateFrom=2023-02-01&dateTo=2023-02-28'), await ask('advertiserId=101&dateFrom=2023-03-01&dateTo=2023-03-31')]
     const other = await ask('advertiserId=102&dateFrom=2023-01-01&dateTo=2023-01-31', KEYS.growth)
     const state = async (id: string, key = KEYS.all) => ((await (await get(`/api/v1/jobs/${id}`, key)).json()) as { state: string }).state
     sg.sandbox.releaseHeld()
-    await waitFor('a second job at the platform', () => reportCalls() === before + 2, 10_000)
+    await waitFor('a second job at the platform', () => reportCalls() === before + 2)
     expect(await state(other, KEYS.growth)).toBe('running')
     expect([await state(queued[0] as string), await state(queued[1] as string)]).toEqual(['queued', 'queued'])
     for (const id of queued) expect((await get(`/api/v1/jobs/${id}`, KEYS.all, { method: 'DELETE' })).status).toBe(204)
     sg.sandbox.releaseHeld()
-    await waitFor('both run jobs done', async () => (await state(first)) === 'done' && (await state(other, KEYS.growth)) === 'done', 10_000, 20)
+    await waitFor('both run jobs done', async () => (await state(first)) === 'done' && (await state(other, KEYS.growth)) === 'done', testTimeLeft(), 20)
   })
 
   it('a team\'s job bound tells of its own jobs only: another team\'s full queue neither refuses nor shows in it', async () => {
@@ -237,7 +237,7 @@ describe('report jobs while Redis is down', () => {
         const answer = await fetch(`${sg.url}${path}`, { headers: { 'x-api-key': KEYS.all } })
         body = (await answer.json()) as typeof body
         return answer.status === 503
-      }, 20_000, 50)
+      }, testTimeLeft(), 50)
       expect(body.code).toBe('GW_JOBS_UNAVAILABLE')
       expect(body.message).not.toContain(port)
       expect(body.message).not.toMatch(/127\.0\.0\.1|ECONN|ioredis|stream|retries|connection/i)
@@ -260,7 +260,7 @@ describe('a job\'s result after its team lost the advertiser', () => {
     expect(asked.status).toBe(202)
     const { id } = (await asked.json()) as { id: string }
     const state = async () => ((await (await fetch(`${gw.url}/api/v1/jobs/${id}`, { headers: { 'x-api-key': KEYS.growth } })).json()) as { state: string }).state
-    await waitFor('the job done', async () => (await state()) === 'done', 10_000, 20)
+    await waitFor('the job done', async () => (await state()) === 'done', testTimeLeft(), 20)
 
     writeFileSync(file, TEAMS_YAML.replace('advertisers: [101, 102]', 'advertisers: [101]'))
     const reload = await gw.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
@@ -289,7 +289,7 @@ describe('a job\'s result after its team lost the advertiser', () => {
     sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
     // The one slot holds the first job at the platform; the second waits in the queue.
     const running = await ask('advertiserId=101&dateFrom=2025-10-01&dateTo=2025-10-28')
-    await waitFor('the first job at the platform', () => sandbox.requests.some((r) => r.path === REPORT_PATH), 10_000, 20)
+    await waitFor('the first job at the platform', () => sandbox.requests.some((r) => r.path === REPORT_PATH), testTimeLeft(), 20)
     const queued = await ask('advertiserId=102&dateFrom=2025-10-01&dateTo=2025-10-28')
     expect((await status(queued)).state).toBe('queued')
 
@@ -297,7 +297,7 @@ describe('a job\'s result after its team lost the advertiser', () => {
     const reload = await gw.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
     expect(reload.statusCode).toBe(200)
     sandbox.releaseHeld()
-    await waitFor('both jobs ended', async () => (await status(running)).state === 'done' && ['done', 'failed'].includes((await status(queued)).state), 10_000, 20)
+    await waitFor('both jobs ended', async () => (await status(running)).state === 'done' && ['done', 'failed'].includes((await status(queued)).state), testTimeLeft(), 20)
     expect(await status(queued)).toMatchObject({ state: 'failed', error: { code: 'GW_FORBIDDEN', statusCode: 403 } })
     expect(sandbox.requests.filter((r) => r.path === REPORT_PATH && r.query.includes('advertiserId=102'))).toEqual([])
   })

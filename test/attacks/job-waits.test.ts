@@ -48,9 +48,9 @@ describe('waits on report jobs past their bounds', () => {
     // The team `all`'s job is held at the platform: running, it does not change.
     sg.sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
     const running = await ask('advertiserId=101&dateFrom=2025-01-01&dateTo=2025-12-31', KEYS.all)
-    await waitFor('the job at the platform', () => sg.callerRequests().some((r) => r.path === REPORT_PATH), 10_000)
+    await waitFor('the job at the platform', () => sg.callerRequests().some((r) => r.path === REPORT_PATH))
     const held = [get(`/api/v1/jobs/${running}?wait=30`, KEYS.all), get(`/api/v1/jobs/${running}?wait=30`, KEYS.all)]
-    await waitFor('two waits of the team held', async () => (await waiting('all')) === 2, 10_000)
+    await waitFor('two waits of the team held', async () => (await waiting('all')) === 2)
 
     const teamFull = await refused(await get(`/api/v1/jobs/${running}?wait=30`, KEYS.all))
     expect(teamFull).toBe('team all has 2 status calls waiting (?wait) on this replica, the most it may (jobs.maxWaitsPerTeam); ask again after retry-after, or without ?wait')
@@ -60,7 +60,7 @@ describe('waits on report jobs past their bounds', () => {
     // Another team's wait on its own job (queued behind the one runner) takes the replica's last place.
     const queued = await ask('advertiserId=102&dateFrom=2025-01-01&dateTo=2025-12-31', KEYS.growth)
     const theirs = get(`/api/v1/jobs/${queued}?wait=30`, KEYS.growth)
-    await waitFor('the other team\'s wait held', async () => (await waiting('growth')) === 1, 10_000)
+    await waitFor('the other team\'s wait held', async () => (await waiting('growth')) === 1)
     const replicaFull = await refused(await get(`/api/v1/jobs/${queued}?wait=30`, KEYS.growth))
     // The replica's bound says nothing of which team holds it.
     expect(replicaFull).toBe('this replica holds 3 status calls waiting (?wait), the most it may (jobs.maxWaits); ask again after retry-after, or without ?wait')
@@ -70,40 +70,40 @@ describe('waits on report jobs past their bounds', () => {
     await waitFor('the job done', async () => {
       sg.sandbox.releaseHeld()
       return (await stateOf(running, KEYS.all)) === 'done'
-    }, 10_000)
+    })
     const answers = await Promise.all(held.map(async (p) => ((await (await p).json()) as { state: string }).state))
     expect(answers).toEqual(['done', 'done'])
     expect((await theirs).status).toBe(200)
     await waitFor('every wait given back', async () => (await waiting('all')) === 0 && (await waiting('growth')) === 0)
     // A wait is taken again once places are free.
-    await waitFor('the other team\'s job done', async () => (await stateOf(queued, KEYS.growth)) === 'done', 10_000)
+    await waitFor('the other team\'s job done', async () => (await stateOf(queued, KEYS.growth)) === 'done')
     expect((await get(`/api/v1/jobs/${queued}?wait=30`, KEYS.growth)).status).toBe(200)
   })
 
   it('a wait whose caller hung up gives its place back at once, not when its job changes', async () => {
     sg.sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
     const running = await ask('advertiserId=101&dateFrom=2025-05-01&dateTo=2025-05-31', KEYS.all)
-    await waitFor('the job at the platform', () => sg.callerRequests().some((r) => r.path === REPORT_PATH && r.query.includes('2025-05-01')), 10_000)
+    await waitFor('the job at the platform', () => sg.callerRequests().some((r) => r.path === REPORT_PATH && r.query.includes('2025-05-01')))
     // A dashboard's poll given up (its timeout, a page left): both places of the team taken, then left.
     const left = [new AbortController(), new AbortController()]
     const polls = left.map((c) => fetch(`${sg.url}/api/v1/jobs/${running}?wait=30`, { headers: { 'x-api-key': KEYS.all }, signal: c.signal }).catch(() => 'left'))
-    await waitFor('two waits of the team held', async () => (await waiting('all')) === 2, 10_000)
+    await waitFor('two waits of the team held', async () => (await waiting('all')) === 2)
     for (const c of left) c.abort()
     expect(await Promise.all(polls)).toEqual(['left', 'left'])
     await waitFor('the places of the waits left given back', async () => (await waiting('all')) === 0)
     // The job has not changed: a new wait is held, not refused.
     const held = get(`/api/v1/jobs/${running}?wait=30`, KEYS.all)
-    await waitFor('the new wait held', async () => (await waiting('all')) === 1, 10_000)
+    await waitFor('the new wait held', async () => (await waiting('all')) === 1)
     await waitFor('the job done', async () => {
       sg.sandbox.releaseHeld()
       return (await stateOf(running, KEYS.all)) === 'done'
-    }, 10_000)
+    })
     expect((await held).status).toBe(200)
   })
 
   it('a wait on an ended job takes no place: answered at once, whatever the bounds', async () => {
     const id = await ask('advertiserId=101&dateFrom=2025-03-01&dateTo=2025-03-31', KEYS.all)
-    await waitFor('the job done', async () => (await stateOf(id, KEYS.all)) === 'done', 10_000)
+    await waitFor('the job done', async () => (await stateOf(id, KEYS.all)) === 'done')
     const answers = await Promise.all(Array.from({ length: 5 }, () => get(`/api/v1/jobs/${id}?wait=30`, KEYS.all)))
     expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200, 200])
     expect(await waiting('all')).toBe(0)

@@ -5,7 +5,7 @@ import { KEYS } from '../helpers/build-gateway.js'
 import { useReflectingGateway } from '../helpers/fixtures.js'
 import { rawHttp, rawRequest, type RawResponse } from '../helpers/sandbox-gateway.js'
 import { leakedSecrets } from '../helpers/secret-scan.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 import { itLoggedNoSecret, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
 
 // Methods. A platform that reflects TRACE, as RFC 9110 says it should, hands back the
@@ -200,7 +200,7 @@ describe('HEAD of a report', () => {
     expect(head.headers.get('content-length')).toMatch(/^[1-9]\d*$/)
     // The job is there, as a GET's would be; its status and result are read at its location.
     const status = async () => (await (await fetch(`${sg.url}${location}`, { headers: { 'x-api-key': KEYS.all } })).json()) as { id: string; state: string; result: string | null }
-    await waitFor('the HEAD\'s job done', async () => (await status()).state === 'done', 10_000, 20)
+    await waitFor('the HEAD\'s job done', async () => (await status()).state === 'done', testTimeLeft(), 20)
     const result = await fetch(`${sg.url}${(await status()).result}`, { headers: { 'x-api-key': KEYS.all } })
     expect(result.status).toBe(200)
     expect(await result.text()).toContain('"data"')

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { KEYS, REPORT_PATH as PATH, teamsYamlWith, testConfig, WEEK_BY_DATE as QUERY } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // What one team makes the gateway write into the Redis every team shares is bounded by
 // what lives there: a team that asks report after report (a parameter the platform
@@ -49,7 +49,7 @@ describe.skipIf(!available)("an advertiser's index in Redis", () => {
     await read(QUERY)
     for (let i = 0; i < READS; i++) await read(`advertiserId=101&dateFrom=${TODAY}&dateTo=${TODAY}&bust=${i}`)
     expect(await listed(101)).toHaveLength(READS + 1)
-    await waitFor('the recent reports to expire in Redis', async () => (await client.keys('rgw:report:*')).length === 1, 10_000, 100)
+    await waitFor('the recent reports to expire in Redis', async () => (await client.keys('rgw:report:*')).length === 1, testTimeLeft(), 100)
 
     await read(`${QUERY}&bust=settled`)
     const live = await client.keys('rgw:report:*')
@@ -110,7 +110,7 @@ describe.skipIf(!available)("the teams' job results beside Redis' maxmemory", ()
         for (const id of ids) if (!ENDED.includes(last.get(id)?.state ?? '')) last.set(id, await status(gw, id, key))
         return [...last.values()].every((s) => ENDED.includes(s.state))
       },
-      30_000,
+      testTimeLeft(),
       50,
     )
     return ids.map((id) => last.get(id) as JobStatus)

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import type { Redis } from 'ioredis'
 import { KEYS, listen, REPORT_PATH, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // A team's webhook aimed where no delivery may go (docs/jobs.md, "Pushed when done"): the
 // platform's own socket under another name, an address in another spelling, a user in the
@@ -55,7 +55,7 @@ describe('webhooks aimed at what they may not reach', () => {
     const asked = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&dateFrom=2025-01-01&dateTo=2025-01-31`, { headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
     expect(asked.status).toBe(202)
     const listed = async () => ((await gw.admin.inject({ method: 'GET', url: '/admin/jobs', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json() as { deliveries: { state: string; attempts: number; lastError: string | null }[] }).deliveries
-    await waitFor('the delivery settled', async () => ['failed', 'delivered'].includes((await listed())[0]?.state ?? ''), 10_000, 20)
+    await waitFor('the delivery settled', async () => ['failed', 'delivered'].includes((await listed())[0]?.state ?? ''), testTimeLeft(), 20)
     expect((await listed())[0]).toMatchObject({ state: 'failed', attempts: 0, lastError: expect.stringMatching(/^refused: localhost resolves to the platform's address/) })
     expect(sandbox.requests.filter((r) => r.path === '/api/v1/campaign/banner/create')).toEqual([])
   })
@@ -68,7 +68,7 @@ describe('webhooks aimed at what they may not reach', () => {
     const asked = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&dateFrom=2025-03-01&dateTo=2025-03-31`, { headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
     expect(asked.status).toBe(202)
     const listed = async () => ((await gw.admin.inject({ method: 'GET', url: '/admin/jobs', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json() as { deliveries: { state: string; attempts: number; lastError: string | null }[] }).deliveries
-    await waitFor('the delivery settled', async () => ['failed', 'delivered'].includes((await listed())[0]?.state ?? ''), 10_000, 20)
+    await waitFor('the delivery settled', async () => ['failed', 'delivered'].includes((await listed())[0]?.state ?? ''), testTimeLeft(), 20)
     expect((await listed())[0]).toMatchObject({ state: 'failed', attempts: 0, lastError: expect.stringMatching(/^refused: 0\.0\.0\.0 resolves to the platform's address/) })
     expect(sandbox.requests.filter((r) => r.path === '/api/v1/campaign/banner/create')).toEqual([])
   })
@@ -87,7 +87,7 @@ describe('webhooks aimed at what they may not reach', () => {
     const asked = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&dateFrom=2025-02-01&dateTo=2025-02-28`, { headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
     expect(asked.status).toBe(202)
     const listed = async () => ((await gw.admin.inject({ method: 'GET', url: '/admin/jobs', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json() as { deliveries: { state: string; url: string }[] }).deliveries
-    await waitFor('the delivery made', async () => (await listed())[0]?.state === 'delivered', 10_000, 20)
+    await waitFor('the delivery made', async () => (await listed())[0]?.state === 'delivered', testTimeLeft(), 20)
     expect(got).toEqual([`/hook?tok=${token}`])
     expect((await listed())[0]?.url).toBe(url.slice(0, url.indexOf('?')))
     const stored = await everyValue(redisClient)
@@ -166,10 +166,10 @@ describe('a slow receiver', () => {
       expect(res.status).toBe(202)
     }
     for (let day = 1; day <= 12; day++) await ask(KEYS.all, day)
-    await waitFor('the slow receiver holding attempts', () => slow.got.length >= 2, 10_000)
+    await waitFor('the slow receiver holding attempts', () => slow.got.length >= 2)
     await ask(KEYS.growth, 20)
     // Pushed while every attempt to the slow receiver is still held (a minute each).
-    await waitFor('the quick team\'s delivery', () => quick.got.length === 1, 10_000, 20)
+    await waitFor('the quick team\'s delivery', () => quick.got.length === 1, testTimeLeft(), 20)
   })
 
   it('ends an attempt whose receiver answers its head, then trickles its body, at webhookTimeout: no answer, tried again', async () => {
@@ -187,7 +187,7 @@ describe('a slow receiver', () => {
     const asked = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&dateFrom=2025-08-01&dateTo=2025-08-28`, { headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
     expect(asked.status).toBe(202)
     const first = async () => ((await gw.admin.inject({ method: 'GET', url: '/admin/jobs', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json() as { deliveries: { lastError: string | null; state: string }[] }).deliveries[0]
-    await waitFor('the first attempt cut off', async () => (await first())?.lastError !== null && (await first())?.lastError !== undefined, 10_000, 20)
+    await waitFor('the first attempt cut off', async () => (await first())?.lastError !== null && (await first())?.lastError !== undefined, testTimeLeft(), 20)
     expect(await first()).toMatchObject({ state: 'pending', lastError: 'no answer within 300ms' })
   })
 })

@@ -3,7 +3,7 @@ import { KEYS, REPORT_PATH, teamsYamlWith } from '../helpers/build-gateway.js'
 import { useCleanups, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js'
 import { redisAvailability } from '../helpers/start-redis.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // The replica running a report job is killed (SIGKILL), or stopped (SIGTERM), while its
 // platform call is under way. Two gateway processes (dist/main.js) on one redis-server and
@@ -54,7 +54,7 @@ describe.skipIf(!redisCheck.available)('a replica running a report job crashes (
     const asked = await get(runner, `${REPORT_PATH}?${YEAR}`, { prefer: 'respond-async' })
     expect(asked.status).toBe(202)
     const location = asked.headers.get('location') as string
-    await waitFor('the job\'s call at the platform', () => reportCalls().length === 1, 10_000)
+    await waitFor('the job\'s call at the platform', () => reportCalls().length === 1)
 
     // The other replica starts while the job runs on the first: it sees the job running.
     const other = await start(yaml)
@@ -66,7 +66,7 @@ describe.skipIf(!redisCheck.available)('a replica running a report job crashes (
     runner.kill(signal)
     // Killed, it is gone at its exit; stopped, its call is aborted at the end of its grace, before it exits.
     const stoppedAt = signal === 'SIGKILL' ? (await runner.exited).at : signalledAt
-    await waitFor('the job done on the other replica', async () => (await status(other, location)).state === 'done', 30_000, 50)
+    await waitFor('the job done on the other replica', async () => (await status(other, location)).state === 'done', testTimeLeft(), 50)
     sandbox.releaseHeld()
     const after = await status(other, location)
     // Started again, by the other replica.

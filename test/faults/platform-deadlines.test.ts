@@ -3,7 +3,7 @@ import type { Sandbox } from '../../src/sandbox/sandbox.js'
 import { KEYS, REPORT_PATH as REPORT, teamsYamlWith } from '../helpers/build-gateway.js'
 import { useSandboxGatewayProcess } from '../helpers/fixtures.js'
 import { timedRequest } from '../helpers/gateway-process.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // Platform deadlines, against a gateway process (dist/main.js) and the
 // sandbox in hang, trickle, reset, 5xx and 429 modes: `platform.timeout` bounds the whole
@@ -29,8 +29,8 @@ describe('platform deadlines (gateway process, sandbox faults)', () => {
     // on its way: the next test's failure mode is for its own calls only. A call cut by its
     // deadline holds its seat until its expected end at the platform (docs/governor.md): the
     // next test's calls start with every seat free.
-    await waitFor('the sandbox to be idle', () => sandbox.concurrency().inFlight === 0, 10_000)
-    await waitFor('every seat free', async () => /^gateway_platform_in_flight_calls\{credential="default"\} 0$/m.test(await (await fetch(`${gw.adminUrl}/metrics`)).text()), 15_000, 50)
+    await waitFor('the sandbox to be idle', () => sandbox.concurrency().inFlight === 0)
+    await waitFor('every seat free', async () => /^gateway_platform_in_flight_calls\{credential="default"\} 0$/m.test(await (await fetch(`${gw.adminUrl}/metrics`)).text()), testTimeLeft(), 50)
     sandbox.setFailure({ kind: 'none' })
     sandbox.clearRouteFailures()
     sandbox.setLatency(0)

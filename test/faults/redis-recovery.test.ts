@@ -1,25 +1,28 @@
-import { describe, expect, it } from 'vitest'
+import { beforeEach, describe, expect, it } from 'vitest'
 import { KEYS, REPORT_PATH as PATH, teamsYamlWith, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateway, useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 import { redisKey } from '../../src/redis/keys.js'
 
 // A fault costs seconds, never minutes: once Redis answers again (restarted, or thawed
 // after a stall), each replica says so on /readyz and fills across replicas with one
 // platform call within about a second, not after a breaker cooldown. A chaos soak saw
 // `redis: down` for 5 s after Redis was back, and 6 identical misses make 2 platform calls
-// then. The cooldown here is long (30 s), so that only the new behaviour passes; "about a
-// second" is waited for with a bound of a few, for a loaded machine.
+// then. The cooldown here is longer than any test's timeout, so that only the new behaviour
+// passes: a replica back only at the cooldown's end is back after its test has ended.
 
 const { available } = redisAvailability()
 
 const COOLDOWN_MS = 30_000
-const BACK_WITHIN_MS = 5_000
 const YAML = teamsYamlWith({
   platform: { timeout: '3s' },
   redis: { commandTimeout: '250ms', breakerCooldown: `${COOLDOWN_MS}ms` },
   cache: { ttl: { recent: '60s', settled: '60s' }, lockTtl: '2s' },
+})
+
+beforeEach(({ task }) => {
+  expect(COOLDOWN_MS).toBeGreaterThan(task.timeout ?? Infinity)
 })
 
 const query = (day: number) => `advertiserId=101&byDate=1&dateFrom=2026-05-01&dateTo=2026-05-${String(day).padStart(2, '0')}`
@@ -40,7 +43,7 @@ describe.skipIf(!available)('readiness and single-flight once Redis answers agai
     await waitFor('both replicas to see Redis down', async () => {
       await Promise.all([read(a, query(day)), read(b, query(day))])
       return bothSay('down')
-    }, 10_000, 100)
+    }, testTimeLeft(), 100)
   }
 
   /** Six identical misses, three on each replica at once: one platform call once Redis is back. */
@@ -58,19 +61,19 @@ describe.skipIf(!available)('readiness and single-flight once Redis answers agai
     await redis.stop(true)
     await untilBothDown(2)
     await redis.restart()
-    await waitFor('both replicas to say redis ok again', () => bothSay('ok'), BACK_WITHIN_MS, 50)
+    await waitFor('both replicas to say redis ok again', () => bothSay('ok'), testTimeLeft(), 50)
     await expectOneCallAcrossReplicas(3)
   })
 
   it('is ready with redis ok, and fills once across replicas, seconds after a stalled Redis answers again', async () => {
-    await waitFor('both replicas to see Redis ok', () => bothSay('ok'), BACK_WITHIN_MS, 50)
+    await waitFor('both replicas to see Redis ok', () => bothSay('ok'), testTimeLeft(), 50)
     redis.freeze()
     try {
       await untilBothDown(4)
     } finally {
       redis.thaw()
     }
-    await waitFor('both replicas to say redis ok again', () => bothSay('ok'), BACK_WITHIN_MS, 50)
+    await waitFor('both replicas to say redis ok again', () => bothSay('ok'), testTimeLeft(), 50)
     await expectOneCallAcrossReplicas(5)
   })
 })
@@ -103,7 +106,7 @@ describe.skipIf(!available)('copies a replica kept, shared with Redis once it is
     await waitFor('the copy in Redis', async () => (await reportKeys()) === 1)
     await redis.stop(true)
     await redis.restart()
-    await waitFor('the copy kept by the replica back in Redis', async () => (await reportKeys()) >= 1, BACK_WITHIN_MS, 50)
+    await waitFor('the copy kept by the replica back in Redis', async () => (await reportKeys()) >= 1, testTimeLeft(), 50)
     expect(await freshReplicaReads(query(10))).toEqual([200, 'HIT'])
   })
 
@@ -117,14 +120,14 @@ describe.skipIf(!available)('copies a replica kept, shared with Redis once it is
     await waitFor('the shared limit in Redis', async () => {
       await Promise.all(Array.from({ length: 12 }, () => read(a, `${query(1)}&n=${day++}`)))
       return shared()
-    }, 20_000, 50)
+    }, testTimeLeft(), 50)
     await redis.stop(true)
     await redis.restart()
     // A call: its renewal finds the record gone, and the learner writes it again.
     await waitFor('the shared limit written back', async () => {
       await read(a, `${query(2)}&n=${day++}`)
       return shared()
-    }, BACK_WITHIN_MS, 50)
+    }, testTimeLeft(), 50)
   })
 
   it('answers a report filled while Redis was out from the cache on a fresh replica, while the platform fails', async () => {
@@ -133,10 +136,10 @@ describe.skipIf(!available)('copies a replica kept, shared with Redis once it is
     await waitFor('the replica to see Redis down', async () => {
       await read(a, query(11))
       return (await a.admin.inject({ method: 'GET', url: '/readyz' })).json<{ redis: string }>().redis === 'down'
-    }, 10_000, 100)
+    }, testTimeLeft(), 100)
     expect((await read(a, query(12))).statusCode).toBe(200)
     await redis.restart()
-    await waitFor('the copies kept by the replica in Redis', async () => (await reportKeys()) >= 2, BACK_WITHIN_MS, 50)
+    await waitFor('the copies kept by the replica in Redis', async () => (await reportKeys()) >= 2, testTimeLeft(), 50)
     expect(await freshReplicaReads(query(12))).toEqual([200, 'HIT'])
   })
 })

@@ -5,7 +5,7 @@ import { freshRequest } from '../helpers/balancers.js'
 import { useSandboxGatewayProcess } from '../helpers/fixtures.js'
 import { timedRequest } from '../helpers/gateway-process.js'
 import { connectionRefused } from '../helpers/sandbox-gateway.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // SIGTERM while calls hang at the platform, with a
 // platform.timeout far longer than shutdownGrace. The process must answer them and exit 0
@@ -35,7 +35,7 @@ describe('shutdown within shutdownDrain and shutdownGrace (gateway process)', ()
     const hanging = [1, 2, 3].map((d) =>
       timedRequest(`${gw.url}/api/v1/report/campaigns/get?advertiserId=101&byDate=1&dateFrom=2026-01-01&dateTo=2026-01-0${d}`, { headers: { 'x-api-key': KEYS.all } }),
     )
-    await waitFor('three calls at the platform', () => sandbox.countRequests() >= 3, 10_000)
+    await waitFor('three calls at the platform', () => sandbox.countRequests() >= 3)
 
     // A kept-alive connection with a proxied call in flight.
     const socket = connect(gw.port, '127.0.0.1')
@@ -46,14 +46,14 @@ describe('shutdown within shutdownDrain and shutdownGrace (gateway process)', ()
     const body = '{"userId":101}'
     const post = `POST ${PROXIED} HTTP/1.1\r\nhost: x\r\nx-api-key: ${KEYS.all}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`
     socket.write(post)
-    await waitFor('the proxied call at the platform', () => sandbox.countRequests() >= 4, 10_000)
+    await waitFor('the proxied call at the platform', () => sandbox.countRequests() >= 4)
 
     const termAt = Date.now()
     gw.kill('SIGTERM')
-    await waitFor('readiness 503: draining', async () => (await freshRequest(`${gw.url}/readyz`)).status === 503, 10_000)
+    await waitFor('readiness 503: draining', async () => (await freshRequest(`${gw.url}/readyz`)).status === 503)
     // The next request on that connection, behind the answer under way, while the gateway drains.
     socket.write(post)
-    await waitFor('the second proxied call at the platform', () => sandbox.countRequests((r) => r.path === PROXIED) >= 2, 10_000)
+    await waitFor('the second proxied call at the platform', () => sandbox.countRequests((r) => r.path === PROXIED) >= 2)
     sandbox.releaseHeld()
 
     const answers = await Promise.all(hanging)
@@ -105,11 +105,11 @@ describe('the drain on SIGTERM (gateway process)', () => {
     expect((await freshRequest(`${gw.url}${REPORT}`, { 'x-api-key': KEYS.all })).status).toBe(200)
     const kept = keptAlive(gw.port)
     kept.send(REPORT)
-    await waitFor('the first answer on the kept-alive connection', () => /"data"/.test(kept.received()), 10_000)
+    await waitFor('the first answer on the kept-alive connection', () => /"data"/.test(kept.received()))
 
     gw.kill('SIGTERM')
     // Readiness first, on both listeners; the process still answers it.
-    await waitFor('readiness 503 on the admin listener', async () => (await freshRequest(`${gw.adminUrl}/readyz`)).status === 503, 10_000)
+    await waitFor('readiness 503 on the admin listener', async () => (await freshRequest(`${gw.adminUrl}/readyz`)).status === 503)
     const ready = await Promise.all([freshRequest(`${gw.url}/readyz`), freshRequest(`${gw.adminUrl}/readyz`)])
     expect(ready.map((r) => r.status)).toEqual([503, 503])
 
@@ -135,7 +135,7 @@ describe('the drain on SIGTERM (gateway process)', () => {
     expect(gw.child.exitCode).toBeNull()
 
     // At the end of the drain: no new connection on either listener, and the process exits 0.
-    await waitFor('the listeners to refuse connections', async () => (await connectionRefused(gw.port)) && (await connectionRefused(Number(new URL(gw.adminUrl).port))), DRAIN_MS + 10_000, 50)
+    await waitFor('the listeners to refuse connections', async () => (await connectionRefused(gw.port)) && (await connectionRefused(Number(new URL(gw.adminUrl).port))), testTimeLeft(), 50)
     expect(await gw.exited).toMatchObject({ code: 0, signal: null })
     expect(gw.output()).not.toMatch(/GW_SHUTTING_DOWN/)
   }, 30_000)

@@ -130,13 +130,13 @@ describe.skipIf(!redisCheck.available)('a replica with a webhook delivery waitin
     expect(asked.status).toBe(202)
     const { id } = (await asked.json()) as { id: string }
     // The job ended on the first replica (the only one), whose delivery met 503.
-    await waitFor('the first attempt answered 503', () => r.hits.length >= 1, 20_000)
+    await waitFor('the first attempt answered 503', () => r.hits.length >= 1)
 
     // No answer leaves the receiver from here, and every answer given is recorded before the
     // kill: the first replica is killed waiting for its retry, or with an attempt held at the
     // receiver that it never hears back from.
     r.hold()
-    await waitFor('every answered attempt recorded', async () => (await listed(first))[0]?.attempts === r.hits.length, 10_000)
+    await waitFor('every answered attempt recorded', async () => (await listed(first))[0]?.attempts === r.hits.length)
     first.kill('SIGKILL')
     const killedAt = (await first.exited).at
     await waitFor("the killed replica's attempt gone from the receiver", () => r.inFlight() === 0, testTimeLeft(), 1)
@@ -146,13 +146,13 @@ describe.skipIf(!redisCheck.available)('a replica with a webhook delivery waitin
     cleanups.push(() => other.close())
     r.answer(204)
 
-    await waitFor('the delivery made by the other replica', () => r.hits.some((h) => h.status === 204), 60_000, 50)
+    await waitFor('the delivery made by the other replica', () => r.hits.some((h) => h.status === 204), testTimeLeft(), 50)
     const delivered = r.hits.find((h) => h.status === 204) as Hit
     expect(delivered.at).toBeGreaterThan(killedAt)
     expect(new Set(r.hits.map((h) => h.id))).toEqual(new Set([`msg_${id}`]))
     expect(r.most()).toBe(1)
 
-    await waitFor('the delivery listed as delivered', async () => (await listed(other))[0]?.state === 'delivered', 10_000)
+    await waitFor('the delivery listed as delivered', async () => (await listed(other))[0]?.state === 'delivered')
     const [listing] = (await listed(other)) as [Listed]
     expect(listing).toMatchObject({ id: `msg_${id}`, job: id, team: 'all', state: 'delivered', attempts: r.hits.length, lastStatus: 204 })
     // Every attempt recorded, the killed replica's and the other's: the last one made by another replica than the first.

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort } from './start-redis.js'
 import { freshRequest } from './balancers.js'
-import { waitFor } from './wait.js'
+import { testTimeLeft, waitFor } from './wait.js'
 import { nginxMain, nginxTempPaths } from '../../bench/lib/nginx-conf.mjs'
 
 /** Whether an nginx binary is on PATH. */
@@ -81,7 +81,7 @@ export async function startNginx(upstreams: number[]): Promise<Nginx> {
   }
   const url = `http://127.0.0.1:${port}`
   try {
-    await waitFor(() => `nginx to answer on ${url}:\n${errors()}`, async () => child.exitCode === null && (await freshRequest(`${url}/nginx-up`)).status === 200, 10_000, 50)
+    await waitFor(() => `nginx to answer on ${url}:\n${errors()}`, async () => child.exitCode === null && (await freshRequest(`${url}/nginx-up`)).status === 200, testTimeLeft(), 50)
   } catch (err) {
     await close()
     throw err

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { KEYS, REPORT_PATH, sandboxLoginEnv, testConfig, WEEK_BY_DATE, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 import { redisKey } from '../../src/redis/keys.js'
 import { BUCKET_MS, BUCKETS, emptyHistory, History } from '../../src/observe/history.js'
 import { Replicas, type Announcement } from '../../src/observe/replicas.js'
@@ -89,7 +89,7 @@ describe.skipIf(!available)('GET /admin/cluster with two replicas on one Redis',
     expect(new Set(fromA.replicas.map((r) => r.id)).size).toBe(2)
     for (const r of fromA.replicas) expect(r).toMatchObject({ ready: true, version: expect.any(String), degraded: [] })
     // A's request is in A's history, as B reads it from Redis (A writes its hour when B's view asks).
-    await waitFor('A\'s request announced', async () => sum((await liveOf(b)).find((r) => !r.self)?.history.requests ?? []) === 1, 10_000, 100)
+    await waitFor('A\'s request announced', async () => sum((await liveOf(b)).find((r) => !r.self)?.history.requests ?? []) === 1, testTimeLeft(), 100)
     expect(sum(fromB.replicas[0]?.history.requests ?? [])).toBe(0)
   }, 20_000)
 
@@ -266,7 +266,7 @@ describe.skipIf(!available)('GET /admin/cluster with two replicas on one Redis',
     await waitFor('both replicas listed', async () => (await liveOf(a)).length === 2)
     await redisServer.stop()
     try {
-      await waitFor('Redis seen down', async () => (await clusterOf(a)).redis === 'down', 15_000, 100)
+      await waitFor('Redis seen down', async () => (await clusterOf(a)).redis === 'down', testTimeLeft(), 100)
       const view = await clusterOf(a)
       expect(view).toMatchObject({ complete: false, note: expect.stringMatching(/could not be read/) })
       expect(view.replicas).toHaveLength(1)
@@ -275,6 +275,6 @@ describe.skipIf(!available)('GET /admin/cluster with two replicas on one Redis',
       await redisServer.restart()
     }
     // Back: both announce again.
-    await waitFor('both listed again', async () => (await liveOf(b)).length === 2, 15_000, 100)
+    await waitFor('both listed again', async () => (await liveOf(b)).length === 2, testTimeLeft(), 100)
   }, 40_000)
 })

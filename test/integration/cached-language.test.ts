@@ -3,7 +3,7 @@ import { KEYS, listen, teamsYamlWith, testConfig, TEST_GATEWAY_SECRET, type Test
 import { fakeClock, onRealTimers } from '../helpers/clock.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 import { RedisSeal } from '../../src/redis/seal.js'
 
 // A report copy says the language the platform wrote it in (`content-language`), as the
@@ -84,7 +84,7 @@ describe.skipIf(!available)('the language of a report copy', () => {
     expect([old.status, old.cache, old.language]).toEqual([200, 'HIT', null])
     clock.advance(61_000)
     expect((await read(b)).cache).toBe('STALE')
-    await waitFor('the refill', async () => (await read(b)).cache === 'HIT', 10_000, 25)
+    await waitFor('the refill', async () => (await read(b)).cache === 'HIT', testTimeLeft(), 25)
     expect((await read(b)).language).toBe('en')
   })
 })

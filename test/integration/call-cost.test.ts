@@ -320,7 +320,7 @@ describe('a team\'s bound of platform-seconds a day', () => {
     const calls = sandbox.countRequests((r) => r.path === PATH)
     sandbox.releaseHeld()
     const ended = async (id: string) => ['done', 'failed'].includes((await statusOf(id)).state)
-    await waitFor('both jobs ended', async () => (await ended(spent)) && (await ended(cached)), 10_000)
+    await waitFor('both jobs ended', async () => (await ended(spent)) && (await ended(cached)))
     const failed = await statusOf(spent)
     expect(failed.error?.code).toBe('GW_PLATFORM_TIME_SPENT')
     // When the UTC day resets, as an instant.

@@ -6,7 +6,7 @@ import { listen, REPORT_PATH as PATH, testConfig, type TestGateway } from '../he
 import { fakeClock, onRealTimers, type FakeClock } from '../helpers/clock.js'
 import { chromiumPath, launchChromium } from '../helpers/console-browser.js'
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // Conditional requests as clients really send them, over real HTTP on 127.0.0.1: Node's
 // fetch and headless Chromium's, in front of the platform sandbox. The Fetch standard
@@ -291,7 +291,7 @@ describe.skipIf(CHROMIUM === null)("headless Chromium's fetch and its own revali
       const polled = await fetchIn(DASHBOARD_KEY)
       expect([polled.status, polled.body]).toEqual([200, first.body])
       return received.length > 2
-    }, 10_000, 100)
+    }, testTimeLeft(), 100)
     expect(received[2]?.['if-none-match']).toBe(first.etag)
     expect(answered()).toEqual([[200, 'MISS'], [200, 'HIT'], [304, 'HIT']])
     expect(reportCalls()).toBe(1)

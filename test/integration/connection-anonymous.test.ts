@@ -113,7 +113,7 @@ describe('answers with no key held open at a full listener', () => {
     gw!.proxy.server.on('connection', (socket: Socket) => theirs.push(socket))
     const asks = `GET /openapi.json HTTP/1.1\r\nhost: x\r\n\r\n`.repeat(PIPELINED)
     for (let i = 0; i < BOUND; i++) open(port, asks).socket.pause()
-    await waitFor('each connection\'s answers backed up in the gateway', () => theirs.length === BOUND && theirs.every((s) => s.writableLength > 0), 20_000)
+    await waitFor('each connection\'s answers backed up in the gateway', () => theirs.length === BOUND && theirs.every((s) => s.writableLength > 0))
     const team = open(port, teamCall(KEYS.writer))
     await waitFor('the team answered, or closed', () => answered(team) || team.isClosed())
     expect(answered(team)).toBe(true)

@@ -77,7 +77,7 @@ describe('one team\'s answers under way at a full listener', () => {
     expect((await closedAtBound(gw.admin, 'proxy')).busy).toBe(ROOM)
     sandbox.setFailure({ kind: 'none' })
     sandbox.releaseHeld()
-    await waitFor('the other team\'s answer', () => answered(other), 10_000)
+    await waitFor('the other team\'s answer', () => answered(other))
   }, 30_000)
 
   // Behind a balancer that keeps connections to the gateway and sends any team's request on

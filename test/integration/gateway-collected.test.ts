@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest'
 import type { Gateway } from '../../src/compose.js'
 import { buildGateway, KEYS, listen, testConfig, WEEK_BY_DATE, REPORT_PATH } from '../helpers/build-gateway.js'
 import { useSandbox } from '../helpers/fixtures.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // A closed gateway keeps nothing of itself alive in its process: no timer, observer or
 // module-level registry holds it. A process builds one gateway, but what it keeps after
@@ -34,7 +34,7 @@ describe('a closed gateway', () => {
     await waitFor('the closed gateway collected', () => {
       gc()
       return refs.every((ref) => ref.deref() === undefined)
-    }, 10_000, 100)
+    }, testTimeLeft(), 100)
   })
 
   it('is garbage once closed after listening and answering over a socket', async () => {
@@ -48,6 +48,6 @@ describe('a closed gateway', () => {
     await waitFor('the closed gateway collected', () => {
       gc()
       return refs.every((ref) => ref.deref() === undefined)
-    }, 10_000, 100)
+    }, testTimeLeft(), 100)
   })
 })

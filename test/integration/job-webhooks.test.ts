@@ -19,7 +19,7 @@ import { etagOf } from '../../src/cache/cache-entry.js'
 import { canonicalGetReport } from '../../src/reports/report-query.js'
 import type { TokenProvider } from '../../src/platform/tokens/token-provider.js'
 import { fakeClock, onRealTimers, type FakeClock } from '../helpers/clock.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 import { KEYS, listen, REPORT_PATH, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
@@ -364,7 +364,7 @@ describe('a gateway pushing its ended jobs (demo mode, the sandbox over real HTT
     const asked = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&byDate=1&dateFrom=2025-01-01&dateTo=2025-12-31`, { headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
     expect(asked.status).toBe(202)
     const { id } = (await asked.json()) as { id: string }
-    await waitFor('the job pushed to the receiver', () => r.got.length === 1, 10_000)
+    await waitFor('the job pushed to the receiver', () => r.got.length === 1)
     const [got] = r.got as [Received]
     expect(got.path).toBe('/hook?token=receivers-own')
     const status = await (await fetch(`${gw.url}/api/v1/jobs/${id}`, { headers: { 'x-api-key': KEYS.all } })).json()
@@ -393,7 +393,7 @@ describe('a gateway pushing its ended jobs (demo mode, the sandbox over real HTT
     const asked = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&spentBased=EUR&dateFrom=2025-02-01&dateTo=2025-12-31`, { headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
     expect(asked.status).toBe(202)
     const { id } = (await asked.json()) as { id: string }
-    await waitFor('the job pushed to the receiver', () => r.got.length === 1, 10_000)
+    await waitFor('the job pushed to the receiver', () => r.got.length === 1)
     const pushed = JSON.parse((r.got[0] as Received).body) as JobStatus
     expect(pushed).toEqual(await (await fetch(`${gw.url}/api/v1/jobs/${id}`, { headers: { 'x-api-key': KEYS.all } })).json())
     expect(pushed).toMatchObject({ id, state: 'failed', error: { code: 'GW_PLATFORM_ANSWER', statusCode: 422 }, result: `/api/v1/jobs/${id}/result` })
@@ -451,7 +451,7 @@ describe.skipIf(!available)('job webhooks across replicas (one Redis)', () => {
     }
     // One outbox: either replica lists every delivery, once.
     const listed = () => listDeliveries(one)
-    await waitFor('every job pushed and its delivery settled', async () => (await listed()).filter((d) => d.state === 'delivered').length === ids.length, 15_000, 20)
+    await waitFor('every job pushed and its delivery settled', async () => (await listed()).filter((d) => d.state === 'delivered').length === ids.length, testTimeLeft(), 20)
     expect((await listed()).map((d) => d.job).sort()).toEqual([...ids].sort())
     expect(await listDeliveries(two)).toEqual(await listed())
     expect(r.got.map((g) => g.headers['webhook-id']).sort()).toEqual(ids.map((id) => `msg_${id}`).sort())

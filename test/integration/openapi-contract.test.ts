@@ -11,7 +11,7 @@ import { buildGateway, closeAfterTest, KEYS, listen, TEAMS_YAML, testConfig } fr
 import { useSandboxGateway } from '../helpers/fixtures.js'
 import { pointer, resolveRef, type Json } from '../helpers/openapi-doc.js'
 import { rawHttp, rawRequest } from '../helpers/sandbox-gateway.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 
 const env = useSandboxGateway()
@@ -131,7 +131,7 @@ describe('the OpenAPI document against an independent validator and real answers
     check('POST report, respond-async', REPORT, 'post', posted, 202)
     const refusedAsk = await call('/api/v1/report/campaigns/get?advertiserId=101&spentBased=EUR&dateFrom=2025-02-01&dateTo=2025-12-31', { headers: { prefer: 'respond-async' } })
     const { id } = JSON.parse(refusedAsk.body) as { id: string }
-    await waitFor('the refused job ended', async () => (JSON.parse((await call(`/api/v1/jobs/${id}`)).body) as { state: string }).state === 'failed', 10_000, 20)
+    await waitFor('the refused job ended', async () => (JSON.parse((await call(`/api/v1/jobs/${id}`)).body) as { state: string }).state === 'failed', testTimeLeft(), 20)
     check('a failed job\'s status', '/api/v1/jobs/{id}', 'get', await call(`/api/v1/jobs/${id}`), 200)
     check('a job\'s result the platform refused', '/api/v1/jobs/{id}/result', 'get', await call(`/api/v1/jobs/${id}/result`), 422)
     expect(problems).toEqual([])
@@ -181,7 +181,7 @@ describe('the OpenAPI document against an independent validator and real answers
     const doc = await documentOf()
     const asked = await fetch(`${env.url}/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2025-03-01&dateTo=2025-03-31`, { headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
     const { id } = (await asked.json()) as { id: string }
-    await waitFor('the job ended', async () => ((await (await fetch(`${env.url}/api/v1/jobs/${id}`, { headers: { 'x-api-key': KEYS.all } })).json()) as { state: string }).state === 'done', 10_000, 20)
+    await waitFor('the job ended', async () => ((await (await fetch(`${env.url}/api/v1/jobs/${id}`, { headers: { 'x-api-key': KEYS.all } })).json()) as { state: string }).state === 'done', testTimeLeft(), 20)
     const cancel = await fetch(`${env.url}/api/v1/jobs/${id}`, { method: 'DELETE', headers: { 'x-api-key': KEYS.all } })
     expect(cancel.status).toBe(409)
     expect(((await cancel.json()) as { code: string; message: string })).toMatchObject({ code: 'GW_JOB_RUNNING', message: expect.stringContaining('is done') })

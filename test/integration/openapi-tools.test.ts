@@ -182,7 +182,7 @@ describe('Prism with HEAD and OPTIONS, and the 202 of a report job', () => {
     check('a report asked as a job: 202', `GET ${REPORT_PATH}`, asked, 202)
     check('a report asked as a job by HEAD: 202', `HEAD ${REPORT_PATH}`, await send(year.replace('2025-12-31', '2025-11-30'), { method: 'HEAD', headers: { prefer: 'respond-async' } }), 202)
     const { id } = JSON.parse(asked.body) as { id: string }
-    await waitFor('the job done', async () => (JSON.parse((await send(`/api/v1/jobs/${id}`)).body) as { state: string }).state === 'done', 10_000)
+    await waitFor('the job done', async () => (JSON.parse((await send(`/api/v1/jobs/${id}`)).body) as { state: string }).state === 'done')
     check('HEAD of a report', `HEAD ${REPORT_PATH}`, await send(REPORT, { method: 'HEAD' }), 200)
     check('HEAD of a job', 'HEAD /api/v1/jobs/{id}', await send(`/api/v1/jobs/${id}`, { method: 'HEAD' }), 200)
     check('HEAD of a job\'s result', 'HEAD /api/v1/jobs/{id}/result', await send(`/api/v1/jobs/${id}/result`, { method: 'HEAD' }), 200)
@@ -220,7 +220,7 @@ describe('Prism with HEAD and OPTIONS, and the 202 of a report job', () => {
       const asked = await ask('advertiserId=101&dateFrom=2024-01-01&dateTo=2024-12-31')
       check('a job asked: 202', GET_REPORT, asked, 202)
       id = (JSON.parse(asked.body) as { id: string }).id
-      await waitFor('the job at the platform', () => atPlatform() === before + 1, 10_000)
+      await waitFor('the job at the platform', () => atPlatform() === before + 1)
       const queued = await ask('advertiserId=102&dateFrom=2024-01-01&dateTo=2024-12-31')
       check('a job queued behind it: 202', GET_REPORT, queued, 202)
       const other = (JSON.parse(queued.body) as { id: string }).id
@@ -234,14 +234,14 @@ describe('Prism with HEAD and OPTIONS, and the 202 of a report job', () => {
       check('one open job past maxOpenPerTeam: 429 GW_JOBS_FULL', GET_REPORT, await ask('advertiserId=102&dateFrom=2022-01-01&dateTo=2022-12-31'), 429)
       const held = on(`/api/v1/jobs/${other}?wait=30`)
       let full: Answer | undefined
-      await waitFor('the team\'s one wait held', async () => (full = await on(`/api/v1/jobs/${other}?wait=1`)).status === 429, 10_000)
+      await waitFor('the team\'s one wait held', async () => (full = await on(`/api/v1/jobs/${other}?wait=1`)).status === 429)
       check('one wait past maxWaitsPerTeam: 429 GW_WAITS_FULL', STATUS, full!, 429)
       check('a queued job cancelled: 204', CANCEL, await on(`/api/v1/jobs/${other}`, { method: 'DELETE' }), 204)
       check('the wait on the job cancelled: 404', STATUS, await held, 404)
     } finally {
       env.sandbox.releaseHeld()
     }
-    await waitFor('the first job done', async () => (JSON.parse((await on(`/api/v1/jobs/${id}`)).body) as { state: string }).state === 'done', 10_000)
+    await waitFor('the first job done', async () => (JSON.parse((await on(`/api/v1/jobs/${id}`)).body) as { state: string }).state === 'done')
     check('a done job\'s status, its wait answered at once', STATUS, await on(`/api/v1/jobs/${id}?wait=30`), 200)
     const result = await on(`/api/v1/jobs/${id}/result`)
     check('its result', RESULT, result, 200)
@@ -252,7 +252,7 @@ describe('Prism with HEAD and OPTIONS, and the 202 of a report job', () => {
     await waitFor('a purge after the fill', async () => {
       await gw.admin.inject({ method: 'DELETE', url: '/admin/cache?advertiserId=101', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
       return (await on(`/api/v1/jobs/${id}/result`)).status === 410
-    }, 10_000)
+    })
     check('a purged result: 410 GW_JOB_EXPIRED', RESULT, await on(`/api/v1/jobs/${id}/result`), 410)
     expect(problems).toEqual([])
   })
@@ -316,7 +316,7 @@ describe('Prism\'s response validator against real answers of every status the c
 
     // 429: the team's rate limit (3 a minute), then the platform's own 429, passed on with a retry-after.
     let limited: Answer | undefined
-    await waitFor('the limited team refused', async () => (limited = await send(REPORT, { key: KEYS.limited })).status === 429, 10_000)
+    await waitFor('the limited team refused', async () => (limited = await send(REPORT, { key: KEYS.limited })).status === 429)
     check('the team\'s rate limit: 429', GET_REPORT, limited!, 429)
     failNext('/api/v1/campaign/get', { kind: 'status', status: 429, body: { message: 'Too Many Attempts.' }, times: 1 })
     const throttled = await send('/api/v1/campaign/get', { method: 'POST', key: THROTTLED_KEY, ...json({ userId: 101 }) })

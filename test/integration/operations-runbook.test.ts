@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
 import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js'
 import { startRedis, type RedisServer } from '../helpers/start-redis.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const ADMIN_TOKEN = 'runbook-admin-token-0123456789'
@@ -138,7 +138,7 @@ describe('docs/operations/runbook.md, tested runbook', () => {
   it('warms the cache, purges one advertiser, reads the usage and the series an alert reads', async () => {
     expect((await run('warm'))).toMatch(/warm: done in [\d.]+ s: \d+ warmed/)
     expect(JSON.parse((await run('purge')))).toMatchObject({ purged: 'advertiser', advertiserId: 101 })
-    await waitFor('usage of team growth in Redis', async () => (JSON.parse((await run('usage'))) as { usage: unknown[] }).usage.length > 0, 20_000, 200)
+    await waitFor('usage of team growth in Redis', async () => (JSON.parse((await run('usage'))) as { usage: unknown[] }).usage.length > 0, testTimeLeft(), 200)
     expect((JSON.parse((await run('usage'))) as { usage: { team: string; requests: number }[] }).usage[0]).toMatchObject({ team: 'growth', requests: expect.any(Number) })
     const life = JSON.parse(await run('keys')) as { keys: { id: string; state: string; removedAt: string | null; createdAt: string; expiresAt: string; lastUsedAt: string | null; requestsLastHour: number }[] }
     expect(life.keys.map((k) => [k.id, k.state])).toEqual([['growth-2', 'active'], ['growth-1', 'removed']])

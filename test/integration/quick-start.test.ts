@@ -14,7 +14,7 @@ import { ensureBuilt } from '../helpers/dist.js'
 import { needTool, TOOLS } from '../helpers/missing-tools.js'
 import { readmeShLines } from '../helpers/readme-blocks.js'
 import { freePort } from '../helpers/start-redis.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 
@@ -45,7 +45,7 @@ async function startBackground(command: string, env: Record<string, string>, rea
   let output = ''
   child.stdout!.on('data', (c: Buffer) => (output += c.toString()))
   child.stderr!.on('data', (c: Buffer) => (output += c.toString()))
-  await waitFor(() => `${command} to be ready:\n${output}`, () => ready.test(output) || child.exitCode !== null, 30_000, 50)
+  await waitFor(() => `${command} to be ready:\n${output}`, () => ready.test(output) || child.exitCode !== null, testTimeLeft(), 50)
   if (child.exitCode !== null) throw new Error(`${command} exited ${child.exitCode}:\n${output}`)
 }
 

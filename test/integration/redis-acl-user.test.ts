@@ -34,7 +34,7 @@ describe.skipIf(!available)('the gateway as the Redis ACL user the replicas guid
     const asked = await gw.proxy.inject({ method: 'GET', url: distinctReport(2), headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
     expect(asked.statusCode).toBe(202)
     const location = asked.headers.location as string
-    await waitFor('the job done', async () => (await proxyGet(gw, location)).json<{ state: string }>().state === 'done', 10_000)
+    await waitFor('the job done', async () => (await proxyGet(gw, location)).json<{ state: string }>().state === 'done')
     expect((await admin('PUT', '/admin/token', { token: sandbox.issueToken() })).statusCode).toBe(200)
     expect((await admin('GET', '/admin/keys')).json<{ complete: boolean }>().complete).toBe(true)
 

@@ -61,7 +61,7 @@ describe.skipIf(!available)('deployments in two databases of one Redis', () => {
       log,
     )!
     cleanups.push(() => viaSentinel.disconnect())
-    await waitFor('the connection through the Sentinel', () => viaSentinel.status === 'ready', 10_000)
+    await waitFor('the connection through the Sentinel', () => viaSentinel.status === 'ready')
     await viaSentinel.set('rgw:written-behind-sentinel', '1')
     expect(await (await client(3)).get('rgw:written-behind-sentinel'), 'in database 3').toBe('1')
     expect(await (await client(0)).get('rgw:written-behind-sentinel'), 'in database 0').toBeNull()

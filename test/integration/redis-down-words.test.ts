@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { KEYS, REPORT_PATH, teamsYamlWith, testConfig, TEST_GATEWAY_SECRET, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 import { resolveRef, type Json } from '../helpers/openapi-doc.js'
 
 // With Redis down, the gateway says what happened in its own words: an answer names
@@ -37,7 +37,7 @@ describe.skipIf(!available)('Redis down', () => {
     const doc = (await admin(gw, 'GET', '/admin/openapi.json')).json<Json>()
     await server.stop()
     try {
-      await waitFor('Redis seen down', async () => (await admin(gw, 'DELETE', '/admin/cache?dryRun=1')).statusCode === 503, 15_000, 50)
+      await waitFor('Redis seen down', async () => (await admin(gw, 'DELETE', '/admin/cache?dryRun=1')).statusCode === 503, testTimeLeft(), 50)
       const calls: [method: 'GET' | 'PUT' | 'DELETE', url: string, payload?: object][] = [
         ['DELETE', '/admin/cache?dryRun=1'],
         ['DELETE', '/admin/cache'],
@@ -62,7 +62,7 @@ describe.skipIf(!available)('Redis down', () => {
       const kept = gw.logs.records().find((r) => r.msg === 'a report job could not be kept: the read is answered now')
       expect(kept).toMatchObject({ level: 40, code: 'GW_JOBS_UNAVAILABLE', reason: expect.any(String) })
       // The runner's look for jobs failed too, in the background.
-      await waitFor('the runner\'s failure logged', () => gw.logs.records().some((r) => r.msg === 'looking for report jobs to run failed'), 10_000)
+      await waitFor('the runner\'s failure logged', () => gw.logs.records().some((r) => r.msg === 'looking for report jobs to run failed'))
       const runner = gw.logs.records().find((r) => r.msg === 'looking for report jobs to run failed')
       expect(runner).toMatchObject({ level: 40, code: 'GW_JOBS_UNAVAILABLE', reason: expect.any(String) })
       const warned = gw.logs.records().filter((r) => (r.level as number) < 50)

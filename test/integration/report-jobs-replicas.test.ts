@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { KEYS, listen, REPORT_PATH, teamsYamlWith, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // Report jobs shared by two replicas (in this process) on one real redis-server: a job
 // asked on one is read, waited for and fetched on the other, and identical jobs asked on
@@ -34,7 +34,7 @@ describe.skipIf(!available)('report jobs across replicas (one Redis)', () => {
     const first = await get(one, `${REPORT_PATH}?${YEAR}`, { prefer: 'respond-async' })
     expect(first.status).toBe(202)
     const location = first.headers.get('location') as string
-    await waitFor('the job at the platform', () => sandbox.countRequests((r) => r.path === REPORT_PATH) === 1, 10_000)
+    await waitFor('the job at the platform', () => sandbox.countRequests((r) => r.path === REPORT_PATH) === 1)
     const twin = await get(two, `${REPORT_PATH}?${YEAR}`, { prefer: 'respond-async' })
     expect(twin.status).toBe(202)
     const twinLocation = twin.headers.get('location') as string
@@ -44,7 +44,7 @@ describe.skipIf(!available)('report jobs across replicas (one Redis)', () => {
     const waiting = get(two, `${location}?wait=20`)
     sandbox.releaseHeld()
     expect(((await (await waiting).json()) as { state: string }).state).toBe('done')
-    await waitFor('the twin done', async () => ((await (await get(one, twinLocation)).json()) as { state: string }).state === 'done', 10_000, 20)
+    await waitFor('the twin done', async () => ((await (await get(one, twinLocation)).json()) as { state: string }).state === 'done', testTimeLeft(), 20)
 
     const result = await get(two, `${location}/result`)
     expect(result.status).toBe(200)

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { KEYS, listen, REPORT_PATH, teamsYamlWith, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { fakeClock, onRealTimers, type FakeClock } from '../helpers/clock.js'
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 import { rawHttp, rawRequest } from '../helpers/sandbox-gateway.js'
 
 // Report jobs in demo mode (no Redis: jobs in the replica's memory), against the sandbox
@@ -58,7 +58,7 @@ describe('report jobs (demo mode, no Redis)', () => {
     return (await res.json()) as Status
   }
 
-  const done = (gw: { url: string }, id: string) => waitFor(`job ${id} done`, async () => (await status(gw, id)).state === 'done', 10_000, 20)
+  const done = (gw: { url: string }, id: string) => waitFor(`job ${id} done`, async () => (await status(gw, id)).state === 'done', testTimeLeft(), 20)
 
   it('answers a miss 202 with its job; the job runs once at the platform, its result is the report with its usual headers, 304 on a match', async () => {
     const gw = await start()
@@ -200,7 +200,7 @@ describe('report jobs (demo mode, no Redis)', () => {
     const gw = await start()
     sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
     const first = (await (await ask(gw)).json()) as Status
-    await waitFor('the first job at the platform', () => reportCalls() === 1, 10_000)
+    await waitFor('the first job at the platform', () => reportCalls() === 1)
     // One job runs at a time on this replica (perReplica 1): the next wait in the queue.
     const twin = (await (await ask(gw)).json()) as Status
     const other = (await (await ask(gw, 'advertiserId=102&dateFrom=2025-01-01&dateTo=2025-06-30')).json()) as Status
@@ -228,11 +228,11 @@ describe('report jobs (demo mode, no Redis)', () => {
     const gw = await start()
     sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
     await ask(gw)
-    await waitFor('the first job at the platform', () => reportCalls() === 1, 10_000)
+    await waitFor('the first job at the platform', () => reportCalls() === 1)
     const { id } = (await (await ask(gw, 'advertiserId=102&dateFrom=2025-01-01&dateTo=2025-06-30')).json()) as Status
     const waiting = fetch(`${gw.url}/api/v1/jobs/${id}?wait=30`, { headers: { 'x-api-key': KEYS.all } })
     const held = async () => /^gateway_report_job_waits\{team="all"\} 1$/m.test((await gw.admin.inject({ method: 'GET', url: '/metrics' })).body)
-    await waitFor('the wait held', held, 10_000)
+    await waitFor('the wait held', held)
     expect((await fetch(`${gw.url}/api/v1/jobs/${id}`, { method: 'DELETE', headers: { 'x-api-key': KEYS.all } })).status).toBe(204)
     const answer = await waiting
     expect([answer.status, ((await answer.json()) as { code: string }).code]).toEqual([404, 'GW_NOT_FOUND'])
@@ -242,7 +242,7 @@ describe('report jobs (demo mode, no Redis)', () => {
     const gw = await start()
     sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
     const caller = fetch(`${gw.url}${REPORT_PATH}?${YEAR}`, { headers: { 'x-api-key': KEYS.growth } })
-    await waitFor('the caller\'s fill at the platform', () => reportCalls() === 1, 10_000)
+    await waitFor('the caller\'s fill at the platform', () => reportCalls() === 1)
     const { id } = (await (await ask(gw)).json()) as Status
     expect((await status(gw, id)).state).toBe('running')
     sandbox.releaseHeld()
@@ -255,7 +255,7 @@ describe('report jobs (demo mode, no Redis)', () => {
     const gw = await start({}, BEFORE_MIDNIGHT)
     sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
     await ask(gw, 'advertiserId=102&dateFrom=2025-01-01&dateTo=2025-06-30')
-    await waitFor('the first job at the platform', () => reportCalls() === 1, 10_000)
+    await waitFor('the first job at the platform', () => reportCalls() === 1)
     // One job runs at a time on this replica (perReplica 1): this one waits behind the held one.
     const { id } = (await (await ask(gw)).json()) as Status
     // A caller's read fills the copy the waiting job answers with, fetched before midnight.
@@ -278,7 +278,7 @@ describe('report jobs (demo mode, no Redis)', () => {
     const gw = await start({}, BEFORE_MIDNIGHT)
     sandbox.setRouteFailure(REPORT_PATH, { kind: 'status', status: 200, body: { rows: [] }, headers: { 'cache-control': 'no-store' }, times: 1 })
     const { id } = (await (await ask(gw)).json()) as Status
-    await waitFor(`job ${id} ended`, async () => !['queued', 'running'].includes((await status(gw, id)).state), 10_000, 20)
+    await waitFor(`job ${id} ended`, async () => !['queued', 'running'].includes((await status(gw, id)).state), testTimeLeft(), 20)
     const ended = await status(gw, id)
     expect([ended.state, ended.endedAt?.slice(0, 10)]).toEqual(['done', '2026-03-10'])
     clock.advance(20_000)
@@ -311,7 +311,7 @@ describe('report jobs (demo mode, no Redis)', () => {
     const result = (id: string) => fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: { 'x-api-key': KEYS.all } })
     const ended = async (query: string): Promise<string> => {
       const { id } = (await (await ask(gw, query)).json()) as Status
-      await waitFor(`job ${id} ended`, async () => !['queued', 'running'].includes((await status(gw, id)).state), 10_000, 20)
+      await waitFor(`job ${id} ended`, async () => !['queued', 'running'].includes((await status(gw, id)).state), testTimeLeft(), 20)
       expect((await result(id)).status).toBe(200)
       return id
     }
@@ -356,7 +356,7 @@ describe('report jobs (demo mode, no Redis)', () => {
     })
     expect(res.status).toBe(202)
     const { id } = (await res.json()) as Status
-    await waitFor(`job ${id} ended`, async () => ['done', 'failed'].includes((await status(gw, id)).state), 10_000, 20)
+    await waitFor(`job ${id} ended`, async () => ['done', 'failed'].includes((await status(gw, id)).state), testTimeLeft(), 20)
   })
 
   it('a report the platform refuses (its 422, its 404) ends the job failed with the platform\'s answer: its result is that status and body, as a synchronous read answers, never 502', async () => {
@@ -377,7 +377,7 @@ describe('report jobs (demo mode, no Redis)', () => {
       const asked = await fetch(`${gw.url}${path}?${query}`, { headers: { 'x-api-key': KEYS.all, ...ASYNC } })
       expect(asked.status).toBe(202)
       const { id } = (await asked.json()) as Status
-      await waitFor(`job ${id} ended`, async () => (await status(gw, id)).state !== 'queued' && (await status(gw, id)).state !== 'running', 10_000, 20)
+      await waitFor(`job ${id} ended`, async () => (await status(gw, id)).state !== 'queued' && (await status(gw, id)).state !== 'running', testTimeLeft(), 20)
       const ended = await status(gw, id)
       expect(ended.state).toBe('failed')
       expect(ended.error).toEqual({ code: 'GW_PLATFORM_ANSWER', statusCode: code, message: `the platform refused the report with ${code}: the job's result is its answer, as a read of the report answers it` })
@@ -414,7 +414,7 @@ describe('report jobs (demo mode, no Redis)', () => {
     const asked = await ask(gw)
     expect(asked.status).toBe(202)
     const { id } = (await asked.json()) as Status
-    await waitFor(`job ${id} ended`, async () => !['queued', 'running'].includes((await status(gw, id)).state), 10_000, 20)
+    await waitFor(`job ${id} ended`, async () => !['queued', 'running'].includes((await status(gw, id)).state), testTimeLeft(), 20)
     const ended = await status(gw, id)
     expect([ended.state, ended.error, ended.result]).toEqual(['done', null, `/api/v1/jobs/${id}/result`])
 
@@ -455,7 +455,7 @@ describe('report jobs (demo mode, no Redis)', () => {
       const asked = await fetch(`${gw.url}${REPORT_PATH}?${query}`, { headers: { 'x-api-key': KEYS.all, ...ASYNC } })
       expect(asked.status).toBe(202)
       const { id } = (await asked.json()) as Status
-      await waitFor(`job ${id} ended`, async () => !['queued', 'running'].includes((await status(gw, id)).state), 10_000, 20)
+      await waitFor(`job ${id} ended`, async () => !['queued', 'running'].includes((await status(gw, id)).state), testTimeLeft(), 20)
       const ended = await status(gw, id)
       expect({ status: a.status, state: ended.state, error: ended.error }).toEqual({ status: a.status, state: 'done', error: null })
       const result = await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: { 'x-api-key': KEYS.all }, redirect: 'manual' })
@@ -492,7 +492,7 @@ describe('report jobs (demo mode, no Redis)', () => {
       expect([sync.status, syncBody.length]).toEqual([c.status, JSON.stringify(c.body).length])
       answer()
       const { id } = (await (await fetch(`${gw.url}${REPORT_PATH}?${query}`, { headers: { 'x-api-key': KEYS.all, ...ASYNC } })).json()) as Status
-      await waitFor(`job ${id} ended`, async () => !['queued', 'running'].includes((await status(gw, id)).state), 10_000, 20)
+      await waitFor(`job ${id} ended`, async () => !['queued', 'running'].includes((await status(gw, id)).state), testTimeLeft(), 20)
       const ended = await status(gw, id)
       expect({ i, state: ended.state, code: ended.error?.code ?? null }).toEqual({ i, state: c.state, code: c.code })
       const result = await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: { 'x-api-key': KEYS.all } })
@@ -506,7 +506,7 @@ describe('report jobs (demo mode, no Redis)', () => {
     const gw = await start({ resultBytesPerTeam: 10 })
     sandbox.setRouteFailure(REPORT_PATH, { kind: 'status', status: 200, body: { rows: [{ date: '2025-01-01', spend: 1 }] }, headers: { 'cache-control': 'no-store' }, times: 1 })
     const { id } = (await (await ask(gw)).json()) as Status
-    await waitFor(`job ${id} failed`, async () => (await status(gw, id)).state === 'failed', 10_000, 20)
+    await waitFor(`job ${id} failed`, async () => (await status(gw, id)).state === 'failed', testTimeLeft(), 20)
     expect((await status(gw, id)).error).toMatchObject({ code: 'GW_JOB_RESULT_TOO_LARGE', statusCode: 413 })
   })
 
@@ -527,7 +527,7 @@ describe('report jobs (demo mode, no Redis)', () => {
       const asked = await fetch(`${gw.url}${REPORT_PATH}?${query}`, { headers: { 'x-api-key': KEYS.all, ...ASYNC } })
       expect(asked.status).toBe(202)
       const { id } = (await asked.json()) as Status
-      await waitFor(`job ${id} failed`, async () => (await status(gw, id)).state === 'failed', 10_000, 20)
+      await waitFor(`job ${id} failed`, async () => (await status(gw, id)).state === 'failed', testTimeLeft(), 20)
       expect((await status(gw, id)).error).toMatchObject({ code: c.code, statusCode: c.status })
       const result = await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: { 'x-api-key': KEYS.all } })
       expect(result.status).toBe(c.status)
@@ -547,7 +547,7 @@ describe('report jobs (demo mode, no Redis)', () => {
     // A 500 is no answer a read retries: one call, held for the sandbox's latency at least.
     sandbox.setRouteFailure(REPORT_PATH, { kind: 'status', status: 500, times: 1 })
     const { id } = (await (await ask(gw)).json()) as Status
-    await waitFor(`job ${id} failed`, async () => (await status(gw, id)).state === 'failed', 10_000, 20)
+    await waitFor(`job ${id} failed`, async () => (await status(gw, id)).state === 'failed', testTimeLeft(), 20)
     const failed = await status(gw, id)
     expect(failed.error).toMatchObject({ code: 'GW_UPSTREAM', statusCode: 502 })
     // The team's figures are said anew each second.
@@ -574,7 +574,7 @@ describe('report jobs (demo mode, no Redis)', () => {
     expect(((await full.json()) as { code: string }).code).toBe('GW_JOBS_FULL')
     expect(full.headers.get('retry-after')).toBe('1')
     sandbox.releaseHeld()
-    await waitFor(`job ${a.id} ended`, async () => (await status(gw, a.id)).state === 'failed', 10_000, 20)
+    await waitFor(`job ${a.id} ended`, async () => (await status(gw, a.id)).state === 'failed', testTimeLeft(), 20)
     expect((await status(gw, a.id)).error?.code).toBe('GW_JOB_RESULT_TOO_LARGE')
     const result = await fetch(`${gw.url}/api/v1/jobs/${a.id}/result`, { headers: { 'x-api-key': KEYS.all } })
     expect(result.status).toBe(413)
@@ -582,7 +582,7 @@ describe('report jobs (demo mode, no Redis)', () => {
     expect((await ask(gw, 'advertiserId=103&dateFrom=2025-01-01&dateTo=2025-06-30')).status).toBe(202)
     // The platform's refusal a job would keep counts in the same bound.
     const refused = (await (await ask(gw, 'advertiserId=101&spentBased=EUR&dateFrom=2025-02-01&dateTo=2025-12-31')).json()) as Status
-    await waitFor(`job ${refused.id} ended`, async () => (await status(gw, refused.id)).state === 'failed', 10_000, 20)
+    await waitFor(`job ${refused.id} ended`, async () => (await status(gw, refused.id)).state === 'failed', testTimeLeft(), 20)
     expect((await status(gw, refused.id)).error).toMatchObject({ code: 'GW_JOB_RESULT_TOO_LARGE', statusCode: 413 })
   })
 })

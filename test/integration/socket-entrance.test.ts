@@ -4,7 +4,7 @@ import { request } from 'undici'
 import { hashApiKey } from '../../src/access/api-keys.js'
 import { drainListener } from '../../src/http/server.js'
 import { startSandboxGateway, KEYS, type SandboxGateway } from '../helpers/sandbox-gateway.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // A connection's plain GETs are read by the gateway itself (http/socket-entrance.ts): a
 // hit is answered there, before Node's parser makes a request of it; at the first request
@@ -175,7 +175,7 @@ describe('plain GETs read on their connection', () => {
     // Its answers filled the connection's buffers: Node read the rest.
     expect(gw.node.requests).toBeGreaterThan(0)
     conn.socket.resume()
-    await waitFor(() => `${sent} answers (${conn.answers().length} so far)`, () => conn.answers().length === sent, 30_000, 50)
+    await waitFor(() => `${sent} answers (${conn.answers().length} so far)`, () => conn.answers().length === sent, testTimeLeft(), 50)
     expect(conn.answers().map((a) => a.headers['x-request-id'])).toEqual(Array.from({ length: sent }, (_, i) => `r${i}`))
     conn.socket.destroy()
   })
@@ -251,7 +251,7 @@ describe('the deadlines of a connection read here', () => {
   it('a connection that says nothing is answered 408 after server.headersTimeout, as Node answers it', async () => {
     const gw = await gatewayWithHit(quick)
     const conn = open(gw.port)
-    await waitFor('the 408, and the connection closed', () => conn.closed(), 10_000)
+    await waitFor('the 408, and the connection closed', () => conn.closed())
     expect(conn.answers().map((a) => [a.status, JSON.parse(a.body).code])).toEqual([[408, 'GW_REQUEST_TIMEOUT']])
     expect(gw.node.requests).toBe(0)
   })
@@ -262,7 +262,7 @@ describe('the deadlines of a connection read here', () => {
     conn.socket.write(plainGet(REPORT, KEYS.all))
     await waitFor('the hit answered', () => conn.answers().length === 1)
     expect(conn.answers()[0]?.headers['keep-alive']).toBe('timeout=0')
-    await waitFor('the connection closed', () => conn.closed(), 10_000)
+    await waitFor('the connection closed', () => conn.closed())
     expect(gw.node.requests).toBe(0)
   })
 })

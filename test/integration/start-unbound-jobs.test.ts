@@ -38,7 +38,7 @@ describe.skipIf(!available)('a start that cannot listen', () => {
       const taken = Object.assign(new Error('listen EADDRINUSE: address already in use 127.0.0.1:8080'), { code: 'EADDRINUSE' })
       await expect(unbound.start(() => Promise.reject(taken))).rejects.toBe(taken)
       const serving = await gateways.build(config())
-      await waitFor('the job ended', async () => ['done', 'failed'].includes((await store.get('queued-before'))?.state ?? ''), 10_000)
+      await waitFor('the job ended', async () => ['done', 'failed'].includes((await store.get('queued-before'))?.state ?? ''))
       expect(await store.get('queued-before')).toMatchObject({ state: 'done', runs: 1 })
       expect(await startedOn(serving)).toBe(1)
       expect(await startedOn(unbound)).toBe(0)

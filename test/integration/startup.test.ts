@@ -278,7 +278,7 @@ describe('a start that works says what it found', () => {
     try {
       const port = await freePort()
       const run = start({ HOST: '127.0.0.1', PORT: String(port), ADMIN_PORT: '0', PLATFORM_BASE_URL: `http://127.0.0.1:${(front.address() as AddressInfo).port}`, ...sandboxLoginEnv(sandbox), TEAMS_FILE: file('early-teams.yaml', TEAMS), LOG_LEVEL: 'info' })
-      await waitFor('the login at the platform', () => logins > 0, 15_000, 25)
+      await waitFor('the login at the platform', () => logins > 0, testTimeLeft(), 25)
       const early = fetch(`http://127.0.0.1:${port}/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-07`, { headers: { 'x-api-key': 'rgw_startup_test_key_00000000000000000' } })
       // Refused before the token is in (the defect) it settles at once; let it show so.
       let status: number | null = null

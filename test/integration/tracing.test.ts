@@ -87,7 +87,7 @@ describe('traces exported over OTLP/HTTP (JSON)', () => {
   /** The exported spans of the request whose server span carries `reqId`, once that span has come. */
   async function spansOf(reqId: string): Promise<{ server: ReceivedSpan; all: ReceivedSpan[]; named: (name: string) => ReceivedSpan[] }> {
     let server: ReceivedSpan | undefined
-    await waitFor(`the server span of ${reqId}`, () => (server = receiver.spans().find((s) => s.kind === SERVER && s.attributes['gateway.request_id'] === reqId)) !== undefined, 15_000)
+    await waitFor(`the server span of ${reqId}`, () => (server = receiver.spans().find((s) => s.kind === SERVER && s.attributes['gateway.request_id'] === reqId)) !== undefined)
     const all = receiver.spans().filter((s) => s.traceId === server!.traceId)
     return { server: server!, all, named: (name) => all.filter((s) => s.name === name) }
   }
@@ -247,7 +247,7 @@ describe('traces exported over OTLP/HTTP (protobuf, the default)', () => {
     // The spans of one trace may leave in several batches: the server span, which ends last, in a later one.
     const route = Buffer.from('/api/v1/report/{split}/get')
     const served = (e: { body: Buffer }) => e.body.includes(id) && e.body.includes(route)
-    await waitFor('a protobuf export with the trace\'s server span', () => receiver.exports.some(served), 15_000)
+    await waitFor('a protobuf export with the trace\'s server span', () => receiver.exports.some(served))
     const exported = receiver.exports.find(served)!
     expect(exported.contentType).toBe('application/x-protobuf')
     expect(exported.path).toBe('/v1/traces')

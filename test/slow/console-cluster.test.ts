@@ -13,7 +13,7 @@ import { RedisBreaker } from '../../src/redis/breaker.js'
 import { RedisSeal } from '../../src/redis/seal.js'
 import { fakeClock } from '../helpers/clock.js'
 import { TEST_GATEWAY_SECRET } from '../helpers/build-gateway.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // The console's view of the whole cluster in a headless browser: two replicas on one
 // redis-server, the charts of the last hour (uPlot, served by the gateway), and the
@@ -143,7 +143,7 @@ describe.skipIf(CHROMIUM === null || !REDIS)('the console shows the whole cluste
     const served = own.history.requests.reduce<number>((x, y) => x + (y ?? 0), 0)
     // It died 20 s ago, after both replicas started: neither is its replacement.
     const startedAt = await Promise.all([a, b].map(async (gw) => Date.parse((await gw.admin.inject({ method: 'GET', url: '/admin/cluster', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json<{ replicas: ReplicaState[] }>().replicas[0]!.startedAt)))
-    await waitFor('both replicas to have run 25 s', () => Date.now() - Math.max(...startedAt) > 25_000, 30_000, 100)
+    await waitFor('both replicas to have run 25 s', () => Date.now() - Math.max(...startedAt) > 25_000, testTimeLeft(), 100)
     const clock = fakeClock(Date.now() - 20_000)
     const client = new Redis(redis.url, { maxRetriesPerRequest: 1 })
     const seal = new RedisSeal(TEST_GATEWAY_SECRET)

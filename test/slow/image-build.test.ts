@@ -20,7 +20,7 @@ import {
   type Stage,
 } from '../helpers/dockerfile.js'
 import { freePort } from '../helpers/start-redis.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // The image build replayed without a container engine: each stage of the Dockerfile in
 // an empty folder of its own standing for the stage's `/`, holding exactly what its COPY
@@ -190,7 +190,7 @@ describe('the image builds and runs (the Dockerfile replayed without a container
         await waitFor(
           () => `the runtime stage's gateway to answer /healthz; it printed:\n${output}`,
           async () => child.exitCode === null && (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)),
-          60_000,
+          testTimeLeft(),
           100,
         )
         const health = await fetch(`http://127.0.0.1:${adminPort}/healthz`)

@@ -8,7 +8,7 @@ import { KEYS, REPORT_PATH, teamsYamlWith } from '../helpers/build-gateway.js'
 import { useRedis, useSandbox } from '../helpers/fixtures.js'
 import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js'
 import { redisAvailability } from '../helpers/start-redis.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // A rolling upgrade from the release at OLD (docs/operations/upgrade.md): replicas of
 // the two versions run on one Redis and read each other's report jobs. A job whose result
@@ -37,7 +37,6 @@ const hasOld = (() => {
 const ASYNC = { prefer: 'respond-async' }
 const HEADERS = { 'x-api-key': KEYS.all }
 const YAML = teamsYamlWith({ jobs: { perReplica: 1 }, redis: { commandTimeout: '2s' } })
-const BOUND_MS = 20_000
 const ROWS = { rows: [{ date: '2025-01-01', spend: 1 }] }
 
 /** The platform's answers a job keeps as its result, and what each version answers for them. */
@@ -108,7 +107,7 @@ describe.skipIf(!available || !hasOld)(`report jobs across a rolling upgrade fro
       const asked = await fetch(`${gw.url}${REPORT_PATH}?${queryOf(i)}`, { headers: { ...HEADERS, ...ASYNC } })
       expect(asked.status).toBe(202)
       const { id } = (await asked.json()) as { id: string }
-      await waitFor(`job ${id} ended`, async () => !['queued', 'running'].includes(await state(gw, id)), BOUND_MS, 50)
+      await waitFor(`job ${id} ended`, async () => !['queued', 'running'].includes(await state(gw, id)), testTimeLeft(), 50)
       ended.push({ id, state: await state(gw, id), sync: await answerOf(sync) })
     }
     expect(ended.map((e) => e.state)).toEqual(CASES.map((c) => c.state))

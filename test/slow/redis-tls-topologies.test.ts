@@ -8,7 +8,7 @@ import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js
 import { opensslAvailable, privateCa } from '../helpers/private-ca.js'
 import { redisAvailability, type RedisTls } from '../helpers/start-redis.js'
 import { startRedisCluster, startRedisSentinel, type RedisTopology } from '../helpers/start-redis-topology.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // A Redis Cluster, and a master behind a Sentinel, over TLS as an operator runs them:
 // the certificates (a private CA's, trusted through NODE_EXTRA_CA_CERTS) name DNS names
@@ -47,10 +47,10 @@ const readWeek = (url: string) => fetch(`${url}${REPORT_PATH}?${WEEK}`, { header
 
 /** Redis is ok for `gw`, and the report a read fills is stored there; no password printed. */
 async function expectStoredOverTls(gw: GatewayProcess, topology: RedisTopology): Promise<void> {
-  await waitFor('redis ok', async () => (await readiness(gw.adminUrl)).redis === 'ok', 15_000, 50)
+  await waitFor('redis ok', async () => (await readiness(gw.adminUrl)).redis === 'ok', testTimeLeft(), 50)
   const read = await readWeek(gw.url)
   expect([read.status, read.headers.get('x-cache')]).toEqual([200, 'MISS'])
-  await waitFor('the report written to Redis over TLS', async () => (await topology.keys('rgw:report:*')).length === 1, 10_000, 50)
+  await waitFor('the report written to Redis over TLS', async () => (await topology.keys('rgw:report:*')).length === 1, testTimeLeft(), 50)
   expect(gw.output()).not.toContain(PASSWORD)
 }
 
@@ -91,10 +91,10 @@ describe.skipIf(!available).each(topologies)('%s over TLS, its nodes announced b
   it('without redis.tlsServername: every node reached by its address is refused, so redis is down; it serves from memory and never prints the password', async () => {
     const gw = await start([])
     cleanups.push(() => gw.close())
-    await waitFor('redis down', async () => (await readiness(gw.adminUrl)).redis === 'down', 15_000, 50)
+    await waitFor('redis down', async () => (await readiness(gw.adminUrl)).redis === 'down', testTimeLeft(), 50)
     expect((await readiness(gw.adminUrl)).degraded).toContain('redis')
     expect((await readWeek(gw.url)).status).toBe(200)
-    await waitFor('a log line about Redis', () => /redis unavailable/.test(gw.output()), 10_000, 50)
+    await waitFor('a log line about Redis', () => /redis unavailable/.test(gw.output()), testTimeLeft(), 50)
     expect(gw.output()).not.toContain(PASSWORD)
     expect(await topology().keys('rgw:report:*')).toEqual([])
   }, 60_000)
@@ -129,9 +129,9 @@ describe.skipIf(!available)('Sentinels on TLS only, with a password, in front of
   ])('%s: redis is down; it serves from memory, keeps running and never prints a password', async (_name, lines, env) => {
     const gw = await start(lines, env)
     cleanups.push(() => gw.close())
-    await waitFor('redis down', async () => (await readiness(gw.adminUrl)).redis === 'down', 15_000, 50)
+    await waitFor('redis down', async () => (await readiness(gw.adminUrl)).redis === 'down', testTimeLeft(), 50)
     expect((await readWeek(gw.url)).status).toBe(200)
-    await waitFor('a log line about Redis', () => /redis unavailable/.test(gw.output()), 10_000, 50)
+    await waitFor('a log line about Redis', () => /redis unavailable/.test(gw.output()), testTimeLeft(), 50)
     // Still running: a refused handshake's later errors end no process.
     expect((await readiness(gw.adminUrl)).redis).toBe('down')
     expect(gw.output()).not.toContain(PASSWORD)

@@ -9,7 +9,7 @@ import { useCleanups, useSandbox } from '../helpers/fixtures.js'
 import { spawnGateway } from '../helpers/gateway-process.js'
 import { opensslAvailable, privateCa } from '../helpers/private-ca.js'
 import { launchRedis, onFreePorts, redisAvailability, stopRedis } from '../helpers/start-redis.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // A standalone Redis over TLS (`rediss://`) whose certificate a private CA signs, as a
 // cluster's cert-manager issues it: the gateway process (dist/main.js) trusts that CA
@@ -59,23 +59,23 @@ describe.skipIf(!available)('Redis over TLS, its certificate signed by a private
   it('trusts the CA named by NODE_EXTRA_CA_CERTS: redis ok, and the reports it fills are in that Redis', async () => {
     const gw = await start({ NODE_EXTRA_CA_CERTS: ca })
     cleanups.push(() => gw.close())
-    await waitFor('redis ok', async () => (await readiness(gw.adminUrl)).redis === 'ok', 15_000, 50)
+    await waitFor('redis ok', async () => (await readiness(gw.adminUrl)).redis === 'ok', testTimeLeft(), 50)
     const read = await fetch(`${gw.url}${REPORT_PATH}?${WEEK}`, { headers: { 'x-api-key': KEYS.all } })
     expect([read.status, read.headers.get('x-cache')]).toEqual([200, 'MISS'])
     const plain = new Redis({ port: plainPort, host: '127.0.0.1', password: PASSWORD, lazyConnect: true })
     cleanups.push(() => plain.quit().then(() => undefined))
     await plain.connect()
-    await waitFor('the report written to Redis over TLS', async () => (await plain.keys('rgw:report:*')).length === 1, 10_000, 50)
+    await waitFor('the report written to Redis over TLS', async () => (await plain.keys('rgw:report:*')).length === 1, testTimeLeft(), 50)
   })
 
   it('without the CA: serves from memory, lists redis as down, and never prints the password', async () => {
     const gw = await start({})
     cleanups.push(() => gw.close())
-    await waitFor('redis down', async () => (await readiness(gw.adminUrl)).redis === 'down', 15_000, 50)
+    await waitFor('redis down', async () => (await readiness(gw.adminUrl)).redis === 'down', testTimeLeft(), 50)
     expect((await readiness(gw.adminUrl)).degraded).toContain('redis')
     const read = await fetch(`${gw.url}${REPORT_PATH}?${WEEK}`, { headers: { 'x-api-key': KEYS.all } })
     expect(read.status).toBe(200)
-    await waitFor('a log line about Redis', () => /redis/i.test(gw.output()), 10_000, 50)
+    await waitFor('a log line about Redis', () => /redis/i.test(gw.output()), testTimeLeft(), 50)
     expect(gw.output()).not.toContain(PASSWORD)
   })
 })

@@ -9,7 +9,7 @@ import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { startRedisCluster, startRedisSentinel, type RedisTopology, type SentinelTopology } from '../helpers/start-redis-topology.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 import { fakeClock } from '../helpers/clock.js'
 import { RedisSeal } from '../../src/redis/seal.js'
 import { RedisBus } from '../../src/redis/bus.js'
@@ -302,7 +302,7 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
         await get(a, q)
         return (await get(b, q)).headers['x-cache'] === 'HIT'
       },
-      15_000,
+      testTimeLeft(),
       100,
     )
     expect((await promoted.keys('rgw:report:*')).length).toBeGreaterThan(0)
@@ -312,7 +312,7 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
     expect((await adminCall(b, 'DELETE', '/admin/cache?advertiserId=101')).statusCode).toBe(200)
     // A's subscriber finds the promoted master through Sentinel on its own schedule: waited
     // for as the fill above was, not bounded by a guess at a quiet machine's reconnection.
-    await waitFor('the purge on the other replica', async () => (await get(a, Q101)).headers['x-cache'] === 'MISS', 15_000, 50)
+    await waitFor('the purge on the other replica', async () => (await get(a, Q101)).headers['x-cache'] === 'MISS', testTimeLeft(), 50)
     return { served, logs: [...a.logs.lines, ...b.logs.lines] }
   }
 

@@ -26,8 +26,6 @@ const REPLICAS = 3
 const PER_SECOND = 100
 const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&byDate=1&dateFrom=2026-03-01&dateTo=2026-03-07'
 const HEADERS = { 'x-api-key': KEYS.all }
-// Bounds of waits for conditions: only a run that goes wrong waits this long.
-const BOUND_MS = 30_000
 
 const nginxFound = needTool(TOOLS.nginx, hasNginx(), 'the rolling restart behind nginx')
 
@@ -84,7 +82,7 @@ describe('a rolling restart of 3 replicas at 100 requests a second', () => {
     const upstreamOf = (gw: GatewayProcess) => `127.0.0.1:${gw.port}`
     const stopped: { gw: GatewayProcess; from: number }[] = []
     try {
-      await waitFor('answers through nginx from every replica', () => live.every((gw) => answers.some((a) => a.headers['x-upstream'] === upstreamOf(gw))), BOUND_MS)
+      await waitFor('answers through nginx from every replica', () => live.every((gw) => answers.some((a) => a.headers['x-upstream'] === upstreamOf(gw))))
       for (let i = 0; i < REPLICAS; i++) {
         const fresh = await replica()
         const old = live[i] as GatewayProcess
@@ -93,10 +91,10 @@ describe('a rolling restart of 3 replicas at 100 requests a second', () => {
         old.kill('SIGTERM')
         stopped.push({ gw: old, from })
         // nginx hears of it late, as an ingress does: once it has sent the stopping replica a request.
-        await waitFor(() => `nginx to send a request to the stopping replica ${upstreamOf(old)}`, () => answers.some((a) => a.sent >= from && a.headers['x-upstream'] === upstreamOf(old)), BOUND_MS)
+        await waitFor(() => `nginx to send a request to the stopping replica ${upstreamOf(old)}`, () => answers.some((a) => a.sent >= from && a.headers['x-upstream'] === upstreamOf(old)))
         const reloaded = load.sent()
         nginx.setUpstreams(live.map((g) => g.port))
-        await waitFor(() => `nginx to send a request to the new replica ${upstreamOf(fresh)}:\n${nginx.errors()}`, () => answers.some((a) => a.sent >= reloaded && a.headers['x-upstream'] === upstreamOf(fresh)), BOUND_MS)
+        await waitFor(() => `nginx to send a request to the new replica ${upstreamOf(fresh)}:\n${nginx.errors()}`, () => answers.some((a) => a.sent >= reloaded && a.headers['x-upstream'] === upstreamOf(fresh)))
       }
       // The load goes on until every stopped replica has exited: its end of drain is under load too.
       const exits = await Promise.all(stopped.map(({ gw }) => gw.exited))
@@ -120,7 +118,7 @@ describe('a rolling restart of 3 replicas at 100 requests a second', () => {
     const name = (gw: GatewayProcess) => `127.0.0.1:${gw.port}`
     for (const gw of live) balancer.add(name(gw), gw.port)
     balancer.start()
-    await waitFor('the balancer to find every replica ready', () => live.every((gw) => balancer.isReady(name(gw))), BOUND_MS)
+    await waitFor('the balancer to find every replica ready', () => live.every((gw) => balancer.isReady(name(gw))))
     const answers: Sent<BalancedAnswer>[] = []
     const load = openLoad(PER_SECOND, async (sent) => {
       const answer = { ...(await balancer.send(REPORT, HEADERS)), sent }
@@ -134,16 +132,16 @@ describe('a rolling restart of 3 replicas at 100 requests a second', () => {
       for (let i = 0; i < REPLICAS; i++) {
         const fresh = await replica()
         balancer.add(name(fresh), fresh.port)
-        await waitFor(() => `the balancer to find ${name(fresh)} ready`, () => balancer.isReady(name(fresh)), BOUND_MS)
+        await waitFor(() => `the balancer to find ${name(fresh)} ready`, () => balancer.isReady(name(fresh)))
         const old = live[i] as GatewayProcess
         live[i] = fresh
         // Told to stop just after a poll found it ready: the balancer sends it requests until its next poll.
         const rounds = balancer.rounds
-        await waitFor(() => `a poll of ${name(old)}`, () => balancer.rounds > rounds, BOUND_MS)
+        await waitFor(() => `a poll of ${name(old)}`, () => balancer.rounds > rounds)
         const from = load.sent()
         old.kill('SIGTERM')
         // A request sent just after the signal may be read before the process handles it: these are counted from its 503.
-        await waitFor(() => `${name(old)} to answer readiness 503`, async () => (await freshRequest(`${old.adminUrl}/readyz`)).status === 503, BOUND_MS, 10)
+        await waitFor(() => `${name(old)} to answer readiness 503`, async () => (await freshRequest(`${old.adminUrl}/readyz`)).status === 503)
         stopped.push({ gw: old, from, draining: load.sent() })
         exits.push(
           old.exited.then((e) => {
@@ -151,7 +149,7 @@ describe('a rolling restart of 3 replicas at 100 requests a second', () => {
             return e.code
           }),
         )
-        await waitFor(() => `the balancer to take ${name(old)} out`, () => !balancer.isReady(name(old)), BOUND_MS)
+        await waitFor(() => `the balancer to take ${name(old)} out`, () => !balancer.isReady(name(old)))
       }
       expect(await Promise.all(exits)).toEqual(stopped.map(() => 0))
     } finally {

@@ -105,7 +105,7 @@ describe.skipIf(!available)('seats leased across replicas (LeasedSeats over Redi
       peak = Math.max(peak, inFlight(replicas))
       for (const r of replicas) while (r.held.length > 0) r.answer()
       return replicas.every((r) => r.seats.queued === 0 && r.seats.inFlight === 0)
-    }, 10_000, 5)
+    }, testTimeLeft(), 5)
     expect(peak).toBeLessThanOrEqual(6)
   })
 
@@ -140,7 +140,7 @@ describe.skipIf(!available)('seats leased across replicas (LeasedSeats over Redi
         r.calls(team, 1)
       }
       return one.seats.inFlight === 2 && two.seats.inFlight === 6
-    }, 10_000, 50)
+    }, testTimeLeft(), 50)
   })
 
   it('holds a team to its ceiling across replicas, but for one call per other replica that starts before it hears', async () => {
@@ -155,7 +155,7 @@ describe.skipIf(!available)('seats leased across replicas (LeasedSeats over Redi
       most = Math.max(most, one.seats.inFlight + two.seats.inFlight)
       for (const r of [one, two]) r.answer()
       return one.seats.queued + two.seats.queued + one.seats.inFlight + two.seats.inFlight === 0
-    }, 10_000, 20)
+    }, testTimeLeft(), 20)
     expect(most).toBeLessThanOrEqual(3)
   })
 

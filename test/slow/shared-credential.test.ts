@@ -2,7 +2,7 @@ import { request } from 'undici'
 import { describe, expect, it } from 'vitest'
 import { KEYS, listen, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 import { stalledCampaignCall } from '../helpers/gateway-calls.js'
 import { governorView, seatsOf } from '../helpers/governors.js'
 
@@ -77,7 +77,7 @@ describe('one team\'s reports cannot steer the platform for the others', () => {
       // Team `growth`: 8 callers of week-long reports (about 15 ms each), more than its share: some always wait.
       Object.assign(weeks, callers(gw, KEYS.growth, 8, (i) => report(i * 10, 7)))
       // As the year-long calls end, their seats go to the week-long team, up to its share (4).
-      await waitFor('the week-long team holding its seats', () => governor.running('growth') === 4, 10_000)
+      await waitFor('the week-long team holding its seats', () => governor.running('growth') === 4)
       // Then it keeps them: whenever it has a call waiting, it holds its share (a start shared
       // by turns, whatever the calls' length, left it a fraction of one seat). Judged on the
       // moments it waits, not on a span of time: how often its callers come back is the machine's.
@@ -85,7 +85,7 @@ describe('one team\'s reports cannot steer the platform for the others', () => {
       await waitFor('50 moments with a week-long call waiting', () => {
         if ((governor.waiting().get('growth') ?? 0) > 0) held.push(governor.running('growth'))
         return held.length >= 50
-      }, 20_000, 5)
+      }, testTimeLeft(), 5)
       expect(Math.min(...held)).toBeGreaterThanOrEqual(4)
     } finally {
       await Promise.all([years.stop(), weeks.stop()])
@@ -100,7 +100,7 @@ describe('one team\'s reports cannot steer the platform for the others', () => {
     sandbox.setRouteFailure('/api/v1/campaign/get', { kind: 'large', bytes: 24_000_000, times: 4 })
     const sockets = Array.from({ length: 4 }, () => stalledCampaignCall(gw.port, KEYS.all))
     try {
-      await waitFor('4 unread answers at the gateway, their seats free', () => sandbox.countRequests((r) => r.path === '/api/v1/campaign/get') === 4 && seatsOf(gw).inFlight === 0, 10_000)
+      await waitFor('4 unread answers at the gateway, their seats free', () => sandbox.countRequests((r) => r.path === '/api/v1/campaign/get') === 4 && seatsOf(gw).inFlight === 0)
       // Another team's miss: answered (not refused at queueTimeout, 30 s), none of the unread answers cut off for it.
       const answer = await get(gw, report(1, 7), KEYS.growth)
       expect(answer).toMatchObject({ status: 200, cache: 'MISS' })
@@ -121,7 +121,7 @@ describe('one team\'s reports cannot steer the platform for the others', () => {
     const failing = callers(gw, KEYS.all, 24, (i) => report(i * 40, 30, i % 2 ? CREATIVES : PLACEMENTS))
     const fine = callers(gw, KEYS.growth, 4, (i) => report(i * 10, 7))
     try {
-      await waitFor('200 failing reports answered', () => failing.statuses.filter((s) => s === 502).length >= 200, 30_000)
+      await waitFor('200 failing reports answered', () => failing.statuses.filter((s) => s === 502).length >= 200)
     } finally {
       await Promise.all([failing.stop(), fine.stop()])
     }
@@ -138,7 +138,7 @@ describe('one team\'s reports cannot steer the platform for the others', () => {
     // The kind's pace first (300 ms): two callers, who never wait.
     const two = callers(gw, KEYS.all, 2, (i) => report(i * 10, 7))
     try {
-      await waitFor('the pace measured', () => governorView(gw).floorMs !== null, 15_000)
+      await waitFor('the pace measured', () => governorView(gw).floorMs !== null)
     } finally {
       await two.stop()
     }
@@ -146,7 +146,7 @@ describe('one team\'s reports cannot steer the platform for the others', () => {
     // after the little that is left, or is not sent at all, far short of its kind's time.
     const eight = callers(gw, KEYS.all, 8, (i) => report(1000 + i * 10, 7))
     try {
-      await waitFor('20 calls past their deadlines', () => eight.statuses.filter((s) => s === 504).length >= 20, 20_000, 20)
+      await waitFor('20 calls past their deadlines', () => eight.statuses.filter((s) => s === 504).length >= 20, testTimeLeft(), 20)
     } finally {
       await eight.stop()
     }
@@ -177,7 +177,7 @@ describe('one team\'s reports cannot steer the platform for the others', () => {
     // 20 stale copies asked at once: each answered STALE at once, each refreshed in the background.
     const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => get(gw, report(i * 10, 7), KEYS.growth)))
     expect(answers.every((a) => a.status === 200 && a.cache === 'STALE')).toBe(true)
-    await waitFor('the refreshes done', () => sandbox.countRequests((r) => r.path === CAMPAIGNS) >= 40, 15_000)
+    await waitFor('the refreshes done', () => sandbox.countRequests((r) => r.path === CAMPAIGNS) >= 40)
     expect(sandbox.concurrency().peak).toBeLessThanOrEqual(2)
   }, 30_000)
 

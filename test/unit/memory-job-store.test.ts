@@ -4,7 +4,7 @@ import { runInNewContext } from 'node:vm'
 import { describe, expect, it } from 'vitest'
 import { etagOf, type CacheEntry } from '../../src/cache/cache-entry.js'
 import { MemoryJobStore } from '../../src/jobs/job-store.js'
-import { waitFor } from '../helpers/wait.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // The jobs of a gateway without Redis (demo mode, or a chart without redis.url) keep their
 // results in the replica's memory, bounded per team by jobs.resultBytesPerTeam, which
@@ -31,7 +31,7 @@ describe('the memory job store', () => {
     await waitFor('the plain body of the kept result collected', () => {
       gc()
       return body.deref() === undefined
-    }, 10_000, 100)
+    }, testTimeLeft(), 100)
     const kept = (await store.result('a', now)) as CacheEntry
     expect(JSON.parse(kept.identity!.toString()).data).toHaveLength(20_000)
     expect(kept.etag).toBe(etagOf(kept.identity!))
