@@ -147,12 +147,18 @@ const gateways = []
 // header the stand-in reads, bench/dashboard-origin.mjs): the calls in flight at the
 // platform as it comes are judged against it (+ the replicas, as test/sim/checks.ts judges a
 // seat taken), not against the limit of a later moment, which a cut lowers while the calls
-// started before it are still in flight.
-subscribe('undici:request:create', ({ request }) => {
-  if (!request.path.startsWith(ROUTE)) return
+// started before it are still in flight. While Redis is stopped, no call is sent under more
+// than the limit in force when it stopped (`stallCap`): a limit learned during the stall
+// does not raise the bound the stall is judged by.
+let stallCap = Infinity
+const limitNow = () => {
   let limit = 0
   for (const gw of gateways) limit = Math.max(limit, gw.governors.limitOf(CREDENTIAL) ?? 0)
-  request.addHeader('x-bench-limit', String(limit))
+  return limit
+}
+subscribe('undici:request:create', ({ request }) => {
+  if (!request.path.startsWith(ROUTE)) return
+  request.addHeader('x-bench-limit', String(Math.min(limitNow(), stallCap)))
 })
 
 async function main() {
@@ -238,6 +244,7 @@ async function main() {
   const measureTo = performance.now()
 
   // The stall: every Redis server stopped at once, then let go.
+  stallCap = limitNow()
   for (const pid of redisPids) process.kill(pid, 'SIGSTOP')
   const stallFrom = performance.now()
   let stall
@@ -245,6 +252,7 @@ async function main() {
     stall = await phase(phases.stall, phases.measure)
   } finally {
     for (const pid of redisPids) process.kill(pid, 'SIGCONT')
+    stallCap = Infinity
   }
   const stallTo = performance.now()
   const recovery = await phase(phases.after, phases.measure + phases.stall)
