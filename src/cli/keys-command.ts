@@ -92,6 +92,8 @@ function run(argv: string[], io: KeysIo): number {
     return 0
   }
   if (command === 'new') {
+    const foreign = NOT_NEW.find((name) => values[name] !== undefined)
+    if (foreign !== undefined) throw new UsageError(`new: --${foreign} is not an option of new (it is rotate's and remove's); new writes no file: it prints the key and the lines to add to your TEAMS_FILE or CONFIG_FILE`)
     const team = values.team
     if (!team) throw new UsageError(`new: --team NAME is required (${TEAM_NAME_RULE})`)
     if (!new RegExp(TEAM_NAME_PATTERN).test(team)) throw new UsageError(`new: --team ${JSON.stringify(team)} is not a valid team name (${TEAM_NAME_RULE})`)
@@ -236,6 +238,9 @@ function flowEntry(fields: Record<string, string>): string {
   const names = [...order.filter((k) => k in fields), ...Object.keys(fields).filter((k) => !order.includes(k))]
   return `{ ${names.map((k) => `${k}: ${JSON.stringify(fields[k])}`).join(', ')} }`
 }
+
+/** The options of rotate and remove that new has no use for: given to new, they would be taken and do nothing. */
+const NOT_NEW = ['write', 'teams', 'config', 'key', 'grace'] as const
 
 interface Options {
   team?: string

@@ -1,6 +1,8 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
+import type { Logger } from 'pino'
 import { isRead } from '../access/team-auth.js'
+import { requestIdOf } from './hooks/request-log.js'
 
 /** The team whose key a request's headers present, while it runs (null for none, an unknown or an expired one). */
 export type KeyTeam = (headers: IncomingHttpHeaders) => string | null
@@ -16,12 +18,19 @@ export type KeyTeam = (headers: IncomingHttpHeaders) => string | null
  * write's answer is sent: the write was made while its key ran, and its caller is never
  * left to think it was not. Node tells the turn by giving the answer its connection (`socket`), before it writes a
  * byte the answer holds.
+ *
+ * The answer's access line was written when the answer was made, with its status; `log`
+ * gets one more line under the same `reqId` saying that answer was not sent, so that an
+ * operator reading the 200 learns its caller never got it.
  */
-export function withholdFromRemovedKeys(req: IncomingMessage, res: ServerResponse, teamOf: KeyTeam): void {
-  if (res.socket !== null || !isRead(req.method ?? '', (req.url ?? '').split('?')[0] as string)) return
+export function withholdFromRemovedKeys(req: IncomingMessage, res: ServerResponse, teamOf: KeyTeam, log: Logger): void {
+  const path = (req.url ?? '').split('?')[0] as string
+  if (res.socket !== null || !isRead(req.method ?? '', path)) return
   const team = teamOf(req.headers)
   if (team === null) return
   res.once('socket', (socket: Socket) => {
-    if (teamOf(req.headers) !== team) socket.destroy()
+    if (teamOf(req.headers) === team) return
+    socket.destroy()
+    log.info({ reqId: requestIdOf(req.headers), team, method: req.method, path, status: res.statusCode }, 'pipelined answer not sent: its key no longer runs for its team')
   })
 }

@@ -333,7 +333,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
         tracing?.begin(req)
         // Closing: answered as ever, and the connection closed after it (closeGently).
         current.take(req, res)
-        if (keyTeam !== null) withholdFromRemovedKeys(req, res, keyTeam)
+        if (keyTeam !== null) withholdFromRemovedKeys(req, res, keyTeam, log)
         // One without a Host, or with a faulty head, goes to the router, which refuses it (headFault).
         if (fastPath && headFault(req) === null) fastPath.request(req, res, handler)
         else handler(req, res)

@@ -62,6 +62,11 @@ const GET_PARAMS = ['advertiserId', 'dateFrom', 'dateTo', 'byDate', 'byCampaign'
 // On POST .../get only advertiserId in the query is interpreted: it names an account,
 // so it must be the same validated number the access check sees.
 const POST_PARAMS = ['advertiserId'] as const
+// What a POST report's canonical body always carries: its dates and flags. The platform
+// reads the body before the query (Laravel's input()), so one of these in the query is
+// never read: refused, naming it, rather than dropped. (campaignIds is in the body only
+// when the caller put it there; in the query, team scoping places it, access/.)
+const POST_BODY_PARAMS: ReadonlySet<string> = new Set(['dateFrom', 'dateTo', 'byDate', 'byCampaign'])
 
 function bad(message: string): never {
   throw new BadQueryError(message)
@@ -260,6 +265,8 @@ export function canonicalPostReport(
   if (typeof body !== 'object' || body === null || Array.isArray(body)) bad('body: must be a JSON object')
   const fields = body as Record<string, unknown>
   const { named, rest } = splitQuery(rawQuery, POST_PARAMS)
+  const inQuery = rest.find(([key]) => POST_BODY_PARAMS.has(phpVariable(key)))
+  if (inQuery !== undefined) bad(`${phpVariable(inQuery[0])}: a POST report reads it from its JSON body, not from the query (${show(inQuery[0])})`)
 
   const rawQueryAdvertiser = named.get('advertiserId')
   const queryAdvertiser = rawQueryAdvertiser === undefined ? null : positiveInteger('advertiserId', rawQueryAdvertiser)

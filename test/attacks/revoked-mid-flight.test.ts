@@ -175,6 +175,12 @@ describe('a key revoked while its call is under way', () => {
     const answers = (await pipelined.answer).split(/(?=HTTP\/1\.1 )/)
     expect(answers[0]).toMatch(/^HTTP\/1\.1 401 /)
     expect(answers.slice(1).join('')).not.toContain('"data"')
+    // Its access line was written when its answer was made (a 200 from the copy); the
+    // operator is told, under the same reqId, that the answer never left.
+    const logged = gw.logs.records()
+    const cachedLine = logged.find((r) => r.msg === 'request' && r.status === 200 && r.cache === 'HIT' && r.team === 'growth')
+    expect(cachedLine).toBeDefined()
+    expect(logged).toContainEqual(expect.objectContaining({ msg: 'pipelined answer not sent: its key no longer runs for its team', reqId: cachedLine?.reqId, team: 'growth', method: 'GET', path: REPORT_PATH, status: 200 }))
   })
 
   it('a pipelined write that reached the platform before the reload is answered at its turn: its caller learns its outcome', async () => {

@@ -108,7 +108,7 @@ describe('reportCacheKey', () => {
     ['another path', () => [key(report), key(canonicalGetReport('/api/v1/report/creatives/get', BASE, OPTS))]],
     ['GET vs POST of the same parameters', () => [
       key(canonicalGetReport(PATH, BASE, OPTS)),
-      key(canonicalPostReport(PATH, BASE, BODY, OPTS)),
+      key(canonicalPostReport(PATH, 'advertiserId=7', BODY, OPTS)),
     ]],
     ['a POST query parameter vs the same body field', () => [
       key(canonicalPostReport(PATH, 'x=1', BODY, OPTS)),

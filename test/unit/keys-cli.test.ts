@@ -113,6 +113,17 @@ describe('keys new --team NAME', () => {
     }
   })
 
+  // `--write` edits the file for rotate and remove; with new it was taken and nothing was
+  // written, so an operator who ran `new --write` (or `--teams FILE`) took the file as done.
+  it('refuses the options of rotate and remove, saying that new prints the lines and writes no file; no key is printed', () => {
+    for (const [option, ...rest] of [['--write'], ['--teams', 'teams.yaml'], ['--config', 'values.yaml'], ['--key', 'growth-1'], ['--grace', '7d']] as [string, ...string[]][]) {
+      const r = run('new', '--team', 'growth', option, ...rest)
+      expect(r.status, option).toBe(2)
+      expect(r.stdout).toBe('')
+      expect(r.stderr).toBe(`keys: new: ${option} is not an option of new (it is rotate's and remove's); new writes no file: it prints the key and the lines to add to your TEAMS_FILE or CONFIG_FILE (npm run keys -- --help)\n`)
+    }
+  })
+
   it('refuses an advertiser list with an empty item or an item that is no advertiser id, naming the list', () => {
     const rule = 'give advertiser ids (positive integers) separated by commas, or * (npm run keys -- --help)\n'
     for (const list of ['101,,102', '101,', ',101', '']) {

@@ -139,9 +139,9 @@ describe('canonical form of valid report requests', () => {
     {
       name: 'POST query canonicalized generically',
       method: 'POST',
-      query: 'per_page=200&byDate=1&byDate=0&advertiserId=007',
+      query: 'per_page=200&page=2&page=1&advertiserId=007',
       body: post(),
-      wantQuery: 'advertiserId=7&byDate=1&byDate=0&per_page=200',
+      wantQuery: 'advertiserId=7&page=2&page=1&per_page=200',
       wantBody: `{${FLAGS_OFF},${DATES}}`,
     },
     {

@@ -8,14 +8,22 @@ import { holdsKey } from '../../observe/key-shape.js'
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/
 
+// The id each request's headers were given: every entrance, and a line written after the
+// answer (pipelined-answers.ts), names a request by one id.
+const idOfHeaders = new WeakMap<IncomingHttpHeaders, string>()
+
 /**
  * The caller's `x-request-id` when it is a plain token outside the gateway's own id space
  * and not shaped like a team key, else a new one: the id is logged, audited, echoed and
- * sent to the platform.
+ * sent to the platform. A request's headers get one id, whoever asks.
  */
 export function requestIdOf(headers: IncomingHttpHeaders): string {
+  const known = idOfHeaders.get(headers)
+  if (known !== undefined) return known
   const given = headers['x-request-id']
-  return typeof given === 'string' && REQUEST_ID.test(given) && !isOwnRequestId(given) && !holdsKey(given) ? given : newRequestId()
+  const id = typeof given === 'string' && REQUEST_ID.test(given) && !isOwnRequestId(given) && !holdsKey(given) ? given : newRequestId()
+  idOfHeaders.set(headers, id)
+  return id
 }
 
 export interface RequestFacts {

@@ -1,0 +1,45 @@
+import { beforeAll, describe, expect, it } from 'vitest'
+import { KEYS, REPORT_PATH, testConfig } from '../helpers/build-gateway.js'
+import { useGateway, useSandbox } from '../helpers/fixtures.js'
+
+// The POST form of a report reads its dates and flags from its JSON body. The gateway
+// always writes them into the body it sends, and the platform (Laravel's
+// `$request->input()`: the body first, the query under it) then never reads the query's.
+// A caller that put one in the query (a form's action URL, a 307 or 308 that re-sent a
+// GET's URL with a POST's body) is told so, rather than answered a report it did not ask.
+
+const sandbox = useSandbox()
+let platformToken: string
+beforeAll(() => {
+  platformToken = sandbox.issueToken()
+})
+const gw = useGateway(() => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken }))
+
+const post = (query: string, body: Record<string, unknown>) =>
+  gw.proxy.inject({ method: 'POST', url: `${REPORT_PATH}?${query}`, headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json' }, payload: body })
+
+describe('a POST report with its body parameters in the query', () => {
+  it('is told that the query does not carry dateFrom, rather than that dateFrom is missing', async () => {
+    const res = await post('advertiserId=101&dateFrom=2026-11-02&dateTo=2026-11-08', { campaignIds: [101001] })
+    expect(res.statusCode).toBe(400)
+    expect(res.json()).toMatchObject({ code: 'GW_BAD_QUERY', message: 'dateFrom: a POST report reads it from its JSON body, not from the query (dateFrom)' })
+  })
+
+  it.each([
+    ['byDate=1', 'byDate: a POST report reads it from its JSON body, not from the query (byDate)'],
+    ['byCampaign=true', 'byCampaign: a POST report reads it from its JSON body, not from the query (byCampaign)'],
+    ['byDate[]=1', 'byDate: a POST report reads it from its JSON body, not from the query (byDate[])'],
+    ['dateTo=2026-11-09', 'dateTo: a POST report reads it from its JSON body, not from the query (dateTo)'],
+  ])('with a whole body and %s in the query is refused, not answered without it: nothing reaches the platform', async (query, message) => {
+    sandbox.clearRequests()
+    const res = await post(query, { advertiserId: 101, campaignIds: [101001], dateFrom: '2026-11-01', dateTo: '2026-11-07' })
+    expect(res.statusCode).toBe(400)
+    expect(res.json()).toMatchObject({ code: 'GW_BAD_QUERY', message })
+    expect(sandbox.requests.filter((r) => r.path === REPORT_PATH)).toEqual([])
+  })
+
+  it('still takes advertiserId and any other parameter in the query', async () => {
+    const res = await post('advertiserId=101&currency=USD', { campaignIds: [101001], dateFrom: '2026-11-01', dateTo: '2026-11-07' })
+    expect(res.statusCode).toBe(200)
+  })
+})
