@@ -117,18 +117,23 @@ describe('the concurrency cap', () => {
 describe('a call that cannot end before its deadline', () => {
   // A deadline of 1 s; a copy fresh for 1 s, then served as STALE only when the platform fails (no stale-while-revalidate).
   const DEADLINE_1S = 'platform: { timeout: 1s, maxConcurrent: 8, adaptive: false }\ncache: { ttl: { recent: 1s, settled: 1s }, staleWhileRevalidate: 0s, staleIfError: 1h }'
-  it('is not sent: a stale copy is served, else 504 GW_UPSTREAM_TIMEOUT saying why, with no platform call', async () => {
-    // The week reports of distinctReport are one kind. A copy first.
+  /** A gateway with a copy of the kind (the week reports of distinctReport), then `calls` calls of it at once, each cut by its deadline while the platform takes `latencyMs`. */
+  async function copyThenCuts(latencyMs: number, calls: number) {
     const gw = await gateway(DEADLINE_1S)
     sandbox.setLatency(20)
     const copy = await proxyGet(gw, distinctReport(0))
     expect([copy.statusCode, copy.headers['x-cache']]).toEqual([200, 'MISS'])
+    sandbox.setLatency(latencyMs)
+    const cut = await Promise.all(Array.from({ length: calls }, (_, i) => proxyGet(gw, distinctReport(i + 1))))
+    expect(cut.map((a) => a.json<{ code: string }>().code)).toEqual(Array(calls).fill('GW_UPSTREAM_TIMEOUT'))
+    return { gw, copy }
+  }
+
+  it('is not sent: a stale copy is served, else 504 GW_UPSTREAM_TIMEOUT saying why, with no platform call', async () => {
     // Eight calls of the kind sent at once, each cut by its deadline at 1 s while the
     // platform works on for 1.5 s, within the watch (another platform.timeout): their
     // answers (dropped) teach the kind's time, past 1 s.
-    sandbox.setLatency(1_500)
-    const cut = await Promise.all(Array.from({ length: 8 }, (_, i) => proxyGet(gw, distinctReport(i + 1))))
-    expect(cut.map((a) => a.json<{ code: string }>().code)).toEqual(Array(8).fill('GW_UPSTREAM_TIMEOUT'))
+    const { gw, copy } = await copyThenCuts(1_500, 8)
     await waitFor('the platform to answer the eight calls', () => sandbox.concurrency().inFlight === 0 && governorView(gw).inFlight === 0)
     const sent = reportCalls()
     expect(sent).toBe(9)
@@ -147,15 +152,9 @@ describe('a call that cannot end before its deadline', () => {
   }, 30_000)
 
   it('is not sent once its kind, answered fast before, became slower than twice the budget: its cuts outweigh the answers', async () => {
-    const gw = await gateway(DEADLINE_1S)
-    sandbox.setLatency(20)
-    const copy = await proxyGet(gw, distinctReport(0))
-    expect([copy.statusCode, copy.headers['x-cache']]).toEqual([200, 'MISS'])
     // The kind now takes 3 s: two calls cut by their deadline at 1 s and watched in vain
     // for another platform.timeout, no answer of the kind since the fast one.
-    sandbox.setLatency(3_000)
-    const cut = await Promise.all([1, 2].map((i) => proxyGet(gw, distinctReport(i))))
-    expect(cut.map((a) => a.json<{ code: string }>().code)).toEqual(['GW_UPSTREAM_TIMEOUT', 'GW_UPSTREAM_TIMEOUT'])
+    const { gw } = await copyThenCuts(3_000, 2)
     await waitFor('the watch to end', () => governorView(gw).inFlight === 0)
     const sent = reportCalls()
     expect(sent).toBe(3)
