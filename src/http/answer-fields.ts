@@ -43,7 +43,13 @@ export function setAnswerFields(reply: FastifyReply, own: AnswerFields): void {
   setReportFacts(reply, own.report)
 }
 
-/** Sets a report answer's facts on an answer the router writes (a report passed through uncached). */
-export function setReportFacts(reply: FastifyReply, report: ReportFacts | undefined): void {
-  if (report) reply.header(USAGE_HEADER, report.usage).header(SETTLED_HEADER, report.finality[0]).header(PROVISIONAL_HEADER, report.finality[1])
+/**
+ * Sets a report answer's facts on an answer the router writes (a report passed through
+ * uncached). An answer that holds no report's figures (`figures` false: a redirect) says
+ * what its call cost and nothing of a finality it does not have.
+ */
+export function setReportFacts(reply: FastifyReply, report: ReportFacts | undefined, figures = true): void {
+  if (!report) return
+  reply.header(USAGE_HEADER, report.usage)
+  if (figures) reply.header(SETTLED_HEADER, report.finality[0]).header(PROVISIONAL_HEADER, report.finality[1])
 }

@@ -99,6 +99,41 @@ describe('a platform redirect\'s content', () => {
   })
 })
 
+// A redirect holds no report and no page: none of the headers that speak of a content's
+// figures or its version reaches the caller. A report read's redirect still says what its
+// platform call cost (`platform-usage`: the call was made, and counts in the team's day),
+// not which of a report's figures may change (`report-settled-through`,
+// `report-provisional-days`: it has none); a platform's validators (`last-modified`,
+// `etag`) name the page or resource the caller does not get, and a client that kept them
+// would send them back (`if-modified-since`) for a report they never dated.
+describe('what a platform redirect says besides its location', () => {
+  const dated = { 'last-modified': 'Wed, 21 Oct 2015 07:28:00 GMT', etag: '"moved-page"' }
+  const told = (res: Response) => Object.fromEntries(['location', 'platform-usage', 'report-settled-through', 'report-provisional-days', 'last-modified', 'etag'].map((h) => [h, res.headers.get(h)]))
+
+  it('a report read\'s: what its call cost, no finality and no validator, GET or HEAD', async () => {
+    for (const [i, method] of ['GET', 'HEAD'].entries()) {
+      const report = `/api/v1/report/campaigns/get?advertiserId=102&dateFrom=2026-01-0${i + 1}&dateTo=2026-01-09`
+      sg.sandbox.setFailure({ kind: 'redirect', location: '/elsewhere', headers: dated, times: 1 })
+      const res = await fetch(`${sg.url}${report}`, { method, redirect: 'manual', headers: { 'x-api-key': KEYS.all } })
+      expect([res.status, res.headers.get('x-cache')], method).toEqual([302, 'BYPASS'])
+      expect(told(res), method).toEqual({ location: '/elsewhere', 'platform-usage': expect.stringMatching(/^fill=\d+\.\d{3}, minute=/), 'report-settled-through': null, 'report-provisional-days': null, 'last-modified': null, etag: null })
+    }
+    // A report's own answer says its finality, as ever.
+    const report = await fetch(`${sg.url}/api/v1/report/campaigns/get?advertiserId=102&dateFrom=2026-01-01&dateTo=2026-01-09`, { headers: { 'x-api-key': KEYS.all } })
+    expect([report.status, report.headers.get('report-settled-through'), report.headers.get('report-provisional-days')]).toEqual([200, expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/), expect.any(String)])
+  })
+
+  it('a proxied call\'s: no validator, its caching as the platform said it, GET, POST or HEAD', async () => {
+    const asks: [string, string, string | undefined][] = [['POST', '/api/v1/campaign/get', '{"userId":101}'], ['GET', '/api/v1/campaign/get?userId=101', undefined], ['HEAD', '/api/v1/campaign/get?userId=101', undefined]]
+    for (const [method, path, body] of asks) {
+      sg.sandbox.setFailure({ kind: 'redirect', status: 301, location: '/elsewhere', headers: { ...dated, 'cache-control': 'max-age=60', expires: 'Wed, 21 Oct 2037 07:28:00 GMT' }, times: 1 })
+      const res = await fetch(`${sg.url}${path}`, { method, redirect: 'manual', headers: { 'x-api-key': KEYS.writer, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body }) })
+      expect([res.status, res.headers.get('cache-control'), res.headers.get('expires')], method).toEqual([301, 'max-age=60', 'Wed, 21 Oct 2037 07:28:00 GMT'])
+      expect(told(res), method).toEqual({ location: '/elsewhere', 'platform-usage': null, 'report-settled-through': null, 'report-provisional-days': null, 'last-modified': null, etag: null })
+    }
+  })
+})
+
 // Laravel answers a failed validation with a 302 back to the previous URL (the referer, else
 // the app's root, `http://<platform host>`, its body Symfony's page naming it) unless the
 // request expects JSON (Illuminate\Http\Concerns\InteractsWithContentTypes::expectsJson:

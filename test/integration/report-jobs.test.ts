@@ -470,6 +470,10 @@ describe('report jobs (demo mode, no Redis)', () => {
       if (a.status === 302) expect([syncBody, sync.headers.get('content-type'), sync.headers.get('content-length')]).toEqual(['', null, '0'])
       expect([result.status, result.headers.get('x-cache')]).toEqual([a.status, 'BYPASS'])
       expect(result.headers.get('platform-usage')).toMatch(/^fill=\d+(\.\d+)?, minute=/)
+      // A redirect holds no figures: no finality, kept or not; a 2xx says its figures' as a report does.
+      const finality = (res: Response) => [res.headers.get('report-settled-through'), res.headers.get('report-provisional-days')]
+      if (a.status === 302) expect([finality(sync), finality(result)]).toEqual([[null, null], [null, null]])
+      else expect(finality(result)).toEqual([expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/), expect.any(String)])
     }
   })
 

@@ -269,11 +269,14 @@ export function sendReport(reply: FastifyReply, result: CacheResult, requestHead
       reply.header('x-cache', result.status)
       writeEntry(reply.raw, result.entry, result.status, result.forward, now, requestHeaders, { ...own(), report: facts(result.entry, fillMsOf(result)) })
       return reply
-    case 'pass':
-      setReportFacts(reply, facts(null, fillMsOf(result)))
-      // A redirect's page names the platform's address: the caller gets its location alone (a job's kept one too).
-      reply.code(result.status).headers(isRedirect(result.status) ? withoutContent(result.headers) : result.headers).header('x-cache', 'BYPASS').header(CACHE_STATUS, passedCacheStatus(result.forward, result.status)).header('cache-control', NOT_STORED).header('vary', VARY)
-      return isRedirect(result.status) ? sendNoContent(reply) : reply.send(result.body)
+    case 'pass': {
+      // A redirect's page names the platform's address: the caller gets its location alone
+      // (a job's kept one too), and what its call cost; it holds no figures to be final.
+      const redirect = isRedirect(result.status)
+      setReportFacts(reply, facts(null, fillMsOf(result)), !redirect)
+      reply.code(result.status).headers(redirect ? withoutContent(result.headers) : result.headers).header('x-cache', 'BYPASS').header(CACHE_STATUS, passedCacheStatus(result.forward, result.status)).header('cache-control', NOT_STORED).header('vary', VARY)
+      return redirect ? sendNoContent(reply) : reply.send(result.body)
+    }
     case 'stream': {
       setReportFacts(reply, facts(null, fillMsOf(result)))
       const gzip = acceptsGzip(requestHeaders['accept-encoding'])

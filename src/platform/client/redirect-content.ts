@@ -15,8 +15,9 @@ export function isRedirect(status: number): boolean {
 }
 
 // The headers that describe a content (its type, coding, language, disposition, range,
-// digests, validator): of a page the caller does not get.
-const CONTENT_HEADERS = ['content-type', 'content-encoding', 'content-language', 'content-disposition', 'content-range', 'content-md5', 'content-digest', 'repr-digest', 'digest', 'etag']
+// digests, validators): of a page the caller does not get. A validator kept would be sent
+// back (`if-none-match`, `if-modified-since`) as if it dated what the caller reads next.
+const CONTENT_HEADERS = ['content-type', 'content-encoding', 'content-language', 'content-disposition', 'content-range', 'content-md5', 'content-digest', 'repr-digest', 'digest', 'etag', 'last-modified']
 
 /** `headers` without those describing the content. */
 export function withoutContent<H extends Record<string, unknown>>(headers: H): H {
