@@ -214,6 +214,57 @@ describe('the typed client against a gateway', () => {
   })
 })
 
+// The gateway passes a platform's redirect on (its location on the gateway when it names
+// the platform, as it is when it names another host) with no content. The client follows
+// none, whatever a call asks (openapi-fetch takes fetch's own options, `redirect` among
+// them): following one to another origin would take the team key there in x-api-key,
+// which fetch keeps on a redirect (it drops only authorization, and only across origins).
+describe('the typed client and a redirect', () => {
+  const reached: IncomingMessage[] = []
+  let elsewhere: Server | undefined
+  afterEach(async () => {
+    env.sandbox.clearRouteFailures()
+    reached.length = 0
+    if (elsewhere) await new Promise((resolve) => elsewhere!.close(resolve).closeAllConnections())
+    elsewhere = undefined
+  })
+
+  /** A server of another origin: 127.0.0.2 is loopback too, and not the platform's host (127.0.0.1), so the gateway passes its URL on as it is. */
+  async function otherOrigin(): Promise<string> {
+    elsewhere = createServer((req, res) => {
+      reached.push(req)
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"data": []}')
+    })
+    await new Promise<void>((resolve) => elsewhere!.listen(0, '127.0.0.2', resolve))
+    return `http://127.0.0.2:${(elsewhere.address() as AddressInfo).port}`
+  }
+
+  it('throws a report read\'s redirect as CLIENT_REDIRECT: its status, its location on the gateway, what its call cost; not followed', async () => {
+    const { client, exchanges } = recordingClient(KEYS.all)
+    const platform = new URL(env.sandbox.url)
+    const path = '/api/v1/report/creatives/get'
+    env.sandbox.setRouteFailure(path, { kind: 'redirect', location: `http://${platform.host}${path}?advertiserId=101&page=2` })
+    const err = await rejection(client.report('creatives', { advertiserId: 101, dateFrom: DAYS[0]!, dateTo: DAYS[1]! }))
+    expect(err).toBeInstanceOf(GatewayError)
+    expect(err).toMatchObject({ code: 'CLIENT_REDIRECT', status: 302, location: `${env.url}${path}?advertiserId=101&page=2`, requestId: expect.any(String), usage: { fill: expect.any(Number) } })
+    expect((err as Error).message).toBe(`GET ${env.url}${path}?advertiserId=101&dateFrom=${DAYS[0]}&dateTo=${DAYS[1]}: a 302 redirect to ${env.url}${path} (its query not shown), not followed: the key goes nowhere else`)
+    expect(exchanges.map((e) => e.status)).toEqual([302])
+  })
+
+  it('follows no redirect to another origin, whatever the call asks: the key goes nowhere else', async () => {
+    const origin = await otherOrigin()
+    const { client } = recordingClient(KEYS.all)
+    const path = '/api/v1/campaign/get'
+    env.sandbox.setRouteFailure(path, { kind: 'redirect', status: 307, location: `${origin}/collect` })
+    const called = await rejection(client.call('POST', path, { body: { userId: 101 } }))
+    // openapi-fetch passes fetch's options on: a call that asks fetch to follow is not followed either.
+    const typed = await rejection(client.api.POST(path, { body: { userId: 101 }, redirect: 'follow' }))
+    expect(reached.map((req) => [req.method, req.url, req.headers['x-api-key']])).toEqual([])
+    expect(called).toMatchObject({ code: 'CLIENT_REDIRECT', status: 307, location: `${origin}/collect` })
+    expect(typed).toMatchObject({ code: 'CLIENT_REDIRECT', status: 307, location: `${origin}/collect` })
+  })
+})
+
 describe('the typed client against what is not the gateway', () => {
   const servers: Server[] = []
   afterEach(async () => {

@@ -67,7 +67,9 @@ function node22(): string | null {
   return versionOf(binary)?.startsWith('v22.') ? binary : null
 }
 
-// An app of its own: a report, its revalidation, a platform call by its path, a refusal and no listener at all.
+// An app of its own: a report, its revalidation, a platform call by its path, a refusal, no
+// listener at all, and two redirects (REDIRECTS): one to the gateway, one to another origin
+// that a call asks fetch to follow.
 const APP = `import { createGatewayClient, GatewayError } from '@report-gateway/client'
 
 const [baseUrl, apiKey] = process.argv.slice(2)
@@ -77,6 +79,7 @@ const first = await client.report('campaigns', query)
 const second = await client.report('campaigns', query)
 const listed = await client.call('POST', '/api/v1/campaign/get', { query: { per_page: 50 }, body: { userId: 101 } })
 const failure = async (call) => call.then(() => null, (err) => ({ gatewayError: err instanceof GatewayError, code: err.code, status: err.status }))
+const redirect = async (call) => call.then(() => null, (err) => ({ code: err.code, status: err.status, location: err.location }))
 console.log(JSON.stringify({
   node: process.version,
   rows: first.rows.map((row) => row.date),
@@ -87,6 +90,8 @@ console.log(JSON.stringify({
   trace: await failure(client.api.TRACE('/api/v1/campaign/get')),
   refused: await failure(createGatewayClient({ baseUrl, apiKey: 'rgw_not_a_key_of_any_team_000000000000000' }).report('campaigns', query)),
   network: await failure(createGatewayClient({ baseUrl: 'http://127.0.0.1:1', apiKey }).report('campaigns', query)),
+  moved: await redirect(client.report('creatives', query)),
+  elsewhere: await redirect(client.api.GET('/api/v1/report/{split}/get', { params: { path: { split: 'adPlacementPositions' }, query }, redirect: 'follow' })),
 }))
 `
 
@@ -114,6 +119,9 @@ export async function read(): Promise<number> {
 export function codeOf(err: unknown): ErrorCode | null {
   return err instanceof GatewayError ? err.code : null
 }
+export function whereTo(err: GatewayError): string | null {
+  return err.code === 'CLIENT_REDIRECT' ? err.location : null
+}
 `
 
 // A dashboard page of an app: the client from the app's node_modules, by an import map.
@@ -129,7 +137,8 @@ try {
   const second = await gateway.report('campaigns', query)
   const listed = await gateway.call('POST', '/api/v1/campaign/get', { body: { userId: 102 } })
   const refused = await createGatewayClient({ baseUrl: location.origin, apiKey: 'rgw_not_a_key_of_any_team_000000000000000' }).report('campaigns', query).catch((err) => ({ gatewayError: err instanceof GatewayError, code: err.code, status: err.status }))
-  window.results = { rows: first.rows.length, caches: [first.cache, second.cache, second.revalidated], campaigns: listed.body.data.length, refused }
+  const moved = await gateway.report('creatives', query).catch((err) => ({ code: err.code, status: err.status, location: err.location }))
+  window.results = { rows: first.rows.length, caches: [first.cache, second.cache, second.revalidated], campaigns: listed.body.data.length, refused, moved }
 } catch (err) {
   window.results = { error: String(err) }
 }
@@ -141,10 +150,37 @@ function chromiumPath(): string | null {
   return needTool(TOOLS.chromium, found !== '', 'the client package in a browser') ? found : null
 }
 
+/**
+ * The platform's redirects the apps meet: a report of one split leads to the platform's own
+ * address (the gateway puts it on its own path), one of another split to another origin,
+ * a server of the test's on 127.0.0.2 (loopback, but not the platform's host, so its URL is
+ * passed on as it is), which no request may reach: it would carry the team key.
+ */
+const REDIRECTS = { moved: '/api/v1/report/creatives/get', elsewhere: '/api/v1/report/adPlacementPositions/get' }
+
 describe('the client package, installed from its tarball in an empty directory', () => {
   let work = ''
   let app = ''
   let tarball = ''
+  let elsewhere: Server | undefined
+  let elsewhereUrl = ''
+  const reachedElsewhere: string[] = []
+
+  beforeAll(async () => {
+    elsewhere = createServer((req, res) => {
+      reachedElsewhere.push(`${req.method} ${req.url} ${req.headers['x-api-key'] === undefined ? 'without' : 'with'} a key`)
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"data": []}')
+    })
+    await new Promise<void>((resolve) => elsewhere!.listen(0, '127.0.0.2', resolve))
+    elsewhereUrl = `http://127.0.0.2:${(elsewhere.address() as AddressInfo).port}`
+    const platform = new URL(env.sandbox.url)
+    env.sandbox.setRouteFailure(REDIRECTS.moved, { kind: 'redirect', location: `http://${platform.host}${REDIRECTS.moved}?page=2` })
+    env.sandbox.setRouteFailure(REDIRECTS.elsewhere, { kind: 'redirect', status: 307, location: `${elsewhereUrl}/collect` })
+  })
+
+  afterAll(async () => {
+    if (elsewhere) await new Promise((resolve) => elsewhere!.close(resolve).closeAllConnections())
+  })
 
   beforeAll(() => {
     work = mkdtempSync(join(tmpdir(), 'rgw-client-package-'))
@@ -205,7 +241,7 @@ describe('the client package, installed from its tarball in an empty directory',
     ['22', node22],
     ['24', () => (process.version.startsWith('v24.') ? process.execPath : null)],
   ]
-  it('runs in a browser as it is installed: a page of the gateway\'s origin reads a report, its 304, a platform call and a refusal', async (ctx) => {
+  it('runs in a browser as it is installed: a page of the gateway\'s origin reads a report, its 304, a platform call, a refusal and a redirect', async (ctx) => {
     const chromium = chromiumPath()
     if (chromium === null) return ctx.skip()
     const gatewayUrl = new URL(env.url)
@@ -236,7 +272,11 @@ describe('the client package, installed from its tarball in an empty directory',
       await page.waitForFunction('window.results !== undefined', { timeout: 30_000 })
       const results = await page.evaluate('window.results')
       expect(failures).toEqual([])
-      expect(results).toEqual({ rows: 3, caches: [expect.stringMatching(/^(MISS|HIT)$/), 'HIT', true], campaigns: expect.any(Number), refused: { gatewayError: true, code: 'GW_UNAUTHORIZED', status: 401 } })
+      // A browser shows a script neither a redirect's status nor its location (fetch's opaqueredirect).
+      expect(results).toEqual({
+        rows: 3, caches: [expect.stringMatching(/^(MISS|HIT)$/), 'HIT', true], campaigns: expect.any(Number), refused: { gatewayError: true, code: 'GW_UNAUTHORIZED', status: 401 },
+        moved: { code: 'CLIENT_REDIRECT', status: null, location: null },
+      })
     } finally {
       await browser.close()
       await new Promise((resolve) => origin.close(resolve).closeAllConnections())
@@ -244,7 +284,7 @@ describe('the client package, installed from its tarball in an empty directory',
   }, 120_000)
 
   for (const [major, find] of runtimes) {
-    it(`calls a gateway on Node ${major}: a report and its 304, a platform call by its path, a refusal and no listener as GatewayError`, async (ctx) => {
+    it(`calls a gateway on Node ${major}: a report and its 304, a platform call by its path, a refusal, no listener and redirects as GatewayError, none followed`, async (ctx) => {
       const node = find()
       if (!needTool({ name: `Node ${major}`, install: major === '22' ? 'the npm registry (npm install node@22)' : `Node ${major} on PATH` }, node !== null, 'the client package on its Node')) return ctx.skip()
       // Not spawnSync: the gateway answering the app runs in this process.
@@ -262,6 +302,9 @@ describe('the client package, installed from its tarball in an empty directory',
       expect(out.own304).toEqual([304, true, null])
       expect(out.trace).toEqual({ gatewayError: true, code: 'CLIENT_REFUSED', status: null })
       expect(out.network).toEqual({ gatewayError: true, code: 'CLIENT_NETWORK', status: null })
+      expect(out.moved).toEqual({ code: 'CLIENT_REDIRECT', status: 302, location: `${env.url}${REDIRECTS.moved}?page=2` })
+      expect(out.elsewhere).toEqual({ code: 'CLIENT_REDIRECT', status: 307, location: `${elsewhereUrl}/collect` })
+      expect(reachedElsewhere).toEqual([])
     }, 120_000)
   }
 })

@@ -60,10 +60,32 @@ describe('the typed client: requests', () => {
     expect(answer).toMatchObject({ rows: ROWS, report: { data: ROWS }, cache: 'MISS', requestId: 'req-report', etag: null, revalidated: false })
   })
 
-  it('refuses to follow a redirect, so that the key goes nowhere else', async () => {
-    const s = scripted(report())
-    await clientWith(s.fetch).report('campaigns', WEEK)
-    expect(s.requests[0]!.redirect).toBe('error')
+  it('asks fetch for a redirect as it is, whatever the call asks, so that the key goes nowhere else', async () => {
+    const s = scripted(report(), () => Response.json({}), () => Response.json({}))
+    const client = clientWith(s.fetch)
+    await client.report('campaigns', WEEK)
+    await client.call('POST', '/api/v1/campaign/get', { body: { userId: 101 } })
+    await client.api.POST('/api/v1/campaign/get', { body: { userId: 101 }, redirect: 'follow' })
+    expect(s.requests.map((r) => r.redirect)).toEqual(['manual', 'manual', 'manual'])
+  })
+
+  it('throws a redirect as CLIENT_REDIRECT, its location resolved against the call\'s URL and its query kept out of the message; a browser\'s, which hides both, too', async () => {
+    const moved = (status: number, location: string): Answer => () => new Response(null, { status, headers: { location, 'x-request-id': 'req-moved' } })
+    // What a browser's fetch gives for `redirect: 'manual'`: no status, no headers.
+    const opaque: Answer = () => ({ type: 'opaqueredirect', status: 0, statusText: '', headers: new Headers(), body: null }) as unknown as Response
+    const s = scripted(moved(302, 'get?page=2&signature=5f0c'), moved(308, 'https://gateway.example/api/v1/campaign/get#top'), moved(301, 'http://[bad'), opaque)
+    const client = clientWith(s.fetch, { retries: 0 })
+    const relative = await rejection(client.report('campaigns', WEEK))
+    expect(relative).toMatchObject({ name: 'GatewayError', code: 'CLIENT_REDIRECT', status: 302, location: `${BASE}/api/v1/report/campaigns/get?page=2&signature=5f0c`, requestId: 'req-moved', usage: null, body: undefined })
+    expect((relative as Error).message).toBe(`GET ${s.requests[0]!.url}: a 302 redirect to ${BASE}/api/v1/report/campaigns/get (its query not shown), not followed: the key goes nowhere else`)
+    const other = await rejection(client.call('POST', '/api/v1/campaign/get', { body: { userId: 101 } }))
+    expect(other).toMatchObject({ code: 'CLIENT_REDIRECT', status: 308, location: 'https://gateway.example/api/v1/campaign/get#top' })
+    expect((other as Error).message).toContain(': a 308 redirect to https://gateway.example/api/v1/campaign/get (its fragment not shown), not followed')
+    expect(await rejection(client.api.GET('/healthz'))).toMatchObject({ code: 'CLIENT_REDIRECT', status: 301, location: 'http://[bad' })
+    const hidden = await rejection(client.report('campaigns', WEEK))
+    expect(hidden).toMatchObject({ code: 'CLIENT_REDIRECT', status: null, location: null })
+    expect((hidden as Error).message).toContain(': a redirect (the browser shows neither its status nor its location), not followed')
+    expect(s.requests).toHaveLength(4)
   })
 
   it('sends every call in fetch\'s no-cache mode: a browser\'s HTTP cache never answers for the gateway', async () => {

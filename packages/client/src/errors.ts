@@ -59,7 +59,10 @@ type _EveryCodeListed = Holds<[Exclude<GatewayErrorCode, (typeof GATEWAY_ERROR_C
 
 /**
  * The codes of failures the gateway's contract does not name:
- * - `CLIENT_NETWORK`: no answer at all (refused, reset, DNS, TLS, a redirect, which the client never follows);
+ * - `CLIENT_NETWORK`: no answer at all (refused, reset, DNS, TLS);
+ * - `CLIENT_REDIRECT`: a redirect (a 3xx other than 304: the platform's, which the gateway
+ *   passes on, or a proxy's in front of the gateway), never followed, so that the key goes
+ *   nowhere else: `status` and `location` say where it leads;
  * - `CLIENT_TIMEOUT`: no whole answer within `timeoutMs`;
  * - `CLIENT_UNKNOWN_CODE`: an error answer whose code this client does not know (a newer
  *   gateway's GW_* code), or a 5xx without one, which the gateway never sends;
@@ -70,7 +73,7 @@ type _EveryCodeListed = Holds<[Exclude<GatewayErrorCode, (typeof GATEWAY_ERROR_C
  *   request fetch cannot make (a header value with a line break); nothing was sent;
  * - `PLATFORM_ANSWER`: the platform's own 4xx, passed through by the gateway (`body` is the platform's, e.g. `{"message": …}`).
  */
-export const CLIENT_ERROR_CODES = ['CLIENT_NETWORK', 'CLIENT_TIMEOUT', 'CLIENT_UNKNOWN_CODE', 'CLIENT_NOT_JSON', 'CLIENT_NOT_A_REPORT', 'CLIENT_REFUSED', 'PLATFORM_ANSWER'] as const
+export const CLIENT_ERROR_CODES = ['CLIENT_NETWORK', 'CLIENT_REDIRECT', 'CLIENT_TIMEOUT', 'CLIENT_UNKNOWN_CODE', 'CLIENT_NOT_JSON', 'CLIENT_NOT_A_REPORT', 'CLIENT_REFUSED', 'PLATFORM_ANSWER'] as const
 export type ClientErrorCode = (typeof CLIENT_ERROR_CODES)[number]
 
 /** The code of any failed call. */
@@ -82,12 +85,14 @@ const CODES: ReadonlySet<string> = new Set(GATEWAY_ERROR_CODES)
 const KEPT_TEXT = 2048
 
 export interface GatewayErrorDetails {
-  /** The answer's status; null when none came (CLIENT_NETWORK, CLIENT_TIMEOUT). */
+  /** The answer's status; null when none came (CLIENT_NETWORK, CLIENT_TIMEOUT), and for a redirect in a browser, which hides it. */
   status?: number | null
   requestId?: string | null
   retryAfterSeconds?: number | null
   /** What the failed read cost (its `platform-usage`), when the answer says it. */
   usage?: PlatformUsage | null
+  /** Where a redirect leads (CLIENT_REDIRECT). */
+  location?: string | null
   body?: unknown
   cause?: unknown
 }
@@ -108,6 +113,13 @@ export class GatewayError extends Error {
    * what its own failed calls held); null on any other answer, and when none came.
    */
   readonly usage: PlatformUsage | null
+  /**
+   * Where a redirect (CLIENT_REDIRECT) leads: its `location` as a whole URL, resolved
+   * against the call's (a platform's redirect to its own address comes on the gateway's);
+   * null on any other failure, and in a browser, which shows a script neither a
+   * redirect's status nor its location.
+   */
+  readonly location: string | null
   /** The answer's body: a GatewayErrorBody for a GW_* code, the platform's for PLATFORM_ANSWER, the start of the text for CLIENT_NOT_JSON. */
   readonly body: unknown
 
@@ -118,6 +130,7 @@ export class GatewayError extends Error {
     this.requestId = details.requestId ?? null
     this.retryAfterSeconds = details.retryAfterSeconds ?? null
     this.usage = details.usage ?? null
+    this.location = details.location ?? null
     this.body = details.body
   }
 
@@ -148,6 +161,45 @@ export function answerError(body: unknown, response: Response): GatewayError {
     return new GatewayError('PLATFORM_ANSWER', `${status}: ${message}`, details)
   }
   return new GatewayError('CLIENT_UNKNOWN_CODE', code === null ? `${status}: an answer without a GW_* code` : `${code} (${status}): a code this client does not know`, details)
+}
+
+/** Whether an answer is a redirect: a 3xx other than 304 (which answers a validator), or a browser's opaque one (status 0). */
+export function isRedirect(response: Response): boolean {
+  return response.type === 'opaqueredirect' || (response.status >= 300 && response.status < 400 && response.status !== 304)
+}
+
+/**
+ * The error a redirect stands for (CLIENT_REDIRECT): the client follows none, since fetch
+ * would take the key (x-api-key) wherever it leads. Its message names the location without
+ * its query or fragment, which may hold a signature; `location` keeps it whole.
+ */
+export function redirectError(method: string, url: string, response: Response): GatewayError {
+  const status = response.type === 'opaqueredirect' ? null : response.status
+  const raw = response.headers.get('location')
+  const location = raw === null ? null : resolved(raw, url)
+  const where = location === null ? 'no location' : location instanceof URL ? `${location.origin}${location.pathname}${hidden(location)}` : 'a location that is no URL'
+  const what = status === null ? 'a redirect (the browser shows neither its status nor its location)' : `a ${status} redirect to ${where}`
+  return new GatewayError('CLIENT_REDIRECT', `${method} ${url}: ${what}, not followed: the key goes nowhere else`, {
+    status,
+    location: location instanceof URL ? location.href : location,
+    requestId: response.headers.get('x-request-id'),
+    retryAfterSeconds: retryAfterSeconds(response.headers.get('retry-after')),
+    usage: platformUsageOf(response.headers.get('platform-usage')),
+  })
+}
+
+function resolved(location: string, base: string): URL | string {
+  try {
+    return new URL(location, base)
+  } catch {
+    return location
+  }
+}
+
+/** What a message leaves out of a URL: `(its query not shown)`, and so on; empty when nothing. */
+function hidden(url: URL): string {
+  const parts = [url.search === '' ? null : 'query', url.hash === '' ? null : 'fragment'].filter((part) => part !== null)
+  return parts.length === 0 ? '' : ` (its ${parts.join(' and ')} not shown)`
 }
 
 /** An answer's text as openapi-fetch reads an error: the parsed JSON, else the text; undefined when empty. */

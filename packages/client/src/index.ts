@@ -1,6 +1,6 @@
 import createClient, { type Client } from 'openapi-fetch'
 import type { components, operations, paths } from './schema.js'
-import { answerError, GatewayError, isObject, parsedBody, retryAfterSeconds } from './errors.js'
+import { answerError, GatewayError, isObject, isRedirect, parsedBody, redirectError, retryAfterSeconds } from './errors.js'
 import { reportJob, type JobCalls, type JobStatus, type ReportJob } from './jobs.js'
 import { platformUsageOf, type PlatformUsage } from './usage.js'
 
@@ -185,7 +185,7 @@ export interface GatewayClient {
   /**
    * The openapi-fetch client of every documented call, with the same key, timeout, retries
    * and ETags: it returns `{ data, error, response }` (`answerError(error, response)` gives
-   * the GatewayError) and throws CLIENT_NETWORK, CLIENT_TIMEOUT and CLIENT_REFUSED (TRACE,
+   * the GatewayError) and throws CLIENT_NETWORK, CLIENT_REDIRECT, CLIENT_TIMEOUT and CLIENT_REFUSED (TRACE,
    * a request fetch cannot make) as GatewayError.
    */
   api: Client<GatewayPaths>
@@ -268,8 +268,10 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     // answers say `private, max-age`, and a stored copy would be reused under another key,
     // or a revoked one); the request goes out, conditional on what that cache holds, with
     // `cache-control: max-age=0`, which the gateway answers from its own cache (as it
-    // answers the default mode's `no-cache` beside a validator).
-    const first = new Request(etag === undefined ? request : revalidation(request, etag), { signal, cache: 'no-cache' })
+    // answers the default mode's `no-cache` beside a validator). A redirect is taken as it
+    // is (`manual`), whatever the call asked (openapi-fetch passes fetch's own options on),
+    // and thrown (whole): fetch following one would take the key in x-api-key wherever it leads.
+    const first = new Request(etag === undefined ? request : revalidation(request, etag), { signal, cache: 'no-cache', redirect: 'manual' })
     const read = isRead(first)
     try {
       for (let attempt = 0; ; attempt++) {
@@ -291,7 +293,6 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
       baseUrl,
       headers: { 'x-api-key': options.apiKey },
       fetch: (request: Request) => fetchWithPolicy(request),
-      redirect: 'error',
     }),
   )
 
@@ -352,7 +353,6 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     return new Request(url, {
       method,
       headers,
-      redirect: 'error',
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       ...(call.signal ? { signal: call.signal } : {}),
     })
@@ -455,20 +455,24 @@ function refusing<C extends Client<GatewayPaths>>(client: C): C {
 }
 
 /**
- * The answer with its whole body read, within the call's signals: a failure on the way is a
- * GatewayError. The call ends when either signal aborts whether or not fetch follows it: a
- * request's signal reaches fetch through signals that follow others, and Node's fetch
- * loses one the garbage collector took (a server that never answered held the call for
- * good while collections ran).
+ * The answer with its whole body read, within the call's signals: a failure on the way, and
+ * a redirect (CLIENT_REDIRECT, its content left unread), is a GatewayError. The call ends
+ * when either signal aborts whether or not fetch follows it: a request's signal reaches
+ * fetch through signals that follow others, and Node's fetch loses one the garbage
+ * collector took (a server that never answered held the call for good while collections ran).
  */
 async function whole(sent: Promise<Response>, request: Request, caller: AbortSignal, timer: AbortSignal): Promise<Response> {
   const ended = endOf([caller, timer])
   try {
     const response = await Promise.race([sent, ended.promise])
+    if (isRedirect(response)) {
+      void response.body?.cancel().catch(() => undefined)
+      throw redirectError(request.method, request.url, response)
+    }
     const body = nullBody(response.status) ? null : await Promise.race([response.arrayBuffer(), ended.promise])
     return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers })
   } catch (err) {
-    if (caller.aborted || timer.aborted) throw err
+    if (caller.aborted || timer.aborted || err instanceof GatewayError) throw err
     const why = err instanceof Error && err.cause instanceof Error ? err.cause.message : String(err)
     throw new GatewayError('CLIENT_NETWORK', `${request.method} ${request.url}: no answer (${why})`, { cause: err })
   } finally {
