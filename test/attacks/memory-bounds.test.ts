@@ -52,11 +52,9 @@ describe('memos under hostile traffic (inject)', () => {
 
   it('forbidden, invalid and unauthenticated URLs leave nothing in the memos', async () => {
     const before = sg.gw.memoBytes()
-    const deadline = performance.now() + 25_000
-    let sent = 0
-    // One refused URL left in a memo changes its bytes: 600 of them (660 calls) show it
-    // as surely as thousands; under load, the deadline ends the loop after no fewer than 300.
-    for (let i = 0; i < 600 && performance.now() < deadline; i++, sent++) {
+    // One refused URL left in a memo changes its bytes: 300 of them (330 calls) show it as
+    // surely as thousands.
+    for (let i = 0; i < 300; i++) {
       // An advertiser team growth may not read: 403.
       expect((await inject(reportUrl(i, 201), KEYS.growth)).statusCode).toBe(403)
       if (i % 10 === 0) {
@@ -64,24 +62,20 @@ describe('memos under hostile traffic (inject)', () => {
         expect((await inject(reportUrl(i, 101), 'rgw_not_a_key_0000000000000000000000')).statusCode).toBe(401)
       }
     }
-    expect(sent).toBeGreaterThan(300)
     expect(sg.gw.memoBytes()).toEqual(before)
     expect(sg.callerRequests()).toEqual([])
-  }, 60_000)
+  }, 120_000)
 
   it('admitted unique 15 KB URLs keep the memo by URL under its byte bound, counted by what it keeps', async () => {
-    const deadline = performance.now() + 40_000
-    let sent = 0
     let peak = 0
-    // About 100 KB kept per URL (its target and its report's form): 400 URLs are 2.5 times the 16 MiB bound.
-    for (let i = 0; i < 400 && performance.now() < deadline; i++, sent++) {
+    // About 100 KB kept per URL (its target and its report's form): 260 URLs are 1.6 times the 16 MiB bound.
+    for (let i = 0; i < 260; i++) {
       const res = await inject(reportUrl(10_000 + i, 101), KEYS.growth)
       expect(res.statusCode).toBeLessThan(500)
       peak = Math.max(peak, sg.gw.memoBytes())
     }
-    expect(sent).toBeGreaterThan(250)
     expect(peak).toBeLessThanOrEqual(KNOWN_URL_BYTES)
     // The bound was reached: what is counted is what is kept, not a fraction of it.
     expect(peak).toBeGreaterThan(KNOWN_URL_BYTES * 0.9)
-  }, 60_000)
+  }, 120_000)
 })

@@ -238,7 +238,7 @@ describe('MemoryStore bounds', () => {
     const after = await held()
     expect(store.size).toBe(20_000)
     expect(after - before).toBeLessThanOrEqual(counted)
-  })
+  }, 60_000)
 
   it('does not hold an entry larger than the whole budget', async () => {
     const store = new MemoryStore({ maxBytes: 4096 })
