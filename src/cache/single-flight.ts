@@ -43,6 +43,9 @@ export class SingleFlight<T> {
 
 const FILLED_CHANNEL = 'filled'
 const FAILED_CHANNEL = 'fill-failed'
+const JOINED_CHANNEL = 'fill-joined'
+// A team name or a priority as a replica sends them is far shorter: a longer one is no replica's.
+const MAX_ASKER_CHARS = 256
 
 /** How a leader's fill failed, as its waiters on other replicas learn it. */
 export interface FillFailure {
@@ -78,14 +81,26 @@ export type FillWait<T> =
 
 export type LockOutcome =
   | { role: 'leader'; lease: FillLease }
-  /** `wait`: what `check` finds once the leader's fill is announced, by `deadline` (epoch ms). */
-  | { role: 'waiter'; wait: <T>(check: () => Promise<T | null>, deadline: number) => Promise<FillWait<T>> }
+  /**
+   * `wait`: what `check` finds once the leader's fill is announced, by `deadline` (epoch
+   * ms); `asker`, the team and priority waiting, is told to the leader's replica (`OnJoined`).
+   */
+  | { role: 'waiter'; wait: <T>(check: () => Promise<T | null>, deadline: number, asker?: FillAsker) => Promise<FillWait<T>> }
   | { role: 'solo' }
 
 type News = { failure?: FillFailure }
 
 /** Heard of on every replica, its own included: a copy of `key` fetched at `fetchedAt` is in L2. */
 export type OnStored = (key: string, fetchedAt: number) => void
+
+/** A team waiting for a fill, at its priority (the governor's: the reader of `OnJoined` checks it). */
+export interface FillAsker {
+  team: string
+  priority: string
+}
+
+/** Heard of on every replica, its own included: `asker` waits on a replica for the fill of `key` that another leads. */
+export type OnJoined = (key: string, asker: FillAsker) => void
 
 /**
  * One fill across replicas: the first replica takes a
@@ -108,9 +123,12 @@ export class ReplicaLock {
   readonly #clock: Clock
   readonly #waiters = new Map<string, Set<(news: News) => void>>()
   readonly #onStored: OnStored
+  readonly #onJoined: OnJoined
+  // Per key waited for here, the teams (at their priority) told to the leader's replica: once each while any waits.
+  readonly #joined = new Map<string, Set<string>>()
   #subscribed: Promise<void> | null = null
 
-  constructor(opts: { redis: RedisClient; breaker: RedisBreaker; bus: RedisBus; prefix: string; lockTtlMs: number; pollMs?: number; clock?: Clock; onStored?: OnStored }) {
+  constructor(opts: { redis: RedisClient; breaker: RedisBreaker; bus: RedisBus; prefix: string; lockTtlMs: number; pollMs?: number; clock?: Clock; onStored?: OnStored; onJoined?: OnJoined }) {
     this.#redis = opts.redis
     this.#breaker = opts.breaker
     this.#bus = opts.bus
@@ -119,6 +137,7 @@ export class ReplicaLock {
     this.#pollMs = opts.pollMs ?? Math.min(250, Math.ceil(opts.lockTtlMs / 4))
     this.#clock = opts.clock ?? systemClock
     this.#onStored = opts.onStored ?? (() => undefined)
+    this.#onJoined = opts.onJoined ?? (() => undefined)
   }
 
   async start(): Promise<void> {
@@ -132,6 +151,10 @@ export class ReplicaLock {
         const parsed = parseFailure(message)
         if (parsed) this.#wake(parsed.key, { failure: parsed.failure })
       }),
+      this.#bus.subscribe(JOINED_CHANNEL, (message) => {
+        const parsed = parseJoined(message)
+        if (parsed) this.#onJoined(parsed.key, parsed.asker)
+      }),
     ]).then(() => undefined)
     await this.#subscribed
   }
@@ -141,7 +164,7 @@ export class ReplicaLock {
     const lease = await this.#take(key)
     if (lease === undefined) return { role: 'solo' }
     if (lease) return { role: 'leader', lease }
-    return { role: 'waiter', wait: (check, deadline) => this.#waitForFill(key, check, deadline) }
+    return { role: 'waiter', wait: (check, deadline, asker) => this.#waitForFill(key, check, deadline, asker) }
   }
 
   /** A lease on the lock, null when another holds it, undefined when Redis is out. */
@@ -174,7 +197,7 @@ export class ReplicaLock {
     }
   }
 
-  async #waitForFill<T>(key: string, check: () => Promise<T | null>, deadline: number): Promise<FillWait<T>> {
+  async #waitForFill<T>(key: string, check: () => Promise<T | null>, deadline: number, asker?: FillAsker): Promise<FillWait<T>> {
     // The leader's word is heard for the whole wait, not only between polls: it comes on
     // the subscriber's connection, and may arrive while this waiter reads L2 or tries the
     // lock on the other one. Missed, the waiter would take the lock the leader let go of
@@ -186,6 +209,7 @@ export class ReplicaLock {
       wakeUp?.()
     }
     this.#listen(key, listener)
+    if (asker) this.#join(key, asker)
     const failureHeard = () => (this.#bus.authenticated ? heard.find((n) => n.failure)?.failure : undefined)
     try {
       while (this.#clock.now() < deadline) {
@@ -247,7 +271,25 @@ export class ReplicaLock {
     const set = this.#waiters.get(key)
     if (!set) return
     set.delete(listener)
-    if (set.size === 0) this.#waiters.delete(key)
+    if (set.size === 0) {
+      this.#waiters.delete(key)
+      this.#joined.delete(key)
+    }
+  }
+
+  /**
+   * Tells every replica that `asker` waits here for the fill of `key`: the leader's replica
+   * has the fill wait for a seat of `asker`'s team too, so that a team whose own seats are
+   * busy holds back no other team's read on another replica (docs/decisions/shared-fill-queues.md).
+   * Once per team and priority while this replica waits for the key: a stampede's waiters
+   * add no message.
+   */
+  #join(key: string, asker: FillAsker): void {
+    const told = this.#joined.get(key) ?? this.#joined.set(key, new Set()).get(key)!
+    const name = `${asker.priority} ${asker.team}`
+    if (told.has(name)) return
+    told.add(name)
+    void this.#breaker.run(() => this.#bus.publish(JOINED_CHANNEL, JSON.stringify({ key, team: asker.team, priority: asker.priority })), undefined)
   }
 
   #wake(key: string, news: News): void {
@@ -271,6 +313,17 @@ function parseFilled(message: string): { key: string; fetchedAt: number | null }
     }
   }
   return { key: message, fetchedAt: null }
+}
+
+function parseJoined(message: string): { key: string; asker: FillAsker } | null {
+  try {
+    const { key, team, priority } = JSON.parse(message) as { key?: unknown; team?: unknown; priority?: unknown }
+    if (typeof key !== 'string' || typeof team !== 'string' || typeof priority !== 'string') return null
+    if (team === '' || team.length > MAX_ASKER_CHARS || priority.length > MAX_ASKER_CHARS) return null
+    return { key, asker: { team, priority } }
+  } catch {
+    return null
+  }
 }
 
 function parseFailure(message: string): { key: string; failure: FillFailure } | null {

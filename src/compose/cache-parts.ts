@@ -17,7 +17,7 @@ import { TieredStore } from '../cache/tiered-store.js'
 import { RedisStore } from '../cache/redis-store.js'
 import { PurgeLedger } from '../cache/purge-ledger.js'
 import { FILL_CLOCK_SKEW_MS } from '../cache/cache-entry.js'
-import { ReplicaLock } from '../cache/single-flight.js'
+import { ReplicaLock, type FillAsker } from '../cache/single-flight.js'
 import { longestFreshness } from '../reports/ttl-policy.js'
 import { ReportCache } from '../reports/report-cache.js'
 import type { Unverified } from './redis-parts.js'
@@ -99,7 +99,11 @@ export function cacheParts(
   })
   // A copy stored by any replica's fill replaces an older one this replica holds.
   const onStored = (key: string, fetchedAt: number): void => void store.takeNewer(key, fetchedAt)
-  const lock = redis && breaker && bus ? new ReplicaLock({ redis, breaker, bus, prefix, lockTtlMs: config.cache.lockTtlMs, clock, onStored }) : null
+  // A team waiting on another replica for a fill this replica leads: the fill waits for that team's seat too.
+  const joined = { reports: null as ReportCache | null }
+  const onJoined = (key: string, asker: FillAsker): void => joined.reports?.joinedElsewhere(key, asker.team, asker.priority)
+  const lock = redis && breaker && bus ? new ReplicaLock({ redis, breaker, bus, prefix, lockTtlMs: config.cache.lockTtlMs, clock, onStored, onJoined }) : null
   const reports = new ReportCache({ replica: o.replica, failures: o.failures, config, store, lock, metrics, log, client: o.client, answers: o.answers, usage: o.usage, tokens: o.tokens, clock, timers: o.timers })
+  joined.reports = reports
   return { l1, store, reports }
 }

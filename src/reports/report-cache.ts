@@ -16,6 +16,7 @@ import type { TeamUsage } from '../observe/usage.js'
 import { PlatformAuthError, PlatformRefusedError, PlatformTimeSpentError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
 import { LRUCache } from 'lru-cache'
 import { NoIdleSeatError, type Priority } from '../platform/governor/seat.js'
+import { PRIORITIES } from '../platform/governor/fair-queue.js'
 import { entryBytes } from '../perf/kept-bytes.js'
 import { steppedTimers } from '../perf/stepped-timers.js'
 import { systemClock, type Clock, type Timers } from '../clock.js'
@@ -370,6 +371,16 @@ export class ReportCache {
   }
 
   /**
+   * A team waits for this replica's fill of `key` on another replica (`OnJoined`): the
+   * fill, while it waits for a seat, waits for one of that team's too. It stays the
+   * team's ask until the fill ends: the other replica's callers are not seen hanging up here.
+   */
+  joinedElsewhere(key: string, team: string, priority: string): void {
+    const known = PRIORITIES.find((p) => p === priority)
+    if (known !== undefined) this.#callers.get(key)?.join(undefined, team, known)
+  }
+
+  /**
    * Counts a caller among those waiting for the cold fill of `key` (`coldFlight`), as a
    * read that found no copy joins it: the platform call waits for it (hang-ups, whose queue).
    */
@@ -559,7 +570,7 @@ export class ReportCache {
     const waited = await outcome.wait(async () => {
       const e = await this.#d.store.getShared(key)
       return e && this.#clock.now() < e.freshUntil && e.fetchedAt >= notBefore ? e : null
-    }, deadline)
+    }, deadline, { team: from.team, priority: from.priority ?? 'caller' })
     switch (waited.kind) {
       case 'found':
         await this.#d.store.keepLocally(key, waited.value)

@@ -1,12 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { Redis } from 'ioredis'
 import { pino } from 'pino'
-import { ReplicaLock } from '../../src/cache/single-flight.js'
+import { ReplicaLock, type FillAsker, type OnJoined } from '../../src/cache/single-flight.js'
 import { RedisSeal } from '../../src/redis/seal.js'
 import { RedisBreaker } from '../../src/redis/breaker.js'
 import { RedisBus } from '../../src/redis/bus.js'
 import { useRedis } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
+import { waitFor } from '../helpers/wait.js'
 
 // The fill lock across replicas: a waiter hears the leader's failure however
 // its own reads and the announcement interleave. The announcement comes on the
@@ -28,11 +29,11 @@ describe.skipIf(!available)('ReplicaLock', () => {
   })
 
   /** One replica's lock: its own connections to the one Redis, its bus sealed. */
-  async function replica() {
+  async function replica(onJoined?: OnJoined) {
     const redis = new Redis(server.url, { maxRetriesPerRequest: 1 })
     opened.push(redis)
     const bus = new RedisBus(redis, 'rl:bus:', silent, { seal: new RedisSeal(SECRET) })
-    const lock = new ReplicaLock({ redis, breaker: new RedisBreaker({ cooldownMs: 1000, log: silent }), bus, prefix: 'rl:', lockTtlMs: 10_000, pollMs: 50 })
+    const lock = new ReplicaLock({ redis, breaker: new RedisBreaker({ cooldownMs: 1000, log: silent }), bus, prefix: 'rl:', lockTtlMs: 10_000, pollMs: 50, ...(onJoined ? { onJoined } : {}) })
     await lock.start()
     return Object.assign(lock, { bus })
   }
@@ -91,5 +92,22 @@ describe.skipIf(!available)('ReplicaLock', () => {
     }, Date.now() + 5000)
     expect(outcome.kind).toBe('lead')
     if (outcome.kind === 'lead') await outcome.lease.release()
+  })
+
+  it('tells the leader\'s replica each team waiting for its fill, once per team and priority while it waits; a message that names no asker is dropped', async () => {
+    const heard: [string, FillAsker][] = []
+    const a = await replica((key, asker) => heard.push([key, asker]))
+    const b = await replica()
+    const leading = await a.acquire('k4')
+    const [w1, w2, w3] = [await b.acquire('k4'), await b.acquire('k4'), await b.acquire('k4')]
+    if (leading.role !== 'leader' || w1.role !== 'waiter' || w2.role !== 'waiter' || w3.role !== 'waiter') throw new Error('roles')
+    const none = async () => null
+    const waits = [w1.wait(none, Date.now() + 5000, { team: 'growth', priority: 'caller' }), w2.wait(none, Date.now() + 5000, { team: 'growth', priority: 'caller' }), w3.wait(none, Date.now() + 5000, { team: 'all', priority: 'job' })]
+    // A replica's own bus carries a message that is no asker: dropped.
+    await a.bus.publish('fill-joined', JSON.stringify({ key: 'k4', team: 42, priority: 'caller' }))
+    await waitFor('both teams heard', () => heard.length >= 2)
+    await leading.lease.stored(Date.now())
+    await Promise.all(waits)
+    expect(heard).toEqual([['k4', { team: 'growth', priority: 'caller' }], ['k4', { team: 'all', priority: 'job' }]])
   })
 })

@@ -1,8 +1,9 @@
 import { EventEmitter, getEventListeners } from 'node:events'
 import { describe, expect, it } from 'vitest'
-import { CallerGroup, CallersGoneError, firstAsker, hangUpOf, seatFollowing } from '../../src/platform/client/caller-group.js'
+import { CallerGroup, CallersGoneError, hangUpOf, seatFollowing } from '../../src/platform/client/caller-group.js'
 import { CredentialSeats } from '../../src/platform/governor/seats.js'
 import { PRIORITIES, type Priority } from '../../src/platform/governor/fair-queue.js'
+import type { Seat } from '../../src/platform/governor/seat.js'
 import { WorkEstimates } from '../../src/platform/governor/work-estimates.js'
 import { fakeClock } from '../helpers/clock.js'
 
@@ -36,7 +37,7 @@ describe('CallerGroup', () => {
     group.join(hangUpOf(a), 'a')
     group.join(hangUpOf(b), 'b')
     a.emit('close')
-    expect([group.signal.aborted, group.team]).toEqual([false, 'b'])
+    expect([group.signal.aborted, [...group.teams.keys()]]).toEqual([false, ['b']])
     b.writableFinished = true
     b.emit('close')
     expect(group.signal.aborted).toBe(false)
@@ -56,42 +57,52 @@ describe('CallerGroup', () => {
     expect(group.signal.aborted).toBe(true)
   })
 
-  it('names the team of its earliest caller still waiting, and says when it changes', () => {
+  it('names every team with a caller still waiting, and says when they change', () => {
     const group = new CallerGroup()
     const [a1, b, a2] = [new AbortController(), new AbortController(), new AbortController()]
-    const changes: (string | null)[] = []
-    group.onChange(() => changes.push(group.team))
+    const changes: string[][] = []
     group.join(a1.signal, 'a')
+    group.onChange(() => changes.push([...group.teams.keys()]))
     group.join(b.signal, 'b')
     group.join(a2.signal, 'a')
-    expect(group.team).toBe('a')
+    expect([...group.teams]).toEqual([['a', 'caller'], ['b', 'caller']])
     a2.abort()
-    expect(changes).toEqual([])
+    expect(changes).toEqual([['a', 'b']])
     a1.abort()
-    expect(group.team).toBe('b')
-    expect(changes).toEqual(['b'])
+    expect([...group.teams.keys()]).toEqual(['b'])
+    expect(changes).toEqual([['a', 'b'], ['b']])
   })
 
-  it('waits at the priority of its most pressing asker: a caller who joins a refresh makes it a caller\'s call', () => {
+  it('names each team at the priority of its most pressing asker: a caller who joins a refresh makes it a caller\'s call', () => {
     const group = new CallerGroup()
     group.join(undefined, 'a', 'ahead')
-    expect([group.team, group.priority]).toEqual(['a', 'ahead'])
+    expect([...group.teams]).toEqual([['a', 'ahead']])
     group.join(new AbortController().signal, 'b')
-    expect([group.team, group.priority]).toEqual(['b', 'caller'])
+    expect([...group.teams]).toEqual([['a', 'ahead'], ['b', 'caller']])
+    group.join(new AbortController().signal, 'a', 'job')
+    expect(group.teams.get('a')).toBe('job')
   })
 
-  it('names the earliest asker of the highest priority after every join and hang-up, in any order of them', () => {
+  it('names each team\'s most pressing asker after every join and hang-up, in any order of them', () => {
     // A seeded walk: 2,000 steps of joins (every priority, three teams) and hang-ups of any caller still waiting.
     let seed = 54
     const random = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n)
     const group = new CallerGroup()
     group.join(undefined, 'pinned', 'warm')
     const waiting: { team: string; priority: Priority; hangUp: AbortController }[] = []
-    const changes: string[] = []
-    group.onChange(() => changes.push(`${group.team}/${group.priority}`))
+    let changes = 0
+    group.onChange(() => (changes += 1))
+    const expected = () => {
+      const teams = new Map<string, Priority>([['pinned', 'warm']])
+      for (const { team, priority } of waiting) {
+        const held = teams.get(team)
+        if (held === undefined || PRIORITIES.indexOf(priority) < PRIORITIES.indexOf(held)) teams.set(team, priority)
+      }
+      return teams
+    }
     let expectedChanges = 0
     for (let step = 0; step < 2000; step += 1) {
-      const before = firstAsker([{ team: 'pinned', priority: 'warm' as Priority }, ...waiting])
+      const before = expected()
       if (waiting.length > 0 && random(3) === 0) {
         const [gone] = waiting.splice(random(waiting.length), 1)
         gone!.hangUp.abort()
@@ -100,52 +111,81 @@ describe('CallerGroup', () => {
         waiting.push(caller)
         group.join(caller.hangUp.signal, caller.team, caller.priority)
       }
-      const first = firstAsker([{ team: 'pinned', priority: 'warm' as Priority }, ...waiting])!
-      if (first !== before) expectedChanges += 1
-      expect([group.team, group.priority]).toEqual([first.team, first.priority])
+      const now = expected()
+      expectedChanges += [...new Set([...before.keys(), ...now.keys()])].filter((team) => before.get(team) !== now.get(team)).length
+      expect(new Map(group.teams)).toEqual(now)
     }
-    expect(changes).toHaveLength(expectedChanges)
-  })
-})
-
-describe('firstAsker', () => {
-  it('is the earliest of the most pressing priority, undefined for none', () => {
-    const [a, b, c, d] = [{ priority: 'swr' as Priority }, { priority: 'caller' as Priority }, { priority: 'job' as Priority }, { priority: 'caller' as Priority }]
-    expect(firstAsker([a, b, c, d])).toBe(b)
-    expect(firstAsker([a, c])).toBe(c)
-    expect(firstAsker([])).toBeUndefined()
+    expect(changes).toBe(expectedChanges)
   })
 })
 
 /** Seats of 2 on a fake clock, each team held to one call in flight. */
-function seats() {
-  return new CredentialSeats({ credential: 'default', maxConcurrent: 2, limit: 2, queueLimit: 10, queueTimeoutMs: 10_000, work: new WorkEstimates(), clock: fakeClock(), limitsOf: () => ({ maxConcurrent: 1 }) })
+function seats(clock = fakeClock()) {
+  return new CredentialSeats({ credential: 'default', maxConcurrent: 2, limit: 2, queueLimit: 10, queueTimeoutMs: 10_000, work: new WorkEstimates(), clock, limitsOf: () => ({ maxConcurrent: 1 }) })
 }
 
 const ask = (s: CredentialSeats) => (team: string, signal: AbortSignal | undefined, priority: Priority) =>
   s.ask({ team, workClass: 'w', priority, deadline: Infinity, ...(signal ? { signal } : {}) })
 
 describe('seatFollowing', () => {
-  it('waits in the queue of the earliest caller\'s team, and moves to the next team\'s queue when that caller hangs up', async () => {
+  it('waits in the queue of every caller\'s team and takes the first seat given: a team whose seats are busy holds no other team\'s caller back', async () => {
     const s = seats()
     const heldByA = await ask(s)('a', undefined, 'caller')
     const group = new CallerGroup()
-    const [a, b] = [new AbortController(), new AbortController()]
-    group.join(a.signal, 'a')
-    group.join(b.signal, 'b')
-    let started = false
-    const seat = seatFollowing('a', group, [], ask(s)).then((seat) => {
-      started = true
-      return seat
-    })
-    await settle()
-    // Team a holds its one seat: the shared call waits in a's queue although a seat is free.
-    expect([started, s.queued]).toEqual([false, 1])
-    a.abort()
-    const moved = await seat
-    expect([started, s.running('b'), s.queued]).toEqual([true, 1, 0])
-    moved.end({ kind: 'answer', status: 200, latencyMs: 1 })
+    group.join(new AbortController().signal, 'a')
+    group.join(new AbortController().signal, 'b')
+    // Team a holds its one seat; b's is free: the shared call is seated at once, on b's.
+    const seat = await seatFollowing('a', group, [], ask(s))
+    expect([s.running('b'), s.queued]).toEqual([1, 0])
+    seat.end({ kind: 'answer', status: 200, latencyMs: 1 })
     heldByA.end({ kind: 'answer', status: 200, latencyMs: 1 })
+    expect(s.inFlight).toBe(0)
+  })
+
+  it('gives up the place of a team whose callers left, takes one for a team that joins, and keeps the others\'', async () => {
+    const s = seats()
+    const [heldByA, heldByB] = [await ask(s)('a', undefined, 'caller'), await ask(s)('b', undefined, 'caller')]
+    const group = new CallerGroup()
+    const [a, c] = [new AbortController(), new AbortController()]
+    group.join(a.signal, 'a')
+    let seated: Seat | undefined
+    void seatFollowing('a', group, [], ask(s)).then((seat) => (seated = seat))
+    await settle()
+    expect(s.queued).toBe(1)
+    group.join(c.signal, 'c')
+    await settle()
+    expect(s.queued).toBe(2)
+    a.abort()
+    await settle()
+    expect([s.queued, seated]).toEqual([1, undefined])
+    // A seat frees: c's place takes it.
+    heldByB.end({ kind: 'answer', status: 200, latencyMs: 1 })
+    await settle()
+    expect([s.running('c'), s.queued]).toEqual([1, 0])
+    seated!.end({ kind: 'answer', status: 200, latencyMs: 1 })
+    heldByA.end({ kind: 'answer', status: 200, latencyMs: 1 })
+    expect(s.inFlight).toBe(0)
+  })
+
+  it('gives back, unsent, a second seat given in the same turn: held to its expected end, as any call dropped before its answer', async () => {
+    const clock = fakeClock()
+    const s = seats(clock)
+    const [heldByA, heldByB] = [await ask(s)('a', undefined, 'caller'), await ask(s)('b', undefined, 'caller')]
+    const group = new CallerGroup()
+    group.join(new AbortController().signal, 'a')
+    group.join(new AbortController().signal, 'b')
+    const seat = seatFollowing('a', group, [], ask(s))
+    await settle()
+    expect(s.queued).toBe(2)
+    heldByA.end({ kind: 'answer', status: 200, latencyMs: 1 })
+    heldByB.end({ kind: 'answer', status: 200, latencyMs: 1 })
+    const won = await seat
+    await settle()
+    expect([s.inFlight, s.queued]).toEqual([2, 0])
+    // The teams' calls were answered in 1 ms: the seat given back is free 1 ms on.
+    clock.advance(1)
+    expect(s.inFlight).toBe(1)
+    won.end({ kind: 'answer', status: 200, latencyMs: 1 })
     expect(s.inFlight).toBe(0)
   })
 

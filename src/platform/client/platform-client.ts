@@ -47,7 +47,7 @@ export interface PlatformCall {
   hangUp?: AbortSignal
   /** Throws when the call may no longer be sent (its caller's key was removed meanwhile): asked before each try's wait for a seat and once it has the seat, so that nothing is sent for a caller refused meanwhile. */
   admitted?: () => void
-  /** The callers of a shared call (a report fill): it waits in the queue of the earliest one still there, not always `team`'s. */
+  /** The callers of a shared call (a report fill): it waits in the queue of each of their teams, and takes the first seat given. */
   queue?: QueueTeam
   /** Who waits for the call: a caller (default), or background work, which waits behind every caller's call. */
   priority?: Priority
