@@ -3,7 +3,7 @@ import { LeasedSeats, STARVED_RETRY_MS } from '../../src/platform/governor/lease
 import type { LeaseAnswer, LeaseAsk } from '../../src/platform/governor/lease-store.js'
 import { MemoryLeaseStore } from '../helpers/memory-lease-store.js'
 import type { ReplicaRecord, SharedLimit } from '../../src/platform/governor/lease-plan.js'
-import type { ReplicaDemand } from '../../src/platform/governor/seat-lease.js'
+import type { ReplicaDemand } from '../../src/platform/governor/lease-plan.js'
 import { SimClock } from '../sim/sim-clock.js'
 
 // One replica's lease on the simulator's clock, against the in-memory store (the same

@@ -6,7 +6,7 @@ import { LINGER_MS, RETURN_MS } from '../../src/platform/governor/team-accounts.
 import { WorkEstimates } from '../../src/platform/governor/work-estimates.js'
 import type { Answer } from '../../src/platform/governor/answer-timeline.js'
 import { fakeClock, type FakeClock } from '../helpers/clock.js'
-import type { SeatLease } from '../../src/platform/governor/seat-lease.js'
+import type { SeatLease } from '../../src/platform/governor/seat.js'
 
 // The dispatch rule of docs/governor.md (seats.ts), on a clock that moves only when told.
 

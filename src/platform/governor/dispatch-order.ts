@@ -1,5 +1,5 @@
 import type { FairQueue, Queued } from './fair-queue.js'
-import type { LeaseShares, LocalTeam } from './seat-lease.js'
+import type { LeaseShares, LocalTeam } from './lease-plan.js'
 import { fairShares, owedSeats } from './shares.js'
 import type { TeamAccounts } from './team-accounts.js'
 

@@ -20,6 +20,18 @@ export interface TeamRecord extends TeamLoad {
   seatMs?: number // the seat-time its calls on that replica held: it only grows (none from an older replica)
 }
 
+/** A team on this replica (its record's, with the seat-time its calls here held, those in flight included). */
+export type LocalTeam = TeamRecord & { seatMs: number }
+
+/** What this replica's calls of a credential hold and wait for: `limit`, the limit in force (the teams' shares are of it); `heldBack`, seats free here that the dispatch holds back from the calls waiting (owed: 2.3; none: 0). */
+export interface ReplicaDemand { limit: number; inFlight: number; waiting: number; heldBack?: number; teams: LocalTeam[] }
+
+/** The seats a replica's calls want: in flight, waiting, and the free seats held back from those waiting (they wait past them). */
+export const needOf = (d: ReplicaDemand): number => d.inFlight + d.waiting + (d.heldBack ?? 0)
+
+/** The teams' shares as this replica sees them: each local team's target here, the seats of its lease owed to teams on other replicas, each team's share across every replica, what it holds on the others and the seat-time (ms) its calls held there since this one first saw them. */
+export interface LeaseShares { targets: ReadonlyMap<string, number>; lent: number; shares: ReadonlyMap<string, number>; heldElsewhere: ReadonlyMap<string, number>; charged: ReadonlyMap<string, number> }
+
 /** One replica's record in the lease store: `need`, its calls in flight and waiting; `answered`, its answers a second, smoothed (the learner's measure); `waited`, calls waited at the limit since its last renewal; `calls`, its calls of late (answer-timeline.ts), answered only to the learner. */
 export interface ReplicaRecord {
   run: string

@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import type { Logger } from 'pino'
 import { systemClock, type Clock, type Timer } from '../../clock.js'
-import { ElsewhereCharges, encodeRecord, fitting, heldWhileContended, leasePlan, moves, type LeasePlan, type ReplicaRecord, type SharedLimit } from './lease-plan.js'
+import { ElsewhereCharges, encodeRecord, fitting, heldWhileContended, leasePlan, moves, needOf, type LeasePlan, type LeaseShares, type ReplicaDemand, type ReplicaRecord, type SharedLimit } from './lease-plan.js'
 import type { LeaseAnswer, LeaseStore } from './lease-store.js'
-import { needOf, type LeaseShares, type ReplicaDemand, type SeatLease } from './seat-lease.js'
 
 // docs/governor.md, "Constants".
 const MIN_RENEW_MS = 20
@@ -34,7 +33,7 @@ export interface LeasedSeatsOptions {
 }
 
 /** This replica's lease of a credential's seats, renewed as its demand moves: docs/governor.md, "Across replicas". */
-export class LeasedSeats implements SeatLease {
+export class LeasedSeats {
   readonly #o: LeasedSeatsOptions
   readonly #clock: Clock
   readonly #run: string

@@ -1,5 +1,5 @@
 import { GATEWAY_TEAM } from '../gateway-team.js'
-import type { LocalTeam } from './seat-lease.js'
+import type { LocalTeam } from './lease-plan.js'
 
 // docs/governor.md, "Constants".
 export const LINGER_MS = 5_000
