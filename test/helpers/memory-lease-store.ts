@@ -1,6 +1,6 @@
 import type { Clock } from '../../src/clock.js'
 import { decodeRecord } from '../../src/platform/governor/lease-plan.js'
-import { grant, type LeaseAnswer, type LeaseAsk, type LeaseStore, type Stored } from '../../src/platform/governor/lease-store.js'
+import type { LeaseAnswer, LeaseAsk, LeaseStore } from '../../src/platform/governor/lease-store.js'
 
 /**
  * The lease store in this process's memory, for replicas that share one process (the
@@ -56,4 +56,24 @@ export class MemoryLeaseStore implements LeaseStore {
     if (stalled > this.#timeoutMs) return new Promise((_, reject) => this.#clock.setTimeout(() => reject(new Error('the lease store timed out')), this.#timeoutMs))
     return new Promise((resolve) => this.#clock.setTimeout(resolve, Math.max(this.#latencyMs, stalled)))
   }
+}
+
+/** A run's record as a store keeps it: live until `expiry`, its calls in flight counted one lease past it. */
+export type Stored = { expiry: number; lease: number; inFlight: number; text: string }
+
+/** One grant, on the store's clock: the rule the Redis script follows (redis-lease-store.ts), for this store. */
+export function grant(stored: Map<string, Stored>, ask: LeaseAsk, now: number): { granted: number; free: number; known: boolean } {
+  let [occupied, known] = [0, false]
+  for (const [run, r] of stored) {
+    if (r.expiry + ask.leaseMs < now) stored.delete(run)
+    else if (r.expiry < now) occupied += run === ask.run ? 0 : r.inFlight
+    else if (run === ask.run) known = true
+    else occupied += Math.max(r.lease, r.inFlight)
+  }
+  const free = ask.limit - occupied
+  let granted = Math.max(0, Math.min(ask.ask, free))
+  if (!known && ask.held > 0) granted = Math.min(granted, ask.held)
+  if (granted === 0 && ask.inFlight === 0 && ask.need === 0) stored.delete(ask.run)
+  else stored.set(ask.run, { expiry: now + ask.leaseMs, lease: granted, inFlight: ask.inFlight, text: `${granted}|${ask.record}` })
+  return { granted, free: free - Math.max(granted, ask.inFlight), known }
 }

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest'
-import { grant, type LeaseAsk } from '../../src/platform/governor/lease-store.js'
+import type { LeaseAsk } from '../../src/platform/governor/lease-store.js'
+import { grant } from '../helpers/memory-lease-store.js'
 
-// The one rule both lease stores follow (lease-store.ts `grant`): it drops the records that
-// lapsed and grants what a run asks within the seats no other run holds or uses.
+// The one rule both lease stores follow (the Redis script's, as the memory store's `grant` spells it): it drops the
+// records that lapsed and grants what a run asks within the seats no other run holds or uses.
 
 type Stored = Map<string, { expiry: number; lease: number; inFlight: number; text: string }>
 

@@ -1,4 +1,4 @@
-// Where the lease records live: a store only stores and grants (`grant`; docs/governor.md, "Across replicas"). Redis in
+// Where the lease records live: a store only stores and grants (docs/governor.md, "Across replicas"). Redis in
 // production (redis-lease-store.ts); test/helpers/memory-lease-store.ts, the same rule, for the simulator.
 import type { ReplicaRecord } from './lease-plan.js'
 
@@ -26,24 +26,4 @@ export interface LeaseStore {
   listen(run: string, fn: (everyone: boolean) => void): Promise<void>
   tell(run: string): Promise<void>
   tellAll(from: string): Promise<void>
-}
-
-/** A run's record as a store keeps it: live until `expiry`, its calls in flight counted one lease past it. */
-export type Stored = { expiry: number; lease: number; inFlight: number; text: string }
-
-/** One grant, on the store's clock: the rule both stores follow. */
-export function grant(stored: Map<string, Stored>, ask: LeaseAsk, now: number): { granted: number; free: number; known: boolean } {
-  let [occupied, known] = [0, false]
-  for (const [run, r] of stored) {
-    if (r.expiry + ask.leaseMs < now) stored.delete(run)
-    else if (r.expiry < now) occupied += run === ask.run ? 0 : r.inFlight
-    else if (run === ask.run) known = true
-    else occupied += Math.max(r.lease, r.inFlight)
-  }
-  const free = ask.limit - occupied
-  let granted = Math.max(0, Math.min(ask.ask, free))
-  if (!known && ask.held > 0) granted = Math.min(granted, ask.held)
-  if (granted === 0 && ask.inFlight === 0 && ask.need === 0) stored.delete(ask.run)
-  else stored.set(ask.run, { expiry: now + ask.leaseMs, lease: granted, inFlight: ask.inFlight, text: `${granted}|${ask.record}` })
-  return { granted, free: free - Math.max(granted, ask.inFlight), known }
 }

@@ -7,7 +7,7 @@ import type { LeaseAnswer, LeaseAsk, LeaseStore } from './lease-store.js'
 
 /**
  * One hash per credential (keys.ts): a field per replica run (`<expiry>|<lease>|<record>`) and `limit` (the shared limit,
- * sealed by its writer). The script is `grant` (lease-store.ts) on Redis' clock; it writes the limit record it brings and
+ * sealed by its writer). The script grants on Redis' clock (docs/governor.md, "Across replicas"); it writes the limit record it brings and
  * answers every live record, their calls (past `#`) only to the run that learns.
  * ARGV: run, record past its lease, in flight, need, ask, limit, held, lease ms, limit record ('' for none), 1 if it learns.
  * Returns granted, free after the grant, 1 if Redis had a record of the run, the limit record or '', the others' fields and values.
