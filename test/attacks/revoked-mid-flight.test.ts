@@ -8,6 +8,7 @@ import { loadConfig } from '../../src/config.js'
 import { KEYS, listen, REPORT_PATH, TEAMS_YAML, TEST_GATEWAY_SECRET, teamsYamlWith, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { waitFor } from '../helpers/wait.js'
+import { seatsOf } from '../helpers/governors.js'
 import { ADMIN_TOKEN } from './attack-gateway.js'
 
 // A key revoked (taken out of the teams file, the reload acknowledged) while a call of
@@ -231,6 +232,27 @@ describe('a key revoked while its call is under way', () => {
     expect((await holding).status).toBe(200)
     await refusedAsRevoked(await write)
     expect(sandbox.requests.filter((r) => r.path === CREATE)).toEqual([])
+  })
+
+  it('a read refused once it has its seat (its key removed while it waited) gives the seat back at once: the team behind it is sent then, not after the kind\'s expected time', async () => {
+    const { gw, revoke } = await gatewayWithFile(teamsYamlWith({ platform: { adaptive: false, maxConcurrent: 1 } }))
+    const read = (key: string, userId: number) => fetch(`${gw.url}/api/v1/campaign/get`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify({ userId }) })
+    sandbox.setRouteFailure('/api/v1/campaign/get', { kind: 'held', times: 1 })
+    const holding = read(KEYS.growth, 102)
+    await waitFor('the one seat held', () => sandbox.requests.some((r) => r.path === '/api/v1/campaign/get'))
+    const refused = read(KEYS.writer, 101)
+    await waitFor('the writer waiting for a seat', async () => /gateway_platform_waiting_calls\{[^}]*team="writer"[^}]*\} 1/.test(await metrics(gw)))
+    const behind = read(KEYS.all, 101)
+    await waitFor('the other team waiting behind it', async () => /gateway_platform_waiting_calls\{[^}]*team="all"[^}]*\} 1/.test(await metrics(gw)))
+    await revoke(KEYS.writer)
+    // The held read's answer teaches the route's kind what it takes: all the time the others waited.
+    sandbox.releaseHeld()
+    expect((await holding).status).toBe(200)
+    await refusedAsRevoked(await refused)
+    // Nothing was sent for the writer: its seat is free, and its team charged no seat-time.
+    expect([seatsOf(gw).running('writer'), seatsOf(gw).seatSeconds('writer')]).toEqual([0, 0])
+    expect((await behind).status).toBe(200)
+    expect(sandbox.requests.filter((r) => r.path === '/api/v1/campaign/get')).toHaveLength(2)
   })
 
   it('a job status held by ?wait is answered 401 when its job ends after the reload', async () => {
