@@ -72,6 +72,42 @@ describe('CallerGroup', () => {
     expect(changes).toEqual(['b'])
   })
 
+  it('lets callers that may no longer be answered leave when asked (admitted), as a hang-up does, and refuses the call once none waits; a background asker keeps it', () => {
+    const group = new CallerGroup()
+    const live = { a: true, b: true }
+    const [a, b] = [new AbortController(), new AbortController()]
+    group.join(a.signal, 'a', 'caller', () => live.a)
+    group.join(b.signal, 'b', 'caller', () => live.b)
+    live.a = false
+    group.admitted()
+    expect([group.signal.aborted, group.team]).toEqual([false, 'b'])
+    // The refused caller's later hang-up leaves nothing more.
+    a.abort()
+    expect(group.signal.aborted).toBe(false)
+    live.b = false
+    expect(() => group.admitted()).toThrow(CallersGoneError)
+    expect(group.signal.reason).toBeInstanceOf(CallersGoneError)
+
+    const pinned = new CallerGroup()
+    pinned.join(undefined, 'r', 'ahead', () => false)
+    pinned.join(new AbortController().signal, 'c', 'caller', () => false)
+    pinned.admitted()
+    expect([pinned.signal.aborted, pinned.team, pinned.priority]).toEqual([false, 'r', 'ahead'])
+  })
+
+  it('is charged to its first asker while that one waits, else to the asker whose queue it waits in', () => {
+    const group = new CallerGroup<string>()
+    const [a, b, c] = [new AbortController(), new AbortController(), new AbortController()]
+    group.join(a.signal, 'a', 'warm', undefined, 'tally a')
+    group.join(b.signal, 'b', 'caller', undefined, 'tally b')
+    group.join(c.signal, 'c', 'caller', undefined, 'tally c')
+    expect([group.team, group.chargedTo]).toEqual(['b', 'tally a'])
+    a.abort()
+    expect(group.chargedTo).toBe('tally b')
+    b.abort()
+    expect(group.chargedTo).toBe('tally c')
+  })
+
   it('waits at the priority of its most pressing asker: a caller who joins a refresh makes it a caller\'s call', () => {
     const group = new CallerGroup()
     group.join(undefined, 'a', 'ahead')

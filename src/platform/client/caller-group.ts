@@ -21,30 +21,40 @@ export interface QueueTeam {
   onChange(fn: () => void): () => void
 }
 
-interface Asker {
+interface Asker<C> {
   team: string
   priority: Priority
+  /** Whether its caller may still be answered (its key still runs); none: a caller who may. */
+  runs: (() => boolean) | undefined
+  /** What the call is charged to when it is sent for this asker. */
+  charge: C | undefined
+  left: boolean
 }
 
 /**
  * The callers waiting on one platform call: a call still queued for a seat is dropped,
- * without reaching the platform, once all of them have hung up. An asker without a
- * hang-up signal (a background refresh) keeps the call whatever the others do. While the
- * call waits for a seat it waits at the priority of its most pressing asker (a caller who
- * joins a refresh makes it a caller's call) and in the queue of the team of the earliest
- * of those (`team`): when that caller hangs up, the call moves to the next one's team,
- * not to the back of the first team's burst.
+ * without reaching the platform, once all of them have hung up or may no longer be
+ * answered (`admitted`: their keys removed). An asker without a hang-up signal (a
+ * background refresh) keeps the call whatever the others do. While the call waits for a
+ * seat it waits at the priority of its most pressing asker (a caller who joins a refresh
+ * makes it a caller's call) and in the queue of the team of the earliest of those
+ * (`team`): when that caller hangs up, the call moves to the next one's team, not to the
+ * back of the first team's burst. It is charged to its first asker while that one waits
+ * for it, else to the asker it is sent for (`chargedTo`).
  */
-export class CallerGroup implements QueueTeam {
+export class CallerGroup<C = undefined> implements QueueTeam {
   readonly #controller = new AbortController()
   #present = 0
   #pinned = false
   // In join order; a caller that hung up is removed.
-  readonly #waiting: Asker[] = []
+  readonly #waiting: Asker<C>[] = []
   // The earliest asker of the highest priority in #waiting: a joiner takes its place only
   // with a higher priority, and it is looked for again only when it leaves. So a stampede's
   // callers join in constant time each, not in time growing with those before them.
-  #first: Asker | undefined
+  #first: Asker<C> | undefined
+  #starter: Asker<C> | undefined
+  // Whether some asker brought a check of its caller (`admitted` asks them only then).
+  #checked = false
   readonly #changed = new Set<() => void>()
 
   /** Aborts once every caller that joined has hung up. */
@@ -65,16 +75,24 @@ export class CallerGroup implements QueueTeam {
     return () => this.#changed.delete(fn)
   }
 
-  join(hangUp: HangUp | undefined, team: string, priority: Priority = 'caller'): void {
+  /** What the call is charged to: its first asker's `charge` while it still waits for the call, else that of the asker whose queue the call waits in (`team`'s). */
+  get chargedTo(): C | undefined {
+    return (this.#starter?.left === false ? this.#starter : this.#first)?.charge
+  }
+
+  /** `runs`: whether the caller may still be answered (its key still runs), asked by `admitted`; `charge`: what the call is charged to when it is sent for this asker. */
+  join(hangUp: HangUp | undefined, team: string, priority: Priority = 'caller', runs?: () => boolean, charge?: C): void {
     const before = this.#first
+    // A background asker keeps the call: whether a caller runs is asked of callers alone.
+    const asker: Asker<C> = { team, priority, runs: hangUp ? runs : undefined, charge, left: false }
     if (!hangUp) {
       this.#pinned = true
-      this.#add({ team, priority })
+      this.#add(asker)
     } else if (typeof hangUp === 'function' || !hangUp.aborted) {
       this.#present += 1
-      const caller = { team, priority }
-      this.#add(caller)
-      const leave = () => this.#leave(caller)
+      this.#add(asker)
+      if (runs) this.#checked = true
+      const leave = () => this.#leave(asker)
       if (typeof hangUp === 'function') hangUp(leave)
       else hangUp.addEventListener('abort', leave, { once: true })
     } else if (this.#present === 0) {
@@ -84,14 +102,28 @@ export class CallerGroup implements QueueTeam {
     if (before !== undefined && this.#first !== before) this.#changed.forEach((fn) => fn())
   }
 
-  #add(asker: Asker): void {
+  /**
+   * Throws the reason the call may not be sent (CallersGoneError) once no asker still waits
+   * for it: the callers that may no longer be answered (their keys removed) leave it first,
+   * as a hang-up does. Asked before each wait for a seat and once the seat is had.
+   */
+  admitted(): void {
+    if (this.#checked) for (const asker of [...this.#waiting]) if (asker.runs?.() === false) this.#leave(asker)
+    if (this.#controller.signal.aborted) throw this.#controller.signal.reason as Error
+  }
+
+  #add(asker: Asker<C>): void {
     this.#waiting.push(asker)
+    this.#starter ??= asker
     if (this.#first === undefined || rank(asker) < rank(this.#first)) this.#first = asker
   }
 
-  #leave(caller: Asker | null): void {
+  #leave(caller: Asker<C> | null): void {
     const before = this.#first
     if (caller) {
+      // A caller refused (`admitted`) that hangs up later has left already.
+      if (caller.left) return
+      caller.left = true
       this.#waiting.splice(this.#waiting.indexOf(caller), 1)
       if (caller === before) this.#first = firstAsker(this.#waiting)
     }
