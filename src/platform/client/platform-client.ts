@@ -43,7 +43,7 @@ export interface PlatformCall {
   probe?: boolean
   /** Set by send(): aborts the call at its deadline or at shutdown; the governor's queue honours it too. */
   signal?: AbortSignal
-  /** Ends the call's wait for a seat once its callers have all hung up; a call already sent goes on. */
+  /** Ends the call's wait for a seat once its callers have all hung up (a call seated then is not sent); a call already sent goes on. */
   hangUp?: AbortSignal
   /** Throws when the call may no longer be sent (its caller's key was removed meanwhile): asked before each try's wait for a seat and once it has the seat, so that nothing is sent for a caller refused meanwhile (its seat then free at once). */
   admitted?: () => void
