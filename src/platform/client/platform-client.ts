@@ -43,7 +43,7 @@ export interface PlatformCall {
   probe?: boolean
   /** Set by send(): aborts the call at its deadline or at shutdown; the governor's queue honours it too. */
   signal?: AbortSignal
-  /** Ends the call's wait for a seat once its callers have all hung up (a call seated then is not sent); a call already sent goes on. */
+  /** Ends the call's wait for a seat once its callers have all hung up; a call already sent goes on. */
   hangUp?: AbortSignal
   /** Throws when the call may no longer be sent (its caller's key was removed meanwhile): asked before each try's wait for a seat and once it has the seat, so that nothing is sent for a caller refused meanwhile (its seat then free at once). */
   admitted?: () => void
@@ -304,9 +304,9 @@ export class PlatformClient {
         wait?.done()
       }
       try {
-        maySend(call)
+        call.admitted?.()
       } catch (refused) {
-        // Nothing reached the platform: the seat is free at once, its team charged nothing.
+        // Never sent: nothing reached the platform, so the seat is free at once, its team charged nothing.
         seat.end({ kind: 'unsent' })
         throw refused
       }
@@ -464,16 +464,6 @@ function armed(res: PlatformResponse, deadline: Deadline): PlatformResponse {
 /** `res` as a caller may read it: it fails where it carries `token` back (token-echo.ts). */
 function withoutEcho(res: PlatformResponse, token: string): PlatformResponse {
   return { ...res, body: withoutToken(res.headers, res.body, token) }
-}
-
-/**
- * Throws when a call that has its seat may no longer be sent: its caller was refused
- * meanwhile (`admitted`: its key removed while it waited), its deadline or the shutdown
- * came (`signal`), or its callers all hung up (`hangUp`).
- */
-function maySend(call: PlatformCall): void {
-  call.admitted?.()
-  for (const signal of [call.signal, call.hangUp]) if (signal?.aborted) throw signal.reason as Error
 }
 
 function isReplayable(body: PlatformCall['body']): boolean {
