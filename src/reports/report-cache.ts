@@ -75,6 +75,8 @@ export interface ReadOptions {
   team: string
   /** The caller's hang-up, watched only when the read waits for a platform call (its callers' group). */
   hangUp?: HangUp
+  /** Throws the caller's refusal once it may no longer be answered (its key removed, its report's accounts out of its team's scope): a fill no other caller waits for is then not sent. */
+  admitted?: () => void
   log: Pick<Logger, 'warn'>
   /** The fill this caller already joined (`joinCold`), which ended in no entry: read it rather than fill. */
   joined?: Promise<FillResult>
@@ -93,14 +95,14 @@ export interface ReadOptions {
 }
 
 /** Who a platform call is made for; `hangUp`: when all who wait for it have gone; `queue`: whose queue it waits in. */
-type Origin = Pick<ReadOptions, 'requestId' | 'team' | 'tally' | 'trace'> & { hangUp?: AbortSignal; queue?: QueueTeam; background?: boolean; urgency?: () => number }
+type Origin = Pick<ReadOptions, 'requestId' | 'team' | 'tally' | 'trace'> & { hangUp?: AbortSignal; queue?: QueueTeam; background?: boolean; urgency?: () => number; admitted?: (seatedOn?: string) => void }
 /**
  * Who asks for a fill: a caller's read, or a background refresh (no hang-up), at its
  * priority. A refresh ahead wants a copy newer than `newerThan`, and waits for a seat
  * by its `urgency` among the other refreshes ahead; a caller's forced refresh (`refresh`)
  * wants one younger than cache.refreshMinAge.
  */
-type Asker = Pick<ReadOptions, 'requestId' | 'team' | 'tally' | 'hangUp' | 'priority' | 'trace'> & Partial<Pick<ReadOptions, 'refresh'>> & { ahead?: { newerThan: number; urgency: () => number } }
+type Asker = Pick<ReadOptions, 'requestId' | 'team' | 'tally' | 'hangUp' | 'admitted' | 'priority' | 'trace'> & Partial<Pick<ReadOptions, 'refresh'>> & { ahead?: { newerThan: number; urgency: () => number } }
 
 /** How often the copy of one key fetched at `fetchedAt` (and the copies before it, `priorOf`) was asked for, and its refresh ahead. */
 interface Watch extends AskCount {
@@ -159,11 +161,11 @@ export class ReportCache {
   readonly #d: ReportCacheDeps
   readonly #flights = new SingleFlight<FillResult>()
   // Who waits on each flight in this process: a queued fill nobody waits for is dropped.
-  readonly #callers = new Map<string, CallerGroup>()
+  readonly #callers = new Map<string, CallerGroup<CallTally>>()
   // The flights a caller's read started having found no copy anywhere (a cold miss): a
   // caller arriving meanwhile would find none either and wait for it, so the fast path
   // may join it without going through `read` (a stampede's waiters).
-  readonly #cold = new WeakSet<CallerGroup>()
+  readonly #cold = new WeakSet<CallerGroup<CallTally>>()
   readonly #clock: Clock
   // Report calls' starts and completions, one per event-loop iteration, the teams in turn.
   readonly #turns = new CallTurns()
@@ -310,8 +312,12 @@ export class ReportCache {
           this.#failures.warn(result.error.code, { log: opts.log, msg: 'platform failed; serving a stale copy', err: result.error }, 'stale copy served')
           return { ...this.#served(stale.entry, 'STALE', stale.tier), ...upstream }
         }
-        // Nobody is left to answer: the access log says 499, no error is logged.
-        if (droppedInQueue(result.error)) throw result.error.cause
+        // Nobody is left to answer (the access log says 499, no error is logged), or this
+        // caller may no longer be answered: its refusal (a fill no caller waited for is not sent).
+        if (droppedInQueue(result.error)) {
+          opts.admitted?.()
+          throw result.error.cause
+        }
         if (result.response && result.response.status === 429) {
           this.#count('BYPASS', 'platform')
           return { kind: 'pass', ...result.response, ...upstream }
@@ -382,10 +388,12 @@ export class ReportCache {
 
   /**
    * Counts a caller among those waiting for the cold fill of `key` (`coldFlight`), as a
-   * read that found no copy joins it: the platform call waits for it (hang-ups, whose queue).
+   * read that found no copy joins it: the platform call waits for it (hang-ups, whose queue,
+   * `runs`: whether the caller may still be answered), and may be charged to it (`tally`;
+   * none: its team's alone) when it is sent for it.
    */
-  joinCold(key: string, team: string, hangUp: HangUp, priority: Priority = 'caller'): void {
-    this.#callers.get(key)?.join(hangUp, team, priority)
+  joinCold(key: string, team: string, hangUp: HangUp, priority: Priority = 'caller', runs?: () => boolean, tally: CallTally = { team: { name: team }, platformCalls: 0 }): void {
+    this.#callers.get(key)?.join(hangUp, team, priority, runs, tally)
   }
 
   /**
@@ -519,13 +527,22 @@ export class ReportCache {
   #fill(key: string, report: CanonicalReport, provider: TokenProvider, from: Asker, notBefore: number, cold = false): Promise<FillResult> {
     let callers = this.#callers.get(key)
     if (!callers) {
-      callers = new CallerGroup()
+      callers = new CallerGroup<CallTally>()
       this.#callers.set(key, callers)
       if (cold) this.#cold.add(callers)
     }
     // A background refresh (no hang-up) keeps the call; a caller's read may drop it.
-    callers.join(from.hangUp, from.team, from.priority ?? 'caller')
-    const origin: Origin = { requestId: from.requestId, team: from.team, tally: from.tally, hangUp: callers.signal, queue: callers, ...(from.ahead ? { background: true, urgency: from.ahead.urgency } : {}), ...(from.trace ? { trace: from.trace } : {}) }
+    callers.join(from.hangUp, from.team, from.priority ?? 'caller', from.admitted && runs(from.admitted), from.tally)
+    const group = callers
+    const origin: Origin = {
+      requestId: from.requestId, team: from.team, tally: from.tally, hangUp: callers.signal, queue: callers, ...(from.ahead ? { background: true, urgency: from.ahead.urgency } : {}), ...(from.trace ? { trace: from.trace } : {}),
+      // Before each wait for a seat and once it is had: not sent when no caller still waits for it; charged to the caller it is sent for.
+      admitted: (seatedOn) => {
+        group.admitted()
+        origin.tally = group.chargedTo(seatedOn) ?? origin.tally
+        origin.team = origin.tally.team.name
+      },
+    }
     const lock = this.#d.lock
     return this.#flights.run(key, () => (lock ? this.#shared(lock, key, report, provider, from, origin, notBefore) : this.#solo(key, report, provider, origin)), this.#forget(key, callers))
   }
@@ -536,7 +553,7 @@ export class ReportCache {
    * from `#fill`, so that what waits for the fill keeps the key and the group, not
    * everything the fill was started with.
    */
-  #forget(key: string, group: CallerGroup): () => void {
+  #forget(key: string, group: CallerGroup<CallTally>): () => void {
     return () => {
       if (this.#callers.get(key) === group) this.#callers.delete(key)
     }
@@ -624,7 +641,7 @@ export class ReportCache {
     return result
   }
 
-  // The call counts for the team whose read started it: a coalesced fill's leader. No
+  // The call counts for the team whose read started it (a coalesced fill's leader), or the caller it was sent for once that read left (`Origin.admitted`). No
   // async frame waits here for the call (each kept one is copied by every scavenge while
   // its call waits for a seat): what follows the answer is a reaction to it.
   #callPlatform(report: CanonicalReport, provider: TokenProvider, origin: Origin, timeoutMs?: number): Promise<FillResult> {
@@ -642,8 +659,8 @@ export class ReportCache {
   /** Counts a report call's answer (`spentMs` of platform time) for the team of `origin`: usage, metrics, the entry's filler and its work class's latency. */
   #called(result: FillResult, report: CanonicalReport, origin: Origin, spentMs: number, end: (labels: { status: string }) => number): FillResult {
     const { config, metrics } = this.#d
-    // A background refresh that got no seat made no call.
-    if (result.kind === 'failed' && result.error.cause instanceof NoIdleSeatError) return result
+    // A background refresh that got no seat made no call, nor did a fill its callers all left (hung up, or may no longer be answered) before any try was sent.
+    if (result.kind === 'failed' && (result.error.cause instanceof NoIdleSeatError || (droppedInQueue(result.error) && spentMs === 0))) return result
     origin.tally.platformCalls += 1
     // Whole ms, each call rounded up, as the team's day counts it (usage.platformSpent) and an entry keeps its fill.
     origin.tally.platformMs = (origin.tally.platformMs ?? 0) + Math.ceil(spentMs)
@@ -741,6 +758,18 @@ function endLookup(span: Trace, found: { entry: CacheEntry; tier: StoreTier } | 
   const result = found === null ? 'miss' : now < found.entry.freshUntil ? 'hit' : now < found.entry.staleUntil ? 'stale' : 'expired'
   span.set({ 'gateway.cache.tier': found?.tier ?? 'none', 'gateway.cache.result': result })
   span.end()
+}
+
+/** `admitted` as a caller group asks it: whether the caller may still be answered. */
+function runs(admitted: () => void): () => boolean {
+  return () => {
+    try {
+      admitted()
+      return true
+    } catch {
+      return false
+    }
+  }
 }
 
 function droppedInQueue(error: Error): boolean {

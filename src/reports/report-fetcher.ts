@@ -65,7 +65,7 @@ export async function fetchReport(
   client: PlatformClient,
   provider: TokenProvider,
   report: CanonicalReport,
-  origin: { requestId: string; team: string; hangUp?: AbortSignal; queue?: QueueTeam; urgency?: () => number; trace?: Trace; spent?: { ms: number } },
+  origin: { requestId: string; team: string; hangUp?: AbortSignal; admitted?: (seatedOn?: string) => void; queue?: QueueTeam; urgency?: () => number; trace?: Trace; spent?: { ms: number } },
   deps: FetcherDeps,
 ): Promise<FetchResult> {
   const now = deps.now ?? systemClock.now
@@ -93,6 +93,7 @@ export async function fetchReport(
       team: origin.team,
       workClass: workClass(report),
       ...(origin.hangUp ? { hangUp: origin.hangUp } : {}),
+      ...(origin.admitted ? { admitted: origin.admitted } : {}),
       ...(origin.queue ? { queue: origin.queue } : {}),
       read: true,
       ...(origin.urgency ? { urgency: origin.urgency } : {}),

@@ -8,6 +8,7 @@ import { loadConfig } from '../../src/config.js'
 import { KEYS, listen, REPORT_PATH, TEAMS_YAML, TEST_GATEWAY_SECRET, teamsYamlWith, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { waitFor } from '../helpers/wait.js'
+import { seatsOf } from '../helpers/governors.js'
 import { ADMIN_TOKEN } from './attack-gateway.js'
 
 // A key revoked (taken out of the teams file, the reload acknowledged) while a call of
@@ -61,6 +62,8 @@ describe('a key revoked while its call is under way', () => {
   }
   const metrics = async (gw: TestGateway) => (await gw.admin.inject({ method: 'GET', url: '/metrics' })).body
   const reportCalls = () => sandbox.requests.filter((r) => r.path === REPORT_PATH).length
+  /** The platform calls counted for `team` (its usage). */
+  const teamCalls = async (gw: TestGateway, team: string) => Number(new RegExp(`gateway_team_platform_calls_total\\{team="${team}"\\} (\\d+)`).exec(await metrics(gw))?.[1] ?? 0)
   /** The answer is the refusal a new call would get (401 for a key removed, 403 for an account out of scope), without the report. */
   async function refusedAsRevoked(res: Response, [status, code]: readonly [number, string] = [401, 'GW_UNAUTHORIZED']): Promise<void> {
     const body = await res.text()
@@ -78,6 +81,8 @@ describe('a key revoked while its call is under way', () => {
     await revoke(KEYS.growth)
     sandbox.releaseHeld()
     await refusedAsRevoked(await held)
+    // Sent while its key ran, the call ran to its end at the platform: charged to its team.
+    expect(await teamCalls(gw, 'growth')).toBe(1)
     // The copy its call filled is the team's all the same: a running key of a team that reads 101 has it.
     expect((await fetch(`${gw.url}${REPORT_PATH}?${query}`, { headers: { 'x-api-key': KEYS.all } })).headers.get('x-cache')).toBe('HIT')
   })
@@ -231,6 +236,71 @@ describe('a key revoked while its call is under way', () => {
     expect((await holding).status).toBe(200)
     await refusedAsRevoked(await write)
     expect(sandbox.requests.filter((r) => r.path === CREATE)).toEqual([])
+  })
+
+  it('a read refused once it has its seat (its key removed while it waited) gives the seat back at once: the team behind it is sent then, not after the kind\'s expected time', async () => {
+    const { gw, revoke } = await gatewayWithFile(teamsYamlWith({ platform: { adaptive: false, maxConcurrent: 1 } }))
+    const read = (key: string, userId: number) => fetch(`${gw.url}/api/v1/campaign/get`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify({ userId }) })
+    sandbox.setRouteFailure('/api/v1/campaign/get', { kind: 'held', times: 1 })
+    const holding = read(KEYS.growth, 102)
+    await waitFor('the one seat held', () => sandbox.requests.some((r) => r.path === '/api/v1/campaign/get'))
+    const refused = read(KEYS.writer, 101)
+    await waitFor('the writer waiting for a seat', async () => /gateway_platform_waiting_calls\{[^}]*team="writer"[^}]*\} 1/.test(await metrics(gw)))
+    const behind = read(KEYS.all, 101)
+    await waitFor('the other team waiting behind it', async () => /gateway_platform_waiting_calls\{[^}]*team="all"[^}]*\} 1/.test(await metrics(gw)))
+    await revoke(KEYS.writer)
+    // The held read's answer teaches the route's kind what it takes: all the time the others waited.
+    sandbox.releaseHeld()
+    expect((await holding).status).toBe(200)
+    await refusedAsRevoked(await refused)
+    // Nothing was sent for the writer: its seat is free, and its team charged no seat-time.
+    expect([seatsOf(gw).running('writer'), seatsOf(gw).seatSeconds('writer')]).toEqual([0, 0])
+    expect((await behind).status).toBe(200)
+    expect(sandbox.requests.filter((r) => r.path === '/api/v1/campaign/get')).toHaveLength(2)
+  })
+
+  /** A gateway of one seat, held at the platform by a read of team growth until `release`; `fill(key)`: a read of a report of 101 not yet cached, whose fill waits for that seat. */
+  async function oneSeatHeld() {
+    const { gw, revoke } = await gatewayWithFile(teamsYamlWith({ platform: { adaptive: false, maxConcurrent: 1 } }))
+    sandbox.setRouteFailure('/api/v1/campaign/get', { kind: 'held', times: 1 })
+    const holding = fetch(`${gw.url}/api/v1/campaign/get`, { method: 'POST', headers: { 'x-api-key': KEYS.growth, 'content-type': 'application/json' }, body: '{"userId":102}' })
+    await waitFor('the one seat held', () => sandbox.requests.some((r) => r.path === '/api/v1/campaign/get'))
+    const fill = (key: string) => fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&dateFrom=2026-04-01&dateTo=2026-04-07`, { headers: { 'x-api-key': key } })
+    const release = async () => {
+      sandbox.releaseHeld()
+      expect((await holding).status).toBe(200)
+    }
+    return { gw, revoke, fill, release }
+  }
+
+  it('a report fill whose only caller\'s key is removed while it waits for a seat is never sent: 401, its seat free at once, no platform call counted', async () => {
+    const { gw, revoke, fill, release } = await oneSeatHeld()
+    const refused = fill(KEYS.writer)
+    await waitFor('the fill waiting for a seat', async () => /gateway_platform_waiting_calls\{[^}]*team="writer"[^}]*\} 1/.test(await metrics(gw)))
+    await revoke(KEYS.writer)
+    await release()
+    await refusedAsRevoked(await refused)
+    expect(reportCalls()).toBe(0)
+    expect([seatsOf(gw).running('writer'), seatsOf(gw).seatSeconds('writer')]).toEqual([0, 0])
+    expect(await metrics(gw)).not.toMatch(/gateway_platform_calls_total\{[^}]*\} [1-9]/)
+    expect(await teamCalls(gw, 'writer')).toBe(0)
+  })
+
+  it('a report fill whose first caller\'s key is removed while it waits goes on for another team\'s caller that joined it, charged to that team', async () => {
+    const { gw, revoke, fill, release } = await oneSeatHeld()
+    const refused = fill(KEYS.writer)
+    await waitFor('the fill waiting for a seat', async () => /gateway_platform_waiting_calls\{[^}]*team="writer"[^}]*\} 1/.test(await metrics(gw)))
+    // Team limited (3 calls a minute): its rate count says when the gateway has read its request, which joins the fill.
+    const limited = gw.config.teams.find((t) => t.name === 'limited')!
+    const joined = fill(KEYS.limited)
+    await waitFor('the joiner admitted', () => gw.rateLimiter.peek(limited).remaining === 2)
+    await revoke(KEYS.writer)
+    await release()
+    await refusedAsRevoked(await refused)
+    const answer = await joined
+    expect([answer.status, answer.headers.get('x-cache')]).toEqual([200, 'MISS'])
+    expect(reportCalls()).toBe(1)
+    expect([await teamCalls(gw, 'writer'), await teamCalls(gw, 'limited')]).toEqual([0, 1])
   })
 
   it('a job status held by ?wait is answered 401 when its job ends after the reload', async () => {

@@ -73,6 +73,43 @@ describe('CallerGroup', () => {
     expect(changes).toEqual([['a', 'b'], ['b']])
   })
 
+  it('lets callers that may no longer be answered leave when asked (admitted), as a hang-up does, and refuses the call once none waits; a background asker keeps it', () => {
+    const group = new CallerGroup()
+    const live = { a: true, b: true }
+    const [a, b] = [new AbortController(), new AbortController()]
+    group.join(a.signal, 'a', 'caller', () => live.a)
+    group.join(b.signal, 'b', 'caller', () => live.b)
+    live.a = false
+    group.admitted()
+    expect([group.signal.aborted, [...group.teams.keys()]]).toEqual([false, ['b']])
+    // The refused caller's later hang-up leaves nothing more.
+    a.abort()
+    expect(group.signal.aborted).toBe(false)
+    live.b = false
+    expect(() => group.admitted()).toThrow(CallersGoneError)
+    expect(group.signal.reason).toBeInstanceOf(CallersGoneError)
+
+    const pinned = new CallerGroup()
+    pinned.join(undefined, 'r', 'ahead', () => false)
+    pinned.join(new AbortController().signal, 'c', 'caller', () => false)
+    pinned.admitted()
+    expect([pinned.signal.aborted, [...pinned.teams]]).toEqual([false, [['r', 'ahead']]])
+  })
+
+  it('is charged to its first asker while that one waits, else to the earliest asker of the team whose seat it is sent on', () => {
+    const group = new CallerGroup<string>()
+    const [a, b1, c, b2] = [new AbortController(), new AbortController(), new AbortController(), new AbortController()]
+    group.join(a.signal, 'a', 'warm', undefined, 'tally a')
+    group.join(b1.signal, 'b', 'caller', undefined, 'tally b1')
+    group.join(c.signal, 'c', 'caller', undefined, 'tally c')
+    group.join(b2.signal, 'b', 'caller', undefined, 'tally b2')
+    expect([group.chargedTo('c'), group.chargedTo()]).toEqual(['tally a', 'tally a'])
+    a.abort()
+    expect([group.chargedTo('c'), group.chargedTo('b'), group.chargedTo()]).toEqual(['tally c', 'tally b1', 'tally b1'])
+    b1.abort()
+    expect([group.chargedTo('b'), group.chargedTo('a')]).toEqual(['tally b2', 'tally b2'])
+  })
+
   it('names each team at the priority of its most pressing asker: a caller who joins a refresh makes it a caller\'s call', () => {
     const group = new CallerGroup()
     group.join(undefined, 'a', 'ahead')
@@ -167,7 +204,7 @@ describe('seatFollowing', () => {
     expect(s.inFlight).toBe(0)
   })
 
-  it('gives back, unsent, a second seat given in the same turn: held to its expected end, as any call dropped before its answer', async () => {
+  it('gives back, unsent, a second seat given in the same turn: free at once, its team charged nothing', async () => {
     const clock = fakeClock()
     const s = seats(clock)
     const [heldByA, heldByB] = [await ask(s)('a', undefined, 'caller'), await ask(s)('b', undefined, 'caller')]
@@ -181,10 +218,8 @@ describe('seatFollowing', () => {
     heldByB.end({ kind: 'answer', status: 200, latencyMs: 1 })
     const won = await seat
     await settle()
-    expect([s.inFlight, s.queued]).toEqual([2, 0])
-    // The teams' calls were answered in 1 ms: the seat given back is free 1 ms on.
-    clock.advance(1)
-    expect(s.inFlight).toBe(1)
+    // The seat given back was never used: free at once, not held to a call's expected end.
+    expect([s.inFlight, s.queued]).toEqual([1, 0])
     won.end({ kind: 'answer', status: 200, latencyMs: 1 })
     expect(s.inFlight).toBe(0)
   })

@@ -312,6 +312,24 @@ describe('a seat\'s end', () => {
     expect(next.seat).not.toBeNull()
   })
 
+  it('frees at once the seat of a call never sent, of a kind known long, and charges its team nothing: the platform did no work for it', async () => {
+    const clock = fakeClock()
+    const answers: Answer[] = []
+    const { s, work, order } = seats(clock, { limit: 1, onEnded: (a) => answers.push(a) })
+    work.answered('a', 'year', 60_000)
+    const refused = call(s, order, 'a', { workClass: 'year' })
+    const next = call(s, order, 'b')
+    await settle()
+    clock.advance(5)
+    refused.seat?.end({ kind: 'unsent' })
+    await settle()
+    expect(next.seat).not.toBeNull()
+    expect([s.running('a'), s.seatSeconds('a')]).toEqual([0, 0])
+    // The limit rule hears of its end, as of a call that says nothing of the platform's load.
+    expect(answers.map((a) => a.outcome)).toEqual(['other'])
+    expect(work.expectedMs('a', 'year', clock.now())).toBe(60_000)
+  })
+
   // src bug: end() calls `this.#o.onEnded?.({ ..., outcome: this.#learn(...) })`, and an
   // optional call does not evaluate its arguments when there is no listener: without a limit
   // rule (platform.adaptive false) the estimates learn nothing, and no deadline, lending

@@ -113,7 +113,7 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
     const { team } = read.identity
     // Read now: a closed connection no longer has its peer's address.
     const client = req.socket.remoteAddress ?? null
-    reports.joinCold(read.form.key, team.name, hangUpOf(res))
+    reports.joinCold(read.form.key, team.name, hangUpOf(res), 'caller', () => decisions.stillAdmitted(read))
     const waiting = trace?.step('cache.fill', JOINED_FILL)
     const handOverFill = () => {
       if (!left(req, res, read, started, null, client)) toRouter(req, res, next, waiting, { rate: read.rate, flight })

@@ -45,9 +45,11 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     const at = clock.now()
     return sendReport(reply, result, request.headers, at, () => ({ reqId: request.id, rate: admission.rateFields(caller) }), factsFor(caller, report, at))
   }
-  const readOptions = (request: FastifyRequest, reply: FastifyReply, caller: Caller, refresh: boolean, trace: Trace | undefined, handed?: Pick<HandedOver, 'flight' | 'found'>): ReadOptions => ({
+  const readOptions = (request: FastifyRequest, reply: FastifyReply, caller: Caller, report: CanonicalReport, refresh: boolean, trace: Trace | undefined, handed?: Pick<HandedOver, 'flight' | 'found'>): ReadOptions => ({
     ...optionsOf(request, reply, caller, refresh, trace, handed),
     spentFor: () => facts.spentFor(caller.team, clock.now()),
+    // A fill no caller may still be answered by is not sent.
+    admitted: () => admission.stillAdmitted(caller, report.advertiserIds),
   })
 
   /**
@@ -111,11 +113,11 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     if (prefersAsync(request.headers.prefer) && !admitted.refresh) {
       const now = await copyOrJob(reply, caller, report, key, handed?.found)
       if (now === null) return reply
-      return answerRead(request, reply, caller, report, await reports.read(report, key, caller.provider, readOptions(request, reply, caller, false, trace, now)))
+      return answerRead(request, reply, caller, report, await reports.read(report, key, caller.provider, readOptions(request, reply, caller, report, false, trace, now)))
     }
     const flight = handed?.flight ?? decided.goOn.flight
-    if (flight !== undefined && handed?.flight === undefined) reports.joinCold(key, caller.team.name, hangUpOf(reply.raw), isWarmUp(request.headers) ? 'warm' : 'caller')
-    const result = await reports.read(report, key, caller.provider, readOptions(request, reply, caller, admitted.refresh, trace, { ...handed, ...(flight ? { flight } : {}) }))
+    if (flight !== undefined && handed?.flight === undefined) reports.joinCold(key, caller.team.name, hangUpOf(reply.raw), isWarmUp(request.headers) ? 'warm' : 'caller', () => decisions.stillAdmitted(admitted), caller)
+    const result = await reports.read(report, key, caller.provider, readOptions(request, reply, caller, report, admitted.refresh, trace, { ...handed, ...(flight ? { flight } : {}) }))
     caller.upstreamMs = result.upstreamMs ?? null
     return answerRead(request, reply, caller, report, result)
   })
@@ -136,7 +138,7 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     const refresh = forcesRefresh(request.headers, caller.team)
     const now = prefersAsync(request.headers.prefer) && !refresh ? await copyOrJob(reply, caller, indexed, key) : {}
     if (now === null) return reply
-    const result = await reports.read(indexed, key, caller.provider, readOptions(request, reply, caller, refresh, trace, now))
+    const result = await reports.read(indexed, key, caller.provider, readOptions(request, reply, caller, indexed, refresh, trace, now))
     caller.upstreamMs = result.upstreamMs ?? null
     return answerRead(request, reply, caller, indexed, result)
   }

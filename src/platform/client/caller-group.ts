@@ -22,21 +22,29 @@ export interface QueueTeam {
   onChange(fn: () => void): () => void
 }
 
-interface Asker {
+interface Asker<C> {
   team: string
   priority: Priority
+  /** Whether its caller may still be answered (its key still runs); none: a caller who may. */
+  runs: (() => boolean) | undefined
+  /** What the call is charged to when it is sent for this asker. */
+  charge: C | undefined
+  left: boolean
 }
 
 /**
  * The callers waiting on one platform call: a call still queued for a seat is dropped,
- * without reaching the platform, once all of them have hung up. An asker without a
- * hang-up signal (a background refresh) keeps the call whatever the others do. While the
- * call waits for a seat it waits in the queue of every team with an asker still there,
- * each at the priority of that team's most pressing asker (a caller who joins a refresh
- * makes it a caller's call), and takes the first seat any of them is given: a team whose
- * own seats are busy holds back no other team's read of the same report.
+ * without reaching the platform, once all of them have hung up or may no longer be
+ * answered (`admitted`: their keys removed). An asker without a hang-up signal (a
+ * background refresh) keeps the call whatever the others do. While the call waits for a
+ * seat it waits in the queue of every team with an asker still there, each at the
+ * priority of that team's most pressing asker (a caller who joins a refresh makes it a
+ * caller's call), and takes the first seat any of them is given: a team whose own seats
+ * are busy holds back no other team's read of the same report. It is charged to its first
+ * asker while that one waits for it, else to an asker of the team whose seat it is sent
+ * on (`chargedTo`).
  */
-export class CallerGroup implements QueueTeam {
+export class CallerGroup<C = undefined> implements QueueTeam {
   readonly #controller = new AbortController()
   #present = 0
   #pinned = false
@@ -44,6 +52,11 @@ export class CallerGroup implements QueueTeam {
   // stampede's callers join in constant time each, not in time growing with those before them.
   readonly #counts = new Map<string, number[]>()
   readonly #teams = new Map<string, Priority>()
+  // Per team, its askers still there in join order (a Set: a hang-up leaves in constant time).
+  readonly #askers = new Map<string, Set<Asker<C>>>()
+  #starter: Asker<C> | undefined
+  // Whether some asker brought a check of its caller (`admitted` asks them only then).
+  #checked = false
   readonly #changed = new Set<() => void>()
 
   /** Aborts once every caller that joined has hung up. */
@@ -60,15 +73,30 @@ export class CallerGroup implements QueueTeam {
     return () => this.#changed.delete(fn)
   }
 
-  join(hangUp: HangUp | undefined, team: string, priority: Priority = 'caller'): void {
+  /**
+   * What the call is charged to: its first asker's `charge` while it still waits for the
+   * call, else that of the earliest asker still there of `seatedOn` (the team whose seat
+   * it is sent on), else of any team.
+   */
+  chargedTo(seatedOn?: string): C | undefined {
+    if (this.#starter?.left === false) return this.#starter.charge
+    const ofTeam = seatedOn === undefined ? undefined : this.#askers.get(seatedOn)
+    for (const askers of ofTeam ? [ofTeam] : this.#askers.values()) for (const asker of askers) return asker.charge
+    return undefined
+  }
+
+  /** `runs`: whether the caller may still be answered (its key still runs), asked by `admitted`; `charge`: what the call is charged to when it is sent for this asker. */
+  join(hangUp: HangUp | undefined, team: string, priority: Priority = 'caller', runs?: () => boolean, charge?: C): void {
+    // A background asker keeps the call: whether a caller runs is asked of callers alone.
+    const asker: Asker<C> = { team, priority, runs: hangUp ? runs : undefined, charge, left: false }
     if (!hangUp) {
       this.#pinned = true
-      this.#count({ team, priority }, 1)
+      this.#add(asker)
     } else if (typeof hangUp === 'function' || !hangUp.aborted) {
       this.#present += 1
-      const caller = { team, priority }
-      this.#count(caller, 1)
-      const leave = () => this.#leave(caller)
+      this.#add(asker)
+      if (runs) this.#checked = true
+      const leave = () => this.#leave(asker)
       if (typeof hangUp === 'function') hangUp(leave)
       else hangUp.addEventListener('abort', leave, { once: true })
     } else if (this.#present === 0) {
@@ -76,8 +104,25 @@ export class CallerGroup implements QueueTeam {
     }
   }
 
+  /**
+   * Throws the reason the call may not be sent (CallersGoneError) once no asker still waits
+   * for it: the callers that may no longer be answered (their keys removed) leave it first,
+   * as a hang-up does. Asked before each wait for a seat and once the seat is had.
+   */
+  admitted(): void {
+    if (this.#checked) for (const askers of [...this.#askers.values()]) for (const asker of [...askers]) if (asker.runs?.() === false) this.#leave(asker)
+    if (this.#controller.signal.aborted) throw this.#controller.signal.reason as Error
+  }
+
+  #add(asker: Asker<C>): void {
+    this.#starter ??= asker
+    const askers = this.#askers.get(asker.team) ?? this.#askers.set(asker.team, new Set()).get(asker.team)!
+    askers.add(asker)
+    this.#count(asker, 1)
+  }
+
   /** Counts `asker` in (+1) or out (-1); tells the listeners when its team's most pressing priority, or the teams, change. */
-  #count(asker: Asker, by: 1 | -1): void {
+  #count(asker: Asker<C>, by: 1 | -1): void {
     const counts = this.#counts.get(asker.team) ?? this.#counts.set(asker.team, PRIORITIES.map(() => 0)).get(asker.team)!
     counts[rank(asker)]! += by
     const top = counts.findIndex((n) => n > 0)
@@ -89,7 +134,15 @@ export class CallerGroup implements QueueTeam {
     if (this.#teams.get(asker.team) !== before && this.#controller.signal.aborted === false) for (const fn of [...this.#changed]) fn()
   }
 
-  #leave(caller: Asker | null): void {
+  #leave(caller: Asker<C> | null): void {
+    if (caller) {
+      // A caller refused (`admitted`) that hangs up later has left already.
+      if (caller.left) return
+      caller.left = true
+      const askers = this.#askers.get(caller.team)!
+      askers.delete(caller)
+      if (askers.size === 0) this.#askers.delete(caller.team)
+    }
     this.#present = Math.max(0, this.#present - 1)
     if (this.#present === 0 && !this.#pinned) {
       this.#controller.abort(new CallersGoneError())
@@ -103,7 +156,7 @@ export class CallerGroup implements QueueTeam {
  * A seat of `acquire` for a call waited for in the queue of each of `queue`'s teams, at
  * that team's priority (without `queue`, under `team`, as a caller's call). The first seat
  * given is the call's: the other waits are given up, and a seat given to one of them in
- * the same turn goes back as a call dropped before it was sent. When the teams change
+ * the same turn goes back as a call never sent (free at once, charged nothing). When the teams change
  * while the call waits, a team gone (or whose priority changed) gives up its place, a
  * team new takes one at the back of its queue, the others keep theirs. Every wait's
  * signal aborts with the first of `sources` (the call's own ends) or when it is given up;
@@ -139,7 +192,7 @@ export function seatFollowing(
       asked(() => acquire(name, held.wait.signal, priority)).then(
         (seat) => {
           held.wait.done()
-          if (seated) return seat.end({ kind: 'dropped' })
+          if (seated) return seat.end({ kind: 'unsent' })
           seated = true
           waits.delete(name)
           end()

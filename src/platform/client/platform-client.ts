@@ -45,8 +45,13 @@ export interface PlatformCall {
   signal?: AbortSignal
   /** Ends the call's wait for a seat once its callers have all hung up; a call already sent goes on. */
   hangUp?: AbortSignal
-  /** Throws when the call may no longer be sent (its caller's key was removed meanwhile): asked before each try's wait for a seat and once it has the seat, so that nothing is sent for a caller refused meanwhile. */
-  admitted?: () => void
+  /**
+   * Throws when the call may no longer be sent (its caller's key was removed meanwhile):
+   * asked before each try's wait for a seat and once it has the seat (`seatedOn`: the team
+   * whose seat it is), so that nothing is sent for a caller refused meanwhile (its seat
+   * then free at once).
+   */
+  admitted?: (seatedOn?: string) => void
   /** The callers of a shared call (a report fill): it waits in the queue of each of their teams, and takes the first seat given. */
   queue?: QueueTeam
   /** Who waits for the call: a caller (default), or background work, which waits behind every caller's call. */
@@ -283,6 +288,8 @@ export class PlatformClient {
       // A shared call's wait follows its callers' queue with one signal of its own (caller-group.ts).
       const wait = !call.queue && call.hangUp && call.signal ? waitSignal([call.signal, call.hangUp]) : null
       const waitOn = wait?.signal ?? call.signal
+      // Each seat's team: a shared call waits in the queues of several, and is sent for the one whose seat it takes.
+      const seatOwners = new WeakMap<Seat, string>()
       const ask = (team: string, signal: AbortSignal | undefined, priority: Priority) =>
         this.#governors.seat(credential, {
           team,
@@ -294,7 +301,7 @@ export class PlatformClient {
           ...(call.urgency ? { urgency: call.urgency } : {}),
           ...(call.probe ? { probe: true } : {}),
           ...(call.trial ? { trial: true } : {}),
-        })
+        }).then((seat) => (seatOwners.set(seat, team), seat))
       let seat: Seat
       try {
         seat = await traced(call.trace, 'governor.queue', () => ({ 'gateway.credential': credential, 'gateway.team': call.team, 'gateway.priority': call.priority ?? 'caller' }), () =>
@@ -304,10 +311,10 @@ export class PlatformClient {
         wait?.done()
       }
       try {
-        call.admitted?.()
+        call.admitted?.(seatOwners.get(seat) ?? call.team)
       } catch (refused) {
-        // Never sent: the seat goes back as a call dropped before its answer.
-        seat.end({ kind: 'dropped' })
+        // Never sent: nothing reached the platform, so the seat is free at once, its team charged nothing.
+        seat.end({ kind: 'unsent' })
         throw refused
       }
       const started = this.#clock.now()

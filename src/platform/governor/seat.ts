@@ -10,8 +10,8 @@ import type { Clock } from '../../clock.js'
 export type RefusalReason = 'queue_full' | 'team_queue_full' | 'displaced' | 'queue_timeout' | 'paused' | 'deadline'
 export type { Priority } from './fair-queue.js'
 
-/** What ended a call: the platform's answer (after `latencyMs` to its headers), none (a deadline, a connection error), or the gateway's own stop. */
-export type SeatOutcome = { kind: 'answer'; status: number; latencyMs: number; retryAfter?: string } | { kind: 'none'; latencyMs: number; timedOut: boolean } | { kind: 'dropped' }
+/** What ended a call: the platform's answer (after `latencyMs` to its headers), none (a deadline, a connection error), the gateway's own stop of a call sent (`dropped`), or a call never sent (`unsent`: refused between its seat and its sending, nothing reached the platform). */
+export type SeatOutcome = { kind: 'answer'; status: number; latencyMs: number; retryAfter?: string } | { kind: 'none'; latencyMs: number; timedOut: boolean } | { kind: 'dropped' } | { kind: 'unsent' }
 
 /** A call's seat: the platform's time, given back with the call's outcome (dispatch rule 4). */
 export interface Seat { end(outcome: SeatOutcome): void }
@@ -60,7 +60,7 @@ export interface SeatsOptions {
 
 /** What a call's outcome teaches its kind's estimate (nothing when it met a fault), and tells the limit rule ("Faults"). */
 export function learnFrom(work: WorkEstimates, team: string, workClass: string, outcome: SeatOutcome, now: number, metFault = false): Answer['outcome'] {
-  if (outcome.kind === 'dropped') return 'other'
+  if (outcome.kind === 'dropped' || outcome.kind === 'unsent') return 'other'
   if (outcome.kind === 'none') {
     if (!outcome.timedOut) return 'overload'
     if (!metFault) work.cut(team, workClass, outcome.latencyMs, now)

@@ -252,13 +252,16 @@ export class CredentialSeats {
     const kind = kindOf(team, workClass)
     const window = this.#o.onStarted?.(kind, load) ?? 0
     let ended = false
-    const free = () => {
-      const held = Math.max(MIN_CHARGE_MS, this.#clock.now() - startedAt)
+    // A call never sent held the platform for no time: its team is charged none, its start's charge given back.
+    const free = (sent: boolean) => {
+      const held = sent ? Math.max(MIN_CHARGE_MS, this.#clock.now() - startedAt) : 0
       seats.seatMs += held
       seats.tag += (held - charged) / weight
       seats.running.delete(call)
-      seats.lastEnd = this.#clock.now()
-      seats.lastShort = call.short
+      if (sent) {
+        seats.lastEnd = this.#clock.now()
+        seats.lastShort = call.short
+      }
       this.#dispatch()
       this.#demandChanged()
     }
@@ -268,16 +271,17 @@ export class CredentialSeats {
         ended = true
         call.dueAt = Infinity
         const now = this.#clock.now()
-        const at = outcome.kind === 'dropped' ? now : startedAt + outcome.latencyMs
+        const at = outcome.kind === 'dropped' || outcome.kind === 'unsent' ? now : startedAt + outcome.latencyMs
         if (outcome.kind === 'answer') this.#lease?.answered()
         const learned = learnFrom(this.#o.work, team, workClass, outcome, now, this.#o.metFault?.(startedAt, at))
         this.#o.onEnded?.({ startedAt, at, team, kind, load, window, outcome: learned, ...(outcome.kind === 'answer' && outcome.status === 429 ? { refused: true } : {}) })
-        // Cut by its deadline, or its callers gone: held to its expected end, a watched call to CUT_GROWTH times what it ran though it met a fault (dispatch rule 4).
+        // Cut by its deadline, or its callers gone: held to its expected end, a watched call to CUT_GROWTH times what it ran though it met a fault; never sent: free at once (dispatch rule 4).
+        if (outcome.kind === 'unsent') return free(false)
         const goesOn = outcome.kind === 'dropped' || (outcome.kind === 'none' && outcome.timedOut)
         const ran = outcome.kind === 'none' ? CUT_GROWTH * outcome.latencyMs : 0
         const until = goesOn ? startedAt + Math.max(ran, this.#o.work.expectedMs(team, workClass, now) ?? 0) : 0
-        if (until > now) this.#timer(free, until - now)
-        else free()
+        if (until > now) this.#timer(() => free(true), until - now)
+        else free(true)
       },
     }
   }

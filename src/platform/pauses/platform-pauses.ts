@@ -28,7 +28,7 @@ export interface Passage {
 }
 
 /** What a call's end tells the pauses: the platform's status and its retry-after, or no answer. */
-export type PausedOutcome = { kind: 'answer'; status: number; retryAfter?: string } | { kind: 'none' | 'dropped' }
+export type PausedOutcome = { kind: 'answer'; status: number; retryAfter?: string } | { kind: 'none' | 'dropped' | 'unsent' }
 
 export interface PlatformPausesDeps {
   config: Config
