@@ -378,7 +378,7 @@ describe('the typed client: errors', () => {
     expect(other).toMatchObject({ code: 'CLIENT_NETWORK', status: null })
     expect(other.message).toMatch(/: no answer \(TypeError: Failed to fetch\); this page's origin, http:\/\/127\.0\.0\.1:5173, is not the gateway's \(http:\/\/127\.0\.0\.1:1\): the gateway sends no CORS headers, so the browser lets no page of another origin read its answers$/)
     expect((await inPage(BASE)).message).toMatch(/: no answer \(TypeError: Failed to fetch\)$/)
-    expect((await rejection(clientWith(blocked).report('campaigns', WEEK))).message).toMatch(/: no answer \(TypeError: Failed to fetch\)$/)
+    expect(((await rejection(clientWith(blocked).report('campaigns', WEEK))) as Error).message).toMatch(/: no answer \(TypeError: Failed to fetch\)$/)
   })
 
   it('does not wait out a retry-after that would end past its timeout: the 429 is the answer', async () => {
