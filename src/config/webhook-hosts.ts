@@ -16,10 +16,21 @@ export function webhookRefusal(url: string, allowedHosts: readonly string[], pla
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return `only http and https URLs receive deliveries (got ${parsed.protocol})`
   if (parsed.username || parsed.password) return 'a URL with credentials in it is refused'
   const host = parsed.hostname.toLowerCase()
-  if (platformHosts.some((h) => h.toLowerCase() === host)) return `${host} is the platform's own host, not a receiver: a push there would let a team call the platform from inside the gateway, past its checks; point the webhook at a receiver on another host`
+  if (platformHosts.some((h) => h.toLowerCase() === host)) return `${host} is the platform's own host, not a receiver: a push there would let a team call the platform from inside the gateway, past its checks; ${elsewhere(host, parsed.protocol)}`
   if (allowedHosts.length === 0) return 'jobs.webhookHosts is empty: webhooks are off'
   if (!allowedHosts.some((h) => h.toLowerCase() === host)) return `${host} is not in jobs.webhookHosts`
   return null
+}
+
+/**
+ * Where a receiver may be instead of the platform's host. A platform on loopback (the
+ * sandbox on one machine) leaves the machine's other name: that name at another port is
+ * another service, which each attempt's socket check (jobs/webhook-target.ts) lets through.
+ */
+function elsewhere(host: string, protocol: string): string {
+  const other = host === 'localhost' ? '127.0.0.1' : /^127\.|^\[::1\]$/.test(host) ? 'localhost' : null
+  if (other === null) return 'point the webhook at a receiver on another host'
+  return `on the platform's own machine, name the receiver otherwise: ${protocol}//${other}:<its port>/…, with ${other} in jobs.webhookHosts`
 }
 
 /** The hosts of the platform's base URLs (PLATFORM_BASE_URL, a named credential's `baseUrl`). */

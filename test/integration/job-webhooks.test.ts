@@ -326,7 +326,7 @@ describe('webhook deliveries', () => {
     const platform = deliveries(r.url, clock, { platformUrls: ['http://127.0.0.1:9'] }).webhooks
     await enqueue(platform, 'growth', STATUS)
     await settled(platform)
-    expect(await latest(platform)).toMatchObject({ state: 'failed', attempts: 0, lastError: expect.stringMatching(/^refused: 127\.0\.0\.1 is the platform's own host, not a receiver: .*; point the webhook at a receiver on another host$/) })
+    expect(await latest(platform)).toMatchObject({ state: 'failed', attempts: 0, lastError: expect.stringMatching(/^refused: 127\.0\.0\.1 is the platform's own host, not a receiver: .*; on the platform's own machine, name the receiver otherwise: http:\/\/localhost:<its port>\/…, with localhost in jobs\.webhookHosts$/) })
     const off = deliveries(r.url, clock, { settings: { ...SETTINGS, hosts: [] } }).webhooks
     await enqueue(off, 'growth', STATUS)
     await settled(off)

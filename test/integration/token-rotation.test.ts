@@ -187,6 +187,22 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     expect([tokenOf(a), tokenOf(c)]).toEqual([rolledOut, rolledOut])
   })
 
+  it('a replica started with a token file holding the PLATFORM_TOKEN a rotation replaced takes the rotation: the token, not where it is read from, is the configuration', async () => {
+    // A move from PLATFORM_TOKEN to a mounted file (a Secret made from the old .env) is no rollout.
+    const { first, a, next } = await rotatedReplica()
+    const dir = mkdtempSync(join(tmpdir(), 'rgw-rotation-'))
+    try {
+      const path = join(dir, 'token')
+      writeFileSync(path, first)
+      const moved = await replica({ PLATFORM_TOKEN_FILE: path, GATEWAY_SECRET })
+      expect(tokenOf(moved)).toBe(next)
+      expect(await stored()).toMatchObject({ fingerprint: fingerprint(next, GATEWAY_SECRET) })
+      expect(tokenOf(a)).toBe(next)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
   it('a replaced configuration written into the record without its seal is not taken: the rolled-out token still replaces the stored one', async () => {
     const { a } = await rotatedReplica()
     const rolledOut = sandbox.issueToken()

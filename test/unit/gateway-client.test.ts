@@ -363,6 +363,24 @@ describe('the typed client: errors', () => {
     expect(await rejection(clientWith(hangs).report('campaigns', WEEK, { timeoutMs: 20 }))).toMatchObject({ code: 'CLIENT_TIMEOUT' })
   })
 
+  it("says, in a page of another origin than the gateway's, that the browser hid the answer (no CORS headers): not a gateway out of reach", async () => {
+    // What Chromium's fetch rejects with when a preflight finds no access-control-allow-origin.
+    const blocked = async () => Promise.reject(new TypeError('Failed to fetch'))
+    const inPage = async (origin: string) => {
+      Object.defineProperty(globalThis, 'location', { value: { origin }, configurable: true })
+      try {
+        return (await rejection(clientWith(blocked).report('campaigns', WEEK))) as GatewayError
+      } finally {
+        Reflect.deleteProperty(globalThis, 'location')
+      }
+    }
+    const other = await inPage('http://127.0.0.1:5173')
+    expect(other).toMatchObject({ code: 'CLIENT_NETWORK', status: null })
+    expect(other.message).toMatch(/: no answer \(TypeError: Failed to fetch\); this page's origin, http:\/\/127\.0\.0\.1:5173, is not the gateway's \(http:\/\/127\.0\.0\.1:1\): the gateway sends no CORS headers, so the browser lets no page of another origin read its answers$/)
+    expect((await inPage(BASE)).message).toMatch(/: no answer \(TypeError: Failed to fetch\)$/)
+    expect(((await rejection(clientWith(blocked).report('campaigns', WEEK))) as Error).message).toMatch(/: no answer \(TypeError: Failed to fetch\)$/)
+  })
+
   it('does not wait out a retry-after that would end past its timeout: the 429 is the answer', async () => {
     const s = scripted(gw(429, 'GW_RATE_LIMITED', { 'retry-after': '2' }))
     const err = await rejection(clientWith(s.fetch, { timeoutMs: 1000 }).report('campaigns', WEEK))

@@ -121,6 +121,33 @@ describe('NetworkPolicy (networkPolicy)', () => {
     ])
   })
 
+  it("lets the gateway reach the teams' webhook receivers only when config.jobs.webhookHosts is set, by their pods or anywhere on their ports", () => {
+    // An in-cluster receiver on a port of its own: the platform's rule (443) does not reach it.
+    const hooks = { config: { jobs: { webhookHosts: ['hooks.dash.svc.cluster.local'] } } }
+    expect(egressTo(chart, 8080)).toEqual([])
+    expect(egressTo(render({ ...hooks, networkPolicy: { egress: { webhooks: { ports: [8080] } } } }), 8080)).toEqual([{ ports: [{ port: 8080, protocol: 'TCP' }] }])
+    expect(egressTo(render({ networkPolicy: { egress: { webhooks: { ports: [8080] } } } }), 8080)).toEqual([])
+    const bySelector = render({
+      ...hooks,
+      networkPolicy: { egress: { webhooks: { podLabels: { app: 'hooks' }, namespaceLabels: { 'kubernetes.io/metadata.name': 'dash' }, cidrs: ['198.51.100.0/24'], ports: [8080] } } },
+    })
+    expect(egressTo(bySelector, 8080)).toEqual([
+      {
+        ports: [{ port: 8080, protocol: 'TCP' }],
+        to: [
+          { podSelector: { matchLabels: { app: 'hooks' } }, namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'dash' } } },
+          { ipBlock: { cidr: '198.51.100.0/24' } },
+        ],
+      },
+    ])
+    // By default an https receiver, anywhere: its own rule, whatever the platform's CIDRs.
+    const narrowPlatform = render({ ...hooks, networkPolicy: { egress: { platform: { cidrs: ['203.0.113.0/24'] } } } })
+    expect(egressTo(narrowPlatform, 443)).toEqual([
+      { ports: [{ port: 443, protocol: 'TCP' }], to: [{ ipBlock: { cidr: '203.0.113.0/24' } }] },
+      { ports: [{ port: 443, protocol: 'TCP' }] },
+    ])
+  })
+
   it('appends extra egress rules as given', () => {
     const extra = { to: [{ ipBlock: { cidr: '198.51.100.0/24' } }], ports: [{ port: 443, protocol: 'TCP' }] }
     expect(policy(render({ networkPolicy: { egress: { extra: [extra] } } })).spec.egress.at(-1)).toEqual(extra)

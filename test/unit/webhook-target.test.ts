@@ -17,6 +17,15 @@ describe('webhook targets', () => {
     expect(webhookRefusal('gopher://hooks.example.org/x', ['hooks.example.org'], [])).toMatch(/only http and https/)
   })
 
+  it('says, of a platform on loopback (the sandbox on a laptop), how a receiver on the same machine is named', () => {
+    // The name is refused whatever the port; another name of the machine at another port is
+    // another service, which each attempt's socket check lets through.
+    expect(webhookRefusal('http://127.0.0.1:9000/hooks', ['127.0.0.1'], ['127.0.0.1'])).toMatch(/127\.0\.0\.1 is the platform's own host, .*; on the platform's own machine, name the receiver otherwise: http:\/\/localhost:<its port>\/…, with localhost in jobs\.webhookHosts$/)
+    expect(webhookRefusal('http://localhost:9000/hooks', ['localhost'], ['localhost'])).toMatch(/; on the platform's own machine, name the receiver otherwise: http:\/\/127\.0\.0\.1:<its port>\/…, with 127\.0\.0\.1 in jobs\.webhookHosts$/)
+    expect(webhookRefusal('http://[::1]:9000/hooks', ['[::1]'], ['[::1]'])).toMatch(/name the receiver otherwise: http:\/\/localhost:<its port>\/…/)
+    expect(webhookRefusal('https://platform.internal/x', ['platform.internal'], ['platform.internal'])).toMatch(/; point the webhook at a receiver on another host$/)
+  })
+
   it('knows the platform\'s sockets by address and port, an IPv4 address in its IPv6-mapped spelling too', async () => {
     const isPlatform = await platformSockets(['https://platform.internal', 'http://127.0.0.1:8080'], resolve)
     expect(isPlatform('10.0.0.7', 443)).toBe(true)

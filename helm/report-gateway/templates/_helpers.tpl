@@ -207,6 +207,11 @@ namespace and the job the ServiceMonitor gives (the admin Service's name).
 {{- with .Values.config.platform }}{{ .baseUrl }}{{ end }}
 {{- end }}
 
+{{/* Non-empty when `config` lets teams' webhooks push to some hosts (jobs.webhookHosts): their receivers then need egress. */}}
+{{- define "report-gateway.usesWebhooks" -}}
+{{- with .Values.config.jobs }}{{ if .webhookHosts }}true{{ end }}{{ end }}
+{{- end }}
+
 {{/* Non-empty when `config` names Redis Sentinels (their ports then need egress too). */}}
 {{- define "report-gateway.usesSentinels" -}}
 {{- with .Values.config.redis }}{{ if .sentinels }}true{{ end }}{{ end }}
@@ -235,3 +240,33 @@ keeps ',' and '=' out of both).
 {{- $first = false -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+One egress rule of the NetworkPolicy to peers given as podLabels (in the namespaces of
+namespaceLabels, the release's when empty) and cidrs, on ports; with no peer at all, any
+address on the ports. Its context is the peers' values (networkPolicy.egress.collector, .webhooks).
+*/}}
+{{- define "report-gateway.egressPeers" -}}
+- ports:
+    {{- range .ports }}
+    - port: {{ . }}
+      protocol: TCP
+    {{- end }}
+  {{- if or .podLabels .namespaceLabels .cidrs }}
+  to:
+    {{- if or .podLabels .namespaceLabels }}
+    - podSelector:
+        matchLabels:
+          {{- toYaml .podLabels | nindent 10 }}
+      {{- with .namespaceLabels }}
+      namespaceSelector:
+        matchLabels:
+          {{- toYaml . | nindent 10 }}
+      {{- end }}
+    {{- end }}
+    {{- range .cidrs }}
+    - ipBlock:
+        cidr: {{ . | quote }}
+    {{- end }}
+  {{- end }}
+{{- end }}

@@ -59,7 +59,8 @@ type _EveryCodeListed = Holds<[Exclude<GatewayErrorCode, (typeof GATEWAY_ERROR_C
 
 /**
  * The codes of failures the gateway's contract does not name:
- * - `CLIENT_NETWORK`: no answer at all (refused, reset, DNS, TLS);
+ * - `CLIENT_NETWORK`: no answer at all (refused, reset, DNS, TLS; in a page of another
+ *   origin, the browser keeping the answer: the gateway sends no CORS headers);
  * - `CLIENT_REDIRECT`: a redirect (a 3xx other than 304: the platform's, which the gateway
  *   passes on, or a proxy's in front of the gateway), never followed, so that the key goes
  *   nowhere else: `status` and `location` say where it leads;

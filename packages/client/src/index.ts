@@ -474,10 +474,23 @@ async function whole(sent: Promise<Response>, request: Request, caller: AbortSig
   } catch (err) {
     if (caller.aborted || timer.aborted || err instanceof GatewayError) throw err
     const why = err instanceof Error && err.cause instanceof Error ? err.cause.message : String(err)
-    throw new GatewayError('CLIENT_NETWORK', `${request.method} ${request.url}: no answer (${why})`, { cause: err })
+    throw new GatewayError('CLIENT_NETWORK', `${request.method} ${request.url}: no answer (${why})${crossOrigin(request.url)}`, { cause: err })
   } finally {
     ended.release()
   }
+}
+
+/**
+ * In a page whose origin is not the gateway's, what a failed fetch may be besides a
+ * gateway out of reach: the gateway sends no CORS headers, and a browser reports the
+ * answers it keeps from such a page as a network failure (its preflight was answered).
+ * Empty outside a page (Node), and in a page of the gateway's own origin.
+ */
+function crossOrigin(url: string): string {
+  const page = (globalThis as { location?: { origin?: unknown } }).location?.origin
+  const gateway = new URL(url).origin
+  if (typeof page !== 'string' || page === 'null' || page === gateway) return ''
+  return `; this page's origin, ${page}, is not the gateway's (${gateway}): the gateway sends no CORS headers, so the browser lets no page of another origin read its answers`
 }
 
 /** A promise that rejects with the reason of the first of `signals` to abort; `release` stops listening. */

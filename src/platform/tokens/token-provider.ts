@@ -503,6 +503,23 @@ function sameLoginBase(stored: string, configured: string): boolean {
   return stored === configured || stored === 'login'
 }
 
+/**
+ * Whether two configurations' bases (configuredBase, a stored record's `base` or
+ * `replaced`) name one configuration. A static token and a token file give the same token
+ * when their digests agree (a Secret file made from a host's PLATFORM_TOKEN): one
+ * configuration, whatever the token is read from. The bases keep their prefixes as
+ * stored, so that records of earlier builds compare alike.
+ */
+export function sameConfiguration(a: string, b: string): boolean {
+  return a === b || (tokenDigest(a) ?? a) === (tokenDigest(b) ?? b)
+}
+
+/** The token's digest of a static token's or a token file's base; null for another base. */
+function tokenDigest(base: string): string | null {
+  const match = /^(?:static|file):([0-9a-f]{12})$/.exec(base)
+  return match ? match[1]! : null
+}
+
 /** The digest configuredBase names a configuration by: 12 hex digits of its SHA-256. */
 function baseDigest(text: string): string {
   return sha256Hex(text).slice(0, 12)

@@ -5,7 +5,7 @@ import type { Config } from '../../config.js'
 import type { RedisBreaker } from '../../redis/breaker.js'
 import type { RedisBus } from '../../redis/bus.js'
 import type { RedisClient } from '../../redis/client.js'
-import type { SharedToken, TokenOrigin, TokenProvider, TokenState } from './token-provider.js'
+import { sameConfiguration, type SharedToken, type TokenOrigin, type TokenProvider, type TokenState } from './token-provider.js'
 import type { TokenRegistry } from './token-registry.js'
 import { compareRank } from './token-order.js'
 import type { Clock, Timer } from '../../clock.js'
@@ -312,7 +312,7 @@ export class TokenStore implements TokenShares {
     if (stored && stored.state.token === current.token && compareRank(stored.state, current) === 0) return
     // A configuration the stored token's changes replaced (a host's .env not yet updated)
     // is no rollout: the stored token stays, on this replica too.
-    if (stored && !provider.hasLogin && (stored.base === provider.configuredBase || stored.replaced.includes(provider.configuredBase))) {
+    if (stored && !provider.hasLogin && [stored.base, ...stored.replaced].some((base) => sameConfiguration(base, provider.configuredBase))) {
       this.#replacedKnown.set(provider.name, stored.replaced)
       provider.adopt(stored.state, true)
       return
@@ -391,7 +391,7 @@ export class TokenStore implements TokenShares {
   #outranksStart(provider: TokenProvider, stored: SharedToken): boolean {
     const current = provider.current()
     if (!current || provider.hasLogin || stored.state.origin.reason !== 'start' || stored.state.token === current.token) return false
-    return stored.base === provider.configuredBase || (this.#replacedKnown.get(provider.name) ?? []).includes(stored.base)
+    return [provider.configuredBase, ...(this.#replacedKnown.get(provider.name) ?? [])].some((base) => sameConfiguration(base, stored.base))
   }
 
   /** This replica's token stored again, ranked just above `stored` (the start of a configuration it replaced). */
@@ -422,7 +422,7 @@ export class TokenStore implements TokenShares {
     const stored = read === ABSENT ? null : read?.shared
     if (!stored) return []
     const own = provider.configuredBase
-    const replaced = [...stored.replaced.filter((base) => base !== stored.base), stored.base].filter((base, i, all) => base !== own && all.indexOf(base) === i)
+    const replaced = [...stored.replaced.filter((base) => base !== stored.base), stored.base].filter((base, i, all) => !sameConfiguration(base, own) && all.indexOf(base) === i)
     return replaced.slice(-REPLACED_KEPT)
   }
 
