@@ -131,15 +131,15 @@ export class Conditions {
     return NONE
   }
 
-  /** Waits the configured latency and `extraMs`; false when the sandbox closed meanwhile. */
-  async delay(extraMs = 0): Promise<boolean> {
+  /** Waits the configured latency and `extraMs`: the milliseconds waited out, or null when the sandbox closed meanwhile. */
+  async delay(extraMs = 0): Promise<number | null> {
     const ms = this.#latencyMs + Math.random() * (this.#latencyMaxMs - this.#latencyMs) + extraMs
-    if (ms === 0) return true
+    if (ms === 0) return 0
     try {
       await sleep(ms, undefined, { signal: this.#closing.signal })
-      return true
+      return ms
     } catch {
-      return false
+      return null
     }
   }
 

@@ -17,6 +17,7 @@ export function startRecord(request: FastifyRequest): SandboxRequestRecord {
     body: '',
     accounts: [],
     at: Date.now(),
+    waitedMs: null,
   }
   records.set(request.raw, record)
   return record

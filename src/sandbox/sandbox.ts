@@ -16,7 +16,7 @@ import { registerPlatformRoutes } from './platform-routes.js'
 import { reportRoutes } from './report-routes.js'
 import { sendJson, sendNotFound, sendRedirect } from './replies.js'
 import type { SandboxState } from './state.js'
-import { keepBody, startRecord } from './request-records.js'
+import { keepBody, recordOf, startRecord } from './request-records.js'
 import { IssuedTokens } from './tokens.js'
 import { ThrottleCounts } from './throttle-counts.js'
 import type { GarbledBody, Sandbox, SandboxOptions } from './types.js'
@@ -195,11 +195,14 @@ async function simulateConditions(state: SandboxState, request: FastifyRequest, 
   const release = await conditions.worker()
   if (reply.raw.closed || reply.raw.destroyed) release()
   else reply.raw.once('close', release)
-  if (!(await conditions.delay(conditions.workMs(reportDays(request))))) {
+  const waited = await conditions.delay(conditions.workMs(reportDays(request)))
+  if (waited === null) {
     reply.hijack()
     socket.destroy()
     return reply
   }
+  const record = recordOf(request)
+  if (record !== undefined) record.waitedMs = waited
   const failure = conditions.takeFailure(request.url.split('?', 1)[0])
   switch (failure.kind) {
     case 'none':

@@ -82,6 +82,11 @@ export interface SandboxRequestRecord {
   accounts: number[]
   /** Epoch milliseconds. */
   at: number
+  /**
+   * The latency and work (setLatency, setCapacity's perDayMs) the sandbox waited out
+   * before it answered an /api/v1 request; null until that wait ends, and for any other request.
+   */
+  waitedMs: number | null
 }
 
 /**

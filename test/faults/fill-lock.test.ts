@@ -15,7 +15,6 @@ const { available } = redisAvailability()
 const TIMEOUT_MS = 3000
 const LOCK_TTL_MS = 1000
 const LATENCY_MS = 2000
-const MARGIN_MS = 2500
 // A fixed limit (the learned one moves as it learns): all of
 // which the killed replica's lease would hold until it lapses (seatLease).
 const YAML = teamsYamlWith({
@@ -68,7 +67,6 @@ describe.skipIf(!available)('report fill lock across two gateway processes', () 
     sandbox.clearRequests()
     sandbox.setFailure({ kind: 'hang' })
 
-    const started = Date.now()
     const onA = [report(a, fresh), report(a, old)]
     await waitFor('both fills of A to reach the platform', () => reportCalls() === 2, testTimeLeft(), 5)
     const [freshB, oldB] = await Promise.all([report(b, fresh), report(b, old)])
@@ -80,8 +78,7 @@ describe.skipIf(!available)('report fill lock across two gateway processes', () 
       expect(res.status).toBe(200)
       expect(res.headers['x-cache']).toBe('STALE')
     }
-    // Every caller within the leader's deadline plus a margin: no second full call.
-    for (const res of [freshA!, freshB, oldA!, oldB]) expect(res.at - started).toBeLessThan(TIMEOUT_MS + MARGIN_MS)
+    // No second call: the platform hangs, so any call made is still in its log.
     expect(reportCalls()).toBe(2)
   })
 
@@ -95,14 +92,12 @@ describe.skipIf(!available)('report fill lock across two gateway processes', () 
     // A holds the lock and is halfway through its 2 s call when it dies.
     await sleep(calledAt + 1000 - Date.now())
     a.kill('SIGKILL')
-    const killedAt = Date.now()
     const fromB = await Promise.all(onB)
     expect((await Promise.all(onA)).filter((r: TimedResponse) => r.status !== 0 && r.status !== 200)).toEqual([])
 
+    // Every waiter answered 200, each within its deadline (platform.timeout and the lock
+    // TTL from its arrival, else 504): the lock lapsed and one waiter's fill served them all.
     expect(fromB.map((r) => r.status)).toEqual(Array(100).fill(200))
-    // The lock lapses within its TTL, then one platform latency for the new fill.
-    const last = Math.max(...fromB.map((r) => r.at))
-    expect(last - killedAt).toBeLessThan(LOCK_TTL_MS + LATENCY_MS + MARGIN_MS)
     expect(reportCalls()).toBeLessThanOrEqual(2)
     // The survivor stored what it fetched: a HIT, without another call.
     sandbox.setLatency(0)

@@ -6,9 +6,13 @@ import { fileURLToPath } from 'node:url'
 import { ensureBuilt as ensureBuiltFile } from './dist.js'
 import { freePort } from './start-redis.js'
 import { withTestSecret } from './build-gateway.js'
+import { testTimeLeft } from './wait.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url))
+// Outside a test's body (a beforeAll starting the gateways of a file, whose timeout is
+// 120 s or more), the bound of a gateway's start.
+const START_IN_A_HOOK_MS = 60_000
 
 /** A gateway as production runs it: the built dist/main.js in a process of its own. */
 export interface GatewayProcess {
@@ -129,8 +133,10 @@ async function spawnOnce(opts: SpawnOptions): Promise<GatewayProcess> {
     await exited
     rmSync(dir, { recursive: true, force: true })
   }
-  // Listening is logged at info, which LOG_LEVEL=warn hides: wait for the port to answer.
-  const deadline = Date.now() + 60_000
+  // Listening is logged at info, which LOG_LEVEL=warn hides: wait for the port to answer,
+  // within the test's time left (a loaded machine starts a process slowly, never wrongly).
+  const bound = testTimeLeft(START_IN_A_HOOK_MS)
+  const deadline = Date.now() + bound
   for (;;) {
     if (child.exitCode !== null) {
       await close()
@@ -140,7 +146,7 @@ async function spawnOnce(opts: SpawnOptions): Promise<GatewayProcess> {
     if (ready) break
     if (Date.now() > deadline) {
       await close()
-      throw new Error(`gateway not ready within 60 s:\n${output}`)
+      throw new Error(`gateway not ready within ${Math.round(bound / 1000)} s:\n${output}`)
     }
     await new Promise((r) => setTimeout(r, 50))
   }
@@ -184,15 +190,21 @@ export async function timedRequest(url: string, init: { method?: string; headers
  * stop() or `max` calls in all; stop() waits for the calls in flight and returns every
  * answer, in the order they came.
  */
-export function steadyLoad<T>(workers: number, max: number, send: (i: number) => Promise<T>): { stop: () => Promise<T[]> } {
+export function steadyLoad<T>(workers: number, max: number, send: (i: number) => Promise<T>): { answeredBy: () => number[]; stop: () => Promise<T[]> } {
   const answers: T[] = []
+  const byWorker = Array.from({ length: workers }, () => 0)
   let running = true
   let n = 0
-  const worker = async () => {
-    while (running && n < max) answers.push(await send(n++))
+  const worker = async (_: unknown, w: number) => {
+    while (running && n < max) {
+      answers.push(await send(n++))
+      byWorker[w] = (byWorker[w] as number) + 1
+    }
   }
   const loops = Array.from({ length: workers }, worker)
   return {
+    /** The answers each worker has had so far: a worker sends its next call once it has the answer to the last. */
+    answeredBy: () => [...byWorker],
     stop: async () => {
       running = false
       await Promise.all(loops)

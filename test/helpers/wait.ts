@@ -15,12 +15,22 @@ const OUTSIDE_A_TEST_MS = 15_000
  * `timeout`, counted from its body's start as vitest counts it: body-timed-runner.ts stamps
  * it), less the margin: the only bound a wait for a condition has. A loaded machine makes
  * a condition come later, never wrong; a bound of its own would fail it for that.
+ * Outside a test's body, `outsideMs`: what the hook that waits leaves a wait.
  */
-export function testTimeLeft(): number {
+export function testTimeLeft(outsideMs = OUTSIDE_A_TEST_MS): number {
   const test = TestRunner.getCurrentTest()
   const started = test?.meta.bodyStartedAt
-  if (!test?.timeout || started === undefined) return OUTSIDE_A_TEST_MS
-  return Math.max(0, started + test.timeout - NAMING_MARGIN_MS - Date.now())
+  if (!test?.timeout || started === undefined) return outsideMs
+  return timeLeftOf(started, test.timeout)
+}
+
+/**
+ * What is left, less the margin, of a timeout of `timeoutMs` counted from `startedAt`
+ * (Date.now()): the bound of a wait in a hook with a timeout of its own, stamped by the
+ * hook when it starts (no public API says when a hook started).
+ */
+export function timeLeftOf(startedAt: number, timeoutMs: number): number {
+  return Math.max(0, startedAt + timeoutMs - NAMING_MARGIN_MS - Date.now())
 }
 
 /**

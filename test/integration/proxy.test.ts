@@ -507,8 +507,12 @@ describe('platform failures on a non-report call', () => {
   })
 
   it('serves normally again after a failure', async () => {
-    sandbox.setFailure({ kind: 'reset', times: 3 })
-    await call('POST', '/api/v1/campaign/get', { json: {} })
+    // The failure ends once the first call failed: how many of the resets that call used up
+    // (its read retries) depends on the time its deadline left for them.
+    sandbox.setFailure({ kind: 'reset' })
+    // 502, or 504 when the deadline comes during a retry.
+    expect([502, 504]).toContain((await call('POST', '/api/v1/campaign/get', { json: {} })).statusCode)
+    sandbox.setFailure({ kind: 'none' })
     const res = await call('POST', '/api/v1/campaign/get', { json: {} })
     expect(res.statusCode).toBe(200)
   })

@@ -54,21 +54,20 @@ function start(env: Record<string, string>): Run {
 /** A start that must stop: its exit code and every line it printed. */
 async function refused(env: Record<string, string>): Promise<{ code: number | null; lines: string[] }> {
   const run = start(env)
-  const timer = setTimeout(() => run.child.kill('SIGKILL'), 15_000)
+  // Killed, if it has not stopped, as the test's time runs out: its lines then say where it was.
+  const timer = setTimeout(() => run.child.kill('SIGKILL'), testTimeLeft())
   const code = await run.exit
   clearTimeout(timer)
   return { code, lines: run.output().split('\n').filter(Boolean) }
 }
 
-async function waitForLine(run: Run, pattern: RegExp, ms = 15_000): Promise<string> {
-  const deadline = Date.now() + ms
-  while (Date.now() < deadline) {
-    const line = run.output().split('\n').find((l) => pattern.test(l))
-    if (line) return line
-    if (run.child.exitCode !== null) break
-    await new Promise((r) => setTimeout(r, 25))
-  }
-  throw new Error(`no line matching ${pattern}:\n${run.output()}`)
+/** The first line of `run` matching `pattern`, waited for while it runs (the test's time left). */
+async function waitForLine(run: Run, pattern: RegExp): Promise<string> {
+  const line = () => run.output().split('\n').find((l) => pattern.test(l))
+  await waitFor(() => `a line matching ${pattern}:\n${run.output()}`, () => line() !== undefined || run.child.exitCode !== null, testTimeLeft(), 25)
+  const found = line()
+  if (found === undefined) throw new Error(`no line matching ${pattern}, the start exited (${run.child.exitCode}):\n${run.output()}`)
+  return found
 }
 
 /** A start on the sandbox with a token it accepts, on loopback and free ports, with `env` besides. */

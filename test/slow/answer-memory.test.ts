@@ -10,7 +10,7 @@ import { KEYS, REPORT_PATH, TEAMS_YAML } from '../helpers/build-gateway.js'
 import { spawnProbedGateway, type GatewayMemory, type ProbedGateway } from '../helpers/gateway-memory.js'
 import { opensslAvailable, privateCa } from '../helpers/private-ca.js'
 import { startTlsFront, type TlsFront } from '../helpers/tls-front.js'
-import { waitFor } from '../helpers/wait.js'
+import { timeLeftOf, waitFor } from '../helpers/wait.js'
 
 // Memory with the chart's defaults (helm/report-gateway: `config: {}`, the image's
 // memory settings, a 512Mi memory limit): the built gateway in a process of its own, its
@@ -32,6 +32,9 @@ const READERS = 100
 const REPORT_BYTES = 50 * MiB
 const READ_BYTES_PER_S = 16_000
 const WAVE = 10
+// The setup's own timeout: the waves of slow readers take minutes on a busy machine. Its waits
+// take what is left of it as their bound (timeLeftOf), as a test's take testTimeLeft().
+const SETUP_TIMEOUT_MS = 420_000
 /** The defaults the chart keeps (config/default.yaml): platform.bufferTotalBytes, cache.l1MaxBytes. */
 const BUDGET = 128 * MiB
 const L1 = 64 * MiB
@@ -114,6 +117,7 @@ describe.runIf(process.platform === 'linux').each(SCHEMES)('memory with the char
   let held: GatewayMemory | null = null
 
   beforeAll(async () => {
+    const started = Date.now()
     sandbox = await startSandbox()
     const tls: Record<string, string> = {}
     if (scheme === 'https') {
@@ -147,7 +151,7 @@ describe.runIf(process.platform === 'linux').each(SCHEMES)('memory with the char
     try {
       for (let i = 0; i < READERS; i++) {
         callers.push(readers.open(gw.port, reportUrl(i, 10)))
-        if (callers.length % WAVE === 0) await waitFor(`callers ${callers.length - WAVE + 1}-${callers.length} answered`, () => callers.every((c) => c.status() !== null), 120_000, 100)
+        if (callers.length % WAVE === 0) await waitFor(`callers ${callers.length - WAVE + 1}-${callers.length} answered`, () => callers.every((c) => c.status() !== null), timeLeftOf(started, SETUP_TIMEOUT_MS), 100)
       }
       // The readers answered 200 go on reading: their answers are held as they read. On a
       // busy machine the waves take minutes, and the first served readers may have read
@@ -156,7 +160,7 @@ describe.runIf(process.platform === 'linux').each(SCHEMES)('memory with the char
       const read = served.map((c) => c.got())
       const readOn = (c: SlowCaller, i: number) => c.got() > (read[i] as number) + 4 * READ_BYTES_PER_S || c.got() >= REPORT_BYTES
       const reading = () => `the served callers reading on or done (bytes read before, now: ${served.map((c, i) => `${read[i]}, ${c.got()}`).join('; ')}; the gateway said:\n${gw.output().split('\n').filter((l) => l.includes('cut off')).slice(-10).join('\n')})`
-      await waitFor(reading, () => served.every(readOn), 60_000, 200)
+      await waitFor(reading, () => served.every(readOn), timeLeftOf(started, SETUP_TIMEOUT_MS), 200)
       metrics = await scrape()
       peak = peakRss(pid)
       held = await gw.memory()
@@ -174,7 +178,7 @@ describe.runIf(process.platform === 'linux').each(SCHEMES)('memory with the char
         `  answers held: at most ${(mostHeld / MiB).toFixed(1)} MiB seen (platform.bufferTotalBytes 128 MiB); refused: ${metric(metrics, 'gateway_answer_budget_refusals_total')}`,
       ].join('\n'),
     )
-  }, 420_000)
+  }, SETUP_TIMEOUT_MS)
 
   afterAll(async () => {
     await readers.close()

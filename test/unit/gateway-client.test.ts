@@ -4,7 +4,7 @@
  * test/integration/typed-client.test.ts runs it against a real gateway.
  */
 import { answerError, createGatewayClient, factsOf, GatewayError, platformUsageOf, retryAfterSeconds, type GatewayClientOptions, type NotModifiedAnswer, type ReportAnswer, type ReportRow } from '@report-gateway/client'
-import { describe, expect, expectTypeOf, it } from 'vitest'
+import { describe, expect, expectTypeOf, it, vi } from 'vitest'
 import { inTimeZone } from '../helpers/time-zone.js'
 
 const BASE = 'http://127.0.0.1:1'
@@ -356,10 +356,19 @@ describe('the typed client: errors', () => {
 
     // A fetch that never answers but honours its signal, as fetch does.
     const hangs = (request: Request) => new Promise<Response>((_resolve, reject) => request.signal.addEventListener('abort', () => reject(request.signal.reason)))
-    const started = performance.now()
-    const slow = await rejection(clientWith(hangs, { timeoutMs: 50 }).call('GET', '/api/v1/campaign/list'))
-    expect(slow).toMatchObject({ name: 'GatewayError', code: 'CLIENT_TIMEOUT', status: null })
-    expect(performance.now() - started).toBeGreaterThanOrEqual(49)
+    // On a fake clock: still waiting 1 ms before its timeout, ended at it.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] })
+    try {
+      let ended = false
+      const slow = rejection(clientWith(hangs, { timeoutMs: 50 }).call('GET', '/api/v1/campaign/list')).finally(() => (ended = true))
+      await vi.advanceTimersByTimeAsync(49)
+      expect(ended).toBe(false)
+      await vi.advanceTimersByTimeAsync(1)
+      expect(ended).toBe(true)
+      expect(await slow).toMatchObject({ name: 'GatewayError', code: 'CLIENT_TIMEOUT', status: null })
+    } finally {
+      vi.useRealTimers()
+    }
     expect(await rejection(clientWith(hangs).report('campaigns', WEEK, { timeoutMs: 20 }))).toMatchObject({ code: 'CLIENT_TIMEOUT' })
   })
 
