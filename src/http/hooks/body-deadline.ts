@@ -37,12 +37,14 @@ export function bodyDeadlines(app: FastifyInstance, timeoutMs: number): void {
 
 // The caller gets its 408 if nothing was answered yet; either way the connection is
 // closed once the answer is out: what is left of the body would be read as the next request.
+// A request destroyed before its body ended destroys its socket (Node's IncomingMessage);
+// an injected request has no socket to close, and is ended alone.
 function cutOff(request: FastifyRequest, reply: FastifyReply): void {
-  const socket = request.raw.socket
+  const raw = request.raw
   if (reply.sent || reply.raw.headersSent) {
-    socket.destroy()
+    raw.destroy()
     return
   }
-  reply.raw.once('finish', () => socket.destroy())
+  reply.raw.once('finish', () => raw.destroy())
   reply.header('connection', 'close').send(new RequestTimeoutError())
 }
