@@ -42,7 +42,7 @@ export function sweepSuite(fileUrl: string): void {
   const whole = only !== null || record
   const all = only === null ? Array.from({ length: runs }, (_, i) => first + i) : [only]
   const seeds = whole ? (index === 0 ? all : []) : shareOf(all, index, files.length)
-  // A second a seed at most (a seed takes about 0.17 s of CPU; a loaded machine gives less than a core).
+  // Ten minutes, or a second a seed past 600 seeds: a seed takes about 0.85 s of CPU (SIM_RUNS=20: 25 s with the start), so a file of 100 seeds has about seven times its CPU.
   const timeoutMs = Math.max(600_000, seeds.length * 1_000)
   const range = `${first}–${first + runs - 1}`
   const name = only !== null
