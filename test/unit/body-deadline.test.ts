@@ -14,7 +14,7 @@ async function refusingServer() {
   })
   app.post('/', async () => ({}))
   await app.ready()
-  return Object.assign(app, { requests })
+  return { app, requests }
 }
 const refused = { method: 'POST' as const, url: '/', headers: { 'content-type': 'application/json' }, payload: '{"a":1}' }
 
@@ -25,20 +25,20 @@ describe('body deadlines', () => {
 
   it('cuts off a body that has not arrived within its time while the listener is open', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
-    const app = await refusingServer()
+    const { app, requests } = await refusingServer()
     const res = await app.inject(refused)
     expect(res.statusCode).toBe(401)
-    expect(app.requests.map((r) => r.destroyed)).toEqual([false])
+    expect(requests.map((r) => r.destroyed)).toEqual([false])
     vi.advanceTimersByTime(999)
-    expect(app.requests.map((r) => r.destroyed)).toEqual([false])
+    expect(requests.map((r) => r.destroyed)).toEqual([false])
     vi.advanceTimersByTime(1)
-    expect(app.requests.map((r) => r.destroyed)).toEqual([true])
+    expect(requests.map((r) => r.destroyed)).toEqual([true])
     await app.close()
   })
 
   it('drops the deadlines still pending when the listener closes', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
-    const app = await refusingServer()
+    const { app } = await refusingServer()
     const res = await app.inject(refused)
     expect(res.statusCode).toBe(401)
     await app.close()
