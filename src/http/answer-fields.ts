@@ -45,8 +45,8 @@ export function setAnswerFields(reply: FastifyReply, own: AnswerFields): void {
 
 /**
  * Sets a report answer's facts on an answer the router writes (a report passed through
- * uncached). An answer that holds no report's figures (`figures` false: a redirect) says
- * what its call cost and nothing of a finality it does not have.
+ * uncached). An answer that holds no report's figures (`figures` false: a redirect, the
+ * platform's refusal) says what its call cost and nothing of a finality it does not have.
  */
 export function setReportFacts(reply: FastifyReply, report: ReportFacts | undefined, figures = true): void {
   if (!report) return

@@ -80,8 +80,6 @@ export function proxyHandler(
       }
       body = caller.stream
     }
-    caller.platformCalls += 1
-    usage.platformCall(caller.team.name)
     const started = performance.now()
     const read = isRead(request.method, caller.target.path)
     const spent = { ms: 0 }
@@ -97,6 +95,13 @@ export function proxyHandler(
       // Its key removed while its body came or it waited for a seat: nothing is sent (401).
       admitted: () => admission.stillAdmitted(caller),
       spent,
+      // One platform call for the team, counted once it is sent (a read sent again is still one):
+      // a call refused before it (its key removed, its wait ended, no seat) reached no platform.
+      sending: () => {
+        if (caller.platformCalls > 0) return
+        caller.platformCalls = 1
+        usage.platformCall(caller.team.name)
+      },
       ...(trace ? { trace } : {}),
     }).finally(() => usage.platformSpent(caller.team.name, spent.ms))
     caller.upstreamMs = performance.now() - started

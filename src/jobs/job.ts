@@ -1,3 +1,4 @@
+import { holdsFigures } from '../reports/finality.js'
 import type { CanonicalReport } from '../reports/report-query.js'
 import type { Forward } from '../reports/report-cache.js'
 import { claim, extended, holds, released, type Leased, type Run } from './lease.js'
@@ -218,11 +219,25 @@ export function stateAt(job: Job, now: number): JobState {
 /**
  * The instant `job`'s finality is judged at (finality.ts), in its status, its webhook push
  * and its result alike: when its result's figures were fetched, which may be before it
- * ended (a copy filled before it ran); when it ended, for a job that kept none; now while
- * it is open, as a read now would fetch them.
+ * ended (a copy filled before it ran); when it ended, in a record that says no fetch (the
+ * release before's); now while it is open, as a read now would fetch them. A result that
+ * holds no figures says none (resultHoldsFigures).
  */
 export function figuresAt(job: Job, now: number): number {
   return job.fetchedAt ?? job.endedAt ?? now
+}
+
+/**
+ * Whether `job`'s result holds a report's figures, so that its status says their finality
+ * as its result's headers do: open (a read now would fetch them), or done with a report or
+ * a 2xx the platform answered. A failure (its own, or the platform's refusal kept) and a
+ * redirect kept hold none.
+ */
+export function resultHoldsFigures(job: Job): boolean {
+  if (job.state === 'failed') return false
+  if (job.state !== 'done') return true
+  const kept = keptAnswer(job)
+  return kept === null || holdsFigures(kept.answer.status)
 }
 
 /** When its record goes: an hour after its result expired; never while it is open. */
@@ -258,8 +273,9 @@ export interface JobStatus {
   error: { code: string; message: string; statusCode: number } | null
   expiresAt: string | null
   result: string | null
-  settledThrough: string
-  provisionalDays: string
+  /** Null once it ended with a result that holds no figures (resultHoldsFigures). */
+  settledThrough: string | null
+  provisionalDays: string | null
 }
 
 /** What a report answer's `report-settled-through` and `report-provisional-days` say. */
@@ -268,8 +284,11 @@ export interface JobFinality {
   provisionalDays: string
 }
 
+const NO_FINALITY = { settledThrough: null, provisionalDays: null }
+
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString())
 
+/** The status of `job` at `now`; `finality`, that of its figures' fetch (figuresAt), said while its result holds figures. */
 export function jobStatus(job: Job, place: number | null, now: number, finality: JobFinality): JobStatus {
   const state = stateAt(job, now)
   return {
@@ -285,6 +304,6 @@ export function jobStatus(job: Job, place: number | null, now: number, finality:
     expiresAt: iso(job.expiresAt),
     // Once ended, done or failed, its result is there to read: the report, or why it failed.
     result: state === 'done' || state === 'failed' ? `/api/v1/jobs/${job.id}/result` : null,
-    ...finality,
+    ...(resultHoldsFigures(job) ? finality : NO_FINALITY),
   }
 }

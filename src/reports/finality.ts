@@ -28,6 +28,15 @@ export function finalityOf(dateFrom: string, dateTo: string, fetchedAt: number, 
   return { settledThrough: dayText(settled), provisional: to <= settled ? null : `${dayText(Math.max(from, settled + 1))}/${dateTo}` }
 }
 
+/**
+ * Whether an answer of `status` holds a report's figures, and so says their finality: a
+ * 2xx. A 3xx is a redirect (its location alone reaches the caller), a 4xx or 5xx a
+ * refusal or a failure; each says what its call cost, not a finality it does not have.
+ */
+export function holdsFigures(status: number): boolean {
+  return status >= 200 && status < 300
+}
+
 /** What a report answer's `report-settled-through` and `report-provisional-days` say (`none`: no day provisional). */
 export function finalityFields(dateFrom: string, dateTo: string, fetchedAt: number, policy: Pick<TtlPolicy, 'settledAfterDays' | 'timeZone'>): { settledThrough: string; provisionalDays: string } {
   const f = finalityOf(dateFrom, dateTo, fetchedAt, policy)

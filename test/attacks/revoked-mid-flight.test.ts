@@ -64,6 +64,11 @@ describe('a key revoked while its call is under way', () => {
   const reportCalls = () => sandbox.requests.filter((r) => r.path === REPORT_PATH).length
   /** The platform calls counted for `team` (its usage). */
   const teamCalls = async (gw: TestGateway, team: string) => Number(new RegExp(`gateway_team_platform_calls_total\\{team="${team}"\\} (\\d+)`).exec(await metrics(gw))?.[1] ?? 0)
+  /** The team's `platformCalls` today, as `GET /admin/usage` says them. */
+  const usageCalls = async (gw: TestGateway, team: string) => {
+    const res = await gw.admin.inject({ method: 'GET', url: `/admin/usage?team=${team}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    return (res.json() as { usage: { platformCalls: number }[] }).usage.reduce((n, row) => n + row.platformCalls, 0)
+  }
   /** The answer is the refusal a new call would get (401 for a key removed, 403 for an account out of scope), without the report. */
   async function refusedAsRevoked(res: Response, [status, code]: readonly [number, string] = [401, 'GW_UNAUTHORIZED']): Promise<void> {
     const body = await res.text()
@@ -236,6 +241,8 @@ describe('a key revoked while its call is under way', () => {
     expect((await holding).status).toBe(200)
     await refusedAsRevoked(await write)
     expect(sandbox.requests.filter((r) => r.path === CREATE)).toEqual([])
+    // Nothing reached the platform: no platform call is counted for the writer.
+    expect(await teamCalls(gw, 'writer')).toBe(0)
   })
 
   it('a read refused once it has its seat (its key removed while it waited) gives the seat back at once: the team behind it is sent then, not after the kind\'s expected time', async () => {
@@ -256,6 +263,9 @@ describe('a key revoked while its call is under way', () => {
     // Nothing was sent for the writer: its seat is free, and its team charged no seat-time.
     expect([seatsOf(gw).running('writer'), seatsOf(gw).seatSeconds('writer')]).toEqual([0, 0])
     expect((await behind).status).toBe(200)
+    // Nor is a platform call counted for it, in its team's usage or its metric.
+    expect([await teamCalls(gw, 'writer'), await teamCalls(gw, 'all')]).toEqual([0, 1])
+    expect(await usageCalls(gw, 'writer')).toBe(0)
     expect(sandbox.requests.filter((r) => r.path === '/api/v1/campaign/get')).toHaveLength(2)
   })
 

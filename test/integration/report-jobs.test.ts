@@ -26,8 +26,8 @@ interface Status {
   expiresAt: string | null
   error: { code: string; message: string; statusCode?: number } | null
   result: string | null
-  settledThrough: string
-  provisionalDays: string
+  settledThrough: string | null
+  provisionalDays: string | null
 }
 
 describe('report jobs (demo mode, no Redis)', () => {
@@ -371,6 +371,9 @@ describe('report jobs (demo mode, no Redis)', () => {
       // The same read without prefer: the platform's own answer, passed through.
       const sync = await fetch(`${gw.url}${path}?${query}`, { headers: { 'x-api-key': KEYS.all } })
       expect([sync.status, sync.headers.get('x-cache')]).toEqual([code, 'BYPASS'])
+      // A refusal holds no figures: what its call cost, and no finality.
+      expect(sync.headers.get('platform-usage')).toMatch(/^fill=\d+(\.\d+)?, minute=/)
+      expect([sync.headers.get('report-settled-through'), sync.headers.get('report-provisional-days')]).toEqual([null, null])
       const platformBody = (await sync.json()) as Record<string, unknown>
       expect(platformBody).not.toHaveProperty('code')
 
@@ -382,6 +385,8 @@ describe('report jobs (demo mode, no Redis)', () => {
       expect(ended.state).toBe('failed')
       expect(ended.error).toEqual({ code: 'GW_PLATFORM_ANSWER', statusCode: code, message: `the platform refused the report with ${code}: the job's result is its answer, as a read of the report answers it` })
       expect(ended.result).toBe(`/api/v1/jobs/${id}/result`)
+      // Its result holds no figures: its status says no finality either.
+      expect([ended.settledThrough, ended.provisionalDays]).toEqual([null, null])
 
       const result = await fetch(`${gw.url}${ended.result ?? ''}`, { headers: { 'x-api-key': KEYS.all } })
       expect(result.status).toBe(code)
@@ -390,10 +395,9 @@ describe('report jobs (demo mode, no Redis)', () => {
       expect(result.headers.get('x-cache')).toBe('BYPASS')
       expect(result.headers.get('cache-status')).toMatch(new RegExp(`^report-gateway; fwd=uri-miss.*; fwd-status=${code}$`))
       expect(result.headers.get('x-request-id')).toBeTruthy()
-      // Its cost and finality, as every report answer carries them.
+      // What its call cost, as every report answer says it; no finality: it holds no figures.
       expect(result.headers.get('platform-usage')).toMatch(/^fill=\d+(\.\d+)?, minute=/)
-      expect(result.headers.get('report-settled-through')).toMatch(/^\d{4}-\d{2}-\d{2}$/)
-      expect(result.headers.get('report-provisional-days')).toBeTruthy()
+      expect([result.headers.get('report-settled-through'), result.headers.get('report-provisional-days')]).toEqual([null, null])
     }
     // No answer was a 5xx: the team's usage counts no error, as for the synchronous reads.
     const usage = await gw.admin.inject({ method: 'GET', url: '/admin/usage?team=all', headers: { authorization: `Bearer ${admin}` } })
@@ -474,6 +478,8 @@ describe('report jobs (demo mode, no Redis)', () => {
       const finality = (res: Response) => [res.headers.get('report-settled-through'), res.headers.get('report-provisional-days')]
       if (a.status === 302) expect([finality(sync), finality(result)]).toEqual([[null, null], [null, null]])
       else expect(finality(result)).toEqual([expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/), expect.any(String)])
+      // Its status says what its result says.
+      expect([ended.settledThrough, ended.provisionalDays]).toEqual(finality(result))
     }
   })
 
@@ -554,6 +560,8 @@ describe('report jobs (demo mode, no Redis)', () => {
     await waitFor(`job ${id} failed`, async () => (await status(gw, id)).state === 'failed', testTimeLeft(), 20)
     const failed = await status(gw, id)
     expect(failed.error).toMatchObject({ code: 'GW_UPSTREAM', statusCode: 502 })
+    // A failure holds no figures: its status says no finality, as its result's headers say none.
+    expect([failed.settledThrough, failed.provisionalDays]).toEqual([null, null])
     // The team's figures are said anew each second.
     clock.advance(1_000)
     const after = await read()

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { finalityOf } from '../../src/reports/finality.js'
+import { finalityOf, holdsFigures } from '../../src/reports/finality.js'
 
 const UTC = { settledAfterDays: 3, timeZone: 'UTC' }
 
@@ -21,5 +21,10 @@ describe('which of a report\'s figures may still change', () => {
     const at = Date.parse('2026-01-10T23:30:00Z')
     expect(finalityOf('2026-01-01', '2026-01-10', at, { settledAfterDays: 3, timeZone: 'Asia/Tokyo' }).settledThrough).toBe('2026-01-07')
     expect(finalityOf('2026-01-01', '2026-01-10', at, { settledAfterDays: 0, timeZone: 'UTC' })).toEqual({ settledThrough: '2026-01-09', provisional: '2026-01-10/2026-01-10' })
+  })
+
+  it('is said by an answer that holds figures (a 2xx), not by a redirect, a refusal or a failure', () => {
+    expect([200, 203, 204, 299].map(holdsFigures)).toEqual([true, true, true, true])
+    expect([199, 301, 302, 304, 400, 404, 422, 500, 502].map(holdsFigures)).toEqual([false, false, false, false, false, false, false, false, false])
   })
 })

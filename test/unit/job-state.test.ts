@@ -16,6 +16,7 @@ function asked(clock: { now(): number }, id = 'j1', team = 'growth'): Job {
 }
 
 const FINALITY = { settledThrough: '2026-01-06', provisionalDays: '2026-01-07/2026-01-10' }
+const NO_FINALITY = { settledThrough: null, provisionalDays: null }
 
 describe('report job states', () => {
   it('queued → running → done → expired → dropped, each at its time', () => {
@@ -57,6 +58,25 @@ describe('report job states', () => {
     expect(figuresAt(before, clock.now() + 1)).toBe(clock.now())
   })
 
+  it('says the finality of a result that holds figures (a report, a 2xx kept), and none of one that holds none (a failure, a refusal or a 3xx kept)', () => {
+    const clock = fakeClock()
+    const run = { runner: 'r1', runs: 1 }
+    const running = startJob(asked(clock), 'r1', clock.now(), LEASE) as Job
+    const said = (job: Job) => {
+      const { settledThrough, provisionalDays } = jobStatus(job, null, clock.now(), FINALITY)
+      return { settledThrough, provisionalDays }
+    }
+    // Open: as a read now would fetch them.
+    expect([said(asked(clock)), said(running)]).toEqual([FINALITY, FINALITY])
+    const done = (platformAnswer?: { status: number; headers: Record<string, string> }) =>
+      endJob(running, run, clock.now(), { kind: 'done', resultBytes: 1, tookSeconds: 1, fetchedAt: clock.now(), ...(platformAnswer ? { platformAnswer } : {}) }, KEEP) as Job
+    expect([said(done()), said(done({ status: 200, headers: {} })), said(done({ status: 204, headers: {} }))]).toEqual([FINALITY, FINALITY, FINALITY])
+    expect(said(done({ status: 302, headers: { location: '/elsewhere' } }))).toEqual(NO_FINALITY)
+    const failed = (error: Job['error'] & object) => endJob(running, run, clock.now(), { kind: 'failed', error, tookSeconds: 1 }, KEEP) as Job
+    expect(said(failed({ code: PLATFORM_ANSWER, message: 'refused', statusCode: 422, platformAnswer: { status: 422, headers: {} } }))).toEqual(NO_FINALITY)
+    expect(said(failed({ code: 'GW_UPSTREAM', message: 'the platform failed', statusCode: 502 }))).toEqual(NO_FINALITY)
+  })
+
   it('running → failed keeps the GW_* code and message, and names its result (the failure) until it expires', () => {
     const clock = fakeClock()
     const running = startJob(asked(clock), 'r1', clock.now(), LEASE) as Job
@@ -64,7 +84,7 @@ describe('report job states', () => {
     const error = { code: 'GW_UPSTREAM_TIMEOUT', message: 'the platform did not answer in time', statusCode: 504 }
     const failed = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'failed', error, tookSeconds: 2 }, KEEP) as Job
     expect(failed).toMatchObject({ state: 'failed', error, tookSeconds: 2 })
-    expect(jobStatus(failed, null, clock.now(), FINALITY)).toMatchObject({ ...FINALITY, state: 'failed', error: { code: 'GW_UPSTREAM_TIMEOUT', message: error.message }, result: `/api/v1/jobs/${failed.id}/result` })
+    expect(jobStatus(failed, null, clock.now(), FINALITY)).toMatchObject({ ...NO_FINALITY, state: 'failed', error: { code: 'GW_UPSTREAM_TIMEOUT', message: error.message }, result: `/api/v1/jobs/${failed.id}/result` })
     clock.advance(KEEP)
     expect(jobStatus(failed, null, clock.now(), FINALITY)).toMatchObject({ state: 'expired', result: null })
   })

@@ -1021,11 +1021,11 @@ export interface components {
             result: string | null;
             /**
              * Format: date
-             * @description The last day whose figures are settled (`cache.settledAfterDays` in `cache.timeZone`), as its report answer's `report-settled-through` says: of when its result's figures were fetched (a copy it answered with may be older than the job), of when it ended for a job that kept none, or of now while it is open.
+             * @description The last day whose figures are settled (`cache.settledAfterDays` in `cache.timeZone`), as its report answer's `report-settled-through` says: of when its result's figures were fetched (a copy it answered with may be older than the job), or of now while it is open; null once it ended with a result that holds no figures (it failed, or kept the platform's redirect), whose answer says no finality either.
              */
-            settledThrough: string;
-            /** @description Its report's days whose figures may still change, `<first>/<last>` or `none`, as its answer's `report-provisional-days` says. */
-            provisionalDays: string;
+            settledThrough: string | null;
+            /** @description Its report's days whose figures may still change, `<first>/<last>` or `none`, as its answer's `report-provisional-days` says; null when `settledThrough` is. */
+            provisionalDays: string | null;
         };
         /** @description The platform's report, as the platform answered it (the gateway does not change it): its rows under `data`, in the order of date, campaign, then creative or position. */
         Report: {
@@ -1115,8 +1115,6 @@ export interface components {
                 "cache-control": components["headers"]["cache-control"];
                 vary: components["headers"]["vary"];
                 "platform-usage": components["headers"]["platform-usage-if-passed"];
-                "report-settled-through": components["headers"]["report-settled-through-if-passed"];
-                "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1145,8 +1143,6 @@ export interface components {
                 "cache-control": components["headers"]["cache-control"];
                 vary: components["headers"]["vary"];
                 "platform-usage": components["headers"]["platform-usage-if-passed"];
-                "report-settled-through": components["headers"]["report-settled-through-if-passed"];
-                "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1164,8 +1160,6 @@ export interface components {
                 "cache-control": components["headers"]["cache-control"];
                 vary: components["headers"]["vary"];
                 "platform-usage": components["headers"]["platform-usage-if-passed"];
-                "report-settled-through": components["headers"]["report-settled-through-if-passed"];
-                "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1183,8 +1177,6 @@ export interface components {
                 "cache-control": components["headers"]["cache-control"];
                 vary: components["headers"]["vary"];
                 "platform-usage": components["headers"]["platform-usage-if-passed"];
-                "report-settled-through": components["headers"]["report-settled-through-if-passed"];
-                "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1202,8 +1194,6 @@ export interface components {
                 "cache-control": components["headers"]["cache-control"];
                 vary: components["headers"]["vary"];
                 "platform-usage": components["headers"]["platform-usage-if-passed"];
-                "report-settled-through": components["headers"]["report-settled-through-if-passed"];
-                "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1222,8 +1212,6 @@ export interface components {
                 "cache-control": components["headers"]["cache-control"];
                 vary: components["headers"]["vary"];
                 "platform-usage": components["headers"]["platform-usage-on-failure"];
-                "report-settled-through": components["headers"]["report-settled-through-if-passed"];
-                "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1241,8 +1229,6 @@ export interface components {
                 "cache-control": components["headers"]["cache-control"];
                 vary: components["headers"]["vary"];
                 "platform-usage": components["headers"]["platform-usage-if-passed"];
-                "report-settled-through": components["headers"]["report-settled-through-if-passed"];
-                "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1713,10 +1699,6 @@ export interface components {
         "report-provisional-days": string;
         /** @description What the answer cost and the team's use of the platform (an RFC 9651 dictionary, platform-seconds: the seat-time calls held the platform, from their sending to their answer's headers): `fill` the platform-seconds of the call that filled this answer (0: from the cache without a call); `minute` the team's platform-seconds over the last 60 s (this replica's calls); `share` (when known) `minute` as a percentage of the team's share of its credential's limit over a minute (its weight among the credential's teams), over 100 while it uses seats others leave idle; `day` the team's platform-seconds of the UTC day, every replica's (another replica's within two `usage.flush`); `day-limit` the team's `platformSecondsPerDay`, when set; `reset` seconds until the UTC day ends. E.g. `fill=0.412, minute=3.250, share=27, day=812.500, day-limit=3600.000, reset=43100`. On the platform's own answer passed on (`BYPASS`), not on the gateway's own error. */
         "platform-usage-if-passed": string;
-        /** @description The last day (`YYYY-MM-DD`, the platform's calendar: `cache.timeZone`) whose figures in this answer no longer change: the day before the `cache.settledAfterDays` days before the day the answer was fetched from the platform. On the platform's own answer passed on (`BYPASS`), not on the gateway's own error. */
-        "report-settled-through-if-passed": string;
-        /** @description The report's days whose figures may still change, `<first>/<last>` (ISO 8601, the platform's calendar), or `none`: its days after `report-settled-through`. On the platform's own answer passed on (`BYPASS`), not on the gateway's own error. */
-        "report-provisional-days-if-passed": string;
     };
     pathItems: {
         PlatformCall: {
@@ -2330,8 +2312,6 @@ export interface operations {
                     "x-cache": components["headers"]["x-cache"];
                     "cache-status": components["headers"]["cache-status"];
                     "platform-usage": components["headers"]["platform-usage"];
-                    "report-settled-through": components["headers"]["report-settled-through"];
-                    "report-provisional-days": components["headers"]["report-provisional-days"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2478,8 +2458,6 @@ export interface operations {
                     "x-cache": components["headers"]["x-cache"];
                     "cache-status": components["headers"]["cache-status"];
                     "platform-usage": components["headers"]["platform-usage"];
-                    "report-settled-through": components["headers"]["report-settled-through"];
-                    "report-provisional-days": components["headers"]["report-provisional-days"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2616,8 +2594,6 @@ export interface operations {
                     "cache-control": components["headers"]["cache-control"];
                     vary: components["headers"]["vary"];
                     "platform-usage": components["headers"]["platform-usage-if-passed"];
-                    "report-settled-through": components["headers"]["report-settled-through-if-passed"];
-                    "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2642,8 +2618,6 @@ export interface operations {
                     "cache-control": components["headers"]["cache-control"];
                     vary: components["headers"]["vary"];
                     "platform-usage": components["headers"]["platform-usage-if-passed"];
-                    "report-settled-through": components["headers"]["report-settled-through-if-passed"];
-                    "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2659,8 +2633,6 @@ export interface operations {
                     "cache-control": components["headers"]["cache-control"];
                     vary: components["headers"]["vary"];
                     "platform-usage": components["headers"]["platform-usage-if-passed"];
-                    "report-settled-through": components["headers"]["report-settled-through-if-passed"];
-                    "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2676,8 +2648,6 @@ export interface operations {
                     "cache-control": components["headers"]["cache-control"];
                     vary: components["headers"]["vary"];
                     "platform-usage": components["headers"]["platform-usage-if-passed"];
-                    "report-settled-through": components["headers"]["report-settled-through-if-passed"];
-                    "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2693,8 +2663,6 @@ export interface operations {
                     "cache-control": components["headers"]["cache-control"];
                     vary: components["headers"]["vary"];
                     "platform-usage": components["headers"]["platform-usage-if-passed"];
-                    "report-settled-through": components["headers"]["report-settled-through-if-passed"];
-                    "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2711,8 +2679,6 @@ export interface operations {
                     "cache-control": components["headers"]["cache-control"];
                     vary: components["headers"]["vary"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
-                    "report-settled-through": components["headers"]["report-settled-through-if-passed"];
-                    "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2728,8 +2694,6 @@ export interface operations {
                     "cache-control": components["headers"]["cache-control"];
                     vary: components["headers"]["vary"];
                     "platform-usage": components["headers"]["platform-usage-if-passed"];
-                    "report-settled-through": components["headers"]["report-settled-through-if-passed"];
-                    "report-provisional-days": components["headers"]["report-provisional-days-if-passed"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2790,8 +2754,6 @@ export interface operations {
                     "x-cache": components["headers"]["x-cache"];
                     "cache-status": components["headers"]["cache-status"];
                     "platform-usage": components["headers"]["platform-usage"];
-                    "report-settled-through": components["headers"]["report-settled-through"];
-                    "report-provisional-days": components["headers"]["report-provisional-days"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3178,8 +3140,6 @@ export interface operations {
                     "x-cache": components["headers"]["x-cache"];
                     "cache-status": components["headers"]["cache-status"];
                     "platform-usage": components["headers"]["platform-usage"];
-                    "report-settled-through": components["headers"]["report-settled-through"];
-                    "report-provisional-days": components["headers"]["report-provisional-days"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3440,8 +3400,6 @@ export interface operations {
                     "x-cache": components["headers"]["x-cache"];
                     "cache-status": components["headers"]["cache-status"];
                     "platform-usage": components["headers"]["platform-usage"];
-                    "report-settled-through": components["headers"]["report-settled-through"];
-                    "report-provisional-days": components["headers"]["report-provisional-days"];
                     [name: string]: unknown;
                 };
                 content?: never;

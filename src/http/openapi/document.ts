@@ -111,10 +111,9 @@ const HEADERS: Json = {
   'platform-usage-on-failure': header(`${USAGE} On a report read's 5xx (and a failed job's result, its failure as the read's), \`fill\` is the platform-seconds its own failed calls held (0 when it made none); on a \`GW_PLATFORM_TIME_SPENT\` refusal \`fill=0\` (no call was made), with the \`day\` the team spent, its \`day-limit\` and \`reset\`; not on the other 4xx.`, USAGE_SCHEMA),
   [SETTLED_HEADER]: always(SETTLED, SETTLED_SCHEMA),
   [PROVISIONAL_HEADER]: always(PROVISIONAL, PROVISIONAL_SCHEMA),
-  // The same three on an answer that is either the gateway's error or the platform's answer to a report read passed on.
+  // The cost on an answer that is either the gateway's error or the platform's answer to a
+  // report read passed on; such an answer holds no figures: it says no finality.
   [`${USAGE_HEADER}-if-passed`]: header(`${USAGE}${PASSED_ONLY}`, USAGE_SCHEMA),
-  [`${SETTLED_HEADER}-if-passed`]: header(`${SETTLED}${PASSED_ONLY}`, SETTLED_SCHEMA),
-  [`${PROVISIONAL_HEADER}-if-passed`]: header(`${PROVISIONAL}${PASSED_ONLY}`, PROVISIONAL_SCHEMA),
 }
 
 /** Every report answer's cost and finality (http/reads/report-facts.ts). */
@@ -169,8 +168,9 @@ function reportResponses(): Json {
       headers: Object.fromEntries(['x-cache', 'cache-status', 'age', 'cache-control', 'etag', 'vary', 'x-request-id', ...REPORT_FACTS].map((h) => [h, ref(h)])),
     },
     ...errorResponses('report'),
-    // A report's platform 4xx is passed on uncached: `x-cache: BYPASS` and its cache-status say so.
-    '4XX': { ...PASSED_THROUGH, headers: { ...PASSED_THROUGH.headers, 'cache-control': ref('cache-control'), vary: ref('vary'), 'x-cache': ref('x-cache'), 'cache-status': ref('cache-status'), ...Object.fromEntries(REPORT_FACTS.map((h) => [h, ref(h)])) } },
+    // A report's platform 4xx is passed on uncached: `x-cache: BYPASS` and its cache-status say so;
+    // what its call cost, and no finality (it holds no figures: reports/finality.ts holdsFigures).
+    '4XX': { ...PASSED_THROUGH, headers: { ...PASSED_THROUGH.headers, 'cache-control': ref('cache-control'), vary: ref('vary'), 'x-cache': ref('x-cache'), 'cache-status': ref('cache-status'), [USAGE_HEADER]: ref(USAGE_HEADER) } },
   }
 }
 

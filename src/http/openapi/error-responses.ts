@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http'
 import { allErrors } from '../../errors.js'
-import { PROVISIONAL_HEADER, SETTLED_HEADER, USAGE_HEADER } from '../reads/report-facts.js'
+import { USAGE_HEADER } from '../reads/report-facts.js'
 
 // The gateway's own error answers (contract, "Errors") as OpenAPI components, made from
 // the error classes of errors.ts, so that a new GW_* code shows up in the document.
@@ -164,8 +164,8 @@ export function errorResponseComponents(): Json {
           ...(status === 401 ? { 'www-authenticate': { $ref: '#/components/headers/www-authenticate' } } : RATE_LIMIT_HEADERS),
           // A report's platform answer passed on uncached (a job's result too) says so: `x-cache: BYPASS`, its cache-status (not the gateway's own error).
           ...(platform && kind !== 'platform' ? { 'x-cache': { $ref: '#/components/headers/x-cache-if-passed' }, 'cache-status': { $ref: '#/components/headers/cache-status-if-passed' } } : {}),
-          // A report read's platform answer passed on carries the read's `cache-control` and `vary` and its cost and finality; a platform call's, the platform's made the key's.
-          ...(platform && kind === 'report' ? { 'cache-control': { $ref: '#/components/headers/cache-control' }, vary: { $ref: '#/components/headers/vary' }, ...Object.fromEntries([USAGE_HEADER, SETTLED_HEADER, PROVISIONAL_HEADER].map((h) => [h, { $ref: `#/components/headers/${h}-if-passed` }])) } : {}),
+          // A report read's platform answer passed on carries the read's `cache-control` and `vary` and its cost (no finality: it holds no figures); a platform call's, the platform's made the key's.
+          ...(platform && kind === 'report' ? { 'cache-control': { $ref: '#/components/headers/cache-control' }, vary: { $ref: '#/components/headers/vary' }, [USAGE_HEADER]: { $ref: `#/components/headers/${USAGE_HEADER}-if-passed` } } : {}),
           ...(platform && kind === 'platform' ? { 'cache-control': { $ref: '#/components/headers/proxied-cache-control' }, vary: { $ref: '#/components/headers/proxied-vary' } } : {}),
           // A read's failure (a job's result too) says what it cost, a read refused for the team's spent day that day (report-facts.ts).
           ...(kind !== 'platform' && (status >= 500 || codes.includes('GW_PLATFORM_TIME_SPENT')) ? { 'platform-usage': { $ref: '#/components/headers/platform-usage-on-failure' } } : {}),

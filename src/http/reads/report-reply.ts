@@ -10,6 +10,7 @@ import type { CacheResult, Forward } from '../../reports/report-cache.js'
 import { fillMsOf } from '../../reports/fill-time.js'
 import { CACHE_STATUS, entryCacheStatus, passedCacheStatus } from './cache-status.js'
 import { isRedirect, sendNoContent, withoutContent } from '../../platform/client/redirect-content.js'
+import { holdsFigures } from '../../reports/finality.js'
 
 /**
  * What an entry's answer varies on: its encoding, the two headers that carry a key, and
@@ -271,9 +272,10 @@ export function sendReport(reply: FastifyReply, result: CacheResult, requestHead
       return reply
     case 'pass': {
       // A redirect's page names the platform's address: the caller gets its location alone
-      // (a job's kept one too), and what its call cost; it holds no figures to be final.
+      // (a job's kept one too). What its call cost, every answer passed on says; a finality,
+      // only one that holds figures (not a redirect, a refusal or a failure).
       const redirect = isRedirect(result.status)
-      setReportFacts(reply, facts(null, fillMsOf(result)), !redirect)
+      setReportFacts(reply, facts(null, fillMsOf(result)), holdsFigures(result.status))
       reply.code(result.status).headers(redirect ? withoutContent(result.headers) : result.headers).header('x-cache', 'BYPASS').header(CACHE_STATUS, passedCacheStatus(result.forward, result.status)).header('cache-control', NOT_STORED).header('vary', VARY)
       return redirect ? sendNoContent(reply) : reply.send(result.body)
     }

@@ -62,6 +62,8 @@ export interface PlatformCall {
   trace?: Trace
   /** Each try's seat-time at the platform (from its sending to its answer's headers, or to its failure) is added here, in ms. */
   spent?: { ms: number }
+  /** Called as each try is sent, once it holds its seat and its caller is still admitted: a call never sent reached no platform. */
+  sending?: () => void
 }
 
 export interface PlatformResponse {
@@ -317,6 +319,7 @@ export class PlatformClient {
         seat.end({ kind: 'unsent' })
         throw refused
       }
+      call.sending?.()
       const started = this.#clock.now()
       // The call's latency, for the governor: a duration, measured on the monotonic clock.
       const sent = performance.now()
