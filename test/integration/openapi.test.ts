@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { renderDocument } from '../../src/cli/openapi-render.js'
 import { allErrors } from '../../src/errors.js'
+import { canonicalGetReport } from '../../src/reports/report-query.js'
 import { buildGateway, KEYS, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { documentedOperations, itIsValidAndCommitted, routeTable } from '../helpers/openapi-doc.js'
 
@@ -62,8 +63,17 @@ describe('OpenAPI document of the proxy listener', () => {
     for (const name of ['advertiserId', 'dateFrom', 'dateTo']) expect(params.get(`query:${name}`)?.required, name).toBe(true)
     expect(params.get('query:advertiserId')?.schema).toMatchObject({ type: 'integer', minimum: 1 })
     expect(params.get('query:dateFrom')?.schema).toMatchObject({ format: 'date' })
-    expect(params.get('query:byDate')?.schema.enum).toEqual(['1', 'true', '0', 'false'])
-    expect(params.get('query:byCampaign')?.schema.enum).toEqual(['1', 'true', '0', 'false'])
+    // A boolean as a query sends it (`true`, `false`), or one of the four strings; a generated client types `byDate: true`.
+    for (const name of ['byDate', 'byCampaign'] as const) {
+      const schema = params.get(`query:${name}`)!.schema as { type: string[]; enum: unknown[] }
+      expect(schema.type, name).toEqual(['boolean', 'string'])
+      expect(schema.enum, name).toEqual([true, false, '1', 'true', '0', 'false'])
+      // Each value the document names, as a query string writes it, is one the gateway reads, and says what it says.
+      for (const value of schema.enum) {
+        const report = canonicalGetReport('/api/v1/report/campaigns/get', `advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-02&${name}=${String(value)}`, { maxRangeDays: 400 })
+        expect(report[name], `${name}=${String(value)}`).toBe(value === true || value === '1' || value === 'true')
+      }
+    }
     expect(params.has('query:spentBased')).toBe(true)
     expect(params.has('path:split')).toBe(true)
     expect(params.has('header:cache-control')).toBe(true)

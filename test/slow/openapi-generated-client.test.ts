@@ -84,7 +84,7 @@ const fetchAndNote = async (request: Request): Promise<Response> => {
 const api = createClient<paths>({ baseUrl, headers: { 'x-api-key': key }, fetch: fetchAndNote })
 const writer = createClient<paths>({ baseUrl, headers: { 'x-api-key': writerKey }, fetch: fetchAndNote })
 
-const report = await api.GET('/api/v1/report/{split}/get', { params: { path: { split: 'campaigns' }, query: { advertiserId: 101, dateFrom: '2026-05-01', dateTo: '2026-05-03', byDate: '1' } } })
+const report = await api.GET('/api/v1/report/{split}/get', { params: { path: { split: 'campaigns' }, query: { advertiserId: 101, dateFrom: '2026-05-01', dateTo: '2026-05-03', byDate: true, byCampaign: false } } })
 // Its 2xx is the report (200) or, asked with prefer: respond-async, a job's status (202): told apart by its body.
 const rows: number = report.data && 'data' in report.data ? report.data.data.length : -1
 await api.POST('/api/v1/report/{split}/get', { params: { path: { split: 'campaigns' } }, body: { campaignIds: [101001], dateFrom: '2026-05-01', dateTo: '2026-05-03', byDate: true } })
@@ -101,6 +101,8 @@ export function typedAsThePlatformValidates(): void {
   void api.POST('/api/v1/report/{split}/get', { params: { path: { split: 'campaigns' } }, body: { dateFrom: '2026-05-01', dateTo: '2026-05-03' } })
   // @ts-expect-error a campaign is created with a name
   void writer.POST('/api/v1/campaign/banner/create', { body: { userId: 101, adDomain: 'example.com', clickUrl: 'https://example.com/', dates: { from: '2026-05-01', to: '2026-05-31' }, country: 'KE', bid: 1.5, budget: { daily: 10, total: 100 }, creativeSetIds: [1] } })
+  // @ts-expect-error a query flag is a boolean or 1, true, 0, false: anything else is 400
+  void api.GET('/api/v1/report/{split}/get', { params: { path: { split: 'campaigns' }, query: { advertiserId: 101, dateFrom: '2026-05-01', dateTo: '2026-05-03', byDate: 'yes' } } })
   // @ts-expect-error no operation takes a whole platform path as one parameter
   void api.GET('/api/v1/{path}', { params: { path: { path: 'campaign/get' } } })
 }

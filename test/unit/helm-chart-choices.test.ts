@@ -244,6 +244,22 @@ describe('rendered with other choices', () => {
     }
   })
 
+  it("refuses to render a team's webhook while config.jobs.webhookHosts is empty, naming the team and the value, as the gateway would stop at start", () => {
+    const webhook = { url: 'https://hooks.dash.svc.cluster.local/reports', secret: `whsec_${'A'.repeat(32)}` }
+    const dash = { keys: [`sha256:${'d'.repeat(64)}`], advertisers: [103] }
+    const teams = { ...TEAMS, dash: { ...dash, webhook } }
+    const problem = configProblems(stringify({ teams })).find((p) => p.startsWith('teams.dash.webhook.url:'))
+    expect(problem).toBe('teams.dash.webhook.url: jobs.webhookHosts is empty: webhooks are off')
+    for (const config of [{}, { jobs: { webhookHosts: [] } }, { jobs: { webhookTimeout: '5s' } }]) {
+      expect(() => install({ values: { teams, config } }), JSON.stringify(config)).toThrow(`${problem!}; every pod would stop at start with this (exit 78): list the webhook's host in config.jobs.webhookHosts, or remove teams.dash.webhook`)
+    }
+    // Listed, the pods start with the team's webhook; a team without one, or with null, needs no host.
+    const listed = gatewayConfigFrom(install({ values: { teams, config: { jobs: { webhookHosts: ['hooks.dash.svc.cluster.local'] } }, secrets: { create: true, values: SECRETS } } }))
+    expect(listed.teams.find((t) => t.name === 'dash')?.webhook?.url).toBe(webhook.url)
+    expect(() => install({ values: { teams: { ...TEAMS, dash: { ...dash, webhook: null } } } })).not.toThrow()
+    expect(() => install({ values: { teams: TEAMS } })).not.toThrow()
+  })
+
   it('passes a plain Redis URL as a value', () => {
     const env = envOf(install({ values: { redis: { url: 'redis://redis-master:6379/0' } } }))
     expect(env.get('REDIS_URL')).toEqual({ name: 'REDIS_URL', value: 'redis://redis-master:6379/0' })

@@ -212,6 +212,21 @@ namespace and the job the ServiceMonitor gives (the admin Service's name).
 {{- with .Values.config.jobs }}{{ if .webhookHosts }}true{{ end }}{{ end }}
 {{- end }}
 
+{{/*
+The gateway stops at start (exit 78) when a team has a webhook while jobs.webhookHosts is
+empty (webhooks off): refused here, naming the team, with the gateway's message. Whether
+each webhook's host is in the list is left to the gateway, which reads hosts as URLs do.
+*/}}
+{{- define "report-gateway.checkWebhooks" -}}
+{{- if not (include "report-gateway.usesWebhooks" .) }}
+{{- range $name, $team := .Values.teams }}
+{{- if $team.webhook }}
+{{- fail (printf "teams.%s.webhook.url: jobs.webhookHosts is empty: webhooks are off; every pod would stop at start with this (exit 78): list the webhook's host in config.jobs.webhookHosts, or remove teams.%s.webhook" $name $name) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{/* Non-empty when `config` names Redis Sentinels (their ports then need egress too). */}}
 {{- define "report-gateway.usesSentinels" -}}
 {{- with .Values.config.redis }}{{ if .sentinels }}true{{ end }}{{ end }}

@@ -42,10 +42,9 @@ export type CacheStatus = components['headers']['x-cache']
 /** The report splits the platform is known to have; it answers 404 for one it does not. */
 export type ReportSplit = 'campaigns' | 'creatives' | 'adPlacementPositions' | (string & {})
 
-type GetReportQuery = operations['getReport']['parameters']['query']
-type Flag = NonNullable<GetReportQuery['byDate']>
-/** The query of `GET /api/v1/report/{split}/get`; the flags also as booleans. */
-export type ReportQuery = Omit<GetReportQuery, 'byDate' | 'byCampaign'> & { byDate?: boolean | Flag; byCampaign?: boolean | Flag }
+/** The query of `GET /api/v1/report/{split}/get`; the flags as booleans or as `1`, `true`, `0`, `false`. */
+export type ReportQuery = operations['getReport']['parameters']['query']
+type Flag = NonNullable<ReportQuery['byDate']>
 /** The JSON body of the older form, `POST /api/v1/report/{split}/get`. */
 export type ReportBody = operations['postReport']['requestBody']['content']['application/json']
 /** A report read's 202 (asked with `prefer: respond-async`, no copy answering it now): its job's status, as the document types it. */
@@ -520,7 +519,7 @@ function isRead(request: Request): boolean {
   return request.method === 'POST' && /\/get\/?$/.test(new URL(request.url).pathname)
 }
 
-function flag(name: 'byDate' | 'byCampaign', value: boolean | Flag | undefined): Partial<Record<typeof name, Flag>> {
+function flag(name: 'byDate' | 'byCampaign', value: Flag | undefined): Partial<Record<typeof name, Flag>> {
   if (value === undefined) return {}
   return { [name]: typeof value === 'boolean' ? (value ? '1' : '0') : value }
 }

@@ -2204,10 +2204,10 @@ export interface operations {
                 dateFrom: string;
                 /** @description Last day, included; a real calendar date `YYYY-MM-DD`, not before `dateFrom`, at most 400 days after it counting both ends. */
                 dateTo: string;
-                /** @description One row per day. `1` or `true` switch it on; `0`, `false` or leaving it out switch it off. Anything else (`TRUE`, `yes`) is 400 `GW_BAD_QUERY`. */
-                byDate?: "1" | "true" | "0" | "false";
-                /** @description One row per campaign. `1` or `true` switch it on; `0`, `false` or leaving it out switch it off. Anything else (`TRUE`, `yes`) is 400 `GW_BAD_QUERY`. */
-                byCampaign?: "1" | "true" | "0" | "false";
+                /** @description One row per day. `true` or `1` switch it on; `false`, `0` or leaving it out switch it off. Anything else (`TRUE`, `yes`) is 400 `GW_BAD_QUERY`. */
+                byDate?: true | false | "1" | "true" | "0" | "false";
+                /** @description One row per campaign. `true` or `1` switch it on; `false`, `0` or leaving it out switch it off. Anything else (`TRUE`, `yes`) is 400 `GW_BAD_QUERY`. */
+                byCampaign?: true | false | "1" | "true" | "0" | "false";
                 /** @description Passed on to the platform as it is: the currency `spent` is reported in (US dollars or the advertiser's own); the platform decides which values it takes. */
                 spentBased?: string;
             };
@@ -2502,10 +2502,10 @@ export interface operations {
                 dateFrom: string;
                 /** @description Last day, included; a real calendar date `YYYY-MM-DD`, not before `dateFrom`, at most 400 days after it counting both ends. */
                 dateTo: string;
-                /** @description One row per day. `1` or `true` switch it on; `0`, `false` or leaving it out switch it off. Anything else (`TRUE`, `yes`) is 400 `GW_BAD_QUERY`. */
-                byDate?: "1" | "true" | "0" | "false";
-                /** @description One row per campaign. `1` or `true` switch it on; `0`, `false` or leaving it out switch it off. Anything else (`TRUE`, `yes`) is 400 `GW_BAD_QUERY`. */
-                byCampaign?: "1" | "true" | "0" | "false";
+                /** @description One row per day. `true` or `1` switch it on; `false`, `0` or leaving it out switch it off. Anything else (`TRUE`, `yes`) is 400 `GW_BAD_QUERY`. */
+                byDate?: true | false | "1" | "true" | "0" | "false";
+                /** @description One row per campaign. `true` or `1` switch it on; `false`, `0` or leaving it out switch it off. Anything else (`TRUE`, `yes`) is 400 `GW_BAD_QUERY`. */
+                byCampaign?: true | false | "1" | "true" | "0" | "false";
                 /** @description Passed on to the platform as it is: the currency `spent` is reported in (US dollars or the advertiser's own); the platform decides which values it takes. */
                 spentBased?: string;
             };

@@ -16,10 +16,12 @@ const DATE = {
 
 const POSITIVE_ID = { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER } as const
 
+// A query holds text, and a boolean there is `true` or `false`: the document names booleans
+// beside the four strings so that a client generated from it takes `byDate: true`.
 const QUERY_FLAG = {
-  type: 'string',
-  enum: ['1', 'true', '0', 'false'],
-  description: '`1` or `true` switch it on; `0`, `false` or leaving it out switch it off. Anything else (`TRUE`, `yes`) is 400 `GW_BAD_QUERY`.',
+  type: ['boolean', 'string'],
+  enum: [true, false, '1', 'true', '0', 'false'],
+  description: '`true` or `1` switch it on; `false`, `0` or leaving it out switch it off. Anything else (`TRUE`, `yes`) is 400 `GW_BAD_QUERY`.',
 } as const
 
 const BODY_FLAG = {
