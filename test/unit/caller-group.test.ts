@@ -263,6 +263,25 @@ describe('seatFollowing', () => {
     heldByA.end({ kind: 'answer', status: 200, latencyMs: 1 })
   })
 
+  it('gives up the wait that replaced a place given up in the turn that place was seated: no wait is left in a queue', async () => {
+    // Each wait's seat is given when the test says: a grant and a change of the teams in one turn.
+    const waits: { team: string; priority: Priority; signal: AbortSignal; give: (seat: Seat) => void }[] = []
+    const acquire = (team: string, signal: AbortSignal | undefined, priority: Priority) =>
+      new Promise<Seat>((give) => waits.push({ team, priority, signal: signal!, give }))
+    const group = new CallerGroup()
+    group.join(undefined, 'a', 'warm')
+    const seat = seatFollowing('a', group, [], acquire)
+    expect(waits.map((w) => w.priority)).toEqual(['warm'])
+    const ended: string[] = []
+    waits[0]!.give({ end: (outcome) => ended.push(outcome.kind) } as Seat)
+    // A caller of team a joins before the grant is seen: a's place moves to a caller's.
+    group.join(new AbortController().signal, 'a', 'caller')
+    expect(waits.map((w) => w.priority)).toEqual(['warm', 'caller'])
+    await seat
+    expect(waits[1]!.signal.aborted).toBe(true)
+    expect(ended).toEqual([])
+  })
+
   it('without callers to follow, waits under its own team, as a caller\'s call', async () => {
     const s = seats()
     const seat = await seatFollowing('a', undefined, [], ask(s))

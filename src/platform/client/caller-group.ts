@@ -194,7 +194,8 @@ export function seatFollowing(
           held.wait.done()
           if (seated) return seat.end({ kind: 'unsent' })
           seated = true
-          waits.delete(name)
+          // A place given up in the turn it was seated may have a successor under its name: given up by `end` too.
+          if (waits.get(name) === held) waits.delete(name)
           end()
           resolve(seat)
         },
