@@ -380,10 +380,11 @@ export class ReportCache {
    * A team waits for this replica's fill of `key` on another replica (`OnJoined`): the
    * fill, while it waits for a seat, waits for one of that team's too. It stays the
    * team's ask until the fill ends: the other replica's callers are not seen hanging up here.
+   * A fill sent on that team's seat once its first caller left is charged to that team.
    */
   joinedElsewhere(key: string, team: string, priority: string): void {
     const known = PRIORITIES.find((p) => p === priority)
-    if (known !== undefined) this.#callers.get(key)?.join(undefined, team, known)
+    if (known !== undefined) this.#callers.get(key)?.join(undefined, team, known, undefined, { team: { name: team }, platformCalls: 0 })
   }
 
   /**
