@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream'
 import type { Logger } from 'pino'
-import type { PlatformClient } from '../platform/client/platform-client.js'
+import { upstreamError, type PlatformClient } from '../platform/client/platform-client.js'
 import type { PlatformAnswers } from '../platform/client/answer-buffer.js'
 import type { Config } from '../config.js'
 import type { Metrics } from '../observe/metrics.js'
@@ -10,7 +10,7 @@ import { SingleFlight, type FillFailure, type FillLease, type ReplicaLock } from
 import type { TieredStore, Tier as StoreTier } from '../cache/tiered-store.js'
 import { reportCacheKey } from './cache-key.js'
 import { fetchReport, type FetcherDeps, type FetchResult } from './report-fetcher.js'
-import { CallerGroup, CallersGoneError, type HangUp, type QueueTeam } from '../platform/client/caller-group.js'
+import { CallerGroup, CallersGoneError, ownRefusal, type HangUp, type QueueTeam } from '../platform/client/caller-group.js'
 import type { CanonicalReport } from './report-query.js'
 import type { TeamUsage } from '../observe/usage.js'
 import { PlatformAuthError, PlatformRefusedError, PlatformTimeSpentError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
@@ -322,7 +322,9 @@ export class ReportCache {
           this.#count('BYPASS', 'platform')
           return { kind: 'pass', ...result.response, ...upstream }
         }
-        throw result.error
+        // A fill refused in the queues of several teams: this caller's team's own refusal.
+        const own = ownRefusal(result.error, opts.team)
+        throw own === undefined ? result.error : upstreamError(own)
       }
     }
   }

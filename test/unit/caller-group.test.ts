@@ -1,6 +1,6 @@
 import { EventEmitter, getEventListeners } from 'node:events'
 import { describe, expect, it } from 'vitest'
-import { CallerGroup, CallersGoneError, hangUpOf, seatFollowing } from '../../src/platform/client/caller-group.js'
+import { CallerGroup, CallersGoneError, hangUpOf, ownRefusal, seatFollowing } from '../../src/platform/client/caller-group.js'
 import { CredentialSeats } from '../../src/platform/governor/seats.js'
 import { PRIORITIES, type Priority } from '../../src/platform/governor/fair-queue.js'
 import type { Seat } from '../../src/platform/governor/seat.js'
@@ -280,6 +280,22 @@ describe('seatFollowing', () => {
     await seat
     expect(waits[1]!.signal.aborted).toBe(true)
     expect(ended).toEqual([])
+  })
+
+  it('is refused with the first refusal, which holds each team\'s own', async () => {
+    const refusedA = new Error('team a is full')
+    const refusedB = new Error('no seat in time')
+    let refuseB: (err: Error) => void = () => undefined
+    const acquire = (team: string) => (team === 'a' ? Promise.reject(refusedA) : new Promise<Seat>((_, reject) => (refuseB = reject)))
+    const group = new CallerGroup()
+    group.join(new AbortController().signal, 'a')
+    group.join(new AbortController().signal, 'b')
+    const refused = seatFollowing('a', group, [], acquire)
+    await settle()
+    refuseB(refusedB)
+    const err = await refused.catch((e: unknown) => e as Error)
+    expect([err, ownRefusal(err, 'a'), ownRefusal(err, 'b'), ownRefusal(err, 'c')]).toEqual([refusedA, refusedA, refusedB, undefined])
+    expect(ownRefusal(new Error('wrapped', { cause: err }), 'b')).toBe(refusedB)
   })
 
   it('without callers to follow, waits under its own team, as a caller\'s call', async () => {
