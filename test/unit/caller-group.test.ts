@@ -1,4 +1,5 @@
-import { EventEmitter, getEventListeners } from 'node:events'
+import { EventEmitter, getEventListeners, once } from 'node:events'
+import { createServer, request, type ServerResponse } from 'node:http'
 import { describe, expect, it } from 'vitest'
 import { CallerGroup, CallersGoneError, hangUpOf, ownRefusal, seatFollowing } from '../../src/platform/client/caller-group.js'
 import { CredentialSeats } from '../../src/platform/governor/seats.js'
@@ -31,7 +32,7 @@ describe('CallerGroup', () => {
   })
 
   it('follows a response\'s hang-up without a signal of its own: a close before the answer is complete leaves, one after does not', () => {
-    const response = () => Object.assign(new EventEmitter(), { writableFinished: false })
+    const response = () => Object.assign(new EventEmitter(), { writableFinished: false, destroyed: false })
     const [a, b] = [response(), response()]
     const group = new CallerGroup()
     group.join(hangUpOf(a), 'a')
@@ -47,6 +48,27 @@ describe('CallerGroup', () => {
     alone.join(hangUpOf(c), 'c')
     c.emit('close')
     expect(alone.signal.reason).toBeInstanceOf(CallersGoneError)
+  })
+
+  it('leaves at once for a caller whose connection closed before it joined (its response\'s close is heard no more)', async () => {
+    const server = createServer()
+    server.listen(0, '127.0.0.1')
+    await once(server, 'listening')
+    const { port } = server.address() as { port: number }
+    try {
+      const answering = once(server, 'request') as Promise<[unknown, ServerResponse]>
+      const asking = request({ host: '127.0.0.1', port, path: '/' })
+      asking.on('error', () => undefined)
+      asking.end()
+      const [, res] = await answering
+      asking.destroy()
+      await once(res, 'close')
+      const group = new CallerGroup()
+      group.join(hangUpOf(res), 'a')
+      expect(group.signal.reason).toBeInstanceOf(CallersGoneError)
+    } finally {
+      server.close()
+    }
   })
 
   it('aborts when its only caller had hung up before joining', () => {
@@ -293,7 +315,7 @@ describe('seatFollowing', () => {
     const refused = seatFollowing('a', group, [], acquire)
     await settle()
     refuseB(refusedB)
-    const err = await refused.catch((e: unknown) => e as Error)
+    const err = (await refused.then(() => null, (e: unknown) => e as Error))!
     expect([err, ownRefusal(err, 'a'), ownRefusal(err, 'b'), ownRefusal(err, 'c')]).toEqual([refusedA, refusedA, refusedB, undefined])
     expect(ownRefusal(new Error('wrapped', { cause: err }), 'b')).toBe(refusedB)
   })

@@ -260,15 +260,21 @@ export type HangUp = AbortSignal | OnHangUp
 /** Runs `leave` once when a caller hangs up. */
 type OnHangUp = (leave: () => void) => void
 
-type Answering = { on(event: 'close', fn: () => void): unknown; writableFinished: boolean }
+type Answering = { on(event: 'close', fn: () => void): unknown; writableFinished: boolean; destroyed: boolean }
 
 /**
  * The hang-up of the caller of `res`: `leave` runs when `res` closes before its answer is
- * complete (a response closes once). One listener on the response, no AbortController:
- * what a caller waiting for a report holds is its response and this listener.
+ * complete (a response closes once), at once when it closed already (its caller hung up
+ * before the read joined a call: its close is heard no more). One listener on the
+ * response, no AbortController: what a caller waiting for a report holds is its response
+ * and this listener.
  */
 export function hangUpOf(res: Answering): OnHangUp {
   return (leave) => {
+    if (res.destroyed) {
+      if (!res.writableFinished) leave()
+      return
+    }
     res.on('close', () => {
       if (!res.writableFinished) leave()
     })
