@@ -375,7 +375,7 @@ export class ReportCache {
   /** The fill of a cold miss of `key` under way in this process, if there is one. */
   coldFlight(key: string): Promise<FillResult> | null {
     const group = this.#callers.get(key)
-    return (group !== undefined && this.#cold.has(group) && this.#flights.running(key)) || null
+    return (group !== undefined && this.#cold.has(group) && !group.signal.aborted && this.#flights.running(key)) || null
   }
 
   /**
@@ -529,6 +529,10 @@ export class ReportCache {
    */
   #fill(key: string, report: CanonicalReport, provider: TokenProvider, from: Asker, notBefore: number, cold = false): Promise<FillResult> {
     let callers = this.#callers.get(key)
+    // Every caller of the fill under way left, and it is being dropped: an asker arriving now
+    // waits for its end and fills anew (joined, it would be answered as one that left).
+    const ending = callers?.signal.aborted === true ? this.#flights.running(key) : undefined
+    if (ending) return ending.then((result) => (result.kind === 'failed' && droppedInQueue(result.error) ? this.#fill(key, report, provider, from, notBefore, cold) : result))
     if (!callers) {
       callers = new CallerGroup<CallTally>()
       this.#callers.set(key, callers)
