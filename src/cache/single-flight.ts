@@ -2,6 +2,7 @@ import { type RedisBreaker } from '../redis/breaker.js'
 import { type RedisBus } from '../redis/bus.js'
 import { type RedisClient } from '../redis/client.js'
 import { RedisLock } from '../redis/lock.js'
+import { randomUUID } from 'node:crypto'
 import { systemClock, type Clock } from '../clock.js'
 import { redisKey } from '../redis/keys.js'
 
@@ -126,6 +127,8 @@ export class ReplicaLock {
   readonly #onJoined: OnJoined
   // Per key waited for here, the teams (at their priority) told to the leader's replica: once each while any waits.
   readonly #joined = new Map<string, Set<string>>()
+  // Names this replica's word of its waiters: the bus brings it back here too, where their callers are in the fill's group already.
+  readonly #id = randomUUID()
   #subscribed: Promise<void> | null = null
 
   constructor(opts: { redis: RedisClient; breaker: RedisBreaker; bus: RedisBus; prefix: string; lockTtlMs: number; pollMs?: number; clock?: Clock; onStored?: OnStored; onJoined?: OnJoined }) {
@@ -153,7 +156,7 @@ export class ReplicaLock {
       }),
       this.#bus.subscribe(JOINED_CHANNEL, (message) => {
         const parsed = parseJoined(message)
-        if (parsed) this.#onJoined(parsed.key, parsed.asker)
+        if (parsed && parsed.from !== this.#id) this.#onJoined(parsed.key, parsed.asker)
       }),
     ]).then(() => undefined)
     await this.#subscribed
@@ -289,7 +292,7 @@ export class ReplicaLock {
     const name = `${asker.priority} ${asker.team}`
     if (told.has(name)) return
     told.add(name)
-    void this.#breaker.run(() => this.#bus.publish(JOINED_CHANNEL, JSON.stringify({ key, team: asker.team, priority: asker.priority })), undefined)
+    void this.#breaker.run(() => this.#bus.publish(JOINED_CHANNEL, JSON.stringify({ key, team: asker.team, priority: asker.priority, from: this.#id })), undefined)
   }
 
   #wake(key: string, news: News): void {
@@ -315,12 +318,13 @@ function parseFilled(message: string): { key: string; fetchedAt: number | null }
   return { key: message, fetchedAt: null }
 }
 
-function parseJoined(message: string): { key: string; asker: FillAsker } | null {
+/** `from`: the replica whose waiters the message tells of (none: a message that names none). */
+function parseJoined(message: string): { key: string; asker: FillAsker; from: unknown } | null {
   try {
-    const { key, team, priority } = JSON.parse(message) as { key?: unknown; team?: unknown; priority?: unknown }
+    const { key, team, priority, from } = JSON.parse(message) as { key?: unknown; team?: unknown; priority?: unknown; from?: unknown }
     if (typeof key !== 'string' || typeof team !== 'string' || typeof priority !== 'string') return null
     if (team === '' || team.length > MAX_ASKER_CHARS || priority.length > MAX_ASKER_CHARS) return null
-    return { key, asker: { team, priority } }
+    return { key, asker: { team, priority }, from }
   } catch {
     return null
   }

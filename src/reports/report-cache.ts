@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream'
 import type { Logger } from 'pino'
-import type { PlatformClient } from '../platform/client/platform-client.js'
+import { upstreamError, type PlatformClient } from '../platform/client/platform-client.js'
 import type { PlatformAnswers } from '../platform/client/answer-buffer.js'
 import type { Config } from '../config.js'
 import type { Metrics } from '../observe/metrics.js'
@@ -10,7 +10,7 @@ import { SingleFlight, type FillFailure, type FillLease, type ReplicaLock } from
 import type { TieredStore, Tier as StoreTier } from '../cache/tiered-store.js'
 import { reportCacheKey } from './cache-key.js'
 import { fetchReport, type FetcherDeps, type FetchResult } from './report-fetcher.js'
-import { CallerGroup, CallersGoneError, type HangUp, type QueueTeam } from '../platform/client/caller-group.js'
+import { CallerGroup, CallersGoneError, ownRefusal, type HangUp, type QueueTeam } from '../platform/client/caller-group.js'
 import type { CanonicalReport } from './report-query.js'
 import type { TeamUsage } from '../observe/usage.js'
 import { PlatformAuthError, PlatformRefusedError, PlatformTimeSpentError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
@@ -322,7 +322,9 @@ export class ReportCache {
           this.#count('BYPASS', 'platform')
           return { kind: 'pass', ...result.response, ...upstream }
         }
-        throw result.error
+        // A fill refused in the queues of several teams: this caller's team's own refusal.
+        const own = ownRefusal(result.error, opts.team)
+        throw own === undefined ? result.error : upstreamError(own)
       }
     }
   }
@@ -373,17 +375,18 @@ export class ReportCache {
   /** The fill of a cold miss of `key` under way in this process, if there is one. */
   coldFlight(key: string): Promise<FillResult> | null {
     const group = this.#callers.get(key)
-    return (group !== undefined && this.#cold.has(group) && this.#flights.running(key)) || null
+    return (group !== undefined && this.#cold.has(group) && !group.signal.aborted && this.#flights.running(key)) || null
   }
 
   /**
    * A team waits for this replica's fill of `key` on another replica (`OnJoined`): the
    * fill, while it waits for a seat, waits for one of that team's too. It stays the
    * team's ask until the fill ends: the other replica's callers are not seen hanging up here.
+   * A fill sent on that team's seat once its first caller left is charged to that team.
    */
   joinedElsewhere(key: string, team: string, priority: string): void {
     const known = PRIORITIES.find((p) => p === priority)
-    if (known !== undefined) this.#callers.get(key)?.join(undefined, team, known)
+    if (known !== undefined) this.#callers.get(key)?.join(undefined, team, known, undefined, { team: { name: team }, platformCalls: 0 })
   }
 
   /**
@@ -526,6 +529,10 @@ export class ReportCache {
    */
   #fill(key: string, report: CanonicalReport, provider: TokenProvider, from: Asker, notBefore: number, cold = false): Promise<FillResult> {
     let callers = this.#callers.get(key)
+    // Every caller of the fill under way left, and it is being dropped: an asker arriving now
+    // waits for its end and fills anew (joined, it would be answered as one that left).
+    const ending = callers?.signal.aborted === true ? this.#flights.running(key) : undefined
+    if (ending) return ending.then((result) => (result.kind === 'failed' && droppedInQueue(result.error) ? this.#fill(key, report, provider, from, notBefore, cold) : result))
     if (!callers) {
       callers = new CallerGroup<CallTally>()
       this.#callers.set(key, callers)

@@ -94,6 +94,24 @@ describe.skipIf(!available)('ReplicaLock', () => {
     if (outcome.kind === 'lead') await outcome.lease.release()
   })
 
+  it('does not tell a replica of its own waiters: their callers are in its fill\'s group already, with their hang-ups', async () => {
+    const heardByA: string[] = []
+    const heardByB: string[] = []
+    const a = await replica((key) => heardByA.push(key))
+    const b = await replica((key) => heardByB.push(key))
+    const leading = await a.acquire('k5')
+    const waiting = await b.acquire('k5')
+    if (leading.role !== 'leader' || waiting.role !== 'waiter') throw new Error('roles')
+    const wait = waiting.wait(async () => null, Date.now() + 5000, { team: 'growth', priority: 'caller' })
+    await waitFor('the leader\'s replica heard the waiting team', () => heardByA.includes('k5'))
+    // Published after b's own word (a heard it): b hears it after its own.
+    await a.bus.publish('fill-joined', JSON.stringify({ key: 'after', team: 'all', priority: 'caller' }))
+    await waitFor('b heard the later word', () => heardByB.includes('after'))
+    await leading.lease.stored(Date.now())
+    await wait
+    expect(heardByB).toEqual(['after'])
+  })
+
   it('tells the leader\'s replica each team waiting for its fill, once per team and priority while it waits; a message that names no asker is dropped', async () => {
     const heard: [string, FillAsker][] = []
     const a = await replica((key, asker) => heard.push([key, asker]))

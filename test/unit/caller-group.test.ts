@@ -1,6 +1,7 @@
-import { EventEmitter, getEventListeners } from 'node:events'
+import { EventEmitter, getEventListeners, once } from 'node:events'
+import { createServer, request, type ServerResponse } from 'node:http'
 import { describe, expect, it } from 'vitest'
-import { CallerGroup, CallersGoneError, hangUpOf, seatFollowing } from '../../src/platform/client/caller-group.js'
+import { CallerGroup, CallersGoneError, hangUpOf, ownRefusal, seatFollowing } from '../../src/platform/client/caller-group.js'
 import { CredentialSeats } from '../../src/platform/governor/seats.js'
 import { PRIORITIES, type Priority } from '../../src/platform/governor/fair-queue.js'
 import type { Seat } from '../../src/platform/governor/seat.js'
@@ -31,7 +32,7 @@ describe('CallerGroup', () => {
   })
 
   it('follows a response\'s hang-up without a signal of its own: a close before the answer is complete leaves, one after does not', () => {
-    const response = () => Object.assign(new EventEmitter(), { writableFinished: false })
+    const response = () => Object.assign(new EventEmitter(), { writableFinished: false, destroyed: false })
     const [a, b] = [response(), response()]
     const group = new CallerGroup()
     group.join(hangUpOf(a), 'a')
@@ -47,6 +48,27 @@ describe('CallerGroup', () => {
     alone.join(hangUpOf(c), 'c')
     c.emit('close')
     expect(alone.signal.reason).toBeInstanceOf(CallersGoneError)
+  })
+
+  it('leaves at once for a caller whose connection closed before it joined (its response\'s close is heard no more)', async () => {
+    const server = createServer()
+    server.listen(0, '127.0.0.1')
+    await once(server, 'listening')
+    const { port } = server.address() as { port: number }
+    try {
+      const answering = once(server, 'request') as Promise<[unknown, ServerResponse]>
+      const asking = request({ host: '127.0.0.1', port, path: '/' })
+      asking.on('error', () => undefined)
+      asking.end()
+      const [, res] = await answering
+      asking.destroy()
+      await once(res, 'close')
+      const group = new CallerGroup()
+      group.join(hangUpOf(res), 'a')
+      expect(group.signal.reason).toBeInstanceOf(CallersGoneError)
+    } finally {
+      server.close()
+    }
   })
 
   it('aborts when its only caller had hung up before joining', () => {
@@ -261,6 +283,41 @@ describe('seatFollowing', () => {
     await expect(waiting).rejects.toBe(reason)
     expect([s.queued, getEventListeners(deadline.signal, 'abort').length]).toEqual([0, 0])
     heldByA.end({ kind: 'answer', status: 200, latencyMs: 1 })
+  })
+
+  it('gives up the wait that replaced a place given up in the turn that place was seated: no wait is left in a queue', async () => {
+    // Each wait's seat is given when the test says: a grant and a change of the teams in one turn.
+    const waits: { team: string; priority: Priority; signal: AbortSignal; give: (seat: Seat) => void }[] = []
+    const acquire = (team: string, signal: AbortSignal | undefined, priority: Priority) =>
+      new Promise<Seat>((give) => waits.push({ team, priority, signal: signal!, give }))
+    const group = new CallerGroup()
+    group.join(undefined, 'a', 'warm')
+    const seat = seatFollowing('a', group, [], acquire)
+    expect(waits.map((w) => w.priority)).toEqual(['warm'])
+    const ended: string[] = []
+    waits[0]!.give({ end: (outcome) => ended.push(outcome.kind) } as Seat)
+    // A caller of team a joins before the grant is seen: a's place moves to a caller's.
+    group.join(new AbortController().signal, 'a', 'caller')
+    expect(waits.map((w) => w.priority)).toEqual(['warm', 'caller'])
+    await seat
+    expect(waits[1]!.signal.aborted).toBe(true)
+    expect(ended).toEqual([])
+  })
+
+  it('is refused with the first refusal, which holds each team\'s own', async () => {
+    const refusedA = new Error('team a is full')
+    const refusedB = new Error('no seat in time')
+    let refuseB: (err: Error) => void = () => undefined
+    const acquire = (team: string) => (team === 'a' ? Promise.reject(refusedA) : new Promise<Seat>((_, reject) => (refuseB = reject)))
+    const group = new CallerGroup()
+    group.join(new AbortController().signal, 'a')
+    group.join(new AbortController().signal, 'b')
+    const refused = seatFollowing('a', group, [], acquire)
+    await settle()
+    refuseB(refusedB)
+    const err = (await refused.then(() => null, (e: unknown) => e as Error))!
+    expect([err, ownRefusal(err, 'a'), ownRefusal(err, 'b'), ownRefusal(err, 'c')]).toEqual([refusedA, refusedA, refusedB, undefined])
+    expect(ownRefusal(new Error('wrapped', { cause: err }), 'b')).toBe(refusedB)
   })
 
   it('without callers to follow, waits under its own team, as a caller\'s call', async () => {

@@ -160,7 +160,8 @@ export class CallerGroup<C = undefined> implements QueueTeam {
  * while the call waits, a team gone (or whose priority changed) gives up its place, a
  * team new takes one at the back of its queue, the others keep theirs. Every wait's
  * signal aborts with the first of `sources` (the call's own ends) or when it is given up;
- * the call is refused once no wait is left, with the first refusal.
+ * the call is refused once no wait is left, with the first refusal, which holds each team's
+ * own (`ownRefusal`): a refusal may name its team and that team's ceilings.
  */
 export function seatFollowing(
   team: string,
@@ -176,6 +177,7 @@ export function seatFollowing(
     const waits = new Map<string, { priority: Priority; wait: WaitSignal }>()
     let seated = false
     let refusal: unknown
+    const refusals = new Map<string, unknown>()
     const giveUp = (name: string) => {
       const held = waits.get(name)
       waits.delete(name)
@@ -194,16 +196,21 @@ export function seatFollowing(
           held.wait.done()
           if (seated) return seat.end({ kind: 'unsent' })
           seated = true
-          waits.delete(name)
+          // A place given up in the turn it was seated may have a successor under its name: given up by `end` too.
+          if (waits.get(name) === held) waits.delete(name)
           end()
           resolve(seat)
         },
         (err: unknown) => {
           held.wait.done()
           if (waits.get(name) === held) waits.delete(name)
-          if (err !== MOVED) refusal ??= err
+          if (err !== MOVED) {
+            refusal ??= err
+            if (!refusals.has(name)) refusals.set(name, err)
+          }
           if (!seated && waits.size === 0) {
             stop()
+            if (typeof refusal === 'object' && refusal !== null) refusalsByTeam.set(refusal, refusals)
             reject(refusal as Error)
           }
         },
@@ -219,6 +226,19 @@ export function seatFollowing(
     })
     follow()
   })
+}
+
+// The refusals of a shared call's waits by team, kept by the refusal the call ended with.
+const refusalsByTeam = new WeakMap<object, ReadonlyMap<string, unknown>>()
+
+/**
+ * The refusal `team`'s own wait got, of a shared call refused with `err` (or an error
+ * whose cause it is); undefined when that team's wait was not refused, or the call was
+ * not shared.
+ */
+export function ownRefusal(err: Error, team: string): unknown {
+  const byTeam = refusalsByTeam.get(err) ?? (typeof err.cause === 'object' && err.cause !== null ? refusalsByTeam.get(err.cause) : undefined)
+  return byTeam?.get(team)
 }
 
 /** `ask()`'s promise, its synchronous throw as a rejection. */
@@ -240,15 +260,21 @@ export type HangUp = AbortSignal | OnHangUp
 /** Runs `leave` once when a caller hangs up. */
 type OnHangUp = (leave: () => void) => void
 
-type Answering = { on(event: 'close', fn: () => void): unknown; writableFinished: boolean }
+type Answering = { on(event: 'close', fn: () => void): unknown; writableFinished: boolean; destroyed: boolean }
 
 /**
  * The hang-up of the caller of `res`: `leave` runs when `res` closes before its answer is
- * complete (a response closes once). One listener on the response, no AbortController:
- * what a caller waiting for a report holds is its response and this listener.
+ * complete (a response closes once), at once when it closed already (its caller hung up
+ * before the read joined a call: its close is heard no more). One listener on the
+ * response, no AbortController: what a caller waiting for a report holds is its response
+ * and this listener.
  */
 export function hangUpOf(res: Answering): OnHangUp {
   return (leave) => {
+    if (res.destroyed) {
+      if (!res.writableFinished) leave()
+      return
+    }
     res.on('close', () => {
       if (!res.writableFinished) leave()
     })
