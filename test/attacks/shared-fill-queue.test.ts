@@ -33,8 +33,12 @@ it('a report another team asked first, while that team\'s seats are busy, is sen
     sg.sandbox.releaseHeld()
   }
   expect((await Promise.all(answers)).map((a) => a.status)).toEqual([200, 200, 200])
-  // One platform call for the shared report, though both teams asked it.
+  // One platform call for the shared report, though both teams asked it, counted for growth,
+  // whose seat it was sent on (all's call is its busy one alone).
   expect(sg.callerRequests().filter((r) => r.query?.includes('dateFrom=2026-04-01'))).toHaveLength(1)
+  const metrics = (await sg.gw.admin.inject({ method: 'GET', url: '/metrics' })).body
+  const teamCalls = (team: string) => Number(new RegExp(`gateway_team_platform_calls_total\\{team="${team}"\\} (\\d+)`).exec(metrics)?.[1] ?? 0)
+  expect([teamCalls('all'), teamCalls('growth')]).toEqual([1, 1])
 })
 
 itLoggedNoSecret(sg)

@@ -118,16 +118,16 @@ describe('CallerGroup', () => {
     expect([pinned.signal.aborted, [...pinned.teams]]).toEqual([false, [['r', 'ahead']]])
   })
 
-  it('is charged to its first asker while that one waits, else to the earliest asker of the team whose seat it is sent on', () => {
+  it('is charged to the earliest asker of the team whose seat it is sent on, else to its first asker while that one waits', () => {
     const group = new CallerGroup<string>()
     const [a, b1, c, b2] = [new AbortController(), new AbortController(), new AbortController(), new AbortController()]
     group.join(a.signal, 'a', 'warm', undefined, 'tally a')
     group.join(b1.signal, 'b', 'caller', undefined, 'tally b1')
     group.join(c.signal, 'c', 'caller', undefined, 'tally c')
     group.join(b2.signal, 'b', 'caller', undefined, 'tally b2')
-    expect([group.chargedTo('c'), group.chargedTo()]).toEqual(['tally a', 'tally a'])
+    expect([group.chargedTo('c'), group.chargedTo('b'), group.chargedTo('gone'), group.chargedTo()]).toEqual(['tally c', 'tally b1', 'tally a', 'tally a'])
     a.abort()
-    expect([group.chargedTo('c'), group.chargedTo('b'), group.chargedTo()]).toEqual(['tally c', 'tally b1', 'tally b1'])
+    expect([group.chargedTo('a'), group.chargedTo()]).toEqual(['tally b1', 'tally b1'])
     b1.abort()
     expect([group.chargedTo('b'), group.chargedTo('a')]).toEqual(['tally b2', 'tally b2'])
   })

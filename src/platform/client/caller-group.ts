@@ -40,9 +40,8 @@ interface Asker<C> {
  * seat it waits in the queue of every team with an asker still there, each at the
  * priority of that team's most pressing asker (a caller who joins a refresh makes it a
  * caller's call), and takes the first seat any of them is given: a team whose own seats
- * are busy holds back no other team's read of the same report. It is charged to its first
- * asker while that one waits for it, else to an asker of the team whose seat it is sent
- * on (`chargedTo`).
+ * are busy holds back no other team's read of the same report. It is charged to an asker
+ * of the team whose seat it is sent on (`chargedTo`).
  */
 export class CallerGroup<C = undefined> implements QueueTeam {
   readonly #controller = new AbortController()
@@ -74,14 +73,16 @@ export class CallerGroup<C = undefined> implements QueueTeam {
   }
 
   /**
-   * What the call is charged to: its first asker's `charge` while it still waits for the
-   * call, else that of the earliest asker still there of `seatedOn` (the team whose seat
-   * it is sent on), else of any team.
+   * What the call is charged to: the `charge` of the earliest asker still there of
+   * `seatedOn` (the team whose seat it is sent on: the team charged its seat-time pays for
+   * the call too), else its first asker's while that one still waits for it, else the
+   * earliest still there of any team.
    */
   chargedTo(seatedOn?: string): C | undefined {
-    if (this.#starter?.left === false) return this.#starter.charge
     const ofTeam = seatedOn === undefined ? undefined : this.#askers.get(seatedOn)
-    for (const askers of ofTeam ? [ofTeam] : this.#askers.values()) for (const asker of askers) return asker.charge
+    if (ofTeam) for (const asker of ofTeam) return asker.charge
+    if (this.#starter?.left === false) return this.#starter.charge
+    for (const askers of this.#askers.values()) for (const asker of askers) return asker.charge
     return undefined
   }
 
