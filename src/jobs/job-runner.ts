@@ -3,7 +3,7 @@ import type { FailureLog } from '../observe/failure-log.js'
 import type { Clock } from '../clock.js'
 import { etagOf, type CacheEntry } from '../cache/cache-entry.js'
 import { compress } from '../reports/report-fetcher.js'
-import type { CallTally, CacheResult, Forward, ReadOptions } from '../reports/report-cache.js'
+import { teamTally, type CacheResult, type Forward, type ReadOptions } from '../reports/report-cache.js'
 import { fillMsOf } from '../reports/fill-time.js'
 import type { CanonicalReport } from '../reports/report-query.js'
 import type { TokenProvider } from '../platform/tokens/token-provider.js'
@@ -201,7 +201,7 @@ export class JobRunner {
   /** The job's read, and how it ends. */
   async #execute(job: Job): Promise<RunEnd> {
     const { reads, clock, settings, log } = this.#d
-    const tally: CallTally = { team: { name: job.team }, platformCalls: 0 }
+    const tally = teamTally(job.team)
     // The platform-seconds of the call its result came from (its own, one it joined, here or
     // on another replica), to the ms; 0 for a copy the cache had: as `platform-usage: fill`.
     const took = (result: CacheResult): number => Math.round(fillMsOf(result)) / 1000

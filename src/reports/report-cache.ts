@@ -66,6 +66,11 @@ export interface CallTally {
   platformMs?: number
 }
 
+/** A tally of its own for a read of `team` that made no call yet (a background ask, a waiter, a job). */
+export function teamTally(team: string): CallTally {
+  return { team: { name: team }, platformCalls: 0 }
+}
+
 export interface ReadOptions {
   /** The caller asked for a fresh copy (REFRESH). */
   refresh: boolean
@@ -386,7 +391,7 @@ export class ReportCache {
    */
   joinedElsewhere(key: string, team: string, priority: string): void {
     const known = PRIORITIES.find((p) => p === priority)
-    if (known !== undefined) this.#callers.get(key)?.join(undefined, team, known, undefined, { team: { name: team }, platformCalls: 0 })
+    if (known !== undefined) this.#callers.get(key)?.join(undefined, team, known, undefined, teamTally(team))
   }
 
   /**
@@ -395,7 +400,7 @@ export class ReportCache {
    * `runs`: whether the caller may still be answered), and may be charged to it (`tally`;
    * none: its team's alone) when it is sent for it.
    */
-  joinCold(key: string, team: string, hangUp: HangUp, priority: Priority = 'caller', runs?: () => boolean, tally: CallTally = { team: { name: team }, platformCalls: 0 }): void {
+  joinCold(key: string, team: string, hangUp: HangUp, priority: Priority = 'caller', runs?: () => boolean, tally: CallTally = teamTally(team)): void {
     this.#callers.get(key)?.join(hangUp, team, priority, runs, tally)
   }
 
@@ -473,7 +478,7 @@ export class ReportCache {
     watch.running = true
     const outcomes = this.#d.metrics.refreshAhead
     outcomes.inc({ outcome: 'started' })
-    const tally: CallTally = { team: { name: watch.team }, platformCalls: 0 }
+    const tally = teamTally(watch.team)
     const ahead = { newerThan: watch.fetchedAt, urgency: () => this.#urgency(watch) }
     this.#fill(key, watch.report, watch.provider, { requestId: `refresh-ahead-${watch.fetchedAt}`, team: watch.team, tally, priority: 'ahead', ahead }, 0).then(
       (result) => {
