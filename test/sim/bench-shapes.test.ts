@@ -9,7 +9,7 @@ import { unexpected, type SeedFailure } from './sweep.js'
 // limit are there for these shapes alone (docs/decisions/governor-model.md, "The benchmarks'
 // shapes in the simulator"): without the start's levels (StartLevels) seeds 3, 8, 9, 13,
 // 15, 20 and 32 break their refusals or throughput; without the workers' worth (`served`)
-// 13, 24, 27, 32 and 35 their throughput; without the probe seat's TIE 5 and 10 the
+// 24 its throughput; without the probe seat's TIE 5 and 10 the
 // newcomer's throughput (and 5 work-conserving). BENCH_SEED=<n> replays one, printing
 // every check it breaks; BENCH_RECORD=1 prints the failing seeds as KNOWN_MISSES' rows.
 //
