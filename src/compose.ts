@@ -170,8 +170,9 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     memoBytes,
     async start(bind) {
       await shared.start()
-      // Before any request: a team that spent its day on other replicas is refused here too.
-      await usage.readDays(teams.teams.filter((t) => t.platformSecondsPerDay !== null).map((t) => t.name))
+      // Before any request: a team that spent its day on other replicas is refused here
+      // too, and every team's answers say the day it spent there.
+      await usage.readDays(teams.teams.map((t) => t.name))
       // Listens before any platform call and any token set: a start that cannot listen (a
       // port taken) exits having logged in nowhere and audited no token change. Until it
       // serves, readiness answers 503 (starting).

@@ -4,7 +4,7 @@ import { BlockList, isIP, type LookupFunction } from 'node:net'
 import { networkInterfaces } from 'node:os'
 
 // Where a webhook's connection may go: the addresses its host resolves to, never the
-// platform's socket nor a link-local address. Which hosts a webhook may name at all is
+// platform's socket, a link-local address nor a cloud's metadata service. Which hosts a webhook may name at all is
 // config/webhook-hosts.ts.
 
 /** The port a URL connects to: its own, else its scheme's. */
@@ -90,11 +90,20 @@ LINK_LOCAL.addSubnet('169.254.0.0', 16, 'ipv4')
 LINK_LOCAL.addSubnet('fe80::', 10, 'ipv6')
 LINK_LOCAL.addSubnet('::ffff:169.254.0.0', 112, 'ipv6')
 
-/** Why a connection to `address` for `url` may not be made (the platform's socket, a link-local address); null when it may. */
+// The metadata and credential services clouds keep outside link-local answer with
+// credentials as well: AWS's instance metadata over IPv6 (fd00:ec2::254) and its EKS Pod
+// Identity agent (fd00:ec2::23), Alibaba Cloud's instance metadata (100.100.100.200).
+const CLOUD_SERVICES = new BlockList()
+for (const address of ['fd00:ec2::254', 'fd00:ec2::23']) CLOUD_SERVICES.addAddress(address, 'ipv6')
+CLOUD_SERVICES.addAddress('100.100.100.200', 'ipv4')
+CLOUD_SERVICES.addAddress('::ffff:100.100.100.200', 'ipv6')
+
+/** Why a connection to `address` for `url` may not be made (the platform's socket, a link-local address, a cloud's metadata service); null when it may. */
 export function socketRefusal(url: URL, address: string, isPlatform: (address: string, port: number) => boolean): string | null {
   if (isPlatform(address, portOf(url))) return `${url.hostname} resolves to the platform's address (${address}:${portOf(url)})`
   const family = isIP(address) === 6 ? 'ipv6' : 'ipv4'
-  return LINK_LOCAL.check(address, family) ? `${url.hostname} resolves to a link-local address (${address}): an instance's metadata service lives there, never a receiver` : null
+  if (LINK_LOCAL.check(address, family)) return `${url.hostname} resolves to a link-local address (${address}): an instance's metadata service lives there, never a receiver`
+  return CLOUD_SERVICES.check(address, family) ? `${url.hostname} resolves to a cloud's metadata or credential service (${address}), never a receiver` : null
 }
 
 /** A connection refused because its host resolved to the platform's socket. */

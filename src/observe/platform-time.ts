@@ -35,9 +35,10 @@ export function secondsToNextDay(now: number): number {
  * call's start at the platform to its answer's headers), per team: over the last minute,
  * and over the UTC day summed across replicas. The usage totals carry a day's time to
  * Redis with their flush and bring back every replica's total (observe/usage.ts), so a
- * read here is a few array reads, never a Redis call. A bounded team's day is read at
- * start (TeamUsage.readDays); after it, another replica's time counts here once its
- * flush and this replica's next one have run (two `usage.flush` at most); the
+ * read here is a few array reads, never a Redis call. Every team's day is read at start
+ * (TeamUsage.readDays); after it, another replica's time counts here once its flush and
+ * this replica's next flush of the team's own counts have run (two `usage.flush` after
+ * the team's first call here since); the
  * minute is this replica's own calls. Without Redis every figure is this replica's.
  */
 export class PlatformTime {

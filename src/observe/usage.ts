@@ -128,9 +128,9 @@ export class TeamUsage {
 
   /**
    * Reads from Redis the platform time of the UTC day every replica spent for each of
-   * `teams` (the teams with a daily bound), so that a replica started after a team spent
-   * its day refuses the team's first miss instead of learning the day at its first flush:
-   * one Redis read per team, once per start. Without Redis, or when Redis cannot be read,
+   * `teams`, so that a replica started after a team spent its day refuses the team's
+   * first miss (a team with a daily bound) and says that day on the team's first answer,
+   * instead of learning the day at its first flush: one Redis read per team, once per start. Without Redis, or when Redis cannot be read,
    * a team's day is what this replica's flushes learn.
    */
   async readDays(teams: readonly string[]): Promise<void> {

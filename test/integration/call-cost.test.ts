@@ -354,6 +354,21 @@ describe('a team\'s bound of platform-seconds a day', () => {
     expect(refused.status).toBe(429)
     expect(((await refused.json()) as { code: string }).code).toBe('GW_PLATFORM_TIME_SPENT')
   })
+  it("says on a replica's first answer the day the team spent on replicas before it, bound or none", async () => {
+    const clock = fakeClock(NOON)
+    const shared = { REDIS_URL: redis.server.url }
+    const a = await gatewayOn(clock, shared)
+    sandbox.setLatency(50)
+    const spent = usageOf(await get(a, REPORT(101))).day
+    expect(spent).toBeGreaterThanOrEqual(0.05)
+    // A's close flushes its counts: the day's total is in Redis before B starts.
+    await a.close()
+    const b = await gatewayOn(clock, shared)
+    sandbox.setLatency(0)
+    const first = usageOf(await get(b, REPORT(102)))
+    expect(first.day).toBeGreaterThanOrEqual(spent + first.fill)
+  })
+
   it('holds on a replica that starts after the day was spent: its first read is 429 GW_PLATFORM_TIME_SPENT, without a platform call', async () => {
     const clock = fakeClock(NOON)
     const shared = { REDIS_URL: redis.server.url }

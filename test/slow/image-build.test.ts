@@ -160,7 +160,7 @@ describe('the image builds and runs (the Dockerfile replayed without a container
   }
 
   it(
-    'every stage builds in an empty folder from what its COPY lines let in, and the runtime stage answers /healthz',
+    'every stage builds in an empty folder from what its COPY lines let in, and the runtime stage answers /healthz, the console with its scripts and the API descriptions',
     async () => {
       for (const [index, stage] of stages.entries()) built.set(stage.name ?? String(index), await replay(stage, index))
       const runtime = built.get(stages[stages.length - 1]!.name ?? String(stages.length - 1))!
@@ -195,9 +195,22 @@ describe('the image builds and runs (the Dockerfile replayed without a container
         )
         const health = await fetch(`http://127.0.0.1:${adminPort}/healthz`)
         expect(health.status).toBe(200)
-        // The console's browser script is built into dist/ as well.
-        const page = await fetch(`http://127.0.0.1:${adminPort}/console`)
+        // The console's browser scripts are built into dist/ as well: every script the page
+        // names and every module they import, and the chart library from production node_modules.
+        const admin = `http://127.0.0.1:${adminPort}`
+        const page = await fetch(`${admin}/console`)
         expect(page.status).toBe(200)
+        const scripts = [...(await page.text()).matchAll(/<script[^>]* src="([^"]+)"/g)].map((m) => m[1]!)
+        expect(scripts.length, 'the console page names its scripts').toBeGreaterThan(1)
+        for (let i = 0; i < scripts.length; i++) {
+          const script = await fetch(`${admin}${scripts[i]}`)
+          expect(script.status, scripts[i]).toBe(200)
+          for (const [, name] of (await script.text()).matchAll(/from '\.\/([\w-]+\.js)'/g)) if (!scripts.includes(`/console/${name}`)) scripts.push(`/console/${name}`)
+        }
+        expect(scripts.length, 'the page script imports its modules').toBeGreaterThan(3)
+        // The API descriptions and the documentation page's own files (from production node_modules).
+        for (const path of ['/docs/json', '/docs/static/swagger-ui-bundle.js']) expect((await fetch(`${admin}${path}`)).status, path).toBe(200)
+        expect((await fetch(`http://127.0.0.1:${port}/openapi.json`)).status).toBe(200)
         // The image's own HEALTHCHECK, run as Docker runs it inside the container.
         const [hcFile, ...hcArgs] = runtime.healthcheck!
         const check = await run(hcFile === 'node' ? process.execPath : hcFile!, hcArgs, app, env, 10_000)

@@ -147,6 +147,20 @@ describe('the typed client: platform calls by their real path', () => {
     expect(s.requests).toHaveLength(0)
   })
 
+  it('refuses a path that leaves /api/v1/ once its dot segments are resolved: the key goes nowhere else on the origin', async () => {
+    // fetch resolves `..` and `%2e%2e` segments (and `\\` as `/`): a path built from a caller's
+    // input, `/api/v1/campaign/banner/delete/${id}`, would take the key to another path of the
+    // base URL's origin (another service behind the same ingress, under another prefix).
+    const s = scripted()
+    for (const baseUrl of [BASE, `${BASE}/report-gateway`]) {
+      const client = clientWith(s.fetch, { baseUrl })
+      for (const path of ['/api/v1/../../admin/token', '/api/v1/%2e%2E/%2E%2e/other/secrets', '/api/v1/campaign/banner/delete/../../../../../other', '/api/v1/..\\..\\other', '/api/v1/..']) {
+        expect(await rejection(client.call('DELETE', path as never)), `${baseUrl} ${path}`).toMatchObject({ name: 'GatewayError', code: 'CLIENT_REFUSED', status: null })
+      }
+    }
+    expect(s.requests).toHaveLength(0)
+  })
+
   it('refuses a method the gateway never forwards (TRACE, CONNECT), and a request fetch cannot make, as GatewayError CLIENT_REFUSED', async () => {
     const s = scripted()
     const client = clientWith(s.fetch)

@@ -70,16 +70,24 @@ describe('webhook targets', () => {
     expect(literalOf(new URL('https://hooks.example.org/'))).toBeNull()
   })
 
-  it("refuses a link-local address (a cloud's instance metadata, never a receiver), by literal or by what a name resolves to", async () => {
+  it("refuses a link-local address (a cloud's instance metadata) and the metadata and credential services clouds keep elsewhere, by literal or by what a name resolves to", async () => {
     const isPlatform = await platformSockets(['https://platform.internal'], resolve)
-    for (const [url, address] of [
-      ['http://169.254.169.254/latest/meta-data', '169.254.169.254'],
-      ['https://hooks.example.org/hook', '169.254.170.2'],
-      ['https://[fe80::1]/hook', 'fe80::1'],
-      ['https://hooks.example.org/hook', '::ffff:169.254.169.254'],
+    const linkLocal = /resolves to a link-local address \(.+\): an instance's metadata service lives there, never a receiver/
+    const cloudService = /resolves to a cloud's metadata or credential service \(.+\), never a receiver/
+    for (const [url, address, refusal] of [
+      ['http://169.254.169.254/latest/meta-data', '169.254.169.254', linkLocal],
+      ['https://hooks.example.org/hook', '169.254.170.2', linkLocal],
+      ['https://[fe80::1]/hook', 'fe80::1', linkLocal],
+      ['https://hooks.example.org/hook', '::ffff:169.254.169.254', linkLocal],
+      // AWS's instance metadata over IPv6 and its EKS Pod Identity agent; Alibaba Cloud's instance metadata.
+      ['http://[fd00:ec2::254]/latest/meta-data/iam/security-credentials/', 'fd00:ec2::254', cloudService],
+      ['https://hooks.example.org/hook', 'fd00:ec2::254', cloudService],
+      ['https://hooks.example.org/hook', 'fd00:ec2::23', cloudService],
+      ['http://100.100.100.200/latest/meta-data/', '100.100.100.200', cloudService],
+      ['https://hooks.example.org/hook', '::ffff:100.100.100.200', cloudService],
     ] as const) {
-      expect(socketRefusal(new URL(url), address, isPlatform), url).toMatch(/resolves to a link-local address \(.+\): an instance's metadata service lives there, never a receiver/)
+      expect(socketRefusal(new URL(url), address, isPlatform), `${url} at ${address}`).toMatch(refusal)
     }
-    expect(socketRefusal(new URL('https://hooks.example.org/hook'), '10.0.0.9', isPlatform)).toBeNull()
+    for (const address of ['10.0.0.9', 'fd00:ec2::1', 'fd00::254', '100.100.100.201', '100.64.0.1']) expect(socketRefusal(new URL('https://hooks.example.org/hook'), address, isPlatform), address).toBeNull()
   })
 })

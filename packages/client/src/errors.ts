@@ -70,7 +70,8 @@ type _EveryCodeListed = Holds<[Exclude<GatewayErrorCode, (typeof GATEWAY_ERROR_C
  * - `CLIENT_NOT_JSON`: a body that is not JSON where JSON is due (an HTML 502 of a proxy in between);
  * - `CLIENT_NOT_A_REPORT`: a 200 to a report read whose body is not a report (`{"data": [...]}`);
  * - `CLIENT_REFUSED`: a call the client does not send: a method the gateway never forwards
- *   (TRACE, CONNECT, OPTIONS), a path outside `/api/v1/` or with a query of its own, a
+ *   (TRACE, CONNECT, OPTIONS), a path outside `/api/v1/` (its dot segments resolved) or
+ *   with a query of its own, a
  *   request fetch cannot make (a header value with a line break); nothing was sent;
  * - `PLATFORM_ANSWER`: the platform's own 4xx, passed through by the gateway (`body` is the platform's, e.g. `{"message": …}`).
  */

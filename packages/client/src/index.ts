@@ -207,6 +207,8 @@ const FORWARDED = new Set<string>(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELET
 
 export function createGatewayClient(options: GatewayClientOptions): GatewayClient {
   const baseUrl = options.baseUrl.replace(/\/+$/, '')
+  // Where a platform path must stay once fetch has resolved its dot segments.
+  const platformRoot = `${new URL(baseUrl).pathname.replace(/\/+$/, '')}/api/v1/`
   const retries = Math.max(0, options.retries ?? 2)
   const maxWait = options.maxRetryAfterSeconds ?? 10
   const keptMax = Math.max(0, options.keptAnswers ?? 100)
@@ -405,7 +407,9 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     async call<T>(method: PlatformMethod, path: PlatformPath, call: PlatformCallOptions = {}): Promise<PlatformAnswer<T>> {
       if (!FORWARDED.has(method)) throw refusal(`${String(method)} is never sent: the gateway forwards only ${[...FORWARDED].join(', ')}`)
       if (typeof path !== 'string' || !path.startsWith('/api/v1/') || /[?#]/.test(path)) throw refusal(`a platform path starts with /api/v1/ and has no query (pass it as \`query\`): ${String(path)}`)
-      const response = await fetchWithPolicy(madeOrRefused(() => requestOf(method, path, call.query, call, call.body)), call.timeoutMs)
+      const request = madeOrRefused(() => requestOf(method, path, call.query, call, call.body))
+      if (!new URL(request.url).pathname.startsWith(platformRoot)) throw refusal(`a platform path stays under /api/v1/: ${path} leaves it once its dot segments are resolved`)
+      const response = await fetchWithPolicy(request, call.timeoutMs)
       const body = await jsonOf(response)
       if (!response.ok && response.status !== 304) throw answerError(body, response)
       return { status: response.status, body: (body ?? null) as T, requestId: response.headers.get('x-request-id'), headers: response.headers }
