@@ -113,7 +113,8 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
     const { team } = read.identity
     // Read now: a closed connection no longer has its peer's address.
     const client = req.socket.remoteAddress ?? null
-    reports.joinCold(read.form.key, team.name, hangUpOf(res), 'caller', () => decisions.stillAdmitted(read))
+    // The fill was dropped since the decision found it (its callers all left): the read goes on as one that found none.
+    if (!reports.joinCold(read.form.key, flight, team.name, hangUpOf(res), 'caller', () => decisions.stillAdmitted(read))) return shared(req, res, next, read, started, trace)
     const waiting = trace?.step('cache.fill', JOINED_FILL)
     const handOverFill = () => {
       if (!left(req, res, read, started, null, client)) toRouter(req, res, next, waiting, { rate: read.rate, flight })
