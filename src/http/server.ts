@@ -388,8 +388,10 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
     },
     // Validation errors carry their schema, whose description says what a field must be.
     // A property a schema does not allow fails the call: Fastify's default removes it
-    // unseen, which made `?advertiserID=101` a purge of everything.
-    ajv: { customOptions: { verbose: true, code: VALIDATOR_CODE, removeAdditional: false } },
+    // unseen, which made `?advertiserID=101` a purge of everything. A query flag is typed
+    // `[boolean, string]` (admin-schemas.ts QUERY_FLAG): its text matches `string`, so
+    // nothing is coerced, and the union is allowed rather than warned of at each start.
+    ajv: { customOptions: { verbose: true, code: VALIDATOR_CODE, removeAdditional: false, allowUnionTypes: true } },
   })
   app.addHook('preClose', (done) => {
     gentle?.begin()

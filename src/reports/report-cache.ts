@@ -395,13 +395,18 @@ export class ReportCache {
   }
 
   /**
-   * Counts a caller among those waiting for the cold fill of `key` (`coldFlight`), as a
-   * read that found no copy joins it: the platform call waits for it (hang-ups, whose queue,
-   * `runs`: whether the caller may still be answered), and may be charged to it (`tally`;
-   * none: its team's alone) when it is sent for it.
+   * Counts a caller among those waiting for `flight`, the cold fill of `key` its decision
+   * found (`coldFlight`), as a read that found no copy joins it: the platform call waits for
+   * it (hang-ups, whose queue, `runs`: whether the caller may still be answered), and may be
+   * charged to it (`tally`; none: its team's alone) when it is sent for it. False, joining
+   * nothing, when that fill is no longer one to join: every caller it had left since (it is
+   * being dropped), or it ended. The read then goes on as a read that found no fill, and
+   * fills anew: joined, it would be answered as one that left.
    */
-  joinCold(key: string, team: string, hangUp: HangUp, priority: Priority = 'caller', runs?: () => boolean, tally: CallTally = teamTally(team)): void {
-    this.#callers.get(key)?.join(hangUp, team, priority, runs, tally)
+  joinCold(key: string, flight: Promise<FillResult>, team: string, hangUp: HangUp, priority: Priority = 'caller', runs?: () => boolean, tally: CallTally = teamTally(team)): boolean {
+    if (this.coldFlight(key) !== flight) return false
+    this.#callers.get(key)!.join(hangUp, team, priority, runs, tally)
+    return true
   }
 
   /**

@@ -204,6 +204,24 @@ describe('the admin listener\'s OpenAPI document', () => {
     expect(problems).toEqual([])
   })
 
+  it('types the purges\' dryRun as a boolean or 1, true, 0, false, and takes each value it names as a query writes it', async () => {
+    const entryUrl = encodeURIComponent(REPORT)
+    for (const [path, query] of [['/admin/cache', 'advertiserId=999999'], ['/admin/cache/entry', `url=${entryUrl}`]] as const) {
+      const params = (doc.paths[path]!.delete!.parameters as { name: string; schema: { type: unknown; enum: unknown[] } }[])
+      const schema = params.find((p) => p.name === 'dryRun')!.schema
+      // A client generated from the document takes `dryRun: true`, and sends it as `dryRun=true`.
+      expect(schema.type, path).toEqual(['boolean', 'string'])
+      expect(schema.enum, path).toEqual([true, false, '1', 'true', '0', 'false'])
+      for (const value of schema.enum) {
+        const res = await gw.admin.inject({ method: 'DELETE', url: `${path}?${query}&dryRun=${String(value)}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+        expect(res.statusCode, `${path} dryRun=${String(value)}: ${res.body}`).toBe(200)
+        expect(res.json<{ dryRun: boolean }>().dryRun, `${path} dryRun=${String(value)}`).toBe(value === true || value === '1' || value === 'true')
+      }
+      const refused = await gw.admin.inject({ method: 'DELETE', url: `${path}?${query}&dryRun=yes`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+      expect(refused.json(), path).toMatchObject({ statusCode: 400, code: 'GW_BAD_REQUEST', message: expect.stringMatching(/^dryRun: must be `true` or `1`/) })
+    }
+  })
+
   it('declares, required, the headers the contract puts on every /admin/* answer and on the console\'s files', () => {
     const missing: string[] = []
     for (const [path, item] of Object.entries(doc.paths)) {

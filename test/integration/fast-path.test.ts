@@ -309,8 +309,9 @@ describe('a stampede joins the fill before the router', () => {
     const join = reports.joinCold.bind(reports)
     let joined = 0
     reports.joinCold = (...args) => {
-      joined += 1
-      join(...args)
+      const ok = join(...args)
+      if (ok) joined += 1
+      return ok
     }
     try {
       const before = reportCalls()

@@ -9,6 +9,7 @@
 import { execFile, spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
+import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
@@ -21,31 +22,40 @@ import type { Json } from '../helpers/openapi-doc.js'
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const TSC = join(ROOT, 'node_modules/.bin/tsc')
 
-const env = useSandboxGateway()
+const ADMIN_TOKEN = 'generated-client-admin-token-0123456789'
+const env = useSandboxGateway({ env: { ADMIN_TOKEN } })
 
 let proxyDoc: Json
+let adminDoc: Json
+let adminUrl = ''
 
 beforeAll(async () => {
   proxyDoc = (await (await fetch(`${env.url}/openapi.json`)).json()) as Json
+  await env.gw.admin.listen({ host: '127.0.0.1', port: 0 })
+  adminUrl = `http://127.0.0.1:${(env.gw.admin.server.address() as AddressInfo).port}`
+  adminDoc = (await (await fetch(`${adminUrl}/admin/openapi.json`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as Json
 })
 
-describe('a client generated from docs/openapi.json with openapi-typescript, run with openapi-fetch', () => {
+describe('clients generated from docs/openapi.json and docs/admin-openapi.json with openapi-typescript, run with openapi-fetch', () => {
   let dir = ''
   afterAll(() => {
     if (dir) rmSync(dir, { recursive: true, force: true })
   })
 
-  it('type-checks and calls each platform path by its real path, typed as the platform validates its forms', async () => {
+  it('type-checks and calls each platform path by its real path, typed as the platform validates its forms; and purges with dryRun: true', async () => {
     // Outside the repository (Node strips no types under node_modules), its packages the repository's.
     dir = mkdtempSync(join(tmpdir(), 'rgw-generated-client-'))
     symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'))
     const ast = await openapiTS(structuredClone(proxyDoc) as unknown as OpenAPI3, { silent: true })
     writeFileSync(join(dir, 'schema.d.ts'), `${COMMENT_HEADER}${astToString(ast)}`)
+    const adminAst = await openapiTS(structuredClone(adminDoc) as unknown as OpenAPI3, { silent: true })
+    writeFileSync(join(dir, 'admin-schema.d.ts'), `${COMMENT_HEADER}${astToString(adminAst)}`)
+    writeFileSync(join(dir, 'admin-app.ts'), GENERATED_ADMIN_APP)
     writeFileSync(join(dir, 'package.json'), '{"type": "module", "private": true}\n')
     writeFileSync(join(dir, 'app.ts'), GENERATED_APP)
     writeFileSync(
       join(dir, 'tsconfig.json'),
-      JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', lib: ['ES2022', 'DOM'], types: ['node'], strict: true, noEmit: true, allowImportingTsExtensions: true }, include: ['app.ts', 'schema.d.ts'] }),
+      JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', lib: ['ES2022', 'DOM'], types: ['node'], strict: true, noEmit: true, allowImportingTsExtensions: true }, include: ['app.ts', 'schema.d.ts', 'admin-app.ts', 'admin-schema.d.ts'] }),
     )
     const checked = spawnSync(TSC, ['-p', 'tsconfig.json'], { cwd: dir, encoding: 'utf8' })
     expect(checked.stdout + checked.stderr).toBe('')
@@ -65,7 +75,15 @@ describe('a client generated from docs/openapi.json with openapi-typescript, run
     expect(out.rows).toBe(3)
     expect(out.listed).toEqual([101])
     expect(out.challenge).toBe('ApiKey realm="report-gateway"')
-  }, 90_000)
+    // A boolean dryRun, sent as `dryRun=true` and `dryRun=false`: a dry run, then the purge.
+    const purged = await promisify(execFile)(process.execPath, ['--no-warnings', 'admin-app.ts', adminUrl, ADMIN_TOKEN], { cwd: dir, encoding: 'utf8', timeout: 60_000 })
+    const { sent, answers } = JSON.parse(purged.stdout) as { sent: string[]; answers: [{ wouldDrop: number }, { dropped: number }] }
+    expect(sent).toEqual(['DELETE /admin/cache?dryRun=true', 'DELETE /admin/cache?dryRun=false'])
+    // The reports the app above read are what the dry run counts and the purge drops.
+    expect(answers[0]).toEqual({ purged: 'all', dryRun: true, wouldDrop: expect.any(Number) })
+    expect(answers[0].wouldDrop).toBeGreaterThan(0)
+    expect(answers[1]).toEqual({ purged: 'all', dryRun: false, dropped: answers[0].wouldDrop })
+  }, 120_000)
 })
 
 // The app a developer writes on the generated types: each call by its real path.
@@ -114,4 +132,26 @@ console.log(JSON.stringify({
   listed: [...new Set((listed.data?.data ?? []).map((campaign) => campaign.userId))],
   challenge: refused.response.headers.get('www-authenticate'),
 }))
+`
+
+// An operator's script on the admin document's generated types: a purge's dry run, then the purge.
+const GENERATED_ADMIN_APP = `import createClient from 'openapi-fetch'
+import type { paths } from './admin-schema.d.ts'
+
+const [baseUrl, token] = process.argv.slice(2) as [string, string]
+const sent: string[] = []
+const admin = createClient<paths>({ baseUrl, headers: { authorization: \`Bearer \${token}\` }, fetch: (request: Request) => {
+  const url = new URL(request.url)
+  sent.push(\`\${request.method} \${url.pathname}\${url.search}\`)
+  return fetch(request)
+} })
+const dry = await admin.DELETE('/admin/cache', { params: { query: { dryRun: true } } })
+const purge = await admin.DELETE('/admin/cache', { params: { query: { dryRun: false } } })
+
+export function typedAsTheGatewayValidates(): void {
+  // @ts-expect-error a query flag is a boolean or 1, true, 0, false: anything else is 400
+  void admin.DELETE('/admin/cache', { params: { query: { dryRun: 'yes' } } })
+}
+
+console.log(JSON.stringify({ sent, answers: [dry.data, purge.data] }))
 `

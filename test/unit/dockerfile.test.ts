@@ -212,7 +212,8 @@ describe('Dockerfile', () => {
     const cmd = only(runtime, 'CMD')
     expect(cmd).toHaveLength(1)
     expect(execForm(cmd[0]!.args)).toEqual(['node', 'dist/main.js'])
-    expect(pkg.scripts.start).toBe('node dist/main.js')
+    // npm start runs the same, its shell replaced by Node (exec) so that npm's signals reach it.
+    expect(pkg.scripts.start).toBe('exec node dist/main.js')
     expect(pkg.main).toBe('dist/main.js')
     expect(only(runtime, 'ENTRYPOINT')).toEqual([])
     expect(only(runtime, 'STOPSIGNAL').map((i) => i.args)).toEqual(['SIGTERM'])

@@ -8,7 +8,7 @@ import { describe, it, expect } from 'vitest'
 import { parse, stringify } from 'yaml'
 import { mergeValues as merge, renderChart, validateValues, type Manifest, type Values } from '../helpers/render-chart.js'
 import { CHART, CHART_VERSION, chartFile, CONTRACT_ENV, IMAGE, install, SECRETS, TEAMS, FULL, type Deployment, type Service, all, one, gateway, envOf, services, decode, podFiles, gatewayConfigFrom, type NetworkPolicy } from '../helpers/chart-manifests.js'
-import { configProblems } from '../helpers/load-config.js'
+import { configProblems, loadConfigYaml } from '../helpers/load-config.js'
 
 describe('rendered with a Secret from values, Redis, autoscaling and a ServiceMonitor', () => {
   const chart = install({ values: FULL })
@@ -258,6 +258,50 @@ describe('rendered with other choices', () => {
     expect(listed.teams.find((t) => t.name === 'dash')?.webhook?.url).toBe(webhook.url)
     expect(() => install({ values: { teams: { ...TEAMS, dash: { ...dash, webhook: null } } } })).not.toThrow()
     expect(() => install({ values: { teams: TEAMS } })).not.toThrow()
+  })
+
+  it("refuses to render a team's webhook whose host is not in a non-empty config.jobs.webhookHosts, as the gateway would at start; a host it cannot read as the gateway does is left to the gateway", () => {
+    const dash = { keys: [`sha256:${'d'.repeat(64)}`], advertisers: [103] }
+    const secret = `whsec_${'A'.repeat(32)}`
+    // The gateway's own refusal of the webhook, or null where it starts.
+    const gatewaySays = (url: string, webhookHosts: string[]): string | null => {
+      try {
+        loadConfigYaml(stringify({ teams: { dash: { ...dash, webhook: { url, secret } } }, jobs: { webhookHosts } }))
+        return null
+      } catch (err) {
+        return (err as { problems?: string[] }).problems?.find((p) => p.startsWith('teams.dash.webhook.url:')) ?? null
+      }
+    }
+    const chartSays = (url: string, webhookHosts: string[]): string | null => {
+      try {
+        install({ values: { teams: { ...TEAMS, dash: { ...dash, webhook: { url, secret } } }, config: { jobs: { webhookHosts } } } })
+        return null
+      } catch (err) {
+        return (err as Error).message
+      }
+    }
+    const cases: { url: string; hosts: string[]; refused: boolean }[] = [
+      { url: 'https://hooks.dash.svc.cluster.local/reports', hosts: ['hooks.other.example'], refused: true },
+      { url: 'http://hooks.dash.svc.cluster.local?to=reports', hosts: ['hooks.other.example', 'dash.svc.cluster.local'], refused: true },
+      { url: 'https://10.0.0.7/reports', hosts: ['10.0.0.8'], refused: true },
+      { url: 'https://hooks.example./reports', hosts: ['hooks.example'], refused: true },
+      // Listed: names compared whatever their case, and whatever the port.
+      { url: 'https://Hooks.Dash.svc.cluster.local:8443/reports', hosts: ['hooks.other.example', 'hooks.dash.SVC.cluster.local'], refused: false },
+      // Hosts a URL parser rewrites (IDNA, IPv4 in other spellings) or reads otherwise than Go's: the gateway's to judge.
+      { url: 'https://bücher.example/reports', hosts: ['xn--bcher-kva.example'], refused: false },
+      { url: 'https://0x0a.0.0.7/reports', hosts: ['10.0.0.7'], refused: false },
+      { url: 'https://10.0.0.7./reports', hosts: ['10.0.0.7'], refused: false },
+      { url: 'https://[::1]:8443/reports', hosts: ['[::1]'], refused: false },
+      { url: 'https://hooks.other.example\\@hooks.dash.svc.cluster.local/', hosts: ['hooks.dash.svc.cluster.local'], refused: false },
+    ]
+    for (const { url, hosts, refused } of cases) {
+      const gateway = gatewaySays(url, hosts)
+      const chart = chartSays(url, hosts)
+      // Never refused at render where the gateway starts; refused with the gateway's words where it is.
+      if (chart !== null) expect(chart, url).toBe(`${gateway!}; every pod would stop at start with this (exit 78): list the webhook's host in config.jobs.webhookHosts, or remove teams.dash.webhook`)
+      expect(chart !== null, `${url} ${JSON.stringify(hosts)}: ${chart ?? 'rendered'}`).toBe(refused)
+    }
+    expect(gatewaySays('https://hooks.other.example\\@hooks.dash.svc.cluster.local/', ['hooks.dash.svc.cluster.local'])).toBe('teams.dash.webhook.url: hooks.other.example is not in jobs.webhookHosts')
   })
 
   it('passes a plain Redis URL as a value', () => {

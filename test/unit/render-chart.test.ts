@@ -59,6 +59,14 @@ describe('the test renderer (subset of Go templates)', () => {
     expect(renderString('{{ $d := dict "v" 21 }}{{ include "twice" (dict "v" $d.v "into" $d) }}{{ eq $d.v 42 }}', {}, helpers)).toBe('true')
   })
 
+  it('runs lower, trimPrefix, regexMatch and regexFind like Sprig, and refuses a pattern RE2 and JavaScript read apart', () => {
+    expect(renderString('{{ lower .s }} {{ trimPrefix "https://" .u }} {{ trimPrefix "x" "abc" }}', { s: 'Hooks.EXAMPLE', u: 'https://a.b' })).toBe('hooks.example a.b abc')
+    expect(renderString('{{ regexMatch "^https?://[a-z.]+(:[0-9]*)?([/?#]|$)" .u }} {{ regexMatch "^[0-9]+$" .u }}', { u: 'http://a.b:80/x' })).toBe('true false')
+    expect(renderString('[{{ regexFind "^https?://[a-z.]+" .u }}] [{{ regexFind "^ftp:" .u }}]', { u: 'https://a.b/x' })).toBe('[https://a.b] []')
+    expect(() => renderString('{{ regexMatch "(?i)^a" "A" }}', {})).toThrow(/outside what the test renderer reads as RE2 does/)
+    expect(() => renderString('{{ regexMatch "^a(?=b)" "ab" }}', {})).toThrow(/outside what the test renderer reads as RE2 does/)
+  })
+
   it("runs hasKey like Sprig (a key held as null is held), and keeps a null over no value as helm's values merge does", () => {
     expect(renderString('{{ hasKey .m "a" }} {{ hasKey .m "b" }} {{ hasKey .m "c" }}', { m: { a: null, b: 0 } })).toBe('true true false')
     expect(mergeValues({ a: { x: 1 } }, { a: { x: null, y: null } })).toEqual({ a: { y: null } })

@@ -213,15 +213,36 @@ namespace and the job the ServiceMonitor gives (the admin Service's name).
 {{- end }}
 
 {{/*
-The gateway stops at start (exit 78) when a team has a webhook while jobs.webhookHosts is
-empty (webhooks off): refused here, naming the team, with the gateway's message. Whether
-each webhook's host is in the list is left to the gateway, which reads hosts as URLs do.
+The gateway stops at start (exit 78) when a team's webhook points at a host not in
+jobs.webhookHosts, or when that list is empty (webhooks off): refused here, naming the
+team, with the gateway's message. A host is compared as the gateway's URL parser reads it
+(lower case, the port aside), where that reading is the URL's own text: a plain http(s)
+URL of a DNS name or a dotted-quad IPv4 address. Any other host (an IDN, IPv6, an IPv4
+address in another spelling, a URL Go's parser and the gateway's read apart) is left to
+the gateway, so nothing the gateway accepts is refused here.
 */}}
 {{- define "report-gateway.checkWebhooks" -}}
-{{- if not (include "report-gateway.usesWebhooks" .) }}
+{{- $hosts := "" -}}
+{{- with .Values.config.jobs }}{{ with .webhookHosts }}{{ $hosts = . }}{{ end }}{{ end }}
 {{- range $name, $team := .Values.teams }}
-{{- if $team.webhook }}
-{{- fail (printf "teams.%s.webhook.url: jobs.webhookHosts is empty: webhooks are off; every pod would stop at start with this (exit 78): list the webhook's host in config.jobs.webhookHosts, or remove teams.%s.webhook" $name $name) }}
+{{- if and (kindIs "map" $team) $team.webhook }}
+{{- $tail := printf "; every pod would stop at start with this (exit 78): list the webhook's host in config.jobs.webhookHosts, or remove teams.%s.webhook" $name }}
+{{- if not $hosts }}
+{{- fail (printf "teams.%s.webhook.url: jobs.webhookHosts is empty: webhooks are off%s" $name $tail) }}
+{{- end }}
+{{- $url := "" }}
+{{- if kindIs "map" $team.webhook }}{{ with $team.webhook.url }}{{ if kindIs "string" . }}{{ $url = . }}{{ end }}{{ end }}{{ end }}
+{{- if regexMatch "^https?://[A-Za-z0-9._-]+(:[0-9]*)?([/?#]|$)" $url }}
+{{- $host := lower (trimPrefix "http://" (trimPrefix "https://" (regexFind "^https?://[A-Za-z0-9._-]+" $url))) }}
+{{- $number := regexMatch "(^|[.])(0[xX][0-9A-Fa-f]*|[0-9]+)[.]?$" $host }}
+{{- $quad := regexMatch "^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])[.]){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$" $host }}
+{{- if and (kindIs "slice" $hosts) (or (not $number) $quad) }}
+{{- $listed := false }}
+{{- range $hosts }}{{ if and (kindIs "string" .) (eq (lower .) $host) }}{{ $listed = true }}{{ end }}{{ end }}
+{{- if not $listed }}
+{{- fail (printf "teams.%s.webhook.url: %s is not in jobs.webhookHosts%s" $name $host $tail) }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- end }}

@@ -1,9 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { GatewayContext } from '../context.js'
 import { RedisUnavailableError } from '../../errors.js'
-import { adminSchema, answer, flagOn, purgeSchema, QUERY_FLAG } from './admin-schemas.js'
-
-const DRY_RUN = { ...QUERY_FLAG, description: '`1` or `true`: drop nothing, answer what the purge would drop (`wouldDrop`).' }
+import { adminSchema, answer, DRY_RUN, flagOn, purgeSchema } from './admin-schemas.js'
 
 /** What a dry run counts, or Redis's refusal to say (503). */
 export async function counted(count: Promise<number>): Promise<number> {

@@ -44,8 +44,14 @@ export function adminSchema(route: AdminRoute): FastifySchema {
   } as FastifySchema
 }
 
-/** A flag in a query: `1`, `true`, `0` or `false`. */
-export const QUERY_FLAG = { type: 'string', enum: ['1', 'true', '0', 'false'] } as const
+// A query holds text, and a boolean there is `true` or `false`: a flag is typed as a boolean
+// beside the four strings, so that a client generated from the document takes `dryRun: true`.
+// The strings are what Fastify validates (a query's values are text, none coerced).
+/** A flag in a query: `true`, `false`, `1` or `0`. */
+const QUERY_FLAG = { type: ['boolean', 'string'], enum: [true, false, '1', 'true', '0', 'false'] } as const
+
+/** A purge's dry run. */
+export const DRY_RUN = { ...QUERY_FLAG, description: '`true` or `1`: drop nothing, answer what the purge would drop (`wouldDrop`); `false`, `0` or leaving it out: drop.' }
 
 /** Whether a QUERY_FLAG value is on. */
 export function flagOn(value: string | undefined): boolean {

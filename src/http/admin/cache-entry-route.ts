@@ -5,7 +5,7 @@ import type { Config } from '../../config.js'
 import { checkTarget } from '../../access/request-target.js'
 import { canonicalGetReport, type CanonicalReport } from '../../reports/report-query.js'
 import { inflate, type CacheEntry } from '../../cache/cache-entry.js'
-import { adminSchema, answer, flagOn, purgeSchema, QUERY_FLAG } from './admin-schemas.js'
+import { adminSchema, answer, DRY_RUN, flagOn, purgeSchema } from './admin-schemas.js'
 import { counted } from './admin-cache.js'
 
 const REPORT_PREFIX = '/api/v1/report/'
@@ -80,7 +80,7 @@ const drop = adminSchema({
   operationId: 'purgeCacheEntry',
   summary: 'Drop one cached report on every replica',
   description: 'Its entry under every credential, in Redis and in each replica\'s memory; final like every purge (a copy filled before it is never served again). Audited with the operator. `dryRun=1` drops nothing and answers what it would drop.',
-  query: { url: URL_PARAM, dryRun: { ...QUERY_FLAG, description: '`1` or `true`: drop nothing, answer what the purge would drop (`wouldDrop`).' } },
+  query: { url: URL_PARAM, dryRun: DRY_RUN },
   requiredQuery: ['url'],
   response: { 200: answer(purgeSchema, 'What was dropped, or with `dryRun` what would be.') },
   errors: { GW_BAD_REQUEST: NOT_A_REPORT, GW_REDIS_UNAVAILABLE: 'This replica dropped its copy in memory, but Redis could not be reached; repeat the call. (A dry run: Redis could not be read.)' },

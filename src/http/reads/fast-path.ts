@@ -7,7 +7,7 @@ import type { CacheEntry } from '../../cache/cache-entry.js'
 import type { GatewayContext } from '../context.js'
 import { hangUpOf } from '../../platform/client/caller-group.js'
 import { handOver, type HandedOver } from './handed-over.js'
-import type { FillResult, Forward } from '../../reports/report-cache.js'
+import { teamTally, type FillResult, type Forward } from '../../reports/report-cache.js'
 import type { AdmittedRead, DecideHow, ReadDecision, ReadDecisions } from '../../reports/read-decision.js'
 import { plainAnswer, writeEntry } from './report-reply.js'
 import { rateLimitHeaders } from '../../access/rate-limit-headers.js'
@@ -19,6 +19,7 @@ import type { ServePlain } from '../socket-entrance.js'
 import type { ReportAnswerFacts } from './report-facts.js'
 import { JOINED_FILL, L1_HIT, L1_MISS, L2_HIT, L2_NOT_FRESH, TO_ROUTER } from './step-attributes.js'
 import { carries } from '../connection-teams.js'
+import { answeredByCache } from '../../observe/usage.js'
 
 /** A caller that joined a cold fill went to the platform for want of a copy, with another read. */
 const JOINED: Forward = { reason: 'uri-miss', collapsed: true }
@@ -90,16 +91,16 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
     return { reqId: requestIdOf(headers), rate: rateLimitHeaders(team, read.rate), report }
   }
 
-  // The access line of an answer written from the cache: a coalesced MISS made no platform call of its own (usage).
-  const served = (req: RequestSeen, bytes: number | null, read: AdmittedRead, reqId: string, status: 'HIT' | 'MISS', code: number, started: number, now: number, upstreamMs: number | null, client: string | null, trace: Trace | undefined): void => {
-    observe(accessFacts(req, bytes, callerOf(read, upstreamMs), { reqId, route: 'report', status: code, durationMs: performance.now() - started, cache: status, client, hit: true, at: now }, trace))
+  // The access line of an answer written from the cache: a platform call saved (usage), unless the joined fill was charged to it (`platformCalls`).
+  const served = (req: RequestSeen, bytes: number | null, read: AdmittedRead, reqId: string, status: 'HIT' | 'MISS', code: number, started: number, now: number, upstreamMs: number | null, client: string | null, trace: Trace | undefined, platformCalls = 0): void => {
+    observe(accessFacts(req, bytes, callerOf(read, upstreamMs), { reqId, route: 'report', status: code, durationMs: performance.now() - started, cache: status, client, hit: answeredByCache(code, status, platformCalls), at: now }, trace))
   }
 
-  // The answer of an entry, written as the route writes it, and its access line.
-  const answer = (req: IncomingMessage, res: ServerResponse, read: AdmittedRead, entry: CacheEntry, status: 'HIT' | 'MISS', started: number, now: number, upstreamMs: number | null, client: string | null): void => {
+  // The answer of an entry, written as the route writes it, and its access line; `platformCalls`: those charged to it (a joined fill sent for it).
+  const answer = (req: IncomingMessage, res: ServerResponse, read: AdmittedRead, entry: CacheEntry, status: 'HIT' | 'MISS', started: number, now: number, upstreamMs: number | null, client: string | null, platformCalls = 0): void => {
     const own = ownFields(read, entry, status, now, req.headers)
     const code = writeEntry(res, entry, status, status === 'MISS' ? JOINED : undefined, now, req.headers, own)
-    served(req, bytesOf(res), read, own.reqId, status, code, started, now, upstreamMs, client, traced ? traceOf(req) : undefined)
+    served(req, bytesOf(res), read, own.reqId, status, code, started, now, upstreamMs, client, traced ? traceOf(req) : undefined, platformCalls)
   }
 
   // A caller that closed its connection while its read waited: no answer to write, its access line says so (499).
@@ -113,7 +114,10 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
     const { team } = read.identity
     // Read now: a closed connection no longer has its peer's address.
     const client = req.socket.remoteAddress ?? null
-    reports.joinCold(read.form.key, team.name, hangUpOf(res), 'caller', () => decisions.stillAdmitted(read))
+    // The fill's call is charged to this read when it is sent for it (its first caller left, or it is sent on this team's seat).
+    const tally = teamTally(team.name)
+    // The fill was dropped since the decision found it (its callers all left): the read goes on as one that found none.
+    if (!reports.joinCold(read.form.key, flight, team.name, hangUpOf(res), 'caller', () => decisions.stillAdmitted(read), tally)) return shared(req, res, next, read, started, trace)
     const waiting = trace?.step('cache.fill', JOINED_FILL)
     const handOverFill = () => {
       if (!left(req, res, read, started, null, client)) toRouter(req, res, next, waiting, { rate: read.rate, flight })
@@ -127,7 +131,7 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
         if (!decisions.stillAdmitted(read)) return toRouter(req, res, next, undefined, { rate: read.rate })
         const at = clock.now()
         reports.countServed(read.form.key, result.entry, 'MISS', result.fromPeer ? 'l2' : 'platform', read.form.report, team.credential, team.name, at)
-        answer(req, res, read, result.entry, 'MISS', started, at, result.upstreamMs ?? null, client)
+        answer(req, res, read, result.entry, 'MISS', started, at, result.upstreamMs ?? null, client, tally.platformCalls)
       }, handOverFill)
       .catch((err: unknown) => {
         // Nothing above is expected to throw; should it, this caller is cut off, not the process.

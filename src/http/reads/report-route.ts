@@ -115,8 +115,11 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
       if (now === null) return reply
       return answerRead(request, reply, caller, report, await reports.read(report, key, caller.provider, readOptions(request, reply, caller, report, false, trace, now)))
     }
-    const flight = handed?.flight ?? decided.goOn.flight
-    if (flight !== undefined && handed?.flight === undefined) reports.joinCold(key, caller.team.name, hangUpOf(reply.raw), isWarmUp(request.headers) ? 'warm' : 'caller', () => decisions.stillAdmitted(admitted), caller)
+    // The fill its decision found, joined unless it was dropped since (then this read fills
+    // anew), or the one the entrance before the router joined for it.
+    const found = handed?.flight === undefined ? decided.goOn.flight : undefined
+    const joined = found !== undefined && reports.joinCold(key, found, caller.team.name, hangUpOf(reply.raw), isWarmUp(request.headers) ? 'warm' : 'caller', () => decisions.stillAdmitted(admitted), caller)
+    const flight = handed?.flight ?? (joined ? found : undefined)
     const result = await reports.read(report, key, caller.provider, readOptions(request, reply, caller, report, admitted.refresh, trace, { ...handed, ...(flight ? { flight } : {}) }))
     caller.upstreamMs = result.upstreamMs ?? null
     return answerRead(request, reply, caller, report, result)

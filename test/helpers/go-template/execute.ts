@@ -121,6 +121,18 @@ function evalOperand(op: Operand, scope: Scope, where: string): unknown {
   }
 }
 
+/**
+ * A regular expression as RE2 reads it, for the subset both engines read alike: literals,
+ * classes, groups, alternation, anchors and repeats. Flags, look-arounds, named groups and
+ * escapes other than of a punctuation mark are refused, so a pattern outside it fails the
+ * test rather than matching otherwise than helm would.
+ */
+function sharedRegex(pattern: unknown, where: string): RegExp {
+  const text = str(pattern)
+  if (/\(\?|\\[^.\-/[\]()?*+{}|^$]/.test(text)) throw new TemplateError(`${where}: the regular expression ${JSON.stringify(text)} is outside what the test renderer reads as RE2 does`)
+  return new RegExp(text)
+}
+
 function walk(base: unknown, path: string[], where: string): unknown {
   let value = base
   for (const [i, segment] of path.entries()) {
@@ -178,6 +190,16 @@ const FUNCTIONS: Record<string, Fn> = {
   mul: (args) => args.reduce<number>((product, v) => product * toInt(v), 1),
   // Sprig's hasSuffix: the suffix first, then the string.
   hasSuffix: ([suffix, s]) => str(s).endsWith(str(suffix)),
+  // Sprig's lower and trimPrefix (the prefix first, then the string).
+  lower: ([s]) => str(s).toLowerCase(),
+  trimPrefix: ([prefix, s]) => {
+    const text = str(s)
+    const start = str(prefix)
+    return start && text.startsWith(start) ? text.slice(start.length) : text
+  },
+  // Sprig's regexMatch and regexFind (the pattern first): a pattern Go's RE2 and JavaScript read alike.
+  regexMatch: ([pattern, s], _scope, where) => sharedRegex(pattern, where).test(str(s)),
+  regexFind: ([pattern, s], _scope, where) => sharedRegex(pattern, where).exec(str(s))?.[0] ?? '',
   // Sprig's kindIs: the Go kind of the value; helm's numbers from values are float64.
   kindIs: ([kind, v]) => str(kind) === goKind(v),
   // Sprig's dict: keys and values in turn, a key as a string.
