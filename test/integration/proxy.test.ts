@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
-import { KEYS, testConfig } from '../helpers/build-gateway.js'
+import { KEYS, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { onRealTimers } from '../helpers/clock.js'
 import { useGateway, useSandbox } from '../helpers/fixtures.js'
 import { newCampaign, rawHttp, rawRequest as sendRaw, SANDBOX_TEAMS_YAML } from '../helpers/sandbox-gateway.js'
 import { waitFor } from '../helpers/wait.js'
@@ -30,7 +31,7 @@ beforeAll(() => sandbox.clearRequests())
 
 type Method = 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH' | 'HEAD' | 'OPTIONS' | 'TRACE'
 
-function call(method: Method, url: string, opts: { key?: string | null; headers?: Record<string, string>; json?: unknown; form?: string } = {}) {
+function call(method: Method, url: string, opts: { key?: string | null; headers?: Record<string, string>; json?: unknown; form?: string } = {}, through: TestGateway = gw) {
   const headers: Record<string, string> = { ...(opts.headers ?? {}) }
   const key = opts.key === undefined ? KEYS.all : opts.key
   if (key !== null) headers['x-api-key'] = key
@@ -42,7 +43,7 @@ function call(method: Method, url: string, opts: { key?: string | null; headers?
     headers['content-type'] = 'application/x-www-form-urlencoded'
     payload = opts.form
   }
-  return gw.proxy.inject({ method, url, headers, ...(payload === undefined ? {} : { payload }) })
+  return through.proxy.inject({ method, url, headers, ...(payload === undefined ? {} : { payload }) })
 }
 
 function only(): SandboxRequestRecord {
@@ -519,11 +520,22 @@ describe('platform failures on a non-report call', () => {
 })
 
 describe('rate limit', () => {
+  // A team's window is the clock's minute: this gateway's clock stands still (on real timers),
+  // so the four calls fall in one window however long a loaded machine takes over them.
+  const still = Date.now()
+  const limitedGw = useGateway(
+    () => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken, PLATFORM_TOKEN_URL: TOKEN_URL_PATH }, SANDBOX_TEAMS_YAML),
+    { deps: { clock: onRealTimers(() => still) } },
+  )
+  // Its start's token probe is its own call.
+  beforeAll(() => sandbox.clearRequests())
+  const limitedCall = (key: string) => call('POST', '/api/v1/campaign/get', { key, json: {} }, limitedGw)
+
   it('answers 429 GW_RATE_LIMITED with retry-after once the team used its budget', async () => {
     const statuses: number[] = []
-    for (let i = 0; i < 3; i++) statuses.push((await call('POST', '/api/v1/campaign/get', { key: KEYS.limited, json: {} })).statusCode)
+    for (let i = 0; i < 3; i++) statuses.push((await limitedCall(KEYS.limited)).statusCode)
     expect(statuses).toEqual([200, 200, 200])
-    const res = await call('POST', '/api/v1/campaign/get', { key: KEYS.limited, json: {} })
+    const res = await limitedCall(KEYS.limited)
     expect(res.statusCode).toBe(429)
     expect(res.json()).toMatchObject({ statusCode: 429, code: 'GW_RATE_LIMITED', error: 'Too Many Requests' })
     const retryAfter = Number(res.headers['retry-after'])
@@ -532,7 +544,7 @@ describe('rate limit', () => {
     expect(res.json().message).toBe(`rate limit reached; retry in ${retryAfter} s`)
     expect(sandbox.requests).toHaveLength(3)
     // Other teams have their own budget.
-    expect((await call('POST', '/api/v1/campaign/get', { key: KEYS.all, json: {} })).statusCode).toBe(200)
+    expect((await limitedCall(KEYS.all)).statusCode).toBe(200)
   })
 })
 
