@@ -212,7 +212,8 @@ describe('Dockerfile', () => {
     const cmd = only(runtime, 'CMD')
     expect(cmd).toHaveLength(1)
     expect(execForm(cmd[0]!.args)).toEqual(['node', 'dist/main.js'])
-    expect(pkg.scripts.start).toBe('node dist/main.js')
+    // `exec`: the script's shell becomes node, so the SIGTERM npm forwards reaches the gateway (test/slow/npm-start-signal.test.ts).
+    expect(pkg.scripts.start).toBe('exec node dist/main.js')
     expect(pkg.main).toBe('dist/main.js')
     expect(only(runtime, 'ENTRYPOINT')).toEqual([])
     expect(only(runtime, 'STOPSIGNAL').map((i) => i.args)).toEqual(['SIGTERM'])
