@@ -84,11 +84,14 @@ async function main(): Promise<void> {
   }
 
   let stopping = false
-  // Ends the drain early: a second signal while it runs.
+  // Ends the drain early: a second signal while it runs. Under `npm start` npm forwards
+  // each SIGTERM it gets to the gateway, so a process group's SIGTERM (systemd, a
+  // terminal's job, `kill -- -<pgid>`) arrives twice: there a second SIGTERM is the same stop.
+  const forwardedByNpm = process.env.npm_lifecycle_event !== undefined
   let endDrain: (() => void) | null = null
   const stop = async (signal: string) => {
     if (stopping) {
-      endDrain?.()
+      if (!(forwardedByNpm && signal === 'SIGTERM')) endDrain?.()
       return
     }
     stopping = true

@@ -9,7 +9,8 @@ import { waitFor as poll } from '../helpers/wait.js'
 
 // README, "Quick start": `npm start` runs the gateway. A supervisor that stops it sends
 // SIGTERM to the process it started, npm: the gateway gets each one (readiness 503 at
-// once while it still answers, a second ends the drain), and npm exits with the gateway's
+// once while it still answers; a second is that same stop under npm, which forwards the
+// SIGTERM a process group's signal brings it too), and npm exits with the gateway's
 // code once it stopped, its listeners closed. Before, npm ran the gateway under `sh -c`,
 // which does not pass a signal on: npm exited 143 and the gateway ran on, ready, orphaned.
 
@@ -82,7 +83,7 @@ it('passes SIGTERM sent to npm on to the gateway: readiness 503 at once, the dra
   expect(ready.headers.get('connection')).toBe('close')
   // npm waits for the gateway: still there while it drains.
   expect(npm!.exitCode).toBeNull()
-  // A second SIGTERM, passed on too, ends the drain.
+  // A second SIGTERM, passed on too, is the same stop: the drain runs its length.
   expect(npm!.kill('SIGTERM')).toBe(true)
   expect(await exited).toEqual({ code: 0, signal: null })
   expect(output).toMatch(/"msg":"stopped"/)
