@@ -1,9 +1,7 @@
 import { loadConfig, misspelledVariables, ConfigError, type Config } from './config.js'
 import type { FastifyInstance } from 'fastify'
-import { createGateway, type Gateway } from './compose.js'
-import { redisAddress } from './redis/client.js'
-import { demoConfig, demoCurl } from './demo.js'
-import { startSandbox, type Sandbox } from './sandbox/sandbox.js'
+import type { Gateway } from './compose.js'
+import type { Sandbox } from './sandbox/sandbox.js'
 import { nodeRefusal } from './observe/build-info.js'
 import { listenerAddressProblem } from './config/listener-addresses.js'
 
@@ -36,6 +34,14 @@ async function main(): Promise<void> {
     process.exit(78)
   }
 
+  // The gateway's modules (Fastify, ioredis, the platform client, the sandbox) load once the
+  // configuration holds: a start refused above stops having loaded the configuration's alone.
+  const [{ createGateway }, { redisAddress }, { demoConfig, demoCurl }, { startSandbox }] = await Promise.all([
+    import('./compose.js'),
+    import('./redis/client.js'),
+    import('./demo.js'),
+    import('./sandbox/sandbox.js'),
+  ])
   let sandbox: Sandbox | null = null
   let demoKey: string | null = null
   let demoAdminToken: string | null = null
@@ -63,7 +69,7 @@ async function main(): Promise<void> {
     {
       proxy: `${config.host}:${proxyPort}`,
       admin: `${config.admin.host}:${(gateway.admin.server.address() as { port: number }).port}`,
-      redis: redisState(gateway),
+      redis: redisState(gateway, redisAddress),
       credentials: Object.keys(config.credentials),
       teams: config.teams.map((t) => t.name),
     },
@@ -164,10 +170,10 @@ async function listenOrExit(app: FastifyInstance, host: string, port: number, se
   }
 }
 
-function redisState(gateway: Gateway): string {
+function redisState(gateway: Gateway, address: (redis: Gateway['config']['redis']) => string): string {
   const { client, breaker } = gateway.redis
   if (!client || !breaker) return 'off (in-memory cache only)'
-  return `${breaker.state === 'closed' ? 'up' : 'down'} (${redisAddress(gateway.config.redis)})`
+  return `${breaker.state === 'closed' ? 'up' : 'down'} (${address(gateway.config.redis)})`
 }
 
 main().catch((err: unknown) => {

@@ -1,5 +1,4 @@
 import { writeFileSync } from 'node:fs'
-import { renderAdminDocument, renderDocument } from './openapi-render.js'
 
 const USAGE = `usage: npm run openapi [-- [--admin] FILE]
   writes the OpenAPI 3.1 documents: the proxy listener's to docs/openapi.json and the admin
@@ -7,7 +6,7 @@ const USAGE = `usage: npm run openapi [-- [--admin] FILE]
   the admin listener's) to FILE only.
 exit code: 0 written, 1 a file cannot be written, 2 a usage mistake.`
 
-function main(argv: string[]): Promise<number> | number {
+async function main(argv: string[]): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h')) {
     process.stdout.write(`${USAGE}\n`)
     return 0
@@ -18,14 +17,14 @@ function main(argv: string[]): Promise<number> | number {
     process.stderr.write(`openapi: at most one FILE, and --admin only before one (npm run openapi -- --help)\n`)
     return 2
   }
+  // The gateway's modules load for a document to render, not for the help or a usage mistake.
+  const { renderAdminDocument, renderDocument } = await import('./openapi-render.js')
   const [file] = files
-  if (file === undefined) return writeBoth()
-  return (admin ? renderAdminDocument() : renderDocument()).then((text) => write(file, text))
-}
-
-async function writeBoth(): Promise<number> {
-  const proxy = write('docs/openapi.json', await renderDocument())
-  return proxy === 0 ? write('docs/admin-openapi.json', await renderAdminDocument()) : proxy
+  if (file === undefined) {
+    const proxy = write('docs/openapi.json', await renderDocument())
+    return proxy === 0 ? write('docs/admin-openapi.json', await renderAdminDocument()) : proxy
+  }
+  return write(file, await (admin ? renderAdminDocument() : renderDocument()))
 }
 
 function write(file: string, text: string): number {

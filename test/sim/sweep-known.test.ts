@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { type SeedFailure, sweep, unexpected } from './sweep.js'
 import { shareOf } from './sweep-suite.js'
 import { KNOWN_FAILURES } from './known-failures.js'
+import { randomScenario } from './scenario.js'
 
 const fail = (seed: number, ...guarantees: string[]): SeedFailure => ({ seed, guarantees, text: `seed ${seed}: ${guarantees.join(', ')}` })
 
@@ -39,8 +40,11 @@ describe('the seeds shared out between the sweep\'s files', () => {
 })
 
 describe('a seed that breaks a guarantee', () => {
-  // One of the seeds known to fail today: its failure is what the sweep prints.
-  const seed = Math.min(...KNOWN_FAILURES.keys())
+  // One of the seeds known to fail today, the one on the smallest platform (fewest workers,
+  // then the lowest seed): few workers make few calls, and the run is quick. Its failure is
+  // what the sweep prints.
+  const workers = (s: number) => randomScenario(s).workers
+  const [seed = 0] = [...KNOWN_FAILURES.keys()].sort((a, b) => workers(a) - workers(b) || a - b)
   it.skipIf(KNOWN_FAILURES.size === 0)('says what it broke and prints the one command that replays it', async () => {
     const [failed] = await sweep([seed], 'npx vitest run test/sim/sweep.test.ts')
     expect(failed?.guarantees).toEqual(KNOWN_FAILURES.get(seed))
