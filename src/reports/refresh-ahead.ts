@@ -197,22 +197,11 @@ export function budgetAsks(demands: readonly Demand[], budget = REFRESH_AHEAD_BU
   return threshold
 }
 
-/**
- * How a watched copy's report weighs in the budget at `now`: its asks (`count`), freshness and
- * class's latency. Its lead is priced when read: `budgetAsks` reads it only for the reports it
- * reaches, most asked first, not for the long tail under K.
- */
+/** How a watched copy's report weighs in the budget at `now`: its asks (`count`), freshness, class's latency and its own lead. */
 export function demandOf(copy: { fetchedAt: number; freshUntil: number }, count: AskCount, latency: ClassLatency | undefined, now: number): Demand {
   const freshMs = copy.freshUntil - copy.fetchedAt
   const asksPerFresh = expectedAsks(ownAsks(count), now - copy.fetchedAt, freshMs)
-  return {
-    asksPerFresh,
-    freshMs,
-    latencyMs: latency?.meanMs ?? 0,
-    get leadMs() {
-      return refreshLead(latency, freshMs, asksPerFresh)
-    },
-  }
+  return { asksPerFresh, freshMs, latencyMs: latency?.meanMs ?? 0, leadMs: refreshLead(latency, freshMs, asksPerFresh) }
 }
 
 /**
