@@ -10,17 +10,18 @@
  *   budget: the refreshes of a team's reports, most asked first, add at most
  *   REFRESH_AHEAD_BUDGET of the calls a stale-while-revalidate cache would make for them
  *   (`budgetAsks`): K prices each refresh, the budget their sum.
- * - **When**: its call starts `lead` before the copy expires, `lead` the latency of its
- *   class (the report's work, reports/work-class.ts) as a high bound: mean + 4 × mean
- *   deviation (RFC 6298's retransmission timer), plus LEAD_MARGIN_MS; the latency of the
- *   class's refreshes ahead once one was answered (`leadLatency`: they wait behind their
- *   team's callers' calls for a seat). The new copy lands
- *   before the old expires unless a call takes longer than that bound, and a popular
- *   report is called once per F − (lead − latency), the least that keeps it fresh. The
- *   start is read again at each ask of the copy with the class's lead then
- *   (`rescheduledStart`): a lead learned after the timer was set (a burst's seat waits)
- *   moves it. A copy whose class takes longer than its freshness is refreshed as soon as
- *   it is asked enough: it cannot be kept fresh, only as fresh as the platform allows.
+ * - **When**: its call starts `lead` before the copy expires, `lead` priced per report
+ *   (`refreshLead`): the least at which a longer one spares at most LEAD_PRICE stale answers
+ *   per call it adds, by the report's rate and its class's latency (the report's work,
+ *   reports/work-class.ts) fitted as a log-normal, at most a high bound of that latency,
+ *   mean + 4 × mean deviation (RFC 6298's retransmission timer), plus LEAD_MARGIN_MS; the
+ *   latency of the class's refreshes ahead once one was answered (`leadLatency`: they wait
+ *   behind their team's callers' calls for a seat). A popular report is called once per
+ *   F − (lead − latency). The start is read again at each ask of the copy with the lead then
+ *   (`rescheduledStart`): a lead learned after the timer was set (a burst's seat waits, a
+ *   rate read higher) moves it. A copy whose class takes longer than its freshness is
+ *   refreshed as soon as it is asked enough: it cannot be kept fresh, only as fresh as the
+ *   platform allows.
  * - **Rate**: asks counted over the copy's life up to the refresh's start and over the
  *   earlier copies' (each weighed ASKS_DECAY less than the one after it), per freshness,
  *   never extrapolated from less than one freshness: a report must be asked K times within
@@ -50,8 +51,18 @@ export const REFRESH_AHEAD_BUDGET = 0.1
 export const ASKS_DECAY = 0.75
 /** How often (ms) the budget's fewest asks (`budgetAsks`) are worked out again from the watched reports. */
 export const BUDGET_EVERY_MS = 1000
-/** Added to the latency bound: the timer's and the dispatch's own delay. */
+/** Added to the lead: the timer's and the dispatch's own delay. */
 export const LEAD_MARGIN_MS = 20
+/**
+ * The stale answers each platform call a longer lead adds must spare (`refreshLead`): one.
+ * Rule 1's K = 2 puts each report's share of answers past freshness at about 15 / a % on a
+ * class like trace 7's (1.3 % at 6.6 asks a freshness on the simulation's seed 63, over the
+ * guarantee's 1 %); at one the simulation's guarantees hold on every shape
+ * (docs/refresh-ahead.md, rule 2, "The lead priced per report").
+ */
+export const LEAD_PRICE = 1
+/** How close to the least lead at LEAD_PRICE the lead is found (ms): the timers' own resolution. */
+export const LEAD_PRECISION_MS = 1
 /** How much of each answer moves its class's mean and deviation (RFC 6298's α; β is twice it). */
 export const LATENCY_GAIN = 1 / 8
 /** The lead, as a share of freshness, of a class not yet answered here (a copy filled by another replica). */
@@ -93,10 +104,55 @@ export function leadLatency(refreshes: ClassLatency | undefined, calls: ClassLat
   return refreshes ?? calls
 }
 
-/** How long before a copy with freshness `freshMs` expires its refresh's call starts. */
-export function refreshLead(latency: ClassLatency | undefined, freshMs: number): number {
+/**
+ * How long before a copy with freshness `freshMs` of a report asked `asksPerFresh` times a
+ * freshness expires its refresh's call starts: the least lead at which lengthening it spares
+ * at most LEAD_PRICE stale answers per platform call it adds, capped by the class's latency
+ * bound (mean + 4 mean deviations, RFC 6298's timer) and the freshness, plus LEAD_MARGIN_MS.
+ * A report refreshed with lead ℓ, its calls taking X, is called once per C = F − ℓ + E[X] and
+ * is past freshness E[(X − ℓ)⁺] of each cycle; a longer lead costs dℓ / C² calls a unit of time
+ * and spares λ(P(X > ℓ)·C − E[(X − ℓ)⁺])·dℓ / C² answers, falling as ℓ grows. So the most asked
+ * reports are led long and those at the budget's edge short, and the budget's calls reach
+ * further down (docs/refresh-ahead.md, rule 2).
+ */
+export function refreshLead(latency: ClassLatency | undefined, freshMs: number, asksPerFresh: number): number {
   if (latency === undefined) return UNKNOWN_LEAD_SHARE * freshMs
-  return latency.meanMs + 4 * latency.devMs + LEAD_MARGIN_MS
+  const bound = Math.min(freshMs, latency.meanMs + 4 * latency.devMs)
+  if (latency.meanMs <= 0) return bound + LEAD_MARGIN_MS
+  // X log-normal of the class's mean and mean deviation (standard deviation √(π/2) × the mean
+  // deviation, as for a normal; the deviation at least 1e-6 ms): log X ~ N(mu, s²).
+  const cv = (Math.sqrt(Math.PI / 2) * Math.max(1e-6, latency.devMs)) / latency.meanMs
+  const s2 = Math.log(1 + cv * cv)
+  const s = Math.sqrt(s2)
+  const mu = Math.log(latency.meanMs) - s2 / 2
+  const rate = asksPerFresh / freshMs
+  // Stale answers spared per call the lead adds, at lead ℓ > 0, falling as ℓ grows:
+  // λ(P(X > ℓ)·(F − ℓ + E[X]) − E[(X − ℓ)⁺]) = λ(P(X > ℓ)·(F + E[X]) − E[X]·P(log X > log ℓ + s²)).
+  const worth = (lead: number): number => {
+    const z = (Math.log(lead) - mu) / s
+    return rate * (upperTail(z) * (freshMs + latency.meanMs) - latency.meanMs * upperTail(z - s))
+  }
+  // At ℓ = 0 every call is late: λF, the asks a freshness.
+  if (asksPerFresh <= LEAD_PRICE) return LEAD_MARGIN_MS
+  if (!(worth(bound) <= LEAD_PRICE)) return bound + LEAD_MARGIN_MS
+  // Halved to LEAD_PRECISION_MS: `short` spares more than the price, `long` at most it.
+  let short = 0
+  let long = bound
+  while (long - short > LEAD_PRECISION_MS) {
+    const mid = (short + long) / 2
+    if (worth(mid) <= LEAD_PRICE) long = mid
+    else short = mid
+  }
+  return long + LEAD_MARGIN_MS
+}
+
+/** P(Z > z) of a standard normal, by Numerical Recipes' erfc (fractional error under 1.2e-7). */
+function upperTail(z: number): number {
+  const x = z / Math.SQRT2
+  const a = Math.abs(x)
+  const t = 1 / (1 + 0.5 * a)
+  const erfc = t * Math.exp(-a * a - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))))
+  return 0.5 * (x >= 0 ? erfc : 2 - erfc)
 }
 
 /** A watched report as the budget weighs it: asks expected in one freshness, its freshness, its class's mean latency and lead (ms). */
@@ -141,10 +197,11 @@ export function budgetAsks(demands: readonly Demand[], budget = REFRESH_AHEAD_BU
   return threshold
 }
 
-/** How a watched copy's report weighs in the budget at `now`: its asks (`count`), freshness and class's latency. */
+/** How a watched copy's report weighs in the budget at `now`: its asks (`count`), freshness, class's latency and its own lead. */
 export function demandOf(copy: { fetchedAt: number; freshUntil: number }, count: AskCount, latency: ClassLatency | undefined, now: number): Demand {
   const freshMs = copy.freshUntil - copy.fetchedAt
-  return { asksPerFresh: expectedAsks(ownAsks(count), now - copy.fetchedAt, freshMs), freshMs, latencyMs: latency?.meanMs ?? 0, leadMs: refreshLead(latency, freshMs) }
+  const asksPerFresh = expectedAsks(ownAsks(count), now - copy.fetchedAt, freshMs)
+  return { asksPerFresh, freshMs, latencyMs: latency?.meanMs ?? 0, leadMs: refreshLead(latency, freshMs, asksPerFresh) }
 }
 
 /**

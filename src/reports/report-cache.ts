@@ -22,7 +22,7 @@ import { steppedTimers } from '../perf/stepped-timers.js'
 import { systemClock, type Clock, type Timers } from '../clock.js'
 import { FailureLog } from '../observe/failure-log.js'
 import type { Trace } from '../observe/tracing.js'
-import { BUDGET_EVERY_MS, budgetAsks, demandOf, leadLatency, learnLatency, priorOf, refreshAheadStart, refreshLead, rescheduledStart, type AskCount, type ClassLatency, type Demand } from './refresh-ahead.js'
+import { BUDGET_EVERY_MS, budgetAsks, demandOf, expectedAsks, leadLatency, learnLatency, ownAsks, priorOf, refreshAheadStart, refreshLead, rescheduledStart, type AskCount, type ClassLatency, type Demand } from './refresh-ahead.js'
 import { workClass } from './work-class.js'
 import { CallTurns } from './call-turns.js'
 
@@ -183,7 +183,7 @@ export class ReportCache {
   readonly #latencies = new LRUCache<string, ClassLatency>({ max: LATENCY_CLASSES })
   // The same of each class's refreshes ahead alone: they wait for a seat behind their team's callers' calls (`leadLatency`).
   readonly #aheadLatencies = new LRUCache<string, ClassLatency>({ max: LATENCY_CLASSES })
-  // Counts the latencies learned: a scheduled refresh's start, read with the same count, reads the same (an L1 hit skips it).
+  // Counts the latencies learned: a scheduled refresh's start is read again (its lead priced at the rate then) only once one was learned since (an L1 hit skips it).
   #latencyVersion = 0
   readonly #failures: FailureLog
   /** Per team, the fewest asks in one freshness that qualify its reports for refresh ahead within its budget, and when they were worked out. */
@@ -444,10 +444,15 @@ export class ReportCache {
     watch.asks += 1
     if (filled) watch.filled += 1
     if (watch.running || (watch.timer !== null && watch.leadRead === this.#latencyVersion)) return
+    const freshMs = entry.freshUntil - entry.fetchedAt
+    const asks = expectedAsks(ownAsks(watch), now - entry.fetchedAt, freshMs)
+    const minAsks = watch.timer === null ? this.#budgetAsks(watch.team, now) : 0
+    // Read to a later start the asks are fewer: under the fewest now, no start (refreshAheadStart), and no lead to price.
+    if (asks < minAsks) return
     watch.leadRead = this.#latencyVersion
-    const lead = refreshLead(this.#leadLatency(watch.work), entry.freshUntil - entry.fetchedAt)
-    // A scheduled refresh's start is read again with its class's lead now: a burst's seat waits learned since move it earlier.
-    const start = watch.timer === null ? refreshAheadStart(entry, watch, lead, now, this.#budgetAsks(watch.team, now)) : rescheduledStart(entry, watch.dueAt, lead)
+    const lead = refreshLead(this.#leadLatency(watch.work), freshMs, asks)
+    // A scheduled refresh's start is read again with its lead now: a burst's seat waits learned since move it earlier.
+    const start = watch.timer === null ? refreshAheadStart(entry, watch, lead, now, minAsks) : rescheduledStart(entry, watch.dueAt, lead)
     if (start === null) return
     this.#timers.clear(watch.timer)
     watch.timer = null

@@ -1,4 +1,4 @@
-import { ASKS_DECAY, BUDGET_EVERY_MS, REFRESH_AHEAD_ASKS, REFRESH_AHEAD_BUDGET, budgetAsks, demandOf, leadLatency, learnLatency, priorOf, refreshAheadStart, refreshLead, rescheduledStart, type ClassLatency } from '../../src/reports/refresh-ahead.js'
+import { ASKS_DECAY, BUDGET_EVERY_MS, REFRESH_AHEAD_ASKS, REFRESH_AHEAD_BUDGET, budgetAsks, demandOf, expectedAsks, leadLatency, learnLatency, ownAsks, priorOf, refreshAheadStart, refreshLead, rescheduledStart, type ClassLatency } from '../../src/reports/refresh-ahead.js'
 import { FairQueue, type Priority, type Queued } from '../../src/platform/governor/fair-queue.js'
 import { Random } from './random.js'
 
@@ -126,7 +126,7 @@ export interface Run {
   nginx?: Tally
   /** Each report's ask rate times the freshness: the asks in one freshness it is drawn with. */
   asksPerFresh: number[]
-  /** The latency bound (lead) the model used last, ms. */
+  /** The lead the model set a refresh with last, ms. */
   leadMs: number
 }
 
@@ -191,6 +191,8 @@ interface Watch {
   priorMs: number
   /** When its refresh ahead is due (null: none scheduled). */
   dueAt: number | null
+  /** The latencies learned (`latencyVersion`) when its start was last read. */
+  leadRead: number
   running: boolean
   /** Why its last ask set no refresh (null: it set one, or none was read). */
   declined: 'underK' | 'underThreshold' | null
@@ -249,6 +251,8 @@ function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boole
   const waiting = new Array<number>(shape.reports).fill(0)
   let classLatency: ClassLatency | undefined
   let aheadLatency: ClassLatency | undefined
+  // ReportCache.#latencyVersion: a scheduled refresh's start is read again once a latency was learned since.
+  let latencyVersion = 0
   let leadMs = 0
   let seq = 0
   let now = 0
@@ -322,17 +326,26 @@ function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boole
     let w = watches.get(report)
     if (!w || w.fetchedAt !== copy.fetchedAt) {
       const prior = priorOf(w, copy.fetchedAt, rule.decay)
-      w = { fetchedAt: copy.fetchedAt, freshUntil: copy.freshUntil, asks: 0, filled: 0, ...prior, dueAt: null, running: false, declined: null }
+      w = { fetchedAt: copy.fetchedAt, freshUntil: copy.freshUntil, asks: 0, filled: 0, ...prior, dueAt: null, leadRead: -1, running: false, declined: null }
       watches.set(report, w)
     }
     w.asks += 1
     if (filled) w.filled += 1
-    if (w.running) return
-    const lead = refreshLead(leadLatency(aheadLatency, classLatency), copy.freshUntil - copy.fetchedAt)
-    // A scheduled refresh's start is read again with the class's lead now (ReportCache.#asked).
+    if (w.running || (w.dueAt !== null && w.leadRead === latencyVersion)) return
+    const freshMs = copy.freshUntil - copy.fetchedAt
+    const asks = expectedAsks(ownAsks(w), t - copy.fetchedAt, freshMs)
+    const minAsks = w.dueAt === null ? minAsksAt(t) : 0
+    // Under K now, under K at any later start: no lead to price (ReportCache.#asked: under the budget's fewest).
+    if (w.dueAt === null && asks < (rule.minAsks ?? REFRESH_AHEAD_ASKS)) {
+      w.declined = 'underK'
+      return
+    }
+    w.leadRead = latencyVersion
+    const lead = refreshLead(leadLatency(aheadLatency, classLatency), freshMs, asks)
+    // A scheduled refresh's start is read again with its lead now (ReportCache.#asked).
     let start: number | null
     if (w.dueAt === null) {
-      start = refreshAheadStart(copy, w, lead, t, minAsksAt(t))
+      start = refreshAheadStart(copy, w, lead, t, minAsks)
       w.declined = start !== null ? null : refreshAheadStart(copy, w, lead, t, rule.minAsks ?? REFRESH_AHEAD_ASKS) === null ? 'underK' : 'underThreshold'
     } else start = rescheduledStart(copy, w.dueAt, lead)
     if (start === null) return
@@ -382,6 +395,7 @@ function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boole
       classLatency = learnLatency(classLatency, e.at - e.startedAt)
       // ReportCache.#called: a refresh ahead's answer teaches its refreshes' latency too.
       if (e.priority === 'ahead') aheadLatency = learnLatency(aheadLatency, e.at - e.startedAt)
+      latencyVersion += 1
       const before = copies[e.report]
       if (before) settled(before)
       const copy: Copy = { fetchedAt: e.at, freshUntil: clock === 'nginx' ? nginxFreshUntil(e.at, shape.freshMs, secondMs) : e.at + shape.freshMs }

@@ -1,11 +1,14 @@
 import { describe, expect, it } from 'vitest'
-import { ASKS_DECAY, LATENCY_GAIN, LEAD_MARGIN_MS, REFRESH_AHEAD_ASKS, REFRESH_AHEAD_BUDGET, UNKNOWN_LEAD_SHARE, aheadCalls, budgetAsks, demandOf, expectedAsks, leadLatency, learnLatency, priorOf, refreshAheadStart, refreshLead, rescheduledStart, revalidateCalls, type Demand } from '../../src/reports/refresh-ahead.js'
+import { ASKS_DECAY, LATENCY_GAIN, LEAD_MARGIN_MS, LEAD_PRICE, REFRESH_AHEAD_ASKS, REFRESH_AHEAD_BUDGET, UNKNOWN_LEAD_SHARE, aheadCalls, budgetAsks, demandOf, expectedAsks, leadLatency, learnLatency, priorOf, refreshAheadStart, refreshLead, rescheduledStart, revalidateCalls, type Demand } from '../../src/reports/refresh-ahead.js'
+import { Random } from '../sim/random.js'
 
 // When a copy is refreshed ahead (docs/refresh-ahead.md): whether, when, and the rate it is read from.
 
 const T0 = 1_800_000_000_000
 const copy = (freshS: number) => ({ fetchedAt: T0, freshUntil: T0 + freshS * 1000 })
 const asked = (asks: number, priorAsks = 0, priorMs = 0) => ({ asks, priorAsks, priorMs })
+// A report asked so often that any lead's last millisecond spares more than LEAD_PRICE stale answers: led by the latency's bound.
+const OFTEN = 1e7
 
 describe('learnLatency and refreshLead', () => {
   it('starts from the first answer with half of it as deviation, then moves by the gains of RFC 6298', () => {
@@ -19,9 +22,9 @@ describe('learnLatency and refreshLead', () => {
     expect(slow.devMs).toBeGreaterThan(second.devMs)
   })
 
-  it('leads by the mean and four deviations plus the margin; a class never answered here by a share of the freshness', () => {
-    expect(refreshLead({ meanMs: 400, devMs: 25 }, 4000)).toBe(400 + 100 + LEAD_MARGIN_MS)
-    expect(refreshLead(undefined, 10_000)).toBe(UNKNOWN_LEAD_SHARE * 10_000)
+  it('leads a report asked very often by the mean and four deviations plus the margin; a class never answered here by a share of the freshness', () => {
+    expect(refreshLead({ meanMs: 400, devMs: 25 }, 4000, OFTEN)).toBe(400 + 100 + LEAD_MARGIN_MS)
+    expect(refreshLead(undefined, 10_000, 10)).toBe(UNKNOWN_LEAD_SHARE * 10_000)
   })
 
   it('leads a steady class by barely more than its latency, a spread one by more', () => {
@@ -31,8 +34,8 @@ describe('learnLatency and refreshLead', () => {
       steady = learnLatency(steady, 400)
       spread = learnLatency(spread, i % 2 ? 200 : 600)
     }
-    expect(refreshLead(steady, 4000)).toBeLessThan(400 + LEAD_MARGIN_MS + 1)
-    expect(refreshLead(spread, 4000)).toBeGreaterThan(600 + LEAD_MARGIN_MS)
+    expect(refreshLead(steady, 4000, OFTEN)).toBeLessThan(400 + LEAD_MARGIN_MS + 1)
+    expect(refreshLead(spread, 4000, OFTEN)).toBeGreaterThan(600 + LEAD_MARGIN_MS)
   })
 
   it("leads by the refreshes' own latency once one was answered: a refresh waits for a seat behind its team's callers' calls, whose fast answers would read its long wait as spread", () => {
@@ -44,10 +47,56 @@ describe('learnLatency and refreshLead', () => {
       if (i % 4 === 3) refreshes = learnLatency(refreshes, 900)
     }
     expect(leadLatency(refreshes, calls)).toBe(refreshes)
-    expect(refreshLead(leadLatency(refreshes, calls), 10_000)).toBeLessThan(900 + LEAD_MARGIN_MS + 1)
-    expect(refreshLead(calls, 10_000)).toBeGreaterThan(900 + LEAD_MARGIN_MS)
+    expect(refreshLead(leadLatency(refreshes, calls), 10_000, OFTEN)).toBeLessThan(900 + LEAD_MARGIN_MS + 1)
+    expect(refreshLead(calls, 10_000, OFTEN)).toBeGreaterThan(900 + LEAD_MARGIN_MS)
     // No refresh of the class answered yet: all its calls'.
     expect(leadLatency(undefined, calls)).toBe(calls)
+  })
+})
+
+describe('refreshLead priced per report', () => {
+  // Trace 7 of the benchmark's family: freshness 5 s, the platform 1.35 s median (σ 0.28), as the class learns it.
+  const F = 5000
+  const trace7 = { meanMs: 1400, devMs: 320 }
+  const bound = trace7.meanMs + 4 * trace7.devMs + LEAD_MARGIN_MS
+
+  // Stale answers spared per call a longer lead adds, at lead ℓ, counted on drawn calls of the
+  // log-normal the class's mean and deviation stand for: λ(P(X > ℓ)·(F − ℓ + E[X]) − E[(X − ℓ)⁺]).
+  const sigma = Math.sqrt(Math.log(1 + (Math.PI / 2) * (trace7.devMs / trace7.meanMs) ** 2))
+  const random = new Random(7)
+  const drawn = Array.from({ length: 200_000 }, () => trace7.meanMs * Math.exp(-(sigma ** 2) / 2) * random.spread(sigma))
+  const spared = (asksPerFresh: number, leadMs: number) => {
+    const late = drawn.filter((x) => x > leadMs)
+    const excess = late.reduce((a, x) => a + x - leadMs, 0) / drawn.length
+    return (asksPerFresh / F) * ((late.length / drawn.length) * (F - leadMs + trace7.meanMs) - excess)
+  }
+
+  it('leads a more asked report longer, under the latency bound: the report at the budget\'s edge is called less often, the most asked kept fresher', () => {
+    const leads = [6, 10, 20, 70].map((a) => refreshLead(trace7, F, a))
+    for (let i = 1; i < leads.length; i++) expect(leads[i]!).toBeGreaterThan(leads[i - 1]! + 100)
+    expect(leads.at(-1)!).toBeLessThan(bound)
+    // Asked 10 times a freshness: about 1.9 s, not the bound's 2.7 s.
+    expect(leads[1]!).toBeGreaterThan(1800)
+    expect(leads[1]!).toBeLessThan(2000)
+  })
+
+  it('is the least lead whose last millisecond spares at most LEAD_PRICE stale answers per call it adds', () => {
+    for (const a of [6, 10, 20, 70]) {
+      const lead = refreshLead(trace7, F, a) - LEAD_MARGIN_MS
+      expect(spared(a, lead)).toBeLessThanOrEqual(LEAD_PRICE * 1.05)
+      expect(spared(a, lead - 50)).toBeGreaterThan(LEAD_PRICE)
+    }
+  })
+
+  it('moves the start of a report asked 10 times a freshness later than the bound would: the calls a longer lead costs buy under one fresh answer each', () => {
+    const start = refreshAheadStart(copy(5), asked(10), refreshLead(trace7, F, 10), T0 + 4000)
+    expect(start).not.toBeNull()
+    expect(start!).toBeGreaterThan(T0 + F - bound + 700)
+  })
+
+  it('leads a report asked no more than LEAD_PRICE times a freshness by the margin alone, and one on a class slower than its freshness by the whole freshness (refreshed at once)', () => {
+    expect(refreshLead(trace7, F, LEAD_PRICE)).toBe(LEAD_MARGIN_MS)
+    expect(refreshLead({ meanMs: 6000, devMs: 500 }, F, 10)).toBe(F + LEAD_MARGIN_MS)
   })
 })
 
