@@ -84,7 +84,25 @@ export class CredentialSeats {
   }
 
   /** The expected seat-time of each call waiting (null: a kind never answered). */
-  #waitsMs(now = this.#clock.now()): (number | null)[] { return this.#queue.all().map((w) => this.#o.work.expectedMs(w.team, w.workClass, now)) }
+  #waitsMs(now = this.#clock.now()): (number | null)[] {
+    const expected = this.#expectedAt(now)
+    return this.#queue.all().map((w) => expected(w.team, w.workClass))
+  }
+
+  /** The expected seat-time of a call at `now` (null: a kind never answered), looked up once for calls of one kind in a row (a team's waiting calls are mostly of one kind); the estimates do not change while it is in use. */
+  #expectedAt(now: number): (team: string, workClass: string) => number | null {
+    let lastTeam: string | null = null
+    let lastWork: string | null = null
+    let lastMs: number | null = null
+    return (team, workClass) => {
+      if (team !== lastTeam || workClass !== lastWork) {
+        lastTeam = team
+        lastWork = workClass
+        lastMs = this.#o.work.expectedMs(team, workClass, now)
+      }
+      return lastMs
+    }
+  }
 
   /** Whether a team that holds no seat waits, its most pressing call not known long (short, or of a kind never answered), while every call in flight is known long (the limit rule's "Start"). */
   newcomerBesideLong(): boolean {
@@ -171,14 +189,14 @@ export class CredentialSeats {
   heldBack(): { owed: number; longOnly: boolean } { return heldBack(this.#dispatchState(), this.pausedUntil > 0) }
 
   #dispatchState(): DispatchState<QueuedCall> {
-    const now = this.#clock.now()
+    const expected = this.#expectedAt(this.#clock.now())
     return {
       queue: this.#queue,
       view: this.#shares(),
       teams: this.#teams,
       atCeiling: (team) => this.#atCeiling(team),
       weight: (team) => this.#weight(team),
-      isShort: (team, workClass) => isShort(this.#o.work.expectedMs(team, workClass, now)),
+      isShort: (team, workClass) => isShort(expected(team, workClass)),
     }
   }
 
