@@ -72,14 +72,18 @@ export class CredentialSeats {
   /** With no call waiting known short while a short call is in flight, or a team is between two asks of short calls (TeamAccounts.shortBetweenAsks: a dashboard between two views), the longest expected seat-time of those waiting (Infinity: unknown); else null (the limit rule's "Start" and "Cruise"). */
   longWaitBesideShort(): number | null {
     if (this.#queue.size === 0 || (this.#teams.shortRunning() === 0 && !this.#teams.shortBetweenAsks(this.#clock.now(), LENDING_HORIZON_MS, new Set(this.#queue.waitingTeams())))) return null
-    const waits = this.#waitsMs()
-    return waits.some(isShort) ? null : waits.reduce<number>((longest, ms) => Math.max(longest, ms ?? Infinity), 0)
+    let longest = 0
+    for (const ms of this.#waitsMs()) {
+      if (isShort(ms)) return null
+      longest = Math.max(longest, ms ?? Infinity)
+    }
+    return longest
   }
 
   /** Whether every call waiting is of a kind known long while a team that waits for nothing has a short call in flight or is between two asks (TeamAccounts.shortBetweenAsks): another team's short calls, that the seats past W would queue those calls ahead of (the limit rule's "Start"). */
   longBesideOthersShort(): boolean {
-    const waiting = new Set(this.#queue.waitingTeams())
     if (this.#queue.size === 0 || this.#waitsMs().some((ms) => ms === null || isShort(ms))) return false
+    const waiting = new Set(this.#queue.waitingTeams())
     return this.#teams.shortRunning() > [...waiting].reduce((n, team) => n + this.#teams.shortRunning(team), 0) || this.#teams.shortBetweenAsks(this.#clock.now(), LENDING_HORIZON_MS, waiting)
   }
 
