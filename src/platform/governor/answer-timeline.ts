@@ -33,7 +33,9 @@ export function encodeCalls(now: number, calls: readonly CallEntry[]): string {
   // Whole ms apart from the record's moment, so that a call reads the same in every record.
   const at = Math.round(now)
   const ago = (t: number) => Math.max(0, at - Math.round(t)).toString(36)
-  return [at.toString(36), ...calls.map((c) => (c.at === null ? `${ago(c.startedAt)},,${c.kind},` : `${ago(c.startedAt)},${ago(c.at)},${c.kind},${flagOf(c)}`))].join(';')
+  const parts = [at.toString(36)]
+  for (const c of calls) parts.push(c.at === null ? `${ago(c.startedAt)},,${c.kind},` : `${ago(c.startedAt)},${ago(c.at)},${c.kind},${flagOf(c)}`)
+  return parts.join(';')
 }
 
 /** One call of a record: start and kind one base-36 digit or more, end none or more, and a flag exactly when there is an end. */
@@ -97,7 +99,9 @@ export class AnswerTimeline {
 
   /** This replica's calls for its record: those ended within keepMs, the most recent CALLS_KEPT, and those in flight. */
   calls(now: number): string {
-    const calls = this.#recent.filter((c) => (c.at as number) > now - this.#keepMs)
+    const since = now - this.#keepMs
+    const calls: CallEntry[] = []
+    for (const c of this.#recent) if ((c.at as number) > since) calls.push(c)
     for (const c of this.#local.values()) if (c.answer === null) calls.push({ startedAt: c.startedAt, at: null, kind: c.kind, outcome: 'other', timed: true })
     return encodeCalls(now, calls)
   }
@@ -118,8 +122,10 @@ export class AnswerTimeline {
       for (const c of decoded.calls) {
         if (c.at === null) continue
         const k = keyOf(c)
+        // An end not past the moment given, of a call not started here, is passed over before its id is made (most of a record's).
+        if (c.at <= this.#released && !remote.started.has(k)) continue
         const id = `${k}|${c.at}`
-        if (!remote.done.has(id) && (c.at > this.#released || remote.started.has(k))) remote.ended.set(id, c)
+        if (!remote.done.has(id)) remote.ended.set(id, c)
       }
       for (const [id, at] of remote.done) if (at < now - 2 * this.#keepMs) remote.done.delete(id)
       this.#remote.set(r.run, remote)

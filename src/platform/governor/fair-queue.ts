@@ -104,7 +104,12 @@ export class FairQueue<W extends Queued> {
     return found
   }
 
-  all(): W[] { return [...this.#byTeam.values()].flat() }
+  /** Every waiting call, team by team, each team's in arrival order. */
+  all(): W[] {
+    const out: W[] = []
+    for (const list of this.#byTeam.values()) for (const w of list) out.push(w)
+    return out
+  }
 }
 
 /** The calls of `list` at `priority` (null: every priority). */

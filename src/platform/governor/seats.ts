@@ -72,19 +72,41 @@ export class CredentialSeats {
   /** With no call waiting known short while a short call is in flight, or a team is between two asks of short calls (TeamAccounts.shortBetweenAsks: a dashboard between two views), the longest expected seat-time of those waiting (Infinity: unknown); else null (the limit rule's "Start" and "Cruise"). */
   longWaitBesideShort(): number | null {
     if (this.#queue.size === 0 || (this.#teams.shortRunning() === 0 && !this.#teams.shortBetweenAsks(this.#clock.now(), LENDING_HORIZON_MS, new Set(this.#queue.waitingTeams())))) return null
-    const waits = this.#waitsMs()
-    return waits.some(isShort) ? null : waits.reduce<number>((longest, ms) => Math.max(longest, ms ?? Infinity), 0)
+    let longest = 0
+    for (const ms of this.#waitsMs()) {
+      if (isShort(ms)) return null
+      longest = Math.max(longest, ms ?? Infinity)
+    }
+    return longest
   }
 
   /** Whether every call waiting is of a kind known long while a team that waits for nothing has a short call in flight or is between two asks (TeamAccounts.shortBetweenAsks): another team's short calls, that the seats past W would queue those calls ahead of (the limit rule's "Start"). */
   longBesideOthersShort(): boolean {
-    const waiting = new Set(this.#queue.waitingTeams())
     if (this.#queue.size === 0 || this.#waitsMs().some((ms) => ms === null || isShort(ms))) return false
+    const waiting = new Set(this.#queue.waitingTeams())
     return this.#teams.shortRunning() > [...waiting].reduce((n, team) => n + this.#teams.shortRunning(team), 0) || this.#teams.shortBetweenAsks(this.#clock.now(), LENDING_HORIZON_MS, waiting)
   }
 
   /** The expected seat-time of each call waiting (null: a kind never answered). */
-  #waitsMs(now = this.#clock.now()): (number | null)[] { return this.#queue.all().map((w) => this.#o.work.expectedMs(w.team, w.workClass, now)) }
+  #waitsMs(now = this.#clock.now()): (number | null)[] {
+    const expected = this.#expectedAt(now)
+    return this.#queue.all().map((w) => expected(w.team, w.workClass))
+  }
+
+  /** The expected seat-time of a call at `now` (null: a kind never answered), looked up once for calls of one kind in a row (a team's waiting calls are mostly of one kind); the estimates do not change while it is in use. */
+  #expectedAt(now: number): (team: string, workClass: string) => number | null {
+    let lastTeam: string | null = null
+    let lastWork: string | null = null
+    let lastMs: number | null = null
+    return (team, workClass) => {
+      if (team !== lastTeam || workClass !== lastWork) {
+        lastTeam = team
+        lastWork = workClass
+        lastMs = this.#o.work.expectedMs(team, workClass, now)
+      }
+      return lastMs
+    }
+  }
 
   /** Whether a team that holds no seat waits, its most pressing call not known long (short, or of a kind never answered), while every call in flight is known long (the limit rule's "Start"). */
   newcomerBesideLong(): boolean {
@@ -171,14 +193,14 @@ export class CredentialSeats {
   heldBack(): { owed: number; longOnly: boolean } { return heldBack(this.#dispatchState(), this.pausedUntil > 0) }
 
   #dispatchState(): DispatchState<QueuedCall> {
-    const now = this.#clock.now()
+    const expected = this.#expectedAt(this.#clock.now())
     return {
       queue: this.#queue,
       view: this.#shares(),
       teams: this.#teams,
       atCeiling: (team) => this.#atCeiling(team),
       weight: (team) => this.#weight(team),
-      isShort: (team, workClass) => isShort(this.#o.work.expectedMs(team, workClass, now)),
+      isShort: (team, workClass) => isShort(expected(team, workClass)),
     }
   }
 

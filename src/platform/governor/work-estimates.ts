@@ -17,7 +17,8 @@ export class WorkEstimates {
 
   /** The seat-time (ms) a call of `work` by `team` is expected to take at `now`: its team's answers' estimate, else any team's, and at least what a recent cut said; null when unknown. */
   expectedMs(team: string, work: string, now: number): number | null {
-    const [own, shared] = [this.#own.get(kindOf(team, work)), this.#shared.get(work)]
+    const own = this.#own.get(kindOf(team, work))
+    const shared = this.#shared.get(work)
     return atLeastCut(own?.ms ?? shared?.ms ?? null, Math.max(cutOf(own, now), cutOf(shared, now)))
   }
 
