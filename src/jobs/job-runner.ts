@@ -231,9 +231,12 @@ export class JobRunner {
       // No seat in time (background work waits behind callers), or this replica shutting down: the job goes back to the queue.
       if (e.cause instanceof NoIdleSeatError || e instanceof NoIdleSeatError) return { kind: 'requeue', notBefore: clock.now() + settings.retryMs }
       if (e.code === 'GW_SHUTTING_DOWN') return { kind: 'requeue', notBefore: clock.now() }
+      const wait = (e as { retryAfterSec?: unknown }).retryAfterSec
+      // Refused before any seat, as a pause of the platform's (its 429, this job's own or another
+      // call's) covers the call: the job waits in the queue until the pause ends, jobs.retry at least.
+      if (e.code === 'GW_OVERLOADED') return { kind: 'requeue', notBefore: clock.now() + Math.max(settings.retryMs, typeof wait === 'number' ? wait * 1000 : 0) }
       const gateway = typeof e.code === 'string' && e.code.startsWith('GW_')
       const error = { code: gateway ? (e.code as string) : 'GW_UPSTREAM', statusCode: e.statusCode ?? 502, message: gateway ? this.#told(e) : 'the platform failed' }
-      const wait = (e as { retryAfterSec?: unknown }).retryAfterSec
       // Its own call failed: what that call held the platform (0 when it made none, e.g. a fill it joined failed).
       const tookSeconds = Math.round(tally.platformMs ?? 0) / 1000
       return { kind: 'failed', error: typeof wait === 'number' ? { ...error, retryAt: clock.now() + wait * 1000 } : error, tookSeconds }

@@ -548,6 +548,25 @@ describe('report jobs (demo mode, no Redis)', () => {
     }
   })
 
+  it('a job that met the platform\'s 429 waits in the queue while the pause it drew holds, then ends done: the pause never fails it', async () => {
+    const gw = await start({ retry: '1s', poll: '100ms', lease: '1s' })
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'status', status: 429, headers: { 'retry-after': '30' }, times: 1 })
+    const { id } = (await (await ask(gw)).json()) as Status
+    const runs = async (outcome: string) => Number(new RegExp(`^gateway_report_jobs_total\\{outcome="${outcome}"\\} (\\d+)$`, 'm').exec((await gw.admin.inject({ method: 'GET', url: '/metrics' })).body)?.[1] ?? 0)
+    await waitFor('the job back in the queue after the platform\'s 429', async () => (await runs('requeued')) === 1)
+    expect(reportCalls()).toBe(1)
+    // Past jobs.retry, inside the platform's retry-after: the pause covers the job's next run.
+    clock.advance(1_000)
+    await waitFor('the job\'s next run over', async () => (await runs('started')) === 2 && (await runs('requeued')) + (await runs('failed')) === 2)
+    expect(await status(gw, id)).toMatchObject({ state: 'queued', error: null })
+    expect(reportCalls()).toBe(1)
+    // The pause over, the job runs at the platform and ends with the report.
+    clock.advance(30_000)
+    await done(gw, id)
+    expect(reportCalls()).toBe(2)
+    expect(await runs('failed')).toBe(0)
+  })
+
   it('a job its own platform call failed says the platform-seconds that call held (tookSeconds), as the team\'s day counts them', async () => {
     const gw = await start()
     sandbox.setLatency(20)
