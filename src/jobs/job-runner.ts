@@ -30,7 +30,7 @@ export interface JobSettings {
   pollMs: number
   /** Jobs one replica runs at once (each waits for a governor seat like any call). */
   perReplica: number
-  /** How long a job that found no seat in time (or met the platform's 429) waits before it is started again. */
+  /** How long a job that found no seat in time (or met the platform's 429) waits before it is started again; one a pause of the platform's covers waits until the pause ends, this at least. */
   retryMs: number
 }
 

@@ -14,7 +14,7 @@ export type { Run } from './lease.js'
  *
  *   queued ──start──► running ──end──► done | failed ──(expiresAt)──► expired ──► dropped
  *     ▲  └─cancel─► (removed)  │
- *     └───────requeue──────────┘   (no seat in time, the platform's 429, a shutdown)
+ *     └───────requeue──────────┘   (no seat in time, the platform's 429 or its pause, a shutdown)
  *
  * A running job's runner holds a lease (lease.ts) it renews; once the lease has run out
  * (its replica stopped or crashed) any runner may start the job again: `runs` counts the
