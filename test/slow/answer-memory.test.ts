@@ -196,9 +196,9 @@ describe.runIf(process.platform === 'linux').each(SCHEMES)('memory with the char
     const answers = callers.map((c) => `${c.status()} ${c.code() ?? ''}`.trim())
     // On a busy machine the sandbox (this process) makes its 50 MB answers slower, the
     // governor learns a lower limit, and a caller that waits past platform.queueTimeout is
-    // refused 503 GW_OVERLOADED, one whose kind now takes longer than its deadline leaves
-    // 504 GW_UPSTREAM_TIMEOUT, not sent (governor.md, dispatch rule 1): refusals that hold
-    // no memory either.
+    // refused 503 GW_OVERLOADED, one whose answer cannot come within its deadline 504
+    // GW_UPSTREAM_TIMEOUT (governor.md, dispatch rule 1): refusals that hold no memory
+    // either.
     const refusals = ['503 GW_ANSWER_BUDGET', '503 GW_OVERLOADED', '504 GW_UPSTREAM_TIMEOUT']
     expect(answers.filter((a) => a !== '200' && !refusals.includes(a))).toEqual([])
     expect(answers.filter((a) => a === '200').length).toBeGreaterThanOrEqual(1)
