@@ -88,7 +88,7 @@ afterAll(() => {
   }
 })
 
-// SIGTERM sent to npm alone: test/integration/npm-start.test.ts.
+// SIGTERM sent to npm alone: test/slow/npm-start.test.ts.
 describe('npm start under a supervisor', () => {
   it('drains when SIGTERM is sent to the process group: the group\'s signal and npm\'s forward of it are one stop', async () => {
     const started = await npmStart()
