@@ -1,11 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { connect } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ensureBuilt } from '../helpers/dist.js'
 import { portTaken } from '../helpers/gateway-process.js'
 import { freePort } from '../helpers/start-redis.js'
 import { waitFor as poll } from '../helpers/wait.js'
+import { tryConnect } from '../helpers/tcp-probe.js'
 
 // Contract, "Running": `npm start` without a platform is demo mode and prints a ready
 // curl line; main.ts stops on SIGTERM by draining (readiness 503, still answering; a
@@ -28,18 +28,6 @@ function waitFor(pattern: RegExp, ms = 15_000): Promise<void> {
     return pattern.test(output)
   }
   return poll(() => `${pattern} within ${ms} ms:\n${output}`, printed, ms, 25)
-}
-
-/** Resolves with the error code of a fresh TCP connection, or 'connected'. */
-function tryConnect(p: number): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = connect(p, '127.0.0.1')
-    socket.once('connect', () => {
-      socket.destroy()
-      resolve('connected')
-    })
-    socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? 'error'))
-  })
 }
 
 /** Starts the built gateway in demo mode on fresh ports; resolves once it printed its curl line. */

@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { connect } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
 import { ensureBuilt } from '../helpers/dist.js'
 import { freePort } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
+import { tryConnect } from '../helpers/tcp-probe.js'
 
 // README, "Quick start": `npm ci && npm start` runs the gateway; contract, "Stopping": on
 // SIGTERM (docker stop, systemd, a supervisor) a replica drains and exits 0. A supervisor
@@ -62,18 +62,6 @@ async function drainsAndExits(started: Started): Promise<void> {
   // The gateway process itself is gone, its listeners with it.
   expect(() => process.kill(pid, 0)).toThrow()
   expect(await tryConnect(adminPort)).toBe('ECONNREFUSED')
-}
-
-/** Resolves with the error code of a fresh TCP connection, or 'connected'. */
-function tryConnect(p: number): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = connect(p, '127.0.0.1')
-    socket.once('connect', () => {
-      socket.destroy()
-      resolve('connected')
-    })
-    socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? 'error'))
-  })
 }
 
 afterAll(() => {
