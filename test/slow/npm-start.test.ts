@@ -1,11 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { connect } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { afterAll, expect, it } from 'vitest'
 import { ensureBuilt } from '../helpers/dist.js'
 import { portTaken } from '../helpers/gateway-process.js'
 import { freePort } from '../helpers/start-redis.js'
 import { waitFor as poll } from '../helpers/wait.js'
+import { tryConnect } from '../helpers/tcp-probe.js'
 
 // README, "Quick start": `npm start` runs the gateway. A supervisor that stops it sends
 // SIGTERM to the process it started, npm: the gateway gets each one (readiness 503 at
@@ -28,18 +28,6 @@ afterAll(() => {
     }
   }
 })
-
-/** Whether a fresh TCP connection to `port` is refused. */
-function refused(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1')
-    socket.once('connect', () => {
-      socket.destroy()
-      resolve(false)
-    })
-    socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED'))
-  })
-}
 
 it('passes SIGTERM sent to npm on to the gateway: readiness 503 at once, the drain, its stop, npm exiting 0 with the listeners closed', async () => {
   ensureBuilt(fileURLToPath(new URL('../../dist/main.js', import.meta.url)))
@@ -87,6 +75,6 @@ it('passes SIGTERM sent to npm on to the gateway: readiness 503 at once, the dra
   expect(npm!.kill('SIGTERM')).toBe(true)
   expect(await exited).toEqual({ code: 0, signal: null })
   expect(output).toMatch(/"msg":"stopped"/)
-  expect([await refused(port), await refused(adminPort)]).toEqual([true, true])
+  expect([await tryConnect(port), await tryConnect(adminPort)]).toEqual(['ECONNREFUSED', 'ECONNREFUSED'])
   expect(() => process.kill(gatewayPid!, 0)).toThrow()
 }, 90_000)
