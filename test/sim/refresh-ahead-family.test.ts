@@ -47,11 +47,24 @@ function figures(n: number): string[] {
     const stale = STALE_CAUSES.map((c) => `${c} ${mean((r) => sum(r[name]!.staleCauses[c], isPopular)).toFixed(2)}`)
     lines.push(`  ${name}: ${calls.toFixed(1)} calls (${(calls / nginxCalls).toFixed(3)} × nginx's; popular ${mean((r) => sum(r[name]!.reportCalls, isPopular)).toFixed(1)}): ${causes.join(', ')}; popular past freshness ${((100 * mean((r) => sum(r[name]!.stale, isPopular))) / popularAnswers).toFixed(2)} %: ${stale.join(', ')}`)
   }
-  // The caches that know more, for the popular reports; the others' calls as the gateway's stale-while-revalidate makes them.
+  // Each popular report, most asked first: its asks a freshness in the window, the model's calls (stale-while-revalidate's) and stale answers by cause.
   const freshMs = shape.freshMs
   const fromMs = span.warmup * freshMs
   const untilMs = span.freshnesses * freshMs
   const times = [...popular].map((r) => asks.filter(([t, x]) => x === r && t >= fromMs).map(([t]) => t))
+  const perFresh = (i: number) => (times[i]!.length * freshMs) / (untilMs - fromMs)
+  for (const i of [...times.keys()].sort((x, y) => perFresh(y) - perFresh(x))) {
+    const r = [...popular][i]!
+    const stale = STALE_CAUSES.filter((c) => c !== 'none').map((c) => `${c} ${mean((run) => run.ahead.staleCauses[c][r]!).toFixed(2)}`)
+    lines.push(`  report ${r}, ${perFresh(i).toFixed(1)} asks a freshness: ${mean((run) => run.ahead.reportCalls[r]!).toFixed(2)} calls (stale-while-revalidate ${mean((run) => run.swr.reportCalls[r]!).toFixed(2)}); past freshness ${stale.join(', ')}`)
+  }
+  // The model reading the platform's own latency (log-normal: its mean, and its standard deviation as √(π/2) mean deviations, as refreshLead fits it), not the one it learns.
+  const meanMs = shape.latencyMs * Math.exp(shape.spread ** 2 / 2)
+  const knownLatency = { meanMs, devMs: (meanMs * Math.sqrt(Math.exp(shape.spread ** 2) - 1)) / Math.sqrt(Math.PI / 2) }
+  const known = runs.map(({ trace }) => simulate(trace.shape, { ...MODEL, knownLatency }, trace.span, undefined, { asks: trace.asks, nginx: true }))
+  const knownMean = (of: (run: Run) => number) => sum(known.map(of)) / draws
+  lines.push(`  the model reading the platform's latency (mean ${meanMs.toFixed(0)} ms, mean deviation ${knownLatency.devMs.toFixed(0)} ms), not the one it learns: ${(knownMean((r) => r.ahead.calls) / knownMean((r) => r.nginx!.calls)).toFixed(3)} × nginx's calls; popular past freshness ${((100 * knownMean((r) => sum(r.ahead.stale, isPopular))) / popularAnswers).toFixed(2)} %: ${STALE_CAUSES.filter((c) => c !== 'none').map((c) => `${c} ${knownMean((r) => sum(r.ahead.staleCauses[c], isPopular)).toFixed(2)}`).join(', ')}`)
+  // The caches that know more, for the popular reports; the others' calls as the gateway's stale-while-revalidate makes them.
   const rest = mean((r) => sum(r.swr.reportCalls, (i) => !isPopular(i)))
   const maxStale = Math.floor(TARGET_STALE * popularAnswers)
   const words = (what: string, copies: number, stale: number) => `  ${what}: popular ${copies.toFixed(1)} calls, ${((100 * stale) / popularAnswers).toFixed(2)} % past freshness; with the others' ${rest.toFixed(1)} ${((copies + rest) / nginxCalls).toFixed(3)} × nginx's`

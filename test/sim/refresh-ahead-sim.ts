@@ -225,11 +225,17 @@ export function nginxFreshUntil(landedMs: number, freshMs: number, secondMs = 0)
   return Math.floor((landedMs - secondMs + freshMs) / 1000) * 1000 + 1000 + secondMs
 }
 
-/** The model's rule: a fixed K (`minAsks`), or a budget of extra calls (`budget`, with `minAsks` its floor); `decay`: how much of the asks' history each copy carries on. */
+/**
+ * The model's rule: a fixed K (`minAsks`), or a budget of extra calls (`budget`, with `minAsks`
+ * its floor); `decay`: how much of the asks' history each copy carries on; `knownLatency`: the
+ * class's latency the lead and the budget read once a call was answered, in place of the one
+ * learned (the platform's own, to measure what the learned estimate's noise costs).
+ */
 export interface Rule {
   minAsks?: number
   budget?: number
   decay?: number
+  knownLatency?: ClassLatency
 }
 
 /** The model's rule: K, the budget and the asks' history (reports/refresh-ahead.ts). */
@@ -251,6 +257,8 @@ function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boole
   const waiting = new Array<number>(shape.reports).fill(0)
   let classLatency: ClassLatency | undefined
   let aheadLatency: ClassLatency | undefined
+  // The latency the lead and the budget read: the refreshes' own, else the class's (leadLatency), or the rule's known one.
+  const readLatency = (): ClassLatency | undefined => (classLatency && rule.knownLatency) ?? leadLatency(aheadLatency, classLatency)
   // ReportCache.#latencyVersion: a scheduled refresh's start is read again once a latency was learned since.
   let latencyVersion = 0
   let leadMs = 0
@@ -341,7 +349,7 @@ function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boole
       return
     }
     w.leadRead = latencyVersion
-    const lead = refreshLead(leadLatency(aheadLatency, classLatency), freshMs, asks)
+    const lead = refreshLead(readLatency(), freshMs, asks)
     // A scheduled refresh's start is read again with its lead now (ReportCache.#asked).
     let start: number | null
     if (w.dueAt === null) {
@@ -357,7 +365,7 @@ function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boole
   const minAsksAt = (t: number): number => {
     if (rule.budget === undefined) return rule.minAsks ?? REFRESH_AHEAD_ASKS
     if (t - threshold.at >= BUDGET_EVERY_MS) {
-      const demands = [...watches.values()].map((w) => demandOf(w, w, leadLatency(aheadLatency, classLatency), t))
+      const demands = [...watches.values()].map((w) => demandOf(w, w, readLatency(), t))
       threshold = { at: t, asks: budgetAsks(demands, rule.budget, rule.minAsks) }
     }
     return threshold.asks
