@@ -259,7 +259,7 @@ export class ReportCache {
       found = await this.lookup(key)
       if (looking) endLookup(looking, found, this.#clock.now())
     }
-    if (found && this.#purgedForReader(found.entry, report, key)) found = null
+    if (found && this.purgedFor(found.entry, report, key)) found = null
     if (found) {
       const now = this.#clock.now()
       if (refresh) {
@@ -341,7 +341,7 @@ export class ReportCache {
    * POST report by campaign ids, filled by an unrestricted team: none), and a team limited
    * to some advertisers knows the owners of the campaigns it names. A purge is final.
    */
-  #purgedForReader(entry: CacheEntry, report: CanonicalReport, key: string): boolean {
+  purgedFor(entry: CacheEntry, report: CanonicalReport, key: string): boolean {
     for (const id of report.advertiserIds) if (!entry.advertiserIds.includes(id)) return this.#d.store.purged({ fetchedAt: entry.fetchedAt, advertiserIds: report.advertiserIds }, key)
     return false
   }

@@ -57,3 +57,19 @@ describe('a purge of one advertiser and a POST report by its campaigns', () => {
     expect(await postReport(gw, KEYS.writer, campaign)).toBe('HIT')
   })
 })
+
+describe('a purge of one advertiser and a POST report job by its campaigns', () => {
+  it('a copy filled before the purge answers no respond-async read of a team limited to it: a job is made', async () => {
+    const gw = await gateway()
+    const campaign = await campaignOf(gw, 101)
+    expect(await postReport(gw, KEYS.all, campaign)).toBe('MISS')
+    expect((await purge(gw, 101)).statusCode).toBe(200)
+    const res = await gw.proxy.inject({
+      method: 'POST',
+      url: REPORT_PATH,
+      headers: { 'x-api-key': KEYS.writer, 'content-type': 'application/json', prefer: 'respond-async' },
+      payload: { campaignIds: [campaign], dateFrom: '2025-03-01', dateTo: '2025-03-07' },
+    })
+    expect([res.statusCode, res.headers['x-cache']], res.body).toEqual([202, undefined])
+  })
+})
