@@ -259,6 +259,7 @@ export class ReportCache {
       found = await this.lookup(key)
       if (looking) endLookup(looking, found, this.#clock.now())
     }
+    if (found && this.purgedFor(found.entry, report, key)) found = null
     if (found) {
       const now = this.#clock.now()
       if (refresh) {
@@ -332,6 +333,17 @@ export class ReportCache {
         throw own === undefined ? result.error : upstreamError(own)
       }
     }
+  }
+
+  /**
+   * Whether a purge after `entry`'s fill reaches it by an advertiser its reader knows it
+   * holds and its index lacks: a copy is indexed under the advertisers its filler knew (a
+   * POST report by campaign ids, filled by an unrestricted team: none), and a team limited
+   * to some advertisers knows the owners of the campaigns it names. A purge is final.
+   */
+  purgedFor(entry: CacheEntry, report: CanonicalReport, key: string): boolean {
+    for (const id of report.advertiserIds) if (!entry.advertiserIds.includes(id)) return this.#d.store.purged({ fetchedAt: entry.fetchedAt, advertiserIds: report.advertiserIds }, key)
+    return false
   }
 
   /** A fresh L1 entry, without a promise: what a read's decision answers at once. */

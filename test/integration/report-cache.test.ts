@@ -327,6 +327,9 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     const hitGzip = await get(CANONICAL, { 'accept-encoding': 'gzip' })
     const hitIdentity = await get(CANONICAL)
     const refused = await get(CANONICAL, { 'accept-encoding': 'gzip;q=0, identity' })
+    // gzip's own weight of 0 holds wherever `*` stands, its `q` in any case (RFC 9110, 12.5.3).
+    const refusedPastStar = await get(CANONICAL, { 'accept-encoding': '*, gzip;q=0' })
+    const refusedUpper = await get(CANONICAL, { 'accept-encoding': 'gzip;Q=0' })
     expect(missGzip.headers['x-cache']).toBe('MISS')
     expect(missGzip.headers['content-encoding']).toBe('gzip')
     expect(hitGzip.headers['content-encoding']).toBe('gzip')
@@ -335,7 +338,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     // one stored copy: identical compressed bytes every time
     expect(hitGzip.rawPayload.equals(missGzip.rawPayload)).toBe(true)
     expect(gunzipSync(hitGzip.rawPayload).equals(platform)).toBe(true)
-    for (const plain of [hitIdentity, refused]) {
+    for (const plain of [hitIdentity, refused, refusedPastStar, refusedUpper]) {
       expect(plain.headers['x-cache']).toBe('HIT')
       expect(plain.headers['content-encoding']).toBeUndefined()
       expect(plain.rawPayload.equals(platform)).toBe(true)

@@ -50,14 +50,21 @@ export function acceptsGzip(header: string | string[] | undefined): boolean {
   return lastGzip
 }
 
+// RFC 9110, 12.5.3: gzip's own member decides wherever it stands, `*` (the codings not
+// named) only when gzip is not named, and a weight of 0 is "not acceptable"; the weight's
+// name `q` is case-insensitive (12.4.2).
 function parseAcceptsGzip(header: string): boolean {
+  let star: boolean | undefined
   for (const part of header.split(',')) {
-    const [coding, ...params] = part.trim().split(';')
-    if (coding?.trim().toLowerCase() !== 'gzip' && coding?.trim() !== '*') continue
-    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='))
-    return q === undefined || Number(q.slice(2)) > 0
+    const [coding, ...params] = part.split(';')
+    const name = coding?.trim().toLowerCase()
+    if (name !== 'gzip' && name !== '*') continue
+    const q = params.map((p) => p.trim()).find((p) => p.length > 1 && (p[0] === 'q' || p[0] === 'Q') && p[1] === '=')
+    const accepted = q === undefined || Number(q.slice(2)) > 0
+    if (name === 'gzip') return accepted
+    star ??= accepted
   }
-  return false
+  return star ?? false
 }
 
 /**
