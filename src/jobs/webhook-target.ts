@@ -89,6 +89,9 @@ const LINK_LOCAL = new BlockList()
 LINK_LOCAL.addSubnet('169.254.0.0', 16, 'ipv4')
 LINK_LOCAL.addSubnet('fe80::', 10, 'ipv6')
 LINK_LOCAL.addSubnet('::ffff:169.254.0.0', 112, 'ipv6')
+// A NAT64 gateway reaches an IPv4 address at its spelling under the well-known prefix
+// (RFC 6052), which a DNS64 resolver answers for a name that has only an IPv4 address.
+LINK_LOCAL.addSubnet('64:ff9b::a9fe:0', 112, 'ipv6')
 
 // The metadata and credential services clouds keep outside link-local answer with
 // credentials as well: AWS's instance metadata over IPv6 (fd00:ec2::254) and its EKS Pod
@@ -97,6 +100,7 @@ const CLOUD_SERVICES = new BlockList()
 for (const address of ['fd00:ec2::254', 'fd00:ec2::23']) CLOUD_SERVICES.addAddress(address, 'ipv6')
 CLOUD_SERVICES.addAddress('100.100.100.200', 'ipv4')
 CLOUD_SERVICES.addAddress('::ffff:100.100.100.200', 'ipv6')
+CLOUD_SERVICES.addAddress('64:ff9b::6464:64c8', 'ipv6')
 
 /** Why a connection to `address` for `url` may not be made (the platform's socket, a link-local address, a cloud's metadata service); null when it may. */
 export function socketRefusal(url: URL, address: string, isPlatform: (address: string, port: number) => boolean): string | null {

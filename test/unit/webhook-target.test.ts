@@ -85,9 +85,13 @@ describe('webhook targets', () => {
       ['https://hooks.example.org/hook', 'fd00:ec2::23', cloudService],
       ['http://100.100.100.200/latest/meta-data/', '100.100.100.200', cloudService],
       ['https://hooks.example.org/hook', '::ffff:100.100.100.200', cloudService],
+      // The same services through a NAT64 gateway's well-known prefix (RFC 6052), as a DNS64 resolver answers.
+      ['https://hooks.example.org/hook', '64:ff9b::a9fe:a9fe', linkLocal],
+      ['https://[64:ff9b::169.254.169.254]/hook', '64:ff9b::169.254.169.254', linkLocal],
+      ['https://hooks.example.org/hook', '64:ff9b::6464:64c8', cloudService],
     ] as const) {
       expect(socketRefusal(new URL(url), address, isPlatform), `${url} at ${address}`).toMatch(refusal)
     }
-    for (const address of ['10.0.0.9', 'fd00:ec2::1', 'fd00::254', '100.100.100.201', '100.64.0.1']) expect(socketRefusal(new URL('https://hooks.example.org/hook'), address, isPlatform), address).toBeNull()
+    for (const address of ['10.0.0.9', 'fd00:ec2::1', 'fd00::254', '100.100.100.201', '100.64.0.1', '64:ff9b::a00:9', '64:ff9b::6464:64c9']) expect(socketRefusal(new URL('https://hooks.example.org/hook'), address, isPlatform), address).toBeNull()
   })
 })
