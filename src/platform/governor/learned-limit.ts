@@ -125,13 +125,10 @@ export class LearnedLimit {
     const { seal, key, log, credential } = this.#o
     const record = parseRecord(seal ? seal.openText(key, sealed) : sealed)
     const now = this.#clock.now()
-    if (record === null || now - record.at > RECORD_MAX_AGE_MS || record.at - now > RECORD_MAX_AGE_MS / 10) {
-      if (!this.#forgedSeen) log.warn({ credential, key }, 'ignoring a shared platform limit that does not carry this gateway\'s seal (GATEWAY_SECRET), or is stale or dated ahead: this replica keeps its own')
-      this.#forgedSeen = true
-      return null
-    }
-    this.#forgedSeen = false
-    return record
+    const forged = record === null || now - record.at > RECORD_MAX_AGE_MS || record.at - now > RECORD_MAX_AGE_MS / 10
+    if (forged && !this.#forgedSeen) log.warn({ credential, key }, 'ignoring a shared platform limit that does not carry this gateway\'s seal (GATEWAY_SECRET), or is stale or dated ahead: this replica keeps its own')
+    this.#forgedSeen = forged
+    return forged ? null : record
   }
 }
 
