@@ -1,5 +1,4 @@
 import type { Config } from '../../config.js'
-import { systemClock } from '../../clock.js'
 import { CredentialSeats } from './seats.js'
 import type { SeatsOptions } from './seat.js'
 import { KneeEstimator } from './knee-estimator.js'
@@ -24,8 +23,7 @@ export type CredentialGovernor = ReturnType<typeof credentialGovernor>
 
 /** Puts one credential's governor together, the same for the gateway (over Redis) and the simulator (a store in memory, a simulated clock). */
 export function credentialGovernor(o: CredentialGovernorOptions) {
-  const { settings, credential, store, replica, run, log } = o
-  const clock = o.clock ?? systemClock
+  const { settings, credential, store, replica, run, log, clock } = o
   let learned: LearnedLimit | null = null
   const leased = store && new LeasedSeats({
     store, credential, replica, run, log, clock, onLost: o.onLost,

@@ -73,22 +73,21 @@ export class LearnedLimit {
     this.#learning = plan.learner
     this.#o.estimator.heard(plan.learner ? answer.others : null)
     const record = answer.limitRecord === null ? null : this.#open(answer.limitRecord)
-    if (this.#learning) {
-      // Redis lost the record (a restart, a flush): the learner writes it again.
-      if (answer.limitRecord === null && this.#written !== null) this.#o.lease?.writeLimit(this.#written)
-      // A replica that starts learning starts from the shared limit, on the evidence the record carries and what it weighs from then on (knee-estimator.ts), and says it learns.
-      if (!wasLearning && record !== null) this.#adopt(record)
-      if (!wasLearning) this.#o.estimator.startLearning(this.#clock.now(), record?.evidence ?? null)
-      // The record is the learner's: one another run wrote (as a store stall ended) is written over, once a REWRITE_MS at most.
-      const now = this.#clock.now()
-      if (!wasLearning ? record?.run !== this.#o.lease?.run : record !== null && record.run !== this.#o.lease?.run && now - this.#rewroteAt >= REWRITE_MS) {
-        this.#rewroteAt = now
-        this.#write()
-      } else if (record !== null && record.run === this.#o.lease?.run && now - record.at >= (this.#o.lease?.leaseMs ?? 0) / 3) {
-        // The learner writes the record again every third of a lease, with a renewal, telling no one: it learns while it writes (lease-plan.ts).
-        this.#write(false)
-      }
-    } else if (record !== null) this.#adopt(record)
+    // A replica that follows takes the shared limit; one that starts learning starts from it, on the evidence the record carries and what it weighs from then on (knee-estimator.ts), and says it learns.
+    if (record !== null && !(wasLearning && this.#learning)) this.#adopt(record)
+    if (!this.#learning) return
+    const now = this.#clock.now()
+    if (!wasLearning) this.#o.estimator.startLearning(now, record?.evidence ?? null)
+    // Redis lost the record (a restart, a flush): the learner writes it again.
+    if (answer.limitRecord === null && this.#written !== null) this.#o.lease?.writeLimit(this.#written)
+    // The record is the learner's: one another run wrote (as a store stall ended) is written over, once a REWRITE_MS at most.
+    if (!wasLearning ? record?.run !== this.#o.lease?.run : record !== null && record.run !== this.#o.lease?.run && now - this.#rewroteAt >= REWRITE_MS) {
+      this.#rewroteAt = now
+      this.#write()
+    } else if (record !== null && record.run === this.#o.lease?.run && now - record.at >= (this.#o.lease?.leaseMs ?? 0) / 3) {
+      // The learner writes the record again every third of a lease, with a renewal, telling no one: it learns while it writes (lease-plan.ts).
+      this.#write(false)
+    }
   }
 
   #moved(step: Step | null): void {
@@ -126,20 +125,17 @@ export class LearnedLimit {
     const { seal, key, log, credential } = this.#o
     const record = parseRecord(seal ? seal.openText(key, sealed) : sealed)
     const now = this.#clock.now()
-    if (record === null || now - record.at > RECORD_MAX_AGE_MS || record.at - now > RECORD_MAX_AGE_MS / 10) {
-      if (!this.#forgedSeen) log.warn({ credential, key }, 'ignoring a shared platform limit that does not carry this gateway\'s seal (GATEWAY_SECRET), or is stale or dated ahead: this replica keeps its own')
-      this.#forgedSeen = true
-      return null
-    }
-    this.#forgedSeen = false
-    return record
+    const forged = record === null || now - record.at > RECORD_MAX_AGE_MS || record.at - now > RECORD_MAX_AGE_MS / 10
+    if (forged && !this.#forgedSeen) log.warn({ credential, key }, 'ignoring a shared platform limit that does not carry this gateway\'s seal (GATEWAY_SECRET), or is stale or dated ahead: this replica keeps its own')
+    this.#forgedSeen = forged
+    return forged ? null : record
   }
 }
 
+/** The record's fields, or null where it is not one (no text, not JSON, a field missing or out of range). */
 function parseRecord(text: string | null): SharedLimit | null {
-  if (text === null) return null
   try {
-    const { limit, knee, at, run, evidence } = JSON.parse(text) as Partial<SharedLimit>
+    const { limit, knee, at, run, evidence } = JSON.parse(text ?? '') as Partial<SharedLimit>
     if (!(Number.isInteger(limit) && (limit as number) > 0 && Number.isInteger(knee) && (knee as number) > 0 && Number.isFinite(at))) return null
     return { limit: limit as number, knee: knee as number, at: at as number, ...(typeof run === 'string' ? { run } : {}), ...(typeof evidence === 'string' ? { evidence } : {}) }
   } catch {

@@ -54,9 +54,7 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   for (const t of all.flatMap((r) => r.teams)) {
     const g = teams.get(t.team) ?? { team: t.team, weight: 1, held: 0, waiting: 0, cap: null, peak: 0, lingerers: 0 }
     g.weight = Math.max(g.weight, t.weight)
-    g.held += t.held
-    g.waiting += t.waiting
-    g.peak += t.peak
+    for (const k of ['held', 'waiting', 'peak'] as const) g[k] += t[k]
     g.cap = t.cap === null ? g.cap : g.cap === null ? t.cap : Math.min(g.cap, t.cap)
     if (t.held + t.waiting === 0) g.lingerers += 1
     teams.set(t.team, g)
@@ -115,11 +113,6 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
 /** The shared limit record as learned-limit.ts opens it: written `at` (epoch ms) by `run`, the learner every replica goes on with; `evidence`, what its limit rule weighed (KneeEstimator.evidence: a replica that takes over starts from it). */
 export type SharedLimit = { limit: number; knee: number; at: number; run?: string; evidence?: string }
 
-/** Whether a record written moves the limit or the knee the store held: only then are the other replicas told to renew and take it. */
-export function moves(written: SharedLimit | null, held: SharedLimit | null): boolean {
-  return held === null || written === null || written.limit !== held.limit || written.knee !== held.knee
-}
-
 /** A record as the store keeps it: `<lease>|<in flight>|<need>|<answered>|<waited>|<teams>[#<calls>]`, each team `<name>,<weight>,<cap>,<held>,<waiting>,<lingering>,<peak>[,<seat ms>]` (cap 0: none). */
 export function encodeRecord(r: Omit<ReplicaRecord, 'run'>): string {
   const teams = r.teams.map((t) => `${t.team},${t.weight},${t.cap ?? 0},${t.held},${t.waiting},${t.lingering ? 1 : 0},${t.peak}${t.seatMs === undefined ? '' : `,${t.seatMs}`}`).join(';')
@@ -153,10 +146,9 @@ export class ElsewhereCharges {
       const now = new Map(before)
       for (const t of r.teams) {
         if (t.seatMs === undefined) continue
-        const was = before?.get(t.team)
-        if (was !== undefined && t.seatMs > was) this.totals.set(t.team, (this.totals.get(t.team) ?? 0) + t.seatMs - was)
-        else if (!this.totals.has(t.team)) this.totals.set(t.team, 0)
-        now.set(t.team, Math.max(t.seatMs, was ?? 0))
+        const was = before?.get(t.team) ?? t.seatMs
+        this.totals.set(t.team, (this.totals.get(t.team) ?? 0) + Math.max(0, t.seatMs - was))
+        now.set(t.team, Math.max(t.seatMs, was))
       }
       return [r.run, now]
     }))

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Logger } from 'pino'
 import { systemClock, type Clock, type Timer } from '../../clock.js'
-import { ElsewhereCharges, encodeRecord, fitting, heldWhileContended, leasePlan, moves, needOf, type LeasePlan, type LeaseShares, type ReplicaDemand, type ReplicaRecord, type SharedLimit } from './lease-plan.js'
+import { ElsewhereCharges, encodeRecord, fitting, heldWhileContended, leasePlan, needOf, type LeasePlan, type LeaseShares, type ReplicaDemand, type ReplicaRecord, type SharedLimit } from './lease-plan.js'
 import type { LeaseAnswer, LeaseStore } from './lease-store.js'
 
 // docs/governor.md, "Constants".
@@ -79,6 +79,7 @@ export class LeasedSeats {
   #shared: SharedLimit | null = null // as the store last held it: a record that moves neither is written telling no one
   #tellOthers = false
   readonly #grown: (() => void)[] = []
+  readonly #wake = () => this.#grown.forEach((fn) => fn())
   #calls: () => string | null = () => null
 
   constructor(opts: LeasedSeatsOptions) {
@@ -162,9 +163,8 @@ export class LeasedSeats {
   }
 
   stop(): void {
-    this.#downTimers.forEach((t) => this.#clock.clearTimeout(t))
-    if (this.#keepAlive) this.#clock.clearInterval(this.#keepAlive)
-    if (this.#timer) this.#clock.clearTimeout(this.#timer)
+    ;[...this.#downTimers, this.#timer].forEach((t) => this.#clock.clearTimeout(t))
+    this.#clock.clearInterval(this.#keepAlive)
     this.#keepAlive = this.#timer = null
     this.#o.store.giveBack(this.#run).catch(() => undefined)
   }
@@ -200,9 +200,8 @@ export class LeasedSeats {
   }
 
   #planFor(need: number, d: ReplicaDemand): LeasePlan {
-    const mine = { run: this.#run, lease: this.#lease, inFlight: d.inFlight, need, answered: this.#answered, waited: false, teams: d.teams }
-    const learner = this.#learner !== null && this.#clock.now() - this.#learner.at <= this.#o.leaseMs ? this.#learner.run : undefined
-    return leasePlan(mine, this.#others, d.limit, learner ?? null)
+    const learner = this.#learner !== null && this.#clock.now() - this.#learner.at <= this.#o.leaseMs ? (this.#learner.run ?? null) : null
+    return leasePlan({ run: this.#run, lease: this.#lease, inFlight: d.inFlight, need, answered: this.#answered, waited: false, teams: d.teams }, this.#others, d.limit, learner)
   }
 
   /** The seats to ask for: while another replica waits, its due and the seats free past what the replicas that wait lack of theirs; else the seats it keeps. */
@@ -252,7 +251,9 @@ export class LeasedSeats {
     const calls = this.#others.length > 0 ? this.#calls() : null
     const record = encodeRecord({ lease: 0, inFlight: d.inFlight, need, answered: this.#answered, waited: this.#waited, teams: d.teams, ...(calls === null ? {} : { calls }) })
     const limitRecord = this.#limitRecord
-    const tell = this.#tellOthers && limitRecord !== null && moves(this.#readLimit(limitRecord), this.#shared)
+    // Only a record that moves the limit or the knee the store held tells the other replicas to renew and take it.
+    const written = this.#tellOthers && limitRecord !== null ? this.#readLimit(limitRecord) : undefined
+    const tell = written !== undefined && (this.#shared === null || written === null || written.limit !== this.#shared.limit || written.knee !== this.#shared.knee)
     this.#asking = ask
     try {
       const answer = await this.#o.store.renew({ run: this.#run, record: record.slice(record.indexOf('|') + 1), inFlight: d.inFlight, need, ask, limit: d.limit, held, leaseMs: this.#o.leaseMs, limitRecord, learns: this.learner })
@@ -269,9 +270,8 @@ export class LeasedSeats {
       if (this.#downSince === null) {
         this.#downSince = this.#lastAnswer
         this.#outageSeats = 0
-        const wake = () => this.#grown.forEach((fn) => fn())
-        this.#downTimers = [DOWN_GRACE_MS, this.#o.leaseMs, this.#o.leaseMs + this.#o.callsEndMs].map((ms) => this.#clock.setTimeout(wake, ms + 1).unref())
-        wake()
+        this.#downTimers = [DOWN_GRACE_MS, this.#o.leaseMs, this.#o.leaseMs + this.#o.callsEndMs].map((ms) => this.#clock.setTimeout(this.#wake, ms + 1).unref())
+        this.#wake()
       }
     } finally {
       this.#asking = Infinity
@@ -314,6 +314,6 @@ export class LeasedSeats {
     this.#untold = Math.max(0, answer.free - takes)
     this.#o.onRenewed?.(answer, this.#plan)
     // Targets moved with every renewal: the queue looks again.
-    for (const fn of this.#grown) fn()
+    this.#wake()
   }
 }

@@ -53,12 +53,8 @@ export class TeamAccounts {
 
   /** Whether calls are in flight and every one of them is expected long (of a kind answered, past the lending horizon). */
   onlyLongRunning(): boolean {
-    let any = false
-    for (const call of this.#calls()) {
-      if (call.short || call.dueAt === Infinity) return false
-      any = true
-    }
-    return any
+    for (const call of this.#calls()) if (call.short || call.dueAt === Infinity) return false
+    return this.inFlight > 0
   }
 
   seatSeconds(team: string, now: number): number { return seatMs(this.#teams.get(team), now) / 1000 }
