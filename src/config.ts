@@ -12,6 +12,7 @@ import { jobResultsInMemory, memoryFitWarning } from './config/memory-fit.js'
 import { creativeSetsPassWarning } from './config/risky-settings.js'
 import { misspelledVariables } from './config/env-names.js'
 import { bareDurationWarnings } from './config/bare-durations.js'
+import { listenerAddressProblem } from './config/listener-addresses.js'
 
 export { DEFAULT_CREDENTIAL, type AdminRole, type AdminToken, type Config, type CredentialConfig, type PasswordLogin, type TeamConfig, type TeamKey } from './config/normalize.js'
 export { maskUrlPassword } from './config/schema-errors.js'
@@ -94,6 +95,24 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
   warnings.push(...bareDurationWarnings(raw))
   warnings.push(...misspelledVariables(env))
   return { ...config, host, demo: mode.demo, warnings, memoryWarning: memory, settings: host === config.host ? settings : settings.map((s) => (s.setting === 'host' ? { ...s, value: host, source: 'demo', from: 'demo mode' } : s)) }
+}
+
+/**
+ * The configuration a start runs with, or what stops it before anything starts (main.ts
+ * prints the message and exits 78): the settings' problems, a mistyped variable named
+ * beside them (PLATFORM_TOKN is often why there is no token source), or both listeners on
+ * one port where the second cannot bind (the names resolved as the listens will resolve them).
+ */
+export async function startConfig(options: LoadOptions = {}): Promise<Config | ConfigError> {
+  let config: Config
+  try {
+    config = loadConfig(options)
+  } catch (err) {
+    if (err instanceof ConfigError) return new ConfigError([...err.problems, ...misspelledVariables(options.env ?? process.env)])
+    throw err
+  }
+  const clash = await listenerAddressProblem(config)
+  return clash === null ? config : new ConfigError([clash])
 }
 
 /** Settings renamed this release, old name → new: the old name is still taken, with a warning, until the next. */

@@ -1,9 +1,8 @@
-import { loadConfig, misspelledVariables, ConfigError, type Config } from './config.js'
+import { startConfig, ConfigError } from './config.js'
 import type { FastifyInstance } from 'fastify'
 import type { Gateway } from './compose.js'
 import type { Sandbox } from './sandbox/sandbox.js'
 import { nodeRefusal } from './observe/build-info.js'
-import { listenerAddressProblem } from './config/listener-addresses.js'
 
 // After the grace: time for aborted calls' answers to be written, then for the rest of close().
 const ANSWER_ABORTED_MS = 500
@@ -15,24 +14,12 @@ async function main(): Promise<void> {
     process.stderr.write(`report-gateway: ${refusal}; npm start runs the Node that npm ci installs (npm run runtime says which)\n`)
     process.exit(1)
   }
-  let config: Config
-  try {
-    config = loadConfig()
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      // A mistyped variable is often why the start stops (PLATFORM_TOKN: no token source): named beside it.
-      process.stderr.write(`report-gateway: ${new ConfigError([...err.problems, ...misspelledVariables(process.env)]).message}\n`)
-      process.exit(78)
-    }
-    throw err
-  }
-  // Both listeners on one port where the second cannot bind: told as a setting's problem,
-  // before anything starts (the names resolved as the listens will resolve them).
-  const clash = await listenerAddressProblem(config)
-  if (clash !== null) {
-    process.stderr.write(`report-gateway: ${new ConfigError([clash]).message}\n`)
+  const started = await startConfig()
+  if (started instanceof ConfigError) {
+    process.stderr.write(`report-gateway: ${started.message}\n`)
     process.exit(78)
   }
+  let config = started
 
   // The gateway's modules (Fastify, ioredis, the platform client, the sandbox) load once the
   // configuration holds: a start refused above stops having loaded the configuration's alone.

@@ -120,6 +120,36 @@ export function rawRequest(port: number, bytes: string | Buffer, timeoutMs = 500
   })
 }
 
+/** A head a listener refuses whatever the path, sent to a route, and its answer. */
+export interface BrokenHeadAnswer {
+  method: string
+  url: string
+  /** The route's path as its document names it. */
+  path: string
+  expected: 400 | 408
+  answer: RawResponse
+}
+
+/**
+ * For each route (method, URL, documented path), heads every listener refuses whatever the
+ * path, with `header` (a line ending in CRLF: the key or token) in each: two malformed (400)
+ * and one never finished (408, at server.headersTimeout). Each on a connection of its own,
+ * all at once, so the 408s wait out their deadline together.
+ */
+export async function brokenHeadAnswers(port: number, routes: readonly (readonly [string, string, string])[], header: string): Promise<BrokenHeadAnswer[]> {
+  const asked = routes.flatMap(([method, url, path]) =>
+    (
+      [
+        [400, `${method} ${url} HTTP/1.1\r\nhost: 127.0.0.1\r\nhost: 127.0.0.2\r\n${header}connection: close\r\n\r\n`],
+        [400, `${method} ${url} HTTP/1.1\r\nhost: 127.0.0.1\r\n${header}a header without its colon\r\nconnection: close\r\n\r\n`],
+        [408, `${method} ${url} HTTP/1.1\r\nhost: 127.0.0.1\r\n${header}`],
+      ] as const
+    ).map(([expected, bytes]) => ({ method, url, path, expected, bytes })),
+  )
+  const answers = await Promise.all(asked.map(({ bytes }) => rawRequest(port, bytes, 10_000)))
+  return asked.map(({ method, url, path, expected }, i) => ({ method, url, path, expected, answer: answers[i]! }))
+}
+
 /** A whole HTTP/1.1 request from its parts; `x-api-key` from `key` unless null. */
 export function rawHttp(
   method: string,

@@ -1,73 +1,17 @@
 import type { IncomingHttpHeaders } from 'node:http'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import type { Browser, Page } from 'puppeteer-core'
-import { hashApiKey } from '../../src/access/api-keys.js'
-import { listen, REPORT_PATH as PATH, testConfig, type TestGateway } from '../helpers/build-gateway.js'
-import { fakeClock, onRealTimers, type FakeClock } from '../helpers/clock.js'
-import { chromiumPath, launchChromium } from '../helpers/console-browser.js'
-import { useGateways, useSandbox } from '../helpers/fixtures.js'
-import { testTimeLeft, waitFor } from '../helpers/wait.js'
+import { beforeEach, describe, expect, it } from 'vitest'
+import { REPORT_PATH as PATH, type TestGateway } from '../helpers/build-gateway.js'
+import { fakeClock, type FakeClock } from '../helpers/clock.js'
+import { CACHE, DASHBOARD_KEY, FRESH_S, MIN_AGE_S, OPS_KEY, QUERY, TEAMS, WITH_REFRESH, useConditionalRequests, type Answer } from '../helpers/conditional-requests.js'
 
-// Conditional requests as clients really send them, over real HTTP on 127.0.0.1: Node's
-// fetch and headless Chromium's, in front of the platform sandbox. The Fetch standard
-// adds `cache-control: no-cache` and `pragma: no-cache` to a request carrying a validator
-// (If-None-Match, If-Modified-Since) in its default mode, and to every request in its
-// `reload` and `no-store` modes: a poll is answered from the gateway's fresh copy, and only
-// a team given `refresh: true` forces a fresh copy from the platform, at most once per
-// `cache.refreshMinAge` of a report. The gateway's time is the test's (a fake clock on real timers).
+// Conditional requests as Node's fetch sends them (test/helpers/conditional-requests.ts
+// says what the Fetch standard adds); headless Chromium's, with its own cache, are
+// test/slow/conditional-requests-chromium.test.ts.
 
-const DASHBOARD_KEY = 'rgw_test_dashboard_key_000000000000000000000'
-const OPS_KEY = 'rgw_test_ops_refresh_key_00000000000000000000'
-const QUERY = 'advertiserId=101&byDate=1&dateFrom=2026-02-01&dateTo=2026-02-07'
-const FRESH_S = 60
-const MIN_AGE_S = 10
-
-const TEAMS = `
-teams:
-  dashboard:
-    keys: ["${hashApiKey(DASHBOARD_KEY)}"]
-    advertisers: ["*"]
-`
-const CACHE = `
-cache:
-  ttl: { recent: ${FRESH_S}s, settled: ${FRESH_S}s }
-  # The copies here expire only when a test says so.
-  refreshAhead: 0
-`
-const WITH_REFRESH = `${TEAMS}  ops:
-    keys: ["${hashApiKey(OPS_KEY)}"]
-    advertisers: ["*"]
-    refresh: true
-${CACHE}  refreshMinAge: ${MIN_AGE_S}s
-`
-
-const sandbox = useSandbox()
-const gateways = useGateways()
-
-/** A listening gateway in front of the sandbox on `clock`, and the request headers it received, in order. */
-async function gatewayOn(yaml: string, clock: FakeClock): Promise<{ gw: TestGateway & { url: string }; received: IncomingHttpHeaders[] }> {
-  const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }, yaml), { clock: onRealTimers(clock.now) }))
-  const received: IncomingHttpHeaders[] = []
-  gw.proxy.server.on('request', (req: { url?: string; headers: IncomingHttpHeaders }) => {
-    if (req.url?.startsWith(PATH)) received.push({ ...req.headers })
-  })
-  return { gw, received }
-}
-
-/** Report calls the platform received. */
-const reportCalls = () => sandbox.countRequests((r) => r.path === PATH)
+const { sandbox, gatewayOn, reportCalls } = useConditionalRequests()
 
 /** fetch's options with its cache mode, which Node's fetch takes (the Fetch standard's RequestInit) and @types/node 20 does not name. */
 type FetchInit = RequestInit & { cache?: 'default' | 'no-store' | 'reload' | 'no-cache' | 'force-cache' | 'only-if-cached' }
-
-interface Answer {
-  status: number
-  cache: string | null
-  cacheStatus: string | null
-  etag: string | null
-  age: string | null
-  body: string
-}
 
 async function answerOf(res: Response): Promise<Answer> {
   const h = res.headers
@@ -204,105 +148,6 @@ describe('a forced refresh: a capability a team is given, bounded and coalesced'
     expect(await post(DASHBOARD_KEY, { 'cache-control': 'no-cache' })).toBe('HIT')
     expect(await post(OPS_KEY, { 'cache-control': 'no-cache' })).toBe('REFRESH')
     expect(await post(OPS_KEY, { 'cache-control': 'no-cache' })).toBe('HIT')
-    expect(reportCalls()).toBe(2)
-  })
-})
-
-const CHROMIUM = chromiumPath('the conditional requests browser test')
-
-describe.skipIf(CHROMIUM === null)("headless Chromium's fetch and its own revalidation", () => {
-  let browser: Browser
-  let page: Page | undefined
-  let clock: FakeClock
-  let gw: TestGateway & { url: string }
-  let received: IncomingHttpHeaders[]
-
-  beforeAll(async () => {
-    browser = await launchChromium(CHROMIUM as string)
-  }, 60_000)
-
-  afterAll(async () => {
-    await browser?.close()
-  })
-
-  /** A gateway with `yaml`, and a page of its origin: its fetches are same-origin, their headers its own, and its HTTP cache starts empty. */
-  const open = async (yaml: string) => {
-    clock = fakeClock()
-    ;({ gw, received } = await gatewayOn(yaml, clock))
-    page = await browser.newPage()
-    await page.goto(`${gw.url}/healthz`)
-  }
-
-  afterEach(async () => {
-    await page?.close()
-    page = undefined
-  })
-
-  const WITHOUT_REFRESH = `${TEAMS}${CACHE}`
-
-  /** The page's fetch of the report with `key` and `init` (RequestInit as JSON); what it got. */
-  const fetchIn = (key: string, init: { cache?: string; headers?: Record<string, string> } = {}): Promise<Answer> =>
-    (page as Page).evaluate(
-      async (url: string, key: string, init: { cache?: string; headers?: Record<string, string> }) => {
-        const res = await fetch(url, { ...init, headers: { 'x-api-key': key, ...init.headers } } as RequestInit)
-        const h = res.headers
-        return { status: res.status, cache: h.get('x-cache'), cacheStatus: h.get('cache-status'), etag: h.get('etag'), age: h.get('age'), body: await res.text() }
-      },
-      `${PATH}?${QUERY}`,
-      key,
-      init,
-    )
-
-  /** The access lines of the report's answers: status and x-cache. */
-  const answered = () => gw.logs.records().filter((r) => r.msg === 'request' && r.route === 'report').map((l) => [l.status, l.cache])
-
-  it("answers Chromium's revalidation of the copy it keeps (cache: 'no-cache') with 304, and the page reads its body", async () => {
-    await open(WITHOUT_REFRESH)
-    const first = await fetchIn(DASHBOARD_KEY)
-    expect([first.status, first.cache]).toEqual([200, 'MISS'])
-    const again = await fetchIn(DASHBOARD_KEY, { cache: 'no-cache' })
-    expect([again.status, again.body]).toEqual([200, first.body])
-    expect(received.map((h) => h['if-none-match'] ?? null)).toEqual([null, first.etag])
-    expect(answered()).toEqual([[200, 'MISS'], [304, 'HIT']])
-    expect(reportCalls()).toBe(1)
-  })
-
-  it("answers the page's own If-None-Match with 304 without a platform call", async () => {
-    await open(WITHOUT_REFRESH)
-    const first = await fetchIn(DASHBOARD_KEY)
-    const polled = await fetchIn(DASHBOARD_KEY, { headers: { 'if-none-match': first.etag as string } })
-    expect([polled.status, polled.cache, polled.body]).toEqual([304, 'HIT', ''])
-    expect(received[1]?.['if-none-match']).toBe(first.etag)
-    expect(reportCalls()).toBe(1)
-  })
-
-  it("answers its reload from the gateway's copy for a team without refresh, then its revalidation once the copy's max-age passed", async () => {
-    await open(WITHOUT_REFRESH)
-    const first = await fetchIn(DASHBOARD_KEY)
-    // The gateway's copy is a second from its end: the answer to a reload says so (age 59,
-    // max-age 60), and Chromium's copy of it goes stale a second later.
-    clock.advance((FRESH_S - 1) * 1000)
-    const reloaded = await fetchIn(DASHBOARD_KEY, { cache: 'reload' })
-    expect([reloaded.status, reloaded.cache, reloaded.age, reloaded.body]).toEqual([200, 'HIT', String(FRESH_S - 1), first.body])
-    expect([received[1]?.['cache-control'], received[1]?.pragma]).toEqual(['no-cache', 'no-cache'])
-    // Polls in the default mode are Chromium's to answer while its copy is fresh, then it
-    // revalidates that copy with the gateway.
-    await waitFor("Chromium's revalidation of its copy", async () => {
-      const polled = await fetchIn(DASHBOARD_KEY)
-      expect([polled.status, polled.body]).toEqual([200, first.body])
-      return received.length > 2
-    }, testTimeLeft(), 100)
-    expect(received[2]?.['if-none-match']).toBe(first.etag)
-    expect(answered()).toEqual([[200, 'MISS'], [200, 'HIT'], [304, 'HIT']])
-    expect(reportCalls()).toBe(1)
-  })
-
-  it("refreshes on its reload for a team given refresh, once per cache.refreshMinAge", async () => {
-    await open(WITH_REFRESH)
-    expect((await fetchIn(OPS_KEY)).cache).toBe('MISS')
-    clock.advance(MIN_AGE_S * 1000)
-    expect((await fetchIn(OPS_KEY, { cache: 'reload' })).cache).toBe('REFRESH')
-    expect((await fetchIn(OPS_KEY, { cache: 'reload' })).cache).toBe('HIT')
     expect(reportCalls()).toBe(2)
   })
 })

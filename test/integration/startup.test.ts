@@ -8,15 +8,18 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { hashApiKey } from '../../src/access/api-keys.js'
+import { ConfigError, startConfig } from '../../src/config.js'
 import { sandboxLoginEnv } from '../helpers/build-gateway.js'
 import { portTaken } from '../helpers/gateway-process.js'
 import { freePort } from '../helpers/start-redis.js'
-import { testTimeLeft, waitFor, waitUntil } from '../helpers/wait.js'
+import { testTimeLeft, timeLeftOf, waitFor, waitUntil } from '../helpers/wait.js'
 import { useSandbox } from '../helpers/fixtures.js'
 
 // A start that cannot work stops with one line saying what to do, and a start
 // that works says the truth about what it found (demo mode, Redis). Run as production
-// runs it: the built dist/main.js in a clean environment.
+// runs it: the built dist/main.js in a clean environment. A configuration main.ts refuses
+// is read by startConfig (src/config.ts): each way a start stops is a real start here, and
+// the other refusals are startConfig's answer to the same environment, in this process.
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const MAIN = join(ROOT, 'dist/main.js')
@@ -40,9 +43,15 @@ interface Run {
   exit: Promise<number | null>
 }
 
-function start(env: Record<string, string>): Run {
-  const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-  running.push(child)
+/** A start's whole environment: `env` in a clean one. */
+function startEnv(env: Record<string, string>): Record<string, string> {
+  return { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', ...env }
+}
+
+/** dist/main.js started with `env`; killed after the test, or by `owner`'s holder. */
+function start(env: Record<string, string>, owner = running): Run {
+  const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env: startEnv(env), stdio: ['ignore', 'pipe', 'pipe'] })
+  owner.push(child)
   let out = ''
   let err = ''
   child.stdout?.setEncoding('utf8').on('data', (c: string) => (out += c))
@@ -61,28 +70,23 @@ async function refused(env: Record<string, string>): Promise<{ code: number | nu
   return { code, lines: run.output().split('\n').filter(Boolean) }
 }
 
-/** The first line of `run` matching `pattern`, waited for while it runs (the test's time left). */
-async function waitForLine(run: Run, pattern: RegExp): Promise<string> {
+/**
+ * The lines a start with `env` writes as it stops for its configuration (exit 78), from
+ * startConfig in this process: what main.ts prints of its refusal.
+ */
+async function refusal(env: Record<string, string>): Promise<string[]> {
+  const config = await startConfig({ env: startEnv(env) })
+  if (!(config instanceof ConfigError)) throw new Error('the configuration holds: the start would run')
+  return `report-gateway: ${config.message}`.split('\n')
+}
+
+/** The first line of `run` matching `pattern`, waited for while it runs (by default the test's time left). */
+async function waitForLine(run: Run, pattern: RegExp, ms = testTimeLeft()): Promise<string> {
   const line = () => run.output().split('\n').find((l) => pattern.test(l))
-  await waitFor(() => `a line matching ${pattern}:\n${run.output()}`, () => line() !== undefined || run.child.exitCode !== null, testTimeLeft(), 25)
+  await waitFor(() => `a line matching ${pattern}:\n${run.output()}`, () => line() !== undefined || run.child.exitCode !== null, ms, 25)
   const found = line()
   if (found === undefined) throw new Error(`no line matching ${pattern}, the start exited (${run.child.exitCode}):\n${run.output()}`)
   return found
-}
-
-/** A start on the sandbox with a token it accepts, on loopback and free ports, with `env` besides. */
-function startOnSandbox(env: Record<string, string>): Run {
-  return start({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), HOST: '127.0.0.1', PORT: '0', ADMIN_PORT: '0', ...env })
-}
-
-/** Once the start is listening: the log lines it wrote holding `text`, parsed. */
-async function startedSaying(run: Run, text: string): Promise<{ level: number; msg: string }[]> {
-  await waitForLine(run, /report gateway listening/)
-  return run
-    .output()
-    .split('\n')
-    .filter((l) => l.includes(text))
-    .map((l) => JSON.parse(l) as { level: number; msg: string })
 }
 
 const sandbox = useSandbox()
@@ -96,52 +100,14 @@ function file(name: string, text: string): string {
 const TEAMS = `teams:\n  growth:\n    keys: ["${hashApiKey('rgw_startup_test_key_00000000000000000')}"]\n    advertisers: [101]\n`
 
 describe('misconfiguration stops the start with one line', () => {
+  // A start for each way main.ts stops: startConfig's refusal, with a mistyped variable beside it, or
+  // two listeners that cannot bind (exit 78), and a port in use (exit 1).
   it('a token file and teams without PLATFORM_BASE_URL: no demo mode, exit 78, the missing address named', async () => {
     const { code, lines } = await refused({ PLATFORM_TOKEN_FILE: file('token', 'a-real-token-000000\n'), CONFIG_FILE: file('teams.yaml', TEAMS), PORT: '0', ADMIN_PORT: '0' })
     expect(code).toBe(CONFIG_ERROR_EXIT)
     expect(lines).toEqual([
       "report-gateway: invalid configuration: PLATFORM_BASE_URL: not set, but PLATFORM_TOKEN_FILE, teams, CONFIG_FILE are configured; set PLATFORM_BASE_URL to the platform's address (or DEMO=1 for the bundled sandbox)",
     ])
-  })
-
-  it('teams in both CONFIG_FILE and TEAMS_FILE: exit 78, one line naming both files', async () => {
-    const configFile = file('config-with-teams.yaml', TEAMS)
-    const teamsFile = file('teams-file.yaml', TEAMS)
-    const { code, lines } = await refused({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(20), CONFIG_FILE: configFile, TEAMS_FILE: teamsFile, PORT: '0', ADMIN_PORT: '0' })
-    expect(code).toBe(CONFIG_ERROR_EXIT)
-    expect(lines).toEqual([
-      `report-gateway: invalid configuration: TEAMS_FILE: teams are declared both in CONFIG_FILE (${configFile}) and in TEAMS_FILE (${teamsFile}); keep them in TEAMS_FILE alone (remove teams: from CONFIG_FILE)`,
-    ])
-  })
-
-  it('a teams file without PLATFORM_BASE_URL is refused like a config file', async () => {
-    const { code, lines } = await refused({ TEAMS_FILE: file('teams-alone.yaml', TEAMS), PORT: '0', ADMIN_PORT: '0' })
-    expect(code).toBe(CONFIG_ERROR_EXIT)
-    expect(lines).toEqual([
-      "report-gateway: invalid configuration: PLATFORM_BASE_URL: not set, but teams, TEAMS_FILE are configured; set PLATFORM_BASE_URL to the platform's address (or DEMO=1 for the bundled sandbox)",
-    ])
-  })
-
-  it('Redis alone without PLATFORM_BASE_URL is refused too', async () => {
-    const { code, lines } = await refused({ REDIS_URL: 'redis://127.0.0.1:6399', GATEWAY_SECRET: 'startup-gateway-secret-000000000', PORT: '0', ADMIN_PORT: '0' })
-    expect(code).toBe(CONFIG_ERROR_EXIT)
-    expect(lines).toEqual([
-      "report-gateway: invalid configuration: PLATFORM_BASE_URL: not set, but REDIS_URL is configured; set PLATFORM_BASE_URL to the platform's address (or DEMO=1 for the bundled sandbox)",
-    ])
-  })
-
-  it('a team\'s "*" beside advertiser ids: exit 78, one line naming the team and the setting', async () => {
-    const teamsFile = file('teams-star-and-ids.yaml', TEAMS.replace('[101]', '["*", 101]'))
-    const { code, lines } = await refused({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(20), TEAMS_FILE: teamsFile, PORT: '0', ADMIN_PORT: '0' })
-    expect(code).toBe(CONFIG_ERROR_EXIT)
-    expect(lines).toEqual(['report-gateway: invalid configuration: teams.growth.advertisers: "*" (every advertiser) is listed beside advertiser ids (101); give ["*"] alone, or the ids alone'])
-  })
-
-  it('a PLATFORM_TOKEN_FILE that does not exist: exit 78 and one line, not a log line every second', async () => {
-    const missing = join(dir, 'no-such-token')
-    const { code, lines } = await refused({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN_FILE: missing, PORT: '0', ADMIN_PORT: '0' })
-    expect(code).toBe(CONFIG_ERROR_EXIT)
-    expect(lines).toEqual([`report-gateway: invalid configuration: PLATFORM_TOKEN_FILE: ${missing} cannot be read (ENOENT); it must hold the platform token`])
   })
 
   it('a mistyped variable beside what the start misses (PLATFORM_TOKN): exit 78, the line names the typo and what it was meant to be', async () => {
@@ -155,68 +121,12 @@ describe('misconfiguration stops the start with one line', () => {
     expect(lines.join('\n')).not.toContain('x'.repeat(20))
   })
 
-  it('secrets wrapped in quotes, as docker --env-file keeps them from a .env line: exit 78, each named, never shown', async () => {
-    const secret = 'quoted-gateway-secret-0123456789'
-    const token = sandbox.issueToken()
-    const { code, lines } = await refused({
-      PLATFORM_BASE_URL: sandbox.url,
-      PLATFORM_TOKEN: `'${token}'`,
-      REDIS_URL: 'redis://127.0.0.1:6399',
-      GATEWAY_SECRET: `"${secret}"`,
-      PORT: '0',
-      ADMIN_PORT: '0',
-    })
-    expect(code).toBe(CONFIG_ERROR_EXIT)
-    expect(lines).toEqual([
-      'report-gateway: invalid configuration:',
-      '  - GATEWAY_SECRET: is wrapped in quotes, which docker --env-file and Compose\'s env_file keep as part of the value; set it without them (the value is not shown)',
-      '  - PLATFORM_TOKEN: is wrapped in quotes, which docker --env-file and Compose\'s env_file keep as part of the value; set it without them (the value is not shown)',
-    ])
-    expect(lines.join('\n')).not.toMatch(new RegExp(`${secret}|${token}`))
-  })
-
   it('one port for both listeners: exit 78 naming both variables, where the start said only that the port was in use', async () => {
     const port = String(await freePort())
     const { code, lines } = await refused({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(20), HOST: '0.0.0.0', PORT: port, ADMIN_HOST: '127.0.0.1', ADMIN_PORT: port })
     expect(code).toBe(CONFIG_ERROR_EXIT)
     expect(lines).toEqual([
       `report-gateway: invalid configuration: ADMIN_PORT: the same port as PORT (${port}), on addresses that overlap (ADMIN_HOST 127.0.0.1, HOST 0.0.0.0): the admin listener cannot bind beside the proxy listener; set another ADMIN_PORT (default 8081)`,
-    ])
-  })
-
-  // Each pair a start of its own, as every test here: five starts one after another waited
-  // on the machine starting five processes within one test's timeout.
-  it.each([
-    ['localhost', 'loopback'],
-    ['loopback', 'localhost'],
-    ['::1', '0:0:0:0:0:0:0:1'],
-    ['::', '127.0.0.1'],
-    ['::ffff:127.0.0.1', '127.0.0.1'],
-  ])('one port for both listeners under two names of one address (%s and %s): exit 78, where the second bind failed', async (...names) => {
-    const port = String(await freePort())
-    // `loopback`: what localhost binds to here (Node's listen takes the first address it resolves to).
-    const loopback = (await lookup('localhost')).address
-    const [host, adminHost] = names.map((name) => (name === 'loopback' ? loopback : name))
-    const { code, lines } = await refused({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(20), HOST: host!, PORT: port, ADMIN_HOST: adminHost!, ADMIN_PORT: port, LOG_LEVEL: 'silent' })
-    expect(code).toBe(CONFIG_ERROR_EXIT)
-    expect(lines).toEqual([
-      `report-gateway: invalid configuration: ADMIN_PORT: the same port as PORT (${port}), on addresses that overlap (ADMIN_HOST ${adminHost}, HOST ${host}): the admin listener cannot bind beside the proxy listener; set another ADMIN_PORT (default 8081)`,
-    ])
-  })
-
-  it('a short ADMIN_TOKEN names the minimum length', async () => {
-    const { code, lines } = await refused({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(20), ADMIN_TOKEN: 'short', PORT: '0', ADMIN_PORT: '0' })
-    expect(code).toBe(CONFIG_ERROR_EXIT)
-    expect(lines).toEqual(['report-gateway: invalid configuration: ADMIN_TOKEN: must be at least 16 characters long'])
-  })
-
-  it('an OTEL_* value the gateway cannot honour stops the start without an OTLP endpoint too (Zipkin asked through its own variable)', async () => {
-    const { code, lines } = await refused({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(20), OTEL_TRACES_EXPORTER: 'zipkin', OTEL_EXPORTER_ZIPKIN_ENDPOINT: 'http://zipkin:9411/api/v2/spans', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', PORT: '0', ADMIN_PORT: '0' })
-    expect(code).toBe(CONFIG_ERROR_EXIT)
-    expect(lines).toEqual([
-      'report-gateway: invalid configuration:',
-      '  - OTEL_TRACES_EXPORTER: zipkin is not supported; the gateway exports traces with otlp (or none: off)',
-      '  - OTEL_EXPORTER_OTLP_PROTOCOL: grpc is not supported; use http/protobuf (the default) or http/json',
     ])
   })
 
@@ -250,6 +160,95 @@ describe('misconfiguration stops the start with one line', () => {
     } finally {
       await new Promise((resolve) => taken.close(resolve))
     }
+  })
+
+  // The other refusals: startConfig's answer to the environment each start would have,
+  // the lines main.ts prints before it exits 78 (as the starts above show).
+  describe('as startConfig reads them', () => {
+    it('teams in both CONFIG_FILE and TEAMS_FILE: one line naming both files', async () => {
+      const configFile = file('config-with-teams.yaml', TEAMS)
+      const teamsFile = file('teams-file.yaml', TEAMS)
+      const lines = await refusal({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(20), CONFIG_FILE: configFile, TEAMS_FILE: teamsFile, PORT: '0', ADMIN_PORT: '0' })
+      expect(lines).toEqual([
+        `report-gateway: invalid configuration: TEAMS_FILE: teams are declared both in CONFIG_FILE (${configFile}) and in TEAMS_FILE (${teamsFile}); keep them in TEAMS_FILE alone (remove teams: from CONFIG_FILE)`,
+      ])
+    })
+
+    it('a teams file without PLATFORM_BASE_URL is refused like a config file', async () => {
+      const lines = await refusal({ TEAMS_FILE: file('teams-alone.yaml', TEAMS), PORT: '0', ADMIN_PORT: '0' })
+      expect(lines).toEqual([
+        "report-gateway: invalid configuration: PLATFORM_BASE_URL: not set, but teams, TEAMS_FILE are configured; set PLATFORM_BASE_URL to the platform's address (or DEMO=1 for the bundled sandbox)",
+      ])
+    })
+
+    it('Redis alone without PLATFORM_BASE_URL is refused too', async () => {
+      const lines = await refusal({ REDIS_URL: 'redis://127.0.0.1:6399', GATEWAY_SECRET: 'startup-gateway-secret-000000000', PORT: '0', ADMIN_PORT: '0' })
+      expect(lines).toEqual([
+        "report-gateway: invalid configuration: PLATFORM_BASE_URL: not set, but REDIS_URL is configured; set PLATFORM_BASE_URL to the platform's address (or DEMO=1 for the bundled sandbox)",
+      ])
+    })
+
+    it('a team\'s "*" beside advertiser ids: one line naming the team and the setting', async () => {
+      const teamsFile = file('teams-star-and-ids.yaml', TEAMS.replace('[101]', '["*", 101]'))
+      const lines = await refusal({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(20), TEAMS_FILE: teamsFile, PORT: '0', ADMIN_PORT: '0' })
+      expect(lines).toEqual(['report-gateway: invalid configuration: teams.growth.advertisers: "*" (every advertiser) is listed beside advertiser ids (101); give ["*"] alone, or the ids alone'])
+    })
+
+    it('a PLATFORM_TOKEN_FILE that does not exist: refused with one line, not a log line every second', async () => {
+      const missing = join(dir, 'no-such-token')
+      const lines = await refusal({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN_FILE: missing, PORT: '0', ADMIN_PORT: '0' })
+      expect(lines).toEqual([`report-gateway: invalid configuration: PLATFORM_TOKEN_FILE: ${missing} cannot be read (ENOENT); it must hold the platform token`])
+    })
+
+    it('secrets wrapped in quotes, as docker --env-file keeps them from a .env line: each named, never shown', async () => {
+      const secret = 'quoted-gateway-secret-0123456789'
+      const token = sandbox.issueToken()
+      const lines = await refusal({
+        PLATFORM_BASE_URL: sandbox.url,
+        PLATFORM_TOKEN: `'${token}'`,
+        REDIS_URL: 'redis://127.0.0.1:6399',
+        GATEWAY_SECRET: `"${secret}"`,
+        PORT: '0',
+        ADMIN_PORT: '0',
+      })
+      expect(lines).toEqual([
+        'report-gateway: invalid configuration:',
+        '  - GATEWAY_SECRET: is wrapped in quotes, which docker --env-file and Compose\'s env_file keep as part of the value; set it without them (the value is not shown)',
+        '  - PLATFORM_TOKEN: is wrapped in quotes, which docker --env-file and Compose\'s env_file keep as part of the value; set it without them (the value is not shown)',
+      ])
+      expect(lines.join('\n')).not.toMatch(new RegExp(`${secret}|${token}`))
+    })
+
+    it.each([
+      ['localhost', 'loopback'],
+      ['loopback', 'localhost'],
+      ['::1', '0:0:0:0:0:0:0:1'],
+      ['::', '127.0.0.1'],
+      ['::ffff:127.0.0.1', '127.0.0.1'],
+    ])('one port for both listeners under two names of one address (%s and %s): refused as a setting, where the second bind failed', async (...names) => {
+      const port = String(await freePort())
+      // `loopback`: what localhost binds to here (Node's listen takes the first address it resolves to).
+      const loopback = (await lookup('localhost')).address
+      const [host, adminHost] = names.map((name) => (name === 'loopback' ? loopback : name))
+      const lines = await refusal({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(20), HOST: host!, PORT: port, ADMIN_HOST: adminHost!, ADMIN_PORT: port, LOG_LEVEL: 'silent' })
+      expect(lines).toEqual([
+        `report-gateway: invalid configuration: ADMIN_PORT: the same port as PORT (${port}), on addresses that overlap (ADMIN_HOST ${adminHost}, HOST ${host}): the admin listener cannot bind beside the proxy listener; set another ADMIN_PORT (default 8081)`,
+      ])
+    })
+
+    it('a short ADMIN_TOKEN names the minimum length', async () => {
+      const lines = await refusal({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(20), ADMIN_TOKEN: 'short', PORT: '0', ADMIN_PORT: '0' })
+      expect(lines).toEqual(['report-gateway: invalid configuration: ADMIN_TOKEN: must be at least 16 characters long'])
+    })
+
+    it('an OTEL_* value the gateway cannot honour stops the start without an OTLP endpoint too (Zipkin asked through its own variable)', async () => {
+      const lines = await refusal({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(20), OTEL_TRACES_EXPORTER: 'zipkin', OTEL_EXPORTER_ZIPKIN_ENDPOINT: 'http://zipkin:9411/api/v2/spans', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', PORT: '0', ADMIN_PORT: '0' })
+      expect(lines).toEqual([
+        'report-gateway: invalid configuration:',
+        '  - OTEL_TRACES_EXPORTER: zipkin is not supported; the gateway exports traces with otlp (or none: off)',
+        '  - OTEL_EXPORTER_OTLP_PROTOCOL: grpc is not supported; use http/protobuf (the default) or http/json',
+      ])
+    })
   })
 })
 
@@ -321,65 +320,86 @@ describe('a start that works says what it found', () => {
     expect(run.output()).not.toContain('demo-admin-token-0123456789abcdef')
   })
 
-  it('a setting under its name of the last release (platform.permitLease): started with it in force, one warning naming the new name', async () => {
+  // One start for the settings a start warns of but takes: each warning is a line of its own.
+  describe('settings it takes with a warning, in one start', () => {
     const adminToken = 'startup-admin-token-0123456789abcdef'
-    const run = start({
-      PLATFORM_BASE_URL: sandbox.url,
-      PLATFORM_TOKEN: sandbox.issueToken(),
-      CONFIG_FILE: file('renamed.yaml', `${TEAMS}platform:\n  permitLease: 2s\n`),
-      ADMIN_TOKEN: adminToken,
-      HOST: '127.0.0.1',
-      PORT: '0',
-      ADMIN_PORT: '0',
-    })
-    const listening = JSON.parse(await waitForLine(run, /report gateway listening/)) as { admin: string }
-    const renamed = run.output().split('\n').filter((l) => l.includes('platform.permitLease'))
-    expect(renamed).toHaveLength(1)
-    expect(JSON.parse(renamed[0] as string)).toMatchObject({
-      level: 40,
-      msg: 'platform.permitLease is renamed platform.seatLease: the old name is taken until the next release; set platform.seatLease instead',
-    })
-    const res = await fetch(`http://${listening.admin}/admin/config`, { headers: { authorization: `Bearer ${adminToken}` } })
-    const { settings } = (await res.json()) as { settings: { setting: string; value: unknown; source: string; from: string }[] }
-    expect(settings.find((s) => s.setting === 'platform.seatLease')).toEqual({ setting: 'platform.seatLease', value: '2s', source: 'file', from: 'CONFIG_FILE' })
-  })
+    const shared: ChildProcess[] = []
+    let token = ''
+    let run: Run
+    let listening: { admin: string }
+    /** The lines the start wrote holding `text`, parsed. */
+    const saying = (text: string) =>
+      run
+        .output()
+        .split('\n')
+        .filter((l) => l.includes(text))
+        .map((l) => JSON.parse(l) as { level: number; msg: string })
 
-  it('a mistyped optional variable (REDIS_ULR, LOG_LEVL): started, one warning each naming the typo and the variable meant, never the value', async () => {
-    const redisUrl = 'redis://:a-redis-password@127.0.0.1:6399'
-    const run = startOnSandbox({ REDIS_ULR: redisUrl, LOG_LEVL: 'debug', HOME: '/home/someone', KUBERNETES_SERVICE_HOST: '10.0.0.1', npm_config_cache: '/tmp/npm' })
-    expect(await startedSaying(run, 'not a variable the gateway reads')).toEqual([
-      expect.objectContaining({ level: 40, msg: 'LOG_LEVL: not a variable the gateway reads; did you mean LOG_LEVEL? (rename it; as it is, the gateway starts as if LOG_LEVEL were not set)' }),
-      expect.objectContaining({ level: 40, msg: 'REDIS_ULR: not a variable the gateway reads; did you mean REDIS_URL? (rename it; as it is, the gateway starts as if REDIS_URL were not set)' }),
-    ])
-    expect(run.output()).not.toContain('a-redis-password')
-  })
-
-  it('a duration written as a bare number under a second (queueTimeout: 5, window: 60): started, one warning each saying it is read as milliseconds', async () => {
-    const run = startOnSandbox({ CONFIG_FILE: file('bare-durations.yaml', `${TEAMS}    rateLimit: { max: 600, window: 60 }\nplatform:\n  queueTimeout: 5\n`) })
-    expect(await startedSaying(run, 'is read as')).toEqual([
-      expect.objectContaining({ level: 40, msg: 'platform.queueTimeout: 5 is read as 5 ms (a duration given as a number is milliseconds); write 5s if seconds were meant, or 5ms to keep it' }),
-      expect.objectContaining({ level: 40, msg: 'teams.growth.rateLimit.window: 60 is read as 60 ms (a duration given as a number is milliseconds); write 60s if seconds were meant, or 60ms to keep it' }),
-    ])
-  })
-
-  it('ownership.creativeSets.check: pass with a scoped team that may write: one warning at start naming it and what it allows, no secret', async () => {
-    const token = sandbox.issueToken()
-    const run = start({
-      PLATFORM_BASE_URL: sandbox.url,
-      PLATFORM_TOKEN: token,
-      CONFIG_FILE: file('creative-sets-pass.yaml', `${TEAMS}    write: true\nownership:\n  creativeSets: { check: pass }\n`),
-      HOST: '127.0.0.1',
-      PORT: '0',
-      ADMIN_PORT: '0',
+    // A gateway process started outside a test's body (docs/decisions/test-waits.md).
+    const START_MS = 120_000
+    beforeAll(async () => {
+      const started = Date.now()
+      token = sandbox.issueToken()
+      const yaml = `${TEAMS}    rateLimit: { max: 600, window: 60 }\n    write: true\nplatform:\n  permitLease: 2s\n  queueTimeout: 5\nownership:\n  creativeSets: { check: pass }\n`
+      run = start(
+        {
+          PLATFORM_BASE_URL: sandbox.url,
+          PLATFORM_TOKEN: token,
+          CONFIG_FILE: file('warned-settings.yaml', yaml),
+          ADMIN_TOKEN: adminToken,
+          HOST: '127.0.0.1',
+          PORT: '0',
+          ADMIN_PORT: '0',
+          REDIS_ULR: 'redis://:a-redis-password@127.0.0.1:6399',
+          LOG_LEVL: 'debug',
+          HOME: '/home/someone',
+          KUBERNETES_SERVICE_HOST: '10.0.0.1',
+          npm_config_cache: '/tmp/npm',
+        },
+        shared,
+      )
+      listening = JSON.parse(await waitForLine(run, /report gateway listening/, timeLeftOf(started, START_MS))) as { admin: string }
+    }, START_MS)
+    afterAll(() => {
+      for (const child of shared) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
     })
-    await waitForLine(run, /report gateway listening/)
-    const said = run.output().split('\n').filter((l) => l.includes('ownership.creativeSets'))
-    expect(said).toHaveLength(1)
-    expect(JSON.parse(said[0] as string)).toMatchObject({
-      level: 40,
-      msg: "ownership.creativeSets.check is pass: a team limited to some advertisers may attach any advertiser's creative sets (creativeSetIds are sent unchecked; scoped teams that may write: growth); set check: lookup (with listPath) to check them, or refuse",
+
+    it('a setting under its name of the last release (platform.permitLease): started with it in force, one warning naming the new name', async () => {
+      expect(saying('platform.permitLease')).toEqual([
+        expect.objectContaining({
+          level: 40,
+          msg: 'platform.permitLease is renamed platform.seatLease: the old name is taken until the next release; set platform.seatLease instead',
+        }),
+      ])
+      const res = await fetch(`http://${listening.admin}/admin/config`, { headers: { authorization: `Bearer ${adminToken}` } })
+      const { settings } = (await res.json()) as { settings: { setting: string; value: unknown; source: string; from: string }[] }
+      expect(settings.find((s) => s.setting === 'platform.seatLease')).toEqual({ setting: 'platform.seatLease', value: '2s', source: 'file', from: 'CONFIG_FILE' })
     })
-    expect(said[0]).not.toMatch(new RegExp([token, 'rgw_startup_test_key', 'sha256:'].join('|')))
+
+    it('a mistyped optional variable (REDIS_ULR, LOG_LEVL): started, one warning each naming the typo and the variable meant, never the value', () => {
+      expect(saying('not a variable the gateway reads')).toEqual([
+        expect.objectContaining({ level: 40, msg: 'LOG_LEVL: not a variable the gateway reads; did you mean LOG_LEVEL? (rename it; as it is, the gateway starts as if LOG_LEVEL were not set)' }),
+        expect.objectContaining({ level: 40, msg: 'REDIS_ULR: not a variable the gateway reads; did you mean REDIS_URL? (rename it; as it is, the gateway starts as if REDIS_URL were not set)' }),
+      ])
+      expect(run.output()).not.toContain('a-redis-password')
+    })
+
+    it('a duration written as a bare number under a second (queueTimeout: 5, window: 60): started, one warning each saying it is read as milliseconds', () => {
+      expect(saying('is read as')).toEqual([
+        expect.objectContaining({ level: 40, msg: 'platform.queueTimeout: 5 is read as 5 ms (a duration given as a number is milliseconds); write 5s if seconds were meant, or 5ms to keep it' }),
+        expect.objectContaining({ level: 40, msg: 'teams.growth.rateLimit.window: 60 is read as 60 ms (a duration given as a number is milliseconds); write 60s if seconds were meant, or 60ms to keep it' }),
+      ])
+    })
+
+    it('ownership.creativeSets.check: pass with a scoped team that may write: one warning at start naming it and what it allows, no secret', () => {
+      const said = run.output().split('\n').filter((l) => l.includes('ownership.creativeSets'))
+      expect(said).toHaveLength(1)
+      expect(JSON.parse(said[0] as string)).toMatchObject({
+        level: 40,
+        msg: "ownership.creativeSets.check is pass: a team limited to some advertisers may attach any advertiser's creative sets (creativeSetIds are sent unchecked; scoped teams that may write: growth); set check: lookup (with listPath) to check them, or refuse",
+      })
+      expect(said[0]).not.toMatch(new RegExp([token, 'rgw_startup_test_key', 'sha256:', adminToken].join('|')))
+    })
   })
 
   it('Redis at a closed port: the start line says down, one warning names host:port and the cause, never the password', async () => {
