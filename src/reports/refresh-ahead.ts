@@ -119,6 +119,8 @@ export function refreshLead(latency: ClassLatency | undefined, freshMs: number, 
   if (latency === undefined) return UNKNOWN_LEAD_SHARE * freshMs
   const bound = Math.min(freshMs, latency.meanMs + 4 * latency.devMs)
   if (latency.meanMs <= 0) return bound + LEAD_MARGIN_MS
+  // At ℓ = 0 every call is late: a lead spares at most λF, the asks a freshness, per call it adds.
+  if (asksPerFresh <= LEAD_PRICE) return LEAD_MARGIN_MS
   // X log-normal of the class's mean and mean deviation (standard deviation √(π/2) × the mean
   // deviation, as for a normal; the deviation at least 1e-6 ms): log X ~ N(mu, s²).
   const cv = (Math.sqrt(Math.PI / 2) * Math.max(1e-6, latency.devMs)) / latency.meanMs
@@ -133,8 +135,6 @@ export function refreshLead(latency: ClassLatency | undefined, freshMs: number, 
     z = (Math.log(lead) - mu) / s
     return rate * (upperTail(z) * (freshMs + latency.meanMs) - latency.meanMs * upperTail(z - s)) - LEAD_PRICE
   }
-  // At ℓ = 0 every call is late: λF, the asks a freshness.
-  if (asksPerFresh <= LEAD_PRICE) return LEAD_MARGIN_MS
   // A bracket of the root first, [low, high] at most LEAD_PRECISION_MS wide: above the price at `low` (or 0),
   // at most it at `high` (or the bound, unpriced). Its first lead priced is where P(X > ℓ)·(F + E[X]) alone
   // falls to the price, at or past the root; each next is Newton's from the one before (the slope at ℓ:
