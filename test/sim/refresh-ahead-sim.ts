@@ -139,6 +139,10 @@ class Heap<T extends { at: number; seq: number }> {
   get size(): number {
     return this.#items.length
   }
+  /** The first item, left in place (the heap is not empty). */
+  peek(): T {
+    return this.#items[0]!
+  }
   push(x: T): void {
     const a = this.#items
     a.push(x)
@@ -373,7 +377,7 @@ function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boole
   let next = 0
   for (;;) {
     const ask = asks[next]
-    if (ask !== undefined && (events.size === 0 || ask[0] <= peekAt(events))) {
+    if (ask !== undefined && (events.size === 0 || ask[0] <= events.peek().at)) {
       next += 1
       const [t, report] = ask
       const copy = copies[report]
@@ -425,12 +429,6 @@ function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boole
   }
   for (const copy of copies) if (copy) settled(copy)
   return { tally, leadMs }
-}
-
-function peekAt(events: Heap<Event>): number {
-  const e = events.pop()
-  events.push(e)
-  return e.at
 }
 
 /** How long a run lasts and how much of it is not counted, in freshnesses. */

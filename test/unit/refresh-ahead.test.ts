@@ -94,6 +94,21 @@ describe('refreshLead priced per report', () => {
     expect(start!).toBeGreaterThan(T0 + F - bound + 700)
   })
 
+  it('is the halving of [0, bound] to LEAD_PRECISION_MS: a point of its grid, not merely within the precision of the root', () => {
+    // [mean, deviation, freshness, asks a freshness] and the lead the halving priced at every midpoint lands on.
+    const halved: [number, number, number, number, number][] = [
+      [1400, 320, 5000, 10, 1897.177734375],
+      [1400, 320, 5000, 70, 2427.8125],
+      [216, 60, 2400, 6.6, 305.890625],
+      [63, 20, 2445, 3, 89.265625],
+      [400, 1e-4, 4000, 50, 420.0004],
+      [900, 700, 60_000, 2.5, 804.9853515625],
+      [30, 2, 1000, 400, 58],
+      [2500, 1200, 3000, 12, 3020],
+    ]
+    for (const [meanMs, devMs, freshMs, asks, lead] of halved) expect(refreshLead({ meanMs, devMs }, freshMs, asks)).toBe(lead)
+  })
+
   it('leads a report asked no more than LEAD_PRICE times a freshness by the margin alone, and one on a class slower than its freshness by the whole freshness (refreshed at once)', () => {
     expect(refreshLead(trace7, F, LEAD_PRICE)).toBe(LEAD_MARGIN_MS)
     expect(refreshLead({ meanMs: 6000, devMs: 500 }, F, 10)).toBe(F + LEAD_MARGIN_MS)

@@ -32,11 +32,13 @@ export function kindId(kind: string): string {
 export function encodeCalls(now: number, calls: readonly CallEntry[]): string {
   // Whole ms apart from the record's moment, so that a call reads the same in every record.
   const at = Math.round(now)
-  const ago = (t: number) => Math.max(0, at - Math.round(t)).toString(36)
-  const parts = [at.toString(36)]
-  for (const c of calls) parts.push(c.at === null ? `${ago(c.startedAt)},,${c.kind},` : `${ago(c.startedAt)},${ago(c.at)},${c.kind},${flagOf(c)}`)
-  return parts.join(';')
+  let text = at.toString(36)
+  for (const c of calls) text += c.at === null ? `;${ago(at, c.startedAt)},,${c.kind},` : `;${ago(at, c.startedAt)},${ago(at, c.at)},${c.kind},${flagOf(c)}`
+  return text
 }
+
+/** `t` as ms before `at`, base 36 (none after it). */
+const ago = (at: number, t: number): string => Math.max(0, at - Math.round(t)).toString(36)
 
 /** One call of a record: start and kind one base-36 digit or more, end none or more, and a flag exactly when there is an end. */
 const CALL = /^([0-9a-z]+),([0-9a-z]*),([0-9a-z]+),([ouvx]?)$/
@@ -57,8 +59,8 @@ export function decodeCalls(text: string): { at: number; calls: CallEntry[] } | 
 }
 
 type Local = { kind: string; load: number; startedAt: number; serial: number | null; answer: Answer | null }
-/** Another replica's calls: as of its last record, those ended not yet given (by id), those given (by id, when they ended), those in flight, and the serials of those started here by key. */
-type Remote = { at: number; ended: Map<string, CallEntry>; done: Map<string, number>; inFlight: CallEntry[]; started: Map<string, number[]> }
+/** Another replica's calls: as of its last record, those ended not yet given (by id), those given (by id, when they ended), those in flight, and the serials of those started here by key; its last record's text and calls (a record heard again is not decoded again). */
+type Remote = { at: number; ended: Map<string, CallEntry>; done: Map<string, number>; inFlight: CallEntry[]; started: Map<string, number[]>; text: string; decoded: { at: number; calls: CallEntry[] } }
 
 export class AnswerTimeline {
   readonly #sink: EvidenceSink
@@ -111,20 +113,24 @@ export class AnswerTimeline {
     this.#heardAt = now
     const seen = new Set<string>()
     for (const r of records ?? []) {
-      const decoded = r.calls === undefined ? null : decodeCalls(r.calls)
+      const known = this.#remote.get(r.run)
+      // Decoding is pure and its calls are read, never changed: a record heard again reads as its calls decoded before.
+      const decoded = r.calls === undefined ? null : r.calls === known?.text ? known.decoded : decodeCalls(r.calls)
       if (decoded === null) continue
       seen.add(r.run)
-      const remote = this.#remote.get(r.run) ?? { at: -Infinity, ended: new Map(), done: new Map(), inFlight: [], started: new Map() }
+      const remote = known ?? { at: -Infinity, ended: new Map(), done: new Map(), inFlight: [], started: new Map(), text: '', decoded }
       if (decoded.at < remote.at) continue
-      remote.at = decoded.at
+      ;[remote.at, remote.text, remote.decoded] = [decoded.at, r.calls as string, decoded]
       remote.inFlight = decoded.calls.filter((c) => c.at === null)
+      // The starts of the calls started here, for a test before a key is made.
+      const startedAt = new Set<number>()
+      for (const k of remote.started.keys()) startedAt.add(Number(k.slice(0, k.indexOf('|'))))
       // An end not given yet: past the moment given, or of a call started here (else its moment went by without it).
       for (const c of decoded.calls) {
         if (c.at === null) continue
-        const k = keyOf(c)
         // An end not past the moment given, of a call not started here, is passed over before its id is made (most of a record's).
-        if (c.at <= this.#released && !remote.started.has(k)) continue
-        const id = `${k}|${c.at}`
+        if (c.at <= this.#released && !(startedAt.has(c.startedAt) && remote.started.has(keyOf(c)))) continue
+        const id = `${keyOf(c)}|${c.at}`
         if (!remote.done.has(id)) remote.ended.set(id, c)
       }
       for (const [id, at] of remote.done) if (at < now - 2 * this.#keepMs) remote.done.delete(id)

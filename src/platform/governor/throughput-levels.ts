@@ -26,7 +26,16 @@ export class ThroughputLevels {
   measure(level: number, weight: number, baseLog: number, latency: number, at: number, serial: number, lowMs = latency): void {
     const index = level - 1
     const y = Math.log(level) - Math.log(latency) + baseLog
-    const add = (l: Level) => Object.assign(l, { n: l.n + weight, m: l.m + weight, base: l.base + weight * Math.exp(baseLog), low: l.low + weight * lowMs, lat: l.lat + weight * latency, sum: l.sum + weight * y, sum2: l.sum2 + weight * y * y, at })
+    const add = (l: Level) => {
+      l.n += weight
+      l.m += weight
+      l.base += weight * Math.exp(baseLog)
+      l.low += weight * lowMs
+      l.lat += weight * latency
+      l.sum += weight * y
+      l.sum2 += weight * y * y
+      l.at = at
+    }
     add(this.#levels[index]!)
     if (this.#check?.index === index && serial > this.#check.serial) add(this.#check.fresh)
   }
@@ -34,7 +43,15 @@ export class ThroughputLevels {
   /** Fades whether each level was measured by `evidence` (the limit rule's EVIDENCE_MS), and what it gives over RECENT_MS, `elapsedMs` on. */
   fade(evidence: number, elapsedMs: number): void {
     const g = Math.exp(-elapsedMs / RECENT_MS)
-    for (const l of this.#levels) [l.n, l.m, l.base, l.low, l.lat, l.sum, l.sum2] = [l.n * evidence, l.m * g, l.base * g, l.low * g, l.lat * g, l.sum * g, l.sum2 * g]
+    for (const l of this.#levels) {
+      l.n *= evidence
+      l.m *= g
+      l.base *= g
+      l.low *= g
+      l.lat *= g
+      l.sum *= g
+      l.sum2 *= g
+    }
   }
 
   /** Where the likelihood shows room at the limit (`room`; a queue below it explains a fall) and the limit's level fell (#fell) from the best below it, all within RECENT_MS: that level, or one below where no other below was measured (a step down). */
