@@ -15,7 +15,7 @@ import { bareDurationWarnings } from './config/bare-durations.js'
 import { listenerAddressProblem } from './config/listener-addresses.js'
 
 export { DEFAULT_CREDENTIAL, type AdminRole, type AdminToken, type Config, type CredentialConfig, type PasswordLogin, type TeamConfig, type TeamKey } from './config/normalize.js'
-export { maskUrlPassword } from './config/schema-errors.js'
+export { maskUrlPassword } from './config/mask-url.js'
 export { readEnv } from './config/sources.js'
 export { misspelledVariables } from './config/env-names.js'
 export { isTeamName } from './config/teams.js'

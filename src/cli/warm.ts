@@ -1,5 +1,5 @@
 import { SingleBar } from 'cli-progress'
-import { maskUrlPassword } from '../config.js'
+import { maskUrlPassword } from '../config/mask-url.js'
 import { describeTally, planWarm, UsageError, USAGE, warmOptions, type WarmOptions } from './warm-plan.js'
 import { openJobs, plainProgress } from './warm-progress.js'
 import { RedirectRefused, runWarm, type WarmProgress } from './warm-run.js'

@@ -1,7 +1,7 @@
 import { CREDENTIAL_NAME_PATTERN, CREDENTIAL_NAME_RULE } from './names.js'
 import type { RawConfig, RawCredential } from './schema.js'
 import { tracingConfig } from './tracing.js'
-import { maskUrlPassword } from './schema-errors.js'
+import { maskUrlPassword } from './mask-url.js'
 import { hasControlCharacters, readEnv, tokenFault, type Env } from './sources.js'
 import { parseDuration, parseSize } from './units.js'
 import { normalizeTeams } from './teams.js'

@@ -1,5 +1,5 @@
 import { ENV_KEYS, getPath, isPlainObject, type Env } from './sources.js'
-import { maskUrlPassword } from './schema-errors.js'
+import { maskUrlPassword } from './mask-url.js'
 
 /** What the settings view reads of a credential (normalize.ts's CredentialConfig). */
 interface CredentialSecrets {

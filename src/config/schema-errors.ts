@@ -1,4 +1,5 @@
 import type { ErrorObject } from 'ajv'
+import { maskUrlPassword } from './mask-url.js'
 import { nearestName } from './near-names.js'
 import { settingsAt } from './setting-names.js'
 import { ENV_KEYS, getPath } from './sources.js'
@@ -151,17 +152,6 @@ const HOLDS_PASSWORD = new Set(['redis.url'])
 
 function isSecretPath(dotted: string): boolean {
   return ENV_KEYS.some((k) => k.secret && k.path.join('.') === dotted)
-}
-
-/**
- * `scheme://user:password@host` with what comes before the host replaced, for messages
- * (base URLs, warm's gateway URL): everything up to the last `@`, as a URL parser reads
- * it (a password may hold `@`), whatever the shape before it (`redis//:password@host`,
- * `user:password@host`), so that a malformed URL is masked too.
- */
-export function maskUrlPassword(value: unknown): unknown {
-  if (typeof value !== 'string') return value
-  return value.replace(/^([a-z][a-z0-9+.-]*:\/\/)?[^]*@/i, '$1***@')
 }
 
 function unescapePointer(s: string): string {

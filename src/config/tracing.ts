@@ -1,5 +1,5 @@
 import type { Env } from './sources.js'
-import { maskUrlPassword } from './schema-errors.js'
+import { maskUrlPassword } from './mask-url.js'
 
 // OpenTelemetry traces are configured by the standard OTEL_* variables, read here with the
 // rest of the configuration so that a value the gateway cannot honour stops the start (exit

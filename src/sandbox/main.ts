@@ -1,8 +1,9 @@
 import { pino } from 'pino'
-import { DEFAULT_SANDBOX_SEED, startSandbox } from './sandbox.js'
+import { DEFAULT_SANDBOX_SEED } from './seed.js'
 
 // `npm run sandbox`: the platform stand-in on its own, for benchmarks and for
-// pointing a gateway at it by hand (PLATFORM_BASE_URL=<url>).
+// pointing a gateway at it by hand (PLATFORM_BASE_URL=<url>). The server's modules load
+// once the command line and environment are read: --help and a usage mistake answer without them.
 
 const DEFAULT_PORT = 8090
 const USAGE = `usage: npm run sandbox
@@ -35,6 +36,7 @@ async function main(argv: string[]): Promise<void> {
     seed: integerEnv('SANDBOX_SEED', DEFAULT_SANDBOX_SEED),
     latencyMs: integerEnv('SANDBOX_LATENCY_MS', 0),
   }
+  const { startSandbox } = await import('./sandbox.js')
   const sandbox = await startSandbox(options)
   log.info({ url: sandbox.url, credentials: sandbox.credentials, accounts: sandbox.accounts }, 'platform sandbox listening')
   const stop = (signal: NodeJS.Signals): void => {

@@ -17,6 +17,7 @@ import { reportRoutes } from './report-routes.js'
 import { sendJson, sendNotFound, sendRedirect } from './replies.js'
 import type { SandboxState } from './state.js'
 import { keepBody, recordOf, startRecord } from './request-records.js'
+import { DEFAULT_SANDBOX_SEED } from './seed.js'
 import { IssuedTokens } from './tokens.js'
 import { ThrottleCounts } from './throttle-counts.js'
 import type { GarbledBody, Sandbox, SandboxOptions } from './types.js'
@@ -28,7 +29,7 @@ import type { GarbledBody, Sandbox, SandboxOptions } from './types.js'
 export type { FailureMode, Sandbox, Weather, SandboxAccount, SandboxCredentials, SandboxOptions, SandboxRequestRecord } from './types.js'
 
 export const DEFAULT_SANDBOX_HOST = '127.0.0.1'
-export const DEFAULT_SANDBOX_SEED = 42
+export { DEFAULT_SANDBOX_SEED }
 export const DEFAULT_TOKEN_TTL_SECONDS = 31_536_000
 export const DEFAULT_GRANT_TYPE = 'platform_dsp'
 

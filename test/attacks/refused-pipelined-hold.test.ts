@@ -1,5 +1,5 @@
 import { connect, type Socket } from 'node:net'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import { TEAMS_YAML } from '../helpers/sandbox-gateway.js'
 import { waitFor } from '../helpers/wait.js'
 import { itLoggedNoSecret, useAttackGateway } from './attack-gateway.js'
@@ -21,15 +21,13 @@ const sg = useAttackGateway({
 const DESCRIPTION = 'GET /openapi.json HTTP/1.1\r\nhost:  127.0.0.1\r\n\r\n'
 const AHEAD = DESCRIPTION.repeat(80)
 
-const opened: Socket[] = []
-afterEach(() => {
-  for (const socket of opened.splice(0)) socket.destroy()
-})
-
-/** A connection that sends `bytes`, reads nothing, and sends one more byte every 200 ms: whether the gateway closed it. */
+/**
+ * A connection that sends `bytes`, reads nothing, and sends one more byte every 200 ms:
+ * whether the gateway closed it. The running test destroys it when it finishes.
+ */
 function unreadTrickling(bytes: string): { closed: () => boolean } {
-  const socket = connect(sg.port, '127.0.0.1')
-  opened.push(socket)
+  const socket: Socket = connect(sg.port, '127.0.0.1')
+  onTestFinished(() => { socket.destroy() })
   let closed = false
   socket.on('error', () => undefined)
   socket.on('close', () => (closed = true))
@@ -43,7 +41,8 @@ function unreadTrickling(bytes: string): { closed: () => boolean } {
   return { closed: () => closed }
 }
 
-describe('a request refused behind unread pipelined answers', () => {
+// Each waits on its own connection for the gateway's deadlines: they wait side by side.
+describe.concurrent('a request refused behind unread pipelined answers', () => {
   it('does not hold its connection for a caller that keeps sending bytes after a head the parser refused', async () => {
     const conn = unreadTrickling(`${AHEAD}FOO / HTTP/1.1\r\n`)
     await waitFor('the gateway to close the connection', conn.closed)
