@@ -22,6 +22,8 @@ export class Conditions {
   #remaining = Infinity
   readonly #routes = new Map<string, { mode: FailureMode; remaining: number }>()
   readonly #held = new Set<Socket>()
+  /** Each trickle ended: the chunks it was to send and those it sent before its end or its caller's. */
+  readonly trickles: { chunks: number; sent: number }[] = []
   readonly #closing = new AbortController()
   #inFlight = 0
   #peak = 0
@@ -173,17 +175,20 @@ export class Conditions {
     socket.write('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n')
     const chunk = (text: string) => socket.write(`${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`)
     chunk('{"trickle":"')
-    for (let i = 0; i < chunks; i++) {
-      try {
+    let sent = 0
+    try {
+      for (; sent < chunks; sent++) {
         await sleep(intervalMs, undefined, { signal: this.#closing.signal })
-      } catch {
-        return
+        if (socket.destroyed) return
+        chunk('.')
       }
-      if (socket.destroyed) return
-      chunk('.')
+      chunk('"}')
+      socket.end('0\r\n\r\n')
+    } catch {
+      // the sandbox closes
+    } finally {
+      this.trickles.push({ chunks, sent })
     }
-    chunk('"}')
-    socket.end('0\r\n\r\n')
   }
 
   /** Resolves once releaseHeld() is called (or the sandbox closes). */

@@ -71,6 +71,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     acceptToken: (token, accountId = MAIN_PARENT_ID) => state.tokens.accept(token, knownAccount(state, accountId)),
     revokeToken: (token) => state.tokens.revoke(token),
     requests: state.requests,
+    trickles: state.conditions.trickles,
     close: () => {
       closing ??= (async () => {
         state.conditions.shutDown()
@@ -119,6 +120,7 @@ function createControls(state: SandboxState): SandboxControls {
     // Emptied in place: callers may hold on to `sandbox.requests`.
     clearRequests: () => {
       state.requests.length = 0
+      state.conditions.trickles.length = 0
     },
     countRequests: (filter) => (filter === undefined ? state.requests.length : state.requests.filter(filter).length),
     concurrency: () => state.conditions.concurrency(),

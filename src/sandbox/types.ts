@@ -130,6 +130,9 @@ export interface Sandbox {
   releaseHeld(): void
   /** Every request except the /__sandbox controls, token requests included. */
   requests: SandboxRequestRecord[]
+  /** Each trickle failure ended: the chunks it was to send and those it sent before its caller went away. */
+  trickles: { chunks: number; sent: number }[]
+  /** Empties `requests` and `trickles`. */
   clearRequests(): void
   countRequests(filter?: (r: SandboxRequestRecord) => boolean): number
   /** /api/v1 requests being answered now, and the most at once since resetConcurrency(). */

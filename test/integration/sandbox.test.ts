@@ -429,6 +429,7 @@ describe('failure modes and latency', () => {
     expect(head).toContain('transfer-encoding: chunked')
     // On the wire: the opening, each of the three chunks framed on its own, the closing.
     expect(body.toString('latin1')).toBe('c\r\n{"trickle":"\r\n1\r\n.\r\n1\r\n.\r\n1\r\n.\r\n2\r\n"}\r\n0\r\n\r\n')
+    expect(sandbox.trickles).toEqual([{ chunks: 3, sent: 3 }])
     expect(await (await call(REPORT)).json()).not.toEqual({ trickle: '...' })
   })
 

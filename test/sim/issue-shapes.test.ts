@@ -7,9 +7,13 @@ import { capacityMisses, capacityShape } from './capacity-shapes.js'
 import { CUT_TRIAL_MS } from '../../src/platform/governor/work-estimates.js'
 import { lateStartMiss, lateStartShape } from './late-start-shapes.js'
 
-// The longest of these simulations take 2 to 3 s of CPU alone; on a machine whose cores are
-// taken by other work they take several times that (the fake clock makes their result the same).
-const SIM_TIMEOUT_MS = 60_000
+// A simulation fails for time only: the fake clock makes its result the same on any machine.
+// Its time limit is the CPU it takes alone (process.cpuUsage per test), ten times over for a
+// 2-core machine at a load of 20, and twice that again for a loaded run's spread. A limit
+// passed leaves its simulation running beside the tests after it: they then run short too.
+const onLoadedMachine = (cpuS: number) => cpuS * 1000 * 10 * 2
+// The longest here take 2 to 3 s of CPU alone (the year-long callers on 8 to 64 workers 2.9 s).
+const SIM_TIMEOUT_MS = onLoadedMachine(3)
 
 // The shapes of issue 51, each measured on the governor of 4c03196 as teams sharing one
 // credential would act (docs/decisions/governor-model.md says what that governor did on
@@ -261,12 +265,13 @@ describe('the shapes of issue 51', () => {
       for (const seed of [8, 19, 35]) misses.push(...(await capacityMisses(capacityShape(seed))))
       expect(misses).toEqual([])
     })
-    // Three of the 12 seeded shapes of 40 that hold on three replicas (test/slow/capacity-shapes.test.ts).
+    // Three of the 12 seeded shapes of 40 that hold on three replicas (test/slow/capacity-shapes.test.ts):
+    // 3.6 s of CPU alone.
     it('three replicas, seeded shapes of it: the same targets', async () => {
       const misses: string[] = []
       for (const seed of [16, 19, 21]) misses.push(...(await capacityMisses(capacityShape(seed), 3)))
       expect(misses).toEqual([])
-    }, SIM_TIMEOUT_MS)
+    }, onLoadedMachine(4))
   })
 
   it('reports that run past their deadline are charged the platform time they take', async () => {
@@ -314,15 +319,16 @@ describe('the shapes of issue 51', () => {
     const trace = await simulate(scaled(1), newGovernor)
     expect(failed(trace).filter((f) => f.startsWith('work-conserving'))).toEqual([])
   })
+  // 1.3 s of CPU alone.
   it('one team over 10 replicas keeps the workers busy', async () => {
     const trace = await simulate(scaled(10), newGovernor)
     expect(failed(trace).filter((f) => f.startsWith('work-conserving'))).toEqual([])
-  })
-  // About 5 s of CPU (the lease plan of 50 replicas), and a loaded machine gives less than a core: a minute.
+  }, onLoadedMachine(1.5))
+  // 5.0 s of CPU alone (the lease plan of 50 replicas).
   it('one team over 50 replicas keeps the workers busy', async () => {
     const trace = await simulate(scaled(50), newGovernor)
     expect(failed(trace).filter((f) => f.startsWith('work-conserving'))).toEqual([])
-  }, SIM_TIMEOUT_MS)
+  }, onLoadedMachine(5))
 
   // The dashboard-noisy bench's stand-in (bench/dashboard-origin.mjs): every call answered
   // after the same 400 ms, no queue up to 64 in flight, so calls end in the order they
