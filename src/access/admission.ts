@@ -3,6 +3,7 @@ import { Readable } from 'node:stream'
 import type { Config, TeamConfig, TeamKey } from '../config.js'
 import { BadRequestError, ForbiddenError, NotFoundError, PayloadTooLargeError, RateLimitedError } from '../errors.js'
 import type { Metrics } from '../observe/metrics.js'
+import type { SecretSet } from '../observe/logger.js'
 import type { TokenProvider } from '../platform/tokens/token-provider.js'
 import type { TokenRegistry } from '../platform/tokens/token-registry.js'
 import { assertAccounts, namedInCall, placementsOf, type NamedInCall, type Placements } from './scope.js'
@@ -75,6 +76,8 @@ export interface AdmissionParts {
   campaignOwners: CampaignOwners
   /** The owners of creative sets, from their list; null unless `ownership.creativeSets.check` is `lookup`. */
   creativeSetOwners: CampaignOwners | null
+  /** The gateway's secrets (admin tokens, platform tokens and login, GATEWAY_SECRET…), those replaced included. */
+  secrets: SecretSet
 }
 
 const BODYLESS = new Set(['GET', 'HEAD', 'DELETE'])
@@ -113,12 +116,24 @@ export class Admission {
   }
 
   /**
-   * A team key in what would be sent to the platform (a caller that put its key in the
-   * query, or a form): refused, whoever's key it is, so that the platform, its logs and the
-   * cache's keys never hold one. The message does not repeat it.
+   * A team key or a secret of the gateway's in what would be sent to the platform (a caller
+   * that put its key, an admin token or the platform's token in the query, or a form):
+   * refused, whoever's key it is, so that the platform, its logs and the cache's keys never
+   * hold one. The message does not repeat it.
    */
   #refuseKeyIn(text: string, where: 'request target' | 'body'): void {
     if (this.#ctx.teams.holdsKey(text)) throw new BadRequestError(`${where}: holds a team key; a key is sent in x-api-key or authorization: Bearer, and never to the platform`)
+    this.refuseSecretIn(text, where)
+  }
+
+  /**
+   * A secret of the gateway's (ADMIN_TOKEN, a platform token, the login's password or
+   * client secret, GATEWAY_SECRET; the current ones and those replaced) in `text`, what
+   * would reach the platform as `where`, as it is or percent-encoded: 400, which names
+   * neither the secret nor which one it is.
+   */
+  refuseSecretIn(text: string, where: string): void {
+    if (this.#ctx.secrets.holds(text)) throw new BadRequestError(`${where}: holds a secret of the gateway's (an admin or platform credential); it is never sent to the platform (the value is not shown)`)
   }
 
   /** Who the call's key names (401), once its `Connection` names no header the gateway reads (400). */
@@ -290,6 +305,7 @@ export class Admission {
     const limits = this.#ctx.config.limits
     caller.body = json ? parseJsonBody(bytes, { jsonDepth: limits.jsonDepth, params: limits.params }) : parseFormBody(bytes, { jsonDepth: limits.jsonDepth, params: limits.params })
     if (caller.body.text.includes(KEY_PREFIX)) this.#refuseKeyIn(caller.body.text, 'body')
+    else this.refuseSecretIn(caller.body.text, 'body')
   }
 
   /**
