@@ -4,6 +4,7 @@ import type { Config, TeamConfig, TeamKey } from '../config.js'
 import { BadRequestError, ForbiddenError, NotFoundError, PayloadTooLargeError, RateLimitedError } from '../errors.js'
 import type { Metrics } from '../observe/metrics.js'
 import type { SecretSet } from '../observe/logger.js'
+import type { AdminAuth } from './admin-auth.js'
 import type { TokenProvider } from '../platform/tokens/token-provider.js'
 import type { TokenRegistry } from '../platform/tokens/token-registry.js'
 import { assertAccounts, namedInCall, placementsOf, type NamedInCall, type Placements } from './scope.js'
@@ -78,6 +79,8 @@ export interface AdmissionParts {
   creativeSetOwners: CampaignOwners | null
   /** The gateway's secrets (admin tokens, platform tokens and login, GATEWAY_SECRET…), those replaced included. */
   secrets: SecretSet
+  /** The admin tokens, the named ones of ADMIN_TOKENS_FILE known by their digests alone. */
+  adminAuth: AdminAuth
 }
 
 const BODYLESS = new Set(['GET', 'HEAD', 'DELETE'])
@@ -128,12 +131,13 @@ export class Admission {
 
   /**
    * A secret of the gateway's (ADMIN_TOKEN, a platform token, the login's password or
-   * client secret, GATEWAY_SECRET; the current ones and those replaced) in `text`, what
+   * client secret, GATEWAY_SECRET; the current ones and those replaced; a named admin
+   * token of ADMIN_TOKENS_FILE as a word) in `text`, what
    * would reach the platform as `where`, as it is or percent-encoded: 400, which names
    * neither the secret nor which one it is.
    */
   refuseSecretIn(text: string, where: string): void {
-    if (this.#ctx.secrets.holds(text)) throw new BadRequestError(`${where}: holds a secret of the gateway's (an admin or platform credential); it is never sent to the platform (the value is not shown)`)
+    if (this.#ctx.secrets.holds(text) || this.#ctx.adminAuth.heldIn(text)) throw new BadRequestError(`${where}: holds a secret of the gateway's (an admin or platform credential); it is never sent to the platform (the value is not shown)`)
   }
 
   /** Who the call's key names (401), once its `Connection` names no header the gateway reads (400). */

@@ -2,7 +2,7 @@ import type { LoggerOptions } from 'pino'
 import { escapedForms } from './secret-forms.js'
 import { withoutKeys } from './key-shape.js'
 import { failureFields } from './failure-log.js'
-import { SecretSearch } from './secret-search.js'
+import { percentDecoded, SecretSearch } from './secret-search.js'
 
 // Paths that can hold a secret in anything we log: request and response headers, the
 // config, token replies. Values are also scrubbed by `SecretSet.scrub` below, so a
@@ -75,15 +75,6 @@ export class SecretSet {
     this.#pattern ??= new RegExp([...this.#values].sort((a, b) => b.length - a.length).map(escapeRegExp).join('|'), 'g')
     return line.replace(this.#pattern, '[REDACTED]')
   }
-}
-
-// A run of percent-escapes, decoded together (a character of several UTF-8 bytes).
-const ESCAPE_RUN = /(?:%[0-9A-Fa-f]{2})+/g
-const lenientUtf8 = new TextDecoder('utf-8')
-
-/** `text` as a query or form is read: `+` a space, each run of escapes as UTF-8 (bytes that are none as U+FFFD). */
-function percentDecoded(text: string): string {
-  return text.replace(/\+/g, ' ').replace(ESCAPE_RUN, (run) => lenientUtf8.decode(Buffer.from(run.replace(/%/g, ''), 'hex')))
 }
 
 function escapeRegExp(s: string): string {

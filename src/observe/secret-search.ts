@@ -75,3 +75,23 @@ export class SecretSearch {
     return hash
   }
 }
+
+// A run of percent-escapes, decoded together (a character of several UTF-8 bytes).
+const ESCAPE_RUN = /(?:%[0-9A-Fa-f]{2})+/g
+const lenientUtf8 = new TextDecoder('utf-8')
+
+/** `text` as a query or form is read: `+` a space, each run of escapes as UTF-8 (bytes that are none as U+FFFD). */
+export function percentDecoded(text: string): string {
+  return text.replace(/\+/g, ' ').replace(ESCAPE_RUN, (run) => lenientUtf8.decode(Buffer.from(run.replace(/%/g, ''), 'hex')))
+}
+
+// What separates the words of a query, a form, a JSON text or a header: a secret known by
+// its digest alone is looked for as one whole word.
+const WORD_SEPARATORS = /[\s&=,;:"'()<>[\]{}]+/
+
+/** The words of `text` and of its decoded form (percentDecoded) at least `minLength` long, each once. */
+export function wordsOf(text: string, minLength: number): Set<string> {
+  const words = new Set<string>()
+  for (const form of /[%+]/.test(text) ? [text, percentDecoded(text)] : [text]) for (const word of form.split(WORD_SEPARATORS)) if (word.length >= minLength) words.add(word)
+  return words
+}

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { SecretSearch } from '../../src/observe/secret-search.js'
 import { SecretSet } from '../../src/observe/logger.js'
+import { AdminAuth } from '../../src/access/admin-auth.js'
+import { sha256Hex } from '../../src/config/secret-digest.js'
 
 const TOKEN = 'eyJhbGciOi.platform-token_0123456789'
 const PASSWORD = 'pa55 w0rd+ünï"/'
@@ -55,5 +57,26 @@ describe('SecretSet.holds', () => {
   it('finds no secret in a text without one, nor one too short to be kept', () => {
     secrets.add('short')
     expect(secrets.holds(`q=${encodeURIComponent(TOKEN.slice(1))}&x=short`)).toBe(false)
+  })
+})
+
+describe('AdminAuth.heldIn: a token known by its digest alone', () => {
+  const token = 'named.operator~token_0123456789'
+  const auth = new AdminAuth([{ name: 'ops', hash: `sha256:${sha256Hex(token)}`, role: 'operator' }])
+
+  it.each([
+    ['a query value', `a=1&q=${token}`, true],
+    ['a query value percent-encoded', `q=${encodeURIComponent(token).replace(/o/g, '%6F')}`, true],
+    ['a word of a header', `Bearer ${token}`, true],
+    ['a JSON string', JSON.stringify({ note: token }), true],
+    ['a Laravel array value', `a[x]=${token}`, true],
+    ['part of a longer word', `q=x${token}`, false],
+    ['no token', 'q=named.operator~token_012345678', false],
+  ])('%s: %s', (_name, text, held) => {
+    expect(auth.heldIn(text)).toBe(held)
+  })
+
+  it('finds nothing without admin tokens', () => {
+    expect(new AdminAuth([]).heldIn(`q=${token}`)).toBe(false)
   })
 })
