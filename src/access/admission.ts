@@ -140,9 +140,12 @@ export class Admission {
     if (this.#ctx.secrets.holds(text) || this.#ctx.adminAuth.heldIn(text)) throw new BadRequestError(`${where}: holds a secret of the gateway's (an admin or platform credential); it is never sent to the platform (the value is not shown)`)
   }
 
-  /** Who the call's key names (401), once its `Connection` names no header the gateway reads (400). */
+  /** Who the call's key names (401), once its `Connection` names no header the gateway reads and its `x-request-id` holds no secret (400). */
   key(headers: IncomingHttpHeaders): Identity {
     assertHopSafe(headers)
+    // The request's id goes to the platform with the calls made for it: a secret in it is refused as in the query.
+    const id = headers['x-request-id']
+    if (typeof id === 'string') this.refuseSecretIn(id, 'x-request-id')
     return this.#ctx.teams.authenticate(headers)
   }
 

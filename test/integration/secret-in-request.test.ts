@@ -109,6 +109,17 @@ describe('a secret of the gateway in a request', () => {
     expect(sandbox.requests).toHaveLength(0)
   })
 
+  it.each([
+    ['a report read', REPORT],
+    ['a proxied call', '/api/v1/campaign/list?userId=101'],
+  ])('is refused in x-request-id, which the platform gets with the calls made for it: %s', async (_kind, url) => {
+    for (const [, secret] of secrets()) {
+      const res = await gw.proxy.inject({ method: 'GET', url, headers: { 'x-api-key': KEYS.all, 'x-request-id': secret } })
+      expectRefused(res, 'x-request-id', secret)
+    }
+    expect(sandbox.requests).toHaveLength(0)
+  })
+
   it('is refused in a form body and in a JSON body, escaped or not', async () => {
     for (const [, secret] of secrets()) {
       const form = await gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/get', headers: { 'x-api-key': KEYS.all, 'content-type': 'application/x-www-form-urlencoded' }, payload: `userId=101&note=${allEncoded(secret)}` })
