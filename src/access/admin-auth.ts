@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto'
+import { hash, timingSafeEqual } from 'node:crypto'
 import type { AdminRole, AdminToken } from '../config.js'
 import { wordsOf } from '../observe/secret-search.js'
 
@@ -45,7 +45,7 @@ export class AdminAuth {
 
   /** The token's holder and role (the first that matches), or null. Every digest is compared, in constant time each. */
   verify(token: string): AdminActor | null {
-    const offered = createHash('sha256').update(token, 'utf8').digest()
+    const offered = hash('sha256', token, 'buffer')
     let actor: AdminActor | null = null
     for (const t of this.#tokens) if (timingSafeEqual(offered, t.digest) && actor === null) actor = { name: t.name, role: t.role }
     return actor
