@@ -1,5 +1,9 @@
-import { createHash, timingSafeEqual } from 'node:crypto'
+import { hash, timingSafeEqual } from 'node:crypto'
 import type { AdminRole, AdminToken } from '../config.js'
+import { wordsOf } from '../observe/secret-search.js'
+
+// The shortest admin token the configuration accepts (ADMIN_TOKEN's bound): shorter words are none.
+const MIN_ADMIN_TOKEN_CHARS = 16
 
 /** Who an admin token belongs to, and what it may do. */
 export interface AdminActor {
@@ -28,9 +32,20 @@ export class AdminAuth {
     return this.#tokens.length > 0
   }
 
+  /**
+   * Whether `text` (what a caller would have sent the platform) holds an admin token as a
+   * word, as it is or percent-encoded: the named tokens of ADMIN_TOKENS_FILE are known by
+   * their digests alone, so each word is hashed and compared as verify compares a token.
+   */
+  heldIn(text: string): boolean {
+    if (this.#tokens.length === 0) return false
+    for (const word of wordsOf(text, MIN_ADMIN_TOKEN_CHARS)) if (this.verify(word) !== null) return true
+    return false
+  }
+
   /** The token's holder and role (the first that matches), or null. Every digest is compared, in constant time each. */
   verify(token: string): AdminActor | null {
-    const offered = createHash('sha256').update(token, 'utf8').digest()
+    const offered = hash('sha256', token, 'buffer')
     let actor: AdminActor | null = null
     for (const t of this.#tokens) if (timingSafeEqual(offered, t.digest) && actor === null) actor = { name: t.name, role: t.role }
     return actor

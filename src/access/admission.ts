@@ -3,6 +3,8 @@ import { Readable } from 'node:stream'
 import type { Config, TeamConfig, TeamKey } from '../config.js'
 import { BadRequestError, ForbiddenError, NotFoundError, PayloadTooLargeError, RateLimitedError } from '../errors.js'
 import type { Metrics } from '../observe/metrics.js'
+import type { SecretSet } from '../observe/logger.js'
+import type { AdminAuth } from './admin-auth.js'
 import type { TokenProvider } from '../platform/tokens/token-provider.js'
 import type { TokenRegistry } from '../platform/tokens/token-registry.js'
 import { assertAccounts, namedInCall, placementsOf, type NamedInCall, type Placements } from './scope.js'
@@ -75,6 +77,10 @@ export interface AdmissionParts {
   campaignOwners: CampaignOwners
   /** The owners of creative sets, from their list; null unless `ownership.creativeSets.check` is `lookup`. */
   creativeSetOwners: CampaignOwners | null
+  /** The gateway's secrets (admin tokens, platform tokens and login, GATEWAY_SECRET…), those replaced included. */
+  secrets: SecretSet
+  /** The admin tokens, the named ones of ADMIN_TOKENS_FILE known by their digests alone. */
+  adminAuth: AdminAuth
 }
 
 const BODYLESS = new Set(['GET', 'HEAD', 'DELETE'])
@@ -113,17 +119,33 @@ export class Admission {
   }
 
   /**
-   * A team key in what would be sent to the platform (a caller that put its key in the
-   * query, or a form): refused, whoever's key it is, so that the platform, its logs and the
-   * cache's keys never hold one. The message does not repeat it.
+   * A team key or a secret of the gateway's in what would be sent to the platform (a caller
+   * that put its key, an admin token or the platform's token in the query, or a form):
+   * refused, whoever's key it is, so that the platform, its logs and the cache's keys never
+   * hold one. The message does not repeat it.
    */
   #refuseKeyIn(text: string, where: 'request target' | 'body'): void {
     if (this.#ctx.teams.holdsKey(text)) throw new BadRequestError(`${where}: holds a team key; a key is sent in x-api-key or authorization: Bearer, and never to the platform`)
+    this.refuseSecretIn(text, where)
   }
 
-  /** Who the call's key names (401), once its `Connection` names no header the gateway reads (400). */
+  /**
+   * A secret of the gateway's (ADMIN_TOKEN, a platform token, the login's password or
+   * client secret, GATEWAY_SECRET; the current ones and those replaced; a named admin
+   * token of ADMIN_TOKENS_FILE as a word) in `text`, what
+   * would reach the platform as `where`, as it is or percent-encoded: 400, which names
+   * neither the secret nor which one it is.
+   */
+  refuseSecretIn(text: string, where: string): void {
+    if (this.#ctx.secrets.holds(text) || this.#ctx.adminAuth.heldIn(text)) throw new BadRequestError(`${where}: holds a secret of the gateway's (an admin or platform credential); it is never sent to the platform (the value is not shown)`)
+  }
+
+  /** Who the call's key names (401), once its `Connection` names no header the gateway reads and its `x-request-id` holds no secret (400). */
   key(headers: IncomingHttpHeaders): Identity {
     assertHopSafe(headers)
+    // The request's id goes to the platform with the calls made for it: a secret in it is refused as in the query.
+    const id = headers['x-request-id']
+    if (typeof id === 'string') this.refuseSecretIn(id, 'x-request-id')
     return this.#ctx.teams.authenticate(headers)
   }
 
@@ -290,6 +312,7 @@ export class Admission {
     const limits = this.#ctx.config.limits
     caller.body = json ? parseJsonBody(bytes, { jsonDepth: limits.jsonDepth, params: limits.params }) : parseFormBody(bytes, { jsonDepth: limits.jsonDepth, params: limits.params })
     if (caller.body.text.includes(KEY_PREFIX)) this.#refuseKeyIn(caller.body.text, 'body')
+    else this.refuseSecretIn(caller.body.text, 'body')
   }
 
   /**

@@ -10,7 +10,7 @@ import { AuditTrail, auditLog } from '../access/audit-trail.js'
 
 /** What the gateway says of itself: its log, its metrics, its failures and its last hour. */
 export interface ObserveParts {
-  /** Every secret of the configuration, redacted from the log. */
+  /** Every secret of the configuration, and every platform token since the start: redacted from the log, refused in requests (Admission). */
   secrets: SecretSet
   /** The last audit lines of the log, for the console. */
   audit: AuditTrail

@@ -64,8 +64,11 @@ export function proxyHandler(
     const hop = connectionOptions(request.headers)
     for (const name of FORWARDED_HEADERS) {
       const value = request.headers[name]
-      // A team key in one is the caller's mistake or another team's key: the platform gets neither.
-      if (typeof value === 'string' && !hop.includes(name)) headers[name] = withoutKeys(value)
+      if (typeof value !== 'string' || hop.includes(name)) continue
+      // A team key in one is the caller's mistake or another team's key: the platform gets
+      // neither; a secret of the gateway's in one is refused, as in the query.
+      admission.refuseSecretIn(value, name)
+      headers[name] = withoutKeys(value)
     }
     const encodings = typeof request.headers['accept-encoding'] === 'string' && !hop.includes('accept-encoding') ? forwardedEncodings(request.headers['accept-encoding']) : undefined
     if (encodings !== undefined) headers['accept-encoding'] = encodings

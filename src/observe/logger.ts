@@ -2,6 +2,7 @@ import type { LoggerOptions } from 'pino'
 import { escapedForms } from './secret-forms.js'
 import { withoutKeys } from './key-shape.js'
 import { failureFields } from './failure-log.js'
+import { percentDecoded, SecretSearch } from './secret-search.js'
 
 // Paths that can hold a secret in anything we log: request and response headers, the
 // config, token replies. Values are also scrubbed by `SecretSet.scrub` below, so a
@@ -37,10 +38,14 @@ export const REDACT_PATHS = [
   '*.client_secret',
 ]
 
-/** The set of secret values currently in use; tokens rotate, so it is mutable. */
+/**
+ * The set of secret values in use, and every one used before (a platform token that was
+ * replaced, or rotated away at run time, may still be valid); tokens rotate, so it is mutable.
+ */
 export class SecretSet {
   #values = new Set<string>()
   #pattern: RegExp | null = null
+  readonly #search = new SecretSearch()
 
   add(value: string | null | undefined): void {
     // Very short values would scrub ordinary words; config validation keeps secrets longer.
@@ -48,6 +53,19 @@ export class SecretSet {
     // Each of its spellings the gateway's own text may hold: escaped in a JSON string, as every line writes it, percent-encoded…
     for (const form of escapedForms(value)) this.#values.add(form)
     this.#pattern = null
+    // As the platform would read it: as it is, or in a JSON body as the gateway writes one (JSON.stringify).
+    this.#search.add(value)
+    this.#search.add(JSON.stringify(value).slice(1, -1))
+  }
+
+  /**
+   * Whether `text` (a request target, a form or JSON body as the gateway sends it on, a
+   * header) holds a secret, as it is or as the platform decodes it (percent-escapes, `+` for
+   * a space): found by a hashed comparison (secret-search.ts), which tells no caller how
+   * much of a secret it guessed.
+   */
+  holds(text: string): boolean {
+    return this.#search.in(text) || (/[%+]/.test(text) && this.#search.in(percentDecoded(text)))
   }
 
   /** `line` with every configured secret and anything shaped like a team key (api-keys.ts) written `[REDACTED]`. */

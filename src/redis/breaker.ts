@@ -2,7 +2,7 @@ import { ReplyError } from 'ioredis'
 import type { Logger } from 'pino'
 import { systemClock, type Clock, type Timer } from '../clock.js'
 import { whenReady, type RedisClient } from './client.js'
-import { pingEveryMaster } from './cluster-masters.js'
+import { pingEveryMaster, unreachedMasters } from './cluster-masters.js'
 import { redisKey } from './keys.js'
 
 // While the circuit is open, Redis is tried this often (and at once on a new connection),
@@ -83,12 +83,23 @@ export class RedisWatch {
       await pingEveryMaster(this.#client)
       this.#slow = 0
     } catch (err) {
-      // One slow answer on a busy machine is not an outage (requests' own commands still
-      // open the breaker); a lost connection, or a second timeout in a row, is.
       this.#slow += 1
-      if (this.#client.status !== 'ready' || this.#slow >= 2) this.#breaker.fail(err)
+      if (pingSaysDown(err, this.#client.status === 'ready' && unreachedMasters(this.#client).length === 0, this.#slow)) this.#breaker.fail(err)
     }
   }
+}
+
+/**
+ * Whether a failed ping of the watch opens the circuit. One slow answer on a busy machine
+ * is not an outage (requests' own commands still open the breaker): a timeout on connections
+ * that are all up opens it the second time in a row. Anything else is one at once: a lost
+ * connection, a Cluster master unreached (the Cluster client stays ready while the others
+ * answer) or saying cluster_state:fail, a refusal. So an outage without traffic shows at
+ * the first ping after it, within `redis.breakerCooldown`, not the second.
+ */
+export function pingSaysDown(err: unknown, connected: boolean, failuresInARow: number): boolean {
+  const timeout = timedOut(err) || timedOut((err as { cause?: unknown } | null)?.cause)
+  return !connected || !timeout || failuresInARow >= 2
 }
 
 // A command's timeout is a timer of this process: when the event loop is busy (a fresh

@@ -60,7 +60,7 @@ export async function pingEveryMaster(client: RedisClient): Promise<void> {
       } catch (err) {
         // A Redis that refuses CLUSTER INFO (renamed, an ACL) answered: that is a ping's success.
         if (err instanceof ReplyError) return
-        throw new Error(`cluster master ${key}: ${(err as Error).message}`)
+        throw new Error(`cluster master ${key}: ${(err as Error).message}`, { cause: err })
       }
       if (typeof info === 'string' && /^cluster_state:fail\b/m.test(info)) throw new Error(`cluster master ${key}: cluster_state:fail (the Cluster refuses commands until every slot is served)`)
     }),

@@ -33,6 +33,30 @@ describe.skipIf(!available)('Redis topology mistakes', () => {
     expect(line?.cause).toMatch(/no master named "mymastr".*redis\.sentinelName.*sentinel monitor/)
   }, 60_000)
 
+  it("a Cluster master down without traffic: the watch's first ping after it opens the circuit, not the second", async () => {
+    const cluster = await startRedisCluster()
+    topology = cluster
+    // Pinged every 500 ms: a second ping comes long before anything else the replica sends Redis on its own.
+    const gw = await replicas.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), GATEWAY_SECRET }, `${TEAMS_YAML}\nredis:\n${cluster.configLines.join('\n')}\n  breakerCooldown: 500ms\n`))
+    expect(gw.redis.client?.status).toBe('ready')
+    // Each ping asks every master CLUSTER INFO: a live master counts the pings.
+    const live = new Redis(Number(cluster.configLines[1]?.match(/port: (\d+)/)?.[1]), '127.0.0.1')
+    const pings = async () => Number(/cmdstat_cluster\|info:calls=(\d+)/.exec(await live.info('commandstats'))?.[1] ?? 0)
+    try {
+      await waitFor('a ping of the live master', async () => (await pings()) > 0)
+      const before = await pings()
+      const port = await cluster.stopMaster(2)
+      await waitFor('the circuit open', () => gw.logs.text().includes('redis unavailable'))
+      // The ping that found the master gone opened it (or a command of the replica's own did, before any ping).
+      expect((await pings()) - before).toBeLessThanOrEqual(1)
+      const line = gw.logs.records().find((r) => String(r.msg).startsWith('redis unavailable'))
+      expect(String(line?.cause)).toContain(`127.0.0.1:${port}`)
+      expect((await gw.admin.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({ redis: 'down' })
+    } finally {
+      live.disconnect()
+    }
+  }, 60_000)
+
   it('a Cluster master down (no replica for its slots): Redis is down until it is back, one line naming the master, no flapping', async () => {
     const cluster = await startRedisCluster()
     topology = cluster

@@ -11,6 +11,8 @@ import type { TokenRegistry } from '../../src/platform/tokens/token-registry.js'
 import type { FillResult, ReportCache } from '../../src/reports/report-cache.js'
 import { ReadDecisions, type GoOn, type ReadDecision } from '../../src/reports/read-decision.js'
 import { KEYS, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
+import { SecretSet } from '../../src/observe/logger.js'
+import { AdminAuth } from '../../src/access/admin-auth.js'
 
 // The one decision of a GET report read (reports/read-decision.ts), with a real Admission,
 // memo and rate limiter; the report cache is a stand-in holding what L1 holds.
@@ -44,6 +46,8 @@ function setUp() {
       tokens: { get: (name: string) => ({ name }) } as unknown as TokenRegistry,
       campaignOwners: {} as CampaignOwners,
       creativeSetOwners: null,
+      secrets: new SecretSet(),
+      adminAuth: new AdminAuth([]),
     },
     memo,
   )

@@ -1,6 +1,6 @@
 import { pino } from 'pino'
 import { describe, expect, it } from 'vitest'
-import { RedisBreaker } from '../../src/redis/breaker.js'
+import { pingSaysDown, RedisBreaker } from '../../src/redis/breaker.js'
 
 const COMMAND_TIMEOUT_MS = 250
 
@@ -48,5 +48,23 @@ describe('the Redis circuit breaker', () => {
     whole = true
     expect(await breaker.run(async () => 'answer', 'fallback')).toBe('answer')
     expect(breaker.state).toBe('closed')
+  })
+})
+
+describe("the Redis watch's ping", () => {
+  const timedOut = new Error('Command timed out')
+  const onMaster = (err: Error) => new Error(`cluster master 127.0.0.1:7002: ${err.message}`, { cause: err })
+  it.each([
+    ['a first timeout, every connection up', false, timedOut, true, 1],
+    ["a first timeout of a Cluster master's CLUSTER INFO, every connection up", false, onMaster(timedOut), true, 1],
+    ['a second timeout in a row', true, timedOut, true, 2],
+    ['a first timeout, a connection lost (a Cluster master unreached)', true, timedOut, false, 1],
+    ['a Cluster master saying cluster_state:fail, the Cluster client still ready', true, new Error('cluster master 127.0.0.1:7002: cluster_state:fail (…)'), true, 1],
+    ['a Cluster master whose connection closed', true, onMaster(new Error('Connection is closed.')), true, 1],
+    ['a Cluster master with no connection', true, new Error('cluster master 127.0.0.1:7002: no connection'), false, 1],
+    ['a refused connection', true, new Error('connect ECONNREFUSED 127.0.0.1:6379'), false, 1],
+    ['a Redis loading its data', true, new Error('LOADING Redis is loading the dataset in memory'), true, 1],
+  ])('%s: opens the circuit: %s', (_name, opens, err, connected, inARow) => {
+    expect(pingSaysDown(err, connected, inARow)).toBe(opens)
   })
 })

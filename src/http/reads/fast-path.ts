@@ -120,7 +120,7 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
     if (!reports.joinCold(read.form.key, flight, team.name, hangUpOf(res), 'caller', () => decisions.stillAdmitted(read), tally)) return shared(req, res, next, read, started, trace)
     const waiting = trace?.step('cache.fill', JOINED_FILL)
     const handOverFill = () => {
-      if (!left(req, res, read, started, null, client)) toRouter(req, res, next, waiting, { rate: read.rate, flight })
+      if (!left(req, res, read, started, null, client)) toRouter(req, res, next, waiting, { rate: read.rate, flight, charged: tally })
     }
     flight
       .then((result) => {

@@ -1,17 +1,20 @@
 import type { IncomingMessage } from 'node:http'
 import type { RateDecision } from '../../access/rate-limit.js'
-import type { FillResult, Lookup } from '../../reports/report-cache.js'
+import type { CallTally, FillResult, Lookup } from '../../reports/report-cache.js'
 
 /**
  * What the fast path (http/reads/fast-path.ts) found for a caller it hands to the report
  * route, so that the route does not do it again: the caller's rate-limit decision, counted
  * already; the cold fill it joined, which ended in no entry (the route answers it as it
  * answers its own waiters: an error, a stale copy, a passed-on answer, without filling
- * again); or the copy it looked up, which was not fresh (null: none anywhere).
+ * again) and the calls of that fill charged to the caller (the fill's tries sent for it:
+ * its own, as the route's own joined fills charge them); or the copy it looked up, which
+ * was not fresh (null: none anywhere).
  */
 export interface HandedOver {
   rate: RateDecision
   flight?: Promise<FillResult>
+  charged?: CallTally
   found?: Lookup | null
 }
 

@@ -9,7 +9,7 @@ import { isWarmUp, sendReport } from './report-reply.js'
 import { forcesRefresh } from '../../reports/forced-refresh.js'
 import { hangUpOf } from '../../platform/client/caller-group.js'
 import { takeHandedOver, type HandedOver } from './handed-over.js'
-import type { CacheResult, ReadOptions } from '../../reports/report-cache.js'
+import type { CacheResult, CallTally, ReadOptions } from '../../reports/report-cache.js'
 import { traceOf, type Trace } from '../../observe/tracing.js'
 import { L1_HIT } from './step-attributes.js'
 import type { Lookup } from '../../reports/report-cache.js'
@@ -94,6 +94,8 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     // Set by the decision once the key named it.
     const caller = request.caller as Caller
     if (request.caller !== null) carries(reply.raw, caller.team.name)
+    // The calls of the fill it joined before the router that were sent for it are its own (what a failure says it cost).
+    if (handed?.charged !== undefined && request.caller !== null) chargeTo(caller, handed.charged)
     if ('answer' in decided) {
       decided.admitting?.end()
       trace?.step('cache.lookup', L1_HIT).end()
@@ -149,6 +151,12 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
   app.post('/api/v1/report/:split/get', { schema: reportPostSchema(limits), onError }, postReport)
   // The same report with a trailing slash (canonical-path.ts): one cache entry, one call.
   app.post('/api/v1/report/:split/get/', { schema: { ...reportPostSchema(limits), hide: true }, onError }, postReport)
+}
+
+/** `caller` charged the platform calls of `tally` (a read's calls counted before the route took it). */
+function chargeTo(caller: Caller, tally: CallTally): void {
+  caller.platformCalls += tally.platformCalls
+  if (tally.platformMs !== undefined) caller.platformMs = (caller.platformMs ?? 0) + tally.platformMs
 }
 
 function optionsOf(request: FastifyRequest, reply: FastifyReply, caller: Caller, refresh: boolean, trace: Trace | undefined, handed?: Pick<HandedOver, 'flight' | 'found'>): ReadOptions {

@@ -1,0 +1,97 @@
+import { randomInt, timingSafeEqual } from 'node:crypto'
+
+// Whether a text holds a secret, found without a comparison that stops at the first
+// character that differs (a search such as `includes` or a RegExp takes longer the more of
+// the secret a guess gets right, and so tells a caller that measures it how close it is).
+// Each window of the text as long as a secret is hashed with a rolling polynomial hash whose
+// base is drawn at random once a process: its value says nothing to a caller, who cannot
+// know which windows share a secret's hash; a window whose hash is a secret's is compared
+// with it in constant time (timingSafeEqual). The work is the text's length once for each
+// length of secret, whatever the text holds.
+
+/** The secrets of one length: their hashes, and their code units to compare a window whose hash is one of them. */
+interface OfLength {
+  length: number
+  /** base^(length - 1): the weight of the character a window leaves behind. */
+  lead: number
+  hashes: number[]
+  units: Buffer[]
+}
+
+/** The UTF-16 code units of `text`, as timingSafeEqual compares them. */
+const unitsOf = (text: string): Buffer => Buffer.from(text, 'utf16le')
+
+/** The secrets added, found in a text by a hashed comparison; never removed (a token replaced may still be valid). */
+export class SecretSearch {
+  // Odd, so that multiplying by it loses no bit modulo 2^32.
+  readonly #base = randomInt(1, 2 ** 31) * 2 + 1
+  readonly #lengths: OfLength[] = []
+  readonly #values = new Set<string>()
+
+  add(value: string): void {
+    if (value.length === 0 || this.#values.has(value)) return
+    this.#values.add(value)
+    let group = this.#lengths.find((g) => g.length === value.length)
+    if (group === undefined) {
+      let lead = 1
+      for (let i = 1; i < value.length; i++) lead = Math.imul(lead, this.#base) >>> 0
+      group = { length: value.length, lead, hashes: [], units: [] }
+      this.#lengths.push(group)
+    }
+    group.hashes.push(this.#hash(value, value.length))
+    group.units.push(unitsOf(value))
+  }
+
+  /** Whether `text` holds one of the secrets, as a substring. */
+  in(text: string): boolean {
+    const base = this.#base
+    for (const group of this.#lengths) {
+      const { length, lead, hashes } = group
+      if (text.length < length) continue
+      const only = hashes.length === 1 ? hashes[0] : undefined
+      let hash = this.#hash(text, length)
+      for (let start = 0; ; start++) {
+        if ((only === undefined ? hashes.includes(hash) : hash === only) && this.#confirmed(group, text, start, hash)) return true
+        const end = start + length
+        if (end === text.length) break
+        hash = (Math.imul((hash - Math.imul(text.charCodeAt(start), lead)) >>> 0, base) + text.charCodeAt(end)) >>> 0
+      }
+    }
+    return false
+  }
+
+  /** Whether the window of `text` at `start`, whose hash is `hash`, is a secret of `group`: compared in constant time. */
+  #confirmed(group: OfLength, text: string, start: number, hash: number): boolean {
+    const window = unitsOf(text.slice(start, start + group.length))
+    let found = false
+    for (let i = 0; i < group.hashes.length; i++) if (group.hashes[i] === hash && timingSafeEqual(window, group.units[i] as Buffer)) found = true
+    return found
+  }
+
+  /** The hash of the first `length` characters of `text`. */
+  #hash(text: string, length: number): number {
+    let hash = 0
+    for (let i = 0; i < length; i++) hash = (Math.imul(hash, this.#base) + text.charCodeAt(i)) >>> 0
+    return hash
+  }
+}
+
+// A run of percent-escapes, decoded together (a character of several UTF-8 bytes).
+const ESCAPE_RUN = /(?:%[0-9A-Fa-f]{2})+/g
+const lenientUtf8 = new TextDecoder('utf-8')
+
+/** `text` as a query or form is read: `+` a space, each run of escapes as UTF-8 (bytes that are none as U+FFFD). */
+export function percentDecoded(text: string): string {
+  return text.replace(/\+/g, ' ').replace(ESCAPE_RUN, (run) => lenientUtf8.decode(Buffer.from(run.replace(/%/g, ''), 'hex')))
+}
+
+// What separates the words of a query, a form, a JSON text or a header: a secret known by
+// its digest alone is looked for as one whole word.
+const WORD_SEPARATORS = /[\s&=,;:"'()<>[\]{}]+/
+
+/** The words of `text` and of its decoded form (percentDecoded) at least `minLength` long, each once. */
+export function wordsOf(text: string, minLength: number): Set<string> {
+  const words = new Set<string>()
+  for (const form of /[%+]/.test(text) ? [text, percentDecoded(text)] : [text]) for (const word of form.split(WORD_SEPARATORS)) if (word.length >= minLength) words.add(word)
+  return words
+}

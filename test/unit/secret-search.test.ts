@@ -1,0 +1,82 @@
+import { describe, expect, it } from 'vitest'
+import { SecretSearch } from '../../src/observe/secret-search.js'
+import { SecretSet } from '../../src/observe/logger.js'
+import { AdminAuth } from '../../src/access/admin-auth.js'
+import { sha256Hex } from '../../src/config/secret-digest.js'
+
+const TOKEN = 'eyJhbGciOi.platform-token_0123456789'
+const PASSWORD = 'pa55 w0rd+ünï"/'
+
+describe('SecretSearch', () => {
+  const search = new SecretSearch()
+  search.add(TOKEN)
+  search.add(PASSWORD)
+  search.add('short1')
+
+  it.each([
+    ['the secret alone', TOKEN, true],
+    ['at the start of a text', `${TOKEN}&x=1`, true],
+    ['at its end', `Bearer ${TOKEN}`, true],
+    ['in its middle', `a${PASSWORD}b`, true],
+    ['a secret of another length', 'x=short1', true],
+    ['all but its last character', TOKEN.slice(0, -1), false],
+    ['all but its first character', `x${TOKEN.slice(1)}`, false],
+    ['one character changed', `${TOKEN.slice(0, 10)}X${TOKEN.slice(11)}`, false],
+    ['its letters in another case', TOKEN.toUpperCase(), false],
+    ['an empty text', '', false],
+    ['a text shorter than every secret', 'abc', false],
+  ])('%s: %s', (_name, text, found) => {
+    expect(search.in(text)).toBe(found)
+  })
+
+  it('finds a secret added after others, and one added twice once', () => {
+    const later = new SecretSearch()
+    expect(later.in(`x ${TOKEN}`)).toBe(false)
+    later.add(TOKEN)
+    later.add(TOKEN)
+    later.add(`${TOKEN}-next`)
+    expect([later.in(`x ${TOKEN}`), later.in(`${TOKEN}-next`), later.in(TOKEN.slice(1))]).toEqual([true, true, false])
+  })
+})
+
+describe('SecretSet.holds', () => {
+  const secrets = new SecretSet()
+  secrets.add(TOKEN)
+  secrets.add(PASSWORD)
+
+  it.each([
+    ['as it is', `q=${TOKEN}`],
+    ['percent-encoded, every byte', `q=${[...Buffer.from(PASSWORD)].map((b) => `%${b.toString(16)}`).join('')}`],
+    ['as encodeURIComponent writes it', `q=${encodeURIComponent(PASSWORD)}`],
+    ['with + for its space', `q=${encodeURIComponent(PASSWORD).replace('%20', '+')}`],
+    ['as JSON.stringify writes it', JSON.stringify({ q: PASSWORD })],
+  ])('finds a secret %s', (_name, text) => {
+    expect(secrets.holds(text)).toBe(true)
+  })
+
+  it('finds no secret in a text without one, nor one too short to be kept', () => {
+    secrets.add('short')
+    expect(secrets.holds(`q=${encodeURIComponent(TOKEN.slice(1))}&x=short`)).toBe(false)
+  })
+})
+
+describe('AdminAuth.heldIn: a token known by its digest alone', () => {
+  const token = 'named.operator~token_0123456789'
+  const auth = new AdminAuth([{ name: 'ops', hash: `sha256:${sha256Hex(token)}`, role: 'operator' }])
+
+  it.each([
+    ['a query value', `a=1&q=${token}`, true],
+    ['a query value percent-encoded', `q=${encodeURIComponent(token).replace(/o/g, '%6F')}`, true],
+    ['a word of a header', `Bearer ${token}`, true],
+    ['a JSON string', JSON.stringify({ note: token }), true],
+    ['a Laravel array value', `a[x]=${token}`, true],
+    ['part of a longer word', `q=x${token}`, false],
+    ['no token', 'q=named.operator~token_012345678', false],
+  ])('%s: %s', (_name, text, held) => {
+    expect(auth.heldIn(text)).toBe(held)
+  })
+
+  it('finds nothing without admin tokens', () => {
+    expect(new AdminAuth([]).heldIn(`q=${token}`)).toBe(false)
+  })
+})
