@@ -14,6 +14,8 @@ interface OfLength {
   length: number
   /** base^(length - 1): the weight of the character a window leaves behind. */
   lead: number
+  /** The secrets' hashes, looked up in one step a window however many tokens were replaced. */
+  known: Set<number>
   hashes: number[]
   units: Buffer[]
 }
@@ -35,10 +37,12 @@ export class SecretSearch {
     if (group === undefined) {
       let lead = 1
       for (let i = 1; i < value.length; i++) lead = Math.imul(lead, this.#base) >>> 0
-      group = { length: value.length, lead, hashes: [], units: [] }
+      group = { length: value.length, lead, known: new Set(), hashes: [], units: [] }
       this.#lengths.push(group)
     }
-    group.hashes.push(this.#hash(value, value.length))
+    const hash = this.#hash(value, value.length)
+    group.known.add(hash)
+    group.hashes.push(hash)
     group.units.push(unitsOf(value))
   }
 
@@ -46,12 +50,12 @@ export class SecretSearch {
   in(text: string): boolean {
     const base = this.#base
     for (const group of this.#lengths) {
-      const { length, lead, hashes } = group
+      const { length, lead, known, hashes } = group
       if (text.length < length) continue
       const only = hashes.length === 1 ? hashes[0] : undefined
       let hash = this.#hash(text, length)
       for (let start = 0; ; start++) {
-        if ((only === undefined ? hashes.includes(hash) : hash === only) && this.#confirmed(group, text, start, hash)) return true
+        if ((only === undefined ? known.has(hash) : hash === only) && this.#confirmed(group, text, start, hash)) return true
         const end = start + length
         if (end === text.length) break
         hash = (Math.imul((hash - Math.imul(text.charCodeAt(start), lead)) >>> 0, base) + text.charCodeAt(end)) >>> 0

@@ -29,6 +29,14 @@ describe('SecretSearch', () => {
     expect(search.in(text)).toBe(found)
   })
 
+  it('finds each of many secrets of one length (every platform token a long run replaced)', () => {
+    const many = new SecretSearch()
+    const tokens = Array.from({ length: 500 }, (_, i) => `${TOKEN}${String(i).padStart(4, '0')}`)
+    for (const t of tokens) many.add(t)
+    expect(tokens.every((t) => many.in(`/r?a=1&b=${t}&c=2`))).toBe(true)
+    expect(many.in(`/r?b=${TOKEN}9999`)).toBe(false)
+  })
+
   it('finds a secret added after others, and one added twice once', () => {
     const later = new SecretSearch()
     expect(later.in(`x ${TOKEN}`)).toBe(false)
