@@ -265,13 +265,7 @@ describe('the shapes of issue 51', () => {
       for (const seed of [8, 19, 35]) misses.push(...(await capacityMisses(capacityShape(seed))))
       expect(misses).toEqual([])
     })
-    // Three of the 12 seeded shapes of 40 that hold on three replicas (test/slow/capacity-shapes.test.ts):
-    // 3.6 s of CPU alone.
-    it('three replicas, seeded shapes of it: the same targets', async () => {
-      const misses: string[] = []
-      for (const seed of [16, 19, 21]) misses.push(...(await capacityMisses(capacityShape(seed), 3)))
-      expect(misses).toEqual([])
-    }, onLoadedMachine(4))
+    // The seeded shapes on three replicas: test/slow/capacity-shapes.test.ts (all 40).
   })
 
   it('reports that run past their deadline are charged the platform time they take', async () => {

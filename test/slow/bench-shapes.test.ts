@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { benchMisses, benchShape, describeBenchShape, scaleBenchShape } from './bench-shapes.js'
-import { unexpected, type SeedFailure } from './sweep.js'
+import { benchMisses, benchShape, describeBenchShape, scaleBenchShape } from '../sim/bench-shapes.js'
+import { unexpected, type SeedFailure } from '../sim/sweep.js'
 
 // The benchmarks' shapes the sweep does not draw (test/sim/bench-shapes.ts): the scale
 // bench's crowded platform, on a gateway whose loop is its own or busy from its start, and
@@ -33,7 +33,7 @@ describe('the benchmarks\' shapes, 40 seeded', () => {
       const shape = benchShape(seed)
       const broken = await benchMisses(shape)
       if (only !== null) console.log(`${describeBenchShape(shape)}\n  ${broken.map((b) => `${b.guarantee}: ${b.detail}`).join('\n  ') || 'every guarantee kept'}`)
-      if (broken.length > 0) failed.push({ seed, guarantees: broken.map((b) => b.guarantee), text: `${describeBenchShape(shape)}\n  ${broken.map((b) => `${b.guarantee}: ${b.detail}`).join('\n  ')}\n  replay: BENCH_SEED=${seed} npx vitest run test/sim/bench-shapes.test.ts` })
+      if (broken.length > 0) failed.push({ seed, guarantees: broken.map((b) => b.guarantee), text: `${describeBenchShape(shape)}\n  ${broken.map((b) => `${b.guarantee}: ${b.detail}`).join('\n  ')}\n  replay: BENCH_SEED=${seed} npx vitest run test/slow/bench-shapes.test.ts` })
     }
     if (process.env.BENCH_RECORD === '1') console.log(failed.map((f) => `  [${f.seed}, [${f.guarantees.map((g) => `'${g}'`).join(', ')}]],`).join('\n'))
     const out = unexpected(SEEDS, failed, KNOWN_MISSES)
