@@ -251,6 +251,7 @@ async function main() {
         try {
           const { code, message } = JSON.parse(body.toString('utf8'))
           out.code = code ?? null
+          out.message = typeof message === 'string' ? message : null
           out.paused = res.statusCode === 503 && code === 'GW_OVERLOADED' && /paused by the platform/.test(String(message))
         } catch {
           out.code = null
