@@ -31,7 +31,7 @@ const WHEN: Record<string, string> = {
   GW_RELOAD_UNAVAILABLE: 'There is no file to reload the teams from.',
   GW_PLATFORM_AUTH: 'The password login failed.',
   GW_UPSTREAM: 'A call to the platform failed.',
-  GW_ADMIN_HOST: 'The request\'s `Host` names neither an IP address, `localhost`, nor a name of `admin.hosts` (`ADMIN_HOSTS`): a page of another site whose name was made to resolve to this address (DNS rebinding). Nothing was read or changed.',
+  GW_ADMIN_HOST: 'The request\'s `Host`, or the host its target names in absolute form (`GET http://host/path`), names neither an IP address, `localhost`, nor a name of `admin.hosts` (`ADMIN_HOSTS`): a page of another site whose name was made to resolve to this address (DNS rebinding). Nothing was read or changed.',
   GW_ADMIN_DISABLED: 'No admin token is configured (`ADMIN_TOKEN`, `ADMIN_VIEWER_TOKEN`, `ADMIN_TOKENS_FILE`): every `/admin/*` call is refused.',
   GW_REDIS_UNAVAILABLE: 'Redis could not be reached.',
   GW_JOBS_UNAVAILABLE: 'Report jobs and their deliveries are kept in Redis, which cannot be read now; `retry-after` says when to ask again.',
