@@ -15,7 +15,7 @@ import { holdContinues, inviteBody } from '../access/expect-continue.js'
 import { isValidationFailure, validationMessage } from './hooks/validation-message.js'
 import { bodyDeadlines } from './hooks/body-deadline.js'
 import type { RequestHandler } from './reads/fast-path.js'
-import { isHostValue, originForm } from './request-target.js'
+import { isHostValue, originForm, targetHost } from './request-target.js'
 import { enterOnConnections, type ServePlain } from './socket-entrance.js'
 import { withholdFromRemovedKeys, type KeyTeam } from './pipelined-answers.js'
 import { setAnswerFields } from './answer-fields.js'
@@ -188,6 +188,14 @@ export function refusalsObservedOn(app: FastifyInstance, observe: ObserveRefusal
   refusalObservers.set(app.server, observe)
 }
 
+/** The host each request's target named in absolute form, before the target was cut to its path and query. */
+const targetHosts = new WeakMap<IncomingMessage, string>()
+
+/** The host (and port) `req`'s target named in absolute form (RFC 9112, 3.2.2: read in place of Host); undefined for a target in origin form. */
+export function targetHostOf(req: IncomingMessage): string | undefined {
+  return targetHosts.get(req)
+}
+
 /**
  * RFC 9112, 3.2: an HTTP/1.1 request without a Host, any request with more than one Host
  * line or with a Host that is no host, is a 400 (Node's own, with requireHostHeader, is no
@@ -329,7 +337,12 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
         requireHostHeader: false,
       }
       const take = (req: IncomingMessage, res: ServerResponse): void => {
-        if (req.url !== undefined) req.url = originForm(req.url)
+        const target = req.url
+        if (target !== undefined && !target.startsWith('/')) {
+          const host = targetHost(target)
+          if (host !== null) targetHosts.set(req, host)
+          req.url = originForm(target)
+        }
         tracing?.begin(req)
         // Closing: answered as ever, and the connection closed after it (closeGently).
         current.take(req, res)

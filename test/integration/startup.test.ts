@@ -311,6 +311,22 @@ describe('a start that works says what it found', () => {
     expect(run.output().split(token!).length).toBe(2)
   })
 
+  // The exit-78 line of teams without PLATFORM_BASE_URL offers DEMO=1; the README's first
+  // team, made with `npm run keys -- new --team demo`, is named as demo mode's own.
+  it('DEMO=1 with the README\'s teams file serves its team demo and the run\'s key, whose banner names its team', async () => {
+    const own = 'rgw_startup_demo_team_key_000000000000000'
+    const run = start({ PORT: '0', ADMIN_PORT: '0', DEMO: '1', CONFIG_FILE: file('readme-teams.yaml', `teams:\n  demo:\n    keys:\n      - { hash: "${hashApiKey(own)}", createdAt: "2026-11-30T20:53:34Z" }\n    advertisers: ["*"]\n`) })
+    const listening = JSON.parse(await waitForLine(run, /report gateway listening/)) as { proxy: string; teams: string[] }
+    expect(listening.teams).toEqual(['demo', 'demo-2'])
+    await waitFor('the banner', () => run.output().includes('Try:'), testTimeLeft(), 25)
+    const key = /Demo team key \(valid for this run only; its team is demo-2, as a configured team is named demo\): (rgw_[\w-]+)\n/.exec(run.output())?.[1]
+    expect(key).toBeDefined()
+    for (const caller of [own, key!]) {
+      const res = await fetch(`http://${listening.proxy}/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-11-01&dateTo=2026-11-07`, { headers: { 'x-api-key': caller } })
+      expect(res.status, caller === own ? 'the configured team demo' : 'the run\'s team').toBe(200)
+    }
+  })
+
   it('demo mode with ADMIN_TOKEN prints where the console is', async () => {
     const run = start({ PORT: '0', ADMIN_PORT: '0', ADMIN_TOKEN: 'demo-admin-token-0123456789abcdef' })
     await waitForLine(run, /report gateway listening/)

@@ -12,6 +12,7 @@ import { API_ALLOW } from '../methods.js'
 import { REPORT_ROW_SCHEMA, REPORT_SCHEMA } from './report-rows.js'
 import { PROVISIONAL_HEADER, SETTLED_HEADER, USAGE_HEADER } from '../reads/report-facts.js'
 import { writtenOnce } from './written-once.js'
+import { DOCS_CSP, pageHeaders } from '../admin/page-headers.js'
 
 // The OpenAPI 3.1 document of the proxy listener, made by @fastify/swagger from
 // the routes and their schemas (openapi/route-schemas.ts). What the route schemas cannot
@@ -349,15 +350,28 @@ export async function docsUi(admin: FastifyInstance, proxy: FastifyInstance): Pr
     '/docs/json': { type: 'application/json; charset=utf-8', written: writtenOnce(() => JSON.stringify(proxy.swagger())) },
     '/docs/yaml': { type: 'application/x-yaml', written: writtenOnce(() => stringifyYaml(proxy.swagger())) },
   }
-  await admin.register(fastifySwaggerUi, {
-    routePrefix: '/docs',
-    uiHooks: {
-      onRequest: async (request, reply) => {
-        const document = documents[request.routeOptions.url ?? '']
-        if (document) return reply.type(document.type).send(document.written())
+  // A scope of its own: its hook writes the page's headers on every answer of Swagger UI's
+  // routes (its files, which @fastify/static writes, included), and on no other route.
+  await admin.register(async (docs) => {
+    docs.addHook('onSend', async (_request, reply, payload) => {
+      reply.headers(DOCS_HEADERS)
+      return payload
+    })
+    await docs.register(fastifySwaggerUi, {
+      routePrefix: '/docs',
+      uiHooks: {
+        onRequest: async (request, reply) => {
+          const document = documents[request.routeOptions.url ?? '']
+          if (document) return reply.type(document.type).send(document.written())
+        },
       },
-    },
-    // No "Try it out": it would send team keys to the admin listener, which has no /api/v1.
-    uiConfig: { deepLinking: true, supportedSubmitMethods: [] },
+      // No "Try it out": it would send team keys to the admin listener, which has no /api/v1.
+      // No top bar (BaseLayout): its box would load any document typed in, and its logo is
+      // an inline SVG whose <style> the page's policy refuses.
+      uiConfig: { deepLinking: true, supportedSubmitMethods: [], layout: 'BaseLayout' },
+    })
   })
 }
+
+/** Swagger UI's page, its files and the documents it shows: a page's headers (admin/page-headers.ts), under its policy. */
+const DOCS_HEADERS = pageHeaders(DOCS_CSP)
