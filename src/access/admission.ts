@@ -137,7 +137,12 @@ export class Admission {
    * neither the secret nor which one it is.
    */
   refuseSecretIn(text: string, where: string): void {
-    if (this.#ctx.secrets.holds(text) || this.#ctx.adminAuth.heldIn(text)) throw new BadRequestError(`${where}: holds a secret of the gateway's (an admin or platform credential); it is never sent to the platform (the value is not shown)`)
+    if (this.holdsSecret(text)) throw new BadRequestError(`${where}: holds a secret of the gateway's (an admin or platform credential); it is never sent to the platform (the value is not shown)`)
+  }
+
+  /** Whether `text` holds a secret of the gateway's, as refuseSecretIn finds one. */
+  holdsSecret(text: string): boolean {
+    return this.#ctx.secrets.holds(text) || this.#ctx.adminAuth.heldIn(text)
   }
 
   /** Who the call's key names (401), once its `Connection` names no header the gateway reads and its `x-request-id` holds no secret (400). */
