@@ -53,9 +53,12 @@ export class SecretSet {
     // Each of its spellings the gateway's own text may hold: escaped in a JSON string, as every line writes it, percent-encoded…
     for (const form of escapedForms(value)) this.#values.add(form)
     this.#pattern = null
-    // As the platform would read it: as it is, or in a JSON body as the gateway writes one (JSON.stringify).
+    // As the platform would read it: as it is, or in a JSON body as the gateway writes one
+    // (JSON.stringify); and its UTF-8 bytes read a character a byte, as a body passed on as
+    // it comes is searched (the same text for an ASCII secret).
     this.#search.add(value)
     this.#search.add(JSON.stringify(value).slice(1, -1))
+    this.#search.add(Buffer.from(value, 'utf8').toString('latin1'))
   }
 
   /**

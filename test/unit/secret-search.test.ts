@@ -58,6 +58,7 @@ describe('SecretSet.holds', () => {
     ['as encodeURIComponent writes it', `q=${encodeURIComponent(PASSWORD)}`],
     ['with + for its space', `q=${encodeURIComponent(PASSWORD).replace('%20', '+')}`],
     ['as JSON.stringify writes it', JSON.stringify({ q: PASSWORD })],
+    ['in bytes read a character a byte, as a body passed on as it comes is', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(PASSWORD), Buffer.from([0xc3])]).toString('latin1')],
   ])('finds a secret %s', (_name, text) => {
     expect(secrets.holds(text)).toBe(true)
   })

@@ -1643,7 +1643,7 @@ export interface components {
     parameters: never;
     requestBodies: never;
     headers: {
-        /** @description The caller's `x-request-id` when it is a plain token outside the gateway's own prefixes (`ownership-`, `token-probe-`) and not shaped like a team key (`rgw_…`), else a new one; also sent to the platform. On every answer. */
+        /** @description The caller's `x-request-id` when it is a plain token outside the gateway's own prefixes (`ownership-`, `token-probe-`) not shaped like a team key (`rgw_…`) and holding no secret of the gateway's (such a request is refused 400), else a new one; also sent to the platform. On every answer. */
         "x-request-id": string;
         /** @description `HIT`, `MISS`, `STALE` (an expired entry, served while one background refresh runs or because the platform failed), `REFRESH` (a team given `refresh: true` sent `cache-control: no-cache` without a validator, and the copy was older than `cache.refreshMinAge`), `BYPASS` (not cacheable: a platform error passed through, a `no-store` answer, one whose `vary` is `*` or names `x-request-id` or `traceparent`, or a body over `cache.maxEntryBytes`). */
         "x-cache": "HIT" | "MISS" | "STALE" | "REFRESH" | "BYPASS";

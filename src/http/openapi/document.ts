@@ -80,7 +80,7 @@ const PROVISIONAL = 'The report\'s days whose figures may still change, `<first>
 const PROVISIONAL_SCHEMA = { type: 'string', pattern: '^(none|\\d{4}-\\d{2}-\\d{2}/\\d{4}-\\d{2}-\\d{2})$' }
 
 const HEADERS: Json = {
-  'x-request-id': always('The caller\'s `x-request-id` when it is a plain token outside the gateway\'s own prefixes (`ownership-`, `token-probe-`) and not shaped like a team key (`rgw_…`), else a new one; also sent to the platform. On every answer.'),
+  'x-request-id': always('The caller\'s `x-request-id` when it is a plain token outside the gateway\'s own prefixes (`ownership-`, `token-probe-`) not shaped like a team key (`rgw_…`) and holding no secret of the gateway\'s (such a request is refused 400), else a new one; also sent to the platform. On every answer.'),
   'x-cache': always(X_CACHE, X_CACHE_SCHEMA),
   'cache-status': always(CACHE_STATUS, CACHE_STATUS_SCHEMA),
   // The same two on an answer that is either the gateway's error or the platform's answer passed on.
