@@ -24,6 +24,10 @@ type Doc = { openapi: string; paths: Record<string, Record<string, Json>>; compo
 const COMMITTED = new URL('../../docs/admin-openapi.json', import.meta.url)
 const ADMIN_TOKEN = 'admin-openapi-admin-token-0123456789'
 const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-10-01&dateTo=2026-10-02'
+// The calls here wait on Redis's answer, however slow a loaded machine makes it: a command
+// timeout longer than any test's (the test's timeout is the bound) rather than the default
+// 250 ms, past which a purge is answered 503 GW_REDIS_UNAVAILABLE.
+const REDIS_COMMAND_TIMEOUT_MS = 60_000
 
 const sandbox = useSandbox()
 const redis = useRedis()
@@ -35,7 +39,9 @@ let doc: Doc
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'rgw-admin-openapi-'))
   writeFileSync(join(dir, 'teams.yaml'), TEAMS_YAML)
+  writeFileSync(join(dir, 'config.yaml'), `redis:\n  commandTimeout: ${REDIS_COMMAND_TIMEOUT_MS}ms\n`)
   const env = {
+    CONFIG_FILE: join(dir, 'config.yaml'),
     PLATFORM_BASE_URL: sandbox.url,
     ...sandboxLoginEnv(sandbox),
     ADMIN_TOKEN,
@@ -45,6 +51,7 @@ beforeAll(async () => {
     LOG_LEVEL: 'info',
   }
   gw = await buildGateway(loadConfig({ env }), { configSource: { env } })
+  expect(gw.config.redis.commandTimeoutMs).toBe(REDIS_COMMAND_TIMEOUT_MS)
   const res = await gw.admin.inject({ method: 'GET', url: '/admin/openapi.json', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
   expect(res.statusCode).toBe(200)
   doc = res.json<Doc>()
