@@ -187,14 +187,14 @@ export class KneeEstimator {
   /** At a fresh start: a sure queue ends the doubling at the likeliest w below its level, on one replica the highest within TIE of it (held, as in cruise, while its limit is not in use: no call waited for a seat); else the limit doubles at a decision (MIN_CALLS new answers) once calls waited for a seat, unless its level's answers a second, measured, fell surely short of START_GAIN's growth on the level before (StartLevels: the start ends at the workers' worth of them); on one replica, where calls of kinds known long were all that waited beside another team's short calls at some moment since the last decision, or held every seat while a team holding none waited (their time known), it steps by limit × H / e instead of doubling or ending (one seat at least, a doubling at most). */
   #startStep(now: number): Step | null {
     const ll = this.#likelihoods()
-    const sure = verdicts(ll, this.#limit).queueBelow
+    const { queueBelow: sure, best } = verdicts(ll, this.#limit)
     // Calls that waited for a seat use the limit: the queue is the doubling's own, acted on at once.
     const queueBelow = this.#since.waited ? sure && this.#queueShows() : this.#queueHolds(sure)
     if (queueBelow || this.#limit >= this.#max) {
       this.#phase = 'cruise'
       if (!queueBelow) this.#roomShown()
       this.#queueSeen ||= queueBelow
-      return this.#setKnee(queueBelow ? this.#served(this.#timeline === null ? highestTied(ll, this.#limit) : verdicts(ll, this.#limit).best, this.#limit, now) : this.#max, 'knee')
+      return this.#setKnee(queueBelow ? this.#served(this.#timeline === null ? highestTied(ll, this.#limit) : best, this.#limit, now) : this.#max, 'knee')
     }
     if (!this.#since.waited) return null
     this.#held = 0
