@@ -1,6 +1,6 @@
 // The limit rule (docs/governor.md, "The limit rule": the model, s(w), each rule and its reason). Pure: time is passed in.
 import { LENDING_HORIZON_MS } from './dispatch-order.js'
-import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE, atLeast, endAt, endedBefore, highestRoom, highestTied, probeFall, readEvidence, verdicts, writeEvidence } from './knee-verdicts.js'
+import { MIN_CALLS, SURE, atLeast, endAt, endedBefore, highestRoom, highestTied, probeFall, readEvidence, spread2, verdicts, writeEvidence } from './knee-verdicts.js'
 import { RECENT_MS, StartLevels, ThroughputLevels } from './throughput-levels.js'
 import { AnswerTimeline, type Answer } from './answer-timeline.js'
 import { FAULT_MS, FaultWatch, UsualGaps } from './fault-watch.js'
@@ -274,9 +274,9 @@ export class KneeEstimator {
   /** Whether a sure queue is believed: where calls overtake others, yes; where they end in the order they started (which fits the guesses below the level as well as those at or above), only once a kind's latency got slower than when room was last shown by SURE spreads of own times (docs/governor.md). */
   #queueShows(): boolean {
     if (this.#overtook >= OVERTAKEN) return true
-    let ss = PRIOR_DOF * PRIOR_SPREAD ** 2
+    let ss = 0
     for (const st of this.#kinds.values()) ss += st.ss[this.#max - 1]!
-    const margin = SURE * Math.sqrt(ss / (this.#counted + PRIOR_DOF))
+    const margin = SURE * Math.sqrt(spread2(ss, this.#counted))
     for (const st of this.#kinds.values()) if (st.room !== undefined && st.m[this.#max - 1]! - st.room > margin) return true
     return false
   }
@@ -300,7 +300,7 @@ export class KneeEstimator {
       if (st.seen > most) [most, this.#latencyMs] = [st.seen, Math.exp(st.m[this.#knee - 1]!)]
     }
     const n = this.#counted
-    for (let i = 0; i < this.#max; i++) ll[i]! += -this.#logs[i]! - (n / 2) * Math.log((ss[i]! + PRIOR_DOF * PRIOR_SPREAD ** 2) / (n + PRIOR_DOF)) - IMPOSSIBLE_LL * this.#impossible[i]!
+    for (let i = 0; i < this.#max; i++) ll[i]! += -this.#logs[i]! - (n / 2) * Math.log(spread2(ss[i]!, n)) - IMPOSSIBLE_LL * this.#impossible[i]!
     return ll
   }
   /** What an answer says of every guess w: its call's own time under w against its kind's pace of late (its pace where the own time is within the answer's timing), or how unlikely w makes so soon an end; an untimed one, its place among the ends alone; one in flight when a queue verdict was held, nothing (a new call all the same). */

@@ -1,5 +1,5 @@
 // The answers a second each level of calls in flight gives, for the limit rule (docs/governor.md, "Cruise", "Start"). Pure.
-import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE } from './knee-verdicts.js'
+import { MIN_CALLS, SURE, spread2 } from './knee-verdicts.js'
 
 // docs/governor.md, "Constants".
 export const RECENT_MS = 5_000
@@ -98,9 +98,8 @@ export class ThroughputLevels {
 
   /** Whether level index `hi` gives FALL less answers a second than level index `lo`, by √(2·SURE) standard errors of the difference of their means at least (the spread of each level's answers, PRIOR_SPREAD worth PRIOR_DOF answers before them). */
   #fell(lo: number, hi: number): boolean {
-    const spread2 = (l: Level) => (Math.max(0, l.sum2 - (l.sum * l.sum) / l.m) + PRIOR_DOF * PRIOR_SPREAD ** 2) / (l.m + PRIOR_DOF) / l.m
-    const [a, b] = [this.#levels[lo]!, this.#levels[hi]!]
-    return this.#mean(lo) - this.#mean(hi) > FELL + Math.sqrt(2 * SURE * (spread2(a) + spread2(b)))
+    const error2 = (l: Level) => spread2(Math.max(0, l.sum2 - (l.sum * l.sum) / l.m), l.m) / l.m
+    return this.#mean(lo) - this.#mean(hi) > FELL + Math.sqrt(2 * SURE * (error2(this.#levels[lo]!) + error2(this.#levels[hi]!)))
   }
 }
 
@@ -149,7 +148,7 @@ export class StartLevels {
   /** The log of `level`'s answers a second over `before`'s, kind against kind (each kind's mean log latency, weighed by the inverse of its difference's variance), and its variance (one spread for all, PRIOR_SPREAD worth PRIOR_DOF ends before them); null where no kind was answered at both. */
   #gain(level: number, before: number): { gain: number; variance: number } | null {
     const at = this.#read(level)
-    let [weight, diff, ss, n] = [0, 0, PRIOR_DOF * PRIOR_SPREAD ** 2, PRIOR_DOF]
+    let [weight, diff, ss, n] = [0, 0, 0, 0]
     for (const [kind, b] of this.#read(before)) {
       const a = at.get(kind)
       if (a === undefined) continue
@@ -157,7 +156,7 @@ export class StartLevels {
       ;[weight, diff] = [weight + w, diff + w * (b.sum / b.n - a.sum / a.n)]
       for (const k of [a, b]) [ss, n] = [ss + k.sum2 - (k.sum * k.sum) / k.n, n + k.n - 1]
     }
-    return weight === 0 ? null : { gain: Math.log(level / before) + diff / weight, variance: ss / n / weight }
+    return weight === 0 ? null : { gain: Math.log(level / before) + diff / weight, variance: spread2(ss, n) / weight }
   }
 
   /** A level's ends as its answers a second are read: those of calls that took its last seat where MIN_CALLS did (the level held whole: a call started as its seats filled found fewer in flight, and ended sooner, than the level gives), else all of them. */
