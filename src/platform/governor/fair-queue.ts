@@ -26,17 +26,15 @@ export class FairQueue<W extends Queued> {
 
   /** Waiting calls per team at `priority` (default: callers'; null: every priority). */
   countByTeam(priority: Priority | null = 'caller'): Map<string, number> {
-    const out = new Map<string, number>()
-    for (const [team, list] of this.#byTeam) {
-      const n = countOf(list, priority)
-      if (n > 0) out.set(team, n)
-    }
-    return out
+    return new Map([...this.#byTeam.keys()].map((team) => [team, this.count(team, priority)] as const).filter(([, n]) => n > 0))
   }
 
   waitingTeams(): IterableIterator<string> { return this.#byTeam.keys() }
   /** Waiting calls of `team` at `priority` (null: every priority). */
-  count(team: string, priority: Priority | null = 'caller'): number { return countOf(this.#byTeam.get(team) ?? [], priority) }
+  count(team: string, priority: Priority | null = 'caller'): number {
+    const list = this.#byTeam.get(team) ?? []
+    return priority === null ? list.length : list.filter((w) => w.priority === priority).length
+  }
   has(waiter: W): boolean { return this.#byTeam.get(waiter.team)?.includes(waiter) ?? false }
 
   push(waiter: W): void {
@@ -99,23 +97,9 @@ export class FairQueue<W extends Queued> {
 
   /** The team's newest waiting call of its lowest priority; null when it has none. */
   #lowest(team: string): W | null {
-    let found: W | null = null
-    for (const w of this.#byTeam.get(team) ?? []) if (found === null || rank(w) >= rank(found)) found = w
-    return found
+    return (this.#byTeam.get(team) ?? []).reduce<W | null>((found, w) => (found === null || rank(w) >= rank(found) ? w : found), null)
   }
 
   /** Every waiting call, team by team, each team's in arrival order. */
-  all(): W[] {
-    const out: W[] = []
-    for (const list of this.#byTeam.values()) for (const w of list) out.push(w)
-    return out
-  }
-}
-
-/** The calls of `list` at `priority` (null: every priority). */
-function countOf(list: readonly Queued[], priority: Priority | null): number {
-  if (priority === null) return list.length
-  let n = 0
-  for (const w of list) if (w.priority === priority) n++
-  return n
+  all(): W[] { return [...this.#byTeam.values()].flat() }
 }

@@ -20,9 +20,8 @@ export class TeamAccounts {
   virtual = 0
 
   of(team: string): TeamAccount {
-    let seats = this.#teams.get(team)
-    if (!seats) this.#teams.set(team, (seats = { seatMs: 0, running: new Set(), tag: this.virtual, lastAsked: -Infinity, peak: 0, peakAt: -Infinity, lastEnd: -Infinity, lastShort: false, emptiedAt: -Infinity }))
-    return seats
+    if (!this.#teams.has(team)) this.#teams.set(team, { seatMs: 0, running: new Set(), tag: this.virtual, lastAsked: -Infinity, peak: 0, peakAt: -Infinity, lastEnd: -Infinity, lastShort: false, emptiedAt: -Infinity })
+    return this.#teams.get(team) as TeamAccount
   }
 
   /** Charges each tag with the seat-time its team held on the other replicas since the last charge (`charged`: in all; none when counted here alone). */
@@ -40,22 +39,16 @@ export class TeamAccounts {
 
   /** `team`'s calls in flight expected short; of every team's, without one. */
   shortRunning(team?: string): number {
-    let n = 0
-    for (const [name, seats] of this.#teams) if (team === undefined || name === team) for (const call of seats.running) if (call.short) n += 1
-    return n
+    return [...(team === undefined ? this.#calls() : (this.#teams.get(team)?.running ?? []))].filter((call) => call.short).length
   }
 
   /** Whether a team holding no seat and waiting for nothing (`waiting`: the teams waiting) ended a call expected short within `ms` (the lending horizon): between two asks, as a dashboard between two views. */
   shortBetweenAsks(now: number, ms: number, waiting: ReadonlySet<string>): boolean {
-    for (const [name, seats] of this.#teams) if (seats.lastShort && seats.running.size === 0 && now - seats.lastEnd < ms && !waiting.has(name)) return true
-    return false
+    return [...this.#teams].some(([name, seats]) => seats.lastShort && seats.running.size === 0 && now - seats.lastEnd < ms && !waiting.has(name))
   }
 
   /** Whether calls are in flight and every one of them is expected long (of a kind answered, past the lending horizon). */
-  onlyLongRunning(): boolean {
-    for (const call of this.#calls()) if (call.short || call.dueAt === Infinity) return false
-    return this.inFlight > 0
-  }
+  onlyLongRunning(): boolean { return this.inFlight > 0 && [...this.#calls()].every((call) => !call.short && call.dueAt !== Infinity) }
 
   seatSeconds(team: string, now: number): number { return seatMs(this.#teams.get(team), now) / 1000 }
 
@@ -99,9 +92,7 @@ export class TeamAccounts {
 
   /** When the first linger of a team holding no seat ends (Infinity: none lingers). */
   lingerEnd(now: number): number {
-    let at = Infinity
-    for (const seats of this.#teams.values()) if (seats.running.size === 0 && now - seats.lastAsked < LINGER_MS) at = Math.min(at, seats.lastAsked + LINGER_MS)
-    return at
+    return Math.min(...[...this.#teams.values()].filter((seats) => seats.running.size === 0 && now - seats.lastAsked < LINGER_MS).map((seats) => seats.lastAsked + LINGER_MS))
   }
 }
 
