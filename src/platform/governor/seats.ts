@@ -253,11 +253,8 @@ export class CredentialSeats {
     const start = Math.max(seats.tag, this.#teams.virtual)
     seats.tag = start + charged / weight
     // The virtual time: the least tag waiting, or, on one replica, of a team holding a seat whose queue emptied within RETURN_MS (dispatch rule 2).
-    let least = start
-    for (const other of [...this.#queue.waitingTeams(), ...(this.#lease === null ? this.#teams.returning(startedAt) : [])]) {
-      if (other !== team && !this.#atCeiling(other)) least = Math.min(least, this.#teams.of(other).tag)
-    }
-    this.#teams.virtual = Math.max(this.#teams.virtual, least)
+    const others = [...this.#queue.waitingTeams(), ...(this.#lease === null ? this.#teams.returning(startedAt) : [])].filter((other) => other !== team && !this.#atCeiling(other))
+    this.#teams.virtual = Math.max(this.#teams.virtual, Math.min(start, ...others.map((other) => this.#teams.of(other).tag)))
     const call = { at: startedAt, dueAt: expected === null ? Infinity : startedAt + OVERDUE * expected, short: isShort(expected) }
     seats.running.add(call)
     const load = this.inFlight + (this.#lease?.elsewhere() ?? 0)
