@@ -20,9 +20,8 @@ export const rank = (w: Pick<Queued, 'priority'>): number => RANKS[w.priority]
 export class FairQueue<W extends Queued> {
   // Every waiting call per team, in arrival order; a team with none has no entry.
   readonly #byTeam = new Map<string, W[]>()
-  #size = 0
 
-  get size(): number { return this.#size }
+  get size(): number { return [...this.#byTeam.values()].reduce((n, list) => n + list.length, 0) }
 
   /** Waiting calls per team at `priority` (default: callers'; null: every priority). */
   countByTeam(priority: Priority | null = 'caller'): Map<string, number> {
@@ -41,7 +40,6 @@ export class FairQueue<W extends Queued> {
     const list = this.#byTeam.get(waiter.team)
     if (list) list.push(waiter)
     else this.#byTeam.set(waiter.team, [waiter])
-    this.#size += 1
   }
 
   /** Takes `waiter` out; false when it was not queued. */
@@ -51,7 +49,6 @@ export class FairQueue<W extends Queued> {
     if (list === undefined || i === -1) return false
     list.splice(i, 1)
     if (list.length === 0) this.#byTeam.delete(waiter.team)
-    this.#size -= 1
     return true
   }
 
@@ -77,7 +74,7 @@ export class FairQueue<W extends Queued> {
 
   /** Room for `incoming` in a queue of at most `limit` places, shared by teams' `weight`: null, the waiter it displaces, or 'refuse'. */
   displaced(incoming: Pick<Queued, 'team' | 'priority'>, limit: number, weight: (team: string) => number): W | 'refuse' | null {
-    if (this.#size < limit) return null
+    if (this.size < limit) return null
     const own = this.#lowest(incoming.team)
     if (own !== null && rank(own) > rank(incoming)) return own
     const mine = (this.count(incoming.team, null) + 1) / weight(incoming.team)
