@@ -65,24 +65,17 @@ export class TeamAccounts {
   notePeak(team: string, waiting: number, now: number): void {
     const seats = this.of(team)
     const demand = seats.running.size + waiting
-    if (demand >= seats.peak || now - seats.peakAt > LINGER_MS) {
-      seats.peak = demand
-      seats.peakAt = now
-    }
+    if (demand >= peakNow(seats, now)) [seats.peak, seats.peakAt] = [demand, now]
   }
 
   /** The active teams; the gateway's own calls (the probe, look-ups) are few and never linger. */
   active(now: number, waiting: ReadonlyMap<string, number>, weight: (team: string) => number, cap: (team: string) => number | null): LocalTeam[] {
-    const out: LocalTeam[] = []
-    for (const [team, seats] of this.#teams) {
+    return [...this.#teams].flatMap(([team, seats]) => {
       const lingering = team !== GATEWAY_TEAM && now - seats.lastAsked < LINGER_MS
-      const w = waiting.get(team) ?? 0
-      const held = seats.running.size
-      if (held === 0 && w === 0 && !lingering) continue
-      const peak = now - seats.peakAt <= LINGER_MS ? Math.max(seats.peak, held + w) : held + w
-      out.push({ team, weight: weight(team), held, waiting: w, cap: cap(team), lingering, peak, seatMs: Math.round(seatMs(seats, now)) })
-    }
-    return out
+      const [held, w] = [seats.running.size, waiting.get(team) ?? 0]
+      if (held === 0 && w === 0 && !lingering) return []
+      return [{ team, weight: weight(team), held, waiting: w, cap: cap(team), lingering, peak: Math.max(peakNow(seats, now), held + w), seatMs: Math.round(seatMs(seats, now)) }]
+    })
   }
 
   /** The teams holding a seat whose queue emptied within RETURN_MS of `now`: on one replica each holds the virtual time back as a waiting team does. */
@@ -95,6 +88,9 @@ export class TeamAccounts {
     return Math.min(...[...this.#teams.values()].filter((seats) => seats.running.size === 0 && now - seats.lastAsked < LINGER_MS).map((seats) => seats.lastAsked + LINGER_MS))
   }
 }
+
+/** A team's peak within the linger (0 once the linger since it passed). */
+const peakNow = (seats: TeamAccount, now: number): number => (now - seats.peakAt <= LINGER_MS ? seats.peak : 0)
 
 /** A team's seat-time, its calls in flight included (none: 0). */
 function seatMs(seats: TeamAccount | undefined, now: number): number {
