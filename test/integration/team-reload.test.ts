@@ -1,3 +1,4 @@
+import { freshAddress } from '../helpers/admin-addresses.js'
 import { createHash } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -441,7 +442,8 @@ describe('admin tokens in their files', () => {
   const fp = (token: string) => fingerprint(token, null)
   const plainPrefix = (token: string) => createHash('sha256').update(token).digest('hex').slice(0, 12)
   const named = (name: string, token: string) => `${name}:sha256:${createHash('sha256').update(token).digest('hex')}:viewer\n`
-  const whoami = async (gw: TestGateway, token: string) => (await gw.admin.inject({ method: 'GET', url: '/admin/whoami', headers: { authorization: `Bearer ${token}` } })).statusCode
+  // Polled until a reload takes a token: each call from an address of its own, so that the wrong ones polled lock none out.
+  const whoami = async (gw: TestGateway, token: string) => (await gw.admin.inject({ method: 'GET', url: '/admin/whoami', headers: { authorization: `Bearer ${token}` }, remoteAddress: freshAddress() })).statusCode
 
   it('takes a new ADMIN_TOKEN_FILE at its next poll (teamsReload.poll, 1 s), audits the fingerprints that changed, and warns of no restart nor of a CONFIG_FILE that is not set', async () => {
     const teams = configMap(`teams:\n  growth:\n    keys: [${plain(OLD)}]\n    advertisers: ["*"]\n`, 'teams.yaml')

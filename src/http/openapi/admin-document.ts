@@ -1,5 +1,6 @@
 import fastifySwagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import type { FastifyInstance } from 'fastify'
+import { ADMIN_GUESSES, ADMIN_GUESS_WINDOW_MS } from '../../access/admin-guesses.js'
 import { buildInfo } from '../../observe/build-info.js'
 import { ADMIN_CHALLENGE } from '../server.js'
 import { healthSchema, readySchema } from '../admin/admin-schemas.js'
@@ -32,6 +33,7 @@ const WHEN: Record<string, string> = {
   GW_PLATFORM_AUTH: 'The password login failed.',
   GW_UPSTREAM: 'A call to the platform failed.',
   GW_ADMIN_HOST: 'The request\'s `Host`, or the host its target names in absolute form (`GET http://host/path`), names neither an IP address, `localhost`, nor a name of `admin.hosts` (`ADMIN_HOSTS`): a page of another site whose name was made to resolve to this address (DNS rebinding). Nothing was read or changed.',
+  GW_RATE_LIMITED: `The caller's address sent ${ADMIN_GUESSES} admin tokens this replica refused within ${ADMIN_GUESS_WINDOW_MS / 1000} s of the first: every \`/admin/*\` call from it is refused, whatever its token, until those ${ADMIN_GUESS_WINDOW_MS / 1000} s end; \`retry-after\` says when.`,
   GW_ADMIN_DISABLED: 'No admin token is configured (`ADMIN_TOKEN`, `ADMIN_VIEWER_TOKEN`, `ADMIN_TOKENS_FILE`): every `/admin/*` call is refused.',
   GW_REDIS_UNAVAILABLE: 'Redis could not be reached.',
   GW_JOBS_UNAVAILABLE: 'Report jobs and their deliveries are kept in Redis, which cannot be read now; `retry-after` says when to ask again.',
@@ -43,11 +45,12 @@ const WHEN: Record<string, string> = {
 /**
  * Codes every call of the listener may answer with (a malformed head, one too large, a
  * request not whole in time and a `Host` it does not answer to are refused before any
- * route is chosen); /admin/* calls also these, and those that change something
+ * route is chosen); /admin/* calls also these (a token refused, or too many refused from
+ * the caller's address), and those that change something
  * GW_FORBIDDEN.
  */
 const EVERY_CALL = ['GW_BAD_REQUEST', 'GW_ADMIN_HOST', 'GW_REQUEST_TIMEOUT', 'GW_SHUTTING_DOWN', 'GW_INTERNAL', 'GW_HEADERS_TOO_LARGE']
-const EVERY_ADMIN_CALL = ['GW_UNAUTHORIZED', 'GW_ADMIN_DISABLED']
+const EVERY_ADMIN_CALL = ['GW_UNAUTHORIZED', 'GW_RATE_LIMITED', 'GW_ADMIN_DISABLED']
 const CHANGES = new Set(['put', 'post', 'delete', 'patch'])
 
 const text = (type: string, description: string) => ({ description, content: { [type]: { schema: { type: 'string' } } } })
