@@ -2,7 +2,7 @@ import type { LoggerOptions } from 'pino'
 import { escapedForms } from './secret-forms.js'
 import { withoutKeys } from './key-shape.js'
 import { failureFields } from './failure-log.js'
-import { percentDecoded, SecretSearch } from './secret-search.js'
+import { SecretSearch } from './secret-search.js'
 
 // Paths that can hold a secret in anything we log: request and response headers, the
 // config, token replies. Values are also scrubbed by `SecretSet.scrub` below, so a
@@ -68,7 +68,7 @@ export class SecretSet {
    * much of a secret it guessed.
    */
   holds(text: string): boolean {
-    return this.#search.in(text) || (/[%+]/.test(text) && this.#search.in(percentDecoded(text)))
+    return this.#search.in(text) || this.#search.inDecoded(text)
   }
 
   /** `line` with every configured secret and anything shaped like a team key (api-keys.ts) written `[REDACTED]`. */

@@ -69,11 +69,11 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
   const until = (expression: string) => page.waitForFunction(expression, { timeout: testTimeLeft() })
   const shows = (id: string, start: string) => until(`document.getElementById(${JSON.stringify(id)})?.textContent?.includes(${JSON.stringify(start)})`)
   const visible = (selector: string) => page.$eval(selector, (node) => node.checkVisibility())
-  // A button of a section each refresh renders anew (every 5 s): found and clicked within one
-  // task of the page, which no refresh can split. page.click's steps (find, scroll, box, mouse
-  // down, mouse up) and page.$eval's (find, then call) are separate round trips, and a refresh
-  // landing between them replaces the button: "Node is detached from document", or a click on
-  // the detached button that reaches no listener.
+  // A button of a section a refresh (every 5 s) may replace, when its row changed: found and
+  // clicked within one task of the page, which no refresh can split. page.click's steps (find,
+  // scroll, box, mouse down, mouse up) and page.$eval's (find, then call) are separate round
+  // trips, and a refresh landing between them that replaces the button leaves "Node is detached
+  // from document", or a click on the detached button that reaches no listener.
   const press = (selector: string) => page.evaluate(`document.querySelector(${JSON.stringify(selector)}).click()`)
 
   it('serves the page with a strict policy and no data, and asks for the token', async () => {
@@ -222,6 +222,22 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
     await shows('config', 'PUT /admin/log-level by admin')
     gw.log.level = 'info'
   })
+
+  it('keeps the keyboard focus on a credential\'s button across refreshes', async () => {
+    // Focused within one task of the page: page.focus finds, then focuses, and a refresh between them could split it.
+    await page.waitForSelector('button[data-relogin="default"]', { timeout: testTimeLeft() })
+    await page.evaluate(`document.querySelector('button[data-relogin="default"]').focus()`)
+    expect(await page.evaluate('document.activeElement?.dataset?.relogin ?? null')).toBe('default')
+    const statusCalls = () => requested.filter((url) => url === `${adminUrl}/admin/status`).length
+    const calls = statusCalls()
+    // Two refreshes drawn: the instant of "Updated" is each refresh's answer, set after its sections.
+    for (let drawn = 0; drawn < 2; drawn++) {
+      const shown = await page.$eval('#updated time', (node) => node.getAttribute('datetime'))
+      await until(`document.querySelector('#updated time')?.getAttribute('datetime') !== ${JSON.stringify(shown)}`)
+    }
+    expect(statusCalls()).toBeGreaterThanOrEqual(calls + 2)
+    expect(await page.evaluate('document.activeElement?.dataset?.relogin ?? null')).toBe('default')
+  }, 60_000)
 
   it('logs in again for the password credential after a confirmation naming it', async () => {
     const before = gw.tokens.get('default').current()?.fingerprint as string
