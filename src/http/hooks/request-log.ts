@@ -281,7 +281,13 @@ export function advertiserField(accounts: readonly unknown[] | null): unknown {
   return ids.length === 1 ? ids[0] : ids
 }
 
-/** The metrics' route label of a matched route. */
+/**
+ * The metrics' route label of a matched route: `report`, `jobs` (the gateway's own job
+ * calls, whose status with `?wait` is held until its job changes, so never part of the
+ * platform calls' latency), `proxy` for the rest of `/api/v1`, else the route itself.
+ */
 export function routeKind(route: string): string {
-  return route.startsWith('/api/v1/report') ? 'report' : route.startsWith('/api/v1') ? 'proxy' : route
+  if (route.startsWith('/api/v1/report')) return 'report'
+  if (route === '/api/v1/jobs' || route.startsWith('/api/v1/jobs/')) return 'jobs'
+  return route.startsWith('/api/v1') ? 'proxy' : route
 }
