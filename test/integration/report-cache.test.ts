@@ -238,6 +238,15 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     if (mode === 'redis') expect(await admin?.keys('rgw:report:*')).toHaveLength(1)
   })
 
+  it('gives a STALE copy less than a second past its freshness a negative ttl, its age rounded up to max-age + 1', async () => {
+    await get(CANONICAL)
+    clock.advance(FRESH_S * 1000 + 300)
+    const stale = await get(CANONICAL)
+    expect(stale.headers['x-cache']).toBe('STALE')
+    expect(stale.headers['cache-status']).toBe('report-gateway; hit; ttl=-1')
+    expect(stale.headers.age).toBe(String(FRESH_S + 1))
+  })
+
   it('serves STALE at once within stale-while-revalidate and refreshes once in the background', async () => {
     const first = await get(CANONICAL)
     clock.advance((FRESH_S + 10) * 1000)
