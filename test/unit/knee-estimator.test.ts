@@ -203,6 +203,44 @@ function takesOverLearning(restart: boolean): number {
   return lowest
 }
 
+/**
+ * Two replicas' limit rules across replicas, each holding 6 calls in flight at a limit of 6
+ * (knee 5, its probe seat) on a platform of 4 workers taking calls in order, calls of 1 s
+ * give or take half: the learner weighs its answers for 20 s (no tick: it does not act),
+ * then the other starts learning, at 20 s, with the learner's evidence (`carry`) or none,
+ * and weighs its own from then on. Returns the new learner's knee at 24 s.
+ */
+function takesOverOnLongCalls(carry: boolean): number {
+  let seed = 5
+  const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647
+  const rules = [new KneeEstimator({ initial: 8, min: 2, max: 64 }), new KneeEstimator({ initial: 8, min: 2, max: 64 })] as const
+  for (const rule of rules) rule.adopt(6, 5, 0)
+  const platform: { startedAt: number; load: number; windows: number[]; left: number }[] = []
+  let [now, nextTick] = [0, 20_100]
+  let learner = rules[0]
+  while (now < 24_000) {
+    while (platform.length < 6) platform.push({ startedAt: now, load: platform.length + 1, windows: rules.map((r) => r.started('report', platform.length + 1)), left: 1000 * (0.5 + random()) })
+    const serving = platform.slice(0, 4)
+    const first = serving.reduce((a, b) => (b.left < a.left ? b : a))
+    const step = Math.min(first.left, (now < 20_000 ? 20_000 : nextTick) - now)
+    for (const c of serving) c.left -= step
+    now += step
+    if (first.left <= 1e-9) {
+      platform.splice(platform.indexOf(first), 1)
+      rules.forEach((rule, i) => rule.ended({ startedAt: first.startedAt, at: now, team: 't', kind: 'report', load: first.load, window: first.windows[i]!, outcome: 'ok' }))
+    }
+    if (now === 20_000 && learner === rules[0]) {
+      learner = rules[1]
+      learner.startLearning(now, carry ? rules[0].evidence(now) : null)
+    }
+    if (now >= nextTick) {
+      learner.tick(now, null)
+      nextTick += 100
+    }
+  }
+  return learner.knee
+}
+
 describe('KneeEstimator', () => {
   it('keeps the seats of a platform with workers to spare that its callers hold at the limit, its calls of one cost ending in the order they started', () => {
     // At one load, one worker answering each call ~6 ms after the one before fits these
@@ -484,6 +522,15 @@ describe('KneeEstimator', () => {
       return rule.knee < knee
     }
     expect([fell(64, 64), fell(17, 16)]).toEqual([true, false])
+  })
+
+  // A replica that takes over starts from the evidence the learner before it wrote with the
+  // shared record (docs/governor.md, "Across replicas the learner weighs every replica's
+  // calls"): on calls of a second, it weighs few answers of its own before the learner
+  // changes again, and with none carried K stayed one past W (seed 1295: learners changing
+  // every few seconds on calls of 6.5 s, K 5 on 4 workers for 70 s).
+  it('starts learning from the evidence the learner before it carried, where its own answers are few', () => {
+    expect([takesOverOnLongCalls(false), takesOverOnLongCalls(true)]).toEqual([5, 4])
   })
 
   // The calls in flight as a replica starts learning say nothing: where they stand among the

@@ -50,7 +50,7 @@ function learnedLimit(clock: FakeClock, opts: { seal?: RedisSeal | null; lease?:
 }
 
 /** A shared record as a learner writes it: `{ limit, knee, at }`, sealed for KEY unless told. */
-function record(r: { limit: unknown; knee: unknown; at: unknown; run?: string }, seal: RedisSeal | null = new RedisSeal(SECRET), key = KEY): string {
+function record(r: { limit: unknown; knee: unknown; at: unknown; run?: string; evidence?: string }, seal: RedisSeal | null = new RedisSeal(SECRET), key = KEY): string {
   const text = JSON.stringify(r)
   return seal ? seal.sealText(key, text) : text
 }
@@ -174,6 +174,20 @@ describe('LearnedLimit', () => {
     estimator.startLearning = () => void adopted.push(estimator.limit)
     renewed(record({ limit: 20, knee: 16, at: clock.now() }), true)
     expect(adopted).toEqual([20])
+  })
+
+  // docs/governor.md, "Across replicas the learner weighs every replica's calls": a replica
+  // that takes over starts from the evidence the learner before it wrote.
+  it('writes its limit rule\'s evidence with the record, and gives the record\'s evidence to its limit rule as it starts learning', () => {
+    const clock = fakeClock()
+    const { estimator, written, renewed } = learnedLimit(clock, { seal: null })
+    const carried: (string | null)[] = []
+    estimator.startLearning = (_now: number, evidence: string | null = null) => void carried.push(evidence)
+    estimator.evidence = () => '5;0,12'
+    renewed(record({ limit: 12, knee: 10, at: clock.now(), run: 'r2', evidence: '3;4,0' }, null), false)
+    renewed(record({ limit: 12, knee: 10, at: clock.now(), run: 'r2', evidence: '3;4,0' }, null), true)
+    expect(carried).toEqual(['3;4,0'])
+    expect(JSON.parse(written.at(-1) as string)).toMatchObject({ limit: 12, run: 'r1', evidence: '5;0,12' })
   })
 
   it('runs the limit rule on the replica that learns only, and writes each move sealed and dated with the next renewal', () => {

@@ -1,6 +1,6 @@
 // The limit rule (docs/governor.md, "The limit rule": the model, s(w), each rule and its reason). Pure: time is passed in.
 import { LENDING_HORIZON_MS } from './dispatch-order.js'
-import { MIN_CALLS, SURE, atLeast, endAt, endedBefore, highestRoom, highestTied, probeFall, spread2, verdicts } from './knee-verdicts.js'
+import { MIN_CALLS, SURE, atLeast, endAt, endedBefore, highestRoom, highestTied, probeFall, readEvidence, spread2, verdicts, writeEvidence } from './knee-verdicts.js'
 import { StartLevels, ThroughputLevels } from './throughput-levels.js'
 import { AnswerTimeline, type Answer } from './answer-timeline.js'
 import { FAULT_MS, FaultWatch, UsualGaps } from './fault-watch.js'
@@ -43,6 +43,8 @@ export class KneeEstimator {
   readonly #levels: ThroughputLevels
   readonly #startLevels = new StartLevels()
   #counted = 0
+  // The evidence the learner before wrote with the shared record (the log-likelihood of each w, at most 0), fading as this replica's own.
+  #carried: Float64Array | null = null
   #fadedAt = -Infinity
   #newCalls = 0
   // The last serial started when the limit last moved, and the answers since to calls started after it (the likelihood's moves wait for MIN_CALLS of them).
@@ -132,14 +134,18 @@ export class KneeEstimator {
     this.#endSerial.push(a.window)
   }
   /** This replica starts learning across replicas, at K and its probe seat (not in the start, nor past the probe seat, nor at the ceiling the start ended at with no verdict, nor where a shared record moved the limit within a DECIDE_MS): the evidence it holds goes (mostly weighed while another learned: its own calls alone), each kind's pace and spread with it, its first decision waits for MIN_CALLS answers weighed since, and the calls in flight now teach nothing (their place among the others' calls is not known). docs/governor.md, "Across replicas the learner weighs every replica's calls". */
-  startLearning(now: number): void {
+  startLearning(now: number, carried: string | null = null): void {
     if (this.#phase !== 'cruise' || this.#limit > this.#knee + 1 || this.#knee >= this.#max || now - this.#adoptedAt < DECIDE_MS) return
     this.#paused = this.#serial
     for (const st of this.#kinds.values()) [st.seen, st.ss] = [0, new Float64Array(this.#max)]
     for (const a of [this.#logs, this.#impossible]) a.fill(0)
     this.#ownMs.fill(FAULT_MS)
     ;[this.#counted, this.#newCalls] = [0, 0]
+    this.#carried = readEvidence(carried, this.#max, now, EVIDENCE_MS)
+    if (this.#carried !== null) this.#fadedAt = now
   }
+  /** The evidence this learner weighed, for the shared record (a replica that takes over starts from it): the log-likelihood of each w below the likeliest, in tenths of a nat, and the moment; null before any. */
+  evidence(now: number): string | null { return this.#counted < 1 && this.#carried === null ? null : writeEvidence(this.#likelihoods(), now) }
   /** Another replica's limit and knee (the shared record): taken as they are; a limit below the knee is a fault here too. */
   adopt(limit: number, knee: number, now: number): Step | null {
     const [l, k] = [this.#clamp(limit), this.#clamp(knee)]
@@ -278,6 +284,7 @@ export class KneeEstimator {
   /** The log-likelihood of each w (index w − 1) over the faded evidence, own times profiled per kind, one spread; all zero before any. */
   #likelihoods(): Float64Array {
     const ll = new Float64Array(this.#max)
+    if (this.#carried !== null) ll.set(this.#carried)
     if (this.#counted < 1) return ll
     const ss = new Float64Array(this.#max)
     let most = 0
@@ -344,7 +351,7 @@ export class KneeEstimator {
     this.#fadedAt = now
     for (const st of this.#kinds.values()) for (let i = 0; i < this.#max; i++) st.ss[i]! *= f
     this.#counted *= f
-    for (const a of [this.#logs, this.#impossible]) for (let i = 0; i < a.length; i++) a[i]! *= f
+    for (const a of [this.#logs, this.#impossible, this.#carried ?? []]) for (let i = 0; i < a.length; i++) a[i]! *= f
   }
   /** The limit to `limit`: the step, or null where the limit stays and `kneeMoved` is not said. */
   #set(limit: number, move: Move, kneeMoved = false): Step | null {

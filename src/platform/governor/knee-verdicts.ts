@@ -1,5 +1,5 @@
-// The limit rule's arithmetic (knee-estimator.ts): verdicts over the log-likelihood of each guess w (index w − 1), and the
-// calls ahead of an answer (when k had ended, how likely so soon). Pure.
+// The limit rule's arithmetic (knee-estimator.ts): verdicts over the log-likelihood of each guess w (index w − 1), it as the
+// shared record carries it, and the calls ahead of an answer (when k had ended, how likely so soon). Pure.
 
 // docs/governor.md, "Constants".
 export const SURE = 3
@@ -70,4 +70,20 @@ export function atLeast(m: number, of: number, mean: number): number {
   let [term, below] = [Math.exp(-mean), 0]
   for (let j = 0; j < m; j++, term *= mean / j) below += term
   return Math.max(0, 1 - below)
+}
+
+/** The log-likelihoods `ll` of each w at `now`, as the shared limit record carries them to the next learner (docs/governor.md, "the learner"): each below the likeliest, in tenths of a nat, and the moment. */
+export function writeEvidence(ll: Float64Array, now: number): string {
+  const top = Math.max(...ll)
+  return `${Math.round(now)};${Array.from(ll, (x) => Math.round((top - x) * 10)).join(',')}`
+}
+
+/** The evidence a record carries for `max` guesses, faded to `now` over `fadeMs`; null where there is none or it is not one. */
+export function readEvidence(text: string | null, max: number, now: number, fadeMs: number): Float64Array | null {
+  const m = text === null ? null : /^(\d+);(\d+(?:,\d+)*)$/.exec(text)
+  if (m === null) return null
+  const tenths = (m[2] as string).split(',').map(Number)
+  if (tenths.length !== max) return null
+  const f = Math.exp(-Math.max(0, now - Number(m[1])) / fadeMs)
+  return Float64Array.from(tenths, (t) => (-t / 10) * f)
 }

@@ -73,11 +73,11 @@ export class LearnedLimit {
     this.#learning = plan.learner
     this.#o.estimator.heard(plan.learner ? answer.others : null)
     const record = answer.limitRecord === null ? null : this.#open(answer.limitRecord)
-    // A replica that follows takes the shared limit; one that starts learning starts from it, on what it weighs from then on (knee-estimator.ts), and says it learns.
+    // A replica that follows takes the shared limit; one that starts learning starts from it, on the evidence the record carries and what it weighs from then on (knee-estimator.ts), and says it learns.
     if (record !== null && !(wasLearning && this.#learning)) this.#adopt(record)
     if (!this.#learning) return
     const now = this.#clock.now()
-    if (!wasLearning) this.#o.estimator.startLearning(now)
+    if (!wasLearning) this.#o.estimator.startLearning(now, record?.evidence ?? null)
     // Redis lost the record (a restart, a flush): the learner writes it again.
     if (answer.limitRecord === null && this.#written !== null) this.#o.lease?.writeLimit(this.#written)
     // The record is the learner's: one another run wrote (as a store stall ended) is written over, once a REWRITE_MS at most.
@@ -103,7 +103,8 @@ export class LearnedLimit {
     const { lease, seal, key, estimator } = this.#o
     if (lease === null) return
     const now = this.#clock.now()
-    const text = JSON.stringify({ limit: estimator.limit, knee: estimator.knee, at: now, run: lease.run } satisfies SharedLimit)
+    const evidence = estimator.evidence(now)
+    const text = JSON.stringify({ limit: estimator.limit, knee: estimator.knee, at: now, run: lease.run, ...(evidence === null ? {} : { evidence }) } satisfies SharedLimit)
     this.#written = seal ? seal.sealText(key, text) : text
     lease.writeLimit(this.#written, tell)
   }
@@ -134,9 +135,9 @@ export class LearnedLimit {
 /** The record's fields, or null where it is not one (no text, not JSON, a field missing or out of range). */
 function parseRecord(text: string | null): SharedLimit | null {
   try {
-    const { limit, knee, at, run } = JSON.parse(text ?? '') as Partial<SharedLimit>
+    const { limit, knee, at, run, evidence } = JSON.parse(text ?? '') as Partial<SharedLimit>
     if (!(Number.isInteger(limit) && (limit as number) > 0 && Number.isInteger(knee) && (knee as number) > 0 && Number.isFinite(at))) return null
-    return { limit: limit as number, knee: knee as number, at: at as number, ...(typeof run === 'string' ? { run } : {}) }
+    return { limit: limit as number, knee: knee as number, at: at as number, ...(typeof run === 'string' ? { run } : {}), ...(typeof evidence === 'string' ? { evidence } : {}) }
   } catch {
     return null
   }

@@ -110,8 +110,8 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   }
 }
 
-/** The shared limit record as learned-limit.ts opens it: written `at` (epoch ms) by `run`, the learner every replica goes on with. */
-export type SharedLimit = { limit: number; knee: number; at: number; run?: string }
+/** The shared limit record as learned-limit.ts opens it: written `at` (epoch ms) by `run`, the learner every replica goes on with; `evidence`, what its limit rule weighed (KneeEstimator.evidence: a replica that takes over starts from it). */
+export type SharedLimit = { limit: number; knee: number; at: number; run?: string; evidence?: string }
 
 /** A record as the store keeps it: `<lease>|<in flight>|<need>|<answered>|<waited>|<teams>[#<calls>]`, each team `<name>,<weight>,<cap>,<held>,<waiting>,<lingering>,<peak>[,<seat ms>]` (cap 0: none). */
 export function encodeRecord(r: Omit<ReplicaRecord, 'run'>): string {
