@@ -62,11 +62,11 @@ describe('ThroughputLevels across replicas: the dip', () => {
 
 describe('StartLevels: the start doubles while a level answers more a second than the level before', () => {
   /** MIN_CALLS ends at each level, of `kind` (or kinds in turn), each `latency(level)` ms give or take `spread` (log, alternately). */
-  function start(levels: number[], latencyOf: (level: number, kind: string) => number, kinds = ['report'], spread = 0.2): StartLevels {
+  function start(levels: number[], latencyOf: (level: number, kind: string) => number, kinds = ['report'], spread = 0.2, timed = true): StartLevels {
     const s = new StartLevels()
     for (const level of levels) for (let i = 0; i < MIN_CALLS; i++) {
       const kind = kinds[i % kinds.length]!
-      s.ended(level, kind, latencyOf(level, kind) * Math.exp(i % 2 === 0 ? spread : -spread))
+      s.ended(level, kind, latencyOf(level, kind) * Math.exp(i % 2 === 0 ? spread : -spread), timed)
     }
     return s
   }
@@ -85,6 +85,12 @@ describe('StartLevels: the start doubles while a level answers more a second tha
     const queue = (level: number) => 100 * Math.max(1, level / 20)
     expect(start([16, 32], queue).verdict(32)).toBe('double') // 1.25 times 16's: short of 1.5, not surely
     expect(start([8, 16, 32, 64], queue).verdict(64)).toBe(20)
+  })
+
+  it('asks the whole gain of a level the likelihood weighed fewer than MIN_CALLS answers of (read late, untimed): 1.25 times 16\'s at 32 ends at the workers\' worth', () => {
+    const queue = (level: number) => 100 * Math.max(1, level / 20)
+    expect(start([16, 32], queue, ['report'], 0.2, false).verdict(32)).toBe(20)
+    expect(start([16, 32], () => 100, ['report'], 0.2, false).verdict(32)).toBe('double') // twice the answers a second: it scales
   })
 
   it('ends at the level that gave the most where calls past the knee are slower (the capacity bench\'s platform, knee 12)', () => {

@@ -126,7 +126,7 @@ export class KneeEstimator {
     this.#overtook += PACE_GAIN * (Number((this.#calls.keys().next().value as number) < a.window) - this.#overtook)
     this.#calls.delete(a.window)
     if (a.outcome === 'ok' && !this.metFault(a.startedAt, a.at)) {
-      // Across replicas the levels' answers are the records' and the limit the learner's: every answer counts as timed there.
+      // Across replicas the levels' answers are the records' and the limit the learner's: every answer counts as timed there (the half gain).
       if (call.level > 0) this.#startLevels.ended(call.level, a.kind, a.at - a.startedAt, a.timed !== false || this.#timeline !== null, call.full)
       this.#learn(a, call)
     }

@@ -127,13 +127,15 @@ export class StartLevels {
   /** Whether the likelihood weighed MIN_CALLS of `level`'s answers. */
   timed(level: number): boolean { return (this.#levels.get(level)?.timed ?? 0) >= MIN_CALLS }
 
-  /** The knee the start ends at, where `limit` and the level before have MIN_CALLS ends and `limit`'s fall surely short of START_GAIN's growth (√(2·SURE) standard errors): the most workers' worth a level up to it gave (#worth); else 'double'. */
+  /** The knee the start ends at, where `limit` and the level before have MIN_CALLS ends and `limit`'s fall surely short of START_GAIN's growth (√(2·SURE) standard errors), of the whole growth L/L′ where the likelihood weighed fewer than MIN_CALLS of `limit`'s answers: the most workers' worth a level up to it gave (#worth); else 'double'. */
   verdict(limit: number): 'double' | number {
     const measured = [...this.#levels.keys()].filter((l) => l <= limit && this.measured(l)).sort((a, b) => a - b)
     const below = measured.filter((l) => l < limit).at(-1)
     if (below === undefined || measured.at(-1) !== limit) return 'double'
     const grew = this.#gain(limit, below)
-    if (grew === null || grew.gain + Math.sqrt(2 * SURE * grew.variance) >= Math.log(1 + START_GAIN * (limit / below - 1))) return 'double'
+    // Untimed, a level's answers reach no queue verdict: its answers a second alone stand between the doubling and the platform's refusal, and they must show the growth of a platform that scales.
+    const gain = this.timed(limit) ? START_GAIN : 1
+    if (grew === null || grew.gain + Math.sqrt(2 * SURE * grew.variance) >= Math.log(1 + gain * (limit / below - 1))) return 'double'
     return Math.max(...measured.map((l) => this.#worth(l, measured[0]!)))
   }
 
