@@ -27,6 +27,15 @@ describe('ThroughputLevels across replicas: the dip', () => {
     expect(measured([2, 1_000]).dip(1_000, 2, 2), 'nothing below the least').toBeNull()
   })
 
+  // Two FALLs below: past the knee of a platform whose calls slow, a level gives less than
+  // FALL more than the one above it, and the limit moves between K + 1 and K + 2.
+  it('dips, where the likelihood does not place the knee, where no level at DIP of the limit or below is measured within RECENT_MS', () => {
+    expect(measured([15, 1_000], [16, 1_000], [17, 1_000], [18, 1_000]).dip(1_000, 18, 2, true), 'levels between measured').toBe(14)
+    expect(measured([14, 1_000], [18, 1_000]).dip(1_000, 18, 2, true), 'the dip\'s level measured').toBeNull()
+    expect(measured([11, 1_000], [18, 1_000]).dip(1_000, 18, 2, true), 'a level below the dip measured').toBeNull()
+    expect(measured([13, 1_000], [18, 1_000 + RECENT_MS + 1]).dip(1_000 + RECENT_MS + 1, 18, 2, true), 'a level below measured before RECENT_MS').toBe(14)
+  })
+
   it('keeps the dip where the level it went to gives FALL more than the limit\'s, and puts the limit back where it does not', () => {
     for (const slower of [false, true]) {
       const levels = measured([18, 1_000])
@@ -50,13 +59,13 @@ describe('ThroughputLevels across replicas: the dip', () => {
     expect(levels.dip(2_000 + DIP_MS, 18, 2)).toBe(14)
   })
 
-  it('tries no dip within DIP_MS after one put back, whatever the limit', () => {
+  it('dips again within DIP_MS once the limit is past the one put back: the dip said nothing of a higher level', () => {
     const levels = measured([18, 1_000])
     levels.wentDown(14, true, 18, 17, 100)
     measure(levels, 14, 2_000, 101, 18)
     expect(levels.recheck()).toEqual({ limit: 18, knee: 17 })
     measure(levels, 20, 9_000, 200)
-    expect(levels.dip(9_000, 20, 2)).toBeNull()
+    expect(levels.dip(9_000, 20, 2)).toBe(16)
   })
 })
 

@@ -1,7 +1,7 @@
 // The limit rule (docs/governor.md, "The limit rule": the model, s(w), each rule and its reason). Pure: time is passed in.
 import { LENDING_HORIZON_MS } from './dispatch-order.js'
 import { MIN_CALLS, SURE, atLeast, endAt, endedBefore, highestRoom, highestTied, probeFall, readEvidence, spread2, verdicts, writeEvidence } from './knee-verdicts.js'
-import { StartLevels, ThroughputLevels } from './throughput-levels.js'
+import { RECENT_MS, StartLevels, ThroughputLevels } from './throughput-levels.js'
 import { AnswerTimeline, type Answer } from './answer-timeline.js'
 import { FAULT_MS, FaultWatch, UsualGaps } from './fault-watch.js'
 import { MAX_KINDS, leastUsed } from './work-estimates.js'
@@ -71,6 +71,9 @@ export class KneeEstimator {
   #timeline: AnswerTimeline | null = null
   // When a shared record last moved the limit or knee here.
   #adoptedAt = -Infinity
+  // Across replicas, the lowest limit at which a queue at the limit alone was shown within EVIDENCE_MS (the knee stayed), and when; when room last raised the knee to it or past it.
+  #queueAlone = { limit: Infinity, at: -Infinity }
+  #roseAt = -Infinity
   #now: () => number = () => 0
   constructor({ initial, min, max }: { initial: number; min: number; max: number }) {
     if (!Number.isInteger(min) || min < 1) throw new RangeError(`KneeEstimator: min must be an integer ≥ 1 (got ${min})`)
@@ -173,7 +176,9 @@ export class KneeEstimator {
     }
     const peak = this.#levels.peak(now, this.#limit, this.#min, () => highestRoom(this.#likelihoods()))
     if (peak !== null) return this.#fellTo(peak, false)
-    const dip = this.#timeline?.merging && this.#overtook < OVERTAKEN ? this.#levels.dip(now, this.#limit, this.#min) : null
+    // Room raised K to a limit a queue at the limit alone took it back from: the likelihood does not place the knee, and the limit moves between K + 1 and K + 2.
+    const ratchet = now - this.#roseAt <= RECENT_MS
+    const dip = this.#timeline?.merging && (this.#overtook < OVERTAKEN || ratchet) ? this.#levels.dip(now, this.#limit, this.#min, ratchet) : null
     if (dip !== null) return this.#fellTo(dip, true)
     // On one replica the likelihood's verdicts are of the limit in force: until MIN_CALLS calls started under it have answered, its answers are the limit's before (docs/governor.md, "Cruise").
     if (!this.#timeline?.merging && this.#sinceMove < MIN_CALLS) return null
@@ -222,12 +227,14 @@ export class KneeEstimator {
     const bears = this.#longWaits() ?? Infinity
     if (this.#limit > k && room >= reach && (reach === this.#limit || !verdicts(ll, this.#limit).queueBelow)) {
       this.#past = this.#levels.belowFall(this.#limit, Math.min(2 * Math.max(1, this.#past), bears))
+      if (this.#limit >= this.#queueAlone.limit && now - this.#queueAlone.at <= EVIDENCE_MS) this.#roseAt = now
       return this.#setKnee(this.#limit, 'grew', this.#past)
     }
     const { queueBelow: sure, best } = verdicts(ll, k)
     const queueBelow = this.#queueHolds(sure)
     if (queueBelow || (this.#limit > k + 1 && verdicts(ll, this.#limit).queueBelow)) {
       ;[this.#past, this.#queueSeen] = [1, true]
+      if (!queueBelow && this.#timeline?.merging) this.#queueAlone = { limit: now - this.#queueAlone.at > EVIDENCE_MS ? this.#limit : Math.min(this.#limit, this.#queueAlone.limit), at: now }
       // On one replica a queue at the limit alone leaves K at the room shown below the limit, when above K: the queue says W is below the limit, the room that it is at least there.
       return this.#setKnee(queueBelow ? this.#served(best, k, now) : this.#timeline?.merging ? k : Math.max(k, Math.min(room, this.#limit - 1)), 'queue')
     }

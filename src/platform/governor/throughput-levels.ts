@@ -20,8 +20,8 @@ export class ThroughputLevels {
   readonly #levels: Level[]
   /** A dip checked: the level it went to, the answers a second of the level left, the limit and knee before, the last serial started then, and the level's answers since. */
   #check: { index: number; mean: number; limit: number; knee: number; serial: number; fresh: Level } | null = null
-  // When a dip was last put back.
-  #dipBackAt = -Infinity
+  // When a dip was last put back, and the limit it put back.
+  #dipBack = { at: -Infinity, limit: 0 }
   constructor(max: number) { this.#levels = Array.from({ length: max }, noLevel) }
 
   /** An answer to a call that took the limit's last seat, at its `level`, in its kind's unit (`baseLog`: its first latency's log; `lowMs`: its lowest); a dip's level counts only calls started after the dip began (`serial`). */
@@ -54,12 +54,12 @@ export class ThroughputLevels {
     return Math.max(min, best)
   }
 
-  /** Across replicas, the limit's level measured within RECENT_MS and none from DIP of it up to below it, no dip put back within DIP_MS: DIP of it, for the limit to go to (wentDown); else null. */
-  dip(now: number, limit: number, min: number): number | null {
+  /** Across replicas, the limit's level measured within RECENT_MS and none from DIP of it up to below it (`twoFalls`: none at DIP of it or below, two FALLs below: a level within them may give less than FALL more), no dip put back within DIP_MS at this limit or above: DIP of it, for the limit to go to (wentDown); else null. */
+  dip(now: number, limit: number, min: number, twoFalls = false): number | null {
     const top = Math.min(limit, this.#levels.length) - 1
     const low = Math.max(min, Math.floor((top + 1) * DIP))
-    if (low > top || !this.#recent(top, now) || now - this.#dipBackAt < DIP_MS) return null
-    for (let i = low - 1; i < top; i++) if (this.#recent(i, now)) return null
+    if (low > top || !this.#recent(top, now) || (now - this.#dipBack.at < DIP_MS && limit <= this.#dipBack.limit)) return null
+    for (let i = twoFalls ? 0 : low - 1; i < (twoFalls ? low : top); i++) if (this.#recent(i, now)) return null
     return low
   }
 
@@ -74,7 +74,7 @@ export class ThroughputLevels {
     if (c === null || c.fresh.n < MIN_CALLS) return null
     this.#check = null
     if (rate(c.index, c.fresh) - c.mean > FELL) return null
-    this.#dipBackAt = c.fresh.at
+    this.#dipBack = { at: c.fresh.at, limit: c.limit }
     return { limit: c.limit, knee: c.knee }
   }
 
