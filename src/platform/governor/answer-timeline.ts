@@ -1,10 +1,10 @@
 // Every replica's calls in time order for the learner (docs/governor.md, "Across replicas the learner weighs every replica's calls"). Pure.
 
-/** What the limit rule learns from one call's end: `load`, the calls in flight on every replica at its start, itself included; `window`, its serial (what `started` returned); `timed` false, an end, not evidence (docs/governor.md, "The gateway's own time"); `timedWithinMs`, how long before its reading a timed answer may have come (this replica's loop; none: at once). */
+/** What the limit rule learns from one call's end: `load`, the calls in flight on every replica at its start, itself included; `window`, its serial (what `started` returned); `timed` false, an end, not evidence (docs/governor.md, "The gateway's own time"). */
 export interface Answer {
   startedAt: number; at: number; team: string; kind: string; load: number; window: number
   outcome: 'ok' | 'overload' | 'other' // overload: 502/503/504 or no connection; other: says nothing of load (a call cut by its deadline)
-  timed?: boolean; timedWithinMs?: number
+  timed?: boolean
   /** Answered 429: the platform refused it (docs/governor.md, "Start"). */
   refused?: boolean
 }
