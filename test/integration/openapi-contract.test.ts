@@ -7,7 +7,9 @@
 import SwaggerParser from '@apidevtools/swagger-parser'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import { describe, expect, it } from 'vitest'
+import { hashApiKey } from '../../src/access/api-keys.js'
 import { buildGateway, closeAfterTest, KEYS, listen, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
+import { fakeClock, onRealTimers } from '../helpers/clock.js'
 import { useSandboxGateway } from '../helpers/fixtures.js'
 import { pointer, resolveRef, type Json } from '../helpers/openapi-doc.js'
 import { brokenHeadAnswers, rawHttp, rawRequest } from '../helpers/sandbox-gateway.js'
@@ -57,7 +59,8 @@ function mismatches(doc: Json, ajv: Ajv2020, path: string, method: string, answe
   }
   const content = response.content as Record<string, Json> | undefined
   const type = (answer.headers.get('content-type') ?? '').split(';')[0]!.trim()
-  if (!content) return problems
+  // A HEAD answer is a GET's headers without its body.
+  if (!content || method === 'head') return problems
   if (!(type in content)) return [...problems, `content type ${type} is not declared for ${key}`]
   const schemaAt = typeof responses[key] === 'object' && '$ref' in (responses[key] as Json) ? `${(responses[key] as Json).$ref as string}/content/${type.replace('/', '~1')}/schema` : pointer('paths', path, method, 'responses', key, 'content', type, 'schema')
   if (!ajv.validate({ $ref: `openapi.json${schemaAt}` }, JSON.parse(answer.body))) problems.push(`body ${answer.body.slice(0, 200)}: ${ajv.errorsText()}`)
@@ -232,5 +235,89 @@ describe('the OpenAPI document against an independent validator and real answers
       for (const p of mismatches(doc, ajv, call.path, call.method, answer)) problems.push(`${call.what}: ${p}`)
     }
     expect(problems).toEqual([])
+  })
+})
+
+describe('the OpenAPI document against every kind of report and job answer', () => {
+  it('describes each as the gateway sends it: STALE, REFRESH, 304, HEAD, a passed-on refusal and redirect, a 502, the spent day\'s 429, a 202, a job\'s status, wait, result and HEAD, a cancel, a failed job', async () => {
+    const doc = await documentOf()
+    const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true })
+    ajv.addSchema(doc, 'openapi.json')
+    const BOUNDED = 'rgw_test_openapi_bounded_key_000000000000000'
+    const yaml = `${TEAMS_YAML}  bounded:\n    keys: ["${hashApiKey(BOUNDED)}"]\n    advertisers: ["*"]\n    platformSecondsPerDay: 0.001\ncache:\n  refreshAhead: false\n  refreshMinAge: 0s\n`
+    const clock = fakeClock(Date.parse('2026-03-10T12:00:00Z'))
+    const gw = await listen(await buildGateway(testConfig({ PLATFORM_BASE_URL: env.sandbox.url, PLATFORM_TOKEN: env.sandbox.issueToken() }, yaml), { clock: onRealTimers(clock.now) }))
+    const REPORT = '/api/v1/report/{split}/get'
+    const report = (advertiser: number, from = '2026-03-08', to = '2026-03-09') => `/api/v1/report/campaigns/get?advertiserId=${advertiser}&dateFrom=${from}&dateTo=${to}`
+    const stateOf = async (id: string) => ((await (await fetch(`${gw.url}/api/v1/jobs/${id}`, { headers: { 'x-api-key': KEYS.all } })).json()) as { state: string }).state
+    const problems: string[] = []
+    const answers = new Map<string, Response>()
+    const call = async (what: string, path: string, url: string, status: number, init: RequestInit = {}, key = KEYS.all): Promise<{ headers: Headers; body: string }> => {
+      const method = (init.method ?? 'GET').toLowerCase()
+      const res = await fetch(`${gw.url}${url}`, { ...init, redirect: 'manual', headers: { 'x-api-key': key, ...(init.headers as Record<string, string> | undefined) } })
+      answers.set(what, res)
+      const answer = { status: res.status, headers: res.headers, body: await res.text() }
+      if (answer.status !== status) problems.push(`${what}: status ${answer.status}, expected ${status}: ${answer.body.slice(0, 200)}`)
+      for (const p of mismatches(doc, ajv, path, method, answer)) problems.push(`${what}: ${p}`)
+      return answer
+    }
+    try {
+      const miss = await call('MISS', REPORT, report(101), 200)
+      const etag = miss.headers.get('etag') ?? ''
+      await call('304', REPORT, report(101), 304, { headers: { 'if-none-match': etag } })
+      await call('HEAD', REPORT, report(101), 200, { method: 'HEAD' })
+      await call('REFRESH', REPORT, report(101), 200, { headers: { 'cache-control': 'no-cache' } })
+      // Past its freshness (5 min: its days are recent), the platform failing: the copy, STALE.
+      clock.advance(6 * 60_000)
+      env.sandbox.setFailure({ kind: 'status', status: 500, times: 10 })
+      await call('STALE', REPORT, report(101), 200)
+      await call('HEAD STALE', REPORT, report(101), 200, { method: 'HEAD' })
+      await call('304 STALE', REPORT, report(101), 304, { headers: { 'if-none-match': etag } })
+      // No copy and the platform failing: 502.
+      await call('502', REPORT, report(102), 502)
+      env.sandbox.setFailure({ kind: 'none' })
+      env.sandbox.setFailure({ kind: 'status', status: 422, body: { message: 'The given data was invalid.' }, times: 1 })
+      await call('a platform refusal passed on', REPORT, report(103), 422)
+      env.sandbox.setFailure({ kind: 'redirect', location: '/api/v1/elsewhere', times: 1 })
+      await call('a platform redirect passed on', REPORT, report(103, '2026-03-03', '2026-03-04'), 302)
+      env.sandbox.setFailure({ kind: 'redirect', location: '/api/v1/elsewhere', status: 307, times: 1 })
+      await call('a platform redirect of a platform call', '/api/v1/campaign/get', '/api/v1/campaign/get', 307, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"userId":101}' })
+      env.sandbox.setFailure({ kind: 'redirect', location: '/api/v1/elsewhere', times: 1 })
+      const redirected = await call('202 of a job the platform redirects', REPORT, report(103, '2025-01-01', '2025-06-30'), 202, { headers: { prefer: 'respond-async' } })
+      const kept = (JSON.parse(redirected.body) as { id: string }).id
+      await waitFor('the redirected job done', async () => (await stateOf(kept)) === 'done', testTimeLeft())
+      await call('a job result that kept a platform redirect', '/api/v1/jobs/{id}/result', `/api/v1/jobs/${kept}/result`, 302)
+      env.sandbox.setFailure({ kind: 'none' })
+      // A job: asked, its status (waited for), its result, each as GET and HEAD.
+      const asked = await call('202', REPORT, report(101, '2025-01-01', '2025-12-31'), 202, { headers: { prefer: 'respond-async' } })
+      const id = (JSON.parse(asked.body) as { id: string }).id
+      await call('job status, waited for', '/api/v1/jobs/{id}', `/api/v1/jobs/${id}?wait=20`, 200)
+      await waitFor('the job done', async () => (await stateOf(id)) === 'done', testTimeLeft())
+      await call('job status', '/api/v1/jobs/{id}', `/api/v1/jobs/${id}`, 200)
+      await call('HEAD job status', '/api/v1/jobs/{id}', `/api/v1/jobs/${id}`, 200, { method: 'HEAD' })
+      const result = await call('job result', '/api/v1/jobs/{id}/result', `/api/v1/jobs/${id}/result`, 200)
+      await call('HEAD job result', '/api/v1/jobs/{id}/result', `/api/v1/jobs/${id}/result`, 200, { method: 'HEAD' })
+      await call('304 job result', '/api/v1/jobs/{id}/result', `/api/v1/jobs/${id}/result`, 304, { headers: { 'if-none-match': result.headers.get('etag') ?? '' } })
+      await call('job of no one', '/api/v1/jobs/{id}', '/api/v1/jobs/0mx40zbyc0001Nv0ZuPzNajELtOO3', 404)
+      await call('cancel of a done job', '/api/v1/jobs/{id}', `/api/v1/jobs/${id}`, 409, { method: 'DELETE' })
+      // A job the platform fails: its status, and its result (the failure as the read's).
+      env.sandbox.setFailure({ kind: 'status', status: 500, times: 10 })
+      const failing = await call('202 of a job that fails', REPORT, report(104, '2025-01-01', '2025-12-31'), 202, { headers: { prefer: 'respond-async' } })
+      const failed = (JSON.parse(failing.body) as { id: string }).id
+      await waitFor('the job failed', async () => (await stateOf(failed)) === 'failed', testTimeLeft())
+      env.sandbox.setFailure({ kind: 'none' })
+      await call('failed job status', '/api/v1/jobs/{id}', `/api/v1/jobs/${failed}`, 200)
+      await call('failed job result', '/api/v1/jobs/{id}/result', `/api/v1/jobs/${failed}/result`, 502)
+      // A team past its platform-seconds of the day.
+      await call('bounded MISS', REPORT, report(101, '2026-02-01', '2026-02-02'), 200, {}, BOUNDED)
+      await call('429 day spent', REPORT, report(102, '2026-02-01', '2026-02-02'), 429, {}, BOUNDED)
+      await call('429 day spent, a job asked', REPORT, report(102, '2026-02-01', '2026-02-03'), 429, { headers: { prefer: 'respond-async' } }, BOUNDED)
+      await call('HEAD 429 day spent', REPORT, report(102, '2026-02-01', '2026-02-02'), 429, { method: 'HEAD' }, BOUNDED)
+    } finally {
+      env.sandbox.setFailure({ kind: 'none' })
+      await closeAfterTest(gw)
+    }
+    expect(problems).toEqual([])
+    expect([...answers].filter(([, res]) => res.headers.get('x-cache') === 'STALE').map(([what]) => what)).toEqual(['STALE', 'HEAD STALE', '304 STALE'])
   })
 })

@@ -78,7 +78,9 @@ function run(file: string, args: string[], cwd: string, env: Record<string, stri
 
 describe('the image builds and runs (the Dockerfile replayed without a container engine)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'rgw-image-'))
-  afterAll(() => rmSync(dir, { recursive: true, force: true }), 120_000)
+  // The stages hold three copies of node_modules (tens of thousands of files): deleting
+  // them took more than 2 min on a machine whose load was 13 on 2 cores.
+  afterAll(() => rmSync(dir, { recursive: true, force: true }), 10 * 60_000)
 
   const instructions = parseDockerfile(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'))
   const stages = stagesOf(instructions)

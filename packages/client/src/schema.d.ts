@@ -1667,6 +1667,8 @@ export interface components {
         vary: string;
         /** @description The platform's own `cache-control`, when it sent one, without what lets a shared cache keep the answer (`public`, `s-maxage`, `proxy-revalidate`): `private` then takes their place (`public, max-age=600` becomes `max-age=600, private`). */
         "proxied-cache-control": string;
+        /** @description Where the platform's redirect leads; a URL on the platform's own origin is written on the gateway (its path, query and fragment). Never followed by the gateway, nor by the typed client (`CLIENT_REDIRECT`). */
+        "redirect-location": string;
         /** @description The platform's own `vary` with `authorization, x-api-key` added (unless it is `*`), on every answer of the platform passed on: a cache between the caller and the gateway keeps the answer for the key that asked, never for another. */
         "proxied-vary": string;
         /** @description `gzip` when the caller accepts gzip: the stored bytes as they are. */
@@ -1754,6 +1756,19 @@ export interface components {
                             "application/json": unknown;
                         };
                     };
+                    /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+                    "3XX": {
+                        headers: {
+                            location: components["headers"]["redirect-location"];
+                            "x-request-id": components["headers"]["x-request-id"];
+                            "cache-control": components["headers"]["proxied-cache-control"];
+                            vary: components["headers"]["proxied-vary"];
+                            ratelimit: components["headers"]["ratelimit"];
+                            "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            [name: string]: unknown;
+                        };
+                        content?: never;
+                    };
                     /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
                     "4XX": {
                         headers: {
@@ -1818,6 +1833,19 @@ export interface components {
                         content: {
                             "application/json": unknown;
                         };
+                    };
+                    /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+                    "3XX": {
+                        headers: {
+                            location: components["headers"]["redirect-location"];
+                            "x-request-id": components["headers"]["x-request-id"];
+                            "cache-control": components["headers"]["proxied-cache-control"];
+                            vary: components["headers"]["proxied-vary"];
+                            ratelimit: components["headers"]["ratelimit"];
+                            "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            [name: string]: unknown;
+                        };
+                        content?: never;
                     };
                     /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
                     "4XX": {
@@ -1884,6 +1912,19 @@ export interface components {
                             "application/json": unknown;
                         };
                     };
+                    /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+                    "3XX": {
+                        headers: {
+                            location: components["headers"]["redirect-location"];
+                            "x-request-id": components["headers"]["x-request-id"];
+                            "cache-control": components["headers"]["proxied-cache-control"];
+                            vary: components["headers"]["proxied-vary"];
+                            ratelimit: components["headers"]["ratelimit"];
+                            "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            [name: string]: unknown;
+                        };
+                        content?: never;
+                    };
                     /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
                     "4XX": {
                         headers: {
@@ -1948,6 +1989,19 @@ export interface components {
                         content: {
                             "application/json": unknown;
                         };
+                    };
+                    /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+                    "3XX": {
+                        headers: {
+                            location: components["headers"]["redirect-location"];
+                            "x-request-id": components["headers"]["x-request-id"];
+                            "cache-control": components["headers"]["proxied-cache-control"];
+                            vary: components["headers"]["proxied-vary"];
+                            ratelimit: components["headers"]["ratelimit"];
+                            "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            [name: string]: unknown;
+                        };
+                        content?: never;
                     };
                     /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
                     "4XX": {
@@ -2035,6 +2089,19 @@ export interface components {
                             "application/json": unknown;
                         };
                     };
+                    /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+                    "3XX": {
+                        headers: {
+                            location: components["headers"]["redirect-location"];
+                            "x-request-id": components["headers"]["x-request-id"];
+                            "cache-control": components["headers"]["proxied-cache-control"];
+                            vary: components["headers"]["proxied-vary"];
+                            ratelimit: components["headers"]["ratelimit"];
+                            "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            [name: string]: unknown;
+                        };
+                        content?: never;
+                    };
                     /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
                     "4XX": {
                         headers: {
@@ -2099,6 +2166,19 @@ export interface components {
                         content: {
                             "application/json": unknown;
                         };
+                    };
+                    /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+                    "3XX": {
+                        headers: {
+                            location: components["headers"]["redirect-location"];
+                            "x-request-id": components["headers"]["x-request-id"];
+                            "cache-control": components["headers"]["proxied-cache-control"];
+                            vary: components["headers"]["proxied-vary"];
+                            ratelimit: components["headers"]["ratelimit"];
+                            "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            [name: string]: unknown;
+                        };
+                        content?: never;
                     };
                     /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
                     "4XX": {
@@ -2305,6 +2385,22 @@ export interface operations {
             502: components["responses"]["report-502"];
             503: components["responses"]["report-503"];
             504: components["responses"]["report-504"];
+            /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+            "3XX": {
+                headers: {
+                    location: components["headers"]["redirect-location"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["cache-control"];
+                    vary: components["headers"]["vary"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache"];
+                    "cache-status": components["headers"]["cache-status"];
+                    "platform-usage": components["headers"]["platform-usage"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
                 headers: {
@@ -2451,6 +2547,22 @@ export interface operations {
             502: components["responses"]["report-502"];
             503: components["responses"]["report-503"];
             504: components["responses"]["report-504"];
+            /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+            "3XX": {
+                headers: {
+                    location: components["headers"]["redirect-location"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["cache-control"];
+                    vary: components["headers"]["vary"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache"];
+                    "cache-status": components["headers"]["cache-status"];
+                    "platform-usage": components["headers"]["platform-usage"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
                 headers: {
@@ -2744,6 +2856,22 @@ export interface operations {
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+            "3XX": {
+                headers: {
+                    location: components["headers"]["redirect-location"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["cache-control"];
+                    vary: components["headers"]["vary"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache"];
+                    "cache-status": components["headers"]["cache-status"];
+                    "platform-usage": components["headers"]["platform-usage"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3134,6 +3262,22 @@ export interface operations {
             502: components["responses"]["job-502"];
             503: components["responses"]["job-503"];
             504: components["responses"]["job-504"];
+            /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+            "3XX": {
+                headers: {
+                    location: components["headers"]["redirect-location"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["cache-control"];
+                    vary: components["headers"]["vary"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache"];
+                    "cache-status": components["headers"]["cache-status"];
+                    "platform-usage": components["headers"]["platform-usage"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
                 headers: {
@@ -3394,6 +3538,22 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+            "3XX": {
+                headers: {
+                    location: components["headers"]["redirect-location"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["cache-control"];
+                    vary: components["headers"]["vary"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache"];
+                    "cache-status": components["headers"]["cache-status"];
+                    "platform-usage": components["headers"]["platform-usage"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
                 headers: {
@@ -3457,6 +3617,19 @@ export interface operations {
             502: components["responses"]["platform-502"];
             503: components["responses"]["platform-503"];
             504: components["responses"]["platform-504"];
+            /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+            "3XX": {
+                headers: {
+                    location: components["headers"]["redirect-location"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
                 headers: {
@@ -3544,6 +3717,19 @@ export interface operations {
                     "application/json": unknown;
                 };
             };
+            /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+            "3XX": {
+                headers: {
+                    location: components["headers"]["redirect-location"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
                 headers: {
@@ -3608,6 +3794,19 @@ export interface operations {
                     "application/json": unknown;
                 };
             };
+            /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+            "3XX": {
+                headers: {
+                    location: components["headers"]["redirect-location"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
                 headers: {
@@ -3671,6 +3870,19 @@ export interface operations {
                 content: {
                     "application/json": unknown;
                 };
+            };
+            /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+            "3XX": {
+                headers: {
+                    location: components["headers"]["redirect-location"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
@@ -3738,6 +3950,19 @@ export interface operations {
                 content: {
                     "application/json": unknown;
                 };
+            };
+            /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+            "3XX": {
+                headers: {
+                    location: components["headers"]["redirect-location"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
@@ -3948,6 +4173,19 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+            "3XX": {
+                headers: {
+                    location: components["headers"]["redirect-location"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
                 headers: {
@@ -4010,6 +4248,19 @@ export interface operations {
                     "application/json": unknown;
                 };
             };
+            /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+            "3XX": {
+                headers: {
+                    location: components["headers"]["redirect-location"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
                 headers: {
@@ -4069,6 +4320,19 @@ export interface operations {
                 content: {
                     "application/json": unknown;
                 };
+            };
+            /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+            "3XX": {
+                headers: {
+                    location: components["headers"]["redirect-location"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
@@ -4134,6 +4398,19 @@ export interface operations {
                     "application/json": unknown;
                 };
             };
+            /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+            "3XX": {
+                headers: {
+                    location: components["headers"]["redirect-location"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
                 headers: {
@@ -4197,6 +4474,19 @@ export interface operations {
                 content: {
                     "application/json": unknown;
                 };
+            };
+            /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+            "3XX": {
+                headers: {
+                    location: components["headers"]["redirect-location"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
@@ -4264,6 +4554,19 @@ export interface operations {
                 content: {
                     "application/json": unknown;
                 };
+            };
+            /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+            "3XX": {
+                headers: {
+                    location: components["headers"]["redirect-location"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
@@ -4474,6 +4777,19 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+            "3XX": {
+                headers: {
+                    location: components["headers"]["redirect-location"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
                 headers: {
@@ -4536,6 +4852,19 @@ export interface operations {
                     "application/json": unknown;
                 };
             };
+            /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+            "3XX": {
+                headers: {
+                    location: components["headers"]["redirect-location"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
                 headers: {
@@ -4595,6 +4924,19 @@ export interface operations {
                 content: {
                     "application/json": unknown;
                 };
+            };
+            /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+            "3XX": {
+                headers: {
+                    location: components["headers"]["redirect-location"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
@@ -4660,6 +5002,19 @@ export interface operations {
                     "application/json": unknown;
                 };
             };
+            /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+            "3XX": {
+                headers: {
+                    location: components["headers"]["redirect-location"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
                 headers: {
@@ -4723,6 +5078,19 @@ export interface operations {
                 content: {
                     "application/json": unknown;
                 };
+            };
+            /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+            "3XX": {
+                headers: {
+                    location: components["headers"]["redirect-location"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
@@ -4790,6 +5158,19 @@ export interface operations {
                 content: {
                     "application/json": unknown;
                 };
+            };
+            /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+            "3XX": {
+                headers: {
+                    location: components["headers"]["redirect-location"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
@@ -5000,6 +5381,19 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+            "3XX": {
+                headers: {
+                    location: components["headers"]["redirect-location"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
                 headers: {
@@ -5061,6 +5455,19 @@ export interface operations {
                 content: {
                     "application/json": unknown;
                 };
+            };
+            /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+            "3XX": {
+                headers: {
+                    location: components["headers"]["redirect-location"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
@@ -5159,6 +5566,19 @@ export interface operations {
             502: components["responses"]["platform-502"];
             503: components["responses"]["platform-503"];
             504: components["responses"]["platform-504"];
+            /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+            "3XX": {
+                headers: {
+                    location: components["headers"]["redirect-location"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
                 headers: {
@@ -5303,6 +5723,19 @@ export interface operations {
             502: components["responses"]["platform-502"];
             503: components["responses"]["platform-503"];
             504: components["responses"]["platform-504"];
+            /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
+            "3XX": {
+                headers: {
+                    location: components["headers"]["redirect-location"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["proxied-cache-control"];
+                    vary: components["headers"]["proxied-vary"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
                 headers: {

@@ -92,6 +92,7 @@ const HEADERS: Json = {
   etag: header('Strong validator of the body, one per representation (`"<tag>"`, `"<tag>-gzip"`); send it back in `if-none-match` for a 304 while it has not changed.'),
   vary: header('`accept-encoding, authorization, prefer, x-api-key`: a browser keeps a copy for one key, not for another, and not for a read that prefers `respond-async`.'),
   'proxied-cache-control': header('The platform\'s own `cache-control`, when it sent one, without what lets a shared cache keep the answer (`public`, `s-maxage`, `proxy-revalidate`): `private` then takes their place (`public, max-age=600` becomes `max-age=600, private`).'),
+  'redirect-location': always('Where the platform\'s redirect leads; a URL on the platform\'s own origin is written on the gateway (its path, query and fragment). Never followed by the gateway, nor by the typed client (`CLIENT_REDIRECT`).', { type: 'string' }),
   'proxied-vary': header('The platform\'s own `vary` with `authorization, x-api-key` added (unless it is `*`), on every answer of the platform passed on: a cache between the caller and the gateway keeps the answer for the key that asked, never for another.'),
   'content-encoding': header('`gzip` when the caller accepts gzip: the stored bytes as they are.'),
   'content-language': header('The platform\'s, when its answer had one (language tags only): on a copy as on the answer that filled it; not on a 304.'),
@@ -138,6 +139,12 @@ const PASSED_THROUGH = {
   content: { 'application/json': { schema: { $ref: '#/components/schemas/PlatformError' } } },
 }
 
+/** The platform's redirect (a 3xx other than 304), passed on with its location and no content. */
+const PASSED_REDIRECT = {
+  description: 'The platform\'s redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none.',
+  headers: { location: ref('redirect-location'), 'x-request-id': ref('x-request-id'), 'cache-control': ref('proxied-cache-control'), vary: ref('proxied-vary'), ...RATE_LIMIT_HEADERS },
+}
+
 /** A platform call's success: a known operation's, else any 2xx. */
 function platformSuccess(known: KnownOperation | null): Json {
   const headers = { 'x-request-id': ref('x-request-id'), 'cache-control': ref('proxied-cache-control'), vary: ref('proxied-vary'), ...RATE_LIMIT_HEADERS }
@@ -173,11 +180,13 @@ function reportResponses(): Json {
     // A report's platform 4xx is passed on uncached: `x-cache: BYPASS` and its cache-status say so;
     // what its call cost, and no finality (it holds no figures: reports/finality.ts holdsFigures).
     '4XX': { ...PASSED_THROUGH, headers: { ...PASSED_THROUGH.headers, 'cache-control': ref('cache-control'), vary: ref('vary'), 'x-cache': ref('x-cache'), 'cache-status': ref('cache-status'), [USAGE_HEADER]: ref(USAGE_HEADER) } },
+    // A report's platform redirect is passed on uncached as its 4xx is: what its call cost, no finality.
+    '3XX': { ...PASSED_REDIRECT, headers: { ...PASSED_REDIRECT.headers, 'cache-control': ref('cache-control'), vary: ref('vary'), 'x-cache': ref('x-cache'), 'cache-status': ref('cache-status'), [USAGE_HEADER]: ref(USAGE_HEADER) } },
   }
 }
 
 function platformResponses(known: KnownOperation | null): Json {
-  return { ...platformSuccess(known), ...errorResponses('platform'), '4XX': PASSED_THROUGH }
+  return { ...platformSuccess(known), '3XX': PASSED_REDIRECT, ...errorResponses('platform'), '4XX': PASSED_THROUGH }
 }
 
 /**

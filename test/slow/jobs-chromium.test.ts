@@ -1,0 +1,82 @@
+/**
+ * A report job asked and waited for by a page of the gateway's own origin in headless
+ * Chromium, with fetch() as a dashboard uses it: the 202 with its `location`, a status
+ * waited for with `?wait` (the long wait the gateway offers browsers: no push, no
+ * EventSource, whose requests cannot carry a key), a wait the page gives up (its
+ * AbortController, a tab closed) giving its place back, and the result with what it cost
+ * and which figures may still change, each header readable by the page. Node's fetch
+ * meets the same bounds in test/attacks/job-waits.test.ts.
+ */
+import type { Browser, Page } from 'puppeteer-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { KEYS, REPORT_PATH, teamsYamlWith } from '../helpers/build-gateway.js'
+import { chromiumPath, launchChromium } from '../helpers/console-browser.js'
+import { startSandboxGateway, type SandboxGateway } from '../helpers/sandbox-gateway.js'
+import { waitFor } from '../helpers/wait.js'
+
+const CHROMIUM = chromiumPath('the report jobs browser test')
+
+describe.skipIf(CHROMIUM === null)('a report job in a page of the gateway\'s origin', () => {
+  let sg: SandboxGateway
+  let browser: Browser
+  let page: Page
+  beforeAll(async () => {
+    // One wait of a team at a time: a place the page left and never gave back refuses the next.
+    sg = await startSandboxGateway({ yaml: teamsYamlWith({ jobs: { maxWaitsPerTeam: 1 } }) })
+    browser = await launchChromium(CHROMIUM as string)
+    page = await browser.newPage()
+    await page.goto(`${sg.url}/healthz`)
+  }, 60_000)
+  afterAll(async () => {
+    sg?.sandbox.releaseHeld()
+    await browser?.close()
+    await sg?.closeAfterTests()
+  })
+
+  /** The replica's gauge of the team's waits held now. */
+  async function waiting(team: string): Promise<number> {
+    const text = (await sg.gw.admin.inject({ method: 'GET', url: '/metrics' })).body
+    return Number(new RegExp(`^gateway_report_job_waits\\{team="${team}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0)
+  }
+
+  it('asks it (202, location), waits with ?wait, gives a wait up and waits again, then reads its result with its cost and finality', async () => {
+    sg.sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    const asked = await page.evaluate(async (url: string, key: string) => {
+      const res = await fetch(url, { headers: { 'x-api-key': key, prefer: 'respond-async' } })
+      return { status: res.status, location: res.headers.get('location'), applied: res.headers.get('preference-applied'), body: (await res.json()) as { id: string; state: string } }
+    }, `${REPORT_PATH}?advertiserId=101&dateFrom=2025-01-01&dateTo=2025-12-31&byDate=1`, KEYS.all)
+    expect(asked).toMatchObject({ status: 202, location: `/api/v1/jobs/${asked.body.id}`, applied: 'respond-async', body: { state: 'queued' } })
+    await waitFor('the job\'s call at the platform', () => sg.callerRequests().some((r) => r.path === REPORT_PATH && r.query.includes('2025-01-01')))
+
+    // A wait the page gives up: held at the gateway, then aborted in the page.
+    await page.evaluate((location: string, key: string) => {
+      const left = new AbortController()
+      Object.assign(globalThis, { left, leftWait: fetch(`${location}?wait=30`, { headers: { 'x-api-key': key }, signal: left.signal }).then((r) => `read ${r.status}`, (e: Error) => e.name) })
+    }, asked.location as string, KEYS.all)
+    await waitFor('the page\'s wait held', async () => (await waiting('all')) === 1)
+    expect(await page.evaluate(() => {
+      const w = globalThis as unknown as { left: AbortController; leftWait: Promise<string> }
+      w.left.abort()
+      return w.leftWait
+    })).toBe('AbortError')
+    await waitFor('the place of the wait the page left given back', async () => (await waiting('all')) === 0)
+
+    // The page waits again: held, not refused; answered once the job ends.
+    await page.evaluate((location: string, key: string) => {
+      Object.assign(globalThis, { waited: fetch(`${location}?wait=30`, { headers: { 'x-api-key': key } }).then(async (r) => ({ status: r.status, cacheControl: r.headers.get('cache-control'), body: (await r.json()) as { state: string; result: string | null } })) })
+    }, asked.location as string, KEYS.all)
+    await waitFor('the page\'s second wait held', async () => (await waiting('all')) === 1)
+    sg.sandbox.releaseHeld()
+    const waited = await page.evaluate(() => (globalThis as unknown as { waited: Promise<{ status: number; cacheControl: string | null; body: { state: string; result: string | null } }> }).waited)
+    expect(waited).toMatchObject({ status: 200, cacheControl: 'private, no-store', body: { state: 'done', result: `${asked.location}/result` } })
+
+    // Its result: the report, with what it cost and its finality, as a report read's answer.
+    const result = await page.evaluate(async (url: string, key: string) => {
+      const res = await fetch(url, { headers: { 'x-api-key': key } })
+      const h = res.headers
+      return { status: res.status, usage: h.get('platform-usage'), settled: h.get('report-settled-through'), provisional: h.get('report-provisional-days'), requestId: h.get('x-request-id'), rows: ((await res.json()) as { data: unknown[] }).data.length }
+    }, waited.body.result as string, KEYS.all)
+    expect(result).toMatchObject({ status: 200, usage: expect.stringMatching(/^fill=\d+(\.\d{1,3})?, minute=/), settled: expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/), provisional: 'none', requestId: expect.any(String) })
+    expect(result.rows).toBeGreaterThan(0)
+  }, 60_000)
+})
