@@ -57,7 +57,8 @@ export function createRedisClient(cfg: Config['redis'], log: Logger): RedisClien
   const sentinels = cfg.sentinels?.map((n) => `${n.host}:${n.port}`).join(',')
   const explain = (message: string) => (sentinels === undefined ? message : explainSentinelError(message, cfg.sentinelName, sentinels))
   client.on('error', (err: Error) => {
-    connectionErrors.set(client, explain(err.message))
+    const cause = explain(err.message)
+    if (cause !== null) connectionErrors.set(client, cause)
     log.debug({ err: { message: err.message } }, 'redis connection error')
   })
   client.on('ready', () => connectionErrors.delete(client))
