@@ -57,7 +57,8 @@ export function createRedisClient(cfg: Config['redis'], log: Logger): RedisClien
   const sentinels = cfg.sentinels?.map((n) => `${n.host}:${n.port}`).join(',')
   const explain = (message: string) => (sentinels === undefined ? message : explainSentinelError(message, cfg.sentinelName, sentinels))
   client.on('error', (err: Error) => {
-    connectionErrors.set(client, explain(err.message))
+    const cause = explain(err.message)
+    if (cause !== null) connectionErrors.set(client, cause)
     log.debug({ err: { message: err.message } }, 'redis connection error')
   })
   client.on('ready', () => connectionErrors.delete(client))
@@ -108,10 +109,23 @@ export function redisAddress(cfg: Pick<Config['redis'], 'url' | 'sentinels' | 's
  * password) is the cause then.
  */
 export function failureCause(client: RedisClient, err: unknown): string {
-  const own = (err as Error).message
+  const own = commandFailureInWords(err)
   const cause = (client.status !== 'ready' ? connectionErrors.get(client) : undefined) ?? own
   const unreached = unreachedMasters(client)
   return unreached.length === 0 ? cause : `${cause} (cluster masters not reached: ${unreached.join(', ')})`
+}
+
+/**
+ * A command's failure as what happened to its connection. The driver's own words for a
+ * command whose connection closed under it (Redis stopped, restarted or failed over) and
+ * for one it did not send while reconnecting name options of the driver
+ * (`maxRetriesPerRequest`, `enableOfflineQueue`) that no setting of the gateway reaches.
+ */
+export function commandFailureInWords(err: unknown): string {
+  const { name, message } = err instanceof Error ? err : { name: '', message: String(err) }
+  if (name === 'MaxRetriesPerRequestError') return 'the connection to Redis closed with the command in flight'
+  if (message.includes('enableOfflineQueue')) return 'not connected to Redis (reconnecting)'
+  return message
 }
 
 export function redisConnectTimeoutMs(cfg: Pick<Config['redis'], 'commandTimeoutMs'>): number {

@@ -40,6 +40,8 @@ export interface SentinelTopology extends RedisTopology {
   failover(): Promise<{ from: number; to: number }>
   /** SIGKILLs the master, and resolves once the sentinel noticed and promoted the replica (no replica is left). */
   killMaster(): Promise<{ from: number; to: number }>
+  /** SIGKILLs the master with the sentinel told not to fail over (its down-after an hour): it names the gone master on; resolves with its port. */
+  killMasterUnpromoted(): Promise<number>
 }
 
 const BASE_ARGS = ['--save', '', '--appendonly', 'no']
@@ -231,6 +233,12 @@ export async function startRedisSentinel(masterName = 'mymaster', tls?: RedisTls
           const from = await masterPortNow()
           await stopRedis(byPort.get(from) as ChildProcess, true)
           return promotedFrom(from)
+        },
+        killMasterUnpromoted: async () => {
+          const from = await masterPortNow()
+          await sentinel.call('SENTINEL', 'SET', masterName, 'down-after-milliseconds', '3600000')
+          await stopRedis(byPort.get(from) as ChildProcess, true)
+          return from
         },
         close: async () => {
           client.disconnect()

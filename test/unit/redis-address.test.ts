@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import { redisAddress } from '../../src/redis/client.js'
+import { commandFailureInWords, redisAddress } from '../../src/redis/client.js'
 
-// Every Redis state line names where Redis is, and never its password.
+// Every Redis state line names where Redis is, and never its password; its cause says
+// what happened to the connection, never an option of the driver's.
 
 const none = { url: null, sentinels: null, sentinelName: 'mymaster', cluster: null }
 
@@ -14,5 +15,18 @@ describe('redisAddress', () => {
   it('names the Sentinel master and its sentinels, or the cluster seeds', () => {
     expect(redisAddress({ ...none, url: 'redis://:pw@x', sentinels: [{ host: 's1', port: 26379 }, { host: 's2', port: 26379 }] })).toBe('sentinel mymaster via s1:26379,s2:26379')
     expect(redisAddress({ ...none, cluster: [{ host: 'n1', port: 7000 }] })).toBe('cluster n1:7000')
+  })
+})
+
+describe('commandFailureInWords', () => {
+  it('says a connection closed under the command, or not yet made again, without the driver\'s option names', () => {
+    const inFlight = Object.assign(new Error('Reached the max retries per request limit (which is 0). Refer to "maxRetriesPerRequest" option for details.'), { name: 'MaxRetriesPerRequestError' })
+    expect(commandFailureInWords(inFlight)).toBe('the connection to Redis closed with the command in flight')
+    expect(commandFailureInWords(new Error("Stream isn't writeable and enableOfflineQueue options is false"))).toBe('not connected to Redis (reconnecting)')
+  })
+
+  it('keeps any other failure\'s own message', () => {
+    expect(commandFailureInWords(new Error('connect ECONNREFUSED 10.0.0.7:6379'))).toBe('connect ECONNREFUSED 10.0.0.7:6379')
+    expect(commandFailureInWords('not an error')).toBe('not an error')
   })
 })

@@ -14,4 +14,8 @@ describe('a Sentinel-routed connection error, explained', () => {
       expect(explainSentinelError(message, 'mymaster', '127.0.0.1:26379')).toBe(message)
     }
   })
+
+  it('a reconnection that began at the end of the Sentinels, having asked none, is no cause', () => {
+    expect(explainSentinelError('All sentinels are unreachable. Retrying from scratch after 10ms.', 'mymaster', '127.0.0.1:26379')).toBeNull()
+  })
 })
