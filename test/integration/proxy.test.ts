@@ -203,6 +203,22 @@ describe('token injection', () => {
     expect(usual.headers.vary).toBe('authorization, x-api-key')
   })
 
+  it("passes on no cache directive meant for the platform's CDN (CDN-Cache-Control, its targeted kin, Surrogate-Control): no CDN before the gateway keeps one team's answer for another", async () => {
+    // RFC 9213: a CDN obeys its targeted field in place of cache-control; Surrogate-Control
+    // is Fastly's, Akamai's and Varnish's. Either lets a CDN keep what cache-control keeps private.
+    const targeted = {
+      'cdn-cache-control': 'public, max-age=900',
+      'cloudflare-cdn-cache-control': 'max-age=900',
+      'vercel-cdn-cache-control': 'max-age=900',
+      'surrogate-control': 'max-age=900',
+    }
+    sandbox.setFailure({ kind: 'status', status: 200, headers: { ...targeted, 'cache-control': 'no-cache, private' }, body: { data: [] }, times: 1 })
+    const res = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
+    expect(res.statusCode).toBe(200)
+    for (const name of Object.keys(targeted)) expect(res.headers[name], name).toBeUndefined()
+    expect(res.headers['cache-control']).toBe('no-cache, private')
+  })
+
   it('passes a given x-request-id on to the platform and back', async () => {
     const res = await call('POST', '/api/v1/campaign/get', { headers: { 'x-request-id': 'trace-abc.123:x' }, json: {} })
     expect(res.statusCode).toBe(200)
