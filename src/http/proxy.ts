@@ -171,6 +171,11 @@ const isCredentialCount = (name: string): boolean => /^(x-)?rate-?limit(-|$)/.te
 // gateway (to which a key in x-api-key is no Authorization) must not give it to another key.
 const SHARED_ONLY = /^(public|s-maxage\s*=.*|proxy-revalidate)$/i
 const KEY_HEADERS = ['authorization', 'x-api-key']
+// Cache directives for a CDN alone, which it obeys in place of cache-control: RFC 9213's
+// targeted fields (`CDN-Cache-Control`, a CDN's own `<name>-CDN-Cache-Control`) and the
+// Edge Architecture's `Surrogate-Control` (Fastly, Akamai, Varnish). The platform's are for
+// its own CDN; before the gateway they would keep one key's answer for every key.
+const isCdnDirective = (name: string): boolean => name === 'surrogate-control' || name === 'cdn-cache-control' || name.endsWith('-cdn-cache-control')
 
 // Headers holding a URL the caller may follow, each with how its URLs are put on the gateway.
 const URL_HEADERS: ReadonlyArray<readonly [string, (value: string, platformBase: string) => string]> = [
@@ -184,7 +189,7 @@ const URL_HEADERS: ReadonlyArray<readonly [string, (value: string, platformBase:
  * The platform's response headers as the caller gets them: no session cookie, no
  * hop-by-hop headers, none of the gateway's own, no policy for the platform's origin
  * (CORS, alt-svc, HSTS, clear-site-data, reporting), no count of the shared token's calls,
- * private to the key that asked, and a URL
+ * private to the key that asked (no CDN's cache directive), and a URL
  * (`location`, `content-location`, `link`, `refresh`) on the platform's own origin (`platformBase`) as the
  * gateway's path: a client that follows it comes back to the gateway, which checks the
  * call, instead of taking its team key to the platform's address.
@@ -204,8 +209,9 @@ export function callerHeaders(headers: IncomingHttpHeaders, platformBase: string
   return out
 }
 
-/** `cache-control` without what lets a shared cache keep the answer, `private` added when it was so; `vary` names the key headers. */
+/** `cache-control` without what lets a shared cache keep the answer, `private` added when it was so, and no CDN's directive; `vary` names the key headers. */
 function privateToTheKey(out: IncomingHttpHeaders): void {
+  for (const name of Object.keys(out)) if (isCdnDirective(name)) delete out[name]
   const control = out['cache-control']
   if (typeof control === 'string') {
     const directives = control.split(',').map((d) => d.trim()).filter((d) => d !== '')
