@@ -222,6 +222,14 @@ describe('token injection', () => {
     expect(res.headers['cache-control']).toBe('no-cache, private')
   })
 
+  it('passes on no instruction to a server before the gateway: nginx\'s X-Accel-*, X-Sendfile', async () => {
+    // nginx acts on X-Accel-Redirect (an internal redirect to any of its locations), X-Accel-Expires
+    // (its cache's time, over cache-control) and the others from the server behind it; Apache's and
+    // lighttpd's X-Sendfile serve a file of their own disk. The platform's are for its own front.
+    const nginx = { 'x-accel-redirect': '/internal/admin/status', 'x-accel-expires': '600', 'x-accel-buffering': 'no', 'x-accel-limit-rate': '1', 'x-accel-charset': 'koi8-r' }
+    await answeredWithout({ ...nginx, 'x-sendfile': '/etc/passwd', 'x-lighttpd-send-file': '/etc/passwd' }, { 'x-served-by': 'cache-fra-1' })
+  })
+
   it('passes a given x-request-id on to the platform and back', async () => {
     const res = await call('POST', '/api/v1/campaign/get', { headers: { 'x-request-id': 'trace-abc.123:x' }, json: {} })
     expect(res.statusCode).toBe(200)
