@@ -160,6 +160,13 @@ const GATEWAY_HEADERS = ['x-cache', USAGE_HEADER, SETTLED_HEADER, PROVISIONAL_HE
 const ORIGIN_POLICIES = ['timing-allow-origin', 'alt-svc', 'strict-transport-security', 'clear-site-data', 'nel', 'report-to', 'reporting-endpoints']
 const isOriginPolicy = (name: string): boolean => name.startsWith('access-control-') || ORIGIN_POLICIES.includes(name)
 
+// Instructions a server before the gateway acts on: nginx's X-Accel-* (an internal
+// redirect to any of its locations, its cache's time over cache-control, its buffering and
+// rate), Apache's and lighttpd's X-Sendfile (a file of its own disk). The platform's are
+// for the server before the platform; an ingress before the gateway would follow them.
+const FRONT_INSTRUCTIONS = ['x-sendfile', 'x-lighttpd-send-file']
+const isFrontInstruction = (name: string): boolean => name.startsWith('x-accel-') || FRONT_INSTRUCTIONS.includes(name)
+
 // A rate-limit count the platform writes (Laravel's `x-ratelimit-limit` and
 // `x-ratelimit-remaining` on every answer; the IETF draft's `ratelimit`, `ratelimit-policy`,
 // `ratelimit-remaining`, ...) counts the calls of the credential's token, every team's: on a
@@ -189,7 +196,8 @@ const URL_HEADERS: ReadonlyArray<readonly [string, (value: string, platformBase:
  * The platform's response headers as the caller gets them: no session cookie, no
  * hop-by-hop headers, none of the gateway's own, no policy for the platform's origin
  * (CORS, alt-svc, HSTS, clear-site-data, reporting), no count of the shared token's calls,
- * private to the key that asked (no CDN's cache directive), and a URL
+ * no instruction to a server before the gateway (X-Accel-*, X-Sendfile), private to the
+ * key that asked (no CDN's cache directive), and a URL
  * (`location`, `content-location`, `link`, `refresh`) on the platform's own origin (`platformBase`) as the
  * gateway's path: a client that follows it comes back to the gateway, which checks the
  * call, instead of taking its team key to the platform's address.
@@ -198,7 +206,7 @@ export function callerHeaders(headers: IncomingHttpHeaders, platformBase: string
   const out = { ...headers }
   const named = typeof out.connection === 'string' ? out.connection.split(',').map((h) => h.trim().toLowerCase()) : []
   for (const name of [...HOP_BY_HOP, ...named, 'set-cookie', ...GATEWAY_HEADERS]) delete out[name]
-  for (const name of Object.keys(out)) if (isOriginPolicy(name) || isCredentialCount(name)) delete out[name]
+  for (const name of Object.keys(out)) if (isOriginPolicy(name) || isCredentialCount(name) || isFrontInstruction(name)) delete out[name]
   privateToTheKey(out)
   if (platformBase !== null) {
     for (const [name, rewrite] of URL_HEADERS) {
