@@ -211,23 +211,26 @@ describe('token injection', () => {
 
   it("passes on no cache directive meant for the platform's CDN (CDN-Cache-Control, its targeted kin, Surrogate-Control): no CDN before the gateway keeps one team's answer for another", async () => {
     // RFC 9213: a CDN obeys its targeted field in place of cache-control; Surrogate-Control
-    // is Fastly's, Akamai's and Varnish's. Either lets a CDN keep what cache-control keeps private.
+    // is Fastly's and Varnish's, Edge-Control Akamai's. Each lets a CDN keep what cache-control keeps private.
     const targeted = {
       'cdn-cache-control': 'public, max-age=900',
       'cloudflare-cdn-cache-control': 'max-age=900',
       'vercel-cdn-cache-control': 'max-age=900',
       'surrogate-control': 'max-age=900',
+      'edge-control': 'cache-maxage=900s',
     }
     const res = await answeredWithout(targeted, { 'cache-control': 'no-cache, private' })
     expect(res.headers['cache-control']).toBe('no-cache, private')
   })
 
-  it('passes on no instruction to a server before the gateway: nginx\'s X-Accel-*, X-Sendfile', async () => {
+  it('passes on no instruction to a server before the gateway: nginx\'s X-Accel-*, Envoy\'s x-envoy-*, X-Sendfile', async () => {
     // nginx acts on X-Accel-Redirect (an internal redirect to any of its locations), X-Accel-Expires
     // (its cache's time, over cache-control) and the others from the server behind it; Apache's and
     // lighttpd's X-Sendfile serve a file of their own disk. The platform's are for its own front.
     const nginx = { 'x-accel-redirect': '/internal/admin/status', 'x-accel-expires': '600', 'x-accel-buffering': 'no', 'x-accel-limit-rate': '1', 'x-accel-charset': 'koi8-r' }
-    await answeredWithout({ ...nginx, 'x-sendfile': '/etc/passwd', 'x-lighttpd-send-file': '/etc/passwd' }, { 'x-served-by': 'cache-fra-1' })
+    // Envoy (an Istio sidecar, a gateway) takes a replica answering x-envoy-immediate-health-check-fail out of its pool.
+    const envoy = { 'x-envoy-immediate-health-check-fail': 'true', 'x-envoy-degraded': 'true', 'x-envoy-ratelimited': 'true' }
+    await answeredWithout({ ...nginx, ...envoy, 'x-sendfile': '/etc/passwd', 'x-lighttpd-send-file': '/etc/passwd' }, { 'x-served-by': 'cache-fra-1' })
   })
 
   it('passes a given x-request-id on to the platform and back', async () => {
