@@ -162,10 +162,12 @@ const isOriginPolicy = (name: string): boolean => name.startsWith('access-contro
 
 // Instructions a server before the gateway acts on: nginx's X-Accel-* (an internal
 // redirect to any of its locations, its cache's time over cache-control, its buffering and
-// rate), Apache's and lighttpd's X-Sendfile (a file of its own disk). The platform's are
-// for the server before the platform; an ingress before the gateway would follow them.
+// rate), Envoy's x-envoy-* (`immediate-health-check-fail` takes the replica out of its
+// pool, `degraded`, `ratelimited`), Apache's and lighttpd's X-Sendfile (a file of its own
+// disk). The platform's are for the server before the platform; an ingress or a sidecar
+// before the gateway would follow them.
 const FRONT_INSTRUCTIONS = ['x-sendfile', 'x-lighttpd-send-file']
-const isFrontInstruction = (name: string): boolean => name.startsWith('x-accel-') || FRONT_INSTRUCTIONS.includes(name)
+const isFrontInstruction = (name: string): boolean => name.startsWith('x-accel-') || name.startsWith('x-envoy-') || FRONT_INSTRUCTIONS.includes(name)
 
 // A rate-limit count the platform writes (Laravel's `x-ratelimit-limit` and
 // `x-ratelimit-remaining` on every answer; the IETF draft's `ratelimit`, `ratelimit-policy`,
@@ -179,10 +181,12 @@ const isCredentialCount = (name: string): boolean => /^(x-)?rate-?limit(-|$)/.te
 const SHARED_ONLY = /^(public|s-maxage\s*=.*|proxy-revalidate)$/i
 const KEY_HEADERS = ['authorization', 'x-api-key']
 // Cache directives for a CDN alone, which it obeys in place of cache-control: RFC 9213's
-// targeted fields (`CDN-Cache-Control`, a CDN's own `<name>-CDN-Cache-Control`) and the
-// Edge Architecture's `Surrogate-Control` (Fastly, Akamai, Varnish). The platform's are for
-// its own CDN; before the gateway they would keep one key's answer for every key.
-const isCdnDirective = (name: string): boolean => name === 'surrogate-control' || name === 'cdn-cache-control' || name.endsWith('-cdn-cache-control')
+// targeted fields (`CDN-Cache-Control`, a CDN's own `<name>-CDN-Cache-Control`), the
+// Edge Architecture's `Surrogate-Control` (Fastly, Varnish) and Akamai's `Edge-Control`.
+// The platform's are for its own CDN; before the gateway they would keep one key's answer
+// for every key.
+const CDN_DIRECTIVES = ['surrogate-control', 'edge-control', 'cdn-cache-control']
+const isCdnDirective = (name: string): boolean => CDN_DIRECTIVES.includes(name) || name.endsWith('-cdn-cache-control')
 
 // Headers holding a URL the caller may follow, each with how its URLs are put on the gateway.
 const URL_HEADERS: ReadonlyArray<readonly [string, (value: string, platformBase: string) => string]> = [
@@ -196,7 +200,7 @@ const URL_HEADERS: ReadonlyArray<readonly [string, (value: string, platformBase:
  * The platform's response headers as the caller gets them: no session cookie, no
  * hop-by-hop headers, none of the gateway's own, no policy for the platform's origin
  * (CORS, alt-svc, HSTS, clear-site-data, reporting), no count of the shared token's calls,
- * no instruction to a server before the gateway (X-Accel-*, X-Sendfile), private to the
+ * no instruction to a server before the gateway (X-Accel-*, x-envoy-*, X-Sendfile), private to the
  * key that asked (no CDN's cache directive), and a URL
  * (`location`, `content-location`, `link`, `refresh`) on the platform's own origin (`platformBase`) as the
  * gateway's path: a client that follows it comes back to the gateway, which checks the
