@@ -203,6 +203,11 @@ describe('token injection', () => {
     const shared = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
     expect(shared.headers['cache-control']).toBe('max-age=600, private')
     expect(shared.headers.vary).toBe('accept, authorization, x-api-key')
+    // RFC 9111, 3.5: must-revalidate lets a shared cache keep an answer to a call with
+    // authorization (a key sent as a bearer) as public does: it stays, and the answer is private.
+    sandbox.setFailure({ kind: 'status', status: 200, headers: { 'cache-control': 'max-age=600, must-revalidate' }, body: { data: [] }, times: 1 })
+    const revalidated = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 }, key: null, headers: { authorization: `Bearer ${KEYS.all}` } })
+    expect(revalidated.headers['cache-control']).toBe('max-age=600, must-revalidate, private')
     // Laravel's own default is left as it is, but for the vary.
     const usual = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
     expect(usual.headers['cache-control']).toBe('no-cache, private')
