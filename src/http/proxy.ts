@@ -179,6 +179,9 @@ const isCredentialCount = (name: string): boolean => /^(x-)?rate-?limit(-|$)/.te
 // A proxied answer is the answer to one team's key: a shared cache between callers and the
 // gateway (to which a key in x-api-key is no Authorization) must not give it to another key.
 const SHARED_ONLY = /^(public|s-maxage\s*=.*|proxy-revalidate)$/i
+// RFC 9111, 3.5: must-revalidate lets a shared cache keep an answer to a call with
+// authorization (a key sent as a bearer) too; it is kept, as a browser reads it, beside `private`.
+const SHARED_TOO = /^must-revalidate$/i
 const KEY_HEADERS = ['authorization', 'x-api-key']
 // Cache directives for a CDN alone, which it obeys in place of cache-control: RFC 9213's
 // targeted fields (`CDN-Cache-Control`, a CDN's own `<name>-CDN-Cache-Control`), the
@@ -221,14 +224,14 @@ export function callerHeaders(headers: IncomingHttpHeaders, platformBase: string
   return out
 }
 
-/** `cache-control` without what lets a shared cache keep the answer, `private` added when it was so, and no CDN's directive; `vary` names the key headers. */
+/** `cache-control` without what lets a shared cache alone keep the answer, `private` added when it held that or must-revalidate, and no CDN's directive; `vary` names the key headers. */
 function privateToTheKey(out: IncomingHttpHeaders): void {
   for (const name of Object.keys(out)) if (isCdnDirective(name)) delete out[name]
   const control = out['cache-control']
   if (typeof control === 'string') {
     const directives = control.split(',').map((d) => d.trim()).filter((d) => d !== '')
     const kept = directives.filter((d) => !SHARED_ONLY.test(d))
-    if (kept.length !== directives.length) out['cache-control'] = [...kept.filter((d) => d.toLowerCase() !== 'private'), 'private'].join(', ')
+    if (kept.length !== directives.length || kept.some((d) => SHARED_TOO.test(d))) out['cache-control'] = [...kept.filter((d) => d.toLowerCase() !== 'private'), 'private'].join(', ')
   }
   const vary = typeof out.vary === 'string' ? out.vary.split(',').map((v) => v.trim()).filter((v) => v !== '') : []
   if (vary.includes('*')) return
