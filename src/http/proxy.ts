@@ -160,6 +160,15 @@ const GATEWAY_HEADERS = ['x-cache', USAGE_HEADER, SETTLED_HEADER, PROVISIONAL_HE
 const ORIGIN_POLICIES = ['timing-allow-origin', 'alt-svc', 'strict-transport-security', 'clear-site-data', 'nel', 'report-to', 'reporting-endpoints']
 const isOriginPolicy = (name: string): boolean => name.startsWith('access-control-') || ORIGIN_POLICIES.includes(name)
 
+// Instructions a server before the gateway acts on: nginx's X-Accel-* (an internal
+// redirect to any of its locations, its cache's time over cache-control, its buffering and
+// rate), Envoy's x-envoy-* (`immediate-health-check-fail` takes the replica out of its
+// pool, `degraded`, `ratelimited`), Apache's and lighttpd's X-Sendfile (a file of its own
+// disk). The platform's are for the server before the platform; an ingress or a sidecar
+// before the gateway would follow them.
+const FRONT_INSTRUCTIONS = ['x-sendfile', 'x-lighttpd-send-file']
+const isFrontInstruction = (name: string): boolean => name.startsWith('x-accel-') || name.startsWith('x-envoy-') || FRONT_INSTRUCTIONS.includes(name)
+
 // A rate-limit count the platform writes (Laravel's `x-ratelimit-limit` and
 // `x-ratelimit-remaining` on every answer; the IETF draft's `ratelimit`, `ratelimit-policy`,
 // `ratelimit-remaining`, ...) counts the calls of the credential's token, every team's: on a
@@ -170,7 +179,17 @@ const isCredentialCount = (name: string): boolean => /^(x-)?rate-?limit(-|$)/.te
 // A proxied answer is the answer to one team's key: a shared cache between callers and the
 // gateway (to which a key in x-api-key is no Authorization) must not give it to another key.
 const SHARED_ONLY = /^(public|s-maxage\s*=.*|proxy-revalidate)$/i
+// RFC 9111, 3.5: must-revalidate lets a shared cache keep an answer to a call with
+// authorization (a key sent as a bearer) too; it is kept, as a browser reads it, beside `private`.
+const SHARED_TOO = /^must-revalidate$/i
 const KEY_HEADERS = ['authorization', 'x-api-key']
+// Cache directives for a CDN alone, which it obeys in place of cache-control: RFC 9213's
+// targeted fields (`CDN-Cache-Control`, a CDN's own `<name>-CDN-Cache-Control`), the
+// Edge Architecture's `Surrogate-Control` (Fastly, Varnish) and Akamai's `Edge-Control`.
+// The platform's are for its own CDN; before the gateway they would keep one key's answer
+// for every key.
+const CDN_DIRECTIVES = ['surrogate-control', 'edge-control', 'cdn-cache-control']
+const isCdnDirective = (name: string): boolean => CDN_DIRECTIVES.includes(name) || name.endsWith('-cdn-cache-control')
 
 // Headers holding a URL the caller may follow, each with how its URLs are put on the gateway.
 const URL_HEADERS: ReadonlyArray<readonly [string, (value: string, platformBase: string) => string]> = [
@@ -184,7 +203,8 @@ const URL_HEADERS: ReadonlyArray<readonly [string, (value: string, platformBase:
  * The platform's response headers as the caller gets them: no session cookie, no
  * hop-by-hop headers, none of the gateway's own, no policy for the platform's origin
  * (CORS, alt-svc, HSTS, clear-site-data, reporting), no count of the shared token's calls,
- * private to the key that asked, and a URL
+ * no instruction to a server before the gateway (X-Accel-*, x-envoy-*, X-Sendfile), private to the
+ * key that asked (no CDN's cache directive), and a URL
  * (`location`, `content-location`, `link`, `refresh`) on the platform's own origin (`platformBase`) as the
  * gateway's path: a client that follows it comes back to the gateway, which checks the
  * call, instead of taking its team key to the platform's address.
@@ -193,7 +213,7 @@ export function callerHeaders(headers: IncomingHttpHeaders, platformBase: string
   const out = { ...headers }
   const named = typeof out.connection === 'string' ? out.connection.split(',').map((h) => h.trim().toLowerCase()) : []
   for (const name of [...HOP_BY_HOP, ...named, 'set-cookie', ...GATEWAY_HEADERS]) delete out[name]
-  for (const name of Object.keys(out)) if (isOriginPolicy(name) || isCredentialCount(name)) delete out[name]
+  for (const name of Object.keys(out)) if (isOriginPolicy(name) || isCredentialCount(name) || isFrontInstruction(name)) delete out[name]
   privateToTheKey(out)
   if (platformBase !== null) {
     for (const [name, rewrite] of URL_HEADERS) {
@@ -204,13 +224,14 @@ export function callerHeaders(headers: IncomingHttpHeaders, platformBase: string
   return out
 }
 
-/** `cache-control` without what lets a shared cache keep the answer, `private` added when it was so; `vary` names the key headers. */
+/** `cache-control` without what lets a shared cache alone keep the answer, `private` added when it held that or must-revalidate, and no CDN's directive; `vary` names the key headers. */
 function privateToTheKey(out: IncomingHttpHeaders): void {
+  for (const name of Object.keys(out)) if (isCdnDirective(name)) delete out[name]
   const control = out['cache-control']
   if (typeof control === 'string') {
     const directives = control.split(',').map((d) => d.trim()).filter((d) => d !== '')
     const kept = directives.filter((d) => !SHARED_ONLY.test(d))
-    if (kept.length !== directives.length) out['cache-control'] = [...kept.filter((d) => d.toLowerCase() !== 'private'), 'private'].join(', ')
+    if (kept.length !== directives.length || kept.some((d) => SHARED_TOO.test(d))) out['cache-control'] = [...kept.filter((d) => d.toLowerCase() !== 'private'), 'private'].join(', ')
   }
   const vary = typeof out.vary === 'string' ? out.vary.split(',').map((v) => v.trim()).filter((v) => v !== '') : []
   if (vary.includes('*')) return

@@ -198,6 +198,8 @@ export function targetHostOf(req: IncomingMessage): string | undefined {
   return targetHosts.get(req)
 }
 
+const TRANSFER_CODING_REFUSED = 'transfer-encoding: a body is read sent with a content-length or chunked alone; one under another transfer coding (gzip, deflate, compress) is not read'
+
 /**
  * RFC 9112, 3.2: an HTTP/1.1 request without a Host, any request with more than one Host
  * line or with a Host that is no host, is a 400 (Node's own, with requireHostHeader, is no
@@ -206,10 +208,14 @@ export function targetHostOf(req: IncomingMessage): string | undefined {
  * line (RFC 9110, 5.3: it is no list): Node keeps the first, the key or admin token read,
  * where a proxy before the gateway that adds its own may read the last. So is one with
  * more than one x-api-key line: Node joins them into one value that is no key, and a
- * caller told "unknown key" looks for a wrong key where it sent two. The fault's
- * message, or null.
+ * caller told "unknown key" looks for a wrong key where it sent two. So is one whose
+ * transfer-encoding names a coding besides chunked (RFC 9112, 6.1: `gzip, chunked`): Node
+ * decodes chunked alone and hands on the bytes under the other codings as if they were the
+ * content. The fault's message, or null.
  */
 export function headFault(req: IncomingMessage): string | null {
+  const codings = req.headers['transfer-encoding']
+  if (codings !== undefined && codings.trim().toLowerCase() !== 'chunked') return TRANSFER_CODING_REFUSED
   const host = req.headers.host
   if (host === undefined) return req.httpVersionMinor === 1 ? 'host: an HTTP/1.1 request names the host it asks in a Host header' : null
   let hosts = 0

@@ -205,6 +205,28 @@ describe('a head of many header lines', () => {
   })
 })
 
+describe('transfer codings', () => {
+  // RFC 9112, 6.1: a transfer coding the server does not decode leaves it no content to read.
+  // Node decodes chunked alone and hands on the bytes under any other coding as they came.
+  it('a transfer-encoding naming a coding besides chunked (gzip, deflate, compress): 400 naming it, nothing sent on', async () => {
+    const body = '{"userId":101}'
+    for (const codings of ['gzip, chunked', 'deflate, chunked', 'compress, chunked', 'x-gzip,chunked']) {
+      const res = await rawRequest(sg.port, `POST /api/v1/campaign/get HTTP/1.1\r\n${H}connection: close\r\nx-api-key: ${KEYS.growth}\r\ncontent-type: application/json\r\ntransfer-encoding: ${codings}\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`)
+      const refusal = await expectContractError(res, 400, 'GW_BAD_REQUEST')
+      expect(refusal.message).toMatch(/^transfer-encoding: /)
+    }
+    expect(sg.callerRequests()).toEqual([])
+  })
+
+  it('chunked alone, in any case, is read', async () => {
+    const body = '{"userId":101}'
+    for (const codings of ['chunked', 'Chunked']) {
+      const res = await rawRequest(sg.port, `POST /api/v1/campaign/get HTTP/1.1\r\n${H}connection: close\r\nx-api-key: ${KEYS.growth}\r\ncontent-type: application/json\r\ntransfer-encoding: ${codings}\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`)
+      expect(res.status, res.text.slice(0, 300)).toBe(200)
+    }
+  })
+})
+
 /** Sends a request head with `expect: 100-continue` and no body; what came back once the socket closed, or after `ms`. */
 function expectContinue(head: string, ms = 3000): Promise<string> {
   return new Promise((resolve, reject) => {

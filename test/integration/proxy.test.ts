@@ -172,6 +172,15 @@ describe('token injection', () => {
     expect(line).toMatchObject({ route: 'proxy', status: 200, cache: null })
   })
 
+  /** A campaign list the platform answers with `dropped` and `kept` headers: 200, and none of `dropped` reaches the caller. */
+  const answeredWithout = async (dropped: Record<string, string>, kept: Record<string, string>, headers: Record<string, string> = {}) => {
+    sandbox.setFailure({ kind: 'status', status: 200, headers: { ...dropped, ...kept }, body: { data: [] }, times: 1 })
+    const res = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 }, headers })
+    expect(res.statusCode).toBe(200)
+    for (const name of Object.keys(dropped)) expect(res.headers[name], name).toBeUndefined()
+    return res
+  }
+
   it("passes on none of the platform's policies for its own origin: CORS, alt-svc, HSTS, clear-site-data, reporting endpoints", async () => {
     const origin = {
       'access-control-allow-origin': '*',
@@ -185,10 +194,7 @@ describe('token injection', () => {
       'report-to': '{"group":"default","max_age":86400,"endpoints":[{"url":"https://platform.example/reports"}]}',
       'reporting-endpoints': 'default="https://platform.example/reports"',
     }
-    sandbox.setFailure({ kind: 'status', status: 200, headers: { ...origin, 'x-served-by': 'cache-fra-1' }, body: { data: [] }, times: 1 })
-    const res = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 }, headers: { origin: 'https://elsewhere.example' } })
-    expect(res.statusCode).toBe(200)
-    for (const name of Object.keys(origin)) expect(res.headers[name], name).toBeUndefined()
+    const res = await answeredWithout(origin, { 'x-served-by': 'cache-fra-1' }, { origin: 'https://elsewhere.example' })
     expect(res.headers['x-served-by']).toBe('cache-fra-1')
   })
 
@@ -197,10 +203,39 @@ describe('token injection', () => {
     const shared = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
     expect(shared.headers['cache-control']).toBe('max-age=600, private')
     expect(shared.headers.vary).toBe('accept, authorization, x-api-key')
+    // RFC 9111, 3.5: must-revalidate lets a shared cache keep an answer to a call with
+    // authorization (a key sent as a bearer) as public does: it stays, and the answer is private.
+    sandbox.setFailure({ kind: 'status', status: 200, headers: { 'cache-control': 'max-age=600, must-revalidate' }, body: { data: [] }, times: 1 })
+    const revalidated = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 }, key: null, headers: { authorization: `Bearer ${KEYS.all}` } })
+    expect(revalidated.headers['cache-control']).toBe('max-age=600, must-revalidate, private')
     // Laravel's own default is left as it is, but for the vary.
     const usual = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
     expect(usual.headers['cache-control']).toBe('no-cache, private')
     expect(usual.headers.vary).toBe('authorization, x-api-key')
+  })
+
+  it("passes on no cache directive meant for the platform's CDN (CDN-Cache-Control, its targeted kin, Surrogate-Control): no CDN before the gateway keeps one team's answer for another", async () => {
+    // RFC 9213: a CDN obeys its targeted field in place of cache-control; Surrogate-Control
+    // is Fastly's and Varnish's, Edge-Control Akamai's. Each lets a CDN keep what cache-control keeps private.
+    const targeted = {
+      'cdn-cache-control': 'public, max-age=900',
+      'cloudflare-cdn-cache-control': 'max-age=900',
+      'vercel-cdn-cache-control': 'max-age=900',
+      'surrogate-control': 'max-age=900',
+      'edge-control': 'cache-maxage=900s',
+    }
+    const res = await answeredWithout(targeted, { 'cache-control': 'no-cache, private' })
+    expect(res.headers['cache-control']).toBe('no-cache, private')
+  })
+
+  it('passes on no instruction to a server before the gateway: nginx\'s X-Accel-*, Envoy\'s x-envoy-*, X-Sendfile', async () => {
+    // nginx acts on X-Accel-Redirect (an internal redirect to any of its locations), X-Accel-Expires
+    // (its cache's time, over cache-control) and the others from the server behind it; Apache's and
+    // lighttpd's X-Sendfile serve a file of their own disk. The platform's are for its own front.
+    const nginx = { 'x-accel-redirect': '/internal/admin/status', 'x-accel-expires': '600', 'x-accel-buffering': 'no', 'x-accel-limit-rate': '1', 'x-accel-charset': 'koi8-r' }
+    // Envoy (an Istio sidecar, a gateway) takes a replica answering x-envoy-immediate-health-check-fail out of its pool.
+    const envoy = { 'x-envoy-immediate-health-check-fail': 'true', 'x-envoy-degraded': 'true', 'x-envoy-ratelimited': 'true' }
+    await answeredWithout({ ...nginx, ...envoy, 'x-sendfile': '/etc/passwd', 'x-lighttpd-send-file': '/etc/passwd' }, { 'x-served-by': 'cache-fra-1' })
   })
 
   it('passes a given x-request-id on to the platform and back', async () => {
