@@ -1,8 +1,10 @@
 // A family of dashboard traces, not one: seeded draws of users (10–100), reports (50–500),
 // Zipf exponent (0.8–1.3), freshness (2–60 s) and the platform's latency (50 ms–2 s
 // median, spread log-normally), every other trace with a second team's burst of misses,
-// each replayed against the gateway (defaults but the TTL) and nginx proxy_cache (lock,
-// use_stale updating, background update) in the same run (bench/lib/dashboard-workload.mjs).
+// each replayed against the gateway (defaults but the TTL and `staleWhileRevalidate`, both
+// the trace's freshness) and nginx proxy_cache (lock, background update, stale for the same
+// window: `stale-while-revalidate` = the freshness, bench/lib/dashboard-workload.mjs) in the
+// same run. Past that window neither serves a copy: the next ask waits for the platform.
 // The gateway's refresh ahead is not tuned to any of them: when it refreshes is derived
 // (docs/refresh-ahead.md). Targets on every trace: popular answers past their freshness,
 // their p99, the p99 of all answers against the platform's own, platform calls against nginx's.
@@ -35,7 +37,7 @@ export function targets(shape, gateway, nginx) {
 
 const shapeWords = (s) => `${s.users} users, ${s.reports} reports, Zipf ${s.zipf}, freshness ${s.ttlS} s, platform ${s.latencyMs} ms median (σ ${s.spread}, p99 ${fmtMs(platformP99(s))})${s.burst ? ', with a burst' : ''}`
 
-export async function run({ fixture, quick, baseline = null, traces = null, withoutAhead = false }) {
+export async function run({ fixture, quick, baseline = null, traces = null, withoutAhead = false, nginxAnyAge = false }) {
   // `traces`: the numbers (1-based) of the traces to replay, of the eight; their shapes as in the full family.
   const drawn = drawShapes(traces ? TRACES : quick ? QUICK_TRACES : TRACES)
   const shapes = traces ? drawn.filter((_, i) => traces.includes(i + 1)) : drawn
@@ -50,7 +52,7 @@ export async function run({ fixture, quick, baseline = null, traces = null, with
     // The burst: the middle third of the measured time.
     const noise = shape.burst ? { fromS: warmupS + seconds / 3, forS: seconds / 3 } : null
     log(`trace ${i + 1}/${drawn.length}: ${shapeWords(shape)}`)
-    const r = await replayShape({ fixture, shape, quick, noise, name: `family${i + 1}`, baseline, withoutAhead })
+    const r = await replayShape({ fixture, shape, quick, noise, name: `family${i + 1}`, baseline, withoutAhead, nginxAnyAge })
     const checks = r.measured.gateway ? targets(shape, r.measured.gateway, r.measured.nginx ?? null) : []
     const g = r.measured.gateway
     const n = r.measured.nginx
