@@ -261,7 +261,12 @@ export async function replayShape({ fixture, shape, quick, noise, name, baseline
     mkdirSync(join(ROOT, '.bench'), { recursive: true })
     writeFileSync(join(ROOT, '.bench', `calls-${name}-${target.id}.json`), JSON.stringify({ fromMs: startedAt + warmupS * 1000, ttlMs: shape.ttlS * 1000, calls: ownCalls, asks: answers.map((a) => ({ at: startedAt + a.at, path: reportPath(a.report), cache: a.cache, ms: a.ms, ageMs: a.ageMs, popular: popular.has(a.report) })) }))
     const lapsed = lapsedOf(answers, warmupS * 1000)
-    const f = { ...figuresOf(measuredAnswers, popular, shape.ttlS, lapsed), platformCalls: calls, causes }
+    // The calls a target is compared by: its calls less those made while the report's call
+    // before was unanswered. nginx's proxy_cache_lock holds back only a new copy's callers, so
+    // with a stale window the asks of a copy past it each call the origin (EXPIRED) where the
+    // gateway joins them to one call; counted, they would make nginx's reference calls that
+    // its `use_stale updating` does not make.
+    const f = { ...figuresOf(measuredAnswers, popular, shape.ttlS, lapsed), platformCalls: calls, coalescedCalls: calls - causes.overlapping, causes }
     notes.push(`${target.label}: ${f.popularLapsed} popular answers waited for the platform on a copy past the stale window (${lapsed.length} of all answers; the popular p99 without them ${fmtMs(f.popularP99Kept)}), ${f.popularOld} popular answers served from a copy past it`)
     notes.push(`${target.label}: ${slowPopular(measuredAnswers, popular, SLOW_POPULAR_MS)}; the load generator's event-loop delay p99 ${fmtMs(answers.lag.p99Ms)}, max ${fmtMs(answers.lag.maxMs)}`)
     measured[target.id] = f
@@ -276,7 +281,8 @@ export async function replayShape({ fixture, shape, quick, noise, name, baseline
 /**
  * The targets of a dashboard trace, judged on the gateway's figures (and nginx's platform
  * calls): popular answers past freshness ≤ `maxStale`, their p99 ≤ `maxPopularP99Ms`, the
- * p99 of all ≤ `maxP99Ms` (said as `p99Words`), platform calls ≤ `maxCallsXNginx` × nginx's.
+ * p99 of all ≤ `maxP99Ms` (said as `p99Words`), platform calls ≤ `maxCallsXNginx` × nginx's
+ * coalesced ones (`coalescedCalls`).
  */
 export function dashboardTargets({ maxStale, maxPopularP99Ms, maxP99Ms, p99Words, maxCallsXNginx }, gateway, nginx) {
   return [
@@ -284,7 +290,7 @@ export function dashboardTargets({ maxStale, maxPopularP99Ms, maxP99Ms, p99Words
     { name: 'p99 of popular answers', got: fmtMs(gateway.popularP99), target: `≤ ${fmtMs(maxPopularP99Ms)}`, pass: gateway.popularP99 <= maxPopularP99Ms },
     { name: 'p99 of all answers', got: fmtMs(gateway.all.p99), target: `≤ ${fmtMs(maxP99Ms)}, ${p99Words}`, pass: gateway.all.p99 <= maxP99Ms },
     nginx
-      ? { name: "platform calls against nginx's", got: `${gateway.platformCalls} / ${nginx.platformCalls} = ${(gateway.platformCalls / Math.max(1, nginx.platformCalls)).toFixed(2)}×`, target: `≤ ${maxCallsXNginx}×`, pass: gateway.platformCalls <= maxCallsXNginx * nginx.platformCalls }
+      ? { name: "platform calls against nginx's", got: `${gateway.platformCalls} / ${nginx.coalescedCalls}${nginx.coalescedCalls === nginx.platformCalls ? '' : ` (of its ${nginx.platformCalls}, the overlapping not counted)`} = ${(gateway.platformCalls / Math.max(1, nginx.coalescedCalls)).toFixed(2)}×`, target: `≤ ${maxCallsXNginx}×`, pass: gateway.platformCalls <= maxCallsXNginx * nginx.coalescedCalls }
       : { name: "platform calls against nginx's", got: 'nginx did not run', target: `≤ ${maxCallsXNginx}×`, pass: null },
   ]
 }
