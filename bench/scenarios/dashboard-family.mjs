@@ -59,7 +59,7 @@ export async function run({ fixture, quick, baseline = null, traces = null, with
     const b = r.measured.baseline
     for (const [id, m] of Object.entries(r.measured)) {
       const c = m.causes
-      causeRows.push([String(i + 1), id, String(c.calls), n ? `${(c.calls / Math.max(1, n.coalescedCalls)).toFixed(2)}×` : '—', String(c.first), String(c.ahead), String(c.stale), String(c.expired), String(c.early), String(c.overlapping), fmtMs(c.waitMs), c.ahead ? fmtMs(c.aheadMs) : '—'])
+      causeRows.push([String(i + 1), id, String(c.calls), n ? `${(c.calls / Math.max(1, n.causes.calls - n.causes.overlapping)).toFixed(2)}×` : '—', String(c.first), String(c.ahead), String(c.stale), String(c.expired), String(c.early), String(c.overlapping), fmtMs(c.waitMs), c.ahead ? fmtMs(c.aheadMs) : '—'])
     }
     summary.push([
       String(i + 1),
