@@ -29,6 +29,9 @@
 //        --traces=<n>[,<n>] (dashboard-family: only those traces of the eight, by number)
 //        --without-refresh-ahead (dashboard-family: every trace replayed against the gateway
 //        with `cache.refreshAhead: false` too)
+//        --nginx-any-age (dashboard-family: every trace replayed against nginx with `use_stale
+//        updating` too, which serves a copy stale at any age, beside the one whose stale window
+//        is the gateway's)
 //        --profile[=l1|l2|miss] (no table: that case once with node --cpu-prof on the
 //        gateway, summarized; the profile is kept in .bench/)
 // Servers under test are pinned to core 1 (`taskset -c 1`, as issue 17 measures), the
@@ -73,6 +76,7 @@ const only = args.find((f) => f.startsWith('--only='))?.slice('--only='.length).
 const baseline = args.find((f) => f.startsWith('--baseline='))?.slice('--baseline='.length) ?? null
 const traces = args.find((f) => f.startsWith('--traces='))?.slice('--traces='.length).split(',').map(Number) ?? null
 const withoutAhead = args.includes('--without-refresh-ahead')
+const nginxAnyAge = args.includes('--nginx-any-age')
 // Every scenario is listed, by its id, in the header comment above.
 const lines = readFileSync(new URL(import.meta.url), 'utf8').split('\n')
 const header = lines.slice(0, lines.findIndex((l) => !l.startsWith('//')))
@@ -108,7 +112,7 @@ async function main() {
   for (const scenario of SCENARIOS.filter((s) => !only || only.includes(s.id))) {
     log(`scenario ${scenario.id}`)
     const loadBefore = loadAverage()
-    const section = await scenario.run({ fixture, quick, notes, baseline, traces, withoutAhead })
+    const section = await scenario.run({ fixture, quick, notes, baseline, traces, withoutAhead, nginxAnyAge })
     sections.push(`### ${scenario.title}\n\n${section}\nLoad average (1/5/15 min) before this scenario ${loadBefore}, after it ${loadAverage()}.\n`)
   }
 

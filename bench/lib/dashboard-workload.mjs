@@ -1,12 +1,20 @@
 // The dashboard workload of the `dashboard`, `dashboard-noisy` and `dashboard-family`
 // scenarios: one team's users load dashboards of several reports each (Zipf popularity),
 // think between loads, on a TTL and a platform latency given by the trace's shape. One
-// seeded trace, replayed against the gateway (default settings but the TTL) and nginx
-// proxy_cache (proxy_cache_lock, proxy_cache_use_stale updating,
-// proxy_cache_background_update) in front of the same platform stand-in; with noise, a
+// seeded trace, replayed against the gateway (default settings but the TTL and the stale
+// window) and nginx proxy_cache (proxy_cache_lock, background update, a copy served stale
+// while it is updated) in front of the same platform stand-in; with noise, a
 // second team keeps its own misses outstanding during part of the replay or all of it.
 // What is measured: how many answers to popular reports were past their freshness, the
 // latency of popular answers and of all, and the platform calls.
+//
+// Both caches serve a copy stale for the TTL past its freshness and no longer: the gateway
+// with `staleWhileRevalidate` = the TTL, nginx with `stale-while-revalidate` = the TTL
+// (bench/lib/nginx.mjs, `staleS`). The next ask of a copy past that window waits for the
+// platform behind either cache (the gateway's MISS, nginx's EXPIRED): a report silent for
+// two freshnesses is answered fresh but at the platform's latency. nginx's `use_stale
+// updating` alone serves a copy of any age (up to `inactive=10m`), where the gateway's
+// contract serves none past its window; `--nginx-any-age` replays that nginx too.
 
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -78,7 +86,7 @@ async function replay(origin, trace, key, seconds) {
               const servedAt = Date.now()
               const text = await res.body.text()
               const ageMs = res.statusCode === 200 ? servedAt - JSON.parse(text).generatedAt : null
-              answers.push({ ms: performance.now() - t0, status: res.statusCode, ageMs, report: r, at, cache: res.headers['x-cache'] ?? null })
+              answers.push({ ms: performance.now() - t0, status: res.statusCode, ageMs, report: r, at, cache: res.headers['x-cache'] ?? res.headers['x-cache-status'] ?? null })
             } catch (err) {
               answers.push({ ms: performance.now() - t0, status: err.code ?? 'error', ageMs: null, report: r, at })
             }
@@ -93,8 +101,28 @@ async function replay(origin, trace, key, seconds) {
   return answers
 }
 
-/** Figures of one target's answers: stale shares are of the answers 200 (data older than the TTL, `ttlS`). */
-function figuresOf(answers, popular, ttlS) {
+/**
+ * The measured answers (`from` ms on) that waited for the platform though an answer of their
+ * report had come before they were asked: a copy past its stale window (the gateway's MISS,
+ * nginx's EXPIRED) or dropped; a first fill, and an ask that joined it, is not one.
+ */
+function lapsedOf(answers, from) {
+  const answered = new Map()
+  const lapsed = []
+  for (const a of [...answers].sort((x, y) => x.at - y.at)) {
+    if (a.at >= from && answered.get(a.report) <= a.at && (a.cache === 'MISS' || a.cache === 'EXPIRED')) lapsed.push(a)
+    answered.set(a.report, Math.min(answered.get(a.report) ?? Infinity, a.at + a.ms))
+  }
+  return lapsed
+}
+
+/**
+ * Figures of one target's answers: stale shares are of the answers 200 (data older than the
+ * TTL, `ttlS`); `popularOld`: of the popular answers 200, those older than twice the TTL (a
+ * copy past the stale window, served); `popularLapsed`: popular answers that waited for a
+ * copy past it (`lapsedOf`), and `popularP99Kept` the popular p99 without them.
+ */
+function figuresOf(answers, popular, ttlS, lapsed) {
   const ok = answers.filter((a) => a.status === 200)
   const stale = (xs) => xs.filter((a) => a.ageMs > ttlS * 1000).length / Math.max(1, xs.length)
   const okPopular = ok.filter((a) => popular.has(a.report))
@@ -102,6 +130,9 @@ function figuresOf(answers, popular, ttlS) {
     answers: answers.length,
     failed: answers.length - ok.length,
     popularStale: stale(okPopular),
+    popularOld: okPopular.filter((a) => a.ageMs > 2 * ttlS * 1000).length,
+    popularLapsed: lapsed.filter((a) => popular.has(a.report)).length,
+    popularP99Kept: latencyFigures(answers.filter((a) => popular.has(a.report) && !lapsed.includes(a)).map((a) => a.ms)).p99,
     allStale: stale(ok),
     popularP99: latencyFigures(answers.filter((a) => popular.has(a.report)).map((a) => a.ms)).p99,
     all: latencyFigures(answers.map((a) => a.ms)),
@@ -180,7 +211,7 @@ export const causeWords = (c) =>
  * replayed too (as `swr`). Each target's figures carry its platform calls by cause (`callCauses`). Resolves with { rows (a table's), measured: { gateway,
  * nginx } figures, notes, popular: { size, reportsAsked, shareOfAsks, leastAsksPerS }, warmupS, seconds }.
  */
-export async function replayShape({ fixture, shape, quick, noise, name, baseline = null, withoutAhead = false }) {
+export async function replayShape({ fixture, shape, quick, noise, name, baseline = null, withoutAhead = false, nginxAnyAge = false }) {
   const { sandbox, teamKey, teamBKey, teams } = fixture
   const { warmupS, seconds } = replaySeconds(shape, quick)
   const total = warmupS + seconds
@@ -197,7 +228,8 @@ export async function replayShape({ fixture, shape, quick, noise, name, baseline
     { id: 'gateway', label: `gateway (defaults; \`cache.ttl\` and \`staleWhileRevalidate\` ${ttl})`, start: () => startMainGateway(`gw-${name}`, { platformUrl: standIn.url, platformToken: sandbox.token, config }) },
     withoutAhead && { id: 'swr', label: `gateway with \`cache.refreshAhead: false\` (the same settings otherwise)`, start: () => startMainGateway(`gw-${name}-swr`, { platformUrl: standIn.url, platformToken: sandbox.token, config: { ...config, cache: { ...config.cache, refreshAhead: false } } }) },
     baseline && { id: 'baseline', label: `gateway built in ${baseline} (the same settings)`, start: () => startMainGateway(`gw-${name}-baseline`, { platformUrl: standIn.url, platformToken: sandbox.token, config, root: baseline }) },
-    versionOf('nginx', ['-v']) && { id: 'nginx', label: `nginx proxy_cache, valid ${ttl}, lock + use_stale updating + background_update`, start: () => startNginx({ name: `nginx-${name}`, origin: standIn.url, platformToken: sandbox.token, valid: ttl, updating: true }) },
+    versionOf('nginx', ['-v']) && { id: 'nginx', label: `nginx proxy_cache, valid ${ttl}, lock + background_update, stale-while-revalidate ${ttl}`, start: () => startNginx({ name: `nginx-${name}`, origin: standIn.url, platformToken: sandbox.token, valid: ttl, updating: true, staleS: shape.ttlS }) },
+    nginxAnyAge && versionOf('nginx', ['-v']) && { id: 'nginx-any-age', label: `nginx proxy_cache, valid ${ttl}, lock + use_stale updating + background_update (stale at any age)`, start: () => startNginx({ name: `nginx-${name}-any-age`, origin: standIn.url, platformToken: sandbox.token, valid: ttl, updating: true }) },
   ].filter(Boolean)
   const rows = []
   const measured = {}
@@ -227,8 +259,15 @@ export async function replayShape({ fixture, shape, quick, noise, name, baseline
     notes.push(`${target.label}: platform calls by cause, ${causeWords(causes)}`)
     // Each call, for a closer look than the causes (not committed).
     mkdirSync(join(ROOT, '.bench'), { recursive: true })
-    writeFileSync(join(ROOT, '.bench', `calls-${name}-${target.id}.json`), JSON.stringify({ fromMs: startedAt + warmupS * 1000, ttlMs: shape.ttlS * 1000, calls: ownCalls, asks: answers.map((a) => ({ at: startedAt + a.at, path: reportPath(a.report), cache: a.cache })) }))
-    const f = { ...figuresOf(measuredAnswers, popular, shape.ttlS), platformCalls: calls, causes }
+    writeFileSync(join(ROOT, '.bench', `calls-${name}-${target.id}.json`), JSON.stringify({ fromMs: startedAt + warmupS * 1000, ttlMs: shape.ttlS * 1000, calls: ownCalls, asks: answers.map((a) => ({ at: startedAt + a.at, path: reportPath(a.report), cache: a.cache, ms: a.ms, ageMs: a.ageMs, popular: popular.has(a.report) })) }))
+    const lapsed = lapsedOf(answers, warmupS * 1000)
+    // The calls a target is compared by: its calls less those made while the report's call
+    // before was unanswered. nginx's proxy_cache_lock holds back only a new copy's callers, so
+    // with a stale window the asks of a copy past it each call the origin (EXPIRED) where the
+    // gateway joins them to one call; counted, they would make nginx's reference calls that
+    // its `use_stale updating` does not make.
+    const f = { ...figuresOf(measuredAnswers, popular, shape.ttlS, lapsed), platformCalls: calls, coalescedCalls: calls - causes.overlapping, causes }
+    notes.push(`${target.label}: ${f.popularLapsed} popular answers waited for the platform on a copy past the stale window (${lapsed.length} of all answers; the popular p99 without them ${fmtMs(f.popularP99Kept)}), ${f.popularOld} popular answers served from a copy past it`)
     notes.push(`${target.label}: ${slowPopular(measuredAnswers, popular, SLOW_POPULAR_MS)}; the load generator's event-loop delay p99 ${fmtMs(answers.lag.p99Ms)}, max ${fmtMs(answers.lag.maxMs)}`)
     measured[target.id] = f
     const noiseCell = noiseAnswers ? [`${noiseAnswers.filter((a) => a.status === 200).length} / ${noiseAnswers.length}`] : []
@@ -242,7 +281,8 @@ export async function replayShape({ fixture, shape, quick, noise, name, baseline
 /**
  * The targets of a dashboard trace, judged on the gateway's figures (and nginx's platform
  * calls): popular answers past freshness ≤ `maxStale`, their p99 ≤ `maxPopularP99Ms`, the
- * p99 of all ≤ `maxP99Ms` (said as `p99Words`), platform calls ≤ `maxCallsXNginx` × nginx's.
+ * p99 of all ≤ `maxP99Ms` (said as `p99Words`), platform calls ≤ `maxCallsXNginx` × nginx's
+ * coalesced ones (`coalescedCalls`).
  */
 export function dashboardTargets({ maxStale, maxPopularP99Ms, maxP99Ms, p99Words, maxCallsXNginx }, gateway, nginx) {
   return [
@@ -250,7 +290,7 @@ export function dashboardTargets({ maxStale, maxPopularP99Ms, maxP99Ms, p99Words
     { name: 'p99 of popular answers', got: fmtMs(gateway.popularP99), target: `≤ ${fmtMs(maxPopularP99Ms)}`, pass: gateway.popularP99 <= maxPopularP99Ms },
     { name: 'p99 of all answers', got: fmtMs(gateway.all.p99), target: `≤ ${fmtMs(maxP99Ms)}, ${p99Words}`, pass: gateway.all.p99 <= maxP99Ms },
     nginx
-      ? { name: "platform calls against nginx's", got: `${gateway.platformCalls} / ${nginx.platformCalls} = ${(gateway.platformCalls / Math.max(1, nginx.platformCalls)).toFixed(2)}×`, target: `≤ ${maxCallsXNginx}×`, pass: gateway.platformCalls <= maxCallsXNginx * nginx.platformCalls }
+      ? { name: "platform calls against nginx's", got: `${gateway.platformCalls} / ${nginx.coalescedCalls}${nginx.coalescedCalls === nginx.platformCalls ? '' : ` (of its ${nginx.platformCalls}, the overlapping not counted)`} = ${(gateway.platformCalls / Math.max(1, nginx.coalescedCalls)).toFixed(2)}×`, target: `≤ ${maxCallsXNginx}×`, pass: gateway.platformCalls <= maxCallsXNginx * nginx.coalescedCalls }
       : { name: "platform calls against nginx's", got: 'nginx did not run', target: `≤ ${maxCallsXNginx}×`, pass: null },
   ]
 }

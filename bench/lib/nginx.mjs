@@ -12,11 +12,52 @@ import { SERVER_CORE, launch, pin, stopProcess, tmp } from './processes.mjs'
  * platform token set. `valid`: proxy_cache_valid for 200s; `updating`: serve the stale
  * copy while one background request refreshes it (proxy_cache_use_stale updating +
  * proxy_cache_background_update), as a dashboard-friendly nginx would be set up.
+ * `updating` alone serves a copy stale however old it is (up to `inactive=10m`);
+ * `staleS` (with `updating`) serves it stale for that many seconds past its validity
+ * and no longer, as the gateway's `staleWhileRevalidate`: nginx takes a stale window
+ * only from the origin's `Cache-Control: stale-while-revalidate`, so the cache's
+ * location then proxies through a second server of the same nginx that adds that
+ * header to the origin's answers (the origin, shared with the gateway, is unchanged).
  */
-export async function startNginx({ origin, platformToken, name = 'nginx', valid = '5m', updating = false }) {
+export async function startNginx({ origin, platformToken, name = 'nginx', valid = '5m', updating = false, staleS = null }) {
   const dir = join(tmp, name)
   for (const sub of ['', 'cache', 'tmp', 'logs']) mkdirSync(join(dir, sub), { recursive: true })
   const port = await freePort()
+  const windowed = updating && staleS !== null
+  let hopPort = null
+  while (windowed && (hopPort === null || hopPort === port)) hopPort = await freePort()
+  const upstream = windowed
+    ? `  upstream platform {
+    server 127.0.0.1:${hopPort};
+    keepalive 32;
+  }
+  upstream origin {
+    server ${origin.replace('http://', '')};
+    keepalive 32;
+  }
+  server {
+    listen 127.0.0.1:${hopPort};
+    location / {
+      proxy_pass http://origin;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_hide_header Cache-Control;
+      add_header Cache-Control "stale-while-revalidate=${staleS}" always;
+    }
+  }`
+    : `  upstream platform {
+    server ${origin.replace('http://', '')};
+    keepalive 32;
+  }`
+  // Windowed, `updating` is left out of use_stale (it would serve any age) and the
+  // origin's Cache-Control is read for its stale window; proxy_cache_valid still sets the
+  // validity, as the header has no max-age.
+  const stale = !updating
+    ? ''
+    : windowed
+      ? '      proxy_cache_use_stale error timeout http_500 http_502 http_503 http_504;\n      proxy_cache_background_update on;\n'
+      : '      proxy_cache_use_stale updating error timeout http_500 http_502 http_503 http_504;\n      proxy_cache_background_update on;\n'
+  const ignored = windowed ? 'Set-Cookie Expires Vary' : 'Set-Cookie Cache-Control Expires Vary'
   const conf = `${nginxMain(dir)}
 worker_processes 1;
 events { worker_connections 4096; }
@@ -26,10 +67,7 @@ ${nginxTempPaths(dir)}
   keepalive_requests 10000000;
   keepalive_timeout 65s;
   proxy_cache_path ${dir}/cache levels=1:2 keys_zone=reports:10m max_size=256m inactive=10m use_temp_path=off;
-  upstream platform {
-    server ${origin.replace('http://', '')};
-    keepalive 32;
-  }
+${upstream}
   server {
     listen 127.0.0.1:${port};
     location = /healthz { return 200 "ok\\n"; }
@@ -46,7 +84,7 @@ ${nginxTempPaths(dir)}
       proxy_cache_lock on;
       proxy_cache_lock_timeout 10s;
       proxy_cache_lock_age 10s;
-${updating ? '      proxy_cache_use_stale updating error timeout http_500 http_502 http_503 http_504;\n      proxy_cache_background_update on;\n' : ''}      proxy_ignore_headers Set-Cookie Cache-Control Expires Vary;
+${stale}      proxy_ignore_headers ${ignored};
       proxy_hide_header Set-Cookie;
       add_header X-Cache-Status $upstream_cache_status;
     }

@@ -126,6 +126,24 @@ describe("the dashboard family's traces on their own asks", () => {
     expect(found).toEqual(known)
   })
 
+  // The benchmark gives nginx the gateway's stale window (F past freshness, bench/lib/nginx.mjs):
+  // past it nginx serves no copy either, and a report silent for 2F waits for the platform behind
+  // both caches: the same three reports as the gateway's (above). With `use_stale updating` alone
+  // nginx would serve those copies stale at any age.
+  it.skipIf(only !== null)("with the gateway's stale window nginx misses trace 8's lapsed copies too", () => {
+    const found: Record<number, number> = {}
+    for (let seed = 1; seed <= 3; seed++) {
+      const trace = familyTrace(8, seed)
+      const run = simulate(trace.shape, MODEL, trace.span, undefined, { asks: trace.asks, nginx: true })
+      const nginx = run.nginx!
+      expect(sum(nginx.missed, (r) => trace.popular.has(r)), `draw ${seed}: popular misses with no copy`).toBe(sum(nginx.lapsed, (r) => trace.popular.has(r)))
+      nginx.lapsed.forEach((m, r) => {
+        if (m > 0 && trace.popular.has(r)) found[r] = Math.max(found[r] ?? 0, m)
+      })
+    }
+    expect(found).toEqual({ 5: 1, 10: 1, 14: 1 })
+  })
+
   it.skipIf(only === null)(`prints trace ${only}'s calls and stale answers by cause`, () => {
     console.log(figures(only!).join('\n'))
   }, 120_000)

@@ -8,7 +8,7 @@ import { Random } from './random.js'
  * refreshes ahead by the model (reports/refresh-ahead.ts, the rules of ReportCache: a
  * fresh copy's ask counts and may schedule the refresh; an expired copy is served stale
  * while one refresh runs; no copy waits for one call) and against a stale-while-revalidate
- * cache, nginx's `use_stale updating` + `background_update`, the same cache with refresh
+ * cache (nginx's `background_update` with a stale window), the same cache with refresh
  * ahead off; on request, against nginx itself, that policy on nginx's clock of whole seconds
  * (`nginxFreshUntil`). Each cache's calls and stale answers are told apart by cause
  * (`Causes`). Time is the event queue's: a run of minutes takes milliseconds.
@@ -217,8 +217,9 @@ interface Copy {
 /**
  * How the cache replaying keeps time: `exact`, the gateway's (a copy fresh for F from its
  * landing, served stale for F more while one refresh runs); `nginx`, proxy_cache's with
- * `use_stale updating` and `background_update` (`nginxFreshUntil`; stale served for as long
- * as the copy is kept, minutes, while one background update runs).
+ * `background_update` and the origin's `stale-while-revalidate` F, as the benchmark sets it up
+ * (bench/lib/nginx.mjs; `nginxFreshUntil`: stale served for F past that while one background
+ * update runs, the next ask after it waiting for the platform).
  */
 type Clock = 'exact' | 'nginx'
 
@@ -256,8 +257,10 @@ function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boole
   const tally: Tally = { answers: zeros(), stale: zeros(), calls: 0, reportCalls: zeros(), callCauses: { aheadUsed: 0, aheadWasted: 0, swr: 0, first: 0, expired: 0 }, staleCauses, burstAnswers: zeros(), burstStale: zeros(), missed: zeros(), lapsed: zeros() }
   // The run starts at a point of nginx's second drawn from the seed, as a benchmark's replay does.
   const secondMs = new Random(shape.seed ^ 0xc10c).uniform(0, 1000)
-  // How long past its freshness an expired copy is served stale while one refresh runs: the gateway's staleWhileRevalidate (F), nginx's as long as it keeps the copy.
-  const staleMs = clock === 'nginx' ? Infinity : shape.freshMs
+  // How long past its freshness an expired copy is served stale while one refresh runs: F on
+  // either clock (the gateway's staleWhileRevalidate; nginx's stale-while-revalidate, which it
+  // counts in whole seconds from its copy's valid_sec, so from `freshUntil` on its clock too).
+  const staleMs = shape.freshMs
   const waits = new Random(shape.seed ^ 0x3a17)
   const copies: Array<Copy | null> = new Array<Copy | null>(shape.reports).fill(null)
   const flights = new Set<number>()
