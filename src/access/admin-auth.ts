@@ -9,6 +9,11 @@ const MIN_ADMIN_TOKEN_CHARS = 16
 // which it refuses a control character and DEL (400), less a space. A word holding any
 // other character is no token that can be presented, and is not hashed.
 const PRESENTABLE = /^[\x21-\x7e\x80-\x9f\xa1-\xff]+$/
+// The distinct words of a text remembered, each hashed once: a form or a multipart body
+// repeats its long words (names, headers of its parts), and a text of distinct words, of
+// which remembering saves nothing, keeps the memory at this size (remembering every word
+// cost more than hashing it).
+const REMEMBERED = 256
 
 /** Who an admin token belongs to, and what it may do. */
 export interface AdminActor {
@@ -43,14 +48,20 @@ export class AdminAuth {
   /**
    * Whether `text` (what a caller would have sent the platform) holds an admin token as a
    * word, as it is or percent-encoded: the named tokens of ADMIN_TOKENS_FILE are known by
-   * their digests alone, so each word that could be presented as a token is hashed
-   * and its digest looked up among the tokens'. The lookup's time depends on the digest of
-   * the caller's own word alone, which tells nothing of a token (verify, which says whose a
-   * presented token is, compares every digest in constant time).
+   * their digests alone, so each word that could be presented as a token is hashed (once,
+   * among the first REMEMBERED) and its digest looked up among the tokens'. The lookup's
+   * time depends on the digest of the caller's own word alone, which tells nothing of a
+   * token (verify, which says whose a presented token is, compares every digest in
+   * constant time).
    */
   heldIn(text: string): boolean {
     if (this.#digests.size === 0) return false
-    for (const word of wordsOf(text, MIN_ADMIN_TOKEN_CHARS)) if (PRESENTABLE.test(word) && this.#digests.has(hash('sha256', word))) return true
+    const seen = new Set<string>()
+    for (const word of wordsOf(text, MIN_ADMIN_TOKEN_CHARS)) {
+      if (seen.has(word) || !PRESENTABLE.test(word)) continue
+      if (seen.size < REMEMBERED) seen.add(word)
+      if (this.#digests.has(hash('sha256', word))) return true
+    }
     return false
   }
 
