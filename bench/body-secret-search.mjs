@@ -4,8 +4,10 @@
 // for the UTF-8 reading), and searched by SecretSet.holds (five
 // secrets of five lengths, as in the request search's measure) and, where ADMIN_TOKENS_FILE
 // names tokens, by AdminAuth.heldIn (each word of 16 characters or more hashed).
-// Bodies of 64 KiB and 1 MiB, text (a multipart form of words) and binary (random bytes);
-// medians of 7 rounds after 2 to warm up. Run after `npm run build`, beside no other benchmark:
+// Bodies of 64 KiB and 1 MiB, text (a multipart form of words), binary (random bytes) and
+// the named tokens' worst case (distinct words of 16 letters and digits, each one a word
+// heldIn hashes); heldIn with one named token and with 20. Medians of 7 rounds after 2 to
+// warm up (`--rounds=N`: N - 2 measured). Run after `npm run build`, beside no other benchmark:
 //   flock /tmp/bench.lock node_modules/.bin/node bench/body-secret-search.mjs
 
 import { createHash, randomBytes } from 'node:crypto'
@@ -15,7 +17,9 @@ import { AdminAuth } from '../dist/access/admin-auth.js'
 const secrets = ['eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJnYXRld2F5In0.c2lnbmF0dXJlLW9mLXRoZS10b2tlbg', 'attack-admin-token/0123456789abcdef', 'gw-secret+0123456789abcdefghij=', 'sandbox-password-xyz', 'client-secret-abcdefgh0123']
 const set = new SecretSet()
 for (const s of secrets) set.add(s)
-const named = new AdminAuth([{ name: 'ops', role: 'operator', hash: `sha256:${createHash('sha256').update('named-operator-token-0123456789').digest('hex')}` }])
+const namedToken = (i) => ({ name: `ops${i}`, role: 'operator', hash: `sha256:${createHash('sha256').update(`named-operator-token-${i}-0123456789`).digest('hex')}` })
+const named = new AdminAuth([namedToken(0)])
+const twenty = new AdminAuth(Array.from({ length: 20 }, (_, i) => namedToken(i)))
 
 function median(values) {
   const sorted = [...values].sort((a, b) => a - b)
@@ -29,11 +33,20 @@ function textBody(size) {
   return Buffer.from(text.slice(0, size))
 }
 
+// Distinct words of 16 letters and digits, a space between: as many words to hash as a MiB holds.
+function tokenWords(size) {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
+  const bytes = randomBytes(size)
+  for (let i = 0; i < size; i++) bytes[i] = i % 17 === 16 ? 0x20 : alphabet.charCodeAt(bytes[i] % alphabet.length)
+  return bytes
+}
+
 const bodies = [
   ['text 64 KiB', textBody(64 * 1024)],
   ['text 1 MiB', textBody(1024 * 1024)],
   ['binary 64 KiB', randomBytes(64 * 1024)],
   ['binary 1 MiB', randomBytes(1024 * 1024)],
+  ['16-letter words 1 MiB', tokenWords(1024 * 1024)],
 ]
 
 function measure(fn, calls) {
@@ -42,20 +55,24 @@ function measure(fn, calls) {
   return Number(process.hrtime.bigint() - started) / 1e6 / calls
 }
 
-const encoding = process.argv.find((a) => a.startsWith('--encoding='))?.slice('--encoding='.length) ?? 'latin1'
-console.log(`| body (read as ${encoding}) | reading | + SecretSet.holds | + AdminAuth.heldIn (one named token) |`)
-console.log('|---|---|---|---|')
+const option = (name, fallback) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback
+const encoding = option('encoding', 'latin1')
+const rounds = Number(option('rounds', '9'))
+console.log(`| body (read as ${encoding}) | reading | + SecretSet.holds | + AdminAuth.heldIn (one named token) | + AdminAuth.heldIn (20 named tokens) |`)
+console.log('|---|---|---|---|---|')
 for (const [name, body] of bodies) {
   const calls = body.length > 100_000 ? 10 : 160
-  const rows = { read: [], holds: [], named: [] }
-  for (let round = 0; round < 9; round++) {
+  const rows = { read: [], holds: [], named: [], twenty: [] }
+  for (let round = 0; round < rounds; round++) {
     const read = measure(() => body.toString(encoding), calls)
     const holds = measure(() => set.holds(body.toString(encoding)), calls)
     const heldIn = measure(() => named.heldIn(body.toString(encoding)), calls)
+    const heldInTwenty = measure(() => twenty.heldIn(body.toString(encoding)), calls)
     if (round < 2) continue
     rows.read.push(read)
     rows.holds.push(holds)
     rows.named.push(heldIn)
+    rows.twenty.push(heldInTwenty)
   }
-  console.log(`| ${name} | ${median(rows.read).toFixed(3)} ms | ${median(rows.holds).toFixed(3)} ms | ${median(rows.named).toFixed(3)} ms |`)
+  console.log(`| ${name} | ${median(rows.read).toFixed(3)} ms | ${median(rows.holds).toFixed(3)} ms | ${median(rows.named).toFixed(3)} ms | ${median(rows.twenty).toFixed(3)} ms |`)
 }

@@ -4,6 +4,16 @@ import { wordsOf } from '../observe/secret-search.js'
 
 // The shortest admin token the configuration accepts (ADMIN_TOKEN's bound): shorter words are none.
 const MIN_ADMIN_TOKEN_CHARS = 16
+// What a token presented as `authorization: Bearer <token>` can hold (http/admin/admin-access.ts
+// reads `\S+`): a character of a request head, which Node reads a byte a character and in
+// which it refuses a control character and DEL (400), less a space. A word holding any
+// other character is no token that can be presented, and is not hashed.
+const PRESENTABLE = /^[\x21-\x7e\x80-\x9f\xa1-\xff]+$/
+// The distinct words of a text remembered, each hashed once: a form or a multipart body
+// repeats its long words (names, headers of its parts), and a text of distinct words, of
+// which remembering saves nothing, keeps the memory at this size (remembering every word
+// cost more than hashing it).
+const REMEMBERED = 256
 
 /** Who an admin token belongs to, and what it may do. */
 export interface AdminActor {
@@ -19,6 +29,8 @@ export interface AdminActor {
  */
 export class AdminAuth {
   #tokens: (AdminActor & { digest: Buffer })[] = []
+  /** The tokens' digests in hex, as `hash` writes a word's. */
+  #digests = new Set<string>()
 
   constructor(tokens: AdminToken[]) {
     this.replace(tokens)
@@ -26,6 +38,7 @@ export class AdminAuth {
 
   replace(tokens: AdminToken[]): void {
     this.#tokens = tokens.map((t) => ({ name: t.name, role: t.role, digest: Buffer.from(t.hash.slice('sha256:'.length), 'hex') }))
+    this.#digests = new Set(tokens.map((t) => t.hash.slice('sha256:'.length)))
   }
 
   get enabled(): boolean {
@@ -35,11 +48,20 @@ export class AdminAuth {
   /**
    * Whether `text` (what a caller would have sent the platform) holds an admin token as a
    * word, as it is or percent-encoded: the named tokens of ADMIN_TOKENS_FILE are known by
-   * their digests alone, so each word is hashed and compared as verify compares a token.
+   * their digests alone, so each word that could be presented as a token is hashed (once,
+   * among the first REMEMBERED) and its digest looked up among the tokens'. The lookup's
+   * time depends on the digest of the caller's own word alone, which tells nothing of a
+   * token (verify, which says whose a presented token is, compares every digest in
+   * constant time).
    */
   heldIn(text: string): boolean {
-    if (this.#tokens.length === 0) return false
-    for (const word of wordsOf(text, MIN_ADMIN_TOKEN_CHARS)) if (this.verify(word) !== null) return true
+    if (this.#digests.size === 0) return false
+    const seen = new Set<string>()
+    for (const word of wordsOf(text, MIN_ADMIN_TOKEN_CHARS)) {
+      if (seen.has(word) || !PRESENTABLE.test(word)) continue
+      if (seen.size < REMEMBERED) seen.add(word)
+      if (this.#digests.has(hash('sha256', word))) return true
+    }
     return false
   }
 

@@ -128,11 +128,38 @@ export function percentDecoded(text: string): string {
 
 // What separates the words of a query, a form, a JSON text or a header: a secret known by
 // its digest alone is looked for as one whole word.
+const WORD_SEPARATOR = /[\s&=,;:"'()<>[\]{}]/
 const WORD_SEPARATORS = /[\s&=,;:"'()<>[\]{}]+/
+// WORD_SEPARATOR of each Latin-1 character, read from a table (a body passed on as it comes is read so).
+const LATIN1_SEPARATORS = Uint8Array.from({ length: 256 }, (_, c) => (WORD_SEPARATOR.test(String.fromCharCode(c)) ? 1 : 0))
+const isSeparator = (unit: number): boolean => (unit < 256 ? LATIN1_SEPARATORS[unit] === 1 : WORD_SEPARATOR.test(String.fromCharCode(unit)))
+const PERCENT = 0x25
+const PLUS = 0x2b
 
-/** The words of `text` and of its decoded form (percentDecoded) at least `minLength` long, each once. */
-export function wordsOf(text: string, minLength: number): Set<string> {
-  const words = new Set<string>()
-  for (const form of /[%+]/.test(text) ? [text, percentDecoded(text)] : [text]) for (const word of form.split(WORD_SEPARATORS)) if (word.length >= minLength) words.add(word)
-  return words
+/**
+ * The words of `text` and of its decoded form (percentDecoded) at least `minLength` long,
+ * in one pass over `text` (a word found twice is yielded twice: remembering each costs more
+ * than a digest of it). Decoding changes only a `+` and a run of escapes, which hold no
+ * separator, and keeps every separator as it is: the words of the decoded text are those of
+ * each word of `text` decoded alone. A decoded word is no longer than the word it comes
+ * from (an escape of three characters is at most one), so only a word of at least
+ * `minLength` holding a `%` or a `+` is decoded, and the text never is whole.
+ */
+export function* wordsOf(text: string, minLength: number): Generator<string> {
+  let start = 0
+  let changed = false
+  for (let end = 0; end <= text.length; end++) {
+    const unit = end < text.length ? text.charCodeAt(end) : -1
+    if (unit !== -1 && !isSeparator(unit)) {
+      changed ||= unit === PERCENT || unit === PLUS
+      continue
+    }
+    if (end - start >= minLength) {
+      const word = text.slice(start, end)
+      yield word
+      if (changed) for (const part of percentDecoded(word).split(WORD_SEPARATORS)) if (part.length >= minLength && part !== word) yield part
+    }
+    start = end + 1
+    changed = false
+  }
 }

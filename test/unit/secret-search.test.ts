@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { percentDecoded, SecretSearch } from '../../src/observe/secret-search.js'
+import { percentDecoded, SecretSearch, wordsOf } from '../../src/observe/secret-search.js'
 import { SecretSet } from '../../src/observe/logger.js'
 import { AdminAuth } from '../../src/access/admin-auth.js'
 import { sha256Hex } from '../../src/config/secret-digest.js'
@@ -129,5 +129,60 @@ describe('AdminAuth.heldIn: a token known by its digest alone', () => {
 
   it('finds nothing without admin tokens', () => {
     expect(new AdminAuth([]).heldIn(`q=${token}`)).toBe(false)
+  })
+
+  it.each([
+    ['a control character', `${token}\x01`],
+    ['DEL', `\x7f${token}`],
+    ['a character past Latin-1', `${token}\u0100`],
+  ])('does not take a word holding %s for a token: no request head carries it', (_name, word) => {
+    const odd = new AdminAuth([{ name: 'odd', hash: `sha256:${sha256Hex(word)}`, role: 'operator' }])
+    expect([odd.heldIn(`q=${word}`), odd.heldIn(`q=${encodeURIComponent(word)}`)]).toEqual([false, false])
+  })
+})
+
+describe('AdminAuth.heldIn in one pass: finds what the words of the text and of its whole decoded form found', () => {
+  const RUNS = Number(process.env.PROPERTY_RUNS ?? 300)
+  const SEED = process.env.PROPERTY_SEED !== undefined ? Number(process.env.PROPERTY_SEED) : process.env.PROPERTY_RUNS ? Date.now() : 98
+  // The search before the one pass: every word of the text and, when it holds a `%` or a `+`, of its whole decoded form.
+  const SEPARATORS = /[\s&=,;:"'()<>[\]{}]+/
+  const wordsBefore = (text: string, minLength: number) => {
+    const words = new Set<string>()
+    for (const form of /[%+]/.test(text) ? [text, percentDecoded(text)] : [text]) for (const word of form.split(SEPARATORS)) if (word.length >= minLength) words.add(word)
+    return words
+  }
+  // Tokens a head can carry: letters and signs, Latin-1 letters, a `+` and a `%` of their own.
+  const tokens = ['named.operator~token_0123456789', 'tökén-wïth-lätin1-0123', 'plus+token+0123456789', 'pct%41token0123456789ab']
+  const auth = new AdminAuth(tokens.map((t, i) => ({ name: `ops${i}`, hash: `sha256:${sha256Hex(t)}`, role: 'operator' as const })))
+  const escaped = (text: string, lower: boolean) => [...Buffer.from(text)].map((b) => `%${lower ? b.toString(16) : b.toString(16).toUpperCase()}`).join('')
+  // Tokens as they are, partly escaped, cut, with `+` for a space; separators of every kind; escapes of nothing, broken escapes, characters no head carries.
+  const piece = fc.oneof(
+    fc.constantFrom(...tokens),
+    fc.tuple(fc.constantFrom(...tokens), fc.nat(40), fc.nat(40), fc.boolean()).map(([t, a, b, lower]) => {
+      const [from, to] = [Math.min(a, b) % (t.length + 1), Math.max(a, b) % (t.length + 1)]
+      return `${t.slice(0, from)}${escaped(t.slice(from, to), lower)}${t.slice(to)}`
+    }),
+    fc.constantFrom(' ', '+', '%20', '&', '=', '"', ':', '\t', '\u00a0', '\u3000', '%', '%EF%BB%BF', '%4', '%zz', '%C3', '%26', '\x01', '\x7f', '\u0100', 'é', 'x', '.'),
+    fc.string({ unit: fc.constantFrom('a', '4', '%', '+', ' ', '=', 'ü'), maxLength: 20 }),
+  )
+
+  it('yields the words of the text and of its decoded form', () => {
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 14 }), fc.constantFrom(1, 4, 16), (pieces, minLength) => {
+        const text = pieces.join('')
+        expect(new Set(wordsOf(text, minLength))).toEqual(wordsBefore(text, minLength))
+      }),
+      { numRuns: RUNS, seed: SEED },
+    )
+  })
+
+  it('finds a token wherever the words of the text and of its whole decoded form held it', () => {
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 14 }), (pieces) => {
+        const text = pieces.join('')
+        expect(auth.heldIn(text)).toBe([...wordsBefore(text, 16)].some((word) => auth.verify(word) !== null))
+      }),
+      { numRuns: RUNS, seed: SEED },
+    )
   })
 })
