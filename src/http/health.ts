@@ -4,16 +4,6 @@ import type { GatewayContext } from './context.js'
 /** An answer that tells a moment's state: no cache keeps it. */
 export const NOT_KEPT = 'no-store'
 
-/** What health.ts needs of the context, and whose listener it answers on. */
-export type HealthParts = Pick<GatewayContext, 'tokens' | 'redis' | 'breaker' | 'lifecycle'> & {
-  /**
-   * Whether `/readyz` says what is degraded (each credential by name, Redis): the admin
-   * listener's, which ADMIN_HOSTS guards. The proxy listener answers anyone who reaches its
-   * port, with or without a key: its readiness is the status alone, all a load balancer reads.
-   */
-  detail: boolean
-}
-
 /**
  * Liveness and readiness (contract, "Admin listener"). Unready
  * (503) only while this replica cannot serve at all: starting or shutting down. A
@@ -23,21 +13,18 @@ export type HealthParts = Pick<GatewayContext, 'tokens' | 'redis' | 'breaker' | 
  * Each answer is this replica's state as it is asked: `cache-control: no-store`, so that
  * no cache in front answers a probe with a past state.
  */
-export async function healthRoutes(app: FastifyInstance, { tokens, redis, breaker, lifecycle, detail }: HealthParts): Promise<void> {
+export async function healthRoutes(app: FastifyInstance, { tokens, redis, breaker, lifecycle }: Pick<GatewayContext, 'tokens' | 'redis' | 'breaker' | 'lifecycle'>): Promise<void> {
   app.get('/healthz', async (_request, reply) => reply.header('cache-control', NOT_KEPT).send({ status: 'ok' }))
 
   app.get('/readyz', async (_request, reply) => {
-    const { phase } = lifecycle
-    const ready = phase === 'serving'
-    const status = ready ? 'ready' : phase
-    reply.code(ready ? 200 : 503).header('cache-control', NOT_KEPT)
-    if (!detail) return reply.send({ status })
     const credentials = Object.fromEntries(
       tokens.all().map((p) => [p.name, p.current() === null ? 'missing' : p.usable() ? 'ok' : 'rejected']),
     )
     // readonly: Redis answers reads and refuses writes (OOM, READONLY, MISCONF).
     const state = redis === null ? 'not configured' : breaker?.state !== 'closed' ? 'down' : breaker.writable ? 'ok' : 'readonly'
+    const { phase } = lifecycle
+    const ready = phase === 'serving'
     const degraded = [...(state === 'down' ? ['redis'] : state === 'readonly' ? ['redis-readonly'] : []), ...Object.entries(credentials).filter(([, s]) => s !== 'ok').map(([n]) => `platformToken:${n}`)]
-    return reply.send({ status, platformToken: credentials, redis: state, degraded })
+    return reply.code(ready ? 200 : 503).header('cache-control', NOT_KEPT).send({ status: ready ? 'ready' : phase, platformToken: credentials, redis: state, degraded })
   })
 }

@@ -67,7 +67,7 @@ function expectAuthRefused(res: { statusCode: number; json: () => unknown }, bod
 }
 
 function ready(gw: TestGateway) {
-  return gw.admin.inject({ method: 'GET', url: '/readyz' })
+  return gw.proxy.inject({ method: 'GET', url: '/readyz' })
 }
 
 function loudLines(gw: TestGateway): Record<string, unknown>[] {

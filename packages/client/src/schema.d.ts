@@ -47,7 +47,7 @@ export interface paths {
         };
         /**
          * Readiness of this replica
-         * @description The body is `{"status": "ready"}` (`starting`, `stopping` with 503); 503 only while this replica cannot serve at all. What is degraded (a refused platform token, Redis down) is on the admin listener's `/readyz`.
+         * @description The body lists what is degraded (a refused platform token, Redis down); 503 only while this replica cannot serve at all.
          */
         get: operations["readyz"];
         put?: never;
@@ -2256,7 +2256,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Ready: `{"status": "ready"}`. */
+            /** @description Ready; the body lists what is degraded. */
             200: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];

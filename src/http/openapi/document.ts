@@ -46,7 +46,7 @@ const PLAIN_ROUTES: Record<string, Json> = {
     tags: ['health'],
     operationId: 'readyz',
     summary: 'Readiness of this replica',
-    description: 'The body is `{"status": "ready"}` (`starting`, `stopping` with 503); 503 only while this replica cannot serve at all. What is degraded (a refused platform token, Redis down) is on the admin listener\'s `/readyz`.',
+    description: 'The body lists what is degraded (a refused platform token, Redis down); 503 only while this replica cannot serve at all.',
   },
   '/openapi.json': { tags: ['description'], operationId: 'openapi', summary: 'This document' },
 }
@@ -55,7 +55,7 @@ const PLAIN_ROUTES: Record<string, Json> = {
 const HEALTH = new Set(['/healthz', '/readyz'])
 
 const READYZ = {
-  '200': { description: 'Ready: `{"status": "ready"}`.' },
+  '200': { description: 'Ready; the body lists what is degraded.' },
   '503': { description: 'This replica cannot serve: starting, shutting down, or its configuration is broken.' },
 }
 
