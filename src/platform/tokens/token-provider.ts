@@ -303,17 +303,9 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     return `file:${this.#fileContent === null ? 'unread' : baseDigest(this.#fileContent)}`
   }
 
-  /**
-   * Whether a replica of this configuration takes `stored` rather than its configured
-   * token: a password login takes a token made on the same login; a static token or token
-   * file takes one made on its configuration, or on top of a change that replaced it (a
-   * host's `.env` or a pod's Secret a rotation or rollout left behind). Any other
-   * configuration is a rollout, and its token replaces the stored one.
-   */
+  /** Whether a replica of this configuration takes `stored` rather than its configured token (takesStoredAtStart). */
   takesAtStart(stored: SharedToken): boolean {
-    const own = this.configuredBase
-    if (this.credential.login) return sameLoginBase(stored.base, own)
-    return [stored.base, ...stored.replaced].some((base) => sameConfiguration(base, own))
+    return takesStoredAtStart(this.configuredBase, stored)
   }
 
   /** The start of a static or file token: the stored token when this configuration takes it, the configured one otherwise. */
@@ -525,6 +517,19 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
       await this.#login('login', false).catch((err: unknown) => this.#deps.log.error({ err, credential: this.name }, 'scheduled platform re-login failed; the current token is kept'))
     }
   }
+}
+
+/**
+ * Whether a replica configured with `configured` (TokenProvider.configuredBase) takes the
+ * stored token rather than its configured one at start: a password login takes a token
+ * made on the same login; a static token or token file takes one made on its
+ * configuration, or on top of a change that replaced it (a host's `.env` or a pod's
+ * Secret a rotation or rollout left behind). Any other configuration is a rollout, and
+ * its token replaces the stored one.
+ */
+export function takesStoredAtStart(configured: string, stored: Pick<SharedToken, 'base' | 'replaced'>): boolean {
+  if (configured.startsWith('login:')) return sameLoginBase(stored.base, configured)
+  return [stored.base, ...stored.replaced].some((base) => sameConfiguration(base, configured))
 }
 
 /**
