@@ -177,7 +177,9 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       // port taken) exits having logged in nowhere and audited no token change. Until it
       // serves, readiness answers 503 (starting).
       await bind?.()
-      // A password login takes the token stored in Redis when there is a usable one, instead of logging in.
+      // Each credential chooses between the token stored in Redis and its configuration
+      // before it sets one: its audit line names the token it takes, never a configured one
+      // a rotation replaced; a password login takes a usable stored token instead of logging in.
       await tokens.start(await tokenStore.storedAtStart())
       history.watch(platform.gauges)
       rateLimiter.start()

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { sameConfiguration } from '../../src/platform/tokens/token-provider.js'
+import { sameConfiguration, takesStoredAtStart } from '../../src/platform/tokens/token-provider.js'
 
 // Which configurations a stored platform token's record names as one: the token given,
 // whatever it is read from; a login by its own base.
@@ -16,5 +16,27 @@ describe('sameConfiguration', () => {
     expect(sameConfiguration('file:unread', 'static:0123456789ab')).toBe(false)
     expect(sameConfiguration('login:0123456789ab', 'static:0123456789ab')).toBe(false)
     expect(sameConfiguration('login:0123456789ab', 'login:0123456789ab')).toBe(true)
+  })
+})
+
+describe('takesStoredAtStart', () => {
+  const stored = { base: 'static:aaaaaaaaaaaa', replaced: ['file:bbbbbbbbbbbb'] }
+
+  it('takes the stored token on its own configuration, or on one a change leading to it replaced, wherever the token is read from', () => {
+    expect(takesStoredAtStart('static:aaaaaaaaaaaa', stored)).toBe(true)
+    expect(takesStoredAtStart('file:aaaaaaaaaaaa', stored)).toBe(true)
+    expect(takesStoredAtStart('static:bbbbbbbbbbbb', stored)).toBe(true)
+  })
+
+  it('keeps a configuration no stored change replaced: a rollout', () => {
+    expect(takesStoredAtStart('static:cccccccccccc', stored)).toBe(false)
+    expect(takesStoredAtStart('file:unread', stored)).toBe(false)
+  })
+
+  it('takes a token made on the same login only (or a record from before logins had their own base), never a static or file one', () => {
+    expect(takesStoredAtStart('login:dddddddddddd', { base: 'login:dddddddddddd', replaced: [] })).toBe(true)
+    expect(takesStoredAtStart('login:dddddddddddd', { base: 'login', replaced: [] })).toBe(true)
+    expect(takesStoredAtStart('login:dddddddddddd', { base: 'login:eeeeeeeeeeee', replaced: ['login:dddddddddddd'] })).toBe(false)
+    expect(takesStoredAtStart('login:dddddddddddd', stored)).toBe(false)
   })
 })

@@ -161,23 +161,30 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
   }
 
   /**
-   * Sets the configured token, or logs in. `shared`: the token stored in Redis when the
-   * replica starts (null without one, or without Redis). With a password login, a shared
-   * token made on the same login is taken as it is, and the replica logs in only when it
-   * is refused or due for renewal (`platform.refreshBefore`): a restart never replaces
-   * an operator's rotation. A static or file token is compared with the stored one by
-   * the shared store afterwards (token-store.ts).
+   * Sets the stored token or the configured one, or logs in. `shared`: the token stored in
+   * Redis when the replica starts (null without one, or without Redis). The choice is made
+   * before any token is set (takesAtStart), so that the one change event, and its audit
+   * line, names the token taken: a configured token a rotation replaced is never set.
+   * With a password login, a shared token made on the same login is taken as it is, and
+   * the replica logs in only when it is refused or due for renewal
+   * (`platform.refreshBefore`): a restart never replaces an operator's rotation. Where
+   * Redis could not be read, the shared store makes the same choice once it answers
+   * (token-store.ts).
    */
   async start(shared: SharedToken | null = null): Promise<void> {
     const c = this.credential
     try {
       if (c.token) {
-        this.#set(c.token, 'static', undefined, 'start')
+        this.#startWith(c.token, 'static', shared)
       } else if (c.tokenFile) {
-        await this.#readTokenFile('start')
+        const content = await this.#tokenFileContent()
+        if (content !== null) {
+          this.#fileContent = content
+          this.#startWith(content, 'file', shared)
+        }
         this.#watchTokenFile(c.tokenFile)
       } else if (c.login) {
-        const sameLogin = shared !== null && sameLoginBase(shared.base, this.configuredBase)
+        const sameLogin = shared !== null && this.takesAtStart(shared)
         if (shared && sameLogin) this.adopt(shared.state, true)
         if (!this.#state || this.#loginDue(this.#clock.now())) {
           try {
@@ -296,6 +303,17 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     return `file:${this.#fileContent === null ? 'unread' : baseDigest(this.#fileContent)}`
   }
 
+  /** Whether a replica of this configuration takes `stored` rather than its configured token (takesStoredAtStart). */
+  takesAtStart(stored: SharedToken): boolean {
+    return takesStoredAtStart(this.configuredBase, stored)
+  }
+
+  /** The start of a static or file token: the stored token when this configuration takes it, the configured one otherwise. */
+  #startWith(configured: string, source: 'static' | 'file', shared: SharedToken | null): void {
+    if (shared && shared.state.token !== configured && this.takesAtStart(shared)) this.adopt(shared.state, true)
+    else this.#set(configured, source, undefined, 'start')
+  }
+
   /** A password login is due: the token was refused, or expires within `platform.refreshBefore`. */
   #loginDue(now: number): boolean {
     const s = this.#state
@@ -390,7 +408,8 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     )
   }
 
-  async #readTokenFile(reason: 'start' | 'file'): Promise<void> {
+  /** The token file's token; null (the fault logged once) when it cannot be read or holds none. */
+  async #tokenFileContent(): Promise<string | null> {
     const path = this.credential.tokenFile as string
     let content: string
     try {
@@ -398,25 +417,30 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code ?? 'error'
       this.#fileProblem(code, () => this.#deps.log.error({ credential: this.name, path, code }, 'token file cannot be read; keeping the current token'))
-      return
+      return null
     }
     if (content === '') {
       this.#fileProblem('empty', () => this.#deps.log.error({ credential: this.name, path }, 'token file is empty; keeping the current token'))
-      return
+      return null
     }
     // The start refuses such a file (a configuration error); afterwards the token in use
     // stays: a token with a line break inside, or `Bearer <token>`, is no header's token.
     const fault = tokenFault(content)
     if (fault !== null) {
       this.#fileProblem(fault, () => this.#deps.log.error({ credential: this.name, path }, `token file ${fault}; keeping the current token`))
-      return
+      return null
     }
     this.#fileFault = null
+    return content
+  }
+
+  async #readTokenFile(): Promise<void> {
+    const content = await this.#tokenFileContent()
     // Compared with the file's last content, not with the token in use: a token from PUT
     // /admin/token or another replica stays until the file itself changes.
-    if (content === this.#fileContent) return
+    if (content === null || content === this.#fileContent) return
     this.#fileContent = content
-    this.#set(content, 'file', undefined, reason)
+    this.#set(content, 'file', undefined, 'file')
   }
 
   // The file is polled every second: a lasting fault is logged once, when it begins.
@@ -438,7 +462,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
         return
       }
       reading = true
-      void this.#readTokenFile('file').finally(() => {
+      void this.#readTokenFile().finally(() => {
         reading = false
         if (again) {
           again = false
@@ -493,6 +517,19 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
       await this.#login('login', false).catch((err: unknown) => this.#deps.log.error({ err, credential: this.name }, 'scheduled platform re-login failed; the current token is kept'))
     }
   }
+}
+
+/**
+ * Whether a replica configured with `configured` (TokenProvider.configuredBase) takes the
+ * stored token rather than its configured one at start: a password login takes a token
+ * made on the same login; a static token or token file takes one made on its
+ * configuration, or on top of a change that replaced it (a host's `.env` or a pod's
+ * Secret a rotation or rollout left behind). Any other configuration is a rollout, and
+ * its token replaces the stored one.
+ */
+export function takesStoredAtStart(configured: string, stored: Pick<SharedToken, 'base' | 'replaced'>): boolean {
+  if (configured.startsWith('login:')) return sameLoginBase(stored.base, configured)
+  return [stored.base, ...stored.replaced].some((base) => sameConfiguration(base, configured))
 }
 
 /**

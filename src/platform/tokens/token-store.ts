@@ -169,16 +169,19 @@ export class TokenStore implements TokenShares {
   }
 
   /**
-   * The token stored for each credential with a password login, read before the
-   * providers start: a replica that finds a usable one takes it instead of logging in
-   * (TokenProvider.start). Empty without Redis or GATEWAY_SECRET.
+   * The token stored for each credential, read before the providers start: each start
+   * chooses between it and its configuration before it sets a token (TokenProvider.start),
+   * a password login taking a usable one instead of logging in. Empty without Redis or
+   * GATEWAY_SECRET; a credential whose record cannot be read or opened is left out (the
+   * start's reconciliation tells of it, and reads again once Redis answers: #reconcile).
    */
   async storedAtStart(): Promise<Map<string, SharedToken>> {
     const stored = new Map<string, SharedToken>()
     if (!this.enabled) return stored
     for (const provider of this.#ctx.tokens.all()) {
-      if (!provider.hasLogin) continue
-      const shared = (await this.#read(provider.name))?.shared
+      // Quiet: an unauthentic record is told once, by the start's reconciliation that follows.
+      const read = await this.#readOrAbsent(provider.name, true)
+      const shared = read === ABSENT ? null : read?.shared
       if (shared) stored.set(provider.name, shared)
     }
     return stored
@@ -303,20 +306,18 @@ export class TokenStore implements TokenShares {
     if (read === ABSENT) this.#absentAtStart.add(provider.name)
     const stored = read === ABSENT ? undefined : read.shared
     const current = provider.current()
-    if (stored && !current) {
+    // The start's choice (TokenProvider.takesAtStart), made again here for a start that
+    // could not read Redis, or a record changed since: a configuration the stored token's
+    // changes replaced (a host's .env not yet updated) is no rollout, and the stored token
+    // stays, on this replica too. A password login chose at start (it logs in only when
+    // the stored token is refused or due), unless it holds no token.
+    if (stored && (!current || (!provider.hasLogin && provider.takesAtStart(stored)))) {
       this.#replacedKnown.set(provider.name, stored.replaced)
       provider.adopt(stored.state, true)
       return
     }
     if (!current) return
     if (stored && stored.state.token === current.token && compareRank(stored.state, current) === 0) return
-    // A configuration the stored token's changes replaced (a host's .env not yet updated)
-    // is no rollout: the stored token stays, on this replica too.
-    if (stored && !provider.hasLogin && [stored.base, ...stored.replaced].some((base) => sameConfiguration(base, provider.configuredBase))) {
-      this.#replacedKnown.set(provider.name, stored.replaced)
-      provider.adopt(stored.state, true)
-      return
-    }
     await this.#publish(provider, current)
   }
 
