@@ -66,6 +66,8 @@ describe('hits before the router', () => {
     })
     expect(hit.headers.age).toMatch(/^\d+$/)
     expect(hit.headers['cache-control']).toMatch(/^private, max-age=\d+$/)
+    // A report is data, never a page of the gateway's origin, on either entrance.
+    for (const res of [miss, hit]) expect(res.headers).toMatchObject({ 'x-content-type-options': 'nosniff', 'content-security-policy': "default-src 'none'; frame-ancestors 'none'; sandbox" })
     expect(hit.body.equals(miss.body)).toBe(true)
     const plain = await get(REPORT, { 'x-api-key': KEYS.growth })
     expect(plain.headers['content-encoding']).toBeUndefined()
