@@ -215,7 +215,7 @@ describe("a hit's head rendered ahead", () => {
     const answers = text.split(/(?=HTTP\/1\.1 )/)
     expect(answers).toHaveLength(2)
     const heads = answers.map((a) => a.slice(0, a.indexOf('\r\n\r\n')))
-    const expected = ['age', 'cache-control', 'cache-status', 'connection', 'content-length', 'content-type', 'date', 'etag', 'keep-alive', 'platform-usage', 'ratelimit', 'ratelimit-policy', 'report-provisional-days', 'report-settled-through', 'vary', 'x-cache', 'x-request-id']
+    const expected = ['age', 'cache-control', 'cache-status', 'connection', 'content-length', 'content-security-policy', 'content-type', 'date', 'etag', 'keep-alive', 'platform-usage', 'ratelimit', 'ratelimit-policy', 'report-provisional-days', 'report-settled-through', 'vary', 'x-cache', 'x-content-type-options', 'x-request-id']
     expect(names(heads[0] as string)).toEqual(expected)
     expect(names(heads[1] as string)).toEqual([...expected, 'content-encoding'].sort())
     expect(heads[0]).toMatch(/^HTTP\/1\.1 200 OK\r\n/)
@@ -254,7 +254,7 @@ describe("a hit's head rendered ahead", () => {
     const before = env.gw.logs.records().filter((r) => r.msg === 'request').length
     const miss = await onTheWire(ask('x-request-id: route-1\r\n'), 1)
     const refresh = await onTheWire(ask('x-request-id: route-2\r\ncache-control: no-cache\r\n'), 1)
-    const expected = ['cache-control', 'cache-status', 'connection', 'content-length', 'content-type', 'date', 'etag', 'keep-alive', 'platform-usage', 'ratelimit', 'ratelimit-policy', 'report-provisional-days', 'report-settled-through', 'vary', 'x-cache', 'x-request-id']
+    const expected = ['cache-control', 'cache-status', 'connection', 'content-length', 'content-security-policy', 'content-type', 'date', 'etag', 'keep-alive', 'platform-usage', 'ratelimit', 'ratelimit-policy', 'report-provisional-days', 'report-settled-through', 'vary', 'x-cache', 'x-content-type-options', 'x-request-id']
     for (const [answer, cache, id] of [[miss.text, 'MISS', 'route-1'], [refresh.text, 'REFRESH', 'route-2']] as const) {
       const head = answer.slice(0, answer.indexOf('\r\n\r\n'))
       expect(names(head)).toEqual(expected)
@@ -293,7 +293,7 @@ describe("a hit's head rendered ahead", () => {
     expect(head).toMatch(/^HTTP\/1\.1 200 OK\r\n/)
     expect(head).toContain('\r\nx-cache: HIT\r\n')
     expect(head).toContain('\r\nConnection: close')
-    expect(names(head)).toEqual(['age', 'cache-control', 'cache-status', 'connection', 'content-length', 'content-type', 'date', 'etag', 'platform-usage', 'ratelimit', 'ratelimit-policy', 'report-provisional-days', 'report-settled-through', 'vary', 'x-cache', 'x-request-id'])
+    expect(names(head)).toEqual(['age', 'cache-control', 'cache-status', 'connection', 'content-length', 'content-security-policy', 'content-type', 'date', 'etag', 'platform-usage', 'ratelimit', 'ratelimit-policy', 'report-provisional-days', 'report-settled-through', 'vary', 'x-cache', 'x-content-type-options', 'x-request-id'])
   })
 })
 
