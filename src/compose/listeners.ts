@@ -19,6 +19,7 @@ import { reportAnswerFacts } from '../http/reads/report-facts.js'
 import { ReadDecisions } from '../reports/read-decision.js'
 import { refusalObserver, requestObserver } from '../http/hooks/request-log.js'
 import { answerHooks, callerRate } from '../http/hooks/answer-hooks.js'
+import { PROXY_ANSWER_HEADERS } from '../http/answer-fields.js'
 import { ADMIN_ANSWER_HEADERS, adminRoutes } from '../http/admin/admin.js'
 import type { WebhookDeliveries } from '../jobs/webhook-deliveries.js'
 import { metricsRoute } from '../http/admin/metrics-route.js'
@@ -76,7 +77,12 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
     for (const which of CLOSED_AT_BOUND) metrics.connectionsClosedAtBound.inc({ listener, which }, 0)
     return { listener, setting, max, closed: (which, count) => metrics.connectionsClosedAtBound.inc({ listener, which }, count), inForce: (n) => metrics.connectionsBound.set({ listener }, n) }
   }
-  const proxy = buildServer(config, log, failures, fast, { challenge: PROXY_CHALLENGE, connections: bound('proxy', 'server.maxConnections', config.server.maxConnections), rateOf: callerRate(admission), keyTeam: (headers) => parts.teams.runningTeam(headers), tracing, allow: allowOf, bodyReader: 'handler', holdsSecret })
+  const proxy = buildServer(config, log, failures, fast, { challenge: PROXY_CHALLENGE, connections: bound('proxy', 'server.maxConnections', config.server.maxConnections), rateOf: callerRate(admission), keyTeam: (headers) => parts.teams.runningTeam(headers), tracing, allow: allowOf, bodyReader: 'handler', holdsSecret, refusalHeaders: PROXY_ANSWER_HEADERS })
+  // Every answer its router writes, the platform's passed on included, over their own.
+  proxy.addHook('onSend', async (_request, reply, payload) => {
+    reply.headers(PROXY_ANSWER_HEADERS)
+    return payload
+  })
   refusalsObservedOn(proxy, refusalObserver(observe, tracing !== null))
   // No body is parsed on the proxy listener before its handler admits the caller:
   // /api/v1 handlers read it through Admission.readBody; any other path is a 404

@@ -157,8 +157,23 @@ const GATEWAY_HEADERS = ['x-cache', USAGE_HEADER, SETTLED_HEADER, PROVISIONAL_HE
 // origin, and the gateway's origin is the gateway's (it sends no CORS headers; another
 // origin's page reads nothing through it, and no upstream clears its callers' storage,
 // pins its transport or collects its browsers' reports).
-const ORIGIN_POLICIES = ['timing-allow-origin', 'alt-svc', 'strict-transport-security', 'clear-site-data', 'nel', 'report-to', 'reporting-endpoints']
-const isOriginPolicy = (name: string): boolean => name.startsWith('access-control-') || ORIGIN_POLICIES.includes(name)
+// A browser acts on the others for the whole origin too: a service worker's scope, the
+// client hints it sends every later request, the origin's isolation and permissions, its
+// sign-in and storage-access state, pages it loads ahead; a page's own content policy
+// is the gateway's (answer-fields.ts).
+const ORIGIN_POLICIES = [
+  'timing-allow-origin', 'alt-svc', 'strict-transport-security', 'clear-site-data', 'nel', 'report-to', 'reporting-endpoints',
+  'service-worker-allowed', 'accept-ch', 'critical-ch', 'permissions-policy', 'feature-policy', 'origin-agent-cluster', 'x-permitted-cross-domain-policies', 'x-dns-prefetch-control',
+  'speculation-rules', 'supports-loading-mode', 'set-login', 'idp-signin-status', 'activate-storage-access', 'content-security-policy', 'content-security-policy-report-only', 'x-frame-options',
+]
+const isOriginPolicy = (name: string): boolean => name.startsWith('access-control-') || name.startsWith('cross-origin-') || ORIGIN_POLICIES.includes(name)
+
+// What says how the platform is built and runs: its server's and language's versions, its
+// timings (a database's address in a description), its debug profiler's and collectors'
+// ids and links (Symfony's profiler page of a request lists its headers, the platform
+// token among them; Laravel Debugbar's, Clockwork's).
+const PLATFORM_INTERNALS = ['server', 'x-powered-by', 'server-timing', 'x-debug-token', 'x-debug-token-link', 'phpdebugbar-id']
+const isPlatformInternal = (name: string): boolean => name.startsWith('x-clockwork-') || name.startsWith('phpdebugbar-') || PLATFORM_INTERNALS.includes(name)
 
 // Instructions a server before the gateway acts on: nginx's X-Accel-* (an internal
 // redirect to any of its locations, its cache's time over cache-control, its buffering and
@@ -183,13 +198,14 @@ const SHARED_ONLY = /^(public|s-maxage\s*=.*|proxy-revalidate)$/i
 // authorization (a key sent as a bearer) too; it is kept, as a browser reads it, beside `private`.
 const SHARED_TOO = /^must-revalidate$/i
 const KEY_HEADERS = ['authorization', 'x-api-key']
-// Cache directives for a CDN alone, which it obeys in place of cache-control: RFC 9213's
-// targeted fields (`CDN-Cache-Control`, a CDN's own `<name>-CDN-Cache-Control`), the
-// Edge Architecture's `Surrogate-Control` (Fastly, Varnish) and Akamai's `Edge-Control`.
-// The platform's are for its own CDN; before the gateway they would keep one key's answer
-// for every key.
-const CDN_DIRECTIVES = ['surrogate-control', 'edge-control', 'cdn-cache-control']
-const isCdnDirective = (name: string): boolean => CDN_DIRECTIVES.includes(name) || name.endsWith('-cdn-cache-control')
+// Cache directives a cache obeys besides cache-control: RFC 9213's targeted fields
+// (`CDN-Cache-Control`, a CDN's own `<name>-CDN-Cache-Control`), the Edge Architecture's
+// `Surrogate-Control` (Fastly, Varnish) and Akamai's `Edge-Control`, which a CDN obeys in
+// place of cache-control, and `No-Vary-Search`, with which a browser's cache gives one
+// query's answer for another (another advertiser's report). The platform's are for its
+// own caches; before the gateway they would give one key's or one query's answer for others.
+const CACHE_DIRECTIVES = ['surrogate-control', 'edge-control', 'cdn-cache-control', 'no-vary-search']
+const isCacheDirective = (name: string): boolean => CACHE_DIRECTIVES.includes(name) || name.endsWith('-cdn-cache-control')
 
 // Headers holding a URL the caller may follow, each with how its URLs are put on the gateway.
 const URL_HEADERS: ReadonlyArray<readonly [string, (value: string, platformBase: string) => string]> = [
@@ -202,8 +218,9 @@ const URL_HEADERS: ReadonlyArray<readonly [string, (value: string, platformBase:
 /**
  * The platform's response headers as the caller gets them: no session cookie, no
  * hop-by-hop headers, none of the gateway's own, no policy for the platform's origin
- * (CORS, alt-svc, HSTS, clear-site-data, reporting), no count of the shared token's calls,
- * no instruction to a server before the gateway (X-Accel-*, x-envoy-*, X-Sendfile), private to the
+ * (CORS, alt-svc, HSTS, clear-site-data, reporting, service workers, client hints, isolation),
+ * no count of the shared token's calls, nothing of the platform's internals (server, versions,
+ * timings, profiler links), no instruction to a server before the gateway (X-Accel-*, x-envoy-*, X-Sendfile), private to the
  * key that asked (no CDN's cache directive), and a URL
  * (`location`, `content-location`, `link`, `refresh`) on the platform's own origin (`platformBase`) as the
  * gateway's path: a client that follows it comes back to the gateway, which checks the
@@ -213,7 +230,7 @@ export function callerHeaders(headers: IncomingHttpHeaders, platformBase: string
   const out = { ...headers }
   const named = typeof out.connection === 'string' ? out.connection.split(',').map((h) => h.trim().toLowerCase()) : []
   for (const name of [...HOP_BY_HOP, ...named, 'set-cookie', ...GATEWAY_HEADERS]) delete out[name]
-  for (const name of Object.keys(out)) if (isOriginPolicy(name) || isCredentialCount(name) || isFrontInstruction(name)) delete out[name]
+  for (const name of Object.keys(out)) if (isOriginPolicy(name) || isCredentialCount(name) || isFrontInstruction(name) || isPlatformInternal(name)) delete out[name]
   privateToTheKey(out)
   if (platformBase !== null) {
     for (const [name, rewrite] of URL_HEADERS) {
@@ -224,9 +241,9 @@ export function callerHeaders(headers: IncomingHttpHeaders, platformBase: string
   return out
 }
 
-/** `cache-control` without what lets a shared cache alone keep the answer, `private` added when it held that or must-revalidate, and no CDN's directive; `vary` names the key headers. */
+/** `cache-control` without what lets a shared cache alone keep the answer, `private` added when it held that or must-revalidate, and no CDN's or browser's directive beside it; `vary` names the key headers. */
 function privateToTheKey(out: IncomingHttpHeaders): void {
-  for (const name of Object.keys(out)) if (isCdnDirective(name)) delete out[name]
+  for (const name of Object.keys(out)) if (isCacheDirective(name)) delete out[name]
   const control = out['cache-control']
   if (typeof control === 'string') {
     const directives = control.split(',').map((d) => d.trim()).filter((d) => d !== '')

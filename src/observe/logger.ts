@@ -87,10 +87,38 @@ function escapeRegExp(s: string): string {
 // pino's number of the `error` level: the lowest whose lines carry an error's stack.
 const ERROR_LEVEL = 50
 
+// Fields of a line whose text the caller chose, and the most of it a line holds: a head
+// of Node's 16 KiB would make a line a log driver splits (Docker's json-file at 16 KiB),
+// whose request no parser then reads, and each call would write as much again.
+const CALLER_TEXTS = ['userAgent', 'path'] as const
+const LOGGED_TEXT_MAX = 1024
+
+/**
+ * `text` as a line holds it: redacted first (a secret or key across the cut is redacted
+ * whole, never written in part), then its first LOGGED_TEXT_MAX characters and how many
+ * were left out.
+ */
+function loggedText(text: string, secrets: SecretSet): string {
+  const redacted = secrets.scrub(text)
+  if (redacted.length <= LOGGED_TEXT_MAX) return redacted
+  return `${redacted.slice(0, LOGGED_TEXT_MAX)}… (+${redacted.length - LOGGED_TEXT_MAX} characters)`
+}
+
 export function loggerOptions(level: string, secrets: SecretSet): LoggerOptions {
   return {
     level,
     redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
+    formatters: {
+      // A copy where a text is bounded: the object logged may be the caller's own.
+      log(fields) {
+        let out = fields
+        for (const name of CALLER_TEXTS) {
+          const value = fields[name]
+          if (typeof value === 'string' && value.length > LOGGED_TEXT_MAX) out = { ...out, [name]: loggedText(value, secrets) }
+        }
+        return out
+      },
+    },
     hooks: {
       streamWrite: (line) => secrets.scrub(line),
       logMethod(args, method, at) {

@@ -66,6 +66,8 @@ describe('hits before the router', () => {
     })
     expect(hit.headers.age).toMatch(/^\d+$/)
     expect(hit.headers['cache-control']).toMatch(/^private, max-age=\d+$/)
+    // A report is data, never a page of the gateway's origin, on either entrance.
+    for (const res of [miss, hit]) expect(res.headers).toMatchObject({ 'x-content-type-options': 'nosniff', 'content-security-policy': "default-src 'none'; frame-ancestors 'none'; sandbox" })
     expect(hit.body.equals(miss.body)).toBe(true)
     const plain = await get(REPORT, { 'x-api-key': KEYS.growth })
     expect(plain.headers['content-encoding']).toBeUndefined()
@@ -213,7 +215,7 @@ describe("a hit's head rendered ahead", () => {
     const answers = text.split(/(?=HTTP\/1\.1 )/)
     expect(answers).toHaveLength(2)
     const heads = answers.map((a) => a.slice(0, a.indexOf('\r\n\r\n')))
-    const expected = ['age', 'cache-control', 'cache-status', 'connection', 'content-length', 'content-type', 'date', 'etag', 'keep-alive', 'platform-usage', 'ratelimit', 'ratelimit-policy', 'report-provisional-days', 'report-settled-through', 'vary', 'x-cache', 'x-request-id']
+    const expected = ['age', 'cache-control', 'cache-status', 'connection', 'content-length', 'content-security-policy', 'content-type', 'date', 'etag', 'keep-alive', 'platform-usage', 'ratelimit', 'ratelimit-policy', 'report-provisional-days', 'report-settled-through', 'vary', 'x-cache', 'x-content-type-options', 'x-request-id']
     expect(names(heads[0] as string)).toEqual(expected)
     expect(names(heads[1] as string)).toEqual([...expected, 'content-encoding'].sort())
     expect(heads[0]).toMatch(/^HTTP\/1\.1 200 OK\r\n/)
@@ -252,7 +254,7 @@ describe("a hit's head rendered ahead", () => {
     const before = env.gw.logs.records().filter((r) => r.msg === 'request').length
     const miss = await onTheWire(ask('x-request-id: route-1\r\n'), 1)
     const refresh = await onTheWire(ask('x-request-id: route-2\r\ncache-control: no-cache\r\n'), 1)
-    const expected = ['cache-control', 'cache-status', 'connection', 'content-length', 'content-type', 'date', 'etag', 'keep-alive', 'platform-usage', 'ratelimit', 'ratelimit-policy', 'report-provisional-days', 'report-settled-through', 'vary', 'x-cache', 'x-request-id']
+    const expected = ['cache-control', 'cache-status', 'connection', 'content-length', 'content-security-policy', 'content-type', 'date', 'etag', 'keep-alive', 'platform-usage', 'ratelimit', 'ratelimit-policy', 'report-provisional-days', 'report-settled-through', 'vary', 'x-cache', 'x-content-type-options', 'x-request-id']
     for (const [answer, cache, id] of [[miss.text, 'MISS', 'route-1'], [refresh.text, 'REFRESH', 'route-2']] as const) {
       const head = answer.slice(0, answer.indexOf('\r\n\r\n'))
       expect(names(head)).toEqual(expected)
@@ -291,7 +293,7 @@ describe("a hit's head rendered ahead", () => {
     expect(head).toMatch(/^HTTP\/1\.1 200 OK\r\n/)
     expect(head).toContain('\r\nx-cache: HIT\r\n')
     expect(head).toContain('\r\nConnection: close')
-    expect(names(head)).toEqual(['age', 'cache-control', 'cache-status', 'connection', 'content-length', 'content-type', 'date', 'etag', 'platform-usage', 'ratelimit', 'ratelimit-policy', 'report-provisional-days', 'report-settled-through', 'vary', 'x-cache', 'x-request-id'])
+    expect(names(head)).toEqual(['age', 'cache-control', 'cache-status', 'connection', 'content-length', 'content-security-policy', 'content-type', 'date', 'etag', 'platform-usage', 'ratelimit', 'ratelimit-policy', 'report-provisional-days', 'report-settled-through', 'vary', 'x-cache', 'x-content-type-options', 'x-request-id'])
   })
 })
 
@@ -392,6 +394,26 @@ describe('the access log line', () => {
     expect(hitLine.bytes).toBeGreaterThan(hit.body.length)
     expect(hitLine.bytes).toBeLessThan(hit.body.length + 2048)
     expect(Object.keys(hitLine).sort()).toEqual(Object.keys(missLine).sort())
+  })
+
+  it("bounds what a caller chose in its line: a 12 KB user-agent or path is logged as its first 1024 characters, a key across the cut redacted whole", async () => {
+    // Node reads heads of 16 KiB: a line that long is split by a log driver (Docker's at
+    // 16 KiB) and its request read by no parser; each call would write that much again.
+    const key = KEYS.growth
+    const agent = `${'a'.repeat(1024 - 14)}${key} ${'b'.repeat(12_000)}`
+    const path = `/api/v1/${'p'.repeat(12_000)}`
+    await get(REPORT, { 'x-api-key': KEYS.growth, 'user-agent': agent, 'x-request-id': 'long-agent' })
+    await get(path, { 'x-api-key': KEYS.growth, 'x-request-id': 'long-path' })
+    const raw = env.gw.logs.text().split('\n').filter((l) => l.includes('"msg":"request"') && /"reqId":"long-(agent|path)"/.test(l))
+    expect(raw).toHaveLength(2)
+    for (const line of raw) {
+      expect(line.length).toBeLessThan(4096)
+      expect(line).not.toContain(key.slice(0, 12))
+    }
+    const lines = env.gw.logs.records().filter((r) => r.msg === 'request' && (r.reqId === 'long-agent' || r.reqId === 'long-path'))
+    // Redacted, then cut: the characters left out are counted in what is logged.
+    expect(lines[0]?.userAgent).toBe(`${'a'.repeat(1024 - 14)}[REDACTED] bbb… (+${12_000 - 3} characters)`)
+    expect(lines[1]).toMatchObject({ path: `${path.slice(0, 1024)}… (+${path.length - 1024} characters)` })
   })
 
   it('names the account of a proxied call and times its platform call', async () => {

@@ -57,6 +57,9 @@ function rawRequest(target: string) {
   return sendRaw(gw.port as number, rawHttp('GET', target), 3000)
 }
 
+// What every answer of the proxy listener says to a browser: it is no page of the gateway's origin.
+const ANSWER_POLICY = "default-src 'none'; frame-ancestors 'none'; sandbox"
+
 const CAMPAIGN_FIELDS = newCampaign(101, { name: 'Gateway test', clickUrl: 'https://example.com/landing', bid: 0.5 })
 
 describe('token injection', () => {
@@ -236,6 +239,61 @@ describe('token injection', () => {
     // Envoy (an Istio sidecar, a gateway) takes a replica answering x-envoy-immediate-health-check-fail out of its pool.
     const envoy = { 'x-envoy-immediate-health-check-fail': 'true', 'x-envoy-degraded': 'true', 'x-envoy-ratelimited': 'true' }
     await answeredWithout({ ...nginx, ...envoy, 'x-sendfile': '/etc/passwd', 'x-lighttpd-send-file': '/etc/passwd' }, { 'x-served-by': 'cache-fra-1' })
+  })
+
+  it("serves no platform page on the gateway's origin: every answer is nosniff and sandboxed, a platform's HTML (a Laravel error page, Ignition) runs no script there", async () => {
+    // The platform's own policy would let its page run anything, framed anywhere.
+    sandbox.setFailure({ kind: 'status', status: 404, headers: { 'content-security-policy': 'default-src *', 'x-content-type-options': 'none' }, body: '<script>fetch("/api/v1/campaign/get")</script>', times: 1 })
+    const page = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
+    expect(page.statusCode).toBe(404)
+    expect(page.headers['content-type']).toBe('text/html; charset=UTF-8')
+    // A gateway's own answer too (a 401 a browser shows, an unknown path, a proxied JSON answer).
+    const refused = await call('GET', '/api/v1/campaign/get', { key: null })
+    const unknown = await call('GET', '/nothing-here')
+    const json = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
+    for (const res of [page, refused, unknown, json]) {
+      expect(res.headers['x-content-type-options']).toBe('nosniff')
+      expect(res.headers['content-security-policy']).toBe(ANSWER_POLICY)
+    }
+  })
+
+  it("passes on none of the platform's instructions to a browser for its origin: service workers' scope, client hints, isolation, permissions, sign-in state, speculation", async () => {
+    const browser = {
+      'service-worker-allowed': '/',
+      'accept-ch': 'Sec-CH-UA-Full-Version-List, Sec-CH-UA-Platform-Version',
+      'critical-ch': 'Sec-CH-UA-Full-Version-List',
+      'permissions-policy': 'camera=*, geolocation=*',
+      'origin-agent-cluster': '?0',
+      'cross-origin-opener-policy': 'unsafe-none',
+      'cross-origin-embedder-policy': 'unsafe-none',
+      'cross-origin-resource-policy': 'cross-origin',
+      'x-permitted-cross-domain-policies': 'all',
+      'x-dns-prefetch-control': 'on',
+      'speculation-rules': '"https://platform.example/rules.json"',
+      'supports-loading-mode': 'credentialed-prerender',
+      'set-login': 'logged-in',
+      'activate-storage-access': 'retry; allowed-origin="*"',
+      // One query's answer would serve another from the browser's cache: another advertiser's report.
+      'no-vary-search': 'params',
+    }
+    await answeredWithout(browser, { 'x-served-by': 'cache-fra-1' })
+  })
+
+  it("passes on nothing of the platform's internals: its software and versions, its timings, its debug profiler's links", async () => {
+    const internals = {
+      server: 'nginx/1.18.0 (Ubuntu)',
+      'x-powered-by': 'PHP/8.1.2-1ubuntu2.14',
+      'server-timing': 'db;dur=53;desc="mysql primary 10.0.3.7", app;dur=120',
+      // Symfony's profiler (Laravel with it): the link opens every request's headers, the platform token among them.
+      'x-debug-token': '4f2b1c',
+      'x-debug-token-link': 'https://platform.example/_profiler/4f2b1c',
+      // Laravel Debugbar's and Clockwork's ids and paths.
+      'phpdebugbar-id': '01HQ6Z',
+      'x-clockwork-id': '1700000000-0001',
+      'x-clockwork-path': '/__clockwork/',
+      'x-clockwork-version': '5',
+    }
+    await answeredWithout(internals, { 'x-served-by': 'cache-fra-1' })
   })
 
   it('passes a given x-request-id on to the platform and back', async () => {
