@@ -314,6 +314,8 @@ export class PlatformClient {
       }
       try {
         call.admitted?.(seatOwners.get(seat) ?? call.team)
+        // A seat given in the turn the call's deadline passed, or the shutdown came: the call is past sending.
+        if (call.signal?.aborted) throw call.signal.reason as Error
       } catch (refused) {
         // Never sent: nothing reached the platform, so the seat is free at once, its team charged nothing.
         seat.end({ kind: 'unsent' })
