@@ -181,12 +181,12 @@ export class CredentialSeats {
   /**
    * The deadline rule (dispatch rule 1), at its ask and again at its seat: the time by which a call of `workClass` by `team` is to be sent to end before
    * `deadline` by what its kind needs now (WorkEstimates.neededMs); the deadline itself for a `trial`, a call sent all the same to see whether its kind
-   * still needs that long (WorkEstimates.trial), which needs time left; else the deadline refusal.
+   * still needs that long (WorkEstimates.trial; one let in as a trial stays one, `wasTrial`), which needs time left; else the deadline refusal.
    */
-  #sendBy(team: string, workClass: string, deadline: number, priority: Priority, now: number): { sendBy: number; trial: boolean } | Error {
+  #sendBy(team: string, workClass: string, deadline: number, priority: Priority, now: number, wasTrial = false): { sendBy: number; trial: boolean } | Error {
     const sendBy = deadline - (this.#o.work.neededMs(team, workClass, now) ?? 0)
     if (sendBy > now) return { sendBy, trial: false }
-    if (deadline > now && this.#o.work.trial(team, workClass, now)) return { sendBy: deadline, trial: true }
+    if (deadline > now && (wasTrial || this.#o.work.trial(team, workClass, now))) return { sendBy: deadline, trial: true }
     return this.#refuse('deadline', tooLate(this.#o.work.ownMs(team, workClass, now), deadline - now), priority)
   }
 
@@ -214,7 +214,7 @@ export class CredentialSeats {
   /** Counted here alone, no lease takes the demand: its fields are not worked out (`?.` skips them). */
   #demandChanged(): void { this.#lease?.demand({ limit: this.#limit, inFlight: this.inFlight, waiting: this.#queue.size, heldBack: this.#queue.size > 0 ? this.heldBackNow() : 0, teams: this.#localTeams() }) }
 
-  /** Seats go to the calls next by dispatch-order.ts; a call that can no longer end before its deadline (the deadline rule at its seat, a trial's aside) is refused then, its seat the next call's. */
+  /** Seats go to the calls next by dispatch-order.ts; a call that can no longer end before its deadline (the deadline rule at its seat) is refused then, its seat the next call's. */
   #dispatch(): void {
     this.#chargeElsewhere()
     let changed = false
@@ -223,7 +223,7 @@ export class CredentialSeats {
       if (waiter === null) break
       this.#detach(waiter)
       changed = true
-      const late = waiter.trial ? null : this.#sendBy(waiter.team, waiter.workClass, waiter.deadline, waiter.priority, this.#clock.now())
+      const late = this.#sendBy(waiter.team, waiter.workClass, waiter.deadline, waiter.priority, this.#clock.now(), waiter.trial)
       if (late instanceof Error) {
         waiter.reject(late)
         continue
