@@ -263,6 +263,23 @@ describe('deadline first', () => {
     expect(started).toEqual(['a\nw', 'c\nw'])
     expect(s.seatSeconds('b')).toBe(0)
   })
+
+  it('sends a call let in as a trial at its seat all the same, while its deadline leaves time', async () => {
+    const clock = fakeClock()
+    const { s, work, order } = seats(clock, { limit: 1 })
+    work.answered('b', 'year', 1000)
+    // The first call found too long starts the trials' clock; one CUT_TRIAL later a call of the kind is let in to see.
+    expect((await Promise.allSettled([s.ask({ team: 'b', workClass: 'year', deadline: clock.now() + 500 })]))[0]?.status).toBe('rejected')
+    clock.advance(30_000)
+    const first = call(s, order, 'a')
+    const trial = call(s, order, 'b', { workClass: 'year', deadline: clock.now() + 500 })
+    await settle()
+    clock.advance(100)
+    answer(first)
+    await settle()
+    expect(trial.error).toBeNull()
+    expect(order).toEqual(['a', 'b'])
+  })
 })
 
 describe('a seat\'s end', () => {
