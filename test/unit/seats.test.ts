@@ -239,6 +239,47 @@ describe('deadline first', () => {
     expect(waiting.error).toMatchObject({ code: 'GW_UPSTREAM_TIMEOUT', statusCode: 504 })
     expect(refused).toEqual(['deadline'])
   })
+
+  it('refuses at its seat a queued call whose kind got slower while it waited past what its deadline leaves; the seat goes to the next call in the same turn, charged nothing, unheard by the limit rule', async () => {
+    const clock = fakeClock()
+    const started: string[] = []
+    const { s, work, refused, order } = seats(clock, { limit: 1, onStarted: (kind) => (started.push(kind), 0) })
+    work.answered('b', 'year', 1000)
+    const first = call(s, order, 'a')
+    const waiting = call(s, order, 'b', { workClass: 'year', deadline: clock.now() + 3000 })
+    const next = call(s, order, 'c')
+    await settle()
+    clock.advance(500)
+    // b's calls of its kind now take 1000 + 0.2 × (11000 − 1000) = 3000 ms: more than the 2500 ms its deadline leaves.
+    work.answered('b', 'year', 11_000)
+    answer(first)
+    expect([s.inFlight, s.queued]).toEqual([1, 0])
+    await settle()
+    expect(waiting.error).toMatchObject({ code: 'GW_UPSTREAM_TIMEOUT', statusCode: 504 })
+    expect(waiting.error?.message).toMatch(/about 3 s at the platform and its deadline leaves 2.5 s/)
+    expect(refused).toEqual(['deadline'])
+    expect(next.seat).not.toBeNull()
+    expect(order).toEqual(['a', 'c'])
+    expect(started).toEqual(['a\nw', 'c\nw'])
+    expect(s.seatSeconds('b')).toBe(0)
+  })
+
+  it('sends a call let in as a trial at its seat all the same, while its deadline leaves time', async () => {
+    const clock = fakeClock()
+    const { s, work, order } = seats(clock, { limit: 1 })
+    work.answered('b', 'year', 1000)
+    // The first call found too long starts the trials' clock; one CUT_TRIAL later a call of the kind is let in to see.
+    expect((await Promise.allSettled([s.ask({ team: 'b', workClass: 'year', deadline: clock.now() + 500 })]))[0]?.status).toBe('rejected')
+    clock.advance(30_000)
+    const first = call(s, order, 'a')
+    const trial = call(s, order, 'b', { workClass: 'year', deadline: clock.now() + 500 })
+    await settle()
+    clock.advance(100)
+    answer(first)
+    await settle()
+    expect(trial.error).toBeNull()
+    expect(order).toEqual(['a', 'b'])
+  })
 })
 
 describe('a seat\'s end', () => {

@@ -16,7 +16,7 @@ export const OVERDUE = 3
 class QueuedCall implements Queued {
   timer: Timer | null = null
   constructor(readonly team: string, readonly priority: Priority, readonly seq: number, readonly workClass: string, readonly urgency: (() => number) | undefined, readonly expiresAt: number,
-    readonly resolve: (seat: Seat) => void, readonly reject: (err: Error) => void, readonly signal: AbortSignal | undefined, readonly aborted: (call: QueuedCall) => void) {}
+    readonly deadline: number, readonly trial: boolean, readonly resolve: (seat: Seat) => void, readonly reject: (err: Error) => void, readonly signal: AbortSignal | undefined, readonly aborted: (call: QueuedCall) => void) {}
   readonly onAbort = (): void => this.aborted(this)
 }
 
@@ -145,13 +145,9 @@ export class CredentialSeats {
     const priority = req.priority ?? 'caller'
     const now = this.#clock.now()
     this.#teams.of(team).lastAsked = now
-    const expected = this.#o.work.neededMs(team, req.workClass, now)
-    let sendBy = req.deadline - (expected ?? 0)
-    if (sendBy <= now) {
-      // Sent all the same now and then, to see whether its kind still needs that long.
-      if (!this.#o.work.trial(team, req.workClass, now)) return Promise.reject(this.#refuse('deadline', tooLate(this.#o.work.ownMs(team, req.workClass, now), req.deadline - now), priority))
-      sendBy = req.deadline
-    }
+    const sending = this.#sendBy(team, req.workClass, req.deadline, priority, now)
+    if (sending instanceof Error) return Promise.reject(sending)
+    const { sendBy, trial } = sending
     const expiresAt = Math.min(now + this.#o.queueTimeoutMs, sendBy)
     if (this.pausedUntil > expiresAt) return Promise.reject(this.#refuse('paused', null, priority))
     const limits = this.limitsOf(team)
@@ -163,7 +159,7 @@ export class CredentialSeats {
     if (out) this.#drop(out, this.#refuse('displaced', `the queue of credential ${this.credential} is full: a call of a team with fewer calls waiting took this one's place`, out.priority))
     const seq = this.#seq++
     return new Promise<Seat>((resolve, reject) => {
-      const waiter = new QueuedCall(team, priority, seq, req.workClass, req.urgency, expiresAt, resolve, reject, signal, this.#aborted)
+      const waiter = new QueuedCall(team, priority, seq, req.workClass, req.urgency, expiresAt, req.deadline, trial, resolve, reject, signal, this.#aborted)
       waiter.timer = this.#expiry(waiter, expiresAt - now, expiresAt === sendBy, req.deadline)
       signal?.addEventListener('abort', waiter.onAbort, { once: true })
       this.#chargeElsewhere()
@@ -204,6 +200,18 @@ export class CredentialSeats {
     }
   }
 
+  /**
+   * The deadline rule (dispatch rule 1), at its ask and again at its seat: the time by which a call of `workClass` by `team` is to be sent to end before
+   * `deadline` by what its kind needs now (WorkEstimates.neededMs); the deadline itself for a `trial`, a call sent all the same to see whether its kind
+   * still needs that long (WorkEstimates.trial; one let in as a trial stays one, `wasTrial`), which needs time left; else the deadline refusal.
+   */
+  #sendBy(team: string, workClass: string, deadline: number, priority: Priority, now: number, wasTrial = false): { sendBy: number; trial: boolean } | Error {
+    const sendBy = deadline - (this.#o.work.neededMs(team, workClass, now) ?? 0)
+    if (sendBy > now) return { sendBy, trial: false }
+    if (deadline > now && (wasTrial || this.#o.work.trial(team, workClass, now))) return { sendBy: deadline, trial: true }
+    return this.#refuse('deadline', tooLate(this.#o.work.ownMs(team, workClass, now), deadline - now), priority)
+  }
+
   /** The error a refused call gets: NoIdleSeatError for background work, GW_UPSTREAM_TIMEOUT for the deadline rule, else GW_OVERLOADED with a retry-after of the pause left, a second at least (`text` null: the pause's). */
   #refuse(reason: RefusalReason, text: string | null, priority: Priority): Error {
     this.#o.onRefused?.(reason)
@@ -228,18 +236,24 @@ export class CredentialSeats {
   /** Counted here alone, no lease takes the demand: its fields are not worked out (`?.` skips them). */
   #demandChanged(): void { this.#lease?.demand({ limit: this.#limit, inFlight: this.inFlight, waiting: this.#queue.size, heldBack: this.#queue.size > 0 ? this.heldBackNow() : 0, teams: this.#localTeams() }) }
 
+  /** Seats go to the calls next by dispatch-order.ts; a call that can no longer end before its deadline (the deadline rule at its seat) is refused then, its seat the next call's. */
   #dispatch(): void {
     this.#chargeElsewhere()
-    let started = false
+    let changed = false
     while (this.#queue.size > 0 && this.pausedUntil === 0) {
       const waiter = this.#next(this.capacity - this.inFlight)
       if (waiter === null) break
       this.#detach(waiter)
+      changed = true
+      const late = this.#sendBy(waiter.team, waiter.workClass, waiter.deadline, waiter.priority, this.#clock.now(), waiter.trial)
+      if (late instanceof Error) {
+        waiter.reject(late)
+        continue
+      }
       if (this.#queue.count(waiter.team, null) === 0) this.#teams.of(waiter.team).emptiedAt = this.#clock.now()
-      started = true
       waiter.resolve(this.#start(waiter))
     }
-    if (started) this.#demandChanged()
+    if (changed) this.#demandChanged()
   }
 
   /** The next call to start on `free` seats; when none may, the queue is woken as a linger ends (its owed seats go then). */
