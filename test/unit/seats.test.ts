@@ -525,6 +525,37 @@ describe('who gets a free seat', () => {
     years.forEach((c) => answer(c, 4000))
   })
 
+  it('gives the seats owed to a team whose linger ends first as it ends, though a later linger was waited for when that team still held its seats', async () => {
+    const clock = fakeClock()
+    const { s, work, order } = seats(clock, { limit: 4, queueLimit: 100 })
+    work.answered('c', 'year', 4000)
+    // b holds two seats, asked at 0: its linger ends at LINGER_MS once it holds none.
+    const burst = [call(s, order, 'b'), call(s, order, 'b')]
+    await settle()
+    // A dashboard asks at 1 s and renders: it lingers to 1 s + LINGER_MS, owed a seat.
+    clock.advance(1000)
+    const dash = call(s, order, 'dash')
+    await settle()
+    answer(dash, 100)
+    // c's year-long calls take what is neither held nor owed; the rest wait for the first linger's end then, the dashboard's.
+    const years = Array.from({ length: 4 }, () => call(s, order, 'c', { workClass: 'year' }))
+    await settle()
+    const seated = () => years.filter((c) => c.seat !== null).length
+    expect([s.running('c'), s.queued]).toEqual([1, 3])
+    // b's calls end at 2 s: its two seats are owed to it until its linger ends, before the dashboard's.
+    clock.advance(1000)
+    burst.forEach((c) => answer(c, 2000))
+    await settle()
+    const before = seated()
+    clock.advance(LINGER_MS - 2000 - 1)
+    await settle()
+    expect(seated()).toBe(before)
+    // b's linger over, c's calls take the seats it was owed at once, not at the dashboard's linger's end.
+    clock.advance(1)
+    await settle()
+    expect(seated()).toBeGreaterThan(before)
+  })
+
   it('lends the seats owed to a team that asked within the linger to short calls only; a long or unknown call waits for the linger\'s end', async () => {
     const clock = fakeClock()
     const { s, work, order } = seats(clock, { limit: 4, queueLimit: 100 })

@@ -39,6 +39,7 @@ export class CredentialSeats {
   readonly #byWork = new Map<string, Set<QueuedCall>>()
   #seq = 0
   #lingerTimer: Timer | null = null
+  #lingerAt = Infinity
   readonly #aborted = (call: QueuedCall): void => this.#drop(call, call.signal?.reason as Error)
 
   constructor(opts: SeatsOptions) {
@@ -287,14 +288,17 @@ export class CredentialSeats {
     if (started) this.#demandChanged()
   }
 
-  /** The next call to start on `free` seats; when none may, the queue is woken as a linger ends (its owed seats go then). */
+  /** The next call to start on `free` seats; when none may, the queue is woken as the first linger ends (its owed seats go then): a team that gave back its last seat since the wake was set may linger less long than the one it waits for. */
   #next(free: number): QueuedCall | null {
     if (free <= 0) return null
     const best = nextCall(this.#dispatchState(), free)
-    if (best !== null || this.#lingerTimer !== null) return best
+    if (best !== null) return best
     const now = this.#clock.now()
     const at = this.#teams.lingerEnd(now)
-    if (Number.isFinite(at)) this.#lingerTimer = this.#timer(() => { this.#lingerTimer = null; this.wake() }, at - now)
+    if (!Number.isFinite(at) || (this.#lingerTimer !== null && at >= this.#lingerAt)) return null
+    this.#clock.clearTimeout(this.#lingerTimer)
+    this.#lingerAt = at
+    this.#lingerTimer = this.#timer(() => { this.#lingerTimer = null; this.wake() }, at - now)
     return null
   }
 
