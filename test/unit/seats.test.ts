@@ -556,31 +556,6 @@ describe('who gets a free seat', () => {
     expect(seated()).toBeGreaterThan(before)
   })
 
-  it('gives the seats owed to a team by its peak as the peak lapses, though the team still holds a seat', async () => {
-    const clock = fakeClock()
-    const { s, work, order } = seats(clock, { limit: 4, queueLimit: 100 })
-    work.answered('c', 'year', 4000)
-    // b asks three at 0 (its peak), c four year-long calls: b's share 2, c's 2.
-    const b = [call(s, order, 'b'), call(s, order, 'b'), call(s, order, 'b')]
-    await settle()
-    const years = Array.from({ length: 4 }, () => call(s, order, 'c', { workClass: 'year' }))
-    await settle()
-    expect(s.running('c')).toBe(1)
-    // Two of b's calls end: b holds one, is owed one more by its peak; c's second call takes its share's seat, its third waits.
-    clock.advance(1000)
-    b.slice(0, 2).forEach((c) => answer(c, 1000))
-    await settle()
-    expect([s.running('b'), s.running('c'), s.heldBack().owed]).toEqual([1, 2, 1])
-    clock.advance(LINGER_MS - 1000 - 1)
-    await settle()
-    expect(s.running('c')).toBe(2)
-    // b's peak lapses past the linger: it wants the one seat it holds, and c's call takes the seat it was owed at once.
-    clock.advance(2)
-    await settle()
-    expect(s.running('c')).toBe(3)
-    expect(years.filter((c) => c.seat !== null)).toHaveLength(3)
-  })
-
   it('lends the seats owed to a team that asked within the linger to short calls only; a long or unknown call waits for the linger\'s end', async () => {
     const clock = fakeClock()
     const { s, work, order } = seats(clock, { limit: 4, queueLimit: 100 })

@@ -288,7 +288,7 @@ export class CredentialSeats {
     if (started) this.#demandChanged()
   }
 
-  /** The next call to start on `free` seats; when none may, the queue is woken as the seats owed may first fall (TeamAccounts.lingerEnd), sooner than a wake already set when a seat given back since brought that nearer. */
+  /** The next call to start on `free` seats; when none may, the queue is woken as the first linger ends (its owed seats go then): a team that gave back its last seat since the wake was set may linger less long than the one it waits for. */
   #next(free: number): QueuedCall | null {
     if (free <= 0) return null
     const best = nextCall(this.#dispatchState(), free)

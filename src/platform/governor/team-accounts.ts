@@ -97,13 +97,10 @@ export class TeamAccounts {
     for (const [team, seats] of this.#teams) if (seats.running.size > 0 && now - seats.emptiedAt < RETURN_MS) yield team
   }
 
-  /** When the seats owed may first fall with time alone (Infinity: never): the linger of a team holding no seat ends, or a peak past what its team holds lapses (its owed seats with it). */
+  /** When the first linger of a team holding no seat ends (Infinity: none lingers). */
   lingerEnd(now: number): number {
     let at = Infinity
-    for (const seats of this.#teams.values()) {
-      if (seats.running.size === 0 && now - seats.lastAsked < LINGER_MS) at = Math.min(at, seats.lastAsked + LINGER_MS)
-      if (seats.peak > seats.running.size && now - seats.peakAt <= LINGER_MS) at = Math.min(at, seats.peakAt + LINGER_MS + 1)
-    }
+    for (const seats of this.#teams.values()) if (seats.running.size === 0 && now - seats.lastAsked < LINGER_MS) at = Math.min(at, seats.lastAsked + LINGER_MS)
     return at
   }
 }
