@@ -56,7 +56,7 @@ export async function memoryOf(proc) {
  * they were sent in).
  */
 export class Ledger {
-  // Each answer not overtaken by the next fault: when it was sent and what error it counts as (null: none).
+  // Each answer not overtaken by the next fault: when it was sent, what error it counts as (null: none) and the error body's message.
   answers = []
   windows = [{ n: 0, name: 'before the first fault', startS: 0, endS: 0, detail: '' }]
   // Hot reports answered 200 so far: from then on, each is answered from the cache.
@@ -81,7 +81,7 @@ export class Ledger {
     if (overtaken && error) w.overtaken = (w.overtaken ?? 0) + 1
     if (!overtaken) {
       const what = !error || paused ? null : outcome.status === null ? `lost (${outcome.lost})` : `${outcome.status} ${outcome.code ?? ''}`.trim()
-      this.answers.push({ s: sentS, error: what })
+      this.answers.push({ s: sentS, error: what, message: what === null ? null : (outcome.message ?? null) })
     }
     const where = `${sentS.toFixed(1)} s ${r.kind} on ${outcome.replica}${outcome.retried ? ' (retried)' : ''}: ${r.method} ${r.path}`
     if (undocumented) (w.undocumented ??= []).push(`${where} -> ${undocumented}`)

@@ -20,9 +20,11 @@ export function allowedErrors(n: number, baselineShare: number, alpha?: number):
 export interface SentAnswer {
   s: number
   error: string | null
+  message?: string | null
 }
 export function baselineShare(answers: readonly SentAnswer[], ranges: readonly [number, number][]): { n: number; errors: number; share: number; upper: number }
 export function secondsAfter(answers: readonly SentAnswer[], endS: number, untilS: number): (Bucket & { codes: Record<string, number> })[]
+export function commonestErrors(answers: readonly SentAnswer[], fromS: number, untilS: number, k: number): string[]
 export function recoveryAfter(answers: readonly SentAnswer[], endS: number, untilS: number, share: number, windowS: number): number
 export function liveLeases(hash: Record<string, string>, now: number): number
 export function sharedLimit(value: string | null | undefined): number | null

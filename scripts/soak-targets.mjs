@@ -152,6 +152,21 @@ export function recoveryAfter(answers, endS, untilS, share, windowS) {
 }
 
 /**
+ * What the errors sent from `fromS` up to `untilS` said: `k` lines of `<count> × <error>:
+ * <message>`, commonest first (ties in the order first seen), numbers in a message read as
+ * N so that one refusal with its figures counts once. `answers`: { s, error, message }.
+ */
+export function commonestErrors(answers, fromS, untilS, k) {
+  const counts = new Map()
+  for (const { s, error, message } of answers) {
+    if (error === null || s < fromS || s >= untilS) continue
+    const what = message ? `${error}: ${message.replace(/\d+(\.\d+)?/g, 'N')}` : error
+    counts.set(what, (counts.get(what) ?? 0) + 1)
+  }
+  return [...counts].sort((a, b) => b[1] - a[1]).slice(0, k).map(([what, n]) => `${n} × ${what}`)
+}
+
+/**
  * The seats leased in a credential's seats hash (`<prefix>seats:{<credential>}`, as HGETALL
  * gives it): the leases of the replicas' records that have not lapsed by `now` (epoch ms,
  * Redis' clock). A replica's field is `<expiry>|<lease>|<in flight>|…`; the field `limit`

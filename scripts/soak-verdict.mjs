@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { BASELINE_FROM_S, CALM_AFTER_S, SEAT_LEASE_S, RECOVERY_TARGET_S, RECOVERY_WINDOW_S, RSS_AFTER_S, RSS_GROWTH, SEED } from './soak-options.mjs'
 import { mb, secs } from './soak-measure.mjs'
 import { tmp } from './soak-processes.mjs'
-import { baselineShare, recoveryAfter, rssWithin, secondsAfter } from './soak-targets.mjs'
+import { baselineShare, commonestErrors, recoveryAfter, rssWithin, secondsAfter } from './soak-targets.mjs'
 
 /** Prints the chaos run's faults and targets; returns the targets missed, each with its first examples (none: every one met). */
 export function chaosVerdict({ ledger, loadEndS, replicas, unexpectedExits, sigtermExits }) {
@@ -38,12 +38,17 @@ export function chaosVerdict({ ledger, loadEndS, replicas, unexpectedExits, sigt
   for (const w of faults) {
     console.log(`  fault ${w.n}: ${w.detail}`)
     if (w.recoveredS === 0) continue
-    // What the errors after the end were, second by second: what an operator would look into.
+    // What the errors after the end were, second by second, and what they said: what an
+    // operator would look into. A slow recovery keeps it for the end of the output too.
     const seconds = secondsAfter(ledger.answers, w.endS, w.endS + w.recoveredS)
     const codes = {}
     for (const b of seconds) for (const [what, c] of Object.entries(b.codes)) codes[what] = (codes[what] ?? 0) + c
-    console.log(`    errors in the ${w.recoveredS} s after its end, by second: ${seconds.map((b) => `${b.errors}/${b.n}`).join(' ')}; ${Object.entries(codes).sort((a, b) => b[1] - a[1]).map(([k, c]) => `${k} ${c}`).join(', ')}`)
-    if (w.recoveredS > RECOVERY_TARGET_S) for (const line of w.governors ?? []) console.log(`    governors ${line}`)
+    w.aftermath = [
+      `#${w.n}: errors in the ${w.recoveredS} s after its end, by second: ${seconds.map((b) => `${b.errors}/${b.n}`).join(' ')}; ${Object.entries(codes).sort((a, b) => b[1] - a[1]).map(([k, c]) => `${k} ${c}`).join(', ')}`,
+      ...commonestErrors(ledger.answers, w.endS, w.endS + w.recoveredS, 3).map((line) => `#${w.n} said: ${line}`),
+      ...(w.recoveredS > RECOVERY_TARGET_S ? (w.governors ?? []).map((line) => `#${w.n} governors ${line}`) : []),
+    ]
+    for (const line of w.aftermath) console.log(`    ${line}`)
   }
 
   const sum = (key) => windows.reduce((n, w) => n + count(w[key]), 0)
@@ -68,7 +73,7 @@ export function chaosVerdict({ ledger, loadEndS, replicas, unexpectedExits, sigt
     [
       slow.length === 0,
       `errors back to the baseline rate within ${RECOVERY_TARGET_S} s of each fault's end: ${slow.length} of ${faults.length} missed${slow.length ? ` (${slow.map((w) => `#${w.n} ${w.name}: ${w.recoveredS} s`).join('; ')})` : ''}`,
-      [],
+      slow.flatMap((w) => w.aftermath),
     ],
     [sum('refused') === 0, `reports answered 200 before answered from the cache during and after each fault: ${sum('refused')} refused`, firstOf('refused')],
     [

@@ -53,7 +53,8 @@
  *
  * Bounded: at most N x 60 x R requests, at most 64 in flight (256 with --chaos), the whole
  * run at most N + 2 minutes (+ 3 with --chaos). Every process it starts is stopped at the
- * end, on error and on SIGINT/SIGTERM; --keep-logs copies their logs to DIR first.
+ * end, on error and on SIGINT/SIGTERM; --keep-logs copies their logs to DIR first
+ * (with --chaos, answers.log too: every answer the verdict judged, a JSON line each).
  * Needs `npm run build` (the npm script does it) and redis-server (7+ for --chaos) on PATH.
  *
  * This file is the run itself; its parts are modules beside it: soak-options.mjs (the
@@ -251,6 +252,7 @@ async function main() {
         try {
           const { code, message } = JSON.parse(body.toString('utf8'))
           out.code = code ?? null
+          out.message = typeof message === 'string' ? message : null
           out.paused = res.statusCode === 503 && code === 'GW_OVERLOADED' && /paused by the platform/.test(String(message))
         } catch {
           out.code = null
@@ -547,6 +549,8 @@ async function main() {
   }
 
   const missed = CHAOS ? chaosVerdict({ ledger, loadEndS, replicas, unexpectedExits, sigtermExits }) : []
+  // Every answer the verdict judged, one JSON line each, kept with the logs (--keep-logs).
+  if (CHAOS) writeFileSync(join(tmp, 'answers.log'), ledger.answers.map((a) => JSON.stringify(a)).join('\n') + '\n')
 
   redisClient.disconnect()
   await pristine?.close()

@@ -5,6 +5,7 @@ import { hashApiKey, newApiKey } from './access/api-keys.js'
 import type { Sandbox } from './sandbox/sandbox.js'
 import { systemClock } from './clock.js'
 
+/** The name of demo mode's team for the run, or of the first free name after it (`demo-2`, …). */
 export const DEMO_TEAM = 'demo'
 /** The name the demo's admin token goes by in audit lines. */
 export const DEMO_ADMIN = 'demo'
@@ -13,13 +14,15 @@ export const DEMO_ADMIN = 'demo'
  * Demo mode (contract, "Running"): the bundled sandbox stands in for the platform, the
  * gateway logs in to it with the password grant, one team key is made for the run, and
  * the cache stays in memory (never Redis). Without an admin token configured, one is
- * made for the run too (an operator's), so that the console it prints opens.
+ * made for the run too (an operator's), so that the console it prints opens. The team for
+ * the run joins the configured teams (DEMO=1 runs whatever else is set): it never takes
+ * the place of one, so it is named `demo` unless a configured team is, then `demo-2`, ….
  */
-export function demoConfig(config: Config, sandbox: Sandbox): { config: Config; key: string; adminToken: string | null } {
+export function demoConfig(config: Config, sandbox: Sandbox): { config: Config; key: string; team: string; adminToken: string | null } {
   const key = newApiKey()
   const adminToken = config.admin.tokens.length === 0 ? randomBytes(32).toString('base64url') : null
   const team: TeamConfig = {
-    name: DEMO_TEAM,
+    name: freeName(DEMO_TEAM, new Set(config.teams.map((t) => t.name))),
     keys: [{ hash: hashApiKey(key), id: 'demo', lineage: 'demo', replaces: null, successor: null, graceUntil: null, expiresAt: null, createdAt: systemClock.now() }],
     advertisers: null,
     write: true,
@@ -35,6 +38,7 @@ export function demoConfig(config: Config, sandbox: Sandbox): { config: Config; 
   const { username, password, clientId, clientSecret } = sandbox.credentials
   return {
     key,
+    team: team.name,
     adminToken,
     config: {
       ...config,
@@ -53,11 +57,18 @@ export function demoConfig(config: Config, sandbox: Sandbox): { config: Config; 
           login: { username, password, clientId, clientSecret, tokenUrl: config.platform.tokenUrl, grantType: config.platform.grantType },
         },
       },
-      teams: [...config.teams.filter((t) => t.name !== DEMO_TEAM), team],
+      teams: [...config.teams, team],
       secrets: [...config.secrets, password, clientSecret, ...(adminToken === null ? [] : [adminToken])],
       settings: overridden(config.settings, 'platform.baseUrl', sandbox.url, 'demo', 'demo mode: the bundled sandbox'),
     },
   }
+}
+
+/** `name`, or `name-2`, `name-3`, … the first that is not `taken`. */
+function freeName(name: string, taken: ReadonlySet<string>): string {
+  let n = 1
+  while (taken.has(n === 1 ? name : `${name}-${n}`)) n++
+  return n === 1 ? name : `${name}-${n}`
 }
 
 export function demoCurl(port: number, key: string, advertiserId: number): string {

@@ -33,6 +33,7 @@ export const allErrors = {
   DeadlineError: createError<[string]>('GW_UPSTREAM_TIMEOUT', 'not sent to the platform: %s', 504),
   AdminUnavailableError: createError('GW_ADMIN_DISABLED', 'admin calls are disabled: no admin token is configured; set ADMIN_TOKEN, ADMIN_VIEWER_TOKEN (or their _FILE forms) or ADMIN_TOKENS_FILE', 503),
   AdminUnauthorizedError: createError('GW_UNAUTHORIZED', 'missing or wrong admin token', 401),
+  AdminGuessesError: createError<[string, number]>('GW_RATE_LIMITED', 'too many admin tokens refused from %s: every admin call from it is refused, whatever its token, for %d s', 429),
   // A Host the admin listener does not answer to (admin.hosts): the name as sent, without its port, never more than a DNS name.
   AdminHostError: createError<[string]>('GW_ADMIN_HOST', 'the admin listener does not answer to the name %s (a page of another site can make its own name resolve to this address); to call it by this name, add the name to admin.hosts (ADMIN_HOSTS); an IP address or localhost is always answered', 421),
   AdminForbiddenError: createError<[string, string]>('GW_FORBIDDEN', 'the admin token of %s is a viewer\'s: it may read, not change (%s needs an operator\'s token); nothing was changed', 403),
@@ -96,6 +97,7 @@ export const {
   DeadlineError,
   AdminUnavailableError,
   AdminUnauthorizedError,
+  AdminGuessesError,
   AdminForbiddenError,
   AdminHostError,
   TokenRejectedError,

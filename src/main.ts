@@ -23,7 +23,7 @@ async function main(): Promise<void> {
 
   // The gateway's modules (Fastify, ioredis, the platform client, the sandbox) load once the
   // configuration holds: a start refused above stops having loaded the configuration's alone.
-  const [{ createGateway }, { redisAddress }, { demoConfig, demoCurl }, { startSandbox }] = await Promise.all([
+  const [{ createGateway }, { redisAddress }, { demoConfig, demoCurl, DEMO_TEAM }, { startSandbox }] = await Promise.all([
     import('./compose.js'),
     import('./redis/client.js'),
     import('./demo.js'),
@@ -31,12 +31,14 @@ async function main(): Promise<void> {
   ])
   let sandbox: Sandbox | null = null
   let demoKey: string | null = null
+  let demoTeam: string | null = null
   let demoAdminToken: string | null = null
   if (config.demo) {
     sandbox = await startSandbox({ host: '127.0.0.1', port: 0, grantType: config.platform.grantType })
     const demo = demoConfig(config, sandbox)
     config = demo.config
     demoKey = demo.key
+    demoTeam = demo.team
     demoAdminToken = demo.adminToken
   }
 
@@ -68,7 +70,7 @@ async function main(): Promise<void> {
     // The demo key and admin token are printed on purpose: they are made for this run and open only the sandbox.
     process.stdout.write(
       `\nDemo mode (${process.env.DEMO === '1' ? 'DEMO=1' : 'nothing configured'}): the bundled platform sandbox runs at ${sandbox.url}.\n` +
-        `Demo team key (valid for this run only): ${demoKey}\n` +
+        `Demo team key (valid for this run only${demoTeam === DEMO_TEAM ? '' : `; its team is ${demoTeam}, as a configured team is named ${DEMO_TEAM}`}): ${demoKey}\n` +
         `Try:\n  ${demoCurl(proxyPort, demoKey, child?.id ?? 101)}\n` +
         (demoAdminToken === null
           ? `Operations console: ${consoleUrl} (sign in with your admin token)\n\n`

@@ -137,7 +137,12 @@ export class Admission {
    * neither the secret nor which one it is.
    */
   refuseSecretIn(text: string, where: string): void {
-    if (this.#ctx.secrets.holds(text) || this.#ctx.adminAuth.heldIn(text)) throw new BadRequestError(`${where}: holds a secret of the gateway's (an admin or platform credential); it is never sent to the platform (the value is not shown)`)
+    if (this.holdsSecret(text)) throw new BadRequestError(`${where}: holds a secret of the gateway's (an admin or platform credential); it is never sent to the platform (the value is not shown)`)
+  }
+
+  /** Whether `text` holds a secret of the gateway's, as refuseSecretIn finds one. */
+  holdsSecret(text: string): boolean {
+    return this.#ctx.secrets.holds(text) || this.#ctx.adminAuth.heldIn(text)
   }
 
   /** Who the call's key names (401), once its `Connection` names no header the gateway reads and its `x-request-id` holds no secret (400). */
@@ -290,16 +295,15 @@ export class Admission {
     }
     inviteBody(payload)
     if (!parsed) {
-      // A declared length within the limit is what Node reads; a chunked body is read whole
-      // first, so that one past the limit is refused here and reaches no platform; so is a
-      // multipart form, which PHP reads fields of.
-      const multipart = type === MULTIPART_TYPE
-      if (request.headers['content-length'] !== undefined && !multipart) {
-        caller.stream = payload
-        return
-      }
+      // Read whole before a byte of it is sent, whatever its type and framing: one past the
+      // limit is refused here and reaches no platform; a multipart form, which PHP reads
+      // fields of, is checked for an override part; and a secret of the gateway's in it is
+      // refused as in a parsed body, however the chunks of its transfer split it. Read a
+      // character a byte (Latin-1, as the search before parsing reads a body): SecretSet
+      // looks for a secret's UTF-8 bytes so read too, and a binary body costs no decoding.
       const whole = await readAll(payload, limit)
-      if (multipart) assertNoOverridePart(whole)
+      if (type === MULTIPART_TYPE) assertNoOverridePart(whole)
+      this.refuseSecretIn(whole.toString('latin1'), 'body')
       caller.stream = Readable.from([whole])
       return
     }

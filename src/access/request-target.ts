@@ -95,10 +95,16 @@ function decodeComponent(spelled: string): string | null {
   }
 }
 
-/** The variable PHP stores a plain name under: the part before `[`, with dots as `_` (`.method[x]` is `_method`). */
+/**
+ * The variable PHP stores a name under: the part before a `[` that a `]` follows (`name[]`,
+ * `name[x]` are lists of `name`; `.method[x]` is `_method`), its spaces and dots read as
+ * `_`; without such a `[`, the whole name with its spaces, dots and `[` read as `_` (PHP 8:
+ * `user[id` is `user_id`, `a.b` is `a_b`). A name that starts with a closed `[` is none: ``.
+ */
 export function phpVariable(name: string): string {
   const open = name.indexOf('[')
-  return (open === -1 ? name : name.slice(0, open)).replace(/\./g, '_')
+  if (open !== -1 && name.indexOf(']', open) !== -1) return name.slice(0, open).replace(/[ .]/g, '_')
+  return name.replace(/[ .[]/g, '_')
 }
 
 /** The gateway's own serialization of parameters; brackets of array names stay readable. */

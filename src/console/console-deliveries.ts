@@ -2,7 +2,7 @@
 // every replica's, newest first, each URL by its host only. No call is made here, the
 // page hands the answer in.
 import { lastAnswer, plural, urlHost } from './console-format.js'
-import { $, el, table, when } from './console-dom.js'
+import { el, redraw, table, when } from './console-dom.js'
 
 /** A delivery as GET /admin/jobs lists it (what the view shows of it). */
 export interface DeliveryRow {
@@ -21,13 +21,12 @@ const STATE_CLASS: Record<DeliveryRow['state'], string> = { delivered: 'ok', pen
 
 /** `deliveries` null: GET /admin/jobs could not be read. */
 export function renderDeliveries(deliveries: DeliveryRow[] | null): void {
-  const box = $('deliveries')
   if (deliveries === null) {
-    box.replaceChildren(el('p', { class: 'muted' }, 'The deliveries could not be read (GET /admin/jobs).'))
+    redraw('deliveries', el('p', { class: 'muted' }, 'The deliveries could not be read (GET /admin/jobs).'))
     return
   }
   if (deliveries.length === 0) {
-    box.replaceChildren(el('p', { class: 'muted' }, 'No delivery kept: a team with a webhook has each of its ended report jobs pushed there.'))
+    redraw('deliveries', el('p', { class: 'muted' }, 'No delivery kept: a team with a webhook has each of its ended report jobs pushed there.'))
     return
   }
   const rows = deliveries.map((d) =>
@@ -44,7 +43,8 @@ export function renderDeliveries(deliveries: DeliveryRow[] | null): void {
     ),
   )
   const pending = deliveries.filter((d) => d.state === 'pending').length
-  box.replaceChildren(
+  redraw(
+    'deliveries',
     el('p', { class: 'muted' }, `${plural(deliveries.length, 'delivery', 'deliveries')} kept, ${pending} pending.`),
     table('Webhook deliveries of ended report jobs', ['Job', 'Team', 'Host', 'State', 'Attempts', 'Last answer', 'Next attempt'], rows),
   )

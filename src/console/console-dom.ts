@@ -21,6 +21,36 @@ export function el(tag: string, attrs: Record<string, string> = {}, ...children:
   return node
 }
 
+/**
+ * Makes the children of the page's `#id` those given, freshly built, changing only what
+ * differs: a node equal to its fresh copy stays, and with it the focus, a selection or a
+ * scroll inside it; an element of the same tag and attributes is kept and its children
+ * made so in turn; any other node is replaced. A refresh that brings the same data
+ * changes nothing on the page.
+ */
+export function redraw(id: string, ...fresh: Node[]): void {
+  patch($(id), fresh)
+}
+
+function patch(parent: Node, fresh: readonly Node[]): void {
+  const current = [...parent.childNodes]
+  fresh.forEach((next, i) => {
+    const old = current[i]
+    if (old === undefined) parent.appendChild(next)
+    else if (old.isEqualNode(next)) return
+    else if (sameShell(old, next)) patch(old, [...next.childNodes])
+    else parent.replaceChild(next, old)
+  })
+  for (const extra of current.slice(fresh.length)) extra.remove()
+}
+
+/** Two elements of one tag with the same attributes and values. */
+function sameShell(a: Node, b: Node): boolean {
+  if (!(a instanceof Element && b instanceof Element) || a.tagName !== b.tagName) return false
+  const names = a.getAttributeNames()
+  return names.length === b.getAttributeNames().length && names.every((name) => a.getAttribute(name) === b.getAttribute(name))
+}
+
 /** An expiry as a coloured mark: soon, expired, or none. */
 export function mark(expiry: Expiry): HTMLElement {
   return el('span', { class: `mark ${expiry.level}` }, expiry.text)

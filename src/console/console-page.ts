@@ -4,7 +4,7 @@
 import { plural, span, visible } from './console-format.js'
 import { chartData, fitWindow, healthLine, lastBuckets, lastSum, replacements, WINDOWS, type Charted, type ChartWindow, type Cluster } from './console-cluster.js'
 import { clearCharts, drawCharts } from './console-charts.js'
-import { $, el, table, when, withInstants } from './console-dom.js'
+import { $, el, redraw, table, when, withInstants } from './console-dom.js'
 import { renderDeliveries, type DeliveryRow } from './console-deliveries.js'
 import { forgetSamples, renderAudit, renderCache, renderCredentials, renderGovernors, renderLookup, renderRedis, renderSettings, renderTeams, type CachedEntry, type KeyLife, type Setting, type Status, type UsageRow } from './console-sections.js'
 
@@ -186,7 +186,7 @@ function renderReplicas(cluster: Cluster): void {
       el('td', {}, r.degraded.length === 0 ? 'none' : r.degraded.join(', ')),
     ),
   )
-  $('replicas').replaceChildren(table('Replicas', ['Replica', 'Version', 'Up', 'Ready', 'Log level', 'Calls in flight', 'Waiting', 'Requests (5 min)', 'Degraded'], rows))
+  redraw('replicas', table('Replicas', ['Replica', 'Version', 'Up', 'Ready', 'Log level', 'Calls in flight', 'Waiting', 'Requests (5 min)', 'Degraded'], rows))
 }
 
 /**
@@ -229,13 +229,13 @@ function renderHistory(): void {
 
 function renderTeamErrors(data: Charted): void {
   if (data.teams.length === 0) {
-    $('team-errors').replaceChildren(el('p', { class: 'muted' }, 'No 429 and no error answered to any team in the last hour.'))
+    redraw('team-errors', el('p', { class: 'muted' }, 'No 429 and no error answered to any team in the last hour.'))
     return
   }
   const rows = data.teams.map((t) =>
     el('tr', {}, el('th', { scope: 'row' }, t.team), ...[t.tooManyRequests, t.errors].flatMap((s) => [el('td', {}, String(lastSum(s, 30))), el('td', {}, String(lastSum(s, s.length)))])),
   )
-  $('team-errors').replaceChildren(table('429s and errors per team', ['Team', '429 (5 min)', '429 (hour)', 'Errors 5xx (5 min)', 'Errors 5xx (hour)'], rows))
+  redraw('team-errors', table('429s and errors per team', ['Team', '429 (5 min)', '429 (hour)', 'Errors 5xx (5 min)', 'Errors 5xx (hour)'], rows))
 }
 
 /** Whether this tab's token may change anything: an operator's. */
@@ -252,7 +252,7 @@ function renderConfig(settings: Setting[] | null, cluster: Cluster | null): void
   replica.replaceChildren(el('option', { value: '' }, 'every replica'), ...live.map((r) => el('option', { value: r.id }, `${r.id}${r.self ? ' (this replica)' : ''}`)))
   replica.value = live.some((r) => r.id === chosen) ? chosen : ''
   if (settings === null) {
-    $('config').replaceChildren(el('p', { class: 'muted' }, 'The configuration could not be read.'))
+    redraw('config', el('p', { class: 'muted' }, 'The configuration could not be read.'))
     return
   }
   const level = settings.find((s) => s.setting === 'logLevel')

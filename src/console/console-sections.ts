@@ -2,7 +2,7 @@
 // /admin/keys, /admin/audit, /admin/config, /admin/cache/entry), each drawn from its
 // answer: no call is made here, the page hands the answers in.
 import { addSample, ago, bytes, expiryAt, expiryIn, limitInForce, pauseLeft, pauseScope, plural, ratio, seats, span, windowRatio, type CacheSample } from './console-format.js'
-import { $, el, facts, mark, table, when, type Child } from './console-dom.js'
+import { $, el, facts, mark, redraw, table, when, type Child } from './console-dom.js'
 
 /** The span of the cache's hit ratio. */
 const RATIO_WINDOW_MS = 5 * 60_000
@@ -133,11 +133,11 @@ export function renderCredentials(credentials: Credential[], now: number, mayCha
       el('td', {}, action),
     )
   })
-  $('credentials').replaceChildren(table('Platform credentials', ['Credential', 'Token fingerprint', 'Source', 'Expires', 'State', 'Pause', 'Action'], rows))
+  redraw('credentials', table('Platform credentials', ['Credential', 'Token fingerprint', 'Source', 'Expires', 'State', 'Pause', 'Action'], rows))
 }
 
 export function renderRedis(redis: Status['redis']): void {
-  $('redis').replaceChildren(facts([['State', el('span', { class: `state ${redis.state === 'ok' ? 'ok' : redis.state === 'down' ? 'rejected' : 'none'}` }, redis.state)], ['Address', redis.address], ['Topology', redis.topology]]))
+  redraw('redis', facts([['State', el('span', { class: `state ${redis.state === 'ok' ? 'ok' : redis.state === 'down' ? 'rejected' : 'none'}` }, redis.state)], ['Address', redis.address], ['Topology', redis.topology]]))
 }
 
 export function renderCache(cache: Status['cache'], now: number): void {
@@ -145,7 +145,8 @@ export function renderCache(cache: Status['cache'], now: number): void {
   const lookups = Object.values(cache.lookups).reduce((a, b) => a + b, 0)
   samples = addSample(samples, { at: now, hits: n('HIT') + n('STALE'), lookups }, RATIO_WINDOW_MS)
   const hit = windowRatio(samples, now, RATIO_WINDOW_MS)
-  $('cache').replaceChildren(
+  redraw(
+    'cache',
     facts([
       [hit.minutes === null ? 'Hit ratio (since start)' : `Hit ratio (last ${hit.minutes} min)`, hit.text],
       ['Lookups since start', `${lookups} (HIT ${n('HIT')}, STALE ${n('STALE')}, MISS ${n('MISS')}, REFRESH ${n('REFRESH')}, BYPASS ${n('BYPASS')})`],
@@ -174,7 +175,7 @@ export function renderGovernors(governors: Governor[]): void {
       el('td', {}, paused(g)),
     )
   })
-  $('governors').replaceChildren(table('Platform calls per credential (this replica)', ['Credential', 'In flight', 'Limit in force', 'Latency floor', 'Waiting', 'Per team', 'Refusals', 'Paused'], rows))
+  redraw('governors', table('Platform calls per credential (this replica)', ['Credential', 'In flight', 'Limit in force', 'Latency floor', 'Waiting', 'Per team', 'Refusals', 'Paused'], rows))
 }
 
 /** A team's calls on a credential and its share of the seats, with the ceilings an operator set (none by default), and the seat-time its calls held. */
@@ -255,7 +256,7 @@ export function renderTeams(teams: Team[], usage: UsageRow[] | null, keys: KeyLi
   const gone = [...new Set((keys ?? []).filter((k) => k.state === 'removed' && !running.has(k.team)).map((k) => k.team))].map((team) =>
     el('tr', { class: 'gone' }, el('th', { scope: 'row' }, `${team} (removed)`), el('td', {}, '–'), el('td', {}, '–'), el('td', {}, el('ul', { class: 'plain' }, ...removed(team))), el('td', {}, '–'), el('td', {}, '–'), el('td', {}, '–'), el('td', {}, '–'), el('td', {}, '–')),
   )
-  $('teams').replaceChildren(table('Teams and their usage today (UTC)', ['Team', 'Credential', 'Advertisers', 'Keys', 'Rate limit', 'Requests', 'Hits', 'Platform calls', 'Platform-seconds'], [...rows, ...gone]))
+  redraw('teams', table('Teams and their usage today (UTC)', ['Team', 'Credential', 'Advertisers', 'Keys', 'Rate limit', 'Requests', 'Hits', 'Platform calls', 'Platform-seconds'], [...rows, ...gone]))
 }
 
 /** A team's platform-seconds of the day, and its bound when it has one. */
@@ -268,7 +269,7 @@ const AUDIT_SHOWN = new Set(['level', 'time', 'pid', 'hostname', 'kind', 'msg', 
 
 export function renderAudit(lines: Record<string, unknown>[]): void {
   if (lines.length === 0) {
-    $('audit').replaceChildren(el('p', { class: 'muted' }, 'No audit line since this replica started.'))
+    redraw('audit', el('p', { class: 'muted' }, 'No audit line since this replica started.'))
     return
   }
   const items = lines.map((line) => {
@@ -279,7 +280,7 @@ export function renderAudit(lines: Record<string, unknown>[]): void {
       .join(' ')
     return el('li', {}, at, ' ', el('strong', {}, String(line.msg ?? line.action ?? '')), line.actor ? ` by ${String(line.actor)}` : '', el('div', { class: 'muted' }, rest))
   })
-  $('audit').replaceChildren(el('ol', { class: 'audit' }, ...items))
+  redraw('audit', el('ol', { class: 'audit' }, ...items))
 }
 
 /** A setting's value as the page shows it: a secret by its fingerprint, a list or object as JSON. */
@@ -322,7 +323,7 @@ export function renderLookup(report: string, entries: CachedEntry[], now: number
 /** The settings in force, each with where it came from. */
 export function renderSettings(settings: Setting[]): void {
   const rows = settings.map((s) => el('tr', { class: `source-${s.source}` }, el('th', { scope: 'row' }, el('code', {}, s.setting)), el('td', {}, settingValue(s)), el('td', {}, s.source), el('td', {}, s.from)))
-  $('config').replaceChildren(table('Settings in force and where each came from', ['Setting', 'Value', 'Source', 'From'], rows))
+  redraw('config', table('Settings in force and where each came from', ['Setting', 'Value', 'Source', 'From'], rows))
   const changed = settings.filter((s) => s.source !== 'default').length
   $('config-summary').textContent = `The ${settings.length} settings in force (${changed} not the default); show them`
 }

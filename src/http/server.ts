@@ -15,7 +15,7 @@ import { holdContinues, inviteBody } from '../access/expect-continue.js'
 import { isValidationFailure, validationMessage } from './hooks/validation-message.js'
 import { bodyDeadlines } from './hooks/body-deadline.js'
 import type { RequestHandler } from './reads/fast-path.js'
-import { isHostValue, originForm } from './request-target.js'
+import { isHostValue, originForm, targetHost } from './request-target.js'
 import { enterOnConnections, type ServePlain } from './socket-entrance.js'
 import { withholdFromRemovedKeys, type KeyTeam } from './pipelined-answers.js'
 import { setAnswerFields } from './answer-fields.js'
@@ -171,7 +171,7 @@ function answerAhead(socket: HttpSocket): ServerResponse | null {
 export function endWithError(server: Server, socket: Duplex, error: GatewayError, headers: Record<string, string>, req: IncomingMessage | null): void {
   const status = error.statusCode ?? 500
   const reason = STATUS_CODES[status] ?? ''
-  const reqId = requestIdOf(req?.headers ?? {})
+  const reqId = requestIdOf(req?.headers ?? {}, secretTests.get(server))
   const body = JSON.stringify({ statusCode: status, code: error.code, error: reason, message: error.message })
   const lines = Object.entries({ ...headers, 'x-request-id': reqId }).map(([name, value]) => `${name}: ${value}\r\n`).join('')
   socket.end(`HTTP/1.1 ${status} ${reason}\r\nconnection: close\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${lines}\r\n${body}`, () => {
@@ -182,10 +182,20 @@ export function endWithError(server: Server, socket: Duplex, error: GatewayError
 
 // The access line of each listener's answers written before its router, where it keeps one (the proxy's).
 const refusalObservers = new WeakMap<Server, ObserveRefusal>()
+// Each listener's test for a secret of the gateway's (ListenerOptions.holdsSecret), for the ids of the answers it writes before its router.
+const secretTests = new WeakMap<Server, (text: string) => boolean>()
 
 /** The access line of `app`'s answers written before its router (a malformed request, a CONNECT, a path that is no percent-encoding): `observe`. */
 export function refusalsObservedOn(app: FastifyInstance, observe: ObserveRefusal): void {
   refusalObservers.set(app.server, observe)
+}
+
+/** The host each request's target named in absolute form, before the target was cut to its path and query. */
+const targetHosts = new WeakMap<IncomingMessage, string>()
+
+/** The host (and port) `req`'s target named in absolute form (RFC 9112, 3.2.2: read in place of Host); undefined for a target in origin form. */
+export function targetHostOf(req: IncomingMessage): string | undefined {
+  return targetHosts.get(req)
 }
 
 /**
@@ -263,6 +273,12 @@ export interface ListenerOptions {
    * listener's: admin/admin.ts ADMIN_ANSWER_HEADERS).
    */
   refusalHeaders?: Readonly<Record<string, string>>
+  /**
+   * Whether a text holds a secret of the gateway's (Admission.holdsSecret): a caller's
+   * `x-request-id` that does is not the request's id (hooks/request-log.ts requestIdOf), so
+   * that no answer echoes it and no log line carries it.
+   */
+  holdsSecret?: (text: string) => boolean
 }
 
 /** The proxy listener's challenge: the team key (`x-api-key`, or `authorization: Bearer`). */
@@ -296,7 +312,7 @@ const PARSER_REFUSALS: Record<string, string> = {
  * listener's challenge), `fastPath` (if any) in front of the router, and with `tracing` a
  * span begun for each request before either (none of it when tracing is off).
  */
-export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, { challenge, connections, rateOf = () => null, keyTeam = null, tracing = null, allow = null, bodyReader = 'parser', refusalHeaders = {} }: ListenerOptions): FastifyInstance {
+export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, { challenge, connections, rateOf = () => null, keyTeam = null, tracing = null, allow = null, bodyReader = 'parser', refusalHeaders = {}, holdsSecret }: ListenerOptions): FastifyInstance {
   let gentle: ReturnType<typeof closeGently> | null = null
   let http: Server | null = null
   const app = Fastify({
@@ -308,7 +324,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
     // Not `requestIdHeader: 'x-request-id'`: Fastify would take any value of that header
     // as is and call genReqId only without one, so the check below would never run.
     requestIdHeader: false,
-    genReqId: (req) => requestIdOf(req.headers),
+    genReqId: (req) => requestIdOf(req.headers, holdsSecret),
     // Replaced by the hook below: Fastify's own 503 has no GW_* code.
     return503OnClosing: false,
     forceCloseConnections: 'idle',
@@ -329,7 +345,12 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
         requireHostHeader: false,
       }
       const take = (req: IncomingMessage, res: ServerResponse): void => {
-        if (req.url !== undefined) req.url = originForm(req.url)
+        const target = req.url
+        if (target !== undefined && !target.startsWith('/')) {
+          const host = targetHost(target)
+          if (host !== null) targetHosts.set(req, host)
+          req.url = originForm(target)
+        }
         tracing?.begin(req)
         // Closing: answered as ever, and the connection closed after it (closeGently).
         current.take(req, res)
@@ -340,6 +361,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
       }
       const server = createServer(options, take)
       http = server
+      if (holdsSecret !== undefined) secretTests.set(server, holdsSecret)
       holdContinues(server, take)
       const current = closeGently(server)
       gentle = current

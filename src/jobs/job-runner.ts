@@ -180,7 +180,7 @@ export class JobRunner {
       .then((end) => {
         // No renewal starts once the read ended; one under way is met by the end's retry.
         clock.clearInterval(renewal)
-        return this.#end(job.id, run, end)
+        return this.#end(job, run, end)
       })
       .catch((err: unknown) => log.warn({ err, job: job.id }, 'ending a report job failed: another replica takes it over once its lease runs out'))
       .finally(() => {
@@ -249,8 +249,8 @@ export class JobRunner {
     return `${e.message} (at ${new Date(this.#d.clock.now() + e.retryAfterSec * 1000).toISOString()})`
   }
 
-  async #end(id: string, run: Run, end: RunEnd): Promise<void> {
-    const outcome = await this.#ended(id, run, end)
+  async #end(job: Job, run: Run, end: RunEnd): Promise<void> {
+    const outcome = await this.#ended(job, run, end)
     this.#d.onRun?.(outcome)
   }
 
@@ -258,13 +258,20 @@ export class JobRunner {
    * Stores how the run ended; `lost` when the job is no longer this run's. A swap refused
    * while the job is still this run's (a lease renewal landed between the read and the
    * swap) is tried again on the job as it is now: an end is never lost to its own renewal.
+   * A job whose record is gone is no other runner's: its store lost it (a Redis emptied
+   * under it), which the count of `lost` alone would blame on a late renewal.
    */
-  async #ended(id: string, run: Run, end: RunEnd): Promise<RunOutcome> {
-    const { store, clock, settings } = this.#d
+  async #ended(job: Job, run: Run, end: RunEnd): Promise<RunOutcome> {
+    const { store, clock, settings, log } = this.#d
+    const id = job.id
     let kept = false
     for (;;) {
       const current = await store.get(id)
-      if (current === null || !isRun(current, run)) return 'lost'
+      if (current === null) {
+        log.warn({ job: id, team: job.team }, 'report job gone from Redis while it ran (Redis emptied, restarted without its data, or evicting keys without an expiry): its result is dropped; the team asks again')
+        return 'lost'
+      }
+      if (!isRun(current, run)) return 'lost'
       const now = clock.now()
       if (end.kind === 'requeue') {
         const next = requeueJob(current, run, end.notBefore) as Job

@@ -2,7 +2,7 @@ import type { LoggerOptions } from 'pino'
 import { escapedForms } from './secret-forms.js'
 import { withoutKeys } from './key-shape.js'
 import { failureFields } from './failure-log.js'
-import { percentDecoded, SecretSearch } from './secret-search.js'
+import { SecretSearch } from './secret-search.js'
 
 // Paths that can hold a secret in anything we log: request and response headers, the
 // config, token replies. Values are also scrubbed by `SecretSet.scrub` below, so a
@@ -53,9 +53,12 @@ export class SecretSet {
     // Each of its spellings the gateway's own text may hold: escaped in a JSON string, as every line writes it, percent-encoded…
     for (const form of escapedForms(value)) this.#values.add(form)
     this.#pattern = null
-    // As the platform would read it: as it is, or in a JSON body as the gateway writes one (JSON.stringify).
+    // As the platform would read it: as it is, or in a JSON body as the gateway writes one
+    // (JSON.stringify); and its UTF-8 bytes read a character a byte, as a body passed on as
+    // it comes is searched (the same text for an ASCII secret).
     this.#search.add(value)
     this.#search.add(JSON.stringify(value).slice(1, -1))
+    this.#search.add(Buffer.from(value, 'utf8').toString('latin1'))
   }
 
   /**
@@ -65,7 +68,7 @@ export class SecretSet {
    * much of a secret it guessed.
    */
   holds(text: string): boolean {
-    return this.#search.in(text) || (/[%+]/.test(text) && this.#search.in(percentDecoded(text)))
+    return this.#search.in(text) || this.#search.inDecoded(text)
   }
 
   /** `line` with every configured secret and anything shaped like a team key (api-keys.ts) written `[REDACTED]`. */

@@ -29,10 +29,16 @@ export class SecretSearch {
   readonly #base = randomInt(1, 2 ** 31) * 2 + 1
   readonly #lengths: OfLength[] = []
   readonly #values = new Set<string>()
+  /** The longest secret's length. */
+  #longest = 0
+  /** Whether a secret holds a space, which a `+` decodes to. */
+  #spaced = false
 
   add(value: string): void {
     if (value.length === 0 || this.#values.has(value)) return
     this.#values.add(value)
+    this.#longest = Math.max(this.#longest, value.length)
+    this.#spaced ||= value.includes(' ')
     let group = this.#lengths.find((g) => g.length === value.length)
     if (group === undefined) {
       let lead = 1
@@ -64,6 +70,35 @@ export class SecretSearch {
     return false
   }
 
+  /**
+   * Whether `percentDecoded(text)` holds one of the secrets, searched only around what
+   * decoding changes: a run of escapes, and a `+` when a secret holds a space (a window
+   * holding a `+` decoded to a space is no other secret). A window of the decoded text
+   * that spans no change is one of `text` as it is, which `in` searches. One that spans a
+   * change holds fewer than `#longest` characters kept as they were on each side of it and
+   * between two changes (a run decoded to nothing, a byte-order mark, still splits the
+   * window): it lies within a cluster of changes less than `#longest` characters apart,
+   * widened by `#longest - 1` characters on each side. Each cluster is decoded alone,
+   * its runs whole, and searched.
+   */
+  inDecoded(text: string): boolean {
+    const reach = this.#longest
+    if (reach === 0) return false
+    const around = (from: number, to: number) => this.in(percentDecoded(text.slice(Math.max(0, from - reach + 1), to + reach - 1)))
+    let from = -1
+    let to = -1
+    for (const change of text.matchAll(this.#spaced ? SPACE_OR_ESCAPES : ESCAPE_RUN)) {
+      if (from !== -1 && change.index - to < reach) {
+        to = change.index + change[0].length
+        continue
+      }
+      if (from !== -1 && around(from, to)) return true
+      from = change.index
+      to = from + change[0].length
+    }
+    return from !== -1 && around(from, to)
+  }
+
   /** Whether the window of `text` at `start`, whose hash is `hash`, is a secret of `group`: compared in constant time. */
   #confirmed(group: OfLength, text: string, start: number, hash: number): boolean {
     const window = unitsOf(text.slice(start, start + group.length))
@@ -82,6 +117,8 @@ export class SecretSearch {
 
 // A run of percent-escapes, decoded together (a character of several UTF-8 bytes).
 const ESCAPE_RUN = /(?:%[0-9A-Fa-f]{2})+/g
+// What decoding changes: a run of escapes, or a `+`.
+const SPACE_OR_ESCAPES = /(?:%[0-9A-Fa-f]{2})+|\+/g
 const lenientUtf8 = new TextDecoder('utf-8')
 
 /** `text` as a query or form is read: `+` a space, each run of escapes as UTF-8 (bytes that are none as U+FFFD). */

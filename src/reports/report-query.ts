@@ -1,6 +1,7 @@
 import { BadQueryError } from '../errors.js'
 import { stableStringify } from './stable-stringify.js'
 import { canonicalPath } from '../platform/canonical-path.js'
+import { phpVariable } from '../access/request-target.js'
 
 // Validation and normalization of report requests (contract, "Report requests").
 // The canonical form is both what the platform receives and what the cache key is
@@ -195,18 +196,6 @@ function splitQuery(
     else named.set(key, value)
   }
   return { named, rest }
-}
-
-/**
- * The variable PHP files the parameter `key` under: the name before a `[` that a `]`
- * follows (`name[]`, `name[x]` are lists of `name`), its spaces, dots and a lone `[` read
- * as `_` (`a.b`, `a b` are `a_b`). Of several parameters of one variable the platform
- * reads the last.
- */
-function phpVariable(key: string): string {
-  const open = key.indexOf('[')
-  const name = open > 0 && key.indexOf(']', open) > open ? key.slice(0, open) : key
-  return name.replace(/[ .[]/g, '_')
 }
 
 // Sorted by the variable PHP files each parameter under, and only by it: the sort is

@@ -157,9 +157,13 @@ export class Conditions {
     }
   }
 
-  /** Requests being answered now, and the most at once since the last resetPeak(). */
-  concurrency(): { inFlight: number; peak: number } {
-    return { inFlight: this.#inFlight, peak: this.#peak }
+  /**
+   * Requests being answered now, the most at once since the last resetPeak(), and those the
+   * `held` failure keeps now: a request is in flight from its arrival, held only once its
+   * latency is waited out, and releaseHeld() lets go only of those held.
+   */
+  concurrency(): { inFlight: number; peak: number; held: number } {
+    return { inFlight: this.#inFlight, peak: this.#peak, held: this.#waitingRelease.length }
   }
 
   resetPeak(): void {

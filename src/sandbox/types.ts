@@ -126,7 +126,7 @@ export interface Sandbox {
    */
   setRouteFailure(path: string, mode: FailureMode): void
   clearRouteFailures(): void
-  /** Lets every call the `held` failure keeps go on to its answer. */
+  /** Lets every call the `held` failure keeps now go on to its answer (concurrency().held; a call still in its latency is not held yet). */
   releaseHeld(): void
   /** Every request except the /__sandbox controls, token requests included. */
   requests: SandboxRequestRecord[]
@@ -135,8 +135,8 @@ export interface Sandbox {
   /** Empties `requests` and `trickles`. */
   clearRequests(): void
   countRequests(filter?: (r: SandboxRequestRecord) => boolean): number
-  /** /api/v1 requests being answered now, and the most at once since resetConcurrency(). */
-  concurrency(): { inFlight: number; peak: number }
+  /** /api/v1 requests being answered now, the most at once since resetConcurrency(), and those the `held` failure keeps now (past their latency). */
+  concurrency(): { inFlight: number; peak: number; held: number }
   resetConcurrency(): void
   /** Also ends hung and delayed requests. */
   close(): Promise<void>

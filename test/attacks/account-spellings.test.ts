@@ -26,6 +26,11 @@ describe('a scoped team\'s account field in another spelling is 400, naming the 
     ['user_id in the query beside a JSON body', 'POST', '/api/v1/campaign/get?user_id=102', { json: { userId: 101 } }, 'user_id', 'userId'],
     ['ADVERTISERID in a report\'s query', 'GET', `/api/v1/report/campaigns/get?advertiserId=101&ADVERTISERID=102&${REPORT_DATES}`, {}, 'ADVERTISERID', 'advertiserId'],
     ['user_id in a delete\'s query', 'DELETE', '/api/v1/campaign/banner/delete/101001?userId=101&user_id=102', {}, 'user_id', 'userId'],
+    // PHP reads a `[` no `]` follows as `_`: `user[id` is `user_id`, `advertiser[id` is `advertiser_id`.
+    ['user[id in the query beside a JSON body', 'POST', '/api/v1/campaign/get?user[id=102', { json: { userId: 101 } }, 'user[id', 'userId'],
+    ['user[id in a form', 'POST', '/api/v1/campaign/get', { body: 'userId=101&user[id=102', headers: FORM }, 'user[id', 'userId'],
+    ['advertiser[id in a report\'s query', 'GET', `/api/v1/report/campaigns/get?advertiserId=101&advertiser[id=102&${REPORT_DATES}`, {}, 'advertiser[id', 'advertiserId'],
+    ['advertiser.id[ in a report\'s query', 'GET', `/api/v1/report/campaigns/get?advertiserId=101&advertiser.id[=102&${REPORT_DATES}`, {}, 'advertiser.id[', 'advertiserId'],
   ])('%s', async (_name, method, target, opts, field, reads) => {
     const res = await call(sg, method, target, { key: KEYS.writer, ...opts })
     expect(res.status).toBe(400)

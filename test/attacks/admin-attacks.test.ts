@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import type { AddressInfo } from 'node:net'
+import { freshAddress } from '../helpers/admin-addresses.js'
 import { KEYS, REPORT_PATH } from '../helpers/build-gateway.js'
 import { rawHttp, rawRequest } from '../helpers/sandbox-gateway.js'
 import { leakedSecrets, runSecrets } from '../helpers/secret-scan.js'
@@ -18,8 +19,9 @@ const ADMIN_CALLS = Object.entries(DOC.paths)
 
 describe('the admin listener attacked', () => {
   const sg = useAttackGateway()
+  // Each call from an address of its own: the wrong tokens below would otherwise lock 127.0.0.1 out (admin-guesses.test.ts).
   const admin = (method: string, url: string, headers: Record<string, string> = {}) =>
-    sg.gw.admin.inject({ method: method as 'GET', url, headers, ...(method === 'PUT' ? { payload: { token: 'x'.repeat(40), level: 'info' } } : {}) })
+    sg.gw.admin.inject({ method: method as 'GET', url, headers, remoteAddress: freshAddress(), ...(method === 'PUT' ? { payload: { token: 'x'.repeat(40), level: 'info' } } : {}) })
 
   it('every admin call without the admin token, with a team key or a wrong one, is the one 401 of a path that does not exist', async () => {
     expect(ADMIN_CALLS.length).toBeGreaterThan(15)

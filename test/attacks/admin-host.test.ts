@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { rawRequest } from '../helpers/sandbox-gateway.js'
+import { waitFor } from '../helpers/wait.js'
 import { ADMIN_TOKEN, itLoggedNoSecret, useAttackGateway } from './attack-gateway.js'
 
 // DNS rebinding: a page of attacker.example whose name comes to resolve to the admin
@@ -63,6 +64,44 @@ describe('the admin listener asked under a name it does not answer to', () => {
     expect((await get('/healthz', null, '1.0')).status).toBe(200)
   })
 
+  // RFC 9112, 3.2.2: a request target in absolute form names the host it asks, and a server
+  // reads it in place of Host. Every name a request gives, its target's and its Host's,
+  // meets the same check: a name in the target is no way past it.
+  describe('with a request target in absolute form (GET http://host/path)', () => {
+    it('refuses a target naming another host, whatever Host says or without one', async () => {
+      for (const [target, host, version] of [
+        [`http://attacker.example:${port}/metrics`, `127.0.0.1:${port}`, '1.1'],
+        ['http://attacker.example/docs/json', 'localhost', '1.1'],
+        ['HTTP://user:userinfo-secret@attacker.example/readyz', '127.0.0.1', '1.1'],
+        ['http://127.0.0.1.nip.io/metrics', null, '1.0'],
+        ['http://attacker.example/admin/status', null, '1.0'],
+      ] as const) {
+        const res = await get(target, host, version, `authorization: Bearer ${ADMIN_TOKEN}\r\n`)
+        expect(res.status, target).toBe(421)
+        expect(JSON.parse(res.body), target).toMatchObject({ code: 'GW_ADMIN_HOST', message: expect.stringContaining(new URL(target.toLowerCase()).hostname) })
+        expect(res.headers['cache-control'], target).toBe('no-store')
+        expect(res.body, target).not.toContain('userinfo-secret')
+      }
+    })
+
+    it('refuses a target naming the listener when Host names another host', async () => {
+      expect((await get(`http://127.0.0.1:${port}/metrics`, 'attacker.example')).status).toBe(421)
+    })
+
+    it('serves a target naming a host it answers to as its path and query: the same route, the same token asked', async () => {
+      for (const target of [`http://127.0.0.1:${port}/metrics`, `http://localhost/metrics`, `https://${LISTED}:8443/metrics`, 'http://[::1]/metrics']) {
+        const res = await get(target, `127.0.0.1:${port}`)
+        expect(res.status, target).toBe(200)
+        expect(res.body, target).toContain('gateway_')
+      }
+      expect((await get('http://localhost/admin/status', 'localhost')).status).toBe(401)
+      const status = await get('http://user:userinfo-secret@localhost/admin/status', 'localhost', '1.1', `authorization: Bearer ${ADMIN_TOKEN}\r\n`)
+      expect(status.status).toBe(200)
+      expect(JSON.parse(status.body)).toHaveProperty('phase', 'serving')
+    })
+
+  })
+
   it('counts the refusals in one audit line per source and interval, not one per call', async () => {
     const before = sg.gw.logs.records().filter((l) => l.action === 'admin-host').length
     for (let i = 0; i < 5; i++) await get('/metrics', 'rebound.example')
@@ -72,4 +111,19 @@ describe('the admin listener asked under a name it does not answer to', () => {
   })
 
   itLoggedNoSecret(sg)
+})
+
+describe('the audit line of a target in absolute form refused', () => {
+  const sg = useAttackGateway()
+
+  it('names the target\'s path and the name refused, never the userinfo', async () => {
+    await sg.gw.admin.listen({ host: '127.0.0.1', port: 0 })
+    const { port } = sg.gw.admin.server.address() as AddressInfo
+    const res = await rawRequest(port, 'GET http://user:userinfo-secret@audited-name.example:8081/metrics?x=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n')
+    expect(res.status).toBe(421)
+    const refused = () => sg.gw.logs.records().find((l) => l.action === 'admin-host')
+    await waitFor('the refusal\'s audit line', () => refused() !== undefined)
+    expect(refused()).toMatchObject({ kind: 'audit', outcome: 'refused', method: 'GET', path: '/metrics', host: 'audited-name.example' })
+    expect(sg.gw.logs.text()).not.toContain('userinfo-secret')
+  })
 })

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { hashApiKey } from '../../src/access/api-keys.js'
 import { KEYS, SANDBOX_TEAMS_YAML } from '../helpers/sandbox-gateway.js'
-import { call, direct, itLoggedNoSecret, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
+import { ADMIN_TOKEN, call, direct, itLoggedNoSecret, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
 
 // Campaigns under a bracketed key of the query or a form. A platform built on
 // spatie/laravel-query-builder reads `filter[campaignIds]` from Laravel's merged input
@@ -70,6 +70,48 @@ describe("a scoped team naming another advertiser's campaigns under a bracketed 
     expect(sg.callerRequests()).toEqual([])
   })
 })
+
+// A GET report's `filter[campaignIds]` names campaigns as a POST report's body does: its
+// copy is filed under their owners too (beside its `advertiserId`), so that a purge of
+// one of them reaches it, and a read of it names them.
+describe("a GET report filtered to another advertiser's campaigns and a purge of their owner", () => {
+  const FILTERED = `${REPORT}?advertiserId=101&filter[campaignIds][]=102001&byCampaign=1&dateFrom=2026-01-08&dateTo=2026-01-14`
+  const read = async (key: string) => {
+    const res = await fetch(`${sg.url}${FILTERED}`, { headers: { 'x-api-key': key } })
+    expect(res.status, await res.text()).toBe(200)
+    return res.headers.get('x-cache')
+  }
+  const purge = async (advertiserId: number) => {
+    const res = await sg.gw.admin.inject({ method: 'DELETE', url: `/admin/cache?advertiserId=${advertiserId}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(res.statusCode).toBe(200)
+    return (res.json() as { dropped: number }).dropped
+  }
+
+  it('a copy a team of 101 and 102 filled is dropped by a purge of 102, and its read names 102', async () => {
+    expect(await read(KEYS.growth)).toBe('MISS')
+    expect(accessLines().at(-1)?.advertiser).toEqual([101, 102])
+    expect(await purge(102)).toBe(1)
+    expect(await read(KEYS.growth)).toBe('MISS')
+  })
+
+  it("an unrestricted team's copy filled before a purge of 102 is not served to a team limited to 101 and 102", async () => {
+    await purge(101)
+    expect(await read(KEYS.all)).toBe('MISS')
+    expect(await purge(102)).toBe(0)
+    expect(await read(KEYS.growth)).toBe('MISS')
+    // Its new copy is filed under 102: the next purge of 102 reaches it for every team.
+    expect(await read(KEYS.all)).toBe('HIT')
+    expect(await purge(102)).toBe(1)
+    expect(await read(KEYS.all)).toBe('MISS')
+  })
+})
+
+const accessLines = (): { advertiser?: unknown; path?: string }[] =>
+  sg.gw.logs
+    .text()
+    .split('\n')
+    .filter((line) => line.includes('"path":"/api/v1/report/campaigns/get"'))
+    .map((line) => JSON.parse(line) as { advertiser?: unknown })
 
 describe('unchanged', () => {
   it('a scoped team\'s own campaigns under a bracketed key pass', async () => {

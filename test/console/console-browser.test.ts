@@ -4,6 +4,7 @@ import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
 import { hashApiKey } from '../../src/access/api-keys.js'
 import { buildGateway, listen, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { ARTIFACTS, chromiumPath, CONSOLE_SCRIPTS as SCRIPTS, consoleOf } from '../helpers/console-browser.js'
+import { testTimeLeft } from '../helpers/wait.js'
 
 const CHROMIUM = chromiumPath('the console browser test')
 
@@ -64,9 +65,16 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
   }
   // Page-side code is given as strings or untyped callbacks: this file has node's types, not the DOM's.
   const text = (selector: string) => page.$eval(selector, (node) => (node as unknown as { innerText: string }).innerText)
-  const until = (expression: string) => page.waitForFunction(expression, { timeout: 10_000 })
+  // Bounded by what is left of the test's timeout (helpers/wait.ts): a loaded machine shows it later, not never.
+  const until = (expression: string) => page.waitForFunction(expression, { timeout: testTimeLeft() })
   const shows = (id: string, start: string) => until(`document.getElementById(${JSON.stringify(id)})?.textContent?.includes(${JSON.stringify(start)})`)
   const visible = (selector: string) => page.$eval(selector, (node) => node.checkVisibility())
+  // A button of a section a refresh (every 5 s) may replace, when its row changed: found and
+  // clicked within one task of the page, which no refresh can split. page.click's steps (find,
+  // scroll, box, mouse down, mouse up) and page.$eval's (find, then call) are separate round
+  // trips, and a refresh landing between them that replaces the button leaves "Node is detached
+  // from document", or a click on the detached button that reaches no listener.
+  const press = (selector: string) => page.evaluate(`document.querySelector(${JSON.stringify(selector)}).click()`)
 
   it('serves the page with a strict policy and no data, and asks for the token', async () => {
     const res = await page.goto(`${adminUrl}/console`, { waitUntil: 'networkidle0' })
@@ -215,9 +223,25 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
     gw.log.level = 'info'
   })
 
+  it('keeps the keyboard focus on a credential\'s button across refreshes', async () => {
+    // Focused within one task of the page: page.focus finds, then focuses, and a refresh between them could split it.
+    await page.waitForSelector('button[data-relogin="default"]', { timeout: testTimeLeft() })
+    await page.evaluate(`document.querySelector('button[data-relogin="default"]').focus()`)
+    expect(await page.evaluate('document.activeElement?.dataset?.relogin ?? null')).toBe('default')
+    const statusCalls = () => requested.filter((url) => url === `${adminUrl}/admin/status`).length
+    const calls = statusCalls()
+    // Two refreshes drawn: the instant of "Updated" is each refresh's answer, set after its sections.
+    for (let drawn = 0; drawn < 2; drawn++) {
+      const shown = await page.$eval('#updated time', (node) => node.getAttribute('datetime'))
+      await until(`document.querySelector('#updated time')?.getAttribute('datetime') !== ${JSON.stringify(shown)}`)
+    }
+    expect(statusCalls()).toBeGreaterThanOrEqual(calls + 2)
+    expect(await page.evaluate('document.activeElement?.dataset?.relogin ?? null')).toBe('default')
+  }, 60_000)
+
   it('logs in again for the password credential after a confirmation naming it', async () => {
     const before = gw.tokens.get('default').current()?.fingerprint as string
-    await page.click('button[data-relogin="default"]')
+    await press('button[data-relogin="default"]')
     await page.waitForSelector('#confirm[open]')
     expect(await text('#confirm-text')).toMatch(/Log in to the platform again for credential default/)
     await page.click('#confirm-yes')

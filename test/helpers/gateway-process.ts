@@ -6,13 +6,10 @@ import { fileURLToPath } from 'node:url'
 import { ensureBuilt as ensureBuiltFile } from './dist.js'
 import { freePort } from './start-redis.js'
 import { withTestSecret } from './build-gateway.js'
-import { testTimeLeft } from './wait.js'
+import { PROCESS_START_MS, testTimeLeft } from './wait.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url))
-// Outside a test's body (a beforeAll starting the gateways of a file, whose timeout is
-// 120 s or more), the bound of a gateway's start.
-const START_IN_A_HOOK_MS = 60_000
 
 /** A gateway as production runs it: the built dist/main.js in a process of its own. */
 export interface GatewayProcess {
@@ -135,7 +132,9 @@ async function spawnOnce(opts: SpawnOptions): Promise<GatewayProcess> {
   }
   // Listening is logged at info, which LOG_LEVEL=warn hides: wait for the port to answer,
   // within the test's time left (a loaded machine starts a process slowly, never wrongly).
-  const bound = testTimeLeft(START_IN_A_HOOK_MS)
+  // Outside a test's body (a beforeAll starting the gateways of a file, whose timeout is
+  // 120 s or more), one start's allowance.
+  const bound = testTimeLeft(PROCESS_START_MS)
   const deadline = Date.now() + bound
   for (;;) {
     if (child.exitCode !== null) {

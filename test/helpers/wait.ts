@@ -10,6 +10,22 @@ const NAMING_MARGIN_MS = 1000
 // vitest.config.ts's hookTimeout (20 s).
 const OUTSIDE_A_TEST_MS = 15_000
 
+// What one process start is given (node loading dist/main.js, the sandbox, a CLI): about
+// 1 s of CPU, which beside other sessions' tests on 2 cores (load 25) can take past 20 s.
+export const PROCESS_START_MS = 60_000
+// vitest.config.ts's testTimeout: what a test is given beside its process starts.
+const TEST_TIMEOUT_MS = 20_000
+
+/**
+ * The timeout of a test that starts `starts` processes and waits for each to say it is
+ * ready (a line, its exit, /readyz): PROCESS_START_MS for each beside the test's own
+ * 20 s. Its waits take the test's time left, so a slow machine makes the test slower,
+ * not red; a start that hangs still fails it, naming what it waited for.
+ */
+export function startsTimeout(starts: number): number {
+  return TEST_TIMEOUT_MS + starts * PROCESS_START_MS
+}
+
 /**
  * The time left to the running test before its own timeout (the file's or the test's
  * `timeout`, counted from its body's start as vitest counts it: body-timed-runner.ts stamps

@@ -182,6 +182,25 @@ describe('the OpenAPI document against an independent validator and real answers
     for (const text of [op.description, when, resolveRef(doc, (op.responses as Json)['409']).description]) expect(text).toMatch(/ended/)
   })
 
+  it('describes the 502 of a platform 5xx that said when to come back: the platform\'s retry-after, on a report read and on a platform call', async () => {
+    const doc = await documentOf()
+    const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true })
+    ajv.addSchema(doc, 'openapi.json')
+    const problems: string[] = []
+    const calls = [
+      { what: 'report read', path: '/api/v1/report/{split}/get', method: 'get', url: '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-09-01&dateTo=2026-09-02', init: {} },
+      { what: 'platform call', path: '/api/v1/campaign/get', method: 'post', url: '/api/v1/campaign/get', init: { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"userId":101}' } },
+    ]
+    for (const call of calls) {
+      env.sandbox.setFailure({ kind: 'status', status: 503, headers: { 'retry-after': '7' }, times: 1 })
+      const res = await fetch(`${env.url}${call.url}`, { ...call.init, headers: { 'x-api-key': KEYS.all, ...(call.init.headers as Record<string, string> | undefined) } })
+      const answer = { status: res.status, headers: res.headers, body: await res.text() }
+      expect([call.what, answer.status, answer.headers.get('retry-after')]).toEqual([call.what, 502, '7'])
+      for (const p of mismatches(doc, ajv, call.path, call.method, answer)) problems.push(`${call.what}: ${p}`)
+    }
+    expect(problems).toEqual([])
+  })
+
   it('describes every answer of a sample of real requests: status, headers and body', async () => {
     const doc = await documentOf()
     const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true })

@@ -154,6 +154,19 @@ describe('Swagger UI on the admin listener', () => {
     expect((await gw.proxy.inject({ method: 'GET', url: '/docs/' })).statusCode).toBe(404)
   })
 
+  // A page for a browser, as the console is: the same headers, written by the same function.
+  it('answers the page, its files and the documents with the console\'s headers: a policy, nosniff, no frame, no referrer, no-store', async () => {
+    const console = await gw.admin.inject({ method: 'GET', url: '/console' })
+    const wanted = ['x-content-type-options', 'x-frame-options', 'referrer-policy', 'cache-control']
+    for (const url of ['/docs', '/docs/', '/docs/json', '/docs/yaml', '/docs/static/swagger-ui.css', '/docs/static/swagger-ui-bundle.js', '/docs/static/swagger-initializer.js', '/docs/static/favicon-32x32.png', '/docs/static/index.html']) {
+      const res = await gw.admin.inject({ method: 'GET', url })
+      expect(res.statusCode, url).toBe(url.endsWith('index.html') ? 302 : 200)
+      // The console's policy, with the images of Swagger UI's style sheet and logo (data: URLs) besides.
+      expect(res.headers['content-security-policy'], url).toBe(String(console.headers['content-security-policy']).replace("img-src 'self'", "img-src 'self' data:"))
+      expect(wanted.map((name) => [name, res.headers[name]]), url).toEqual(wanted.map((name) => [name, console.headers[name]]))
+    }
+  })
+
   // The documents are the listeners' routes, fixed once they listen: each is written at its
   // first ask (the YAML of the proxy document takes some 100 ms), and every ask after is
   // answered those bytes. Shown by a change to the object a document is written from after

@@ -14,7 +14,7 @@ import { ensureBuilt } from '../helpers/dist.js'
 import { needTool, TOOLS } from '../helpers/missing-tools.js'
 import { readmeShLines } from '../helpers/readme-blocks.js'
 import { freePort } from '../helpers/start-redis.js'
-import { testTimeLeft, waitFor } from '../helpers/wait.js'
+import { startsTimeout, testTimeLeft, waitFor } from '../helpers/wait.js'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 
@@ -49,9 +49,17 @@ async function startBackground(command: string, env: Record<string, string>, rea
   if (child.exitCode !== null) throw new Error(`${command} exited ${child.exitCode}:\n${output}`)
 }
 
-function runShell(command: string): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync('sh', ['-c', spell(command)], { cwd: dir, encoding: 'utf8', timeout: 30_000, env: { PATH: process.env.PATH ?? '' } })
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr }
+/** Runs a command to its end; killed, if it still runs, as the test's time runs out. */
+async function runShell(command: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const child = spawn('sh', ['-c', spell(command)], { cwd: dir, env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c))
+  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c))
+  const timer = setTimeout(() => child.kill('SIGKILL'), testTimeLeft())
+  const status = await new Promise<number | null>((resolve) => child.once('close', resolve))
+  clearTimeout(timer)
+  return { status, stdout, stderr }
 }
 
 beforeAll(async () => {
@@ -69,6 +77,7 @@ afterAll(async () => {
 })
 
 describe.skipIf(!needTool(TOOLS.curl, spawnSync('curl', ['--version']).status === 0, 'the README quick start'))('README quick start: a gateway in front of the sandbox, by hand', () => {
+  // Three process starts: the sandbox, the keys CLI, the gateway.
   it('runs word for word: a team in teams.yaml, the gateway on 127.0.0.1, MISS then HIT shown by curl -i', async () => {
     const commands = readmeCommands()
     expect(commands[0]).toBe('npm run sandbox')
@@ -80,16 +89,16 @@ describe.skipIf(!needTool(TOOLS.curl, spawnSync('curl', ['--version']).status ==
         await startBackground(command, { PORT: String(ports.proxy), ADMIN_PORT: String(ports.admin), LOG_LEVEL: 'info' }, /report gateway listening/)
       } else if (command.includes(`:8080/`)) curls.push(command)
       else {
-        const r = runShell(command)
+        const r = await runShell(command)
         expect(r.status, `${command}\n${r.stderr}`).toBe(0)
       }
     }
     expect(readFileSync(join(dir, 'teams.yaml'), 'utf8')).toMatch(/^teams:\n {2}demo:\n/)
     expect(curls).toHaveLength(1)
-    const first = runShell(curls[0]!)
-    const second = runShell(curls[0]!)
+    const first = await runShell(curls[0]!)
+    const second = await runShell(curls[0]!)
     expect(first.stdout).toMatch(/^HTTP\/1\.1 200 /)
     expect(first.stdout).toMatch(/^x-cache: MISS\r?$/m)
     expect(second.stdout).toMatch(/^x-cache: HIT\r?$/m)
-  })
+  }, startsTimeout(3))
 })

@@ -215,7 +215,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
   })
 
   it('does not cache a platform 500 (502 to the caller) nor a 4xx (passed through as BYPASS)', async () => {
-    sandbox.setFailure({ kind: 'status', status: 500, times: 1 })
+    sandbox.setRouteFailure(PATH, { kind: 'status', status: 500, times: 1 })
     const failed = await get(CANONICAL)
     expect(failed.statusCode).toBe(502)
     expect(failed.json()).toMatchObject({ code: 'GW_UPSTREAM' })
@@ -236,6 +236,15 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect(a.json()).toEqual(b.json())
     expect(reportCalls()).toBe(4)
     if (mode === 'redis') expect(await admin?.keys('rgw:report:*')).toHaveLength(1)
+  })
+
+  it('gives a STALE copy less than a second past its freshness a negative ttl, its age rounded up to max-age + 1', async () => {
+    await get(CANONICAL)
+    clock.advance(FRESH_S * 1000 + 300)
+    const stale = await get(CANONICAL)
+    expect(stale.headers['x-cache']).toBe('STALE')
+    expect(stale.headers['cache-status']).toBe('report-gateway; hit; ttl=-1')
+    expect(stale.headers.age).toBe(String(FRESH_S + 1))
   })
 
   it('serves STALE at once within stale-while-revalidate and refreshes once in the background', async () => {
@@ -266,6 +275,8 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     gw = await gateways.build(testConfig(env(), YAML.replace(`timeout: ${TIMEOUT}`, `timeout: ${HANG_TIMEOUT}`)), { clock: onRealTimers(clock.now) })
     const first = await get(CANONICAL)
     clock.advance((FRESH_S + SWR_S + 5) * 1000)
+    // Each failure is the report route's own: another call the gateways make meanwhile (the
+    // token probe, POST /api/v1/campaign/get, late on a loaded machine) takes none of them.
     // A read is sent three times (two retries) on a 503 or a reset before it counts as failed.
     const failures = [
       { kind: 'status', status: 500, times: 1 },
@@ -275,7 +286,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
       { kind: 'status', status: 429, times: 1 },
     ] as const
     for (const failure of failures) {
-      sandbox.setFailure(failure)
+      sandbox.setRouteFailure(PATH, failure)
       const res = await get(CANONICAL)
       expect(res.statusCode, failure.kind).toBe(200)
       expect(res.headers['x-cache']).toBe('STALE')
@@ -295,22 +306,22 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     // One 429 is one strike: its pause is the first step of the backoff (FIRST_PAUSE_MS).
     expect(pausedFor).toBe(1000)
     // A caller's no-cache does not lose the stale copy either.
-    sandbox.setFailure({ kind: 'status', status: 500, times: 1 })
+    sandbox.setRouteFailure(PATH, { kind: 'status', status: 500, times: 1 })
     const refresh = await get(CANONICAL, { 'cache-control': 'no-cache' })
     expect(refresh.headers['x-cache']).toBe('STALE')
     expect(refresh.headers['cache-status']).toBe(`report-gateway; fwd=request; ttl=-${SWR_S + 5 + Math.floor(pausedFor / 1000)}`)
 
     // Past stale-if-error: the platform's failure shows.
     clock.advance(SIE_S * 1000)
-    sandbox.setFailure({ kind: 'status', status: 500, times: 1 })
+    sandbox.setRouteFailure(PATH, { kind: 'status', status: 500, times: 1 })
     const gone = await get(CANONICAL)
     expect(gone.statusCode, gone.body).toBe(502)
     expect(gone.json()).toMatchObject({ code: 'GW_UPSTREAM' })
-    sandbox.setFailure({ kind: 'hang', times: 1 })
+    sandbox.setRouteFailure(PATH, { kind: 'hang', times: 1 })
     const timedOut = await get(CANONICAL)
     expect(timedOut.statusCode).toBe(504)
     expect(timedOut.json()).toMatchObject({ code: 'GW_UPSTREAM_TIMEOUT' })
-    sandbox.setFailure({ kind: 'status', status: 429, headers: { 'retry-after': '1' }, times: 1 })
+    sandbox.setRouteFailure(PATH, { kind: 'status', status: 429, headers: { 'retry-after': '1' }, times: 1 })
     const limited = await get(CANONICAL)
     expect(limited.statusCode).toBe(429)
     expect(limited.headers['retry-after']).toBe('1')
@@ -491,7 +502,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     await askPopular(ask, (ms) => clock.advance(ms), 'HIT')
     // A caller's miss holds the credential's only seat when the refresh falls due: the
     // platform keeps it until the refresh is seen waiting (the refresh's own call is answered at once).
-    sandbox.setFailure({ kind: 'held', times: 1 })
+    sandbox.setRouteFailure(PATH, { kind: 'held', times: 1 })
     const governor = seatsOf(ahead)
     const busy = ask('advertiserId=102&byDate=1&dateFrom=2026-01-01&dateTo=2026-01-07')
     await waitFor('the caller\'s call at the platform', () => governor.inFlight === 1 && sandbox.concurrency().inFlight === 1)

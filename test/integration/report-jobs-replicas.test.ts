@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis'
 import { afterEach, describe, expect, it } from 'vitest'
 import { KEYS, listen, REPORT_PATH, teamsYamlWith, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
@@ -71,5 +72,29 @@ describe.skipIf(!available)('report jobs across replicas (one Redis)', () => {
     } finally {
       await redis.restart()
     }
+  })
+
+  it('a Redis emptied under a running job (FLUSHALL, a restart without its data): the job is gone, and its run\'s end says so in a warn line', async () => {
+    const [one] = await replicas()
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    const asked = await get(one, `${REPORT_PATH}?${YEAR}`, { prefer: 'respond-async' })
+    expect(asked.status).toBe(202)
+    const location = asked.headers.get('location') as string
+    const id = location.split('/').pop() as string
+    await waitFor('the job at the platform', () => sandbox.countRequests((r) => r.path === REPORT_PATH) === 1)
+    const client = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 0 })
+    try {
+      await client.connect()
+      await client.flushall()
+    } finally {
+      client.disconnect()
+    }
+    sandbox.releaseHeld()
+    const lost = async () => /gateway_report_jobs_total\{outcome="lost"\} 1\n/.test((await one.admin.inject({ method: 'GET', url: '/metrics' })).body)
+    await waitFor('the run ended', lost, testTimeLeft(), 20)
+    expect((await get(one, location)).status).toBe(404)
+    const said = one.logs.records().filter((r) => r.job === id && r.level === 40)
+    expect(said.map((r) => r.msg)).toEqual(['report job gone from Redis while it ran (Redis emptied, restarted without its data, or evicting keys without an expiry): its result is dropped; the team asks again'])
+    expect(said[0]).toMatchObject({ team: 'all' })
   })
 })

@@ -441,6 +441,8 @@ describe('failure modes and latency', () => {
     expect(await refused.json()).toEqual({ message: 'Unauthenticated.' })
     expect((await call(`${OTHER}?advertiserId=101&${WEEK}`)).status).toBe(200)
     sandbox.setRouteFailure('/api/v1/report/campaigns/get', { kind: 'status', status: 429, headers: { 'retry-after': '900' }, times: 1 })
+    // A call of another path, before it, takes nothing of a failure counted in times.
+    expect((await call(`${OTHER}?advertiserId=101&${WEEK}`)).status).toBe(200)
     const throttled = await call(REPORT)
     expect([throttled.status, throttled.headers.get('retry-after')]).toEqual([429, '900'])
     expect((await call(REPORT)).status).toBe(200)
@@ -569,12 +571,15 @@ describe('HTTP controls', () => {
     expect((await control('DELETE', '/requests')).status).toBe(204)
     expect(await (await control('GET', '/requests/count')).json()).toEqual({ count: 0 })
 
-    expect((await control('POST', '/latency', { ms: 0 })).status).toBe(200)
+    // A held call is in flight from its arrival, and held once its latency is waited out:
+    // a release lets go of the calls held then.
     expect((await control('POST', '/failure', { kind: 'held', times: 1 })).status).toBe(200)
     const held = call(REPORT)
-    await waitFor('the held call at the platform', async () => ((await (await control('GET', '/concurrency')).json()) as { inFlight: number }).inFlight === 1)
+    await waitFor('the call held at the platform', async () => ((await (await control('GET', '/concurrency')).json()) as { held: number }).held === 1)
+    expect(await (await control('GET', '/concurrency')).json()).toMatchObject({ inFlight: 1, held: 1 })
     expect((await control('POST', '/release')).status).toBe(204)
     expect((await held).status).toBe(200)
+    expect((await control('POST', '/latency', { ms: 0 })).status).toBe(200)
   })
 
   it('reports the most /api/v1 requests answered at once, hung and reset ones included, until reset', async () => {
@@ -582,12 +587,12 @@ describe('HTTP controls', () => {
     expect((await control('POST', '/latency', { ms: 150 })).status).toBe(200)
     const REPORT = `/api/v1/report/campaigns/get?advertiserId=101&${WEEK}`
     await Promise.all(Array.from({ length: 5 }, () => call(REPORT)))
-    expect(await (await control('GET', '/concurrency')).json()).toEqual({ inFlight: 0, peak: 5 })
+    expect(await (await control('GET', '/concurrency')).json()).toEqual({ inFlight: 0, peak: 5, held: 0 })
     expect((await control('POST', '/latency', { ms: 0 })).status).toBe(200)
     expect((await control('POST', '/failure', { kind: 'reset', times: 1 })).status).toBe(200)
     await call(REPORT).catch(() => undefined)
     expect((await control('DELETE', '/concurrency')).status).toBe(204)
-    expect(await (await control('GET', '/concurrency')).json()).toEqual({ inFlight: 0, peak: 0 })
+    expect(await (await control('GET', '/concurrency')).json()).toEqual({ inFlight: 0, peak: 0, held: 0 })
   })
 
   // The failure mode a platform redirect is tested with (contract: "A platform redirect carries no content").

@@ -1,4 +1,5 @@
 import { mkdtempSync, writeFileSync } from 'node:fs'
+import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
@@ -14,8 +15,10 @@ import { useGateway, useRedis, useSandbox } from '../helpers/fixtures.js'
 const ADMIN_TOKEN = 'admin-token-for-secrets-0123456789'
 // An operator's token of ADMIN_TOKENS_FILE: the gateway holds its digest alone.
 const NAMED_TOKEN = 'named.operator~token_0123456789'
+// Another, of the characters a request id may hold: the log cannot find it either.
+const PLAIN_NAMED_TOKEN = 'plain-operator-token_0123456789'
 const tokensFile = join(mkdtempSync(join(tmpdir(), 'rgw-secrets-')), 'admin-tokens')
-writeFileSync(tokensFile, `ops:sha256:${sha256Hex(NAMED_TOKEN)}\n`)
+writeFileSync(tokensFile, `ops:sha256:${sha256Hex(NAMED_TOKEN)}\nplain:sha256:${sha256Hex(PLAIN_NAMED_TOKEN)}\n`)
 // A space inside: the query's `+` spelling of it is one the platform decodes.
 const GATEWAY_SECRET = 'gateway secret with spaces 0123456789'
 const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-07'
@@ -63,6 +66,18 @@ const QUERIES: [string, (s: string) => string][] = [
 /** What the platform was sent but the gateway's own authorization: its paths, queries, bodies and other headers. */
 function platformSaw(): string {
   return JSON.stringify(sandbox.requests.map((r) => ({ path: r.path, query: r.query, body: r.body, headers: { ...r.headers, authorization: undefined } })))
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+
+/** What the proxy listener answers `head`, sent on a connection of its own, once it closes the connection. */
+function rawAnswer(head: string): Promise<string> {
+  const { hostname, port } = new URL(gw.url as string)
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    const socket = connect({ host: hostname, port: Number(port) }, () => socket.end(head))
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk)).on('error', reject).on('close', () => resolve(Buffer.concat(chunks).toString('latin1')))
+  })
 }
 
 /** Every key in Redis, and every string value. */
@@ -118,6 +133,29 @@ describe('a secret of the gateway in a request', () => {
       expectRefused(res, 'x-request-id', secret)
     }
     expect(sandbox.requests).toHaveLength(0)
+  })
+
+  it('in a refused x-request-id is neither echoed nor logged: the answer and its log lines carry a fresh id', async () => {
+    const ids = [...secrets().map(([, secret]) => secret), PLAIN_NAMED_TOKEN]
+    for (const secret of ids) {
+      for (const url of [REPORT, '/api/v1/campaign/list?userId=101']) {
+        const res = await gw.proxy.inject({ method: 'GET', url, headers: { 'x-api-key': KEYS.all, 'x-request-id': secret } })
+        expectRefused(res, 'x-request-id', secret)
+        expect(res.headers['x-request-id']).toMatch(UUID)
+      }
+      // The admin listener takes a caller's id as the proxy does, and writes it in its audit lines.
+      const admin = await gw.admin.inject({ method: 'GET', url: '/admin/usage', headers: { authorization: 'Bearer wrong-admin-token-0123456789', 'x-request-id': secret } })
+      expect(admin.statusCode).toBe(401)
+      expect(admin.headers['x-request-id']).toMatch(UUID)
+    }
+    // An answer written before the router (a CONNECT) names the request by the same id.
+    for (const secret of ids) {
+      const answer = await rawAnswer(`CONNECT example.com:443 HTTP/1.1\r\nhost: example.com:443\r\nx-request-id: ${secret}\r\n\r\n`)
+      expect(answer).toMatch(/^HTTP\/1\.1 405 /)
+      expect(answer).not.toContain(secret)
+    }
+    expect(sandbox.requests).toHaveLength(0)
+    expect(gw.logs.text()).not.toContain(PLAIN_NAMED_TOKEN)
   })
 
   it('is refused in a form body and in a JSON body, escaped or not', async () => {

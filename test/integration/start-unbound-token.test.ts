@@ -10,6 +10,7 @@ import { useRedis, useSandbox } from '../helpers/fixtures.js'
 import { bearerOf } from '../helpers/gateway-calls.js'
 import { ensureBuilt, portTaken, spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js'
 import { freePort, redisAvailability } from '../helpers/start-redis.js'
+import { startsTimeout } from '../helpers/wait.js'
 
 // A second process started by mistake, with a stale token, on a port a replica already
 // listens on: it exits without having stored its token for the replicas sharing Redis.
@@ -67,5 +68,5 @@ describe.skipIf(!redisCheck.available)('a start that cannot listen', () => {
     const res = await fetch(`${a.url}/api/v1/campaign/get`, { method: 'POST', headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json' }, body: JSON.stringify({ userId: 101 }) })
     expect(res.status).toBe(200)
     expect(sandbox.requests.map(bearerOf)).toEqual([t1])
-  })
+  }, startsTimeout(2))
 })

@@ -12,7 +12,7 @@ import { ConfigError, startConfig } from '../../src/config.js'
 import { sandboxLoginEnv } from '../helpers/build-gateway.js'
 import { portTaken } from '../helpers/gateway-process.js'
 import { freePort } from '../helpers/start-redis.js'
-import { testTimeLeft, timeLeftOf, waitFor, waitUntil } from '../helpers/wait.js'
+import { startsTimeout, testTimeLeft, timeLeftOf, waitFor, waitUntil } from '../helpers/wait.js'
 import { useSandbox } from '../helpers/fixtures.js'
 
 // A start that cannot work stops with one line saying what to do, and a start
@@ -101,14 +101,15 @@ const TEAMS = `teams:\n  growth:\n    keys: ["${hashApiKey('rgw_startup_test_key
 
 describe('misconfiguration stops the start with one line', () => {
   // A start for each way main.ts stops: startConfig's refusal, with a mistyped variable beside it, or
-  // two listeners that cannot bind (exit 78), and a port in use (exit 1).
+  // two listeners that cannot bind (exit 78), and a port in use (exit 1). Each test starts one
+  // process (startsTimeout); those of startConfig below start none.
   it('a token file and teams without PLATFORM_BASE_URL: no demo mode, exit 78, the missing address named', async () => {
     const { code, lines } = await refused({ PLATFORM_TOKEN_FILE: file('token', 'a-real-token-000000\n'), CONFIG_FILE: file('teams.yaml', TEAMS), PORT: '0', ADMIN_PORT: '0' })
     expect(code).toBe(CONFIG_ERROR_EXIT)
     expect(lines).toEqual([
       "report-gateway: invalid configuration: PLATFORM_BASE_URL: not set, but PLATFORM_TOKEN_FILE, teams, CONFIG_FILE are configured; set PLATFORM_BASE_URL to the platform's address (or DEMO=1 for the bundled sandbox)",
     ])
-  })
+  }, startsTimeout(1))
 
   it('a mistyped variable beside what the start misses (PLATFORM_TOKN): exit 78, the line names the typo and what it was meant to be', async () => {
     const { code, lines } = await refused({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKN: 'x'.repeat(20), PORT: '0', ADMIN_PORT: '0' })
@@ -119,7 +120,7 @@ describe('misconfiguration stops the start with one line', () => {
       '  - PLATFORM_TOKN: not a variable the gateway reads; did you mean PLATFORM_TOKEN? (rename it; as it is, the gateway starts as if PLATFORM_TOKEN were not set)',
     ])
     expect(lines.join('\n')).not.toContain('x'.repeat(20))
-  })
+  }, startsTimeout(1))
 
   it('one port for both listeners: exit 78 naming both variables, where the start said only that the port was in use', async () => {
     const port = String(await freePort())
@@ -128,7 +129,7 @@ describe('misconfiguration stops the start with one line', () => {
     expect(lines).toEqual([
       `report-gateway: invalid configuration: ADMIN_PORT: the same port as PORT (${port}), on addresses that overlap (ADMIN_HOST 127.0.0.1, HOST 0.0.0.0): the admin listener cannot bind beside the proxy listener; set another ADMIN_PORT (default 8081)`,
     ])
-  })
+  }, startsTimeout(1))
 
   it('a port in use: one line, no stack trace, exit 1', async () => {
     const taken: Server = createServer()
@@ -144,7 +145,7 @@ describe('misconfiguration stops the start with one line', () => {
     } finally {
       await new Promise((resolve) => taken.close(resolve))
     }
-  })
+  }, startsTimeout(1))
 
   it('a port in use with a password login: exit 1 before any platform call, and no token audit line (nothing changed)', async () => {
     const taken: Server = createServer()
@@ -160,7 +161,7 @@ describe('misconfiguration stops the start with one line', () => {
     } finally {
       await new Promise((resolve) => taken.close(resolve))
     }
-  })
+  }, startsTimeout(1))
 
   // The other refusals: startConfig's answer to the environment each start would have,
   // the lines main.ts prints before it exits 78 (as the starts above show).
@@ -291,7 +292,7 @@ describe('a start that works says what it found', () => {
       front.closeAllConnections()
       await new Promise((resolve) => front.close(resolve))
     }
-  })
+  }, startsTimeout(1))
 
   it('demo mode with nothing configured listens on 127.0.0.1', async () => {
     const run = start({ PORT: '0', ADMIN_PORT: '0' })
@@ -309,7 +310,23 @@ describe('a start that works says what it found', () => {
     expect((await fetch(`${url}/console`)).status).toBe(200)
     // The token is printed once, never logged.
     expect(run.output().split(token!).length).toBe(2)
-  })
+  }, startsTimeout(1))
+
+  // The exit-78 line of teams without PLATFORM_BASE_URL offers DEMO=1; the README's first
+  // team, made with `npm run keys -- new --team demo`, is named as demo mode's own.
+  it('DEMO=1 with the README\'s teams file serves its team demo and the run\'s key, whose banner names its team', async () => {
+    const own = 'rgw_startup_demo_team_key_000000000000000'
+    const run = start({ PORT: '0', ADMIN_PORT: '0', DEMO: '1', CONFIG_FILE: file('readme-teams.yaml', `teams:\n  demo:\n    keys:\n      - { hash: "${hashApiKey(own)}", createdAt: "2026-11-30T20:53:34Z" }\n    advertisers: ["*"]\n`) })
+    const listening = JSON.parse(await waitForLine(run, /report gateway listening/)) as { proxy: string; teams: string[] }
+    expect(listening.teams).toEqual(['demo', 'demo-2'])
+    await waitFor('the banner', () => run.output().includes('Try:'), testTimeLeft(), 25)
+    const key = /Demo team key \(valid for this run only; its team is demo-2, as a configured team is named demo\): (rgw_[\w-]+)\n/.exec(run.output())?.[1]
+    expect(key).toBeDefined()
+    for (const caller of [own, key!]) {
+      const res = await fetch(`http://${listening.proxy}/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-11-01&dateTo=2026-11-07`, { headers: { 'x-api-key': caller } })
+      expect(res.status, caller === own ? 'the configured team demo' : 'the run\'s team').toBe(200)
+    }
+  }, startsTimeout(1))
 
   it('demo mode with ADMIN_TOKEN prints where the console is', async () => {
     const run = start({ PORT: '0', ADMIN_PORT: '0', ADMIN_TOKEN: 'demo-admin-token-0123456789abcdef' })
@@ -318,7 +335,7 @@ describe('a start that works says what it found', () => {
     expect(run.output()).toMatch(/Operations console: http:\/\/127\.0\.0\.1:\d+\/console \(sign in with your admin token\)/)
     expect(run.output()).not.toContain('Admin token (')
     expect(run.output()).not.toContain('demo-admin-token-0123456789abcdef')
-  })
+  }, startsTimeout(1))
 
   // One start for the settings a start warns of but takes: each warning is a line of its own.
   describe('settings it takes with a warning, in one start', () => {
@@ -418,5 +435,5 @@ describe('a start that works says what it found', () => {
     expect(down).toHaveLength(1)
     expect(JSON.parse(down[0] as string)).toMatchObject({ level: 40, redis: `127.0.0.1:${port}`, cause: expect.stringContaining('ECONNREFUSED') })
     expect(run.output()).not.toContain('s3cret-redis-pass')
-  })
+  }, startsTimeout(1))
 })

@@ -1,3 +1,4 @@
+import { freshAddress } from '../helpers/admin-addresses.js'
 import { createHash } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -227,6 +228,35 @@ describe('keys without restarts', () => {
 // Every file a reload reads is watched, a refused reload is tried again
 // until it succeeds, and each replica (polling its own mount, no Redis) drops a revoked
 // key or admin token at its next poll of the file (teamsReload.poll) or the file's watch.
+describe('a team is its name', () => {
+  // Jobs are kept by their team's name: a team removed whole and added again under that
+  // name, with other keys, finds the jobs of the name still kept, read within its scope as
+  // it is then (docs/operations/teams-and-keys.md, "Remove a team").
+  it('gives a team added again under a removed team\'s name the jobs of the name still kept; their results within its new scope', async () => {
+    const growth = (keys: string[], advertisers: string) => `teamsReload: { poll: 100ms }\nteams:\n  growth:\n    keys: [${keys.join(', ')}]\n    advertisers: ${advertisers}\n`
+    const dir = configMap(growth([plain(OLD)], '[101]'))
+    const gw = await replica(dir)
+    const asked = await gw.proxy.inject({ method: 'GET', url: REPORT, headers: { 'x-api-key': OLD, prefer: 'respond-async' } })
+    expect(asked.statusCode).toBe(202)
+    const job = String(asked.headers.location)
+    const stateWith = async (key: string) => (await gw.proxy.inject({ method: 'GET', url: job, headers: { 'x-api-key': key } })).json<{ state?: string }>().state
+    await waitFor('the job done', async () => (await stateWith(OLD)) === 'done', testTimeLeft(), 25)
+
+    dir.update('teamsReload: { poll: 100ms }\nteams: {}\n')
+    await waitFor('the team removed', async () => (await status(gw, OLD)) === 401, testTimeLeft(), 25)
+    dir.update(growth([plain(NEW)], '[102]'))
+    await waitFor('the name added again', async () => (await status(gw, NEW)) === 403, testTimeLeft(), 25)
+
+    expect(await stateWith(NEW)).toBe('done')
+    const result = await gw.proxy.inject({ method: 'GET', url: `${job}/result`, headers: { 'x-api-key': NEW } })
+    expect(result.statusCode).toBe(403)
+    expect(result.json<{ message: string }>().message).toBe('team growth may not use advertiser 101')
+    dir.update(growth([plain(NEW)], '[101, 102]'))
+    await waitFor('advertiser 101 given back', async () => (await status(gw, NEW)) === 200, testTimeLeft(), 25)
+    expect((await gw.proxy.inject({ method: 'GET', url: `${job}/result`, headers: { 'x-api-key': NEW } })).statusCode).toBe(200)
+  })
+})
+
 describe('a revocation always takes effect', () => {
   const OPERATOR = 'revocation-operator-token-0000000'
   const OTHER_OPERATOR = 'revocation-operator-token-1111111'
@@ -412,7 +442,8 @@ describe('admin tokens in their files', () => {
   const fp = (token: string) => fingerprint(token, null)
   const plainPrefix = (token: string) => createHash('sha256').update(token).digest('hex').slice(0, 12)
   const named = (name: string, token: string) => `${name}:sha256:${createHash('sha256').update(token).digest('hex')}:viewer\n`
-  const whoami = async (gw: TestGateway, token: string) => (await gw.admin.inject({ method: 'GET', url: '/admin/whoami', headers: { authorization: `Bearer ${token}` } })).statusCode
+  // Polled until a reload takes a token: each call from an address of its own, so that the wrong ones polled lock none out.
+  const whoami = async (gw: TestGateway, token: string) => (await gw.admin.inject({ method: 'GET', url: '/admin/whoami', headers: { authorization: `Bearer ${token}` }, remoteAddress: freshAddress() })).statusCode
 
   it('takes a new ADMIN_TOKEN_FILE at its next poll (teamsReload.poll, 1 s), audits the fingerprints that changed, and warns of no restart nor of a CONFIG_FILE that is not set', async () => {
     const teams = configMap(`teams:\n  growth:\n    keys: [${plain(OLD)}]\n    advertisers: ["*"]\n`, 'teams.yaml')

@@ -45,7 +45,7 @@ function figures(n: number): string[] {
     const calls = mean((r) => r[name]!.calls)
     const causes = Object.keys(runs[0]!.run[name]!.callCauses).map((c) => `${c} ${mean((r) => r[name]!.callCauses[c as keyof Tally['callCauses']]).toFixed(2)}`)
     const stale = STALE_CAUSES.map((c) => `${c} ${mean((r) => sum(r[name]!.staleCauses[c], isPopular)).toFixed(2)}`)
-    lines.push(`  ${name}: ${calls.toFixed(1)} calls (${(calls / nginxCalls).toFixed(3)} × nginx's; popular ${mean((r) => sum(r[name]!.reportCalls, isPopular)).toFixed(1)}): ${causes.join(', ')}; popular past freshness ${((100 * mean((r) => sum(r[name]!.stale, isPopular))) / popularAnswers).toFixed(2)} %: ${stale.join(', ')}`)
+    lines.push(`  ${name}: ${calls.toFixed(1)} calls (${(calls / nginxCalls).toFixed(3)} × nginx's; popular ${mean((r) => sum(r[name]!.reportCalls, isPopular)).toFixed(1)}): ${causes.join(', ')}; popular past freshness ${((100 * mean((r) => sum(r[name]!.stale, isPopular))) / popularAnswers).toFixed(2)} %: ${stale.join(', ')}; popular misses ${mean((r) => sum(r[name]!.missed, isPopular)).toFixed(2)}`)
   }
   // Each popular report, most asked first: its asks a freshness in the window, the model's calls (stale-while-revalidate's) and stale answers by cause.
   const freshMs = shape.freshMs
@@ -56,7 +56,7 @@ function figures(n: number): string[] {
   for (const i of [...times.keys()].sort((x, y) => perFresh(y) - perFresh(x))) {
     const r = [...popular][i]!
     const stale = STALE_CAUSES.filter((c) => c !== 'none').map((c) => `${c} ${mean((run) => run.ahead.staleCauses[c][r]!).toFixed(2)}`)
-    lines.push(`  report ${r}, ${perFresh(i).toFixed(1)} asks a freshness: ${mean((run) => run.ahead.reportCalls[r]!).toFixed(2)} calls (stale-while-revalidate ${mean((run) => run.swr.reportCalls[r]!).toFixed(2)}); past freshness ${stale.join(', ')}`)
+    lines.push(`  report ${r}, ${perFresh(i).toFixed(1)} asks a freshness: ${mean((run) => run.ahead.reportCalls[r]!).toFixed(2)} calls (stale-while-revalidate ${mean((run) => run.swr.reportCalls[r]!).toFixed(2)}); past freshness ${stale.join(', ')}; misses ${mean((run) => run.ahead.missed[r]!).toFixed(2)}`)
   }
   // The model reading the platform's own latency (log-normal: its mean, and its standard deviation as √(π/2) mean deviations, as refreshLead fits it), not the one it learns.
   const meanMs = shape.latencyMs * Math.exp(shape.spread ** 2 / 2)
@@ -103,6 +103,27 @@ describe("the dashboard family's traces on their own asks", () => {
       for (const name of ['ahead', 'swr', 'nginx'] as const) failures.push(...unaccounted(`trace ${n}, ${name}`, run[name]!))
     }
     expect(failures, failures.join('\n')).toEqual([])
+  })
+
+  // A popular report's MISS waits for the platform: on trace 8 it is what takes the popular p99
+  // over 20 ms. Each is a copy nobody asked through its freshness and its stale window (the
+  // report silent for 2F or more), the same copies on every platform draw, as in the benchmark's
+  // runs (docs/refresh-ahead.md, "What the model does not promise"). A fix takes them off this list.
+  it.skipIf(only !== null)("misses the family's popular reports only where a copy lapsed: trace 8's three", () => {
+    const known: Record<number, Record<number, number>> = { 8: { 5: 1, 10: 1, 14: 1 } }
+    const found: Record<number, Record<number, number>> = {}
+    for (let n = 1; n <= 8; n++) {
+      for (let seed = 1; seed <= 3; seed++) {
+        const trace = familyTrace(n, seed)
+        const run = simulate(trace.shape, MODEL, trace.span, undefined, { asks: trace.asks })
+        run.ahead.missed.forEach((m, r) => {
+          if (m > 0 && trace.popular.has(r)) (found[n] ??= {})[r] = Math.max(found[n]![r] ?? 0, m)
+        })
+        const noCopy = sum(run.ahead.missed, (r) => trace.popular.has(r)) - sum(run.ahead.lapsed, (r) => trace.popular.has(r))
+        expect(noCopy, `trace ${n}, draw ${seed}: popular misses with no copy`).toBe(0)
+      }
+    }
+    expect(found).toEqual(known)
   })
 
   it.skipIf(only === null)(`prints trace ${only}'s calls and stale answers by cause`, () => {

@@ -116,6 +116,10 @@ export interface Tally {
   /** The same answers while a burst lasts (none: all 0). */
   burstAnswers: number[]
   burstStale: number[]
+  /** Per report, the asks that waited for a platform call (a MISS: the platform's latency, not a copy's). */
+  missed: number[]
+  /** Of them, those that found a copy past its stale window: nobody asked it through its freshness and its stale window. */
+  lapsed: number[]
 }
 
 export interface Run {
@@ -249,7 +253,7 @@ export const MODEL: Rule = { minAsks: REFRESH_AHEAD_ASKS, budget: REFRESH_AHEAD_
 function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boolean, latency: Random, warmupMs: number, endMs: number, rule: Rule, burst: Burst | undefined, clock: Clock = 'exact'): { tally: Tally; leadMs: number } {
   const zeros = () => new Array<number>(shape.reports).fill(0)
   const staleCauses = Object.fromEntries(STALE_CAUSES.map((c) => [c, zeros()])) as Record<StaleCause, number[]>
-  const tally: Tally = { answers: zeros(), stale: zeros(), calls: 0, reportCalls: zeros(), callCauses: { aheadUsed: 0, aheadWasted: 0, swr: 0, first: 0, expired: 0 }, staleCauses, burstAnswers: zeros(), burstStale: zeros() }
+  const tally: Tally = { answers: zeros(), stale: zeros(), calls: 0, reportCalls: zeros(), callCauses: { aheadUsed: 0, aheadWasted: 0, swr: 0, first: 0, expired: 0 }, staleCauses, burstAnswers: zeros(), burstStale: zeros(), missed: zeros(), lapsed: zeros() }
   // The run starts at a point of nginx's second drawn from the seed, as a benchmark's replay does.
   const secondMs = new Random(shape.seed ^ 0xc10c).uniform(0, 1000)
   // How long past its freshness an expired copy is served stale while one refresh runs: the gateway's staleWhileRevalidate (F), nginx's as long as it keeps the copy.
@@ -389,6 +393,10 @@ function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boole
         answered(report, t, copy)
         if (!flights.has(report)) call(report, t, 'swr')
       } else {
+        if (counted(t)) {
+          tally.missed[report]! += 1
+          if (copy) tally.lapsed[report]! += 1
+        }
         waiting[report]! += 1
         if (!flights.has(report)) call(report, t, 'caller')
         else joined(report)

@@ -41,7 +41,7 @@ describe('fair shares that never idle the platform', () => {
     const metrics = async () => (await gw.admin.inject({ method: 'GET', url: '/metrics' })).body
     const refused = (reason: string, n: number) => `gateway_platform_refused_total{credential="default",reason="${reason}"} ${n}`
     // A team alone: every seat and the whole queue, the 7 past it refused.
-    await waitFor('the burst to fill every seat and the queue', async () => governor.running('all') === 8 && governor.queued === 200 && (await metrics()).includes(refused('queue_full', 7)))
+    await waitFor('the burst to fill every seat and the queue', async () => sandbox.concurrency().held === 8 && governor.queued === 200 && (await metrics()).includes(refused('queue_full', 7)))
     const otherReport = distinctReport(300, 102)
     const other = proxyGet(gw, otherReport, KEYS.growth)
     await waitFor("the other team's call queued", () => governor.waiting().get('growth') === 1)

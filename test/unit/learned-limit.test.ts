@@ -242,6 +242,22 @@ describe('LearnedLimit', () => {
     expect(written).toEqual([written[0], written[0]])
   })
 
+  it('writes the limit in force dated now when the store lost the record and it learns again long after its last write: never its old record, which the others would refuse as stale', () => {
+    const clock = fakeClock()
+    const { estimator, written, learned, renewed } = learnedLimit(clock)
+    estimator.next = { limit: 10, knee: 9, move: 'grew' }
+    learned.tick()
+    renewed(written[0] as string, true)
+    // Another replica learns for longer than a record may be old; then Redis is emptied and this one learns again.
+    renewed(record({ limit: 10, knee: 9, at: clock.now(), run: 'r2' }), false)
+    clock.advance(RECORD_MAX_AGE_MS + 60_000)
+    const before = written.length
+    renewed(null, true)
+    const after = written.slice(before).map((sealed) => JSON.parse(new RedisSeal(SECRET).openText(KEY, sealed) as string) as { at: number; limit: number })
+    expect(after.length).toBeGreaterThan(0)
+    expect(after.every((r) => r.at === clock.now() && r.limit === 10)).toBe(true)
+  })
+
   it('tells the limit rule that calls waited at the limit, here or on another replica, and of a credential pause', () => {
     const clock = fakeClock()
     const { estimator, lease, learned } = learnedLimit(clock)

@@ -1,5 +1,6 @@
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { SecretSearch } from '../../src/observe/secret-search.js'
+import { percentDecoded, SecretSearch } from '../../src/observe/secret-search.js'
 import { SecretSet } from '../../src/observe/logger.js'
 import { AdminAuth } from '../../src/access/admin-auth.js'
 import { sha256Hex } from '../../src/config/secret-digest.js'
@@ -47,6 +48,47 @@ describe('SecretSearch', () => {
   })
 })
 
+describe('SecretSearch.inDecoded: the decoded text searched around its changes only', () => {
+  const RUNS = Number(process.env.PROPERTY_RUNS ?? 300)
+  const SEED = process.env.PROPERTY_SEED !== undefined ? Number(process.env.PROPERTY_SEED) : process.env.PROPERTY_RUNS ? Date.now() : 97
+  const spaced = new SecretSearch()
+  spaced.add(PASSWORD)
+  spaced.add('open sesame 12')
+  const unspaced = new SecretSearch()
+  unspaced.add(TOKEN)
+  unspaced.add('a+b%41c')
+  const escaped = (text: string, lower: boolean) => [...Buffer.from(text)].map((b) => `%${lower ? b.toString(16) : b.toString(16).toUpperCase()}`).join('')
+  // Pieces of secrets as they are and escaped, `+` for a space, escapes of nothing (a byte-order mark), broken escapes, filler.
+  const piece = fc.oneof(
+    fc.constantFrom(TOKEN, PASSWORD, 'open+sesame+12', 'short1', 'a+b%41c', ' ', '+', '%', '%EF%BB%BF', '%4', '%zz', '%C3', '%BC', 'x', '.'),
+    fc.tuple(fc.constantFrom(TOKEN, PASSWORD, 'open sesame 12', 'short1'), fc.nat(40), fc.nat(40), fc.boolean()).map(([secret, a, b, lower]) => {
+      const [from, to] = [Math.min(a, b) % (secret.length + 1), Math.max(a, b) % (secret.length + 1)]
+      return `${secret.slice(0, from)}${escaped(secret.slice(from, to), lower)}${secret.slice(to)}`
+    }),
+    fc.string({ unit: fc.constantFrom('a', 'e', '4', '1', '%', '+', ' ', 'ü'), maxLength: 12 }),
+  )
+
+  it('with the text as it is, finds what a search of the whole decoded text finds', () => {
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 14 }), (pieces) => {
+        const text = pieces.join('')
+        for (const search of [spaced, unspaced]) expect(search.in(text) || search.inDecoded(text)).toBe(search.in(text) || search.in(percentDecoded(text)))
+      }),
+      { numRuns: RUNS, seed: SEED },
+    )
+  })
+
+  it.each([
+    ['escaped whole', escaped(TOKEN, false), true],
+    ['cut by an escape of nothing', `${TOKEN.slice(0, 9)}%EF%BB%BF${TOKEN.slice(9)}`, true],
+    ['one character escaped far from the others', `q=${TOKEN.slice(0, 30)}%${TOKEN.charCodeAt(30).toString(16)}${TOKEN.slice(31)}`, true],
+    ['as it is only', `q=${TOKEN}`, false],
+    ['with no change at all', 'plain text', false],
+  ])('%s', (_name, text, found) => {
+    expect(unspaced.inDecoded(text)).toBe(found)
+  })
+})
+
 describe('SecretSet.holds', () => {
   const secrets = new SecretSet()
   secrets.add(TOKEN)
@@ -58,6 +100,7 @@ describe('SecretSet.holds', () => {
     ['as encodeURIComponent writes it', `q=${encodeURIComponent(PASSWORD)}`],
     ['with + for its space', `q=${encodeURIComponent(PASSWORD).replace('%20', '+')}`],
     ['as JSON.stringify writes it', JSON.stringify({ q: PASSWORD })],
+    ['in bytes read a character a byte, as a body passed on as it comes is', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(PASSWORD), Buffer.from([0xc3])]).toString('latin1')],
   ])('finds a secret %s', (_name, text) => {
     expect(secrets.holds(text)).toBe(true)
   })

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { readFileSync } from 'node:fs'
-import { allowedErrors, baselineShare, classify, DOCUMENTED_CODES, documentedCodes, disagreement, liveLeases, recoveryAfter, rssWithin, secondsAfter, seededRandom, sharedLimit, shuffled } from '../../scripts/soak-targets.mjs'
+import { allowedErrors, baselineShare, classify, commonestErrors, DOCUMENTED_CODES, documentedCodes, disagreement, liveLeases, recoveryAfter, rssWithin, secondsAfter, seededRandom, sharedLimit, shuffled } from '../../scripts/soak-targets.mjs'
 import { encodeRecord } from '../../src/platform/governor/lease-plan.js'
 import { RedisSeal } from '../../src/redis/seal.js'
 
@@ -124,6 +124,25 @@ describe('secondsAfter: the answers of the seconds after a fault, counted from i
       { n: 2, errors: 1, codes: { '504 GW_UPSTREAM_TIMEOUT': 1 } },
       { n: 2, errors: 1, codes: { '504 GW_UPSTREAM_TIMEOUT': 1 } },
     ])
+  })
+})
+
+describe('commonestErrors: what the errors after a fault said, commonest first', () => {
+  it('groups the errors sent from the end up to a time by code and message, numbers read as N, and leaves out calm answers and others', () => {
+    const sent = [
+      { s: 9.9, error: '502 GW_UPSTREAM', message: 'the platform failed: status 500' },
+      { s: 10.6, error: null, message: null },
+      { s: 11.2, error: '504 GW_UPSTREAM_TIMEOUT', message: 'not sent to the platform: calls of its kind take about 7.5 s, its deadline leaves 4.9 s' },
+      { s: 11.7, error: '504 GW_UPSTREAM_TIMEOUT', message: 'not sent to the platform: calls of its kind take about 7.5 s, its deadline leaves 4.2 s' },
+      { s: 12.1, error: '502 GW_UPSTREAM', message: 'the platform failed: status 503' },
+      { s: 12.4, error: 'lost (ECONNRESET)', message: null },
+      { s: 13.0, error: '502 GW_UPSTREAM', message: 'the platform failed: status 500' },
+    ]
+    expect(commonestErrors(sent, 10.5, 13, 2)).toEqual([
+      '2 × 504 GW_UPSTREAM_TIMEOUT: not sent to the platform: calls of its kind take about N s, its deadline leaves N s',
+      '1 × 502 GW_UPSTREAM: the platform failed: status N',
+    ])
+    expect(commonestErrors(sent, 12.3, 12.5, 3)).toEqual(['1 × lost (ECONNRESET)'])
   })
 })
 

@@ -85,10 +85,14 @@ describe('webhook targets', () => {
       ['https://hooks.example.org/hook', 'fd00:ec2::23', cloudService],
       ['http://100.100.100.200/latest/meta-data/', '100.100.100.200', cloudService],
       ['https://hooks.example.org/hook', '::ffff:100.100.100.200', cloudService],
+      // Azure's WireServer (the VM agent's endpoint, whose answers carry extensions' settings).
+      ['http://168.63.129.16/machine?comp=goalstate', '168.63.129.16', cloudService],
+      ['https://hooks.example.org/hook', '::ffff:168.63.129.16', cloudService],
       // The same services through a NAT64 gateway's well-known prefix (RFC 6052), as a DNS64 resolver answers.
       ['https://hooks.example.org/hook', '64:ff9b::a9fe:a9fe', linkLocal],
       ['https://[64:ff9b::169.254.169.254]/hook', '64:ff9b::169.254.169.254', linkLocal],
       ['https://hooks.example.org/hook', '64:ff9b::6464:64c8', cloudService],
+      ['https://hooks.example.org/hook', '64:ff9b::a83f:8110', cloudService],
     ] as const) {
       expect(socketRefusal(new URL(url), address, isPlatform), `${url} at ${address}`).toMatch(refusal)
     }

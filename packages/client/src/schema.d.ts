@@ -1252,6 +1252,7 @@ export interface components {
         "report-502": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
+                "retry-after": components["headers"]["retry-after-passed"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "platform-usage": components["headers"]["platform-usage-on-failure"];
@@ -1414,6 +1415,7 @@ export interface components {
         "platform-502": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
+                "retry-after": components["headers"]["retry-after-passed"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 [name: string]: unknown;
@@ -1643,7 +1645,7 @@ export interface components {
     parameters: never;
     requestBodies: never;
     headers: {
-        /** @description The caller's `x-request-id` when it is a plain token outside the gateway's own prefixes (`ownership-`, `token-probe-`) and not shaped like a team key (`rgw_…`), else a new one; also sent to the platform. On every answer. */
+        /** @description The caller's `x-request-id` when it is a plain token outside the gateway's own prefixes (`ownership-`, `token-probe-`) not shaped like a team key (`rgw_…`) and holding no secret of the gateway's (such a request is refused 400), else a new one; also sent to the platform. On every answer. */
         "x-request-id": string;
         /** @description `HIT`, `MISS`, `STALE` (an expired entry, served while one background refresh runs or because the platform failed), `REFRESH` (a team given `refresh: true` sent `cache-control: no-cache` without a validator, and the copy was older than `cache.refreshMinAge`), `BYPASS` (not cacheable: a platform error passed through, a `no-store` answer, one whose `vary` is `*` or names `x-request-id` or `traceparent`, or a body over `cache.maxEntryBytes`). */
         "x-cache": "HIT" | "MISS" | "STALE" | "REFRESH" | "BYPASS";
@@ -1673,6 +1675,8 @@ export interface components {
         "content-language": string;
         /** @description Seconds to wait before trying again; on every 429 and 503 (the platform's own 429 passed on without one gets the pause it drew, 1 s; `0` from a replica shutting down: another replica answers a retry now). */
         "retry-after": number;
+        /** @description The platform's own `retry-after`, in seconds, when its 5xx carried one: when the platform said to come back. */
+        "retry-after-passed": number;
         /** @description For a team with a rate limit: what is left of it and when its window ends, e.g. `"default";r=599;t=42` (draft-ietf-httpapi-ratelimit-headers). */
         ratelimit: string;
         /** @description For a team with a rate limit: its quota and window in seconds, e.g. `"default";q=600;w=60`. */
@@ -2713,6 +2717,7 @@ export interface operations {
             502: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "retry-after": components["headers"]["retry-after-passed"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
@@ -3903,6 +3908,7 @@ export interface operations {
             502: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "retry-after": components["headers"]["retry-after-passed"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4428,6 +4434,7 @@ export interface operations {
             502: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "retry-after": components["headers"]["retry-after-passed"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -4953,6 +4960,7 @@ export interface operations {
             502: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "retry-after": components["headers"]["retry-after-passed"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;

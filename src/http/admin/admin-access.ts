@@ -1,10 +1,11 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { GatewayContext } from '../context.js'
-import { AdminForbiddenError, AdminUnauthorizedError, AdminUnavailableError, BadRequestError } from '../../errors.js'
+import { AdminForbiddenError, AdminGuessesError, AdminUnauthorizedError, AdminUnavailableError, BadRequestError } from '../../errors.js'
 import { FailureLog } from '../../observe/failure-log.js'
 import { hasBody } from '../../access/admission.js'
 import type { AdminRole } from '../../config.js'
 import type { AdminActor, AdminAuth } from '../../access/admin-auth.js'
+import { ADMIN_GUESSES, AdminGuesses } from '../../access/admin-guesses.js'
 import { adminSchema, answer } from './admin-schemas.js'
 
 declare module 'fastify' {
@@ -32,8 +33,9 @@ const whoamiSchema = {
 } as const
 
 /**
- * Who may call /admin/*, and with what: a known admin token (401 otherwise, a flood of
- * refusals logged as one line), an operator's for a change (a viewer's is 403, audited),
+ * Who may call /admin/*, and with what: an address that has not guessed at the token
+ * (admin-guesses.ts: 429 once it sent too many refused tokens, whatever its token now), a
+ * known admin token (401 otherwise, a flood of refusals logged as one line), an operator's for a change (a viewer's is 403, audited),
  * and no body on a call that takes none (400), before anything of the call is read.
  * Registered inside adminRoutes, so it covers every /admin/* route and nothing else of
  * the listener; GET /admin/whoami says which token the caller holds (the console hides
@@ -47,12 +49,25 @@ export function adminAccess(app: FastifyInstance, { adminAuth, auditLog, clock }
   // things at once): refusals from one address for one reason within an interval are
   // counted, and the interval ends with one audit line giving their number.
   const refusals = new FailureLog({ log: auditLog, clock })
+  const guesses = new AdminGuesses(() => clock.now())
   app.addHook('onClose', async () => refusals.close())
   app.addHook('onRequest', async (request) => {
     if (!adminAuth.enabled) throw new AdminUnavailableError()
+    const lockedFor = guesses.lockedFor(request.ip)
+    if (lockedFor !== null) {
+      const reason = `more than ${ADMIN_GUESSES} admin tokens refused within a minute`
+      refusals.note('GW_RATE_LIMITED', () =>
+        auditLog.warn(
+          { action: 'admin-auth', outcome: 'refused', source: request.ip, method: request.method, path: pathOf(request), reqId: request.id, reason },
+          'admin call refused: its address guessed at the admin token',
+        ), `admin call from ${request.ip}: ${reason}`)
+      throw Object.assign(new AdminGuessesError(request.ip, lockedFor), { retryAfterSec: lockedFor })
+    }
     const match = BEARER.exec(request.headers.authorization ?? '')
     const actor = actorOf(request, adminAuth)
     if (actor === null) {
+      // A missing token is no guess (a browser's or a probe's call without one); a wrong one is.
+      if (match) guesses.refused(request.ip)
       const reason = match ? 'unknown token' : 'no bearer token'
       refusals.note('GW_UNAUTHORIZED', () =>
         auditLog.warn(

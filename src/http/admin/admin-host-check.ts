@@ -4,11 +4,14 @@ import { AdminHosts } from '../../access/admin-hosts.js'
 import { AdminHostError } from '../../errors.js'
 import { FailureLog } from '../../observe/failure-log.js'
 import { ADMIN_ANSWER_HEADERS } from './admin.js'
+import { targetHostOf } from '../server.js'
 
 /**
  * The admin listener answers only a `Host` it answers to (access/admin-hosts.ts): a page of
  * another site whose name was made to resolve to the listener's address (DNS rebinding)
- * reads nothing, not even what needs no token (/metrics, /readyz, /docs/json). Refused
+ * reads nothing, not even what needs no token (/metrics, /readyz, /docs/json). A target in
+ * absolute form (`GET http://host/path`) names a host too, read in place of Host (RFC 9112,
+ * 3.2.2): every name a request gives, its target's and its Host's, is checked. Refused
  * with 421 `GW_ADMIN_HOST` before any route, with the headers of every admin answer, audited as a refused admin call: refusals
  * from one address within an interval are counted, and the interval ends with one line
  * giving their number. Added to the listener before any route.
@@ -18,7 +21,7 @@ export function adminHostCheck(app: FastifyInstance, { config, auditLog, clock }
   const refusals = new FailureLog({ log: auditLog, clock })
   app.addHook('onClose', async () => refusals.close())
   app.addHook('onRequest', async (request, reply) => {
-    const name = hosts.refused(request.headers.host)
+    const name = hosts.refused(targetHostOf(request.raw)) ?? hosts.refused(request.headers.host)
     if (name === null) return
     refusals.note('GW_ADMIN_HOST', () =>
       auditLog.warn(

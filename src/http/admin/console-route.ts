@@ -2,22 +2,13 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import { NotFoundError } from '../../errors.js'
+import { CONSOLE_CSP, pageHeaders } from './page-headers.js'
 import { CONSOLE_CSS, CONSOLE_HTML, CONSOLE_ICON, CONSOLE_LIBRARY, CONSOLE_SCRIPTS, CONSOLE_SCRIPTS_DIR } from '../../console/console-assets.js'
 
-/**
- * What the browser may do with the console: its own scripts and style only, calls to
- * this listener only, in no frame. The page holds no data, so it needs no token.
- */
-export const CONSOLE_CSP = "default-src 'self'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+const CONSOLE_HEADERS = pageHeaders(CONSOLE_CSP)
 
 function secured(reply: FastifyReply, type: string): FastifyReply {
-  return reply
-    .type(type)
-    .header('content-security-policy', CONSOLE_CSP)
-    .header('x-frame-options', 'DENY')
-    .header('x-content-type-options', 'nosniff')
-    .header('referrer-policy', 'no-referrer')
-    .header('cache-control', 'no-store')
+  return reply.type(type).headers(CONSOLE_HEADERS)
 }
 
 /** The operations console on the admin listener: GET /console and its files. */

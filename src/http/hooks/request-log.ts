@@ -13,15 +13,18 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/
 const idOfHeaders = new WeakMap<IncomingHttpHeaders, string>()
 
 /**
- * The caller's `x-request-id` when it is a plain token outside the gateway's own id space
- * and not shaped like a team key, else a new one: the id is logged, audited, echoed and
- * sent to the platform. A request's headers get one id, whoever asks.
+ * The caller's `x-request-id` when it is a plain token outside the gateway's own id space,
+ * not shaped like a team key and holding no secret of the gateway's (`holdsSecret`), else a
+ * new one: the id is logged, audited, echoed and sent to the platform. A request's headers
+ * get one id, whoever asks first: an entrance that may name a request before its key is
+ * checked (a listener's router, an answer before it) passes `holdsSecret`; one that names
+ * only admitted requests may leave it out, as Admission.key refuses an id holding a secret.
  */
-export function requestIdOf(headers: IncomingHttpHeaders): string {
+export function requestIdOf(headers: IncomingHttpHeaders, holdsSecret?: (text: string) => boolean): string {
   const known = idOfHeaders.get(headers)
   if (known !== undefined) return known
   const given = headers['x-request-id']
-  const id = typeof given === 'string' && REQUEST_ID.test(given) && !isOwnRequestId(given) && !holdsKey(given) ? given : newRequestId()
+  const id = typeof given === 'string' && REQUEST_ID.test(given) && !isOwnRequestId(given) && !holdsKey(given) && holdsSecret?.(given) !== true ? given : newRequestId()
   idOfHeaders.set(headers, id)
   return id
 }
@@ -278,7 +281,13 @@ export function advertiserField(accounts: readonly unknown[] | null): unknown {
   return ids.length === 1 ? ids[0] : ids
 }
 
-/** The metrics' route label of a matched route. */
+/**
+ * The metrics' route label of a matched route: `report`, `jobs` (the gateway's own job
+ * calls, whose status with `?wait` is held until its job changes, so never part of the
+ * platform calls' latency), `proxy` for the rest of `/api/v1`, else the route itself.
+ */
 export function routeKind(route: string): string {
-  return route.startsWith('/api/v1/report') ? 'report' : route.startsWith('/api/v1') ? 'proxy' : route
+  if (route.startsWith('/api/v1/report')) return 'report'
+  if (route === '/api/v1/jobs' || route.startsWith('/api/v1/jobs/')) return 'jobs'
+  return route.startsWith('/api/v1') ? 'proxy' : route
 }

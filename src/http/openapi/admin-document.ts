@@ -1,9 +1,10 @@
 import fastifySwagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import type { FastifyInstance } from 'fastify'
+import { ADMIN_GUESSES, ADMIN_GUESS_WINDOW_MS } from '../../access/admin-guesses.js'
 import { buildInfo } from '../../observe/build-info.js'
 import { ADMIN_CHALLENGE } from '../server.js'
 import { healthSchema, readySchema } from '../admin/admin-schemas.js'
-import { CONSOLE_CSP } from '../admin/console-route.js'
+import { CONSOLE_CSP, DOCS_CSP } from '../admin/page-headers.js'
 import { errorCodes, errorSchemas } from './error-responses.js'
 import { listenerServers } from './document.js'
 
@@ -31,7 +32,8 @@ const WHEN: Record<string, string> = {
   GW_RELOAD_UNAVAILABLE: 'There is no file to reload the teams from.',
   GW_PLATFORM_AUTH: 'The password login failed.',
   GW_UPSTREAM: 'A call to the platform failed.',
-  GW_ADMIN_HOST: 'The request\'s `Host` names neither an IP address, `localhost`, nor a name of `admin.hosts` (`ADMIN_HOSTS`): a page of another site whose name was made to resolve to this address (DNS rebinding). Nothing was read or changed.',
+  GW_ADMIN_HOST: 'The request\'s `Host`, or the host its target names in absolute form (`GET http://host/path`), names neither an IP address, `localhost`, nor a name of `admin.hosts` (`ADMIN_HOSTS`): a page of another site whose name was made to resolve to this address (DNS rebinding). Nothing was read or changed.',
+  GW_RATE_LIMITED: `The caller's address sent ${ADMIN_GUESSES} admin tokens this replica refused within ${ADMIN_GUESS_WINDOW_MS / 1000} s of the first: every \`/admin/*\` call from it is refused, whatever its token, until those ${ADMIN_GUESS_WINDOW_MS / 1000} s end; \`retry-after\` says when.`,
   GW_ADMIN_DISABLED: 'No admin token is configured (`ADMIN_TOKEN`, `ADMIN_VIEWER_TOKEN`, `ADMIN_TOKENS_FILE`): every `/admin/*` call is refused.',
   GW_REDIS_UNAVAILABLE: 'Redis could not be reached.',
   GW_JOBS_UNAVAILABLE: 'Report jobs and their deliveries are kept in Redis, which cannot be read now; `retry-after` says when to ask again.',
@@ -43,11 +45,12 @@ const WHEN: Record<string, string> = {
 /**
  * Codes every call of the listener may answer with (a malformed head, one too large, a
  * request not whole in time and a `Host` it does not answer to are refused before any
- * route is chosen); /admin/* calls also these, and those that change something
+ * route is chosen); /admin/* calls also these (a token refused, or too many refused from
+ * the caller's address), and those that change something
  * GW_FORBIDDEN.
  */
 const EVERY_CALL = ['GW_BAD_REQUEST', 'GW_ADMIN_HOST', 'GW_REQUEST_TIMEOUT', 'GW_SHUTTING_DOWN', 'GW_INTERNAL', 'GW_HEADERS_TOO_LARGE']
-const EVERY_ADMIN_CALL = ['GW_UNAUTHORIZED', 'GW_ADMIN_DISABLED']
+const EVERY_ADMIN_CALL = ['GW_UNAUTHORIZED', 'GW_RATE_LIMITED', 'GW_ADMIN_DISABLED']
 const CHANGES = new Set(['put', 'post', 'delete', 'patch'])
 
 const text = (type: string, description: string) => ({ description, content: { [type]: { schema: { type: 'string' } } } })
@@ -125,8 +128,10 @@ const header = (name: string) => ({ $ref: `#/components/headers/${name}` })
 const ADMIN_HEADERS = { 'cache-control': header('cache-control'), 'x-frame-options': header('x-frame-options'), 'x-content-type-options': header('x-content-type-options') }
 /** Paths whose own answers tell this replica's state as it is asked: `cache-control: no-store` (health.ts, metrics-route.ts). */
 const STATE_PATHS = new Set(['/metrics', '/healthz', '/readyz'])
-/** On the console's page and files as served. */
+/** On the console's page and files as served (admin/page-headers.ts). */
 const CONSOLE_HEADERS = { 'content-security-policy': header('content-security-policy'), 'x-frame-options': header('x-frame-options'), 'x-content-type-options': header('x-content-type-options') }
+/** On Swagger UI's page, its files and the documents it shows, as served: the console's, under Swagger UI's policy. */
+const DOCS_HEADERS = { ...CONSOLE_HEADERS, 'content-security-policy': header('docs-content-security-policy') }
 
 /** An operation as @fastify/swagger made it, with its error answers and the headers every answer carries. */
 function completeOperation(path: string, method: string, op: Json, used: Set<string>): void {
@@ -153,6 +158,7 @@ function completeOperation(path: string, method: string, op: Json, used: Set<str
       ...(admin ? ADMIN_HEADERS : {}),
       ...(STATE_PATHS.has(path) && own.has(status) ? { 'cache-control': header('cache-control') } : {}),
       ...(path.startsWith('/console') && status === '200' ? CONSOLE_HEADERS : {}),
+      ...(path.startsWith('/docs') && !status.startsWith('4') && !status.startsWith('5') ? DOCS_HEADERS : {}),
       ...(status === '401' ? { 'www-authenticate': { $ref: '#/components/headers/www-authenticate' } } : {}),
       ...(response.headers as Json | undefined),
     }
@@ -185,11 +191,12 @@ export function completeAdminDocument(doc: Json): Json {
     schemas: { ...(components.schemas as Json | undefined), ...errors },
     // `required`: the gateway always sends them on the answers that name them.
     headers: {
-      'x-request-id': { description: 'The caller\'s `x-request-id` when it is a plain token not shaped like a team key (`rgw_…`), else a new one; log lines of the call carry it. On every answer.', required: true, schema: { type: 'string' } },
+      'x-request-id': { description: 'The caller\'s `x-request-id` when it is a plain token not shaped like a team key (`rgw_…`) and holding no secret of the gateway\'s, else a new one; log lines of the call carry it. On every answer.', required: true, schema: { type: 'string' } },
       'cache-control': { description: '`no-store`: no cache keeps an admin answer. On every `/admin/*` answer, refusals included, and on the answers of `/metrics`, `/healthz` and `/readyz` (this replica\'s state as it is asked).', required: true, schema: { const: 'no-store' } },
-      'x-frame-options': { description: '`DENY`: no page frames an admin answer or the console. On every `/admin/*` answer, refusals included, and on the console\'s page and files.', required: true, schema: { const: 'DENY' } },
-      'x-content-type-options': { description: '`nosniff`: a browser reads an answer as its `content-type` says. On every `/admin/*` answer, refusals included, and on the console\'s page and files.', required: true, schema: { const: 'nosniff' } },
+      'x-frame-options': { description: '`DENY`: no page frames an admin answer, the console or Swagger UI. On every `/admin/*` answer, refusals included, on the console\'s page and files, and on Swagger UI\'s (`/docs`).', required: true, schema: { const: 'DENY' } },
+      'x-content-type-options': { description: '`nosniff`: a browser reads an answer as its `content-type` says. On every `/admin/*` answer, refusals included, on the console\'s page and files, and on Swagger UI\'s (`/docs`).', required: true, schema: { const: 'nosniff' } },
       'content-security-policy': { description: 'What the browser may do with the console: its own scripts and style only, calls to this listener only, in no frame.', required: true, schema: { const: CONSOLE_CSP } },
+      'docs-content-security-policy': { description: 'What the browser may do with Swagger UI (`/docs`): the console\'s policy, with images from `data:` URLs besides (its style sheet\'s icons).', required: true, schema: { const: DOCS_CSP } },
       'www-authenticate': {
         description: 'The challenge of every 401 (RFC 9110, 11.6.1): `authorization: Bearer <admin token>`.',
         required: true,

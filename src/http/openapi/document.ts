@@ -12,6 +12,7 @@ import { API_ALLOW } from '../methods.js'
 import { REPORT_ROW_SCHEMA, REPORT_SCHEMA } from './report-rows.js'
 import { PROVISIONAL_HEADER, SETTLED_HEADER, USAGE_HEADER } from '../reads/report-facts.js'
 import { writtenOnce } from './written-once.js'
+import { DOCS_CSP, pageHeaders } from '../admin/page-headers.js'
 
 // The OpenAPI 3.1 document of the proxy listener, made by @fastify/swagger from
 // the routes and their schemas (openapi/route-schemas.ts). What the route schemas cannot
@@ -79,7 +80,7 @@ const PROVISIONAL = 'The report\'s days whose figures may still change, `<first>
 const PROVISIONAL_SCHEMA = { type: 'string', pattern: '^(none|\\d{4}-\\d{2}-\\d{2}/\\d{4}-\\d{2}-\\d{2})$' }
 
 const HEADERS: Json = {
-  'x-request-id': always('The caller\'s `x-request-id` when it is a plain token outside the gateway\'s own prefixes (`ownership-`, `token-probe-`) and not shaped like a team key (`rgw_…`), else a new one; also sent to the platform. On every answer.'),
+  'x-request-id': always('The caller\'s `x-request-id` when it is a plain token outside the gateway\'s own prefixes (`ownership-`, `token-probe-`) not shaped like a team key (`rgw_…`) and holding no secret of the gateway\'s (such a request is refused 400), else a new one; also sent to the platform. On every answer.'),
   'x-cache': always(X_CACHE, X_CACHE_SCHEMA),
   'cache-status': always(CACHE_STATUS, CACHE_STATUS_SCHEMA),
   // The same two on an answer that is either the gateway's error or the platform's answer passed on.
@@ -95,6 +96,7 @@ const HEADERS: Json = {
   'content-encoding': header('`gzip` when the caller accepts gzip: the stored bytes as they are.'),
   'content-language': header('The platform\'s, when its answer had one (language tags only): on a copy as on the answer that filled it; not on a 304.'),
   'retry-after': always('Seconds to wait before trying again; on every 429 and 503 (the platform\'s own 429 passed on without one gets the pause it drew, 1 s; `0` from a replica shutting down: another replica answers a retry now).', { type: 'integer', minimum: 0 }),
+  'retry-after-passed': header('The platform\'s own `retry-after`, in seconds, when its 5xx carried one: when the platform said to come back.', { type: 'integer', minimum: 0 }),
   ratelimit: header('For a team with a rate limit: what is left of it and when its window ends, e.g. `"default";r=599;t=42` (draft-ietf-httpapi-ratelimit-headers).', {
     type: 'string',
     pattern: '^"default";r=\\d+;t=\\d+$',
@@ -349,15 +351,28 @@ export async function docsUi(admin: FastifyInstance, proxy: FastifyInstance): Pr
     '/docs/json': { type: 'application/json; charset=utf-8', written: writtenOnce(() => JSON.stringify(proxy.swagger())) },
     '/docs/yaml': { type: 'application/x-yaml', written: writtenOnce(() => stringifyYaml(proxy.swagger())) },
   }
-  await admin.register(fastifySwaggerUi, {
-    routePrefix: '/docs',
-    uiHooks: {
-      onRequest: async (request, reply) => {
-        const document = documents[request.routeOptions.url ?? '']
-        if (document) return reply.type(document.type).send(document.written())
+  // A scope of its own: its hook writes the page's headers on every answer of Swagger UI's
+  // routes (its files, which @fastify/static writes, included), and on no other route.
+  await admin.register(async (docs) => {
+    docs.addHook('onSend', async (_request, reply, payload) => {
+      reply.headers(DOCS_HEADERS)
+      return payload
+    })
+    await docs.register(fastifySwaggerUi, {
+      routePrefix: '/docs',
+      uiHooks: {
+        onRequest: async (request, reply) => {
+          const document = documents[request.routeOptions.url ?? '']
+          if (document) return reply.type(document.type).send(document.written())
+        },
       },
-    },
-    // No "Try it out": it would send team keys to the admin listener, which has no /api/v1.
-    uiConfig: { deepLinking: true, supportedSubmitMethods: [] },
+      // No "Try it out": it would send team keys to the admin listener, which has no /api/v1.
+      // No top bar (BaseLayout): its box would load any document typed in, and its logo is
+      // an inline SVG whose <style> the page's policy refuses.
+      uiConfig: { deepLinking: true, supportedSubmitMethods: [], layout: 'BaseLayout' },
+    })
   })
 }
+
+/** Swagger UI's page, its files and the documents it shows: a page's headers (admin/page-headers.ts), under its policy. */
+const DOCS_HEADERS = pageHeaders(DOCS_CSP)

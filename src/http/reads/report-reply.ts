@@ -132,7 +132,7 @@ function entryResponse(
   ifNoneMatch?: string | string[],
 ): EntryAnswer {
   const fields = fieldsOf(entry)
-  const age = ageOf(entry, now)
+  const age = ageOf(entry, fields, status, now)
   const headers = ['x-cache', status, CACHE_STATUS, entryCacheStatus(status, fields.maxAge - age, forward), 'etag', gzip ? fields.etagGzip : fields.etag, 'vary', VARY, 'cache-control', fields.cacheControl]
   if (carriesAge(status)) headers.push('age', String(age))
   if (ifNoneMatch !== undefined && matches(ifNoneMatch, entry.etag)) return { code: 304, headers, body: null }
@@ -156,9 +156,14 @@ function carriesAge(status: EntryStatus): boolean {
   return status === 'HIT' || status === 'STALE'
 }
 
-/** The `age` of an entry at `now`: whole seconds since it was fetched. */
-function ageOf(entry: CacheEntry, now: number): number {
-  return Math.max(0, Math.floor((now - entry.fetchedAt) / 1000))
+/**
+ * The `age` of an entry's answer at `now`: whole seconds since it was fetched; a STALE
+ * copy's at least max-age + 1, so that its `ttl` is negative and a cache downstream takes
+ * it as stale (an age overstated by a second at most, as RFC 9111 prefers to understating it).
+ */
+function ageOf(entry: CacheEntry, fields: EntryFields, status: EntryStatus, now: number): number {
+  const age = Math.max(0, Math.floor((now - entry.fetchedAt) / 1000))
+  return status === 'STALE' ? Math.max(age, fields.maxAge + 1) : age
 }
 
 /**
@@ -166,7 +171,7 @@ function ageOf(entry: CacheEntry, now: number): number {
  * `cache-status`. A hit's are made once a second per entry, not once per hit.
  */
 function answerLines(entry: CacheEntry, fields: EntryFields, status: EntryStatus, forward: Forward | undefined, now: number): string {
-  const age = ageOf(entry, now)
+  const age = ageOf(entry, fields, status, now)
   if (status === 'HIT' && forward === undefined) {
     if (fields.hitAge !== age) {
       fields.hitLines = `age: ${age}\r\n${CACHE_STATUS}: ${entryCacheStatus(status, fields.maxAge - age, undefined)}\r\n`

@@ -105,12 +105,13 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     const { admitted, refused, admitting } = decided.goOn
     // A refusal thrown here leaves the step open: the request's span ends it, failed.
     if (admitted === undefined) throw refused
-    const { report, key } = admitted.form
+    const { key } = admitted.form
     if (admitted.scopePending) {
       await admission.checkScope(request.method, caller, admitted.known)
       decisions.remember(request.method, request.url, admitted)
     }
     admitting?.end()
+    const report = indexedUnderOwners(admitted.form.report, caller)
     caller.advertisers = report.advertiserIds
     // A cold fill under way here is joined, as the entrance before the router joins it.
     if (prefersAsync(request.headers.prefer) && !admitted.refresh) {
@@ -174,8 +175,10 @@ function optionsOf(request: FastifyRequest, reply: FastifyReply, caller: Caller,
   }
 }
 
-// A report by campaign ids is indexed under their owners too, so that a purge of one
-// advertiser reaches it (the owners of a scoped team's campaigns are known by now).
+// A report by campaign ids (a POST's `campaignIds`, a GET's `filter[campaignIds]` or any
+// key scope.ts reads campaigns from) is indexed under their owners too, so that a purge of
+// one advertiser reaches it and a copy filled before one is not served (purgedFor); the
+// owners of a scoped team's campaigns are known by now.
 function indexedUnderOwners(report: CanonicalReport, caller: Caller): CanonicalReport {
   const owners = [...new Set(caller.campaignOwners.values())].filter((a) => !report.advertiserIds.includes(a))
   return owners.length > 0 ? { ...report, advertiserIds: [...report.advertiserIds, ...owners] } : report

@@ -1,10 +1,10 @@
 // Every replica's calls in time order for the learner (docs/governor.md, "Across replicas the learner weighs every replica's calls"). Pure.
 
-/** What the limit rule learns from one call's end: `load`, the calls in flight on every replica at its start, itself included; `window`, its serial (what `started` returned); `timed` false, an end, not evidence (docs/governor.md, "The gateway's own time"); `timedWithinMs`, how long before its reading a timed answer may have come (this replica's loop; none: at once). */
+/** What the limit rule learns from one call's end: `load`, the calls in flight on every replica at its start, itself included; `window`, its serial (what `started` returned); `timed` false, an end, not evidence (docs/governor.md, "The gateway's own time"). */
 export interface Answer {
   startedAt: number; at: number; team: string; kind: string; load: number; window: number
   outcome: 'ok' | 'overload' | 'other' // overload: 502/503/504 or no connection; other: says nothing of load (a call cut by its deadline)
-  timed?: boolean; timedWithinMs?: number
+  timed?: boolean
   /** Answered 429: the platform refused it (docs/governor.md, "Start"). */
   refused?: boolean
 }
@@ -59,8 +59,8 @@ export function decodeCalls(text: string): { at: number; calls: CallEntry[] } | 
 }
 
 type Local = { kind: string; load: number; startedAt: number; serial: number | null; answer: Answer | null }
-/** Another replica's calls: as of its last record, those ended not yet given (by id), those given (by id, when they ended), those in flight, and the serials of those started here by key; its last record's text and calls (a record heard again is not decoded again). */
-type Remote = { at: number; ended: Map<string, CallEntry>; done: Map<string, number>; inFlight: CallEntry[]; started: Map<string, number[]>; text: string; decoded: { at: number; calls: CallEntry[] } }
+/** Another replica's calls: as of its last record (its moment, `decoded.at`), those ended not yet given (by id), those given (by id, when they ended), those in flight, and the serials of those started here by key; its last record's text and calls (a record heard again is not decoded again). */
+type Remote = { ended: Map<string, CallEntry>; done: Map<string, number>; inFlight: CallEntry[]; started: Map<string, number[]>; text: string; decoded: { at: number; calls: CallEntry[] } }
 
 export class AnswerTimeline {
   readonly #sink: EvidenceSink
@@ -101,9 +101,7 @@ export class AnswerTimeline {
 
   /** This replica's calls for its record: those ended within keepMs, the most recent CALLS_KEPT, and those in flight. */
   calls(now: number): string {
-    const since = now - this.#keepMs
-    const calls: CallEntry[] = []
-    for (const c of this.#recent) if ((c.at as number) > since) calls.push(c)
+    const calls = this.#recent.filter((c) => (c.at as number) > now - this.#keepMs)
     for (const c of this.#local.values()) if (c.answer === null) calls.push({ startedAt: c.startedAt, at: null, kind: c.kind, outcome: 'other', timed: true })
     return encodeCalls(now, calls)
   }
@@ -118,9 +116,9 @@ export class AnswerTimeline {
       const decoded = r.calls === undefined ? null : r.calls === known?.text ? known.decoded : decodeCalls(r.calls)
       if (decoded === null) continue
       seen.add(r.run)
-      const remote = known ?? { at: -Infinity, ended: new Map(), done: new Map(), inFlight: [], started: new Map(), text: '', decoded }
-      if (decoded.at < remote.at) continue
-      ;[remote.at, remote.text, remote.decoded] = [decoded.at, r.calls as string, decoded]
+      const remote = known ?? { ended: new Map(), done: new Map(), inFlight: [], started: new Map(), text: '', decoded }
+      if (decoded.at < remote.decoded.at) continue
+      ;[remote.text, remote.decoded] = [r.calls as string, decoded]
       remote.inFlight = decoded.calls.filter((c) => c.at === null)
       // The starts of the calls started here, for a test before a key is made.
       const startedAt = new Set<number>()
@@ -139,8 +137,8 @@ export class AnswerTimeline {
     let horizon = now
     // A replica absent from the answer (no seat held) has no call in flight and stays in play for keepMs (docs/governor.md, as above).
     for (const [run, remote] of this.#remote) {
-      if (seen.has(run)) horizon = Math.min(horizon, remote.at)
-      else if (records !== null && now - remote.at <= this.#keepMs) remote.inFlight = []
+      if (seen.has(run)) horizon = Math.min(horizon, remote.decoded.at)
+      else if (records !== null && now - remote.decoded.at <= this.#keepMs) remote.inFlight = []
       else {
         // Out of play: its calls started here end, saying nothing; the rest go.
         for (const [k, serials] of remote.started) for (let i = serials.length; i > 0; i--) this.#endRemote(remote, k, silentEnd(this.#released))

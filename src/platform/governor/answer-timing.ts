@@ -9,12 +9,12 @@ export const LATE_MEMORY_MS = 60_000
 /** The event loop as an answer reads it: its work since it last waited for an event (ms, or more), whether it read an answer since, and the most a wake waited for a core within the last `ms` (its timer's lateness past its own work). */
 export interface LoopTime { busy: number; readSinceIdle: boolean; lateWithin(ms: number): number }
 
-/** How well the answer handled now, `latencyMs` after its call started, is timed: where it is the first the loop read since it last waited for an event, its work since then and every wake's wait for a core while the call was in flight within OWN_WORK_SHARE of the latency, how long before its reading it may have come (ms: that work and the latest wait); else null, not timed (docs/governor.md, "The gateway's own time"). */
-export function answerTiming(loop: () => LoopTime = processLoop()): (latencyMs: number) => number | null {
+/** Whether the answer handled now, `latencyMs` after its call started, is timed: the first the loop read since it last waited for an event, its work since then and every wake's wait for a core while the call was in flight within OWN_WORK_SHARE of the latency (docs/governor.md, "The gateway's own time"). */
+export function answerTiming(loop: () => LoopTime = processLoop()): (latencyMs: number) => boolean {
   return (latencyMs) => {
     const now = loop()
-    const [own, late] = [OWN_WORK_SHARE * latencyMs, now.lateWithin(latencyMs)]
-    return !now.readSinceIdle && now.busy <= own && late <= own ? Math.max(0, now.busy) + late : null
+    const own = OWN_WORK_SHARE * latencyMs
+    return !now.readSinceIdle && now.busy <= own && now.lateWithin(latencyMs) <= own
   }
 }
 

@@ -14,8 +14,8 @@ export interface CredentialGovernorOptions extends Pick<SeatsOptions, 'weightOf'
   store: LeaseStore | null
   /** The limit and knee in force after every move, and the floor of the kind answered most (ms). */
   onLimit?: (limit: number, knee: number, floorMs: number | null) => void
-  /** How well the answer handled now, its latency given, is timed: how long before its reading it may have come (ms), null: not timed apart from the one before (answer-timing.ts); default: every one is, at once. */
-  answerTimed?: (latencyMs: number) => number | null
+  /** Whether the answer handled now, its latency given, is timed apart from the one before (answer-timing.ts); default: every one is. */
+  answerTimed?: (latencyMs: number) => boolean
 }
 
 /** One credential's governor: its seats, the limit rule (null: platform.adaptive false), its lease (`leased`: across replicas, null without a store), its work estimates. */
@@ -38,8 +38,8 @@ export function credentialGovernor(o: CredentialGovernorOptions) {
     ...(estimator && {
       onStarted: (kind, load) => estimator.started(kind, load),
       onEnded: (answer) => {
-        const within = o.answerTimed?.(answer.at - answer.startedAt)
-        estimator.ended({ ...answer, ...(within === undefined ? {} : within === null ? { timed: false } : { timed: true, timedWithinMs: within }) })
+        const timed = o.answerTimed?.(answer.at - answer.startedAt)
+        estimator.ended({ ...answer, ...(timed === undefined ? {} : { timed }) })
         learned?.tick()
       },
       onWaited: (longMs, newcomer, heldBack, longBesideOthers) => estimator.waited(longMs, newcomer, heldBack, longBesideOthers),

@@ -39,22 +39,20 @@ function below(view: SharesView, team: string, held: number): boolean {
   return view.one ? held + 1 <= share + 1e-9 : held < share
 }
 
-/** A waiting team's call to consider (its most pressing; past its share, its most pressing short one), whether it is below its share (2.1), whether that call is short. */
-function standing<W extends WaitingCall>(s: DispatchState<W>, team: string): { head: W; within: boolean; short: boolean; everywhere: number } {
+/** A waiting team's call to consider (its most pressing; past its share, its most pressing short one), whether it is below its share (2.1), whether that call is long past its share (it may take only a seat no one is owed: 2.3). */
+function standing<W extends WaitingCall>(s: DispatchState<W>, team: string): { head: W; within: boolean; long: boolean; everywhere: number } {
   const everywhere = s.teams.held(team) + (s.view.heldElsewhere.get(team) ?? 0)
   const within = below(s.view, team, everywhere)
   // A team in the queue has a call waiting.
   const head = s.queue.pressing(team) as W
-  const short = s.isShort(team, head.workClass)
-  if (within || short) return { head, within, everywhere, short }
+  if (within || s.isShort(team, head.workClass)) return { head, within, everywhere, long: false }
   const shortHead = s.queue.pressing(team, (w) => s.isShort(team, w.workClass))
-  return { head: shortHead ?? head, within, everywhere, short: shortHead !== null }
+  return { head: shortHead ?? head, within, everywhere, long: shortHead === null }
 }
 
 /** Seats held back from long calls (2.3): owed to active teams (on one replica, but those short calls of waiting teams past their shares keep), or lent here by other replicas; whole seats. */
 function owedNow<W extends WaitingCall>(s: DispatchState<W>): number {
-  let covered = 0
-  if (s.view.one) for (const t of s.view.teams) if (t.waiting > 0 && !below(s.view, t.team, t.held)) covered += s.teams.shortRunning(t.team)
+  const covered = s.view.one ? s.view.teams.reduce((n, t) => n + (t.waiting > 0 && !below(s.view, t.team, t.held) ? s.teams.shortRunning(t.team) : 0), 0) : 0
   return Math.floor(Math.max(0, s.view.owed - covered) + s.view.lent + 1e-9)
 }
 
@@ -66,8 +64,8 @@ export function nextCall<W extends WaitingCall>(s: DispatchState<W>, free: numbe
   let bestTag = Infinity
   for (const team of s.queue.waitingTeams()) {
     if (s.atCeiling(team)) continue
-    const { head, within, short, everywhere } = standing(s, team)
-    if (!within && !short && free - owed < 1) continue
+    const { head, within, long, everywhere } = standing(s, team)
+    if (long && free - owed < 1) continue
     const rank = within ? 0 : s.view.one ? 1 : 1 + everywhere / s.weight(team)
     const tag = Math.max(s.teams.of(team).tag, s.teams.virtual)
     if (rank < bestRank || (rank === bestRank && (tag < bestTag || (tag === bestTag && head.seq < (best?.seq ?? Infinity))))) {
@@ -81,10 +79,6 @@ export function nextCall<W extends WaitingCall>(s: DispatchState<W>, free: numbe
 
 /** What the rule holds back from the calls waiting: the seats owed, and whether every waiting call is held back (every call of a team past its share long, a ceiling, a pause): the simulator's work-conserving check reads it. */
 export function heldBack<W extends WaitingCall>(s: DispatchState<W>, paused: boolean): { owed: number; longOnly: boolean } {
-  const longOnly = paused || [...s.queue.waitingTeams()].every((team) => {
-    if (s.atCeiling(team)) return true
-    const { within, short } = standing(s, team)
-    return !within && !short
-  })
+  const longOnly = paused || [...s.queue.waitingTeams()].every((team) => s.atCeiling(team) || standing(s, team).long)
   return { owed: owedNow(s), longOnly }
 }

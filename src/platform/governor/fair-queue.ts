@@ -20,30 +20,26 @@ export const rank = (w: Pick<Queued, 'priority'>): number => RANKS[w.priority]
 export class FairQueue<W extends Queued> {
   // Every waiting call per team, in arrival order; a team with none has no entry.
   readonly #byTeam = new Map<string, W[]>()
-  #size = 0
 
-  get size(): number { return this.#size }
+  get size(): number { return [...this.#byTeam.values()].reduce((n, list) => n + list.length, 0) }
 
   /** Waiting calls per team at `priority` (default: callers'; null: every priority). */
   countByTeam(priority: Priority | null = 'caller'): Map<string, number> {
-    const out = new Map<string, number>()
-    for (const [team, list] of this.#byTeam) {
-      const n = countOf(list, priority)
-      if (n > 0) out.set(team, n)
-    }
-    return out
+    return new Map([...this.#byTeam.keys()].map((team) => [team, this.count(team, priority)] as const).filter(([, n]) => n > 0))
   }
 
   waitingTeams(): IterableIterator<string> { return this.#byTeam.keys() }
   /** Waiting calls of `team` at `priority` (null: every priority). */
-  count(team: string, priority: Priority | null = 'caller'): number { return countOf(this.#byTeam.get(team) ?? [], priority) }
+  count(team: string, priority: Priority | null = 'caller'): number {
+    const list = this.#byTeam.get(team) ?? []
+    return priority === null ? list.length : list.filter((w) => w.priority === priority).length
+  }
   has(waiter: W): boolean { return this.#byTeam.get(waiter.team)?.includes(waiter) ?? false }
 
   push(waiter: W): void {
     const list = this.#byTeam.get(waiter.team)
     if (list) list.push(waiter)
     else this.#byTeam.set(waiter.team, [waiter])
-    this.#size += 1
   }
 
   /** Takes `waiter` out; false when it was not queued. */
@@ -53,7 +49,6 @@ export class FairQueue<W extends Queued> {
     if (list === undefined || i === -1) return false
     list.splice(i, 1)
     if (list.length === 0) this.#byTeam.delete(waiter.team)
-    this.#size -= 1
     return true
   }
 
@@ -79,7 +74,7 @@ export class FairQueue<W extends Queued> {
 
   /** Room for `incoming` in a queue of at most `limit` places, shared by teams' `weight`: null, the waiter it displaces, or 'refuse'. */
   displaced(incoming: Pick<Queued, 'team' | 'priority'>, limit: number, weight: (team: string) => number): W | 'refuse' | null {
-    if (this.#size < limit) return null
+    if (this.size < limit) return null
     const own = this.#lowest(incoming.team)
     if (own !== null && rank(own) > rank(incoming)) return own
     const mine = (this.count(incoming.team, null) + 1) / weight(incoming.team)
@@ -99,23 +94,9 @@ export class FairQueue<W extends Queued> {
 
   /** The team's newest waiting call of its lowest priority; null when it has none. */
   #lowest(team: string): W | null {
-    let found: W | null = null
-    for (const w of this.#byTeam.get(team) ?? []) if (found === null || rank(w) >= rank(found)) found = w
-    return found
+    return (this.#byTeam.get(team) ?? []).reduce<W | null>((found, w) => (found === null || rank(w) >= rank(found) ? w : found), null)
   }
 
   /** Every waiting call, team by team, each team's in arrival order. */
-  all(): W[] {
-    const out: W[] = []
-    for (const list of this.#byTeam.values()) for (const w of list) out.push(w)
-    return out
-  }
-}
-
-/** The calls of `list` at `priority` (null: every priority). */
-function countOf(list: readonly Queued[], priority: Priority | null): number {
-  if (priority === null) return list.length
-  let n = 0
-  for (const w of list) if (w.priority === priority) n++
-  return n
+  all(): W[] { return [...this.#byTeam.values()].flat() }
 }

@@ -1,6 +1,6 @@
 // The limit rule (docs/governor.md, "The limit rule": the model, s(w), each rule and its reason). Pure: time is passed in.
 import { LENDING_HORIZON_MS } from './dispatch-order.js'
-import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE, atLeast, endAt, endedBefore, highestRoom, highestTied, probeFall, readEvidence, verdicts, writeEvidence } from './knee-verdicts.js'
+import { MIN_CALLS, SURE, atLeast, endAt, endedBefore, highestRoom, highestTied, probeFall, readEvidence, spread2, verdicts, writeEvidence } from './knee-verdicts.js'
 import { RECENT_MS, StartLevels, ThroughputLevels } from './throughput-levels.js'
 import { AnswerTimeline, type Answer } from './answer-timeline.js'
 import { FAULT_MS, FaultWatch, UsualGaps } from './fault-watch.js'
@@ -187,14 +187,14 @@ export class KneeEstimator {
   /** At a fresh start: a sure queue ends the doubling at the likeliest w below its level, on one replica the highest within TIE of it (held, as in cruise, while its limit is not in use: no call waited for a seat); else the limit doubles at a decision (MIN_CALLS new answers) once calls waited for a seat, unless its level's answers a second, measured, fell surely short of START_GAIN's growth on the level before (StartLevels: the start ends at the workers' worth of them); on one replica, where calls of kinds known long were all that waited beside another team's short calls at some moment since the last decision, or held every seat while a team holding none waited (their time known), it steps by limit × H / e instead of doubling or ending (one seat at least, a doubling at most). */
   #startStep(now: number): Step | null {
     const ll = this.#likelihoods()
-    const sure = verdicts(ll, this.#limit).queueBelow
+    const { queueBelow: sure, best } = verdicts(ll, this.#limit)
     // Calls that waited for a seat use the limit: the queue is the doubling's own, acted on at once.
     const queueBelow = this.#since.waited ? sure && this.#queueShows() : this.#queueHolds(sure)
     if (queueBelow || this.#limit >= this.#max) {
       this.#phase = 'cruise'
       if (!queueBelow) this.#roomShown()
       this.#queueSeen ||= queueBelow
-      return this.#setKnee(queueBelow ? this.#served(this.#timeline === null ? highestTied(ll, this.#limit) : verdicts(ll, this.#limit).best, this.#limit, now) : this.#max, 'knee')
+      return this.#setKnee(queueBelow ? this.#served(this.#timeline === null ? highestTied(ll, this.#limit) : best, this.#limit, now) : this.#max, 'knee')
     }
     if (!this.#since.waited) return null
     this.#held = 0
@@ -274,9 +274,9 @@ export class KneeEstimator {
   /** Whether a sure queue is believed: where calls overtake others, yes; where they end in the order they started (which fits the guesses below the level as well as those at or above), only once a kind's latency got slower than when room was last shown by SURE spreads of own times (docs/governor.md). */
   #queueShows(): boolean {
     if (this.#overtook >= OVERTAKEN) return true
-    let ss = PRIOR_DOF * PRIOR_SPREAD ** 2
+    let ss = 0
     for (const st of this.#kinds.values()) ss += st.ss[this.#max - 1]!
-    const margin = SURE * Math.sqrt(ss / (this.#counted + PRIOR_DOF))
+    const margin = SURE * Math.sqrt(spread2(ss, this.#counted))
     for (const st of this.#kinds.values()) if (st.room !== undefined && st.m[this.#max - 1]! - st.room > margin) return true
     return false
   }
@@ -300,10 +300,10 @@ export class KneeEstimator {
       if (st.seen > most) [most, this.#latencyMs] = [st.seen, Math.exp(st.m[this.#knee - 1]!)]
     }
     const n = this.#counted
-    for (let i = 0; i < this.#max; i++) ll[i]! += -this.#logs[i]! - (n / 2) * Math.log((ss[i]! + PRIOR_DOF * PRIOR_SPREAD ** 2) / (n + PRIOR_DOF)) - IMPOSSIBLE_LL * this.#impossible[i]!
+    for (let i = 0; i < this.#max; i++) ll[i]! += -this.#logs[i]! - (n / 2) * Math.log(spread2(ss[i]!, n)) - IMPOSSIBLE_LL * this.#impossible[i]!
     return ll
   }
-  /** What an answer says of every guess w: its call's own time under w against its kind's pace of late (its pace where the own time is within the answer's timing), or how unlikely w makes so soon an end; an untimed one, its place among the ends alone; one in flight when a queue verdict was held, nothing (a new call all the same). */
+  /** What an answer says of every guess w: its call's own time under w against its kind's pace of late, or how unlikely w makes so soon an end; an untimed one, its place among the ends alone; one in flight when a queue verdict was held, nothing (a new call all the same). */
   #learn(a: Answer, call: Call): void {
     if (a.window > this.#movedSerial) this.#sinceMove++
     this.#newCalls++
@@ -322,8 +322,6 @@ export class KneeEstimator {
     const ends: number[] = []
     for (let i = Math.max(0, call.endsBefore - this.#endsDropped); i < this.#endAt.length && this.#endAt[i]! < a.at; i++) if (this.#endSerial[i]! < a.window) ends.push(Math.max(0, this.#endAt[i]! - a.startedAt))
     const weight = 1 - remoteShare
-    // How long before its reading the answer may have come; across replicas, where the calls ahead are the records', at once (1 ms).
-    const timing = this.#timeline === null ? (a.timedWithinMs ?? 0) : 0
     let st = this.#kinds.get(a.kind)
     const latencyLog = Math.log(latency) // its own time under every guess at or above its load
     if (st === undefined) this.#kinds.set(a.kind, (st = { seen: 0, base: latencyLog, low: latency, m: new Float64Array(this.#max), ss: new Float64Array(this.#max), used: 0 }))
@@ -338,9 +336,7 @@ export class KneeEstimator {
       const rate = (remoteShare * Math.min(load - 1, w)) / this.#ownMs[w - 1]!
       const at = k > 0 ? endAt(ends, rate, k) : 0
       const possible = at !== null && latency - at >= 1
-      // An own time shorter than the answer's timing is not known (its arrival may lie that much before its reading): it ended with the k-th end ahead as far as the loop can tell, and its kind's pace stands in, as for an impossible one, with nothing ruled out.
-      const known = possible && latency - at >= timing
-      const x = known ? (at === 0 ? latencyLog : Math.log(latency - at)) : first ? latencyLog : st.m[w - 1]! // impossible: its kind's pace stands in
+      const x = possible ? (at === 0 ? latencyLog : Math.log(latency - at)) : first ? latencyLog : st.m[w - 1]! // impossible: its kind's pace stands in
       if (first) {
         st.m[w - 1] = x
         continue

@@ -8,6 +8,9 @@ export const PRIOR_SPREAD = 0.3
 export const PRIOR_DOF = 10
 export const TIE = 0.5
 
+/** The spread² of residuals whose squares sum to `ss` over `n` of them (a weight), PRIOR_SPREAD worth PRIOR_DOF of them before them. */
+export const spread2 = (ss: number, n: number): number => (ss + PRIOR_DOF * PRIOR_SPREAD ** 2) / (n + PRIOR_DOF)
+
 /** Whether the evidence surely puts W below `level` (the likeliest w below it e^SURE times likelier than any at or above it), and the likeliest w below it. */
 export function verdicts(ll: Float64Array, level: number): { queueBelow: boolean; best: number } {
   let [below, best] = [-Infinity, 1]

@@ -78,10 +78,11 @@ export class LearnedLimit {
     if (!this.#learning) return
     const now = this.#clock.now()
     if (!wasLearning) this.#o.estimator.startLearning(now, record?.evidence ?? null)
-    // Redis lost the record (a restart, a flush): the learner writes it again.
-    if (answer.limitRecord === null && this.#written !== null) this.#o.lease?.writeLimit(this.#written)
-    // The record is the learner's: one another run wrote (as a store stall ended) is written over, once a REWRITE_MS at most.
-    if (!wasLearning ? record?.run !== this.#o.lease?.run : record !== null && record.run !== this.#o.lease?.run && now - this.#rewroteAt >= REWRITE_MS) {
+    // Redis lost the record (a restart, a flush): the learner writes the limit in force again, dated now (its last
+    // record may be older than RECORD_MAX_AGE_MS, which the others refuse as stale).
+    if (answer.limitRecord === null && this.#written !== null) {
+      this.#write()
+    } else if (!wasLearning ? record?.run !== this.#o.lease?.run : record !== null && record.run !== this.#o.lease?.run && now - this.#rewroteAt >= REWRITE_MS) {
       this.#rewroteAt = now
       this.#write()
     } else if (record !== null && record.run === this.#o.lease?.run && now - record.at >= (this.#o.lease?.leaseMs ?? 0) / 3) {

@@ -78,8 +78,7 @@ export class LeasedSeats {
   #readLimit: (text: string) => SharedLimit | null = () => null
   #shared: SharedLimit | null = null // as the store last held it: a record that moves neither is written telling no one
   #tellOthers = false
-  readonly #grown: (() => void)[] = []
-  readonly #wake = () => this.#grown.forEach((fn) => fn())
+  #wake: () => void = () => undefined
   #calls: () => string | null = () => null
 
   constructor(opts: LeasedSeatsOptions) {
@@ -138,7 +137,7 @@ export class LeasedSeats {
   readLimitWith(fn: (text: string) => SharedLimit | null): void { this.#readLimit = fn }
   /** This replica's calls of late for its record (answer-timeline.ts), while it sees other replicas: the learner weighs them. */
   reportCalls(fn: () => string | null): void { this.#calls = fn }
-  onGrown(fn: () => void): void { this.#grown.push(fn) }
+  onGrown(fn: () => void): void { this.#wake = fn }
   answered(): void { this.#answers += 1 }
   waited(): void { this.#waited = true }
 
@@ -237,8 +236,7 @@ export class LeasedSeats {
     const now = this.#clock.now()
     const atOnce = this.#onTell && now - this.#lastAnswer < MIN_RENEW_MS
     this.#onTell = false
-    if (this.#plan?.contended) this.#credit += ((this.#lease - this.#plan.due) * (now - this.#creditAt)) / 1000
-    else this.#credit = 0
+    this.#credit = this.#plan?.contended ? this.#credit + ((this.#lease - this.#plan.due) * (now - this.#creditAt)) / 1000 : 0
     this.#creditAt = now
     const since = Math.max(1, now - this.#lastAnswer)
     // Smoothed over about a lease's life (renewals come at any pace).
@@ -270,7 +268,7 @@ export class LeasedSeats {
       if (this.#downSince === null) {
         this.#downSince = this.#lastAnswer
         this.#outageSeats = 0
-        this.#downTimers = [DOWN_GRACE_MS, this.#o.leaseMs, this.#o.leaseMs + this.#o.callsEndMs].map((ms) => this.#clock.setTimeout(this.#wake, ms + 1).unref())
+        this.#downTimers = [DOWN_GRACE_MS, this.#o.leaseMs, this.#o.leaseMs + this.#o.callsEndMs].map((ms) => this.#clock.setTimeout(() => this.#wake(), ms + 1).unref())
         this.#wake()
       }
     } finally {

@@ -81,12 +81,8 @@ export class CredentialSeats {
   /** With no call waiting known short while a short call is in flight, or a team is between two asks of short calls (TeamAccounts.shortBetweenAsks: a dashboard between two views), the longest expected seat-time of those waiting (Infinity: unknown); else null (the limit rule's "Start" and "Cruise"). */
   longWaitBesideShort(): number | null {
     if (this.#queue.size === 0 || (this.#teams.shortRunning() === 0 && !this.#teams.shortBetweenAsks(this.#clock.now(), LENDING_HORIZON_MS, new Set(this.#queue.waitingTeams())))) return null
-    let longest = 0
-    for (const ms of this.#waitsMs()) {
-      if (isShort(ms)) return null
-      longest = Math.max(longest, ms ?? Infinity)
-    }
-    return longest
+    const waits = this.#waitsMs()
+    return waits.some(isShort) ? null : Math.max(0, ...waits.map((ms) => ms ?? Infinity))
   }
 
   /** Whether every call waiting is of a kind known long while a team that waits for nothing has a short call in flight or is between two asks (TeamAccounts.shortBetweenAsks): another team's short calls, that the seats past W would queue those calls ahead of (the limit rule's "Start"). */
@@ -97,35 +93,29 @@ export class CredentialSeats {
   }
 
   /** The expected seat-time of each call waiting (null: a kind never answered). */
-  #waitsMs(now = this.#clock.now()): (number | null)[] {
-    const expected = this.#expectedAt(now)
+  #waitsMs(): (number | null)[] {
+    const expected = this.#expectedAt(this.#clock.now())
     return this.#queue.all().map((w) => expected(w.team, w.workClass))
   }
 
   /** The expected seat-time of a call at `now` (null: a kind never answered), looked up once for calls of one kind in a row (a team's waiting calls are mostly of one kind); the estimates do not change while it is in use. */
   #expectedAt(now: number): (team: string, workClass: string) => number | null {
-    let lastTeam: string | null = null
-    let lastWork: string | null = null
-    let lastMs: number | null = null
+    let last: { team: string; workClass: string; ms: number | null } | null = null
     return (team, workClass) => {
-      if (team !== lastTeam || workClass !== lastWork) {
-        lastTeam = team
-        lastWork = workClass
-        lastMs = this.#o.work.expectedMs(team, workClass, now)
-      }
-      return lastMs
+      if (last?.team !== team || last.workClass !== workClass) last = { team, workClass, ms: this.#o.work.expectedMs(team, workClass, now) }
+      return last.ms
     }
   }
 
   /** Whether a team that holds no seat waits, its most pressing call not known long (short, or of a kind never answered), while every call in flight is known long (the limit rule's "Start"). */
   newcomerBesideLong(): boolean {
-    if (!this.#teams.onlyLongRunning()) return false
-    for (const team of this.#queue.waitingTeams()) {
-      const head = this.#teams.held(team) === 0 ? this.#queue.pressing(team) : null
-      const ms = head && this.#o.work.expectedMs(team, head.workClass, this.#clock.now())
-      if (head !== null && (ms === null || isShort(ms))) return true
-    }
-    return false
+    const expected = this.#expectedAt(this.#clock.now())
+    return this.#teams.onlyLongRunning() && [...this.#queue.waitingTeams()].some((team) => {
+      if (this.#teams.held(team) > 0) return false
+      // A team in the queue has a call waiting.
+      const ms = expected(team, (this.#queue.pressing(team) as QueuedCall).workClass)
+      return ms === null || isShort(ms)
+    })
   }
 
   /** Since when a call in flight here, among the `atWorkers` started first, has been overdue (OVERDUE times its expected time), or null. */
@@ -312,11 +302,8 @@ export class CredentialSeats {
     const start = Math.max(seats.tag, this.#teams.virtual)
     seats.tag = start + charged / weight
     // The virtual time: the least tag waiting, or, on one replica, of a team holding a seat whose queue emptied within RETURN_MS (dispatch rule 2).
-    let least = start
-    for (const other of [...this.#queue.waitingTeams(), ...(this.#lease === null ? this.#teams.returning(startedAt) : [])]) {
-      if (other !== team && !this.#atCeiling(other)) least = Math.min(least, this.#teams.of(other).tag)
-    }
-    this.#teams.virtual = Math.max(this.#teams.virtual, least)
+    const others = [...this.#queue.waitingTeams(), ...(this.#lease === null ? this.#teams.returning(startedAt) : [])].filter((other) => other !== team && !this.#atCeiling(other))
+    this.#teams.virtual = Math.max(this.#teams.virtual, Math.min(start, ...others.map((other) => this.#teams.of(other).tag)))
     const call = { at: startedAt, dueAt: expected === null ? Infinity : startedAt + OVERDUE * expected, short: isShort(expected) }
     seats.running.add(call)
     const load = this.inFlight + (this.#lease?.elsewhere() ?? 0)
@@ -329,10 +316,7 @@ export class CredentialSeats {
       seats.seatMs += held
       seats.tag += (held - charged) / weight
       seats.running.delete(call)
-      if (sent) {
-        seats.lastEnd = this.#clock.now()
-        seats.lastShort = call.short
-      }
+      if (sent) [seats.lastEnd, seats.lastShort] = [this.#clock.now(), call.short]
       this.#dispatch()
       this.#demandChanged()
     }

@@ -20,9 +20,8 @@ export class TeamAccounts {
   virtual = 0
 
   of(team: string): TeamAccount {
-    let seats = this.#teams.get(team)
-    if (!seats) this.#teams.set(team, (seats = { seatMs: 0, running: new Set(), tag: this.virtual, lastAsked: -Infinity, peak: 0, peakAt: -Infinity, lastEnd: -Infinity, lastShort: false, emptiedAt: -Infinity }))
-    return seats
+    if (!this.#teams.has(team)) this.#teams.set(team, { seatMs: 0, running: new Set(), tag: this.virtual, lastAsked: -Infinity, peak: 0, peakAt: -Infinity, lastEnd: -Infinity, lastShort: false, emptiedAt: -Infinity })
+    return this.#teams.get(team) as TeamAccount
   }
 
   /** Charges each tag with the seat-time its team held on the other replicas since the last charge (`charged`: in all; none when counted here alone). */
@@ -40,22 +39,16 @@ export class TeamAccounts {
 
   /** `team`'s calls in flight expected short; of every team's, without one. */
   shortRunning(team?: string): number {
-    let n = 0
-    for (const [name, seats] of this.#teams) if (team === undefined || name === team) for (const call of seats.running) if (call.short) n += 1
-    return n
+    return [...(team === undefined ? this.#calls() : (this.#teams.get(team)?.running ?? []))].filter((call) => call.short).length
   }
 
   /** Whether a team holding no seat and waiting for nothing (`waiting`: the teams waiting) ended a call expected short within `ms` (the lending horizon): between two asks, as a dashboard between two views. */
   shortBetweenAsks(now: number, ms: number, waiting: ReadonlySet<string>): boolean {
-    for (const [name, seats] of this.#teams) if (seats.lastShort && seats.running.size === 0 && now - seats.lastEnd < ms && !waiting.has(name)) return true
-    return false
+    return [...this.#teams].some(([name, seats]) => seats.lastShort && seats.running.size === 0 && now - seats.lastEnd < ms && !waiting.has(name))
   }
 
   /** Whether calls are in flight and every one of them is expected long (of a kind answered, past the lending horizon). */
-  onlyLongRunning(): boolean {
-    for (const call of this.#calls()) if (call.short || call.dueAt === Infinity) return false
-    return this.inFlight > 0
-  }
+  onlyLongRunning(): boolean { return this.inFlight > 0 && [...this.#calls()].every((call) => !call.short && call.dueAt !== Infinity) }
 
   seatSeconds(team: string, now: number): number { return seatMs(this.#teams.get(team), now) / 1000 }
 
@@ -72,24 +65,17 @@ export class TeamAccounts {
   notePeak(team: string, waiting: number, now: number): void {
     const seats = this.of(team)
     const demand = seats.running.size + waiting
-    if (demand >= seats.peak || now - seats.peakAt > LINGER_MS) {
-      seats.peak = demand
-      seats.peakAt = now
-    }
+    if (demand >= peakNow(seats, now)) [seats.peak, seats.peakAt] = [demand, now]
   }
 
   /** The active teams; the gateway's own calls (the probe, look-ups) are few and never linger. */
   active(now: number, waiting: ReadonlyMap<string, number>, weight: (team: string) => number, cap: (team: string) => number | null): LocalTeam[] {
-    const out: LocalTeam[] = []
-    for (const [team, seats] of this.#teams) {
+    return [...this.#teams].flatMap(([team, seats]) => {
       const lingering = team !== GATEWAY_TEAM && now - seats.lastAsked < LINGER_MS
-      const w = waiting.get(team) ?? 0
-      const held = seats.running.size
-      if (held === 0 && w === 0 && !lingering) continue
-      const peak = now - seats.peakAt <= LINGER_MS ? Math.max(seats.peak, held + w) : held + w
-      out.push({ team, weight: weight(team), held, waiting: w, cap: cap(team), lingering, peak, seatMs: Math.round(seatMs(seats, now)) })
-    }
-    return out
+      const [held, w] = [seats.running.size, waiting.get(team) ?? 0]
+      if (held === 0 && w === 0 && !lingering) return []
+      return [{ team, weight: weight(team), held, waiting: w, cap: cap(team), lingering, peak: Math.max(peakNow(seats, now), held + w), seatMs: Math.round(seatMs(seats, now)) }]
+    })
   }
 
   /** The teams holding a seat whose queue emptied within RETURN_MS of `now`: on one replica each holds the virtual time back as a waiting team does. */
@@ -99,11 +85,12 @@ export class TeamAccounts {
 
   /** When the first linger of a team holding no seat ends (Infinity: none lingers). */
   lingerEnd(now: number): number {
-    let at = Infinity
-    for (const seats of this.#teams.values()) if (seats.running.size === 0 && now - seats.lastAsked < LINGER_MS) at = Math.min(at, seats.lastAsked + LINGER_MS)
-    return at
+    return Math.min(...[...this.#teams.values()].filter((seats) => seats.running.size === 0 && now - seats.lastAsked < LINGER_MS).map((seats) => seats.lastAsked + LINGER_MS))
   }
 }
+
+/** A team's peak within the linger (0 once the linger since it passed). */
+const peakNow = (seats: TeamAccount, now: number): number => (now - seats.peakAt <= LINGER_MS ? seats.peak : 0)
 
 /** A team's seat-time, its calls in flight included (none: 0). */
 function seatMs(seats: TeamAccount | undefined, now: number): number {

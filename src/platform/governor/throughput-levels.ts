@@ -1,5 +1,5 @@
 // The answers a second each level of calls in flight gives, for the limit rule (docs/governor.md, "Cruise", "Start"). Pure.
-import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE } from './knee-verdicts.js'
+import { MIN_CALLS, SURE, spread2 } from './knee-verdicts.js'
 
 // docs/governor.md, "Constants".
 export const RECENT_MS = 5_000
@@ -7,9 +7,11 @@ export const FALL = 0.1
 const FELL = -Math.log(1 - FALL) // FALL as a difference of logs
 export const DIP = 1 - 2 * FALL
 export const DIP_MS = 60_000
+export const START_GAIN = 0.5
 
-/** Per level of calls in flight at a call's start: its answers' weight over EVIDENCE_MS (whether it was measured); over RECENT_MS (what it gives now) their weight, Σ of their kinds' first and lowest latency and of their latency (ms), Σ and Σ² of their log answers a second; when the last came. */
+/** Per level of calls in flight at a call's start: its answers' weight over EVIDENCE_MS (whether it was measured); over RECENT_MS (what it gives now, the RECENT sums) their weight, Σ of their kinds' first and lowest latency and of their latency (ms), Σ and Σ² of their log answers a second; when the last came. */
 type Level = { n: number; m: number; base: number; low: number; lat: number; sum: number; sum2: number; at: number }
+const RECENT = ['m', 'base', 'low', 'lat', 'sum', 'sum2'] as const
 const noLevel = (): Level => ({ n: 0, m: 0, base: 0, low: 0, lat: 0, sum: 0, sum2: 0, at: -Infinity })
 /** The answers a second of level index `i` (log, against its kinds' first latency): the level times the ratio of their Σs (Little's law over its answers, whatever their mix of kinds). */
 const rate = (i: number, l: Level): number => Math.log(i + 1) + Math.log(l.base / l.lat)
@@ -24,20 +26,12 @@ export class ThroughputLevels {
 
   /** An answer to a call that took the limit's last seat, at its `level`, in its kind's unit (`baseLog`: its first latency's log; `lowMs`: its lowest); a dip's level counts only calls started after the dip began (`serial`). */
   measure(level: number, weight: number, baseLog: number, latency: number, at: number, serial: number, lowMs = latency): void {
-    const index = level - 1
-    const y = Math.log(level) - Math.log(latency) + baseLog
-    const add = (l: Level) => {
-      l.n += weight
-      l.m += weight
-      l.base += weight * Math.exp(baseLog)
-      l.low += weight * lowMs
-      l.lat += weight * latency
-      l.sum += weight * y
-      l.sum2 += weight * y * y
-      l.at = at
+    const [index, y] = [level - 1, Math.log(level) - Math.log(latency) + baseLog]
+    const add = { m: weight, base: weight * Math.exp(baseLog), low: weight * lowMs, lat: weight * latency, sum: weight * y, sum2: weight * y * y }
+    for (const l of this.#check?.index === index && serial > this.#check.serial ? [this.#levels[index]!, this.#check.fresh] : [this.#levels[index]!]) {
+      ;[l.n, l.at] = [l.n + weight, at]
+      for (const k of RECENT) l[k] += add[k]
     }
-    add(this.#levels[index]!)
-    if (this.#check?.index === index && serial > this.#check.serial) add(this.#check.fresh)
   }
 
   /** Fades whether each level was measured by `evidence` (the limit rule's EVIDENCE_MS), and what it gives over RECENT_MS, `elapsedMs` on. */
@@ -45,12 +39,7 @@ export class ThroughputLevels {
     const g = Math.exp(-elapsedMs / RECENT_MS)
     for (const l of this.#levels) {
       l.n *= evidence
-      l.m *= g
-      l.base *= g
-      l.low *= g
-      l.lat *= g
-      l.sum *= g
-      l.sum2 *= g
+      for (const k of RECENT) l[k] *= g
     }
   }
 
@@ -109,41 +98,34 @@ export class ThroughputLevels {
 
   /** Whether level index `hi` gives FALL less answers a second than level index `lo`, by √(2·SURE) standard errors of the difference of their means at least (the spread of each level's answers, PRIOR_SPREAD worth PRIOR_DOF answers before them). */
   #fell(lo: number, hi: number): boolean {
-    const spread2 = (l: Level) => (Math.max(0, l.sum2 - (l.sum * l.sum) / l.m) + PRIOR_DOF * PRIOR_SPREAD ** 2) / (l.m + PRIOR_DOF) / l.m
-    const [a, b] = [this.#levels[lo]!, this.#levels[hi]!]
-    return this.#mean(lo) - this.#mean(hi) > FELL + Math.sqrt(2 * SURE * (spread2(a) + spread2(b)))
+    const error2 = (l: Level) => spread2(Math.max(0, l.sum2 - (l.sum * l.sum) / l.m), l.m) / l.m
+    return this.#mean(lo) - this.#mean(hi) > FELL + Math.sqrt(2 * SURE * (error2(this.#levels[lo]!) + error2(this.#levels[hi]!)))
   }
 }
-
-/** docs/governor.md, "Constants". */
-export const START_GAIN = 0.5
 
 /** Per kind, at a level the start held: the ends counted, Σ and Σ² of their log latency. */
 type KindEnds = { n: number; sum: number; sum2: number }
 
 /** The answers a second of each level the start held (the limit at a call's start), from its calls' ends, timed or not, read by Little's law kind against kind (docs/governor.md, "Start"). */
 export class StartLevels {
-  readonly #levels = new Map<number, Map<string, KindEnds>>()
-  // Per level, the ends of its calls that took its last seat (the level held whole, as cruise's levels are read).
-  readonly #full = new Map<number, Map<string, KindEnds>>()
-  // Per level, its timed ends: the answers the likelihood weighed.
-  readonly #timed = new Map<number, number>()
+  // Per level, per kind its ends and those of its calls that took its last seat (the level held whole, as cruise's levels are read); its timed ends: the answers the likelihood weighed.
+  readonly #levels = new Map<number, { all: Map<string, KindEnds>; full: Map<string, KindEnds>; timed: number }>()
 
   /** An end of a call of `kind` started while the start's limit was `level`, `latencyMs` after it started; `timed`, evidence the likelihood weighs (answer-timing.ts); `full`, the call took the level's last seat. */
   ended(level: number, kind: string, latencyMs: number, timed = true, full = false): void {
     const y = Math.log(Math.max(1, latencyMs))
-    for (const map of full ? [this.#levels, this.#full] : [this.#levels]) {
-      let kinds = map.get(level)
-      if (kinds === undefined) map.set(level, (kinds = new Map()))
+    const l = this.#levels.get(level) ?? { all: new Map(), full: new Map(), timed: 0 }
+    this.#levels.set(level, l)
+    for (const kinds of full ? [l.all, l.full] : [l.all]) {
       const k = kinds.get(kind) ?? { n: 0, sum: 0, sum2: 0 }
       kinds.set(kind, { n: k.n + 1, sum: k.sum + y, sum2: k.sum2 + y * y })
     }
-    if (timed) this.#timed.set(level, (this.#timed.get(level) ?? 0) + 1)
+    if (timed) l.timed++
   }
 
-  measured(level: number): boolean { return ends(this.#levels.get(level)) >= MIN_CALLS }
+  measured(level: number): boolean { return ends(this.#levels.get(level)?.all) >= MIN_CALLS }
   /** Whether the likelihood weighed MIN_CALLS of `level`'s answers. */
-  timed(level: number): boolean { return (this.#timed.get(level) ?? 0) >= MIN_CALLS }
+  timed(level: number): boolean { return (this.#levels.get(level)?.timed ?? 0) >= MIN_CALLS }
 
   /** The knee the start ends at, where `limit` and the level before have MIN_CALLS ends and `limit`'s fall surely short of START_GAIN's growth (√(2·SURE) standard errors), of the whole growth L/L′ where the likelihood weighed fewer than MIN_CALLS of `limit`'s answers: the most workers' worth a level up to it gave (#worth); else 'double'. */
   verdict(limit: number): 'double' | number {
@@ -166,7 +148,7 @@ export class StartLevels {
   /** The log of `level`'s answers a second over `before`'s, kind against kind (each kind's mean log latency, weighed by the inverse of its difference's variance), and its variance (one spread for all, PRIOR_SPREAD worth PRIOR_DOF ends before them); null where no kind was answered at both. */
   #gain(level: number, before: number): { gain: number; variance: number } | null {
     const at = this.#read(level)
-    let [weight, diff, ss, n] = [0, 0, PRIOR_DOF * PRIOR_SPREAD ** 2, PRIOR_DOF]
+    let [weight, diff, ss, n] = [0, 0, 0, 0]
     for (const [kind, b] of this.#read(before)) {
       const a = at.get(kind)
       if (a === undefined) continue
@@ -174,13 +156,13 @@ export class StartLevels {
       ;[weight, diff] = [weight + w, diff + w * (b.sum / b.n - a.sum / a.n)]
       for (const k of [a, b]) [ss, n] = [ss + k.sum2 - (k.sum * k.sum) / k.n, n + k.n - 1]
     }
-    return weight === 0 ? null : { gain: Math.log(level / before) + diff / weight, variance: ss / n / weight }
+    return weight === 0 ? null : { gain: Math.log(level / before) + diff / weight, variance: spread2(ss, n) / weight }
   }
 
   /** A level's ends as its answers a second are read: those of calls that took its last seat where MIN_CALLS did (the level held whole: a call started as its seats filled found fewer in flight, and ended sooner, than the level gives), else all of them. */
   #read(level: number): Map<string, KindEnds> {
-    const full = this.#full.get(level)
-    return full !== undefined && ends(full) >= MIN_CALLS ? full : this.#levels.get(level)!
+    const { all, full } = this.#levels.get(level)!
+    return ends(full) >= MIN_CALLS ? full : all
   }
 }
 

@@ -1,0 +1,27 @@
+/**
+ * What the browser may do with the console: its own scripts and style only, calls to
+ * this listener only, in no frame. The page holds no data, so it needs no token.
+ */
+export const CONSOLE_CSP = "default-src 'self'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+/**
+ * Swagger UI at /docs under the console's policy, with images from `data:` URLs besides:
+ * its style sheet draws its icons with them. Its scripts are files of this listener, none
+ * inline, and it calls only this listener (`/docs/json`).
+ */
+export const DOCS_CSP = CONSOLE_CSP.replace("img-src 'self'", "img-src 'self' data:")
+
+/**
+ * The headers of a page the admin listener serves a browser, and of each of its files:
+ * its policy `csp`, read as its `content-type` says, in no frame, sending no referrer,
+ * kept by no cache.
+ */
+export function pageHeaders(csp: string): Readonly<Record<string, string>> {
+  return {
+    'content-security-policy': csp,
+    'x-frame-options': 'DENY',
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'no-referrer',
+    'cache-control': 'no-store',
+  }
+}

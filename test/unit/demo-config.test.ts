@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest'
+import { hashApiKey } from '../../src/access/api-keys.js'
+import { demoConfig } from '../../src/demo.js'
+import type { Sandbox } from '../../src/sandbox/sandbox.js'
+import { loadConfigFrom } from '../helpers/load-config.js'
+
+// DEMO=1 runs the sandbox whatever else is set, the configured teams included (the exit-78
+// line of a configuration without PLATFORM_BASE_URL offers it): demo mode adds its team for
+// the run beside them, never in place of one. The README's own first team is named `demo`.
+const SANDBOX = { url: 'http://127.0.0.1:40123', credentials: { username: 'demo@sandbox.local', password: 'sandbox-demo-password', clientId: 2, clientSecret: 'sandbox-demo-client-secret' } } as unknown as Sandbox
+const OWN_KEY = 'rgw_own_key_of_the_configured_demo_team_0000'
+const CONFIG_PATH = '/virtual/teams.yaml'
+
+function demoWith(teams: string) {
+  return demoConfig(loadConfigFrom({ DEMO: '1', CONFIG_FILE: CONFIG_PATH }, { [CONFIG_PATH]: teams }), SANDBOX)
+}
+
+describe('demo mode\'s team for the run', () => {
+  it('is named demo, beside the configured teams', () => {
+    const { config, key } = demoWith(`teams:\n  growth:\n    keys: ["${hashApiKey(OWN_KEY)}"]\n    advertisers: [101]\n`)
+    expect(config.teams.map((t) => t.name)).toEqual(['growth', 'demo'])
+    expect(config.teams.find((t) => t.name === 'demo')?.keys.map((k) => k.hash)).toEqual([hashApiKey(key)])
+  })
+
+  it('keeps a configured team named demo, its keys and scope, and takes the first free name after it', () => {
+    const { config, key } = demoWith(`teams:\n  demo:\n    keys: ["${hashApiKey(OWN_KEY)}"]\n    advertisers: [101]\n  demo-2:\n    keys: ["${hashApiKey(`${OWN_KEY}2`)}"]\n    advertisers: [102]\n`)
+    expect(config.teams.map((t) => t.name)).toEqual(['demo', 'demo-2', 'demo-3'])
+    const own = config.teams.find((t) => t.name === 'demo')
+    expect([own?.keys.map((k) => k.hash), [...(own?.advertisers ?? [])]]).toEqual([[hashApiKey(OWN_KEY)], [101]])
+    const run = config.teams.find((t) => t.name === 'demo-3')
+    expect([run?.keys.map((k) => k.hash), run?.advertisers, run?.write, run?.refresh]).toEqual([[hashApiKey(key)], null, true, true])
+  })
+})
