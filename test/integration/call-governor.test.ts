@@ -192,6 +192,24 @@ describe('a call that cannot end before its deadline', () => {
     expect(reportCalls()).toBe(sent)
     await waitFor('the platform to end the cut calls', () => sandbox.concurrency().inFlight === 0)
   }, 30_000)
+
+  it('is not sent when its kind got slower while it waited for its seat: refused as the answer that made it slower comes, 504 GW_UPSTREAM_TIMEOUT saying why, with no platform call', async () => {
+    // One seat, a deadline of 6 s; the kind known fast (a copy's call).
+    const gw = await gateway('platform: { timeout: 6s, maxConcurrent: 1, adaptive: false }\ncache: { staleIfError: 0s }')
+    sandbox.setLatency(20)
+    expect((await proxyGet(gw, distinctReport(0))).statusCode).toBe(200)
+    // A call of the kind holds the seat 5.4 s; one asked with it waits, sendable until about 6 s less the kind's ~20 ms.
+    sandbox.setLatency(5_400)
+    const holder = proxyGet(gw, distinctReport(1))
+    await waitFor('the first call at the platform', () => reportCalls() === 2)
+    const waiting = proxyGet(gw, distinctReport(2))
+    // Its answer makes the kind about 1.1 s (20 + 0.2 × 5,380) as the seat comes free with about 600 ms of the waiting call's deadline left (the margins half a second either way on a loaded machine).
+    expect((await holder).statusCode).toBe(200)
+    const late = await waiting
+    expect(late.statusCode).toBe(504)
+    expect(late.json()).toMatchObject({ code: 'GW_UPSTREAM_TIMEOUT', message: expect.stringMatching(/^not sent to the platform: calls of its kind take about [\d.]+ s at the platform and its deadline leaves (0\.\d|1) s$/) })
+    expect(reportCalls()).toBe(2)
+  }, 30_000)
 })
 
 describe('retries', () => {

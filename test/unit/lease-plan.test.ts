@@ -70,6 +70,14 @@ describe('leasePlan: targets', () => {
     expect(dues[0]! + dues[1]! + dues[2]!).toBeCloseTo(12)
   })
 
+  it('dues every replica what its calls want where each wants less than its parts: the parts past them are no replica\'s', () => {
+    // Shares of 4: x 1, idle (lingering, peak 2) 1.5, y (peak 3) 1.5. r1's parts 2.5, its calls 1; r2's 1.5, its calls 1.
+    const r1 = replica('r1', [team('idle', { lingering: true, peak: 2 }), team('x', { held: 1 })])
+    const r2 = replica('r2', [team('y', { held: 1, peak: 3 })])
+    expect([leasePlan(r1, [r2], 4).target, leasePlan(r2, [r1], 4).target]).toEqual([2.5, 1.5])
+    expect([leasePlan(r1, [r2], 4).due, leasePlan(r2, [r1], 4).due]).toEqual([1, 1])
+  })
+
   it('shares the limit in force between the teams', () => {
     const plan = leasePlan(replica('r1', [team('a', { held: 1, waiting: 9 }), team('b', { held: 1, waiting: 9 })]), [], 6)
     expect(plan.target).toBe(6)

@@ -239,6 +239,103 @@ describe('deadline first', () => {
     expect(waiting.error).toMatchObject({ code: 'GW_UPSTREAM_TIMEOUT', statusCode: 504 })
     expect(refused).toEqual(['deadline'])
   })
+
+  it('refuses a waiting call as soon as an answer makes its kind need more than its deadline leaves, no seat given it: charged nothing, unheard by the limit rule', async () => {
+    const clock = fakeClock()
+    const started: string[] = []
+    const { s, work, refused, order } = seats(clock, { limit: 1, onStarted: (kind) => (started.push(kind), 0) })
+    work.answered('b', 'year', 1000)
+    const first = call(s, order, 'b', { workClass: 'year' })
+    call(s, order, 'c')
+    const waiting = call(s, order, 'b', { workClass: 'year', deadline: clock.now() + 3000 }, 'b waiting')
+    await settle()
+    clock.advance(500)
+    // The first call's answer makes b's calls of the kind 1000 + 0.2 × (11000 − 1000) = 3000 ms: more than the 2500 ms the waiting one's deadline leaves.
+    answer(first, 11_000)
+    await settle()
+    expect(waiting.error).toMatchObject({ code: 'GW_UPSTREAM_TIMEOUT', statusCode: 504 })
+    expect(waiting.error?.message).toMatch(/about 3 s at the platform and its deadline leaves 2.5 s/)
+    expect(refused).toEqual(['deadline'])
+    expect(order).toEqual(['b', 'c'])
+    expect([s.inFlight, s.queued]).toEqual([1, 0])
+    expect(started).toEqual(['b\nyear', 'c\nw'])
+  })
+
+  it('refuses at once a waiting call of a team with no answers of its own when another team\'s answer makes the work need more than its deadline leaves', async () => {
+    const clock = fakeClock()
+    const { s, work, refused, order } = seats(clock, { limit: 1 })
+    work.answered('a', 'year', 1000)
+    const first = call(s, order, 'a', { workClass: 'year' })
+    call(s, order, 'c')
+    const waiting = call(s, order, 'b', { workClass: 'year', deadline: clock.now() + 3000 })
+    await settle()
+    clock.advance(500)
+    answer(first, 11_000)
+    await settle()
+    expect(waiting.error?.message).toBe('not sent to the platform: calls of its kind take longer than its deadline leaves')
+    expect(refused).toEqual(['deadline'])
+    expect(order).toEqual(['a', 'c'])
+    expect(s.queued).toBe(0)
+  })
+
+  it('lets a waiting call wait longer when an answer makes its kind need less: refused by the deadline rule at its deadline less what its kind needs now', async () => {
+    const clock = fakeClock()
+    const { s, work, refused, order } = seats(clock, { limit: 1 })
+    work.answered('b', 'year', 3000)
+    const first = call(s, order, 'b', { workClass: 'year' })
+    call(s, order, 'c')
+    const waiting = call(s, order, 'b', { workClass: 'year', deadline: clock.now() + 5000 }, 'b waiting')
+    await settle()
+    clock.advance(500)
+    // 3000 + 0.2 × (500 − 3000) = 2500 ms: the waiting call may be sent until 2500 ms after its ask, no longer 2000.
+    answer(first, 500)
+    clock.advance(1999)
+    await settle()
+    expect(waiting.error).toBeNull()
+    clock.advance(1)
+    await settle()
+    expect(waiting.error?.message).toMatch(/about 2.5 s at the platform and its deadline leaves 2.5 s/)
+    expect(refused).toEqual(['deadline'])
+    expect(order).toEqual(['b', 'c'])
+  })
+
+  it('keeps a call let in as a trial waiting when an answer of its kind comes meanwhile, while its deadline leaves time', async () => {
+    const clock = fakeClock()
+    const { s, work, refused, order } = seats(clock, { limit: 1 })
+    work.answered('b', 'year', 1000)
+    expect((await Promise.allSettled([s.ask({ team: 'b', workClass: 'year', deadline: clock.now() + 500 })]))[0]?.status).toBe('rejected')
+    clock.advance(30_000)
+    const first = call(s, order, 'b', { workClass: 'year' })
+    call(s, order, 'c')
+    const trial = call(s, order, 'b', { workClass: 'year', deadline: clock.now() + 500 }, 'b trial')
+    await settle()
+    clock.advance(100)
+    answer(first, 1000)
+    await settle()
+    expect(trial.error).toBeNull()
+    expect(order).toEqual(['b', 'c'])
+    expect(refused).toEqual(['deadline'])
+    clock.advance(400)
+    await settle()
+    expect(trial.error).toMatchObject({ code: 'GW_UPSTREAM_TIMEOUT' })
+  })
+
+  it('sends a call let in as a trial at its seat all the same, while its deadline leaves time', async () => {
+    const clock = fakeClock()
+    const { s, work, order } = seats(clock, { limit: 1 })
+    work.answered('b', 'year', 1000)
+    // The first call found too long starts the trials' clock; one CUT_TRIAL later a call of the kind is let in to see.
+    expect((await Promise.allSettled([s.ask({ team: 'b', workClass: 'year', deadline: clock.now() + 500 })]))[0]?.status).toBe('rejected')
+    clock.advance(30_000)
+    const first = call(s, order, 'a')
+    const trial = call(s, order, 'b', { workClass: 'year', deadline: clock.now() + 500 })
+    await settle()
+    clock.advance(100)
+    answer(first)
+    await settle()
+    expect(trial.error).toBeNull()
+    expect(order).toEqual(['a', 'b'])
+  })
 })
 
 describe('a seat\'s end', () => {
@@ -426,6 +523,37 @@ describe('who gets a free seat', () => {
     expect([s.running('b'), s.queued]).toEqual([3, 0])
     expect(s.heldBack().owed).toBe(1)
     years.forEach((c) => answer(c, 4000))
+  })
+
+  it('gives the seats owed to a team whose linger ends first as it ends, though a later linger was waited for when that team still held its seats', async () => {
+    const clock = fakeClock()
+    const { s, work, order } = seats(clock, { limit: 4, queueLimit: 100 })
+    work.answered('c', 'year', 4000)
+    // b holds two seats, asked at 0: its linger ends at LINGER_MS once it holds none.
+    const burst = [call(s, order, 'b'), call(s, order, 'b')]
+    await settle()
+    // A dashboard asks at 1 s and renders: it lingers to 1 s + LINGER_MS, owed a seat.
+    clock.advance(1000)
+    const dash = call(s, order, 'dash')
+    await settle()
+    answer(dash, 100)
+    // c's year-long calls take what is neither held nor owed; the rest wait for the first linger's end then, the dashboard's.
+    const years = Array.from({ length: 4 }, () => call(s, order, 'c', { workClass: 'year' }))
+    await settle()
+    const seated = () => years.filter((c) => c.seat !== null).length
+    expect([s.running('c'), s.queued]).toEqual([1, 3])
+    // b's calls end at 2 s: its two seats are owed to it until its linger ends, before the dashboard's.
+    clock.advance(1000)
+    burst.forEach((c) => answer(c, 2000))
+    await settle()
+    const before = seated()
+    clock.advance(LINGER_MS - 2000 - 1)
+    await settle()
+    expect(seated()).toBe(before)
+    // b's linger over, c's calls take the seats it was owed at once, not at the dashboard's linger's end.
+    clock.advance(1)
+    await settle()
+    expect(seated()).toBeGreaterThan(before)
   })
 
   it('lends the seats owed to a team that asked within the linger to short calls only; a long or unknown call waits for the linger\'s end', async () => {

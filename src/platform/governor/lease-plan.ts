@@ -68,21 +68,13 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   }
   const targets = new Map(mine.teams.map((t) => [t.team, partOf(t)]))
   const own = new Map(all.map((r) => [r, r.teams.reduce((sum, t) => sum + partOf(t), 0)]))
-  // A replica whose teams want less than its due is due what they want; the seats it leaves are split again between the others.
-  const dues = new Map<ReplicaRecord, number>()
+  // A replica is due its parts up to what its calls want, and the seats past the parts water-filled by its need past them, up to
+  // its calls: the seats its calls do not want go to the replicas that want more.
   const wants = (r: ReplicaRecord) => r.teams.reduce((sum, t) => sum + t.held + t.waiting, 0)
-  const past = (r: ReplicaRecord) => Math.max(0, r.need - (own.get(r) as number))
-  let [rest, seats] = [all, limit]
-  for (;;) {
-    const left = rest.reduce((sum, r) => sum - (own.get(r) as number), seats)
-    const wanting = rest.reduce((sum, r) => sum + past(r), 0)
-    for (const r of rest) dues.set(r, (own.get(r) as number) + (left > 0 && wanting > 0 ? (left * past(r)) / wanting : 0))
-    const sated = rest.filter((r) => wants(r) < (dues.get(r) as number) - 1e-9)
-    if (sated.length === 0 || sated.length === rest.length) break
-    for (const r of sated) dues.set(r, wants(r))
-    seats -= sated.reduce((sum, r) => sum + wants(r), 0)
-    rest = rest.filter((r) => !sated.includes(r))
-  }
+  const base = (r: ReplicaRecord) => Math.min(wants(r), own.get(r) as number)
+  const past = all.filter((r) => r.need > (own.get(r) as number)).map((r) => ({ team: r.run, weight: r.need - (own.get(r) as number), held: wants(r) - base(r), waiting: 0, cap: null, peak: 0 }))
+  const extra = fairShares(all.reduce((seats, r) => seats - base(r), limit), past)
+  const dues = new Map(all.map((r) => [r, base(r) + (extra.get(r.run) ?? 0)]))
   const dueOf = (r: ReplicaRecord) => dues.get(r) as number
   const shortOf = (r: ReplicaRecord) => Math.min(r.need, Math.floor(dueOf(r) + 1e-9)) - Math.max(r.lease, r.inFlight)
   const short = others.filter((r) => shortOf(r) > 0).sort((a, b) => shortOf(b) - shortOf(a)).map((r) => r.run)

@@ -12,11 +12,17 @@ import { LONGEST_TIMER_MS, systemClock, type Clock, type Timer } from '../../clo
 const MIN_CHARGE_MS = 1
 export const OVERDUE = 3
 
-/** A call waiting for a seat. One object and one listener per call, not closures over `ask`'s scope, which would keep its request while it waits. */
+/**
+ * A call waiting for a seat. One object and one listener per call, not closures over `ask`'s scope, which would keep its request while it waits.
+ * `expiresAt`: when its wait ends, the sooner of `timeoutAt` (platform.queueTimeout from its ask) and the time it is to be sent by (`#sendBy`: moves with its kind's estimate); `trial`: let in as a trial.
+ */
 class QueuedCall implements Queued {
   timer: Timer | null = null
-  constructor(readonly team: string, readonly priority: Priority, readonly seq: number, readonly workClass: string, readonly urgency: (() => number) | undefined, readonly expiresAt: number,
-    readonly resolve: (seat: Seat) => void, readonly reject: (err: Error) => void, readonly signal: AbortSignal | undefined, readonly aborted: (call: QueuedCall) => void) {}
+  expiresAt: number
+  constructor(readonly team: string, readonly priority: Priority, readonly seq: number, readonly workClass: string, readonly urgency: (() => number) | undefined, readonly timeoutAt: number,
+    readonly deadline: number, public trial: boolean, sendBy: number, readonly resolve: (seat: Seat) => void, readonly reject: (err: Error) => void, readonly signal: AbortSignal | undefined, readonly aborted: (call: QueuedCall) => void) {
+    this.expiresAt = Math.min(timeoutAt, sendBy)
+  }
   readonly onAbort = (): void => this.aborted(this)
 }
 
@@ -29,8 +35,11 @@ export class CredentialSeats {
   #limit: number
   readonly #teams = new TeamAccounts()
   readonly #queue = new FairQueue<QueuedCall>()
+  // The calls waiting, by their work: those an answer of it can move (its team's estimate, or any team's for a team with none of its own).
+  readonly #byWork = new Map<string, Set<QueuedCall>>()
   #seq = 0
   #lingerTimer: Timer | null = null
+  #lingerAt = Infinity
   readonly #aborted = (call: QueuedCall): void => this.#drop(call, call.signal?.reason as Error)
 
   constructor(opts: SeatsOptions) {
@@ -135,15 +144,11 @@ export class CredentialSeats {
     const priority = req.priority ?? 'caller'
     const now = this.#clock.now()
     this.#teams.of(team).lastAsked = now
-    const expected = this.#o.work.neededMs(team, req.workClass, now)
-    let sendBy = req.deadline - (expected ?? 0)
-    if (sendBy <= now) {
-      // Sent all the same now and then, to see whether its kind still needs that long.
-      if (!this.#o.work.trial(team, req.workClass, now)) return Promise.reject(this.#refuse('deadline', tooLate(this.#o.work.ownMs(team, req.workClass, now), req.deadline - now), priority))
-      sendBy = req.deadline
-    }
-    const expiresAt = Math.min(now + this.#o.queueTimeoutMs, sendBy)
-    if (this.pausedUntil > expiresAt) return Promise.reject(this.#refuse('paused', null, priority))
+    const sending = this.#sendBy(team, req.workClass, req.deadline, priority, now, () => this.#o.work.trial(team, req.workClass, now))
+    if (sending instanceof Error) return Promise.reject(sending)
+    const { sendBy, trial } = sending
+    const timeoutAt = now + this.#o.queueTimeoutMs
+    if (this.pausedUntil > Math.min(timeoutAt, sendBy)) return Promise.reject(this.#refuse('paused', null, priority))
     const limits = this.limitsOf(team)
     if (priority === 'caller' && limits.queue !== null && limits.queue < this.#o.queueLimit && this.#queue.count(team) >= limits.queue) {
       return Promise.reject(this.#refuse('team_queue_full', `team ${team} has ${limits.queue} platform calls of credential ${this.credential} waiting already`, priority))
@@ -153,13 +158,16 @@ export class CredentialSeats {
     if (out) this.#drop(out, this.#refuse('displaced', `the queue of credential ${this.credential} is full: a call of a team with fewer calls waiting took this one's place`, out.priority))
     const seq = this.#seq++
     return new Promise<Seat>((resolve, reject) => {
-      const waiter = new QueuedCall(team, priority, seq, req.workClass, req.urgency, expiresAt, resolve, reject, signal, this.#aborted)
-      waiter.timer = this.#expiry(waiter, expiresAt - now, expiresAt === sendBy, req.deadline)
+      const waiter = new QueuedCall(team, priority, seq, req.workClass, req.urgency, timeoutAt, req.deadline, trial, sendBy, resolve, reject, signal, this.#aborted)
+      this.#arm(waiter, now)
       signal?.addEventListener('abort', waiter.onAbort, { once: true })
       this.#chargeElsewhere()
       // A team that starts waiting again saved no credit while it did not.
       if (this.#queue.count(team, null) === 0) this.#teams.of(team).tag = Math.max(this.#teams.of(team).tag, this.#teams.virtual)
       this.#queue.push(waiter)
+      const sameWork = this.#byWork.get(waiter.workClass)
+      if (sameWork) sameWork.add(waiter)
+      else this.#byWork.set(waiter.workClass, new Set([waiter]))
       this.#teams.notePeak(team, this.#queue.count(team, null), this.#clock.now())
       this.#dispatch()
       if (this.#queue.has(waiter)) {
@@ -192,6 +200,44 @@ export class CredentialSeats {
       weight: (team) => this.#weight(team),
       isShort: (team, workClass) => isShort(expected(team, workClass)),
     }
+  }
+
+  /**
+   * The deadline rule (dispatch rule 1), as a call asks and while it waits: the time by which a call of `workClass` by `team` is to be sent to end before
+   * `deadline` by what its kind needs now (WorkEstimates.neededMs); the deadline itself for a `trial`, a call sent all the same to see whether its kind
+   * still needs that long (asked as it asks: WorkEstimates.trial; one let in as a trial stays one while it waits), which needs time left; else the deadline refusal.
+   */
+  #sendBy(team: string, workClass: string, deadline: number, priority: Priority, now: number, trial: () => boolean): { sendBy: number; trial: boolean } | Error {
+    const sendBy = deadline - (this.#o.work.neededMs(team, workClass, now) ?? 0)
+    if (sendBy > now) return { sendBy, trial: false }
+    if (deadline > now && trial()) return { sendBy: deadline, trial: true }
+    return this.#refuse('deadline', tooLate(this.#o.work.ownMs(team, workClass, now), deadline - now), priority)
+  }
+
+  /** The deadline rule on a waiting call by its kind's estimate now: refused at once when it can no longer end before its deadline; else its wait ends at its time to be sent by, or its queue timeout if sooner. */
+  #held(call: QueuedCall, now: number): void {
+    const sending = this.#sendBy(call.team, call.workClass, call.deadline, call.priority, now, () => call.trial)
+    if (sending instanceof Error) return this.#drop(call, sending)
+    call.trial = sending.trial
+    const expiresAt = Math.min(call.timeoutAt, sending.sendBy)
+    if (expiresAt === call.expiresAt && call.timer !== null) return
+    call.expiresAt = expiresAt
+    this.#arm(call, now)
+  }
+
+  /** A waiting call's timer, at its `expiresAt` (made apart from `ask`, it keeps the call alone). */
+  #arm(call: QueuedCall, now: number): void {
+    this.#clock.clearTimeout(call.timer)
+    call.timer = this.#timer(() => this.#expired(call), call.expiresAt - now)
+  }
+
+  /** A waiting call's wait ended: refused by the deadline rule, or at its queue timeout (its kind's estimate may have fallen since its timer was set: it waits on). */
+  #expired(call: QueuedCall): void {
+    call.timer = null
+    const now = this.#clock.now()
+    if (now < call.timeoutAt) return this.#held(call, now)
+    const sending = this.#sendBy(call.team, call.workClass, call.deadline, call.priority, now, () => call.trial)
+    this.#drop(call, sending instanceof Error ? sending : this.#refuse('queue_timeout', `no platform seat of credential ${this.credential} within ${this.#o.queueTimeoutMs} ms`, call.priority))
   }
 
   /** The error a refused call gets: NoIdleSeatError for background work, GW_UPSTREAM_TIMEOUT for the deadline rule, else GW_OVERLOADED with a retry-after of the pause left, a second at least (`text` null: the pause's). */
@@ -232,14 +278,17 @@ export class CredentialSeats {
     if (started) this.#demandChanged()
   }
 
-  /** The next call to start on `free` seats; when none may, the queue is woken as a linger ends (its owed seats go then). */
+  /** The next call to start on `free` seats; when none may, the queue is woken as the first linger ends (its owed seats go then): a team that gave back its last seat since the wake was set may linger less long than the one it waits for. */
   #next(free: number): QueuedCall | null {
     if (free <= 0) return null
     const best = nextCall(this.#dispatchState(), free)
-    if (best !== null || this.#lingerTimer !== null) return best
+    if (best !== null) return best
     const now = this.#clock.now()
     const at = this.#teams.lingerEnd(now)
-    if (Number.isFinite(at)) this.#lingerTimer = this.#timer(() => { this.#lingerTimer = null; this.wake() }, at - now)
+    if (!Number.isFinite(at) || (this.#lingerTimer !== null && at >= this.#lingerAt)) return null
+    this.#clock.clearTimeout(this.#lingerTimer)
+    this.#lingerAt = at
+    this.#lingerTimer = this.#timer(() => { this.#lingerTimer = null; this.wake() }, at - now)
     return null
   }
 
@@ -280,6 +329,7 @@ export class CredentialSeats {
         const at = outcome.kind === 'dropped' || outcome.kind === 'unsent' ? now : startedAt + outcome.latencyMs
         if (outcome.kind === 'answer') this.#lease?.answered()
         const learned = learnFrom(this.#o.work, team, workClass, outcome, now, this.#o.metFault?.(startedAt, at))
+        this.#estimateMoved(workClass, now)
         this.#o.onEnded?.({ startedAt, at, team, kind, load, window, outcome: learned, ...(outcome.kind === 'answer' && outcome.status === 429 ? { refused: true } : {}) })
         // Cut by its deadline, or its callers gone: held to its expected end, a watched call to CUT_GROWTH times what it ran though it met a fault; never sent: free at once (dispatch rule 4).
         if (outcome.kind === 'unsent') return free(false)
@@ -292,17 +342,18 @@ export class CredentialSeats {
     }
   }
 
-  /** A queued call's timer (made apart from `ask`, it keeps the call alone): the deadline rule's refusal (`byDeadline`), else the queue's timeout. */
-  #expiry(call: QueuedCall, ms: number, byDeadline: boolean, deadline: number): Timer {
-    return this.#timer(() => this.#drop(call, byDeadline
-      ? this.#refuse('deadline', tooLate(this.#o.work.ownMs(call.team, call.workClass, this.#clock.now()), deadline - this.#clock.now()), call.priority)
-      : this.#refuse('queue_timeout', `no platform seat of credential ${this.credential} within ${ms} ms`, call.priority)), ms)
+  /** An end taught the estimate of `workClass` (an answer, a cut): the calls of that work waiting are held to the deadline rule by it now, before a seat goes to one. */
+  #estimateMoved(workClass: string, now: number): void {
+    const calls = this.#byWork.get(workClass)
+    if (calls !== undefined) for (const call of [...calls]) this.#held(call, now)
   }
 
   /** A queued call leaves the queue (false: it was not in it), its timer and abort listener gone. */
   #detach(waiter: QueuedCall): boolean {
     this.#clock.clearTimeout(waiter.timer)
     waiter.signal?.removeEventListener('abort', waiter.onAbort)
+    const sameWork = this.#byWork.get(waiter.workClass)
+    if (sameWork?.delete(waiter) && sameWork.size === 0) this.#byWork.delete(waiter.workClass)
     return this.#queue.remove(waiter)
   }
 
