@@ -468,27 +468,6 @@ describe('who gets a free seat', () => {
     expect(years.every((c) => c.seat !== null)).toBe(true)
   })
 
-  it('owes a team the most it held and waited for at once within the linger: as its highest ask lapses, the next highest within the linger', async () => {
-    const clock = fakeClock()
-    const { s, work, order } = seats(clock, { limit: 4, queueLimit: 100 })
-    work.answered('b', 'year', 4000)
-    // A dashboard asks for three at once and renders...
-    const three = [call(s, order, 'dash'), call(s, order, 'dash'), call(s, order, 'dash')]
-    await settle()
-    three.forEach((c) => answer(c, 100))
-    // ...and 3 s later for one.
-    clock.advance(3000)
-    const one = call(s, order, 'dash')
-    await settle()
-    answer(one, 100)
-    call(s, order, 'b', { workClass: 'year' })
-    await settle()
-    expect(s.heldBack().owed).toBe(3)
-    // Its ask of three past the linger, its ask of one is not: one seat is owed to it still.
-    clock.advance(LINGER_MS - 3000 + 1)
-    expect(s.heldBack().owed).toBe(1)
-  })
-
   // A lease of 4 seats whose shares, worked out over every replica, give the dashboard 2 here and b 2.
   const acrossReplicas: SeatLease = { held: 4, size: () => 4, shares: () => ({ targets: new Map([['dash', 2], ['b', 2]]), lent: 0, shares: new Map([['dash', 2], ['b', 2]]), heldElsewhere: new Map(), charged: new Map() }), elsewhere: () => 0, saturated: () => true, demand: () => undefined, onGrown: () => undefined, answered: () => undefined, waited: () => undefined }
   it.each([

@@ -8,8 +8,8 @@ export const RETURN_MS = 100
 /** A call in flight: its start, when it is overdue (Infinity once answered), whether it was expected short. */
 export type RunningCall = { at: number; dueAt: number; short: boolean }
 
-/** One team's seats on one replica (docs/governor.md, "State"): its calls in flight (seats held), its tag is seat-time charged over its weight; `peaks`, what it held and waited for at its asks, each past every later one (the first within the linger is its peak); when a call of it last ended and whether that call was expected short; when its queue last emptied. */
-export interface TeamAccount { seatMs: number; running: Set<RunningCall>; tag: number; lastAsked: number; peaks: { demand: number; at: number }[]; lastEnd: number; lastShort: boolean; emptiedAt: number }
+/** One team's seats on one replica (docs/governor.md, "State"): its calls in flight (seats held), its tag is seat-time charged over its weight; its peak, the most it held and waited for at once since `peakAt`; when a call of it last ended and whether that call was expected short; when its queue last emptied. */
+export interface TeamAccount { seatMs: number; running: Set<RunningCall>; tag: number; lastAsked: number; peak: number; peakAt: number; lastEnd: number; lastShort: boolean; emptiedAt: number }
 
 /** The teams' accounts of one credential on one replica, and which are active (holding, waiting, or asked within the linger). */
 export class TeamAccounts {
@@ -20,7 +20,7 @@ export class TeamAccounts {
   virtual = 0
 
   of(team: string): TeamAccount {
-    if (!this.#teams.has(team)) this.#teams.set(team, { seatMs: 0, running: new Set(), tag: this.virtual, lastAsked: -Infinity, peaks: [], lastEnd: -Infinity, lastShort: false, emptiedAt: -Infinity })
+    if (!this.#teams.has(team)) this.#teams.set(team, { seatMs: 0, running: new Set(), tag: this.virtual, lastAsked: -Infinity, peak: 0, peakAt: -Infinity, lastEnd: -Infinity, lastShort: false, emptiedAt: -Infinity })
     return this.#teams.get(team) as TeamAccount
   }
 
@@ -61,11 +61,11 @@ export class TeamAccounts {
     return due <= now ? due : null
   }
 
-  /** A team asked, holding and `waiting` so many: its peak over the linger follows (demands no later one passes, and those past the linger, are dropped). */
+  /** A team's demand (held and `waiting`) grew: its peak over the linger follows. */
   notePeak(team: string, waiting: number, now: number): void {
     const seats = this.of(team)
     const demand = seats.running.size + waiting
-    seats.peaks = [...seats.peaks.filter((p) => p.demand > demand && now - p.at <= LINGER_MS), { demand, at: now }]
+    if (demand >= peakNow(seats, now)) [seats.peak, seats.peakAt] = [demand, now]
   }
 
   /** The active teams; the gateway's own calls (the probe, look-ups) are few and never linger. */
@@ -89,8 +89,8 @@ export class TeamAccounts {
   }
 }
 
-/** A team's peak: the most it held and waited for at once within the linger (0 once the linger since its last ask passed). */
-const peakNow = (seats: TeamAccount, now: number): number => seats.peaks.find((p) => now - p.at <= LINGER_MS)?.demand ?? 0
+/** A team's peak within the linger (0 once the linger since it passed). */
+const peakNow = (seats: TeamAccount, now: number): number => (now - seats.peakAt <= LINGER_MS ? seats.peak : 0)
 
 /** A team's seat-time, its calls in flight included (none: 0). */
 function seatMs(seats: TeamAccount | undefined, now: number): number {
