@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
@@ -8,6 +7,7 @@ import { fingerprint } from '../../src/observe/fingerprint.js'
 import { TEAMS_YAML, closeAfterTest, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useCleanups, useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { bearerOf, campaignList, tokenOf } from '../helpers/gateway-calls.js'
+import { redisGate } from '../helpers/redis-gate.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 import { fakeClock, onRealTimers } from '../helpers/clock.js'
@@ -567,26 +567,7 @@ describe.skipIf(!redisCheck.available)('token rotation and a replica started whi
   const gateways = useGateways()
   const cleanups = useCleanups()
 
-  /** A TCP way to Redis that refuses connections until opened. */
-  async function gate(): Promise<{ url: string; open(): void }> {
-    let opened = false
-    const sockets = new Set<Socket>()
-    const server = createServer((socket) => {
-      sockets.add(socket)
-      socket.on('error', () => undefined)
-      if (!opened) return socket.destroy()
-      const upstream = connect(redis.port, '127.0.0.1')
-      sockets.add(upstream)
-      upstream.on('error', () => socket.destroy())
-      socket.pipe(upstream).pipe(socket)
-    })
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()))
-    cleanups.push(() => {
-      for (const socket of sockets) socket.destroy()
-      return new Promise<void>((resolve) => server.close(() => resolve()))
-    })
-    return { url: `redis://127.0.0.1:${(server.address() as AddressInfo).port}`, open: () => (opened = true) }
-  }
+  const gate = () => redisGate(redis.port, cleanups)
 
   it('takes the rotation stored on top of its configured token once it reaches Redis, and never undoes it', async () => {
     const first = sandbox.issueToken()

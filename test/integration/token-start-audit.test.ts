@@ -1,5 +1,4 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
@@ -7,6 +6,7 @@ import { fingerprint } from '../../src/observe/fingerprint.js'
 import { TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useCleanups, useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { bearerOf, tokenOf } from '../helpers/gateway-calls.js'
+import { redisGate } from '../helpers/redis-gate.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 
@@ -101,26 +101,7 @@ describe.skipIf(!redisCheck.available)('the audit trail of a replica started wit
     expect(tokenTrail(c)).toEqual([{ reason: 'start', source: 'static', oldFingerprint: null, newFingerprint: fp(rolledOut), origin: 'start', actor: null }])
   })
 
-  /** A TCP way to Redis that refuses connections until opened. */
-  async function gate(): Promise<{ url: string; open(): void }> {
-    let opened = false
-    const sockets = new Set<Socket>()
-    const server = createServer((socket) => {
-      sockets.add(socket)
-      socket.on('error', () => undefined)
-      if (!opened) return socket.destroy()
-      const upstream = connect(redis.port, '127.0.0.1')
-      sockets.add(upstream)
-      upstream.on('error', () => socket.destroy())
-      socket.pipe(upstream).pipe(socket)
-    })
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()))
-    cleanups.push(() => {
-      for (const socket of sockets) socket.destroy()
-      return new Promise<void>((resolve) => server.close(() => resolve()))
-    })
-    return { url: `redis://127.0.0.1:${(server.address() as AddressInfo).port}`, open: () => (opened = true) }
-  }
+  const gate = () => redisGate(redis.port, cleanups)
 
   it('started while Redis is out of reach with the replaced token file: it uses and says the configured token, then takes the stored one and says so', async () => {
     const first = sandbox.issueToken()
