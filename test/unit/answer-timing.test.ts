@@ -2,9 +2,12 @@ import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { LATE_MEMORY_MS, LATE_SLOT_MS, LateWakes, answerTiming } from '../../src/platform/governor/answer-timing.js'
 import { KneeEstimator } from '../../src/platform/governor/knee-estimator.js'
+
+const STOP_WHILE_WAITING = fileURLToPath(new URL('../helpers/stop-while-waiting.mjs', import.meta.url))
 
 /** The order the gateway handles a round's 8 answers in (by call, in the order they started): answers that come together are handled in no known order, here pairs swapped, so that calls read as overtaking lift the in-order guard (knee-estimator.ts) and the timing alone decides. */
 const HANDLED = [1, 0, 3, 2, 5, 4, 7, 6]
@@ -121,11 +124,13 @@ describe('answers the gateway handled back to back', () => {
   it('read how late the process\'s wakes come: a process stopped while its loop idles is late by as long', async () => {
     const timed = answerTiming()
     await idled()
-    // Another process stops this one for 200 ms while its loop waits, as a machine that
-    // gives it no core does; the loop's timer fires late once it runs again, before the
-    // child's exit is handled.
-    const child = spawn('sh', ['-c', `sleep 0.05; kill -STOP ${process.pid}; sleep 0.2; kill -CONT ${process.pid}`])
-    await once(child, 'exit')
+    // Another process stops this one for 200 ms while its loop waits for an event, as a
+    // machine that gives an idle loop no core does (a stop that finds the loop at work is
+    // its work, which the answer's busy time counts); the wait ends interrupted, and the
+    // loop's timers run, late, before the child's exit is read.
+    const child = spawn(process.execPath, [STOP_WHILE_WAITING, String(process.pid), '200'])
+    const [code] = await once(child, 'exit')
+    expect(code).toBe(0)
     expect(timed(1_000)).toBe(false)
   })
 })
