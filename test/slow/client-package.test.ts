@@ -14,7 +14,7 @@ import { execFile, execFileSync, spawnSync } from 'node:child_process'
 import { createServer, request, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { promisify } from 'node:util'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -215,7 +215,11 @@ describe('the client package, installed from its tarball in an empty directory',
     expect((JSON.parse(readFileSync(join(CLIENT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.prepack).toBe('npm run build')
     const files = readdirSync(join(app, 'node_modules/@report-gateway/client'), { recursive: true }).map(String).sort()
     expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([])
-    expect(files).toEqual(expect.arrayContaining(['README.md', 'dist/index.js', 'dist/index.d.ts', 'dist/errors.js', 'dist/schema.d.ts']))
+    // What the tarball holds, and nothing else: each module of src/ as JavaScript and its
+    // declarations, the generated types, the README (no build record of the packing machine).
+    const modules = readdirSync(join(CLIENT, 'src')).filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts')).map((f) => f.slice(0, -'.ts'.length))
+    const shipped = ['README.md', 'package.json', 'dist/schema.d.ts', ...modules.flatMap((m) => [`dist/${m}.js`, `dist/${m}.d.ts`])]
+    expect(files.filter((f) => statSync(join(app, 'node_modules/@report-gateway/client', f)).isFile())).toEqual(shipped.sort())
     // The app's tree: the client and what its declared dependencies bring, nothing of the workspace.
     const tree = JSON.parse(npm(['ls', '--all', '--json'], app)) as { dependencies: Record<string, { version: string; resolved?: string; dependencies?: Record<string, unknown> }> }
     expect(Object.keys(tree.dependencies)).toEqual(['@report-gateway/client'])
