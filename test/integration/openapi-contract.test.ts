@@ -54,7 +54,7 @@ function mismatches(doc: Json, ajv: Ajv2020, path: string, method: string, answe
     if (!ajv.validate(schema, typed)) problems.push(`header ${name}: ${value}: ${ajv.errorsText()}`)
   }
   // The headers the gateway itself sends (a passed-on answer's own, the platform's, aside).
-  for (const name of ['x-request-id', 'ratelimit', 'ratelimit-policy', 'x-cache', 'cache-status', 'vary', 'cache-control', 'age', 'etag', 'retry-after', 'www-authenticate', 'platform-usage', 'report-settled-through', 'report-provisional-days']) {
+  for (const name of ['x-request-id', 'ratelimit', 'ratelimit-policy', 'x-cache', 'cache-status', 'vary', 'cache-control', 'age', 'etag', 'retry-after', 'www-authenticate', 'platform-usage', 'report-settled-through', 'report-provisional-days', 'x-content-type-options', 'content-security-policy']) {
     if (answer.headers.get(name) !== null && !(name in declared)) problems.push(`header ${name} is sent but not declared for ${key}`)
   }
   const content = response.content as Record<string, Json> | undefined

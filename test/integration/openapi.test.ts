@@ -77,8 +77,8 @@ describe('OpenAPI document of the proxy listener', () => {
     expect(params.has('query:spentBased')).toBe(true)
     expect(params.has('path:split')).toBe(true)
     expect(params.has('header:cache-control')).toBe(true)
-    expect(Object.keys(get.responses['200']!.headers!).sort()).toEqual(['age', 'cache-control', 'cache-status', 'content-encoding', 'content-language', 'etag', 'platform-usage', 'ratelimit', 'ratelimit-policy', 'report-provisional-days', 'report-settled-through', 'vary', 'x-cache', 'x-request-id'])
-    expect(Object.keys(get.responses['304']!.headers!).sort()).toEqual(['age', 'cache-control', 'cache-status', 'etag', 'platform-usage', 'report-provisional-days', 'report-settled-through', 'vary', 'x-cache', 'x-request-id'])
+    expect(Object.keys(get.responses['200']!.headers!).sort()).toEqual(['age', 'cache-control', 'cache-status', 'content-encoding', 'content-language', 'etag', 'platform-usage', 'ratelimit', 'ratelimit-policy', 'report-provisional-days', 'content-security-policy', 'report-settled-through', 'vary', 'x-cache', 'x-content-type-options', 'x-request-id'].sort())
+    expect(Object.keys(get.responses['304']!.headers!).sort()).toEqual(['age', 'cache-control', 'cache-status', 'content-security-policy', 'etag', 'platform-usage', 'report-provisional-days', 'report-settled-through', 'vary', 'x-cache', 'x-content-type-options', 'x-request-id'].sort())
     expect(get.responses['429']).toEqual({ $ref: '#/components/responses/report-429' })
     const post = doc.paths['/api/v1/report/{split}/get']!.post as unknown as { requestBody: { content: Record<string, { schema: { required: string[]; properties: Record<string, unknown> } }> } }
     const body = post.requestBody.content['application/json']!.schema

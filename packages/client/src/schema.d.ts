@@ -1078,6 +1078,8 @@ export interface components {
         "malformed-request": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1088,6 +1090,8 @@ export interface components {
         "request-timeout": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1098,6 +1102,8 @@ export interface components {
         "headers-too-large": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1115,6 +1121,8 @@ export interface components {
                 "cache-control": components["headers"]["cache-control"];
                 vary: components["headers"]["vary"];
                 "platform-usage": components["headers"]["platform-usage-if-passed"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1126,6 +1134,8 @@ export interface components {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
                 "www-authenticate": components["headers"]["www-authenticate"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1143,6 +1153,8 @@ export interface components {
                 "cache-control": components["headers"]["cache-control"];
                 vary: components["headers"]["vary"];
                 "platform-usage": components["headers"]["platform-usage-if-passed"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1160,6 +1172,8 @@ export interface components {
                 "cache-control": components["headers"]["cache-control"];
                 vary: components["headers"]["vary"];
                 "platform-usage": components["headers"]["platform-usage-if-passed"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1177,6 +1191,8 @@ export interface components {
                 "cache-control": components["headers"]["cache-control"];
                 vary: components["headers"]["vary"];
                 "platform-usage": components["headers"]["platform-usage-if-passed"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1194,6 +1210,8 @@ export interface components {
                 "cache-control": components["headers"]["cache-control"];
                 vary: components["headers"]["vary"];
                 "platform-usage": components["headers"]["platform-usage-if-passed"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1212,6 +1230,8 @@ export interface components {
                 "cache-control": components["headers"]["cache-control"];
                 vary: components["headers"]["vary"];
                 "platform-usage": components["headers"]["platform-usage-on-failure"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1229,6 +1249,8 @@ export interface components {
                 "cache-control": components["headers"]["cache-control"];
                 vary: components["headers"]["vary"];
                 "platform-usage": components["headers"]["platform-usage-if-passed"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1242,6 +1264,8 @@ export interface components {
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "platform-usage": components["headers"]["platform-usage-on-failure"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1256,6 +1280,8 @@ export interface components {
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "platform-usage": components["headers"]["platform-usage-on-failure"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1270,6 +1296,8 @@ export interface components {
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "platform-usage": components["headers"]["platform-usage-on-failure"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1283,6 +1311,8 @@ export interface components {
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "platform-usage": components["headers"]["platform-usage-on-failure"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1297,6 +1327,8 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "cache-control": components["headers"]["proxied-cache-control"];
                 vary: components["headers"]["proxied-vary"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1308,6 +1340,8 @@ export interface components {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
                 "www-authenticate": components["headers"]["www-authenticate"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1322,6 +1356,8 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "cache-control": components["headers"]["proxied-cache-control"];
                 vary: components["headers"]["proxied-vary"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1336,6 +1372,8 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "cache-control": components["headers"]["proxied-cache-control"];
                 vary: components["headers"]["proxied-vary"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1350,6 +1388,8 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "cache-control": components["headers"]["proxied-cache-control"];
                 vary: components["headers"]["proxied-vary"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1364,6 +1404,8 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "cache-control": components["headers"]["proxied-cache-control"];
                 vary: components["headers"]["proxied-vary"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1379,6 +1421,8 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "cache-control": components["headers"]["proxied-cache-control"];
                 vary: components["headers"]["proxied-vary"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1393,6 +1437,8 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "cache-control": components["headers"]["proxied-cache-control"];
                 vary: components["headers"]["proxied-vary"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1405,6 +1451,8 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1418,6 +1466,8 @@ export interface components {
                 "retry-after": components["headers"]["retry-after-passed"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1431,6 +1481,8 @@ export interface components {
                 "retry-after": components["headers"]["retry-after"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1443,6 +1495,8 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1457,6 +1511,8 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1468,6 +1524,8 @@ export interface components {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
                 "www-authenticate": components["headers"]["www-authenticate"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1482,6 +1540,8 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1496,6 +1556,8 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1510,6 +1572,8 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1524,6 +1588,8 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1538,6 +1604,8 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1552,6 +1620,8 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1568,6 +1638,8 @@ export interface components {
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
                 "platform-usage": components["headers"]["platform-usage-on-failure"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1582,6 +1654,8 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1595,6 +1669,8 @@ export interface components {
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "platform-usage": components["headers"]["platform-usage-on-failure"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1608,6 +1684,8 @@ export interface components {
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "platform-usage": components["headers"]["platform-usage-on-failure"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1622,6 +1700,8 @@ export interface components {
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "platform-usage": components["headers"]["platform-usage-on-failure"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1635,6 +1715,8 @@ export interface components {
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "platform-usage": components["headers"]["platform-usage-on-failure"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1647,6 +1729,10 @@ export interface components {
     headers: {
         /** @description The caller's `x-request-id` when it is a plain token outside the gateway's own prefixes (`ownership-`, `token-probe-`) not shaped like a team key (`rgw_…`) and holding no secret of the gateway's (such a request is refused 400), else a new one; also sent to the platform. On every answer. */
         "x-request-id": string;
+        /** @description `nosniff`: a browser reads the answer as its `content-type` says, never as a page. On every answer. */
+        "x-content-type-options": "nosniff";
+        /** @description A page a browser makes of the answer anyway (a platform's HTML error page passed on) loads nothing, runs no script, is framed nowhere and has an origin of its own; the platform's own policy never reaches the caller. On every answer. */
+        "content-security-policy": "default-src 'none'; frame-ancestors 'none'; sandbox";
         /** @description `HIT`, `MISS`, `STALE` (an expired entry, served while one background refresh runs or because the platform failed), `REFRESH` (a team given `refresh: true` sent `cache-control: no-cache` without a validator, and the copy was older than `cache.refreshMinAge`), `BYPASS` (not cacheable: a platform error passed through, a `no-store` answer, one whose `vary` is `*` or names `x-request-id` or `traceparent`, or a body over `cache.maxEntryBytes`). */
         "x-cache": "HIT" | "MISS" | "STALE" | "REFRESH" | "BYPASS";
         /** @description RFC 9211: what the gateway's cache did with this read, one member named `report-gateway`. Served from a copy: `hit; ttl=<freshness left in seconds>` (negative for a stale copy). Sent on to the platform: `fwd=uri-miss` (no copy), `fwd=stale` (a copy too old to serve) or `fwd=request` (a forced refresh: `REFRESH`), then `collapsed` when the read waited for another read's platform call, and `stored; ttl=<seconds>` for the copy it stored, or `fwd-status=<status>` for an answer passed on uncached (`BYPASS`); a `STALE` copy served because the platform failed has `fwd=…; ttl=<negative>`. */
@@ -1750,6 +1836,8 @@ export interface components {
                             vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            "x-content-type-options": components["headers"]["x-content-type-options"];
+                            "content-security-policy": components["headers"]["content-security-policy"];
                             [name: string]: unknown;
                         };
                         content: {
@@ -1765,6 +1853,8 @@ export interface components {
                             vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            "x-content-type-options": components["headers"]["x-content-type-options"];
+                            "content-security-policy": components["headers"]["content-security-policy"];
                             [name: string]: unknown;
                         };
                         content?: never;
@@ -1777,6 +1867,8 @@ export interface components {
                             vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            "x-content-type-options": components["headers"]["x-content-type-options"];
+                            "content-security-policy": components["headers"]["content-security-policy"];
                             [name: string]: unknown;
                         };
                         content: {
@@ -1828,6 +1920,8 @@ export interface components {
                             vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            "x-content-type-options": components["headers"]["x-content-type-options"];
+                            "content-security-policy": components["headers"]["content-security-policy"];
                             [name: string]: unknown;
                         };
                         content: {
@@ -1843,6 +1937,8 @@ export interface components {
                             vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            "x-content-type-options": components["headers"]["x-content-type-options"];
+                            "content-security-policy": components["headers"]["content-security-policy"];
                             [name: string]: unknown;
                         };
                         content?: never;
@@ -1855,6 +1951,8 @@ export interface components {
                             vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            "x-content-type-options": components["headers"]["x-content-type-options"];
+                            "content-security-policy": components["headers"]["content-security-policy"];
                             [name: string]: unknown;
                         };
                         content: {
@@ -1906,6 +2004,8 @@ export interface components {
                             vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            "x-content-type-options": components["headers"]["x-content-type-options"];
+                            "content-security-policy": components["headers"]["content-security-policy"];
                             [name: string]: unknown;
                         };
                         content: {
@@ -1921,6 +2021,8 @@ export interface components {
                             vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            "x-content-type-options": components["headers"]["x-content-type-options"];
+                            "content-security-policy": components["headers"]["content-security-policy"];
                             [name: string]: unknown;
                         };
                         content?: never;
@@ -1933,6 +2035,8 @@ export interface components {
                             vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            "x-content-type-options": components["headers"]["x-content-type-options"];
+                            "content-security-policy": components["headers"]["content-security-policy"];
                             [name: string]: unknown;
                         };
                         content: {
@@ -1984,6 +2088,8 @@ export interface components {
                             vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            "x-content-type-options": components["headers"]["x-content-type-options"];
+                            "content-security-policy": components["headers"]["content-security-policy"];
                             [name: string]: unknown;
                         };
                         content: {
@@ -1999,6 +2105,8 @@ export interface components {
                             vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            "x-content-type-options": components["headers"]["x-content-type-options"];
+                            "content-security-policy": components["headers"]["content-security-policy"];
                             [name: string]: unknown;
                         };
                         content?: never;
@@ -2011,6 +2119,8 @@ export interface components {
                             vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            "x-content-type-options": components["headers"]["x-content-type-options"];
+                            "content-security-policy": components["headers"]["content-security-policy"];
                             [name: string]: unknown;
                         };
                         content: {
@@ -2038,6 +2148,8 @@ export interface components {
                             /** @description The methods this path takes (RFC 9110, 10.2.1). */
                             allow: "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS";
                             "x-request-id": components["headers"]["x-request-id"];
+                            "x-content-type-options": components["headers"]["x-content-type-options"];
+                            "content-security-policy": components["headers"]["content-security-policy"];
                             [name: string]: unknown;
                         };
                         content?: never;
@@ -2083,6 +2195,8 @@ export interface components {
                             vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            "x-content-type-options": components["headers"]["x-content-type-options"];
+                            "content-security-policy": components["headers"]["content-security-policy"];
                             [name: string]: unknown;
                         };
                         content: {
@@ -2098,6 +2212,8 @@ export interface components {
                             vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            "x-content-type-options": components["headers"]["x-content-type-options"];
+                            "content-security-policy": components["headers"]["content-security-policy"];
                             [name: string]: unknown;
                         };
                         content?: never;
@@ -2110,6 +2226,8 @@ export interface components {
                             vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            "x-content-type-options": components["headers"]["x-content-type-options"];
+                            "content-security-policy": components["headers"]["content-security-policy"];
                             [name: string]: unknown;
                         };
                         content: {
@@ -2161,6 +2279,8 @@ export interface components {
                             vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            "x-content-type-options": components["headers"]["x-content-type-options"];
+                            "content-security-policy": components["headers"]["content-security-policy"];
                             [name: string]: unknown;
                         };
                         content: {
@@ -2176,6 +2296,8 @@ export interface components {
                             vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            "x-content-type-options": components["headers"]["x-content-type-options"];
+                            "content-security-policy": components["headers"]["content-security-policy"];
                             [name: string]: unknown;
                         };
                         content?: never;
@@ -2188,6 +2310,8 @@ export interface components {
                             vary: components["headers"]["proxied-vary"];
                             ratelimit: components["headers"]["ratelimit"];
                             "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            "x-content-type-options": components["headers"]["x-content-type-options"];
+                            "content-security-policy": components["headers"]["content-security-policy"];
                             [name: string]: unknown;
                         };
                         content: {
@@ -2215,6 +2339,8 @@ export interface operations {
             200: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2238,6 +2364,8 @@ export interface operations {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
                     "cache-control": components["headers"]["state-cache-control"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2261,6 +2389,8 @@ export interface operations {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
                     "cache-control": components["headers"]["state-cache-control"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2273,6 +2403,8 @@ export interface operations {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
                     "cache-control": components["headers"]["state-cache-control"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2334,6 +2466,8 @@ export interface operations {
                     "report-provisional-days": components["headers"]["report-provisional-days"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2350,6 +2484,8 @@ export interface operations {
                     vary: components["headers"]["accepted-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2369,6 +2505,8 @@ export interface operations {
                     "platform-usage": components["headers"]["platform-usage"];
                     "report-settled-through": components["headers"]["report-settled-through"];
                     "report-provisional-days": components["headers"]["report-provisional-days"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2397,6 +2535,8 @@ export interface operations {
                     "x-cache": components["headers"]["x-cache"];
                     "cache-status": components["headers"]["cache-status"];
                     "platform-usage": components["headers"]["platform-usage"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2412,6 +2552,8 @@ export interface operations {
                     "x-cache": components["headers"]["x-cache"];
                     "cache-status": components["headers"]["cache-status"];
                     "platform-usage": components["headers"]["platform-usage"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2496,6 +2638,8 @@ export interface operations {
                     "report-provisional-days": components["headers"]["report-provisional-days"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2512,6 +2656,8 @@ export interface operations {
                     vary: components["headers"]["accepted-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2531,6 +2677,8 @@ export interface operations {
                     "platform-usage": components["headers"]["platform-usage"];
                     "report-settled-through": components["headers"]["report-settled-through"];
                     "report-provisional-days": components["headers"]["report-provisional-days"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2559,6 +2707,8 @@ export interface operations {
                     "x-cache": components["headers"]["x-cache"];
                     "cache-status": components["headers"]["cache-status"];
                     "platform-usage": components["headers"]["platform-usage"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2574,6 +2724,8 @@ export interface operations {
                     "x-cache": components["headers"]["x-cache"];
                     "cache-status": components["headers"]["cache-status"];
                     "platform-usage": components["headers"]["platform-usage"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2600,6 +2752,8 @@ export interface operations {
                     /** @description The methods this path takes (RFC 9110, 10.2.1). */
                     allow: "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS";
                     "x-request-id": components["headers"]["x-request-id"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2664,6 +2818,8 @@ export interface operations {
                     "report-provisional-days": components["headers"]["report-provisional-days"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2678,6 +2834,8 @@ export interface operations {
                     vary: components["headers"]["accepted-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2695,6 +2853,8 @@ export interface operations {
                     "platform-usage": components["headers"]["platform-usage"];
                     "report-settled-through": components["headers"]["report-settled-through"];
                     "report-provisional-days": components["headers"]["report-provisional-days"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2710,6 +2870,8 @@ export interface operations {
                     "cache-control": components["headers"]["cache-control"];
                     vary: components["headers"]["vary"];
                     "platform-usage": components["headers"]["platform-usage-if-passed"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2719,6 +2881,8 @@ export interface operations {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
                     "www-authenticate": components["headers"]["www-authenticate"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2734,6 +2898,8 @@ export interface operations {
                     "cache-control": components["headers"]["cache-control"];
                     vary: components["headers"]["vary"];
                     "platform-usage": components["headers"]["platform-usage-if-passed"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2749,6 +2915,8 @@ export interface operations {
                     "cache-control": components["headers"]["cache-control"];
                     vary: components["headers"]["vary"];
                     "platform-usage": components["headers"]["platform-usage-if-passed"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2764,6 +2932,8 @@ export interface operations {
                     "cache-control": components["headers"]["cache-control"];
                     vary: components["headers"]["vary"];
                     "platform-usage": components["headers"]["platform-usage-if-passed"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2779,6 +2949,8 @@ export interface operations {
                     "cache-control": components["headers"]["cache-control"];
                     vary: components["headers"]["vary"];
                     "platform-usage": components["headers"]["platform-usage-if-passed"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2795,6 +2967,8 @@ export interface operations {
                     "cache-control": components["headers"]["cache-control"];
                     vary: components["headers"]["vary"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2810,6 +2984,8 @@ export interface operations {
                     "cache-control": components["headers"]["cache-control"];
                     vary: components["headers"]["vary"];
                     "platform-usage": components["headers"]["platform-usage-if-passed"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2821,6 +2997,8 @@ export interface operations {
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2833,6 +3011,8 @@ export interface operations {
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2845,6 +3025,8 @@ export interface operations {
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2856,6 +3038,8 @@ export interface operations {
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2872,6 +3056,8 @@ export interface operations {
                     "x-cache": components["headers"]["x-cache"];
                     "cache-status": components["headers"]["cache-status"];
                     "platform-usage": components["headers"]["platform-usage"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2887,6 +3073,8 @@ export interface operations {
                     "x-cache": components["headers"]["x-cache"];
                     "cache-status": components["headers"]["cache-status"];
                     "platform-usage": components["headers"]["platform-usage"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2916,6 +3104,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["job-cache-control"];
                     vary: components["headers"]["job-vary"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2956,6 +3146,8 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2994,6 +3186,8 @@ export interface operations {
                     /** @description The methods this path takes (RFC 9110, 10.2.1). */
                     allow: "GET, HEAD, DELETE, OPTIONS";
                     "x-request-id": components["headers"]["x-request-id"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3026,6 +3220,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["job-cache-control"];
                     vary: components["headers"]["job-vary"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3038,6 +3234,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3047,6 +3245,8 @@ export interface operations {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
                     "www-authenticate": components["headers"]["www-authenticate"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3059,6 +3259,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3071,6 +3273,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3083,6 +3287,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3095,6 +3301,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3107,6 +3315,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3119,6 +3329,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3133,6 +3345,8 @@ export interface operations {
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3145,6 +3359,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3156,6 +3372,8 @@ export interface operations {
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3167,6 +3385,8 @@ export interface operations {
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3179,6 +3399,8 @@ export interface operations {
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3190,6 +3412,8 @@ export interface operations {
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3225,6 +3449,8 @@ export interface operations {
                     "report-provisional-days": components["headers"]["report-provisional-days"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3244,6 +3470,8 @@ export interface operations {
                     "platform-usage": components["headers"]["platform-usage"];
                     "report-settled-through": components["headers"]["report-settled-through"];
                     "report-provisional-days": components["headers"]["report-provisional-days"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3274,6 +3502,8 @@ export interface operations {
                     "x-cache": components["headers"]["x-cache"];
                     "cache-status": components["headers"]["cache-status"];
                     "platform-usage": components["headers"]["platform-usage"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3289,6 +3519,8 @@ export interface operations {
                     "x-cache": components["headers"]["x-cache"];
                     "cache-status": components["headers"]["cache-status"];
                     "platform-usage": components["headers"]["platform-usage"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3315,6 +3547,8 @@ export interface operations {
                     /** @description The methods this path takes (RFC 9110, 10.2.1). */
                     allow: "GET, HEAD, OPTIONS";
                     "x-request-id": components["headers"]["x-request-id"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3353,6 +3587,8 @@ export interface operations {
                     "report-provisional-days": components["headers"]["report-provisional-days"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3370,6 +3606,8 @@ export interface operations {
                     "platform-usage": components["headers"]["platform-usage"];
                     "report-settled-through": components["headers"]["report-settled-through"];
                     "report-provisional-days": components["headers"]["report-provisional-days"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3382,6 +3620,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3391,6 +3631,8 @@ export interface operations {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
                     "www-authenticate": components["headers"]["www-authenticate"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3403,6 +3645,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3415,6 +3659,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3427,6 +3673,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3439,6 +3687,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3451,6 +3701,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3463,6 +3715,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3477,6 +3731,8 @@ export interface operations {
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3489,6 +3745,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3500,6 +3758,8 @@ export interface operations {
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3511,6 +3771,8 @@ export interface operations {
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3523,6 +3785,8 @@ export interface operations {
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3534,6 +3798,8 @@ export interface operations {
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3550,6 +3816,8 @@ export interface operations {
                     "x-cache": components["headers"]["x-cache"];
                     "cache-status": components["headers"]["cache-status"];
                     "platform-usage": components["headers"]["platform-usage"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3565,6 +3833,8 @@ export interface operations {
                     "x-cache": components["headers"]["x-cache"];
                     "cache-status": components["headers"]["cache-status"];
                     "platform-usage": components["headers"]["platform-usage"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3597,6 +3867,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3626,6 +3898,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3638,6 +3912,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3664,6 +3940,8 @@ export interface operations {
                     /** @description The methods this path takes (RFC 9110, 10.2.1). */
                     allow: "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS";
                     "x-request-id": components["headers"]["x-request-id"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3711,6 +3989,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3726,6 +4006,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3738,6 +4020,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3788,6 +4072,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3803,6 +4089,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3815,6 +4103,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3865,6 +4155,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3880,6 +4172,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3892,6 +4186,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3945,6 +4241,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3960,6 +4258,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3972,6 +4272,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3998,6 +4300,8 @@ export interface operations {
                     /** @description The methods this path takes (RFC 9110, 10.2.1). */
                     allow: "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS";
                     "x-request-id": components["headers"]["x-request-id"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4033,6 +4337,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4042,6 +4348,8 @@ export interface operations {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
                     "www-authenticate": components["headers"]["www-authenticate"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4054,6 +4362,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4066,6 +4376,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4078,6 +4390,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4090,6 +4404,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4103,6 +4419,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4115,6 +4433,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4125,6 +4445,8 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4136,6 +4458,8 @@ export interface operations {
                     "retry-after": components["headers"]["retry-after-passed"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4147,6 +4471,8 @@ export interface operations {
                     "retry-after": components["headers"]["retry-after"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4157,6 +4483,8 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4169,6 +4497,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4182,6 +4512,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4194,6 +4526,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4242,6 +4576,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4257,6 +4593,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4269,6 +4607,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4315,6 +4655,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4330,6 +4672,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4342,6 +4686,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4392,6 +4738,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4407,6 +4755,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4419,6 +4769,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4469,6 +4821,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4484,6 +4838,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4496,6 +4852,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4549,6 +4907,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4564,6 +4924,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4576,6 +4938,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4602,6 +4966,8 @@ export interface operations {
                     /** @description The methods this path takes (RFC 9110, 10.2.1). */
                     allow: "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS";
                     "x-request-id": components["headers"]["x-request-id"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4637,6 +5003,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4646,6 +5014,8 @@ export interface operations {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
                     "www-authenticate": components["headers"]["www-authenticate"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4658,6 +5028,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4670,6 +5042,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4682,6 +5056,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4694,6 +5070,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4707,6 +5085,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4719,6 +5099,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4729,6 +5111,8 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4740,6 +5124,8 @@ export interface operations {
                     "retry-after": components["headers"]["retry-after-passed"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4751,6 +5137,8 @@ export interface operations {
                     "retry-after": components["headers"]["retry-after"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4761,6 +5149,8 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4773,6 +5163,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4786,6 +5178,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4798,6 +5192,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4846,6 +5242,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4861,6 +5259,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4873,6 +5273,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4919,6 +5321,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4934,6 +5338,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4946,6 +5352,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4996,6 +5404,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5011,6 +5421,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5023,6 +5435,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5073,6 +5487,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5088,6 +5504,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5100,6 +5518,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5153,6 +5573,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5168,6 +5590,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5180,6 +5604,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5206,6 +5632,8 @@ export interface operations {
                     /** @description The methods this path takes (RFC 9110, 10.2.1). */
                     allow: "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS";
                     "x-request-id": components["headers"]["x-request-id"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5241,6 +5669,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5250,6 +5680,8 @@ export interface operations {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
                     "www-authenticate": components["headers"]["www-authenticate"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5262,6 +5694,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5274,6 +5708,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5286,6 +5722,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5298,6 +5736,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5311,6 +5751,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5323,6 +5765,8 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["proxied-cache-control"];
                     vary: components["headers"]["proxied-vary"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5333,6 +5777,8 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5344,6 +5790,8 @@ export interface operations {
                     "retry-after": components["headers"]["retry-after-passed"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5355,6 +5803,8 @@ export interface operations {
                     "retry-after": components["headers"]["retry-after"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5365,6 +5815,8 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5377,6 +5829,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5390,6 +5844,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5402,6 +5858,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5450,6 +5908,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5465,6 +5925,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5477,6 +5939,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5517,6 +5981,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5575,6 +6041,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5587,6 +6055,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5610,6 +6080,8 @@ export interface operations {
                     /** @description The methods this path takes (RFC 9110, 10.2.1). */
                     allow: "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS";
                     "x-request-id": components["headers"]["x-request-id"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5676,6 +6148,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5732,6 +6206,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5744,6 +6220,8 @@ export interface operations {
                     vary: components["headers"]["proxied-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5767,6 +6245,8 @@ export interface operations {
                     /** @description The methods this path takes (RFC 9110, 10.2.1). */
                     allow: "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS";
                     "x-request-id": components["headers"]["x-request-id"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;

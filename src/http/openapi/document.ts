@@ -13,6 +13,7 @@ import { REPORT_ROW_SCHEMA, REPORT_SCHEMA } from './report-rows.js'
 import { PROVISIONAL_HEADER, SETTLED_HEADER, USAGE_HEADER } from '../reads/report-facts.js'
 import { writtenOnce } from './written-once.js'
 import { DOCS_CSP, pageHeaders } from '../admin/page-headers.js'
+import { PROXY_ANSWER_HEADERS } from '../answer-fields.js'
 
 // The OpenAPI 3.1 document of the proxy listener, made by @fastify/swagger from
 // the routes and their schemas (openapi/route-schemas.ts). What the route schemas cannot
@@ -81,6 +82,8 @@ const PROVISIONAL_SCHEMA = { type: 'string', pattern: '^(none|\\d{4}-\\d{2}-\\d{
 
 const HEADERS: Json = {
   'x-request-id': always('The caller\'s `x-request-id` when it is a plain token outside the gateway\'s own prefixes (`ownership-`, `token-probe-`) not shaped like a team key (`rgw_…`) and holding no secret of the gateway\'s (such a request is refused 400), else a new one; also sent to the platform. On every answer.'),
+  'x-content-type-options': always('`nosniff`: a browser reads the answer as its `content-type` says, never as a page. On every answer.', { const: PROXY_ANSWER_HEADERS['x-content-type-options'] }),
+  'content-security-policy': always('A page a browser makes of the answer anyway (a platform\'s HTML error page passed on) loads nothing, runs no script, is framed nowhere and has an origin of its own; the platform\'s own policy never reaches the caller. On every answer.', { const: PROXY_ANSWER_HEADERS['content-security-policy'] }),
   'x-cache': always(X_CACHE, X_CACHE_SCHEMA),
   'cache-status': always(CACHE_STATUS, CACHE_STATUS_SCHEMA),
   // The same two on an answer that is either the gateway's error or the platform's answer passed on.
@@ -273,11 +276,21 @@ export function completeDocument(doc: Json, settings: PlatformPathSettings): Jso
   platform.call.options = optionsOperation(API_ALLOW, ref('x-request-id'))
   // The listener refuses a malformed head, one too large and a request not whole in time
   // before any route is chosen: every operation may answer them.
-  for (const op of [...Object.values(paths).flatMap((item) => Object.values(item)), ...Object.values(platform.call as Record<string, Json>)]) {
+  const allOps = [...Object.values(paths).flatMap((item) => Object.values(item)), ...Object.values(platform.call as Record<string, Json>)]
+  for (const op of allOps) {
     const responses = { ...(op.responses as Record<string, Json>) }
     for (const [status, name] of Object.entries(BEFORE_ROUTE)) responses[status] ??= { $ref: `#/components/responses/${name}` }
     op.responses = Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b)))
   }
+  // Every answer of the listener carries PROXY_ANSWER_HEADERS (answer-fields.ts): each
+  // response of an operation and each shared one they refer to declares them. New objects:
+  // the responses may be this module's constants, which the next document starts from.
+  const answerHeaders = Object.fromEntries(Object.keys(PROXY_ANSWER_HEADERS).map((name) => [name, ref(name)]))
+  const withAnswerHeaders = (responses: Json): Json =>
+    Object.fromEntries(Object.entries(responses as Record<string, Json>).map(([status, r]) => [status, '$ref' in r ? r : { ...r, headers: { ...(r.headers as Json | undefined), ...answerHeaders } }]))
+  for (const op of allOps) op.responses = withAnswerHeaders(op.responses as Json)
+  const shared = doc.components as { responses: Json }
+  shared.responses = withAnswerHeaders(shared.responses)
   return doc
 }
 
