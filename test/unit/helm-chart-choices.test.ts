@@ -388,7 +388,7 @@ describe('optional objects', () => {
     }
     expect([defaults.monitoring.prometheusRule.enabled, defaults.monitoring.dashboard.enabled, defaults.networkPolicy.enabled, defaults.cacheWarm.enabled]).toEqual([false, false, false, false])
     const kinds = install().manifests.map((m) => m.kind)
-    for (const kind of ['PrometheusRule', 'NetworkPolicy', 'CronJob', 'ServiceMonitor']) expect(kinds, kind).not.toContain(kind)
+    for (const kind of ['PrometheusRule', 'NetworkPolicy', 'CronJob', 'ServiceMonitor', 'Ingress']) expect(kinds, kind).not.toContain(kind)
     expect(kinds.filter((k) => k === 'ConfigMap'), 'only the config file').toHaveLength(1)
   })
 
@@ -408,6 +408,47 @@ describe('optional objects', () => {
       expect(m.metadata.namespace, m.kind).toBe('reports')
       expect(m.metadata.labels, m.kind).toMatchObject({ 'app.kubernetes.io/name': 'report-gateway', 'app.kubernetes.io/instance': 'rgw', 'helm.sh/chart': `report-gateway-${CHART_VERSION}` })
     }
+  })
+})
+
+describe('the Ingress', () => {
+  const ingress = {
+    enabled: true,
+    className: 'nginx',
+    annotations: { 'nginx.ingress.kubernetes.io/proxy-read-timeout': '60' },
+    hosts: [{ host: 'reports.example.com', paths: [{ path: '/', pathType: 'Prefix' }] }, { host: 'reports.internal', paths: [{ path: '/api', pathType: 'Prefix' }, { path: '/openapi.json', pathType: 'Exact' }] }],
+    tls: [{ secretName: 'reports-tls', hosts: ['reports.example.com'] }],
+  }
+
+  it('leads every host and path to the proxy Service\'s http port, never to the admin Service', () => {
+    const chart = install({ values: { ingress } })
+    const made = one<Manifest & { spec: { ingressClassName?: string; tls?: unknown; rules: { host: string; http: { paths: { path: string; pathType: string; backend: { service: { name: string; port: { name: string } } } }[] } }[] } }>(chart, 'Ingress')
+    expect(made.apiVersion).toBe('networking.k8s.io/v1')
+    expect(made.metadata).toMatchObject({ name: 'rgw-report-gateway', namespace: 'reports', annotations: ingress.annotations })
+    expect(made.metadata.labels).toMatchObject({ 'app.kubernetes.io/name': 'report-gateway', 'app.kubernetes.io/instance': 'rgw' })
+    expect(made.spec.ingressClassName).toBe('nginx')
+    expect(made.spec.tls).toEqual(ingress.tls)
+    expect(made.spec.rules.map((r) => [r.host, r.http.paths.map((p) => `${p.pathType} ${p.path}`)])).toEqual([
+      ['reports.example.com', ['Prefix /']],
+      ['reports.internal', ['Prefix /api', 'Exact /openapi.json']],
+    ])
+    const { proxy, admin } = services(chart)
+    for (const path of made.spec.rules.flatMap((r) => r.http.paths)) {
+      expect(path.backend.service.name).toBe(proxy.metadata.name)
+      expect(path.backend.service.name).not.toBe(admin.metadata.name)
+      expect(proxy.spec.ports.map((p) => p.name)).toContain(path.backend.service.port.name)
+    }
+  })
+
+  it('leaves the class to the cluster\'s default when none is named', () => {
+    const made = one<Manifest & { spec: Record<string, unknown> }>(install({ values: { ingress: { ...ingress, className: '', tls: [] } } }), 'Ingress')
+    expect(made.spec).not.toHaveProperty('ingressClassName')
+    expect(made.spec).not.toHaveProperty('tls')
+  })
+
+  it('refuses an enabled Ingress without a host, and a path that is no absolute path', () => {
+    expect(() => install({ values: { ingress: { enabled: true } } })).toThrow(/ingress/)
+    expect(() => install({ values: { ingress: { ...ingress, hosts: [{ host: 'reports.example.com', paths: [{ path: 'api', pathType: 'Prefix' }] }] } } })).toThrow(/ingress/)
   })
 })
 
