@@ -1,7 +1,7 @@
 import { ReplyError } from 'ioredis'
 import type { Logger } from 'pino'
 import { systemClock, type Clock, type Timer } from '../clock.js'
-import { whenReady, type RedisClient } from './client.js'
+import { answeredTryAgain, whenReady, type RedisClient } from './client.js'
 import { pingEveryMaster, unreachedMasters } from './cluster-masters.js'
 import { redisKey } from './keys.js'
 
@@ -126,6 +126,17 @@ export function refusesWrites(err: unknown): boolean {
 }
 
 /**
+ * A command on a Cluster slot split mid-migration (answeredTryAgain): its TRYAGAIN, or
+ * a transaction's EXECABORT whose queued commands were each answered so. Redis answers:
+ * no outage, only that command goes without it until the slot's last key has moved.
+ */
+export function slotMoving(err: unknown): boolean {
+  if (answeredTryAgain(err)) return true
+  const previous = (err as { previousErrors?: unknown } | null)?.previousErrors
+  return Array.isArray(previous) && previous.length > 0 && previous.every(answeredTryAgain)
+}
+
+/**
  * Redis is an accelerator, not a dependency (contract, readiness): after a failure the
  * gateway stops asking Redis for `cooldownMs`, then tries one command again.
  */
@@ -207,6 +218,7 @@ export class RedisBreaker {
       return result
     } catch (err) {
       if (refusesWrites(err)) this.#refused(err)
+      else if (slotMoving(err)) this.#log.debug({ redis: this.#address, cause: (err as Error).message }, 'redis command on a cluster slot mid-migration: served without it, circuit kept')
       else if (!(timedOut(err) && this.#now() - started >= this.#lateAfterMs)) this.fail(err)
       return fallback
     }

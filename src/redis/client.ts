@@ -32,7 +32,7 @@ export function createRedisClient(cfg: Config['redis'], log: Logger): RedisClien
   }
   let client: RedisClient
   if (cfg.cluster) {
-    client = new Cluster(cfg.cluster, { redisOptions: common, enableOfflineQueue: false, clusterRetryStrategy: reconnectDelay })
+    client = new SlotMovingCluster(cfg.cluster, { redisOptions: common, enableOfflineQueue: false, clusterRetryStrategy: reconnectDelay })
   } else if (cfg.sentinels) {
     // ioredis reaches the master a Sentinel names without TLS unless told: rediss:// holds
     // behind Sentinel too, and the password never crosses the network in clear.
@@ -66,6 +66,31 @@ export function createRedisClient(cfg: Config['redis'], log: Logger): RedisClien
 }
 
 const connectionErrors = new WeakMap<RedisClient, string>()
+
+/**
+ * Whether Redis answered TRYAGAIN: a Cluster slot that a resharding holds split between
+ * two masters, and a command on several of its keys, some moved and some not yet. Redis
+ * answers; the command cannot run until the slot's last key has moved.
+ */
+export function answeredTryAgain(err: unknown): boolean {
+  return err instanceof Error && /^TRYAGAIN\b/.test(err.message)
+}
+
+/**
+ * A Cluster client whose command answered TRYAGAIN fails with it at once. ioredis asks
+ * again, on a random node, after MOVED and ASK, until its redirection limit or the
+ * command timeout: the slot stays split for the whole resharding of its keys, so the
+ * command timed out, and a timeout says Redis does not answer (the breaker opened on it).
+ * The TRYAGAIN says Redis answers (the breaker keeps the circuit closed for it), and the
+ * caller has its fallback without waiting for the timeout. MOVED and ASK are followed as
+ * ioredis follows them.
+ */
+class SlotMovingCluster extends Cluster {
+  override handleError(error: Error, ttl: { value?: unknown }, handlers: { defaults(): void }): void {
+    if (answeredTryAgain(error)) handlers.defaults()
+    else super.handleError(error, ttl, handlers)
+  }
+}
 
 /** The database a Redis URL names (`/<db>`; none is 0). */
 function urlDatabase(url: URL): number {

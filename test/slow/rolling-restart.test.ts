@@ -1,9 +1,14 @@
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { KEYS, TEAMS_YAML } from '../helpers/build-gateway.js'
+import { KEYS, TEAMS_YAML, teamsYamlWith } from '../helpers/build-gateway.js'
+import { bearerOf } from '../helpers/gateway-calls.js'
 import { freshRequest, openLoad, RoundRobinBalancer, type Answer, type BalancedAnswer } from '../helpers/balancers.js'
 import { spawnGateway, spawnGateways, type GatewayProcess } from '../helpers/gateway-process.js'
 import { needTool, TOOLS } from '../helpers/missing-tools.js'
 import { hasNginx, startNginx, type Nginx } from '../helpers/nginx.js'
+import { redisAvailability, startRedis } from '../helpers/start-redis.js'
 import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
 import { waitFor } from '../helpers/wait.js'
 
@@ -28,6 +33,8 @@ const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&byDate=1&dateFrom=
 const HEADERS = { 'x-api-key': KEYS.all }
 
 const nginxFound = needTool(TOOLS.nginx, hasNginx(), 'the rolling restart behind nginx')
+const redisFound = redisAvailability('the rolling restart with a token rotation').available
+const ADMIN_TOKEN = 'rolling-admin-token-0123456789abcdef'
 
 let sandbox: Sandbox | undefined
 const opened: { close(): Promise<void> }[] = []
@@ -168,4 +175,105 @@ describe('a rolling restart of 3 replicas at 100 requests a second', () => {
     expect(fromStopping.length, 'answers from replicas told to stop').toBeGreaterThan(0)
     expect(answers.length).toBeGreaterThan(PER_SECOND)
   }, 180_000)
+
+  // The platform token rotated by file (a Secret's new content) between two restarts, the
+  // old token revoked at the platform once every running replica uses the new one
+  // (docs/operations/platform-token.md): each replica started after the change takes the
+  // new token, and one of the five sends the old one after that.
+  it.skipIf(!nginxFound || !redisFound)('loses no answer behind nginx while the platform token is rotated by file between the restarts', async () => {
+    const s = sandbox as Sandbox
+    const redis = await startRedis()
+    opened.push(redis)
+    const dir = mkdtempSync(join(tmpdir(), 'rgw-rolling-token-'))
+    opened.push({ close: async () => rmSync(dir, { recursive: true, force: true }) })
+    const tokenFile = join(dir, 'platform-token')
+    const oldToken = s.issueToken()
+    const newToken = s.issueToken()
+    writeFileSync(tokenFile, oldToken)
+    // Every fifth request asks past the cache, so that the platform sees the token all along.
+    const options = { env: { PLATFORM_BASE_URL: s.url, PLATFORM_TOKEN_FILE: tokenFile, REDIS_URL: redis.url, ADMIN_TOKEN }, yaml: teamsYamlWith({ cache: { refreshMinAge: 0 } }) }
+    const spawned: GatewayProcess[] = []
+    const start = async (count: number) => {
+      const made = await spawnGateways(count, options)
+      opened.push(...made)
+      spawned.push(...made)
+      return made
+    }
+    const fingerprint = async (gw: GatewayProcess) => {
+      const res = await fetch(`${gw.adminUrl}/admin/token`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+      return ((await res.json()) as { fingerprint: string }).fingerprint
+    }
+    const live = await start(REPLICAS)
+    const oldFingerprint = await fingerprint(live[0] as GatewayProcess)
+    const nginx: Nginx = await startNginx(live.map((g) => g.port))
+    opened.push(nginx)
+    const answers: Sent<Answer>[] = []
+    const load = openLoad(PER_SECOND, async (sent) => {
+      const headers: Record<string, string> = sent % 5 === 0 ? { ...HEADERS, 'cache-control': 'no-cache' } : HEADERS
+      const answer = { ...(await freshRequest(`${nginx.url}${REPORT}`, headers)), sent }
+      answers.push(answer)
+      return answer
+    })
+    const upstreamOf = (gw: GatewayProcess) => `127.0.0.1:${gw.port}`
+    const stopped: GatewayProcess[] = []
+    let newFingerprint = ''
+    let revokedAt = Number.POSITIVE_INFINITY
+    let revokedAtMs = Number.POSITIVE_INFINITY
+    try {
+      await waitFor('answers through nginx from every replica', () => live.every((gw) => answers.some((a) => a.headers['x-upstream'] === upstreamOf(gw))))
+      for (let i = 0; i < REPLICAS; i++) {
+        if (i === 1) {
+          // A Secret's new content: the file replaced whole, as the kubelet swaps it.
+          writeFileSync(`${tokenFile}.new`, newToken)
+          renameSync(`${tokenFile}.new`, tokenFile)
+          await waitFor('every running replica on the new token', async () => {
+            const prints = await Promise.all(live.map(fingerprint))
+            return prints.every((p) => p !== oldFingerprint && p === prints[0])
+          })
+          newFingerprint = await fingerprint(live[0] as GatewayProcess)
+          revokedAt = load.sent()
+          revokedAtMs = Date.now()
+          s.revokeToken(oldToken)
+        }
+        const [fresh] = await start(1)
+        const old = live[i] as GatewayProcess
+        live[i] = fresh as GatewayProcess
+        const from = load.sent()
+        old.kill('SIGTERM')
+        stopped.push(old)
+        await waitFor(() => `nginx to send a request to the stopping replica ${upstreamOf(old)}`, () => answers.some((a) => a.sent >= from && a.headers['x-upstream'] === upstreamOf(old)))
+        const reloaded = load.sent()
+        nginx.setUpstreams(live.map((g) => g.port))
+        await waitFor(() => `nginx to send a request to the new replica ${upstreamOf(fresh as GatewayProcess)}:\n${nginx.errors()}`, () => answers.some((a) => a.sent >= reloaded && a.headers['x-upstream'] === upstreamOf(fresh as GatewayProcess)))
+      }
+      const exits = await Promise.all(stopped.map((gw) => gw.exited))
+      expect(exits.map((e) => e.code)).toEqual(stopped.map(() => 0))
+      // Every replica running now uses the new token.
+      expect(await Promise.all(live.map(fingerprint))).toEqual(live.map(() => newFingerprint))
+    } finally {
+      await load.stop()
+    }
+    console.log(`rolling restart with a token rotation: ${answers.length} requests, lost ${JSON.stringify(lostOf(answers))}, ${answers.filter((a) => a.sent >= revokedAt).length} after the revocation`)
+    expect(lostOf(answers), `answers lost of ${answers.length}`).toEqual({})
+    expect(answers.filter((a) => a.sent >= revokedAt).length).toBeGreaterThan(PER_SECOND / 5)
+    // The old token was never sent once revoked.
+    expect(s.requests.filter((r) => r.at >= revokedAtMs && bearerOf(r) === oldToken).length, 'requests with the revoked token').toBe(0)
+    // The audit trail: each replica running at the change wrote one line of it, from the old
+    // token to the new, as it first learned of it: by reading the file itself (reason file),
+    // or from the replica that read it first (reason shared, origin file); one at least read
+    // it first. Those started after it took the new token at start, and named no other.
+    const audits = (gw: GatewayProcess) => gw.output().split('\n').filter((l) => l.includes('"msg":"platform token changed"')).map((l) => JSON.parse(l) as Record<string, unknown>)
+    const atChange = spawned.slice(0, REPLICAS + 1)
+    const afterChange = spawned.slice(REPLICAS + 1)
+    const changeLines = atChange.map((gw) => audits(gw).filter((a) => a.newFingerprint === newFingerprint))
+    console.log(`the rotation's audit lines: ${JSON.stringify(changeLines.map((lines) => lines.map((a) => [a.reason, a.source, a.origin])))}`)
+    for (const lines of changeLines) {
+      expect(lines.map((a) => [a.oldFingerprint, a.origin])).toEqual([[oldFingerprint, 'file']])
+      expect(['file', 'shared']).toContain(lines[0]?.reason)
+    }
+    expect(changeLines.some((lines) => lines[0]?.reason === 'file')).toBe(true)
+    for (const gw of afterChange) expect(audits(gw).map((a) => [a.reason, a.source, a.oldFingerprint, a.newFingerprint])).toEqual([['start', 'file', null, newFingerprint]])
+    // No token in any line any replica wrote.
+    for (const gw of spawned) for (const token of [oldToken, newToken]) expect(gw.output().includes(token)).toBe(false)
+  }, 420_000)
 })

@@ -1,6 +1,7 @@
 import { pino } from 'pino'
+import { ReplyError } from 'ioredis'
 import { describe, expect, it } from 'vitest'
-import { pingSaysDown, RedisBreaker } from '../../src/redis/breaker.js'
+import { pingSaysDown, RedisBreaker, slotMoving } from '../../src/redis/breaker.js'
 
 const COMMAND_TIMEOUT_MS = 250
 
@@ -29,6 +30,17 @@ describe('the Redis circuit breaker', () => {
     // Any other failure, however late, is Redis's.
     expect(await breaker.run(failingAfter(COMMAND_TIMEOUT_MS * 3, 'Connection is closed.'), 'fallback')).toBe('fallback')
     expect(breaker.state).toBe('open')
+  })
+
+  it('stays closed on a TRYAGAIN (a Cluster slot split mid-migration): Redis answered; the command gets its fallback', async () => {
+    const { breaker } = setUp()
+    const tryAgain = new ReplyError('TRYAGAIN Multiple keys request during rehashing of slot')
+    expect(await breaker.run(() => Promise.reject(tryAgain), 'fallback')).toBe('fallback')
+    expect(breaker.state).toBe('closed')
+    // A transaction whose queued commands were each answered TRYAGAIN.
+    const aborted = Object.assign(new ReplyError('EXECABORT Transaction discarded because of previous errors.'), { previousErrors: [tryAgain, tryAgain] })
+    expect(await breaker.run(() => Promise.reject(aborted), 'fallback')).toBe('fallback')
+    expect(breaker.state).toBe('closed')
   })
 
   it('a command that succeeds after the cooldown closes the circuit only while Redis is whole (a Cluster with every master reached); the trial closes it otherwise', async () => {
@@ -66,5 +78,21 @@ describe("the Redis watch's ping", () => {
     ['a Redis loading its data', true, new Error('LOADING Redis is loading the dataset in memory'), true, 1],
   ])('%s: opens the circuit: %s', (_name, opens, err, connected, inARow) => {
     expect(pingSaysDown(err, connected, inARow)).toBe(opens)
+  })
+})
+
+describe('a slot split mid-migration', () => {
+  it.each([
+    ['TRYAGAIN Multiple keys request during rehashing of slot', undefined, true],
+    ['EXECABORT Transaction discarded because of previous errors.', ['TRYAGAIN Multiple keys request during rehashing of slot'], true],
+    ['EXECABORT Transaction discarded because of previous errors.', ['TRYAGAIN …', 'ERR unknown command'], false],
+    ['EXECABORT Transaction discarded because of previous errors.', [], false],
+    ['Command timed out', undefined, false],
+    ['CLUSTERDOWN The cluster is down', undefined, false],
+    ['ERR TRYAGAIN in a message', undefined, false],
+  ])('%s (previous errors %j): %s', (message, previous, moving) => {
+    const err = new ReplyError(message)
+    if (previous) Object.assign(err, { previousErrors: previous.map((m) => new ReplyError(m)) })
+    expect(slotMoving(err)).toBe(moving)
   })
 })
