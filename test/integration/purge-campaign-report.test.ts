@@ -3,9 +3,10 @@ import { KEYS, REPORT_PATH, testConfig, type TestGateway } from '../helpers/buil
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
 
 // A purge of one advertiser is final for a POST report named by that advertiser's
-// campaigns, whichever team filled it: a team limited to some advertisers knows the
-// owners of the campaigns it names, and a copy filled before a purge of one of them is
-// not served to it, even one an unrestricted team filled (indexed under no advertiser).
+// campaigns, whichever team filled it and whichever reads it: a team limited to some
+// advertisers knows the owners of the campaigns it names, and its copy is indexed under
+// them; an unrestricted team's read looks up no owner, and its copy is reached by the
+// purge of any advertiser (its owners are not known).
 
 const ADMIN_TOKEN = 'purge-campaign-admin-token-0123456789'
 
@@ -49,12 +50,27 @@ describe('a purge of one advertiser and a POST report by its campaigns', () => {
     expect(await postReport(gw, KEYS.all, campaign)).toBe('MISS')
   })
 
-  it('a purge of another advertiser changes nothing for it', async () => {
+  it('an unrestricted team\'s copy filled before the purge is not served to that team either', async () => {
     const gw = await gateway()
     const campaign = await campaignOf(gw, 101)
     expect(await postReport(gw, KEYS.all, campaign)).toBe('MISS')
-    expect((await purge(gw, 102)).statusCode).toBe(200)
+    expect(await postReport(gw, KEYS.all, campaign)).toBe('HIT')
+    const calls = sandbox.countRequests((r) => r.path === REPORT_PATH)
+    expect((await purge(gw, 101)).json()).toMatchObject({ dropped: 1 })
+    expect(await postReport(gw, KEYS.all, campaign)).toBe('MISS')
+    expect(sandbox.countRequests((r) => r.path === REPORT_PATH)).toBe(calls + 1)
+  })
+
+  it('a copy of owners not known is filled again after the purge of any advertiser; one indexed under its owners is not', async () => {
+    const gw = await gateway()
+    const campaign = await campaignOf(gw, 101)
+    expect(await postReport(gw, KEYS.all, campaign)).toBe('MISS')
+    expect((await purge(gw, 102)).json()).toMatchObject({ dropped: 1 })
+    // Filled again by a team limited to 101: indexed under 101 now.
+    expect(await postReport(gw, KEYS.writer, campaign)).toBe('MISS')
+    expect((await purge(gw, 102)).json()).toMatchObject({ dropped: 0 })
     expect(await postReport(gw, KEYS.writer, campaign)).toBe('HIT')
+    expect(await postReport(gw, KEYS.all, campaign)).toBe('HIT')
   })
 })
 
