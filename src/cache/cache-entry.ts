@@ -2,6 +2,19 @@ import { hash } from 'node:crypto'
 import { gunzipSync } from 'node:zlib'
 import { contentLanguage } from './content-language.js'
 
+/**
+ * The index of an entry whose accounts are not known: a report by campaigns whose owners
+ * no lookup told (an unrestricted team's POST report, which the platform answers for its
+ * campaigns, never for an account field). Every advertiser's purge reaches it: its rows
+ * may be any account's. Account ids are positive, so 0 names none of them.
+ */
+export const ANY_ADVERTISER = 0
+
+/** The advertiser indexes a purge of `advertiserId` reaches: its own and ANY_ADVERTISER's. */
+export function purgeReaches(advertiserId: number): readonly number[] {
+  return [advertiserId, ANY_ADVERTISER]
+}
+
 /** A cached platform answer (always a 200): the body stored gzip-compressed once. */
 export interface CacheEntry {
   contentType: string
@@ -15,7 +28,7 @@ export interface CacheEntry {
   freshUntil: number
   staleUntil: number
   errorUntil: number
-  /** The accounts a purge by advertiser reaches this entry under. */
+  /** The accounts a purge by advertiser reaches this entry under (ANY_ADVERTISER: every one's; purgeReaches). */
   advertiserIds: number[]
   /** The strong validator of the body (ETag, unquoted), computed once at fill time and stored with it. */
   etag: string
