@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { KEYS, REPORT_PATH, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
+import { waitFor } from '../helpers/wait.js'
 
 // A purge of one advertiser is final for a POST report named by that advertiser's
 // campaigns, whichever team filled it and whichever reads it: a team limited to some
@@ -87,5 +88,25 @@ describe('a purge of one advertiser and a POST report job by its campaigns', () 
       payload: { campaignIds: [campaign], dateFrom: '2025-03-01', dateTo: '2025-03-07' },
     })
     expect([res.statusCode, res.headers['x-cache']], res.body).toEqual([202, undefined])
+  })
+})
+
+describe('a purge while a fill of its report is at the platform', () => {
+  it('the answer of a call sent before the purge is passed to its caller, not kept: the next read asks the platform', async () => {
+    const gw = await gateway()
+    const url = `${REPORT_PATH}?advertiserId=101&dateFrom=2025-04-01&dateTo=2025-04-07`
+    const read = () => gw.proxy.inject({ method: 'GET', url, headers: { 'x-api-key': KEYS.all } })
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    const calls = sandbox.countRequests((r) => r.path === REPORT_PATH)
+    const first = read()
+    await waitFor('the fill at the platform', () => sandbox.concurrency().held >= 1)
+    expect((await purge(gw, 101)).statusCode).toBe(200)
+    sandbox.releaseHeld()
+    const answered = await first
+    expect([answered.statusCode, answered.headers['x-cache']]).toEqual([200, 'MISS'])
+    // The platform may have read its figures before the purge: the copy is not served again.
+    const next = await read()
+    expect([next.statusCode, next.headers['x-cache']]).toEqual([200, 'MISS'])
+    expect(sandbox.countRequests((r) => r.path === REPORT_PATH)).toBe(calls + 2)
   })
 })
