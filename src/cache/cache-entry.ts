@@ -25,6 +25,12 @@ export interface CacheEntry {
   /** The platform's body as it was sent, decompressed once per copy, so that a hit never (de)compresses. */
   identity: Buffer | null
   fetchedAt: number
+  /**
+   * When the fill that made it was asked, in the process that asked it (never stored):
+   * the platform may have read its figures from then on, so a purge after it reaches the
+   * copy (PurgeLedger.refuses), which is then not kept. Absent: fetchedAt.
+   */
+  calledAt?: number
   freshUntil: number
   staleUntil: number
   errorUntil: number

@@ -80,16 +80,21 @@ export class PurgeLedger {
     this.#onUnverified = opts.onUnverified ?? (() => undefined)
   }
 
-  /** Whether `entry` (stored under `key`, when known) was filled before the last purge that reaches it. */
-  refuses(entry: Pick<CacheEntry, 'fetchedAt' | 'advertiserIds'>, key?: string): boolean {
-    if (entry.fetchedAt < this.#all) return true
+  /**
+   * Whether `entry` (stored under `key`, when known) was filled before the last purge that
+   * reaches it: fetched before it, or asked before it (`calledAt`, a fill of this process
+   * whose call was at the platform while the purge was made).
+   */
+  refuses(entry: Pick<CacheEntry, 'fetchedAt' | 'calledAt' | 'advertiserIds'>, key?: string): boolean {
+    const filled = Math.min(entry.fetchedAt, entry.calledAt ?? entry.fetchedAt)
+    if (filled < this.#all) return true
     if (key !== undefined && this.#byReport.size > 0) {
       const at = this.#byReport.get(reportDigest(key))
-      if (at !== undefined && entry.fetchedAt < at) return true
+      if (at !== undefined && filled < at) return true
     }
     for (const id of entry.advertiserIds) {
       const at = id === ANY_ADVERTISER ? this.#anyAdvertiser : this.#byAdvertiser.get(id)
-      if (at !== undefined && entry.fetchedAt < at) return true
+      if (at !== undefined && filled < at) return true
     }
     return false
   }
