@@ -2,6 +2,19 @@ import { hash } from 'node:crypto'
 import { gunzipSync } from 'node:zlib'
 import { contentLanguage } from './content-language.js'
 
+/**
+ * The index of an entry whose accounts are not known: a report by campaigns whose owners
+ * no lookup told (an unrestricted team's POST report, which the platform answers for its
+ * campaigns, never for an account field). Every advertiser's purge reaches it: its rows
+ * may be any account's. Account ids are positive, so 0 names none of them.
+ */
+export const ANY_ADVERTISER = 0
+
+/** The advertiser indexes a purge of `advertiserId` reaches: its own and ANY_ADVERTISER's. */
+export function purgeReaches(advertiserId: number): readonly number[] {
+  return [advertiserId, ANY_ADVERTISER]
+}
+
 /** A cached platform answer (always a 200): the body stored gzip-compressed once. */
 export interface CacheEntry {
   contentType: string
@@ -12,10 +25,16 @@ export interface CacheEntry {
   /** The platform's body as it was sent, decompressed once per copy, so that a hit never (de)compresses. */
   identity: Buffer | null
   fetchedAt: number
+  /**
+   * When the fill that made it was asked, in the process that asked it (never stored):
+   * the platform may have read its figures from then on, so a purge after it reaches the
+   * copy (PurgeLedger.refuses), which is then not kept. Absent: fetchedAt.
+   */
+  calledAt?: number
   freshUntil: number
   staleUntil: number
   errorUntil: number
-  /** The accounts a purge by advertiser reaches this entry under. */
+  /** The accounts a purge by advertiser reaches this entry under (ANY_ADVERTISER: every one's; purgeReaches). */
   advertiserIds: number[]
   /** The strong validator of the body (ETag, unquoted), computed once at fill time and stored with it. */
   etag: string

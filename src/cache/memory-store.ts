@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache'
-import { entrySize, ownBytes, type CacheEntry } from './cache-entry.js'
+import { entrySize, ownBytes, purgeReaches, type CacheEntry } from './cache-entry.js'
 import type { CacheStore } from './cache-store.js'
 import { systemClock } from '../clock.js'
 
@@ -82,7 +82,8 @@ export class MemoryStore implements CacheStore {
 
   #keysOf(advertiserId: number): string[] {
     const keys: string[] = []
-    for (const [key, entry] of this.#lru.entries()) if (entry.advertiserIds.includes(advertiserId)) keys.push(key)
+    const reached = purgeReaches(advertiserId)
+    for (const [key, entry] of this.#lru.entries()) if (entry.advertiserIds.some((id) => reached.includes(id))) keys.push(key)
     return keys
   }
 

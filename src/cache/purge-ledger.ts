@@ -1,7 +1,7 @@
 import type { Logger } from 'pino'
 import type { RedisClient } from '../redis/client.js'
 import type { RedisSeal } from '../redis/seal.js'
-import { FILL_CLOCK_SKEW_MS, type CacheEntry } from './cache-entry.js'
+import { ANY_ADVERTISER, FILL_CLOCK_SKEW_MS, type CacheEntry } from './cache-entry.js'
 import { readBoundedHash } from '../redis/bounded-hash.js'
 import { redisScript } from '../redis/script.js'
 import { systemClock } from '../clock.js'
@@ -60,6 +60,8 @@ export interface SharedPurges {
  */
 export class PurgeLedger {
   #all = Number.NEGATIVE_INFINITY
+  /** The last purge of any advertiser: what reaches an entry indexed under ANY_ADVERTISER. */
+  #anyAdvertiser = Number.NEGATIVE_INFINITY
   /** advertiser → its last purge; in the order noted (nearly the order of time). */
   readonly #byAdvertiser = new Map<number, number>()
   /** report digest → its last purge; in the order noted. */
@@ -78,16 +80,21 @@ export class PurgeLedger {
     this.#onUnverified = opts.onUnverified ?? (() => undefined)
   }
 
-  /** Whether `entry` (stored under `key`, when known) was filled before the last purge that reaches it. */
-  refuses(entry: Pick<CacheEntry, 'fetchedAt' | 'advertiserIds'>, key?: string): boolean {
-    if (entry.fetchedAt < this.#all) return true
+  /**
+   * Whether `entry` (stored under `key`, when known) was filled before the last purge that
+   * reaches it: fetched before it, or asked before it (`calledAt`, a fill of this process
+   * whose call was at the platform while the purge was made).
+   */
+  refuses(entry: Pick<CacheEntry, 'fetchedAt' | 'calledAt' | 'advertiserIds'>, key?: string): boolean {
+    const filled = Math.min(entry.fetchedAt, entry.calledAt ?? entry.fetchedAt)
+    if (filled < this.#all) return true
     if (key !== undefined && this.#byReport.size > 0) {
       const at = this.#byReport.get(reportDigest(key))
-      if (at !== undefined && entry.fetchedAt < at) return true
+      if (at !== undefined && filled < at) return true
     }
     for (const id of entry.advertiserIds) {
-      const at = this.#byAdvertiser.get(id)
-      if (at !== undefined && entry.fetchedAt < at) return true
+      const at = id === ANY_ADVERTISER ? this.#anyAdvertiser : this.#byAdvertiser.get(id)
+      if (at !== undefined && filled < at) return true
     }
     return false
   }
@@ -98,7 +105,10 @@ export class PurgeLedger {
     this.#forgetPast(now)
     // A purge dated further ahead than clocks differ would refuse every fill until then.
     const at = Math.min(purge.at, now + FILL_CLOCK_SKEW_MS)
-    if (purge.advertiserId !== undefined) this.#noteIn(this.#byAdvertiser, purge.advertiserId, at)
+    if (purge.advertiserId !== undefined) {
+      this.#noteIn(this.#byAdvertiser, purge.advertiserId, at)
+      this.#anyAdvertiser = Math.max(this.#anyAdvertiser, at)
+    }
     else if (purge.report !== undefined) this.#noteIn(this.#byReport, reportDigest(purge.report), at)
     else this.#all = Math.max(this.#all, at)
   }

@@ -2,7 +2,7 @@ import { Cluster } from 'ioredis'
 import { LRUCache } from 'lru-cache'
 import type { RedisBreaker } from '../redis/breaker.js'
 import type { RedisClient } from '../redis/client.js'
-import { decodeEntry, encodeEntry, ENTRY_OVERHEAD_BYTES, inflate, ownBytes, storedBytesLimit, withinLimits, type CacheEntry, type EntryLimits } from './cache-entry.js'
+import { decodeEntry, encodeEntry, ENTRY_OVERHEAD_BYTES, inflate, ownBytes, purgeReaches, storedBytesLimit, withinLimits, type CacheEntry, type EntryLimits } from './cache-entry.js'
 import type { CacheStore } from './cache-store.js'
 import type { RedisSeal } from '../redis/seal.js'
 import { LRU_ENTRY_BYTES, keptBytes } from '../perf/kept-bytes.js'
@@ -275,7 +275,7 @@ export class RedisStore implements CacheStore {
       purged.push(key)
       return this.#redis.unlink(key)
     })
-    await this.#redis.unlink(this.#advertiserIndex(advertiserId))
+    for (const index of purgeReaches(advertiserId)) await this.#redis.unlink(this.#advertiserIndex(index))
     await this.#giveBack(purged)
     return dropped
   }
@@ -314,8 +314,10 @@ export class RedisStore implements CacheStore {
   }
 
   /** The sum of `visit` over the entries of one advertiser's index. */
+  /** Visits each entry a purge of `advertiserId` reaches (purgeReaches), once. */
   async #eachOf(advertiserId: number, visit: (key: string) => Promise<number>): Promise<number> {
-    const keys = await this.#redis.zrange(this.#advertiserIndex(advertiserId), 0, -1)
+    const keys = new Set<string>()
+    for (const index of purgeReaches(advertiserId)) for (const key of await this.#redis.zrange(this.#advertiserIndex(index), 0, -1)) keys.add(key)
     let sum = 0
     // Keys of one advertiser can sit in different cluster slots: one command each.
     for (const key of keys) sum += await visit(key)

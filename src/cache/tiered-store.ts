@@ -128,7 +128,8 @@ export class TieredStore implements CacheStore {
   }
 
   async set(key: string, entry: CacheEntry): Promise<void> {
-    // A fill answered before a purge that ended meanwhile holds what the purge dropped.
+    // A fill asked before a purge made meanwhile (answered before it or after) holds what
+    // the purge dropped, or figures the platform read before it (PurgeLedger.refuses).
     if (this.#purges.refuses(entry, key)) return
     await this.keepLocally(key, entry)
     await this.#o.l2?.set(key, entry)

@@ -5,7 +5,7 @@ import type { PlatformAnswers } from '../platform/client/answer-buffer.js'
 import type { Config } from '../config.js'
 import type { Metrics } from '../observe/metrics.js'
 import type { TokenProvider } from '../platform/tokens/token-provider.js'
-import type { CacheEntry, FilledBy } from '../cache/cache-entry.js'
+import { ANY_ADVERTISER, type CacheEntry, type FilledBy } from '../cache/cache-entry.js'
 import { SingleFlight, type FillFailure, type FillLease, type ReplicaLock } from '../cache/single-flight.js'
 import type { TieredStore, Tier as StoreTier } from '../cache/tiered-store.js'
 import { reportCacheKey } from './cache-key.js'
@@ -338,11 +338,14 @@ export class ReportCache {
   /**
    * Whether a purge after `entry`'s fill reaches it by an advertiser its reader knows it
    * holds and its index lacks: a copy is indexed under the advertisers its filler knew (a
-   * POST report by campaign ids, filled by an unrestricted team: none), and a team limited
-   * to some advertisers knows the owners of the campaigns it names. A purge is final.
+   * POST report by campaign ids, filled by an unrestricted team: ANY_ADVERTISER, which the
+   * store's own check reaches), and a team limited to some advertisers knows the owners of
+   * the campaigns it names. A reader that knows none (ANY_ADVERTISER) leaves it to the
+   * copy's index. A purge is final.
    */
   purgedFor(entry: CacheEntry, report: CanonicalReport, key: string): boolean {
-    for (const id of report.advertiserIds) if (!entry.advertiserIds.includes(id)) return this.#d.store.purged({ fetchedAt: entry.fetchedAt, advertiserIds: report.advertiserIds }, key)
+    const known = report.advertiserIds.filter((id) => id !== ANY_ADVERTISER)
+    for (const id of known) if (!entry.advertiserIds.includes(id)) return this.#d.store.purged({ fetchedAt: entry.fetchedAt, advertiserIds: known }, key)
     return false
   }
 

@@ -124,7 +124,7 @@ export async function fetchReport(
     return { kind: 'oversize', status: 200, headers, answer: held }
   }
   try {
-    return await fromBody(res.status, res.headers, headers, held.bytes(), report, { ...deps, now })
+    return await fromBody(res.status, res.headers, headers, held.bytes(), report, { ...deps, now }, asked)
   } finally {
     // The body is copied into what the read returns (an entry: in the L1 cache's bound from then on).
     held.release()
@@ -139,6 +139,7 @@ async function fromBody(
   received: Buffer,
   report: CanonicalReport,
   deps: FetcherDeps & { now: () => number },
+  asked: number,
 ): Promise<FetchResult> {
   const gzipped = raw['content-encoding'] === 'gzip'
   if (status !== 200) {
@@ -174,6 +175,7 @@ async function fromBody(
       gzip: gzipped ? received : await compress(identity),
       identity,
       fetchedAt,
+      calledAt: asked,
       ...lifetimes(report.dateTo, fetchedAt, deps.ttl),
       advertiserIds: report.advertiserIds,
       etag: etagOf(identity),

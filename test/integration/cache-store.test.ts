@@ -6,7 +6,7 @@ import { gunzipSync, gzipSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
 import { Redis } from 'ioredis'
 import { pino } from 'pino'
-import { entrySize, etagOf, type CacheEntry } from '../../src/cache/cache-entry.js'
+import { ANY_ADVERTISER, entrySize, etagOf, type CacheEntry } from '../../src/cache/cache-entry.js'
 import type { CacheStore } from '../../src/cache/cache-store.js'
 import { MemoryStore } from '../../src/cache/memory-store.js'
 import { RedisStore } from '../../src/cache/redis-store.js'
@@ -179,6 +179,17 @@ describe.each([memoryCase(), redisCase()])('$name', (c) => {
       expect(await store.purgeAdvertiser(999)).toBe(0)
       // An entry re-set after the purge belongs to the advertiser again.
       await store.set(c.key('a1'), entryAt(Date.now(), { advertiserId: 101 }))
+      expect(await store.purgeAdvertiser(101)).toBe(1)
+    })
+
+    it("purges an entry of owners not known (ANY_ADVERTISER) with any advertiser's entries, once", async () => {
+      const store = c.make(Date.now)
+      const entries = { a1: 101, any: ANY_ADVERTISER, b1: 102 } as const
+      for (const [id, adv] of Object.entries(entries)) await store.set(c.key(id), entryAt(Date.now(), { advertiserId: adv }))
+      expect(await store.countAdvertiser(102)).toBe(2)
+      expect(await store.purgeAdvertiser(102)).toBe(2)
+      expect(await store.get(c.key('any'))).toBeNull()
+      expect(await store.get(c.key('a1'))).not.toBeNull()
       expect(await store.purgeAdvertiser(101)).toBe(1)
     })
   })

@@ -16,7 +16,7 @@ import type { Lookup } from '../../reports/report-cache.js'
 import { prefersAsync } from './prefer.js'
 import type { FailureLog } from '../../observe/failure-log.js'
 import { acceptJob } from './job-routes.js'
-import type { CacheEntry } from '../../cache/cache-entry.js'
+import { ANY_ADVERTISER, type CacheEntry } from '../../cache/cache-entry.js'
 import { USAGE_HEADER, type ReportAnswerFacts, type ReportDays } from './report-facts.js'
 import { carries } from '../connection-teams.js'
 
@@ -111,7 +111,7 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
       decisions.remember(request.method, request.url, admitted)
     }
     admitting?.end()
-    const report = indexedUnderOwners(admitted.form.report, caller)
+    const report = indexedUnderOwners(admitted.form.report, caller, [])
     caller.advertisers = report.advertiserIds
     // A cold fill under way here is joined, as the entrance before the router joins it.
     if (prefersAsync(request.headers.prefer) && !admitted.refresh) {
@@ -140,7 +140,7 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     await admission.checkScope(request.method, caller)
     admitting?.end()
     const key = reports.keyFor(caller.provider.name, report)
-    const indexed = indexedUnderOwners(report, caller)
+    const indexed = indexedUnderOwners(report, caller, admission.named(request.method, caller).campaigns)
     caller.advertisers = indexed.advertiserIds
     const refresh = forcesRefresh(request.headers, caller.team)
     const now = prefersAsync(request.headers.prefer) && !refresh ? await copyOrJob(reply, caller, indexed, key) : {}
@@ -178,8 +178,13 @@ function optionsOf(request: FastifyRequest, reply: FastifyReply, caller: Caller,
 // A report by campaign ids (a POST's `campaignIds`, a GET's `filter[campaignIds]` or any
 // key scope.ts reads campaigns from) is indexed under their owners too, so that a purge of
 // one advertiser reaches it and a copy filled before one is not served (purgedFor); the
-// owners of a scoped team's campaigns are known by now.
-function indexedUnderOwners(report: CanonicalReport, caller: Caller): CanonicalReport {
+// owners of a scoped team's campaigns are known by now. A POST report is the platform's
+// report of its campaigns (it reads no account field of it): when a lookup told not all
+// of their owners (an unrestricted team's read looks none up), it is indexed under
+// ANY_ADVERTISER as well, which every advertiser's purge reaches.
+function indexedUnderOwners(report: CanonicalReport, caller: Caller, campaigns: readonly number[]): CanonicalReport {
   const owners = [...new Set(caller.campaignOwners.values())].filter((a) => !report.advertiserIds.includes(a))
+  const known = campaigns.length > 0 && campaigns.every((id) => caller.campaignOwners.has(id))
+  if (report.method === 'POST' && !known) owners.push(ANY_ADVERTISER)
   return owners.length > 0 ? { ...report, advertiserIds: [...report.advertiserIds, ...owners] } : report
 }
