@@ -68,10 +68,10 @@ export class TeamAccounts {
     if (demand >= peakNow(seats, now)) [seats.peak, seats.peakAt] = [demand, now]
   }
 
-  /** The active teams; the gateway's own calls (the probe, look-ups) are few and never linger. */
+  /** The active teams: holding a seat, waiting, or lingering. */
   active(now: number, waiting: ReadonlyMap<string, number>, weight: (team: string) => number, cap: (team: string) => number | null): LocalTeam[] {
     return [...this.#teams].flatMap(([team, seats]) => {
-      const lingering = team !== GATEWAY_TEAM && now - seats.lastAsked < LINGER_MS
+      const lingering = lingers(team, seats, now)
       const [held, w] = [seats.running.size, waiting.get(team) ?? 0]
       if (held === 0 && w === 0 && !lingering) return []
       return [{ team, weight: weight(team), held, waiting: w, cap: cap(team), lingering, peak: Math.max(peakNow(seats, now), held + w), seatMs: Math.round(seatMs(seats, now)) }]
@@ -85,10 +85,12 @@ export class TeamAccounts {
 
   /** When the first linger of a team holding no seat ends (Infinity: none lingers). */
   lingerEnd(now: number): number {
-    return Math.min(...[...this.#teams.values()].filter((seats) => seats.running.size === 0 && now - seats.lastAsked < LINGER_MS).map((seats) => seats.lastAsked + LINGER_MS))
+    return Math.min(...[...this.#teams].filter(([team, seats]) => seats.running.size === 0 && lingers(team, seats, now)).map(([, seats]) => seats.lastAsked + LINGER_MS))
   }
 }
 
+/** Whether a team asked within the linger; the gateway's own calls (the probe, look-ups) are few and never linger. */
+const lingers = (team: string, seats: TeamAccount, now: number): boolean => team !== GATEWAY_TEAM && now - seats.lastAsked < LINGER_MS
 /** A team's peak within the linger (0 once the linger since it passed). */
 const peakNow = (seats: TeamAccount, now: number): number => (now - seats.peakAt <= LINGER_MS ? seats.peak : 0)
 
