@@ -165,9 +165,7 @@ export class CredentialSeats {
       // A team that starts waiting again saved no credit while it did not.
       if (this.#queue.count(team, null) === 0) this.#teams.of(team).tag = Math.max(this.#teams.of(team).tag, this.#teams.virtual)
       this.#queue.push(waiter)
-      const sameWork = this.#byWork.get(waiter.workClass)
-      if (sameWork) sameWork.add(waiter)
-      else this.#byWork.set(waiter.workClass, new Set([waiter]))
+      this.#byWork.set(waiter.workClass, (this.#byWork.get(waiter.workClass) ?? new Set()).add(waiter))
       this.#teams.notePeak(team, this.#queue.count(team, null), this.#clock.now())
       this.#dispatch()
       if (this.#queue.has(waiter)) {
