@@ -3,6 +3,7 @@ import { CredentialSeats, OVERDUE } from '../../src/platform/governor/seats.js'
 import { NoIdleSeatError, type Priority, type RefusalReason, type Seat, type SeatRequest, type SeatsOptions } from '../../src/platform/governor/seat.js'
 import { LENDING_HORIZON_MS } from '../../src/platform/governor/dispatch-order.js'
 import { LINGER_MS, RETURN_MS } from '../../src/platform/governor/team-accounts.js'
+import { GATEWAY_TEAM } from '../../src/platform/gateway-team.js'
 import { WorkEstimates } from '../../src/platform/governor/work-estimates.js'
 import type { Answer } from '../../src/platform/governor/answer-timeline.js'
 import { fakeClock, type FakeClock } from '../helpers/clock.js'
@@ -554,6 +555,35 @@ describe('who gets a free seat', () => {
     clock.advance(1)
     await settle()
     expect(seated()).toBeGreaterThan(before)
+  })
+
+  it('sets no linger wake for the gateway\'s own calls: they never linger (docs/governor.md, "Words")', async () => {
+    const clock = fakeClock()
+    const weighed = { n: 0 }
+    const { s, work, order } = seats(clock, { limit: 2, queueLimit: 100, weightOf: () => { weighed.n += 1; return 1 } })
+    work.answered(GATEWAY_TEAM, 'probe', 10)
+    work.answered('c', 'year', 4000)
+    // The gateway's probe at 0, then a dashboard at 1 s that lingers to 1 s + LINGER_MS, owed a seat.
+    const probe = call(s, order, GATEWAY_TEAM, { workClass: 'probe' })
+    await settle()
+    answer(probe, 10)
+    clock.advance(1000)
+    const dash = call(s, order, 'dash')
+    await settle()
+    answer(dash, 100)
+    // c's year-long calls: one takes the seat no one is owed, the others wait for the dashboard's linger's end.
+    const years = [0, 1, 2].map(() => call(s, order, 'c', { workClass: 'year' }))
+    await settle()
+    expect([s.running('c'), s.queued]).toEqual([1, 2])
+    weighed.n = 0
+    // At LINGER_MS the probe's ask is a linger's length old: nothing is woken.
+    clock.advance(LINGER_MS - 1000)
+    await settle()
+    expect([weighed.n, s.running('c')]).toEqual([0, 1])
+    clock.advance(1000)
+    await settle()
+    expect(s.running('c')).toBe(2)
+    for (const year of years) if (year.seat) answer(year, 4000)
   })
 
   it('lends the seats owed to a team that asked within the linger to short calls only; a long or unknown call waits for the linger\'s end', async () => {
