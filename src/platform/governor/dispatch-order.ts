@@ -51,7 +51,7 @@ function standing<W extends WaitingCall>(s: DispatchState<W>, team: string): { h
 }
 
 /** Seats held back from long calls (2.3): owed to active teams (on one replica, but those short calls of waiting teams past their shares keep), or lent here by other replicas; whole seats. */
-function owedNow<W extends WaitingCall>(s: DispatchState<W>): number {
+export function owedNow<W extends WaitingCall>(s: DispatchState<W>): number {
   const covered = s.view.one ? s.view.teams.reduce((n, t) => n + (t.waiting > 0 && !below(s.view, t.team, t.held) ? s.teams.shortRunning(t.team) : 0), 0) : 0
   return Math.floor(Math.max(0, s.view.owed - covered) + s.view.lent + 1e-9)
 }

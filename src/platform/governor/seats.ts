@@ -1,5 +1,5 @@
 import { FairQueue, type Priority, type Queued } from './fair-queue.js'
-import { LENDING_HORIZON_MS, heldBack, isShort, nextCall, sharesView, type DispatchState, type SharesView } from './dispatch-order.js'
+import { LENDING_HORIZON_MS, heldBack, isShort, nextCall, owedNow, sharesView, type DispatchState, type SharesView } from './dispatch-order.js'
 import { DeadlineError, OverloadedError } from '../../errors.js'
 import { NoIdleSeatError, learnFrom, tooLate, type RefusalReason, type Seat, type SeatLease, type SeatRequest, type SeatsOptions, type TeamLimits } from './seat.js'
 import type { LocalTeam } from './lease-plan.js'
@@ -68,14 +68,12 @@ export class CredentialSeats {
     if (raised) this.wake()
   }
 
-  /** Whether calls wait while every seat of the limit is taken or owed: the limit is in use (not a wait for a ceiling, a pause or a lease). */
+  /** Whether calls wait while every seat of the limit is taken or held back from them (owed, lent: dispatch-order.ts owedNow): the limit is in use (not a wait for a ceiling, a pause or a lease). */
   waitingAtLimit(): boolean {
     if (this.#queue.size === 0 || this.pausedUntil > 0 || this.#lease?.saturated() === false) return false
     if ([...this.#queue.waitingTeams()].every((team) => this.#atCeiling(team))) return false
-    // Owed and lent seats are never negative: with every seat in use, the shares need not be worked out (asked at every answer).
-    if (this.inFlight >= this.capacity - 1e-9) return true
-    const { owed, lent } = this.#shares()
-    return this.inFlight + owed + lent >= this.capacity - 1e-9
+    // Seats held back are never negative: with every seat in use, the shares need not be worked out (asked at every answer).
+    return this.inFlight >= this.capacity - 1e-9 || this.inFlight + owedNow(this.#dispatchState()) >= this.capacity - 1e-9
   }
 
   /** With no call waiting known short while a short call is in flight, or a team is between two asks of short calls (TeamAccounts.shortBetweenAsks: a dashboard between two views), the longest expected seat-time of those waiting (Infinity: unknown); else null (the limit rule's "Start" and "Cruise"). */
