@@ -60,17 +60,11 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
     teams.set(t.team, g)
   }
   const shares = fairShares(limit, [...teams.values()])
-  // The seats a team with calls leaves of its share (a peak past its calls) go to the teams whose calls want more, level by
-  // weight, in their parts where their calls are: left on the lender's replicas, they went to whoever waited there alone.
-  const demandOf = (g: TeamLoad) => g.held + g.waiting
-  const left = [...teams.values()].reduce((seats, g) => seats + (demandOf(g) > 0 ? Math.max(0, (shares.get(g.team) ?? 0) - demandOf(g)) : 0), 0)
-  const more = [...teams.values()].map((g) => ({ ...g, held: Math.min(g.cap ?? Infinity, demandOf(g)) - (shares.get(g.team) ?? 0), waiting: 0, peak: 0 })).filter((g) => g.held > 1e-9)
-  const borrowed = fairShares(left, more)
   const partOf = (t: TeamRecord): number => {
     const g = teams.get(t.team) as TeamLoad & { lingerers: number }
     const share = shares.get(t.team) ?? 0
-    const demand = demandOf(g)
-    return demand > 0 ? ((Math.min(share, demand) + (borrowed.get(t.team) ?? 0)) * (t.held + t.waiting)) / demand : share / g.lingerers
+    const demand = g.held + g.waiting
+    return demand > 0 ? (share * (t.held + t.waiting)) / demand : share / g.lingerers
   }
   const targets = new Map(mine.teams.map((t) => [t.team, partOf(t)]))
   const own = new Map(all.map((r) => [r, r.teams.reduce((sum, t) => sum + partOf(t), 0)]))
