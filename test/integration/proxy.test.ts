@@ -296,6 +296,20 @@ describe('token injection', () => {
     await answeredWithout(internals, { 'x-served-by': 'cache-fra-1' })
   })
 
+  it("passes on no challenge or authentication info of the platform's: they are of the gateway's token (or the platform's proxy), never the caller's key", async () => {
+    const challenges = {
+      'www-authenticate': 'Bearer realm="platform", error="insufficient_scope", scope="campaigns:write"',
+      'authentication-info': 'nextnonce="abc"',
+      'proxy-authenticate': 'Basic realm="platform egress"',
+      'proxy-authentication-info': 'nextnonce="def"',
+    }
+    await answeredWithout(challenges, { 'x-served-by': 'cache-fra-1' })
+    sandbox.setFailure({ kind: 'status', status: 403, headers: challenges, body: { message: 'This action is unauthorized.' }, times: 1 })
+    const refused = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
+    expect(refused.statusCode).toBe(403)
+    for (const name of Object.keys(challenges)) expect(refused.headers[name], name).toBeUndefined()
+  })
+
   it('passes a given x-request-id on to the platform and back', async () => {
     const res = await call('POST', '/api/v1/campaign/get', { headers: { 'x-request-id': 'trace-abc.123:x' }, json: {} })
     expect(res.statusCode).toBe(200)
@@ -580,6 +594,24 @@ describe('platform failures on a non-report call', () => {
     expect(res.body).not.toContain('/var/www')
     expect(res.headers['set-cookie']).toBeUndefined()
     expect(res.headers['x-request-id']).toBeDefined()
+  })
+
+  it("turns a platform 407 (a proxy before the platform asking the gateway for credentials) into 502 GW_UPSTREAM: no proxy-authenticate reaches a caller, whose client or browser would offer its own proxy's", async () => {
+    const proxyAsks = { 'proxy-authenticate': 'Basic realm="platform egress"', 'www-authenticate': 'Basic realm="platform"' }
+    sandbox.setFailure({ kind: 'status', status: 407, headers: proxyAsks, body: { message: 'Proxy Authentication Required' }, times: 1 })
+    const res = await call('POST', '/api/v1/campaign/get', { json: {} })
+    expect(sandbox.requests).toHaveLength(1)
+    expect(res.statusCode).toBe(502)
+    expect(res.json()).toMatchObject({ statusCode: 502, code: 'GW_UPSTREAM' })
+    expect(res.headers['proxy-authenticate']).toBeUndefined()
+    // A report read's too: no copy of it is made.
+    const report = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-03-10&dateTo=2026-03-11'
+    sandbox.setFailure({ kind: 'status', status: 407, headers: proxyAsks, body: { message: 'Proxy Authentication Required' }, times: 1 })
+    const read = await call('GET', report)
+    expect(read.statusCode).toBe(502)
+    expect(read.json()).toMatchObject({ code: 'GW_UPSTREAM' })
+    expect(read.headers['proxy-authenticate']).toBeUndefined()
+    expect((await call('GET', report)).headers['x-cache']).toBe('MISS')
   })
 
   it('turns a connection reset into 502 GW_UPSTREAM', async () => {
