@@ -147,6 +147,25 @@ describe('token injection', () => {
     expect(elsewhere.headers.refresh).toBe("5;URL='https://status.example/'")
   })
 
+  it("passes on no link a browser or a front server follows by itself (preload, preconnect, prefetch, dns-prefetch, modulepreload), whichever origin it names, in one link header or several", async () => {
+    const hints = '<https://cdn.example/app.js>; rel=preload; as=script, <https://tracker.example>; rel=preconnect, </build/app.js>; rel=modulepreload'
+    sandbox.setFailure({ kind: 'status', status: 200, headers: { link: `${hints}, <${sandbox.url}/api/v1/campaign/get?page=2>; rel=next` }, body: { data: [] }, times: 1 })
+    const res = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
+    expect(res.headers.link).toBe('</api/v1/campaign/get?page=2>; rel=next')
+  })
+
+  it('puts every one of several link or content-location headers on the gateway as one would be: none passed as the platform wrote it', async () => {
+    const platform = new URL(sandbox.url)
+    const lines = [`link: <${sandbox.url}/api/v1/campaign/get?page=2>; rel=next`, 'link: <https://tracker.example>; rel="dns-prefetch"', `link: <${platform.origin}/api/v1/campaign/get?page=9>; rel=last`, `content-location: ${sandbox.url}/api/v1/campaign/get`, `content-location: ${sandbox.url}/api/v1/campaign/list`]
+    sandbox.setFailure({ kind: 'raw', answer: `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n${lines.join('\r\n')}\r\ncontent-length: 11\r\n\r\n{"data":[]}`, times: 1 })
+    const several = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
+    expect(several.statusCode).toBe(200)
+    expect(several.body).toBe('{"data":[]}')
+    expect([several.headers.link].flat().join(', ')).toBe('</api/v1/campaign/get?page=2>; rel=next, </api/v1/campaign/get?page=9>; rel=last')
+    expect([several.headers['content-location']].flat().join(', ')).toBe('/api/v1/campaign/get, /api/v1/campaign/list')
+    expect(JSON.stringify(several.headers)).not.toContain(platform.host)
+  })
+
   it('passes a report read\'s platform redirect with its location, on the gateway as a proxied one is', async () => {
     const report = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-03-01&dateTo=2026-03-02'
     sandbox.setFailure({ kind: 'status', status: 301, headers: { location: `${sandbox.url}/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-03-01&dateTo=2026-03-03` }, times: 1 })
