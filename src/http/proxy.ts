@@ -228,8 +228,10 @@ const URL_HEADERS: ReadonlyArray<readonly [string, (value: string, platformBase:
  * timings, profiler links), no instruction to a server before the gateway (X-Accel-*, x-envoy-*, X-Sendfile), private to the
  * key that asked (no CDN's cache directive), and a URL
  * (`location`, `content-location`, `link`, `refresh`) on the platform's own origin (`platformBase`) as the
- * gateway's path: a client that follows it comes back to the gateway, which checks the
- * call, instead of taking its team key to the platform's address.
+ * gateway's path, in each of a header's values: a client that follows it comes back to the
+ * gateway, which checks the call, instead of taking its team key to the platform's address;
+ * no link that a browser or a server before the gateway follows by itself (a preload, a
+ * prefetch, a connection made ahead: redirect-location.ts).
  */
 export function callerHeaders(headers: IncomingHttpHeaders, platformBase: string | null): IncomingHttpHeaders {
   const out = { ...headers }
@@ -240,7 +242,11 @@ export function callerHeaders(headers: IncomingHttpHeaders, platformBase: string
   if (platformBase !== null) {
     for (const [name, rewrite] of URL_HEADERS) {
       const value = out[name]
-      if (typeof value === 'string') out[name] = rewrite(value, platformBase)
+      if (value === undefined) continue
+      // A header the platform repeated comes as a list: each of its values as one alone.
+      const values = (Array.isArray(value) ? value : [value]).map((one) => rewrite(one, platformBase)).filter((one) => one !== '')
+      if (values.length === 0) delete out[name]
+      else out[name] = values.length === 1 ? values[0] : values
     }
   }
   return out

@@ -39,6 +39,9 @@ describe('URLs a caller may follow, put on the gateway', () => {
       '<https://cdn.example/dict>; rel=compression-dictionary',
       '<https://cdn.example/a.css>; rel=stylesheet',
       '<https://cdn.example/sw.js>; rel=serviceworker',
+      // A quoted text before it that looks like another relation changes nothing.
+      '<https://cdn.example/y>; title="; rel=next"; rel=preload',
+      '<https://cdn.example/z>; rel="\\pre\\load"',
     ]
     const kept = [`<${PLATFORM}/api/v1/c?page=3>; rel=next; title="a, rel=preload"`, '<https://docs.example/api?a=1,2>; rel=help']
     expect(linksOnGateway([hints[0], kept[0], ...hints.slice(1, 5), kept[1], ...hints.slice(5)].join(', '), PLATFORM)).toBe(
