@@ -329,6 +329,22 @@ describe('token injection', () => {
     for (const name of Object.keys(challenges)) expect(refused.headers[name], name).toBeUndefined()
   })
 
+  it('fails an answer that holds the token in a charset the scan does not read it in (502 GW_UPSTREAM): named by its content-type, or told by a byte-order mark', async () => {
+    const utf16 = (text: string): string => Buffer.from(text, 'utf16le').toString('latin1')
+    const reflected = JSON.stringify({ headers: { authorization: `Bearer ${platformToken}` } })
+    const answers: [string, string][] = [
+      ['application/json; charset=utf-16le', utf16(reflected)],
+      ['text/html; charset=UTF-8', `\xff\xfe${utf16(reflected)}`],
+      ['text/json; charset=utf-7', `+${Buffer.from(reflected, 'utf16le').swap16().toString('base64').replace(/=+$/, '')}-`],
+    ]
+    for (const [type, bytes] of answers) {
+      sandbox.setFailure({ kind: 'raw', answer: `HTTP/1.1 200 OK\r\ncontent-type: ${type}\r\ncontent-length: ${bytes.length}\r\n\r\n${bytes}`, times: 1 })
+      const res = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
+      expect(res.statusCode, type).toBe(502)
+      expect(res.json()).toMatchObject({ code: 'GW_UPSTREAM' })
+    }
+  })
+
   it('passes a given x-request-id on to the platform and back', async () => {
     const res = await call('POST', '/api/v1/campaign/get', { headers: { 'x-request-id': 'trace-abc.123:x' }, json: {} })
     expect(res.statusCode).toBe(200)
