@@ -614,6 +614,55 @@ describe('the platform\'s own answers', () => {
   })
 })
 
+describe("the platform's framing (docs/decisions/platform-answer-framing.md)", () => {
+  const raw = (head: string, body = '') => sandbox.setFailure({ kind: 'raw', answer: `${head}\r\n\r\n${body}`, times: 1 })
+  const list = () => call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
+
+  it('gives the caller the final answer alone: no 103 before it, none of its links, no trailer', async () => {
+    raw('HTTP/1.1 103 Early Hints\r\nlink: <https://cdn.example/app.js>; rel=preload; as=script\r\n\r\nHTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11', '{"data":[]}')
+    const hinted = await list()
+    expect(hinted.statusCode).toBe(200)
+    expect(hinted.body).toBe('{"data":[]}')
+    expect(hinted.headers.link).toBeUndefined()
+    raw('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\ntrailer: x-debug-token', 'b\r\n{"data":[]}\r\n0\r\nx-debug-token: 4f2b1c\r\n\r\n')
+    const trailed = await list()
+    expect(trailed.statusCode).toBe(200)
+    expect(trailed.body).toBe('{"data":[]}')
+    expect(trailed.headers['content-length']).toBe('11')
+    expect(trailed.headers.trailer).toBeUndefined()
+    expect(trailed.headers['x-debug-token']).toBeUndefined()
+    expect(trailed.trailers).toEqual({})
+  })
+
+  it('ends an answer where its framing says: a 204 or a HEAD answer has no body, bytes past a content-length are no one\'s, and the next call gets its own answer', async () => {
+    raw('HTTP/1.1 204 No Content\r\ncontent-length: 0', '{"leak":"of the next answer"}')
+    const none = await list()
+    expect(none.statusCode).toBe(204)
+    expect(none.body).toBe('')
+    raw('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11', '{"data":[]}HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\n{"x":"y"}')
+    const long = await list()
+    expect(long.body).toBe('{"data":[]}')
+    const next = await list()
+    expect(next.statusCode).toBe(200)
+    expect(next.json()).toHaveProperty('meta')
+    raw('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11', '{"data":[]}')
+    const head = await call('HEAD', '/api/v1/campaign/list')
+    expect(head.statusCode).toBe(200)
+    expect(head.body).toBe('')
+  })
+
+  it('fails an answer shorter than its content-length (502 GW_UPSTREAM): no part of it reaches the caller or the cache', async () => {
+    raw('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 40', '{"data":[')
+    const short = await list()
+    expect(short.statusCode).toBe(502)
+    expect(short.json()).toMatchObject({ code: 'GW_UPSTREAM' })
+    const report = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-03-20&dateTo=2026-03-21'
+    raw('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 40', '{"data":[')
+    expect((await call('GET', report)).statusCode).toBe(502)
+    expect((await call('GET', report)).headers['x-cache']).toBe('MISS')
+  })
+})
+
 describe('platform failures on a non-report call', () => {
   // A read is sent again twice after a 502 or 503, never after a 500.
   it.each([
