@@ -427,6 +427,16 @@ describe('paths outside /api/v1/ and the token request', () => {
     }
     expect(sandbox.requests).toHaveLength(0)
   })
+
+  it('answers OPTIONS * (RFC 9110, 9.3.7: the server at large, whose options depend on the resource) 404 GW_NOT_FOUND, with or without a key, and calls nothing', async () => {
+    for (const key of [KEYS.all, null]) {
+      const res = await sendRaw(gw.port as number, rawHttp('OPTIONS', '*', { key }), 3000)
+      expect(res.status).toBe(404)
+      expect(JSON.parse(res.body)).toMatchObject({ code: 'GW_NOT_FOUND' })
+      expect(res.headers.allow).toBeUndefined()
+    }
+    expect(sandbox.requests).toHaveLength(0)
+  })
 })
 
 describe('write permission', () => {
