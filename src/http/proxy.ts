@@ -175,6 +175,11 @@ const isOriginPolicy = (name: string): boolean => name.startsWith('access-contro
 const PLATFORM_INTERNALS = ['server', 'x-powered-by', 'server-timing', 'x-debug-token', 'x-debug-token-link', 'phpdebugbar-id']
 const isPlatformInternal = (name: string): boolean => name.startsWith('x-clockwork-') || name.startsWith('phpdebugbar-') || PLATFORM_INTERNALS.includes(name)
 
+// A challenge or authentication info (RFC 9110, 11.6 and 11.7) is of the credentials that
+// were sent: the platform's are of the gateway's token or of a proxy before the platform,
+// never of the caller's key, which the gateway's own 401 challenges (`ApiKey`).
+const PLATFORM_CHALLENGES = ['www-authenticate', 'authentication-info', 'proxy-authenticate', 'proxy-authentication-info']
+
 // Instructions a server before the gateway acts on: nginx's X-Accel-* (an internal
 // redirect to any of its locations, its cache's time over cache-control, its buffering and
 // rate), Envoy's x-envoy-* (`immediate-health-check-fail` takes the replica out of its
@@ -217,25 +222,31 @@ const URL_HEADERS: ReadonlyArray<readonly [string, (value: string, platformBase:
 
 /**
  * The platform's response headers as the caller gets them: no session cookie, no
- * hop-by-hop headers, none of the gateway's own, no policy for the platform's origin
+ * hop-by-hop headers, none of the gateway's own, no challenge of the platform's, no policy for the platform's origin
  * (CORS, alt-svc, HSTS, clear-site-data, reporting, service workers, client hints, isolation),
  * no count of the shared token's calls, nothing of the platform's internals (server, versions,
  * timings, profiler links), no instruction to a server before the gateway (X-Accel-*, x-envoy-*, X-Sendfile), private to the
  * key that asked (no CDN's cache directive), and a URL
  * (`location`, `content-location`, `link`, `refresh`) on the platform's own origin (`platformBase`) as the
- * gateway's path: a client that follows it comes back to the gateway, which checks the
- * call, instead of taking its team key to the platform's address.
+ * gateway's path, in each of a header's values: a client that follows it comes back to the
+ * gateway, which checks the call, instead of taking its team key to the platform's address;
+ * no link that a browser or a server before the gateway follows by itself (a preload, a
+ * prefetch, a connection made ahead: redirect-location.ts).
  */
 export function callerHeaders(headers: IncomingHttpHeaders, platformBase: string | null): IncomingHttpHeaders {
   const out = { ...headers }
   const named = typeof out.connection === 'string' ? out.connection.split(',').map((h) => h.trim().toLowerCase()) : []
-  for (const name of [...HOP_BY_HOP, ...named, 'set-cookie', ...GATEWAY_HEADERS]) delete out[name]
+  for (const name of [...HOP_BY_HOP, ...named, 'set-cookie', ...GATEWAY_HEADERS, ...PLATFORM_CHALLENGES]) delete out[name]
   for (const name of Object.keys(out)) if (isOriginPolicy(name) || isCredentialCount(name) || isFrontInstruction(name) || isPlatformInternal(name)) delete out[name]
   privateToTheKey(out)
   if (platformBase !== null) {
     for (const [name, rewrite] of URL_HEADERS) {
       const value = out[name]
-      if (typeof value === 'string') out[name] = rewrite(value, platformBase)
+      if (value === undefined) continue
+      // A header the platform repeated comes as a list: each of its values as one alone.
+      const values = (Array.isArray(value) ? value : [value]).map((one) => rewrite(one, platformBase)).filter((one) => one !== '')
+      if (values.length === 0) delete out[name]
+      else out[name] = values.length === 1 ? values[0] : values
     }
   }
   return out

@@ -222,7 +222,7 @@ export class Conditions {
 /** A FailureMode from untrusted JSON, or the reason it is not one. */
 export function parseFailureMode(value: unknown): FailureMode | string {
   if (typeof value !== 'object' || value === null) return 'a failure mode is an object with a "kind"'
-  const { kind, status, body, headers, times, intervalMs, chunks, bytes, gzip, location } = value as Record<string, unknown>
+  const { kind, status, body, headers, times, intervalMs, chunks, bytes, gzip, location, answer } = value as Record<string, unknown>
   if (times !== undefined && !(Number.isInteger(times) && (times as number) > 0)) return '"times" must be a positive integer'
   const limit = times === undefined ? {} : { times: times as number }
   switch (kind) {
@@ -253,8 +253,11 @@ export function parseFailureMode(value: unknown): FailureMode | string {
       if (!GARBLED_BODIES.includes(body as GarbledBody)) return `"body" must be one of ${GARBLED_BODIES.join(', ')}`
       if (gzip !== undefined && typeof gzip !== 'boolean') return '"gzip" must be true or false'
       return { kind, body: body as GarbledBody, ...(gzip === undefined ? {} : { gzip }), ...limit }
+    case 'raw':
+      if (typeof answer !== 'string' || answer === '') return '"answer" must be the bytes of an answer (a non-empty string, one byte a character)'
+      return { kind, answer, ...limit }
     default:
-      return '"kind" must be one of none, status, redirect, hang, reset, trickle, large, garbled, cut, held'
+      return '"kind" must be one of none, status, redirect, hang, reset, trickle, large, garbled, cut, held, raw'
   }
 }
 

@@ -240,6 +240,10 @@ async function simulateConditions(state: SandboxState, request: FastifyRequest, 
     case 'garbled':
       sendGarbled(reply, failure.body, failure.gzip === true)
       return reply
+    case 'raw':
+      reply.hijack()
+      socket.end(Buffer.from(failure.answer, 'latin1'))
+      return reply
   }
 }
 

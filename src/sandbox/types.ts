@@ -58,6 +58,15 @@ export type FailureMode =
   | { kind: 'cut'; times?: number }
   /** The route's own answer, once releaseHeld() is called (a call kept at the platform for as long as a test needs it there). */
   | { kind: 'held'; times?: number }
+  /**
+   * `answer` written on the connection byte for byte (each character one byte, latin1), its
+   * status line, header lines and framing as given, and the connection then closed: what
+   * PHP behind a web server can send besides a well-formed answer (an Early Hints `103`
+   * before it, as Laravel's Vite preloading and Symfony's sendEarlyHints write, trailers, a
+   * body after a `204` or a `HEAD` answer, a `content-length` that is not the body's, a
+   * byte-order mark a PHP file prints before the body).
+   */
+  | { kind: 'raw'; answer: string; times?: number }
 
 /**
  * Failures drawn at random, each a share (0 to 1) of the /api/v1 requests that no set

@@ -147,6 +147,25 @@ describe('token injection', () => {
     expect(elsewhere.headers.refresh).toBe("5;URL='https://status.example/'")
   })
 
+  it("passes on no link a browser or a front server follows by itself (preload, preconnect, prefetch, dns-prefetch, modulepreload), whichever origin it names, in one link header or several", async () => {
+    const hints = '<https://cdn.example/app.js>; rel=preload; as=script, <https://tracker.example>; rel=preconnect, </build/app.js>; rel=modulepreload'
+    sandbox.setFailure({ kind: 'status', status: 200, headers: { link: `${hints}, <${sandbox.url}/api/v1/campaign/get?page=2>; rel=next` }, body: { data: [] }, times: 1 })
+    const res = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
+    expect(res.headers.link).toBe('</api/v1/campaign/get?page=2>; rel=next')
+  })
+
+  it('puts every one of several link or content-location headers on the gateway as one would be: none passed as the platform wrote it', async () => {
+    const platform = new URL(sandbox.url)
+    const lines = [`link: <${sandbox.url}/api/v1/campaign/get?page=2>; rel=next`, 'link: <https://tracker.example>; rel="dns-prefetch"', `link: <${platform.origin}/api/v1/campaign/get?page=9>; rel=last`, `content-location: ${sandbox.url}/api/v1/campaign/get`, `content-location: ${sandbox.url}/api/v1/campaign/list`]
+    sandbox.setFailure({ kind: 'raw', answer: `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n${lines.join('\r\n')}\r\ncontent-length: 11\r\n\r\n{"data":[]}`, times: 1 })
+    const several = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
+    expect(several.statusCode).toBe(200)
+    expect(several.body).toBe('{"data":[]}')
+    expect([several.headers.link].flat().join(', ')).toBe('</api/v1/campaign/get?page=2>; rel=next, </api/v1/campaign/get?page=9>; rel=last')
+    expect([several.headers['content-location']].flat().join(', ')).toBe('/api/v1/campaign/get, /api/v1/campaign/list')
+    expect(JSON.stringify(several.headers)).not.toContain(platform.host)
+  })
+
   it('passes a report read\'s platform redirect with its location, on the gateway as a proxied one is', async () => {
     const report = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-03-01&dateTo=2026-03-02'
     sandbox.setFailure({ kind: 'status', status: 301, headers: { location: `${sandbox.url}/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-03-01&dateTo=2026-03-03` }, times: 1 })
@@ -296,6 +315,36 @@ describe('token injection', () => {
     await answeredWithout(internals, { 'x-served-by': 'cache-fra-1' })
   })
 
+  it("passes on no challenge or authentication info of the platform's: they are of the gateway's token (or the platform's proxy), never the caller's key", async () => {
+    const challenges = {
+      'www-authenticate': 'Bearer realm="platform", error="insufficient_scope", scope="campaigns:write"',
+      'authentication-info': 'nextnonce="abc"',
+      'proxy-authenticate': 'Basic realm="platform egress"',
+      'proxy-authentication-info': 'nextnonce="def"',
+    }
+    await answeredWithout(challenges, { 'x-served-by': 'cache-fra-1' })
+    sandbox.setFailure({ kind: 'status', status: 403, headers: challenges, body: { message: 'This action is unauthorized.' }, times: 1 })
+    const refused = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
+    expect(refused.statusCode).toBe(403)
+    for (const name of Object.keys(challenges)) expect(refused.headers[name], name).toBeUndefined()
+  })
+
+  it('fails an answer that holds the token in a charset the scan does not read it in (502 GW_UPSTREAM): named by its content-type, or told by a byte-order mark', async () => {
+    const utf16 = (text: string): string => Buffer.from(text, 'utf16le').toString('latin1')
+    const reflected = JSON.stringify({ headers: { authorization: `Bearer ${platformToken}` } })
+    const answers: [string, string][] = [
+      ['application/json; charset=utf-16le', utf16(reflected)],
+      ['text/html; charset=UTF-8', `\xff\xfe${utf16(reflected)}`],
+      ['text/json; charset=utf-7', `+${Buffer.from(reflected, 'utf16le').swap16().toString('base64').replace(/=+$/, '')}-`],
+    ]
+    for (const [type, bytes] of answers) {
+      sandbox.setFailure({ kind: 'raw', answer: `HTTP/1.1 200 OK\r\ncontent-type: ${type}\r\ncontent-length: ${bytes.length}\r\n\r\n${bytes}`, times: 1 })
+      const res = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
+      expect(res.statusCode, type).toBe(502)
+      expect(res.json()).toMatchObject({ code: 'GW_UPSTREAM' })
+    }
+  })
+
   it('passes a given x-request-id on to the platform and back', async () => {
     const res = await call('POST', '/api/v1/campaign/get', { headers: { 'x-request-id': 'trace-abc.123:x' }, json: {} })
     expect(res.statusCode).toBe(200)
@@ -375,6 +424,16 @@ describe('paths outside /api/v1/ and the token request', () => {
       const res = await call(method, url, { key, json: { grant_type: 'platform_dsp' } })
       expect(res.statusCode).toBe(404)
       expect(res.json()).toEqual({ statusCode: 404, code: 'GW_NOT_FOUND', error: 'Not Found', message: 'not found' })
+    }
+    expect(sandbox.requests).toHaveLength(0)
+  })
+
+  it('answers OPTIONS * (RFC 9110, 9.3.7: the server at large, whose options depend on the resource) 404 GW_NOT_FOUND, with or without a key, and calls nothing', async () => {
+    for (const key of [KEYS.all, null]) {
+      const res = await sendRaw(gw.port as number, rawHttp('OPTIONS', '*', { key }), 3000)
+      expect(res.status).toBe(404)
+      expect(JSON.parse(res.body)).toMatchObject({ code: 'GW_NOT_FOUND' })
+      expect(res.headers.allow).toBeUndefined()
     }
     expect(sandbox.requests).toHaveLength(0)
   })
@@ -565,6 +624,55 @@ describe('the platform\'s own answers', () => {
   })
 })
 
+describe("the platform's framing (docs/decisions/platform-answer-framing.md)", () => {
+  const raw = (head: string, body = '') => sandbox.setFailure({ kind: 'raw', answer: `${head}\r\n\r\n${body}`, times: 1 })
+  const list = () => call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
+
+  it('gives the caller the final answer alone: no 103 before it, none of its links, no trailer', async () => {
+    raw('HTTP/1.1 103 Early Hints\r\nlink: <https://cdn.example/app.js>; rel=preload; as=script\r\n\r\nHTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11', '{"data":[]}')
+    const hinted = await list()
+    expect(hinted.statusCode).toBe(200)
+    expect(hinted.body).toBe('{"data":[]}')
+    expect(hinted.headers.link).toBeUndefined()
+    raw('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\ntrailer: x-debug-token', 'b\r\n{"data":[]}\r\n0\r\nx-debug-token: 4f2b1c\r\n\r\n')
+    const trailed = await list()
+    expect(trailed.statusCode).toBe(200)
+    expect(trailed.body).toBe('{"data":[]}')
+    expect(trailed.headers['content-length']).toBe('11')
+    expect(trailed.headers.trailer).toBeUndefined()
+    expect(trailed.headers['x-debug-token']).toBeUndefined()
+    expect(trailed.trailers).toEqual({})
+  })
+
+  it('ends an answer where its framing says: a 204 or a HEAD answer has no body, bytes past a content-length are no one\'s, and the next call gets its own answer', async () => {
+    raw('HTTP/1.1 204 No Content\r\ncontent-length: 0', '{"leak":"of the next answer"}')
+    const none = await list()
+    expect(none.statusCode).toBe(204)
+    expect(none.body).toBe('')
+    raw('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11', '{"data":[]}HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\n{"x":"y"}')
+    const long = await list()
+    expect(long.body).toBe('{"data":[]}')
+    const next = await list()
+    expect(next.statusCode).toBe(200)
+    expect(next.json()).toHaveProperty('meta')
+    raw('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11', '{"data":[]}')
+    const head = await call('HEAD', '/api/v1/campaign/list')
+    expect(head.statusCode).toBe(200)
+    expect(head.body).toBe('')
+  })
+
+  it('fails an answer shorter than its content-length (502 GW_UPSTREAM): no part of it reaches the caller or the cache', async () => {
+    raw('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 40', '{"data":[')
+    const short = await list()
+    expect(short.statusCode).toBe(502)
+    expect(short.json()).toMatchObject({ code: 'GW_UPSTREAM' })
+    const report = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-03-20&dateTo=2026-03-21'
+    raw('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 40', '{"data":[')
+    expect((await call('GET', report)).statusCode).toBe(502)
+    expect((await call('GET', report)).headers['x-cache']).toBe('MISS')
+  })
+})
+
 describe('platform failures on a non-report call', () => {
   // A read is sent again twice after a 502 or 503, never after a 500.
   it.each([
@@ -580,6 +688,24 @@ describe('platform failures on a non-report call', () => {
     expect(res.body).not.toContain('/var/www')
     expect(res.headers['set-cookie']).toBeUndefined()
     expect(res.headers['x-request-id']).toBeDefined()
+  })
+
+  it("turns a platform 407 (a proxy before the platform asking the gateway for credentials) into 502 GW_UPSTREAM: no proxy-authenticate reaches a caller, whose client or browser would offer its own proxy's", async () => {
+    const proxyAsks = { 'proxy-authenticate': 'Basic realm="platform egress"', 'www-authenticate': 'Basic realm="platform"' }
+    sandbox.setFailure({ kind: 'status', status: 407, headers: proxyAsks, body: { message: 'Proxy Authentication Required' }, times: 1 })
+    const res = await call('POST', '/api/v1/campaign/get', { json: {} })
+    expect(sandbox.requests).toHaveLength(1)
+    expect(res.statusCode).toBe(502)
+    expect(res.json()).toMatchObject({ statusCode: 502, code: 'GW_UPSTREAM' })
+    expect(res.headers['proxy-authenticate']).toBeUndefined()
+    // A report read's too: no copy of it is made.
+    const report = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-03-10&dateTo=2026-03-11'
+    sandbox.setFailure({ kind: 'status', status: 407, headers: proxyAsks, body: { message: 'Proxy Authentication Required' }, times: 1 })
+    const read = await call('GET', report)
+    expect(read.statusCode).toBe(502)
+    expect(read.json()).toMatchObject({ code: 'GW_UPSTREAM' })
+    expect(read.headers['proxy-authenticate']).toBeUndefined()
+    expect((await call('GET', report)).headers['x-cache']).toBe('MISS')
   })
 
   it('turns a connection reset into 502 GW_UPSTREAM', async () => {

@@ -27,6 +27,29 @@ describe('URLs a caller may follow, put on the gateway', () => {
     expect(linksOnGateway('rel=next', PLATFORM)).toBe('rel=next')
   })
 
+  it('no link a browser or a front server follows by itself (a preload, a prefetch, a connection made ahead), to any origin; the others kept in order', () => {
+    const hints = [
+      '<https://cdn.example/app.js>; rel=preload; as=script',
+      '</build/app.js>; rel=modulepreload',
+      '<https://tracker.example>; rel=preconnect',
+      '<//tracker.example>; rel="dns-prefetch"',
+      `<${PLATFORM}/api/v1/c?page=2>; rel="next prefetch"`,
+      '<https://cdn.example/x>; REL=PreLoad',
+      '<https://cdn.example/next>; rel=prerender',
+      '<https://cdn.example/dict>; rel=compression-dictionary',
+      '<https://cdn.example/a.css>; rel=stylesheet',
+      '<https://cdn.example/sw.js>; rel=serviceworker',
+      // A quoted text before it that looks like another relation changes nothing.
+      '<https://cdn.example/y>; title="; rel=next"; rel=preload',
+      '<https://cdn.example/z>; rel="\\pre\\load"',
+    ]
+    const kept = [`<${PLATFORM}/api/v1/c?page=3>; rel=next; title="a, rel=preload"`, '<https://docs.example/api?a=1,2>; rel=help']
+    expect(linksOnGateway([hints[0], kept[0], ...hints.slice(1, 5), kept[1], ...hints.slice(5)].join(', '), PLATFORM)).toBe(
+      '</api/v1/c?page=3>; rel=next; title="a, rel=preload", <https://docs.example/api?a=1,2>; rel=help',
+    )
+    expect(linksOnGateway(hints.join(','), PLATFORM)).toBe('')
+  })
+
   it('the URL of a refresh header, quoted or not; a refresh without a URL as it is', () => {
     expect(refreshOnGateway(`0; url=${PLATFORM}/api/v1/c`, PLATFORM)).toBe('0; url=/api/v1/c')
     expect(refreshOnGateway(`2.5,URL="${PLATFORM}/x?y=1" `, PLATFORM)).toBe('2.5,URL="/x?y=1" ')

@@ -96,6 +96,38 @@ describe('headers, and codings the gateway does not read', () => {
     expect(platform.destroyed).toBe(true)
   })
 
+  it.each(['application/json; charset=utf-16', 'text/json; charset=UTF-7', 'application/json; charset="utf-32le"', 'text/html; charset=cp037', 'text/plain;charset=ucs-2'])(
+    'throws for a body in %s, whose token its scan would not see in the bytes a reader decodes it from',
+    (type) => {
+      const platform = body([CLEAN])
+      expect(() => withoutToken({ 'content-type': type }, platform, TOKEN)).toThrow(/charset the gateway does not read/)
+      expect(platform.destroyed).toBe(true)
+    },
+  )
+
+  it.each(['application/json; charset=utf-8', 'text/html; charset=UTF-8', 'application/json;charset="us-ascii"', 'text/plain; charset=ISO-8859-1', 'text/csv; charset=windows-1252', 'application/json'])('passes a body in %s on', async (type) => {
+    const { bytes, error } = await read({ 'content-type': type }, [CLEAN])
+    expect(error).toBeNull()
+    expect(bytes.equals(CLEAN)).toBe(true)
+  })
+
+  const utf16 = (text: string, order: 'le' | 'be'): Buffer => {
+    const le = Buffer.from(text, 'utf16le')
+    return order === 'le' ? le : Buffer.from(le).swap16()
+  }
+  it.each([
+    ['UTF-16LE after its byte-order mark', Buffer.concat([Buffer.from([0xff, 0xfe]), utf16(REFLECTED.toString(), 'le')]), 'text/html'],
+    ['UTF-16BE after its byte-order mark', Buffer.concat([Buffer.from([0xfe, 0xff]), utf16(REFLECTED.toString(), 'be')]), 'application/json'],
+    ['UTF-16LE JSON without a mark (RFC 4627, 3: its first bytes say so)', utf16(REFLECTED.toString(), 'le'), 'application/json'],
+    ['UTF-16BE JSON of no declared type', utf16(REFLECTED.toString(), 'be'), undefined],
+  ])('fails a textual body in %s: a reader that goes by its first bytes decodes the token from it', async (_name, bytes, type) => {
+    for (const coded of [false, true]) {
+      const headers: IncomingHttpHeaders = type === undefined ? {} : { 'content-type': type }
+      const { error } = await read(coded ? { ...headers, 'content-encoding': 'gzip' } : headers, cut(coded ? gzipSync(bytes) : bytes, 3))
+      expect(error, `gzip ${coded}`).toMatchObject({ code: 'GW_UPSTREAM', message: expect.stringContaining('UTF-16 or UTF-32') })
+    }
+  })
+
   it.each([
     ['gzip, deflate, br, zstd', 'gzip, deflate, br'],
     ['br;q=1.0, gzip;q=0.8, *;q=0.1', 'br;q=1.0, gzip;q=0.8'],

@@ -18,9 +18,10 @@ const NO_OPERATION = new Set(['GW_ADMIN_DISABLED', 'GW_ADMIN_HOST', 'GW_TOKEN_RE
 
 /**
  * 4xx statuses the platform's own answer may also carry, passed through: any but 401,
- * which the gateway answers itself (GW_PLATFORM_AUTH or GW_PLATFORM_REFUSED, 502).
+ * which the gateway answers itself (GW_PLATFORM_AUTH or GW_PLATFORM_REFUSED, 502), and
+ * 407, a proxy before the platform asking for the gateway's credentials (GW_UPSTREAM, 502).
  */
-const passesThrough = (status: number): boolean => status >= 400 && status < 500 && status !== 401
+const passesThrough = (status: number): boolean => status >= 400 && status < 500 && status !== 401 && status !== 407
 
 /** The platform's (Laravel's) error body, as it passes through: `{"message": …}`, 422 with `errors`. */
 export const PLATFORM_ERROR_SCHEMA = {

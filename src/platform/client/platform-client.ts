@@ -161,7 +161,7 @@ export class PlatformClient {
       const base = this.baseOf(provider)
       let token = first.token
       let res = await this.#once(provider.name, base, call, token, deadline.at)
-      if (res.status !== 401) return armed(withoutEcho(res, token), deadline)
+      if (res.status !== 401) return forCaller(res, token, deadline)
       res.body.resume()
       // The token was replaced while the call was out (a login here or on another replica,
       // an operator's PUT): its 401 says nothing of the token in use now. A read goes
@@ -170,7 +170,7 @@ export class PlatformClient {
       if (current && current.token !== token && call.read && isReplayable(call.body)) {
         token = current.token
         res = await this.#once(provider.name, base, call, token, deadline.at)
-        if (res.status !== 401) return armed(withoutEcho(res, token), deadline)
+        if (res.status !== 401) return forCaller(res, token, deadline)
         res.body.resume()
       }
       const { renewed, verdict } = await abortable(this.#renewal(provider, call, token), call.signal)
@@ -178,7 +178,7 @@ export class PlatformClient {
         throw verdict === 'confirmed' ? new PlatformAuthError('the platform refused the token (a write is not retried)') : refusedCall(verdict)
       }
       const again = await this.#once(provider.name, base, call, renewed.token, deadline.at)
-      if (again.status !== 401) return armed(withoutEcho(again, renewed.token), deadline)
+      if (again.status !== 401) return forCaller(again, renewed.token, deadline)
       again.body.resume()
       const retried = await abortable(this.#verdict(provider, renewed.token, call), call.signal)
       if (retried !== 'confirmed') throw refusedCall(retried)
@@ -473,9 +473,19 @@ function armed(res: PlatformResponse, deadline: Deadline): PlatformResponse {
   return res
 }
 
-/** `res` as a caller may read it: it fails where it carries `token` back (token-echo.ts). */
-function withoutEcho(res: PlatformResponse, token: string): PlatformResponse {
-  return { ...res, body: withoutToken(res.headers, res.body, token) }
+/**
+ * `res` as a caller may read it: it fails where it carries `token` back (token-echo.ts),
+ * and a 407 is no answer to the caller. A 407 is a proxy between the gateway and the
+ * platform asking the gateway for credentials of its own (RFC 9110, 15.5.8): the way to
+ * the platform is the gateway's, and its `proxy-authenticate` would have a caller's client
+ * or browser offer the credentials of the caller's own proxy. It fails the call (GW_UPSTREAM).
+ */
+function forCaller(res: PlatformResponse, token: string, deadline: Deadline): PlatformResponse {
+  if (res.status === 407) {
+    res.body.resume()
+    throw new UpstreamError('the platform answered 407: a proxy before it asks for credentials')
+  }
+  return armed({ ...res, body: withoutToken(res.headers, res.body, token) }, deadline)
 }
 
 function isReplayable(body: PlatformCall['body']): boolean {

@@ -22,9 +22,37 @@ export function onGateway(value: string, platformBase: string): string {
   return url.hostname === new URL(platformBase).hostname ? `${url.pathname}${url.search}${url.hash}` : value
 }
 
-/** A `link` header's targets (RFC 8288: `<uri>; rel=next, <uri>; …`), each as `onGateway` gives it: a client that pages by rel=next stays on the gateway. */
+// Relations a browser or a server before the gateway acts on by itself, with no caller
+// asking: it fetches the target (preload, modulepreload, prefetch, prerender, a compression
+// dictionary, a stylesheet, a service worker), or connects to or resolves its host
+// (preconnect, dns-prefetch); nginx's and h2o's HTTP/2 push and a CDN's Early Hints turn a
+// preload into a push or a 103. A platform's would have them reach any origin, or the
+// gateway, for no call a caller made.
+const FOLLOWED_UNASKED = new Set(['preload', 'modulepreload', 'prefetch', 'prerender', 'compression-dictionary', 'stylesheet', 'serviceworker', 'preconnect', 'dns-prefetch'])
+
+// One link-value of a `link` header (RFC 8288, 3): `<uri>` and its parameters, up to a comma
+// outside the target and outside quotes; or, for a header that is no list of those, a run
+// up to the next comma. A `<` or a quote left open runs to the end (never a match tried
+// again from each later character: the time is linear in the header's length).
+const LINK_VALUE = /\s*(?:<[^>]*>?(?:[^,"]|"(?:[^"\\]|\\.)*"?)*|[^,]+)/g
+// A link-value's parameters, each whole: `; name`, `; name=token`, `; name="quoted; text"`.
+const PARAMETER = /;\s*([^=;\s]+)\s*(?:=\s*(?:"((?:[^"\\]|\\.)*)"?|([^;]*)))?/g
+
+/**
+ * A `link` header (RFC 8288: `<uri>; rel=next, <uri>; …`) as the caller gets it: each
+ * target as `onGateway` gives it, so that a client that pages by rel=next stays on the
+ * gateway, and no link-value whose relations hold one followed unasked (FOLLOWED_UNASKED).
+ * An empty string: none is left.
+ */
 export function linksOnGateway(value: string, platformBase: string): string {
-  return value.replace(/<([^>]*)>/g, (_whole, target: string) => `<${onGateway(target, platformBase)}>`)
+  const kept: string[] = []
+  for (const [whole] of value.matchAll(LINK_VALUE)) {
+    const link = whole.trim()
+    if (link === '') continue
+    if (relationsOf(link).some((relation) => FOLLOWED_UNASKED.has(relation))) continue
+    kept.push(link.replace(/^<([^>]*)>/, (_target, target: string) => `<${onGateway(target, platformBase)}>`))
+  }
+  return kept.join(', ')
 }
 
 // `refresh: <seconds>; url=<uri>` (HTML's refresh, which browsers honour as a header), the URL optionally quoted.
@@ -33,4 +61,15 @@ const REFRESH = /^(\s*\d+(?:\.\d*)?\s*[;,]\s*url\s*=\s*)(['"]?)(.*?)\2(\s*)$/i
 /** A `refresh` header's URL as `onGateway` gives it; a refresh without one as it is. */
 export function refreshOnGateway(value: string, platformBase: string): string {
   return value.replace(REFRESH, (_whole, lead: string, quote: string, target: string, tail: string) => `${lead}${quote}${onGateway(target, platformBase)}${quote}${tail}`)
+}
+
+/** The relation types of every `rel` parameter of a link-value, lower-cased; a quoted text holding `rel=` is none. */
+function relationsOf(link: string): string[] {
+  const relations: string[] = []
+  for (const [, name, quoted, token] of link.replace(/^<[^>]*>/, '').matchAll(PARAMETER)) {
+    if (name?.toLowerCase() !== 'rel') continue
+    const text = quoted === undefined ? (token ?? '') : quoted.replace(/\\(.)/g, '$1')
+    relations.push(...text.trim().toLowerCase().split(/\s+/))
+  }
+  return relations
 }

@@ -11,7 +11,9 @@ import { secretForms } from '../../observe/secret-forms.js'
 // in each of its spellings (observe/secret-forms.ts: as it is, JSON- or HTML-escaped,
 // percent-encoded, in base64) in the header names and values, and in the body as it
 // streams: its own bytes, or, for a body in one of the codings below, the bytes it
-// decodes to.
+// decodes to. Those bytes are text in a charset where the token's characters are its own
+// bytes (READ_CHARSETS); an answer a reader would decode otherwise (another charset named,
+// a textual body whose first bytes say UTF-16 or UTF-32) fails the call too.
 
 /** The content codings whose bodies the gateway reads for the token; the platform is offered no other (forwardedEncodings). */
 const DECODERS: Record<string, () => Transform> = {
@@ -19,6 +21,30 @@ const DECODERS: Record<string, () => Transform> = {
   'x-gzip': createGunzip,
   deflate: createInflate,
   br: createBrotliDecompress,
+}
+
+// The charsets in which every character of a token (printable ASCII) is its own byte, and
+// no other bytes decode to it: the scan, which looks for the token's bytes, sees it in a
+// body in one of these. In any other (UTF-16 and UTF-32, whose characters take two or four
+// bytes; UTF-7, which may write any character in base64; EBCDIC) a reader that decodes the
+// body as its content-type says reads a token the scan did not see.
+const READ_CHARSETS = /^(?:utf-?8|us-ascii|ascii|iso-8859-\d{1,2}|latin-?1|windows-125\d|cp125\d)$/i
+
+/** The charset a content-type names, unquoted; null: none. */
+function charsetOf(type: string | undefined): string | null {
+  const match = /;\s*charset\s*=\s*("?)([^";\s]*)\1/i.exec(type ?? '')
+  return match ? (match[2] as string) : null
+}
+
+// A body a reader may read in UTF-16 or UTF-32 whatever its content-type names (a
+// browser by its byte-order mark, a JSON reader by where its first bytes hold zeros: RFC
+// 4627, 3, as Python's requests does): text of those types or of none.
+const TEXTUAL = /json|text\/|xml|javascript/i
+const WIDE_START = 4
+
+/** Whether the first bytes of a body say UTF-16 or UTF-32: a byte-order mark of either, or a zero byte, which no text in an ASCII-compatible charset holds. */
+function wide(start: Buffer): boolean {
+  return (start[0] === 0xfe && start[1] === 0xff) || (start[0] === 0xff && start[1] === 0xfe) || start.subarray(0, WIDE_START).includes(0)
 }
 
 function echoed(where: string): GatewayError {
@@ -43,7 +69,7 @@ export function forwardedEncodings(acceptEncoding: string): string | undefined {
  * `body`), as a caller may read it: it passes through a scan that fails it (GW_UPSTREAM)
  * where the token shows. Throws at once when a header carries the token, or when the
  * body is in a coding the gateway does not read (the platform was offered none:
- * forwardedEncodings); the body is then dropped.
+ * forwardedEncodings) or a charset it does not read the token in; the body is then dropped.
  */
 export function withoutToken(headers: IncomingHttpHeaders, body: Readable, token: string): Readable {
   const { forms, named, needles } = spellingsOf(token)
@@ -55,6 +81,13 @@ export function withoutToken(headers: IncomingHttpHeaders, body: Readable, token
       throw echoed('headers')
     }
   }
+  const charset = charsetOf(typeof headers['content-type'] === 'string' ? headers['content-type'] : undefined)
+  if (charset !== null && !READ_CHARSETS.test(charset)) {
+    drop(body)
+    throw new UpstreamError(`the platform answered in a charset the gateway does not read for its token (${charset.slice(0, 40)}): not passed on`)
+  }
+  const type = headers['content-type']
+  const textual = type === undefined || TEXTUAL.test(String(type))
   const coding = headers['content-encoding']?.trim().toLowerCase()
   let decoder: (() => Transform) | null = null
   if (coding !== undefined && coding !== '' && coding !== 'identity') {
@@ -64,7 +97,7 @@ export function withoutToken(headers: IncomingHttpHeaders, body: Readable, token
       throw new UpstreamError(`the platform answered in a content coding the gateway does not read for its token (${coding}): not passed on`)
     }
   }
-  const scan = decoder === null ? new PlainScan(needles) : new EncodedScan(needles, decoder())
+  const scan = decoder === null ? new PlainScan(needles, textual) : new EncodedScan(needles, decoder(), textual)
   joinBody(body, scan)
   return scan
 }
@@ -99,18 +132,29 @@ class Seam {
   readonly #needles: Buffer[]
   readonly #keep: number
   #tail: Buffer = Buffer.alloc(0)
+  // The body's first bytes, while fewer than WIDE_START were seen, for a textual body; null: looked at.
+  #start: Buffer | null
 
-  constructor(needles: Buffer[]) {
+  constructor(needles: Buffer[], textual: boolean) {
     this.#needles = needles
     this.#keep = keptBytes(needles)
+    this.#start = textual ? Buffer.alloc(0) : null
   }
 
-  /** Whether a needle shows in the tail kept joined to `chunk` (`seen`); when none does, the new tail is kept. */
-  look(chunk: Buffer): { found: boolean; seen: Buffer } {
+  /**
+   * What shows in the tail kept joined to `chunk` (`seen`): a needle, or (a textual body)
+   * first bytes that say UTF-16 or UTF-32 (`refused`); when nothing does, the new tail is kept.
+   */
+  look(chunk: Buffer): { refused: GatewayError | null; seen: Buffer } {
     const seen = this.#tail.length === 0 ? chunk : Buffer.concat([this.#tail, chunk])
-    if (this.#needles.some((needle) => seen.includes(needle))) return { found: true, seen }
+    if (this.#needles.some((needle) => seen.includes(needle))) return { refused: echoed('body'), seen }
+    if (this.#start !== null) {
+      const start = Buffer.concat([this.#start, chunk.subarray(0, WIDE_START)]).subarray(0, WIDE_START)
+      if (start.length === WIDE_START && wide(start)) return { refused: new UpstreamError('the platform answered in UTF-16 or UTF-32, which the gateway does not read for its token: not passed on'), seen }
+      this.#start = start.length < WIDE_START ? start : null
+    }
     this.#tail = seen.subarray(Math.max(0, seen.length - this.#keep))
-    return { found: false, seen }
+    return { refused: null, seen }
   }
 
   /** The tail kept, given up: the stream ended. */
@@ -130,15 +174,15 @@ class PlainScan extends Transform {
   readonly #seam: Seam
   readonly #keep: number
 
-  constructor(needles: Buffer[]) {
+  constructor(needles: Buffer[], textual: boolean) {
     super()
-    this.#seam = new Seam(needles)
+    this.#seam = new Seam(needles, textual)
     this.#keep = keptBytes(needles)
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
-    const { found, seen } = this.#seam.look(chunk)
-    if (found) return done(echoed('body'))
+    const { refused, seen } = this.#seam.look(chunk)
+    if (refused) return done(refused)
     const cut = seen.length - this.#keep
     if (cut > 0) this.push(seen.subarray(0, cut))
     done()
@@ -163,14 +207,15 @@ class EncodedScan extends Transform {
   readonly #decoder: Transform
   readonly #ended: Promise<void>
 
-  constructor(needles: Buffer[], decoder: Transform) {
+  constructor(needles: Buffer[], decoder: Transform, textual: boolean) {
     super()
-    const seam = new Seam(needles)
+    const seam = new Seam(needles, textual)
     this.#decoder = decoder
     this.#ended = new Promise((resolve) => {
       decoder.on('data', (chunk: Buffer) => {
-        if (seam.look(chunk).found) {
-          this.destroy(echoed('body'))
+        const { refused } = seam.look(chunk)
+        if (refused) {
+          this.destroy(refused)
           decoder.destroy()
         }
       })
