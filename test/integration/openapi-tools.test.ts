@@ -15,6 +15,7 @@ import pino from 'pino'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { hashApiKey } from '../../src/access/api-keys.js'
 import { KEYS, listen, teamsYamlWith, testConfig } from '../helpers/build-gateway.js'
+import { onRealTimers } from '../helpers/clock.js'
 import { useGateways, useSandboxGateway } from '../helpers/fixtures.js'
 import { newCampaign, rawRequest, SANDBOX_TEAMS_YAML } from '../helpers/sandbox-gateway.js'
 import type { Json } from '../helpers/openapi-doc.js'
@@ -324,11 +325,15 @@ describe('Prism\'s response validator against real answers of every status the c
     let limited: Answer | undefined
     await waitFor('the limited team refused', async () => (limited = await send(REPORT, { key: KEYS.limited })).status === 429)
     check('the team\'s rate limit: 429', GET_REPORT, limited!, 429)
+    // 503: that 429 pauses the team on that route for 1 s of its gateway's clock. Drawn from a
+    // gateway of its own whose clock stands still: the pause covers the next call however long
+    // a loaded machine takes to send it.
+    const still = Date.now()
+    const pausing = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: env.sandbox.url, PLATFORM_TOKEN: env.sandbox.issueToken() }, YAML), { clock: onRealTimers(() => still) }))
     failNext('/api/v1/campaign/get', { kind: 'status', status: 429, body: { message: 'Too Many Attempts.' }, times: 1 })
-    const throttled = await send('/api/v1/campaign/get', { method: 'POST', key: THROTTLED_KEY, ...json({ userId: 101 }) })
+    const throttled = await send('/api/v1/campaign/get', { method: 'POST', key: THROTTLED_KEY, url: pausing.url, ...json({ userId: 101 }) })
     check('the platform\'s 429, passed on', LIST, throttled, 429)
-    // 503: that 429 paused the team on that route.
-    check('a call the pause covers: 503 GW_OVERLOADED', LIST, await send('/api/v1/campaign/get', { method: 'POST', key: THROTTLED_KEY, ...json({ userId: 101 }) }), 503)
+    check('a call the pause covers: 503 GW_OVERLOADED', LIST, await send('/api/v1/campaign/get', { method: 'POST', key: THROTTLED_KEY, url: pausing.url, ...json({ userId: 101 }) }), 503)
     env.sandbox.clearRouteFailures()
 
     // 502 and 504: the platform fails, or hangs past platform.timeout (a write: never retried).
