@@ -132,11 +132,15 @@ export interface BrokenHeadAnswer {
 
 /**
  * For each route (method, URL, documented path), heads every listener refuses whatever the
- * path, with `header` (a line ending in CRLF: the key or token) in each: two malformed (400)
- * and one never finished (408, at server.headersTimeout). Each on a connection of its own,
- * all at once, so the 408s wait out their deadline together.
+ * path, with `header` (a line ending in CRLF: the key or token) in each: two malformed (400),
+ * sent to `port`, and one never finished (408, at server.headersTimeout), sent to
+ * `unfinishedPort`. Each on a connection of its own, all at once, so the 408s wait out their
+ * deadline together. The 408s' listener has a short headersTimeout to wait out; the malformed
+ * heads go to one with the default (20 s): Node counts a head's time from the connection's
+ * accept and checks it every second, so a whole head a loaded machine reads more than a short
+ * headersTimeout after the accept is answered 408 rather than 400.
  */
-export async function brokenHeadAnswers(port: number, routes: readonly (readonly [string, string, string])[], header: string): Promise<BrokenHeadAnswer[]> {
+export async function brokenHeadAnswers(port: number, routes: readonly (readonly [string, string, string])[], header: string, unfinishedPort: number): Promise<BrokenHeadAnswer[]> {
   const asked = routes.flatMap(([method, url, path]) =>
     (
       [
@@ -146,7 +150,7 @@ export async function brokenHeadAnswers(port: number, routes: readonly (readonly
       ] as const
     ).map(([expected, bytes]) => ({ method, url, path, expected, bytes })),
   )
-  const answers = await Promise.all(asked.map(({ bytes }) => rawRequest(port, bytes, 10_000)))
+  const answers = await Promise.all(asked.map(({ expected, bytes }) => rawRequest(expected === 408 ? unfinishedPort : port, bytes, 10_000)))
   return asked.map(({ method, url, path, expected }, i) => ({ method, url, path, expected, answer: answers[i]! }))
 }
 

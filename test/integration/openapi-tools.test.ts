@@ -15,6 +15,7 @@ import pino from 'pino'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { hashApiKey } from '../../src/access/api-keys.js'
 import { KEYS, listen, teamsYamlWith, testConfig } from '../helpers/build-gateway.js'
+import { onRealTimers } from '../helpers/clock.js'
 import { useGateways, useSandboxGateway } from '../helpers/fixtures.js'
 import { newCampaign, rawRequest, SANDBOX_TEAMS_YAML } from '../helpers/sandbox-gateway.js'
 import type { Json } from '../helpers/openapi-doc.js'
@@ -36,6 +37,11 @@ const YAML = `${SANDBOX_TEAMS_YAML.trimEnd()}
     keys: ["${hashApiKey(THROTTLED_KEY)}"]
     advertisers: ["*"]
     write: true
+`
+// The 408 and the 504 wait out limits.bodyTimeout and platform.timeout: on a gateway of their
+// own with short ones. The file's gateway has the defaults (30 s), which no body or call on a
+// loaded machine comes near.
+const QUICK_YAML = `${SANDBOX_TEAMS_YAML.trimEnd()}
 limits:
   bodyTimeout: 400ms
 platform:
@@ -310,26 +316,31 @@ describe('Prism\'s response validator against real answers of every status the c
     check('a campaign deleted', DELETE, await send(`/api/v1/campaign/banner/delete/${(JSON.parse(created.body) as { data: { id: number } }).data.id}?userId=101`, { method: 'DELETE', key: KEYS.writer }), 200)
     check('a campaign that is not there: the platform\'s 404', DELETE, await send('/api/v1/campaign/banner/delete/101999', { method: 'DELETE', key: THROTTLED_KEY }), 404)
 
+    const quick = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: env.sandbox.url, PLATFORM_TOKEN: env.sandbox.issueToken() }, QUICK_YAML)))
     // 408: headers that announce a body which never comes, within limits.bodyTimeout.
-    const raw = await rawRequest(env.port, `POST /api/v1/campaign/get HTTP/1.1\r\nhost: 127.0.0.1\r\nx-api-key: ${KEYS.all}\r\ncontent-type: application/json\r\ncontent-length: 40\r\n\r\n{"userId":`)
+    const raw = await rawRequest(quick.port, `POST /api/v1/campaign/get HTTP/1.1\r\nhost: 127.0.0.1\r\nx-api-key: ${KEYS.all}\r\ncontent-type: application/json\r\ncontent-length: 40\r\n\r\n{"userId":`)
     check('a body that stops half-way: 408', LIST, { status: raw.status, headers: raw.headers, body: raw.body }, 408)
 
     // 429: the team's rate limit (3 a minute), then the platform's own 429, passed on with a retry-after.
     let limited: Answer | undefined
     await waitFor('the limited team refused', async () => (limited = await send(REPORT, { key: KEYS.limited })).status === 429)
     check('the team\'s rate limit: 429', GET_REPORT, limited!, 429)
+    // 503: that 429 pauses the team on that route for 1 s of its gateway's clock. Drawn from a
+    // gateway of its own whose clock stands still: the pause covers the next call however long
+    // a loaded machine takes to send it.
+    const still = Date.now()
+    const pausing = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: env.sandbox.url, PLATFORM_TOKEN: env.sandbox.issueToken() }, YAML), { clock: onRealTimers(() => still) }))
     failNext('/api/v1/campaign/get', { kind: 'status', status: 429, body: { message: 'Too Many Attempts.' }, times: 1 })
-    const throttled = await send('/api/v1/campaign/get', { method: 'POST', key: THROTTLED_KEY, ...json({ userId: 101 }) })
+    const throttled = await send('/api/v1/campaign/get', { method: 'POST', key: THROTTLED_KEY, url: pausing.url, ...json({ userId: 101 }) })
     check('the platform\'s 429, passed on', LIST, throttled, 429)
-    // 503: that 429 paused the team on that route.
-    check('a call the pause covers: 503 GW_OVERLOADED', LIST, await send('/api/v1/campaign/get', { method: 'POST', key: THROTTLED_KEY, ...json({ userId: 101 }) }), 503)
+    check('a call the pause covers: 503 GW_OVERLOADED', LIST, await send('/api/v1/campaign/get', { method: 'POST', key: THROTTLED_KEY, url: pausing.url, ...json({ userId: 101 }) }), 503)
     env.sandbox.clearRouteFailures()
 
     // 502 and 504: the platform fails, or hangs past platform.timeout (a write: never retried).
     failNext('/api/v1/campaign/banner/create', { kind: 'status', status: 500, times: 1 })
     check('the platform fails: 502 GW_UPSTREAM', CREATE, await send('/api/v1/campaign/banner/create', { method: 'POST', key: KEYS.writer, ...json(newCampaign(101)) }), 502)
     failNext('/api/v1/campaign/banner/create', { kind: 'hang', times: 1 })
-    check('the platform hangs: 504 GW_UPSTREAM_TIMEOUT', CREATE, await send('/api/v1/campaign/banner/create', { method: 'POST', key: KEYS.writer, ...json(newCampaign(101)) }), 504)
+    check('the platform hangs: 504 GW_UPSTREAM_TIMEOUT', CREATE, await send('/api/v1/campaign/banner/create', { method: 'POST', key: KEYS.writer, url: quick.url, ...json(newCampaign(101)) }), 504)
     env.sandbox.clearRouteFailures()
 
     for (const [path, status] of [['/healthz', 200], ['/readyz', 200], ['/openapi.json', 200]] as const) check(path, `GET ${path}`, await send(path, { key: null }), status)
