@@ -95,21 +95,22 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     gw = await gateways.build(testConfig(env(), YAML), { clock: onRealTimers(clock.now) })
   })
 
-  const get = (query: string, headers: Record<string, string> = {}, path = PATH) =>
-    gw.proxy.inject({ method: 'GET', url: `${path}?${query}`, headers: { 'x-api-key': KEYS.all, ...headers } })
+  const getOn = (on: TestGateway, query: string, headers: Record<string, string> = {}, path = PATH) =>
+    on.proxy.inject({ method: 'GET', url: `${path}?${query}`, headers: { 'x-api-key': KEYS.all, ...headers } })
+  const get = (query: string, headers: Record<string, string> = {}, path = PATH) => getOn(gw, query, headers, path)
 
   /**
-   * Moves the gateway's clock to the end of the report route's pause, checking that it
+   * Moves the clock to the end of the report route's pause on `on`, checking that it
    * holds until its last millisecond and not after; returns the time moved on.
    */
-  function passPause(): number {
-    const [pause] = gw.governors.pausesOf('default')
+  function passPause(on: TestGateway = gw): number {
+    const [pause] = on.governors.pausesOf('default')
     if (!pause) throw new Error('no pause under way')
     const left = pause.until - clock.now()
     clock.advance(left - 1)
-    expect(gw.governors.paused('default', PATH)).toBe(true)
+    expect(on.governors.paused('default', PATH)).toBe(true)
     clock.advance(1)
-    expect(gw.governors.paused('default', PATH)).toBe(false)
+    expect(on.governors.paused('default', PATH)).toBe(false)
     return left
   }
 
@@ -272,36 +273,45 @@ function defineSuite(mode: 'memory' | 'redis'): void {
   })
 
   it('serves STALE when the platform fails (5xx, 429, connection reset, timeout) within stale-if-error, else 502/504', async () => {
-    gw = await gateways.build(testConfig(env(), YAML.replace(`timeout: ${TIMEOUT}`, `timeout: ${HANG_TIMEOUT}`)), { clock: onRealTimers(clock.now) })
+    // The hang waits its call's deadline out: on a gateway of its own with HANG_TIMEOUT, its
+    // copy filled beside the other's, so that every other failure (a read sent three times
+    // on a 503 or a reset, each retry only if it still fits before the deadline) has the
+    // file's deadline, which no call on a loaded machine comes near.
+    const hanging = await gateways.build(testConfig(env(), YAML.replace(`timeout: ${TIMEOUT}`, `timeout: ${HANG_TIMEOUT}`)), { clock: onRealTimers(clock.now) })
+    // The hanging gateway fills its copy from the platform (with Redis the other reads it
+    // from there): a call that took its usual time is its kind's estimate beside the hangs.
+    const firstHanging = await getOn(hanging, CANONICAL)
     const first = await get(CANONICAL)
+    expect([first.statusCode, firstHanging.statusCode]).toEqual([200, 200])
+    const filled = reportCalls()
     clock.advance((FRESH_S + SWR_S + 5) * 1000)
     // Each failure is the report route's own: another call the gateways make meanwhile (the
     // token probe, POST /api/v1/campaign/get, late on a loaded machine) takes none of them.
     // A read is sent three times (two retries) on a 503 or a reset before it counts as failed.
     const failures = [
-      { kind: 'status', status: 500, times: 1 },
-      { kind: 'status', status: 503, times: 3 },
-      { kind: 'reset', times: 3 },
-      { kind: 'hang', times: 1 },
-      { kind: 'status', status: 429, times: 1 },
+      { failure: { kind: 'status', status: 500, times: 1 }, on: gw, copy: first },
+      { failure: { kind: 'status', status: 503, times: 3 }, on: gw, copy: first },
+      { failure: { kind: 'reset', times: 3 }, on: gw, copy: first },
+      { failure: { kind: 'hang', times: 1 }, on: hanging, copy: firstHanging },
+      { failure: { kind: 'status', status: 429, times: 1 }, on: gw, copy: first },
     ] as const
-    for (const failure of failures) {
+    for (const { failure, on, copy } of failures) {
       sandbox.setRouteFailure(PATH, failure)
-      const res = await get(CANONICAL)
+      const res = await getOn(on, CANONICAL)
       expect(res.statusCode, failure.kind).toBe(200)
       expect(res.headers['x-cache']).toBe('STALE')
       expect(res.headers.age).toBe(String(FRESH_S + SWR_S + 5))
       // Sent on for a copy too old to serve; the platform failed, the copy is served.
       expect(res.headers['cache-status']).toBe(`report-gateway; fwd=stale; ttl=-${SWR_S + 5}`)
-      expect(res.rawPayload.equals(first.rawPayload)).toBe(true)
+      expect(res.rawPayload.equals(copy.rawPayload)).toBe(true)
     }
-    expect(reportCalls()).toBe(1 + failures.reduce((n, f) => n + f.times, 0))
+    expect(reportCalls()).toBe(filled + failures.reduce((n, f) => n + f.failure.times, 0))
     // The 429 paused the report's route (1 s without retry-after): the stale copy is served without a call.
     expect(gw.governors.paused('default', PATH)).toBe(true)
     const paused = await get(CANONICAL)
     expect(paused.headers['x-cache']).toBe('STALE')
     expect(paused.headers['cache-status']).toBe(`report-gateway; hit; ttl=-${SWR_S + 5}`)
-    expect(reportCalls()).toBe(1 + failures.reduce((n, f) => n + f.times, 0))
+    expect(reportCalls()).toBe(filled + failures.reduce((n, f) => n + f.failure.times, 0))
     const pausedFor = passPause()
     // One 429 is one strike: its pause is the first step of the backoff (FIRST_PAUSE_MS).
     expect(pausedFor).toBe(1000)
@@ -317,25 +327,25 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     const gone = await get(CANONICAL)
     expect(gone.statusCode, gone.body).toBe(502)
     expect(gone.json()).toMatchObject({ code: 'GW_UPSTREAM' })
-    sandbox.setRouteFailure(PATH, { kind: 'hang', times: 1 })
-    const timedOut = await get(CANONICAL)
-    expect(timedOut.statusCode).toBe(504)
-    expect(timedOut.json()).toMatchObject({ code: 'GW_UPSTREAM_TIMEOUT' })
     sandbox.setRouteFailure(PATH, { kind: 'status', status: 429, headers: { 'retry-after': '1' }, times: 1 })
-    const limited = await get(CANONICAL)
+    const limited = await getOn(hanging, CANONICAL)
     expect(limited.statusCode).toBe(429)
     expect(limited.headers['retry-after']).toBe('1')
     expect(limited.headers['cache-status']).toMatch(/^report-gateway; fwd=(stale|uri-miss); fwd-status=429$/)
     // Paused for 1 s, longer than the call's 800 ms: refused at once, without a platform call.
     const calls = reportCalls()
-    const overloaded = await get(CANONICAL)
+    const overloaded = await getOn(hanging, CANONICAL)
     expect(overloaded.statusCode).toBe(503)
     expect(overloaded.json()).toMatchObject({ code: 'GW_OVERLOADED' })
     expect(overloaded.headers['retry-after']).toBe('1')
     expect(reportCalls()).toBe(calls)
-    expect(passPause()).toBe(1000)
-    const back = await get(CANONICAL)
-    expect(back.headers['x-cache'], `${back.statusCode} ${back.body}`).toBe('MISS')
+    expect(passPause(hanging)).toBe(1000)
+    // The pause over, the call is sent: the platform hangs, and its deadline shows.
+    sandbox.setRouteFailure(PATH, { kind: 'hang', times: 1 })
+    const timedOut = await getOn(hanging, CANONICAL)
+    expect(timedOut.statusCode).toBe(504)
+    expect(timedOut.json()).toMatchObject({ code: 'GW_UPSTREAM_TIMEOUT' })
+    expect(reportCalls()).toBe(calls + 1)
   })
 
   it('sends the stored gzip bytes to gzip callers and the platform bytes to the others, on MISS and HIT', async () => {
