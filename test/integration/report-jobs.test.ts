@@ -347,6 +347,22 @@ describe('report jobs (demo mode, no Redis)', () => {
     expect((await result(await ended(YEAR))).status).toBe(200)
   })
 
+  it('a purge made while the job\'s fill is at the platform reaches its result: the platform may have read its figures before the purge', async () => {
+    const gw = await start({ keep: '1h' })
+    const result = (id: string) => fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: { 'x-api-key': KEYS.all } })
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    const { id } = (await (await ask(gw)).json()) as Status
+    await waitFor('the job\'s fill at the platform', () => sandbox.concurrency().held >= 1, testTimeLeft(), 20)
+    clock.advance(1000)
+    expect((await gw.admin.inject({ method: 'DELETE', url: '/admin/cache?advertiserId=101', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).statusCode).toBe(200)
+    // The platform answers after the purge, as time goes on.
+    clock.advance(1000)
+    sandbox.releaseHeld()
+    await done(gw, id)
+    const gone = await result(id)
+    expect([gone.status, ((await gone.json()) as { code: string }).code]).toEqual([410, 'GW_JOB_EXPIRED'])
+  })
+
   it('a POST report form with respond-async is a job too', async () => {
     const gw = await start()
     const res = await fetch(`${gw.url}/api/v1/report/campaigns/get`, {
