@@ -146,9 +146,12 @@ export class Jobs {
     if (state !== 'done' && state !== 'failed') throw new JobNotDoneError(id, state)
     const kept = keptAnswer(job)
     if (state === 'failed' && job.error && !kept) throw Object.assign(failureOf(job.error, now), { platformMs: (job.tookSeconds ?? 0) * 1000 })
-    // A purge is final for a result as for the entry it copies: a kept answer is as old as its run's start.
-    const purged = (fetchedAt: number) => this.#d.purged({ fetchedAt, advertiserIds: job.report.advertiserIds }, job.key)
-    if (kept && purged(job.startedAt ?? job.askedAt)) throw new JobExpiredError(id)
+    // A purge is final for a result as for the entry it copies. A result is as old as its
+    // run's start, or as the copy it took when that was filled before: a purge made while the
+    // run's call was at the platform reaches it (the platform may have read its figures before).
+    const started = job.startedAt ?? job.askedAt
+    const purged = (fetchedAt: number) => this.#d.purged({ fetchedAt: Math.min(fetchedAt, started), advertiserIds: job.report.advertiserIds }, job.key)
+    if (kept && purged(started)) throw new JobExpiredError(id)
     if (kept?.body) return { answer: kept.answer, body: kept.body, job }
     const entry = await store.result(id, now)
     if (entry === null || purged(entry.fetchedAt)) throw new JobExpiredError(id)
