@@ -313,8 +313,7 @@ export class RedisStore implements CacheStore {
     return sum
   }
 
-  /** The sum of `visit` over the entries of one advertiser's index. */
-  /** Visits each entry a purge of `advertiserId` reaches (purgeReaches), once. */
+  /** The sum of `visit` over each entry a purge of `advertiserId` reaches (purgeReaches), each once. */
   async #eachOf(advertiserId: number, visit: (key: string) => Promise<number>): Promise<number> {
     const keys = new Set<string>()
     for (const index of purgeReaches(advertiserId)) for (const key of await this.#redis.zrange(this.#advertiserIndex(index), 0, -1)) keys.add(key)
