@@ -60,19 +60,11 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
     teams.set(t.team, g)
   }
   const shares = fairShares(limit, [...teams.values()])
-  // A team's part on a replica: its share split by its demand there, at most what its calls reached there (its peaks elsewhere
-  // came at other moments); the seats of the shares past the parts levelled between the teams whose calls want more, by weight.
-  const capped = (t: TeamRecord): number => {
+  const partOf = (t: TeamRecord): number => {
     const g = teams.get(t.team) as TeamLoad & { lingerers: number }
     const share = shares.get(t.team) ?? 0
     const demand = g.held + g.waiting
-    return Math.min(demand > 0 ? (share * (t.held + t.waiting)) / demand : share / g.lingerers, Math.max(t.peak, t.held + t.waiting))
-  }
-  const unheld = [...shares.values()].reduce((sum, s) => sum + s, 0) - all.flatMap((r) => r.teams).reduce((sum, t) => sum + capped(t), 0)
-  const levels = fairShares(unheld, [...teams.values()].map((g) => ({ ...g, held: Math.max(0, g.held + g.waiting - (shares.get(g.team) ?? 0)), waiting: 0, cap: null, peak: 0 })))
-  const partOf = (t: TeamRecord): number => {
-    const g = teams.get(t.team) as TeamLoad
-    return capped(t) + (g.held + g.waiting > 0 ? ((levels.get(t.team) ?? 0) * (t.held + t.waiting)) / (g.held + g.waiting) : 0)
+    return demand > 0 ? (share * (t.held + t.waiting)) / demand : share / g.lingerers
   }
   const targets = new Map(mine.teams.map((t) => [t.team, partOf(t)]))
   const own = new Map(all.map((r) => [r, r.teams.reduce((sum, t) => sum + partOf(t), 0)]))
