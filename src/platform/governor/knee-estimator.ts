@@ -4,7 +4,7 @@ import { MIN_CALLS, SURE, atLeast, endAt, endedBefore, highestRoom, highestTied,
 import { RECENT_MS, StartLevels, ThroughputLevels } from './throughput-levels.js'
 import { AnswerTimeline, type Answer } from './answer-timeline.js'
 import { FAULT_MS, FaultWatch, UsualGaps } from './fault-watch.js'
-import { MAX_KINDS, leastUsed } from './work-estimates.js'
+import { take } from './work-estimates.js'
 
 // docs/governor.md, "Constants".
 export const DECIDE_MS = 1000
@@ -19,8 +19,8 @@ export type Move = 'probe' | 'grew' | 'knee' | 'queue' | 'throughput' | 'refused
 export interface Step { limit: number; knee: number; move: Move }
 /** A call in flight as `started` saw it: the calls in flight then, how many of those ahead of it were this replica's, how many ends came before, whether it took the limit's last seat, and the start's limit when it started (0: after the start). */
 type Call = { load: number; local: number; endsBefore: number; full: boolean; level: number }
-/** Per kind: answers seen (since this replica last started learning), its first answer's log latency (the unit its answers a second are counted in), its lowest latency (ms), per guess w (index w − 1) its pace of late (log own time) and the faded Σ of squared residuals from it, its latency's pace when room was last shown, and its last answer's place among the ends, in the order answered (past MAX_KINDS kinds, the least recently answered goes; a call's serial is its start's, and a long call started first is answered after others). */
-type KindStats = { seen: number; base: number; low: number; m: Float64Array; ss: Float64Array; room?: number; used: number }
+/** Per kind: answers seen (since this replica last started learning), its first answer's log latency (the unit its answers a second are counted in), its lowest latency (ms), per guess w (index w − 1) its pace of late (log own time) and the faded Σ of squared residuals from it, and its latency's pace when room was last shown; in the order last answered (past MAX_KINDS kinds, the least recently answered goes: work-estimates.ts `take`). */
+type KindStats = { seen: number; base: number; low: number; m: Float64Array; ss: Float64Array; room?: number }
 /** Since the last decision: whether calls waited for a seat, a call known short waited, a team holding no seat waited beside long calls only, calls of kinds known long were all that waited beside another team's short calls (besideOthers); the longest expected of those not known short that waited; the most calls the dispatch let be in flight while calls waited, the limit less the seats it held back for teams owed them (0: no call waited). */
 const noWait = () => ({ waited: false, shortWaited: false, newcomer: false, longMs: 0, reach: 0, besideOthers: false })
 export class KneeEstimator {
@@ -322,11 +322,8 @@ export class KneeEstimator {
     const ends: number[] = []
     for (let i = Math.max(0, call.endsBefore - this.#endsDropped); i < this.#endAt.length && this.#endAt[i]! < a.at; i++) if (this.#endSerial[i]! < a.window) ends.push(Math.max(0, this.#endAt[i]! - a.startedAt))
     const weight = 1 - remoteShare
-    let st = this.#kinds.get(a.kind)
     const latencyLog = Math.log(latency) // its own time under every guess at or above its load
-    if (st === undefined) this.#kinds.set(a.kind, (st = { seen: 0, base: latencyLog, low: latency, m: new Float64Array(this.#max), ss: new Float64Array(this.#max), used: 0 }))
-    st.used = this.#endsDropped + this.#endAt.length
-    if (this.#kinds.size > MAX_KINDS) this.#kinds.delete(leastUsed(this.#kinds))
+    const st = take(this.#kinds, a.kind, () => ({ seen: 0, base: latencyLog, low: latency, m: new Float64Array(this.#max), ss: new Float64Array(this.#max) }))
     const first = st.seen++ === 0
     st.low = Math.min(st.low, latency)
     if (call.full) this.#levels.measure(Math.min(load, this.#max), weight, st.base, latency, a.at, a.window, st.low)
