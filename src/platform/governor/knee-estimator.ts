@@ -174,7 +174,8 @@ export class KneeEstimator {
       this.#knee = back.knee
       return this.#set(back.limit, 'throughput', true)
     }
-    const peak = this.#levels.peak(now, this.#limit, this.#min, () => highestRoom(this.#likelihoods()))
+    const ll = this.#likelihoods()
+    const peak = this.#levels.peak(now, this.#limit, this.#min, highestRoom(ll))
     if (peak !== null) return this.#fellTo(peak, false)
     // Room raised K to a limit a queue at the limit alone took it back from: the likelihood does not place the knee, and the limit moves between K + 1 and K + 2.
     const ratchet = now - this.#roseAt <= RECENT_MS
@@ -182,11 +183,10 @@ export class KneeEstimator {
     if (dip !== null) return this.#fellTo(dip, true)
     // On one replica the likelihood's verdicts are of the limit in force: until MIN_CALLS calls started under it have answered, its answers are the limit's before (docs/governor.md, "Cruise").
     if (!this.#timeline?.merging && this.#sinceMove < MIN_CALLS) return null
-    return this.#phase === 'start' ? this.#startStep(now) : this.#cruise(now)
+    return this.#phase === 'start' ? this.#startStep(ll, now) : this.#cruise(ll, now)
   }
   /** At a fresh start: a sure queue ends the doubling at the likeliest w below its level, on one replica the highest within TIE of it (held, as in cruise, while its limit is not in use: no call waited for a seat); else the limit doubles at a decision (MIN_CALLS new answers) once calls waited for a seat, unless its level's answers a second, measured, fell surely short of START_GAIN's growth on the level before (StartLevels: the start ends at the workers' worth of them); on one replica, where calls of kinds known long were all that waited beside another team's short calls at some moment since the last decision, or held every seat while a team holding none waited (their time known), it steps by limit × H / e instead of doubling or ending (one seat at least, a doubling at most). */
-  #startStep(now: number): Step | null {
-    const ll = this.#likelihoods()
+  #startStep(ll: Float64Array, now: number): Step | null {
     const { queueBelow: sure, best } = verdicts(ll, this.#limit)
     // Calls that waited for a seat use the limit: the queue is the doubling's own, acted on at once.
     const queueBelow = this.#since.waited ? sure && this.#queueShows() : this.#queueHolds(sure)
@@ -219,8 +219,7 @@ export class KneeEstimator {
     return longOnly ? this.#setKnee(this.#limit, 'knee') : this.#set(this.#clamp(Math.min(this.#took, this.#limit + step)), 'grew')
   }
   /** In service: the knee rises with room shown at the limit (short of it, it stays), falls when it queues; the probe seat stays while a call there is not known to wait, and a sure queue there puts the knee at the likeliest w below it, if lower and the knee not within TIE of it. */
-  #cruise(now: number): Step | null {
-    const ll = this.#likelihoods()
+  #cruise(ll: Float64Array, now: number): Step | null {
     const k = this.#knee
     const room = highestRoom(ll)
     const reach = this.#since.reach > 0 && !this.#queueSeen ? Math.min(this.#limit, this.#since.reach) : this.#limit

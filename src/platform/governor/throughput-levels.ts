@@ -44,12 +44,12 @@ export class ThroughputLevels {
   }
 
   /** Where the likelihood shows room at the limit (`room`; a queue below it explains a fall) and the limit's level fell (#fell) from the best below it, all within RECENT_MS: that level, or one below where no other below was measured (a step down). */
-  peak(now: number, limit: number, min: number, room: () => number): number | null {
+  peak(now: number, limit: number, min: number, room: number): number | null {
     const top = Math.min(limit, this.#levels.length) - 1
     if (!this.#recent(top, now)) return null
     let best = -1
     for (let i = 0; i < top; i++) if (this.#recent(i, now) && (best < 0 || this.#mean(i) > this.#mean(best))) best = i
-    if (best < 0 || room() <= top || !this.#fell(best, top)) return null
+    if (best < 0 || room <= top || !this.#fell(best, top)) return null
     for (let i = 0; i < best; i++) if (this.#recent(i, now)) return best + 1
     return Math.max(min, best)
   }
