@@ -75,9 +75,8 @@ export class KneeEstimator {
   #queueAlone = { limit: Infinity, at: -Infinity }
   #roseAt = -Infinity
   #now: () => number = () => 0
+  /** `min` and `max`: platform.minConcurrent and maxConcurrent, integers with 1 ≤ min ≤ max (the settings' schema and normalize.ts hold them). */
   constructor({ initial, min, max }: { initial: number; min: number; max: number }) {
-    if (!Number.isInteger(min) || min < 1) throw new RangeError(`KneeEstimator: min must be an integer ≥ 1 (got ${min})`)
-    if (!Number.isInteger(max) || max < min) throw new RangeError(`KneeEstimator: max must be an integer ≥ min ${min} (got ${max})`)
     ;[this.#min, this.#max] = [min, max]
     this.#knee = this.#limit = this.#clamp(initial)
     this.#logs = new Float64Array(max)
