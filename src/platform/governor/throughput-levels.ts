@@ -13,8 +13,6 @@ export const START_GAIN = 0.5
 type Level = { n: number; m: number; base: number; low: number; lat: number; sum: number; sum2: number; at: number }
 const RECENT = ['m', 'base', 'low', 'lat', 'sum', 'sum2'] as const
 const noLevel = (): Level => ({ n: 0, m: 0, base: 0, low: 0, lat: 0, sum: 0, sum2: 0, at: -Infinity })
-/** The answers a second of level index `i` (log, against its kinds' first latency): the level times the ratio of their Σs (Little's law over its answers, whatever their mix of kinds). */
-const rate = (i: number, l: Level): number => Math.log(i + 1) + Math.log(l.base / l.lat)
 
 export class ThroughputLevels {
   readonly #levels: Level[]
@@ -73,7 +71,7 @@ export class ThroughputLevels {
     const c = this.#check
     if (c === null || c.fresh.n < MIN_CALLS) return null
     this.#check = null
-    if (rate(c.index, c.fresh) - c.mean > FELL) return null
+    if (this.#mean(c.index, c.fresh) - c.mean > FELL) return null
     this.#dipBack = { at: c.fresh.at, limit: c.limit }
     return { limit: c.limit, knee: c.knee }
   }
@@ -94,7 +92,8 @@ export class ThroughputLevels {
 
   /** Whether level index `i` was measured (MIN_CALLS answers) within RECENT_MS of `now`. */
   #recent(i: number, now: number): boolean { return this.#levels[i]!.n >= MIN_CALLS && now - this.#levels[i]!.at <= RECENT_MS }
-  #mean(i: number): number { return rate(i, this.#levels[i]!) }
+  /** The answers a second of level index `i` (log, against its kinds' first latency), over `l` (its RECENT sums, or a dip's since it began): the level times the ratio of their Σs (Little's law over its answers, whatever their mix of kinds). */
+  #mean(i: number, l = this.#levels[i]!): number { return Math.log(i + 1) + Math.log(l.base / l.lat) }
 
   /** Whether level index `hi` gives FALL less answers a second than level index `lo`, by √(2·SURE) standard errors of the difference of their means at least (the spread of each level's answers, PRIOR_SPREAD worth PRIOR_DOF answers before them). */
   #fell(lo: number, hi: number): boolean {
