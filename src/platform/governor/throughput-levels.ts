@@ -140,8 +140,8 @@ export class StartLevels {
 
   /** The workers' worth of answers a second `level` gave, counted in the start's first level measured (`unit`: each of its calls had a worker), whole, no more than the level; 0 where no kind was answered at both. */
   #worth(level: number, unit: number): number {
-    const g = level === unit ? null : this.#gain(level, unit)
-    return g === null ? (level === unit ? unit : 0) : Math.min(level, Math.round(unit * Math.exp(g.gain)))
+    const g = this.#gain(level, unit)
+    return g === null ? 0 : Math.min(level, Math.round(unit * Math.exp(g.gain)))
   }
 
   /** The log of `level`'s answers a second over `before`'s, kind against kind (each kind's mean log latency, weighed by the inverse of its difference's variance), and its variance (one spread for all, PRIOR_SPREAD worth PRIOR_DOF ends before them); null where no kind was answered at both. */
