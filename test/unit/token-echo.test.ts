@@ -124,9 +124,22 @@ describe('the bytes as sent and as decoded, of any type', () => {
   it.each([
     ['two content-encoding lines (a stack, as `gzip, gzip`)', { 'content-encoding': ['gzip', 'gzip'] }, gzipSync(gzipSync(REFLECTED)), /content coding the gateway does not read/],
     ['two content-type lines, one naming UTF-16', { 'content-type': ['application/json', 'text/html; charset=utf-16'] }, cjk('utf16le'), /charset the gateway does not read/],
-  ] as unknown as [string, IncomingHttpHeaders, Buffer, RegExp][])('fails an answer with %s', async (_name, headers, bytes, reason) => {
-    const { error } = await read(headers, [bytes])
-    expect(error).toMatchObject({ code: 'GW_UPSTREAM', message: expect.stringMatching(reason) })
+  ] as unknown as [string, IncomingHttpHeaders, Buffer, RegExp][])('throws for an answer with %s', (_name, headers, bytes, reason) => {
+    expect(() => withoutToken(headers, body([bytes]), TOKEN)).toThrow(reason)
+  })
+
+  it('names no platform word in its refusal but a short one of a token\'s characters: its message reaches the caller and the log', () => {
+    expect(() => withoutToken({ 'content-encoding': ['gzip', 'gzip'] } as unknown as IncomingHttpHeaders, body([CLEAN]), TOKEN)).toThrow('(gzip, gzip)')
+    expect(() => withoutToken({ 'content-encoding': `x-${'a'.repeat(60)}` }, body([CLEAN]), TOKEN)).toThrow('(not named)')
+    expect(() => withoutToken({ 'content-type': 'text/html; charset=<script>' }, body([CLEAN]), TOKEN)).toThrow('(not named)')
+  })
+
+  it('passes an answer of no bytes in a coding on: a HEAD\'s answer, a 204 that names its coding', async () => {
+    for (const coding of ['gzip', 'deflate', 'br']) {
+      const { bytes, error } = await read({ 'content-encoding': coding }, [])
+      expect(error, coding).toBeNull()
+      expect(bytes.length).toBe(0)
+    }
   })
 })
 
