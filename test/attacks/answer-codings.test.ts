@@ -1,4 +1,4 @@
-import { deflateRawSync, gunzipSync, gzipSync, inflateRawSync } from 'node:zlib'
+import { brotliCompressSync, deflateRawSync, deflateSync, gunzipSync, gzipSync, inflateRawSync } from 'node:zlib'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { KEYS, testConfig } from '../helpers/build-gateway.js'
 import { useGateway, useSandbox } from '../helpers/fixtures.js'
@@ -83,5 +83,37 @@ describe('header lines the platform folds (obs-fold, RFC 9112 5.2)', () => {
     expect(res.json()).toMatchObject({ code: 'GW_UPSTREAM' })
     expect(res.headers['x-echo']).toBeUndefined()
     expect(res.body.includes(tail)).toBe(false)
+  })
+})
+
+describe('a report answer\'s coding, as the scan reads it', () => {
+  const report = (day: number): string => `/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-04-${String(day).padStart(2, '0')}&dateTo=2026-04-${String(day).padStart(2, '0')}`
+  const read = (url: string, acceptEncoding?: string) => gw.proxy.inject({ method: 'GET', url, headers: { 'x-api-key': KEYS.all, ...(acceptEncoding === undefined ? {} : { 'accept-encoding': acceptEncoding }) } })
+  const rows = '{"data":[{"date":"2026-04-01","impressions":10,"clicks":1}]}'
+
+  it.each(['GZIP', 'x-gzip', 'Gzip '])('reads a report in %s as gzip: served, decoded for a caller that asked for none, and kept', async (coding) => {
+    const url = report(coding.length)
+    answerOnce('200 OK', ['content-type: application/json', `content-encoding: ${coding}`], gzipSync(rows))
+    const first = await read(url)
+    expect(first.statusCode).toBe(200)
+    expect(first.headers['content-encoding']).toBeUndefined()
+    expect(first.body).toBe(rows)
+    const again = await read(url, 'gzip')
+    expect(again.headers['x-cache']).toBe('HIT')
+    expect(gunzipSync(again.rawPayload).toString()).toBe(rows)
+  })
+
+  it('passes a refusal in gzip on decoded, and fails one in a coding it did not ask for (br, deflate): a caller would get bytes it cannot read', async () => {
+    const refusal = '{"message":"The date from field is required.","errors":{"dateFrom":["The date from field is required."]}}'
+    answerOnce('422 Unprocessable Content', ['content-type: application/json', 'content-encoding: x-gzip'], gzipSync(refusal))
+    const gzipped = await read(report(20))
+    expect(gzipped.statusCode).toBe(422)
+    expect(gzipped.body).toBe(refusal)
+    for (const [coding, bytes] of [['br', brotliCompressSync(refusal)], ['deflate', deflateSync(refusal)]] as const) {
+      answerOnce('422 Unprocessable Content', ['content-type: application/json', `content-encoding: ${coding}`], bytes)
+      const res = await read(report(21))
+      expect(res.statusCode, coding).toBe(502)
+      expect(res.json()).toMatchObject({ code: 'GW_UPSTREAM', message: expect.stringContaining(`(${coding})`) })
+    }
   })
 })
