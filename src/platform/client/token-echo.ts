@@ -23,12 +23,21 @@ import { secretForms, wideForms } from '../../observe/secret-forms.js'
 // a textual body whose first bytes say UTF-16 or UTF-32, in which an escape of the
 // token's could be written) fails the call too.
 
-/** The content codings whose bodies the gateway reads for the token; the platform is offered no other (forwardedEncodings). */
+/** The content codings whose bodies the gateway reads for the token, by their names as codingOf gives them; the platform is offered no other (forwardedEncodings). */
 const DECODERS: Record<string, () => Transform> = {
   gzip: createGunzip,
-  'x-gzip': createGunzip,
   deflate: () => new EitherDeflate(),
   br: createBrotliDecompress,
+}
+
+/**
+ * The content coding of a platform answer, as every reader of it in the gateway takes it:
+ * '' for none (`identity`), `gzip` for `x-gzip` too (RFC 9110, 8.4.1.3), else the names
+ * lower-cased, repeated lines one list (RFC 9110, 5.3: `gzip` twice is `gzip, gzip`, a stack).
+ */
+export function codingOf(headers: IncomingHttpHeaders): string {
+  const coding = linesOf(headers['content-encoding']).join(', ').trim().toLowerCase()
+  return coding === 'identity' ? '' : coding === 'x-gzip' ? 'gzip' : coding
 }
 
 // The charsets in which every character of a token (printable ASCII) is its own byte, and
@@ -50,7 +59,7 @@ function linesOf(value: string | string[] | undefined): string[] {
 }
 
 /** A platform's word (a charset, a list of codings) in an error message, which a caller and a log line read: short, only the characters of a token (RFC 9110, 5.6.2) and of a list. */
-function named(word: string): string {
+export function named(word: string): string {
   return /^[!#$%&'*+.^_`|~0-9a-z-][!#$%&'*+.^_`|~0-9a-z, -]{0,39}$/i.test(word) ? word : '(not named)'
 }
 
@@ -107,10 +116,9 @@ export function withoutToken(headers: IncomingHttpHeaders, body: Readable, token
     throw new UpstreamError(`the platform answered in a charset the gateway does not read for its token (${named(charset)}): not passed on`)
   }
   const textual = types.length === 0 || types.some((type) => TEXTUAL.test(type))
-  // Repeated lines are one list (RFC 9110, 5.3): `gzip` twice is `gzip, gzip`, a stack.
-  const coding = linesOf(headers['content-encoding']).join(', ').trim().toLowerCase()
+  const coding = codingOf(headers)
   let decoder: (() => Transform) | null = null
-  if (coding !== '' && coding !== 'identity') {
+  if (coding !== '') {
     decoder = DECODERS[coding] ?? null
     if (decoder === null) {
       drop(body)
