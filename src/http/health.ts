@@ -20,7 +20,7 @@ export async function healthRoutes(app: FastifyInstance, { tokens, redis, breake
     const credentials = Object.fromEntries(
       tokens.all().map((p) => [p.name, p.current() === null ? 'missing' : p.usable() ? 'ok' : 'rejected']),
     )
-    // readonly: Redis answers reads and refuses writes (OOM, READONLY, MISCONF).
+    // readonly: Redis answers reads and refuses writes (refusesWrites: OOM, READONLY, MISCONF, NOREPLICAS).
     const state = redis === null ? 'not configured' : breaker?.state !== 'closed' ? 'down' : breaker.writable ? 'ok' : 'readonly'
     const { phase } = lifecycle
     const ready = phase === 'serving'

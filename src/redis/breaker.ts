@@ -118,11 +118,12 @@ export type BreakerState = 'closed' | 'open' | 'half-open'
 
 /**
  * A write refused by a Redis that still answers: out of memory under
- * noeviction (OOM), a read-only replica (READONLY), a failed snapshot (MISCONF). Reads
- * go on; it is no outage.
+ * noeviction (OOM), a read-only replica (READONLY), a failed snapshot (MISCONF), a master
+ * with fewer good replicas than its min-replicas-to-write (NOREPLICAS). Reads go on; it is
+ * no outage.
  */
 export function refusesWrites(err: unknown): boolean {
-  return err instanceof ReplyError && /^(OOM|READONLY|MISCONF)\b/.test((err as Error).message)
+  return err instanceof ReplyError && /^(OOM|READONLY|MISCONF|NOREPLICAS)\b/.test((err as Error).message)
 }
 
 /**

@@ -21,7 +21,7 @@ cache:
   ttl: { recent: 60s, settled: 60s }
 `
 
-describe.skipIf(!available)('a Redis that refuses writes (OOM)', () => {
+describe.skipIf(!available)('a Redis that refuses writes (OOM, NOREPLICAS, READONLY)', () => {
   const sandbox = useSandbox()
   const { server, client } = useRedis()
   const gateways = useGateways()
@@ -81,4 +81,36 @@ describe.skipIf(!available)('a Redis that refuses writes (OOM)', () => {
     await waitFor('redis to be writable again', async () => (await readyz(b)).redis === 'ok')
     expect(await metric(b, 'gateway_redis_writable')).toBe(1)
   })
+
+  // Redis refuses writes in two more ways an operator meets: a master whose
+  // min-replicas-to-write is unmet answers NOREPLICAS (its replicas lag or are gone), and
+  // a replica given as the master (a REDIS_URL left on it after a failover) answers
+  // READONLY. Reads go on in both: the same state as OOM, never "redis down".
+  const refusals = [
+    { code: 'NOREPLICAS', refuse: () => client.config('SET', 'min-replicas-to-write', '1'), accept: () => client.config('SET', 'min-replicas-to-write', '0') },
+    // A master nobody listens on: the replica keeps its data and serves it, and refuses writes.
+    { code: 'READONLY', refuse: () => client.replicaof('127.0.0.1', 1), accept: () => client.replicaof('NO', 'ONE') },
+  ]
+
+  for (const { code, refuse, accept } of refusals) {
+    it(`${code}: serves the entries still in Redis with the circuit closed, says redis-readonly, and ok once writes are accepted`, async () => {
+      const a = await replica()
+      for (let day = 1; day <= 3; day++) expect((await get(a, query(day))).headers['x-cache']).toBe('MISS')
+      try {
+        await refuse()
+        await expect(client.set('probe', '1')).rejects.toThrow(new RegExp(`^${code}`))
+        const b = await replica()
+        expect((await get(b, query(9))).statusCode).toBe(200)
+        for (let day = 1; day <= 3; day++) expect((await get(b, query(day))).headers['x-cache']).toBe('HIT')
+        expect(await readyz(b)).toMatchObject({ redis: 'readonly', degraded: ['redis-readonly'] })
+        expect(b.redis.breaker?.state).toBe('closed')
+        expect(b.logs.text()).not.toContain('redis unavailable')
+        expect(b.logs.records().filter((r) => /refuses writes/.test(String(r.msg)) && String(r.cause).startsWith(code))).toHaveLength(1)
+      } finally {
+        await accept()
+      }
+      const b = gateways.open[1] as TestGateway
+      await waitFor('redis to be writable again', async () => (await readyz(b)).redis === 'ok')
+    })
+  }
 })
