@@ -119,10 +119,15 @@ export type BreakerState = 'closed' | 'open' | 'half-open'
 /**
  * A write refused by a Redis that still answers: out of memory under
  * noeviction (OOM), a read-only replica (READONLY), a failed snapshot (MISCONF), a master
- * with fewer good replicas than its min-replicas-to-write (NOREPLICAS). Reads go on; it is
- * no outage.
+ * with fewer good replicas than its min-replicas-to-write (NOREPLICAS); or a transaction's
+ * EXECABORT whose queued commands were each refused so (a replica's announcement is one).
+ * Reads go on; it is no outage.
  */
 export function refusesWrites(err: unknown): boolean {
+  return refusedWrite(err) || abortedForEach(err, refusedWrite)
+}
+
+function refusedWrite(err: unknown): boolean {
   return err instanceof ReplyError && /^(OOM|READONLY|MISCONF|NOREPLICAS)\b/.test((err as Error).message)
 }
 
@@ -132,9 +137,13 @@ export function refusesWrites(err: unknown): boolean {
  * no outage, only that command goes without it until the slot's last key has moved.
  */
 export function slotMoving(err: unknown): boolean {
-  if (answeredTryAgain(err)) return true
+  return answeredTryAgain(err) || abortedForEach(err, answeredTryAgain)
+}
+
+/** A transaction Redis discarded (EXECABORT; ioredis lists the queued commands' errors) whose every queued error is `why`. */
+function abortedForEach(err: unknown, why: (queued: unknown) => boolean): boolean {
   const previous = (err as { previousErrors?: unknown } | null)?.previousErrors
-  return Array.isArray(previous) && previous.length > 0 && previous.every(answeredTryAgain)
+  return Array.isArray(previous) && previous.length > 0 && previous.every(why)
 }
 
 /**

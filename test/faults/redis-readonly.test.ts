@@ -82,6 +82,23 @@ describe.skipIf(!available)('a Redis that refuses writes (OOM, NOREPLICAS, READO
     expect(await metric(b, 'gateway_redis_writable')).toBe(1)
   })
 
+  // A replica's own writes are transactions (its announcement every few seconds, key use):
+  // Redis answers a MULTI whose queued writes it refused with EXECABORT, the refusals in it.
+  it('reads a transaction Redis aborts for its refused writes as Redis refusing writes, the circuit kept closed', async () => {
+    try {
+      await fillRedisUp()
+      const b = await replica()
+      const { client: redis, breaker } = b.redis
+      if (!redis || !breaker) throw new Error('the gateway has no Redis')
+      expect(await breaker.run(() => redis.multi().set('announced', 'x').zadd('index', 1, 'x').exec(), 'fallback')).toBe('fallback')
+      expect(breaker.state).toBe('closed')
+      expect(breaker.writable).toBe(false)
+      expect(b.logs.text()).not.toContain('redis unavailable')
+    } finally {
+      await client.config('SET', 'maxmemory', '0')
+    }
+  })
+
   // Redis refuses writes in two more ways an operator meets: a master whose
   // min-replicas-to-write is unmet answers NOREPLICAS (its replicas lag or are gone), and
   // a replica given as the master (a REDIS_URL left on it after a failover) answers
