@@ -1,7 +1,7 @@
 import { ReplyError } from 'ioredis'
 import type { Logger } from 'pino'
 import { systemClock, type Clock, type Timer } from '../clock.js'
-import { answeredTryAgain, whenReady, type RedisClient } from './client.js'
+import { answeredTryAgain, transactionFailure, whenReady, type RedisClient } from './client.js'
 import { pingEveryMaster, unreachedMasters } from './cluster-masters.js'
 import { redisKey } from './keys.js'
 
@@ -261,7 +261,7 @@ export class RedisBreaker {
     const first = this.#refusedAt === 0
     this.#refusedAt = this.#now()
     if (!first) return
-    this.#log.warn({ redis: this.#address, cause: (err as Error).message }, 'redis refuses writes: reading from it, writing nothing to it')
+    this.#log.warn({ redis: this.#address, cause: (transactionFailure(err) as Error).message }, 'redis refuses writes: reading from it, writing nothing to it')
     this.#onWritable?.(false)
   }
 

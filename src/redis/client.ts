@@ -118,6 +118,16 @@ export function reconnectDelay(times: number): number {
 }
 
 /**
+ * What a command's failure says of Redis: a transaction Redis discarded (EXECABORT) is
+ * its first queued command's error (OOM, READONLY…), which says why; ioredis lists them in
+ * `previousErrors`. Any other failure is itself.
+ */
+export function transactionFailure(err: unknown): unknown {
+  const previous = (err as { previousErrors?: unknown } | null)?.previousErrors
+  return Array.isArray(previous) && previous[0] instanceof Error ? previous[0] : err
+}
+
+/**
  * Where Redis is, for log lines and the start line: host:port, never the URL's
  * user or password.
  */

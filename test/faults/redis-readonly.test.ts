@@ -11,6 +11,7 @@ import { waitFor } from '../helpers/wait.js'
 const { available, notice } = redisAvailability()
 if (notice) console.warn(notice)
 
+const ADMIN_TOKEN = 'readonly-admin-token-0123456789abcdef'
 const PATH = '/api/v1/report/campaigns/get'
 const query = (day: number) => `advertiserId=101&byDate=1&dateFrom=2026-03-01&dateTo=2026-03-${String(day).padStart(2, '0')}`
 const YAML = `${TEAMS_YAML}
@@ -26,7 +27,7 @@ describe.skipIf(!available)('a Redis that refuses writes (OOM, NOREPLICAS, READO
   const { server, client } = useRedis()
   const gateways = useGateways()
 
-  const replica = () => gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: server.url }, YAML))
+  const replica = () => gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: server.url, ADMIN_TOKEN }, YAML))
   const get = (gw: TestGateway, q: string) => gw.proxy.inject({ method: 'GET', url: `${PATH}?${q}`, headers: { 'x-api-key': KEYS.all } })
   const reportCalls = () => sandbox.countRequests((r) => r.path === PATH)
   const readyz = async (gw: TestGateway) => (await gw.admin.inject({ method: 'GET', url: '/readyz' })).json<{ redis: string; degraded: string[] }>()
@@ -94,6 +95,23 @@ describe.skipIf(!available)('a Redis that refuses writes (OOM, NOREPLICAS, READO
       expect(breaker.state).toBe('closed')
       expect(breaker.writable).toBe(false)
       expect(b.logs.text()).not.toContain('redis unavailable')
+    } finally {
+      await client.config('SET', 'maxmemory', '0')
+    }
+  })
+
+  // A purge while Redis refuses writes drops this replica's copies and the ones in Redis
+  // (deletes are let through) but not its record for replicas that start later: 503, to
+  // be repeated; the line says Redis's own refusal, not only that a transaction was discarded.
+  it('answers a purge 503 GW_REDIS_UNAVAILABLE, its line naming the refusal', async () => {
+    const b = await replica()
+    try {
+      await fillRedisUp()
+      const res = await b.admin.inject({ method: 'DELETE', url: '/admin/cache?advertiserId=101', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+      expect(res.statusCode).toBe(503)
+      expect(res.json()).toMatchObject({ code: 'GW_REDIS_UNAVAILABLE' })
+      const line = b.logs.records().find((r) => r.code === 'GW_REDIS_UNAVAILABLE')
+      expect(String(line?.cause)).toMatch(/^OOM /)
     } finally {
       await client.config('SET', 'maxmemory', '0')
     }
