@@ -116,6 +116,16 @@ function timedOut(err: unknown): boolean {
 
 export type BreakerState = 'closed' | 'open' | 'half-open'
 
+/** Redis as this replica finds it, as /readyz and /admin/status give it. */
+export type RedisState = 'ok' | 'readonly' | 'down' | 'not configured'
+
+/** `readonly`: Redis answers reads and refuses writes (refusesWrites); `down`: the circuit is not closed. */
+export function redisState(redis: RedisClient | null, breaker: RedisBreaker | null): RedisState {
+  if (redis === null) return 'not configured'
+  if (breaker?.state !== 'closed') return 'down'
+  return breaker.writable ? 'ok' : 'readonly'
+}
+
 /**
  * A write refused by a Redis that still answers: out of memory under
  * noeviction (OOM), a read-only replica (READONLY), a failed snapshot (MISCONF), a master

@@ -138,6 +138,8 @@ describe.skipIf(!available)('a Redis that refuses writes (OOM, NOREPLICAS, READO
         expect((await get(b, query(9))).statusCode).toBe(200)
         for (let day = 1; day <= 3; day++) expect((await get(b, query(day))).headers['x-cache']).toBe('HIT')
         expect(await readyz(b)).toMatchObject({ redis: 'readonly', degraded: ['redis-readonly'] })
+        const status = await b.admin.inject({ method: 'GET', url: '/admin/status', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+        expect(status.json<{ redis: { state: string } }>().redis.state).toBe('readonly')
         expect(b.redis.breaker?.state).toBe('closed')
         expect(b.logs.text()).not.toContain('redis unavailable')
         expect(b.logs.records().filter((r) => /refuses writes/.test(String(r.msg)) && String(r.cause).startsWith(code))).toHaveLength(1)
