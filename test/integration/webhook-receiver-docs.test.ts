@@ -1,15 +1,17 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createHmac, randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Ajv2020 } from 'ajv/dist/2020.js'
 import { afterEach, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/config.js'
 import { KEYS, listen, REPORT_PATH, TEAMS_YAML } from '../helpers/build-gateway.js'
 import { useConfigMaps } from '../helpers/config-map.js'
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
+import { pointer, resolveRef, type Json } from '../helpers/openapi-doc.js'
 import { docBlock } from '../helpers/readme-blocks.js'
 import { onFreePorts } from '../helpers/start-redis.js'
 import { testTimeLeft, waitFor } from '../helpers/wait.js'
@@ -173,6 +175,27 @@ describe('the webhook receiver docs/jobs.md prints, against a gateway\'s real pu
     for (const at of [now - 6 * 60, now + 6 * 60]) expect(await send(receiver, push, { headers: { 'webhook-id': `msg_late${at}`, 'webhook-timestamp': String(at), 'webhook-signature': sign(OLD, `msg_late${at}`, at, push.body) } })).toBe(401)
     expect(await send(receiver, push, { headers: { 'webhook-id': 'msg_inside', 'webhook-timestamp': String(now - 60), 'webhook-signature': `v1,AAAA ${sign(OLD, 'msg_inside', now - 60, push.body)}` } })).toBe(204)
     expect(receiver.acted().map((a) => a.job)).toEqual([id, id])
+  })
+
+  it('gets pushes as the OpenAPI document\'s webhook jobEnded says: its headers, its JobStatus body, the answers it takes', async () => {
+    const receiver = await startReceiver([OLD])
+    const hook = await recorder(() => receiver)
+    const gw = await gateway(webhookYaml(hook.url, OLD))
+    await gw.ask('advertiserId=101&dateFrom=2025-05-01&dateTo=2025-06-30')
+    await waitFor('the push taken', () => hook.pushes.length === 1, testTimeLeft())
+    const [push] = hook.pushes as [Push]
+    const doc = JSON.parse(readFileSync(new URL('../../docs/openapi.json', import.meta.url), 'utf8')) as Json
+    const post = (doc.webhooks as Record<string, Record<string, Json>> | undefined)?.jobEnded?.post
+    expect(post, 'webhooks.jobEnded.post in docs/openapi.json').toBeDefined()
+    const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true })
+    ajv.addSchema(doc, 'openapi.json')
+    const parameters = (post!.parameters as unknown[]).map((p) => resolveRef(doc, p))
+    expect(parameters.map((p) => [p.in, p.name, p.required])).toEqual([['header', 'webhook-id', true], ['header', 'webhook-timestamp', true], ['header', 'webhook-signature', true]])
+    for (const p of parameters) expect(ajv.validate(p.schema as Json, push.headers[p.name as string]), `${p.name as string}: ${ajv.errorsText()}`).toBe(true)
+    const content = (post!.requestBody as { content: Record<string, { schema: Json }> }).content
+    expect(Object.keys(content)).toEqual([push.headers['content-type']])
+    expect(ajv.validate({ $ref: `openapi.json${pointer('webhooks', 'jobEnded', 'post', 'requestBody', 'content', 'application/json', 'schema')}` }, JSON.parse(push.body.toString('utf8'))), ajv.errorsText()).toBe(true)
+    expect(Object.keys(post!.responses as Json)).toEqual(['2XX', 'default'])
   })
 
   it('acts once on a push the gateway tries again (its first answer lost): the retry carries a new timestamp and the same webhook-id', async () => {
