@@ -5,8 +5,10 @@ import { contentLanguage } from './content-language.js'
 /**
  * The index of an entry whose accounts are not known: a report by campaigns whose owners
  * no lookup told (an unrestricted team's POST report, which the platform answers for its
- * campaigns, never for an account field). Every advertiser's purge reaches it: its rows
- * may be any account's. Account ids are positive, so 0 names none of them.
+ * campaigns, never for an account field; its GET report naming campaigns, which a platform
+ * reading a query-builder filter answers for them whatever account it names). Every
+ * advertiser's purge reaches it: its rows may be any account's. Account ids are positive,
+ * so 0 names none of them.
  */
 export const ANY_ADVERTISER = 0
 
