@@ -1,11 +1,11 @@
 import { createServer, connect, type AddressInfo, type Socket } from 'node:net'
-import { createServer as createHttpServer, type Server } from 'node:http'
 import { afterEach, describe, expect, it } from 'vitest'
 import { REPORT_PATH, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis } from '../helpers/fixtures.js'
 import { proxyGet } from '../helpers/gateway-calls.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
+import { heldPlatform } from '../helpers/held-platform.js'
 
 // A fill asked on replica A before a purge made on replica B, and answered after it: the
 // platform may have read its figures before the purge, so no replica serves the copy as a
@@ -20,35 +20,6 @@ const REPORT = `${REPORT_PATH}?advertiserId=101&byDate=1&dateFrom=2025-03-01&dat
 
 const redisCheck = redisAvailability()
 if (redisCheck.notice) console.warn(redisCheck.notice)
-
-/** A platform whose report answers wait while `held`, each saying which call it answers. */
-async function heldPlatform() {
-  let calls = 0
-  const waiting: (() => void)[] = []
-  let held = false
-  const server: Server = createHttpServer((req, res) => {
-    req.resume()
-    const answer = () => {
-      calls += 1
-      const body = JSON.stringify({ data: [{ date: '2025-03-01', impressions: calls }] })
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body)
-    }
-    if (!req.url?.startsWith(REPORT_PATH)) return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"message":"Not Found"}')
-    if (held) waiting.push(answer)
-    else answer()
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()))
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    hold: () => (held = true),
-    waiting: () => waiting.length,
-    release: () => {
-      held = false
-      for (const answer of waiting.splice(0)) answer()
-    },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  }
-}
 
 /** A TCP way to Redis that holds, while `muted`, what Redis sends on connections that subscribed. */
 async function mutingWay(port: number) {
