@@ -82,7 +82,7 @@ export class PurgeLedger {
 
   /**
    * Whether `entry` (stored under `key`, when known) was filled before the last purge that
-   * reaches it: fetched before it, or asked before it (`calledAt`, a fill of this process
+   * reaches it: fetched before it, or asked before it (`calledAt`, a fill of any replica
    * whose call was at the platform while the purge was made).
    */
   refuses(entry: Pick<CacheEntry, 'fetchedAt' | 'calledAt' | 'advertiserIds'>, key?: string): boolean {
