@@ -5,8 +5,10 @@ import { contentLanguage } from './content-language.js'
 /**
  * The index of an entry whose accounts are not known: a report by campaigns whose owners
  * no lookup told (an unrestricted team's POST report, which the platform answers for its
- * campaigns, never for an account field). Every advertiser's purge reaches it: its rows
- * may be any account's. Account ids are positive, so 0 names none of them.
+ * campaigns, never for an account field; its GET report naming campaigns, which a platform
+ * reading a query-builder filter answers for them whatever account it names). Every
+ * advertiser's purge reaches it: its rows may be any account's. Account ids are positive,
+ * so 0 names none of them.
  */
 export const ANY_ADVERTISER = 0
 
@@ -26,9 +28,11 @@ export interface CacheEntry {
   identity: Buffer | null
   fetchedAt: number
   /**
-   * When the fill that made it was asked, in the process that asked it (never stored):
-   * the platform may have read its figures from then on, so a purge after it reaches the
-   * copy (PurgeLedger.refuses), which is then not kept. Absent: fetchedAt.
+   * When the fill that made it was asked: the platform may have read its figures from then
+   * on, so a purge after it reaches the copy (PurgeLedger.refuses), which is then not kept
+   * or served, by the replica that asked and by one reading it from Redis (a purge made on
+   * another replica while the call was at the platform, heard after the copy was stored).
+   * Absent: fetchedAt (a job's copy, and values of a gateway that did not store it).
    */
   calledAt?: number
   freshUntil: number
@@ -74,6 +78,8 @@ interface StoredMeta {
   ms?: number
   /** The platform's `content-language`; absent when it said none, and in values of a gateway that did not keep it. */
   lang?: string
+  /** When the fill was asked (CacheEntry.calledAt); absent in values of a gateway that did not store it. */
+  at?: number
 }
 
 // Redis value: 4-byte length of a JSON header, the header, then the gzip bytes. Binary
@@ -91,6 +97,7 @@ export function encodeEntry(entry: CacheEntry): Buffer {
     ...(entry.filledBy ? { by: entry.filledBy } : {}),
     ...(entry.fillMs === undefined ? {} : { ms: entry.fillMs }),
     ...(entry.contentLanguage === undefined ? {} : { lang: entry.contentLanguage }),
+    ...(entry.calledAt === undefined ? {} : { at: entry.calledAt }),
   }
   const header = Buffer.from(JSON.stringify(meta), 'utf8')
   const length = Buffer.allocUnsafe(4)
@@ -130,6 +137,7 @@ export function decodeEntry(buf: Buffer): CacheEntry | null {
     ...(meta.by ? { filledBy: { team: meta.by.team, replica: meta.by.replica } } : {}),
     ...(meta.ms === undefined ? {} : { fillMs: meta.ms }),
     ...(meta.lang === undefined ? {} : { contentLanguage: meta.lang }),
+    ...(meta.at === undefined ? {} : { calledAt: meta.at }),
   }
 }
 
@@ -148,7 +156,8 @@ function isStoredMeta(m: unknown): m is StoredMeta {
     (o.etag === undefined || (typeof o.etag === 'string' && /^[\w-]{1,64}$/.test(o.etag))) &&
     (o.by === undefined || isFiller(o.by)) &&
     (o.ms === undefined || (typeof o.ms === 'number' && o.ms >= 0 && o.ms <= MAX_FILL_MS)) &&
-    (o.lang === undefined || contentLanguage(o.lang) !== undefined)
+    (o.lang === undefined || contentLanguage(o.lang) !== undefined) &&
+    (o.at === undefined || (typeof o.at === 'number' && Number.isFinite(o.at)))
   )
 }
 

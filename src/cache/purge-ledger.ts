@@ -1,5 +1,5 @@
 import type { Logger } from 'pino'
-import type { RedisClient } from '../redis/client.js'
+import { transactionFailure, type RedisClient } from '../redis/client.js'
 import type { RedisSeal } from '../redis/seal.js'
 import { ANY_ADVERTISER, FILL_CLOCK_SKEW_MS, type CacheEntry } from './cache-entry.js'
 import { readBoundedHash } from '../redis/bounded-hash.js'
@@ -82,7 +82,7 @@ export class PurgeLedger {
 
   /**
    * Whether `entry` (stored under `key`, when known) was filled before the last purge that
-   * reaches it: fetched before it, or asked before it (`calledAt`, a fill of this process
+   * reaches it: fetched before it, or asked before it (`calledAt`, a fill of any replica
    * whose call was at the platform while the purge was made).
    */
   refuses(entry: Pick<CacheEntry, 'fetchedAt' | 'calledAt' | 'advertiserIds'>, key?: string): boolean {
@@ -144,7 +144,12 @@ export class PurgeLedger {
     const field = purge.advertiserId !== undefined ? `adv:${purge.advertiserId}` : purge.report !== undefined ? `report:${reportDigest(purge.report)}` : 'all'
     const value = this.#sealed(field, String(purge.at))
     const writes = field === 'all' ? redis.multi().del(key).hset(key, field, value) : redis.multi().hset(key, field, value)
-    const replies = await writes.persist(key).exec()
+    const replies = await writes
+      .persist(key)
+      .exec()
+      .catch((err: unknown) => {
+        throw transactionFailure(err)
+      })
     const failed = replies === null ? new Error('the purge record was not written') : replies.find(([err]) => err)?.[0]
     if (failed) throw failed
     // The purge is complete once written: the old ones left now are dropped by the next.

@@ -92,7 +92,7 @@ interface ReadEntry {
  * L2: shared by every replica. Each entry expires in Redis at its `errorUntil`; an
  * advertiser's live entries are listed in a sorted set, so a purge of one advertiser needs no scan.
  * Every command goes through the breaker: with Redis down, a get is a miss and a set is
- * skipped, after at most the command timeout; with Redis refusing writes (OOM), gets go
+ * skipped, after at most the command timeout; with Redis refusing writes (OOM, NOREPLICAS), gets go
  * on and sets are skipped. A read is bounded before anything is decoded: at most the
  * bytes an entry of `limits` takes is read (GETRANGE), a larger value is refused unread,
  * and the lifetimes of what is read are no later than the TTL policy could give.

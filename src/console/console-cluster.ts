@@ -281,6 +281,7 @@ export function healthLine(status: HealthStatus, cluster: { replicas: Listed[] }
   const bad: string[] = []
   const warn: string[] = []
   if (status.redis.state === 'down') bad.push(`Redis (${status.redis.address}) is down: each replica serves on its own and only this replica is listed`)
+  if (status.redis.state === 'readonly') warn.push(`Redis (${status.redis.address}) refuses writes: the copies in it are served, no new one is stored (see redis refuses writes in the log)`)
   for (const c of status.credentials) {
     if (c.state === 'rejected') bad.push(`the platform refuses the token of credential ${c.name}`)
     if (c.state === 'missing') bad.push(`credential ${c.name} has no token`)

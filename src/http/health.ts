@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import type { GatewayContext } from './context.js'
+import { redisState } from '../redis/breaker.js'
 
 /** An answer that tells a moment's state: no cache keeps it. */
 export const NOT_KEPT = 'no-store'
@@ -20,8 +21,7 @@ export async function healthRoutes(app: FastifyInstance, { tokens, redis, breake
     const credentials = Object.fromEntries(
       tokens.all().map((p) => [p.name, p.current() === null ? 'missing' : p.usable() ? 'ok' : 'rejected']),
     )
-    // readonly: Redis answers reads and refuses writes (OOM, READONLY, MISCONF).
-    const state = redis === null ? 'not configured' : breaker?.state !== 'closed' ? 'down' : breaker.writable ? 'ok' : 'readonly'
+    const state = redisState(redis, breaker)
     const { phase } = lifecycle
     const ready = phase === 'serving'
     const degraded = [...(state === 'down' ? ['redis'] : state === 'readonly' ? ['redis-readonly'] : []), ...Object.entries(credentials).filter(([, s]) => s !== 'ok').map(([n]) => `platformToken:${n}`)]

@@ -12,6 +12,9 @@
 // - in base64, standard or URL-safe, at each of the three places it can start within a
 //   longer encoded value (its first and last characters then depend on the bytes around
 //   it: the characters that do not are looked for), once it is MIN_BASE64_CHARS long.
+// Each of those in bytes: as UTF-8 writes it (and every charset that writes ASCII as
+// ASCII), and as UTF-16 and UTF-32 do, in either byte order (wideForms): a body a reader
+// decodes in one of those, by its charset, its byte-order mark or a guess.
 // Not recognised: any other encoding or encryption, a secret cut in parts, or one
 // whose letters changed case.
 
@@ -67,4 +70,19 @@ function base64Forms(bytes: Buffer): string[] {
     forms.push(core, core.replace(/\+/g, '-').replace(/\//g, '_'))
   }
   return forms
+}
+
+/** Each of `forms` as UTF-16 and UTF-32 write it, little- and big-endian. */
+export function wideForms(forms: readonly string[]): Buffer[] {
+  return forms.flatMap((form) => {
+    const units = [...form].map((c) => c.codePointAt(0) as number)
+    const le16 = Buffer.from(form, 'utf16le')
+    const le32 = Buffer.alloc(units.length * 4)
+    const be32 = Buffer.alloc(units.length * 4)
+    units.forEach((unit, i) => {
+      le32.writeUInt32LE(unit, i * 4)
+      be32.writeUInt32BE(unit, i * 4)
+    })
+    return [le16, Buffer.from(le16).swap16(), le32, be32]
+  })
 }

@@ -1,7 +1,7 @@
 import { ReplyError } from 'ioredis'
 import type { Logger } from 'pino'
 import { systemClock, type Clock, type Timer } from '../clock.js'
-import { answeredTryAgain, whenReady, type RedisClient } from './client.js'
+import { answeredTryAgain, transactionFailure, whenReady, type RedisClient } from './client.js'
 import { pingEveryMaster, unreachedMasters } from './cluster-masters.js'
 import { redisKey } from './keys.js'
 
@@ -116,13 +116,29 @@ function timedOut(err: unknown): boolean {
 
 export type BreakerState = 'closed' | 'open' | 'half-open'
 
+/** Redis as this replica finds it, as /readyz and /admin/status give it. */
+export type RedisState = 'ok' | 'readonly' | 'down' | 'not configured'
+
+/** `readonly`: Redis answers reads and refuses writes (refusesWrites); `down`: the circuit is not closed. */
+export function redisState(redis: RedisClient | null, breaker: RedisBreaker | null): RedisState {
+  if (redis === null) return 'not configured'
+  if (breaker?.state !== 'closed') return 'down'
+  return breaker.writable ? 'ok' : 'readonly'
+}
+
 /**
  * A write refused by a Redis that still answers: out of memory under
- * noeviction (OOM), a read-only replica (READONLY), a failed snapshot (MISCONF). Reads
- * go on; it is no outage.
+ * noeviction (OOM), a read-only replica (READONLY), a failed snapshot (MISCONF), a master
+ * with fewer good replicas than its min-replicas-to-write (NOREPLICAS); or a transaction's
+ * EXECABORT whose queued commands were each refused so (a replica's announcement is one).
+ * Reads go on; it is no outage.
  */
 export function refusesWrites(err: unknown): boolean {
-  return err instanceof ReplyError && /^(OOM|READONLY|MISCONF)\b/.test((err as Error).message)
+  return refusedWrite(err) || abortedForEach(err, refusedWrite)
+}
+
+function refusedWrite(err: unknown): boolean {
+  return err instanceof ReplyError && /^(OOM|READONLY|MISCONF|NOREPLICAS)\b/.test((err as Error).message)
 }
 
 /**
@@ -131,9 +147,13 @@ export function refusesWrites(err: unknown): boolean {
  * no outage, only that command goes without it until the slot's last key has moved.
  */
 export function slotMoving(err: unknown): boolean {
-  if (answeredTryAgain(err)) return true
+  return answeredTryAgain(err) || abortedForEach(err, answeredTryAgain)
+}
+
+/** A transaction Redis discarded (EXECABORT; ioredis lists the queued commands' errors) whose every queued error is `why`. */
+function abortedForEach(err: unknown, why: (queued: unknown) => boolean): boolean {
   const previous = (err as { previousErrors?: unknown } | null)?.previousErrors
-  return Array.isArray(previous) && previous.length > 0 && previous.every(answeredTryAgain)
+  return Array.isArray(previous) && previous.length > 0 && previous.every(why)
 }
 
 /**
@@ -251,7 +271,7 @@ export class RedisBreaker {
     const first = this.#refusedAt === 0
     this.#refusedAt = this.#now()
     if (!first) return
-    this.#log.warn({ redis: this.#address, cause: (err as Error).message }, 'redis refuses writes: reading from it, writing nothing to it')
+    this.#log.warn({ redis: this.#address, cause: (transactionFailure(err) as Error).message }, 'redis refuses writes: reading from it, writing nothing to it')
     this.#onWritable?.(false)
   }
 

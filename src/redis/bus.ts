@@ -3,7 +3,7 @@ import type { RedisSeal } from './seal.js'
 import { NonceSource, SeenNonces } from './seen-nonces.js'
 import { systemClock } from '../clock.js'
 import { Cluster } from 'ioredis'
-import { clientDatabase, closeRedis, type RedisClient } from './client.js'
+import { clientDatabase, closeRedis, commandFailureInWords, type RedisClient } from './client.js'
 
 type Handler = (message: string) => void
 
@@ -47,6 +47,8 @@ export class RedisBus {
   readonly #startWaitMs: number
   // The subscriber failed to connect, and has not connected since.
   #unreachable = false
+  /** The subscriber's last connection error (ECONNREFUSED, WRONGPASS…), until it is ready: why a SUBSCRIBE failed. */
+  #connectionError: string | null = null
   /** A deferred subscription was logged at warn since the subscriber was last connected: the others are at debug. */
   #deferralWarned = false
   readonly #joined = new Set<() => void>()
@@ -71,6 +73,7 @@ export class RedisBus {
       client instanceof Cluster ? client.duplicate(undefined, { enableOfflineQueue: true }) : client.duplicate({ enableOfflineQueue: true, autoResubscribe: false })
     this.#sub.on('error', (err: Error) => {
       this.#unreachable = true
+      this.#connectionError = err.message
       log.debug({ err: { message: err.message } }, 'redis subscriber error')
     })
     this.#sub.on('message', (channel: string, wire: string) => {
@@ -88,6 +91,7 @@ export class RedisBus {
     // the next connection.
     this.#sub.on('ready', () => {
       this.#unreachable = false
+      this.#connectionError = null
       this.#deferralWarned = false
       if (this.#handlers.size === 0) return
       this.#sub.subscribe(...this.#handlers.keys()).then(
@@ -124,7 +128,8 @@ export class RedisBus {
         // One warn line an outage: a start subscribes a dozen channels, each deferred alike.
         const level = this.#deferralWarned ? 'debug' : 'warn'
         this.#deferralWarned = true
-        this.#log[level]({ err: { message: err.message }, channel: full }, 'redis subscription deferred until redis is reachable')
+        const cause = this.#connectionError ?? commandFailureInWords(err)
+        this.#log[level]({ cause, channel: full }, 'redis subscription deferred until redis is reachable')
       })
       if (this.#sub.status === 'ready') await subscribing
       else if (!this.#unreachable) await settledWithin(subscribing, this.#startWaitMs)

@@ -171,6 +171,10 @@ export class ReportCache {
   // caller arriving meanwhile would find none either and wait for it, so the fast path
   // may join it without going through `read` (a stampede's waiters).
   readonly #cold = new WeakSet<CallerGroup<CallTally>>()
+  // When each flight's fill was asked, and the accounts of its report: a purge of them made
+  // since (the platform may have read its figures before it) leaves it to the callers that
+  // joined it before, and a read asked after the purge asks the platform anew (#overtaken).
+  readonly #fillAsked = new WeakMap<CallerGroup<CallTally>, Pick<CacheEntry, 'fetchedAt' | 'advertiserIds'>>()
   readonly #clock: Clock
   // Report calls' starts and completions, one per event-loop iteration, the teams in turn.
   readonly #turns = new CallTurns()
@@ -285,11 +289,12 @@ export class ReportCache {
       }
       stale = found
     }
+    // A read arriving while a fill of its key is under way waits for that fill: collapsed
+    // (unless a purge overtook that fill: #fill).
+    const joining = opts.joined !== undefined || (this.#flights.has(key) && !this.#overtaken(key))
     // A read that joins no fill would make a platform call: not for a team that spent its day's.
-    const spentFor = opts.joined === undefined && !this.#flights.has(key) ? (opts.spentFor?.() ?? 0) : 0
+    const spentFor = joining ? 0 : (opts.spentFor?.() ?? 0)
     if (spentFor > 0) throw Object.assign(new PlatformTimeSpentError(opts.team, spentFor), { retryAfterSec: spentFor })
-    // A read arriving while a fill of its key is under way waits for that fill: collapsed.
-    const joining = opts.joined !== undefined || this.#flights.has(key)
     // The wait for the copy: this read's own platform call, another read's here, or another replica's.
     const waiting = opts.trace?.step('cache.fill')
     // A refresh must not be answered with the copy it asked to bypass.
@@ -395,7 +400,14 @@ export class ReportCache {
   /** The fill of a cold miss of `key` under way in this process, if there is one. */
   coldFlight(key: string): Promise<FillResult> | null {
     const group = this.#callers.get(key)
-    return (group !== undefined && this.#cold.has(group) && !group.signal.aborted && this.#flights.running(key)) || null
+    return (group !== undefined && this.#cold.has(group) && !group.signal.aborted && !this.#overtaken(key) && this.#flights.running(key)) || null
+  }
+
+  /** Whether the fill of `key` under way was asked before a purge that reaches its report. */
+  #overtaken(key: string): boolean {
+    const group = this.#callers.get(key)
+    const asked = group === undefined ? undefined : this.#fillAsked.get(group)
+    return asked !== undefined && this.#d.store.purged(asked, key)
   }
 
   /**
@@ -560,12 +572,16 @@ export class ReportCache {
   #fill(key: string, report: CanonicalReport, provider: TokenProvider, from: Asker, notBefore: number, cold = false): Promise<FillResult> {
     let callers = this.#callers.get(key)
     // Every caller of the fill under way left, and it is being dropped: an asker arriving now
-    // waits for its end and fills anew (joined, it would be answered as one that left).
-    const ending = callers?.signal.aborted === true ? this.#flights.running(key) : undefined
-    if (ending) return ending.then((result) => (result.kind === 'failed' && droppedInQueue(result.error) ? this.#fill(key, report, provider, from, notBefore, cold) : result))
+    // waits for its end and fills anew (joined, it would be answered as one that left). A
+    // fill a purge overtook is waited for too, and filled anew: its figures may be older
+    // than the purge this asker came after.
+    const overtaken = callers !== undefined && this.#overtaken(key)
+    const ending = callers?.signal.aborted === true || overtaken ? this.#flights.running(key) : undefined
+    if (ending) return ending.then((result) => (overtaken || (result.kind === 'failed' && droppedInQueue(result.error)) ? this.#fill(key, report, provider, from, notBefore, cold) : result))
     if (!callers) {
       callers = new CallerGroup<CallTally>()
       this.#callers.set(key, callers)
+      this.#fillAsked.set(callers, { fetchedAt: this.#clock.now(), advertiserIds: report.advertiserIds })
       if (cold) this.#cold.add(callers)
     }
     // A background refresh (no hang-up) keeps the call; a caller's read may drop it.

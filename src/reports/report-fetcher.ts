@@ -5,6 +5,7 @@ import type { TokenProvider } from '../platform/tokens/token-provider.js'
 import { UpstreamError, UpstreamTimeoutError, type GatewayError } from '../errors.js'
 import { upstreamError, type PlatformClient, type PlatformResponse } from '../platform/client/platform-client.js'
 import { onGateway } from '../platform/client/redirect-location.js'
+import { codingOf, named } from '../platform/client/token-echo.js'
 import { etagOf, type CacheEntry } from '../cache/cache-entry.js'
 import { contentLanguage } from '../cache/content-language.js'
 import { withPassedRetryAfter, withRetryAfter } from '../platform/pauses/retry-after.js'
@@ -108,13 +109,20 @@ export async function fetchReport(
   // A redirect is passed on with where it leads, on the gateway when it leads to the platform.
   const location = res.headers.location
   if (res.status >= 300 && res.status < 400 && typeof location === 'string') headers.location = onGateway(location, client.baseOf(provider))
-  const gzipped = res.headers['content-encoding'] === 'gzip'
+  const coding = codingOf(res.headers)
+  const gzipped = coding === 'gzip'
   // Received whole at the platform's pace, within the answers' budget, whatever its size.
   let held: HeldAnswer
   try {
     held = await deps.answers.receive(res.body, contentLength(res.headers), { credential: provider.name, team: origin.team, path: report.path, log: deps.log })
   } catch (err) {
     return { kind: 'failed', error: upstreamError(err) }
+  }
+  // Asked in gzip or none: a body in another coding (the token scan read it) is one the
+  // gateway neither keeps nor decodes for a caller, who would get bytes it cannot read.
+  if (coding !== '' && !gzipped) {
+    held.release()
+    return { kind: 'failed', error: new UpstreamError(`the platform answered in a content coding the gateway did not ask for (${named(coding)}): not passed on`) }
   }
   // The answer is in and its seat ended: what is left is the gateway's own CPU, in its team's turn.
   if (deps.turns !== undefined) await deps.turns.turn(origin.team)
@@ -141,7 +149,7 @@ async function fromBody(
   deps: FetcherDeps & { now: () => number },
   asked: number,
 ): Promise<FetchResult> {
-  const gzipped = raw['content-encoding'] === 'gzip'
+  const gzipped = codingOf(raw) === 'gzip'
   if (status !== 200) {
     const body = gzipped ? (safeGunzip(received, deps.maxEntryBytes) ?? Buffer.alloc(0)) : received.length > deps.maxEntryBytes ? Buffer.from(received.subarray(0, deps.maxEntryBytes)) : received
     const response = { status, headers: withPassedRetryAfter(status, headers), body }

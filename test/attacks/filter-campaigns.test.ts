@@ -97,12 +97,38 @@ describe("a GET report filtered to another advertiser's campaigns and a purge of
   it("an unrestricted team's copy filled before a purge of 102 is not served to a team limited to 101 and 102", async () => {
     await purge(101)
     expect(await read(KEYS.all)).toBe('MISS')
-    expect(await purge(102)).toBe(0)
+    // Filed under ANY_ADVERTISER (its filler looked no owner up): the purge of 102 reaches it.
+    expect(await purge(102)).toBe(1)
     expect(await read(KEYS.growth)).toBe('MISS')
     // Its new copy is filed under 102: the next purge of 102 reaches it for every team.
     expect(await read(KEYS.all)).toBe('HIT')
     expect(await purge(102)).toBe(1)
     expect(await read(KEYS.all)).toBe('MISS')
+  })
+})
+
+// An unrestricted team's read is looked up nowhere: the owners of the campaigns its query
+// names are not known, so its copy is filed under ANY_ADVERTISER as well (as a POST report
+// of campaigns no lookup told), which every advertiser's purge reaches.
+describe("an unrestricted team's GET report naming campaigns and a purge of their owner", () => {
+  const purge = async (advertiserId: number) => {
+    const res = await sg.gw.admin.inject({ method: 'DELETE', url: `/admin/cache?advertiserId=${advertiserId}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(res.statusCode).toBe(200)
+    return (res.json() as { dropped: number }).dropped
+  }
+  it.each([
+    ['beside another advertiserId', `${REPORT}?advertiserId=101&filter[campaignIds][]=102001&byCampaign=1&dateFrom=2026-02-01&dateTo=2026-02-03`],
+    ['beside its own advertiserId', `${REPORT}?advertiserId=102&filter[campaignIds][0]=102001&byCampaign=1&dateFrom=2026-02-04&dateTo=2026-02-06`],
+  ])('%s: a purge of 102 drops the copy, the next read is a MISS', async (_case, target) => {
+    const read = async () => {
+      const res = await fetch(`${sg.url}${target}`, { headers: { 'x-api-key': KEYS.all } })
+      expect(res.status, await res.text()).toBe(200)
+      return res.headers.get('x-cache')
+    }
+    expect(await read()).toBe('MISS')
+    expect(await read()).toBe('HIT')
+    expect(await purge(102)).toBeGreaterThanOrEqual(1)
+    expect(await read()).toBe('MISS')
   })
 })
 

@@ -11,6 +11,7 @@ import { waitFor } from '../helpers/wait.js'
 const { available, notice } = redisAvailability()
 if (notice) console.warn(notice)
 
+const ADMIN_TOKEN = 'readonly-admin-token-0123456789abcdef'
 const PATH = '/api/v1/report/campaigns/get'
 const query = (day: number) => `advertiserId=101&byDate=1&dateFrom=2026-03-01&dateTo=2026-03-${String(day).padStart(2, '0')}`
 const YAML = `${TEAMS_YAML}
@@ -21,12 +22,12 @@ cache:
   ttl: { recent: 60s, settled: 60s }
 `
 
-describe.skipIf(!available)('a Redis that refuses writes (OOM)', () => {
+describe.skipIf(!available)('a Redis that refuses writes (OOM, NOREPLICAS, READONLY)', () => {
   const sandbox = useSandbox()
   const { server, client } = useRedis()
   const gateways = useGateways()
 
-  const replica = () => gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: server.url }, YAML))
+  const replica = () => gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: server.url, ADMIN_TOKEN }, YAML))
   const get = (gw: TestGateway, q: string) => gw.proxy.inject({ method: 'GET', url: `${PATH}?${q}`, headers: { 'x-api-key': KEYS.all } })
   const reportCalls = () => sandbox.countRequests((r) => r.path === PATH)
   const readyz = async (gw: TestGateway) => (await gw.admin.inject({ method: 'GET', url: '/readyz' })).json<{ redis: string; degraded: string[] }>()
@@ -81,4 +82,72 @@ describe.skipIf(!available)('a Redis that refuses writes (OOM)', () => {
     await waitFor('redis to be writable again', async () => (await readyz(b)).redis === 'ok')
     expect(await metric(b, 'gateway_redis_writable')).toBe(1)
   })
+
+  // A replica's own writes are transactions (its announcement every few seconds, key use):
+  // Redis answers a MULTI whose queued writes it refused with EXECABORT, the refusals in it.
+  it('reads a transaction Redis aborts for its refused writes as Redis refusing writes, the circuit kept closed', async () => {
+    try {
+      await fillRedisUp()
+      const b = await replica()
+      const { client: redis, breaker } = b.redis
+      if (!redis || !breaker) throw new Error('the gateway has no Redis')
+      expect(await breaker.run(() => redis.multi().set('announced', 'x').zadd('index', 1, 'x').exec(), 'fallback')).toBe('fallback')
+      expect(breaker.state).toBe('closed')
+      expect(breaker.writable).toBe(false)
+      expect(b.logs.text()).not.toContain('redis unavailable')
+    } finally {
+      await client.config('SET', 'maxmemory', '0')
+    }
+  })
+
+  // A purge while Redis refuses writes drops this replica's copies and the ones in Redis
+  // (deletes are let through) but not its record for replicas that start later: 503, to
+  // be repeated; the line says Redis's own refusal, not only that a transaction was discarded.
+  it('answers a purge 503 GW_REDIS_UNAVAILABLE, its line naming the refusal', async () => {
+    const b = await replica()
+    try {
+      await fillRedisUp()
+      const res = await b.admin.inject({ method: 'DELETE', url: '/admin/cache?advertiserId=101', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+      expect(res.statusCode).toBe(503)
+      expect(res.json()).toMatchObject({ code: 'GW_REDIS_UNAVAILABLE' })
+      const line = b.logs.records().find((r) => r.code === 'GW_REDIS_UNAVAILABLE')
+      expect(String(line?.cause)).toMatch(/^OOM /)
+    } finally {
+      await client.config('SET', 'maxmemory', '0')
+    }
+  })
+
+  // Redis refuses writes in two more ways an operator meets: a master whose
+  // min-replicas-to-write is unmet answers NOREPLICAS (its replicas lag or are gone), and
+  // a replica given as the master (a REDIS_URL left on it after a failover) answers
+  // READONLY. Reads go on in both: the same state as OOM, never "redis down".
+  const refusals = [
+    { code: 'NOREPLICAS', refuse: () => client.config('SET', 'min-replicas-to-write', '1'), accept: () => client.config('SET', 'min-replicas-to-write', '0') },
+    // A master nobody listens on: the replica keeps its data and serves it, and refuses writes.
+    { code: 'READONLY', refuse: () => client.replicaof('127.0.0.1', 1), accept: () => client.replicaof('NO', 'ONE') },
+  ]
+
+  for (const { code, refuse, accept } of refusals) {
+    it(`${code}: serves the entries still in Redis with the circuit closed, says redis-readonly, and ok once writes are accepted`, async () => {
+      const a = await replica()
+      for (let day = 1; day <= 3; day++) expect((await get(a, query(day))).headers['x-cache']).toBe('MISS')
+      try {
+        await refuse()
+        await expect(client.set('probe', '1')).rejects.toThrow(new RegExp(`^${code}`))
+        const b = await replica()
+        expect((await get(b, query(9))).statusCode).toBe(200)
+        for (let day = 1; day <= 3; day++) expect((await get(b, query(day))).headers['x-cache']).toBe('HIT')
+        expect(await readyz(b)).toMatchObject({ redis: 'readonly', degraded: ['redis-readonly'] })
+        const status = await b.admin.inject({ method: 'GET', url: '/admin/status', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+        expect(status.json<{ redis: { state: string } }>().redis.state).toBe('readonly')
+        expect(b.redis.breaker?.state).toBe('closed')
+        expect(b.logs.text()).not.toContain('redis unavailable')
+        expect(b.logs.records().filter((r) => /refuses writes/.test(String(r.msg)) && String(r.cause).startsWith(code))).toHaveLength(1)
+      } finally {
+        await accept()
+      }
+      const b = gateways.open[1] as TestGateway
+      await waitFor('redis to be writable again', async () => (await readyz(b)).redis === 'ok')
+    })
+  }
 })

@@ -15,3 +15,11 @@ export function readmeShLines(start: string): string[] {
     .map((line) => line.trim())
     .filter((line) => line !== '')
 }
+
+/** The text of the fenced `lang` block of `file` (a path from the repository's root) whose first line starts with `start`. */
+export function docBlock(file: string, lang: string, start: string): string {
+  const text = readFileSync(join(ROOT, file), 'utf8')
+  const block = [...text.matchAll(new RegExp(`\`\`\`${lang}\\n([\\s\\S]*?)\`\`\``, 'g'))].map((m) => m[1]!).find((b) => b.startsWith(start))
+  if (!block) throw new Error(`${file} has no ${lang} block starting with ${start}`)
+  return block
+}

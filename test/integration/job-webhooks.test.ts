@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { WebhookDeliveries, type WebhookDeliveriesDeps, type WebhookSettings } from '../../src/jobs/webhook-deliveries.js'
 import type { LookupAll } from '../../src/jobs/webhook-target.js'
-import { gzipSync } from 'node:zlib'
+import { deflateRawSync, gzipSync } from 'node:zlib'
 import { Redis } from 'ioredis'
 import { MemoryDeliveryStore, type DeliveryStore, type OutboxBounds } from '../../src/jobs/delivery-store.js'
 import { newDelivery, type Delivery, type DeliveryView } from '../../src/jobs/delivery.js'
@@ -401,6 +401,24 @@ describe('a gateway pushing its ended jobs (demo mode, the sandbox over real HTT
     // The receiver reads why it failed where the push says: the platform's own answer.
     expect((await fetch(`${gw.url}${pushed.result ?? ''}`, { headers: { 'x-api-key': KEYS.all } })).status).toBe(422)
   })
+  it('pushes a job whose platform answer carried the token back in raw deflate as GW_UPSTREAM: its status, result, push and log hold nothing of the token', async () => {
+    const r = await receiver([{ status: 204 }])
+    const platformToken = sandbox.issueToken()
+    const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken, ADMIN_TOKEN }, webhookYaml(r.url.replace('127.0.0.1', 'localhost')))))
+    const body = deflateRawSync(JSON.stringify({ message: 'The given data was invalid.', headers: { authorization: [`Bearer ${platformToken}`] } }))
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'raw', answer: `HTTP/1.1 422 Unprocessable Content\r\ncontent-type: application/json\r\ncontent-encoding: deflate\r\ncontent-length: ${body.length}\r\n\r\n${body.toString('latin1')}`, times: 1 })
+    const asked = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&dateFrom=2025-03-01&dateTo=2025-03-31`, { headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
+    expect(asked.status).toBe(202)
+    const { id } = (await asked.json()) as { id: string }
+    await waitFor('the job pushed to the receiver', () => r.got.length === 1)
+    const pushed = JSON.parse((r.got[0] as Received).body) as JobStatus
+    expect(pushed).toMatchObject({ id, state: 'failed', error: { code: 'GW_UPSTREAM', statusCode: 502 } })
+    const result = await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: { 'x-api-key': KEYS.all } })
+    const seen = [JSON.stringify(r.got), Buffer.from(await result.arrayBuffer()).toString('latin1'), gw.logs.text()]
+    for (const text of seen) expect(text).not.toContain(platformToken)
+    expect(seen[1]).not.toContain(body.subarray(0, 24).toString('latin1'))
+  })
+
   // The push is the job's status as GET /api/v1/jobs/{id} answers it: its finality is that
   // of its figures' fetch (figuresAt), not of its end, which comes after midnight here.
   it('pushes the finality of the copy a job answered with, fetched before the midnight it ended after', async () => {

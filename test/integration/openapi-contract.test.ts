@@ -11,7 +11,7 @@ import { hashApiKey } from '../../src/access/api-keys.js'
 import { buildGateway, closeAfterTest, KEYS, listen, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
 import { fakeClock, onRealTimers } from '../helpers/clock.js'
 import { useSandboxGateway } from '../helpers/fixtures.js'
-import { pointer, resolveRef, type Json } from '../helpers/openapi-doc.js'
+import { mismatches, resolveRef, type Answer, type Json } from '../helpers/openapi-doc.js'
 import { brokenHeadAnswers, rawHttp, rawRequest } from '../helpers/sandbox-gateway.js'
 import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
@@ -25,47 +25,6 @@ async function documentOf(): Promise<Json> {
 }
 
 
-
-interface Answer {
-  status: number
-  headers: Headers
-  body: string
-}
-
-/** Checks one answer against the document's operation; returns what does not match. */
-function mismatches(doc: Json, ajv: Ajv2020, path: string, method: string, answer: Answer): string[] {
-  const op = (doc.paths as Record<string, Record<string, Json>>)[path]?.[method]
-  if (!op) return [`${method.toUpperCase()} ${path} is not in the document`]
-  const responses = op.responses as Record<string, unknown>
-  const status = String(answer.status)
-  const key = [status, `${status[0]}XX`, 'default'].find((k) => k in responses)
-  if (!key) return [`${answer.status} is not a documented answer of ${method.toUpperCase()} ${path}`]
-  const response = resolveRef(doc, responses[key])
-  const problems: string[] = []
-  const declared = (response.headers ?? {}) as Record<string, unknown>
-  for (const [name, h] of Object.entries(declared)) {
-    const value = answer.headers.get(name)
-    if (value === null) {
-      if (resolveRef(doc, h).required === true) problems.push(`header ${name} is required for ${key} but not sent`)
-      continue
-    }
-    const schema = resolveRef(doc, h).schema as Json
-    const typed = schema.type === 'integer' ? Number(value) : value
-    if (!ajv.validate(schema, typed)) problems.push(`header ${name}: ${value}: ${ajv.errorsText()}`)
-  }
-  // The headers the gateway itself sends (a passed-on answer's own, the platform's, aside).
-  for (const name of ['x-request-id', 'ratelimit', 'ratelimit-policy', 'x-cache', 'cache-status', 'vary', 'cache-control', 'age', 'etag', 'retry-after', 'www-authenticate', 'platform-usage', 'report-settled-through', 'report-provisional-days', 'x-content-type-options', 'content-security-policy']) {
-    if (answer.headers.get(name) !== null && !(name in declared)) problems.push(`header ${name} is sent but not declared for ${key}`)
-  }
-  const content = response.content as Record<string, Json> | undefined
-  const type = (answer.headers.get('content-type') ?? '').split(';')[0]!.trim()
-  // A HEAD answer is a GET's headers without its body.
-  if (!content || method === 'head') return problems
-  if (!(type in content)) return [...problems, `content type ${type} is not declared for ${key}`]
-  const schemaAt = typeof responses[key] === 'object' && '$ref' in (responses[key] as Json) ? `${(responses[key] as Json).$ref as string}/content/${type.replace('/', '~1')}/schema` : pointer('paths', path, method, 'responses', key, 'content', type, 'schema')
-  if (!ajv.validate({ $ref: `openapi.json${schemaAt}` }, JSON.parse(answer.body))) problems.push(`body ${answer.body.slice(0, 200)}: ${ajv.errorsText()}`)
-  return problems
-}
 
 /** Requests of each kind of operation (health, this document, OPTIONS, a report read): method, URL, the document's path. */
 const ANY_ROUTE = [

@@ -67,4 +67,19 @@ describe('subscribing while Redis cannot be reached', () => {
     await waitFor('every deferral logged', () => lines.filter((l) => l.msg.startsWith('redis subscription')).length === 5)
     expect(lines.filter((l) => l.level === 40).map((l) => l.msg)).toEqual(['redis subscription deferred until redis is reachable'])
   })
+
+  it("the deferral's line says why Redis is not reached (the connection's error), never the driver's option names", async () => {
+    const client = createRedisClient({ commandTimeoutMs: 500, url: `redis://127.0.0.1:${closedPort}` } as Config['redis'], pino({ level: 'silent' })) as RedisClient
+    const lines: string[] = []
+    const log = pino({ level: 'warn' }, { write: (line: string) => lines.push(line) })
+    const bus = new RedisBus(client, 'rgw:bus:', log, { startWaitMs: 50 })
+    cleanups.push(async () => {
+      await bus.close()
+      client.disconnect()
+    })
+    await bus.subscribe('purge', () => undefined)
+    await waitFor('the deferral logged', () => lines.length === 1)
+    expect(JSON.parse(lines[0]!)).toMatchObject({ msg: 'redis subscription deferred until redis is reachable', cause: expect.stringContaining('ECONNREFUSED') })
+    expect(lines[0]).not.toMatch(/maxRetriesPerRequest|enableOfflineQueue/)
+  })
 })

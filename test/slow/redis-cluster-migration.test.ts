@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis'
 import { afterEach, describe, expect, it } from 'vitest'
+import { answeredTryAgain } from '../../src/redis/client.js'
 import { testConfig, TEAMS_YAML } from '../helpers/build-gateway.js'
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
@@ -68,6 +69,10 @@ describe.skipIf(!available)('Redis Cluster slot migration', () => {
       expect(await breaker.run(() => client.eval(BOTH, 2, KEY_A, KEY_B), 'fallback')).toBe('fallback')
       expect(breaker.state).toBe('closed')
       expect(await breaker.run(() => client.multi().get(KEY_A).get(KEY_B).exec(), 'fallback')).toBe('fallback')
+      expect(breaker.state).toBe('closed')
+      // A pipeline resolves with each command's own TRYAGAIN, as a pipeline's failed command is read.
+      const batch = await breaker.run(() => client.pipeline().eval(BOTH, 2, KEY_A, KEY_B).eval(BOTH, 2, KEY_A, KEY_B).exec(), 'fallback')
+      expect(Array.isArray(batch) && batch.map(([err]) => answeredTryAgain(err))).toEqual([true, true])
       expect(breaker.state).toBe('closed')
     }
     expect(gw.logs.text()).not.toContain('redis unavailable')

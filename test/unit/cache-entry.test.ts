@@ -86,7 +86,14 @@ describe('encodeEntry / decodeEntry', () => {
     expect(encodeEntry(entry()).includes('"lang"')).toBe(false)
   })
 
+  it('keeps when its fill was asked, which a replica reading it from Redis weighs against a purge', () => {
+    const e = entry({ calledAt: 1_767_225_599_000 })
+    expect(decodeEntry(encodeEntry(e))).toEqual({ ...e, identity: null })
+    expect(decodeEntry(frame(meta(), Buffer.from('x')))).not.toHaveProperty('calledAt')
+  })
+
   it.each([
+    ['a fill time that is no number', frame({ ...meta(), at: '1767225599000' }, Buffer.from('x'))],
     ['a content-language that could add a header', frame({ ...meta(), lang: 'en\r\nset-cookie: a=b' }, Buffer.from('x'))],
     ['a content-language that is no language tag', frame({ ...meta(), lang: 42 }, Buffer.from('x'))],
     ['an ETag that could break out of its quotes', frame({ ...meta(), etag: 'a" , "b' }, Buffer.from('x'))],

@@ -129,9 +129,11 @@ describe('healthLine', () => {
     )
   })
 
-  it('a platform pause, or another replica without a usable token, is a degradation', () => {
+  it('a platform pause, Redis refusing writes, or another replica without a usable token, is a degradation', () => {
     const paused = healthLine({ ...fine, governors: [{ credential: 'default', pausedUntil: '2026-11-23T12:01:00Z' }] }, null)
     expect(paused).toEqual({ level: 'warn', text: 'Degraded: the platform paused credential default (429).' })
+    const readonly = healthLine({ ...fine, redis: { state: 'readonly', address: 'redis:6379' } }, null)
+    expect(readonly).toEqual({ level: 'warn', text: 'Degraded: Redis (redis:6379) refuses writes: the copies in it are served, no new one is stored (see redis refuses writes in the log).' })
     const other = healthLine(fine, { replicas: [replica('a', { self: true }), replica('b', { degraded: ['platformToken:default'] })] })
     expect(other.level).toBe('warn')
     expect(other.text).toMatch(/replica b cannot use the platform token \(platformToken:default\)/)

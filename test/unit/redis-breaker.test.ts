@@ -43,6 +43,21 @@ describe('the Redis circuit breaker', () => {
     expect(breaker.state).toBe('closed')
   })
 
+  it('reads a transaction whose queued writes Redis refused (EXECABORT of OOM, READONLY, NOREPLICAS) as Redis refusing writes, not as an outage', async () => {
+    for (const refusal of ["OOM command not allowed when used memory > 'maxmemory'.", "READONLY You can't write against a read only replica.", 'NOREPLICAS Not enough good replicas to write.']) {
+      const { breaker } = setUp()
+      const aborted = Object.assign(new ReplyError('EXECABORT Transaction discarded because of previous errors.'), { previousErrors: [new ReplyError(refusal)] })
+      expect(await breaker.write(() => Promise.reject(aborted), 'fallback')).toBe('fallback')
+      expect(breaker.state).toBe('closed')
+      expect(breaker.writable).toBe(false)
+    }
+    // A transaction aborted for anything else is a failure of Redis's.
+    const { breaker } = setUp()
+    const other = Object.assign(new ReplyError('EXECABORT Transaction discarded because of previous errors.'), { previousErrors: [new ReplyError('ERR unknown command')] })
+    expect(await breaker.run(() => Promise.reject(other), 'fallback')).toBe('fallback')
+    expect(breaker.state).toBe('open')
+  })
+
   it('a command that succeeds after the cooldown closes the circuit only while Redis is whole (a Cluster with every master reached); the trial closes it otherwise', async () => {
     let now = 1_000_000
     let whole = false

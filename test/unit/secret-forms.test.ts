@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { SecretSet } from '../../src/observe/logger.js'
-import { escapedForms, MIN_BASE64_CHARS, secretForms } from '../../src/observe/secret-forms.js'
+import { escapedForms, MIN_BASE64_CHARS, secretForms, wideForms } from '../../src/observe/secret-forms.js'
 
 // The spellings of a secret the gateway recognises (its platform token in an answer, any
 // secret in a log line), each found wherever an encoder puts it, and none of them in
@@ -47,6 +47,19 @@ describe('secretForms', () => {
   it(`looks for no base64 of a secret under ${MIN_BASE64_CHARS} characters: what is left of it could be any text`, () => {
     expect(secretForms('short-secret')).toEqual(escapedForms('short-secret'))
     expect(escapedForms('short-secret')).toEqual(['short-secret'])
+  })
+})
+
+describe('the wide forms', () => {
+  it('are each form as a reader decodes it from UTF-16 and UTF-32, in either byte order', () => {
+    const decoder = (label: string) => new TextDecoder(label)
+    const [le16, be16, le32, be32] = wideForms([PASTED]) as [Buffer, Buffer, Buffer, Buffer]
+    expect(decoder('utf-16le').decode(le16)).toBe(PASTED)
+    expect(decoder('utf-16be').decode(be16)).toBe(PASTED)
+    // TextDecoder reads no UTF-32: its code units, read by hand.
+    expect(String.fromCodePoint(...Array.from({ length: le32.length / 4 }, (_, i) => le32.readUInt32LE(i * 4)))).toBe(PASTED)
+    expect(String.fromCodePoint(...Array.from({ length: be32.length / 4 }, (_, i) => be32.readUInt32BE(i * 4)))).toBe(PASTED)
+    expect(wideForms(secretForms(PASTED))).toHaveLength(4 * secretForms(PASTED).length)
   })
 })
 

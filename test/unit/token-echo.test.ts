@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import { Readable } from 'node:stream'
-import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib'
+import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
 import { forwardedEncodings, withoutToken } from '../../src/platform/client/token-echo.js'
 import { waitFor } from '../helpers/wait.js'
@@ -71,11 +71,75 @@ describe('a body that carries the token back', () => {
     }
   })
 
-  it('passes a gzipped body the decoder cannot read on as it is: no caller\'s decoder reads it either', async () => {
-    const truncated = gzipSync(CLEAN).subarray(0, 100)
-    const { bytes, error } = await read({ 'content-encoding': 'gzip' }, [truncated])
-    expect(error).toBeNull()
-    expect(bytes.equals(truncated)).toBe(true)
+  it('fails a body its coding does not decode whole: a reader that decodes it in part, or not at all, may read what the scan did not', async () => {
+    for (const broken of [gzipSync(CLEAN).subarray(0, 100), Buffer.concat([gzipSync(CLEAN).subarray(0, 10), Buffer.from('not gzip at all')])]) {
+      for (const size of [1, 64, broken.length]) {
+        const { error } = await read({ 'content-encoding': 'gzip' }, cut(broken, size))
+        expect(error, `in chunks of ${size}`).toMatchObject({ code: 'GW_UPSTREAM', message: expect.stringContaining('does not decode') })
+      }
+    }
+  })
+})
+
+describe('the bytes as sent and as decoded, of any type', () => {
+  const wide = (text: string, order: 'utf16le' | 'utf16be' | 'utf32le' | 'utf32be'): Buffer => {
+    const units = [...text].map((c) => c.codePointAt(0) as number)
+    if (order.startsWith('utf16')) {
+      const le = Buffer.from(text, 'utf16le')
+      return order === 'utf16le' ? le : Buffer.from(le).swap16()
+    }
+    const out = Buffer.alloc(units.length * 4)
+    units.forEach((unit, i) => (order === 'utf32le' ? out.writeUInt32LE(unit, i * 4) : out.writeUInt32BE(unit, i * 4)))
+    return out
+  }
+  // A text that starts with characters whose UTF-16 has no zero byte: no byte-order mark, no zero in its first bytes.
+  const cjk = (order: 'utf16le' | 'utf16be' | 'utf32le' | 'utf32be'): Buffer => wide(`中文报告 ${REFLECTED.toString()}`, order)
+
+  it.each([
+    ['raw deflate (no zlib header), which browsers, curl and urllib3 decode as deflate', { 'content-encoding': 'deflate' }, deflateRawSync(REFLECTED)],
+    ['a body labelled gzip that is none: a client that does not decode reads it as it is', { 'content-encoding': 'gzip' }, REFLECTED],
+    ['a gzip member with the token after it, which a gzip decoder leaves unread', { 'content-encoding': 'gzip' }, Buffer.concat([gzipSync(CLEAN), REFLECTED])],
+    ['application/octet-stream in UTF-16LE', { 'content-type': 'application/octet-stream' }, wide(REFLECTED.toString(), 'utf16le')],
+    ['application/x-ndjson in UTF-16BE starting with CJK text', { 'content-type': 'application/x-ndjson' }, cjk('utf16be')],
+    ['application/vnd.api+json in UTF-16LE starting with CJK text', { 'content-type': 'application/vnd.api+json' }, cjk('utf16le')],
+    ['text/csv without a charset, in UTF-32LE', { 'content-type': 'text/csv' }, cjk('utf32le')],
+    ['no content-type, in UTF-32BE starting with CJK text', {}, cjk('utf32be')],
+    ['UTF-16LE, gzipped, of no textual type', { 'content-type': 'application/octet-stream', 'content-encoding': 'gzip' }, gzipSync(wide(REFLECTED.toString(), 'utf16le'))],
+  ] as [string, IncomingHttpHeaders, Buffer][])('fails %s', async (_name, headers, bytes) => {
+    for (const size of [1, 5, 4096]) {
+      const { error } = await read(headers, cut(bytes, size))
+      expect(error, `in chunks of ${size}`).toMatchObject({ code: 'GW_UPSTREAM' })
+    }
+  })
+
+  it('passes a binary body with zero bytes and no token on byte for byte, in any chunking', async () => {
+    const binary = Buffer.concat([wide('中文报告 no token here', 'utf16le'), Buffer.alloc(300), gzipSync(CLEAN), Buffer.from(TOKEN.slice(0, 20), 'utf16le')])
+    for (const size of [1, 7, binary.length]) {
+      const { bytes, error } = await read({ 'content-type': 'application/octet-stream' }, cut(binary, size))
+      expect(error).toBeNull()
+      expect(bytes.equals(binary)).toBe(true)
+    }
+  })
+
+  it.each([
+    ['two content-encoding lines (a stack, as `gzip, gzip`)', { 'content-encoding': ['gzip', 'gzip'] }, gzipSync(gzipSync(REFLECTED)), /content coding the gateway does not read/],
+    ['two content-type lines, one naming UTF-16', { 'content-type': ['application/json', 'text/html; charset=utf-16'] }, cjk('utf16le'), /charset the gateway does not read/],
+  ] as unknown as [string, IncomingHttpHeaders, Buffer, RegExp][])('throws for an answer with %s', (_name, headers, bytes, reason) => {
+    expect(() => withoutToken(headers, body([bytes]), TOKEN)).toThrow(reason)
+  })
+
+  it('names no platform word in its refusal but a short one of a token\'s characters: its message reaches the caller and the log', () => {
+    expect(() => withoutToken({ 'content-encoding': ['gzip', 'gzip'] } as unknown as IncomingHttpHeaders, body([CLEAN]), TOKEN)).toThrow('(gzip, gzip)')
+    expect(() => withoutToken({ 'content-encoding': `x-${'a'.repeat(60)}` }, body([CLEAN]), TOKEN)).toThrow('(not named)')
+    expect(() => withoutToken({ 'content-type': 'text/html; charset=<script>' }, body([CLEAN]), TOKEN)).toThrow('(not named)')
+  })
+
+  it('passes an answer of no bytes in a coding on: a HEAD\'s answer, a 204 that names its coding', async () => {
+    for (const coding of ['gzip', 'deflate', 'br']) {
+      const { bytes, error } = await read({ 'content-encoding': coding }, [])
+      expect(error, coding).toBeNull()
+      expect(bytes.length).toBe(0)
+    }
   })
 })
 

@@ -355,7 +355,28 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    jobEnded: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A report job of the team ended (done or failed)
+         * @description POSTed to the team's `webhook.url` (docs/jobs.md, "Pushed when done"), at least once: every attempt carries the same `webhook-id` and body, and is signed again at its own `webhook-timestamp`. The receiver checks the signature with the team's `webhook.secret`, refuses a timestamp far from its clock (5 minutes), and drops an id it took already (keeping ids for `jobs.webhookRetryFor`): docs/jobs.md prints such a receiver.
+         */
+        post: operations["jobEnded"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /**
@@ -6254,6 +6275,43 @@ export interface operations {
             400: components["responses"]["malformed-request"];
             408: components["responses"]["request-timeout"];
             431: components["responses"]["headers-too-large"];
+        };
+    };
+    jobEnded: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `msg_<job id>`: the same on every attempt. */
+                "webhook-id": string;
+                /** @description Epoch seconds of the attempt. */
+                "webhook-timestamp": string;
+                /** @description `v1,` and the base64 of the HMAC-SHA256, keyed by the bytes of the secret after `whsec_` (base64), of `{webhook-id}.{webhook-timestamp}.{body}`; a receiver reads a space-separated list of such signatures. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The job's status, as `GET /api/v1/jobs/{id}` answers it then. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["JobStatus"];
+            };
+        };
+        responses: {
+            /** @description Taken: the delivery is done (a repeat is answered so too). */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not taken. No answer, `408`, `429` or a `5xx` is tried again (1 s, 2 s, 4 s… at most 5 min apart, for `jobs.webhookRetryFor`); any other `4xx`, a `401` of a refused signature among them, or a `3xx` ends the delivery. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
 }

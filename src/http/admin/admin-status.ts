@@ -5,6 +5,7 @@ import type { GatewayContext } from '../context.js'
 import { AUDIT_LINES, type AuditTrail } from '../../access/audit-trail.js'
 import type { TeamReloader } from '../../access/team-reload.js'
 import { redisAddress } from '../../redis/client.js'
+import { redisState } from '../../redis/breaker.js'
 import { adminSchema, answer } from './admin-schemas.js'
 
 const nullable = (type: string) => ({ type: [type, 'null'] })
@@ -42,7 +43,7 @@ export const statusSchema = {
         },
       },
     },
-    redis: { type: 'object', properties: { state: { type: 'string' }, address: { type: 'string' }, topology: { type: 'string' } } },
+    redis: { type: 'object', properties: { state: { type: 'string', enum: ['ok', 'readonly', 'down', 'not configured'] }, address: { type: 'string' }, topology: { type: 'string' } } },
     cache: {
       type: 'object',
       properties: {
@@ -152,7 +153,7 @@ export async function adminStatusRoutes(app: FastifyInstance, parts: AdminStatus
         }
       }),
       redis: {
-        state: redis === null ? 'not configured' : breaker?.state === 'closed' ? 'ok' : 'down',
+        state: redisState(redis, breaker),
         address: redisAddress(config.redis),
         topology: topologyOf(config.redis),
       },

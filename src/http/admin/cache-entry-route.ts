@@ -43,7 +43,7 @@ const entrySchema = {
           contentType: { type: 'string' },
           gzipBytes: { type: 'integer', minimum: 0, description: 'Bytes stored (the body, gzip-compressed).' },
           bodyBytes: { type: ['integer', 'null'], minimum: 0, description: 'Bytes of the body as the platform sent it.' },
-          advertiserIds: { type: 'array', items: { type: 'integer' }, description: "The advertisers a purge by advertiser reaches it under; 0: a report whose campaigns' owners are not known (an unrestricted team's POST report), which every advertiser's purge reaches." },
+          advertiserIds: { type: 'array', items: { type: 'integer' }, description: "The advertisers a purge by advertiser reaches it under; 0: a report whose campaigns' owners are not known (an unrestricted team's POST report, or its GET report naming campaigns), which every advertiser's purge reaches." },
           filledBy: {
             type: ['object', 'null'],
             required: ['team', 'replica'],

@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify'
 import { stringify as stringifyYaml } from 'yaml'
 import { PROXY_CHALLENGE } from '../server.js'
 import { BEFORE_ROUTE, errorResponseComponents, errorResponses, errorSchemas, PLATFORM_ERROR_SCHEMA, RATE_LIMIT_HEADERS } from './error-responses.js'
-import { JOB_STATUS_SCHEMA, jobSuccess } from './job-schemas.js'
+import { JOB_ENDED_WEBHOOK, JOB_STATUS_SCHEMA, jobSuccess } from './job-schemas.js'
 import { knownPlatformPaths, operationName, plainParameters, type KnownOperation, type PlatformPathSettings } from './platform-paths.js'
 import { headAndOptions, optionsOperation } from './implied-methods.js'
 import { API_ALLOW } from '../methods.js'
@@ -272,6 +272,7 @@ export function completeDocument(doc: Json, settings: PlatformPathSettings): Jso
     responses: errorResponseComponents(),
     pathItems: { PlatformCall: platform.call },
   }
+  doc.webhooks = { jobEnded: structuredClone(JOB_ENDED_WEBHOOK) }
   headAndOptions(paths, (doc.components as { responses: Record<string, Json> }).responses, ref('x-request-id'))
   platform.call.options = optionsOperation(API_ALLOW, ref('x-request-id'))
   // The listener refuses a malformed head, one too large and a request not whole in time

@@ -87,3 +87,35 @@ export function jobSuccess(operationId: string, headers: Json, report: Json, sta
   if (operationId === 'cancelJob') return { '204': { description: 'Cancelled: the job is gone.', headers } }
   return { '200': { description: 'The job\'s status.', headers: { ...headers, ...statusHeaders }, content: STATUS_CONTENT } }
 }
+
+/**
+ * `webhooks.jobEnded`: the push a team's webhook gets when one of its jobs ends
+ * (jobs/webhook-deliveries.ts), signed the Standard Webhooks way (jobs/webhook-signature.ts):
+ * what a receiver's generated types and checks read.
+ */
+export const JOB_ENDED_WEBHOOK: Json = {
+  post: {
+    operationId: 'jobEnded',
+    summary: 'A report job of the team ended (done or failed)',
+    description:
+      'POSTed to the team\'s `webhook.url` (docs/jobs.md, "Pushed when done"), at least once: every attempt carries the same `webhook-id` and body, and is signed again at its own `webhook-timestamp`. ' +
+      'The receiver checks the signature with the team\'s `webhook.secret`, refuses a timestamp far from its clock (5 minutes), and drops an id it took already (keeping ids for `jobs.webhookRetryFor`): docs/jobs.md prints such a receiver.',
+    security: [],
+    parameters: [
+      { in: 'header', name: 'webhook-id', required: true, description: '`msg_<job id>`: the same on every attempt.', schema: { type: 'string', pattern: '^msg_' } },
+      { in: 'header', name: 'webhook-timestamp', required: true, description: 'Epoch seconds of the attempt.', schema: { type: 'string', pattern: '^[0-9]+$' } },
+      {
+        in: 'header',
+        name: 'webhook-signature',
+        required: true,
+        description: '`v1,` and the base64 of the HMAC-SHA256, keyed by the bytes of the secret after `whsec_` (base64), of `{webhook-id}.{webhook-timestamp}.{body}`; a receiver reads a space-separated list of such signatures.',
+        schema: { type: 'string', pattern: '^v1,[A-Za-z0-9+/]+={0,2}( v1,[A-Za-z0-9+/]+={0,2})*$' },
+      },
+    ],
+    requestBody: { required: true, description: 'The job\'s status, as `GET /api/v1/jobs/{id}` answers it then.', content: STATUS_CONTENT },
+    responses: {
+      '2XX': { description: 'Taken: the delivery is done (a repeat is answered so too).' },
+      default: { description: 'Not taken. No answer, `408`, `429` or a `5xx` is tried again (1 s, 2 s, 4 s… at most 5 min apart, for `jobs.webhookRetryFor`); any other `4xx`, a `401` of a refused signature among them, or a `3xx` ends the delivery.' },
+    },
+  },
+}

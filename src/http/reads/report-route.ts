@@ -111,7 +111,7 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
       decisions.remember(request.method, request.url, admitted)
     }
     admitting?.end()
-    const report = indexedUnderOwners(admitted.form.report, caller, [])
+    const report = indexedUnderOwners(admitted.form.report, caller, admission.named(request.method, caller, admitted.known).campaigns)
     caller.advertisers = report.advertiserIds
     // A cold fill under way here is joined, as the entrance before the router joins it.
     if (prefersAsync(request.headers.prefer) && !admitted.refresh) {
@@ -178,13 +178,15 @@ function optionsOf(request: FastifyRequest, reply: FastifyReply, caller: Caller,
 // A report by campaign ids (a POST's `campaignIds`, a GET's `filter[campaignIds]` or any
 // key scope.ts reads campaigns from) is indexed under their owners too, so that a purge of
 // one advertiser reaches it and a copy filled before one is not served (purgedFor); the
-// owners of a scoped team's campaigns are known by now. A POST report is the platform's
-// report of its campaigns (it reads no account field of it): when a lookup told not all
-// of their owners (an unrestricted team's read looks none up), it is indexed under
-// ANY_ADVERTISER as well, which every advertiser's purge reaches.
+// owners of a scoped team's campaigns are known by now. When a lookup told not all of
+// their owners (an unrestricted team's read looks none up), it is indexed under
+// ANY_ADVERTISER as well, which every advertiser's purge reaches: a platform reading a
+// query-builder filter reports on the campaigns whatever `advertiserId` a GET names, and a
+// POST report is the platform's report of its campaigns (it reads no account field of
+// it), so is one naming none (every campaign of the token, on a platform that reads so).
 function indexedUnderOwners(report: CanonicalReport, caller: Caller, campaigns: readonly number[]): CanonicalReport {
   const owners = [...new Set(caller.campaignOwners.values())].filter((a) => !report.advertiserIds.includes(a))
   const known = campaigns.length > 0 && campaigns.every((id) => caller.campaignOwners.has(id))
-  if (report.method === 'POST' && !known) owners.push(ANY_ADVERTISER)
+  if (!known && (report.method === 'POST' || campaigns.length > 0)) owners.push(ANY_ADVERTISER)
   return owners.length > 0 ? { ...report, advertiserIds: [...report.advertiserIds, ...owners] } : report
 }

@@ -1,8 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import { finished, Transform, type Readable, type TransformCallback } from 'node:stream'
-import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib'
+import { createBrotliDecompress, createGunzip, createInflate, createInflateRaw } from 'node:zlib'
 import { UpstreamError, type GatewayError } from '../../errors.js'
-import { secretForms } from '../../observe/secret-forms.js'
+import { secretForms, wideForms } from '../../observe/secret-forms.js'
 
 // A platform answer that carries back the token the gateway sent it is no answer: a TRACE
 // (RFC 9110 says a server SHOULD reflect it), a debug error page or an echo route hands
@@ -10,17 +10,34 @@ import { secretForms } from '../../observe/secret-forms.js'
 // call (GW_UPSTREAM); nothing of it reaches a caller or the cache. The token is looked for
 // in each of its spellings (observe/secret-forms.ts: as it is, JSON- or HTML-escaped,
 // percent-encoded, in base64) in the header names and values, and in the body as it
-// streams: its own bytes, or, for a body in one of the codings below, the bytes it
-// decodes to. Those bytes are text in a charset where the token's characters are its own
-// bytes (READ_CHARSETS); an answer a reader would decode otherwise (another charset named,
-// a textual body whose first bytes say UTF-16 or UTF-32) fails the call too.
+// streams.
+// Every body is searched, whatever its type or the lack of one: what a reader makes of a
+// body is not the platform's label to say (a client that guesses the charset, a caller
+// that saves the bytes, a browser that goes by a byte-order mark). It is searched in the
+// bytes as sent, and, for a body in one of the codings below, in the bytes it decodes to
+// as well (a client that does not decode reads the first; one that does, the second); a
+// body its coding does not decode whole fails the call, as a reader may decode it in part
+// or otherwise. In both, the token is looked for as UTF-8 writes each spelling (so too
+// every charset that writes ASCII as ASCII: READ_CHARSETS) and as UTF-16 and UTF-32 do
+// (wideForms). An answer a reader would decode in yet another way (another charset named;
+// a textual body whose first bytes say UTF-16 or UTF-32, in which an escape of the
+// token's could be written) fails the call too.
 
-/** The content codings whose bodies the gateway reads for the token; the platform is offered no other (forwardedEncodings). */
+/** The content codings whose bodies the gateway reads for the token, by their names as codingOf gives them; the platform is offered no other (forwardedEncodings). */
 const DECODERS: Record<string, () => Transform> = {
   gzip: createGunzip,
-  'x-gzip': createGunzip,
-  deflate: createInflate,
+  deflate: () => new EitherDeflate(),
   br: createBrotliDecompress,
+}
+
+/**
+ * The content coding of a platform answer, as every reader of it in the gateway takes it:
+ * '' for none (`identity`), `gzip` for `x-gzip` too (RFC 9110, 8.4.1.3), else the names
+ * lower-cased, repeated lines one list (RFC 9110, 5.3: `gzip` twice is `gzip, gzip`, a stack).
+ */
+export function codingOf(headers: IncomingHttpHeaders): string {
+  const coding = linesOf(headers['content-encoding']).join(', ').trim().toLowerCase()
+  return coding === 'identity' ? '' : coding === 'x-gzip' ? 'gzip' : coding
 }
 
 // The charsets in which every character of a token (printable ASCII) is its own byte, and
@@ -31,9 +48,19 @@ const DECODERS: Record<string, () => Transform> = {
 const READ_CHARSETS = /^(?:utf-?8|us-ascii|ascii|iso-8859-\d{1,2}|latin-?1|windows-125\d|cp125\d)$/i
 
 /** The charset a content-type names, unquoted; null: none. */
-function charsetOf(type: string | undefined): string | null {
-  const match = /;\s*charset\s*=\s*("?)([^";\s]*)\1/i.exec(type ?? '')
+function charsetOf(type: string): string | null {
+  const match = /;\s*charset\s*=\s*("?)([^";\s]*)\1/i.exec(type)
   return match ? (match[2] as string) : null
+}
+
+/** Every line of a header the platform sent, one or repeated (undici gives a repeated one as a list). */
+function linesOf(value: string | string[] | undefined): string[] {
+  return value === undefined ? [] : Array.isArray(value) ? value : [value]
+}
+
+/** A platform's word (a charset, a list of codings) in an error message, which a caller and a log line read: short, only the characters of a token (RFC 9110, 5.6.2) and of a list. */
+export function named(word: string): string {
+  return /^[!#$%&'*+.^_`|~0-9a-z-][!#$%&'*+.^_`|~0-9a-z, -]{0,39}$/i.test(word) ? word : '(not named)'
 }
 
 // A body a reader may read in UTF-16 or UTF-32 whatever its content-type names (a
@@ -72,41 +99,48 @@ export function forwardedEncodings(acceptEncoding: string): string | undefined {
  * forwardedEncodings) or a charset it does not read the token in; the body is then dropped.
  */
 export function withoutToken(headers: IncomingHttpHeaders, body: Readable, token: string): Readable {
-  const { forms, named, needles } = spellingsOf(token)
+  const spelled = spellingsOf(token)
+  const { forms, named: lowered } = spelled
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined) continue
-    const values = Array.isArray(value) ? value : [value]
-    if (named.some((form) => name.includes(form)) || values.some((v) => forms.some((form) => v.includes(form)))) {
+    if (lowered.some((form) => name.includes(form)) || linesOf(value).some((v) => forms.some((form) => v.includes(form)))) {
       drop(body)
       throw echoed('headers')
     }
   }
-  const charset = charsetOf(typeof headers['content-type'] === 'string' ? headers['content-type'] : undefined)
-  if (charset !== null && !READ_CHARSETS.test(charset)) {
+  // Each content-type line the platform wrote: a reader may go by any of them.
+  const types = linesOf(headers['content-type'])
+  const charset = types.map(charsetOf).find((one) => one !== null && !READ_CHARSETS.test(one))
+  if (charset !== undefined && charset !== null) {
     drop(body)
-    throw new UpstreamError(`the platform answered in a charset the gateway does not read for its token (${charset.slice(0, 40)}): not passed on`)
+    throw new UpstreamError(`the platform answered in a charset the gateway does not read for its token (${named(charset)}): not passed on`)
   }
-  const type = headers['content-type']
-  const textual = type === undefined || TEXTUAL.test(String(type))
-  const coding = headers['content-encoding']?.trim().toLowerCase()
+  const textual = types.length === 0 || types.some((type) => TEXTUAL.test(type))
+  const coding = codingOf(headers)
   let decoder: (() => Transform) | null = null
-  if (coding !== undefined && coding !== '' && coding !== 'identity') {
+  if (coding !== '') {
     decoder = DECODERS[coding] ?? null
     if (decoder === null) {
       drop(body)
-      throw new UpstreamError(`the platform answered in a content coding the gateway does not read for its token (${coding}): not passed on`)
+      throw new UpstreamError(`the platform answered in a content coding the gateway does not read for its token (${named(coding)}): not passed on`)
     }
   }
-  const scan = decoder === null ? new PlainScan(needles, textual) : new EncodedScan(needles, decoder(), textual)
+  const scan = decoder === null ? new PlainScan(spelled, textual) : new EncodedScan(spelled, decoder(), coding, textual)
   joinBody(body, scan)
   return scan
 }
 
-/** The token's spellings: as text (header values), lower-cased (header names), as bytes (bodies); the last few tokens' kept, as a token is sent with many calls. */
+/**
+ * The token's spellings: as text (header values), lower-cased (header names), as bytes
+ * (bodies): `needles`, looked for in every chunk, and `wide`, the UTF-16 and UTF-32 ones
+ * that hold a zero byte, looked for only in bytes that hold one (a text in UTF-8 or an
+ * ASCII charset never does). The last few tokens' are kept, as a token is sent with many calls.
+ */
 interface Spellings {
   forms: string[]
   named: string[]
   needles: Buffer[]
+  wide: Buffer[]
 }
 
 const SPELLINGS_KEPT = 8
@@ -116,7 +150,13 @@ function spellingsOf(token: string): Spellings {
   let kept = spellings.get(token)
   if (kept === undefined) {
     const forms = secretForms(token)
-    kept = { forms, named: forms.map((form) => form.toLowerCase()), needles: forms.map((form) => Buffer.from(form)) }
+    const wide = wideForms(forms)
+    kept = {
+      forms,
+      named: forms.map((form) => form.toLowerCase()),
+      needles: [...forms.map((form) => Buffer.from(form)), ...wide.filter((form) => !form.includes(0))],
+      wide: wide.filter((form) => form.includes(0)),
+    }
     if (spellings.size >= SPELLINGS_KEPT) spellings.delete(spellings.keys().next().value as string)
     spellings.set(token, kept)
   }
@@ -130,14 +170,17 @@ function spellingsOf(token: string): Spellings {
  */
 class Seam {
   readonly #needles: Buffer[]
+  readonly #wide: Buffer[]
   readonly #keep: number
   #tail: Buffer = Buffer.alloc(0)
   // The body's first bytes, while fewer than WIDE_START were seen, for a textual body; null: looked at.
   #start: Buffer | null
 
-  constructor(needles: Buffer[], textual: boolean) {
+  /** `textual` false: the first bytes are not looked at (the bytes as sent of a body in a coding, a type that may hold zero bytes). */
+  constructor({ needles, wide }: Spellings, textual: boolean) {
     this.#needles = needles
-    this.#keep = keptBytes(needles)
+    this.#wide = wide
+    this.#keep = keptBytes(needles, wide)
     this.#start = textual ? Buffer.alloc(0) : null
   }
 
@@ -147,7 +190,7 @@ class Seam {
    */
   look(chunk: Buffer): { refused: GatewayError | null; seen: Buffer } {
     const seen = this.#tail.length === 0 ? chunk : Buffer.concat([this.#tail, chunk])
-    if (this.#needles.some((needle) => seen.includes(needle))) return { refused: echoed('body'), seen }
+    if (this.#needles.some((needle) => seen.includes(needle)) || (seen.includes(0) && this.#wide.some((needle) => seen.includes(needle)))) return { refused: echoed('body'), seen }
     if (this.#start !== null) {
       const start = Buffer.concat([this.#start, chunk.subarray(0, WIDE_START)]).subarray(0, WIDE_START)
       if (start.length === WIDE_START && wide(start)) return { refused: new UpstreamError('the platform answered in UTF-16 or UTF-32, which the gateway does not read for its token: not passed on'), seen }
@@ -174,10 +217,10 @@ class PlainScan extends Transform {
   readonly #seam: Seam
   readonly #keep: number
 
-  constructor(needles: Buffer[], textual: boolean) {
+  constructor(spelled: Spellings, textual: boolean) {
     super()
-    this.#seam = new Seam(needles, textual)
-    this.#keep = keptBytes(needles)
+    this.#seam = new Seam(spelled, textual)
+    this.#keep = keptBytes(spelled.needles, spelled.wide)
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
@@ -196,20 +239,26 @@ class PlainScan extends Transform {
 }
 
 /**
- * A body in a content coding: passed on as it comes, and decoded beside for the scan; it
- * ends only once the decoder has read it whole. Every answer is held whole before it is
- * sent (within platform.bufferTotalBytes), so one that carries the token back is failed
- * before a byte of it leaves.
- * What the decoder cannot read (a truncated or broken body) no caller's decoder reads
- * either: the scan stops there and the bytes pass on as they are.
+ * A body in a content coding: passed on as it comes, searched as it comes (a client that
+ * does not decode reads those bytes: a body labelled gzip that is none, bytes after the
+ * end of a gzip member) and decoded beside for the scan; it ends only once the decoder
+ * has read it whole. Every answer is held whole before it is sent (within
+ * platform.bufferTotalBytes), so one that carries the token back is failed before a byte
+ * of it leaves.
+ * A body the decoder cannot read whole (truncated, broken, in another coding than named)
+ * fails too: a lenient reader decodes what the scan did not see (a browser or curl the
+ * part before the break), and no reader makes an answer of it.
  */
 class EncodedScan extends Transform {
   readonly #decoder: Transform
+  readonly #sent: Seam
   readonly #ended: Promise<void>
+  #started = false
 
-  constructor(needles: Buffer[], decoder: Transform, textual: boolean) {
+  constructor(spelled: Spellings, decoder: Transform, coding: string, textual: boolean) {
     super()
-    const seam = new Seam(needles, textual)
+    const seam = new Seam(spelled, textual)
+    this.#sent = new Seam(spelled, false)
     this.#decoder = decoder
     this.#ended = new Promise((resolve) => {
       decoder.on('data', (chunk: Buffer) => {
@@ -220,17 +269,28 @@ class EncodedScan extends Transform {
         }
       })
       decoder.once('end', resolve)
-      decoder.on('error', () => resolve())
+      decoder.on('error', () => {
+        this.destroy(new UpstreamError(`the platform's answer in ${coding} does not decode: not passed on`))
+        resolve()
+      })
       decoder.once('close', resolve)
     })
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
+    if (chunk.length > 0) this.#started = true
+    const { refused } = this.#sent.look(chunk)
+    if (refused) return done(refused)
     if (!this.#decoder.destroyed) this.#decoder.write(chunk)
     done(null, chunk)
   }
 
   override _flush(done: TransformCallback): void {
+    // No byte at all (a HEAD's answer, a 204 or 304 that names its coding) is no coded body: nothing to decode.
+    if (!this.#started) {
+      this.#decoder.destroy()
+      return done()
+    }
     if (!this.#decoder.destroyed) this.#decoder.end()
     // Destroyed meanwhile (the token found, the call ended): nothing is left to end.
     void this.#ended.then(() => {
@@ -245,8 +305,50 @@ class EncodedScan extends Transform {
 }
 
 /** The bytes a seam keeps between chunks: one fewer than the longest needle's. */
-function keptBytes(needles: Buffer[]): number {
-  return Math.max(...needles.map((needle) => needle.length)) - 1
+function keptBytes(needles: Buffer[], wide: Buffer[]): number {
+  return Math.max(...needles.map((needle) => needle.length), ...wide.map((needle) => needle.length)) - 1
+}
+
+/**
+ * `deflate` as readers decode it: the zlib format RFC 9110 names, or, as browsers, curl
+ * and urllib3 also read it, a raw deflate stream, told apart by the first two bytes (a
+ * zlib header: method 8, a check that makes them a multiple of 31).
+ */
+class EitherDeflate extends Transform {
+  #inner: Transform | null = null
+  #start: Buffer = Buffer.alloc(0)
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
+    if (this.#inner !== null) return this.#write(chunk, done)
+    this.#start = Buffer.concat([this.#start, chunk])
+    if (this.#start.length < 2) return done()
+    const [first, second] = [this.#start[0] as number, this.#start[1] as number]
+    const inner = (first & 0x0f) === 8 && ((first << 8) | second) % 31 === 0 ? createInflate() : createInflateRaw()
+    inner.on('data', (out: Buffer) => this.push(out))
+    inner.on('error', (err) => this.destroy(err))
+    this.#inner = inner
+    this.#write(this.#start, done)
+  }
+
+  override _flush(done: TransformCallback): void {
+    const inner = this.#inner ?? createInflateRaw()
+    if (this.#inner === null) {
+      inner.on('data', (out: Buffer) => this.push(out))
+      inner.on('error', (err) => this.destroy(err))
+      inner.end(this.#start)
+    } else inner.end()
+    inner.once('end', () => done())
+  }
+
+  override _destroy(err: Error | null, done: (err?: Error | null) => void): void {
+    this.#inner?.destroy()
+    done(err)
+  }
+
+  #write(chunk: Buffer, done: TransformCallback): void {
+    if (this.#inner?.write(chunk) === false) this.#inner.once('drain', () => done())
+    else done()
+  }
 }
 
 /**

@@ -4,7 +4,7 @@ import { MIN_CALLS, SURE, atLeast, endAt, endedBefore, highestRoom, highestTied,
 import { RECENT_MS, StartLevels, ThroughputLevels } from './throughput-levels.js'
 import { AnswerTimeline, type Answer } from './answer-timeline.js'
 import { FAULT_MS, FaultWatch, UsualGaps } from './fault-watch.js'
-import { MAX_KINDS, leastUsed } from './work-estimates.js'
+import { take } from './work-estimates.js'
 
 // docs/governor.md, "Constants".
 export const DECIDE_MS = 1000
@@ -19,8 +19,8 @@ export type Move = 'probe' | 'grew' | 'knee' | 'queue' | 'throughput' | 'refused
 export interface Step { limit: number; knee: number; move: Move }
 /** A call in flight as `started` saw it: the calls in flight then, how many of those ahead of it were this replica's, how many ends came before, whether it took the limit's last seat, and the start's limit when it started (0: after the start). */
 type Call = { load: number; local: number; endsBefore: number; full: boolean; level: number }
-/** Per kind: answers seen (since this replica last started learning), its first answer's log latency (the unit its answers a second are counted in), its lowest latency (ms), per guess w (index w − 1) its pace of late (log own time) and the faded Σ of squared residuals from it, its latency's pace when room was last shown, and its last answer's place among the ends, in the order answered (past MAX_KINDS kinds, the least recently answered goes; a call's serial is its start's, and a long call started first is answered after others). */
-type KindStats = { seen: number; base: number; low: number; m: Float64Array; ss: Float64Array; room?: number; used: number }
+/** Per kind: answers seen (since this replica last started learning), its first answer's log latency (the unit its answers a second are counted in), its lowest latency (ms), per guess w (index w − 1) its pace of late (log own time) and the faded Σ of squared residuals from it, and its latency's pace when room was last shown; in the order last answered (past MAX_KINDS kinds, the least recently answered goes: work-estimates.ts `take`). */
+type KindStats = { seen: number; base: number; low: number; m: Float64Array; ss: Float64Array; room?: number }
 /** Since the last decision: whether calls waited for a seat, a call known short waited, a team holding no seat waited beside long calls only, calls of kinds known long were all that waited beside another team's short calls (besideOthers); the longest expected of those not known short that waited; the most calls the dispatch let be in flight while calls waited, the limit less the seats it held back for teams owed them (0: no call waited). */
 const noWait = () => ({ waited: false, shortWaited: false, newcomer: false, longMs: 0, reach: 0, besideOthers: false })
 export class KneeEstimator {
@@ -75,9 +75,8 @@ export class KneeEstimator {
   #queueAlone = { limit: Infinity, at: -Infinity }
   #roseAt = -Infinity
   #now: () => number = () => 0
+  /** `min` and `max`: platform.minConcurrent and maxConcurrent, integers with 1 ≤ min ≤ max (the settings' schema and normalize.ts hold them). */
   constructor({ initial, min, max }: { initial: number; min: number; max: number }) {
-    if (!Number.isInteger(min) || min < 1) throw new RangeError(`KneeEstimator: min must be an integer ≥ 1 (got ${min})`)
-    if (!Number.isInteger(max) || max < min) throw new RangeError(`KneeEstimator: max must be an integer ≥ min ${min} (got ${max})`)
     ;[this.#min, this.#max] = [min, max]
     this.#knee = this.#limit = this.#clamp(initial)
     this.#logs = new Float64Array(max)
@@ -174,7 +173,8 @@ export class KneeEstimator {
       this.#knee = back.knee
       return this.#set(back.limit, 'throughput', true)
     }
-    const peak = this.#levels.peak(now, this.#limit, this.#min, () => highestRoom(this.#likelihoods()))
+    const ll = this.#likelihoods()
+    const peak = this.#levels.peak(now, this.#limit, this.#min, highestRoom(ll))
     if (peak !== null) return this.#fellTo(peak, false)
     // Room raised K to a limit a queue at the limit alone took it back from: the likelihood does not place the knee, and the limit moves between K + 1 and K + 2.
     const ratchet = now - this.#roseAt <= RECENT_MS
@@ -182,11 +182,10 @@ export class KneeEstimator {
     if (dip !== null) return this.#fellTo(dip, true)
     // On one replica the likelihood's verdicts are of the limit in force: until MIN_CALLS calls started under it have answered, its answers are the limit's before (docs/governor.md, "Cruise").
     if (!this.#timeline?.merging && this.#sinceMove < MIN_CALLS) return null
-    return this.#phase === 'start' ? this.#startStep(now) : this.#cruise(now)
+    return this.#phase === 'start' ? this.#startStep(ll, now) : this.#cruise(ll, now)
   }
   /** At a fresh start: a sure queue ends the doubling at the likeliest w below its level, on one replica the highest within TIE of it (held, as in cruise, while its limit is not in use: no call waited for a seat); else the limit doubles at a decision (MIN_CALLS new answers) once calls waited for a seat, unless its level's answers a second, measured, fell surely short of START_GAIN's growth on the level before (StartLevels: the start ends at the workers' worth of them); on one replica, where calls of kinds known long were all that waited beside another team's short calls at some moment since the last decision, or held every seat while a team holding none waited (their time known), it steps by limit × H / e instead of doubling or ending (one seat at least, a doubling at most). */
-  #startStep(now: number): Step | null {
-    const ll = this.#likelihoods()
+  #startStep(ll: Float64Array, now: number): Step | null {
     const { queueBelow: sure, best } = verdicts(ll, this.#limit)
     // Calls that waited for a seat use the limit: the queue is the doubling's own, acted on at once.
     const queueBelow = this.#since.waited ? sure && this.#queueShows() : this.#queueHolds(sure)
@@ -219,8 +218,7 @@ export class KneeEstimator {
     return longOnly ? this.#setKnee(this.#limit, 'knee') : this.#set(this.#clamp(Math.min(this.#took, this.#limit + step)), 'grew')
   }
   /** In service: the knee rises with room shown at the limit (short of it, it stays), falls when it queues; the probe seat stays while a call there is not known to wait, and a sure queue there puts the knee at the likeliest w below it, if lower and the knee not within TIE of it. */
-  #cruise(now: number): Step | null {
-    const ll = this.#likelihoods()
+  #cruise(ll: Float64Array, now: number): Step | null {
     const k = this.#knee
     const room = highestRoom(ll)
     const reach = this.#since.reach > 0 && !this.#queueSeen ? Math.min(this.#limit, this.#since.reach) : this.#limit
@@ -322,11 +320,8 @@ export class KneeEstimator {
     const ends: number[] = []
     for (let i = Math.max(0, call.endsBefore - this.#endsDropped); i < this.#endAt.length && this.#endAt[i]! < a.at; i++) if (this.#endSerial[i]! < a.window) ends.push(Math.max(0, this.#endAt[i]! - a.startedAt))
     const weight = 1 - remoteShare
-    let st = this.#kinds.get(a.kind)
     const latencyLog = Math.log(latency) // its own time under every guess at or above its load
-    if (st === undefined) this.#kinds.set(a.kind, (st = { seen: 0, base: latencyLog, low: latency, m: new Float64Array(this.#max), ss: new Float64Array(this.#max), used: 0 }))
-    st.used = this.#endsDropped + this.#endAt.length
-    if (this.#kinds.size > MAX_KINDS) this.#kinds.delete(leastUsed(this.#kinds))
+    const st = take(this.#kinds, a.kind, () => ({ seen: 0, base: latencyLog, low: latency, m: new Float64Array(this.#max), ss: new Float64Array(this.#max) }))
     const first = st.seen++ === 0
     st.low = Math.min(st.low, latency)
     if (call.full) this.#levels.measure(Math.min(load, this.#max), weight, st.base, latency, a.at, a.window, st.low)

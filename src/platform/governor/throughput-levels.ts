@@ -13,8 +13,6 @@ export const START_GAIN = 0.5
 type Level = { n: number; m: number; base: number; low: number; lat: number; sum: number; sum2: number; at: number }
 const RECENT = ['m', 'base', 'low', 'lat', 'sum', 'sum2'] as const
 const noLevel = (): Level => ({ n: 0, m: 0, base: 0, low: 0, lat: 0, sum: 0, sum2: 0, at: -Infinity })
-/** The answers a second of level index `i` (log, against its kinds' first latency): the level times the ratio of their Σs (Little's law over its answers, whatever their mix of kinds). */
-const rate = (i: number, l: Level): number => Math.log(i + 1) + Math.log(l.base / l.lat)
 
 export class ThroughputLevels {
   readonly #levels: Level[]
@@ -44,12 +42,12 @@ export class ThroughputLevels {
   }
 
   /** Where the likelihood shows room at the limit (`room`; a queue below it explains a fall) and the limit's level fell (#fell) from the best below it, all within RECENT_MS: that level, or one below where no other below was measured (a step down). */
-  peak(now: number, limit: number, min: number, room: () => number): number | null {
+  peak(now: number, limit: number, min: number, room: number): number | null {
     const top = Math.min(limit, this.#levels.length) - 1
     if (!this.#recent(top, now)) return null
     let best = -1
     for (let i = 0; i < top; i++) if (this.#recent(i, now) && (best < 0 || this.#mean(i) > this.#mean(best))) best = i
-    if (best < 0 || room() <= top || !this.#fell(best, top)) return null
+    if (best < 0 || room <= top || !this.#fell(best, top)) return null
     for (let i = 0; i < best; i++) if (this.#recent(i, now)) return best + 1
     return Math.max(min, best)
   }
@@ -73,7 +71,7 @@ export class ThroughputLevels {
     const c = this.#check
     if (c === null || c.fresh.n < MIN_CALLS) return null
     this.#check = null
-    if (rate(c.index, c.fresh) - c.mean > FELL) return null
+    if (this.#mean(c.index, c.fresh) - c.mean > FELL) return null
     this.#dipBack = { at: c.fresh.at, limit: c.limit }
     return { limit: c.limit, knee: c.knee }
   }
@@ -94,7 +92,8 @@ export class ThroughputLevels {
 
   /** Whether level index `i` was measured (MIN_CALLS answers) within RECENT_MS of `now`. */
   #recent(i: number, now: number): boolean { return this.#levels[i]!.n >= MIN_CALLS && now - this.#levels[i]!.at <= RECENT_MS }
-  #mean(i: number): number { return rate(i, this.#levels[i]!) }
+  /** The answers a second of level index `i` (log, against its kinds' first latency), over `l` (its RECENT sums, or a dip's since it began): the level times the ratio of their Σs (Little's law over its answers, whatever their mix of kinds). */
+  #mean(i: number, l = this.#levels[i]!): number { return Math.log(i + 1) + Math.log(l.base / l.lat) }
 
   /** Whether level index `hi` gives FALL less answers a second than level index `lo`, by √(2·SURE) standard errors of the difference of their means at least (the spread of each level's answers, PRIOR_SPREAD worth PRIOR_DOF answers before them). */
   #fell(lo: number, hi: number): boolean {
@@ -141,8 +140,8 @@ export class StartLevels {
 
   /** The workers' worth of answers a second `level` gave, counted in the start's first level measured (`unit`: each of its calls had a worker), whole, no more than the level; 0 where no kind was answered at both. */
   #worth(level: number, unit: number): number {
-    const g = level === unit ? null : this.#gain(level, unit)
-    return g === null ? (level === unit ? unit : 0) : Math.min(level, Math.round(unit * Math.exp(g.gain)))
+    const g = this.#gain(level, unit)
+    return g === null ? 0 : Math.min(level, Math.round(unit * Math.exp(g.gain)))
   }
 
   /** The log of `level`'s answers a second over `before`'s, kind against kind (each kind's mean log latency, weighed by the inverse of its difference's variance), and its variance (one spread for all, PRIOR_SPREAD worth PRIOR_DOF ends before them); null where no kind was answered at both. */

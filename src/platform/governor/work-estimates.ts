@@ -37,7 +37,7 @@ export class WorkEstimates {
 
   /** Whether a call of a kind that needs more than its budget is sent all the same, to see: one each CUT_TRIAL_MS from the first found too long. */
   trial(team: string, work: string, now: number): boolean {
-    const e = take(this.#own, kindOf(team, work))
+    const e = take(this.#own, kindOf(team, work), unknown)
     const due = e.trialAt > 0 && now >= e.trialAt
     if (due || e.trialAt === 0) e.trialAt = now + CUT_TRIAL_MS
     return due
@@ -46,7 +46,7 @@ export class WorkEstimates {
   /** A call answered after `ms` at the platform: a cut that said its kind takes longer no longer stands. */
   answered(team: string, work: string, ms: number): void {
     for (const [map, k] of this.#keys(team, work)) {
-      const e = take(map, k)
+      const e = take(map, k, unknown)
       e.ms = e.ms === null ? ms : e.ms + ESTIMATE_GAIN * (ms - e.ms)
       if (ms < e.cutMs) e.until = 0
     }
@@ -55,7 +55,7 @@ export class WorkEstimates {
   /** A call that got no answer after `ms` at `now`: its kind takes at least CUT_GROWTH times that, for CUT_MEMORY_MS (counted in `cuts`). */
   cut(team: string, work: string, ms: number, now: number): void {
     for (const [map, k] of this.#keys(team, work)) {
-      const e = take(map, k)
+      const e = take(map, k, unknown)
       e.cuts = now < e.until ? e.cuts + 1 : 1
       e.cutMs = Math.max(e.cuts > 1 ? e.cutMs : 0, CUT_GROWTH * ms)
       e.until = now + CUT_MEMORY_MS
@@ -69,20 +69,14 @@ const cutOf = (e: Estimate | undefined, now: number): number => (e !== undefined
 /** `ms`, at least `cut`; `cut` alone where `ms` is unknown (0: no cut stands). */
 const atLeastCut = (ms: number | null, cut: number): number | null => (ms === null ? (cut > 0 ? cut : null) : Math.max(ms, cut))
 
-/** The estimate of `k`, made most recently seen (created unknown), the least recently seen forgotten past MAX_KINDS. */
-function take(map: Map<string, Estimate>, k: string): Estimate {
-  const e = map.get(k) ?? { ms: null, cutMs: 0, until: 0, cuts: 0, trialAt: 0 }
+/** The entry of kind `k` (made by `make` where there is none), made most recently seen, the least recently seen forgotten past MAX_KINDS (here and in the limit rule's kinds). */
+export function take<V>(map: Map<string, V>, k: string, make: () => V): V {
+  const e = map.get(k) ?? make()
   map.delete(k)
   if (map.size >= MAX_KINDS) map.delete(map.keys().next().value as string)
   map.set(k, e)
   return e
 }
-
-/** The kind whose last answer came first (`used`: that answer's place in the order answered), which a map of kinds past MAX_KINDS forgets. */
-export function leastUsed<K>(kinds: Map<K, { used: number }>): K {
-  let [least, at] = [kinds.keys().next().value as K, Infinity]
-  for (const [k, { used }] of kinds) if (used < at) [least, at] = [k, used]
-  return least
-}
+const unknown = (): Estimate => ({ ms: null, cutMs: 0, until: 0, cuts: 0, trialAt: 0 })
 
 export const kindOf = (team: string, work: string): string => `${team}\n${work}`
