@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import type { RawConfig } from './config/schema.js'
 import { validateSchema } from './config/schema-errors.js'
-import { FILE_FORBIDDEN, applyEnv, deepMerge, getPath, isPlainObject, readYamlObject, setPath, type Env } from './config/sources.js'
+import { FILE_FORBIDDEN, applyEnv, deepMerge, getPath, isPlainObject, readDefaultsObject, readYamlObject, setPath, type Env } from './config/sources.js'
 import { normalize, type Config } from './config/normalize.js'
 import { decideDemo } from './config/demo-mode.js'
 import { redisWithoutSecret } from './config/redis-secret.js'
@@ -43,7 +43,7 @@ export interface LoadOptions {
 export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p, 'utf8'), memoryLimit = () => process.constrainedMemory() }: LoadOptions = {}): Config {
   const problems: string[] = []
   const warnings: string[] = []
-  const raw = readYamlObject(DEFAULT_CONFIG_PATH, readFile, problems, 'config/default.yaml')
+  const raw = readDefaultsObject(DEFAULT_CONFIG_PATH, readFile, problems, 'config/default.yaml')
   let fileSetsHost = false
   let fileDeclaresTeams = false
   let file: Record<string, unknown> = {}

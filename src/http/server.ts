@@ -7,6 +7,7 @@ import type { Config } from '../config.js'
 import { BadRequestError, HeadersTooLargeError, MethodNotAllowedError, NotFoundError, PayloadTooLargeError, RequestTimeoutError, type GatewayError } from '../errors.js'
 import { handledFailure, type FailureLog } from '../observe/failure-log.js'
 import { VALIDATOR_CODE } from '../perf/validator-code.js'
+import { SCHEMA_CONTROLLER } from './schema-compilers.js'
 import { closeSilentConnections } from './hooks/silent-connections.js'
 import { enforcedBound, processFileLimit, type ListenerBound } from './connection-bound.js'
 import { lazyRequestLogger } from './hooks/request-logger.js'
@@ -420,6 +421,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
     // `[boolean, string]` (admin-schemas.ts QUERY_FLAG): its text matches `string`, so
     // nothing is coerced, and the union is allowed rather than warned of at each start.
     ajv: { customOptions: { verbose: true, code: VALIDATOR_CODE, removeAdditional: false, allowUnionTypes: true } },
+    schemaController: SCHEMA_CONTROLLER,
   })
   app.addHook('preClose', (done) => {
     gentle?.begin()

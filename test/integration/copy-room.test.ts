@@ -20,9 +20,9 @@ const { available } = redisAvailability('report copies under Redis eviction')
 const PREFIX = 'room:'
 const COPY_BYTES = 2048
 
-function copyOf(team: string, i: number, now: number): CacheEntry {
+function copyOf(team: string, i: number, now: number, bytes = COPY_BYTES): CacheEntry {
   // Random-looking text, so that gzip keeps it about its size.
-  const identity = Buffer.from(Array.from({ length: COPY_BYTES / 8 }, (_, j) => ((i * 7919 + j * 104729) % 99_991_999).toString(16).padStart(8, '0')).join(''))
+  const identity = Buffer.from(Array.from({ length: bytes / 8 }, (_, j) => ((i * 7919 + j * 104729) % 99_991_999).toString(16).padStart(8, '0')).join(''))
   return { contentType: 'application/json', gzip: gzipSync(identity), identity, fetchedAt: now, freshUntil: now + 600_000, staleUntil: now + 1_200_000, errorUntil: now + 1_800_000, advertiserIds: [101], etag: etagOf(identity), filledBy: { team, replica: 'r1' } }
 }
 
@@ -45,7 +45,7 @@ describe.skipIf(!available)('report copies on an evicting Redis: each team withi
     await redis.client.config('SET', 'maxmemory-policy', 'noeviction')
   })
 
-  it('one team asking 3,000 distinct reports (6 MB) on a 4 MB Redis evicts no copy of another team\'s', async () => {
+  it('one team asking 375 distinct reports of 16 KB (6 MB) on a 4 MB Redis evicts no copy of another team\'s', async () => {
     await redis.client.config('SET', 'maxmemory', '4mb')
     await redis.client.config('SET', 'maxmemory-policy', 'volatile-lru')
     const skipped: string[] = []
@@ -53,14 +53,15 @@ describe.skipIf(!available)('report copies on an evicting Redis: each team withi
     const store = storeOf(redis.client, { copyPart: () => 1024 * 1024, onOverPart: (team) => skipped.push(team) })
     const now = Date.now()
     await store.set(`${PREFIX}report:v1:other-0`, copyOf('other', 0, now))
-    for (let i = 0; i < 3000; i++) await store.set(`${PREFIX}report:v1:greedy-${i}`, copyOf('greedy', i + 1, now))
+    // Large copies, few writes: the room fills at a few hundred round trips, which a loaded machine makes in time.
+    for (let i = 0; i < 375; i++) await store.set(`${PREFIX}report:v1:greedy-${i}`, copyOf('greedy', i + 1, now, 8 * COPY_BYTES))
     expect(await store.get(`${PREFIX}report:v1:other-0`), 'the other team\'s copy').not.toBeNull()
     expect(Number(/evicted_keys:(\d+)/.exec(await redis.client.info('stats'))?.[1])).toBe(0)
     // The greedy team's copies past its part were not written, each counted.
-    expect(skipped.length).toBeGreaterThan(1000)
+    expect(skipped.length).toBeGreaterThan(250)
     expect(new Set(skipped)).toEqual(new Set(['greedy']))
     expect(await store.get(`${PREFIX}report:v1:greedy-0`)).not.toBeNull()
-    expect(await store.get(`${PREFIX}report:v1:greedy-2999`)).toBeNull()
+    expect(await store.get(`${PREFIX}report:v1:greedy-374`)).toBeNull()
   })
 
   it('a purged copy leaves its team\'s part: the team\'s next copies are written', async () => {
@@ -69,19 +70,19 @@ describe.skipIf(!available)('report copies on an evicting Redis: each team withi
     const store = storeOf(redis.client, { copyPart: () => part, onOverPart: (team) => skipped.push(team) })
     const now = Date.now()
     const key = (i: number) => `${PREFIX}report:v1:purged-${i}`
-    const copy = (i: number) => ({ ...copyOf('greedy', i, now), advertiserIds: [100 + i] })
+    const copy = (i: number) => ({ ...copyOf('purging', i, now), advertiserIds: [100 + i] })
     for (let i = 0; i < 3; i++) await store.set(key(i), copy(i))
     // The team's part: its three copies and less than a fourth.
-    part = Number(await redis.client.hget(`${PREFIX}copies:{room}:sums`, 'greedy')) + 300
+    part = Number(await redis.client.hget(`${PREFIX}copies:{room}:sums`, 'purging')) + 300
     await store.set(key(3), copy(3))
-    expect(skipped, 'the fourth copy is past the part').toEqual(['greedy'])
+    expect(skipped, 'the fourth copy is past the part').toEqual(['purging'])
     expect(await store.purgeKey(key(0))).toBe(1)
     await store.set(key(4), copy(4))
     expect(await store.get(key(4)), 'written once a copy was purged').not.toBeNull()
     expect(await store.purgeAdvertiser(101)).toBe(1)
     await store.set(key(5), copy(5))
     expect(await store.get(key(5)), 'written once an advertiser was purged').not.toBeNull()
-    expect(skipped).toEqual(['greedy'])
+    expect(skipped).toEqual(['purging'])
   })
 
   it('a copy written again, by its team or by another team (a shared copy), is counted once, on the team whose write Redis holds', async () => {

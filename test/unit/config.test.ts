@@ -81,6 +81,14 @@ platform: { timeout: 5s }
     expect(config.platform.tokenUrl).toBe('/oauth/token')
   })
 
+  it('starts each load from config/default.yaml as written: what one CONFIG_FILE set is not the next load\'s default', () => {
+    expect(load(PLATFORM, yaml).platform.timeoutMs).toBe(5000)
+    const next = load(PLATFORM, 'logLevel: info\n')
+    expect(next.port).toBe(8080)
+    expect(next.admin.port).toBe(8081)
+    expect(next.platform.timeoutMs).toBe(30_000)
+  })
+
   it('takes the environment over CONFIG_FILE', () => {
     const config = load({ ...PLATFORM, PORT: '9100', LOG_LEVEL: 'debug', ADMIN_PORT: '9101', HOST: '127.0.0.1' }, yaml)
     expect(config.port).toBe(9100)
