@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ensureBuilt } from '../helpers/dist.js'
 import { portTaken } from '../helpers/gateway-process.js'
 import { freePort } from '../helpers/start-redis.js'
-import { waitFor as poll } from '../helpers/wait.js'
+import { PROCESS_START_MS, testTimeLeft, timeLeftOf, waitFor as poll } from '../helpers/wait.js'
 import { tryConnect } from '../helpers/tcp-probe.js'
 
 // Contract, "Running": `npm start` without a platform is demo mode and prints a ready
@@ -21,8 +21,14 @@ let exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
 let port: number
 let adminPort: number
 
-/** Waits until the gateway printed `pattern`; fails at once when it exits first. */
-function waitFor(pattern: RegExp, ms = 15_000): Promise<void> {
+// The start is tried up to this many times (a port another suite takes first), each given
+// a process start's time: node loading dist/main.js, the sandbox and the gateway, about 2 s
+// of CPU, which beside busy processes on 2 cores takes tens of seconds before the curl line.
+const STARTS = 3
+const START_HOOK_MS = STARTS * PROCESS_START_MS
+
+/** Waits until the gateway printed `pattern` (by default for the running test's time left); fails at once when it exits first. */
+function waitFor(pattern: RegExp, ms = testTimeLeft()): Promise<void> {
   const printed = () => {
     if (child.exitCode !== null) throw new Error(`gateway exited (${child.exitCode}) before printing ${pattern}:\n${output}`)
     return pattern.test(output)
@@ -30,8 +36,8 @@ function waitFor(pattern: RegExp, ms = 15_000): Promise<void> {
   return poll(() => `${pattern} within ${ms} ms:\n${output}`, printed, ms, 25)
 }
 
-/** Starts the built gateway in demo mode on fresh ports; resolves once it printed its curl line. */
-async function startDemo(): Promise<void> {
+/** Starts the built gateway in demo mode on fresh ports; resolves once it printed its curl line, failing after `ms`. */
+async function startDemo(ms: number): Promise<void> {
   port = await freePort()
   adminPort = await freePort()
   output = ''
@@ -44,21 +50,22 @@ async function startDemo(): Promise<void> {
   child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (output += chunk))
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (output += chunk))
   exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })))
-  await waitFor(/curl .*\n/)
+  await waitFor(/curl .*\n/, ms)
 }
 
 beforeAll(async () => {
+  const started = Date.now()
   ensureBuilt(MAIN)
   // Another suite may take a free port between freePort() and the child's listen: try again.
   for (let attempt = 1; ; attempt++) {
     try {
-      await startDemo()
+      await startDemo(timeLeftOf(started, START_HOOK_MS))
       return
     } catch (err) {
-      if (attempt >= 3 || !portTaken(output)) throw err
+      if (attempt >= STARTS || !portTaken(output)) throw err
     }
   }
-}, 30_000)
+}, START_HOOK_MS)
 
 afterAll(() => {
   if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
@@ -105,7 +112,7 @@ describe('demo mode and graceful shutdown', () => {
       headers: { 'x-api-key': key, 'content-type': 'application/json', connection: 'close' },
       body: '{"userId":101}',
     })
-    await poll(() => 'the campaign list at the platform', async () => (await campaignsAsked()) > askedBefore, 15_000, 25)
+    await poll(() => 'the campaign list at the platform', async () => (await campaignsAsked()) > askedBefore, testTimeLeft(), 25)
     expect(child.kill('SIGTERM')).toBe(true)
     // The drain (shutdownDrain, 5 s by default): readiness 503 at once, the listeners still open.
     await waitFor(/draining/)
@@ -118,7 +125,7 @@ describe('demo mode and graceful shutdown', () => {
     await waitFor(/shutting down/)
 
     // Both listeners refuse new connections while the request is still held at the platform.
-    await poll(() => 'both listeners closed', async () => (await tryConnect(port)) === 'ECONNREFUSED' && (await tryConnect(adminPort)) === 'ECONNREFUSED', 15_000, 25)
+    await poll(() => 'both listeners closed', async () => (await tryConnect(port)) === 'ECONNREFUSED' && (await tryConnect(adminPort)) === 'ECONNREFUSED', testTimeLeft(), 25)
     expect(child.exitCode).toBeNull()
 
     expect((await sandbox('/release', { method: 'POST' })).status).toBe(204)
