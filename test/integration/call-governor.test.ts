@@ -109,11 +109,15 @@ describe('the concurrency cap', () => {
     // No token probe at start: the gateway's own call would make its team an active one,
     // owed a seat for the linger (seats-unit tests cover that rule).
     const gw = await gateway('platform: { maxConcurrent: 2, adaptive: false, queue: 3, probe: null }', {}, {}, WHOLE_SHARE_TEAMS_YAML)
-    sandbox.setLatency(300)
-    const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => proxyGet(gw, distinctReport(i))))
-    const refused = answers.filter((a) => a.statusCode === 503)
-    expect(answers.filter((a) => a.statusCode === 200)).toHaveLength(5)
-    expect(refused).toHaveLength(3)
+    // The first 2 calls stay at the platform until released: the seats and the queue are
+    // full when the last 3 ask, whatever the machine's pace.
+    sandbox.setRouteFailure(REPORT, { kind: 'held', times: 2 })
+    const admitted = Promise.all(Array.from({ length: 5 }, (_, i) => proxyGet(gw, distinctReport(i))))
+    await waitFor('2 calls held at the platform and 3 queued', () => sandbox.concurrency().held === 2 && seatsOf(gw).queued === 3)
+    const refused = await Promise.all(Array.from({ length: 3 }, (_, i) => proxyGet(gw, distinctReport(5 + i))))
+    sandbox.releaseHeld()
+    expect((await admitted).map((a) => a.statusCode)).toEqual(Array(5).fill(200))
+    expect(refused.map((a) => a.statusCode)).toEqual(Array(3).fill(503))
     for (const r of refused) {
       expect(r.json()).toMatchObject({ statusCode: 503, code: 'GW_OVERLOADED' })
       expect(r.headers['retry-after']).toBe('1')
