@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import { KEYS, REPORT_PATH as REPORT, TEAMS_YAML, WHOLE_SHARE_TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
 import { distinctReport, proxyGet } from '../helpers/gateway-calls.js'
@@ -55,8 +55,11 @@ describe('the concurrency cap', () => {
     // 1,200 calls, 15 s of the platform at 8 seats): a burst that ends first proves nothing.
     const statuses: number[] = []
     let next = 0
+    // A test over (its time up on a loaded machine) sends no more: the tests after it see none of its calls.
+    let over = false
+    onTestFinished(() => { over = true })
     const caller = async () => {
-      while (governor.limit <= 8 && next < 1_200) statuses.push((await proxyGet(gw, distinctReport(next++))).statusCode)
+      while (!over && governor.limit <= 8 && next < 1_200) statuses.push((await proxyGet(gw, distinctReport(next++))).statusCode)
     }
     await Promise.all(Array.from({ length: 64 }, caller))
     const raised = governor.limit
@@ -83,7 +86,9 @@ describe('the concurrency cap', () => {
   it('answers a second team\'s miss at the first seat that frees during another team\'s burst', async () => {
     // A fixed limit: the learned one starts lower, to measure the floors (it has tests of
     // its own). No token probe at start: the gateway's own call would take a seat beside the burst's.
-    const gw = await gateway(`platform: { maxConcurrent: 8, adaptive: false, probe: null, ${UNBOUNDED_WAIT} }`)
+    // Its own token: the calls it sends are told apart at the sandbox from any other gateway's.
+    const token = sandbox.issueToken()
+    const gw = await gateway(`platform: { maxConcurrent: 8, adaptive: false, probe: null, ${UNBOUNDED_WAIT} }`, { PLATFORM_TOKEN: token })
     // The burst's first 8 calls stay at the platform until released: no seat frees before
     // the second team asks, whatever the machine's pace.
     sandbox.setRouteFailure(REPORT, { kind: 'held', times: 8 })
@@ -99,7 +104,7 @@ describe('the concurrency cap', () => {
     expect([answer.statusCode, answer.headers['x-cache']]).toEqual([200, 'MISS'])
     // Sent at the next turn, the first call once a seat freed: ahead of the burst's 92
     // queued before it (one queue without turns would have sent it 101st).
-    const sent = sandbox.requests.filter((r) => r.path === REPORT)
+    const sent = sandbox.requests.filter((r) => r.path === REPORT && r.headers.authorization === `Bearer ${token}`)
     expect(sent.findIndex((r) => r.query === secondReport.split('?')[1])).toBe(8)
     const answers = await burst
     expect(answers.filter((a) => a.statusCode !== 200).map((a) => a.body)).toEqual([])
