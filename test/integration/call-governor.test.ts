@@ -4,7 +4,7 @@ import { useGateways, useSandbox } from '../helpers/fixtures.js'
 import { distinctReport, proxyGet } from '../helpers/gateway-calls.js'
 import { waitFor } from '../helpers/wait.js'
 import { governorView, seatsOf } from '../helpers/governors.js'
-import { onRealTimers } from '../helpers/clock.js'
+import { fakeClock, onRealTimers } from '../helpers/clock.js'
 
 // The governor in front of the platform, against the sandbox over loopback HTTP. Its longer
 // scenarios (a burst over seats and queue, callers that hang up, the 429 pause across
@@ -150,32 +150,46 @@ describe('the concurrency cap', () => {
 describe('a call that cannot end before its deadline', () => {
   // A deadline of 1 s; a copy fresh for 1 s, then served as STALE only when the platform fails (no stale-while-revalidate).
   const DEADLINE_1S = 'platform: { timeout: 1s, maxConcurrent: 8, adaptive: false }\ncache: { ttl: { recent: 1s, settled: 1s }, staleWhileRevalidate: 0s, staleIfError: 1h }'
-  /** A gateway with a copy of the kind (the week reports of distinctReport), then `calls` calls of it at once, each cut by its deadline while the platform takes `latencyMs`. */
+  /**
+   * A gateway on the test's clock with a copy of the kind (the week reports of distinctReport), then `calls`
+   * calls of it at once, held at the platform (past `latencyMs` of its work) until the test releases them, each
+   * cut by its deadline once all are there: the clock moves only then, so however long a loaded machine takes
+   * to send them, none is cut, nor its kind learned slower, before the last is sent.
+   */
   async function copyThenCuts(latencyMs: number, calls: number) {
-    const gw = await gateway(DEADLINE_1S)
+    const clock = fakeClock()
+    const gw = await gateway(DEADLINE_1S, {}, { clock })
     sandbox.setLatency(20)
     const copy = await proxyGet(gw, distinctReport(0))
     expect([copy.statusCode, copy.headers['x-cache']]).toEqual([200, 'MISS'])
     sandbox.setLatency(latencyMs)
-    const cut = await Promise.all(Array.from({ length: calls }, (_, i) => proxyGet(gw, distinctReport(i + 1))))
+    sandbox.setRouteFailure(REPORT, { kind: 'held', times: calls })
+    const cuts = Promise.all(Array.from({ length: calls }, (_, i) => proxyGet(gw, distinctReport(i + 1))))
+    await waitFor(`${calls} calls at the platform`, () => sandbox.concurrency().inFlight === calls)
+    clock.advance(1_000)
+    const cut = await cuts
     expect(cut.map((a) => a.json<{ code: string }>().code)).toEqual(Array(calls).fill('GW_UPSTREAM_TIMEOUT'))
-    return { gw, copy }
+    return { gw, copy, clock }
   }
 
   it('is not sent: a stale copy is served, else 504 GW_UPSTREAM_TIMEOUT saying why, with no platform call', async () => {
     // Eight calls of the kind sent at once, each cut by its deadline at 1 s while the
     // platform works on for 1.5 s, within the watch (another platform.timeout): their
     // answers (dropped) teach the kind's time, past 1 s.
-    const { gw, copy } = await copyThenCuts(1_500, 8)
+    const { gw, copy, clock } = await copyThenCuts(1_500, 8)
+    await waitFor('the platform to work 1.5 s on the eight calls', () => sandbox.concurrency().held === 8)
+    sandbox.releaseHeld()
     await waitFor('the platform to answer the eight calls', () => sandbox.concurrency().inFlight === 0 && governorView(gw).inFlight === 0)
     const sent = reportCalls()
     expect(sent).toBe(9)
 
     // The copy, past its freshness by now (the eight calls took 1.5 s): its refresh is not sent, the copy is served.
+    clock.advance(500)
     const stale = await proxyGet(gw, distinctReport(0))
     expect([stale.statusCode, stale.headers['x-cache']]).toEqual([200, 'STALE'])
     expect(stale.rawPayload.equals(copy.rawPayload)).toBe(true)
-    // No copy: refused at once, saying what calls of its kind take and what its deadline leaves.
+    // No copy: refused at once, saying what calls of its kind take and what its deadline
+    // leaves: the whole second, the gateway's clock standing still while it is refused.
     const none = await proxyGet(gw, distinctReport(20))
     expect(none.statusCode).toBe(504)
     expect(none.json()).toMatchObject({ code: 'GW_UPSTREAM_TIMEOUT', message: expect.stringMatching(/^not sent to the platform: calls of its kind take about [\d.]+ s at the platform and its deadline leaves 1 s$/) })
@@ -186,9 +200,13 @@ describe('a call that cannot end before its deadline', () => {
 
   it('is not sent once its kind, answered fast before, became slower than twice the budget: its cuts outweigh the answers', async () => {
     // The kind now takes 3 s: two calls cut by their deadline at 1 s and watched in vain
-    // for another platform.timeout, no answer of the kind since the fast one.
-    const { gw } = await copyThenCuts(3_000, 2)
-    await waitFor('the watch to end', () => governorView(gw).inFlight === 0)
+    // for another platform.timeout, ended once the platform has worked 3 s on them (the
+    // latency the estimates learn, on the monotonic clock), no answer of the kind since the fast one.
+    const { gw, clock } = await copyThenCuts(3_000, 2)
+    await waitFor('the platform to work 3 s on the two calls', () => sandbox.concurrency().held === 2)
+    clock.advance(1_000)
+    // Cut in vain, their seats held to their expected end on the gateway's clock: it moves on, 100 ms a look, until they are back.
+    await waitFor('the watch to end and the seats to come back', () => (clock.advance(100), governorView(gw).inFlight === 0))
     const sent = reportCalls()
     expect(sent).toBe(3)
 
@@ -199,6 +217,7 @@ describe('a call that cannot end before its deadline', () => {
     expect(none.statusCode).toBe(504)
     expect(none.json()).toMatchObject({ code: 'GW_UPSTREAM_TIMEOUT', message: expect.stringMatching(/^not sent to the platform: calls of its kind take about [\d.]+ s at the platform and its deadline leaves 1 s$/) })
     expect(reportCalls()).toBe(sent)
+    sandbox.releaseHeld()
     await waitFor('the platform to end the cut calls', () => sandbox.concurrency().inFlight === 0)
   }, 30_000)
 
