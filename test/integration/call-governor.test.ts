@@ -1,10 +1,10 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import { KEYS, REPORT_PATH as REPORT, TEAMS_YAML, WHOLE_SHARE_TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
 import { distinctReport, proxyGet } from '../helpers/gateway-calls.js'
 import { waitFor } from '../helpers/wait.js'
 import { governorView, seatsOf } from '../helpers/governors.js'
-import { onRealTimers } from '../helpers/clock.js'
+import { fakeClock, onRealTimers } from '../helpers/clock.js'
 
 // The governor in front of the platform, against the sandbox over loopback HTTP. Its longer
 // scenarios (a burst over seats and queue, callers that hang up, the 429 pause across
@@ -55,8 +55,11 @@ describe('the concurrency cap', () => {
     // 1,200 calls, 15 s of the platform at 8 seats): a burst that ends first proves nothing.
     const statuses: number[] = []
     let next = 0
+    // A test over (its time up on a loaded machine) sends no more: the tests after it see none of its calls.
+    let over = false
+    onTestFinished(() => { over = true })
     const caller = async () => {
-      while (governor.limit <= 8 && next < 1_200) statuses.push((await proxyGet(gw, distinctReport(next++))).statusCode)
+      while (!over && governor.limit <= 8 && next < 1_200) statuses.push((await proxyGet(gw, distinctReport(next++))).statusCode)
     }
     await Promise.all(Array.from({ length: 64 }, caller))
     const raised = governor.limit
@@ -83,7 +86,9 @@ describe('the concurrency cap', () => {
   it('answers a second team\'s miss at the first seat that frees during another team\'s burst', async () => {
     // A fixed limit: the learned one starts lower, to measure the floors (it has tests of
     // its own). No token probe at start: the gateway's own call would take a seat beside the burst's.
-    const gw = await gateway(`platform: { maxConcurrent: 8, adaptive: false, probe: null, ${UNBOUNDED_WAIT} }`)
+    // Its own token: the calls it sends are told apart at the sandbox from any other gateway's.
+    const token = sandbox.issueToken()
+    const gw = await gateway(`platform: { maxConcurrent: 8, adaptive: false, probe: null, ${UNBOUNDED_WAIT} }`, { PLATFORM_TOKEN: token })
     // The burst's first 8 calls stay at the platform until released: no seat frees before
     // the second team asks, whatever the machine's pace.
     sandbox.setRouteFailure(REPORT, { kind: 'held', times: 8 })
@@ -99,7 +104,7 @@ describe('the concurrency cap', () => {
     expect([answer.statusCode, answer.headers['x-cache']]).toEqual([200, 'MISS'])
     // Sent at the next turn, the first call once a seat freed: ahead of the burst's 92
     // queued before it (one queue without turns would have sent it 101st).
-    const sent = sandbox.requests.filter((r) => r.path === REPORT)
+    const sent = sandbox.requests.filter((r) => r.path === REPORT && r.headers.authorization === `Bearer ${token}`)
     expect(sent.findIndex((r) => r.query === secondReport.split('?')[1])).toBe(8)
     const answers = await burst
     expect(answers.filter((a) => a.statusCode !== 200).map((a) => a.body)).toEqual([])
@@ -109,11 +114,15 @@ describe('the concurrency cap', () => {
     // No token probe at start: the gateway's own call would make its team an active one,
     // owed a seat for the linger (seats-unit tests cover that rule).
     const gw = await gateway('platform: { maxConcurrent: 2, adaptive: false, queue: 3, probe: null }', {}, {}, WHOLE_SHARE_TEAMS_YAML)
-    sandbox.setLatency(300)
-    const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => proxyGet(gw, distinctReport(i))))
-    const refused = answers.filter((a) => a.statusCode === 503)
-    expect(answers.filter((a) => a.statusCode === 200)).toHaveLength(5)
-    expect(refused).toHaveLength(3)
+    // The first 2 calls stay at the platform until released: the seats and the queue are
+    // full when the last 3 ask, whatever the machine's pace.
+    sandbox.setRouteFailure(REPORT, { kind: 'held', times: 2 })
+    const admitted = Promise.all(Array.from({ length: 5 }, (_, i) => proxyGet(gw, distinctReport(i))))
+    await waitFor('2 calls held at the platform and 3 queued', () => sandbox.concurrency().held === 2 && seatsOf(gw).queued === 3)
+    const refused = await Promise.all(Array.from({ length: 3 }, (_, i) => proxyGet(gw, distinctReport(5 + i))))
+    sandbox.releaseHeld()
+    expect((await admitted).map((a) => a.statusCode)).toEqual(Array(5).fill(200))
+    expect(refused.map((a) => a.statusCode)).toEqual(Array(3).fill(503))
     for (const r of refused) {
       expect(r.json()).toMatchObject({ statusCode: 503, code: 'GW_OVERLOADED' })
       expect(r.headers['retry-after']).toBe('1')
@@ -141,32 +150,46 @@ describe('the concurrency cap', () => {
 describe('a call that cannot end before its deadline', () => {
   // A deadline of 1 s; a copy fresh for 1 s, then served as STALE only when the platform fails (no stale-while-revalidate).
   const DEADLINE_1S = 'platform: { timeout: 1s, maxConcurrent: 8, adaptive: false }\ncache: { ttl: { recent: 1s, settled: 1s }, staleWhileRevalidate: 0s, staleIfError: 1h }'
-  /** A gateway with a copy of the kind (the week reports of distinctReport), then `calls` calls of it at once, each cut by its deadline while the platform takes `latencyMs`. */
+  /**
+   * A gateway on the test's clock with a copy of the kind (the week reports of distinctReport), then `calls`
+   * calls of it at once, held at the platform (past `latencyMs` of its work) until the test releases them, each
+   * cut by its deadline once all are there: the clock moves only then, so however long a loaded machine takes
+   * to send them, none is cut, nor its kind learned slower, before the last is sent.
+   */
   async function copyThenCuts(latencyMs: number, calls: number) {
-    const gw = await gateway(DEADLINE_1S)
+    const clock = fakeClock()
+    const gw = await gateway(DEADLINE_1S, {}, { clock })
     sandbox.setLatency(20)
     const copy = await proxyGet(gw, distinctReport(0))
     expect([copy.statusCode, copy.headers['x-cache']]).toEqual([200, 'MISS'])
     sandbox.setLatency(latencyMs)
-    const cut = await Promise.all(Array.from({ length: calls }, (_, i) => proxyGet(gw, distinctReport(i + 1))))
+    sandbox.setRouteFailure(REPORT, { kind: 'held', times: calls })
+    const cuts = Promise.all(Array.from({ length: calls }, (_, i) => proxyGet(gw, distinctReport(i + 1))))
+    await waitFor(`${calls} calls at the platform`, () => sandbox.concurrency().inFlight === calls)
+    clock.advance(1_000)
+    const cut = await cuts
     expect(cut.map((a) => a.json<{ code: string }>().code)).toEqual(Array(calls).fill('GW_UPSTREAM_TIMEOUT'))
-    return { gw, copy }
+    return { gw, copy, clock }
   }
 
   it('is not sent: a stale copy is served, else 504 GW_UPSTREAM_TIMEOUT saying why, with no platform call', async () => {
     // Eight calls of the kind sent at once, each cut by its deadline at 1 s while the
     // platform works on for 1.5 s, within the watch (another platform.timeout): their
     // answers (dropped) teach the kind's time, past 1 s.
-    const { gw, copy } = await copyThenCuts(1_500, 8)
+    const { gw, copy, clock } = await copyThenCuts(1_500, 8)
+    await waitFor('the platform to work 1.5 s on the eight calls', () => sandbox.concurrency().held === 8)
+    sandbox.releaseHeld()
     await waitFor('the platform to answer the eight calls', () => sandbox.concurrency().inFlight === 0 && governorView(gw).inFlight === 0)
     const sent = reportCalls()
     expect(sent).toBe(9)
 
     // The copy, past its freshness by now (the eight calls took 1.5 s): its refresh is not sent, the copy is served.
+    clock.advance(500)
     const stale = await proxyGet(gw, distinctReport(0))
     expect([stale.statusCode, stale.headers['x-cache']]).toEqual([200, 'STALE'])
     expect(stale.rawPayload.equals(copy.rawPayload)).toBe(true)
-    // No copy: refused at once, saying what calls of its kind take and what its deadline leaves.
+    // No copy: refused at once, saying what calls of its kind take and what its deadline
+    // leaves: the whole second, the gateway's clock standing still while it is refused.
     const none = await proxyGet(gw, distinctReport(20))
     expect(none.statusCode).toBe(504)
     expect(none.json()).toMatchObject({ code: 'GW_UPSTREAM_TIMEOUT', message: expect.stringMatching(/^not sent to the platform: calls of its kind take about [\d.]+ s at the platform and its deadline leaves 1 s$/) })
@@ -177,9 +200,13 @@ describe('a call that cannot end before its deadline', () => {
 
   it('is not sent once its kind, answered fast before, became slower than twice the budget: its cuts outweigh the answers', async () => {
     // The kind now takes 3 s: two calls cut by their deadline at 1 s and watched in vain
-    // for another platform.timeout, no answer of the kind since the fast one.
-    const { gw } = await copyThenCuts(3_000, 2)
-    await waitFor('the watch to end', () => governorView(gw).inFlight === 0)
+    // for another platform.timeout, ended once the platform has worked 3 s on them (the
+    // latency the estimates learn, on the monotonic clock), no answer of the kind since the fast one.
+    const { gw, clock } = await copyThenCuts(3_000, 2)
+    await waitFor('the platform to work 3 s on the two calls', () => sandbox.concurrency().held === 2)
+    clock.advance(1_000)
+    // Cut in vain, their seats held to their expected end on the gateway's clock: it moves on, 100 ms a look, until they are back.
+    await waitFor('the watch to end and the seats to come back', () => (clock.advance(100), governorView(gw).inFlight === 0))
     const sent = reportCalls()
     expect(sent).toBe(3)
 
@@ -190,6 +217,7 @@ describe('a call that cannot end before its deadline', () => {
     expect(none.statusCode).toBe(504)
     expect(none.json()).toMatchObject({ code: 'GW_UPSTREAM_TIMEOUT', message: expect.stringMatching(/^not sent to the platform: calls of its kind take about [\d.]+ s at the platform and its deadline leaves 1 s$/) })
     expect(reportCalls()).toBe(sent)
+    sandbox.releaseHeld()
     await waitFor('the platform to end the cut calls', () => sandbox.concurrency().inFlight === 0)
   }, 30_000)
 
