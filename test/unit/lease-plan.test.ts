@@ -78,24 +78,6 @@ describe('leasePlan: targets', () => {
     expect([leasePlan(r1, [r2], 4).due, leasePlan(r2, [r1], 4).due]).toEqual([1, 1])
   })
 
-  it('dues a lender\'s part past its calls\' reach to its replica only for the calls waiting there: the seats its calls in flight hold go to the replicas that need more', () => {
-    // Shares of 9: lender (1 held on r1, peak 1 there; lingering on r3, peak 3) 3, spread 3, single 3. The lender's part on r1
-    // is its whole share, 3, its reach there 1: r1's parts 6, 4 within reach, and its calls wait for nothing.
-    const r1 = replica('r1', [team('lender', { held: 1, peak: 1 }), team('spread', { held: 5, peak: 5 })])
-    const r2 = replica('r2', [team('single', { held: 2, waiting: 4, peak: 6 })])
-    const r3 = replica('r3', [team('lender', { lingering: true, peak: 3 })])
-    const plans = [leasePlan(r1, [r2, r3], 9), leasePlan(r2, [r1, r3], 9), leasePlan(r3, [r1, r2], 9)]
-    // The targets stay the parts: the dispatch's shares and owed seats do not move.
-    expect(plans.map((p) => p.target)).toEqual([6, 3, 0])
-    // r1 is due its 4 within reach and r2 its 3; the 2 left go by need past the parts, 2 : 3.
-    expect(plans[0]!.due).toBeCloseTo(4 + 0.8)
-    expect(plans[1]!.due).toBeCloseTo(3 + 1.2)
-    expect(plans[2]!.due).toBeCloseTo(0)
-    // Where r1's calls wait for those seats, they are its own as before.
-    const waiting = replica('r1', [team('lender', { held: 1, peak: 1 }), team('spread', { held: 3, waiting: 2, peak: 5 })])
-    expect(leasePlan(waiting, [r2, r3], 9).due).toBeCloseTo(6)
-  })
-
   it('shares the limit in force between the teams', () => {
     const plan = leasePlan(replica('r1', [team('a', { held: 1, waiting: 9 }), team('b', { held: 1, waiting: 9 })]), [], 6)
     expect(plan.target).toBe(6)

@@ -67,14 +67,10 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
     return demand > 0 ? (share * (t.held + t.waiting)) / demand : share / g.lingerers
   }
   const targets = new Map(mine.teams.map((t) => [t.team, partOf(t)]))
-  const sumOf = (r: ReplicaRecord, f: (t: TeamRecord) => number) => r.teams.reduce((sum, t) => sum + f(t), 0)
-  // A replica's parts as its dues count them: each within its team's reach there (its peak there, or its calls if more), and past
-  // that as far as the replica's calls wait now; the seats past the reach that its calls in flight hold are no replica's own.
-  const reached = (r: ReplicaRecord) => sumOf(r, (t) => Math.min(partOf(t), Math.max(t.peak, t.held + t.waiting)))
-  const own = new Map(all.map((r) => [r, reached(r) + Math.min(sumOf(r, partOf) - reached(r), sumOf(r, (t) => t.waiting))]))
+  const own = new Map(all.map((r) => [r, r.teams.reduce((sum, t) => sum + partOf(t), 0)]))
   // A replica is due its parts up to what its calls want, and the seats past the parts water-filled by its need past them, up to
   // its calls: the seats its calls do not want go to the replicas that want more.
-  const wants = (r: ReplicaRecord) => sumOf(r, (t) => t.held + t.waiting)
+  const wants = (r: ReplicaRecord) => r.teams.reduce((sum, t) => sum + t.held + t.waiting, 0)
   const base = (r: ReplicaRecord) => Math.min(wants(r), own.get(r) as number)
   const past = all.filter((r) => r.need > (own.get(r) as number)).map((r) => ({ team: r.run, weight: r.need - (own.get(r) as number), held: wants(r) - base(r), waiting: 0, cap: null, peak: 0 }))
   const extra = fairShares(all.reduce((seats, r) => seats - base(r), limit), past)
@@ -94,7 +90,7 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   const learnerRun = before === undefined ? (learnerBefore ?? most.run) : before.answered * LEARNER_MARGIN >= most.answered ? before.run : most.run
   return {
     // owedElsewhere: seats owed to the other replicas' teams that wait for nothing (lent only to short calls).
-    targets, target: sumOf(mine, partOf), due: dueOf(mine), owedElsewhere, heldElsewhere, shares,
+    targets, target: own.get(mine) as number, due: dueOf(mine), owedElsewhere, heldElsewhere, shares,
     // shortElsewhere: what the replicas short of their due lack (that many free seats are theirs); short: those, most short
     // first; over: those holding seats they neither use nor are due; needsMost: the one to tell of seats given back.
     contended: needsMost !== null, shortElsewhere, short, over, needsMost,
