@@ -571,6 +571,14 @@ describe('invalid configuration names the key', () => {
     expect(err.problems.length).toBeGreaterThan(0)
   })
 
+  it('says where a file is not valid YAML and why, in one line ending with the reason, never its text (a teams file may hold a webhook secret)', () => {
+    const platform = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }
+    expect(problem(platform, 'teams:\n  all:\n    keys: [ "whsec_c2VjcmV0"\n    advertisers: [101]\n').problems).toEqual([
+      'CONFIG_FILE (/virtual/config.yaml): not valid YAML at line 4, column 5: Flow sequence in block collection must be sufficiently indented and end with a ]',
+    ])
+    expect(problem(platform, 'teams:\n  all:\n\tkeys: []\n').problems).toEqual(['CONFIG_FILE (/virtual/config.yaml): not valid YAML at line 3, column 1: Tabs are not allowed as indentation'])
+  })
+
   it('never repeats the password of a platform URL that holds one (it would be shown by GET /admin/config)', () => {
     const err = problem({ PLATFORM_BASE_URL: 'https://ops:pw-in-url-123@platform.example', PLATFORM_TOKEN: TOKEN })
     expect(err.message).not.toContain('pw-in-url-123')
