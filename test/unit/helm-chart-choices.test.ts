@@ -578,6 +578,14 @@ describe('values an operator sets that the cluster would take and the pods could
     expect(envOf(install({ values: { extraEnv: [{ name: 'PLATFORM_TOKEN_URL', value: '/auth/token' }, { name: 'CREDENTIAL_EU_TOKEN_FILE', value: '/var/run/secrets/report-gateway/eu-token' }] } })).get('PLATFORM_TOKEN_URL')?.value).toBe('/auth/token')
   })
 
+  it('refuses an extraEnv value that is not a string (--set extraEnv[0].value=8 reads a number) at the schema, naming it: Kubernetes would refuse the Deployment at apply, far from the value', () => {
+    for (const value of [8, 0.5, true]) expect(() => install({ values: { extraEnv: [{ name: 'UV_THREADPOOL_SIZE', value }] } }), String(value)).toThrow(/\/extraEnv\/0\/value/)
+    expect(envOf(install({ values: { extraEnv: [{ name: 'UV_THREADPOOL_SIZE', value: '8' }] } })).get('UV_THREADPOOL_SIZE')).toEqual({ name: 'UV_THREADPOOL_SIZE', value: '8' })
+    // A value from elsewhere (valueFrom) is still taken.
+    const fromSecret = { name: 'EXTRA_TOKEN', valueFrom: { secretKeyRef: { name: 'extra', key: 'token' } } }
+    expect(envOf(install({ values: { extraEnv: [fromSecret] } })).get('EXTRA_TOKEN')).toEqual(fromSecret)
+  })
+
   it('refuses the same port for both listeners', () => {
     expect(() => install({ values: { ports: { http: 8080, admin: 8080 } } })).toThrow(/ports\.admin/)
   })
