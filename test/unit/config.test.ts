@@ -433,6 +433,7 @@ describe('TEAMS_FILE: the teams in a file of their own', () => {
     ['teams: with nothing under it', 'teams:\n', `TEAMS_FILE (${TEAMS_PATH}): holds no teams: mapping; write teams: {} for no team`],
     ['another setting', `${TEAMS}cache:\n  ttl: { recent: 1m }\n`, `TEAMS_FILE (${TEAMS_PATH}): cache: not a teams setting; only teams: belongs in TEAMS_FILE (set cache in CONFIG_FILE)`],
     ['a list', '- growth\n', `TEAMS_FILE (${TEAMS_PATH}): must be a YAML mapping`],
+    ['its teams without the teams: line above them (a first file written by hand)', 'growth:\n  keys: []\n  advertisers: [101]\n', `TEAMS_FILE (${TEAMS_PATH}): growth: a team (keys, advertisers) outside teams:; write a teams: line first and indent growth: under it`],
   ])('refuses a TEAMS_FILE with %s', (_what, text, message) => {
     const files = withTeams(PLATFORM, text)
     expect(problem(files.env, undefined, files.files).problems).toEqual([message])
