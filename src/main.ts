@@ -146,14 +146,14 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void stop('SIGINT'))
 }
 
-// A listener that cannot open is an operator's problem, said in one line: a stack
-// trace would bury it.
+// A listener that cannot open is an operator's problem, said in one line with what to
+// do: a stack trace would bury it.
 async function listenOrExit(app: FastifyInstance, host: string, port: number, settings: string): Promise<void> {
   try {
     await app.listen({ host, port })
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code
-    const why = code === 'EADDRINUSE' ? 'the port is in use' : code === 'EACCES' ? 'permission denied' : code === 'EADDRNOTAVAIL' ? 'no such address on this machine' : (err as Error).message
+    const why = code === 'EADDRINUSE' ? 'the port is in use by another process: stop it, or choose a free port' : code === 'EACCES' ? 'permission denied' : code === 'EADDRNOTAVAIL' ? 'no such address on this machine' : (err as Error).message
     process.stderr.write(`report-gateway: cannot listen on ${host}:${port}: ${why} (set ${settings})\n`)
     process.exit(1)
   }

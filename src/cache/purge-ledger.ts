@@ -1,5 +1,5 @@
 import type { Logger } from 'pino'
-import { transactionFailure, type RedisClient } from '../redis/client.js'
+import { commandFailureInWords, transactionFailure, type RedisClient } from '../redis/client.js'
 import type { RedisSeal } from '../redis/seal.js'
 import { ANY_ADVERTISER, FILL_CLOCK_SKEW_MS, type CacheEntry } from './cache-entry.js'
 import { readBoundedHash } from '../redis/bounded-hash.js'
@@ -206,7 +206,7 @@ export class PurgeLedger {
     try {
       fields = await readBoundedHash(redis, key, { maxFields: MAX_PURGE_RECORDS + 1, maxFieldBytes: MAX_FIELD_BYTES, maxValueBytes: MAX_VALUE_BYTES })
     } catch (err) {
-      return { why: (err as Error).message, failed: true }
+      return { why: commandFailureInWords(err), failed: true }
     }
     if (fields === null) return { why: 'too many fields', failed: false }
     for (const [field, value] of fields) {

@@ -61,7 +61,7 @@ export function readYamlObject(path: string, readFile: (p: string) => string, pr
     }
     return value
   } catch (err) {
-    problems.push(`${label}: not valid YAML (${(err as Error).message.split('\n')[0]})`)
+    problems.push(`${label}: not valid YAML ${yamlErrorPlace(err)}`)
     return {}
   }
 }
@@ -220,4 +220,15 @@ export function setPath(obj: Record<string, unknown>, path: string[], value: unk
     cur = cur[seg] as Record<string, unknown>
   }
   cur[path[path.length - 1] as string] = value
+}
+
+/**
+ * Where a YAML parse failed and why, in one line: `at line L, column C: <reason>`. The
+ * parser's message ends with an excerpt of the text around the place, which is left out:
+ * a teams file may hold a webhook's secret there.
+ */
+export function yamlErrorPlace(err: unknown): string {
+  const first = (err instanceof Error ? err.message : String(err)).split('\n')[0]!.replace(/:$/, '')
+  const at = / at line (\d+), column (\d+)$/.exec(first)
+  return at ? `at line ${at[1]}, column ${at[2]}: ${first.slice(0, at.index)}` : `(${first})`
 }

@@ -16,13 +16,22 @@ export function readTeamsFile(path: string, readFile: (p: string) => string, pro
   const before = problems.length
   const file = readYamlObject(path, readFile, problems, label)
   if (problems.length > before) return undefined
+  let strayTeams = 0
   for (const key of Object.keys(file).filter((k) => k !== 'teams')) {
-    problems.push(`${label}: ${key}: not a teams setting; only teams: belongs in TEAMS_FILE (set ${key} in CONFIG_FILE)`)
+    if (looksLikeTeam(file[key])) {
+      strayTeams += 1
+      problems.push(`${label}: ${key}: a team (keys, advertisers) outside teams:; write a teams: line first and indent ${key}: under it`)
+    } else problems.push(`${label}: ${key}: not a teams setting; only teams: belongs in TEAMS_FILE (set ${key} in CONFIG_FILE)`)
   }
   // An empty file is refused, not read as no team: a file caught half-written (an editor
   // that truncates before it writes) must not revoke every key until the next poll.
-  if (file.teams == null) problems.push(`${label}: holds no teams: mapping; write teams: {} for no team`)
+  if (file.teams == null && strayTeams === 0) problems.push(`${label}: holds no teams: mapping; write teams: {} for no team`)
   return problems.length > before ? undefined : file.teams
+}
+
+/** A mapping that holds a team's own fields: a team written where a setting was expected. */
+function looksLikeTeam(value: unknown): boolean {
+  return isPlainObject(value) && ('keys' in value || 'advertisers' in value)
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino'
 import { systemClock, type Clock, type Timer } from '../clock.js'
+import { commandFailureInWords } from '../redis/client.js'
 
 /** How long a flood of one failure is counted before its one summary line. */
 export const FAILURE_SUMMARY_MS = 10_000
@@ -23,16 +24,17 @@ export interface HandledLine {
 
 /**
  * What a handled failure's line says of its error: its message (`reason`), its own code
- * where it is not the line's (`errorCode`: a driver's, say) and its cause's message;
+ * where it is not the line's (`errorCode`: a driver's, say) and its cause's message, a
+ * Redis command's failure in the gateway's words (the driver's name its options);
  * never a stack, which is for what the gateway did not expect (contract, "Logs").
  */
 export function failureFields(code: string | undefined, err: unknown): { reason?: string; errorCode?: string; cause?: string } {
   if (!(err instanceof Error)) return {}
   const own = (err as { code?: unknown }).code
   return {
-    reason: err.message,
+    reason: commandFailureInWords(err),
     ...(typeof own === 'string' && own !== code ? { errorCode: own } : {}),
-    ...(err.cause instanceof Error ? { cause: err.cause.message } : {}),
+    ...(err.cause instanceof Error ? { cause: commandFailureInWords(err.cause) } : {}),
   }
 }
 

@@ -281,3 +281,66 @@ describe('the OpenAPI document against every kind of report and job answer', () 
     expect([...answers].filter(([, res]) => res.headers.get('x-cache') === 'STALE').map(([what]) => what)).toEqual(['STALE', 'HEAD STALE', '304 STALE'])
   })
 })
+
+describe('the OpenAPI document against every error the proxy answers', () => {
+  it('declares each error\'s status on the operation that answers it (its own status or its class, never only `default`), its body as sent: 400, 401, 403, 404, 409, 413, 415, 422, 429, 502, 503, 504', async () => {
+    const doc = await documentOf()
+    const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true })
+    ajv.addSchema(doc, 'openapi.json')
+    const yaml = `${TEAMS_YAML}bodyLimit: 1KiB\nplatform:\n  timeout: 1s\njobs:\n  maxWaitsPerTeam: 1\n`
+    const gateways = [await listen(await buildGateway(testConfig({ PLATFORM_BASE_URL: env.sandbox.url, PLATFORM_TOKEN: env.sandbox.issueToken() }, yaml)))]
+    let gw = gateways[0]!
+    const REPORT = '/api/v1/report/{split}/get'
+    const CAMPAIGN = '/api/v1/campaign/get'
+    const report = (advertiser: number, from = '2026-03-08', to = '2026-03-09') => `/api/v1/report/campaigns/get?advertiserId=${advertiser}&dateFrom=${from}&dateTo=${to}`
+    const json = (body: string): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body })
+    const problems: string[] = []
+    const call = async (what: string, path: string, url: string, status: number, init: RequestInit = {}, key: string | null = KEYS.all): Promise<string> => {
+      const method = (init.method ?? 'GET').toLowerCase()
+      const res = await fetch(`${gw.url}${url}`, { ...init, redirect: 'manual', headers: { ...(key === null ? {} : { 'x-api-key': key }), ...(init.headers as Record<string, string> | undefined) } })
+      const answer = { status: res.status, headers: res.headers, body: await res.text() }
+      if (answer.status !== status) problems.push(`${what}: status ${answer.status}, expected ${status}: ${answer.body.slice(0, 200)}`)
+      const responses = ((doc.paths as Record<string, Record<string, Json>>)[path]?.[method]?.responses ?? {}) as Record<string, unknown>
+      if (!(String(answer.status) in responses) && !(`${String(answer.status)[0]}XX` in responses)) problems.push(`${what}: ${answer.status} is not declared on ${method.toUpperCase()} ${path} (${Object.keys(responses).join(', ')})`)
+      for (const p of mismatches(doc, ajv, path, method, answer)) problems.push(`${what}: ${p}`)
+      return answer.body
+    }
+    try {
+      const asked = await call('202', REPORT, report(101, '2025-01-01', '2025-12-31'), 202, { headers: { prefer: 'respond-async' } })
+      const id = (JSON.parse(asked) as { id: string }).id
+      await call('job status, no key', '/api/v1/jobs/{id}', `/api/v1/jobs/${id}`, 401, {}, null)
+      await call('job result, no key', '/api/v1/jobs/{id}/result', `/api/v1/jobs/${id}/result`, 401, {}, null)
+      await call('cancel, no key', '/api/v1/jobs/{id}', `/api/v1/jobs/${id}`, 401, { method: 'DELETE' }, null)
+      await call('job status, another team\'s', '/api/v1/jobs/{id}', `/api/v1/jobs/${id}`, 404, {}, KEYS.growth)
+      await call('job result, unknown', '/api/v1/jobs/{id}/result', '/api/v1/jobs/0mx40zbyc0001Nv0ZuPzNajELtOO3/result', 404)
+      await call('job status, bad wait', '/api/v1/jobs/{id}', `/api/v1/jobs/${id}?wait=soon`, 400)
+      await call('report, no key', REPORT, report(101), 401, {}, null)
+      await call('report, bad key', REPORT, report(101), 401, {}, 'rgw_not_a_key_of_anyone_0000000000000000000')
+      await call('report, another team\'s advertiser', REPORT, report(103), 403, {}, KEYS.growth)
+      await call('platform call, too large', CAMPAIGN, CAMPAIGN, 413, json(JSON.stringify({ userId: 101, pad: 'x'.repeat(4096) })))
+      env.sandbox.setFailure({ kind: 'status', status: 415, body: { message: 'Unsupported Media Type' }, times: 1 })
+      await call('platform call, the platform\'s 415', CAMPAIGN, CAMPAIGN, 415, json('{"userId":101}'))
+      await call('platform call, the platform\'s 422', CAMPAIGN, CAMPAIGN, 422, json('{"userId":"x"}'))
+      env.sandbox.setFailure({ kind: 'status', status: 409, body: { message: 'Conflict' }, times: 1 })
+      await call('platform call, the platform\'s 409', CAMPAIGN, CAMPAIGN, 409, json('{"userId":101}'))
+      // The platform throttling a report (passed on, its route paused for its retry-after: 503 until then), down for a platform call (502).
+      env.sandbox.setFailure({ kind: 'status', status: 429, headers: { 'retry-after': '30' }, times: 1 })
+      await call('report, the platform throttling', REPORT, report(102), 429)
+      env.sandbox.setFailure({ kind: 'status', status: 503, headers: { 'retry-after': '30' }, times: 1 })
+      await call('platform call, the platform down', CAMPAIGN, CAMPAIGN, 502, json('{"userId":101}'))
+      await call('report, its route paused', REPORT, report(102, '2026-03-05', '2026-03-06'), 503)
+      await call('job start, its route paused', REPORT, report(102, '2025-03-05', '2025-03-06'), 202, { headers: { prefer: 'respond-async' } })
+      // The platform silent past the deadline, on a gateway of its own (the routes above are paused).
+      gw = await listen(await buildGateway(testConfig({ PLATFORM_BASE_URL: env.sandbox.url, PLATFORM_TOKEN: env.sandbox.issueToken() }, yaml)))
+      gateways.push(gw)
+      env.sandbox.setFailure({ kind: 'hang', times: 2 })
+      await call('report, the platform silent', REPORT, report(102, '2026-03-03', '2026-03-04'), 504)
+      await call('platform call, the platform silent', CAMPAIGN, CAMPAIGN, 504, json('{"userId":101}'))
+      env.sandbox.setFailure({ kind: 'none' })
+    } finally {
+      env.sandbox.setFailure({ kind: 'none' })
+      for (const open of gateways) await closeAfterTest(open)
+    }
+    expect(problems).toEqual([])
+  }, 60_000)
+})

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { KEYS, REPORT_PATH, teamsYamlWith, testConfig, TEST_GATEWAY_SECRET, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
-import { redisAvailability } from '../helpers/start-redis.js'
+import { freePort, redisAvailability } from '../helpers/start-redis.js'
 import { testTimeLeft, waitFor } from '../helpers/wait.js'
 import { resolveRef, type Json } from '../helpers/openapi-doc.js'
 
@@ -14,6 +14,9 @@ import { resolveRef, type Json } from '../helpers/openapi-doc.js'
 const { available } = redisAvailability()
 const ADMIN_TOKEN = 'redis-down-words-admin-token-0123456789'
 const DRIVER_WORDS = /Stream isn't writeable|enableOfflineQueue|ECONNREFUSED|Connection is closed|ioredis|127\.0\.0\.1/
+// The driver's words for a command it did not send (no offline queue) or lost in flight:
+// they name its options, which no setting of the gateway reaches.
+const DRIVER_OPTIONS = /Stream isn't writeable|enableOfflineQueue|maxRetriesPerRequest/i
 const YEAR = 'advertiserId=101&byDate=1&dateFrom=2025-01-01&dateTo=2025-12-31'
 
 /** The GW_* codes the admin document gives an operation's answer of this status. */
@@ -70,5 +73,19 @@ describe.skipIf(!available)('Redis down', () => {
     } finally {
       await server.restart()
     }
+  }, 40_000)
+
+  it('started with no Redis running (a user\'s first npm start): every warn line says why in the gateway\'s words, never the driver\'s options', async () => {
+    const env = { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN, REDIS_URL: `redis://127.0.0.1:${await freePort()}`, GATEWAY_SECRET: TEST_GATEWAY_SECRET }
+    const gw = await gateways.build(testConfig(env, teamsYamlWith({ jobs: { perReplica: 1, poll: '100ms', lease: '1s' } })))
+    const lines = () => gw.logs.records().filter((r) => (r.level as number) === 40)
+    for (const msg of ['looking for report jobs to run failed', 'the shared purge record could not be read: report entries stored before now are filled again']) {
+      await waitFor(`"${msg}" logged`, () => lines().some((r) => r.msg === msg))
+    }
+    // A read preferring a job, answered now: its line names what kept the job, in words too.
+    const read = await gw.proxy.inject({ method: 'GET', url: `${REPORT_PATH}?${YEAR}`, headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
+    expect(read.statusCode).toBe(200)
+    expect(lines().filter((r) => DRIVER_OPTIONS.test(JSON.stringify(r))).map((r) => JSON.stringify(r))).toEqual([])
+    expect(lines().find((r) => r.msg === 'looking for report jobs to run failed')).toMatchObject({ reason: 'not connected to Redis (reconnecting)' })
   }, 40_000)
 })

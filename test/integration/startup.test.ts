@@ -138,7 +138,8 @@ describe('misconfiguration stops the start with one line', () => {
       const port = (taken.address() as { port: number }).port
       const { code, lines } = await refused({ HOST: '127.0.0.1', PORT: String(port), ADMIN_PORT: '0', LOG_LEVEL: 'silent' })
       expect(code).toBe(1)
-      expect(lines.filter((l) => !l.startsWith('{'))).toEqual([`report-gateway: cannot listen on 127.0.0.1:${port}: the port is in use (set HOST, PORT)`])
+      // It says what to do: the quick start's default port is often another program's.
+      expect(lines.filter((l) => !l.startsWith('{'))).toEqual([`report-gateway: cannot listen on 127.0.0.1:${port}: the port is in use by another process: stop it, or choose a free port (set HOST, PORT)`])
       expect(lines.join('\n')).not.toMatch(/\n\s+at /)
       // The test helpers start a gateway again on other ports when they read this line.
       expect(portTaken(lines.join('\n'))).toBe(true)

@@ -1,16 +1,17 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createHmac, randomBytes } from 'node:crypto'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import { afterEach, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/config.js'
 import { KEYS, listen, REPORT_PATH, TEAMS_YAML } from '../helpers/build-gateway.js'
 import { useConfigMaps } from '../helpers/config-map.js'
-import { useGateways, useSandbox } from '../helpers/fixtures.js'
+import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { pointer, resolveRef, type Json } from '../helpers/openapi-doc.js'
 import { docBlock } from '../helpers/readme-blocks.js'
 import { onFreePorts } from '../helpers/start-redis.js'
@@ -59,13 +60,19 @@ async function stop(child: ChildProcess): Promise<void> {
   if (child.exitCode === null && child.signalCode === null) await new Promise((resolve) => child.once('exit', resolve).kill())
 }
 
-/** The documented receiver, written to a file and run with `secrets` (space-separated, as the docs say) on a free port; ready once it answers. */
-async function startReceiver(secrets: string[]): Promise<Receiver> {
+/**
+ * The documented receiver, written to a file and run with `secrets` (space-separated, as
+ * the docs say) on a free port, the ids it took in the Redis at `redisUrl` when given
+ * (its `npm install ioredis` the repository's own); ready once it answers.
+ */
+async function startReceiver(secrets: string[], redisUrl?: string): Promise<Receiver> {
   const dir = mkdtempSync(join(tmpdir(), 'rgw-receiver-'))
   dirs.push(dir)
   writeFileSync(join(dir, 'receiver.mjs'), RECEIVER)
+  symlinkSync(fileURLToPath(new URL('../../node_modules', import.meta.url)), join(dir, 'node_modules'))
+  const env = { PATH: process.env.PATH ?? '', WEBHOOK_SECRETS: secrets.join(' '), ...(redisUrl === undefined ? {} : { REDIS_URL: redisUrl }) }
   return onFreePorts(1, async ([port]) => {
-    const child = spawn(process.execPath, [join(dir, 'receiver.mjs')], { env: { PATH: process.env.PATH ?? '', WEBHOOK_SECRETS: secrets.join(' '), PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [join(dir, 'receiver.mjs')], { env: { ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] })
     children.push(child)
     let out = ''
     let err = ''
@@ -231,5 +238,43 @@ describe('the webhook receiver docs/jobs.md prints, against a gateway\'s real pu
     expect(await send(receiver, old)).toBe(401)
     expect(await send(receiver, renewed)).toBe(204)
     expect(receiver.acted().map((a) => a.job)).toEqual([after])
+  })
+
+  describe('two receivers behind a balancer, or one restarted: each push a retry sends to the other', () => {
+    const redis = useRedis()
+
+    /** Two receivers (the ids they took in Redis when `redisUrl` is given) behind a balancer taking turns; the gateway's first attempt's answer lost, so that its retry reaches the other. */
+    async function pair(redisUrl?: string): Promise<{ receivers: Receiver[]; hook: { pushes: Push[] }; id: string }> {
+      const receivers = [await startReceiver([OLD], redisUrl), await startReceiver([OLD], redisUrl)]
+      let turn = 0
+      const hook = await recorder(() => receivers[turn++ % 2]!, (status, nth) => (nth === 1 ? 503 : status))
+      const gw = await gateway(webhookYaml(hook.url, OLD))
+      const id = await gw.ask('advertiserId=101&dateFrom=2025-02-01&dateTo=2025-05-31')
+      await waitFor('the retry taken', () => hook.pushes.length === 2, testTimeLeft())
+      expect(hook.pushes.map((p) => p.status)).toEqual([204, 204])
+      return { receivers, hook, id }
+    }
+
+    it('acts twice with the ids in memory, as the docs warn: each instance keeps its own', async () => {
+      const { receivers, id } = await pair()
+      expect(receivers.flatMap((r) => r.acted()).map((a) => a.job)).toEqual([id, id])
+    })
+
+    it('acts once with the ids in Redis (REDIS_URL, SET NX for the window): across the two, and across a restart', async () => {
+      const { receivers, hook, id } = await pair(redis.server.url)
+      expect(receivers.flatMap((r) => r.acted()).map((a) => a.job)).toEqual([id])
+      // The id is kept for jobs.webhookRetryFor (1h) and the window (5 min), no longer.
+      const keys = await redis.client.keys('*')
+      expect(keys).toHaveLength(1)
+      const left = await redis.client.pttl(keys[0]!)
+      expect(left).toBeGreaterThan(60 * 60_000)
+      expect(left).toBeLessThanOrEqual(65 * 60_000)
+
+      const [first] = receivers as [Receiver, Receiver]
+      await first.stop()
+      const restarted = await startReceiver([OLD], redis.server.url)
+      expect(await send(restarted, hook.pushes[0]!)).toBe(204)
+      expect(restarted.acted()).toEqual([])
+    })
   })
 })

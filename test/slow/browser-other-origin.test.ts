@@ -4,7 +4,8 @@
  * package's README, "In a browser"), so the browser lets the page read nothing, neither
  * a report nor a refusal, and a call with a key (not a CORS-safelisted header) is never
  * sent: its preflight, an OPTIONS the gateway answers itself, is all that leaves the
- * browser, and nothing reaches the platform. The same page served from the gateway's own
+ * browser, and nothing reaches the platform; so with report jobs (asked, waited for, read,
+ * cancelled). The same page served from the gateway's own
  * origin (behind one ingress) is test/slow/client-package.test.ts's.
  */
 import { createServer, type Server } from 'node:http'
@@ -28,16 +29,23 @@ describe('a page of another origin', () => {
       const page = await browser.newPage()
       await page.goto(`http://127.0.0.1:${(app.address() as AddressInfo).port}/`)
       const before = env.callerRequests().length
-      const outcomes = await page.evaluate(async (url: string, key: string) => {
-        const attempt = (init: RequestInit) => fetch(url, init).then((res) => `read ${res.status}`, (err: Error) => err.name)
+      const outcomes = await page.evaluate(async (url: string, origin: string, key: string) => {
+        const attempt = (init: RequestInit, to = url) => fetch(to, init).then((res) => `read ${res.status}`, (err: Error) => err.name)
+        const job = `${origin}/api/v1/jobs/0mx40zbyc0001Nv0ZuPzNajELtOO3`
         return {
           withKey: await attempt({ headers: { 'x-api-key': key } }),
           withBearer: await attempt({ headers: { authorization: `Bearer ${key}` } }),
           withCredentials: await attempt({ headers: { 'x-api-key': key }, credentials: 'include' }),
           refusal: await attempt({}),
+          // Report jobs: asked, their status waited for, their result, their cancel, a refusal.
+          jobAsked: await attempt({ headers: { 'x-api-key': key, prefer: 'respond-async' }, redirect: 'follow' }),
+          jobStatus: await attempt({ headers: { 'x-api-key': key } }, `${job}?wait=5`),
+          jobResult: await attempt({ headers: { 'x-api-key': key } }, `${job}/result`),
+          jobCancel: await attempt({ method: 'DELETE', headers: { 'x-api-key': key } }, job),
+          jobRefusal: await attempt({}, job),
         }
-      }, `${env.url}${REPORT}`, KEYS.all)
-      expect(outcomes).toEqual({ withKey: 'TypeError', withBearer: 'TypeError', withCredentials: 'TypeError', refusal: 'TypeError' })
+      }, `${env.url}${REPORT}`, env.url, KEYS.all)
+      expect(outcomes).toEqual({ withKey: 'TypeError', withBearer: 'TypeError', withCredentials: 'TypeError', refusal: 'TypeError', jobAsked: 'TypeError', jobStatus: 'TypeError', jobResult: 'TypeError', jobCancel: 'TypeError', jobRefusal: 'TypeError' })
       expect(env.callerRequests().slice(before)).toEqual([])
     } finally {
       await browser.close()
@@ -48,5 +56,8 @@ describe('a page of another origin', () => {
     expect(preflight.status).toBe(204)
     expect(preflight.headers.get('allow')).toContain('GET')
     expect([...preflight.headers.keys()].filter((h) => h.startsWith('access-control-'))).toEqual([])
+    const jobPreflight = await fetch(`${env.url}/api/v1/jobs/0mx40zbyc0001Nv0ZuPzNajELtOO3`, { method: 'OPTIONS', headers: { origin: 'http://127.0.0.1:1', 'access-control-request-method': 'DELETE', 'access-control-request-headers': 'x-api-key' } })
+    expect([jobPreflight.status, jobPreflight.headers.get('allow')]).toEqual([204, 'GET, HEAD, DELETE, OPTIONS'])
+    expect([...jobPreflight.headers.keys()].filter((h) => h.startsWith('access-control-'))).toEqual([])
   }, 60_000)
 })

@@ -83,4 +83,42 @@ describe.skipIf(CHROMIUM === null)('a report job in a page of the gateway\'s ori
     expect(result).toMatchObject({ status: 200, usage: expect.stringMatching(/^fill=\d+(\.\d{1,3})?, minute=/), settled: expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/), provisional: 'none', requestId: expect.any(String) })
     expect(result.rows).toBeGreaterThan(0)
   }, 60_000)
+
+  it('reads each refusal of a job call whole (status, code, message, retry-after) and takes a 202 with redirect: \'follow\' as it is: a job running refuses its cancel, a second wait is over the team\'s bound, an unknown id is 404', async () => {
+    sg.sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    const asked = await page.evaluate(async (url: string, key: string) => {
+      const res = await fetch(url, { headers: { 'x-api-key': key, prefer: 'respond-async' }, redirect: 'follow' })
+      return { status: res.status, redirected: res.redirected, url: res.url, location: res.headers.get('location'), body: (await res.json()) as { id: string } }
+    }, `${REPORT_PATH}?advertiserId=101&dateFrom=2024-01-01&dateTo=2024-12-31&byDate=1`, KEYS.all)
+    expect(asked).toMatchObject({ status: 202, redirected: false, location: `/api/v1/jobs/${asked.body.id}` })
+    await waitFor('the job\'s call at the platform', () => sg.callerRequests().some((r) => r.path === REPORT_PATH && r.query.includes('2024-01-01')))
+
+    type Read = { status: number; code: string; message: string; retryAfter: string | null; requestId: string | null }
+    const read = (url: string, init: RequestInit) => page.evaluate(async (u: string, i: RequestInit) => {
+      const res = await fetch(u, i)
+      const body = (await res.json()) as { code: string; message: string }
+      return { status: res.status, code: body.code, message: body.message, retryAfter: res.headers.get('retry-after'), requestId: res.headers.get('x-request-id') }
+    }, url, init) as Promise<Read>
+    const key = { 'x-api-key': KEYS.all }
+    expect(await read(asked.location as string, { method: 'DELETE', headers: key })).toMatchObject({ status: 409, code: 'GW_JOB_RUNNING', message: expect.stringContaining('running'), requestId: expect.any(String) })
+
+    // One wait held (the team's bound is 1): the page's second wait is refused, with when to come back.
+    await page.evaluate((location: string, k: string) => {
+      Object.assign(globalThis, { held: fetch(`${location}?wait=30`, { headers: { 'x-api-key': k } }).then((r) => r.status) })
+    }, asked.location as string, KEYS.all)
+    await waitFor('the page\'s wait held', async () => (await waiting('all')) === 1)
+    expect(await read(`${asked.location as string}?wait=30`, { headers: key })).toMatchObject({ status: 429, code: 'GW_WAITS_FULL', retryAfter: expect.stringMatching(/^\d+$/) })
+    expect(await read('/api/v1/jobs/0mx40zbyc0001Nv0ZuPzNajELtOO3', { headers: key })).toMatchObject({ status: 404, code: 'GW_NOT_FOUND' })
+    expect(await read(`${asked.location as string}/result`, { headers: key })).toMatchObject({ status: 409, code: 'GW_JOB_NOT_DONE' })
+
+    sg.sandbox.releaseHeld()
+    expect(await page.evaluate(() => (globalThis as unknown as { held: Promise<number> }).held)).toBe(200)
+    const result = await page.evaluate(async (url: string, k: string) => {
+      const res = await fetch(url, { headers: { 'x-api-key': k }, redirect: 'follow' })
+      await res.arrayBuffer()
+      return { status: res.status, redirected: res.redirected, usage: res.headers.get('platform-usage') }
+    }, `${asked.location as string}/result`, KEYS.all)
+    expect(result).toMatchObject({ status: 200, redirected: false, usage: expect.stringMatching(/^fill=/) })
+    expect(await read(asked.location as string, { method: 'DELETE', headers: key })).toMatchObject({ status: 409, code: 'GW_JOB_RUNNING', message: expect.stringContaining('done') })
+  }, 60_000)
 })

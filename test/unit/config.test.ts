@@ -433,6 +433,7 @@ describe('TEAMS_FILE: the teams in a file of their own', () => {
     ['teams: with nothing under it', 'teams:\n', `TEAMS_FILE (${TEAMS_PATH}): holds no teams: mapping; write teams: {} for no team`],
     ['another setting', `${TEAMS}cache:\n  ttl: { recent: 1m }\n`, `TEAMS_FILE (${TEAMS_PATH}): cache: not a teams setting; only teams: belongs in TEAMS_FILE (set cache in CONFIG_FILE)`],
     ['a list', '- growth\n', `TEAMS_FILE (${TEAMS_PATH}): must be a YAML mapping`],
+    ['its teams without the teams: line above them (a first file written by hand)', 'growth:\n  keys: []\n  advertisers: [101]\n', `TEAMS_FILE (${TEAMS_PATH}): growth: a team (keys, advertisers) outside teams:; write a teams: line first and indent growth: under it`],
   ])('refuses a TEAMS_FILE with %s', (_what, text, message) => {
     const files = withTeams(PLATFORM, text)
     expect(problem(files.env, undefined, files.files).problems).toEqual([message])
@@ -569,6 +570,14 @@ describe('invalid configuration names the key', () => {
     expect(err.message).toMatch(/^invalid configuration:( \S|\n {2}- )/)
     expect(err.message).toMatch(expected)
     expect(err.problems.length).toBeGreaterThan(0)
+  })
+
+  it('says where a file is not valid YAML and why, in one line ending with the reason, never its text (a teams file may hold a webhook secret)', () => {
+    const platform = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }
+    expect(problem(platform, 'teams:\n  all:\n    keys: [ "whsec_c2VjcmV0"\n    advertisers: [101]\n').problems).toEqual([
+      'CONFIG_FILE (/virtual/config.yaml): not valid YAML at line 4, column 5: Flow sequence in block collection must be sufficiently indented and end with a ]',
+    ])
+    expect(problem(platform, 'teams:\n  all:\n\tkeys: []\n').problems).toEqual(['CONFIG_FILE (/virtual/config.yaml): not valid YAML at line 3, column 1: Tabs are not allowed as indentation'])
   })
 
   it('never repeats the password of a platform URL that holds one (it would be shown by GET /admin/config)', () => {

@@ -87,10 +87,12 @@ describe('FailureLog', () => {
 describe('a handled failure\'s line', () => {
   const driver = Object.assign(new Error("Stream isn't writeable and enableOfflineQueue options is false"), { code: 'ERR_OFFLINE' })
 
-  it('carries the error\'s message, its own code where it is not the line\'s, and its cause\'s message; no stack', () => {
-    expect(failureFields('GW_JOBS_UNAVAILABLE', driver)).toEqual({ reason: driver.message, errorCode: 'ERR_OFFLINE' })
+  it('carries the error\'s message, its own code where it is not the line\'s, and its cause\'s message, a Redis command\'s failure in the gateway\'s words; no stack', () => {
+    const closed = Object.assign(new Error('Connection is closed.'), { code: 'ERR_CLOSED' })
+    expect(failureFields('GW_JOBS_UNAVAILABLE', closed)).toEqual({ reason: 'Connection is closed.', errorCode: 'ERR_CLOSED' })
+    expect(failureFields('GW_JOBS_UNAVAILABLE', driver)).toEqual({ reason: 'not connected to Redis (reconnecting)', errorCode: 'ERR_OFFLINE' })
     const answered = Object.assign(new Error('report jobs are kept in Redis', { cause: driver }), { code: 'GW_JOBS_UNAVAILABLE' })
-    expect(failureFields('GW_JOBS_UNAVAILABLE', answered)).toEqual({ reason: 'report jobs are kept in Redis', cause: driver.message })
+    expect(failureFields('GW_JOBS_UNAVAILABLE', answered)).toEqual({ reason: 'report jobs are kept in Redis', cause: 'not connected to Redis (reconnecting)' })
     expect(failureFields('OTEL_EXPORT', 'not an error')).toEqual({})
   })
 
@@ -99,7 +101,7 @@ describe('a handled failure\'s line', () => {
     const log = { warn: (fields: Record<string, unknown>, msg: string) => void lines.push([fields, msg]) } as never
     const failures = new FailureLog({ log, clock: fakeClock(0) })
     for (let i = 0; i < 3; i++) failures.warn('GW_JOBS_UNAVAILABLE', { log, msg: 'looking for report jobs to run failed', err: driver, fields: { job: 'j1' } }, 'runner')
-    expect(lines).toEqual([[{ code: 'GW_JOBS_UNAVAILABLE', job: 'j1', reason: driver.message, errorCode: 'ERR_OFFLINE' }, 'looking for report jobs to run failed']])
+    expect(lines).toEqual([[{ code: 'GW_JOBS_UNAVAILABLE', job: 'j1', reason: 'not connected to Redis (reconnecting)', errorCode: 'ERR_OFFLINE' }, 'looking for report jobs to run failed']])
   })
 })
 

@@ -324,6 +324,16 @@ describe('rendered with other choices', () => {
     expect(gateway(install({ values: { image: { tag: '0.2.0' } } })).image).toBe(`${IMAGE}:0.2.0`)
   })
 
+  it('takes an all-digit image.tag as helm reads it, a number (--set image.tag=20261201, or unquoted in a values file), and renders it as written, quoted', () => {
+    const chart = install({ values: { image: { tag: 20261201 }, cacheWarm: { enabled: true, advertisers: [101], apiKeySecret: { name: 'warm-key' } } } })
+    expect(gateway(chart).image).toBe(`${IMAGE}:20261201`)
+    const lines = Object.values(chart.files).flatMap((text) => text.split('\n')).filter((line) => /^\s*image:/.test(line))
+    expect(lines.map((line) => line.trim())).toEqual(Array(lines.length).fill(`image: "${IMAGE}:20261201"`))
+    expect(lines.length).toBeGreaterThanOrEqual(3)
+    // A tag YAML reads as a fraction (1.10 is the number 1.1) cannot be written back as given: refused, naming the value.
+    expect(() => install({ values: { image: { tag: 1.1 } } })).toThrow(/\/image\/tag/)
+  })
+
   it('names resources after the release, without repeating the chart name, within 63 characters', () => {
     expect(one(install({ releaseName: 'report-gateway' }), 'Deployment').metadata.name).toBe('report-gateway')
     expect(one(install({ values: { fullnameOverride: 'rgw' } }), 'Deployment').metadata.name).toBe('rgw')
@@ -566,6 +576,14 @@ describe('values an operator sets that the cluster would take and the pods could
     }
     // A variable the chart leaves unset may come from extraEnv.
     expect(envOf(install({ values: { extraEnv: [{ name: 'PLATFORM_TOKEN_URL', value: '/auth/token' }, { name: 'CREDENTIAL_EU_TOKEN_FILE', value: '/var/run/secrets/report-gateway/eu-token' }] } })).get('PLATFORM_TOKEN_URL')?.value).toBe('/auth/token')
+  })
+
+  it('refuses an extraEnv value that is not a string (--set extraEnv[0].value=8 reads a number) at the schema, naming it: Kubernetes would refuse the Deployment at apply, far from the value', () => {
+    for (const value of [8, 0.5, true]) expect(() => install({ values: { extraEnv: [{ name: 'UV_THREADPOOL_SIZE', value }] } }), String(value)).toThrow(/\/extraEnv\/0\/value/)
+    expect(envOf(install({ values: { extraEnv: [{ name: 'UV_THREADPOOL_SIZE', value: '8' }] } })).get('UV_THREADPOOL_SIZE')).toEqual({ name: 'UV_THREADPOOL_SIZE', value: '8' })
+    // A value from elsewhere (valueFrom) is still taken.
+    const fromSecret = { name: 'EXTRA_TOKEN', valueFrom: { secretKeyRef: { name: 'extra', key: 'token' } } }
+    expect(envOf(install({ values: { extraEnv: [fromSecret] } })).get('EXTRA_TOKEN')).toEqual(fromSecret)
   })
 
   it('refuses the same port for both listeners', () => {

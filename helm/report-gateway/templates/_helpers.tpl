@@ -64,14 +64,20 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{/*
 Image reference: repository@digest, else repository:tag (tag defaults to appVersion).
 The chart names no registry of its own: a placeholder default would deploy as it is
-and fail at the image pull, far from the value to set.
+and fail at the image pull, far from the value to set. An all-digit tag reaches here
+as a number (int64 from --set, float64 from a values file, which %v would print as
+2.0261201e+07): written back with %d, as given.
 */}}
 {{- define "report-gateway.image" -}}
 {{- $repository := required "image.repository is required: the gateway's image in your registry, built from the repository's Dockerfile (--set image.repository=<registry>/report-gateway)" .Values.image.repository }}
 {{- if .Values.image.digest }}
 {{- printf "%s@%s" $repository .Values.image.digest }}
 {{- else }}
-{{- printf "%s:%s" $repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- $tag := .Values.image.tag | default .Chart.AppVersion }}
+{{- if not (kindIs "string" $tag) }}
+{{- $tag = printf "%d" (int $tag) }}
+{{- end }}
+{{- printf "%s:%s" $repository $tag }}
 {{- end }}
 {{- end }}
 
