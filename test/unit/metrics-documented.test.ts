@@ -24,13 +24,25 @@ function served(): Map<string, string> {
   return names
 }
 
-/** The guide's Metrics section: each `gateway_name{labels}` it writes, a name alone meaning no labels. */
+/**
+ * The guide's Metrics section: each series it names, with the labels it writes for it
+ * (`gateway_name{labels}`; every spelling with labels must agree). A name written without
+ * labels is a series without any, unless the section writes its labels elsewhere (a
+ * paragraph naming it again).
+ */
 function documented(): Map<string, string> {
   const guide = read('docs/operations/monitoring.md')
   const section = guide.slice(guide.indexOf('## Metrics'), guide.indexOf('\n## ', guide.indexOf('## Metrics') + 1))
-  const names = new Map<string, string>()
+  const spellings = new Map<string, Set<string>>()
   for (const [, name, labels] of section.matchAll(/`(gateway_[a-z0-9_]+)(?:\{([^}]*)\})?`/g)) {
-    names.set(name!, (labels ?? '').split(',').map((l) => l.trim()).filter(Boolean).sort().join(','))
+    const set = spellings.get(name!) ?? new Set<string>()
+    set.add(labels === undefined ? '' : `{${labels.split(',').map((l) => l.trim()).filter(Boolean).sort().join(',')}}`)
+    spellings.set(name!, set)
+  }
+  const names = new Map<string, string>()
+  for (const [name, set] of spellings) {
+    const labelled = [...set].filter((s) => s !== '')
+    names.set(name, labelled.length === 0 ? '' : labelled.length === 1 ? labelled[0]!.slice(1, -1) : `labels written ${labelled.join(' and ')}`)
   }
   return names
 }
