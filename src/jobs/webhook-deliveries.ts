@@ -224,10 +224,15 @@ export class WebhookDeliveries {
       this.#connections.drop(url, dispatcher)
       const e = err as Error
       if (e.cause instanceof PlatformAddressError) return refused(e.cause.message)
+      // close() ends the connections, an attempt under way with them: the receiver was reached, this replica went.
+      if (this.#loop.stopped) return { ok: false, status: null, error: STOPPED_MID_ATTEMPT, retry: true, made: true }
       return { ok: false, status: null, error: e.name === 'TimeoutError' ? `no answer within ${settings.timeoutMs}ms` : `the receiver could not be reached (${connectionFailure(e.cause)})`, retry: true, made: true }
     }
   }
 }
+
+/** What an attempt its replica's stop cut off is recorded with (GET /admin/jobs `lastError`, `history[].error`). */
+const STOPPED_MID_ATTEMPT = 'the attempt was cut off: this replica was stopping'
 
 /** `promise`, or the signal's reason once it aborts first. */
 function until<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {

@@ -1,12 +1,11 @@
 import { randomBytes } from 'node:crypto'
-import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { KEYS, REPORT_PATH, TEAMS_YAML } from '../helpers/build-gateway.js'
 import { useCleanups, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { testTimeLeft, waitFor } from '../helpers/wait.js'
+import { useReceivers, type Hit } from '../helpers/webhook-receiver.js'
 
 // The replica that ended a report job is killed (SIGKILL) while the job's webhook delivery
 // waits for a retry (the receiver answered 503), or with an attempt at the receiver it never
@@ -23,77 +22,6 @@ const YEAR = 'advertiserId=101&byDate=1&dateFrom=2025-01-01&dateTo=2025-12-31'
 
 const redisCheck = redisAvailability('the webhook delivery takeover test')
 
-interface Hit {
-  id: string
-  at: number
-  status: number
-}
-
-interface Receiver {
-  url: string
-  /** The attempts answered to a caller still there, in order. */
-  hits: Hit[]
-  /** The most attempts it held at once. */
-  most: () => number
-  /** Attempts arrived and not yet answered or gone. */
-  inFlight: () => number
-  /** From now on each attempt is held, unanswered, until `answer` is called. */
-  hold: () => void
-  /** Answers the held attempts and every later one `status`. */
-  answer: (status: number) => void
-}
-
-/**
- * A receiver on 127.0.0.1 answering each POST after `holdMs`, 503 until told otherwise.
- * An attempt whose caller went away (its socket ended or closed: the process was killed)
- * is no hit: that caller never heard an answer, so no replica records it.
- */
-async function receiver(holdMs: number): Promise<Receiver> {
-  const hits: Hit[] = []
-  const held = new Set<() => void>()
-  let status: number | null = 503
-  let inFlight = 0
-  let most = 0
-  const server = createServer((req, res) => {
-    inFlight += 1
-    most = Math.max(most, inFlight)
-    let over = false
-    const end = (): boolean => {
-      if (over) return false
-      over = true
-      inFlight -= 1
-      return true
-    }
-    res.on('close', () => end())
-    const settle = (): void => {
-      held.delete(settle)
-      const gone = req.socket.destroyed || req.socket.readableEnded
-      if (!end()) return
-      if (gone) return void res.destroy()
-      const answered = status as number
-      hits.push({ id: String(req.headers['webhook-id']), at: Date.now(), status: answered })
-      res.writeHead(answered).end()
-    }
-    req.resume()
-    req.on('end', () => setTimeout(() => (status === null ? held.add(settle) : settle()), holdMs))
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  servers.push(server)
-  return {
-    url: `http://localhost:${(server.address() as AddressInfo).port}/hook`,
-    hits,
-    most: () => most,
-    inFlight: () => inFlight,
-    hold: () => {
-      status = null
-    },
-    answer: (s) => {
-      status = s
-      for (const settle of [...held]) settle()
-    },
-  }
-}
-
 interface Listed {
   id: string
   state: string
@@ -101,18 +29,11 @@ interface Listed {
   history: { replica: string; status: number | null }[]
 }
 
-const servers: Server[] = []
-afterEach(async () => {
-  for (const s of servers.splice(0)) {
-    s.closeAllConnections()
-    await new Promise((resolve) => s.close(resolve))
-  }
-})
-
 describe.skipIf(!redisCheck.available)('a replica with a webhook delivery waiting for a retry is killed (gateway processes, one Redis)', () => {
   const sandbox = useSandbox()
   const { server: redis } = useRedis()
   const cleanups = useCleanups()
+  const receiver = useReceivers()
 
   it('the other replica delivers it, same webhook-id, once the receiver answers 2xx; never two attempts at once', async () => {
     const r = await receiver(100)

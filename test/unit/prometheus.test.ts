@@ -14,39 +14,11 @@ import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
-import { mergeValues, renderChart, type Manifest, type Values } from '../helpers/render-chart.js'
+import { CHART, RUNBOOK, ruleGroups, type Group } from '../helpers/prometheus-rules.js'
 import { needTool, TOOLS } from '../helpers/missing-tools.js'
 import { createMetrics } from '../../src/observe/metrics.js'
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-const CHART = join(ROOT, 'helm/report-gateway')
-
-interface AlertRule {
-  alert: string
-  expr: string
-  for?: string
-  labels?: Record<string, string>
-  annotations?: Record<string, string>
-}
-interface Group {
-  name: string
-  rules: AlertRule[]
-}
-
-/** Where an installation publishes docs/operations/alerts.md (monitoring.runbookUrl). */
-const RUNBOOK = 'https://git.ads.internal/platform/report-gateway/blob/main/docs/operations/alerts.md'
-
-function ruleGroups(values: Values = {}): Group[] {
-  // With Redis: the Redis alerts are only rendered for a gateway that uses Redis.
-  const base = { image: { repository: 'registry.internal/ads/report-gateway' }, platform: { baseUrl: 'https://dsp-api.example.com' }, redis: { url: 'redis://redis:6379' }, monitoring: { runbookUrl: RUNBOOK, prometheusRule: { enabled: true } } }
-  const chart = renderChart(CHART, { values: mergeValues(base, values) })
-  const rule = chart.manifests.find((m) => m.kind === 'PrometheusRule') as (Manifest & { spec: { groups: Group[] } }) | undefined
-  if (!rule) throw new Error('no PrometheusRule rendered')
-  return rule.spec.groups
-}
 
 // ---------------------------------------------------------------- names against src/observe/metrics.ts
 
