@@ -188,12 +188,12 @@ export function assertAccounts(team: TeamConfig, values: unknown[]): number[] {
 }
 
 /**
- * A report asked through `credential` (a report job's) is the team's to read while the team
- * reads through it still: a reload that moved the team to another credential, whose token
- * reads other accounts, leaves it none of what the old one fetched (403).
+ * A call admitted through `credential` (a read under way, a report job) is the team's while
+ * the team reads through it still: a reload that moved the team to another credential,
+ * whose token reads other accounts, leaves it nothing the old one fetches or fetched (403).
  */
 export function assertReadsThrough(team: TeamConfig, credential: string): void {
-  if (team.credential !== credential) throw new ForbiddenError(`team ${team.name} reads through credential ${team.credential} now; this report was asked through credential ${credential}`)
+  if (team.credential !== credential) throw new ForbiddenError(`team ${team.name} reads through credential ${team.credential} now, not through ${credential}`)
 }
 
 /**

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { hashApiKey } from '../../src/access/api-keys.js'
 import { loadConfig } from '../../src/config.js'
-import { KEYS, listen, REPORT_PATH, TEAMS_YAML, TEST_GATEWAY_SECRET, teamsYamlWith, type TestGateway } from '../helpers/build-gateway.js'
+import { CREDENTIAL_KEYS, credentialTeams, KEYS, listen, REPORT_PATH, TEAMS_YAML, TEST_GATEWAY_SECRET, teamsYamlWith, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { waitFor } from '../helpers/wait.js'
 import { seatsOf } from '../helpers/governors.js'
@@ -115,6 +115,16 @@ describe('a key revoked while its call is under way', () => {
     const held = fetch(`${gw.url}${REPORT_PATH}?advertiserId=102&dateFrom=2026-02-01&dateTo=2026-02-07`, { headers: { 'x-api-key': KEYS.growth } })
     await waitFor('the read at the platform', () => reportCalls() === 1)
     await revoke(KEYS.growth, (yaml) => yaml.replace('advertisers: [101, 102]', 'advertisers: [101]'))
+    sandbox.releaseHeld()
+    await refusedAsRevoked(await held, [403, 'GW_FORBIDDEN'])
+  })
+
+  it('a report read held at the platform when a reload moves its team to another credential is 403, not the report the old credential\'s token read', async () => {
+    const { gw, revoke } = await gatewayWithFile(credentialTeams('partner'), { CREDENTIAL_PARTNER_TOKEN: sandbox.issueToken() })
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    const held = fetch(`${gw.url}${REPORT_PATH}?advertiserId=103&dateFrom=2026-02-01&dateTo=2026-02-07`, { headers: { 'x-api-key': CREDENTIAL_KEYS.partner } })
+    await waitFor('the read at the platform', () => reportCalls() === 1)
+    await revoke(CREDENTIAL_KEYS.partner, (yaml) => yaml.replace('    credential: partner', ''))
     sandbox.releaseHeld()
     await refusedAsRevoked(await held, [403, 'GW_FORBIDDEN'])
   })

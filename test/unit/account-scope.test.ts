@@ -173,6 +173,6 @@ describe('scopeRefusal', () => {
   it('says why not in a read\'s words: an advertiser taken away, the team itself, or the credential it was asked through', () => {
     expect(scopeRefusal(team(new Set([101])), 'growth', 'default', [101, 102])).toBe('team growth may not use advertiser 102')
     expect(scopeRefusal(undefined, 'growth', 'default', [101])).toBe('team growth is no longer configured')
-    expect(scopeRefusal(team(null), 'growth', 'partner', [101])).toBe('team growth reads through credential default now; this report was asked through credential partner')
+    expect(scopeRefusal(team(null), 'growth', 'partner', [101])).toBe('team growth reads through credential default now, not through partner')
   })
 })
