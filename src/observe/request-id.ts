@@ -5,7 +5,7 @@ import { randomBytes, randomUUID } from 'node:crypto'
 // lookups, token probes, report jobs' runs (`job-<job id>`, as the job's log lines name it)
 // and refreshes ahead of a copy's end. A caller's id in one of these spaces is replaced
 // (http/hooks/request-log.ts): a caller could otherwise pass its calls off as the gateway's
-// own, in the platform's logs and in the gateway's (a job's lines found by its id).
+// own, in the platform's logs and in the gateway's lines that name a call's id.
 const OWN_KINDS = ['ownership', 'token-probe', 'job', 'refresh-ahead'] as const
 
 export type OwnRequestKind = (typeof OWN_KINDS)[number]
