@@ -7,7 +7,7 @@ import type { SecretSet } from '../observe/logger.js'
 import type { AdminAuth } from './admin-auth.js'
 import type { TokenProvider } from '../platform/tokens/token-provider.js'
 import type { TokenRegistry } from '../platform/tokens/token-registry.js'
-import { assertAccounts, namedInCall, placementsOf, type NamedInCall, type Placements } from './scope.js'
+import { assertAccounts, assertReadsThrough, namedInCall, placementsOf, type NamedInCall, type Placements } from './scope.js'
 import { assertMayCall, type Identity, type TeamDirectory } from './team-auth.js'
 import type { KnownTarget, KnownUrl, KnownUrls } from './known-urls.js'
 import type { RateDecision, RateLimiter } from './rate-limit.js'
@@ -246,12 +246,14 @@ export class Admission {
 
   /**
    * Whether a caller admitted earlier may still be answered or sent on (team-auth.ts
-   * `current`): 401 once its key no longer runs; with `advertiserIds`, the accounts its
-   * answer holds, 403 once a reload took one out of its team's scope. Asked after every
-   * wait between the admission and the answer, and before a call goes to the platform.
+   * `current`): 401 once its key no longer runs; 403 once a reload moved its team to
+   * another credential than the one it was admitted through; with `advertiserIds`, the
+   * accounts its answer holds, 403 once a reload took one out of its team's scope. Asked
+   * after every wait between the admission and the answer, and before a call goes to the platform.
    */
   stillAdmitted(admitted: Identity, advertiserIds?: readonly number[]): void {
     const { team } = this.#ctx.teams.current(admitted)
+    assertReadsThrough(team, admitted.team.credential)
     if (advertiserIds !== undefined) assertAccounts(team, [...advertiserIds])
   }
 

@@ -188,13 +188,23 @@ export function assertAccounts(team: TeamConfig, values: unknown[]): number[] {
 }
 
 /**
- * Why `team` (as the teams run now; undefined once a reload removed it, `name` naming it)
- * may not read a report of `advertiserIds`, in the words a read of it is refused with; null
- * when it may.
+ * A call admitted through `credential` (a read under way, a report job) is the team's while
+ * the team reads through it still: a reload that moved the team to another credential,
+ * whose token reads other accounts, leaves it nothing the old one fetches or fetched (403).
  */
-export function scopeRefusal(team: TeamConfig | undefined, name: string, advertiserIds: readonly number[]): string | null {
+export function assertReadsThrough(team: TeamConfig, credential: string): void {
+  if (team.credential !== credential) throw new ForbiddenError(`team ${team.name} reads through credential ${team.credential} now, not through ${credential}`)
+}
+
+/**
+ * Why `team` (as the teams run now; undefined once a reload removed it, `name` naming it)
+ * may not read a report of `advertiserIds` asked through `credential`, in the words a read
+ * of it is refused with; null when it may.
+ */
+export function scopeRefusal(team: TeamConfig | undefined, name: string, credential: string, advertiserIds: readonly number[]): string | null {
   if (team === undefined) return `team ${name} is no longer configured`
   try {
+    assertReadsThrough(team, credential)
     assertAccounts(team, [...advertiserIds])
     return null
   } catch (err) {

@@ -76,7 +76,7 @@ export function jobParts(
     onEnded: () => webhooks.poke(),
     ...(announce ? { announce } : {}),
     spentFor: (team, now) => o.platformTime.overBound(team, o.teams.platformSecondsPerDayOf(team), now),
-    refusal: (job) => scopeRefusal(o.teams.teamOf(job.team), job.team, job.report.advertiserIds),
+    refusal: (job) => scopeRefusal(o.teams.teamOf(job.team), job.team, job.credential, job.report.advertiserIds),
     bound: () => room.bound(),
   })
   const jobs = new Jobs({

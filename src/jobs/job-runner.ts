@@ -13,6 +13,7 @@ import type { JobStore } from './job-store.js'
 import { PollLoop } from './poll-loop.js'
 import type { Delivery } from './delivery.js'
 import { boundText, roomGrowsWith, type ResultBound } from '../redis/memory-room.js'
+import { ownRequestId } from '../observe/request-id.js'
 
 /** The jobs' settings (config `jobs`), in milliseconds and bytes. */
 export interface JobSettings {
@@ -214,7 +215,7 @@ export class JobRunner {
       // a copy (however old, to its stale-if-error end) or a fill under way answers it, no call.
       const spentFor = this.#d.spentFor
       const bound = spentFor ? { spentFor: () => spentFor(job.team, clock.now()) } : {}
-      const result = await reads.read(job.report, job.key, this.#d.provider(job.credential), { refresh: false, tally, requestId: `job-${job.id}`, team: job.team, log, priority: job.priority, ...bound })
+      const result = await reads.read(job.report, job.key, this.#d.provider(job.credential), { refresh: false, tally, requestId: ownRequestId('job', job.id), team: job.team, log, priority: job.priority, ...bound })
       switch (result.kind) {
         case 'entry':
           return { kind: 'done', entry: result.entry, tookSeconds: took(result) }

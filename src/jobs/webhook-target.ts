@@ -95,12 +95,14 @@ LINK_LOCAL.addSubnet('64:ff9b::a9fe:0', 112, 'ipv6')
 
 // The metadata and credential services clouds keep outside link-local answer with
 // credentials as well: AWS's instance metadata over IPv6 (fd00:ec2::254) and its EKS Pod
-// Identity agent (fd00:ec2::23), Alibaba Cloud's instance metadata (100.100.100.200), Azure's
-// WireServer (168.63.129.16, the VM agent's endpoint, whose answers carry extensions' settings);
-// each IPv4 one in its ::ffff: and NAT64 spellings too.
+// Identity agent (fd00:ec2::23), Google Cloud's metadata server over IPv6 (fd20:ce::254),
+// Scaleway's instance metadata over IPv6 (fd00:42::42), Alibaba Cloud's instance metadata
+// (100.100.100.200), Azure's WireServer (168.63.129.16, the VM agent's endpoint, whose
+// answers carry extensions' settings), Oracle Cloud Classic's instance metadata
+// (192.0.0.192); each IPv4 one in its ::ffff: and NAT64 spellings too.
 const CLOUD_SERVICES = new BlockList()
-for (const address of ['fd00:ec2::254', 'fd00:ec2::23']) CLOUD_SERVICES.addAddress(address, 'ipv6')
-for (const [address, nat64] of [['100.100.100.200', '64:ff9b::6464:64c8'], ['168.63.129.16', '64:ff9b::a83f:8110']] as const) {
+for (const address of ['fd00:ec2::254', 'fd00:ec2::23', 'fd20:ce::254', 'fd00:42::42']) CLOUD_SERVICES.addAddress(address, 'ipv6')
+for (const [address, nat64] of [['100.100.100.200', '64:ff9b::6464:64c8'], ['168.63.129.16', '64:ff9b::a83f:8110'], ['192.0.0.192', '64:ff9b::c000:c0']] as const) {
   CLOUD_SERVICES.addAddress(address, 'ipv4')
   CLOUD_SERVICES.addAddress(`::ffff:${address}`, 'ipv6')
   CLOUD_SERVICES.addAddress(nat64, 'ipv6')

@@ -1,18 +1,20 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 
 // The gateway's own platform calls carry an x-request-id of their own kind, so that the
-// platform's logs (and the gateway's tests) tell them from callers'. A caller's id in
-// one of these spaces is replaced (http/hooks/request-log.ts): a caller could otherwise pass
-// its calls off as the gateway's own.
-const OWN_KINDS = ['ownership', 'token-probe'] as const
+// platform's logs (and the gateway's tests) tell them from callers': campaign ownership
+// lookups, token probes, report jobs' runs (`job-<job id>`, as the job's log lines name it)
+// and refreshes ahead of a copy's end. A caller's id in one of these spaces is replaced
+// (http/hooks/request-log.ts): a caller could otherwise pass its calls off as the gateway's
+// own, in the platform's logs and in the gateway's lines that name a call's id.
+const OWN_KINDS = ['ownership', 'token-probe', 'job', 'refresh-ahead'] as const
 
 export type OwnRequestKind = (typeof OWN_KINDS)[number]
 
 const OWN_SPACE = new RegExp(`^(?:${OWN_KINDS.join('|')})-`, 'i')
 
-/** A new x-request-id for one of the gateway's own calls. */
-export function ownRequestId(kind: OwnRequestKind): string {
-  return `${kind}-${randomUUID()}`
+/** The x-request-id of one of the gateway's own calls: its kind, then `of` (what it is for), else a new random id. */
+export function ownRequestId(kind: OwnRequestKind, of: string = randomUUID()): string {
+  return `${kind}-${of}`
 }
 
 /** Whether an id lies in the space of the gateway's own calls (case aside). */

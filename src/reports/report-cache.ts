@@ -25,6 +25,7 @@ import type { Trace } from '../observe/tracing.js'
 import { BUDGET_EVERY_MS, budgetAsks, demandOf, expectedAsks, leadLatency, learnLatency, ownAsks, priorOf, refreshAheadStart, refreshLead, rescheduledStart, type AskCount, type ClassLatency, type Demand } from './refresh-ahead.js'
 import { workClass } from './work-class.js'
 import { CallTurns } from './call-turns.js'
+import { ownRequestId } from '../observe/request-id.js'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'REFRESH' | 'BYPASS'
 
@@ -517,7 +518,7 @@ export class ReportCache {
     outcomes.inc({ outcome: 'started' })
     const tally = teamTally(watch.team)
     const ahead = { newerThan: watch.fetchedAt, urgency: () => this.#urgency(watch) }
-    this.#fill(key, watch.report, watch.provider, { requestId: `refresh-ahead-${watch.fetchedAt}`, team: watch.team, tally, priority: 'ahead', ahead }, 0).then(
+    this.#fill(key, watch.report, watch.provider, { requestId: ownRequestId('refresh-ahead', String(watch.fetchedAt)), team: watch.team, tally, priority: 'ahead', ahead }, 0).then(
       (result) => {
         if (result.kind === 'entry') outcomes.inc({ outcome: result.fromPeer ? 'skipped' : 'completed' })
         else if (result.kind === 'failed' && result.error.cause instanceof NoIdleSeatError) {

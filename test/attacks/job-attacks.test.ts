@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/config.js'
-import { KEYS, listen, REPORT_PATH, TEAMS_YAML, teamsYamlWith } from '../helpers/build-gateway.js'
+import { CREDENTIAL_KEYS, credentialTeams, KEYS, listen, REPORT_PATH, TEAMS_YAML, teamsYamlWith, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { startRedis, type RedisServer } from '../helpers/start-redis.js'
 import { rawHttp, rawRequest, startSandboxGateway, type SandboxGateway } from '../helpers/sandbox-gateway.js'
@@ -300,6 +300,64 @@ describe('a job\'s result after its team lost the advertiser', () => {
     await waitFor('both jobs ended', async () => (await status(running)).state === 'done' && ['done', 'failed'].includes((await status(queued)).state), testTimeLeft(), 20)
     expect(await status(queued)).toMatchObject({ state: 'failed', error: { code: 'GW_FORBIDDEN', statusCode: 403 } })
     expect(sandbox.requests.filter((r) => r.path === REPORT_PATH && r.query.includes('advertiserId=102'))).toEqual([])
+  })
+})
+
+describe('a job of a team a reload moved to another credential', () => {
+  const sandbox = useSandbox()
+  const gateways = useGateways()
+  const partnerYaml = credentialTeams('partner')
+  // The same team, moved from credential partner to the default one.
+  const movedYaml = partnerYaml.replace('    credential: partner', '')
+
+  async function partnerGateway(yaml: string): Promise<{ gw: TestGateway; file: string }> {
+    const file = join(mkdtempSync(join(tmpdir(), 'job-credential-')), 'config.yaml')
+    writeFileSync(file, yaml)
+    const env = { CONFIG_FILE: file, PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), CREDENTIAL_PARTNER_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }
+    return { gw: await listen(await gateways.build(loadConfig({ env }), { configSource: { env } })), file }
+  }
+  async function moveTeam(gw: TestGateway, file: string, yaml: string): Promise<void> {
+    writeFileSync(file, yaml)
+    const reload = await gw.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(reload.statusCode).toBe(200)
+  }
+  const key = { 'x-api-key': CREDENTIAL_KEYS.partner }
+  const status = async (gw: TestGateway, id: string) => (await (await fetch(`${gw.url}/api/v1/jobs/${id}`, { headers: key })).json()) as { state: string; error: { code: string; statusCode: number } | null }
+
+  it('its result, read through the credential it no longer has, is 403 GW_FORBIDDEN', async () => {
+    const { gw, file } = await partnerGateway(partnerYaml)
+    const asked = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=103&dateFrom=2025-08-01&dateTo=2025-08-28`, { headers: { ...key, ...ASYNC } })
+    expect(asked.status).toBe(202)
+    const { id } = (await asked.json()) as { id: string }
+    await waitFor('the job done', async () => (await status(gw, id)).state === 'done', testTimeLeft(), 20)
+
+    await moveTeam(gw, file, movedYaml)
+    const result = await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: key })
+    const body = await result.text()
+    expect(result.status).toBe(403)
+    expect(JSON.parse(body)).toMatchObject({ code: 'GW_FORBIDDEN' })
+    expect(body).not.toContain('"data"')
+  })
+
+  it('still queued when the reload came, it makes no platform call through the old credential: it ends failed, 403 GW_FORBIDDEN', async () => {
+    const { gw, file } = await partnerGateway(partnerYaml.replace('credentials:', 'jobs: { perReplica: 1 }\ncredentials:'))
+    const ask = async (query: string): Promise<string> => {
+      const asked = await fetch(`${gw.url}${REPORT_PATH}?${query}`, { headers: { ...key, ...ASYNC } })
+      expect(asked.status).toBe(202)
+      return ((await asked.json()) as { id: string }).id
+    }
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    // The one slot holds the first job at the platform; the second waits in the queue.
+    const running = await ask('advertiserId=101&dateFrom=2025-07-01&dateTo=2025-07-28')
+    await waitFor('the first job at the platform', () => sandbox.requests.some((r) => r.path === REPORT_PATH), testTimeLeft(), 20)
+    const queued = await ask('advertiserId=103&dateFrom=2025-07-01&dateTo=2025-07-28')
+    expect((await status(gw, queued)).state).toBe('queued')
+
+    await moveTeam(gw, file, movedYaml.replace('credentials:', 'jobs: { perReplica: 1 }\ncredentials:'))
+    sandbox.releaseHeld()
+    await waitFor('both jobs ended', async () => ['done', 'failed'].includes((await status(gw, running)).state) && ['done', 'failed'].includes((await status(gw, queued)).state), testTimeLeft(), 20)
+    expect(await status(gw, queued)).toMatchObject({ state: 'failed', error: { code: 'GW_FORBIDDEN', statusCode: 403 } })
+    expect(sandbox.requests.filter((r) => r.path === REPORT_PATH && r.query.includes('advertiserId=103'))).toEqual([])
   })
 })
 

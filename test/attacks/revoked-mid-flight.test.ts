@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { hashApiKey } from '../../src/access/api-keys.js'
 import { loadConfig } from '../../src/config.js'
-import { KEYS, listen, REPORT_PATH, TEAMS_YAML, TEST_GATEWAY_SECRET, teamsYamlWith, type TestGateway } from '../helpers/build-gateway.js'
+import { CREDENTIAL_KEYS, credentialTeams, KEYS, listen, REPORT_PATH, TEAMS_YAML, TEST_GATEWAY_SECRET, teamsYamlWith, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { waitFor } from '../helpers/wait.js'
 import { seatsOf } from '../helpers/governors.js'
@@ -109,15 +109,23 @@ describe('a key revoked while its call is under way', () => {
     expect(await res.text()).toBe(await fresh.text())
   })
 
-  it('a report read held at the platform when a reload takes its advertiser out of the team\'s scope is 403, not the report', async () => {
-    const { gw, revoke } = await gatewayWithFile(TEAMS_YAML)
-    sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
-    const held = fetch(`${gw.url}${REPORT_PATH}?advertiserId=102&dateFrom=2026-02-01&dateTo=2026-02-07`, { headers: { 'x-api-key': KEYS.growth } })
-    await waitFor('the read at the platform', () => reportCalls() === 1)
-    await revoke(KEYS.growth, (yaml) => yaml.replace('advertisers: [101, 102]', 'advertisers: [101]'))
-    sandbox.releaseHeld()
-    await refusedAsRevoked(await held, [403, 'GW_FORBIDDEN'])
-  })
+  // A reload that leaves the key running but changes what its team reads: an advertiser
+  // taken out of its scope, or the team moved to another credential (whose token reads
+  // other accounts than the one that fetched the report).
+  for (const { change, yaml, env, key, advertiser, reload } of [
+    { change: 'takes its advertiser out of the team\'s scope', yaml: TEAMS_YAML, env: () => ({}), key: KEYS.growth, advertiser: 102, reload: (teams: string) => teams.replace('advertisers: [101, 102]', 'advertisers: [101]') },
+    { change: 'moves its team to another credential', yaml: credentialTeams('partner'), env: () => ({ CREDENTIAL_PARTNER_TOKEN: sandbox.issueToken() }), key: CREDENTIAL_KEYS.partner, advertiser: 103, reload: (teams: string) => teams.replace('    credential: partner', '') },
+  ]) {
+    it(`a report read held at the platform when a reload ${change} is 403, not the report`, async () => {
+      const { gw, revoke } = await gatewayWithFile(yaml, env())
+      sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+      const held = fetch(`${gw.url}${REPORT_PATH}?advertiserId=${advertiser}&dateFrom=2026-02-01&dateTo=2026-02-07`, { headers: { 'x-api-key': key } })
+      await waitFor('the read at the platform', () => reportCalls() === 1)
+      await revoke(key, reload)
+      sandbox.releaseHeld()
+      await refusedAsRevoked(await held, [403, 'GW_FORBIDDEN'])
+    })
+  }
 
   it('a read of a URL seen before, joining a fill under way before the router, is answered 401 too', async () => {
     const { gw, revoke } = await gatewayWithFile(TEAMS_YAML)

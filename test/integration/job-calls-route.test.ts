@@ -32,7 +32,7 @@ describe('job calls under their own route label', () => {
     expect(asked.status).toBe(202)
     const job = asked.headers.get('location')!
     await waitFor('the job running', async () => ((await (await fetch(`${env.url}${job}`, { headers })).json()) as { state: string }).state === 'running', testTimeLeft(), 20)
-    const waited = await fetch(`${env.url}${job}?wait=1`, { headers: { ...headers, 'x-request-id': 'job-status-waited' } })
+    const waited = await fetch(`${env.url}${job}?wait=1`, { headers: { ...headers, 'x-request-id': 'status-waited' } })
     expect(waited.status).toBe(200)
     expect((await fetch(`${env.url}${job}/result`, { headers })).status).toBe(409)
     expect((await fetch(`${env.url}${job}`, { method: 'DELETE', headers })).status).toBe(409)
@@ -42,7 +42,7 @@ describe('job calls under their own route label', () => {
     )
     expect(await routeLines('gateway_request_duration_seconds_count', 'jobs')).toEqual([expect.stringMatching(/ [1-9]\d*$/)])
     expect(await routeLines('gateway_requests_total', 'proxy')).toEqual(proxyBefore)
-    const line = env.gw.logs.records().find((r) => r.msg === 'request' && r.reqId === 'job-status-waited')
+    const line = env.gw.logs.records().find((r) => r.msg === 'request' && r.reqId === 'status-waited')
     expect(line).toMatchObject({ route: 'jobs', status: 200, path: job })
   })
 })

@@ -361,8 +361,8 @@ describe('token injection', () => {
     expect(sandbox.requests.map((r) => r.headers['x-request-id'])).toEqual([made.headers['x-request-id'], replaced.headers['x-request-id']])
   })
 
-  it('never lets a caller write into the id space of the gateway\'s own calls (ownership-, token-probe-)', async () => {
-    const spoofs = ['ownership-1', 'token-probe-2', 'OWNERSHIP-3', 'Token-Probe-4']
+  it('never lets a caller write into the id space of the gateway\'s own calls (ownership-, token-probe-, job-, refresh-ahead-)', async () => {
+    const spoofs = ['ownership-1', 'token-probe-2', 'OWNERSHIP-3', 'Token-Probe-4', 'job-00abc123000145XyZ', 'Job-5', 'refresh-ahead-1764500000000', 'REFRESH-AHEAD-6']
     const answers = []
     for (const id of spoofs) answers.push(await call('POST', '/api/v1/campaign/get', { headers: { 'x-request-id': id }, json: {} }))
     for (const res of answers) expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/)

@@ -166,12 +166,13 @@ describe('scopeRefusal', () => {
   const team = (advertisers: Set<number> | null): TeamConfig => ({ name: 'growth', keys: [], advertisers, write: false, refresh: false, credential: 'default', rateLimit: null, weight: 1, maxConcurrent: null, queue: null, platformSecondsPerDay: null, webhook: null })
 
   it('lets a team read a report of its advertisers, or any with every advertiser', () => {
-    expect(scopeRefusal(team(new Set([101, 102])), 'growth', [101, 102])).toBeNull()
-    expect(scopeRefusal(team(null), 'growth', [103])).toBeNull()
+    expect(scopeRefusal(team(new Set([101, 102])), 'growth', 'default', [101, 102])).toBeNull()
+    expect(scopeRefusal(team(null), 'growth', 'default', [103])).toBeNull()
   })
 
-  it('says why not in a read\'s words: an advertiser taken away, or the team itself', () => {
-    expect(scopeRefusal(team(new Set([101])), 'growth', [101, 102])).toBe('team growth may not use advertiser 102')
-    expect(scopeRefusal(undefined, 'growth', [101])).toBe('team growth is no longer configured')
+  it('says why not in a read\'s words: an advertiser taken away, the team itself, or the credential it was asked through', () => {
+    expect(scopeRefusal(team(new Set([101])), 'growth', 'default', [101, 102])).toBe('team growth may not use advertiser 102')
+    expect(scopeRefusal(undefined, 'growth', 'default', [101])).toBe('team growth is no longer configured')
+    expect(scopeRefusal(team(null), 'growth', 'partner', [101])).toBe('team growth reads through credential default now, not through partner')
   })
 })

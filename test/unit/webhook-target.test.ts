@@ -88,6 +88,14 @@ describe('webhook targets', () => {
       // Azure's WireServer (the VM agent's endpoint, whose answers carry extensions' settings).
       ['http://168.63.129.16/machine?comp=goalstate', '168.63.129.16', cloudService],
       ['https://hooks.example.org/hook', '::ffff:168.63.129.16', cloudService],
+      // Google Cloud's metadata server over IPv6, Scaleway's instance metadata over IPv6,
+      // Oracle Cloud Classic's instance metadata (outside link-local, each).
+      ['http://[fd20:ce::254]/computeMetadata/v1/', 'fd20:ce::254', cloudService],
+      ['https://hooks.example.org/hook', 'fd20:ce::254', cloudService],
+      ['https://hooks.example.org/hook', 'fd00:42::42', cloudService],
+      ['http://192.0.0.192/latest/', '192.0.0.192', cloudService],
+      ['https://hooks.example.org/hook', '::ffff:192.0.0.192', cloudService],
+      ['https://hooks.example.org/hook', '64:ff9b::c000:c0', cloudService],
       // The same services through a NAT64 gateway's well-known prefix (RFC 6052), as a DNS64 resolver answers.
       ['https://hooks.example.org/hook', '64:ff9b::a9fe:a9fe', linkLocal],
       ['https://[64:ff9b::169.254.169.254]/hook', '64:ff9b::169.254.169.254', linkLocal],
@@ -96,6 +104,6 @@ describe('webhook targets', () => {
     ] as const) {
       expect(socketRefusal(new URL(url), address, isPlatform), `${url} at ${address}`).toMatch(refusal)
     }
-    for (const address of ['10.0.0.9', 'fd00:ec2::1', 'fd00::254', '100.100.100.201', '100.64.0.1', '64:ff9b::a00:9', '64:ff9b::6464:64c9']) expect(socketRefusal(new URL('https://hooks.example.org/hook'), address, isPlatform), address).toBeNull()
+    for (const address of ['10.0.0.9', 'fd00:ec2::1', 'fd00::254', '100.100.100.201', '100.64.0.1', '64:ff9b::a00:9', '64:ff9b::6464:64c9', 'fd20:ce::253', 'fd00:42::41', '192.0.0.193']) expect(socketRefusal(new URL('https://hooks.example.org/hook'), address, isPlatform), address).toBeNull()
   })
 })

@@ -1748,7 +1748,7 @@ export interface components {
     parameters: never;
     requestBodies: never;
     headers: {
-        /** @description The caller's `x-request-id` when it is a plain token outside the gateway's own prefixes (`ownership-`, `token-probe-`) not shaped like a team key (`rgw_…`) and holding no secret of the gateway's (such a request is refused 400), else a new one; also sent to the platform. On every answer. */
+        /** @description The caller's `x-request-id` when it is a plain token outside the gateway's own prefixes (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`) not shaped like a team key (`rgw_…`) and holding no secret of the gateway's (such a request is refused 400), else a new one; also sent to the platform. On every answer. */
         "x-request-id": string;
         /** @description `nosniff`: a browser reads the answer as its `content-type` says, never as a page. On every answer. */
         "x-content-type-options": "nosniff";
@@ -2459,7 +2459,7 @@ export interface operations {
                 "if-none-match"?: string;
                 /** @description Not compared (answers carry no `last-modified`): a read that carries it is answered `200` from the gateway's copy, whatever its `cache-control` says. */
                 "if-modified-since"?: string;
-                /** @description Passed on to the platform and returned; one is made when absent, malformed, or starting with a prefix of the gateway's own calls (`ownership-`, `token-probe-`). */
+                /** @description Passed on to the platform and returned; one is made when absent, malformed, or starting with a prefix of the gateway's own calls (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`). */
                 "x-request-id"?: string;
             };
             path: {
@@ -2600,7 +2600,7 @@ export interface operations {
                 "if-none-match"?: string;
                 /** @description Not compared (answers carry no `last-modified`): a read that carries it is answered `200` from the gateway's copy, whatever its `cache-control` says. */
                 "if-modified-since"?: string;
-                /** @description Passed on to the platform and returned; one is made when absent, malformed, or starting with a prefix of the gateway's own calls (`ownership-`, `token-probe-`). */
+                /** @description Passed on to the platform and returned; one is made when absent, malformed, or starting with a prefix of the gateway's own calls (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`). */
                 "x-request-id"?: string;
             };
             path: {
@@ -2811,7 +2811,7 @@ export interface operations {
                 "if-none-match"?: string;
                 /** @description Not compared (answers carry no `last-modified`): a read that carries it is answered `200` from the gateway's copy, whatever its `cache-control` says. */
                 "if-modified-since"?: string;
-                /** @description Passed on to the platform and returned; one is made when absent, malformed, or starting with a prefix of the gateway's own calls (`ownership-`, `token-probe-`). */
+                /** @description Passed on to the platform and returned; one is made when absent, malformed, or starting with a prefix of the gateway's own calls (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`). */
                 "x-request-id"?: string;
             };
             path: {

@@ -67,7 +67,7 @@ const REPORT_HEADERS = {
     },
     'x-request-id': {
       type: 'string',
-      description: 'Passed on to the platform and returned; one is made when absent, malformed, or starting with a prefix of the gateway\'s own calls (`ownership-`, `token-probe-`).',
+      description: 'Passed on to the platform and returned; one is made when absent, malformed, or starting with a prefix of the gateway\'s own calls (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`).',
     },
   },
 } as const

@@ -13,6 +13,7 @@ import type { Pair } from '../../access/request-target.js'
 import { notTaken } from '../hooks/validation-message.js'
 import { hangUpSignal } from '../../platform/client/caller-group.js'
 import { carries } from '../connection-teams.js'
+import { assertReadsThrough } from '../../access/scope.js'
 
 /** What the job routes read: the jobs, the admission of callers, the clock, what a report answer says of its cost and finality. */
 export interface JobRouteParts {
@@ -78,8 +79,9 @@ export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock, 
     takenParams(caller.target.params, [])
     const got = await jobs.result(own(request), caller.team.name)
     const { job } = got
-    // The key and the team's scope as they are now, as a read of the report is checked: a reload may have taken its advertiser away.
+    // The key and the team's scope as they are now, as a read of the report is checked: a reload may have taken its advertiser away, or moved the team to another credential.
     admission.stillAdmitted(caller, job.report.advertiserIds)
+    assertReadsThrough(caller.team, job.credential)
     const now = clock.now()
     // Its fill is the job's own call: what that took, as the answer to the read it stands for
     // would have said; its finality, that of its figures' fetch, as its status says it.
