@@ -15,23 +15,18 @@
 // `node bench/profile-summary.mjs` restricted to them.
 
 import { randomBytes } from 'node:crypto'
-import { copyFileSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { REPORT_PATH, startMainGateway, startSandbox } from './lib/fixture.mjs'
 import { http } from './lib/http.mjs'
 import { rawStampede } from './lib/load.mjs'
-import { loadAverage } from './lib/machine.mjs'
+import { buildsOption, loadAverage, threadRunNs } from './lib/machine.mjs'
 import { LOAD_CORE, cleanup, launch, log, pin, setUpPinning, stopProcess, tmp } from './lib/processes.mjs'
 import { median } from './lib/stats.mjs'
 
 const option = (name, fallback) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback
-const builds = option('builds', 'this=.')
-  .split(',')
-  .map((pair) => {
-    const [name, dir] = pair.split('=')
-    return { name, root: resolve(dir) }
-  })
+const builds = buildsOption()
 const ROUNDS = Number(option('rounds', '20'))
 const CALLERS = Number(option('callers', '200'))
 const WARM = Number(option('warm', '5'))
@@ -40,14 +35,7 @@ const PLATFORM_TOKEN = 'bench-standin-token'
 
 /** Nanoseconds every thread of `pid` has run, and its utime+stime in ticks. */
 function cpuOf(pid) {
-  let ns = 0
-  for (const task of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0])
-    } catch {
-      // a thread that ended between the listing and the read
-    }
-  }
+  const ns = threadRunNs(pid)
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
   return { ns, ticks: Number(f[11]) + Number(f[12]) }
