@@ -4,7 +4,7 @@
 //
 // The same script is the tiny upstream of the nginx scenarios ("origin"): there it
 // waits BENCH_LATENCY_MS before answering (the platform's latency) and counts the
-// calls it got (GET /__count, DELETE /__count), so nginx caches exactly the bytes the
+// calls it got and when it read the last (GET /__count, DELETE /__count), so nginx caches exactly the bytes the
 // gateway serves.
 //
 // With BENCH_HEADERS=plain it sends the body as it is with content-type and
@@ -22,11 +22,14 @@ import { randomUUID } from 'node:crypto'
 import { createServer } from 'node:http'
 import { readFileSync } from 'node:fs'
 import { setInterval } from 'node:timers'
+import { performance } from 'node:perf_hooks'
 
 const body = readFileSync(process.env.BENCH_BODY_FILE ?? '')
 const latencyMs = Number(process.env.BENCH_LATENCY_MS ?? 0)
 const countPrefix = process.env.BENCH_COUNT_PREFIX ?? ''
 let calls = 0
+// When the last counted call's head was read (epoch ms, sub-millisecond).
+let lastCallAt = null
 
 // The headers of a gateway L1 hit, with fixed values of the same length.
 const hitHeaders = {
@@ -64,10 +67,13 @@ const server = createServer((req, res) => {
   if (req.url === '/__count') {
     if (req.method === 'DELETE') calls = 0
     res.writeHead(200, { 'content-type': 'application/json' })
-    res.end(JSON.stringify({ count: calls }))
+    res.end(JSON.stringify({ count: calls, lastCallAt }))
     return
   }
-  if (req.url.startsWith(countPrefix)) calls += 1
+  if (req.url.startsWith(countPrefix)) {
+    calls += 1
+    lastCallAt = performance.timeOrigin + performance.now()
+  }
   // A call with a body (the gateway's token probe is a POST) is read to its end.
   if (req.method !== 'GET') req.resume()
   if (latencyMs > 0) setTimeout(answer, latencyMs, res)

@@ -4,6 +4,7 @@
 
 import { execFileSync, spawnSync } from 'node:child_process'
 import { readFileSync, readdirSync } from 'node:fs'
+import { resolve } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 
@@ -122,4 +123,26 @@ export function versionOf(cmd, argv) {
   const r = spawnSync(cmd, argv, { encoding: 'utf8' })
   if (r.error) return null
   return `${r.stdout ?? ''}${r.stderr ?? ''}`.split('\n').find((l) => l.trim())?.trim() ?? cmd
+}
+
+/** Nanoseconds every thread of `pid` has run (/proc/<pid>/task/<tid>/schedstat): a process's CPU time, finer than its ticks. */
+export function threadRunNs(pid) {
+  let ns = 0
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0])
+    } catch {
+      // a thread that ended between the listing and the read
+    }
+  }
+  return ns
+}
+
+/** The builds a `--builds=name=folder,...` option names (default: this checkout), each folder a built checkout. */
+export function buildsOption(argv = process.argv) {
+  const value = argv.find((a) => a.startsWith('--builds='))?.slice('--builds='.length) ?? 'this=.'
+  return value.split(',').map((pair) => {
+    const [name, dir] = pair.split('=')
+    return { name, root: resolve(dir) }
+  })
 }

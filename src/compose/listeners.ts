@@ -78,10 +78,11 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
     return { listener, setting, max, closed: (which, count) => metrics.connectionsClosedAtBound.inc({ listener, which }, count), inForce: (n) => metrics.connectionsBound.set({ listener }, n) }
   }
   const proxy = buildServer(config, log, failures, fast, { challenge: PROXY_CHALLENGE, connections: bound('proxy', 'server.maxConnections', config.server.maxConnections), rateOf: callerRate(admission), keyTeam: (headers) => parts.teams.runningTeam(headers), tracing, allow: allowOf, bodyReader: 'handler', holdsSecret, refusalHeaders: PROXY_ANSWER_HEADERS })
-  // Every answer its router writes, the platform's passed on included, over their own.
-  proxy.addHook('onSend', async (_request, reply, payload) => {
+  // Every answer its router writes, the platform's passed on included, over their own. A
+  // callback, not an async function: Fastify then makes no promise an answer for it.
+  proxy.addHook('onSend', (_request, reply, payload, done) => {
     reply.headers(PROXY_ANSWER_HEADERS)
-    return payload
+    done(null, payload)
   })
   refusalsObservedOn(proxy, refusalObserver(observe, tracing !== null))
   // No body is parsed on the proxy listener before its handler admits the caller:

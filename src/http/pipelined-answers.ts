@@ -24,8 +24,10 @@ export type KeyTeam = (headers: IncomingHttpHeaders) => string | null
  * operator reading the 200 learns its caller never got it.
  */
 export function withholdFromRemovedKeys(req: IncomingMessage, res: ServerResponse, teamOf: KeyTeam, log: Logger): void {
+  // An answer with its connection already is not held behind another: nothing to watch (most answers).
+  if (res.socket !== null) return
   const path = (req.url ?? '').split('?')[0] as string
-  if (res.socket !== null || !isRead(req.method ?? '', path)) return
+  if (!isRead(req.method ?? '', path)) return
   const team = teamOf(req.headers)
   if (team === null) return
   res.once('socket', (socket: Socket) => {

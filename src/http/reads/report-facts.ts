@@ -42,13 +42,19 @@ interface SecondLine {
   /** After `fill=`, from the minute on. */
   rest: string
   hit: string
+  /** The copy of the fill the line was made anew for (null: none), its `fillMs`, and what that fill's answers say. */
+  fill: CacheEntry | null
+  fillMs: number
+  filled: string
 }
 
 /**
  * The values of the report headers. On a hit they cost two map lookups: the team's usage
  * line is made once a second (its figures move by the second at most: the minute's slots
  * are seconds, the day's total arrives with the usage flush), and an entry's finality once
- * for the entry's life (it is judged at the fill).
+ * for the entry's life (it is judged at the fill). The answers of one fill (a stampede's
+ * waiters) cost the same: the line is made anew by the fill's first answer, which counts
+ * it, and its other answers in that second say what the first said.
  */
 export class ReportAnswerFacts {
   readonly #p: ReportFactsParts
@@ -66,23 +72,32 @@ export class ReportAnswerFacts {
    * (0: the answer came from the cache without a call).
    */
   of(team: TeamConfig, days: ReportDays, entry: CacheEntry | null, fillMs: number, now: number, fetchedAt = now): ReportFacts {
-    return { usage: this.usage(team, fillMs, now), finality: entry === null ? this.#finalityAt(days, fetchedAt) : this.finality(entry, days) }
+    return { usage: this.usage(team, fillMs, now, entry), finality: entry === null ? this.#finalityAt(days, fetchedAt) : this.finality(entry, days) }
   }
 
   /**
    * The `platform-usage` value of an answer to `team` whose fill held the platform
    * `fillMs`. An answer with a fill says the team's figures with that fill counted (made
-   * anew), and the answers after it in the same second say the same.
+   * anew), and the answers after it in the same second say the same; `fill`, the copy the
+   * fill made (null: none kept), makes the line once a fill: another answer of the same
+   * copy and `fillMs` in that second says what its first answer said.
    */
-  usage(team: TeamConfig, fillMs: number, now: number): string {
+  usage(team: TeamConfig, fillMs: number, now: number, fill: CacheEntry | null = null): string {
     const second = Math.floor(now / 1000)
-    let line = this.#lines.get(team.name)
-    if (line === undefined || line.second !== second || line.team !== team || fillMs > 0) {
+    const last = this.#lines.get(team.name)
+    const current = last !== undefined && last.second === second && last.team === team ? last : undefined
+    if (fillMs > 0 && fill !== null && current?.fill === fill && current.fillMs === fillMs) return current.filled
+    let line = current
+    if (line === undefined || fillMs > 0) {
       const rest = this.#rest(team, now)
-      line = { second, team, rest, hit: `fill=0, ${rest}` }
+      line = { second, team, rest, hit: `fill=0, ${rest}`, fill: null, fillMs: 0, filled: '' }
       this.#lines.set(team.name, line)
     }
-    return fillMs > 0 ? `fill=${seconds(fillMs)}, ${line.rest}` : line.hit
+    if (!(fillMs > 0)) return line.hit
+    line.fill = fill
+    line.fillMs = fillMs
+    line.filled = `fill=${seconds(fillMs)}, ${line.rest}`
+    return line.filled
   }
 
   /**

@@ -141,6 +141,8 @@ interface Spellings {
   named: string[]
   needles: Buffer[]
   wide: Buffer[]
+  /** The bytes a scan keeps between chunks: one fewer than the longest spelling's. */
+  keep: number
 }
 
 const SPELLINGS_KEPT = 8
@@ -151,12 +153,9 @@ function spellingsOf(token: string): Spellings {
   if (kept === undefined) {
     const forms = secretForms(token)
     const wide = wideForms(forms)
-    kept = {
-      forms,
-      named: forms.map((form) => form.toLowerCase()),
-      needles: [...forms.map((form) => Buffer.from(form)), ...wide.filter((form) => !form.includes(0))],
-      wide: wide.filter((form) => form.includes(0)),
-    }
+    const needles = [...forms.map((form) => Buffer.from(form)), ...wide.filter((form) => !form.includes(0))]
+    const zeros = wide.filter((form) => form.includes(0))
+    kept = { forms, named: forms.map((form) => form.toLowerCase()), needles, wide: zeros, keep: keptBytes(needles, zeros) }
     if (spellings.size >= SPELLINGS_KEPT) spellings.delete(spellings.keys().next().value as string)
     spellings.set(token, kept)
   }
@@ -177,10 +176,10 @@ class Seam {
   #start: Buffer | null
 
   /** `textual` false: the first bytes are not looked at (the bytes as sent of a body in a coding, a type that may hold zero bytes). */
-  constructor({ needles, wide }: Spellings, textual: boolean) {
+  constructor({ needles, wide, keep }: Spellings, textual: boolean) {
     this.#needles = needles
     this.#wide = wide
-    this.#keep = keptBytes(needles, wide)
+    this.#keep = keep
     this.#start = textual ? Buffer.alloc(0) : null
   }
 
@@ -220,7 +219,7 @@ class PlainScan extends Transform {
   constructor(spelled: Spellings, textual: boolean) {
     super()
     this.#seam = new Seam(spelled, textual)
-    this.#keep = keptBytes(spelled.needles, spelled.wide)
+    this.#keep = spelled.keep
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
