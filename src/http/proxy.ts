@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http'
-import type { Readable } from 'node:stream'
+import { pipeline, type Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { GatewayContext } from './context.js'
 import { UpstreamError } from '../errors.js'
@@ -10,7 +10,8 @@ import type { Admission } from '../access/admission.js'
 import { targetUrl } from '../access/request-target.js'
 import { withPassedRetryAfter, withRetryAfter } from '../platform/pauses/retry-after.js'
 import { traceOf } from '../observe/tracing.js'
-import { forwardedEncodings } from '../platform/client/token-echo.js'
+import { codingOf, decoderOf, forwardedEncodings } from '../platform/client/token-echo.js'
+import { acceptsCoding, decodedHeaders } from './caller-coding.js'
 import { connectionOptions } from '../access/connection-options.js'
 import { withoutKeys } from '../observe/key-shape.js'
 import { linksOnGateway, onGateway, refreshOnGateway } from '../platform/client/redirect-location.js'
@@ -138,9 +139,17 @@ export function proxyHandler(
       answer.release()
       return sendNoContent(reply.code(res.status).headers(withoutContent(passed)))
     }
-    reply.code(res.status).headers(withPassedRetryAfter(res.status, passed))
-    if (request.method !== 'HEAD') reply.header('content-length', answer.length)
-    return reply.send(answer.stream())
+    // In a coding the caller does not accept (a platform that compresses unasked): decoded for it as it streams out, its length then unknown.
+    const coding = codingOf(res.headers)
+    const decoder = coding === '' || acceptsCoding(request.headers['accept-encoding'], coding) ? null : decoderOf(coding)
+    reply.code(res.status).headers(withPassedRetryAfter(res.status, decoder === null ? passed : decodedHeaders(passed)))
+    if (decoder === null || request.method === 'HEAD' || answer.length === 0) {
+      decoder?.destroy()
+      if (request.method !== 'HEAD') reply.header('content-length', answer.length)
+      return reply.send(answer.stream())
+    }
+    // pipeline: a caller that leaves ends the decoder and the held answer's stream.
+    return reply.send(pipeline(answer.stream(), decoder, () => undefined))
   }
 }
 
@@ -202,7 +211,9 @@ const SHARED_ONLY = /^(public|s-maxage\s*=.*|proxy-revalidate)$/i
 // RFC 9111, 3.5: must-revalidate lets a shared cache keep an answer to a call with
 // authorization (a key sent as a bearer) too; it is kept, as a browser reads it, beside `private`.
 const SHARED_TOO = /^must-revalidate$/i
-const KEY_HEADERS = ['authorization', 'x-api-key']
+// The caller's accept-encoding shapes the answer too: the platform is offered it, and what
+// the caller does not accept is decoded for it.
+const VARIED_ON = ['accept-encoding', 'authorization', 'x-api-key']
 // Cache directives a cache obeys besides cache-control: RFC 9213's targeted fields
 // (`CDN-Cache-Control`, a CDN's own `<name>-CDN-Cache-Control`), the Edge Architecture's
 // `Surrogate-Control` (Fastly, Varnish) and Akamai's `Edge-Control`, which a CDN obeys in
@@ -252,7 +263,7 @@ export function callerHeaders(headers: IncomingHttpHeaders, platformBase: string
   return out
 }
 
-/** `cache-control` without what lets a shared cache alone keep the answer, `private` added when it held that or must-revalidate, and no CDN's or browser's directive beside it; `vary` names the key headers. */
+/** `cache-control` without what lets a shared cache alone keep the answer, `private` added when it held that or must-revalidate, and no CDN's or browser's directive beside it; `vary` names the key headers and accept-encoding. */
 function privateToTheKey(out: IncomingHttpHeaders): void {
   for (const name of Object.keys(out)) if (isCacheDirective(name)) delete out[name]
   const control = out['cache-control']
@@ -264,5 +275,5 @@ function privateToTheKey(out: IncomingHttpHeaders): void {
   const vary = typeof out.vary === 'string' ? out.vary.split(',').map((v) => v.trim()).filter((v) => v !== '') : []
   if (vary.includes('*')) return
   const named = new Set(vary.map((v) => v.toLowerCase()))
-  out.vary = [...vary, ...KEY_HEADERS.filter((h) => !named.has(h))].join(', ')
+  out.vary = [...vary, ...VARIED_ON.filter((h) => !named.has(h))].join(', ')
 }

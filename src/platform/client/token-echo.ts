@@ -30,6 +30,11 @@ const DECODERS: Record<string, () => Transform> = {
   br: createBrotliDecompress,
 }
 
+/** A decoder of `coding` (as codingOf gives it), one the gateway reads; null: none it reads. */
+export function decoderOf(coding: string): Transform | null {
+  return Object.hasOwn(DECODERS, coding) ? (DECODERS[coding] as () => Transform)() : null
+}
+
 /**
  * The content coding of a platform answer, as every reader of it in the gateway takes it:
  * '' for none (`identity`), `gzip` for `x-gzip` too (RFC 9110, 8.4.1.3), else the names
