@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http'
-import { pipeline, type Readable } from 'node:stream'
+import { pipeline, Readable, type Transform } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { GatewayContext } from './context.js'
 import { UpstreamError } from '../errors.js'
@@ -10,7 +10,8 @@ import type { Admission } from '../access/admission.js'
 import { targetUrl } from '../access/request-target.js'
 import { withPassedRetryAfter, withRetryAfter } from '../platform/pauses/retry-after.js'
 import { traceOf } from '../observe/tracing.js'
-import { codingOf, decoderOf, forwardedEncodings } from '../platform/client/token-echo.js'
+import { codingOf, decodedSync, decoderOf, forwardedEncodings } from '../platform/client/token-echo.js'
+import { REFUSAL_READ_BYTES, withoutDebugFields } from '../platform/client/debug-fields.js'
 import { acceptsCoding, decodedHeaders } from './caller-coding.js'
 import { connectionOptions } from '../access/connection-options.js'
 import { withoutKeys } from '../observe/key-shape.js'
@@ -139,18 +140,34 @@ export function proxyHandler(
       answer.release()
       return sendNoContent(reply.code(res.status).headers(withoutContent(passed)))
     }
-    // In a coding the caller does not accept (a platform that compresses unasked): decoded for it as it streams out, its length then unknown.
     const coding = codingOf(res.headers)
-    const decoder = coding === '' || acceptsCoding(request.headers['accept-encoding'], coding) ? null : decoderOf(coding)
-    reply.code(res.status).headers(withPassedRetryAfter(res.status, decoder === null ? passed : decodedHeaders(passed)))
-    if (decoder === null || request.method === 'HEAD' || answer.length === 0) {
-      decoder?.destroy()
+    const accepted = coding === '' || acceptsCoding(request.headers['accept-encoding'], coding)
+    // A refusal is read whole (within REFUSAL_READ_BYTES), for Laravel's debug fields.
+    if (res.status >= 400 && request.method !== 'HEAD' && answer.length > 0 && answer.length <= REFUSAL_READ_BYTES) {
+      const sent = answer.bytes()
+      answer.release()
+      const plain = coding === '' ? sent : decodedSync(coding, sent, REFUSAL_READ_BYTES)
+      const body = (plain === null ? null : withoutDebugFields(plain)) ?? (accepted ? sent : plain)
+      if (body !== null) {
+        reply.code(res.status).headers(withPassedRetryAfter(res.status, body === sent ? passed : decodedHeaders(passed)))
+        return reply.header('content-length', body.length).send(body)
+      }
+      return sendDecoded(reply, res.status, passed, Readable.from([sent]), coding)
+    }
+    // In a coding the caller does not accept (a platform that compresses unasked): decoded for it as it streams out.
+    if (accepted || request.method === 'HEAD' || answer.length === 0) {
+      reply.code(res.status).headers(withPassedRetryAfter(res.status, accepted ? passed : decodedHeaders(passed)))
       if (request.method !== 'HEAD') reply.header('content-length', answer.length)
       return reply.send(answer.stream())
     }
-    // pipeline: a caller that leaves ends the decoder and the held answer's stream.
-    return reply.send(pipeline(answer.stream(), decoder, () => undefined))
+    return sendDecoded(reply, res.status, passed, answer.stream(), coding)
   }
+}
+
+/** The platform's `body` in `coding` sent decoded, its length unknown; a caller that leaves ends the decoder and the body (pipeline). */
+function sendDecoded(reply: FastifyReply, status: number, passed: IncomingHttpHeaders, body: Readable, coding: string): FastifyReply {
+  reply.code(status).headers(withPassedRetryAfter(status, decodedHeaders(passed)))
+  return reply.send(pipeline(body, decoderOf(coding) as Transform, () => undefined))
 }
 
 function contentLength(headers: IncomingHttpHeaders): string | undefined {
