@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http'
-import { pipeline, Readable, type Transform } from 'node:stream'
+import { pipeline, type Readable, type Transform } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { GatewayContext } from './context.js'
 import { UpstreamError } from '../errors.js'
@@ -142,17 +142,17 @@ export function proxyHandler(
     }
     const coding = codingOf(res.headers)
     const accepted = coding === '' || acceptsCoding(request.headers['accept-encoding'], coding)
-    // A refusal is read whole (within REFUSAL_READ_BYTES), for Laravel's debug fields.
+    // A refusal is read whole (within REFUSAL_READ_BYTES), for Laravel's debug fields: sent
+    // without them, decoded, or as it came; its length known unless decoded past the bound.
     if (res.status >= 400 && request.method !== 'HEAD' && answer.length > 0 && answer.length <= REFUSAL_READ_BYTES) {
-      const sent = answer.bytes()
-      answer.release()
-      const plain = coding === '' ? sent : decodedSync(coding, sent, REFUSAL_READ_BYTES)
-      const body = (plain === null ? null : withoutDebugFields(plain)) ?? (accepted ? sent : plain)
-      if (body !== null) {
-        reply.code(res.status).headers(withPassedRetryAfter(res.status, body === sent ? passed : decodedHeaders(passed)))
-        return reply.header('content-length', body.length).send(body)
-      }
-      return sendDecoded(reply, res.status, passed, Readable.from([sent]), coding)
+      const { body, length, edited } = answer.streamEdited((sent) => {
+        const plain = coding === '' ? sent : decodedSync(coding, sent, REFUSAL_READ_BYTES)
+        return (plain === null ? null : withoutDebugFields(plain)) ?? (accepted ? null : plain)
+      })
+      // Not edited, in a coding the caller does not accept: its decoded length was past the bound.
+      if (!edited && !accepted) return sendDecoded(reply, res.status, passed, body, coding)
+      reply.code(res.status).headers(withPassedRetryAfter(res.status, edited ? decodedHeaders(passed) : passed))
+      return reply.header('content-length', length).send(body)
     }
     // In a coding the caller does not accept (a platform that compresses unasked): decoded for it as it streams out.
     if (accepted || request.method === 'HEAD' || answer.length === 0) {
