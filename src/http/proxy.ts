@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http'
-import type { Readable } from 'node:stream'
+import { pipeline, type Readable, type Transform } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { GatewayContext } from './context.js'
 import { UpstreamError } from '../errors.js'
@@ -10,7 +10,9 @@ import type { Admission } from '../access/admission.js'
 import { targetUrl } from '../access/request-target.js'
 import { withPassedRetryAfter, withRetryAfter } from '../platform/pauses/retry-after.js'
 import { traceOf } from '../observe/tracing.js'
-import { forwardedEncodings } from '../platform/client/token-echo.js'
+import { codingOf, decodedSync, decoderOf, forwardedEncodings } from '../platform/client/token-echo.js'
+import { REFUSAL_READ_BYTES, withoutDebugFields } from '../platform/client/debug-fields.js'
+import { acceptsCoding, decodedHeaders } from './caller-coding.js'
 import { connectionOptions } from '../access/connection-options.js'
 import { withoutKeys } from '../observe/key-shape.js'
 import { linksOnGateway, onGateway, refreshOnGateway } from '../platform/client/redirect-location.js'
@@ -138,10 +140,34 @@ export function proxyHandler(
       answer.release()
       return sendNoContent(reply.code(res.status).headers(withoutContent(passed)))
     }
-    reply.code(res.status).headers(withPassedRetryAfter(res.status, passed))
-    if (request.method !== 'HEAD') reply.header('content-length', answer.length)
-    return reply.send(answer.stream())
+    const coding = codingOf(res.headers)
+    const accepted = coding === '' || acceptsCoding(request.headers['accept-encoding'], coding)
+    // A refusal is read whole (within REFUSAL_READ_BYTES), for Laravel's debug fields: sent
+    // without them, decoded, or as it came; its length known unless decoded past the bound.
+    if (res.status >= 400 && request.method !== 'HEAD' && answer.length > 0 && answer.length <= REFUSAL_READ_BYTES) {
+      const { body, length, edited } = answer.streamEdited((sent) => {
+        const plain = coding === '' ? sent : decodedSync(coding, sent, REFUSAL_READ_BYTES)
+        return (plain === null ? null : withoutDebugFields(plain)) ?? (accepted ? null : plain)
+      })
+      // Not edited, in a coding the caller does not accept: its decoded length was past the bound.
+      if (!edited && !accepted) return sendDecoded(reply, res.status, passed, body, coding)
+      reply.code(res.status).headers(withPassedRetryAfter(res.status, edited ? decodedHeaders(passed) : passed))
+      return reply.header('content-length', length).send(body)
+    }
+    // In a coding the caller does not accept (a platform that compresses unasked): decoded for it as it streams out.
+    if (accepted || request.method === 'HEAD' || answer.length === 0) {
+      reply.code(res.status).headers(withPassedRetryAfter(res.status, accepted ? passed : decodedHeaders(passed)))
+      if (request.method !== 'HEAD') reply.header('content-length', answer.length)
+      return reply.send(answer.stream())
+    }
+    return sendDecoded(reply, res.status, passed, answer.stream(), coding)
   }
+}
+
+/** The platform's `body` in `coding` sent decoded, its length unknown; a caller that leaves ends the decoder and the body (pipeline). */
+function sendDecoded(reply: FastifyReply, status: number, passed: IncomingHttpHeaders, body: Readable, coding: string): FastifyReply {
+  reply.code(status).headers(withPassedRetryAfter(status, decodedHeaders(passed)))
+  return reply.send(pipeline(body, decoderOf(coding) as Transform, () => undefined))
 }
 
 function contentLength(headers: IncomingHttpHeaders): string | undefined {
@@ -202,7 +228,9 @@ const SHARED_ONLY = /^(public|s-maxage\s*=.*|proxy-revalidate)$/i
 // RFC 9111, 3.5: must-revalidate lets a shared cache keep an answer to a call with
 // authorization (a key sent as a bearer) too; it is kept, as a browser reads it, beside `private`.
 const SHARED_TOO = /^must-revalidate$/i
-const KEY_HEADERS = ['authorization', 'x-api-key']
+// The caller's accept-encoding shapes the answer too: the platform is offered it, and what
+// the caller does not accept is decoded for it.
+const VARIED_ON = ['accept-encoding', 'authorization', 'x-api-key']
 // Cache directives a cache obeys besides cache-control: RFC 9213's targeted fields
 // (`CDN-Cache-Control`, a CDN's own `<name>-CDN-Cache-Control`), the Edge Architecture's
 // `Surrogate-Control` (Fastly, Varnish) and Akamai's `Edge-Control`, which a CDN obeys in
@@ -252,7 +280,7 @@ export function callerHeaders(headers: IncomingHttpHeaders, platformBase: string
   return out
 }
 
-/** `cache-control` without what lets a shared cache alone keep the answer, `private` added when it held that or must-revalidate, and no CDN's or browser's directive beside it; `vary` names the key headers. */
+/** `cache-control` without what lets a shared cache alone keep the answer, `private` added when it held that or must-revalidate, and no CDN's or browser's directive beside it; `vary` names the key headers and accept-encoding. */
 function privateToTheKey(out: IncomingHttpHeaders): void {
   for (const name of Object.keys(out)) if (isCacheDirective(name)) delete out[name]
   const control = out['cache-control']
@@ -264,5 +292,5 @@ function privateToTheKey(out: IncomingHttpHeaders): void {
   const vary = typeof out.vary === 'string' ? out.vary.split(',').map((v) => v.trim()).filter((v) => v !== '') : []
   if (vary.includes('*')) return
   const named = new Set(vary.map((v) => v.toLowerCase()))
-  out.vary = [...vary, ...KEY_HEADERS.filter((h) => !named.has(h))].join(', ')
+  out.vary = [...vary, ...VARIED_ON.filter((h) => !named.has(h))].join(', ')
 }

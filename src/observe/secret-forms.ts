@@ -8,7 +8,10 @@
 //   does by default (Laravel's JSON answers: `/` as `\/`, non-ASCII as `\uXXXX`);
 // - percent-encoded, as encodeURIComponent, PHP's rawurlencode and urlencode write it,
 //   the hex digits upper- or lower-case (the lower-case forms of those three);
-// - HTML-escaped, as PHP's htmlspecialchars writes it (an error page);
+// - HTML-escaped, as PHP's htmlspecialchars writes it (an error page), with each of its
+//   quote flags;
+// - as a page or a dump of the platform's writes JSON: Blade's `@json` (`<` as `\u003C`),
+//   a JSON text quoted in another (escaped twice);
 // - in base64, standard or URL-safe, at each of the three places it can start within a
 //   longer encoded value (its first and last characters then depend on the bytes around
 //   it: the characters that do not are looked for), once it is MIN_BASE64_CHARS long.
@@ -16,14 +19,17 @@
 // ASCII), and as UTF-16 and UTF-32 do, in either byte order (wideForms): a body a reader
 // decodes in one of those, by its charset, its byte-order mark or a guess.
 // Not recognised: any other encoding or encryption, a secret cut in parts, or one
-// whose letters changed case.
+// whose letters changed case; nor spellings no PHP or Laravel default writes of a token's
+// characters (docs/decisions/token-spellings.md): hex, a `\u` or an HTML entity for each
+// character, base64 of its UTF-16 form.
 
 /** Secrets shorter than this are looked for in base64 no more: the encoded part left could be ordinary text. */
 export const MIN_BASE64_CHARS = 16
 
 /** Every spelling of `secret` above, each once, the secret itself first. */
 export function secretForms(secret: string): string[] {
-  return secret.length >= MIN_BASE64_CHARS ? [...new Set([...escapedForms(secret), ...base64Forms(Buffer.from(secret))])] : escapedForms(secret)
+  const written = [...escapedForms(secret), ...pageForms(secret)]
+  return [...new Set(secret.length >= MIN_BASE64_CHARS ? [...written, ...base64Forms(Buffer.from(secret))] : written)]
 }
 
 /**
@@ -36,6 +42,32 @@ export function escapedForms(secret: string): string[] {
   const json = JSON.stringify(secret).slice(1, -1)
   const percent = [encodeURIComponent(secret), rawUrlEncoded(secret), urlEncoded(secret)]
   return [...new Set([secret, json, phpJson(json), ...percent, ...percent.map((form) => form.replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase())), htmlEscaped(secret)])]
+}
+
+// JSON_HEX_TAG | JSON_HEX_APOS | JSON_HEX_AMP | JSON_HEX_QUOT: each of those characters as json_encode writes it then (upper-case hex).
+const JSON_HEX: Record<string, string> = { '\\"': '\\u0022', '<': '\\u003C', '>': '\\u003E', '&': '\\u0026', "'": '\\u0027' }
+
+/**
+ * The spellings of `secret` that a platform's page or dump writes and the gateway never
+ * does: JSON as Blade's `@json` and `Js::from` write it into a page (json_encode with the
+ * JSON_HEX_* flags), a JSON text quoted in another (JSON.stringify's and json_encode's
+ * forms escaped once more: a log line's context, an error that quotes a body), and
+ * htmlspecialchars' other quote flags (ENT_HTML5's `&apos;`, ENT_COMPAT's `'` as it is,
+ * as Symfony's error page writes it, ENT_NOQUOTES). A token of a JWT's or base64url's
+ * characters is its own form in each.
+ */
+function pageForms(secret: string): string[] {
+  const json = JSON.stringify(secret).slice(1, -1)
+  const php = phpJson(json)
+  const markup = secret.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+  return [
+    php.replace(/\\"|[<>&']/g, (c) => JSON_HEX[c] as string),
+    JSON.stringify(json).slice(1, -1),
+    phpJson(JSON.stringify(php).slice(1, -1)),
+    markup.replace(/"/g, '&quot;').replace(/'/g, '&apos;'),
+    markup.replace(/"/g, '&quot;'),
+    markup,
+  ]
 }
 
 /** json_encode's default escapes beyond JSON.stringify's: `/`, and every non-ASCII character as `\uXXXX` (lower-case hex). */

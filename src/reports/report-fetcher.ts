@@ -6,6 +6,7 @@ import { UpstreamError, UpstreamTimeoutError, type GatewayError } from '../error
 import { upstreamError, type PlatformClient, type PlatformResponse } from '../platform/client/platform-client.js'
 import { onGateway } from '../platform/client/redirect-location.js'
 import { codingOf, named } from '../platform/client/token-echo.js'
+import { withoutDebugFields } from '../platform/client/debug-fields.js'
 import { etagOf, type CacheEntry } from '../cache/cache-entry.js'
 import { contentLanguage } from '../cache/content-language.js'
 import { withPassedRetryAfter, withRetryAfter } from '../platform/pauses/retry-after.js'
@@ -151,7 +152,9 @@ async function fromBody(
 ): Promise<FetchResult> {
   const gzipped = codingOf(raw) === 'gzip'
   if (status !== 200) {
-    const body = gzipped ? (safeGunzip(received, deps.maxEntryBytes) ?? Buffer.alloc(0)) : received.length > deps.maxEntryBytes ? Buffer.from(received.subarray(0, deps.maxEntryBytes)) : received
+    const plain = gzipped ? (safeGunzip(received, deps.maxEntryBytes) ?? Buffer.alloc(0)) : received.length > deps.maxEntryBytes ? Buffer.from(received.subarray(0, deps.maxEntryBytes)) : received
+    // A refusal passed on: without Laravel's debug fields (debug-fields.ts).
+    const body = status < 500 ? (withoutDebugFields(plain) ?? plain) : plain
     const response = { status, headers: withPassedRetryAfter(status, headers), body }
     if (status >= 500 || status === 429) {
       return { kind: 'failed', error: withRetryAfter(new UpstreamError(`status ${status}`), raw, deps.now()), response }

@@ -17,6 +17,7 @@ import { reportRoutes } from './report-routes.js'
 import { sendJson, sendNotFound, sendRedirect } from './replies.js'
 import type { SandboxState } from './state.js'
 import { keepBody, recordOf, startRecord } from './request-records.js'
+import { withDebugFields } from './debug-answers.js'
 import { DEFAULT_SANDBOX_SEED } from './seed.js'
 import { IssuedTokens } from './tokens.js'
 import { ThrottleCounts } from './throttle-counts.js'
@@ -96,6 +97,7 @@ function createState(opts: SandboxOptions): SandboxState {
     localized: opts.localized ?? false,
     reportAllCampaigns: opts.reportAllCampaigns ?? false,
     reportFilter: opts.reportFilter ?? false,
+    debug: opts.debug ?? false,
     tokens: new IssuedTokens(DEMO_CREDENTIALS.clientId),
     catalog: new CampaignCatalog(seed, SANDBOX_ACCOUNTS),
     conditions: new Conditions(opts.latencyMs ?? 0),
@@ -152,7 +154,8 @@ function platformApi(state: SandboxState): FastifyPluginCallback {
       // Laravel's own, unless a failure mode told the route to answer with another (`headers`).
       if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-cache, private')
       reply.header('set-cookie', sessionCookie())
-      next(null, cutAnswers.has(request) ? cutHalfway(request, reply, payload) : payload)
+      const written = state.debug && Buffer.isBuffer(payload) && reply.getHeader('content-type') === 'application/json' ? withDebugFields(reply.statusCode, payload) : payload
+      next(null, cutAnswers.has(request) ? cutHalfway(request, reply, written) : written)
     })
     // Laravel routes before it authenticates: an unknown path is a 404 even without a token.
     api.setNotFoundHandler((_request, reply) => sendNotFound(reply))

@@ -17,6 +17,8 @@ export interface SandboxState {
   readonly reportAllCampaigns: boolean
   /** A report read narrows its rows to `filter[campaignIds]` (SandboxOptions.reportFilter). */
   readonly reportFilter: boolean
+  /** Error answers carry Laravel's debug fields (SandboxOptions.debug). */
+  readonly debug: boolean
   readonly tokens: IssuedTokens
   readonly catalog: CampaignCatalog
   readonly conditions: Conditions

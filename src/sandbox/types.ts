@@ -35,6 +35,12 @@ export interface SandboxOptions {
    * account or campaigns the call names besides. Absent: `filter` is not read.
    */
   reportFilter?: boolean
+  /**
+   * APP_DEBUG=true: an exception's JSON answer (a 404, 403, 405, 429, 500; not a 401 or a
+   * 422) carries Laravel's debug fields, `exception`, `file`, `line` and `trace`
+   * (debug-answers.ts). Absent: `message` alone, as in production.
+   */
+  debug?: boolean
   logger?: boolean
 }
 

@@ -3,6 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { KEYS, testConfig } from '../helpers/build-gateway.js'
 import { useGateway, useSandbox } from '../helpers/fixtures.js'
 import { SANDBOX_TEAMS_YAML } from '../helpers/sandbox-gateway.js'
+import { answerOnce as answerRaw } from '../helpers/raw-answer.js'
 
 // The platform's token handed back in bytes a caller reads otherwise than the scan
 // (token-echo.ts) did: in a content coding a client decodes more leniently than the
@@ -20,11 +21,7 @@ const gw = useGateway(() => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFOR
 
 const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-03-20&dateTo=2026-03-21'
 
-/** The platform's next answer: `head` lines, then `body` as bytes, with its length. */
-function answerOnce(status: string, head: string[], body: Buffer): void {
-  const lines = [...head, `content-length: ${body.length}`].join('\r\n')
-  sandbox.setFailure({ kind: 'raw', answer: `HTTP/1.1 ${status}\r\n${lines}\r\n\r\n${body.toString('latin1')}`, times: 1 })
-}
+const answerOnce = (status: string, head: string[], body: Buffer): void => answerRaw(sandbox, status, head, body)
 
 /** Whether `bytes` hold the token as written, in UTF-16 of either order, or in a deflate stream that decodes to it. */
 function holdsToken(bytes: Buffer): boolean {

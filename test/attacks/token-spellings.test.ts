@@ -18,6 +18,9 @@ const WRITER = KEYS.writer
 const YAML = `teams: { writers: { keys: ["${hashApiKey(WRITER)}"], advertisers: ["*"], write: true } }\n`
 
 const php = (text: string): string => text.replace(/\//g, '\\/')
+// Blade's @json (and Js::from): json_encode with JSON_HEX_TAG | JSON_HEX_APOS | JSON_HEX_AMP | JSON_HEX_QUOT.
+const HEX: Record<string, string> = { '\\"': '\\u0022', '<': '\\u003C', '>': '\\u003E', '&': '\\u0026', "'": '\\u0027' }
+const blade = (text: string): string => php(JSON.stringify(text)).replace(/\\"|[<>&']/g, (c) => HEX[c] as string)
 const base64 = (text: string): string => JSON.stringify({ dump: Buffer.from(text).toString('base64') })
 const holds = (spelled: string) => (text: string): boolean => text.includes(spelled)
 /** Whether `text` holds a base64 value (`dump` as the stand-in writes it) that decodes to the token. */
@@ -29,6 +32,9 @@ const SPELLINGS: [string, (text: string) => string, (text: string) => boolean][]
   ['percent-encoded', (text) => encodeURIComponent(text), holds(encodeURIComponent(PLATFORM_TOKEN))],
   ['percent-encoded, lower-case hex', (text) => encodeURIComponent(text).replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase()), holds(encodeURIComponent(PLATFORM_TOKEN).replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase()))],
   ['HTML-escaped', (text) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/'/g, '&#039;'), holds(PLATFORM_TOKEN.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/'/g, '&#039;'))],
+  ['JSON quoted in JSON by json_encode (`/` as `\\\\\\/`)', (text) => php(JSON.stringify({ context: php(text) })), holds(php(JSON.stringify(php(PLATFORM_TOKEN)).slice(1, -1)))],
+  ['Blade\'s @json (`<` as `\\u003C`)', (text) => `<script>window.data = ${blade(text)}</script>`, holds(blade(PLATFORM_TOKEN).slice(1, -1))],
+  ['htmlspecialchars with ENT_COMPAT (`\'` as it is)', (text) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;'), holds(PLATFORM_TOKEN.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;'))],
   ['base64, inside a longer value', base64, holdsInBase64],
   ['base64, one byte further', (text) => base64(`x${text}`), holdsInBase64],
   ['base64, two bytes further', (text) => base64(`xy${text}`), holdsInBase64],

@@ -225,7 +225,7 @@ describe('token injection', () => {
     sandbox.setFailure({ kind: 'status', status: 200, headers: { 'cache-control': 'public, max-age=600, s-maxage=900, proxy-revalidate', vary: 'accept' }, body: { data: [] }, times: 1 })
     const shared = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
     expect(shared.headers['cache-control']).toBe('max-age=600, private')
-    expect(shared.headers.vary).toBe('accept, authorization, x-api-key')
+    expect(shared.headers.vary).toBe('accept, accept-encoding, authorization, x-api-key')
     // RFC 9111, 3.5: must-revalidate lets a shared cache keep an answer to a call with
     // authorization (a key sent as a bearer) as public does: it stays, and the answer is private.
     sandbox.setFailure({ kind: 'status', status: 200, headers: { 'cache-control': 'max-age=600, must-revalidate' }, body: { data: [] }, times: 1 })
@@ -234,7 +234,7 @@ describe('token injection', () => {
     // Laravel's own default is left as it is, but for the vary.
     const usual = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
     expect(usual.headers['cache-control']).toBe('no-cache, private')
-    expect(usual.headers.vary).toBe('authorization, x-api-key')
+    expect(usual.headers.vary).toBe('accept-encoding, authorization, x-api-key')
   })
 
   it("passes on no cache directive meant for the platform's CDN (CDN-Cache-Control, its targeted kin, Surrogate-Control): no CDN before the gateway keeps one team's answer for another", async () => {

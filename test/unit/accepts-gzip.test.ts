@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { acceptsGzip } from '../../src/http/reads/report-reply.js'
+import { acceptsCoding } from '../../src/http/caller-coding.js'
 
 // RFC 9110, 12.5.3: `*` stands for the codings the field does not name, a coding's own
 // weight overrides it wherever it stands, and a weight of 0 means "not acceptable";
@@ -27,5 +28,21 @@ describe('acceptsGzip', () => {
     ['br, *;q=0.1, gzip;q=0', false],
   ])('%j: %s', (header, gzip) => {
     expect(acceptsGzip(header)).toBe(gzip)
+  })
+})
+
+describe('acceptsCoding', () => {
+  it.each([
+    [undefined, 'br', false],
+    ['gzip', 'br', false],
+    ['gzip, br', 'br', true],
+    ['br;q=0, *', 'br', false],
+    ['*;q=0, br;q=0.1', 'br', true],
+    ['x-gzip', 'gzip', true],
+    ['x-gzip;q=0, *', 'gzip', false],
+    ['deflate', 'deflate', true],
+    [['identity', 'deflate'], 'deflate', true],
+  ])('%j accepts %s: %s', (header, coding, accepted) => {
+    expect(acceptsCoding(header, coding)).toBe(accepted)
   })
 })

@@ -228,3 +228,36 @@ describe('the read-idle watchdog', () => {
     expect(a.budget.used).toBe(0)
   })
 })
+
+describe('HeldAnswer.streamEdited', () => {
+  it('sends the edited body, counted in the budget until its caller has taken it, and leaves small buffers of the process whole', async () => {
+    const a = answers({ totalBytes: 4 * MiB })
+    const held = await a.receive(body(3, 10 * KiB), undefined, reader())
+    const neighbour = Buffer.from('a small buffer of the shared pool')
+    const { body: sent, length, edited } = held.streamEdited((bytes) => Buffer.from(`{"length":${bytes.length}}`))
+    expect([length, edited]).toEqual([16, true])
+    expect(a.budget.used).toBe(16)
+    expect((await readAll(sent)).toString()).toBe('{"length":30720}')
+    expect(a.budget.used).toBe(0)
+    // The edited body was a view of Node's pool: given back as a block of its own, the pool is not detached.
+    expect(neighbour.toString()).toBe('a small buffer of the shared pool')
+  })
+
+  it('sends the bytes as they came when the edit makes none, one block or several', async () => {
+    const a = answers({ totalBytes: 4 * MiB })
+    for (const [count, size] of [[1, 2 * KiB], [3, BLOCK_BYTES]] as const) {
+      const held = await a.receive(body(count, size), count === 1 ? String(size) : undefined, reader())
+      const { body: sent, edited } = held.streamEdited(() => null)
+      expect(edited).toBe(false)
+      expect((await readAll(sent)).equals(expected(count, size))).toBe(true)
+      expect(a.budget.used).toBe(0)
+    }
+  })
+
+  it('fails a body the edit makes longer than the budget has room for, and gives its bytes back', async () => {
+    const a = answers({ totalBytes: 64 * KiB })
+    const held = await a.receive(body(1, 32 * KiB), String(32 * KiB), reader())
+    expect(() => held.streamEdited(() => Buffer.alloc(128 * KiB))).toThrow(/does not fit/)
+    expect(a.budget.used).toBe(0)
+  })
+})

@@ -9,6 +9,9 @@ import { escapedForms, MIN_BASE64_CHARS, secretForms, wideForms } from '../../sr
 const PASTED = "pasted/platform+token=0123456789&<abcdef>~'!\"\\é"
 const JWT = 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiI0NTYiLCJleHAiOjE4MDAwMDAwMDB9.c2lnbmF0dXJlLW9mLXRoZS10b2tlbg'
 
+/** `value` as PHP's json_encode writes it by default: `/` as `\/`, every non-ASCII UTF-16 unit as `\uXXXX`. */
+const phpEncoded = (value: unknown): string => JSON.stringify(value).replace(/\//g, '\\/').replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+
 /** Whether one of `secret`'s spellings shows in `text`. */
 function found(secret: string, text: string): boolean {
   return secretForms(secret).some((form) => text.includes(form))
@@ -19,10 +22,19 @@ describe('secretForms', () => {
     const around = (inner: string): string => `{"before":"x","dump":"${inner}","after":"y"}`
     const written = [
       JSON.stringify({ authorization: `Bearer ${secret}` }),
-      JSON.stringify({ authorization: `Bearer ${secret}` }).replace(/\//g, '\\/').replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`),
+      phpEncoded({ authorization: `Bearer ${secret}` }),
       `https://platform.example/debug?token=${encodeURIComponent(secret)}&x=1`,
       `/debug?token=${encodeURIComponent(secret).replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase())}`,
       `<td>${secret.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#039;')}</td>`,
+      // htmlspecialchars with ENT_QUOTES | ENT_HTML5, ENT_COMPAT (Symfony's error page), ENT_NOQUOTES.
+      `<td>${secret.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&apos;')}</td>`,
+      `<td>${secret.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')}</td>`,
+      `<td>${secret.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')}</td>`,
+      // Blade's @json and Js::from: json_encode with JSON_HEX_TAG | JSON_HEX_APOS | JSON_HEX_AMP | JSON_HEX_QUOT.
+      `<script>window.data = ${phpEncoded({ authorization: `Bearer ${secret}` }).replace(/\\"|[<>&']/g, (c) => ({ '\\"': '\\u0022', '<': '\\u003C', '>': '\\u003E', '&': '\\u0026', "'": '\\u0027' })[c] as string)}</script>`,
+      // A JSON text quoted in another (a log line's context, an error that quotes a body), by JSON.stringify and json_encode.
+      JSON.stringify({ context: JSON.stringify({ authorization: `Bearer ${secret}` }) }),
+      phpEncoded({ context: phpEncoded({ authorization: `Bearer ${secret}` }) }),
       ...['', 'a', 'ab', 'abc'].flatMap((prefix) => [
         around(Buffer.from(`${prefix}Bearer ${secret} and more`).toString('base64')),
         around(Buffer.from(`${prefix}Bearer ${secret}`).toString('base64url')),

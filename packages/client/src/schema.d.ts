@@ -1776,7 +1776,7 @@ export interface components {
         "proxied-cache-control": string;
         /** @description Where the platform's redirect leads; a URL on the platform's own origin is written on the gateway (its path, query and fragment). Never followed by the gateway, nor by the typed client (`CLIENT_REDIRECT`). */
         "redirect-location": string;
-        /** @description The platform's own `vary` with `authorization, x-api-key` added (unless it is `*`), on every answer of the platform passed on: a cache between the caller and the gateway keeps the answer for the key that asked, never for another. */
+        /** @description The platform's own `vary` with `accept-encoding, authorization, x-api-key` added (unless it is `*`), on every answer of the platform passed on: a cache between the caller and the gateway keeps the answer for the key that asked, never for another, and for the codings it accepts. */
         "proxied-vary": string;
         /** @description `gzip` when the caller accepts gzip: the stored bytes as they are. */
         "content-encoding": string;

@@ -11,6 +11,7 @@ import { fillMsOf } from '../../reports/fill-time.js'
 import { CACHE_STATUS, entryCacheStatus, passedCacheStatus } from './cache-status.js'
 import { isRedirect, sendNoContent, withoutContent } from '../../platform/client/redirect-content.js'
 import { holdsFigures } from '../../reports/finality.js'
+import { acceptsCoding } from '../caller-coding.js'
 
 /**
  * What an entry's answer varies on: its encoding, the two headers that carry a key, and
@@ -45,26 +46,9 @@ let lastGzip = false
 export function acceptsGzip(header: string | string[] | undefined): boolean {
   if (typeof header !== 'string') return false
   if (header === lastAccept) return lastGzip
-  lastGzip = parseAcceptsGzip(header)
+  lastGzip = acceptsCoding(header, 'gzip')
   lastAccept = header
   return lastGzip
-}
-
-// RFC 9110, 12.5.3: gzip's own member decides wherever it stands, `*` (the codings not
-// named) only when gzip is not named, and a weight of 0 is "not acceptable"; the weight's
-// name `q` is case-insensitive (12.4.2).
-function parseAcceptsGzip(header: string): boolean {
-  let star: boolean | undefined
-  for (const part of header.split(',')) {
-    const [coding, ...params] = part.split(';')
-    const name = coding?.trim().toLowerCase()
-    if (name !== 'gzip' && name !== '*') continue
-    const q = params.map((p) => p.trim()).find((p) => p.length > 1 && (p[0] === 'q' || p[0] === 'Q') && p[1] === '=')
-    const accepted = q === undefined || Number(q.slice(2)) > 0
-    if (name === 'gzip') return accepted
-    star ??= accepted
-  }
-  return star ?? false
 }
 
 /**

@@ -192,6 +192,38 @@ export class HeldAnswer {
     return this.#watch(this.#chunks)
   }
 
+  /**
+   * Its body as `edit` makes it of its bytes (a refusal without its debug fields, decoded
+   * for its caller), as its caller reads it: watched and counted as stream()'s is; once.
+   * `edit` returns null to send the bytes as they are (`edited` false). Throws
+   * (GW_UPSTREAM) when the made body is longer than the bytes and the budget has no room
+   * for the difference.
+   */
+  streamEdited(edit: (bytes: Buffer) => Buffer | null): { body: Readable; length: number; edited: boolean } {
+    if (this.#gone) throw new Error('a held answer is sent or released once')
+    // One block: bytes() hands it over; several: it joins them in a copy, the blocks kept.
+    const handed = this.#chunks.length === 1
+    const bytes = this.bytes()
+    const made = edit(bytes)
+    if (made === null) {
+      if (handed) this.#chunks.push(bytes)
+      return { body: this.stream(), length: this.length, edited: false }
+    }
+    const extra = made.length - this.length
+    if (extra > 0 && !this.#budget.reserve(extra)) {
+      if (handed) this.#chunks.push(bytes)
+      this.release()
+      throw new UpstreamError(`a platform refusal rewritten for its caller does not fit platform.bufferTotalBytes (${this.#budget.limit} bytes)`)
+    }
+    if (extra < 0) this.#budget.free(-extra)
+    const block = ownBlock(made)
+    // The platform's blocks are given back now; the made body is a block of its own, given back as it is read.
+    freeAll(handed ? [bytes] : this.#chunks)
+    this.#chunks.length = 0
+    this.#chunks.push(block)
+    return { body: this.stream(), length: block.length, edited: true }
+  }
+
   /** Frees its bytes: nobody reads it. Nothing after a stream(). */
   release(): void {
     if (this.#gone) return
@@ -199,6 +231,17 @@ export class HeldAnswer {
     this.#budget.free(this.length)
     freeAll(this.#chunks)
   }
+}
+
+/**
+ * `bytes` in a block of its own: a watched answer gives its blocks' memory back
+ * (freeAll detaches them), which a view of Node's shared pool (a small Buffer.from or
+ * concat) or of any other buffer must never be.
+ */
+function ownBlock(bytes: Buffer): Buffer {
+  const block = Buffer.alloc(bytes.length)
+  bytes.copy(block)
+  return block
 }
 
 /** What a watched answer tells its owner: cut off (why), closed. */

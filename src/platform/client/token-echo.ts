@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import { finished, Transform, type Readable, type TransformCallback } from 'node:stream'
-import { createBrotliDecompress, createGunzip, createInflate, createInflateRaw } from 'node:zlib'
+import { brotliDecompressSync, createBrotliDecompress, createGunzip, createInflate, createInflateRaw, gunzipSync, inflateRawSync, inflateSync } from 'node:zlib'
 import { UpstreamError, type GatewayError } from '../../errors.js'
 import { secretForms, wideForms } from '../../observe/secret-forms.js'
 
@@ -28,6 +28,26 @@ const DECODERS: Record<string, () => Transform> = {
   gzip: createGunzip,
   deflate: () => new EitherDeflate(),
   br: createBrotliDecompress,
+}
+
+/**
+ * `bytes` in `coding` (as codingOf gives it, one of DECODERS) decoded at once, as the
+ * stream decoders read them; null: more than `max` bytes, or no body in that coding.
+ */
+export function decodedSync(coding: string, bytes: Buffer, max: number): Buffer | null {
+  try {
+    if (coding === 'gzip') return gunzipSync(bytes, { maxOutputLength: max })
+    if (coding === 'br') return brotliDecompressSync(bytes, { maxOutputLength: max })
+    if (coding === 'deflate') return (zlibStart(bytes[0] ?? 0, bytes[1] ?? 0) ? inflateSync : inflateRawSync)(bytes, { maxOutputLength: max })
+  } catch {
+    return null
+  }
+  return null
+}
+
+/** A decoder of `coding` (as codingOf gives it), one the gateway reads; null: none it reads. */
+export function decoderOf(coding: string): Transform | null {
+  return Object.hasOwn(DECODERS, coding) ? (DECODERS[coding] as () => Transform)() : null
 }
 
 /**
@@ -322,7 +342,7 @@ class EitherDeflate extends Transform {
     this.#start = Buffer.concat([this.#start, chunk])
     if (this.#start.length < 2) return done()
     const [first, second] = [this.#start[0] as number, this.#start[1] as number]
-    const inner = (first & 0x0f) === 8 && ((first << 8) | second) % 31 === 0 ? createInflate() : createInflateRaw()
+    const inner = zlibStart(first, second) ? createInflate() : createInflateRaw()
     inner.on('data', (out: Buffer) => this.push(out))
     inner.on('error', (err) => this.destroy(err))
     this.#inner = inner
@@ -348,6 +368,11 @@ class EitherDeflate extends Transform {
     if (this.#inner?.write(chunk) === false) this.#inner.once('drain', () => done())
     else done()
   }
+}
+
+/** Whether a deflate body's first two bytes are a zlib header: method 8, a check that makes them a multiple of 31. */
+function zlibStart(first: number, second: number): boolean {
+  return (first & 0x0f) === 8 && ((first << 8) | second) % 31 === 0
 }
 
 /**
