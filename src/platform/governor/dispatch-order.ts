@@ -50,9 +50,11 @@ function standing<W extends WaitingCall>(s: DispatchState<W>, team: string): { h
   return { head: shortHead ?? head, within, everywhere, long: shortHead === null }
 }
 
-/** The seats of the others' parts here that short calls of teams waiting here hold past their own parts here: they come free within H (2.3, across replicas). */
-function keptHere<W extends WaitingCall>(s: DispatchState<W>): number {
-  return s.view.teams.reduce((n, t) => n + (t.waiting > 0 ? Math.min(s.teams.shortRunning(t.team), Math.max(0, t.held - (s.view.targets.get(t.team) ?? 0))) : 0), 0)
+/** The seats of the others' parts here that short calls hold past their parts here, of the teams waiting here that hold more for their weight on every replica than `team` would with one more seat: they come free within H (2.3, across replicas). */
+function keptHere<W extends WaitingCall>(s: DispatchState<W>, team: string): number {
+  const everywhere = (t: string, held: number) => (held + (s.view.heldElsewhere.get(t) ?? 0)) / s.weight(t)
+  const after = everywhere(team, s.teams.held(team) + 1)
+  return s.view.teams.reduce((n, t) => n + (t.waiting > 0 && everywhere(t.team, t.held) > after ? Math.min(s.teams.shortRunning(t.team), Math.max(0, t.held - (s.view.targets.get(t.team) ?? 0))) : 0), 0)
 }
 
 /**
@@ -62,7 +64,7 @@ function keptHere<W extends WaitingCall>(s: DispatchState<W>): number {
 export function owedNow<W extends WaitingCall>(s: DispatchState<W>, team: string | null = null): number {
   const covered = s.view.one
     ? s.view.teams.reduce((n, t) => n + (t.waiting > 0 && !below(s.view, t.team, t.held) ? s.teams.shortRunning(t.team) : 0), 0)
-    : team !== null && s.teams.held(team) < (s.view.targets.get(team) ?? 0) - 1e-9 ? keptHere(s) : 0
+    : team !== null && s.teams.held(team) < (s.view.targets.get(team) ?? 0) - 1e-9 ? keptHere(s, team) : 0
   return Math.floor(Math.max(0, s.view.owed - covered) + s.view.lent + 1e-9)
 }
 
