@@ -648,32 +648,6 @@ describe('who gets a free seat', () => {
     expect([week.seat !== null, years.filter((c) => c.seat === null).length, s.running('b'), s.heldBack().longOnly]).toEqual([true, 1, 3, true])
   })
 
-  it.each([
-    ['c, holding less for its weight than b with it, takes the seat', 2, [3, 3, 1]],
-    ['c, holding more for its weight than b with it, does not', 1, [3, 2, 2]],
-  ] as const)('across replicas, frees for a long call of a team below its part here the owed seats that short calls of teams past their parts here and holding more for their weights keep (%s)', async (_case, cWeight, after) => {
-    // A lease of 7: parts here dash 2, b 2, c 3; c holds 2 seats on another replica, its share 4.
-    const lease: SeatLease = { ...acrossReplicas, held: 7, size: () => 7, shares: () => ({ targets: new Map([['dash', 2], ['b', 2], ['c', 3]]), lent: 0, shares: new Map([['dash', 2], ['b', 2], ['c', 4]]), heldElsewhere: new Map([['c', 2]]), charged: new Map() }) }
-    const { s, work, order } = seats(fakeClock(), { limit: 8, queueLimit: 100, seats: lease, weightOf: (team) => (team === 'c' ? cWeight : 1) })
-    for (const team of ['b', 'c']) work.answered(team, 'year', 4000)
-    work.answered('b', 'week', LENDING_HORIZON_MS)
-    const dash = [call(s, order, 'dash'), call(s, order, 'dash')]
-    await settle()
-    dash.forEach((c) => answer(c, 100))
-    // b at its part of long calls and past it with a short call, lent a seat owed to the dashboard; c at its share (2 here, 2 elsewhere).
-    Array.from({ length: 2 }, () => call(s, order, 'b', { workClass: 'year' }))
-    call(s, order, 'b', { workClass: 'week' })
-    Array.from({ length: 2 }, () => call(s, order, 'c', { workClass: 'year' }))
-    await settle()
-    expect([s.running('b'), s.running('c'), s.queued]).toEqual([3, 2, 0])
-    // Two seats free, two owed to the dashboard, one of them kept by b's short call (b holds 3 seats for its weight; c, with one more, 5 over its weight):
-    // c, below its part here (2 of 3), takes the other with a long call where that is less than b's; b, past its part here, takes none.
-    call(s, order, 'c', { workClass: 'year' })
-    call(s, order, 'b', { workClass: 'year' })
-    await settle()
-    expect([s.running('b'), s.running('c'), s.queued, s.heldBack()]).toEqual([...after, { owed: 2, longOnly: true }])
-  })
-
   it('starts a long call past its team\'s share only on a seat no active team is owed: free seats − owed seats ≥ 1', async () => {
     const { s, work, order } = seats(fakeClock(), { limit: 6, queueLimit: 100 })
     work.answered('b', 'year', 4000)

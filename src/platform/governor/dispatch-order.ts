@@ -50,21 +50,9 @@ function standing<W extends WaitingCall>(s: DispatchState<W>, team: string): { h
   return { head: shortHead ?? head, within, everywhere, long: shortHead === null }
 }
 
-/** The seats of the others' parts here that short calls hold past their parts here, of the teams waiting here that hold more for their weight on every replica than `team` would with one more seat: they come free within H (2.3, across replicas). */
-function keptHere<W extends WaitingCall>(s: DispatchState<W>, team: string): number {
-  const everywhere = (t: string, held: number) => (held + (s.view.heldElsewhere.get(t) ?? 0)) / s.weight(t)
-  const after = everywhere(team, s.teams.held(team) + 1)
-  return s.view.teams.reduce((n, t) => n + (t.waiting > 0 && everywhere(t.team, t.held) > after ? Math.min(s.teams.shortRunning(t.team), Math.max(0, t.held - (s.view.targets.get(t.team) ?? 0))) : 0), 0)
-}
-
-/**
- * Seats held back from long calls (2.3; of `team`'s, where given): owed to active teams, but those short calls keep (on one replica, those of waiting teams past
- * their shares; across replicas, for a team below its part here, those of waiting teams past their parts here: keptHere), and lent here by other replicas; whole seats.
- */
-export function owedNow<W extends WaitingCall>(s: DispatchState<W>, team: string | null = null): number {
-  const covered = s.view.one
-    ? s.view.teams.reduce((n, t) => n + (t.waiting > 0 && !below(s.view, t.team, t.held) ? s.teams.shortRunning(t.team) : 0), 0)
-    : team !== null && s.teams.held(team) < (s.view.targets.get(team) ?? 0) - 1e-9 ? keptHere(s, team) : 0
+/** Seats held back from long calls (2.3): owed to active teams (on one replica, but those short calls of waiting teams past their shares keep), or lent here by other replicas; whole seats. */
+export function owedNow<W extends WaitingCall>(s: DispatchState<W>): number {
+  const covered = s.view.one ? s.view.teams.reduce((n, t) => n + (t.waiting > 0 && !below(s.view, t.team, t.held) ? s.teams.shortRunning(t.team) : 0), 0) : 0
   return Math.floor(Math.max(0, s.view.owed - covered) + s.view.lent + 1e-9)
 }
 
@@ -77,7 +65,7 @@ export function nextCall<W extends WaitingCall>(s: DispatchState<W>, free: numbe
   for (const team of s.queue.waitingTeams()) {
     if (s.atCeiling(team)) continue
     const { head, within, long, everywhere } = standing(s, team)
-    if (long && free - (owed > 0 ? owedNow(s, team) : 0) < 1) continue
+    if (long && free - owed < 1) continue
     const rank = within ? 0 : s.view.one ? 1 : 1 + everywhere / s.weight(team)
     const tag = Math.max(s.teams.of(team).tag, s.teams.virtual)
     if (rank < bestRank || (rank === bestRank && (tag < bestTag || (tag === bestTag && head.seq < (best?.seq ?? Infinity))))) {
@@ -89,9 +77,8 @@ export function nextCall<W extends WaitingCall>(s: DispatchState<W>, free: numbe
   return best
 }
 
-/** What the rule holds back from the calls waiting: the seats owed (the fewest any team's waiting long call is held back from), and whether every waiting call is held back (every call of a team past its share long, a ceiling, a pause): the simulator's work-conserving check reads it. */
+/** What the rule holds back from the calls waiting: the seats owed, and whether every waiting call is held back (every call of a team past its share long, a ceiling, a pause): the simulator's work-conserving check reads it. */
 export function heldBack<W extends WaitingCall>(s: DispatchState<W>, paused: boolean): { owed: number; longOnly: boolean } {
-  const open = [...s.queue.waitingTeams()].filter((team) => !s.atCeiling(team))
-  const long = open.filter((team) => standing(s, team).long)
-  return { owed: Math.min(owedNow(s), ...long.map((team) => owedNow(s, team))), longOnly: paused || long.length === open.length }
+  const longOnly = paused || [...s.queue.waitingTeams()].every((team) => s.atCeiling(team) || standing(s, team).long)
+  return { owed: owedNow(s), longOnly }
 }
