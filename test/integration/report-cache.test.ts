@@ -550,6 +550,25 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     await waitFor('its platform call', () => reportCalls() === 2)
   })
 
+  it("learns its class's latency on the gateway's clock, the one its copies' freshness is on: a call a busy machine takes a second over while the clock stands still leads its refresh ahead by the margin only", async () => {
+    const { ahead, ask } = await refreshingAhead((yaml) => yaml.replace(`  timeout: ${TIMEOUT}`, '  timeout: 5s'))
+    const started = async () => (await ahead.admin.inject({ method: 'GET', url: '/metrics' })).body.includes('gateway_cache_refresh_ahead_total{outcome="started"} 1')
+    // The platform answers after a second of the machine's time and none of the gateway's clock.
+    sandbox.setLatency(1000)
+    expect((await ask()).headers['x-cache']).toBe('MISS')
+    sandbox.setLatency(0)
+    const fetched = clock.now()
+    clock.advance(10_000)
+    await askPopular(ask, (ms) => clock.advance(ms), 'HIT')
+    // A lead learned on the machine's time (1000 + 4 × 500 + 20 ms or more) would have started it by now.
+    clock.advance(fetched + FRESH_S * 1000 - 500 - clock.now())
+    expect(await started()).toBe(false)
+    // The class's calls took 0 ms on the clock: the refresh starts the margin before expiry.
+    clock.advance(499)
+    await waitFor('the refresh ahead', started)
+    await waitFor('its platform call', () => reportCalls() === 2)
+  })
+
   it("moves a scheduled refresh ahead earlier when its class has learned a longer latency since: a burst's seat waits, learned after its timer was set", async () => {
     const { ahead, ask } = await refreshingAhead((yaml) => yaml.replace(`  timeout: ${TIMEOUT}`, '  timeout: 5s'))
     const started = async () => (await ahead.admin.inject({ method: 'GET', url: '/metrics' })).body.includes('gateway_cache_refresh_ahead_total{outcome="started"} 1')
