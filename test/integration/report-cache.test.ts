@@ -560,7 +560,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     const fetched = clock.now()
     clock.advance(10_000)
     await askPopular(ask, (ms) => clock.advance(ms), 'HIT')
-    // A lead learned on the machine's time (1000 + 4 × 500 + 20 ms or more) would have started it by now.
+    // A latency learned on the machine's time (a second) would price its refreshes over the budget: none would start.
     clock.advance(fetched + FRESH_S * 1000 - 500 - clock.now())
     expect(await started()).toBe(false)
     // The class's calls took 0 ms on the clock: the refresh starts the margin before expiry.
