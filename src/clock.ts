@@ -6,7 +6,9 @@ export interface Timer {
 /**
  * The gateway's time and timers: one clock, handed to every part that reads the time or
  * waits (tests hand a fake one). The only wall-clock reads of the gateway are here and in
- * the platform stand-in (sandbox/); performance.now() measures durations.
+ * the platform stand-in (sandbox/); performance.now() measures durations, but for those a
+ * rule weighs against this clock's times (a report class's latency against a copy's freshness:
+ * reports/report-cache.ts), measured on it.
  */
 export interface Clock {
   /** Milliseconds since the epoch. */

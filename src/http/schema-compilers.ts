@@ -38,6 +38,16 @@ function once(build: Builder, check: (route: RouteSchema) => void = () => undefi
   }
 }
 
+// The request schemas validated in this process: Ajv does not check them against JSON
+// Schema's meta-schema as it compiles them (`validateSchema: false`, http/server.ts), a test does.
+// Each once, by its JSON: the gateways a test worker builds give each route its own objects.
+const validated = new Map<string, unknown>()
+
+/** The request schemas (body, querystring, params) the routes built in this process validate with. */
+export function validatedSchemas(): unknown[] {
+  return [...validated.values()]
+}
+
 /**
  * Fastify does not lower the property names of a `headers` schema it hands a builder of the
  * application's: no route validates its headers through a schema (the admin routes take
@@ -50,5 +60,11 @@ function noHeaders(route: RouteSchema): void {
 
 /** The `schemaController` of every listener's Fastify. */
 export const SCHEMA_CONTROLLER = {
-  compilersFactory: { buildValidator: once(ajvPool, noHeaders), buildSerializer: once(serializerPool) },
+  compilersFactory: {
+    buildValidator: once(ajvPool, (route) => {
+      noHeaders(route)
+      validated.set(JSON.stringify(route.schema), route.schema)
+    }),
+    buildSerializer: once(serializerPool),
+  },
 } as unknown as NonNullable<FastifyServerOptions['schemaController']>

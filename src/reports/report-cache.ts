@@ -185,6 +185,8 @@ export class ReportCache {
   readonly #timers: Timers
   readonly #watches: LRUCache<string, Watch>
   // The latency of each work class's platform calls, the wait for a seat included: when a refresh ahead starts.
+  // On the gateway's clock, the one its copies' freshness and asks are on: the rule weighs the latency against
+  // the freshness, so a machine's slowness the clock does not see (a test's clock standing still) is no latency.
   readonly #latencies = new LRUCache<string, ClassLatency>({ max: LATENCY_CLASSES })
   // The same of each class's refreshes ahead alone: they wait for a seat behind their team's callers' calls (`leadLatency`).
   readonly #aheadLatencies = new LRUCache<string, ClassLatency>({ max: LATENCY_CLASSES })
@@ -700,9 +702,10 @@ export class ReportCache {
   // its call waits for a seat): what follows the answer is a reaction to it.
   #callPlatform(report: CanonicalReport, provider: TokenProvider, origin: Origin, timeoutMs?: number): Promise<FillResult> {
     const end = this.#d.metrics.upstreamDuration.startTimer()
+    const calledAt = this.#clock.now()
     const spent = { ms: 0 }
     const deps = timeoutMs === undefined ? this.#fetching : { ...this.#fetching, timeoutMs }
-    return fetchReport(this.#d.client, provider, report, { ...origin, spent }, deps).then((result: FillResult) => this.#called(result, report, origin, spent.ms, end))
+    return fetchReport(this.#d.client, provider, report, { ...origin, spent }, deps).then((result: FillResult) => this.#called(result, report, origin, spent.ms, end, calledAt))
   }
 
   /** The latency `work`'s refreshes ahead are led by (reports/refresh-ahead.ts `leadLatency`). */
@@ -710,8 +713,11 @@ export class ReportCache {
     return leadLatency(this.#aheadLatencies.get(work), this.#latencies.get(work))
   }
 
-  /** Counts a report call's answer (`spentMs` of platform time) for the team of `origin`: usage, metrics, the entry's filler and its work class's latency. */
-  #called(result: FillResult, report: CanonicalReport, origin: Origin, spentMs: number, end: (labels: { status: string }) => number): FillResult {
+  /**
+   * Counts a report call's answer (`spentMs` of platform time) for the team of `origin`: usage, metrics, the entry's filler
+   * and its work class's latency, from `calledAt` on the gateway's clock (the access log's and the histogram's, `end`, on the machine's).
+   */
+  #called(result: FillResult, report: CanonicalReport, origin: Origin, spentMs: number, end: (labels: { status: string }) => number, calledAt: number): FillResult {
     const { config, metrics } = this.#d
     // A background refresh that got no seat made no call, nor did a fill its callers all left (hung up, or may no longer be answered) before any try was sent.
     if (result.kind === 'failed' && (result.error.cause instanceof NoIdleSeatError || (droppedInQueue(result.error) && spentMs === 0))) return result
@@ -729,8 +735,10 @@ export class ReportCache {
     result.upstreamMs = end({ status: outcome }) * 1000
     if (result.kind === 'entry' && config.cache.refreshAhead) {
       const work = workClass(report)
-      this.#latencies.set(work, learnLatency(this.#latencies.get(work), result.upstreamMs))
-      if (origin.background) this.#aheadLatencies.set(work, learnLatency(this.#aheadLatencies.get(work), result.upstreamMs))
+      // A wall clock stepped back while the call ran reads as none.
+      const ms = Math.max(0, this.#clock.now() - calledAt)
+      this.#latencies.set(work, learnLatency(this.#latencies.get(work), ms))
+      if (origin.background) this.#aheadLatencies.set(work, learnLatency(this.#aheadLatencies.get(work), ms))
       this.#latencyVersion += 1
     }
     metrics.platformCalls.inc({ outcome })

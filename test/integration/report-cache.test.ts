@@ -124,6 +124,19 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     return { ahead, ask }
   }
 
+  /**
+   * `call`, its one report call held at the platform until the test's clock has moved `ms` on:
+   * a latency on the gateway's clock, what the refresh ahead learns, whatever the machine's speed.
+   */
+  async function takingOnTheClock<T>(ms: number, call: () => Promise<T>): Promise<T> {
+    sandbox.setRouteFailure(PATH, { kind: 'held', times: 1 })
+    const answer = call()
+    await waitFor('the call held at the platform', () => sandbox.concurrency().held === 1)
+    clock.advance(ms)
+    sandbox.releaseHeld()
+    return answer
+  }
+
   it('answers MISS, then HIT from the one stored copy, with age and max-age on the fake clock', async () => {
     const first = await get(CANONICAL)
     expect(first.statusCode).toBe(200)
@@ -535,14 +548,14 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     // time, runs from the refresh's start, and a call its kind's time does not fit is not sent.
     const { ahead, ask } = await refreshingAhead((yaml) => yaml.replace(`  timeout: ${TIMEOUT}`, '  timeout: 5s'))
     const started = async () => (await ahead.admin.inject({ method: 'GET', url: '/metrics' })).body.includes('gateway_cache_refresh_ahead_total{outcome="started"} 1')
-    // The class's one answer took 300 ms or more: a lead of at least 300 + 4 × 150 + 20 ms,
-    // far under the lead of a class not answered yet (a fifth of the freshness, 12 s).
-    sandbox.setLatency(300)
-    expect((await ask()).headers['x-cache']).toBe('MISS')
-    sandbox.setLatency(0)
+    // The class's one answer took 300 ms: a lead of about 600 ms (the least at which a call in 15
+    // may outlast it, under its bound 300 + 4 × 150 + 20 ms), far under the lead of a class not
+    // answered yet (a fifth of the freshness, 12 s).
+    expect((await takingOnTheClock(300, ask)).headers['x-cache']).toBe('MISS')
+    const fetched = clock.now()
     clock.advance(10_000)
     await askPopular(ask, (ms) => clock.advance(ms))
-    clock.advance(FRESH_S * 1000 - 10_000 - BUDGET_EVERY_MS - 5000)
+    clock.advance(fetched + FRESH_S * 1000 - 5000 - clock.now())
     expect(await started()).toBe(false)
     // 500 ms before expiry: within that lead.
     clock.advance(4500)
@@ -550,22 +563,40 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     await waitFor('its platform call', () => reportCalls() === 2)
   })
 
+  it("learns its class's latency on the gateway's clock, the one its copies' freshness is on: a call a busy machine takes a second over while the clock stands still leads its refresh ahead by the margin only", async () => {
+    const { ahead, ask } = await refreshingAhead((yaml) => yaml.replace(`  timeout: ${TIMEOUT}`, '  timeout: 5s'))
+    const started = async () => (await ahead.admin.inject({ method: 'GET', url: '/metrics' })).body.includes('gateway_cache_refresh_ahead_total{outcome="started"} 1')
+    // The platform answers after a second of the machine's time and none of the gateway's clock.
+    sandbox.setLatency(1000)
+    expect((await ask()).headers['x-cache']).toBe('MISS')
+    sandbox.setLatency(0)
+    const fetched = clock.now()
+    clock.advance(10_000)
+    await askPopular(ask, (ms) => clock.advance(ms), 'HIT')
+    // A latency learned on the machine's time (a second) would price its refreshes over the budget: none would start.
+    clock.advance(fetched + FRESH_S * 1000 - 500 - clock.now())
+    expect(await started()).toBe(false)
+    // The class's calls took 0 ms on the clock: the refresh starts the margin before expiry.
+    clock.advance(499)
+    await waitFor('the refresh ahead', started)
+    await waitFor('its platform call', () => reportCalls() === 2)
+  })
+
   it("moves a scheduled refresh ahead earlier when its class has learned a longer latency since: a burst's seat waits, learned after its timer was set", async () => {
     const { ahead, ask } = await refreshingAhead((yaml) => yaml.replace(`  timeout: ${TIMEOUT}`, '  timeout: 5s'))
     const started = async () => (await ahead.admin.inject({ method: 'GET', url: '/metrics' })).body.includes('gateway_cache_refresh_ahead_total{outcome="started"} 1')
-    // Popular on a platform answering at once: its refresh is set a few tens of ms before expiry.
+    // Popular on a platform answering at once: its refresh is set the margin before expiry.
     expect((await ask()).headers['x-cache']).toBe('MISS')
+    const fetched = clock.now()
     clock.advance(10_000)
     await askPopular(ask, (ms) => clock.advance(ms), 'HIT')
-    // Another report of the same class then takes 600 ms or more (the wait for a seat included):
-    // the class (mean about 80 ms, deviation 150 ms) has its bound over 600 ms, and the lead of a
-    // report asked 15 times a freshness, the least at which a call in 15 may outlast it, about 250 ms.
-    sandbox.setLatency(600)
-    expect((await ask('advertiserId=102&byDate=1&dateFrom=2026-01-01&dateTo=2026-01-07')).headers['x-cache']).toBe('MISS')
-    sandbox.setLatency(0)
+    // Another report of the same class then takes 600 ms (the wait for a seat included): the class
+    // (mean 75 ms, deviation 150 ms) has its bound over 600 ms, and the lead of a report asked 15
+    // times a freshness, the least at which a call in 15 may outlast it, about 240 ms.
+    expect((await takingOnTheClock(600, () => ask('advertiserId=102&byDate=1&dateFrom=2026-01-01&dateTo=2026-01-07'))).headers['x-cache']).toBe('MISS')
     // The next ask of the popular copy reads the class's lead again: its refresh moves earlier.
     expect((await ask()).headers['x-cache']).toBe('HIT')
-    clock.advance(FRESH_S * 1000 - 10_000 - BUDGET_EVERY_MS - 200)
+    clock.advance(fetched + FRESH_S * 1000 - 200 - clock.now())
     await waitFor('the refresh ahead, 200 ms before expiry', started)
     await waitFor('its platform call', () => reportCalls() === 3)
   })
@@ -576,12 +607,14 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect((await ask()).headers['x-cache']).toBe('MISS')
     clock.advance(10_000)
     await askPopular(ask, (ms) => clock.advance(ms), 'HIT')
-    // The first refresh ahead takes 1 s or more (its wait for a seat included): the refreshes' lead is at least 1000 + 4 × 500 + 20 ms.
-    sandbox.setLatency(1000)
+    // The first refresh ahead takes 1 s (its wait for a seat included): the refreshes' lead is bound by 1000 + 4 × 500 + 20 ms.
+    sandbox.setRouteFailure(PATH, { kind: 'held', times: 1 })
     clock.advance(FRESH_S * 1000 - 10_000 - BUDGET_EVERY_MS - 1)
     await waitFor('the first refresh ahead', () => started(1))
+    await waitFor('its call held at the platform', () => sandbox.concurrency().held === 1)
+    clock.advance(1000)
+    sandbox.releaseHeld()
     await waitFor('its platform call', () => reportCalls() === 2)
-    sandbox.setLatency(0)
     await waitFor('its copy', async () => (await ask()).headers.age === '0')
     // Then the class's callers' calls answer at once: the class's lead over all its calls falls under 200 ms.
     // Each report asked again (its copy's own ask): reports the budget weighs, within which a 3 s lead fits.
@@ -596,9 +629,9 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     for (const status of ['MISS', 'HIT', 'HIT']) expect((await ask(quarter)).headers['x-cache']).toBe(status)
     clock.advance(10_000)
     await askPopular(ask, (ms) => clock.advance(ms), 'HIT')
-    // 2 s before the new copy expires, its refresh has started: the refreshes' lead, not the callers'.
-    clock.advance(FRESH_S * 1000 - 10_000 - BUDGET_EVERY_MS - 2000)
-    await waitFor('the second refresh ahead, 2 s before expiry', () => started(2))
+    // 1 s before the new copy expires, its refresh has started: the refreshes' lead (about 2 s at 14 asks a freshness), not the callers'.
+    clock.advance(FRESH_S * 1000 - 10_000 - BUDGET_EVERY_MS - 1000)
+    await waitFor('the second refresh ahead, 1 s before expiry', () => started(2))
   })
 
   it('starts the refresh ahead at once on the ask that makes it popular enough when it is due', async () => {
