@@ -23,6 +23,17 @@ interface OfLength {
 /** The UTF-16 code units of `text`, as timingSafeEqual compares them. */
 const unitsOf = (text: string): Buffer => Buffer.from(text, 'utf16le')
 
+/**
+ * unitsOf(`secret`) in memory of its own: a small Buffer from Buffer.from is a view of a
+ * slab of Buffer's shared pool (8 KiB, 64 KiB on Node 24), which one kept holds alive whole,
+ * and a secret is kept for the process's life.
+ */
+function keptUnitsOf(secret: string): Buffer {
+  const units = Buffer.allocUnsafeSlow(secret.length * 2)
+  units.write(secret, 'utf16le')
+  return units
+}
+
 /** The secrets added, found in a text by a hashed comparison; never removed (a token replaced may still be valid). */
 export class SecretSearch {
   // Odd, so that multiplying by it loses no bit modulo 2^32.
@@ -49,7 +60,7 @@ export class SecretSearch {
     const hash = this.#hash(value, value.length)
     group.known.add(hash)
     group.hashes.push(hash)
-    group.units.push(unitsOf(value))
+    group.units.push(keptUnitsOf(value))
   }
 
   /** Whether `text` holds one of the secrets, as a substring. */
