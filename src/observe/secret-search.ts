@@ -1,4 +1,5 @@
 import { randomInt, timingSafeEqual } from 'node:crypto'
+import { ownBytes } from '../cache/cache-entry.js'
 
 // Whether a text holds a secret, found without a comparison that stops at the first
 // character that differs (a search such as `includes` or a RegExp takes longer the more of
@@ -22,17 +23,6 @@ interface OfLength {
 
 /** The UTF-16 code units of `text`, as timingSafeEqual compares them. */
 const unitsOf = (text: string): Buffer => Buffer.from(text, 'utf16le')
-
-/**
- * unitsOf(`secret`) in memory of its own: a small Buffer from Buffer.from is a view of a
- * slab of Buffer's shared pool (8 KiB, 64 KiB on Node 24), which one kept holds alive whole,
- * and a secret is kept for the process's life.
- */
-function keptUnitsOf(secret: string): Buffer {
-  const units = Buffer.allocUnsafeSlow(secret.length * 2)
-  units.write(secret, 'utf16le')
-  return units
-}
 
 /** The secrets added, found in a text by a hashed comparison; never removed (a token replaced may still be valid). */
 export class SecretSearch {
@@ -60,7 +50,9 @@ export class SecretSearch {
     const hash = this.#hash(value, value.length)
     group.known.add(hash)
     group.hashes.push(hash)
-    group.units.push(keptUnitsOf(value))
+    // Kept for the process's life: in memory of its own, not a view holding a slab of
+    // Buffer's shared pool alive (ownBytes).
+    group.units.push(ownBytes(unitsOf(value)))
   }
 
   /** Whether `text` holds one of the secrets, as a substring. */
