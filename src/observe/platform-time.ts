@@ -49,6 +49,11 @@ export class PlatformTime {
     this.#clock = clock
   }
 
+  /** How many teams' time is kept. */
+  get size(): number {
+    return this.#teams.size
+  }
+
   /** A call of `team` held the platform `ms` (its seat-time), ending at `now`. */
   spend(team: string, ms: number, now: number = this.#clock.now()): void {
     if (!(ms > 0)) return
@@ -106,6 +111,7 @@ export class PlatformTime {
     const dayStart = utcDayStart(now)
     let t = this.#teams.get(team)
     if (t === undefined) {
+      this.#forgetPast(dayStart, Math.floor(now / SLOT_MS))
       t = { slotMs: new Float64Array(SLOTS), slotSecond: new Float64Array(SLOTS).fill(-Infinity), dayStart, sharedMs: 0, unsharedMs: 0 }
       this.#teams.set(team, t)
     } else if (t.dayStart !== dayStart) {
@@ -114,5 +120,13 @@ export class PlatformTime {
       t.unsharedMs = 0
     }
     return t
+  }
+
+  // A team whose day is over and whose minute is empty has nothing left to count (its
+  // entry would start the day again at its next call): it goes, as a new team comes, so
+  // what is kept is the teams of the UTC day and of the last minute however many reloads
+  // removed teams.
+  #forgetPast(dayStart: number, second: number): void {
+    for (const [team, t] of this.#teams) if (t.dayStart !== dayStart && t.slotSecond.every((s) => second - s >= SLOTS)) this.#teams.delete(team)
   }
 }

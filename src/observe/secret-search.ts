@@ -1,4 +1,5 @@
 import { randomInt, timingSafeEqual } from 'node:crypto'
+import { ownBytes } from '../cache/cache-entry.js'
 
 // Whether a text holds a secret, found without a comparison that stops at the first
 // character that differs (a search such as `includes` or a RegExp takes longer the more of
@@ -49,7 +50,9 @@ export class SecretSearch {
     const hash = this.#hash(value, value.length)
     group.known.add(hash)
     group.hashes.push(hash)
-    group.units.push(unitsOf(value))
+    // Kept for the process's life: in memory of its own, not a view holding a slab of
+    // Buffer's shared pool alive (ownBytes).
+    group.units.push(ownBytes(unitsOf(value)))
   }
 
   /** Whether `text` holds one of the secrets, as a substring. */

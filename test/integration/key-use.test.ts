@@ -121,6 +121,18 @@ describe('KeyUse', () => {
     expect(await redis.client.pttl(redisKey.keyUse('ku:', 'replica-a'))).toBeGreaterThan(29 * 86_400_000)
   })
 
+  it('keeps in memory the keys used in the last hour: 100 keys of an hour before leave none but the new one', async () => {
+    const clock = fakeClock(at)
+    const use = keyUse(redis.client, clock, new RedisSeal(TEST_GATEWAY_SECRET), 'replica-hour')
+    for (let i = 0; i < 100; i++) use.note(`hour-key-${i}`, at)
+    await use.flush()
+    expect((await use.gather()).byKey.size).toBe(100)
+    clock.advance(60 * 60_000 + 1)
+    use.note('hour-key-new', clock.now())
+    expect(await use.flush()).toBe(true)
+    expect([...(await use.gather()).byKey.keys()]).toEqual(['hour-key-new'])
+  })
+
   it('reads another replica\'s use back, and ignores a record without the seal or larger than one of its own', async () => {
     const clock = fakeClock(at)
     const a = keyUse(redis.client, clock, new RedisSeal(TEST_GATEWAY_SECRET), 'replica-a')

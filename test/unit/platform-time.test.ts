@@ -79,3 +79,33 @@ describe('a team\'s platform time over the last minute and the UTC day', () => {
     expect(secondsToNextDay(DAY + 86_400_000 - 1)).toBe(1)
   })
 })
+
+describe('the teams whose platform time is kept', () => {
+  // A replica's teams change with reloads: a team removed, or idle since a past day, has no
+  // time left to count (its day is over, its minute empty), and its entry goes.
+  it('are those of the UTC day and the last minute: 100 teams, one a day, leave one kept', () => {
+    const clock = fakeClock(NOON)
+    const time = new PlatformTime(clock)
+    for (let i = 0; i < 100; i++) {
+      time.spend(`team-${i}`, 1_000)
+      clock.advance(86_400_000)
+    }
+    expect(time.size).toBe(1)
+    expect(time.dayMs('team-99', clock.now() - 86_400_000)).toBe(1_000)
+  })
+
+  it('keep a past day\'s team while its last minute holds time, and every team of the day', () => {
+    const clock = fakeClock(Date.parse('2026-03-10T23:59:50Z'))
+    const time = new PlatformTime(clock)
+    time.spend('late', 2_000)
+    time.spend('also-today', 500)
+    clock.advance(20_000)
+    time.spend('after-midnight', 1_000)
+    expect(time.size).toBe(3)
+    expect(time.minuteMs('late')).toBe(2_000)
+    clock.advance(60_000)
+    time.spend('next', 1_000)
+    expect(time.size).toBe(2)
+    expect([time.minuteMs('late'), time.dayMs('late'), time.dayMs('after-midnight')]).toEqual([0, 0, 1_000])
+  })
+})
