@@ -181,7 +181,7 @@ export class LeasedSeats {
     else if (need > this.#lease) {
       this.#unusedSince = null
       // A call waits below its part: ask at once. Else none free (or none that is not another replica's due): wait to be told, or for the bounded retry.
-      const atOnce = plan !== null && asksAtOnce(demand.waiting, this.#lease, this.#planFor(need, demand).target, this.#atOnce)
+      const atOnce = plan !== null && this.#spare() > 0 && asksAtOnce(demand.waiting, this.#lease, this.#planFor(need, demand).target, this.#atOnce)
       this.#early ||= atOnce
       this.#schedule(this.#spare() <= 0 && !atOnce ? STARVED_RETRY_MS - (now - this.#starvedAt) : 0, atOnce)
     } else if (this.#lease > fitting(need, demand.limit)) {
