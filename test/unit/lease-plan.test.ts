@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { asksAtOnce, ElsewhereCharges, LEARNER_MARGIN, decodeRecord, encodeRecord, leasePlan, type ReplicaRecord, type TeamRecord } from '../../src/platform/governor/lease-plan.js'
+import { ElsewhereCharges, LEARNER_MARGIN, decodeRecord, encodeRecord, leasePlan, type ReplicaRecord, type TeamRecord } from '../../src/platform/governor/lease-plan.js'
 
 // What one replica makes of every replica's lease record (docs/governor.md, "Across replicas").
 
@@ -129,19 +129,6 @@ describe('leasePlan: what a replica knows of the others', () => {
     const r2 = replica('r2', [], { answered: 3 })
     expect(leasePlan(r2, [], 4, 'r1')).toMatchObject({ learner: false, learnerRun: 'r1' })
     expect(leasePlan(r2, [], 4, null)).toMatchObject({ learner: true, learnerRun: 'r2' })
-  })
-})
-
-describe('asksAtOnce', () => {
-  it('asks at once for a call waiting on a replica whose lease was trimmed below its part; not when the last ask at once found no seat, nor at or past the part, nor with no call waiting', () => {
-    // 434's shape: r1's lease trimmed to none between short calls, a call of the spread team now waiting there.
-    const mine = replica('r1', [team('t0', { waiting: 1, peak: 1 })], { lease: 0 })
-    const part = leasePlan(mine, [replica('r2', [team('t0', { held: 1 })]), replica('r3', [team('t2', { held: 2 })])], 8).target
-    expect(part).toBeGreaterThan(0)
-    expect(asksAtOnce(1, 0, part, false)).toBe(true)
-    expect(asksAtOnce(1, 0, part, true)).toBe(false)
-    expect(asksAtOnce(1, Math.ceil(part), part, false)).toBe(false)
-    expect(asksAtOnce(0, 0, part, false)).toBe(false)
   })
 })
 

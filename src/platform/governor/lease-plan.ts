@@ -14,9 +14,6 @@ export function fitting(need: number, limit: number): number {
 /** The seats a replica holds at most while another waits, its due being `due` whole seats: its calls in flight and waiting within its due, or its calls in flight if more. */
 export const heldWhileContended = (inFlight: number, need: number, due: number): number => Math.max(inFlight, Math.min(need, due))
 
-/** Whether a replica asks the store at once, not MIN_RENEW_MS after its last answer: a call of its waits, its lease is below its part (`part`, its teams' targets), and its last ask at once did not come back with no seat (`inVain`): a shortage brings at most one ask at once past each answer that gave it seats. */
-export const asksAtOnce = (waiting: number, lease: number, part: number, inVain: boolean): boolean => waiting > 0 && lease < part && !inVain
-
 /** A team on one replica, as its record carries it. */
 export interface TeamRecord extends TeamLoad {
   lingering: boolean

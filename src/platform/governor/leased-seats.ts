@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Logger } from 'pino'
 import { systemClock, type Clock, type Timer } from '../../clock.js'
-import { asksAtOnce, ElsewhereCharges, encodeRecord, fitting, heldWhileContended, leasePlan, needOf, type LeasePlan, type LeaseShares, type ReplicaDemand, type ReplicaRecord, type SharedLimit } from './lease-plan.js'
+import { ElsewhereCharges, encodeRecord, fitting, heldWhileContended, leasePlan, needOf, type LeasePlan, type LeaseShares, type ReplicaDemand, type ReplicaRecord, type SharedLimit } from './lease-plan.js'
 import type { LeaseAnswer, LeaseStore } from './lease-store.js'
 
 // docs/governor.md, "Constants".
@@ -52,9 +52,9 @@ export class LeasedSeats {
   #asking = Infinity
   #again = false
   #lastAnswer = -Infinity
-  // The last renewal came at once (on a tell, or for a call waiting below its part) and found no seat; the one scheduled is one at once.
+  // The last renewal came at once on a tell and found no seat; the one scheduled is one at once on a tell.
   #atOnce = false
-  #early = false
+  #onTell = false
   #starvedAt = -Infinity
   #downSince: number | null = null
   // Back from an outage: until every replica's calls are counted, no more than the seats the outage rule let it fill.
@@ -153,8 +153,8 @@ export class LeasedSeats {
       // A new shared limit: a replica that neither holds nor wants seats takes it with its next renewal.
       if (everyone && this.#lease === 0 && needOf(this.#demand) === 0) return
       this.#starvedAt = -Infinity
-      this.#early ||= !everyone && !this.#atOnce
-      this.#schedule(0, this.#early)
+      this.#onTell ||= !everyone && !this.#atOnce
+      this.#schedule(0, this.#onTell)
     })
     this.#keepAlive = this.#clock.setInterval(() => {
       if (this.#lease > 0 || this.#demand.inFlight > 0 || this.#answers > 0) this.#schedule(0)
@@ -180,10 +180,8 @@ export class LeasedSeats {
     else if (plan !== null && ((this.#lease > 0 && this.#lease + plan.occupiedElsewhere > demand.limit) || demand.teams.some((t) => !plan.targets.has(t.team)))) this.#schedule(0)
     else if (need > this.#lease) {
       this.#unusedSince = null
-      // A call waits below its part: ask at once. Else none free (or none that is not another replica's due): wait to be told, or for the bounded retry.
-      const atOnce = plan !== null && this.#spare() > 0 && asksAtOnce(demand.waiting, this.#lease, this.#planFor(need, demand).target, this.#atOnce)
-      this.#early ||= atOnce
-      this.#schedule(this.#spare() <= 0 && !atOnce ? STARVED_RETRY_MS - (now - this.#starvedAt) : 0, atOnce)
+      // None free (or none that is not another replica's due): wait to be told, or for the bounded retry.
+      this.#schedule(this.#spare() <= 0 ? STARVED_RETRY_MS - (now - this.#starvedAt) : 0)
     } else if (this.#lease > fitting(need, demand.limit)) {
       this.#unusedSince ??= now
       this.#schedule(TRIM_AFTER_MS - (now - this.#unusedSince))
@@ -236,8 +234,8 @@ export class LeasedSeats {
     const d = this.#demand
     const need = d.inFlight + d.waiting
     const now = this.#clock.now()
-    const atOnce = this.#early && now - this.#lastAnswer < MIN_RENEW_MS
-    this.#early = false
+    const atOnce = this.#onTell && now - this.#lastAnswer < MIN_RENEW_MS
+    this.#onTell = false
     this.#credit = this.#plan?.contended ? this.#credit + ((this.#lease - this.#plan.due) * (now - this.#creditAt)) / 1000 : 0
     this.#creditAt = now
     const since = Math.max(1, now - this.#lastAnswer)
@@ -260,7 +258,7 @@ export class LeasedSeats {
       this.#answers = 0
       this.#waited = false
       if (this.#limitRecord === limitRecord) [this.#limitRecord, this.#tellOthers] = [null, false]
-      // A renewal at once that found no seat for it keeps the next one to MIN_RENEW_MS: tells and waiting calls bring no chain of them.
+      // A renewal at once that found no seat for it keeps the next one to MIN_RENEW_MS: tells bring no chain of them.
       this.#atOnce = atOnce && answer.granted <= held
       this.#taken(answer, need, d.limit, d.inFlight)
       if (tell) this.#o.store.tellAll(this.#run).catch(() => undefined)
