@@ -230,12 +230,3 @@ export const ENTRY_OVERHEAD_BYTES = 2304
 export function entrySize(entry: CacheEntry): number {
   return entry.gzip.length + (entry.identity?.length ?? 0) + ENTRY_OVERHEAD_BYTES
 }
-
-/** `buf` itself, or a copy when it is a view of a larger buffer it would keep alive (memory-store.ts). */
-export function ownBytes(buf: Buffer): Buffer {
-  if (buf.byteLength === buf.buffer.byteLength) return buf
-  // Not from the pool, which would make it a view of a shared slab again.
-  const copy = Buffer.allocUnsafeSlow(buf.byteLength)
-  buf.copy(copy)
-  return copy
-}

@@ -1,5 +1,6 @@
 import { LRUCache } from 'lru-cache'
-import { entrySize, ownBytes, purgeReaches, type CacheEntry } from './cache-entry.js'
+import { entrySize, purgeReaches, type CacheEntry } from './cache-entry.js'
+import { ownBytes } from '../observe/own-bytes.js'
 import type { CacheStore } from './cache-store.js'
 import { systemClock } from '../clock.js'
 

@@ -1,5 +1,6 @@
 import { gunzipSync } from 'node:zlib'
-import { ownBytes, type CacheEntry } from '../cache/cache-entry.js'
+import type { CacheEntry } from '../cache/cache-entry.js'
+import { ownBytes } from '../observe/own-bytes.js'
 import { dropAt, dueAt, ended, type Job } from './job.js'
 import type { Delivery } from './delivery.js'
 import type { MemoryDeliveryStore } from './delivery-store.js'

@@ -1,5 +1,5 @@
 import { randomInt, timingSafeEqual } from 'node:crypto'
-import { ownBytes } from '../cache/cache-entry.js'
+import { ownBytes } from './own-bytes.js'
 
 // Whether a text holds a secret, found without a comparison that stops at the first
 // character that differs (a search such as `includes` or a RegExp takes longer the more of
