@@ -7,7 +7,7 @@
  * test/integration/openapi-tools.test.ts.
  */
 import { execFile, spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
@@ -83,6 +83,24 @@ describe('clients generated from docs/openapi.json and docs/admin-openapi.json w
     expect(answers[0]).toEqual({ purged: 'all', dryRun: true, wouldDrop: expect.any(Number) })
     expect(answers[0].wouldDrop).toBeGreaterThan(0)
     expect(answers[1]).toEqual({ purged: 'all', dryRun: false, dropped: answers[0].wouldDrop })
+  }, 120_000)
+
+  it('with --path-params-as-types, TypeScript refuses the job result path beside the job path, and the README says to leave the option off', async () => {
+    // The option writes each path as a template literal key; `${string}` matches a slash,
+    // so `/api/v1/jobs/${string}/result` is also a `/api/v1/jobs/${string}` of another
+    // operation (TS2413). Nothing in the document can say otherwise; the README says so.
+    const own = mkdtempSync(join(tmpdir(), 'rgw-path-params-as-types-'))
+    try {
+      const ast = await openapiTS(structuredClone(proxyDoc) as unknown as OpenAPI3, { silent: true, pathParamsAsTypes: true })
+      writeFileSync(join(own, 'schema.d.ts'), `${COMMENT_HEADER}${astToString(ast)}`)
+      writeFileSync(join(own, 'tsconfig.json'), JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', lib: ['ES2022'], types: [], strict: true, noEmit: true }, include: ['schema.d.ts'] }))
+      const checked = spawnSync(TSC, ['-p', 'tsconfig.json'], { cwd: own, encoding: 'utf8' })
+      const refused = [...(checked.stdout + checked.stderr).matchAll(/error (TS\d+): '`([^`]+)`' index type/g)].map(([, code, path]) => `${code} ${path}`)
+      expect(refused).toEqual(['TS2413 /api/v1/jobs/${string}/result'])
+    } finally {
+      rmSync(own, { recursive: true, force: true })
+    }
+    expect(readFileSync(join(ROOT, 'README.md'), 'utf8')).toMatch(/`--path-params-as-types`[^.]*TS2413/)
   }, 120_000)
 })
 
