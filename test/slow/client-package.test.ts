@@ -3,7 +3,8 @@
  * tarball installed in an empty directory outside the workspace (its declared dependencies
  * from the registry, nothing of the workspace), type-checked there, and run there against a
  * gateway in front of the platform sandbox on Node 20 (the system's), 22 (the `node@22`
- * package of the npm registry) and 24 (the `node` devDependency the suite runs on), and in
+ * package of the npm registry) and 24 (the `node` devDependency the suite runs on), as an ES
+ * module and by a CommonJS app's require(), and in
  * Chromium: a page that imports the installed files as they are (an import map, no bundler),
  * served from the origin that also routes /api/v1/ to the gateway, as an ingress would.
  * In npm run test:slow (npm install from the registry, a tsc run, three runtimes and a
@@ -93,6 +94,25 @@ console.log(JSON.stringify({
   moved: await redirect(client.report('creatives', query)),
   elsewhere: await redirect(client.api.GET('/api/v1/report/{split}/get', { params: { path: { split: 'adPlacementPositions' }, query }, redirect: 'follow' })),
 }))
+`
+
+// A CommonJS app's require() of the ES module (Node 20.19+, 22.12+ and 24 load one without top-level await).
+const CJS_APP = `const { createGatewayClient, GatewayError } = require('@report-gateway/client')
+
+const [baseUrl, apiKey] = process.argv.slice(2)
+const query = { advertiserId: 101, dateFrom: '2026-03-02', dateTo: '2026-03-04', byDate: true }
+createGatewayClient({ baseUrl, apiKey }).report('campaigns', query).then(async (answer) => {
+  const refused = await createGatewayClient({ baseUrl, apiKey: 'rgw_not_a_key_of_any_team_000000000000000' }).report('campaigns', query).catch((err) => ({ gatewayError: err instanceof GatewayError, code: err.code }))
+  console.log(JSON.stringify({ node: process.version, rows: answer.rows.length, refused }))
+})
+`
+
+// A CommonJS module of a TypeScript app (a .cts file under NodeNext: its import is a require()).
+const TYPED_CJS_APP = `import { createGatewayClient, GatewayError } from '@report-gateway/client'
+
+export async function rows(baseUrl: string, apiKey: string): Promise<number | string> {
+  return createGatewayClient({ baseUrl, apiKey }).report('campaigns', { advertiserId: 101, dateFrom: '2026-03-02', dateTo: '2026-03-04' }).then((answer) => answer.rows.length, (err: unknown) => (err instanceof GatewayError ? err.code : 'other'))
+}
 `
 
 // The same calls as a TypeScript app sees them: the declarations of the tarball, not of the workspace.
@@ -194,6 +214,7 @@ describe('the client package, installed from its tarball in an empty directory',
     writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'an-app', private: true, type: 'module' }))
     npm(['install', tarball], app)
     writeFileSync(join(app, 'app.mjs'), APP)
+    writeFileSync(join(app, 'app.cjs'), CJS_APP)
   }, 240_000)
 
   afterAll(() => {
@@ -228,11 +249,12 @@ describe('the client package, installed from its tarball in an empty directory',
     expect(readFileSync(join(app, 'node_modules/.package-lock.json'), 'utf8')).not.toContain(ROOT)
   })
 
-  it('type-checks an app against the declarations it ships (NodeNext, no Node types: browsers too)', () => {
+  it('type-checks an app against the declarations it ships (NodeNext, no Node types: browsers too), a CommonJS module of it too', () => {
     writeFileSync(join(app, 'app.ts'), TYPED_APP)
+    writeFileSync(join(app, 'cjs-app.cts'), TYPED_CJS_APP)
     writeFileSync(
       join(app, 'tsconfig.json'),
-      JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', lib: ['ES2022', 'DOM'], types: [], strict: true, noEmit: true }, include: ['app.ts'] }),
+      JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', lib: ['ES2022', 'DOM'], types: [], strict: true, noEmit: true }, include: ['app.ts', 'cjs-app.cts'] }),
     )
     // A whole tsc run: its own timeout, as it passes vitest's 20 s default beside busy cores.
     const run = spawnSync(TSC, ['-p', 'tsconfig.json'], { cwd: app, encoding: 'utf8' })
@@ -288,7 +310,7 @@ describe('the client package, installed from its tarball in an empty directory',
   }, 120_000)
 
   for (const [major, find] of runtimes) {
-    it(`calls a gateway on Node ${major}: a report and its 304, a platform call by its path, a refusal, no listener and redirects as GatewayError, none followed`, async (ctx) => {
+    it(`calls a gateway on Node ${major}: a report and its 304, a platform call by its path, a refusal, no listener and redirects as GatewayError, none followed; and from a CommonJS app`, async (ctx) => {
       const node = find()
       if (!needTool({ name: `Node ${major}`, install: major === '22' ? 'the npm registry (npm install node@22)' : `Node ${major} on PATH` }, node !== null, 'the client package on its Node')) return ctx.skip()
       // Not spawnSync: the gateway answering the app runs in this process.
@@ -309,6 +331,10 @@ describe('the client package, installed from its tarball in an empty directory',
       expect(out.moved).toEqual({ code: 'CLIENT_REDIRECT', status: 302, location: `${env.url}${REDIRECTS.moved}?page=2` })
       expect(out.elsewhere).toEqual({ code: 'CLIENT_REDIRECT', status: 307, location: `${elsewhereUrl}/collect` })
       expect(reachedElsewhere).toEqual([])
+      // A CommonJS app requires the package as it is.
+      const required = await promisify(execFile)(node as string, ['app.cjs', env.url, KEYS.all], { cwd: app, encoding: 'utf8', timeout: 60_000 })
+      expect(required.stderr).toBe('')
+      expect(JSON.parse(required.stdout)).toEqual({ node: out.node, rows: 3, refused: { gatewayError: true, code: 'GW_UNAUTHORIZED' } })
     }, 120_000)
   }
 })
