@@ -79,19 +79,89 @@ export function readAsJson(contentType: string | undefined): boolean {
   return contentType !== undefined && (contentType.includes('/json') || contentType.includes('+json'))
 }
 
-// A part's name in a multipart body's headers: `content-disposition: form-data; name="…"` (quoted or not).
-const PART_NAME = /^content-disposition:[^\r\n]*?;\s*name\s*=\s*(?:"([^"\r\n]*)"|([^;\s]*))/gim
-
 /**
  * A multipart form passed on as it comes: PHP fills `$_POST` from its parts, so a part
  * named `_method` (as PHP files names: `.method`, `_method[x]`) would turn the call into
  * another method at the platform. 400 for such a body.
  */
 export function assertNoOverridePart(bytes: Buffer): void {
-  for (const [, quoted, bare] of bytes.toString('latin1').matchAll(PART_NAME)) {
-    const name = quoted ?? bare ?? ''
+  for (const name of multipartNames(bytes.toString('latin1'))) {
     if (phpVariable(name) === METHOD_OVERRIDE_FIELD) throw new BadRequestError(`body: a part named ${JSON.stringify(name.slice(0, 64))} is ${METHOD_OVERRIDE_FIELD} (method override) to a PHP platform, and not accepted`)
   }
+}
+
+const CONTENT_DISPOSITION = 'content-disposition'
+const PHP_SPACE = /^[ \t\n\v\f\r]*/
+
+/**
+ * Every `name` of every `content-disposition` header in a multipart body, as PHP reads them
+ * (main/rfc1867.c). Each line of the body is taken for a header line, boundaries unread: a
+ * part's header block, which starts after a boundary line and ends at an empty line, is read
+ * whole, and so are lines of content that look like headers (more names than PHP reads,
+ * never fewer). A line that starts with white space or holds no `:` continues the header
+ * before it (a line is read to its first NUL, as C reads it); the header's name is compared
+ * without case and unstripped; its value is split
+ * at `;` outside quotes (`"` or `'`, a quote escaped by `\`), and each `name=` parameter
+ * (any case) read quoted, to its closing quote or the end, or bare, to white space.
+ */
+export function multipartNames(text: string): string[] {
+  const dispositions: string[] = []
+  let header: { name: string; value: string } | null = null
+  const end = (): void => {
+    if (header !== null && header.name.toLowerCase() === CONTENT_DISPOSITION) dispositions.push(header.value)
+    header = null
+  }
+  for (const raw of text.split('\n')) {
+    // A C string: the line ends at its first NUL.
+    const line = (raw.endsWith('\r') ? raw.slice(0, -1) : raw).split('\0', 1)[0] ?? ''
+    const colon = /^[ \t\n\v\f\r]/.test(line) ? -1 : line.indexOf(':')
+    if (line === '') end()
+    else if (colon !== -1) {
+      end()
+      header = { name: line.slice(0, colon), value: line.slice(colon + 1).replace(PHP_SPACE, '') }
+    } else if (header !== null) header.value += line
+  }
+  end()
+  const names: string[] = []
+  for (const value of dispositions) {
+    let rest = value.replace(PHP_SPACE, '')
+    while (rest !== '') {
+      const [pair, after] = phpWord(rest, ';')
+      rest = after.replace(PHP_SPACE, '')
+      if (!pair.includes('=')) continue
+      const [key, param] = phpWord(pair, '=')
+      if (key.toLowerCase() === 'name') names.push(phpParamValue(param))
+    }
+  }
+  return names
+}
+
+/** PHP's php_ap_getword: the text before the first `stop` outside quotes, and what follows the run of `stop`s after it. */
+function phpWord(text: string, stop: string): [string, string] {
+  let pos = 0
+  while (pos < text.length && text[pos] !== stop) {
+    const quote = text[pos]
+    pos++
+    if (quote !== '"' && quote !== "'") continue
+    while (pos < text.length && text[pos] !== quote) pos += text[pos] === '\\' && text[pos + 1] === quote ? 2 : 1
+    if (pos < text.length) pos++
+  }
+  const word = text.slice(0, pos)
+  while (text[pos] === stop) pos++
+  return [word, text.slice(pos)]
+}
+
+/** PHP's php_ap_getword_conf: a parameter's value, quoted (to its quote, or the end) or bare (to white space), `\\` and an escaped quote unescaped. */
+function phpParamValue(text: string): string {
+  const start = text.replace(PHP_SPACE, '')
+  const quote = start[0] === '"' || start[0] === "'" ? start[0] : null
+  const body = quote === null ? (/^[^ \t\n\v\f\r]*/.exec(start)?.[0] ?? '') : start.slice(1)
+  let value = ''
+  for (let i = 0; i < body.length && body[i] !== quote; i++) {
+    if (body[i] === '\\' && (body[i + 1] === '\\' || (quote !== null && body[i + 1] === quote))) i++
+    value += body[i]
+  }
+  return value
 }
 
 /**

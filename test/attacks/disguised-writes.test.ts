@@ -119,6 +119,40 @@ describe('method override', () => {
       expect(res.json, name).toMatchObject({ code: 'GW_BAD_REQUEST', message: expect.stringContaining('_method') })
     }
     expect(sg.callerRequests()).toEqual([])
+    // PHP takes the type before the first `;`, `,` or space, in any case, for a multipart form
+    // or a form: a type so spelt is no media type to the gateway, and refused.
+    const types: [string, string][] = [
+      ['multipart/form-data,x; boundary=b', part('"_method"')],
+      ['Multipart/Form-Data boundary=b', part('"_method"')],
+      ['application/x-www-form-urlencoded,x', 'userId=101&_method=DELETE'],
+      ['application/x-www-form-urlencoded x', 'userId=101&_method=DELETE'],
+    ]
+    for (const [type, body] of types) {
+      const res = await call(sg, 'POST', '/api/v1/campaign/get', { key: UPLOADER_KEY, body, headers: { 'content-type': type } })
+      expect(res.status, type).toBe(400)
+      expect(res.json.code, type).toBe('GW_BAD_REQUEST')
+    }
+    // As PHP reads a part's content-disposition (rfc1867.c): quotes in either kind, a `;`
+    // quoted in a parameter before the name, a line without `:` or starting with a space
+    // continuing the header, an unclosed quote read to the end, `name` in any case.
+    const disposition = (value: string) => `--b\r\ncontent-disposition: ${value}\r\n\r\nDELETE\r\n--b--\r\n`
+    const spellings = [
+      "form-data; name='_method'",
+      'form-data; x="; name=y"; name="_method"',
+      "form-data; x='a;b'; name=_method",
+      'form-data\r\n; name="_method"',
+      'form-data;\r\n\tname=_method',
+      'form-data; name="_method',
+      'form-data; NAME="_method"',
+      'form-data;; name=".method[x]"',
+      'form-data; name="a"; name="_method"',
+    ]
+    for (const value of spellings) {
+      const res = await call(sg, 'POST', '/api/v1/campaign/get', { key: UPLOADER_KEY, body: disposition(value), headers: { 'content-type': 'multipart/form-data; boundary=b' } })
+      expect(res.status, value).toBe(400)
+      expect(res.json, value).toMatchObject({ code: 'GW_BAD_REQUEST', message: expect.stringContaining('_method') })
+    }
+    expect(sg.callerRequests()).toEqual([])
     await call(sg, 'POST', '/api/v1/campaign/get', { key: UPLOADER_KEY, body: part('"note"'), headers: { 'content-type': 'multipart/form-data; boundary=b' } })
     expect(sg.callerRequests().map((r) => r.body)).toEqual([part('"note"')])
     sg.sandbox.clearRequests()

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { assertPlainBodyType, maxDepth, parseFormBody, parseJsonBody } from '../../src/access/request-body.js'
+import { assertPlainBodyType, maxDepth, multipartNames, parseFormBody, parseJsonBody } from '../../src/access/request-body.js'
 
 // Bodies are parsed, bounded and re-serialized by the gateway.
 
@@ -105,5 +105,33 @@ describe('assertPlainBodyType', () => {
 describe('maxDepth', () => {
   it('skips brackets in strings, escaped quotes included', () => {
     expect(maxDepth(Buffer.from('{"a":[1,{"b":"]]]\\"[[["}]}'))).toBe(3)
+  })
+})
+
+describe('multipartNames', () => {
+  const part = (disposition: string) => `--b\r\ncontent-disposition: ${disposition}\r\n\r\nx\r\n--b--\r\n`
+
+  it('reads a name quoted either way, bare, or unclosed, as PHP does', () => {
+    expect(multipartNames(part('form-data; name="a"'))).toEqual(['a'])
+    expect(multipartNames(part("form-data; name='a b'"))).toEqual(['a b'])
+    expect(multipartNames(part('form-data; name=a b'))).toEqual(['a'])
+    expect(multipartNames(part('form-data; name="a'))).toEqual(['a'])
+    expect(multipartNames(part('form-data; name="a\\"b"'))).toEqual(['a"b'])
+    expect(multipartNames(part('form-data; NAME=a; Name=b'))).toEqual(['a', 'b'])
+  })
+
+  it('splits at a `;` outside quotes only', () => {
+    expect(multipartNames(part('form-data; x="; name=y"; name="z"'))).toEqual(['z'])
+    expect(multipartNames(part("form-data;; x='a;b' ;name=z"))).toEqual(['z'])
+  })
+
+  it('continues a header on a line that starts with white space or holds no colon, and ends it at an empty line', () => {
+    expect(multipartNames('--b\r\nContent-Disposition: form-data\r\n; name="a\r\n\tb"\r\n\r\n; name=c\r\n')).toEqual(['a\tb'])
+    expect(multipartNames('--b\ncontent-disposition: form-data;\n name=a\n\n')).toEqual(['a'])
+  })
+
+  it('reads a header name whole and a line to its first NUL, as C reads them', () => {
+    expect(multipartNames('--b\r\ncontent-disposition : form-data; name=a\r\n\r\n')).toEqual([])
+    expect(multipartNames('--b\r\ncontent-disposition: form-data\r\n; name=a\u0000; name=b\r\n\r\n')).toEqual(['a'])
   })
 })
