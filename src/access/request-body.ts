@@ -98,11 +98,12 @@ const PHP_FILL_UNIT = 5 * 1024
 /**
  * The bytes of a multipart line PHP reads at most (rfc1867.c multipart_buffer_new): its
  * buffer, FILLUNIT, or the boundary's length and 6 when that is more. The boundary is found
- * as rfc1867_post_handler finds it: after the first `boundary` (in any case) and the `=`
- * after it, to its closing quote, or to a `,` or `;`.
+ * as rfc1867_post_handler finds it: after the first `boundary` (else the first in another
+ * case) and the `=` after it, to its closing quote, or to a `,` or `;`.
  */
 export function phpLineBytes(contentType: string): number {
-  const at = contentType.toLowerCase().indexOf('boundary')
+  const exact = contentType.indexOf('boundary')
+  const at = exact === -1 ? contentType.toLowerCase().indexOf('boundary') : exact
   const eq = at === -1 ? -1 : contentType.indexOf('=', at)
   if (eq === -1) return PHP_FILL_UNIT
   const rest = contentType.slice(eq + 1)

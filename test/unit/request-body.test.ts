@@ -145,6 +145,8 @@ describe('multipartNames', () => {
     expect(phpLineBytes('')).toBe(5120)
     expect(phpLineBytes(`multipart/form-data; BOUNDARY="${'x'.repeat(6000)}"; charset=utf-8`)).toBe(6006)
     expect(phpLineBytes(`multipart/form-data; boundary=${'x'.repeat(6000)};x=1`)).toBe(6006)
+    // `boundary` as spelt first, another case only without it.
+    expect(phpLineBytes(`multipart/form-data; XBOUNDARY=${'x'.repeat(6000)}; boundary=b`)).toBe(5120)
   })
 
   it('reads a header name whole and a line to its first NUL, as C reads them', () => {
