@@ -304,7 +304,7 @@ export class Admission {
       // character a byte (Latin-1, as the search before parsing reads a body): SecretSet
       // looks for a secret's UTF-8 bytes so read too, and a binary body costs no decoding.
       const whole = await readAll(payload, limit)
-      if (type === MULTIPART_TYPE) assertNoOverridePart(whole)
+      if (type === MULTIPART_TYPE) assertNoOverridePart(whole, request.headers['content-type'])
       this.refuseSecretIn(whole.toString('latin1'), 'body')
       caller.stream = Readable.from([whole])
       return

@@ -22,6 +22,12 @@ export interface RequestTarget {
 // Parameter names a PHP platform reads as they are: no NUL (PHP cuts the name there),
 // no spaces (dropped or turned into `_`), nothing that could hide an account field.
 const PLAIN_NAME = /^[A-Za-z0-9_.\-[\]]+$/
+// Brackets a name may open: a PHP platform deletes the whole variable of a name nested past
+// its max_input_nesting_level (64 by default), values given before it included, so that
+// `userId=101&userId[a]…[a]=101` names no account to it and the call acts on the parent's.
+// The platform's names nest 2 levels (`filter[campaignIds][]`); 16 leaves room below any
+// max_input_nesting_level a platform would lower its own to.
+const MAX_NAME_NESTING = 16
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/
 // Printable ASCII only: anything else in a raw target is spelled differently by different parsers.
@@ -64,6 +70,8 @@ export function checkParams(raw: string, where: 'query' | 'body', maxParams: num
     const name = decodeComponent(spelledName)
     if (name === null) throw new BadRequestError(`${where}: parameter name ${JSON.stringify(withoutKeys(spelledName.slice(0, 64)))} ${NOT_UTF8}`)
     if (!PLAIN_NAME.test(name)) throw new BadRequestError(`${where}: parameter name ${JSON.stringify(name.slice(0, 64))} is not plain (letters, digits, _ . - [ ])`)
+    // PHP counts a level at each `[` it opens.
+    if (name.split('[').length - 1 > MAX_NAME_NESTING) throw new BadRequestError(`${where}: parameter name ${JSON.stringify(withoutKeys(name.slice(0, 64)))} is nested deeper than ${MAX_NAME_NESTING} levels, which a PHP platform may read as no parameter of that name at all`)
     if (phpVariable(name) === METHOD_OVERRIDE_FIELD) throw new BadRequestError(`${where}: ${JSON.stringify(name)} is ${METHOD_OVERRIDE_FIELD} (method override) to a PHP platform, and not accepted`)
     const value = decodeComponent(spelledValue)
     if (value === null) throw new BadRequestError(`${where}: parameter ${name} ${NOT_UTF8}`)

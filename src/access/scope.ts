@@ -101,7 +101,8 @@ export function placementsOf(ownership: { campaignPaths: readonly string[]; acco
 // `userId`, as plain names), a body call's top-level `userId`; the POST report form reads
 // its top-level `campaignIds` instead, and no account field (a report without campaigns
 // may be one of every campaign of the parent's token). Anywhere else (a nested `userId`,
-// `advertiserId` in a campaign list's body, `userId[]`), the platform falls back to the
+// `advertiserId` in a campaign list's body, `userId[]`, a plain one followed by `userId[]`,
+// which PHP keeps as the list), the platform falls back to the
 // parent account. So do the routes of `ownership.accountRoutes` that name the other field
 // of the two: each is placed by its own field only. A route that is none of these (not a
 // report, a campaign path or a listed route) may read either name, or none, and is placed
@@ -141,7 +142,7 @@ export function namedInCall(method: string, target: RequestTarget, body: Checked
     accounts: [...queryAccounts, ...inBody.accounts],
     campaigns,
     creativeSets: [...namedValues(target.params, CREATIVE_SET_VARIABLES), ...inBody.creativeSets].map(creativeSetId),
-    placed: known && (bodyless ? target.params.some(([name]) => fields.has(name)) : placedInBody(target.path, body, listed ?? BODY_ACCOUNT)),
+    placed: known && (bodyless ? [...fields].some((field) => plainLast(target.params, field)) : placedInBody(target.path, body, listed ?? BODY_ACCOUNT)),
     placeBy: bodyless ? `${[...fields].join(' or ')} in the query` : `${REPORT_READ.test(target.path) ? `the report's campaigns in ${REPORT_CAMPAIGNS}` : (listed ?? BODY_ACCOUNT)} at the top of the body`,
     unknownRoute: known ? null : target.path,
     respelled: respelledIn(target.params.map(([key]) => key)) ?? inBody.respelled,
@@ -165,9 +166,16 @@ function routeIdInputs(target: RequestTarget, body: CheckedBody | null): unknown
   return found
 }
 
+// Whether PHP ends with `field` a plain value: the last parameter of its variable names it
+// plainly. A later `field[]` or `field[x]` makes it a list (PHP keeps the last), which names
+// no account where the platform reads one.
+function plainLast(params: readonly Pair[], field: string): boolean {
+  return params.findLast(([name]) => phpVariable(name) === field)?.[0] === field
+}
+
 function placedInBody(path: string, body: CheckedBody | null, field: string): boolean {
   const report = REPORT_READ.test(path)
-  if (body?.kind === 'form') return !report && body.params.some(([name]) => name === field)
+  if (body?.kind === 'form') return !report && plainLast(body.params, field)
   if (body?.kind !== 'json' || typeof body.value !== 'object' || body.value === null || Array.isArray(body.value)) return false
   const top = body.value as Record<string, unknown>
   if (report) return Array.isArray(top[REPORT_CAMPAIGNS]) && top[REPORT_CAMPAIGNS].length > 0

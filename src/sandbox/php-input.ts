@@ -55,8 +55,13 @@ export function urldecode(text: string): string {
   return Buffer.from(bytes).toString('utf8')
 }
 
-/** The name as PHP stores it and the array indexes after it (`a[x][]` → a, [x, '']); null: dropped. */
-export function phpName(raw: string): { base: string; indexes: string[] } | null {
+/**
+ * The name as PHP stores it and the array indexes after it (`a[x][]` → a, [x, '']); null:
+ * dropped. `tooDeep`: the name opens more than `max_input_nesting_level` brackets, and PHP
+ * then deletes its whole variable (php_register_variable_ex: `zend_symtable_str_del` of the
+ * base name), values given by earlier parameters included.
+ */
+export function phpName(raw: string): { base: string; indexes: string[]; tooDeep?: true } | null {
   // A C string: the name ends at the first NUL.
   const nul = raw.indexOf('\0')
   const name = (nul === -1 ? raw : raw.slice(0, nul)).replace(/^ +/, '')
@@ -73,12 +78,13 @@ export function phpName(raw: string): { base: string; indexes: string[] } | null
   const base = name.slice(0, open).replace(/[ .]/g, '_')
   let rest = name.slice(open)
   while (rest.startsWith('[')) {
+    // PHP counts a level at each `[` it reads, before looking for its `]`.
+    if (indexes.length === MAX_NESTING) return { base, indexes, tooDeep: true }
     const close = rest.indexOf(']')
     if (close === -1) break
     indexes.push(rest.slice(1, close))
     // Whatever follows the last `]` but is not a `[` is ignored.
     rest = rest.slice(close + 1)
-    if (indexes.length > MAX_NESTING) return null
   }
   return { base, indexes }
 }
@@ -86,6 +92,10 @@ export function phpName(raw: string): { base: string; indexes: string[] } | null
 function register(into: PhpArray, rawName: string, value: string): void {
   const name = phpName(rawName)
   if (name === null) return
+  if (name.tooDeep) {
+    delete into[name.base]
+    return
+  }
   let node = into
   let key = name.base
   for (const index of name.indexes) {

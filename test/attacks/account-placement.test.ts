@@ -39,6 +39,9 @@ describe('a scoped team must name its account where the platform reads it', () =
     ['userId in an array of the body', '/api/v1/campaign/get', { json: [{ userId: 101 }] }],
     ['own campaign ids instead of the account', '/api/v1/campaign/get', { json: { campaignIds: [101001] } }],
     ['userId as a form array', '/api/v1/campaign/get', { body: 'userId[]=101', headers: { 'content-type': 'application/x-www-form-urlencoded' } }],
+    // PHP keeps the last parameter of a variable: a list after the plain one makes userId a list.
+    ['userId, then as a form array', '/api/v1/campaign/get', { body: 'userId=101&userId[]=101', headers: { 'content-type': 'application/x-www-form-urlencoded' } }],
+    ['userId, then as a keyed form array', '/api/v1/campaign/get', { body: 'userId=101&userId[a]=101&note=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } }],
     // Blank to Laravel (`filled()`, `?:`): a controller that reads it so lists the parent's.
     ['userId as an empty list', '/api/v1/campaign/get', { json: { userId: [] } }],
     ['userId as an empty list beside a nested own one', '/api/v1/campaign/get', { json: { userId: [], filter: { userId: 101 } } }],

@@ -119,6 +119,52 @@ describe('method override', () => {
       expect(res.json, name).toMatchObject({ code: 'GW_BAD_REQUEST', message: expect.stringContaining('_method') })
     }
     expect(sg.callerRequests()).toEqual([])
+    // PHP takes the type before the first `;`, `,` or space, in any case, for a multipart form
+    // or a form: a type so spelt is no media type to the gateway, and refused.
+    const types: [string, string][] = [
+      ['multipart/form-data,x; boundary=b', part('"_method"')],
+      ['Multipart/Form-Data boundary=b', part('"_method"')],
+      ['application/x-www-form-urlencoded,x', 'userId=101&_method=DELETE'],
+      ['application/x-www-form-urlencoded x', 'userId=101&_method=DELETE'],
+    ]
+    for (const [type, body] of types) {
+      const res = await call(sg, 'POST', '/api/v1/campaign/get', { key: UPLOADER_KEY, body, headers: { 'content-type': type } })
+      expect(res.status, type).toBe(400)
+      expect(res.json.code, type).toBe('GW_BAD_REQUEST')
+    }
+    // As PHP reads a part's content-disposition (rfc1867.c): quotes in either kind, a `;`
+    // quoted in a parameter before the name, a line without `:` or starting with a space
+    // continuing the header, an unclosed quote read to the end, `name` in any case.
+    const disposition = (value: string) => `--b\r\ncontent-disposition: ${value}\r\n\r\nDELETE\r\n--b--\r\n`
+    const spellings = [
+      "form-data; name='_method'",
+      'form-data; x="; name=y"; name="_method"',
+      "form-data; x='a;b'; name=_method",
+      'form-data\r\n; name="_method"',
+      'form-data;\r\n\tname=_method',
+      'form-data; name="_method',
+      'form-data; NAME="_method"',
+      'form-data;; name=".method[x]"',
+      'form-data; name="a"; name="_method"',
+    ]
+    const bodies = spellings.map(disposition)
+    // PHP reads a multipart head in lines of its 5120-byte buffer at most (rfc1867.c next_line):
+    // a longer line is cut there, and what follows is a line of its own (a header when it holds
+    // a colon), or continues the header before it when its first 5120 bytes hold none.
+    const head = (lines: string) => `--b\r\n${lines}\r\n\r\nDELETE\r\n--b--\r\n`
+    const padTo5120 = (before: string, after: string) => `${before}${'a'.repeat(5120 - before.length - after.length)}${after}`
+    bodies.push(
+      head(`${padTo5120('x-pad: ', '')}content-disposition: form-data; name="_method"`),
+      head(`${padTo5120('content-disposition: form-data; x=', '; name="_method')}X:Y"`),
+      head(`content-disposition: form-data\r\n; name=_method ${'a'.repeat(5200)}:x`),
+    )
+    for (const body of bodies) {
+      const value = body.slice(0, 80)
+      const res = await call(sg, 'POST', '/api/v1/campaign/get', { key: UPLOADER_KEY, body, headers: { 'content-type': 'multipart/form-data; boundary=b' } })
+      expect(res.status, value).toBe(400)
+      expect(res.json, value).toMatchObject({ code: 'GW_BAD_REQUEST', message: expect.stringContaining('_method') })
+    }
+    expect(sg.callerRequests()).toEqual([])
     await call(sg, 'POST', '/api/v1/campaign/get', { key: UPLOADER_KEY, body: part('"note"'), headers: { 'content-type': 'multipart/form-data; boundary=b' } })
     expect(sg.callerRequests().map((r) => r.body)).toEqual([part('"note"')])
     sg.sandbox.clearRequests()

@@ -21,6 +21,11 @@ function nested(depth: number): string {
   return `{"userId":101,"x":${'['.repeat(depth - 1)}${']'.repeat(depth - 1)}}`
 }
 
+// A name PHP nests past max_input_nesting_level (64): it deletes the variable `name` whole.
+function tooDeep(name: string): string {
+  return `${name}${'[a]'.repeat(65)}`
+}
+
 const INVALID_UTF8 = Buffer.concat([Buffer.from('{"userId":101,"name":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')])
 // Valid JSON to JSON.parse, and to JSON.stringify again; PHP's json_decode fails on it (JSON_ERROR_UTF16).
 const LONE_SURROGATE = '{"userId":101,"name":"\\ud800"}'
@@ -73,6 +78,13 @@ describe('what PHP reads (the sandbox models it)', () => {
     }
   })
 
+  it('a name nested past 64 levels deletes its variable, a value given before it included', async () => {
+    const res = await direct(sg, 'POST', '/api/v1/campaign/get', { headers: FORM, body: `userId=101&${tooDeep('userId')}=101` })
+    expect(await listed(res)).toContain(PARENT_CAMPAIGN)
+    const report = await direct(sg, 'GET', `/api/v1/report/campaigns/get?advertiserId=101&${tooDeep('advertiserId')}=101&${REPORT_DATES}&byCampaign=1`)
+    expect((report.json.data as { campaignId: number }[]).map((r) => r.campaignId)).toContain(PARENT_CAMPAIGN)
+  })
+
   it('only the first 1000 parameters are read', async () => {
     const body = `userId=101&${Array.from({ length: 999 }, (_, i) => `p${i}=1`).join('&')}&userId=103`
     const res = await direct(sg, 'POST', '/api/v1/campaign/get', { headers: FORM, body })
@@ -97,6 +109,29 @@ describe('the gateway refuses what PHP would read differently: 400, nothing reac
       expect(res.status, body).toBe(400)
     }
     expect(sg.callerRequests()).toEqual([])
+  })
+
+  it('names nested deeper than 16 levels, in the query and in forms', async () => {
+    // The growth team's campaign list of 101 whose userId PHP deletes: the parent's list.
+    for (const body of [`userId=101&${tooDeep('userId')}=101`, `userId=101&x${'[]'.repeat(17)}=1`]) {
+      const res = await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, body, headers: FORM })
+      expect(res.status, `${body}: the platform listed ${JSON.stringify(await listed(res))}`).toBe(400)
+      expect(res.json.message).toContain('nested deeper than 16 levels')
+    }
+    const queries = [
+      `/api/v1/report/campaigns/get?advertiserId=101&${REPORT_DATES}&x${'[a]'.repeat(17)}=1`,
+      `/api/v1/campaign/get?userId${'[a]'.repeat(65)}=1`,
+    ]
+    for (const target of queries) {
+      const res = target.includes('/report/') ? await call(sg, 'GET', target, { key: KEYS.growth }) : await call(sg, 'POST', target, { key: KEYS.growth, json: { userId: 101 } })
+      expect(res.status, target).toBe(400)
+      expect(res.json.message).toContain('nested deeper than 16 levels')
+    }
+    const all = await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.all, body: `userId=101&${tooDeep('userId')}=101`, headers: FORM })
+    expect(all.status).toBe(400)
+    expect(sg.callerRequests()).toEqual([])
+    const sixteen = await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, body: `userId=101&x${'[a]'.repeat(16)}=1`, headers: FORM })
+    expect(sixteen.status).toBe(200)
   })
 
   it('an account or campaign field named with text after its last bracket is checked as PHP reads it', async () => {

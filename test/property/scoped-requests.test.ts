@@ -50,6 +50,8 @@ const paramName = fc.oneof(
   fc.constantFrom(
     'campaignIds', 'campaignIds[0]', 'advertiserId[]', 'userId[x]', '_method', '.method', '.method[x]', '%5Fmethod', '%2Emethod',
     'user.Id', 'userId%00', '%20userId', '+userId', 'advertiser%49d', 'a[b', '[userId]', 'userId]', 'userId[',
+    // Past PHP's max_input_nesting_level (64): PHP deletes the variable whole.
+    `userId${'[a]'.repeat(65)}`, `advertiserId${'[a]'.repeat(65)}`,
   ),
   encoded(6),
 )
@@ -121,6 +123,8 @@ const headers = fc.oneof(fc.constant({}), fc.subarray(HEADERS, { maxLength: 3 })
 const ATTACK_PAIRS: [string, string][] = [
   ['.method', 'GET'], ['%2Emethod', 'GET'], ['_method', 'DELETE'], ['advertiserId%00', '103'], ['%20userId', '103'],
   ['userId', '103'], ['campaignIds[]', '103001'], ['user.Id', '103'],
+  // The team's own account, under a name PHP nests too deep: it deletes userId whole.
+  [`userId${'[a]'.repeat(65)}`, '101'],
 ]
 const extraParams = fc.array(fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...ATTACK_PAIRS) }, fc.tuple(paramName, paramValue)), { minLength: 1, maxLength: 2 })
 const DATES = { dateFrom: '2026-01-01', dateTo: '2026-01-07' }

@@ -38,6 +38,15 @@ describe('parsePhpParams', () => {
     expect(parsePhpParams('a[x]junk=1')).toEqual({ a: { x: '1' } })
   })
 
+  it('deletes the whole variable of a name nested past 64 levels (max_input_nesting_level), earlier values included', () => {
+    const deep = (levels: number): string => `userId${'[a]'.repeat(levels)}`
+    expect(parsePhpParams(`userId=101&${deep(65)}=101&x=1`)).toEqual({ x: '1' })
+    expect(parsePhpParams(`userId[b]=101&${deep(64)}[c=1`)).toEqual({})
+    // A later parameter of the name sets it again.
+    expect(parsePhpParams(`${deep(65)}=101&userId=102`)).toEqual({ userId: '102' })
+    expect(Object.keys(parsePhpParams(`userId=101&${deep(64)}=101`))).toEqual(['userId'])
+  })
+
   it('keeps the last of repeated names', () => {
     expect(parsePhpParams('advertiserId=101&advertiserId=102')).toEqual({ advertiserId: '102' })
   })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { assertPlainBodyType, maxDepth, parseFormBody, parseJsonBody } from '../../src/access/request-body.js'
+import { assertPlainBodyType, maxDepth, multipartNames, parseFormBody, parseJsonBody, phpLineBytes } from '../../src/access/request-body.js'
 
 // Bodies are parsed, bounded and re-serialized by the gateway.
 
@@ -105,5 +105,52 @@ describe('assertPlainBodyType', () => {
 describe('maxDepth', () => {
   it('skips brackets in strings, escaped quotes included', () => {
     expect(maxDepth(Buffer.from('{"a":[1,{"b":"]]]\\"[[["}]}'))).toBe(3)
+  })
+})
+
+describe('multipartNames', () => {
+  const part = (disposition: string) => `--b\r\ncontent-disposition: ${disposition}\r\n\r\nx\r\n--b--\r\n`
+
+  it('reads a name quoted either way, bare, or unclosed, as PHP does', () => {
+    expect(multipartNames(part('form-data; name="a"'))).toEqual(['a'])
+    expect(multipartNames(part("form-data; name='a b'"))).toEqual(['a b'])
+    expect(multipartNames(part('form-data; name=a b'))).toEqual(['a'])
+    expect(multipartNames(part('form-data; name="a'))).toEqual(['a'])
+    expect(multipartNames(part('form-data; name="a\\"b"'))).toEqual(['a"b'])
+    expect(multipartNames(part('form-data; NAME=a; Name=b'))).toEqual(['a', 'b'])
+  })
+
+  it('splits at a `;` outside quotes only', () => {
+    expect(multipartNames(part('form-data; x="; name=y"; name="z"'))).toEqual(['z'])
+    expect(multipartNames(part("form-data;; x='a;b' ;name=z"))).toEqual(['z'])
+  })
+
+  it('continues a header on a line that starts with white space or holds no colon, and ends it at an empty line', () => {
+    expect(multipartNames('--b\r\nContent-Disposition: form-data\r\n; name="a\r\n\tb"\r\n\r\n; name=c\r\n')).toEqual(['a\tb'])
+    expect(multipartNames('--b\ncontent-disposition: form-data;\n name=a\n\n')).toEqual(['a'])
+  })
+
+  it('reads a line in pieces of PHP\'s buffer: a piece after the cut is a line of its own', () => {
+    const pad = (before: string, after = '') => `${before}${'a'.repeat(5120 - before.length - after.length)}${after}`
+    expect(multipartNames(`--b\r\n${pad('x-pad: ')}content-disposition: form-data; name=a\r\n\r\n`)).toEqual(['a'])
+    expect(multipartNames(`--b\r\n${pad('content-disposition: form-data; x=', '; name="ab')}c:d"\r\n\r\n`)).toEqual(['ab'])
+    // Its first 5120 bytes hold no colon: it continues the header.
+    expect(multipartNames(`--b\r\ncontent-disposition: form-data\r\n; name=a ${'b'.repeat(5200)}:c\r\n\r\n`)).toEqual(['a'])
+    // A longer boundary makes a longer buffer: the same line is read whole.
+    expect(multipartNames(`--b\r\n${pad('x-pad: ')}content-disposition: form-data; name=a\r\n\r\n`, 6000)).toEqual([])
+  })
+
+  it('takes the buffer PHP takes for a boundary: 5120 bytes, or its length and 6', () => {
+    expect(phpLineBytes('multipart/form-data; boundary=b')).toBe(5120)
+    expect(phpLineBytes('')).toBe(5120)
+    expect(phpLineBytes(`multipart/form-data; BOUNDARY="${'x'.repeat(6000)}"; charset=utf-8`)).toBe(6006)
+    expect(phpLineBytes(`multipart/form-data; boundary=${'x'.repeat(6000)};x=1`)).toBe(6006)
+    // `boundary` as spelt first, another case only without it.
+    expect(phpLineBytes(`multipart/form-data; XBOUNDARY=${'x'.repeat(6000)}; boundary=b`)).toBe(5120)
+  })
+
+  it('reads a header name whole and a line to its first NUL, as C reads them', () => {
+    expect(multipartNames('--b\r\ncontent-disposition : form-data; name=a\r\n\r\n')).toEqual([])
+    expect(multipartNames('--b\r\ncontent-disposition: form-data\r\n; name=a\u0000; name=b\r\n\r\n')).toEqual(['a'])
   })
 })
