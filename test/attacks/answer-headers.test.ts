@@ -1,0 +1,69 @@
+import { beforeAll, describe, expect, it } from 'vitest'
+import { KEYS, testConfig } from '../helpers/build-gateway.js'
+import { useGateway, useSandbox } from '../helpers/fixtures.js'
+import { answerOnce as answerRaw } from '../helpers/raw-answer.js'
+import { SANDBOX_TEAMS_YAML } from '../helpers/sandbox-gateway.js'
+
+// What of a platform answer's head reaches a caller, and a cache between the caller and
+// the gateway. A platform (or a front server, a CDN of its) may write a field on several
+// lines, which undici hands on as a list: each line is read as RFC 9110, 5.3 says, one
+// value joined by commas. A proxied answer is the answer to one team's key: a shared cache
+// before the gateway (a corporate proxy, a CDN that keys by URL alone) must keep none of
+// them, whatever freshness the platform gave it; a key in x-api-key is no Authorization,
+// which alone keeps an answer out of a shared cache that has no `public` (RFC 9111, 3.5).
+
+const sandbox = useSandbox()
+let token: string
+beforeAll(() => {
+  token = sandbox.issueToken()
+})
+const gw = useGateway(() => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: token }, SANDBOX_TEAMS_YAML))
+
+const LIST = Buffer.from('{"data":[]}')
+const list = () => gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/get', headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json' }, payload: '{"userId":101}' })
+
+/** The caller's answer to a campaign list the platform answers 200 with `head`. */
+async function answeredWith(head: string[]) {
+  answerRaw(sandbox, '200 OK', ['content-type: application/json', ...head], LIST)
+  const res = await list()
+  expect(res.statusCode).toBe(200)
+  expect(res.body).toBe(LIST.toString())
+  return res
+}
+
+describe("a proxied answer's cache-control: private to the key that asked", () => {
+  it('reads a cache-control written on two lines as one: public on either is gone and the answer is private', async () => {
+    const res = await answeredWith(['cache-control: public', 'cache-control: max-age=600'])
+    expect(res.headers['cache-control']).toBe('max-age=600, private')
+    const other = await answeredWith(['cache-control: max-age=600', 'cache-control: s-maxage=900'])
+    expect(other.headers['cache-control']).toBe('max-age=600, private')
+  })
+
+  it.each([
+    ['max-age alone', ['cache-control: max-age=600'], 'max-age=600, private'],
+    ['no-cache alone', ['cache-control: no-cache'], 'no-cache, private'],
+    ['expires, no cache-control', ['expires: Tue, 01 Dec 2099 16:00:00 GMT'], 'private'],
+    ['last-modified alone (heuristic freshness)', ['last-modified: Tue, 01 Dec 2020 16:00:00 GMT'], 'private'],
+    ['nothing', [], 'private'],
+  ])('%s: private, as no shared cache may keep it for another key', async (_name, head, control) => {
+    const res = await answeredWith(head)
+    expect(res.headers['cache-control']).toBe(control)
+  })
+
+  it('leaves no-store and Laravel\'s own default as they are', async () => {
+    expect((await answeredWith(['cache-control: no-store'])).headers['cache-control']).toBe('no-store')
+    expect((await answeredWith(['cache-control: no-cache, private'])).headers['cache-control']).toBe('no-cache, private')
+  })
+})
+
+describe("a proxied answer's vary", () => {
+  it('keeps every vary line of the platform beside the key headers', async () => {
+    const res = await answeredWith(['vary: accept-language', 'vary: origin'])
+    expect(res.headers.vary).toBe('accept-language, origin, accept-encoding, authorization, x-api-key')
+  })
+
+  it('says * when a line of it does: no cache reuses the answer', async () => {
+    const res = await answeredWith(['vary: accept-language', 'vary: *'])
+    expect(res.headers.vary).toBe('*')
+  })
+})
