@@ -1772,11 +1772,11 @@ export interface components {
         etag: string;
         /** @description `accept-encoding, authorization, prefer, x-api-key`: a browser keeps a copy for one key, not for another, and not for a read that prefers `respond-async`. */
         vary: string;
-        /** @description The platform's own `cache-control`, when it sent one, without what lets a shared cache keep the answer (`public`, `s-maxage`, `proxy-revalidate`): `private` then takes their place (`public, max-age=600` becomes `max-age=600, private`). */
+        /** @description The platform's own `cache-control` (its lines as one), without what lets a shared cache keep the answer (`public`, `s-maxage`, `proxy-revalidate`), and `private` unless it says `private` or `no-store` already (`public, max-age=600` and `max-age=600` become `max-age=600, private`; none becomes `private`): no cache between the caller and the gateway keeps it for another key. */
         "proxied-cache-control": string;
         /** @description Where the platform's redirect leads; a URL on the platform's own origin is written on the gateway (its path, query and fragment). Never followed by the gateway, nor by the typed client (`CLIENT_REDIRECT`). */
         "redirect-location": string;
-        /** @description The platform's own `vary` with `accept-encoding, authorization, x-api-key` added (unless it is `*`), on every answer of the platform passed on: a cache between the caller and the gateway keeps the answer for the key that asked, never for another, and for the codings it accepts. */
+        /** @description The platform's own `vary` (its lines as one) with `accept-encoding, authorization, x-api-key` added (`*` when a line says `*`), on every answer of the platform passed on: a cache between the caller and the gateway keeps the answer for the key that asked, never for another, and for the codings it accepts. */
         "proxied-vary": string;
         /** @description `gzip` when the caller accepts gzip: the stored bytes as they are. */
         "content-encoding": string;
