@@ -195,11 +195,13 @@ const ORIGIN_POLICIES = [
 const isOriginPolicy = (name: string): boolean => name.startsWith('access-control-') || name.startsWith('cross-origin-') || ORIGIN_POLICIES.includes(name)
 
 // What says how the platform is built and runs: its server's and language's versions, its
-// timings (a database's address in a description), its debug profiler's and collectors'
-// ids and links (Symfony's profiler page of a request lists its headers, the platform
-// token among them; Laravel Debugbar's, Clockwork's).
-const PLATFORM_INTERNALS = ['server', 'x-powered-by', 'server-timing', 'x-debug-token', 'x-debug-token-link', 'phpdebugbar-id']
-const isPlatformInternal = (name: string): boolean => name.startsWith('x-clockwork-') || name.startsWith('phpdebugbar-') || PLATFORM_INTERNALS.includes(name)
+// timings (a database's address in a description), its debug tools' headers: Symfony's
+// profiler's ids and links (its page of a request lists its headers, the platform token
+// among them) and its error renderer's exception and file (x-debug-exception, -file);
+// Laravel Debugbar's id, or with its storage off its whole data (`phpdebugbar`,
+// `phpdebugbar-1`, …: queries, the database, files); Clockwork's.
+const PLATFORM_INTERNALS = ['server', 'x-powered-by', 'server-timing', 'phpdebugbar']
+const isPlatformInternal = (name: string): boolean => name.startsWith('x-debug-') || name.startsWith('x-clockwork-') || name.startsWith('phpdebugbar-') || PLATFORM_INTERNALS.includes(name)
 
 // A challenge or authentication info (RFC 9110, 11.6 and 11.7) is of the credentials that
 // were sent: the platform's are of the gateway's token or of a proxy before the platform,
