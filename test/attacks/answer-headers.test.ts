@@ -67,3 +67,24 @@ describe("a proxied answer's vary", () => {
     expect(res.headers.vary).toBe('*')
   })
 })
+
+// The gateway's own refusals on the proxy listener. RFC 9110, 15.1: a 404, 405, 410, 414
+// or 501 is cacheable by default, and a cache before the gateway keeps one without
+// cache-control for its own time (Varnish's builtin VCL: 120 s) under the URL alone, no
+// key in it (a key in x-api-key is no Authorization, and the refusal names no vary):
+// another team's 404 for a job id would answer the job's own team; a cache told to keep
+// any status (nginx's `proxy_cache_valid any`) keeps a keyless 401 or a team's 429 too.
+describe("the gateway's own refusals", () => {
+  it.each([
+    ['a job no team of the key has (404)', 'GET', '/api/v1/jobs/0000000000000AAAAAAAAAAAAAAAA', KEYS.all],
+    ['a path outside /api/v1/ (404)', 'GET', '/nothing', KEYS.all],
+    ['a method the gateway never forwards (405)', 'TRACE', '/api/v1/campaign/get', KEYS.all],
+    ['no key (401)', 'GET', '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-03-01&dateTo=2026-03-02', null],
+    ['an advertiser outside the team (403)', 'GET', '/api/v1/report/campaigns/get?advertiserId=103&dateFrom=2026-03-01&dateTo=2026-03-02', KEYS.growth],
+    ['a report query without its range (400)', 'GET', '/api/v1/report/campaigns/get?advertiserId=101', KEYS.all],
+  ] as const)('%s: kept by no cache', async (_name, method, url, key) => {
+    const res = await gw.proxy.inject({ method, url, headers: key === null ? {} : { 'x-api-key': key } })
+    expect(res.statusCode).toBeGreaterThanOrEqual(400)
+    expect(String(res.headers['cache-control'])).toMatch(/(^|, )no-store$/)
+  })
+})
