@@ -88,3 +88,24 @@ describe("the gateway's own refusals", () => {
     expect(String(res.headers['cache-control'])).toMatch(/(^|, )no-store$/)
   })
 })
+
+// A chunked answer whose connection closes before its last chunk is cut, however whole its
+// JSON looks: undici fails the call, and neither the caller nor the cache takes the part.
+describe('a platform answer cut before its last chunk', () => {
+  const CUT = 'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\nb\r\n{"data":[]}\r\n'
+  it('is 502 on a proxied call', async () => {
+    sandbox.setFailure({ kind: 'raw', answer: CUT, times: 1 })
+    const res = await list()
+    expect([res.statusCode, res.json().code]).toEqual([502, 'GW_UPSTREAM'])
+  })
+
+  it('is 502 on a report read, and no copy: the next read asks the platform', async () => {
+    const report = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-03-01&dateTo=2026-03-05'
+    const read = () => gw.proxy.inject({ method: 'GET', url: report, headers: { 'x-api-key': KEYS.all } })
+    sandbox.setFailure({ kind: 'raw', answer: CUT, times: 1 })
+    expect((await read()).statusCode).toBe(502)
+    const again = await read()
+    expect([again.statusCode, again.headers['x-cache']]).toEqual([200, 'MISS'])
+    expect(again.body).not.toBe('{"data":[]}')
+  })
+})
