@@ -46,7 +46,7 @@ describe("the sandbox in debug mode (APP_DEBUG=true)", () => {
 })
 
 /** The names of `headers` a debug tool of the platform writes. */
-const debugHeaders = (headers: Record<string, unknown>): string[] => Object.keys(headers).filter((name) => /^(phpdebugbar|x-debug-)/i.test(name))
+const debugHeaders = (headers: Record<string, unknown>): string[] => Object.keys(headers).filter((name) => /^(phpdebugbar|x-debug-|x-xdebug-)/i.test(name))
 
 describe('Laravel Debugbar, and debug headers, on the platform', () => {
   it('the sandbox writes Debugbar\'s data in phpdebugbar headers, to a request that wants JSON', async () => {
@@ -73,6 +73,13 @@ describe('Laravel Debugbar, and debug headers, on the platform', () => {
     answerRaw(sandbox, '404 Not Found', ['content-type: application/json', 'x-debug-exception: No%20query%20results%20for%20model%20%5BApp%5CModels%5CCampaign%5D', 'x-debug-exception-file: %2Fvar%2Fwww%2Fplatform%2Fvendor%2Flaravel%2Fframework%2Fsrc%2FIlluminate%2FDatabase%2FEloquent%2FBuilder.php:614'], Buffer.from('{"message":"Not Found"}'))
     const res = await list()
     expect(res.statusCode).toBe(404)
+    expect(debugHeaders(res.headers)).toEqual([])
+  })
+
+  it("a proxied answer carries no x-xdebug-* of Xdebug's profiler (the path of its profile on the platform's disk)", async () => {
+    answerRaw(sandbox, '200 OK', ['content-type: application/json', 'x-xdebug-profile-filename: /tmp/xdebug/cachegrind.out.8123.gz'], Buffer.from('{"data":[]}'))
+    const res = await list()
+    expect(res.statusCode).toBe(200)
     expect(debugHeaders(res.headers)).toEqual([])
   })
 
