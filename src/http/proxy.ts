@@ -199,9 +199,11 @@ const isOriginPolicy = (name: string): boolean => name.startsWith('access-contro
 // profiler's ids and links (its page of a request lists its headers, the platform token
 // among them) and its error renderer's exception and file (x-debug-exception, -file);
 // Laravel Debugbar's id, or with its storage off its whole data (`phpdebugbar`,
-// `phpdebugbar-1`, …: queries, the database, files); Clockwork's.
+// `phpdebugbar-1`, …: queries, the database, files); Clockwork's; Xdebug's profiler's
+// (x-xdebug-profile-filename: its file's path).
 const PLATFORM_INTERNALS = ['server', 'x-powered-by', 'server-timing', 'phpdebugbar']
-const isPlatformInternal = (name: string): boolean => name.startsWith('x-debug-') || name.startsWith('x-clockwork-') || name.startsWith('phpdebugbar-') || PLATFORM_INTERNALS.includes(name)
+const DEBUG_PREFIXES = ['x-debug-', 'x-xdebug-', 'x-clockwork-', 'phpdebugbar-']
+const isPlatformInternal = (name: string): boolean => DEBUG_PREFIXES.some((prefix) => name.startsWith(prefix)) || PLATFORM_INTERNALS.includes(name)
 
 // A challenge or authentication info (RFC 9110, 11.6 and 11.7) is of the credentials that
 // were sent: the platform's are of the gateway's token or of a proxy before the platform,
