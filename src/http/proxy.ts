@@ -195,11 +195,15 @@ const ORIGIN_POLICIES = [
 const isOriginPolicy = (name: string): boolean => name.startsWith('access-control-') || name.startsWith('cross-origin-') || ORIGIN_POLICIES.includes(name)
 
 // What says how the platform is built and runs: its server's and language's versions, its
-// timings (a database's address in a description), its debug profiler's and collectors'
-// ids and links (Symfony's profiler page of a request lists its headers, the platform
-// token among them; Laravel Debugbar's, Clockwork's).
-const PLATFORM_INTERNALS = ['server', 'x-powered-by', 'server-timing', 'x-debug-token', 'x-debug-token-link', 'phpdebugbar-id']
-const isPlatformInternal = (name: string): boolean => name.startsWith('x-clockwork-') || name.startsWith('phpdebugbar-') || PLATFORM_INTERNALS.includes(name)
+// timings (a database's address in a description), its debug tools' headers: Symfony's
+// profiler's ids and links (its page of a request lists its headers, the platform token
+// among them) and its error renderer's exception and file (x-debug-exception, -file);
+// Laravel Debugbar's id, or with its storage off its whole data (`phpdebugbar`,
+// `phpdebugbar-1`, …: queries, the database, files); Clockwork's; Xdebug's profiler's
+// (x-xdebug-profile-filename: its file's path).
+const PLATFORM_INTERNALS = ['server', 'x-powered-by', 'server-timing', 'phpdebugbar']
+const DEBUG_PREFIXES = ['x-debug-', 'x-xdebug-', 'x-clockwork-', 'phpdebugbar-']
+const isPlatformInternal = (name: string): boolean => DEBUG_PREFIXES.some((prefix) => name.startsWith(prefix)) || PLATFORM_INTERNALS.includes(name)
 
 // A challenge or authentication info (RFC 9110, 11.6 and 11.7) is of the credentials that
 // were sent: the platform's are of the gateway's token or of a proxy before the platform,
@@ -224,10 +228,16 @@ const isCredentialCount = (name: string): boolean => /^(x-)?rate-?limit(-|$)/.te
 
 // A proxied answer is the answer to one team's key: a shared cache between callers and the
 // gateway (to which a key in x-api-key is no Authorization) must not give it to another key.
+// Any answer a cache may store is `private`: a shared cache keeps one to a call without
+// Authorization by any freshness it has (max-age, expires, or heuristic, RFC 9111 4.2.2),
+// `public` or not, and a CDN that keys by URL alone reads no `vary`.
 const SHARED_ONLY = /^(public|s-maxage\s*=.*|proxy-revalidate)$/i
 // RFC 9111, 3.5: must-revalidate lets a shared cache keep an answer to a call with
 // authorization (a key sent as a bearer) too; it is kept, as a browser reads it, beside `private`.
 const SHARED_TOO = /^must-revalidate$/i
+// What no shared cache keeps: an unqualified `private` (`private="set-cookie"` keeps the
+// rest shareable), or `no-store`, which no cache keeps.
+const UNSHARED = /^(private|no-store)$/i
 // The caller's accept-encoding shapes the answer too: the platform is offered it, and what
 // the caller does not accept is decoded for it.
 const VARIED_ON = ['accept-encoding', 'authorization', 'x-api-key']
@@ -280,17 +290,23 @@ export function callerHeaders(headers: IncomingHttpHeaders, platformBase: string
   return out
 }
 
-/** `cache-control` without what lets a shared cache alone keep the answer, `private` added when it held that or must-revalidate, and no CDN's or browser's directive beside it; `vary` names the key headers and accept-encoding. */
+/** A field the platform wrote on several lines (a list, as undici gives it) as the one value they make (RFC 9110, 5.3). */
+function oneValue(value: string | string[] | undefined): string {
+  return Array.isArray(value) ? value.join(', ') : (value ?? '')
+}
+
+/** `cache-control` without what lets a shared cache alone keep the answer, `private` unless it says so or `no-store` already, and no CDN's or browser's directive beside it; `vary` names the key headers and accept-encoding. */
 function privateToTheKey(out: IncomingHttpHeaders): void {
   for (const name of Object.keys(out)) if (isCacheDirective(name)) delete out[name]
-  const control = out['cache-control']
-  if (typeof control === 'string') {
-    const directives = control.split(',').map((d) => d.trim()).filter((d) => d !== '')
-    const kept = directives.filter((d) => !SHARED_ONLY.test(d))
-    if (kept.length !== directives.length || kept.some((d) => SHARED_TOO.test(d))) out['cache-control'] = [...kept.filter((d) => d.toLowerCase() !== 'private'), 'private'].join(', ')
+  const directives = oneValue(out['cache-control']).split(',').map((d) => d.trim()).filter((d) => d !== '')
+  const kept = directives.filter((d) => !SHARED_ONLY.test(d))
+  const keptByNone = kept.length === directives.length && kept.some((d) => UNSHARED.test(d)) && !kept.some((d) => SHARED_TOO.test(d))
+  out['cache-control'] = keptByNone ? directives.join(', ') : [...kept.filter((d) => d.toLowerCase() !== 'private'), 'private'].join(', ')
+  const vary = oneValue(out.vary).split(',').map((v) => v.trim()).filter((v) => v !== '')
+  if (vary.includes('*')) {
+    out.vary = '*'
+    return
   }
-  const vary = typeof out.vary === 'string' ? out.vary.split(',').map((v) => v.trim()).filter((v) => v !== '') : []
-  if (vary.includes('*')) return
   const named = new Set(vary.map((v) => v.toLowerCase()))
   out.vary = [...vary, ...VARIED_ON.filter((h) => !named.has(h))].join(', ')
 }

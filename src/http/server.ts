@@ -20,6 +20,7 @@ import { isHostValue, originForm, targetHost } from './request-target.js'
 import { enterOnConnections, type ServePlain } from './socket-entrance.js'
 import { withholdFromRemovedKeys, type KeyTeam } from './pipelined-answers.js'
 import { setAnswerFields } from './answer-fields.js'
+import { NOT_KEPT } from './health.js'
 import type { Tracing } from '../observe/tracing.js'
 import { bodyTypeRefused, NOT_JSON } from '../access/request-body.js'
 
@@ -466,6 +467,10 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
       const code = error.code as string
       failures.warn(code, { log: request.log, msg: 'request answered with a handled failure', err: error, fields: { statusCode: status } })
     } else if (status >= 500) request.log.error({ err: error }, 'request failed')
+    // A refusal is the answer to one key at one moment: no cache keeps it (a 404 or a 405 is
+    // one a cache keeps by default, RFC 9110 15.1, under its URL alone), unless its route
+    // said its own (a report read's refusal: `private, no-store` with its vary).
+    if (!reply.hasHeader('cache-control')) reply.header('cache-control', NOT_KEPT)
     const retryAfter = (error as { retryAfterSec?: number }).retryAfterSec
     if (retryAfter !== undefined) reply.header('retry-after', String(retryAfter))
     if (status === 401) reply.header('www-authenticate', challenge)

@@ -36,3 +36,34 @@ export function withDebugFields(status: number, payload: Buffer): Buffer {
   const exception = EXCEPTIONS[status] ?? (status >= 500 ? SERVER_EXCEPTION : HTTP_EXCEPTION)
   return Buffer.from(JSON.stringify({ ...body, exception, file: TRACE[0]?.file, line: TRACE[0]?.line, trace: TRACE }))
 }
+
+// Each header of Debugbar's data holds this many characters at most (php-debugbar's
+// DebugBar::getDataAsHeaders, `$maxHeaderLength`).
+const DEBUGBAR_HEADER_LENGTH = 4096
+
+/** PHP's rawurlencode: every byte but letters, digits and `-_.~` as `%XX`. */
+function rawurlencode(text: string): string {
+  return encodeURIComponent(text).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+}
+
+/**
+ * Laravel Debugbar (barryvdh/laravel-debugbar, on whenever APP_DEBUG is, its `capture_ajax`
+ * default on) with its storage off, on an answer to a request that wants JSON: what it
+ * collected, rawurlencoded JSON, in headers of DEBUGBAR_HEADER_LENGTH characters,
+ * `phpdebugbar`, then `phpdebugbar-1`, `phpdebugbar-2`, … (php-debugbar's
+ * DebugBar::sendDataInHeaders). Its collectors here: PHP's version, the route and its
+ * controller's file, and each query with its bindings and connection; the request's own
+ * headers are not collected (`symfony_request` off).
+ */
+export function debugbarHeaders(id: string, method: string, path: string): Record<string, string> {
+  const query = { sql: 'select * from `campaigns` where `user_id` = ? and `deleted_at` is null', bindings: [101], duration: 0.71, connection: 'mysql', database: 'platform_prod' }
+  const data = {
+    php: { version: '8.3.14', interface: 'fpm-fcgi' },
+    route: { uri: `${method} ${path}`, controller: 'App\\Http\\Controllers\\Api\\V1\\CampaignController@index', file: `${ROOT}/app/Http/Controllers/Api/V1/CampaignController.php:41-77` },
+    queries: { nb_statements: 40, statements: Array.from({ length: 40 }, () => query) },
+  }
+  const encoded = rawurlencode(JSON.stringify({ id, data }))
+  const headers: Record<string, string> = {}
+  for (let at = 0, i = 0; at < encoded.length; at += DEBUGBAR_HEADER_LENGTH, i++) headers[i === 0 ? 'phpdebugbar' : `phpdebugbar-${i}`] = encoded.slice(at, at + DEBUGBAR_HEADER_LENGTH)
+  return headers
+}

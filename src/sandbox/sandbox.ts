@@ -17,7 +17,8 @@ import { reportRoutes } from './report-routes.js'
 import { sendJson, sendNotFound, sendRedirect } from './replies.js'
 import type { SandboxState } from './state.js'
 import { keepBody, recordOf, startRecord } from './request-records.js'
-import { withDebugFields } from './debug-answers.js'
+import { expectsJson } from './laravel-request.js'
+import { debugbarHeaders, withDebugFields } from './debug-answers.js'
 import { DEFAULT_SANDBOX_SEED } from './seed.js'
 import { IssuedTokens } from './tokens.js'
 import { ThrottleCounts } from './throttle-counts.js'
@@ -98,6 +99,7 @@ function createState(opts: SandboxOptions): SandboxState {
     reportAllCampaigns: opts.reportAllCampaigns ?? false,
     reportFilter: opts.reportFilter ?? false,
     debug: opts.debug ?? false,
+    debugbar: opts.debugbar ?? false,
     tokens: new IssuedTokens(DEMO_CREDENTIALS.clientId),
     catalog: new CampaignCatalog(seed, SANDBOX_ACCOUNTS),
     conditions: new Conditions(opts.latencyMs ?? 0),
@@ -154,6 +156,7 @@ function platformApi(state: SandboxState): FastifyPluginCallback {
       // Laravel's own, unless a failure mode told the route to answer with another (`headers`).
       if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-cache, private')
       reply.header('set-cookie', sessionCookie())
+      if (state.debugbar && expectsJson(request.headers)) reply.headers(debugbarHeaders(request.id, request.method, request.url.split('?')[0] ?? ''))
       const written = state.debug && Buffer.isBuffer(payload) && reply.getHeader('content-type') === 'application/json' ? withDebugFields(reply.statusCode, payload) : payload
       next(null, cutAnswers.has(request) ? cutHalfway(request, reply, written) : written)
     })

@@ -19,6 +19,8 @@ export interface SandboxState {
   readonly reportFilter: boolean
   /** Error answers carry Laravel's debug fields (SandboxOptions.debug). */
   readonly debug: boolean
+  /** Answers to requests that want JSON carry Debugbar's data headers (SandboxOptions.debugbar). */
+  readonly debugbar: boolean
   readonly tokens: IssuedTokens
   readonly catalog: CampaignCatalog
   readonly conditions: Conditions

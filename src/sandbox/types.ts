@@ -41,6 +41,12 @@ export interface SandboxOptions {
    * (debug-answers.ts). Absent: `message` alone, as in production.
    */
   debug?: boolean
+  /**
+   * Laravel Debugbar installed with its storage off: every answer to a request that wants
+   * JSON carries what it collected in `phpdebugbar`, `phpdebugbar-1`, … headers
+   * (debug-answers.ts). Absent: none.
+   */
+  debugbar?: boolean
   logger?: boolean
 }
 

@@ -12,8 +12,12 @@ import { SANDBOX_TEAMS_YAML } from '../helpers/sandbox-gateway.js'
 // version in them, its code's layout, are no caller's. The gateway drops those four fields
 // from a 4xx JSON body of Laravel's debug shape, on a proxied call and on a report read,
 // and keeps what a caller acts on (`message`, `errors`, any other field).
+// Laravel Debugbar, on whenever APP_DEBUG is, writes what it collected (queries, the
+// database, files) in headers when its storage is off; Symfony's error renderer in debug
+// mode names the exception and its file in x-debug-exception and x-debug-exception-file:
+// none of them reaches the caller, on any answer.
 
-const sandbox = useSandbox({ debug: true })
+const sandbox = useSandbox({ debug: true, debugbar: true })
 let token: string
 beforeAll(() => {
   token = sandbox.issueToken()
@@ -38,6 +42,53 @@ describe("the sandbox in debug mode (APP_DEBUG=true)", () => {
     expect(res.status).toBe(404)
     expect(Object.keys(body)).toEqual(['message', ...DEBUG_FIELDS])
     expect(body.file).toMatch(/^\/var\/www\//)
+  })
+})
+
+/** The names of `headers` a debug tool of the platform writes. */
+const debugHeaders = (headers: Record<string, unknown>): string[] => Object.keys(headers).filter((name) => /^(phpdebugbar|x-debug-|x-xdebug-)/i.test(name))
+
+describe('Laravel Debugbar, and debug headers, on the platform', () => {
+  it('the sandbox writes Debugbar\'s data in phpdebugbar headers, to a request that wants JSON', async () => {
+    const res = await fetch(`${sandbox.url}/api/v1/campaign/get`, { method: 'POST', headers: { authorization: `Bearer ${token}`, accept: 'application/json', 'content-type': 'application/json' }, body: '{"userId":101}' })
+    expect(res.status).toBe(200)
+    const parts = [res.headers.get('phpdebugbar')]
+    for (let i = 1; res.headers.has(`phpdebugbar-${i}`); i++) parts.push(res.headers.get(`phpdebugbar-${i}`))
+    expect(parts.length).toBeGreaterThan(1)
+    const data = JSON.parse(decodeURIComponent(parts.join(''))) as { data: { queries: { statements: { database: string }[] } } }
+    expect(data.data.queries.statements[0]?.database).toBe('platform_prod')
+  })
+
+  it.each([
+    ['the campaign list (200)', 200],
+    ['a refusal (404)', 404],
+  ])('%s of a proxied call carries none of them', async (_name, status) => {
+    if (status !== 200) sandbox.setFailure({ kind: 'status', status, times: 1 })
+    const res = await list()
+    expect(res.statusCode).toBe(status)
+    expect(debugHeaders(res.headers)).toEqual([])
+  })
+
+  it("a proxied answer carries no x-debug-* of Symfony's error renderer (the exception's message, its file and line)", async () => {
+    answerRaw(sandbox, '404 Not Found', ['content-type: application/json', 'x-debug-exception: No%20query%20results%20for%20model%20%5BApp%5CModels%5CCampaign%5D', 'x-debug-exception-file: %2Fvar%2Fwww%2Fplatform%2Fvendor%2Flaravel%2Fframework%2Fsrc%2FIlluminate%2FDatabase%2FEloquent%2FBuilder.php:614'], Buffer.from('{"message":"Not Found"}'))
+    const res = await list()
+    expect(res.statusCode).toBe(404)
+    expect(debugHeaders(res.headers)).toEqual([])
+  })
+
+  it("a proxied answer carries no x-xdebug-* of Xdebug's profiler (the path of its profile on the platform's disk)", async () => {
+    answerRaw(sandbox, '200 OK', ['content-type: application/json', 'x-xdebug-profile-filename: /tmp/xdebug/cachegrind.out.8123.gz'], Buffer.from('{"data":[]}'))
+    const res = await list()
+    expect(res.statusCode).toBe(200)
+    expect(debugHeaders(res.headers)).toEqual([])
+  })
+
+  it('a report read, a copy or a refusal, carries none of them', async () => {
+    const read = await gw.proxy.inject({ method: 'GET', url: REPORT.replace('03-03', '03-04'), headers: { 'x-api-key': KEYS.all } })
+    expect([read.statusCode, debugHeaders(read.headers)]).toEqual([200, []])
+    sandbox.setFailure({ kind: 'status', status: 403, times: 1 })
+    const refused = await gw.proxy.inject({ method: 'GET', url: REPORT.replace('03-03', '03-05'), headers: { 'x-api-key': KEYS.all } })
+    expect([refused.statusCode, debugHeaders(refused.headers)]).toEqual([403, []])
   })
 })
 

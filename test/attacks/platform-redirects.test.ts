@@ -123,12 +123,12 @@ describe('what a platform redirect says besides its location', () => {
     expect([report.status, report.headers.get('report-settled-through'), report.headers.get('report-provisional-days')]).toEqual([200, expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/), expect.any(String)])
   })
 
-  it('a proxied call\'s: no validator, its caching as the platform said it, GET, POST or HEAD', async () => {
+  it('a proxied call\'s: no validator, its caching as the platform said it and private to the key, GET, POST or HEAD', async () => {
     const asks: [string, string, string | undefined][] = [['POST', '/api/v1/campaign/get', '{"userId":101}'], ['GET', '/api/v1/campaign/get?userId=101', undefined], ['HEAD', '/api/v1/campaign/get?userId=101', undefined]]
     for (const [method, path, body] of asks) {
       sg.sandbox.setFailure({ kind: 'redirect', status: 301, location: '/elsewhere', headers: { ...dated, 'cache-control': 'max-age=60', expires: 'Wed, 21 Oct 2037 07:28:00 GMT' }, times: 1 })
       const res = await fetch(`${sg.url}${path}`, { method, redirect: 'manual', headers: { 'x-api-key': KEYS.writer, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body }) })
-      expect([res.status, res.headers.get('cache-control'), res.headers.get('expires')], method).toEqual([301, 'max-age=60', 'Wed, 21 Oct 2037 07:28:00 GMT'])
+      expect([res.status, res.headers.get('cache-control'), res.headers.get('expires')], method).toEqual([301, 'max-age=60, private', 'Wed, 21 Oct 2037 07:28:00 GMT'])
       expect(told(res), method).toEqual({ location: '/elsewhere', 'platform-usage': null, 'report-settled-through': null, 'report-provisional-days': null, 'last-modified': null, etag: null })
     }
   })

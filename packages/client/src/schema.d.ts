@@ -1099,6 +1099,7 @@ export interface components {
         "malformed-request": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
+                "cache-control": components["headers"]["refusal-cache-control"];
                 "x-content-type-options": components["headers"]["x-content-type-options"];
                 "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
@@ -1111,6 +1112,7 @@ export interface components {
         "request-timeout": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
+                "cache-control": components["headers"]["refusal-cache-control"];
                 "x-content-type-options": components["headers"]["x-content-type-options"];
                 "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
@@ -1123,6 +1125,7 @@ export interface components {
         "headers-too-large": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
+                "cache-control": components["headers"]["refusal-cache-control"];
                 "x-content-type-options": components["headers"]["x-content-type-options"];
                 "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
@@ -1155,6 +1158,7 @@ export interface components {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
                 "www-authenticate": components["headers"]["www-authenticate"];
+                "cache-control": components["headers"]["refusal-cache-control"];
                 "x-content-type-options": components["headers"]["x-content-type-options"];
                 "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
@@ -1284,6 +1288,7 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
                 "platform-usage": components["headers"]["platform-usage-on-failure"];
                 "x-content-type-options": components["headers"]["x-content-type-options"];
                 "content-security-policy": components["headers"]["content-security-policy"];
@@ -1300,6 +1305,7 @@ export interface components {
                 "retry-after": components["headers"]["retry-after-passed"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
                 "platform-usage": components["headers"]["platform-usage-on-failure"];
                 "x-content-type-options": components["headers"]["x-content-type-options"];
                 "content-security-policy": components["headers"]["content-security-policy"];
@@ -1316,6 +1322,7 @@ export interface components {
                 "retry-after": components["headers"]["retry-after"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
                 "platform-usage": components["headers"]["platform-usage-on-failure"];
                 "x-content-type-options": components["headers"]["x-content-type-options"];
                 "content-security-policy": components["headers"]["content-security-policy"];
@@ -1331,6 +1338,7 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
                 "platform-usage": components["headers"]["platform-usage-on-failure"];
                 "x-content-type-options": components["headers"]["x-content-type-options"];
                 "content-security-policy": components["headers"]["content-security-policy"];
@@ -1361,6 +1369,7 @@ export interface components {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
                 "www-authenticate": components["headers"]["www-authenticate"];
+                "cache-control": components["headers"]["refusal-cache-control"];
                 "x-content-type-options": components["headers"]["x-content-type-options"];
                 "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
@@ -1472,6 +1481,7 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
                 "x-content-type-options": components["headers"]["x-content-type-options"];
                 "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
@@ -1487,6 +1497,7 @@ export interface components {
                 "retry-after": components["headers"]["retry-after-passed"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
                 "x-content-type-options": components["headers"]["x-content-type-options"];
                 "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
@@ -1502,6 +1513,7 @@ export interface components {
                 "retry-after": components["headers"]["retry-after"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
                 "x-content-type-options": components["headers"]["x-content-type-options"];
                 "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
@@ -1516,6 +1528,7 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
                 "x-content-type-options": components["headers"]["x-content-type-options"];
                 "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
@@ -1532,6 +1545,7 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "cache-control": components["headers"]["refusal-cache-control"];
                 "x-content-type-options": components["headers"]["x-content-type-options"];
                 "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
@@ -1545,6 +1559,7 @@ export interface components {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
                 "www-authenticate": components["headers"]["www-authenticate"];
+                "cache-control": components["headers"]["refusal-cache-control"];
                 "x-content-type-options": components["headers"]["x-content-type-options"];
                 "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
@@ -1561,6 +1576,7 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "cache-control": components["headers"]["refusal-cache-control"];
                 "x-content-type-options": components["headers"]["x-content-type-options"];
                 "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
@@ -1577,6 +1593,7 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "cache-control": components["headers"]["refusal-cache-control"];
                 "x-content-type-options": components["headers"]["x-content-type-options"];
                 "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
@@ -1593,6 +1610,7 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "cache-control": components["headers"]["refusal-cache-control"];
                 "x-content-type-options": components["headers"]["x-content-type-options"];
                 "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
@@ -1609,6 +1627,7 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "cache-control": components["headers"]["refusal-cache-control"];
                 "x-content-type-options": components["headers"]["x-content-type-options"];
                 "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
@@ -1625,6 +1644,7 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "cache-control": components["headers"]["refusal-cache-control"];
                 "x-content-type-options": components["headers"]["x-content-type-options"];
                 "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
@@ -1641,6 +1661,7 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "cache-control": components["headers"]["refusal-cache-control"];
                 "x-content-type-options": components["headers"]["x-content-type-options"];
                 "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
@@ -1658,6 +1679,7 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "cache-control": components["headers"]["refusal-cache-control"];
                 "platform-usage": components["headers"]["platform-usage-on-failure"];
                 "x-content-type-options": components["headers"]["x-content-type-options"];
                 "content-security-policy": components["headers"]["content-security-policy"];
@@ -1675,6 +1697,7 @@ export interface components {
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
                 "cache-status": components["headers"]["cache-status-if-passed"];
+                "cache-control": components["headers"]["refusal-cache-control"];
                 "x-content-type-options": components["headers"]["x-content-type-options"];
                 "content-security-policy": components["headers"]["content-security-policy"];
                 [name: string]: unknown;
@@ -1689,6 +1712,7 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
                 "platform-usage": components["headers"]["platform-usage-on-failure"];
                 "x-content-type-options": components["headers"]["x-content-type-options"];
                 "content-security-policy": components["headers"]["content-security-policy"];
@@ -1704,6 +1728,7 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
                 "platform-usage": components["headers"]["platform-usage-on-failure"];
                 "x-content-type-options": components["headers"]["x-content-type-options"];
                 "content-security-policy": components["headers"]["content-security-policy"];
@@ -1720,6 +1745,7 @@ export interface components {
                 "retry-after": components["headers"]["retry-after"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
                 "platform-usage": components["headers"]["platform-usage-on-failure"];
                 "x-content-type-options": components["headers"]["x-content-type-options"];
                 "content-security-policy": components["headers"]["content-security-policy"];
@@ -1735,6 +1761,7 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
                 "platform-usage": components["headers"]["platform-usage-on-failure"];
                 "x-content-type-options": components["headers"]["x-content-type-options"];
                 "content-security-policy": components["headers"]["content-security-policy"];
@@ -1766,17 +1793,19 @@ export interface components {
         "www-authenticate": "ApiKey realm=\"report-gateway\"";
         /** @description Seconds since the entry was fetched from the platform; on `HIT` and `STALE`. */
         age: number;
-        /** @description `private, max-age=<seconds of freshness of the entry>`: with `age`, the freshness left is `max-age - age`; `private, no-store` on `BYPASS`, an answer the gateway keeps no copy of. */
+        /** @description `private, max-age=<seconds of freshness of the entry>`: with `age`, the freshness left is `max-age - age`; `private, no-store` on `BYPASS`, an answer the gateway keeps no copy of; `no-store` on a refusal of the gateway's own. */
         "cache-control": string;
+        /** @description `no-store`: a refusal of the gateway's own answers one key at one moment, and no cache keeps it (a cache keeps a 404 or a 405 by default, under its URL alone). */
+        "refusal-cache-control": string;
         /** @description Strong validator of the body, one per representation (`"<tag>"`, `"<tag>-gzip"`); send it back in `if-none-match` for a 304 while it has not changed. */
         etag: string;
         /** @description `accept-encoding, authorization, prefer, x-api-key`: a browser keeps a copy for one key, not for another, and not for a read that prefers `respond-async`. */
         vary: string;
-        /** @description The platform's own `cache-control`, when it sent one, without what lets a shared cache keep the answer (`public`, `s-maxage`, `proxy-revalidate`): `private` then takes their place (`public, max-age=600` becomes `max-age=600, private`). */
+        /** @description The platform's own `cache-control` (its lines as one), without what lets a shared cache keep the answer (`public`, `s-maxage`, `proxy-revalidate`), and `private` unless it says `private` or `no-store` already (`public, max-age=600` and `max-age=600` become `max-age=600, private`; none becomes `private`): no cache between the caller and the gateway keeps it for another key. A refusal of the gateway's own: `no-store`. */
         "proxied-cache-control": string;
         /** @description Where the platform's redirect leads; a URL on the platform's own origin is written on the gateway (its path, query and fragment). Never followed by the gateway, nor by the typed client (`CLIENT_REDIRECT`). */
         "redirect-location": string;
-        /** @description The platform's own `vary` with `accept-encoding, authorization, x-api-key` added (unless it is `*`), on every answer of the platform passed on: a cache between the caller and the gateway keeps the answer for the key that asked, never for another, and for the codings it accepts. */
+        /** @description The platform's own `vary` (its lines as one) with `accept-encoding, authorization, x-api-key` added (`*` when a line says `*`), on every answer of the platform passed on: a cache between the caller and the gateway keeps the answer for the key that asked, never for another, and for the codings it accepts. */
         "proxied-vary": string;
         /** @description `gzip` when the caller accepts gzip: the stored bytes as they are. */
         "content-encoding": string;
@@ -2902,6 +2931,7 @@ export interface operations {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
                     "www-authenticate": components["headers"]["www-authenticate"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -3017,6 +3047,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
@@ -3031,6 +3062,7 @@ export interface operations {
                     "retry-after": components["headers"]["retry-after-passed"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
@@ -3045,6 +3077,7 @@ export interface operations {
                     "retry-after": components["headers"]["retry-after"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
@@ -3058,6 +3091,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
@@ -3255,6 +3289,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -3266,6 +3301,7 @@ export interface operations {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
                     "www-authenticate": components["headers"]["www-authenticate"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -3280,6 +3316,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -3294,6 +3331,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -3308,6 +3346,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -3322,6 +3361,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -3336,6 +3376,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -3350,6 +3391,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -3365,6 +3407,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
@@ -3380,6 +3423,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -3392,6 +3436,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
@@ -3405,6 +3450,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
@@ -3419,6 +3465,7 @@ export interface operations {
                     "retry-after": components["headers"]["retry-after"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
@@ -3432,6 +3479,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
@@ -3641,6 +3689,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -3652,6 +3701,7 @@ export interface operations {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
                     "www-authenticate": components["headers"]["www-authenticate"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -3666,6 +3716,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -3680,6 +3731,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -3694,6 +3746,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -3708,6 +3761,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -3722,6 +3776,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -3736,6 +3791,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -3751,6 +3807,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
@@ -3766,6 +3823,7 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
                     "cache-status": components["headers"]["cache-status-if-passed"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -3778,6 +3836,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
@@ -3791,6 +3850,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
@@ -3805,6 +3865,7 @@ export interface operations {
                     "retry-after": components["headers"]["retry-after"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
@@ -3818,6 +3879,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
@@ -4369,6 +4431,7 @@ export interface operations {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
                     "www-authenticate": components["headers"]["www-authenticate"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -4466,6 +4529,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -4479,6 +4543,7 @@ export interface operations {
                     "retry-after": components["headers"]["retry-after-passed"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -4492,6 +4557,7 @@ export interface operations {
                     "retry-after": components["headers"]["retry-after"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -4504,6 +4570,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -5035,6 +5102,7 @@ export interface operations {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
                     "www-authenticate": components["headers"]["www-authenticate"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -5132,6 +5200,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -5145,6 +5214,7 @@ export interface operations {
                     "retry-after": components["headers"]["retry-after-passed"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -5158,6 +5228,7 @@ export interface operations {
                     "retry-after": components["headers"]["retry-after"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -5170,6 +5241,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -5701,6 +5773,7 @@ export interface operations {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
                     "www-authenticate": components["headers"]["www-authenticate"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -5798,6 +5871,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -5811,6 +5885,7 @@ export interface operations {
                     "retry-after": components["headers"]["retry-after-passed"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -5824,6 +5899,7 @@ export interface operations {
                     "retry-after": components["headers"]["retry-after"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -5836,6 +5912,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;

@@ -136,9 +136,12 @@ export const BEFORE_ROUTE: Record<string, string> = { '400': 'malformed-request'
 /** What a malformed request is, whatever the operation. */
 const MALFORMED = 'A request the listener cannot take, whatever its path: a malformed head, no `Host` or more than one, a path that is not valid percent-encoding; nothing of it was done.'
 
+// The gateway's own refusal is kept by no cache (server.ts, its error handler).
+const REFUSAL_CACHE_CONTROL = { 'cache-control': { $ref: '#/components/headers/refusal-cache-control' } }
+
 const refusal = (code: string, when: string): Json => ({
   description: `\`${code}\`: ${when}`,
-  headers: { 'x-request-id': { $ref: '#/components/headers/x-request-id' } },
+  headers: { 'x-request-id': { $ref: '#/components/headers/x-request-id' }, ...REFUSAL_CACHE_CONTROL },
   content: { 'application/json': { schema: { $ref: `#/components/schemas/${code}` } } },
 })
 
@@ -167,9 +170,11 @@ export function errorResponseComponents(): Json {
           ...(status === 401 ? { 'www-authenticate': { $ref: '#/components/headers/www-authenticate' } } : RATE_LIMIT_HEADERS),
           // A report's platform answer passed on uncached (a job's result too) says so: `x-cache: BYPASS`, its cache-status (not the gateway's own error).
           ...(platform && kind !== 'platform' ? { 'x-cache': { $ref: '#/components/headers/x-cache-if-passed' }, 'cache-status': { $ref: '#/components/headers/cache-status-if-passed' } } : {}),
-          // A report read's platform answer passed on carries the read's `cache-control` and `vary` and its cost (no finality: it holds no figures); a platform call's, the platform's made the key's.
-          ...(platform && kind === 'report' ? { 'cache-control': { $ref: '#/components/headers/cache-control' }, vary: { $ref: '#/components/headers/vary' }, [USAGE_HEADER]: { $ref: `#/components/headers/${USAGE_HEADER}-if-passed` } } : {}),
-          ...(platform && kind === 'platform' ? { 'cache-control': { $ref: '#/components/headers/proxied-cache-control' }, vary: { $ref: '#/components/headers/proxied-vary' } } : {}),
+          // A report read's platform answer passed on carries the read's `cache-control` and `vary` and its cost (no finality: it holds no figures); a platform call's, the platform's made the key's;
+          // the gateway's own refusal, `no-store`.
+          ...(platform && kind === 'report' ? { 'cache-control': { $ref: '#/components/headers/cache-control' }, vary: { $ref: '#/components/headers/vary' }, [USAGE_HEADER]: { $ref: `#/components/headers/${USAGE_HEADER}-if-passed` } }
+          : platform && kind === 'platform' ? { 'cache-control': { $ref: '#/components/headers/proxied-cache-control' }, vary: { $ref: '#/components/headers/proxied-vary' } }
+          : REFUSAL_CACHE_CONTROL),
           // A read's failure (a job's result too) says what it cost, a read refused for the team's spent day that day (report-facts.ts).
           ...(kind !== 'platform' && (status >= 500 || codes.includes('GW_PLATFORM_TIME_SPENT')) ? { 'platform-usage': { $ref: '#/components/headers/platform-usage-on-failure' } } : {}),
         },
