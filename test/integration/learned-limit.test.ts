@@ -62,7 +62,7 @@ describe.skipIf(!available)('the learned limit across replicas', () => {
         learned?.renewed(answer, plan)
       },
     })
-    const seats = new CredentialSeats({ credential: 'default', maxConcurrent: 64, limit: rule.limit, queueLimit: 10, queueTimeoutMs: 10_000, work: new WorkEstimates(), seats: lease })
+    const seats = new CredentialSeats({ credential: 'default', maxConcurrent: 64, limit: rule.limit, queueLimit: 10, queueTimeoutMs: 10_000, maxPauseMs: 60_000, work: new WorkEstimates(), seats: lease })
     learned = new LearnedLimit({ credential: 'default', estimator: rule.estimator, seats, lease, seal: new RedisSeal(secret), key: KEY, log, onLimit: () => undefined, onMove: () => undefined })
     await lease.start()
     learned.start()

@@ -56,7 +56,7 @@ describe.skipIf(!available)('seats leased across replicas (LeasedSeats over Redi
     const bus = new RedisBus(client, 'test:bus:', log)
     const g = credentialGovernor({
       credential: 'default',
-      settings: { adaptive: false, initialConcurrent: limit, minConcurrent: 1, maxConcurrent: limit, maxConcurrentPerReplica: opts.perReplica ?? null, seatLeaseMs: opts.leaseMs ?? 600, queue: 100, queueTimeoutMs: 20_000, timeoutMs: 1000 },
+      settings: { adaptive: false, initialConcurrent: limit, minConcurrent: 1, maxConcurrent: limit, maxConcurrentPerReplica: opts.perReplica ?? null, seatLeaseMs: opts.leaseMs ?? 600, queue: 100, queueTimeoutMs: 20_000, maxPauseMs: 60_000, timeoutMs: 1000 },
       store: new RedisLeaseStore({ redis: client, breaker: new RedisBreaker({ cooldownMs: 200, log }), bus, key: KEY, credential: 'default' }),
       replica: 'r',
       seal: null,

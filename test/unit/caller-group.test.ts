@@ -180,7 +180,7 @@ describe('CallerGroup', () => {
 
 /** Seats of 2 on a fake clock, each team held to one call in flight. */
 function seats(clock = fakeClock()) {
-  return new CredentialSeats({ credential: 'default', maxConcurrent: 2, limit: 2, queueLimit: 10, queueTimeoutMs: 10_000, work: new WorkEstimates(), clock, limitsOf: () => ({ maxConcurrent: 1 }) })
+  return new CredentialSeats({ credential: 'default', maxConcurrent: 2, limit: 2, queueLimit: 10, queueTimeoutMs: 10_000, maxPauseMs: 60_000, work: new WorkEstimates(), clock, limitsOf: () => ({ maxConcurrent: 1 }) })
 }
 
 const ask = (s: CredentialSeats) => (team: string, signal: AbortSignal | undefined, priority: Priority) =>

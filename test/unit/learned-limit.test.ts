@@ -18,7 +18,7 @@ const KEY = 'rgw:seats:{default}'
 
 function learnedLimit(clock: FakeClock, opts: { seal?: RedisSeal | null; lease?: boolean } = {}) {
   const estimator = new LimitRuleStandIn()
-  const seats = new CredentialSeats({ credential: 'default', maxConcurrent: 64, limit: 2, queueLimit: 10, queueTimeoutMs: 1000, work: new WorkEstimates(), clock })
+  const seats = new CredentialSeats({ credential: 'default', maxConcurrent: 64, limit: 2, queueLimit: 10, queueTimeoutMs: 1000, maxPauseMs: 60_000, work: new WorkEstimates(), clock })
   const written: string[] = []
   const writers: string[] = []
   let readLimit: (text: string) => { run?: string; at: number } | null = () => null

@@ -21,7 +21,7 @@ const RUN_MS = 10_000
 function replica(clock: SimClock, store: MemoryLeaseStore, i: number) {
   const g = credentialGovernor({
     credential: 'default',
-    settings: { adaptive: false, initialConcurrent: LIMIT, minConcurrent: 1, maxConcurrent: LIMIT, maxConcurrentPerReplica: null, seatLeaseMs: 600, queue: 100, queueTimeoutMs: 20_000, timeoutMs: 1000 },
+    settings: { adaptive: false, initialConcurrent: LIMIT, minConcurrent: 1, maxConcurrent: LIMIT, maxConcurrentPerReplica: null, seatLeaseMs: 600, queue: 100, queueTimeoutMs: 20_000, maxPauseMs: 60_000, timeoutMs: 1000 },
     store,
     replica: `r${i}`,
     run: `r${i}`,

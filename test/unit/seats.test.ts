@@ -23,7 +23,7 @@ interface Call {
 function seats(clock: FakeClock, opts: Partial<SeatsOptions> = {}) {
   const refused: RefusalReason[] = []
   const work = opts.work ?? new WorkEstimates()
-  const s = new CredentialSeats({ credential: 'default', maxConcurrent: 8, limit: 2, queueLimit: 10, queueTimeoutMs: 10_000, work, clock, onRefused: (reason) => refused.push(reason), ...opts })
+  const s = new CredentialSeats({ credential: 'default', maxConcurrent: 8, limit: 2, queueLimit: 10, queueTimeoutMs: 10_000, maxPauseMs: 60_000, work, clock, onRefused: (reason) => refused.push(reason), ...opts })
   return { s, work, refused, order: [] as string[] }
 }
 
@@ -88,6 +88,67 @@ describe('seats and the queue', () => {
     await third.done
     expect(third.error).toMatchObject({ code: 'GW_OVERLOADED', statusCode: 503, retryAfterSec: 1 })
     expect(refused).toEqual(['queue_full'])
+  })
+
+  /** Seats whose work `w` is known to take 2.5 s at the platform: one call of it answered so. */
+  async function seatsOfKnownWork(clock: FakeClock, opts: Partial<SeatsOptions>) {
+    const made = seats(clock, opts)
+    const first = call(made.s, made.order, 'a')
+    await settle()
+    clock.advance(2_500)
+    answer(first, 2_500)
+    await settle()
+    made.order.length = 0
+    return made
+  }
+
+  it('tells a call refused for a full queue, and one whose wait timed out, when the calls ahead of it have gone to seats', async () => {
+    const clock = fakeClock()
+    const { s, refused, order } = await seatsOfKnownWork(clock, { limit: 1, queueLimit: 1, queueTimeoutMs: 1_000 })
+    call(s, order, 'a')
+    await settle()
+    clock.advance(100)
+    const waiting = call(s, order, 'a')
+    const full = call(s, order, 'b')
+    await full.done
+    // Ahead of it: 2.4 s left of the call in flight, 2.5 s of the one waiting, at one seat.
+    expect(full.error).toMatchObject({ code: 'GW_OVERLOADED', retryAfterSec: 5, message: expect.stringMatching(/the queue of credential default is full; retry in 5 s$/) })
+    clock.advance(1_000)
+    await waiting.done
+    // Ahead of a newcomer now: 1.4 s left of the call in flight.
+    expect(waiting.error).toMatchObject({ code: 'GW_OVERLOADED', retryAfterSec: 2, message: expect.stringMatching(/within 1000 ms; retry in 2 s$/) })
+    expect(refused).toEqual(['queue_full', 'queue_timeout'])
+  })
+
+  it('tells a displaced call, and one over its team\'s queue, when the calls ahead of it have gone to seats', async () => {
+    const clock = fakeClock()
+    const { s, refused, order } = await seatsOfKnownWork(clock, { limit: 1, queueLimit: 3, limitsOf: (team) => (team === 'c' ? { queue: 1 } : undefined) })
+    call(s, order, 'a')
+    const [, , last] = [call(s, order, 'a'), call(s, order, 'a'), call(s, order, 'a')]
+    call(s, order, 'b')
+    await last?.done
+    // Ahead of it: the call in flight and the two of its team still waiting, 2.5 s each, at one seat (the newcomer of b is not yet queued).
+    expect(last?.error).toMatchObject({ code: 'GW_OVERLOADED', retryAfterSec: 8, message: expect.stringMatching(/took this one's place; retry in 8 s$/) })
+    call(s, order, 'c')
+    const over = call(s, order, 'c')
+    await over.done
+    // Ahead of it: its team's call waiting (c's first displaced a's second), at the seat its share gives it (one at least).
+    expect(over.error).toMatchObject({ code: 'GW_OVERLOADED', retryAfterSec: 3, message: expect.stringMatching(/waiting already; retry in 3 s$/) })
+    expect(refused).toEqual(['displaced', 'displaced', 'team_queue_full'])
+  })
+
+  it('tells no more than platform.maxPause, nor less than a pause\'s time left (seats.test.ts: a pause longer than the calls ahead)', async () => {
+    const clock = fakeClock()
+    const pause = { until: 0 }
+    const { s, order } = await seatsOfKnownWork(clock, { limit: 1, queueLimit: 30, queueTimeoutMs: 10_000, maxPauseMs: 20_000, pausedUntil: () => pause.until })
+    const calls = Array.from({ length: 32 }, () => call(s, order, 'a'))
+    await calls[31]?.done
+    // 77.5 s of calls ahead at one seat.
+    expect(calls[31]?.error).toMatchObject({ code: 'GW_OVERLOADED', retryAfterSec: 20, message: expect.stringMatching(/is full; retry in 20 s$/) })
+    pause.until = clock.now() + 15_000
+    const paused = call(s, order, 'b')
+    await paused.done
+    expect(paused.error).toMatchObject({ code: 'GW_OVERLOADED', retryAfterSec: 20, message: expect.stringMatching(/paused by the platform for 15 s; retry in 20 s$/) })
   })
 
   it('lets a team alone use every seat and the whole queue', async () => {

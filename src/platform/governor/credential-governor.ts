@@ -9,7 +9,7 @@ import { WorkEstimates } from './work-estimates.js'
 
 export interface CredentialGovernorOptions extends Pick<SeatsOptions, 'weightOf' | 'limitsOf' | 'pausedUntil' | 'onRefused' | 'clock'>,
   Pick<LeasedSeatsOptions, 'replica' | 'run' | 'onLost'>, Pick<LearnedLimitOptions, 'credential' | 'seal' | 'key' | 'log' | 'onMove'> {
-  settings: Pick<Config['platform'], 'adaptive' | 'initialConcurrent' | 'minConcurrent' | 'maxConcurrent' | 'maxConcurrentPerReplica' | 'seatLeaseMs' | 'queue' | 'queueTimeoutMs' | 'timeoutMs'>
+  settings: Pick<Config['platform'], 'adaptive' | 'initialConcurrent' | 'minConcurrent' | 'maxConcurrent' | 'maxConcurrentPerReplica' | 'seatLeaseMs' | 'queue' | 'queueTimeoutMs' | 'maxPauseMs' | 'timeoutMs'>
   /** Where the replicas' leases live (Redis); null: this replica alone. */
   store: LeaseStore | null
   /** The limit and knee in force after every move, and the floor of the kind answered most (ms). */
@@ -34,7 +34,7 @@ export function credentialGovernor(o: CredentialGovernorOptions) {
   const work = new WorkEstimates()
   const seats = new CredentialSeats({
     credential, work, seats: leased, perReplica: settings.maxConcurrentPerReplica, clock, weightOf: o.weightOf, limitsOf: o.limitsOf, pausedUntil: o.pausedUntil, onRefused: o.onRefused,
-    maxConcurrent: settings.maxConcurrent, limit: estimator?.limit ?? settings.maxConcurrent, queueLimit: settings.queue, queueTimeoutMs: settings.queueTimeoutMs,
+    maxConcurrent: settings.maxConcurrent, limit: estimator?.limit ?? settings.maxConcurrent, queueLimit: settings.queue, queueTimeoutMs: settings.queueTimeoutMs, maxPauseMs: settings.maxPauseMs,
     ...(estimator && {
       onStarted: (kind, load) => estimator.started(kind, load),
       onEnded: (answer) => {

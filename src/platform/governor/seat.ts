@@ -44,6 +44,8 @@ export interface SeatsOptions {
   limit: number
   queueLimit: number
   queueTimeoutMs: number
+  /** platform.maxPause: the longest retry-after a refusal tells. */
+  maxPauseMs: number
   work: WorkEstimates
   weightOf?: (team: string) => number | undefined
   limitsOf?: (team: string) => Partial<TeamLimits> | undefined
@@ -77,4 +79,20 @@ export function learnFrom(work: WorkEstimates, team: string, workClass: string, 
 export function tooLate(ownMs: number | null, leftMs: number): string {
   if (ownMs === null) return 'calls of its kind take longer than its deadline leaves'
   return `calls of its kind take about ${Math.round(ownMs / 100) / 10} s at the platform and its deadline leaves ${Math.max(0, Math.round(leftMs / 100) / 10)} s`
+}
+
+/** A call ahead of a newcomer: its kind's expected seat-time (ms; null: a kind never answered) and what it has run (ms; 0 while it waits). */
+export type CallAhead = { ms: number | null; ranMs: number }
+
+/**
+ * A refusal's retry-after (docs/governor.md, "A refusal's retry-after"): the seat-time the calls ahead of a newcomer still need (each its expected
+ * seat-time, a kind never answered the mean of those known, less what it has run, none below 0) over the `seats` serving them (one at least),
+ * at most `maxMs`, in whole seconds rounded up, 1 at least; 1 where no call ahead is of a kind answered (nothing tells the pace).
+ */
+export function comeBackSec(ahead: readonly CallAhead[], seats: number, maxMs: number): number {
+  let [sum, known] = [0, 0]
+  for (const call of ahead) if (call.ms !== null) [sum, known] = [sum + call.ms, known + 1]
+  if (known === 0) return 1
+  const leftMs = ahead.reduce((ms, call) => ms + Math.max(0, (call.ms ?? sum / known) - call.ranMs), 0)
+  return Math.max(1, Math.ceil(Math.min(maxMs, leftMs / Math.max(1, seats)) / 1000))
 }

@@ -1,7 +1,7 @@
 import { FairQueue, type Priority, type Queued } from './fair-queue.js'
 import { LENDING_HORIZON_MS, heldBack, isShort, nextCall, owedNow, sharesView, type DispatchState, type SharesView } from './dispatch-order.js'
 import { DeadlineError, OverloadedError } from '../../errors.js'
-import { NoIdleSeatError, learnFrom, tooLate, type RefusalReason, type Seat, type SeatLease, type SeatRequest, type SeatsOptions, type TeamLimits } from './seat.js'
+import { NoIdleSeatError, comeBackSec, learnFrom, tooLate, type RefusalReason, type Seat, type SeatLease, type SeatRequest, type SeatsOptions, type TeamLimits } from './seat.js'
 import type { LocalTeam } from './lease-plan.js'
 import { GATEWAY_TEAM } from '../gateway-team.js'
 import { TeamAccounts } from './team-accounts.js'
@@ -149,11 +149,11 @@ export class CredentialSeats {
     if (this.pausedUntil > Math.min(timeoutAt, sendBy)) return Promise.reject(this.#refuse('paused', null, priority))
     const limits = this.limitsOf(team)
     if (priority === 'caller' && limits.queue !== null && limits.queue < this.#o.queueLimit && this.#queue.count(team) >= limits.queue) {
-      return Promise.reject(this.#refuse('team_queue_full', `team ${team} has ${limits.queue} platform calls of credential ${this.credential} waiting already`, priority))
+      return Promise.reject(this.#refuse('team_queue_full', `team ${team} has ${limits.queue} platform calls of credential ${this.credential} waiting already`, priority, team))
     }
     const out = this.#queue.displaced({ team, priority }, this.#o.queueLimit, (t) => this.#weight(t))
     if (out === 'refuse') return Promise.reject(this.#refuse('queue_full', `the queue of credential ${this.credential} is full`, priority))
-    if (out) this.#drop(out, this.#refuse('displaced', `the queue of credential ${this.credential} is full: a call of a team with fewer calls waiting took this one's place`, out.priority))
+    if (out) this.#drop(out, this.#refuse('displaced', `the queue of credential ${this.credential} is full: a call of a team with fewer calls waiting took this one's place`, out.priority, null, out))
     const seq = this.#seq++
     return new Promise<Seat>((resolve, reject) => {
       const waiter = new QueuedCall(team, priority, seq, req.workClass, req.urgency, timeoutAt, req.deadline, trial, sendBy, resolve, reject, signal, this.#aborted)
@@ -179,7 +179,7 @@ export class CredentialSeats {
   /** The credential's pause began: calls that would still wait when their time is up are told so now. */
   paused(): void {
     const until = this.pausedUntil
-    for (const waiter of this.#queue.all().filter((w) => w.expiresAt < until)) this.#drop(waiter, this.#refuse('paused', null, waiter.priority))
+    for (const waiter of this.#queue.all().filter((w) => w.expiresAt < until)) this.#drop(waiter, this.#refuse('paused', null, waiter.priority, null, waiter))
   }
 
   /** The seats free that the dispatch holds back from the calls waiting here (owed, lent): none while every seat is in flight. */
@@ -233,16 +233,30 @@ export class CredentialSeats {
     const now = this.#clock.now()
     if (now < call.timeoutAt) return this.#held(call, now)
     const sending = this.#sendBy(call.team, call.workClass, call.deadline, call.priority, now, () => call.trial)
-    this.#drop(call, sending instanceof Error ? sending : this.#refuse('queue_timeout', `no platform seat of credential ${this.credential} within ${this.#o.queueTimeoutMs} ms`, call.priority))
+    this.#drop(call, sending instanceof Error ? sending : this.#refuse('queue_timeout', `no platform seat of credential ${this.credential} within ${this.#o.queueTimeoutMs} ms`, call.priority, null, call))
   }
 
-  /** The error a refused call gets: NoIdleSeatError for background work, GW_UPSTREAM_TIMEOUT for the deadline rule, else GW_OVERLOADED with a retry-after of the pause left, a second at least (`text` null: the pause's). */
-  #refuse(reason: RefusalReason, text: string | null, priority: Priority): Error {
+  /**
+   * The error a refused call gets: NoIdleSeatError for background work, GW_UPSTREAM_TIMEOUT for the deadline rule, else GW_OVERLOADED whose retry-after,
+   * said in its message too, is when the calls ahead of a newcomer have gone to seats (`#comeBackSec`: of `team`'s full queue its own; `leaving`, the call
+   * refused, is not ahead of itself), or the pause left where longer (`text` null: the pause's).
+   */
+  #refuse(reason: RefusalReason, text: string | null, priority: Priority, team: string | null = null, leaving: QueuedCall | null = null): Error {
     this.#o.onRefused?.(reason)
     if (priority !== 'caller') return new NoIdleSeatError(this.credential)
+    if (reason === 'deadline') return new DeadlineError(text ?? '')
     const pauseSec = Math.ceil((this.pausedUntil - this.#clock.now()) / 1000)
-    text ??= `credential ${this.credential} is paused by the platform for ${pauseSec} s`
-    return reason === 'deadline' ? new DeadlineError(text) : Object.assign(new OverloadedError(text), { retryAfterSec: Math.max(1, pauseSec) })
+    const retryAfterSec = Math.max(pauseSec, this.#comeBackSec(team, leaving))
+    return Object.assign(new OverloadedError(`${text ?? `credential ${this.credential} is paused by the platform for ${pauseSec} s`}; retry in ${retryAfterSec} s`), { retryAfterSec })
+  }
+
+  /** docs/governor.md, "A refusal's retry-after": the calls waiting but `leaving` and those in flight here, over the seats this replica may fill; of `team`'s full queue, its own, over its share of them. */
+  #comeBackSec(team: string | null, leaving: QueuedCall | null): number {
+    const now = this.#clock.now()
+    const expected = this.#expectedAt(now)
+    const waiting = this.#queue.all().filter((w) => w !== leaving && (team === null || w.team === team)).map((w) => ({ ms: expected(w.team, w.workClass), ranMs: 0 }))
+    const seats = team === null ? this.capacity : Math.min(this.capacity, this.shareOf(team))
+    return comeBackSec([...waiting, ...this.#teams.inFlightAhead(now, team)], seats, this.#o.maxPauseMs)
   }
 
   #localTeams(): LocalTeam[] { return this.#teams.active(this.#clock.now(), this.#queue.countByTeam(null), (t) => this.#weight(t), (t) => this.limitsOf(t).maxConcurrent) }
@@ -300,7 +314,7 @@ export class CredentialSeats {
     // The virtual time: the least tag waiting, or, on one replica, of a team holding a seat whose queue emptied within RETURN_MS (dispatch rule 2).
     const others = [...this.#queue.waitingTeams(), ...(this.#lease === null ? this.#teams.returning(startedAt) : [])].filter((other) => other !== team && !this.#atCeiling(other))
     this.#teams.virtual = Math.max(this.#teams.virtual, Math.min(start, ...others.map((other) => this.#teams.of(other).tag)))
-    const call = { at: startedAt, dueAt: expected === null ? Infinity : startedAt + OVERDUE * expected, short: isShort(expected) }
+    const call = { at: startedAt, ms: expected, dueAt: expected === null ? Infinity : startedAt + OVERDUE * expected, short: isShort(expected) }
     seats.running.add(call)
     const load = this.inFlight + (this.#lease?.elsewhere() ?? 0)
     const kind = kindOf(team, workClass)
