@@ -21,25 +21,23 @@ async function main(): Promise<void> {
   }
   let config = started
 
-  // The gateway's modules (Fastify, ioredis, the platform client, the sandbox) load once the
+  // The gateway's modules (Fastify, ioredis, the platform client) load once the
   // configuration holds: a start refused above stops having loaded the configuration's alone.
-  const [{ createGateway }, { redisAddress }, { demoConfig, demoCurl, DEMO_TEAM }, { startSandbox }] = await Promise.all([
+  // The sandbox and the demo's settings load in demo mode only: a configured replica's start
+  // does not read, compile and run them (test/integration/start-modules.test.ts).
+  const [{ createGateway }, { redisAddress }, demoModules] = await Promise.all([
     import('./compose.js'),
     import('./redis/client.js'),
-    import('./demo.js'),
-    import('./sandbox/sandbox.js'),
+    config.demo ? Promise.all([import('./demo.js'), import('./sandbox/sandbox.js')]) : null,
   ])
-  let sandbox: Sandbox | null = null
-  let demoKey: string | null = null
-  let demoTeam: string | null = null
-  let demoAdminToken: string | null = null
-  if (config.demo) {
-    sandbox = await startSandbox({ host: '127.0.0.1', port: 0, grantType: config.platform.grantType })
-    const demo = demoConfig(config, sandbox)
-    config = demo.config
-    demoKey = demo.key
-    demoTeam = demo.team
-    demoAdminToken = demo.adminToken
+  // In demo mode: the sandbox it runs, the key and admin token made for this run, and what prints them.
+  let demo: { sandbox: Sandbox; key: string; team: string; adminToken: string | null; curl: typeof import('./demo.js').demoCurl; defaultTeam: string } | null = null
+  if (demoModules) {
+    const [{ demoConfig, demoCurl, DEMO_TEAM }, { startSandbox }] = demoModules
+    const sandbox = await startSandbox({ host: '127.0.0.1', port: 0, grantType: config.platform.grantType })
+    const made = demoConfig(config, sandbox)
+    config = made.config
+    demo = { sandbox, key: made.key, team: made.team, adminToken: made.adminToken, curl: demoCurl, defaultTeam: DEMO_TEAM }
   }
 
   const gateway = await createGateway(config)
@@ -64,17 +62,18 @@ async function main(): Promise<void> {
     },
     'report gateway listening',
   )
-  if (sandbox && demoKey) {
+  if (demo) {
+    const { sandbox } = demo
     const child = sandbox.accounts.find((a) => a.parentId !== null && a.parentId === sandbox.accounts[0]?.id) ?? sandbox.accounts[0]
     const consoleUrl = `http://${consoleHost(config.admin.host)}:${(gateway.admin.server.address() as { port: number }).port}/console`
     // The demo key and admin token are printed on purpose: they are made for this run and open only the sandbox.
     process.stdout.write(
       `\nDemo mode (${process.env.DEMO === '1' ? 'DEMO=1' : 'nothing configured'}): the bundled platform sandbox runs at ${sandbox.url}.\n` +
-        `Demo team key (valid for this run only${demoTeam === DEMO_TEAM ? '' : `; its team is ${demoTeam}, as a configured team is named ${DEMO_TEAM}`}): ${demoKey}\n` +
-        `Try:\n  ${demoCurl(proxyPort, demoKey, child?.id ?? 101)}\n` +
-        (demoAdminToken === null
+        `Demo team key (valid for this run only${demo.team === demo.defaultTeam ? '' : `; its team is ${demo.team}, as a configured team is named ${demo.defaultTeam}`}): ${demo.key}\n` +
+        `Try:\n  ${demo.curl(proxyPort, demo.key, child?.id ?? 101)}\n` +
+        (demo.adminToken === null
           ? `Operations console: ${consoleUrl} (sign in with your admin token)\n\n`
-          : `Admin token (an operator's, valid for this run only): ${demoAdminToken}\nOperations console: ${consoleUrl} (sign in with the admin token above)\n\n`),
+          : `Admin token (an operator's, valid for this run only): ${demo.adminToken}\nOperations console: ${consoleUrl} (sign in with the admin token above)\n\n`),
     )
   }
 
@@ -126,7 +125,7 @@ async function main(): Promise<void> {
     force.unref()
     try {
       await gateway.close()
-      await sandbox?.close()
+      await demo?.sandbox.close()
       log.info('stopped')
       log.flush?.()
       process.exit(0)
