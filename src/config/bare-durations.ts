@@ -1,5 +1,6 @@
 import type { TSchema } from '@sinclair/typebox'
-import { ConfigSchema, DURATION_DESCRIPTION } from './schema.js'
+import { DURATION_DESCRIPTION } from './duration-description.js'
+import { configSchema } from './validators.generated.js'
 import { isPlainObject } from './sources.js'
 
 // A duration given as a number is milliseconds (config/default.yaml says so, and writes
@@ -10,7 +11,7 @@ import { isPlainObject } from './sources.js'
 /** One warning for each duration of `raw` (the merged settings) given as a number from 1 to 999. */
 export function bareDurationWarnings(raw: Record<string, unknown>): string[] {
   const warnings: string[] = []
-  walk(ConfigSchema, raw, [], warnings)
+  walk(configSchema, raw, [], warnings)
   return warnings
 }
 

@@ -1,11 +1,10 @@
 import { Type, type Static } from '@sinclair/typebox'
+import { DURATION_DESCRIPTION } from './duration-description.js'
 import { CREDENTIAL_NAME_PATTERN, EXPIRES_AT_PATTERN, KEY_ID_PATTERN, KEY_ID_RULE, TEAM_NAME_PATTERN } from './names.js'
 
 // The single source of truth for settings: config/default.yaml, CONFIG_FILE and the
 // environment are merged into this shape and validated once, at start.
 
-/** What every duration setting's schema says of itself: how bare-durations.ts finds them. */
-export const DURATION_DESCRIPTION = 'milliseconds as a number, or a string such as 500ms, 30s, 5m, 24h, 7d'
 const Duration = Type.Union([Type.Integer({ minimum: 0 }), Type.String({ pattern: '^\\d+(ms|s|m|h|d)$' })], {
   description: DURATION_DESCRIPTION,
 })

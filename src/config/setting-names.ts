@@ -1,12 +1,12 @@
 import type { TSchema } from '@sinclair/typebox'
-import { ConfigSchema } from './schema.js'
+import { configSchema } from './validators.generated.js'
 
 // The names of the settings the schema knows at a place of the configuration: an unknown
 // setting's message names the one it was likely meant to be.
 
 /** The setting names the schema knows under `path` (a team's, a credential's, … and every branch of a choice). */
 export function settingsAt(path: readonly string[]): string[] {
-  let schemas: TSchema[] = [ConfigSchema]
+  let schemas: TSchema[] = [configSchema]
   for (const segment of path) schemas = schemas.flatMap(branches).flatMap((schema) => childOf(schema, segment))
   return [...new Set(schemas.flatMap(branches).flatMap((schema) => Object.keys((schema.properties ?? {}) as Record<string, TSchema>)))]
 }

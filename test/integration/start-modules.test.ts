@@ -43,4 +43,8 @@ describe('the modules a configured start loads', () => {
     expect(loaded(/\/node_modules\/@opentelemetry\/(?!api\/)/)).toEqual([])
     expect(loaded(/\/dist\/observe\/(otel-tracing|otlp-protobuf|recorded-span)\.js$/)).toEqual([])
   })
+
+  it('not TypeBox: the configuration is checked by the generated validators, its schema read as generated', () => {
+    expect(loaded(/\/node_modules\/@sinclair\/typebox\//)).toEqual([])
+  })
 })
