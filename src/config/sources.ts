@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto'
 import { parse as parseYaml } from 'yaml'
+import { DEFAULTS_SHA256, DEFAULTS_VALUE } from './defaults.generated.js'
 
 // Where settings come from: config/default.yaml, CONFIG_FILE and the environment (with
 // *_FILE for secrets), merged in that order.
@@ -67,16 +69,19 @@ export function readYamlObject(path: string, readFile: (p: string) => string, pr
 }
 
 // The last text of config/default.yaml and its parse. Every load reads that file (at start,
-// and again at each reload), and parsing its 25 KB was a third of a load's CPU.
+// and again at each reload), and parsing its 25 KB was a third of a load's CPU. Its text as
+// committed is parsed ahead of time (defaults.generated.ts, known by its sha256): a start
+// parses the file only when it holds another text.
 let kept: { text: string; value: unknown } | null = null
 
 /**
- * readYamlObject for config/default.yaml: a text the last read parsed is not parsed again.
- * Each read gets a copy of its own, for the other sources are merged into it.
+ * readYamlObject for config/default.yaml: a text the last read parsed, or the one
+ * defaults.generated.ts was made from, is not parsed again. Each read gets a copy of its
+ * own, for the other sources are merged into it.
  */
-export function readDefaultsObject(path: string, readFile: (p: string) => string, problems: string[], label: string): Record<string, unknown> {
+export function readDefaultsObject(path: string, readFile: (p: string) => string, problems: string[], label: string, parse: (text: string) => unknown = parseYaml): Record<string, unknown> {
   return readYamlObject(path, readFile, problems, label, (text) => {
-    if (kept?.text !== text) kept = { text, value: parseYaml(text) as unknown }
+    if (kept?.text !== text) kept = { text, value: createHash('sha256').update(text, 'utf8').digest('hex') === DEFAULTS_SHA256 ? DEFAULTS_VALUE : parse(text) }
     return structuredClone(kept.value)
   })
 }
