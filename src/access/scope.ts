@@ -102,7 +102,7 @@ export function placementsOf(ownership: { campaignPaths: readonly string[]; acco
 // its top-level `campaignIds` instead, and no account field (a report without campaigns
 // may be one of every campaign of the parent's token). Anywhere else (a nested `userId`,
 // `advertiserId` in a campaign list's body, `userId[]`, a plain one followed by `userId[]`,
-// which PHP keeps as the list), the platform falls back to the
+// which PHP keeps as the list, a JSON list), the platform falls back to the
 // parent account. So do the routes of `ownership.accountRoutes` that name the other field
 // of the two: each is placed by its own field only. A route that is none of these (not a
 // report, a campaign path or a listed route) may read either name, or none, and is placed
@@ -179,7 +179,10 @@ function placedInBody(path: string, body: CheckedBody | null, field: string): bo
   if (body?.kind !== 'json' || typeof body.value !== 'object' || body.value === null || Array.isArray(body.value)) return false
   const top = body.value as Record<string, unknown>
   if (report) return Array.isArray(top[REPORT_CAMPAIGNS]) && top[REPORT_CAMPAIGNS].length > 0
-  return Object.hasOwn(top, field)
+  // One id, a number or a string. A list is none to PHP, as `userId[]` of a form is: the
+  // integer rule refuses it, `(int)` and `$request->integer()` read it as 1, a where() takes its first item.
+  const value = Object.hasOwn(top, field) ? top[field] : undefined
+  return typeof value === 'number' || typeof value === 'string'
 }
 
 /** Every named account must be a positive integer the team may use; returns them. */

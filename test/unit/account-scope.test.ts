@@ -39,6 +39,8 @@ describe('namedInCall', () => {
     expect(named('POST', '/api/v1/campaign/get', json([{ userId: 101 }])).placed).toBe(false)
     expect(named('POST', '/api/v1/campaign/get', json({ campaignIds: [101001] })).placed).toBe(false)
     expect(named('POST', '/api/v1/campaign/get', parseFormBody(Buffer.from('userId[]=101'), LIMITS)).placed).toBe(false)
+    for (const userId of [[101], ['101'], [], null, true, { a: 101 }]) expect(named('POST', '/api/v1/campaign/get', json({ userId })).placed, JSON.stringify(userId)).toBe(false)
+    expect(named('POST', '/api/v1/campaign/get', json({ userId: '101' })).placed).toBe(true)
     expect(named('POST', '/api/v1/report/campaigns/get', json({ campaignIds: [] })).placed).toBe(false)
     expect(named('POST', '/api/v1/report/campaigns/get', json({ advertiserId: 101 })).placed).toBe(false)
     // The report form reads campaigns instead of an account: userId places no report.
