@@ -152,18 +152,27 @@ export function namedInCall(method: string, target: RequestTarget, body: Checked
 // A campaign path's route parameter (`{id}` of ownership.campaignPaths). A controller's
 // `$request->id` reads an input of that name before the route's (Laravel's Request::__get
 // looks in the query and body first), so beside a campaign's path such an input names a
-// campaign too: the query's, the form's, or the JSON body's top-level one.
+// campaign too: the query's, the form's, or the JSON body's top-level one. It is one id:
+// a list there (`id[]`, `id[x]`, a JSON list) is read as 1 by `(int)` and
+// `$request->integer()`, as many by `find()`, as its first item by `where()`, so 400.
 const ROUTE_ID = 'id'
 const ROUTE_ID_VARIABLES = new Set([ROUTE_ID])
 
 function routeIdInputs(target: RequestTarget, body: CheckedBody | null): unknown[] {
-  const found: unknown[] = fieldValues(target.params, ROUTE_ID_VARIABLES)
-  if (body?.kind === 'form') found.push(...fieldValues(body.params, ROUTE_ID_VARIABLES))
+  const params = body?.kind === 'form' ? [...target.params, ...body.params] : target.params
+  const listed = params.find(([name]) => name !== ROUTE_ID && phpVariable(name) === ROUTE_ID)
+  if (listed !== undefined) throw routeIdList(listed[0])
+  const found: unknown[] = fieldValues(params, ROUTE_ID_VARIABLES)
   if (body?.kind === 'json' && typeof body.value === 'object' && body.value !== null && !Array.isArray(body.value) && Object.hasOwn(body.value, ROUTE_ID)) {
     const value = (body.value as Record<string, unknown>)[ROUTE_ID]
-    found.push(...(Array.isArray(value) ? (value as unknown[]) : [value]))
+    if (Array.isArray(value)) throw routeIdList(JSON.stringify(value).slice(0, 64))
+    found.push(value)
   }
   return found
+}
+
+function routeIdList(spelt: string): InstanceType<typeof BadRequestError> {
+  return new BadRequestError(`${ROUTE_ID}: one campaign id beside the campaign's path, not a list (${spelt})`)
 }
 
 // Whether PHP ends with `field` a plain value: the last parameter of its variable names it
