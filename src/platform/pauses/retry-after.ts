@@ -7,7 +7,7 @@ import { FIRST_PAUSE_MS, pauseLength } from './pauses.js'
 
 /**
  * A `retry-after` value as milliseconds from `now`. Null when absent, unreadable or on
- * several lines (a field of one value, RFC 9110 5.5: two lines say no one time); a date
+ * several lines (a field of one value, RFC 9110 5.3: two lines say no one time); a date
  * in the past is 0. Delay-seconds are seconds: `retry-after: 2` is 2000 ms.
  */
 export function retryAfterMs(value: string | string[] | undefined, now: number): number | null {
@@ -46,8 +46,9 @@ export function withBoundedRetryAfter<H extends Record<string, string | string[]
 }
 
 /**
- * The error the caller gets for a failed platform answer, carrying the platform's
- * `retry-after` (as seconds) for the error handler to send on.
+ * The error the caller gets for a failed platform answer, carrying its `retry-after` as
+ * the platform client hands it on (withBoundedRetryAfter), in seconds, for the error
+ * handler to send on.
  */
 export function withRetryAfter<E extends Error>(err: E, headers: Record<string, string | string[] | undefined>, now: number): E {
   const seconds = retryAfterSeconds(headers['retry-after'], now)
