@@ -775,6 +775,42 @@ describe('who gets a free seat', () => {
     expect(long + short).toBeGreaterThan(0.95 * 8 * 30)
   })
 
+  it('charges a team the platform\'s time, not the late loop\'s: short calls read 50 ms late get the worker-time of long ones, their seat-time still what they held', async () => {
+    const clock = fakeClock()
+    const LATE = 50
+    // One seat: shares of a half each, so every seat goes by tag.
+    const { s } = seats(clock, { limit: 1, queueLimit: 200, loopLateMs: () => LATE })
+    // The platform works 100 ms and 2 s; every answer is read LATE ms after it came.
+    const work: Record<string, number> = { long: 2000, short: 100 }
+    const open: Record<string, number> = { long: 0, short: 0 }
+    const done: Record<string, number> = { long: 0, short: 0 }
+    const submit = (team: string): void => {
+      open[team]! += 1
+      void s.ask({ team, workClass: team, deadline: Infinity }).then((seat) => {
+        clock.setTimeout(() => {
+          seat.end({ kind: 'answer', status: 200, latencyMs: work[team]! + LATE })
+          open[team]! -= 1
+          done[team]! += 1
+        }, work[team]! + LATE)
+      })
+    }
+    let start: Record<string, number> = {}
+    let seat: Record<string, number> = {}
+    for (let t = 0; t < 40_000; t += 10) {
+      if (t === 10_000) [start, seat] = [{ ...done }, { long: s.seatSeconds('long'), short: s.seatSeconds('short') }]
+      for (const team of ['long', 'short']) while (open[team]! < 2) submit(team)
+      await settle()
+      clock.advance(10)
+    }
+    const worked = (team: string) => (done[team]! - start[team]!) * work[team]!
+    // Charged seat-time, the short team got 100 / 150 of its seat-time worked, the long one 2000 / 2050: about 0.68 of the long team's work.
+    expect(worked('short') / worked('long')).toBeGreaterThan(0.9)
+    expect(worked('short') / worked('long')).toBeLessThan(1.1)
+    // What each held is what it is told it held: the short team's seats held past its work.
+    const held = (team: string) => s.seatSeconds(team) - seat[team]!
+    expect(held('short') * 1000).toBeGreaterThan(1.4 * worked('short'))
+  })
+
   it('keeps the credit of a team whose callers ask again within RETURN_MS of its queue emptying: its short calls get the seat-time of a team of long calls', async () => {
     const clock = fakeClock()
     // Three teams of weight 1 on 8 seats: shares of 2.67, so the seats past the two each holds go by tag.
