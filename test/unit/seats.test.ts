@@ -795,7 +795,7 @@ describe('who gets a free seat', () => {
     const work: Record<string, number> = { long: 2000, short: 100 }
     const run = await keepAsking(s, clock, { long: work.long! + LATE, short: work.short! + LATE }, 2, 10)
     const worked = (team: string) => run.ended(team) * work[team]!
-    // Charged seat-time, the short team got 100 / 150 of its seat-time worked, the long one 2000 / 2050: about 0.64 of the long team's work.
+    // Charged seat-time (100 of each 150 ms it held worked, 2000 of each 2050 for the long team), the short team got 0.64 of the long team's work.
     expect(worked('short') / worked('long')).toBeGreaterThan(0.9)
     expect(worked('short') / worked('long')).toBeLessThan(1.1)
     // What each held is what it is told it held: the short team's seats held past its work.
