@@ -1,4 +1,5 @@
 import type { Env } from './sources.js'
+import { LONGEST_TIMER_MS } from '../clock.js'
 import { maskUrlPassword } from './mask-url.js'
 
 // OpenTelemetry traces are configured by the standard OTEL_* variables, read here with the
@@ -50,9 +51,6 @@ export const BATCH_SPANS = 2048
 export const QUEUED_SPANS = 8192
 
 export const DEFAULT_SERVICE_NAME = 'report-gateway'
-
-/** The longest delay Node's timers hold (2^31 - 1 ms): a longer one, or one below 1, fires after 1 ms. */
-const TIMER_MAX_MS = 2_147_483_647
 
 /** The tracing OTEL_* variables ask for, or null: off (no endpoint, OTEL_SDK_DISABLED, OTEL_TRACES_EXPORTER=none). */
 export function tracingConfig(env: Env, problems: string[]): TracingConfig | null {
@@ -126,7 +124,7 @@ function millis(env: Env, name: string, least: number, problems: string[]): numb
   const text = env[name]?.trim()
   if (!text) return undefined
   const n = Number(text)
-  if (!Number.isInteger(n) || n < least || n > TIMER_MAX_MS) problems.push(`${name}: ${text} is not a whole number of milliseconds from ${least} to ${TIMER_MAX_MS}`)
+  if (!Number.isInteger(n) || n < least || n > LONGEST_TIMER_MS) problems.push(`${name}: ${text} is not a whole number of milliseconds from ${least} to ${LONGEST_TIMER_MS}`)
   return n
 }
 
