@@ -70,8 +70,13 @@ describe.skipIf(!available)('deployments in two databases of one Redis', () => {
     expect(await (await client(0)).get('rgw:written-behind-sentinel'), 'in database 0').toBeNull()
   })
 
-  it('never use database 0 for a database this Redis does not have: the connection is dropped, and the cause names REDIS_URL', async () => {
-    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: `${redis.server.url}/99999` }))
+  it.each([
+    ['a database this Redis does not have', '', '/99999', 'ERR DB index is out of range'],
+    ['a database its ACL user may not select', 'no-select:user-password-0123456789@', '/3', "NOPERM this user has no permissions to run the 'select' command"],
+  ])('never use database 0 for %s: the connection is dropped, and the cause names REDIS_URL', async (_what, user, database, refusal) => {
+    await redis.client.acl('SETUSER', 'no-select', 'on', '>user-password-0123456789', '~*', '&*', '+@all', '-select')
+    cleanups.push(async () => void (await redis.client.acl('DELUSER', 'no-select')))
+    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: `${redis.server.url.replace('redis://', `redis://${user}`)}${database}` }))
     // ioredis went on in database 0 after Redis refused its SELECT: another deployment's keys.
     for (let n = 1; n <= 3; n++) {
       const res = await gw.proxy.inject({ method: 'GET', url: `/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-0${n}&dateTo=2026-01-0${n}`, headers: { 'x-api-key': KEYS.all } })
@@ -80,7 +85,7 @@ describe.skipIf(!available)('deployments in two databases of one Redis', () => {
     expect(await redis.client.dbsize(), 'keys written in database 0').toBe(0)
     const down = gw.logs.records().filter((r) => r.msg === 'redis unavailable: serving without it (circuit open)')
     expect(down.map((r) => r.cause)).toEqual([
-      'REDIS_URL names database 99999, which this Redis does not have (ERR DB index is out of range): its commands are not sent to another database in its place; name one it has (CONFIG GET databases) and restart',
+      `REDIS_URL names database ${database.slice(1)}, which Redis refused to select (${refusal}): its commands are not sent to another database in its place; name a database it has (CONFIG GET databases) that its user may select, and restart`,
     ])
   })
 })
