@@ -398,6 +398,12 @@ function credentialFrom(name: string, c: CredentialParts, problems: string[]): C
   const fault = c.token === null ? null : tokenFault(c.token)
   if (fault !== null) problems.push(`${c.prefix}TOKEN: ${fault}`)
   if (!/^(\/|https?:\/\/)/.test(c.tokenUrl)) problems.push(`${c.prefix}TOKEN_URL: must be a path starting with / or an http(s) URL (got ${JSON.stringify(c.tokenUrl)})`)
+  // Resolved against the platform's address as a URL is, `//oauth/token` (or `/\oauth`)
+  // is the host oauth: the login's password and client secret would be sent there.
+  else if (/^\/[/\\]/.test(c.tokenUrl)) {
+    const host = URL.canParse(c.tokenUrl, 'https://platform.invalid/') ? `the host ${new URL(c.tokenUrl, 'https://platform.invalid/').host}` : 'a host'
+    problems.push(`${c.prefix}TOKEN_URL: ${JSON.stringify(c.tokenUrl)} names ${host} (a path starts with one /), not a path of the platform's address; write the path with one /, or the whole https:// URL`)
+  }
   return { name, baseUrl: c.baseUrl, token: c.token, tokenFile: c.tokenFile, login }
 }
 
