@@ -66,7 +66,7 @@ export function tracingConfig(env: Env, problems: string[]): TracingConfig | nul
   const name = traces ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT'
   // The signal's own endpoint is used as it is; the base one gets the traces path (OTLP/HTTP).
   const url = traces ? traces : base ? `${base.replace(/\/+$/, '')}/v1/traces` : null
-  if (url !== null && !/^https?:\/\/[^/?#\s]+/.test(url)) problems.push(`${name}: ${maskUrlPassword(traces ?? base ?? '')} is not an http(s) URL of an OTLP/HTTP receiver (e.g. http://otel-collector:4318)`)
+  if (url !== null && !(/^https?:\/\/[^/?#\s]+/.test(url) && URL.canParse(url))) problems.push(`${name}: ${maskUrlPassword(traces ?? base ?? '')} is not an http(s) URL of an OTLP/HTTP receiver (e.g. http://otel-collector:4318)`)
   const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL)?.trim() || 'http/protobuf'
   if (protocol !== 'http/protobuf' && protocol !== 'http/json') {
     problems.push(`OTEL_EXPORTER_OTLP_PROTOCOL: ${protocol} is not supported; use http/protobuf (the default) or http/json`)

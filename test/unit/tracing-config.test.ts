@@ -59,6 +59,15 @@ describe('tracing configuration from OTEL_* variables', () => {
     ])
   })
 
+  it('refuses an endpoint no URL parser reads, naming the variable (a port past 65535 stopped the start with the SDK\'s trace)', () => {
+    expect(read({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:99999' }).problems).toEqual([
+      'OTEL_EXPORTER_OTLP_ENDPOINT: http://collector:99999 is not an http(s) URL of an OTLP/HTTP receiver (e.g. http://otel-collector:4318)',
+    ])
+    expect(read({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://[collector/v1/traces' }).problems).toEqual([
+      'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: https://[collector/v1/traces is not an http(s) URL of an OTLP/HTTP receiver (e.g. http://otel-collector:4318)',
+    ])
+  })
+
   it('takes the export times as whole milliseconds a timer holds, and refuses any other naming the variable', () => {
     const endpoint = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' }
     // Unset: the SDK's own (a batch every 5 s, an export given 30 s, a request 10 s).
