@@ -1,3 +1,4 @@
+import { isIP } from 'node:net'
 import { CREDENTIAL_NAME_PATTERN, CREDENTIAL_NAME_RULE } from './names.js'
 import type { RawConfig, RawCredential } from './schema.js'
 import { tracingConfig } from './tracing.js'
@@ -97,6 +98,11 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   // Its holder renews the fill lock every third of it: shorter would be renewals all the time.
   if (parseDuration(cache.lockTtl) < 100) problems.push(`cache.lockTtl: must be at least 100ms (got ${String(cache.lockTtl)})`)
   if (raw.redis.sentinels && raw.redis.cluster) problems.push('redis: set sentinels or cluster, not both')
+  // A listener binds its host as written: [::1] is a name no resolver knows (ENOTFOUND).
+  for (const [value, name] of [[raw.host, envName('host', 'HOST')], [raw.admin.host, envName('admin.host', 'ADMIN_HOST')]] as const) {
+    const inner = /^\[(.*)\]$/.exec(value)?.[1]
+    if (inner !== undefined && isIP(inner) === 6) problems.push(`${name}: ${value} is an IPv6 address in brackets, as a URL writes it; write it without them (${inner})`)
+  }
   checkRedisUrl(raw.redis.url, envName('redis.url', 'REDIS_URL'), problems)
   checkClusterDatabase(raw.redis.url, raw.redis.cluster != null, envName('redis.url', 'REDIS_URL'), problems)
   checkClusterKeyPrefix(raw.redis.keyPrefix, raw.redis.cluster != null, problems)

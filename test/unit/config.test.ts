@@ -563,6 +563,9 @@ describe('invalid configuration names the key', () => {
     { name: 'a token path that names another host (//)', env: { PLATFORM_BASE_URL: BASE, PLATFORM_USERNAME: 'u@example.com', PLATFORM_PASSWORD: 'pw-secret-123', PLATFORM_CLIENT_ID: '2', PLATFORM_CLIENT_SECRET: 'cs-secret-123', PLATFORM_TOKEN_URL: '//oauth/token' }, expected: /PLATFORM_TOKEN_URL: "\/\/oauth\/token" names the host oauth \(a path starts with one \/\), not a path of the platform's address; write the path with one \/, or the whole https:\/\/ URL/ },
     { name: 'a token path of slashes alone', env: { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, PLATFORM_TOKEN_URL: '//' }, expected: /PLATFORM_TOKEN_URL: "\/\/" names a host \(a path starts with one \/\)/ },
     { name: 'a token path that names another host (/\\)', env: { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, PLATFORM_TOKEN_URL: '/\\evil.example/token' }, expected: /PLATFORM_TOKEN_URL: .* names the host evil\.example \(a path starts with one \/\)/ },
+    // Listened on as written, [::1] was a host name: getaddrinfo ENOTFOUND at the listen.
+    { name: 'an IPv6 HOST in brackets, as a URL writes it', env: { HOST: '[::1]' }, expected: /HOST \(host\): \[::1\] is an IPv6 address in brackets, as a URL writes it; write it without them \(::1\)/ },
+    { name: 'an IPv6 ADMIN_HOST in brackets', env: { ADMIN_HOST: '[::]' }, expected: /ADMIN_HOST \(admin\.host\): \[::\] is an IPv6 address in brackets/ },
     { name: 'a short ADMIN_TOKEN', env: { ADMIN_TOKEN: 'short-admin' }, expected: /ADMIN_TOKEN: / },
     { name: 'CONFIG_FILE that does not exist', env: { CONFIG_FILE: '/etc/nowhere.yaml' }, expected: /CONFIG_FILE \(\/etc\/nowhere\.yaml\): cannot be read \(ENOENT\)/ },
     { name: 'CONFIG_FILE that is not a mapping', env: {}, yaml: '- a\n- b\n', expected: /CONFIG_FILE \(\/virtual\/config\.yaml\): must be a YAML mapping/ },
