@@ -232,7 +232,8 @@ export class LeasedSeats {
   async #renew(): Promise<void> {
     this.#again = false
     const d = this.#demand
-    const need = d.inFlight + d.waiting
+    // Its record tells the need its demand counts: the others see it short as it asks.
+    const need = this.#needed(d)
     const now = this.#clock.now()
     const atOnce = this.#onTell && now - this.#lastAnswer < MIN_RENEW_MS
     this.#onTell = false
