@@ -95,37 +95,6 @@ describe('seats held back from the calls waiting', () => {
     expect(r.lease.size(LIMIT)).toBeGreaterThan(10)
     r.lease.stop()
   })
-
-  it('tells the other replicas the seats its dispatch holds back in its need: one holding seats past its calls gives them back, and its long call starts', async () => {
-    const clock = new SimClock()
-    const store = new MemoryLeaseStore(clock)
-    const make = (run: string) => new LeasedSeats({ store, credential: 'c', replica: 'r', run, perReplica: null, unseen: 1, leaseMs: LEASE_MS, callsEndMs: 10_000, log: { warn: () => undefined }, onLost: () => undefined, clock })
-    const [a, b] = [make('r~a'), make('r~b')]
-    await Promise.all([a.start(), b.start()])
-    const team = (name: string, held: number, waiting: number, peak: number) => ({ team: name, weight: 1, held, waiting, cap: null, peak, lingering: held + waiting === 0, seatMs: 0 })
-    // a: team x's 10 calls in flight, none waiting (13 seats fit them: room to grow); b: team y's calls, team z lingering.
-    const demandA = (): void => a.demand({ limit: LIMIT, inFlight: 10, waiting: 0, teams: [team('x', 10, 0, 10)] })
-    const demandB = (inFlight: number, waiting: number, heldBack: number): void => b.demand({ limit: LIMIT, inFlight, waiting, heldBack, teams: [team('y', inFlight, waiting, inFlight + waiting), team('z', 0, 0, 2)] })
-    for (let t = 0; t < 1500; t += 10) {
-      demandA()
-      demandB(2, 0, 0)
-      await clock.run(clock.now() + 10)
-    }
-    // The store full: 13 seats fit a's 10 calls, 3 b's 2.
-    expect([a.held, b.held]).toEqual([13, 3])
-    const lease = b.held
-    // b: 1 call in flight, team y's long call waiting, its free seats held back for team z (owed): its calls in flight and
-    // waiting are within its lease, its demand past it; a holds seats past its calls, none waiting there.
-    for (let t = 0; t < 300; t += 10) {
-      demandA()
-      demandB(1, 1, lease - 1)
-      await clock.run(clock.now() + 10)
-    }
-    expect(b.held).toBeGreaterThan(lease)
-    expect(a.held).toBeLessThan(13)
-    a.stop()
-    b.stop()
-  })
 })
 
 describe('the learner across replicas', () => {

@@ -32,7 +32,7 @@ export const needOf = (d: ReplicaDemand): number => d.inFlight + d.waiting + (d.
 /** The teams' shares as this replica sees them: each local team's target here, the seats of its lease owed to teams on other replicas, each team's share across every replica, what it holds on the others and the seat-time (ms) its calls held there since this one first saw them. */
 export interface LeaseShares { targets: ReadonlyMap<string, number>; lent: number; shares: ReadonlyMap<string, number>; heldElsewhere: ReadonlyMap<string, number>; charged: ReadonlyMap<string, number> }
 
-/** One replica's record in the lease store: `need`, its calls in flight and waiting (and, while no other replica waits, the free seats its dispatch holds back from them); `answered`, its answers a second, smoothed (the learner's measure); `waited`, calls waited at the limit since its last renewal; `calls`, its calls of late (answer-timeline.ts), answered only to the learner. */
+/** One replica's record in the lease store: `need`, its calls in flight and waiting; `answered`, its answers a second, smoothed (the learner's measure); `waited`, calls waited at the limit since its last renewal; `calls`, its calls of late (answer-timeline.ts), answered only to the learner. */
 export interface ReplicaRecord {
   run: string
   lease: number

@@ -232,8 +232,7 @@ export class LeasedSeats {
   async #renew(): Promise<void> {
     this.#again = false
     const d = this.#demand
-    // Its record tells the need its demand counts: the others see it short as it asks.
-    const need = this.#needed(d)
+    const need = d.inFlight + d.waiting
     const now = this.#clock.now()
     const atOnce = this.#onTell && now - this.#lastAnswer < MIN_RENEW_MS
     this.#onTell = false
