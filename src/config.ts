@@ -12,6 +12,7 @@ import { jobResultsInMemory, memoryFitWarning } from './config/memory-fit.js'
 import { creativeSetsPassWarning } from './config/risky-settings.js'
 import { misspelledVariables } from './config/env-names.js'
 import { bareDurationWarnings } from './config/bare-durations.js'
+import { timerDurationProblems } from './config/timer-durations.js'
 import { listenerAddressProblem } from './config/listener-addresses.js'
 
 export { DEFAULT_CREDENTIAL, type AdminRole, type AdminToken, type Config, type CredentialConfig, type PasswordLogin, type TeamConfig, type TeamKey } from './config/normalize.js'
@@ -81,6 +82,7 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
   const secretProblem = mode.demo ? null : redisWithoutSecret(raw)
   if (secretProblem) problems.push(secretProblem)
   const config = normalize(raw as RawConfig, env, readFile, problems)
+  problems.push(...timerDurationProblems(raw))
   if (problems.length > 0) throw new ConfigError(problems)
   // The demo's sandbox and printed key are for this machine only, unless HOST says otherwise.
   const host = mode.demo && !env.HOST && !fileSetsHost ? '127.0.0.1' : config.host

@@ -102,7 +102,7 @@ export function placementsOf(ownership: { campaignPaths: readonly string[]; acco
 // its top-level `campaignIds` instead, and no account field (a report without campaigns
 // may be one of every campaign of the parent's token). Anywhere else (a nested `userId`,
 // `advertiserId` in a campaign list's body, `userId[]`, a plain one followed by `userId[]`,
-// which PHP keeps as the list), the platform falls back to the
+// which PHP keeps as the list, a JSON list), the platform falls back to the
 // parent account. So do the routes of `ownership.accountRoutes` that name the other field
 // of the two: each is placed by its own field only. A route that is none of these (not a
 // report, a campaign path or a listed route) may read either name, or none, and is placed
@@ -152,18 +152,27 @@ export function namedInCall(method: string, target: RequestTarget, body: Checked
 // A campaign path's route parameter (`{id}` of ownership.campaignPaths). A controller's
 // `$request->id` reads an input of that name before the route's (Laravel's Request::__get
 // looks in the query and body first), so beside a campaign's path such an input names a
-// campaign too: the query's, the form's, or the JSON body's top-level one.
+// campaign too: the query's, the form's, or the JSON body's top-level one. It is one id:
+// a list there (`id[]`, `id[x]`, a JSON list) is read as 1 by `(int)` and
+// `$request->integer()`, as many by `find()`, as its first item by `where()`, so 400.
 const ROUTE_ID = 'id'
 const ROUTE_ID_VARIABLES = new Set([ROUTE_ID])
 
 function routeIdInputs(target: RequestTarget, body: CheckedBody | null): unknown[] {
-  const found: unknown[] = fieldValues(target.params, ROUTE_ID_VARIABLES)
-  if (body?.kind === 'form') found.push(...fieldValues(body.params, ROUTE_ID_VARIABLES))
+  const params = body?.kind === 'form' ? [...target.params, ...body.params] : target.params
+  const listed = params.find(([name]) => name !== ROUTE_ID && phpVariable(name) === ROUTE_ID)
+  if (listed !== undefined) throw routeIdList(listed[0])
+  const found: unknown[] = fieldValues(params, ROUTE_ID_VARIABLES)
   if (body?.kind === 'json' && typeof body.value === 'object' && body.value !== null && !Array.isArray(body.value) && Object.hasOwn(body.value, ROUTE_ID)) {
     const value = (body.value as Record<string, unknown>)[ROUTE_ID]
-    found.push(...(Array.isArray(value) ? (value as unknown[]) : [value]))
+    if (Array.isArray(value)) throw routeIdList(JSON.stringify(value).slice(0, 64))
+    found.push(value)
   }
   return found
+}
+
+function routeIdList(spelt: string): InstanceType<typeof BadRequestError> {
+  return new BadRequestError(`${ROUTE_ID}: one campaign id beside the campaign's path, not a list (${spelt})`)
 }
 
 // Whether PHP ends with `field` a plain value: the last parameter of its variable names it
@@ -179,7 +188,10 @@ function placedInBody(path: string, body: CheckedBody | null, field: string): bo
   if (body?.kind !== 'json' || typeof body.value !== 'object' || body.value === null || Array.isArray(body.value)) return false
   const top = body.value as Record<string, unknown>
   if (report) return Array.isArray(top[REPORT_CAMPAIGNS]) && top[REPORT_CAMPAIGNS].length > 0
-  return Object.hasOwn(top, field)
+  // One id, a number or a string. A list is none to PHP, as `userId[]` of a form is: the
+  // integer rule refuses it, `(int)` and `$request->integer()` read it as 1, a where() takes its first item.
+  const value = Object.hasOwn(top, field) ? top[field] : undefined
+  return typeof value === 'number' || typeof value === 'string'
 }
 
 /** Every named account must be a positive integer the team may use; returns them. */

@@ -122,6 +122,7 @@ export function platformParts(
     history: o.history,
     onRetried: (credential) => metrics.platformRetries.inc({ credential }),
     clock,
+    maxPauseMs: config.platform.maxPauseMs,
   })
   // A credential pause is tested with the probe call and the token in use.
   governors.probeWith(async (credential) => {

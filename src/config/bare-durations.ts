@@ -10,24 +10,29 @@ import { isPlainObject } from './sources.js'
 
 /** One warning for each duration of `raw` (the merged settings) given as a number from 1 to 999. */
 export function bareDurationWarnings(raw: Record<string, unknown>): string[] {
-  const warnings: string[] = []
-  walk(configSchema, raw, [], warnings)
-  return warnings
+  return durationsOf(raw)
+    .filter(({ value }) => typeof value === 'number' && value >= 1 && value < 1000)
+    .map(({ path, value }) => `${path.join('.')}: ${String(value)} is read as ${String(value)} ms (a duration given as a number is milliseconds); write ${String(value)}s if seconds were meant, or ${String(value)}ms to keep it`)
 }
 
-function walk(schema: TSchema, value: unknown, path: string[], warnings: string[]): void {
+/** Each duration setting `raw` (the merged settings) holds, with its path: a setting, a team's, an item of a list. */
+export function durationsOf(raw: Record<string, unknown>): { path: string[]; value: unknown }[] {
+  const found: { path: string[]; value: unknown }[] = []
+  walk(configSchema, raw, [], found)
+  return found
+}
+
+function walk(schema: TSchema, value: unknown, path: string[], found: { path: string[]; value: unknown }[]): void {
   if (schema.description === DURATION_DESCRIPTION && Array.isArray(schema.anyOf)) {
-    if (typeof value === 'number' && value >= 1 && value < 1000) {
-      warnings.push(`${path.join('.')}: ${value} is read as ${value} ms (a duration given as a number is milliseconds); write ${value}s if seconds were meant, or ${value}ms to keep it`)
-    }
+    found.push({ path, value })
     return
   }
   if (Array.isArray(schema.anyOf)) {
-    for (const branch of schema.anyOf as TSchema[]) walk(branch, value, path, warnings)
+    for (const branch of schema.anyOf as TSchema[]) walk(branch, value, path, found)
     return
   }
   if (schema.type === 'array' && Array.isArray(value) && schema.items) {
-    value.forEach((item, i) => walk(schema.items as TSchema, item, [...path, String(i)], warnings))
+    value.forEach((item, i) => walk(schema.items as TSchema, item, [...path, String(i)], found))
     return
   }
   if (schema.type !== 'object' || !isPlainObject(value)) return
@@ -35,6 +40,6 @@ function walk(schema: TSchema, value: unknown, path: string[], warnings: string[
   const patterns = Object.values((schema.patternProperties ?? {}) as Record<string, TSchema>)
   for (const [key, child] of Object.entries(value)) {
     const own = properties[key] ?? patterns[0]
-    if (own) walk(own, child, [...path, key], warnings)
+    if (own) walk(own, child, [...path, key], found)
   }
 }

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net'
 import { CREDENTIAL_NAME_PATTERN, CREDENTIAL_NAME_RULE } from './names.js'
 import type { RawConfig, RawCredential } from './schema.js'
 import { tracingConfig } from './tracing.js'
@@ -97,6 +98,11 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   // Its holder renews the fill lock every third of it: shorter would be renewals all the time.
   if (parseDuration(cache.lockTtl) < 100) problems.push(`cache.lockTtl: must be at least 100ms (got ${String(cache.lockTtl)})`)
   if (raw.redis.sentinels && raw.redis.cluster) problems.push('redis: set sentinels or cluster, not both')
+  // A listener binds its host as written: [::1] is a name no resolver knows (ENOTFOUND).
+  for (const [value, name] of [[raw.host, envName('host', 'HOST')], [raw.admin.host, envName('admin.host', 'ADMIN_HOST')]] as const) {
+    const inner = /^\[(.*)\]$/.exec(value)?.[1]
+    if (inner !== undefined && isIP(inner) === 6) problems.push(`${name}: ${value} is an IPv6 address in brackets, as a URL writes it; write it without them (${inner})`)
+  }
   checkRedisUrl(raw.redis.url, envName('redis.url', 'REDIS_URL'), problems)
   checkClusterDatabase(raw.redis.url, raw.redis.cluster != null, envName('redis.url', 'REDIS_URL'), problems)
   checkClusterKeyPrefix(raw.redis.keyPrefix, raw.redis.cluster != null, problems)
@@ -398,6 +404,12 @@ function credentialFrom(name: string, c: CredentialParts, problems: string[]): C
   const fault = c.token === null ? null : tokenFault(c.token)
   if (fault !== null) problems.push(`${c.prefix}TOKEN: ${fault}`)
   if (!/^(\/|https?:\/\/)/.test(c.tokenUrl)) problems.push(`${c.prefix}TOKEN_URL: must be a path starting with / or an http(s) URL (got ${JSON.stringify(c.tokenUrl)})`)
+  // Resolved against the platform's address as a URL is, `//oauth/token` (or `/\oauth`)
+  // is the host oauth: the login's password and client secret would be sent there.
+  else if (/^\/[/\\]/.test(c.tokenUrl)) {
+    const host = URL.canParse(c.tokenUrl, 'https://platform.invalid/') ? `the host ${new URL(c.tokenUrl, 'https://platform.invalid/').host}` : 'a host'
+    problems.push(`${c.prefix}TOKEN_URL: ${JSON.stringify(c.tokenUrl)} names ${host} (a path starts with one /), not a path of the platform's address; write the path with one /, or the whole https:// URL`)
+  }
   return { name, baseUrl: c.baseUrl, token: c.token, tokenFile: c.tokenFile, login }
 }
 

@@ -176,7 +176,7 @@ export const ConfigSchema = Type.Object(
         timeout: Duration,
         connections: Type.Integer({ minimum: 1 }),
         keepAliveTimeout: Duration,
-        maxConcurrent: Type.Integer({ minimum: 1, description: 'the ceiling of the platform calls in flight at once per credential (the learned limit stays at or below it)' }),
+        maxConcurrent: Type.Integer({ minimum: 1, maximum: 10000, description: 'the ceiling of the platform calls in flight at once per credential (the learned limit stays at or below it)' }),
         adaptive: Type.Boolean({ description: 'true: the limit in force is learned from the platform\'s latency and errors; false: it is maxConcurrent' }),
         initialConcurrent: Type.Integer({ minimum: 1, description: 'the learned limit once the first answers (at minConcurrent) measured how long each kind of call takes' }),
         minConcurrent: Type.Integer({ minimum: 1, description: 'the learned limit never goes below it; the first answers are measured at it' }),

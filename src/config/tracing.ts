@@ -1,4 +1,5 @@
 import type { Env } from './sources.js'
+import { LONGEST_TIMER_MS } from '../clock.js'
 import { maskUrlPassword } from './mask-url.js'
 
 // OpenTelemetry traces are configured by the standard OTEL_* variables, read here with the
@@ -29,8 +30,14 @@ export interface TracingConfig {
   sampler: SamplerName
   /** OTEL_TRACES_SAMPLER_ARG of the ratio samplers (default 1). */
   samplerRatio: number
-  /** The batches spans are sent in: OTEL_BSP_MAX_EXPORT_BATCH_SIZE and OTEL_BSP_MAX_QUEUE_SIZE, else BATCH_SPANS and QUEUED_SPANS. */
-  batch: { maxExportBatchSize: number; maxQueueSize: number }
+  /** OTEL_EXPORTER_OTLP_(TRACES_)TIMEOUT: an export request's time in milliseconds (unset: the exporter's 10 s). */
+  timeoutMillis?: number
+  /**
+   * The batches spans are sent in: OTEL_BSP_MAX_EXPORT_BATCH_SIZE and OTEL_BSP_MAX_QUEUE_SIZE,
+   * else BATCH_SPANS and QUEUED_SPANS; OTEL_BSP_SCHEDULE_DELAY and OTEL_BSP_EXPORT_TIMEOUT in
+   * milliseconds (unset: the SDK's 5 s between batches, 30 s an export).
+   */
+  batch: { maxExportBatchSize: number; maxQueueSize: number; scheduledDelayMillis?: number; exportTimeoutMillis?: number }
 }
 
 /**
@@ -47,7 +54,10 @@ export const DEFAULT_SERVICE_NAME = 'report-gateway'
 
 /** The tracing OTEL_* variables ask for, or null: off (no endpoint, OTEL_SDK_DISABLED, OTEL_TRACES_EXPORTER=none). */
 export function tracingConfig(env: Env, problems: string[]): TracingConfig | null {
-  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return null
+  // The specification reads any value but true as false: OTEL_SDK_DISABLED=1 would leave tracing on.
+  const disabled = env.OTEL_SDK_DISABLED?.trim() ?? ''
+  if (disabled.toLowerCase() === 'true') return null
+  if (disabled !== '' && disabled.toLowerCase() !== 'false') problems.push(`OTEL_SDK_DISABLED: ${disabled} is neither true nor false (set true to turn tracing off; any other value would leave it on)`)
   const exporter = env.OTEL_TRACES_EXPORTER?.trim().toLowerCase() || 'otlp'
   if (exporter === 'none') return null
   if (exporter !== 'otlp') problems.push(`OTEL_TRACES_EXPORTER: ${exporter} is not supported; the gateway exports traces with otlp (or none: off)`)
@@ -56,7 +66,7 @@ export function tracingConfig(env: Env, problems: string[]): TracingConfig | nul
   const name = traces ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT'
   // The signal's own endpoint is used as it is; the base one gets the traces path (OTLP/HTTP).
   const url = traces ? traces : base ? `${base.replace(/\/+$/, '')}/v1/traces` : null
-  if (url !== null && !/^https?:\/\/[^/?#\s]+/.test(url)) problems.push(`${name}: ${maskUrlPassword(traces ?? base ?? '')} is not an http(s) URL of an OTLP/HTTP receiver (e.g. http://otel-collector:4318)`)
+  if (url !== null && !(/^https?:\/\/[^/?#\s]+/.test(url) && URL.canParse(url))) problems.push(`${name}: ${maskUrlPassword(traces ?? base ?? '')} is not an http(s) URL of an OTLP/HTTP receiver (e.g. http://otel-collector:4318)`)
   const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL)?.trim() || 'http/protobuf'
   if (protocol !== 'http/protobuf' && protocol !== 'http/json') {
     problems.push(`OTEL_EXPORTER_OTLP_PROTOCOL: ${protocol} is not supported; use http/protobuf (the default) or http/json`)
@@ -68,18 +78,54 @@ export function tracingConfig(env: Env, problems: string[]): TracingConfig | nul
   if (!(samplerRatio >= 0 && samplerRatio <= 1)) problems.push(`OTEL_TRACES_SAMPLER_ARG: ${arg} is not a ratio from 0 to 1`)
   const resourceAttributes = keyValues(env.OTEL_RESOURCE_ATTRIBUTES, 'OTEL_RESOURCE_ATTRIBUTES', problems, false)
   const headers = keyValues(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS ?? env.OTEL_EXPORTER_OTLP_HEADERS, 'OTEL_EXPORTER_OTLP_HEADERS', problems, true)
-  const batch = { maxExportBatchSize: count(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', BATCH_SPANS, problems), maxQueueSize: count(env, 'OTEL_BSP_MAX_QUEUE_SIZE', QUEUED_SPANS, problems) }
+  const batch = batchOf(env, problems)
+  const timeoutName = env.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT?.trim() ? 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT' : 'OTEL_EXPORTER_OTLP_TIMEOUT'
+  const timeoutMillis = millis(env, timeoutName, 1, problems)
   if (url === null) return null
   return {
     url,
     protocol: protocol as OtlpProtocol,
     headers,
+    timeoutMillis,
     serviceName: env.OTEL_SERVICE_NAME?.trim() || resourceAttributes['service.name'] || DEFAULT_SERVICE_NAME,
     resourceAttributes,
     sampler: sampler as SamplerName,
     samplerRatio,
     batch,
   }
+}
+
+/**
+ * The batch settings OTEL_BSP_* give. A queue set below BATCH_SPANS is sent whole as one batch
+ * (the SDK cuts such a batch to its queue); a batch set larger than its queue is refused.
+ */
+function batchOf(env: Env, problems: string[]): TracingConfig['batch'] {
+  const batchSet = Boolean(env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE?.trim())
+  const batch = count(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', BATCH_SPANS, problems)
+  const maxQueueSize = count(env, 'OTEL_BSP_MAX_QUEUE_SIZE', QUEUED_SPANS, problems)
+  const maxExportBatchSize = batchSet ? batch : Math.min(batch, maxQueueSize)
+  if (maxExportBatchSize > maxQueueSize) {
+    problems.push(`OTEL_BSP_MAX_EXPORT_BATCH_SIZE: ${maxExportBatchSize} is more than the queue of ${maxQueueSize} spans it is taken from (OTEL_BSP_MAX_QUEUE_SIZE); set it at most that, or raise the queue`)
+  }
+  return {
+    maxExportBatchSize,
+    maxQueueSize,
+    scheduledDelayMillis: millis(env, 'OTEL_BSP_SCHEDULE_DELAY', 0, problems),
+    exportTimeoutMillis: millis(env, 'OTEL_BSP_EXPORT_TIMEOUT', 1, problems),
+  }
+}
+
+/**
+ * The whole number of milliseconds `name` gives, from `least` to what a timer holds, else
+ * undefined (the SDK's default). The SDK itself reads a malformed value as its default and
+ * a value past the timer's reach as 1 ms.
+ */
+function millis(env: Env, name: string, least: number, problems: string[]): number | undefined {
+  const text = env[name]?.trim()
+  if (!text) return undefined
+  const n = Number(text)
+  if (!Number.isInteger(n) || n < least || n > LONGEST_TIMER_MS) problems.push(`${name}: ${text} is not a whole number of milliseconds from ${least} to ${LONGEST_TIMER_MS}`)
+  return n
 }
 
 /** The whole number `name` gives (at least 1), else `fallback`. */

@@ -11,7 +11,7 @@ import { SCHEMA_CONTROLLER } from './schema-compilers.js'
 import { closeSilentConnections } from './hooks/silent-connections.js'
 import { enforcedBound, processFileLimit, type ListenerBound } from './connection-bound.js'
 import { lazyRequestLogger } from './hooks/request-logger.js'
-import { requestIdOf, type ObserveRefusal } from './hooks/request-log.js'
+import { noteGatewayCode, requestIdOf, type ObserveRefusal } from './hooks/request-log.js'
 import { holdContinues, inviteBody } from '../access/expect-continue.js'
 import { isValidationFailure, validationMessage } from './hooks/validation-message.js'
 import { bodyDeadlines } from './hooks/body-deadline.js'
@@ -177,7 +177,7 @@ export function endWithError(server: Server, socket: Duplex, error: GatewayError
   const body = JSON.stringify({ statusCode: status, code: error.code, error: reason, message: error.message })
   const lines = Object.entries({ ...headers, 'x-request-id': reqId }).map(([name, value]) => `${name}: ${value}\r\n`).join('')
   socket.end(`HTTP/1.1 ${status} ${reason}\r\nconnection: close\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${lines}\r\n${body}`, () => {
-    refusalObservers.get(server)?.({ reqId, status, socket: socket as Socket, req, durationMs: 0 })
+    refusalObservers.get(server)?.({ reqId, status, code: error.code, socket: socket as Socket, req, durationMs: 0 })
     socket.destroy()
   })
 }
@@ -413,8 +413,9 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
       setAnswerFields(answer, { reqId: request.id, rate: null })
       // No onResponse hook runs either: its access line is written here.
       const observe = http === null ? undefined : refusalObservers.get(http)
-      if (observe !== undefined) answer.raw.once('close', () => observe({ reqId: request.id, status: answer.statusCode, socket: request.raw.socket, req: request.raw, durationMs: answer.elapsedTime }))
-      answer.send(new BadRequestError(error.code === 'FST_ERR_BAD_URL' ? 'request target: the path is not valid percent-encoding' : 'malformed request'))
+      const refusal = new BadRequestError(error.code === 'FST_ERR_BAD_URL' ? 'request target: the path is not valid percent-encoding' : 'malformed request')
+      if (observe !== undefined) answer.raw.once('close', () => observe({ reqId: request.id, status: answer.statusCode, code: refusal.code, socket: request.raw.socket, req: request.raw, durationMs: answer.elapsedTime }))
+      answer.send(refusal)
     },
     // Validation errors carry their schema, whose description says what a field must be.
     // A property a schema does not allow fails the call: Fastify's default removes it
@@ -477,13 +478,16 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
     // Fastify's own 4xx (a body too large, a malformed body or header, a schema
     // violation) in the contract's terms: a GW_* code and what was wrong.
     if (status < 500 && error.code?.startsWith('FST_')) {
-      if (status === 413) return reply.send(new PayloadTooLargeError(bodyLimitOf(request, config)))
-      return reply.send(new BadRequestError(isValidationFailure(error) ? validationMessage(error) : (PARSER_REFUSALS[error.code] ?? error.message)))
+      const refusal = status === 413 ? new PayloadTooLargeError(bodyLimitOf(request, config)) : new BadRequestError(isValidationFailure(error) ? validationMessage(error) : (PARSER_REFUSALS[error.code] ?? error.message))
+      noteGatewayCode(reply.raw, refusal.code)
+      return reply.send(refusal)
     }
     // Unknown errors are not described to callers; ours (GW_*) and Fastify's 4xx are.
     if (status >= 500 && !error.code?.startsWith('GW_')) {
+      noteGatewayCode(reply.raw, 'GW_INTERNAL')
       return reply.code(500).send({ statusCode: 500, code: 'GW_INTERNAL', error: 'Internal Server Error', message: 'internal error' })
     }
+    if (error.code?.startsWith('GW_')) noteGatewayCode(reply.raw, error.code)
     return reply.send(error)
   })
   return app as unknown as FastifyInstance

@@ -118,7 +118,7 @@ export function samplerOf(config: Pick<TracingConfig, 'sampler' | 'samplerRatio'
  * not part of the request whose span closed the batch.
  */
 async function exporterOf(config: TracingConfig): Promise<SpanExporter> {
-  const options = { url: config.url, headers: config.headers }
+  const options = { url: config.url, headers: config.headers, timeoutMillis: config.timeoutMillis }
   if (config.protocol === 'http/json') return new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter(options)
   const [{ OTLPExporterBase }, { createOtlpHttpExportDelegate, convertLegacyHttpOptions }, { ProtobufTraceSerializer, TraceExporterMetricsHelper }] = await Promise.all([
     import('@opentelemetry/otlp-exporter-base'),

@@ -56,16 +56,34 @@ export function createRedisClient(cfg: Config['redis'], log: Logger): RedisClien
   // the connection's last error as their cause.
   const sentinels = cfg.sentinels?.map((n) => `${n.host}:${n.port}`).join(',')
   const explain = (message: string) => (sentinels === undefined ? message : explainSentinelError(message, cfg.sentinelName, sentinels))
+  const database = clientDatabase(client)
+  let missingDatabase = false
   client.on('error', (err: Error) => {
+    // Redis refused the SELECT of REDIS_URL's database (none such, or not its ACL user's to
+    // select), and ioredis goes on in database 0, another deployment's: the connection is
+    // dropped for good (before its first command: the refusal is read before the ready
+    // check's answer), and its cause stays this one.
+    if (missingDatabase) return
+    if (database !== 0 && MISSING_DATABASE.test(err.message)) {
+      missingDatabase = true
+      connectionErrors.set(client, `REDIS_URL names database ${database}, which Redis refused to select (${err.message}): its commands are not sent to another database in its place; name a database it has (CONFIG GET databases) that its user may select, and restart`)
+      client.disconnect()
+      return
+    }
     const cause = explain(err.message)
     if (cause !== null) connectionErrors.set(client, cause)
     log.debug({ err: { message: err.message } }, 'redis connection error')
   })
-  client.on('ready', () => connectionErrors.delete(client))
+  client.on('ready', () => {
+    if (!missingDatabase) connectionErrors.delete(client)
+  })
   return client
 }
 
 const connectionErrors = new WeakMap<RedisClient, string>()
+
+// Redis' refusal of a SELECT: past its `databases` (7.x; "invalid DB index" before), or of an ACL user without it.
+const MISSING_DATABASE = /^ERR (DB index is out of range|invalid DB index)|^NOPERM .*'select' command/
 
 /**
  * Whether Redis answered TRYAGAIN: a Cluster slot that a resharding holds split between

@@ -141,6 +141,17 @@ export interface MemoryRead {
   unnamed: string[]
   /** The masters a Cluster's slot map names. */
   slotMap: string[]
+  /** The maxmemory-policy of a master with a maxmemory that evicts keys with no expiry (allkeys-*); null when none does. */
+  evicting: string | null
+}
+
+/**
+ * Whether a maxmemory-policy evicts keys that carry no expiry: report jobs' records and
+ * results and webhook deliveries not yet made carry none, so that a volatile-* policy
+ * never takes them (noeviction refuses writes instead, as the alerts say).
+ */
+export function evictsAnyKey(policy: string): boolean {
+  return policy.startsWith('allkeys-')
 }
 
 /**
@@ -188,7 +199,8 @@ export async function readMemory(redis: RedisClient): Promise<MemoryRead | undef
     records: holds(at, recordsAt),
   }))
   const unnamed = answered.flatMap(({ at }) => (at !== null && !served.has(at) ? [at] : []))
-  return { smallest, masters, unnamed, slotMap: [...served.keys()] }
+  const evicting = answered.find(({ memory }) => memory.maxBytes > 0 && evictsAnyKey(memory.policy))?.memory.policy ?? null
+  return { smallest, masters, unnamed, slotMap: [...served.keys()], evicting }
 }
 
 /**
@@ -205,6 +217,7 @@ export class ResultRoom {
   #logged = resultBound({ resultBytesPerTeam: 0, resultsRoom: null }, null, 0)
   #noCopies = false
   #unnamed: string[] = []
+  #evicting: string | null = null
   #timer: Timer | null = null
 
   constructor(o: { redis: RedisClient | null; breaker: RedisBreaker | null; settings: RoomSettings; teams: () => number; log: Pick<Logger, 'info' | 'warn'>; clock: Clock }) {
@@ -230,6 +243,7 @@ export class ResultRoom {
         this.#memory = memory.smallest
         this.#masters = memory.masters
         this.#sayUnnamed(memory)
+        this.#sayEvicting(memory.evicting)
       }
     }
     this.#say()
@@ -260,6 +274,17 @@ export class ResultRoom {
       { resultBytesPerTeam: settings.resultBytesPerTeam, boundBytes: bound.bytes, roomBytes: bound.room.bytes, teams: bound.room.teams, maxmemory: bound.room.maxmemory, policy: this.#memory?.policy ?? null },
       `report jobs' results: each team's bound is ${boundText(bound)}`,
     )
+  }
+
+  /** A Redis that evicts keys with no expiry at its maxmemory: said once each time its policy comes to one. */
+  #sayEvicting(policy: string | null): void {
+    if (policy !== null && policy !== this.#evicting) {
+      this.#o.log.warn(
+        { policy },
+        `Redis evicts keys that carry no expiry at its maxmemory (maxmemory-policy ${policy}): report jobs' records and results, and webhook deliveries not yet made, may be lost; set maxmemory-policy to volatile-lru (report copies carry an expiry) or noeviction`,
+      )
+    }
+    this.#evicting = policy
   }
 
   /** Masters the slot map does not name are left out of the copies' part: said once each time it comes to that. */

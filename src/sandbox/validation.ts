@@ -8,7 +8,9 @@ export interface ValidationBody {
   errors: Record<string, string[]>
 }
 
-const INTEGER = /^-?\d+$/
+// FILTER_VALIDATE_INT (ext/filter): a sign, then 0 alone or digits without a leading zero,
+// once the white space and NUL at both ends (PHP_FILTER_TRIM_DEFAULT) are trimmed.
+const INTEGER = /^[ \t\r\v\n\0]*([+-]?(?:0|[1-9]\d*))[ \t\r\v\n\0]*$/
 const FLAG_VALUES = new Map<unknown, boolean>([
   [true, true], [false, false], [1, true], [0, false], ['1', true], ['0', false], ['true', true], ['false', false],
 ])
@@ -46,10 +48,17 @@ export class Validator {
     return day ?? this.fail(field, `The ${label(field)} field must match the format Y-m-d.`)
   }
 
-  /** Accepts JSON numbers and query strings of digits alike. */
+  /**
+   * Laravel's `integer` rule, filter_var($value, FILTER_VALIDATE_INT): JSON numbers, and
+   * strings as that filter reads them (` 101`, `+101`; never `0101`), `true` as "1". Past
+   * 2^53 a string is refused, where PHP reads an id no account has.
+   */
   integer(field: string, value: unknown): number | undefined {
     if (typeof value === 'number' && Number.isSafeInteger(value)) return value
-    if (typeof value === 'string' && INTEGER.test(value) && Number.isSafeInteger(Number(value))) return Number(value)
+    const digits = typeof value === 'string' ? INTEGER.exec(value)?.[1] : value === true ? '1' : undefined
+    const id = digits === undefined ? NaN : Number(digits)
+    // `-0` is 0 to PHP.
+    if (Number.isSafeInteger(id)) return id === 0 ? 0 : id
     return this.fail(field, `The ${label(field)} field must be an integer.`)
   }
 

@@ -45,6 +45,12 @@ describe('a scoped team must name its account where the platform reads it', () =
     // Blank to Laravel (`filled()`, `?:`): a controller that reads it so lists the parent's.
     ['userId as an empty list', '/api/v1/campaign/get', { json: { userId: [] } }],
     ['userId as an empty list beside a nested own one', '/api/v1/campaign/get', { json: { userId: [], filter: { userId: 101 } } }],
+    // A list where PHP reads one id: the integer rule refuses it (422), `(int)` of it is 1 and
+    // `$request->integer()` too, a where() takes its first item: no account the call placed.
+    ['userId as a JSON list of its own account', '/api/v1/campaign/get', { json: { userId: [101] } }],
+    ['userId as a JSON list of its own account, spelt as a string', '/api/v1/campaign/get', { json: { userId: ['101'] } }],
+    ['userId as a JSON list of its own accounts', '/api/v1/campaign/get', { json: { userId: [101, 102] } }],
+    ['userId as a JSON list, then plain in the query', '/api/v1/campaign/get?userId=101', { json: { userId: [101] } }],
   ])('%s: 403, nothing reaches the platform', async (_name, target, opts) => {
     const res = await call(sg, 'POST', target, { key: KEYS.growth, ...opts })
     expect(res.status).toBe(403)

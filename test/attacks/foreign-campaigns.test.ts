@@ -98,6 +98,24 @@ describe("another advertiser's campaigns", () => {
     expect(await exists(101003)).toBe(false)
   })
 
+  it('an input named id beside a campaign path is one id, never a list: 400, nothing reaches the platform', async () => {
+    // A controller reads `$request->id` as one id: `(int)` and `$request->integer('id')` read a
+    // list as 1, `find()` takes it for many, `where()` for its first item; the sandbox finds none (404).
+    expect((await direct(sg, 'DELETE', '/api/v1/campaign/banner/delete/103003?id[]=103003')).status).toBe(404)
+    sg.sandbox.clearRequests()
+    for (const target of [
+      '/api/v1/campaign/banner/delete/101001?userId=101&id[]=101001',
+      '/api/v1/campaign/banner/delete/101001?userId=101&id[0]=101001',
+      '/api/v1/campaign/banner/delete/101001?userId=101&id=101001&id[]=101001',
+    ]) {
+      const res = await call(sg, 'DELETE', target, { key: KEYS.writer })
+      expect(res.status, target).toBe(400)
+      expect(res.json.message, target).toContain('id: one campaign id')
+    }
+    expect(sg.callerRequests()).toEqual([])
+    expect(await exists(101001)).toBe(true)
+  })
+
   it('a path segment the database reads as a number is refused unless the campaign table places it', async () => {
     // MySQL reads `102001abc` and `+102001` as 102001 (the sandbox models it).
     expect((await direct(sg, 'DELETE', '/api/v1/campaign/banner/delete/103002abc')).status).toBe(200)

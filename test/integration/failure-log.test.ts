@@ -63,4 +63,25 @@ describe('handled failures in the log', () => {
     expect(warned[0]).toMatchObject({ level: 40, code: 'GW_UPSTREAM' })
     expect(gw.logs.text()).not.toContain('"stack"')
   })
+
+  it('names the GW_* code of every refusal on its request line, a flood\'s requests included, and none on an answer the platform wrote', async () => {
+    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }))
+    const lineOf = (reqId: string) => records(gw).find((r) => r.msg === 'request' && r.reqId === reqId)
+    const asked = async (url: string, key: string, status: number) => {
+      const res = await gw.proxy.inject({ method: 'GET', url, headers: { 'x-api-key': key } })
+      expect(res.statusCode).toBe(status)
+      return lineOf(res.headers['x-request-id'] as string)
+    }
+    // The gateway's own refusals: the warn line of a flood names only its first request.
+    expect(await asked(week(30), 'rgw_not_a_key_of_any_team_00000000000000000', 401)).toMatchObject({ status: 401, team: null, code: 'GW_UNAUTHORIZED' })
+    expect(await asked(week(30).replace('advertiserId=101', 'advertiserId=103'), KEYS.growth, 403)).toMatchObject({ status: 403, team: 'growth', code: 'GW_FORBIDDEN' })
+    expect(await asked('/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-13-01&dateTo=2026-12-01', KEYS.growth, 400)).toMatchObject({ status: 400, team: 'growth', code: 'GW_BAD_QUERY' })
+    sandbox.setFailure({ kind: 'status', status: 500 })
+    for (let n = 40; n < 44; n++) expect(await asked(week(n), KEYS.all, 502)).toMatchObject({ status: 502, team: 'all', code: 'GW_UPSTREAM' })
+    sandbox.setFailure({ kind: 'none' })
+    // An answer of the platform's, passed on, and a success carry none.
+    const ok = await asked(week(50), KEYS.all, 200)
+    expect(ok).toBeDefined()
+    expect(ok).not.toHaveProperty('code')
+  })
 })

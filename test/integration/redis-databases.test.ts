@@ -6,7 +6,8 @@ import { createRedisClient } from '../../src/redis/client.js'
 import { redisKey } from '../../src/redis/keys.js'
 import { RedisSeal } from '../../src/redis/seal.js'
 import { fakeSentinel } from '../helpers/fake-sentinel.js'
-import { useCleanups, useRedis } from '../helpers/fixtures.js'
+import { KEYS, testConfig } from '../helpers/build-gateway.js'
+import { useCleanups, useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 
@@ -21,6 +22,8 @@ const SECRET = 'one-secret-for-two-deployments-0123456789'
 describe.skipIf(!available)('deployments in two databases of one Redis', () => {
   const redis = useRedis()
   const cleanups = useCleanups()
+  const sandbox = useSandbox()
+  const gateways = useGateways()
 
   async function client(db: number): Promise<Redis> {
     const c = new Redis(`${redis.server.url}/${db}`, { maxRetriesPerRequest: 0, lazyConnect: true })
@@ -65,5 +68,24 @@ describe.skipIf(!available)('deployments in two databases of one Redis', () => {
     await viaSentinel.set('rgw:written-behind-sentinel', '1')
     expect(await (await client(3)).get('rgw:written-behind-sentinel'), 'in database 3').toBe('1')
     expect(await (await client(0)).get('rgw:written-behind-sentinel'), 'in database 0').toBeNull()
+  })
+
+  it.each([
+    ['a database this Redis does not have', '', '/99999', 'ERR DB index is out of range'],
+    ['a database its ACL user may not select', 'no-select:user-password-0123456789@', '/3', "NOPERM this user has no permissions to run the 'select' command"],
+  ])('never use database 0 for %s: the connection is dropped, and the cause names REDIS_URL', async (_what, user, database, refusal) => {
+    await redis.client.acl('SETUSER', 'no-select', 'on', '>user-password-0123456789', '~*', '&*', '+@all', '-select')
+    cleanups.push(async () => void (await redis.client.acl('DELUSER', 'no-select')))
+    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: `${redis.server.url.replace('redis://', `redis://${user}`)}${database}` }))
+    // ioredis went on in database 0 after Redis refused its SELECT: another deployment's keys.
+    for (let n = 1; n <= 3; n++) {
+      const res = await gw.proxy.inject({ method: 'GET', url: `/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-0${n}&dateTo=2026-01-0${n}`, headers: { 'x-api-key': KEYS.all } })
+      expect(res.statusCode).toBe(200)
+    }
+    expect(await redis.client.dbsize(), 'keys written in database 0').toBe(0)
+    const down = gw.logs.records().filter((r) => r.msg === 'redis unavailable: serving without it (circuit open)')
+    expect(down.map((r) => r.cause)).toEqual([
+      `REDIS_URL names database ${database.slice(1)}, which Redis refused to select (${refusal}): its commands are not sent to another database in its place; name a database it has (CONFIG GET databases) that its user may select, and restart`,
+    ])
   })
 })

@@ -31,6 +31,7 @@ describe('a seat given as its call\'s deadline passes', () => {
       verdicts: {} as TokenVerdicts,
       refusals: {} as RefusalLog,
       usage: { platformCall: () => undefined },
+      maxPauseMs: 60_000,
     })
     const token = sandbox.issueToken()
     const provider = { name: 'default', credential: {}, usable: () => true, current: () => ({ token }) } as unknown as TokenProvider

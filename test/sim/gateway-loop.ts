@@ -1,4 +1,4 @@
-import { LATE_PROBE_MS, LateWakes, type LoopTime } from '../../src/platform/governor/answer-timing.js'
+import { LATE_MEAN_MS, LATE_PROBE_MS, LateWakes, type LoopTime } from '../../src/platform/governor/answer-timing.js'
 import type { Timer } from '../../src/clock.js'
 import type { Random } from './random.js'
 import type { SimClock } from './sim-clock.js'
@@ -78,6 +78,11 @@ export class GatewayLoop {
     const [busy, readSinceIdle] = [this.#active() - this.#busyFrom, this.#readInWake]
     this.#readInWake = true
     return { busy, readSinceIdle, lateWithin: (ms) => this.#late.within(now, ms) }
+  }
+
+  /** How late the loop's wakes came on average over the last LATE_MEAN_MS, as the gateway's probe reads it (answer-timing.ts), without reading an answer. */
+  lateMean(): number {
+    return this.#late.meanWithin(this.#clock.now(), LATE_MEAN_MS)
   }
 
   stop(): void {

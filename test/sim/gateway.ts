@@ -54,6 +54,8 @@ export interface GovernorContext {
   weights: ReadonlyMap<string, number>
   /** The replica's event loop as its loop-probe reads it (gateway-loop.ts); none: a gateway that handles every answer as it comes, each timed. */
   loop?: () => LoopTime
+  /** How late that loop wakes now on average (answer-timing.ts processLateness), with `loop`. */
+  loopLate?: () => number
   /** Every replica's pauses of the platform's 429s, each told the others' at once (as pause-sharing.ts tells them through Redis). */
   pauses: Set<Pauses>
 }
@@ -151,7 +153,7 @@ export class SimGateway {
     const pauses = new Set<Pauses>()
     this.replicas = Array.from({ length: replicas }, (_, i) => {
       const loop = loops[i]
-      return factory({ clock, replica: `r${i}`, store: this.store, weights, pauses, ...(loop ? { loop: () => loop.time() } : {}) })
+      return factory({ clock, replica: `r${i}`, store: this.store, weights, pauses, ...(loop ? { loop: () => loop.time(), loopLate: () => loop.lateMean() } : {}) })
     })
   }
 

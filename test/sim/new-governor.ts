@@ -24,7 +24,7 @@ export function governorWith(changed: Partial<typeof defaults>): GovernorFactory
   return (ctx) => governor(ctx, { ...defaults, ...changed })
 }
 
-function governor({ clock, replica, store, weights, loop, pauses: peers }: GovernorContext, settings: typeof defaults): GovernorUnderTest {
+function governor({ clock, replica, store, weights, loop, loopLate, pauses: peers }: GovernorContext, settings: typeof defaults): GovernorUnderTest {
   const pauses: Pauses = new Pauses({
     clock,
     maxPauseMs: settings.maxPauseMs,
@@ -41,7 +41,7 @@ function governor({ clock, replica, store, weights, loop, pauses: peers }: Gover
   })
   peers.add(pauses)
   // The loop-probe as the gateway feeds it (platform-governors.ts), where the run gives the replica a loop of its own.
-  const g = credentialGovernor({ credential: 'default', settings, store, replica, run: replica, seal: null, key: 'sim', log: silent, weightOf: (team) => weights.get(team) ?? 1, pausedUntil: () => pauses.credentialUntil, clock, ...(loop ? { answerTimed: answerTiming(loop) } : {}), ...(process.env.DEBUG_KNEE ? { onMove: (move: string, from: number, to: number) => console.log(replica, ((clock.now() - 1_800_000_000_000) / 1000).toFixed(1), move, from, '→', to, 'knee', g.estimator?.knee, g.estimator?.phase) } : {}) })
+  const g = credentialGovernor({ credential: 'default', settings, store, replica, run: replica, seal: null, key: 'sim', log: silent, weightOf: (team) => weights.get(team) ?? 1, pausedUntil: () => pauses.credentialUntil, clock, ...(loop ? { answerTimed: answerTiming(loop) } : {}), ...(loopLate ? { loopLateMs: loopLate } : {}), ...(process.env.DEBUG_KNEE ? { onMove: (move: string, from: number, to: number) => console.log(replica, ((clock.now() - 1_800_000_000_000) / 1000).toFixed(1), move, from, '→', to, 'knee', g.estimator?.knee, g.estimator?.phase) } : {}) })
   void g.leased?.start()
   g.learned?.start()
   if (process.env.DEBUG_LEASE) clock.setInterval(() => { const t = ((clock.now() - 1_800_000_000_000) / 1000); if (process.env.DEBUG_FROM ? t >= Number(process.env.DEBUG_FROM) && t <= Number(process.env.DEBUG_TO) : Math.abs(t % 2) < 0.05) console.log(replica, t.toFixed(1), 'limit', g.seats.limit, 'cap', g.seats.capacity, 'held', g.leased?.held, 'inFlight', g.seats.inFlight, 'queued', g.seats.queued, 'learner', g.leased?.learner, JSON.stringify(g.seats.heldBack()), JSON.stringify([...g.seats.waiting()]), JSON.stringify(g.leased?.shares() && [...g.leased.shares()!.targets])) }, 100)

@@ -39,6 +39,8 @@ describe('namedInCall', () => {
     expect(named('POST', '/api/v1/campaign/get', json([{ userId: 101 }])).placed).toBe(false)
     expect(named('POST', '/api/v1/campaign/get', json({ campaignIds: [101001] })).placed).toBe(false)
     expect(named('POST', '/api/v1/campaign/get', parseFormBody(Buffer.from('userId[]=101'), LIMITS)).placed).toBe(false)
+    for (const userId of [[101], ['101'], [], null, true, { a: 101 }]) expect(named('POST', '/api/v1/campaign/get', json({ userId })).placed, JSON.stringify(userId)).toBe(false)
+    expect(named('POST', '/api/v1/campaign/get', json({ userId: '101' })).placed).toBe(true)
     expect(named('POST', '/api/v1/report/campaigns/get', json({ campaignIds: [] })).placed).toBe(false)
     expect(named('POST', '/api/v1/report/campaigns/get', json({ advertiserId: 101 })).placed).toBe(false)
     // The report form reads campaigns instead of an account: userId places no report.
@@ -128,8 +130,12 @@ describe('namedInCall', () => {
 
   it('counts an input named as a campaign path\'s route parameter (id) as a campaign beside that path only', () => {
     expect(named('DELETE', '/api/v1/campaign/banner/delete/101001?userId=101&id=102001').campaigns).toEqual([101001, 102001])
-    expect(named('DELETE', '/api/v1/campaign/banner/delete/101001?userId=101&id[]=102001').campaigns).toEqual([101001, 102001])
-    expect(named('POST', '/api/v1/campaign/101001', json({ userId: 101, id: [102001, 102002] })).campaigns).toEqual([101001, 102001, 102002])
+    // One id: a list is read as 1 by `(int)`, as its first item by where().
+    expect(() => named('DELETE', '/api/v1/campaign/banner/delete/101001?userId=101&id[]=101001')).toThrow('id: one campaign id beside the campaign\'s path, not a list (id[])')
+    expect(() => named('DELETE', '/api/v1/campaign/banner/delete/101001?userId=101&id=101001&id[x]=101001')).toThrow(expect.objectContaining({ code: 'GW_BAD_REQUEST' }))
+    expect(() => named('POST', '/api/v1/campaign/101001', json({ userId: 101, id: [101001] }))).toThrow('not a list ([101001])')
+    expect(() => named('POST', '/api/v1/campaign/101001', parseFormBody(Buffer.from('userId=101&id[]=101001'), LIMITS))).toThrow('not a list (id[])')
+    expect(named('POST', '/api/v1/campaign/get?id[]=102001', json({ userId: 101 })).campaigns).toEqual([])
     expect(named('POST', '/api/v1/campaign/101001', parseFormBody(Buffer.from('userId=101&id=102001'), LIMITS)).campaigns).toEqual([101001, 102001])
     expect(named('POST', '/api/v1/campaign/101001', json({ userId: 101, nested: { id: 102001 } })).campaigns).toEqual([101001])
     expect(named('POST', '/api/v1/campaign/get?id=102001', json({ userId: 101 })).campaigns).toEqual([])

@@ -4,7 +4,7 @@ import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { LATE_MEMORY_MS, LATE_SLOT_MS, LateWakes, answerTiming } from '../../src/platform/governor/answer-timing.js'
+import { LATE_MEAN_MS, LATE_MEMORY_MS, LATE_SLOT_MS, LateWakes, answerTiming } from '../../src/platform/governor/answer-timing.js'
 import { KneeEstimator } from '../../src/platform/governor/knee-estimator.js'
 
 const STOP_WHILE_WAITING = fileURLToPath(new URL('../helpers/stop-while-waiting.mjs', import.meta.url))
@@ -102,6 +102,19 @@ describe('answers the gateway handled back to back', () => {
     const young = new LateWakes(0)
     young.record(50, 7)
     expect(young.within(80, 1_000)).toBe(7)
+  })
+
+  it('give how late the wakes came on average over the last LATE_MEAN_MS, to the slot, for a seat\'s charge', () => {
+    const late = new LateWakes(0)
+    expect(late.meanWithin(100, LATE_MEAN_MS)).toBe(0)
+    late.record(200, 60)
+    late.record(250, 0)
+    expect(late.meanWithin(300, LATE_MEAN_MS)).toBe(30)
+    late.record(1_150, 90)
+    expect(late.meanWithin(1_200, LATE_MEAN_MS)).toBe(50)
+    // The wakes of 0.2 s's slot fall out as the clock passes 1.3 s; none within the second after 2.15 s.
+    expect(late.meanWithin(1_300, LATE_MEAN_MS)).toBe(90)
+    expect(late.meanWithin(2_200, LATE_MEAN_MS)).toBe(0)
   })
 
   it('read the process\'s own loop by default: its work since it last idled counts', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { configProblems as problems } from '../helpers/load-config.js'
+import { configProblems as problems, loadConfigYaml } from '../helpers/load-config.js'
 
 // Contract, "Configuration": invalid configuration stops the start with one line per
 // problem, naming the key and what is wrong. A count setting given a value out of its
@@ -10,9 +10,6 @@ describe('a number setting out of its range says the range', () => {
   it('names the least whole number a count takes, then what the count is', () => {
     expect(problems('jobs: { perReplica: 0 }')).toEqual([
       'jobs.perReplica: must be a whole number, at least 1: report jobs one replica runs at once (each waits for a platform seat like any call) (got 0)',
-    ])
-    expect(problems('platform: { maxConcurrent: 0 }')).toEqual([
-      'platform.maxConcurrent: must be a whole number, at least 1: the ceiling of the platform calls in flight at once per credential (the learned limit stays at or below it) (got 0)',
     ])
   })
 
@@ -31,6 +28,17 @@ describe('a number setting out of its range says the range', () => {
       'teams.growth.weight: must be a whole number from 1 to 100: the team\'s share of its credential\'s platform calls when they queue, relative to the other teams (1-100) (got 0)',
     ])
     expect(problems(team('platformSecondsPerDay: 0'))[0]).toMatch(/^teams\.growth\.platformSecondsPerDay: must be a number above 0: a bound on the platform-seconds .* \(got 0\)$/)
+  })
+
+  it('bounds the platform calls in flight a credential may learn up to: each seat of the ceiling is kept in memory from the start', () => {
+    // 10^15 stopped the start with a RangeError's trace (the learned limit's tallies are one slot a seat).
+    expect(problems('platform: { maxConcurrent: 1000000000000000 }')).toEqual([
+      'platform.maxConcurrent: must be a whole number from 1 to 10000: the ceiling of the platform calls in flight at once per credential (the learned limit stays at or below it) (got 1000000000000000)',
+    ])
+    expect(problems('platform: { maxConcurrent: 0 }')).toEqual([
+      'platform.maxConcurrent: must be a whole number from 1 to 10000: the ceiling of the platform calls in flight at once per credential (the learned limit stays at or below it) (got 0)',
+    ])
+    expect(loadConfigYaml('platform: { maxConcurrent: 10000, initialConcurrent: 10000, minConcurrent: 10000 }').platform.maxConcurrent).toBe(10000)
   })
 
   it('shows the value of a list item it refuses', () => {

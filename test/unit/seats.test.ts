@@ -54,6 +54,35 @@ function answer(c: Call | undefined, latencyMs = 0): void {
 
 const settle = () => new Promise((resolve) => setImmediate(resolve))
 
+/** Teams that each keep `callers` calls asking for 40 s (the clock moved `stepMs` at a time), a call of each holding its seat `heldMs[team]` (its answer's latency): from 10 s on, the calls each team ended and the seat-seconds it held. */
+async function keepAsking(s: CredentialSeats, clock: FakeClock, heldMs: Record<string, number>, callers: number, stepMs: number): Promise<{ ended(team: string): number; seatSeconds(team: string): number }> {
+  const teams = Object.keys(heldMs)
+  const open = new Map(teams.map((team) => [team, 0]))
+  const ended = new Map(teams.map((team) => [team, 0]))
+  const add = (counts: Map<string, number>, team: string, n: number) => counts.set(team, (counts.get(team) ?? 0) + n)
+  const submit = (team: string): void => {
+    add(open, team, 1)
+    void s.ask({ team, workClass: team, deadline: Infinity }).then((seat) => {
+      clock.setTimeout(() => {
+        seat.end({ kind: 'answer', status: 200, latencyMs: heldMs[team]! })
+        add(open, team, -1)
+        add(ended, team, 1)
+      }, heldMs[team]!)
+    })
+  }
+  let from = { ended: new Map<string, number>(), seat: new Map<string, number>() }
+  for (let t = 0; t < 40_000; t += stepMs) {
+    if (t === 10_000) from = { ended: new Map(ended), seat: new Map(teams.map((team) => [team, s.seatSeconds(team)])) }
+    for (const team of teams) while ((open.get(team) ?? 0) < callers) submit(team)
+    await settle()
+    clock.advance(stepMs)
+  }
+  return {
+    ended: (team) => (ended.get(team) ?? 0) - (from.ended.get(team) ?? 0),
+    seatSeconds: (team) => s.seatSeconds(team) - (from.seat.get(team) ?? 0),
+  }
+}
+
 describe('seats and the queue', () => {
   it('lets the limit\'s calls through and queues the rest until a seat is given back; a second end gives back nothing more', async () => {
     const { s, order } = seats(fakeClock())
@@ -749,30 +778,28 @@ describe('who gets a free seat', () => {
   it('gives a team of long calls and a team of short ones equal seat-time, not equal turns', async () => {
     const clock = fakeClock()
     const { s } = seats(clock, { limit: 8, queueLimit: 200 })
-    const ms: Record<string, number> = { long: 2000, short: 100 }
-    const open: Record<string, number> = { long: 0, short: 0 }
-    const submit = (team: string): void => {
-      open[team]! += 1
-      void s.ask({ team, workClass: team, deadline: Infinity }).then((seat) => {
-        clock.setTimeout(() => {
-          seat.end({ kind: 'answer', status: 200, latencyMs: ms[team]! })
-          open[team]! -= 1
-        }, ms[team]!)
-      })
-    }
-    let start: Record<string, number> = {}
-    for (let t = 0; t < 40_000; t += 20) {
-      if (t === 10_000) start = { long: s.seatSeconds('long'), short: s.seatSeconds('short') }
-      for (const team of ['long', 'short']) while (open[team]! < 16) submit(team)
-      await settle()
-      clock.advance(20)
-    }
-    const long = s.seatSeconds('long') - start.long!
-    const short = s.seatSeconds('short') - start.short!
+    const run = await keepAsking(s, clock, { long: 2000, short: 100 }, 16, 20)
+    const [long, short] = [run.seatSeconds('long'), run.seatSeconds('short')]
     expect(short / long).toBeGreaterThan(0.9)
     expect(short / long).toBeLessThan(1.1)
     // Work-conserving: every seat busy.
     expect(long + short).toBeGreaterThan(0.95 * 8 * 30)
+  })
+
+  it('charges a team the platform\'s time, not the late loop\'s: short calls read 50 ms late get the worker-time of long ones, their seat-time still what they held', async () => {
+    const clock = fakeClock()
+    const LATE = 50
+    // One seat: shares of a half each, so every seat goes by tag.
+    const { s } = seats(clock, { limit: 1, queueLimit: 200, loopLateMs: () => LATE })
+    // The platform works 100 ms and 2 s; every answer is read LATE ms after it came.
+    const work: Record<string, number> = { long: 2000, short: 100 }
+    const run = await keepAsking(s, clock, { long: work.long! + LATE, short: work.short! + LATE }, 2, 10)
+    const worked = (team: string) => run.ended(team) * work[team]!
+    // Charged seat-time (100 of each 150 ms it held worked, 2000 of each 2050 for the long team), the short team got 0.64 of the long team's work.
+    expect(worked('short') / worked('long')).toBeGreaterThan(0.9)
+    expect(worked('short') / worked('long')).toBeLessThan(1.1)
+    // What each held is what it is told it held: the short team's seats held past its work.
+    expect(run.seatSeconds('short') * 1000).toBeGreaterThan(1.4 * worked('short'))
   })
 
   it('keeps the credit of a team whose callers ask again within RETURN_MS of its queue emptying: its short calls get the seat-time of a team of long calls', async () => {

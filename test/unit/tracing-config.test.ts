@@ -59,6 +59,57 @@ describe('tracing configuration from OTEL_* variables', () => {
     ])
   })
 
+  it('refuses an endpoint no URL parser reads, naming the variable (a port past 65535 stopped the start with the SDK\'s trace)', () => {
+    expect(read({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:99999' }).problems).toEqual([
+      'OTEL_EXPORTER_OTLP_ENDPOINT: http://collector:99999 is not an http(s) URL of an OTLP/HTTP receiver (e.g. http://otel-collector:4318)',
+    ])
+    expect(read({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://[collector/v1/traces' }).problems).toEqual([
+      'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: https://[collector/v1/traces is not an http(s) URL of an OTLP/HTTP receiver (e.g. http://otel-collector:4318)',
+    ])
+  })
+
+  it('takes the export times as whole milliseconds a timer holds, and refuses any other naming the variable', () => {
+    const endpoint = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' }
+    // Unset: the SDK's own (a batch every 5 s, an export given 30 s, a request 10 s).
+    expect(read(endpoint).config).toMatchObject({ timeoutMillis: undefined, batch: { scheduledDelayMillis: undefined, exportTimeoutMillis: undefined } })
+    const set = read({ ...endpoint, OTEL_EXPORTER_OTLP_TIMEOUT: '2500', OTEL_BSP_SCHEDULE_DELAY: '0', OTEL_BSP_EXPORT_TIMEOUT: ' 4000 ' })
+    expect(set.problems).toEqual([])
+    expect(set.config).toMatchObject({ timeoutMillis: 2500, batch: { scheduledDelayMillis: 0, exportTimeoutMillis: 4000 } })
+    expect(read({ ...endpoint, OTEL_EXPORTER_OTLP_TIMEOUT: '2500', OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: '700' }).config?.timeoutMillis).toBe(700)
+    // The SDK read each of these as its default (a warn line at most, or none: 0 and -1 for
+    // the schedule, 2^31 ms, which Node's timers cut to 1 ms: a batch sent every millisecond).
+    for (const [name, value] of [
+      ['OTEL_EXPORTER_OTLP_TIMEOUT', '0'],
+      ['OTEL_EXPORTER_OTLP_TIMEOUT', '10s'],
+      ['OTEL_EXPORTER_OTLP_TRACES_TIMEOUT', '-1'],
+      ['OTEL_BSP_SCHEDULE_DELAY', '-1'],
+      ['OTEL_BSP_SCHEDULE_DELAY', '2147483648'],
+      ['OTEL_BSP_SCHEDULE_DELAY', '5000.5'],
+      ['OTEL_BSP_EXPORT_TIMEOUT', '0'],
+      ['OTEL_BSP_EXPORT_TIMEOUT', 'soon'],
+    ] as const) {
+      expect(read({ ...endpoint, [name]: value }).problems, `${name}=${value}`).toEqual([`${name}: ${value} is not a whole number of milliseconds from ${name === 'OTEL_BSP_SCHEDULE_DELAY' ? 0 : 1} to 2147483647`])
+    }
+  })
+
+  it('refuses a batch larger than the queue it is taken from, and takes a queue below 2,048 spans whole as its batch', () => {
+    const endpoint = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' }
+    expect(read({ ...endpoint, OTEL_BSP_MAX_QUEUE_SIZE: '1000' }).config?.batch).toMatchObject({ maxExportBatchSize: 1000, maxQueueSize: 1000 })
+    expect(read({ ...endpoint, OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '9000' }).problems).toEqual([
+      'OTEL_BSP_MAX_EXPORT_BATCH_SIZE: 9000 is more than the queue of 8192 spans it is taken from (OTEL_BSP_MAX_QUEUE_SIZE); set it at most that, or raise the queue',
+    ])
+  })
+
+  it('reads OTEL_SDK_DISABLED as true or false alone: any other value is refused, not read as false', () => {
+    const endpoint = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' }
+    expect(read({ ...endpoint, OTEL_SDK_DISABLED: 'TRUE' })).toEqual({ config: null, problems: [] })
+    expect(read({ ...endpoint, OTEL_SDK_DISABLED: 'false' }).config).not.toBeNull()
+    expect(read({ ...endpoint, OTEL_SDK_DISABLED: '' }).config).not.toBeNull()
+    for (const value of ['1', 'yes', 'on']) {
+      expect(read({ ...endpoint, OTEL_SDK_DISABLED: value }).problems).toEqual([`OTEL_SDK_DISABLED: ${value} is neither true nor false (set true to turn tracing off; any other value would leave it on)`])
+    }
+  })
+
   it('refuses what it cannot honour, naming the variable and never a header\'s value', () => {
     const { problems } = read({
       OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318',

@@ -1811,9 +1811,9 @@ export interface components {
         "content-encoding": string;
         /** @description The platform's, when its answer had one (language tags only): on a copy as on the answer that filled it; not on a 304. */
         "content-language": string;
-        /** @description Seconds to wait before trying again; on every 429 and 503 (the platform's own 429 passed on without one gets the pause it drew, 1 s; `0` from a replica shutting down: another replica answers a retry now). */
+        /** @description Seconds to wait before trying again; on every 429 and 503 (the platform's own 429 passed on gets the pause it drew: its own `retry-after` in whole seconds, at most `platform.maxPause`, else 1 s; `0` from a replica shutting down: another replica answers a retry now). */
         "retry-after": number;
-        /** @description The platform's own `retry-after`, in seconds, when its 5xx carried one: when the platform said to come back. */
+        /** @description The platform's own `retry-after`, in whole seconds rounded up and at most `platform.maxPause`, when its 5xx carried one that is a time: when the platform said to come back. */
         "retry-after-passed": number;
         /** @description For a team with a rate limit: what is left of it and when its window ends, e.g. `"default";r=599;t=42` (draft-ietf-httpapi-ratelimit-headers). */
         ratelimit: string;

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { GatewayContext } from '../context.js'
 import type { Admission } from '../../access/admission.js'
 import { answeredByCache } from '../../observe/usage.js'
-import { accessFacts, bytesOf, CALLER_LEFT, countBytesWhenWritten, routeKind, type Answered, type ObserveRequest } from './request-log.js'
+import { accessFacts, bytesOf, CALLER_LEFT, countBytesWhenWritten, gatewayCodeOf, routeKind, type Answered, type ObserveRequest } from './request-log.js'
 import { traceOf } from '../../observe/tracing.js'
 import { auditWrite, type WriteAuditParts } from './write-audit.js'
 
@@ -33,6 +33,7 @@ export function answerHooks(proxy: FastifyInstance, parts: AnswerHookParts): voi
       reqId: request.id,
       route: routeKind(request.routeOptions.url ?? 'unmatched'),
       status,
+      code: gatewayCodeOf(reply.raw),
       durationMs: reply.elapsedTime,
       cache,
       client,

@@ -41,6 +41,8 @@ export interface RequestFacts {
   url: string | null
   route: string
   status: number
+  /** The GW_* code of the gateway's own refusal or failure; none for an answer the platform wrote, or a success. */
+  code?: string | undefined
   durationMs: number
   cache: string | null
   /** The caller's address (the socket's peer: the ingress's, behind one). */
@@ -99,6 +101,19 @@ export function bytesOf(res: ServerResponse): number | null {
   return bytesSince(res.socket)
 }
 
+// The GW_* code of each answer the router's error handler wrote (http/server.ts).
+const gatewayCodes = new WeakMap<ServerResponse, string>()
+
+/** Notes that `res` answers with the gateway's own `code` (a GW_* refusal or failure), for its access line. */
+export function noteGatewayCode(res: ServerResponse, code: string): void {
+  gatewayCodes.set(res, code)
+}
+
+/** The GW_* code `res` answered with, where the gateway refused or failed it; undefined for an answer the platform wrote, or a success. */
+export function gatewayCodeOf(res: ServerResponse): string | undefined {
+  return gatewayCodes.get(res)
+}
+
 /** What the access line says of the caller an answer went to, where its key named one. */
 export interface AnsweredCaller {
   team: { name: string }
@@ -113,6 +128,8 @@ export interface Answered {
   /** The metrics' route label (routeKind). */
   route: string
   status: number
+  /** The GW_* code the gateway answered with (gatewayCodeOf), where it refused or failed. */
+  code?: string | undefined
   durationMs: number
   cache: string | null
   client: string | null
@@ -144,6 +161,7 @@ export function accessFacts(req: RequestSeen, bytes: number | null, caller: Answ
     url: req.url as string,
     route: answered.route,
     status: answered.status,
+    code: answered.code,
     durationMs: answered.durationMs,
     cache: answered.cache,
     client: answered.client,
@@ -162,6 +180,8 @@ export type ObserveRequest = (facts: RequestFacts) => void
 export interface Refused {
   reqId: string
   status: number
+  /** Its GW_* code. */
+  code: string
   /** The connection it was written on. */
   socket: Socket
   /** The request, where Node read its head; null when the head itself was refused. */
@@ -178,7 +198,7 @@ export type ObserveRefusal = (refused: Refused) => void
  * request that reached the listener's handler has a span to end.
  */
 export function refusalObserver(observe: ObserveRequest, traced: boolean): ObserveRefusal {
-  return ({ reqId, status, socket, req, durationMs }) =>
+  return ({ reqId, status, code, socket, req, durationMs }) =>
     observe({
       reqId,
       team: null,
@@ -188,6 +208,7 @@ export function refusalObserver(observe: ObserveRequest, traced: boolean): Obser
       url: req?.url ?? null,
       route: 'unmatched',
       status,
+      code,
       durationMs,
       cache: null,
       client: socket.remoteAddress ?? null,
@@ -245,6 +266,8 @@ export function requestObserver({ metrics, usage, keyUse, clock, history, log }:
       advertiser: advertiserField(facts.advertisers),
       route,
       status,
+      // Left out (undefined) where the gateway wrote no GW_* code of its own.
+      code: facts.code,
       durationMs: tenths(facts.durationMs),
       upstreamMs: facts.upstreamMs === null ? null : tenths(facts.upstreamMs),
       cache: facts.cache,

@@ -19,6 +19,7 @@ import { traced, tracedCall, type Trace } from '../../observe/tracing.js'
 import { withoutToken } from './token-echo.js'
 import { ShutdownWatch } from './shutdown-watch.js'
 import { waitSignal } from './wait-signal.js'
+import { withBoundedRetryAfter } from '../pauses/retry-after.js'
 
 export interface PlatformCall {
   method: string
@@ -107,6 +108,7 @@ export class PlatformClient {
   readonly #history: Pick<History, 'platformCall'> | null
   readonly #onRetried: (credential: string) => void
   readonly #clock: Clock
+  readonly #maxPauseMs: number
   readonly #shutdown = new ShutdownWatch()
 
   constructor(opts: {
@@ -124,6 +126,8 @@ export class PlatformClient {
     onRetried?: (credential: string) => void
     /** The deadlines' time and timers; the governors' clock. Default systemClock. */
     clock?: Clock
+    /** platform.maxPause: the longest `retry-after` an answer is handed on with (withBoundedRetryAfter). */
+    maxPauseMs: number
   }) {
     this.#dispatcher = opts.dispatcher
     this.#timeoutMs = opts.timeoutMs
@@ -135,6 +139,7 @@ export class PlatformClient {
     this.#history = opts.history ?? null
     this.#onRetried = opts.onRetried ?? (() => undefined)
     this.#clock = opts.clock ?? systemClock
+    this.#maxPauseMs = opts.maxPauseMs
   }
 
   /** The platform has paused the credential or the route of `url` (a 429): a cached copy is better than a wait. */
@@ -350,7 +355,8 @@ export class PlatformClient {
         this.#history?.platformCall(latencyMs)
         endWithAnswer(seat, res, { kind: 'answer', status: res.statusCode, latencyMs, ...(typeof retryAfter === 'string' ? { retryAfter } : {}) })
         delay = this.#retryDelay(credential, { read: call.read, replayable, retries, outcome: { status: res.statusCode, retryAfter: retryAfter !== undefined } }, started, deadline)
-        if (delay === null) return { status: res.statusCode, headers: res.headers as IncomingHttpHeaders, body: res.body }
+        // Its retry-after as the gateway's word: the pause it draws, in seconds (the pauses read the platform's own, above).
+        if (delay === null) return { status: res.statusCode, headers: withBoundedRetryAfter(res.headers as IncomingHttpHeaders, this.#clock.now(), this.#maxPauseMs), body: res.body }
         res.body.resume()
       } catch (err) {
         const timedOut = call.signal?.aborted === true && call.signal.reason instanceof UpstreamTimeoutError

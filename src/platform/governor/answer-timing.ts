@@ -5,6 +5,7 @@ export const OWN_WORK_SHARE = 0.1
 export const LATE_PROBE_MS = 10
 export const LATE_SLOT_MS = 100
 export const LATE_MEMORY_MS = 60_000
+export const LATE_MEAN_MS = 1_000
 
 /** The event loop as an answer reads it: its work since it last waited for an event (ms, or more), whether it read an answer since, and the most a wake waited for a core within the last `ms` (its timer's lateness past its own work). */
 export interface LoopTime { busy: number; readSinceIdle: boolean; lateWithin(ms: number): number }
@@ -18,9 +19,11 @@ export function answerTiming(loop: () => LoopTime = processLoop()): (latencyMs: 
   }
 }
 
-/** How late a loop's wakes came: the most per LATE_SLOT_MS, over the last LATE_MEMORY_MS. */
+/** How late a loop's wakes came, per LATE_SLOT_MS over the last LATE_MEMORY_MS: the most, and the sum and count of what was recorded. */
 export class LateWakes {
   readonly #slots = new Float64Array(LATE_MEMORY_MS / LATE_SLOT_MS)
+  readonly #sums = new Float64Array(LATE_MEMORY_MS / LATE_SLOT_MS)
+  readonly #counts = new Uint32Array(LATE_MEMORY_MS / LATE_SLOT_MS)
   #slot: number
   constructor(now: number) { this.#slot = Math.floor(now / LATE_SLOT_MS) }
 
@@ -28,21 +31,38 @@ export class LateWakes {
     this.#advance(now)
     const i = this.#slot % this.#slots.length
     this.#slots[i] = Math.max(this.#slots[i]!, lateMs)
+    this.#sums[i]! += lateMs
+    this.#counts[i]! += 1
   }
 
   /** The most recorded from `ms` before `now` (to its slot) to `now`; nothing before the clock's first slot. */
   within(now: number, ms: number): number {
+    let most = 0
+    for (const i of this.#recent(now, ms)) most = Math.max(most, this.#slots[i]!)
+    return most
+  }
+
+  /** The mean of what was recorded from `ms` before `now` (to its slot) to `now`; 0 when nothing was. */
+  meanWithin(now: number, ms: number): number {
+    let [sum, count] = [0, 0]
+    for (const i of this.#recent(now, ms)) [sum, count] = [sum + this.#sums[i]!, count + this.#counts[i]!]
+    return count === 0 ? 0 : sum / count
+  }
+
+  /** The indexes of the slots from `ms` before `now` to `now`, the clock advanced to `now`. */
+  *#recent(now: number, ms: number): IterableIterator<number> {
     this.#advance(now)
     const n = this.#slots.length
     const count = Math.min(n, this.#slot + 1, this.#slot - Math.floor((now - ms) / LATE_SLOT_MS) + 1)
-    let most = 0
-    for (let j = 0; j < count; j++) most = Math.max(most, this.#slots[(this.#slot - j) % n]!)
-    return most
+    for (let j = 0; j < count; j++) yield (this.#slot - j) % n
   }
 
   #advance(now: number): void {
     const slot = Math.floor(now / LATE_SLOT_MS)
-    for (let j = this.#slot + 1; j <= Math.min(slot, this.#slot + this.#slots.length); j++) this.#slots[j % this.#slots.length] = 0
+    for (let j = this.#slot + 1; j <= Math.min(slot, this.#slot + this.#slots.length); j++) {
+      const i = j % this.#slots.length
+      ;[this.#slots[i], this.#sums[i], this.#counts[i]] = [0, 0, 0]
+    }
     this.#slot = Math.max(this.#slot, slot)
   }
 }
@@ -59,6 +79,9 @@ class LateProbe {
   #readAt = performance.now()
   readonly #late = new LateWakes(performance.now())
   readonly #timer = setInterval(() => this.#fired(), LATE_PROBE_MS).unref()
+
+  /** How late the loop's wakes came on average over the last LATE_MEAN_MS (ms). */
+  lateMean(): number { return this.#late.meanWithin(performance.now(), LATE_MEAN_MS) }
 
   read(): LoopTime {
     this.#readAt = performance.now()
@@ -88,6 +111,12 @@ class LateProbe {
 }
 
 let probe: LateProbe | null = null
+
+/** How late this process's loop wakes now, on average over the last LATE_MEAN_MS (ms): the time an answer waits to be read, no worker's (docs/governor.md, "The dispatch rule" 2); its probe started. */
+export function processLateness(): () => number {
+  probe ??= new LateProbe()
+  return () => (probe ??= new LateProbe()).lateMean()
+}
 
 /** This process's loop as answers read it, its probe started. */
 function processLoop(): () => LoopTime {

@@ -7,7 +7,7 @@ import { LeasedSeats, type LeasedSeatsOptions } from './leased-seats.js'
 import type { LeaseStore } from './lease-store.js'
 import { WorkEstimates } from './work-estimates.js'
 
-export interface CredentialGovernorOptions extends Pick<SeatsOptions, 'weightOf' | 'limitsOf' | 'pausedUntil' | 'onRefused' | 'clock'>,
+export interface CredentialGovernorOptions extends Pick<SeatsOptions, 'weightOf' | 'limitsOf' | 'pausedUntil' | 'onRefused' | 'clock' | 'loopLateMs'>,
   Pick<LeasedSeatsOptions, 'replica' | 'run' | 'onLost'>, Pick<LearnedLimitOptions, 'credential' | 'seal' | 'key' | 'log' | 'onMove'> {
   settings: Pick<Config['platform'], 'adaptive' | 'initialConcurrent' | 'minConcurrent' | 'maxConcurrent' | 'maxConcurrentPerReplica' | 'seatLeaseMs' | 'queue' | 'queueTimeoutMs' | 'maxPauseMs' | 'timeoutMs'>
   /** Where the replicas' leases live (Redis); null: this replica alone. */
@@ -33,7 +33,7 @@ export function credentialGovernor(o: CredentialGovernorOptions) {
   const estimator = settings.adaptive ? new KneeEstimator({ initial: settings.initialConcurrent, min: settings.minConcurrent, max: settings.maxConcurrent }) : null
   const work = new WorkEstimates()
   const seats = new CredentialSeats({
-    credential, work, seats: leased, perReplica: settings.maxConcurrentPerReplica, clock, weightOf: o.weightOf, limitsOf: o.limitsOf, pausedUntil: o.pausedUntil, onRefused: o.onRefused,
+    credential, work, seats: leased, perReplica: settings.maxConcurrentPerReplica, clock, weightOf: o.weightOf, limitsOf: o.limitsOf, pausedUntil: o.pausedUntil, onRefused: o.onRefused, loopLateMs: o.loopLateMs,
     maxConcurrent: settings.maxConcurrent, limit: estimator?.limit ?? settings.maxConcurrent, queueLimit: settings.queue, queueTimeoutMs: settings.queueTimeoutMs, maxPauseMs: settings.maxPauseMs,
     ...(estimator && {
       onStarted: (kind, load) => estimator.started(kind, load),

@@ -7,7 +7,7 @@ import { routeTemplate } from '../route-template.js'
 import { PlatformPauses, type PlatformPausesDeps } from '../pauses/platform-pauses.js'
 import type { Pause } from '../pauses/pauses.js'
 import type { Seat, SeatOutcome, SeatRequest } from './seat.js'
-import { answerTiming } from './answer-timing.js'
+import { answerTiming, processLateness } from './answer-timing.js'
 import { credentialGovernor, type CredentialGovernor, type CredentialGovernorOptions } from './credential-governor.js'
 import { RedisLeaseStore } from './redis-lease-store.js'
 
@@ -53,6 +53,7 @@ export class PlatformGovernors {
         },
         onMove: (move, from, to) => { if (to !== from) metrics.platformLimitChanges.inc({ credential, direction: move === 'fault' ? 'cut' : to > from ? 'up' : 'down' }) },
         answerTimed: answerTiming(),
+        loopLateMs: processLateness(),
       })
       if (!g.estimator) metrics.platformLimit.set({ credential }, g.seats.limit)
       this.#governors.set(credential, g)

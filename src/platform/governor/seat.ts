@@ -37,7 +37,7 @@ export type SeatLease = Pick<LeasedSeats, 'size' | 'shares' | 'elsewhere' | 'sat
 /** A team's own ceilings (teams[].maxConcurrent, teams[].queue); null: none. */
 export type TeamLimits = { maxConcurrent: number | null; queue: number | null }
 
-/** What one credential's seats are given (seats.ts): `maxConcurrent`, the limit's ceiling; `pausedUntil` (epoch ms; 0: no credential pause); `seats`: its lease across replicas (none: counted here alone, at most `perReplica`); the `on…` and `metFault` tell the limit rule its calls' starts and ends, a wait at the limit, and ask whether a call met a fault. */
+/** What one credential's seats are given (seats.ts): `maxConcurrent`, the limit's ceiling; `pausedUntil` (epoch ms; 0: no credential pause); `seats`: its lease across replicas (none: counted here alone, at most `perReplica`); the `on…` and `metFault` tell the limit rule its calls' starts and ends, a wait at the limit, and ask whether a call met a fault; `loopLateMs`, how late the loop wakes. */
 export interface SeatsOptions {
   credential: string
   maxConcurrent: number
@@ -58,6 +58,8 @@ export interface SeatsOptions {
   onEnded?: (answer: Answer) => void
   onWaited?: (longMs: number | null, newcomer: boolean, heldBack: number, longBesideOthers: boolean) => void
   metFault?: (startedAt: number, at: number) => boolean
+  /** How late the gateway's loop wakes now (ms, answer-timing.ts): the part of a seat's time its answer waits to be read, not charged to its team's tag; none: 0. */
+  loopLateMs?: () => number
 }
 
 /** What a call's outcome teaches its kind's estimate (nothing when it met a fault), and tells the limit rule ("Faults"). */

@@ -308,7 +308,8 @@ export class CredentialSeats {
     const seats = this.#teams.of(team)
     const startedAt = this.#clock.now()
     const expected = this.#o.work.expectedMs(team, workClass, startedAt)
-    const charged = Math.max(MIN_CHARGE_MS, expected ?? MIN_CHARGE_MS)
+    // Charged the platform's time: what calls of its kind held less the loop's lateness, as its end will be (dispatch rule 2).
+    const charged = Math.max(MIN_CHARGE_MS, (expected ?? MIN_CHARGE_MS) - this.#late())
     const start = Math.max(seats.tag, this.#teams.virtual)
     seats.tag = start + charged / weight
     // The virtual time: the least tag waiting, or, on one replica, of a team holding a seat whose queue emptied within RETURN_MS (dispatch rule 2).
@@ -320,11 +321,12 @@ export class CredentialSeats {
     const kind = kindOf(team, workClass)
     const window = this.#o.onStarted?.(kind, load) ?? 0
     let ended = false
-    // A call never sent held the platform for no time: its team is charged none, its start's charge given back.
-    const free = (sent: boolean) => {
+    // A call never sent held the platform for no time: its team is charged none, its start's charge given back. One
+    // freed as its answer is read (`lateMs`: how late the loop wakes then) is charged what it held less that lateness.
+    const free = (sent: boolean, lateMs = 0) => {
       const held = sent ? Math.max(MIN_CHARGE_MS, this.#clock.now() - startedAt) : 0
       seats.seatMs += held
-      seats.tag += (held - charged) / weight
+      seats.tag += ((sent ? Math.max(MIN_CHARGE_MS, held - lateMs) : 0) - charged) / weight
       seats.running.delete(call)
       if (sent) [seats.lastEnd, seats.lastShort] = [this.#clock.now(), call.short]
       this.#dispatch()
@@ -347,7 +349,7 @@ export class CredentialSeats {
         const ran = outcome.kind === 'none' ? CUT_GROWTH * outcome.latencyMs : 0
         const until = goesOn ? startedAt + Math.max(ran, this.#o.work.expectedMs(team, workClass, now) ?? 0) : 0
         if (until > now) this.#timer(() => free(true), until - now)
-        else free(true)
+        else free(true, this.#late())
       },
     }
   }
@@ -373,6 +375,8 @@ export class CredentialSeats {
   }
 
   #timer(fn: () => void, ms: number): Timer { return this.#clock.setTimeout(fn, Math.min(Math.max(0, ms), LONGEST_TIMER_MS)).unref() }
+  /** How late the loop wakes, as a charge reads it: on one replica; across replicas none (dispatch rule 2). */
+  #late(): number { return this.#lease === null ? this.#o.loopLateMs?.() ?? 0 : 0 }
   #weight(team: string): number { return team === GATEWAY_TEAM ? 1 : Math.max(1, this.#o.weightOf?.(team) ?? 1) }
 }
 

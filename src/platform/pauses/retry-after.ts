@@ -1,4 +1,4 @@
-import { FIRST_PAUSE_MS } from './pauses.js'
+import { FIRST_PAUSE_MS, pauseLength } from './pauses.js'
 
 /**
  * The one reader of `retry-after` (RFC 9110, 10.2.3): delay-seconds or an HTTP date.
@@ -6,11 +6,12 @@ import { FIRST_PAUSE_MS } from './pauses.js'
  */
 
 /**
- * A `retry-after` value as milliseconds from `now`. Null when absent or unreadable; a
- * date in the past is 0. Delay-seconds are seconds: `retry-after: 2` is 2000 ms.
+ * A `retry-after` value as milliseconds from `now`. Null when absent, unreadable or on
+ * several lines (a field of one value, RFC 9110 5.3: two lines say no one time); a date
+ * in the past is 0. Delay-seconds are seconds: `retry-after: 2` is 2000 ms.
  */
 export function retryAfterMs(value: string | string[] | undefined, now: number): number | null {
-  const raw = (Array.isArray(value) ? value[0] : value)?.trim()
+  const raw = Array.isArray(value) ? undefined : value?.trim()
   if (!raw) return null
   if (/^\d+$/.test(raw)) return Number(raw) * 1000
   // Only the date forms HTTP allows (IMF-fixdate, and the obsolete RFC 850 and asctime
@@ -29,8 +30,25 @@ export function retryAfterSeconds(value: string | string[] | undefined, now: num
 }
 
 /**
- * The error the caller gets for a failed platform answer, carrying the platform's
- * `retry-after` (as seconds) for the error handler to send on.
+ * A platform answer's headers with its `retry-after` as the gateway passes it on, on every
+ * status: the pause that value draws (pauseLength: never past platform.maxPause), in whole
+ * seconds rounded up; none when the platform's is absent or unreadable. The platform client
+ * hands every answer on so: a caller told to come back in 3,000 years would stop for good,
+ * while the gateway sends the call again once its pause ends.
+ */
+export function withBoundedRetryAfter<H extends Record<string, string | string[] | undefined>>(headers: H, now: number, maxPauseMs: number): H {
+  if (headers['retry-after'] === undefined) return headers
+  const ms = retryAfterMs(headers['retry-after'], now)
+  const passed: Record<string, string | string[] | undefined> = { ...headers }
+  if (ms === null) delete passed['retry-after']
+  else passed['retry-after'] = String(Math.ceil(pauseLength(ms, 0, maxPauseMs) / 1000))
+  return passed as H
+}
+
+/**
+ * The error the caller gets for a failed platform answer, carrying its `retry-after` as
+ * the platform client hands it on (withBoundedRetryAfter), in seconds, for the error
+ * handler to send on.
  */
 export function withRetryAfter<E extends Error>(err: E, headers: Record<string, string | string[] | undefined>, now: number): E {
   const seconds = retryAfterSeconds(headers['retry-after'], now)

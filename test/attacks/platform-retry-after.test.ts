@@ -1,0 +1,112 @@
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { KEYS, REPORT_PATH, teamsYamlWith, testConfig } from '../helpers/build-gateway.js'
+import { useGateway, useSandbox } from '../helpers/fixtures.js'
+import { answerOnce } from '../helpers/raw-answer.js'
+import { waitFor } from '../helpers/wait.js'
+
+// The platform's `retry-after` as a caller gets it: the pause the gateway drew for it, in
+// whole seconds, never longer than platform.maxPause. A platform that says "in 3,000 years"
+// (or a proxy before it that writes nonsense) would otherwise stop a well-behaved caller for
+// good, while the gateway itself sends the call again after platform.maxPause.
+
+const MAX_PAUSE_S = 2
+const sandbox = useSandbox()
+let token: string
+beforeAll(() => {
+  token = sandbox.issueToken()
+})
+const gw = useGateway(() => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: token }, teamsYamlWith({ platform: { maxPause: `${MAX_PAUSE_S}s` } })))
+
+const CAMPAIGNS = '/api/v1/campaign/get'
+const THROTTLED = Buffer.from('{"message":"Too Many Attempts."}')
+const YEARS_AHEAD = new Date(Date.now() + 3000 * 365 * 86_400_000).toUTCString()
+const DAY_AGO = new Date(Date.now() - 86_400_000).toUTCString()
+
+const list = () => gw.proxy.inject({ method: 'POST', url: CAMPAIGNS, headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json' }, payload: '{"userId":101}' })
+let day = 0
+/** A report no earlier case asked: a miss, one platform call. */
+const report = () => {
+  day += 1
+  return gw.proxy.inject({ method: 'GET', url: `${REPORT_PATH}?advertiserId=101&byDate=1&dateFrom=2025-03-01&dateTo=2025-03-${String(day).padStart(2, '0')}`, headers: { 'x-api-key': KEYS.all } })
+}
+
+beforeEach(async () => {
+  // Each case starts with the 429's pause of the case before ended.
+  await waitFor('no pause', () => gw.governors.pausesOf('default').length === 0)
+})
+
+// [the platform's retry-after lines, what the caller is told]
+const CASES: [string, string[], string][] = [
+  ['delay-seconds 3,000 years ahead', ['retry-after: 99999999999'], String(MAX_PAUSE_S)],
+  ['more digits than a double holds', [`retry-after: ${'9'.repeat(400)}`], String(MAX_PAUSE_S)],
+  ['an HTTP date 3,000 years ahead', [`retry-after: ${YEARS_AHEAD}`], String(MAX_PAUSE_S)],
+  ['an HTTP date a day past', [`retry-after: ${DAY_AGO}`], '0'],
+  ['negative', ['retry-after: -5'], '1'],
+  ['fractional', ['retry-after: 1.5'], '1'],
+  ['not a value at all', ['retry-after: abc'], '1'],
+  ['on two lines', ['retry-after: 1', 'retry-after: 99999999999'], '1'],
+  ['within the bound', ['retry-after: 1'], '1'],
+]
+
+describe("a platform 429's retry-after passed on: the pause drawn, whole seconds, at most platform.maxPause", () => {
+  it.each(CASES)('a proxied call: %s', async (_name, head, told) => {
+    answerOnce(sandbox, '429 Too Many Requests', ['content-type: application/json', ...head], THROTTLED)
+    const res = await list()
+    expect(res.statusCode).toBe(429)
+    expect(res.headers['retry-after']).toBe(told)
+    expect(res.body).toBe(THROTTLED.toString())
+  })
+
+  it.each(CASES)('a report read: %s', async (_name, head, told) => {
+    answerOnce(sandbox, '429 Too Many Requests', ['content-type: application/json', ...head], THROTTLED)
+    const res = await report()
+    expect(res.statusCode).toBe(429)
+    expect(res.headers['retry-after']).toBe(told)
+  })
+})
+
+// [the platform's retry-after lines, what the caller is told; undefined: nothing]
+const FAILED: [string, string[], string | undefined][] = [
+  ['delay-seconds 3,000 years ahead', ['retry-after: 99999999999'], String(MAX_PAUSE_S)],
+  ['more digits than a double holds', [`retry-after: ${'9'.repeat(400)}`], String(MAX_PAUSE_S)],
+  ['an HTTP date 3,000 years ahead', [`retry-after: ${YEARS_AHEAD}`], String(MAX_PAUSE_S)],
+  ['an HTTP date a day past', [`retry-after: ${DAY_AGO}`], '0'],
+  ['negative', ['retry-after: -5'], undefined],
+  ['on two lines', ['retry-after: 1', 'retry-after: 99999999999'], undefined],
+]
+
+describe("a platform 503's retry-after on the 502 GW_UPSTREAM: whole seconds, at most platform.maxPause", () => {
+  it.each(FAILED)('a proxied call: %s', async (_name, head, told) => {
+    answerOnce(sandbox, '503 Service Unavailable', ['content-type: text/html', ...head], Buffer.from('<h1>down</h1>'))
+    const res = await list()
+    expect(res.statusCode).toBe(502)
+    expect(res.json()).toMatchObject({ code: 'GW_UPSTREAM' })
+    expect(res.headers['retry-after']).toBe(told)
+  })
+
+  it.each(FAILED)('a report read: %s', async (_name, head, told) => {
+    answerOnce(sandbox, '503 Service Unavailable', ['content-type: text/html', ...head], Buffer.from('<h1>down</h1>'))
+    const res = await report()
+    expect(res.statusCode).toBe(502)
+    expect(res.headers['retry-after']).toBe(told)
+  })
+})
+
+describe("a report job the platform's 503 failed: the retry time it keeps, at most platform.maxPause ahead", () => {
+  const job = async (id: string) => (await gw.proxy.inject({ method: 'GET', url: `/api/v1/jobs/${id}`, headers: { 'x-api-key': KEYS.all } })).json<{ state: string; error: { code: string; message: string } | null }>()
+
+  it.each(FAILED.slice(0, 3))('%s', async (_name, head) => {
+    answerOnce(sandbox, '503 Service Unavailable', ['content-type: text/html', ...head], Buffer.from('<h1>down</h1>'))
+    day += 1
+    const asked = await gw.proxy.inject({ method: 'GET', url: `${REPORT_PATH}?advertiserId=101&byDate=1&dateFrom=2025-03-01&dateTo=2025-03-${String(day).padStart(2, '0')}`, headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
+    expect(asked.statusCode).toBe(202)
+    const { id } = asked.json<{ id: string }>()
+    const before = Date.now()
+    await waitFor(`job ${id} ended`, async () => (await job(id)).state === 'failed')
+    const { error } = await job(id)
+    expect(error?.code).toBe('GW_UPSTREAM')
+    const at = Date.parse(/\(at ([^)]+)\)/.exec(error?.message ?? '')?.[1] ?? '')
+    expect(at).toBeGreaterThanOrEqual(before)
+    expect(at).toBeLessThanOrEqual(Date.now() + MAX_PAUSE_S * 1000)
+  })
+})
