@@ -165,7 +165,16 @@ export class JobRunner {
       const now = clock.now()
       if (!startable(job, now)) continue
       const started = startJob(job, runner, now, settings.leaseMs)
-      if (started && (await store.swap(job, started, now))) this.#run(started)
+      if (!started || !(await store.swap(job, started, now))) continue
+      // Still running under a lease that ran out: its runner stopped renewing (killed, or cut
+      // off from Redis) and logs nothing of it, so the one that takes it over does.
+      if (job.state === 'running') {
+        this.#d.log.warn(
+          { job: job.id, team: job.team, from: job.runner, runs: started.runs },
+          "report job taken over: its runner's lease ran out (that replica was killed or cut off from Redis); run again here, its platform call made again",
+        )
+      }
+      this.#run(started)
     }
     return due.some((job) => !this.#running.has(job.id))
   }

@@ -149,7 +149,16 @@ export class WebhookDeliveries {
       }
       const now = clock.now()
       const claimed = claimDelivery(d, replica, now, settings.timeoutMs + leaseMs)
-      if (claimed && (await store.swap(d, claimed, now))) this.#attempt(claimed)
+      if (!claimed || !(await store.swap(d, claimed, now))) continue
+      // Claimed before, its claim run out: its replica's attempt was never recorded (killed,
+      // or cut off from Redis), and that replica logs nothing of it, so the one that takes it over does.
+      if (d.runner !== null) {
+        this.#d.log.warn(
+          { delivery: d.id, job: d.job, team: d.team, from: d.runner, runs: claimed.runs },
+          "webhook delivery taken over: its claim ran out with its attempt unrecorded (that replica was killed or cut off from Redis); the receiver may have had that attempt, with the same webhook-id",
+        )
+      }
+      this.#attempt(claimed)
     }
     return this.#attempting.size >= AT_ONCE || waiting ? null : store.nextDue()
   }

@@ -80,6 +80,12 @@ describe.skipIf(!redisCheck.available)('a replica running a report job crashes (
     expect((calls[1] as { at: number }).at).toBeGreaterThanOrEqual(stoppedAt)
     const id = location.split('/').at(-1) as string
     expect(calls.map((c) => c.headers['x-request-id'])).toEqual([`job-${id}`, `job-${id}`])
+    // The replica that took a killed runner's job over says so, naming the job and the runner it took it from.
+    const takeovers = other.output().split('\n').filter((l) => l.includes('"msg":"report job taken over'))
+    if (signal === 'SIGKILL') {
+      expect(takeovers).toHaveLength(1)
+      expect(JSON.parse(takeovers[0] as string)).toMatchObject({ level: 40, job: id, team: 'all', from: expect.any(String), runs: 2 })
+    } else expect(takeovers).toEqual([])
     const result = await get(other, `${location}/result`)
     expect(result.status).toBe(200)
     expect(result.headers.get('etag')).toBeTruthy()

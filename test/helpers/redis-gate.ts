@@ -2,24 +2,47 @@ import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
 
 /**
  * A TCP way to the Redis on `port` that refuses connections until opened: a Redis out of a
- * replica's reach at its start, in reach once `open` is called. Closed by `cleanups`.
+ * replica's reach at its start, in reach once `open` is called. Two partitions, each until the
+ * next `open`: `cut` drops every connection through it and refuses new ones (the replica hears
+ * of it at once); `stall` carries no byte either way on any connection, old or new, without
+ * closing one (packets dropped: the replica hears nothing), and `open` then carries what was
+ * held, as TCP retransmits it once the network heals. Closed by `cleanups`.
  */
-export async function redisGate(port: number, cleanups: (() => void | Promise<void>)[]): Promise<{ url: string; open(): void }> {
-  let opened = false
+export async function redisGate(
+  port: number,
+  cleanups: (() => void | Promise<void>)[],
+): Promise<{ url: string; open(): void; cut(): void; stall(): void }> {
+  let state: 'closed' | 'open' | 'stalled' = 'closed'
   const sockets = new Set<Socket>()
   const server = createServer((socket) => {
     sockets.add(socket)
     socket.on('error', () => undefined)
-    if (!opened) return socket.destroy()
+    if (state === 'closed') return socket.destroy()
     const upstream = connect(port, '127.0.0.1')
     sockets.add(upstream)
     upstream.on('error', () => socket.destroy())
     socket.pipe(upstream).pipe(socket)
+    if (state === 'stalled') for (const s of [socket, upstream]) s.pause()
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()))
   cleanups.push(() => {
     for (const socket of sockets) socket.destroy()
     return new Promise<void>((resolve) => server.close(() => resolve()))
   })
-  return { url: `redis://127.0.0.1:${(server.address() as AddressInfo).port}`, open: () => (opened = true) }
+  return {
+    url: `redis://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    open: () => {
+      if (state === 'stalled') for (const socket of sockets) socket.resume()
+      state = 'open'
+    },
+    cut: () => {
+      state = 'closed'
+      for (const socket of sockets) socket.destroy()
+      sockets.clear()
+    },
+    stall: () => {
+      state = 'stalled'
+      for (const socket of sockets) socket.pause()
+    },
+  }
 }

@@ -204,6 +204,12 @@ export async function startRedisSentinel(masterName = 'mymaster', tls?: RedisTls
       client.on('error', () => undefined)
       await waitUntil('the sentinel client', async () => (await client.ping()) === 'PONG')
       const masterPortNow = async () => Number(((await sentinel.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', masterName)) as string[])[1])
+      /** Resolves once the node that is not `master` has its replication link up: it holds what the master held. */
+      const replicaInSync = async (master: number) => {
+        const other = direct(master === masterPort ? (replicaPort as number) : (masterPort as number), tls)
+        await waitUntil('the replica in sync', async () => ((await other.info('replication')) as string).includes('master_link_status:up'))
+        other.disconnect()
+      }
       const promotedFrom = async (from: number) => {
         await waitUntil('the promoted master', async () => (await masterPortNow()) !== from)
         const to = await masterPortNow()
@@ -223,6 +229,7 @@ export async function startRedisSentinel(masterName = 'mymaster', tls?: RedisTls
           const from = await masterPortNow()
           // The replica must be known and in sync, or the sentinel refuses (NOGOODSLAVE).
           await waitUntil('a replica fit for promotion', replicasSeen)
+          await replicaInSync(from)
           await sentinel.call('SENTINEL', 'FAILOVER', masterName)
           const moved = await promotedFrom(from)
           // The demoted master becomes the replica again once it has synced: the next failover needs it.
@@ -231,6 +238,8 @@ export async function startRedisSentinel(masterName = 'mymaster', tls?: RedisTls
         },
         killMaster: async () => {
           const from = await masterPortNow()
+          // A replica still in its first sync (a master demoted by the last failover) would be promoted without the data.
+          await replicaInSync(from)
           await stopRedis(byPort.get(from) as ChildProcess, true)
           return promotedFrom(from)
         },

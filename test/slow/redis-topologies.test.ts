@@ -322,6 +322,34 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
     await throughFailover((t) => t.failover())
   }, 60_000)
 
+  it.runIf(onSentinel)('report jobs running through SENTINEL FAILOVER end done, each run once at the platform', async () => {
+    redisMayFail = true
+    const [a, b] = await twoReplicas()
+    const ask = (gw: TestGateway, q: string) => gw.proxy.inject({ method: 'GET', url: `${PATH}?${q}`, headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
+    const state = async (location: string) => {
+      const res = await b.proxy.inject({ method: 'GET', url: location, headers: { 'x-api-key': KEYS.all } })
+      return res.statusCode === 200 ? (res.json() as { state: string }).state : `HTTP ${res.statusCode}`
+    }
+    // The replica in sync before the calls are held: the failover then takes a moment, well within platform.timeout.
+    await waitFor('the replica online', async () => /slave0:.*state=online/.test(await topology.client.info('replication')))
+    sandbox.clearRequests()
+    // Every job's call stays at the platform until the failover is over.
+    sandbox.setRouteFailure(PATH, { kind: 'held', times: 4 })
+    const locations: string[] = []
+    for (let i = 0; i < 4; i++) {
+      const res = await ask(i % 2 ? a : b, query(101 + (i % 2), 30 + i))
+      expect(res.statusCode).toBe(202)
+      locations.push(String(res.headers.location))
+    }
+    await waitFor('every job at the platform', () => reportCalls() === 4)
+    await (topology as SentinelTopology).failover()
+    sandbox.releaseHeld()
+    let seen: string[] = []
+    await waitFor(() => `every job done (${seen.join(', ')})`, async () => (seen = await Promise.all(locations.map(state))).every((s) => s === 'done'), testTimeLeft(), 100)
+    // Their leases outlived the failover: no job was taken over and run again.
+    expect(reportCalls()).toBe(4)
+  }, 60_000)
+
   it.runIf(onSentinel)('loses no request when the master is killed under steady traffic, serving from L1 and the platform until the replica is promoted', async () => {
     const { served, logs } = await throughFailover((t) => t.killMaster())
     expect(logs.join('\n')).toMatch(/redis unavailable/)

@@ -141,6 +141,12 @@ export class TokenStore implements TokenShares {
   /** Credentials whose start found Redis out of reach: reconciled at a catch-up (#catchUpWith). */
   readonly #unreconciled = new Set<string>()
   /**
+   * Credentials whose token Redis did not take (the error line says the other replicas keep
+   * theirs): the write that stores it once Redis answers says so, and a higher change taken
+   * instead says so in its audit line.
+   */
+  readonly #unshared = new Set<string>()
+  /**
    * Per credential, the configurations the records this replica wrote or took say their
    * changes replaced: kept here too, for when Redis loses the record (#outranksStart).
    */
@@ -361,11 +367,13 @@ export class TokenStore implements TokenShares {
       const written = await breaker.run(() => WRITE_IF_HIGHER(redis, key, record, String(state.version), unauthentic, String(state.basis)), null)
       if (written === null) {
         log.error({ credential: provider.name }, 'the new platform token could not be shared through Redis; other replicas keep theirs until Redis answers again')
+        this.#unshared.add(provider.name)
         return false
       }
       if (written === 1) break
       const newer = await this.#read(provider.name)
       if (newer?.shared) {
+        this.#unshared.delete(provider.name)
         // A change that ranks higher (made more recently, or after the token this login
         // replaced), or the same rank: theirs is the current token, unless it is the start
         // of a configuration this replica's token replaced.
@@ -376,6 +384,7 @@ export class TokenStore implements TokenShares {
       if (!newer || attempt === 2) return false
       unauthentic = newer.raw
     }
+    if (this.#unshared.delete(provider.name)) log.info({ credential: provider.name, fingerprint: state.fingerprint }, 'the platform token not shared before is stored in Redis now; the other replicas take it')
     this.#replacedKnown.set(provider.name, replaced)
     const announcement = { credential: provider.name, version: state.version, ...(starting ? { starting: this.#ctx.replica } : {}) }
     await breaker.run(() => bus.publish(CHANNEL, JSON.stringify(announcement)), undefined)

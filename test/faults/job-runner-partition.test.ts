@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest'
+import { KEYS, REPORT_PATH, teamsYamlWith, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { useCleanups, useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { redisGate } from '../helpers/redis-gate.js'
+import { redisAvailability } from '../helpers/start-redis.js'
+import { testTimeLeft, waitFor } from '../helpers/wait.js'
+
+const GATEWAY_SECRET = 'job-partition-gateway-secret-0123456789'
+const YEAR = 'advertiserId=101&byDate=1&dateFrom=2025-01-01&dateTo=2025-12-31'
+const YAML = teamsYamlWith({ jobs: { lease: '2s', poll: '200ms' }, cache: { lockTtl: '2s' } })
+
+// The replica running a report job is cut off from Redis (its connections dropped) while
+// the job's call is at the platform. Its lease renewals fail (a warn line each); once the
+// lease has run out the other replica takes the job over, says so, and runs it again: the
+// cut-off runner's call goes on (callers of the report on its replica may share it), so the
+// platform has two calls of the job at once. The job ends done once, on the other replica;
+// the cut-off run's end is not stored.
+
+const redisCheck = redisAvailability()
+
+describe.skipIf(!redisCheck.available)('the runner of a report job cut off from Redis', () => {
+  const sandbox = useSandbox()
+  const { server: redis } = useRedis()
+  const gateways = useGateways()
+  const cleanups = useCleanups()
+
+  it('the other replica takes the job over once the lease has run out and ends it; the cut-off run goes on beside it and its end is not stored', async () => {
+    const gate = await redisGate(redis.port, cleanups)
+    gate.open()
+    const env = { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), GATEWAY_SECRET }
+    const b = await gateways.build(testConfig({ ...env, REDIS_URL: gate.url }, YAML))
+    sandbox.clearRequests()
+    sandbox.resetConcurrency()
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    const asked = await b.proxy.inject({ method: 'GET', url: `${REPORT_PATH}?${YEAR}`, headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
+    expect(asked.statusCode).toBe(202)
+    const location = String(asked.headers.location)
+    await waitFor('the job at the platform', () => sandbox.countRequests((r) => r.path === REPORT_PATH) === 1)
+    const a: TestGateway = await gateways.build(testConfig({ ...env, REDIS_URL: redis.url }, YAML))
+    gate.cut()
+    const state = async () => (await a.proxy.inject({ method: 'GET', url: location, headers: { 'x-api-key': KEYS.all } })).json() as { state: string; startedAt: string }
+    await waitFor('the job done on A', async () => (await state()).state === 'done', testTimeLeft(), 100)
+    expect(sandbox.concurrency().peak).toBe(2)
+    expect(sandbox.countRequests((r) => r.path === REPORT_PATH)).toBe(2)
+    const msgs = (gw: TestGateway) => gw.logs.records().filter((l) => typeof l.job === 'string').map((l) => l.msg)
+    expect(msgs(b)).toContain("renewing a report job's lease failed")
+    expect(a.logs.records()).toContainEqual(expect.objectContaining({ level: 40, team: 'all', from: expect.any(String), runs: 2, msg: expect.stringMatching(/^report job taken over/) }))
+    const takenAt = (await state()).startedAt
+    sandbox.releaseHeld()
+    // Its end cannot be stored while it is cut off: a warn line says so, and the job stays the other replica's.
+    await waitFor("the cut-off run's end", () => msgs(b).includes('ending a report job failed: another replica takes it over once its lease runs out'))
+    gate.open()
+    expect(await state()).toMatchObject({ state: 'done', startedAt: takenAt })
+  }, 60_000)
+})
