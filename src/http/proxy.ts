@@ -8,7 +8,7 @@ import { isRead } from '../access/team-auth.js'
 import { hangUpSignal } from '../platform/client/caller-group.js'
 import type { Admission } from '../access/admission.js'
 import { targetUrl } from '../access/request-target.js'
-import { withPassedRetryAfter, withRetryAfter } from '../platform/pauses/retry-after.js'
+import { withRetryAfter } from '../platform/pauses/retry-after.js'
 import { traceOf } from '../observe/tracing.js'
 import { codingOf, decodedSync, decoderOf, forwardedEncodings } from '../platform/client/token-echo.js'
 import { REFUSAL_READ_BYTES, withoutDebugFields } from '../platform/client/debug-fields.js'
@@ -151,12 +151,12 @@ export function proxyHandler(
       })
       // Not edited, in a coding the caller does not accept: its decoded length was past the bound.
       if (!edited && !accepted) return sendDecoded(reply, res.status, passed, body, coding)
-      reply.code(res.status).headers(withPassedRetryAfter(res.status, edited ? decodedHeaders(passed) : passed))
+      reply.code(res.status).headers(edited ? decodedHeaders(passed) : passed)
       return reply.header('content-length', length).send(body)
     }
     // In a coding the caller does not accept (a platform that compresses unasked): decoded for it as it streams out.
     if (accepted || request.method === 'HEAD' || answer.length === 0) {
-      reply.code(res.status).headers(withPassedRetryAfter(res.status, accepted ? passed : decodedHeaders(passed)))
+      reply.code(res.status).headers(accepted ? passed : decodedHeaders(passed))
       if (request.method !== 'HEAD') reply.header('content-length', answer.length)
       return reply.send(answer.stream())
     }
@@ -166,7 +166,7 @@ export function proxyHandler(
 
 /** The platform's `body` in `coding` sent decoded, its length unknown; a caller that leaves ends the decoder and the body (pipeline). */
 function sendDecoded(reply: FastifyReply, status: number, passed: IncomingHttpHeaders, body: Readable, coding: string): FastifyReply {
-  reply.code(status).headers(withPassedRetryAfter(status, decodedHeaders(passed)))
+  reply.code(status).headers(decodedHeaders(passed))
   return reply.send(pipeline(body, decoderOf(coding) as Transform, () => undefined))
 }
 

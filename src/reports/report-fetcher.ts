@@ -9,7 +9,7 @@ import { codingOf, named } from '../platform/client/token-echo.js'
 import { withoutDebugFields } from '../platform/client/debug-fields.js'
 import { etagOf, type CacheEntry } from '../cache/cache-entry.js'
 import { contentLanguage } from '../cache/content-language.js'
-import { withPassedRetryAfter, withRetryAfter } from '../platform/pauses/retry-after.js'
+import { withRetryAfter } from '../platform/pauses/retry-after.js'
 import type { HeldAnswer, PlatformAnswers } from '../platform/client/answer-buffer.js'
 import type { Logger } from 'pino'
 import type { QueueTeam } from '../platform/client/caller-group.js'
@@ -155,7 +155,7 @@ async function fromBody(
     const plain = gzipped ? (safeGunzip(received, deps.maxEntryBytes) ?? Buffer.alloc(0)) : received.length > deps.maxEntryBytes ? Buffer.from(received.subarray(0, deps.maxEntryBytes)) : received
     // A refusal passed on: without Laravel's debug fields (debug-fields.ts).
     const body = status < 500 ? (withoutDebugFields(plain) ?? plain) : plain
-    const response = { status, headers: withPassedRetryAfter(status, headers), body }
+    const response = { status, headers, body }
     if (status >= 500 || status === 429) {
       return { kind: 'failed', error: withRetryAfter(new UpstreamError(`status ${status}`), raw, deps.now()), response }
     }

@@ -24,15 +24,34 @@ const DAY_AGO = new Date(Date.now() - 86_400_000).toUTCString()
 
 const list = () => gw.proxy.inject({ method: 'POST', url: CAMPAIGNS, headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json' }, payload: '{"userId":101}' })
 let day = 0
+/** The end of a report range no earlier case asked: one day later each time. */
+const nextDay = () => new Date(Date.UTC(2025, 2, ++day)).toISOString().slice(0, 10)
 /** A report no earlier case asked: a miss, one platform call. */
-const report = () => {
-  day += 1
-  return gw.proxy.inject({ method: 'GET', url: `${REPORT_PATH}?advertiserId=101&byDate=1&dateFrom=2025-03-01&dateTo=2025-03-${String(day).padStart(2, '0')}`, headers: { 'x-api-key': KEYS.all } })
-}
+const report = () => gw.proxy.inject({ method: 'GET', url: `${REPORT_PATH}?advertiserId=101&byDate=1&dateFrom=2025-03-01&dateTo=${nextDay()}`, headers: { 'x-api-key': KEYS.all } })
 
 beforeEach(async () => {
   // Each case starts with the 429's pause of the case before ended.
   await waitFor('no pause', () => gw.governors.pausesOf('default').length === 0)
+})
+
+describe("platform 429s without a retry-after in a row: the caller is told the pause each draws", () => {
+  // First in the file: no 429 of another route within the escalation window, so each of
+  // these pauses the team on the route, and one strike more each time.
+  it('1 s, then doubled, at most platform.maxPause', async () => {
+    // An answer that is not a 429 clears the strikes of every scope the call falls under.
+    expect((await list()).statusCode).toBe(200)
+    for (const told of ['1', '2', String(MAX_PAUSE_S)]) {
+      await waitFor('no pause', () => gw.governors.pausesOf('default').length === 0)
+      answerOnce(sandbox, '429 Too Many Requests', ['content-type: application/json'], THROTTLED)
+      const res = await list()
+      expect(res.statusCode).toBe(429)
+      expect(res.headers['retry-after']).toBe(told)
+      // The pause held is the one the caller was told of: it ends within its last second.
+      await waitFor('the pause drawn', () => gw.governors.pausesOf('default').length === 1)
+      const [pause] = gw.governors.pausesOf('default')
+      expect((pause?.until ?? 0) - Date.now()).toBeGreaterThan((Number(told) - 1) * 1000)
+    }
+  })
 })
 
 // [the platform's retry-after lines, what the caller is told]
@@ -49,6 +68,13 @@ const CASES: [string, string[], string][] = [
 ]
 
 describe("a platform 429's retry-after passed on: the pause drawn, whole seconds, at most platform.maxPause", () => {
+  // Each case's 429 is the first in a row: answers that are not 429s on both routes clear
+  // the strikes of every scope it may pause (without a readable value it draws 1 s).
+  beforeEach(async () => {
+    expect((await list()).statusCode).toBe(200)
+    expect((await report()).statusCode).toBe(200)
+  })
+
   it.each(CASES)('a proxied call: %s', async (_name, head, told) => {
     answerOnce(sandbox, '429 Too Many Requests', ['content-type: application/json', ...head], THROTTLED)
     const res = await list()
@@ -71,9 +97,29 @@ const FAILED: [string, string[], string | undefined][] = [
   ['more digits than a double holds', [`retry-after: ${'9'.repeat(400)}`], String(MAX_PAUSE_S)],
   ['an HTTP date 3,000 years ahead', [`retry-after: ${YEARS_AHEAD}`], String(MAX_PAUSE_S)],
   ['an HTTP date a day past', [`retry-after: ${DAY_AGO}`], '0'],
-  ['negative', ['retry-after: -5'], undefined],
-  ['on two lines', ['retry-after: 1', 'retry-after: 99999999999'], undefined],
 ]
+
+// A retry-after the gateway cannot read says no time: the read is sent again, as without one.
+const UNREADABLE: [string, string[]][] = [
+  ['negative', ['retry-after: -5']],
+  ['fractional', ['retry-after: 1.5']],
+  ['not a value at all', ['retry-after: abc']],
+  ['on two lines', ['retry-after: 1', 'retry-after: 99999999999']],
+]
+
+describe("a platform 503 with a retry-after that says no time: the read is retried", () => {
+  it.each(UNREADABLE)('a proxied call: %s', async (_name, head) => {
+    answerOnce(sandbox, '503 Service Unavailable', ['content-type: text/html', ...head], Buffer.from('<h1>down</h1>'))
+    const res = await list()
+    expect(res.statusCode).toBe(200)
+  })
+
+  it.each(UNREADABLE)('a report read: %s', async (_name, head) => {
+    answerOnce(sandbox, '503 Service Unavailable', ['content-type: text/html', ...head], Buffer.from('<h1>down</h1>'))
+    const res = await report()
+    expect(res.statusCode).toBe(200)
+  })
+})
 
 describe("a platform 503's retry-after on the 502 GW_UPSTREAM: whole seconds, at most platform.maxPause", () => {
   it.each(FAILED)('a proxied call: %s', async (_name, head, told) => {
@@ -97,8 +143,7 @@ describe("a report job the platform's 503 failed: the retry time it keeps, at mo
 
   it.each(FAILED.slice(0, 3))('%s', async (_name, head) => {
     answerOnce(sandbox, '503 Service Unavailable', ['content-type: text/html', ...head], Buffer.from('<h1>down</h1>'))
-    day += 1
-    const asked = await gw.proxy.inject({ method: 'GET', url: `${REPORT_PATH}?advertiserId=101&byDate=1&dateFrom=2025-03-01&dateTo=2025-03-${String(day).padStart(2, '0')}`, headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
+    const asked = await gw.proxy.inject({ method: 'GET', url: `${REPORT_PATH}?advertiserId=101&byDate=1&dateFrom=2025-03-01&dateTo=${nextDay()}`, headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
     expect(asked.statusCode).toBe(202)
     const { id } = asked.json<{ id: string }>()
     const before = Date.now()

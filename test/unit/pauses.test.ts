@@ -133,6 +133,21 @@ describe('Pauses: one home for every scope', () => {
     expect((pauses.throttled('a', '/r', null)?.until ?? 0) - clock.now()).toBe(1000)
   })
 
+  it('tells, before a 429 is charged, the pause it draws, on the scope it escalates to, changing nothing', () => {
+    const { clock, pauses } = home()
+    const drawnThenCharged = (team: string, route: string, retryAfterMs: number | null) => {
+      const told = pauses.drawn(team, route, retryAfterMs)
+      expect(pauses.drawn(team, route, retryAfterMs)).toBe(told)
+      const pause = pauses.throttled(team, route, retryAfterMs)
+      const ms = (pause?.until ?? 0) - clock.now()
+      clock.advance(ms)
+      return [told, ms]
+    }
+    // 1 s, then doubled; the same team on another route pauses the team, its strikes its own; a retry-after is taken, bounded.
+    expect([drawnThenCharged('a', '/r', null), drawnThenCharged('a', '/r', null), drawnThenCharged('a', '/s', null), drawnThenCharged('a', '/s', null), drawnThenCharged('a', '/s', 90_000)])
+      .toEqual([[1000, 1000], [2000, 2000], [1000, 1000], [2000, 2000], [60_000, 60_000]])
+  })
+
   it('ends a pause whose time is up though its timer is late (a busy event loop)', () => {
     const { clock, events, pauses } = home()
     pauses.throttled('a', '/late', 1000)

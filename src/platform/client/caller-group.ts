@@ -164,17 +164,17 @@ export class CallerGroup<C = undefined> implements QueueTeam {
  * the call is refused once no wait is left, with the first refusal, which holds each team's
  * own (`ownRefusal`): a refusal may name its team and that team's ceilings.
  */
-export function seatFollowing(
+export function seatFollowing<S extends Seat>(
   team: string,
   queue: QueueTeam | undefined,
   sources: readonly (AbortSignal | undefined)[],
-  acquire: (team: string, signal: AbortSignal | undefined, priority: Priority) => Promise<Seat>,
-): Promise<Seat> {
+  acquire: (team: string, signal: AbortSignal | undefined, priority: Priority) => Promise<S>,
+): Promise<S> {
   if (!queue) {
     const wait = waitSignal(sources)
     return asked(() => acquire(team, wait.signal, 'caller')).finally(() => wait.done())
   }
-  return new Promise<Seat>((resolve, reject) => {
+  return new Promise<S>((resolve, reject) => {
     const waits = new Map<string, { priority: Priority; wait: WaitSignal }>()
     let seated = false
     let refusal: unknown
@@ -243,7 +243,7 @@ export function ownRefusal(err: Error, team: string): unknown {
 }
 
 /** `ask()`'s promise, its synchronous throw as a rejection. */
-function asked(ask: () => Promise<Seat>): Promise<Seat> {
+function asked<S extends Seat>(ask: () => Promise<S>): Promise<S> {
   try {
     return ask()
   } catch (err) {

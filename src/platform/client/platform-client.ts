@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { request, type Dispatcher } from 'undici'
 import { PlatformAuthError, PlatformRefusedError, ShuttingDownError, UpstreamError, UpstreamTimeoutError, type GatewayError } from '../../errors.js'
 import type { TokenProvider, TokenState } from '../tokens/token-provider.js'
-import type { PlatformGovernors } from '../governor/platform-governors.js'
+import type { PausedSeat, PlatformGovernors } from '../governor/platform-governors.js'
 import type { Priority, Seat, SeatOutcome } from '../governor/seat.js'
 import type { TokenVerdicts, Verdict } from '../tokens/token-verdict.js'
 import type { RefusalLog } from './refusal-log.js'
@@ -19,7 +19,7 @@ import { traced, tracedCall, type Trace } from '../../observe/tracing.js'
 import { withoutToken } from './token-echo.js'
 import { ShutdownWatch } from './shutdown-watch.js'
 import { waitSignal } from './wait-signal.js'
-import { withBoundedRetryAfter } from '../pauses/retry-after.js'
+import { retryAfterMs, withBoundedRetryAfter } from '../pauses/retry-after.js'
 
 export interface PlatformCall {
   method: string
@@ -309,7 +309,7 @@ export class PlatformClient {
           ...(call.probe ? { probe: true } : {}),
           ...(call.trial ? { trial: true } : {}),
         }).then((seat) => (seatOwners.set(seat, team), seat))
-      let seat: Seat
+      let seat: PausedSeat
       try {
         seat = await traced(call.trace, 'governor.queue', () => ({ 'gateway.credential': credential, 'gateway.team': call.team, 'gateway.priority': call.priority ?? 'caller' }), () =>
           call.queue ? seatFollowing(call.team, call.queue, [call.signal, call.hangUp], ask) : ask(call.team, waitOn, call.priority ?? 'caller'),
@@ -354,9 +354,12 @@ export class PlatformClient {
         if (call.spent) call.spent.ms += latencyMs
         this.#history?.platformCall(latencyMs)
         endWithAnswer(seat, res, { kind: 'answer', status: res.statusCode, latencyMs, ...(typeof retryAfter === 'string' ? { retryAfter } : {}) })
-        delay = this.#retryDelay(credential, { read: call.read, replayable, retries, outcome: { status: res.statusCode, retryAfter: retryAfter !== undefined } }, started, deadline)
-        // Its retry-after as the gateway's word: the pause it draws, in seconds (the pauses read the platform's own, above).
-        if (delay === null) return { status: res.statusCode, headers: withBoundedRetryAfter(res.headers as IncomingHttpHeaders, this.#clock.now(), this.#maxPauseMs), body: res.body }
+        // A retry-after that says no time (unreadable, two lines) is none: one reader, for the retry as for the pauses.
+        const saysWhen = retryAfterMs(retryAfter, this.#clock.now()) !== null
+        delay = this.#retryDelay(credential, { read: call.read, replayable, retries, outcome: { status: res.statusCode, retryAfter: saysWhen } }, started, deadline)
+        // Its retry-after as the gateway's word: the pause it draws, in seconds (the pauses read the platform's own, above);
+        // a 429's is the pause it draws for its call even without one (1 s doubling with each 429 in a row).
+        if (delay === null) return { status: res.statusCode, headers: this.#passedHeaders(res, seat), body: res.body }
         res.body.resume()
       } catch (err) {
         const timedOut = call.signal?.aborted === true && call.signal.reason instanceof UpstreamTimeoutError
@@ -402,6 +405,14 @@ export class PlatformClient {
       this.#clock.clearTimeout(timer)
       release()
     })
+  }
+
+  /** The platform answer's headers as handed on: its `retry-after` the pause it draws, in whole seconds rounded up (a 429's even without one). */
+  #passedHeaders(res: Dispatcher.ResponseData, seat: PausedSeat): IncomingHttpHeaders {
+    const headers = res.headers as IncomingHttpHeaders
+    if (res.statusCode !== 429) return withBoundedRetryAfter(headers, this.#clock.now(), this.#maxPauseMs)
+    const retryAfter = headers['retry-after']
+    return { ...headers, 'retry-after': String(Math.ceil(seat.pauseMs(typeof retryAfter === 'string' ? retryAfter : undefined) / 1000)) }
   }
 
   /** How long to wait before sending the call again; null: it is not sent again. */

@@ -1,5 +1,5 @@
 // Which failed platform calls are sent again: reads only, on a gateway-side
-// failure of the platform's front (502/503/504) or a connection reset, at most twice,
+// failure of the platform's front (502/503/504) that says no time to come back, or a connection reset, at most twice,
 // after an exponential backoff with full jitter, and only inside the call's time budget.
 
 export const MAX_RETRIES = 2
@@ -16,7 +16,7 @@ export interface Attempt {
   replayable: boolean
   /** Retries already made. */
   retries: number
-  /** The platform's status (and whether it said when to come back), or the error of a call that got none. */
+  /** The platform's status (and whether its `retry-after` says a time: retryAfterMs), or the error of a call that got none. */
   outcome: { status: number; retryAfter?: boolean } | { error: unknown }
 }
 

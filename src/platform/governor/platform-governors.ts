@@ -14,6 +14,12 @@ import { RedisLeaseStore } from './redis-lease-store.js'
 /** A seat's request with its path and query (its route is what a 429 pauses; its work by default); `probe`: the probe call (GATEWAY_TEAM: its 429 pauses only its route, its answer ends a credential pause); `trial`: it tests a credential pause, through it, without a seat. */
 export interface SeatCall extends Omit<SeatRequest, 'workClass'> { url: string; workClass?: string; probe?: boolean; trial?: boolean }
 
+/**
+ * A seat behind the pauses: `pauseMs`, how long a platform 429 with that `retry-after` to its
+ * call pauses (ms) were it charged now; the 429 is charged when its seat ends, after its body.
+ */
+export interface PausedSeat extends Seat { pauseMs(retryAfter: string | undefined): number }
+
 /** One credential's governor, as the status view and the metrics read it (`views()`). */
 export type GovernorView = ReturnType<PlatformGovernors['views']>[number]
 
@@ -80,12 +86,13 @@ export class PlatformGovernors {
   paused(credential: string, url?: string, team?: string): boolean { return this.#pauses.paused(credential, url, team) }
 
   /** A seat for `call`, behind the pauses (its `end` tells them too); not async: a queued call's wait holds one frame less. */
-  seat(credential: string, call: SeatCall): Promise<Seat> {
+  seat(credential: string, call: SeatCall): Promise<PausedSeat> {
     try {
       const g = this.#of(credential)
       const passage = this.#pauses.enter(credential, call)
-      if (call.trial) return Promise.resolve({ end: (outcome: SeatOutcome) => this.#pauses.left(credential, call, passage, outcome) })
-      return g.seats.ask({ ...call, workClass: call.workClass ?? routeTemplate(call.url) }).then((seat) => ({ end: (outcome) => { seat.end(outcome); this.#pauses.left(credential, call, passage, outcome) } }))
+      const pauseMs = (retryAfter: string | undefined) => this.#pauses.drawn(credential, call, passage, retryAfter)
+      if (call.trial) return Promise.resolve({ end: (outcome: SeatOutcome) => this.#pauses.left(credential, call, passage, outcome), pauseMs })
+      return g.seats.ask({ ...call, workClass: call.workClass ?? routeTemplate(call.url) }).then((seat) => ({ end: (outcome) => { seat.end(outcome); this.#pauses.left(credential, call, passage, outcome) }, pauseMs }))
     } catch (err) {
       return Promise.reject(err as Error)
     }

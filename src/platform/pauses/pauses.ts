@@ -55,6 +55,9 @@ export interface Pause {
   route: string
 }
 
+/** How a call went through the pauses: the scope it is the trial of, and whether it is the probe call. */
+export type Passing = { trial?: string | null; probe?: boolean }
+
 export type Admission = { kind: 'open' } | { kind: 'trial'; scope: string; pause: Pause } | { kind: 'paused'; waitMs: number; pause: Pause }
 
 /** The map key of a scope: one string per scope, never two scopes one key. */
@@ -198,16 +201,12 @@ export class Pauses {
    * credential pause it tests, and otherwise pauses its route alone: a team that makes it
    * run cannot pause the credential). Returns the pause begun or lengthened, or null.
    */
-  throttled(team: string, route: string, retryAfterMs: number | null, how: { trial?: string | null; probe?: boolean } = {}): Pause | null {
+  throttled(team: string, route: string, retryAfterMs: number | null, how: Passing = {}): Pause | null {
     const now = this.#o.clock.now()
-    let scope: PauseScope
-    if (how.probe === true) scope = this.credentialUntil > 0 ? { kind: 'credential' } : { kind: 'route', route }
-    else if (how.trial) scope = scopeOfKey(how.trial) ?? { kind: 'team-route', team, route }
-    else {
-      const latest = { team, route, at: now }
+    const scope = this.#scopeOf(team, route, now, how)
+    if (!how.probe && !how.trial) {
       this.#recent = this.#recent.filter((t) => now - t.at <= ESCALATION_WINDOW_MS)
-      scope = throttleScope(this.#recent, latest, ESCALATION_WINDOW_MS)
-      this.#note(latest)
+      this.#note({ team, route, at: now })
     }
     const key = scopeKey(scope)
     const strikes = this.#strikes.get(key) ?? 0
@@ -217,11 +216,27 @@ export class Pauses {
   }
 
   /**
+   * How long (ms) a 429 to a call of `team` on `route` pauses if it is charged now
+   * (`throttled`, with the same arguments): what its caller is told. Changes nothing.
+   */
+  drawn(team: string, route: string, retryAfterMs: number | null, how: Passing = {}): number {
+    const key = scopeKey(this.#scopeOf(team, route, this.#o.clock.now(), how))
+    return pauseLength(retryAfterMs, this.#strikes.get(key) ?? 0, this.#o.maxPauseMs)
+  }
+
+  /** The scope a 429 at `now` to a call of `team` on `route` pauses (`throttled`). */
+  #scopeOf(team: string, route: string, now: number, how: Passing): PauseScope {
+    if (how.probe === true) return this.credentialUntil > 0 ? { kind: 'credential' } : { kind: 'route', route }
+    if (how.trial) return scopeOfKey(how.trial) ?? { kind: 'team-route', team, route }
+    return throttleScope(this.#recent, { team, route, at: now }, ESCALATION_WINDOW_MS)
+  }
+
+  /**
    * The platform answered a call of `team` on `route` with something else than a 429:
    * the strikes of every scope it falls under start over, and the pause it was the trial
    * of ends (the probe call's ends the credential's). Returns the pauses ended.
    */
-  answered(team: string, route: string, how: { trial?: string | null; probe?: boolean } = {}): Pause[] {
+  answered(team: string, route: string, how: Passing = {}): Pause[] {
     for (const key of [...this.#strikes.keys()]) {
       const scope = scopeOfKey(key)
       if (scope && covers(scope, team, route)) this.#strikes.delete(key)

@@ -144,6 +144,11 @@ export class PlatformPauses {
     if (pause !== null) void this.#sharing.share(credential, pause)
   }
 
+  /** How long (ms) a 429 with `retryAfter` to `call` pauses, charged now (`left`): what its caller is told. */
+  drawn(credential: string, call: PausedCall, passage: Passage, retryAfter: string | undefined): number {
+    return this.#of(credential).drawn(call.team, routeTemplate(call.url), retryAfterMs(retryAfter, this.#d.clock.now()), passage)
+  }
+
   /** Follows the other replicas' pauses and any pause under way. */
   async start(): Promise<void> {
     await this.#sharing.start([...this.#pauses.keys()], (word) => this.#fromPeer(word))

@@ -1,4 +1,4 @@
-import { FIRST_PAUSE_MS, pauseLength } from './pauses.js'
+import { pauseLength } from './pauses.js'
 
 /**
  * The one reader of `retry-after` (RFC 9110, 10.2.3): delay-seconds or an HTTP date.
@@ -53,14 +53,4 @@ export function withBoundedRetryAfter<H extends Record<string, string | string[]
 export function withRetryAfter<E extends Error>(err: E, headers: Record<string, string | string[] | undefined>, now: number): E {
   const seconds = retryAfterSeconds(headers['retry-after'], now)
   return seconds === null ? err : Object.assign(err, { retryAfterSec: seconds })
-}
-
-/**
- * The headers of a platform 429 passed on to a caller, with a `retry-after` whatever the
- * platform said: its own, else the pause a 429 without one draws (pauses.ts),
- * as every 429 and 503 of the gateway says when to come back.
- */
-export function withPassedRetryAfter<H extends Record<string, unknown>>(status: number, headers: H): H {
-  if (status !== 429 || typeof headers['retry-after'] === 'string') return headers
-  return { ...headers, 'retry-after': String(Math.ceil(FIRST_PAUSE_MS / 1000)) }
 }
