@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { KEYS, REPORT_PATH, teamsYamlWith, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { KEYS, REPORT_PATH, WEEK_BY_DATE, teamsYamlWith, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useCleanups, useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisGate } from '../helpers/redis-gate.js'
 import { redisAvailability } from '../helpers/start-redis.js'
@@ -8,6 +8,10 @@ import { testTimeLeft, waitFor } from '../helpers/wait.js'
 const GATEWAY_SECRET = 'job-partition-gateway-secret-0123456789'
 const YEAR = 'advertiserId=101&byDate=1&dateFrom=2025-01-01&dateTo=2025-12-31'
 const YAML = teamsYamlWith({ jobs: { lease: '2s', poll: '200ms' }, cache: { lockTtl: '2s' } })
+const ONE_SEAT_YAML = YAML.replace('    refresh: true\n  growth:', '    refresh: true\n    maxConcurrent: 1\n  growth:')
+const metricsOf = async (gw: TestGateway) => (await gw.admin.inject({ method: 'GET', url: '/metrics' })).body
+const queued = (metrics: string) => Number(/^gateway_platform_queued_calls\{credential="default"\} (\d+)$/m.exec(metrics)?.[1] ?? 0)
+const msgs = (gw: TestGateway) => gw.logs.records().filter((l) => typeof l.job === 'string').map((l) => l.msg)
 
 // The replica running a report job is cut off from Redis (its connections dropped) while
 // the job's call is at the platform. Its lease renewals fail (a warn line each); once the
@@ -42,7 +46,6 @@ describe.skipIf(!redisCheck.available)('the runner of a report job cut off from 
     await waitFor('the job done on A', async () => (await state()).state === 'done', testTimeLeft(), 100)
     expect(sandbox.concurrency().peak).toBe(2)
     expect(sandbox.countRequests((r) => r.path === REPORT_PATH)).toBe(2)
-    const msgs = (gw: TestGateway) => gw.logs.records().filter((l) => typeof l.job === 'string').map((l) => l.msg)
     expect(msgs(b)).toContain("renewing a report job's lease failed")
     expect(a.logs.records()).toContainEqual(expect.objectContaining({ level: 40, team: 'all', from: expect.any(String), runs: 2, msg: expect.stringMatching(/^report job taken over/) }))
     const takenAt = (await state()).startedAt
@@ -51,5 +54,31 @@ describe.skipIf(!redisCheck.available)('the runner of a report job cut off from 
     await waitFor("the cut-off run's end", () => msgs(b).includes('ending a report job failed: another replica takes it over once its lease runs out'))
     gate.open()
     expect(await state()).toMatchObject({ state: 'done', startedAt: takenAt })
+  }, 60_000)
+
+  it('a job whose call still waits for a seat on the cut-off replica when its lease runs out lets go of it: the call is not sent, the job makes one platform call, where it was taken over', async () => {
+    const gate = await redisGate(redis.port, cleanups)
+    gate.open()
+    const env = { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), GATEWAY_SECRET }
+    // On B team `all` may have one call at the platform at once: a caller's read held there keeps the job's call waiting for a seat.
+    const b = await gateways.build(testConfig({ ...env, REDIS_URL: gate.url }, ONE_SEAT_YAML))
+    sandbox.clearRequests()
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    const week = b.proxy.inject({ method: 'GET', url: `${REPORT_PATH}?${WEEK_BY_DATE}`, headers: { 'x-api-key': KEYS.all } })
+    await waitFor("the caller's read at the platform", () => sandbox.concurrency().held === 1)
+    const asked = await b.proxy.inject({ method: 'GET', url: `${REPORT_PATH}?${YEAR}`, headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
+    expect(asked.statusCode).toBe(202)
+    const location = String(asked.headers.location)
+    await waitFor("the job's call waiting for a seat on B", async () => queued(await metricsOf(b)) === 1)
+    const a: TestGateway = await gateways.build(testConfig({ ...env, REDIS_URL: redis.url }, YAML))
+    gate.cut()
+    const state = async () => (await a.proxy.inject({ method: 'GET', url: location, headers: { 'x-api-key': KEYS.all } })).json() as { state: string; runs: number }
+    await waitFor('the job done on A', async () => (await state()).state === 'done', testTimeLeft(), 100)
+    sandbox.releaseHeld()
+    expect((await week).statusCode).toBe(200)
+    await waitFor("the cut-off run's end", () => msgs(b).includes('ending a report job failed: another replica takes it over once its lease runs out'))
+    expect(sandbox.countRequests((r) => r.path === REPORT_PATH && r.query === YEAR)).toBe(1)
+    gate.open()
+    expect(await state()).toMatchObject({ state: 'done' })
   }, 60_000)
 })
