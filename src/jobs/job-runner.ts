@@ -95,6 +95,9 @@ type RunEnd =
  * flight and across replicas by the fill lock. While it runs, its lease is renewed every
  * third of `leaseMs`; a replica that stops renewing (stopped, crashed) loses the job to the
  * first runner that finds the lease run out, and its own end is then refused by the store.
+ * A run still going at its lease's end (its renewals failed: cut off from Redis) lets go of
+ * its fill then, as a caller that hangs up: one not yet sent that no caller here waits for
+ * is not sent (docs/decisions/job-lease-lapse.md).
  */
 export class JobRunner {
   readonly #d: JobRunnerDeps
@@ -198,7 +201,10 @@ export class JobRunner {
     const renewal = clock.setInterval(
       () =>
         void this.#renew(job.id, run)
-          .then((leaseUntil) => leaseUntil !== null && !lapsed.signal.aborted && renewed(leaseUntil))
+          .then((leaseUntil) => {
+            // A renewal landing after the lapse undoes nothing: the fill was let go of.
+            if (leaseUntil !== null && !lapsed.signal.aborted) renewed(leaseUntil)
+          })
           .catch((err: unknown) => log.warn({ err, job: job.id }, 'renewing a report job\'s lease failed')),
       Math.max(1, Math.floor(settings.leaseMs / 3)),
     )
