@@ -8,6 +8,7 @@ import { fillMsOf } from '../reports/fill-time.js'
 import type { CanonicalReport } from '../reports/report-query.js'
 import type { TokenProvider } from '../platform/tokens/token-provider.js'
 import { NoIdleSeatError } from '../platform/governor/seat.js'
+import { CallersGoneError } from '../platform/client/caller-group.js'
 import { endJob, heldResultBytes, PLATFORM_ANSWER, isRun, renewJob, requeueJob, startable, startJob, startOrder, type Job, type TeamTurn, type JobError, type Outcome, type PlatformAnswer, type Run } from './job.js'
 import type { JobStore } from './job-store.js'
 import { PollLoop } from './poll-loop.js'
@@ -94,6 +95,9 @@ type RunEnd =
  * flight and across replicas by the fill lock. While it runs, its lease is renewed every
  * third of `leaseMs`; a replica that stops renewing (stopped, crashed) loses the job to the
  * first runner that finds the lease run out, and its own end is then refused by the store.
+ * A run still going at its lease's end (its renewals failed: cut off from Redis) lets go of
+ * its fill then, as a caller that hangs up: one not yet sent that no caller here waits for
+ * is not sent (docs/decisions/job-lease-lapse.md).
  */
 export class JobRunner {
   readonly #d: JobRunnerDeps
@@ -185,31 +189,52 @@ export class JobRunner {
     this.#running.set(job.id, job.team)
     this.#lastStarts.set(job.team, ++this.#starts)
     this.#d.onRun?.('started')
-    const renewal = clock.setInterval(() => void this.#renew(job.id, run).catch((err: unknown) => log.warn({ err, job: job.id }, 'renewing a report job\'s lease failed')), Math.max(1, Math.floor(settings.leaseMs / 3)))
-    this.#execute(job)
+    // The lease's end as this run last stored it, on this replica's clock: past it another
+    // replica may take the job over and make its call, so the run lets go of its read's fill
+    // (a hang-up): a call not yet sent is then not sent, unless a caller here waits for it.
+    const lapsed = new AbortController()
+    let lapse = clock.setTimeout(() => lapsed.abort(), job.leaseUntil - clock.now())
+    const renewed = (leaseUntil: number) => {
+      clock.clearTimeout(lapse)
+      lapse = clock.setTimeout(() => lapsed.abort(), leaseUntil - clock.now())
+    }
+    const renewal = clock.setInterval(
+      () =>
+        void this.#renew(job.id, run)
+          .then((leaseUntil) => {
+            // A renewal landing after the lapse undoes nothing: the fill was let go of.
+            if (leaseUntil !== null && !lapsed.signal.aborted) renewed(leaseUntil)
+          })
+          .catch((err: unknown) => log.warn({ err, job: job.id }, 'renewing a report job\'s lease failed')),
+      Math.max(1, Math.floor(settings.leaseMs / 3)),
+    )
+    this.#execute(job, lapsed.signal)
       .then((end) => {
         // No renewal starts once the read ended; one under way is met by the end's retry.
         clock.clearInterval(renewal)
+        clock.clearTimeout(lapse)
         return this.#end(job, run, end)
       })
       .catch((err: unknown) => log.warn({ err, job: job.id }, 'ending a report job failed: another replica takes it over once its lease runs out'))
       .finally(() => {
         clock.clearInterval(renewal)
+        clock.clearTimeout(lapse)
         this.#running.delete(job.id)
         this.poke()
       })
   }
 
-  async #renew(id: string, run: Run): Promise<void> {
+  /** The lease's new end, or null when it was not renewed (the job is no longer this run's, or another change came between). */
+  async #renew(id: string, run: Run): Promise<number | null> {
     const { store, clock, settings } = this.#d
     const current = await store.get(id)
     const now = clock.now()
     const renewed = current && renewJob(current, run, now, settings.leaseMs)
-    if (renewed) await store.swap(current, renewed, now)
+    return renewed && (await store.swap(current, renewed, now)) ? renewed.leaseUntil : null
   }
 
-  /** The job's read, and how it ends. */
-  async #execute(job: Job): Promise<RunEnd> {
+  /** The job's read, and how it ends; `lapsed`: its lease ran out unrenewed, and the read lets go of its fill. */
+  async #execute(job: Job, lapsed: AbortSignal): Promise<RunEnd> {
     const { reads, clock, settings, log } = this.#d
     const tally = teamTally(job.team)
     // The platform-seconds of the call its result came from (its own, one it joined, here or
@@ -224,7 +249,7 @@ export class JobRunner {
       // a copy (however old, to its stale-if-error end) or a fill under way answers it, no call.
       const spentFor = this.#d.spentFor
       const bound = spentFor ? { spentFor: () => spentFor(job.team, clock.now()) } : {}
-      const result = await reads.read(job.report, job.key, this.#d.provider(job.credential), { refresh: false, tally, requestId: ownRequestId('job', job.id), team: job.team, log, priority: job.priority, ...bound })
+      const result = await reads.read(job.report, job.key, this.#d.provider(job.credential), { refresh: false, tally, requestId: ownRequestId('job', job.id), team: job.team, log, priority: job.priority, hangUp: lapsed, ...bound })
       switch (result.kind) {
         case 'entry':
           return { kind: 'done', entry: result.entry, tookSeconds: took(result) }
@@ -240,7 +265,8 @@ export class JobRunner {
       const e = err as Error & { code?: string; statusCode?: number }
       // No seat in time (background work waits behind callers), or this replica shutting down: the job goes back to the queue.
       if (e.cause instanceof NoIdleSeatError || e instanceof NoIdleSeatError) return { kind: 'requeue', notBefore: clock.now() + settings.retryMs }
-      if (e.code === 'GW_SHUTTING_DOWN') return { kind: 'requeue', notBefore: clock.now() }
+      // A shutdown, or its lease ran out and its fill, left by every caller, was not sent: due again now (refused if another replica took it over).
+      if (e.code === 'GW_SHUTTING_DOWN' || (lapsed.aborted && e.cause instanceof CallersGoneError)) return { kind: 'requeue', notBefore: clock.now() }
       const wait = (e as { retryAfterSec?: unknown }).retryAfterSec
       // Refused before any seat, as a pause of the platform's (its 429, this job's own or another
       // call's) covers the call: the job waits in the queue until the pause ends, jobs.retry at least.

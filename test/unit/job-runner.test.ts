@@ -5,6 +5,7 @@ import { JobRunner, type JobReads, type JobSettings, type RunOutcome } from '../
 import { MemoryJobStore } from '../../src/jobs/job-store.js'
 import { newJob, renewJob, type Job } from '../../src/jobs/job.js'
 import { NoIdleSeatError } from '../../src/platform/governor/seat.js'
+import { CallersGoneError } from '../../src/platform/client/caller-group.js'
 import { UpstreamError, UpstreamTimeoutError } from '../../src/errors.js'
 import type { CacheResult, ReadOptions } from '../../src/reports/report-cache.js'
 import type { TokenProvider } from '../../src/platform/tokens/token-provider.js'
@@ -164,6 +165,30 @@ describe('the job runner on a fake clock', () => {
     expect(endedBy.get('rB')).toEqual(['j1:done'])
     a.stop()
     b.stop()
+  })
+
+  it('a run whose renewals fail lets go of its read at the lease\'s end, from the last renewal that landed; its fill dropped unsent, it gives the job back due at once', async () => {
+    const { clock, store, reads, r } = await oneRunning()
+    const letGo = reads.asks[0]?.hangUp as AbortSignal
+    clock.advance(SETTINGS.leaseMs / 3)
+    await waitFor('the lease renewed', async () => (await stored(store)).leaseUntil === clock.now() + SETTINGS.leaseMs)
+    const leaseUntil = (await stored(store)).leaseUntil
+    // Cut off from the store: every renewal from now on fails.
+    const get = store.get.bind(store)
+    store.get = () => Promise.reject(new Error('cut off'))
+    clock.advance(leaseUntil - clock.now() - 1)
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(letGo.aborted).toBe(false)
+    clock.advance(1)
+    expect(letGo.aborted).toBe(true)
+    // Reached again before another runner took the job: the run's unsent fill gives it back.
+    store.get = get
+    reads.fail(new UpstreamError('every caller left', { cause: new CallersGoneError() }))
+    // Due at once: this runner, which looks again when a run ends, starts it again.
+    await waitFor('the job started again', () => reads.asks.length === 2)
+    expect(outcomes.get('r1')).toEqual(['started', 'requeued', 'started'])
+    expect(await stored(store)).toMatchObject({ state: 'running', runs: 2 })
+    r.stop()
   })
 
   it('a job that got no seat goes back to the queue and starts again only after jobs.retry', async () => {
