@@ -30,4 +30,26 @@ describe('a team\'s kept jobs', () => {
     expect(refused).toHaveLength(9)
     for (const message of refused) expect(message).toContain('jobs.maxKeptPerTeam')
   })
+
+  it('ask orders are kept for the asks of the current millisecond only, however many teams ever asked', async () => {
+    let now = 1_800_000_000_000
+    const jobs = new Jobs({
+      store: new MemoryJobStore(),
+      runner: { poke: () => undefined } as unknown as JobRunner,
+      settings: { maxOpenPerTeam: 100, maxKeptPerTeam: 100 },
+      waits: {} as JobWaits,
+      clock: { now: () => now } as Clock,
+      expectedSeconds: () => null,
+      finality: () => ({ settledThrough: null, provisionalDays: [] }) as never,
+      purged: () => false,
+    })
+    const ask = (team: string, i: number) => jobs.ask({ team, warm: false, credential: 'default', report: { path: `/r/${i}` } as unknown as CanonicalReport, key: `k${i}` })
+    for (let i = 0; i < 50; i++) {
+      const [a, b] = [await ask(`t${i}`, i), await ask(`t${i}`, i + 1000)]
+      // Asks within one millisecond still sort as they came.
+      expect(a.id < b.id).toBe(true)
+      expect(jobs.orderedTeams).toBe(1)
+      now += 1
+    }
+  })
 })
