@@ -10,19 +10,24 @@ import type { CanonicalReport } from '../../src/reports/report-query.js'
 // made at once are counted with each other, not each against the count before any of
 // them was added.
 
+/** Jobs in a memory store on the clock `now`, a team keeping `maxKeptPerTeam`. */
+function jobsOn(now: () => number, maxKeptPerTeam: number): Jobs {
+  return new Jobs({
+    store: new MemoryJobStore(),
+    runner: { poke: () => undefined } as unknown as JobRunner,
+    settings: { maxOpenPerTeam: 100, maxKeptPerTeam },
+    waits: {} as JobWaits,
+    clock: { now } as Clock,
+    expectedSeconds: () => null,
+    finality: () => ({ settledThrough: null, provisionalDays: [] }) as never,
+    purged: () => false,
+  })
+}
+
 describe('a team\'s kept jobs', () => {
   it('are jobs.maxKeptPerTeam at most when the team asks many at once', async () => {
     const now = 1_800_000_000_000
-    const jobs = new Jobs({
-      store: new MemoryJobStore(),
-      runner: { poke: () => undefined } as unknown as JobRunner,
-      settings: { maxOpenPerTeam: 100, maxKeptPerTeam: 3 },
-      waits: {} as JobWaits,
-      clock: { now: () => now } as Clock,
-      expectedSeconds: () => null,
-      finality: () => ({ settledThrough: null, provisionalDays: [] }) as never,
-      purged: () => false,
-    })
+    const jobs = jobsOn(() => now, 3)
     const ask = (i: number) => jobs.ask({ team: 'growth', warm: false, credential: 'default', report: { path: `/r/${i}` } as unknown as CanonicalReport, key: `k${i}` })
     const asked = await Promise.allSettled(Array.from({ length: 12 }, (_, i) => ask(i)))
     expect(asked.filter((a) => a.status === 'fulfilled')).toHaveLength(3)
@@ -33,16 +38,7 @@ describe('a team\'s kept jobs', () => {
 
   it('ask orders are kept for the asks of the current millisecond only, however many teams ever asked', async () => {
     let now = 1_800_000_000_000
-    const jobs = new Jobs({
-      store: new MemoryJobStore(),
-      runner: { poke: () => undefined } as unknown as JobRunner,
-      settings: { maxOpenPerTeam: 100, maxKeptPerTeam: 100 },
-      waits: {} as JobWaits,
-      clock: { now: () => now } as Clock,
-      expectedSeconds: () => null,
-      finality: () => ({ settledThrough: null, provisionalDays: [] }) as never,
-      purged: () => false,
-    })
+    const jobs = jobsOn(() => now, 100)
     const ask = (team: string, i: number) => jobs.ask({ team, warm: false, credential: 'default', report: { path: `/r/${i}` } as unknown as CanonicalReport, key: `k${i}` })
     for (let i = 0; i < 50; i++) {
       const [a, b] = [await ask(`t${i}`, i), await ask(`t${i}`, i + 1000)]
