@@ -5,6 +5,7 @@ import type { TeamConfig } from '../../src/config.js'
 import type { Clock } from '../../src/clock.js'
 import { RedisBreaker } from '../../src/redis/breaker.js'
 import { RateLimiter } from '../../src/access/rate-limit.js'
+import { TeamDirectory } from '../../src/access/team-auth.js'
 import { useRedis } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { onRealTimers } from '../helpers/clock.js'
@@ -132,6 +133,22 @@ describe.skipIf(!available)('RateLimiter shared through Redis', () => {
     expect(admitted(a, quiet, 5)).toBe(0)
     await a.close()
     await b.close()
+  })
+
+  it('keeps the windows of the teams configured now: a reload drops a removed team\'s, whose hits are then synced nowhere', async () => {
+    const redis = new Redis(server.url)
+    clients.push(redis)
+    const [kept, removed] = [team('kept', 10), team('removed', 10)]
+    const teams = new TeamDirectory([kept, removed])
+    const limiter = new RateLimiter({ redis, breaker: new RedisBreaker({ cooldownMs: 60_000, log: silent }), prefix: 'reload:', teams, syncMs: 60_000 })
+    admitted(limiter, kept, 2)
+    admitted(limiter, removed, 3)
+    expect(limiter.size).toBe(2)
+    teams.replace([kept])
+    expect(limiter.size).toBe(1)
+    await limiter.sync()
+    expect(await redis.keys('reload:*')).toEqual([expect.stringMatching(/^reload:rl:\{kept\}:\d+$/)])
+    await limiter.close()
   })
 
   it('counts locally while Redis is unreachable', async () => {
