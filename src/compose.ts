@@ -115,6 +115,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const room = new ResultRoom({ redis: seal ? redis : null, breaker, settings: config.jobs, teams: () => teams.teams.length, log, clock })
   teams.onReplace(() => void room.read())
   const { l1, store, reports } = cacheParts(config, { redis, breaker, bus, seal, unverified, log, metrics, clock, timers: deps.timers, failures, usage, client, answers, tokens, replica: replicaId, room })
+  teams.onReplace(() => reports.keepFillersOf((team) => teams.teamOf(team) !== undefined))
   const jobsPart = jobParts(config, { teams, redis, breaker, seal, unverified, reports, tokens, governors, clock, log, failures, metrics, bus, replica: replicaId, platformTime: usage.platformTime, room })
   const { jobs, runner } = jobsPart
 

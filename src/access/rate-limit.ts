@@ -1,4 +1,5 @@
 import type { TeamConfig } from '../config.js'
+import type { TeamDirectory } from './team-auth.js'
 import type { RedisBreaker } from '../redis/breaker.js'
 import type { RedisClient } from '../redis/client.js'
 import { systemClock, type Clock, type Timer } from '../clock.js'
@@ -42,6 +43,8 @@ export interface RateLimiterOptions {
   redis: RedisClient | null
   breaker: RedisBreaker | null
   prefix: string
+  /** The teams configured now: a window is kept only for one of them. */
+  teams: Pick<TeamDirectory, 'teamOf' | 'onReplace'>
   syncMs?: number
   clock?: Clock
 }
@@ -57,7 +60,9 @@ export interface RateLimiterOptions {
  * quiet does not go on for an interval on what it learned before. A team can exceed its
  * limit by at most what all replicas admit in one sync interval, since each replica
  * learns the others' hits only at its next sync. Without Redis, or while it is down, each
- * replica counts on its own.
+ * replica counts on its own. The windows kept are the current ones of the teams
+ * configured now (each reload, and each sync, drops the rest), however many team names
+ * reloads ever brought.
  */
 export class RateLimiter {
   readonly #windows = new Map<string, Window>()
@@ -72,6 +77,12 @@ export class RateLimiter {
     this.#o = opts
     this.#clock = opts.clock ?? systemClock
     this.#syncMs = opts.syncMs ?? DEFAULT_RATE_SYNC_MS
+    opts.teams.onReplace(() => this.#prune(this.#clock.now()))
+  }
+
+  /** How many teams' windows are kept. */
+  get size(): number {
+    return this.#windows.size
   }
 
   start(): void {
@@ -147,11 +158,8 @@ export class RateLimiter {
     const { redis, breaker, prefix } = this.#o
     if (!redis || !breaker) return
     const now = this.#clock.now()
-    const active = [...this.#windows.values()].filter((w) => {
-      const current = w.team.rateLimit && Math.floor(now / w.team.rateLimit.windowMs) === w.window
-      if (!current) this.#windows.delete(w.team.name)
-      return current && w.pending > 0
-    })
+    this.#prune(now)
+    const active = [...this.#windows.values()].filter((w) => w.pending > 0)
     if (active.length === 0) return
     await Promise.all(
       active.map(async (w) => {
@@ -166,5 +174,15 @@ export class RateLimiter {
         w.syncedAt = now
       }),
     )
+  }
+
+  // A window is kept while it is the current one of a team configured now with a limit:
+  // a removed team's, or one its limit's change made another, has nothing left to count
+  // (the team's next hit starts its window afresh), and its unsynced hits count for no one.
+  #prune(now: number): void {
+    for (const [name, w] of this.#windows) {
+      const limit = this.#o.teams.teamOf(name)?.rateLimit
+      if (!limit || Math.floor(now / limit.windowMs) !== w.window) this.#windows.delete(name)
+    }
   }
 }

@@ -77,6 +77,7 @@ export function jobParts(
     ...(announce ? { announce } : {}),
     spentFor: (team, now) => o.platformTime.overBound(team, o.teams.platformSecondsPerDayOf(team), now),
     refusal: (job) => scopeRefusal(o.teams.teamOf(job.team), job.team, job.credential, job.report.advertiserIds),
+    teams: o.teams,
     bound: () => room.bound(),
   })
   const jobs = new Jobs({

@@ -50,7 +50,7 @@ export function teamParts(
     teams,
     reloader: new TeamReloader({ config, teams, adminAuth, log: o.log, auditLog: o.auditLog, metrics, secrets: o.secrets, bus: o.bus, onKeysChanged: (change) => void o.keyUse?.keysChanged(change), source: config.demo ? null : source, pollMs: config.teamsReload.pollMs, clock }),
     adminAuth,
-    rateLimiter: new RateLimiter({ redis, breaker, prefix, syncMs: config.redis.rateLimitSyncMs, clock }),
+    rateLimiter: new RateLimiter({ redis, breaker, prefix, teams, syncMs: config.redis.rateLimitSyncMs, clock }),
     usage: new TeamUsage({ redis, breaker, prefix, metrics, flushMs: config.usage.flushMs, retentionDays: config.usage.retentionDays, clock }),
   }
 }

@@ -15,6 +15,7 @@ import { PollLoop } from './poll-loop.js'
 import type { Delivery } from './delivery.js'
 import { boundText, roomGrowsWith, type ResultBound } from '../redis/memory-room.js'
 import { ownRequestId } from '../observe/request-id.js'
+import type { TeamDirectory } from '../access/team-auth.js'
 
 /** The jobs' settings (config `jobs`), in milliseconds and bytes. */
 export interface JobSettings {
@@ -67,6 +68,8 @@ export interface JobRunnerDeps {
   spentFor?: (team: string, now: number) => number
   /** Why the job's team, as the teams are now, may not read its report (a reload took its advertiser away, or the team); null: it may. */
   refusal?: (job: Job) => string | null
+  /** The teams configured now: only theirs of the last starts are kept for the turns. */
+  teams: Pick<TeamDirectory, 'teamOf' | 'onReplace'>
   /** A team's bound of kept results now (its part of the room in Redis); default jobs.resultBytesPerTeam. */
   bound?: () => ResultBound
 }
@@ -110,7 +113,11 @@ export class JobRunner {
 
   constructor(deps: JobRunnerDeps) {
     this.#d = deps
-    const { settings, clock } = deps
+    const { settings, clock, teams } = deps
+    // A removed team's jobs are refused, so its turn counts for no job: a reload drops it.
+    teams.onReplace(() => {
+      for (const team of this.#lastStarts.keys()) if (!teams.teamOf(team)) this.#lastStarts.delete(team)
+    })
     // Jobs left due (no room here, or Redis failed): looked at again every jobs.poll. Else
     // every jobs.lease, which finds a stopped runner's job once its lease ran out; a job
     // asked anywhere wakes every runner at once (`wake`).
@@ -131,6 +138,11 @@ export class JobRunner {
   /** Starts no job after this; jobs running end as their reads end (a shutdown's abort requeues them). */
   stop(): void {
     this.#loop.stop()
+  }
+
+  /** How many teams' last starts are kept for their turns. */
+  get startTurns(): number {
+    return this.#lastStarts.size
   }
 
   /** Jobs this replica runs now. */

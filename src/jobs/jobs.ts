@@ -55,11 +55,20 @@ export type JobResult = { entry: CacheEntry; job: Job } | { answer: PlatformAnsw
  */
 export class Jobs {
   readonly #d: JobsDeps
-  /** Each team's asks on this replica, for its ids' order part. */
+  /**
+   * Each team's asks on this replica in the millisecond `#asksAt`, for its ids' order part:
+   * ids of other milliseconds sort by their time, so only the current one's are kept.
+   */
   readonly #asks = new Map<string, number>()
+  #asksAt = -Infinity
 
   constructor(deps: JobsDeps) {
     this.#d = deps
+  }
+
+  /** How many teams' ask orders are kept. */
+  get orderedTeams(): number {
+    return this.#asks.size
   }
 
   /** A new queued job; 429 when the team has jobs.maxOpenPerTeam open already. */
@@ -177,6 +186,10 @@ export class Jobs {
    * not guessed, and another team's reads as none anyway.
    */
   #newId(team: string, now: number): string {
+    if (now !== this.#asksAt) {
+      this.#asks.clear()
+      this.#asksAt = now
+    }
     const order = ((this.#asks.get(team) ?? 0) + 1) % 36 ** 4
     this.#asks.set(team, order)
     return `${now.toString(36).padStart(9, '0')}${order.toString(36).padStart(4, '0')}${randomBytes(12).toString('base64url')}`

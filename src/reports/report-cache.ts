@@ -749,6 +749,19 @@ export class ReportCache {
     return result
   }
 
+  /** How many teams' "filled by" records are kept. */
+  get fillers(): number {
+    return this.#fillers.size
+  }
+
+  /**
+   * Drops the "filled by" records of the teams no longer configured (after a reload): the
+   * entries they filled keep theirs, and a team configured again gets a new one.
+   */
+  keepFillersOf(configured: (team: string) => boolean): void {
+    for (const team of this.#fillers.keys()) if (!configured(team)) this.#fillers.delete(team)
+  }
+
   #filler(team: string): FilledBy {
     let by = this.#fillers.get(team)
     if (by === undefined) {

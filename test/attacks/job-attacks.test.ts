@@ -196,7 +196,10 @@ describe('report jobs attacked', () => {
     const first = await ask('advertiserId=101&dateFrom=2023-01-01&dateTo=2023-01-28', KEYS.growth)
     for (const month of ['02', '03']) await ask(`advertiserId=101&dateFrom=2023-${month}-01&dateTo=2023-${month}-28`, KEYS.all)
     const second = await ask('advertiserId=101&dateFrom=2023-04-01&dateTo=2023-04-28', KEYS.growth)
-    expect(order(second) - order(first)).toBe(1)
+    // The order part counts the team's own asks of the id's millisecond: the other team's
+    // two asks between would make it 3.
+    expect(order(first)).toBe(1)
+    expect(order(second)).toBeLessThanOrEqual(2)
   })
 
   it('a job\'s expectedSeconds tells a team nothing of another team\'s calls: null until a call of its kind of the team\'s own has ended', async () => {

@@ -11,6 +11,7 @@ import { newDelivery, type Delivery, type DeliveryView } from '../../src/jobs/de
 import { ended, jobStatus, newJob, type Job, type JobStatus } from '../../src/jobs/job.js'
 import type { JobStore } from '../../src/jobs/job-store.js'
 import { JobRunner } from '../../src/jobs/job-runner.js'
+import { TeamDirectory } from '../../src/access/team-auth.js'
 import { RedisJobStore } from '../../src/jobs/redis-job-store.js'
 import { RedisDeliveryStore } from '../../src/jobs/redis-delivery-store.js'
 import { RedisSeal } from '../../src/redis/seal.js'
@@ -534,6 +535,7 @@ describe.skipIf(!available)('a job\'s end and its delivery on one Redis', () => 
       failures: { warn: () => undefined },
       pushOf: (ended: Job, now: number) => a.webhooks.deliveryOf(ended.team, jobStatus(ended, null, now, finality), now),
       onEnded: () => a.webhooks.poke(),
+      teams: new TeamDirectory([]),
     })
     runner.start()
     await waitFor('the job ended in Redis', async () => (await b.jobs.get(job.id))?.state === 'done')

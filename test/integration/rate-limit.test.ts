@@ -5,6 +5,7 @@ import type { TeamConfig } from '../../src/config.js'
 import type { Clock } from '../../src/clock.js'
 import { RedisBreaker } from '../../src/redis/breaker.js'
 import { RateLimiter } from '../../src/access/rate-limit.js'
+import { TeamDirectory } from '../../src/access/team-auth.js'
 import { useRedis } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { onRealTimers } from '../helpers/clock.js'
@@ -19,6 +20,9 @@ function team(name: string, max: number): TeamConfig {
   return { name, keys: [], advertisers: null, write: false, refresh: false, credential: 'default', rateLimit: { max, windowMs: 60_000 }, weight: 1, maxConcurrent: null, queue: null, platformSecondsPerDay: null, webhook: null }
 }
 
+// Every team named here is configured: its windows are kept while current (each one's is 60 s long).
+const everyTeam = { teamOf: (name: string) => team(name, 1), onReplace: () => undefined }
+
 function admitted(limiter: RateLimiter, t: TeamConfig, n: number): number {
   let allowed = 0
   for (let i = 0; i < n; i++) if (limiter.hit(t).allowed) allowed++
@@ -28,7 +32,7 @@ function admitted(limiter: RateLimiter, t: TeamConfig, n: number): number {
 describe('RateLimiter without Redis', () => {
   it('admits exactly max per window and tells when the window ends', () => {
     let now = 120_000 + 15_000
-    const limiter = new RateLimiter({ redis: null, breaker: null, prefix: 't:', clock: onRealTimers(() => now) })
+    const limiter = new RateLimiter({ redis: null, breaker: null, prefix: 't:', teams: everyTeam, clock: onRealTimers(() => now) })
     const t = team('solo', 5)
     expect(admitted(limiter, t, 8)).toBe(5)
     expect(limiter.hit(t)).toEqual({ allowed: false, retryAfterSec: 45, remaining: 0, resetSec: 45 })
@@ -37,7 +41,7 @@ describe('RateLimiter without Redis', () => {
   })
 
   it('never limits a team without a rate limit', () => {
-    const limiter = new RateLimiter({ redis: null, breaker: null, prefix: 't:' })
+    const limiter = new RateLimiter({ redis: null, breaker: null, prefix: 't:', teams: everyTeam })
     expect(admitted(limiter, { ...team('free', 1), rateLimit: null }, 100)).toBe(100)
   })
 })
@@ -55,7 +59,7 @@ describe.skipIf(!available)('RateLimiter shared through Redis', () => {
     redis.on('error', () => undefined)
     clients.push(redis)
     await redis.connect().catch(() => undefined)
-    return new RateLimiter({ redis, breaker: new RedisBreaker({ cooldownMs: 60_000, log: silent }), prefix, syncMs: 60_000 })
+    return new RateLimiter({ redis, breaker: new RedisBreaker({ cooldownMs: 60_000, log: silent }), prefix, teams: everyTeam, syncMs: 60_000 })
   }
 
   it('shares one budget between two replicas after a sync, overshooting by at most one interval of traffic', async () => {
@@ -100,7 +104,7 @@ describe.skipIf(!available)('RateLimiter shared through Redis', () => {
     clients.push(redis)
     let now = 1_000_000
     const clock = { ...onRealTimers(() => now), setInterval: () => ({ unref() { return this } }), clearInterval: () => undefined } as unknown as Clock
-    const make = () => new RateLimiter({ redis, breaker: new RedisBreaker({ cooldownMs: 60_000, log: silent }), prefix: 'quiet:', syncMs: 500, clock })
+    const make = () => new RateLimiter({ redis, breaker: new RedisBreaker({ cooldownMs: 60_000, log: silent }), prefix: 'quiet:', teams: everyTeam, syncMs: 500, clock })
     const [a, b] = [make(), make()]
     a.start()
     b.start()
@@ -129,6 +133,22 @@ describe.skipIf(!available)('RateLimiter shared through Redis', () => {
     expect(admitted(a, quiet, 5)).toBe(0)
     await a.close()
     await b.close()
+  })
+
+  it('keeps the windows of the teams configured now: a reload drops a removed team\'s, whose hits are then synced nowhere', async () => {
+    const redis = new Redis(server.url)
+    clients.push(redis)
+    const [kept, removed] = [team('kept', 10), team('removed', 10)]
+    const teams = new TeamDirectory([kept, removed])
+    const limiter = new RateLimiter({ redis, breaker: new RedisBreaker({ cooldownMs: 60_000, log: silent }), prefix: 'reload:', teams, syncMs: 60_000 })
+    admitted(limiter, kept, 2)
+    admitted(limiter, removed, 3)
+    expect(limiter.size).toBe(2)
+    teams.replace([kept])
+    expect(limiter.size).toBe(1)
+    await limiter.sync()
+    expect(await redis.keys('reload:*')).toEqual([expect.stringMatching(/^reload:rl:\{kept\}:\d+$/)])
+    await limiter.close()
   })
 
   it('counts locally while Redis is unreachable', async () => {

@@ -10,6 +10,8 @@ import { UpstreamError, UpstreamTimeoutError } from '../../src/errors.js'
 import type { CacheResult, ReadOptions } from '../../src/reports/report-cache.js'
 import type { TokenProvider } from '../../src/platform/tokens/token-provider.js'
 import { canonicalGetReport } from '../../src/reports/report-query.js'
+import { TeamDirectory } from '../../src/access/team-auth.js'
+import type { TeamConfig } from '../../src/config.js'
 import { fakeClock, type FakeClock } from '../helpers/clock.js'
 import { waitFor } from '../helpers/wait.js'
 
@@ -47,12 +49,12 @@ const outcomes = new Map<string, RunOutcome[]>()
 /** The jobs each runner ended (its onEnded: the webhook delivery), by id. */
 const endedBy = new Map<string, string[]>()
 
-function runner(store: MemoryJobStore, reads: JobReads, clock: FakeClock, name: string): JobRunner {
+function runner(store: MemoryJobStore, reads: JobReads, clock: FakeClock, name: string, teams = new TeamDirectory([])): JobRunner {
   outcomes.set(name, [])
   endedBy.set(name, [])
   const onRun = (outcome: RunOutcome) => outcomes.get(name)?.push(outcome)
   const onEnded = (job: Job) => endedBy.get(name)?.push(`${job.id}:${job.state}`)
-  return new JobRunner({ store, reads, provider: () => ({ name: 'default' }) as TokenProvider, settings: SETTINGS, clock, log: silent, runner: name, maxEntryBytes: 1024 * 1024, failures: { warn: () => undefined }, onRun, onEnded })
+  return new JobRunner({ store, reads, provider: () => ({ name: 'default' }) as TokenProvider, settings: SETTINGS, clock, log: silent, runner: name, maxEntryBytes: 1024 * 1024, failures: { warn: () => undefined }, onRun, onEnded, teams })
 }
 
 async function asked(store: MemoryJobStore, clock: FakeClock, id = 'j1'): Promise<void> {
@@ -74,6 +76,25 @@ async function oneRunning(): Promise<{ clock: FakeClock; store: MemoryJobStore; 
 }
 
 describe('the job runner on a fake clock', () => {
+  it('keeps the start turns of the teams configured now: a reload drops the removed teams\'', async () => {
+    const clock = fakeClock()
+    const store = new MemoryJobStore()
+    const reads = heldReads()
+    const teams = new TeamDirectory([])
+    const r = runner(store, reads, clock, 'r1', teams)
+    r.start()
+    for (let i = 0; i < 5; i++) {
+      teams.replace([{ name: `t${i}`, keys: [] } as unknown as TeamConfig])
+      await store.add(newJob({ id: `j${i}`, team: `t${i}`, credential: 'default', key: 'k', report, expectedSeconds: null }, clock.now()), 10, clock.now())
+      r.poke()
+      await waitFor('the job running', async () => (await stored(store, `j${i}`)).state === 'running')
+      reads.answer({ kind: 'entry', entry: entry(clock.now()), status: 'MISS' })
+      await waitFor('the job done', async () => (await stored(store, `j${i}`)).state === 'done')
+      expect(r.startTurns).toBeLessThanOrEqual(1)
+    }
+    r.stop()
+  })
+
   it('starts a queued job at once as a read of its team at priority job, renews its lease, and ends it done with its report kept', async () => {
     const { clock, store, reads, r } = await oneRunning()
     expect(reads.asks[0]).toMatchObject({ team: 'growth', priority: 'job', refresh: false })

@@ -35,12 +35,13 @@ function entryFor(key: string): CacheEntry {
 function setUp() {
   const config = testConfig({ PLATFORM_BASE_URL: 'http://127.0.0.1:9', PLATFORM_TOKEN: 'platform-token-for-tests' }, YAML)
   const memo = new KnownUrls()
-  const rateLimiter = new RateLimiter({ redis: null, breaker: null, prefix: 't:' })
+  const teams = new TeamDirectory(config.teams, () => NOW)
+  const rateLimiter = new RateLimiter({ redis: null, breaker: null, prefix: 't:', teams })
   const metrics = createMetrics()
   const admission = new Admission(
     {
       config,
-      teams: new TeamDirectory(config.teams, () => NOW),
+      teams,
       rateLimiter,
       metrics,
       tokens: { get: (name: string) => ({ name }) } as unknown as TokenRegistry,

@@ -6,7 +6,7 @@ import { rateLimitHeaders } from '../../src/access/rate-limit-headers.js'
 import { RateLimiter } from '../../src/access/rate-limit.js'
 import { TeamUsage, answeredByCache, usageResult } from '../../src/observe/usage.js'
 import { createMetrics } from '../../src/observe/metrics.js'
-import { onRealTimers } from '../helpers/clock.js'
+import { fakeClock, onRealTimers } from '../helpers/clock.js'
 
 const KEY = 'rgw_directory_test_key_000000000000000000000'
 const OTHER = 'rgw_directory_test_key_111111111111111111111'
@@ -182,8 +182,8 @@ describe('gateway_api_key_expiry_seconds', () => {
 describe('rate-limit headers (IETF draft form)', () => {
   it('give the quota and window, and what is left and when the window ends', () => {
     let now = 60_000 * 1000 + 18_000
-    const limiter = new RateLimiter({ redis: null, breaker: null, prefix: 'x:', clock: onRealTimers(() => now) })
     const limited = team('limited', [], { max: 2, windowMs: 60_000 })
+    const limiter = new RateLimiter({ redis: null, breaker: null, prefix: 'x:', teams: new TeamDirectory([limited]), clock: onRealTimers(() => now) })
     const first = limiter.hit(limited)
     expect(rateLimitHeaders(limited, first)).toEqual(['"default";q=2;w=60', '"default";r=1;t=42'])
     now += 1000
@@ -194,9 +194,22 @@ describe('rate-limit headers (IETF draft form)', () => {
     expect(limiter.peek(limited)).toMatchObject({ allowed: false, remaining: 0, resetSec: 41 })
   })
 
+  it('are kept for the teams configured now: a reload drops the windows of the teams it removed, without Redis', () => {
+    const clock = fakeClock(60_000 * 1000)
+    const dir = new TeamDirectory([])
+    const limiter = new RateLimiter({ redis: null, breaker: null, prefix: 'x:', clock, teams: dir })
+    for (let round = 0; round < 50; round++) {
+      const teams = [0, 1, 2].map((i) => team(`t${round}-${i}`, [], { max: 5, windowMs: 3_600_000 }))
+      dir.replace(teams)
+      for (const t of teams) expect(limiter.hit(t).allowed).toBe(true)
+      expect(limiter.size).toBeLessThanOrEqual(teams.length)
+      clock.advance(1000)
+    }
+  })
+
   it('are absent for a team without a limit', () => {
-    const limiter = new RateLimiter({ redis: null, breaker: null, prefix: 'x:' })
     const open = team('open', [])
+    const limiter = new RateLimiter({ redis: null, breaker: null, prefix: 'x:', teams: new TeamDirectory([open]) })
     expect(rateLimitHeaders(open, limiter.hit(open))).toBeNull()
   })
 })
