@@ -321,29 +321,6 @@ describe('seats free in the store while other replicas are short of their due', 
     lease.stop()
   })
 
-  // Its record is its last renewal's: one that said it was not short (its calls fit its lease) is what the other replicas
-  // plan from, and a replica holding seats past its calls' reach reads it not short, until one of them renews; a starved
-  // retry counted from a starve before that answer left it so for up to 250 ms (seeds 2033, 227, 1083).
-  it('renews at once when its calls wait past its lease and its last answer was no starve: its record says it short', async () => {
-    const b: ReplicaRecord = { run: 'r~b', lease: 4, inFlight: 4, need: 4, answered: 0, waited: false, teams: [{ team: 'b', weight: 1, held: 4, waiting: 0, cap: null, peak: 4, lingering: false }] }
-    const { clock, store, lease } = await besideB(b, () => ({ granted: 0, free: 0 }))
-    const load = (team: string, waiting: number) => ({ team, weight: 1, held: 0, waiting, cap: null, peak: 10, lingering: waiting === 0, seatMs: 0 })
-    const want = (waiting: number, ...teams: string[]) => lease.demand({ limit: 12, inFlight: 0, waiting, teams: [load('a', waiting), ...teams.map((t) => load(t, 0))] })
-    await clock.run(clock.now() + 1)
-    const first = store.asks[0]!.at
-    // Starved at first; 30 ms later its callers are gone and a team new here renews: that answer is no starve (need 0).
-    await clock.run(first + 30)
-    want(0, 'c')
-    await clock.run(first + 60)
-    expect(store.asks.map((a) => a.at - first)).toEqual([0, 30])
-    // 90 ms after the starve a call waits, none free: its record (need 0) says it not short.
-    await clock.run(first + 90)
-    want(1, 'c')
-    await clock.run(first + 100)
-    expect(store.asks.map((a) => a.at - first)).toEqual([0, 30, 90])
-    lease.stop()
-  })
-
   // Capped at its due from the answer that grants them (it says none is free then), the seats
   // idled until its next renewal gave them back (docs/governor.md, "Across replicas").
   it('fills the seats it was granted past its due with short calls until its next answer, then gives them back', async () => {

@@ -180,9 +180,8 @@ export class LeasedSeats {
     else if (plan !== null && ((this.#lease > 0 && this.#lease + plan.occupiedElsewhere > demand.limit) || demand.teams.some((t) => !plan.targets.has(t.team)))) this.#schedule(0)
     else if (need > this.#lease) {
       this.#unusedSince = null
-      // None free (or none that is not another replica's due): wait to be told, or for the bounded retry while its last answer
-      // was a starve (its record says it short); after an answer that was none, at once: the others plan from that record.
-      this.#schedule(this.#spare() <= 0 && this.#starvedAt === this.#lastAnswer ? STARVED_RETRY_MS - (now - this.#starvedAt) : 0)
+      // None free (or none that is not another replica's due): wait to be told, or for the bounded retry.
+      this.#schedule(this.#spare() <= 0 ? STARVED_RETRY_MS - (now - this.#starvedAt) : 0)
     } else if (this.#lease > fitting(need, demand.limit)) {
       this.#unusedSince ??= now
       this.#schedule(TRIM_AFTER_MS - (now - this.#unusedSince))
