@@ -22,7 +22,8 @@ import { withholdFromRemovedKeys, type KeyTeam } from './pipelined-answers.js'
 import { setAnswerFields } from './answer-fields.js'
 import { NOT_KEPT } from './health.js'
 import type { Tracing } from '../observe/tracing.js'
-import { bodyTypeRefused, NOT_JSON } from '../access/request-body.js'
+import { bodyTypeRefused, ENCODED_BODY, NOT_JSON } from '../access/request-body.js'
+import { hasBody } from '../access/admission.js'
 
 // Node checks requests' deadlines this often (connectionsCheckingInterval).
 const CONNECTIONS_CHECK_MS = 1000
@@ -461,6 +462,10 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
   // Fastify's parsers read the body: invited unless its declared length is past the limit (then 413 at once).
   if (bodyReader === 'parser') {
     app.addHook('preParsing', (request, _reply, payload, done) => {
+      // Fastify's parsers read the bytes as sent, whatever their coding: a body labelled
+      // gzip and sent plain was taken, a gzipped one was "not valid JSON". It is refused
+      // before it is read, in the proxy listener's words.
+      if (request.headers['content-encoding'] !== undefined && hasBody(request.headers)) return done(new BadRequestError(ENCODED_BODY))
       if (!(Number(request.headers['content-length']) > bodyLimitOf(request, config))) inviteBody(request.raw)
       done(null, payload)
     })
