@@ -33,6 +33,9 @@ const SURROGATE_REFUSED = 'body: a string holds an unpaired UTF-16 surrogate (\\
 /** A body that does not parse as JSON (an empty one included). */
 export const NOT_JSON = 'body: not valid JSON'
 
+/** A body sent with a content-encoding: no call reads one, on either listener. */
+export const ENCODED_BODY = 'body: content-encoding is not accepted; send the body uncompressed'
+
 /** A body of a type the call does not read; `types`: the ones it reads. */
 export function bodyTypeRefused(types: string): string {
   return `body: must be ${types}`
@@ -199,7 +202,7 @@ function phpParamValue(text: string): string {
  * the gateway parsed a form), at most a `charset=utf-8` parameter, and not compressed.
  */
 export function assertPlainBodyType(headers: Record<string, string | string[] | undefined>): void {
-  if (headers['content-encoding'] !== undefined) throw new BadRequestError('body: content-encoding is not accepted; send the body uncompressed')
+  if (headers['content-encoding'] !== undefined) throw new BadRequestError(ENCODED_BODY)
   const type = headers['content-type']
   if (typeof type !== 'string' || !/^(application\/json|application\/x-www-form-urlencoded)\s*(;\s*charset="?utf-8"?\s*)?$/i.test(type)) {
     throw new BadRequestError(bodyTypeRefused('application/json or application/x-www-form-urlencoded (with at most charset=utf-8)'))

@@ -22,7 +22,8 @@ import { withholdFromRemovedKeys, type KeyTeam } from './pipelined-answers.js'
 import { setAnswerFields } from './answer-fields.js'
 import { NOT_KEPT } from './health.js'
 import type { Tracing } from '../observe/tracing.js'
-import { bodyTypeRefused, NOT_JSON } from '../access/request-body.js'
+import { bodyTypeRefused, ENCODED_BODY, NOT_JSON } from '../access/request-body.js'
+import { hasBody } from '../access/admission.js'
 
 // Node checks requests' deadlines this often (connectionsCheckingInterval).
 const CONNECTIONS_CHECK_MS = 1000
@@ -164,18 +165,19 @@ function answerAhead(socket: HttpSocket): ServerResponse | null {
 }
 
 /**
- * Answers `error` in the contract's JSON shape, with `headers` and a request id, on a
- * connection of `server` the router never sees (a malformed request, a CONNECT), and
- * closes it: closed, not half-closed, as a caller that keeps its side open would keep the
- * socket. `req` is the request where Node read its head (its `x-request-id` is then
- * taken); its access line is written once the answer is (refusalsObservedOn).
+ * Answers `error` in the contract's JSON shape, with the listener's refusal headers,
+ * `headers` and a request id, on a connection of `server` the router never sees (a
+ * malformed request, a CONNECT), and closes it: closed, not half-closed, as a caller that
+ * keeps its side open would keep the socket. `req` is the request where Node read its head
+ * (its `x-request-id` is then taken); its access line is written once the answer is
+ * (refusalsObservedOn).
  */
 export function endWithError(server: Server, socket: Duplex, error: GatewayError, headers: Record<string, string>, req: IncomingMessage | null): void {
   const status = error.statusCode ?? 500
   const reason = STATUS_CODES[status] ?? ''
   const reqId = requestIdOf(req?.headers ?? {}, secretTests.get(server))
   const body = JSON.stringify({ statusCode: status, code: error.code, error: reason, message: error.message })
-  const lines = Object.entries({ ...headers, 'x-request-id': reqId }).map(([name, value]) => `${name}: ${value}\r\n`).join('')
+  const lines = Object.entries({ ...(listenerRefusalHeaders.get(server) ?? REFUSAL_NOT_KEPT), ...headers, 'x-request-id': reqId }).map(([name, value]) => `${name}: ${value}\r\n`).join('')
   socket.end(`HTTP/1.1 ${status} ${reason}\r\nconnection: close\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${lines}\r\n${body}`, () => {
     refusalObservers.get(server)?.({ reqId, status, code: error.code, socket: socket as Socket, req, durationMs: 0 })
     socket.destroy()
@@ -186,6 +188,14 @@ export function endWithError(server: Server, socket: Duplex, error: GatewayError
 const refusalObservers = new WeakMap<Server, ObserveRefusal>()
 // Each listener's test for a secret of the gateway's (ListenerOptions.holdsSecret), for the ids of the answers it writes before its router.
 const secretTests = new WeakMap<Server, (text: string) => boolean>()
+// Each listener's headers of the answers it writes before its router (ListenerOptions.refusalHeaders, with REFUSAL_NOT_KEPT).
+const listenerRefusalHeaders = new WeakMap<Server, Readonly<Record<string, string>>>()
+/**
+ * A refusal is the answer to one caller at one moment: no cache keeps it (a 404 or a 405
+ * is one a cache keeps by default, RFC 9110 15.1, under its URL alone), whichever step of
+ * a listener writes it (its error handler, or an answer before its router).
+ */
+const REFUSAL_NOT_KEPT: Readonly<Record<string, string>> = { 'cache-control': NOT_KEPT }
 
 /** The access line of `app`'s answers written before its router (a malformed request, a CONNECT, a path that is no percent-encoding): `observe`. */
 export function refusalsObservedOn(app: FastifyInstance, observe: ObserveRefusal): void {
@@ -277,8 +287,9 @@ export interface ListenerOptions {
   tracing?: Tracing | null
   /**
    * Headers of every answer the listener writes before its router (a malformed head, a
-   * path that is no percent-encoding), where its routes set them on theirs (the admin
-   * listener's: admin/admin.ts ADMIN_ANSWER_HEADERS).
+   * path that is no percent-encoding, a CONNECT), where its routes set them on theirs (the
+   * admin listener's: admin/admin.ts ADMIN_ANSWER_HEADERS), beside the `cache-control:
+   * no-store` of every refusal (REFUSAL_NOT_KEPT).
    */
   refusalHeaders?: Readonly<Record<string, string>>
   /**
@@ -320,7 +331,8 @@ const PARSER_REFUSALS: Record<string, string> = {
  * listener's challenge), `fastPath` (if any) in front of the router, and with `tracing` a
  * span begun for each request before either (none of it when tracing is off).
  */
-export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, { challenge, connections, rateOf = () => null, keyTeam = null, tracing = null, allow = null, bodyReader = 'parser', refusalHeaders = {}, holdsSecret }: ListenerOptions): FastifyInstance {
+export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, { challenge, connections, rateOf = () => null, keyTeam = null, tracing = null, allow = null, bodyReader = 'parser', refusalHeaders: routeHeaders = {}, holdsSecret }: ListenerOptions): FastifyInstance {
+  const refusalHeaders = { ...REFUSAL_NOT_KEPT, ...routeHeaders }
   let gentle: ReturnType<typeof closeGently> | null = null
   let http: Server | null = null
   const app = Fastify({
@@ -370,6 +382,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
       const server = createServer(options, take)
       http = server
       if (holdsSecret !== undefined) secretTests.set(server, holdsSecret)
+      listenerRefusalHeaders.set(server, refusalHeaders)
       holdContinues(server, take)
       const current = closeGently(server)
       gentle = current
@@ -401,7 +414,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
         // followed by another: the connection is cut (as Node's own handler does).
         const current = (socket as HttpSocket)._httpMessage
         if (!socket.writable || (current && current.headersSent && !current.writableFinished)) socket.destroy()
-        else endWithError(server, socket, error, { ...refusalHeaders, ...headers }, null)
+        else endWithError(server, socket, error, headers, null)
       }, config.server.connectionTimeoutMs)
     },
     // What the router refuses before a route is found (a path that is no percent-encoding,
@@ -449,6 +462,10 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
   // Fastify's parsers read the body: invited unless its declared length is past the limit (then 413 at once).
   if (bodyReader === 'parser') {
     app.addHook('preParsing', (request, _reply, payload, done) => {
+      // Fastify's parsers read the bytes as sent, whatever their coding: a body labelled
+      // gzip and sent plain was taken, a gzipped one was "not valid JSON". It is refused
+      // before it is read, in the proxy listener's words.
+      if (request.headers['content-encoding'] !== undefined && hasBody(request.headers)) return done(new BadRequestError(ENCODED_BODY))
       if (!(Number(request.headers['content-length']) > bodyLimitOf(request, config))) inviteBody(request.raw)
       done(null, payload)
     })
@@ -468,9 +485,8 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
       const code = error.code as string
       failures.warn(code, { log: request.log, msg: 'request answered with a handled failure', err: error, fields: { statusCode: status } })
     } else if (status >= 500) request.log.error({ err: error }, 'request failed')
-    // A refusal is the answer to one key at one moment: no cache keeps it (a 404 or a 405 is
-    // one a cache keeps by default, RFC 9110 15.1, under its URL alone), unless its route
-    // said its own (a report read's refusal: `private, no-store` with its vary).
+    // No cache keeps a refusal (REFUSAL_NOT_KEPT), unless its route said its own (a report
+    // read's refusal: `private, no-store` with its vary).
     if (!reply.hasHeader('cache-control')) reply.header('cache-control', NOT_KEPT)
     const retryAfter = (error as { retryAfterSec?: number }).retryAfterSec
     if (retryAfter !== undefined) reply.header('retry-after', String(retryAfter))

@@ -25,10 +25,16 @@ async function adminPort(): Promise<number> {
   return (sg.gw.admin.server.address() as AddressInfo).port
 }
 
-/** The answer is the contract's error with `code`, has a request id, and that id has one access line with `status`. */
+/**
+ * The answer is the contract's error with `code`, has a request id, and that id has one
+ * access line with `status`. It carries what every refusal of the gateway's own carries
+ * (README, "Calling it"): `cache-control: no-store`, so that no cache before the gateway
+ * keeps it for another caller, and the two headers every proxy answer carries.
+ */
 async function expectContractError(res: RawResponse, status: number, code: string): Promise<Record<string, unknown>> {
   expect(res.status, res.text).toBe(status)
   expect(res.headers['content-type']).toMatch(/^application\/json/)
+  expect([res.headers['cache-control'], res.headers['x-content-type-options'], res.headers['content-security-policy']], res.text.slice(0, 400)).toEqual(['no-store', 'nosniff', "default-src 'none'; frame-ancestors 'none'; sandbox"])
   const body = JSON.parse(res.body) as Record<string, unknown>
   expect(body).toMatchObject({ statusCode: status, code, error: expect.any(String), message: expect.any(String) })
   const reqId = res.headers['x-request-id'] as string

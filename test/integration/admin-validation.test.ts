@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
 import { KEYS, REPORT_PATH, WEEK_BY_DATE, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
@@ -144,6 +145,25 @@ describe('every admin call', () => {
     const proxied = await gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/get', headers: { 'x-api-key': KEYS.growth, 'content-type': 'application/json' }, payload: '{bad' })
     expect(proxied.json()).toMatchObject({ code: 'GW_BAD_REQUEST', message: 'body: not valid JSON' })
     expect(gw.tokens.get('default').current()?.fingerprint).toBe(before)
+  })
+
+  it('refuses a body with a content-encoding in the proxy listener\'s words, as plain or as gzip, and changes nothing', async () => {
+    const gw = await gateway(false)
+    const before = gw.tokens.get('default').current()?.fingerprint
+    const encoded = 'body: content-encoding is not accepted; send the body uncompressed'
+    const level = JSON.stringify({ level: 'debug' })
+    // Labelled gzip and sent plain: read as if uncoded, it set the level; sent gzip: "not valid JSON".
+    for (const [coding, payload] of [['gzip', level], ['gzip', gzipSync(level)], ['br', level]] as const) {
+      const res = await gw.admin.inject({ method: 'PUT', url: '/admin/log-level', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json', 'content-encoding': coding }, payload })
+      expect([res.statusCode, res.json()], coding).toEqual([400, { statusCode: 400, code: 'GW_BAD_REQUEST', error: 'Bad Request', message: encoded }])
+    }
+    expect((await admin(gw, 'GET', '/admin/config')).json().settings.find((s: { setting: string }) => s.setting === 'logLevel')?.value).toBe('info')
+    const token = await admin(gw, 'PUT', '/admin/token', { payload: JSON.stringify({ token: sandbox.issueToken() }), headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } })
+    expect(token.json().message).toBe(encoded)
+    expect(gw.tokens.get('default').current()?.fingerprint).toBe(before)
+    // The proxy listener's own words for the same slip.
+    const proxied = await gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/get', headers: { 'x-api-key': KEYS.growth, 'content-type': 'application/json', 'content-encoding': 'gzip' }, payload: gzipSync('{"userId":101}') })
+    expect(proxied.json()).toMatchObject({ code: 'GW_BAD_REQUEST', message: encoded })
   })
 
   it('checks the admin token before the parameters: no token is 401, not 400', async () => {
