@@ -92,7 +92,7 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   proxy.addContentTypeParser('*', (_request, payload, done) => done(null, payload))
   await describeProxy(proxy, config.ownership)
   const health = { tokens, redis, breaker, lifecycle }
-  await proxy.register(healthRoutes, health)
+  await proxy.register(healthRoutes, { ...health, detail: false })
   await proxy.register(apiRoutes, { config, reports, jobs, clock, tracing, usage, answers, admission, client, decisions, failures, facts })
   answerHooks(proxy, { tracing, auditLog, admission, observe })
 
@@ -104,7 +104,7 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   adminHostCheck(admin, { config, auditLog, clock })
   // First: its document is made from every route registered after it.
   await describeAdmin(admin)
-  await admin.register(healthRoutes, health)
+  await admin.register(healthRoutes, { ...health, detail: true })
   metricsRoute(admin, { metrics, tokens, governors, answers, usage })
   const { secrets, adminAuth, bus, teams, build, rateLimiter, logLevel, reloader, l1, audit, replicas, webhooks, tokenShares, consoleScriptsDir } = parts
   await admin.register(adminRoutes, {

@@ -70,7 +70,7 @@ function describeError(error: ErrorObject, raw: Record<string, unknown>, envSour
   const dotted = segments.join('.')
   const name = envSources.get(dotted) ?? (dotted || '(root)')
   const value = getPath(raw, segments)
-  const hidden = (envSources.has(dotted) && isSecretPath(dotted)) || TEAM_KEYS.test(dotted) || TEAM_WEBHOOK_SECRET.test(dotted) || HOLDS_PASSWORD.has(dotted)
+  const hidden = (envSources.has(dotted) && isSecretPath(dotted)) || TEAM_KEYS.test(dotted) || TEAM_WEBHOOK.test(dotted) || HOLDS_PASSWORD.has(dotted)
   const shown = hidden ? '' : ` (got ${JSON.stringify(maskUrlPassword(value))})`
   if (error.keyword === 'required') {
     return `${dotted ? `${dotted}.` : ''}${(error.params as { missingProperty: string }).missingProperty}: required`
@@ -145,8 +145,9 @@ function rangeOf(schema: NumberSchema): string | null {
 
 // A team key list may hold a plaintext key by mistake: never repeat it.
 const TEAM_KEYS = /^teams\.[^.]+\.keys(\.\d+(\.hash)?)?$/
-// A team's webhook secret, and its webhook as a whole (a wrong shape of it holds the secret).
-const TEAM_WEBHOOK_SECRET = /^teams\.[^.]+\.webhook(\.secret)?$/
+// A team's webhook secret, its URL (a receiver's own token rides in its path or query:
+// Slack's /services/T…/B…/<token>, ?tok=…), and its webhook as a whole (a wrong shape of it holds both).
+const TEAM_WEBHOOK = /^teams\.[^.]+\.webhook(\.secret|\.url)?$/
 // Settings whose value holds a password in some form (a malformed URL cannot be masked).
 const HOLDS_PASSWORD = new Set(['redis.url'])
 

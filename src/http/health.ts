@@ -13,18 +13,30 @@ export const NOT_KEPT = 'no-store'
  * replica unready at once would empty the Service and stop cached reports too.
  * Each answer is this replica's state as it is asked: `cache-control: no-store`, so that
  * no cache in front answers a probe with a past state.
+ *
+ * On the proxy listener (`detail: false`) readiness is its status alone: that listener
+ * answers anyone without a key, and the credentials' names (often a partner's or an
+ * agency's), which of their tokens the platform refuses, and Redis's state are the
+ * operator's, told by the admin listener's /readyz behind its host check. A balancer
+ * reads the status code, the same on both.
  */
-export async function healthRoutes(app: FastifyInstance, { tokens, redis, breaker, lifecycle }: Pick<GatewayContext, 'tokens' | 'redis' | 'breaker' | 'lifecycle'>): Promise<void> {
+export async function healthRoutes(
+  app: FastifyInstance,
+  { tokens, redis, breaker, lifecycle, detail }: Pick<GatewayContext, 'tokens' | 'redis' | 'breaker' | 'lifecycle'> & { detail: boolean },
+): Promise<void> {
   app.get('/healthz', async (_request, reply) => reply.header('cache-control', NOT_KEPT).send({ status: 'ok' }))
 
   app.get('/readyz', async (_request, reply) => {
+    const { phase } = lifecycle
+    const ready = phase === 'serving'
+    const status = ready ? 'ready' : phase
+    reply.code(ready ? 200 : 503).header('cache-control', NOT_KEPT)
+    if (!detail) return reply.send({ status })
     const credentials = Object.fromEntries(
       tokens.all().map((p) => [p.name, p.current() === null ? 'missing' : p.usable() ? 'ok' : 'rejected']),
     )
     const state = redisState(redis, breaker)
-    const { phase } = lifecycle
-    const ready = phase === 'serving'
     const degraded = [...(state === 'down' ? ['redis'] : state === 'readonly' ? ['redis-readonly'] : []), ...Object.entries(credentials).filter(([, s]) => s !== 'ok').map(([n]) => `platformToken:${n}`)]
-    return reply.code(ready ? 200 : 503).header('cache-control', NOT_KEPT).send({ status: ready ? 'ready' : phase, platformToken: credentials, redis: state, degraded })
+    return reply.send({ status, platformToken: credentials, redis: state, degraded })
   })
 }

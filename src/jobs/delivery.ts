@@ -33,7 +33,7 @@ export interface Delivery extends Leased {
   /** The job's state it tells: `done` or `failed`. */
   jobState: string
   /**
-   * Where the delivery goes as kept (webhookAtRest: origin and path, never the URL's user,
+   * Where the delivery goes as kept (webhookAtRest: its origin, never the URL's user, path,
    * query or fragment, which may carry the receiver's own token): the team's webhook when
    * it was recorded, then where its latest attempt went. Each attempt goes to the team's
    * webhook as the teams say then, whole. A record of a build before this rule holds the
@@ -61,10 +61,15 @@ export const ATTEMPTS_KEPT = 30
 export const FIRST_BACKOFF_MS = 1000
 export const MAX_BACKOFF_MS = 5 * 60_000
 
-/** A webhook URL as a delivery keeps it and an operator reads it: its origin and path, never its user, query or fragment, which may carry the receiver's own token. */
+/**
+ * A webhook URL as a delivery keeps it and an operator reads it: its origin (scheme, host,
+ * port), never its user, path, query or fragment. A receiver's own token rides in its
+ * query (`?tok=…`) or in its path (Slack's `/services/T…/B…/<token>`, Discord's
+ * `/api/webhooks/<id>/<token>`, Zapier's and n8n's hooks), and Redis is shared, not
+ * trusted, and a viewer's token reads no secret; the team's config names the whole URL.
+ */
 export function webhookAtRest(url: string): string {
-  const parsed = URL.parse(url)
-  return parsed === null ? '' : `${parsed.origin}${parsed.pathname}`
+  return URL.parse(url)?.origin ?? ''
 }
 
 /** The delivery of a job's end at `now` to the webhook at `url`, due at once. */
@@ -107,7 +112,7 @@ export interface DeliveryView {
   team: string
   state: Delivery['state']
   jobState: string
-  /** Where it is POSTed, without the URL's user, query and fragment (webhookAtRest). */
+  /** Where it is POSTed: the URL's origin, without its user, path, query and fragment (webhookAtRest). */
   url: string
   /** Requests made. */
   attempts: number

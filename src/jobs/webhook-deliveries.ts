@@ -175,7 +175,7 @@ export class WebhookDeliveries {
     const run: Run = { runner: this.#d.replica, runs: d.runs }
     // The team's webhook as the teams say now: a reload that moved it (or changed its
     // secret) moves the deliveries still pending with it, and the record says where (as
-    // kept: no query, which may hold the receiver's token).
+    // kept: its origin, no path or query, which may hold the receiver's token).
     const target = this.#d.target(d.team)
     this.#send(d, target)
       .then((result) => this.#record(d, run, result, webhookAtRest(target?.url ?? d.url)))

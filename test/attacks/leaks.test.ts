@@ -49,6 +49,25 @@ describe('configuration errors', () => {
     expect(message).toContain(name)
     expect(message).not.toMatch(/s3cret|redis-pw|base-pw/)
   })
+
+  // A receiver's own token rides in its URL's path (Slack's /services/T…/B…/<token>) or
+  // query: a webhook URL the schema refuses (no scheme, not a string) is named, not repeated.
+  it.each([
+    '"hooks.example.org/services/T0001/B0001/s3cret-in-path"',
+    '"//hooks.example.org/hook?tok=s3cret-in-query"',
+    '["https://hooks.example.org/services/T0001/B0001/s3cret-in-list"]',
+  ])('a team\'s webhook.url %s the schema refuses: the message names the setting, never the URL', (url) => {
+    const secret = `whsec_${Buffer.alloc(24, 7).toString('base64')}`
+    const yaml = `teams:\n  growth:\n    keys: []\n    advertisers: ["*"]\n    webhook: { url: ${url}, secret: "${secret}" }\njobs:\n  webhookHosts: ["hooks.example.org"]\n`
+    let message = ''
+    try {
+      testConfig({ PLATFORM_BASE_URL: 'http://127.0.0.1:1', PLATFORM_TOKEN: 'tok-123456789' }, yaml)
+    } catch (err) {
+      message = (err as Error).message
+    }
+    expect(message).toContain('teams.growth.webhook.url')
+    expect(message).not.toMatch(/s3cret|T0001/)
+  })
 })
 
 describe('headers on the way to the platform', () => {

@@ -73,8 +73,9 @@ describe('webhooks aimed at what they may not reach', () => {
     expect(sandbox.requests.filter((r) => r.path === '/api/v1/campaign/banner/create')).toEqual([])
   })
 
-  it('keeps no receiver token in Redis: a delivery\'s record holds its webhook\'s origin and path, not its query; the receiver gets the query all the same', async () => {
-    const token = `tok-${randomBytes(12).toString('hex')}`
+  it('keeps no receiver token in Redis nor shows one to a viewer: a delivery\'s record and GET /admin/jobs hold its webhook\'s origin only, not its path (Slack\'s, Discord\'s, Zapier\'s hooks carry their token there) nor its query; the receiver gets both all the same', async () => {
+    const inPath = `path${randomBytes(12).toString('hex')}`
+    const inQuery = `tok${randomBytes(12).toString('hex')}`
     const got: string[] = []
     const server = createServer((req, res) => {
       got.push(req.url ?? '')
@@ -82,17 +83,22 @@ describe('webhooks aimed at what they may not reach', () => {
     })
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     receivers.push(server)
-    const url = `http://localhost:${(server.address() as AddressInfo).port}/hook?tok=${token}`
-    const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.url, ADMIN_TOKEN }, webhookYaml(url, ['localhost']))))
+    const origin = `http://localhost:${(server.address() as AddressInfo).port}`
+    const hook = `/services/T0001/B0001/${inPath}?tok=${inQuery}`
+    const viewer = 'webhook-attacks-viewer-token-0123456789'
+    const env = { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.url, ADMIN_TOKEN, ADMIN_VIEWER_TOKEN: viewer }
+    const gw = await listen(await gateways.build(testConfig(env, webhookYaml(`${origin}${hook}`, ['localhost']))))
     const asked = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&dateFrom=2025-02-01&dateTo=2025-02-28`, { headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
     expect(asked.status).toBe(202)
-    const listed = async () => ((await gw.admin.inject({ method: 'GET', url: '/admin/jobs', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json() as { deliveries: { state: string; url: string }[] }).deliveries
+    const jobs = async () => (await gw.admin.inject({ method: 'GET', url: '/admin/jobs', headers: { authorization: `Bearer ${viewer}` } })).body
+    const listed = async () => (JSON.parse(await jobs()) as { deliveries: { state: string; url: string }[] }).deliveries
     await waitFor('the delivery made', async () => (await listed())[0]?.state === 'delivered', testTimeLeft(), 20)
-    expect(got).toEqual([`/hook?tok=${token}`])
-    expect((await listed())[0]?.url).toBe(url.slice(0, url.indexOf('?')))
+    expect(got).toEqual([hook])
+    expect((await listed())[0]?.url).toBe(origin)
+    for (const secret of [inPath, inQuery]) expect(await jobs()).not.toContain(secret)
     const stored = await everyValue(redisClient)
-    expect(stored.filter((v) => v.includes(token))).toEqual([])
-    expect(stored.some((v) => v.includes('"url":"http://localhost:') && v.includes('/hook"'))).toBe(true)
+    expect(stored.filter((v) => v.includes(inPath) || v.includes(inQuery))).toEqual([])
+    expect(stored.some((v) => v.includes(`"url":"${origin}"`))).toBe(true)
   })
 
   it('scrubs the webhook secret\'s key (the base64 after whsec_, the HMAC key itself) from every log line as it scrubs the whole secret', async () => {

@@ -346,7 +346,7 @@ describe('several credentials', () => {
     const res = await call(gw, PARTNER_KEY)
     expect(res.statusCode).toBe(502)
     expect(res.json()).toMatchObject({ code: 'GW_PLATFORM_AUTH' })
-    const ready = await gw.proxy.inject({ method: 'GET', url: '/readyz' })
+    const ready = await gw.admin.inject({ method: 'GET', url: '/readyz' })
     expect(ready.statusCode).toBe(200)
     expect(ready.json()).toMatchObject({ platformToken: { default: 'ok', partner: 'rejected', agency: 'ok' }, degraded: ['platformToken:partner'] })
     expect((await call(gw, KEYS.all)).statusCode).toBe(200)

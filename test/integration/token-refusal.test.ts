@@ -76,7 +76,7 @@ describe('a 401 the probe does not confirm is that call\'s answer only', () => {
     expect((await campaignList(gw)).statusCode).toBe(200)
     expect(tokenOf(gw)).toBe(before)
     expect(await tokenView(gw)).toMatchObject({ usable: true })
-    expect((await gw.proxy.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({ status: 'ready', platformToken: { default: 'ok' }, degraded: [] })
+    expect((await gw.admin.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({ status: 'ready', platformToken: { default: 'ok' }, degraded: [] })
     expect(sandbox.countRequests(isLogin)).toBe(0)
     // Each call went up once (no retry); the verdicts came from one or two probes, not ten.
     expect(sandbox.countRequests(isGuarded)).toBe(10)
@@ -152,7 +152,7 @@ describe('a token the probe confirms refused is still found', () => {
     expect(res.statusCode).toBe(502)
     expect(res.json()).toMatchObject({ code: 'GW_PLATFORM_AUTH' })
     expect(await tokenView(gw)).toMatchObject({ usable: false })
-    expect((await gw.proxy.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({ platformToken: { default: 'rejected' } })
+    expect((await gw.admin.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({ platformToken: { default: 'rejected' } })
   })
 
   it('a revoked token behind a guarded route too: the guarded call does not hide the revocation', async () => {

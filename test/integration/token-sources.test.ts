@@ -281,7 +281,7 @@ describe('password login', () => {
     const failedAtStart = records(gw, /platform login failed at start/)
     expect(failedAtStart).toHaveLength(1)
     expect(JSON.stringify(failedAtStart[0])).toContain(`answered ${status} (${code})`)
-    const ready = await gw.proxy.inject({ method: 'GET', url: '/readyz' })
+    const ready = await gw.admin.inject({ method: 'GET', url: '/readyz' })
     expect(ready.statusCode).toBe(200)
     expect(ready.json()).toMatchObject({ platformToken: { default: 'missing' }, degraded: ['platformToken:default'] })
 

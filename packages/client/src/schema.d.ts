@@ -47,7 +47,7 @@ export interface paths {
         };
         /**
          * Readiness of this replica
-         * @description The body lists what is degraded (a refused platform token, Redis down); 503 only while this replica cannot serve at all.
+         * @description The body is `{"status"}` alone (`ready`, `starting`, `stopping`); 503 only while this replica cannot serve at all. What is degraded (a refused platform token, Redis down), and the credentials' names, are the admin listener's `/readyz`: this listener answers anyone.
          */
         get: operations["readyz"];
         put?: never;
@@ -2434,7 +2434,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Ready; the body lists what is degraded. */
+            /** @description Ready: `{"status": "ready"}`. */
             200: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];

@@ -24,7 +24,7 @@ export const deliveriesSchema = {
           team: text('the job\'s team'),
           state: { type: 'string', enum: ['pending', 'delivered', 'failed'], description: '`pending` while it is tried (again); `delivered` once the receiver answered 2xx; `failed` once given up' },
           jobState: text('the job\'s state it tells: `done` or `failed`'),
-          url: text('where it is POSTed: the team\'s `webhook.url` without its user, query and fragment, which may carry the receiver\'s own token'),
+          url: text('where it is POSTed: the origin (scheme, host, port) of the team\'s `webhook.url`, never its user, path, query or fragment, which may carry the receiver\'s own token'),
           attempts: { type: 'integer', description: 'requests made (a refused URL makes none)' },
           lastStatus: nullable('integer', 'the receiver\'s last HTTP status; null: no answer'),
           lastError: nullable('string', 'why the last attempt failed; null once delivered'),

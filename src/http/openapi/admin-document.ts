@@ -227,7 +227,7 @@ export const adminSwaggerOptions: FastifyDynamicSwaggerOptions = {
       { name: 'teams', description: 'The teams and their usage.' },
       { name: 'state', description: 'This replica\'s state, the cluster\'s, the audit lines and the metrics.' },
       { name: 'console', description: 'The operations console.' },
-      { name: 'health', description: 'Liveness and readiness (also on the proxy listener).' },
+      { name: 'health', description: 'Liveness and readiness (also on the proxy listener, whose readiness is its status alone).' },
       { name: 'description', description: 'The listeners\' OpenAPI documents.' },
     ],
     components: {

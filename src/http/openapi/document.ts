@@ -47,7 +47,7 @@ const PLAIN_ROUTES: Record<string, Json> = {
     tags: ['health'],
     operationId: 'readyz',
     summary: 'Readiness of this replica',
-    description: 'The body lists what is degraded (a refused platform token, Redis down); 503 only while this replica cannot serve at all.',
+    description: 'The body is `{"status"}` alone (`ready`, `starting`, `stopping`); 503 only while this replica cannot serve at all. What is degraded (a refused platform token, Redis down), and the credentials\' names, are the admin listener\'s `/readyz`: this listener answers anyone.',
   },
   '/openapi.json': { tags: ['description'], operationId: 'openapi', summary: 'This document' },
 }
@@ -56,7 +56,7 @@ const PLAIN_ROUTES: Record<string, Json> = {
 const HEALTH = new Set(['/healthz', '/readyz'])
 
 const READYZ = {
-  '200': { description: 'Ready; the body lists what is degraded.' },
+  '200': { description: 'Ready: `{"status": "ready"}`.' },
   '503': { description: 'This replica cannot serve: starting, shutting down, or its configuration is broken.' },
 }
 
