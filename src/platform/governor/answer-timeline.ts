@@ -10,7 +10,7 @@ export interface Answer {
 }
 
 /** docs/governor.md, "Constants". */
-export const CALLS_KEPT = 400
+const CALLS_KEPT = 400
 
 /** Where the calls go, in the order they started and ended (the limit rule's evidence); `start`: a call started with `load` calls in flight, itself included, returns its serial. */
 export interface EvidenceSink { start(kind: string, load: number): number; end(a: Answer): void }

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks'
 
 // docs/governor.md, "Constants".
-export const OWN_WORK_SHARE = 0.1
+const OWN_WORK_SHARE = 0.1
 export const LATE_PROBE_MS = 10
 export const LATE_SLOT_MS = 100
 export const LATE_MEMORY_MS = 60_000

@@ -7,10 +7,10 @@ export const LINGER_MS = 5_000
 export const RETURN_MS = 100
 
 /** A call in flight: its start, its expected seat-time then (null: a kind never answered), when it is overdue (Infinity once answered), whether it was expected short. */
-export type RunningCall = { at: number; ms: number | null; dueAt: number; short: boolean }
+type RunningCall = { at: number; ms: number | null; dueAt: number; short: boolean }
 
 /** One team's seats on one replica (docs/governor.md, "State"): its calls in flight (seats held), its tag is seat-time charged over its weight; its peak, the most it held and waited for at once since `peakAt`; when a call of it last ended and whether that call was expected short; when its queue last emptied. */
-export interface TeamAccount { seatMs: number; running: Set<RunningCall>; tag: number; lastAsked: number; peak: number; peakAt: number; lastEnd: number; lastShort: boolean; emptiedAt: number }
+interface TeamAccount { seatMs: number; running: Set<RunningCall>; tag: number; lastAsked: number; peak: number; peakAt: number; lastEnd: number; lastShort: boolean; emptiedAt: number }
 
 /** The teams' accounts of one credential on one replica, and which are active (holding, waiting, or asked within the linger). */
 export class TeamAccounts {
