@@ -36,16 +36,16 @@ export class TeamAccounts {
 
   held(team: string): number { return this.#teams.get(team)?.running.size ?? 0 }
   get inFlight(): number { return [...this.#teams.values()].reduce((n, seats) => n + seats.running.size, 0) }
-  *#calls(): IterableIterator<RunningCall> { for (const seats of this.#teams.values()) yield* seats.running }
+  *#calls(team?: string | null): IterableIterator<RunningCall> { for (const [name, seats] of this.#teams) if (team == null || name === team) yield* seats.running }
 
   /** The calls in flight (`team`'s; of every team, null) as calls ahead of a newcomer at `now`: their expected seat-time and what they have run. */
   inFlightAhead(now: number, team: string | null): CallAhead[] {
-    return [...(team === null ? this.#calls() : (this.#teams.get(team)?.running ?? []))].map((call) => ({ ms: call.ms, ranMs: now - call.at }))
+    return [...this.#calls(team)].map((call) => ({ ms: call.ms, ranMs: now - call.at }))
   }
 
   /** `team`'s calls in flight expected short; of every team's, without one. */
   shortRunning(team?: string): number {
-    return [...(team === undefined ? this.#calls() : (this.#teams.get(team)?.running ?? []))].filter((call) => call.short).length
+    return [...this.#calls(team)].filter((call) => call.short).length
   }
 
   /** Whether a team holding no seat and waiting for nothing (`waiting`: the teams waiting) ended a call expected short within `ms` (the lending horizon): between two asks, as a dashboard between two views. */
