@@ -37,7 +37,6 @@ export function encodeCalls(now: number, calls: readonly CallEntry[]): string {
   return text
 }
 
-/** `t` as ms before `at`, base 36 (none after it). */
 const ago = (at: number, t: number): string => Math.max(0, at - Math.round(t)).toString(36)
 
 /** One call of a record: start and kind one base-36 digit or more, end none or more, and a flag exactly when there is an end. */

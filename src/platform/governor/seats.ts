@@ -53,7 +53,6 @@ export class CredentialSeats {
   get capacity(): number { return Math.min(this.#limit, this.#lease?.size(this.#limit) ?? this.#o.perReplica ?? Infinity) }
   get inFlight(): number { return this.#teams.inFlight }
   get queued(): number { return this.#queue.size }
-  /** Seats this replica holds (a lease), or its calls in flight. */
   get seatsHeld(): number { return this.#lease?.held ?? this.inFlight }
   get pausedUntil(): number { const until = this.#o.pausedUntil?.() ?? 0; return until > this.#clock.now() ? until : 0 }
 
@@ -249,7 +248,6 @@ export class CredentialSeats {
 
   #localTeams(): LocalTeam[] { return this.#teams.active(this.#clock.now(), this.#queue.countByTeam(null), (t) => this.#weight(t), (t) => this.limitsOf(t).maxConcurrent) }
   #shares(): SharesView { return sharesView(this.#lease?.shares() ?? null, this.capacity, this.#localTeams()) }
-  /** Each team's tag is charged with the seat-time its calls held on the other replicas. */
   #chargeElsewhere(): void { this.#teams.chargeElsewhere(this.#lease?.shares()?.charged, (t) => this.#weight(t)) }
 
   #atCeiling(team: string): boolean {
