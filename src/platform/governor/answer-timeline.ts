@@ -10,7 +10,7 @@ export interface Answer {
 }
 
 /** docs/governor.md, "Constants". */
-export const CALLS_KEPT = 400
+const CALLS_KEPT = 400
 
 /** Where the calls go, in the order they started and ended (the limit rule's evidence); `start`: a call started with `load` calls in flight, itself included, returns its serial. */
 export interface EvidenceSink { start(kind: string, load: number): number; end(a: Answer): void }
@@ -37,7 +37,6 @@ export function encodeCalls(now: number, calls: readonly CallEntry[]): string {
   return text
 }
 
-/** `t` as ms before `at`, base 36 (none after it). */
 const ago = (at: number, t: number): string => Math.max(0, at - Math.round(t)).toString(36)
 
 /** One call of a record: start and kind one base-36 digit or more, end none or more, and a flag exactly when there is an end. */

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks'
 
 // docs/governor.md, "Constants".
-export const OWN_WORK_SHARE = 0.1
+const OWN_WORK_SHARE = 0.1
 export const LATE_PROBE_MS = 10
 export const LATE_SLOT_MS = 100
 export const LATE_MEMORY_MS = 60_000
@@ -11,7 +11,7 @@ export const LATE_MEAN_MS = 1_000
 export interface LoopTime { busy: number; readSinceIdle: boolean; lateWithin(ms: number): number }
 
 /** Whether the answer handled now, `latencyMs` after its call started, is timed: the first the loop read since it last waited for an event, its work since then and every wake's wait for a core while the call was in flight within OWN_WORK_SHARE of the latency (docs/governor.md, "The gateway's own time"). */
-export function answerTiming(loop: () => LoopTime = processLoop()): (latencyMs: number) => boolean {
+export function answerTiming(loop: () => LoopTime = fromProbe((p) => p.read())): (latencyMs: number) => boolean {
   return (latencyMs) => {
     const now = loop()
     const own = OWN_WORK_SHARE * latencyMs
@@ -112,14 +112,11 @@ class LateProbe {
 
 let probe: LateProbe | null = null
 
-/** How late this process's loop wakes now, on average over the last LATE_MEAN_MS (ms): the time an answer waits to be read, no worker's (docs/governor.md, "The dispatch rule" 2); its probe started. */
-export function processLateness(): () => number {
+/** `read` of this process's probe, started now and again whenever it stopped. */
+function fromProbe<T>(read: (p: LateProbe) => T): () => T {
   probe ??= new LateProbe()
-  return () => (probe ??= new LateProbe()).lateMean()
+  return () => read((probe ??= new LateProbe()))
 }
 
-/** This process's loop as answers read it, its probe started. */
-function processLoop(): () => LoopTime {
-  probe ??= new LateProbe()
-  return () => (probe ??= new LateProbe()).read()
-}
+/** How late this process's loop wakes now, on average over the last LATE_MEAN_MS (ms): the time an answer waits to be read, no worker's (docs/governor.md, "The dispatch rule" 2). */
+export const processLateness = (): (() => number) => fromProbe((p) => p.lateMean())

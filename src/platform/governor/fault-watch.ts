@@ -4,7 +4,7 @@ import type { Answer } from './answer-timeline.js'
 // docs/governor.md, "Constants".
 export const OVERLOAD_SHARE = 0.05
 export const SILENCE_GAPS = 10
-export const GAP_GAIN = 0.1
+const GAP_GAIN = 0.1
 export const FAULT_MS = 1000
 
 /** The gaps between answers, faded by GAP_GAIN: their mean and the mean of their squares; a gap is a silence past the gap a moment usually falls in (Σ gap² / Σ gap: answers cluster behind long calls) times SILENCE_GAPS, a FAULT_MS at least. `last`: the latest answer (ms). */

@@ -7,12 +7,12 @@ import { FAULT_MS, FaultWatch, UsualGaps } from './fault-watch.js'
 import { take } from './work-estimates.js'
 
 // docs/governor.md, "Constants".
-export const DECIDE_MS = 1000
+const DECIDE_MS = 1000
 export const EVIDENCE_MS = 20_000
-export const IMPOSSIBLE_LL = 10
-export const PACE_GAIN = 0.1
-export const OVERTAKEN = 0.05
-export const MEMORY_MS = 120_000
+const IMPOSSIBLE_LL = 10
+const PACE_GAIN = 0.1
+const OVERTAKEN = 0.05
+const MEMORY_MS = 120_000
 
 export type Phase = 'start' | 'cruise' | 'fault'
 export type Move = 'probe' | 'grew' | 'knee' | 'queue' | 'throughput' | 'refused' | 'fault' | 'restored' | 'adopted'

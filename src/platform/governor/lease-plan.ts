@@ -3,7 +3,7 @@
 import { fairShares, owedSeats, type TeamLoad } from './shares.js'
 
 /** docs/governor.md, "Constants". */
-export const SEAT_HEADROOM = 0.25
+const SEAT_HEADROOM = 0.25
 export const LEARNER_MARGIN = 1.5
 
 /** The seats that fit a demand of `need` calls: room to grow past it, SEAT_HEADROOM more and one seat at least, within the limit. */

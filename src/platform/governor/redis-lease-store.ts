@@ -58,7 +58,7 @@ const GIVE_BACK = redisScript<number>('gatewaySeatGiveBack', `return redis.call(
 const DOWN = Symbol('redis down')
 
 /** `key`: the credential's hash (keys.ts). */
-export interface RedisLeaseStoreOptions { redis: RedisClient; breaker: RedisBreaker; bus: RedisBus | null; key: string; credential: string }
+interface RedisLeaseStoreOptions { redis: RedisClient; breaker: RedisBreaker; bus: RedisBus | null; key: string; credential: string }
 
 /** The lease store in Redis, through the breaker; a run is told of seats given back on a bus channel of its own, and of a new shared limit on one every run hears. */
 export class RedisLeaseStore implements LeaseStore {

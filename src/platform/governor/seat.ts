@@ -86,11 +86,7 @@ export function tooLate(ownMs: number | null, leftMs: number): string {
 /** A call ahead of a newcomer: its kind's expected seat-time (ms; null: a kind never answered) and what it has run (ms; 0 while it waits). */
 export type CallAhead = { ms: number | null; ranMs: number }
 
-/**
- * A refusal's retry-after (docs/governor.md, "A refusal's retry-after"): the seat-time the calls ahead of a newcomer still need (each its expected
- * seat-time, a kind never answered the mean of those known, less what it has run, none below 0) over the `seats` serving them (one at least),
- * at most `maxMs`, in whole seconds rounded up, 1 at least; 1 where no call ahead is of a kind answered (nothing tells the pace).
- */
+/** A refusal's retry-after (s), docs/governor.md, "A refusal's retry-after": what the calls `ahead` still need over the `seats` serving them, at most `maxMs`. */
 export function comeBackSec(ahead: readonly CallAhead[], seats: number, maxMs: number): number {
   let [sum, known] = [0, 0]
   for (const call of ahead) if (call.ms !== null) [sum, known] = [sum + call.ms, known + 1]

@@ -12,10 +12,7 @@ import { LONGEST_TIMER_MS, systemClock, type Clock, type Timer } from '../../clo
 const MIN_CHARGE_MS = 1
 export const OVERDUE = 3
 
-/**
- * A call waiting for a seat. One object and one listener per call, not closures over `ask`'s scope, which would keep its request while it waits.
- * `expiresAt`: when its wait ends, the sooner of `timeoutAt` (platform.queueTimeout from its ask) and the time it is to be sent by (`#sendBy`: moves with its kind's estimate); `trial`: let in as a trial.
- */
+/** A call waiting for a seat (`expiresAt`: `#held`): one object and one listener per call, not closures over `ask`'s scope, which would keep its request while it waits. */
 class QueuedCall implements Queued {
   timer: Timer | null = null
   expiresAt: number
@@ -56,7 +53,6 @@ export class CredentialSeats {
   get capacity(): number { return Math.min(this.#limit, this.#lease?.size(this.#limit) ?? this.#o.perReplica ?? Infinity) }
   get inFlight(): number { return this.#teams.inFlight }
   get queued(): number { return this.#queue.size }
-  /** Seats this replica holds (a lease), or its calls in flight. */
   get seatsHeld(): number { return this.#lease?.held ?? this.inFlight }
   get pausedUntil(): number { const until = this.#o.pausedUntil?.() ?? 0; return until > this.#clock.now() ? until : 0 }
 
@@ -183,7 +179,7 @@ export class CredentialSeats {
   }
 
   /** The seats free that the dispatch holds back from the calls waiting here (owed, lent): none while every seat is in flight. */
-  heldBackNow(): number { return this.inFlight >= this.capacity ? 0 : Math.min(this.capacity - this.inFlight, this.heldBack().owed) }
+  heldBackNow(): number { return this.inFlight >= this.capacity ? 0 : Math.min(this.capacity - this.inFlight, owedNow(this.#dispatchState())) }
   heldBack(): { owed: number; longOnly: boolean } { return heldBack(this.#dispatchState(), this.pausedUntil > 0) }
 
   #dispatchState(): DispatchState<QueuedCall> {
@@ -198,11 +194,7 @@ export class CredentialSeats {
     }
   }
 
-  /**
-   * The deadline rule (dispatch rule 1), as a call asks and while it waits: the time by which a call of `workClass` by `team` is to be sent to end before
-   * `deadline` by what its kind needs now (WorkEstimates.neededMs); the deadline itself for a `trial`, a call sent all the same to see whether its kind
-   * still needs that long (asked as it asks: WorkEstimates.trial; one let in as a trial stays one while it waits), which needs time left; else the deadline refusal.
-   */
+  /** The deadline rule (dispatch rule 1), one test as a call asks and while it waits: when it is to be sent by (WorkEstimates.neededMs), a `trial`'s its deadline; else its refusal. */
   #sendBy(team: string, workClass: string, deadline: number, priority: Priority, now: number, trial: () => boolean): { sendBy: number; trial: boolean } | Error {
     const sendBy = deadline - (this.#o.work.neededMs(team, workClass, now) ?? 0)
     if (sendBy > now) return { sendBy, trial: false }
@@ -210,10 +202,11 @@ export class CredentialSeats {
     return this.#refuse('deadline', tooLate(this.#o.work.ownMs(team, workClass, now), deadline - now), priority)
   }
 
-  /** The deadline rule on a waiting call by its kind's estimate now: refused at once when it can no longer end before its deadline; else its wait ends at its time to be sent by, or its queue timeout if sooner. */
-  #held(call: QueuedCall, now: number): void {
+  /** The deadline rule on a waiting call by its kind's estimate now: refused at once when it can no longer end before its deadline; else, `timedOut`, at its queue timeout; else its wait ends at its time to be sent by, or its queue timeout if sooner. */
+  #held(call: QueuedCall, now: number, timedOut = false): void {
     const sending = this.#sendBy(call.team, call.workClass, call.deadline, call.priority, now, () => call.trial)
     if (sending instanceof Error) return this.#drop(call, sending)
+    if (timedOut) return this.#drop(call, this.#refuse('queue_timeout', `no platform seat of credential ${this.credential} within ${this.#o.queueTimeoutMs} ms`, call.priority, null, call))
     call.trial = sending.trial
     const expiresAt = Math.min(call.timeoutAt, sending.sendBy)
     if (expiresAt === call.expiresAt && call.timer !== null) return
@@ -231,16 +224,10 @@ export class CredentialSeats {
   #expired(call: QueuedCall): void {
     call.timer = null
     const now = this.#clock.now()
-    if (now < call.timeoutAt) return this.#held(call, now)
-    const sending = this.#sendBy(call.team, call.workClass, call.deadline, call.priority, now, () => call.trial)
-    this.#drop(call, sending instanceof Error ? sending : this.#refuse('queue_timeout', `no platform seat of credential ${this.credential} within ${this.#o.queueTimeoutMs} ms`, call.priority, null, call))
+    this.#held(call, now, now >= call.timeoutAt)
   }
 
-  /**
-   * The error a refused call gets: NoIdleSeatError for background work, GW_UPSTREAM_TIMEOUT for the deadline rule, else GW_OVERLOADED whose retry-after,
-   * said in its message too, is when the calls ahead of a newcomer have gone to seats (`#comeBackSec`: of `team`'s full queue its own; `leaving`, the call
-   * refused, is not ahead of itself), or the pause left where longer (`text` null: the pause's).
-   */
+  /** A refused call's error: NoIdleSeatError for background work, GW_UPSTREAM_TIMEOUT for the deadline rule, else GW_OVERLOADED with its retry-after (`#comeBackSec`; `text` null: the pause's). */
   #refuse(reason: RefusalReason, text: string | null, priority: Priority, team: string | null = null, leaving: QueuedCall | null = null): Error {
     this.#o.onRefused?.(reason)
     if (priority !== 'caller') return new NoIdleSeatError(this.credential)
@@ -261,7 +248,6 @@ export class CredentialSeats {
 
   #localTeams(): LocalTeam[] { return this.#teams.active(this.#clock.now(), this.#queue.countByTeam(null), (t) => this.#weight(t), (t) => this.limitsOf(t).maxConcurrent) }
   #shares(): SharesView { return sharesView(this.#lease?.shares() ?? null, this.capacity, this.#localTeams()) }
-  /** Each team's tag is charged with the seat-time its calls held on the other replicas. */
   #chargeElsewhere(): void { this.#teams.chargeElsewhere(this.#lease?.shares()?.charged, (t) => this.#weight(t)) }
 
   #atCeiling(team: string): boolean {

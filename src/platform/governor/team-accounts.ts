@@ -7,10 +7,10 @@ export const LINGER_MS = 5_000
 export const RETURN_MS = 100
 
 /** A call in flight: its start, its expected seat-time then (null: a kind never answered), when it is overdue (Infinity once answered), whether it was expected short. */
-export type RunningCall = { at: number; ms: number | null; dueAt: number; short: boolean }
+type RunningCall = { at: number; ms: number | null; dueAt: number; short: boolean }
 
 /** One team's seats on one replica (docs/governor.md, "State"): its calls in flight (seats held), its tag is seat-time charged over its weight; its peak, the most it held and waited for at once since `peakAt`; when a call of it last ended and whether that call was expected short; when its queue last emptied. */
-export interface TeamAccount { seatMs: number; running: Set<RunningCall>; tag: number; lastAsked: number; peak: number; peakAt: number; lastEnd: number; lastShort: boolean; emptiedAt: number }
+interface TeamAccount { seatMs: number; running: Set<RunningCall>; tag: number; lastAsked: number; peak: number; peakAt: number; lastEnd: number; lastShort: boolean; emptiedAt: number }
 
 /** The teams' accounts of one credential on one replica, and which are active (holding, waiting, or asked within the linger). */
 export class TeamAccounts {
@@ -36,16 +36,16 @@ export class TeamAccounts {
 
   held(team: string): number { return this.#teams.get(team)?.running.size ?? 0 }
   get inFlight(): number { return [...this.#teams.values()].reduce((n, seats) => n + seats.running.size, 0) }
-  *#calls(): IterableIterator<RunningCall> { for (const seats of this.#teams.values()) yield* seats.running }
+  *#calls(team?: string | null): IterableIterator<RunningCall> { for (const [name, seats] of this.#teams) if (team == null || name === team) yield* seats.running }
 
   /** The calls in flight (`team`'s; of every team, null) as calls ahead of a newcomer at `now`: their expected seat-time and what they have run. */
   inFlightAhead(now: number, team: string | null): CallAhead[] {
-    return [...(team === null ? this.#calls() : (this.#teams.get(team)?.running ?? []))].map((call) => ({ ms: call.ms, ranMs: now - call.at }))
+    return [...this.#calls(team)].map((call) => ({ ms: call.ms, ranMs: now - call.at }))
   }
 
   /** `team`'s calls in flight expected short; of every team's, without one. */
   shortRunning(team?: string): number {
-    return [...(team === undefined ? this.#calls() : (this.#teams.get(team)?.running ?? []))].filter((call) => call.short).length
+    return [...this.#calls(team)].filter((call) => call.short).length
   }
 
   /** Whether a team holding no seat and waiting for nothing (`waiting`: the teams waiting) ended a call expected short within `ms` (the lending horizon): between two asks, as a dashboard between two views. */

@@ -165,5 +165,4 @@ export class StartLevels {
   }
 }
 
-/** The ends counted over every kind. */
 const ends = (kinds: Map<string, KindEnds> | undefined): number => [...(kinds?.values() ?? [])].reduce((n, k) => n + k.n, 0)
