@@ -2,6 +2,12 @@
 // grouped by where the code lives (the gateway's dist/, a package, Node's internals),
 // and top functions by total (inclusive) time.
 // Usage: node bench/profile-summary.mjs FILE.cpuprofile [LAST_SECONDS]   (also used by run.mjs --profile)
+//        node bench/profile-summary.mjs FILE.cpuprofile --windows=windows.json
+// `--windows`: only the samples inside those [from, to] windows (µs on the profile's clock),
+// as bench/stampede-cpu.mjs --profile writes them for its counted rounds; the figures are then
+// also given per window, and a sample counts for at most twice the profile's median interval:
+// on a shared core the gap before a sample is mostly time the thread did not run (the
+// sampler could not interrupt it), which the sample's function did not spend.
 
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -30,8 +36,12 @@ function shortFile(url, root) {
   return path
 }
 
-/** lastSeconds: only the samples of the profile's last seconds (the measured run, not start-up). */
-export function summarizeProfile(profile, { root = '', top = 25, lastSeconds = null } = {}) {
+/**
+ * lastSeconds: only the samples of the profile's last seconds (the measured run, not start-up);
+ * windows: only the samples taken inside one of these [from, to] spans (µs on the profile's clock),
+ * each counted for at most twice the median interval between samples.
+ */
+export function summarizeProfile(profile, { root = '', top = 25, lastSeconds = null, windows = null } = {}) {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]))
   const parent = new Map()
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id)
@@ -46,11 +56,14 @@ export function summarizeProfile(profile, { root = '', top = 25, lastSeconds = n
   let all = 0
   let idle = 0
   const from = lastSeconds === null ? -Infinity : profile.endTime - lastSeconds * 1e6
+  const sorted = windows === null ? [] : [...profile.timeDeltas].sort((a, b) => a - b)
+  const capUs = windows === null ? Infinity : 2 * (sorted[Math.floor(sorted.length / 2)] ?? 0)
   let t = profile.startTime
   for (let i = 0; i < profile.samples.length; i += 1) {
-    const dt = profile.timeDeltas[i] ?? 0
-    t += dt
-    if (t < from) continue
+    const gap = profile.timeDeltas[i] ?? 0
+    t += gap
+    if (t < from || (windows !== null && !windows.some(([a, b]) => t >= a && t < b))) continue
+    const dt = Math.min(gap, capUs)
     const node = byId.get(profile.samples[i])
     if (!node) continue
     all += dt
@@ -72,14 +85,15 @@ export function summarizeProfile(profile, { root = '', top = 25, lastSeconds = n
     }
   }
   const busy = all - idle
-  const pct = (t) => `${((t / busy) * 100).toFixed(1).padStart(5)} %`
+  const perWindow = (t) => (windows === null || windows.length === 0 ? '' : `, ${(t / 1e3 / windows.length).toFixed(3).padStart(7)} ms a window`)
+  const pct = (t) => `${((t / busy) * 100).toFixed(1).padStart(5)} %${perWindow(t)}`
   const list = (m, n) =>
     [...m.entries()]
       .sort((a, b) => b[1] - a[1])
       .slice(0, n)
       .map(([k, t]) => `${pct(t)}  ${k}`)
   return [
-    `CPU profile${lastSeconds === null ? '' : ` (its last ${lastSeconds} s)`}: ${(all / 1e6).toFixed(1)} s sampled, ${((busy / all) * 100).toFixed(0)} % busy; percentages are of busy time.`,
+    `CPU profile${lastSeconds === null ? '' : ` (its last ${lastSeconds} s)`}${windows === null ? '' : ` (inside ${windows.length} windows, a sample counted for at most ${capUs} µs: ${(busy / 1e3 / Math.max(1, windows.length)).toFixed(2)} ms busy a window)`}: ${(all / 1e6).toFixed(1)} s sampled, ${((busy / all) * 100).toFixed(0)} % busy; percentages are of busy time.`,
     '',
     `Top ${top} functions by self time:`,
     ...list(self, top),
@@ -99,6 +113,8 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     process.exit(2)
   }
   const root = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '')
-  const last = process.argv[3] ? Number(process.argv[3]) : null
-  process.stdout.write(`${summarizeProfile(JSON.parse(readFileSync(file, 'utf8')), { root, lastSeconds: last })}\n`)
+  const windowsFile = process.argv.find((a) => a.startsWith('--windows='))?.slice('--windows='.length)
+  const last = process.argv[3] && !process.argv[3].startsWith('--') ? Number(process.argv[3]) : null
+  const windows = windowsFile ? JSON.parse(readFileSync(windowsFile, 'utf8')) : null
+  process.stdout.write(`${summarizeProfile(JSON.parse(readFileSync(file, 'utf8')), { root, lastSeconds: last, windows })}\n`)
 }

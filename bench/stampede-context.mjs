@@ -6,7 +6,9 @@
 //   hits   the same, then L1 hits of that report as the targets' throughput runs make them
 //          (wrk -t1 -c50, `--hit-seconds`, 39 by default: 3 rounds of 3 + 10 s)
 // and a suffix for what comes just before each of its rounds: `@quiet` quietMoment (as the
-// targets do), `@gap<ms>` a pause of that many ms (`fresh@gap500`). A variant may be named
+// targets do), `@gap<ms>` a pause of that many ms (`fresh@gap500`); `.caller` before it: the
+// variant's callers in a process that does nothing else (bench/lib/stampede-caller.mjs), not
+// in this one (`fresh.caller`, `hits.caller@quiet`). A variant may be named
 // more than once (each its own gateway, reported as <index>:<variant>).
 // Set-up toggles, for the whole run:
 //   --others   the targets' other servers on the servers' core, idle during the stampedes
@@ -17,8 +19,10 @@
 //   --logs=DIR the gateways' output kept (with BENCH_GATEWAY_NODE_FLAGS=--trace-gc, their collections)
 //   flock /tmp/bench.lock node_modules/.bin/node bench/stampede-context.mjs --variants=fresh,hits [--rounds=10] [--warm=1] [--others] [--quiet]
 // Per round and variant: the waiters' p50, the fastest caller, when the platform read the
-// call, and the gateway's CPU over the round (every thread's schedstat run time).
+// call, the gateway's CPU over the round (every thread's schedstat run time) and the time
+// the callers' process spent in its own collections during the round.
 
+import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -29,7 +33,7 @@ import { http } from './lib/http.mjs'
 import { rawStampede, wrk } from './lib/load.mjs'
 import { loadAverage, quietMoment, threadRunNs, versionOf } from './lib/machine.mjs'
 import { startNginx } from './lib/nginx.mjs'
-import { LOAD_CORE, SERVER_CORE, cleanup, launch, log, pin, setUpPinning, tmp } from './lib/processes.mjs'
+import { LOAD_CORE, ROOT, SERVER_CORE, cleanup, launch, log, pin, setUpPinning, tmp } from './lib/processes.mjs'
 import { median } from './lib/stats.mjs'
 
 const option = (name, fallback) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback
@@ -69,12 +73,24 @@ try {
     for (let i = 0; i < 2; i += 1) await http('GET', `${gw.url}${REPORT_PATH}`, { headers: { 'x-api-key': key } })
   }
 
+  // The callers of `.caller` variants: one process of their own, doing nothing else.
+  let caller = null
+  const callerRound = (v, path) =>
+    new Promise((resolve, reject) => {
+      caller.once('message', (m) => (m.error ? reject(new Error(m.error)) : resolve(m)))
+      caller.send({ port: v.gw.port, path, key, gatewayPid: v.gw.pid, standin: standin.url, bodyFile })
+    })
   const variants = []
   for (const v of VARIANTS) {
-    const [prep, pause = ''] = v.split('@')
+    const [kind, pause = ''] = v.split('@')
+    const [prep, where = ''] = kind.split('.')
     const gw = await gateway(`stampede-${variants.length}-${prep}`)
     await fill(gw)
-    variants.push({ name: `${variants.length}:${v}`, prep, quiet: pause === 'quiet', gapMs: pause.startsWith('gap') ? Number(pause.slice(3)) : 0, gw, rounds: [] })
+    if (where === 'caller' && caller === null) {
+      const [cmd, args] = pin(LOAD_CORE, process.execPath, ['bench/lib/stampede-caller.mjs'])
+      caller = spawn(cmd, args, { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+    }
+    variants.push({ name: `${variants.length}:${v}`, prep, ownCaller: where === 'caller', quiet: pause === 'quiet', gapMs: pause.startsWith('gap') ? Number(pause.slice(3)) : 0, gw, rounds: [] })
   }
   // The other servers on the servers' core (--others): their CPU over the counted rounds.
   const others = []
@@ -107,27 +123,32 @@ try {
       if (GAP_MS || v.gapMs) await sleep(GAP_MS || v.gapMs)
       let before = null
       let after = null
-      const r = await rawStampede({
-        port: v.gw.port,
-        callers: CALLERS,
-        path: `${REPORT_PATH}&r=${tag}-${v.name}-${round}`,
-        key,
-        expectBody: body,
-        before: async () => {
-          await clearPlatformCalls()
-          before = { ns: threadRunNs(v.gw.pid), epoch: performance.timeOrigin + performance.now() }
-        },
-        countCalls: async () => {
-          after = { ns: threadRunNs(v.gw.pid) }
-          const count = await platformCount()
-          after.callAt = count.lastCallAt - before.epoch
-          return count.count
-        },
-      })
-      const cpuMs = (after.ns - before.ns) / 1e6
+      const path = `${REPORT_PATH}&r=${tag}-${v.name}-${round}`
+      const r = v.ownCaller
+        ? await callerRound(v, path)
+        : await rawStampede({
+            port: v.gw.port,
+            callers: CALLERS,
+            path,
+            key,
+            expectBody: body,
+            before: async () => {
+              await clearPlatformCalls()
+              before = { ns: threadRunNs(v.gw.pid), epoch: performance.timeOrigin + performance.now() }
+            },
+            countCalls: async () => {
+              after = { ns: threadRunNs(v.gw.pid) }
+              const count = await platformCount()
+              after.callAt = count.lastCallAt - before.epoch
+              return count.count
+            },
+          })
+      // The callers' own process times its round, the gateway's CPU and when the platform read the call.
+      const cpuMs = v.ownCaller ? r.cpuMs : (after.ns - before.ns) / 1e6
+      const callAt = v.ownCaller ? r.callAt : after.callAt
       const ok = r.ok && r.calls === 1
-      if (round > 0) v.rounds.push({ cpuMs, p50: r.p50, min: r.min, callAt: after.callAt, ok })
-      log(`${v.name} round ${round}${round > 0 ? '' : ' (uncounted)'}: CPU ${cpuMs.toFixed(2)} ms, p50 ${r.p50.toFixed(1)} ms, min ${r.min.toFixed(1)}, call at ${after.callAt.toFixed(1)}, ${r.calls} call(s)${ok ? '' : ' BAD'}`)
+      if (round > 0) v.rounds.push({ cpuMs, p50: r.p50, min: r.min, callAt, clientGcMs: r.clientGcMs, clientCpuMs: r.clientCpuMs, ok })
+      log(`${v.name} round ${round}${round > 0 ? '' : ' (uncounted)'}: CPU ${cpuMs.toFixed(2)} ms, p50 ${r.p50.toFixed(1)} ms, min ${r.min.toFixed(1)}, call at ${callAt.toFixed(1)}, callers' collections ${r.clientGcMs.toFixed(2)} ms and CPU ${r.clientCpuMs.toFixed(2)} ms, ${r.calls} call(s)${ok ? '' : ' BAD'}`)
     }
     loads.push(loadAverage())
   }
@@ -137,9 +158,10 @@ try {
   for (const v of variants) {
     const paired = v === base ? '' : `; paired ${v.name} - ${base.name}: p50 ${median(v.rounds.map((r, i) => r.p50 - base.rounds[i].p50)).toFixed(1)} ms (higher in ${v.rounds.filter((r, i) => r.p50 > base.rounds[i].p50).length} of ${v.rounds.length}), CPU ${median(v.rounds.map((r, i) => r.cpuMs - base.rounds[i].cpuMs)).toFixed(2)} ms`
     lines.push(
-      `${v.name}: p50 median ${median(v.rounds.map((r) => r.p50)).toFixed(1)} ms (rounds ${v.rounds.map((r) => r.p50.toFixed(1)).join(' ')}), fastest ${median(v.rounds.map((r) => r.min)).toFixed(1)} ms, call read at ${median(v.rounds.map((r) => r.callAt)).toFixed(1)} ms, CPU ${median(v.rounds.map((r) => r.cpuMs)).toFixed(2)} ms (rounds ${v.rounds.map((r) => r.cpuMs.toFixed(1)).join(' ')})${paired}; ${v.rounds.filter((r) => !r.ok).length} bad rounds`,
+      `${v.name}: p50 median ${median(v.rounds.map((r) => r.p50)).toFixed(1)} ms (rounds ${v.rounds.map((r) => r.p50.toFixed(1)).join(' ')}), fastest ${median(v.rounds.map((r) => r.min)).toFixed(1)} ms, call read at ${median(v.rounds.map((r) => r.callAt)).toFixed(1)} ms, CPU ${median(v.rounds.map((r) => r.cpuMs)).toFixed(2)} ms (rounds ${v.rounds.map((r) => r.cpuMs.toFixed(1)).join(' ')}), the callers' collections ${v.rounds.reduce((sum, r) => sum + r.clientGcMs, 0).toFixed(1)} ms in all (in ${v.rounds.filter((r) => r.clientGcMs > 0).length} rounds), their CPU ${median(v.rounds.map((r) => r.clientCpuMs)).toFixed(2)} ms a round${paired}; ${v.rounds.filter((r) => !r.ok).length} bad rounds`,
     )
   }
+  caller?.disconnect()
   if (others.length) lines.push(`the other servers on core ${SERVER_CORE} (${others.length} processes): ${((othersNs() - othersBefore) / 1e6).toFixed(1)} ms of CPU over the counted rounds' ${((performance.now() - countedSince) / 1000).toFixed(1)} s`)
   process.stdout.write(`${lines.join('\n')}\n`)
   const logs = option('logs', null)

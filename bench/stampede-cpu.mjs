@@ -2,7 +2,8 @@
 // once, the platform stand-in at 20 ms) on several builds of the gateway side by side,
 // measured by the gateway's CPU time a round: the run time of every thread of its process
 // (/proc/<pid>/task/*/schedstat, nanoseconds) from just before the 200 writes to after the
-// last answer, and its utime+stime (/proc/<pid>/stat, ticks) as a check. CPU, unlike the
+// last answer, and its utime+stime (/proc/<pid>/stat, ticks) as a check, with the share of
+// them spent in the kernel (stime: the sockets' reads and writes, loopback's delivery). CPU, unlike the
 // waiters' wall-clock p50, is barely moved by other sessions on a shared machine.
 // Every build is started as `npm start` runs it (startMainGateway, `taskset -c 1`); the
 // stand-in and the callers on core 0. The builds take their turns in a rotation that moves
@@ -12,7 +13,7 @@
 // `--logs=DIR`: the gateways' output kept (with BENCH_GATEWAY_NODE_FLAGS=--trace-gc, their collections).
 // `--profile=DIR`: each gateway under node --cpu-prof (interval 100 µs), its profile in DIR/<name>/,
 // with windows.json: the counted rounds' windows (µs on the profile's clock), for
-// `node bench/profile-summary.mjs` restricted to them.
+// `node bench/profile-summary.mjs FILE --windows=DIR/<name>/windows.json` restricted to them.
 
 import { randomBytes } from 'node:crypto'
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
@@ -33,12 +34,12 @@ const WARM = Number(option('warm', '5'))
 const profileDir = option('profile', null)
 const PLATFORM_TOKEN = 'bench-standin-token'
 
-/** Nanoseconds every thread of `pid` has run, and its utime+stime in ticks. */
+/** Nanoseconds every thread of `pid` has run, and its utime and stime in ticks. */
 function cpuOf(pid) {
   const ns = threadRunNs(pid)
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  return { ns, ticks: Number(f[11]) + Number(f[12]) }
+  return { ns, user: Number(f[11]), system: Number(f[12]), ticks: Number(f[11]) + Number(f[12]) }
 }
 
 setUpPinning()
@@ -105,7 +106,8 @@ try {
       const cpuMs = (after.ns - before.ns) / 1e6
       const tickMs = (after.ticks - before.ticks) * 10
       if (!r.ok || r.calls !== 1) log(`${b.name} round ${round}: ${JSON.stringify(r.statuses)}, ${r.calls} platform calls, ${r.wrongBodies} wrong bodies`)
-      if (round > 0) b.rounds.push({ cpuMs, tickMs, p50: r.p50, min: r.min, callAt: after.callAt, ok: r.ok && r.calls === 1, window: [before.us, after.us] })
+      const systemMs = (after.system - before.system) * 10
+      if (round > 0) b.rounds.push({ cpuMs, tickMs, systemMs, p50: r.p50, min: r.min, callAt: after.callAt, ok: r.ok && r.calls === 1, window: [before.us, after.us] })
       log(`${b.name}${round > 0 ? '' : ' (uncounted)'}: CPU ${cpuMs.toFixed(2)} ms (ticks ${tickMs} ms), p50 ${r.p50.toFixed(1)} ms, min ${r.min.toFixed(1)}, call at ${after.callAt.toFixed(1)}, ${r.calls} call(s)`)
     }
     loads.push(loadAverage())
@@ -116,7 +118,7 @@ try {
     const cpu = median(b.rounds.map((r) => r.cpuMs))
     const paired = b === base ? '' : `, paired ${b.name} - ${base.name} median ${median(b.rounds.map((r, i) => r.cpuMs - base.rounds[i].cpuMs)).toFixed(2)} ms`
     lines.push(
-      `${b.name} (${b.root}): CPU a round median ${cpu.toFixed(2)} ms (${((cpu * 1000) / CALLERS).toFixed(1)} µs a caller; rounds ${b.rounds.map((r) => r.cpuMs.toFixed(1)).join(' ')}), ticks median ${median(b.rounds.map((r) => r.tickMs))} ms, p50 median ${median(b.rounds.map((r) => r.p50)).toFixed(1)} ms, fastest caller median ${median(b.rounds.map((r) => r.min)).toFixed(1)} ms, the call read by the platform at ${median(b.rounds.map((r) => r.callAt)).toFixed(1)} ms (median)${paired}; ${b.rounds.filter((r) => !r.ok).length} bad rounds`,
+      `${b.name} (${b.root}): CPU a round median ${cpu.toFixed(2)} ms (${((cpu * 1000) / CALLERS).toFixed(1)} µs a caller; rounds ${b.rounds.map((r) => r.cpuMs.toFixed(1)).join(' ')}), ticks median ${median(b.rounds.map((r) => r.tickMs))} ms (in the kernel: ${((100 * b.rounds.reduce((sum, r) => sum + r.systemMs, 0)) / b.rounds.reduce((sum, r) => sum + r.tickMs, 0)).toFixed(0)} % of all the rounds' ticks), p50 median ${median(b.rounds.map((r) => r.p50)).toFixed(1)} ms, fastest caller median ${median(b.rounds.map((r) => r.min)).toFixed(1)} ms, the call read by the platform at ${median(b.rounds.map((r) => r.callAt)).toFixed(1)} ms (median)${paired}; ${b.rounds.filter((r) => !r.ok).length} bad rounds`,
     )
   }
   process.stdout.write(`${lines.join('\n')}\n`)

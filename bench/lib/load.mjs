@@ -2,7 +2,7 @@
 
 import { connect } from 'node:net'
 import { join } from 'node:path'
-import { performance } from 'node:perf_hooks'
+import { PerformanceObserver, performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Agent, Client, request } from 'undici'
 import { BENCH, LOAD_CORE, pin, runToEnd } from './processes.mjs'
@@ -203,9 +203,13 @@ export function rawConnection(port) {
  * of `path` written on every one of them at once. Each caller's time runs from the
  * moment the writes start to its full answer. `before()` runs just before the writes;
  * `countCalls()` after the last answer and `settleMs`. Everything is bounded by `timeoutMs`.
+ * `clientGcMs`: the time this process (the one that times the answers) spent in its own
+ * garbage collections between the writes and the last answer, which every later answer's
+ * time includes; `clientCpuMs`: its CPU time (user and system) over the same span.
  */
 export async function rawStampede({ port, callers, path, key, warmPath = '/healthz', before = async () => {}, countCalls = async () => null, expectBody = null, settleMs = 200, timeoutMs = 20_000 }) {
   const conns = []
+  let gcWatch = null
   let timedOut = false
   const timer = setTimeout(() => {
     timedOut = true
@@ -221,15 +225,23 @@ export async function rawStampede({ port, callers, path, key, warmPath = '/healt
     const badWarm = warmed.find((r) => r.status !== 200)
     if (badWarm) throw new Error(`warm-up GET ${warmPath}: ${badWarm.status}`)
     await before()
+    const collections = []
+    gcWatch = new PerformanceObserver((list) => collections.push(...list.getEntries()))
+    gcWatch.observe({ entryTypes: ['gc'] })
     const ask = Buffer.from(`GET ${path} HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\nx-api-key: ${key}\r\n\r\n`, 'latin1')
     const answers = opened.map((c) => c.next())
+    const cpuAtStart = process.cpuUsage()
     const t0 = performance.now()
     for (const c of opened) c.send(ask)
     const writesMs = performance.now() - t0
     const results = await Promise.all(answers)
+    const clientCpu = process.cpuUsage(cpuAtStart)
     await sleep(settleMs)
     const calls = await countCalls()
     const sorted = results.map((r) => r.at - t0).sort((a, b) => a - b)
+    const lastAt = t0 + sorted.at(-1)
+    const clientCpuMs = (clientCpu.user + clientCpu.system) / 1000
+    const clientGcMs = collections.filter((e) => e.startTime < lastAt && e.startTime + e.duration > t0).reduce((sum, e) => sum + Math.min(e.startTime + e.duration, lastAt) - Math.max(e.startTime, t0), 0)
     const statuses = {}
     for (const r of results) {
       const k = `${r.status} ${r.headers['x-cache'] ?? '-'}`
@@ -243,6 +255,8 @@ export async function rawStampede({ port, callers, path, key, warmPath = '/healt
       p99: percentile(sorted, 99),
       max: sorted.at(-1),
       writesMs,
+      clientGcMs,
+      clientCpuMs,
       statuses,
       wrongBodies,
       ok: results.every((r) => r.status === 200) && wrongBodies === 0,
@@ -250,6 +264,7 @@ export async function rawStampede({ port, callers, path, key, warmPath = '/healt
   } catch (err) {
     throw timedOut ? new Error(`stampede not answered within ${timeoutMs} ms (${err.message})`) : err
   } finally {
+    gcWatch?.disconnect()
     clearTimeout(timer)
     for (const c of conns) c.close()
   }

@@ -23,7 +23,12 @@
 // (bench/otlp-sink.mjs): the price of tracing; and with --baseline=<dir>, L1 hits of the
 // gateway built in <dir> (e.g. an export of another commit, after its `npm ci`): the same
 // case before and after a change.
+// BENCH_STAMPEDE_CONTROL=1: 15 counted stampede rounds, each paired with a round on a
+// control gateway set up as bench/stampede-cpu.mjs sets up its own (not a target);
+// BENCH_STAMPEDE_CONTROL=caller: the same, the control's callers in a process of their own
+// (bench/lib/stampede-caller.mjs), as that script's are.
 
+import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -33,7 +38,7 @@ import { http } from '../lib/http.mjs'
 import { rawStampede, wrk } from '../lib/load.mjs'
 import { CLK_TCK, GATE_FOREIGN_CORES, GATE_MAX_WAIT_MS, cpuSnapshot, foreignCores, foreignOnCore, loadAverage, quietMoment, threadRunNs, versionOf } from '../lib/machine.mjs'
 import { startNginx } from '../lib/nginx.mjs'
-import { LOAD_CORE, SERVER_CORE, launch, log, pin, pinning, stopProcess, tmp } from '../lib/processes.mjs'
+import { LOAD_CORE, ROOT, SERVER_CORE, launch, log, pin, pinning, stopProcess, tmp } from '../lib/processes.mjs'
 import { fmtInt, fmtMs, fmtX, markdownTable, median, metricValue } from '../lib/stats.mjs'
 import { affinity, allCacheResults, buildInfo, gatewayLog } from '../lib/run-facts.mjs'
 
@@ -56,7 +61,9 @@ export async function run({ fixture, quick, baseline = null }) {
   const WARMUP_S = quick ? 1 : 3
   const DURATION_S = quick ? 3 : 10
   const ROUNDS = quick ? 1 : 3
-  const STAMPEDE_ROUNDS = quick ? 2 : 5
+  // The stampede's control (the header): '1' or 'caller', else none.
+  const CONTROL = ['1', 'caller'].includes(process.env.BENCH_STAMPEDE_CONTROL) ? process.env.BENCH_STAMPEDE_CONTROL : null
+  const STAMPEDE_ROUNDS = quick ? 2 : CONTROL ? 15 : 5
   // Uncounted rounds first: the first, then the next COLD_ROUNDS (what this scenario counted
   // until 2026-12-01: V8 still compiling the waiters' path), then more until it has settled.
   const COLD_ROUNDS = quick ? 0 : 5
@@ -235,44 +242,77 @@ export async function run({ fixture, quick, baseline = null }) {
     const stampedes = {}
     const firstRounds = {}
     const coldRounds = {}
-    const runStampedes = async (sid, gw) => {
+    /** One stampede round on `gw`: the waiters' times, its platform calls and the gateway's CPU. */
+    const stampedeRound = async (gw, name) => {
+      let cpuNs = 0
+      const r = await rawStampede({
+        port: gw.port,
+        callers: STAMPEDE_CALLERS,
+        path: `${REPORT_PATH}&r=${tag}-${name}`,
+        key,
+        before: async () => {
+          await clearPlatformCalls()
+          cpuNs = threadRunNs(gw.pid)
+        },
+        countCalls: () => {
+          // The gateway's CPU over the round (every thread, to 200 ms after the last answer).
+          cpuNs = threadRunNs(gw.pid) - cpuNs
+          return platformCalls()
+        },
+        expectBody: body,
+      })
+      r.cpuMs = cpuNs / 1e6
+      return r
+    }
+    // BENCH_STAMPEDE_CONTROL=1: a gateway started just before the stampedes and given nothing
+    // else (as bench/stampede-cpu.mjs starts its own) takes a round, with no quietMoment
+    // before it, beside each of the L1 gateway's, the order alternating: the two set-ups
+    // paired in one run.
+    const control = CONTROL ? await gateway('targets-stampede-control', { config: teamConfig }) : null
+    // BENCH_STAMPEDE_CONTROL=caller: the control's callers in a process that does nothing else.
+    const caller = CONTROL === 'caller' ? spawn(...pin(LOAD_CORE, process.execPath, ['bench/lib/stampede-caller.mjs']), { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }) : null
+    const callerRound = (name) =>
+      new Promise((resolve, reject) => {
+        caller.once('message', (m) => (m.error ? reject(new Error(m.error)) : resolve(m)))
+        caller.send({ port: control.port, path: `${REPORT_PATH}&r=${tag}-${name}`, key, gatewayPid: control.pid, standin: standin.url, bodyFile })
+      })
+    const controlRound = (name) => (caller ? callerRound(name) : stampedeRound(control, name))
+    const controlRounds = []
+    const runStampedes = async (sid, gw, withControl = false) => {
       stampedes[sid] = []
       coldRounds[sid] = []
       for (let round = 0; round < STAMPEDE_WARM + STAMPEDE_ROUNDS; round += 1) {
+        const counted = round >= STAMPEDE_WARM
+        if (withControl && round % 2 === 0) {
+          const c = await controlRound(`control-${round}`)
+          log(`stampede control round ${round}${counted ? '' : ' (not counted)'}: p50 ${fmtMs(c.p50)}, gateway CPU ${fmtMs(c.cpuMs)}, its callers' collections ${fmtMs(c.clientGcMs)} and CPU ${fmtMs(c.clientCpuMs)}, ${c.calls} call(s)`)
+          if (counted) controlRounds.push(c)
+        }
         await quietMoment()
         const load = loadAverage()
-        let cpuNs = 0
-        const r = await rawStampede({
-          port: gw.port,
-          callers: STAMPEDE_CALLERS,
-          path: `${REPORT_PATH}&r=${tag}-${sid}-${round}`,
-          key,
-          before: async () => {
-            await clearPlatformCalls()
-            cpuNs = threadRunNs(gw.pid)
-          },
-          countCalls: () => {
-            // The gateway's CPU over the round (every thread, to 200 ms after the last answer).
-            cpuNs = threadRunNs(gw.pid) - cpuNs
-            return platformCalls()
-          },
-          expectBody: body,
-        })
+        const r = await stampedeRound(gw, `${sid}-${round}`)
         r.load = load
-        r.cpuMs = cpuNs / 1e6
-        const counted = round >= STAMPEDE_WARM
         log(
           `${sid} round ${round}${counted ? '' : ' (warm-up, not counted)'}: ${r.calls} platform call(s), min ${fmtMs(r.min)}, p50 ${fmtMs(r.p50)}, p99 ${fmtMs(r.p99)}, max ${fmtMs(r.max)}, gateway CPU ${fmtMs(r.cpuMs)}` +
-            ` (writes took ${fmtMs(r.writesMs)}); ${Object.entries(r.statuses).map(([k, v]) => `${v}× ${k}`).join(', ')}${r.wrongBodies ? `; ${r.wrongBodies} wrong bodies` : ''}`,
+            ` (writes took ${fmtMs(r.writesMs)}, this process's collections ${fmtMs(r.clientGcMs)} and CPU ${fmtMs(r.clientCpuMs)}); ${Object.entries(r.statuses).map(([k, v]) => `${v}× ${k}`).join(', ')}${r.wrongBodies ? `; ${r.wrongBodies} wrong bodies` : ''}`,
         )
         if (!r.ok) problems.push(`${sid} round ${round}: ${JSON.stringify(r.statuses)}${r.wrongBodies ? `, ${r.wrongBodies} bodies other than the platform's` : ''}`)
         if (r.calls !== 1) problems.push(`${sid} round ${round}${counted ? '' : ' (warm-up)'}: ${r.calls} platform calls, not 1`)
         if (counted) stampedes[sid].push(r)
         else if (round === 0) firstRounds[sid] = r
         else if (round <= COLD_ROUNDS) coldRounds[sid].push(r)
+        if (withControl && round % 2 === 1) {
+          const c = await controlRound(`control-${round}`)
+          log(`stampede control round ${round}${counted ? '' : ' (not counted)'}: p50 ${fmtMs(c.p50)}, gateway CPU ${fmtMs(c.cpuMs)}, its callers' collections ${fmtMs(c.clientGcMs)} and CPU ${fmtMs(c.clientCpuMs)}, ${c.calls} call(s)`)
+          if (counted) controlRounds.push(c)
+        }
       }
     }
-    await runStampedes('stampede-l1', gwL1)
+    try {
+      await runStampedes('stampede-l1', gwL1, Boolean(control))
+    } finally {
+      caller?.disconnect()
+    }
     if (gwL2) await runStampedes('stampede-l2', gwL2)
 
     // ---- the tables
@@ -355,6 +395,15 @@ export async function run({ fixture, quick, baseline = null }) {
           ? ` Its next ${coldRounds['stampede-l1'].length} (uncounted; this target's rounds until 2026-12-01, V8 still compiling the waiters' path): p50 ${coldRounds['stampede-l1'].map((r) => fmtMs(r.p50)).join(', ')}, CPU ${coldRounds['stampede-l1'].map((r) => fmtMs(r.cpuMs)).join(', ')}.`
           : ''),
     )
+    if (controlRounds.length) {
+      const rs = stampedes['stampede-l1']
+      const pairs = controlRounds.map((c, i) => ({ p50: rs[i].p50 - c.p50, cpuMs: rs[i].cpuMs - c.cpuMs }))
+      targetLines.push(
+        `- Control (BENCH_STAMPEDE_CONTROL=${CONTROL}, not a target): a gateway started just before the stampedes, given nothing else, its rounds without quietMoment${caller ? ', its callers in a process of their own' : ''}, paired with the L1 gateway's round by round: p50 ${fmtMs(median(controlRounds.map((r) => r.p50)))} (rounds ${controlRounds.map((r) => fmtMs(r.p50)).join(', ')}), CPU a round ${fmtMs(median(controlRounds.map((r) => r.cpuMs)))}; ` +
+          `the L1 gateway's minus the control's, medians of the rounds' differences: p50 ${fmtMs(median(pairs.map((d) => d.p50)))} (higher in ${pairs.filter((d) => d.p50 > 0).length} of ${pairs.length}), CPU ${fmtMs(median(pairs.map((d) => d.cpuMs)))}; ` +
+          `the callers' process in its own collections during the rounds, summed: ${fmtMs(rs.reduce((sum, r) => sum + r.clientGcMs, 0))} (this one) against ${fmtMs(controlRounds.reduce((sum, r) => sum + r.clientGcMs, 0))} (the control's), in ${rs.filter((r) => r.clientGcMs > 0).length} and ${controlRounds.filter((r) => r.clientGcMs > 0).length} of ${pairs.length} rounds; its CPU a round, medians, ${fmtMs(median(rs.map((r) => r.clientCpuMs)))} against ${fmtMs(median(controlRounds.map((r) => r.clientCpuMs)))}.`,
+      )
+    }
     const loads = [...Object.values(runs).flat(), ...Object.values(stampedes).flat()].map((r) => r.load)
     const foreign = Object.values(runs).flat().map((r) => r.foreign).filter((f) => typeof f === 'number')
     const foreignHere = Object.values(runs).flat().map((r) => r.foreignHere).filter((f) => typeof f === 'number')
