@@ -117,7 +117,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const { l1, store, reports } = cacheParts(config, { redis, breaker, bus, seal, unverified, log, metrics, clock, timers: deps.timers, failures, usage, client, answers, tokens, replica: replicaId, room })
   teams.onReplace(() => reports.keepFillersOf((team) => teams.teamOf(team) !== undefined))
   const jobsPart = jobParts(config, { teams, redis, breaker, seal, unverified, reports, tokens, governors, clock, log, failures, metrics, bus, replica: replicaId, platformTime: usage.platformTime, room })
-  const { jobs, runner } = jobsPart
+  const { jobs } = jobsPart
 
   const ctx: GatewayContext = {
     config, log, auditLog, secrets, metrics, dispatcher, tokens, teams, adminAuth, usage, history, keyUse, rateLimiter, redis, breaker, bus, reports, jobs,
@@ -216,7 +216,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       // The listeners answer what comes on the connections they have until these end
       // (server.ts); the fills under way end before Redis and the platform pool close.
       await Promise.all([proxy.close(), admin.close()])
-      runner.stop()
+      jobsPart.stop()
       jobsPart.room.close()
       await jobsPart.webhooks.close()
       reports.close()

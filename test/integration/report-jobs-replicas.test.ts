@@ -2,6 +2,7 @@ import { Redis } from 'ioredis'
 import { afterEach, describe, expect, it } from 'vitest'
 import { KEYS, listen, REPORT_PATH, teamsYamlWith, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { onRealTimers } from '../helpers/clock.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
@@ -18,11 +19,12 @@ describe.skipIf(!available)('report jobs across replicas (one Redis)', () => {
   const gateways = useGateways()
   afterEach(() => sandbox.releaseHeld())
 
+  const config = (token: string) => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: token, REDIS_URL: redis.url }, teamsYamlWith({ jobs: { poll: '100ms' } }))
+
   async function replicas(): Promise<[TestGateway & { url: string }, TestGateway & { url: string }]> {
     const token = sandbox.issueToken()
-    const config = () => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: token, REDIS_URL: redis.url }, teamsYamlWith({ jobs: { poll: '100ms' } }))
-    const one = await listen(await gateways.build(config()))
-    const two = await listen(await gateways.build(config()))
+    const one = await listen(await gateways.build(config(token)))
+    const two = await listen(await gateways.build(config(token)))
     sandbox.clearRequests()
     return [one, two]
   }
@@ -52,6 +54,38 @@ describe.skipIf(!available)('report jobs across replicas (one Redis)', () => {
     const twinResult = await get(one, `${twinLocation}/result`)
     expect(await twinResult.text()).toBe(await result.text())
     expect(sandbox.countRequests((r) => r.path === REPORT_PATH)).toBe(1)
+  })
+
+  // A replica's clock 30 s off, twice jobs.lease: a looker ahead of a job's runner, or a
+  // runner behind the looker, would read the runner's lease as run out.
+  it.each([
+    ['the replica that looks at it is 30 s ahead', 0, 30_000],
+    ['the replica that runs it is 30 s behind', -30_000, 0],
+  ])('a running job is not taken over when %s: leases are on Redis\' clock', async (_, runnerSkewMs, lookerSkewMs) => {
+    const token = sandbox.issueToken()
+    const skewed = (ms: number) => (ms === 0 ? {} : { clock: onRealTimers(() => Date.now() + ms) })
+    const runner = await listen(await gateways.build(config(token), skewed(runnerSkewMs)))
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    const running = await get(runner, `${REPORT_PATH}?${YEAR}`, { prefer: 'respond-async' })
+    expect(running.status).toBe(202)
+    await waitFor('the job at the platform', () => sandbox.countRequests((r) => r.path === REPORT_PATH) === 1)
+
+    // The looker's own job is due after the running one on the looker's clock: once it is
+    // done, the looker has looked past the running job.
+    const looker = await listen(await gateways.build(config(token), skewed(lookerSkewMs)))
+    const own = await get(looker, `${REPORT_PATH}?advertiserId=102&dateFrom=2025-01-01&dateTo=2025-03-31`, { prefer: 'respond-async' })
+    expect(own.status).toBe(202)
+    const ownLocation = own.headers.get('location') as string
+    await waitFor('the looker\'s own job done', async () => ((await (await get(looker, ownLocation)).json()) as { state: string }).state === 'done', testTimeLeft(), 20)
+
+    sandbox.releaseHeld()
+    const location = running.headers.get('location') as string
+    await waitFor('the running job done', async () => ((await (await get(looker, location)).json()) as { state: string }).state === 'done', testTimeLeft(), 20)
+    expect(looker.logs.records().filter((r) => String(r.msg).startsWith('report job taken over'))).toEqual([])
+    const said = (runnerSkewMs === 0 ? looker : runner).logs.records().filter((r) => String(r.msg).startsWith("this replica's clock is"))
+    expect(said.map((r) => String(r.msg).replace(/[\d.]+ s/, 'N s'))).toEqual([`this replica's clock is N s ${runnerSkewMs === 0 ? 'ahead of' : 'behind'} Redis': report jobs' leases and webhook claims are kept on Redis' clock; set this machine's time (NTP)`])
+    expect(Math.abs(Number(said[0]?.offsetMs) + runnerSkewMs + lookerSkewMs)).toBeLessThan(1000)
+    expect(sandbox.countRequests((r) => r.path === REPORT_PATH && /advertiserId"?[=:]101\b/.test(r.query + r.body))).toBe(1)
   })
 
   it('Redis out of reach: a job call is 503 GW_JOBS_UNAVAILABLE, and a read preferring respond-async is answered now', async () => {
