@@ -7,8 +7,6 @@ import type { RedisBreaker } from '../redis/breaker.js'
 import type { ResultRoom } from '../redis/memory-room.js'
 import type { RedisSeal } from '../redis/seal.js'
 import type { RedisBus } from '../redis/bus.js'
-import { RedisClock } from '../redis/redis-clock.js'
-import { redisKey } from '../redis/keys.js'
 import type { ReportCache } from '../reports/report-cache.js'
 import type { TokenRegistry } from '../platform/tokens/token-registry.js'
 import type { PlatformGovernors } from '../platform/governor/platform-governors.js'
@@ -38,10 +36,8 @@ export interface JobParts {
   webhooks: WebhookDeliveries
   /** The room for the teams' job results in Redis: each team's bound of kept results. */
   room: ResultRoom
-  /** Reads the room and Redis' clock, listens for jobs asked on other replicas, then starts this replica's runner and deliverer. */
+  /** Reads the room, listens for jobs asked on other replicas, then starts this replica's runner and deliverer. */
   start(): Promise<void>
-  /** Stops the runner looking for jobs, and the readings of Redis' clock. */
-  stop(): void
 }
 
 /** The bus channel on which a replica says that a job is due (asked, or handed back): every runner looks at once. */
@@ -49,15 +45,14 @@ const JOBS_ASKED = 'jobs-asked'
 
 export function jobParts(
   config: Config,
-  o: { teams: TeamDirectory; redis: RedisClient | null; breaker: RedisBreaker | null; seal: RedisSeal | null; unverified: Unverified; reports: ReportCache; tokens: TokenRegistry; governors: PlatformGovernors; clock: Clock; log: Logger; failures: FailureLog; metrics: Metrics; bus: RedisBus | null; replica: string; platformTime: PlatformTime; room: ResultRoom },
+  o: { teams: TeamDirectory; redis: RedisClient | null; breaker: RedisBreaker | null; seal: RedisSeal | null; unverified: Unverified; reports: ReportCache; tokens: TokenRegistry; governors: PlatformGovernors; clock: Clock; redisClock: Clock; log: Logger; failures: FailureLog; metrics: Metrics; bus: RedisBus | null; replica: string; platformTime: PlatformTime; room: ResultRoom },
 ): JobParts {
   const { redis, seal, log, governors } = o
   if (redis && !seal) log.warn('GATEWAY_SECRET is not set: report jobs are kept in this replica\'s memory, not shared through Redis')
   // Only with the shared store: jobs in memory are this replica's alone.
   const bus = redis && seal ? o.bus : null
   // The shared store's times (leases, due times) are on Redis' clock: each replica writes them and the others compare them.
-  const redisClock = redis && seal ? new RedisClock(o.clock, { redis, key: redisKey.dueJobs(config.redis.keyPrefix), log }) : null
-  const clock = redisClock ?? o.clock
+  const clock = redis && seal ? o.redisClock : o.clock
   const announce = bus ? () => void bus.publish(JOBS_ASKED, '1').catch((err: unknown) => log.debug({ err }, 'announcing a report job failed: the other runners find it at their next look')) : undefined
   const finality = (report: CanonicalReport, at: number): JobFinality => finalityFields(report.dateFrom, report.dateTo, at, config.cache)
   // A delivery lives through its retries and its last attempt's claim, then jobs.keep.
@@ -107,15 +102,10 @@ export function jobParts(
     webhooks,
     room,
     async start() {
-      await redisClock?.start()
       await room.start()
       await bus?.subscribe(JOBS_ASKED, () => runner.poke())
       runner.start()
       webhooks.start()
-    },
-    stop() {
-      runner.stop()
-      redisClock?.stop()
     },
   }
 }

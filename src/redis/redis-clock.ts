@@ -16,6 +16,14 @@ export const REDIS_CLOCK_SAY_MS = 1_000
 // (the jobs' master), whose clock the job scripts' callers share.
 const TIME = redisScript<[string, string]>('gatewayRedisTime1', "return redis.call('TIME')", 1)
 
+/** Where Redis' clock is read (a key of the jobs' tag), what logs a clock far from it, and what hears each reading's offset (ms). */
+export interface RedisClockOptions {
+  redis: RedisClient
+  key: string
+  log: Logger
+  onRead?: (offsetMs: number) => void
+}
+
 /**
  * This replica's clock moved by how far Redis' clock is from it: the times one replica
  * writes to Redis and another compares with its own (a report job's lease and due time, a
@@ -27,12 +35,12 @@ const TIME = redisScript<[string, string]>('gatewayRedisTime1', "return redis.ca
  */
 export class RedisClock implements Clock {
   readonly #clock: Clock
-  readonly #o: { redis: RedisClient; key: string; log: Logger }
+  readonly #o: RedisClockOptions
   #offset = 0
   #said = 0
   #timer: Timer | null = null
 
-  constructor(clock: Clock, o: { redis: RedisClient; key: string; log: Logger }) {
+  constructor(clock: Clock, o: RedisClockOptions) {
     this.#clock = clock
     this.#o = o
   }
@@ -76,6 +84,7 @@ export class RedisClock implements Clock {
     if (back - sent > REDIS_CLOCK_MAX_ROUND_TRIP_MS) return
     const redisMs = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000)
     this.#offset = Math.round(redisMs - (sent + back) / 2)
+    this.#o.onRead?.(this.#offset)
     if (Math.abs(this.#offset - this.#said) < REDIS_CLOCK_SAY_MS) return
     this.#said = this.#offset
     const apart = Math.abs(this.#offset) >= REDIS_CLOCK_SAY_MS
