@@ -22,6 +22,8 @@ import { systemClock, type Clock, type Timers } from './clock.js'
 import { observeParts } from './compose/observe-parts.js'
 import { redisParts } from './compose/redis-parts.js'
 import { ResultRoom } from './redis/memory-room.js'
+import { RedisClock } from './redis/redis-clock.js'
+import { redisKey } from './redis/keys.js'
 import { teamParts } from './compose/team-parts.js'
 import { platformParts } from './compose/platform-parts.js'
 import { cacheParts } from './compose/cache-parts.js'
@@ -106,9 +108,11 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   })
   const shared = redisParts(config, { redis: deps.redis, log, metrics, clock })
   const { redis, breaker, bus, seal, unverified } = shared
+  // Redis' clock, for the times replicas write and compare (the jobs' leases, the replicas' announcements).
+  const redisClock = redis ? new RedisClock(clock, { redis, key: redisKey.dueJobs(config.redis.keyPrefix), log, onRead: (ms) => metrics.redisClockOffset.set(ms / 1000) }) : null
   const keyUse = new KeyUse({ replica: replicaId, redis, breaker, seal, prefix: config.redis.keyPrefix, onUnverified: (where) => unverified('key-use', where), clock })
-  const { teams, reloader, adminAuth, rateLimiter, usage } = teamParts(config, { redis, breaker, bus, log, auditLog, metrics, secrets, keyUse, clock, configSource: deps.configSource })
-  const platform = platformParts(config, { dispatcher: deps.dispatcher, log, auditLog, secrets, metrics, clock, redis, breaker, bus, seal, teams, usage, history, replica: replicaId })
+  const { teams, reloader, adminAuth, rateLimiter, usage } = teamParts(config, { redis, breaker, bus, log, auditLog, metrics, secrets, keyUse, clock, ...(redisClock ? { redisOffsetMs: () => redisClock.offsetMs } : {}), configSource: deps.configSource })
+  const platform = platformParts(config, { dispatcher: deps.dispatcher, log, auditLog, secrets, metrics, clock, ...(redisClock ? { versionNow: redisClock.now } : {}), redis, breaker, bus, seal, teams, usage, history, replica: replicaId })
   const { dispatcher, tokens, governors, client, answers } = platform
   // The room in Redis for what the teams keep there (jobs' results, report copies), each team's part of it.
   // Results live in Redis only with the shared store: in memory they take this replica's room, not Redis'.
@@ -116,7 +120,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   teams.onReplace(() => void room.read())
   const { l1, store, reports } = cacheParts(config, { redis, breaker, bus, seal, unverified, log, metrics, clock, timers: deps.timers, failures, usage, client, answers, tokens, replica: replicaId, room })
   teams.onReplace(() => reports.keepFillersOf((team) => teams.teamOf(team) !== undefined))
-  const jobsPart = jobParts(config, { teams, redis, breaker, seal, unverified, reports, tokens, governors, clock, log, failures, metrics, bus, replica: replicaId, platformTime: usage.platformTime, room })
+  const jobsPart = jobParts(config, { teams, redis, breaker, seal, unverified, reports, tokens, governors, clock, redisClock: redisClock ?? clock, log, failures, metrics, bus, replica: replicaId, platformTime: usage.platformTime, room })
   const { jobs, runner } = jobsPart
 
   const ctx: GatewayContext = {
@@ -145,12 +149,13 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     seal,
     prefix: config.redis.keyPrefix,
     log,
-    state: () => replicaState(ctx, replicas.id),
+    state: () => replicaState(ctx, replicas.id, (redisClock ?? clock).now()),
     history: () => replicaHistory(history, clock.now()),
     bucket: (n) => history.bucket(n),
     bus,
     onUnverified: (key) => unverified('replica', key),
     clock,
+    ...(redisClock ? { sharedNow: redisClock.now } : {}),
   })
   const { proxy, admin, memoBytes } = await listeners({ ...ctx, failures, client, reloader, l1, audit, replicas, webhooks: jobsPart.webhooks, tokenShares: tokenStore, consoleScriptsDir: deps.consoleScriptsDir })
 
@@ -181,6 +186,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       // Each credential chooses between the token stored in Redis and its configuration
       // before it sets one: its audit line names the token it takes, never a configured one
       // a rotation replaced; a password login takes a usable stored token instead of logging in.
+      await redisClock?.start()
       await tokens.start(await tokenStore.storedAtStart())
       history.watch(platform.gauges)
       rateLimiter.start()
@@ -233,6 +239,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       await keyUse.close()
       tokenStore.close()
       await tokens.close()
+      redisClock?.stop()
       await shared.close()
       await dispatcher.close().catch(() => undefined)
     },

@@ -47,6 +47,12 @@ export interface RateLimiterOptions {
   teams: Pick<TeamDirectory, 'teamOf' | 'onReplace'>
   syncMs?: number
   clock?: Clock
+  /**
+   * How far Redis' clock is ahead of `clock` (ms; redis/redis-clock.ts), default 0: the
+   * windows are numbered on Redis' clock, so that replicas whose clocks disagree count a
+   * team's calls in one window, and tell one reset.
+   */
+  offsetMs?: () => number
 }
 
 /**
@@ -62,12 +68,15 @@ export interface RateLimiterOptions {
  * learns the others' hits only at its next sync. Without Redis, or while it is down, each
  * replica counts on its own. The windows kept are the current ones of the teams
  * configured now (each reload, and each sync, drops the rest), however many team names
- * reloads ever brought.
+ * reloads ever brought. A window's number and its reset are read on Redis' clock
+ * (`offsetMs`): a replica whose clock ran 30 s ahead counted in the next window for half of
+ * each minute, and so admitted the team's whole limit again.
  */
 export class RateLimiter {
   readonly #windows = new Map<string, Window>()
   readonly #o: RateLimiterOptions
   readonly #clock: Clock
+  readonly #offsetMs: () => number
   readonly #syncMs: number
   #timer: Timer | null = null
   #syncing: Promise<void> | null = null
@@ -76,8 +85,9 @@ export class RateLimiter {
   constructor(opts: RateLimiterOptions) {
     this.#o = opts
     this.#clock = opts.clock ?? systemClock
+    this.#offsetMs = opts.offsetMs ?? (() => 0)
     this.#syncMs = opts.syncMs ?? DEFAULT_RATE_SYNC_MS
-    opts.teams.onReplace(() => this.#prune(this.#clock.now()))
+    opts.teams.onReplace(() => this.#prune(this.#now()))
   }
 
   /** How many teams' windows are kept. */
@@ -98,14 +108,19 @@ export class RateLimiter {
     await this.sync()
   }
 
-  /** Counts a call of the team at `now` (the hit path passes the clock reading it took). */
+  /** Counts a call of the team at `now` (the hit path passes the reading of `clock` it took). */
   hit(team: TeamConfig, now: number = this.#clock.now()): RateDecision {
-    return this.#decide(team, true, now)
+    return this.#decide(team, true, now + this.#offsetMs())
   }
 
   /** The team's standing without counting a call (for answers refused before the limit). */
   peek(team: TeamConfig): RateDecision {
-    return this.#decide(team, false, this.#clock.now())
+    return this.#decide(team, false, this.#now())
+  }
+
+  /** Now on Redis' clock, as this replica last read it. */
+  #now(): number {
+    return this.#clock.now() + this.#offsetMs()
   }
 
   #decide(team: TeamConfig, count: boolean, now: number): RateDecision {
@@ -157,7 +172,7 @@ export class RateLimiter {
   async #sync(): Promise<void> {
     const { redis, breaker, prefix } = this.#o
     if (!redis || !breaker) return
-    const now = this.#clock.now()
+    const now = this.#now()
     this.#prune(now)
     const active = [...this.#windows.values()].filter((w) => w.pending > 0)
     if (active.length === 0) return

@@ -45,12 +45,14 @@ const JOBS_ASKED = 'jobs-asked'
 
 export function jobParts(
   config: Config,
-  o: { teams: TeamDirectory; redis: RedisClient | null; breaker: RedisBreaker | null; seal: RedisSeal | null; unverified: Unverified; reports: ReportCache; tokens: TokenRegistry; governors: PlatformGovernors; clock: Clock; log: Logger; failures: FailureLog; metrics: Metrics; bus: RedisBus | null; replica: string; platformTime: PlatformTime; room: ResultRoom },
+  o: { teams: TeamDirectory; redis: RedisClient | null; breaker: RedisBreaker | null; seal: RedisSeal | null; unverified: Unverified; reports: ReportCache; tokens: TokenRegistry; governors: PlatformGovernors; clock: Clock; redisClock: Clock; log: Logger; failures: FailureLog; metrics: Metrics; bus: RedisBus | null; replica: string; platformTime: PlatformTime; room: ResultRoom },
 ): JobParts {
-  const { redis, seal, clock, log, governors } = o
+  const { redis, seal, log, governors } = o
   if (redis && !seal) log.warn('GATEWAY_SECRET is not set: report jobs are kept in this replica\'s memory, not shared through Redis')
   // Only with the shared store: jobs in memory are this replica's alone.
   const bus = redis && seal ? o.bus : null
+  // The shared store's times (leases, due times) are on Redis' clock: each replica writes them and the others compare them.
+  const clock = redis && seal ? o.redisClock : o.clock
   const announce = bus ? () => void bus.publish(JOBS_ASKED, '1').catch((err: unknown) => log.debug({ err }, 'announcing a report job failed: the other runners find it at their next look')) : undefined
   const finality = (report: CanonicalReport, at: number): JobFinality => finalityFields(report.dateFrom, report.dateTo, at, config.cache)
   // A delivery lives through its retries and its last attempt's claim, then jobs.keep.
@@ -90,7 +92,7 @@ export function jobParts(
     clock,
     purged: (copy, key) => o.reports.purged(copy, key),
     expectedSeconds: (credential, team, report) => {
-      const ms = governors.ownExpectedMs(credential, team, workClass(report), clock.now())
+      const ms = governors.ownExpectedMs(credential, team, workClass(report), o.clock.now())
       return ms === null ? null : Math.round(ms) / 1000
     },
   })

@@ -44,6 +44,8 @@ export function platformParts(
     secrets: SecretSet
     metrics: Metrics
     clock: Clock
+    /** The time of the platform tokens' versions, which replicas compare through Redis: Redis' clock as this replica reads it (default `clock`'s). */
+    versionNow?: () => number
     redis: RedisClient | null
     breaker: RedisBreaker | null
     bus: RedisBus | null
@@ -81,6 +83,9 @@ export function platformParts(
     maintenanceMs: config.platform.maintenanceMs,
     logins,
     clock,
+    // A change's rank is its time (token-order.ts): on Redis' clock, the newest change wins
+    // whichever replica's clock is off.
+    ...(o.versionNow ? { versionNow: o.versionNow } : {}),
     gatewaySecret: config.gatewaySecret,
     ...(o.replica === undefined ? {} : { replica: o.replica }),
   })

@@ -36,6 +36,8 @@ export function teamParts(
     /** Where the keys a reload removes are kept, to be listed with their use for 30 days. */
     keyUse?: KeyUse
     clock: Clock
+    /** How far Redis' clock is ahead of `clock` (ms), as last read: the rate-limit windows are on Redis' clock. */
+    redisOffsetMs?: () => number
     /** Where the teams are reloaded from; default the process environment. null: never. */
     configSource?: LoadOptions | null
   },
@@ -50,7 +52,7 @@ export function teamParts(
     teams,
     reloader: new TeamReloader({ config, teams, adminAuth, log: o.log, auditLog: o.auditLog, metrics, secrets: o.secrets, bus: o.bus, onKeysChanged: (change) => void o.keyUse?.keysChanged(change), source: config.demo ? null : source, pollMs: config.teamsReload.pollMs, clock }),
     adminAuth,
-    rateLimiter: new RateLimiter({ redis, breaker, prefix, teams, syncMs: config.redis.rateLimitSyncMs, clock }),
+    rateLimiter: new RateLimiter({ redis, breaker, prefix, teams, syncMs: config.redis.rateLimitSyncMs, clock, ...(o.redisOffsetMs ? { offsetMs: o.redisOffsetMs } : {}) }),
     usage: new TeamUsage({ redis, breaker, prefix, metrics, flushMs: config.usage.flushMs, retentionDays: config.usage.retentionDays, clock }),
   }
 }

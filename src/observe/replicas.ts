@@ -114,6 +114,13 @@ export interface ReplicasOptions {
   /** An announcement in Redis without this gateway's seal, ignored. */
   onUnverified?: (key: string) => void
   clock?: Clock
+  /**
+   * Redis' clock as this replica reads it (redis/redis-clock.ts), default `clock`'s time:
+   * the announcements' dates (`at`, the index's scores) are on it, and a replica's age is
+   * read on it, so a replica whose clock is off is neither listed as gone while it announces
+   * nor dropped as dated ahead. Its buckets are numbered on `clock`, as its history is.
+   */
+  sharedNow?: () => number
   intervalMs?: number
   ttlMs?: number
   /** How long a gone replica stays listed (GONE_KEEP_MS). */
@@ -144,6 +151,7 @@ export class Replicas {
   readonly id: string
   readonly #o: ReplicasOptions
   readonly #clock: Clock
+  readonly #sharedNow: () => number
   readonly #intervalMs: number
   readonly #ttlMs: number
   readonly #keepMs: number
@@ -164,6 +172,7 @@ export class Replicas {
     this.id = opts.id
     this.#o = opts
     this.#clock = opts.clock ?? systemClock
+    this.#sharedNow = opts.sharedNow ?? this.#clock.now
     this.#intervalMs = opts.intervalMs ?? ANNOUNCE_MS
     this.#ttlMs = opts.ttlMs ?? ANNOUNCE_TTL_MS
     this.#keepMs = opts.keepMs ?? GONE_KEEP_MS
@@ -203,12 +212,12 @@ export class Replicas {
     if (!redis || !breaker) return false
     const state = this.#o.state()
     const value = this.#sealed(this.#key, JSON.stringify(last ? { ...state, stoppedAt: state.at } : state))
-    const now = this.#clock.now()
+    const now = this.#sharedNow()
     // The index's trim and lifetime once a minute: ids whose announcement is long gone
     // (a replica whose clock runs behind is not dropped early).
     const trim = this.#announced++ % Math.max(1, Math.round(60_000 / this.#intervalMs)) === 0
     // The buckets closed since the last written (the current one too as it stops), within the ring.
-    const newest = Math.floor(now / BUCKET_MS) - (last ? 0 : 1)
+    const newest = Math.floor(this.#clock.now() / BUCKET_MS) - (last ? 0 : 1)
     const buckets: string[] = []
     for (let n = Math.max(this.#bucketWritten + 1, newest - BUCKETS + 1); n <= newest; n++) {
       const bucket = this.#o.bucket(n)
@@ -280,16 +289,17 @@ export class Replicas {
     const { redis, breaker } = this.#o
     if (!redis || !breaker) return { redis: 'not configured', complete: false, replicas: [self] }
     const found = await breaker.run(async () => {
-      const newest = await redis.zrevrangebyscore(this.#index, this.#clock.now() + CLOCK_SKEW_MS, '-inf', 'LIMIT', 0, MAX_REPLICAS)
+      const newest = await redis.zrevrangebyscore(this.#index, this.#sharedNow() + CLOCK_SKEW_MS, '-inf', 'LIMIT', 0, MAX_REPLICAS)
       const ids = newest.filter((id) => id !== this.id && id.length <= MAX_ID_CHARS)
       return ids.length === 0 ? [] : this.#read(ids, (id) => redisKey.replica(this.#o.prefix, id), MAX_ANNOUNCEMENT_BYTES)
     }, null)
     if (found === null) return { redis: 'down', complete: false, replicas: [self] }
     const now = this.#clock.now()
+    const sharedNow = this.#sharedNow()
     const listed: { state: Announcement; gone: Gone | null }[] = []
     for (const [id, value] of found) {
       const state = this.#opened(id, value)
-      if (state) listed.push({ state, gone: goneOf(state, now, this.#ttlMs) })
+      if (state) listed.push({ state, gone: goneOf(state, sharedNow, this.#ttlMs) })
     }
     if (history) await this.#askHistories(listed.filter((r) => r.gone === null).map((r) => r.state.id))
     const hours = history ? await this.#hours(listed, now) : new Map<string, HistoryView>()

@@ -10,7 +10,7 @@ import type { HistoryView } from '../../src/observe/history.js'
 import { RedisBus } from '../../src/redis/bus.js'
 import { RedisBreaker } from '../../src/redis/breaker.js'
 import { RedisSeal } from '../../src/redis/seal.js'
-import { fakeClock, type FakeClock } from '../helpers/clock.js'
+import { fakeClock, onRealTimers, type FakeClock } from '../helpers/clock.js'
 import { TEST_GATEWAY_SECRET } from '../helpers/build-gateway.js'
 import { pino } from 'pino'
 
@@ -92,6 +92,17 @@ describe.skipIf(!available)('GET /admin/cluster with two replicas on one Redis',
     await waitFor('A\'s request announced', async () => sum((await liveOf(b)).find((r) => !r.self)?.history.requests ?? []) === 1, testTimeLeft(), 100)
     expect(sum(fromB.replicas[0]?.history.requests ?? [])).toBe(0)
   }, 20_000)
+
+  it.each([['30 s behind', -30_000], ['90 s ahead of', 90_000]])('a replica whose clock is %s the others\' is listed live by every replica, and PUT /admin/log-level reaches it: liveness is on Redis\' clock', async (_, skewMs) => {
+    const a = await replica()
+    const skewed = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: redisServer.url, ...sandboxLoginEnv(sandbox) }), { clock: onRealTimers(() => Date.now() + skewMs) })
+    const idOfSkewed = (await clusterOf(skewed)).replicas[0]!.id
+    // Listed at all once announced: a view that lists it (live or gone) has read its announcement.
+    await waitFor('the skewed replica announced', async () => (await redis.exists(redisKey.replica(a.config.redis.keyPrefix, idOfSkewed))) === 1)
+    for (const gw of [a, skewed]) expect((await liveOf(gw)).map((r) => r.id).sort()).toEqual([idOfSkewed, (await clusterOf(a)).replicas[0]!.id].sort())
+    const set = await a.admin.inject({ method: 'PUT', url: '/admin/log-level', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { level: 'debug', replica: idOfSkewed } })
+    expect(set.statusCode).toBe(200)
+  })
 
   it('announcements are sealed: one without the seal is left out and counted; one too large is not read whole', async () => {
     const gw = await replica()

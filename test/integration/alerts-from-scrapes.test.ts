@@ -3,8 +3,8 @@
  * series written by hand (test/unit/prometheus.test.ts does that): a gateway on a real
  * Redis and the sandbox is scraped once per round of traffic, each scrape taken as one
  * minute of a Prometheus at interval 1m, while Redis is killed and comes back empty, Redis
- * refuses writes (maxmemory reached), the platform answers 500, and the platform refuses the token until PUT /admin/token puts a
- * new one. `promtool test rules` then evaluates the rendered PrometheusRule on those
+ * refuses writes (maxmemory reached), the platform answers 500, the platform refuses the token until PUT /admin/token puts a
+ * new one, and the teams' CONFIG_FILE (a ConfigMap) is changed to one that does not validate until it is fixed. `promtool test rules` then evaluates the rendered PrometheusRule on those
  * series: at the end of each phase every alert is checked, the ones the phase should fire
  * firing with their labels, every other one quiet, and after each recovery none.
  */
@@ -14,7 +14,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
-import { testConfig } from '../helpers/build-gateway.js'
+import { TEAMS_YAML, TEST_GATEWAY_SECRET } from '../helpers/build-gateway.js'
+import { useConfigMaps } from '../helpers/config-map.js'
+import { loadConfig } from '../../src/config.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { distinctReport, proxyGet } from '../helpers/gateway-calls.js'
 import { needTool, TOOLS } from '../helpers/missing-tools.js'
@@ -54,13 +56,15 @@ describe.skipIf(!promtool || !redis)('the chart alerts on a real gateway scraped
   const sandbox = useSandbox()
   const server = useRedis()
   const gateways = useGateways()
+  const configMap = useConfigMaps()
   const work = mkdtempSync(join(tmpdir(), 'rgw-alerts-scraped-'))
   afterAll(() => rmSync(work, { recursive: true, force: true }))
 
   it('fires each alert of a failure while it lasts, and none once it has passed', { timeout: 120_000 }, async () => {
-    const gw = await gateways.build(
-      testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN, REDIS_URL: server.server.url, GATEWAY_SECRET: 'alerts-gateway-secret-0123456789abcdef' }),
-    )
+    // The teams in a ConfigMap's file, as the chart mounts it: a change of it is reloaded.
+    const teams = configMap(TEAMS_YAML)
+    const env = { CONFIG_FILE: teams.path, PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN, REDIS_URL: server.server.url, GATEWAY_SECRET: TEST_GATEWAY_SECRET, LOG_LEVEL: 'info' }
+    const gw = await gateways.build(loadConfig({ env }), { configSource: { env } })
     const metric = async (line: RegExp) => line.exec((await gw.admin.inject({ method: 'GET', url: '/metrics' })).body)?.[1]
     const scrapes: Map<string, string>[] = []
     let report = 0
@@ -103,6 +107,13 @@ describe.skipIf(!promtool || !redis)('the chart alerts on a real gateway scraped
     expect(put.statusCode, put.body).toBe(200)
     const tokenBack = await run(10)
 
+    teams.update(`${TEAMS_YAML}  broken:\n    keys: ["sha256:not-hex"]\n    advertisers: [0]\n`)
+    await waitFor('the reload refused', async () => (await metric(/^gateway_config_last_reload_successful (\S+)$/m)) === '0')
+    const reloadRefused = await run(4)
+    teams.update(TEAMS_YAML)
+    await waitFor('the teams reloaded', async () => (await metric(/^gateway_config_last_reload_successful (\S+)$/m)) === '1')
+    const reloadBack = await run(3)
+
     const groups = ruleGroups().map((g) => ({ ...g, rules: g.rules.map(({ annotations: _annotations, ...rule }) => rule) }))
     const alerts = groups.flatMap((g) => g.rules.map((r) => r.alert))
     const firing: Record<string, Record<string, Record<string, string>>> = {
@@ -115,6 +126,8 @@ describe.skipIf(!promtool || !redis)('the chart alerts on a real gateway scraped
       [platformBack]: {},
       [tokenRefused]: { GatewayTokenRefused: { severity: 'critical', ...TARGET, credential: 'default' } },
       [tokenBack]: {},
+      [reloadRefused]: { GatewayConfigReloadRefused: { severity: 'critical', ...TARGET, pod: 'a' } },
+      [reloadBack]: {},
     }
     const alert_rule_test = Object.entries(firing).flatMap(([minute, fired]) =>
       alerts.map((alertname) => ({ eval_time: `${minute}m`, alertname, exp_alerts: fired[alertname] ? [{ exp_labels: fired[alertname] }] : [] })),

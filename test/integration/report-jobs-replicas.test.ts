@@ -1,9 +1,11 @@
 import { Redis } from 'ioredis'
 import { afterEach, describe, expect, it } from 'vitest'
-import { KEYS, listen, REPORT_PATH, teamsYamlWith, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { KEYS, listen, REPORT_PATH, TEAMS_YAML, teamsYamlWith, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { onRealTimers } from '../helpers/clock.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { testTimeLeft, waitFor } from '../helpers/wait.js'
+import { useReceivers } from '../helpers/webhook-receiver.js'
 
 // Report jobs shared by two replicas (in this process) on one real redis-server: a job
 // asked on one is read, waited for and fetched on the other, and identical jobs asked on
@@ -11,23 +13,26 @@ import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 const { available } = redisAvailability('the report jobs across replicas')
 const YEAR = 'advertiserId=101&byDate=1&dateFrom=2025-01-01&dateTo=2025-12-31'
+const WEBHOOK_SECRET = 'whsec_c2tld2VkLWNsb2NrLXRlc3Qtc2VjcmV0LTAxMjM0NQ=='
 
 describe.skipIf(!available)('report jobs across replicas (one Redis)', () => {
   const sandbox = useSandbox()
   const { server: redis } = useRedis()
   const gateways = useGateways()
+  const receivers = useReceivers()
   afterEach(() => sandbox.releaseHeld())
+
+  const config = (token: string) => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: token, REDIS_URL: redis.url }, teamsYamlWith({ jobs: { poll: '100ms' } }))
 
   async function replicas(): Promise<[TestGateway & { url: string }, TestGateway & { url: string }]> {
     const token = sandbox.issueToken()
-    const config = () => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: token, REDIS_URL: redis.url }, teamsYamlWith({ jobs: { poll: '100ms' } }))
-    const one = await listen(await gateways.build(config()))
-    const two = await listen(await gateways.build(config()))
+    const one = await listen(await gateways.build(config(token)))
+    const two = await listen(await gateways.build(config(token)))
     sandbox.clearRequests()
     return [one, two]
   }
 
-  const get = (gw: { url: string }, path: string, headers: Record<string, string> = {}) => fetch(`${gw.url}${path}`, { headers: { 'x-api-key': KEYS.all, ...headers } })
+  const get = (gw: { url: string }, path: string, headers: Record<string, string> = {}, key = KEYS.all) => fetch(`${gw.url}${path}`, { headers: { 'x-api-key': key, ...headers } })
 
   it('a job asked on one replica is read, waited for and fetched on the other; identical jobs on both make one platform call', async () => {
     const [one, two] = await replicas()
@@ -52,6 +57,69 @@ describe.skipIf(!available)('report jobs across replicas (one Redis)', () => {
     const twinResult = await get(one, `${twinLocation}/result`)
     expect(await twinResult.text()).toBe(await result.text())
     expect(sandbox.countRequests((r) => r.path === REPORT_PATH)).toBe(1)
+  })
+
+  // A replica's clock 30 s off, twice jobs.lease: a looker ahead of a job's runner, or a
+  // runner behind the looker, would read the runner's lease as run out.
+  it.each([
+    ['the replica that looks at it is 30 s ahead', 0, 30_000],
+    ['the replica that runs it is 30 s behind', -30_000, 0],
+  ])('a running job is not taken over when %s: leases are on Redis\' clock', async (_, runnerSkewMs, lookerSkewMs) => {
+    const token = sandbox.issueToken()
+    const skewed = (ms: number) => (ms === 0 ? {} : { clock: onRealTimers(() => Date.now() + ms) })
+    const runner = await listen(await gateways.build(config(token), skewed(runnerSkewMs)))
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    const running = await get(runner, `${REPORT_PATH}?${YEAR}`, { prefer: 'respond-async' })
+    expect(running.status).toBe(202)
+    await waitFor('the job at the platform', () => sandbox.countRequests((r) => r.path === REPORT_PATH) === 1)
+
+    // The looker's own job is due after the running one on the looker's clock: once it is
+    // done, the looker has looked past the running job.
+    const looker = await listen(await gateways.build(config(token), skewed(lookerSkewMs)))
+    const own = await get(looker, `${REPORT_PATH}?advertiserId=102&dateFrom=2025-01-01&dateTo=2025-03-31`, { prefer: 'respond-async' })
+    expect(own.status).toBe(202)
+    const ownLocation = own.headers.get('location') as string
+    await waitFor('the looker\'s own job done', async () => ((await (await get(looker, ownLocation)).json()) as { state: string }).state === 'done', testTimeLeft(), 20)
+
+    sandbox.releaseHeld()
+    const location = running.headers.get('location') as string
+    await waitFor('the running job done', async () => ((await (await get(looker, location)).json()) as { state: string }).state === 'done', testTimeLeft(), 20)
+    expect(looker.logs.records().filter((r) => String(r.msg).startsWith('report job taken over'))).toEqual([])
+    const said = (runnerSkewMs === 0 ? looker : runner).logs.records().filter((r) => String(r.msg).startsWith("this replica's clock is"))
+    expect(said.map((r) => String(r.msg).replace(/[\d.]+ s/, 'N s'))).toEqual([`this replica's clock is N s ${runnerSkewMs === 0 ? 'ahead of' : 'behind'} Redis': the times replicas share (job leases, webhook claims, announcements, rate-limit windows, token changes) are on Redis' clock; set this machine's time (NTP)`])
+    expect(Math.abs(Number(said[0]?.offsetMs) + runnerSkewMs + lookerSkewMs)).toBeLessThan(1000)
+    const metrics = (await (runnerSkewMs === 0 ? looker : runner).admin.inject({ method: 'GET', url: '/metrics' })).body
+    const offset = Number(/^gateway_redis_clock_offset_seconds (\S+)$/m.exec(metrics)?.[1])
+    expect(Math.abs(offset + (runnerSkewMs + lookerSkewMs) / 1000)).toBeLessThan(1)
+    expect(sandbox.countRequests((r) => r.path === REPORT_PATH && /advertiserId"?[=:]101\b/.test(r.query + r.body))).toBe(1)
+  })
+
+  it('a webhook attempt under way is not made again by a replica whose clock is 30 s ahead: its claim is on Redis\' clock', async () => {
+    const [held, own] = [await receivers(0), await receivers(0)]
+    // Team `all` pushes to `held`, team `limited` to `own`; the receivers are named `localhost`, which the operator allows.
+    const teams = TEAMS_YAML.replace('    refresh: true\n', `    refresh: true\n    webhook: { url: "${held.url}", secret: "${WEBHOOK_SECRET}" }\n`).replace(
+      '    rateLimit: { max: 3, window: 1m }\n',
+      `    rateLimit: { max: 3, window: 1m }\n    webhook: { url: "${own.url}", secret: "${WEBHOOK_SECRET}" }\n`,
+    )
+    const yaml = `${teams}jobs:\n  webhookHosts: [localhost]\n  poll: 100ms\n`
+    const config = () => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: token, REDIS_URL: redis.url }, yaml)
+    const token = sandbox.issueToken()
+    const one = await listen(await gateways.build(config()))
+    held.hold()
+    expect((await get(one, `${REPORT_PATH}?${YEAR}`, { prefer: 'respond-async' })).status).toBe(202)
+    await waitFor('the attempt held at the receiver', () => held.inFlight() === 1)
+
+    // Its claim holds jobs.webhookTimeout (10 s) plus jobs.lease (15 s): 25 s, less than the
+    // 30 s the other clock is ahead. The other replica's own delivery is due after it on
+    // that clock: once made, that replica has looked past the held one.
+    const ahead = await listen(await gateways.build(config(), { clock: onRealTimers(() => Date.now() + 30_000) }))
+    expect((await get(ahead, `${REPORT_PATH}?advertiserId=102&dateFrom=2025-01-01&dateTo=2025-03-31`, { prefer: 'respond-async' }, KEYS.limited)).status).toBe(202)
+    own.answer(204)
+    await waitFor("the other replica's own delivery made", () => own.hits.length === 1, testTimeLeft(), 20)
+    expect([held.most(), held.inFlight()]).toEqual([1, 1])
+    held.answer(204)
+    await waitFor('the held attempt answered', () => held.hits.length === 1)
+    expect(ahead.logs.records().filter((r) => String(r.msg).startsWith('webhook delivery taken over'))).toEqual([])
   })
 
   it('Redis out of reach: a job call is 503 GW_JOBS_UNAVAILABLE, and a read preferring respond-async is answered now', async () => {

@@ -173,6 +173,15 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     await waitFor('replica A to take the rolled-out token', () => tokenOf(a) === rolledOut)
   })
 
+  it('a new token rolled out on a replica whose clock is 30 s behind, after a rotation: every replica takes the rolled-out token (changes are ranked on Redis\' clock)', async () => {
+    const { a } = await rotatedReplica()
+    const rolledOut = sandbox.issueToken()
+
+    const behind = await replica({ PLATFORM_TOKEN: rolledOut, GATEWAY_SECRET }, () => Date.now() - 30_000)
+    expect(tokenOf(behind)).toBe(rolledOut)
+    await waitFor('replica A to take the rolled-out token', () => tokenOf(a) === rolledOut)
+  })
+
   it('a replica restarted with the PLATFORM_TOKEN a rollout replaced keeps the rolled-out token, on every replica', async () => {
     // A's rotation, then C's rolled-out token over it: the configuration A started with is replaced.
     const { first, a } = await rotatedReplica()
@@ -455,9 +464,11 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
   it('an older write does not win: the replica whose version is behind takes the newer token', async () => {
     const first = sandbox.issueToken()
     const a = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
-    // B's clock is an hour behind, so a change it makes carries an older version.
-    const b = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET }, () => Date.now() - 3_600_000)
-    await new Promise((r) => setTimeout(r, 20))
+    // B's clock steps an hour back after B read Redis' clock (it reads it again a minute
+    // later), so a change it makes carries an older version.
+    const step = { ms: 0 }
+    const b = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET }, () => Date.now() - step.ms)
+    step.ms = 3_600_000
     const fromA = sandbox.issueToken()
     const fromB = sandbox.issueToken()
 
@@ -476,11 +487,18 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
   })
 
   it('two replicas changing the token in the same millisecond (equal versions) settle on the one stored first', async () => {
-    // One clock, stopped: both changes carry the same version, as two changes made in
-    // the same millisecond on two replicas do.
-    const at = Date.now()
-    const a = await replica({ PLATFORM_TOKEN: sandbox.issueToken(), GATEWAY_SECRET }, () => at)
-    const b = await replica({ PLATFORM_TOKEN: tokenOf(a) as string, GATEWAY_SECRET }, () => at)
+    // Both clocks stop, each where Redis' clock as that replica read it says one moment:
+    // both changes carry the same version, as two changes made in the same millisecond on
+    // two replicas do.
+    const stopped: { at: number | null } = { at: null }
+    const offsets = { a: 0, b: 0 }
+    const clockOf = (name: keyof typeof offsets) => () => (stopped.at === null ? Date.now() : stopped.at - offsets[name])
+    const offsetOf = async (gw: TestGateway) => Math.round(Number(/^gateway_redis_clock_offset_seconds (\S+)$/m.exec((await gw.admin.inject({ method: 'GET', url: '/metrics' })).body)?.[1]) * 1000)
+    const a = await replica({ PLATFORM_TOKEN: sandbox.issueToken(), GATEWAY_SECRET }, clockOf('a'))
+    const b = await replica({ PLATFORM_TOKEN: tokenOf(a) as string, GATEWAY_SECRET }, clockOf('b'))
+    offsets.a = await offsetOf(a)
+    offsets.b = await offsetOf(b)
+    stopped.at = Date.now()
     const [x, y] = [sandbox.issueToken(), sandbox.issueToken()]
 
     const stateA = a.tokens.get('default').replace(x)

@@ -76,8 +76,8 @@ export const clusterSchema = {
   },
 } as const
 
-/** This replica's state as it announces it (observe/replicas.ts). */
-export function replicaState(ctx: Pick<GatewayContext, 'clock' | 'governors' | 'breaker' | 'tokens' | 'lifecycle' | 'build' | 'log'>, id: string): Announcement {
+/** This replica's state as it announces it (observe/replicas.ts), dated `at` (Redis' clock as this replica reads it, when it has Redis). */
+export function replicaState(ctx: Pick<GatewayContext, 'clock' | 'governors' | 'breaker' | 'tokens' | 'lifecycle' | 'build' | 'log'>, id: string, at: number = ctx.clock.now()): Announcement {
   const now = ctx.clock.now()
   let inFlight = 0
   let waiting = 0
@@ -103,7 +103,7 @@ export function replicaState(ctx: Pick<GatewayContext, 'clock' | 'governors' | '
     inFlight,
     waiting,
     degraded: [...redis, ...tokens, ...paused],
-    at: new Date(now).toISOString(),
+    at: new Date(at).toISOString(),
   }
 }
 

@@ -12,8 +12,10 @@
 //   anything set after that token: it never undoes an operator's rotation made
 //   meanwhile, which it was not made to replace.
 //
-// Versions are milliseconds of the clock of the replica that made the change, raised
-// past the version it replaced (token-provider.ts).
+// Versions are milliseconds of Redis' clock as the replica that made the change read it
+// (redis/redis-clock.ts; its own clock without Redis; the provider's versionNow), raised past the version it
+// replaced (token-provider.ts): replicas whose clocks disagree still order their changes
+// by when they were made.
 
 export interface Ranked {
   basis: number

@@ -74,6 +74,12 @@ export interface TokenProviderDeps {
   expiryWarningsMs: number[]
   filePollMs: number
   clock?: Clock
+  /**
+   * The time of a change's version (its rank, token-order.ts), which replicas compare
+   * through Redis: Redis' clock as this replica reads it (redis/redis-clock.ts); default
+   * `clock`'s. A token's expiry stays on `clock`: each replica renews on its own.
+   */
+  versionNow?: () => number
   /** How often expiry is checked (warnings, scheduled re-login, the loud rejected line). */
   maintenanceMs: number
   /** Every password login passes it: one at a time across replicas, at most one per loginMinInterval. */
@@ -110,6 +116,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
   #fileFault: string | null = null
   #maintaining = false
   readonly #clock: Clock
+  readonly #versionNow: () => number
   /** Settles once start() has its first token, or has failed to get one. */
   readonly #started: Promise<void>
   #markStarted: () => void = () => undefined
@@ -119,6 +126,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     this.credential = credential
     this.#deps = deps
     this.#clock = deps.clock ?? systemClock
+    this.#versionNow = deps.versionNow ?? this.#clock.now
     this.#started = new Promise((resolve) => (this.#markStarted = resolve))
   }
 
@@ -285,7 +293,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
    */
   outrank(above: Ranked): TokenState | null {
     if (!this.#state) return null
-    this.#state = { ...this.#state, ...rankAbove(above, this.#clock.now()) }
+    this.#state = { ...this.#state, ...rankAbove(above, this.#versionNow()) }
     return this.#state
   }
 
@@ -328,7 +336,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     this.#deps.secrets.add(token)
     const now = this.#clock.now()
     const previous = this.#state
-    const version = Math.max(now, (previous?.version ?? 0) + 1)
+    const version = Math.max(this.#versionNow(), (previous?.version ?? 0) + 1)
     const state: TokenState = {
       token,
       source,
