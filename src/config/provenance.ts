@@ -1,5 +1,5 @@
 import { ENV_KEYS, getPath, isPlainObject, type Env } from './sources.js'
-import { maskUrlPassword } from './mask-url.js'
+import { shownUrl } from './mask-url.js'
 
 /** What the settings view reads of a credential (normalize.ts's CredentialConfig). */
 interface CredentialSecrets {
@@ -12,7 +12,7 @@ interface CredentialSecrets {
 // config/default.yaml, CONFIG_FILE, or the environment; what demo mode set in their place,
 // and what an operator changed at run time (the log level). A secret is marked as one: its
 // value is the config's own, and only its fingerprint ever leaves the gateway (the admin
-// call makes it); a Redis URL is kept without its password.
+// call makes it); a URL is kept without its userinfo, query and fragment.
 
 export type SettingSource = 'default' | 'file' | 'environment' | 'demo' | 'runtime'
 
@@ -32,8 +32,12 @@ export interface Setting {
 const DEFAULTS = 'config/default.yaml'
 /** The settings that hold a secret: given as fingerprints. */
 const SECRETS = new Set(ENV_KEYS.filter((k) => k.secret).map((k) => k.path.join('.')))
-/** The settings whose value may hold a password: shown without it. */
-const URLS = new Set(['redis.url'])
+/**
+ * The URL settings (`redis.url`, `platform.baseUrl`, `platform.tokenUrl`, each named
+ * credential's `baseUrl` and `tokenUrl`), and any other setting whose value is an
+ * absolute URL (`…://…`): shown without userinfo, query or fragment (shownUrl).
+ */
+const URL_SETTING = /(^|\.)url$|Url$/
 
 /** The leaves of `value` by dotted path; an array or null is a leaf. */
 function leaves(value: unknown, path: string[], out: [string[], unknown][]): [string[], unknown][] {
@@ -49,7 +53,7 @@ function variable(env: Env, name: string): string {
 
 function kept(path: string, value: unknown): Pick<Setting, 'value' | 'secret'> {
   if (SECRETS.has(path)) return { value: value === '' ? null : value, secret: true }
-  return { value: URLS.has(path) ? maskUrlPassword(value) : value }
+  return { value: URL_SETTING.test(path) || (typeof value === 'string' && value.includes('://')) ? shownUrl(value) : value }
 }
 
 /**

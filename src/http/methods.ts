@@ -1,8 +1,6 @@
-import { METHODS, type IncomingMessage, type Server } from 'node:http'
-import type { Duplex } from 'node:stream'
+import { METHODS } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { MethodNotAllowedError } from '../errors.js'
-import { endWithError } from './server.js'
 
 // Which methods reach the platform (contract, "Calling the proxy listener"): those its
 // calls are made of. TRACE would have the platform hand the request back, the gateway's
@@ -37,25 +35,13 @@ export function allowOf(url: string): string {
   return OWN_PATHS.find(([path]) => path.test(url))?.[1] ?? API_ALLOW
 }
 
-// Every other method Node reads, but CONNECT, which never reaches the router (refuseConnect).
+// Every other method Node reads, but CONNECT, which never reaches the router (server.ts refuses it with allowOf).
 const REFUSED = METHODS.filter((m) => m !== 'CONNECT' && m !== 'OPTIONS' && !FORWARDED_METHODS.includes(m))
 
 function refuse(request: FastifyRequest, reply: FastifyReply): never {
   const allow = allowOf(request.url)
   reply.header('allow', allow)
   throw new MethodNotAllowedError(request.method, allow)
-}
-
-/**
- * CONNECT never reaches the router: Node hands it to the server's 'connect' listeners,
- * and without one destroys its socket unanswered. Here it is refused as the router refuses
- * the other methods, whatever its target, and its connection closed.
- */
-function refuseConnect(server: Server, req: IncomingMessage, socket: Duplex): void {
-  // The socket is no longer Node's HTTP server's: its error listener went with it.
-  socket.on('error', () => socket.destroy())
-  const allow = allowOf(req.url ?? '')
-  endWithError(server, socket, new MethodNotAllowedError('CONNECT', allow), { allow }, req)
 }
 
 /**
@@ -70,6 +56,4 @@ export function methodRoutes(api: FastifyInstance): void {
   for (const method of REFUSED) api.addHttpMethod(method, { hasBody: false, overrideExisting: true })
   api.route({ method: REFUSED, url: '/api/v1/*', schema: { hide: true }, handler: refuse })
   api.options('/api/v1/*', { schema: { hide: true } }, (request, reply) => reply.code(204).header('allow', allowOf(request.url)).send())
-  const server = api.server
-  server.on('connect', (req: IncomingMessage, socket: Duplex) => refuseConnect(server, req, socket))
 }

@@ -21,6 +21,7 @@ import { enterOnConnections, type ServePlain } from './socket-entrance.js'
 import { withholdFromRemovedKeys, type KeyTeam } from './pipelined-answers.js'
 import { setAnswerFields } from './answer-fields.js'
 import { NOT_KEPT } from './health.js'
+import { routeAllow } from './route-allow.js'
 import type { Tracing } from '../observe/tracing.js'
 import { bodyTypeRefused, ENCODED_BODY, NOT_JSON } from '../access/request-body.js'
 import { hasBody } from '../access/admission.js'
@@ -109,14 +110,14 @@ function refusedRequestLine(raw: Buffer): RegExpExecArray | null {
 const KNOWN_METHODS = new Set(METHODS)
 
 /** The gateway's error for a request Node's parser refused (`err`, its head `raw`); null when no answer is due. */
-function clientErrorAnswer(err: Error & { code?: string; reason?: string }, raw: Buffer | undefined, allowOf: ((target: string) => string) | null): { error: GatewayError; headers: Record<string, string> } {
+function clientErrorAnswer(err: Error & { code?: string; reason?: string }, raw: Buffer | undefined, allowOf: (target: string) => string): { error: GatewayError; headers: Record<string, string> } {
   if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return { error: new RequestTimeoutError(), headers: {} }
   // RFC 6585, 5: 431. Node's parser tells no long request target from long headers (414 would name the former).
   if (err.code === 'HPE_HEADER_OVERFLOW') return { error: new HeadersTooLargeError(maxHeaderSize), headers: {} }
   if (err.code === 'HPE_PAUSED_H2_UPGRADE') return { error: new BadRequestError('malformed HTTP request: HTTP/2 is spoken here only through TLS (ALPN); send HTTP/1.1'), headers: {} }
   // A method HTTP's parser does not know, in a request line it could read otherwise: refused as any method not forwarded.
-  const line = err.code === 'HPE_INVALID_METHOD' && allowOf !== null && raw !== undefined ? refusedRequestLine(raw) : null
-  if (line && allowOf !== null) {
+  const line = err.code === 'HPE_INVALID_METHOD' && raw !== undefined ? refusedRequestLine(raw) : null
+  if (line) {
     const allow = allowOf(line[2] as string)
     return { error: new MethodNotAllowedError(line[1] as string, allow), headers: { allow } }
   }
@@ -182,6 +183,19 @@ export function endWithError(server: Server, socket: Duplex, error: GatewayError
     refusalObservers.get(server)?.({ reqId, status, code: error.code, socket: socket as Socket, req, durationMs: 0 })
     socket.destroy()
   })
+}
+
+/**
+ * CONNECT never reaches the router: Node hands it to the server's 'connect' listeners,
+ * and without one destroys its socket unanswered. Here it is refused as the router refuses
+ * a method a path does not take, whatever its target: 405 with the `allow` of that target
+ * (`allowOf`), its connection closed.
+ */
+function refuseConnect(server: Server, req: IncomingMessage, socket: Duplex, allowOf: (target: string) => string): void {
+  // The socket is no longer Node's HTTP server's: its error listener went with it.
+  socket.on('error', () => socket.destroy())
+  const allow = allowOf(req.url ?? '')
+  endWithError(server, socket, new MethodNotAllowedError('CONNECT', allow), { allow }, req)
 }
 
 // The access line of each listener's answers written before its router, where it keeps one (the proxy's).
@@ -263,10 +277,11 @@ export type FastPath = { request: (req: IncomingMessage, res: ServerResponse, ne
 /** What tells one listener from the other. */
 export interface ListenerOptions {
   /**
-   * The methods a path takes, for a request whose method Node's parser does not know
-   * (`FOO /path HTTP/1.1`): 405 with the `allow` of its target. Null: such a request is a 400.
+   * The methods a path takes: the `allow` of the 405 to a request whose method Node's
+   * parser does not know (`FOO /path HTTP/1.1`), and to a CONNECT. Default: the methods
+   * the listener's routes take at that path (route-allow.ts).
    */
-  allow?: ((target: string) => string) | null
+  allow?: (target: string) => string
   /**
    * Who reads a request's body, and so invites it (`expect: 100-continue`, access/expect-continue.ts):
    * Fastify's body parsers (`parser`, the default), or the route handlers once they have
@@ -331,7 +346,7 @@ const PARSER_REFUSALS: Record<string, string> = {
  * listener's challenge), `fastPath` (if any) in front of the router, and with `tracing` a
  * span begun for each request before either (none of it when tracing is off).
  */
-export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, { challenge, connections, rateOf = () => null, keyTeam = null, tracing = null, allow = null, bodyReader = 'parser', refusalHeaders: routeHeaders = {}, holdsSecret }: ListenerOptions): FastifyInstance {
+export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, { challenge, connections, rateOf = () => null, keyTeam = null, tracing = null, allow: givenAllow, bodyReader = 'parser', refusalHeaders: routeHeaders = {}, holdsSecret }: ListenerOptions): FastifyInstance {
   const refusalHeaders = { ...REFUSAL_NOT_KEPT, ...routeHeaders }
   let gentle: ReturnType<typeof closeGently> | null = null
   let http: Server | null = null
@@ -393,6 +408,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
       server.maxHeadersCount = 0
       closeSilentConnections(server, config.server.connectionTimeoutMs, enforcedBound(connections, processFileLimit(), log))
       if (fastPath?.plain) enterOnConnections(server, fastPath.plain, current.closing, log)
+      server.on('connect', (req: IncomingMessage, socket: Duplex) => refuseConnect(server, req, socket, allow))
       return server
     },
     clientErrorHandler: (clientError, socket) => {
@@ -442,6 +458,8 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
     ajv: { customOptions: { verbose: true, code: VALIDATOR_CODE, removeAdditional: false, allowUnionTypes: true, validateSchema: false } },
     schemaController: SCHEMA_CONTROLLER,
   })
+  // Read by the refusals above, once the routes are added (routeAllow records them from the first on).
+  const allow = givenAllow ?? routeAllow(app as unknown as FastifyInstance)
   app.addHook('preClose', (done) => {
     gentle?.begin()
     done()

@@ -2,7 +2,7 @@ import { connect, type AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { KEYS, rawHttp, rawRequest, type RawResponse } from '../helpers/sandbox-gateway.js'
 import { waitFor } from '../helpers/wait.js'
-import { itLoggedNoSecret, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
+import { ADMIN_TOKEN, itLoggedNoSecret, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
 
 // What the router never sees. A request Node's parser refuses (a broken header line, a
 // head past its size, a method it does not know), one the router refuses before a route
@@ -198,6 +198,26 @@ describe('requests refused before the router', () => {
   it('CONNECT: 405 with its access line', async () => {
     const res = await rawRequest(sg.port, `CONNECT 127.0.0.1:1 HTTP/1.1\r\n${H}x-api-key: ${KEYS.all}\r\n\r\n`)
     await expectContractError(res, 405, 'GW_METHOD_NOT_ALLOWED')
+  })
+
+  // The contract's words on errors hold for both listeners: the admin listener refuses
+  // these as the proxy listener does, with the headers of every /admin/* answer.
+  it.each([
+    ['CONNECT, whatever its target', `CONNECT 127.0.0.1:1 HTTP/1.1\r\n${H}\r\n`, ''],
+    ['a method Node does not know, on a path of GET', `FOO /admin/status HTTP/1.1\r\n${H}authorization: Bearer ${ADMIN_TOKEN}\r\n\r\n`, 'GET, HEAD'],
+    ['a method Node does not know, on a path of PUT', `FOO /admin/log-level?x=1 HTTP/1.1\r\n${H}\r\n`, 'PUT'],
+    ['a method Node does not know, on a path of GET and DELETE', `FOO /admin/cache/entry HTTP/1.1\r\n${H}\r\n`, 'GET, HEAD, DELETE'],
+    ['a method Node does not know, on a path no route serves', `FOO /nope HTTP/1.1\r\n${H}\r\n`, ''],
+  ])('on the admin listener, %s: 405 GW_METHOD_NOT_ALLOWED with the allow of its path, the connection closed', async (_what, bytes, allow) => {
+    const res = await rawRequest(await adminPort(), bytes)
+    expect(res.status, res.text.slice(0, 300)).toBe(405)
+    expect(res.headers['content-type']).toMatch(/^application\/json/)
+    expect(JSON.parse(res.body)).toMatchObject({ statusCode: 405, code: 'GW_METHOD_NOT_ALLOWED', error: 'Method Not Allowed', message: expect.any(String) })
+    expect([res.headers['cache-control'], res.headers['x-frame-options'], res.headers['x-content-type-options']]).toEqual(['no-store', 'DENY', 'nosniff'])
+    expect(res.headers.allow).toBe(allow)
+    expect(res.headers['x-request-id']).toMatch(/^[\w.:-]+$/)
+    expect(res.headers.connection).toBe('close')
+    expect(res.text).not.toContain(ADMIN_TOKEN)
   })
 })
 

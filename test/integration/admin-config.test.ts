@@ -73,6 +73,35 @@ describe('GET /admin/config', () => {
   })
 })
 
+describe('URL settings in GET /admin/config', () => {
+  it('show a viewer no userinfo, no query value and no fragment: the scheme, host and path, and *** where each was', async () => {
+    const [user, password, query, fragment] = ['url-user-secret-0001', 'url-password-secret-0001', 'url-query-secret-0001', 'url-fragment-secret-0001']
+    writeFileSync(join(dir, 'config.yaml'), `${credentialTeams('partner')}`.replace('  partner: {}', `  partner: { baseUrl: ${JSON.stringify(sandbox.url)}, tokenUrl: "/oauth/token?key=${query}" }`))
+    const env = {
+      PLATFORM_BASE_URL: sandbox.url,
+      PLATFORM_TOKEN: sandbox.issueToken(),
+      PLATFORM_TOKEN_URL: `https://${user}:${password}@auth.example:8443/oauth/token?client_secret=${query}&grant_type=client_credentials#${fragment}`,
+      CREDENTIAL_PARTNER_TOKEN: PARTNER_TOKEN,
+      ADMIN_TOKEN,
+      ADMIN_VIEWER_TOKEN: VIEWER_TOKEN,
+      REDIS_URL: redis.server.url.replace('redis://', `redis://${user}:${password}@`),
+      GATEWAY_SECRET: TEST_GATEWAY_SECRET,
+      CONFIG_FILE: join(dir, 'config.yaml'),
+      LOG_LEVEL: 'info',
+    }
+    const gw = await gateways.build(loadConfig({ env }), { redis: null })
+    const res = await as(gw, 'GET', '/admin/config', undefined, VIEWER_TOKEN)
+    expect(res.statusCode).toBe(200)
+    const settings = new Map(res.json<{ settings: Setting[] }>().settings.map((s) => [s.setting, s.value]))
+    expect(settings.get('platform.tokenUrl')).toBe('https://***@auth.example:8443/oauth/token?***#***')
+    expect(settings.get('credentials.partner.tokenUrl')).toBe('/oauth/token?***')
+    expect(settings.get('redis.url')).toBe(`redis://***@${redis.server.url.slice('redis://'.length)}`)
+    // A URL with nothing to hide is shown as configured.
+    expect([settings.get('platform.baseUrl'), settings.get('credentials.partner.baseUrl')]).toEqual([sandbox.url, sandbox.url])
+    for (const secret of [user, password, query, fragment]) expect(res.body).not.toContain(secret)
+  })
+})
+
 describe('fingerprints of secrets', () => {
   it('are keyed: no plain SHA-256 prefix of a secret a viewer could check a guess against, and the same on replicas sharing GATEWAY_SECRET', async () => {
     const env = { PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), ADMIN_TOKEN, ADMIN_VIEWER_TOKEN: VIEWER_TOKEN, GATEWAY_SECRET: TEST_GATEWAY_SECRET, LOG_LEVEL: 'info' }

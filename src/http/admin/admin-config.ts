@@ -22,7 +22,7 @@ const configSchema = {
         required: ['setting', 'value', 'source', 'from'],
         properties: {
           setting: { type: 'string', description: 'Its path in the config file, e.g. `cache.ttl.recent`.' },
-          value: { description: 'Its value as configured (a duration as written, `30s`); null for a secret, and for a setting left unset. A Redis URL without its password.' },
+          value: { description: 'Its value as configured (a duration as written, `30s`); null for a secret, and for a setting left unset. A URL (`redis.url`, `platform.baseUrl`, `platform.tokenUrl`, a credential\'s `baseUrl` and `tokenUrl`, any other absolute URL) without its userinfo, query or fragment: each shown as `***` (`https://***@auth.example/oauth/token?***`).' },
           source: { type: 'string', enum: SOURCES, description: 'Where it came from: `default` (config/default.yaml), `file` (CONFIG_FILE), `environment`, `demo` (set by demo mode), `runtime` (changed by an admin call).' },
           from: { type: 'string', description: 'Exactly where: `config/default.yaml`, `CONFIG_FILE`, the variable (`PLATFORM_PASSWORD_FILE`), `demo mode…`, `PUT /admin/log-level by <operator>`.' },
           fingerprint: { type: 'string', description: 'A secret\'s fingerprint (12 hex digits of HMAC-SHA256 keyed by GATEWAY_SECRET over the secret\'s hex SHA-256, as the token view and logs give it: the same on replicas sharing GATEWAY_SECRET, new at each start without it); never the secret.' },

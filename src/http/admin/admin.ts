@@ -19,6 +19,7 @@ import { adminJobsRoutes } from './admin-jobs.js'
 import type { WebhookDeliveries } from '../../jobs/webhook-deliveries.js'
 import { NotFoundError } from '../../errors.js'
 import { writtenOnce } from '../openapi/written-once.js'
+import { SERVES_NONE } from '../route-allow.js'
 
 /**
  * What the /admin/* calls read: what the status view reads, and the parts the other calls
@@ -89,7 +90,8 @@ export async function adminRoutes(app: FastifyInstance, parts: AdminParts): Prom
 
   // A path under /admin/ that no call above serves, in any method, is 404 here, inside this
   // plugin: behind the admin token and with the admin answers' headers, as every /admin/* answer.
-  app.all(UNSERVED, { schema: { hide: true } }, async () => {
+  // It serves no method there: the `allow` of a 405 (route-allow.ts) names none of its methods.
+  app.all(UNSERVED, { schema: { hide: true }, config: SERVES_NONE }, async () => {
     throw new NotFoundError()
   })
 }
