@@ -30,3 +30,19 @@ export function shownUrl(value: unknown): unknown {
   const where = maskUrlPassword(relative ? url.pathname : `${url.protocol}//${userinfo ? '***@' : ''}${url.host}${url.pathname}`) as string
   return `${where}${value.includes('?') ? '?***' : ''}${value.includes('#') ? '#***' : ''}`
 }
+
+/**
+ * A URL-like value for a message that refuses it (one no setting takes as it is): as
+ * `shownUrl` shows a URL; a reference to another host (`//host/path`, `/\host`) keeps its
+ * host and path; what has no URL's shape loses what follows a `?` or `#` and what comes
+ * before an `@`.
+ */
+export function shownUrlText(value: string): string {
+  const hidden = `${value.includes('?') ? '?***' : ''}${value.includes('#') ? '#***' : ''}`
+  if (/^\/[/\\]/.test(value) && URL.canParse(value, 'http://base.invalid')) {
+    const url = new URL(value, 'http://base.invalid')
+    return `//${url.username !== '' || url.password !== '' ? '***@' : ''}${url.host}${url.pathname}${hidden}`
+  }
+  if (URL_SHAPE.test(value)) return shownUrl(value) as string
+  return `${maskUrlPassword(value.replace(/[?#][^]*$/, '')) as string}${hidden}`
+}

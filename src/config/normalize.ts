@@ -2,7 +2,7 @@ import { isIP } from 'node:net'
 import { CREDENTIAL_NAME_PATTERN, CREDENTIAL_NAME_RULE } from './names.js'
 import type { RawConfig, RawCredential } from './schema.js'
 import { tracingConfig } from './tracing.js'
-import { maskUrlPassword } from './mask-url.js'
+import { maskUrlPassword, shownUrlText } from './mask-url.js'
 import { hasControlCharacters, readEnv, tokenFault, type Env } from './sources.js'
 import { parseDuration, parseSize } from './units.js'
 import { normalizeTeams } from './teams.js'
@@ -403,12 +403,12 @@ function credentialFrom(name: string, c: CredentialParts, problems: string[]): C
   }
   const fault = c.token === null ? null : tokenFault(c.token)
   if (fault !== null) problems.push(`${c.prefix}TOKEN: ${fault}`)
-  if (!/^(\/|https?:\/\/)/.test(c.tokenUrl)) problems.push(`${c.prefix}TOKEN_URL: must be a path starting with / or an http(s) URL (got ${JSON.stringify(c.tokenUrl)})`)
+  if (!/^(\/|https?:\/\/)/.test(c.tokenUrl)) problems.push(`${c.prefix}TOKEN_URL: must be a path starting with / or an http(s) URL (got ${JSON.stringify(shownUrlText(c.tokenUrl))})`)
   // Resolved against the platform's address as a URL is, `//oauth/token` (or `/\oauth`)
   // is the host oauth: the login's password and client secret would be sent there.
   else if (/^\/[/\\]/.test(c.tokenUrl)) {
     const host = URL.canParse(c.tokenUrl, 'https://platform.invalid/') ? `the host ${new URL(c.tokenUrl, 'https://platform.invalid/').host}` : 'a host'
-    problems.push(`${c.prefix}TOKEN_URL: ${JSON.stringify(c.tokenUrl)} names ${host} (a path starts with one /), not a path of the platform's address; write the path with one /, or the whole https:// URL`)
+    problems.push(`${c.prefix}TOKEN_URL: ${JSON.stringify(shownUrlText(c.tokenUrl))} names ${host} (a path starts with one /), not a path of the platform's address; write the path with one /, or the whole https:// URL`)
   }
   return { name, baseUrl: c.baseUrl, token: c.token, tokenFile: c.tokenFile, login }
 }

@@ -592,6 +592,14 @@ describe('invalid configuration names the key', () => {
     expect(err.message).not.toContain('pw-in-url-123')
   })
 
+  it('names a refused token URL without its userinfo, query or fragment (a client secret or a password rides there)', () => {
+    for (const url of ['oauth/token?client_secret=cs-in-url-123#pw-in-url-123', '//ops:pw-in-url-123@auth.example/token?client_secret=cs-in-url-123']) {
+      const err = problem({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, PLATFORM_TOKEN_URL: url })
+      expect(err.message).toMatch(/PLATFORM_TOKEN_URL: /)
+      expect(err.message).not.toMatch(/cs-in-url-123|pw-in-url-123|ops:/)
+    }
+  })
+
   it('reports every problem at once, one line each', () => {
     const err = problem({ PORT: 'abc', LOG_LEVEL: 'loud', REDIS_URL: 'http://x' })
     expect(err.problems).toHaveLength(3)
