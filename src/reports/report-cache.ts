@@ -166,6 +166,8 @@ export interface ReportCacheDeps {
   failures?: FailureLog
   /** This replica's id: an entry it fills says so (GET /admin/cache/entry). */
   replica: string
+  /** Seconds until `team` may make platform calls again (its platform-seconds of the UTC day spent, teams.<name>.platformSecondsPerDay); 0: it may. None: no team's day is bounded. */
+  spentFor?: (team: string, now: number) => number
 }
 
 /**
@@ -525,8 +527,14 @@ export class ReportCache {
     watch.timer = null
     // A fill of this key is under way here (a caller's REFRESH, a stale read's): it is the refresh.
     if (this.#flights.has(key) || this.#watches.get(key) !== watch) return
-    watch.running = true
     const outcomes = this.#d.metrics.refreshAhead
+    // A team past its platform-seconds of the day is answered from the cache only, without a
+    // refresh: ahead neither. Not running: an ask of the copy after its day resets starts it.
+    if ((this.#d.spentFor?.(watch.team, this.#clock.now()) ?? 0) > 0) {
+      outcomes.inc({ outcome: 'skipped' })
+      return
+    }
+    watch.running = true
     outcomes.inc({ outcome: 'started' })
     const tally = teamTally(watch.team)
     const ahead = { newerThan: watch.fetchedAt, urgency: () => this.#urgency(watch) }
