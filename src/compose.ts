@@ -118,9 +118,11 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   // Results live in Redis only with the shared store: in memory they take this replica's room, not Redis'.
   const room = new ResultRoom({ redis: seal ? redis : null, breaker, settings: config.jobs, teams: () => teams.teams.length, log, clock })
   teams.onReplace(() => void room.read())
-  const { l1, store, reports } = cacheParts(config, { redis, breaker, bus, seal, unverified, log, metrics, clock, timers: deps.timers, failures, usage, client, answers, tokens, replica: replicaId, room })
+  // Seconds until a team may make platform calls again (its platform-seconds of the UTC day spent); 0: it may.
+  const spentFor = (team: string, now: number): number => usage.platformTime.overBound(team, teams.platformSecondsPerDayOf(team), now)
+  const { l1, store, reports } = cacheParts(config, { redis, breaker, bus, seal, unverified, log, metrics, clock, timers: deps.timers, failures, usage, client, answers, tokens, replica: replicaId, room, spentFor })
   teams.onReplace(() => reports.keepFillersOf((team) => teams.teamOf(team) !== undefined))
-  const jobsPart = jobParts(config, { teams, redis, breaker, seal, unverified, reports, tokens, governors, clock, redisClock: redisClock ?? clock, log, failures, metrics, bus, replica: replicaId, platformTime: usage.platformTime, room })
+  const jobsPart = jobParts(config, { teams, redis, breaker, seal, unverified, reports, tokens, governors, clock, redisClock: redisClock ?? clock, log, failures, metrics, bus, replica: replicaId, spentFor, room })
   const { jobs, runner } = jobsPart
 
   const ctx: GatewayContext = {

@@ -52,6 +52,8 @@ export function cacheParts(
     replica: string
     /** The room in Redis (redis/memory-room.ts): each team's part bounds the copies its fills keep there. */
     room: ResultRoom
+    /** Seconds until a team may make platform calls again (its day's platform-seconds spent); 0: it may. */
+    spentFor: (team: string, now: number) => number
   },
 ): CacheParts {
   const { redis, breaker, bus, seal, unverified, log, metrics, clock } = o
@@ -103,7 +105,7 @@ export function cacheParts(
   const joined = { reports: null as ReportCache | null }
   const onJoined = (key: string, asker: FillAsker): void => joined.reports?.joinedElsewhere(key, asker.team, asker.priority)
   const lock = redis && breaker && bus ? new ReplicaLock({ redis, breaker, bus, prefix, lockTtlMs: config.cache.lockTtlMs, clock, onStored, onJoined }) : null
-  const reports = new ReportCache({ replica: o.replica, failures: o.failures, config, store, lock, metrics, log, client: o.client, answers: o.answers, usage: o.usage, tokens: o.tokens, clock, timers: o.timers })
+  const reports = new ReportCache({ replica: o.replica, failures: o.failures, config, store, lock, metrics, log, client: o.client, answers: o.answers, usage: o.usage, tokens: o.tokens, clock, timers: o.timers, spentFor: o.spentFor })
   joined.reports = reports
   return { l1, store, reports }
 }

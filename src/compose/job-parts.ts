@@ -26,7 +26,6 @@ import { scopeRefusal } from '../access/scope.js'
 import type { Unverified } from './redis-parts.js'
 import type { FailureLog } from '../observe/failure-log.js'
 import type { Metrics } from '../observe/metrics.js'
-import type { PlatformTime } from '../observe/platform-time.js'
 
 /** Report jobs: where they live, the runner of this replica, and the jobs as callers see them. */
 export interface JobParts {
@@ -45,7 +44,7 @@ const JOBS_ASKED = 'jobs-asked'
 
 export function jobParts(
   config: Config,
-  o: { teams: TeamDirectory; redis: RedisClient | null; breaker: RedisBreaker | null; seal: RedisSeal | null; unverified: Unverified; reports: ReportCache; tokens: TokenRegistry; governors: PlatformGovernors; clock: Clock; redisClock: Clock; log: Logger; failures: FailureLog; metrics: Metrics; bus: RedisBus | null; replica: string; platformTime: PlatformTime; room: ResultRoom },
+  o: { teams: TeamDirectory; redis: RedisClient | null; breaker: RedisBreaker | null; seal: RedisSeal | null; unverified: Unverified; reports: ReportCache; tokens: TokenRegistry; governors: PlatformGovernors; clock: Clock; redisClock: Clock; log: Logger; failures: FailureLog; metrics: Metrics; bus: RedisBus | null; replica: string; spentFor: (team: string, now: number) => number; room: ResultRoom },
 ): JobParts {
   const { redis, seal, log, governors } = o
   if (redis && !seal) log.warn('GATEWAY_SECRET is not set: report jobs are kept in this replica\'s memory, not shared through Redis')
@@ -77,7 +76,7 @@ export function jobParts(
     pushOf: (job, now) => webhooks.deliveryOf(job.team, jobStatus(job, null, now, finality(job.report, figuresAt(job, now))), now),
     onEnded: () => webhooks.poke(),
     ...(announce ? { announce } : {}),
-    spentFor: (team, now) => o.platformTime.overBound(team, o.teams.platformSecondsPerDayOf(team), now),
+    spentFor: o.spentFor,
     refusal: (job) => scopeRefusal(o.teams.teamOf(job.team), job.team, job.credential, job.report.advertiserIds),
     teams: o.teams,
     bound: () => room.bound(),

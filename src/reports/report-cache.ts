@@ -126,7 +126,16 @@ interface Watch extends AskCount {
   /** The report's work class: whose latency sets when its refresh starts. */
   work: string
   provider: TokenProvider
+  /**
+   * The team its refresh is sent for and charged to, and whose budget weighs it: the team
+   * that asked this copy most (asks its fill answered aside), the first such at a tie; until
+   * one has, the team whose ask began the watch. The refresh exists because of the copy's
+   * asks: a team that reads a report over and over pays for keeping it fresh, not the team
+   * that filled it or asked it first.
+   */
   team: string
+  /** This copy's asks by team, those its fill answered aside (at most one a configured team). */
+  askedBy: Map<string, number>
 }
 
 // Keys watched for refresh ahead, the most recently asked first. A watch keeps its report,
@@ -157,6 +166,8 @@ export interface ReportCacheDeps {
   failures?: FailureLog
   /** This replica's id: an entry it fills says so (GET /admin/cache/entry). */
   replica: string
+  /** Seconds until `team` may make platform calls again (its platform-seconds of the UTC day spent, teams.<name>.platformSecondsPerDay); 0: it may. None: no team's day is bounded. */
+  spentFor?: (team: string, now: number) => number
 }
 
 /**
@@ -468,11 +479,12 @@ export class ReportCache {
       if (watch && watch.fetchedAt > entry.fetchedAt) return
       // The copies before count over the parts of their freshness they were served in, the older less.
       const prior = priorOf(watch, entry.fetchedAt)
-      watch = { fetchedAt: entry.fetchedAt, freshUntil: entry.freshUntil, asks: 0, filled: 0, ...prior, timer: null, dueAt: 0, leadRead: -1, report, work: watch?.work ?? workClass(report), running: false, provider: typeof provider === 'string' ? this.#d.tokens.get(provider) : provider, team }
+      watch = { fetchedAt: entry.fetchedAt, freshUntil: entry.freshUntil, asks: 0, filled: 0, ...prior, timer: null, dueAt: 0, leadRead: -1, report, work: watch?.work ?? workClass(report), running: false, provider: typeof provider === 'string' ? this.#d.tokens.get(provider) : provider, team, askedBy: new Map() }
       this.#watches.set(key, watch)
     }
     watch.asks += 1
     if (filled) watch.filled += 1
+    else countAsker(watch, team)
     if (watch.running || (watch.timer !== null && watch.leadRead === this.#latencyVersion)) return
     const freshMs = entry.freshUntil - entry.fetchedAt
     const asks = expectedAsks(ownAsks(watch), now - entry.fetchedAt, freshMs)
@@ -515,8 +527,14 @@ export class ReportCache {
     watch.timer = null
     // A fill of this key is under way here (a caller's REFRESH, a stale read's): it is the refresh.
     if (this.#flights.has(key) || this.#watches.get(key) !== watch) return
-    watch.running = true
     const outcomes = this.#d.metrics.refreshAhead
+    // A team past its platform-seconds of the day is answered from the cache only, without a
+    // refresh: ahead neither. Not running: an ask of the copy after its day resets starts it.
+    if ((this.#d.spentFor?.(watch.team, this.#clock.now()) ?? 0) > 0) {
+      outcomes.inc({ outcome: 'skipped' })
+      return
+    }
+    watch.running = true
     outcomes.inc({ outcome: 'started' })
     const tally = teamTally(watch.team)
     const ahead = { newerThan: watch.fetchedAt, urgency: () => this.#urgency(watch) }
@@ -849,4 +867,11 @@ function runs(admitted: () => void): () => boolean {
 
 function droppedInQueue(error: Error): boolean {
   return error.cause instanceof CallersGoneError
+}
+
+/** Counts an ask of the watched copy by `team`: the watch becomes its team's once it has asked the copy more than the watch's team has. */
+function countAsker(watch: Watch, team: string): void {
+  const asks = (watch.askedBy.get(team) ?? 0) + 1
+  watch.askedBy.set(team, asks)
+  if (asks > (watch.askedBy.get(watch.team) ?? 0)) watch.team = team
 }

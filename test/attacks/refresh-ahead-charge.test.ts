@@ -1,0 +1,72 @@
+import { expect, it } from 'vitest'
+import { KEYS, REPORT_PATH, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
+import { stringify } from 'yaml'
+import { fakeClock, onRealTimers } from '../helpers/clock.js'
+import { useGateways, useSandbox } from '../helpers/fixtures.js'
+import { waitFor } from '../helpers/wait.js'
+import { BUDGET_EVERY_MS } from '../../src/reports/refresh-ahead.js'
+
+// A refresh ahead is a platform call made because a report is asked often: it is charged
+// to the team whose asks made it popular, never to a team that asked the copy once. Before,
+// it was charged to the team whose ask began the copy's watch (its filler), so that another
+// team of the same scope, reading that report over and over, had every refresh of it sent on
+// the first team's seats and counted against its platform calls and platform-seconds of the
+// day, while its own reads were all HITs that cost it nothing.
+
+const ADMIN_TOKEN = 'refresh-charge-admin-token-0123456789'
+const FRESH_S = 60
+const REPORT = `${REPORT_PATH}?advertiserId=101&byDate=1&dateFrom=2026-01-01&dateTo=2026-01-07`
+// Asks in one freshness that qualify a lone report for refresh ahead (as report-cache.test.ts).
+const POPULAR = 15
+
+const sandbox = useSandbox()
+const gateways = useGateways()
+
+const CACHE = stringify({ cache: { ttl: { recent: `${FRESH_S}s`, settled: `${FRESH_S}s` }, refreshAhead: true } })
+
+/** A gateway refreshing ahead on a fake clock, its teams `teams`; a GET of REPORT by a key, and the usage rows' platform calls by team. */
+async function setUp(teams = TEAMS_YAML) {
+  const clock = fakeClock()
+  const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }, `${teams}${CACHE}`), { clock: onRealTimers(clock.now), timers: clock.timers })
+  const ask = (key: string) => gw.proxy.inject({ method: 'GET', url: REPORT, headers: { 'x-api-key': key } })
+  const refreshes = async (outcome: string) => Number((await gw.admin.inject({ method: 'GET', url: '/metrics' })).body.match(new RegExp(`gateway_cache_refresh_ahead_total\\{outcome="${outcome}"\\} (\\d+)`))?.[1] ?? 0)
+  const calls = async (team: string) => {
+    const rows = (JSON.parse((await gw.admin.inject({ method: 'GET', url: '/admin/usage', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).body) as { usage: { team: string; platformCalls: number }[] }).usage
+    return rows.find((row) => row.team === team)?.platformCalls ?? 0
+  }
+  /** `key` asks the copy POPULAR − 1 times from 25 s after its fill, each a HIT, then the clock moves to just before its freshness ends. */
+  const askPopular = async (key: string) => {
+    clock.advance(25_000)
+    for (let i = 2; i <= POPULAR; i++) {
+      if (i === POPULAR) clock.advance(BUDGET_EVERY_MS)
+      expect((await ask(key)).headers['x-cache']).toBe('HIT')
+    }
+    clock.advance(FRESH_S * 1000 - 25_000 - BUDGET_EVERY_MS - 1)
+  }
+  return { ask, refreshes, calls, askPopular }
+}
+
+it("charges a refresh ahead to the team whose asks made the report popular, not to the team that filled the copy", async () => {
+  const { ask, refreshes, calls, askPopular } = await setUp()
+  // growth (101, 102) reads the report once: its MISS fills the copy.
+  expect((await ask(KEYS.growth)).headers['x-cache']).toBe('MISS')
+  // writer (101) reads it over and over, every answer a HIT.
+  await askPopular(KEYS.writer)
+  await waitFor('the refresh ahead', async () => (await refreshes('completed')) === 1)
+  // growth: its own MISS alone; writer: the refresh its asks made (on main: growth 2, writer 0).
+  expect({ growth: await calls('growth'), writer: await calls('writer') }).toEqual({ growth: 1, writer: 1 })
+})
+
+// A team past its platformSecondsPerDay is answered from the cache only, without a refresh
+// (contract): a refresh ahead is one. Before, its asks of a popular copy had the copy
+// refreshed ahead on its seats, over its day's bound, every freshness.
+it('makes no refresh ahead for a team past its platform-seconds of the day', async () => {
+  const { ask, refreshes, calls, askPopular } = await setUp(TEAMS_YAML.replace('    write: true\n', '    write: true\n    platformSecondsPerDay: 0.0001\n'))
+  // writer's MISS (a millisecond at least) spends its day.
+  expect((await ask(KEYS.writer)).headers['x-cache']).toBe('MISS')
+  await askPopular(KEYS.writer)
+  // Its start is decided when it is due: started (on main), or passed by.
+  await waitFor('the refresh ahead to be decided', async () => (await refreshes('started')) + (await refreshes('skipped')) === 1)
+  expect({ started: await refreshes('started'), skipped: await refreshes('skipped') }).toEqual({ started: 0, skipped: 1 })
+  expect(await calls('writer')).toBe(1)
+})
