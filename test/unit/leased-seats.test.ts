@@ -247,54 +247,6 @@ describe('replicas sharing the limit while one waits', () => {
   })
 })
 
-describe('the seat a due rounds to, taken in turns', () => {
-  // docs/governor.md, "Across replicas": a turn is judged over the last TURN_MEMORY. A
-  // replica short of its due for long (the store full, the other replica's calls all in
-  // flight) once held the seat its next due rounded to for as long as it had been short
-  // (seeds 1599, 1602, 1881, 2082: a team within its share waiting a second or more).
-  it('hands the seat over within a couple of seconds once its due fell, however long it was short before', async () => {
-    const clock = new SimClock()
-    const store = new MemoryLeaseStore(clock)
-    const make = (run: string) => new LeasedSeats({ store, credential: 'c', replica: 'r', run, perReplica: null, unseen: 1, leaseMs: LEASE_MS, callsEndMs: 10_000, log: { warn: () => undefined }, onLost: () => undefined, clock })
-    const [a, b] = [make('r~a'), make('r~b')]
-    await Promise.all([a.start(), b.start()])
-    // Team x on a, team y (weight 1) on b, on a limit of 3. x's calls end every 300 ms and
-    // come again 10 ms later; y's are long: they end only when y wants fewer.
-    // A call in flight runs on whatever the lease does; a new one starts where the lease has room
-    // (a call that ends, its caller's next one a tick later).
-    const flying = new Map<LeasedSeats, number>([[a, 0], [b, 0]])
-    const demand = (lease: LeasedSeats, team: string, weight: number, want: number, ending: boolean) => {
-      const before = Math.min(want, flying.get(lease) as number)
-      const inFlight = ending ? Math.max(0, before - 1) : Math.max(before, Math.min(want, lease.size(3)))
-      flying.set(lease, inFlight)
-      lease.demand({ limit: 3, inFlight, waiting: want - inFlight, teams: [{ team, weight, held: inFlight, waiting: want - inFlight, cap: null, peak: want, lingering: false, seatMs: 0 }] })
-    }
-    const run = async (ms: number, xWeight: number, yWants: number, until: () => boolean = () => false, yEnds = false) => {
-      for (let t = 0; t < ms && !until(); t += 10) {
-        demand(a, 'x', xWeight, 2, clock.now() % 300 < 10)
-        demand(b, 'y', 1, yWants, yEnds)
-        await clock.run(clock.now() + 10)
-      }
-    }
-    // x alone, then y comes wanting 3: dues of 1.5 each; a hands its second seat over at a
-    // call's end, and y's calls hold b's two: a is short of its due's fraction for 30 s while
-    // b waits too.
-    await run(500, 1, 0)
-    await run(30_000, 1, 3)
-    expect([a.held, flying.get(b)]).toEqual([1, 2])
-    // x's weight 2 (its due 2, y's 1): one of y's calls ends and its caller asks again, a takes the seat.
-    await run(10, 2, 3, undefined, true)
-    await run(1000, 2, 3)
-    expect([a.held, flying.get(b)]).toEqual([2, 1])
-    // x's weight 1 again, dues of 1.5 each: a's turn at the second seat is over within a couple of seconds.
-    const back = clock.now()
-    await run(10_000, 1, 3, () => flying.get(b) === 2)
-    expect(clock.now() - back, 'ms until y has its second call in flight').toBeLessThan(2000)
-    a.stop()
-    b.stop()
-  })
-})
-
 describe('seats free in the store while other replicas are short of their due', () => {
   /** A store that answers each renewal as `answer` says, and keeps every ask. */
   class ScriptedStore extends MemoryLeaseStore {

@@ -8,7 +8,6 @@ import type { LeaseAnswer, LeaseStore } from './lease-store.js'
 const MIN_RENEW_MS = 20
 export const STARVED_RETRY_MS = 250
 const TRIM_AFTER_MS = 1000
-const TURN_MEMORY_MS = 1000
 const DOWN_RETRY_MS = 100
 const DOWN_GRACE_MS = 1000
 
@@ -67,7 +66,7 @@ export class LeasedSeats {
   #timerAt = Infinity
   #keepAlive: Timer | null = null
   #unusedSince: number | null = null
-  // Seat-time held past the due (negative: short of it) while contended, fading over TURN_MEMORY_MS: whose turn the rounding is.
+  // Seat-time held past the target (negative: short of it) while contended: whose turn the rounding is.
   #credit = 0
   #creditAt = 0
   #answered = 0 // answers a second, smoothed; #answers: since the last renewal
@@ -237,9 +236,7 @@ export class LeasedSeats {
     const now = this.#clock.now()
     const atOnce = this.#onTell && now - this.#lastAnswer < MIN_RENEW_MS
     this.#onTell = false
-    // Held at lease − due since the last renewal, the seat-time before fading: the turn is of the dues of now.
-    const kept = Math.exp(-(now - this.#creditAt) / TURN_MEMORY_MS)
-    this.#credit = this.#plan?.contended ? this.#credit * kept + ((this.#lease - this.#plan.due) * TURN_MEMORY_MS * (1 - kept)) / 1000 : 0
+    this.#credit = this.#plan?.contended ? this.#credit + ((this.#lease - this.#plan.due) * (now - this.#creditAt)) / 1000 : 0
     this.#creditAt = now
     const since = Math.max(1, now - this.#lastAnswer)
     // Smoothed over about a lease's life (renewals come at any pace).
