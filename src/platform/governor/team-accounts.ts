@@ -53,6 +53,9 @@ export class TeamAccounts {
     return [...this.#teams].some(([name, seats]) => seats.lastShort && seats.running.size === 0 && now - seats.lastEnd < ms && !waiting.has(name))
   }
 
+  /** Whether calls are in flight and every one of them is expected long (of a kind answered, past the lending horizon). */
+  onlyLongRunning(): boolean { return this.inFlight > 0 && [...this.#calls()].every((call) => !call.short && call.dueAt !== Infinity) }
+
   seatSeconds(team: string, now: number): number { return seatMs(this.#teams.get(team), now) / 1000 }
 
   /** Since when a call at a worker (of the calls in flight, the `atWorkers` started first) has been overdue, or null. */
