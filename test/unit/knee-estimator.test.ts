@@ -350,6 +350,23 @@ describe('KneeEstimator', () => {
     }
   })
 
+  // The two-teams bench's fresh row (bench-shapes' views-fresh seeds 1, 7, 14, 28): year-long
+  // calls wait beside the dashboard's calls in flight; doubled at 16 on 16 to 19 workers, the
+  // seats past W queued year calls ahead of the dashboard's for a year call's time. The start
+  // steps by the seats past the level such calls may take beside them, as many as end within
+  // H at the level's pace (docs/governor.md, "Start").
+  it('steps its start by the limit × H / e where calls of kinds known long waited beside another team\'s short calls in flight since the last decision', () => {
+    for (const [besideOthers, limit] of [[true, 9], [false, 16]] as const) {
+      const rule = new KneeEstimator({ initial: 8, min: 2, max: 64 })
+      const windows = Array.from({ length: 8 }, () => rule.started('week', 8))
+      rule.waited(null)
+      rule.waited(4_420, false, 0, besideOthers)
+      for (const window of windows) rule.ended({ startedAt: 0, at: 100, team: 'b', kind: 'week', load: 8, window, outcome: 'ok' })
+      rule.tick(1_500, null)
+      expect([rule.limit, rule.knee, rule.phase], `beside another team's short calls: ${besideOthers}`).toEqual([limit, 8, 'start'])
+    }
+  })
+
   // A queue at the probe seat says W is below K + 1, not where below. Here the evidence
   // cannot tell the guesses up to 16 apart (the calls that ran at 11 to 16 untimed, every
   // call ending together), and K stays, within TIE of the likeliest; taken at the tie's
@@ -398,6 +415,17 @@ describe('KneeEstimator', () => {
       rule.tick(5_000, null)
       expect([rule.limit, rule.knee, rule.phase], `newcomer ${newcomer}`).toEqual([limit, 8, phase])
     }
+  })
+
+  it('steps its start by the limit × H / e instead, on one replica, where calls of kinds known long held every seat beside a team holding none', () => {
+    // 8 calls of 1 s at the limit; a team holding no seat waited beside them, and at another moment they waited beside its short calls (their time known).
+    const rule = new KneeEstimator({ initial: 8, min: 2, max: 64 })
+    const windows = Array.from({ length: 8 }, () => rule.started('year', 8))
+    rule.waited(null, true)
+    rule.waited(1_000)
+    for (const window of windows) rule.ended({ startedAt: 0, at: 1_000, team: 'a', kind: 'year', load: 8, window, outcome: 'ok' })
+    rule.tick(1_500, null)
+    expect([rule.limit, rule.knee, rule.phase]).toEqual([12, 8, 'start'])
   })
 
   // The likelihood's moves are of the limit in force: after the start doubles 8 → 16, the

@@ -1086,6 +1086,28 @@ describe('what the seats tell the limit rule', () => {
     for (const year of years) if (year.seat) answer(year, 4_400)
   })
 
+  // The start steps rather than doubles only for another team's short calls: a team's own
+  // mix of short and long calls (a burst) doubles as before (docs/governor.md, "Start").
+  it('says calls of kinds known long wait beside another team\'s short calls, not beside their own team\'s or of a kind never answered', async () => {
+    const { s, work, order } = seats(fakeClock(), { limit: 2, queueLimit: 10 })
+    work.answered('a', 'year', 4_400)
+    work.answered('a', 'week', 120)
+    work.answered('b', 'week', 120)
+    for (const workClass of ['week', 'year', 'year']) call(s, order, 'a', { workClass })
+    await settle()
+    expect(s.longBesideOthersShort(), 'the short call in flight is the waiting team\'s own').toBe(false)
+    const other = seats(fakeClock(), { limit: 2, queueLimit: 10 })
+    other.work.answered('a', 'year', 4_400)
+    other.work.answered('b', 'week', 120)
+    call(other.s, other.order, 'b', { workClass: 'week' })
+    for (const workClass of ['year', 'year']) call(other.s, other.order, 'a', { workClass })
+    await settle()
+    expect(other.s.longBesideOthersShort(), 'another team\'s short call in flight').toBe(true)
+    call(other.s, other.order, 'a', { workClass: 'never-answered' })
+    await settle()
+    expect(other.s.longBesideOthersShort(), 'a kind never answered waits too').toBe(false)
+  })
+
   it('says a team holding no seat waits beside long calls only, its call short or of a kind never answered, for the start to end (docs/governor.md, "Start")', async () => {
     for (const first of ['year', 'week']) {
       const { s, work, order } = seats(fakeClock(), { limit: 2, queueLimit: 10 })

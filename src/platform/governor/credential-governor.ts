@@ -42,7 +42,7 @@ export function credentialGovernor(o: CredentialGovernorOptions) {
         estimator.ended({ ...answer, ...(timed === undefined ? {} : { timed }) })
         learned?.tick()
       },
-      onWaited: (longMs, newcomer, heldBack) => estimator.waited(longMs, newcomer, heldBack),
+      onWaited: (longMs, newcomer, heldBack, longBesideOthers) => estimator.waited(longMs, newcomer, heldBack, longBesideOthers),
       metFault: (startedAt, at) => estimator.metFault(startedAt, at),
     }),
   })

@@ -21,8 +21,8 @@ export interface Step { limit: number; knee: number; move: Move }
 type Call = { load: number; local: number; endsBefore: number; full: boolean; level: number }
 /** Per kind: answers seen (since this replica last started learning), its first answer's log latency (the unit its answers a second are counted in), its lowest latency (ms), per guess w (index w − 1) its pace of late (log own time) and the faded Σ of squared residuals from it, and its latency's pace when room was last shown; in the order last answered (past MAX_KINDS kinds, the least recently answered goes: work-estimates.ts `take`). */
 type KindStats = { seen: number; base: number; low: number; m: Float64Array; ss: Float64Array; room?: number }
-/** Since the last decision: whether calls waited for a seat, a call known short waited, a team holding no seat waited beside long calls only; the longest expected of those not known short that waited; the most calls the dispatch let be in flight while calls waited, the limit less the seats it held back for teams owed them (0: no call waited). */
-const noWait = () => ({ waited: false, shortWaited: false, newcomer: false, longMs: 0, reach: 0 })
+/** Since the last decision: whether calls waited for a seat, a call known short waited, a team holding no seat waited beside long calls only, calls of kinds known long were all that waited beside another team's short calls (besideOthers); the longest expected of those not known short that waited; the most calls the dispatch let be in flight while calls waited, the limit less the seats it held back for teams owed them (0: no call waited). */
+const noWait = () => ({ waited: false, shortWaited: false, newcomer: false, longMs: 0, reach: 0, besideOthers: false })
 export class KneeEstimator {
   readonly #min: number
   readonly #max: number
@@ -105,12 +105,12 @@ export class KneeEstimator {
     if (this.#calls.size > 100_000) this.#calls.delete(this.#calls.keys().next().value as number)
     return serial
   }
-  /** Calls waited with every seat of the limit taken or owed: the limit is in use. `longMs`: none of them known short beside a short call in flight, the longest expected of them (ms); `newcomer`: a team holding no seat waited with a call not known long beside long calls only (the start ends); `heldBack`: seats free that the dispatch held back from them (owed, on one replica: room is judged at the limit less those, docs/governor.md "Cruise"). */
-  waited(longMs: number | null = null, newcomer = false, heldBack = 0): void {
+  /** Calls waited with every seat of the limit taken or owed: the limit is in use. `longMs`: none of them known short beside a short call in flight, the longest expected of them (ms); `newcomer`: a team holding no seat waited with a call not known long beside long calls only (the start ends); `heldBack`: seats free that the dispatch held back from them (owed, on one replica: room is judged at the limit less those, docs/governor.md "Cruise"); `longBesideOthers`: every one of them of a kind known long, beside another team's short calls (the start steps). */
+  waited(longMs: number | null = null, newcomer = false, heldBack = 0, longBesideOthers = false): void {
     const s = this.#since
     // Across replicas the seats held back are each replica's and the limit the learner's: no reach.
     if (this.#timeline === null) s.reach = Math.max(s.reach, this.#limit - heldBack)
-    ;[s.waited, s.shortWaited, s.newcomer, s.longMs] = [true, s.shortWaited || longMs === null, s.newcomer || newcomer, Math.max(s.longMs, longMs ?? 0)]
+    ;[s.waited, s.shortWaited, s.newcomer, s.longMs, s.besideOthers] = [true, s.shortWaited || longMs === null, s.newcomer || newcomer, Math.max(s.longMs, longMs ?? 0), s.besideOthers || longBesideOthers]
   }
   ended(a: Answer): void {
     this.#faults.answered(a)
@@ -184,7 +184,7 @@ export class KneeEstimator {
     if (!this.#timeline?.merging && this.#sinceMove < MIN_CALLS) return null
     return this.#phase === 'start' ? this.#startStep(ll, now) : this.#cruise(ll, now)
   }
-  /** At a fresh start: a sure queue ends the doubling at the likeliest w below its level, on one replica the highest within TIE of it (held, as in cruise, while its limit is not in use: no call waited for a seat); else the limit doubles at a decision (MIN_CALLS new answers) once calls waited for a seat, unless its level's answers a second, measured, fell surely short of START_GAIN's growth on the level before (StartLevels: the start ends at the workers' worth of them); it ends too where a team holding no seat waited beside long calls only. */
+  /** At a fresh start: a sure queue ends the doubling at the likeliest w below its level, on one replica the highest within TIE of it (held, as in cruise, while its limit is not in use: no call waited for a seat); else the limit doubles at a decision (MIN_CALLS new answers) once calls waited for a seat, unless its level's answers a second, measured, fell surely short of START_GAIN's growth on the level before (StartLevels: the start ends at the workers' worth of them); on one replica, where calls of kinds known long were all that waited beside another team's short calls at some moment since the last decision, or held every seat while a team holding none waited (their time known), it steps by limit × H / e instead of doubling or ending (one seat at least, a doubling at most). */
   #startStep(ll: Float64Array, now: number): Step | null {
     const { queueBelow: sure, best } = verdicts(ll, this.#limit)
     // Calls that waited for a seat use the limit: the queue is the doubling's own, acted on at once.
@@ -197,8 +197,10 @@ export class KneeEstimator {
     }
     if (!this.#since.waited) return null
     this.#held = 0
-    const { newcomer } = this.#since
-    const longOnly = this.#longWaits() !== null || newcomer
+    const { newcomer, besideOthers, longMs } = this.#since
+    // On one replica, beside another team's short calls or a team holding no seat, calls of kinds known long (waited beside short ones: their time known) step the start; across replicas the teams beside are each replica's and the limit the learner's: it doubles.
+    const stepping = (besideOthers || newcomer) && this.#timeline === null && longMs > 0 && Number.isFinite(longMs)
+    const longOnly = this.#longWaits() !== null || (newcomer && !stepping)
     const verdict = longOnly ? 'double' : this.#startLevels.verdict(this.#limit)
     this.#knee = this.#limit
     this.#roomShown()
@@ -210,8 +212,10 @@ export class KneeEstimator {
       this.#phase = 'cruise'
       return this.#setKnee(this.#took - 1, 'knee')
     }
+    // The seats past the level long calls may take are as many as end within H at its pace: past W they queue ahead of the others' calls (cruise's bound, the level for K).
     this.#left = this.#timeline !== null || !this.#startLevels.timed(this.#limit) ? this.#limit : Infinity
-    return longOnly ? this.#setKnee(this.#limit, 'knee') : this.#set(this.#clamp(Math.min(this.#took, 2 * this.#limit)), 'grew')
+    const step = stepping ? Math.min(this.#limit, Math.max(1, Math.floor((this.#limit * LENDING_HORIZON_MS) / longMs))) : this.#limit
+    return longOnly ? this.#setKnee(this.#limit, 'knee') : this.#set(this.#clamp(Math.min(this.#took, this.#limit + step)), 'grew')
   }
   /** In service: the knee rises with room shown at the limit (short of it, it stays), falls when it queues; the probe seat stays while a call there is not known to wait, and a sure queue there puts the knee at the likeliest w below it, if lower and the knee not within TIE of it. */
   #cruise(ll: Float64Array, now: number): Step | null {

@@ -58,7 +58,7 @@ export class LearnedLimit {
     if (!this.#learning) return
     const { estimator, seats, lease } = this.#o
     if (lease?.waitedElsewhere()) estimator.waited()
-    else if (seats.waitingAtLimit()) estimator.waited(seats.longWaitBesideShort(), seats.newcomerBesideLong(), seats.heldBackNow())
+    else if (seats.waitingAtLimit()) estimator.waited(seats.longWaitBesideShort(), seats.newcomerBesideLong(), seats.heldBackNow(), seats.longBesideOthersShort())
     // Under the model the calls past the knee wait at the platform: only the first knee of them can be the platform's silence.
     const now = this.#clock.now()
     this.#moved(estimator.tick(now, seats.overdueSince(now, estimator.knee)))

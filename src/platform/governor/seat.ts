@@ -56,7 +56,7 @@ export interface SeatsOptions {
   onRefused?: (reason: RefusalReason) => void
   onStarted?: (kind: string, load: number) => number
   onEnded?: (answer: Answer) => void
-  onWaited?: (longMs: number | null, newcomer: boolean, heldBack: number) => void
+  onWaited?: (longMs: number | null, newcomer: boolean, heldBack: number, longBesideOthers: boolean) => void
   metFault?: (startedAt: number, at: number) => boolean
   /** How late the gateway's loop wakes now (ms, answer-timing.ts): the part of a seat's time its answer waits to be read, not charged to its team's tag; none: 0. */
   loopLateMs?: () => number

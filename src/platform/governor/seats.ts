@@ -79,6 +79,13 @@ export class CredentialSeats {
     return waits.some(isShort) ? null : Math.max(0, ...waits.map((ms) => ms ?? Infinity))
   }
 
+  /** Whether every call waiting is of a kind known long while a team that waits for nothing has a short call in flight or is between two asks (TeamAccounts.shortBetweenAsks): another team's short calls, that the seats past W would queue those calls ahead of (the limit rule's "Start"). */
+  longBesideOthersShort(): boolean {
+    if (this.#queue.size === 0 || this.#waitsMs().some((ms) => ms === null || isShort(ms))) return false
+    const waiting = new Set(this.#queue.waitingTeams())
+    return this.#teams.shortRunning() > [...waiting].reduce((n, team) => n + this.#teams.shortRunning(team), 0) || this.#teams.shortBetweenAsks(this.#clock.now(), LENDING_HORIZON_MS, waiting)
+  }
+
   /** The expected seat-time of each call waiting (null: a kind never answered). */
   #waitsMs(): (number | null)[] {
     const expected = this.#expectedAt(this.#clock.now())
@@ -157,7 +164,7 @@ export class CredentialSeats {
       this.#dispatch()
       if (this.#queue.has(waiter)) {
         if (this.waitingAtLimit()) {
-          this.#o.onWaited?.(this.longWaitBesideShort(), this.newcomerBesideLong(), this.heldBackNow())
+          this.#o.onWaited?.(this.longWaitBesideShort(), this.newcomerBesideLong(), this.heldBackNow(), this.longBesideOthersShort())
           this.#lease?.waited()
         }
         this.#demandChanged()
