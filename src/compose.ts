@@ -112,7 +112,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const redisClock = redis ? new RedisClock(clock, { redis, key: redisKey.dueJobs(config.redis.keyPrefix), log, onRead: (ms) => metrics.redisClockOffset.set(ms / 1000) }) : null
   const keyUse = new KeyUse({ replica: replicaId, redis, breaker, seal, prefix: config.redis.keyPrefix, onUnverified: (where) => unverified('key-use', where), clock })
   const { teams, reloader, adminAuth, rateLimiter, usage } = teamParts(config, { redis, breaker, bus, log, auditLog, metrics, secrets, keyUse, clock, ...(redisClock ? { redisOffsetMs: () => redisClock.offsetMs } : {}), configSource: deps.configSource })
-  const platform = platformParts(config, { dispatcher: deps.dispatcher, log, auditLog, secrets, metrics, clock, ...(redisClock ? { versionNow: redisClock.now } : {}), redis, breaker, bus, seal, teams, usage, history, replica: replicaId })
+  const platform = platformParts(config, { dispatcher: deps.dispatcher, log, auditLog, secrets, metrics, clock, ...(redisClock ? { sharedNow: redisClock.now } : {}), redis, breaker, bus, seal, teams, usage, history, replica: replicaId })
   const { dispatcher, tokens, governors, client, answers } = platform
   // The room in Redis for what the teams keep there (jobs' results, report copies), each team's part of it.
   // Results live in Redis only with the shared store: in memory they take this replica's room, not Redis'.

@@ -44,8 +44,8 @@ export function platformParts(
     secrets: SecretSet
     metrics: Metrics
     clock: Clock
-    /** The time of the platform tokens' versions, which replicas compare through Redis: Redis' clock as this replica reads it (default `clock`'s). */
-    versionNow?: () => number
+    /** The time replicas compare through Redis (the platform tokens' versions, the platform pauses' ends): Redis' clock as this replica reads it (default `clock`'s). */
+    sharedNow?: () => number
     redis: RedisClient | null
     breaker: RedisBreaker | null
     bus: RedisBus | null
@@ -85,7 +85,7 @@ export function platformParts(
     clock,
     // A change's rank is its time (token-order.ts): on Redis' clock, the newest change wins
     // whichever replica's clock is off.
-    ...(o.versionNow ? { versionNow: o.versionNow } : {}),
+    ...(o.sharedNow ? { versionNow: o.sharedNow } : {}),
     gatewaySecret: config.gatewaySecret,
     ...(o.replica === undefined ? {} : { replica: o.replica }),
   })
@@ -112,7 +112,8 @@ export function platformParts(
       )
     })
   }
-  const governors = new PlatformGovernors({ config, log, metrics, redis, breaker, bus: o.bus, seal: o.seal, weightOf: (team) => teams.weightOf(team), limitsOf: (team) => teams.limitsOf(team), clock })
+  // A pause's end stored in Redis is on Redis' clock: a replica that starts with its clock off takes it for the time it has left.
+  const governors = new PlatformGovernors({ config, log, metrics, redis, breaker, bus: o.bus, seal: o.seal, weightOf: (team) => teams.weightOf(team), limitsOf: (team) => teams.limitsOf(team), clock, ...(o.sharedNow ? { sharedNow: o.sharedNow } : {}) })
   // Never while the platform throttles the probe's route or the credential: a 429 says nothing of the token.
   const probePaused = (credential: string): boolean => governors.paused(credential, config.platform.probe?.path)
   const client: PlatformClient = new PlatformClient({

@@ -28,12 +28,12 @@ export interface RedisClockOptions {
  * This replica's clock moved by how far Redis' clock is from it: the times one replica
  * writes to Redis and another compares with its own are on it (a report job's lease and
  * due time, a webhook delivery's claim, a replica's announcement, a team's rate-limit
- * window, a platform token change's version), so replicas whose clocks disagree by more
- * than a lease (jobs.lease, 15 s) neither read a running job's lease as run out (two runs of
- * one job) nor rank an older token change above a newer one. Redis' clock is read at the
- * start and every REDIS_CLOCK_EVERY_MS (the offset is the middle of the round trip); until a
- * reading lands, and while Redis does not answer, the last offset holds (0: this replica's
- * own clock).
+ * window, a platform token change's version, a platform pause's end), so replicas whose
+ * clocks disagree by more than a lease (jobs.lease, 15 s) neither read a running job's
+ * lease as run out (two runs of one job) nor rank an older token change above a newer one.
+ * Redis' clock is read at the start and every REDIS_CLOCK_EVERY_MS (the offset is the
+ * middle of the round trip); until a reading lands, and while Redis does not answer, the
+ * last offset holds (0: this replica's own clock).
  */
 export class RedisClock implements Clock {
   readonly #clock: Clock
@@ -94,7 +94,7 @@ export class RedisClock implements Clock {
     else {
       log.warn(
         { offsetMs: this.#offset },
-        `this replica's clock is ${(Math.abs(this.#offset) / 1000).toFixed(1)} s ${this.#offset > 0 ? 'behind' : 'ahead of'} Redis': the times replicas share (job leases, webhook claims, announcements, rate-limit windows, token changes) are on Redis' clock; set this machine's time (NTP)`,
+        `this replica's clock is ${(Math.abs(this.#offset) / 1000).toFixed(1)} s ${this.#offset > 0 ? 'behind' : 'ahead of'} Redis': the times replicas share (job leases, webhook claims, announcements, rate-limit windows, token changes, platform pauses) are on Redis' clock; set this machine's time (NTP)`,
       )
     }
   }

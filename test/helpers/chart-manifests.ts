@@ -220,10 +220,11 @@ export const ALERTS = [
   'GatewayPlatformPaused',
   'GatewayPlatformCallsRefused',
   'GatewayPlatformQueueHigh',
+  'GatewayRedisClockSkew',
 ]
 /** Where an installation publishes docs/operations/alerts.md (monitoring.runbookUrl). */
 export const RUNBOOK = 'https://git.ads.internal/platform/report-gateway/blob/main/docs/operations/alerts.md'
-export const REDIS_ALERTS = ['GatewayRedisDown', 'GatewayRedisReadOnly', 'GatewayRedisUnverified']
+export const REDIS_ALERTS = ['GatewayRedisDown', 'GatewayRedisReadOnly', 'GatewayRedisUnverified', 'GatewayRedisClockSkew']
 
 interface AlertRule {
   alert: string

@@ -34,13 +34,13 @@ describe.skipIf(!available)("Redis' clock as a replica reads it", () => {
     expect(Math.abs(clock.now() - Date.now())).toBeLessThan(500)
     await clock.read()
     expect(offsets).toHaveLength(2)
-    expect(said(logs)).toEqual([[40, "this replica's clock is N s ahead of Redis': the times replicas share (job leases, webhook claims, announcements, rate-limit windows, token changes) are on Redis' clock; set this machine's time (NTP)"]])
+    expect(said(logs)).toEqual([[40, "this replica's clock is N s ahead of Redis': the times replicas share (job leases, webhook claims, announcements, rate-limit windows, token changes, platform pauses) are on Redis' clock; set this machine's time (NTP)"]])
     skew.ms = -5_000
     await clock.read()
     skew.ms = 0
     await clock.read()
     expect(said(logs).slice(1)).toEqual([
-      [40, "this replica's clock is N s behind Redis': the times replicas share (job leases, webhook claims, announcements, rate-limit windows, token changes) are on Redis' clock; set this machine's time (NTP)"],
+      [40, "this replica's clock is N s behind Redis': the times replicas share (job leases, webhook claims, announcements, rate-limit windows, token changes, platform pauses) are on Redis' clock; set this machine's time (NTP)"],
       [30, "this replica's clock agrees with Redis' again"],
     ])
   })

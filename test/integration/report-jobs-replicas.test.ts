@@ -86,7 +86,7 @@ describe.skipIf(!available)('report jobs across replicas (one Redis)', () => {
     await waitFor('the running job done', async () => ((await (await get(looker, location)).json()) as { state: string }).state === 'done', testTimeLeft(), 20)
     expect(looker.logs.records().filter((r) => String(r.msg).startsWith('report job taken over'))).toEqual([])
     const said = (runnerSkewMs === 0 ? looker : runner).logs.records().filter((r) => String(r.msg).startsWith("this replica's clock is"))
-    expect(said.map((r) => String(r.msg).replace(/[\d.]+ s/, 'N s'))).toEqual([`this replica's clock is N s ${runnerSkewMs === 0 ? 'ahead of' : 'behind'} Redis': the times replicas share (job leases, webhook claims, announcements, rate-limit windows, token changes) are on Redis' clock; set this machine's time (NTP)`])
+    expect(said.map((r) => String(r.msg).replace(/[\d.]+ s/, 'N s'))).toEqual([`this replica's clock is N s ${runnerSkewMs === 0 ? 'ahead of' : 'behind'} Redis': the times replicas share (job leases, webhook claims, announcements, rate-limit windows, token changes, platform pauses) are on Redis' clock; set this machine's time (NTP)`])
     expect(Math.abs(Number(said[0]?.offsetMs) + runnerSkewMs + lookerSkewMs)).toBeLessThan(1000)
     const metrics = (await (runnerSkewMs === 0 ? looker : runner).admin.inject({ method: 'GET', url: '/metrics' })).body
     const offset = Number(/^gateway_redis_clock_offset_seconds (\S+)$/m.exec(metrics)?.[1])

@@ -92,6 +92,9 @@ describe('PrometheusRule (monitoring.prometheusRule)', () => {
     expect(alertOf(chart, 'GatewayApiKeyExpiresSoon')).toMatchObject({ for: '1h', labels: { severity: 'warning' } })
     expect(alertOf(chart, 'GatewayApiKeyExpiresSoon').annotations.summary).toBe('API key {{ $labels.key }} of team {{ $labels.team }} expires within 14 days')
     expect(alertOf(chart, 'GatewayApiKeyExpiresSoon').annotations.description).toContain('npm run keys -- new --team TEAM --id ID --expires 90d')
+    expect(exprs.GatewayRedisClockSkew).toBe('max by (namespace, job, pod) (abs(gateway_redis_clock_offset_seconds{namespace="reports",job="rgw-report-gateway-admin"})) > 5')
+    expect(alertOf(chart, 'GatewayRedisClockSkew')).toMatchObject({ for: '10m', labels: { severity: 'warning' } })
+    expect(alertOf(chart, 'GatewayRedisClockSkew').annotations.description).toContain('NTP')
     expect(exprs.GatewayLatencyHigh).toMatch(/^histogram_quantile\(0\.99, sum by \(namespace, job, route, le\) \(rate\(gateway_request_duration_seconds_bucket\{[^}]*,route=~"report\|proxy"\}\[5m\]\)\)\) > 2\.5$/)
   })
 
@@ -108,6 +111,7 @@ describe('PrometheusRule (monitoring.prometheusRule)', () => {
         redisReadOnly: { for: '2m', severity: 'critical' },
         redisUnverified: { unverified: 20, window: '30m', for: '5m', severity: 'critical' },
         apiKeyExpiresSoon: { days: 30, for: '6h', severity: 'critical' },
+        redisClockSkew: { seconds: 2.5, for: '30m', severity: 'critical' },
       },
     })
     expect(alertOf(tuned, 'GatewayTokenRefused')).toMatchObject({ for: '1m', labels: { severity: 'page' } })
@@ -129,6 +133,9 @@ describe('PrometheusRule (monitoring.prometheusRule)', () => {
     expect(alertOf(tuned, 'GatewayApiKeyExpiresSoon')).toMatchObject({ for: '6h', labels: { severity: 'critical' } })
     expect(alertOf(tuned, 'GatewayApiKeyExpiresSoon').expr).toMatch(/< 30 \* 86400$/)
     expect(alertOf(tuned, 'GatewayApiKeyExpiresSoon').annotations.summary).toContain('within 30 days')
+    expect(alertOf(tuned, 'GatewayRedisClockSkew')).toMatchObject({ for: '30m', labels: { severity: 'critical' } })
+    expect(alertOf(tuned, 'GatewayRedisClockSkew').expr).toMatch(/\)\) > 2\.5$/)
+    expect(alertOf(tuned, 'GatewayRedisClockSkew').annotations.summary).toContain('2.5 s')
   })
 
   it('leaves out disabled alerts, and adds alert labels, rule labels and another namespace', () => {

@@ -352,6 +352,28 @@ const TESTS: TestGroup[] = [
     ],
     alert_rule_test: [firing('5m', 'GatewayPlatformQueueHigh'), firing('20m', 'GatewayPlatformQueueHigh', { severity: 'warning', ...TARGET, credential: 'default' })],
   },
+  {
+    name: 'GatewayRedisClockSkew: replica a 30 s ahead of Redis for 20 minutes, b 0.4 s behind, c 8 s behind for 5 minutes only',
+    interval: '1m',
+    input_series: [
+      { series: `gateway_redis_clock_offset_seconds{${SEL},pod="a"}`, values: '0 0 -30x20' },
+      { series: `gateway_redis_clock_offset_seconds{${SEL},pod="b"}`, values: '0.4x22' },
+      { series: `gateway_redis_clock_offset_seconds{${SEL},pod="c"}`, values: '0 8x5 0x16' },
+    ],
+    alert_rule_test: [
+      firing('8m', 'GatewayRedisClockSkew'),
+      firing('15m', 'GatewayRedisClockSkew', { severity: 'warning', ...TARGET, pod: 'a' }),
+    ],
+  },
+  {
+    name: 'GatewayRedisClockSkew: replicas 3 s ahead and 4.5 s behind Redis (within 5 s)',
+    interval: '1m',
+    input_series: [
+      { series: `gateway_redis_clock_offset_seconds{${SEL},pod="a"}`, values: '-3x30' },
+      { series: `gateway_redis_clock_offset_seconds{${SEL},pod="b"}`, values: '4.5x30' },
+    ],
+    alert_rule_test: [firing('25m', 'GatewayRedisClockSkew')],
+  },
 ]
 
 /** Cumulative buckets growing by `perMinute[le]` each minute. */
@@ -363,7 +385,7 @@ describe.skipIf(!promtool.available)('promtool on the rendered PrometheusRule', 
   it('passes `promtool check rules` (PromQL, durations, annotation templates)', () => {
     const file = writeRuleFile('rules.yaml', ruleGroups())
     const { status, output } = runPromtool(['check', 'rules', file])
-    expect(output).toContain('SUCCESS: 15 rules found')
+    expect(output).toContain('SUCCESS: 16 rules found')
     expect(status, output).toBe(0)
   })
 

@@ -24,7 +24,7 @@ export interface PausedSeat extends Seat { pauseMs(retryAfter: string | undefine
 export type GovernorView = ReturnType<PlatformGovernors['views']>[number]
 
 /** `seal` (GATEWAY_SECRET): the pauses and the shared limit written to Redis. */
-export interface PlatformGovernorsDeps extends Pick<PlatformPausesDeps, 'config' | 'log' | 'metrics' | 'redis' | 'breaker' | 'bus'>, Pick<CredentialGovernorOptions, 'weightOf' | 'limitsOf' | 'clock'> {
+export interface PlatformGovernorsDeps extends Pick<PlatformPausesDeps, 'config' | 'log' | 'metrics' | 'redis' | 'breaker' | 'bus' | 'sharedNow'>, Pick<CredentialGovernorOptions, 'weightOf' | 'limitsOf' | 'clock'> {
   seal?: RedisSeal | null
 }
 

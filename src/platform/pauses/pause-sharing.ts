@@ -35,7 +35,10 @@ export interface PauseSharingOptions {
   log: Pick<Logger, 'warn'>
   /** A stored pause without this gateway's seal, ignored. */
   onUnverified: () => void
+  /** This replica's clock: its pauses' ends (`Pause.until`) and the peers' "ms from now". */
   clock: Clock
+  /** The clock of the ends written to Redis, which another replica compares with its own: Redis' clock as this replica reads it (redis-clock.ts; default `clock`'s). */
+  sharedNow?: () => number
 }
 
 /**
@@ -44,15 +47,22 @@ export interface PauseSharingOptions {
  * sealed with its end) and tells the others on the bus; likewise for an end the platform
  * answered. A replica that starts reads the pauses under way. Without Redis a pause stays
  * on the replica that got the 429.
+ *
+ * A stored end is on Redis' clock (`sharedNow`), and each replica turns it into the time
+ * left on its own: a replica whose clock is 30 s ahead of the writer's still takes a pause
+ * with 20 s left, and one 30 s behind takes it for 20 s, not 50. The bus carries "ms from
+ * now", which needs no common clock.
  */
 export class PauseSharing {
   readonly #o: PauseSharingOptions
   // Redis hands a message to its sender's subscriber too: its own word is no news (an
   // echo would end its pause again from the echo's arrival, or end a pause begun since).
   readonly #self = randomUUID()
+  readonly #sharedNow: () => number
 
   constructor(opts: PauseSharingOptions) {
     this.#o = opts
+    this.#sharedNow = opts.sharedNow ?? (() => opts.clock.now())
   }
 
   /** Follows the other replicas' pauses, after reading those under way for `credentials`. */
@@ -80,7 +90,7 @@ export class PauseSharing {
         const scope = scopeOfKey(field)
         const record = scope === null ? null : parseStored(this.#opened(`${key}#${field}`, value))
         if (scope === null || record === null) continue
-        const ms = this.#peerLength(record.until - clock.now())
+        const ms = this.#peerLength(record.until - this.#sharedNow())
         if (ms > 0) onPeer({ credential, pause: { scope, team: record.team, route: record.route, until: clock.now() + ms } })
       }
     }
@@ -95,9 +105,10 @@ export class PauseSharing {
     if (redis && breaker) {
       const key = this.#key(credential)
       const binding = `${key}#${field}`
+      const until = this.#sharedNow() + ms
       const current = parseStored(this.#opened(binding, await breaker.run(() => redis.hget(key, field), null)))
-      if (current === null || current.until < pause.until) {
-        await breaker.run(() => redis.hset(key, field, this.#sealed(binding, JSON.stringify({ until: pause.until, team: pause.team, route: pause.route }))), null)
+      if (current === null || current.until < until) {
+        await breaker.run(() => redis.hset(key, field, this.#sealed(binding, JSON.stringify({ until, team: pause.team, route: pause.route }))), null)
         // The hash outlives its longest pause only; a past pause in it is skipped at start.
         const left = await breaker.run(() => redis.pttl(key), -2)
         if (left < ms) await breaker.run(() => redis.pexpire(key, ms), null)

@@ -39,6 +39,8 @@ export interface PlatformPausesDeps {
   bus: RedisBus | null
   seal: RedisSeal | null
   clock: Clock
+  /** The clock of the pauses' ends stored in Redis: Redis' clock as this replica reads it (default `clock`'s; pause-sharing.ts). */
+  sharedNow?: () => number
   /** A credential's pause began, or ended: its governor stops, or starts, calls. */
   onCredentialPaused: (credential: string) => void
   onCredentialResumed: (credential: string) => void
@@ -70,6 +72,7 @@ export class PlatformPauses {
       log: deps.log,
       onUnverified: () => deps.metrics.redisUnverified.inc({ what: 'pause' }),
       clock,
+      ...(deps.sharedNow ? { sharedNow: deps.sharedNow } : {}),
     })
     for (const credential of Object.keys(config.credentials)) {
       this.#pauses.set(
