@@ -220,48 +220,6 @@ describe('replicas sharing the limit while one waits', () => {
     b.stop()
   })
 
-  // Each replica plans from the others' records of their last renewals: a holder whose calls ended since its own read
-  // the waiting replica as not short, and the waiting one read the holder as not over, until one of them renewed (a
-  // third of a lease on, or a trim later; seed 2033). At a call's end, its last answer older than that call, it reads.
-  it('a replica holding seats past its calls renews at a call\'s end older than its last answer, and the waiting one gets its seats within that call\'s length', async () => {
-    const clock = new SimClock()
-    const store = new MemoryLeaseStore(clock)
-    const make = (run: string) => new LeasedSeats({ store, credential: 'c', replica: 'r', run, perReplica: null, unseen: 1, leaseMs: LEASE_MS, callsEndMs: 10_000, log: { warn: () => undefined }, onLost: () => undefined, clock })
-    const [a, b] = [make('r~a'), make('r~b')]
-    await Promise.all([a.start(), b.start()])
-    const start = clock.now()
-    // `endedMs`: a call of the team just ended, having held its seat that long.
-    const demand = (lease: LeasedSeats, team: string, inFlight: number, waiting: number, endedMs?: number) =>
-      lease.demand({ limit: 8, inFlight, waiting, teams: [{ team, weight: 1, held: inFlight, waiting, cap: null, peak: inFlight + waiting, lingering: false, seatMs: 0 }], ...(endedMs === undefined ? {} : { endedMs }) })
-    // b has a team of its own seen once, so that each replica reads the other's record.
-    demand(b, 'y', 0, 1)
-    await clock.run(start + 5)
-    demand(b, 'y', 1, 0)
-    await clock.run(start + 10)
-    demand(b, 'y', 0, 0, 5)
-    demand(a, 'x', 8, 0)
-    await clock.run(start + 500)
-    expect(a.held).toBe(8)
-    // Six of x's calls end, each having held its seat 490 ms: a's last answer is younger than them.
-    for (let k = 0; k < 6; k++) demand(a, 'x', 7 - k, 0, 490)
-    await clock.run(start + 510)
-    // y's calls wait on b with none free: b's renewal reads a's record (8 in flight), not over; it tells no one.
-    demand(b, 'y', 0, 4)
-    await clock.run(start + 550)
-    expect(b.size(8)).toBe(0)
-    // One of x's calls, 40 ms in its seat, ends (another comes): a's last answer is older; it reads b short, and at its
-    // next call's end gives its seats past its due back at once.
-    demand(a, 'x', 1, 0, 40)
-    demand(a, 'x', 2, 0)
-    await clock.run(start + 570)
-    demand(a, 'x', 1, 0, 20)
-    demand(a, 'x', 2, 0)
-    await clock.run(start + 590)
-    expect(b.size(8)).toBeGreaterThanOrEqual(4)
-    a.stop()
-    b.stop()
-  })
-
   // The seats free at a replica's answer that it told a waiting replica of are that one's
   // to take at once (a told replica renews at once): in a stall that follows, the teller
   // keeps no part of them, or a seat the waiting one took is counted twice (seeds 1076,

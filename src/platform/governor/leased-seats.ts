@@ -186,9 +186,6 @@ export class LeasedSeats {
       this.#unusedSince ??= now
       this.#schedule(TRIM_AFTER_MS - (now - this.#unusedSince))
     } else this.#unusedSince = null
-    // A holder past its calls, at a call's end older than its last answer, reads the records: a replica that waits since is seen short within that call's length.
-    // Not at its last call's end: a renewal with no call gives every seat back, and its next call waits for one.
-    if (this.#downSince === null && plan !== null && !plan.contended && this.#seen.size > 0 && this.#lease > need && need > 0 && demand.endedMs !== undefined && now - this.#lastAnswer > demand.endedMs) this.#schedule(0)
   }
 
   /** The seats its calls want (`needOf`); while another replica waits, its calls in flight and waiting alone: the seats free in the store are then the short replicas' (its due holds its teams' owed seats). */
