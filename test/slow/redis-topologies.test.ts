@@ -1,7 +1,8 @@
+import { createHash } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Cluster, Redis } from 'ioredis'
 import pino from 'pino'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import type { TeamConfig } from '../../src/config.js'
 import { fingerprint } from '../../src/observe/fingerprint.js'
 import { hashApiKey } from '../../src/access/api-keys.js'
@@ -10,7 +11,8 @@ import { useGateways, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { startRedisCluster, startRedisSentinel, type RedisTopology, type SentinelTopology } from '../helpers/start-redis-topology.js'
 import { testTimeLeft, waitFor } from '../helpers/wait.js'
-import { fakeClock } from '../helpers/clock.js'
+import { fakeClock, onRealTimers } from '../helpers/clock.js'
+import { RedisClock } from '../../src/redis/redis-clock.js'
 import { RedisSeal } from '../../src/redis/seal.js'
 import { RedisBus } from '../../src/redis/bus.js'
 import { RedisJobStore } from '../../src/jobs/redis-job-store.js'
@@ -260,6 +262,95 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
       expect(refused.statusCode).toBe(429)
       expect(refused.json()).toMatchObject({ code: 'GW_RATE_LIMITED' })
     }
+  })
+
+  // A replica's clock 30 s ahead, twice jobs.lease: on its own clock it reads the other
+  // replica's running job's lease as run out. It reads Redis' clock instead, from the master
+  // of the `{jobs}` slot (the TIME script's key), and leaves the job to its runner.
+  const jobsYaml = () => `${yamlFor(topology)}jobs:\n  poll: 100ms\n`
+  const jobsReplica = (clock?: ReturnType<typeof onRealTimers>) =>
+    replicas.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken(), ADMIN_TOKEN }, jobsYaml()), clock ? { clock } : {})
+  const ahead30s = () => onRealTimers(() => Date.now() + 30_000)
+  const askAsync = (gw: TestGateway, q: string) => gw.proxy.inject({ method: 'GET', url: `${PATH}?${q}`, headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
+  const jobDone = (gw: TestGateway, location: string) => async () =>
+    (await gw.proxy.inject({ method: 'GET', url: location, headers: { 'x-api-key': KEYS.all } })).json<{ state: string }>().state === 'done'
+  const TIME_SHA = createHash('sha1').update("return redis.call('TIME')").digest('hex')
+  const JOBS_KEY = 'rgw:{jobs}:due'
+  const address = (node: Redis) => `${node.options.host}:${node.options.port}`
+
+  it("a replica whose clock is 30 s ahead reads Redis' clock from the {jobs} master and does not take over the other replica's running job", async () => {
+    const runner = await jobsReplica()
+    sandbox.clearRequests()
+    sandbox.setRouteFailure(PATH, { kind: 'held', times: 1 })
+    const running = await askAsync(runner, Q101)
+    expect(running.statusCode).toBe(202)
+    await waitFor('the job at the platform', () => reportCalls() === 1)
+
+    // The ahead replica's own job is due after the running one on its clock: once it is
+    // done, that replica has looked past the running job.
+    const ahead = await jobsReplica(ahead30s())
+    const own = await askAsync(ahead, Q102)
+    expect(own.statusCode).toBe(202)
+    await waitFor("the ahead replica's own job done", jobDone(ahead, String(own.headers.location)), testTimeLeft(), 20)
+    sandbox.releaseHeld()
+    await waitFor('the running job done', jobDone(ahead, String(running.headers.location)), testTimeLeft(), 20)
+    expect(ahead.logs.records().filter((r) => String(r.msg).startsWith('report job taken over'))).toEqual([])
+    expect(reportCalls()).toBe(2)
+    const metrics = (await ahead.admin.inject({ method: 'GET', url: '/metrics' })).body
+    expect(Math.abs(Number(/^gateway_redis_clock_offset_seconds (\S+)$/m.exec(metrics)?.[1]) + 30)).toBeLessThan(1)
+
+    // On a Cluster the clock read is the `{jobs}` master's: the TIME script is loaded there alone.
+    if (!(topology.client instanceof Cluster)) return
+    const slot = Number(await topology.client.call('CLUSTER', 'KEYSLOT', JOBS_KEY))
+    const owner = topology.client.slots[slot]?.[0]
+    const loaded = await Promise.all(topology.client.nodes('master').map(async (n) => [address(n), ((await n.script('EXISTS', TIME_SHA)) as number[])[0]]))
+    expect(loaded.filter(([, has]) => has === 1).map(([at]) => at)).toEqual([owner])
+  })
+
+  // The `{jobs}` slot moved to another master (a resharding) while the replicas run: the
+  // clock's reading is redirected (MOVED) to the new master, as the jobs' scripts are.
+  it.runIf(start === topologies[0]?.[1])("reads Redis' clock from the {jobs} slot's new master after the slot moved (MOVED)", async () => {
+    const gw = await jobsReplica(ahead30s())
+    const cluster = topology.client as Cluster
+    const slot = Number(await cluster.call('CLUSTER', 'KEYSLOT', JOBS_KEY))
+    const masters = cluster.nodes('master')
+    const from = masters.find((n) => address(n) === cluster.slots[slot]?.[0]) as Redis
+    const to = masters.find((n) => n !== from) as Redis
+    // A clock 30 s ahead on a connection made as the gateway's (its options), which knows
+    // the slot's old master and is not used again until the slot moved: its next reading
+    // is the first command to meet the MOVED answer.
+    const own = (gw.redis.client as Cluster).duplicate()
+    own.on('error', () => undefined)
+    onTestFinished(() => own.disconnect())
+    await waitFor('the connection ready (no offline queue, as the gateway\'s)', () => own.status === 'ready')
+    const offsets: number[] = []
+    const clock = new RedisClock(ahead30s(), { redis: own, key: JOBS_KEY, log: pino({ level: 'silent' }), onRead: (ms) => offsets.push(ms) })
+    await clock.read()
+    expect(offsets).toHaveLength(1)
+    expect(own.slots[slot]?.[0]).toBe(address(from))
+
+    const [fromId, toId] = await Promise.all([from, to].map(async (n) => String(await n.call('CLUSTER', 'MYID'))))
+    await to.call('CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', fromId as string)
+    await from.call('CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', toId as string)
+    const keys = (await from.call('CLUSTER', 'GETKEYSINSLOT', String(slot), '1000')) as string[]
+    if (keys.length > 0) await from.call('MIGRATE', '127.0.0.1', String(to.options.port), '', '0', '5000', 'KEYS', ...keys)
+    for (const n of masters) await n.call('CLUSTER', 'SETSLOT', String(slot), 'NODE', toId as string)
+    await waitFor('every master to name the new owner', async () => {
+      for (const n of masters) if (((await n.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][]).every(([lo, hi, [, port]]) => slot < lo || slot > hi || port !== to.options.port)) return false
+      return true
+    })
+
+    expect(own.slots[slot]?.[0]).toBe(address(from))
+    await clock.read()
+    expect(offsets).toHaveLength(2)
+    expect(own.slots[slot]?.[0]).toBe(address(to))
+    for (const ms of offsets) expect(Math.abs(ms + 30_000)).toBeLessThan(1000)
+    expect(((await to.script('EXISTS', TIME_SHA)) as number[])[0]).toBe(1)
+    // The gateway's jobs follow the slot too: a job asked now runs and ends on the new master.
+    const job = await askAsync(gw, Q102)
+    expect(job.statusCode).toBe(202)
+    await waitFor('the job done', jobDone(gw, String(job.headers.location)), testTimeLeft(), 20)
+    expect((await to.keys('rgw:{jobs}:*')).length).toBeGreaterThan(0)
   })
 
   /**
