@@ -127,7 +127,8 @@ interface Watch extends AskCount {
   work: string
   provider: TokenProvider
   /**
-   * The team its refresh is sent for and charged to, and whose budget weighs it: the team
+   * The team its refresh is sent for and charged to while it may still spend (else another
+   * that asked the copy: `#payer`), and whose budget weighs it: the team
    * that asked this copy most (asks its fill answered aside), the first such at a tie; until
    * one has, the team whose ask began the watch. The refresh exists because of the copy's
    * asks: a team that reads a report over and over pays for keeping it fresh, not the team
@@ -528,17 +529,18 @@ export class ReportCache {
     // A fill of this key is under way here (a caller's REFRESH, a stale read's): it is the refresh.
     if (this.#flights.has(key) || this.#watches.get(key) !== watch) return
     const outcomes = this.#d.metrics.refreshAhead
-    // A team past its platform-seconds of the day is answered from the cache only, without a
-    // refresh: ahead neither. Not running: an ask of the copy after its day resets starts it.
-    if ((this.#d.spentFor?.(watch.team, this.#clock.now()) ?? 0) > 0) {
+    const team = this.#payer(watch)
+    // No team that asked the copy may spend (each is past its platform-seconds of the day): it
+    // is answered from the cache only, without a refresh. Not running: a later ask starts it.
+    if (team === undefined) {
       outcomes.inc({ outcome: 'skipped' })
       return
     }
     watch.running = true
     outcomes.inc({ outcome: 'started' })
-    const tally = teamTally(watch.team)
+    const tally = teamTally(team)
     const ahead = { newerThan: watch.fetchedAt, urgency: () => this.#urgency(watch) }
-    this.#fill(key, watch.report, watch.provider, { requestId: ownRequestId('refresh-ahead', String(watch.fetchedAt)), team: watch.team, tally, priority: 'ahead', ahead }, 0).then(
+    this.#fill(key, watch.report, watch.provider, { requestId: ownRequestId('refresh-ahead', String(watch.fetchedAt)), team, tally, priority: 'ahead', ahead }, 0).then(
       (result) => {
         if (result.kind === 'entry') outcomes.inc({ outcome: result.fromPeer ? 'skipped' : 'completed' })
         else if (result.kind === 'failed' && result.error.cause instanceof NoIdleSeatError) {
@@ -559,6 +561,29 @@ export class ReportCache {
         this.#d.log.warn({ err }, 'refresh ahead of a report failed')
       },
     )
+  }
+
+  /**
+   * The team `watch`'s refresh ahead is sent for and charged to: its own team while that may
+   * still spend (it asked the copy most, `countAsker`), else the team that asked the copy most
+   * among those that may, the first to ask it at a tie; none when no team that asked it may
+   * (each past its platform-seconds of the day). A team past its day is answered from the
+   * cache only and makes no platform call, but the copy is shared: its asks do not keep the
+   * other readers' refresh from being made.
+   */
+  #payer(watch: Watch): string | undefined {
+    const now = this.#clock.now()
+    const spends = (team: string) => !((this.#d.spentFor?.(team, now) ?? 0) > 0)
+    if (spends(watch.team)) return watch.team
+    let payer: string | undefined
+    let most = 0
+    for (const [team, asks] of watch.askedBy) {
+      if (asks > most && spends(team)) {
+        payer = team
+        most = asks
+      }
+    }
+    return payer
   }
 
   /**
