@@ -335,8 +335,12 @@ export class ReportCache {
         if (result.error.cause instanceof NoIdleSeatError && opts.priority !== 'job') return this.read(report, key, provider, opts)
         stale ??= refresh ? await this.#d.store.lookup(key) : null
         if (stale && this.#clock.now() < stale.entry.errorUntil) {
-          this.#failures.warn(result.error.code, { log: opts.log, msg: 'platform failed; serving a stale copy', err: result.error }, 'stale copy served')
-          return { ...this.#served(stale.entry, 'STALE', stale.tier), ...upstream }
+          // A copy still fresh (a forced refresh's, or the one another replica stored meanwhile)
+          // is a hit with its own age and a positive ttl (RFC 9211) whatever became of the call.
+          const fresh = this.#clock.now() < stale.entry.freshUntil
+          const kind = fresh ? 'fresh' : 'stale'
+          this.#failures.warn(result.error.code, { log: opts.log, msg: `platform failed; serving a ${kind} copy`, err: result.error }, `${kind} copy served`)
+          return { ...this.#served(stale.entry, fresh ? 'HIT' : 'STALE', stale.tier), ...upstream }
         }
         // Nobody is left to answer (the access log says 499, no error is logged), or this
         // caller may no longer be answered: its refusal (a fill no caller waited for is not sent).
