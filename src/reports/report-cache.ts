@@ -135,7 +135,7 @@ interface Watch extends AskCount {
    * that filled it or asked it first.
    */
   team: string
-  /** This copy's asks by team, those its fill answered aside (at most one a configured team). */
+  /** This copy's asks by team, those its fill answered aside (at most one a configured team), in the order each reached its count. */
   askedBy: Map<string, number>
 }
 
@@ -570,7 +570,8 @@ export class ReportCache {
   /**
    * The team `watch`'s refresh ahead is sent for and charged to: its own team while that may
    * still spend (it asked the copy most, `countAsker`), else the team that asked the copy most
-   * among those that may, the first to ask it at a tie; none when no team that asked it may
+   * among those that may, the first to reach that count at a tie (as `countAsker` keeps the
+   * watch's team at a tie); none when no team that asked it may
    * (each past its platform-seconds of the day). A team past its day is answered from the
    * cache only and makes no platform call, but the copy is shared: its asks do not keep the
    * other readers' refresh from being made.
@@ -901,6 +902,8 @@ function droppedInQueue(error: Error): boolean {
 /** Counts an ask of the watched copy by `team`: the watch becomes its team's once it has asked the copy more than the watch's team has. */
 function countAsker(watch: Watch, team: string): void {
   const asks = (watch.askedBy.get(team) ?? 0) + 1
+  // Set anew, last: the map runs in the order each team reached its count, the first to reach one first (`#payer`'s tie).
+  watch.askedBy.delete(team)
   watch.askedBy.set(team, asks)
   if (asks > (watch.askedBy.get(watch.team) ?? 0)) watch.team = team
 }

@@ -92,3 +92,13 @@ it('charges a refresh ahead to the team that asked most among those that may sti
   await waitFor('the refresh ahead', async () => (await refreshes('completed')) === 1)
   expect({ growth: await calls('growth'), writer: await calls('writer') }).toEqual({ growth: 1, writer: 1 })
 })
+
+// At a tie among the teams that may still spend, the first to reach the count pays, as the
+// watch's own team is kept at a tie: growth asks first, all reaches 2 asks first.
+it('charges a refresh ahead, at a tie among the teams that may still spend, to the first to reach the count', async () => {
+  const { ask, refreshes, calls, askPopular } = await setUp(WRITER_SPENT)
+  expect((await ask(KEYS.writer)).headers['x-cache']).toBe('MISS')
+  await askPopular(KEYS.writer, [KEYS.growth, KEYS.all, KEYS.all, KEYS.growth])
+  await waitFor('the refresh ahead', async () => (await refreshes('completed')) === 1)
+  expect({ all: await calls('all'), growth: await calls('growth'), writer: await calls('writer') }).toEqual({ all: 1, growth: 0, writer: 1 })
+})
