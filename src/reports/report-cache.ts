@@ -127,14 +127,15 @@ interface Watch extends AskCount {
   work: string
   provider: TokenProvider
   /**
-   * The team its refresh is sent for and charged to, and whose budget weighs it: the team
+   * The team its refresh is sent for and charged to while it may still spend (else another
+   * that asked the copy: `#payer`), and whose budget weighs it: the team
    * that asked this copy most (asks its fill answered aside), the first such at a tie; until
    * one has, the team whose ask began the watch. The refresh exists because of the copy's
    * asks: a team that reads a report over and over pays for keeping it fresh, not the team
    * that filled it or asked it first.
    */
   team: string
-  /** This copy's asks by team, those its fill answered aside (at most one a configured team). */
+  /** This copy's asks by team, those its fill answered aside (at most one a configured team), in the order each reached its count. */
   askedBy: Map<string, number>
 }
 
@@ -334,8 +335,12 @@ export class ReportCache {
         if (result.error.cause instanceof NoIdleSeatError && opts.priority !== 'job') return this.read(report, key, provider, opts)
         stale ??= refresh ? await this.#d.store.lookup(key) : null
         if (stale && this.#clock.now() < stale.entry.errorUntil) {
-          this.#failures.warn(result.error.code, { log: opts.log, msg: 'platform failed; serving a stale copy', err: result.error }, 'stale copy served')
-          return { ...this.#served(stale.entry, 'STALE', stale.tier), ...upstream }
+          // A copy still fresh (a forced refresh's, or the one another replica stored meanwhile)
+          // is a hit with its own age and a positive ttl (RFC 9211) whatever became of the call.
+          const fresh = this.#clock.now() < stale.entry.freshUntil
+          const kind = fresh ? 'fresh' : 'stale'
+          this.#failures.warn(result.error.code, { log: opts.log, msg: `platform failed; serving a ${kind} copy`, err: result.error }, `${kind} copy served`)
+          return { ...this.#served(stale.entry, fresh ? 'HIT' : 'STALE', stale.tier), ...upstream }
         }
         // Nobody is left to answer (the access log says 499, no error is logged), or this
         // caller may no longer be answered: its refusal (a fill no caller waited for is not sent).
@@ -528,17 +533,18 @@ export class ReportCache {
     // A fill of this key is under way here (a caller's REFRESH, a stale read's): it is the refresh.
     if (this.#flights.has(key) || this.#watches.get(key) !== watch) return
     const outcomes = this.#d.metrics.refreshAhead
-    // A team past its platform-seconds of the day is answered from the cache only, without a
-    // refresh: ahead neither. Not running: an ask of the copy after its day resets starts it.
-    if ((this.#d.spentFor?.(watch.team, this.#clock.now()) ?? 0) > 0) {
+    const team = this.#payer(watch)
+    // No team that asked the copy may spend (each is past its platform-seconds of the day): it
+    // is answered from the cache only, without a refresh. Not running: a later ask starts it.
+    if (team === undefined) {
       outcomes.inc({ outcome: 'skipped' })
       return
     }
     watch.running = true
     outcomes.inc({ outcome: 'started' })
-    const tally = teamTally(watch.team)
+    const tally = teamTally(team)
     const ahead = { newerThan: watch.fetchedAt, urgency: () => this.#urgency(watch) }
-    this.#fill(key, watch.report, watch.provider, { requestId: ownRequestId('refresh-ahead', String(watch.fetchedAt)), team: watch.team, tally, priority: 'ahead', ahead }, 0).then(
+    this.#fill(key, watch.report, watch.provider, { requestId: ownRequestId('refresh-ahead', String(watch.fetchedAt)), team, tally, priority: 'ahead', ahead }, 0).then(
       (result) => {
         if (result.kind === 'entry') outcomes.inc({ outcome: result.fromPeer ? 'skipped' : 'completed' })
         else if (result.kind === 'failed' && result.error.cause instanceof NoIdleSeatError) {
@@ -559,6 +565,30 @@ export class ReportCache {
         this.#d.log.warn({ err }, 'refresh ahead of a report failed')
       },
     )
+  }
+
+  /**
+   * The team `watch`'s refresh ahead is sent for and charged to: its own team while that may
+   * still spend (it asked the copy most, `countAsker`), else the team that asked the copy most
+   * among those that may, the first to reach that count at a tie (as `countAsker` keeps the
+   * watch's team at a tie); none when no team that asked it may
+   * (each past its platform-seconds of the day). A team past its day is answered from the
+   * cache only and makes no platform call, but the copy is shared: its asks do not keep the
+   * other readers' refresh from being made.
+   */
+  #payer(watch: Watch): string | undefined {
+    const now = this.#clock.now()
+    const spends = (team: string) => !((this.#d.spentFor?.(team, now) ?? 0) > 0)
+    if (spends(watch.team)) return watch.team
+    let payer: string | undefined
+    let most = 0
+    for (const [team, asks] of watch.askedBy) {
+      if (asks > most && spends(team)) {
+        payer = team
+        most = asks
+      }
+    }
+    return payer
   }
 
   /**
@@ -872,6 +902,8 @@ function droppedInQueue(error: Error): boolean {
 /** Counts an ask of the watched copy by `team`: the watch becomes its team's once it has asked the copy more than the watch's team has. */
 function countAsker(watch: Watch, team: string): void {
   const asks = (watch.askedBy.get(team) ?? 0) + 1
+  // Set anew, last: the map runs in the order each team reached its count, the first to reach one first (`#payer`'s tie).
+  watch.askedBy.delete(team)
   watch.askedBy.set(team, asks)
   if (asks > (watch.askedBy.get(watch.team) ?? 0)) watch.team = team
 }

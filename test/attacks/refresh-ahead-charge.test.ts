@@ -34,12 +34,15 @@ async function setUp(teams = TEAMS_YAML) {
     const rows = (JSON.parse((await gw.admin.inject({ method: 'GET', url: '/admin/usage', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).body) as { usage: { team: string; platformCalls: number }[] }).usage
     return rows.find((row) => row.team === team)?.platformCalls ?? 0
   }
-  /** `key` asks the copy POPULAR − 1 times from 25 s after its fill, each a HIT, then the clock moves to just before its freshness ends. */
-  const askPopular = async (key: string) => {
+  /**
+   * The copy is asked POPULAR − 1 times from 25 s after its fill, each a HIT, the first asks
+   * by `first` (one ask a key), the others by `key`; then the clock moves to just before its freshness ends.
+   */
+  const askPopular = async (key: string, first: string[] = []) => {
     clock.advance(25_000)
     for (let i = 2; i <= POPULAR; i++) {
       if (i === POPULAR) clock.advance(BUDGET_EVERY_MS)
-      expect((await ask(key)).headers['x-cache']).toBe('HIT')
+      expect((await ask(first[i - 2] ?? key)).headers['x-cache']).toBe('HIT')
     }
     clock.advance(FRESH_S * 1000 - 25_000 - BUDGET_EVERY_MS - 1)
   }
@@ -60,8 +63,11 @@ it("charges a refresh ahead to the team whose asks made the report popular, not 
 // A team past its platformSecondsPerDay is answered from the cache only, without a refresh
 // (contract): a refresh ahead is one. Before, its asks of a popular copy had the copy
 // refreshed ahead on its seats, over its day's bound, every freshness.
+// writer's day: spent by its first platform call (a millisecond at least).
+const WRITER_SPENT = TEAMS_YAML.replace('    write: true\n', '    write: true\n    platformSecondsPerDay: 0.0001\n')
+
 it('makes no refresh ahead for a team past its platform-seconds of the day', async () => {
-  const { ask, refreshes, calls, askPopular } = await setUp(TEAMS_YAML.replace('    write: true\n', '    write: true\n    platformSecondsPerDay: 0.0001\n'))
+  const { ask, refreshes, calls, askPopular } = await setUp(WRITER_SPENT)
   // writer's MISS (a millisecond at least) spends its day.
   expect((await ask(KEYS.writer)).headers['x-cache']).toBe('MISS')
   await askPopular(KEYS.writer)
@@ -69,4 +75,30 @@ it('makes no refresh ahead for a team past its platform-seconds of the day', asy
   await waitFor('the refresh ahead to be decided', async () => (await refreshes('started')) + (await refreshes('skipped')) === 1)
   expect({ started: await refreshes('started'), skipped: await refreshes('skipped') }).toEqual({ started: 0, skipped: 1 })
   expect(await calls('writer')).toBe(1)
+})
+
+// A copy shared by teams is refreshed for all its readers: the team past its day that asks it
+// most is passed over, and the refresh is charged to the team that asked it most among those
+// that may still spend. Before, that team's spent day skipped the refresh for every reader,
+// the others' next reads after its freshness all STALE and refreshed by their own calls.
+it('charges a refresh ahead to the team that asked most among those that may still spend', async () => {
+  const { ask, refreshes, calls, askPopular } = await setUp(WRITER_SPENT)
+  expect((await ask(KEYS.writer)).headers['x-cache']).toBe('MISS')
+  // growth (101, 102) asks the copy 3 times, writer (101, past its day) the other 11.
+  await askPopular(KEYS.writer, [KEYS.growth, KEYS.growth, KEYS.growth])
+  await waitFor('the refresh ahead to be decided', async () => (await refreshes('started')) + (await refreshes('skipped')) === 1)
+  // On main: started 0, skipped 1.
+  expect({ started: await refreshes('started'), skipped: await refreshes('skipped') }).toEqual({ started: 1, skipped: 0 })
+  await waitFor('the refresh ahead', async () => (await refreshes('completed')) === 1)
+  expect({ growth: await calls('growth'), writer: await calls('writer') }).toEqual({ growth: 1, writer: 1 })
+})
+
+// At a tie among the teams that may still spend, the first to reach the count pays, as the
+// watch's own team is kept at a tie: growth asks first, all reaches 2 asks first.
+it('charges a refresh ahead, at a tie among the teams that may still spend, to the first to reach the count', async () => {
+  const { ask, refreshes, calls, askPopular } = await setUp(WRITER_SPENT)
+  expect((await ask(KEYS.writer)).headers['x-cache']).toBe('MISS')
+  await askPopular(KEYS.writer, [KEYS.growth, KEYS.all, KEYS.all, KEYS.growth])
+  await waitFor('the refresh ahead', async () => (await refreshes('completed')) === 1)
+  expect({ all: await calls('all'), growth: await calls('growth'), writer: await calls('writer') }).toEqual({ all: 1, growth: 0, writer: 1 })
 })

@@ -228,6 +228,21 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect(reportCalls()).toBe(2)
   })
 
+  // A copy still fresh is a hit with a positive ttl (RFC 9211) whatever became of a refresh:
+  // a forced refresh the platform failed is answered with it as HIT, its true age, and the
+  // forward that failed named. Before, it was STALE with ttl=-1 and age max-age + 1, which
+  // any cache downstream takes as stale.
+  it('answers a forced refresh that fails while its copy is fresh with that copy: HIT, its age, a positive ttl', async () => {
+    const first = await get(CANONICAL)
+    clock.advance(20_000)
+    sandbox.setRouteFailure(PATH, { kind: 'status', status: 500, times: 1 })
+    const refresh = await get(CANONICAL, { 'cache-control': 'no-cache' })
+    expect(refresh.statusCode).toBe(200)
+    expect([refresh.headers['x-cache'], refresh.headers.age, refresh.headers['cache-status']]).toEqual(['HIT', '20', `report-gateway; fwd=request; ttl=${FRESH_S - 20}`])
+    expect(refresh.rawPayload.equals(first.rawPayload)).toBe(true)
+    expect(reportCalls()).toBe(2)
+  })
+
   it('does not cache a platform 500 (502 to the caller) nor a 4xx (passed through as BYPASS)', async () => {
     sandbox.setRouteFailure(PATH, { kind: 'status', status: 500, times: 1 })
     const failed = await get(CANONICAL)

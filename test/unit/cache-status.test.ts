@@ -15,6 +15,7 @@ describe('Cache-Status', () => {
     ['a miss for a copy too old to serve', 'MISS', 60, { reason: 'stale', collapsed: false }, 'report-gateway; fwd=stale; stored; ttl=60'],
     ['a refresh the caller asked for', 'REFRESH', 60, { reason: 'request', collapsed: false }, 'report-gateway; fwd=request; stored; ttl=60'],
     ['a stale copy served because the call failed', 'STALE', -35, { reason: 'stale', collapsed: false }, 'report-gateway; fwd=stale; ttl=-35'],
+    ['a fresh copy served because a forced refresh failed', 'HIT', 40, { reason: 'request', collapsed: false }, 'report-gateway; fwd=request; ttl=40'],
   ] as const)('%s', (_what, status, ttl, forward, value) => {
     expect(entryCacheStatus(status, ttl, forward)).toBe(value)
   })

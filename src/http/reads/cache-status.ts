@@ -18,11 +18,12 @@ export const CACHE_STATUS = 'cache-status'
 /**
  * `Cache-Status` of an answer from a copy with `x-cache` `status`: served from it
  * (`forward` absent), the copy a forward stored (MISS, REFRESH), or a copy served because
- * the forward failed (STALE).
+ * the forward failed (STALE, or HIT while the copy is still fresh: its ttl positive).
  */
 export function entryCacheStatus(status: 'HIT' | 'MISS' | 'STALE' | 'REFRESH', ttlSeconds: number, forward: Forward | undefined): string {
   if (forward === undefined) return `${CACHE_NAME}; hit; ttl=${ttlSeconds}`
-  return `${CACHE_NAME}; fwd=${forward.reason}${forward.collapsed ? '; collapsed' : ''}${status === 'STALE' ? '' : '; stored'}; ttl=${ttlSeconds}`
+  const stored = status === 'MISS' || status === 'REFRESH'
+  return `${CACHE_NAME}; fwd=${forward.reason}${forward.collapsed ? '; collapsed' : ''}${stored ? '; stored' : ''}; ttl=${ttlSeconds}`
 }
 
 /** `Cache-Status` of the platform's answer passed on uncached (`x-cache: BYPASS`), with its status. */
