@@ -39,9 +39,15 @@ export interface LoadOptions {
   readFile?: (path: string) => string
   /** The container's memory limit in bytes (0 or about 2^64: none known); passed in so tests need no cgroup. */
   memoryLimit?: () => number
+  /**
+   * The named credentials whose CREDENTIAL_* variables are read: a reload gives the running
+   * ones (a credential changes only at a restart); unset, the file's, and a variable of none
+   * of them is refused.
+   */
+  credentialsInForce?: readonly string[]
 }
 
-export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p, 'utf8'), memoryLimit = () => process.constrainedMemory() }: LoadOptions = {}): Config {
+export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p, 'utf8'), memoryLimit = () => process.constrainedMemory(), credentialsInForce }: LoadOptions = {}): Config {
   const problems: string[] = []
   const warnings: string[] = []
   const raw = readDefaultsObject(DEFAULT_CONFIG_PATH, readFile, problems, 'config/default.yaml')
@@ -81,7 +87,7 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
   if (!mode.demo && mode.problem) problems.push(mode.problem)
   const secretProblem = mode.demo ? null : redisWithoutSecret(raw)
   if (secretProblem) problems.push(secretProblem)
-  const config = normalize(raw as RawConfig, env, readFile, problems)
+  const config = normalize(raw as RawConfig, env, readFile, problems, credentialsInForce ?? null)
   problems.push(...timerDurationProblems(raw))
   if (problems.length > 0) throw new ConfigError(problems)
   // The demo's sandbox and printed key are for this machine only, unless HOST says otherwise.

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import type { Logger } from 'pino'
-import { ConfigError, loadConfig, type AdminToken, type Config, type LoadOptions, type TeamConfig } from '../config.js'
+import { ConfigError, DEFAULT_CREDENTIAL, loadConfig, type AdminToken, type Config, type LoadOptions, type TeamConfig } from '../config.js'
 import { ConfigRefusedError, ReloadUnavailableError } from '../errors.js'
 import type { Metrics } from '../observe/metrics.js'
 import type { SecretSet } from '../observe/logger.js'
@@ -14,6 +14,7 @@ import { systemClock, type Clock, type Timer } from '../clock.js'
 import { webhookSecretSpellings } from '../config/webhook-secret.js'
 import { webhookRefusal } from '../config/webhook-hosts.js'
 import { creativeSetsPassWarning } from '../config/risky-settings.js'
+import { strayCredentialVariables } from '../config/env-names.js'
 
 export type ReloadTrigger = 'file' | 'signal' | 'admin' | 'replica'
 
@@ -100,6 +101,8 @@ export class TeamReloader {
   #admins: string
   /** The memory warning last said (at start, or by a reload); null: none. */
   #memorySaid: string | null
+  /** The stray CREDENTIAL_* variables last said, joined; '' at start, which refuses any. */
+  #straySaid = ''
   #timer: Timer | null = null
   readonly #clock: Clock
 
@@ -178,7 +181,7 @@ export class TeamReloader {
     const read = new Map<string, string>()
     let next: Config
     try {
-      next = loadConfig({ ...this.#d.source, readFile: this.#recording(read) })
+      next = loadConfig({ ...this.#d.source, readFile: this.#recording(read), credentialsInForce: this.#namedCredentials(this.#d.config) })
       const problems = this.#unsupported(next)
       if (problems.length > 0) throw new ConfigError(problems)
     } catch (err) {
@@ -199,6 +202,7 @@ export class TeamReloader {
     this.#read = filesRead(read)
     this.#refused = null
     metrics.configReloadOk.set(1)
+    this.#sayStrayVariables(next)
     const outcome = diff(this.#d.teams.teams, next.teams)
     const admins = signature(next.admin.tokens)
     const sameAdmins = admins === this.#admins
@@ -266,6 +270,26 @@ export class TeamReloader {
     }
     this.#d.secrets?.add(next.admin.token)
     this.#d.secrets?.add(next.admin.viewerToken)
+  }
+
+  // The credentials a configuration declares under credentials: (not the default one).
+  #namedCredentials(config: Config): string[] {
+    return Object.keys(config.credentials).filter((name) => name !== DEFAULT_CREDENTIAL)
+  }
+
+  // A credential the files no longer declare runs, with its variables, until a restart;
+  // the next start refuses those variables. Said once for each set of them.
+  #sayStrayVariables(next: Config): void {
+    const env = this.#d.source?.env ?? {}
+    const variables = strayCredentialVariables(env, this.#namedCredentials(next))
+    const said = variables.join(',')
+    if (said === this.#straySaid) return
+    this.#straySaid = said
+    if (variables.length === 0) return
+    this.#d.log.warn(
+      { ...this.#files, variables },
+      `${this.#named} reload: the next start refuses ${variables.join(', ')}, variables of no credential the files declare now (the running credentials read theirs until a restart); remove them, or declare their credentials again`,
+    )
   }
 
   // What a running gateway cannot take on: a team of a credential it has no token for, a

@@ -1,4 +1,5 @@
 import { nearestName } from './near-names.js'
+import { CREDENTIAL_VARIABLE_SUFFIXES, credentialPrefix } from './names.js'
 import { ENV_KEYS, type Env } from './sources.js'
 
 // Variables the gateway reads besides ENV_KEYS: the files, demo mode, the build's commit and
@@ -38,7 +39,7 @@ export const KNOWN_VARIABLES: ReadonlySet<string> = new Set([
  * it does (within one edit of a name shorter than 8 characters, two of a longer one: HOME is
  * not HOST mistyped): `PLATFORM_TOKN: not a variable the gateway reads; did you mean
  * PLATFORM_TOKEN? …`. Names the gateway reads, lower-case names (npm's own) and
- * CREDENTIAL_* names are left alone. The value is never repeated.
+ * CREDENTIAL_* names are left to strayCredentialProblems. The value is never repeated.
  */
 export function misspelledVariables(env: Env): string[] {
   const lines: string[] = []
@@ -48,4 +49,36 @@ export function misspelledVariables(env: Env): string[] {
     if (meant !== null) lines.push(`${name}: not a variable the gateway reads; did you mean ${meant}? (rename it; as it is, the gateway starts as if ${meant} were not set)`)
   }
   return lines
+}
+
+/**
+ * The non-empty CREDENTIAL_* variables of `env` that no credential of `credentials` reads:
+ * a mistyped name (CREDENTIAL_PARTNR_TOKEN), a secret no credential has (…_TOKEN_URL), or
+ * the variable of a credential removed from the file while its Secret is still mounted.
+ * Nothing reads them, and the operator believes them in force.
+ */
+export function strayCredentialVariables(env: Env, credentials: readonly string[]): string[] {
+  const read = readCredentialVariables(credentials)
+  return Object.keys(env)
+    .filter((name) => name.startsWith('CREDENTIAL_') && env[name] && !read.has(name))
+    .sort()
+}
+
+/**
+ * A start's problem for each of strayCredentialVariables, with the variable meant when one
+ * is near. The namespace is the gateway's own, so a start refuses them rather than warn
+ * (docs/decisions/credential-variables-of-no-credential.md). The value is never repeated.
+ */
+export function strayCredentialProblems(env: Env, credentials: readonly string[]): string[] {
+  const read = readCredentialVariables(credentials)
+  const declared = credentials.length > 0 ? credentials.join(', ') : 'none declared'
+  return strayCredentialVariables(env, credentials).map((name) => {
+    const meant = nearestName(name, read)
+    const hint = meant === null ? 'remove it' : `did you mean ${meant}? Remove it`
+    return `${name}: a variable of no declared credential (credentials: ${declared}): the gateway reads nothing of it; ${hint}, or declare the credential it is for`
+  })
+}
+
+function readCredentialVariables(credentials: readonly string[]): Set<string> {
+  return new Set(credentials.flatMap((c) => CREDENTIAL_VARIABLE_SUFFIXES.map((suffix) => `${credentialPrefix(c)}${suffix}`)))
 }

@@ -12,6 +12,15 @@ export const TEAM_NAME_RULE = 'letters, digits, _ . - only'
 // key pattern); normalize.ts refuses the others, as teams.ts does for teams.
 export const CREDENTIAL_NAME_PATTERN = '^[a-z][a-z0-9_-]*$'
 export const CREDENTIAL_NAME_RULE = 'lower-case letters, digits, _ - only, starting with a letter'
+
+/** The prefix of a named credential's variables: CREDENTIAL_PARTNER_EU_ for partner-eu. */
+export function credentialPrefix(name: string): string {
+  return `CREDENTIAL_${name.toUpperCase().replace(/-/g, '_')}_`
+}
+
+/** What follows that prefix in each variable a named credential reads (normalize.ts). */
+export const CREDENTIAL_VARIABLE_SUFFIXES: readonly string[] = ['TOKEN', 'TOKEN_FILE', ...['USERNAME', 'PASSWORD', 'CLIENT_ID', 'CLIENT_SECRET'].flatMap((s) => [s, `${s}_FILE`])]
+
 export const KEY_ID_PATTERN = '^[A-Za-z0-9_.-]{1,64}$'
 export const KEY_ID_RULE = 'letters, digits, _ . - (at most 64)'
 export const EXPIRES_AT_PATTERN = '^\\d{4}-\\d{2}-\\d{2}([T ]\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$'

@@ -1,7 +1,8 @@
 import { isIP } from 'node:net'
-import { CREDENTIAL_NAME_PATTERN, CREDENTIAL_NAME_RULE } from './names.js'
+import { CREDENTIAL_NAME_PATTERN, CREDENTIAL_NAME_RULE, credentialPrefix } from './names.js'
 import type { RawConfig, RawCredential } from './schema.js'
 import { tracingConfig } from './tracing.js'
+import { strayCredentialProblems } from './env-names.js'
 import { maskUrlPassword, shownUrlText } from './mask-url.js'
 import { hasControlCharacters, readEnv, tokenFault, type Env } from './sources.js'
 import { parseDuration, parseSize } from './units.js'
@@ -39,7 +40,12 @@ export interface CredentialConfig {
 export type { TeamConfig, TeamKey } from './teams.js'
 export type { AdminRole, AdminToken } from './admin-tokens.js'
 
-export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => string, problems: string[]) {
+/**
+ * `credentialsInForce`: the named credentials the CREDENTIAL_* variables are checked against
+ * (strayCredentialProblems); null: the file's, as at a start. A reload gives the running
+ * ones: a credential changes only at a restart, and its variables are read until then.
+ */
+export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => string, problems: string[], credentialsInForce: readonly string[] | null = null) {
   const tracing = tracingConfig(env, problems)
   const p = raw.platform
   const baseUrl = checkUrl(p.baseUrl, envName('platform.baseUrl', 'PLATFORM_BASE_URL'), problems)
@@ -70,6 +76,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
     }
     credentials[name] = namedCredential(name, c, raw, baseUrl, env, readFile, problems)
   }
+  problems.push(...strayCredentialProblems(env, credentialsInForce ?? Object.keys(credentials).filter((n) => n !== DEFAULT_CREDENTIAL)))
 
   // The token file must be there at start (the chart mounts it from a Secret): without
   // it no platform call could succeed, and a start that looks fine would hide that.
@@ -424,7 +431,7 @@ function namedCredential(
   readFile: (p: string) => string,
   problems: string[],
 ): CredentialConfig {
-  const prefix = `CREDENTIAL_${name.toUpperCase().replace(/-/g, '_')}_`
+  const prefix = credentialPrefix(name)
   const fromFile = (path: string | null | undefined, label: string) => {
     if (!path) return null
     try {

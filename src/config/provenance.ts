@@ -1,5 +1,6 @@
 import { ENV_KEYS, getPath, isPlainObject, type Env } from './sources.js'
 import { shownUrl } from './mask-url.js'
+import { credentialPrefix } from './names.js'
 
 /** What the settings view reads of a credential (normalize.ts's CredentialConfig). */
 interface CredentialSecrets {
@@ -73,7 +74,7 @@ export function settingsInForce(o: { raw: Record<string, unknown>; file: Record<
   }
   for (const c of Object.values(o.credentials)) {
     if (c.name === 'default') continue
-    const prefix = `CREDENTIAL_${c.name.toUpperCase().replace(/-/g, '_')}_`
+    const prefix = credentialPrefix(c.name)
     const secrets: [string, string | number | null, string][] = [
       ['token', c.token, 'TOKEN'],
       ['username', c.login?.username ?? null, 'USERNAME'],

@@ -176,6 +176,15 @@ describe('misconfiguration stops the start with one line', () => {
       ])
     })
 
+    it('a CREDENTIAL_* variable of a credential the file does not declare: named, its value never', async () => {
+      const secret = 'startup-orphan-token-0123456789'
+      const lines = await refusal({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(20), CREDENTIAL_REMOVED_TOKEN: secret, PORT: '0', ADMIN_PORT: '0' })
+      expect(lines).toEqual([
+        'report-gateway: invalid configuration: CREDENTIAL_REMOVED_TOKEN: a variable of no declared credential (credentials: none declared): the gateway reads nothing of it; remove it, or declare the credential it is for',
+      ])
+      expect(lines.join('\n')).not.toContain(secret)
+    })
+
     it('a teams file without PLATFORM_BASE_URL is refused like a config file', async () => {
       const lines = await refusal({ TEAMS_FILE: file('teams-alone.yaml', TEAMS), PORT: '0', ADMIN_PORT: '0' })
       expect(lines).toEqual([

@@ -216,6 +216,29 @@ describe('keys without restarts', () => {
     expect(await status(gw, NEW)).toBe(401)
   })
 
+  it('keeps reloading the teams of a file that drops a credential whose variable is still set, and says once that the next start refuses that variable', async () => {
+    const partnerToken = sandbox.issueToken()
+    const dir = configMap(`${yaml([plain(OLD)], '1h')}credentials:\n  partner: {}\n`)
+    const env = { CONFIG_FILE: dir.path, PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), CREDENTIAL_PARTNER_TOKEN: partnerToken, ADMIN_TOKEN, LOG_LEVEL: 'info' }
+    const gw = await gateways.build(loadConfig({ env }), { configSource: { env } })
+    const reload = async () => (await gw.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json<{ result: string }>().result
+    const said = () => gw.logs.records().filter((r) => String(r.msg).includes('the next start refuses'))
+    dir.update(yaml([plain(NEW)], '1h'))
+    // The revocation takes effect: the running credential keeps its variable until a restart.
+    expect(await reload()).toBe('applied')
+    expect(await status(gw, OLD)).toBe(401)
+    expect(said()).toEqual([
+      expect.objectContaining({
+        level: 40,
+        variables: ['CREDENTIAL_PARTNER_TOKEN'],
+        msg: 'CONFIG_FILE reload: the next start refuses CREDENTIAL_PARTNER_TOKEN, variables of no credential the files declare now (the running credentials read theirs until a restart); remove them, or declare their credentials again',
+      }),
+    ])
+    expect(await reload()).toBe('unchanged')
+    expect(said()).toHaveLength(1)
+    expect(JSON.stringify(gw.logs.records())).not.toContain(partnerToken)
+  })
+
   it('answers 409 to POST /admin/reload without a CONFIG_FILE', async () => {
     const env = { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }
     const gw = await gateways.build(loadConfig({ env }), { configSource: { env } })

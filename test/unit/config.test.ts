@@ -567,6 +567,10 @@ describe('invalid configuration names the key', () => {
     { name: 'an IPv6 HOST in brackets, as a URL writes it', env: { HOST: '[::1]' }, expected: /HOST \(host\): \[::1\] is an IPv6 address in brackets, as a URL writes it; write it without them \(::1\)/ },
     { name: 'an IPv6 ADMIN_HOST in brackets', env: { ADMIN_HOST: '[::]' }, expected: /ADMIN_HOST \(admin\.host\): \[::\] is an IPv6 address in brackets/ },
     { name: 'a short ADMIN_TOKEN', env: { ADMIN_TOKEN: 'short-admin' }, expected: /ADMIN_TOKEN: / },
+    // A variable of no declared credential is read by nothing: the operator believes a token is set.
+    { name: 'a credential variable of a mistyped credential name', env: { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, CREDENTIAL_PARTNR_TOKEN: TOKEN }, yaml: 'credentials:\n  partner: {}\n', expected: /CREDENTIAL_PARTNR_TOKEN: a variable of no declared credential \(credentials: partner\): the gateway reads nothing of it; did you mean CREDENTIAL_PARTNER_TOKEN\? Remove it, or declare the credential it is for$/ },
+    { name: 'a credential variable left after its credential was removed', env: { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, CREDENTIAL_OLD_PARTNER_TOKEN_FILE: '/run/secrets/old' }, expected: /CREDENTIAL_OLD_PARTNER_TOKEN_FILE: a variable of no declared credential \(credentials: none declared\): the gateway reads nothing of it; remove it, or declare the credential it is for$/ },
+    { name: 'a credential variable of a secret the gateway does not read', env: { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, CREDENTIAL_PARTNER_TOKEN: TOKEN, CREDENTIAL_PARTNER_TOKEN_URL: '/oauth/token' }, yaml: 'credentials:\n  partner: {}\n', expected: /CREDENTIAL_PARTNER_TOKEN_URL: a variable of no declared credential \(credentials: partner\): the gateway reads nothing of it; remove it/ },
     { name: 'CONFIG_FILE that does not exist', env: { CONFIG_FILE: '/etc/nowhere.yaml' }, expected: /CONFIG_FILE \(\/etc\/nowhere\.yaml\): cannot be read \(ENOENT\)/ },
     { name: 'CONFIG_FILE that is not a mapping', env: {}, yaml: '- a\n- b\n', expected: /CONFIG_FILE \(\/virtual\/config\.yaml\): must be a YAML mapping/ },
     { name: 'CONFIG_FILE that is not YAML', env: {}, yaml: 'port: [8080\n', expected: /CONFIG_FILE \(\/virtual\/config\.yaml\): not valid YAML/ },
@@ -577,6 +581,22 @@ describe('invalid configuration names the key', () => {
     expect(err.message).toMatch(/^invalid configuration:( \S|\n {2}- )/)
     expect(err.message).toMatch(expected)
     expect(err.problems.length).toBeGreaterThan(0)
+  })
+
+  it('names each credential variable no credential reads, never its value; reads every variable of a declared credential, and leaves an empty one alone', () => {
+    const secret = 'orphan-secret-value-0123456789'
+    const err = problem({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, CREDENTIAL_PARTNR_TOKEN: secret, CREDENTIAL_PARTNR_PASSWORD_FILE: '/run/secrets/pw' }, 'credentials:\n  partner: {}\n')
+    expect(err.problems).toEqual([
+      'CREDENTIAL_PARTNER_TOKEN: credential partner has no token source; set CREDENTIAL_PARTNER_TOKEN, CREDENTIAL_PARTNER_TOKEN_FILE, or CREDENTIAL_PARTNER_USERNAME, CREDENTIAL_PARTNER_PASSWORD, CREDENTIAL_PARTNER_CLIENT_ID and CREDENTIAL_PARTNER_CLIENT_SECRET',
+      'CREDENTIAL_PARTNR_PASSWORD_FILE: a variable of no declared credential (credentials: partner): the gateway reads nothing of it; did you mean CREDENTIAL_PARTNER_PASSWORD_FILE? Remove it, or declare the credential it is for',
+      'CREDENTIAL_PARTNR_TOKEN: a variable of no declared credential (credentials: partner): the gateway reads nothing of it; did you mean CREDENTIAL_PARTNER_TOKEN? Remove it, or declare the credential it is for',
+    ])
+    expect(err.message).not.toContain(secret)
+    const files = { '/s/u': 'user@example.com', '/s/p': 'pw-secret-123', '/s/i': '7', '/s/c': 'cs-secret-123' }
+    const login = { CREDENTIAL_PARTNER_EU_USERNAME_FILE: '/s/u', CREDENTIAL_PARTNER_EU_PASSWORD_FILE: '/s/p', CREDENTIAL_PARTNER_EU_CLIENT_ID_FILE: '/s/i', CREDENTIAL_PARTNER_EU_CLIENT_SECRET_FILE: '/s/c' }
+    const config = load({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, ...login, CREDENTIAL_AGENCY_TOKEN: TOKEN, CREDENTIAL_GONE_TOKEN: '' }, 'credentials:\n  partner-eu: {}\n  agency: {}\n', files)
+    expect(config.credentials['partner-eu']?.login?.username).toBe('user@example.com')
+    expect(config.credentials.agency?.token).toBe(TOKEN)
   })
 
   it('says where a file is not valid YAML and why, in one line ending with the reason, never its text (a teams file may hold a webhook secret)', () => {

@@ -575,7 +575,17 @@ describe('values an operator sets that the cluster would take and the pods could
       expect(() => install({ values: { extraEnv: [{ name, value: '9000' }] } }), name).toThrow(new RegExp(`extraEnv: ${name} is set by the chart`))
     }
     // A variable the chart leaves unset may come from extraEnv.
-    expect(envOf(install({ values: { extraEnv: [{ name: 'PLATFORM_TOKEN_URL', value: '/auth/token' }, { name: 'CREDENTIAL_EU_TOKEN_FILE', value: '/var/run/secrets/report-gateway/eu-token' }] } })).get('PLATFORM_TOKEN_URL')?.value).toBe('/auth/token')
+    expect(envOf(install({ values: { config: { credentials: { eu: {} } }, extraEnv: [{ name: 'PLATFORM_TOKEN_URL', value: '/auth/token' }, { name: 'CREDENTIAL_EU_TOKEN_FILE', value: '/var/run/secrets/report-gateway/eu-token' }] } })).get('PLATFORM_TOKEN_URL')?.value).toBe('/auth/token')
+  })
+
+  it('refuses a CREDENTIAL_* variable of extraEnv that no credential of config.credentials reads, as every pod would stop at start (exit 78)', () => {
+    const eu = { name: 'CREDENTIAL_EU_WEST_TOKEN_FILE', value: '/var/run/secrets/report-gateway/eu-token' }
+    const fromSecret = { name: 'CREDENTIAL_EU_WEST_PASSWORD', valueFrom: { secretKeyRef: { name: 'eu', key: 'password' } } }
+    expect(() => install({ values: { extraEnv: [eu] } })).toThrow(/extraEnv: CREDENTIAL_EU_WEST_TOKEN_FILE is a variable of no credential under config\.credentials \(none declared\); the gateway would refuse it at start/)
+    expect(() => install({ values: { config: { credentials: { eu: {} } }, extraEnv: [eu] } })).toThrow(/extraEnv: CREDENTIAL_EU_WEST_TOKEN_FILE is a variable of no credential under config\.credentials \(eu\)/)
+    expect(() => install({ values: { config: { credentials: { 'eu-west': {} } }, extraEnv: [{ name: 'CREDENTIAL_EU_WEST_TOKEN_URL', value: '/oauth' }] } })).toThrow(/CREDENTIAL_EU_WEST_TOKEN_URL is a variable of no credential/)
+    const env = envOf(install({ values: { config: { credentials: { 'eu-west': {} } }, extraEnv: [eu, fromSecret, { name: 'CREDENTIAL_GONE_TOKEN', value: '' }] } }))
+    expect(env.get('CREDENTIAL_EU_WEST_PASSWORD')).toEqual(fromSecret)
   })
 
   it('refuses an extraEnv value that is not a string (--set extraEnv[0].value=8 reads a number) at the schema, naming it: Kubernetes would refuse the Deployment at apply, far from the value', () => {
