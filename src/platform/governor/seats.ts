@@ -38,6 +38,9 @@ export class CredentialSeats {
   #lingerTimer: Timer | null = null
   #lingerAt = Infinity
   readonly #aborted = (call: QueuedCall): void => this.#drop(call, call.signal?.reason as Error)
+  // The teams kept by name (keepTeams): those configured now, the gateway's own, and any still holding or waiting for a seat here.
+  #configured: (team: string) => boolean = () => true
+  readonly #kept = (team: string): boolean => this.#configured(team) || this.#teams.has(team)
 
   constructor(opts: SeatsOptions) {
     this.credential = opts.credential
@@ -53,6 +56,8 @@ export class CredentialSeats {
   get capacity(): number { return Math.min(this.#limit, this.#lease?.size(this.#limit) ?? this.#o.perReplica ?? Infinity) }
   get inFlight(): number { return this.#teams.inFlight }
   get queued(): number { return this.#queue.size }
+  /** The teams with an account here. */
+  get teamsKept(): number { return this.#teams.size }
   get seatsHeld(): number { return this.#lease?.held ?? this.inFlight }
   get pausedUntil(): number { const until = this.#o.pausedUntil?.() ?? 0; return until > this.#clock.now() ? until : 0 }
 
@@ -126,6 +131,28 @@ export class CredentialSeats {
     const own = this.#o.limitsOf?.(team)
     const within = (n: number | null | undefined, ceiling: number) => (n == null ? null : Math.min(n, ceiling))
     return { maxConcurrent: within(own?.maxConcurrent, this.#o.maxConcurrent), queue: within(own?.queue, this.#o.queueLimit) }
+  }
+
+  /**
+   * Keeps by name only the teams `configured` keeps (a reload replaced the teams): a removed team's account, own
+   * estimates and seat-time charged from elsewhere go at once if it holds no seat and waits for none, else as its
+   * last call ends. Its linger goes with its account: a removed team is refused from its next request.
+   */
+  keepTeams(configured: (team: string) => boolean): void {
+    this.#configured = configured
+    for (const team of this.#teams.names()) this.#forgetIfIdle(team)
+    this.#lease?.keepCharges(this.#kept)
+  }
+
+  /** A call of `team` left (its seat freed, or its wait): a removed team holding and waiting for nothing now goes. */
+  #forgetIfGone(team: string): void { if (this.#forgetIfIdle(team)) this.#lease?.keepCharges(this.#kept) }
+
+  /** Forgets `team`'s account and own estimates if it is removed and holds and waits for nothing (true: it did). */
+  #forgetIfIdle(team: string): boolean {
+    if (this.#configured(team) || this.#teams.held(team) > 0 || this.#queue.count(team, null) > 0) return false
+    this.#teams.forget(team)
+    this.#o.work.forget(team)
+    return true
   }
 
   /** A seat may have come free (a wider lease, the pause ended): queued calls try again. */
@@ -317,6 +344,7 @@ export class CredentialSeats {
       if (sent) [seats.lastEnd, seats.lastShort] = [this.#clock.now(), call.short]
       this.#dispatch()
       this.#demandChanged()
+      this.#forgetIfGone(team)
     }
     return {
       end: (outcome) => {
@@ -357,6 +385,7 @@ export class CredentialSeats {
 
   #drop(waiter: QueuedCall, err: Error): void {
     if (this.#detach(waiter)) this.#demandChanged()
+    this.#forgetIfGone(waiter.team)
     waiter.reject(err)
   }
 
