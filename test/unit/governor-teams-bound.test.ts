@@ -30,6 +30,14 @@ describe('the seats\' accounts and own estimates', () => {
     ;(await waiting).end(ANSWER)
     expect([s.teamsKept, work.kinds]).toEqual([1, 1])
   })
+
+  it('are not made for a removed team whose ask is refused at once (a request let in before the reload)', async () => {
+    const clock = fakeClock()
+    const s = new CredentialSeats({ credential: 'c', maxConcurrent: 8, limit: 1, queueLimit: 10, queueTimeoutMs: 10_000, maxPauseMs: 60_000, work: new WorkEstimates(), clock })
+    s.keepTeams((team) => team === 'a')
+    await expect(s.ask({ team: 'gone', workClass: 'w', deadline: clock.now() })).rejects.toThrow()
+    expect(s.teamsKept).toBe(0)
+  })
 })
 
 /** Replica b's record, its teams' seat-time counters as given. */

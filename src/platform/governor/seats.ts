@@ -166,16 +166,16 @@ export class CredentialSeats {
     const now = this.#clock.now()
     this.#teams.of(team).lastAsked = now
     const sending = this.#sendBy(team, req.workClass, req.deadline, priority, now, () => this.#o.work.trial(team, req.workClass, now))
-    if (sending instanceof Error) return Promise.reject(sending)
+    if (sending instanceof Error) return this.#refusedAtOnce(team, sending)
     const { sendBy, trial } = sending
     const timeoutAt = now + this.#o.queueTimeoutMs
-    if (this.pausedUntil > Math.min(timeoutAt, sendBy)) return Promise.reject(this.#refuse('paused', null, priority))
+    if (this.pausedUntil > Math.min(timeoutAt, sendBy)) return this.#refusedAtOnce(team, this.#refuse('paused', null, priority))
     const limits = this.limitsOf(team)
     if (priority === 'caller' && limits.queue !== null && limits.queue < this.#o.queueLimit && this.#queue.count(team) >= limits.queue) {
-      return Promise.reject(this.#refuse('team_queue_full', `team ${team} has ${limits.queue} platform calls of credential ${this.credential} waiting already`, priority, team))
+      return this.#refusedAtOnce(team, this.#refuse('team_queue_full', `team ${team} has ${limits.queue} platform calls of credential ${this.credential} waiting already`, priority, team))
     }
     const out = this.#queue.displaced({ team, priority }, this.#o.queueLimit, (t) => this.#weight(t))
-    if (out === 'refuse') return Promise.reject(this.#refuse('queue_full', `the queue of credential ${this.credential} is full`, priority))
+    if (out === 'refuse') return this.#refusedAtOnce(team, this.#refuse('queue_full', `the queue of credential ${this.credential} is full`, priority))
     if (out) this.#drop(out, this.#refuse('displaced', `the queue of credential ${this.credential} is full: a call of a team with fewer calls waiting took this one's place`, out.priority, null, out))
     const seq = this.#seq++
     return new Promise<Seat>((resolve, reject) => {
@@ -197,6 +197,12 @@ export class CredentialSeats {
         this.#demandChanged()
       }
     })
+  }
+
+  /** An ask refused before it waits: a removed team it made the account of holds nothing (`#forgetIfGone`). */
+  #refusedAtOnce(team: string, err: Error): Promise<Seat> {
+    this.#forgetIfGone(team)
+    return Promise.reject(err)
   }
 
   /** The credential's pause began: calls that would still wait when their time is up are told so now. */
