@@ -114,6 +114,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const { teams, reloader, adminAuth, rateLimiter, usage } = teamParts(config, { redis, breaker, bus, log, auditLog, metrics, secrets, keyUse, clock, ...(redisClock ? { redisOffsetMs: () => redisClock.offsetMs } : {}), configSource: deps.configSource })
   const platform = platformParts(config, { dispatcher: deps.dispatcher, log, auditLog, secrets, metrics, clock, ...(redisClock ? { sharedNow: redisClock.now } : {}), redis, breaker, bus, seal, teams, usage, history, replica: replicaId })
   const { dispatcher, tokens, governors, client, answers } = platform
+  teams.onReplace(() => governors.keepTeams((team) => teams.teamOf(team) !== undefined))
   // The room in Redis for what the teams keep there (jobs' results, report copies), each team's part of it.
   // Results live in Redis only with the shared store: in memory they take this replica's room, not Redis'.
   const room = new ResultRoom({ redis: seal ? redis : null, breaker, settings: config.jobs, teams: () => teams.teams.length, log, clock })

@@ -126,10 +126,21 @@ export function decodeRecord(run: string, text: string): ReplicaRecord | null {
   return { run, lease: Number(m[1]), inFlight: Number(m[2]), need: Number(m[3]), answered: Number(m[4]), waited: m[5] === '1', teams, ...(m[7] === undefined ? {} : { calls: m[7] }) }
 }
 
-/** The seat-time each team's calls held on the other replicas: the growth of each run's counter since first seen (it only grows). */
+/** The seat-time each team's calls held on the other replicas: the growth of each run's counter since first seen (it only grows); of the teams `keep` keeps alone. */
 export class ElsewhereCharges {
   readonly totals = new Map<string, number>()
   #last = new Map<string, Map<string, number>>()
+  #keep: (team: string) => boolean = () => true
+
+  /** Keeps the teams `keep` keeps from now on (a reload removed the others): a removed team's counts go, and another replica that still tells of it adds none back; kept again, its counts start anew. */
+  keep(keep: (team: string) => boolean): void {
+    this.#keep = keep
+    for (const team of this.totals.keys()) if (!keep(team)) this.totals.delete(team)
+    for (const counters of this.#last.values()) for (const team of counters.keys()) if (!keep(team)) counters.delete(team)
+  }
+
+  /** The team names it keeps (in its totals or a run's last counters). */
+  get teams(): number { return new Set([...this.totals.keys(), ...[...this.#last.values()].flatMap((m) => [...m.keys()])]).size }
 
   /** The other replicas' records of an answer. */
   seen(others: readonly ReplicaRecord[]): void {
@@ -137,7 +148,7 @@ export class ElsewhereCharges {
       const before = this.#last.get(r.run)
       const now = new Map(before)
       for (const t of r.teams) {
-        if (t.seatMs === undefined) continue
+        if (t.seatMs === undefined || !this.#keep(t.team)) continue
         const was = before?.get(t.team) ?? t.seatMs
         this.totals.set(t.team, (this.totals.get(t.team) ?? 0) + Math.max(0, t.seatMs - was))
         now.set(t.team, Math.max(t.seatMs, was))

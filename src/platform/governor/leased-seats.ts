@@ -91,6 +91,10 @@ export class LeasedSeats {
   get run(): string { return this.#run }
   get held(): number { return this.#lease }
   get leaseMs(): number { return this.#o.leaseMs }
+  /** The teams whose seat-time on the other replicas it keeps (ElsewhereCharges). */
+  get chargedTeams(): number { return this.#charges.teams }
+  /** Charges the seat-time of the other replicas' calls to the teams `keep` keeps alone (ElsewhereCharges.keep). */
+  keepCharges(keep: (team: string) => boolean): void { this.#charges.keep(keep) }
   /** Replicas seen holding a lease of the credential within the time calls take to end, this one included. */
   get replicas(): number { return this.#seen.size + 1 }
   /** Whether this replica learns the limit (the one whose calls answered most); true before it heard the others. */

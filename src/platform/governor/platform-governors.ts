@@ -4,6 +4,7 @@ import type { RedisSeal } from '../../redis/seal.js'
 import { redisKey } from '../../redis/keys.js'
 import { systemClock } from '../../clock.js'
 import { routeTemplate } from '../route-template.js'
+import { GATEWAY_TEAM } from '../gateway-team.js'
 import { PlatformPauses, type PlatformPausesDeps } from '../pauses/platform-pauses.js'
 import type { Pause } from '../pauses/pauses.js'
 import type { Seat, SeatOutcome, SeatRequest } from './seat.js'
@@ -77,6 +78,16 @@ export class PlatformGovernors {
       credential, adaptive: estimator !== null, limit: seats.limit, knee: estimator?.knee ?? null, phase: estimator?.phase ?? null, floorMs: estimator?.floorMs ?? null,
       learner: leased?.learner ?? true, inFlight: seats.inFlight, queued: seats.queued, seatsHeld: seats.seatsHeld, pausedUntil: seats.pausedUntil, seats,
     }))
+  }
+
+  /** Keeps by team name only the teams configured now (`configured`, after a reload) and the gateway's own (CredentialSeats.keepTeams). */
+  keepTeams(configured: (team: string) => boolean): void {
+    for (const g of this.#governors.values()) g.seats.keepTeams((team) => team === GATEWAY_TEAM || configured(team))
+  }
+
+  /** What each credential's governor keeps by team name: the teams' accounts, their own estimates (team × work), the teams charged their seat-time elsewhere. */
+  teamEntries(): { credential: string; accounts: number; kinds: number; charged: number }[] {
+    return [...this.#governors].map(([credential, g]) => ({ credential, accounts: g.seats.teamsKept, kinds: g.work.kinds, charged: g.leased?.chargedTeams ?? 0 }))
   }
 
   /** The limit in force of `credential`'s calls at once (every replica's), or null: no such credential. */

@@ -38,6 +38,9 @@ export class CredentialSeats {
   #lingerTimer: Timer | null = null
   #lingerAt = Infinity
   readonly #aborted = (call: QueuedCall): void => this.#drop(call, call.signal?.reason as Error)
+  // The teams kept by name (keepTeams): those configured now, the gateway's own, and any still holding or waiting for a seat here.
+  #configured: (team: string) => boolean = () => true
+  readonly #kept = (team: string): boolean => this.#configured(team) || this.#teams.has(team)
 
   constructor(opts: SeatsOptions) {
     this.credential = opts.credential
@@ -53,6 +56,8 @@ export class CredentialSeats {
   get capacity(): number { return Math.min(this.#limit, this.#lease?.size(this.#limit) ?? this.#o.perReplica ?? Infinity) }
   get inFlight(): number { return this.#teams.inFlight }
   get queued(): number { return this.#queue.size }
+  /** The teams with an account here. */
+  get teamsKept(): number { return this.#teams.size }
   get seatsHeld(): number { return this.#lease?.held ?? this.inFlight }
   get pausedUntil(): number { const until = this.#o.pausedUntil?.() ?? 0; return until > this.#clock.now() ? until : 0 }
 
@@ -128,6 +133,28 @@ export class CredentialSeats {
     return { maxConcurrent: within(own?.maxConcurrent, this.#o.maxConcurrent), queue: within(own?.queue, this.#o.queueLimit) }
   }
 
+  /**
+   * Keeps by name only the teams `configured` keeps (a reload replaced the teams): a removed team's account, own
+   * estimates and seat-time charged from elsewhere go at once if it holds no seat and waits for none, else as its
+   * last call ends. Its linger goes with its account: a removed team is refused from its next request.
+   */
+  keepTeams(configured: (team: string) => boolean): void {
+    this.#configured = configured
+    for (const team of this.#teams.names()) this.#forgetIfIdle(team)
+    this.#lease?.keepCharges(this.#kept)
+  }
+
+  /** A call of `team` left (its seat freed, or its wait): a removed team holding and waiting for nothing now goes. */
+  #forgetIfGone(team: string): void { if (this.#forgetIfIdle(team)) this.#lease?.keepCharges(this.#kept) }
+
+  /** Forgets `team`'s account and own estimates if it is removed and holds and waits for nothing (true: it did). */
+  #forgetIfIdle(team: string): boolean {
+    if (this.#configured(team) || this.#teams.held(team) > 0 || this.#queue.count(team, null) > 0) return false
+    this.#teams.forget(team)
+    this.#o.work.forget(team)
+    return true
+  }
+
   /** A seat may have come free (a wider lease, the pause ended): queued calls try again. */
   wake(): void { if (this.#queue.size > 0) this.#dispatch() }
 
@@ -139,16 +166,16 @@ export class CredentialSeats {
     const now = this.#clock.now()
     this.#teams.of(team).lastAsked = now
     const sending = this.#sendBy(team, req.workClass, req.deadline, priority, now, () => this.#o.work.trial(team, req.workClass, now))
-    if (sending instanceof Error) return Promise.reject(sending)
+    if (sending instanceof Error) return this.#refusedAtOnce(team, sending)
     const { sendBy, trial } = sending
     const timeoutAt = now + this.#o.queueTimeoutMs
-    if (this.pausedUntil > Math.min(timeoutAt, sendBy)) return Promise.reject(this.#refuse('paused', null, priority))
+    if (this.pausedUntil > Math.min(timeoutAt, sendBy)) return this.#refusedAtOnce(team, this.#refuse('paused', null, priority))
     const limits = this.limitsOf(team)
     if (priority === 'caller' && limits.queue !== null && limits.queue < this.#o.queueLimit && this.#queue.count(team) >= limits.queue) {
-      return Promise.reject(this.#refuse('team_queue_full', `team ${team} has ${limits.queue} platform calls of credential ${this.credential} waiting already`, priority, team))
+      return this.#refusedAtOnce(team, this.#refuse('team_queue_full', `team ${team} has ${limits.queue} platform calls of credential ${this.credential} waiting already`, priority, team))
     }
     const out = this.#queue.displaced({ team, priority }, this.#o.queueLimit, (t) => this.#weight(t))
-    if (out === 'refuse') return Promise.reject(this.#refuse('queue_full', `the queue of credential ${this.credential} is full`, priority))
+    if (out === 'refuse') return this.#refusedAtOnce(team, this.#refuse('queue_full', `the queue of credential ${this.credential} is full`, priority))
     if (out) this.#drop(out, this.#refuse('displaced', `the queue of credential ${this.credential} is full: a call of a team with fewer calls waiting took this one's place`, out.priority, null, out))
     const seq = this.#seq++
     return new Promise<Seat>((resolve, reject) => {
@@ -170,6 +197,12 @@ export class CredentialSeats {
         this.#demandChanged()
       }
     })
+  }
+
+  /** An ask refused before it waits: a removed team it made the account of holds nothing (`#forgetIfGone`). */
+  #refusedAtOnce(team: string, err: Error): Promise<Seat> {
+    this.#forgetIfGone(team)
+    return Promise.reject(err)
   }
 
   /** The credential's pause began: calls that would still wait when their time is up are told so now. */
@@ -317,6 +350,7 @@ export class CredentialSeats {
       if (sent) [seats.lastEnd, seats.lastShort] = [this.#clock.now(), call.short]
       this.#dispatch()
       this.#demandChanged()
+      this.#forgetIfGone(team)
     }
     return {
       end: (outcome) => {
@@ -357,6 +391,7 @@ export class CredentialSeats {
 
   #drop(waiter: QueuedCall, err: Error): void {
     if (this.#detach(waiter)) this.#demandChanged()
+    this.#forgetIfGone(waiter.team)
     waiter.reject(err)
   }
 

@@ -34,6 +34,15 @@ export class TeamAccounts {
     }
   }
 
+  /** The teams with an account here. */
+  get size(): number { return this.#teams.size }
+  has(team: string): boolean { return this.#teams.has(team) }
+  names(): string[] { return [...this.#teams.keys()] }
+  /** Drops `team`'s account and the seat-time charged to it from elsewhere: made again, it starts at the virtual time, as a team that starts waiting does. */
+  forget(team: string): void {
+    this.#teams.delete(team)
+    this.#chargedElsewhere.delete(team)
+  }
   held(team: string): number { return this.#teams.get(team)?.running.size ?? 0 }
   get inFlight(): number { return [...this.#teams.values()].reduce((n, seats) => n + seats.running.size, 0) }
   *#calls(team?: string | null): IterableIterator<RunningCall> { for (const [name, seats] of this.#teams) if (team == null || name === team) yield* seats.running }

@@ -15,6 +15,9 @@ export class WorkEstimates {
   readonly #own = new Map<string, Estimate>()
   readonly #shared = new Map<string, Estimate>()
 
+  /** The kinds (team × work) with an estimate of their own. */
+  get kinds(): number { return this.#own.size }
+
   /** The seat-time (ms) a call of `work` by `team` is expected to take at `now`: its team's answers' estimate, else any team's, and at least what a recent cut said; null when unknown. */
   expectedMs(team: string, work: string, now: number): number | null {
     const own = this.#own.get(kindOf(team, work))
@@ -61,6 +64,9 @@ export class WorkEstimates {
       e.until = now + CUT_MEMORY_MS
     }
   }
+
+  /** Drops `team`'s own estimates; those of the work alone (any team's) stay. */
+  forget(team: string): void { for (const k of this.#own.keys()) if (k.startsWith(kindOf(team, ''))) this.#own.delete(k) }
 
   #keys(team: string, work: string): [Map<string, Estimate>, string][] { return [[this.#own, kindOf(team, work)], [this.#shared, work]] }
 }
