@@ -133,26 +133,22 @@ export class CredentialSeats {
     return { maxConcurrent: within(own?.maxConcurrent, this.#o.maxConcurrent), queue: within(own?.queue, this.#o.queueLimit) }
   }
 
-  /**
-   * Keeps by name only the teams `configured` keeps (a reload replaced the teams): a removed team's account, own
-   * estimates and seat-time charged from elsewhere go at once if it holds no seat and waits for none, else as its
-   * last call ends. Its linger goes with its account: a removed team is refused from its next request.
-   */
+  /** Keeps by name only the teams `configured` keeps (a reload replaced the teams): docs/governor.md, "State" (decisions/team-keyed-maps.md). */
   keepTeams(configured: (team: string) => boolean): void {
     this.#configured = configured
-    for (const team of this.#teams.names()) this.#forgetIfIdle(team)
-    this.#lease?.keepCharges(this.#kept)
+    this.#forgetIfGone(this.#teams.names(), true)
   }
 
-  /** A call of `team` left (its seat freed, or its wait): a removed team holding and waiting for nothing now goes. */
-  #forgetIfGone(team: string): void { if (this.#forgetIfIdle(team)) this.#lease?.keepCharges(this.#kept) }
-
-  /** Forgets `team`'s account and own estimates if it is removed and holds and waits for nothing (true: it did). */
-  #forgetIfIdle(team: string): boolean {
-    if (this.#configured(team) || this.#teams.held(team) > 0 || this.#queue.count(team, null) > 0) return false
-    this.#teams.forget(team)
-    this.#o.work.forget(team)
-    return true
+  /** Forgets the account and own estimates of each of `teams` that is removed and holds and waits for nothing (at the reload, else as a call of it leaves: its seat freed, its wait, its ask refused); then, if one went (`reload`: at once), the seat-time charged from elsewhere to the teams not kept. */
+  #forgetIfGone(teams: string[], reload = false): void {
+    let gone = reload
+    for (const team of teams) {
+      if (this.#configured(team) || this.#teams.held(team) > 0 || this.#queue.count(team, null) > 0) continue
+      this.#teams.forget(team)
+      this.#o.work.forget(team)
+      gone = true
+    }
+    if (gone) this.#lease?.keepCharges(this.#kept)
   }
 
   /** A seat may have come free (a wider lease, the pause ended): queued calls try again. */
@@ -201,7 +197,7 @@ export class CredentialSeats {
 
   /** An ask refused before it waits: a removed team it made the account of holds nothing (`#forgetIfGone`). */
   #refusedAtOnce(team: string, err: Error): Promise<Seat> {
-    this.#forgetIfGone(team)
+    this.#forgetIfGone([team])
     return Promise.reject(err)
   }
 
@@ -350,7 +346,7 @@ export class CredentialSeats {
       if (sent) [seats.lastEnd, seats.lastShort] = [this.#clock.now(), call.short]
       this.#dispatch()
       this.#demandChanged()
-      this.#forgetIfGone(team)
+      this.#forgetIfGone([team])
     }
     return {
       end: (outcome) => {
@@ -391,7 +387,7 @@ export class CredentialSeats {
 
   #drop(waiter: QueuedCall, err: Error): void {
     if (this.#detach(waiter)) this.#demandChanged()
-    this.#forgetIfGone(waiter.team)
+    this.#forgetIfGone([waiter.team])
     waiter.reject(err)
   }
 
