@@ -15,11 +15,8 @@ export const OVERDUE = 3
 /** A call waiting for a seat (`expiresAt`: `#held`): one object and one listener per call, not closures over `ask`'s scope, which would keep its request while it waits. */
 class QueuedCall implements Queued {
   timer: Timer | null = null
-  expiresAt: number
   constructor(readonly team: string, readonly priority: Priority, readonly seq: number, readonly workClass: string, readonly urgency: (() => number) | undefined, readonly timeoutAt: number,
-    readonly deadline: number, public trial: boolean, sendBy: number, readonly resolve: (seat: Seat) => void, readonly reject: (err: Error) => void, readonly signal: AbortSignal | undefined, readonly aborted: (call: QueuedCall) => void) {
-    this.expiresAt = Math.min(timeoutAt, sendBy)
-  }
+    readonly deadline: number, public trial: boolean, public expiresAt: number, readonly resolve: (seat: Seat) => void, readonly reject: (err: Error) => void, readonly signal: AbortSignal | undefined, readonly aborted: (call: QueuedCall) => void) {}
   readonly onAbort = (): void => this.aborted(this)
 }
 
@@ -165,7 +162,8 @@ export class CredentialSeats {
     if (sending instanceof Error) return this.#refusedAtOnce(team, sending)
     const { sendBy, trial } = sending
     const timeoutAt = now + this.#o.queueTimeoutMs
-    if (this.pausedUntil > Math.min(timeoutAt, sendBy)) return this.#refusedAtOnce(team, this.#refuse('paused', null, priority))
+    const expiresAt = Math.min(timeoutAt, sendBy)
+    if (this.pausedUntil > expiresAt) return this.#refusedAtOnce(team, this.#refuse('paused', null, priority))
     const limits = this.limitsOf(team)
     if (priority === 'caller' && limits.queue !== null && limits.queue < this.#o.queueLimit && this.#queue.count(team) >= limits.queue) {
       return this.#refusedAtOnce(team, this.#refuse('team_queue_full', `team ${team} has ${limits.queue} platform calls of credential ${this.credential} waiting already`, priority, team))
@@ -175,7 +173,7 @@ export class CredentialSeats {
     if (out) this.#drop(out, this.#refuse('displaced', `the queue of credential ${this.credential} is full: a call of a team with fewer calls waiting took this one's place`, out.priority, null, out))
     const seq = this.#seq++
     return new Promise<Seat>((resolve, reject) => {
-      const waiter = new QueuedCall(team, priority, seq, req.workClass, req.urgency, timeoutAt, req.deadline, trial, sendBy, resolve, reject, signal, this.#aborted)
+      const waiter = new QueuedCall(team, priority, seq, req.workClass, req.urgency, timeoutAt, req.deadline, trial, expiresAt, resolve, reject, signal, this.#aborted)
       this.#arm(waiter, now)
       signal?.addEventListener('abort', waiter.onAbort, { once: true })
       this.#chargeElsewhere()
