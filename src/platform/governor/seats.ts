@@ -152,6 +152,7 @@ export class CredentialSeats {
     if (this.#configured(team) || this.#teams.held(team) > 0 || this.#queue.count(team, null) > 0) return false
     this.#teams.forget(team)
     this.#o.work.forget(team)
+    this.#o.onForgotten?.(team)
     return true
   }
 
