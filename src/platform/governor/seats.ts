@@ -143,6 +143,7 @@ export class CredentialSeats {
       if (this.#configured(team) || this.#teams.held(team) > 0 || this.#queue.count(team, null) > 0) continue
       this.#teams.forget(team)
       this.#o.work.forget(team)
+      this.#o.onForgotten?.(team)
       gone = true
     }
     if (gone) this.#lease?.keepCharges(this.#kept)
