@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ensureBuilt as ensureBuiltFile } from './dist.js'
-import { freePort } from './start-redis.js'
+import { freePorts } from './start-redis.js'
 import { withTestSecret } from './build-gateway.js'
 import { PROCESS_START_MS, testTimeLeft } from './wait.js'
 
@@ -48,7 +48,7 @@ export interface SpawnOptions {
 
 /** Starts dist/main.js with `env` and `yaml` as its CONFIG_FILE; resolves once it listens. */
 export async function spawnGateway(opts: SpawnOptions): Promise<GatewayProcess> {
-  // Another suite may take a free port between freePort() and the child's listen: try again.
+  // Another suite may take a free port between freePorts() and the child's listen: try again.
   for (let attempt = 1; ; attempt++) {
     try {
       return await spawnOnce(opts)
@@ -109,7 +109,7 @@ async function spawnOnce(opts: SpawnOptions): Promise<GatewayProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'rgw-gw-'))
   const configFile = join(dir, 'config.yaml')
   writeFileSync(configFile, opts.yaml)
-  const [port, adminPort] = [await freePort(), await freePort()]
+  const [port, adminPort] = (await freePorts(2)) as [number, number]
   const args = [...(opts.nodeArgs ?? []), opts.main ?? MAIN]
   const [command, argv] = opts.openFiles === undefined ? [process.execPath, args] : ['/bin/sh', ['-c', `ulimit -n ${opts.openFiles} && exec "$0" "$@"`, process.execPath, ...args]]
   const child = spawn(command, argv, {

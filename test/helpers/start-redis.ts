@@ -50,14 +50,20 @@ export async function startRedis(): Promise<RedisServer> {
   return onFreePorts(1, ([port]) => startRedisOn(port as number))
 }
 
+/** `count` distinct free ports: the kernel may hand a port closed a moment ago out again, so two calls of freePort() can return one port. */
+export async function freePorts(count: number): Promise<number[]> {
+  const ports: number[] = []
+  while (ports.length < count) {
+    const port = await freePort()
+    if (!ports.includes(port)) ports.push(port)
+  }
+  return ports
+}
+
 /** Tries `start` on fresh free ports: another suite's server may take a free port first. */
 export async function onFreePorts<T>(count: number, start: (ports: number[]) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
-    const ports: number[] = []
-    while (ports.length < count) {
-      const port = await freePort()
-      if (!ports.includes(port)) ports.push(port)
-    }
+    const ports = await freePorts(count)
     try {
       return await start(ports)
     } catch (err) {

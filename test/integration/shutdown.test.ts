@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ensureBuilt } from '../helpers/dist.js'
 import { portTaken } from '../helpers/gateway-process.js'
-import { freePort } from '../helpers/start-redis.js'
+import { freePorts } from '../helpers/start-redis.js'
 import { PROCESS_START_MS, testTimeLeft, timeLeftOf, waitFor as poll } from '../helpers/wait.js'
 import { tryConnect } from '../helpers/tcp-probe.js'
 
@@ -38,8 +38,7 @@ function waitFor(pattern: RegExp, ms = testTimeLeft()): Promise<void> {
 
 /** Starts the built gateway in demo mode on fresh ports; resolves once it printed its curl line, failing after `ms`. */
 async function startDemo(ms: number): Promise<void> {
-  port = await freePort()
-  adminPort = await freePort()
+  ;[port, adminPort] = (await freePorts(2)) as [number, number]
   output = ''
   // A clean environment: no PLATFORM_* from the developer's shell, so demo mode.
   child = spawn(process.execPath, [MAIN], {
@@ -56,7 +55,7 @@ async function startDemo(ms: number): Promise<void> {
 beforeAll(async () => {
   const started = Date.now()
   ensureBuilt(MAIN)
-  // Another suite may take a free port between freePort() and the child's listen: try again.
+  // Another suite may take a free port between freePorts() and the child's listen: try again.
   for (let attempt = 1; ; attempt++) {
     try {
       await startDemo(timeLeftOf(started, START_HOOK_MS))
