@@ -505,6 +505,23 @@ describe('admin tokens in their files', () => {
     })
     expect(warnings()).toEqual([])
   })
+
+  it('refuses an ADMIN_TOKEN_FILE rewritten with `Bearer <token>` (a header pasted into it), keeping the token in use: the admin listener would match it for no caller', async () => {
+    const teams = configMap(`teams:\n  growth:\n    keys: [${plain(OLD)}]\n    advertisers: ["*"]\n`, 'teams.yaml')
+    const tokenFile = join(teams.dir, 'admin-token')
+    writeFileSync(tokenFile, FIRST)
+    const env = { TEAMS_FILE: teams.path, ADMIN_TOKEN_FILE: tokenFile, PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), LOG_LEVEL: 'info' }
+    const gw = await gateways.build(loadConfig({ env }), { configSource: { env } })
+    const before = gw.logs.records().length
+    writeFileSync(tokenFile, `Bearer ${SECOND}\n`)
+    await waitFor('the reload refused', () => gw.logs.records().slice(before).some((r) => r.msg === 'TEAMS_FILE reload refused: the running teams stay'), testTimeLeft(), 50)
+    expect(gw.logs.records().slice(before).filter((r) => r.action === 'teams-reload')).toEqual([])
+    expect(await whoami(gw, FIRST)).toBe(200)
+    const refused = await gw.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${FIRST}` } })
+    expect(refused.statusCode).toBe(422)
+    expect(refused.json()).toMatchObject({ code: 'GW_CONFIG_INVALID', message: expect.stringContaining('ADMIN_TOKEN: starts with "Bearer "') })
+    expect(refused.body).not.toContain(SECOND)
+  })
 })
 
 describe('SIGHUP on the built gateway', () => {
