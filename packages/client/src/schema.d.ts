@@ -3149,7 +3149,7 @@ export interface operations {
                 wait?: number;
             };
             header?: {
-                /** @description Passed on to the platform and returned; one is made when absent, malformed, or starting with a prefix of the gateway's own calls (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`). */
+                /** @description Returned on the answer and carried by its log lines (a job call reaches no platform); one is made when absent, malformed, or starting with a prefix of the gateway's own calls (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`). */
                 "x-request-id"?: string;
             };
             path: {
@@ -3196,7 +3196,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Passed on to the platform and returned; one is made when absent, malformed, or starting with a prefix of the gateway's own calls (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`). */
+                /** @description Returned on the answer and carried by its log lines (a job call reaches no platform); one is made when absent, malformed, or starting with a prefix of the gateway's own calls (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`). */
                 "x-request-id"?: string;
             };
             path: {
@@ -3271,7 +3271,7 @@ export interface operations {
                 wait?: number;
             };
             header?: {
-                /** @description Passed on to the platform and returned; one is made when absent, malformed, or starting with a prefix of the gateway's own calls (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`). */
+                /** @description Returned on the answer and carried by its log lines (a job call reaches no platform); one is made when absent, malformed, or starting with a prefix of the gateway's own calls (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`). */
                 "x-request-id"?: string;
             };
             path: {
@@ -3510,7 +3510,7 @@ export interface operations {
             header?: {
                 /** @description The `etag` of the result the caller holds (either form, or `*`): `304` with no body while the result is the same. */
                 "if-none-match"?: string;
-                /** @description Passed on to the platform and returned; one is made when absent, malformed, or starting with a prefix of the gateway's own calls (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`). */
+                /** @description Returned on the answer and carried by its log lines (a job call reaches no platform); one is made when absent, malformed, or starting with a prefix of the gateway's own calls (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`). */
                 "x-request-id"?: string;
             };
             path: {
@@ -3653,7 +3653,7 @@ export interface operations {
             header?: {
                 /** @description The `etag` of the result the caller holds (either form, or `*`): `304` with no body while the result is the same. */
                 "if-none-match"?: string;
-                /** @description Passed on to the platform and returned; one is made when absent, malformed, or starting with a prefix of the gateway's own calls (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`). */
+                /** @description Returned on the answer and carried by its log lines (a job call reaches no platform); one is made when absent, malformed, or starting with a prefix of the gateway's own calls (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`). */
                 "x-request-id"?: string;
             };
             path: {

@@ -1,6 +1,5 @@
 import type { FastifySchema } from 'fastify'
 import { MAX_WAIT_SECONDS } from '../../jobs/jobs.js'
-import { REQUEST_ID } from './route-schemas.js'
 
 // The job routes' descriptions (http/reads/job-routes.ts); the answers are filled in by
 // document.ts (jobResponses), as for the report routes.
@@ -13,6 +12,11 @@ const JOB_ID = {
 
 // The request headers a job call reads (connection-options.ts): its id, and on its result the
 // validator a report read takes, so that a generated client sends them typed.
+const REQUEST_ID = {
+  type: 'string',
+  description: 'Returned on the answer and carried by its log lines (a job call reaches no platform); one is made when absent, malformed, or starting with a prefix of the gateway\'s own calls (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`).',
+} as const
+
 const JOB_HEADERS = { type: 'object', properties: { 'x-request-id': REQUEST_ID } } as const
 
 const RESULT_HEADERS = {

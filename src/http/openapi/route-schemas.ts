@@ -42,8 +42,8 @@ const SPLIT = {
   },
 } as const
 
-/** `x-request-id` as a caller sends it, on every /api/v1 call whose id the gateway keeps. */
-export const REQUEST_ID = {
+/** `x-request-id` as a caller sends it on a report read. */
+const REQUEST_ID = {
   type: 'string',
   description: 'Passed on to the platform and returned; one is made when absent, malformed, or starting with a prefix of the gateway\'s own calls (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`).',
 } as const
