@@ -203,6 +203,12 @@ export class TeamReloader {
     this.#refused = null
     metrics.configReloadOk.set(1)
     this.#sayStrayVariables(next)
+    // A setting the reload does not take is said whatever the teams did: an edit of it alone
+    // is a reload whose teams are unchanged, and the operator is to know it waits.
+    const waiting = restartOnlyChanges(this.#d.config, next)
+    if (waiting.length > 0) {
+      log.warn({ ...this.#files, settings: waiting }, `${this.#named} reload: settings other than the teams and the admin tokens changed (${waiting.join(', ')}); they take effect at the next restart`)
+    }
     const outcome = diff(this.#d.teams.teams, next.teams)
     const admins = signature(next.admin.tokens)
     const sameAdmins = admins === this.#admins
@@ -248,10 +254,6 @@ export class TeamReloader {
     // only for the teams it had.
     if (next.memoryWarning !== null && next.memoryWarning !== this.#memorySaid) log.warn({ trigger, ...this.#files, teams: next.teams.length }, next.memoryWarning)
     this.#memorySaid = next.memoryWarning
-    const waiting = restartOnlyChanges(this.#d.config, next)
-    if (waiting.length > 0) {
-      log.warn({ ...this.#files, settings: waiting }, `${this.#named} reload: settings other than the teams and the admin tokens changed (${waiting.join(', ')}); they take effect at the next restart`)
-    }
     return { ...outcome, result: 'applied' }
   }
 

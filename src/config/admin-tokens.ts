@@ -1,4 +1,5 @@
 import { sha256Hex } from './secret-digest.js'
+import { tokenFault } from './sources.js'
 
 /** The name ADMIN_TOKEN goes by in audit lines. */
 export const ADMIN_TOKEN_NAME = 'admin'
@@ -36,11 +37,21 @@ export function adminTokens(
   problems: string[],
 ): AdminToken[] {
   const tokens: AdminToken[] = []
-  if (given.token) tokens.push({ name: ADMIN_TOKEN_NAME, hash: digest(given.token), role: 'operator' })
-  if (given.viewerToken) {
+  // The listener reads `authorization: Bearer <token>` with no space in the token: a token
+  // no header carries (`Bearer <token>` pasted from a header, a space, a typographic quote)
+  // would be matched for no caller, and a reload taking it would lock every operator out.
+  const carried = (name: string, token: string | null): string | null => {
+    const fault = token ? tokenFault(token) : null
+    if (fault !== null) problems.push(`${name}: ${fault}`)
+    return fault === null ? token : null
+  }
+  const token = carried('ADMIN_TOKEN', given.token)
+  const viewerToken = carried('ADMIN_VIEWER_TOKEN', given.viewerToken)
+  if (token) tokens.push({ name: ADMIN_TOKEN_NAME, hash: digest(token), role: 'operator' })
+  if (viewerToken) {
     // One token, one role: the same secret in both would make the viewer an operator.
-    if (given.viewerToken === given.token) problems.push('ADMIN_VIEWER_TOKEN: is ADMIN_TOKEN itself; a viewer needs a token of its own (the value is not shown)')
-    else tokens.push({ name: VIEWER_TOKEN_NAME, hash: digest(given.viewerToken), role: 'viewer' })
+    if (viewerToken === token) problems.push('ADMIN_VIEWER_TOKEN: is ADMIN_TOKEN itself; a viewer needs a token of its own (the value is not shown)')
+    else tokens.push({ name: VIEWER_TOKEN_NAME, hash: digest(viewerToken), role: 'viewer' })
   }
   const { file } = given
   if (!file) return tokens

@@ -86,6 +86,40 @@ describe('OpenAPI document of the proxy listener', () => {
     expect(Object.keys(body.properties)).toEqual(expect.arrayContaining(['advertiserId', 'campaignIds', 'dateFrom', 'dateTo', 'byDate', 'byCampaign']))
   })
 
+  it('declares on each /api/v1 operation the request headers the gateway reads there, so that a generated client types them', () => {
+    // The headers of connection-options.ts a caller sets on a call: the key is the security
+    // schemes', framing is the client's own, `traceparent` and `tracestate` its tracer's.
+    const reportRead = ['cache-control', 'if-modified-since', 'if-none-match', 'pragma', 'prefer', 'x-cache-warm', 'x-request-id']
+    const expected: Record<string, string[]> = {
+      'get /api/v1/report/{split}/get': reportRead,
+      'head /api/v1/report/{split}/get': reportRead,
+      'post /api/v1/report/{split}/get': reportRead,
+      // A job's result is answered as a report read is: 304 to a matching if-none-match (jobs.md).
+      'get /api/v1/jobs/{id}/result': ['if-none-match', 'x-request-id'],
+      'head /api/v1/jobs/{id}/result': ['if-none-match', 'x-request-id'],
+      'get /api/v1/jobs/{id}': ['x-request-id'],
+      'head /api/v1/jobs/{id}': ['x-request-id'],
+      'delete /api/v1/jobs/{id}': ['x-request-id'],
+    }
+    type Parameter = { in: string; name: string }
+    const headersOf = (item: Record<string, unknown>, method: string): string[] =>
+      [...((item.parameters as Parameter[] | undefined) ?? []), ...(((item[method] as { parameters?: Parameter[] }).parameters) ?? [])]
+        .filter((p) => p.in === 'header')
+        .map((p) => p.name)
+        .sort()
+    const found: Record<string, string[]> = {}
+    for (const [path, item] of Object.entries(doc.paths)) {
+      if (!path.startsWith('/api/v1/')) continue
+      for (const method of Object.keys(item).filter((m) => m !== 'parameters' && m !== 'options')) {
+        const key = `${method} ${path}`
+        // Every forwarded platform call takes x-request-id, which the platform receives too.
+        found[key] = headersOf(item, method)
+        expected[key] ??= ['x-request-id']
+      }
+    }
+    expect(found).toEqual(expected)
+  })
+
   it('has a schema for every GW_* code of errors.ts, and GW_INTERNAL', () => {
     const codes = new Set([...Object.values(allErrors).map((E) => new E('' as never).code), 'GW_INTERNAL'])
     for (const code of codes) expect(doc.components.schemas[code]?.properties.code.const, code).toBe(code)

@@ -181,6 +181,24 @@ describe('keys without restarts', () => {
     ])
   })
 
+  it('says a setting that waits for the next restart when it is the only change, the teams the same: by the admin call and by the file poll', async () => {
+    const dir = configMap(yaml([plain(OLD)], '1h', 'platform: { seatLease: 2s }\n'))
+    const gw = await replica(dir, false)
+    const restartNeeded = () => gw.logs.records().filter((r) => String(r.msg).endsWith('they take effect at the next restart'))
+    dir.update(yaml([plain(OLD)], '1h', 'platform: { seatLease: 3s }\n'))
+    const res = await gw.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(res.json()).toMatchObject({ result: 'unchanged' })
+    expect(restartNeeded()).toEqual([
+      expect.objectContaining({ level: 40, file: dir.path, settings: ['platform.seatLease'], msg: 'CONFIG_FILE reload: settings other than the teams and the admin tokens changed (platform.seatLease); they take effect at the next restart' }),
+    ])
+    // The poll that finds the file changed says it too (it says nothing of teams unchanged).
+    const polled = configMap(yaml([plain(OLD)], '100ms', 'platform: { seatLease: 2s }\n'))
+    const other = await replica(polled, false)
+    polled.update(yaml([plain(OLD)], '100ms', 'platform: { seatLease: 4s }\n'))
+    await waitFor('the poll to say the setting waits', () => other.logs.records().some((r) => String(r.msg).endsWith('they take effect at the next restart')), testTimeLeft(), 50)
+    expect(other.logs.records().filter((r) => String(r.msg).endsWith('they take effect at the next restart'))).toEqual([expect.objectContaining({ settings: ['platform.seatLease'] })])
+  })
+
   it('says of ownership.creativeSets.check: pass at each reload applied that leaves a scoped team able to write, one line, no secret in it', async () => {
     const teams = (key: string, advertisers: string) => `teamsReload: { poll: 1h }\nownership:\n  creativeSets: { check: pass }\nteams:\n  growth:\n    keys: [${plain(key)}]\n    advertisers: ${advertisers}\n    write: true\n`
     const dir = configMap(teams(OLD, '["*"]'))
@@ -504,6 +522,23 @@ describe('admin tokens in their files', () => {
       ],
     })
     expect(warnings()).toEqual([])
+  })
+
+  it('refuses an ADMIN_TOKEN_FILE rewritten with `Bearer <token>` (a header pasted into it), keeping the token in use: the admin listener would match it for no caller', async () => {
+    const teams = configMap(`teams:\n  growth:\n    keys: [${plain(OLD)}]\n    advertisers: ["*"]\n`, 'teams.yaml')
+    const tokenFile = join(teams.dir, 'admin-token')
+    writeFileSync(tokenFile, FIRST)
+    const env = { TEAMS_FILE: teams.path, ADMIN_TOKEN_FILE: tokenFile, PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), LOG_LEVEL: 'info' }
+    const gw = await gateways.build(loadConfig({ env }), { configSource: { env } })
+    const before = gw.logs.records().length
+    writeFileSync(tokenFile, `Bearer ${SECOND}\n`)
+    await waitFor('the reload refused', () => gw.logs.records().slice(before).some((r) => r.msg === 'TEAMS_FILE reload refused: the running teams stay'), testTimeLeft(), 50)
+    expect(gw.logs.records().slice(before).filter((r) => r.action === 'teams-reload')).toEqual([])
+    expect(await whoami(gw, FIRST)).toBe(200)
+    const refused = await gw.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${FIRST}` } })
+    expect(refused.statusCode).toBe(422)
+    expect(refused.json()).toMatchObject({ code: 'GW_CONFIG_INVALID', message: expect.stringContaining('ADMIN_TOKEN: starts with "Bearer "') })
+    expect(refused.body).not.toContain(SECOND)
   })
 })
 

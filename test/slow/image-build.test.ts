@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process'
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { delimiter, dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -20,6 +20,8 @@ import {
   type Stage,
 } from '../helpers/dockerfile.js'
 import { freePort } from '../helpers/start-redis.js'
+import { useRedis, useSandbox } from '../helpers/fixtures.js'
+import { KEYS, TEAMS_YAML } from '../helpers/build-gateway.js'
 import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // The image build replayed without a container engine: each stage of the Dockerfile in
@@ -77,6 +79,8 @@ function run(file: string, args: string[], cwd: string, env: Record<string, stri
 }
 
 describe('the image builds and runs (the Dockerfile replayed without a container engine)', () => {
+  const sandbox = useSandbox()
+  const redis = useRedis()
   const dir = mkdtempSync(join(tmpdir(), 'rgw-image-'))
   // The stages hold three copies of node_modules (tens of thousands of files): deleting
   // them took more than 2 min on a machine whose load was 13 on 2 cores.
@@ -162,7 +166,7 @@ describe('the image builds and runs (the Dockerfile replayed without a container
   }
 
   it(
-    'every stage builds in an empty folder from what its COPY lines let in, and the runtime stage answers /healthz, the console with its scripts and the API descriptions',
+    'every stage builds in an empty folder from what its COPY lines let in, and the runtime stage answers /healthz, the console with its scripts and the API descriptions; configured as the chart configures it, a report, and the cache-warm CronJob\'s command warms one',
     async () => {
       for (const [index, stage] of stages.entries()) built.set(stage.name ?? String(index), await replay(stage, index))
       const runtime = built.get(stages[stages.length - 1]!.name ?? String(stages.length - 1))!
@@ -222,6 +226,56 @@ describe('the image builds and runs (the Dockerfile replayed without a container
         const code = await Promise.race([exited, new Promise<'hung'>((r) => setTimeout(() => r('hung'), 15_000))])
         if (code === 'hung') child.kill('SIGKILL')
         expect(code, `the gateway's exit on SIGTERM; it printed:\n${output}`).toBe(0)
+      }
+
+      // Configured as the chart configures it (files a Secret mounts, Redis, traces on), the
+      // start takes paths demo mode does not: the same runtime files serve a report, and the
+      // cache-warm CronJob's command warms one through it.
+      const files = join(dir, 'mounted')
+      mkdirSync(files, { recursive: true })
+      const mounted = (name: string, text: string) => {
+        writeFileSync(join(files, name), text, { mode: 0o644 })
+        return join(files, name)
+      }
+      const [gwPort, gwAdminPort] = [await freePort(), await freePort()]
+      const configured = {
+        ...env,
+        PORT: String(gwPort),
+        ADMIN_PORT: String(gwAdminPort),
+        PLATFORM_BASE_URL: sandbox.url,
+        PLATFORM_TOKEN_FILE: mounted('platform-token', `${sandbox.issueToken()}\n`),
+        ADMIN_TOKEN_FILE: mounted('admin-token', 'image-build-admin-token-0123456789\n'),
+        GATEWAY_SECRET_FILE: mounted('gateway-secret', 'image-build-gateway-secret-0123456789\n'),
+        REDIS_URL: redis.server.url,
+        CONFIG_FILE: mounted('config.yaml', 'logLevel: info\n'),
+        TEAMS_FILE: mounted('teams.yaml', TEAMS_YAML),
+        // No collector listens there: the exporter's modules load and its sends fail quietly.
+        OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${await freePort()}`,
+      }
+      const gw = spawn(file === 'node' ? process.execPath : file!, cmdArgs, { cwd: app, env: configured, stdio: ['ignore', 'pipe', 'pipe'], ...(user ? { uid: user[0]!, gid: user[1] ?? user[0]! } : {}) })
+      let gwOutput = ''
+      gw.stdout.setEncoding('utf8').on('data', (c: string) => (gwOutput = (gwOutput + c).slice(-20_000)))
+      gw.stderr.setEncoding('utf8').on('data', (c: string) => (gwOutput = (gwOutput + c).slice(-20_000)))
+      const gwExited = new Promise<number | null>((resolve) => gw.once('exit', (code) => resolve(code)))
+      try {
+        await waitFor(
+          () => `the configured gateway to be ready; it printed:\n${gwOutput}`,
+          async () => gw.exitCode === null && (await fetch(`http://127.0.0.1:${gwAdminPort}/readyz`).then((r) => r.status === 200, () => false)),
+          testTimeLeft(),
+          100,
+        )
+        const report = `http://127.0.0.1:${gwPort}/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-11-01&dateTo=2026-11-02`
+        const first = await fetch(report, { headers: { 'x-api-key': KEYS.all } })
+        expect([first.status, first.headers.get('x-cache')], gwOutput).toEqual([200, 'MISS'])
+        // The CronJob's command (templates/cronjob-cache-warm.yaml): sh, GNU date, node dist/cli/warm.js.
+        const warm = await run('/bin/sh', ['-c', 'exec node dist/cli/warm.js --advertisers 101 --from "$(date -d 2026-11-03 +%F)" --to 2026-11-04 --url "$WARM_URL"'], app, { ...configured, WARM_URL: `http://127.0.0.1:${gwPort}`, WARM_API_KEY: KEYS.all }, 60_000)
+        expect(warm.code, `the cache-warm CronJob's command: ${warm.output}`).toBe(0)
+        expect(warm.output).toMatch(/1 warmed/)
+      } finally {
+        gw.kill('SIGTERM')
+        const code = await Promise.race([gwExited, new Promise<'hung'>((r) => setTimeout(() => r('hung'), 15_000))])
+        if (code === 'hung') gw.kill('SIGKILL')
+        expect(code, `the configured gateway's exit on SIGTERM; it printed:\n${gwOutput}`).toBe(0)
       }
     },
     20 * 60_000,

@@ -42,7 +42,7 @@ describe('clients generated from docs/openapi.json and docs/admin-openapi.json w
     if (dir) rmSync(dir, { recursive: true, force: true })
   })
 
-  it('type-checks and calls each platform path by its real path, typed as the platform validates its forms; and purges with dryRun: true', async () => {
+  it('type-checks and calls each platform path by its real path, typed as the platform validates its forms, with the request headers the README names (if-none-match on a report and on a job\'s result, prefer, x-request-id); and purges with dryRun: true', async () => {
     // Outside the repository (Node strips no types under node_modules), its packages the repository's.
     dir = mkdtempSync(join(tmpdir(), 'rgw-generated-client-'))
     symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'))
@@ -75,6 +75,8 @@ describe('clients generated from docs/openapi.json and docs/admin-openapi.json w
     expect(out.rows).toBe(3)
     expect(out.listed).toEqual([101])
     expect(out.challenge).toBe('ApiKey realm="report-gateway"')
+    // The headers a generated client sends typed: 304 to each etag, 202 to respond-async, the caller's id on the job's status.
+    expect(out.conditional).toEqual({ report: 304, asked: 202, jobState: 'done', statusId: expect.stringMatching(/^generated-client-status-\d$/), result: 200, resultAgain: 304 })
     // A boolean dryRun, sent as `dryRun=true` and `dryRun=false`: a dry run, then the purge.
     const purged = await promisify(execFile)(process.execPath, ['--no-warnings', 'admin-app.ts', adminUrl, ADMIN_TOKEN], { cwd: dir, encoding: 'utf8', timeout: 60_000 })
     const { sent, answers } = JSON.parse(purged.stdout) as { sent: string[]; answers: [{ wouldDrop: number }, { dropped: number }] }
@@ -132,6 +134,27 @@ const id: number = created.data?.data.id ?? 0
 await writer.DELETE('/api/v1/campaign/banner/delete/{id}', { params: { path: { id }, query: { userId: 101 } } })
 const refused = await createClient<paths>({ baseUrl, fetch: fetchAndNote }).GET('/api/v1/report/{split}/get', { params: { path: { split: 'campaigns' }, query: { advertiserId: 101, dateFrom: '2026-05-01', dateTo: '2026-05-03' } } })
 
+// The request headers the README names, typed by the document: a report read revalidated with
+// its etag, and a report asked as a job, its status asked under an id of the caller's and its
+// result revalidated with its etag (jobs.md: a job's result answers as a report read does).
+const quiet = createClient<paths>({ baseUrl, headers: { 'x-api-key': key } })
+const reportQuery = { advertiserId: 101, dateFrom: '2026-05-01', dateTo: '2026-05-03', byDate: true, byCampaign: false }
+const reportEtag = report.response.headers.get('etag') ?? ''
+const revalidated = await quiet.GET('/api/v1/report/{split}/get', { params: { path: { split: 'campaigns' }, query: reportQuery, header: { 'if-none-match': reportEtag } } })
+const jobQuery = { advertiserId: 101, dateFrom: '2026-04-01', dateTo: '2026-04-03' }
+const asked = await quiet.GET('/api/v1/report/{split}/get', { params: { path: { split: 'campaigns' }, query: jobQuery, header: { prefer: 'respond-async' } } })
+const jobId = (asked.response.headers.get('location') ?? '').split('/').pop() ?? ''
+let jobState = ''
+let statusId: string | null = null
+for (let tries = 0; tries < 10 && jobState !== 'done' && jobState !== 'failed'; tries++) {
+  const status = await quiet.GET('/api/v1/jobs/{id}', { params: { path: { id: jobId }, query: { wait: 5 }, header: { 'x-request-id': \`generated-client-status-\${tries}\` } } })
+  jobState = status.data?.state ?? 'none'
+  statusId = status.response.headers.get('x-request-id')
+}
+const result = await quiet.GET('/api/v1/jobs/{id}/result', { params: { path: { id: jobId } } })
+const resultAgain = await quiet.GET('/api/v1/jobs/{id}/result', { params: { path: { id: jobId }, header: { 'if-none-match': result.response.headers.get('etag') ?? '' } } })
+const conditional = { report: revalidated.response.status, asked: asked.response.status, jobState, statusId, result: result.response.status, resultAgain: resultAgain.response.status }
+
 export function typedAsThePlatformValidates(): void {
   // @ts-expect-error a POST report form names its campaigns: the platform answers 422 without them
   void api.POST('/api/v1/report/{split}/get', { params: { path: { split: 'campaigns' } }, body: { dateFrom: '2026-05-01', dateTo: '2026-05-03' } })
@@ -149,6 +172,7 @@ console.log(JSON.stringify({
   rows,
   listed: [...new Set((listed.data?.data ?? []).map((campaign) => campaign.userId))],
   challenge: refused.response.headers.get('www-authenticate'),
+  conditional,
 }))
 `
 

@@ -872,6 +872,25 @@ describe('demo mode only when nothing is configured, or with DEMO=1', () => {
   })
 })
 
+describe('admin tokens an authorization header carries', () => {
+  const ADMIN = 'admin-token-0123456789abcdef'
+  it('refuses an ADMIN_TOKEN or ADMIN_VIEWER_TOKEN the admin listener could never match: `Bearer <token>`, a space or a character outside printable ASCII, never repeating it', () => {
+    // The listener takes `authorization: Bearer <token>` with no space in the token: such a
+    // token would lock every operator out of the admin listener and the console.
+    const bearer = problem({ ADMIN_TOKEN: `Bearer ${ADMIN}` })
+    expect(bearer.problems).toEqual(['ADMIN_TOKEN: starts with "Bearer ", as an authorization header does; it must hold the token alone (the content is not shown)'])
+    const file = problem({ ADMIN_TOKEN_FILE: '/run/secrets/admin-token' }, undefined, { '/run/secrets/admin-token': `Bearer ${ADMIN}\n` })
+    expect(file.problems).toEqual(['ADMIN_TOKEN: starts with "Bearer ", as an authorization header does; it must hold the token alone (the content is not shown)'])
+    const quote = problem({ ADMIN_VIEWER_TOKEN: `\u201c${ADMIN}\u201d` })
+    expect(quote.problems).toEqual(['ADMIN_VIEWER_TOKEN: holds a space or a character outside printable ASCII, which no authorization header carries; it must hold the token alone (the content is not shown)'])
+    const space = problem({ ADMIN_TOKEN: `${ADMIN.slice(0, 8)} ${ADMIN.slice(8)}` })
+    expect(space.problems).toEqual(['ADMIN_TOKEN: holds a space or a character outside printable ASCII, which no authorization header carries; it must hold the token alone (the content is not shown)'])
+    for (const err of [bearer, file, quote, space]) expect(err.message).not.toContain(ADMIN.slice(8))
+    // Printable ASCII stays a token, a word `Bearer` inside included.
+    expect(load({ ADMIN_TOKEN: 'Bearer_admin-token-0123456789' }).admin.token).toBe('Bearer_admin-token-0123456789')
+  })
+})
+
 describe('messages that say what to do', () => {
   it('a short ADMIN_TOKEN or GATEWAY_SECRET names the minimum length, never the value', () => {
     expect(problem({ ADMIN_TOKEN: 'short-admin' }).problems).toEqual(['ADMIN_TOKEN: must be at least 16 characters long'])

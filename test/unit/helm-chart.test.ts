@@ -62,6 +62,11 @@ describe('values.yaml and values.schema.json', () => {
     expect(validateValues(CHART, values)).toEqual([])
   })
 
+  it('accepts tokens read from a file with its line break (--set-file), and a token path of one /', () => {
+    const values = { platform: { tokenUrl: '/oauth/token' }, secrets: { values: { platformToken: 'abc.def-0123456789\n', adminToken: 'admin-token-0123456789\n', adminViewerToken: 'viewer-token-0123456789' } } }
+    expect(validateValues(CHART, merge(defaults, values))).toEqual([])
+  })
+
   it('accepts a password login in place of a ready token', () => {
     const keys = { platformToken: '', platformUsername: 'username', platformPassword: 'password', platformClientId: 'client-id', platformClientSecret: 'client-secret' }
     expect(validateValues(CHART, merge(defaults, { secrets: { keys } }))).toEqual([])
@@ -87,6 +92,14 @@ describe('values.yaml and values.schema.json', () => {
     ['a Redis URL with a user and password', { redis: { url: 'rediss://gateway:s3cret@redis-master:6380' } }],
     ['a base URL with a user and password (the gateway refuses it at start)', { platform: { baseUrl: 'https://user:s3cret@dsp-api.example.com' } }],
     ['a token URL with a user and password', { platform: { tokenUrl: 'https://user:s3cret@auth.example.com/oauth/token' } }],
+    // The gateway resolves a token path against the platform's address: `//oauth/token` names the host oauth (exit 78 at start).
+    ['a token path that names a host (`//oauth/token`)', { platform: { tokenUrl: '//oauth/token' } }],
+    ['a token path that names a host (`/\\oauth/token`)', { platform: { tokenUrl: '/\\oauth/token' } }],
+    // A token no authorization header carries stops every pod at start (exit 78): `Bearer <token>`, a space, a typographic quote.
+    ['a platform token pasted as a header (`Bearer <token>`)', { secrets: { values: { platformToken: 'Bearer abc.def-0123456789' } } }],
+    ['a platform token with a typographic quote', { secrets: { values: { platformToken: 'abc.def-0123456789\u2019' } } }],
+    ['an admin token pasted as a header (`Bearer <token>`)', { secrets: { values: { adminToken: 'Bearer admin-token-0123456789' } } }],
+    ['a viewer token with a space inside', { secrets: { values: { adminViewerToken: 'viewer-token 0123456789' } } }],
     ['a tracing endpoint with a user and password (headers come from headersSecret)', { tracing: { endpoint: 'https://user:s3cret@otel-collector:4318' } }],
     ['both a Redis URL and a Redis Secret', { redis: { url: 'redis://redis:6379', existingSecret: { name: 'redis' } } }],
     ['a privileged port (the gateway runs without capabilities)', { ports: { http: 80 } }],

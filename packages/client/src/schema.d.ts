@@ -2488,6 +2488,8 @@ export interface operations {
                 "if-none-match"?: string;
                 /** @description Not compared (answers carry no `last-modified`): a read that carries it is answered `200` from the gateway's copy, whatever its `cache-control` says. */
                 "if-modified-since"?: string;
+                /** @description `1`: a cache warm-up, as `npm run warm` sends it: its platform call, if the copy needs one, waits behind the team's other calls (its callers', its refreshes ahead, its stale-while-revalidate refreshes), asked as a job (`prefer: respond-async`) too. Any other value: a read like any other. */
+                "x-cache-warm"?: string;
                 /** @description Passed on to the platform and returned; one is made when absent, malformed, or starting with a prefix of the gateway's own calls (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`). */
                 "x-request-id"?: string;
             };
@@ -2629,6 +2631,8 @@ export interface operations {
                 "if-none-match"?: string;
                 /** @description Not compared (answers carry no `last-modified`): a read that carries it is answered `200` from the gateway's copy, whatever its `cache-control` says. */
                 "if-modified-since"?: string;
+                /** @description `1`: a cache warm-up, as `npm run warm` sends it: its platform call, if the copy needs one, waits behind the team's other calls (its callers', its refreshes ahead, its stale-while-revalidate refreshes), asked as a job (`prefer: respond-async`) too. Any other value: a read like any other. */
+                "x-cache-warm"?: string;
                 /** @description Passed on to the platform and returned; one is made when absent, malformed, or starting with a prefix of the gateway's own calls (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`). */
                 "x-request-id"?: string;
             };
@@ -2840,6 +2844,8 @@ export interface operations {
                 "if-none-match"?: string;
                 /** @description Not compared (answers carry no `last-modified`): a read that carries it is answered `200` from the gateway's copy, whatever its `cache-control` says. */
                 "if-modified-since"?: string;
+                /** @description `1`: a cache warm-up, as `npm run warm` sends it: its platform call, if the copy needs one, waits behind the team's other calls (its callers', its refreshes ahead, its stale-while-revalidate refreshes), asked as a job (`prefer: respond-async`) too. Any other value: a read like any other. */
+                "x-cache-warm"?: string;
                 /** @description Passed on to the platform and returned; one is made when absent, malformed, or starting with a prefix of the gateway's own calls (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`). */
                 "x-request-id"?: string;
             };
@@ -3142,7 +3148,10 @@ export interface operations {
                 /** @description Holds the answer until the job's state changes, at most this many seconds (0-30). */
                 wait?: number;
             };
-            header?: never;
+            header?: {
+                /** @description Returned on the answer and carried by its log lines (a job call reaches no platform); one is made when absent, malformed, or starting with a prefix of the gateway's own calls (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`). */
+                "x-request-id"?: string;
+            };
             path: {
                 /** @description The job's id, from the `location` of its 202. */
                 id: string;
@@ -3186,7 +3195,10 @@ export interface operations {
     cancelJob: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Returned on the answer and carried by its log lines (a job call reaches no platform); one is made when absent, malformed, or starting with a prefix of the gateway's own calls (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`). */
+                "x-request-id"?: string;
+            };
             path: {
                 /** @description The job's id, from the `location` of its 202. */
                 id: string;
@@ -3258,7 +3270,10 @@ export interface operations {
                 /** @description Holds the answer until the job's state changes, at most this many seconds (0-30). */
                 wait?: number;
             };
-            header?: never;
+            header?: {
+                /** @description Returned on the answer and carried by its log lines (a job call reaches no platform); one is made when absent, malformed, or starting with a prefix of the gateway's own calls (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`). */
+                "x-request-id"?: string;
+            };
             path: {
                 /** @description The job's id, from the `location` of its 202. */
                 id: string;
@@ -3492,7 +3507,12 @@ export interface operations {
     getJobResult: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The `etag` of the result the caller holds (either form, or `*`): `304` with no body while the result is the same. */
+                "if-none-match"?: string;
+                /** @description Returned on the answer and carried by its log lines (a job call reaches no platform); one is made when absent, malformed, or starting with a prefix of the gateway's own calls (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`). */
+                "x-request-id"?: string;
+            };
             path: {
                 /** @description The job's id, from the `location` of its 202. */
                 id: string;
@@ -3630,7 +3650,12 @@ export interface operations {
     headJobResult: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The `etag` of the result the caller holds (either form, or `*`): `304` with no body while the result is the same. */
+                "if-none-match"?: string;
+                /** @description Returned on the answer and carried by its log lines (a job call reaches no platform); one is made when absent, malformed, or starting with a prefix of the gateway's own calls (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`). */
+                "x-request-id"?: string;
+            };
             path: {
                 /** @description The job's id, from the `location` of its 202. */
                 id: string;

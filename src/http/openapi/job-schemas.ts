@@ -10,6 +10,26 @@ const JOB_ID = {
   properties: { id: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'The job\'s id, from the `location` of its 202.' } },
 } as const
 
+// The request headers a job call reads (connection-options.ts): its id, and on its result the
+// validator a report read takes, so that a generated client sends them typed.
+const REQUEST_ID = {
+  type: 'string',
+  description: 'Returned on the answer and carried by its log lines (a job call reaches no platform); one is made when absent, malformed, or starting with a prefix of the gateway\'s own calls (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`).',
+} as const
+
+const JOB_HEADERS = { type: 'object', properties: { 'x-request-id': REQUEST_ID } } as const
+
+const RESULT_HEADERS = {
+  type: 'object',
+  properties: {
+    'if-none-match': {
+      type: 'string',
+      description: 'The `etag` of the result the caller holds (either form, or `*`): `304` with no body while the result is the same.',
+    },
+    'x-request-id': REQUEST_ID,
+  },
+} as const
+
 export function jobStatusSchema(): FastifySchema {
   return {
     tags: ['jobs'],
@@ -21,6 +41,7 @@ export function jobStatusSchema(): FastifySchema {
       type: 'object',
       properties: { wait: { type: 'integer', minimum: 0, maximum: MAX_WAIT_SECONDS, description: `Holds the answer until the job's state changes, at most this many seconds (0-${MAX_WAIT_SECONDS}).` } },
     },
+    headers: JOB_HEADERS,
   }
 }
 
@@ -31,6 +52,7 @@ export function jobResultSchema(): FastifySchema {
     summary: 'A done report job\'s report',
     description: 'The report, answered as a report read answers it (`etag`, `cache-status`, `304` to a matching `if-none-match`). A failed job answers its failure as a synchronous read would have: its `GW_*` error, or the platform\'s own 4xx passed on as it is (`x-cache: BYPASS`, its error `GW_PLATFORM_ANSWER`); one not done yet 409 `GW_JOB_NOT_DONE`; an expired one 410 `GW_JOB_EXPIRED`.',
     params: JOB_ID,
+    headers: RESULT_HEADERS,
   }
 }
 
@@ -41,6 +63,7 @@ export function jobCancelSchema(): FastifySchema {
     summary: 'Cancel a queued report job',
     description: 'Removes a job still queued (204); one running or ended (done, failed, expired) is 409 `GW_JOB_RUNNING`, its message naming the job\'s state.',
     params: JOB_ID,
+    headers: JOB_HEADERS,
   }
 }
 

@@ -42,6 +42,12 @@ const SPLIT = {
   },
 } as const
 
+/** `x-request-id` as a caller sends it on a report read. */
+const REQUEST_ID = {
+  type: 'string',
+  description: 'Passed on to the platform and returned; one is made when absent, malformed, or starting with a prefix of the gateway\'s own calls (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`).',
+} as const
+
 const REPORT_HEADERS = {
   type: 'object',
   properties: {
@@ -65,10 +71,11 @@ const REPORT_HEADERS = {
       type: 'string',
       description: 'Not compared (answers carry no `last-modified`): a read that carries it is answered `200` from the gateway\'s copy, whatever its `cache-control` says.',
     },
-    'x-request-id': {
+    'x-cache-warm': {
       type: 'string',
-      description: 'Passed on to the platform and returned; one is made when absent, malformed, or starting with a prefix of the gateway\'s own calls (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`).',
+      description: '`1`: a cache warm-up, as `npm run warm` sends it: its platform call, if the copy needs one, waits behind the team\'s other calls (its callers\', its refreshes ahead, its stale-while-revalidate refreshes), asked as a job (`prefer: respond-async`) too. Any other value: a read like any other.',
     },
+    'x-request-id': REQUEST_ID,
   },
 } as const
 
