@@ -15,6 +15,7 @@ import { redisAvailability } from '../helpers/start-redis.js'
 const { available } = redisAvailability()
 
 const SECRET = 'credential-account-test-secret-000000000'
+const ADMIN_TOKEN = 'credential-account-admin-token-0123456789'
 const NORTHWIND_KEY = 'rgw_test_northwind_key_99999999999999999999'
 // Northwind's (account 200's) team, every advertiser its token reads.
 const NORTHWIND_TEAMS = `
@@ -31,7 +32,7 @@ describe.skipIf(!available)('a credential moved to another account by a rollout'
   const { server } = useRedis()
   const gateways = useGateways()
 
-  const start = (token: string, yaml?: string) => gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: token, REDIS_URL: server.url, GATEWAY_SECRET: SECRET }, yaml))
+  const start = (token: string, yaml?: string) => gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: token, REDIS_URL: server.url, GATEWAY_SECRET: SECRET, ADMIN_TOKEN }, yaml))
 
   it('serves none of the first account\'s report copies to the new account\'s team', async () => {
     const acme = await start(sandbox.issueToken())
@@ -49,6 +50,20 @@ describe.skipIf(!available)('a credential moved to another account by a rollout'
     expect({ status: read.statusCode, cache: read.headers['x-cache'] }).toEqual({ status: 403, cache: 'BYPASS' })
     expect(read.body).not.toContain('101001')
     expect(sandbox.countRequests((r) => r.path === '/api/v1/report/campaigns/get')).toBe(1)
+  })
+
+  it('serves none of them once an operator puts another account\'s token in place of the credential\'s', async () => {
+    const gw = await start(sandbox.issueToken())
+    const read = () => gw.proxy.inject({ method: 'GET', url: REPORT, headers: { 'x-api-key': KEYS.all } })
+    // Twice: the second read is decided from the URL's kept form (its key with it).
+    expect((await read()).headers['x-cache']).toBe('MISS')
+    expect((await read()).headers['x-cache']).toBe('HIT')
+    const put = await gw.admin.inject({ method: 'PUT', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, payload: { token: sandbox.issueToken({ accountId: 200 }) } })
+    expect(put.statusCode).toBe(200)
+    const after = await read()
+    // The platform's answer to account 200 (403), not account 100's copy.
+    expect({ status: after.statusCode, cache: after.headers['x-cache'] }).toEqual({ status: 403, cache: 'BYPASS' })
+    expect(after.body).not.toContain('101001')
   })
 
   it('keeps the copies through a rotation to another token of the same account', async () => {

@@ -56,6 +56,7 @@ function setUp() {
   const flights = new Map<string, Promise<FillResult>>()
   const served: string[] = []
   const reports = {
+    accountOf: () => 'sub:100',
     keyFor: (credential: string, report: { path: string; query: string }) => `${credential}:${report.path}?${report.query}`,
     freshInMemory: (key: string, now: number) => {
       const entry = inMemory.get(key)
