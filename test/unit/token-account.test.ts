@@ -48,6 +48,11 @@ describe('TokenProvider.account', () => {
     expect(accountOf({ token: 'opaque-token-one-0123456789' })).toBe(one)
   })
 
+  it('is this process\'s own while no token is known (a token file not read yet): no other start shares it', () => {
+    const file = { tokenFile: '/run/secrets/platform-token' }
+    expect(accountOf(file)).not.toBe(accountOf(file))
+  })
+
   it('is a password login\'s login, whatever token it holds: another username is another account', () => {
     const login = accountOf({ login: LOGIN })
     expect(accountOf({ login: LOGIN, token: jwt({ sub: '100' }) })).toBe(login)

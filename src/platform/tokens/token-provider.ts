@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import { readFile } from 'node:fs/promises'
 import { watch, type FSWatcher } from 'node:fs'
@@ -116,6 +117,8 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
   #fileFault: string | null = null
   /** The account (`account`) and the token it was worked out from. */
   #account: { token: string | null; account: string } | null = null
+  /** The account while no token is known: this process's own. */
+  readonly #unknownAccount = randomUUID()
   #maintaining = false
   readonly #clock: Clock
   readonly #versionNow: () => number
@@ -320,8 +323,10 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
    * base URL, token URL, grant, username, client), known before its first token; a token's
    * is its JWT `sub` on the base URL, or, for a token that names none, the token itself
    * (by digest: a rotation of such a token starts new copies). The token in use is read,
-   * else the configured one (a start that has not set it yet). Kept for the token it was
-   * worked out from: a read asks it at every call.
+   * else the configured one (a start that has not set it yet); with neither (a token file
+   * not read yet), an account of this process alone, so that a copy filled meanwhile is
+   * shared with no start of another account. Kept for the token it was worked out from: a
+   * read asks it at every call.
    */
   get account(): string {
     const token = this.credential.login ? null : (this.#state?.token ?? this.credential.token ?? this.#fileContent)
@@ -332,7 +337,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
   #accountOf(token: string | null): string {
     if (this.credential.login) return this.configuredBase
     const base = this.credential.baseUrl ?? ''
-    if (token === null) return `${base} none`
+    if (token === null) return `${base} unknown:${this.#unknownAccount}`
     const subject = jwtSubject(token)
     return subject === null ? `${base} token:${baseDigest(token)}` : `${base} sub:${subject}`
   }
