@@ -109,17 +109,38 @@ function refusedRequestLine(raw: Buffer): RegExpExecArray | null {
 }
 const KNOWN_METHODS = new Set(METHODS)
 
-/** The gateway's error for a request Node's parser refused (`err`, its head `raw`); null when no answer is due. */
-function clientErrorAnswer(err: Error & { code?: string; reason?: string }, raw: Buffer | undefined, allowOf: (target: string) => string): { error: GatewayError; headers: Record<string, string> } {
+/**
+ * The values of the Host lines of the head `raw` begins with, up to its end or the read's
+ * (a line the read's end cuts is not read). A Host line past the read that failed is not
+ * seen: the browsers a rebinding page runs in send Host right after the request line.
+ */
+function hostLines(raw: Buffer): string[] {
+  const text = raw.subarray(0, maxHeaderSize).toString('latin1')
+  const end = text.indexOf('\r\n\r\n')
+  const lines = (end === -1 ? text.slice(0, text.lastIndexOf('\r\n')) : text.slice(0, end)).split('\r\n').slice(1)
+  return lines.filter((line) => /^host:/i.test(line)).map((line) => line.slice(5).trim())
+}
+
+/**
+ * The gateway's error for a request Node's parser refused (`err`, its head `raw`); null
+ * when no answer is due. `named` checks the names a refused method's request gives (a 421
+ * on the admin listener), as the router's hook checks those of every other.
+ */
+function clientErrorAnswer(err: Error & { code?: string; reason?: string }, raw: Buffer | undefined, allowOf: (target: string) => string, named: (given: Omit<NamesGiven, 'source' | 'reqId'>) => GatewayError | null): { error: GatewayError; headers: Record<string, string> } {
   if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return { error: new RequestTimeoutError(), headers: {} }
   // RFC 6585, 5: 431. Node's parser tells no long request target from long headers (414 would name the former).
   if (err.code === 'HPE_HEADER_OVERFLOW') return { error: new HeadersTooLargeError(maxHeaderSize), headers: {} }
   if (err.code === 'HPE_PAUSED_H2_UPGRADE') return { error: new BadRequestError('malformed HTTP request: HTTP/2 is spoken here only through TLS (ALPN); send HTTP/1.1'), headers: {} }
   // A method HTTP's parser does not know, in a request line it could read otherwise: refused as any method not forwarded.
   const line = err.code === 'HPE_INVALID_METHOD' && raw !== undefined ? refusedRequestLine(raw) : null
-  if (line) {
-    const allow = allowOf(line[2] as string)
-    return { error: new MethodNotAllowedError(line[1] as string, allow), headers: { allow } }
+  if (line && raw !== undefined) {
+    const method = line[1] as string
+    const target = line[2] as string
+    const path = originForm(target)
+    const misnamed = named({ hosts: hostLines(raw), target: targetHost(target) ?? undefined, method, path: path.split('?', 1)[0] as string })
+    if (misnamed !== null) return { error: misnamed, headers: {} }
+    const allow = allowOf(path)
+    return { error: new MethodNotAllowedError(method, allow), headers: { allow } }
   }
   const reason = typeof err.reason === 'string' && PARSER_REASON.test(err.reason) ? `: ${err.reason}` : ''
   return { error: new BadRequestError(`malformed HTTP request${reason}`), headers: {} }
@@ -169,14 +190,13 @@ function answerAhead(socket: HttpSocket): ServerResponse | null {
  * Answers `error` in the contract's JSON shape, with the listener's refusal headers,
  * `headers` and a request id, on a connection of `server` the router never sees (a
  * malformed request, a CONNECT), and closes it: closed, not half-closed, as a caller that
- * keeps its side open would keep the socket. `req` is the request where Node read its head
- * (its `x-request-id` is then taken); its access line is written once the answer is
+ * keeps its side open would keep the socket. `req` is the request where Node read its head;
+ * `reqId` its id (refusalIdOf); its access line is written once the answer is
  * (refusalsObservedOn).
  */
-export function endWithError(server: Server, socket: Duplex, error: GatewayError, headers: Record<string, string>, req: IncomingMessage | null): void {
+function endWithError(server: Server, socket: Duplex, error: GatewayError, headers: Record<string, string>, req: IncomingMessage | null, reqId: string): void {
   const status = error.statusCode ?? 500
   const reason = STATUS_CODES[status] ?? ''
-  const reqId = requestIdOf(req?.headers ?? {}, secretTests.get(server))
   const body = JSON.stringify({ statusCode: status, code: error.code, error: reason, message: error.message })
   const lines = Object.entries({ ...(listenerRefusalHeaders.get(server) ?? REFUSAL_NOT_KEPT), ...headers, 'x-request-id': reqId }).map(([name, value]) => `${name}: ${value}\r\n`).join('')
   socket.end(`HTTP/1.1 ${status} ${reason}\r\nconnection: close\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${lines}\r\n${body}`, () => {
@@ -185,17 +205,54 @@ export function endWithError(server: Server, socket: Duplex, error: GatewayError
   })
 }
 
+/** The id of an answer written before the router: the caller's `x-request-id` where Node read its head (`req`) and it is one, else a new one. */
+function refusalIdOf(server: Server, req: IncomingMessage | null): string {
+  return requestIdOf(req?.headers ?? {}, secretTests.get(server))
+}
+
 /**
  * CONNECT never reaches the router: Node hands it to the server's 'connect' listeners,
  * and without one destroys its socket unanswered. Here it is refused as the router refuses
  * a method a path does not take, whatever its target: 405 with the `allow` of that target
- * (`allowOf`), its connection closed.
+ * (`allowOf`), its connection closed; first, as every request, the names it gives (its
+ * Host lines, and its target, a host and port) meet the listener's check (namesCheckedOn).
  */
 function refuseConnect(server: Server, req: IncomingMessage, socket: Duplex, allowOf: (target: string) => string): void {
   // The socket is no longer Node's HTTP server's: its error listener went with it.
   socket.on('error', () => socket.destroy())
-  const allow = allowOf(req.url ?? '')
-  endWithError(server, socket, new MethodNotAllowedError('CONNECT', allow), { allow }, req)
+  const target = req.url ?? ''
+  const reqId = refusalIdOf(server, req)
+  const hosts = req.rawHeaders.filter((_value, i) => i % 2 === 1 && (req.rawHeaders[i - 1] as string).toLowerCase() === 'host')
+  const misnamed = nameChecks.get(server)?.({ hosts, target, source: (socket as Socket).remoteAddress, method: 'CONNECT', path: target, reqId }) ?? null
+  if (misnamed !== null) return endWithError(server, socket, misnamed, {}, req, reqId)
+  const allow = allowOf(target)
+  endWithError(server, socket, new MethodNotAllowedError('CONNECT', allow), { allow }, req, reqId)
+}
+
+/** The names a request gives (its Host lines, the host its target names), and who asked, for an audit line. */
+export interface NamesGiven {
+  hosts: readonly string[]
+  target: string | undefined
+  source: string | undefined
+  method: string
+  /** The target's path, or a CONNECT's host and port. */
+  path: string
+  reqId: string
+}
+
+/** A listener's check of the names a request gives: its refusal, or null where it answers them. */
+export type NameCheck = (given: NamesGiven) => GatewayError | null
+
+// Each listener's check of the names a request gives, where it has one (the admin listener's: admin/admin-host-check.ts).
+const nameChecks = new WeakMap<Server, NameCheck>()
+
+/**
+ * The check of the names every request of `app` gives, asked of those answered before its
+ * router (a CONNECT, a method Node's parser does not know), as the router's own hook asks it
+ * of every other: a refused name is that refusal, not their 405.
+ */
+export function namesCheckedOn(app: FastifyInstance, check: NameCheck): void {
+  nameChecks.set(app.server, check)
 }
 
 // The access line of each listener's answers written before its router, where it keeps one (the proxy's).
@@ -424,13 +481,15 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
         return
       }
       refusing.add(socket)
-      const { error, headers } = clientErrorAnswer(err, Buffer.isBuffer(err.rawPacket) ? err.rawPacket : undefined, allow)
+      const reqId = refusalIdOf(server, null)
+      const named = (given: Omit<NamesGiven, 'source' | 'reqId'>) => nameChecks.get(server)?.({ ...given, source: socket.remoteAddress, reqId }) ?? null
+      const { error, headers } = clientErrorAnswer(err, Buffer.isBuffer(err.rawPacket) ? err.rawPacket : undefined, allow, named)
       afterAnswersAhead(socket as HttpSocket, () => {
         // An answer already begun on this connection (the refused request's own) cannot be
         // followed by another: the connection is cut (as Node's own handler does).
         const current = (socket as HttpSocket)._httpMessage
         if (!socket.writable || (current && current.headersSent && !current.writableFinished)) socket.destroy()
-        else endWithError(server, socket, error, headers, null)
+        else endWithError(server, socket, error, headers, null, reqId)
       }, config.server.connectionTimeoutMs)
     },
     // What the router refuses before a route is found (a path that is no percent-encoding,

@@ -88,10 +88,6 @@ export type PlatformCheck = ((address: string, port: number) => boolean) & { rea
 const LINK_LOCAL = new BlockList()
 LINK_LOCAL.addSubnet('169.254.0.0', 16, 'ipv4')
 LINK_LOCAL.addSubnet('fe80::', 10, 'ipv6')
-LINK_LOCAL.addSubnet('::ffff:169.254.0.0', 112, 'ipv6')
-// A NAT64 gateway reaches an IPv4 address at its spelling under the well-known prefix
-// (RFC 6052), which a DNS64 resolver answers for a name that has only an IPv4 address.
-LINK_LOCAL.addSubnet('64:ff9b::a9fe:0', 112, 'ipv6')
 
 // The metadata and credential services clouds keep outside link-local answer with
 // credentials as well: AWS's instance metadata over IPv6 (fd00:ec2::254) and its EKS Pod
@@ -99,21 +95,63 @@ LINK_LOCAL.addSubnet('64:ff9b::a9fe:0', 112, 'ipv6')
 // Scaleway's instance metadata over IPv6 (fd00:42::42), Alibaba Cloud's instance metadata
 // (100.100.100.200), Azure's WireServer (168.63.129.16, the VM agent's endpoint, whose
 // answers carry extensions' settings), Oracle Cloud Classic's instance metadata
-// (192.0.0.192); each IPv4 one in its ::ffff: and NAT64 spellings too.
+// (192.0.0.192); each IPv4 one in the IPv6 spellings that reach it too (carriedIPv4).
 const CLOUD_SERVICES = new BlockList()
 for (const address of ['fd00:ec2::254', 'fd00:ec2::23', 'fd20:ce::254', 'fd00:42::42']) CLOUD_SERVICES.addAddress(address, 'ipv6')
-for (const [address, nat64] of [['100.100.100.200', '64:ff9b::6464:64c8'], ['168.63.129.16', '64:ff9b::a83f:8110'], ['192.0.0.192', '64:ff9b::c000:c0']] as const) {
-  CLOUD_SERVICES.addAddress(address, 'ipv4')
-  CLOUD_SERVICES.addAddress(`::ffff:${address}`, 'ipv6')
-  CLOUD_SERVICES.addAddress(nat64, 'ipv6')
+for (const address of ['100.100.100.200', '168.63.129.16', '192.0.0.192']) CLOUD_SERVICES.addAddress(address, 'ipv4')
+
+/** The 16 bytes of an IPv6 address (a valid one; its zone dropped). */
+function ipv6Bytes(address: string): number[] {
+  const text = address.replace(/%.*$/, '').replace(/(\d+)\.(\d+)\.(\d+)\.(\d+)$/, (_all, a: string, b: string, c: string, d: string) => `${((+a << 8) | +b).toString(16)}:${((+c << 8) | +d).toString(16)}`)
+  const groups = (part: string | undefined): number[] => (part ? part.split(':').map((g) => parseInt(g, 16)) : [])
+  const [head, tail] = text.split('::')
+  const before = groups(head)
+  const after = groups(tail)
+  const all = tail === undefined ? before : [...before, ...new Array<number>(8 - before.length - after.length).fill(0), ...after]
+  return all.flatMap((group) => [group >> 8, group & 0xff])
 }
 
-/** Why a connection to `address` for `url` may not be made (the platform's socket, a link-local address, a cloud's metadata service); null when it may. */
+/**
+ * The IPv6 prefixes under which an address carries an IPv4 one that a translator or a
+ * tunnel delivers to, and where each puts it: IPv4-mapped (::ffff:0:0/96) and
+ * IPv4-compatible (::/96, RFC 4291), IPv4-translated (::ffff:0:0:0/96, RFC 2765), NAT64's
+ * well-known prefix (64:ff9b::/96, RFC 6052, which a DNS64 resolver answers for a name
+ * that has only an IPv4 address), its local-use prefix (64:ff9b:1::/48, RFC 8215) at each
+ * RFC 6052 length a NAT64 there may use (/48, /56, /64, /96: the bytes around the u octet,
+ * byte 8), 6to4 (2002::/16, RFC 3056) and Teredo (2001::/32, RFC 4380: its server, and its
+ * client inverted).
+ */
+const CARRIERS: readonly [prefix: number[], at: (b: number[]) => number[][]][] = [
+  [ipv6Bytes('::ffff:0:0').slice(0, 12), (b) => [b.slice(12)]],
+  [ipv6Bytes('::').slice(0, 12), (b) => [b.slice(12)]],
+  [ipv6Bytes('::ffff:0:0:0').slice(0, 12), (b) => [b.slice(12)]],
+  [ipv6Bytes('64:ff9b::').slice(0, 12), (b) => [b.slice(12)]],
+  [ipv6Bytes('64:ff9b:1::').slice(0, 6), (b) => [[b[6], b[7], b[9], b[10]], [b[7], b[9], b[10], b[11]], b.slice(9, 13), b.slice(12)] as number[][]],
+  [ipv6Bytes('2002::').slice(0, 2), (b) => [b.slice(2, 6)]],
+  [ipv6Bytes('2001::').slice(0, 4), (b) => [b.slice(4, 8), b.slice(12).map((x) => x ^ 0xff)]],
+]
+
+/** The IPv4 addresses an IPv6 `address` carries (CARRIERS); none for an IPv4 address or any other. */
+export function carriedIPv4(address: string): string[] {
+  if (isIP(address) !== 6) return []
+  const bytes = ipv6Bytes(address)
+  return CARRIERS.filter(([prefix]) => prefix.every((byte, i) => bytes[i] === byte)).flatMap(([, at]) => at(bytes).map((v4) => v4.join('.')))
+}
+
+/**
+ * Why a connection to `address` for `url` may not be made (the platform's socket, a
+ * link-local address, a cloud's metadata service, itself or as an IPv4 address it carries:
+ * carriedIPv4); null when it may.
+ */
 export function socketRefusal(url: URL, address: string, isPlatform: (address: string, port: number) => boolean): string | null {
-  if (isPlatform(address, portOf(url))) return `${url.hostname} resolves to the platform's address (${address}:${portOf(url)})`
-  const family = isIP(address) === 6 ? 'ipv6' : 'ipv4'
-  if (LINK_LOCAL.check(address, family)) return `${url.hostname} resolves to a link-local address (${address}): an instance's metadata service lives there, never a receiver`
-  return CLOUD_SERVICES.check(address, family) ? `${url.hostname} resolves to a cloud's metadata or credential service (${address}), never a receiver` : null
+  for (const checked of [address, ...carriedIPv4(address)]) {
+    const carrier = checked === address ? '' : `, carried by ${address}`
+    if (isPlatform(checked, portOf(url))) return `${url.hostname} resolves to the platform's address (${checked}:${portOf(url)}${carrier})`
+    const family = isIP(checked) === 6 ? 'ipv6' : 'ipv4'
+    if (LINK_LOCAL.check(checked, family)) return `${url.hostname} resolves to a link-local address (${checked}${carrier}): an instance's metadata service lives there, never a receiver`
+    if (CLOUD_SERVICES.check(checked, family)) return `${url.hostname} resolves to a cloud's metadata or credential service (${checked}${carrier}), never a receiver`
+  }
+  return null
 }
 
 /** A connection refused because its host resolved to the platform's socket. */

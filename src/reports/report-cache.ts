@@ -584,16 +584,7 @@ export class ReportCache {
   #payer(watch: Watch): string | undefined {
     const now = this.#clock.now()
     const spends = (team: string) => !((this.#d.spentFor?.(team, now) ?? 0) > 0)
-    if (spends(watch.team)) return watch.team
-    let payer: string | undefined
-    let most = 0
-    for (const [team, asks] of watch.askedBy) {
-      if (asks > most && spends(team)) {
-        payer = team
-        most = asks
-      }
-    }
-    return payer
+    return spends(watch.team) ? watch.team : mostAsked(watch, spends)
   }
 
   /**
@@ -808,11 +799,25 @@ export class ReportCache {
   }
 
   /**
-   * Drops the "filled by" records of the teams no longer configured (after a reload): the
-   * entries they filled keep theirs, and a team configured again gets a new one.
+   * Keeps by team name only the teams configured now (`configured`, after a reload). The
+   * "filled by" records of the others go: the entries they filled keep theirs, and a team
+   * configured again gets a new one. So do their asks of the watched copies: a watch whose
+   * team is gone becomes the team's still configured that asked its copy most, the first to
+   * reach that count at a tie (as `#payer` chooses); one no configured team asked is
+   * dropped, its refresh with it, and the next ask watches the copy anew. A refresh under
+   * way goes on, charged to the team it was sent for.
    */
-  keepFillersOf(configured: (team: string) => boolean): void {
+  keepTeams(configured: (team: string) => boolean): void {
     for (const team of this.#fillers.keys()) if (!configured(team)) this.#fillers.delete(team)
+    const unasked: string[] = []
+    for (const [key, watch] of this.#watches.entries()) {
+      for (const team of watch.askedBy.keys()) if (!configured(team)) watch.askedBy.delete(team)
+      if (configured(watch.team)) continue
+      const next = mostAsked(watch, () => true)
+      if (next === undefined) unasked.push(key)
+      else watch.team = next
+    }
+    for (const key of unasked) this.#watches.delete(key)
   }
 
   #filler(team: string): FilledBy {
@@ -902,6 +907,19 @@ function runs(admitted: () => void): () => boolean {
 
 function droppedInQueue(error: Error): boolean {
   return error.cause instanceof CallersGoneError
+}
+
+/** The team that asked `watch`'s copy most among those `may` lets, the first to reach that count at a tie; none when none of them asked it. */
+function mostAsked(watch: Watch, may: (team: string) => boolean): string | undefined {
+  let team: string | undefined
+  let most = 0
+  for (const [asker, asks] of watch.askedBy) {
+    if (asks > most && may(asker)) {
+      team = asker
+      most = asks
+    }
+  }
+  return team
 }
 
 /** Counts an ask of the watched copy by `team`: the watch becomes its team's once it has asked the copy more than the watch's team has. */

@@ -102,10 +102,43 @@ describe('the admin listener asked under a name it does not answer to', () => {
 
   })
 
+  // What the router never sees (a CONNECT, a method Node's parser does not know) meets the
+  // same check: a page of another name gets the 421 of every other method, not the 405
+  // naming what the path takes.
+  it('refuses CONNECT and a method Node does not know under a name it does not answer to, as any other method: 421, audited', async () => {
+    await get('/healthz', '127.0.0.1')
+    const auth = `authorization: Bearer ${ADMIN_TOKEN}\r\n`
+    for (const [i, [what, head, name]] of ([
+      ['FOO, Host refused', `FOO /admin/status HTTP/1.1\r\nHost: foo-rebound.example:${port}\r\n${auth}`, 'foo-rebound.example'],
+      ['FOO, Host refused after other lines', `FOO /admin/status HTTP/1.1\r\nx-a: 1\r\nHOST: foo-later.example\r\n${auth}`, 'foo-later.example'],
+      ['FOO, its absolute target refused', `FOO http://foo-target.example/admin/status HTTP/1.1\r\nHost: 127.0.0.1\r\n${auth}`, 'foo-target.example'],
+      ['CONNECT, Host refused', `CONNECT 127.0.0.1:${port} HTTP/1.1\r\nHost: connect-rebound.example\r\n`, 'connect-rebound.example'],
+      ['CONNECT, its target refused', 'CONNECT connect-target.example:443 HTTP/1.1\r\nHost: 127.0.0.1\r\n', 'connect-target.example'],
+    ] as const).entries()) {
+      // Each from an address of its own: one address's refusals within 10 s are one audit line.
+      const from = `127.0.0.${10 + i}`
+      const res = await rawRequest(port, `${head}Connection: close\r\n\r\n`, 5000, from)
+      expect(res.status, what).toBe(421)
+      expect(JSON.parse(res.body), what).toMatchObject({ statusCode: 421, code: 'GW_ADMIN_HOST', message: expect.stringContaining(name) })
+      expect([res.headers['cache-control'], res.headers['x-frame-options'], res.headers['x-content-type-options']], what).toEqual(['no-store', 'DENY', 'nosniff'])
+      expect(res.headers.allow, what).toBeUndefined()
+      expect(res.headers.connection, what).toBe('close')
+      expect(res.text, what).not.toContain(ADMIN_TOKEN)
+      const method = head.split(' ')[0]
+      await waitFor(`the audit line of ${what}`, () => sg.gw.logs.records().some((l) => l.action === 'admin-host' && l.host === name))
+      expect(sg.gw.logs.records().find((l) => l.action === 'admin-host' && l.host === name), what).toMatchObject({ kind: 'audit', outcome: 'refused', method, source: from, reqId: res.headers['x-request-id'] })
+    }
+    // A name it answers to: the 405 naming what the path takes, as before.
+    for (const head of [`FOO /admin/status HTTP/1.1\r\nHost: ${LISTED}\r\n`, `CONNECT 127.0.0.1:${port} HTTP/1.1\r\nHost: localhost:${port}\r\n`]) {
+      expect((await rawRequest(port, `${head}Connection: close\r\n\r\n`)).status, head).toBe(405)
+    }
+  })
+
   it('counts the refusals in one audit line per source and interval, not one per call', async () => {
-    const before = sg.gw.logs.records().filter((l) => l.action === 'admin-host').length
+    const fromHere = () => sg.gw.logs.records().filter((l) => l.action === 'admin-host' && l.source === '127.0.0.1')
+    const before = fromHere().length
     for (let i = 0; i < 5; i++) await get('/metrics', 'rebound.example')
-    const lines = sg.gw.logs.records().filter((l) => l.action === 'admin-host')
+    const lines = fromHere()
     expect(lines.length - before).toBeLessThanOrEqual(1)
     expect(lines.at(-1)).toMatchObject({ kind: 'audit', action: 'admin-host', outcome: 'refused', source: '127.0.0.1' })
   })

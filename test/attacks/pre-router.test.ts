@@ -208,6 +208,7 @@ describe('requests refused before the router', () => {
     ['a method Node does not know, on a path of PUT', `FOO /admin/log-level?x=1 HTTP/1.1\r\n${H}\r\n`, 'PUT'],
     ['a method Node does not know, on a path of GET and DELETE', `FOO /admin/cache/entry HTTP/1.1\r\n${H}\r\n`, 'GET, HEAD, DELETE'],
     ['a method Node does not know, on a path no route serves', `FOO /nope HTTP/1.1\r\n${H}\r\n`, ''],
+    ['a method Node does not know, its target in absolute form', `FOO http://127.0.0.1/admin/status?x=1 HTTP/1.1\r\n${H}\r\n`, 'GET, HEAD'],
   ])('on the admin listener, %s: 405 GW_METHOD_NOT_ALLOWED with the allow of its path, the connection closed', async (_what, bytes, allow) => {
     const res = await rawRequest(await adminPort(), bytes)
     expect(res.status, res.text.slice(0, 300)).toBe(405)

@@ -1,5 +1,7 @@
 import { expect, it } from 'vitest'
-import { KEYS, REPORT_PATH, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
+import { KEYS, REPORT_PATH, TEAMS_YAML } from '../helpers/build-gateway.js'
+import { loadConfig } from '../../src/config.js'
+import { useConfigMaps } from '../helpers/config-map.js'
 import { stringify } from 'yaml'
 import { fakeClock, onRealTimers } from '../helpers/clock.js'
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
@@ -21,13 +23,20 @@ const POPULAR = 15
 
 const sandbox = useSandbox()
 const gateways = useGateways()
+const configMap = useConfigMaps()
 
 const CACHE = stringify({ cache: { ttl: { recent: `${FRESH_S}s`, settled: `${FRESH_S}s` }, refreshAhead: true } })
 
-/** A gateway refreshing ahead on a fake clock, its teams `teams`; a GET of REPORT by a key, and the usage rows' platform calls by team. */
+/** A gateway refreshing ahead on a fake clock, its teams `teams` (in a file `reload` rewrites); a GET of REPORT by a key, and the usage rows' platform calls by team. */
 async function setUp(teams = TEAMS_YAML) {
   const clock = fakeClock()
-  const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }, `${teams}${CACHE}`), { clock: onRealTimers(clock.now), timers: clock.timers })
+  const file = configMap(`${teams}${CACHE}`)
+  const env = { LOG_LEVEL: 'info', CONFIG_FILE: file.path, PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }
+  const gw = await gateways.build(loadConfig({ env }), { clock: onRealTimers(clock.now), timers: clock.timers, configSource: { env } })
+  const reload = (yaml: string) => {
+    file.update(`${yaml}${CACHE}`)
+    expect(gw.reloader.reload('admin').result).toBe('applied')
+  }
   const ask = (key: string) => gw.proxy.inject({ method: 'GET', url: REPORT, headers: { 'x-api-key': key } })
   const refreshes = async (outcome: string) => Number((await gw.admin.inject({ method: 'GET', url: '/metrics' })).body.match(new RegExp(`gateway_cache_refresh_ahead_total\\{outcome="${outcome}"\\} (\\d+)`))?.[1] ?? 0)
   const calls = async (team: string) => {
@@ -36,17 +45,19 @@ async function setUp(teams = TEAMS_YAML) {
   }
   /**
    * The copy is asked POPULAR − 1 times from 25 s after its fill, each a HIT, the first asks
-   * by `first` (one ask a key), the others by `key`; then the clock moves to just before its freshness ends.
+   * by `first` (one ask a key), the others by `key`; then (after `meanwhile`) the clock moves
+   * to just before its freshness ends.
    */
-  const askPopular = async (key: string, first: string[] = []) => {
+  const askPopular = async (key: string, first: string[] = [], meanwhile = () => {}) => {
     clock.advance(25_000)
     for (let i = 2; i <= POPULAR; i++) {
       if (i === POPULAR) clock.advance(BUDGET_EVERY_MS)
       expect((await ask(first[i - 2] ?? key)).headers['x-cache']).toBe('HIT')
     }
+    meanwhile()
     clock.advance(FRESH_S * 1000 - 25_000 - BUDGET_EVERY_MS - 1)
   }
-  return { ask, refreshes, calls, askPopular }
+  return { ask, refreshes, calls, askPopular, reload }
 }
 
 it("charges a refresh ahead to the team whose asks made the report popular, not to the team that filled the copy", async () => {
@@ -101,4 +112,29 @@ it('charges a refresh ahead, at a tie among the teams that may still spend, to t
   await askPopular(KEYS.writer, [KEYS.growth, KEYS.all, KEYS.all, KEYS.growth])
   await waitFor('the refresh ahead', async () => (await refreshes('completed')) === 1)
   expect({ all: await calls('all'), growth: await calls('growth'), writer: await calls('writer') }).toEqual({ all: 1, growth: 0, writer: 1 })
+})
+
+// A reload that removes the team a watch is charged to leaves the copy's refresh to the teams
+// still configured that asked it: the one that asked most, or none. Before, the watch went on
+// refreshing in the removed team's name (its seats, its usage) until another team asked more.
+const WITHOUT_WRITER = TEAMS_YAML.replace(/ {2}writer:\n( {4}.*\n)+/, '')
+
+it('charges the refresh ahead of a team a reload removed to the team still configured that asked the copy most', async () => {
+  const { ask, refreshes, calls, askPopular, reload } = await setUp()
+  expect(WITHOUT_WRITER).not.toContain('writer')
+  expect((await ask(KEYS.writer)).headers['x-cache']).toBe('MISS')
+  // writer asks the copy 11 times, growth 3: the watch is writer's, until the reload removes it.
+  await askPopular(KEYS.writer, [KEYS.growth, KEYS.growth, KEYS.growth], () => reload(WITHOUT_WRITER))
+  await waitFor('the refresh ahead', async () => (await refreshes('completed')) === 1)
+  // On main: growth 0, writer 2.
+  expect({ growth: await calls('growth'), writer: await calls('writer') }).toEqual({ growth: 1, writer: 1 })
+})
+
+it('makes no refresh ahead of a copy only a team a reload removed asked', async () => {
+  const { ask, refreshes, calls, askPopular, reload } = await setUp()
+  expect((await ask(KEYS.writer)).headers['x-cache']).toBe('MISS')
+  await askPopular(KEYS.writer, [], () => reload(WITHOUT_WRITER))
+  // The refresh was due within the clock's move: none started, none passed by (on main: started 1).
+  expect({ started: await refreshes('started'), skipped: await refreshes('skipped') }).toEqual({ started: 0, skipped: 0 })
+  expect(await calls('writer')).toBe(1)
 })

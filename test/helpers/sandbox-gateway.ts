@@ -106,11 +106,12 @@ export function connectionRefused(port: number): Promise<boolean> {
 /**
  * Sends bytes as they are over a socket: no client-side normalization of the target
  * (fragments, control characters), and any header or body spelling. The request must
- * ask for `Connection: close` (rawHttp adds it when absent).
+ * ask for `Connection: close` (rawHttp adds it when absent). `from`: the loopback address
+ * it is sent from (127.0.0.2, ...), for a caller of an address of its own.
  */
-export function rawRequest(port: number, bytes: string | Buffer, timeoutMs = 5000): Promise<RawResponse> {
+export function rawRequest(port: number, bytes: string | Buffer, timeoutMs = 5000, from?: string): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1')
+    const socket = connect({ port, host: '127.0.0.1', ...(from === undefined ? {} : { localAddress: from }) })
     const chunks: Buffer[] = []
     socket.on('data', (chunk: Buffer) => chunks.push(chunk))
     socket.on('error', reject)

@@ -1,4 +1,6 @@
+import { pino } from 'pino'
 import { describe, expect, it } from 'vitest'
+import { credentialGovernor } from '../../src/platform/governor/credential-governor.js'
 import { CredentialSeats } from '../../src/platform/governor/seats.js'
 import { WorkEstimates } from '../../src/platform/governor/work-estimates.js'
 import { ElsewhereCharges, type ReplicaRecord } from '../../src/platform/governor/lease-plan.js'
@@ -37,6 +39,40 @@ describe('the seats\' accounts and own estimates', () => {
     s.keepTeams((team) => team === 'a')
     await expect(s.ask({ team: 'gone', workClass: 'w', deadline: clock.now() })).rejects.toThrow()
     expect(s.teamsKept).toBe(0)
+  })
+})
+
+describe('the limit rule\'s kinds (team × work)', () => {
+  // A removed team's kinds go with its account, their evidence kept in the rule's sums: the
+  // likelihood of every guess is the same the moment after as before.
+  it('are kept for the teams kept, a removed team\'s going as its account does, the rule\'s sums unmoved', async () => {
+    const clock = fakeClock()
+    const g = credentialGovernor({
+      credential: 'c', store: null, replica: 'r', run: 'r', seal: null, key: 'k', log: pino({ level: 'silent' }), clock,
+      settings: { adaptive: true, initialConcurrent: 4, minConcurrent: 1, maxConcurrent: 8, maxConcurrentPerReplica: null, seatLeaseMs: 600, queue: 100, queueTimeoutMs: 20_000, maxPauseMs: 60_000, timeoutMs: 10_000 },
+    })
+    const estimator = g.estimator!
+    // Rounds of three calls at once, one a team, answered after 40, 60 and 90 ms (and i more).
+    for (let i = 0; i < 8; i++) {
+      const [a, b, c] = await Promise.all(['a', 'b', 'c'].map((team) => g.seats.ask({ team, workClass: 'w', deadline: Infinity })))
+      let at = 0
+      for (const [seat, ms] of [[a, 40], [c, 60], [b, 90]] as const) {
+        clock.advance(ms + i - at)
+        at = ms + i
+        seat!.end({ kind: 'answer', status: 200, latencyMs: ms + i })
+      }
+    }
+    expect(estimator.kinds.length).toBe(3)
+    const before = estimator.evidence(clock.now())
+    // Evidence that tells the guesses apart (tenths of log-likelihood below the likeliest).
+    expect(before).toMatch(/;.*[1-9]/)
+    const holding = await g.seats.ask({ team: 'c', workClass: 'w', deadline: Infinity })
+    g.seats.keepTeams((team) => team === 'a')
+    // b holds nothing: its kind goes; c holds a seat: its kind stays until its call ends.
+    expect(estimator.kinds.map((k) => k.split('\n')[0])).toEqual(['a', 'c'])
+    expect(estimator.evidence(clock.now())).toEqual(before)
+    holding.end({ kind: 'answer', status: 200, latencyMs: 1 })
+    expect(estimator.kinds.map((k) => k.split('\n')[0])).toEqual(['a'])
   })
 })
 

@@ -106,4 +106,44 @@ describe('webhook targets', () => {
     }
     for (const address of ['10.0.0.9', 'fd00:ec2::1', 'fd00::254', '100.100.100.201', '100.64.0.1', '64:ff9b::a00:9', '64:ff9b::6464:64c9', 'fd20:ce::253', 'fd00:42::41', '192.0.0.193']) expect(socketRefusal(new URL('https://hooks.example.org/hook'), address, isPlatform), address).toBeNull()
   })
+
+  // Every IPv6 address a translator or tunnel delivers to an IPv4 address it carries: that
+  // IPv4 address is checked as if it were resolved itself.
+  it('refuses an IPv6 address that carries a refused IPv4 address: NAT64 local-use prefixes (RFC 8215) at every RFC 6052 length, 6to4, Teredo, IPv4-compatible and -translated', async () => {
+    const isPlatform = await platformSockets(['https://platform.internal'], resolve)
+    const hook = new URL('https://hooks.example.org/hook')
+    for (const [address, refusal] of [
+      // 169.254.169.254 under 64:ff9b:1::/48 as a /96, /64, /56 and /48 NAT64 prefix (the u octet, bits 64-71, zero).
+      ['64:ff9b:1::a9fe:a9fe', /link-local/],
+      ['64:ff9b:1:2:3:4:169.254.169.254', /link-local/],
+      ['64:ff9b:1:0:a9:fea9:fe00:0', /link-local/],
+      ['64:ff9b:1:a9:fe:a9fe::', /link-local/],
+      ['64:ff9b:1:a9fe:a9:fea9:fe00:0', /link-local/],
+      ['64:ff9b:1:a9fe:a9fe:0:a9fe:a9fe', /link-local/],
+      ['64:ff9b:1:6464:64:c800::', /cloud's metadata/],
+      ['64:ff9b:1::a00:7', /platform's address/],
+      ['64:ff9b::a00:7', /platform's address/],
+      // 6to4 (RFC 3056): 2002:<IPv4>::/48.
+      ['2002:a9fe:a9fe::1', /link-local/],
+      ['2002:a83f:8110:1::5', /cloud's metadata/],
+      ['2002:a00:7::1', /platform's address/],
+      // Teredo (RFC 4380): 2001:0:<server IPv4>:<flags>:<port>:<client IPv4, inverted>.
+      ['2001:0:4136:e378:8000:63bf:5601:5601', /link-local/],
+      ['2001:0:a9fe:a9fe:8000:63bf:3fff:fffe', /link-local/],
+      // IPv4-compatible (::a.b.c.d, RFC 4291) and IPv4-translated (::ffff:0:a.b.c.d, RFC 2765).
+      ['::169.254.169.254', /link-local/],
+      ['::a9fe:a9fe', /link-local/],
+      ['::ffff:0:a9fe:a9fe', /link-local/],
+      ['::100.100.100.200', /cloud's metadata/],
+      ['::10.0.0.7', /platform's address/],
+    ] as const) {
+      expect(socketRefusal(hook, address, isPlatform), address).toMatch(refusal)
+    }
+    // The IPv4 address each carries is named.
+    expect(socketRefusal(hook, '2002:a9fe:a9fe::1', isPlatform)).toContain('169.254.169.254')
+    // Receivers at addresses that carry none refused.
+    for (const address of ['64:ff9b:1::a00:9', '64:ff9b:1:a00:9::', '2002:a00:9::1', '2001:0:4136:e378:8000:63bf:f5ff:fff6', '::10.0.0.9', '2001:db8::a9fe:a9fe', '2a00:1450::a9fe:a9fe', '::', '::1']) {
+      expect(socketRefusal(hook, address, isPlatform), address).toBeNull()
+    }
+  })
 })

@@ -44,6 +44,7 @@ export function credentialGovernor(o: CredentialGovernorOptions) {
       },
       onWaited: (longMs, newcomer, heldBack, longBesideOthers) => estimator.waited(longMs, newcomer, heldBack, longBesideOthers),
       metFault: (startedAt, at) => estimator.metFault(startedAt, at),
+      onForgotten: (team) => estimator.forget(team),
     }),
   })
   if (estimator) learned = new LearnedLimit({

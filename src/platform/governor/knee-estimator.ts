@@ -4,7 +4,7 @@ import { MIN_CALLS, SURE, atLeast, endAt, endedBefore, highestRoom, highestTied,
 import { RECENT_MS, StartLevels, ThroughputLevels } from './throughput-levels.js'
 import { AnswerTimeline, type Answer } from './answer-timeline.js'
 import { FAULT_MS, FaultWatch, UsualGaps } from './fault-watch.js'
-import { take } from './work-estimates.js'
+import { kindOf, take } from './work-estimates.js'
 
 // docs/governor.md, "Constants".
 const DECIDE_MS = 1000
@@ -37,6 +37,8 @@ export class KneeEstimator {
   #endsDropped = 0
   // The evidence: per kind (a caller makes as many as its reports' shapes: MAX_KINDS at most); per guess w, Σ log own time, impossible answers, and the mean own time of late (ms); answers counted.
   readonly #kinds = new Map<string, KindStats>()
+  // The faded Σ of squared residuals per guess of the kinds forgotten (`forget`), in the rule's sums as theirs were.
+  readonly #forgottenSs: Float64Array
   readonly #logs: Float64Array
   readonly #impossible: Float64Array
   readonly #ownMs: Float64Array
@@ -80,6 +82,7 @@ export class KneeEstimator {
     ;[this.#min, this.#max] = [min, max]
     this.#knee = this.#limit = this.#clamp(initial)
     this.#logs = new Float64Array(max)
+    this.#forgottenSs = new Float64Array(max)
     this.#impossible = new Float64Array(max)
     this.#ownMs = new Float64Array(max).fill(FAULT_MS)
     this.#levels = new ThroughputLevels(max)
@@ -90,6 +93,14 @@ export class KneeEstimator {
   /** The pace of the kind answered most, at the knee (ms), for the operators; null before one. */
   get floorMs(): number | null { return this.#latencyMs }
   get kinds(): string[] { return [...this.#kinds.keys()] }
+  /** Forgets `team`'s kinds (a team a reload removed, holding nothing: CredentialSeats.keepTeams); their spread stays in the rule's sums, so no guess's likelihood moves. */
+  forget(team: string): void {
+    for (const [kind, st] of this.#kinds) {
+      if (!kind.startsWith(kindOf(team, ''))) continue
+      for (let i = 0; i < this.#max; i++) this.#forgottenSs[i]! += st.ss[i]!
+      this.#kinds.delete(kind)
+    }
+  }
   /** A call started with `load` calls in flight, itself included, on every replica; returns its serial, which its answer carries. */
   started(kind: string, load: number): number { return this.#timeline ? this.#timeline.started(kind, load, this.#now()) : this.#start(load) }
   /** Across replicas: the calls go through a timeline (answer-timeline.ts) that, on the learner, weaves in every replica's; `keepMs` how far back a record's calls go. */
@@ -140,7 +151,7 @@ export class KneeEstimator {
     if (this.#phase !== 'cruise' || this.#limit > this.#knee + 1 || this.#knee >= this.#max || now - this.#adoptedAt < DECIDE_MS) return
     this.#paused = this.#serial
     for (const st of this.#kinds.values()) [st.seen, st.ss] = [0, new Float64Array(this.#max)]
-    for (const a of [this.#logs, this.#impossible]) a.fill(0)
+    for (const a of [this.#logs, this.#impossible, this.#forgottenSs]) a.fill(0)
     this.#ownMs.fill(FAULT_MS)
     ;[this.#counted, this.#newCalls] = [0, 0]
     this.#carried = readEvidence(carried, this.#max, now, EVIDENCE_MS)
@@ -272,7 +283,7 @@ export class KneeEstimator {
   /** Whether a sure queue is believed: where calls overtake others, yes; where they end in the order they started (which fits the guesses below the level as well as those at or above), only once a kind's latency got slower than when room was last shown by SURE spreads of own times (docs/governor.md). */
   #queueShows(): boolean {
     if (this.#overtook >= OVERTAKEN) return true
-    let ss = 0
+    let ss = this.#forgottenSs[this.#max - 1]!
     for (const st of this.#kinds.values()) ss += st.ss[this.#max - 1]!
     const margin = SURE * Math.sqrt(spread2(ss, this.#counted))
     for (const st of this.#kinds.values()) if (st.room !== undefined && st.m[this.#max - 1]! - st.room > margin) return true
@@ -291,7 +302,7 @@ export class KneeEstimator {
     const ll = new Float64Array(this.#max)
     if (this.#carried !== null) ll.set(this.#carried)
     if (this.#counted < 1) return ll
-    const ss = new Float64Array(this.#max)
+    const ss = Float64Array.from(this.#forgottenSs)
     let most = 0
     for (const st of this.#kinds.values()) {
       for (let i = 0; i < this.#max; i++) ss[i]! += st.ss[i]!
@@ -353,7 +364,7 @@ export class KneeEstimator {
     this.#fadedAt = now
     for (const st of this.#kinds.values()) for (let i = 0; i < this.#max; i++) st.ss[i]! *= f
     this.#counted *= f
-    for (const a of [this.#logs, this.#impossible, this.#carried ?? []]) for (let i = 0; i < a.length; i++) a[i]! *= f
+    for (const a of [this.#logs, this.#impossible, this.#forgottenSs, this.#carried ?? []]) for (let i = 0; i < a.length; i++) a[i]! *= f
   }
   /** The limit to `limit`: the step, or null where the limit stays and `kneeMoved` is not said. */
   #set(limit: number, move: Move, kneeMoved = false): Step | null {

@@ -135,12 +135,11 @@ export class ElsewhereCharges {
   /** Keeps the teams `keep` keeps from now on (a reload removed the others): a removed team's counts go, and another replica that still tells of it adds none back; kept again, its counts start anew. */
   keep(keep: (team: string) => boolean): void {
     this.#keep = keep
-    for (const team of this.totals.keys()) if (!keep(team)) this.totals.delete(team)
-    for (const counters of this.#last.values()) for (const team of counters.keys()) if (!keep(team)) counters.delete(team)
+    for (const counts of [this.totals, ...this.#last.values()]) for (const team of counts.keys()) if (!keep(team)) counts.delete(team)
   }
 
   /** The team names it keeps (in its totals or a run's last counters). */
-  get teams(): number { return new Set([...this.totals.keys(), ...[...this.#last.values()].flatMap((m) => [...m.keys()])]).size }
+  get teams(): number { return new Set([this.totals, ...this.#last.values()].flatMap((counts) => [...counts.keys()])).size }
 
   /** The other replicas' records of an answer. */
   seen(others: readonly ReplicaRecord[]): void {

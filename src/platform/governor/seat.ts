@@ -58,6 +58,8 @@ export interface SeatsOptions {
   onEnded?: (answer: Answer) => void
   onWaited?: (longMs: number | null, newcomer: boolean, heldBack: number, longBesideOthers: boolean) => void
   metFault?: (startedAt: number, at: number) => boolean
+  /** A team `keepTeams` no longer keeps went (its account and own estimates): the limit rule forgets its kinds. */
+  onForgotten?: (team: string) => void
   /** How late the gateway's loop wakes now (ms, answer-timing.ts): the part of a seat's time its answer waits to be read, not charged to its team's tag; none: 0. */
   loopLateMs?: () => number
 }

@@ -15,11 +15,8 @@ export const OVERDUE = 3
 /** A call waiting for a seat (`expiresAt`: `#held`): one object and one listener per call, not closures over `ask`'s scope, which would keep its request while it waits. */
 class QueuedCall implements Queued {
   timer: Timer | null = null
-  expiresAt: number
   constructor(readonly team: string, readonly priority: Priority, readonly seq: number, readonly workClass: string, readonly urgency: (() => number) | undefined, readonly timeoutAt: number,
-    readonly deadline: number, public trial: boolean, sendBy: number, readonly resolve: (seat: Seat) => void, readonly reject: (err: Error) => void, readonly signal: AbortSignal | undefined, readonly aborted: (call: QueuedCall) => void) {
-    this.expiresAt = Math.min(timeoutAt, sendBy)
-  }
+    readonly deadline: number, public trial: boolean, public expiresAt: number, readonly resolve: (seat: Seat) => void, readonly reject: (err: Error) => void, readonly signal: AbortSignal | undefined, readonly aborted: (call: QueuedCall) => void) {}
   readonly onAbort = (): void => this.aborted(this)
 }
 
@@ -133,26 +130,23 @@ export class CredentialSeats {
     return { maxConcurrent: within(own?.maxConcurrent, this.#o.maxConcurrent), queue: within(own?.queue, this.#o.queueLimit) }
   }
 
-  /**
-   * Keeps by name only the teams `configured` keeps (a reload replaced the teams): a removed team's account, own
-   * estimates and seat-time charged from elsewhere go at once if it holds no seat and waits for none, else as its
-   * last call ends. Its linger goes with its account: a removed team is refused from its next request.
-   */
+  /** Keeps by name only the teams `configured` keeps (a reload replaced the teams): docs/governor.md, "State" (decisions/team-keyed-maps.md). */
   keepTeams(configured: (team: string) => boolean): void {
     this.#configured = configured
-    for (const team of this.#teams.names()) this.#forgetIfIdle(team)
-    this.#lease?.keepCharges(this.#kept)
+    this.#forgetIfGone(this.#teams.names(), true)
   }
 
-  /** A call of `team` left (its seat freed, or its wait): a removed team holding and waiting for nothing now goes. */
-  #forgetIfGone(team: string): void { if (this.#forgetIfIdle(team)) this.#lease?.keepCharges(this.#kept) }
-
-  /** Forgets `team`'s account and own estimates if it is removed and holds and waits for nothing (true: it did). */
-  #forgetIfIdle(team: string): boolean {
-    if (this.#configured(team) || this.#teams.held(team) > 0 || this.#queue.count(team, null) > 0) return false
-    this.#teams.forget(team)
-    this.#o.work.forget(team)
-    return true
+  /** Forgets the account and own estimates of each of `teams` that is removed and holds and waits for nothing (at the reload, else as a call of it leaves: its seat freed, its wait, its ask refused); then, if one went (`reload`: at once), the seat-time charged from elsewhere to the teams not kept. */
+  #forgetIfGone(teams: string[], reload = false): void {
+    let gone = reload
+    for (const team of teams) {
+      if (this.#configured(team) || this.#teams.held(team) > 0 || this.#queue.count(team, null) > 0) continue
+      this.#teams.forget(team)
+      this.#o.work.forget(team)
+      this.#o.onForgotten?.(team)
+      gone = true
+    }
+    if (gone) this.#lease?.keepCharges(this.#kept)
   }
 
   /** A seat may have come free (a wider lease, the pause ended): queued calls try again. */
@@ -169,7 +163,8 @@ export class CredentialSeats {
     if (sending instanceof Error) return this.#refusedAtOnce(team, sending)
     const { sendBy, trial } = sending
     const timeoutAt = now + this.#o.queueTimeoutMs
-    if (this.pausedUntil > Math.min(timeoutAt, sendBy)) return this.#refusedAtOnce(team, this.#refuse('paused', null, priority))
+    const expiresAt = Math.min(timeoutAt, sendBy)
+    if (this.pausedUntil > expiresAt) return this.#refusedAtOnce(team, this.#refuse('paused', null, priority))
     const limits = this.limitsOf(team)
     if (priority === 'caller' && limits.queue !== null && limits.queue < this.#o.queueLimit && this.#queue.count(team) >= limits.queue) {
       return this.#refusedAtOnce(team, this.#refuse('team_queue_full', `team ${team} has ${limits.queue} platform calls of credential ${this.credential} waiting already`, priority, team))
@@ -179,7 +174,7 @@ export class CredentialSeats {
     if (out) this.#drop(out, this.#refuse('displaced', `the queue of credential ${this.credential} is full: a call of a team with fewer calls waiting took this one's place`, out.priority, null, out))
     const seq = this.#seq++
     return new Promise<Seat>((resolve, reject) => {
-      const waiter = new QueuedCall(team, priority, seq, req.workClass, req.urgency, timeoutAt, req.deadline, trial, sendBy, resolve, reject, signal, this.#aborted)
+      const waiter = new QueuedCall(team, priority, seq, req.workClass, req.urgency, timeoutAt, req.deadline, trial, expiresAt, resolve, reject, signal, this.#aborted)
       this.#arm(waiter, now)
       signal?.addEventListener('abort', waiter.onAbort, { once: true })
       this.#chargeElsewhere()
@@ -201,7 +196,7 @@ export class CredentialSeats {
 
   /** An ask refused before it waits: a removed team it made the account of holds nothing (`#forgetIfGone`). */
   #refusedAtOnce(team: string, err: Error): Promise<Seat> {
-    this.#forgetIfGone(team)
+    this.#forgetIfGone([team])
     return Promise.reject(err)
   }
 
@@ -350,7 +345,7 @@ export class CredentialSeats {
       if (sent) [seats.lastEnd, seats.lastShort] = [this.#clock.now(), call.short]
       this.#dispatch()
       this.#demandChanged()
-      this.#forgetIfGone(team)
+      this.#forgetIfGone([team])
     }
     return {
       end: (outcome) => {
@@ -391,7 +386,7 @@ export class CredentialSeats {
 
   #drop(waiter: QueuedCall, err: Error): void {
     if (this.#detach(waiter)) this.#demandChanged()
-    this.#forgetIfGone(waiter.team)
+    this.#forgetIfGone([waiter.team])
     waiter.reject(err)
   }
 
