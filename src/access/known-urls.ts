@@ -39,19 +39,20 @@ export class KnownUrls<F> {
   /**
    * Keeps the checked target of a URL whose call by `team` passed every check (made by
    * `make` when none is kept yet), the team, and, if given, the form one credential worked
-   * out from it; returns the target kept. Admission.remember is its one caller: the memo
-   * has one writer.
+   * out from it, in place of the one kept for that credential (made for the account its
+   * token acted for before); returns the target kept. Admission.remember is its one
+   * caller: the memo has one writer.
    */
   keep(url: string, make: () => KnownTarget, team: string, form?: { credential: string; form: F }): KnownTarget {
     const kept = this.#memo.peek(url)
     const hasTeam = kept?.teams.includes(team) === true
-    const hasForm = !form || kept?.forms.some((f) => f.credential === form.credential) === true
+    const hasForm = !form || kept?.forms.some((f) => f.credential === form.credential && f.form === form.form) === true
     if (kept && hasTeam && hasForm) return kept.known
     const known = kept?.known ?? make()
     const forms = kept?.forms ?? []
     const teams = kept?.teams ?? []
     // A new entry rather than a changed one: lru-cache counts an entry's size when it is set.
-    this.#memo.set(url, { known, forms: form && !hasForm ? [...forms, form] : forms, teams: hasTeam ? teams : [...teams, team] })
+    this.#memo.set(url, { known, forms: form && !hasForm ? [...forms.filter((f) => f.credential !== form.credential), form] : forms, teams: hasTeam ? teams : [...teams, team] })
     return known
   }
 

@@ -4,17 +4,20 @@ import type { CanonicalReport } from './report-query.js'
 import { redisKey } from '../redis/keys.js'
 
 /**
- * The cache key of a report for one platform credential. Only a hash of a stable
- * serialization goes into the key: joining raw parameter strings would let two
- * different requests (`a=1&b=2` vs `a=1%26b%3D2`) collide.
+ * The cache key of a report for one platform credential and the account its token acts
+ * for (TokenProvider.account): a credential moved to another account (a rollout of
+ * another customer's token under the same name) reads none of the first account's copies.
+ * Only a hash of a stable serialization goes into the key: joining raw parameter strings
+ * would let two different requests (`a=1&b=2` vs `a=1%26b%3D2`) collide.
  */
 export function reportCacheKey(
-  input: { credential: string; report: CanonicalReport },
+  input: { credential: string; account: string; report: CanonicalReport },
   opts: { prefix: string; version: number },
 ): string {
-  const { credential, report } = input
+  const { credential, account, report } = input
   const material = stableStringify({
     credential,
+    account,
     method: report.method,
     path: report.path,
     keyMaterial: report.keyMaterial,

@@ -14,6 +14,8 @@ import type { Trace } from '../observe/tracing.js'
 export interface KnownReport {
   report: CanonicalReport
   key: string
+  /** The account its credential's token acted for when the key was made (TokenProvider.account). */
+  account: string
 }
 
 /** A read that passed every check its decision makes, counted against its team's limit. */
@@ -105,8 +107,11 @@ export class ReadDecisions {
       if (caller) caller.rate = rate
       admission.limit(team, now, rate)
       const credential = team.credential
-      const kept = seen && formFor(seen, credential)
-      const form = kept ?? this.#formOf(known, credential)
+      // A form kept for another account of the credential (a token of another customer put
+      // in since) holds that account's key: made anew.
+      const account = this.#reports.accountOf(credential)
+      const kept = seen && formFor(seen, credential, account)
+      const form = kept ?? this.#formOf(known, credential, account)
       let scopePending = false
       if (team.advertisers !== null) {
         assertReportRead(team, form.report.path)
@@ -153,14 +158,14 @@ export class ReadDecisions {
     this.#admission.remember(method, url, admitted.known.target, admitted.identity.team, { credential: admitted.identity.team.credential, form: admitted.form })
   }
 
-  #formOf(known: KnownTarget, credential: string): KnownReport {
+  #formOf(known: KnownTarget, credential: string, account: string): KnownReport {
     const report = canonicalGetReport(known.target.path, known.target.search, { maxRangeDays: this.#maxRangeDays })
-    return { report, key: this.#reports.keyFor(credential, report) }
+    return { report, key: this.#reports.keyFor(credential, report, account), account }
   }
 }
 
-/** The form `seen` keeps for `credential`, if any: what this decision kept (Admission keeps forms for it, unread). */
-function formFor(seen: KnownUrl<unknown>, credential: string): KnownReport | undefined {
-  for (const kept of seen.forms) if (kept.credential === credential) return kept.form as KnownReport
+/** The form `seen` keeps for `credential` acting for `account`, if any: what this decision kept (Admission keeps forms for it, unread). */
+function formFor(seen: KnownUrl<unknown>, credential: string, account: string): KnownReport | undefined {
+  for (const kept of seen.forms) if (kept.credential === credential && (kept.form as KnownReport).account === account) return kept.form as KnownReport
   return undefined
 }

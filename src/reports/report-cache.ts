@@ -257,10 +257,15 @@ export class ReportCache {
     return this.#flights.settled()
   }
 
-  /** The cache key of a report read with a credential's token. */
-  keyFor(credential: string, report: CanonicalReport): string {
+  /** The account a credential's token acts for now (TokenProvider.account): a cache key holds it. */
+  accountOf(credential: string): string {
+    return this.#d.tokens.get(credential).account
+  }
+
+  /** The cache key of a report read with a credential's token, for `account` (by default the one that token acts for now). */
+  keyFor(credential: string, report: CanonicalReport, account = this.accountOf(credential)): string {
     const { config } = this.#d
-    return reportCacheKey({ credential, report }, { prefix: config.redis.keyPrefix, version: config.cache.keyVersion })
+    return reportCacheKey({ credential, account, report }, { prefix: config.redis.keyPrefix, version: config.cache.keyVersion })
   }
 
   /**

@@ -49,7 +49,7 @@ const spelled = fc.constantFrom(...PATHS).chain((path) => spelling(path).map((s)
 
 function keyOf(path: string, method: 'GET' | 'POST'): string {
   const report = method === 'GET' ? canonicalGetReport(path, QUERY, RANGE) : canonicalPostReport(path, '', { campaignIds: [101001], dateFrom: '2026-01-01', dateTo: '2026-01-07' }, RANGE)
-  return reportCacheKey({ credential: 'default', report }, KEY_OPTS)
+  return reportCacheKey({ credential: 'default', account: 'sub:100', report }, KEY_OPTS)
 }
 
 describe('one path per report, over generated spellings', () => {

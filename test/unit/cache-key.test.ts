@@ -9,9 +9,10 @@ const KEY_OPTS = { prefix: 'rgw:', version: 1 }
 const PATH = '/api/v1/report/campaigns/get'
 const BASE = 'advertiserId=7&dateFrom=2026-01-01&dateTo=2026-01-30'
 const BODY = { dateFrom: '2026-01-01', dateTo: '2026-01-30' }
+const ACCOUNT = 'http://platform.test sub:100'
 
-function key(report: CanonicalReport, credential = 'default'): string {
-  return reportCacheKey({ credential, report }, KEY_OPTS)
+function key(report: CanonicalReport, credential = 'default', account = ACCOUNT): string {
+  return reportCacheKey({ credential, account, report }, KEY_OPTS)
 }
 
 describe('stableStringify', () => {
@@ -55,19 +56,19 @@ describe('reportCacheKey', () => {
   const report = canonicalGetReport(PATH, BASE, OPTS)
 
   it('is prefix, version and the base64url sha256 of the stable serialization', () => {
-    const material = `{"credential":"default","keyMaterial":{"body":null,"method":"GET","path":"${PATH}","query":[["advertiserId","7"],["dateFrom","2026-01-01"],["dateTo","2026-01-30"]]},"method":"GET","path":"${PATH}"}`
+    const material = `{"account":"${ACCOUNT}","credential":"default","keyMaterial":{"body":null,"method":"GET","path":"${PATH}","query":[["advertiserId","7"],["dateFrom","2026-01-01"],["dateTo","2026-01-30"]]},"method":"GET","path":"${PATH}"}`
     const digest = createHash('sha256').update(material).digest('base64url')
     expect(key(report)).toBe(`rgw:report:v1:${digest}`)
     expect(key(report)).toMatch(/^rgw:report:v1:[A-Za-z0-9_-]{43}$/)
   })
 
   it('hashes the serialization as UTF-8', () => {
-    const material = stableStringify({ credential: 'crédit ☃', method: report.method, path: report.path, keyMaterial: report.keyMaterial })
+    const material = stableStringify({ credential: 'crédit ☃', account: ACCOUNT, method: report.method, path: report.path, keyMaterial: report.keyMaterial })
     expect(key(report, 'crédit ☃')).toBe(`rgw:report:v1:${createHash('sha256').update(material, 'utf8').digest('base64url')}`)
   })
 
   it('uses the given prefix and version', () => {
-    const other = reportCacheKey({ credential: 'default', report }, { prefix: 'x:', version: 12 })
+    const other = reportCacheKey({ credential: 'default', account: ACCOUNT, report }, { prefix: 'x:', version: 12 })
     expect(other.startsWith('x:report:v12:')).toBe(true)
     expect(other.slice('x:report:v12:'.length)).toBe(key(report).slice('rgw:report:v1:'.length))
   })
@@ -114,9 +115,13 @@ describe('reportCacheKey', () => {
       key(canonicalPostReport(PATH, 'x=1', BODY, OPTS)),
       key(canonicalPostReport(PATH, '', { ...BODY, x: '1' }, OPTS)),
     ]],
+    ['one credential acting for another account (a token of another customer)', () => [
+      key(canonicalGetReport(PATH, BASE, OPTS)),
+      key(canonicalGetReport(PATH, BASE, OPTS), 'default', 'http://platform.test sub:200'),
+    ]],
     ['credential/path boundary moved', () => [
-      reportCacheKey({ credential: 'a', report: { ...report, path: 'b/c' } }, KEY_OPTS),
-      reportCacheKey({ credential: 'ab', report: { ...report, path: '/c' } }, KEY_OPTS),
+      reportCacheKey({ credential: 'a', account: ACCOUNT, report: { ...report, path: 'b/c' } }, KEY_OPTS),
+      reportCacheKey({ credential: 'ab', account: ACCOUNT, report: { ...report, path: '/c' } }, KEY_OPTS),
     ]],
     ['a number vs the same digits as a string in a body', () => [
       key(canonicalPostReport(PATH, '', { ...BODY, x: 1 }, OPTS)),

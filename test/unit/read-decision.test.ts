@@ -55,8 +55,11 @@ function setUp() {
   const inMemory = new Map<string, CacheEntry>()
   const flights = new Map<string, Promise<FillResult>>()
   const served: string[] = []
+  // The account the credential's token acts for (TokenProvider.account), which a test may change.
+  const account = { now: 'sub:100' }
   const reports = {
-    keyFor: (credential: string, report: { path: string; query: string }) => `${credential}:${report.path}?${report.query}`,
+    accountOf: () => account.now,
+    keyFor: (credential: string, report: { path: string; query: string }, of: string) => `${credential}:${of}:${report.path}?${report.query}`,
     freshInMemory: (key: string, now: number) => {
       const entry = inMemory.get(key)
       return entry && now < entry.freshUntil ? entry : null
@@ -67,7 +70,7 @@ function setUp() {
   const decisions = new ReadDecisions(admission, reports, config.cache.maxRangeDays)
   const decide = (url: string, key: string | null, how: Parameters<ReadDecisions['decide']>[4] = {}, headers: Record<string, string> = {}) =>
     decisions.decide('GET', url, key === null ? headers : { 'x-api-key': key, ...headers }, NOW, how)
-  return { decide, memo, rateLimiter, metrics, inMemory, flights, served, config }
+  return { decide, memo, rateLimiter, metrics, inMemory, flights, served, config, account }
 }
 
 function goOn(decided: ReadDecision): GoOn {
@@ -100,6 +103,17 @@ describe('the decision of a report read', () => {
     const again = goOn(decide(URL_101, KEYS.growth, { seenOnly: true }))
     expect(again.admitted?.form).toBe(first.admitted?.form)
     expect(served).toEqual([])
+  })
+
+  it('makes a URL\'s form anew once its credential acts for another account, and keeps that one in place of the first', () => {
+    const { decide, memo, account } = setUp()
+    const first = goOn(decide(URL_101, KEYS.growth)).admitted?.form
+    expect(first?.key).toContain(':sub:100:')
+    account.now = 'sub:200'
+    const moved = goOn(decide(URL_101, KEYS.growth)).admitted?.form
+    expect(moved?.key).toContain(':sub:200:')
+    expect(memo.get(URL_101)?.forms.map((f) => f.form)).toEqual([moved])
+    expect(goOn(decide(URL_101, KEYS.growth)).admitted?.form).toBe(moved)
   })
 
   it('reads the memo for a team whose own call of the URL passed only: another team\'s read of it is checked as a URL never seen, so that its time tells nothing of other teams\' reads', () => {

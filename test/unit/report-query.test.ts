@@ -268,7 +268,7 @@ describe('rejected report requests', () => {
     ]
     for (const [spelled, canonical] of spellings) expect(canonicalGetReport(PATH, `${BASE}&${spelled}`, OPTS).query, spelled).toBe(canonical)
     // Two meanings, two reports.
-    const keyOf = (extra: string) => reportCacheKey({ credential: 'default', report: canonicalGetReport(PATH, `${BASE}&${extra}`, OPTS) }, { prefix: 'rgw:', version: 1 })
+    const keyOf = (extra: string) => reportCacheKey({ credential: 'default', account: 'sub:100', report: canonicalGetReport(PATH, `${BASE}&${extra}`, OPTS) }, { prefix: 'rgw:', version: 1 })
     expect(keyOf('spentBased[]=local&spentBased=USD')).not.toBe(keyOf('spentBased=USD&spentBased[]=local'))
   })
 
@@ -290,7 +290,7 @@ describe('one report, several spellings', () => {
       'advertiserId=007&byDate=1&byCampaign=false&dateFrom=2026-01-01&dateTo=2026-01-30',
     ]
     const reports = spellings.map((q) => canonicalGetReport(PATH, q, OPTS))
-    const keys = reports.map((report) => reportCacheKey({ credential: 'default', report }, { prefix: 'rgw:', version: 1 }))
+    const keys = reports.map((report) => reportCacheKey({ credential: 'default', account: 'sub:100', report }, { prefix: 'rgw:', version: 1 }))
     for (const report of reports) expect(report).toEqual(reports[0])
     expect(new Set(keys).size).toBe(1)
     expect(reports[0]).toEqual({
@@ -328,7 +328,7 @@ describe('one report, several spellings', () => {
       { campaignIds: [1, 2], dateFrom: '2023-05-08', dateTo: '2023-05-12', byDate: '1', byCampaign: 'false' },
     ]
     const reports = spellings.map((body) => canonicalPostReport(PATH, '', body, OPTS))
-    const keys = reports.map((report) => reportCacheKey({ credential: 'default', report }, { prefix: 'rgw:', version: 1 }))
+    const keys = reports.map((report) => reportCacheKey({ credential: 'default', account: 'sub:100', report }, { prefix: 'rgw:', version: 1 }))
     for (const report of reports) expect(report).toEqual(reports[0])
     expect(new Set(keys).size).toBe(1)
     expect(reports[0]?.body).toBe(`{"byCampaign":false,"byDate":true,"campaignIds":[1,2],${DATES}}`)

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import { readFile } from 'node:fs/promises'
 import { watch, type FSWatcher } from 'node:fs'
@@ -12,7 +13,7 @@ import { fingerprint } from '../../observe/fingerprint.js'
 import { TokenLoginError } from '../../errors.js'
 import { passwordLogin } from './password-login.js'
 import type { LoginGate } from './login-gate.js'
-import { crossedWarnings, refreshAt, tokenExpiry } from './token-expiry.js'
+import { crossedWarnings, jwtSubject, refreshAt, tokenExpiry } from './token-expiry.js'
 import { compareRank, loginBasis, rankAbove, type Ranked } from './token-order.js'
 import { systemClock, type Clock, type Timer } from '../../clock.js'
 
@@ -114,6 +115,10 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
   #fileContent: string | null = null
   /** What is wrong with the token file now (an errno code, or `empty`); null: nothing. */
   #fileFault: string | null = null
+  /** The account (`account`) and the token it was worked out from. */
+  #account: { token: string | null; account: string } | null = null
+  /** The account while no token is known: this process's own. */
+  readonly #unknownAccount = randomUUID()
   #maintaining = false
   readonly #clock: Clock
   readonly #versionNow: () => number
@@ -309,6 +314,32 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     if (login) return `login:${baseDigest(JSON.stringify([this.credential.baseUrl, login.tokenUrl, login.grantType, login.username, String(login.clientId)]))}`
     if (this.credential.token) return `static:${baseDigest(this.credential.token)}`
     return `file:${this.#fileContent === null ? 'unread' : baseDigest(this.#fileContent)}`
+  }
+
+  /**
+   * The platform account this credential's calls act for, as a cache key holds it
+   * (reports/cache-key.ts): what the platform answers is that account's view, and a
+   * credential is only a name. A password login's account is its login (configuredBase:
+   * base URL, token URL, grant, username, client), known before its first token; a token's
+   * is its JWT `sub` on the base URL, or, for a token that names none, the token itself
+   * (by digest: a rotation of such a token starts new copies). The token in use is read,
+   * else the configured one (a start that has not set it yet); with neither (a token file
+   * not read yet), an account of this process alone, so that a copy filled meanwhile is
+   * shared with no start of another account. Kept for the token it was worked out from: a
+   * read asks it at every call.
+   */
+  get account(): string {
+    const token = this.credential.login ? null : (this.#state?.token ?? this.credential.token ?? this.#fileContent)
+    if (this.#account?.token !== token) this.#account = { token, account: this.#accountOf(token) }
+    return this.#account.account
+  }
+
+  #accountOf(token: string | null): string {
+    if (this.credential.login) return this.configuredBase
+    const base = this.credential.baseUrl ?? ''
+    if (token === null) return `${base} unknown:${this.#unknownAccount}`
+    const subject = jwtSubject(token)
+    return subject === null ? `${base} token:${baseDigest(token)}` : `${base} sub:${subject}`
   }
 
   /** Whether a replica of this configuration takes `stored` rather than its configured token (takesStoredAtStart). */

@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest'
+import type { CredentialConfig } from '../../src/config.js'
+import { jwtSubject } from '../../src/platform/tokens/token-expiry.js'
+import { TokenProvider, type TokenProviderDeps } from '../../src/platform/tokens/token-provider.js'
+
+// The account a credential's calls act for, which a report copy's key holds: a token of
+// another account under the same credential name reads none of the first account's copies,
+// and a rotation within one account keeps them where the token says whose it is.
+
+const b64 = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url')
+/** A Passport-shaped JWT (sub: the user), its signature junk: the gateway never verifies it. */
+const jwt = (claims: Record<string, unknown>): string => `${b64({ typ: 'JWT', alg: 'RS256' })}.${b64(claims)}.c2ln`
+
+const BASE = 'http://platform.test'
+const LOGIN = { username: 'ops@acme.test', password: 'pw', clientId: 2, clientSecret: 'cs', tokenUrl: `${BASE}/oauth/token`, grantType: 'platform_dsp' }
+
+/** The account of a credential not started yet: its configured token's (or login's). */
+function accountOf(credential: Partial<CredentialConfig>): string {
+  // `account` reads the credential and the token alone: no dependency is used before start().
+  return new TokenProvider({ name: 'default', baseUrl: BASE, token: null, tokenFile: null, login: null, ...credential }, {} as TokenProviderDeps).account
+}
+
+describe('jwtSubject', () => {
+  it.each([
+    ['a string sub', jwt({ sub: '100', exp: 1 }), '100'],
+    ['a number sub', jwt({ sub: 100 }), '100'],
+    ['no sub', jwt({ exp: 1 }), null],
+    ['an empty sub', jwt({ sub: '' }), null],
+    ['an opaque token', 'f3a9c2d1e0b87a6554433221100ffeeddccbbaa9', null],
+    ['a payload that is not JSON', `${b64({ alg: 'RS256' })}.bm90IGpzb24.sig`, null],
+  ])('%s', (_label, token, want) => {
+    expect(jwtSubject(token)).toBe(want)
+  })
+})
+
+describe('TokenProvider.account', () => {
+  it('is a JWT\'s sub on the base URL: another token of the same user is the same account, another user another', () => {
+    const acme = accountOf({ token: jwt({ sub: '100', jti: 'a' }) })
+    expect(accountOf({ token: jwt({ sub: '100', jti: 'b', exp: 2 }) })).toBe(acme)
+    expect(accountOf({ token: jwt({ sub: '200', jti: 'a' }) })).not.toBe(acme)
+    expect(accountOf({ token: jwt({ sub: '100', jti: 'a' }), baseUrl: 'http://other-brand.test' })).not.toBe(acme)
+  })
+
+  it('is the token itself, by digest, for a token that names no user', () => {
+    const one = accountOf({ token: 'opaque-token-one-0123456789' })
+    expect(one).not.toContain('opaque-token-one')
+    expect(accountOf({ token: 'opaque-token-two-0123456789' })).not.toBe(one)
+    expect(accountOf({ token: 'opaque-token-one-0123456789' })).toBe(one)
+  })
+
+  it('is this process\'s own while no token is known (a token file not read yet): no other start shares it', () => {
+    const file = { tokenFile: '/run/secrets/platform-token' }
+    expect(accountOf(file)).not.toBe(accountOf(file))
+  })
+
+  it('is a password login\'s login, whatever token it holds: another username is another account', () => {
+    const login = accountOf({ login: LOGIN })
+    expect(accountOf({ login: LOGIN, token: jwt({ sub: '100' }) })).toBe(login)
+    expect(accountOf({ login: { ...LOGIN, username: 'ops@northwind.test' } })).not.toBe(login)
+    expect(login).not.toContain(LOGIN.username)
+  })
+})
