@@ -1,6 +1,6 @@
 import type { Clock } from '../../src/clock.js'
-import { decodeRecord, type ReplicaRecord } from '../../src/platform/governor/lease-plan.js'
-import type { LeaseAnswer, LeaseAsk, LeaseReading, LeaseStore } from '../../src/platform/governor/lease-store.js'
+import { decodeRecord } from '../../src/platform/governor/lease-plan.js'
+import type { LeaseAnswer, LeaseAsk, LeaseStore } from '../../src/platform/governor/lease-store.js'
 
 /**
  * The lease store in this process's memory, for replicas that share one process (the
@@ -30,21 +30,8 @@ export class MemoryLeaseStore implements LeaseStore {
     const now = this.#clock.now()
     const { granted, free, known } = grant(this.#records, ask, now)
     if (ask.limitRecord !== null) this.#limitRecord = ask.limitRecord
-    return { granted, free, known, others: this.#others(ask.run, now, ask.learns), limitRecord: this.#limitRecord }
-  }
-
-  /** The rule of the Redis script's read: nothing written, a record past its life skipped. */
-  async read(ask: Pick<LeaseAsk, 'run' | 'limit' | 'leaseMs'>): Promise<LeaseReading> {
-    await this.#delay()
-    const now = this.#clock.now()
-    let occupied = 0
-    for (const r of this.#records.values()) if (r.expiry + ask.leaseMs >= now) occupied += r.expiry < now ? r.inFlight : Math.max(r.lease, r.inFlight)
-    return { free: ask.limit - occupied, others: this.#others(ask.run, now, false) }
-  }
-
-  /** The live records but `run`'s, with their calls only for the run that learns. */
-  #others(run: string, now: number, learns: boolean): ReplicaRecord[] {
-    return [...this.#records].flatMap(([other, r]) => (other === run || r.expiry < now ? [] : (decodeRecord(other, learns ? r.text : (r.text.split('#')[0] as string)) ?? [])))
+    const others = [...this.#records].flatMap(([run, r]) => (run === ask.run || r.expiry < now ? [] : (decodeRecord(run, ask.learns ? r.text : (r.text.split('#')[0] as string)) ?? [])))
+    return { granted, free, known, others, limitRecord: this.#limitRecord }
   }
 
   async giveBack(run: string): Promise<void> {

@@ -128,25 +128,6 @@ describe.skipIf(!available)('the lease stores: one rule in Redis and in memory',
     }
   })
 
-  it('reads the live records and the seats free, in both alike, and writes nothing: a field a renewal drops is kept', async () => {
-    const reads = []
-    for (const [name, store] of stores()) {
-      await store.renew(ask('r1', { ask: 3, need: 3, inFlight: 1, teams: [team('a', 1, 2)] }))
-      const text = encodeRecord({ lease: 0, inFlight: 4, need: 6, answered: 1, waited: false, teams: [team('b', 4, 2)], calls: 'kx;5,,abc,' })
-      await store.renew(ask('r2', { ask: 6, need: 6, inFlight: 4, record: text.slice(text.indexOf('|') + 1) }))
-      if (name === 'redis') await redis.client.hset(KEY, 'forged', 'not a record')
-      const before = name === 'redis' ? await redis.client.hgetall(KEY) : null
-      const read = await store.read({ run: 'r1', limit: 8, leaseMs: 60_000 })
-      // The others' records without their calls, and the seats free past every live record's (its own included).
-      expect(read, name).toEqual({ free: 0, others: [{ run: 'r2', lease: 5, inFlight: 4, need: 6, answered: 1, waited: false, teams: [team('b', 4, 2)] }] })
-      expect((await store.read({ run: 'observer', limit: 10, leaseMs: 60_000 })).free, name).toBe(2)
-      if (name === 'redis') expect(await redis.client.hgetall(KEY), name).toEqual(before)
-      reads.push(read)
-      for (const run of ['r1', 'r2', 'forged']) await store.giveBack(run)
-    }
-    expect(reads[1]).toEqual(reads[0])
-  })
-
   it('lets a run\'s record lapse once it stops renewing, in both: its seats are free again', async () => {
     for (const [name, store] of stores()) {
       await store.renew(ask('brief', { ask: 6, need: 6, leaseMs: 300 }))

@@ -220,64 +220,6 @@ describe('replicas sharing the limit while one waits', () => {
     b.stop()
   })
 
-  // Each replica plans from the others' records of their last renewals: a holder whose calls ended since its own read
-  // the waiting replica as not short, and the waiting one read the holder as not over, until one of them renewed (a
-  // third of a lease on, or a trim later; seed 2033). At a call's end older than its last read, the holder reads.
-  describe('a replica holding seats past its calls, at a call\'s end older than its last read', () => {
-    const pair = async () => {
-      const clock = new SimClock()
-      const store = new CountingStore(clock)
-      const make = (run: string) => new LeasedSeats({ store, credential: 'c', replica: 'r', run, perReplica: null, unseen: 1, leaseMs: LEASE_MS, callsEndMs: 10_000, log: { warn: () => undefined }, onLost: () => undefined, clock })
-      const [a, b] = [make('r~a'), make('r~b')]
-      await Promise.all([a.start(), b.start()])
-      const start = clock.now()
-      // `endedMs`: a call of the team just ended, having held its seat that long.
-      const demand = (lease: LeasedSeats, team: string, inFlight: number, waiting: number, endedMs?: number) =>
-        lease.demand({ limit: 8, inFlight, waiting, teams: [{ team, weight: 1, held: inFlight, waiting, cap: null, peak: inFlight + waiting, lingering: false, seatMs: 0 }], ...(endedMs === undefined ? {} : { endedMs }) })
-      // b has a team of its own seen once, so that each replica reads the other's record; a holds 8 for 8 calls.
-      demand(b, 'y', 0, 1)
-      await clock.run(start + 5)
-      demand(b, 'y', 1, 0)
-      await clock.run(start + 10)
-      demand(b, 'y', 0, 0, 5)
-      demand(a, 'x', 8, 0)
-      await clock.run(start + 500)
-      expect(a.held).toBe(8)
-      // Six of x's calls end, each having held its seat 490 ms: a's last answer is younger than them.
-      for (let k = 0; k < 6; k++) demand(a, 'x', 7 - k, 0, 490)
-      await clock.run(start + 510)
-      return { clock, store, a, b, start, demand }
-    }
-
-    it('reads the records, sees the waiting replica short of its due and gives its seats past its due back at once: the waiting one has them within the store\'s round trips', async () => {
-      const { clock, a, b, start, demand } = await pair()
-      // y's calls wait on b with none free: b's renewal reads a's record (8 in flight), not over; it tells no one.
-      demand(b, 'y', 0, 4)
-      await clock.run(start + 550)
-      expect(b.size(8)).toBe(0)
-      // One of x's calls, 40 ms in its seat, ends (another comes): a's last read is older; it reads b short and gives back.
-      demand(a, 'x', 1, 0, 40)
-      demand(a, 'x', 2, 0)
-      await clock.run(start + 560)
-      expect(b.size(8)).toBeGreaterThanOrEqual(4)
-      expect(a.held).toBeLessThanOrEqual(4)
-      a.stop()
-      b.stop()
-    })
-
-    it('changes nothing where no replica waits, at its last call\'s end too: its lease as granted, no renewal', async () => {
-      const { clock, store, a, b, start, demand } = await pair()
-      const renewals = store.renewals
-      demand(a, 'x', 1, 0, 40)
-      await clock.run(start + 530)
-      demand(a, 'x', 0, 0, 60)
-      await clock.run(start + 560)
-      expect([a.held, store.renewals - renewals]).toEqual([8, 0])
-      a.stop()
-      b.stop()
-    })
-  })
-
   // The seats free at a replica's answer that it told a waiting replica of are that one's
   // to take at once (a told replica renews at once): in a stall that follows, the teller
   // keeps no part of them, or a seat the waiting one took is counted twice (seeds 1076,

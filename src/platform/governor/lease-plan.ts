@@ -23,8 +23,8 @@ export interface TeamRecord extends TeamLoad {
 /** A team on this replica (its record's, with the seat-time its calls here held, those in flight included). */
 export type LocalTeam = TeamRecord & { seatMs: number }
 
-/** What this replica's calls of a credential hold and wait for: `limit`, the limit in force (the teams' shares are of it); `heldBack`, seats free here that the dispatch holds back from the calls waiting (owed: 2.3; none: 0); `endedMs`, how long the call sent whose end this demand follows held its seat (none: no call sent ended). */
-export interface ReplicaDemand { limit: number; inFlight: number; waiting: number; heldBack?: number; endedMs?: number; teams: LocalTeam[] }
+/** What this replica's calls of a credential hold and wait for: `limit`, the limit in force (the teams' shares are of it); `heldBack`, seats free here that the dispatch holds back from the calls waiting (owed: 2.3; none: 0). */
+export interface ReplicaDemand { limit: number; inFlight: number; waiting: number; heldBack?: number; teams: LocalTeam[] }
 
 /** The seats a replica's calls want: in flight, waiting, and the free seats held back from those waiting (they wait past them). */
 export const needOf = (d: ReplicaDemand): number => d.inFlight + d.waiting + (d.heldBack ?? 0)

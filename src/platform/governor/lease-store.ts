@@ -19,13 +19,9 @@ export interface LeaseAsk {
 /** `free`: seats left after the grant; `known`: the store had a record of the run (else it lost the seats leased). */
 export interface LeaseAnswer { granted: number; free: number; known: boolean; others: ReplicaRecord[]; limitRecord: string | null }
 
-/** The live records as `read` finds them: the others' (without their calls), and the seats free past every live record's, the reader's own included. */
-export interface LeaseReading { free: number; others: ReplicaRecord[] }
-
-/** `read`: the records, nothing written (a holder's read at a call's end, docs/governor.md "Across replicas"); `giveBack`: a clean stop; `listen`: `fn` runs when told that seats came free (`everyone` false) or that the shared limit moved (true); `tellAll`: one message every other run hears. */
+/** `giveBack`: a clean stop; `listen`: `fn` runs when told that seats came free (`everyone` false) or that the shared limit moved (true); `tellAll`: one message every other run hears. */
 export interface LeaseStore {
   renew(ask: LeaseAsk): Promise<LeaseAnswer>
-  read(ask: Pick<LeaseAsk, 'run' | 'limit' | 'leaseMs'>): Promise<LeaseReading>
   giveBack(run: string): Promise<void>
   listen(run: string, fn: (everyone: boolean) => void): Promise<void>
   tell(run: string): Promise<void>

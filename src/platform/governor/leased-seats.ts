@@ -52,9 +52,6 @@ export class LeasedSeats {
   #asking = Infinity
   #again = false
   #lastAnswer = -Infinity
-  // When it last read the records (a renewal's answer or a read's); whether a read is on its way.
-  #readAt = -Infinity
-  #reading = false
   // The last renewal came at once on a tell and found no seat; the one scheduled is one at once on a tell.
   #atOnce = false
   #onTell = false
@@ -193,29 +190,6 @@ export class LeasedSeats {
       this.#unusedSince ??= now
       this.#schedule(TRIM_AFTER_MS - (now - this.#unusedSince))
     } else this.#unusedSince = null
-    // A holder past its calls, at a call's end older than its last read, reads the records: a replica that waits since is seen short within that call's length.
-    if (this.#downSince === null && plan !== null && !plan.contended && this.#seen.size > 0 && this.#lease > need && demand.endedMs !== undefined && now - this.#readAt > demand.endedMs) void this.#read()
-  }
-
-  /** The records read, nothing written: where a replica waits short of its due, they are its plan (its seats past its due go back at once, by a renewal); else nothing changes. */
-  async #read(): Promise<void> {
-    if (this.#reading || this.#asking !== Infinity) return
-    this.#reading = true
-    try {
-      const reading = await this.#o.store.read({ run: this.#run, limit: this.#demand.limit, leaseMs: this.#o.leaseMs })
-      this.#readAt = this.#clock.now()
-      // A renewal sent meanwhile reads them too, and an outage is the renewals' to find.
-      if (this.#asking !== Infinity || this.#downSince !== null) return
-      const d = this.#demand
-      const plan = this.#planFor(d.inFlight + d.waiting, d, reading.others)
-      if (plan.short.length === 0) return
-      ;[this.#others, this.#free, this.#plan] = [reading.others, reading.free, plan]
-      this.#schedule(0, true)
-    } catch {
-      // A read that failed changes nothing.
-    } finally {
-      this.#reading = false
-    }
   }
 
   /** The seats its calls want (`needOf`); while another replica waits, its calls in flight and waiting alone: the seats free in the store are then the short replicas' (its due holds its teams' owed seats). */
@@ -228,9 +202,9 @@ export class LeasedSeats {
     return whole + (target - whole > 1e-9 && this.#credit < 0 ? 1 : 0)
   }
 
-  #planFor(need: number, d: ReplicaDemand, others = this.#others): LeasePlan {
+  #planFor(need: number, d: ReplicaDemand): LeasePlan {
     const learner = this.#learner !== null && this.#clock.now() - this.#learner.at <= this.#o.leaseMs ? (this.#learner.run ?? null) : null
-    return leasePlan({ run: this.#run, lease: this.#lease, inFlight: d.inFlight, need, answered: this.#answered, waited: false, teams: d.teams }, others, d.limit, learner)
+    return leasePlan({ run: this.#run, lease: this.#lease, inFlight: d.inFlight, need, answered: this.#answered, waited: false, teams: d.teams }, this.#others, d.limit, learner)
   }
 
   /** The seats to ask for: while another replica waits, its due and the seats free past what the replicas that wait lack of theirs; else the seats it keeps. */
@@ -310,7 +284,7 @@ export class LeasedSeats {
   }
 
   #taken(answer: LeaseAnswer, need: number, limit: number, inFlight: number): void {
-    this.#lastAnswer = this.#readAt = this.#clock.now()
+    this.#lastAnswer = this.#clock.now()
     if (this.#downSince !== null) this.#countedAt = this.#lastAnswer + this.#o.leaseMs / 3 + DOWN_RETRY_MS
     this.#downSince = null
     this.#downTimers.forEach((t) => this.#clock.clearTimeout(t))

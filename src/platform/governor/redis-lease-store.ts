@@ -2,8 +2,8 @@ import type { RedisBreaker } from '../../redis/breaker.js'
 import type { RedisBus } from '../../redis/bus.js'
 import type { RedisClient } from '../../redis/client.js'
 import { redisScript } from '../../redis/script.js'
-import { decodeRecord, type ReplicaRecord } from './lease-plan.js'
-import type { LeaseAnswer, LeaseAsk, LeaseReading, LeaseStore } from './lease-store.js'
+import { decodeRecord } from './lease-plan.js'
+import type { LeaseAnswer, LeaseAsk, LeaseStore } from './lease-store.js'
 
 /**
  * One hash per credential (keys.ts): a field per replica run (`<expiry>|<lease>|<record>`) and `limit` (the shared limit,
@@ -52,43 +52,10 @@ for i = 1, #others do out[#out + 1] = others[i] end
 return out
 `, 1)
 
-/**
- * Reads the records and writes nothing (a record past its life is skipped, not dropped): the seats free past every live
- * record's (a lapsed one's calls in flight, as LEASE counts them), and the others' fields and values without their calls.
- * KEYS: the hash. ARGV: run, limit, lease ms. Returns free, then the others' fields and values.
- */
-const READ = redisScript<[number, ...string[]]>('gatewaySeatRead', `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local run, ttl = ARGV[1], tonumber(ARGV[3])
-local occupied, out = 0, { 0 }
-local all = redis.call('HGETALL', KEYS[1])
-for i = 1, #all, 2 do
-  local field, value = all[i], all[i + 1]
-  local exp, lease, f, rest = string.match(value, '^(%d+)|(%d+)|(%d+)|(.*)$')
-  if field ~= 'limit' and exp ~= nil and tonumber(exp) + ttl >= now then
-    if tonumber(exp) < now then
-      occupied = occupied + tonumber(f)
-    else
-      occupied = occupied + math.max(tonumber(lease), tonumber(f))
-      if field ~= run then
-        out[#out + 1] = field
-        out[#out + 1] = lease .. '|' .. f .. '|' .. string.match(rest, '^[^#]*')
-      end
-    end
-  end
-end
-out[1] = tonumber(ARGV[2]) - occupied
-return out
-`, 1)
-
 /** Gives the seats of a run back (a clean stop). KEYS: the hash. ARGV: run. */
 const GIVE_BACK = redisScript<number>('gatewaySeatGiveBack', `return redis.call('HDEL', KEYS[1], ARGV[1])`, 1)
 
 const DOWN = Symbol('redis down')
-
-/** The others' records of a script's answer: field and value, in turn. */
-const records = (fields: unknown[]): ReplicaRecord[] => fields.flatMap((field, i) => (i % 2 === 1 ? [] : (decodeRecord(String(field), String(fields[i + 1])) ?? [])))
 
 /** `key`: the credential's hash (keys.ts). */
 interface RedisLeaseStoreOptions { redis: RedisClient; breaker: RedisBreaker; bus: RedisBus | null; key: string; credential: string }
@@ -104,15 +71,8 @@ export class RedisLeaseStore implements LeaseStore {
     const answer = await breaker.run(() => LEASE(redis, key, ask.run, ask.record, ask.inFlight, ask.need, ask.ask, ask.limit, ask.held, ask.leaseMs, ask.limitRecord ?? '', ask.learns ? 1 : 0), DOWN)
     if (answer === DOWN) throw new Error('redis cannot be reached')
     const [granted, free, known, limitRecord, ...fields] = answer
-    return { granted: Number(granted), free: Number(free), known: Number(known) === 1, others: records(fields), limitRecord: limitRecord ? String(limitRecord) : null }
-  }
-
-  async read(ask: Pick<LeaseAsk, 'run' | 'limit' | 'leaseMs'>): Promise<LeaseReading> {
-    const { breaker, redis, key } = this.#o
-    const answer = await breaker.run(() => READ(redis, key, ask.run, ask.limit, ask.leaseMs), DOWN)
-    if (answer === DOWN) throw new Error('redis cannot be reached')
-    const [free, ...fields] = answer
-    return { free: Number(free), others: records(fields) }
+    const others = fields.flatMap((field, i) => (i % 2 === 1 ? [] : (decodeRecord(String(field), String(fields[i + 1])) ?? [])))
+    return { granted: Number(granted), free: Number(free), known: Number(known) === 1, others, limitRecord: limitRecord ? String(limitRecord) : null }
   }
 
   async giveBack(run: string): Promise<void> { await this.#o.breaker.run(() => GIVE_BACK(this.#o.redis, this.#o.key, run), 0) }

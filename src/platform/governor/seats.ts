@@ -290,8 +290,8 @@ export class CredentialSeats {
     return this.running(team) >= (part === undefined ? cap : Math.min(cap, Math.max(1, Math.round(part))))
   }
 
-  /** Counted here alone, no lease takes the demand: its fields are not worked out (`?.` skips them). `endedMs`: a call sent ended, having held its seat that long. */
-  #demandChanged(endedMs?: number): void { this.#lease?.demand({ limit: this.#limit, inFlight: this.inFlight, waiting: this.#queue.size, heldBack: this.#queue.size > 0 ? this.heldBackNow() : 0, ...(endedMs === undefined ? {} : { endedMs }), teams: this.#localTeams() }) }
+  /** Counted here alone, no lease takes the demand: its fields are not worked out (`?.` skips them). */
+  #demandChanged(): void { this.#lease?.demand({ limit: this.#limit, inFlight: this.inFlight, waiting: this.#queue.size, heldBack: this.#queue.size > 0 ? this.heldBackNow() : 0, teams: this.#localTeams() }) }
 
   #dispatch(): void {
     this.#chargeElsewhere()
@@ -349,7 +349,7 @@ export class CredentialSeats {
       seats.running.delete(call)
       if (sent) [seats.lastEnd, seats.lastShort] = [this.#clock.now(), call.short]
       this.#dispatch()
-      this.#demandChanged(sent ? held : undefined)
+      this.#demandChanged()
       this.#forgetIfGone(team)
     }
     return {
