@@ -20,6 +20,8 @@ export const allErrors = {
   ForbiddenError: createError<[string, { cause?: unknown }?]>('GW_FORBIDDEN', '%s', 403),
   NotFoundError: createError('GW_NOT_FOUND', 'not found', 404),
   MethodNotAllowedError: createError<[string, string]>('GW_METHOD_NOT_ALLOWED', '%s is never sent to the platform; under /api/v1/ the gateway takes %s', 405),
+  // The same refusal on a listener that forwards nothing (the admin listener): what the path takes there, or that no call has it.
+  PathMethodNotAllowedError: createError<[string, string]>('GW_METHOD_NOT_ALLOWED', '%s is not a method of this listener at this path: %s', 405),
   RateLimitedError: createError<[number]>('GW_RATE_LIMITED', 'rate limit reached; retry in %d s', 429),
   // A team's bound of platform-seconds a UTC day (teams.<name>.platformSecondsPerDay): cached copies only until the day ends.
   PlatformTimeSpentError: createError<[string, number]>('GW_PLATFORM_TIME_SPENT', 'team %s has spent its platform-seconds of the day (UTC); only cached copies are answered; retry in %d s', 429),
@@ -88,6 +90,7 @@ export const {
   ForbiddenError,
   NotFoundError,
   MethodNotAllowedError,
+  PathMethodNotAllowedError,
   RateLimitedError,
   PlatformTimeSpentError,
   PlatformAuthError,

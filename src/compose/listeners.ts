@@ -10,7 +10,7 @@ import type { TeamReloader } from '../access/team-reload.js'
 import { KnownUrls } from '../access/known-urls.js'
 import { Admission } from '../access/admission.js'
 import { ADMIN_CHALLENGE, buildServer, PROXY_CHALLENGE, refusalsObservedOn } from '../http/server.js'
-import { allowOf } from '../http/methods.js'
+import { allowOf, methodRefusal } from '../http/methods.js'
 import { CLOSED_AT_BOUND, type ListenerBound } from '../http/connection-bound.js'
 import { apiRoutes } from '../http/api.js'
 import { healthRoutes } from '../http/health.js'
@@ -77,7 +77,7 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
     for (const which of CLOSED_AT_BOUND) metrics.connectionsClosedAtBound.inc({ listener, which }, 0)
     return { listener, setting, max, closed: (which, count) => metrics.connectionsClosedAtBound.inc({ listener, which }, count), inForce: (n) => metrics.connectionsBound.set({ listener }, n) }
   }
-  const proxy = buildServer(config, log, failures, fast, { challenge: PROXY_CHALLENGE, connections: bound('proxy', 'server.maxConnections', config.server.maxConnections), rateOf: callerRate(admission), keyTeam: (headers) => parts.teams.runningTeam(headers), tracing, allow: allowOf, bodyReader: 'handler', holdsSecret, refusalHeaders: PROXY_ANSWER_HEADERS })
+  const proxy = buildServer(config, log, failures, fast, { challenge: PROXY_CHALLENGE, connections: bound('proxy', 'server.maxConnections', config.server.maxConnections), rateOf: callerRate(admission), keyTeam: (headers) => parts.teams.runningTeam(headers), tracing, allow: allowOf, refuseMethod: methodRefusal, bodyReader: 'handler', holdsSecret, refusalHeaders: PROXY_ANSWER_HEADERS })
   // Every answer its router writes, the platform's passed on included, over their own. A
   // callback, not an async function: Fastify then makes no promise an answer for it.
   proxy.addHook('onSend', (_request, reply, payload, done) => {

@@ -1,6 +1,6 @@
 import { METHODS } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { MethodNotAllowedError } from '../errors.js'
+import { MethodNotAllowedError, type GatewayError } from '../errors.js'
 
 // Which methods reach the platform (contract, "Calling the proxy listener"): those its
 // calls are made of. TRACE would have the platform hand the request back, the gateway's
@@ -38,10 +38,15 @@ export function allowOf(url: string): string {
 // Every other method Node reads, but CONNECT, which never reaches the router (server.ts refuses it with allowOf).
 const REFUSED = METHODS.filter((m) => m !== 'CONNECT' && m !== 'OPTIONS' && !FORWARDED_METHODS.includes(m))
 
+/** The 405 of a method not forwarded under /api/v1/ (the proxy listener's, before its router too: server.ts refuseMethod). */
+export function methodRefusal(method: string, allow: string): GatewayError {
+  return new MethodNotAllowedError(method, allow)
+}
+
 function refuse(request: FastifyRequest, reply: FastifyReply): never {
   const allow = allowOf(request.url)
   reply.header('allow', allow)
-  throw new MethodNotAllowedError(request.method, allow)
+  throw methodRefusal(request.method, allow)
 }
 
 /**

@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream'
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
 import type { Config } from '../config.js'
-import { BadRequestError, HeadersTooLargeError, MethodNotAllowedError, NotFoundError, PayloadTooLargeError, RequestTimeoutError, type GatewayError } from '../errors.js'
+import { BadRequestError, HeadersTooLargeError, NotFoundError, PathMethodNotAllowedError, PayloadTooLargeError, RequestTimeoutError, type GatewayError } from '../errors.js'
 import { handledFailure, type FailureLog } from '../observe/failure-log.js'
 import { VALIDATOR_CODE } from '../perf/validator-code.js'
 import { SCHEMA_CONTROLLER } from './schema-compilers.js'
@@ -126,7 +126,7 @@ function hostLines(raw: Buffer): string[] {
  * when no answer is due. `named` checks the names a refused method's request gives (a 421
  * on the admin listener), as the router's hook checks those of every other.
  */
-function clientErrorAnswer(err: Error & { code?: string; reason?: string }, raw: Buffer | undefined, allowOf: (target: string) => string, named: (given: Omit<NamesGiven, 'source' | 'reqId'>) => GatewayError | null): { error: GatewayError; headers: Record<string, string> } {
+function clientErrorAnswer(err: Error & { code?: string; reason?: string }, raw: Buffer | undefined, allowOf: (target: string) => string, refuseMethod: MethodRefusal, named: (given: Omit<NamesGiven, 'source' | 'reqId'>) => GatewayError | null): { error: GatewayError; headers: Record<string, string> } {
   if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return { error: new RequestTimeoutError(), headers: {} }
   // RFC 6585, 5: 431. Node's parser tells no long request target from long headers (414 would name the former).
   if (err.code === 'HPE_HEADER_OVERFLOW') return { error: new HeadersTooLargeError(maxHeaderSize), headers: {} }
@@ -140,7 +140,7 @@ function clientErrorAnswer(err: Error & { code?: string; reason?: string }, raw:
     const misnamed = named({ hosts: hostLines(raw), target: targetHost(target) ?? undefined, method, path: path.split('?', 1)[0] as string })
     if (misnamed !== null) return { error: misnamed, headers: {} }
     const allow = allowOf(path)
-    return { error: new MethodNotAllowedError(method, allow), headers: { allow } }
+    return { error: refuseMethod(method, allow), headers: { allow } }
   }
   const reason = typeof err.reason === 'string' && PARSER_REASON.test(err.reason) ? `: ${err.reason}` : ''
   return { error: new BadRequestError(`malformed HTTP request${reason}`), headers: {} }
@@ -217,7 +217,7 @@ function refusalIdOf(server: Server, req: IncomingMessage | null): string {
  * (`allowOf`), its connection closed; first, as every request, the names it gives (its
  * Host lines, and its target, a host and port) meet the listener's check (namesCheckedOn).
  */
-function refuseConnect(server: Server, req: IncomingMessage, socket: Duplex, allowOf: (target: string) => string): void {
+function refuseConnect(server: Server, req: IncomingMessage, socket: Duplex, allowOf: (target: string) => string, refuseMethod: MethodRefusal): void {
   // The socket is no longer Node's HTTP server's: its error listener went with it.
   socket.on('error', () => socket.destroy())
   const target = req.url ?? ''
@@ -226,7 +226,7 @@ function refuseConnect(server: Server, req: IncomingMessage, socket: Duplex, all
   const misnamed = nameChecks.get(server)?.({ hosts, target, source: (socket as Socket).remoteAddress, method: 'CONNECT', path: target, reqId }) ?? null
   if (misnamed !== null) return endWithError(server, socket, misnamed, {}, req, reqId)
   const allow = allowOf(target)
-  endWithError(server, socket, new MethodNotAllowedError('CONNECT', allow), { allow }, req, reqId)
+  endWithError(server, socket, refuseMethod('CONNECT', allow), { allow }, req, reqId)
 }
 
 /** The names a request gives (its Host lines, the host its target names), and who asked, for an audit line. */
@@ -340,6 +340,11 @@ export interface ListenerOptions {
    */
   allow?: (target: string) => string
   /**
+   * The 405 to such a request, in the listener's words: default, what the path takes on
+   * this listener, or that none of its routes has the path (PathMethodNotAllowedError).
+   */
+  refuseMethod?: MethodRefusal
+  /**
    * Who reads a request's body, and so invites it (`expect: 100-continue`, access/expect-continue.ts):
    * Fastify's body parsers (`parser`, the default), or the route handlers once they have
    * admitted the caller (`handler`: the proxy's, through Admission.readBody).
@@ -372,6 +377,11 @@ export interface ListenerOptions {
   holdsSecret?: (text: string) => boolean
 }
 
+/** The 405 to `method`, which the path does not take; `allow` lists those it takes (empty: no route has the path). */
+export type MethodRefusal = (method: string, allow: string) => GatewayError
+
+const pathMethodRefusal: MethodRefusal = (method, allow) => new PathMethodNotAllowedError(method, allow === '' ? 'no call has this path' : `it takes ${allow}`)
+
 /** The proxy listener's challenge: the team key (`x-api-key`, or `authorization: Bearer`). */
 export const PROXY_CHALLENGE = 'ApiKey realm="report-gateway"'
 /** The admin listener's challenge: `authorization: Bearer <admin token>`. */
@@ -403,7 +413,7 @@ const PARSER_REFUSALS: Record<string, string> = {
  * listener's challenge), `fastPath` (if any) in front of the router, and with `tracing` a
  * span begun for each request before either (none of it when tracing is off).
  */
-export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, { challenge, connections, rateOf = () => null, keyTeam = null, tracing = null, allow: givenAllow, bodyReader = 'parser', refusalHeaders: routeHeaders = {}, holdsSecret }: ListenerOptions): FastifyInstance {
+export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, { challenge, connections, rateOf = () => null, keyTeam = null, tracing = null, allow: givenAllow, refuseMethod = pathMethodRefusal, bodyReader = 'parser', refusalHeaders: routeHeaders = {}, holdsSecret }: ListenerOptions): FastifyInstance {
   const refusalHeaders = { ...REFUSAL_NOT_KEPT, ...routeHeaders }
   let gentle: ReturnType<typeof closeGently> | null = null
   let http: Server | null = null
@@ -465,7 +475,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
       server.maxHeadersCount = 0
       closeSilentConnections(server, config.server.connectionTimeoutMs, enforcedBound(connections, processFileLimit(), log))
       if (fastPath?.plain) enterOnConnections(server, fastPath.plain, current.closing, log)
-      server.on('connect', (req: IncomingMessage, socket: Duplex) => refuseConnect(server, req, socket, allow))
+      server.on('connect', (req: IncomingMessage, socket: Duplex) => refuseConnect(server, req, socket, allow, refuseMethod))
       return server
     },
     clientErrorHandler: (clientError, socket) => {
@@ -483,7 +493,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
       refusing.add(socket)
       const reqId = refusalIdOf(server, null)
       const named = (given: Omit<NamesGiven, 'source' | 'reqId'>) => nameChecks.get(server)?.({ ...given, source: socket.remoteAddress, reqId }) ?? null
-      const { error, headers } = clientErrorAnswer(err, Buffer.isBuffer(err.rawPacket) ? err.rawPacket : undefined, allow, named)
+      const { error, headers } = clientErrorAnswer(err, Buffer.isBuffer(err.rawPacket) ? err.rawPacket : undefined, allow, refuseMethod, named)
       afterAnswersAhead(socket as HttpSocket, () => {
         // An answer already begun on this connection (the refused request's own) cannot be
         // followed by another: the connection is cut (as Node's own handler does).
@@ -547,7 +557,10 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
       done(null, payload)
     })
   }
-  app.setNotFoundHandler(() => {
+  // A method no route of the listener takes (WebDAV's on the admin listener) finds none of
+  // the routes' hooks: its 404 carries the listener's headers all the same.
+  app.setNotFoundHandler((_request, reply) => {
+    reply.headers(routeHeaders)
     throw new NotFoundError()
   })
   app.setErrorHandler((error: Error & { statusCode?: number; code?: string }, request, reply) => {

@@ -213,12 +213,25 @@ describe('requests refused before the router', () => {
     const res = await rawRequest(await adminPort(), bytes)
     expect(res.status, res.text.slice(0, 300)).toBe(405)
     expect(res.headers['content-type']).toMatch(/^application\/json/)
-    expect(JSON.parse(res.body)).toMatchObject({ statusCode: 405, code: 'GW_METHOD_NOT_ALLOWED', error: 'Method Not Allowed', message: expect.any(String) })
+    const body = JSON.parse(res.body) as { message: string }
+    expect(body).toMatchObject({ statusCode: 405, code: 'GW_METHOD_NOT_ALLOWED', error: 'Method Not Allowed', message: expect.any(String) })
+    // The admin listener forwards nothing and serves no /api/v1/: its refusal says what the path takes there.
+    expect(body.message).not.toMatch(/platform|\/api\/v1/)
+    expect(body.message).toContain(allow === '' ? 'no call has this path' : `it takes ${allow}`)
     expect([res.headers['cache-control'], res.headers['x-frame-options'], res.headers['x-content-type-options']]).toEqual(['no-store', 'DENY', 'nosniff'])
     expect(res.headers.allow).toBe(allow)
     expect(res.headers['x-request-id']).toMatch(/^[\w.:-]+$/)
     expect(res.headers.connection).toBe('close')
     expect(res.text).not.toContain(ADMIN_TOKEN)
+  })
+
+  // Methods Node reads that no admin call takes (WebDAV's, TRACE) find no route of
+  // the admin calls: their 404 carries what every /admin/* answer carries all the same.
+  it.each(['PROPFIND', 'MKCOL', 'LOCK', 'SEARCH', 'TRACE'])('on the admin listener, %s of /admin/status: 404 GW_NOT_FOUND with the headers of every /admin/* answer', async (method) => {
+    const res = await rawRequest(await adminPort(), `${method} /admin/status HTTP/1.1\r\n${H}connection: close\r\nauthorization: Bearer ${ADMIN_TOKEN}\r\n\r\n`)
+    expect(res.status, res.text.slice(0, 300)).toBe(404)
+    expect(JSON.parse(res.body)).toMatchObject({ statusCode: 404, code: 'GW_NOT_FOUND' })
+    expect([res.headers['cache-control'], res.headers['x-frame-options'], res.headers['x-content-type-options']]).toEqual(['no-store', 'DENY', 'nosniff'])
   })
 })
 
