@@ -1,5 +1,5 @@
 import type { Config, TeamConfig } from './config.js'
-import { DEFAULT_CREDENTIAL, overridden } from './config.js'
+import { DEFAULT_CREDENTIAL, overridden, type Setting } from './config.js'
 import { randomBytes } from 'node:crypto'
 import { hashApiKey, newApiKey } from './access/api-keys.js'
 import type { Sandbox } from './sandbox/sandbox.js'
@@ -59,9 +59,22 @@ export function demoConfig(config: Config, sandbox: Sandbox): { config: Config; 
       },
       teams: [...config.teams, team],
       secrets: [...config.secrets, password, clientSecret, ...(adminToken === null ? [] : [adminToken])],
-      settings: overridden(config.settings, 'platform.baseUrl', sandbox.url, 'demo', 'demo mode: the bundled sandbox'),
+      settings: demoSettings(config.settings, sandbox, adminToken),
     },
   }
+}
+
+/**
+ * The settings in force (GET /admin/config) as demo mode runs them: the sandbox's address
+ * and login, and the admin token made for the run, each of source `demo`.
+ */
+function demoSettings(settings: readonly Setting[], sandbox: Sandbox, adminToken: string | null): Setting[] {
+  const set: [string, unknown, string][] = [
+    ['platform.baseUrl', sandbox.url, 'demo mode: the bundled sandbox'],
+    ...(['username', 'password', 'clientId', 'clientSecret'] as const).map((field): [string, unknown, string] => [`platform.${field}`, sandbox.credentials[field], 'demo mode: the bundled sandbox\'s login']),
+  ]
+  if (adminToken !== null) set.push(['admin.token', adminToken, 'demo mode: the admin token printed at the start'])
+  return set.reduce<Setting[]>((all, [setting, value, from]) => overridden(all, setting, value, 'demo', from), [...settings])
 }
 
 /** `name`, or `name-2`, `name-3`, … the first that is not `taken`. */

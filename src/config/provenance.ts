@@ -96,7 +96,12 @@ export function settingsInForce(o: { raw: Record<string, unknown>; file: Record<
   return settings
 }
 
-/** `settings` with one setting's value and source replaced (demo mode's address, a log level changed at run time). */
+/**
+ * `settings` with one setting's value and source replaced (demo mode's address, a log level
+ * changed at run time), or added after them when no source set it (demo mode's login and
+ * admin token); a secret stays one (shown by its fingerprint).
+ */
 export function overridden(settings: readonly Setting[], setting: string, value: unknown, source: SettingSource, from: string): Setting[] {
-  return settings.map((s) => (s.setting === setting ? { setting, value, source, from } : s))
+  const changed: Setting = { setting, value, source, from, ...(SECRETS.has(setting) ? { secret: true as const } : {}) }
+  return settings.some((s) => s.setting === setting) ? settings.map((s) => (s.setting === setting ? changed : s)) : [...settings, changed]
 }

@@ -318,6 +318,15 @@ describe('a start that works says what it found', () => {
     const whoami = await fetch(`${url}/admin/whoami`, { headers: { authorization: `Bearer ${token}` } })
     expect(await whoami.json()).toEqual({ name: 'demo', role: 'operator' })
     expect((await fetch(`${url}/console`)).status).toBe(200)
+    // GET /admin/config names every setting the replica runs with (README, "Operations"):
+    // the sandbox's login and the admin token the run made are demo mode's, each a
+    // fingerprint, never left as unset defaults nor missing.
+    const { settings } = (await (await fetch(`${url}/admin/config`, { headers: { authorization: `Bearer ${token}` } })).json()) as { settings: { setting: string; value: unknown; source: string; fingerprint?: string }[] }
+    const shown = (name: string) => settings.find((s) => s.setting === name)
+    for (const name of ['platform.username', 'platform.password', 'platform.clientId', 'platform.clientSecret', 'admin.token']) {
+      expect(shown(name), name).toMatchObject({ value: null, source: 'demo', fingerprint: expect.stringMatching(/^[0-9a-f]{12}$/) })
+    }
+    expect(JSON.stringify(settings)).not.toContain(token!)
     // The token is printed once, never logged.
     expect(run.output().split(token!).length).toBe(2)
   }, startsTimeout(1))
