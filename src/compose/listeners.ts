@@ -100,6 +100,9 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   // Every admin call's body is JSON: a text/plain one is refused as any other type is
   // (`body: must be application/json`), not read as a string its schema then refuses.
   admin.removeContentTypeParser('text/plain')
+  // QUERY, which no admin call takes, is bodyless to the router as WebDAV's methods are:
+  // a 404 as theirs, not a 400 asking its content-type in Fastify's words.
+  admin.addHttpMethod('QUERY', { hasBody: false, overrideExisting: true })
   // Before every route: a Host the listener does not answer to reads nothing of it.
   adminHostCheck(admin, { config, auditLog, clock })
   // First: its document is made from every route registered after it.

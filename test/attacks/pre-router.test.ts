@@ -225,9 +225,9 @@ describe('requests refused before the router', () => {
     expect(res.text).not.toContain(ADMIN_TOKEN)
   })
 
-  // Methods Node reads that no admin call takes (WebDAV's, TRACE) find no route of
+  // Methods Node reads that no admin call takes (WebDAV's, TRACE, QUERY) find no route of
   // the admin calls: their 404 carries what every /admin/* answer carries all the same.
-  it.each(['PROPFIND', 'MKCOL', 'LOCK', 'SEARCH', 'TRACE'])('on the admin listener, %s of /admin/status: 404 GW_NOT_FOUND with the headers of every /admin/* answer', async (method) => {
+  it.each(['PROPFIND', 'MKCOL', 'LOCK', 'SEARCH', 'TRACE', 'QUERY'])('on the admin listener, %s of /admin/status: 404 GW_NOT_FOUND with the headers of every /admin/* answer', async (method) => {
     const res = await rawRequest(await adminPort(), `${method} /admin/status HTTP/1.1\r\n${H}connection: close\r\nauthorization: Bearer ${ADMIN_TOKEN}\r\n\r\n`)
     expect(res.status, res.text.slice(0, 300)).toBe(404)
     expect(JSON.parse(res.body)).toMatchObject({ statusCode: 404, code: 'GW_NOT_FOUND' })
