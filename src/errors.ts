@@ -71,6 +71,8 @@ export const allErrors = {
   JobNotDoneError: createError<[string, string]>('GW_JOB_NOT_DONE', 'job %s is %s: its result is not there yet (GET its status, with ?wait=N to wait)', 409),
   JobRunningError: createError<[string, string]>('GW_JOB_RUNNING', 'job %s is %s: only a queued job is cancelled', 409),
   JobExpiredError: createError<[string]>('GW_JOB_EXPIRED', 'the result of job %s expired: ask the report again', 410),
+  // The same answer to a result a purge after its fill reaches (contract, "A purge is final"): its expiresAt may be an hour away.
+  JobPurgedError: createError<[string]>('GW_JOB_EXPIRED', 'the result of job %s was purged from the report cache after its report was filled (a purge is final): ask the report again', 410),
   // One answer, byte for byte, for an unknown id and another team's job (the id not even
   // echoed): it tells a team nothing of other teams' jobs.
   JobNotFoundError: createError('GW_NOT_FOUND', "no such job for this key's team: the id is unknown, the job was cancelled, its record ended (an hour after it expired), or the job is another team's", 404),
@@ -127,6 +129,7 @@ export const {
   JobNotDoneError,
   JobRunningError,
   JobExpiredError,
+  JobPurgedError,
   JobNotFoundError,
   JobsUnavailableError,
 } = allErrors

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { Clock } from '../clock.js'
 import type { CacheEntry } from '../cache/cache-entry.js'
 import type { CanonicalReport } from '../reports/report-query.js'
-import { JobExpiredError, JobNotDoneError, JobNotFoundError, JobRunningError, JobsFullError, JobsKeptFullError, JobsUnavailableError, WaitsFullError } from '../errors.js'
+import { JobExpiredError, JobNotDoneError, JobNotFoundError, JobPurgedError, JobRunningError, JobsFullError, JobsKeptFullError, JobsUnavailableError, WaitsFullError } from '../errors.js'
 import { cancellable, figuresAt, jobStatus, keptAnswer, newJob, placeInQueue, stateAt, type Job, type JobError, type JobFinality, type JobStatus, type PlatformAnswer } from './job.js'
 import type { JobStore } from './job-store.js'
 import type { JobRunner, JobSettings } from './job-runner.js'
@@ -160,10 +160,11 @@ export class Jobs {
     // run's call was at the platform reaches it (the platform may have read its figures before).
     const started = job.startedAt ?? job.askedAt
     const purged = (fetchedAt: number) => this.#d.purged({ fetchedAt: Math.min(fetchedAt, started), advertiserIds: job.report.advertiserIds }, job.key)
-    if (kept && purged(started)) throw new JobExpiredError(id)
+    if (kept && purged(started)) throw new JobPurgedError(id)
     if (kept?.body) return { answer: kept.answer, body: kept.body, job }
     const entry = await store.result(id, now)
-    if (entry === null || purged(entry.fetchedAt)) throw new JobExpiredError(id)
+    if (entry === null) throw new JobExpiredError(id)
+    if (purged(entry.fetchedAt)) throw new JobPurgedError(id)
     if (kept) return { answer: kept.answer, body: entry.identity ?? Buffer.alloc(0), job }
     return { entry, job }
   }

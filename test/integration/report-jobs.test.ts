@@ -315,9 +315,12 @@ describe('report jobs (demo mode, no Redis)', () => {
       expect((await result(id)).status).toBe(200)
       return id
     }
+    // The code an expired result has; its message says the purge, not an expiry still an hour away.
     const purged = async (id: string) => {
       const gone = await result(id)
-      expect([gone.status, ((await gone.json()) as { code: string }).code]).toEqual([410, 'GW_JOB_EXPIRED'])
+      const body = (await gone.json()) as { code: string; message: string }
+      expect([gone.status, body.code]).toEqual([410, 'GW_JOB_EXPIRED'])
+      expect(body.message).toBe(`the result of job ${id} was purged from the report cache after its report was filled (a purge is final): ask the report again`)
     }
     // Each purge after the job's fill: the fake clock moves on, as time does.
     const step = () => clock.advance(1000)

@@ -551,7 +551,7 @@ export interface components {
             message: string;
         };
         /**
-         * @description The result of a job past its `expiresAt` was asked: ask the report again.
+         * @description The result of a job past its `expiresAt` was asked, or one a purge after its fill reaches (a purge is final; the message says which): ask the report again.
          * @example {
          *       "statusCode": 410,
          *       "code": "GW_JOB_EXPIRED",
@@ -1636,7 +1636,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_JOB_NOT_DONE"] | components["schemas"]["GW_JOB_RUNNING"] | components["schemas"]["PlatformError"];
             };
         };
-        /** @description `GW_JOB_EXPIRED`: The result of a job past its `expiresAt` was asked: ask the report again. Or the platform's own 410 answer, passed through (`PlatformError`, no `code`). */
+        /** @description `GW_JOB_EXPIRED`: The result of a job past its `expiresAt` was asked, or one a purge after its fill reaches (a purge is final; the message says which): ask the report again. Or the platform's own 410 answer, passed through (`PlatformError`, no `code`). */
         "job-410": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -3383,7 +3383,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_JOB_EXPIRED`: The result of a job past its `expiresAt` was asked: ask the report again. Or the platform's own 410 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_JOB_EXPIRED`: The result of a job past its `expiresAt` was asked, or one a purge after its fill reaches (a purge is final; the message says which): ask the report again. Or the platform's own 410 answer, passed through (`PlatformError`, no `code`). */
             410: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -3793,7 +3793,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_JOB_EXPIRED`: The result of a job past its `expiresAt` was asked: ask the report again. Or the platform's own 410 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_JOB_EXPIRED`: The result of a job past its `expiresAt` was asked, or one a purge after its fill reaches (a purge is final; the message says which): ask the report again. Or the platform's own 410 answer, passed through (`PlatformError`, no `code`). */
             410: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];

@@ -64,7 +64,7 @@ const WHEN: Record<string, string> = {
   GW_JOB_RESULT_TOO_LARGE: 'A job\'s report is larger than `cache.maxEntryBytes`, or would take the team\'s kept job results over its bound (`jobs.resultBytesPerTeam`, or its part of the room for results in Redis, `jobs.resultsRoom`): the job failed with it, its message naming the bound.',
   GW_JOB_NOT_DONE: 'The result of a job still queued or running was asked: GET its status (with `?wait=N`) first.',
   GW_JOB_RUNNING: 'DELETE of a job already running or ended (done, failed, expired): only a queued job is cancelled; the message names the job\'s state.',
-  GW_JOB_EXPIRED: 'The result of a job past its `expiresAt` was asked: ask the report again.',
+  GW_JOB_EXPIRED: 'The result of a job past its `expiresAt` was asked, or one a purge after its fill reaches (a purge is final; the message says which): ask the report again.',
   GW_JOBS_UNAVAILABLE: 'Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.)',
   GW_SHUTTING_DOWN: 'This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry.',
   GW_INTERNAL: 'An unexpected fault of the gateway; details only in its log, under the response\'s `x-request-id`.',
