@@ -399,9 +399,11 @@ function credentialFrom(name: string, c: CredentialParts, problems: string[]): C
       grantType: c.grantType,
     }
   }
-  const sources = [c.token, c.tokenFile, login].filter((v) => v != null).length
+  // Each source by what sets it: the line names those set, led by a variable (the login comes last).
+  const set = ([[c.token, `${c.prefix}TOKEN`], [c.tokenFile, `${c.prefix}TOKEN_FILE`], [login, 'the password login']] as const).filter(([v]) => v != null).map(([, what]) => what)
+  const sources = set.length
   if (sources > 1) {
-    problems.push(`${c.prefix}TOKEN: credential ${name} has more than one token source; set one of ${c.prefix}TOKEN, ${c.prefix}TOKEN_FILE or the password login`)
+    problems.push(`${set[0]}: credential ${name} has more than one token source (${set.join(' and ')}); set one of ${c.prefix}TOKEN, ${c.prefix}TOKEN_FILE or the password login`)
   }
   if (c.baseUrl !== null && sources === 0) {
     problems.push(
