@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import type { CredentialConfig } from '../../src/config.js'
 import { jwtSubject } from '../../src/platform/tokens/token-expiry.js'
@@ -58,5 +59,43 @@ describe('TokenProvider.account', () => {
     expect(accountOf({ login: LOGIN, token: jwt({ sub: '100' }) })).toBe(login)
     expect(accountOf({ login: { ...LOGIN, username: 'ops@northwind.test' } })).not.toBe(login)
     expect(login).not.toContain(LOGIN.username)
+  })
+})
+
+describe('a password login\'s token endpoint, however it is spelled', () => {
+  const withTokenUrl = (tokenUrl: string) => accountOf({ login: { ...LOGIN, tokenUrl } })
+  const path = withTokenUrl('/oauth/token')
+
+  it.each([
+    ['the whole URL', `${BASE}/oauth/token`],
+    ['the host in capitals', 'http://PLATFORM.test/oauth/token'],
+    ['the default port', 'http://platform.test:80/oauth/token'],
+    ['a trailing slash', '/oauth/token/'],
+    ['the whole URL with a trailing slash', `${BASE}/oauth/token/`],
+    ['a dot segment', '/api/../oauth/./token'],
+    ['a fragment', `${BASE}/oauth/token#x`],
+  ])('%s is the path\'s login (one account, one configuration)', (_label, tokenUrl) => {
+    expect(withTokenUrl(tokenUrl)).toBe(path)
+  })
+
+  it.each([
+    ['another path', '/oauth/token2'],
+    ['another host', 'http://auth.platform.test/oauth/token'],
+    ['another port', 'http://platform.test:8080/oauth/token'],
+    ['https', 'https://platform.test/oauth/token'],
+    ['a query', '/oauth/token?tenant=2'],
+    ['userinfo', 'http://user@platform.test/oauth/token'],
+  ])('%s is another login', (_label, tokenUrl) => {
+    expect(withTokenUrl(tokenUrl)).not.toBe(path)
+  })
+
+  it('keeps, for the path as written by default, the digest records stored before were made with', () => {
+    // An upgrade leaves such a login's stored token and report copies where they are.
+    const digest = createHash('sha256').update(JSON.stringify([BASE, '/oauth/token', LOGIN.grantType, LOGIN.username, String(LOGIN.clientId)])).digest('hex').slice(0, 12)
+    expect(path).toBe(`login:${digest}`)
+  })
+
+  it('is one endpoint on another origin however its host is written', () => {
+    expect(withTokenUrl('https://Auth.Example:443/oauth/token')).toBe(withTokenUrl('https://auth.example/oauth/token'))
   })
 })

@@ -12,6 +12,26 @@ export function tokenRequestUrl(baseUrl: string, tokenUrl: string): URL {
 }
 
 /**
+ * The token endpoint as configurations are told apart by it (TokenProvider.configuredBase):
+ * the URL a login is sent to, as WHATWG's parser writes it (scheme and host in lower case,
+ * the default port dropped, dot segments resolved), without its fragment (never sent) and
+ * without trailing slashes on its path (the platform's router, Laravel's, matches
+ * `/oauth/token/` as `/oauth/token`). On the base URL's origin it is its path and query,
+ * as the default `/oauth/token` is written, so that a configuration written so keeps its
+ * digest; on another origin, or with userinfo, the whole URL. A path with no base URL to
+ * resolve it on stays as written.
+ */
+export function comparableTokenUrl(baseUrl: string | null, tokenUrl: string): string {
+  const base = baseUrl === null ? undefined : `${baseUrl}/`
+  if (!URL.canParse(tokenUrl, base)) return tokenUrl
+  const url = new URL(tokenUrl, base)
+  url.hash = ''
+  url.pathname = url.pathname.replace(/(?<=.)\/+$/, '')
+  const own = base !== undefined && url.origin === new URL(base).origin && url.username === '' && url.password === ''
+  return own ? `${url.pathname}${url.search}` : url.href
+}
+
+/**
  * The platform's password grant (platform-api.md): a JSON body with five fields,
  * `access_token` in the reply. Failures carry the platform's error code, never a secret.
  */

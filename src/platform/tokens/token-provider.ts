@@ -11,7 +11,7 @@ import type { SecretSet } from '../../observe/logger.js'
 import { sha256Hex } from '../../config/secret-digest.js'
 import { fingerprint } from '../../observe/fingerprint.js'
 import { TokenLoginError } from '../../errors.js'
-import { passwordLogin } from './password-login.js'
+import { comparableTokenUrl, passwordLogin } from './password-login.js'
 import type { LoginGate } from './login-gate.js'
 import { crossedWarnings, jwtSubject, refreshAt, tokenExpiry } from './token-expiry.js'
 import { compareRank, loginBasis, rankAbove, type Ranked } from './token-order.js'
@@ -304,14 +304,15 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
 
   /**
    * What the configuration gives (the static token, the token file's current content, or
-   * the password login's account), by digest: a rotation stored in Redis applies to
-   * replicas configured alike. Never shown (only inside the encrypted record's
+   * the password login's account, its token endpoint however it is spelled:
+   * comparableTokenUrl), by digest: a rotation stored in Redis applies to replicas
+   * configured alike. Never shown (only inside the encrypted record's
    * authenticated fields), it stays the plain digest prefix stored records were written
    * with, so that they survive an upgrade.
    */
   get configuredBase(): string {
     const login = this.credential.login
-    if (login) return `login:${baseDigest(JSON.stringify([this.credential.baseUrl, login.tokenUrl, login.grantType, login.username, String(login.clientId)]))}`
+    if (login) return `login:${baseDigest(JSON.stringify([this.credential.baseUrl, comparableTokenUrl(this.credential.baseUrl, login.tokenUrl), login.grantType, login.username, String(login.clientId)]))}`
     if (this.credential.token) return `static:${baseDigest(this.credential.token)}`
     return `file:${this.#fileContent === null ? 'unread' : baseDigest(this.#fileContent)}`
   }
