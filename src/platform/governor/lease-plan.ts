@@ -83,9 +83,6 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   const owedElsewhere = others.reduce((sum, r) => sum + owedSeats(new Map(r.teams.map((t) => [t.team, partOf(t)])), r.teams), 0)
   const heldElsewhere = new Map<string, number>()
   for (const r of others) for (const t of r.teams) heldElsewhere.set(t.team, (heldElsewhere.get(t.team) ?? 0) + t.held)
-  // Waiting below the seat its due rounds to: the replica whose turn at that seat it is, the one that lacks most.
-  const belowTurn = (r: ReplicaRecord) => Math.max(r.lease, r.inFlight) < Math.min(r.need, Math.ceil(dueOf(r) - 1e-9))
-  const turnNext = others.filter(belowTurn).sort((a, b) => b.need - b.lease - (a.need - a.lease))[0]?.run ?? null
   const needsMost = others.reduce<ReplicaRecord | null>((most, r) => (r.need - r.lease > (most === null ? 0 : most.need - most.lease) ? r : most), null)?.run ?? null
   // The writer of the shared limit goes on learning while its record is away (the store drops one with nothing in flight or needed).
   const most = all.reduce((best, r) => (r.answered > best.answered || (r.answered === best.answered && r.run < best.run) ? r : best), mine)
@@ -95,9 +92,8 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
     // owedElsewhere: seats owed to the other replicas' teams that wait for nothing (lent only to short calls).
     targets, target: own.get(mine) as number, due: dueOf(mine), owedElsewhere, heldElsewhere, shares,
     // shortElsewhere: what the replicas short of their due lack (that many free seats are theirs); short: those, most short
-    // first; over: those holding seats they neither use nor are due; needsMost: the one to tell of seats given back;
-    // turnNext: the one waiting below the seat its due rounds to that lacks most (null: none).
-    contended: needsMost !== null, shortElsewhere, short, over, needsMost, turnNext,
+    // first; over: those holding seats they neither use nor are due; needsMost: the one to tell of seats given back.
+    contended: needsMost !== null, shortElsewhere, short, over, needsMost,
     elsewhere: others.reduce((sum, r) => sum + r.inFlight, 0),
     occupiedElsewhere: others.reduce((sum, r) => sum + Math.max(r.lease, r.inFlight), 0),
     waitedElsewhere: others.some((r) => r.waited),

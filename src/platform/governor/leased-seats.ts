@@ -142,10 +142,10 @@ export class LeasedSeats {
   reportCalls(fn: () => string | null): void { this.#calls = fn }
   onGrown(fn: () => void): void { this.#wake = fn }
   answered(): void { this.#answers += 1 }
-  /** A call of its own ended, `inFlight` left: the one in the seat its due rounds to, where no more than its due's whole seats are left in flight, and that seat goes back at once while another replica waits below the seat its due rounds to (docs/governor.md, "Across replicas"). */
+  /** A call of its own ended, `inFlight` left: the one in the seat its due rounds to, where no more than its due's whole seats are left in flight, and that seat goes back at once (docs/governor.md, "Across replicas"). */
   ended(inFlight: number): void {
     const whole = this.#whole()
-    if ((this.#plan?.turnNext ?? null) === null || this.#turnOver || this.#lease <= whole || inFlight > whole) return
+    if (!(this.#plan?.contended ?? false) || this.#turnOver || this.#lease <= whole || inFlight > whole) return
     this.#turnOver = true
     this.#schedule(0, true)
   }
@@ -318,7 +318,7 @@ export class LeasedSeats {
     if (starved) this.#starvedAt = this.#lastAnswer
     this.#unusedSince = this.#lease > fitting(this.#needed(this.#demand), this.#demand.limit) ? (this.#unusedSince ?? this.#lastAnswer) : null
     const freed = Math.max(0, answer.free) + Math.max(0, before - this.#lease, occupiedBefore - this.#occupied)
-    const tell = freed === 0 ? [] : this.#plan.short.length > 0 ? this.#plan.short.slice(0, freed) : [this.#plan.turnNext ?? this.#plan.needsMost].filter((run) => run !== null)
+    const tell = freed === 0 ? [] : this.#plan.short.length > 0 ? this.#plan.short.slice(0, freed) : this.#plan.needsMost !== null ? [this.#plan.needsMost] : []
     for (const run of [...(starved ? this.#plan.over.slice(0, need - this.#lease) : []), ...tell]) this.#o.store.tell(run).catch(() => undefined)
     const takes = this.#plan.short.length > 0 ? this.#plan.shortElsewhere : this.#others.filter((r) => tell.includes(r.run)).reduce((sum, r) => sum + Math.max(0, r.need - Math.max(r.lease, r.inFlight)), 0)
     this.#untold = Math.max(0, answer.free - takes)
