@@ -66,8 +66,9 @@ export class LeasedSeats {
   #timerAt = Infinity
   #keepAlive: Timer | null = null
   #unusedSince: number | null = null
-  // The call in the seat its due rounds to ended: that seat is not its own until a grant raises its lease.
-  #turnOver = false
+  // Seat-time held past the target (negative: short of it) while contended: whose turn the rounding is.
+  #credit = 0
+  #creditAt = 0
   #answered = 0 // answers a second, smoothed; #answers: since the last renewal
   #answers = 0
   #waited = false
@@ -142,13 +143,6 @@ export class LeasedSeats {
   reportCalls(fn: () => string | null): void { this.#calls = fn }
   onGrown(fn: () => void): void { this.#wake = fn }
   answered(): void { this.#answers += 1 }
-  /** A call of its own ended, `inFlight` left: the one in the seat its due rounds to, where no more than its due's whole seats are left in flight, and that seat goes back at once (docs/governor.md, "Across replicas"). */
-  ended(inFlight: number): void {
-    const whole = this.#whole()
-    if (!(this.#plan?.contended ?? false) || this.#turnOver || this.#lease <= whole || inFlight > whole) return
-    this.#turnOver = true
-    this.#schedule(0, true)
-  }
   waited(): void { this.#waited = true }
 
   /** The shared limit record to write with the next renewal (this replica learns it); once written, `tell`: every other replica renews and takes it at once. */
@@ -201,13 +195,11 @@ export class LeasedSeats {
   /** The seats its calls want (`needOf`); while another replica waits, its calls in flight and waiting alone: the seats free in the store are then the short replicas' (its due holds its teams' owed seats). */
   #needed(d: ReplicaDemand): number { return this.#plan?.contended ? d.inFlight + d.waiting : needOf(d) }
 
-  /** The whole seats of its due. */
-  #whole(): number { return Math.floor((this.#plan?.due ?? 0) + 1e-9) }
-
-  /** The seats this replica is due while others wait: its due's whole seats, and the one its fraction rounds to while it holds that seat and the call in it has not ended. */
+  /** The seats this replica is due while others wait: its target's whole seats, and the one its fraction rounds to in its turn. */
   #due(): number {
-    const whole = this.#whole()
-    return whole + ((this.#plan?.due ?? 0) - whole > 1e-9 && this.#lease > whole && !this.#turnOver ? 1 : 0)
+    const target = this.#plan?.due ?? 0
+    const whole = Math.floor(target + 1e-9)
+    return whole + (target - whole > 1e-9 && this.#credit < 0 ? 1 : 0)
   }
 
   #planFor(need: number, d: ReplicaDemand): LeasePlan {
@@ -248,6 +240,8 @@ export class LeasedSeats {
     const now = this.#clock.now()
     const atOnce = this.#onTell && now - this.#lastAnswer < MIN_RENEW_MS
     this.#onTell = false
+    this.#credit = this.#plan?.contended ? this.#credit + ((this.#lease - this.#plan.due) * (now - this.#creditAt)) / 1000 : 0
+    this.#creditAt = now
     const since = Math.max(1, now - this.#lastAnswer)
     // Smoothed over about a lease's life (renewals come at any pace).
     if (Number.isFinite(this.#lastAnswer)) this.#answered += (1 - Math.exp(-since / this.#o.leaseMs)) * ((this.#answers * 1000) / since - this.#answered)
@@ -311,8 +305,6 @@ export class LeasedSeats {
     if (written?.run !== undefined) this.#learner = written
     this.#shared = written
     this.#plan = this.#planFor(need, this.#demand)
-    // A seat granted past what it held is a turn at the seat its due rounds to; with no other replica waiting, no turn is over.
-    if (!this.#plan.contended || this.#lease > before) this.#turnOver = false
     // Short of seats with none free that it may take: it waits, and tells the replicas over their due to give theirs back.
     const starved = need > this.#lease && !(this.#free > 0 && this.#wanted(this.#demand) > this.#lease)
     if (starved) this.#starvedAt = this.#lastAnswer

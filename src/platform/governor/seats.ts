@@ -342,7 +342,6 @@ export class CredentialSeats {
       seats.seatMs += held
       seats.tag += ((sent ? Math.max(MIN_CHARGE_MS, held - lateMs) : 0) - charged) / weight
       seats.running.delete(call)
-      this.#lease?.ended(this.inFlight)
       if (sent) [seats.lastEnd, seats.lastShort] = [this.#clock.now(), call.short]
       this.#dispatch()
       this.#demandChanged()
