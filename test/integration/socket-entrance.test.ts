@@ -1,3 +1,4 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel'
 import { connect, type Socket } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { request } from 'undici'
@@ -264,5 +265,187 @@ describe('the deadlines of a connection read here', () => {
     expect(conn.answers()[0]?.headers['keep-alive']).toBe('timeout=0')
     await waitFor('the connection closed', () => conn.closed())
     expect(gw.node.requests).toBe(0)
+  })
+})
+
+// While a report call that more than one caller waits on is due to be written (the HTTP
+// client writes it on its idle kept-alive connection an immediate later), the requests the
+// entrance would hand to Node's parser, and the bytes of the connections Node reads, wait
+// for it (perf/read-hold.ts). The platform call's creation and its headers' writing are
+// seen through undici's diagnostics channels, in this process, as the gateway makes them:
+// the callers' requests written when the call is created are read by the gateway's next
+// poll, the one before the call is written.
+describe('reads held while a report call is due to be written', () => {
+  /**
+   * A read of OTHER sent on each of `first` at once (one poll reads them), and `due` run as
+   * the gateway creates its call to the sandbox (before the call is written), once;
+   * `written` as the call's headers are written. Done once `done` holds.
+   */
+  async function stampede(gw: SandboxGateway, first: Array<ReturnType<typeof open>>, due: () => void, done: () => boolean, written: () => void = () => undefined) {
+    const origin = new URL(gw.sandbox.url).origin
+    const mine = (message: unknown) => String((message as { request: { origin: unknown } }).request.origin) === origin
+    let created = false
+    const onCreate = (message: unknown) => {
+      if (created || !mine(message)) return
+      created = true
+      due()
+    }
+    const onWrite = (message: unknown) => void (mine(message) && written())
+    subscribe('undici:request:create', onCreate)
+    subscribe('undici:client:sendHeaders', onWrite)
+    try {
+      for (const c of first) c.socket.write(plainGet(OTHER, KEYS.all))
+      await waitFor('every caller answered', done)
+    } finally {
+      unsubscribe('undici:request:create', onCreate)
+      unsubscribe('undici:client:sendHeaders', onWrite)
+    }
+  }
+
+  /** A gateway whose connection to the sandbox was used once (a MISS of OTHER), so that its next call waits for undici's check of the idle socket; `n` connections already Node's (a /healthz each). */
+  async function stampedeSetUp(n: number, yaml = YAML) {
+    const gw = await gatewayWithHit(yaml)
+    const conns = Array.from({ length: n }, () => open(gw.port))
+    for (const c of conns) c.socket.write('GET /healthz HTTP/1.1\r\nHost: gw.test\r\n\r\n')
+    await waitFor('the connections Node\'s', () => conns.every((c) => c.answers().length === 1))
+    gw.node.requests = 0
+    return { gw, conns }
+  }
+
+  it('writes a stampede\'s one call before the callers read after its start are handed to Node\'s parser, and answers them all from it', async () => {
+    const { gw, conns } = await stampedeSetUp(20)
+    const [leader, second, ...others] = conns
+    const seen: number[] = []
+    await stampede(
+      gw,
+      [leader!, second!],
+      () => others.forEach((c) => c.socket.write(plainGet(OTHER, KEYS.all))),
+      () => conns.every((c) => c.answers().length === 2),
+      () => seen.push(gw.node.requests),
+    )
+    // Only the first two requests were Node's when the call was written; the others were read by then.
+    expect(seen).toEqual([2])
+    expect(gw.node.requests).toBe(20)
+    const bodies = new Set(conns.map((c) => c.answers()[1]!.body))
+    expect(conns.map((c) => c.answers()[1]!.status)).toEqual(conns.map(() => 200))
+    expect(bodies.size).toBe(1)
+    expect(gw.callerRequests().filter((r) => r.query.includes('dateFrom=2026-02-01'))).toHaveLength(1)
+  })
+
+  it('holds nothing for a call one caller waits on: the requests read before it is written are Node\'s at once', async () => {
+    const { gw, conns } = await stampedeSetUp(6)
+    const [leader, ...others] = conns
+    const seen: number[] = []
+    await stampede(
+      gw,
+      [leader!],
+      () => others.forEach((c) => c.socket.write(plainGet(OTHER, KEYS.all))),
+      () => conns.every((c) => c.answers().length === 2),
+      () => seen.push(gw.node.requests),
+    )
+    expect(seen).toEqual([6])
+    expect(conns.map((c) => c.answers()[1]!.status)).toEqual(conns.map(() => 200))
+  })
+
+  it('reads held pipelined requests in their order, HEAD and conditional reads as ever, and holds no hit read on its connection', async () => {
+    const { gw, conns } = await stampedeSetUp(4)
+    const [leader, piped, heads, conditional] = conns
+    const second = open(gw.port)
+    const own = open(gw.port)
+    const joining = open(gw.port)
+    // Answers without a body: read by their heads alone.
+    const headOnly = (c: typeof heads) => {
+      let text = ''
+      c!.socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')))
+      return () => (text.includes('\r\n\r\n') ? text.slice(0, text.indexOf('\r\n\r\n')) : null)
+    }
+    const headAnswer = headOnly(heads)
+    const conditionalAnswer = headOnly(conditional)
+    const hit = open(gw.port)
+    hit.socket.write(plainGet(REPORT, KEYS.all))
+    await waitFor('a hit', () => hit.answers().length === 1)
+    const etag = hit.answers()[0]!.headers.etag
+    expect(etag).toBeDefined()
+    await stampede(
+      gw,
+      [leader!, second],
+      () => {
+        // Node's connections: a waiter, a /healthz and a hit pipelined; a HEAD of the copy in memory; a read of it with its tag.
+        piped!.socket.write(plainGet(OTHER, KEYS.all, ['x-request-id: q1']) + 'GET /healthz HTTP/1.1\r\nHost: gw.test\r\nx-request-id: q2\r\n\r\n' + plainGet(REPORT, KEYS.all, ['x-request-id: q3']))
+        heads!.socket.write(`HEAD ${REPORT} HTTP/1.1\r\nHost: gw.test\r\nX-Api-Key: ${KEYS.all}\r\n\r\n`)
+        conditional!.socket.write(plainGet(REPORT, KEYS.all, [`if-none-match: ${etag}`]))
+        // New connections: a hit answered here; a hit, then a waiter handed to Node.
+        own.socket.write(plainGet(REPORT, KEYS.all, ['x-request-id: o1']))
+        joining.socket.write(plainGet(REPORT, KEYS.all, ['x-request-id: j1']) + plainGet(OTHER, KEYS.all, ['x-request-id: j2']))
+      },
+      () => piped!.answers().length === 4 && own.answers().length === 1 && joining.answers().length === 2 && leader!.answers().length === 2 && second.answers().length === 1 && headAnswer() !== null && conditionalAnswer() !== null,
+    )
+    const answered = (c: typeof piped) => c!.answers().map((a) => [a.status, a.headers['x-request-id'], a.headers['x-cache'] ?? '-'])
+    expect(answered(piped).slice(1)).toEqual([[200, 'q1', 'MISS'], [200, 'q2', '-'], [200, 'q3', 'HIT']])
+    expect(answered(own)).toEqual([[200, 'o1', 'HIT']])
+    expect(answered(joining)).toEqual([[200, 'j1', 'HIT'], [200, 'j2', 'MISS']])
+    expect(piped!.answers()[1]!.body).toBe(leader!.answers()[1]!.body)
+    expect(joining.answers()[1]!.body).toBe(leader!.answers()[1]!.body)
+    expect(headAnswer()).toMatch(/^HTTP\/1\.1 200 [^]*\r\nx-cache: HIT\r\n/i)
+    expect(conditionalAnswer()).toMatch(/^HTTP\/1\.1 304 /)
+    // Through Node: the first two, q1 to q3, the HEAD, the conditional read and j2; o1 and j1 answered on their connections.
+    expect(gw.node.requests).toBe(8)
+  })
+
+  // Node reads a connection 64 KiB at a time, and reads on only after a read that filled
+  // its buffer: 64 KiB of requests and the caller's end (or its reset) are read by one poll.
+  const READ = 64 * 1024
+  /** 16 requests for `url`, 64 KiB in all (each padded by a header). */
+  const filling = (url: string) => {
+    const one = (pad: number) => plainGet(url, KEYS.all, [`x-pad: ${'p'.repeat(pad)}`])
+    const size = READ / 16
+    return one(size - one(0).length).repeat(16)
+  }
+
+  it('drops the held bytes of a waiter that cut its connection, ends as Node ends one whose caller ended its side, and answers the others', async () => {
+    const { gw, conns } = await stampedeSetUp(5)
+    const [leader, cut, ended, waiter, second] = conns
+    const fresh = open(gw.port)
+    const bytes = filling(OTHER)
+    expect(bytes.length).toBe(READ)
+    await stampede(
+      gw,
+      [leader!, second!],
+      () => {
+        cut!.socket.write(bytes)
+        cut!.socket.resetAndDestroy()
+        ended!.socket.end(bytes)
+        fresh.socket.end(bytes)
+        waiter!.socket.write(plainGet(OTHER, KEYS.all))
+      },
+      () => leader!.answers().length === 2 && second!.answers().length === 2 && waiter!.answers().length === 2 && ended!.closed() && fresh.closed(),
+    )
+    expect([leader!.answers()[1]!.status, waiter!.answers()[1]!.status]).toEqual([200, 200])
+    // A caller's end aborts its requests (Node's server keeps no half-open connection): no answer after it.
+    expect(ended!.answers()).toHaveLength(1)
+    expect(fresh.answers()).toHaveLength(0)
+    // Nothing failed: the gateway reads on, a hit on a new connection.
+    expect(gw.gw.logs.records().filter((r) => Number(r.level) >= 50)).toEqual([])
+    const after = open(gw.port)
+    after.socket.write(plainGet(OTHER, KEYS.all))
+    await waitFor('a hit', () => after.answers().length === 1)
+    expect(after.answers()[0]!.headers['x-cache']).toBe('HIT')
+    expect(gw.callerRequests().filter((r) => r.query.includes('dateFrom=2026-02-01'))).toHaveLength(1)
+  })
+
+  it('answers every held waiter of a fill that fails with its error', async () => {
+    const { gw, conns } = await stampedeSetUp(6)
+    const [leader, second, ...others] = conns
+    gw.sandbox.setRouteFailure('/api/v1/report/campaigns/get', { kind: 'status', status: 500, times: 1 })
+    const fresh = open(gw.port)
+    await stampede(
+      gw,
+      [leader!, second!],
+      () => [...others, fresh].forEach((c) => c.socket.write(plainGet(OTHER, KEYS.all))),
+      () => conns.every((c) => c.answers().length === 2) && fresh.answers().length === 1,
+    )
+    const answers = [...conns.map((c) => c.answers()[1]!), fresh.answers()[0]!]
+    expect(answers.map((a) => [a.status, JSON.parse(a.body).code])).toEqual(answers.map(() => [502, 'GW_UPSTREAM']))
+    expect(gw.callerRequests().filter((r) => r.query.includes('dateFrom=2026-02-01'))).toHaveLength(1)
   })
 })
