@@ -31,7 +31,6 @@ import { jobParts } from './compose/job-parts.js'
 import { listeners } from './compose/listeners.js'
 import { drainListener } from './http/server.js'
 import { startTracing } from './observe/tracing.js'
-import { ReadHold } from './perf/read-hold.js'
 
 export interface GatewayDeps {
   /** Where log lines go (tests capture them); default stdout. */
@@ -113,9 +112,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const redisClock = redis ? new RedisClock(clock, { redis, key: redisKey.dueJobs(config.redis.keyPrefix), log, onRead: (ms) => metrics.redisClockOffset.set(ms / 1000) }) : null
   const keyUse = new KeyUse({ replica: replicaId, redis, breaker, seal, prefix: config.redis.keyPrefix, onUnverified: (where) => unverified('key-use', where), clock })
   const { teams, reloader, adminAuth, rateLimiter, usage } = teamParts(config, { redis, breaker, bus, log, auditLog, metrics, secrets, keyUse, clock, ...(redisClock ? { redisOffsetMs: () => redisClock.offsetMs } : {}), configSource: deps.configSource })
-  // The proxy's reads handed to Node wait, for at most a loop iteration, for a call due to be written (perf/read-hold.ts).
-  const readHold = new ReadHold()
-  const platform = platformParts(config, { dispatcher: deps.dispatcher, readHold, log, auditLog, secrets, metrics, clock, ...(redisClock ? { sharedNow: redisClock.now } : {}), redis, breaker, bus, seal, teams, usage, history, replica: replicaId })
+  const platform = platformParts(config, { dispatcher: deps.dispatcher, log, auditLog, secrets, metrics, clock, ...(redisClock ? { sharedNow: redisClock.now } : {}), redis, breaker, bus, seal, teams, usage, history, replica: replicaId })
   const { dispatcher, tokens, governors, client, answers } = platform
   teams.onReplace(() => governors.keepTeams((team) => teams.teamOf(team) !== undefined))
   // The room in Redis for what the teams keep there (jobs' results, report copies), each team's part of it.
@@ -163,7 +160,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     clock,
     ...(redisClock ? { sharedNow: redisClock.now } : {}),
   })
-  const { proxy, admin, memoBytes } = await listeners({ ...ctx, failures, client, reloader, l1, audit, replicas, webhooks: jobsPart.webhooks, tokenShares: tokenStore, readHold, consoleScriptsDir: deps.consoleScriptsDir })
+  const { proxy, admin, memoBytes } = await listeners({ ...ctx, failures, client, reloader, l1, audit, replicas, webhooks: jobsPart.webhooks, tokenShares: tokenStore, consoleScriptsDir: deps.consoleScriptsDir })
 
   let closed = false
   return {

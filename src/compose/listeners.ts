@@ -27,7 +27,6 @@ import { consoleRoutes } from '../http/admin/console-route.js'
 import { adminHostCheck } from '../http/admin/admin-host-check.js'
 import { describeProxy, docsUi } from '../http/openapi/document.js'
 import { describeAdmin } from '../http/openapi/admin-document.js'
-import type { ReadHold } from '../perf/read-hold.js'
 
 /** The two listeners, neither listening yet (main.ts listens). */
 export interface Listeners {
@@ -57,8 +56,6 @@ export interface ListenerParts extends GatewayContext {
   webhooks: WebhookDeliveries
   /** Whether a token change reached the other replicas (PUT /admin/token). */
   tokenShares: TokenShares
-  /** Held while a platform call is due to be written: the proxy listener's reads handed to Node (perf/read-hold.ts). */
-  readHold: ReadHold
   /** Where the console's compiled scripts are; default: dist/console, beside the built gateway. */
   consoleScriptsDir?: string | undefined
 }
@@ -80,7 +77,7 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
     for (const which of CLOSED_AT_BOUND) metrics.connectionsClosedAtBound.inc({ listener, which }, 0)
     return { listener, setting, max, closed: (which, count) => metrics.connectionsClosedAtBound.inc({ listener, which }, count), inForce: (n) => metrics.connectionsBound.set({ listener }, n) }
   }
-  const proxy = buildServer(config, log, failures, fast, { challenge: PROXY_CHALLENGE, connections: bound('proxy', 'server.maxConnections', config.server.maxConnections), rateOf: callerRate(admission), keyTeam: (headers) => parts.teams.runningTeam(headers), tracing, allow: allowOf, bodyReader: 'handler', holdsSecret, refusalHeaders: PROXY_ANSWER_HEADERS, readHold: parts.readHold })
+  const proxy = buildServer(config, log, failures, fast, { challenge: PROXY_CHALLENGE, connections: bound('proxy', 'server.maxConnections', config.server.maxConnections), rateOf: callerRate(admission), keyTeam: (headers) => parts.teams.runningTeam(headers), tracing, allow: allowOf, bodyReader: 'handler', holdsSecret, refusalHeaders: PROXY_ANSWER_HEADERS })
   // Every answer its router writes, the platform's passed on included, over their own. A
   // callback, not an async function: Fastify then makes no promise an answer for it.
   proxy.addHook('onSend', (_request, reply, payload, done) => {

@@ -20,7 +20,6 @@ import { RefusalLog } from '../platform/client/refusal-log.js'
 import { TokenRegistry } from '../platform/tokens/token-registry.js'
 import { LoginGate } from '../platform/tokens/login-gate.js'
 import { TokenVerdicts } from '../platform/tokens/token-verdict.js'
-import type { ReadHold } from '../perf/read-hold.js'
 
 /** What talks to the platform: the pool, the tokens, the governors of the calls, the one client, the answers held. */
 export interface PlatformParts {
@@ -40,8 +39,6 @@ export function platformParts(
   o: {
     /** The platform's connection pool; default one made from config.platform. */
     dispatcher?: Dispatcher
-    /** Held from each call handed to the HTTP client until it is written (perf/read-hold.ts). */
-    readHold?: ReadHold
     log: Logger
     auditLog: Logger
     secrets: SecretSet
@@ -132,8 +129,6 @@ export function platformParts(
     onRetried: (credential) => metrics.platformRetries.inc({ credential }),
     clock,
     maxPauseMs: config.platform.maxPauseMs,
-    // A call others wait on too (a stampede's fill): what the next poll reads is likely more of them.
-    ...(o.readHold ? { handed: (callers: number) => (callers > 1 ? o.readHold!.hold() : undefined) } : {}),
   })
   // A credential pause is tested with the probe call and the token in use.
   governors.probeWith(async (credential) => {

@@ -18,7 +18,6 @@ import { bodyDeadlines } from './hooks/body-deadline.js'
 import type { RequestHandler } from './reads/fast-path.js'
 import { isHostValue, originForm, targetHost } from './request-target.js'
 import { enterOnConnections, type ServePlain } from './socket-entrance.js'
-import type { ReadHold } from '../perf/read-hold.js'
 import { withholdFromRemovedKeys, type KeyTeam } from './pipelined-answers.js'
 import { setAnswerFields } from './answer-fields.js'
 import { NOT_KEPT } from './health.js'
@@ -314,8 +313,6 @@ export interface ListenerOptions {
    * that no answer echoes it and no log line carries it.
    */
   holdsSecret?: (text: string) => boolean
-  /** While a platform call is due to be written, the requests its socket entrance hands to Node wait for it (perf/read-hold.ts); none: never held. */
-  readHold?: ReadHold | null
 }
 
 /** The proxy listener's challenge: the team key (`x-api-key`, or `authorization: Bearer`). */
@@ -349,7 +346,7 @@ const PARSER_REFUSALS: Record<string, string> = {
  * listener's challenge), `fastPath` (if any) in front of the router, and with `tracing` a
  * span begun for each request before either (none of it when tracing is off).
  */
-export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, { challenge, connections, rateOf = () => null, keyTeam = null, tracing = null, allow: givenAllow, bodyReader = 'parser', refusalHeaders: routeHeaders = {}, holdsSecret, readHold = null }: ListenerOptions): FastifyInstance {
+export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, { challenge, connections, rateOf = () => null, keyTeam = null, tracing = null, allow: givenAllow, bodyReader = 'parser', refusalHeaders: routeHeaders = {}, holdsSecret }: ListenerOptions): FastifyInstance {
   const refusalHeaders = { ...REFUSAL_NOT_KEPT, ...routeHeaders }
   let gentle: ReturnType<typeof closeGently> | null = null
   let http: Server | null = null
@@ -410,7 +407,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
       // for none); the head's size (maxHeaderSize) bounds them.
       server.maxHeadersCount = 0
       closeSilentConnections(server, config.server.connectionTimeoutMs, enforcedBound(connections, processFileLimit(), log))
-      if (fastPath?.plain) enterOnConnections(server, fastPath.plain, current.closing, log, readHold)
+      if (fastPath?.plain) enterOnConnections(server, fastPath.plain, current.closing, log)
       server.on('connect', (req: IncomingMessage, socket: Duplex) => refuseConnect(server, req, socket, allow))
       return server
     },

@@ -1,9 +1,8 @@
 import { maxHeaderSize, type Server } from 'node:http'
-import { Socket } from 'node:net'
+import type { Socket } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import type { Logger } from 'pino'
 import { AnswerRoom } from '../perf/answer-room.js'
-import type { ReadHold } from '../perf/read-hold.js'
 import { keptAliveHeadEnd } from '../perf/rendered-head.js'
 import { PlainGets, type PlainGet } from './plain-get.js'
 
@@ -21,11 +20,8 @@ import { PlainGets, type PlainGet } from './plain-get.js'
 // answer), an idle kept-alive connection is closed after `server.keepAliveTimeout` and
 // Node's `keepAliveTimeoutBuffer` more; a caller that reads its answers slower than it
 // asks is Node's (its backlog of answers is Node's to bound); a closing listener hands
-// every next request to Node, which answers it with `connection: close`. While a read hold
-// is on (perf/read-hold.ts: a stampede's call due to be written), what would go to Node's
-// parser waits for the hold's end, its bytes kept in their order: a request declined here,
-// and the bytes of a connection Node reads, whose listeners are called from here. The
-// decisions: docs/decisions/socket-entrance.md, docs/decisions/read-hold.md.
+// every next request to Node, which answers it with `connection: close`. The decision:
+// docs/decisions/socket-entrance.md.
 
 /** Writes a plain 200's `lines` (status line and header lines, as plainAnswer makes them) and `body` on `socket`: the kept-alive end of its head is added. */
 export type SendPlain = (socket: Socket, lines: string, body: Buffer) => void
@@ -35,9 +31,6 @@ export type ServePlain = (head: PlainGet, socket: Socket, send: SendPlain) => bo
 
 /** Node's sockets keep their stream handle here, and mark it `_consumed` once a parser reads it natively. */
 type HandleSocket = Socket & { _handle?: { _consumed?: boolean } | null }
-
-/** A socket's own `on` (its stream's), whatever its server put in its place on the socket itself. */
-const streamOn = Socket.prototype.on as (this: Socket, event: 'data' | 'end', listener: (chunk: Buffer) => void) => Socket
 
 /** A server with Node's own time past keepAliveTimeout before it closes an idle connection (Node 24: 1 s by default), and its own `maxHeaderSize` where one was given. */
 type BufferedServer = Server & { keepAliveTimeoutBuffer?: number; maxHeaderSize?: number }
@@ -63,7 +56,7 @@ interface Look {
  * `closing()` is false. False when this Node's server is not the one this was built for
  * (no `connectionListener` to hand connections to): Node then reads every connection.
  */
-export function enterOnConnections(server: BufferedServer, serve: ServePlain, closing: () => boolean, log: Pick<Logger, 'error'>, hold: ReadHold | null = null, now: () => number = () => performance.now()): boolean {
+export function enterOnConnections(server: BufferedServer, serve: ServePlain, closing: () => boolean, log: Pick<Logger, 'error'>, now: () => number = () => performance.now()): boolean {
   const node = server.listeners('connection').find((listener) => listener.name === 'connectionListener') as ((socket: Socket) => void) | undefined
   if (node === undefined) return false
   server.removeListener('connection', node)
@@ -92,13 +85,6 @@ export function enterOnConnections(server: BufferedServer, serve: ServePlain, cl
   server.on('connection', (socket: HandleSocket) => {
     held.set(socket, { read: 0, since: now() })
     const heads = new PlainGets()
-    // Bytes kept for Node while a read hold is on (perf/read-hold.ts), in their order; and
-    // whether the caller's end came behind them. Null: none kept.
-    let kept: Buffer[] | null = null
-    let endKept = false
-    // Node's own listeners of the connection once handed over, when found (readThroughHold).
-    let nodeData: ((chunk: Buffer) => void) | null = null
-    let nodeEnd: (() => void) | null = null
     const handOff = (rest: Buffer): void => {
       socket.removeListener('data', onData)
       socket.removeListener('end', onEnd)
@@ -108,83 +94,16 @@ export function enterOnConnections(server: BufferedServer, serve: ServePlain, cl
       // from the handle beside it: the connection's requests stay in their order.
       if (socket._handle) socket._handle._consumed = true
       node.call(server, socket)
-      if (hold !== null) readThroughHold()
       if (rest.length > 0) socket.unshift(rest)
     }
-    // Node's reading of the connection goes through the hold: its bytes, and its end behind
-    // them, are kept while a hold is on. Its listeners are taken off and called from here,
-    // with the same bytes in the same order; without them found, Node reads as it would.
-    const readThroughHold = (): void => {
-      const data = socket.listeners('data').find((listener) => listener.name === 'bound socketOnData') as ((chunk: Buffer) => void) | undefined
-      const end = socket.listeners('end').find((listener) => listener.name === 'bound socketOnEnd') as (() => void) | undefined
-      if (data === undefined || end === undefined) return
-      nodeData = data
-      nodeEnd = end
-      socket.removeListener('data', data)
-      socket.removeListener('end', end)
-      // Node's server wraps `on` of its sockets (a 'data' listener added stops its native
-      // reading, and its pause and resume listeners); the stream's own is the one meant here.
-      streamOn.call(socket, 'data', (chunk: Buffer) => {
-        if (kept !== null) kept.push(chunk)
-        else if (hold?.on === true) keep(chunk, toNode)
-        else data(chunk)
-      })
-      streamOn.call(socket, 'end', () => {
-        if (kept !== null) endKept = true
-        else end()
-      })
-    }
-    // Bytes kept until the hold ends, then given to `then`.
-    const keep = (chunk: Buffer, then: () => void): void => {
-      kept = [chunk]
-      hold!.defer(() => {
-        // A connection cut meanwhile has nothing to read, and Node's parser of it is gone.
-        if (kept === null || socket.destroyed) return
-        try {
-          then()
-        } catch (err) {
-          log.error({ err }, 'reading a request held on its connection failed')
-          socket.destroy()
-        }
-      })
-    }
-    const takeKept = (): Buffer => {
-      const bytes = kept!.length === 1 ? kept![0]! : Buffer.concat(kept!)
-      kept = null
-      return bytes
-    }
-    // The kept bytes to Node's parser, then the end that came behind them.
-    const toNode = (): void => {
-      nodeData!(takeKept())
-      if (endKept) nodeEnd!()
-    }
-    // The kept bytes, a request declined here and what followed it, handed to Node.
-    const handKept = (): void => {
-      const rest = takeKept()
-      if (!endKept) return handOff(rest)
-      // The end was read here: Node is given the bytes and the end as the stream gave them
-      // (without its listeners found, the connection is ended as Node ends one at its caller's end).
-      handOff(nodeData === null ? rest : Buffer.alloc(0))
-      if (nodeData === null) return void socket.end()
-      nodeData(rest)
-      nodeEnd!()
-    }
     const onData = (chunk: Buffer): void => {
-      if (kept !== null) {
-        kept.push(chunk)
-        return
-      }
       let at = 0
       try {
         for (;;) {
           // A caller that reads its answers slower than it sends requests is Node's to pace;
           // a limit of requests per connection is Node's to count.
           const head = socket.writableNeedDrain || server.maxRequestsPerSocket ? null : heads.read(chunk, at, headLimit)
-          if (head === null || closing() || !serve(head, socket, send)) {
-            // Held: Node's reading of it waits for the hold's end (the decision made stays on the connection).
-            if (hold?.on === true) return keep(chunk.subarray(at), handKept)
-            return handOff(chunk.subarray(at))
-          }
+          if (head === null || closing() || !serve(head, socket, send)) return handOff(chunk.subarray(at))
           at += head.length
           if (at === chunk.length) return
         }
@@ -196,8 +115,7 @@ export function enterOnConnections(server: BufferedServer, serve: ServePlain, cl
     }
     const onEnd = (): void => {
       held.delete(socket)
-      if (kept === null) socket.end()
-      else endKept = true
+      socket.end()
     }
     const onError = (): void => {
       held.delete(socket)

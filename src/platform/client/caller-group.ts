@@ -20,8 +20,6 @@ export interface QueueTeam {
   readonly teams: ReadonlyMap<string, Priority>
   /** `fn` runs when those teams or their priorities change; the returned function stops it. */
   onChange(fn: () => void): () => void
-  /** How many callers still wait on the call (a background asker is none). */
-  readonly callers: number
 }
 
 interface Asker<C> {
@@ -67,10 +65,6 @@ export class CallerGroup<C = undefined> implements QueueTeam {
 
   get teams(): ReadonlyMap<string, Priority> {
     return this.#teams
-  }
-
-  get callers(): number {
-    return this.#present
   }
 
   onChange(fn: () => void): () => void {

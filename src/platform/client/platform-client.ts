@@ -110,7 +110,6 @@ export class PlatformClient {
   readonly #clock: Clock
   readonly #maxPauseMs: number
   readonly #shutdown = new ShutdownWatch()
-  readonly #handed: (callers: number) => void
 
   constructor(opts: {
     dispatcher: Dispatcher
@@ -129,10 +128,7 @@ export class PlatformClient {
     clock?: Clock
     /** platform.maxPause: the longest `retry-after` an answer is handed on with (withBoundedRetryAfter). */
     maxPauseMs: number
-    /** Called as each call is handed to the HTTP client (which may write it an immediate later), with how many callers wait on it (1 for a call of its own queue). */
-    handed?: (callers: number) => void
   }) {
-    this.#handed = opts.handed ?? (() => undefined)
     this.#dispatcher = opts.dispatcher
     this.#timeoutMs = opts.timeoutMs
     this.#defaultBase = opts.defaultBaseUrl ?? ''
@@ -348,7 +344,6 @@ export class PlatformClient {
           signal: upstream.signal,
         }),
       )
-      this.#handed(call.queue?.callers ?? 1)
       try {
         const res = await abortable(response, call.signal)
         release()
