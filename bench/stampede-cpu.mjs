@@ -10,6 +10,8 @@
 // by one each round; `--warm` uncounted rounds each first.
 //   flock /tmp/bench.lock node bench/stampede-cpu.mjs --builds=new=.,old=/tmp/bench-old [--rounds=20] [--warm=5] [--callers=200] [--profile=DIR]
 // `--builds`: name=folder pairs, each folder a built checkout (its dist/ and node_modules).
+// Each build after the first is paired with it round by round: the medians of the rounds'
+// differences (CPU, waiters' p50, the time the stand-in read the call) and in how many it was lower.
 // `--logs=DIR`: the gateways' output kept (with BENCH_GATEWAY_NODE_FLAGS=--trace-gc, their collections).
 // `--profile=DIR`: each gateway under node --cpu-prof (interval 100 µs), its profile in DIR/<name>/,
 // with windows.json: the counted rounds' windows (µs on the profile's clock), for
