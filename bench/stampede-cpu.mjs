@@ -10,6 +10,8 @@
 // by one each round; `--warm` uncounted rounds each first.
 //   flock /tmp/bench.lock node bench/stampede-cpu.mjs --builds=new=.,old=/tmp/bench-old [--rounds=20] [--warm=5] [--callers=200] [--profile=DIR]
 // `--builds`: name=folder pairs, each folder a built checkout (its dist/ and node_modules).
+// Each build after the first is paired with it round by round: the medians of the rounds'
+// differences (CPU, waiters' p50, the time the stand-in read the call) and in how many it was lower.
 // `--logs=DIR`: the gateways' output kept (with BENCH_GATEWAY_NODE_FLAGS=--trace-gc, their collections).
 // `--profile=DIR`: each gateway under node --cpu-prof (interval 100 µs), its profile in DIR/<name>/,
 // with windows.json: the counted rounds' windows (µs on the profile's clock), for
@@ -116,7 +118,12 @@ try {
   const base = builds[0]
   for (const b of builds) {
     const cpu = median(b.rounds.map((r) => r.cpuMs))
-    const paired = b === base ? '' : `, paired ${b.name} - ${base.name} median ${median(b.rounds.map((r, i) => r.cpuMs - base.rounds[i].cpuMs)).toFixed(2)} ms`
+    // Each measure's difference with the first build's in the same round, the median of the rounds' (and how many rounds it was lower in).
+    const pairedOf = (measure) => {
+      const d = b.rounds.map((r, i) => r[measure] - base.rounds[i][measure])
+      return `${median(d).toFixed(2)} ms (lower in ${d.filter((x) => x < 0).length} of ${d.length})`
+    }
+    const paired = b === base ? '' : `, paired ${b.name} - ${base.name} medians: CPU ${pairedOf('cpuMs')}, p50 ${pairedOf('p50')}, the call read ${pairedOf('callAt')}`
     lines.push(
       `${b.name} (${b.root}): CPU a round median ${cpu.toFixed(2)} ms (${((cpu * 1000) / CALLERS).toFixed(1)} µs a caller; rounds ${b.rounds.map((r) => r.cpuMs.toFixed(1)).join(' ')}), ticks median ${median(b.rounds.map((r) => r.tickMs))} ms (in the kernel: ${((100 * b.rounds.reduce((sum, r) => sum + r.systemMs, 0)) / b.rounds.reduce((sum, r) => sum + r.tickMs, 0)).toFixed(0)} % of all the rounds' ticks), p50 median ${median(b.rounds.map((r) => r.p50)).toFixed(1)} ms, fastest caller median ${median(b.rounds.map((r) => r.min)).toFixed(1)} ms, the call read by the platform at ${median(b.rounds.map((r) => r.callAt)).toFixed(1)} ms (median)${paired}; ${b.rounds.filter((r) => !r.ok).length} bad rounds`,
     )
