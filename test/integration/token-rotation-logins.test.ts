@@ -1,7 +1,6 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
-import { redisKey } from '../../src/redis/keys.js'
 import { fingerprint } from '../../src/observe/fingerprint.js'
 import { TEAMS_YAML, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { onRealTimers } from '../helpers/clock.js'
@@ -78,7 +77,7 @@ async function tokenEndpoint(issue: (ttlSeconds: number) => string): Promise<Tok
 
 describe.skipIf(!redisCheck.available)('password logins and rotations across replicas (Redis)', () => {
   const sandbox = useSandbox()
-  const { server: redis, client: redisClient } = useRedis()
+  const { server: redis } = useRedis()
   const cleanups = useCleanups()
   const gateways = useGateways({
     check: (open) => {
@@ -215,7 +214,6 @@ describe.skipIf(!redisCheck.available)('password logins and rotations across rep
     it('is not released when the circuit opened during the login: another replica\'s refresh is answered once it lapses', async ({ task }) => {
       const tokens = await endpoint()
       const config = replicaConfig(tokens)
-      const lockKey = redisKey.loginLock(config.redis.keyPrefix, 'default')
       // Before, the lock lived twice platform.timeout, past this test's timeout: the refresh waited for all of it.
       expect(2 * config.platform.timeoutMs).toBeGreaterThan(task.timeout)
       const a = await apart.build(config)
@@ -223,8 +221,7 @@ describe.skipIf(!redisCheck.available)('password logins and rotations across rep
       tokens.hold()
       const refreshA = refresh(a)
       await waitFor("A's login at the token endpoint", () => tokens.waiting === 1)
-      expect(await redisClient.exists(lockKey)).toBe(1)
-      // A command of A fails while its login runs: the circuit opens, and the lock's release is not sent.
+      // A's circuit opens while its login runs (as any of its commands failing opens it): the lock's release is not sent.
       a.redis.breaker?.fail(new Error('Command timed out'))
       tokens.release()
       expect((await settled("A's refresh", refreshA)).statusCode).toBe(200)
