@@ -175,24 +175,17 @@ export class ReplicaLock {
     // With Redis refusing writes no lock can be taken, nor an entry stored: fill alone.
     const lock = await RedisLock.take(this.#redis, this.#breaker, redisKey.fillLock(this.#prefix, key), this.#lockTtlMs)
     if (!lock) return lock
-    // The heartbeat: a third of the TTL leaves two renewals' time for a slow Redis.
-    const heartbeat = this.#clock.setInterval(() => {
-      void lock.renew().then((renewed) => {
-        // Lost (this process stalled past the TTL and another replica took over): stop renewing.
-        if (renewed === false) this.#clock.clearInterval(heartbeat)
-      })
-    }, Math.max(Math.floor(this.#lockTtlMs / 3), 10))
-    heartbeat.unref()
+    const stopRenewing = lock.keepAlive(this.#clock)
     // The entry is in L2 before the announcement. It goes out on the same connection
     // before the lock is deleted, so a waiter hears of a failure before it could find the
     // lock gone and take it over.
     const announce = async (channel: string, message: string): Promise<void> => {
-      this.#clock.clearInterval(heartbeat)
+      stopRenewing()
       await this.#breaker.run(() => Promise.all([this.#bus.publish(channel, message), lock.releaseCommand()]), undefined)
     }
     return {
       abandon: async () => {
-        this.#clock.clearInterval(heartbeat)
+        stopRenewing()
         await lock.release()
       },
       release: (failure) => (failure ? announce(FAILED_CHANNEL, JSON.stringify({ key, ...failure })) : announce(FILLED_CHANNEL, key)),

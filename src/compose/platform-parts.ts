@@ -67,10 +67,10 @@ export function platformParts(
     prefix: config.redis.keyPrefix,
     minIntervalMs: config.platform.loginMinIntervalMs,
     // A login's longest: its answer's headers, then its body, each within platform.timeout.
-    lockTtlMs: 2 * config.platform.timeoutMs,
+    longestLoginMs: 2 * config.platform.timeoutMs,
     shared: Boolean(config.gatewaySecret) && redis !== null,
     log,
-    now,
+    clock,
   })
   const tokens = new TokenRegistry(config, {
     dispatcher,

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import type { Clock } from '../clock.js'
 import type { RedisBreaker } from './breaker.js'
 import type { RedisClient } from './client.js'
 import { redisScript } from './script.js'
@@ -42,6 +43,22 @@ export class RedisLock {
   async renew(): Promise<boolean | undefined> {
     const renewed = await this.#breaker.run(() => RENEW_IF_OWNER(this.#redis, this.#key, this.#owner, String(this.#ttlMs)), undefined)
     return renewed === undefined ? undefined : renewed !== 0
+  }
+
+  /**
+   * Renews the lock every third of its TTL (two renewals' time left for a slow Redis) until
+   * the returned stop is called, or the lock is lost (this process stalled past the TTL and
+   * another took it over). A holder that dies, or whose release never reaches Redis, leaves
+   * the lock for one TTL at most.
+   */
+  keepAlive(clock: Clock): () => void {
+    const heartbeat = clock.setInterval(() => {
+      void this.renew().then((renewed) => {
+        if (renewed === false) clock.clearInterval(heartbeat)
+      })
+    }, Math.max(Math.floor(this.#ttlMs / 3), 10))
+    heartbeat.unref()
+    return () => clock.clearInterval(heartbeat)
   }
 
   /** Releases the lock if still its owner. */

@@ -74,3 +74,20 @@ export async function waitUntil(ms: number, cond: Condition, everyMs = 10): Prom
 export async function waitFor(what: string | (() => string), cond: Condition, ms = testTimeLeft(), everyMs = 10): Promise<void> {
   if (!(await waitUntil(ms, cond, everyMs))) throw new Error(`timed out waiting for ${typeof what === 'string' ? what : what()}`)
 }
+
+/**
+ * What `promise` settles to (its value, or its error thrown); fails naming `what`, as
+ * waitFor does, when it has not settled within `ms` (by default the running test's time
+ * left): an await of a call that hangs names the call instead of ending in the test's timeout.
+ */
+export async function settled<T>(what: string | (() => string), promise: Promise<T>, ms = testTimeLeft()): Promise<T> {
+  let outcome: { value: T } | { error: unknown } | undefined
+  promise.then(
+    (value) => (outcome = { value }),
+    (error: unknown) => (outcome = { error }),
+  )
+  await waitFor(what, () => outcome !== undefined, ms)
+  const done = outcome as { value: T } | { error: unknown }
+  if ('error' in done) throw done.error
+  return done.value
+}

@@ -7,7 +7,7 @@ import { onRealTimers } from '../helpers/clock.js'
 import { useCleanups, useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { bearerOf, campaignList, tokenOf } from '../helpers/gateway-calls.js'
 import { redisAvailability } from '../helpers/start-redis.js'
-import { waitFor } from '../helpers/wait.js'
+import { settled, waitFor } from '../helpers/wait.js'
 
 // Password logins against rotations, across replicas sharing one Redis: a replica that
 // starts while a usable shared token exists takes it and does not log in; a login only
@@ -91,9 +91,16 @@ describe.skipIf(!redisCheck.available)('password logins and rotations across rep
     return e
   }
 
+  function replicaConfig(tokens: TokenEndpoint) {
+    return testConfig({ PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), PLATFORM_TOKEN_URL: tokens.url, ADMIN_TOKEN, REDIS_URL: redis.url, GATEWAY_SECRET }, TEAMS_YAML)
+  }
+
   function replica(tokens: TokenEndpoint, now?: () => number): Promise<TestGateway> {
-    const env = { PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), PLATFORM_TOKEN_URL: tokens.url, ADMIN_TOKEN, REDIS_URL: redis.url, GATEWAY_SECRET }
-    return gateways.build(testConfig(env, TEAMS_YAML), now ? { clock: onRealTimers(now) } : {})
+    return gateways.build(replicaConfig(tokens), now ? { clock: onRealTimers(now) } : {})
+  }
+
+  function refresh(gw: TestGateway) {
+    return gw.admin.inject({ method: 'POST', url: '/admin/token/refresh', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
   }
 
   function put(gw: TestGateway, token: string) {
@@ -196,5 +203,57 @@ describe.skipIf(!redisCheck.available)('password logins and rotations across rep
     expect(renewed).not.toBe(rotated)
     await waitFor('replica A to take the login that replaced the refused token', () => tokenOf(a) === renewed)
     expect(changes(a).at(-1)).toMatchObject({ reason: 'shared', origin: 'relogin', actor: null, oldFingerprint: fingerprint(rotated, GATEWAY_SECRET), newFingerprint: fingerprint(renewed, GATEWAY_SECRET) })
+  })
+  // A login lock whose holder never releases it: its release not sent (the circuit opened
+  // while the login ran), or a take whose answer came after the command timeout (the lock
+  // taken in Redis, the replica logging in alone). Redis goes out of reach in these tests
+  // (their lines say so): their gateways are not the file's, whose lines must not.
+  describe('a login lock left behind', () => {
+    const apart = useGateways()
+
+    it('is not released when the circuit opened during the login: another replica\'s refresh is answered once it lapses', async ({ task }) => {
+      const tokens = await endpoint()
+      const config = replicaConfig(tokens)
+      // Before, the lock lived twice platform.timeout, past this test's timeout: the refresh waited for all of it.
+      expect(2 * config.platform.timeoutMs).toBeGreaterThan(task.timeout)
+      const a = await apart.build(config)
+      const b = await apart.build(config)
+      tokens.hold()
+      const refreshA = refresh(a)
+      await waitFor("A's login at the token endpoint", () => tokens.waiting === 1)
+      // A's circuit opens while its login runs (as any of its commands failing opens it): the lock's release is not sent.
+      a.redis.breaker?.fail(new Error('Command timed out'))
+      tokens.release()
+      expect((await settled("A's refresh", refreshA)).statusCode).toBe(200)
+
+      const refreshB = await settled("B's refresh, while A's lock is left behind", refresh(b))
+      expect(refreshB.statusCode).toBe(200)
+      expect(tokens.logins).toBe(3)
+    })
+
+    it('is taken by a command answered after its timeout: a later refresh is answered once it lapses', async ({ task }) => {
+      const tokens = await endpoint()
+      const config = replicaConfig(tokens)
+      expect(2 * config.platform.timeoutMs).toBeGreaterThan(task.timeout)
+      const a = await apart.build(config)
+      // Redis answers nothing: the take's SET NX waits in its socket past the command timeout,
+      // and A logs in alone (Redis out of reach).
+      redis.freeze()
+      try {
+        expect((await settled("A's refresh while Redis is frozen", refresh(a))).statusCode).toBe(200)
+      } finally {
+        redis.thaw()
+      }
+      // Redis runs the SET once it runs again: the lock is held by an owner no replica knows.
+      // A's next command answered on that connection proves it ran (Redis answers a
+      // connection in order); the one that closes A's circuit does.
+      await waitFor("A's circuit to close", async () => {
+        await a.redis.breaker?.run(async () => a.redis.client?.ping(), null)
+        return a.redis.breaker?.state === 'closed'
+      })
+
+      expect((await settled("A's second refresh, while the lock is left behind", refresh(a))).statusCode).toBe(200)
+      expect(tokens.logins).toBe(3)
+    })
   })
 })

@@ -1,11 +1,11 @@
 import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { KEYS, sandboxLoginEnv, teamsYamlWith, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
-import { waitFor } from '../helpers/wait.js'
+import { settled, waitFor } from '../helpers/wait.js'
 
 // The token is rotated by file, by admin call and by re-login while
 // two replicas serve a steady stream of requests, and none of them fails. Each rotation
@@ -27,6 +27,12 @@ describe.skipIf(!redisCheck.available)('rotation under a steady stream of reques
   const sandbox = useSandbox()
   const { server: redis } = useRedis()
   const gateways = useGateways()
+  // The streams of the test that ran: stopped before its gateways close (after-hooks run in
+  // reverse order), so that a test failing mid-stream leaves no worker calling a closed gateway.
+  const streams: { halt: () => void }[] = []
+  afterEach(() => {
+    for (const running of streams.splice(0)) running.halt()
+  })
   let dir: string
 
   beforeAll(() => {
@@ -40,7 +46,7 @@ describe.skipIf(!redisCheck.available)('rotation under a steady stream of reques
   async function replicas(env: Record<string, string>): Promise<[TestGateway, TestGateway]> {
     // Team all's no-cache reaches the platform whatever the copy's age.
     const make = () => gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, GATEWAY_SECRET, REDIS_URL: redis.url, ...env }, teamsYamlWith({ cache: { refreshMinAge: 0 } })))
-    return [await make(), await make()]
+    return [await settled('the first replica to start', make()), await settled('the second replica to start', make())]
   }
 
   /**
@@ -52,11 +58,14 @@ describe.skipIf(!redisCheck.available)('rotation under a steady stream of reques
     const statuses: number[] = []
     let running = true
     let n = 0
+    let inFlight = 0
+    streams.push({ halt: () => (running = false) })
     const worker = async () => {
       while (running && n < STREAM_MAX_REQUESTS) {
         const gw = pair[n % 2] as TestGateway
         const report = n % 3 !== 0
         n += 1
+        inFlight += 1
         const res = report
           ? await gw.proxy.inject({
               method: 'GET',
@@ -64,6 +73,7 @@ describe.skipIf(!redisCheck.available)('rotation under a steady stream of reques
               headers: { 'x-api-key': KEYS.all, 'cache-control': 'no-cache' },
             })
           : await gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/get', headers: { 'x-api-key': KEYS.all }, payload: { userId: 101 } })
+        inFlight -= 1
         statuses.push(res.statusCode)
       }
     }
@@ -75,7 +85,7 @@ describe.skipIf(!redisCheck.available)('rotation under a steady stream of reques
       },
       stop: async () => {
         running = false
-        await Promise.all(workers)
+        await settled(() => `the stream's requests in flight to be answered (${inFlight} left)`, Promise.all(workers))
         return statuses
       },
     }
@@ -119,7 +129,7 @@ describe.skipIf(!redisCheck.available)('rotation under a steady stream of reques
     await load.served(PHASE_REQUESTS)
 
     const third = sandbox.issueToken()
-    const put = await pair[0].admin.inject({ method: 'PUT', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { token: third } })
+    const put = await settled('PUT /admin/token', pair[0].admin.inject({ method: 'PUT', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { token: third } }))
     expect(put.statusCode).toBe(200)
     await switchedThenRevoke(pair, () => third, second)
     await load.served(PHASE_REQUESTS)
@@ -136,7 +146,7 @@ describe.skipIf(!redisCheck.available)('rotation under a steady stream of reques
     const load = stream(pair)
     await load.served(PHASE_REQUESTS)
 
-    const refreshed = await pair[0].admin.inject({ method: 'POST', url: '/admin/token/refresh', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    const refreshed = await settled('POST /admin/token/refresh', pair[0].admin.inject({ method: 'POST', url: '/admin/token/refresh', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }))
     expect(refreshed.statusCode).toBe(200)
     const fresh = () => pair[0].tokens.get('default').current()?.token
     await switchedThenRevoke(pair, fresh, before)

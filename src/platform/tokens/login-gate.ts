@@ -2,7 +2,7 @@ import type { Logger } from 'pino'
 import { type RedisBreaker } from '../../redis/breaker.js'
 import { type RedisClient } from '../../redis/client.js'
 import { RedisLock } from '../../redis/lock.js'
-import { systemClock } from '../../clock.js'
+import { systemClock, type Clock } from '../../clock.js'
 import { redisKey } from '../../redis/keys.js'
 
 /** What the gate reads of a token (a TokenState; its type lives with the provider, which imports the gate). */
@@ -46,14 +46,19 @@ const SOLO: Held = { release: async () => undefined }
 // While another replica holds the lock, an exempt login looks again this often (and at
 // every change of the token, which is how another replica's shared login arrives).
 const LOCK_POLL_MS = 100
+// The lock's life, renewed every third of it while the login runs (RedisLock.keepAlive): a
+// lock its holder never releases (the release not sent while the circuit is open, a take
+// answered after the command timeout whose SET still ran, a replica killed mid-login) holds
+// the other replicas' logins this long, not a login's longest.
+const LOCK_TTL_MS = 3000
 // The record of the last login outlives any interval and any wait on it; it expires so
 // that a credential taken out of the configuration leaves nothing behind.
 const RECORD_TTL_MS = 24 * 3600_000
 
 /**
- * Password logins of each credential: one at a time across replicas (a Redis
- * lock, SET NX PX with an owner token, released by its owner only) and at most one per
- * `loginMinInterval` (the last login recorded in Redis) unless exempt. A login that a
+ * Password logins of each credential: one at a time across replicas (a Redis lock, SET NX
+ * PX with an owner token, renewed while the login runs and released by its owner only) and
+ * at most one per `loginMinInterval` (the last login recorded in Redis) unless exempt. A login that a
  * refused token asked for, made while another replica logged in after that token was
  * obtained, waits for that replica's token through the shared store instead. Without
  * Redis, or while it is down, the same rules hold per process.
@@ -63,11 +68,11 @@ export class LoginGate {
   readonly #breaker: RedisBreaker | null
   readonly #prefix: string
   readonly #minIntervalMs: number
-  readonly #lockTtlMs: number
+  readonly #longestLoginMs: number
   /** Replicas share their tokens through Redis (GATEWAY_SECRET): one login serves them all. */
   readonly #shared: boolean
   readonly #log: Logger
-  readonly #now: () => number
+  readonly #clock: Clock
   /** This process's own record of each credential's last login: the one used while Redis is out. */
   readonly #local = new Map<string, LastLogin>()
   /** This process's logins of each credential, one after the other. */
@@ -78,20 +83,20 @@ export class LoginGate {
     breaker: RedisBreaker | null
     prefix: string
     minIntervalMs: number
-    /** The longest a login can take: the lock's life, and the longest wait for it. */
-    lockTtlMs: number
+    /** The longest a login can take: the longest wait for another replica's. */
+    longestLoginMs: number
     shared: boolean
     log: Logger
-    now?: () => number
+    clock?: Clock
   }) {
     this.#redis = opts.redis
     this.#breaker = opts.breaker
     this.#prefix = opts.prefix
     this.#minIntervalMs = opts.minIntervalMs
-    this.#lockTtlMs = opts.lockTtlMs
+    this.#longestLoginMs = opts.longestLoginMs
     this.#shared = opts.shared
     this.#log = opts.log
-    this.#now = opts.now ?? systemClock.now
+    this.#clock = opts.clock ?? systemClock
   }
 
   /**
@@ -107,7 +112,7 @@ export class LoginGate {
   }
 
   async #run<T extends TokenSnapshot>(req: LoginRequest<T>): Promise<T | null> {
-    const until = this.#now() + this.#lockTtlMs
+    const until = this.#clock.now() + this.#longestLoginMs
     for (;;) {
       const held = await this.#take(req.credential)
       if (held) {
@@ -123,11 +128,11 @@ export class LoginGate {
       if (!req.exempt) return null
       const replaced = replacement(req)
       if (replaced) return replaced
-      if (this.#now() >= until) {
+      if (this.#clock.now() >= until) {
         this.#log.warn({ credential: req.credential }, 'platform login skipped: another replica held the login lock for the whole wait')
         return null
       }
-      await req.changed(Math.min(LOCK_POLL_MS, until - this.#now()))
+      await req.changed(Math.min(LOCK_POLL_MS, until - this.#clock.now()))
     }
   }
 
@@ -139,8 +144,8 @@ export class LoginGate {
     // A replica logged in after the refused token was obtained: its token is on its way
     // through Redis (it shares it as it sets it), and a second login would only replace it.
     if (refused && this.#shared && last?.fingerprint && last.fingerprint !== refused.fingerprint && last.at >= refused.obtainedAt) return 'awaitShared'
-    if (!req.exempt && last && this.#now() - last.at < this.#minIntervalMs) return null
-    const at = this.#now()
+    if (!req.exempt && last && this.#clock.now() - last.at < this.#minIntervalMs) return null
+    const at = this.#clock.now()
     let fingerprint: string | null = null
     try {
       const state = await req.login()
@@ -154,8 +159,8 @@ export class LoginGate {
   async #awaitReplacement<T extends TokenSnapshot>(req: LoginRequest<T>, until: number): Promise<T | null> {
     for (;;) {
       const replaced = replacement(req)
-      if (replaced || this.#now() >= until) return replaced
-      await req.changed(until - this.#now())
+      if (replaced || this.#clock.now() >= until) return replaced
+      await req.changed(until - this.#clock.now())
     }
   }
 
@@ -164,8 +169,15 @@ export class LoginGate {
     const redis = this.#redis
     const breaker = this.#breaker
     if (!redis || !breaker) return SOLO
-    const lock = await RedisLock.take(redis, breaker, redisKey.loginLock(this.#prefix, credential), this.#lockTtlMs)
-    return lock === undefined ? SOLO : lock
+    const lock = await RedisLock.take(redis, breaker, redisKey.loginLock(this.#prefix, credential), LOCK_TTL_MS)
+    if (!lock) return lock === undefined ? SOLO : null
+    const stopRenewing = lock.keepAlive(this.#clock)
+    return {
+      release: async () => {
+        stopRenewing()
+        await lock.release()
+      },
+    }
   }
 
   /** The later of this process's record and the shared one. */
