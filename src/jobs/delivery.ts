@@ -53,7 +53,7 @@ export interface Delivery extends Leased {
 }
 
 /** What one attempt came to. */
-export type AttemptResult = { ok: true; status: number } | { ok: false; status: number | null; error: string; retry: boolean; made: boolean }
+export type AttemptResult = { ok: true; status: number } | { ok: false; status: number | null; error: string; retry: boolean; made: boolean; retryAfterMs?: number | null }
 
 /** The attempts a record keeps (its latest): a delivery tried for jobs.webhookRetryFor makes about 20 at most with the default hour. */
 export const ATTEMPTS_KEPT = 30
@@ -92,13 +92,16 @@ export function claimDelivery(d: Delivery, runner: string, now: number, leaseMs:
 /**
  * `d` after the attempt of `run` ended at `now` with `result`: delivered on 2xx; tried again
  * after 1 s, 2 s, 4 s… (at most 5 min) on a retryable failure while `retryForMs` has not
- * passed since the first attempt; else given up. Null when `run` no longer holds it.
+ * passed since the first attempt, or after the receiver's `retry-after` when it asks longer
+ * (at most 5 min too: a receiver that asks an hour is still tried within `retryForMs`);
+ * else given up. Null when `run` no longer holds it.
  */
 export function attempted(d: Delivery, run: Run, now: number, result: AttemptResult, retryForMs: number): Delivery | null {
   if (d.state !== 'pending' || !holds(d, run)) return null
   const tries = d.tries + (result.ok || result.made ? 1 : 0)
   const first = d.attempts[0]?.at ?? now
-  const at = now + Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** Math.max(0, tries - 1))
+  const asked = result.ok ? 0 : (result.retryAfterMs ?? 0)
+  const at = now + Math.min(MAX_BACKOFF_MS, Math.max(asked, FIRST_BACKOFF_MS * 2 ** Math.max(0, tries - 1)))
   const next = result.ok || !result.retry || at > first + retryForMs ? null : at
   const state = result.ok ? 'delivered' : next === null ? 'failed' : 'pending'
   const attempt: DeliveryAttempt = { at: now, replica: run.runner, status: result.status, error: result.ok ? null : result.error, nextAttemptAt: next }

@@ -205,10 +205,12 @@ export class JobRunner {
     // replica may take the job over and make its call, so the run lets go of its read's fill
     // (a hang-up): a call not yet sent is then not sent, unless a caller here waits for it.
     const lapsed = new AbortController()
-    let lapse = clock.setTimeout(() => lapsed.abort(), job.leaseUntil - clock.now())
-    const renewed = (leaseUntil: number) => {
+    let leaseUntil = job.leaseUntil
+    let lapse = clock.setTimeout(() => lapsed.abort(), leaseUntil - clock.now())
+    const renewed = (until: number) => {
+      leaseUntil = until
       clock.clearTimeout(lapse)
-      lapse = clock.setTimeout(() => lapsed.abort(), leaseUntil - clock.now())
+      lapse = clock.setTimeout(() => lapsed.abort(), until - clock.now())
     }
     const renewal = clock.setInterval(
       () =>
@@ -225,7 +227,7 @@ export class JobRunner {
         // No renewal starts once the read ended; one under way is met by the end's retry.
         clock.clearInterval(renewal)
         clock.clearTimeout(lapse)
-        return this.#end(job, run, end)
+        return this.#endWithin(job, run, end, leaseUntil)
       })
       .catch((err: unknown) => log.warn({ err, job: job.id }, 'ending a report job failed: another replica takes it over once its lease runs out'))
       .finally(() => {
@@ -297,9 +299,26 @@ export class JobRunner {
     return `${e.message} (at ${new Date(this.#d.clock.now() + e.retryAfterSec * 1000).toISOString()})`
   }
 
-  async #end(job: Job, run: Run, end: RunEnd): Promise<void> {
-    const outcome = await this.#ended(job, run, end)
-    this.#d.onRun?.(outcome)
+  /**
+   * Stores the run's end, tried again every `pollMs` while its lease (ending `leaseUntil`)
+   * still holds: no other replica may take the job before then, so a store that failed
+   * for a moment (Redis restarted, its connection cut and made again) costs no second run
+   * and no second platform call of the report. Past the lease the failure is thrown: the
+   * job is then another replica's to take over.
+   */
+  async #endWithin(job: Job, run: Run, end: RunEnd, leaseUntil: number): Promise<void> {
+    const { clock, settings, log } = this.#d
+    for (;;) {
+      try {
+        const outcome = await this.#ended(job, run, end)
+        this.#d.onRun?.(outcome)
+        return
+      } catch (err) {
+        if (clock.now() + settings.pollMs >= leaseUntil) throw err
+        log.warn({ err, job: job.id, team: job.team, leaseUntil: new Date(leaseUntil).toISOString() }, "storing a report job's end failed: tried again while its lease holds")
+        await new Promise<void>((resolve) => clock.setTimeout(resolve, settings.pollMs))
+      }
+    }
   }
 
   /**

@@ -12,6 +12,7 @@ import { WebhookConnections, type WebhookConnectOptions } from './webhook-connec
 import { hostsOf, webhookRefusal } from '../config/webhook-hosts.js'
 import { literalOf, PlatformAddressError, platformSockets, socketRefusal, type LookupAll } from './webhook-target.js'
 import { connectionFailure } from '../platform/client/platform-client.js'
+import { retryAfterMs } from '../platform/pauses/retry-after.js'
 
 /** The webhooks' settings (config `jobs.webhook*`), in milliseconds and bytes. */
 export interface WebhookSettings {
@@ -225,10 +226,13 @@ export class WebhookDeliveries {
     }
     try {
       const res = await undiciFetch(target.url, { method: 'POST', headers, body: d.body, redirect: 'manual', signal, dispatcher })
+      // Its status says what the receiver made of the push: a body cut short (the
+      // connection closed, the bound passed) changes nothing of it, and closes the connection.
       if (!(await drain(res, WEBHOOK_ANSWER_BYTES))) this.#connections.drop(url, dispatcher)
       if (res.status >= 200 && res.status < 300) return { ok: true, status: res.status }
       if (res.status >= 300 && res.status < 400) return { ok: false, status: res.status, error: 'the receiver answered a redirect: not followed', retry: false, made: true }
-      return { ok: false, status: res.status, error: `the receiver answered ${res.status}`, retry: res.status >= 500 || res.status === 408 || res.status === 429, made: true }
+      const retry = res.status >= 500 || res.status === 408 || res.status === 429
+      return { ok: false, status: res.status, error: `the receiver answered ${res.status}`, retry, made: true, retryAfterMs: retryAfterMs(res.headers.get('retry-after') ?? undefined, clock.now()) }
     } catch (err) {
       this.#connections.drop(url, dispatcher)
       const e = err as Error
@@ -258,18 +262,22 @@ function refused(why: string): AttemptResult {
   return { ok: false, status: null, error: `refused: ${why}`, retry: false, made: false }
 }
 
-/** Reads at most `cap` bytes of the answer, then drops the rest; whether it read the answer to its end. */
+/** Reads at most `cap` bytes of the answer, then drops the rest; whether it read the answer to its end (false too when it broke off or outlasted the attempt's bound). */
 async function drain(res: Awaited<ReturnType<typeof undiciFetch>>, cap: number): Promise<boolean> {
   if (res.body === null) return true
   const reader = res.body.getReader()
   let read = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) return true
-    read += value.byteLength
-    if (read >= cap) {
-      await reader.cancel()
-      return false
+  try {
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) return true
+      read += value.byteLength
+      if (read >= cap) {
+        await reader.cancel()
+        return false
+      }
     }
+  } catch {
+    return false
   }
 }

@@ -1,5 +1,5 @@
 import { createHmac, randomBytes } from 'node:crypto'
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { WebhookDeliveries, type WebhookDeliveriesDeps, type WebhookSettings } from '../../src/jobs/webhook-deliveries.js'
@@ -216,6 +216,83 @@ describe('webhook deliveries', () => {
     await settled(webhooks)
     expect(await latest(webhooks)).toMatchObject({ state: 'failed', attempts: 1, lastStatus: 307 })
     expect(r.got.map((g) => g.path)).toEqual(['/hook'])
+  })
+
+  it.each([
+    ['a 429 with retry-after: 30', 429, '30', 30_000],
+    ['a 503 with retry-after: 45', 503, '45', 45_000],
+    ['a 429 with retry-after: 86400, held to the backoff\'s longest wait (5 min)', 429, '86400', 300_000],
+    ['a 429 whose retry-after is an HTTP date 20 s on', 429, 'date+20', 20_000],
+  ])('tries %s again no sooner than the receiver asked, not 1 s later', async (_what, status, retryAfter, waitMs) => {
+    const clock = fakeClock(Math.floor(Date.now() / 1000) * 1000)
+    const header = retryAfter === 'date+20' ? new Date(clock.now() + 20_000).toUTCString() : retryAfter
+    const r = await receiver([{ status, headers: { 'retry-after': header } }, { status: 204 }])
+    const { webhooks } = deliveries(r.url, clock, { settings: { ...SETTINGS, retryForMs: 3_600_000 } })
+    await enqueue(webhooks, 'growth', STATUS)
+    await waitFor('a retry scheduled', async () => (await latest(webhooks))?.lastStatus === status)
+    const at = clock.now()
+    expect(await latest(webhooks)).toMatchObject({ state: 'pending', attempts: 1, nextAttemptAt: new Date(at + waitMs).toISOString() })
+    clock.advance(waitMs - 1)
+    expect(r.got).toHaveLength(1)
+    clock.advance(1)
+    await settled(webhooks)
+    expect(await latest(webhooks)).toMatchObject({ state: 'delivered', attempts: 2, lastStatus: 204 })
+  })
+
+  /** A receiver on 127.0.0.1 whose `n`th attempt (from 1) is answered by `answer`; the webhook-ids it got. */
+  async function answering(answer: (res: ServerResponse, n: number) => void): Promise<{ url: string; got: string[] }> {
+    const got: string[] = []
+    const server = createServer((req, res) => {
+      req.resume()
+      req.on('end', () => {
+        got.push(String(req.headers['webhook-id']))
+        answer(res, got.length)
+      })
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    servers.push(server)
+    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, got }
+  }
+
+  it.each([
+    ['its body cut by the receiver\'s close', 'cut'],
+    ['its body not ended within webhookTimeout', 'trickle'],
+  ])('takes a 2xx as delivered, %s: the receiver said it took the push', async (_what, how) => {
+    const clock = fakeClock()
+    const { url, got } = await answering((res) => {
+      res.writeHead(200, { 'content-length': '100' })
+      // Its head and the first bytes on the wire, then (cut) the connection closed.
+      res.write('0123456789', () => (how === 'cut' ? res.destroy() : undefined))
+    })
+    const { webhooks } = deliveries(url, clock, { settings: { ...SETTINGS, timeoutMs: 300 } })
+    await enqueue(webhooks, 'growth', STATUS)
+    await waitFor('the attempt recorded', async () => (await latest(webhooks))?.attempts === 1)
+    expect(await latest(webhooks)).toMatchObject({ state: 'delivered', attempts: 1, lastStatus: 200, lastError: null, nextAttemptAt: null })
+    expect(got).toEqual(['msg_job123'])
+  })
+
+  it('takes a receiver that closes the connection before its answer as not reached: tried again, the same webhook-id', async () => {
+    const clock = fakeClock()
+    const { url, got } = await answering((res, n) => (n === 1 ? res.destroy() : res.writeHead(204).end()))
+    const { webhooks } = deliveries(url, clock)
+    await enqueue(webhooks, 'growth', STATUS)
+    await waitFor('the first attempt recorded', async () => (await latest(webhooks))?.attempts === 1)
+    expect(await latest(webhooks)).toMatchObject({ state: 'pending', lastStatus: null, lastError: expect.stringMatching(/^the receiver could not be reached/) })
+    clock.advance(1000)
+    await settled(webhooks)
+    expect(await latest(webhooks)).toMatchObject({ state: 'delivered', attempts: 2, lastStatus: 204 })
+    expect(got).toEqual(['msg_job123', 'msg_job123'])
+  })
+
+  it('takes a 410 as final: not tried again', async () => {
+    const clock = fakeClock()
+    const r = await receiver([{ status: 410 }, { status: 204 }])
+    const { webhooks } = deliveries(r.url, clock)
+    await enqueue(webhooks, 'growth', STATUS)
+    await settled(webhooks)
+    expect(await latest(webhooks)).toMatchObject({ state: 'failed', attempts: 1, lastStatus: 410, nextAttemptAt: null })
+    clock.advance(600_000)
+    expect(r.got).toHaveLength(1)
   })
 
   it('says why a receiver could not be reached: the connection\'s error code, as a platform call\'s failure says it, not fetch\'s "fetch failed"', async () => {
@@ -529,7 +606,7 @@ describe.skipIf(!available)('a job\'s end and its delivery on one Redis', () => 
       provider: () => ({ name: 'default' }) as TokenProvider,
       settings: { maxOpenPerTeam: 10, maxKeptPerTeam: 10_000, resultBytesPerTeam: 1024 * 1024, keepMs: 3_600_000, leaseMs: LEASE, pollMs: 1000, perReplica: 1, retryMs: 5000 },
       clock,
-      log: { warn: () => undefined, info: () => undefined },
+      log: { warn: (...a: unknown[]) => console.log('WARNDBG', JSON.stringify(a).slice(0, 600)), info: () => undefined },
       runner: 'a',
       maxEntryBytes: 1024 * 1024,
       failures: { warn: () => undefined },
