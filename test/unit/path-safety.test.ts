@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { isSafeApiPath, isTokenPath, pathOf, tokenPaths } from '../../src/access/path-safety.js'
+import { checkTarget } from '../../src/access/request-target.js'
+import { tokenRequestUrl } from '../../src/platform/tokens/password-login.js'
 
 // Contract, "Calling it": only /api/v1/* is forwarded, and the token request is not
 // reachable. A path is refused when any decoding or normalization on the way (the
@@ -99,5 +101,28 @@ describe('token paths', () => {
     expect(isTokenPath('/api/v1/report/x', blocked)).toBe(false)
     // A malformed escape is not decodable; it is compared as sent, not thrown on.
     expect(isTokenPath('/api/v1/auth/%zz', blocked)).toBe(false)
+  })
+
+  // However the token URL is written, the path its login is sent to (password-login.ts,
+  // resolved as the platform's router reads it: trailing slashes trimmed) is refused as a
+  // caller's target, as is its spelling with a trailing slash.
+  const configured: [string, string][] = [
+    ['a trailing slash', '/api/v1/auth/token/'],
+    ['two trailing slashes', '/api/v1/auth/token//'],
+    ['a dot-dot segment', '/api/v1/x/../auth/token'],
+    ['a dot segment', '/api/v1/auth/./token'],
+    ['an encoded dot-dot segment', '/api/v1/x/%2e%2E/auth/token'],
+    ['a dot-dot segment after the token segment', '/api/v1/auth/token/../token/'],
+    ['backslashes', '/api/v1\\auth\\token'],
+    ['a tab', '/api/v1/auth/to\tken'],
+    ['an encoded letter', '/api/v1/auth/%74oken'],
+    ['a query', '/api/v1/auth/token?scope=x'],
+    ['the whole URL, host in upper case, default port, trailing slash', 'https://PLATFORM.example.com:443/api/v1/auth/token/'],
+  ]
+  it.each(configured)('refuse the path the login is sent to, the token URL written with %s: %j', (_name, tokenUrl) => {
+    const paths = tokenPaths(base, [tokenUrl])
+    const sent = tokenRequestUrl(base, tokenUrl).pathname.replace(/\/+$/, '')
+    expect(decodeURIComponent(sent)).toBe('/api/v1/auth/token')
+    for (const spelled of [sent, `${sent}/`]) expect(isTokenPath(checkTarget(spelled, 10).path, paths), spelled).toBe(true)
   })
 })

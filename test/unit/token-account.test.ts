@@ -74,6 +74,9 @@ describe('a password login\'s token endpoint, however it is spelled', () => {
     ['the whole URL with a trailing slash', `${BASE}/oauth/token/`],
     ['a dot segment', '/api/../oauth/./token'],
     ['a fragment', `${BASE}/oauth/token#x`],
+    // The router decodes the path before it matches it (UriValidator: rawurldecode).
+    ['an escaped letter', '/oauth/%74oken'],
+    ['the whole URL with escaped letters in either case and a trailing slash', `${BASE}/%6Fauth/tok%65n/`],
   ])('%s is the path\'s login (one account, one configuration)', (_label, tokenUrl) => {
     expect(withTokenUrl(tokenUrl)).toBe(path)
   })

@@ -1,6 +1,7 @@
 import { request, type Dispatcher } from 'undici'
 import type { PasswordLogin } from '../../config.js'
 import { TokenLoginError } from '../../errors.js'
+import { canonicalPath } from '../canonical-path.js'
 
 export interface LoginResult {
   token: string
@@ -14,19 +15,19 @@ export function tokenRequestUrl(baseUrl: string, tokenUrl: string): URL {
 /**
  * The token endpoint as configurations are told apart by it (TokenProvider.configuredBase):
  * the URL a login is sent to, as WHATWG's parser writes it (scheme and host in lower case,
- * the default port dropped, dot segments resolved), without its fragment (never sent) and
- * without trailing slashes on its path (the platform's router, Laravel's, matches
- * `/oauth/token/` as `/oauth/token`). On the base URL's origin it is its path and query,
- * as the default `/oauth/token` is written, so that a configuration written so keeps its
- * digest; on another origin, or with userinfo, the whole URL. A path with no base URL to
- * resolve it on stays as written.
+ * the default port dropped, dot segments resolved), without its fragment (never sent), its
+ * path in its one spelling (canonicalPath: the platform's router, Laravel's, decodes
+ * `/oauth/%74oken` and matches `/oauth/token/` as `/oauth/token`). On the base URL's
+ * origin it is its path and query, as the default `/oauth/token` is written, so that a
+ * configuration written so keeps its digest; on another origin, or with userinfo, the
+ * whole URL. A path with no base URL to resolve it on stays as written.
  */
 export function comparableTokenUrl(baseUrl: string | null, tokenUrl: string): string {
   const base = baseUrl === null ? undefined : `${baseUrl}/`
   if (!URL.canParse(tokenUrl, base)) return tokenUrl
   const url = new URL(tokenUrl, base)
   url.hash = ''
-  url.pathname = url.pathname.replace(/(?<=.)\/+$/, '')
+  url.pathname = canonicalPath(url.pathname)
   const own = base !== undefined && url.origin === new URL(base).origin && url.username === '' && url.password === ''
   return own ? `${url.pathname}${url.search}` : url.href
 }
