@@ -659,9 +659,20 @@ export class ReportCache {
     }
   }
 
+  /**
+   * The key a filled copy is kept under: that of the account its call was sent for
+   * (`result.account`), which is `key`'s unless the credential's token was replaced by one
+   * of another account between the fill's ask and its send (a wait for a seat, a 401 sent
+   * again with the token in use). Kept under `key`, such a copy would serve the other
+   * account's figures to the first account once its token is back.
+   */
+  #keptUnder(key: string, report: CanonicalReport, provider: TokenProvider, result: Extract<FillResult, { kind: 'entry' }>): string {
+    return result.account === undefined ? key : this.keyFor(provider.name, report, result.account)
+  }
+
   /** A fill without Redis: the copy stays in this process. No async frame waits here for the call. */
   #solo(key: string, report: CanonicalReport, provider: TokenProvider, origin: Origin): Promise<FillResult> {
-    return this.#callPlatform(report, provider, origin).then((result) => (result.kind === 'entry' ? this.#d.store.keepLocally(key, result.entry).then(() => result) : result))
+    return this.#callPlatform(report, provider, origin).then((result) => (result.kind === 'entry' ? this.#d.store.keepLocally(this.#keptUnder(key, report, provider, result), result.entry).then(() => result) : result))
   }
 
   /** A fill with Redis: this replica leads it (the lock), or waits for the replica that does. */
@@ -726,16 +737,22 @@ export class ReportCache {
 
   async #lead(key: string, lease: FillLease, report: CanonicalReport, provider: TokenProvider, origin: Origin): Promise<FillResult> {
     let result: FillResult | null = null
+    // Whether the copy went under another key than the one locked: its waiters find none under theirs.
+    let moved = false
     try {
       result = await this.#callPlatform(report, provider, origin)
-      if (result.kind === 'entry') await this.#d.store.set(key, result.entry)
+      if (result.kind === 'entry') {
+        const kept = this.#keptUnder(key, report, provider, result)
+        moved = kept !== key
+        await this.#d.store.set(kept, result.entry)
+      }
     } finally {
       // Callers are answered while the lock is released and waiters are woken, and every
       // replica holding an older copy takes the new one. A call aborted by this replica's
       // shutdown, or dropped in the queue because its callers all hung up, is no failure of
       // the platform: another replica takes the fill over.
       const shutDown = result?.kind === 'failed' && (result.error.code === 'GW_SHUTTING_DOWN' || droppedInQueue(result.error) || result.error.cause instanceof NoIdleSeatError)
-      const released = shutDown ? lease.abandon() : result?.kind === 'entry' ? lease.stored(result.entry.fetchedAt) : lease.release(result?.kind === 'failed' ? failureOf(result) : undefined)
+      const released = shutDown ? lease.abandon() : result?.kind === 'entry' && !moved ? lease.stored(result.entry.fetchedAt) : lease.release(result?.kind === 'failed' ? failureOf(result) : undefined)
       void released.catch((err: unknown) => this.#d.log.warn({ err }, 'releasing a cache fill lock failed'))
     }
     return result
