@@ -66,7 +66,7 @@ export interface JobRunnerDeps {
   announce?: () => void
   /** Seconds until `team` may make platform calls again (its platform-seconds of the UTC day spent, `platformSecondsPerDay`); 0: it may. */
   spentFor?: (team: string, now: number) => number
-  /** Why the job's team, as the teams are now, may not read its report (a reload took its advertiser away, or the team); null: it may. */
+  /** Why the job's team, as the teams are now, may not read its report (a reload took its advertiser away, or the team; its credential acts for another account now); null: it may. */
   refusal?: (job: Job) => string | null
   /** The teams configured now: only theirs of the last starts are kept for the turns. */
   teams: Pick<TeamDirectory, 'teamOf' | 'onReplace'>

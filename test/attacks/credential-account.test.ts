@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { hashApiKey } from '../../src/access/api-keys.js'
-import { KEYS, sandboxLoginEnv, testConfig } from '../helpers/build-gateway.js'
+import { KEYS, sandboxLoginEnv, teamsYamlWith, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
@@ -159,5 +159,47 @@ describe.skipIf(!available)('a credential moved to another account by a rollout'
     const after = await read()
     expect(after.statusCode).toBe(403)
     expect(after.json().data).toBeUndefined()
+  })
+
+  it('reads a report job\'s result only while its credential acts for the account the job was asked for', async () => {
+    const gw = await start(sandbox.issueToken())
+    const asked = await gw.proxy.inject({ method: 'GET', url: REPORT, headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
+    expect(asked.statusCode).toBe(202)
+    const job = asked.headers.location as string
+    await waitFor('the job done', async () => (await gw.proxy.inject({ method: 'GET', url: job, headers: { 'x-api-key': KEYS.all } })).json().state === 'done')
+    const result = () => gw.proxy.inject({ method: 'GET', url: `${job}/result`, headers: { 'x-api-key': KEYS.all } })
+    expect((await result()).statusCode).toBe(200)
+    // The same team name, its credential now Northwind's token: Acme's figures are not its
+    // to read (on main: 200, Acme's rows, for the job's whole jobs.keep).
+    expect((await putToken(gw, sandbox.issueToken({ accountId: 200 }))).statusCode).toBe(200)
+    const after = await result()
+    expect({ status: after.statusCode, code: after.json().code }).toEqual({ status: 403, code: 'GW_FORBIDDEN' })
+    expect(after.body).not.toContain('101001')
+    // Back to a token of Acme's: its result again.
+    expect((await putToken(gw, sandbox.issueToken())).statusCode).toBe(200)
+    expect((await result()).statusCode).toBe(200)
+  })
+
+  it('runs no job asked for the account before: one that starts after the change ends 403 with no platform call', async () => {
+    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: server.url, GATEWAY_SECRET: SECRET, ADMIN_TOKEN }, teamsYamlWith({ jobs: { perReplica: 1 } })))
+    const ask = (url: string) => gw.proxy.inject({ method: 'GET', url, headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
+    // The one run slot is taken by a job held at the platform; the second waits in the queue.
+    sandbox.setRouteFailure('/api/v1/report/campaigns/get', { kind: 'held', times: 1 })
+    const first = await ask(REPORT.replace('2026-01-07', '2026-01-06'))
+    expect(first.statusCode).toBe(202)
+    await waitFor('the first job held at the platform', () => sandbox.concurrency().held === 1)
+    const second = await ask(REPORT)
+    expect(second.statusCode).toBe(202)
+    expect((await putToken(gw, sandbox.issueToken({ accountId: 200 }))).statusCode).toBe(200)
+    sandbox.clearRequests()
+    sandbox.releaseHeld()
+    const job = second.headers.location as string
+    let status: { state?: string; error?: { code?: string } } = {}
+    await waitFor('the second job ended', async () => {
+      status = (await gw.proxy.inject({ method: 'GET', url: job, headers: { 'x-api-key': KEYS.all } })).json()
+      return status.state === 'failed' || status.state === 'done'
+    })
+    expect({ state: status.state, code: status.error?.code }).toEqual({ state: 'failed', code: 'GW_FORBIDDEN' })
+    expect(sandbox.countRequests((r) => r.path === '/api/v1/report/campaigns/get' && r.query.includes('2026-01-07'))).toBe(0)
   })
 })
