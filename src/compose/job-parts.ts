@@ -78,6 +78,7 @@ export function jobParts(
     ...(announce ? { announce } : {}),
     spentFor: o.spentFor,
     refusal: (job) => scopeRefusal(o.teams.teamOf(job.team), job.team, job.credential, job.report.advertiserIds) ?? accountRefusal(job, (credential, report) => o.reports.keyFor(credential, report)),
+    foreign: (job, account) => accountRefusal(job, (credential, report) => o.reports.keyFor(credential, report, account)),
     teams: o.teams,
     bound: () => room.bound(),
   })

@@ -120,7 +120,7 @@ export type Outcome = { kind: 'done'; resultBytes: number; tookSeconds: number; 
  * Null: the same account.
  */
 export function accountRefusal(job: Pick<Job, 'id' | 'credential' | 'report' | 'key'>, keyFor: (credential: string, report: CanonicalReport) => string): string | null {
-  return keyFor(job.credential, job.report) === job.key ? null : `credential ${job.credential} acts for another platform account now than when job ${job.id} was asked`
+  return keyFor(job.credential, job.report) === job.key ? null : `credential ${job.credential} acts for another platform account than the one job ${job.id} was asked for`
 }
 
 /** An expired job's record stays this long after its result expired, so that its status says `expired` rather than 404. */

@@ -49,7 +49,13 @@ export type CacheResult = (
   | { kind: 'entry'; entry: CacheEntry; status: 'HIT' | 'MISS' | 'STALE' | 'REFRESH' }
   | { kind: 'pass'; status: number; headers: Record<string, string>; body: Buffer }
   | { kind: 'stream'; headers: Record<string, string>; stream: Readable; gzipped: boolean; length: number }
-) & { upstreamMs?: number; forward?: Forward; platformMs?: number }
+) & {
+  upstreamMs?: number
+  forward?: Forward
+  platformMs?: number
+  /** The account of the token the platform call that answered it was sent with (FetchResult's); absent: a copy, or another replica's call. */
+  account?: string
+}
 export type Tier = StoreTier | 'platform'
 
 /** `platformMs`: the platform time (seat-time, ms) of the call this replica made for it, absent when it made none. */
@@ -324,7 +330,8 @@ export class ReportCache {
       waiting.set({ 'gateway.fill.source': result.fromPeer ? 'replica' : joining ? 'joined' : 'own', 'gateway.fill.result': result.kind })
       waiting.end(result.kind === 'failed' ? result.error.code : undefined)
     }
-    const upstream = { forward, ...(result.upstreamMs === undefined ? {} : { upstreamMs: result.upstreamMs }), ...(result.platformMs === undefined ? {} : { platformMs: result.platformMs }) }
+    const account = result.kind === 'entry' || result.kind === 'pass' ? result.account : undefined
+    const upstream = { forward, ...(result.upstreamMs === undefined ? {} : { upstreamMs: result.upstreamMs }), ...(result.platformMs === undefined ? {} : { platformMs: result.platformMs }), ...(account === undefined ? {} : { account }) }
     switch (result.kind) {
       case 'entry':
         this.#asked(key, result.entry, report, provider, opts.team, this.#clock.now(), true)

@@ -29,8 +29,8 @@ export type FetchResult =
    * than the one its key was made for. Absent: a copy another replica filled.
    */
   | { kind: 'entry'; entry: CacheEntry; account?: string }
-  /** An answer to pass on as it is and not to cache (the platform's 4xx, a no-store 200, a 200 whose `vary` no later fill matches). */
-  | { kind: 'pass'; status: number; headers: Record<string, string>; body: Buffer }
+  /** An answer to pass on as it is and not to cache (the platform's 4xx, a no-store 200, a 200 whose `vary` no later fill matches), to `account` as `entry`'s is. */
+  | { kind: 'pass'; status: number; headers: Record<string, string>; body: Buffer; account?: string }
   /** A 200 larger than the entry limit, held in the answers' budget: sent on uncached; only the caller that made the call reads it. */
   | { kind: 'oversize'; status: number; headers: Record<string, string>; answer: HeldAnswer }
   /**
@@ -138,7 +138,7 @@ export async function fetchReport(
   }
   try {
     const result = await fromBody(res.status, res.headers, headers, held.bytes(), report, { ...deps, now }, asked)
-    return result.kind === 'entry' ? { ...result, account: res.account } : result
+    return result.kind === 'entry' || result.kind === 'pass' ? { ...result, account: res.account } : result
   } finally {
     // The body is copied into what the read returns (an entry: in the L1 cache's bound from then on).
     held.release()

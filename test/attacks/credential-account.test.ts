@@ -41,6 +41,15 @@ teams:
     advertisers: [201]
 `
 const campaignReport = (advertiser: number) => `/api/v1/report/campaigns/get?advertiserId=${advertiser}&campaignIds[]=${advertiser}001&byCampaign=1&dateFrom=2026-01-01&dateTo=2026-01-07`
+/** The status of the job at `job` once it ended (done or failed). */
+async function ended(gw: { proxy: { inject: (o: object) => Promise<{ json: () => unknown }> } }, job: string): Promise<{ state?: string; error?: { code?: string } }> {
+  let status: { state?: string; error?: { code?: string } } = {}
+  await waitFor(`job ${job} ended`, async () => {
+    status = (await gw.proxy.inject({ method: 'GET', url: job, headers: { 'x-api-key': KEYS.all } })).json() as typeof status
+    return status.state === 'failed' || status.state === 'done'
+  })
+  return status
+}
 const putToken = (gw: { admin: { inject: (o: object) => Promise<{ statusCode: number }> } }, token: string) =>
   gw.admin.inject({ method: 'PUT', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, payload: { token } })
 
@@ -194,12 +203,31 @@ describe.skipIf(!available)('a credential moved to another account by a rollout'
     sandbox.clearRequests()
     sandbox.releaseHeld()
     const job = second.headers.location as string
-    let status: { state?: string; error?: { code?: string } } = {}
-    await waitFor('the second job ended', async () => {
-      status = (await gw.proxy.inject({ method: 'GET', url: job, headers: { 'x-api-key': KEYS.all } })).json()
-      return status.state === 'failed' || status.state === 'done'
-    })
+    const status = await ended(gw, job)
     expect({ state: status.state, code: status.error?.code }).toEqual({ state: 'failed', code: 'GW_FORBIDDEN' })
     expect(sandbox.countRequests((r) => r.path === '/api/v1/report/campaigns/get' && r.query.includes('2026-01-07'))).toBe(0)
+  })
+
+  it('keeps no job result answered to a token of another account than the job was asked for', async () => {
+    const acme = sandbox.issueToken()
+    const gw = await start(acme)
+    // As in the fill's case above: an opaque token the sandbox lets read advertiser 101.
+    const other = 'credential-account-opaque-token-job-0123456789'
+    sandbox.acceptToken(other, 100)
+    sandbox.setRouteFailure('/api/v1/report/campaigns/get', { kind: 'held', times: 1 })
+    const asked = await gw.proxy.inject({ method: 'GET', url: REPORT, headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
+    expect(asked.statusCode).toBe(202)
+    // The job has started (its account checked) and its call is held; the token changes and
+    // Acme's is revoked: the call is answered 401 and sent again with the other account's.
+    await waitFor('the job\'s call held at the platform', () => sandbox.concurrency().held === 1)
+    expect((await putToken(gw, other)).statusCode).toBe(200)
+    sandbox.revokeToken(acme)
+    sandbox.releaseHeld()
+    const job = asked.headers.location as string
+    const status = await ended(gw, job)
+    // On main: done, its result the other account's answer, read by Acme's team once a token of Acme's is back.
+    expect({ state: status.state, code: status.error?.code }).toEqual({ state: 'failed', code: 'GW_FORBIDDEN' })
+    expect((await putToken(gw, sandbox.issueToken())).statusCode).toBe(200)
+    expect((await gw.proxy.inject({ method: 'GET', url: `${job}/result`, headers: { 'x-api-key': KEYS.all } })).statusCode).toBe(403)
   })
 })
