@@ -97,7 +97,18 @@ export class CampaignOwners {
    * team can act on a campaign it has just made.
    */
   written(provider: TokenProvider, advertiser: number): void {
-    this.#written.add(`${this.#keyPart}${provider.name}:${advertiser}`)
+    this.#written.add(this.#keyOf(provider, advertiser))
+  }
+
+  /**
+   * The key of `advertiser`'s list read with `provider`'s token: the credential and the
+   * account its token acts for now (TokenProvider.accountDigest). A list another account's
+   * token loaded (that credential's token before a PUT /admin/token or a rollout) answers
+   * for that account only: the one now loads its own, rather than a scoped team getting a
+   * 403 for an id its list lacked until it reloads.
+   */
+  #keyOf(provider: TokenProvider, advertiser: number): string {
+    return `${this.#keyPart}${provider.name}:${provider.accountDigest}:${advertiser}`
   }
 
   #match(candidates: number[], lists: CampaignList[], ids: readonly number[], owners: Map<number, number>): void {
@@ -111,7 +122,7 @@ export class CampaignOwners {
   // (GATEWAY_TEAM in usage and in the governor), not the team's that asked first.
   async #list(provider: TokenProvider, advertiser: number, reload: boolean): Promise<CampaignList> {
     const { ttlMs, refreshMinIntervalMs } = this.#d.config.ownership
-    const key = `${this.#keyPart}${provider.name}:${advertiser}`
+    const key = this.#keyOf(provider, advertiser)
     const now = this.#now()
     const known = this.#lists.get(key)
     const floor = reload ? (this.#written.has(key) ? 0 : refreshMinIntervalMs) : ttlMs

@@ -16,7 +16,7 @@ import { RedisJobStore } from '../jobs/redis-job-store.js'
 import { JobRunner } from '../jobs/job-runner.js'
 import { Jobs } from '../jobs/jobs.js'
 import { JobWaits } from '../jobs/job-waits.js'
-import { figuresAt, jobStatus, type JobFinality } from '../jobs/job.js'
+import { accountRefusal, figuresAt, jobStatus, type JobFinality } from '../jobs/job.js'
 import { WebhookDeliveries } from '../jobs/webhook-deliveries.js'
 import { MemoryDeliveryStore, type DeliveryStore, type OutboxBounds } from '../jobs/delivery-store.js'
 import { RedisDeliveryStore } from '../jobs/redis-delivery-store.js'
@@ -77,7 +77,8 @@ export function jobParts(
     onEnded: () => webhooks.poke(),
     ...(announce ? { announce } : {}),
     spentFor: o.spentFor,
-    refusal: (job) => scopeRefusal(o.teams.teamOf(job.team), job.team, job.credential, job.report.advertiserIds),
+    refusal: (job) => scopeRefusal(o.teams.teamOf(job.team), job.team, job.credential, job.report.advertiserIds) ?? accountRefusal(job, (credential, report) => o.reports.keyFor(credential, report)),
+    foreign: (job, account) => accountRefusal(job, (credential, report) => o.reports.keyFor(credential, report, account)),
     teams: o.teams,
     bound: () => room.bound(),
   })

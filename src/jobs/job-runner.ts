@@ -66,8 +66,10 @@ export interface JobRunnerDeps {
   announce?: () => void
   /** Seconds until `team` may make platform calls again (its platform-seconds of the UTC day spent, `platformSecondsPerDay`); 0: it may. */
   spentFor?: (team: string, now: number) => number
-  /** Why the job's team, as the teams are now, may not read its report (a reload took its advertiser away, or the team); null: it may. */
+  /** Why the job's team, as the teams are now, may not read its report (a reload took its advertiser away, or the team; its credential acts for another account now); null: it may. */
   refusal?: (job: Job) => string | null
+  /** Why the job may not keep an answer to a call sent for `account` (another account than its key's: the token changed between its start and its call's send); null: it may. */
+  foreign?: (job: Job, account: string) => string | null
   /** The teams configured now: only theirs of the last starts are kept for the turns. */
   teams: Pick<TeamDirectory, 'teamOf' | 'onReplace'>
   /** A team's bound of kept results now (its part of the room in Redis); default jobs.resultBytesPerTeam. */
@@ -264,6 +266,11 @@ export class JobRunner {
       const spentFor = this.#d.spentFor
       const bound = spentFor ? { spentFor: () => spentFor(job.team, clock.now()) } : {}
       const result = await reads.read(job.report, job.key, this.#d.provider(job.credential), { refresh: false, tally, requestId: ownRequestId('job', job.id), team: job.team, log, priority: job.priority, hangUp: lapsed, ...bound })
+      const foreign = result.account === undefined ? null : (this.#d.foreign?.(job, result.account) ?? null)
+      if (foreign !== null) {
+        if (result.kind === 'stream') result.stream.destroy()
+        return { kind: 'failed', error: { code: 'GW_FORBIDDEN', statusCode: 403, message: foreign }, tookSeconds: took(result) }
+      }
       switch (result.kind) {
         case 'entry':
           return { kind: 'done', entry: result.entry, tookSeconds: took(result) }

@@ -111,6 +111,18 @@ export interface Job extends Leased {
 /** How a run ended: its result kept (its bytes: a report, or the body of the platform's answer not to store), or a failure (the bytes of the refusal it kept, if any). */
 export type Outcome = { kind: 'done'; resultBytes: number; tookSeconds: number; fetchedAt: number; platformAnswer?: PlatformAnswer } | { kind: 'failed'; error: JobError; tookSeconds: number; resultBytes?: number; fetchedAt?: number }
 
+/**
+ * Why `job`'s credential may no longer read its report, its token acting for another
+ * platform account now (a PUT /admin/token, a rollout of another customer's token) than
+ * when the job was asked: its key holds that account, and `keyFor` makes the key as the
+ * credential acts now (ReportCache.keyFor). A job is its team's and its credential's as that
+ * account: the figures of one account are no team's once the credential acts for another.
+ * Null: the same account.
+ */
+export function accountRefusal(job: Pick<Job, 'id' | 'credential' | 'report' | 'key'>, keyFor: (credential: string, report: CanonicalReport) => string): string | null {
+  return keyFor(job.credential, job.report) === job.key ? null : `credential ${job.credential} acts for another platform account than the one job ${job.id} was asked for`
+}
+
 /** An expired job's record stays this long after its result expired, so that its status says `expired` rather than 404. */
 export const EXPIRED_KEPT_MS = 60 * 60_000
 

@@ -49,7 +49,13 @@ export type CacheResult = (
   | { kind: 'entry'; entry: CacheEntry; status: 'HIT' | 'MISS' | 'STALE' | 'REFRESH' }
   | { kind: 'pass'; status: number; headers: Record<string, string>; body: Buffer }
   | { kind: 'stream'; headers: Record<string, string>; stream: Readable; gzipped: boolean; length: number }
-) & { upstreamMs?: number; forward?: Forward; platformMs?: number }
+) & {
+  upstreamMs?: number
+  forward?: Forward
+  platformMs?: number
+  /** The account of the token the platform call that answered it was sent with (FetchResult's); absent: a copy, or another replica's call. */
+  account?: string
+}
 export type Tier = StoreTier | 'platform'
 
 /** `platformMs`: the platform time (seat-time, ms) of the call this replica made for it, absent when it made none. */
@@ -324,7 +330,8 @@ export class ReportCache {
       waiting.set({ 'gateway.fill.source': result.fromPeer ? 'replica' : joining ? 'joined' : 'own', 'gateway.fill.result': result.kind })
       waiting.end(result.kind === 'failed' ? result.error.code : undefined)
     }
-    const upstream = { forward, ...(result.upstreamMs === undefined ? {} : { upstreamMs: result.upstreamMs }), ...(result.platformMs === undefined ? {} : { platformMs: result.platformMs }) }
+    const account = result.kind === 'entry' || result.kind === 'pass' ? result.account : undefined
+    const upstream = { forward, ...(result.upstreamMs === undefined ? {} : { upstreamMs: result.upstreamMs }), ...(result.platformMs === undefined ? {} : { platformMs: result.platformMs }), ...(account === undefined ? {} : { account }) }
     switch (result.kind) {
       case 'entry':
         this.#asked(key, result.entry, report, provider, opts.team, this.#clock.now(), true)
@@ -659,9 +666,20 @@ export class ReportCache {
     }
   }
 
+  /**
+   * The key a filled copy is kept under: that of the account its call was sent for
+   * (`result.account`), which is `key`'s unless the credential's token was replaced by one
+   * of another account between the fill's ask and its send (a wait for a seat, a 401 sent
+   * again with the token in use). Kept under `key`, such a copy would serve the other
+   * account's figures to the first account once its token is back.
+   */
+  #keptUnder(key: string, report: CanonicalReport, provider: TokenProvider, result: Extract<FillResult, { kind: 'entry' }>): string {
+    return result.account === undefined ? key : this.keyFor(provider.name, report, result.account)
+  }
+
   /** A fill without Redis: the copy stays in this process. No async frame waits here for the call. */
   #solo(key: string, report: CanonicalReport, provider: TokenProvider, origin: Origin): Promise<FillResult> {
-    return this.#callPlatform(report, provider, origin).then((result) => (result.kind === 'entry' ? this.#d.store.keepLocally(key, result.entry).then(() => result) : result))
+    return this.#callPlatform(report, provider, origin).then((result) => (result.kind === 'entry' ? this.#d.store.keepLocally(this.#keptUnder(key, report, provider, result), result.entry).then(() => result) : result))
   }
 
   /** A fill with Redis: this replica leads it (the lock), or waits for the replica that does. */
@@ -726,16 +744,22 @@ export class ReportCache {
 
   async #lead(key: string, lease: FillLease, report: CanonicalReport, provider: TokenProvider, origin: Origin): Promise<FillResult> {
     let result: FillResult | null = null
+    // Whether the copy went under another key than the one locked: its waiters find none under theirs.
+    let moved = false
     try {
       result = await this.#callPlatform(report, provider, origin)
-      if (result.kind === 'entry') await this.#d.store.set(key, result.entry)
+      if (result.kind === 'entry') {
+        const kept = this.#keptUnder(key, report, provider, result)
+        moved = kept !== key
+        await this.#d.store.set(kept, result.entry)
+      }
     } finally {
       // Callers are answered while the lock is released and waiters are woken, and every
       // replica holding an older copy takes the new one. A call aborted by this replica's
       // shutdown, or dropped in the queue because its callers all hung up, is no failure of
       // the platform: another replica takes the fill over.
       const shutDown = result?.kind === 'failed' && (result.error.code === 'GW_SHUTTING_DOWN' || droppedInQueue(result.error) || result.error.cause instanceof NoIdleSeatError)
-      const released = shutDown ? lease.abandon() : result?.kind === 'entry' ? lease.stored(result.entry.fetchedAt) : lease.release(result?.kind === 'failed' ? failureOf(result) : undefined)
+      const released = shutDown ? lease.abandon() : result?.kind === 'entry' && !moved ? lease.stored(result.entry.fetchedAt) : lease.release(result?.kind === 'failed' ? failureOf(result) : undefined)
       void released.catch((err: unknown) => this.#d.log.warn({ err }, 'releasing a cache fill lock failed'))
     }
     return result

@@ -3,7 +3,7 @@ import type { Trace } from '../observe/tracing.js'
 import { gunzipSync, gzip, gzipSync } from 'node:zlib'
 import type { TokenProvider } from '../platform/tokens/token-provider.js'
 import { UpstreamError, UpstreamTimeoutError, type GatewayError } from '../errors.js'
-import { upstreamError, type PlatformClient, type PlatformResponse } from '../platform/client/platform-client.js'
+import { upstreamError, type PlatformClient, type PlatformResponse, type SentResponse } from '../platform/client/platform-client.js'
 import { onGateway } from '../platform/client/redirect-location.js'
 import { codingOf, named } from '../platform/client/token-echo.js'
 import { withoutDebugFields } from '../platform/client/debug-fields.js'
@@ -23,10 +23,14 @@ import type { CallTurns } from './call-turns.js'
 
 /** What one platform call for a report gave. */
 export type FetchResult =
-  /** A 200 to cache. */
-  | { kind: 'entry'; entry: CacheEntry }
-  /** An answer to pass on as it is and not to cache (the platform's 4xx, a no-store 200, a 200 whose `vary` no later fill matches). */
-  | { kind: 'pass'; status: number; headers: Record<string, string>; body: Buffer }
+  /**
+   * A 200 to cache, for `account`: the account of the token the call was sent with
+   * (TokenProvider.accountOf), which a token put in while the call waited makes another
+   * than the one its key was made for. Absent: a copy another replica filled.
+   */
+  | { kind: 'entry'; entry: CacheEntry; account?: string }
+  /** An answer to pass on as it is and not to cache (the platform's 4xx, a no-store 200, a 200 whose `vary` no later fill matches), to `account` as `entry`'s is. */
+  | { kind: 'pass'; status: number; headers: Record<string, string>; body: Buffer; account?: string }
   /** A 200 larger than the entry limit, held in the answers' budget: sent on uncached; only the caller that made the call reads it. */
   | { kind: 'oversize'; status: number; headers: Record<string, string>; answer: HeldAnswer }
   /**
@@ -78,7 +82,7 @@ export async function fetchReport(
   // The wait for the turn is within the call's budget.
   const timeoutMs = deps.timeoutMs === undefined ? undefined : deps.timeoutMs - (now() - asked)
   if (timeoutMs !== undefined && timeoutMs <= 0) return { kind: 'failed', error: new UpstreamTimeoutError() }
-  let res: PlatformResponse
+  let res: SentResponse
   try {
     // The gateway's own headers, the same on every fill of the key: none of the caller's
     // (its language, its agent) shapes a copy that every team of the credential reads.
@@ -133,7 +137,8 @@ export async function fetchReport(
     return { kind: 'oversize', status: 200, headers, answer: held }
   }
   try {
-    return await fromBody(res.status, res.headers, headers, held.bytes(), report, { ...deps, now }, asked)
+    const result = await fromBody(res.status, res.headers, headers, held.bytes(), report, { ...deps, now }, asked)
+    return result.kind === 'entry' || result.kind === 'pass' ? { ...result, account: res.account } : result
   } finally {
     // The body is copied into what the read returns (an entry: in the L1 cache's bound from then on).
     held.release()

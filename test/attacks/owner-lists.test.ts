@@ -16,9 +16,8 @@ const YAML = teamsYamlWith({ ownership: { creativeSets: { check: 'lookup', listP
 // Team `writer` may use advertiser 101 only; these are 102's.
 const FOREIGN_CAMPAIGN = 102001
 const FOREIGN_SET = 1020011
-const CAMPAIGN_LIST_101 = 'rgw:owners:default:101'
-const CAMPAIGN_LIST_102 = 'rgw:owners:default:102'
-const SET_LIST_101 = 'rgw:owners:creative-set-list:default:101'
+// A list's Redis key names its credential and the account that credential's token acts for (by digest).
+const listKey = (gw: TestGateway, list: '' | 'creative-set-list:', advertiser: number) => `rgw:owners:${list}default:${gw.tokens.get('default').accountDigest}:${advertiser}`
 
 describe.skipIf(!available)('a Redis writer does not widen a scoped team\'s scope through the owner lists', () => {
   const sandbox = useSandbox()
@@ -40,8 +39,8 @@ describe.skipIf(!available)('a Redis writer does not widen a scoped team\'s scop
   const planted = (ids: number[]) => JSON.stringify({ ids, fetchedAt: Date.now() })
 
   it('a planted campaign list is read as none: a report on another advertiser\'s campaign is 403, and so is its delete', async () => {
-    await client.set(CAMPAIGN_LIST_101, planted([101001, FOREIGN_CAMPAIGN]), 'PX', 600_000)
     const gw = await replica()
+    await client.set(listKey(gw, '', 101), planted([101001, FOREIGN_CAMPAIGN]), 'PX', 600_000)
     const report = await asWriter(gw, 'POST', '/api/v1/report/campaigns/get', { campaignIds: [FOREIGN_CAMPAIGN], dateFrom: '2026-01-01', dateTo: '2026-01-07' })
     expect(report.statusCode).toBe(403)
     const del = await asWriter(gw, 'DELETE', `/api/v1/campaign/banner/delete/${FOREIGN_CAMPAIGN}`)
@@ -53,8 +52,8 @@ describe.skipIf(!available)('a Redis writer does not widen a scoped team\'s scop
   })
 
   it('a planted creative set list is read as none: a campaign showing another advertiser\'s set is 403', async () => {
-    await client.set(SET_LIST_101, planted([1010011, FOREIGN_SET]), 'PX', 600_000)
     const gw = await replica()
+    await client.set(listKey(gw, 'creative-set-list:', 101), planted([1010011, FOREIGN_SET]), 'PX', 600_000)
     const res = await asWriter(gw, 'POST', '/api/v1/campaign/banner/create', {
       userId: 101, name: 'planted', adDomain: 'example.com', clickUrl: 'https://example.com/', autoStart: false,
       dates: { from: '2026-01-01', to: '2026-01-31' }, country: 'KE', bid: 1, budget: { daily: 10, total: 100 }, creativeSetIds: [FOREIGN_SET],
@@ -70,10 +69,10 @@ describe.skipIf(!available)('a Redis writer does not widen a scoped team\'s scop
     // Team `growth` (101 and 102) reads advertiser 102's campaign: a replica keeps 102's list.
     const own = await a.proxy.inject({ method: 'POST', url: '/api/v1/report/campaigns/get', headers: { 'x-api-key': KEYS.growth, 'content-type': 'application/json' }, payload: JSON.stringify({ campaignIds: [FOREIGN_CAMPAIGN], dateFrom: '2026-01-01', dateTo: '2026-01-07' }) })
     expect(own.statusCode).toBe(200)
-    const genuine = await client.get(CAMPAIGN_LIST_102)
+    const genuine = await client.get(listKey(a, '', 102))
     expect(genuine).not.toBeNull()
-    await client.set(CAMPAIGN_LIST_101, genuine as string, 'PX', 600_000)
     const b = await replica()
+    await client.set(listKey(b, '', 101), genuine as string, 'PX', 600_000)
     expect((await asWriter(b, 'POST', '/api/v1/report/campaigns/get', { campaignIds: [FOREIGN_CAMPAIGN], dateFrom: '2026-01-01', dateTo: '2026-01-07' })).statusCode).toBe(403)
     expect(await unverified(b)).toBeGreaterThanOrEqual(1)
   })

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import type { CredentialConfig } from '../../src/config.js'
 import { jwtSubject } from '../../src/platform/tokens/token-expiry.js'
-import { TokenProvider, type TokenProviderDeps } from '../../src/platform/tokens/token-provider.js'
+import { TokenProvider, type TokenOrigin, type TokenProviderDeps, type TokenState } from '../../src/platform/tokens/token-provider.js'
 
 // The account a credential's calls act for, which a report copy's key holds: a token of
 // another account under the same credential name reads none of the first account's copies,
@@ -59,6 +59,16 @@ describe('TokenProvider.account', () => {
     expect(accountOf({ login: LOGIN, token: jwt({ sub: '100' }) })).toBe(login)
     expect(accountOf({ login: { ...LOGIN, username: 'ops@northwind.test' } })).not.toBe(login)
     expect(login).not.toContain(LOGIN.username)
+  })
+
+  it('is, for a token an operator put on a password login\'s credential, that token\'s own; the login\'s tokens stay the login\'s', () => {
+    const provider = new TokenProvider({ name: 'default', baseUrl: BASE, token: null, tokenFile: null, login: LOGIN }, {} as TokenProviderDeps)
+    const state = (token: string, reason: TokenOrigin['reason']): TokenState => ({ token, source: 'shared', fingerprint: 'f', obtainedAt: 0, expiresAt: 1, version: 1, basis: 1, origin: { reason, actor: null, replica: null } })
+    const login = provider.account
+    const put = jwt({ sub: '200' })
+    expect(provider.accountOf(state(put, 'admin'))).toBe(accountOf({ token: put }))
+    expect(provider.accountOf(state('opaque-token-put-0123456789', 'admin'))).toBe(accountOf({ token: 'opaque-token-put-0123456789' }))
+    for (const reason of ['login', 'relogin', 'refresh', null] as const) expect(provider.accountOf(state(jwt({ sub: '100' }), reason))).toBe(login)
   })
 })
 

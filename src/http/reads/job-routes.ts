@@ -1,9 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Admission, Caller } from '../../access/admission.js'
 import type { Clock } from '../../clock.js'
-import { BadRequestError, JobNotFoundError, NotFoundError } from '../../errors.js'
+import { BadRequestError, ForbiddenError, JobNotFoundError, NotFoundError } from '../../errors.js'
+import type { ReportCache } from '../../reports/report-cache.js'
 import { MAX_WAIT_SECONDS, type JobAsk, type Jobs } from '../../jobs/jobs.js'
-import { figuresAt } from '../../jobs/job.js'
+import { accountRefusal, figuresAt } from '../../jobs/job.js'
 import { jobCancelSchema, jobResultSchema, jobStatusSchema } from '../openapi/job-schemas.js'
 import { NOT_STORED, sendReport, VARY } from './report-reply.js'
 import { USAGE_HEADER, type ReportAnswerFacts } from './report-facts.js'
@@ -15,9 +16,10 @@ import { hangUpSignal } from '../../platform/client/caller-group.js'
 import { carries } from '../connection-teams.js'
 import { assertReadsThrough } from '../../access/scope.js'
 
-/** What the job routes read: the jobs, the admission of callers, the clock, what a report answer says of its cost and finality. */
+/** What the job routes read: the jobs, the admission of callers, the clock, what a report answer says of its cost and finality, a report's cache key now. */
 export interface JobRouteParts {
   jobs: Jobs
+  reports: Pick<ReportCache, 'keyFor'>
   admission: Admission
   clock: Clock
   facts: ReportAnswerFacts
@@ -47,7 +49,7 @@ function admitter(admission: Admission): (request: FastifyRequest, reply: Fastif
   }
 }
 
-export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock, facts }: JobRouteParts): Promise<void> {
+export async function jobRoutes(app: FastifyInstance, { jobs, reports, admission, clock, facts }: JobRouteParts): Promise<void> {
   const admit = admitter(admission)
   // An id this gateway could have made, else none (404) without a Redis read.
   const own = (request: FastifyRequest): string => {
@@ -82,6 +84,8 @@ export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock, 
     // The key and the team's scope as they are now, as a read of the report is checked: a reload may have taken its advertiser away, or moved the team to another credential.
     admission.stillAdmitted(caller, job.report.advertiserIds)
     assertReadsThrough(caller.team, job.credential)
+    const moved = accountRefusal(job, (credential, report) => reports.keyFor(credential, report))
+    if (moved !== null) throw new ForbiddenError(moved)
     const now = clock.now()
     // Its fill is the job's own call: what that took, as the answer to the read it stands for
     // would have said; its finality, that of its figures' fetch, as its status says it.

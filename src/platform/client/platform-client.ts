@@ -73,6 +73,12 @@ export interface PlatformResponse {
   body: Readable
 }
 
+/** A call's answer as `send` gives it, with the account the call was sent for. */
+export interface SentResponse extends PlatformResponse {
+  /** The account of the token the answer is to (TokenProvider.accountOf): the one a copy of it is kept for. */
+  account: string
+}
+
 export interface PlatformJson {
   status: number
   json: unknown
@@ -154,7 +160,7 @@ export class PlatformClient {
    * is GW_PLATFORM_REFUSED; a confirmed one on a write, or again after the re-login, is
    * GW_PLATFORM_AUTH.
    */
-  async send(provider: TokenProvider, platformCall: PlatformCall): Promise<PlatformResponse> {
+  async send(provider: TokenProvider, platformCall: PlatformCall): Promise<SentResponse> {
     // One async frame for the whole call (its wait for a seat, its tries, a re-login), not
     // one calling another: each frame is kept, with its registers, while the call waits.
     const deadline = this.#deadline(platformCall.timeoutMs)
@@ -164,26 +170,26 @@ export class PlatformClient {
       const first = provider.usable() ? provider.current() : null
       if (!first) throw new PlatformAuthError(`credential ${provider.name} has no usable token`)
       const base = this.baseOf(provider)
-      let token = first.token
-      let res = await this.#once(provider.name, base, call, token, deadline.at)
-      if (res.status !== 401) return forCaller(res, token, deadline)
+      let sent = first
+      let res = await this.#once(provider.name, base, call, sent.token, deadline.at)
+      if (res.status !== 401) return forCaller(res, provider, sent, deadline)
       res.body.resume()
       // The token was replaced while the call was out (a login here or on another replica,
       // an operator's PUT): its 401 says nothing of the token in use now. A read goes
       // again with that one, without asking the probe about a token no longer used.
       const current = provider.usable() ? provider.current() : null
-      if (current && current.token !== token && call.read && isReplayable(call.body)) {
-        token = current.token
-        res = await this.#once(provider.name, base, call, token, deadline.at)
-        if (res.status !== 401) return forCaller(res, token, deadline)
+      if (current && current.token !== sent.token && call.read && isReplayable(call.body)) {
+        sent = current
+        res = await this.#once(provider.name, base, call, sent.token, deadline.at)
+        if (res.status !== 401) return forCaller(res, provider, sent, deadline)
         res.body.resume()
       }
-      const { renewed, verdict } = await abortable(this.#renewal(provider, call, token), call.signal)
+      const { renewed, verdict } = await abortable(this.#renewal(provider, call, sent.token), call.signal)
       if (!call.read || !isReplayable(call.body)) {
         throw verdict === 'confirmed' ? new PlatformAuthError('the platform refused the token (a write is not retried)') : refusedCall(verdict)
       }
       const again = await this.#once(provider.name, base, call, renewed.token, deadline.at)
-      if (again.status !== 401) return forCaller(again, renewed.token, deadline)
+      if (again.status !== 401) return forCaller(again, provider, renewed, deadline)
       again.body.resume()
       const retried = await abortable(this.#verdict(provider, renewed.token, call), call.signal)
       if (retried !== 'confirmed') throw refusedCall(retried)
@@ -491,18 +497,20 @@ function armed(res: PlatformResponse, deadline: Deadline): PlatformResponse {
 }
 
 /**
- * `res` as a caller may read it: it fails where it carries `token` back (token-echo.ts),
+ * `res`, the answer to a call sent with `sent`'s token, as a caller may read it: with the
+ * account that token acts for (a copy of it is kept for that account), failing where it
+ * carries the token back (token-echo.ts),
  * and a 407 is no answer to the caller. A 407 is a proxy between the gateway and the
  * platform asking the gateway for credentials of its own (RFC 9110, 15.5.8): the way to
  * the platform is the gateway's, and its `proxy-authenticate` would have a caller's client
  * or browser offer the credentials of the caller's own proxy. It fails the call (GW_UPSTREAM).
  */
-function forCaller(res: PlatformResponse, token: string, deadline: Deadline): PlatformResponse {
+function forCaller(res: PlatformResponse, provider: TokenProvider, sent: TokenState, deadline: Deadline): SentResponse {
   if (res.status === 407) {
     res.body.resume()
     throw new UpstreamError('the platform answered 407: a proxy before it asks for credentials')
   }
-  return armed({ ...res, body: withoutToken(res.headers, res.body, token) }, deadline)
+  return { ...armed({ ...res, body: withoutToken(res.headers, res.body, sent.token) }, deadline), account: provider.accountOf(sent) }
 }
 
 function isReplayable(body: PlatformCall['body']): boolean {

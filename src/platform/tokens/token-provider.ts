@@ -115,8 +115,12 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
   #fileContent: string | null = null
   /** What is wrong with the token file now (an errno code, or `empty`); null: nothing. */
   #fileFault: string | null = null
-  /** The account (`account`) and the token it was worked out from. */
-  #account: { token: string | null; account: string } | null = null
+  /** The account of the last token `account` was asked for, and that token. */
+  #account: { token: string; account: string } | null = null
+  /** The digest of the last account `accountDigest` was asked for, and that account. */
+  #digest: { account: string; digest: string } | null = null
+  /** A password login's account (configuredBase), worked out once: its configuration never changes. */
+  #loginBase: string | null = null
   /** The account while no token is known: this process's own. */
   readonly #unknownAccount = randomUUID()
   #maintaining = false
@@ -320,27 +324,50 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
   /**
    * The platform account this credential's calls act for, as a cache key holds it
    * (reports/cache-key.ts): what the platform answers is that account's view, and a
-   * credential is only a name. A password login's account is its login (configuredBase:
-   * base URL, token URL, grant, username, client), known before its first token; a token's
-   * is its JWT `sub` on the base URL, or, for a token that names none, the token itself
-   * (by digest: a rotation of such a token starts new copies). The token in use is read,
-   * else the configured one (a start that has not set it yet); with neither (a token file
-   * not read yet), an account of this process alone, so that a copy filled meanwhile is
-   * shared with no start of another account. Kept for the token it was worked out from: a
-   * read asks it at every call.
+   * credential is only a name. That of the token in use (`accountOf`), else of the
+   * configured one (a start that has not set it yet); with neither (a token file not read
+   * yet), an account of this process alone, so that a copy filled meanwhile is shared with
+   * no start of another account. Kept for the token it was worked out from: a read asks
+   * it at every call.
    */
   get account(): string {
-    const token = this.credential.login ? null : (this.#state?.token ?? this.credential.token ?? this.#fileContent)
-    if (this.#account?.token !== token) this.#account = { token, account: this.#accountOf(token) }
-    return this.#account.account
+    const state = this.#state
+    if (state) return this.accountOf(state)
+    const token = this.credential.login ? null : (this.credential.token ?? this.#fileContent)
+    if (token === null) return this.credential.login ? this.#loginAccount() : `${this.credential.baseUrl ?? ''} unknown:${this.#unknownAccount}`
+    return this.#tokenAccount(token)
   }
 
-  #accountOf(token: string | null): string {
-    if (this.credential.login) return this.configuredBase
+  /** `account` by digest, short and free of spaces: what a Redis key holds of it (the ownership lists'). */
+  get accountDigest(): string {
+    const account = this.account
+    if (this.#digest?.account !== account) this.#digest = { account, digest: sha256Hex(account).slice(0, 16) }
+    return this.#digest.digest
+  }
+
+  /**
+   * The account `state`'s token acts for. A password login's own tokens act for its login
+   * (configuredBase: base URL, token URL, grant, username, client), known before its
+   * first token and stable across re-logins; any other token, a token an operator put on
+   * that credential (PUT /admin/token, here or on another replica) among them, for its
+   * JWT `sub` on the base URL, or, for a token that names none, the token itself (by
+   * digest: a rotation of such a token starts new copies).
+   */
+  accountOf(state: TokenState): string {
+    return this.credential.login && state.origin.reason !== 'admin' ? this.#loginAccount() : this.#tokenAccount(state.token)
+  }
+
+  #loginAccount(): string {
+    this.#loginBase ??= this.configuredBase
+    return this.#loginBase
+  }
+
+  #tokenAccount(token: string): string {
+    if (this.#account?.token === token) return this.#account.account
     const base = this.credential.baseUrl ?? ''
-    if (token === null) return `${base} unknown:${this.#unknownAccount}`
     const subject = jwtSubject(token)
-    return subject === null ? `${base} token:${baseDigest(token)}` : `${base} sub:${subject}`
+    this.#account = { token, account: subject === null ? `${base} token:${baseDigest(token)}` : `${base} sub:${subject}` }
+    return this.#account.account
   }
 
   /** Whether a replica of this configuration takes `stored` rather than its configured token (takesStoredAtStart). */
