@@ -28,13 +28,15 @@ describe.skipIf(!available)('a start that cannot listen', () => {
   }
 
   it('claims no queued job: the replica that serves runs it, its first run', async () => {
-    const config = () => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: server.url, GATEWAY_SECRET: TEST_GATEWAY_SECRET }, teamsYamlWith({ jobs: { perReplica: 1 } }))
+    const token = sandbox.issueToken()
+    const config = () => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: token, REDIS_URL: server.url, GATEWAY_SECRET: TEST_GATEWAY_SECRET }, teamsYamlWith({ jobs: { perReplica: 1 } }))
     const store = new RedisJobStore({ redis: client, seal: new RedisSeal(TEST_GATEWAY_SECRET), prefix: PREFIX, maxEntryBytes: 1024 * 1024, onUnverified: () => undefined })
     const report = canonicalGetReport(REPORT_PATH, 'advertiserId=101&byDate=1&dateFrom=2025-01-01&dateTo=2025-12-31', { maxRangeDays: 400 })
-    expect(await store.add(newJob({ id: 'queued-before', team: 'all', credential: 'default', key: `${PREFIX}report:v1:queued-before`, report, expectedSeconds: null }, Date.now()), 20, Date.now())).toBe(true)
 
     const unbound = await composeGateway(config())
     try {
+      // Queued as a replica asks it: its key the copy's of the account the credential acts for (a composed replica runs no job before it listens).
+      expect(await store.add(newJob({ id: 'queued-before', team: 'all', credential: 'default', key: unbound.reports.keyFor('default', report), report, expectedSeconds: null }, Date.now()), 20, Date.now())).toBe(true)
       const taken = Object.assign(new Error('listen EADDRINUSE: address already in use 127.0.0.1:8080'), { code: 'EADDRINUSE' })
       await expect(unbound.start(() => Promise.reject(taken))).rejects.toBe(taken)
       const serving = await gateways.build(config())
