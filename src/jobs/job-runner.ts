@@ -338,7 +338,7 @@ export class JobRunner {
   async #ended(job: Job, run: Run, end: RunEnd): Promise<RunOutcome> {
     const { store, clock, settings, log } = this.#d
     const id = job.id
-    let kept = false
+    let bounded = false
     for (;;) {
       const current = await store.get(id)
       if (current === null) {
@@ -358,7 +358,7 @@ export class JobRunner {
       }
       let result = outcomeOf(end)
       // What it keeps beside the job (a report, or the body of the platform's answer it ended with) counts against its team's bound.
-      if (end.entry && !kept) {
+      if (end.entry && !bounded) {
         const bytes = end.entry.gzip.length
         const held = heldResultBytes(await store.ofTeam(current.team, now), now)
         const bound = this.#d.bound?.() ?? { bytes: settings.resultBytesPerTeam, room: null }
@@ -368,13 +368,12 @@ export class JobRunner {
           const message = `the team's job results would take ${held + bytes} bytes, more than ${boundText(bound)}: fetch the results it holds, or let them expire, and ask again${more}`
           result = { kind: 'failed', error: { code: 'GW_JOB_RESULT_TOO_LARGE', statusCode: 413, message }, tookSeconds: end.tookSeconds }
           end = result
-        } else {
-          await store.keepResult(id, end.entry, now + settings.keepMs, now)
         }
-        kept = true
+        bounded = true
       }
       const next = endJob(current, run, now, result, settings.keepMs) as Job
-      if (!(await store.swap(current, next, now, this.#d.pushOf?.(next, now) ?? null))) continue
+      // The result is kept in the end's own swap: stored only while the job is still this run's.
+      if (!(await store.swap(current, next, now, this.#d.pushOf?.(next, now) ?? null, end.entry ?? null))) continue
       this.#d.onEnded?.(next)
       return result.kind
     }

@@ -235,14 +235,14 @@ describe('the job runner on a fake clock', () => {
     const clock = fakeClock()
     const reads = heldReads()
     // A renewal under way when the read ended (it read the job before) lands between the
-    // end's read of the job and its swap (here: while the result is kept), as under load.
+    // end's read of the job and its swap (here: while the team's results are counted), as under load.
     let renewed = false
     class RenewedWhileEnding extends MemoryJobStore {
-      override async keepResult(id: string, e: CacheEntry, until: number, now: number): Promise<void> {
-        const current = (await this.get(id)) as Job
+      override async ofTeam(team: string, now: number): Promise<Job[]> {
+        const current = (await this.get('j1')) as Job
         // Renewed a second later than it started: the record the end read is no longer the one stored.
         if (!renewed) renewed = await this.swap(current, renewJob(current, { runner: 'r1', runs: current.runs }, now + 1000, SETTINGS.leaseMs) as Job, now)
-        return super.keepResult(id, e, until, now)
+        return super.ofTeam(team, now)
       }
     }
     const store = new RenewedWhileEnding()
