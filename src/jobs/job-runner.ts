@@ -185,11 +185,16 @@ export class JobRunner {
       const started = startJob(job, runner, now, settings.leaseMs)
       if (!started || !(await store.swap(job, started, now))) continue
       // Still running under a lease that ran out: its runner stopped renewing (killed, or cut
-      // off from Redis) and logs nothing of it, so the one that takes it over does.
+      // off from Redis) and logs nothing of it, so the one that takes it over does. This
+      // replica's own run (its job no longer in #running) is one that gave up storing its
+      // end before its lease ran out: it said so (`ending a report job failed`), and its
+      // read's copy may still be in this replica's cache.
       if (job.state === 'running') {
         this.#d.log.warn(
           { job: job.id, team: job.team, from: job.runner, runs: started.runs },
-          "report job taken over: its runner's lease ran out (that replica was killed or cut off from Redis); run again here, its platform call made again",
+          job.runner === runner
+            ? "report job taken over from this replica's own earlier run: its lease ran out before that run's end could be stored (Redis refused it or could not be reached); run again here: a copy of its report this replica still holds answers it, else its platform call is made again"
+            : "report job taken over: its runner's lease ran out (that replica was killed or cut off from Redis); run again here, its platform call made again",
         )
       }
       this.#run(started)
