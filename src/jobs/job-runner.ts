@@ -185,11 +185,16 @@ export class JobRunner {
       const started = startJob(job, runner, now, settings.leaseMs)
       if (!started || !(await store.swap(job, started, now))) continue
       // Still running under a lease that ran out: its runner stopped renewing (killed, or cut
-      // off from Redis) and logs nothing of it, so the one that takes it over does.
+      // off from Redis) and logs nothing of it, so the one that takes it over does. This
+      // replica's own run (its job no longer in #running) is one that gave up storing its
+      // end before its lease ran out: it said so (`ending a report job failed`), and its
+      // read's copy may still be in this replica's cache.
       if (job.state === 'running') {
         this.#d.log.warn(
           { job: job.id, team: job.team, from: job.runner, runs: started.runs },
-          "report job taken over: its runner's lease ran out (that replica was killed or cut off from Redis); run again here, its platform call made again",
+          job.runner === runner
+            ? "report job taken over from this replica's own earlier run: its lease ran out before that run's end could be stored (Redis refused it or could not be reached); run again here: a copy of its report this replica still holds answers it, else its platform call is made again"
+            : "report job taken over: its runner's lease ran out (that replica was killed or cut off from Redis); run again here, its platform call made again",
         )
       }
       this.#run(started)
@@ -338,7 +343,7 @@ export class JobRunner {
   async #ended(job: Job, run: Run, end: RunEnd): Promise<RunOutcome> {
     const { store, clock, settings, log } = this.#d
     const id = job.id
-    let kept = false
+    let bounded = false
     for (;;) {
       const current = await store.get(id)
       if (current === null) {
@@ -358,7 +363,7 @@ export class JobRunner {
       }
       let result = outcomeOf(end)
       // What it keeps beside the job (a report, or the body of the platform's answer it ended with) counts against its team's bound.
-      if (end.entry && !kept) {
+      if (end.entry && !bounded) {
         const bytes = end.entry.gzip.length
         const held = heldResultBytes(await store.ofTeam(current.team, now), now)
         const bound = this.#d.bound?.() ?? { bytes: settings.resultBytesPerTeam, room: null }
@@ -368,13 +373,12 @@ export class JobRunner {
           const message = `the team's job results would take ${held + bytes} bytes, more than ${boundText(bound)}: fetch the results it holds, or let them expire, and ask again${more}`
           result = { kind: 'failed', error: { code: 'GW_JOB_RESULT_TOO_LARGE', statusCode: 413, message }, tookSeconds: end.tookSeconds }
           end = result
-        } else {
-          await store.keepResult(id, end.entry, now + settings.keepMs, now)
         }
-        kept = true
+        bounded = true
       }
       const next = endJob(current, run, now, result, settings.keepMs) as Job
-      if (!(await store.swap(current, next, now, this.#d.pushOf?.(next, now) ?? null))) continue
+      // The result is kept in the end's own swap: stored only while the job is still this run's.
+      if (!(await store.swap(current, next, now, this.#d.pushOf?.(next, now) ?? null, end.entry ?? null))) continue
       this.#d.onEnded?.(next)
       return result.kind
     }

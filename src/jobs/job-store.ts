@@ -25,9 +25,13 @@ export interface JobStore {
    * Replaces `current` by `next` if the job stored is still `current`; false when it changed
    * (or went) meanwhile. With `push` (an end's webhook delivery), adds it to the store's
    * outbox in the same step, unless one of its id is kept already: the end is never stored
-   * without it.
+   * without it. With `result` (the report an end keeps, or the body of the platform's answer
+   * it ended with), keeps it beside the job until `next.expiresAt`, in the same step too:
+   * only the end of the run that still holds the job stores a result, so a run that lost
+   * its job (its lease ran out, another run took it over) never replaces the result the
+   * job's record describes.
    */
-  swap(current: Job, next: Job, now: number, push?: Delivery | null): Promise<boolean>
+  swap(current: Job, next: Job, now: number, push?: Delivery | null, result?: CacheEntry | null): Promise<boolean>
   /** Removes `current` (a cancel) if the job stored is still `current`. */
   remove(current: Job): Promise<boolean>
   /**
@@ -42,8 +46,6 @@ export interface JobStore {
   openOfTeam(team: string): Promise<Job[]>
   /** How many jobs of a team are kept at `now` (those ofTeam reads), without reading them: at most jobs.maxKeptPerTeam. */
   keptOfTeam(team: string, now: number): Promise<number>
-  /** Keeps the report a job ended with until `until` (epoch ms). */
-  keepResult(id: string, entry: CacheEntry, until: number, now: number): Promise<void>
   /** The report job `id` ended with, while it is kept. */
   result(id: string, now: number): Promise<CacheEntry | null>
 }
@@ -81,12 +83,13 @@ export class MemoryJobStore implements JobStore {
     return kept ? (JSON.parse(kept.text) as Job) : null
   }
 
-  async swap(current: Job, next: Job, now: number, push: Delivery | null = null): Promise<boolean> {
+  async swap(current: Job, next: Job, now: number, push: Delivery | null = null, result: CacheEntry | null = null): Promise<boolean> {
     if (push && !this.#outbox) throw new Error(NO_OUTBOX)
     const kept = this.#jobs.get(current.id)
     if (!kept || kept.text !== JSON.stringify(current)) return false
     this.#jobs.set(current.id, { text: JSON.stringify(next), until: keptUntil(next) })
     if (push) this.#outbox?.addNow(push, now)
+    if (result) this.#keepResult(current.id, result, next.expiresAt ?? now, now)
     return true
   }
 
@@ -118,7 +121,7 @@ export class MemoryJobStore implements JobStore {
   // A result is held as its gzip bytes alone, what its team's bound (jobs.resultBytesPerTeam)
   // counts, as Redis holds it: its plain body, often ten times as large, is made again
   // when the result is read.
-  async keepResult(id: string, entry: CacheEntry, until: number, now: number): Promise<void> {
+  #keepResult(id: string, entry: CacheEntry, until: number, now: number): void {
     this.#prune(now)
     this.#results.set(id, { entry: { ...entry, gzip: ownBytes(entry.gzip), identity: null }, until })
   }

@@ -47,7 +47,7 @@ export interface JobError {
  * read answers as it is (a done job's `platformAnswer`: a 200 it said not to store, a 201,
  * a 204, a 302...). Its status, the headers a read passes on (reports/report-fetcher.ts),
  * and why the read went to the platform (its `cache-status`) are in the job's record; its
- * body is kept beside the record as a report result is (JobStore.keepResult), bounded as
+ * body is kept beside the record as a report result is (with its end: JobStore.swap), bounded as
  * one (cache.maxEntryBytes) and counted in `resultBytes`.
  */
 export interface PlatformAnswer {

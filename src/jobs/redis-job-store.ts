@@ -78,17 +78,38 @@ return 1`,
   3,
 )
 
-// A job's end and its webhook delivery in one step: the job swapped (3 keys, 6 arguments)
-// and, only if that took, the delivery added (4 keys, 8 arguments) with SET NX. The
-// outbox's keys share the jobs' hash tag: one slot, so one script, on a Cluster too.
+// The result a job's end keeps (sealed; '' for none), SET beside the job by the script
+// that swaps the end in, after the swap took: a run that lost its job between its last
+// read of it and its end (its lease ran out, another run took the job over) stores no
+// result over the one the job's record describes.
+const KEEP_RESULT_LUA = `local function keepResult(key, value)
+  if value ~= '' then redis.call('SET', key, value) end
+end`
+
+// A job's end and its result in one step: the job swapped (3 keys, 6 arguments), then its
+// result kept (1 key, 1 argument).
 const END = redisScript<number>(
   'gatewayJobEnd',
   `${SWAP_RECORD_LUA}
+${KEEP_RESULT_LUA}
+if swapRecord({KEYS[1], KEYS[2], KEYS[3]}, {unpack(ARGV, 1, 6)}) == 0 then return 0 end
+keepResult(KEYS[4], ARGV[7])
+return 1`,
+  4,
+)
+
+// The same with its webhook delivery (4 keys, 8 arguments), added with SET NX. The
+// outbox's keys share the jobs' hash tag: one slot, so one script, on a Cluster too.
+const END_PUSHED = redisScript<number>(
+  'gatewayJobEndPushed',
+  `${SWAP_RECORD_LUA}
+${KEEP_RESULT_LUA}
 ${ADD_DELIVERY_LUA}
 if swapRecord({KEYS[1], KEYS[2], KEYS[3]}, {unpack(ARGV, 1, 6)}) == 0 then return 0 end
-addDelivery({KEYS[4], KEYS[5], KEYS[6], KEYS[7]}, {unpack(ARGV, 7, 14)})
+keepResult(KEYS[4], ARGV[7])
+addDelivery({KEYS[5], KEYS[6], KEYS[7], KEYS[8]}, {unpack(ARGV, 8, 15)})
 return 1`,
-  7,
+  8,
 )
 
 export interface RedisJobStoreOptions extends SharedStoreOptions {
@@ -127,14 +148,18 @@ export class RedisJobStore implements JobStore {
     return this.#records.get(id)
   }
 
-  async swap(current: Job, next: Job, now: number, push: Delivery | null = null): Promise<boolean> {
-    const { prefix, outbox } = this.#o
+  async swap(current: Job, next: Job, now: number, push: Delivery | null = null, result: CacheEntry | null = null): Promise<boolean> {
+    const { redis, prefix, seal, outbox } = this.#o
     const filing = { due: redisKey.dueJobs(prefix), dueAt: dueAt(next), index: redisKey.teamJobs(prefix, current.team), indexScore: dropAt(next) ?? OPEN, ttlMs: null }
-    if (push === null) return this.#records.swap(current, next, filing)
-    if (!outbox) throw new Error(NO_OUTBOX)
+    if (push === null && result === null) return this.#records.swap(current, next, filing)
+    if (push && !outbox) throw new Error(NO_OUTBOX)
     const job = this.#records.swapStep(current, next, filing)
+    // No expiry (see ADD): dropped with its job's record, an hour after its expiresAt.
+    const resultKey = redisKey.jobResult(prefix, current.id)
+    const kept = result === null ? '' : seal.seal(resultKey, encodeEntry(result))
+    if (push === null || !outbox) return (await END(redis, ...job.keys, resultKey, ...job.args, kept)) === 1
     const delivery = outbox.addStep(push, now)
-    return (await END(this.#o.redis, ...job.keys, ...delivery.keys, ...job.args, ...delivery.args)) === 1
+    return (await END_PUSHED(redis, ...job.keys, resultKey, ...delivery.keys, ...job.args, kept, ...delivery.args)) === 1
   }
 
   async remove(current: Job): Promise<boolean> {
@@ -175,12 +200,6 @@ export class RedisJobStore implements JobStore {
     const { redis, prefix } = this.#o
     const ids = await redis.zrangebyscore(redisKey.teamJobs(prefix, team), now, '+inf')
     return this.#records.many(ids)
-  }
-
-  async keepResult(id: string, entry: CacheEntry, _until: number, _now: number): Promise<void> {
-    const key = redisKey.jobResult(this.#o.prefix, id)
-    // No expiry (see ADD): dropped with its job's record, an hour after `until`.
-    await this.#o.redis.set(key, this.#o.seal.seal(key, encodeEntry(entry)))
   }
 
   async result(id: string, _now: number): Promise<CacheEntry | null> {

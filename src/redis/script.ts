@@ -1,7 +1,7 @@
 import type { ChainableCommander } from 'ioredis'
 import type { RedisClient } from './client.js'
 
-type Arg = string | number
+type Arg = string | number | Buffer
 
 /** One step of a script, as its keys and arguments: steps written as Lua functions of (KEYS, ARGV) run alone or several in one script. */
 export interface ScriptStep {

@@ -47,9 +47,8 @@ describe.skipIf(!available)('report jobs in Redis: kept through eviction (maxmem
     expect(await jobs.add(job, 10, now)).toBe(true)
     const running = startJob(job, 'r1', now, LEASE) as Job
     expect(await jobs.swap(job, running, now)).toBe(true)
-    await jobs.keepResult(job.id, entryOf('{"data":[1,2,3]}', now), now + KEEP, now)
     const done = endJob(running, { runner: 'r1', runs: 1 }, now, { kind: 'done', resultBytes: 16, tookSeconds: 1, fetchedAt: now }, KEEP) as Job
-    expect(await jobs.swap(running, done, now)).toBe(true)
+    expect(await jobs.swap(running, done, now, null, entryOf('{"data":[1,2,3]}', now))).toBe(true)
     const queued = newJob({ id: 'queued-1', team: 'growth', credential: 'default', key: 'k', report, expectedSeconds: null }, now)
     expect(await jobs.add(queued, 10, now)).toBe(true)
     return { done, queued }

@@ -81,14 +81,16 @@ describe.skipIf(!available)('job stores: memory and Redis keep the same promises
       const taken = startJob(running, 'r2', clock.now(), LEASE) as Job
       await jobs.swap(running, taken, clock.now())
       const late = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), outcome, KEEP) as Job
-      expect(await jobs.swap(running, late, clock.now(), push('a', clock.now()))).toBe(false)
+      expect(await jobs.swap(running, late, clock.now(), push('a', clock.now()), entryOf('{"by":"r1"}', clock.now()))).toBe(false)
       expect(await outbox.get('msg_a')).toBeNull()
       expect(await outbox.due(clock.now(), 10)).toEqual([])
-      // r2's end is stored with its delivery, due at once.
+      expect(await jobs.result('a', clock.now())).toBeNull()
+      // r2's end is stored with its delivery, due at once, and its result.
       const done = endJob(taken, { runner: 'r2', runs: 2 }, clock.now(), outcome, KEEP) as Job
       const d = push('a', clock.now())
-      expect(await jobs.swap(taken, done, clock.now(), d)).toBe(true)
+      expect(await jobs.swap(taken, done, clock.now(), d, entryOf('{"by":"r2"}', clock.now()))).toBe(true)
       expect(await jobs.get('a')).toEqual(done)
+      expect((await jobs.result('a', clock.now()))?.identity?.toString()).toBe('{"by":"r2"}')
       expect(await outbox.get('msg_a')).toEqual(d)
       expect(await outbox.due(clock.now(), 10)).toEqual([d])
 
@@ -242,9 +244,8 @@ describe.skipIf(!available)('job stores: memory and Redis keep the same promises
       const running = await runningIn(store, 'n', clock.now())
       const answer = { status: 200, headers: { 'content-type': 'application/json' }, forward: { reason: 'uri-miss' as const, collapsed: false } }
       const body = entryOf(JSON.stringify({ rows: 'r'.repeat(200_000) }), clock.now())
-      await store.keepResult('n', body, clock.now() + KEEP, clock.now())
       const done = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'done', resultBytes: body.gzip.length, tookSeconds: 0.1, fetchedAt: clock.now(), platformAnswer: answer }, KEEP) as Job
-      expect(await store.swap(running, done, clock.now())).toBe(true)
+      expect(await store.swap(running, done, clock.now(), null, body)).toBe(true)
       const read = (await store.get('n')) as Job
       expect([read.state, read.platformAnswer, read.resultBytes]).toEqual(['done', answer, body.gzip.length])
       expect((await store.result('n', clock.now()))?.identity).toEqual(body.identity)
@@ -254,10 +255,29 @@ describe.skipIf(!available)('job stores: memory and Redis keep the same promises
       const store = make()
       const now = Date.now()
       const entry = entryOf('{"data":[{"clicks":1}]}', now)
-      await store.keepResult('a', entry, now + KEEP, now)
+      const running = await runningIn(store, 'a', now)
+      const done = endJob(running, { runner: 'r1', runs: 1 }, now, { kind: 'done', resultBytes: entry.gzip.length, tookSeconds: 0, fetchedAt: now }, KEEP) as Job
+      expect(await store.swap(running, done, now, null, entry)).toBe(true)
       const kept = (await store.result('a', now)) as CacheEntry
       expect(kept.identity?.toString()).toBe('{"data":[{"clicks":1}]}')
       expect({ ...kept, gzip: null, identity: null }).toEqual({ ...entry, gzip: null, identity: null })
+    })
+
+    it('keeps a result only by the end of the run that holds the job: a late end of a run that lost it stores none', async () => {
+      const store = make()
+      const clock = fakeClock()
+      const running = await runningIn(store, 'a', clock.now())
+      clock.advance(LEASE)
+      const taken = startJob(running, 'r2', clock.now(), LEASE) as Job
+      expect(await store.swap(running, taken, clock.now())).toBe(true)
+      const late = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'done', resultBytes: 1, tookSeconds: 0, fetchedAt: clock.now() }, KEEP) as Job
+      expect(await store.swap(running, late, clock.now(), null, entryOf('{"by":"r1"}', clock.now()))).toBe(false)
+      expect(await store.result('a', clock.now())).toBeNull()
+      const entry = entryOf('{"by":"r2"}', clock.now())
+      const done = endJob(taken, { runner: 'r2', runs: 2 }, clock.now(), { kind: 'done', resultBytes: entry.gzip.length, tookSeconds: 0, fetchedAt: clock.now() }, KEEP) as Job
+      expect(await store.swap(taken, done, clock.now(), null, entry)).toBe(true)
+      expect(await store.swap(running, late, clock.now(), null, entryOf('{"by":"r1"}', clock.now()))).toBe(false)
+      expect((await store.result('a', clock.now()))?.identity?.toString()).toBe('{"by":"r2"}')
     })
   })
 

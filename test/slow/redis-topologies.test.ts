@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import { gzipSync } from 'node:zlib'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Cluster, Redis } from 'ioredis'
 import pino from 'pino'
@@ -14,6 +15,7 @@ import { testTimeLeft, waitFor } from '../helpers/wait.js'
 import { fakeClock, onRealTimers } from '../helpers/clock.js'
 import { RedisClock } from '../../src/redis/redis-clock.js'
 import { RedisSeal } from '../../src/redis/seal.js'
+import { etagOf } from '../../src/cache/cache-entry.js'
 import { RedisBus } from '../../src/redis/bus.js'
 import { RedisJobStore } from '../../src/jobs/redis-job-store.js'
 import { RedisDeliveryStore } from '../../src/jobs/redis-delivery-store.js'
@@ -179,7 +181,7 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
     expect(notUsage.filter((k) => k.startsWith('rgw:{replicas}:replica:'))).toEqual(expect.arrayContaining(ids.map((id) => `rgw:{replicas}:replica:${id}`)))
   })
 
-  it('ends a report job and adds its webhook delivery in one script: every key of both in the {jobs} slot', async () => {
+  it('ends a report job, keeps its result and adds its webhook delivery in one script: every key of them in the {jobs} slot', async () => {
     const seal = new RedisSeal(GATEWAY_SECRET)
     const shared = { redis: topology.client, seal, prefix: 'rgw:', onUnverified: () => undefined }
     const outbox = new RedisDeliveryStore({ ...shared, bounds: { keepMs: 60_000, lifeMs: 600_000, perTeam: 10 } })
@@ -189,14 +191,18 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
     expect(await jobs.add(job, 10, now)).toBe(true)
     const running = startJob(job, 'r1', now, 15_000) as Job
     expect(await jobs.swap(job, running, now)).toBe(true)
-    const done = endJob(running, { runner: 'r1', runs: 1 }, now, { kind: 'done', resultBytes: 1, tookSeconds: 0, fetchedAt: now }, 60_000) as Job
+    const identity = Buffer.from('{"data":[]}')
+    const entry = { contentType: 'application/json', gzip: gzipSync(identity), identity, fetchedAt: now, freshUntil: now, staleUntil: now, errorUntil: now, advertiserIds: [101], etag: etagOf(identity) }
+    const done = endJob(running, { runner: 'r1', runs: 1 }, now, { kind: 'done', resultBytes: entry.gzip.length, tookSeconds: 0, fetchedAt: now }, 60_000) as Job
     const push = newDelivery({ job: 'j1', team: 'all', jobState: 'done', url: 'https://hooks.example.org/jobs', body: '{}' }, now)
-    expect(await jobs.swap(running, done, now, push)).toBe(true)
+    expect(await jobs.swap(running, done, now, push, entry)).toBe(true)
     expect(await jobs.get('j1')).toEqual(done)
+    expect((await jobs.result('j1', now))?.etag).toBe(entry.etag)
     expect(await outbox.due(now, 10)).toEqual([push])
-    // The sweep drops the job past its drop time, in the same slot.
+    // The sweep drops the job past its drop time, its result with it, in the same slot.
     await jobs.due(dropAt(done) as number, 10)
     expect(await jobs.get('j1')).toBeNull()
+    expect(await jobs.result('j1', now)).toBeNull()
   })
 
   it('shares a token set on one replica with the other (GATEWAY_SECRET)', async () => {

@@ -1,7 +1,7 @@
 import { gzipSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
 import { etagOf, type CacheEntry } from '../../src/cache/cache-entry.js'
-import { JobRunner, type JobReads, type JobSettings, type RunOutcome } from '../../src/jobs/job-runner.js'
+import { JobRunner, type JobReads, type JobRunnerDeps, type JobSettings, type RunOutcome } from '../../src/jobs/job-runner.js'
 import { MemoryJobStore } from '../../src/jobs/job-store.js'
 import { newJob, renewJob, type Job } from '../../src/jobs/job.js'
 import { NoIdleSeatError } from '../../src/platform/governor/seat.js'
@@ -235,14 +235,14 @@ describe('the job runner on a fake clock', () => {
     const clock = fakeClock()
     const reads = heldReads()
     // A renewal under way when the read ended (it read the job before) lands between the
-    // end's read of the job and its swap (here: while the result is kept), as under load.
+    // end's read of the job and its swap (here: while the team's results are counted), as under load.
     let renewed = false
     class RenewedWhileEnding extends MemoryJobStore {
-      override async keepResult(id: string, e: CacheEntry, until: number, now: number): Promise<void> {
-        const current = (await this.get(id)) as Job
+      override async ofTeam(team: string, now: number): Promise<Job[]> {
+        const current = (await this.get('j1')) as Job
         // Renewed a second later than it started: the record the end read is no longer the one stored.
         if (!renewed) renewed = await this.swap(current, renewJob(current, { runner: 'r1', runs: current.runs }, now + 1000, SETTINGS.leaseMs) as Job, now)
-        return super.keepResult(id, e, until, now)
+        return super.ofTeam(team, now)
       }
     }
     const store = new RenewedWhileEnding()
@@ -280,5 +280,65 @@ describe('the job runner on a fake clock', () => {
     await waitFor('all done', async () => (await Promise.all(ids.map((id) => stored(store, id)))).every((j) => j.state === 'done'))
     expect(await Promise.all(ids.map(async (id) => (await stored(store, id)).tookSeconds))).toEqual([4.4, 3.1, 0])
     r.stop()
+  })
+
+  it('the takeover line names the runner it took the job from: another replica (killed or cut off), or this replica\'s own run that could not store its end', async () => {
+    const clock = fakeClock()
+    const reads = heldReads()
+    // Each end of a job is refused while `cut`, as by a Redis that cannot be reached; starts and renewals are not.
+    let cut = true
+    let ends = 0
+    class EndsRefused extends MemoryJobStore {
+      override async swap(current: Job, next: Job, now: number): Promise<boolean> {
+        if (next.state === 'done' && cut) {
+          ends += 1
+          throw new Error('cut off')
+        }
+        return super.swap(current, next, now)
+      }
+    }
+    const store = new EndsRefused()
+    const lines: { msg: string; from?: string; runs?: number }[] = []
+    const log = { warn: (o: object, msg: string) => void lines.push({ ...o, msg }), info: () => undefined } as unknown as JobRunnerDeps['log']
+    await asked(store, clock)
+    const r = new JobRunner({ store, reads, provider: () => ({ name: 'default' }) as TokenProvider, settings: SETTINGS, clock, log, runner: 'r1', maxEntryBytes: 1024 * 1024, failures: { warn: () => undefined }, teams: new TeamDirectory([]) })
+    r.start()
+    await waitFor('the job running', async () => (await stored(store)).state === 'running')
+    reads.answer({ kind: 'entry', entry: entry(clock.now()), status: 'MISS' })
+    // Its end is tried again every poll while its lease holds, then given up.
+    await waitFor('the first end refused', () => ends === 1)
+    for (let tries = 2; r.running > 0; tries++) {
+      clock.advance(SETTINGS.pollMs)
+      await waitFor(`end ${tries} refused, or given up`, () => ends === tries || r.running === 0)
+    }
+    expect(lines.map((l) => l.msg)).toContain('ending a report job failed: another replica takes it over once its lease runs out')
+    cut = false
+    // Its lease ran out: this replica takes the job over itself.
+    clock.advance(SETTINGS.leaseMs)
+    await waitFor('the job started again', () => reads.asks.length === 2)
+    const takeovers = lines.filter((l) => l.msg.startsWith('report job taken over'))
+    expect(takeovers).toEqual([
+      expect.objectContaining({
+        from: 'r1',
+        runs: 2,
+        msg: "report job taken over from this replica's own earlier run: its lease ran out before that run's end could be stored (Redis refused it or could not be reached); run again here: a copy of its report this replica still holds answers it, else its platform call is made again",
+      }),
+    ])
+    expect(takeovers[0]?.msg).not.toMatch(/killed|cut off/)
+    r.stop()
+
+    // Another replica's run, its lease run out, is taken over with the other line: r2's
+    // clock moves, r1's no more (its run renews no more, as a killed replica's).
+    const later = fakeClock(clock.now())
+    const other = new JobRunner({ store, reads: heldReads(), provider: () => ({ name: 'default' }) as TokenProvider, settings: SETTINGS, clock: later, log, runner: 'r2', maxEntryBytes: 1024 * 1024, failures: { warn: () => undefined }, teams: new TeamDirectory([]) })
+    later.advance(SETTINGS.leaseMs)
+    other.start()
+    await waitFor('r2 took the job over', async () => (await stored(store)).runner === 'r2')
+    expect(lines.filter((l) => l.msg.startsWith('report job taken over')).at(-1)).toMatchObject({
+      from: 'r1',
+      runs: 3,
+      msg: "report job taken over: its runner's lease ran out (that replica was killed or cut off from Redis); run again here, its platform call made again",
+    })
+    other.stop()
   })
 })
