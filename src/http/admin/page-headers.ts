@@ -1,3 +1,5 @@
+import type { FastifyInstance } from 'fastify'
+
 /**
  * What the browser may do with the console: its own scripts and style only, calls to
  * this listener only, in no frame. The page holds no data, so it needs no token.
@@ -16,7 +18,7 @@ export const DOCS_CSP = CONSOLE_CSP.replace("img-src 'self'", "img-src 'self' da
  * its policy `csp`, read as its `content-type` says, in no frame, sending no referrer,
  * kept by no cache.
  */
-export function pageHeaders(csp: string): Readonly<Record<string, string>> {
+function pageHeaders(csp: string): Readonly<Record<string, string>> {
   return {
     'content-security-policy': csp,
     'x-frame-options': 'DENY',
@@ -24,4 +26,16 @@ export function pageHeaders(csp: string): Readonly<Record<string, string>> {
     'referrer-policy': 'no-referrer',
     'cache-control': 'no-store',
   }
+}
+
+/**
+ * Writes the page's headers under `csp` on every answer of `scope`'s routes (a plugin's
+ * scope of its own), its refusals and 404s included, and on no route outside it.
+ */
+export function answerAsPages(scope: FastifyInstance, csp: string): void {
+  const headers = pageHeaders(csp)
+  scope.addHook('onSend', async (_request, reply, payload) => {
+    reply.headers(headers)
+    return payload
+  })
 }
