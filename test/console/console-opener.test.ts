@@ -42,7 +42,7 @@ describe.skipIf(CHROMIUM === null)('the console opened by a page of another orig
 
   it('keeps no handle on the console\'s window: it reads as closed, so it cannot send the console elsewhere', async () => {
     await page.goto(`${siteUrl}/`)
-    await page.evaluate((url) => void ((window as unknown as { opened: unknown }).opened = window.open(url)), consoleUrl)
+    await page.evaluate(`void (window.opened = window.open(${JSON.stringify(consoleUrl)}))`)
     const target = await browser.waitForTarget((t) => t.url() === consoleUrl)
     const popup = (await target.page()) as Page
     await popup.waitForFunction('document.readyState === "complete" && document.getElementById("sign-in") !== null')

@@ -16,7 +16,9 @@ export const DOCS_CSP = CONSOLE_CSP.replace("img-src 'self'", "img-src 'self' da
 /**
  * The headers of a page the admin listener serves a browser, and of each of its files:
  * its policy `csp`, read as its `content-type` says, in no frame, sending no referrer,
- * kept by no cache.
+ * kept by no cache, and in a window of its own origin alone: a page of another origin
+ * that opened it (window.open) holds a handle that reads as closed, so it cannot send the
+ * operator's console to a look-alike page asking for the token (reverse tabnabbing).
  */
 function pageHeaders(csp: string): Readonly<Record<string, string>> {
   return {
@@ -25,6 +27,7 @@ function pageHeaders(csp: string): Readonly<Record<string, string>> {
     'x-content-type-options': 'nosniff',
     'referrer-policy': 'no-referrer',
     'cache-control': 'no-store',
+    'cross-origin-opener-policy': 'same-origin',
   }
 }
 
