@@ -237,9 +237,9 @@ describe('the admin listener\'s OpenAPI document', () => {
     for (const [path, item] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(item)) {
         for (const [status, response] of Object.entries(op.responses as Record<string, unknown>)) {
-          // Every /admin/* answer, refusals included; the console's page and files as served.
-          const page = (path.startsWith('/console') && status === '200') || (path.startsWith('/docs') && /^[23]/.test(status))
-          const wanted = path.startsWith('/admin/') ? ['cache-control', 'x-frame-options', 'x-content-type-options'] : page ? ['content-security-policy', 'x-frame-options', 'x-content-type-options'] : []
+          // Every /admin/* answer, refusals included; the console's and Swagger UI's pages and files as served, and their 404s.
+          const page = (path.startsWith('/console') || path.startsWith('/docs')) && (/^[23]/.test(status) || status === '404')
+          const wanted = path.startsWith('/admin/') ? ['cache-control', 'x-frame-options', 'x-content-type-options'] : page ? ['content-security-policy', 'x-frame-options', 'x-content-type-options', 'cross-origin-opener-policy'] : []
           const headers = (resolveRef(doc, response).headers ?? {}) as Record<string, unknown>
           for (const name of wanted) if (resolveRef(doc, headers[name]).required !== true) missing.push(`${method.toUpperCase()} ${path} ${status}: ${name}`)
         }

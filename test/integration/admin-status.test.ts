@@ -168,6 +168,23 @@ describe('GET /console', () => {
     for (const url of ['/console/console-assets.js', '/console/console-route.js', '/console/..%2Fapp.js', '/console/console-page.ts', '/console/uPlot.esm.js']) expect((await get(gw, url, null)).statusCode).toBe(404)
   })
 
+  it('refuses a file it does not serve with the page\'s headers: in no frame, read as its type says, kept by no cache', async () => {
+    const { gw } = await gateway()
+    const page = await get(gw, '/console', null)
+    for (const url of ['/console/nope.js', '/console/console-page.ts', '/console/..%2Fapp.js']) {
+      const refused = await get(gw, url, null)
+      expect(refused.statusCode).toBe(404)
+      const headers = ['content-security-policy', 'x-frame-options', 'x-content-type-options', 'referrer-policy', 'cache-control'].map((h) => [h, refused.headers[h]])
+      expect(Object.fromEntries(headers), url).toEqual({
+        'content-security-policy': page.headers['content-security-policy'],
+        'x-frame-options': 'DENY',
+        'x-content-type-options': 'nosniff',
+        'referrer-policy': 'no-referrer',
+        'cache-control': 'no-store',
+      })
+    }
+  })
+
   it('names its icon, served under the same policy: a browser opening it asks for no /favicon.ico (a 404 in its console)', async () => {
     const { gw } = await gateway()
     const page = await get(gw, '/console', null)

@@ -128,8 +128,14 @@ const header = (name: string) => ({ $ref: `#/components/headers/${name}` })
 const ADMIN_HEADERS = { 'cache-control': header('cache-control'), 'x-frame-options': header('x-frame-options'), 'x-content-type-options': header('x-content-type-options') }
 /** Paths whose own answers tell this replica's state as it is asked: `cache-control: no-store` (health.ts, metrics-route.ts). */
 const STATE_PATHS = new Set(['/metrics', '/healthz', '/readyz'])
-/** On the console's page and files as served (admin/page-headers.ts). */
-const CONSOLE_HEADERS = { 'content-security-policy': header('content-security-policy'), 'x-frame-options': header('x-frame-options'), 'x-content-type-options': header('x-content-type-options') }
+/** On the console's page and files as served, and its 404s (admin/page-headers.ts). */
+const CONSOLE_HEADERS = { 'content-security-policy': header('content-security-policy'), 'x-frame-options': header('x-frame-options'), 'x-content-type-options': header('x-content-type-options'), 'cross-origin-opener-policy': header('cross-origin-opener-policy') }
+/**
+ * The answers of the console's and Swagger UI's routes themselves: a page, a file, a
+ * redirect, or a 404 of a file not served (page-headers.ts, answerAsPages). The 400, 408
+ * and 431 the listener gives before any route does not carry them.
+ */
+const servedAsPage = (status: string) => /^[23]/.test(status) || status === '404'
 /** On Swagger UI's page, its files and the documents it shows, as served: the console's, under Swagger UI's policy. */
 const DOCS_HEADERS = { ...CONSOLE_HEADERS, 'content-security-policy': header('docs-content-security-policy') }
 
@@ -157,8 +163,8 @@ function completeOperation(path: string, method: string, op: Json, used: Set<str
       'x-request-id': { $ref: '#/components/headers/x-request-id' },
       ...(admin ? ADMIN_HEADERS : {}),
       ...(STATE_PATHS.has(path) && own.has(status) ? { 'cache-control': header('cache-control') } : {}),
-      ...(path.startsWith('/console') && status === '200' ? CONSOLE_HEADERS : {}),
-      ...(path.startsWith('/docs') && !status.startsWith('4') && !status.startsWith('5') ? DOCS_HEADERS : {}),
+      ...(path.startsWith('/console') && servedAsPage(status) ? CONSOLE_HEADERS : {}),
+      ...(path.startsWith('/docs') && servedAsPage(status) ? DOCS_HEADERS : {}),
       ...(status === '401' ? { 'www-authenticate': { $ref: '#/components/headers/www-authenticate' } } : {}),
       ...(response.headers as Json | undefined),
     }
@@ -196,6 +202,7 @@ export function completeAdminDocument(doc: Json): Json {
       'x-frame-options': { description: '`DENY`: no page frames an admin answer, the console or Swagger UI. On every `/admin/*` answer, refusals included, on the console\'s page and files, and on Swagger UI\'s (`/docs`).', required: true, schema: { const: 'DENY' } },
       'x-content-type-options': { description: '`nosniff`: a browser reads an answer as its `content-type` says. On every `/admin/*` answer, refusals included, on the console\'s page and files, and on Swagger UI\'s (`/docs`).', required: true, schema: { const: 'nosniff' } },
       'content-security-policy': { description: 'What the browser may do with the console: its own scripts and style only, calls to this listener only, in no frame.', required: true, schema: { const: CONSOLE_CSP } },
+      'cross-origin-opener-policy': { description: '`same-origin`: the console and Swagger UI are in a window of their own origin alone; a page of another origin that opened one holds a handle that reads as closed and sends it nowhere. On the console\'s page and files, and on Swagger UI\'s (`/docs`), their 404s included.', required: true, schema: { const: 'same-origin' } },
       'docs-content-security-policy': { description: 'What the browser may do with Swagger UI (`/docs`): the console\'s policy, with images from `data:` URLs besides (its style sheet\'s icons).', required: true, schema: { const: DOCS_CSP } },
       'www-authenticate': {
         description: 'The challenge of every 401 (RFC 9110, 11.6.1): `authorization: Bearer <admin token>`.',

@@ -12,7 +12,7 @@ import { API_ALLOW } from '../methods.js'
 import { REPORT_ROW_SCHEMA, REPORT_SCHEMA } from './report-rows.js'
 import { PROVISIONAL_HEADER, SETTLED_HEADER, USAGE_HEADER } from '../reads/report-facts.js'
 import { writtenOnce } from './written-once.js'
-import { DOCS_CSP, pageHeaders } from '../admin/page-headers.js'
+import { answerAsPages, DOCS_CSP } from '../admin/page-headers.js'
 import { PROXY_ANSWER_HEADERS } from '../answer-fields.js'
 
 // The OpenAPI 3.1 document of the proxy listener, made by @fastify/swagger from
@@ -375,13 +375,10 @@ export async function docsUi(admin: FastifyInstance, proxy: FastifyInstance): Pr
     '/docs/json': { type: 'application/json; charset=utf-8', written: writtenOnce(() => JSON.stringify(proxy.swagger())) },
     '/docs/yaml': { type: 'application/x-yaml', written: writtenOnce(() => stringifyYaml(proxy.swagger())) },
   }
-  // A scope of its own: its hook writes the page's headers on every answer of Swagger UI's
-  // routes (its files, which @fastify/static writes, included), and on no other route.
+  // A scope of its own: the page's headers on every answer of Swagger UI's routes (its
+  // files, which @fastify/static writes, included), and on no other route.
   await admin.register(async (docs) => {
-    docs.addHook('onSend', async (_request, reply, payload) => {
-      reply.headers(DOCS_HEADERS)
-      return payload
-    })
+    answerAsPages(docs, DOCS_CSP)
     await docs.register(fastifySwaggerUi, {
       routePrefix: '/docs',
       uiHooks: {
@@ -397,6 +394,3 @@ export async function docsUi(admin: FastifyInstance, proxy: FastifyInstance): Pr
     })
   })
 }
-
-/** Swagger UI's page, its files and the documents it shows: a page's headers (admin/page-headers.ts), under its policy. */
-const DOCS_HEADERS = pageHeaders(DOCS_CSP)
