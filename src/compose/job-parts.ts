@@ -77,8 +77,8 @@ export function jobParts(
     onEnded: () => webhooks.poke(),
     ...(announce ? { announce } : {}),
     spentFor: o.spentFor,
-    refusal: (job) => scopeRefusal(o.teams.teamOf(job.team), job.team, job.credential, job.report.advertiserIds) ?? accountRefusal(job, (credential, report) => o.reports.keyFor(credential, report)),
-    foreign: (job, account) => accountRefusal(job, (credential, report) => o.reports.keyFor(credential, report, account)),
+    refusal: (job) => scopeRefusal(o.teams.teamOf(job.team), job.team, job.credential, job.report.advertiserIds) ?? accountRefusal(job, (key, credential, report) => o.reports.isKeyOf(key, credential, report)),
+    foreign: (job, account) => accountRefusal(job, (key, credential, report) => o.reports.isKeyOf(key, credential, report, account)),
     teams: o.teams,
     bound: () => room.bound(),
   })

@@ -114,13 +114,14 @@ export type Outcome = { kind: 'done'; resultBytes: number; tookSeconds: number; 
 /**
  * Why `job`'s credential may no longer read its report, its token acting for another
  * platform account now (a PUT /admin/token, a rollout of another customer's token) than
- * when the job was asked: its key holds that account, and `keyFor` makes the key as the
- * credential acts now (ReportCache.keyFor). A job is its team's and its credential's as that
- * account: the figures of one account are no team's once the credential acts for another.
- * Null: the same account.
+ * when the job was asked: its key holds that account, and `isKeyOf` tells whether it is the
+ * key the credential makes as it acts now (ReportCache.isKeyOf; a key of the release before,
+ * which held no account, is any account's: a job asked before the upgrade). A job is its team's
+ * and its credential's as that account: the figures of one account are no team's once the
+ * credential acts for another. Null: the same account.
  */
-export function accountRefusal(job: Pick<Job, 'id' | 'credential' | 'report' | 'key'>, keyFor: (credential: string, report: CanonicalReport) => string): string | null {
-  return keyFor(job.credential, job.report) === job.key ? null : `credential ${job.credential} acts for another platform account than the one job ${job.id} was asked for`
+export function accountRefusal(job: Pick<Job, 'id' | 'credential' | 'report' | 'key'>, isKeyOf: (key: string, credential: string, report: CanonicalReport) => boolean): string | null {
+  return isKeyOf(job.key, job.credential, job.report) ? null : `credential ${job.credential} acts for another platform account than the one job ${job.id} was asked for`
 }
 
 /** An expired job's record stays this long after its result expired, so that its status says `expired` rather than 404. */

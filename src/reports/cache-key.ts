@@ -11,17 +11,13 @@ import { redisKey } from '../redis/keys.js'
  * would let two different requests (`a=1&b=2` vs `a=1%26b%3D2`) collide.
  */
 export function reportCacheKey(
-  input: { credential: string; account: string; report: CanonicalReport },
+  input: { credential: string; account: string | null; report: CanonicalReport },
   opts: { prefix: string; version: number },
 ): string {
   const { credential, account, report } = input
-  const material = stableStringify({
-    credential,
-    account,
-    method: report.method,
-    path: report.path,
-    keyMaterial: report.keyMaterial,
-  })
+  const named = { credential, method: report.method, path: report.path, keyMaterial: report.keyMaterial }
+  // `account` null: the key of the release before (no account in it), which report jobs asked before the upgrade hold.
+  const material = stableStringify(account === null ? named : { ...named, account })
   // One call, no Hash object: the key is made at every read.
   const digest = hash('sha256', material, 'base64url')
   return redisKey.report(opts.prefix, opts.version, digest)

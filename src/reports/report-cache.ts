@@ -268,8 +268,17 @@ export class ReportCache {
     return this.#d.tokens.get(credential).account
   }
 
-  /** The cache key of a report read with a credential's token, for `account` (by default the one that token acts for now). */
-  keyFor(credential: string, report: CanonicalReport, account = this.accountOf(credential)): string {
+  /**
+   * Whether `key` is a key of `credential`'s report as `account` (by default the one its token acts for now): that
+   * account's, or the release before's, which held no account (a report job asked before the upgrade; its record
+   * outlives the upgrade by its result's life at most).
+   */
+  isKeyOf(key: string, credential: string, report: CanonicalReport, account = this.accountOf(credential)): boolean {
+    return key === this.keyFor(credential, report, account) || key === this.keyFor(credential, report, null)
+  }
+
+  /** The cache key of a report read with a credential's token, for `account` (by default the one that token acts for now; null: the release before's key, which held none). */
+  keyFor(credential: string, report: CanonicalReport, account: string | null = this.accountOf(credential)): string {
     const { config } = this.#d
     return reportCacheKey({ credential, account, report }, { prefix: config.redis.keyPrefix, version: config.cache.keyVersion })
   }
@@ -674,7 +683,7 @@ export class ReportCache {
    * account's figures to the first account once its token is back.
    */
   #keptUnder(key: string, report: CanonicalReport, provider: TokenProvider, result: Extract<FillResult, { kind: 'entry' }>): string {
-    return result.account === undefined ? key : this.keyFor(provider.name, report, result.account)
+    return result.account === undefined || this.isKeyOf(key, provider.name, report, result.account) ? key : this.keyFor(provider.name, report, result.account)
   }
 
   /** A fill without Redis: the copy stays in this process. No async frame waits here for the call. */

@@ -138,3 +138,16 @@ describe('reportCacheKey', () => {
     expect(a).not.toBe(b)
   })
 })
+
+describe('the key of the release before (account null)', () => {
+  const report = canonicalGetReport(PATH, BASE, OPTS)
+
+  it('is the key a report job asked before the upgrade holds: the hash without an account', () => {
+    const before = createHash('sha256').update(stableStringify({ credential: 'default', method: report.method, path: report.path, keyMaterial: report.keyMaterial }), 'utf8').digest('base64url')
+    expect(reportCacheKey({ credential: 'default', account: null, report }, KEY_OPTS)).toBe(`rgw:report:v1:${before}`)
+  })
+
+  it('is no account\'s key', () => {
+    expect(reportCacheKey({ credential: 'default', account: null, report }, KEY_OPTS)).not.toBe(key(report))
+  })
+})

@@ -19,7 +19,7 @@ import { assertReadsThrough } from '../../access/scope.js'
 /** What the job routes read: the jobs, the admission of callers, the clock, what a report answer says of its cost and finality, a report's cache key now. */
 export interface JobRouteParts {
   jobs: Jobs
-  reports: Pick<ReportCache, 'keyFor'>
+  reports: Pick<ReportCache, 'isKeyOf'>
   admission: Admission
   clock: Clock
   facts: ReportAnswerFacts
@@ -84,7 +84,7 @@ export async function jobRoutes(app: FastifyInstance, { jobs, reports, admission
     // The key and the team's scope as they are now, as a read of the report is checked: a reload may have taken its advertiser away, or moved the team to another credential.
     admission.stillAdmitted(caller, job.report.advertiserIds)
     assertReadsThrough(caller.team, job.credential)
-    const moved = accountRefusal(job, (credential, report) => reports.keyFor(credential, report))
+    const moved = accountRefusal(job, (key, credential, report) => reports.isKeyOf(key, credential, report))
     if (moved !== null) throw new ForbiddenError(moved)
     const now = clock.now()
     // Its fill is the job's own call: what that took, as the answer to the read it stands for
