@@ -108,11 +108,15 @@ export class Admission {
     this.#placements = placementsOf(config.ownership)
   }
 
-  /** The checked target of `url` (400/404); `seen`: what the memo keeps of it, looked up already (null: checked anew). */
+  /**
+   * The checked target of `url` (400/404); `seen`: what the memo keeps of it, looked up
+   * already (null: checked anew). Whether it holds a secret of the gateway's is asked once
+   * its key is known (`key`), not here.
+   */
   target(url: string, seen: KnownUrl<unknown> | null | undefined = this.#known.get(url)): KnownTarget {
     if (seen) return seen.known
     // Before the target is read: a key in a name the reader refuses is not repeated in its message.
-    this.#refuseKeyIn(url, 'request target')
+    this.#refuseTeamKeyIn(url, 'request target')
     const target = checkTarget(url, this.#ctx.config.limits.params)
     if (isTokenPath(target.path, this.#blockedPaths)) throw new NotFoundError()
     return { target }
@@ -125,8 +129,13 @@ export class Admission {
    * hold one. The message does not repeat it.
    */
   #refuseKeyIn(text: string, where: 'request target' | 'body'): void {
-    if (this.#ctx.teams.holdsKey(text)) throw new BadRequestError(`${where}: holds a team key; a key is sent in x-api-key or authorization: Bearer, and never to the platform`)
+    this.#refuseTeamKeyIn(text, where)
     this.refuseSecretIn(text, where)
+  }
+
+  /** A team key in `text`, as #refuseKeyIn refuses it: a key is no secret a guess finds (a team's key is drawn at random, and long). */
+  #refuseTeamKeyIn(text: string, where: 'request target' | 'body'): void {
+    if (this.#ctx.teams.holdsKey(text)) throw new BadRequestError(`${where}: holds a team key; a key is sent in x-api-key or authorization: Bearer, and never to the platform`)
   }
 
   /**
@@ -145,13 +154,22 @@ export class Admission {
     return this.#ctx.secrets.holds(text) || this.#ctx.adminAuth.heldIn(text)
   }
 
-  /** Who the call's key names (401), once its `Connection` names no header the gateway reads and its `x-request-id` holds no secret (400). */
-  key(headers: IncomingHttpHeaders): Identity {
+  /**
+   * Who the call's key names (401), once its `Connection` names no header the gateway
+   * reads; then its target `url` (one not checked before: the memo keeps none that holds a
+   * secret) and its `x-request-id` must hold no secret of the gateway's (400). Asked after
+   * the key: a refusal for a secret answers a guess at it (the search finds it in any
+   * window of the text, so one request guesses many), which only a caller with a team key
+   * is told; any other is answered the key's 401 whatever its text holds.
+   */
+  key(headers: IncomingHttpHeaders, url?: string): Identity {
     assertHopSafe(headers)
+    const identity = this.#ctx.teams.authenticate(headers)
+    if (url !== undefined) this.refuseSecretIn(url, 'request target')
     // The request's id goes to the platform with the calls made for it: a secret in it is refused as in the query.
     const id = headers['x-request-id']
     if (typeof id === 'string') this.refuseSecretIn(id, 'x-request-id')
-    return this.#ctx.teams.authenticate(headers)
+    return identity
   }
 
   /** What the memo keeps of a URL an admitted caller sent before: its checked target and the forms worked out from it. */
@@ -261,7 +279,7 @@ export class Admission {
   admit(call: CallIn, counted?: RateDecision): Caller {
     const found = this.#known.get(call.url)
     const checked = this.target(call.url, found)
-    const identity = this.key(call.headers)
+    const identity = this.key(call.headers, found === undefined ? call.url : undefined)
     const known = this.targetFor(call.url, found, this.seenBy(found, identity.team), checked)
     const caller = this.caller(identity, known)
     // Set before the rules below, so that the request's log line names the team they refused.

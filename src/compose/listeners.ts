@@ -17,7 +17,7 @@ import { healthRoutes } from '../http/health.js'
 import { fastReads } from '../http/reads/fast-path.js'
 import { reportAnswerFacts } from '../http/reads/report-facts.js'
 import { ReadDecisions } from '../reports/read-decision.js'
-import { refusalObserver, requestObserver } from '../http/hooks/request-log.js'
+import { refusalObserver, requestObserver, type TakesRequestId } from '../http/hooks/request-log.js'
 import { answerHooks, callerRate } from '../http/hooks/answer-hooks.js'
 import { PROXY_ANSWER_HEADERS } from '../http/answer-fields.js'
 import { ADMIN_ANSWER_HEADERS, adminRoutes } from '../http/admin/admin.js'
@@ -66,8 +66,13 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   const knownUrls = new KnownUrls()
   const admission = new Admission(parts, knownUrls)
   const decisions = new ReadDecisions(admission, reports, config.cache.maxRangeDays)
-  // A caller's x-request-id holding a secret names none of its answers or log lines, on either listener.
-  const holdsSecret = (text: string) => admission.holdsSecret(text)
+  // A caller's x-request-id names its request on the proxy listener when its team key is
+  // one the gateway knows, and the id holds no secret of the gateway's (with one, the call
+  // is refused 400 once its key is known: Admission.key). A caller without such a key gets
+  // an id of the gateway's whatever its id holds, so that the echo answers no guess at a
+  // secret; the admin listener names every request by an id of its own, so that neither a
+  // viewer's token nor none learns it there (decisions/secret-guesses.md).
+  const takesId: TakesRequestId = (given, headers) => parts.teams.runningTeam(headers) !== null && !admission.holdsSecret(given)
   const observe = requestObserver({ metrics, usage, keyUse, clock, history, log })
   const facts = reportAnswerFacts(config, usage, governors, parts.teams)
   const fast = config.cache.enabled ? fastReads({ reports, tracing, clock, log, decisions, observe, facts }) : null
@@ -77,7 +82,7 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
     for (const which of CLOSED_AT_BOUND) metrics.connectionsClosedAtBound.inc({ listener, which }, 0)
     return { listener, setting, max, closed: (which, count) => metrics.connectionsClosedAtBound.inc({ listener, which }, count), inForce: (n) => metrics.connectionsBound.set({ listener }, n) }
   }
-  const proxy = buildServer(config, log, failures, fast, { challenge: PROXY_CHALLENGE, connections: bound('proxy', 'server.maxConnections', config.server.maxConnections), rateOf: callerRate(admission), keyTeam: (headers) => parts.teams.runningTeam(headers), tracing, allow: allowOf, refuseMethod: methodRefusal, bodyReader: 'handler', holdsSecret, refusalHeaders: PROXY_ANSWER_HEADERS })
+  const proxy = buildServer(config, log, failures, fast, { challenge: PROXY_CHALLENGE, connections: bound('proxy', 'server.maxConnections', config.server.maxConnections), rateOf: callerRate(admission), keyTeam: (headers) => parts.teams.runningTeam(headers), tracing, allow: allowOf, refuseMethod: methodRefusal, bodyReader: 'handler', takesId, refusalHeaders: PROXY_ANSWER_HEADERS })
   // Every answer its router writes, the platform's passed on included, over their own. A
   // callback, not an async function: Fastify then makes no promise an answer for it.
   proxy.addHook('onSend', (_request, reply, payload, done) => {
@@ -96,7 +101,7 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   await proxy.register(apiRoutes, { config, reports, jobs, clock, tracing, usage, answers, admission, client, decisions, failures, facts })
   answerHooks(proxy, { tracing, auditLog, admission, observe })
 
-  const admin = buildServer(config, log, failures, null, { challenge: ADMIN_CHALLENGE, connections: bound('admin', 'admin.maxConnections', config.admin.maxConnections), refusalHeaders: ADMIN_ANSWER_HEADERS, holdsSecret })
+  const admin = buildServer(config, log, failures, null, { challenge: ADMIN_CHALLENGE, connections: bound('admin', 'admin.maxConnections', config.admin.maxConnections), refusalHeaders: ADMIN_ANSWER_HEADERS })
   // Every admin call's body is JSON: a text/plain one is refused as any other type is
   // (`body: must be application/json`), not read as a string its schema then refuses.
   admin.removeContentTypeParser('text/plain')

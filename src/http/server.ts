@@ -11,7 +11,7 @@ import { SCHEMA_CONTROLLER } from './schema-compilers.js'
 import { closeSilentConnections } from './hooks/silent-connections.js'
 import { enforcedBound, processFileLimit, type ListenerBound } from './connection-bound.js'
 import { lazyRequestLogger } from './hooks/request-logger.js'
-import { noteGatewayCode, requestIdOf, type ObserveRefusal } from './hooks/request-log.js'
+import { noteGatewayCode, requestIdOf, type ObserveRefusal, type TakesRequestId } from './hooks/request-log.js'
 import { holdContinues, inviteBody } from '../access/expect-continue.js'
 import { isValidationFailure, validationMessage } from './hooks/validation-message.js'
 import { bodyDeadlines } from './hooks/body-deadline.js'
@@ -205,9 +205,9 @@ function endWithError(server: Server, socket: Duplex, error: GatewayError, heade
   })
 }
 
-/** The id of an answer written before the router: the caller's `x-request-id` where Node read its head (`req`) and it is one, else a new one. */
+/** The id of an answer written before the router: the caller's `x-request-id` where Node read its head (`req`) and the listener takes it, else a new one. */
 function refusalIdOf(server: Server, req: IncomingMessage | null): string {
-  return requestIdOf(req?.headers ?? {}, secretTests.get(server))
+  return requestIdOf(req?.headers ?? {}, idTests.get(server) ?? NO_CALLER_IDS)
 }
 
 /**
@@ -257,8 +257,8 @@ export function namesCheckedOn(app: FastifyInstance, check: NameCheck): void {
 
 // The access line of each listener's answers written before its router, where it keeps one (the proxy's).
 const refusalObservers = new WeakMap<Server, ObserveRefusal>()
-// Each listener's test for a secret of the gateway's (ListenerOptions.holdsSecret), for the ids of the answers it writes before its router.
-const secretTests = new WeakMap<Server, (text: string) => boolean>()
+// Whether each listener takes a caller's id (ListenerOptions.takesId), for the ids of the answers it writes before its router.
+const idTests = new WeakMap<Server, TakesRequestId>()
 // Each listener's headers of the answers it writes before its router (ListenerOptions.refusalHeaders, with REFUSAL_NOT_KEPT).
 const listenerRefusalHeaders = new WeakMap<Server, Readonly<Record<string, string>>>()
 /**
@@ -370,12 +370,16 @@ export interface ListenerOptions {
    */
   refusalHeaders?: Readonly<Record<string, string>>
   /**
-   * Whether a text holds a secret of the gateway's (Admission.holdsSecret): a caller's
-   * `x-request-id` that does is not the request's id (hooks/request-log.ts requestIdOf), so
-   * that no answer echoes it and no log line carries it.
+   * Whether the listener names a request by the caller's `x-request-id` (hooks/request-log.ts
+   * requestIdOf); absent: never, each request gets an id of the listener's own. Whether it
+   * takes an id must tell no caller that could not learn it otherwise whether the id holds a
+   * secret of the gateway's: the echo of an id taken or replaced would answer that guess.
    */
-  holdsSecret?: (text: string) => boolean
+  takesId?: TakesRequestId
 }
+
+/** A listener that names every request by an id of its own. */
+const NO_CALLER_IDS: TakesRequestId = () => false
 
 /** The 405 to `method`, which the path does not take; `allow` lists those it takes (empty: no route has the path). */
 export type MethodRefusal = (method: string, allow: string) => GatewayError
@@ -413,7 +417,7 @@ const PARSER_REFUSALS: Record<string, string> = {
  * listener's challenge), `fastPath` (if any) in front of the router, and with `tracing` a
  * span begun for each request before either (none of it when tracing is off).
  */
-export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, { challenge, connections, rateOf = () => null, keyTeam = null, tracing = null, allow: givenAllow, refuseMethod = pathMethodRefusal, bodyReader = 'parser', refusalHeaders: routeHeaders = {}, holdsSecret }: ListenerOptions): FastifyInstance {
+export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, { challenge, connections, rateOf = () => null, keyTeam = null, tracing = null, allow: givenAllow, refuseMethod = pathMethodRefusal, bodyReader = 'parser', refusalHeaders: routeHeaders = {}, takesId = NO_CALLER_IDS }: ListenerOptions): FastifyInstance {
   const refusalHeaders = { ...REFUSAL_NOT_KEPT, ...routeHeaders }
   let gentle: ReturnType<typeof closeGently> | null = null
   let http: Server | null = null
@@ -426,7 +430,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
     // Not `requestIdHeader: 'x-request-id'`: Fastify would take any value of that header
     // as is and call genReqId only without one, so the check below would never run.
     requestIdHeader: false,
-    genReqId: (req) => requestIdOf(req.headers, holdsSecret),
+    genReqId: (req) => requestIdOf(req.headers, takesId),
     // Replaced by the hook below: Fastify's own 503 has no GW_* code.
     return503OnClosing: false,
     forceCloseConnections: 'idle',
@@ -463,7 +467,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
       }
       const server = createServer(options, take)
       http = server
-      if (holdsSecret !== undefined) secretTests.set(server, holdsSecret)
+      idTests.set(server, takesId)
       listenerRefusalHeaders.set(server, refusalHeaders)
       holdContinues(server, take)
       const current = closeGently(server)

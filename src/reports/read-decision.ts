@@ -93,7 +93,7 @@ export class ReadDecisions {
     let rate = how.counted
     try {
       const checked = admission.target(url, found)
-      const identity = admission.key(headers)
+      const identity = admission.key(headers, found === undefined ? url : undefined)
       const team = identity.team
       // Another team's call of the URL is no help to this one: it goes on as a URL never seen
       // (to the router, nothing counted, when only those are decided), checked anew.

@@ -370,9 +370,15 @@ describe('token injection', () => {
   })
 
   it('returns x-request-id on gateway errors too', async () => {
+    const res = await call('GET', '/api/v1/campaign/get?advertiserId=999', { key: KEYS.growth, headers: { 'x-request-id': 'err-1' } })
+    expect(res.statusCode).toBe(403)
+    expect(res.headers['x-request-id']).toBe('err-1')
+  })
+
+  it('names a request without a key the gateway knows by an id of its own: whether it took the caller\'s would answer a guess at a secret', async () => {
     const res = await call('GET', '/api/v1/campaign/get', { key: 'rgw_unknown', headers: { 'x-request-id': 'err-1' } })
     expect(res.statusCode).toBe(401)
-    expect(res.headers['x-request-id']).toBe('err-1')
+    expect(res.headers['x-request-id']).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
   })
 })
 

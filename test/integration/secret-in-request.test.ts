@@ -143,7 +143,7 @@ describe('a secret of the gateway in a request', () => {
         expectRefused(res, 'x-request-id', secret)
         expect(res.headers['x-request-id']).toMatch(UUID)
       }
-      // The admin listener takes a caller's id as the proxy does, and writes it in its audit lines.
+      // The admin listener names every call by an id of its own (decisions/secret-guesses.md).
       const admin = await gw.admin.inject({ method: 'GET', url: '/admin/usage', headers: { authorization: 'Bearer wrong-admin-token-0123456789', 'x-request-id': secret } })
       expect(admin.statusCode).toBe(401)
       expect(admin.headers['x-request-id']).toMatch(UUID)

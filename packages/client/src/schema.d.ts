@@ -1775,7 +1775,7 @@ export interface components {
     parameters: never;
     requestBodies: never;
     headers: {
-        /** @description The caller's `x-request-id` when it is a plain token outside the gateway's own prefixes (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`) not shaped like a team key (`rgw_…`) and holding no secret of the gateway's (such a request is refused 400), else a new one; also sent to the platform. On every answer. */
+        /** @description The caller's `x-request-id` when it is a plain token outside the gateway's own prefixes (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`) not shaped like a team key (`rgw_…`), sent with a team key the gateway knows, and holding no secret of the gateway's (such a request is refused 400), else a new one; also sent to the platform. On every answer. */
         "x-request-id": string;
         /** @description `nosniff`: a browser reads the answer as its `content-type` says, never as a page. On every answer. */
         "x-content-type-options": "nosniff";

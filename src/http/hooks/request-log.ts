@@ -13,18 +13,26 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/
 const idOfHeaders = new WeakMap<IncomingHttpHeaders, string>()
 
 /**
- * The caller's `x-request-id` when it is a plain token outside the gateway's own id space,
- * not shaped like a team key and holding no secret of the gateway's (`holdsSecret`), else a
- * new one: the id is logged, audited, echoed and sent to the platform. A request's headers
- * get one id, whoever asks first: an entrance that may name a request before its key is
- * checked (a listener's router, an answer before it) passes `holdsSecret`; one that names
- * only admitted requests may leave it out, as Admission.key refuses an id holding a secret.
+ * Whether a listener names a request by the caller's `x-request-id` `given` (a plain token
+ * outside the gateway's own id space, not shaped like a team key): the proxy listener
+ * when the request carries a team key the gateway knows and the id holds no secret of the
+ * gateway's; the admin listener never (compose/listeners.ts).
  */
-export function requestIdOf(headers: IncomingHttpHeaders, holdsSecret?: (text: string) => boolean): string {
+export type TakesRequestId = (given: string, headers: IncomingHttpHeaders) => boolean
+
+/**
+ * The caller's `x-request-id` when it is a plain token outside the gateway's own id space,
+ * not shaped like a team key and one the listener takes (`takes`), else a new one: the id
+ * is logged, audited, echoed and sent to the platform. A request's headers get one id,
+ * whoever asks first: an entrance that may name a request before its key is checked (a
+ * listener's router, an answer before it) passes `takes`; one that names only admitted
+ * requests may leave it out, as Admission.key refuses an id holding a secret.
+ */
+export function requestIdOf(headers: IncomingHttpHeaders, takes?: TakesRequestId): string {
   const known = idOfHeaders.get(headers)
   if (known !== undefined) return known
   const given = headers['x-request-id']
-  const id = typeof given === 'string' && REQUEST_ID.test(given) && !isOwnRequestId(given) && !holdsKey(given) && holdsSecret?.(given) !== true ? given : newRequestId()
+  const id = typeof given === 'string' && REQUEST_ID.test(given) && !isOwnRequestId(given) && !holdsKey(given) && takes?.(given, headers) !== false ? given : newRequestId()
   idOfHeaders.set(headers, id)
   return id
 }

@@ -197,7 +197,7 @@ export function completeAdminDocument(doc: Json): Json {
     schemas: { ...(components.schemas as Json | undefined), ...errors },
     // `required`: the gateway always sends them on the answers that name them.
     headers: {
-      'x-request-id': { description: 'The caller\'s `x-request-id` when it is a plain token not shaped like a team key (`rgw_…`) and holding no secret of the gateway\'s, else a new one; log lines of the call carry it. On every answer.', required: true, schema: { type: 'string' } },
+      'x-request-id': { description: 'The id of the call, the admin listener\'s own (a caller\'s `x-request-id` is not taken: whether it were would tell a caller without the token whether the id holds a secret of the gateway\'s); log and audit lines of the call carry it. On every answer.', required: true, schema: { type: 'string' } },
       'cache-control': { description: '`no-store`: no cache keeps an admin answer. On every `/admin/*` answer, refusals included, and on the answers of `/metrics`, `/healthz` and `/readyz` (this replica\'s state as it is asked).', required: true, schema: { const: 'no-store' } },
       'x-frame-options': { description: '`DENY`: no page frames an admin answer, the console or Swagger UI. On every `/admin/*` answer, refusals included, on the console\'s page and files, and on Swagger UI\'s (`/docs`).', required: true, schema: { const: 'DENY' } },
       'x-content-type-options': { description: '`nosniff`: a browser reads an answer as its `content-type` says. On every `/admin/*` answer, refusals included, on the console\'s page and files, and on Swagger UI\'s (`/docs`).', required: true, schema: { const: 'nosniff' } },

@@ -81,7 +81,7 @@ const PROVISIONAL = 'The report\'s days whose figures may still change, `<first>
 const PROVISIONAL_SCHEMA = { type: 'string', pattern: '^(none|\\d{4}-\\d{2}-\\d{2}/\\d{4}-\\d{2}-\\d{2})$' }
 
 const HEADERS: Json = {
-  'x-request-id': always('The caller\'s `x-request-id` when it is a plain token outside the gateway\'s own prefixes (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`) not shaped like a team key (`rgw_…`) and holding no secret of the gateway\'s (such a request is refused 400), else a new one; also sent to the platform. On every answer.'),
+  'x-request-id': always('The caller\'s `x-request-id` when it is a plain token outside the gateway\'s own prefixes (`ownership-`, `token-probe-`, `job-`, `refresh-ahead-`) not shaped like a team key (`rgw_…`), sent with a team key the gateway knows, and holding no secret of the gateway\'s (such a request is refused 400), else a new one; also sent to the platform. On every answer.'),
   'x-content-type-options': always('`nosniff`: a browser reads the answer as its `content-type` says, never as a page. On every answer.', { const: PROXY_ANSWER_HEADERS['x-content-type-options'] }),
   'content-security-policy': always('A page a browser makes of the answer anyway (a platform\'s HTML error page passed on) loads nothing, runs no script, is framed nowhere and has an origin of its own; the platform\'s own policy never reaches the caller. On every answer.', { const: PROXY_ANSWER_HEADERS['content-security-policy'] }),
   'x-cache': always(X_CACHE, X_CACHE_SCHEMA),

@@ -41,7 +41,7 @@ export async function acceptJob(reply: FastifyReply, jobs: Jobs, ask: JobAsk): P
 /** The caller of a job path, admitted by its key and counted against its team's rate limit, as any call. */
 function admitter(admission: Admission): (request: FastifyRequest, reply: FastifyReply) => Caller {
   return (request, reply) => {
-    const caller = admission.caller(admission.key(request.headers), admission.target(request.url))
+    const caller = admission.caller(admission.key(request.headers, request.url), admission.target(request.url))
     request.caller = caller
     carries(reply.raw, caller.team.name)
     caller.rate = admission.limit(caller.team)
