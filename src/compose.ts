@@ -152,7 +152,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     seal,
     prefix: config.redis.keyPrefix,
     log,
-    state: () => replicaState(ctx, replicas.id, (redisClock ?? clock).now()),
+    state: () => replicaState({ ...ctx, reloader }, replicas.id, (redisClock ?? clock).now()),
     history: () => replicaHistory(history, clock.now()),
     bucket: (n) => history.bucket(n),
     bus,

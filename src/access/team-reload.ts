@@ -122,6 +122,14 @@ export class TeamReloader {
     return Object.keys(this.#files).length > 0
   }
 
+  /**
+   * The files' last reload was refused: this replica runs teams and admin tokens that are
+   * not its files' (a key revoked there still works here) until a reload of them is taken.
+   */
+  get refused(): boolean {
+    return this.#refused !== null
+  }
+
   /** What GET /admin/status says of the reload, and what POST /admin/reload's refusal gives as its reason. */
   get availability(): ReloadAvailability {
     if (this.enabled) return { available: true, files: [...this.#variables], reason: null }

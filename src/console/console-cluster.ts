@@ -297,6 +297,9 @@ export function healthLine(status: HealthStatus, cluster: { replicas: Listed[] }
     }
     if (!r.ready) bad.push(`replica ${r.id}${r.self ? ' (this one)' : ''} is not ready (${r.phase})`)
     else if (!r.self && r.degraded.some((d) => d.startsWith('platformToken:'))) warn.push(`replica ${r.id} cannot use the platform token (${r.degraded.filter((d) => d.startsWith('platformToken:')).join(', ')})`)
+    // A reload an operator asked on another replica answered there alone: this says which did not take it.
+    if (r.degraded.includes('teams-reload'))
+      warn.push(`replica ${r.id}${r.self ? ' (this one)' : ''} refuses to reload its teams (its files do not validate): it runs older teams and admin tokens, a key or admin token removed since still works there (its log: 'reload refused')`)
   }
   const paused = new Set(status.governors.filter((g) => g.pausedUntil !== null).map((g) => g.credential))
   for (const c of status.credentials) if (c.pause) paused.add(c.name)

@@ -1,6 +1,15 @@
 import type { FastifyInstance } from 'fastify'
 import type { GatewayContext } from './context.js'
 import { redisState } from '../redis/breaker.js'
+import type { TeamReloader } from '../access/team-reload.js'
+
+/** What `degraded` names while a replica's files do not validate and it runs older teams and admin tokens. */
+export const TEAMS_RELOAD_REFUSED = 'teams-reload'
+
+/** `degraded`'s entry for a replica whose reload is refused, or none. */
+export function reloadDegraded(reloader: Pick<TeamReloader, 'refused'>): string[] {
+  return reloader.refused ? [TEAMS_RELOAD_REFUSED] : []
+}
 
 /** An answer that tells a moment's state: no cache keeps it. */
 export const NOT_KEPT = 'no-store'
@@ -10,7 +19,9 @@ export const NOT_KEPT = 'no-store'
  * (503) only while this replica cannot serve at all: starting or shutting down. A
  * refused platform token and Redis being down are shared by every replica: they are
  * listed under `degraded` (and in the metrics the alerts read), because making every
- * replica unready at once would empty the Service and stop cached reports too.
+ * replica unready at once would empty the Service and stop cached reports too. So is a
+ * reload this replica refused: it serves its running teams, and the operator who asked
+ * the reload elsewhere learns here (and in the cluster view) which replica did not take it.
  * Each answer is this replica's state as it is asked: `cache-control: no-store`, so that
  * no cache in front answers a probe with a past state.
  *
@@ -22,7 +33,7 @@ export const NOT_KEPT = 'no-store'
  */
 export async function healthRoutes(
   app: FastifyInstance,
-  { tokens, redis, breaker, lifecycle, detail }: Pick<GatewayContext, 'tokens' | 'redis' | 'breaker' | 'lifecycle'> & { detail: boolean },
+  { tokens, redis, breaker, lifecycle, reloader, detail }: Pick<GatewayContext, 'tokens' | 'redis' | 'breaker' | 'lifecycle'> & { reloader: Pick<TeamReloader, 'refused'>; detail: boolean },
 ): Promise<void> {
   app.get('/healthz', async (_request, reply) => reply.header('cache-control', NOT_KEPT).send({ status: 'ok' }))
 
@@ -36,7 +47,11 @@ export async function healthRoutes(
       tokens.all().map((p) => [p.name, p.current() === null ? 'missing' : p.usable() ? 'ok' : 'rejected']),
     )
     const state = redisState(redis, breaker)
-    const degraded = [...(state === 'down' ? ['redis'] : state === 'readonly' ? ['redis-readonly'] : []), ...Object.entries(credentials).filter(([, s]) => s !== 'ok').map(([n]) => `platformToken:${n}`)]
+    const degraded = [
+      ...(state === 'down' ? ['redis'] : state === 'readonly' ? ['redis-readonly'] : []),
+      ...Object.entries(credentials).filter(([, s]) => s !== 'ok').map(([n]) => `platformToken:${n}`),
+      ...reloadDegraded(reloader),
+    ]
     return reply.send({ status, platformToken: credentials, redis: state, degraded })
   })
 }

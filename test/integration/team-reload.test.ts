@@ -161,6 +161,38 @@ describe('keys without restarts', () => {
     expect(again.json()).toMatchObject({ result: 'unchanged' })
   })
 
+  it('a replica whose file does not validate at POST /admin/reload keeps serving its running teams and says so in /readyz and the cluster view (degraded teams-reload), until its file is fixed', async () => {
+    // Polling is off (1 h, longer than the test): the admin call alone brings the change.
+    const dirA = configMap(yaml([plain(OLD)], '1h'))
+    const dirB = configMap(yaml([plain(OLD)], '1h'))
+    const a = await replica(dirA)
+    const b = await replica(dirB)
+    dirA.update(yaml([plain(NEW)], '1h'))
+    dirB.update(`${yaml([plain(NEW)], '1h')}  broken:\n    keys: []\n    advertisers: [0]\n`)
+    const degraded = async (gw: TestGateway) => (await gw.admin.inject({ method: 'GET', url: '/readyz' })).json<{ degraded: string[] }>().degraded
+    expect(await degraded(b)).toEqual([])
+
+    const res = await a.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(res.json()).toMatchObject({ result: 'applied' })
+    await waitFor('the second replica to refuse its file', async () => (await metric(b, 'gateway_config_last_reload_successful')) === 0, testTimeLeft(), 50)
+    // It keeps serving, with the teams it runs: the key revoked elsewhere still works there.
+    expect(await status(b, OLD)).toBe(200)
+    const ready = await b.admin.inject({ method: 'GET', url: '/readyz' })
+    expect(ready.statusCode).toBe(200)
+    expect(ready.json<{ degraded: string[] }>().degraded).toEqual(['teams-reload'])
+    expect(await degraded(a)).toEqual([])
+    // The other replica's cluster view (the console's) names it.
+    const listed = async () => (await a.admin.inject({ method: 'GET', url: '/admin/cluster', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json<{ replicas: { self: boolean; degraded: string[] }[] }>().replicas
+    // Each replica announces its state every 5 s.
+    await waitFor('the cluster view to name the replica that refused', async () => JSON.stringify((await listed()).map((r) => [r.self, r.degraded])) === JSON.stringify([[true, []], [false, ['teams-reload']]]), testTimeLeft(), 100)
+
+    dirB.update(yaml([plain(NEW)], '1h'))
+    const again = await b.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(again.json()).toMatchObject({ result: 'applied' })
+    expect(await status(b, OLD)).toBe(401)
+    expect(await degraded(b)).toEqual([])
+  })
+
   it('a renamed setting moved to its new name with its value is no change for the next restart; a new value is', async () => {
     const dir = configMap(yaml([plain(OLD)], '1h', 'platform: { permitLease: 2s }\n'))
     const gw = await replica(dir, false)

@@ -139,6 +139,14 @@ describe('healthLine', () => {
     expect(other.text).toMatch(/replica b cannot use the platform token \(platformToken:default\)/)
   })
 
+  it('names a replica, this one too, whose files do not validate at a reload: it runs older teams and admin tokens', () => {
+    const h = healthLine(fine, { replicas: [replica('a', { self: true, degraded: ['teams-reload'] }), replica('b', { degraded: ['teams-reload'] }), replica('c')] })
+    expect(h).toEqual({
+      level: 'warn',
+      text: "Degraded: replica a (this one) refuses to reload its teams (its files do not validate): it runs older teams and admin tokens, a key or admin token removed since still works there (its log: 'reload refused'); replica b refuses to reload its teams (its files do not validate): it runs older teams and admin tokens, a key or admin token removed since still works there (its log: 'reload refused').",
+    })
+  })
+
   it('says a replica went without a clean stop and none replaced it, and when it leaves the list; a clean stop is no warning', () => {
     const vanished = healthLine(fine, { replicas: [replica('a', { self: true }), replica('b', { ready: false, gone: { how: 'vanished', lastSeen: '2026-11-23T14:02:05.000Z' } })] })
     expect(vanished).toEqual({

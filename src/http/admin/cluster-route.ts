@@ -3,6 +3,8 @@ import type { GatewayContext } from '../context.js'
 import type { History, HistoryView } from '../../observe/history.js'
 import type { Announcement, Replicas } from '../../observe/replicas.js'
 import type { Clock } from '../../clock.js'
+import type { TeamReloader } from '../../access/team-reload.js'
+import { reloadDegraded } from '../health.js'
 import { adminSchema, answer } from './admin-schemas.js'
 
 const series = (type: 'number' | 'integer') => ({ type: 'array', items: { type: [type, 'null'] } }) as const
@@ -60,7 +62,7 @@ export const clusterSchema = {
           logLevel: { type: 'string', description: 'The log level in force on the replica (LOG_LEVEL, or as PUT /admin/log-level set it).' },
           inFlight: { type: 'number' },
           waiting: { type: 'number' },
-          degraded: { type: 'array', items: { type: 'string' } },
+          degraded: { type: 'array', items: { type: 'string' }, description: 'As its /readyz names them (`redis`, `redis-readonly`, `platformToken:<credential>`, `teams-reload`), and `paused:<credential>` for a credential the platform paused.' },
           at: { type: 'string' },
           stoppedAt: { type: 'string', description: 'In a replica\'s last announcement, as it stopped cleanly.' },
           gone: {
@@ -77,7 +79,11 @@ export const clusterSchema = {
 } as const
 
 /** This replica's state as it announces it (observe/replicas.ts), dated `at` (Redis' clock as this replica reads it, when it has Redis). */
-export function replicaState(ctx: Pick<GatewayContext, 'clock' | 'governors' | 'breaker' | 'tokens' | 'lifecycle' | 'build' | 'log'>, id: string, at: number = ctx.clock.now()): Announcement {
+export function replicaState(
+  ctx: Pick<GatewayContext, 'clock' | 'governors' | 'breaker' | 'tokens' | 'lifecycle' | 'build' | 'log'> & { reloader: Pick<TeamReloader, 'refused'> },
+  id: string,
+  at: number = ctx.clock.now(),
+): Announcement {
   const now = ctx.clock.now()
   let inFlight = 0
   let waiting = 0
@@ -102,7 +108,7 @@ export function replicaState(ctx: Pick<GatewayContext, 'clock' | 'governors' | '
     logLevel: ctx.log.level,
     inFlight,
     waiting,
-    degraded: [...redis, ...tokens, ...paused],
+    degraded: [...redis, ...tokens, ...paused, ...reloadDegraded(ctx.reloader)],
     at: new Date(at).toISOString(),
   }
 }
