@@ -8,8 +8,8 @@ export const NOT_KEPT = 'no-store'
 /**
  * Liveness and readiness (contract, "Admin listener"). Unready
  * (503) only while this replica cannot serve at all: starting or shutting down. A
- * refused platform token and Redis being down are shared by every replica: they are
- * listed under `degraded` (and in the metrics the alerts read), because making every
+ * refused platform token, a platform whose latest calls failed (platform-failing.ts) and
+ * Redis being down are shared by every replica: they are listed under `degraded` (and in the metrics the alerts read), because making every
  * replica unready at once would empty the Service and stop cached reports too.
  * Each answer is this replica's state as it is asked: `cache-control: no-store`, so that
  * no cache in front answers a probe with a past state.
@@ -22,7 +22,7 @@ export const NOT_KEPT = 'no-store'
  */
 export async function healthRoutes(
   app: FastifyInstance,
-  { tokens, redis, breaker, lifecycle, detail }: Pick<GatewayContext, 'tokens' | 'redis' | 'breaker' | 'lifecycle'> & { detail: boolean },
+  { tokens, redis, breaker, lifecycle, platformFailing, clock, detail }: Pick<GatewayContext, 'tokens' | 'redis' | 'breaker' | 'lifecycle' | 'platformFailing' | 'clock'> & { detail: boolean },
 ): Promise<void> {
   app.get('/healthz', async (_request, reply) => reply.header('cache-control', NOT_KEPT).send({ status: 'ok' }))
 
@@ -36,7 +36,11 @@ export async function healthRoutes(
       tokens.all().map((p) => [p.name, p.current() === null ? 'missing' : p.usable() ? 'ok' : 'rejected']),
     )
     const state = redisState(redis, breaker)
-    const degraded = [...(state === 'down' ? ['redis'] : state === 'readonly' ? ['redis-readonly'] : []), ...Object.entries(credentials).filter(([, s]) => s !== 'ok').map(([n]) => `platformToken:${n}`)]
+    const degraded = [
+      ...(state === 'down' ? ['redis'] : state === 'readonly' ? ['redis-readonly'] : []),
+      ...Object.entries(credentials).filter(([, s]) => s !== 'ok').map(([n]) => `platformToken:${n}`),
+      ...platformFailing.failing(clock.now()).map((n) => `platform:${n}`),
+    ]
     return reply.send({ status, platformToken: credentials, redis: state, degraded })
   })
 }

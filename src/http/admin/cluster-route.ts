@@ -77,7 +77,7 @@ export const clusterSchema = {
 } as const
 
 /** This replica's state as it announces it (observe/replicas.ts), dated `at` (Redis' clock as this replica reads it, when it has Redis). */
-export function replicaState(ctx: Pick<GatewayContext, 'clock' | 'governors' | 'breaker' | 'tokens' | 'lifecycle' | 'build' | 'log'>, id: string, at: number = ctx.clock.now()): Announcement {
+export function replicaState(ctx: Pick<GatewayContext, 'clock' | 'governors' | 'breaker' | 'tokens' | 'lifecycle' | 'build' | 'log' | 'platformFailing'>, id: string, at: number = ctx.clock.now()): Announcement {
   const now = ctx.clock.now()
   let inFlight = 0
   let waiting = 0
@@ -102,7 +102,7 @@ export function replicaState(ctx: Pick<GatewayContext, 'clock' | 'governors' | '
     logLevel: ctx.log.level,
     inFlight,
     waiting,
-    degraded: [...redis, ...tokens, ...paused],
+    degraded: [...redis, ...tokens, ...ctx.platformFailing.failing(now).map((n) => `platform:${n}`), ...paused],
     at: new Date(at).toISOString(),
   }
 }
