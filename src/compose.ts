@@ -113,7 +113,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const keyUse = new KeyUse({ replica: replicaId, redis, breaker, seal, prefix: config.redis.keyPrefix, onUnverified: (where) => unverified('key-use', where), clock })
   const { teams, reloader, adminAuth, rateLimiter, usage } = teamParts(config, { redis, breaker, bus, log, auditLog, metrics, secrets, keyUse, clock, ...(redisClock ? { redisOffsetMs: () => redisClock.offsetMs } : {}), configSource: deps.configSource })
   const platform = platformParts(config, { dispatcher: deps.dispatcher, log, auditLog, secrets, metrics, clock, ...(redisClock ? { sharedNow: redisClock.now } : {}), redis, breaker, bus, seal, teams, usage, history, replica: replicaId })
-  const { dispatcher, tokens, governors, client, answers } = platform
+  const { dispatcher, tokens, governors, client, answers, failing: platformFailing } = platform
   teams.onReplace(() => governors.keepTeams((team) => teams.teamOf(team) !== undefined))
   // The room in Redis for what the teams keep there (jobs' results, report copies), each team's part of it.
   // Results live in Redis only with the shared store: in memory they take this replica's room, not Redis'.
@@ -130,7 +130,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     config, log, auditLog, secrets, metrics, dispatcher, tokens, teams, adminAuth, usage, history, keyUse, rateLimiter, redis, breaker, bus, reports, jobs,
     logLevel: new LogLevel({ log, auditLog, bus, replica: replicaId, clock }),
     lifecycle: { phase: 'starting' },
-    build, clock, governors, answers, tracing,
+    build, clock, governors, answers, platformFailing, tracing,
     campaignOwners: new CampaignOwners({ config, client, redis, breaker, seal, onUnverified: (key) => unverified('owner-list', key), now: () => clock.now() }),
     creativeSetOwners: creativeSetOwners({ config, client, redis, breaker, seal, onUnverified: (key) => unverified('owner-list', key), now: () => clock.now() }),
   }

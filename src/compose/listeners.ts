@@ -96,7 +96,7 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   proxy.removeAllContentTypeParsers()
   proxy.addContentTypeParser('*', (_request, payload, done) => done(null, payload))
   await describeProxy(proxy, config.ownership)
-  const health = { tokens, redis, breaker, lifecycle, reloader: parts.reloader }
+  const health = { tokens, redis, breaker, lifecycle, reloader: parts.reloader, platformFailing: parts.platformFailing, clock }
   await proxy.register(healthRoutes, { ...health, detail: false })
   await proxy.register(apiRoutes, { config, reports, jobs, clock, tracing, usage, answers, admission, client, decisions, failures, facts })
   answerHooks(proxy, { tracing, auditLog, admission, observe })

@@ -16,6 +16,7 @@ import { PlatformClient } from '../platform/client/platform-client.js'
 import { PlatformAnswers } from '../platform/client/answer-buffer.js'
 import { probeStatus, probeTokens } from '../platform/client/token-probe.js'
 import { PlatformGovernors } from '../platform/governor/platform-governors.js'
+import { PlatformFailing } from '../platform/client/platform-failing.js'
 import { RefusalLog } from '../platform/client/refusal-log.js'
 import { TokenRegistry } from '../platform/tokens/token-registry.js'
 import { LoginGate } from '../platform/tokens/login-gate.js'
@@ -28,6 +29,8 @@ export interface PlatformParts {
   governors: PlatformGovernors
   client: PlatformClient
   answers: PlatformAnswers
+  /** The credentials whose latest platform calls failed on this replica (readiness's `platform:<credential>`). */
+  failing: PlatformFailing
   /** Each credential's calls in flight and waiting, its limit and latency floor: the gauges of the last hour. */
   gauges(): GaugeReading[]
   /** Probes each credential's token, once the gateway serves; never while the probe is paused. */
@@ -116,6 +119,7 @@ export function platformParts(
   const governors = new PlatformGovernors({ config, log, metrics, redis, breaker, bus: o.bus, seal: o.seal, weightOf: (team) => teams.weightOf(team), limitsOf: (team) => teams.limitsOf(team), clock, ...(o.sharedNow ? { sharedNow: o.sharedNow } : {}) })
   // Never while the platform throttles the probe's route or the credential: a 429 says nothing of the token.
   const probePaused = (credential: string): boolean => governors.paused(credential, config.platform.probe?.path)
+  const failing = new PlatformFailing()
   const client: PlatformClient = new PlatformClient({
     dispatcher,
     timeoutMs: config.platform.timeoutMs,
@@ -129,6 +133,7 @@ export function platformParts(
     onRetried: (credential) => metrics.platformRetries.inc({ credential }),
     clock,
     maxPauseMs: config.platform.maxPauseMs,
+    failing,
   })
   // A credential pause is tested with the probe call and the token in use.
   governors.probeWith(async (credential) => {
@@ -148,6 +153,7 @@ export function platformParts(
     governors,
     client,
     answers,
+    failing,
     gauges: () => governors.views().map((g) => ({ credential: g.credential, inFlight: g.inFlight, waiting: g.queued, limit: g.limit, floorMs: g.floorMs })),
     probeTokens: () => probeTokens(tokens, client, config.platform.probe, log, probePaused),
   }

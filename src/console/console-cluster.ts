@@ -273,6 +273,9 @@ export interface Health {
   text: string
 }
 
+/** A replica's degraded entry of a credential whose latest platform calls fail there: `platform:<credential>`. */
+const FAILING = 'platform:'
+
 /**
  * The health banner: in one line, what is wrong (the worst first), or that all is well.
  * `cluster` is null when it could not be read.
@@ -301,6 +304,18 @@ export function healthLine(status: HealthStatus, cluster: { replicas: Listed[] }
     if (r.degraded.includes('teams-reload'))
       warn.push(`replica ${r.id}${r.self ? ' (this one)' : ''} refuses to reload its teams (its files do not validate): it runs older teams and admin tokens, a key or admin token removed since still works there (its log: 'reload refused')`)
   }
+  // A platform whose latest calls fail (no answer, or a 5xx) on a replica: `platform:<credential>` in its degraded list, this replica's too.
+  const failingOn = new Map<string, string[]>()
+  for (const r of listed) {
+    if (r.gone) continue
+    for (const d of r.degraded) {
+      if (!d.startsWith(FAILING)) continue
+      const name = d.slice(FAILING.length)
+      failingOn.set(name, [...(failingOn.get(name) ?? []), r.id])
+    }
+  }
+  for (const [name, ids] of [...failingOn].sort(([a], [b]) => a.localeCompare(b)))
+    bad.push(`the platform fails the calls of credential ${name} (no answer, or a 5xx, to its latest calls on ${ids.length === 1 ? 'replica' : 'replicas'} ${ids.join(', ')})`)
   const paused = new Set(status.governors.filter((g) => g.pausedUntil !== null).map((g) => g.credential))
   for (const c of status.credentials) if (c.pause) paused.add(c.name)
   for (const name of paused) warn.push(`the platform paused credential ${name} (429)`)

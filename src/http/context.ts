@@ -14,6 +14,7 @@ import type { ReportCache } from '../reports/report-cache.js'
 import type { CampaignOwners } from '../access/campaign-owners.js'
 import type { PlatformGovernors } from '../platform/governor/platform-governors.js'
 import type { PlatformAnswers } from '../platform/client/answer-buffer.js'
+import type { PlatformFailing } from '../platform/client/platform-failing.js'
 import type { TeamUsage } from '../observe/usage.js'
 import type { History } from '../observe/history.js'
 import type { KeyUse } from '../observe/key-use.js'
@@ -56,6 +57,8 @@ export interface GatewayContext {
   governors: PlatformGovernors
   /** Platform answers held for their callers: what their seats do not wait for. */
   answers: PlatformAnswers
+  /** The credentials whose latest platform calls failed on this replica: `platform:<credential>` under readiness's `degraded`. */
+  platformFailing: PlatformFailing
   /** Where this replica is in its life: readiness is 503 unless `serving`. */
   lifecycle: { phase: 'starting' | 'serving' | 'stopping' }
   /** What runs, and since when (epoch ms). */

@@ -17,11 +17,12 @@ export const NOT_KEPT = 'no-store'
 /**
  * Liveness and readiness (contract, "Admin listener"). Unready
  * (503) only while this replica cannot serve at all: starting or shutting down. A
- * refused platform token and Redis being down are shared by every replica: they are
- * listed under `degraded` (and in the metrics the alerts read), because making every
- * replica unready at once would empty the Service and stop cached reports too. So is a
- * reload this replica refused: it serves its running teams, and the operator who asked
- * the reload elsewhere learns here (and in the cluster view) which replica did not take it.
+ * refused platform token, a platform whose latest calls failed (platform-failing.ts) and
+ * Redis being down are shared by every replica: they are listed under `degraded` (and in
+ * the metrics the alerts read), because making every replica unready at once would empty
+ * the Service and stop cached reports too. So is a reload this replica refused: it serves
+ * its running teams, and the operator who asked the reload elsewhere learns here (and in
+ * the cluster view) which replica did not take it.
  * Each answer is this replica's state as it is asked: `cache-control: no-store`, so that
  * no cache in front answers a probe with a past state.
  *
@@ -33,7 +34,7 @@ export const NOT_KEPT = 'no-store'
  */
 export async function healthRoutes(
   app: FastifyInstance,
-  { tokens, redis, breaker, lifecycle, reloader, detail }: Pick<GatewayContext, 'tokens' | 'redis' | 'breaker' | 'lifecycle'> & { reloader: Pick<TeamReloader, 'refused'>; detail: boolean },
+  { tokens, redis, breaker, lifecycle, reloader, platformFailing, clock, detail }: Pick<GatewayContext, 'tokens' | 'redis' | 'breaker' | 'lifecycle' | 'platformFailing' | 'clock'> & { reloader: Pick<TeamReloader, 'refused'>; detail: boolean },
 ): Promise<void> {
   app.get('/healthz', async (_request, reply) => reply.header('cache-control', NOT_KEPT).send({ status: 'ok' }))
 
@@ -50,6 +51,7 @@ export async function healthRoutes(
     const degraded = [
       ...(state === 'down' ? ['redis'] : state === 'readonly' ? ['redis-readonly'] : []),
       ...Object.entries(credentials).filter(([, s]) => s !== 'ok').map(([n]) => `platformToken:${n}`),
+      ...platformFailing.failing(clock.now()).map((n) => `platform:${n}`),
       ...reloadDegraded(reloader),
     ]
     return reply.send({ status, platformToken: credentials, redis: state, degraded })

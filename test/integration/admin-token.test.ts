@@ -243,7 +243,7 @@ describe('POST /admin/token/refresh', () => {
     expectNoSecrets(gw, [old, next, ADMIN_TOKEN, sandbox.credentials.password, sandbox.credentials.clientSecret])
   })
 
-  it('a credential without a password login: 400, nothing runs', async () => {
+  it('a credential without a password login: 400, nothing runs, and the refused attempt is audited as a failed refresh is', async () => {
     const token = sandbox.issueToken()
     const gw = await gateway({ PLATFORM_TOKEN: token, ADMIN_TOKEN })
     const res = await admin(gw, 'POST', '/admin/token/refresh')
@@ -251,6 +251,9 @@ describe('POST /admin/token/refresh', () => {
     expect(res.json().message).toMatch(/no password login/)
     expect(sandbox.countRequests()).toBe(0)
     expect(gw.tokens.get('default').current()?.token).toBe(token)
+    expect(audits(gw).filter((r) => r.action === 'refresh' && r.outcome === 'refused')).toEqual([
+      expect.objectContaining({ credential: 'default', actor: 'admin', reason: 'credential default has no password login to run again' }),
+    ])
   })
 
   it('a failed refresh keeps the current token and is audited', async () => {

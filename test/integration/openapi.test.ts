@@ -143,6 +143,19 @@ describe('every GW_* code is described by its sentence, in both documents', () =
   })
 })
 
+describe('a code answered in several cases names each of them, as the configuration reference\'s Errors table does', () => {
+  // A client developer reads these sentences in the generated types: a 504 of a call never sent
+  // (its deadline could not be met) is not a platform that took too long, and calls for another fix.
+  it('GW_UPSTREAM_TIMEOUT: a call not sent before its deadline; GW_OVERLOADED: a platform pause; GW_JOBS_FULL: the jobs a team keeps', () => {
+    const said = (code: string) => (doc.components.schemas[code] as { description?: string } | undefined)?.description ?? ''
+    expect(said('GW_UPSTREAM_TIMEOUT')).toMatch(/not sent/)
+    expect(said('GW_UPSTREAM_TIMEOUT')).toMatch(/deadline/)
+    expect(said('GW_OVERLOADED')).toMatch(/paused/)
+    expect(said('GW_OVERLOADED')).toMatch(/429/)
+    expect(said('GW_JOBS_FULL')).toMatch(/jobs\.maxKeptPerTeam/)
+  })
+})
+
 describe('route schemas only describe: the gateway checks /api/v1 calls itself', () => {
   const bad = '/api/v1/report/campaigns/get?advertiserId=abc&dateFrom=2026-02-30&dateTo=2026-03-01&byDate=yes'
 

@@ -147,6 +147,14 @@ describe('healthLine', () => {
     })
   })
 
+  it('names a platform whose latest calls fail, on this replica or another, once per credential: it needs attention', () => {
+    const down = healthLine(fine, { replicas: [replica('a', { self: true, degraded: ['platform:default'] }), replica('b', { degraded: ['platform:default', 'platform:agency'] }), replica('c')] })
+    expect(down).toEqual({
+      level: 'bad',
+      text: 'Needs attention: the platform fails the calls of credential agency (no answer, or a 5xx, to its latest calls on replica b); the platform fails the calls of credential default (no answer, or a 5xx, to its latest calls on replicas a, b).',
+    })
+  })
+
   it('says a replica went without a clean stop and none replaced it, and when it leaves the list; a clean stop is no warning', () => {
     const vanished = healthLine(fine, { replicas: [replica('a', { self: true }), replica('b', { ready: false, gone: { how: 'vanished', lastSeen: '2026-11-23T14:02:05.000Z' } })] })
     expect(vanished).toEqual({

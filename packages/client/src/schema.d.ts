@@ -627,7 +627,7 @@ export interface components {
             message: string;
         };
         /**
-         * @description A report asked with `Prefer: respond-async` while the team has `jobs.maxOpenPerTeam` jobs queued or running; ask again when one ends.
+         * @description A report asked with `Prefer: respond-async` while the team has `jobs.maxOpenPerTeam` jobs queued or running (ask again when one ends), or keeps `jobs.maxKeptPerTeam` jobs (an ended job is kept `jobs.keep` and an hour after; the message says which).
          * @example {
          *       "statusCode": 429,
          *       "code": "GW_JOBS_FULL",
@@ -703,7 +703,7 @@ export interface components {
             message: string;
         };
         /**
-         * @description The credential's queue of platform calls is full, or the wait timed out; `retry-after` says when to try again.
+         * @description The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait; `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, or the pause's time left.
          * @example {
          *       "statusCode": 503,
          *       "code": "GW_OVERLOADED",
@@ -950,7 +950,7 @@ export interface components {
             message: string;
         };
         /**
-         * @description The platform did not answer within `platform.timeout` and no stale copy exists.
+         * @description The platform did not answer within `platform.timeout` and no stale copy exists; or the call was not sent to the platform, as it could not end before its deadline (calls of its kind take longer than the deadline leaves: the message says `not sent to the platform`; ask a shorter range, or as a report job).
          * @example {
          *       "statusCode": 504,
          *       "code": "GW_UPSTREAM_TIMEOUT",
@@ -1243,7 +1243,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_PAYLOAD_TOO_LARGE"] | components["schemas"]["PlatformError"];
             };
         };
-        /** @description `GW_JOBS_FULL`: A report asked with `Prefer: respond-async` while the team has `jobs.maxOpenPerTeam` jobs queued or running; ask again when one ends. `GW_PLATFORM_TIME_SPENT`: The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end). `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
+        /** @description `GW_JOBS_FULL`: A report asked with `Prefer: respond-async` while the team has `jobs.maxOpenPerTeam` jobs queued or running (ask again when one ends), or keeps `jobs.maxKeptPerTeam` jobs (an ended job is kept `jobs.keep` and an hour after; the message says which). `GW_PLATFORM_TIME_SPENT`: The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end). `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
         "report-429": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1315,7 +1315,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_PLATFORM_AUTH"] | components["schemas"]["GW_PLATFORM_REFUSED"] | components["schemas"]["GW_UPSTREAM"];
             };
         };
-        /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, or the wait timed out; `retry-after` says when to try again. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+        /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait; `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, or the pause's time left. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
         "report-503": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1332,7 +1332,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_ANSWER_BUDGET"] | components["schemas"]["GW_OVERLOADED"] | components["schemas"]["GW_SHUTTING_DOWN"];
             };
         };
-        /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists. */
+        /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists; or the call was not sent to the platform, as it could not end before its deadline (calls of its kind take longer than the deadline leaves: the message says `not sent to the platform`; ask a shorter range, or as a report job). */
         "report-504": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1506,7 +1506,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_PLATFORM_AUTH"] | components["schemas"]["GW_PLATFORM_REFUSED"] | components["schemas"]["GW_UPSTREAM"];
             };
         };
-        /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, or the wait timed out; `retry-after` says when to try again. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+        /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait; `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, or the pause's time left. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
         "platform-503": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1522,7 +1522,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_ANSWER_BUDGET"] | components["schemas"]["GW_OVERLOADED"] | components["schemas"]["GW_SHUTTING_DOWN"];
             };
         };
-        /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists. */
+        /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists; or the call was not sent to the platform, as it could not end before its deadline (calls of its kind take longer than the deadline leaves: the message says `not sent to the platform`; ask a shorter range, or as a report job). */
         "platform-504": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1670,7 +1670,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_JOB_RESULT_TOO_LARGE"] | components["schemas"]["GW_PAYLOAD_TOO_LARGE"] | components["schemas"]["PlatformError"];
             };
         };
-        /** @description `GW_JOBS_FULL`: A report asked with `Prefer: respond-async` while the team has `jobs.maxOpenPerTeam` jobs queued or running; ask again when one ends. `GW_PLATFORM_TIME_SPENT`: The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end). `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. `GW_WAITS_FULL`: A status call with `?wait` of a job still open while the team holds `jobs.maxWaitsPerTeam` waits on the replica, or the replica `jobs.maxWaits`: answered at once; ask again after `retry-after`, or without `?wait`. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
+        /** @description `GW_JOBS_FULL`: A report asked with `Prefer: respond-async` while the team has `jobs.maxOpenPerTeam` jobs queued or running (ask again when one ends), or keeps `jobs.maxKeptPerTeam` jobs (an ended job is kept `jobs.keep` and an hour after; the message says which). `GW_PLATFORM_TIME_SPENT`: The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end). `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. `GW_WAITS_FULL`: A status call with `?wait` of a job still open while the team holds `jobs.maxWaitsPerTeam` waits on the replica, or the replica `jobs.maxWaits`: answered at once; ask again after `retry-after`, or without `?wait`. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
         "job-429": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1738,7 +1738,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_PLATFORM_AUTH"] | components["schemas"]["GW_PLATFORM_REFUSED"] | components["schemas"]["GW_UPSTREAM"];
             };
         };
-        /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_JOBS_UNAVAILABLE`: Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.) `GW_OVERLOADED`: The credential's queue of platform calls is full, or the wait timed out; `retry-after` says when to try again. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+        /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_JOBS_UNAVAILABLE`: Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.) `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait; `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, or the pause's time left. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
         "job-503": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1755,7 +1755,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_ANSWER_BUDGET"] | components["schemas"]["GW_JOBS_UNAVAILABLE"] | components["schemas"]["GW_OVERLOADED"] | components["schemas"]["GW_SHUTTING_DOWN"];
             };
         };
-        /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists. */
+        /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists; or the call was not sent to the platform, as it could not end before its deadline (calls of its kind take longer than the deadline leaves: the message says `not sent to the platform`; ask a shorter range, or as a report job). */
         "job-504": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -3012,7 +3012,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_JOBS_FULL`: A report asked with `Prefer: respond-async` while the team has `jobs.maxOpenPerTeam` jobs queued or running; ask again when one ends. `GW_PLATFORM_TIME_SPENT`: The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end). `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_JOBS_FULL`: A report asked with `Prefer: respond-async` while the team has `jobs.maxOpenPerTeam` jobs queued or running (ask again when one ends), or keeps `jobs.maxKeptPerTeam` jobs (an ended job is kept `jobs.keep` and an hour after; the message says which). `GW_PLATFORM_TIME_SPENT`: The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end). `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
             429: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -3076,7 +3076,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, or the wait timed out; `retry-after` says when to try again. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait; `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, or the pause's time left. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
             503: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -3091,7 +3091,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists. */
+            /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists; or the call was not sent to the platform, as it could not end before its deadline (calls of its kind take longer than the deadline leaves: the message says `not sent to the platform`; ask a shorter range, or as a report job). */
             504: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -3413,7 +3413,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_JOBS_FULL`: A report asked with `Prefer: respond-async` while the team has `jobs.maxOpenPerTeam` jobs queued or running; ask again when one ends. `GW_PLATFORM_TIME_SPENT`: The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end). `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. `GW_WAITS_FULL`: A status call with `?wait` of a job still open while the team holds `jobs.maxWaitsPerTeam` waits on the replica, or the replica `jobs.maxWaits`: answered at once; ask again after `retry-after`, or without `?wait`. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_JOBS_FULL`: A report asked with `Prefer: respond-async` while the team has `jobs.maxOpenPerTeam` jobs queued or running (ask again when one ends), or keeps `jobs.maxKeptPerTeam` jobs (an ended job is kept `jobs.keep` and an hour after; the message says which). `GW_PLATFORM_TIME_SPENT`: The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end). `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. `GW_WAITS_FULL`: A status call with `?wait` of a job still open while the team holds `jobs.maxWaitsPerTeam` waits on the replica, or the replica `jobs.maxWaits`: answered at once; ask again after `retry-after`, or without `?wait`. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
             429: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -3473,7 +3473,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_JOBS_UNAVAILABLE`: Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.) `GW_OVERLOADED`: The credential's queue of platform calls is full, or the wait timed out; `retry-after` says when to try again. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_JOBS_UNAVAILABLE`: Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.) `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait; `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, or the pause's time left. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
             503: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -3488,7 +3488,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists. */
+            /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists; or the call was not sent to the platform, as it could not end before its deadline (calls of its kind take longer than the deadline leaves: the message says `not sent to the platform`; ask a shorter range, or as a report job). */
             504: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -3823,7 +3823,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_JOBS_FULL`: A report asked with `Prefer: respond-async` while the team has `jobs.maxOpenPerTeam` jobs queued or running; ask again when one ends. `GW_PLATFORM_TIME_SPENT`: The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end). `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. `GW_WAITS_FULL`: A status call with `?wait` of a job still open while the team holds `jobs.maxWaitsPerTeam` waits on the replica, or the replica `jobs.maxWaits`: answered at once; ask again after `retry-after`, or without `?wait`. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_JOBS_FULL`: A report asked with `Prefer: respond-async` while the team has `jobs.maxOpenPerTeam` jobs queued or running (ask again when one ends), or keeps `jobs.maxKeptPerTeam` jobs (an ended job is kept `jobs.keep` and an hour after; the message says which). `GW_PLATFORM_TIME_SPENT`: The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end). `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. `GW_WAITS_FULL`: A status call with `?wait` of a job still open while the team holds `jobs.maxWaitsPerTeam` waits on the replica, or the replica `jobs.maxWaits`: answered at once; ask again after `retry-after`, or without `?wait`. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
             429: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -3883,7 +3883,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_JOBS_UNAVAILABLE`: Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.) `GW_OVERLOADED`: The credential's queue of platform calls is full, or the wait timed out; `retry-after` says when to try again. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_JOBS_UNAVAILABLE`: Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.) `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait; `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, or the pause's time left. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
             503: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -3898,7 +3898,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists. */
+            /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists; or the call was not sent to the platform, as it could not end before its deadline (calls of its kind take longer than the deadline leaves: the message says `not sent to the platform`; ask a shorter range, or as a report job). */
             504: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -4575,7 +4575,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, or the wait timed out; `retry-after` says when to try again. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait; `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, or the pause's time left. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
             503: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -4589,7 +4589,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists. */
+            /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists; or the call was not sent to the platform, as it could not end before its deadline (calls of its kind take longer than the deadline leaves: the message says `not sent to the platform`; ask a shorter range, or as a report job). */
             504: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -5246,7 +5246,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, or the wait timed out; `retry-after` says when to try again. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait; `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, or the pause's time left. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
             503: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -5260,7 +5260,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists. */
+            /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists; or the call was not sent to the platform, as it could not end before its deadline (calls of its kind take longer than the deadline leaves: the message says `not sent to the platform`; ask a shorter range, or as a report job). */
             504: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -5917,7 +5917,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, or the wait timed out; `retry-after` says when to try again. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait; `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, or the pause's time left. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
             503: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -5931,7 +5931,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists. */
+            /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists; or the call was not sent to the platform, as it could not end before its deadline (calls of its kind take longer than the deadline leaves: the message says `not sent to the platform`; ask a shorter range, or as a report job). */
             504: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];

@@ -159,6 +159,6 @@ export const readySchema = {
     status: { type: 'string', enum: ['ready', 'starting', 'stopping'] },
     platformToken: { type: 'object', additionalProperties: { type: 'string', enum: ['ok', 'rejected', 'missing'] }, description: 'Each credential\'s token.' },
     redis: { type: 'string', enum: ['ok', 'readonly', 'down', 'not configured'] },
-    degraded: { type: 'array', items: { type: 'string' }, description: 'What works less well than it should: `redis`, `redis-readonly`, `platformToken:<credential>`, `teams-reload` (its files do not validate: it runs older teams and admin tokens).' },
+    degraded: { type: 'array', items: { type: 'string' }, description: 'What works less well than it should: `redis`, `redis-readonly`, `platformToken:<credential>`, `platform:<credential>` (its latest 3 platform calls on this replica got no answer or a 5xx, the latest within 5 minutes, none answered since), `teams-reload` (its files do not validate: it runs older teams and admin tokens).' },
   },
 } as const

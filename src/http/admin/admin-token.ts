@@ -73,8 +73,9 @@ export async function adminTokenRoutes(
   }
   const refreshToken = async (request: FastifyRequest) => {
     const provider = providerOf(request)
-    if (!provider.hasLogin) throw new BadRequestError(`credential ${provider.name} has no password login to run again`)
     try {
+      // Refused, as a login that fails is, with its audit line: every refused change is audited.
+      if (!provider.hasLogin) throw new BadRequestError(`credential ${provider.name} has no password login to run again`)
       await provider.refresh(request.adminActor ?? undefined)
     } catch (err) {
       auditFailure(auditLog, request, provider, 'refresh', err, null)

@@ -80,7 +80,7 @@ export const clusterSchema = {
 
 /** This replica's state as it announces it (observe/replicas.ts), dated `at` (Redis' clock as this replica reads it, when it has Redis). */
 export function replicaState(
-  ctx: Pick<GatewayContext, 'clock' | 'governors' | 'breaker' | 'tokens' | 'lifecycle' | 'build' | 'log'> & { reloader: Pick<TeamReloader, 'refused'> },
+  ctx: Pick<GatewayContext, 'clock' | 'governors' | 'breaker' | 'tokens' | 'lifecycle' | 'build' | 'log' | 'platformFailing'> & { reloader: Pick<TeamReloader, 'refused'> },
   id: string,
   at: number = ctx.clock.now(),
 ): Announcement {
@@ -108,7 +108,7 @@ export function replicaState(
     logLevel: ctx.log.level,
     inFlight,
     waiting,
-    degraded: [...redis, ...tokens, ...paused, ...reloadDegraded(ctx.reloader)],
+    degraded: [...redis, ...tokens, ...ctx.platformFailing.failing(now).map((n) => `platform:${n}`), ...paused, ...reloadDegraded(ctx.reloader)],
     at: new Date(at).toISOString(),
   }
 }

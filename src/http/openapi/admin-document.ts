@@ -63,7 +63,7 @@ const PLAIN_ROUTES: Record<string, Json> = {
     tags: ['health'],
     operationId: 'readyz',
     summary: 'Readiness of this replica',
-    description: 'The body lists what is degraded (a refused platform token, Redis down); 503 only while this replica cannot serve at all.',
+    description: 'The body lists what is degraded (a refused platform token, a platform whose latest calls failed, Redis down); 503 only while this replica cannot serve at all.',
     response: { 200: { ...readySchema, description: 'Ready; the body lists what is degraded.' }, 503: { ...readySchema, description: 'Starting or shutting down.' } },
   },
   '/console': { tags: ['console'], operationId: 'getConsole', summary: 'The operations console (it asks for the admin token itself)', response: { 200: text('text/html', 'The page.') } },

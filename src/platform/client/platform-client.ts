@@ -20,6 +20,7 @@ import { withoutToken } from './token-echo.js'
 import { ShutdownWatch } from './shutdown-watch.js'
 import { waitSignal } from './wait-signal.js'
 import { retryAfterMs, withBoundedRetryAfter } from '../pauses/retry-after.js'
+import type { PlatformFailing } from './platform-failing.js'
 
 export interface PlatformCall {
   method: string
@@ -115,6 +116,7 @@ export class PlatformClient {
   readonly #onRetried: (credential: string) => void
   readonly #clock: Clock
   readonly #maxPauseMs: number
+  readonly #failing: PlatformFailing | null
   readonly #shutdown = new ShutdownWatch()
 
   constructor(opts: {
@@ -134,6 +136,8 @@ export class PlatformClient {
     clock?: Clock
     /** platform.maxPause: the longest `retry-after` an answer is handed on with (withBoundedRetryAfter). */
     maxPauseMs: number
+    /** Told of each try's end: answered, or failed (no answer, or a 5xx). */
+    failing?: PlatformFailing
   }) {
     this.#dispatcher = opts.dispatcher
     this.#timeoutMs = opts.timeoutMs
@@ -146,6 +150,7 @@ export class PlatformClient {
     this.#onRetried = opts.onRetried ?? (() => undefined)
     this.#clock = opts.clock ?? systemClock
     this.#maxPauseMs = opts.maxPauseMs
+    this.#failing = opts.failing ?? null
   }
 
   /** The platform has paused the credential or the route of `url` (a 429): a cached copy is better than a wait. */
@@ -360,6 +365,8 @@ export class PlatformClient {
         if (call.spent) call.spent.ms += latencyMs
         this.#history?.platformCall(latencyMs)
         endWithAnswer(seat, res, { kind: 'answer', status: res.statusCode, latencyMs, ...(typeof retryAfter === 'string' ? { retryAfter } : {}) })
+        if (res.statusCode >= 500) this.#failing?.failed(credential, started)
+        else this.#failing?.answered(credential)
         // A retry-after that says no time (unreadable, two lines) is none: one reader, for the retry as for the pauses.
         const saysWhen = retryAfterMs(retryAfter, this.#clock.now()) !== null
         delay = this.#retryDelay(credential, { read: call.read, replayable, retries, outcome: { status: res.statusCode, retryAfter: saysWhen } }, started, deadline)
@@ -371,6 +378,9 @@ export class PlatformClient {
         const timedOut = call.signal?.aborted === true && call.signal.reason instanceof UpstreamTimeoutError
         const latencyMs = performance.now() - sent
         if (call.spent) call.spent.ms += latencyMs
+        // The gateway's own stop says nothing of the platform; no answer by the deadline does.
+        const platformsFault = !call.signal?.aborted
+        if (timedOut || platformsFault) this.#failing?.failed(credential, started)
         if (timedOut) {
           // The caller is answered at its deadline; the platform works on, and its answer is
           // still awaited, for as long again as a call's budget: the seat goes back when the
@@ -380,8 +390,6 @@ export class PlatformClient {
         } else {
           upstream.abort(err)
           release()
-          // The gateway's own stop says nothing of the platform.
-          const platformsFault = !call.signal?.aborted
           this.#history?.platformCall(platformsFault ? latencyMs : null)
           seat.end(platformsFault ? { kind: 'none', latencyMs, timedOut: false } : { kind: 'dropped' })
         }
