@@ -43,7 +43,9 @@ export function isTokenPath(rawUrl: string, paths: Set<string>): boolean {
 
 // The platform's router decodes the path before matching it, so `/api/v1/auth/t%6Fken`
 // is its token route too: compare decoded. (Encoded `/`, `\`, `.`, `%` never get here:
-// isSafeApiPath refuses them first.) Case and trailing slashes are ignored as well.
+// isSafeApiPath refuses them first.) Case and trailing slashes are ignored as well, and a
+// run of `/` is one, as the router reads it (canonical-path.ts): a token URL written
+// `/api/v1//auth/token` is sent to the route a caller names `/api/v1/auth/token`.
 function comparable(path: string): string {
   let decoded = path
   try {
@@ -51,5 +53,6 @@ function comparable(path: string): string {
   } catch {
     // a malformed escape: compared as sent
   }
-  return decoded.replace(/\/+$/, '').toLowerCase()
+  const single = decoded.includes('//') ? decoded.replace(/\/{2,}/g, '/') : decoded
+  return single.replace(/\/+$/, '').toLowerCase()
 }

@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util'
 import { stringify as yamlScalar } from 'yaml'
 import { EXPIRES_AT_PATTERN, KEY_ID_PATTERN, KEY_ID_RULE, TEAM_NAME_PATTERN, TEAM_NAME_RULE } from '../config/names.js'
 import { teamsOfFile } from '../config/teams-file.js'
+import { tokenFault } from '../config/sources.js'
 import { defaultKeyId, parseExpiry, type TeamKey } from '../config/teams.js'
 import { parseDuration } from '../config/units.js'
 import type { TeamConfig } from '../config.js'
@@ -37,7 +38,8 @@ const USAGE = `usage:
                                     once its callers have moved): --write edits the file,
                                     without it the line is named
   npm run keys -- hash TOKEN        the sha256: line for an existing key or admin token
-                                    (at least ${MIN_TOKEN_LENGTH} characters); in
+                                    (at least ${MIN_TOKEN_LENGTH} characters, the token alone:
+                                    no "Bearer ", no space inside); in
                                     ADMIN_TOKENS_FILE: name:sha256:<hex>[:viewer]
   npm run keys -- list [--teams FILE | --config FILE]
                                     teams, key ids, fingerprints and expiry of a teams file
@@ -115,7 +117,11 @@ function run(argv: string[], io: KeysIo): number {
   if (command === 'remove') return remove(values, io)
   if (command === 'hash') {
     if (arg === undefined) throw new UsageError('hash: give the TOKEN to hash')
-    // The rule, never the token: a mistyped secret must not land in a terminal log.
+    // The rule, never the token: a mistyped secret must not land in a terminal log. A token
+    // no authorization header carries (`Bearer <token>`, a space, a typographic quote) makes
+    // a line no call matches: refused by ADMIN_TOKEN's own rule (tokenFault).
+    const fault = tokenFault(arg)
+    if (fault !== null) throw new UsageError(`hash: the token ${fault}`)
     if (arg.length < MIN_TOKEN_LENGTH) throw new UsageError(`hash: a token must be at least ${MIN_TOKEN_LENGTH} characters long`)
     io.out(`${hashApiKey(arg)}\n`)
     return 0

@@ -20,7 +20,10 @@ export const CONSOLE_LIBRARY = {
 } as const
 
 // The token's field has no name: a sign-in the browser submits itself, before the page's
-// script runs, sends the form without it (never the token in the URL).
+// script runs, sends the form without it (never the token in the URL). It is a
+// `one-time-code` field, which password managers keep out of their passwords (Chromium's
+// saves none from it and fills none into it; `off` is ignored on a password field): the
+// token stays in the tab alone (docs/decisions/console-token-field.md).
 export const CONSOLE_HTML = `<!doctype html>
 <html lang="en">
 <head>
@@ -39,7 +42,7 @@ export const CONSOLE_HTML = `<!doctype html>
   <h1>Report gateway <span class="muted">operations console</span></h1>
   <form id="sign-in" class="row" autocomplete="off">
     <label for="token">Admin token</label>
-    <input id="token" type="password" autocomplete="off" spellcheck="false" required aria-describedby="token-help">
+    <input id="token" type="password" autocomplete="one-time-code" spellcheck="false" autocapitalize="off" required aria-describedby="token-help">
     <button type="submit">Open</button>
     <p id="token-help" class="muted">Kept in this tab only (sessionStorage), sent as the bearer token of the admin calls.</p>
   </form>

@@ -91,7 +91,7 @@ function closeGently(server: Server): { begin: () => void; closing: () => boolea
 }
 
 // A request line that Node could have read but for its method: `FOO /path HTTP/1.1`.
-const REQUEST_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]{1,20}) ([^\s]+) HTTP\/1\.[01]\r\n/
+const REQUEST_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]{1,20}) ([^\s]+) HTTP\/1\.([01])\r\n/
 
 /** What llhttp says of a head it refused: its own fixed words, never the caller's bytes. */
 const PARSER_REASON = /^[\w .,/'`-]{1,80}$/
@@ -110,15 +110,25 @@ function refusedRequestLine(raw: Buffer): RegExpExecArray | null {
 const KNOWN_METHODS = new Set(METHODS)
 
 /**
- * The values of the Host lines of the head `raw` begins with, up to its end or the read's
- * (a line the read's end cuts is not read). A Host line past the read that failed is not
- * seen: the browsers a rebinding page runs in send Host right after the request line.
+ * The header lines of the head `raw` begins with, as Node gives them (`rawHeaders`: name,
+ * value, name, value …), up to its end or the read's (a line the read's end cuts is not
+ * read), and whether the read holds the whole head. A line past the read that failed is
+ * not seen: the browsers a rebinding page runs in send Host right after the request line.
  */
-function hostLines(raw: Buffer): string[] {
+function headLines(raw: Buffer): { lines: string[]; whole: boolean } {
   const text = raw.subarray(0, maxHeaderSize).toString('latin1')
   const end = text.indexOf('\r\n\r\n')
-  const lines = (end === -1 ? text.slice(0, text.lastIndexOf('\r\n')) : text.slice(0, end)).split('\r\n').slice(1)
-  return lines.filter((line) => /^host:/i.test(line)).map((line) => line.slice(5).trim())
+  const lines: string[] = []
+  for (const line of (end === -1 ? text.slice(0, text.lastIndexOf('\r\n')) : text.slice(0, end)).split('\r\n').slice(1)) {
+    const colon = line.indexOf(':')
+    if (colon > 0) lines.push(line.slice(0, colon), line.slice(colon + 1).trim())
+  }
+  return { lines, whole: end !== -1 }
+}
+
+/** The values of the `name` lines (lower case) of header lines as Node gives them (`rawHeaders`). */
+function valuesOf(lines: readonly string[], name: string): string[] {
+  return lines.filter((_value, i) => i % 2 === 1 && (lines[i - 1] as string).toLowerCase() === name)
 }
 
 /**
@@ -136,8 +146,14 @@ function clientErrorAnswer(err: Error & { code?: string; reason?: string }, raw:
   if (line && raw !== undefined) {
     const method = line[1] as string
     const target = line[2] as string
+    // Its head is checked as every method's is, first (headFault): the Host of HTTP/1.1 is
+    // asked for only where the read holds the whole head.
+    const { lines, whole } = headLines(raw)
+    const codings = valuesOf(lines, 'transfer-encoding')
+    const fault = faultOfHead(lines, codings.length === 0 ? undefined : codings.join(', '), valuesOf(lines, 'host')[0], whole && line[3] === '1')
+    if (fault !== null) return { error: new BadRequestError(fault), headers: {} }
     const path = originForm(target)
-    const misnamed = named({ hosts: hostLines(raw), target: targetHost(target) ?? undefined, method, path: path.split('?', 1)[0] as string })
+    const misnamed = named({ hosts: valuesOf(lines, 'host'), target: targetHost(target) ?? undefined, method, path: path.split('?', 1)[0] as string })
     if (misnamed !== null) return { error: misnamed, headers: {} }
     const allow = allowOf(path)
     return { error: refuseMethod(method, allow), headers: { allow } }
@@ -214,15 +230,18 @@ function refusalIdOf(server: Server, req: IncomingMessage | null): string {
  * CONNECT never reaches the router: Node hands it to the server's 'connect' listeners,
  * and without one destroys its socket unanswered. Here it is refused as the router refuses
  * a method a path does not take, whatever its target: 405 with the `allow` of that target
- * (`allowOf`), its connection closed; first, as every request, the names it gives (its
- * Host lines, and its target, a host and port) meet the listener's check (namesCheckedOn).
+ * (`allowOf`), its connection closed; first, as every request, its head is checked
+ * (headFault), then the names it gives (its Host lines, and its target, a host and port)
+ * meet the listener's check (namesCheckedOn).
  */
 function refuseConnect(server: Server, req: IncomingMessage, socket: Duplex, allowOf: (target: string) => string, refuseMethod: MethodRefusal): void {
   // The socket is no longer Node's HTTP server's: its error listener went with it.
   socket.on('error', () => socket.destroy())
   const target = req.url ?? ''
   const reqId = refusalIdOf(server, req)
-  const hosts = req.rawHeaders.filter((_value, i) => i % 2 === 1 && (req.rawHeaders[i - 1] as string).toLowerCase() === 'host')
+  const fault = headFault(req)
+  if (fault !== null) return endWithError(server, socket, new BadRequestError(fault), {}, req, reqId)
+  const hosts = valuesOf(req.rawHeaders, 'host')
   const misnamed = nameChecks.get(server)?.({ hosts, target, source: (socket as Socket).remoteAddress, method: 'CONNECT', path: target, reqId }) ?? null
   if (misnamed !== null) return endWithError(server, socket, misnamed, {}, req, reqId)
   const allow = allowOf(target)
@@ -297,14 +316,20 @@ const TRANSFER_CODING_REFUSED = 'transfer-encoding: a body is read sent with a c
  * content. The fault's message, or null.
  */
 export function headFault(req: IncomingMessage): string | null {
-  const codings = req.headers['transfer-encoding']
+  return faultOfHead(req.rawHeaders, req.headers['transfer-encoding'], req.headers.host, req.httpVersionMinor === 1)
+}
+
+/**
+ * headFault of a head: its header lines as sent (`raw`, as `rawHeaders`), its
+ * transfer-encoding and Host as Node reads them, and whether it must name its host (an
+ * HTTP/1.1 request's). Asked of the heads Node's parser refused for their method too.
+ */
+function faultOfHead(raw: readonly string[], codings: string | undefined, host: string | undefined, hostRequired: boolean): string | null {
   if (codings !== undefined && codings.trim().toLowerCase() !== 'chunked') return TRANSFER_CODING_REFUSED
-  const host = req.headers.host
-  if (host === undefined) return req.httpVersionMinor === 1 ? 'host: an HTTP/1.1 request names the host it asks in a Host header' : null
+  if (host === undefined && hostRequired) return 'host: an HTTP/1.1 request names the host it asks in a Host header'
   let hosts = 0
   let authorizations = 0
   let apiKeys = 0
-  const raw = req.rawHeaders
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string
     if (name.length === 4 && name.toLowerCase() === 'host') hosts++
@@ -312,9 +337,10 @@ export function headFault(req: IncomingMessage): string | null {
     else if (name.length === 9 && name.toLowerCase() === 'x-api-key') apiKeys++
   }
   if (hosts > 1) return 'host: given more than once'
+  // An HTTP/1.0 request without a Host too: a proxy before the gateway may read another line than Node's first.
   if (authorizations > 1) return 'authorization: given more than once'
   if (apiKeys > 1) return 'x-api-key: given more than once'
-  return isHostValue(host) ? null : 'host: must be a host name or address, and a port (the value is not shown)'
+  return host === undefined || isHostValue(host) ? null : 'host: must be a host name or address, and a port (the value is not shown)'
 }
 
 function bodyLimitOf(request: FastifyRequest, config: Config): number {

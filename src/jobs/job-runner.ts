@@ -236,7 +236,11 @@ export class JobRunner {
         clock.clearTimeout(lapse)
         return this.#endWithin(job, run, end, leaseUntil)
       })
-      .catch((err: unknown) => log.warn({ err, job: job.id }, 'ending a report job failed: another replica takes it over once its lease runs out'))
+      // Which replica takes the job over is not known here: any whose look for jobs comes
+      // first once the lease has run out, this one too (its own takeover line says so).
+      .catch((err: unknown) =>
+        log.warn({ err, job: job.id, team: job.team, leaseUntil: new Date(leaseUntil).toISOString() }, 'ending a report job failed: it is run again once its lease runs out, by the replica that takes it over (this one or another)'),
+      )
       .finally(() => {
         clock.clearInterval(renewal)
         clock.clearTimeout(lapse)

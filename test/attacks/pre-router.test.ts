@@ -225,6 +225,60 @@ describe('requests refused before the router', () => {
     expect(res.text).not.toContain(ADMIN_TOKEN)
   })
 
+  // One order of checks for every method, on both listeners, as the router's hooks take
+  // them: the head (headFault: 400), then on the admin listener the names it gives (421),
+  // then the method. A method Node's parser does not know and a CONNECT, answered before
+  // the router, are refused for a faulty head as GET is, not 405 (nor 421) past it.
+  const faultyHeads: [string, string][] = [
+    ['two Host lines', 'host: 127.0.0.1\r\nhost: 127.0.0.2\r\n'],
+    ['no Host in HTTP/1.1', ''],
+    ['a Host that is no host', 'host: a b\r\n'],
+    ['two authorization lines', `${H}authorization: Bearer ${ADMIN_TOKEN}\r\nauthorization: Bearer ${ADMIN_TOKEN}x\r\n`],
+    ['two x-api-key lines', `${H}x-api-key: ${KEYS.all}\r\nx-api-key: ${KEYS.growth}\r\n`],
+    ['a transfer coding besides chunked', `${H}transfer-encoding: gzip, chunked\r\n`],
+    ['two authorization lines and a Host the admin listener does not answer to', `host: faulty-rebound.example\r\nauthorization: Bearer ${ADMIN_TOKEN}\r\nauthorization: Bearer ${ADMIN_TOKEN}x\r\n`],
+  ]
+  it.each(faultyHeads)('a head with %s: the same 400 to every method, a method Node does not know and CONNECT included, on both listeners', async (_what, lines) => {
+    const listeners: [string, number, string][] = [
+      ['proxy', sg.port, '/api/v1/campaign/get'],
+      ['admin', await adminPort(), '/admin/status'],
+    ]
+    for (const [listener, port, path] of listeners) {
+      const head = (method: string, target: string) => `${method} ${target} HTTP/1.1\r\n${lines}connection: close\r\n\r\n0\r\n\r\n`
+      const get = await rawRequest(port, head('GET', path))
+      expect(get.status, `${listener} GET: ${get.text.slice(0, 300)}`).toBe(400)
+      const { message } = JSON.parse(get.body) as { message: string }
+      for (const [method, target] of [['FOO', path], ['CONNECT', '127.0.0.1:1']]) {
+        const res = await rawRequest(port, head(method as string, target as string))
+        expect(res.status, `${listener} ${method}: ${res.text.slice(0, 300)}`).toBe(400)
+        expect(JSON.parse(res.body), `${listener} ${method}`).toMatchObject({ statusCode: 400, code: 'GW_BAD_REQUEST', message })
+        expect(res.headers.allow).toBeUndefined()
+        expect(res.text).not.toContain(ADMIN_TOKEN)
+        expect(res.text).not.toContain(KEYS.all)
+      }
+    }
+  })
+
+  // HTTP/1.0 need not name its host (RFC 9112, 3.2); its other lines are held to the rules
+  // of every head: a proxy before the gateway may read the last authorization where Node reads the first.
+  it('HTTP/1.0 without a Host, with two authorization lines or two x-api-key lines: 400 on both listeners, as with a Host', async () => {
+    const listeners: [number, string][] = [
+      [sg.port, '/api/v1/campaign/get?userId=102'],
+      [await adminPort(), '/admin/status'],
+    ]
+    for (const [port, path] of listeners) {
+      for (const [name, lines] of [
+        ['authorization', `authorization: Bearer ${KEYS.all}\r\nauthorization: Bearer ${KEYS.growth}\r\n`],
+        ['x-api-key', `x-api-key: ${KEYS.all}\r\nx-api-key: ${KEYS.growth}\r\n`],
+      ]) {
+        const res = await rawRequest(port, `GET ${path} HTTP/1.0\r\n${lines}\r\n`)
+        expect(res.status, `${path} ${name}: ${res.text.slice(0, 300)}`).toBe(400)
+        expect(JSON.parse(res.body)).toMatchObject({ code: 'GW_BAD_REQUEST', message: `${name}: given more than once` })
+      }
+    }
+    expect(sg.callerRequests().filter((r) => r.path.startsWith('/api/v1/campaign/'))).toEqual([])
+  })
+
   // Methods Node reads that no admin call takes (WebDAV's, TRACE, QUERY) find no route of
   // the admin calls: their 404 carries what every /admin/* answer carries all the same.
   it.each(['PROPFIND', 'MKCOL', 'LOCK', 'SEARCH', 'TRACE', 'QUERY'])('on the admin listener, %s of /admin/status: 404 GW_NOT_FOUND with the headers of every /admin/* answer', async (method) => {

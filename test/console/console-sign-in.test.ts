@@ -28,6 +28,18 @@ describe.skipIf(CHROMIUM === null)('the console\'s sign-in without its script', 
     await gw?.close()
   })
 
+  // As the browser reads the field: a value it does not know would read as '' (autocomplete)
+  // and its default. `one-time-code`: Chromium's password manager takes such a field for no
+  // password, neither saving what it holds nor filling a saved one into it.
+  it('the token\'s field is one no password manager saves or fills, no spell checker reads and nothing capitalizes', async () => {
+    await page.goto(`${adminUrl}/console`, { waitUntil: 'networkidle0' })
+    const field = await page.$eval('#token', (token) => {
+      const input = token as unknown as { type: string; autocomplete: string; spellcheck: boolean; autocapitalize: string; name: string }
+      return { type: input.type, autocomplete: input.autocomplete, spellcheck: input.spellcheck, autocapitalize: input.autocapitalize, name: input.name }
+    })
+    expect(field).toEqual({ type: 'password', autocomplete: 'one-time-code', spellcheck: false, autocapitalize: 'none', name: '' })
+  }, 30_000)
+
   it('a token entered before the script runs is in no URL', async () => {
     await page.setJavaScriptEnabled(false)
     await page.goto(`${adminUrl}/console`, { waitUntil: 'networkidle0' })

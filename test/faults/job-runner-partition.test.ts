@@ -53,7 +53,7 @@ describe.skipIf(!redisCheck.available)('the runner of a report job cut off from 
     const takenAt = (await state()).startedAt
     sandbox.releaseHeld()
     // Its end cannot be stored while it is cut off: a warn line says so, and the job stays the other replica's.
-    await waitFor("the cut-off run's end", () => msgs(b).includes('ending a report job failed: another replica takes it over once its lease runs out'))
+    await waitFor("the cut-off run's end", () => msgs(b).includes('ending a report job failed: it is run again once its lease runs out, by the replica that takes it over (this one or another)'))
     gate.open()
     expect(await state()).toMatchObject({ state: 'done', startedAt: takenAt })
   }, 60_000)
@@ -88,7 +88,7 @@ describe.skipIf(!redisCheck.available)('the runner of a report job cut off from 
     sandbox.releaseHeld()
     expect((await week).statusCode).toBe(200)
     const caller = year && (await year).statusCode
-    await waitFor("the cut-off run's end", () => msgs(b).includes('ending a report job failed: another replica takes it over once its lease runs out'))
+    await waitFor("the cut-off run's end", () => msgs(b).includes('ending a report job failed: it is run again once its lease runs out, by the replica that takes it over (this one or another)'))
     gate.open()
     expect(await state()).toBe('done')
     return { jobCalls: sandbox.countRequests((r) => r.path === REPORT_PATH && r.query === YEAR), caller }

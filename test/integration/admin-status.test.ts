@@ -185,6 +185,19 @@ describe('GET /console', () => {
     }
   })
 
+  // A password manager keeps what a password field held when its form was sent and offers
+  // it on every page of that host (a port-forward's 127.0.0.1 is many services'), where
+  // `autocomplete="off"` is ignored on a password field; a spell checker may send what a
+  // field holds to a service; a phone's keyboard capitalizes a token's first letter.
+  it('serves the admin token\'s field as no password manager, spell checker or capitalization takes', async () => {
+    const { gw } = await gateway()
+    const page = await get(gw, '/console', null)
+    const field = /<input id="token"[^>]*>/.exec(page.body)?.[0] ?? ''
+    const attributes = Object.fromEntries([...field.matchAll(/ ([a-z-]+)(?:="([^"]*)")?/g)].map((m) => [m[1], m[2] ?? '']))
+    expect(attributes).toMatchObject({ type: 'password', autocomplete: 'one-time-code', spellcheck: 'false', autocapitalize: 'off' })
+    expect(attributes.name).toBeUndefined()
+  })
+
   it('names its icon, served under the same policy: a browser opening it asks for no /favicon.ico (a 404 in its console)', async () => {
     const { gw } = await gateway()
     const page = await get(gw, '/console', null)

@@ -732,6 +732,20 @@ describe('platform failures on a non-report call', () => {
   })
 })
 
+describe('a token URL written with a run of `/`', () => {
+  // Sent as written, it is the route the platform's router reads as /api/v1/auth/token (a
+  // run of `/` is one to it): that path is the token request's, however a caller spells it.
+  const runGw = useGateway(() => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken, PLATFORM_TOKEN_URL: '/api/v1//auth/token' }, SANDBOX_TEAMS_YAML))
+  beforeAll(() => sandbox.clearRequests())
+
+  it.each([TOKEN_URL_PATH, `${TOKEN_URL_PATH}/`, '/api/v1/auth/t%6Fken'])('answers 404 GW_NOT_FOUND to POST %s and calls nothing', async (url) => {
+    const res = await call('POST', url, { json: { grant_type: 'platform_dsp' } }, runGw)
+    expect(res.statusCode).toBe(404)
+    expect(res.json()).toMatchObject({ code: 'GW_NOT_FOUND' })
+    expect(sandbox.requests).toHaveLength(0)
+  })
+})
+
 describe('a platform call that hangs', () => {
   const TIMEOUT_MS = 1500
   const quickGw = useGateway(() =>

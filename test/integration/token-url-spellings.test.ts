@@ -33,18 +33,28 @@ describe.skipIf(!available)('one token endpoint in two spellings (Redis)', () =>
 
   const logins = () => sandbox.countRequests((r) => r.path === '/oauth/token')
 
-  it('a replica started with the whole URL takes the token an operator put on a replica of the path, and makes no login', async () => {
-    const a = await replica('/oauth/token')
+  /** A replica of `first`, the token an operator put there, then a replica of `second`: it takes that token and makes no login. */
+  async function takesTheOperatorsToken(first: string, second: string): Promise<void> {
+    const a = await replica(first)
     expect(logins()).toBe(1)
     const put = sandbox.issueToken()
     const answer = await a.admin.inject({ method: 'PUT', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { token: put } })
     expect(answer.statusCode).toBe(200)
 
-    const b = await replica(`${sandbox.url}/oauth/token`)
+    const b = await replica(second)
     expect({ b: tokenOf(b) === put, logins: logins() }).toEqual({ b: true, logins: 1 })
     expect(b.tokens.get('default').current()?.source).toBe('shared')
     // A keeps the operator's token: B stored nothing of its own.
     expect(tokenOf(a)).toBe(put)
+  }
+
+  it('a replica started with the whole URL takes the token an operator put on a replica of the path, and makes no login', async () => {
+    await takesTheOperatorsToken('/oauth/token', `${sandbox.url}/oauth/token`)
+  })
+
+  // RFC 3986, 6.2.2.1: `%2f` and `%2F` are one octet.
+  it('a replica whose token URL writes a percent-escape in capitals takes the token an operator put on a replica of the same URL in small letters, and makes no login', async () => {
+    await takesTheOperatorsToken('/oauth/token?realm=ops%2fwest', `${sandbox.url}/oauth/token?realm=ops%2Fwest`)
   })
 
   it('a replica started with the whole URL reads the report copies a replica of the path filled', async () => {

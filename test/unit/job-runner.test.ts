@@ -311,7 +311,7 @@ describe('the job runner on a fake clock', () => {
       clock.advance(SETTINGS.pollMs)
       await waitFor(`end ${tries} refused, or given up`, () => ends === tries || r.running === 0)
     }
-    expect(lines.map((l) => l.msg)).toContain('ending a report job failed: another replica takes it over once its lease runs out')
+    expect(lines.map((l) => l.msg)).toContain('ending a report job failed: it is run again once its lease runs out, by the replica that takes it over (this one or another)')
     cut = false
     // Its lease ran out: this replica takes the job over itself.
     clock.advance(SETTINGS.leaseMs)

@@ -280,6 +280,29 @@ describe('keys hash KEY', () => {
     }
   })
 
+  // An admin token is read after `Bearer ` with no space in it, and a team key as header
+  // bytes: one holding `Bearer ` (a header's value pasted whole), a space or a typographic
+  // quote is no token a caller sends, and the line made of it would match no call. Refused
+  // as ADMIN_TOKEN and its file refuse it, by the same rule.
+  it('refuses a token no authorization header carries, naming what to give and never the token', () => {
+    const cases: [string, string][] = [
+      ['Bearer abcdefghijklmnopqrst', 'starts with "Bearer "'],
+      ['bearer abcdefghijklmnopqrst', 'starts with "Bearer "'],
+      ['abcdefghij klmnopqrst', 'holds a space'],
+      ['\u201cabcdefghijklmnopqrst\u201d', 'holds a space or a character outside printable ASCII'],
+      ['abcdefghijklmnopqrst\n', 'holds control characters'],
+    ]
+    for (const [token, fault] of cases) {
+      const r = run('hash', token)
+      expect(r.status, token).toBe(2)
+      expect(r.stdout).toBe('')
+      expect(r.stderr).toContain(`keys: hash: the token ${fault}`)
+      expect(r.stderr).toMatch(/it must hold the (token|secret) alone \(the content is not shown\)/)
+      expect(r.stderr).toMatch(/^keys: [^\n]+\n$/)
+      expect(r.stderr).not.toContain('abcdefghij')
+    }
+  })
+
   it('answers a usage mistake in one line with exit code 2', () => {
     for (const args of [[], ['hash'], ['rotate'], ['hash', 'a-token-long-enough', 'extra']]) {
       const r = run(...args)

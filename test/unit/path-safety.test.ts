@@ -125,4 +125,19 @@ describe('token paths', () => {
     expect(decodeURIComponent(sent)).toBe('/api/v1/auth/token')
     for (const spelled of [sent, `${sent}/`]) expect(isTokenPath(checkTarget(spelled, 10).path, paths), spelled).toBe(true)
   })
+
+  // The platform's router reads a run of `/` as one (canonical-path.ts): a token URL written
+  // with one is sent to the token path as the router reads it, which a caller spells
+  // without the run (a caller's `//` is refused 404 before this rule).
+  const doubled: [string, string][] = [
+    ['a doubled slash inside', '/api/v1//auth/token'],
+    ['a tripled slash inside', '/api/v1/auth///token'],
+    ['a doubled slash in the whole URL', `${base}/api//v1/auth/token`],
+    ['a doubled slash and an escaped letter', '/api/v1//auth/t%6Fken'],
+  ]
+  it.each(doubled)('refuse the path the platform reads, the token URL written with %s: %j', (_name, tokenUrl) => {
+    const paths = tokenPaths(base, [tokenUrl])
+    for (const spelled of ['/api/v1/auth/token', '/api/v1/auth/token/', '/api/v1/auth/t%6Fken', '/api/v1/Auth/TOKEN']) expect(isTokenPath(checkTarget(spelled, 10).path, paths), spelled).toBe(true)
+    expect(isTokenPath(checkTarget('/api/v1/auth/tokens', 10).path, paths)).toBe(false)
+  })
 })

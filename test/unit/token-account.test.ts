@@ -111,4 +111,19 @@ describe('a password login\'s token endpoint, however it is spelled', () => {
   it('is one endpoint on another origin however its host is written', () => {
     expect(withTokenUrl('https://Auth.Example:443/oauth/token')).toBe(withTokenUrl('https://auth.example/oauth/token'))
   })
+
+  // RFC 3986, 6.2.2.1: a percent-escape's hex digits in either case are one octet.
+  it.each([
+    ['an escaped / in the path', '/oauth%2ftoken', '/oauth%2Ftoken'],
+    ['an escaped / in the whole URL', `${BASE}/oauth%2ftoken`, '/oauth%2Ftoken'],
+    ['an escape in the query', '/oauth/token?realm=a%2fb', '/oauth/token?realm=a%2Fb'],
+    ['an escape on another origin', 'https://auth.example/realms/a%2fb/token?x=%c3%a9', 'https://auth.example/realms/a%2Fb/token?x=%C3%A9'],
+    ['an escaped letter in the query', '/oauth/token?realm=%61', '/oauth/token?realm=a'],
+  ])('%s is one login in either case of its hex digits', (_label, lower, upper) => {
+    expect(withTokenUrl(lower)).toBe(withTokenUrl(upper))
+  })
+
+  it('keeps an escaped / another endpoint than the / itself', () => {
+    expect(withTokenUrl('/oauth%2Ftoken')).not.toBe(path)
+  })
 })

@@ -1,7 +1,7 @@
 import { request, type Dispatcher } from 'undici'
 import type { PasswordLogin } from '../../config.js'
 import { TokenLoginError } from '../../errors.js'
-import { canonicalPath } from '../canonical-path.js'
+import { canonicalEscapes, canonicalPath } from '../canonical-path.js'
 
 export interface LoginResult {
   token: string
@@ -17,7 +17,8 @@ export function tokenRequestUrl(baseUrl: string, tokenUrl: string): URL {
  * the URL a login is sent to, as WHATWG's parser writes it (scheme and host in lower case,
  * the default port dropped, dot segments resolved), without its fragment (never sent), its
  * path in its one spelling (canonicalPath: the platform's router, Laravel's, decodes
- * `/oauth/%74oken` and matches `/oauth/token/` as `/oauth/token`). On the base URL's
+ * `/oauth/%74oken` and matches `/oauth/token/` as `/oauth/token`), and the percent-escapes
+ * of its path and query in theirs (`%2f` is `%2F`, RFC 3986 6.2.2.1). On the base URL's
  * origin it is its path and query, as the default `/oauth/token` is written, so that a
  * configuration written so keeps its digest; on another origin, or with userinfo, the
  * whole URL. A path with no base URL to resolve it on stays as written.
@@ -28,6 +29,8 @@ export function comparableTokenUrl(baseUrl: string | null, tokenUrl: string): st
   const url = new URL(tokenUrl, base)
   url.hash = ''
   url.pathname = canonicalPath(url.pathname)
+  // Set only with an escape to spell: setting it would drop the `?` of an empty query.
+  if (url.search.includes('%')) url.search = canonicalEscapes(url.search)
   const own = base !== undefined && url.origin === new URL(base).origin && url.username === '' && url.password === ''
   return own ? `${url.pathname}${url.search}` : url.href
 }
