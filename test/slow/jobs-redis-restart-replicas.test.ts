@@ -17,7 +17,9 @@ import { useReceivers } from '../helpers/webhook-receiver.js'
 // append-only file fsynced at every write), and started again on the same port from that
 // data. What docs/jobs.md promises across a Redis restart: every job ends once, done, its
 // result the one run's, nothing lost; no job runs twice (no takeover: each run renews its
-// lease once Redis answers again, within the lease); each job pushed once.
+// lease once Redis answers again, within the lease); each job pushed once. And a push the
+// receiver took while Redis was down, its attempt unrecorded: made again once its claim ran
+// out, with the same webhook-id (at least once, as documented), recorded delivered once.
 
 const GATEWAY_SECRET = 'jobs-redis-restart-replicas-secret-0123456789'
 const SECRET = `whsec_${randomBytes(24).toString('base64')}`
@@ -111,5 +113,30 @@ describe.skipIf(!redisCheck.available)('two replicas running report jobs while R
       takenOver: replicas.flatMap((gw) => lines(gw, 'report job taken over')).length,
       lost: replicas.flatMap((gw) => lines(gw, 'report job gone from Redis while it ran')).length,
     }).toEqual({ calls: JOBS, pushes: JOBS, takenOver: 0, lost: 0 })
+  }, 120_000)
+
+  it('killed with its AOF while a push is at the receiver, answered 2xx before Redis is back: the push is made again with the same webhook-id (at least once), the delivery recorded delivered once', async () => {
+    const redis = await persistentRedis(['--save', '', '--appendonly', 'yes', '--appendfsync', 'always'])
+    cleanups.push(() => redis.close())
+    const r = await receiver(0)
+    const team = TEAMS_YAML.replace('    refresh: true\n', `    refresh: true\n    webhook: { url: "${r.url}", secret: "${SECRET}" }\n`)
+    const yaml = `${team}jobs:\n  webhookHosts: [localhost]\n  lease: 2s\n  poll: 200ms\n  webhookTimeout: 1s\ncache:\n  lockTtl: 2s\nredis:\n  breakerCooldown: 200ms\n`
+    // At info: the delivery's end is logged there.
+    const env = { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.url, GATEWAY_SECRET, LOG_LEVEL: 'info' }
+    const replicas = [await spawnGateway({ env, yaml }), await spawnGateway({ env, yaml })]
+    cleanups.push(...replicas.map((gw) => () => gw.close()))
+    sandbox.clearRequests()
+    r.hold()
+    const asked = await get(replicas[0]!, report(0), { prefer: 'respond-async' })
+    expect(asked.status).toBe(202)
+    await asked.arrayBuffer()
+    await waitFor('the push at the receiver', () => r.inFlight() === 1, testTimeLeft(), 20)
+    await redis.stop(true)
+    r.answer(204)
+    await waitFor('the attempt\'s record met Redis down', () => replicas.some((gw) => lines(gw, 'recording a webhook attempt failed').length > 0), testTimeLeft(), 20)
+    await redis.start()
+    await waitFor('the push made again once its claim ran out', () => r.hits.length >= 2, testTimeLeft(), 50)
+    await waitFor('the delivery recorded delivered', () => replicas.some((gw) => lines(gw, "report job pushed to its team's webhook").length > 0), testTimeLeft(), 50)
+    expect({ ids: new Set(r.hits.map((h) => h.id)).size, calls: reportCalls(), delivered: replicas.flatMap((gw) => lines(gw, "report job pushed to its team's webhook")).length }).toEqual({ ids: 1, calls: 1, delivered: 1 })
   }, 120_000)
 })
