@@ -35,6 +35,12 @@ export interface TokenState {
   basis: number
   /** Who set the token, carried with it through Redis: every replica's audit line names them. */
   origin: TokenOrigin
+  /**
+   * The configuration it was made on (configuredBase of the replica that stored it), for a
+   * token read from Redis; absent for one this replica set. A password login acts for its
+   * login only with a token made on that login (accountOf).
+   */
+  madeOn?: string
 }
 
 /** What set a token: the reason on the replica that set it, the operator, that replica. */
@@ -349,12 +355,15 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
    * The account `state`'s token acts for. A password login's own tokens act for its login
    * (configuredBase: base URL, token URL, grant, username, client), known before its
    * first token and stable across re-logins; any other token, a token an operator put on
-   * that credential (PUT /admin/token, here or on another replica) among them, for its
+   * that credential (PUT /admin/token, here or on another replica) or one a replica of
+   * another configuration shared (a rollout to another login or token: `madeOn`) among them, for its
    * JWT `sub` on the base URL, or, for a token that names none, the token itself (by
    * digest: a rotation of such a token starts new copies).
    */
   accountOf(state: TokenState): string {
-    return this.credential.login && state.origin.reason !== 'admin' ? this.#loginAccount() : this.#tokenAccount(state.token)
+    if (!this.credential.login || state.origin.reason === 'admin') return this.#tokenAccount(state.token)
+    const login = this.#loginAccount()
+    return state.madeOn === undefined || sameLoginBase(state.madeOn, login) ? login : this.#tokenAccount(state.token)
   }
 
   #loginAccount(): string {

@@ -536,6 +536,7 @@ export class TokenStore implements TokenShares {
           version: record.version,
           basis: record.basis ?? record.version,
           origin: record.origin ?? { reason: null, actor: null, replica: null },
+          madeOn: record.base,
         },
       },
     }

@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest'
+import { KEYS, sandboxLoginEnv, testConfig } from '../helpers/build-gateway.js'
+import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { redisAvailability } from '../helpers/start-redis.js'
+import { waitFor } from '../helpers/wait.js'
+
+// The account a replica gives a token another replica shared with it through Redis: a
+// password login's replica that takes the token of a rollout to another configuration
+// (another login, a static token of another customer) acts for that token's account, not
+// its login's, so that neither its login's copies answer the new account's reads nor the
+// new account's answers are kept as its login's. Session 104's
+// test/attacks/credential-account.test.ts holds the same for a token an operator put.
+
+const { available } = redisAvailability()
+
+const SECRET = 'credential-account-rollout-secret-000000'
+const ADMIN_TOKEN = 'credential-account-rollout-admin-tok-0123'
+// A settled week of Acme's advertiser 101 (account 100's child); account 200 may not read it (403).
+const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&byCampaign=1&dateFrom=2026-01-01&dateTo=2026-01-07'
+const REPORT_PATH = '/api/v1/report/campaigns/get'
+
+type Injecting = { inject: (o: object) => Promise<{ statusCode: number; headers: Record<string, unknown>; body: string }> }
+const read = (gw: { proxy: Injecting }) => gw.proxy.inject({ method: 'GET', url: REPORT, headers: { 'x-api-key': KEYS.all } })
+const outcome = (res: { statusCode: number; headers: Record<string, unknown>; body: string }) => ({ status: res.statusCode, cache: res.headers['x-cache'], acme: res.body.includes('101001') })
+
+describe.skipIf(!available)('a password login\'s replica taking a token shared by a replica of another configuration', () => {
+  const sandbox = useSandbox()
+  const { server } = useRedis()
+  const gateways = useGateways()
+
+  const start = (env: Record<string, string>) => gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, REDIS_URL: server.url, GATEWAY_SECRET: SECRET, ADMIN_TOKEN, ...env }))
+  const reportCalls = () => sandbox.countRequests((r) => r.path === REPORT_PATH)
+
+  it('gives a token a rollout of another configuration shared with a password login\'s replica that token\'s own account, not the login\'s', async () => {
+    // A replica logged in as the sandbox's demo user (account 100) fills the week.
+    const login = await start(sandboxLoginEnv(sandbox))
+    expect(outcome(await read(login))).toEqual({ status: 200, cache: 'MISS', acme: true })
+    expect(outcome(await read(login))).toEqual({ status: 200, cache: 'HIT', acme: true })
+    const before = login.reports.accountOf('default')
+    // A replica of the credential rolled out with account 200's token starts on the same
+    // Redis: its token replaces the stored one on every replica, the login's among them.
+    const northwind = sandbox.issueToken({ accountId: 200 })
+    await start({ PLATFORM_TOKEN: northwind })
+    await waitFor('the login\'s replica took the rolled-out token', () => login.tokens.get('default').current()?.token === northwind)
+    sandbox.clearRequests()
+    // The platform's answer to account 200 (403), not the login's copy (on main: 200, HIT,
+    // account 100's rows: the login's replica kept its login's account for any token but
+    // one an operator put).
+    expect(outcome(await read(login))).toEqual({ status: 403, cache: 'BYPASS', acme: false })
+    expect(login.reports.accountOf('default')).not.toBe(before)
+    expect(reportCalls()).toBe(1)
+  })
+})
