@@ -1,6 +1,7 @@
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { KEYS, REPORT_PATH, teamsYamlWith, testConfig } from '../helpers/build-gateway.js'
 import { useGateway, useSandbox } from '../helpers/fixtures.js'
+import { onRealTimers } from '../helpers/clock.js'
 import { answerOnce } from '../helpers/raw-answer.js'
 import { waitFor } from '../helpers/wait.js'
 
@@ -15,7 +16,18 @@ let token: string
 beforeAll(() => {
   token = sandbox.issueToken()
 })
-const gw = useGateway(() => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: token }, teamsYamlWith({ platform: { maxPause: `${MAX_PAUSE_S}s` } })))
+// The gateway's clock runs with real time, and jumps to the end of the pauses under way
+// where a case would wait them out (`passPauses`): the time a caller told to wait waits.
+let skipped = 0
+const clock = onRealTimers(() => Date.now() + skipped)
+const gw = useGateway(() => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: token }, teamsYamlWith({ platform: { maxPause: `${MAX_PAUSE_S}s` } })), { deps: { clock } })
+
+/** Moves the gateway's clock to the end of the last pause under way: none is left. */
+function passPauses(): void {
+  const pauses = gw.governors.pausesOf('default')
+  if (pauses.length > 0) skipped += Math.max(0, Math.max(...pauses.map((p) => p.until)) - clock.now())
+  expect(gw.governors.pausesOf('default')).toEqual([])
+}
 
 const CAMPAIGNS = '/api/v1/campaign/get'
 const THROTTLED = Buffer.from('{"message":"Too Many Attempts."}')
@@ -29,9 +41,9 @@ const nextDay = () => new Date(Date.UTC(2025, 2, ++day)).toISOString().slice(0, 
 /** A report no earlier case asked: a miss, one platform call. */
 const report = () => gw.proxy.inject({ method: 'GET', url: `${REPORT_PATH}?advertiserId=101&byDate=1&dateFrom=2025-03-01&dateTo=${nextDay()}`, headers: { 'x-api-key': KEYS.all } })
 
-beforeEach(async () => {
+beforeEach(() => {
   // Each case starts with the 429's pause of the case before ended.
-  await waitFor('no pause', () => gw.governors.pausesOf('default').length === 0)
+  passPauses()
 })
 
 describe("platform 429s without a retry-after in a row: the caller is told the pause each draws", () => {
@@ -41,7 +53,7 @@ describe("platform 429s without a retry-after in a row: the caller is told the p
     // An answer that is not a 429 clears the strikes of every scope the call falls under.
     expect((await list()).statusCode).toBe(200)
     for (const told of ['1', '2', String(MAX_PAUSE_S)]) {
-      await waitFor('no pause', () => gw.governors.pausesOf('default').length === 0)
+      passPauses()
       answerOnce(sandbox, '429 Too Many Requests', ['content-type: application/json'], THROTTLED)
       const res = await list()
       expect(res.statusCode).toBe(429)
@@ -49,7 +61,7 @@ describe("platform 429s without a retry-after in a row: the caller is told the p
       // The pause held is the one the caller was told of: it ends within its last second.
       await waitFor('the pause drawn', () => gw.governors.pausesOf('default').length === 1)
       const [pause] = gw.governors.pausesOf('default')
-      expect((pause?.until ?? 0) - Date.now()).toBeGreaterThan((Number(told) - 1) * 1000)
+      expect((pause?.until ?? 0) - clock.now()).toBeGreaterThan((Number(told) - 1) * 1000)
     }
   })
 })
@@ -146,12 +158,12 @@ describe("a report job the platform's 503 failed: the retry time it keeps, at mo
     const asked = await gw.proxy.inject({ method: 'GET', url: `${REPORT_PATH}?advertiserId=101&byDate=1&dateFrom=2025-03-01&dateTo=${nextDay()}`, headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
     expect(asked.statusCode).toBe(202)
     const { id } = asked.json<{ id: string }>()
-    const before = Date.now()
+    const before = clock.now()
     await waitFor(`job ${id} ended`, async () => (await job(id)).state === 'failed')
     const { error } = await job(id)
     expect(error?.code).toBe('GW_UPSTREAM')
     const at = Date.parse(/\(at ([^)]+)\)/.exec(error?.message ?? '')?.[1] ?? '')
     expect(at).toBeGreaterThanOrEqual(before)
-    expect(at).toBeLessThanOrEqual(Date.now() + MAX_PAUSE_S * 1000)
+    expect(at).toBeLessThanOrEqual(clock.now() + MAX_PAUSE_S * 1000)
   })
 })
