@@ -42,6 +42,11 @@ console.log(`- the gateway's collections: ${g.length} (${g.filter((x) => x.kind 
 console.log(`- the gateway's loop late over 8 ms: ${l.length} times, ${fmt(sum(l))} in all (max ${fmt(Math.max(0, ...l.map((x) => x.ms)))}); over those ticks its main thread ran ${fmt(sum(l, 'run'))} and waited for its core ${fmt(sum(l, 'wait'))}`)
 console.log(`- the load generator's loop late over 8 ms: ${gl.length} times, ${fmt(sum(gl))} in all (max ${fmt(Math.max(0, ...gl.map((x) => x.ms)))}); ran ${fmt(sum(gl, 'run'))}, waited for its core ${fmt(sum(gl, 'wait'))}`)
 
+const threads = within(of(gateway, 'threads'), burst)
+const byName = {}
+for (const x of threads) for (const [name, ms] of Object.entries(x.ran)) byName[name] = (byName[name] ?? 0) + ms
+console.log(`- the gateway's threads on its core over ${threads.length} s of the burst: ${Object.entries(byName).filter(([, ms]) => ms >= 1).map(([name, ms]) => `${name} ${fmt(ms)}`).join(', ')}`)
+
 // Each slow answer's time split by what held a loop then: a late tick's overlap shared
 // between its thread's running and waiting in their proportion over the tick.
 const split = (from, to, ticks) => ticks.reduce((s, x) => {
