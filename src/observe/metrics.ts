@@ -83,7 +83,7 @@ export function createMetrics() {
     refreshAhead: counter('gateway_cache_refresh_ahead_total', 'Background refreshes of popular report entries before they expire, by outcome: started, completed, failed, skipped (no idle platform seat, or another replica refreshed it)', ['outcome']),
     jobWaits: gauge('gateway_report_job_waits', 'Status calls of report jobs held open by ?wait on this replica now, by team (at most jobs.maxWaitsPerTeam each, jobs.maxWaits in all)', ['team']),
     reportJobs: counter('gateway_report_jobs_total', 'Report job runs on this replica, by outcome: started, done, failed, requeued (no seat in time, the platform\'s 429 or its pause, a shutdown, its lease ran out unrenewed before its call was sent), lost (another replica took the job over once this one\'s lease ran out)', ['outcome']),
-    platformCalls: counter('gateway_platform_calls_total', 'Report calls sent to the platform, by outcome', ['outcome']),
+    platformCalls: counter('gateway_platform_calls_total', 'Calls sent to the platform, by call (report: a report fill; proxy: any other call a caller made) and outcome (a report fill: entry, pass, oversize or its GW_* code; a proxied call: pass for an answer passed on, GW_UPSTREAM for a 5xx, its GW_* code when it got none, dropped when its caller left)', ['call', 'outcome']),
     rateLimited: counter('gateway_rate_limited_total', 'Requests refused by a team rate limit', ['team']),
     tokenSecondsLeft: gauge('gateway_platform_token_seconds_left', 'Seconds until the platform token of each credential expires', ['credential']),
     tokenUsable: gauge('gateway_platform_token_usable', '1 while the credential holds a token the platform has not refused', ['credential']),

@@ -820,7 +820,7 @@ export class ReportCache {
       if (origin.background) this.#aheadLatencies.set(work, learnLatency(this.#aheadLatencies.get(work), ms))
       this.#latencyVersion += 1
     }
-    metrics.platformCalls.inc({ outcome })
+    metrics.platformCalls.inc({ call: 'report', outcome })
     if (result.kind === 'failed' && result.unusable) {
       metrics.platformUnusable.inc({ kind: result.unusable.bodyKind })
       this.#d.log.warn({ path: report.path, requestId: origin.requestId, ...result.unusable }, 'the platform answered 200 with what is not a JSON report: not stored')
