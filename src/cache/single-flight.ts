@@ -51,6 +51,8 @@ const MAX_ASKER_CHARS = 256
 /** How a leader's fill failed, as its waiters on other replicas learn it. */
 export interface FillFailure {
   code: string
+  /** A failure a later try may not meet (no answer, a 5xx: platform/client/transient.ts): a job that joined the fill tries again. */
+  transient?: boolean
   /** The platform's answer when it is to be passed on (a 429 with its retry-after). */
   response?: { status: number; headers: Record<string, string>; body: string }
 }
@@ -325,9 +327,9 @@ function parseJoined(message: string): { key: string; asker: FillAsker; from: un
 
 function parseFailure(message: string): { key: string; failure: FillFailure } | null {
   try {
-    const { key, code, response } = JSON.parse(message) as { key?: unknown; code?: unknown; response?: FillFailure['response'] }
+    const { key, code, response, transient } = JSON.parse(message) as { key?: unknown; code?: unknown; response?: FillFailure['response']; transient?: unknown }
     if (typeof key !== 'string' || typeof code !== 'string') return null
-    return { key, failure: response ? { code, response } : { code } }
+    return { key, failure: { code, ...(response ? { response } : {}), ...(transient === true ? { transient } : {}) } }
   } catch {
     return null
   }

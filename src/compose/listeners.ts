@@ -98,7 +98,7 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   await describeProxy(proxy, config.ownership)
   const health = { tokens, redis, breaker, lifecycle, reloader: parts.reloader, platformFailing: parts.platformFailing, clock }
   await proxy.register(healthRoutes, { ...health, detail: false })
-  await proxy.register(apiRoutes, { config, reports, jobs, clock, tracing, usage, answers, admission, client, decisions, failures, facts })
+  await proxy.register(apiRoutes, { config, reports, jobs, clock, tracing, usage, answers, metrics, admission, client, decisions, failures, facts })
   answerHooks(proxy, { tracing, auditLog, admission, observe })
 
   const admin = buildServer(config, log, failures, null, { challenge: ADMIN_CHALLENGE, connections: bound('admin', 'admin.maxConnections', config.admin.maxConnections), refusalHeaders: ADMIN_ANSWER_HEADERS })

@@ -261,6 +261,8 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       pollMs: Math.max(1, parseDuration(raw.jobs.poll)),
       perReplica: raw.jobs.perReplica,
       retryMs: parseDuration(raw.jobs.retry),
+      retries: raw.jobs.retries,
+      maxPauseMs: parseDuration(raw.platform.maxPause),
     },
     webhooks: { platformHosts, platformUrls, hosts: raw.jobs.webhookHosts, timeoutMs: parseDuration(raw.jobs.webhookTimeout), retryForMs: parseDuration(raw.jobs.webhookRetryFor), perTeam: raw.jobs.deliveriesPerTeam },
     // OpenTelemetry traces (OTEL_* variables), null when off; its exporter's headers are secrets too.

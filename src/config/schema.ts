@@ -265,6 +265,7 @@ export const ConfigSchema = Type.Object(
         poll: Duration,
         perReplica: Type.Integer({ minimum: 1, description: 'report jobs one replica runs at once (each waits for a platform seat like any call)' }),
         retry: Duration,
+        retries: Type.Integer({ minimum: 0, maximum: 100, description: 'how often a report job is tried again after a try that got no answer or the platform\'s 5xx, each after the pauses\' backoff (1 s doubling, at most platform.maxPause); past it the job fails' }),
         webhookHosts: Type.Array(Type.String({ minLength: 1, description: 'a host name a team\'s webhook URL may have' }), { description: 'the hosts teams\' webhooks may point at; empty: webhooks off' }),
         webhookTimeout: Duration,
         webhookRetryFor: Duration,

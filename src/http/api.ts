@@ -16,21 +16,21 @@ declare module 'fastify' {
 }
 
 /** What the /api/v1 scope reads: what its report routes read, and what the proxied calls read besides (usage, held answers, the platform client). */
-export type ApiParts = ReportReadParts & Pick<GatewayContext, 'usage' | 'answers'> & { client: PlatformClient }
+export type ApiParts = ReportReadParts & Pick<GatewayContext, 'usage' | 'answers' | 'metrics'> & { client: PlatformClient }
 
 /**
  * Everything under /api/v1/: report reads (cached), every other call of a forwarded method
  * (proxied), and the gateway's own answers to the other methods (methods.ts).
  * Each handler reads top to bottom through `Admission`, which decides for every entrance.
  */
-export async function apiRoutes(app: FastifyInstance, { config, reports, jobs, clock, tracing, usage, answers, admission, client, decisions, failures, facts }: ApiParts): Promise<void> {
+export async function apiRoutes(app: FastifyInstance, { config, reports, jobs, clock, tracing, usage, answers, metrics, admission, client, decisions, failures, facts }: ApiParts): Promise<void> {
   app.decorateRequest('caller', null)
   // Bodies reach the handlers unread (compose/listeners.ts): a handler admits the caller (key, rate
   // limit) before it reads a byte of the body, through Admission.readBody.
   // Route schemas here only describe (http/openapi/): Admission checks, in the contract's order.
   app.setValidatorCompiler(describeOnly)
 
-  const proxy = proxyHandler({ config, tracing, usage, clock, answers }, admission, client)
+  const proxy = proxyHandler({ config, tracing, usage, clock, answers, metrics }, admission, client)
   await app.register(reportReads, { config, reports, jobs, clock, tracing, admission, decisions, failures, facts })
   if (config.cache.enabled) await app.register(jobRoutes, { jobs, reports, admission, clock, facts })
   await app.register(jobPaths, { admission })

@@ -45,7 +45,7 @@ const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-en
  * been received whole, within the answers' memory budget.
  */
 export function proxyHandler(
-  { config, tracing, usage, clock, answers }: Pick<GatewayContext, 'config' | 'tracing' | 'usage' | 'clock' | 'answers'>,
+  { config, tracing, usage, clock, answers, metrics }: Pick<GatewayContext, 'config' | 'tracing' | 'usage' | 'clock' | 'answers' | 'metrics'>,
   admission: Admission,
   client: PlatformClient,
 ) {
@@ -108,7 +108,14 @@ export function proxyHandler(
         usage.platformCall(caller.team.name)
       },
       ...(trace ? { trace } : {}),
-    }).finally(() => usage.platformSpent(caller.team.name, spent.ms))
+    })
+      .catch((err: unknown) => {
+        // Sent and failed: counted beside the report calls, so that an outage only proxied calls meet shows (GatewayPlatformErrors).
+        if (caller.platformCalls > 0) metrics.platformCalls.inc({ call: 'proxy', outcome: proxiedFailure(err) })
+        throw err
+      })
+      .finally(() => usage.platformSpent(caller.team.name, spent.ms))
+    metrics.platformCalls.inc({ call: 'proxy', outcome: res.status >= 500 ? 'GW_UPSTREAM' : 'pass' })
     caller.upstreamMs = performance.now() - started
     if (!read && res.status < 300) admission.written(caller)
     // Contract, "Errors": only the platform's 4xx bodies pass through; its 5xx is our 502.
@@ -162,6 +169,12 @@ export function proxyHandler(
     }
     return sendDecoded(reply, res.status, passed, answer.stream(), coding)
   }
+}
+
+/** A sent proxied call's failure as gateway_platform_calls_total counts it: its GW_* code; `dropped` when its caller left (CallersGoneError). */
+function proxiedFailure(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code
+  return typeof code === 'string' && code.startsWith('GW_') ? code : 'dropped'
 }
 
 /** The platform's `body` in `coding` sent decoded, its length unknown; a caller that leaves ends the decoder and the body (pipeline). */

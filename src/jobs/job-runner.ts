@@ -9,7 +9,9 @@ import type { CanonicalReport } from '../reports/report-query.js'
 import type { TokenProvider } from '../platform/tokens/token-provider.js'
 import { NoIdleSeatError } from '../platform/governor/seat.js'
 import { CallersGoneError } from '../platform/client/caller-group.js'
-import { endJob, heldResultBytes, PLATFORM_ANSWER, isRun, renewJob, requeueJob, startable, startJob, startOrder, type Job, type TeamTurn, type JobError, type Outcome, type PlatformAnswer, type Run } from './job.js'
+import { isTransient } from '../platform/client/transient.js'
+import { pauseLength } from '../platform/pauses/pauses.js'
+import { endJob, heldResultBytes, PLATFORM_ANSWER, isRun, renewJob, requeueJob, retryJob, startable, startJob, startOrder, type Job, type TeamTurn, type JobError, type Outcome, type PlatformAnswer, type Run } from './job.js'
 import type { JobStore } from './job-store.js'
 import { PollLoop } from './poll-loop.js'
 import type { Delivery } from './delivery.js'
@@ -35,6 +37,10 @@ export interface JobSettings {
   perReplica: number
   /** How long a job that found no seat in time (or met the platform's 429) waits before it is started again; one a pause of the platform's covers waits until the pause ends, this at least. */
   retryMs: number
+  /** How often a job is tried again after a try that got no answer or the platform's 5xx (jobs.retries): past it, it fails. */
+  retries: number
+  /** platform.maxPause: the longest wait of the pauses' backoff, which spaces those tries (pauseLength). */
+  maxPauseMs: number
 }
 
 /** What a job's run reads: the report cache's read (its fills, their single flight, the governor behind them). */
@@ -82,13 +88,15 @@ export type RunOutcome = 'started' | 'done' | 'failed' | 'requeued' | 'lost'
 /**
  * How a run ends: an entry to keep, the platform's answer not to store (its status and
  * headers in the job, its body kept as the entry), a failure (a refusal's body kept as
- * its entry), or given back to the queue (not before `notBefore`).
+ * its entry), given back to the queue (not before `notBefore`), or given back after a try
+ * that got no answer or a 5xx (its failure and platform-seconds kept, counted at the end).
  */
 type RunEnd =
   | { kind: 'done'; entry: CacheEntry; tookSeconds: number }
   | { kind: 'answered'; answer: PlatformAnswer; entry: CacheEntry; tookSeconds: number }
   | { kind: 'failed'; error: JobError; tookSeconds: number; entry?: CacheEntry }
   | { kind: 'requeue'; notBefore: number }
+  | { kind: 'retry'; notBefore: number; error: JobError; tookSeconds: number }
 
 /**
  * Runs the jobs on one replica: every `pollMs` (and at once when a job is asked here) it
@@ -305,6 +313,12 @@ export class JobRunner {
       const error = { code: gateway ? (e.code as string) : 'GW_UPSTREAM', statusCode: e.statusCode ?? 502, message: gateway ? this.#told(e) : 'the platform failed' }
       // Its own call failed: what that call held the platform (0 when it made none, e.g. a fill it joined failed).
       const tookSeconds = Math.round(tally.platformMs ?? 0) / 1000
+      // No answer or a 5xx: a later try may not meet it (a platform deploy, a restart), so the
+      // job is tried again after the pauses' backoff (or the 5xx's retry-after), jobs.retries times at most.
+      const retries = job.retries ?? 0
+      if (isTransient(e) && retries < settings.retries) {
+        return { kind: 'retry', notBefore: clock.now() + pauseLength(typeof wait === 'number' ? wait * 1000 : null, retries, settings.maxPauseMs), error, tookSeconds }
+      }
       return { kind: 'failed', error: typeof wait === 'number' ? { ...error, retryAt: clock.now() + wait * 1000 } : error, tookSeconds }
     }
   }
@@ -356,9 +370,12 @@ export class JobRunner {
       }
       if (!isRun(current, run)) return 'lost'
       const now = clock.now()
-      if (end.kind === 'requeue') {
-        const next = requeueJob(current, run, end.notBefore) as Job
+      if (end.kind === 'requeue' || end.kind === 'retry') {
+        const next = (end.kind === 'retry' ? retryJob(current, run, end.notBefore, end.error, end.tookSeconds) : requeueJob(current, run, end.notBefore)) as Job
         if (!(await store.swap(current, next, now))) continue
+        if (end.kind === 'retry') {
+          log.warn({ job: id, team: job.team, code: end.error.code, error: end.error.message, tries: next.retries, nextTryAt: new Date(end.notBefore).toISOString() }, 'report job got no answer or a 5xx from the platform: tried again later')
+        }
         // Due again at its retry time: looked for then, not a lease later; due now (a
         // shutdown), by the other replicas at once.
         if (end.notBefore > now) clock.setTimeout(() => this.poke(), end.notBefore - now).unref()
@@ -390,7 +407,7 @@ export class JobRunner {
 }
 
 /** What a run's end stores in its job. */
-function outcomeOf(end: Exclude<RunEnd, { kind: 'requeue' }>): Outcome {
+function outcomeOf(end: Exclude<RunEnd, { kind: 'requeue' | 'retry' }>): Outcome {
   switch (end.kind) {
     case 'failed':
       return { kind: 'failed', error: end.error, tookSeconds: end.tookSeconds, ...(end.entry ? { resultBytes: end.entry.gzip.length, fetchedAt: end.entry.fetchedAt } : {}) }

@@ -14,7 +14,8 @@ export type { Run } from './lease.js'
  *
  *   queued ──start──► running ──end──► done | failed ──(expiresAt)──► expired ──► dropped
  *     ▲  └─cancel─► (removed)  │
- *     └───────requeue──────────┘   (no seat in time, the platform's 429 or its pause, a shutdown)
+ *     └───────requeue──────────┘   (no seat in time, the platform's 429 or its pause, a shutdown;
+ *                                   retried: no answer or a 5xx, jobs.retries times at most)
  *
  * A running job's runner holds a lease (lease.ts) it renews; once the lease has run out
  * (its replica stopped or crashed) any runner may start the job again: `runs` counts the
@@ -106,6 +107,12 @@ export interface Job extends Leased {
   platformAnswer?: PlatformAnswer
   /** The same in a record of the release before (InlineAnswer): read, never written. */
   answer?: InlineAnswer
+  /** Tries given back after no answer or the platform's 5xx (retryJob); absent: none. */
+  retries?: number
+  /** The platform-seconds those tries took, counted in its `tookSeconds` at its end; absent: none. */
+  triedSeconds?: number
+  /** The failure of the last try given back, which its status says while it waits; absent: none. */
+  lastError?: JobError
 }
 
 /** How a run ended: its result kept (its bytes: a report, or the body of the platform's answer not to store), or a failure (the bytes of the refusal it kept, if any). */
@@ -191,7 +198,9 @@ export function renewJob(job: Job, run: Run, now: number, leaseMs: number): Job 
 /** `run` ended at `now` with `outcome`, its result (or failure) kept `keepMs`. */
 export function endJob(job: Job, run: Run, now: number, outcome: Outcome, keepMs: number): Job | null {
   if (!isRun(job, run)) return null
-  const ended = { ...released(job), endedAt: now, expiresAt: now + keepMs, tookSeconds: outcome.tookSeconds, ...(outcome.fetchedAt === undefined ? {} : { fetchedAt: outcome.fetchedAt }) }
+  // Every try's platform-seconds: those given back after no answer or a 5xx, and this one's.
+  const tookSeconds = Math.round(((job.triedSeconds ?? 0) + outcome.tookSeconds) * 1000) / 1000
+  const ended = { ...released(job), endedAt: now, expiresAt: now + keepMs, tookSeconds, ...(outcome.fetchedAt === undefined ? {} : { fetchedAt: outcome.fetchedAt }) }
   if (outcome.kind === 'failed') return { ...ended, state: 'failed', error: outcome.error, resultBytes: outcome.resultBytes ?? 0 }
   return { ...ended, state: 'done', resultBytes: outcome.resultBytes, ...(outcome.platformAnswer ? { platformAnswer: outcome.platformAnswer } : {}) }
 }
@@ -212,6 +221,17 @@ export function keptAnswer(job: Job): { answer: PlatformAnswer; body: Buffer | n
 export function requeueJob(job: Job, run: Run, notBefore: number): Job | null {
   if (!isRun(job, run)) return null
   return { ...released(job), state: 'queued', startedAt: null, notBefore }
+}
+
+/**
+ * `run` given back after a try that got no answer or the platform's 5xx (`error`, its
+ * platform-seconds `tookSeconds`), to be tried again from `notBefore`: the tries and their
+ * seconds are kept, counted at its end.
+ */
+export function retryJob(job: Job, run: Run, notBefore: number, error: JobError, tookSeconds: number): Job | null {
+  const next = requeueJob(job, run, notBefore)
+  if (next === null) return null
+  return { ...next, retries: (job.retries ?? 0) + 1, triedSeconds: Math.round(((job.triedSeconds ?? 0) + tookSeconds) * 1000) / 1000, lastError: error }
 }
 
 /** A job may be cancelled while it waits: once running, its platform call may be shared by others. */
@@ -284,6 +304,8 @@ export interface JobStatus {
   expectedSeconds: number | null
   tookSeconds: number | null
   error: { code: string; message: string; statusCode: number } | null
+  /** While it waits to be tried again after no answer or the platform's 5xx: the tries given back, the next one's time, the last one's failure; else null. */
+  retry: { tries: number; nextTryAt: string; lastError: { code: string; message: string; statusCode: number } } | null
   expiresAt: string | null
   result: string | null
   /** Null once it ended with a result that holds no figures (resultHoldsFigures). */
@@ -301,6 +323,8 @@ const NO_FINALITY = { settledThrough: null, provisionalDays: null }
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString())
 
+const errorOf = (e: JobError) => ({ code: e.code, message: e.message, statusCode: e.statusCode })
+
 /** The status of `job` at `now`; `finality`, that of its figures' fetch (figuresAt), said while its result holds figures. */
 export function jobStatus(job: Job, place: number | null, now: number, finality: JobFinality): JobStatus {
   const state = stateAt(job, now)
@@ -313,7 +337,8 @@ export function jobStatus(job: Job, place: number | null, now: number, finality:
     placeInQueue: place,
     expectedSeconds: job.expectedSeconds,
     tookSeconds: job.tookSeconds,
-    error: job.error && { code: job.error.code, message: job.error.message, statusCode: job.error.statusCode },
+    error: job.error && errorOf(job.error),
+    retry: state === 'queued' && job.lastError ? { tries: job.retries ?? 0, nextTryAt: iso(job.notBefore) as string, lastError: errorOf(job.lastError) } : null,
     expiresAt: iso(job.expiresAt),
     // Once ended, done or failed, its result is there to read: the report, or why it failed.
     result: state === 'done' || state === 'failed' ? `/api/v1/jobs/${job.id}/result` : null,

@@ -14,6 +14,7 @@ import { CallerGroup, CallersGoneError, ownRefusal, type HangUp, type QueueTeam 
 import type { CanonicalReport } from './report-query.js'
 import type { TeamUsage } from '../observe/usage.js'
 import { PlatformAuthError, PlatformRefusedError, PlatformTimeSpentError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
+import { isTransient, transient } from '../platform/client/transient.js'
 import { LRUCache } from 'lru-cache'
 import { NoIdleSeatError, type Priority } from '../platform/governor/seat.js'
 import { PRIORITIES } from '../platform/governor/fair-queue.js'
@@ -724,13 +725,14 @@ export class ReportCache {
         return this.#lead(key, waited.lease, report, provider, origin)
       case 'failed':
         return fillFailure(waited.failure)
+      // The leader's call outlasted platform.timeout: no answer in time, which a later try may not meet.
       case 'timeout':
-        return { kind: 'failed', error: new UpstreamTimeoutError() }
+        return { kind: 'failed', error: transient(new UpstreamTimeoutError()) }
       case 'none': {
         // The leader's answer was not for sharing (a 4xx, no-store, oversize): make our
         // own call within what is left of the budget, and leave storing to the leader.
         const left = deadline - this.#clock.now()
-        if (left <= 0) return { kind: 'failed', error: new UpstreamTimeoutError() }
+        if (left <= 0) return { kind: 'failed', error: transient(new UpstreamTimeoutError()) }
         return this.#callPlatform(report, provider, origin, left)
       }
     }
@@ -818,7 +820,7 @@ export class ReportCache {
       if (origin.background) this.#aheadLatencies.set(work, learnLatency(this.#aheadLatencies.get(work), ms))
       this.#latencyVersion += 1
     }
-    metrics.platformCalls.inc({ outcome })
+    metrics.platformCalls.inc({ call: 'report', outcome })
     if (result.kind === 'failed' && result.unusable) {
       metrics.platformUnusable.inc({ kind: result.unusable.bodyKind })
       this.#d.log.warn({ path: report.path, requestId: origin.requestId, ...result.unusable }, 'the platform answered 200 with what is not a JSON report: not stored')
@@ -905,8 +907,9 @@ const MAX_SHARED_FAILURE_BODY = 4096
 
 function failureOf(result: Extract<FetchResult, { kind: 'failed' }>): FillFailure {
   const r = result.response
-  if (!r || r.status !== 429 || r.body.length > MAX_SHARED_FAILURE_BODY) return { code: result.error.code }
-  return { code: result.error.code, response: { status: r.status, headers: r.headers, body: r.body.toString('base64') } }
+  const failure = isTransient(result.error) ? { code: result.error.code, transient: true } : { code: result.error.code }
+  if (!r || r.status !== 429 || r.body.length > MAX_SHARED_FAILURE_BODY) return failure
+  return { ...failure, response: { status: r.status, headers: r.headers, body: r.body.toString('base64') } }
 }
 
 function fillFailure(failure: FillFailure): Extract<FetchResult, { kind: 'failed' }> {
@@ -915,6 +918,7 @@ function fillFailure(failure: FillFailure): Extract<FetchResult, { kind: 'failed
     : failure.code === 'GW_PLATFORM_AUTH' ? new PlatformAuthError('the platform refused the gateway token')
     : failure.code === 'GW_PLATFORM_REFUSED' ? new PlatformRefusedError('the replica that made the call was told so by its probe call')
     : new UpstreamError(failure.response ? `status ${failure.response.status}` : 'the fill on another replica failed')
+  if (failure.transient === true) transient(error)
   const r = failure.response
   return r ? { kind: 'failed', error, response: { status: r.status, headers: r.headers, body: Buffer.from(r.body, 'base64') } } : { kind: 'failed', error }
 }

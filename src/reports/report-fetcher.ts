@@ -3,6 +3,7 @@ import type { Trace } from '../observe/tracing.js'
 import { gunzipSync, gzip, gzipSync } from 'node:zlib'
 import type { TokenProvider } from '../platform/tokens/token-provider.js'
 import { UpstreamError, UpstreamTimeoutError, type GatewayError } from '../errors.js'
+import { transient } from '../platform/client/transient.js'
 import { upstreamError, type PlatformClient, type PlatformResponse, type SentResponse } from '../platform/client/platform-client.js'
 import { onGateway } from '../platform/client/redirect-location.js'
 import { codingOf, named } from '../platform/client/token-echo.js'
@@ -162,7 +163,8 @@ async function fromBody(
     const body = status < 500 ? (withoutDebugFields(plain) ?? plain) : plain
     const response = { status, headers, body }
     if (status >= 500 || status === 429) {
-      return { kind: 'failed', error: withRetryAfter(new UpstreamError(`status ${status}`), raw, deps.now()), response }
+      const error = new UpstreamError(`status ${status}`)
+      return { kind: 'failed', error: withRetryAfter(status >= 500 ? transient(error) : error, raw, deps.now()), response }
     }
     return { kind: 'pass', ...response }
   }

@@ -25,7 +25,8 @@ describe('the client\'s report jobs', () => {
   const gateways = useGateways()
   afterEach(() => sandbox.releaseHeld())
 
-  async function start(yaml = teamsYamlWith({ jobs: { perReplica: 1 } })): Promise<TestGateway & { url: string }> {
+  // A platform's 500 fails a job at once (jobs.retries: 0): the client's failed job is what these tests read.
+  async function start(yaml = teamsYamlWith({ jobs: { perReplica: 1, retries: 0 } })): Promise<TestGateway & { url: string }> {
     const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }, yaml)))
     sandbox.clearRequests()
     return gw
@@ -79,7 +80,7 @@ describe('the client\'s report jobs', () => {
   it('throws a failed job as the gateway answers its result: its status, request id and retry-after, as a synchronous read\'s failure', async () => {
     // A team whose day of platform time is spent by its first job: the next, queued behind it, fails 429 GW_PLATFORM_TIME_SPENT.
     const BOUNDED = 'rgw_test_client_jobs_bounded_0000000000000000'
-    const gw = await start(`${TEAMS_YAML.trimEnd()}\n  bounded:\n    keys: ["${hashApiKey(BOUNDED)}"]\n    advertisers: ["*"]\n    platformSecondsPerDay: 0.001\njobs:\n  perReplica: 1\n`)
+    const gw = await start(`${TEAMS_YAML.trimEnd()}\n  bounded:\n    keys: ["${hashApiKey(BOUNDED)}"]\n    advertisers: ["*"]\n    platformSecondsPerDay: 0.001\njobs:\n  perReplica: 1\n  retries: 0\n`)
     const client = createGatewayClient({ baseUrl: gw.url, apiKey: BOUNDED })
     sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
     const first = await client.reportJob('campaigns', YEAR)

@@ -23,7 +23,7 @@ import { waitFor } from '../helpers/wait.js'
 // in the losing run's store between its look and its write: no timed waits.
 
 const { available } = redisAvailability('the race of a job\'s end with its takeover')
-const SETTINGS: JobSettings = { maxOpenPerTeam: 10, maxKeptPerTeam: 10_000, resultBytesPerTeam: 1024 * 1024, keepMs: 60 * 60_000, leaseMs: 15_000, pollMs: 1000, perReplica: 2, retryMs: 5000 }
+const SETTINGS: JobSettings = { maxOpenPerTeam: 10, maxKeptPerTeam: 10_000, resultBytesPerTeam: 1024 * 1024, keepMs: 60 * 60_000, leaseMs: 15_000, pollMs: 1000, perReplica: 2, retryMs: 5000, retries: 10, maxPauseMs: 60_000 }
 const report = canonicalGetReport('/api/v1/report/campaigns/get', 'advertiserId=101&dateFrom=2026-01-01&dateTo=2026-12-31', { maxRangeDays: 400 })
 const SECRET = 'job-end-race-test-secret-0123456789'
 

@@ -43,6 +43,7 @@ const STATUS: JobStatus = {
   expectedSeconds: null,
   tookSeconds: 1.2,
   error: null,
+  retry: null,
   expiresAt: '2026-01-01T01:00:02.000Z',
   result: '/api/v1/jobs/job123/result',
   settledThrough: '2025-12-29',
@@ -497,6 +498,51 @@ describe('a gateway pushing its ended jobs (demo mode, the sandbox over real HTT
     expect(seen[1]).not.toContain(body.subarray(0, 24).toString('latin1'))
   })
 
+  // A short outage of the platform (a deploy, a restart): a try that got no answer or a 5xx
+  // gives the job back, tried again after the pauses' backoff (1 s, 2 s…); its status says
+  // so while it waits, and its webhook fires once, at its end.
+  for (const [what, failure] of [
+    ['answers 503', { kind: 'status', status: 503 }],
+    ['resets every connection (no answer)', { kind: 'reset' }],
+  ] as const) {
+    it(`a job rides out a platform that ${what} then recovers: queued with its retry said, tried again 1 s then 2 s later, done, pushed once`, async () => {
+      const r = await receiver([{ status: 204 }])
+      const clock = fakeClock()
+      const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }, webhookYaml(r.url.replace('127.0.0.1', 'localhost'), { retries: 3 })), { clock: onRealTimers(clock.now) }))
+      const statusOf = async (id: string) => (await (await fetch(`${gw.url}/api/v1/jobs/${id}`, { headers: { 'x-api-key': KEYS.all } })).json()) as JobStatus
+      sandbox.setRouteFailure(REPORT_PATH, failure)
+      const asked = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&dateFrom=2025-04-01&dateTo=2025-04-30`, { headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
+      expect(asked.status).toBe(202)
+      const { id } = (await asked.json()) as { id: string }
+      for (const [tries, waitMs] of [[1, 1000], [2, 2000]] as const) {
+        await waitFor(`try ${tries} given back`, async () => (await statusOf(id)).retry?.tries === tries)
+        expect(await statusOf(id)).toMatchObject({ state: 'queued', endedAt: null, error: null, result: null, retry: { tries, nextTryAt: new Date(clock.now() + waitMs).toISOString(), lastError: { code: 'GW_UPSTREAM', statusCode: 502 } } })
+        expect(r.got).toHaveLength(0)
+        if (tries === 2) sandbox.clearRouteFailures()
+        clock.advance(waitMs)
+      }
+      await waitFor('the job pushed to the receiver', () => r.got.length === 1)
+      const pushed = JSON.parse((r.got[0] as Received).body) as JobStatus
+      expect(pushed).toMatchObject({ id, state: 'done', error: null, retry: null })
+      expect(pushed).toEqual(await statusOf(id))
+      expect(gw.logs.text()).toContain('report job got no answer or a 5xx from the platform: tried again later')
+      const delivered = () => listDeliveries(gw).then((ds) => ds.filter((d) => d.job === id))
+      await waitFor('the delivery settled', async () => (await delivered())[0]?.state === 'delivered')
+      expect(await delivered()).toHaveLength(1)
+    })
+  }
+
+  it('a job the platform refused with a 4xx fails at once, tried once, pushed once: a later try would be refused the same way', async () => {
+    const r = await receiver([{ status: 204 }])
+    const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }, webhookYaml(r.url.replace('127.0.0.1', 'localhost'), { retries: 3 }))))
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'status', status: 400, body: { message: 'bad' } })
+    const asked = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&dateFrom=2025-05-01&dateTo=2025-05-31`, { headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
+    const { id } = (await asked.json()) as { id: string }
+    await waitFor('the job pushed to the receiver', () => r.got.length === 1)
+    expect(JSON.parse((r.got[0] as Received).body)).toMatchObject({ id, state: 'failed', error: { code: 'GW_PLATFORM_ANSWER', statusCode: 400 }, retry: null })
+    expect(sandbox.countRequests((q) => q.path === REPORT_PATH)).toBe(1)
+  })
+
   // The push is the job's status as GET /api/v1/jobs/{id} answers it: its finality is that
   // of its figures' fetch (figuresAt), not of its end, which comes after midnight here.
   it('pushes the finality of the copy a job answered with, fetched before the midnight it ended after', async () => {
@@ -604,7 +650,7 @@ describe.skipIf(!available)('a job\'s end and its delivery on one Redis', () => 
       store: dyingAtTheEnd(a.jobs, a.client),
       reads: { read: async () => ({ kind: 'entry', entry, status: 'MISS' }) as never },
       provider: () => ({ name: 'default' }) as TokenProvider,
-      settings: { maxOpenPerTeam: 10, maxKeptPerTeam: 10_000, resultBytesPerTeam: 1024 * 1024, keepMs: 3_600_000, leaseMs: LEASE, pollMs: 1000, perReplica: 1, retryMs: 5000 },
+      settings: { maxOpenPerTeam: 10, maxKeptPerTeam: 10_000, resultBytesPerTeam: 1024 * 1024, keepMs: 3_600_000, leaseMs: LEASE, pollMs: 1000, perReplica: 1, retryMs: 5000, retries: 10, maxPauseMs: 60_000 },
       clock,
       log: { warn: (...a: unknown[]) => console.log('WARNDBG', JSON.stringify(a).slice(0, 600)), info: () => undefined },
       runner: 'a',

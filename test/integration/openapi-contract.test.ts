@@ -204,7 +204,7 @@ describe('the OpenAPI document against every kind of report and job answer', () 
     const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true })
     ajv.addSchema(doc, 'openapi.json')
     const BOUNDED = 'rgw_test_openapi_bounded_key_000000000000000'
-    const yaml = `${TEAMS_YAML}  bounded:\n    keys: ["${hashApiKey(BOUNDED)}"]\n    advertisers: ["*"]\n    platformSecondsPerDay: 0.001\ncache:\n  refreshAhead: false\n  refreshMinAge: 0s\n`
+    const yaml = `${TEAMS_YAML}  bounded:\n    keys: ["${hashApiKey(BOUNDED)}"]\n    advertisers: ["*"]\n    platformSecondsPerDay: 0.001\ncache:\n  refreshAhead: false\n  refreshMinAge: 0s\njobs:\n  retries: 1\n`
     const clock = fakeClock(Date.parse('2026-03-10T12:00:00Z'))
     const gw = await listen(await buildGateway(testConfig({ PLATFORM_BASE_URL: env.sandbox.url, PLATFORM_TOKEN: env.sandbox.issueToken() }, yaml), { clock: onRealTimers(clock.now) }))
     const REPORT = '/api/v1/report/{split}/get'
@@ -260,10 +260,15 @@ describe('the OpenAPI document against every kind of report and job answer', () 
       await call('304 job result', '/api/v1/jobs/{id}/result', `/api/v1/jobs/${id}/result`, 304, { headers: { 'if-none-match': result.headers.get('etag') ?? '' } })
       await call('job of no one', '/api/v1/jobs/{id}', '/api/v1/jobs/0mx40zbyc0001Nv0ZuPzNajELtOO3', 404)
       await call('cancel of a done job', '/api/v1/jobs/{id}', `/api/v1/jobs/${id}`, 409, { method: 'DELETE' })
-      // A job the platform fails: its status, and its result (the failure as the read's).
+      // A job the platform fails: its status while it waits to be tried again (jobs.retries: 1),
+      // then once failed, and its result (the failure as the read's).
       env.sandbox.setFailure({ kind: 'status', status: 500, times: 10 })
       const failing = await call('202 of a job that fails', REPORT, report(104, '2025-01-01', '2025-12-31'), 202, { headers: { prefer: 'respond-async' } })
       const failed = (JSON.parse(failing.body) as { id: string }).id
+      const retryOf = async () => ((await (await fetch(`${gw.url}/api/v1/jobs/${failed}`, { headers: { 'x-api-key': KEYS.all } })).json()) as { retry: unknown }).retry
+      await waitFor('the job given back', async () => (await retryOf()) !== null, testTimeLeft())
+      await call('job status, waiting to be tried again', '/api/v1/jobs/{id}', `/api/v1/jobs/${failed}`, 200)
+      clock.advance(1_000)
       await waitFor('the job failed', async () => (await stateOf(failed)) === 'failed', testTimeLeft())
       env.sandbox.setFailure({ kind: 'none' })
       await call('failed job status', '/api/v1/jobs/{id}', `/api/v1/jobs/${failed}`, 200)

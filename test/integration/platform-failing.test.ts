@@ -55,3 +55,29 @@ describe('a platform that fails every call is named under degraded', () => {
     expect(await degraded(gw)).toEqual({ ready: [], cluster: [] })
   })
 })
+
+// GatewayPlatformErrors reads gateway_platform_calls_total: an outage that only proxied
+// calls meet (a team that reads no reports) must show there too, beside the report calls.
+describe('proxied calls count in gateway_platform_calls_total (call="proxy"), which the platform-errors alert reads', () => {
+  const metrics = async (gw: TestGateway) => (await gw.admin.inject({ method: 'GET', url: '/metrics' })).body
+  const counted = (text: string, call: string, outcome: string) => Number(new RegExp(`^gateway_platform_calls_total\\{(?=[^}]*call="${call}")(?=[^}]*outcome="${outcome}")[^}]*\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0)
+  const proxied = (gw: TestGateway) => gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/get', headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json' }, payload: '{"userId":101}' })
+
+  it('a stopped platform: each proxied call counted GW_UPSTREAM; a report read counted as a report call', async () => {
+    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: `http://127.0.0.1:${await freePort()}`, PLATFORM_TOKEN: 'a-token-of-a-platform-that-is-gone', ADMIN_TOKEN }))
+    for (let n = 0; n < 2; n++) expect((await proxied(gw)).statusCode).toBe(502)
+    expect((await read(gw, 20)).statusCode).toBe(502)
+    const text = await metrics(gw)
+    expect([counted(text, 'proxy', 'GW_UPSTREAM'), counted(text, 'report', 'GW_UPSTREAM')]).toEqual([2, 1])
+  })
+
+  it('a platform answering 5xx, then answering: the proxied 502s counted GW_UPSTREAM, the answer counted pass', async () => {
+    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }))
+    sandbox.setFailure({ kind: 'status', status: 500 })
+    expect((await proxied(gw)).statusCode).toBe(502)
+    sandbox.setFailure({ kind: 'none' })
+    expect((await proxied(gw)).statusCode).toBe(200)
+    const text = await metrics(gw)
+    expect([counted(text, 'proxy', 'GW_UPSTREAM'), counted(text, 'proxy', 'pass')]).toEqual([1, 1])
+  })
+})

@@ -59,6 +59,17 @@ describe.skipIf(!available)('ReplicaLock', () => {
     expect(outcome).toEqual({ kind: 'failed', failure: { code: 'GW_UPSTREAM_TIMEOUT' } })
   })
 
+  it('gives a waiter the leader\'s failure marked transient (no answer, a 5xx): a report job that joined it is tried again', async () => {
+    const { lease, wait } = await leaderAndWaiter('kt')
+    let reads = 0
+    const outcome = await wait(async () => {
+      reads += 1
+      if (reads === 1) await lease.release({ code: 'GW_UPSTREAM', transient: true })
+      return null
+    }, Date.now() + 5000)
+    expect(outcome).toEqual({ kind: 'failed', failure: { code: 'GW_UPSTREAM', transient: true } })
+  })
+
   it('gives a waiter the failure it hears only after it took the lock, and lets the lock go', async () => {
     const { a, b, lease, wait } = await leaderAndWaiter('k2')
     let reads = 0

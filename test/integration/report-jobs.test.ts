@@ -25,6 +25,7 @@ interface Status {
   tookSeconds: number | null
   expiresAt: string | null
   error: { code: string; message: string; statusCode?: number } | null
+  retry: { tries: number; nextTryAt: string } | null
   result: string | null
   settledThrough: string | null
   provisionalDays: string | null
@@ -586,16 +587,20 @@ describe('report jobs (demo mode, no Redis)', () => {
     expect(await runs('failed')).toBe(0)
   })
 
-  it('a job its own platform call failed says the platform-seconds that call held (tookSeconds), as the team\'s day counts them', async () => {
-    const gw = await start()
+  it('a job its own platform calls failed says the platform-seconds every try held (tookSeconds), as the team\'s day counts them', async () => {
+    const gw = await start({ retries: 1 })
     sandbox.setLatency(20)
     const dayOf = (res: Response) => Number(/day=(\d+\.\d{3})/.exec(res.headers.get('platform-usage') ?? '')?.[1])
     const read = () => fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&dateFrom=2025-02-01&dateTo=2025-02-07`, { headers: { 'x-api-key': KEYS.all } })
     const before = dayOf(await read())
-    // A 500 is no answer a read retries: one call, held for the sandbox's latency at least.
-    sandbox.setRouteFailure(REPORT_PATH, { kind: 'status', status: 500, times: 1 })
+    // A 500 is no answer a read retries: one call a try, held for the sandbox's latency at
+    // least. The job tries again once (jobs.retries: 1) 1 s later, and fails with the second.
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'status', status: 500, times: 2 })
     const { id } = (await (await ask(gw)).json()) as Status
+    await waitFor(`job ${id} given back`, async () => (await status(gw, id)).retry?.tries === 1, testTimeLeft(), 20)
+    clock.advance(1_000)
     await waitFor(`job ${id} failed`, async () => (await status(gw, id)).state === 'failed', testTimeLeft(), 20)
+    expect(sandbox.countRequests((q) => q.path === REPORT_PATH)).toBe(3)
     const failed = await status(gw, id)
     expect(failed.error).toMatchObject({ code: 'GW_UPSTREAM', statusCode: 502 })
     // A failure holds no figures: its status says no finality, as its result's headers say none.

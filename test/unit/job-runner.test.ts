@@ -3,10 +3,12 @@ import { describe, expect, it } from 'vitest'
 import { etagOf, type CacheEntry } from '../../src/cache/cache-entry.js'
 import { JobRunner, type JobReads, type JobRunnerDeps, type JobSettings, type RunOutcome } from '../../src/jobs/job-runner.js'
 import { MemoryJobStore } from '../../src/jobs/job-store.js'
-import { newJob, renewJob, type Job } from '../../src/jobs/job.js'
+import { jobStatus, newJob, renewJob, type Job } from '../../src/jobs/job.js'
 import { NoIdleSeatError } from '../../src/platform/governor/seat.js'
 import { CallersGoneError } from '../../src/platform/client/caller-group.js'
-import { UpstreamError, UpstreamTimeoutError } from '../../src/errors.js'
+import { DeadlineError, PlatformAuthError, UpstreamError, UpstreamTimeoutError } from '../../src/errors.js'
+import { transient } from '../../src/platform/client/transient.js'
+import { withRetryAfter } from '../../src/platform/pauses/retry-after.js'
 import type { CacheResult, ReadOptions } from '../../src/reports/report-cache.js'
 import type { TokenProvider } from '../../src/platform/tokens/token-provider.js'
 import { canonicalGetReport } from '../../src/reports/report-query.js'
@@ -20,7 +22,7 @@ import { waitFor } from '../helpers/wait.js'
 // runner's lease ran out (and that runner's late end refused), requeued after a missing
 // seat until its retry time, failed with the read's GW_* error, done with its report kept.
 
-const SETTINGS: JobSettings = { maxOpenPerTeam: 10, maxKeptPerTeam: 10_000, resultBytesPerTeam: 1024 * 1024, keepMs: 60 * 60_000, leaseMs: 15_000, pollMs: 1000, perReplica: 2, retryMs: 5000 }
+const SETTINGS: JobSettings = { maxOpenPerTeam: 10, maxKeptPerTeam: 10_000, resultBytesPerTeam: 1024 * 1024, keepMs: 60 * 60_000, leaseMs: 15_000, pollMs: 1000, perReplica: 2, retryMs: 5000, retries: 2, maxPauseMs: 60_000 }
 const report = canonicalGetReport('/api/v1/report/campaigns/get', 'advertiserId=101&dateFrom=2026-01-01&dateTo=2026-12-31', { maxRangeDays: 400 })
 const silent = { warn: () => undefined, info: () => undefined }
 
@@ -223,13 +225,70 @@ describe('the job runner on a fake clock', () => {
     clock.advance(1)
     await waitFor('the job started again', () => reads.asks.length === 2)
     expect((await stored(store)).runs).toBe(2)
-    reads.fail(new UpstreamTimeoutError())
+    reads.fail(new DeadlineError('calls of its kind take longer than the deadline leaves'))
     await waitFor('the job failed', async () => (await stored(store)).state === 'failed')
-    expect((await stored(store)).error).toEqual({ code: 'GW_UPSTREAM_TIMEOUT', statusCode: 504, message: 'the platform did not answer in time' })
+    expect((await stored(store)).error).toEqual({ code: 'GW_UPSTREAM_TIMEOUT', statusCode: 504, message: 'not sent to the platform: calls of its kind take longer than the deadline leaves' })
     await waitFor('the failure counted', () => outcomes.get('r1')?.length === 4)
     expect(outcomes.get('r1')).toEqual(['started', 'requeued', 'started', 'failed'])
     r.stop()
   })
+
+  it('a try that got no answer or a 5xx gives the job back, tried again after the pauses\' backoff (1 s, then 2 s); jobs.retries spent, it fails with every try\'s platform-seconds counted, ended once', async () => {
+    const { clock, store, reads, r } = await oneRunning()
+    const failWith = (err: Error, platformMs: number) => {
+      ;(reads.asks.at(-1) as ReadOptions).tally.platformMs = platformMs
+      reads.fail(err)
+    }
+    const gone = { code: 'GW_UPSTREAM', statusCode: 502, message: 'the platform failed: ECONNREFUSED' }
+    failWith(transient(new UpstreamError('ECONNREFUSED')), 1200)
+    await waitFor('the job given back', async () => (await stored(store)).state === 'queued')
+    expect(await stored(store)).toMatchObject({ retries: 1, triedSeconds: 1.2, notBefore: clock.now() + 1000, lastError: gone, error: null, endedAt: null })
+    const finality = { settledThrough: '2026-01-01', provisionalDays: 'none' }
+    expect(jobStatus(await stored(store), 1, clock.now(), finality)).toMatchObject({ state: 'queued', tookSeconds: null, error: null, retry: { tries: 1, nextTryAt: new Date(clock.now() + 1000).toISOString(), lastError: gone } })
+    clock.advance(999)
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(reads.asks).toHaveLength(1)
+    clock.advance(1)
+    await waitFor('the second try', () => reads.asks.length === 2)
+    // The platform's timeout: no answer either.
+    failWith(transient(new UpstreamTimeoutError()), 30_000)
+    await waitFor('the job given back again', async () => (await stored(store)).retries === 2)
+    expect(await stored(store)).toMatchObject({ state: 'queued', triedSeconds: 31.2, notBefore: clock.now() + 2000 })
+    clock.advance(2000)
+    await waitFor('the third try', () => reads.asks.length === 3)
+    failWith(transient(new UpstreamError('status 503')), 300)
+    await waitFor('the job failed', async () => (await stored(store)).state === 'failed')
+    expect(await stored(store)).toMatchObject({ error: { ...gone, message: 'the platform failed: status 503' }, tookSeconds: 31.5 })
+    expect(jobStatus(await stored(store), null, clock.now(), finality).retry).toBeNull()
+    await waitFor('the failure counted', () => outcomes.get('r1')?.length === 6)
+    expect(outcomes.get('r1')).toEqual(['started', 'requeued', 'started', 'requeued', 'started', 'failed'])
+    expect(endedBy.get('r1')).toEqual(['j1:failed'])
+    r.stop()
+  })
+
+  it('a 5xx that says when to come back (retry-after) is tried again then, not sooner', async () => {
+    const { clock, store, reads, r } = await oneRunning()
+    reads.fail(withRetryAfter(transient(new UpstreamError('status 503')), { 'retry-after': '30' }, clock.now()))
+    await waitFor('the job given back', async () => (await stored(store)).state === 'queued')
+    expect((await stored(store)).notBefore).toBe(clock.now() + 30_000)
+    r.stop()
+  })
+
+  for (const [what, err, code] of [
+    ['a call not sent for its deadline', new DeadlineError('calls of its kind take longer than the deadline leaves'), 'GW_UPSTREAM_TIMEOUT'],
+    ['the platform refused the gateway token', new PlatformAuthError('401'), 'GW_PLATFORM_AUTH'],
+    ['an answer that carried the token back', new UpstreamError("the platform's answer carried the gateway's token back in its body: not passed on"), 'GW_UPSTREAM'],
+  ] as const) {
+    it(`a try that would fail the same way again (${what}) fails the job at once`, async () => {
+      const { store, reads, r } = await oneRunning()
+      reads.fail(err)
+      await waitFor('the job failed', async () => (await stored(store)).state === 'failed')
+      expect(await stored(store)).toMatchObject({ error: { code } })
+      expect((await stored(store)).retries).toBeUndefined()
+      expect(reads.asks).toHaveLength(1)
+      r.stop()
+    })
+  }
 
   it('a lease renewal that lands while the run ends does not lose the end: the job ends done by its one run, never started again', async () => {
     const clock = fakeClock()

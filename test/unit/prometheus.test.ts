@@ -190,6 +190,16 @@ const TESTS: TestGroup[] = [
     alert_rule_test: [firing('5m', 'GatewayPlatformErrors'), firing('25m', 'GatewayPlatformErrors', { severity: 'warning', ...TARGET })],
   },
   {
+    // A team that reads no reports, the platform down: its proxied calls alone fail.
+    name: 'GatewayPlatformErrors: only proxied calls, 20% of them failing',
+    interval: '1m',
+    input_series: [
+      { series: `gateway_platform_calls_total{${SEL},pod="a",call="proxy",outcome="pass"}`, values: '0+8x40' },
+      { series: `gateway_platform_calls_total{${SEL},pod="a",call="proxy",outcome="GW_UPSTREAM"}`, values: '0+2x40' },
+    ],
+    alert_rule_test: [firing('5m', 'GatewayPlatformErrors'), firing('25m', 'GatewayPlatformErrors', { severity: 'warning', ...TARGET })],
+  },
+  {
     name: 'GatewayPlatformErrors: 2% of report calls fail (below 5%)',
     interval: '1m',
     input_series: [

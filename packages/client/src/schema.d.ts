@@ -1024,7 +1024,7 @@ export interface components {
             placeInQueue: number | null;
             /** @description Platform-seconds a call of its kind takes for the team, learned from its own calls of that kind only; null: none of them has ended yet. */
             expectedSeconds: number | null;
-            /** @description Platform-seconds (seat-time) of the call its result came from: its own, or the one it joined (an identical job, a caller's fill, another replica's); 0 when a copy the cache had answered it. */
+            /** @description Platform-seconds (seat-time) of the call its result came from: its own, or the one it joined (an identical job, a caller's fill, another replica's); 0 when a copy the cache had answered it. A job tried again (`retry`) counts every try's calls too. */
             tookSeconds: number | null;
             /** @description A failed job's failure: the `GW_*` error a synchronous read of its report would have answered, which its result answers; `GW_PLATFORM_ANSWER` when the platform refused the report with a 4xx (a 422 of its validation, a 404 of an unknown split): its result is then the platform's own answer, with that status, as a synchronous read passes it on. */
             error: {
@@ -1032,6 +1032,17 @@ export interface components {
                 message: string;
                 /** @description The status its result answers (the platform's, for `GW_PLATFORM_ANSWER`). */
                 statusCode?: number;
+            } | null;
+            /** @description While it waits (`queued`) to be tried again after a try that got no answer (a connection refused, reset or closed, the platform's timeout) or the platform's 5xx, `jobs.retries` times at most: the tries given back so far, when the next one starts at the earliest, and the last one's failure (its `error` if it fails). Null otherwise. */
+            retry: {
+                tries: number;
+                /** Format: date-time */
+                nextTryAt: string;
+                lastError: {
+                    code: string;
+                    message: string;
+                    statusCode: number;
+                };
             } | null;
             /**
              * Format: date-time

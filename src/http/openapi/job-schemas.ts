@@ -74,7 +74,7 @@ const TIME = { type: ['string', 'null'], format: 'date-time' }
 /** `components.schemas.JobStatus`: what GET /api/v1/jobs/{id} answers (jobs/job.ts, jobStatus). */
 export const JOB_STATUS_SCHEMA: Json = {
   type: 'object',
-  required: ['id', 'state', 'askedAt', 'startedAt', 'endedAt', 'placeInQueue', 'expectedSeconds', 'tookSeconds', 'error', 'expiresAt', 'result', 'settledThrough', 'provisionalDays'],
+  required: ['id', 'state', 'askedAt', 'startedAt', 'endedAt', 'placeInQueue', 'expectedSeconds', 'tookSeconds', 'error', 'retry', 'expiresAt', 'result', 'settledThrough', 'provisionalDays'],
   properties: {
     id: { type: 'string' },
     state: { type: 'string', enum: ['queued', 'running', 'done', 'failed', 'expired'] },
@@ -83,7 +83,7 @@ export const JOB_STATUS_SCHEMA: Json = {
     endedAt: TIME,
     placeInQueue: { type: ['integer', 'null'], minimum: 1, description: 'Among its team\'s queued jobs (1: next); null unless queued.' },
     expectedSeconds: { type: ['number', 'null'], description: 'Platform-seconds a call of its kind takes for the team, learned from its own calls of that kind only; null: none of them has ended yet.' },
-    tookSeconds: { type: ['number', 'null'], description: 'Platform-seconds (seat-time) of the call its result came from: its own, or the one it joined (an identical job, a caller\'s fill, another replica\'s); 0 when a copy the cache had answered it.' },
+    tookSeconds: { type: ['number', 'null'], description: 'Platform-seconds (seat-time) of the call its result came from: its own, or the one it joined (an identical job, a caller\'s fill, another replica\'s); 0 when a copy the cache had answered it. A job tried again (`retry`) counts every try\'s calls too.' },
     error: {
       type: ['object', 'null'],
       required: ['code', 'message'],
@@ -92,6 +92,16 @@ export const JOB_STATUS_SCHEMA: Json = {
         code: { type: 'string' },
         message: { type: 'string' },
         statusCode: { type: 'integer', description: 'The status its result answers (the platform\'s, for `GW_PLATFORM_ANSWER`).' },
+      },
+    },
+    retry: {
+      type: ['object', 'null'],
+      required: ['tries', 'nextTryAt', 'lastError'],
+      description: 'While it waits (`queued`) to be tried again after a try that got no answer (a connection refused, reset or closed, the platform\'s timeout) or the platform\'s 5xx, `jobs.retries` times at most: the tries given back so far, when the next one starts at the earliest, and the last one\'s failure (its `error` if it fails). Null otherwise.',
+      properties: {
+        tries: { type: 'integer', minimum: 1 },
+        nextTryAt: { type: 'string', format: 'date-time' },
+        lastError: { type: 'object', required: ['code', 'message', 'statusCode'], properties: { code: { type: 'string' }, message: { type: 'string' }, statusCode: { type: 'integer' } } },
       },
     },
     expiresAt: { ...TIME, description: 'When its result (or failure) expires; its state is `expired` from then.' },

@@ -14,6 +14,7 @@ import { GATEWAY_TEAM } from '../gateway-team.js'
 import { routeTemplate } from '../route-template.js'
 import { seatFollowing, type QueueTeam } from './caller-group.js'
 import { backoffMs, fitsBudget, isRetryable, type Attempt } from './retry-policy.js'
+import { transient } from './transient.js'
 import { systemClock, type Clock } from '../../clock.js'
 import { traced, tracedCall, type Trace } from '../../observe/tracing.js'
 import { withoutToken } from './token-echo.js'
@@ -226,7 +227,7 @@ export class PlatformClient {
     const budget = Math.min(timeoutMs, this.#timeoutMs)
     // Also ends a call whose body nobody reads or drops (its 'close' never comes).
     const timer = this.#clock.setTimeout(() => {
-      controller.abort(new UpstreamTimeoutError())
+      controller.abort(transient(new UpstreamTimeoutError()))
       done()
     }, budget)
     timer.unref()
@@ -406,7 +407,7 @@ export class PlatformClient {
    * held to the call's expected end.
    */
   #watch(response: Promise<Dispatcher.ResponseData>, upstream: AbortController, release: () => void, seat: Seat, sent: number): void {
-    const timer = this.#clock.setTimeout(() => upstream.abort(new UpstreamTimeoutError()), this.#timeoutMs)
+    const timer = this.#clock.setTimeout(() => upstream.abort(transient(new UpstreamTimeoutError())), this.#timeoutMs)
     timer.unref()
     response.then(
       (res) => {
@@ -552,13 +553,14 @@ async function readText(body: AsyncIterable<Buffer> & { destroy(): void }, limit
   return Buffer.concat(chunks).toString('utf8')
 }
 
+/** A failed call's error: no answer (the connection failed, or the platform's timeout) is marked transient, a later try may not meet it. */
 export function upstreamError(err: unknown): GatewayError {
   if ((err as { code?: string }).code?.startsWith('GW_')) return err as GatewayError
   const code = (err as { code?: string }).code ?? ''
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT' || (err as Error).name === 'TimeoutError') {
-    return new UpstreamTimeoutError({ cause: err })
+    return transient(new UpstreamTimeoutError({ cause: err }))
   }
-  return new UpstreamError(connectionFailure(err), { cause: err })
+  return transient(new UpstreamError(connectionFailure(err), { cause: err }))
 }
 
 /**

@@ -1,0 +1,15 @@
+// A platform failure a later try may not meet: the call got no answer (a connection
+// refused, reset or closed, the platform's timeout) or the platform answered a 5xx. A
+// report job that meets one is tried again later (jobs/job-runner.ts); any other failure
+// (a 4xx, a token refused, a call not sent for its deadline, the gateway's own refusal)
+// fails the same way again and ends the job at once.
+
+/** Marks `err` as such a failure; returns it. */
+export function transient<E extends Error>(err: E): E {
+  return Object.assign(err, { transient: true })
+}
+
+/** Whether `err` is marked as such a failure. */
+export function isTransient(err: unknown): boolean {
+  return (err as { transient?: unknown } | null)?.transient === true
+}
