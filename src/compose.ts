@@ -67,6 +67,8 @@ export interface Gateway {
   reports: ReportCache
   /** Each team's rate limit, its count shared through Redis. */
   rateLimiter: RateLimiter
+  /** The teams suspended for a secret of the gateway's in a request, shared by the replicas. */
+  suspensions: TeamSuspensions
   /** When each API key was last used; flush() writes this replica's uses to Redis now. */
   keyUse: KeyUse
   /** The Redis connection and its circuit breaker, shared by every part; both null without Redis. */
@@ -187,6 +189,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     answers,
     reports,
     rateLimiter,
+    suspensions,
     keyUse,
     redis: { client: redis, breaker },
     reloader,
