@@ -152,7 +152,7 @@ export class Admission {
   refuseSecretIn(text: string, where: string, caller: Pick<Identity, 'team' | 'key'>): void {
     if (!this.holdsSecret(text)) return
     this.#ctx.suspensions.suspend(caller.team.name, caller.key.id, where)
-    throw new BadRequestError(`${where}: holds a secret of the gateway's (an admin or platform credential); it is never sent to the platform (the value is not shown); team ${caller.team.name} is suspended for it (limits.secretSuspension)`)
+    throw new BadRequestError(`${where}: holds a secret of the gateway's (an admin or platform credential); it is never sent to the platform (the value is not shown)`)
   }
 
   /** Whether `text` holds a secret of the gateway's, as refuseSecretIn finds one. */

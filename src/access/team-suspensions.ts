@@ -93,6 +93,8 @@ export class TeamSuspensions {
   suspend(team: string, keyId: string, where: string): void {
     const until = this.#o.clock.now() + this.#o.periodMs
     this.#until.set(team, Math.max(until, this.#until.get(team) ?? 0))
+    // Unshared until Redis took it: a catch-up meanwhile keeps it rather than read it as lifted.
+    this.#unshared.add(team)
     this.#o.onSuspended(team)
     this.#o.log.error(
       { team, key: keyId, where, suspendedUntil: new Date(until).toISOString() },
@@ -181,7 +183,6 @@ export class TeamSuspensions {
       if (left !== null && left < ms) await breaker.run(() => redis.pexpire(key, ms), null)
     }
     if (written) this.#unshared.delete(team)
-    else this.#unshared.add(team)
     await bus?.publish(CHANNEL, JSON.stringify({ from: this.#self, team, ms } satisfies SuspensionMessage)).catch((err: Error) => {
       this.#o.log.warn({ err: { message: err.message }, team }, 'a team suspension could not be sent to the other replicas')
     })
