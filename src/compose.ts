@@ -9,6 +9,7 @@ import { CampaignOwners, creativeSetOwners } from './access/campaign-owners.js'
 import { TokenStore } from './platform/tokens/token-store.js'
 import { newReplicaId, Replicas } from './observe/replicas.js'
 import { KeyUse } from './observe/key-use.js'
+import { TeamSuspensions } from './access/team-suspensions.js'
 import { LogLevel } from './observe/log-level.js'
 import type { RedisClient } from './redis/client.js'
 import type { RedisBreaker } from './redis/breaker.js'
@@ -66,6 +67,8 @@ export interface Gateway {
   reports: ReportCache
   /** Each team's rate limit, its count shared through Redis. */
   rateLimiter: RateLimiter
+  /** The teams suspended for a secret of the gateway's in a request, shared by the replicas. */
+  suspensions: TeamSuspensions
   /** When each API key was last used; flush() writes this replica's uses to Redis now. */
   keyUse: KeyUse
   /** The Redis connection and its circuit breaker, shared by every part; both null without Redis. */
@@ -112,6 +115,18 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const redisClock = redis ? new RedisClock(clock, { redis, key: redisKey.dueJobs(config.redis.keyPrefix), log, onRead: (ms) => metrics.redisClockOffset.set(ms / 1000) }) : null
   const keyUse = new KeyUse({ replica: replicaId, redis, breaker, seal, prefix: config.redis.keyPrefix, onUnverified: (where) => unverified('key-use', where), clock })
   const { teams, reloader, adminAuth, rateLimiter, usage } = teamParts(config, { redis, breaker, bus, log, auditLog, metrics, secrets, keyUse, clock, ...(redisClock ? { redisOffsetMs: () => redisClock.offsetMs } : {}), configSource: deps.configSource })
+  const suspensions = new TeamSuspensions({
+    redis,
+    breaker,
+    bus,
+    seal,
+    keyPrefix: config.redis.keyPrefix,
+    periodMs: config.limits.secretSuspensionMs,
+    clock,
+    log,
+    onSuspended: (team) => metrics.teamSuspensions.inc({ team }),
+    onUnverified: (where) => unverified('suspension', where),
+  })
   const platform = platformParts(config, { dispatcher: deps.dispatcher, log, auditLog, secrets, metrics, clock, ...(redisClock ? { sharedNow: redisClock.now } : {}), redis, breaker, bus, seal, teams, usage, history, replica: replicaId })
   const { dispatcher, tokens, governors, client, answers, failing: platformFailing } = platform
   teams.onReplace(() => governors.keepTeams((team) => teams.teamOf(team) !== undefined))
@@ -127,7 +142,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const { jobs, runner } = jobsPart
 
   const ctx: GatewayContext = {
-    config, log, auditLog, secrets, metrics, dispatcher, tokens, teams, adminAuth, usage, history, keyUse, rateLimiter, redis, breaker, bus, reports, jobs,
+    config, log, auditLog, secrets, metrics, dispatcher, tokens, teams, adminAuth, usage, history, keyUse, rateLimiter, suspensions, redis, breaker, bus, reports, jobs,
     logLevel: new LogLevel({ log, auditLog, bus, replica: replicaId, clock }),
     lifecycle: { phase: 'starting' },
     build, clock, governors, answers, platformFailing, tracing,
@@ -143,6 +158,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     // The purges announced meanwhile first: no copy one reaches goes back to Redis.
     void store.catchUpPurges().then(() => store.shareKept())
     tokenStore.restore()
+    void suspensions.catchUp()
   })
   // Each replica announces itself in Redis with each bucket of its hour as it closes, and writes its whole hour there when a cluster view asks: GET /admin/cluster lists them.
   const replicas: Replicas = new Replicas({
@@ -173,6 +189,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     answers,
     reports,
     rateLimiter,
+    suspensions,
     keyUse,
     redis: { client: redis, breaker },
     reloader,
@@ -195,6 +212,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       rateLimiter.start()
       usage.start()
       await reloader.start()
+      await suspensions.start()
       await ctx.logLevel.start()
       await tokenStore.start()
       await reports.start()

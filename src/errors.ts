@@ -18,6 +18,8 @@ export const allErrors = {
   ConfigRefusedError: createError<[string]>('GW_CONFIG_INVALID', 'the new configuration was refused, the running teams stay: %s', 422),
   ReloadUnavailableError: createError<[string]>('GW_RELOAD_UNAVAILABLE', 'teams cannot be reloaded: %s', 409),
   ForbiddenError: createError<[string, { cause?: unknown }?]>('GW_FORBIDDEN', '%s', 403),
+  // Every key of a team whose request held a secret of the gateway's (access/team-suspensions.ts): the team, then the seconds left.
+  TeamSuspendedError: createError<[string, number]>('GW_TEAM_SUSPENDED', "team %s is suspended: a request of its held a secret of the gateway's (an admin or platform credential), which no team may send; every request with its keys is refused for %d s more, unless an operator lifts it", 403),
   NotFoundError: createError('GW_NOT_FOUND', 'not found', 404),
   MethodNotAllowedError: createError<[string, string]>('GW_METHOD_NOT_ALLOWED', '%s is never sent to the platform; under /api/v1/ the gateway takes %s', 405),
   // The same refusal on a listener that forwards nothing (the admin listener): what the path takes there, or that no call has it.
@@ -90,6 +92,7 @@ export const {
   ConfigRefusedError,
   ReloadUnavailableError,
   ForbiddenError,
+  TeamSuspendedError,
   NotFoundError,
   MethodNotAllowedError,
   PathMethodNotAllowedError,

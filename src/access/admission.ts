@@ -5,6 +5,7 @@ import { BadRequestError, ForbiddenError, NotFoundError, PayloadTooLargeError, R
 import type { Metrics } from '../observe/metrics.js'
 import type { SecretSet } from '../observe/logger.js'
 import type { AdminAuth } from './admin-auth.js'
+import type { TeamSuspensions } from './team-suspensions.js'
 import type { TokenProvider } from '../platform/tokens/token-provider.js'
 import type { TokenRegistry } from '../platform/tokens/token-registry.js'
 import { assertAccounts, assertReadsThrough, namedInCall, placementsOf, type NamedInCall, type Placements } from './scope.js'
@@ -81,6 +82,8 @@ export interface AdmissionParts {
   secrets: SecretSet
   /** The admin tokens, the named ones of ADMIN_TOKENS_FILE known by their digests alone. */
   adminAuth: AdminAuth
+  /** The teams suspended for a secret of the gateway's in a request: asked of every key, told of every hit. */
+  suspensions: TeamSuspensions
 }
 
 const BODYLESS = new Set(['GET', 'HEAD', 'DELETE'])
@@ -128,9 +131,9 @@ export class Admission {
    * refused, whoever's key it is, so that the platform, its logs and the cache's keys never
    * hold one. The message does not repeat it.
    */
-  #refuseKeyIn(text: string, where: 'request target' | 'body'): void {
+  #refuseKeyIn(text: string, where: 'request target' | 'body', caller: Identity): void {
     this.#refuseTeamKeyIn(text, where)
-    this.refuseSecretIn(text, where)
+    this.refuseSecretIn(text, where, caller)
   }
 
   /** A team key in `text`, as #refuseKeyIn refuses it: a key is no secret a guess finds (a team's key is drawn at random, and long). */
@@ -143,10 +146,13 @@ export class Admission {
    * client secret, GATEWAY_SECRET; the current ones and those replaced; a named admin
    * token of ADMIN_TOKENS_FILE as a word) in `text`, what
    * would reach the platform as `where`, as it is or percent-encoded: 400, which names
-   * neither the secret nor which one it is.
+   * neither the secret nor which one it is. The refusal answers `caller` a guess at the
+   * secret, so its team is suspended (team-suspensions.ts).
    */
-  refuseSecretIn(text: string, where: string): void {
-    if (this.holdsSecret(text)) throw new BadRequestError(`${where}: holds a secret of the gateway's (an admin or platform credential); it is never sent to the platform (the value is not shown)`)
+  refuseSecretIn(text: string, where: string, caller: Pick<Identity, 'team' | 'key'>): void {
+    if (!this.holdsSecret(text)) return
+    this.#ctx.suspensions.suspend(caller.team.name, caller.key.id, where)
+    throw new BadRequestError(`${where}: holds a secret of the gateway's (an admin or platform credential); it is never sent to the platform (the value is not shown)`)
   }
 
   /** Whether `text` holds a secret of the gateway's, as refuseSecretIn finds one. */
@@ -156,7 +162,7 @@ export class Admission {
 
   /**
    * Who the call's key names (401), once its `Connection` names no header the gateway
-   * reads; then its target `url` (one not checked before: the memo keeps none that holds a
+   * reads; a suspended team's key is refused 403 (team-suspensions.ts); then its target `url` (one not checked before: the memo keeps none that holds a
    * secret) and its `x-request-id` must hold no secret of the gateway's (400). Asked after
    * the key: a refusal for a secret answers a guess at it (the search finds it in any
    * window of the text, so one request guesses many), which only a caller with a team key
@@ -165,10 +171,11 @@ export class Admission {
   key(headers: IncomingHttpHeaders, url?: string): Identity {
     assertHopSafe(headers)
     const identity = this.#ctx.teams.authenticate(headers)
-    if (url !== undefined) this.refuseSecretIn(url, 'request target')
+    this.#ctx.suspensions.refuse(identity.team.name)
+    if (url !== undefined) this.refuseSecretIn(url, 'request target', identity)
     // The request's id goes to the platform with the calls made for it: a secret in it is refused as in the query.
     const id = headers['x-request-id']
-    if (typeof id === 'string') this.refuseSecretIn(id, 'x-request-id')
+    if (typeof id === 'string') this.refuseSecretIn(id, 'x-request-id', identity)
     return identity
   }
 
@@ -323,7 +330,7 @@ export class Admission {
       // looks for a secret's UTF-8 bytes so read too, and a binary body costs no decoding.
       const whole = await readAll(payload, limit)
       if (type === MULTIPART_TYPE) assertNoOverridePart(whole, request.headers['content-type'])
-      this.refuseSecretIn(whole.toString('latin1'), 'body')
+      this.refuseSecretIn(whole.toString('latin1'), 'body', caller)
       caller.stream = Readable.from([whole])
       return
     }
@@ -332,11 +339,11 @@ export class Admission {
     // The caller's bytes before they are parsed (a key in a name the parser refuses is not
     // repeated in its message), then the gateway's serialization, what the platform gets:
     // a key escaped in JSON is written plain there.
-    if (bytes.includes(KEY_PREFIX) || bytes.includes(PERCENT)) this.#refuseKeyIn(bytes.toString('latin1'), 'body')
+    if (bytes.includes(KEY_PREFIX) || bytes.includes(PERCENT)) this.#refuseKeyIn(bytes.toString('latin1'), 'body', caller)
     const limits = this.#ctx.config.limits
     caller.body = json ? parseJsonBody(bytes, { jsonDepth: limits.jsonDepth, params: limits.params }) : parseFormBody(bytes, { jsonDepth: limits.jsonDepth, params: limits.params })
-    if (caller.body.text.includes(KEY_PREFIX)) this.#refuseKeyIn(caller.body.text, 'body')
-    else this.refuseSecretIn(caller.body.text, 'body')
+    if (caller.body.text.includes(KEY_PREFIX)) this.#refuseKeyIn(caller.body.text, 'body', caller)
+    else this.refuseSecretIn(caller.body.text, 'body', caller)
   }
 
   /**

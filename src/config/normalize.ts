@@ -19,6 +19,9 @@ import type { Setting } from './provenance.js'
 export const DEFAULT_CREDENTIAL = 'default'
 
 const CREDENTIAL_NAME = new RegExp(CREDENTIAL_NAME_PATTERN)
+/** The bounds of limits.secretSuspension. */
+export const SECRET_SUSPENSION_MIN_MS = 3_600_000
+export const SECRET_SUSPENSION_MAX_MS = 365 * 86_400_000
 
 export interface PasswordLogin {
   username: string
@@ -141,6 +144,12 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
     if (parseDuration(value) < floorMs) problems.push(`jobs.${name}: must be at least ${floor} (got ${String(value)})`)
   }
 
+  // A team is told whether its request holds a secret of the gateway's, and one hit in a
+  // period is what a guesser gets (decisions/secret-guesses.md): below an hour a bisection
+  // of a batch that hit ends within a day; past a year it is no period but a ban.
+  const suspension = parseDuration(raw.limits.secretSuspension)
+  if (suspension < SECRET_SUSPENSION_MIN_MS || suspension > SECRET_SUSPENSION_MAX_MS) problems.push(`limits.secretSuspension: must be from 1h to 365d (got ${String(raw.limits.secretSuspension)})`)
+
   problems.push(...accountRouteProblems(raw.ownership.accountRoutes))
 
   const secrets = [raw.admin.token, raw.admin.viewerToken, raw.gatewaySecret, raw.gatewaySecretFallback, raw.redis.sentinelPassword]
@@ -178,6 +187,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       bodyTimeoutMs: parseDuration(raw.limits.bodyTimeout),
       jsonDepth: raw.limits.jsonDepth,
       params: raw.limits.params,
+      secretSuspensionMs: parseDuration(raw.limits.secretSuspension),
     },
     ownership: {
       listPath: raw.ownership.listPath,

@@ -131,6 +131,7 @@ export const ConfigSchema = Type.Object(
         bodyTimeout: Duration,
         jsonDepth: Type.Integer({ minimum: 1, maximum: 512 }),
         params: Type.Integer({ minimum: 1, maximum: 1000 }),
+        secretSuspension: Duration,
       },
       { additionalProperties: false },
     ),

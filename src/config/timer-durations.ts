@@ -18,6 +18,7 @@ const AGES = [
   'platform.refreshBefore',
   'platform.expiryWarnings.*',
   'jobs.keep',
+  'limits.secretSuspension',
   'jobs.webhookRetryFor',
   'teams.*.rateLimit.window',
 ].map((age) => age.split('.'))

@@ -25,6 +25,8 @@ export interface Team {
   rateLimit: { max: number; windowSec: number; remaining: number; resetSec: number } | null
   /** The team's bound of platform-seconds a UTC day; null (or absent, from a replica before it): none. */
   platformSecondsPerDay?: number | null
+  /** When the team's suspension ends (a request of its held a secret of the gateway's); null (or absent, from a replica before it): not suspended. */
+  suspendedUntil?: string | null
 }
 export interface Governor {
   credential: string
@@ -222,7 +224,7 @@ export function renderTeams(teams: Team[], usage: UsageRow[] | null, keys: KeyLi
     return el(
       'tr',
       {},
-      el('th', { scope: 'row' }, t.name),
+      el('th', { scope: 'row' }, t.name, t.suspendedUntil ? el('div', { 'data-suspended': t.name }, mark({ text: `suspended until ${t.suspendedUntil}: a request held a secret of the gateway's`, level: 'expired' })) : ''),
       el('td', {}, t.credential),
       el('td', {}, t.advertisers),
       // A team whose keys were all revoked cannot call: said, not left as an empty cell.

@@ -5,6 +5,7 @@ import type { BuildInfo } from '../observe/build-info.js'
 import type { SecretSet } from '../observe/logger.js'
 import type { Metrics } from '../observe/metrics.js'
 import type { RedisBreaker } from '../redis/breaker.js'
+import type { TeamSuspensions } from '../access/team-suspensions.js'
 import type { RedisBus } from '../redis/bus.js'
 import type { RedisClient } from '../redis/client.js'
 import type { TokenRegistry } from '../platform/tokens/token-registry.js'
@@ -44,6 +45,8 @@ export interface GatewayContext {
   /** The log level, changed at run time on one replica or all (PUT /admin/log-level). */
   logLevel: LogLevel
   rateLimiter: RateLimiter
+  /** The teams suspended for a secret of the gateway's in a request, shared by the replicas. */
+  suspensions: TeamSuspensions
   redis: RedisClient | null
   breaker: RedisBreaker | null
   bus: RedisBus | null

@@ -69,7 +69,7 @@ export function proxyHandler(
       if (typeof value !== 'string' || hop.includes(name)) continue
       // A team key in one is the caller's mistake or another team's key: the platform gets
       // neither; a secret of the gateway's in one is refused, as in the query.
-      admission.refuseSecretIn(value, name)
+      admission.refuseSecretIn(value, name, caller)
       headers[name] = withoutKeys(value)
     }
     const encodings = typeof request.headers['accept-encoding'] === 'string' && !hop.includes('accept-encoding') ? forwardedEncodings(request.headers['accept-encoding']) : undefined

@@ -26,6 +26,8 @@ export const redisKey = {
   purges: (prefix: string) => `${prefix}purges`,
   /** A credential's pauses after platform 429s: a field per scope (the credential, a team, a route, a team on a route). */
   pauses: (prefix: string, credential: string) => `${prefix}pauses:{${credential}}`,
+  /** The teams suspended for a secret of the gateway's in a request: a field per team, its end. */
+  suspensions: (prefix: string) => `${prefix}suspensions`,
   /** A credential's seats leased by the replicas: a field per replica run. */
   seats: (prefix: string, credential: string) => `${prefix}seats:{${credential}}`,
   /** The lock one replica holds while it logs a credential in. */

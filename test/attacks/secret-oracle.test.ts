@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest'
 import { sha256Hex } from '../../src/config/secret-digest.js'
 import { KEYS, TEAMS_YAML, sandboxLoginEnv, testConfig } from '../helpers/build-gateway.js'
 import { useGateway, useSandbox } from '../helpers/fixtures.js'
+import { eachSecretAlone } from '../helpers/suspensions.js'
 
 // A secret of the gateway's in a request is refused (secret-in-request.test.ts), so whether
 // a request is refused so tells its caller whether its text holds a secret: a guess at it,
@@ -24,6 +25,8 @@ writeFileSync(tokensFile, `ops:sha256:${sha256Hex(NAMED_TOKEN)}\n`)
 
 const sandbox = useSandbox()
 const gw = useGateway(() => testConfig({ PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), ADMIN_TOKEN, ADMIN_VIEWER_TOKEN: VIEWER_TOKEN, ADMIN_TOKENS_FILE: tokensFile, LOG_LEVEL: 'info' }, TEAMS_YAML), { listen: true })
+
+eachSecretAlone(() => gw)
 
 /** A text of the same length and kinds of characters as `secret` that is none of the gateway's secrets. */
 function decoyOf(secret: string, n = 0): string {

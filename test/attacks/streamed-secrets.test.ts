@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { UPLOADER_KEY, withUploader } from '../helpers/build-gateway.js'
 import { SANDBOX_TEAMS_YAML } from '../helpers/sandbox-gateway.js'
 import { ADMIN_TOKEN, itLoggedNoSecret, useAttackGateway } from './attack-gateway.js'
+import { eachSecretAlone } from '../helpers/suspensions.js'
 
 // A body the gateway does not parse (neither JSON nor a form: an upload, a multipart form)
 // is passed on as it comes by a team with `write` and every advertiser. A secret of the
@@ -9,6 +10,8 @@ import { ADMIN_TOKEN, itLoggedNoSecret, useAttackGateway } from './attack-gatewa
 // declared or chunked, and wherever the chunks of its transfer split the secret.
 
 const sg = useAttackGateway({ yaml: withUploader(SANDBOX_TEAMS_YAML) })
+
+eachSecretAlone(() => sg.gw)
 const WRITE = '/api/v1/campaign/banner/create'
 const platformToken = () => sg.gw.tokens.get('default').current()?.token as string
 

@@ -6,6 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { sha256Hex } from '../../src/config/secret-digest.js'
 import { KEYS, TEAMS_YAML, sandboxLoginEnv, testConfig } from '../helpers/build-gateway.js'
 import { useGateway, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { eachSecretAlone } from '../helpers/suspensions.js'
 
 // Contract, "Calling the proxy listener": only the gateway's serialization of what it
 // checked reaches the platform. A secret of the gateway's a caller pasted into a request
@@ -29,6 +30,8 @@ const gw = useGateway(() =>
   testConfig({ PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), ADMIN_TOKEN, ADMIN_TOKENS_FILE: tokensFile, REDIS_URL: redis.server.url, GATEWAY_SECRET, LOG_LEVEL: 'debug' }, TEAMS_YAML),
   { listen: true },
 )
+
+eachSecretAlone(() => gw)
 
 const platformToken = () => gw.tokens.get('default').current()?.token as string
 const secrets = (): [string, string][] => [

@@ -13,6 +13,9 @@ import { ReadDecisions, type GoOn, type ReadDecision } from '../../src/reports/r
 import { KEYS, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
 import { SecretSet } from '../../src/observe/logger.js'
 import { AdminAuth } from '../../src/access/admin-auth.js'
+import { TeamSuspensions } from '../../src/access/team-suspensions.js'
+import { systemClock } from '../../src/clock.js'
+import pino from 'pino'
 
 // The one decision of a GET report read (reports/read-decision.ts), with a real Admission,
 // memo and rate limiter; the report cache is a stand-in holding what L1 holds.
@@ -49,6 +52,7 @@ function setUp() {
       creativeSetOwners: null,
       secrets: new SecretSet(),
       adminAuth: new AdminAuth([]),
+      suspensions: new TeamSuspensions({ redis: null, breaker: null, bus: null, seal: null, keyPrefix: 't:', periodMs: 3_600_000, clock: systemClock, log: pino({ level: 'silent' }), onSuspended: () => undefined, onUnverified: () => undefined }),
     },
     memo,
   )

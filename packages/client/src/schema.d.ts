@@ -893,6 +893,25 @@ export interface components {
             message: string;
         };
         /**
+         * @description A request of the team held a secret of the gateway's (refused 400 `holds a secret of the gateway's`): every request with any of its keys, on every replica, is refused for `limits.secretSuspension` (7 days by default) unless an operator lifts it; `retry-after` says when it ends.
+         * @example {
+         *       "statusCode": 403,
+         *       "code": "GW_TEAM_SUSPENDED",
+         *       "error": "Forbidden",
+         *       "message": "…"
+         *     }
+         */
+        GW_TEAM_SUSPENDED: {
+            /** @constant */
+            statusCode: 403;
+            /** @constant */
+            code: "GW_TEAM_SUSPENDED";
+            /** @description The HTTP reason phrase, e.g. `Bad Request`. */
+            error: string;
+            /** @description What was wrong and, where it helps, what to do. */
+            message: string;
+        };
+        /**
          * @description (admin listener) The platform refused the new token; the old one stays.
          * @example {
          *       "statusCode": 422,
@@ -1178,7 +1197,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_UNAUTHORIZED"];
             };
         };
-        /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
+        /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. `GW_TEAM_SUSPENDED`: A request of the team held a secret of the gateway's (refused 400 `holds a secret of the gateway's`): every request with any of its keys, on every replica, is refused for `limits.secretSuspension` (7 days by default) unless an operator lifts it; `retry-after` says when it ends. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
         "report-403": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1194,7 +1213,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["GW_FORBIDDEN"] | components["schemas"]["PlatformError"];
+                "application/json": components["schemas"]["GW_FORBIDDEN"] | components["schemas"]["GW_TEAM_SUSPENDED"] | components["schemas"]["PlatformError"];
             };
         };
         /** @description `GW_NOT_FOUND`: A path outside `/api/v1/`, the platform's token request path, or a path that would leave `/api/v1/` once decoded. Or the platform's own 404 answer, passed through (`PlatformError`, no `code`). */
@@ -1389,7 +1408,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_UNAUTHORIZED"];
             };
         };
-        /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
+        /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. `GW_TEAM_SUSPENDED`: A request of the team held a secret of the gateway's (refused 400 `holds a secret of the gateway's`): every request with any of its keys, on every replica, is refused for `limits.secretSuspension` (7 days by default) unless an operator lifts it; `retry-after` says when it ends. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
         "platform-403": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1402,7 +1421,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["GW_FORBIDDEN"] | components["schemas"]["PlatformError"];
+                "application/json": components["schemas"]["GW_FORBIDDEN"] | components["schemas"]["GW_TEAM_SUSPENDED"] | components["schemas"]["PlatformError"];
             };
         };
         /** @description `GW_NOT_FOUND`: A path outside `/api/v1/`, the platform's token request path, or a path that would leave `/api/v1/` once decoded. Or the platform's own 404 answer, passed through (`PlatformError`, no `code`). */
@@ -1579,7 +1598,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_UNAUTHORIZED"];
             };
         };
-        /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
+        /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. `GW_TEAM_SUSPENDED`: A request of the team held a secret of the gateway's (refused 400 `holds a secret of the gateway's`): every request with any of its keys, on every replica, is refused for `limits.secretSuspension` (7 days by default) unless an operator lifts it; `retry-after` says when it ends. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
         "job-403": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1593,7 +1612,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["GW_FORBIDDEN"] | components["schemas"]["PlatformError"];
+                "application/json": components["schemas"]["GW_FORBIDDEN"] | components["schemas"]["GW_TEAM_SUSPENDED"] | components["schemas"]["PlatformError"];
             };
         };
         /** @description `GW_NOT_FOUND`: A path outside `/api/v1/`, the platform's token request path, or a path that would leave `/api/v1/` once decoded. Or the platform's own 404 answer, passed through (`PlatformError`, no `code`). */
@@ -2955,7 +2974,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. `GW_TEAM_SUSPENDED`: A request of the team held a secret of the gateway's (refused 400 `holds a secret of the gateway's`): every request with any of its keys, on every replica, is refused for `limits.secretSuspension` (7 days by default) unless an operator lifts it; `retry-after` says when it ends. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
             403: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -3334,7 +3353,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. `GW_TEAM_SUSPENDED`: A request of the team held a secret of the gateway's (refused 400 `holds a secret of the gateway's`): every request with any of its keys, on every replica, is refused for `limits.secretSuspension` (7 days by default) unless an operator lifts it; `retry-after` says when it ends. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
             403: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -3744,7 +3763,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. `GW_TEAM_SUSPENDED`: A request of the team held a secret of the gateway's (refused 400 `holds a secret of the gateway's`): every request with any of its keys, on every replica, is refused for `limits.secretSuspension` (7 days by default) unless an operator lifts it; `retry-after` says when it ends. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
             403: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -4474,7 +4493,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. `GW_TEAM_SUSPENDED`: A request of the team held a secret of the gateway's (refused 400 `holds a secret of the gateway's`): every request with any of its keys, on every replica, is refused for `limits.secretSuspension` (7 days by default) unless an operator lifts it; `retry-after` says when it ends. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
             403: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -5145,7 +5164,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. `GW_TEAM_SUSPENDED`: A request of the team held a secret of the gateway's (refused 400 `holds a secret of the gateway's`): every request with any of its keys, on every replica, is refused for `limits.secretSuspension` (7 days by default) unless an operator lifts it; `retry-after` says when it ends. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
             403: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -5816,7 +5835,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. `GW_TEAM_SUSPENDED`: A request of the team held a secret of the gateway's (refused 400 `holds a secret of the gateway's`): every request with any of its keys, on every replica, is refused for `limits.secretSuspension` (7 days by default) unless an operator lifts it; `retry-after` says when it ends. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
             403: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];

@@ -64,6 +64,10 @@ export const statusSchema = {
             properties: { max: { type: 'number' }, windowSec: { type: 'number' }, remaining: { type: 'number' }, resetSec: { type: 'number' } },
           },
           platformSecondsPerDay: { type: ['number', 'null'], description: 'The team\'s bound of platform-seconds a UTC day; null: none.' },
+          suspendedUntil: {
+            type: ['string', 'null'],
+            description: "When the team's suspension ends (a request of its held a secret of the gateway's: every request with its keys is 403 `GW_TEAM_SUSPENDED`), as this replica knows it; `DELETE /admin/suspensions/{team}` lifts it. null: not suspended.",
+          },
         },
       },
     },
@@ -109,7 +113,7 @@ export const auditSchema = {
 } as const
 
 /** What the status view reads: this replica's phase and build, its credentials, Redis, cache, teams and governors, and the audit trail. */
-export type AdminStatusParts = Pick<GatewayContext, 'config' | 'clock' | 'metrics' | 'lifecycle' | 'build' | 'tokens' | 'governors' | 'redis' | 'breaker' | 'teams' | 'rateLimiter'> & {
+export type AdminStatusParts = Pick<GatewayContext, 'config' | 'clock' | 'metrics' | 'lifecycle' | 'build' | 'tokens' | 'governors' | 'redis' | 'breaker' | 'teams' | 'rateLimiter' | 'suspensions'> & {
   l1: MemoryStore
   audit: AuditTrail
   reloader: Pick<TeamReloader, 'availability'>
@@ -120,11 +124,12 @@ export type AdminStatusParts = Pick<GatewayContext, 'config' | 'clock' | 'metric
  * answer, and its last audit lines. Registered inside adminRoutes, behind its token check.
  */
 export async function adminStatusRoutes(app: FastifyInstance, parts: AdminStatusParts): Promise<void> {
-  const { config, clock, metrics, lifecycle, build, tokens, governors, redis, breaker, teams, rateLimiter, l1, audit, reloader } = parts
+  const { config, clock, metrics, lifecycle, build, tokens, governors, redis, breaker, teams, rateLimiter, suspensions, l1, audit, reloader } = parts
   const description = 'Build, credentials, Redis, cache, teams (and whether they can be reloaded) and governors, as the operations console shows them; never a token or a password.'
   const status = adminSchema({ tag: 'state', operationId: 'getStatus', summary: 'This replica\'s state in one answer', description, response: { 200: answer(statusSchema, 'This replica\'s state.') } })
   app.get('/admin/status', { schema: status }, async () => {
     const now = clock.now()
+    const suspended = new Map(suspensions.list().map((s) => [s.team, s.until]))
     const refused = await metrics.platformRefused.get()
     const lookups = await metrics.cacheRequestsCounter.get()
     return {
@@ -164,6 +169,7 @@ export async function adminStatusRoutes(app: FastifyInstance, parts: AdminStatus
       },
       teams: teams.teams.map((t) => {
         const rate = t.rateLimit ? rateLimiter.peek(t) : null
+        const suspendedUntil = suspended.get(t.name)
         return {
           name: t.name,
           credential: t.credential,
@@ -172,6 +178,7 @@ export async function adminStatusRoutes(app: FastifyInstance, parts: AdminStatus
           keys: t.keys.map((k) => ({ id: k.id, expiresAt: k.expiresAt === null ? null : new Date(k.expiresAt).toISOString() })),
           rateLimit: t.rateLimit && rate ? { max: t.rateLimit.max, windowSec: t.rateLimit.windowMs / 1000, remaining: rate.remaining, resetSec: rate.resetSec } : null,
           platformSecondsPerDay: t.platformSecondsPerDay,
+          suspendedUntil: suspendedUntil === undefined ? null : new Date(suspendedUntil).toISOString(),
         }
       }),
       teamsReload: reloader.availability,

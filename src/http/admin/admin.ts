@@ -11,6 +11,7 @@ import { adminUsageRoutes } from './admin-usage.js'
 import { adminTokenRoutes } from './admin-token.js'
 import { adminCacheRoutes } from './admin-cache.js'
 import { adminKeysRoutes } from './admin-keys.js'
+import { adminSuspensionRoutes } from './admin-suspensions.js'
 import { cacheEntryRoutes } from './cache-entry-route.js'
 import { adminConfigRoutes } from './admin-config.js'
 import { adminSchema, answer, reloadSchema } from './admin-schemas.js'
@@ -27,7 +28,7 @@ import { SERVES_NONE } from '../route-allow.js'
  * option as the level of the plugin's own logger.
  */
 export type AdminParts = AdminStatusParts &
-  Pick<GatewayContext, 'auditLog' | 'secrets' | 'adminAuth' | 'reports' | 'bus' | 'usage' | 'keyUse'> & {
+  Pick<GatewayContext, 'auditLog' | 'secrets' | 'adminAuth' | 'reports' | 'bus' | 'usage' | 'keyUse' | 'suspensions'> & {
     runtimeLevel: LogLevel
     client: PlatformClient
     reloader: TeamReloader
@@ -78,10 +79,11 @@ export async function adminRoutes(app: FastifyInstance, parts: AdminParts): Prom
 
   await app.register(adminTokenRoutes, { tokens, secrets, auditLog, adminAuth, config, client, tokenShares })
   await app.register(adminCacheRoutes, { reports, auditLog })
+  await app.register(adminSuspensionRoutes, { suspensions: parts.suspensions, auditLog })
   await app.register(cacheEntryRoutes, { config, teams, tokens, reports, breaker, clock, auditLog })
   // What only the status view reads.
   const { metrics, lifecycle, build, redis, governors, rateLimiter, l1, audit } = parts
-  await app.register(adminStatusRoutes, { config, clock, metrics, lifecycle, build, tokens, governors, redis, breaker, teams, rateLimiter, l1, audit, reloader })
+  await app.register(adminStatusRoutes, { config, clock, metrics, lifecycle, build, tokens, governors, redis, breaker, teams, rateLimiter, suspensions: parts.suspensions, l1, audit, reloader })
   await app.register(adminUsageRoutes, { clock, usage, teams })
   await app.register(adminKeysRoutes, { teams, keyUse, clock })
   await app.register(clusterRoutes, { clock, replicas })

@@ -1,0 +1,235 @@
+import { randomUUID } from 'node:crypto'
+import type { Logger } from 'pino'
+import type { Clock } from '../clock.js'
+import { TeamSuspendedError } from '../errors.js'
+import type { RedisBreaker } from '../redis/breaker.js'
+import type { RedisBus } from '../redis/bus.js'
+import type { RedisClient } from '../redis/client.js'
+import type { RedisSeal } from '../redis/seal.js'
+import { redisKey } from '../redis/keys.js'
+
+// A team is told whether its request holds a secret of the gateway's (its 400), and the
+// search finds one in any window of the text: each refusal for a secret answers a guess at
+// hundreds of candidates, and bisecting a batch that hit finds the secret in a few requests
+// more (decisions/secret-guesses.md). So the refusal of a hit suspends the team: every
+// request with any of its keys, on every replica, is refused 403 GW_TEAM_SUSPENDED for
+// limits.secretSuspension, unless an operator lifts it. A guesser gets one hit a period,
+// and the hit is an error line, a metric by team and a team the admin status lists.
+
+const CHANNEL = 'team-suspension'
+// Teams a replica takes from Redis at once: far more than a gateway runs; a hash grown past
+// it by a Redis writer is not read.
+const MAX_STORED = 10_000
+
+/** What a replica tells the others: a suspension of `team` (`ms` from now) or, without `ms`, its lift. */
+interface SuspensionMessage {
+  from: string
+  team: string
+  ms?: number
+}
+
+/** A suspended team and when its suspension ends (ms on this replica's clock). */
+export interface Suspension {
+  team: string
+  until: number
+}
+
+export interface TeamSuspensionsOptions {
+  redis: RedisClient | null
+  breaker: RedisBreaker | null
+  bus: RedisBus | null
+  /** Seals the suspensions written to Redis (GATEWAY_SECRET): one read there is obeyed only with its seal. */
+  seal: RedisSeal | null
+  keyPrefix: string
+  /** limits.secretSuspension. */
+  periodMs: number
+  clock: Clock
+  log: Pick<Logger, 'error' | 'warn'>
+  /** A suspension of `team` began here (a request of its held a secret): counted by team. */
+  onSuspended: (team: string) => void
+  /** A stored suspension without this gateway's seal (at `where`), ignored: counted and logged. */
+  onUnverified: (where: string) => void
+}
+
+/**
+ * The suspended teams, shared by the replicas as platform pauses are: the replica that
+ * refused the hit writes the team's end to Redis (a hash, a field per team, each value
+ * sealed) and tells the others on the bus; a lift is told alike. A replica that starts, or
+ * whose bus subscriber connects again, reads the hash. Whether a team is suspended is
+ * asked of a map in memory: no Redis call a request. Without Redis (one replica, or Redis
+ * down) a suspension holds on the replica that refused the hit, and is written to Redis
+ * once the bus is back.
+ */
+export class TeamSuspensions {
+  readonly #o: TeamSuspensionsOptions
+  readonly #until = new Map<string, number>()
+  // Suspensions begun here that Redis has not taken yet (down when they began).
+  readonly #unshared = new Set<string>()
+  // Redis hands a message to its sender's subscriber too: its own word is no news.
+  readonly #self = randomUUID()
+
+  constructor(opts: TeamSuspensionsOptions) {
+    this.#o = opts
+  }
+
+  /** 403 GW_TEAM_SUSPENDED with `retry-after` while `team` is suspended. */
+  refuse(team: string): void {
+    if (this.#until.size === 0) return
+    const left = this.#left(team)
+    if (left !== null) throw Object.assign(new TeamSuspendedError(team, left), { retryAfterSec: left })
+  }
+
+  /** The suspended teams now, the soonest to end first. */
+  list(): Suspension[] {
+    for (const team of this.#until.keys()) this.#left(team)
+    return [...this.#until].map(([team, until]) => ({ team, until })).sort((a, b) => a.until - b.until)
+  }
+
+  /**
+   * A request of `team` (by its key `keyId`) held a secret of the gateway's in `where`:
+   * the team is suspended here at once, then on the other replicas. The log line names the
+   * team, the key and where the secret was, never the secret.
+   */
+  suspend(team: string, keyId: string, where: string): void {
+    const until = this.#o.clock.now() + this.#o.periodMs
+    this.#until.set(team, Math.max(until, this.#until.get(team) ?? 0))
+    // Unshared until Redis took it: a catch-up meanwhile keeps it rather than read it as lifted.
+    this.#unshared.add(team)
+    this.#o.onSuspended(team)
+    this.#o.log.error(
+      { team, key: keyId, where, suspendedUntil: new Date(until).toISOString() },
+      `team suspended: a request of its held a secret of the gateway's in ${where}; every request with its keys is refused until then (limits.secretSuspension), unless an operator lifts it (DELETE /admin/suspensions/${team})`,
+    )
+    void this.#share(team, this.#o.periodMs)
+  }
+
+  /** Lifts the suspension of `team` here and on every replica; false when it was not suspended here. */
+  async lift(team: string): Promise<boolean> {
+    const was = this.#left(team) !== null
+    this.#until.delete(team)
+    this.#unshared.delete(team)
+    const { redis, breaker, bus } = this.#o
+    if (redis && breaker) await breaker.run(() => redis.hdel(this.#key(), team), null)
+    await bus?.publish(CHANNEL, JSON.stringify({ from: this.#self, team } satisfies SuspensionMessage)).catch((err: Error) => {
+      this.#o.log.warn({ err: { message: err.message }, team }, 'the lift of a team suspension could not be sent to the other replicas')
+    })
+    return was
+  }
+
+  /** Follows the other replicas' suspensions and lifts, after reading those under way. */
+  async start(): Promise<void> {
+    const { bus, clock } = this.#o
+    await bus?.subscribe(CHANNEL, (text) => {
+      const message = parseMessage(text)
+      if (message === null || message.from === this.#self) return
+      if (message.ms === undefined) this.#until.delete(message.team)
+      else this.#until.set(message.team, Math.max(clock.now() + message.ms, this.#until.get(message.team) ?? 0))
+    })
+    // What was told while the subscriber was away is in Redis: read again on each return.
+    bus?.onSubscribed(() => void this.catchUp())
+    await this.#read(false)
+  }
+
+  /**
+   * Redis is back (the bus subscribed again, the circuit closed): a suspension held here
+   * that Redis does not hold was lifted meanwhile, unless it began here while Redis was
+   * away: then it is written now.
+   */
+  async catchUp(): Promise<void> {
+    await this.#read(true)
+  }
+
+  /** The stored suspensions taken; with `again`, those held here reconciled as catchUp says. */
+  async #read(again: boolean): Promise<void> {
+    const { redis, breaker, clock } = this.#o
+    if (!redis || !breaker) return
+    const key = this.#key()
+    const size = await breaker.run(() => redis.hlen(key), null)
+    if (size === null) return
+    if (size > MAX_STORED) {
+      this.#o.log.warn({ key, fields: size }, 'ignoring a hash of team suspensions in redis larger than any replica writes')
+      return
+    }
+    const stored = size === 0 ? {} : await breaker.run(() => redis.hgetall(key), null)
+    if (stored === null) return
+    const now = clock.now()
+    const held = new Set<string>()
+    for (const [team, value] of Object.entries(stored)) {
+      const until = parseStored(this.#opened(team, value))
+      if (until === null || until <= now) continue
+      held.add(team)
+      this.#until.set(team, Math.max(until, this.#until.get(team) ?? 0))
+    }
+    if (!again) return
+    for (const [team, until] of this.#until) {
+      if (held.has(team)) continue
+      if (this.#unshared.has(team)) void this.#share(team, until - now)
+      else this.#until.delete(team)
+    }
+  }
+
+  /** A suspension begun here: written (the later end wins) and told. */
+  async #share(team: string, ms: number): Promise<void> {
+    const { redis, breaker, bus, clock } = this.#o
+    if (ms <= 0) return
+    let written = false
+    if (redis && breaker) {
+      const key = this.#key()
+      const until = clock.now() + ms
+      const current = parseStored(this.#opened(team, await breaker.run(() => redis.hget(key, team), null)))
+      written = (current !== null && current >= until) || (await breaker.run(() => redis.hset(key, team, this.#sealed(team, String(until))), null)) !== null
+      // The hash outlives its longest suspension only; an ended one in it is skipped.
+      const left = await breaker.run(() => redis.pttl(key), null)
+      if (left !== null && left < ms) await breaker.run(() => redis.pexpire(key, ms), null)
+    }
+    if (written) this.#unshared.delete(team)
+    await bus?.publish(CHANNEL, JSON.stringify({ from: this.#self, team, ms } satisfies SuspensionMessage)).catch((err: Error) => {
+      this.#o.log.warn({ err: { message: err.message }, team }, 'a team suspension could not be sent to the other replicas')
+    })
+  }
+
+  /** Seconds left of the suspension of `team` (at least 1), dropping it once ended; null: not suspended. */
+  #left(team: string): number | null {
+    const until = this.#until.get(team)
+    if (until === undefined) return null
+    const ms = until - this.#o.clock.now()
+    if (ms > 0) return Math.ceil(ms / 1000)
+    this.#until.delete(team)
+    this.#unshared.delete(team)
+    return null
+  }
+
+  /** A stored value, or null when it is not sealed by a replica of this gateway. */
+  #opened(team: string, value: string | null): string | null {
+    const seal = this.#o.seal
+    if (value === null || !seal) return value
+    const binding = `${this.#key()}#${team}`
+    const opened = seal.openText(binding, value)
+    if (opened === null) this.#o.onUnverified(binding)
+    return opened
+  }
+
+  #sealed(team: string, value: string): string {
+    return this.#o.seal ? this.#o.seal.sealText(`${this.#key()}#${team}`, value) : value
+  }
+
+  #key(): string {
+    return redisKey.suspensions(this.#o.keyPrefix)
+  }
+}
+
+function parseMessage(text: string): SuspensionMessage | null {
+  try {
+    const m = JSON.parse(text) as Partial<Record<keyof SuspensionMessage, unknown>>
+    if (typeof m.from !== 'string' || typeof m.team !== 'string') return null
+    if (m.ms === undefined) return { from: m.from, team: m.team }
+    return typeof m.ms === 'number' && Number.isFinite(m.ms) && m.ms > 0 ? { from: m.from, team: m.team, ms: m.ms } : null
+  } catch {
+    return null // not a suspension message
+  }
+}
+
+function parseStored(value: string | null): number | null {
+  const until = value === null ? NaN : Number(value)
+  return Number.isFinite(until) ? until : null
+}

@@ -1,0 +1,37 @@
+import type { FastifyInstance } from 'fastify'
+import type { GatewayContext } from '../context.js'
+import { adminSchema, answer } from './admin-schemas.js'
+
+export const liftSchema = {
+  type: 'object',
+  required: ['team', 'lifted'],
+  additionalProperties: false,
+  properties: {
+    team: { type: 'string' },
+    lifted: { type: 'boolean', description: 'Whether the team was suspended on this replica; the lift reaches every replica either way.' },
+  },
+} as const
+
+/**
+ * DELETE /admin/suspensions/{team}: an operator lifts the suspension of a team whose
+ * request held a secret of the gateway's (access/team-suspensions.ts), on every replica.
+ * Registered inside adminRoutes, behind its token check (an operator's token: it changes).
+ */
+export async function adminSuspensionRoutes(app: FastifyInstance, { suspensions, auditLog }: Pick<GatewayContext, 'suspensions' | 'auditLog'>): Promise<void> {
+  const schema = adminSchema({
+    tag: 'teams',
+    operationId: 'liftSuspension',
+    summary: 'Lift the suspension of a team on every replica',
+    description:
+      "A team whose request held a secret of the gateway's is refused `403 GW_TEAM_SUSPENDED` with every key, on every replica, for `limits.secretSuspension`; `GET /admin/status` lists the suspended teams (`suspendedTeams`). " +
+      'This call ends the suspension here, in Redis and on the other replicas; audited with the operator. Replace the secret the team sent first: the team knows it, or has narrowed it to what its request held.',
+    params: { team: { type: 'string', minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9_.-]+$', description: 'A team name.' } },
+    response: { 200: answer(liftSchema, 'Whether the team was suspended here.') },
+  })
+  app.delete('/admin/suspensions/:team', { schema }, async (request) => {
+    const { team } = request.params as { team: string }
+    const lifted = await suspensions.lift(team)
+    auditLog.info({ action: 'lift-suspension', team, lifted, actor: request.adminActor }, lifted ? 'team suspension lifted on every replica' : 'team suspension lift asked of every replica: the team was not suspended here')
+    return { team, lifted }
+  })
+}

@@ -1,0 +1,147 @@
+import { describe, expect, it } from 'vitest'
+import { KEYS, sandboxLoginEnv, testConfig } from '../helpers/build-gateway.js'
+import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { redisAvailability } from '../helpers/start-redis.js'
+import { waitFor } from '../helpers/wait.js'
+import type { TestGateway } from '../helpers/build-gateway.js'
+
+// A team with a key is told whether its request holds a secret of the gateway's (its 400),
+// and the search finds a secret in any window of the text: one request asks about hundreds
+// of candidates, and bisection of a batch that hit finds the login's password in a few more
+// requests. The refusal of a hit suspends the team (every key of it, on every replica) for
+// limits.secretSuspension: one hit a period is what bisection gets, and the hit is an
+// error line, a metric and a team the admin status shows suspended.
+
+const redisCheck = redisAvailability()
+if (redisCheck.notice) console.warn(redisCheck.notice)
+const ADMIN_TOKEN = 'strike-admin-token-0123456789abcdef'
+
+/** A text of the same length as `secret` that is none of the gateway's secrets (its `n`th decoy). */
+function decoyOf(secret: string, n: number): string {
+  const at = n % secret.length
+  const alphabet = 'qwertyuiopzxcvbnm'
+  const c = alphabet[(Math.floor(n / secret.length) + 1) % alphabet.length] as string
+  const swapped = secret[at] === c ? (alphabet[(alphabet.indexOf(c) + 1) % alphabet.length] as string) : c
+  return secret.slice(0, at) + swapped + secret.slice(at + 1)
+}
+
+const asking = (candidates: readonly string[]) => `/api/v1/campaign/list?userId=101&${candidates.map((c) => `q=${encodeURIComponent(c)}`).join('&')}`
+
+async function ask(gw: TestGateway, candidates: readonly string[], key = KEYS.all) {
+  const res = await gw.proxy.inject({ method: 'GET', url: asking(candidates), headers: { 'x-api-key': key } })
+  return { status: res.statusCode, code: (res.json() as { code?: string }).code, retryAfter: res.headers['retry-after'] }
+}
+
+/**
+ * The attack: batches of `batch` candidates (the password among them, at a place the
+ * guesser does not know), then bisection of the batch that hit. Returns the password found,
+ * or null when the gateway stopped telling within `budget` requests.
+ */
+async function bisect(gw: TestGateway, candidates: string[], batch: number, budget: number): Promise<{ found: string | null; requests: number }> {
+  let requests = 0
+  const holds = async (part: string[]) => {
+    requests += 1
+    const { status, code } = await ask(gw, part)
+    if (status === 400) return true
+    // The sandbox has no campaign list: a request the gateway sends on is its 404.
+    if (status === 404 && code === undefined) return false
+    throw Object.assign(new Error(`not told: ${status} ${code}`), { told: false })
+  }
+  try {
+    for (let i = 0; i < candidates.length && requests < budget; i += batch) {
+      let part = candidates.slice(i, i + batch)
+      if (!(await holds(part))) continue
+      while (part.length > 1 && requests < budget) {
+        const half = part.slice(0, part.length >> 1)
+        part = (await holds(half)) ? half : part.slice(part.length >> 1)
+      }
+      return { found: part.length === 1 ? (part[0] as string) : null, requests }
+    }
+  } catch (err) {
+    if ((err as { told?: boolean }).told === false) return { found: null, requests }
+    throw err
+  }
+  return { found: null, requests }
+}
+
+describe.skipIf(!redisCheck.available)('a team guessing at the login\'s password through the refusal of a secret', () => {
+  const sandbox = useSandbox()
+  const { server, client } = useRedis()
+  const gateways = useGateways()
+  const config = (env: Record<string, string> = {}) => testConfig({ PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), ADMIN_TOKEN, REDIS_URL: server.url, ...env })
+
+  it('does not find it by bisection within 40 requests: the first hit suspends the team', async () => {
+    const gw = await gateways.build(config())
+    const password = sandbox.credentials.password
+    const candidates = Array.from({ length: 400 }, (_, i) => decoyOf(password, i))
+    candidates.splice(237, 0, password)
+    const { found, requests } = await bisect(gw, candidates, 100, 40)
+    expect(found).toBeNull()
+    // Batches 1 and 2 missed, batch 3 hit: then the team is suspended.
+    expect(requests).toBe(4)
+    const refused = await ask(gw, candidates.slice(0, 1))
+    expect(refused).toMatchObject({ status: 403, code: 'GW_TEAM_SUSPENDED' })
+    expect(Number(refused.retryAfter)).toBeGreaterThan(3600)
+  })
+
+  it('suspends every key of the team on every replica, a replica started later too, until an operator lifts it', async () => {
+    const a = await gateways.build(config())
+    const b = await gateways.build(config())
+    const password = sandbox.credentials.password
+    expect(await ask(b, ['nothing-secret'])).toMatchObject({ status: 404, code: undefined })
+    // The hit in the x-request-id: still its own 400, as before.
+    const hit = await a.proxy.inject({ method: 'GET', url: asking(['nothing-secret']), headers: { 'x-api-key': KEYS.all, 'x-request-id': `id-${password}` } })
+    expect(hit.statusCode).toBe(400)
+    expect(hit.json()).toMatchObject({ code: 'GW_BAD_REQUEST' })
+    // The hit's line: error level, the team, the key and where, never the secret.
+    const line = a.logs.records().find((r) => r.msg !== undefined && String(r.msg).startsWith('team suspended'))
+    expect(line).toMatchObject({ level: 50, team: 'all', where: 'x-request-id' })
+    expect(a.logs.text()).not.toContain(password)
+    expect((await a.admin.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).body).toContain('gateway_team_suspensions_total{team="all"} 1')
+    await waitFor('the other replica to refuse the team', async () => (await ask(b, ['nothing-secret'])).status === 403)
+    expect(await ask(b, ['nothing-secret'])).toMatchObject({ status: 403, code: 'GW_TEAM_SUSPENDED' })
+    // Another team is served as before; a replica that starts now reads the suspension.
+    expect(await ask(b, ['nothing-secret'], KEYS.growth)).not.toMatchObject({ code: 'GW_TEAM_SUSPENDED' })
+    const c = await gateways.build(config())
+    expect(await ask(c, ['nothing-secret'])).toMatchObject({ status: 403, code: 'GW_TEAM_SUSPENDED' })
+    const status = await c.admin.inject({ method: 'GET', url: '/admin/status', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    const teams = (status.json() as { teams: { name: string; suspendedUntil: string | null }[] }).teams
+    expect(teams.find((t) => t.name === 'all')?.suspendedUntil).toEqual(expect.any(String))
+    expect(teams.find((t) => t.name === 'growth')?.suspendedUntil).toBeNull()
+
+    const lift = await b.admin.inject({ method: 'DELETE', url: '/admin/suspensions/all', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(lift.statusCode).toBe(200)
+    expect(lift.json()).toEqual({ team: 'all', lifted: true })
+    for (const gw of [a, b, c]) await waitFor('every replica to serve the team again', async () => (await ask(gw, ['nothing-secret'])).status === 404)
+    expect(b.logs.records().some((r) => r.kind === 'audit' && r.action === 'lift-suspension' && r.team === 'all')).toBe(true)
+  })
+
+  it('holds on the replica that refused the hit without Redis', async () => {
+    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), ADMIN_TOKEN }))
+    expect(await ask(gw, [sandbox.credentials.password])).toMatchObject({ status: 400 })
+    expect(await ask(gw, ['nothing-secret'])).toMatchObject({ status: 403, code: 'GW_TEAM_SUSPENDED' })
+    const lift = await gw.admin.inject({ method: 'DELETE', url: '/admin/suspensions/all', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(lift.json()).toEqual({ team: 'all', lifted: true })
+    expect(await ask(gw, ['nothing-secret'])).toMatchObject({ status: 404, code: undefined })
+  })
+
+  it('holds on the replica that refused the hit while Redis is down, and reaches Redis once it is back', async () => {
+    const a = await gateways.build(config())
+    await server.stop()
+    try {
+      expect(await ask(a, [sandbox.credentials.password])).toMatchObject({ status: 400 })
+      expect(await ask(a, ['nothing-secret'])).toMatchObject({ status: 403, code: 'GW_TEAM_SUSPENDED' })
+    } finally {
+      await server.restart()
+    }
+    await waitFor('the suspension to reach Redis', async () => (await client.keys('*suspensions*')).length === 1)
+    const b = await gateways.build(config())
+    expect(await ask(b, ['nothing-secret'])).toMatchObject({ status: 403, code: 'GW_TEAM_SUSPENDED' })
+  })
+
+  it('a viewer may not lift a suspension', async () => {
+    const gw = await gateways.build(config({ ADMIN_VIEWER_TOKEN: 'strike-viewer-token-0123456789abcdef' }))
+    const res = await gw.admin.inject({ method: 'DELETE', url: '/admin/suspensions/all', headers: { authorization: 'Bearer strike-viewer-token-0123456789abcdef' } })
+    expect(res.statusCode).toBe(403)
+  })
+})
