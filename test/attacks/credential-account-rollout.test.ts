@@ -87,4 +87,26 @@ describe.skipIf(!available)('a password login\'s replica taking a token shared b
     expect({ held, ...outcome(await read(second)) }).toEqual({ held: 'login', status: 200, cache: 'HIT', acme: true })
     expect(sandbox.countRequests((r) => r.path === '/oauth/token')).toBe(1)
   })
+
+  // The other way round: a replica of a static token holding a login's token (the login
+  // rolled out over it) stores it again as the login's, so a replica of that login starting
+  // after takes it as its own login's, no login, its copies its login's.
+  it('stores a login\'s token again, held by a replica of another configuration, as made on that login', async () => {
+    const northwind = sandbox.issueToken({ accountId: 200 })
+    const other = await start({ PLATFORM_TOKEN: northwind }, TICKING)
+    const login = await start(sandboxLoginEnv(sandbox))
+    expect(outcome(await read(login))).toEqual({ status: 200, cache: 'MISS', acme: true })
+    const loginToken = tokenOf(login)
+    await waitFor('the static replica took the login\'s token', () => tokenOf(other) === loginToken)
+    const loginBase = await storedBase()
+    expect(loginBase).toMatch(/^login:/)
+    await client.del(STORE_KEY)
+    await waitFor('the record stored again', async () => (await storedBase()) !== null)
+    expect(await storedBase()).toBe(loginBase)
+    sandbox.clearRequests()
+    const second = await start(sandboxLoginEnv(sandbox))
+    expect(tokenOf(second)).toBe(loginToken)
+    expect(outcome(await read(second))).toEqual({ status: 200, cache: 'HIT', acme: true })
+    expect(sandbox.countRequests((r) => r.path === '/oauth/token')).toBe(0)
+  })
 })
