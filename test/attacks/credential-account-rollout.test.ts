@@ -38,6 +38,12 @@ describe.skipIf(!available)('a password login\'s replica taking a token shared b
     const raw = await client.get(STORE_KEY)
     return raw === null ? null : (JSON.parse(raw) as { base: string }).base
   }
+  /** Redis loses the token record; the base of the record a running replica's maintenance tick stores again. */
+  const lostAndStoredAgain = async () => {
+    await client.del(STORE_KEY)
+    await waitFor('the record stored again', async () => (await storedBase()) !== null)
+    return storedBase()
+  }
   const reportCalls = () => sandbox.countRequests((r) => r.path === REPORT_PATH)
 
   it('gives a token a rollout of another configuration shared with a password login\'s replica that token\'s own account, not the login\'s', async () => {
@@ -74,10 +80,8 @@ describe.skipIf(!available)('a password login\'s replica taking a token shared b
     await waitFor('the login\'s replica took the rolled-out token', () => tokenOf(login) === northwind)
     const rolledOutBase = await storedBase()
     expect(rolledOutBase).toMatch(/^static:/)
-    // The record is lost; the login's replica (its maintenance tick) stores what it holds again.
-    await client.del(STORE_KEY)
-    await waitFor('the record stored again', async () => (await storedBase()) !== null)
-    expect(await storedBase()).toBe(rolledOutBase)
+    // The login's replica (its maintenance tick) stores what it holds again.
+    expect(await lostAndStoredAgain()).toBe(rolledOutBase)
     // A second replica of the login starts: the stored token is another configuration's,
     // so it logs in (on main it took account 200's token as its login's: 200 HIT, account
     // 100's rows, where the platform answers account 200 with 403).
@@ -100,9 +104,7 @@ describe.skipIf(!available)('a password login\'s replica taking a token shared b
     await waitFor('the static replica took the login\'s token', () => tokenOf(other) === loginToken)
     const loginBase = await storedBase()
     expect(loginBase).toMatch(/^login:/)
-    await client.del(STORE_KEY)
-    await waitFor('the record stored again', async () => (await storedBase()) !== null)
-    expect(await storedBase()).toBe(loginBase)
+    expect(await lostAndStoredAgain()).toBe(loginBase)
     sandbox.clearRequests()
     const second = await start(sandboxLoginEnv(sandbox))
     expect(tokenOf(second)).toBe(loginToken)
