@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { KEYS, sandboxLoginEnv, testConfig } from '../helpers/build-gateway.js'
+import { KEYS, TEAMS_YAML, sandboxLoginEnv, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { tokenOf } from '../helpers/gateway-calls.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 
@@ -18,6 +19,9 @@ const ADMIN_TOKEN = 'credential-account-rollout-admin-tok-0123'
 // A settled week of Acme's advertiser 101 (account 100's child); account 200 may not read it (403).
 const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&byCampaign=1&dateFrom=2026-01-01&dateTo=2026-01-07'
 const REPORT_PATH = '/api/v1/report/campaigns/get'
+const STORE_KEY = 'rgw:token:default'
+// A replica whose maintenance tick stores its token again soon after Redis lost it.
+const TICKING = `${TEAMS_YAML}\nplatform:\n  maintenanceInterval: 200ms\n`
 
 type Injecting = { inject: (o: object) => Promise<{ statusCode: number; headers: Record<string, unknown>; body: string }> }
 const read = (gw: { proxy: Injecting }) => gw.proxy.inject({ method: 'GET', url: REPORT, headers: { 'x-api-key': KEYS.all } })
@@ -25,10 +29,21 @@ const outcome = (res: { statusCode: number; headers: Record<string, unknown>; bo
 
 describe.skipIf(!available)('a password login\'s replica taking a token shared by a replica of another configuration', () => {
   const sandbox = useSandbox()
-  const { server } = useRedis()
+  const { server, client } = useRedis()
   const gateways = useGateways()
 
-  const start = (env: Record<string, string>) => gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, REDIS_URL: server.url, GATEWAY_SECRET: SECRET, ADMIN_TOKEN, ...env }))
+  const start = (env: Record<string, string>, yaml?: string) => gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, REDIS_URL: server.url, GATEWAY_SECRET: SECRET, ADMIN_TOKEN, ...env }, yaml))
+  /** The configuration the stored record says its token was made on (its `base`, a plain field the GCM tag authenticates). */
+  const storedBase = async () => {
+    const raw = await client.get(STORE_KEY)
+    return raw === null ? null : (JSON.parse(raw) as { base: string }).base
+  }
+  /** Redis loses the token record; the base of the record a running replica's maintenance tick stores again. */
+  const lostAndStoredAgain = async () => {
+    await client.del(STORE_KEY)
+    await waitFor('the record stored again', async () => (await storedBase()) !== null)
+    return storedBase()
+  }
   const reportCalls = () => sandbox.countRequests((r) => r.path === REPORT_PATH)
 
   it('gives a token a rollout of another configuration shared with a password login\'s replica that token\'s own account, not the login\'s', async () => {
@@ -49,5 +64,51 @@ describe.skipIf(!available)('a password login\'s replica taking a token shared b
     expect(outcome(await read(login))).toEqual({ status: 403, cache: 'BYPASS', acme: false })
     expect(login.reports.accountOf('default')).not.toBe(before)
     expect(reportCalls()).toBe(1)
+  })
+
+  // Redis lost the token record (a restart without data, a flush, a failover to an empty
+  // replica) while a login's replica held a token a rollout of another configuration had
+  // shared: that replica stores it again as the rollout made it, not as its login's, so a
+  // replica of the login that starts after does what it would have done had Redis kept the
+  // record (logs in: the stored token is another configuration's), and never answers its
+  // login's copies with account 200's token.
+  it('stores a rolled-out token again, after Redis lost its record, as made on the rollout\'s configuration, not on the login of the replica that held it', async () => {
+    const login = await start(sandboxLoginEnv(sandbox), TICKING)
+    expect(outcome(await read(login))).toEqual({ status: 200, cache: 'MISS', acme: true })
+    const northwind = sandbox.issueToken({ accountId: 200 })
+    await start({ PLATFORM_TOKEN: northwind })
+    await waitFor('the login\'s replica took the rolled-out token', () => tokenOf(login) === northwind)
+    const rolledOutBase = await storedBase()
+    expect(rolledOutBase).toMatch(/^static:/)
+    // The login's replica (its maintenance tick) stores what it holds again.
+    expect(await lostAndStoredAgain()).toBe(rolledOutBase)
+    // A second replica of the login starts: the stored token is another configuration's,
+    // so it logs in (on main it took account 200's token as its login's: 200 HIT, account
+    // 100's rows, where the platform answers account 200 with 403).
+    sandbox.clearRequests()
+    const second = await start(sandboxLoginEnv(sandbox))
+    const held = tokenOf(second) === northwind ? 'northwind' : 'login'
+    expect({ held, ...outcome(await read(second)) }).toEqual({ held: 'login', status: 200, cache: 'HIT', acme: true })
+    expect(sandbox.countRequests((r) => r.path === '/oauth/token')).toBe(1)
+  })
+
+  // The other way round: a replica of a static token holding a login's token (the login
+  // rolled out over it) stores it again as the login's, so a replica of that login starting
+  // after takes it as its own login's, no login, its copies its login's.
+  it('stores a login\'s token again, held by a replica of another configuration, as made on that login', async () => {
+    const northwind = sandbox.issueToken({ accountId: 200 })
+    const other = await start({ PLATFORM_TOKEN: northwind }, TICKING)
+    const login = await start(sandboxLoginEnv(sandbox))
+    expect(outcome(await read(login))).toEqual({ status: 200, cache: 'MISS', acme: true })
+    const loginToken = tokenOf(login)
+    await waitFor('the static replica took the login\'s token', () => tokenOf(other) === loginToken)
+    const loginBase = await storedBase()
+    expect(loginBase).toMatch(/^login:/)
+    expect(await lostAndStoredAgain()).toBe(loginBase)
+    sandbox.clearRequests()
+    const second = await start(sandboxLoginEnv(sandbox))
+    expect(tokenOf(second)).toBe(loginToken)
+    expect(outcome(await read(second))).toEqual({ status: 200, cache: 'HIT', acme: true })
+    expect(sandbox.countRequests((r) => r.path === '/oauth/token')).toBe(0)
   })
 })

@@ -406,6 +406,30 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     expect(await stored()).toMatchObject({ fingerprint: fingerprintOf(rolledOut) })
   })
 
+  // A replica of the configuration a rollout replaced holds the rollout's token when Redis
+  // loses the record: it stores it again as the rollout made it (its base), its own
+  // configuration among those replaced, so a replica of either configuration starting
+  // after takes it, as it would have from the lost record.
+  it('a rolled-out token stored again after Redis lost its data, by a replica of the configuration it replaced, keeps the rollout\'s configuration', async () => {
+    const first = sandbox.issueToken()
+    const yaml = `${TEAMS_YAML}\nplatform:\n  maintenanceInterval: 200ms\n`
+    const a = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET }, undefined, yaml)
+    const ownBase = (await stored())?.base
+    const rolledOut = sandbox.issueToken()
+    // C's maintenance tick is its 1 minute: A's stores the token again.
+    await replica({ PLATFORM_TOKEN: rolledOut, GATEWAY_SECRET })
+    await waitFor('replica A takes the rolled-out token', () => tokenOf(a) === rolledOut)
+    const rolledOutBase = (await stored())?.base
+    expect(rolledOutBase).not.toBe(ownBase)
+    await client.flushall()
+    const again = await storedOnce(fingerprintOf(rolledOut))
+    expect(again).toMatchObject({ base: rolledOutBase, replaced: [ownBase] })
+    sandbox.clearRequests()
+    const late = [await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET }), await replica({ PLATFORM_TOKEN: rolledOut, GATEWAY_SECRET })]
+    expect(late.map((gw) => tokenOf(gw))).toEqual([rolledOut, rolledOut])
+    expect(sandbox.requests.map(bearerOf)).not.toContain(first)
+  })
+
   it('requests in flight finish with the token they started with', async () => {
     const first = sandbox.issueToken()
     const a = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })

@@ -336,13 +336,17 @@ export class TokenStore implements TokenShares {
       return true
     }
     const key = this.#redisKey(provider.name)
-    const replaced = await this.#replacedBy(provider)
+    // A token read from Redis is stored again as made on the configuration it was made on
+    // (a rollout's token this replica took, the record lost since), so that a replica of
+    // this one's configuration starting after decides on it as on the lost record.
+    const base = state.madeOn ?? provider.configuredBase
+    const replaced = await this.#replacedBy(provider, base)
     const iv = randomBytes(12)
     const fields = {
       v: FORMAT,
       version: state.version,
       basis: state.basis,
-      base: provider.configuredBase,
+      base,
       fingerprint: state.fingerprint,
       obtainedAt: state.obtainedAt,
       expiresAt: state.expiresAt,
@@ -421,18 +425,18 @@ export class TokenStore implements TokenShares {
   }
 
   /**
-   * The configurations a record this replica writes now replaces: the stored record's, and
-   * the stored record's own configuration when it is another than this replica's (a
-   * rollout), this replica's own left out.
+   * The configurations a record made on `base` replaces: the stored record's, and the
+   * stored record's own configuration when it is another (a rollout); this replica's own
+   * too when `base` is another's (a rollout's token it took: the rollout replaced it);
+   * `base` left out.
    */
-  async #replacedBy(provider: TokenProvider): Promise<string[]> {
+  async #replacedBy(provider: TokenProvider, base: string): Promise<string[]> {
     // Quiet: an unauthentic record is told by the reads that decide on it (the start's, an
     // announcement's, a refused write's), not again by this one.
     const read = await this.#readOrAbsent(provider.name, true)
     const stored = read === ABSENT ? null : read?.shared
-    if (!stored) return []
-    const own = provider.configuredBase
-    const replaced = [...stored.replaced.filter((base) => base !== stored.base), stored.base].filter((base, i, all) => !sameConfiguration(base, own) && all.indexOf(base) === i)
+    const earlier = stored ? [...stored.replaced.filter((b) => b !== stored.base), stored.base] : []
+    const replaced = [...earlier, provider.configuredBase].filter((b, i, all) => !sameConfiguration(b, base) && all.indexOf(b) === i)
     return replaced.slice(-REPLACED_KEPT)
   }
 
