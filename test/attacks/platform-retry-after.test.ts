@@ -20,7 +20,7 @@ beforeAll(() => {
 // where a case would wait them out (`passPauses`): the time a caller told to wait waits.
 let skipped = 0
 const clock = onRealTimers(() => Date.now() + skipped)
-const gw = useGateway(() => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: token }, teamsYamlWith({ platform: { maxPause: `${MAX_PAUSE_S}s` } })), { deps: { clock } })
+const gw = useGateway(() => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: token }, teamsYamlWith({ platform: { maxPause: `${MAX_PAUSE_S}s` }, jobs: { retries: 0 } })), { deps: { clock } })
 
 /** Moves the gateway's clock to the end of the last pause under way: none is left. */
 function passPauses(): void {
@@ -150,6 +150,7 @@ describe("a platform 503's retry-after on the 502 GW_UPSTREAM: whole seconds, at
   })
 })
 
+// A platform's 503 fails a job at once here (jobs.retries: 0): the failed job's message is what these cases read.
 describe("a report job the platform's 503 failed: the retry time it keeps, at most platform.maxPause ahead", () => {
   const job = async (id: string) => (await gw.proxy.inject({ method: 'GET', url: `/api/v1/jobs/${id}`, headers: { 'x-api-key': KEYS.all } })).json<{ state: string; error: { code: string; message: string } | null }>()
 
