@@ -31,6 +31,7 @@ import { jobParts } from './compose/job-parts.js'
 import { listeners } from './compose/listeners.js'
 import { drainListener } from './http/server.js'
 import { startTracing } from './observe/tracing.js'
+import { holdsGatewaySecret } from './access/admission.js'
 
 export interface GatewayDeps {
   /** Where log lines go (tests capture them); default stdout. */
@@ -99,19 +100,21 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const { secrets, audit, log, auditLog, metrics, build, failures, history } = observeParts(config, { clock, logger: deps.logger, logStream: deps.logStream })
   // This replica's id: in GET /admin/cluster, the key use it records, and `service.instance.id` of its spans.
   const replicaId = newReplicaId()
-  // Off without an OTLP endpoint: then nothing of OpenTelemetry is even loaded.
-  const tracing = await startTracing(config.tracing, {
-    version: build.version,
-    instanceId: replicaId,
-    now: clock.now,
-    warn: (message) => failures.warn('OTEL_EXPORT', { log, msg: 'OpenTelemetry: spans could not be exported', fields: { reason: message } }),
-  })
   const shared = redisParts(config, { redis: deps.redis, log, metrics, clock })
   const { redis, breaker, bus, seal, unverified } = shared
   // Redis' clock, for the times replicas write and compare (the jobs' leases, the replicas' announcements).
   const redisClock = redis ? new RedisClock(clock, { redis, key: redisKey.dueJobs(config.redis.keyPrefix), log, onRead: (ms) => metrics.redisClockOffset.set(ms / 1000) }) : null
   const keyUse = new KeyUse({ replica: replicaId, redis, breaker, seal, prefix: config.redis.keyPrefix, onUnverified: (where) => unverified('key-use', where), clock })
   const { teams, reloader, adminAuth, rateLimiter, usage } = teamParts(config, { redis, breaker, bus, log, auditLog, metrics, secrets, keyUse, clock, ...(redisClock ? { redisOffsetMs: () => redisClock.offsetMs } : {}), configSource: deps.configSource })
+  // Off without an OTLP endpoint: then nothing of OpenTelemetry is even loaded.
+  const tracing = await startTracing(config.tracing, {
+    version: build.version,
+    instanceId: replicaId,
+    now: clock.now,
+    warn: (message) => failures.warn('OTEL_EXPORT', { log, msg: 'OpenTelemetry: spans could not be exported', fields: { reason: message } }),
+    // Admission's search, of the admin tokens too: started once they are known.
+    holdsSecret: (text) => holdsGatewaySecret({ secrets, adminAuth }, text),
+  })
   const platform = platformParts(config, { dispatcher: deps.dispatcher, log, auditLog, secrets, metrics, clock, ...(redisClock ? { sharedNow: redisClock.now } : {}), redis, breaker, bus, seal, teams, usage, history, replica: replicaId })
   const { dispatcher, tokens, governors, client, answers, failing: platformFailing } = platform
   teams.onReplace(() => governors.keepTeams((team) => teams.teamOf(team) !== undefined))
