@@ -5,8 +5,8 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { ensureBuilt } from '../helpers/dist.js'
 import { waitFor } from '../helpers/wait.js'
 
-// docs/operations/cache-warm.md: `npm run warm` asks a gateway for reports, for minutes on
-// a long range. A supervisor, a CI job's step or a `kill` of the npm it started signals
+// docs/operations/report-cache.md, "Warm the report cache": `npm run warm` asks a gateway
+// for reports, for minutes on a long range. A supervisor, a CI job's step or a `kill` of the npm it started signals
 // npm's own process: warm must get that SIGTERM (npm forwards it to its script's shell,
 // which must be warm itself) and stop, not run on orphaned, still calling the gateway.
 
@@ -35,6 +35,8 @@ describe('npm run warm under a supervisor', () => {
     const closed: Socket[] = []
     server = createServer((socket) => {
       held.push(socket)
+      // Read (and dropped): a socket whose bytes wait unread never sees its peer's end.
+      socket.resume()
       socket.on('close', () => closed.push(socket))
     })
     await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve))
