@@ -111,7 +111,7 @@ export class Admission {
     const { config } = ctx
     this.#ctx = ctx
     this.#blockedPaths = tokenPaths(
-      config.credentials.default?.baseUrl ?? config.platform.baseUrl,
+      [config.credentials.default?.baseUrl ?? config.platform.baseUrl, ...Object.values(config.credentials).map((c) => c.baseUrl)],
       Object.values(config.credentials).flatMap((c) => (c.login ? [c.login.tokenUrl] : [])).concat(config.platform.tokenUrl),
     )
     this.#placements = placementsOf(config.ownership)
