@@ -32,6 +32,7 @@ import { jobParts } from './compose/job-parts.js'
 import { listeners } from './compose/listeners.js'
 import { drainListener } from './http/server.js'
 import { startTracing } from './observe/tracing.js'
+import { holdsGatewaySecret } from './access/admission.js'
 
 export interface GatewayDeps {
   /** Where log lines go (tests capture them); default stdout. */
@@ -102,13 +103,6 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const { secrets, audit, log, auditLog, metrics, build, failures, history } = observeParts(config, { clock, logger: deps.logger, logStream: deps.logStream })
   // This replica's id: in GET /admin/cluster, the key use it records, and `service.instance.id` of its spans.
   const replicaId = newReplicaId()
-  // Off without an OTLP endpoint: then nothing of OpenTelemetry is even loaded.
-  const tracing = await startTracing(config.tracing, {
-    version: build.version,
-    instanceId: replicaId,
-    now: clock.now,
-    warn: (message) => failures.warn('OTEL_EXPORT', { log, msg: 'OpenTelemetry: spans could not be exported', fields: { reason: message } }),
-  })
   const shared = redisParts(config, { redis: deps.redis, log, metrics, clock })
   const { redis, breaker, bus, seal, unverified } = shared
   // Redis' clock, for the times replicas write and compare (the jobs' leases, the replicas' announcements).
@@ -126,6 +120,15 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     log,
     onSuspended: (team) => metrics.teamSuspensions.inc({ team }),
     onUnverified: (where) => unverified('suspension', where),
+  })
+  // Off without an OTLP endpoint: then nothing of OpenTelemetry is even loaded.
+  const tracing = await startTracing(config.tracing, {
+    version: build.version,
+    instanceId: replicaId,
+    now: clock.now,
+    warn: (message) => failures.warn('OTEL_EXPORT', { log, msg: 'OpenTelemetry: spans could not be exported', fields: { reason: message } }),
+    // Admission's search, of the admin tokens too: started once they are known.
+    holdsSecret: (text) => holdsGatewaySecret({ secrets, adminAuth }, text),
   })
   const platform = platformParts(config, { dispatcher: deps.dispatcher, log, auditLog, secrets, metrics, clock, ...(redisClock ? { sharedNow: redisClock.now } : {}), redis, breaker, bus, seal, teams, usage, history, replica: replicaId })
   const { dispatcher, tokens, governors, client, answers, failing: platformFailing } = platform

@@ -45,9 +45,15 @@ export interface LoadOptions {
    * of them is refused.
    */
   credentialsInForce?: readonly string[]
+  /**
+   * Where a token file that holds no token is said: unset, among the problems (the start
+   * refuses it); a reload gives a list of its own, and takes the teams (the file's watcher
+   * keeps the token in use).
+   */
+  tokenFileFaults?: string[]
 }
 
-export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p, 'utf8'), memoryLimit = () => process.constrainedMemory(), credentialsInForce }: LoadOptions = {}): Config {
+export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p, 'utf8'), memoryLimit = () => process.constrainedMemory(), credentialsInForce, tokenFileFaults }: LoadOptions = {}): Config {
   const problems: string[] = []
   const warnings: string[] = []
   const raw = readDefaultsObject(DEFAULT_CONFIG_PATH, readFile, problems, 'config/default.yaml')
@@ -87,7 +93,7 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
   if (!mode.demo && mode.problem) problems.push(mode.problem)
   const secretProblem = mode.demo ? null : redisWithoutSecret(raw)
   if (secretProblem) problems.push(secretProblem)
-  const config = normalize(raw as RawConfig, env, readFile, problems, credentialsInForce ?? null)
+  const config = normalize(raw as RawConfig, env, readFile, problems, credentialsInForce ?? null, tokenFileFaults)
   problems.push(...timerDurationProblems(raw))
   if (problems.length > 0) throw new ConfigError(problems)
   // The demo's sandbox and printed key are for this machine only, unless HOST says otherwise.

@@ -68,6 +68,15 @@ export interface BodyIn {
   body: unknown
 }
 
+/**
+ * Whether `text` holds a secret of the gateway's: one of `secrets`, as it is or as the
+ * platform decodes it, or a named admin token known by its digest alone (`adminAuth`).
+ * The one search admission refuses by and the spans are cleaned by.
+ */
+export function holdsGatewaySecret(parts: Pick<AdmissionParts, 'secrets' | 'adminAuth'>, text: string): boolean {
+  return parts.secrets.holds(text) || parts.adminAuth.heldIn(text)
+}
+
 /** What admission reads of the gateway; the composition root hands it these. */
 export interface AdmissionParts {
   config: Config
@@ -105,7 +114,7 @@ export class Admission {
     const { config } = ctx
     this.#ctx = ctx
     this.#blockedPaths = tokenPaths(
-      config.credentials.default?.baseUrl ?? config.platform.baseUrl,
+      [config.credentials.default?.baseUrl ?? config.platform.baseUrl, ...Object.values(config.credentials).map((c) => c.baseUrl)],
       Object.values(config.credentials).flatMap((c) => (c.login ? [c.login.tokenUrl] : [])).concat(config.platform.tokenUrl),
     )
     this.#placements = placementsOf(config.ownership)
@@ -157,7 +166,7 @@ export class Admission {
 
   /** Whether `text` holds a secret of the gateway's, as refuseSecretIn finds one. */
   holdsSecret(text: string): boolean {
-    return this.#ctx.secrets.holds(text) || this.#ctx.adminAuth.heldIn(text)
+    return holdsGatewaySecret(this.#ctx, text)
   }
 
   /**

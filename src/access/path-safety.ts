@@ -24,12 +24,24 @@ export function pathOf(rawUrl: string): string {
   return q === -1 ? rawUrl : rawUrl.slice(0, q)
 }
 
-/** The path parts of the configured token URLs that sit on the platform's base address. */
-export function tokenPaths(baseUrl: string | null, tokenUrls: string[]): Set<string> {
+/**
+ * The path parts of the configured token URLs that sit on a host a proxied call goes to:
+ * `baseUrls`, the default credential's base address first (a relative token URL is resolved
+ * against it), then each other credential's. Hosts, not origins, are compared: another
+ * scheme or port of the platform's host may be the same application. A token URL on
+ * another host (an SSO's) is no route of the platform's: a caller's call of that path
+ * reaches the platform, never it.
+ */
+export function tokenPaths(baseUrls: string | readonly (string | null)[] | null, tokenUrls: string[]): Set<string> {
+  const bases = (typeof baseUrls === 'string' || baseUrls === null ? [baseUrls] : baseUrls).filter((u): u is string => u !== null)
+  const hosts = new Set(bases.flatMap((u) => (URL.canParse(u) ? [new URL(u).hostname] : [])))
+  const first = bases[0]
   const paths = new Set<string>(['/oauth/token'])
   for (const tokenUrl of tokenUrls) {
     try {
-      paths.add(comparable(new URL(tokenUrl, baseUrl ? `${baseUrl}/` : 'http://platform.invalid/').pathname))
+      const url = new URL(tokenUrl, first ? `${first}/` : 'http://platform.invalid/')
+      // Without a base address known, every token URL's path is refused.
+      if (hosts.size === 0 || hosts.has(url.hostname)) paths.add(comparable(url.pathname))
     } catch {
       // config validation already refused malformed token URLs
     }

@@ -81,8 +81,10 @@ function reloadAsked(message: string): ReloadAsked {
  * POST /admin/reload, and when another replica's admin call asks every replica to
  * re-read its own file. The files are validated whole like at start; a load that does
  * not validate is refused, the running teams stay, and it is tried again at every poll
- * until it succeeds, so that a revocation written while another file was broken (or a
- * token file momentarily empty) still takes effect. Every other
+ * until it succeeds, so that a revocation written while another file was broken still
+ * takes effect. A token file that holds no token (empty, missing, `Bearer …`) refuses
+ * nothing: the reload takes no token from it (its watcher does, and keeps the token in
+ * use meanwhile), so a revocation never waits on it; the reload says it. Every other
  * setting needs a restart.
  */
 export class TeamReloader {
@@ -187,9 +189,10 @@ export class TeamReloader {
       throw new ReloadUnavailableError(why)
     }
     const read = new Map<string, string>()
+    const tokenFileFaults: string[] = []
     let next: Config
     try {
-      next = loadConfig({ ...this.#d.source, readFile: this.#recording(read), credentialsInForce: this.#namedCredentials(this.#d.config) })
+      next = loadConfig({ ...this.#d.source, readFile: this.#recording(read), credentialsInForce: this.#namedCredentials(this.#d.config), tokenFileFaults })
       const problems = this.#unsupported(next)
       if (problems.length > 0) throw new ConfigError(problems)
     } catch (err) {
@@ -210,6 +213,7 @@ export class TeamReloader {
     this.#read = filesRead(read)
     this.#refused = null
     metrics.configReloadOk.set(1)
+    for (const problem of tokenFileFaults) log.warn({ trigger, ...this.#files, problem }, `${this.#named} reload took the teams; a token file it read is left to its watcher, which keeps the token in use`)
     this.#sayStrayVariables(next)
     // A setting the reload does not take is said whatever the teams did: an edit of it alone
     // is a reload whose teams are unchanged, and the operator is to know it waits.

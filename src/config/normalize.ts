@@ -47,8 +47,10 @@ export type { AdminRole, AdminToken } from './admin-tokens.js'
  * `credentialsInForce`: the named credentials the CREDENTIAL_* variables are checked against
  * (strayCredentialProblems); null: the file's, as at a start. A reload gives the running
  * ones: a credential changes only at a restart, and its variables are read until then.
+ * `tokenFileFaults`: where a token file that holds no token goes; `problems` at a start, a
+ * list of its own at a reload (the file's watcher keeps the token in use, TokenProvider).
  */
-export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => string, problems: string[], credentialsInForce: readonly string[] | null = null) {
+export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => string, problems: string[], credentialsInForce: readonly string[] | null = null, tokenFileFaults: string[] = problems) {
   const tracing = tracingConfig(env, problems)
   const p = raw.platform
   const baseUrl = checkUrl(p.baseUrl, envName('platform.baseUrl', 'PLATFORM_BASE_URL'), problems)
@@ -82,16 +84,18 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   problems.push(...strayCredentialProblems(env, credentialsInForce ?? Object.keys(credentials).filter((n) => n !== DEFAULT_CREDENTIAL)))
 
   // The token file must be there at start (the chart mounts it from a Secret): without
-  // it no platform call could succeed, and a start that looks fine would hide that.
+  // it no platform call could succeed, and a start that looks fine would hide that. A
+  // reload takes no token from it (the file's watcher does, or keeps the one in use): its
+  // fault is said, and refuses nothing, so that a key's revocation never waits on it.
   for (const c of Object.values(credentials)) {
     if (!c.tokenFile) continue
     const name = c.name === DEFAULT_CREDENTIAL ? 'PLATFORM_TOKEN_FILE' : `credentials.${c.name}.tokenFile`
     try {
       const token = readFile(c.tokenFile).trim()
       const fault = token === '' ? 'is empty; it must hold the platform token' : tokenFault(token)
-      if (fault !== null) problems.push(`${name}: ${c.tokenFile} ${fault}`)
+      if (fault !== null) tokenFileFaults.push(`${name}: ${c.tokenFile} ${fault}`)
     } catch (err) {
-      problems.push(`${name}: ${c.tokenFile} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}); it must hold the platform token`)
+      tokenFileFaults.push(`${name}: ${c.tokenFile} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}); it must hold the platform token`)
     }
   }
 

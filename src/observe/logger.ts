@@ -104,17 +104,29 @@ function loggedText(text: string, secrets: SecretSet): string {
   return `${redacted.slice(0, LOGGED_TEXT_MAX)}… (+${redacted.length - LOGGED_TEXT_MAX} characters)`
 }
 
+/**
+ * Whether a caller's `text` holds a secret in a spelling the line's scrub does not know
+ * and the platform would decode (a character of it percent-escaped, a `+` for a space):
+ * found by the search admission refuses by, asked only of a text that decoding changes
+ * (the scrub finds a secret as it is, and each spelling the gateway writes).
+ */
+function spelledAsDecoded(text: string, secrets: SecretSet): boolean {
+  return (text.includes('%') || text.includes('+')) && secrets.holds(text)
+}
+
 export function loggerOptions(level: string, secrets: SecretSet): LoggerOptions {
   return {
     level,
     redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
     formatters: {
-      // A copy where a text is bounded: the object logged may be the caller's own.
+      // A copy where a text is bounded or redacted: the object logged may be the caller's own.
       log(fields) {
         let out = fields
         for (const name of CALLER_TEXTS) {
           const value = fields[name]
-          if (typeof value === 'string' && value.length > LOGGED_TEXT_MAX) out = { ...out, [name]: loggedText(value, secrets) }
+          if (typeof value !== 'string') continue
+          if (spelledAsDecoded(value, secrets)) out = { ...out, [name]: '[REDACTED]' }
+          else if (value.length > LOGGED_TEXT_MAX) out = { ...out, [name]: loggedText(value, secrets) }
         }
         return out
       },

@@ -163,8 +163,17 @@ function cut(value: string): string {
   return value.length > ATTRIBUTE_VALUE_LIMIT ? value.substring(0, ATTRIBUTE_VALUE_LIMIT) : value
 }
 
+/**
+ * A caller's text as a span carries it: `[REDACTED]` whole when it holds a secret of the
+ * gateway's (in any spelling the search finds: a part left would tell the rest), else
+ * with anything shaped like a team key redacted; cut to the attribute limit.
+ */
+function cleaned(text: string, holdsSecret: (text: string) => boolean): string {
+  return holdsSecret(text) ? '[REDACTED]' : cut(withoutKeys(text))
+}
+
 /** The SERVER span's name and first attributes (the HTTP semantic conventions), as of this request. */
-function requestSeen(req: TracedRequest, url: string): Seen {
+function requestSeen(req: TracedRequest, url: string, holdsSecret: (text: string) => boolean): Seen {
   const q = url.indexOf('?')
   const path = q === -1 ? url : url.slice(0, q)
   const given = req.method ?? 'GET'
@@ -172,7 +181,7 @@ function requestSeen(req: TracedRequest, url: string): Seen {
   const route = httpRoute(method, path)
   const attributes: Record<string, string | number> = {
     [ATTR_HTTP_REQUEST_METHOD]: method,
-    [ATTR_URL_PATH]: cut(withoutKeys(path)),
+    [ATTR_URL_PATH]: cleaned(path, holdsSecret),
     [ATTR_URL_SCHEME]: 'http',
     [ATTR_NETWORK_PROTOCOL_VERSION]: req.httpVersion,
   }
@@ -184,7 +193,7 @@ function requestSeen(req: TracedRequest, url: string): Seen {
   const host = hostName(req.headers.host)
   if (host) attributes[ATTR_SERVER_ADDRESS] = cut(host)
   const agent = req.headers['user-agent']
-  if (agent) attributes[ATTR_USER_AGENT_ORIGINAL] = cut(withoutKeys(agent))
+  if (agent) attributes[ATTR_USER_AGENT_ORIGINAL] = cleaned(agent, holdsSecret)
   return {
     url,
     method: req.method,
@@ -196,13 +205,13 @@ function requestSeen(req: TracedRequest, url: string): Seen {
   }
 }
 
-function seenOf(req: TracedRequest): Seen {
+function seenOf(req: TracedRequest, holdsSecret: (text: string) => boolean): Seen {
   const url = req.url ?? '/'
   const socket = req.socket as TracedSocket
   const last = socket[SEEN]
   const { headers } = req
   if (last !== undefined && last.url === url && last.method === req.method && last.host === headers.host && last.agent === headers['user-agent'] && last.version === req.httpVersion) return last
-  return (socket[SEEN] = requestSeen(req, url))
+  return (socket[SEEN] = requestSeen(req, url, holdsSecret))
 }
 
 // What the SDK's Tracer hands the sampler for a span started without attributes or links
@@ -222,7 +231,7 @@ export async function otelTracing(config: TracingConfig, about: TracingOptions):
   const sampler = samplerOf(config)
   return {
     start(req: TracedRequest): Trace {
-      const seen = seenOf(req)
+      const seen = seenOf(req, about.holdsSecret)
       const traceparent = req.headers.traceparent
       const context: Context = typeof traceparent === 'string' ? propagator.extract(ROOT_CONTEXT, { traceparent }, defaultTextMapGetter) : ROOT_CONTEXT
       const given = trace.getSpanContext(context)

@@ -44,6 +44,11 @@ export interface TracingOptions {
   now: () => number
   /** Where OpenTelemetry's own warnings go (an export that failed, say). */
   warn: (message: string) => void
+  /**
+   * Whether a text holds a secret of the gateway's (admission's search): a request's path
+   * or user-agent that does is exported as `[REDACTED]` whole, as admission refuses it.
+   */
+  holdsSecret: (text: string) => boolean
 }
 
 /** What a request's trace reads of it: Node's request, or a plain GET read on its connection (http/plain-get.ts). */

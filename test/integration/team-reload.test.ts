@@ -1,6 +1,6 @@
 import { freshAddress } from '../helpers/admin-addresses.js'
 import { createHash } from 'node:crypto'
-import { writeFileSync } from 'node:fs'
+import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/config.js'
@@ -25,6 +25,7 @@ function yaml(keys: string[], poll = '100ms', extra = ''): string {
   return `teamsReload: { poll: ${poll} }\nteams:\n  growth:\n    keys: [${keys.join(', ')}]\n    advertisers: ["*"]\n${extra}`
 }
 const plain = (key: string) => `"${hashApiKey(key)}"`
+const TOKEN_FILE_LEFT = 'CONFIG_FILE reload took the teams; a token file it read is left to its watcher, which keeps the token in use'
 
 const sandbox = useSandbox()
 const redis = useRedis()
@@ -398,17 +399,29 @@ describe('a revocation always takes effect', () => {
     }
   })
 
-  it('retries a reload refused while PLATFORM_TOKEN_FILE was momentarily empty', async () => {
-    const f = files(yaml([plain(OLD), plain(NEW)], POLL))
+  it('takes a revocation while PLATFORM_TOKEN_FILE is broken (empty, missing, Bearer …): the token in use stays, the teams do not wait for that file', async () => {
+    // A key for each way the token file breaks, and one kept to the end.
+    const keys = ['empty', 'missing', 'bearer', 'kept'].map((name) => `rgw_reload_${name}_key_`.padEnd(45, '2'))
+    const f = files(yaml(keys.map(plain), POLL))
     const replicas = [await fileReplica(f), await fileReplica(f)]
-    const token = sandbox.issueToken()
-    writeFileSync(f.token, '')
-    f.dir.update(yaml([plain(NEW)], POLL))
-    for (const gw of replicas) await waitFor('the refusal', async () => (await metric(gw, 'gateway_config_last_reload_successful')) === 0, testTimeLeft(), 20)
-    expect(await status(replicas[0] as TestGateway, OLD)).toBe(200)
-    writeFileSync(f.token, token)
-    await revokedOnEvery(replicas, 'the removed key to be refused', async (gw) => (await status(gw, OLD)) === 401)
-    for (const gw of replicas) expect(await status(gw, NEW)).toBe(200)
+    const good = readFileSync(f.token, 'utf8')
+    const breaks = [() => writeFileSync(f.token, ''), () => rmSync(f.token), () => writeFileSync(f.token, `Bearer ${good}`)]
+    for (const [i, breakIt] of breaks.entries()) {
+      breakIt()
+      f.dir.update(yaml(keys.slice(i + 1).map(plain), POLL))
+      await revokedOnEvery(replicas, `the key removed while the token file was broken (${i}) to be refused`, async (gw) => (await status(gw, keys[i] as string)) === 401)
+      for (const gw of replicas) {
+        // The token in use is the last good one: the calls of the keys left still succeed.
+        expect(await status(gw, keys[3] as string)).toBe(200)
+        expect(await metric(gw, 'gateway_config_last_reload_successful')).toBe(1)
+      }
+      writeFileSync(f.token, good)
+    }
+    for (const gw of replicas) {
+      expect(refusals(gw)).toBe(0)
+      // Each reload says what it left to the token file's watcher.
+      expect(gw.logs.records().filter((r) => r.msg === TOKEN_FILE_LEFT).map((r) => String(r.problem).split(':')[0])).toEqual(['PLATFORM_TOKEN_FILE', 'PLATFORM_TOKEN_FILE', 'PLATFORM_TOKEN_FILE'])
+    }
   })
 })
 

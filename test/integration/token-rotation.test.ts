@@ -288,6 +288,30 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     }
   })
 
+  it('file tokens: the file coming to hold the token PUT /admin/token set changes nothing: the source stays who set it, no version, no audit line', async () => {
+    const { dir, path, a, b } = await fileTokenPair()
+    try {
+      const pasted = sandbox.issueToken()
+      expect((await put(a, pasted)).statusCode).toBe(200)
+      await waitFor('replica B to take the pasted token', () => tokenOf(b) === pasted)
+      const tokenView = async (gw: TestGateway) => {
+        const { source, fingerprint, obtainedAt } = (await gw.admin.inject({ method: 'GET', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json<Record<string, unknown>>()
+        return { source, fingerprint, obtainedAt }
+      }
+      const before = await Promise.all([a, b].map(tokenView))
+      expect(before.map((t) => t.source)).toEqual(['admin', 'shared'])
+      const audited = [a, b].map((gw) => gw.logs.records().filter((r) => r.kind === 'audit').length)
+      // The operator writes the Secret to match (so that a restart keeps the token).
+      writeFileSync(path, pasted)
+      // No condition to wait on for a change not made: the time of several file polls.
+      await new Promise((r) => setTimeout(r, 3 * FILE_POLL_MS + 200))
+      expect(await Promise.all([a, b].map(tokenView))).toEqual(before)
+      expect([a, b].map((gw) => gw.logs.records().filter((r) => r.kind === 'audit').length)).toEqual(audited)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
   it('a password-login replica that re-logs in after a 401 shares the new token', async () => {
     const env = { ...sandboxLoginEnv(sandbox), GATEWAY_SECRET }
     const a = await replica(env)

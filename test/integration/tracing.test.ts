@@ -20,6 +20,7 @@ import { waitFor } from '../helpers/wait.js'
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version
 const REPORT = '/api/v1/report/campaigns/get'
 const COLLECTOR_TOKEN = 'collector-token-4f1d2a9b7c3e'
+const ADMIN_TOKEN = 'traced-admin-token-9c2e4b7a1f3d5e80'
 const CALLER_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736'
 const CALLER_SPAN = '00f067aa0ba902b7'
 const SERVER = 2
@@ -34,6 +35,7 @@ async function tracedGateway(receiver: OtlpReceiver, otel: Record<string, string
       PLATFORM_BASE_URL: sandbox.url,
       PLATFORM_TOKEN: sandbox.issueToken(),
       LOG_LEVEL: 'info',
+      ADMIN_TOKEN,
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       // A batch every 50 ms instead of 5 s: the spans come while the test waits.
       OTEL_BSP_SCHEDULE_DELAY: '50',
@@ -226,6 +228,28 @@ describe('traces exported over OTLP/HTTP (JSON)', () => {
     expect(exported).not.toMatch(/authorization|x-api-key|cookie|bearer/i)
     expect(receiver.exports.every((e) => e.path === '/v1/traces' && e.headers.authorization === `Bearer ${COLLECTOR_TOKEN}`)).toBe(true)
     expect(gw.output()).not.toContain(COLLECTOR_TOKEN)
+  })
+
+  it('carries no secret of the gateway\'s from a refused target or user-agent into a span or a log line', async () => {
+    // The admin token in the query; in the path, as it is and with one character percent-encoded (the platform would decode it); in a proxied call's user-agent.
+    const encoded = `%${ADMIN_TOKEN.charCodeAt(0).toString(16)}${ADMIN_TOKEN.slice(1)}`
+    const asked = [
+      [`${REPORT}?advertiserId=101&dateFrom=2026-04-01&dateTo=2026-04-07&note=${ADMIN_TOKEN}`, {}],
+      [`/api/v1/campaign/${ADMIN_TOKEN}/get`, {}],
+      [`/api/v1/campaign/${encoded}/get`, {}],
+      [`/api/v1/campaign/get?per_page=5`, { 'user-agent': `tool/1 (${ADMIN_TOKEN})` }],
+    ] as const
+    for (const [i, [path, headers]] of asked.entries()) {
+      const res = await get(gw, path, { 'x-api-key': KEYS.all, 'x-request-id': `trace-secret-${i}`, ...headers })
+      expect(res.status, path).toBe(400)
+      expect(res.body).toContain('holds a secret of the gateway')
+      const { server } = await spansOf(`trace-secret-${i}`)
+      expect(server.attributes['http.response.status_code']).toBe(400)
+      await logLine(gw, `trace-secret-${i}`)
+    }
+    const exported = receiver.exports.map((e) => e.body.toString('utf8')).join('\n')
+    expect(exported).not.toContain(ADMIN_TOKEN.slice(1))
+    expect(gw.output().split("\n").filter((l) => l.includes(ADMIN_TOKEN.slice(1)))).toEqual([])
   })
 })
 

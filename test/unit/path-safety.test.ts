@@ -76,9 +76,17 @@ describe('token paths', () => {
   const base = 'https://platform.example.com'
 
   it('always include /oauth/token, and the configured paths on the base address', () => {
-    expect(tokenPaths(base, ['/api/v1/auth/token', `${base}/api/v1/Login/`, 'https://sso.example.com/token'])).toEqual(
-      new Set(['/oauth/token', '/api/v1/auth/token', '/api/v1/login', '/token']),
-    )
+    expect(tokenPaths(base, ['/api/v1/auth/token', `${base}/api/v1/Login/`, 'https://sso.example.com/token'])).toEqual(new Set(['/oauth/token', '/api/v1/auth/token', '/api/v1/login']))
+  })
+
+  // A token URL on another host than every base address the proxy sends to is no path of
+  // the platform's: the platform's route of that path is passed on (docs/decisions/token-url-under-the-api.md).
+  it('leave out a token URL on a host no proxied call goes to; keep one on any credential\'s base host, whatever its scheme or port', () => {
+    const other = 'https://platform-b.example.com'
+    const urls = [`https://sso.example.com/api/v1/sso/token`, `${other}/api/v1/b/token`, `HTTPS://PLATFORM.example.com:443/api/v1/a/token`, 'http://platform.example.com:8080/api/v1/c/token']
+    expect(tokenPaths(base, urls)).toEqual(new Set(['/oauth/token', '/api/v1/a/token', '/api/v1/c/token']))
+    expect(tokenPaths([base, other], urls)).toEqual(new Set(['/oauth/token', '/api/v1/b/token', '/api/v1/a/token', '/api/v1/c/token']))
+    expect(isTokenPath('/api/v1/sso/token', tokenPaths([base, other], urls))).toBe(false)
   })
 
   const blocked = tokenPaths(base, ['/api/v1/auth/token'])

@@ -516,6 +516,9 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     // /admin/token or another replica stays until the file itself changes.
     if (content === null || content === this.#fileContent) return
     this.#fileContent = content
+    // A file rewritten to hold the token in use (an operator's PUT written to the Secret
+    // after) changes no token: the token keeps its source, version and verdict, unaudited.
+    if (content === this.#state?.token) return
     this.#set(content, 'file', undefined, 'file')
   }
 
