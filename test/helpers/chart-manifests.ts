@@ -221,6 +221,7 @@ export const ALERTS = [
   'GatewayPlatformCallsRefused',
   'GatewayPlatformQueueHigh',
   'GatewayRedisClockSkew',
+  'GatewayTeamSuspended',
 ]
 /** Where an installation publishes docs/operations/alerts.md (monitoring.runbookUrl). */
 export const RUNBOOK = 'https://git.ads.internal/platform/report-gateway/blob/main/docs/operations/alerts.md'

@@ -4,7 +4,8 @@
  * Redis and the sandbox is scraped once per round of traffic, each scrape taken as one
  * minute of a Prometheus at interval 1m, while Redis is killed and comes back empty, Redis
  * refuses writes (maxmemory reached), the platform answers 500, the platform refuses the token until PUT /admin/token puts a
- * new one, and the teams' CONFIG_FILE (a ConfigMap) is changed to one that does not validate until it is fixed. `promtool test rules` then evaluates the rendered PrometheusRule on those
+ * new one, the teams' CONFIG_FILE (a ConfigMap) is changed to one that does not validate until it is fixed,
+ * and a team sends the admin token in a request (suspended: its series appears then, an hour of firing). `promtool test rules` then evaluates the rendered PrometheusRule on those
  * series: at the end of each phase every alert is checked, the ones the phase should fire
  * firing with their labels, every other one quiet, and after each recovery none.
  */
@@ -14,7 +15,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
-import { TEAMS_YAML, TEST_GATEWAY_SECRET } from '../helpers/build-gateway.js'
+import { KEYS, TEAMS_YAML, TEST_GATEWAY_SECRET } from '../helpers/build-gateway.js'
 import { useConfigMaps } from '../helpers/config-map.js'
 import { loadConfig } from '../../src/config.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
@@ -114,6 +115,15 @@ describe.skipIf(!promtool || !redis)('the chart alerts on a real gateway scraped
     await waitFor('the teams reloaded', async () => (await metric(/^gateway_config_last_reload_successful (\S+)$/m)) === '1')
     const reloadBack = await run(3)
 
+    // Team growth sends the admin token in its x-request-id: refused 400, and the team is
+    // suspended. Its series appears at the next scrape: the alert fires from there for an hour.
+    const hit = await gw.proxy.inject({ method: 'GET', url: distinctReport(++report), headers: { 'x-api-key': KEYS.growth, 'x-request-id': `id-${ADMIN_TOKEN}` } })
+    expect(hit.statusCode, hit.body).toBe(400)
+    expect(await metric(/^gateway_team_suspensions_total\{team="growth"\} (\S+)$/m)).toBe('1')
+    const suspended = await run(3)
+    const suspendedLate = await run(56)
+    const suspensionPast = await run(3)
+
     const groups = ruleGroups().map((g) => ({ ...g, rules: g.rules.map(({ annotations: _annotations, ...rule }) => rule) }))
     const alerts = groups.flatMap((g) => g.rules.map((r) => r.alert))
     const firing: Record<string, Record<string, Record<string, string>>> = {
@@ -128,6 +138,9 @@ describe.skipIf(!promtool || !redis)('the chart alerts on a real gateway scraped
       [tokenBack]: {},
       [reloadRefused]: { GatewayConfigReloadRefused: { severity: 'critical', ...TARGET, pod: 'a' } },
       [reloadBack]: {},
+      [suspended]: { GatewayTeamSuspended: { severity: 'critical', ...TARGET, team: 'growth' } },
+      [suspendedLate]: { GatewayTeamSuspended: { severity: 'critical', ...TARGET, team: 'growth' } },
+      [suspensionPast]: {},
     }
     const alert_rule_test = Object.entries(firing).flatMap(([minute, fired]) =>
       alerts.map((alertname) => ({ eval_time: `${minute}m`, alertname, exp_alerts: fired[alertname] ? [{ exp_labels: fired[alertname] }] : [] })),

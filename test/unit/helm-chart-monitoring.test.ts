@@ -95,6 +95,11 @@ describe('PrometheusRule (monitoring.prometheusRule)', () => {
     expect(exprs.GatewayRedisClockSkew).toBe('max by (namespace, job, pod) (abs(gateway_redis_clock_offset_seconds{namespace="reports",job="rgw-report-gateway-admin"})) > 5')
     expect(alertOf(chart, 'GatewayRedisClockSkew')).toMatchObject({ for: '10m', labels: { severity: 'warning' } })
     expect(alertOf(chart, 'GatewayRedisClockSkew').annotations.description).toContain('NTP')
+    // A team's series appears with its first suspension, which increase() alone misses (it needs two samples).
+    expect(exprs.GatewayTeamSuspended).toBe('sum by (namespace, job, team) ( (gateway_team_suspensions_total{namespace="reports",job="rgw-report-gateway-admin"} unless gateway_team_suspensions_total{namespace="reports",job="rgw-report-gateway-admin"} offset 1h) or increase(gateway_team_suspensions_total{namespace="reports",job="rgw-report-gateway-admin"}[1h]) ) > 0')
+    expect(alertOf(chart, 'GatewayTeamSuspended')).toMatchObject({ for: '0m', labels: { severity: 'critical' } })
+    expect(alertOf(chart, 'GatewayTeamSuspended').annotations.summary).toContain('{{ $labels.team }}')
+    expect(alertOf(chart, 'GatewayTeamSuspended').annotations.description).toContain('DELETE /admin/suspensions/{{ $labels.team }}')
     expect(exprs.GatewayLatencyHigh).toMatch(/^histogram_quantile\(0\.99, sum by \(namespace, job, route, le\) \(rate\(gateway_request_duration_seconds_bucket\{[^}]*,route=~"report\|proxy"\}\[5m\]\)\)\) > 2\.5$/)
   })
 
@@ -112,6 +117,7 @@ describe('PrometheusRule (monitoring.prometheusRule)', () => {
         redisUnverified: { unverified: 20, window: '30m', for: '5m', severity: 'critical' },
         apiKeyExpiresSoon: { days: 30, for: '6h', severity: 'critical' },
         redisClockSkew: { seconds: 2.5, for: '30m', severity: 'critical' },
+        teamSuspended: { window: '6h', for: '1m', severity: 'page' },
       },
     })
     expect(alertOf(tuned, 'GatewayTokenRefused')).toMatchObject({ for: '1m', labels: { severity: 'page' } })
@@ -136,6 +142,8 @@ describe('PrometheusRule (monitoring.prometheusRule)', () => {
     expect(alertOf(tuned, 'GatewayRedisClockSkew')).toMatchObject({ for: '30m', labels: { severity: 'critical' } })
     expect(alertOf(tuned, 'GatewayRedisClockSkew').expr).toMatch(/\)\) > 2\.5$/)
     expect(alertOf(tuned, 'GatewayRedisClockSkew').annotations.summary).toContain('2.5 s')
+    expect(alertOf(tuned, 'GatewayTeamSuspended')).toMatchObject({ for: '1m', labels: { severity: 'page' } })
+    expect(alertOf(tuned, 'GatewayTeamSuspended').expr.replace(/\s+/g, ' ')).toMatch(/ offset 6h\) or increase\(.*\[6h\]\) \) > 0$/)
   })
 
   it('leaves out disabled alerts, and adds alert labels, rule labels and another namespace', () => {

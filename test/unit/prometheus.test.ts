@@ -384,6 +384,33 @@ const TESTS: TestGroup[] = [
     ],
     alert_rule_test: [firing('25m', 'GatewayRedisClockSkew')],
   },
+  {
+    // growth's series appears with its first suspension (no sample before: the counter starts
+    // at a team's first suspension), which increase() alone misses; bi was suspended before
+    // the hour the alert looks back over.
+    name: 'GatewayTeamSuspended: growth suspended at minute 70 (its series appears) and again at 111; bi suspended long before',
+    interval: '1m',
+    input_series: [
+      { series: `gateway_team_suspensions_total{${SEL},pod="a",team="growth"}`, values: '_x70 1x40 2x100' },
+      { series: `gateway_team_suspensions_total{${SEL},pod="b",team="bi"}`, values: '2x250' },
+    ],
+    alert_rule_test: [
+      firing('65m', 'GatewayTeamSuspended'),
+      firing('70m', 'GatewayTeamSuspended', { severity: 'critical', ...TARGET, team: 'growth' }),
+      firing('129m', 'GatewayTeamSuspended', { severity: 'critical', ...TARGET, team: 'growth' }),
+      firing('165m', 'GatewayTeamSuspended', { severity: 'critical', ...TARGET, team: 'growth' }),
+      firing('175m', 'GatewayTeamSuspended'),
+    ],
+  },
+  {
+    name: 'GatewayTeamSuspended: two teams suspended before the hour looked back over, no suspension since',
+    interval: '1m',
+    input_series: [
+      { series: `gateway_team_suspensions_total{${SEL},pod="a",team="growth"}`, values: '1x200' },
+      { series: `gateway_team_suspensions_total{${SEL},pod="b",team="bi"}`, values: '3x200' },
+    ],
+    alert_rule_test: [firing('61m', 'GatewayTeamSuspended'), firing('120m', 'GatewayTeamSuspended'), firing('190m', 'GatewayTeamSuspended')],
+  },
 ]
 
 /** Cumulative buckets growing by `perMinute[le]` each minute. */
@@ -395,7 +422,7 @@ describe.skipIf(!promtool.available)('promtool on the rendered PrometheusRule', 
   it('passes `promtool check rules` (PromQL, durations, annotation templates)', () => {
     const file = writeRuleFile('rules.yaml', ruleGroups())
     const { status, output } = runPromtool(['check', 'rules', file])
-    expect(output).toContain('SUCCESS: 16 rules found')
+    expect(output).toContain('SUCCESS: 17 rules found')
     expect(status, output).toBe(0)
   })
 
