@@ -68,8 +68,8 @@ export interface RenderedChart {
 // ---------------------------------------------------------------- the chart
 
 export function renderChart(chartDir: string, options: RenderOptions = {}): RenderedChart {
-  const chartMeta = parse(readFileSync(join(chartDir, 'Chart.yaml'), 'utf8')) as Record<string, unknown>
-  const defaults = (parse(readFileSync(join(chartDir, 'values.yaml'), 'utf8')) ?? {}) as Values
+  const chartMeta = parsedYaml(join(chartDir, 'Chart.yaml')) as Record<string, unknown>
+  const defaults = (parsedYaml(join(chartDir, 'values.yaml')) ?? {}) as Values
   const values = mergeValues(defaults, options.values ?? {})
   const schemaErrors = validateValues(chartDir, values)
   if (schemaErrors.length > 0) throw new TemplateError(`values don't meet the schema:\n${schemaErrors.join('\n')}`)
@@ -80,7 +80,9 @@ export function renderChart(chartDir: string, options: RenderOptions = {}): Rend
   const parsed = new Map<string, Node[]>()
   for (const path of paths) {
     const rel = relative(templatesDir, path).split(sep).join('/')
-    parsed.set(rel, parseTemplate(readFileSync(path, 'utf8'), rel, defines))
+    const template = parsedTemplate(path, rel)
+    parsed.set(rel, template.nodes)
+    for (const [name, body] of template.defines) defines.set(name, body)
   }
 
   const chartName = String(chartMeta.name)
@@ -116,6 +118,40 @@ export function renderChart(chartDir: string, options: RenderOptions = {}): Rend
     manifests.push(...parseManifests(text, rel))
   }
   return { values, files, manifests, notes }
+}
+
+/** A template file as parsed: its nodes, and the defines it holds. */
+interface ParsedTemplate {
+  nodes: Node[]
+  defines: Map<string, Node[]>
+}
+
+// Each file of the chart parsed (a template, Chart.yaml, values.yaml), by path, kept while its
+// text is the same: a chart test renders the chart many times with other values, and parsing
+// the same files again was most of each render. What is kept is only read after: execute reads
+// nodes and defines and changes neither, a template's parse does not depend on the defines of
+// the files before it, and each render gets its own copy of the YAML (its templates may change it).
+const parsedFiles = new Map<string, { src: string; value: unknown }>()
+
+function parsedFile<T>(path: string, parseText: (src: string) => T): T {
+  const src = readFileSync(path, 'utf8')
+  let kept = parsedFiles.get(path)
+  if (kept?.src !== src) {
+    kept = { src, value: parseText(src) }
+    parsedFiles.set(path, kept)
+  }
+  return kept.value as T
+}
+
+function parsedTemplate(path: string, rel: string): ParsedTemplate {
+  return parsedFile(path, (src) => {
+    const defines = new Map<string, Node[]>()
+    return { nodes: parseTemplate(src, rel, defines), defines }
+  })
+}
+
+function parsedYaml(path: string): unknown {
+  return structuredClone(parsedFile(path, (src) => parse(src) as unknown))
 }
 
 const validators = new Map<string, ValidateFunction>()

@@ -2,8 +2,11 @@
  * The chart tests' renderer (test/helpers/render-chart.ts and go-template/): the subset of
  * Go templates and Sprig the chart uses, as helm runs it, and a failure on anything else.
  */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, it, expect } from 'vitest'
-import { mergeValues, renderString, TemplateError } from '../helpers/render-chart.js'
+import { mergeValues, renderChart, renderString, TemplateError } from '../helpers/render-chart.js'
 import { install } from '../helpers/chart-manifests.js'
 
 describe('the test renderer (subset of Go templates)', () => {
@@ -79,5 +82,27 @@ describe('the test renderer (subset of Go templates)', () => {
     expect(renderString('{{ if .x }}{{ fail "no x here" }}{{ end }}ok', {})).toBe('ok')
     expect(() => renderString('{{ lookup "v1" "Secret" "ns" "n" }}', {})).toThrow(/not supported/)
     expect(() => renderString('{{ if .a }}', {})).toThrow(/without end/)
+  })
+
+  it('renders a template file, a define and values.yaml as they are now, after each changed since the last render', () => {
+    const chart = mkdtempSync(join(tmpdir(), 'rgw-render-'))
+    try {
+      mkdirSync(join(chart, 'templates'))
+      writeFileSync(join(chart, 'Chart.yaml'), 'apiVersion: v2\nname: c\nversion: 0.1.0\n')
+      writeFileSync(join(chart, 'values.yaml'), 'x: 1\n')
+      writeFileSync(join(chart, 'values.schema.json'), '{}')
+      const write = (helper: string, data: string) => {
+        writeFileSync(join(chart, 'templates', '_helpers.tpl'), `{{- define "c.name" -}}${helper}{{- end -}}`)
+        writeFileSync(join(chart, 'templates', 'cm.yaml'), `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ include "c.name" . }}\ndata:\n  ${data}: "{{ .Values.x }}"\n`)
+      }
+      const rendered = () => renderChart(chart).manifests[0] as unknown as { metadata: { name: string }; data: Record<string, string> }
+      write('first', 'a')
+      expect(rendered()).toMatchObject({ metadata: { name: 'first' }, data: { a: '1' } })
+      write('second', 'b')
+      writeFileSync(join(chart, 'values.yaml'), 'x: 2\n')
+      expect(rendered()).toMatchObject({ metadata: { name: 'second' }, data: { b: '2' } })
+    } finally {
+      rmSync(chart, { recursive: true, force: true })
+    }
   })
 })

@@ -23,6 +23,49 @@ function cut(bytes: Buffer, size: number): Buffer[] {
   return chunks
 }
 
+/** The token as a body may spell it: its bytes as text, in UTF-16 and in UTF-32, either byte order. */
+const SPELLED = ((): Buffer[] => {
+  const utf16le = Buffer.from(TOKEN, 'utf16le')
+  const utf32le = Buffer.alloc(TOKEN.length * 4)
+  const utf32be = Buffer.alloc(TOKEN.length * 4)
+  for (let i = 0; i < TOKEN.length; i++) {
+    utf32le.writeUInt32LE(TOKEN.charCodeAt(i), i * 4)
+    utf32be.writeUInt32BE(TOKEN.charCodeAt(i), i * 4)
+  }
+  return [Buffer.from(TOKEN), utf16le, Buffer.from(utf16le).swap16(), utf32le, utf32be]
+})()
+/** Bytes either side of a spelling (and at a body's start) that go one to a chunk: the longest spelling's, more than the scan keeps between chunks. */
+const AROUND = Math.max(...SPELLED.map((spelling) => spelling.length))
+
+/**
+ * `bytes` cut after every byte of its first AROUND bytes and of AROUND bytes either side of
+ * each spelling of the token, and in chunks of `size` elsewhere. Around the token these are
+ * the boundaries 1-byte chunks give: every offset inside the token is a chunk boundary, with
+ * the scan's kept tail already built of 1-byte chunks (AROUND exceeds what it keeps) and the
+ * body's first bytes (which say UTF-16 or UTF-32) arriving one at a time; away from the token
+ * a boundary splits no spelling, so more of them prove nothing more. A body whose bytes as
+ * sent show no spelling (a coded one, whose decoded bytes the chunks do not map to) is cut
+ * after every byte.
+ */
+function cutAroundToken(bytes: Buffer, size: number): Buffer[] {
+  const at = SPELLED.flatMap((spelling) => {
+    const found: number[] = []
+    for (let i = bytes.indexOf(spelling); i !== -1; i = bytes.indexOf(spelling, i + 1)) found.push(i)
+    return found.map((start) => [Math.max(0, start - AROUND), start + spelling.length + AROUND] as const)
+  })
+  if (at.length === 0) return cut(bytes, 1)
+  const near = (offset: number): boolean => offset < AROUND || at.some(([from, to]) => offset >= from && offset < to)
+  const chunks: Buffer[] = []
+  let start = 0
+  for (let end = 1; end <= bytes.length; end++) {
+    if (end === bytes.length || near(end - 1) || near(end) || end - start === size) {
+      chunks.push(bytes.subarray(start, end))
+      start = end
+    }
+  }
+  return chunks
+}
+
 /** What a caller reads of the answer: its bytes until it ends or fails, and the failure. */
 async function read(headers: IncomingHttpHeaders, chunks: Buffer[]): Promise<{ bytes: Buffer; error: Error | null }> {
   const answer = withoutToken(headers, body(chunks), TOKEN)
@@ -106,8 +149,9 @@ describe('the bytes as sent and as decoded, of any type', () => {
     ['no content-type, in UTF-32BE starting with CJK text', {}, cjk('utf32be')],
     ['UTF-16LE, gzipped, of no textual type', { 'content-type': 'application/octet-stream', 'content-encoding': 'gzip' }, gzipSync(wide(REFLECTED.toString(), 'utf16le'))],
   ] as [string, IncomingHttpHeaders, Buffer][])('fails %s', async (_name, headers, bytes) => {
-    for (const size of [1, 5, 4096]) {
-      const { error } = await read(headers, cut(bytes, size))
+    // Chunks of 1 byte where the token and the first bytes are (cutAroundToken), of 5 (across the 2- and 4-byte units everywhere), and of 4096.
+    for (const [size, chunks] of [['1 around the token', cutAroundToken(bytes, 4096)], [5, cut(bytes, 5)], [4096, cut(bytes, 4096)]] as const) {
+      const { error } = await read(headers, chunks)
       expect(error, `in chunks of ${size}`).toMatchObject({ code: 'GW_UPSTREAM' })
     }
   })
