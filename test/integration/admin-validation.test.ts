@@ -93,7 +93,7 @@ describe('every admin call', () => {
     const doc = (await admin(gw, 'GET', '/admin/openapi.json')).json<{ paths: Record<string, Record<string, unknown>> }>()
     const calls = Object.entries(doc.paths)
       .filter(([path]) => path.startsWith('/admin/'))
-      .flatMap(([path, item]) => Object.keys(item).map((method) => [method.toUpperCase() as 'GET' | 'PUT' | 'POST' | 'DELETE', path.replace('{name}', 'default')] as const))
+      .flatMap(([path, item]) => Object.keys(item).map((method) => [method.toUpperCase() as 'GET' | 'PUT' | 'POST' | 'DELETE', path.replace('{name}', 'default').replace('{team}', 'growth')] as const))
       // A report's entry needs its URL: given, so that the parameter is what is wrong.
       .map(([method, path]) => [method, path === '/admin/cache/entry' ? `${path}?url=${encodeURIComponent(REPORT)}&` : `${path}?`] as const)
     expect(calls.length).toBeGreaterThanOrEqual(13)

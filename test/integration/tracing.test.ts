@@ -234,13 +234,14 @@ describe('traces exported over OTLP/HTTP (JSON)', () => {
     // The admin token in the query; in the path, as it is and with one character percent-encoded (the platform would decode it); in a proxied call's user-agent.
     const encoded = `%${ADMIN_TOKEN.charCodeAt(0).toString(16)}${ADMIN_TOKEN.slice(1)}`
     const asked = [
-      [`${REPORT}?advertiserId=101&dateFrom=2026-04-01&dateTo=2026-04-07&note=${ADMIN_TOKEN}`, {}],
-      [`/api/v1/campaign/${ADMIN_TOKEN}/get`, {}],
-      [`/api/v1/campaign/${encoded}/get`, {}],
-      [`/api/v1/campaign/get?per_page=5`, { 'user-agent': `tool/1 (${ADMIN_TOKEN})` }],
+      [`${REPORT}?advertiserId=101&dateFrom=2026-04-01&dateTo=2026-04-07&note=${ADMIN_TOKEN}`, KEYS.growth, {}],
+      [`/api/v1/campaign/${ADMIN_TOKEN}/get`, KEYS.writer, {}],
+      [`/api/v1/campaign/${encoded}/get`, KEYS.limited, {}],
+      [`/api/v1/campaign/get?per_page=5`, KEYS.all, { 'user-agent': `tool/1 (${ADMIN_TOKEN})` }],
     ] as const
-    for (const [i, [path, headers]] of asked.entries()) {
-      const res = await get(gw, path, { 'x-api-key': KEYS.all, 'x-request-id': `trace-secret-${i}`, ...headers })
+    // Each by a team of its own: a secret sent suspends its team (the hit itself is the 400 read here).
+    for (const [i, [path, key, headers]] of asked.entries()) {
+      const res = await get(gw, path, { 'x-api-key': key, 'x-request-id': `trace-secret-${i}`, ...headers })
       expect(res.status, path).toBe(400)
       expect(res.body).toContain('holds a secret of the gateway')
       const { server } = await spansOf(`trace-secret-${i}`)
