@@ -254,7 +254,8 @@ describe('Dockerfile', () => {
     expect(scripts).toEqual(['dist/cli/warm'])
     // dist/ is tsc's output of src/ (tsconfig.build.json), which the image ships whole.
     for (const script of scripts) expect(existsSync(join(ROOT, script.replace(/^dist/, 'src') + '.ts')), script).toBe(true)
-    expect(pkg.scripts.warm).toBe('node dist/cli/warm.js')
+    // `npm run warm` runs the same file, exec'd so that a SIGTERM to npm reaches it.
+    expect(pkg.scripts.warm).toBe('exec node dist/cli/warm.js')
     // The runtime stage has production dependencies only: whatever src/ imports must be one.
     const sources = (readdirSync(join(ROOT, 'src'), { recursive: true }) as string[]).filter((f) => f.endsWith('.ts'))
     const imported = new Set<string>()
