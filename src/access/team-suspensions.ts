@@ -74,9 +74,13 @@ export class TeamSuspensions {
 
   /** 403 GW_TEAM_SUSPENDED with `retry-after` while `team` is suspended. */
   refuse(team: string): void {
-    if (this.#until.size === 0) return
-    const left = this.#left(team)
+    const left = this.secondsLeft(team)
     if (left !== null) throw Object.assign(new TeamSuspendedError(team, left), { retryAfterSec: left })
+  }
+
+  /** Seconds left of the suspension of `team` (at least 1); null: not suspended. */
+  secondsLeft(team: string): number | null {
+    return this.#until.size === 0 ? null : this.#left(team)
   }
 
   /** The suspended teams now, the soonest to end first. */

@@ -22,6 +22,7 @@ import { MemoryDeliveryStore, type DeliveryStore, type OutboxBounds } from '../j
 import { RedisDeliveryStore } from '../jobs/redis-delivery-store.js'
 import type { CanonicalReport } from '../reports/report-query.js'
 import type { TeamDirectory } from '../access/team-auth.js'
+import type { TeamSuspensions } from '../access/team-suspensions.js'
 import { scopeRefusal } from '../access/scope.js'
 import type { Unverified } from './redis-parts.js'
 import type { FailureLog } from '../observe/failure-log.js'
@@ -44,7 +45,7 @@ const JOBS_ASKED = 'jobs-asked'
 
 export function jobParts(
   config: Config,
-  o: { teams: TeamDirectory; redis: RedisClient | null; breaker: RedisBreaker | null; seal: RedisSeal | null; unverified: Unverified; reports: ReportCache; tokens: TokenRegistry; governors: PlatformGovernors; clock: Clock; redisClock: Clock; log: Logger; failures: FailureLog; metrics: Metrics; bus: RedisBus | null; replica: string; spentFor: (team: string, now: number) => number; room: ResultRoom },
+  o: { teams: TeamDirectory; suspensions: Pick<TeamSuspensions, 'secondsLeft'>; redis: RedisClient | null; breaker: RedisBreaker | null; seal: RedisSeal | null; unverified: Unverified; reports: ReportCache; tokens: TokenRegistry; governors: PlatformGovernors; clock: Clock; redisClock: Clock; log: Logger; failures: FailureLog; metrics: Metrics; bus: RedisBus | null; replica: string; spentFor: (team: string, now: number) => number; room: ResultRoom },
 ): JobParts {
   const { redis, seal, log, governors } = o
   if (redis && !seal) log.warn('GATEWAY_SECRET is not set: report jobs are kept in this replica\'s memory, not shared through Redis')
@@ -59,7 +60,7 @@ export function jobParts(
   const bounds: OutboxBounds = { keepMs: config.jobs.keepMs, lifeMs: w.retryForMs + w.timeoutMs + config.jobs.leaseMs + config.jobs.keepMs, perTeam: w.perTeam }
   const { store, outbox } = stores(config, o, bounds)
   const { room } = o
-  const webhooks = new WebhookDeliveries({ store: outbox, settings: w, platformUrls: w.platformUrls, target: (team) => o.teams.webhookOf(team), clock, log, replica: o.replica, leaseMs: config.jobs.leaseMs, failures: o.failures })
+  const webhooks = new WebhookDeliveries({ store: outbox, settings: w, platformUrls: w.platformUrls, target: (team) => o.teams.webhookOf(team), suspendedFor: (team) => o.suspensions.secondsLeft(team), clock, log, replica: o.replica, leaseMs: config.jobs.leaseMs, failures: o.failures })
   const runner = new JobRunner({
     store,
     reads: o.reports,
@@ -77,6 +78,7 @@ export function jobParts(
     onEnded: () => webhooks.poke(),
     ...(announce ? { announce } : {}),
     spentFor: o.spentFor,
+    suspendedFor: (team) => o.suspensions.secondsLeft(team),
     refusal: (job) => scopeRefusal(o.teams.teamOf(job.team), job.team, job.credential, job.report.advertiserIds) ?? accountRefusal(job, (key, credential, report) => o.reports.isKeyOf(key, credential, report)),
     foreign: (job, account) => accountRefusal(job, (key, credential, report) => o.reports.isKeyOf(key, credential, report, account)),
     teams: o.teams,

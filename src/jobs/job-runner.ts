@@ -18,6 +18,7 @@ import type { Delivery } from './delivery.js'
 import { boundText, roomGrowsWith, type ResultBound } from '../redis/memory-room.js'
 import { ownRequestId } from '../observe/request-id.js'
 import type { TeamDirectory } from '../access/team-auth.js'
+import { TeamSuspendedError } from '../errors.js'
 
 /** The jobs' settings (config `jobs`), in milliseconds and bytes. */
 export interface JobSettings {
@@ -72,6 +73,8 @@ export interface JobRunnerDeps {
   announce?: () => void
   /** Seconds until `team` may make platform calls again (its platform-seconds of the UTC day spent, `platformSecondsPerDay`); 0: it may. */
   spentFor?: (team: string, now: number) => number
+  /** Seconds left of the suspension of `team` (a request of its held a secret of the gateway's: access/team-suspensions.ts); null: not suspended. */
+  suspendedFor?: (team: string) => number | null
   /** Why the job's team, as the teams are now, may not read its report (a reload took its advertiser away, or the team; its credential acts for another account now); null: it may. */
   refusal?: (job: Job) => string | null
   /** Why the job may not keep an answer to a call sent for `account` (another account than its key's: the token changed between its start and its call's send); null: it may. */
@@ -273,6 +276,16 @@ export class JobRunner {
     // The platform-seconds of the call its result came from (its own, one it joined, here or
     // on another replica), to the ms; 0 for a copy the cache had: as `platform-usage: fill`.
     const took = (result: CacheResult): number => Math.round(fillMsOf(result)) / 1000
+    // A suspended team's job starts no try, as every request of the team is refused: it
+    // fails 403 GW_TEAM_SUSPENDED, saying until when, and its push is refused while the
+    // suspension lasts (webhook-deliveries.ts). The suspension is for a secret the team
+    // sent: nothing of its jobs is done for it meanwhile, and a job left waiting would
+    // run once it is lifted, days on, with no one asking.
+    const suspendedSec = this.#d.suspendedFor?.(job.team) ?? null
+    if (suspendedSec !== null) {
+      const e = Object.assign(new TeamSuspendedError(job.team, suspendedSec), { retryAfterSec: suspendedSec })
+      return { kind: 'failed', error: { code: 'GW_TEAM_SUSPENDED', statusCode: 403, message: this.#told(e) }, tookSeconds: 0 }
+    }
     // The team's scope is checked as the job runs, as a read of the report is: a job asked
     // before a reload took its advertiser away makes no platform call for it.
     const refusal = this.#d.refusal?.(job) ?? null

@@ -50,6 +50,8 @@ export interface WebhookDeliveriesDeps {
   resolve?: LookupAll
   /** The team's webhook as the running teams say now; null: none set. */
   target(team: string): WebhookTarget | null
+  /** Seconds left of the suspension of `team` (access/team-suspensions.ts); null: not suspended. */
+  suspendedFor?: (team: string) => number | null
   clock: Clock
   log: Pick<Logger, 'info' | 'warn'>
   /** This replica's id: the deliverer named in the claims it makes. */
@@ -204,6 +206,10 @@ export class WebhookDeliveries {
   async #send(d: Delivery, target: WebhookTarget | null): Promise<AttemptResult> {
     const { settings, platformUrls, clock } = this.#d
     if (target === null) return refused('the team has no webhook now')
+    // A suspended team is pushed nothing, as it is answered nothing (its request held a
+    // secret of the gateway's): given up, not held for the suspension's days.
+    const suspended = this.#d.suspendedFor?.(d.team) ?? null
+    if (suspended !== null) return refused(`the team is suspended (GW_TEAM_SUSPENDED) for ${suspended} s more: a request of its held a secret of the gateway's`)
     const refusal = webhookRefusal(target.url, settings.hosts, hostsOf(platformUrls))
     if (refusal !== null) return refused(refusal)
     // Where the connection goes, not only the name: the platform's socket is never one.

@@ -176,9 +176,14 @@ async function fromBody(
   // A maintenance page or a cut-off body would be served as HIT to every replica for a day.
   const bodyKind = reportBodyKind(headers['content-type'], identity)
   if (bodyKind !== 'json') {
+    const error = new UpstreamError(`the platform answered 200 with ${bodyKind === 'other' ? 'something else' : bodyKind} rather than a JSON report`)
     return {
       kind: 'failed',
-      error: new UpstreamError(`the platform answered 200 with ${bodyKind === 'other' ? 'something else' : bodyKind} rather than a JSON report`),
+      // A page, an empty or a cut-off body is what stands in front of the platform's app
+      // answers while the app is down (its maintenance page, a CDN's or a proxy's error
+      // page): a later try may not meet it. JSON under another content type is the app's
+      // own answer, the same on every try.
+      error: bodyKind === 'mislabelled-json' ? error : transient(error),
       unusable: { bodyKind, contentType: headers['content-type'] ?? null, bytes: identity.length },
     }
   }

@@ -107,14 +107,19 @@ export class Conditions {
     this.#routes.clear()
   }
 
+  /** The failure set for `path` alone (setRouteFailure), or none; a limited one is used up by taking it. */
+  takeRouteFailure(path: string): FailureMode {
+    const route = this.#routes.get(path)
+    if (!route) return NONE
+    route.remaining -= 1
+    if (route.remaining <= 0) this.#routes.delete(path)
+    return route.mode
+  }
+
   /** The failure for the request at hand (its path's own first); a limited one is used up by taking it. */
   takeFailure(path?: string): FailureMode {
-    const route = path === undefined ? undefined : this.#routes.get(path)
-    if (route) {
-      route.remaining -= 1
-      if (route.remaining <= 0) this.#routes.delete(path as string)
-      return route.mode
-    }
+    const route = path === undefined ? NONE : this.takeRouteFailure(path)
+    if (route.kind !== 'none') return route
     if (this.#failure.kind === 'none') return this.#drawWeather()
     const failure = this.#failure
     this.#remaining -= 1

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { MAIN_PARENT_ID } from './accounts.js'
 import { laravelRequest } from './laravel-request.js'
 import { sendJson } from './replies.js'
@@ -15,8 +15,9 @@ interface OAuthFailure {
 
 const INVALID_REQUEST = 'The request is missing a required parameter, includes an invalid parameter value, includes a parameter more than once, or is otherwise malformed.'
 
-export function oauthRoute(app: FastifyInstance, state: SandboxState): void {
-  app.post('/oauth/token', (request, reply) => {
+/** `failed`: answers the request as a failure set for the login does, or undefined to let the route answer. */
+export function oauthRoute(app: FastifyInstance, state: SandboxState, failed: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined>): void {
+  app.post('/oauth/token', { preHandler: async (request, reply) => failed(request, reply) }, (request, reply) => {
     const body = Buffer.isBuffer(request.body) ? request.body : null
     const failure = refusal(laravelRequest({ method: request.method, url: request.url, headers: request.headers, body }).input, state)
     if (failure !== undefined) {

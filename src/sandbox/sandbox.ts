@@ -22,7 +22,7 @@ import { debugbarHeaders, withDebugFields } from './debug-answers.js'
 import { DEFAULT_SANDBOX_SEED } from './seed.js'
 import { IssuedTokens } from './tokens.js'
 import { ThrottleCounts } from './throttle-counts.js'
-import type { GarbledBody, Sandbox, SandboxOptions } from './types.js'
+import type { FailureMode, GarbledBody, Sandbox, SandboxOptions } from './types.js'
 
 // A stand-in for the advertising platform (docs: platform-api.md in the shared folder),
 // close enough to its observable behaviour that the gateway cannot tell the
@@ -54,7 +54,9 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     sendJson(reply, status, { message: status >= 500 ? 'Server Error' : error.message })
   })
   app.setNotFoundHandler((_request, reply) => sendNotFound(reply))
-  oauthRoute(app, state)
+  // The login fails as its own route's failure says (setRouteFailure('/oauth/token', …): a
+  // platform whose login is down); the failure of the /api/v1 calls and the weather leave it be.
+  oauthRoute(app, state, (request, reply) => answerFailure(state, state.conditions.takeRouteFailure('/oauth/token'), request, reply))
   await app.register(platformApi(state), { prefix: '/api/v1' })
   await app.register(controlRoutes(controls), { prefix: CONTROL_PREFIX })
   try {
@@ -212,7 +214,13 @@ async function simulateConditions(state: SandboxState, request: FastifyRequest, 
   }
   const record = recordOf(request)
   if (record !== undefined) record.waitedMs = waited
-  const failure = conditions.takeFailure(request.url.split('?', 1)[0])
+  return answerFailure(state, conditions.takeFailure(request.url.split('?', 1)[0]), request, reply)
+}
+
+/** The request answered as `failure` says; undefined: by its route (`none`, and `cut`, `held` once they let it go on). */
+async function answerFailure(state: SandboxState, failure: FailureMode, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
+  const { conditions } = state
+  const socket = request.raw.socket
   switch (failure.kind) {
     case 'none':
       return undefined

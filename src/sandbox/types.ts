@@ -143,7 +143,8 @@ export interface Sandbox {
   /**
    * The failure of one path only (exact, without the query), whatever the token: a route
    * behind another guard answers 401 to a valid token, a route throttled on its own 429.
-   * Taken before the failure of setFailure; `{ kind: 'none' }` removes it.
+   * Taken before the failure of setFailure; `{ kind: 'none' }` removes it. `/oauth/token`
+   * too: a login that is down (a 503, `reset`), which setFailure and the weather leave be.
    */
   setRouteFailure(path: string, mode: FailureMode): void
   clearRouteFailures(): void

@@ -174,7 +174,7 @@ export class PlatformClient {
       const call: PlatformCall = { ...platformCall, signal: deadline.signal }
       if (!provider.usable()) await abortable(provider.started, call.signal)
       const first = provider.usable() ? provider.current() : null
-      if (!first) throw new PlatformAuthError(`credential ${provider.name} has no usable token`)
+      if (!first) throw loginDown(provider, new PlatformAuthError(`credential ${provider.name} has no usable token`))
       const base = this.baseOf(provider)
       let sent = first
       let res = await this.#once(provider.name, base, call, sent.token, deadline.at)
@@ -251,7 +251,7 @@ export class PlatformClient {
     if (verdict === 'unconfirmed' || verdict === 'probe_failed') throw refusedCall(verdict)
     const renewed = await provider.recover(token, verdict === 'confirmed')
     if (renewed) return { renewed, verdict }
-    throw verdict === 'confirmed' ? new PlatformAuthError('no new token could be had') : refusedCall(verdict)
+    throw loginDown(provider, verdict === 'confirmed' ? new PlatformAuthError('no new token could be had') : refusedCall(verdict))
   }
 
   async #verdict(provider: TokenProvider, token: string, call: PlatformCall): Promise<Verdict> {
@@ -449,6 +449,17 @@ const REFUSAL_REASONS: Record<Exclude<Verdict, 'confirmed'>, string> = {
 
 function refusedCall(verdict: Exclude<Verdict, 'confirmed'>): GatewayError {
   return new PlatformRefusedError(REFUSAL_REASONS[verdict])
+}
+
+/**
+ * `err` of a call that has no token to send: when the credential's last password login got
+ * no answer or a 5xx (TokenProvider.loginDown), that is why, and it is the platform down,
+ * which a later try may not meet (transient.ts); a login the platform refused (a 4xx) is not.
+ */
+function loginDown(provider: TokenProvider, err: GatewayError): GatewayError {
+  if (!provider.loginDown) return err
+  err.message = `${err.message}: its password login got no answer or a 5xx from the platform`
+  return transient(err)
 }
 
 /**

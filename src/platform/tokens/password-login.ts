@@ -2,6 +2,7 @@ import { request, type Dispatcher } from 'undici'
 import type { PasswordLogin } from '../../config.js'
 import { TokenLoginError } from '../../errors.js'
 import { canonicalEscapes, canonicalPath } from '../canonical-path.js'
+import { transient } from '../client/transient.js'
 
 export interface LoginResult {
   token: string
@@ -58,9 +59,14 @@ export async function passwordLogin(baseUrl: string, login: PasswordLogin, dispa
       bodyTimeout: timeoutMs,
     })
   } catch (err) {
-    throw new TokenLoginError(`token request to ${url.origin}${url.pathname} failed (${(err as NodeJS.ErrnoException).code ?? (err as Error).name})`, { cause: err })
+    throw noAnswer(url, err)
   }
-  const text = await res.body.text()
+  let text: string
+  try {
+    text = await res.body.text()
+  } catch (err) {
+    throw noAnswer(url, err)
+  }
   let reply: Record<string, unknown> = {}
   try {
     const parsed: unknown = JSON.parse(text)
@@ -68,11 +74,20 @@ export async function passwordLogin(baseUrl: string, login: PasswordLogin, dispa
   } catch {
     // a non-JSON reply is reported by its status below
   }
-  if (res.statusCode !== 200) throw new TokenLoginError(`the platform answered ${res.statusCode} (${errorCode(reply.error, login)})`)
+  if (res.statusCode !== 200) {
+    const error = new TokenLoginError(`the platform answered ${res.statusCode} (${errorCode(reply.error, login)})`)
+    // A 5xx is the platform down, which a later login may not meet; a 4xx refused the login itself.
+    throw res.statusCode >= 500 ? transient(error) : error
+  }
   if (typeof reply.access_token !== 'string' || reply.access_token === '') {
     throw new TokenLoginError('the token reply has no access_token')
   }
   return { token: reply.access_token, expiresIn: reply.expires_in }
+}
+
+/** A login that got no answer (no connection, the reply cut off, `platform.timeout`): the platform down, which a later login may not meet. */
+function noAnswer(url: URL, err: unknown): Error {
+  return transient(new TokenLoginError(`token request to ${url.origin}${url.pathname} failed (${(err as NodeJS.ErrnoException).code ?? (err as Error).name})`, { cause: err }))
 }
 
 // An OAuth error code (RFC 6749, 5.2: `invalid_grant`, `invalid_client`…).

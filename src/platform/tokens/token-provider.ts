@@ -11,6 +11,7 @@ import type { SecretSet } from '../../observe/logger.js'
 import { sha256Hex } from '../../config/secret-digest.js'
 import { fingerprint } from '../../observe/fingerprint.js'
 import { TokenLoginError } from '../../errors.js'
+import { isTransient } from '../client/transient.js'
 import { comparableTokenUrl, passwordLogin } from './password-login.js'
 import type { LoginGate } from './login-gate.js'
 import { crossedWarnings, jwtSubject, refreshAt, tokenExpiry } from './token-expiry.js'
@@ -130,6 +131,8 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
   /** The account while no token is known: this process's own. */
   readonly #unknownAccount = randomUUID()
   #maintaining = false
+  /** The last password login got no answer or a 5xx, and no token came since: the platform is down. */
+  #loginDown = false
   readonly #clock: Clock
   readonly #versionNow: () => number
   /** Settles once start() has its first token, or has failed to get one. */
@@ -159,6 +162,14 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
 
   usable(): boolean {
     return this.#state !== null && !this.#rejected
+  }
+
+  /**
+   * Whether its last password login got no answer or a 5xx (the platform down, which a
+   * later login may not meet) and no token came since: why it has no usable token then.
+   */
+  get loginDown(): boolean {
+    return this.#loginDown
   }
 
   /**
@@ -295,6 +306,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     this.#deps.secrets.add(state.token)
     this.#state = { ...state, source: 'shared' }
     this.#rejected = false
+    this.#loginDown = false
     this.#lastLeftMs = null
     const event: ChangeEvent = { state: this.#state, previous: current, reason: 'shared' }
     if (state.origin.actor !== null) event.actor = state.origin.actor
@@ -419,6 +431,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     this.#lastLeftMs = null
     if (this.#rejected) this.#deps.log.info({ credential: this.name }, 'platform token replaced; credential usable again')
     this.#rejected = false
+    this.#loginDown = false
     this.emit('change', actor === undefined ? { state, previous, reason } : { state, previous, reason, actor })
     return state
   }
@@ -447,7 +460,10 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
       current: () => this.#state,
       changed: (ms) => this.#changed(ms),
       login: async () => {
-        const result = await passwordLogin(baseUrl, login, this.#deps.dispatcher, this.#deps.timeoutMs)
+        const result = await passwordLogin(baseUrl, login, this.#deps.dispatcher, this.#deps.timeoutMs).catch((err: unknown) => {
+          this.#loginDown = isTransient(err)
+          throw err
+        })
         // Redacted from every line like any token the gateway held, even one it drops.
         this.#deps.secrets.add(result.token)
         if (own && this.#state !== replacing && this.#state !== null) {
