@@ -90,6 +90,11 @@ describe('values.yaml and values.schema.json', () => {
     // A password in a plain value lands in the Deployment's env, readable by whoever may read the Deployment.
     ['a Redis URL with a password (it belongs in redis.existingSecret)', { redis: { url: 'redis://:s3cret@redis-master:6379/0' } }],
     ['a Redis URL with a user and password', { redis: { url: 'rediss://gateway:s3cret@redis-master:6380' } }],
+    // After host:port the gateway takes /<database number> alone (exit 78 at start otherwise).
+    ['a Redis URL with a query (ioredis options are not read from it)', { redis: { url: 'redis://redis-master:6379/0?tls=true' } }],
+    ['a Redis URL with a path that is no database number', { redis: { url: 'redis://redis-master:6379/reports' } }],
+    ['a Redis URL with an anchor', { redis: { url: 'redis://redis-master:6379/0#a' } }],
+    ['an admin host in brackets, as a URL writes an IPv6 address (the gateway stops at start)', { adminHost: '[::1]' }],
     ['a base URL with a user and password (the gateway refuses it at start)', { platform: { baseUrl: 'https://user:s3cret@dsp-api.example.com' } }],
     ['a token URL with a user and password', { platform: { tokenUrl: 'https://user:s3cret@auth.example.com/oauth/token' } }],
     // The gateway resolves a token path against the platform's address: `//oauth/token` names the host oauth (exit 78 at start).
