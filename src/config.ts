@@ -14,6 +14,7 @@ import { misspelledVariables } from './config/env-names.js'
 import { bareDurationWarnings } from './config/bare-durations.js'
 import { timerDurationProblems } from './config/timer-durations.js'
 import { listenerAddressProblem } from './config/listener-addresses.js'
+import { RENAMED_SETTINGS, RETIRED_SETTINGS } from './config/setting-moves.js'
 
 export { DEFAULT_CREDENTIAL, type AdminRole, type AdminToken, type Config, type CredentialConfig, type PasswordLogin, type TeamConfig, type TeamKey } from './config/normalize.js'
 export { maskUrlPassword } from './config/mask-url.js'
@@ -129,13 +130,6 @@ export async function startConfig(options: LoadOptions = {}): Promise<Config | C
   return clash === null ? config : new ConfigError([clash])
 }
 
-/** Settings renamed this release, old name → new: the old name is still taken, with a warning, until the next. */
-export const RENAMED_SETTINGS: ReadonlyArray<[string[], string[]]> = [[['platform', 'permitLease'], ['platform', 'seatLease']]]
-
-/** Settings retired this release, with what a file that still sets one is told: taken and ignored until the next. */
-export const RETIRED_SETTINGS: ReadonlyArray<[string[], string]> = [
-  [['platform', 'bufferBytes'], 'every answer is received whole within platform.bufferTotalBytes, the one budget of the answers on their way to callers'],
-]
 
 /** A warning for each retired setting `file` sets; the setting is dropped. */
 function retired(file: Record<string, unknown>): string[] {

@@ -7,6 +7,7 @@ import type { RedisBus } from '../redis/bus.js'
 import type { RedisClient } from '../redis/client.js'
 import type { RedisSeal } from '../redis/seal.js'
 import { redisKey } from '../redis/keys.js'
+import { dropUnchangedFields, readBoundedHash } from '../redis/bounded-hash.js'
 
 // A team is told whether its request holds a secret of the gateway's (its 400), and the
 // search finds one in any window of the text: each refusal for a secret answers a guess at
@@ -20,6 +21,10 @@ const CHANNEL = 'team-suspension'
 // Teams a replica takes from Redis at once: far more than a gateway runs; a hash grown past
 // it by a Redis writer is not read.
 const MAX_STORED = 10_000
+// A field is a team's name, its value a sealed time (a tag of 43 characters, a dot, the
+// milliseconds): a longer one is no suspension of the gateway's and is left alone.
+const MAX_FIELD_BYTES = 1024
+const MAX_VALUE_BYTES = 128
 
 /** What a replica tells the others: a suspension of `team` (`ms` from now) or, without `ms`, its lift. */
 interface SuspensionMessage {
@@ -182,14 +187,30 @@ export class TeamSuspensions {
       const until = clock.now() + ms
       const current = parseStored(this.#opened(team, await breaker.run(() => redis.hget(key, team), null)))
       written = (current !== null && current >= until) || (await breaker.run(() => redis.hset(key, team, this.#sealed(team, String(until))), null)) !== null
-      // The hash outlives its longest suspension only; an ended one in it is skipped.
-      const left = await breaker.run(() => redis.pttl(key), null)
-      if (left !== null && left < ms) await breaker.run(() => redis.pexpire(key, ms), null)
+      if (written) await this.#dropEnded(redis, breaker, key)
     }
     if (written) this.#unshared.delete(team)
     await bus?.publish(CHANNEL, JSON.stringify({ from: this.#self, team, ms } satisfies SuspensionMessage)).catch((err: Error) => {
       this.#o.log.warn({ err: { message: err.message }, team }, 'a team suspension could not be sent to the other replicas')
     })
+  }
+
+  /**
+   * The hash carries no expiry: a Redis that evicts keys with one at its maxmemory
+   * (volatile-lru, the replicas guide's policy for the report copies) would evict it, a
+   * cold key read only at a start and a reconnect, and a replica started after would serve
+   * the team. So each suspension written drops the ended ones, each only if no replica
+   * rewrote it meanwhile.
+   */
+  async #dropEnded(redis: RedisClient, breaker: RedisBreaker, key: string): Promise<void> {
+    const stored = await breaker.run(() => readBoundedHash(redis, key, { maxFields: MAX_STORED, maxFieldBytes: MAX_FIELD_BYTES, maxValueBytes: MAX_VALUE_BYTES }), null)
+    if (stored === null) return
+    const now = this.#o.clock.now()
+    const ended = stored.filter(([team, value]) => {
+      const until = parseStored(this.#opened(team, value, false))
+      return until !== null && until <= now
+    })
+    await breaker.run(() => dropUnchangedFields(redis, key, ended), null)
   }
 
   /** Seconds left of the suspension of `team` (at least 1), dropping it once ended; null: not suspended. */
@@ -203,13 +224,13 @@ export class TeamSuspensions {
     return null
   }
 
-  /** A stored value, or null when it is not sealed by a replica of this gateway. */
-  #opened(team: string, value: string | null): string | null {
+  /** A stored value, or null when it is not sealed by a replica of this gateway (counted unless `count` is false). */
+  #opened(team: string, value: string | null, count = true): string | null {
     const seal = this.#o.seal
     if (value === null || !seal) return value
     const binding = `${this.#key()}#${team}`
     const opened = seal.openText(binding, value)
-    if (opened === null) this.#o.onUnverified(binding)
+    if (opened === null && count) this.#o.onUnverified(binding)
     return opened
   }
 

@@ -2,8 +2,7 @@ import type { Logger } from 'pino'
 import { commandFailureInWords, transactionFailure, type RedisClient } from '../redis/client.js'
 import type { RedisSeal } from '../redis/seal.js'
 import { ANY_ADVERTISER, FILL_CLOCK_SKEW_MS, type CacheEntry } from './cache-entry.js'
-import { readBoundedHash } from '../redis/bounded-hash.js'
-import { redisScript } from '../redis/script.js'
+import { dropUnchangedFields, readBoundedHash } from '../redis/bounded-hash.js'
 import { systemClock } from '../clock.js'
 
 /** A purge of the report cache: of one advertiser's entries, of one report's (`report`: its cache key), or (neither) of every entry; `at` is when it began (epoch ms). */
@@ -21,17 +20,6 @@ export function reportDigest(key: string): string {
 // A report digest as the cache key makes it (base64url of a SHA-256): anything else in a
 // record is not the gateway's.
 const DIGEST = /^[\w-]{43}$/
-
-// Deletes each field given (field, value pairs) that still holds the value read.
-const DROP_UNCHANGED = redisScript<number>(
-  'gatewayPurgeDropPast',
-  `local n = 0
-for i = 1, #ARGV, 2 do
-  if redis.call('HGET', KEYS[1], ARGV[i]) == ARGV[i + 1] then n = n + redis.call('HDEL', KEYS[1], ARGV[i]) end
-end
-return n`,
-  1,
-)
 
 // Advertisers (and, apart, reports) whose last purge a replica remembers; past this many,
 // the oldest is folded into a purge of everything at its time: more entries refused
@@ -163,7 +151,7 @@ export class PurgeLedger {
       const at = this.#opened(field, value, false)
       return at !== null && /^\d{1,16}$/.test(at) && Number(at) < horizon
     })
-    if (past.length > 0) await DROP_UNCHANGED(redis, key, ...past.flat())
+    await dropUnchangedFields(redis, key, past)
   }
 
   /**

@@ -52,3 +52,22 @@ export async function readBoundedHashes(redis: RedisClient, keys: readonly strin
     return err ? null : pairs(flat)
   })
 }
+
+// Deletes each field given (field, value pairs) that still holds the value read.
+const DROP_UNCHANGED = redisScript<number>(
+  'gatewayDropUnchangedFields',
+  `local n = 0
+for i = 1, #ARGV, 2 do
+  if redis.call('HGET', KEYS[1], ARGV[i]) == ARGV[i + 1] then n = n + redis.call('HDEL', KEYS[1], ARGV[i]) end
+end
+return n`,
+  1,
+)
+
+/**
+ * Deletes from `key` each of `fields` (as read) that still holds the value read: a field
+ * another replica rewrote since is kept. Returns how many were deleted; throws when Redis fails.
+ */
+export async function dropUnchangedFields(redis: RedisClient, key: string, fields: readonly [string, string][]): Promise<number> {
+  return fields.length === 0 ? 0 : DROP_UNCHANGED(redis, key, ...fields.flat())
+}

@@ -281,7 +281,7 @@ export class ResultRoom {
     if (policy !== null && policy !== this.#evicting) {
       this.#o.log.warn(
         { policy },
-        `Redis evicts keys that carry no expiry at its maxmemory (maxmemory-policy ${policy}): report jobs' records and results, and webhook deliveries not yet made, may be lost; set maxmemory-policy to volatile-lru (report copies carry an expiry) or noeviction`,
+        `Redis evicts keys that carry no expiry at its maxmemory (maxmemory-policy ${policy}): report jobs' records and results, webhook deliveries not yet made, the purges and the team suspensions may be lost; set maxmemory-policy to volatile-lru (report copies carry an expiry) or noeviction`,
       )
     }
     this.#evicting = policy

@@ -139,6 +139,32 @@ describe.skipIf(!redisCheck.available)('a team guessing at the login\'s password
     expect(await ask(b, ['nothing-secret'])).toMatchObject({ status: 403, code: 'GW_TEAM_SUSPENDED' })
   })
 
+  it("holds through a Redis that evicts at its maxmemory (volatile-lru, the replicas guide's policy): a replica started after the evictions refuses the team", async () => {
+    const a = await gateways.build(config())
+    expect(await ask(a, [sandbox.credentials.password])).toMatchObject({ status: 400 })
+    await waitFor('the suspension to reach Redis', async () => (await client.keys('*suspensions')).length === 1)
+    // Redis full of report copies (each with its expiry): it evicts the keys that carry one.
+    const used = Number(/used_memory:(\d+)/.exec(await client.info('memory'))?.[1])
+    await client.config('SET', 'maxmemory', String(used + 2 * 1024 * 1024))
+    await client.config('SET', 'maxmemory-policy', 'volatile-lru')
+    const evicted = async () => Number(/evicted_keys:(\d+)/.exec(await client.info('stats'))?.[1])
+    try {
+      // A thousand keys evicted: far more than the copies Redis holds at once (about 200).
+      for (let round = 0; (await evicted()) < 1000; round++) {
+        const batch = client.pipeline()
+        for (let i = 0; i < 100; i++) batch.set(`rgw:filler:${round}:${i}`, 'x'.repeat(10_000), 'PX', 3_600_000)
+        await batch.exec()
+      }
+      const b = await gateways.build(config())
+      expect(await ask(b, ['nothing-secret'])).toMatchObject({ status: 403, code: 'GW_TEAM_SUSPENDED' })
+      // No expiry: what Redis evicts under volatile-lru it never is.
+      expect(await client.pttl('rgw:suspensions')).toBe(-1)
+    } finally {
+      await client.config('SET', 'maxmemory', '0')
+      await client.config('SET', 'maxmemory-policy', 'noeviction')
+    }
+  })
+
   it('a viewer may not lift a suspension', async () => {
     const gw = await gateways.build(config({ ADMIN_VIEWER_TOKEN: 'strike-viewer-token-0123456789abcdef' }))
     const res = await gw.admin.inject({ method: 'DELETE', url: '/admin/suspensions/all', headers: { authorization: 'Bearer strike-viewer-token-0123456789abcdef' } })

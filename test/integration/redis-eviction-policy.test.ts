@@ -30,7 +30,7 @@ describe.skipIf(!available)("Redis' maxmemory-policy", () => {
       expect.objectContaining({
         level: 40,
         policy,
-        msg: `Redis evicts keys that carry no expiry at its maxmemory (maxmemory-policy ${policy}): report jobs' records and results, and webhook deliveries not yet made, may be lost; set maxmemory-policy to volatile-lru (report copies carry an expiry) or noeviction`,
+        msg: `Redis evicts keys that carry no expiry at its maxmemory (maxmemory-policy ${policy}): report jobs' records and results, webhook deliveries not yet made, the purges and the team suspensions may be lost; set maxmemory-policy to volatile-lru (report copies carry an expiry) or noeviction`,
       }),
     ])
   })

@@ -8,7 +8,8 @@ import { describe, it, expect } from 'vitest'
 import { parse, stringify } from 'yaml'
 import { mergeValues as merge, renderChart, validateValues, type Manifest, type Values } from '../helpers/render-chart.js'
 import { CHART, CHART_VERSION, chartFile, CONTRACT_ENV, IMAGE, install, SECRETS, TEAMS, FULL, type Deployment, type Service, all, one, gateway, envOf, services, decode, podFiles, gatewayConfigFrom, type NetworkPolicy } from '../helpers/chart-manifests.js'
-import { configProblems, loadConfigYaml } from '../helpers/load-config.js'
+import { configProblems, loadConfigFrom, loadConfigYaml } from '../helpers/load-config.js'
+import { ConfigError } from '../../src/config.js'
 
 describe('rendered with a Secret from values, Redis, autoscaling and a ServiceMonitor', () => {
   const chart = install({ values: FULL })
@@ -545,10 +546,13 @@ describe('values an operator sets that the cluster would take and the pods could
     }
     const keys = Object.keys(parse(chartFile('values.yaml')).secrets.keys as Record<string, string>)
     expect(keys.sort()).toEqual(Object.keys(variables).sort())
-    // The four of a password login go together (the schema refuses fewer).
+    // The four of a password login go together (the schema refuses fewer); the Sentinels'
+    // password goes with Sentinels, and so with Redis and its GATEWAY_SECRET.
     const login = ['platformUsername', 'platformPassword', 'platformClientId', 'platformClientSecret']
-    for (const set of [...keys.filter((k) => !login.includes(k)).map((k) => [k]), login]) {
-      const chart = install({ values: { secrets: { existingSecret: 'gateway-secrets', keys: { ...none, ...Object.fromEntries(set.map((k) => [k, k])) } } } })
+    const sentinel = ['redisSentinelPassword', 'gatewaySecret']
+    for (const set of [...keys.filter((k) => !login.includes(k) && k !== 'redisSentinelPassword').map((k) => [k]), login, sentinel]) {
+      const config = set === sentinel ? { redis: { sentinels: [{ host: 'redis-sentinel', port: 26379 }] } } : {}
+      const chart = install({ values: { config, secrets: { existingSecret: 'gateway-secrets', keys: { ...none, ...Object.fromEntries(set.map((k) => [k, k])) } } } })
       const files = podFiles(chart, { 'gateway-secrets': Object.fromEntries(set.map((k) => [k, `${k}-value-0123456789`])) })
       for (const key of set) {
         const path = envOf(chart).get(variables[key]!)?.value
@@ -598,5 +602,79 @@ describe('values an operator sets that the cluster would take and the pods could
 
   it('refuses the same port for both listeners', () => {
     expect(() => install({ values: { ports: { http: 8080, admin: 8080 } } })).toThrow(/ports\.admin/)
+  })
+})
+
+describe("an operator's Redis topologies: Sentinel and Cluster, over TLS, with an ACL user", () => {
+  // The URL with the ACL user's password lives in a Secret made outside Helm; so do the
+  // gateway's own secrets (secrets.existingSecret), the Sentinels' password among them.
+  const urlSecret = { 'redis-credentials': { url: 'rediss://report-gateway:acl-pw-7f3a@redis.redis.svc:6379/0' } }
+  const gatewaySecret = { 'gateway-secrets': { 'platform-token': 'tok', 'admin-token': SECRETS.adminToken, 'gateway-secret': SECRETS.gatewaySecret, 'sentinel-password': 'sentinel-pw-0c9e' } }
+  const external = { ...urlSecret, ...gatewaySecret }
+  const common: Values = {
+    replicaCount: 4,
+    redis: { existingSecret: { name: 'redis-credentials', key: 'url' } },
+    secrets: { existingSecret: 'gateway-secrets' },
+    ingress: { enabled: true, className: 'nginx', hosts: [{ host: 'reports.example.com', paths: [{ path: '/', pathType: 'Prefix' }] }], tls: [{ secretName: 'reports-tls', hosts: ['reports.example.com'] }] },
+    resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '448Mi' } },
+    teams: TEAMS,
+  }
+  const sentinel: Values = merge(common, {
+    secrets: { keys: { redisSentinelPassword: 'sentinel-password' } },
+    config: { redis: { sentinels: [{ host: 'redis-sentinel-0.redis-sentinel.redis.svc', port: 26379 }, { host: 'redis-sentinel-1.redis-sentinel.redis.svc', port: 26379 }], sentinelName: 'mymaster', sentinelTls: true, tlsServername: 'redis-0.redis-headless.redis.svc.cluster.local' } },
+  })
+  const cluster: Values = merge(common, { config: { redis: { cluster: [{ host: 'redis-cluster-0.redis-cluster-headless.redis.svc', port: 6379 }], tlsServername: 'redis-0.redis-headless.redis.svc.cluster.local', keyPrefix: 'reports:' } } })
+
+  it('render, and load as the pods would: four replicas, the Sentinels or the Cluster, the ACL user and TLS from the URL, the Sentinels\' password from its file', () => {
+    const s = install({ values: sentinel })
+    expect(one<Deployment>(s, 'Deployment').spec.replicas).toBe(4)
+    const fromSentinels = gatewayConfigFrom(s, external)
+    expect(fromSentinels.redis).toMatchObject({ url: urlSecret['redis-credentials'].url, sentinelTls: true, sentinelPassword: 'sentinel-pw-0c9e', tlsServername: 'redis-0.redis-headless.redis.svc.cluster.local' })
+    expect(fromSentinels.redis.sentinels).toHaveLength(2)
+    const c = install({ values: cluster })
+    expect(gatewayConfigFrom(c, external).redis).toMatchObject({ url: urlSecret['redis-credentials'].url, keyPrefix: 'reports:', cluster: [{ host: 'redis-cluster-0.redis-cluster-headless.redis.svc', port: 6379 }] })
+    for (const chart of [s, c]) {
+      expect(one(chart, 'Ingress')).toBeDefined()
+      expect((gateway(chart) as unknown as { resources: unknown }).resources).toEqual(common.resources)
+      expect(JSON.stringify(chart.manifests)).not.toContain('acl-pw-7f3a')
+    }
+  })
+
+  /** The problems the gateway stops with (exit 78) for `config` and these variables. */
+  function gatewayProblems(config: Values, env: Record<string, string> = {}): string[] {
+    try {
+      loadConfigFrom({ PLATFORM_BASE_URL: 'https://dsp-api.example.com', PLATFORM_TOKEN: 'tok', GATEWAY_SECRET: SECRETS.gatewaySecret, CONFIG_FILE: '/c.yaml', ...env }, { '/c.yaml': stringify(config) })
+    } catch (err) {
+      if (err instanceof ConfigError) return err.problems
+      throw err
+    }
+    return []
+  }
+
+  it('refuse, at the install, the Redis settings with which every pod would stop at start, with the gateway\'s message', () => {
+    const sentinels = [{ host: 'redis-sentinel-0', port: 26379 }]
+    const nodes = [{ host: 'redis-cluster-0', port: 6379 }]
+    // Each: the values, the variables the pods would get, the gateway's problem, and what the
+    // chart says: the value it names, then the gateway's words ('' for them alone, after "config.").
+    const cases: [Values, Record<string, string>, string, string][] = [
+      [{ redis: { url: 'redis://redis:6379' }, config: { redis: { sentinels, cluster: nodes } } }, { REDIS_URL: 'redis://redis:6379' }, 'redis: set sentinels or cluster, not both', ''],
+      [{ redis: { url: 'rediss://redis:6379' }, config: { redis: { sentinelTls: true } } }, { REDIS_URL: 'rediss://redis:6379' }, 'redis.sentinelTls: set, but no Sentinels are: set redis.sentinels (with redis.sentinelName), or remove redis.sentinelTls', ''],
+      [{ redis: { url: 'redis://redis:6379' }, config: { redis: { sentinels, sentinelTls: true } } }, { REDIS_URL: 'redis://redis:6379' }, 'redis.sentinelTls: set, but Redis is not reached over TLS: set REDIS_URL (redis.url) to a rediss:// URL, or remove redis.sentinelTls', ''],
+      [{ redis: { url: 'redis://redis:6379' }, config: { redis: { tlsServername: 'redis.redis.svc.cluster.local' } } }, { REDIS_URL: 'redis://redis:6379' }, 'redis.tlsServername: set, but Redis is not reached over TLS: set REDIS_URL (redis.url) to a rediss:// URL, or remove redis.tlsServername', ''],
+      [{ config: { redis: { sentinels, tlsServername: 'redis.redis.svc.cluster.local' } } }, {}, 'redis.tlsServername: set, but Redis is not reached over TLS: set REDIS_URL (redis.url) to a rediss:// URL, or remove redis.tlsServername', ''],
+      [{ redis: { url: 'redis://redis:6379' }, secrets: { keys: { redisSentinelPassword: 'sentinel-password' } } }, { REDIS_URL: 'redis://redis:6379', REDIS_SENTINEL_PASSWORD: 'sentinel-pw-0c9e' }, 'REDIS_SENTINEL_PASSWORD: set, but no Sentinels are: set redis.sentinels (with redis.sentinelName), or remove REDIS_SENTINEL_PASSWORD', 'secrets.keys.redisSentinelPassword: REDIS_SENTINEL_PASSWORD: set, but no Sentinels are'],
+      [{ redis: { url: 'redis://redis:6379/2' }, config: { redis: { cluster: nodes } } }, { REDIS_URL: 'redis://redis:6379/2' }, 'REDIS_URL (redis.url): names database 2, but a Redis Cluster has database 0 alone', 'redis.url: names a database other than 0, but a Redis Cluster has database 0 alone'],
+      [{ redis: { url: 'redis://redis:6379' }, config: { redis: { cluster: nodes, keyPrefix: '{reports}:' } } }, { REDIS_URL: 'redis://redis:6379' }, 'redis.keyPrefix: holds "{", but a Redis Cluster hashes a key by', 'config.redis.keyPrefix: holds a brace, but a Redis Cluster hashes a key by'],
+    ]
+    for (const [values, env, problem, said] of cases) {
+      expect(gatewayProblems((values.config ?? {}) as Values, env).join('\n'), JSON.stringify(values)).toContain(problem)
+      const installed = merge(values, { secrets: { create: true, values: { ...SECRETS, redisSentinelPassword: 'sentinel-pw-0c9e' } } })
+      expect(() => install({ values: installed }), JSON.stringify(values)).toThrow(said || `config.${problem}`)
+    }
+  })
+
+  it("leaves to the gateway what hangs on a URL the values do not hold (redis.existingSecret): TLS settings render beside it", () => {
+    const values = merge(common, { config: { redis: { tlsServername: 'redis-0.redis-headless.redis.svc.cluster.local' } } })
+    expect(gatewayConfigFrom(install({ values }), external).redis.tlsServername).toBe('redis-0.redis-headless.redis.svc.cluster.local')
   })
 })

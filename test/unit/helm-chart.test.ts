@@ -12,9 +12,11 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, it, expect } from 'vitest'
-import { parse, parseAllDocuments } from 'yaml'
+import { parse, parseAllDocuments, stringify } from 'yaml'
 import { Ajv } from 'ajv'
 import { mergeValues as merge, renderChart, validateValues, type Values } from '../helpers/render-chart.js'
+import { currentDefinition, withGatewayConfig } from '../../scripts/chart-config-schema.mjs'
+import { loadConfigYaml } from '../helpers/load-config.js'
 import { ROOT, CHART, CHART_VERSION, chartFile, CONTRACT_ENV, IMAGE, PLATFORM, install, SECRETS, TEAMS, FULL, type Deployment, one, gateway, envOf, services, durationSeconds, podFiles, POD_IP, gatewayConfigFrom, selects, type NetworkPolicy, type PodDisruptionBudget } from '../helpers/chart-manifests.js'
 
 describe('Chart.yaml', () => {
@@ -90,6 +92,19 @@ describe('values.yaml and values.schema.json', () => {
     // A password in a plain value lands in the Deployment's env, readable by whoever may read the Deployment.
     ['a Redis URL with a password (it belongs in redis.existingSecret)', { redis: { url: 'redis://:s3cret@redis-master:6379/0' } }],
     ['a Redis URL with a user and password', { redis: { url: 'rediss://gateway:s3cret@redis-master:6380' } }],
+    // After host:port the gateway takes /<database number> alone (exit 78 at start otherwise).
+    ['a Redis URL with a query (ioredis options are not read from it)', { redis: { url: 'redis://redis-master:6379/0?tls=true' } }],
+    ['a Redis URL with a path that is no database number', { redis: { url: 'redis://redis-master:6379/reports' } }],
+    ['a Redis URL with an anchor', { redis: { url: 'redis://redis-master:6379/0#a' } }],
+    ['an admin host in brackets, as a URL writes an IPv6 address (the gateway stops at start)', { adminHost: '[::1]' }],
+    // `config` is checked against the gateway's own schema: what it refuses at start (exit 78) fails the install.
+    ['a mistyped setting in config', { config: { cache: { ttl: { recnt: '2m' } } } }],
+    ['a setting in config no gateway has', { config: { platfrom: { timeout: '30s' } } }],
+    ['a duration the gateway cannot read in config', { config: { cache: { ttl: { recent: '2 min' } } } }],
+    ['a size the gateway cannot read in config', { config: { cache: { l1MaxBytes: '64MB' } } }],
+    ['a Sentinel without its port in config', { config: { redis: { sentinels: [{ host: 'redis-sentinel' }] } } }],
+    ['a Cluster node as host:port text in config', { config: { redis: { cluster: ['redis-cluster-0:6379'] } } }],
+    ['an empty Sentinel list in config', { config: { redis: { sentinels: [] } } }],
     ['a base URL with a user and password (the gateway refuses it at start)', { platform: { baseUrl: 'https://user:s3cret@dsp-api.example.com' } }],
     ['a token URL with a user and password', { platform: { tokenUrl: 'https://user:s3cret@auth.example.com/oauth/token' } }],
     // The gateway resolves a token path against the platform's address: `//oauth/token` names the host oauth (exit 78 at start).
@@ -161,6 +176,16 @@ describe('values.yaml and values.schema.json', () => {
   ]
   it.each(invalid)('rejects %s', (_what, override) => {
     expect(validateValues(CHART, merge(defaults, override))).not.toEqual([])
+  })
+
+  it("checks `config` against the gateway's own schema as it stands (run `npm run generate:chart-schema` after changing src/config/schema.ts or config/default.yaml)", async () => {
+    expect(chartFile('values.schema.json')).toBe(withGatewayConfig(chartFile('values.schema.json'), await currentDefinition()))
+  })
+
+  it('accepts in `config` any part of the gateway\'s settings (the rest from config/default.yaml), and the names the gateway still takes with a warning', () => {
+    const config = { cache: { ttl: { recent: '2m' }, l1MaxBytes: '32MiB' }, platform: { timeout: 20_000, permitLease: '10s', bufferBytes: '8MiB' }, redis: { sentinels: [{ host: 'redis-sentinel', port: 26379 }], sentinelName: 'mymaster' }, credentials: { partner: { baseUrl: 'https://partner.example.com' } } }
+    expect(validateValues(CHART, merge(defaults, { config }))).toEqual([])
+    expect(loadConfigYaml(stringify({ platform: config.platform })).warnings.join('\n')).toContain('platform.permitLease is renamed platform.seatLease')
   })
 
   it('is checked before rendering, as helm does', () => {

@@ -70,6 +70,10 @@ describe('the test renderer (subset of Go templates)', () => {
     expect(() => renderString('{{ regexMatch "^a(?=b)" "ab" }}', {})).toThrow(/outside what the test renderer reads as RE2 does/)
   })
 
+  it('runs and and or like Go: a missing value decides as false', () => {
+    expect(renderString('{{ if and .missing true }}yes{{ else }}no{{ end }} {{ if or .missing .m.none }}yes{{ else }}no{{ end }} {{ and 1 .missing }} {{ or .missing 2 }}', { m: {} })).toBe('no no  2')
+  })
+
   it("runs hasKey like Sprig (a key held as null is held), and keeps a null over no value as helm's values merge does", () => {
     expect(renderString('{{ hasKey .m "a" }} {{ hasKey .m "b" }} {{ hasKey .m "c" }}', { m: { a: null, b: 0 } })).toBe('true true false')
     expect(mergeValues({ a: { x: 1 } }, { a: { x: null, y: null } })).toEqual({ a: { y: null } })

@@ -94,6 +94,7 @@ refuses teams declared in both files.
 {{- fail "config.teams: the teams are no longer part of the config file; move them to the top-level value `teams` (TEAMS_FILE, a Secret of their own that the pods re-read without a restart)" }}
 {{- end }}
 {{- include "report-gateway.checkTimeouts" .Values.config }}
+{{- include "report-gateway.checkRedis" . }}
 {{- $config := deepCopy .Values.config }}
 {{- $_ := unset $config "teams" }}
 {{- /* shutdownDrain and shutdownGrace come from values.shutdownDrainSeconds and values.shutdownGraceSeconds, which terminationGracePeriodSeconds is derived from. */ -}}
@@ -125,6 +126,45 @@ here with its message. Each value not set is the gateway's default (config/defau
 {{- include "report-gateway.durationMs" (dict "value" $timeout "into" $ms "key" "timeout") }}
 {{- if not (gt $ms.connection $ms.timeout) }}
 {{- fail (printf "server.connectionTimeout: must be longer than platform.timeout (%v) (values config.server.connectionTimeout, default 2m, and config.platform.timeout, default 30s): every pod would stop at start with this message (exit 78)" $timeout) }}
+{{- end }}
+{{- end }}
+
+{{/*
+Redis settings with which the gateway stops at start (exit 78, src/config/normalize.ts):
+refused here with its message, where the values hold what it reads. Sentinels and a
+Cluster together; the Sentinels' TLS or password without Sentinels; on a Cluster, a
+database other than 0 or a key prefix holding "{"; TLS settings (redis.tlsServername,
+redis.sentinelTls) while REDIS_URL is not rediss://. A REDIS_URL from redis.existingSecret
+is not known here: what depends on it is left to the gateway.
+*/}}
+{{- define "report-gateway.checkRedis" -}}
+{{- $redis := default (dict) .Values.config.redis }}
+{{- $tail := "every pod would stop at start with this message (exit 78)" }}
+{{- if and $redis.sentinels $redis.cluster }}
+{{- fail (printf "config.redis: set sentinels or cluster, not both: %s" $tail) }}
+{{- end }}
+{{- if and $redis.sentinelTls (not $redis.sentinels) }}
+{{- fail (printf "config.redis.sentinelTls: set, but no Sentinels are: set redis.sentinels (with redis.sentinelName), or remove redis.sentinelTls: %s" $tail) }}
+{{- end }}
+{{- if and .Values.secrets.keys.redisSentinelPassword (not $redis.sentinels) }}
+{{- fail (printf "secrets.keys.redisSentinelPassword: REDIS_SENTINEL_PASSWORD: set, but no Sentinels are: set redis.sentinels (with redis.sentinelName), or remove REDIS_SENTINEL_PASSWORD: %s; set config.redis.sentinels, or empty secrets.keys.redisSentinelPassword" $tail) }}
+{{- end }}
+{{- if and $redis.cluster (kindIs "string" $redis.keyPrefix) (contains "{" (default "" $redis.keyPrefix)) }}
+{{- fail (printf "config.redis.keyPrefix: holds a brace, but a Redis Cluster hashes a key by the part of it between braces: remove them: %s" $tail) }}
+{{- end }}
+{{- if not .Values.redis.existingSecret.name }}
+{{- $url := .Values.redis.url | default $redis.url | default "" }}
+{{- if and $redis.cluster (regexMatch "^rediss?://[^/]*/0*[1-9][0-9]*$" $url) }}
+{{- fail (printf "redis.url: names a database other than 0, but a Redis Cluster has database 0 alone: remove it from the URL, or give this installation its own config.redis.keyPrefix: %s" $tail) }}
+{{- end }}
+{{- if not (regexMatch "^rediss://" $url) }}
+{{- if $redis.tlsServername }}
+{{- fail (printf "config.redis.tlsServername: set, but Redis is not reached over TLS: set REDIS_URL (redis.url) to a rediss:// URL, or remove redis.tlsServername: %s" $tail) }}
+{{- end }}
+{{- if $redis.sentinelTls }}
+{{- fail (printf "config.redis.sentinelTls: set, but Redis is not reached over TLS: set REDIS_URL (redis.url) to a rediss:// URL, or remove redis.sentinelTls: %s" $tail) }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- end }}
 

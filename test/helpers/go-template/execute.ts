@@ -231,11 +231,18 @@ const FUNCTIONS: Record<string, Fn> = {
     if (!isMap(map)) throw new TemplateError(`${where}: hasKey needs a map`)
     return Object.hasOwn(map, str(key))
   },
-  and: (args) => args.find((a) => !truth(a)) ?? args[args.length - 1],
-  or: (args) => args.find((a) => truth(a)) ?? args[args.length - 1],
+  // Go's and/or: the first argument that decides, a missing value (null) included, else the last.
+  and: (args) => deciding(args, false),
+  or: (args) => deciding(args, true),
   not: ([v]) => !truth(v),
   eq: ([a, ...rest]) => rest.some((b) => b === a),
   ne: ([a, b]) => a !== b,
   gt: ([a, b], _scope, where) => compare(a, b, where) > 0,
   lt: ([a, b], _scope, where) => compare(a, b, where) < 0,
+}
+
+/** Go's and (`truthy` false) and or (true): the first argument whose truth is `truthy`, else the last. */
+function deciding(args: unknown[], truthy: boolean): unknown {
+  const at = args.findIndex((a) => truth(a) === truthy)
+  return at < 0 ? args[args.length - 1] : args[at]
 }
