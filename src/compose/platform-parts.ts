@@ -134,6 +134,7 @@ export function platformParts(
     clock,
     maxPauseMs: config.platform.maxPauseMs,
     failing,
+    maxDecodedBytes: config.platform.bufferTotalBytes,
   })
   // A credential pause is tested with the probe call and the token in use.
   governors.probeWith(async (credential) => {

@@ -132,13 +132,15 @@ export async function fetchReport(
   }
   // The answer is in and its seat ended: what is left is the gateway's own CPU, in its team's turn.
   if (deps.turns !== undefined) await deps.turns.turn(origin.team)
-  if (res.status === 200 && held.length > deps.maxEntryBytes) {
-    // Too big to cache: sent on to the caller from memory, its bytes freed as it reads.
+  // A 200 in gzip within the entry limit, decoded once (within it): its report, or PAST.
+  const decoded = res.status === 200 && gzipped && held.length <= deps.maxEntryBytes ? gunzipWithin(held.peek(), deps.maxEntryBytes) : undefined
+  if (decoded === PAST || (res.status === 200 && held.length > deps.maxEntryBytes)) {
+    // Too big to cache, as sent or decoded: sent on to the caller from memory, its bytes freed as it reads.
     if (gzipped) headers['content-encoding'] = 'gzip'
     return { kind: 'oversize', status: 200, headers, answer: held }
   }
   try {
-    const result = await fromBody(res.status, res.headers, headers, held.bytes(), report, { ...deps, now }, asked)
+    const result = await fromBody(res.status, res.headers, headers, held.bytes(), decoded ?? null, report, { ...deps, now }, asked)
     return result.kind === 'entry' || result.kind === 'pass' ? { ...result, account: res.account } : result
   } finally {
     // The body is copied into what the read returns (an entry: in the L1 cache's bound from then on).
@@ -146,12 +148,13 @@ export async function fetchReport(
   }
 }
 
-/** What a received platform answer within cache.maxEntryBytes gives. */
+/** What a received platform answer within cache.maxEntryBytes gives; `decoded`: a 200's gzip decoded (null: it does not decode). */
 async function fromBody(
   status: number,
   raw: PlatformResponse['headers'],
   headers: Record<string, string>,
   received: Buffer,
+  decoded: Buffer | null,
   report: CanonicalReport,
   deps: FetcherDeps & { now: () => number },
   asked: number,
@@ -168,7 +171,7 @@ async function fromBody(
     }
     return { kind: 'pass', ...response }
   }
-  const identity = gzipped ? safeGunzip(received, deps.maxEntryBytes) : received
+  const identity = gzipped ? decoded : received
   if (identity === null) return { kind: 'failed', error: new UpstreamError('unreadable gzip body') }
   if (!cacheControlAllowsStore(raw['cache-control'] as string | undefined) || !varyAllowsSharing(raw.vary)) {
     return { kind: 'pass', status: 200, headers, body: identity }
@@ -224,5 +227,17 @@ function safeGunzip(buf: Buffer, limit: number): Buffer | null {
     return gunzipSync(buf, { maxOutputLength: limit })
   } catch {
     return null
+  }
+}
+
+/** A gzip body that decodes to more than its limit. */
+const PAST = Symbol('past the limit')
+
+/** `buf` gunzipped within `limit` bytes; PAST: it decodes to more; null: it does not decode. */
+function gunzipWithin(buf: Buffer, limit: number): Buffer | typeof PAST | null {
+  try {
+    return gunzipSync(buf, { maxOutputLength: limit })
+  } catch (err) {
+    return (err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE' ? PAST : null
   }
 }

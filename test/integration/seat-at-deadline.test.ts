@@ -32,6 +32,7 @@ describe('a seat given as its call\'s deadline passes', () => {
       refusals: {} as RefusalLog,
       usage: { platformCall: () => undefined },
       maxPauseMs: 60_000,
+      maxDecodedBytes: 128 * 1024 * 1024,
     })
     const token = sandbox.issueToken()
     const provider = { name: 'default', credential: {}, usable: () => true, current: () => ({ token }) } as unknown as TokenProvider

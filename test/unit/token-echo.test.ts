@@ -10,6 +10,8 @@ import { waitFor } from '../helpers/wait.js'
 // byte of the token reaches the caller first.
 
 const TOKEN = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJnYXRld2F5In0.c2lnbmF0dXJlLW9mLXRoZS10b2tlbg'
+// platform.bufferTotalBytes's default: the most a coded body decodes to.
+const MAX_DECODED = 128 * 1024 * 1024
 
 /** A platform body of `chunks`, each its own read. */
 function body(chunks: Buffer[]): Readable {
@@ -67,8 +69,8 @@ function cutAroundToken(bytes: Buffer, size: number): Buffer[] {
 }
 
 /** What a caller reads of the answer: its bytes until it ends or fails, and the failure. */
-async function read(headers: IncomingHttpHeaders, chunks: Buffer[]): Promise<{ bytes: Buffer; error: Error | null }> {
-  const answer = withoutToken(headers, body(chunks), TOKEN)
+async function read(headers: IncomingHttpHeaders, chunks: Buffer[], maxDecoded = MAX_DECODED): Promise<{ bytes: Buffer; error: Error | null }> {
+  const answer = withoutToken(headers, body(chunks), TOKEN, maxDecoded)
   const got: Buffer[] = []
   try {
     for await (const chunk of answer) got.push(chunk as Buffer)
@@ -111,6 +113,22 @@ describe('a body that carries the token back', () => {
       const encoded = await read({ 'content-encoding': 'gzip' }, cut(gzipped, size))
       expect(encoded.error).toBeNull()
       expect(encoded.bytes.equals(gzipped)).toBe(true)
+    }
+  })
+
+  it.each([
+    ['gzip', gzipSync],
+    ['deflate', deflateSync],
+    ['deflate', deflateRawSync],
+    ['br', brotliCompressSync],
+  ] as const)('passes a body in %s that decodes to the bound, and fails one that decodes past it, naming the bound', async (coding, encode) => {
+    const coded = encode(CLEAN)
+    for (const size of [64, coded.length]) {
+      const at = await read({ 'content-encoding': coding }, cut(coded, size), CLEAN.length)
+      expect(at.error, `${coding} in chunks of ${size}`).toBeNull()
+      expect(at.bytes.equals(coded)).toBe(true)
+      const past = await read({ 'content-encoding': coding }, cut(coded, size), CLEAN.length - 1)
+      expect(past.error, `${coding} in chunks of ${size}`).toMatchObject({ code: 'GW_UPSTREAM', message: expect.stringContaining(`the platform's answer in ${coding} decodes to more than platform.bufferTotalBytes (${CLEAN.length - 1} bytes): not passed on`) })
     }
   })
 
@@ -169,13 +187,13 @@ describe('the bytes as sent and as decoded, of any type', () => {
     ['two content-encoding lines (a stack, as `gzip, gzip`)', { 'content-encoding': ['gzip', 'gzip'] }, gzipSync(gzipSync(REFLECTED)), /content coding the gateway does not read/],
     ['two content-type lines, one naming UTF-16', { 'content-type': ['application/json', 'text/html; charset=utf-16'] }, cjk('utf16le'), /charset the gateway does not read/],
   ] as unknown as [string, IncomingHttpHeaders, Buffer, RegExp][])('throws for an answer with %s', (_name, headers, bytes, reason) => {
-    expect(() => withoutToken(headers, body([bytes]), TOKEN)).toThrow(reason)
+    expect(() => withoutToken(headers, body([bytes]), TOKEN, MAX_DECODED)).toThrow(reason)
   })
 
   it('names no platform word in its refusal but a short one of a token\'s characters: its message reaches the caller and the log', () => {
-    expect(() => withoutToken({ 'content-encoding': ['gzip', 'gzip'] } as unknown as IncomingHttpHeaders, body([CLEAN]), TOKEN)).toThrow('(gzip, gzip)')
-    expect(() => withoutToken({ 'content-encoding': `x-${'a'.repeat(60)}` }, body([CLEAN]), TOKEN)).toThrow('(not named)')
-    expect(() => withoutToken({ 'content-type': 'text/html; charset=<script>' }, body([CLEAN]), TOKEN)).toThrow('(not named)')
+    expect(() => withoutToken({ 'content-encoding': ['gzip', 'gzip'] } as unknown as IncomingHttpHeaders, body([CLEAN]), TOKEN, MAX_DECODED)).toThrow('(gzip, gzip)')
+    expect(() => withoutToken({ 'content-encoding': `x-${'a'.repeat(60)}` }, body([CLEAN]), TOKEN, MAX_DECODED)).toThrow('(not named)')
+    expect(() => withoutToken({ 'content-type': 'text/html; charset=<script>' }, body([CLEAN]), TOKEN, MAX_DECODED)).toThrow('(not named)')
   })
 
   it('passes an answer of no bytes in a coding on: a HEAD\'s answer, a 204 that names its coding', async () => {
@@ -194,13 +212,13 @@ describe('headers, and codings the gateway does not read', () => {
     [{ [`x-${TOKEN.toLowerCase()}`]: '1' }],
   ] as IncomingHttpHeaders[][])('throws at once for a header that carries the token, and drops the body: %o', (headers) => {
     const platform = body([CLEAN])
-    expect(() => withoutToken(headers, platform, TOKEN)).toThrow(/carried the gateway's token back in its headers/)
+    expect(() => withoutToken(headers, platform, TOKEN, MAX_DECODED)).toThrow(/carried the gateway's token back in its headers/)
     expect(platform.destroyed).toBe(true)
   })
 
   it.each(['zstd', 'compress', 'gzip, br'])('throws for a body in %s, which it cannot read for the token', (coding) => {
     const platform = body([CLEAN])
-    expect(() => withoutToken({ 'content-encoding': coding }, platform, TOKEN)).toThrow(/content coding the gateway does not read/)
+    expect(() => withoutToken({ 'content-encoding': coding }, platform, TOKEN, MAX_DECODED)).toThrow(/content coding the gateway does not read/)
     expect(platform.destroyed).toBe(true)
   })
 
@@ -208,7 +226,7 @@ describe('headers, and codings the gateway does not read', () => {
     'throws for a body in %s, whose token its scan would not see in the bytes a reader decodes it from',
     (type) => {
       const platform = body([CLEAN])
-      expect(() => withoutToken({ 'content-type': type }, platform, TOKEN)).toThrow(/charset the gateway does not read/)
+      expect(() => withoutToken({ 'content-type': type }, platform, TOKEN, MAX_DECODED)).toThrow(/charset the gateway does not read/)
       expect(platform.destroyed).toBe(true)
     },
   )
@@ -251,13 +269,13 @@ describe('headers, and codings the gateway does not read', () => {
 describe('the platform\'s body and the scan, joined', () => {
   it('fails the scan with the platform\'s failure, and on a body closed before its end', async () => {
     const failing = new Readable({ read() {} })
-    const failed = withoutToken({}, failing, TOKEN)
+    const failed = withoutToken({}, failing, TOKEN, MAX_DECODED)
     failing.push(CLEAN.subarray(0, 100))
     failing.destroy(new Error('connection reset'))
     await expect((async () => { for await (const _ of failed) void _ })()).rejects.toThrow('connection reset')
 
     const cutShort = new Readable({ read() {} })
-    const short = withoutToken({}, cutShort, TOKEN)
+    const short = withoutToken({}, cutShort, TOKEN, MAX_DECODED)
     cutShort.push(CLEAN.subarray(0, 100))
     cutShort.destroy()
     await expect((async () => { for await (const _ of short) void _ })()).rejects.toMatchObject({ code: 'ERR_STREAM_PREMATURE_CLOSE' })
@@ -266,13 +284,13 @@ describe('the platform\'s body and the scan, joined', () => {
   it('ends the platform\'s body when the scan fails or its reader leaves before the end', async () => {
     // No reader listens when the token is found: the failure takes no process down.
     const echoing = new Readable({ read() {} })
-    const scan = withoutToken({}, echoing, TOKEN)
+    const scan = withoutToken({}, echoing, TOKEN, MAX_DECODED)
     echoing.push(REFLECTED)
     await waitFor('the scan failed and the body ended', () => scan.destroyed && echoing.destroyed)
     expect(scan.errored).toMatchObject({ code: 'GW_UPSTREAM' })
 
     const long = new Readable({ read() {} })
-    const left = withoutToken({}, long, TOKEN)
+    const left = withoutToken({}, long, TOKEN, MAX_DECODED)
     long.push(CLEAN.subarray(0, 100))
     left.destroy()
     await waitFor('the body ended', () => long.destroyed)

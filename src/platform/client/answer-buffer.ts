@@ -185,6 +185,15 @@ export class HeldAnswer {
     return Buffer.concat(this.#chunks, this.length)
   }
 
+  /**
+   * Its body's bytes to read while it stays held (to decide what it is before it is sent
+   * or kept): its one block as it is, or its blocks joined in a copy. Nothing read from it
+   * is to outlive release().
+   */
+  peek(): Buffer {
+    return this.#chunks.length === 1 ? (this.#chunks[0] as Buffer) : Buffer.concat(this.#chunks, this.length)
+  }
+
   /** The body as its caller reads it, each block's bytes freed once it is taken; once. */
   stream(): Readable {
     if (this.#gone) throw new Error('a held answer is sent or released once')

@@ -118,6 +118,7 @@ export class PlatformClient {
   readonly #clock: Clock
   readonly #maxPauseMs: number
   readonly #failing: PlatformFailing | null
+  readonly #maxDecodedBytes: number
   readonly #shutdown = new ShutdownWatch()
 
   constructor(opts: {
@@ -139,6 +140,8 @@ export class PlatformClient {
     maxPauseMs: number
     /** Told of each try's end: answered, or failed (no answer, or a 5xx). */
     failing?: PlatformFailing
+    /** platform.bufferTotalBytes: the most a coded answer decodes to (token-echo.ts, EncodedScan). */
+    maxDecodedBytes: number
   }) {
     this.#dispatcher = opts.dispatcher
     this.#timeoutMs = opts.timeoutMs
@@ -152,6 +155,7 @@ export class PlatformClient {
     this.#clock = opts.clock ?? systemClock
     this.#maxPauseMs = opts.maxPauseMs
     this.#failing = opts.failing ?? null
+    this.#maxDecodedBytes = opts.maxDecodedBytes
   }
 
   /** The platform has paused the credential or the route of `url` (a 429): a cached copy is better than a wait. */
@@ -178,7 +182,7 @@ export class PlatformClient {
       const base = this.baseOf(provider)
       let sent = first
       let res = await this.#once(provider.name, base, call, sent.token, deadline.at)
-      if (res.status !== 401) return forCaller(res, provider, sent, deadline)
+      if (res.status !== 401) return forCaller(res, provider, sent, deadline, this.#maxDecodedBytes)
       res.body.resume()
       // The token was replaced while the call was out (a login here or on another replica,
       // an operator's PUT): its 401 says nothing of the token in use now. A read goes
@@ -187,7 +191,7 @@ export class PlatformClient {
       if (current && current.token !== sent.token && call.read && isReplayable(call.body)) {
         sent = current
         res = await this.#once(provider.name, base, call, sent.token, deadline.at)
-        if (res.status !== 401) return forCaller(res, provider, sent, deadline)
+        if (res.status !== 401) return forCaller(res, provider, sent, deadline, this.#maxDecodedBytes)
         res.body.resume()
       }
       const { renewed, verdict } = await abortable(this.#renewal(provider, call, sent.token), call.signal)
@@ -195,7 +199,7 @@ export class PlatformClient {
         throw verdict === 'confirmed' ? new PlatformAuthError('the platform refused the token (a write is not retried)') : refusedCall(verdict)
       }
       const again = await this.#once(provider.name, base, call, renewed.token, deadline.at)
-      if (again.status !== 401) return forCaller(again, provider, renewed, deadline)
+      if (again.status !== 401) return forCaller(again, provider, renewed, deadline, this.#maxDecodedBytes)
       again.body.resume()
       const retried = await abortable(this.#verdict(provider, renewed.token, call), call.signal)
       if (retried !== 'confirmed') throw refusedCall(retried)
@@ -519,18 +523,18 @@ function armed(res: PlatformResponse, deadline: Deadline): PlatformResponse {
 /**
  * `res`, the answer to a call sent with `sent`'s token, as a caller may read it: with the
  * account that token acts for (a copy of it is kept for that account), failing where it
- * carries the token back (token-echo.ts),
+ * carries the token back or, coded, decodes to more than `maxDecodedBytes` (token-echo.ts),
  * and a 407 is no answer to the caller. A 407 is a proxy between the gateway and the
  * platform asking the gateway for credentials of its own (RFC 9110, 15.5.8): the way to
  * the platform is the gateway's, and its `proxy-authenticate` would have a caller's client
  * or browser offer the credentials of the caller's own proxy. It fails the call (GW_UPSTREAM).
  */
-function forCaller(res: PlatformResponse, provider: TokenProvider, sent: TokenState, deadline: Deadline): SentResponse {
+function forCaller(res: PlatformResponse, provider: TokenProvider, sent: TokenState, deadline: Deadline, maxDecodedBytes: number): SentResponse {
   if (res.status === 407) {
     res.body.resume()
     throw new UpstreamError('the platform answered 407: a proxy before it asks for credentials')
   }
-  return { ...armed({ ...res, body: withoutToken(res.headers, res.body, sent.token) }, deadline), account: provider.accountOf(sent) }
+  return { ...armed({ ...res, body: withoutToken(res.headers, res.body, sent.token, maxDecodedBytes) }, deadline), account: provider.accountOf(sent) }
 }
 
 function isReplayable(body: PlatformCall['body']): boolean {

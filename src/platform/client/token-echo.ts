@@ -117,8 +117,9 @@ export function forwardedEncodings(acceptEncoding: string): string | undefined {
  * where the token shows. Throws at once when a header carries the token, or when the
  * body is in a coding the gateway does not read (the platform was offered none:
  * forwardedEncodings) or a charset it does not read the token in; the body is then dropped.
+ * A coded body that decodes to more than `maxDecodedBytes` fails too (EncodedScan).
  */
-export function withoutToken(headers: IncomingHttpHeaders, body: Readable, token: string): Readable {
+export function withoutToken(headers: IncomingHttpHeaders, body: Readable, token: string, maxDecodedBytes: number): Readable {
   const spelled = spellingsOf(token)
   const { forms, named: lowered } = spelled
   for (const [name, value] of Object.entries(headers)) {
@@ -145,7 +146,7 @@ export function withoutToken(headers: IncomingHttpHeaders, body: Readable, token
       throw new UpstreamError(`the platform answered in a content coding the gateway does not read for its token (${named(coding)}): not passed on`)
     }
   }
-  const scan = decoder === null ? new PlainScan(spelled, textual) : new EncodedScan(spelled, decoder(), coding, textual)
+  const scan = decoder === null ? new PlainScan(spelled, textual) : new EncodedScan(spelled, decoder(), coding, textual, maxDecodedBytes)
   joinBody(body, scan)
   return scan
 }
@@ -267,6 +268,10 @@ class PlainScan extends Transform {
  * A body the decoder cannot read whole (truncated, broken, in another coding than named)
  * fails too: a lenient reader decodes what the scan did not see (a browser or curl the
  * part before the break), and no reader makes an answer of it.
+ * A body that decodes to more than `maxDecodedBytes` (platform.bufferTotalBytes, the most a
+ * plain answer may be) fails once it has: a compression bomb (a few KiB of gzip, deflate or
+ * brotli that decode to gigabytes) costs the replica's CPU no more than the largest plain
+ * answer it takes.
  */
 class EncodedScan extends Transform {
   readonly #decoder: Transform
@@ -274,13 +279,20 @@ class EncodedScan extends Transform {
   readonly #ended: Promise<void>
   #started = false
 
-  constructor(spelled: Spellings, decoder: Transform, coding: string, textual: boolean) {
+  constructor(spelled: Spellings, decoder: Transform, coding: string, textual: boolean, maxDecodedBytes: number) {
     super()
     const seam = new Seam(spelled, textual)
     this.#sent = new Seam(spelled, false)
     this.#decoder = decoder
+    let decoded = 0
     this.#ended = new Promise((resolve) => {
       decoder.on('data', (chunk: Buffer) => {
+        decoded += chunk.length
+        if (decoded > maxDecodedBytes) {
+          this.destroy(new UpstreamError(`the platform's answer in ${coding} decodes to more than platform.bufferTotalBytes (${maxDecodedBytes} bytes): not passed on`))
+          decoder.destroy()
+          return
+        }
         const { refused } = seam.look(chunk)
         if (refused) {
           this.destroy(refused)
