@@ -68,7 +68,9 @@ function describeError(error: ErrorObject, raw: Record<string, unknown>, envSour
     return `${[...segments, extra].join('.')}: unknown setting${meant === null ? '' : `; did you mean ${[...segments, meant].join('.')}?`}`
   }
   const dotted = segments.join('.')
-  const name = envSources.get(dotted) ?? (dotted || '(root)')
+  // A value of the environment is named by its variable; an item of a list variable
+  // (ADMIN_HOSTS) by the list's: the operator wrote no `admin.hosts.1`.
+  const name = variableOf(segments, envSources) ?? (dotted || '(root)')
   const value = getPath(raw, segments)
   const hidden = (envSources.has(dotted) && isSecretPath(dotted)) || TEAM_KEYS.test(dotted) || TEAM_WEBHOOK.test(dotted) || HOLDS_PASSWORD.has(dotted)
   const shown = hidden ? '' : ` (got ${JSON.stringify(maskUrlPassword(value))})`
@@ -76,6 +78,13 @@ function describeError(error: ErrorObject, raw: Record<string, unknown>, envSour
     return `${dotted ? `${dotted}.` : ''}${(error.params as { missingProperty: string }).missingProperty}: required`
   }
   return `${name}: ${hintFor(dotted, error)}${shown}`
+}
+
+/** The variable that set the setting at `segments`, or the list holding it; undefined for a setting of a file or the defaults. */
+function variableOf(segments: readonly string[], envSources: Map<string, string>): string | undefined {
+  const own = envSources.get(segments.join('.'))
+  if (own !== undefined || segments.length < 2 || !/^\d+$/.test(segments.at(-1) as string)) return own
+  return envSources.get(segments.slice(0, -1).join('.'))
 }
 
 function hintFor(dotted: string, error: ErrorObject): string {

@@ -61,15 +61,14 @@ export function tracingConfig(env: Env, problems: string[]): TracingConfig | nul
   const exporter = env.OTEL_TRACES_EXPORTER?.trim().toLowerCase() || 'otlp'
   if (exporter === 'none') return null
   if (exporter !== 'otlp') problems.push(`OTEL_TRACES_EXPORTER: ${exporter} is not supported; the gateway exports traces with otlp (or none: off)`)
-  const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim()
-  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim()
-  const name = traces ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT'
+  const endpoint = signalVariable(env, 'ENDPOINT')
   // The signal's own endpoint is used as it is; the base one gets the traces path (OTLP/HTTP).
-  const url = traces ? traces : base ? `${base.replace(/\/+$/, '')}/v1/traces` : null
-  if (url !== null && !(/^https?:\/\/[^/?#\s]+/.test(url) && URL.canParse(url))) problems.push(`${name}: ${maskUrlPassword(traces ?? base ?? '')} is not an http(s) URL of an OTLP/HTTP receiver (e.g. http://otel-collector:4318)`)
-  const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL)?.trim() || 'http/protobuf'
-  if (protocol !== 'http/protobuf' && protocol !== 'http/json') {
-    problems.push(`OTEL_EXPORTER_OTLP_PROTOCOL: ${protocol} is not supported; use http/protobuf (the default) or http/json`)
+  const url = endpoint === null ? null : endpoint.traces ? endpoint.value : `${endpoint.value.replace(/\/+$/, '')}/v1/traces`
+  if (endpoint !== null && !(/^https?:\/\/[^/?#\s]+/.test(url as string) && URL.canParse(url as string))) problems.push(`${endpoint.name}: ${maskUrlPassword(endpoint.value)} is not an http(s) URL of an OTLP/HTTP receiver (e.g. http://otel-collector:4318)`)
+  const protocolSet = signalVariable(env, 'PROTOCOL')
+  const protocol = protocolSet?.value ?? 'http/protobuf'
+  if (protocolSet !== null && protocol !== 'http/protobuf' && protocol !== 'http/json') {
+    problems.push(`${protocolSet.name}: ${protocol} is not supported; use http/protobuf (the default) or http/json`)
   }
   const sampler = env.OTEL_TRACES_SAMPLER?.trim().toLowerCase() || 'parentbased_always_on'
   if (!(SAMPLERS as readonly string[]).includes(sampler)) problems.push(`OTEL_TRACES_SAMPLER: ${sampler} is not one of ${SAMPLERS.join(', ')}`)
@@ -77,10 +76,10 @@ export function tracingConfig(env: Env, problems: string[]): TracingConfig | nul
   const samplerRatio = arg ? Number(arg) : 1
   if (!(samplerRatio >= 0 && samplerRatio <= 1)) problems.push(`OTEL_TRACES_SAMPLER_ARG: ${arg} is not a ratio from 0 to 1`)
   const resourceAttributes = keyValues(env.OTEL_RESOURCE_ATTRIBUTES, 'OTEL_RESOURCE_ATTRIBUTES', problems, false)
-  const headers = keyValues(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS ?? env.OTEL_EXPORTER_OTLP_HEADERS, 'OTEL_EXPORTER_OTLP_HEADERS', problems, true)
+  const headersSet = signalVariable(env, 'HEADERS')
+  const headers = keyValues(headersSet?.value, headersSet?.name ?? 'OTEL_EXPORTER_OTLP_HEADERS', problems, true)
   const batch = batchOf(env, problems)
-  const timeoutName = env.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT?.trim() ? 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT' : 'OTEL_EXPORTER_OTLP_TIMEOUT'
-  const timeoutMillis = millis(env, timeoutName, 1, problems)
+  const timeoutMillis = millis(env, signalVariable(env, 'TIMEOUT')?.name ?? 'OTEL_EXPORTER_OTLP_TIMEOUT', 1, problems)
   if (url === null) return null
   return {
     url,
@@ -93,6 +92,19 @@ export function tracingConfig(env: Env, problems: string[]): TracingConfig | nul
     samplerRatio,
     batch,
   }
+}
+
+/**
+ * The exporter setting `OTEL_EXPORTER_OTLP_TRACES_<what>` gives, else `OTEL_EXPORTER_OTLP_<what>`
+ * (the specification's order: the signal's own first), trimmed, with the variable it came
+ * from, so that a problem names the variable set; an empty one is unset. Null: neither.
+ */
+function signalVariable(env: Env, what: 'ENDPOINT' | 'PROTOCOL' | 'HEADERS' | 'TIMEOUT'): { name: string; value: string; traces: boolean } | null {
+  for (const [name, traces] of [[`OTEL_EXPORTER_OTLP_TRACES_${what}`, true], [`OTEL_EXPORTER_OTLP_${what}`, false]] as const) {
+    const value = env[name]?.trim()
+    if (value) return { name, value, traces }
+  }
+  return null
 }
 
 /**

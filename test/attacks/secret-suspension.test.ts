@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { KEYS, sandboxLoginEnv, testConfig } from '../helpers/build-gateway.js'
+import { KEYS, listen, sandboxLoginEnv, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
@@ -114,6 +114,19 @@ describe.skipIf(!redisCheck.available)('a team guessing at the login\'s password
     expect(lift.json()).toEqual({ team: 'all', lifted: true })
     for (const gw of [a, b, c]) await waitFor('every replica to serve the team again', async () => (await ask(gw, ['nothing-secret'])).status === 404)
     expect(b.logs.records().some((r) => r.kind === 'audit' && r.action === 'lift-suspension' && r.team === 'all')).toBe(true)
+  })
+
+  it('answers the hit itself 400 on a real connection, a report the team read before included (the entrance before the router decides it first)', async () => {
+    const gw = await listen(await gateways.build(config()))
+    const report = `${gw.url}/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-07`
+    const read = (headers: Record<string, string> = {}) => fetch(report, { headers: { 'x-api-key': KEYS.all, ...headers } })
+    expect((await read()).status).toBe(200)
+    const hit = await read({ 'x-request-id': `id-${sandbox.credentials.password}` })
+    expect(hit.status).toBe(400)
+    expect(await hit.json()).toMatchObject({ code: 'GW_BAD_REQUEST', message: expect.stringMatching(/^x-request-id: holds a secret of the gateway's/) })
+    const next = await read()
+    expect(next.status).toBe(403)
+    expect(await next.json()).toMatchObject({ code: 'GW_TEAM_SUSPENDED' })
   })
 
   it('holds on the replica that refused the hit without Redis', async () => {

@@ -6,11 +6,12 @@
  * body) is checked against the document's response for that operation and status, with
  * no property the document does not declare.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Ajv2020 } from 'ajv/dist/2020.js'
+import { parse as parseYaml } from 'yaml'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/config.js'
 import { renderAdminDocument } from '../../src/cli/openapi-render.js'
@@ -230,6 +231,44 @@ describe('the admin listener\'s OpenAPI document', () => {
       const refused = await gw.admin.inject({ method: 'DELETE', url: `${path}?${query}&dryRun=yes`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
       expect(refused.json(), path).toMatchObject({ statusCode: 400, code: 'GW_BAD_REQUEST', message: expect.stringMatching(/^dryRun: must be `true` or `1`/) })
     }
+  })
+
+  it('names in its words only the fields its answers have, the parameters its calls take, and settings', () => {
+    // A name in backticks that is written like a field (`suspendedUntil`) and is none of these
+    // sends a reader to look for what no answer holds.
+    const names = new Set<string>()
+    const collect = (node: unknown): void => {
+      if (Array.isArray(node)) return node.forEach(collect)
+      if (!node || typeof node !== 'object') return
+      const n = node as Json
+      if (n.properties && typeof n.properties === 'object') for (const k of Object.keys(n.properties)) names.add(k)
+      if (typeof n.name === 'string' && typeof n.in === 'string') names.add(n.name)
+      Object.values(n).forEach(collect)
+    }
+    collect(doc)
+    const settings = (value: unknown): void => {
+      if (!value || typeof value !== 'object' || Array.isArray(value)) return
+      for (const [k, v] of Object.entries(value)) {
+        names.add(k)
+        settings(v)
+      }
+    }
+    settings(parseYaml(readFileSync(new URL('../../config/default.yaml', import.meta.url), 'utf8')))
+    // The misspelt parameter a refusal's message quotes, and Node's option for the head's size.
+    for (const other of ['advertiserID', 'maxHeaderSize']) names.add(other)
+    const strays: string[] = []
+    const words = (node: unknown, at: string): void => {
+      if (Array.isArray(node)) return node.forEach((v) => words(v, at))
+      if (!node || typeof node !== 'object') return
+      for (const [k, v] of Object.entries(node)) {
+        if ((k === 'description' || k === 'summary') && typeof v === 'string') {
+          for (const [, name] of v.matchAll(/`([a-z][a-zA-Z0-9]*[A-Z][a-zA-Z0-9]*)`/g)) if (!names.has(name!)) strays.push(`${at}: \`${name}\``)
+        } else words(v, at)
+      }
+    }
+    for (const [path, item] of Object.entries(doc.paths)) words(item, path)
+    words(doc.components, 'components')
+    expect(strays).toEqual([])
   })
 
   it('declares, required, the headers the contract puts on every /admin/* answer and on the console\'s and Swagger UI\'s files', () => {

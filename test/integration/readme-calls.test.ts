@@ -33,4 +33,19 @@ describe.skipIf(!needTool(TOOLS.curl, spawnSync('curl', ['--version']).status ==
       expect(stdout, call).toMatch(/^2\d\d$/)
     }
   })
+
+  it('the forced refresh answers with an x-cache its comment names, run after the poll before it has read the report', async () => {
+    const lines = readmeShLines('KEY=rgw_')
+    const at = lines.findIndex((line) => line.startsWith('# Force a fresh copy'))
+    const [comment, call] = [lines[at]!, lines[at + 1]!]
+    const named = ['HIT', 'MISS', 'STALE', 'REFRESH', 'BYPASS'].filter((status) => comment.includes(status))
+    expect(named.length, comment).toBeGreaterThan(0)
+    // The poll the block runs before it reads the same report: a copy seconds old.
+    const url = /"\$GW(\/api\/v1\/report\/[^"]+)"/.exec(call)![1]!
+    expect((await fetch(`${env.url}${url}`, { headers: { 'x-api-key': KEYS.all } })).status).toBe(200)
+    // A team with refresh: true, as the comment says.
+    const { stdout } = await promisify(execFile)('sh', ['-c', `${call} -o /dev/null -D -`], { encoding: 'utf8', timeout: 30_000, env: { PATH: process.env.PATH ?? '', KEY: KEYS.all, GW: env.url } })
+    const xCache = /^x-cache: (\w+)/im.exec(stdout)?.[1]
+    expect(named, `${comment}\n${stdout}`).toContain(xCache)
+  })
 })

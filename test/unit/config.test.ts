@@ -965,10 +965,13 @@ describe('admin.hosts (ADMIN_HOSTS)', () => {
     expect(load({ ...PLATFORM, ADMIN_HOSTS: ' gw-admin, gw-admin.reports.svc. ,,' }, yaml).admin.hosts).toEqual(['gw-admin', 'gw-admin.reports.svc.'])
   })
 
-  it('refuses a name with a port, a scheme or a wildcard, saying what a name is', () => {
+  it('refuses a name with a port, a scheme or a wildcard, saying what a name is and naming the variable that gave it', () => {
+    const what = 'must be a DNS name (letters, digits, -, _ and dots; no port, no scheme, no wildcard), e.g. report-gateway-admin.reports.svc'
     for (const name of ['gw-admin:8081', 'http://gw-admin', '*.reports.svc', 'gw admin', '-gw']) {
-      const { problems } = problem({ ...PLATFORM, ADMIN_HOSTS: name })
-      expect(problems, name).toEqual([`admin.hosts.0: must be a DNS name (letters, digits, -, _ and dots; no port, no scheme, no wildcard), e.g. report-gateway-admin.reports.svc (got ${JSON.stringify(name)})`])
+      const { problems } = problem({ ...PLATFORM, ADMIN_HOSTS: `gw-admin,${name}` })
+      expect(problems, name).toEqual([`ADMIN_HOSTS: ${what} (got ${JSON.stringify(name)})`])
     }
+    // From the config file, the setting's item.
+    expect(problem(PLATFORM, 'admin:\n  hosts: [gw-admin, "*.reports.svc"]\n').problems).toEqual([`admin.hosts.1: ${what} (got "*.reports.svc")`])
   })
 })

@@ -131,6 +131,19 @@ describe('tracing configuration from OTEL_* variables', () => {
     expect(problems.join('\n')).not.toContain('secret-value-1')
   })
 
+  it('names the _TRACES_ variable that gave a value it refuses, not the general one it stands in for; an empty one is unset', () => {
+    const { problems } = read({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc',
+      OTEL_EXPORTER_OTLP_TRACES_HEADERS: 'broken',
+    })
+    expect(problems.map((p) => p.split(':')[0])).toEqual(['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_TRACES_HEADERS'])
+    // An empty _TRACES_ variable (a chart's blank value) leaves the general one in force.
+    const blank = read({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: '', OTEL_EXPORTER_OTLP_HEADERS: 'a=1', OTEL_EXPORTER_OTLP_TRACES_HEADERS: '' })
+    expect(blank).toMatchObject({ config: { protocol: 'http/json', headers: { a: '1' } }, problems: [] })
+  })
+
   it('refuses what it cannot honour without an endpoint too, tracing staying off; OTEL_SDK_DISABLED=true and OTEL_TRACES_EXPORTER=none turn it off whatever the rest says', () => {
     const { config, problems } = read({ OTEL_TRACES_EXPORTER: 'zipkin', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_TRACES_SAMPLER: 'sometimes', OTEL_TRACES_SAMPLER_ARG: '2' })
     expect(config).toBeNull()

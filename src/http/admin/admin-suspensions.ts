@@ -23,7 +23,7 @@ export async function adminSuspensionRoutes(app: FastifyInstance, { suspensions,
     operationId: 'liftSuspension',
     summary: 'Lift the suspension of a team on every replica',
     description:
-      "A team whose request held a secret of the gateway's is refused `403 GW_TEAM_SUSPENDED` with every key, on every replica, for `limits.secretSuspension`; `GET /admin/status` lists the suspended teams (`suspendedTeams`). " +
+      "A team whose request held a secret of the gateway's is refused `403 GW_TEAM_SUSPENDED` with every key, on every replica, for `limits.secretSuspension`; `GET /admin/status` gives each team's `suspendedUntil` (null for a team not suspended). " +
       'This call ends the suspension here, in Redis and on the other replicas; audited with the operator. Replace the secret the team sent first: the team knows it, or has narrowed it to what its request held.',
     params: { team: { type: 'string', minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9_.-]+$', description: 'A team name.' } },
     response: { 200: answer(liftSchema, 'Whether the team was suspended here.') },

@@ -194,9 +194,9 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
       carries(res, decided.identity.team.name)
       return answer(req, res, decided, decided.answer, 'HIT', started, now, null, req.socket.remoteAddress ?? null)
     }
-    const { admitted, rate, flight, admitting } = decided.goOn
+    const { admitted, rate, flight, admitting, refused } = decided.goOn
     // A URL not seen before, a refusal, a call naming campaigns, a forced refresh: the route's, with what was learned.
-    if (admitted === undefined || admitted.scopePending || admitted.refresh) return toRouter(req, res, next, admitting, rate === undefined ? undefined : { rate })
+    if (admitted === undefined || admitted.scopePending || admitted.refresh) return toRouter(req, res, next, admitting, rate === undefined && refused === undefined ? undefined : { rate, refused })
     admitting?.end()
     ended(trace?.step('cache.lookup'), L1_MISS)
     carries(res, admitted.identity.team.name)

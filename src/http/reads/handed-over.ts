@@ -9,10 +9,13 @@ import type { CallTally, FillResult, Lookup } from '../../reports/report-cache.j
  * answers its own waiters: an error, a stale copy, a passed-on answer, without filling
  * again) and the calls of that fill charged to the caller (the fill's tries sent for it:
  * its own, as the route's own joined fills charge them); or the copy it looked up, which
- * was not fresh (null: none anywhere).
+ * was not fresh (null: none anywhere); or the refusal it decided, which is the read's answer:
+ * the route decides the read again only to name its caller, and a decision made again may
+ * differ (a secret the read held has suspended its team since: the read itself is its 400).
  */
 export interface HandedOver {
-  rate: RateDecision
+  rate?: RateDecision
+  refused?: unknown
   flight?: Promise<FillResult>
   charged?: CallTally
   found?: Lookup | null

@@ -94,6 +94,8 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     // Set by the decision once the key named it.
     const caller = request.caller as Caller
     if (request.caller !== null) carries(reply.raw, caller.team.name)
+    // Refused before the router: that refusal is the answer (the decision above names the caller for its line).
+    if (handed?.refused !== undefined) throw handed.refused
     // The calls of the fill it joined before the router that were sent for it are its own (what a failure says it cost).
     if (handed?.charged !== undefined && request.caller !== null) chargeTo(caller, handed.charged)
     if ('answer' in decided) {
