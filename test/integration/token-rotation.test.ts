@@ -454,6 +454,54 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     expect(sandbox.requests.map(bearerOf)).not.toContain(first)
   })
 
+  /**
+   * An operator's rollout in two steps: `t1` rolled out over `t0` on replica B, then `t2`
+   * over both on replica C; A, of `t0`, runs on. The record names `t0` and `t1` as replaced.
+   */
+  async function rolloutInSteps(maintenanceOfC = '') {
+    const [t0, t1, t2] = [sandbox.issueToken(), sandbox.issueToken(), sandbox.issueToken()]
+    const a = await replica({ PLATFORM_TOKEN: t0, GATEWAY_SECRET })
+    const b = await replica({ PLATFORM_TOKEN: t1, GATEWAY_SECRET })
+    await waitFor('replica A takes the first rollout\'s token', () => tokenOf(a) === t1)
+    const c = await replica({ PLATFORM_TOKEN: t2, GATEWAY_SECRET }, undefined, `${TEAMS_YAML}${maintenanceOfC}`)
+    await waitFor('replicas A and B take the second rollout\'s token', () => tokenOf(a) === t2 && tokenOf(b) === t2)
+    const record = await storedOnce(fingerprintOf(t2))
+    expect(record?.replaced).toHaveLength(2)
+    return { t0, t1, t2, a, b, c, record }
+  }
+
+  // Redis loses the record midway through the rollout; the replica that stores the token
+  // again knows every configuration the lost record named, not only its own: a replica of
+  // any of them restarted after (its host's .env not updated yet) takes the rolled-out
+  // token, as it would have from the lost record, and never brings its own back.
+  it('a rollout in steps outlives a Redis that lost its data: stored again naming every configuration it replaced, a replica of any of them starting after takes the rolled-out token', async () => {
+    // C's maintenance tick, every 200 ms, stores the token again; A's and B's are their 1 minute.
+    const { t0, t1, t2, a, b, c, record } = await rolloutInSteps('\nplatform:\n  maintenanceInterval: 200ms\n')
+    await client.flushall()
+    expect(await storedOnce(fingerprintOf(t2))).toMatchObject({ base: record?.base, replaced: record?.replaced })
+    const stale = [await replica({ PLATFORM_TOKEN: t0, GATEWAY_SECRET }), await replica({ PLATFORM_TOKEN: t1, GATEWAY_SECRET })]
+    expect(stale.map((gw) => tokenOf(gw))).toEqual([t2, t2])
+    expect(await stored()).toMatchObject({ fingerprint: fingerprintOf(t2) })
+    expect([a, b, c].map((gw) => tokenOf(gw))).toEqual([t2, t2, t2])
+  })
+
+  // Where a replica of the first configuration starts before anyone stored the token again,
+  // the running replica stores it over that start: naming the second configuration too.
+  it('a rollout in steps outlives a Redis that lost its data and a replica of its first configuration starting before it is stored again: a replica of its second takes the rolled-out token too', async () => {
+    const { t0, t1, t2, a, b, c } = await rolloutInSteps()
+    // Only C, of the last configuration, runs on.
+    for (const gw of [a, b]) {
+      gateways.open.splice(gateways.open.indexOf(gw), 1)
+      await closeAfterTest(gw)
+    }
+    await client.flushall()
+    const first = await replica({ PLATFORM_TOKEN: t0, GATEWAY_SECRET })
+    await waitFor('the replica of the first configuration takes the rolled-out token', () => tokenOf(first) === t2)
+    const second = await replica({ PLATFORM_TOKEN: t1, GATEWAY_SECRET })
+    expect([tokenOf(second), tokenOf(first), tokenOf(c)]).toEqual([t2, t2, t2])
+    expect(await stored()).toMatchObject({ fingerprint: fingerprintOf(t2) })
+  })
+
   it('requests in flight finish with the token they started with', async () => {
     const first = sandbox.issueToken()
     const a = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
@@ -624,6 +672,27 @@ describe.skipIf(!redisCheck.available)('token rotation across a Redis restarted 
     const late = await gateways.build(testConfig(env, TEAMS_YAML))
     expect(tokenOf(late)).toBe(next)
     expect(tokenOf(a)).toBe(next)
+  })
+  // Every replica stores the token again at once; whichever write Redis takes, it names the
+  // configurations the rollout replaced, each replica's own and the others'.
+  it('a rollout in steps outlives a Redis restarted empty: a replica of each configuration it replaced starting after takes the rolled-out token', async () => {
+    const env = (token: string) => ({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: redis.url, PLATFORM_TOKEN: token, GATEWAY_SECRET })
+    const [t0, t1, t2] = [sandbox.issueToken(), sandbox.issueToken(), sandbox.issueToken()]
+    const a = await gateways.build(testConfig(env(t0), TEAMS_YAML))
+    const b = await gateways.build(testConfig(env(t1), TEAMS_YAML))
+    await waitFor('replica A takes the first rollout\'s token', () => tokenOf(a) === t1)
+    const c = await gateways.build(testConfig(env(t2), TEAMS_YAML))
+    await waitFor('replicas A and B take the second rollout\'s token', () => tokenOf(a) === t2 && tokenOf(b) === t2)
+    await redis.stop()
+    await redis.restart()
+    const storedFingerprint = async () => {
+      const raw = await client.get(STORE_KEY).catch(() => null)
+      return raw ? (JSON.parse(raw) as { fingerprint?: string }).fingerprint : undefined
+    }
+    await waitFor('the rolled-out token stored again', async () => (await storedFingerprint()) === fingerprintOf(t2))
+    const stale = [await gateways.build(testConfig(env(t0), TEAMS_YAML)), await gateways.build(testConfig(env(t1), TEAMS_YAML))]
+    expect(stale.map((gw) => tokenOf(gw))).toEqual([t2, t2])
+    expect([a, b, c].map((gw) => tokenOf(gw))).toEqual([t2, t2, t2])
   })
 })
 
