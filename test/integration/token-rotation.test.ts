@@ -654,6 +654,12 @@ describe.skipIf(!redisCheck.available)('token rotation across a Redis restarted 
   const { server: redis, client } = useRedis()
   const gateways = useGateways()
 
+  /** The stored token's fingerprint; undefined while Redis is away or holds none. */
+  async function storedFingerprint(): Promise<string | undefined> {
+    const raw = await client.get(STORE_KEY).catch(() => null)
+    return raw ? (JSON.parse(raw) as { fingerprint?: string }).fingerprint : undefined
+  }
+
   it('each replica stores its token again once Redis answers, not a maintenance tick later: a replica that starts after takes it, not its configured token', async () => {
     const first = sandbox.issueToken()
     const env = { PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: redis.url, PLATFORM_TOKEN: first, GATEWAY_SECRET }
@@ -664,10 +670,6 @@ describe.skipIf(!redisCheck.available)('token rotation across a Redis restarted 
     await redis.stop()
     await redis.restart()
     // platform.maintenanceInterval is its 1 minute: only the reconnection stores it within the bound.
-    const storedFingerprint = async () => {
-      const raw = await client.get(STORE_KEY).catch(() => null)
-      return raw ? (JSON.parse(raw) as { fingerprint?: string }).fingerprint : undefined
-    }
     await waitFor('the rotated token stored again', async () => (await storedFingerprint()) === fingerprintOf(next))
     const late = await gateways.build(testConfig(env, TEAMS_YAML))
     expect(tokenOf(late)).toBe(next)
@@ -685,10 +687,6 @@ describe.skipIf(!redisCheck.available)('token rotation across a Redis restarted 
     await waitFor('replicas A and B take the second rollout\'s token', () => tokenOf(a) === t2 && tokenOf(b) === t2)
     await redis.stop()
     await redis.restart()
-    const storedFingerprint = async () => {
-      const raw = await client.get(STORE_KEY).catch(() => null)
-      return raw ? (JSON.parse(raw) as { fingerprint?: string }).fingerprint : undefined
-    }
     await waitFor('the rolled-out token stored again', async () => (await storedFingerprint()) === fingerprintOf(t2))
     const stale = [await gateways.build(testConfig(env(t0), TEAMS_YAML)), await gateways.build(testConfig(env(t1), TEAMS_YAML))]
     expect(stale.map((gw) => tokenOf(gw))).toEqual([t2, t2])
