@@ -83,6 +83,7 @@ export function platformParts(
     refreshBeforeMs: config.platform.refreshBeforeMs,
     expiryWarningsMs: config.platform.expiryWarningsMs,
     filePollMs: config.platform.tokenFilePollMs,
+    onFileRead: (credential) => metrics.tokenFileReads.inc({ credential }),
     maintenanceMs: config.platform.maintenanceMs,
     logins,
     clock,

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest'
 import { fingerprint } from '../../src/observe/fingerprint.js'
 import { TEAMS_YAML, closeAfterTest, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useCleanups, useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
-import { bearerOf, campaignList, tokenOf } from '../helpers/gateway-calls.js'
+import { bearerOf, campaignList, fileReadsDone, tokenOf } from '../helpers/gateway-calls.js'
 import { redisGate } from '../helpers/redis-gate.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
@@ -158,8 +158,10 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     sandbox.clearRequests()
     expect((await campaignList(late)).statusCode).toBe(200)
     expect(sandbox.requests.map(bearerOf)).toEqual([next])
-    // And it does not push the configured token back on the others.
-    await new Promise((r) => setTimeout(r, 200))
+    // And it does not push the configured token back on the others: its start, done, stored
+    // nothing over the rotation (its configured token would rank above it), and every
+    // replica takes what Redis holds.
+    expect(await stored()).toMatchObject({ fingerprint: fingerprintOf(next) })
     expect(tokenOf(a)).toBe(next)
   })
 
@@ -246,8 +248,8 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
       const pasted = sandbox.issueToken()
       expect((await put(a, pasted)).statusCode).toBe(200)
       await waitFor('replica B to take the pasted token', () => tokenOf(b) === pasted)
-      // Several file polls: the unchanged file must not take the token back.
-      await new Promise((r) => setTimeout(r, 3 * FILE_POLL_MS + 200))
+      // Several reads of the unchanged file on each replica: none takes the token back.
+      await fileReadsDone([a, b], 3)
       expect([tokenOf(a), tokenOf(b)]).toEqual([pasted, pasted])
 
       const late = await replica({ PLATFORM_TOKEN_FILE: path, GATEWAY_SECRET }, undefined, FILE_POLL_YAML)
@@ -275,9 +277,16 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     try {
       const next = sandbox.issueToken()
       writeFileSync(path, next)
-      await waitFor('both replicas to take the rewritten file\'s token', () => tokenOf(a) === next && tokenOf(b) === next)
-      // Both replicas read the file and each hears of the other's rotation through Redis.
-      await new Promise((r) => setTimeout(r, 500))
+      // Both replicas read the file and each hears of the other's rotation through Redis:
+      // settled once Redis holds the higher-ranked of their changes and both hold it at its
+      // rank (a write replaces only a lower rank, and every announcement still to come makes
+      // a replica take what Redis holds, which it holds already).
+      await waitFor('both replicas on the stored change of the rewritten file', async () => {
+        const record = await stored()
+        if (record?.fingerprint !== fingerprintOf(next)) return false
+        const rank = { basis: Number(record.basis), version: Number(record.version) }
+        return [a, b].every((gw) => tokenOf(gw) === next && compareRank(gw.tokens.get('default').current() as Ranked, rank) === 0)
+      })
       for (const gw of [a, b]) {
         const changes = gw.logs.records().filter((r) => r.msg === 'platform token changed' && r.newFingerprint === fingerprint(next, GATEWAY_SECRET))
         expect(changes).toEqual([expect.objectContaining({ oldFingerprint: fingerprint(first, GATEWAY_SECRET), newFingerprint: fingerprint(next, GATEWAY_SECRET) })])
@@ -303,8 +312,8 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
       const audited = [a, b].map((gw) => gw.logs.records().filter((r) => r.kind === 'audit').length)
       // The operator writes the Secret to match (so that a restart keeps the token).
       writeFileSync(path, pasted)
-      // No condition to wait on for a change not made: the time of several file polls.
-      await new Promise((r) => setTimeout(r, 3 * FILE_POLL_MS + 200))
+      // Several reads of the rewritten file on each replica.
+      await fileReadsDone([a, b], 3)
       expect(await Promise.all([a, b].map(tokenView))).toEqual(before)
       expect([a, b].map((gw) => gw.logs.records().filter((r) => r.kind === 'audit').length)).toEqual(audited)
     } finally {
@@ -573,10 +582,10 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     const stateB = b.tokens.get('default').replace(fromB)
     expect(stateB.version).toBeLessThan(stateA.version)
 
-    await waitFor('the replicas to settle on the newer write', () => tokenOf(a) === fromA && tokenOf(b) === fromA)
-    // Settled, not fighting: it stays so.
-    await new Promise((r) => setTimeout(r, 300))
-    expect([tokenOf(a), tokenOf(b)]).toEqual([fromA, fromA])
+    // Settled, not fighting: Redis holds the newer write, the higher rank of the two (a write
+    // replaces only a lower one), and both replicas hold its token (every announcement still
+    // to come makes a replica take what Redis holds).
+    await waitFor('the replicas to settle on the newer write', async () => tokenOf(a) === fromA && tokenOf(b) === fromA && (await stored())?.version === stateA.version)
     expect(await stored()).toMatchObject({ fingerprint: fingerprint(fromA, GATEWAY_SECRET), version: stateA.version })
     const late = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
     expect(tokenOf(late)).toBe(fromA)
@@ -601,12 +610,12 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     const stateB = b.tokens.get('default').replace(y)
     expect(stateB.version).toBe(stateA.version)
 
-    await waitFor('the replicas to agree', () => tokenOf(a) === tokenOf(b))
+    // Settled: Redis holds one of the two writes, and both replicas hold its token (a write of
+    // the same rank is refused, and every announcement makes a replica take what Redis holds).
+    await waitFor('the replicas to agree on the stored write', async () => tokenOf(a) === tokenOf(b) && (await stored())?.fingerprint === fingerprintOf(tokenOf(a)))
     // The write that reached Redis first wins: the other was refused (not newer).
     const winner = tokenOf(a) as string
     expect([x, y]).toContain(winner)
-    await new Promise((r) => setTimeout(r, 300))
-    expect([tokenOf(a), tokenOf(b)]).toEqual([winner, winner])
     expect(await stored()).toMatchObject({ fingerprint: fingerprint(winner, GATEWAY_SECRET), version: stateA.version })
   })
 

@@ -10,7 +10,7 @@ import { DEFAULT_TOKEN_LIFETIME_MS, jwtExpiry } from '../../src/platform/tokens/
 import { TEAMS_YAML, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useCleanups, useGateways, useSandbox } from '../helpers/fixtures.js'
 import { shiftedClock, onRealTimers } from '../helpers/clock.js'
-import { bearerOf, campaignList, expectNoSecrets, tokenOf as currentToken } from '../helpers/gateway-calls.js'
+import { bearerOf, campaignList, expectNoSecrets, fileReadsDone, tokenOf as currentToken } from '../helpers/gateway-calls.js'
 import { waitFor } from '../helpers/wait.js'
 
 // Token sources and expiry: the static token, the watched token file (with
@@ -200,8 +200,8 @@ describe('PLATFORM_TOKEN_FILE', () => {
     const { secret, gw } = await gatewayOnSecret(first, `${TEAMS_YAML}\nplatform:\n  tokenFilePoll: ${POLL_MS}ms\n`)
 
     expect((await adminCall(gw, 'PUT', '/admin/token', { token: pasted })).statusCode).toBe(200)
-    // Several file polls and watch events go by: the unchanged file must not undo the PUT.
-    await new Promise((r) => setTimeout(r, 3 * POLL_MS + 200))
+    // Several reads of the unchanged file go by: none undoes the PUT.
+    await fileReadsDone([gw], 3)
     expect(currentToken(gw)).toBe(pasted)
 
     secret.swap(next)
@@ -221,8 +221,8 @@ describe('PLATFORM_TOKEN_FILE', () => {
     await new Promise((r) => setTimeout(r, 300))
     rmSync(path)
     await waitFor('an error about the missing file', () => records(gw, /token file cannot be read/).length > 0)
-    // Several polls later, still the one line.
-    await new Promise((r) => setTimeout(r, 600))
+    // Several reads of the missing file later, still the one line.
+    await fileReadsDone([gw], 3)
     expect(records(gw, /token file cannot be read/)).toHaveLength(1)
     expect(currentToken(gw)).toBe(token)
     expect((await campaignList(gw)).statusCode).toBe(200)

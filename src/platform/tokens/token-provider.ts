@@ -80,6 +80,8 @@ export interface TokenProviderDeps {
   refreshBeforeMs: number
   expiryWarningsMs: number[]
   filePollMs: number
+  /** Told after each read of the token file its watch or poll made (gateway_platform_token_file_reads_total). */
+  onFileRead?: (credential: string) => void
   clock?: Clock
   /**
    * The time of a change's version (its rank, token-order.ts), which replicas compare
@@ -543,6 +545,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
       reading = true
       void this.#readTokenFile().finally(() => {
         reading = false
+        this.#deps.onFileRead?.(this.name)
         if (again) {
           again = false
           check()

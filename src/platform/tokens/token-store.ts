@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import { fingerprint } from '../../observe/fingerprint.js'
 import type { Logger } from 'pino'
+import type { Metrics } from '../../observe/metrics.js'
 import type { Config } from '../../config.js'
 import type { RedisBreaker } from '../../redis/breaker.js'
 import type { RedisBus } from '../../redis/bus.js'
@@ -36,6 +37,8 @@ export interface TokenStoreParts {
   breaker: RedisBreaker | null
   bus: RedisBus | null
   tokens: TokenRegistry
+  /** Counts the announcements acted on (gateway_platform_token_announcements_total). */
+  metrics: Pick<Metrics, 'tokenAnnouncements'>
   clock: Clock
   /** This replica's id: the origin of the changes it stores. */
   replica: string
@@ -464,7 +467,10 @@ export class TokenStore implements TokenShares {
     }
     const { credential, starting } = said
     const provider = this.#ctx.tokens.all().find((p) => p.name === credential)
-    if (provider) await this.#adoptStored(provider)
+    if (provider) {
+      await this.#adoptStored(provider)
+      this.#ctx.metrics.tokenAnnouncements.inc({ credential })
+    }
     // A replica starting while Redis held no token waits for this answer (share()): what this replica holds is stored, or taken, by now.
     const { bus, breaker } = this.#ctx
     if (typeof starting === 'string' && starting !== this.#ctx.replica && bus && breaker) await breaker.run(() => bus.publish(ANSWERS, JSON.stringify({ credential, answering: starting })), undefined)
