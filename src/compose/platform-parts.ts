@@ -85,6 +85,7 @@ export function platformParts(
     filePollMs: config.platform.tokenFilePollMs,
     onFileRead: (credential) => metrics.tokenFileReads.inc({ credential }),
     maintenanceMs: config.platform.maintenanceMs,
+    onCheck: (credential) => metrics.tokenChecks.inc({ credential }),
     logins,
     clock,
     // A change's rank is its time (token-order.ts): on Redis' clock, the newest change wins

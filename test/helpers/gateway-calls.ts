@@ -59,6 +59,15 @@ export function fileReadsDone(gateways: TestGateway[], reads: number): Promise<v
   return countsRise(`${reads} more reads of the token file on each replica`, gateways, 'gateway_platform_token_file_reads_total', reads)
 }
 
+/**
+ * Once each gateway's maintenance tick has checked its token `checks` more times: a check
+ * skipped while the one before runs is not counted, so all but the first began after this
+ * call. What a test waited out as "several ticks", counted.
+ */
+export function checksDone(gateways: TestGateway[], checks: number): Promise<void> {
+  return countsRise(`${checks} more checks of the token on each replica`, gateways, 'gateway_platform_token_checks_total', checks)
+}
+
 /** The platform token a request the sandbox received carried. */
 export function bearerOf(r: SandboxRequestRecord | undefined): string | undefined {
   const h = r?.headers.authorization

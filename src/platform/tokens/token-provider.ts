@@ -91,6 +91,8 @@ export interface TokenProviderDeps {
   versionNow?: () => number
   /** How often expiry is checked (warnings, scheduled re-login, the loud rejected line). */
   maintenanceMs: number
+  /** Told after each such check is done (gateway_platform_token_checks_total). */
+  onCheck?: (credential: string) => void
   /** Every password login passes it: one at a time across replicas, at most one per loginMinInterval. */
   logins: LoginGate
   /** This replica's id, named as the origin of the changes it makes. */
@@ -573,6 +575,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
       await this.#maintainOnce()
     } finally {
       this.#maintaining = false
+      this.#deps.onCheck?.(this.name)
     }
   }
 
