@@ -83,7 +83,9 @@ export function platformParts(
     refreshBeforeMs: config.platform.refreshBeforeMs,
     expiryWarningsMs: config.platform.expiryWarningsMs,
     filePollMs: config.platform.tokenFilePollMs,
+    onFileRead: (credential) => metrics.tokenFileReads.inc({ credential }),
     maintenanceMs: config.platform.maintenanceMs,
+    onCheck: (credential) => metrics.tokenChecks.inc({ credential }),
     logins,
     clock,
     // A change's rank is its time (token-order.ts): on Redis' clock, the newest change wins

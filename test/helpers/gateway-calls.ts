@@ -2,6 +2,7 @@ import { connect, type Socket } from 'node:net'
 import { expect } from 'vitest'
 import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 import { KEYS, REPORT_PATH, type TestGateway } from './build-gateway.js'
+import { waitFor } from './wait.js'
 
 // Calls on a test gateway and looks into it, as the suites make them.
 
@@ -33,6 +34,38 @@ export function expectMissesOf(answers: { statusCode: number; headers: Record<st
 /** The platform token the gateway holds now for a credential. */
 export function tokenOf(gw: TestGateway, credential = 'default'): string | undefined {
   return gw.tokens.get(credential).current()?.token
+}
+
+/** A credential's count in one of the gateway's counters labelled by credential (0 before its first). */
+export async function credentialCount(gw: TestGateway, metric: string, credential = 'default'): Promise<number> {
+  const body = (await gw.admin.inject({ method: 'GET', url: '/metrics' })).body
+  const line = new RegExp(`^${metric}\\{credential="${credential}"\\} (\\S+)$`, 'm').exec(body)
+  return Number(line?.[1] ?? 0)
+}
+
+/** Resolves once each gateway's count (credentialCount) has risen by `more` since this call. */
+export async function countsRise(what: string, gateways: TestGateway[], metric: string, more: number, credential = 'default'): Promise<void> {
+  const counts = () => Promise.all(gateways.map((gw) => credentialCount(gw, metric, credential)))
+  const before = await counts()
+  await waitFor(what, async () => (await counts()).every((n, i) => n >= (before[i] ?? 0) + more))
+}
+
+/**
+ * Once each gateway has done `reads` more reads of its token file: reads are made one at a
+ * time, so all but the first of them began after this call, and saw the file as it is now.
+ * What a test waited out as "several polls", counted.
+ */
+export function fileReadsDone(gateways: TestGateway[], reads: number): Promise<void> {
+  return countsRise(`${reads} more reads of the token file on each replica`, gateways, 'gateway_platform_token_file_reads_total', reads)
+}
+
+/**
+ * Once each gateway's maintenance tick has checked its token `checks` more times: a check
+ * skipped while the one before runs is not counted, so all but the first began after this
+ * call. What a test waited out as "several ticks", counted.
+ */
+export function checksDone(gateways: TestGateway[], checks: number): Promise<void> {
+  return countsRise(`${checks} more checks of the token on each replica`, gateways, 'gateway_platform_token_checks_total', checks)
 }
 
 /** The platform token a request the sandbox received carried. */

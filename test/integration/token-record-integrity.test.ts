@@ -5,7 +5,7 @@ import { RedisSeal } from '../../src/redis/seal.js'
 import { NonceSource } from '../../src/redis/seen-nonces.js'
 import { TEAMS_YAML, credentialTeams, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
-import { tokenOf } from '../helpers/gateway-calls.js'
+import { credentialCount, tokenOf } from '../helpers/gateway-calls.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 
@@ -82,14 +82,18 @@ describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', 
    * What an attacker with Redis write access does: write the record, then announce it.
    * The attacker's announcement is refused (no seal, see test/attacks/redis-writer.test.ts);
    * a replica's next announcement (sealed here as a replica would, with a nonce of its own) makes the others read
-   * the record all the same, which must still be refused.
+   * the record all the same, which must still be refused. Returns once every replica running
+   * has acted on that announcement (gateway_platform_token_announcements_total).
    */
   async function forge(record: unknown, key = DEFAULT_KEY, credential = 'default'): Promise<void> {
+    const running = [...gateways.open]
+    const actedOn = () => Promise.all(running.map((gw) => credentialCount(gw, 'gateway_platform_token_announcements_total', credential)))
+    const before = await actedOn()
     await client.set(key, typeof record === 'string' ? record : JSON.stringify(record))
     const announcement = JSON.stringify({ credential })
     await client.publish(CHANNEL, announcement)
     await client.publish(CHANNEL, new RedisSeal(GATEWAY_SECRET).sealText(CHANNEL, `${Date.now()}.${new NonceSource().next()}.${announcement}`))
-    await new Promise((r) => setTimeout(r, 300))
+    await waitFor('every replica to act on the announcement of the forged record', async () => (await actedOn()).every((n, i) => n > (before[i] ?? 0)))
   }
 
   function rejectedLines(gw: TestGateway): Record<string, unknown>[] {

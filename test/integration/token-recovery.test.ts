@@ -6,7 +6,7 @@ import { fingerprint } from '../../src/observe/fingerprint.js'
 import { fakeClock, onRealTimers } from '../helpers/clock.js'
 import { KEYS, TEAMS_YAML, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useCleanups, useGateways, useSandbox } from '../helpers/fixtures.js'
-import { bearerOf, campaignList, expectNoSecrets } from '../helpers/gateway-calls.js'
+import { bearerOf, campaignList, checksDone, expectNoSecrets } from '../helpers/gateway-calls.js'
 import { newCampaign } from '../helpers/sandbox-gateway.js'
 import { waitFor } from '../helpers/wait.js'
 
@@ -247,7 +247,7 @@ describe('static or file token: 401 makes the credential unusable until a new to
     expect(bearerOf(sandbox.requests.at(-1))).toBe(next)
     // Quiet again once a usable token is in.
     const count = loudLines(gw).length
-    await new Promise((r) => setTimeout(r, 200))
+    await checksDone([gw], 3)
     expect(loudLines(gw).length).toBe(count)
     expectNoSecrets([read.body, rep.body, write.body, readiness.body, put.body, gw.logs.text()], [token, next, ADMIN_TOKEN])
   })

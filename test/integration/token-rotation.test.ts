@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest'
 import { fingerprint } from '../../src/observe/fingerprint.js'
 import { TEAMS_YAML, closeAfterTest, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useCleanups, useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
-import { bearerOf, campaignList, tokenOf } from '../helpers/gateway-calls.js'
+import { bearerOf, campaignList, fileReadsDone, tokenOf } from '../helpers/gateway-calls.js'
 import { redisGate } from '../helpers/redis-gate.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
@@ -158,8 +158,10 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     sandbox.clearRequests()
     expect((await campaignList(late)).statusCode).toBe(200)
     expect(sandbox.requests.map(bearerOf)).toEqual([next])
-    // And it does not push the configured token back on the others.
-    await new Promise((r) => setTimeout(r, 200))
+    // And it does not push the configured token back on the others: its start, done, stored
+    // nothing over the rotation (its configured token would rank above it), and every
+    // replica takes what Redis holds.
+    expect(await stored()).toMatchObject({ fingerprint: fingerprintOf(next) })
     expect(tokenOf(a)).toBe(next)
   })
 
@@ -246,8 +248,8 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
       const pasted = sandbox.issueToken()
       expect((await put(a, pasted)).statusCode).toBe(200)
       await waitFor('replica B to take the pasted token', () => tokenOf(b) === pasted)
-      // Several file polls: the unchanged file must not take the token back.
-      await new Promise((r) => setTimeout(r, 3 * FILE_POLL_MS + 200))
+      // Several reads of the unchanged file on each replica: none takes the token back.
+      await fileReadsDone([a, b], 3)
       expect([tokenOf(a), tokenOf(b)]).toEqual([pasted, pasted])
 
       const late = await replica({ PLATFORM_TOKEN_FILE: path, GATEWAY_SECRET }, undefined, FILE_POLL_YAML)
@@ -275,9 +277,16 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     try {
       const next = sandbox.issueToken()
       writeFileSync(path, next)
-      await waitFor('both replicas to take the rewritten file\'s token', () => tokenOf(a) === next && tokenOf(b) === next)
-      // Both replicas read the file and each hears of the other's rotation through Redis.
-      await new Promise((r) => setTimeout(r, 500))
+      // Both replicas read the file and each hears of the other's rotation through Redis:
+      // settled once Redis holds the higher-ranked of their changes and both hold it at its
+      // rank (a write replaces only a lower rank, and every announcement still to come makes
+      // a replica take what Redis holds, which it holds already).
+      await waitFor('both replicas on the stored change of the rewritten file', async () => {
+        const record = await stored()
+        if (record?.fingerprint !== fingerprintOf(next)) return false
+        const rank = { basis: Number(record.basis), version: Number(record.version) }
+        return [a, b].every((gw) => tokenOf(gw) === next && compareRank(gw.tokens.get('default').current() as Ranked, rank) === 0)
+      })
       for (const gw of [a, b]) {
         const changes = gw.logs.records().filter((r) => r.msg === 'platform token changed' && r.newFingerprint === fingerprint(next, GATEWAY_SECRET))
         expect(changes).toEqual([expect.objectContaining({ oldFingerprint: fingerprint(first, GATEWAY_SECRET), newFingerprint: fingerprint(next, GATEWAY_SECRET) })])
@@ -303,8 +312,8 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
       const audited = [a, b].map((gw) => gw.logs.records().filter((r) => r.kind === 'audit').length)
       // The operator writes the Secret to match (so that a restart keeps the token).
       writeFileSync(path, pasted)
-      // No condition to wait on for a change not made: the time of several file polls.
-      await new Promise((r) => setTimeout(r, 3 * FILE_POLL_MS + 200))
+      // Several reads of the rewritten file on each replica.
+      await fileReadsDone([a, b], 3)
       expect(await Promise.all([a, b].map(tokenView))).toEqual(before)
       expect([a, b].map((gw) => gw.logs.records().filter((r) => r.kind === 'audit').length)).toEqual(audited)
     } finally {
@@ -454,6 +463,54 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     expect(sandbox.requests.map(bearerOf)).not.toContain(first)
   })
 
+  /**
+   * An operator's rollout in two steps: `t1` rolled out over `t0` on replica B, then `t2`
+   * over both on replica C; A, of `t0`, runs on. The record names `t0` and `t1` as replaced.
+   */
+  async function rolloutInSteps(maintenanceOfC = '') {
+    const [t0, t1, t2] = [sandbox.issueToken(), sandbox.issueToken(), sandbox.issueToken()]
+    const a = await replica({ PLATFORM_TOKEN: t0, GATEWAY_SECRET })
+    const b = await replica({ PLATFORM_TOKEN: t1, GATEWAY_SECRET })
+    await waitFor('replica A takes the first rollout\'s token', () => tokenOf(a) === t1)
+    const c = await replica({ PLATFORM_TOKEN: t2, GATEWAY_SECRET }, undefined, `${TEAMS_YAML}${maintenanceOfC}`)
+    await waitFor('replicas A and B take the second rollout\'s token', () => tokenOf(a) === t2 && tokenOf(b) === t2)
+    const record = await storedOnce(fingerprintOf(t2))
+    expect(record?.replaced).toHaveLength(2)
+    return { t0, t1, t2, a, b, c, record }
+  }
+
+  // Redis loses the record midway through the rollout; the replica that stores the token
+  // again knows every configuration the lost record named, not only its own: a replica of
+  // any of them restarted after (its host's .env not updated yet) takes the rolled-out
+  // token, as it would have from the lost record, and never brings its own back.
+  it('a rollout in steps outlives a Redis that lost its data: stored again naming every configuration it replaced, a replica of any of them starting after takes the rolled-out token', async () => {
+    // C's maintenance tick, every 200 ms, stores the token again; A's and B's are their 1 minute.
+    const { t0, t1, t2, a, b, c, record } = await rolloutInSteps('\nplatform:\n  maintenanceInterval: 200ms\n')
+    await client.flushall()
+    expect(await storedOnce(fingerprintOf(t2))).toMatchObject({ base: record?.base, replaced: record?.replaced })
+    const stale = [await replica({ PLATFORM_TOKEN: t0, GATEWAY_SECRET }), await replica({ PLATFORM_TOKEN: t1, GATEWAY_SECRET })]
+    expect(stale.map((gw) => tokenOf(gw))).toEqual([t2, t2])
+    expect(await stored()).toMatchObject({ fingerprint: fingerprintOf(t2) })
+    expect([a, b, c].map((gw) => tokenOf(gw))).toEqual([t2, t2, t2])
+  })
+
+  // Where a replica of the first configuration starts before anyone stored the token again,
+  // the running replica stores it over that start: naming the second configuration too.
+  it('a rollout in steps outlives a Redis that lost its data and a replica of its first configuration starting before it is stored again: a replica of its second takes the rolled-out token too', async () => {
+    const { t0, t1, t2, a, b, c } = await rolloutInSteps()
+    // Only C, of the last configuration, runs on.
+    for (const gw of [a, b]) {
+      gateways.open.splice(gateways.open.indexOf(gw), 1)
+      await closeAfterTest(gw)
+    }
+    await client.flushall()
+    const first = await replica({ PLATFORM_TOKEN: t0, GATEWAY_SECRET })
+    await waitFor('the replica of the first configuration takes the rolled-out token', () => tokenOf(first) === t2)
+    const second = await replica({ PLATFORM_TOKEN: t1, GATEWAY_SECRET })
+    expect([tokenOf(second), tokenOf(first), tokenOf(c)]).toEqual([t2, t2, t2])
+    expect(await stored()).toMatchObject({ fingerprint: fingerprintOf(t2) })
+  })
+
   it('requests in flight finish with the token they started with', async () => {
     const first = sandbox.issueToken()
     const a = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
@@ -525,10 +582,10 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     const stateB = b.tokens.get('default').replace(fromB)
     expect(stateB.version).toBeLessThan(stateA.version)
 
-    await waitFor('the replicas to settle on the newer write', () => tokenOf(a) === fromA && tokenOf(b) === fromA)
-    // Settled, not fighting: it stays so.
-    await new Promise((r) => setTimeout(r, 300))
-    expect([tokenOf(a), tokenOf(b)]).toEqual([fromA, fromA])
+    // Settled, not fighting: Redis holds the newer write, the higher rank of the two (a write
+    // replaces only a lower one), and both replicas hold its token (every announcement still
+    // to come makes a replica take what Redis holds).
+    await waitFor('the replicas to settle on the newer write', async () => tokenOf(a) === fromA && tokenOf(b) === fromA && (await stored())?.version === stateA.version)
     expect(await stored()).toMatchObject({ fingerprint: fingerprint(fromA, GATEWAY_SECRET), version: stateA.version })
     const late = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
     expect(tokenOf(late)).toBe(fromA)
@@ -553,12 +610,12 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     const stateB = b.tokens.get('default').replace(y)
     expect(stateB.version).toBe(stateA.version)
 
-    await waitFor('the replicas to agree', () => tokenOf(a) === tokenOf(b))
+    // Settled: Redis holds one of the two writes, and both replicas hold its token (a write of
+    // the same rank is refused, and every announcement makes a replica take what Redis holds).
+    await waitFor('the replicas to agree on the stored write', async () => tokenOf(a) === tokenOf(b) && (await stored())?.fingerprint === fingerprintOf(tokenOf(a)))
     // The write that reached Redis first wins: the other was refused (not newer).
     const winner = tokenOf(a) as string
     expect([x, y]).toContain(winner)
-    await new Promise((r) => setTimeout(r, 300))
-    expect([tokenOf(a), tokenOf(b)]).toEqual([winner, winner])
     expect(await stored()).toMatchObject({ fingerprint: fingerprint(winner, GATEWAY_SECRET), version: stateA.version })
   })
 
@@ -606,6 +663,12 @@ describe.skipIf(!redisCheck.available)('token rotation across a Redis restarted 
   const { server: redis, client } = useRedis()
   const gateways = useGateways()
 
+  /** The stored token's fingerprint; undefined while Redis is away or holds none. */
+  async function storedFingerprint(): Promise<string | undefined> {
+    const raw = await client.get(STORE_KEY).catch(() => null)
+    return raw ? (JSON.parse(raw) as { fingerprint?: string }).fingerprint : undefined
+  }
+
   it('each replica stores its token again once Redis answers, not a maintenance tick later: a replica that starts after takes it, not its configured token', async () => {
     const first = sandbox.issueToken()
     const env = { PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: redis.url, PLATFORM_TOKEN: first, GATEWAY_SECRET }
@@ -616,14 +679,27 @@ describe.skipIf(!redisCheck.available)('token rotation across a Redis restarted 
     await redis.stop()
     await redis.restart()
     // platform.maintenanceInterval is its 1 minute: only the reconnection stores it within the bound.
-    const storedFingerprint = async () => {
-      const raw = await client.get(STORE_KEY).catch(() => null)
-      return raw ? (JSON.parse(raw) as { fingerprint?: string }).fingerprint : undefined
-    }
     await waitFor('the rotated token stored again', async () => (await storedFingerprint()) === fingerprintOf(next))
     const late = await gateways.build(testConfig(env, TEAMS_YAML))
     expect(tokenOf(late)).toBe(next)
     expect(tokenOf(a)).toBe(next)
+  })
+  // Every replica stores the token again at once; whichever write Redis takes, it names the
+  // configurations the rollout replaced, each replica's own and the others'.
+  it('a rollout in steps outlives a Redis restarted empty: a replica of each configuration it replaced starting after takes the rolled-out token', async () => {
+    const env = (token: string) => ({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: redis.url, PLATFORM_TOKEN: token, GATEWAY_SECRET })
+    const [t0, t1, t2] = [sandbox.issueToken(), sandbox.issueToken(), sandbox.issueToken()]
+    const a = await gateways.build(testConfig(env(t0), TEAMS_YAML))
+    const b = await gateways.build(testConfig(env(t1), TEAMS_YAML))
+    await waitFor('replica A takes the first rollout\'s token', () => tokenOf(a) === t1)
+    const c = await gateways.build(testConfig(env(t2), TEAMS_YAML))
+    await waitFor('replicas A and B take the second rollout\'s token', () => tokenOf(a) === t2 && tokenOf(b) === t2)
+    await redis.stop()
+    await redis.restart()
+    await waitFor('the rolled-out token stored again', async () => (await storedFingerprint()) === fingerprintOf(t2))
+    const stale = [await gateways.build(testConfig(env(t0), TEAMS_YAML)), await gateways.build(testConfig(env(t1), TEAMS_YAML))]
+    expect(stale.map((gw) => tokenOf(gw))).toEqual([t2, t2])
+    expect([a, b, c].map((gw) => tokenOf(gw))).toEqual([t2, t2, t2])
   })
 })
 

@@ -10,7 +10,7 @@ import { DEFAULT_TOKEN_LIFETIME_MS, jwtExpiry } from '../../src/platform/tokens/
 import { TEAMS_YAML, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useCleanups, useGateways, useSandbox } from '../helpers/fixtures.js'
 import { shiftedClock, onRealTimers } from '../helpers/clock.js'
-import { bearerOf, campaignList, expectNoSecrets, tokenOf as currentToken } from '../helpers/gateway-calls.js'
+import { bearerOf, campaignList, checksDone, expectNoSecrets, fileReadsDone, tokenOf as currentToken } from '../helpers/gateway-calls.js'
 import { waitFor } from '../helpers/wait.js'
 
 // Token sources and expiry: the static token, the watched token file (with
@@ -200,8 +200,8 @@ describe('PLATFORM_TOKEN_FILE', () => {
     const { secret, gw } = await gatewayOnSecret(first, `${TEAMS_YAML}\nplatform:\n  tokenFilePoll: ${POLL_MS}ms\n`)
 
     expect((await adminCall(gw, 'PUT', '/admin/token', { token: pasted })).statusCode).toBe(200)
-    // Several file polls and watch events go by: the unchanged file must not undo the PUT.
-    await new Promise((r) => setTimeout(r, 3 * POLL_MS + 200))
+    // Several reads of the unchanged file go by: none undoes the PUT.
+    await fileReadsDone([gw], 3)
     expect(currentToken(gw)).toBe(pasted)
 
     secret.swap(next)
@@ -221,8 +221,8 @@ describe('PLATFORM_TOKEN_FILE', () => {
     await new Promise((r) => setTimeout(r, 300))
     rmSync(path)
     await waitFor('an error about the missing file', () => records(gw, /token file cannot be read/).length > 0)
-    // Several polls later, still the one line.
-    await new Promise((r) => setTimeout(r, 600))
+    // Several reads of the missing file later, still the one line.
+    await fileReadsDone([gw], 3)
     expect(records(gw, /token file cannot be read/)).toHaveLength(1)
     expect(currentToken(gw)).toBe(token)
     expect((await campaignList(gw)).statusCode).toBe(200)
@@ -373,18 +373,18 @@ describe('expiry', () => {
     const gw = await gateway({ PLATFORM_TOKEN: token }, `${TEAMS_YAML}\nplatform:\n  maintenanceInterval: 20ms\n`, clock.now)
     const warnings = () => records(gw, 'platform token expires soon')
 
-    await new Promise((r) => setTimeout(r, 150))
+    await checksDone([gw], 3)
     expect(warnings()).toHaveLength(0)
 
     clock.offset = 11 * DAY // 29 days left
     await waitFor('the 30-day warning', () => warnings().length === 1)
-    await new Promise((r) => setTimeout(r, 150))
+    await checksDone([gw], 3)
     expect(warnings()).toHaveLength(1)
     expect(warnings()[0]).toMatchObject({ level: 40, credential: 'default', thresholdDays: 30, daysLeft: 28, fingerprint: fingerprint(token, null) })
 
     clock.offset = 34 * DAY // 6 days left
     await waitFor('the 7-day warning', () => warnings().length === 2)
-    await new Promise((r) => setTimeout(r, 150))
+    await checksDone([gw], 3)
     expect(warnings()).toHaveLength(2)
     expect(warnings()[1]).toMatchObject({ thresholdDays: 7, daysLeft: 5 })
     expectNoSecrets([gw.logs.text()], [token])
@@ -401,14 +401,14 @@ describe('expiry', () => {
     const expiresAt = gw.tokens.get('default').current()?.expiresAt as number
 
     clock.offset = expiresAt - Date.now() - 8 * DAY // 8 days left: not yet
-    await new Promise((r) => setTimeout(r, 200))
+    await checksDone([gw], 3)
     expect(sandbox.countRequests(isTokenRequest)).toBe(1)
     expect(currentToken(gw)).toBe(first)
 
     clock.offset = expiresAt - Date.now() - 6 * DAY // 6 days left
     await waitFor('a re-login 7 days before expiry', () => currentToken(gw) !== first)
     // One login, not one per maintenance tick.
-    await new Promise((r) => setTimeout(r, 200))
+    await checksDone([gw], 3)
     expect(sandbox.countRequests(isTokenRequest)).toBe(2)
     const audit = gw.logs.records().filter((r) => r.kind === 'audit' && r.oldFingerprint === fingerprint(first as string, null))
     expect(audit).toHaveLength(1)
@@ -424,7 +424,7 @@ describe('expiry', () => {
     // A one-hour token is due for its re-login a minute after it was obtained.
     clock.offset = 61_000
     await waitFor('the second login\'s token in use', () => currentToken(gw) === 'opaque-access-token-1200')
-    await new Promise((r) => setTimeout(r, 100))
+    await checksDone([gw], 3)
     expect(logins).toBe(2)
   })
 

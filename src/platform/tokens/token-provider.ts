@@ -81,6 +81,8 @@ export interface TokenProviderDeps {
   refreshBeforeMs: number
   expiryWarningsMs: number[]
   filePollMs: number
+  /** Told after each read of the token file its watch or poll made (gateway_platform_token_file_reads_total). */
+  onFileRead?: (credential: string) => void
   clock?: Clock
   /**
    * The time of a change's version (its rank, token-order.ts), which replicas compare
@@ -90,6 +92,8 @@ export interface TokenProviderDeps {
   versionNow?: () => number
   /** How often expiry is checked (warnings, scheduled re-login, the loud rejected line). */
   maintenanceMs: number
+  /** Told after each such check is done (gateway_platform_token_checks_total). */
+  onCheck?: (credential: string) => void
   /** Every password login passes it: one at a time across replicas, at most one per loginMinInterval. */
   logins: LoginGate
   /** This replica's id, named as the origin of the changes it makes. */
@@ -559,6 +563,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
       reading = true
       void this.#readTokenFile().finally(() => {
         reading = false
+        this.#deps.onFileRead?.(this.name)
         if (again) {
           again = false
           check()
@@ -586,6 +591,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
       await this.#maintainOnce()
     } finally {
       this.#maintaining = false
+      this.#deps.onCheck?.(this.name)
     }
   }
 

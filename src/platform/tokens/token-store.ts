@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import { fingerprint } from '../../observe/fingerprint.js'
 import type { Logger } from 'pino'
+import type { Metrics } from '../../observe/metrics.js'
 import type { Config } from '../../config.js'
 import type { RedisBreaker } from '../../redis/breaker.js'
 import type { RedisBus } from '../../redis/bus.js'
@@ -36,6 +37,8 @@ export interface TokenStoreParts {
   breaker: RedisBreaker | null
   bus: RedisBus | null
   tokens: TokenRegistry
+  /** Counts the announcements acted on (gateway_platform_token_announcements_total). */
+  metrics: Pick<Metrics, 'tokenAnnouncements'>
   clock: Clock
   /** This replica's id: the origin of the changes it stores. */
   replica: string
@@ -80,6 +83,13 @@ interface StoredToken {
 
 /** The replaced configurations a record keeps: more than a deployment rolls out within its replicas' restarts. */
 const REPLACED_KEPT = 16
+
+/** A record's configuration and the configurations the changes leading to it replaced. */
+type Lineage = Pick<SharedToken, 'base' | 'replaced'>
+
+function lineageOf(stored: SharedToken): Lineage {
+  return { base: stored.base, replaced: stored.replaced }
+}
 
 /** Whether the changes a replica makes itself reach the others through Redis (PUT /admin/token answers with it). */
 export interface TokenShares {
@@ -147,10 +157,11 @@ export class TokenStore implements TokenShares {
    */
   readonly #unshared = new Set<string>()
   /**
-   * Per credential, the configurations the records this replica wrote or took say their
-   * changes replaced: kept here too, for when Redis loses the record (#outranksStart).
+   * Per credential, the record this replica last wrote or took, by its configuration and
+   * the configurations its changes replaced: kept here too, for when Redis loses the
+   * record (#outranksStart, #replacedBy).
    */
-  readonly #replacedKnown = new Map<string, string[]>()
+  readonly #known = new Map<string, Lineage>()
   /**
    * Until share(): the credentials whose token this replica would store, held back, so
    * that a start that cannot bind its listeners stores and announces no token.
@@ -318,12 +329,16 @@ export class TokenStore implements TokenShares {
     // stays, on this replica too. A password login chose at start (it logs in only when
     // the stored token is refused or due), unless it holds no token.
     if (stored && (!current || (!provider.hasLogin && provider.takesAtStart(stored)))) {
-      this.#replacedKnown.set(provider.name, stored.replaced)
+      this.#known.set(provider.name, lineageOf(stored))
       provider.adopt(stored.state, true)
       return
     }
     if (!current) return
-    if (stored && stored.state.token === current.token && compareRank(stored.state, current) === 0) return
+    // The stored token, taken at start (a password login's choice): what its record says is known.
+    if (stored && stored.state.token === current.token && compareRank(stored.state, current) === 0) {
+      this.#known.set(provider.name, lineageOf(stored))
+      return
+    }
     await this.#publish(provider, current)
   }
 
@@ -389,7 +404,7 @@ export class TokenStore implements TokenShares {
       unauthentic = newer.raw
     }
     if (this.#unshared.delete(provider.name)) log.info({ credential: provider.name, fingerprint: state.fingerprint }, 'the platform token not shared before is stored in Redis now; the other replicas take it')
-    this.#replacedKnown.set(provider.name, replaced)
+    this.#known.set(provider.name, { base, replaced })
     const announcement = { credential: provider.name, version: state.version, ...(starting ? { starting: this.#ctx.replica } : {}) }
     await breaker.run(() => bus.publish(CHANNEL, JSON.stringify(announcement)), undefined)
     if (starting) this.#startAnnounced.add(provider.name)
@@ -405,7 +420,7 @@ export class TokenStore implements TokenShares {
   #outranksStart(provider: TokenProvider, stored: SharedToken): boolean {
     const current = provider.current()
     if (!current || provider.hasLogin || stored.state.origin.reason !== 'start' || stored.state.token === current.token) return false
-    return [provider.configuredBase, ...(this.#replacedKnown.get(provider.name) ?? [])].some((base) => sameConfiguration(base, stored.base))
+    return [provider.configuredBase, ...(this.#known.get(provider.name)?.replaced ?? [])].some((base) => sameConfiguration(base, stored.base))
   }
 
   /** This replica's token stored again, ranked just above `stored` (the start of a configuration it replaced). */
@@ -420,22 +435,25 @@ export class TokenStore implements TokenShares {
   }
 
   #take(provider: TokenProvider, stored: SharedToken): void {
-    this.#replacedKnown.set(provider.name, stored.replaced)
+    this.#known.set(provider.name, lineageOf(stored))
     takeStored(provider, stored.state)
   }
 
   /**
-   * The configurations a record made on `base` replaces: the stored record's, and the
-   * stored record's own configuration when it is another (a rollout); this replica's own
-   * too when `base` is another's (a rollout's token it took: the rollout replaced it);
-   * `base` left out.
+   * The configurations a record made on `base` replaces: those of the record this replica
+   * last wrote or took and of the stored record, and each one's own configuration when it
+   * is another (a rollout); this replica's own too when `base` is another's (a rollout's
+   * token it took: the rollout replaced it); `base` left out. What this replica knows
+   * counts where Redis lost the record (restarted empty, flushed): the record it stores
+   * again, or over a start that stood in the lost one's place, names every configuration
+   * the lost one named, not only its own.
    */
   async #replacedBy(provider: TokenProvider, base: string): Promise<string[]> {
     // Quiet: an unauthentic record is told by the reads that decide on it (the start's, an
     // announcement's, a refused write's), not again by this one.
     const read = await this.#readOrAbsent(provider.name, true)
     const stored = read === ABSENT ? null : read?.shared
-    const earlier = stored ? [...stored.replaced.filter((b) => b !== stored.base), stored.base] : []
+    const earlier = [this.#known.get(provider.name), stored].flatMap((record) => (record ? [...record.replaced, record.base] : []))
     const replaced = [...earlier, provider.configuredBase].filter((b, i, all) => !sameConfiguration(b, base) && all.indexOf(b) === i)
     return replaced.slice(-REPLACED_KEPT)
   }
@@ -449,7 +467,10 @@ export class TokenStore implements TokenShares {
     }
     const { credential, starting } = said
     const provider = this.#ctx.tokens.all().find((p) => p.name === credential)
-    if (provider) await this.#adoptStored(provider)
+    if (provider) {
+      await this.#adoptStored(provider)
+      this.#ctx.metrics.tokenAnnouncements.inc({ credential })
+    }
     // A replica starting while Redis held no token waits for this answer (share()): what this replica holds is stored, or taken, by now.
     const { bus, breaker } = this.#ctx
     if (typeof starting === 'string' && starting !== this.#ctx.replica && bus && breaker) await breaker.run(() => bus.publish(ANSWERS, JSON.stringify({ credential, answering: starting })), undefined)
