@@ -566,9 +566,13 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     expect(() => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.url, GATEWAY_SECRET: '' })).toThrow(/GATEWAY_SECRET: required with Redis/)
   })
 
-  it('an older write does not win: the replica whose version is behind takes the newer token', async () => {
+  // aBehindMs: A's clock steps back after A read Redis' clock, as a reading under load errs
+  // (up to half of REDIS_CLOCK_MAX_ROUND_TRIP_MS): the replicas' clocks then disagree by it.
+  it.each([{ aBehindMs: 0 }, { aBehindMs: 400 }])('an older write does not win: the replica whose version is behind takes the newer token (A $aBehindMs ms behind)', async ({ aBehindMs }) => {
     const first = sandbox.issueToken()
-    const a = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
+    const aStep = { ms: 0 }
+    const a = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET }, () => Date.now() - aStep.ms)
+    aStep.ms = aBehindMs
     // B's clock steps an hour back after B read Redis' clock (it reads it again a minute
     // later), so a change it makes carries an older version.
     const step = { ms: 0 }
