@@ -46,6 +46,11 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     return gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: redis.url, ...env }, yaml), now ? { clock: onRealTimers(now) } : {})
   }
 
+  /** How far Redis' clock is ahead of `gw`'s, as `gw` last read it (ms). */
+  async function offsetOf(gw: TestGateway): Promise<number> {
+    return Math.round(Number(/^gateway_redis_clock_offset_seconds (\S+)$/m.exec((await gw.admin.inject({ method: 'GET', url: '/metrics' })).body)?.[1]) * 1000)
+  }
+
   function put(gw: TestGateway, token: string) {
     return gw.admin.inject({ method: 'PUT', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { token } })
   }
@@ -578,6 +583,13 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     const step = { ms: 0 }
     const b = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET }, () => Date.now() - step.ms)
     step.ms = 3_600_000
+    // B's change ranks just above what B holds (its start's token, or A's record), whatever
+    // its clock says; A's at A's clock. Replicas' clocks agree on Redis' only within what a
+    // reading errs (half its round trip: up to 500 ms on a busy machine), so A's is behind
+    // B's version until A's clock, as A reads Redis', passes it.
+    const offsetA = await offsetOf(a)
+    const versionOfB = () => b.tokens.get('default').current()?.version ?? Infinity
+    await waitFor("A's clock to pass B's version", () => Date.now() - aStep.ms + offsetA > versionOfB() + 1)
     const fromA = sandbox.issueToken()
     const fromB = sandbox.issueToken()
 
@@ -602,7 +614,6 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     const stopped: { at: number | null } = { at: null }
     const offsets = { a: 0, b: 0 }
     const clockOf = (name: keyof typeof offsets) => () => (stopped.at === null ? Date.now() : stopped.at - offsets[name])
-    const offsetOf = async (gw: TestGateway) => Math.round(Number(/^gateway_redis_clock_offset_seconds (\S+)$/m.exec((await gw.admin.inject({ method: 'GET', url: '/metrics' })).body)?.[1]) * 1000)
     const a = await replica({ PLATFORM_TOKEN: sandbox.issueToken(), GATEWAY_SECRET }, clockOf('a'))
     const b = await replica({ PLATFORM_TOKEN: tokenOf(a) as string, GATEWAY_SECRET }, clockOf('b'))
     offsets.a = await offsetOf(a)
