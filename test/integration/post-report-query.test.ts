@@ -43,3 +43,38 @@ describe('a POST report with its body parameters in the query', () => {
     expect(res.statusCode).toBe(200)
   })
 })
+
+// A report POST reads a JSON object and nothing else: a body of any other type is told
+// that, by one message whatever the team, not first told a form would do (the rule of a
+// limited team's bodies) and then that the form is no JSON object.
+describe('a POST report body that is not JSON', () => {
+  const body = { advertiserId: 101, campaignIds: [101001], dateFrom: '2026-11-01', dateTo: '2026-11-07' }
+  const send = (key: string, contentType: string, payload: string) =>
+    gw.proxy.inject({ method: 'POST', url: REPORT_PATH, headers: { 'x-api-key': key, 'content-type': contentType }, payload })
+  const form = 'advertiserId=101&campaignIds[]=101001&dateFrom=2026-11-01&dateTo=2026-11-07'
+
+  it.each([
+    ['a limited team', 'text/plain', KEYS.growth, JSON.stringify(body)],
+    ['a limited team', 'application/x-www-form-urlencoded', KEYS.growth, form],
+    ['a team of every advertiser', 'text/plain', KEYS.all, JSON.stringify(body)],
+    ['a team of every advertiser', 'application/x-www-form-urlencoded', KEYS.all, form],
+  ])('from %s, sent as %s, is told the body must be application/json: nothing reaches the platform', async (_team, contentType, key, payload) => {
+    sandbox.clearRequests()
+    const res = await send(key, contentType, payload)
+    expect(res.statusCode).toBe(400)
+    expect(res.json()).toMatchObject({ code: 'GW_BAD_REQUEST', message: 'body: must be application/json' })
+    expect(sandbox.requests.filter((r) => r.path === REPORT_PATH)).toEqual([])
+  })
+
+  it('from a limited team, of a type the platform reads as JSON, is told the body must be application/json, not that a form would do', async () => {
+    const res = await send(KEYS.growth, 'application/vnd.api+json', JSON.stringify(body))
+    expect(res.statusCode).toBe(400)
+    expect(res.json()).toMatchObject({ code: 'GW_BAD_REQUEST', message: 'body: must be application/json (with at most charset=utf-8)' })
+  })
+
+  it('as JSON that is no object is told it must be a JSON object', async () => {
+    const res = await send(KEYS.growth, 'application/json', JSON.stringify([body]))
+    expect(res.statusCode).toBe(400)
+    expect(res.json()).toMatchObject({ code: 'GW_BAD_QUERY', message: 'body: must be a JSON object' })
+  })
+})
