@@ -15,7 +15,7 @@ import type { RateDecision, RateLimiter } from './rate-limit.js'
 import type { CampaignOwners } from './campaign-owners.js'
 import { rateLimitHeaders } from './rate-limit-headers.js'
 import { isTokenPath, tokenPaths } from './path-safety.js'
-import { assertNoOverridePart, assertPlainBodyType, FORM_TYPE, MULTIPART_TYPE, JSON_TYPE, parseFormBody, parseJsonBody, readAsJson, type CheckedBody } from './request-body.js'
+import { assertNoOverridePart, assertPlainBodyType, bodyTypeRefused, FORM_TYPE, MULTIPART_TYPE, JSON_TYPE, parseFormBody, parseJsonBody, readAsJson, type CheckedBody } from './request-body.js'
 import { checkTarget, type RequestTarget } from './request-target.js'
 import { KEY_PREFIX } from '../observe/key-shape.js'
 import { assertHopSafe } from './connection-options.js'
@@ -309,9 +309,10 @@ export class Admission {
    * Reads the body the route's content parser left unread (http/api.ts): JSON (any type
    * the platform reads as JSON) and forms are parsed, checked and kept for
    * re-serialization; only unrestricted writers may send anything else, which is
-   * forwarded as it comes.
+   * forwarded as it comes. `jsonOnly`: the call reads a JSON body only (a report POST):
+   * any other is refused as such, whatever the team, before the rules of a team's bodies.
    */
-  async readBody(request: BodyIn, caller: Caller, limit: number): Promise<void> {
+  async readBody(request: BodyIn, caller: Caller, limit: number, jsonOnly = false): Promise<void> {
     if (!hasBody(request.headers)) return
     const { team } = caller
     if (team.advertisers !== null && BODYLESS.has(request.method)) {
@@ -322,8 +323,9 @@ export class Admission {
     const type = mediaType(request.headers['content-type'])
     // Read as the platform reads it: JSON for any type Laravel takes for JSON (`+json`, a `/json` parameter).
     const json = type === JSON_TYPE || readAsJson(request.headers['content-type'])
+    if (jsonOnly && !json) throw new BadRequestError(bodyTypeRefused(JSON_TYPE))
     const parsed = json || type === FORM_TYPE
-    if (team.advertisers !== null || !team.write || (parsed && request.headers['content-encoding'] !== undefined)) assertPlainBodyType(request.headers)
+    if (team.advertisers !== null || !team.write || (parsed && request.headers['content-encoding'] !== undefined)) assertPlainBodyType(request.headers, jsonOnly)
     if (Number(request.headers['content-length']) > limit) {
       // Refused before a byte is read: a caller that waits for `100 Continue` is not invited to send it.
       payload.resume()

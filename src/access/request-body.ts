@@ -200,12 +200,14 @@ function phpParamValue(text: string): string {
  * Bodies a team limited to some advertisers may send: exactly JSON or a form (Laravel
  * reads any type holding `/json` as JSON, so `form; x=/json` would be read as JSON while
  * the gateway parsed a form), at most a `charset=utf-8` parameter, and not compressed.
+ * `jsonOnly`: the call reads JSON only (a report POST), and its refusal names JSON only.
  */
-export function assertPlainBodyType(headers: Record<string, string | string[] | undefined>): void {
+export function assertPlainBodyType(headers: Record<string, string | string[] | undefined>, jsonOnly = false): void {
   if (headers['content-encoding'] !== undefined) throw new BadRequestError(ENCODED_BODY)
   const type = headers['content-type']
-  if (typeof type !== 'string' || !/^(application\/json|application\/x-www-form-urlencoded)\s*(;\s*charset="?utf-8"?\s*)?$/i.test(type)) {
-    throw new BadRequestError(bodyTypeRefused('application/json or application/x-www-form-urlencoded (with at most charset=utf-8)'))
+  const plain = typeof type === 'string' ? /^(application\/json|application\/x-www-form-urlencoded)\s*(;\s*charset="?utf-8"?\s*)?$/i.exec(type) : null
+  if (plain === null || (jsonOnly && plain[1]?.toLowerCase() !== JSON_TYPE)) {
+    throw new BadRequestError(bodyTypeRefused(`${jsonOnly ? JSON_TYPE : `${JSON_TYPE} or ${FORM_TYPE}`} (with at most charset=utf-8)`))
   }
 }
 

@@ -100,6 +100,12 @@ describe('assertPlainBodyType', () => {
     expect(() => assertPlainBodyType({})).toThrow(bad)
     expect(() => assertPlainBodyType({ 'content-type': 'application/json', 'content-encoding': 'gzip' })).toThrow(bad)
   })
+
+  it('for a call that reads JSON only, takes JSON alone and names only it', () => {
+    expect(() => assertPlainBodyType({ 'content-type': 'application/json; charset=utf-8' }, true)).not.toThrow()
+    expect(() => assertPlainBodyType({ 'content-type': 'application/x-www-form-urlencoded' }, true)).toThrow('body: must be application/json (with at most charset=utf-8)')
+    expect(() => assertPlainBodyType({ 'content-type': 'application/vnd.api+json' }, true)).toThrow('body: must be application/json (with at most charset=utf-8)')
+  })
 })
 
 describe('maxDepth', () => {

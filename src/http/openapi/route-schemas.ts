@@ -130,7 +130,7 @@ export function reportPostSchema(opts: { maxRangeDays: number; reportBodyBytes: 
     summary: 'Read a report, older POST form (cached)',
     description:
       `${NORMALIZED} The body is normalized (sorted keys, flags as booleans, \`campaignIds\` sorted and de-duplicated) ` +
-      `and is part of the cache key; other keys are passed on. A body over ${opts.reportBodyBytes} bytes is 413 \`GW_PAYLOAD_TOO_LARGE\`. ` +
+      `and is part of the cache key; other keys are passed on. A body over ${opts.reportBodyBytes} bytes is 413 \`GW_PAYLOAD_TOO_LARGE\`; one of another type than JSON (a form too) is 400 \`GW_BAD_REQUEST\` (\`body: must be application/json\`), whatever the team. ` +
       'The platform reports on the campaigns the body names (`campaignIds`, required: without them it answers 422 "The campaign ids field is required."), and never reads `advertiserId`; ' +
       'a team limited to some advertisers may name only campaigns of its own.',
     params: SPLIT,
