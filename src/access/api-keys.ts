@@ -61,6 +61,8 @@ export function authorizationFormProblem(authorization: string, what: string): s
 function keyValueProblem(value: string, header: string): string | null {
   if (header === 'x-api-key' && /^Bearer\s/i.test(value)) return 'x-api-key: holds Bearer before the key; x-api-key takes the key alone'
   if (/^(["']).*\1$/s.test(value)) return `${header}: the key is in quotes; send it without them`
+  // A variable with no value, as a program writes it into the header (JavaScript's `${undefined}`, Python's None).
+  if (/^(undefined|null|None|nil)$/.test(value)) return `${header}: holds ${value}, a variable with no value, not a key`
   if (/^\$\{?[A-Za-z_]/.test(value)) return `${header}: holds a shell variable's name ($…), not its value; write the header in double quotes`
   // The README's placeholders: <key>, and rgw_… (its UTF-8 bytes as Node reads a header, latin1).
   if (/^<.*>$/s.test(value) || /…|\u00e2\u0080\u00a6/.test(value)) return `${header}: holds a placeholder (<key>, rgw_…), not a key`

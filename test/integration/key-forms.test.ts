@@ -34,6 +34,7 @@ describe('a team key in a form the gateway does not read', () => {
     ['the key in quotes', { 'x-api-key': `"${KEYS.all}"` }, 'x-api-key: the key is in quotes; send it without them'],
     ['the key in quotes after Bearer', { authorization: `Bearer '${KEYS.all}'` }, 'authorization: the key is in quotes; send it without them'],
     ['a shell variable in single quotes', { 'x-api-key': '$KEY' }, "x-api-key: holds a shell variable's name ($…), not its value; write the header in double quotes"],
+    ['a client given an unset variable (apiKey: process.env.KEY!)', { 'x-api-key': 'undefined' }, 'x-api-key: holds undefined, a variable with no value, not a key'],
     ['the README\'s placeholder <key>', { authorization: 'Bearer <key>' }, 'authorization: holds a placeholder (<key>, rgw_…), not a key'],
     // curl sends the README's rgw_… in UTF-8, which a header reads byte by byte.
     ['the README\'s placeholder rgw_…', { 'x-api-key': Buffer.from('rgw_…').toString('latin1') }, 'x-api-key: holds a placeholder (<key>, rgw_…), not a key'],
