@@ -28,7 +28,7 @@ describe('a request that declares a JSON body and sends none (no content-length,
   })
 
   it('proxy POST: answered at once', async () => {
-    const res = await rawRequest(gw.port, `POST /api/v1/campaign/get HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: ${KEYS.all}\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n`, 10_000)
+    const res = await rawRequest(Number(gw.port), `POST /api/v1/campaign/get HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: ${KEYS.all}\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n`, 10_000)
     expect(res.status).toBeGreaterThan(0)
   })
 })
