@@ -15,6 +15,7 @@ import { bareDurationWarnings } from './config/bare-durations.js'
 import { timerDurationProblems } from './config/timer-durations.js'
 import { listenerAddressProblem } from './config/listener-addresses.js'
 import { RENAMED_SETTINGS, RETIRED_SETTINGS } from './config/setting-moves.js'
+import { withLines, type YamlSource } from './config/yaml-lines.js'
 
 export { DEFAULT_CREDENTIAL, type AdminRole, type AdminToken, type Config, type CredentialConfig, type PasswordLogin, type TeamConfig, type TeamKey } from './config/normalize.js'
 export { maskUrlPassword } from './config/mask-url.js'
@@ -27,9 +28,17 @@ export { overridden, type Setting, type SettingSource } from './config/provenanc
 export const DEFAULT_CONFIG_PATH = fileURLToPath(new URL('../config/default.yaml', import.meta.url))
 
 export class ConfigError extends Error {
-  constructor(readonly problems: string[]) {
+  /**
+   * `problems`, one line each; `located`: the same problems, each followed by the line of
+   * its file that writes the setting it names, when one does (config/yaml-lines.ts), which
+   * the message says.
+   */
+  constructor(
+    readonly problems: string[],
+    readonly located: string[] = problems,
+  ) {
     // One problem is one line, so that it reads whole in `kubectl logs` and in an event.
-    super(problems.length === 1 ? `invalid configuration: ${problems[0]}` : `invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`)
+    super(located.length === 1 ? `invalid configuration: ${located[0]}` : `invalid configuration:\n${located.map((p) => `  - ${p}`).join('\n')}`)
     this.name = 'ConfigError'
   }
 }
@@ -87,16 +96,22 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
     }
   }
   const envSources = applyEnv(raw, env, readFile, problems)
-  if (problems.length > 0) throw new ConfigError(problems)
+  // A problem of a setting written in a file says on which line (config/yaml-lines.ts).
+  const yamlSources: YamlSource[] = [
+    ...(env.CONFIG_FILE ? [{ variable: 'CONFIG_FILE', path: env.CONFIG_FILE, teamsOnly: false }] : []),
+    ...(env.TEAMS_FILE ? [{ variable: 'TEAMS_FILE', path: env.TEAMS_FILE, teamsOnly: true }] : []),
+  ]
+  const refused = () => new ConfigError(problems, withLines(problems, yamlSources, readFile))
+  if (problems.length > 0) throw refused()
   validateSchema(raw, envSources, problems)
-  if (problems.length > 0) throw new ConfigError(problems)
+  if (problems.length > 0) throw refused()
   const mode = decideDemo(raw, env)
   if (!mode.demo && mode.problem) problems.push(mode.problem)
   const secretProblem = mode.demo ? null : redisWithoutSecret(raw)
   if (secretProblem) problems.push(secretProblem)
   const config = normalize(raw as RawConfig, env, readFile, problems, credentialsInForce ?? null, tokenFileFaults)
   problems.push(...timerDurationProblems(raw))
-  if (problems.length > 0) throw new ConfigError(problems)
+  if (problems.length > 0) throw refused()
   // The demo's sandbox and printed key are for this machine only, unless HOST says otherwise.
   const host = mode.demo && !env.HOST && !fileSetsHost ? '127.0.0.1' : config.host
   const settings = settingsInForce({ raw, file, envSources, env, credentials: config.credentials })
@@ -123,7 +138,10 @@ export async function startConfig(options: LoadOptions = {}): Promise<Config | C
   try {
     config = loadConfig(options)
   } catch (err) {
-    if (err instanceof ConfigError) return new ConfigError([...err.problems, ...misspelledVariables(options.env ?? process.env)])
+    if (err instanceof ConfigError) {
+      const misspelled = misspelledVariables(options.env ?? process.env)
+      return new ConfigError([...err.problems, ...misspelled], [...err.located, ...misspelled])
+    }
     throw err
   }
   const clash = await listenerAddressProblem(config)

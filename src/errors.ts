@@ -12,6 +12,8 @@ import createError from '@fastify/error'
 export const allErrors = {
   BadQueryError: createError<[string, { cause?: unknown }?]>('GW_BAD_QUERY', '%s', 400),
   UnauthorizedError: createError<[string?]>('GW_UNAUTHORIZED', 'missing, unknown or revoked API key', 401),
+  // Headers that present no key in a form the gateway reads: what is wrong with their form (access/api-keys.ts keyFormProblem), then the forms it reads.
+  KeyFormError: createError<[string]>('GW_UNAUTHORIZED', 'missing, unknown or revoked API key: %s; send the key as x-api-key: <key> or authorization: Bearer <key>', 401),
   KeyExpiredError: createError<[string, string]>('GW_UNAUTHORIZED', 'API key %s expired at %s; ask for a new key', 401),
   // A rotated key past its grace: the id of the key that replaced it, never a key.
   KeyReplacedError: createError<[string, string, string, string]>('GW_UNAUTHORIZED', 'API key %s was replaced by %s: its grace ended at %s; use the key %s (your team was given it)', 401),
@@ -37,6 +39,8 @@ export const allErrors = {
   DeadlineError: createError<[string]>('GW_UPSTREAM_TIMEOUT', 'not sent to the platform: %s', 504),
   AdminUnavailableError: createError('GW_ADMIN_DISABLED', 'admin calls are disabled: no admin token is configured; set ADMIN_TOKEN, ADMIN_VIEWER_TOKEN (or their _FILE forms) or ADMIN_TOKENS_FILE', 503),
   AdminUnauthorizedError: createError('GW_UNAUTHORIZED', 'missing or wrong admin token', 401),
+  // An admin call whose headers present no admin token in the form the listener reads: what is wrong with their form.
+  AdminTokenFormError: createError<[string]>('GW_UNAUTHORIZED', 'missing or wrong admin token: %s; send authorization: Bearer <admin token>', 401),
   AdminGuessesError: createError<[string, number]>('GW_RATE_LIMITED', 'too many admin tokens refused from %s: every admin call from it is refused, whatever its token, for %d s', 429),
   // A Host the admin listener does not answer to (admin.hosts): the name as sent, without its port, never more than a DNS name.
   AdminHostError: createError<[string]>('GW_ADMIN_HOST', 'the admin listener does not answer to the name %s (a page of another site can make its own name resolve to this address); to call it by this name, add the name to admin.hosts (ADMIN_HOSTS); an IP address or localhost is always answered', 421),
@@ -87,6 +91,7 @@ export type GatewayError = InstanceType<(typeof allErrors)[keyof typeof allError
 export const {
   BadQueryError,
   UnauthorizedError,
+  KeyFormError,
   KeyExpiredError,
   KeyReplacedError,
   ConfigRefusedError,
@@ -105,6 +110,7 @@ export const {
   DeadlineError,
   AdminUnavailableError,
   AdminUnauthorizedError,
+  AdminTokenFormError,
   AdminGuessesError,
   AdminForbiddenError,
   AdminHostError,

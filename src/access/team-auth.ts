@@ -1,8 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import type { TeamConfig, TeamKey } from '../config.js'
-import { BadRequestError, ForbiddenError, KeyExpiredError, KeyReplacedError, UnauthorizedError } from '../errors.js'
+import { BadRequestError, ForbiddenError, KeyExpiredError, KeyFormError, KeyReplacedError, UnauthorizedError } from '../errors.js'
 import type { KeyLifetime } from '../observe/metrics.js'
-import { hashApiKey, presentedKeys } from './api-keys.js'
+import { hashApiKey, keyFormProblem, presentedKeys } from './api-keys.js'
 import { keyCandidates } from '../observe/key-shape.js'
 import { systemClock } from '../clock.js'
 
@@ -109,9 +109,8 @@ export class TeamDirectory {
   authenticate(headers: IncomingHttpHeaders): Identity {
     const { apiKey, bearer } = presentedKeys(headers)
     const key = apiKey ?? bearer
-    if (key === null) throw new UnauthorizedError()
-    const found = this.#find(key)
-    if (!found) throw new UnauthorizedError()
+    const found = key === null ? undefined : this.#find(key)
+    if (!found) throw refusal(headers)
     // x-api-key is read first; another team key beside it is refused rather than passed
     // over: a proxy before the gateway that allows or counts by the Bearer key would have
     // read another caller than the one served. A Bearer that is no key (a sign-on proxy's own) is not one.
@@ -152,6 +151,12 @@ export class TeamDirectory {
     }
     return found
   }
+}
+
+/** The 401 of headers that present no running key: what is wrong with their form when a slip shows (a scheme not read, quotes, a placeholder). */
+function refusal(headers: IncomingHttpHeaders): Error {
+  const problem = keyFormProblem(headers)
+  return problem === null ? new UnauthorizedError() : new KeyFormError(problem)
 }
 
 /** From when a key is refused: its expiry, or the end of its grace when it has a successor, whichever comes first; null: never. */

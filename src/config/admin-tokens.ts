@@ -1,5 +1,5 @@
 import { sha256Hex } from './secret-digest.js'
-import { tokenFault } from './sources.js'
+import { tokenFault, unreadable } from './sources.js'
 
 /** The name ADMIN_TOKEN goes by in audit lines. */
 export const ADMIN_TOKEN_NAME = 'admin'
@@ -59,7 +59,7 @@ export function adminTokens(
   try {
     text = readFile(file)
   } catch (err) {
-    problems.push(`ADMIN_TOKENS_FILE: ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`)
+    problems.push(`ADMIN_TOKENS_FILE: ${file} cannot be read (${unreadable(file, err)})`)
     return tokens
   }
   for (const [i, raw] of text.split('\n').entries()) {

@@ -27,6 +27,26 @@ const OTHER_NAMES = [
   'OTEL_TRACES_EXPORTER',
 ]
 
+// What other tools name a setting the gateway reads under a name of its own, too far from
+// it to be taken for a slip (REDIS_HOST is four edits from REDIS_URL): what the gateway
+// reads instead. REDIS_PORT is not among them: Kubernetes gives every pod of a namespace
+// with a Service named redis REDIS_PORT=tcp://… (a service link).
+const REDIS_WHOLE = 'Redis is given whole as REDIS_URL, redis://[user:password@]host[:port][/db]'
+const OTHER_TOOLS_NAMES: Readonly<Record<string, string>> = {
+  REDIS_HOST: REDIS_WHOLE,
+  REDIS_PASSWORD: REDIS_WHOLE,
+  REDIS_ADDR: REDIS_WHOLE,
+  REDIS_ADDRESS: REDIS_WHOLE,
+  PLATFORM_URL: "the platform's address is PLATFORM_BASE_URL",
+  PLATFORM_API_URL: "the platform's address is PLATFORM_BASE_URL",
+  PLATFORM_HOST: "the platform's address is PLATFORM_BASE_URL",
+  PLATFORM_ACCESS_TOKEN: 'a ready platform token is PLATFORM_TOKEN (or PLATFORM_TOKEN_FILE)',
+  PLATFORM_API_TOKEN: 'a ready platform token is PLATFORM_TOKEN (or PLATFORM_TOKEN_FILE)',
+  PLATFORM_API_KEY: 'a ready platform token is PLATFORM_TOKEN (or PLATFORM_TOKEN_FILE)',
+  ADMIN_PASSWORD: 'the admin token is ADMIN_TOKEN (or ADMIN_TOKEN_FILE)',
+  ADMIN_API_KEY: 'the admin token is ADMIN_TOKEN (or ADMIN_TOKEN_FILE)',
+}
+
 /** Every variable name the gateway reads, but the CREDENTIAL_<NAME>_* ones, whose names the config file makes. */
 export const KNOWN_VARIABLES: ReadonlySet<string> = new Set([
   ...ENV_KEYS.map((k) => k.env),
@@ -45,6 +65,11 @@ export function misspelledVariables(env: Env): string[] {
   const lines: string[] = []
   for (const name of Object.keys(env).sort()) {
     if (env[name] === undefined || KNOWN_VARIABLES.has(name) || !/^[A-Z][A-Z0-9_]{3,}$/.test(name) || name.startsWith('CREDENTIAL_')) continue
+    const instead = OTHER_TOOLS_NAMES[name]
+    if (instead !== undefined && env[name] !== '') {
+      lines.push(`${name}: not a variable the gateway reads; ${instead} (the gateway reads nothing of it; rename or remove it)`)
+      continue
+    }
     const meant = nearestName(name, KNOWN_VARIABLES)
     if (meant !== null) lines.push(`${name}: not a variable the gateway reads; did you mean ${meant}? (rename it; as it is, the gateway starts as if ${meant} were not set)`)
   }

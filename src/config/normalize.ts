@@ -4,7 +4,7 @@ import type { RawConfig, RawCredential } from './schema.js'
 import { tracingConfig } from './tracing.js'
 import { strayCredentialProblems } from './env-names.js'
 import { maskUrlPassword, shownUrlText } from './mask-url.js'
-import { hasControlCharacters, readEnv, tokenFault, type Env } from './sources.js'
+import { hasControlCharacters, readEnv, tokenFault, unreadable, type Env } from './sources.js'
 import { parseDuration, parseSize } from './units.js'
 import { normalizeTeams } from './teams.js'
 import { adminTokens } from './admin-tokens.js'
@@ -95,7 +95,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       const fault = token === '' ? 'is empty; it must hold the platform token' : tokenFault(token)
       if (fault !== null) tokenFileFaults.push(`${name}: ${c.tokenFile} ${fault}`)
     } catch (err) {
-      tokenFileFaults.push(`${name}: ${c.tokenFile} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}); it must hold the platform token`)
+      tokenFileFaults.push(`${name}: ${c.tokenFile} cannot be read (${unreadable(c.tokenFile, err)}); it must hold the platform token`)
     }
   }
 
@@ -307,7 +307,7 @@ function checkUrl(value: string | null | undefined, name: string, problems: stri
     if (url.username || url.password) {
       problems.push(`${name}: must be an origin only, without a user or password (the value is not shown); give the platform's credentials as PLATFORM_TOKEN or the PLATFORM_USERNAME login`)
     } else if (url.search || url.hash || url.pathname !== '/') {
-      problems.push(`${name}: must be an origin only, without path, query or fragment (got ${JSON.stringify(maskUrlPassword(value))})`)
+      problems.push(`${name}: must be an origin only, without path, query or fragment (got ${JSON.stringify(maskUrlPassword(value))}); write ${url.origin}: the callers' /api/v1/… paths are sent under it`)
     }
     return url.href.replace(/\/+$/, '')
   } catch {
@@ -457,7 +457,7 @@ function namedCredential(
       if (v === '') problems.push(`credentials.${name}.${label}: ${path} is empty`)
       return v || null
     } catch (err) {
-      problems.push(`credentials.${name}.${label}: ${path} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`)
+      problems.push(`credentials.${name}.${label}: ${path} cannot be read (${unreadable(path, err)})`)
       return null
     }
   }

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import { isAbsolute, resolve } from 'node:path'
 import { parse as parseYaml } from 'yaml'
 import { DEFAULTS_SHA256, DEFAULTS_VALUE } from './defaults.generated.js'
 
@@ -52,7 +53,7 @@ export function readYamlObject(path: string, readFile: (p: string) => string, pr
   try {
     text = readFile(path)
   } catch (err) {
-    problems.push(`${label}: cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`)
+    problems.push(`${label}: cannot be read (${unreadable(path, err)})`)
     return {}
   }
   try {
@@ -84,6 +85,20 @@ export function readDefaultsObject(path: string, readFile: (p: string) => string
     if (kept?.text !== text) kept = { text, value: createHash('sha256').update(text, 'utf8').digest('hex') === DEFAULTS_SHA256 ? DEFAULTS_VALUE : parse(text) }
     return structuredClone(kept.value)
   })
+}
+
+/**
+ * Why a file the configuration names cannot be read, for its problem line: the error's code,
+ * and, for a relative path with no file, where it was looked for. A relative path is read
+ * from the process's working directory, which `npm start` makes the package's folder
+ * whatever folder it was typed in (npm gives that one as INIT_CWD): `CONFIG_FILE=my.yaml
+ * npm start` typed in a subfolder reads the package folder's my.yaml.
+ */
+export function unreadable(path: string, err: unknown, cwd: string = process.cwd(), typedIn: string | undefined = process.env.INIT_CWD): string {
+  const code = (err as NodeJS.ErrnoException).code ?? 'error'
+  if (code !== 'ENOENT' || isAbsolute(path)) return code
+  const elsewhere = typedIn !== undefined && resolve(typedIn) !== resolve(cwd) ? `, not from ${typedIn}, where npm was run` : ''
+  return `ENOENT: no file ${resolve(cwd, path)}; a relative path is read from ${cwd}${elsewhere}; give an absolute path`
 }
 
 export function applyEnv(raw: Record<string, unknown>, env: Env, readFile: (p: string) => string, problems: string[]): Map<string, string> {
@@ -143,7 +158,7 @@ export function readEnv(env: Env, name: string, allowFile: boolean, readFile: (p
       }
       return content
     } catch (err) {
-      problems.push(`${name}_FILE: ${filePath} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`)
+      problems.push(`${name}_FILE: ${filePath} cannot be read (${unreadable(filePath, err)})`)
       return undefined
     }
   }

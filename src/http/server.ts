@@ -1,6 +1,6 @@
 import { createServer, maxHeaderSize, METHODS, STATUS_CODES, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
-import type { Duplex } from 'node:stream'
+import { Readable, type Duplex } from 'node:stream'
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
 import type { Config } from '../config.js'
@@ -583,6 +583,11 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
       // gzip and sent plain was taken, a gzipped one was "not valid JSON". It is refused
       // before it is read, in the proxy listener's words.
       if (request.headers['content-encoding'] !== undefined && hasBody(request.headers)) return done(new BadRequestError(ENCODED_BODY))
+      // A request without content-length or transfer-encoding has no body (RFC 9112, 6.3),
+      // and its stream never ends (optimizeEmptyRequests above): a parser given it, as
+      // Fastify gives one to a request that names a content-type, would wait forever. Its
+      // parser reads an empty body instead.
+      if (!hasBody(request.headers)) return done(null, Readable.from([]))
       if (!(Number(request.headers['content-length']) > bodyLimitOf(request, config))) inviteBody(request.raw)
       done(null, payload)
     })

@@ -200,9 +200,12 @@ describe('misconfiguration stops the start with one line', () => {
     })
 
     it('a team\'s "*" beside advertiser ids: one line naming the team and the setting', async () => {
-      const teamsFile = file('teams-star-and-ids.yaml', TEAMS.replace('[101]', '["*", 101]'))
+      const teams = TEAMS.replace('[101]', '["*", 101]')
+      const teamsFile = file('teams-star-and-ids.yaml', teams)
       const lines = await refusal({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(20), TEAMS_FILE: teamsFile, PORT: '0', ADMIN_PORT: '0' })
-      expect(lines).toEqual(['report-gateway: invalid configuration: teams.growth.advertisers: "*" (every advertiser) is listed beside advertiser ids (101); give ["*"] alone, or the ids alone'])
+      // The setting's line in the file, which the message names after the problem.
+      const line = teams.split('\n').findIndex((l) => l.includes('["*", 101]')) + 1
+      expect(lines).toEqual([`report-gateway: invalid configuration: teams.growth.advertisers: "*" (every advertiser) is listed beside advertiser ids (101); give ["*"] alone, or the ids alone; line ${line} of TEAMS_FILE (${teamsFile})`])
     })
 
     it('a PLATFORM_TOKEN_FILE that does not exist: refused with one line, not a log line every second', async () => {

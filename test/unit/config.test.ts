@@ -314,7 +314,9 @@ describe('redis.tlsServername: the name every Redis node\'s certificate is check
   ])('is refused with $name, the one line naming the key and never the URL', ({ env, yaml }) => {
     const err = problem({ ...secret, ...env }, yaml)
     expect(err.problems).toEqual([NOT_TLS])
-    expect(err.message).toBe(`invalid configuration: ${NOT_TLS}`)
+    // The message names the line of the config file that writes the setting.
+    const line = yaml.split('\n').findIndex((l) => l.includes('tlsServername')) + 1
+    expect(err.message).toBe(`invalid configuration: ${NOT_TLS}; line ${line} of CONFIG_FILE (${CONFIG_PATH})`)
     expect(err.message).not.toContain('pw-0123456789')
   })
 
@@ -537,7 +539,7 @@ describe('invalid configuration names the key', () => {
     // Never repeated: a malformed Redis URL cannot be masked.
     { name: 'REDIS_URL=http://x', env: { REDIS_URL: 'http://x' }, expected: /REDIS_URL: must be a redis:\/\/ or rediss:\/\/ URL$/ },
     { name: 'PLATFORM_BASE_URL=ftp://x', env: { PLATFORM_BASE_URL: 'ftp://x', PLATFORM_TOKEN: TOKEN }, expected: /PLATFORM_BASE_URL: must be an http:\/\/ or https:\/\/ URL/ },
-    { name: 'PLATFORM_BASE_URL with a path', env: { PLATFORM_BASE_URL: `${BASE}/api/v1`, PLATFORM_TOKEN: TOKEN }, expected: /PLATFORM_BASE_URL \(platform.baseUrl\): must be an origin only/ },
+    { name: 'PLATFORM_BASE_URL with a path', env: { PLATFORM_BASE_URL: `${BASE}/api/v1`, PLATFORM_TOKEN: TOKEN }, expected: /PLATFORM_BASE_URL \(platform.baseUrl\): must be an origin only, without path, query or fragment \(got "https:\/\/platform\.example\.com\/api\/v1"\); write https:\/\/platform\.example\.com: the callers' \/api\/v1\/… paths are sent under it$/ },
     { name: 'PLATFORM_BASE_URL with a user and password', env: { PLATFORM_BASE_URL: 'https://ops:pw-in-url-123@platform.example', PLATFORM_TOKEN: TOKEN }, expected: /PLATFORM_BASE_URL \(platform.baseUrl\): must be an origin only, without a user or password/ },
     { name: 'a credential baseUrl with a user', env: { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, CREDENTIAL_PARTNER_TOKEN: TOKEN }, yaml: 'credentials:\n  partner: { baseUrl: "https://ops@partner.example" }', expected: /credentials\.partner\.baseUrl: must be an origin only, without a user or password/ },
     { name: 'a bad duration', env: {}, yaml: 'platform: { timeout: 5 minutes }', expected: /platform\.timeout: must be milliseconds as a number, or a string such as 500ms/ },

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { GatewayContext } from '../context.js'
-import { AdminForbiddenError, AdminGuessesError, AdminUnauthorizedError, AdminUnavailableError, BadRequestError } from '../../errors.js'
+import { AdminForbiddenError, AdminGuessesError, AdminTokenFormError, AdminUnauthorizedError, AdminUnavailableError, BadRequestError } from '../../errors.js'
+import { authorizationFormProblem } from '../../access/api-keys.js'
 import { FailureLog } from '../../observe/failure-log.js'
 import { hasBody } from '../../access/admission.js'
 import type { AdminRole } from '../../config.js'
@@ -74,7 +75,8 @@ export function adminAccess(app: FastifyInstance, { adminAuth, auditLog, clock }
           { action: 'admin-auth', outcome: 'refused', source: request.ip, method: request.method, path: pathOf(request), reqId: request.id, reason },
           'admin call refused: missing or wrong admin token',
         ), `admin call from ${request.ip}: ${reason}`)
-      throw new AdminUnauthorizedError()
+      const problem = adminTokenFormProblem(request)
+      throw problem === null ? new AdminUnauthorizedError() : new AdminTokenFormError(problem)
     }
     request.adminActor = actor.name
     request.adminRole = actor.role
@@ -103,6 +105,17 @@ export function adminAccess(app: FastifyInstance, { adminAuth, auditLog, clock }
 }
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i
+
+/**
+ * Why a refused admin call's headers present no admin token in the form the listener reads
+ * (none, a team's `x-api-key` form, a scheme other than Bearer); null for a Bearer of one
+ * word, a wrong token, of which nothing more is said. No value is repeated.
+ */
+function adminTokenFormProblem(request: FastifyRequest): string | null {
+  const auth = request.headers.authorization ?? ''
+  if (auth.trim() !== '') return authorizationFormProblem(auth, 'the admin token')
+  return request.headers['x-api-key'] === undefined ? 'none given' : 'x-api-key is not read by the admin listener'
+}
 
 /** Who the request's admin token is, as the running admin tokens know it now; null: none of them. */
 function actorOf(request: FastifyRequest, adminAuth: AdminAuth): AdminActor | null {

@@ -1,0 +1,58 @@
+import { describe, expect, it } from 'vitest'
+import { ConfigError } from '../../src/config.js'
+import { hashApiKey } from '../../src/access/api-keys.js'
+import { loadConfigFrom } from '../helpers/load-config.js'
+
+// README, "Configuration": invalid configuration stops the start with one line per problem,
+// naming the key. A setting written in CONFIG_FILE or TEAMS_FILE is also named by its line
+// there (the start's message, ConfigError.located): a teams file of many teams is fixed at
+// a line, not at a dotted path to count out.
+
+const PLATFORM = { PLATFORM_BASE_URL: 'https://platform.example.com', PLATFORM_TOKEN: 'platform-token-abcdef123456' }
+const HASH = hashApiKey('rgw_config_lines_key')
+
+function problemsOf(env: Record<string, string>, files: Record<string, string>): string[] {
+  try {
+    loadConfigFrom(env, files)
+  } catch (err) {
+    if (err instanceof ConfigError) return err.located
+    throw err
+  }
+  throw new Error('the configuration loaded')
+}
+
+const teams = (third: string) => `teams:
+  growth:
+    keys: ["${HASH}"]
+    advertisers: [101, 102]
+  ads.eu:
+    keys: ["${hashApiKey('rgw_config_lines_key_2')}"]
+${third}`
+
+describe('a problem of a setting written in a file names its line', () => {
+  it.each([
+    ['a list written as text', '    advertisers: 101, 102\n', /^teams\.ads\.eu\.advertisers: .+; line 7 of TEAMS_FILE \(\/virtual\/teams\.yaml\)$/],
+    ['a misspelled field', '    advertisers: [103]\n    wirte: true\n', /^teams\.ads\.eu\.wirte: unknown setting; did you mean teams\.ads\.eu\.write\?; line 8 of TEAMS_FILE \(\/virtual\/teams\.yaml\)$/],
+    ['an item of a list', '    advertisers: [103, "all"]\n', /^teams\.ads\.eu\.advertisers\.1: .+; line 7 of TEAMS_FILE \(\/virtual\/teams\.yaml\)$/],
+  ])('TEAMS_FILE, %s', (_name, third, expected) => {
+    expect(problemsOf({ ...PLATFORM, TEAMS_FILE: '/virtual/teams.yaml' }, { '/virtual/teams.yaml': teams(third) })).toEqual([expect.stringMatching(expected)])
+  })
+
+  it('TEAMS_FILE, a team without its keys: the line of the team', () => {
+    const yaml = `${teams('    advertisers: [103]\n')}  search:\n    advertisers: [104]\n`
+    expect(problemsOf({ ...PLATFORM, TEAMS_FILE: '/virtual/teams.yaml' }, { '/virtual/teams.yaml': yaml })).toEqual([expect.stringMatching(/^teams\.search\.keys: required.*; line 8 of TEAMS_FILE \(\/virtual\/teams\.yaml\)$/)])
+  })
+
+  it('CONFIG_FILE: a setting and its teams, as the README\'s quick start writes them', () => {
+    const yaml = `cache:\n  l1MaxBytes: lots\n${teams('    advertisers: 101, 102\n')}`
+    expect(problemsOf({ ...PLATFORM, CONFIG_FILE: '/virtual/config.yaml' }, { '/virtual/config.yaml': yaml })).toEqual([
+      expect.stringMatching(/^cache\.l1MaxBytes: .+; line 2 of CONFIG_FILE \(\/virtual\/config\.yaml\)$/),
+      expect.stringMatching(/^teams\.ads\.eu\.advertisers: .+; line 9 of CONFIG_FILE \(\/virtual\/config\.yaml\)$/),
+    ])
+  })
+
+  it('a setting given by a variable, or written in no file, is named without a line', () => {
+    const problems = problemsOf({ ...PLATFORM, PORT: 'eighty', CONFIG_FILE: '/virtual/config.yaml' }, { '/virtual/config.yaml': teams('    advertisers: [103]\n') })
+    expect(problems).toEqual([expect.stringMatching(/^PORT: [^;]+$/)])
+  })
+})
