@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { KEYS, sandboxLoginEnv, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
-import { redisAvailability } from '../helpers/start-redis.js'
+import { fillRedisUp, redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 import type { TestGateway } from '../helpers/build-gateway.js'
 
@@ -146,13 +146,8 @@ describe.skipIf(!redisCheck.available)('a team guessing at the login\'s password
   it('holds while Redis refuses writes (maxmemory, noeviction), and reaches Redis once it accepts them again', async () => {
     const a = await gateways.build(config())
     const b = await gateways.build(config())
-    await client.config('SET', 'maxmemory-policy', 'noeviction')
-    await client.config('SET', 'maxmemory', '1mb')
     try {
-      for (let i = 0; ; i++) {
-        const refused = await client.set(`junk:${i}`, 'x'.repeat(16_384)).then(() => false, (err: Error) => /^OOM/.test(err.message))
-        if (refused) break
-      }
+      await fillRedisUp(client)
       expect(await ask(a, [sandbox.credentials.password])).toMatchObject({ status: 400 })
       expect(await ask(a, ['nothing-secret'])).toMatchObject({ status: 403, code: 'GW_TEAM_SUSPENDED' })
       await waitFor('the other replica to refuse the team', async () => (await ask(b, ['nothing-secret'])).status === 403)

@@ -14,7 +14,7 @@ import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { distinctReport, proxyGet } from '../helpers/gateway-calls.js'
 import { spawnGateway, timedRequest, type GatewayProcess } from '../helpers/gateway-process.js'
 import { seatsOf } from '../helpers/governors.js'
-import { redisAvailability } from '../helpers/start-redis.js'
+import { fillRedisUp, redisAvailability } from '../helpers/start-redis.js'
 import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // Seats leased across replicas (docs/governor.md, "Across replicas"): each replica leases
@@ -264,13 +264,8 @@ describe.skipIf(!available)('seats leased across replicas (LeasedSeats over Redi
       }
     }
     for (const [r, team] of [[one, 'a'], [two, 'b']] as const) r.calls(team, 8)
-    await client.config('SET', 'maxmemory-policy', 'noeviction')
-    await client.config('SET', 'maxmemory', '1mb')
     try {
-      for (let i = 0; ; i++) {
-        const refused = await client.set(`junk:${i}`, 'x'.repeat(16_384)).then(() => false, (err: Error) => /^OOM/.test(err.message))
-        if (refused) break
-      }
+      await fillRedisUp(client)
       // Past a lease and the calls started before it (twice the call's budget), a few times over.
       const until = Date.now() + 3 * (600 + 2000)
       await waitFor('calls served on both for three outage periods', () => {
