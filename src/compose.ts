@@ -153,7 +153,8 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     creativeSetOwners: creativeSetOwners({ config, client, redis, breaker, seal, onUnverified: (key) => unverified('owner-list', key), now: () => clock.now() }),
   }
   const tokenStore = new TokenStore({ ...ctx, replica: replicaId })
-  // Redis answering again (the circuit closed, a new connection): the purges announced
+  // Redis answering again (the circuit closed, a new connection), or accepting writes again
+  // after refusing them (at its maxmemory under noeviction, READONLY): the purges announced
   // meanwhile are read, then the report copies this replica kept meanwhile, or that a
   // Redis restarted empty lost, go back to it, and so do the platform tokens (the learned
   // limit's shared record goes back with the learner's next lease renewal).

@@ -27,7 +27,7 @@ export interface RedisParts {
   seal: RedisSeal | null
   bus: RedisBus | null
   unverified: Unverified
-  /** Names what runs each time Redis answers again (the circuit closed, a new connection). */
+  /** Names what runs each time Redis answers again (the circuit closed, a new connection) or accepts writes again after refusing them (OOM, READONLY…). */
   whenBack(fn: () => void): void
   /** Starts the watch and sets the gauges from what it found. */
   start(): Promise<void>
@@ -50,7 +50,11 @@ export function redisParts(config: Config, o: { redis?: RedisClient | null; log:
           metrics.redisUp.set(s === 'closed' ? 1 : 0)
           if (s === 'closed') back()
         },
-        onWritable: (writable) => metrics.redisWritable.set(writable ? 1 : 0),
+        onWritable: (writable) => {
+          metrics.redisWritable.set(writable ? 1 : 0)
+          // What was not written meanwhile (a suspension, a kept copy, a token) is written now: the circuit stayed closed, so no close says so.
+          if (writable) back()
+        },
         onSkippedWrite: () => metrics.redisSkippedWrites.inc(),
         address: redisAddress(config.redis),
         cause: (err) => failureCause(redis, err),

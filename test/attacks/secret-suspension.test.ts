@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { KEYS, listen, sandboxLoginEnv, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
-import { redisAvailability } from '../helpers/start-redis.js'
+import { fillRedisUp, redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 import type { TestGateway } from '../helpers/build-gateway.js'
 
@@ -150,6 +150,27 @@ describe.skipIf(!redisCheck.available)('a team guessing at the login\'s password
     await waitFor('the suspension to reach Redis', async () => (await client.keys('*suspensions*')).length === 1)
     const b = await gateways.build(config())
     expect(await ask(b, ['nothing-secret'])).toMatchObject({ status: 403, code: 'GW_TEAM_SUSPENDED' })
+  })
+
+  // A Redis at its maxmemory under noeviction answers OOM to every write and still reads
+  // and publishes: the other replicas hear the suspension, Redis does not keep it. Once
+  // Redis accepts writes again (the circuit never opened) the replica writes it, so that a
+  // replica started after refuses the team.
+  it('holds while Redis refuses writes (maxmemory, noeviction), and reaches Redis once it accepts them again', async () => {
+    const a = await gateways.build(config())
+    const b = await gateways.build(config())
+    try {
+      await fillRedisUp(client)
+      expect(await ask(a, [sandbox.credentials.password])).toMatchObject({ status: 400 })
+      expect(await ask(a, ['nothing-secret'])).toMatchObject({ status: 403, code: 'GW_TEAM_SUSPENDED' })
+      await waitFor('the other replica to refuse the team', async () => (await ask(b, ['nothing-secret'])).status === 403)
+      expect(await client.keys('*suspensions*')).toEqual([])
+    } finally {
+      await client.config('SET', 'maxmemory', '0')
+    }
+    await waitFor('the suspension to reach Redis', async () => (await client.keys('*suspensions*')).length === 1)
+    const c = await gateways.build(config())
+    expect(await ask(c, ['nothing-secret'])).toMatchObject({ status: 403, code: 'GW_TEAM_SUSPENDED' })
   })
 
   it("holds through a Redis that evicts at its maxmemory (volatile-lru, the replicas guide's policy): a replica started after the evictions refuses the team", async () => {

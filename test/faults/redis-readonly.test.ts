@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
-import { redisAvailability } from '../helpers/start-redis.js'
+import { fillRedisUp, redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 
 // A Redis out of memory (maxmemory reached, noeviction) answers OOM to
@@ -36,27 +36,12 @@ describe.skipIf(!available)('a Redis that refuses writes (OOM, NOREPLICAS, READO
     return line ? Number(line.slice(name.length + 1)) : Number.NaN
   }
 
-  /** maxmemory 1mb, noeviction, and junk until Redis answers OOM. */
-  async function fillRedisUp(): Promise<void> {
-    await client.config('SET', 'maxmemory-policy', 'noeviction')
-    await client.config('SET', 'maxmemory', '1mb')
-    for (let i = 0; i < 10_000; i++) {
-      try {
-        await client.set(`junk:${i}`, 'x'.repeat(16_384))
-      } catch (err) {
-        expect((err as Error).message).toMatch(/^OOM/)
-        return
-      }
-    }
-    throw new Error('redis never answered OOM')
-  }
-
   it('serves the entries still in Redis, skips and counts writes, and says redis-readonly until writes are accepted again', async () => {
     const a = await replica()
     for (let day = 1; day <= 5; day++) expect((await get(a, query(day))).headers['x-cache']).toBe('MISS')
     expect(reportCalls()).toBe(5)
     try {
-      await fillRedisUp()
+      await fillRedisUp(client)
       const b = await replica()
       // A report not in Redis first: answered from the platform, its writes refused.
       expect((await get(b, query(6))).statusCode).toBe(200)
@@ -87,7 +72,7 @@ describe.skipIf(!available)('a Redis that refuses writes (OOM, NOREPLICAS, READO
   // Redis answers a MULTI whose queued writes it refused with EXECABORT, the refusals in it.
   it('reads a transaction Redis aborts for its refused writes as Redis refusing writes, the circuit kept closed', async () => {
     try {
-      await fillRedisUp()
+      await fillRedisUp(client)
       const b = await replica()
       const { client: redis, breaker } = b.redis
       if (!redis || !breaker) throw new Error('the gateway has no Redis')
@@ -106,7 +91,7 @@ describe.skipIf(!available)('a Redis that refuses writes (OOM, NOREPLICAS, READO
   it('answers a purge 503 GW_REDIS_UNAVAILABLE, its line naming the refusal', async () => {
     const b = await replica()
     try {
-      await fillRedisUp()
+      await fillRedisUp(client)
       const res = await b.admin.inject({ method: 'DELETE', url: '/admin/cache?advertiserId=101', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
       expect(res.statusCode).toBe(503)
       expect(res.json()).toMatchObject({ code: 'GW_REDIS_UNAVAILABLE' })

@@ -35,6 +35,19 @@ export function redisAvailability(what = 'the Redis tests'): { available: boolea
   return { available: needTool(TOOLS.redis, hasRedisServer(), what), notice: null }
 }
 
+/**
+ * Redis at its maxmemory under noeviction: a 1 MB maxmemory, then keys written until
+ * one is refused (OOM), as every write that takes memory then is. `maxmemory 0` ends it.
+ */
+export async function fillRedisUp(client: Redis): Promise<void> {
+  await client.config('SET', 'maxmemory-policy', 'noeviction')
+  await client.config('SET', 'maxmemory', '1mb')
+  for (let i = 0; ; i++) {
+    const refused = await client.set(`junk:${i}`, 'x'.repeat(16_384)).then(() => false, (err: Error) => /^OOM/.test(err.message))
+    if (refused) return
+  }
+}
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer()

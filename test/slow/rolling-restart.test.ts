@@ -2,7 +2,7 @@ import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { KEYS, TEAMS_YAML, teamsYamlWith } from '../helpers/build-gateway.js'
+import { KEYS, sandboxLoginEnv, TEAMS_YAML, teamsYamlWith } from '../helpers/build-gateway.js'
 import { bearerOf } from '../helpers/gateway-calls.js'
 import { freshRequest, openLoad, RoundRobinBalancer, type Answer, type BalancedAnswer } from '../helpers/balancers.js'
 import { spawnGateway, spawnGateways, type GatewayProcess } from '../helpers/gateway-process.js'
@@ -176,22 +176,18 @@ describe('a rolling restart of 3 replicas at 100 requests a second', () => {
     expect(answers.length).toBeGreaterThan(PER_SECOND)
   }, 180_000)
 
-  // The platform token rotated by file (a Secret's new content) between two restarts, the
-  // old token revoked at the platform once every running replica uses the new one
-  // (docs/operations/platform-token.md): each replica started after the change takes the
-  // new token, and one of the five sends the old one after that.
-  it.skipIf(!nginxFound || !redisFound)('loses no answer behind nginx while the platform token is rotated by file between the restarts', async () => {
+  /**
+   * Three replicas restarted one after the other behind nginx at PER_SECOND, every fifth
+   * request past the cache so that the platform sees the token all along; before the second
+   * restart `rotate` changes the platform token (and says which one it replaces), and once
+   * every running replica uses the new one the old one is revoked at the platform. Each
+   * replica started after the change must take the new token.
+   */
+  async function rollWithRotation(env: Record<string, string>, rotate: (live: GatewayProcess[]) => Promise<string>) {
     const s = sandbox as Sandbox
     const redis = await startRedis()
     opened.push(redis)
-    const dir = mkdtempSync(join(tmpdir(), 'rgw-rolling-token-'))
-    opened.push({ close: async () => rmSync(dir, { recursive: true, force: true }) })
-    const tokenFile = join(dir, 'platform-token')
-    const oldToken = s.issueToken()
-    const newToken = s.issueToken()
-    writeFileSync(tokenFile, oldToken)
-    // Every fifth request asks past the cache, so that the platform sees the token all along.
-    const options = { env: { PLATFORM_BASE_URL: s.url, PLATFORM_TOKEN_FILE: tokenFile, REDIS_URL: redis.url, ADMIN_TOKEN }, yaml: teamsYamlWith({ cache: { refreshMinAge: 0 } }) }
+    const options = { env: { PLATFORM_BASE_URL: s.url, REDIS_URL: redis.url, ADMIN_TOKEN, ...env }, yaml: teamsYamlWith({ cache: { refreshMinAge: 0 } }) }
     const spawned: GatewayProcess[] = []
     const start = async (count: number) => {
       const made = await spawnGateways(count, options)
@@ -219,13 +215,12 @@ describe('a rolling restart of 3 replicas at 100 requests a second', () => {
     let newFingerprint = ''
     let revokedAt = Number.POSITIVE_INFINITY
     let revokedAtMs = Number.POSITIVE_INFINITY
+    let oldToken = ''
     try {
       await waitFor('answers through nginx from every replica', () => live.every((gw) => answers.some((a) => a.headers['x-upstream'] === upstreamOf(gw))))
       for (let i = 0; i < REPLICAS; i++) {
         if (i === 1) {
-          // A Secret's new content: the file replaced whole, as the kubelet swaps it.
-          writeFileSync(`${tokenFile}.new`, newToken)
-          renameSync(`${tokenFile}.new`, tokenFile)
+          oldToken = await rotate(live)
           await waitFor('every running replica on the new token', async () => {
             const prints = await Promise.all(live.map(fingerprint))
             return prints.every((p) => p !== oldFingerprint && p === prints[0])
@@ -258,6 +253,28 @@ describe('a rolling restart of 3 replicas at 100 requests a second', () => {
     expect(answers.filter((a) => a.sent >= revokedAt).length).toBeGreaterThan(PER_SECOND / 5)
     // The old token was never sent once revoked.
     expect(s.requests.filter((r) => r.at >= revokedAtMs && bearerOf(r) === oldToken).length, 'requests with the revoked token').toBe(0)
+    // No token the platform saw in any line any replica wrote.
+    const tokens = new Set(s.requests.filter((r) => r.path !== '/oauth/token').map(bearerOf).filter((t): t is string => typeof t === 'string' && t !== ''))
+    expect(tokens.size).toBeGreaterThanOrEqual(2)
+    for (const gw of spawned) for (const token of tokens) expect(gw.output().includes(token)).toBe(false)
+    return { spawned, oldFingerprint, newFingerprint }
+  }
+
+  // The platform token rotated by file (a Secret's new content) between two restarts
+  // (docs/operations/platform-token.md): one of the five replicas sends the old one after that.
+  it.skipIf(!nginxFound || !redisFound)('loses no answer behind nginx while the platform token is rotated by file between the restarts', async () => {
+    const s = sandbox as Sandbox
+    const dir = mkdtempSync(join(tmpdir(), 'rgw-rolling-token-'))
+    opened.push({ close: async () => rmSync(dir, { recursive: true, force: true }) })
+    const tokenFile = join(dir, 'platform-token')
+    const oldToken = s.issueToken()
+    writeFileSync(tokenFile, oldToken)
+    const { spawned, oldFingerprint, newFingerprint } = await rollWithRotation({ PLATFORM_TOKEN_FILE: tokenFile }, async () => {
+      // A Secret's new content: the file replaced whole, as the kubelet swaps it.
+      writeFileSync(`${tokenFile}.new`, s.issueToken())
+      renameSync(`${tokenFile}.new`, tokenFile)
+      return oldToken
+    })
     // The audit trail: each replica running at the change wrote one line of it, from the old
     // token to the new, as it first learned of it: by reading the file itself (reason file),
     // or from the replica that read it first (reason shared, origin file); one at least read
@@ -273,7 +290,30 @@ describe('a rolling restart of 3 replicas at 100 requests a second', () => {
     }
     expect(changeLines.some((lines) => lines[0]?.reason === 'file')).toBe(true)
     for (const gw of afterChange) expect(audits(gw).map((a) => [a.reason, a.source, a.oldFingerprint, a.newFingerprint])).toEqual([['start', 'file', null, newFingerprint]])
-    // No token in any line any replica wrote.
-    for (const gw of spawned) for (const token of [oldToken, newToken]) expect(gw.output().includes(token)).toBe(false)
+  }, 420_000)
+
+  // The token put on one replica by PUT /admin/token between two restarts: the others take
+  // it from the bus, and the replicas started after (of the same PLATFORM_TOKEN) from Redis,
+  // none of them with the token it was started with.
+  it.skipIf(!nginxFound || !redisFound)('loses no answer behind nginx while the platform token is put by PUT /admin/token between the restarts', async () => {
+    const s = sandbox as Sandbox
+    const oldToken = s.issueToken()
+    await rollWithRotation({ PLATFORM_TOKEN: oldToken }, async (live) => {
+      const res = await fetch(`${(live[0] as GatewayProcess).adminUrl}/admin/token`, { method: 'PUT', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ token: s.issueToken() }) })
+      expect(res.status).toBe(200)
+      return oldToken
+    })
+  }, 420_000)
+
+  // The password login's token revoked at the platform between two restarts: the replica
+  // that meets the 401 logs in again and the others take its token from the bus, the
+  // replicas started after from Redis; the caller whose call met the 401 is answered.
+  it.skipIf(!nginxFound || !redisFound)('loses no answer behind nginx while the password login\'s token is revoked and logged in again between the restarts', async () => {
+    const s = sandbox as Sandbox
+    await rollWithRotation(sandboxLoginEnv(s), async () => {
+      const inUse = bearerOf(s.requests.findLast((r) => r.path !== '/oauth/token')) as string
+      s.revokeToken(inUse)
+      return inUse
+    })
   }, 420_000)
 })

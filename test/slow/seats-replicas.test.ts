@@ -14,7 +14,7 @@ import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { distinctReport, proxyGet } from '../helpers/gateway-calls.js'
 import { spawnGateway, timedRequest, type GatewayProcess } from '../helpers/gateway-process.js'
 import { seatsOf } from '../helpers/governors.js'
-import { redisAvailability } from '../helpers/start-redis.js'
+import { fillRedisUp, redisAvailability } from '../helpers/start-redis.js'
 import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // Seats leased across replicas (docs/governor.md, "Across replicas"): each replica leases
@@ -236,6 +236,52 @@ describe.skipIf(!available)('seats leased across replicas (LeasedSeats over Redi
     } finally {
       await redis.server.restart()
     }
+  })
+
+  // At its maxmemory under noeviction Redis refuses a script's first write (OOM) but not a
+  // later one (it cannot stop a script half-way): a renewal that first dropped another
+  // replica's lapsed record wrote its own and was granted the whole limit, while that
+  // replica, refused, kept to its outage share: two replicas at 8 each on a limit of 8.
+  // A refused renewal drops nothing: each replica keeps to the outage rule, as in a stall.
+  it('keeps to the outage rule while Redis refuses writes (maxmemory, noeviction): calls go on, never past the limit, and leases again once it accepts them', async () => {
+    const replicas = [await replica(8), await replica(8)]
+    const [one, two] = replicas as [Replica, Replica]
+    one.calls('a', 3)
+    two.calls('b', 2)
+    await waitFor('5 seats leased, each replica knowing of the other', () => one.seats.inFlight === 3 && two.seats.inFlight === 2 && one.leased.replicas === 2 && two.leased.replicas === 2)
+    const { client } = redis
+    let [peak, served] = [0, 0]
+    /** Every call held is answered and another of its team asked: demand stays, seats go round. */
+    const round = () => {
+      expect(one.seats.capacity + two.seats.capacity).toBeLessThanOrEqual(8)
+      peak = Math.max(peak, inFlight(replicas))
+      for (const [r, team] of [[one, 'a'], [two, 'b']] as const) {
+        while (r.held.length > 0) {
+          r.answer()
+          served++
+          r.calls(team, 1)
+        }
+      }
+    }
+    for (const [r, team] of [[one, 'a'], [two, 'b']] as const) r.calls(team, 8)
+    try {
+      await fillRedisUp(client)
+      // Past a lease and the calls started before it (twice the call's budget), a few times over.
+      const until = Date.now() + 3 * (600 + 2000)
+      await waitFor('calls served on both for three outage periods', () => {
+        round()
+        return Date.now() >= until && one.seats.capacity === 4 && two.seats.capacity === 4
+      }, testTimeLeft(), 5)
+    } finally {
+      await client.config('SET', 'maxmemory', '0')
+    }
+    const before = served
+    await waitFor('both replicas leasing again, calls served', async () => {
+      round()
+      return served > before + 40 && (await records()).length === 2
+    }, testTimeLeft(), 5)
+    expect(peak).toBeLessThanOrEqual(8)
+    expect(await leasedInRedis()).toBeLessThanOrEqual(8)
   })
 
   it('gives each team of one replica the shares shares.ts works out over its whole demand', async () => {

@@ -17,6 +17,10 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local run, record = ARGV[1], ARGV[2]
 local inflight, need, ask, limit, held, ttl = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+-- Redis at its maxmemory (noeviction) refuses a script's first write that takes memory but
+-- not a later one: the run's own field, written first, makes a refused renewal drop no
+-- other run's lapsed record, whose replica keeps to its outage share.
+redis.call('HSET', KEYS[1], run, redis.call('HGET', KEYS[1], run) or '')
 local occupied, known, others = 0, 0, {}
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
