@@ -8,7 +8,7 @@ import { probeStatus } from '../../platform/client/token-probe.js'
 import type { TokenProvider } from '../../platform/tokens/token-provider.js'
 import type { TokenShares } from '../../platform/tokens/token-store.js'
 import { DEFAULT_CREDENTIAL, type Config } from '../../config.js'
-import { adminSchema, answer, credentialsSchema, tokenBody, tokenChangeSchema, tokenViewSchema } from './admin-schemas.js'
+import { ADMIN_BODY_TOO_LARGE, adminSchema, answer, credentialsSchema, tokenBody, tokenChangeSchema, tokenViewSchema } from './admin-schemas.js'
 import { assertStillAdmin } from './admin-access.js'
 
 const CREDENTIAL = { name: { type: 'string', minLength: 1, maxLength: 64, description: 'A credential: `default`, or a name under `credentials:`.' } }
@@ -22,7 +22,7 @@ const PUT_TOKEN = {
   response: { 200: answer(tokenChangeSchema, 'The token\'s view, and whether it changed.') },
   errors: {
     GW_BAD_REQUEST: 'The body is not `{"token": "…"}` with a plausible token; the message names the field.',
-    GW_PAYLOAD_TOO_LARGE: 'The body is over `bodyLimit`.',
+    GW_PAYLOAD_TOO_LARGE: ADMIN_BODY_TOO_LARGE,
     GW_TOKEN_REJECTED: 'The probe call answered 401 or 403 to the offered token; the token in use stays.',
     GW_UPSTREAM: 'The probe call failed (no answer); the token was not changed.',
   },
