@@ -45,15 +45,17 @@ const TOKEN_VIEW = { 200: answer(tokenViewSchema, 'The token\'s view.') }
  */
 export async function adminTokenRoutes(
   app: FastifyInstance,
-  { tokens, secrets, auditLog, adminAuth, config, client, tokenShares }: Pick<GatewayContext, 'tokens' | 'secrets' | 'auditLog' | 'adminAuth' | 'config'> & { client: PlatformClient; tokenShares: TokenShares },
+  { tokens, auditLog, adminAuth, config, client, tokenShares }: Pick<GatewayContext, 'tokens' | 'auditLog' | 'adminAuth' | 'config'> & { client: PlatformClient; tokenShares: TokenShares },
 ): Promise<void> {
   const providerOf = (request: FastifyRequest) => tokens.get((request.params as { name?: string }).name ?? DEFAULT_CREDENTIAL)
 
   const getToken = async (request: FastifyRequest) => tokenView(providerOf(request))
   const putToken = async (request: FastifyRequest) => {
     const provider = providerOf(request)
+    // Not a secret of the gateway's until the platform takes it (provider.replace adds it):
+    // a text the platform refused may be anything an operator pasted, and a secret's is
+    // refused in every team's request, the team suspended (access/team-suspensions.ts).
     const token = (request.body as { token: string }).token.trim()
-    secrets.add(token)
     const current = provider.current()
     if (current?.token === token) {
       auditLog.info({ action: 'replace', outcome: 'unchanged', credential: provider.name, fingerprint: current.fingerprint, actor: request.adminActor }, 'admin token replace: the offered token is the one in use; nothing changed')

@@ -28,7 +28,7 @@ import { SERVES_NONE } from '../route-allow.js'
  * option as the level of the plugin's own logger.
  */
 export type AdminParts = AdminStatusParts &
-  Pick<GatewayContext, 'auditLog' | 'secrets' | 'adminAuth' | 'reports' | 'bus' | 'usage' | 'keyUse' | 'suspensions'> & {
+  Pick<GatewayContext, 'auditLog' | 'adminAuth' | 'reports' | 'bus' | 'usage' | 'keyUse' | 'suspensions'> & {
     runtimeLevel: LogLevel
     client: PlatformClient
     reloader: TeamReloader
@@ -43,7 +43,7 @@ export const ADMIN_ANSWER_HEADERS: Readonly<Record<string, string>> = { 'cache-c
 /** The admin listener's /admin/* calls (contract, "Admin listener"). */
 export async function adminRoutes(app: FastifyInstance, parts: AdminParts): Promise<void> {
   // Each part below gets the parts it reads.
-  const { config, auditLog, clock, secrets, adminAuth, tokens, reports, breaker, bus, teams, usage, keyUse, runtimeLevel, client, reloader, replicas, webhooks, tokenShares } = parts
+  const { config, auditLog, clock, adminAuth, tokens, reports, breaker, bus, teams, usage, keyUse, runtimeLevel, client, reloader, replicas, webhooks, tokenShares } = parts
   adminAccess(app, { adminAuth, auditLog, clock })
   // An admin call's body is a platform token (8192 characters at most, 48 KiB written all
   // in JSON escapes) or a log level: no call takes more than ADMIN_BODY_LIMIT, which bounds
@@ -84,7 +84,7 @@ export async function adminRoutes(app: FastifyInstance, parts: AdminParts): Prom
     return written()
   })
 
-  await app.register(adminTokenRoutes, { tokens, secrets, auditLog, adminAuth, config, client, tokenShares })
+  await app.register(adminTokenRoutes, { tokens, auditLog, adminAuth, config, client, tokenShares })
   await app.register(adminCacheRoutes, { reports, auditLog })
   await app.register(adminSuspensionRoutes, { suspensions: parts.suspensions, auditLog })
   await app.register(cacheEntryRoutes, { config, teams, tokens, reports, breaker, clock, auditLog })
