@@ -114,9 +114,9 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   await describeAdmin(admin)
   await admin.register(healthRoutes, { ...health, detail: true })
   metricsRoute(admin, { metrics, tokens, governors, answers, usage })
-  const { secrets, adminAuth, bus, teams, build, rateLimiter, logLevel, reloader, l1, audit, replicas, webhooks, tokenShares, consoleScriptsDir } = parts
+  const { adminAuth, bus, teams, build, rateLimiter, logLevel, reloader, l1, audit, replicas, webhooks, tokenShares, consoleScriptsDir } = parts
   await admin.register(adminRoutes, {
-    config, auditLog, clock, secrets, adminAuth, tokens, reports, redis, breaker, bus, teams, usage, keyUse, metrics, lifecycle, build, governors, rateLimiter, suspensions: parts.suspensions,
+    config, auditLog, clock, adminAuth, tokens, reports, redis, breaker, bus, teams, usage, keyUse, metrics, lifecycle, build, governors, rateLimiter, suspensions: parts.suspensions,
     runtimeLevel: logLevel, client, reloader, l1, audit, replicas, webhooks, tokenShares,
   })
   await admin.register(consoleRoutes, consoleScriptsDir ? { scriptsDir: consoleScriptsDir } : {})

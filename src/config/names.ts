@@ -5,13 +5,17 @@
 
 // A team's name and a key's id are labels of metrics, fields of log lines and words of
 // the console's pages: plain characters only, checked by the config and by `npm run keys`.
-export const TEAM_NAME_PATTERN = '^[A-Za-z0-9_.-]+$'
-export const TEAM_NAME_RULE = 'letters, digits, _ . - only'
+// A team's name is also the last segment of DELETE /admin/suspensions/{team}: not `.` nor
+// `..`, which every client (WHATWG URLs, curl, `%2E%2E` too) takes out of a path, and 64
+// characters at most, within the 100 the admin router takes of a path parameter.
+export const TEAM_NAME_PATTERN = '^(?!\\.\\.?$)[A-Za-z0-9_.-]{1,64}$'
+export const TEAM_NAME_RULE = 'letters, digits, _ . - only, 64 at most, not . or ..'
 // A credential's name is also the <NAME> of its variables (CREDENTIAL_<NAME>_TOKEN, in upper
-// case, `-` as `_`). The schema checks only the credentials whose names match (a record's
+// case, `-` as `_`), and a segment of /admin/credentials/{name}/token: 64 characters at most,
+// as that call takes. The schema checks only the credentials whose names match (a record's
 // key pattern); normalize.ts refuses the others, as teams.ts does for teams.
-export const CREDENTIAL_NAME_PATTERN = '^[a-z][a-z0-9_-]*$'
-export const CREDENTIAL_NAME_RULE = 'lower-case letters, digits, _ - only, starting with a letter'
+export const CREDENTIAL_NAME_PATTERN = '^[a-z][a-z0-9_-]{0,63}$'
+export const CREDENTIAL_NAME_RULE = 'lower-case letters, digits, _ - only, starting with a letter, 64 at most'
 
 /** The prefix of a named credential's variables: CREDENTIAL_PARTNER_EU_ for partner-eu. */
 export function credentialPrefix(name: string): string {

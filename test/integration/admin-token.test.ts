@@ -177,6 +177,18 @@ describe('PUT /admin/token', () => {
     expectNoSecrets(gw, [old, bogus, ADMIN_TOKEN])
   })
 
+  it('a token the platform refused is no secret of the gateway\'s: a team\'s request holding it is served, and no team is suspended', async () => {
+    const gw = await gateway({ PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN })
+    // What an operator may paste by mistake: a word a campaign or a report's query may hold too.
+    const pasted = 'summer-sale-2026'
+    expect((await admin(gw, 'PUT', '/admin/token', { token: pasted })).statusCode).toBe(422)
+    const asked = () => gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/get', headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json' }, payload: { userId: 101, name: pasted } })
+    const first = await asked()
+    expect(first.statusCode, first.body).toBe(200)
+    expect((await asked()).statusCode).toBe(200)
+    expect(gw.logs.records().filter((r) => String(r.msg ?? '').startsWith('team suspended'))).toEqual([])
+  })
+
   it('an expired token is refused too', async () => {
     const gw = await gateway({ PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN })
     const expired = sandbox.issueToken({ ttlSeconds: 0 })

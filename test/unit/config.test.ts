@@ -186,9 +186,9 @@ teams:
   it('refuses a team whose name holds other characters than a name may have, saying which it may have', () => {
     for (const name of ['<b>x</b>', 'a b', 'équipe']) {
       const yaml = `teams:\n  ${JSON.stringify(name)}:\n    keys: ["${HASH}"]\n    advertisers: ["*"]\n`
-      expect(problem({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }, yaml).problems).toEqual([`teams: ${JSON.stringify(name)} is not a valid team name (letters, digits, _ . - only)`])
+      expect(problem({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }, yaml).problems).toEqual([`teams: ${JSON.stringify(name)} is not a valid team name (letters, digits, _ . - only, 64 at most, not . or ..)`])
       const files = { '/virtual/teams.yaml': yaml }
-      expect(problem({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, TEAMS_FILE: '/virtual/teams.yaml' }, undefined, files).problems).toEqual([`teams: ${JSON.stringify(name)} is not a valid team name (letters, digits, _ . - only)`])
+      expect(problem({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, TEAMS_FILE: '/virtual/teams.yaml' }, undefined, files).problems).toEqual([`teams: ${JSON.stringify(name)} is not a valid team name (letters, digits, _ . - only, 64 at most, not . or ..)`])
     }
   })
 
@@ -196,7 +196,7 @@ teams:
     for (const name of ['Partner', 'partner.eu', '1partner', 'a b']) {
       const yaml = `credentials:\n  ${JSON.stringify(name)}:\n    tokenFile: 7\n`
       expect(problem({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }, yaml).problems).toEqual([
-        `credentials: ${JSON.stringify(name)} is not a valid credential name (lower-case letters, digits, _ - only, starting with a letter)`,
+        `credentials: ${JSON.stringify(name)} is not a valid credential name (lower-case letters, digits, _ - only, starting with a letter, 64 at most)`,
       ])
     }
   })

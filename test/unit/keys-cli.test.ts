@@ -94,12 +94,12 @@ describe('keys new --team NAME', () => {
     const missing = run('new')
     expect(missing.status).toBe(2)
     expect(missing.stdout).toBe('')
-    expect(missing.stderr).toBe('keys: new: --team NAME is required (letters, digits, _ . - only) (npm run keys -- --help)\n')
+    expect(missing.stderr).toBe('keys: new: --team NAME is required (letters, digits, _ . - only, 64 at most, not . or ..) (npm run keys -- --help)\n')
     for (const name of ['bad name', 'a/b', '<b>x</b>']) {
       const r = run('new', '--team', name)
       expect(r.status).toBe(2)
       expect(r.stdout).toBe('')
-      expect(r.stderr).toBe(`keys: new: --team ${JSON.stringify(name)} is not a valid team name (letters, digits, _ . - only) (npm run keys -- --help)\n`)
+      expect(r.stderr).toBe(`keys: new: --team ${JSON.stringify(name)} is not a valid team name (letters, digits, _ . - only, 64 at most, not . or ..) (npm run keys -- --help)\n`)
     }
   })
 
@@ -406,7 +406,7 @@ describe('keys list', () => {
       for (const r of [run('list', '--teams', path), run('list', '--config', path)]) {
         expect(r.status).toBe(1)
         expect(r.stdout).toBe('')
-        expect(r.stderr).toBe(`keys list: ${path} is not valid:\n  - teams: "<b>x</b>" is not a valid team name (letters, digits, _ . - only)\n`)
+        expect(r.stderr).toBe(`keys list: ${path} is not valid:\n  - teams: "<b>x</b>" is not a valid team name (letters, digits, _ . - only, 64 at most, not . or ..)\n`)
       }
     })
   })

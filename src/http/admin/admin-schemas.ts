@@ -6,6 +6,11 @@ import type { FastifySchema } from 'fastify'
 // answer's schema; @fastify/swagger publishes the same schemas as the admin listener's
 // OpenAPI document (openapi/admin-document.ts), whose tests check real answers against it.
 
+/** The largest body of an admin call, in bytes (admin.ts): over it, 413 GW_PAYLOAD_TOO_LARGE naming it. */
+export const ADMIN_BODY_LIMIT = 64 * 1024
+/** What that 413 means, in the admin document. */
+export const ADMIN_BODY_TOO_LARGE = `The body is over ${ADMIN_BODY_LIMIT} bytes (64 KiB), the most an admin call takes.`
+
 /** The tags of the admin document's operations. */
 export type AdminTag = 'token' | 'cache' | 'teams' | 'state' | 'console' | 'health' | 'description'
 

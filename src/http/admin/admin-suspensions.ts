@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import type { GatewayContext } from '../context.js'
+import { TEAM_NAME_PATTERN, TEAM_NAME_RULE } from '../../config/names.js'
 import { adminSchema, answer } from './admin-schemas.js'
 
 export const liftSchema = {
@@ -25,7 +26,7 @@ export async function adminSuspensionRoutes(app: FastifyInstance, { suspensions,
     description:
       "A team whose request held a secret of the gateway's is refused `403 GW_TEAM_SUSPENDED` with every key, on every replica, for `limits.secretSuspension`; `GET /admin/status` gives each team's `suspendedUntil` (null for a team not suspended). " +
       'This call ends the suspension here, in Redis and on the other replicas; audited with the operator. Replace the secret the team sent first: the team knows it, or has narrowed it to what its request held.',
-    params: { team: { type: 'string', minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9_.-]+$', description: 'A team name.' } },
+    params: { team: { type: 'string', pattern: TEAM_NAME_PATTERN, description: `a team's name (${TEAM_NAME_RULE})` } },
     response: { 200: answer(liftSchema, 'Whether the team was suspended here.') },
   })
   app.delete('/admin/suspensions/:team', { schema }, async (request) => {

@@ -14,7 +14,7 @@ import { adminKeysRoutes } from './admin-keys.js'
 import { adminSuspensionRoutes } from './admin-suspensions.js'
 import { cacheEntryRoutes } from './cache-entry-route.js'
 import { adminConfigRoutes } from './admin-config.js'
-import { adminSchema, answer, reloadSchema } from './admin-schemas.js'
+import { ADMIN_BODY_LIMIT, adminSchema, answer, reloadSchema } from './admin-schemas.js'
 import { clusterRoutes } from './cluster-route.js'
 import { adminJobsRoutes } from './admin-jobs.js'
 import type { WebhookDeliveries } from '../../jobs/webhook-deliveries.js'
@@ -28,7 +28,7 @@ import { SERVES_NONE } from '../route-allow.js'
  * option as the level of the plugin's own logger.
  */
 export type AdminParts = AdminStatusParts &
-  Pick<GatewayContext, 'auditLog' | 'secrets' | 'adminAuth' | 'reports' | 'bus' | 'usage' | 'keyUse' | 'suspensions'> & {
+  Pick<GatewayContext, 'auditLog' | 'adminAuth' | 'reports' | 'bus' | 'usage' | 'keyUse' | 'suspensions'> & {
     runtimeLevel: LogLevel
     client: PlatformClient
     reloader: TeamReloader
@@ -43,8 +43,15 @@ export const ADMIN_ANSWER_HEADERS: Readonly<Record<string, string>> = { 'cache-c
 /** The admin listener's /admin/* calls (contract, "Admin listener"). */
 export async function adminRoutes(app: FastifyInstance, parts: AdminParts): Promise<void> {
   // Each part below gets the parts it reads.
-  const { config, auditLog, clock, secrets, adminAuth, tokens, reports, breaker, bus, teams, usage, keyUse, runtimeLevel, client, reloader, replicas, webhooks, tokenShares } = parts
+  const { config, auditLog, clock, adminAuth, tokens, reports, breaker, bus, teams, usage, keyUse, runtimeLevel, client, reloader, replicas, webhooks, tokenShares } = parts
   adminAccess(app, { adminAuth, auditLog, clock })
+  // An admin call's body is a platform token (8192 characters at most, 48 KiB written all
+  // in JSON escapes) or a log level: no call takes more than ADMIN_BODY_LIMIT, which bounds
+  // what a token's holder can make the replica parse (a megabyte of nested JSON, as
+  // bodyLimit lets the proxy listener's calls have, held it 100 to 500 ms a call).
+  app.addHook('onRoute', (route) => {
+    route.bodyLimit ??= ADMIN_BODY_LIMIT
+  })
 
   app.addHook('onSend', async (_request, reply, payload) => {
     reply.headers(ADMIN_ANSWER_HEADERS)
@@ -77,7 +84,7 @@ export async function adminRoutes(app: FastifyInstance, parts: AdminParts): Prom
     return written()
   })
 
-  await app.register(adminTokenRoutes, { tokens, secrets, auditLog, adminAuth, config, client, tokenShares })
+  await app.register(adminTokenRoutes, { tokens, auditLog, adminAuth, config, client, tokenShares })
   await app.register(adminCacheRoutes, { reports, auditLog })
   await app.register(adminSuspensionRoutes, { suspensions: parts.suspensions, auditLog })
   await app.register(cacheEntryRoutes, { config, teams, tokens, reports, breaker, clock, auditLog })

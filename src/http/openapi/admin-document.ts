@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import { ADMIN_GUESSES, ADMIN_GUESS_WINDOW_MS } from '../../access/admin-guesses.js'
 import { buildInfo } from '../../observe/build-info.js'
 import { ADMIN_CHALLENGE } from '../server.js'
-import { healthSchema, readySchema } from '../admin/admin-schemas.js'
+import { ADMIN_BODY_TOO_LARGE, healthSchema, readySchema } from '../admin/admin-schemas.js'
 import { CONSOLE_CSP, DOCS_CSP } from '../admin/page-headers.js'
 import { errorCodes, errorSchemas } from './error-responses.js'
 import { listenerServers } from './document.js'
@@ -26,7 +26,7 @@ const WHEN: Record<string, string> = {
   GW_FORBIDDEN: 'The admin token is a viewer\'s: it may read, not change; nothing was changed.',
   GW_NOT_FOUND: 'Nothing of that name: a credential, a team, a replica, a file of the console.',
   GW_REQUEST_TIMEOUT: 'The request was not whole in time: its head within `server.headersTimeout`, all of it within `server.requestTimeout`, or its body within `limits.bodyTimeout` of the headers; the connection is closed.',
-  GW_PAYLOAD_TOO_LARGE: 'The body is over `bodyLimit`.',
+  GW_PAYLOAD_TOO_LARGE: ADMIN_BODY_TOO_LARGE,
   GW_TOKEN_REJECTED: 'The platform refused the token offered; the token in use stays.',
   GW_CONFIG_INVALID: 'A teams reload was refused: a file does not validate; the running teams stay.',
   GW_RELOAD_UNAVAILABLE: 'There is no file to reload the teams from.',
