@@ -138,6 +138,28 @@ describe('webhooks aimed at what they may not reach', () => {
       expect(() => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(40) }, webhookYaml(url, hosts)), url).toThrow(/webhook\.url/)
     }
   })
+
+  // A team's receiver holds its key: were another team's deliveries signed with it, that
+  // team's receiver would take a push the first forged (a job's end it never had).
+  it('refuses at load two teams whose deliveries one key signs, in any spelling of its base64, naming neither the key nor its spelling', () => {
+    const key = Buffer.from('webhook-attacks-shared-k').subarray(0, 19)
+    const padded = `whsec_${key.toString('base64')}`
+    const spellings = [
+      [padded, padded],
+      [padded, padded.replace(/=+$/, '')],
+    ]
+    for (const [a, b] of spellings) {
+      const yaml = `teams:\n  a:\n    keys: []\n    advertisers: [101]\n    webhook: { url: "https://hooks.example.org/a", secret: "${a}" }\n  b:\n    keys: []\n    advertisers: [102]\n    webhook: { url: "https://hooks.example.org/b", secret: "${b}" }\njobs:\n  webhookHosts: ["hooks.example.org"]\n`
+      let thrown = ''
+      try {
+        testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(40) }, yaml)
+      } catch (err) {
+        thrown = (err as Error).message
+      }
+      expect(thrown, b).toMatch(/teams\.b\.webhook\.secret: the key of team a's webhook secret/)
+      expect(thrown).not.toContain(key.toString('base64').replace(/=+$/, ''))
+    }
+  })
 })
 
 describe('a slow receiver', () => {
