@@ -1,6 +1,7 @@
 import { TEAM_NAME_PATTERN, TEAM_NAME_RULE } from './names.js'
 import type { RawTeam } from './schema.js'
 import { parseDuration } from './units.js'
+import { webhookKey } from './webhook-secret.js'
 
 // Teams as the gateway runs on them: the part of the config that reloads without a
 // restart, so it is worked out on its own, also by `npm run keys -- list`.
@@ -65,6 +66,9 @@ export function normalizeTeams(raw: Record<string, RawTeam>, credentials: Readon
   const teams: TeamConfig[] = []
   const keyOwners = new Map<string, string>()
   const ids = new Map<string, string>()
+  // Each team's deliveries are signed with a key of its own: a receiver holds its team's
+  // key, and with another team's it would sign pushes that team's receiver takes.
+  const webhookKeyOwners = new Map<string, string>()
   for (const [name, t] of Object.entries(raw)) {
     // The schema only checks the teams whose names match its pattern: any other is
     // refused here, before its unchecked settings are read.
@@ -105,6 +109,12 @@ export function normalizeTeams(raw: Record<string, RawTeam>, credentials: Readon
         if (Number.isNaN(key.graceUntil)) problems.push(`teams.${name}.keys.${i}.graceUntil: not a valid date (got ${JSON.stringify(graceUntil)})`)
       }
       keys.push(key)
+    }
+    if (t.webhook) {
+      const key = webhookKey(t.webhook.secret).toString('hex')
+      const owner = webhookKeyOwners.get(key)
+      if (owner) problems.push(`teams.${name}.webhook.secret: the key of team ${owner}'s webhook secret; give each team a secret of its own, or a receiver of one team could sign pushes the other's takes`)
+      webhookKeyOwners.set(key, name)
     }
     teams.push({
       name,

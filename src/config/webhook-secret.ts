@@ -7,3 +7,8 @@ export const WEBHOOK_SECRET_PREFIX = 'whsec_'
 export function webhookSecretSpellings(secret: string): string[] {
   return secret.startsWith(WEBHOOK_SECRET_PREFIX) ? [secret, secret.slice(WEBHOOK_SECRET_PREFIX.length)] : [secret]
 }
+
+/** The key bytes of a `whsec_<base64>` secret: what signs a delivery, whichever spelling of its base64 (padded or not) the secret has. */
+export function webhookKey(secret: string): Buffer {
+  return Buffer.from(secret.startsWith(WEBHOOK_SECRET_PREFIX) ? secret.slice(WEBHOOK_SECRET_PREFIX.length) : secret, 'base64')
+}

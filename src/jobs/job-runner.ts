@@ -122,6 +122,11 @@ export class JobRunner {
   /** Each team's last start here, as a count of starts: whose turn a freed slot is (job.ts, startOrder). */
   readonly #lastStarts = new Map<string, number>()
   #starts = 0
+  /**
+   * Each team's last end here that keeps a result, settled or not: the next waits for it
+   * (#inTurn), so that each end reads the team's held results with the ones before it in.
+   */
+  readonly #keeping = new Map<string, Promise<unknown>>()
   readonly #loop: PollLoop
 
   constructor(deps: JobRunnerDeps) {
@@ -353,7 +358,11 @@ export class JobRunner {
     const { clock, settings, log } = this.#d
     for (;;) {
       try {
-        const outcome = await this.#ended(job, run, end)
+        // An end that keeps a result checks its team's bound against what the team holds, then
+        // swaps itself in: two ends of a team at once (identical jobs joined one platform call)
+        // would each read the other's result not yet there, and both keep theirs past the bound.
+        const keeps = end.kind !== 'requeue' && end.kind !== 'retry' && end.entry !== undefined
+        const outcome = await (keeps ? this.#inTurn(job.team, () => this.#ended(job, run, end)) : this.#ended(job, run, end))
         this.#d.onRun?.(outcome)
         return
       } catch (err) {
@@ -362,6 +371,17 @@ export class JobRunner {
         await new Promise<void>((resolve) => clock.setTimeout(resolve, settings.pollMs))
       }
     }
+  }
+
+  /** `fn` once the team's ends before it that keep a result (#keeping) have settled. */
+  #inTurn<T>(team: string, fn: () => Promise<T>): Promise<T> {
+    const mine = (this.#keeping.get(team) ?? Promise.resolve()).then(fn)
+    const settled = mine.catch(() => undefined)
+    this.#keeping.set(team, settled)
+    void settled.then(() => {
+      if (this.#keeping.get(team) === settled) this.#keeping.delete(team)
+    })
+    return mine
   }
 
   /**

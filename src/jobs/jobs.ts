@@ -8,6 +8,20 @@ import type { JobStore } from './job-store.js'
 import type { JobRunner, JobSettings } from './job-runner.js'
 import type { JobWaits, WaitRefusal } from './job-waits.js'
 
+/**
+ * The most bytes of its report (its parameters, its body as sent, what its cache key is
+ * made of) a job's record keeps. A record is kept without expiry until `jobs.keep` and an
+ * hour after its job ended, `jobs.maxKeptPerTeam` of a team: at this bound 160 MiB of one
+ * team's records at most, where a report body at its own bound (64 KiB) made a record of
+ * 190 KB. A larger report is read as it asks, not as a job (report-route.ts).
+ */
+export const JOB_REPORT_BYTES = 16 * 1024
+
+/** Whether `report` fits in a job's record (JOB_REPORT_BYTES). */
+export function fitsJobRecord(report: CanonicalReport): boolean {
+  return Buffer.byteLength(JSON.stringify(report)) <= JOB_REPORT_BYTES
+}
+
 /** The longest a status call may wait for its job to change (`?wait=N`). */
 export const MAX_WAIT_SECONDS = 30
 

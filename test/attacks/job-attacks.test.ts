@@ -160,6 +160,23 @@ describe('report jobs attacked', () => {
     expect(reportCalls()).toBe(before + 1)
   })
 
+  // A job's record holds its report (its parameters, the body as sent, what its cache key
+  // is made of) and is kept, without expiry, jobs.keep and an hour after it ends, up to
+  // jobs.maxKeptPerTeam records of a team: a report body at its 64 KiB bound made a record
+  // of 190 KB, 1.9 GB of one team's records in the Redis every team keeps its jobs in.
+  it('a report too large to keep as a job (past 16 KiB in its record) is read as it asks, not as a job: no 202, no record', async () => {
+    const post = (ids: number) => get(REPORT_PATH, KEYS.all, { method: 'POST', headers: { ...ASYNC, 'content-type': 'application/json' }, body: JSON.stringify({ campaignIds: Array.from({ length: ids }, (_, i) => 101001 + i), dateFrom: '2024-06-01', dateTo: '2024-06-30', byDate: true }) })
+    const big = await post(9000)
+    expect(big.status).not.toBe(202)
+    expect(big.headers.get('preference-applied')).toBeNull()
+    expect(await redis.client.keys('*{jobs}:job:*')).toEqual([])
+    const small = await post(20)
+    expect(small.status).toBe(202)
+    const records = await redis.client.keys('*{jobs}:job:*')
+    expect(records).toHaveLength(1)
+    expect(await redis.client.strlen(records[0] as string)).toBeLessThan(16 * 1024)
+  })
+
   it('a team\'s queued jobs hold no other team\'s back: a slot that frees goes to the team with the fewest running, not to the earliest asked', async () => {
     // One slot (jobs.perReplica 1): `all` fills it and queues two more; `growth` asks one after them.
     sg.sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 2 })

@@ -15,6 +15,8 @@ import { testTimeLeft, waitFor } from '../helpers/wait.js'
 // A fixed key holding `+` and `/`: the spellings a caller's text may carry it in (as it is, a
 // `+` read as a space, percent-encoded) are the same on every run.
 const SECRET = `whsec_${Buffer.concat([Buffer.from('webhook-attacks-k-'), Buffer.from([0xfb, 0xef, 0xbe, 0xff, 0xff, 0xff])]).toString('base64')}`
+// Another team's: each team's deliveries are signed with a key of its own.
+const OTHER_SECRET = `whsec_${Buffer.from('webhook-attacks-other-team-key').toString('base64')}`
 const ADMIN_TOKEN = 'webhook-attacks-admin-token-0123456789'
 
 function webhookYaml(url: string, hosts: string[]): string {
@@ -138,6 +140,28 @@ describe('webhooks aimed at what they may not reach', () => {
       expect(() => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(40) }, webhookYaml(url, hosts)), url).toThrow(/webhook\.url/)
     }
   })
+
+  // A team's receiver holds its key: were another team's deliveries signed with it, that
+  // team's receiver would take a push the first forged (a job's end it never had).
+  it('refuses at load two teams whose deliveries one key signs, in any spelling of its base64, naming neither the key nor its spelling', () => {
+    const key = Buffer.from('webhook-attacks-shared-k').subarray(0, 19)
+    const padded = `whsec_${key.toString('base64')}`
+    const spellings = [
+      [padded, padded],
+      [padded, padded.replace(/=+$/, '')],
+    ]
+    for (const [a, b] of spellings) {
+      const yaml = `teams:\n  a:\n    keys: []\n    advertisers: [101]\n    webhook: { url: "https://hooks.example.org/a", secret: "${a}" }\n  b:\n    keys: []\n    advertisers: [102]\n    webhook: { url: "https://hooks.example.org/b", secret: "${b}" }\njobs:\n  webhookHosts: ["hooks.example.org"]\n`
+      let thrown = ''
+      try {
+        testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(40) }, yaml)
+      } catch (err) {
+        thrown = (err as Error).message
+      }
+      expect(thrown, b).toMatch(/teams\.b\.webhook\.secret: the key of team a's webhook secret/)
+      expect(thrown).not.toContain(key.toString('base64').replace(/=+$/, ''))
+    }
+  })
 })
 
 describe('a slow receiver', () => {
@@ -169,7 +193,7 @@ describe('a slow receiver', () => {
   it('holds none of another team\'s deliveries: a team whose receiver never answers leaves room for the others\'', async () => {
     const slow = await receiver(false)
     const quick = await receiver(true)
-    const yaml = `${TEAMS_YAML.replace('    refresh: true\n', `    refresh: true\n    webhook: { url: "${slow.url}", secret: "${SECRET}" }\n`).replace('    advertisers: [101, 102]\n', `    advertisers: [101, 102]\n    webhook: { url: "${quick.url}", secret: "${SECRET}" }\n`)}jobs:\n  webhookHosts: [localhost]\n  webhookTimeout: 1m\n  maxOpenPerTeam: 50\n`
+    const yaml = `${TEAMS_YAML.replace('    refresh: true\n', `    refresh: true\n    webhook: { url: "${slow.url}", secret: "${SECRET}" }\n`).replace('    advertisers: [101, 102]\n', `    advertisers: [101, 102]\n    webhook: { url: "${quick.url}", secret: "${OTHER_SECRET}" }\n`)}jobs:\n  webhookHosts: [localhost]\n  webhookTimeout: 1m\n  maxOpenPerTeam: 50\n`
     const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }, yaml)))
     const ask = async (key: string, day: number) => {
       const res = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&dateFrom=2025-07-${String(day).padStart(2, '0')}&dateTo=2025-07-28`, { headers: { 'x-api-key': key, prefer: 'respond-async' } })

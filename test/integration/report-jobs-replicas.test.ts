@@ -14,6 +14,8 @@ import { useReceivers } from '../helpers/webhook-receiver.js'
 const { available } = redisAvailability('the report jobs across replicas')
 const YEAR = 'advertiserId=101&byDate=1&dateFrom=2025-01-01&dateTo=2025-12-31'
 const WEBHOOK_SECRET = 'whsec_c2tld2VkLWNsb2NrLXRlc3Qtc2VjcmV0LTAxMjM0NQ=='
+// Another team's: each team's deliveries are signed with a key of its own.
+const OTHER_WEBHOOK_SECRET = `whsec_${Buffer.from('skewed-clock-test-secret-other').toString('base64')}`
 
 describe.skipIf(!available)('report jobs across replicas (one Redis)', () => {
   const sandbox = useSandbox()
@@ -99,7 +101,7 @@ describe.skipIf(!available)('report jobs across replicas (one Redis)', () => {
     // Team `all` pushes to `held`, team `limited` to `own`; the receivers are named `localhost`, which the operator allows.
     const teams = TEAMS_YAML.replace('    refresh: true\n', `    refresh: true\n    webhook: { url: "${held.url}", secret: "${WEBHOOK_SECRET}" }\n`).replace(
       '    rateLimit: { max: 3, window: 1m }\n',
-      `    rateLimit: { max: 3, window: 1m }\n    webhook: { url: "${own.url}", secret: "${WEBHOOK_SECRET}" }\n`,
+      `    rateLimit: { max: 3, window: 1m }\n    webhook: { url: "${own.url}", secret: "${OTHER_WEBHOOK_SECRET}" }\n`,
     )
     const yaml = `${teams}jobs:\n  webhookHosts: [localhost]\n  poll: 100ms\n`
     const config = () => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: token, REDIS_URL: redis.url }, yaml)

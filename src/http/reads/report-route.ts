@@ -16,6 +16,7 @@ import type { Lookup } from '../../reports/report-cache.js'
 import { prefersAsync } from './prefer.js'
 import type { FailureLog } from '../../observe/failure-log.js'
 import { acceptJob } from './job-routes.js'
+import { fitsJobRecord } from '../../jobs/jobs.js'
 import { ANY_ADVERTISER, type CacheEntry } from '../../cache/cache-entry.js'
 import { USAGE_HEADER, type ReportAnswerFacts, type ReportDays } from './report-facts.js'
 import { carries } from '../connection-teams.js'
@@ -65,6 +66,8 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     // A job makes a platform call: not for a team that spent its day's, as a miss is not.
     const spent = facts.spentFor(caller.team, clock.now())
     if (spent > 0) throw Object.assign(new PlatformTimeSpentError(caller.team.name, spent), { retryAfterSec: spent })
+    // A preference (RFC 7240) may go unheeded: a report too large for a job's record is read now.
+    if (!fitsJobRecord(report)) return { found: copy }
     try {
       await acceptJob(reply, jobs, { team: caller.team.name, credential: caller.provider.name, report, key, warm: isWarmUp(reply.request.headers) })
       return null
