@@ -35,16 +35,20 @@ describe('a caller that leaves before its answer', () => {
     ['a report read', 'GET', '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-02-01&dateTo=2026-02-07', 'left-early-report', 'report', undefined],
     ['a proxied call with a body', 'POST', '/api/v1/campaign/get', 'left-early-proxy', 'proxy', '{"userId":101}'],
   ] as const)('%s has its access line: status 499, its team and route, once', async (_name, method, path, reqId, route, body) => {
-    env.sandbox.setLatency(800)
+    // The call stays at the platform until released: the caller leaves before its answer, whatever the machine's pace.
+    env.sandbox.setRouteFailure(path.split('?')[0] as string, { kind: 'held', times: 1 })
     try {
       await leaveEarly(method, path, reqId, body)
       await waitFor(`the access line of ${reqId}`, () => accessLines(reqId).length > 0)
       // Nothing was written to it: its bytes are 0, not unknown.
       expect(accessLines(reqId)[0]).toMatchObject({ status: 499, team: 'growth', route, method, path: path.split('?')[0], client: '127.0.0.1', bytes: 0 })
       // The platform's answer comes later, to no one: still one line once its seat is free.
+      await waitFor(`${reqId} held at the platform`, () => env.sandbox.concurrency().held === 1)
+      env.sandbox.releaseHeld()
       await waitFor(`the platform's answer to ${reqId}`, () => seatsOf(env.gw).running('growth') === 0)
     } finally {
-      env.sandbox.setLatency(0)
+      env.sandbox.clearRouteFailures()
+      env.sandbox.releaseHeld()
     }
     const next = await fetch(`${env.url}${path}`, { method, headers: { 'x-api-key': KEYS.growth, 'x-request-id': `${reqId}-next`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, body })
     expect(next.status).toBe(200)

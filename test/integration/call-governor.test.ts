@@ -134,15 +134,17 @@ describe('the concurrency cap', () => {
 
   it('exports the seats held, and under their name of the last release (permits, deprecated) the same count', async () => {
     const gw = await gateway('platform: { maxConcurrent: 8, adaptive: false }')
-    sandbox.setLatency(2_000)
+    // The three calls stay at the platform until released: their seats are held while /metrics is read.
+    sandbox.setRouteFailure(REPORT, { kind: 'held', times: 3 })
     const calls = Promise.all(Array.from({ length: 3 }, (_, i) => proxyGet(gw, distinctReport(i))))
-    await waitFor('three calls at the platform', () => governorView(gw).seatsHeld === 3)
+    await waitFor('three calls held at the platform', () => sandbox.concurrency().held === 3 && governorView(gw).seatsHeld === 3)
     const { body } = await gw.admin.inject({ method: 'GET', url: '/metrics' })
     expect(body).toContain('gateway_platform_seats_held{credential="default"} 3')
     expect(body).toContain('gateway_platform_permits_held{credential="default"} 3')
     // Seats are lost only across replicas (a lease taken back): both names are declared.
     expect(body).toMatch(/# HELP gateway_platform_permits_lost_total Deprecated, the same as gateway_platform_seats_lost_total/)
     expect(body).toContain('# TYPE gateway_platform_seats_lost_total counter')
+    sandbox.releaseHeld()
     expect((await calls).map((a) => a.statusCode)).toEqual([200, 200, 200])
   })
 })

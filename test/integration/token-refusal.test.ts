@@ -172,11 +172,10 @@ describe('a 401 to a token replaced while the call was out', () => {
   it('sends the read again with the token in use, without a probe of the old one, even after that token\'s own 401 went unconfirmed', async () => {
     const old = sandbox.issueToken()
     const gw = await gateway({ PLATFORM_TOKEN: old })
-    // The read waits at the platform's front while the token changes under it.
-    sandbox.setLatency(2000)
+    // The read waits at the platform's front, held until released, while the token changes under it.
+    sandbox.setRouteFailure('/api/v1/report/campaigns/get', { kind: 'held', times: 1 })
     const read = report(gw)
-    await waitFor('the read at the platform', () => sandbox.requests.some((r) => r.path === '/api/v1/report/campaigns/get'))
-    sandbox.setLatency(0)
+    await waitFor('the read held at the platform', () => sandbox.concurrency().held === 1)
     const replacement = sandbox.issueToken()
     const put = await gw.admin.inject({ method: 'PUT', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { token: replacement } })
     expect(put.statusCode).toBe(200)
@@ -184,6 +183,7 @@ describe('a 401 to a token replaced while the call was out', () => {
     // A guarded route's 401 with the new token: the probe finds the new token accepted.
     sandbox.setRouteFailure(GUARDED, UNAUTHENTICATED)
     expect((await pry(gw, 1)).json()).toMatchObject({ code: 'GW_PLATFORM_REFUSED' })
+    sandbox.releaseHeld()
     const res = await read
     expect(res.statusCode).toBe(200)
     const probed = sandbox.requests.filter(isProbe).map((r) => r.headers.authorization)
