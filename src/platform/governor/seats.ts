@@ -32,8 +32,6 @@ export class CredentialSeats {
   // The calls waiting, by their work: those an answer of it can move (its team's estimate, or any team's for a team with none of its own).
   readonly #byWork = new Map<string, Set<QueuedCall>>()
   #seq = 0
-  // Calls whose end the limit rule is hearing, their seats not yet freed: a call a raise starts then does not count them (docs/governor.md, "The limit rule").
-  #answering = 0
   #lingerTimer: Timer | null = null
   #lingerAt = Infinity
   readonly #aborted = (call: QueuedCall): void => this.#drop(call, call.signal?.reason as Error)
@@ -333,7 +331,7 @@ export class CredentialSeats {
     this.#teams.virtual = Math.max(this.#teams.virtual, Math.min(start, ...others.map((other) => this.#teams.of(other).tag)))
     const call = { at: startedAt, ms: expected, dueAt: expected === null ? Infinity : startedAt + OVERDUE * expected, short: isShort(expected) }
     seats.running.add(call)
-    const load = this.inFlight - this.#answering + (this.#lease?.elsewhere() ?? 0)
+    const load = this.inFlight + (this.#lease?.elsewhere() ?? 0)
     const kind = kindOf(team, workClass)
     const window = this.#o.onStarted?.(kind, load) ?? 0
     let ended = false
@@ -359,9 +357,7 @@ export class CredentialSeats {
         if (outcome.kind === 'answer') this.#lease?.answered()
         const learned = learnFrom(this.#o.work, team, workClass, outcome, now, this.#o.metFault?.(startedAt, at))
         this.#estimateMoved(workClass, now)
-        this.#answering++
         this.#o.onEnded?.({ startedAt, at, team, kind, load, window, outcome: learned, ...(outcome.kind === 'answer' && outcome.status === 429 ? { refused: true } : {}) })
-        this.#answering--
         // Cut by its deadline, or its callers gone: held to its expected end, a watched call to CUT_GROWTH times what it ran though it met a fault; never sent: free at once (dispatch rule 4).
         if (outcome.kind === 'unsent') return free(false)
         const goesOn = outcome.kind === 'dropped' || (outcome.kind === 'none' && outcome.timedOut)
