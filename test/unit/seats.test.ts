@@ -985,24 +985,6 @@ describe('pauses', () => {
 })
 
 describe('what the seats tell the limit rule', () => {
-  it('does not count an answered call in the load of the calls a limit raised at its answer starts: the limit rule heard its end, its worker is free', async () => {
-    const clock = fakeClock()
-    const loads: number[] = []
-    let raise = false
-    const box: { s: CredentialSeats | null } = { s: null }
-    const { s, order } = seats(clock, { limit: 1, onStarted: (_kind, load) => (loads.push(load), 0), onEnded: () => { if (raise) box.s?.setLimit(2) } })
-    box.s = s
-    const first = call(s, order, 'a')
-    call(s, order, 'a')
-    call(s, order, 'a')
-    await settle()
-    raise = true
-    answer(first, 10)
-    await settle()
-    // The raise starts one call beside the answered one's seat, not yet freed; the freed seat starts the next.
-    expect(loads).toEqual([1, 1, 2])
-  })
-
   it('says since when a call has run OVERDUE times its expected time; a call of an unknown kind is never overdue', async () => {
     const clock = fakeClock()
     const { s, work, order } = seats(clock)
