@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { KEYS, listen, sandboxLoginEnv, testConfig } from '../helpers/build-gateway.js'
+import { KEYS, TEAMS_YAML, listen, sandboxLoginEnv, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { fillRedisUp, redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
@@ -68,7 +68,7 @@ describe.skipIf(!redisCheck.available)('a team guessing at the login\'s password
   const sandbox = useSandbox()
   const { server, client } = useRedis()
   const gateways = useGateways()
-  const config = (env: Record<string, string> = {}) => testConfig({ PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), ADMIN_TOKEN, REDIS_URL: server.url, ...env })
+  const config = (env: Record<string, string> = {}, yaml = TEAMS_YAML) => testConfig({ PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), ADMIN_TOKEN, REDIS_URL: server.url, ...env }, yaml)
 
   it('does not find it by bisection within 40 requests: the first hit suspends the team', async () => {
     const gw = await gateways.build(config())
@@ -157,8 +157,10 @@ describe.skipIf(!redisCheck.available)('a team guessing at the login\'s password
   // Redis accepts writes again (the circuit never opened) the replica writes it, so that a
   // replica started after refuses the team.
   it('holds while Redis refuses writes (maxmemory, noeviction), and reaches Redis once it accepts them again', async () => {
-    const a = await gateways.build(config())
-    const b = await gateways.build(config())
+    // A write is tried again a breakerCooldown after the last refusal: 500 ms, not 5 s.
+    const quick = `${TEAMS_YAML}\nredis:\n  breakerCooldown: 500ms\n`
+    const a = await gateways.build(config({}, quick))
+    const b = await gateways.build(config({}, quick))
     try {
       await fillRedisUp(client)
       expect(await ask(a, [sandbox.credentials.password])).toMatchObject({ status: 400 })
