@@ -121,7 +121,8 @@ describe.skipIf(!available)('report copies on an evicting Redis: each team withi
     let part = Number.MAX_SAFE_INTEGER
     const now = Date.now()
     const key = (i: number) => `${PREFIX}report:v1:refused-${i}`
-    await storeOf(redis.client, { copyPart: () => part, onOverPart: (team) => skipped.push(team) }).set(key(0), copyOf('filling', 0, now))
+    const room = { copyPart: () => part, onOverPart: (team: string) => skipped.push(team) }
+    await storeOf(redis.client, room).set(key(0), copyOf('filling', 0, now))
     // The team's part: one copy of this size and less than a second.
     part = Math.floor(1.5 * Number(await redis.client.hget(`${PREFIX}copies:{room}:sums`, 'filling')))
     await redis.client.unlink(key(0))
@@ -129,12 +130,12 @@ describe.skipIf(!available)('report copies on an evicting Redis: each team withi
     // next write forgets it, a delete that takes no memory.
     await redis.client.zadd(`${PREFIX}copies:{room}`, 1, key(0))
     await fillRedisUp(redis.client)
-    await storeOf(redis.client, { copyPart: () => part, onOverPart: (team) => skipped.push(team) }).set(key(1), copyOf('filling', 1, now))
+    await storeOf(redis.client, room).set(key(1), copyOf('filling', 1, now))
     expect(await redis.client.exists(key(1)), 'refused').toBe(0)
     expect(await redis.client.hget(`${PREFIX}copies:{room}:owners`, key(1)), 'the refused copy is counted on no team').toBeNull()
     await redis.client.config('SET', 'maxmemory', '0')
     // Redis takes writes again (a new store: the breaker holds writes back for its cooldown after a refusal).
-    const store = storeOf(redis.client, { copyPart: () => part, onOverPart: (team) => skipped.push(team) })
+    const store = storeOf(redis.client, room)
     await store.set(key(2), copyOf('filling', 2, now))
     expect(skipped, 'the team holds no copy in Redis: its next one is within its part').toEqual([])
     expect(await store.get(key(2))).not.toBeNull()
