@@ -85,6 +85,24 @@ describe.skipIf(!available)('a Redis that refuses writes (OOM, NOREPLICAS, READO
     }
   })
 
+  // The rule the order of the gateway's scripts keeps to (the seat lease, a report copy's
+  // room): Redis refuses a script's first write that may take memory, before anything is
+  // changed, and lets every write after a first one through, a delete's too, even one that
+  // deletes nothing. So a script whose first write may take memory is refused whole, and
+  // one that deletes first runs whole, past maxmemory.
+  it('refuses a script whose first write may take memory, and runs whole one that deletes first', async () => {
+    await client.set('kept', 'x')
+    try {
+      await fillRedisUp(client)
+      await expect(client.eval("redis.call('SET', 'written', 'x'); redis.call('DEL', 'kept'); return 1", 0)).rejects.toThrow(/^OOM/)
+      expect(await client.exists('written', 'kept')).toBe(1)
+      expect(await client.eval("redis.call('DEL', 'absent'); redis.call('SET', 'written', 'x'); return 1", 0)).toBe(1)
+      expect(await client.exists('written')).toBe(1)
+    } finally {
+      await client.config('SET', 'maxmemory', '0')
+    }
+  })
+
   // A purge while Redis refuses writes drops this replica's copies and the ones in Redis
   // (deletes are let through) but not its record for replicas that start later: 503, to
   // be repeated; the line says Redis's own refusal, not only that a transaction was discarded.

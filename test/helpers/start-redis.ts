@@ -36,16 +36,21 @@ export function redisAvailability(what = 'the Redis tests'): { available: boolea
 }
 
 /**
- * Redis at its maxmemory under noeviction: a 1 MB maxmemory, then keys written until
- * one is refused (OOM), as every write that takes memory then is. `maxmemory 0` ends it.
+ * Redis past its maxmemory under noeviction: a 1 MB maxmemory, keys written until one is
+ * refused (OOM), then the maxmemory set 64 KiB below what Redis holds. Redis refuses a
+ * write that may take memory while what it holds is past its maxmemory, whatever the
+ * write's size: the refusal of a 16 KiB value leaves Redis under it by up to that much
+ * (its own query buffer counted), where a smaller write passes. `maxmemory 0` ends it.
  */
 export async function fillRedisUp(client: Redis): Promise<void> {
   await client.config('SET', 'maxmemory-policy', 'noeviction')
   await client.config('SET', 'maxmemory', '1mb')
   for (let i = 0; ; i++) {
     const refused = await client.set(`junk:${i}`, 'x'.repeat(16_384)).then(() => false, (err: Error) => /^OOM/.test(err.message))
-    if (refused) return
+    if (refused) break
   }
+  const used = Number(/^used_memory:(\d+)/m.exec(await client.info('memory'))?.[1])
+  await client.config('SET', 'maxmemory', String(used - 64 * 1024))
 }
 
 export async function freePort(): Promise<number> {

@@ -8,7 +8,7 @@ import type { RedisClient } from '../../src/redis/client.js'
 import { RedisSeal } from '../../src/redis/seal.js'
 import { KEYS, REPORT_PATH, teamsYamlWith, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
-import { redisAvailability } from '../helpers/start-redis.js'
+import { fillRedisUp, redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 
 // A team's report copies in Redis take at most its even part of the room (memory-room.ts):
@@ -114,6 +114,31 @@ describe.skipIf(!available)('report copies on an evicting Redis: each team withi
     expect(skipped).toEqual(['first', 'second'])
     expect(await Promise.all([1, 2, 3, 5, 6, 7].map(written))).toEqual([true, true, true, true, true, true])
     expect(await Promise.all([4, 8].map(written))).toEqual([false, false])
+  })
+
+  it('a copy Redis refuses at its maxmemory (noeviction) takes none of its team\'s part, with copies past their expiry to forget', async () => {
+    const skipped: string[] = []
+    let part = Number.MAX_SAFE_INTEGER
+    const now = Date.now()
+    const key = (i: number) => `${PREFIX}report:v1:refused-${i}`
+    const room = { copyPart: () => part, onOverPart: (team: string) => skipped.push(team) }
+    await storeOf(redis.client, room).set(key(0), copyOf('filling', 0, now))
+    // The team's part: one copy of this size and less than a second.
+    part = Math.floor(1.5 * Number(await redis.client.hget(`${PREFIX}copies:{room}:sums`, 'filling')))
+    await redis.client.unlink(key(0))
+    // A copy past its expiry still counted, as one that expired since the last write is: the
+    // next write forgets it, a delete that takes no memory.
+    await redis.client.zadd(`${PREFIX}copies:{room}`, 1, key(0))
+    await fillRedisUp(redis.client)
+    await storeOf(redis.client, room).set(key(1), copyOf('filling', 1, now))
+    expect(await redis.client.exists(key(1)), 'refused').toBe(0)
+    expect(await redis.client.hget(`${PREFIX}copies:{room}:owners`, key(1)), 'the refused copy is counted on no team').toBeNull()
+    await redis.client.config('SET', 'maxmemory', '0')
+    // Redis takes writes again (a new store: the breaker holds writes back for its cooldown after a refusal).
+    const store = storeOf(redis.client, room)
+    await store.set(key(2), copyOf('filling', 2, now))
+    expect(skipped, 'the team holds no copy in Redis: its next one is within its part').toEqual([])
+    expect(await store.get(key(2))).not.toBeNull()
   })
 
   describe('through the gateway', () => {
