@@ -475,7 +475,7 @@ export interface components {
             message: string;
         };
         /**
-         * @description (admin listener) `POST /admin/reload`: a file does not validate, or both declare teams; the running teams stay; the message names the file variables (`CONFIG_FILE`, `TEAMS_FILE`) before the problems.
+         * @description (admin listener) `POST /admin/reload`: a file does not validate, or both declare teams; the running teams stay; the message names the file variables (`CONFIG_FILE`, `TEAMS_FILE`) before the problems, each setting written in a file followed by its line there (`; line 7 of TEAMS_FILE (<path>)`).
          * @example {
          *       "statusCode": 422,
          *       "code": "GW_CONFIG_INVALID",
