@@ -323,7 +323,7 @@ export class Admission {
     const type = mediaType(request.headers['content-type'])
     // Read as the platform reads it: JSON for any type Laravel takes for JSON (`+json`, a `/json` parameter).
     const json = type === JSON_TYPE || readAsJson(request.headers['content-type'])
-    if (jsonOnly && !json) throw new BadRequestError(bodyTypeRefused(JSON_TYPE))
+    if (jsonOnly && !json) throw new BadRequestError(bodyTypeRefused(JSON_TYPE, request.headers['content-type']))
     const parsed = json || type === FORM_TYPE
     if (team.advertisers !== null || !team.write || (parsed && request.headers['content-encoding'] !== undefined)) assertPlainBodyType(request.headers, jsonOnly)
     if (Number(request.headers['content-length']) > limit) {

@@ -36,9 +36,16 @@ export const NOT_JSON = 'body: not valid JSON'
 /** A body sent with a content-encoding: no call reads one, on either listener. */
 export const ENCODED_BODY = 'body: content-encoding is not accepted; send the body uncompressed'
 
-/** A body of a type the call does not read; `types`: the ones it reads. */
-export function bodyTypeRefused(types: string): string {
-  return `body: must be ${types}`
+// `curl -d '{...}'` without `-H content-type` labels the JSON exactly so: a call that reads
+// JSON only says how to send it instead.
+const CURL_FORM = " (curl -d sends a form: add -H 'content-type: application/json')"
+
+/**
+ * A body of a type the call does not read; `types`: the ones it reads; `sent`: the body's
+ * content-type, which, exactly `curl -d`'s (a form), adds how to send JSON.
+ */
+export function bodyTypeRefused(types: string, sent?: string | string[]): string {
+  return `body: must be ${types}${sent === FORM_TYPE ? CURL_FORM : ''}`
 }
 
 export function parseJsonBody(bytes: Buffer, limits: BodyLimits): CheckedBody {

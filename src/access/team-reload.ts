@@ -197,10 +197,13 @@ export class TeamReloader {
       if (problems.length > 0) throw new ConfigError(problems)
     } catch (err) {
       const problems = err instanceof ConfigError ? err.problems : [(err as Error).message]
+      // Each problem followed by the line of its file that writes the setting, where one does,
+      // as a refused start says it: the answer says these, a log line both.
+      const located = err instanceof ConfigError ? err.located : problems
       this.#read = filesRead(read)
       // Tried again at every poll: said once per content of the files, not every time.
       if (trigger !== 'file' || this.#refused !== this.#read.digest) {
-        for (const problem of problems) log.error({ trigger, ...this.#files, problem }, `${this.#named} reload refused: the running teams stay`)
+        problems.forEach((problem, i) => log.error({ trigger, ...this.#files, problem, located: located[i] ?? problem }, `${this.#named} reload refused: the running teams stay`))
         metrics.configProblems.inc(problems.length)
         metrics.configReloads.inc({ result: 'refused' })
       }
@@ -208,7 +211,7 @@ export class TeamReloader {
       if (trigger === 'admin') auditLog.warn({ action: 'teams-reload', outcome: 'refused', trigger, actor, ...this.#files, problems: problems.length }, `admin reload refused: ${this.#named} did not validate`)
       this.#refused = this.#read.digest
       metrics.configReloadOk.set(0)
-      throw new ConfigRefusedError(`${this.#named}: ${problems.join('; ')}`)
+      throw new ConfigRefusedError(`${this.#named}: ${located.join('; ')}`)
     }
     this.#read = filesRead(read)
     this.#refused = null

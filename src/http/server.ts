@@ -431,10 +431,10 @@ export function drainListener(app: FastifyInstance): void {
 
 // What Fastify's body parsers (the admin listener's) refuse, in the words the proxy
 // listener's own body checks use (access/request-body.ts): naming the body.
-const PARSER_REFUSALS: Record<string, string> = {
-  FST_ERR_CTP_INVALID_JSON_BODY: NOT_JSON,
-  FST_ERR_CTP_EMPTY_JSON_BODY: NOT_JSON,
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: bodyTypeRefused('application/json'),
+const PARSER_REFUSALS: Record<string, (request: FastifyRequest) => string> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: () => NOT_JSON,
+  FST_ERR_CTP_EMPTY_JSON_BODY: () => NOT_JSON,
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: (request) => bodyTypeRefused('application/json', request.headers['content-type']),
 }
 
 /**
@@ -619,7 +619,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
     // Fastify's own 4xx (a body too large, a malformed body or header, a schema
     // violation) in the contract's terms: a GW_* code and what was wrong.
     if (status < 500 && error.code?.startsWith('FST_')) {
-      const refusal = status === 413 ? new PayloadTooLargeError(bodyLimitOf(request, config)) : new BadRequestError(isValidationFailure(error) ? validationMessage(error) : (PARSER_REFUSALS[error.code] ?? error.message))
+      const refusal = status === 413 ? new PayloadTooLargeError(bodyLimitOf(request, config)) : new BadRequestError(isValidationFailure(error) ? validationMessage(error) : (PARSER_REFUSALS[error.code]?.(request) ?? error.message))
       noteGatewayCode(reply.raw, refusal.code)
       return reply.send(refusal)
     }

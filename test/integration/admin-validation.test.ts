@@ -135,6 +135,9 @@ describe('every admin call', () => {
       ['application/json', '', 'body: not valid JSON'],
       ['application/xml', '<a/>', 'body: must be application/json'],
       ['text/plain', '{"token":"abcdefghijklmnopqrstuvwxyz"}', 'body: must be application/json'],
+      // What `curl -d '{...}'` sends without `-H content-type`.
+      ['application/x-www-form-urlencoded', '{"token":"abcdefghijklmnopqrstuvwxyz"}', "body: must be application/json (curl -d sends a form: add -H 'content-type: application/json')"],
+      ['application/x-www-form-urlencoded; charset=utf-8', '{"token":"abcdefghijklmnopqrstuvwxyz"}', 'body: must be application/json'],
     ]
     for (const [type, payload, message] of sent) {
       const res = await admin(gw, 'PUT', '/admin/token', { payload, headers: { 'content-type': type } })

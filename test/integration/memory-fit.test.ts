@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { mergeValues } from '../helpers/render-chart.js'
 import { FULL, gateway, gatewayConfigFrom, install } from '../helpers/chart-manifests.js'
@@ -71,6 +72,23 @@ describe('the memory a replica may hold, against its container\'s limit', () => 
     expect(unbound).toHaveLength(1)
     expect(unbound[0]).toContain('report jobs\' results kept in memory (256 MiB: jobs.resultBytesPerTeam for 1 team, no Redis)')
     expect(loadConfigFrom({ ...env, CONFIG_FILE: '/config.yaml' }, { ...teams, '/config.yaml': 'jobs:\n  resultsRoom: 64MiB\n' }, { memoryLimit: () => 512 * MiB }).warnings.filter((w) => w.includes('memory limit'))).toEqual([])
+  })
+
+  // The chart cannot see the start's sum, which the start says only in a pod's log: its
+  // values say it beside the limit, as the start computes it from the chart's defaults.
+  it('has values.yaml name, beside resources.limits.memory, the sum the start checks it against with the chart\'s defaults, with Redis and without', () => {
+    const needed = (values: Record<string, unknown>, secrets: Record<string, Record<string, string>>) => {
+      const [warning] = gatewayConfigFrom(install({ values }), secrets, () => 1).warnings.filter((w) => w.includes('memory limit'))
+      return Number(/ = (\d+) MiB, over/.exec(warning ?? '')?.[1])
+    }
+    const withRedis = needed(FULL, REDIS)
+    const noRedis = needed(mergeValues(FULL, { redis: { existingSecret: { name: '' } } }), {})
+    for (const sum of [withRedis, noRedis]) expect(sum).toBeGreaterThan(0)
+    const lines = readFileSync(new URL('../../helm/report-gateway/values.yaml', import.meta.url), 'utf8').split('\n')
+    const limit = lines.findIndex((l, i) => l === '    memory: 512Mi' && lines.slice(0, i).reverse().find((above) => !above.trimStart().startsWith('#')) === '  limits:')
+    const comment: string[] = []
+    for (let i = limit - 1; lines[i]?.trimStart().startsWith('#'); i--) comment.unshift(lines[i]?.trim().replace(/^# ?/, '') ?? '')
+    expect(comment.join(' ')).toContain(`${withRedis} MiB with the defaults and Redis, ${noRedis} MiB without`)
   })
 
   it('says nothing where no limit is known (no cgroup limit: process.constrainedMemory() reads 0 or 2^64 - 1)', () => {

@@ -156,6 +156,18 @@ describe('a code answered in several cases names each of them, as the configurat
   })
 })
 
+describe('the prefer header of a report read', () => {
+  // A client that asks every report as a job reads here that a large one comes as a read:
+  // its 200 (or refusal), no 202 nor preference-applied (docs/jobs.md).
+  it('says that a report taking more than 16 KiB in a job\'s record is answered as a read without the preference, on each operation that takes it', () => {
+    const prefers = Object.values(doc.paths).flatMap((item) => Object.values(item))
+      .flatMap((op) => ((op as { parameters?: { in: string; name: string; description?: string }[] }).parameters ?? []))
+      .filter((p) => p.in === 'header' && p.name === 'prefer')
+    expect(prefers.length).toBeGreaterThanOrEqual(2)
+    for (const p of prefers) expect(p.description).toMatch(/more than 16 KiB in a job's record .*answered as a read without the preference/)
+  })
+})
+
 describe('route schemas only describe: the gateway checks /api/v1 calls itself', () => {
   const bad = '/api/v1/report/campaigns/get?advertiserId=abc&dateFrom=2026-02-30&dateTo=2026-03-01&byDate=yes'
 

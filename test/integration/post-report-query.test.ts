@@ -55,14 +55,26 @@ describe('a POST report body that is not JSON', () => {
 
   it.each([
     ['a limited team', 'text/plain', KEYS.growth, JSON.stringify(body)],
-    ['a limited team', 'application/x-www-form-urlencoded', KEYS.growth, form],
+    ['a limited team', 'application/x-www-form-urlencoded; charset=utf-8', KEYS.growth, form],
     ['a team of every advertiser', 'text/plain', KEYS.all, JSON.stringify(body)],
-    ['a team of every advertiser', 'application/x-www-form-urlencoded', KEYS.all, form],
+    ['a team of every advertiser', 'application/x-www-form-urlencoded; charset=utf-8', KEYS.all, form],
   ])('from %s, sent as %s, is told the body must be application/json: nothing reaches the platform', async (_team, contentType, key, payload) => {
     sandbox.clearRequests()
     const res = await send(key, contentType, payload)
     expect(res.statusCode).toBe(400)
     expect(res.json()).toMatchObject({ code: 'GW_BAD_REQUEST', message: 'body: must be application/json' })
+    expect(sandbox.requests.filter((r) => r.path === REPORT_PATH)).toEqual([])
+  })
+
+  // What `curl -d '{...}'` sends without `-H content-type`: JSON labelled as a form.
+  it.each([
+    ['a limited team', KEYS.growth],
+    ['a team of every advertiser', KEYS.all],
+  ])('from %s, sent as curl -d sends it (exactly application/x-www-form-urlencoded), is told how to send JSON: nothing reaches the platform', async (_team, key) => {
+    sandbox.clearRequests()
+    const res = await send(key, 'application/x-www-form-urlencoded', JSON.stringify(body))
+    expect(res.statusCode).toBe(400)
+    expect(res.json()).toMatchObject({ code: 'GW_BAD_REQUEST', message: "body: must be application/json (curl -d sends a form: add -H 'content-type: application/json')" })
     expect(sandbox.requests.filter((r) => r.path === REPORT_PATH)).toEqual([])
   })
 

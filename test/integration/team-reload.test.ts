@@ -478,15 +478,21 @@ describe('teams in TEAMS_FILE', () => {
     expect(await status(gw, NEW)).toBe(200)
   })
 
-  it('names TEAMS_FILE in what a refusal logs and answers when it is the only file, and audits an admin\'s refused reload with its actor', async () => {
+  // As a refused start says it (ConfigError.located): a file of forty teams is fixed at a line.
+  it('names TEAMS_FILE in what a refusal logs and answers when it is the only file, and the line there of each refused setting (the log line\'s problem kept as it was beside), and audits an admin\'s refused reload with its actor', async () => {
     const m = mounts([plain(OLD)])
     const gw = await teamsReplica(m, { configFile: false })
     m.teams.update(`${teams([plain(NEW)])}  broken:\n    keys: []\n    advertisers: [0]\n`)
     const res = await reload(gw)
     expect(res.statusCode).toBe(422)
     expect(res.json().message).toMatch(/^the new configuration was refused, the running teams stay: TEAMS_FILE: /)
+    const at = `; line 7 of TEAMS_FILE (${m.teams.path})`
+    expect(res.json().message).toContain(`teams.broken.advertisers.0: must be`)
+    expect(res.json().message).toContain(at)
     const records = gw.logs.records()
-    expect(records.some((r) => r.msg === 'TEAMS_FILE reload refused: the running teams stay')).toBe(true)
+    const refused = records.filter((r) => r.msg === 'TEAMS_FILE reload refused: the running teams stay')
+    expect(refused).toEqual([expect.objectContaining({ problem: expect.stringMatching(/^teams\.broken\.advertisers\.0: must be .*\)$/) })])
+    expect(refused[0]?.located).toBe(`${String(refused[0]?.problem)}${at}`)
     expect(records.some((r) => String(r.msg).startsWith('CONFIG_FILE'))).toBe(false)
     expect(records.filter((r) => r.kind === 'audit' && r.action === 'teams-reload')).toEqual([
       expect.objectContaining({ outcome: 'refused', trigger: 'admin', actor: expect.any(String), msg: 'admin reload refused: TEAMS_FILE did not validate' }),

@@ -139,6 +139,22 @@ describe('the typed client: platform calls by their real path', () => {
     expect(typedAsThePlatformValidates).toBeTypeOf('function')
   })
 
+  // `process.env.REPORT_GATEWAY_KEY!` unset, or a session's key not there: every call would be a 401.
+  it('refuses to be made without a key (empty, undefined, not a string), as GatewayError CLIENT_REFUSED, sending nothing', () => {
+    const s = scripted()
+    for (const apiKey of ['', undefined, null, 42]) {
+      let thrown: unknown
+      try {
+        clientWith(s.fetch, { apiKey: apiKey as unknown as string })
+      } catch (err) {
+        thrown = err
+      }
+      expect(thrown, String(apiKey)).toBeInstanceOf(GatewayError)
+      expect(thrown, String(apiKey)).toMatchObject({ code: 'CLIENT_REFUSED', status: null, message: 'not sent: no apiKey: createGatewayClient needs the team\'s key (sent as x-api-key), without which the gateway answers every call 401' })
+    }
+    expect(s.requests).toEqual([])
+  })
+
   it('refuses a path outside /api/v1/ or with a query of its own, before sending, as GatewayError CLIENT_REFUSED', async () => {
     const s = scripted()
     const client = clientWith(s.fetch)

@@ -65,7 +65,7 @@ export type GatewayPaths = paths
 export interface GatewayClientOptions {
   /** The proxy listener's origin, e.g. `http://127.0.0.1:8080`. */
   baseUrl: string
-  /** The team key, sent as `x-api-key`. */
+  /** The team key, sent as `x-api-key`; without one (empty, undefined) createGatewayClient throws `CLIENT_REFUSED`. */
   apiKey: string
   /** How many times a read is sent again after a 429 or 503 with `retry-after` (or GW_SHUTTING_DOWN); default 2. */
   retries?: number
@@ -206,6 +206,10 @@ const DEFAULT_TIMEOUT_MS = 35_000
 const FORWARDED = new Set<string>(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'])
 
 export function createGatewayClient(options: GatewayClientOptions): GatewayClient {
+  // Refused here, not at the first call: without a key the gateway answers every call 401.
+  if (typeof options.apiKey !== 'string' || options.apiKey === '') {
+    throw refusal("no apiKey: createGatewayClient needs the team's key (sent as x-api-key), without which the gateway answers every call 401")
+  }
   const baseUrl = options.baseUrl.replace(/\/+$/, '')
   // Where a platform path must stay once fetch has resolved its dot segments.
   const platformRoot = `${new URL(baseUrl).pathname.replace(/\/+$/, '')}/api/v1/`

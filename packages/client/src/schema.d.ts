@@ -73,7 +73,7 @@ export interface paths {
         put?: never;
         /**
          * Read a report, older POST form (cached)
-         * @description Validated before anything goes upstream: an invalid value is 400 `GW_BAD_QUERY` whose message names the parameter, and a known parameter given twice is 400. The same report in different spellings (parameter order, `true` or `1`, a switched-off flag or none, `007` or `7`) is one cache entry and one platform call; the platform receives the canonical form. Every distinct query is its own entry: a report is never built out of others. The body is normalized (sorted keys, flags as booleans, `campaignIds` sorted and de-duplicated) and is part of the cache key; other keys are passed on. A body over 65536 bytes is 413 `GW_PAYLOAD_TOO_LARGE`; one of another type than JSON (a form too) is 400 `GW_BAD_REQUEST` (`body: must be application/json`), whatever the team. The platform reports on the campaigns the body names (`campaignIds`, required: without them it answers 422 "The campaign ids field is required."), and never reads `advertiserId`; a team limited to some advertisers may name only campaigns of its own.
+         * @description Validated before anything goes upstream: an invalid value is 400 `GW_BAD_QUERY` whose message names the parameter, and a known parameter given twice is 400. The same report in different spellings (parameter order, `true` or `1`, a switched-off flag or none, `007` or `7`) is one cache entry and one platform call; the platform receives the canonical form. Every distinct query is its own entry: a report is never built out of others. The body is normalized (sorted keys, flags as booleans, `campaignIds` sorted and de-duplicated) and is part of the cache key; other keys are passed on. A body over 65536 bytes is 413 `GW_PAYLOAD_TOO_LARGE`; one of another type than JSON (a form too) is 400 `GW_BAD_REQUEST` (`body: must be application/json`; sent as exactly `application/x-www-form-urlencoded`, what `curl -d` sends, it adds `(curl -d sends a form: add -H 'content-type: application/json')`), whatever the team. The platform reports on the campaigns the body names (`campaignIds`, required: without them it answers 422 "The campaign ids field is required."), and never reads `advertiserId`; a team limited to some advertisers may name only campaigns of its own.
          */
         post: operations["postReport"];
         delete?: never;
@@ -475,7 +475,7 @@ export interface components {
             message: string;
         };
         /**
-         * @description (admin listener) `POST /admin/reload`: a file does not validate, or both declare teams; the running teams stay; the message names the file variables (`CONFIG_FILE`, `TEAMS_FILE`) before the problems.
+         * @description (admin listener) `POST /admin/reload`: a file does not validate, or both declare teams; the running teams stay; the message names the file variables (`CONFIG_FILE`, `TEAMS_FILE`) before the problems, each setting written in a file followed by its line there (`; line 7 of TEAMS_FILE (<path>)`).
          * @example {
          *       "statusCode": 422,
          *       "code": "GW_CONFIG_INVALID",
@@ -2512,7 +2512,7 @@ export interface operations {
                 "cache-control"?: string;
                 /** @description `no-cache`: as `cache-control: no-cache`. */
                 pragma?: string;
-                /** @description `respond-async` (RFC 7240): when no copy answers the read now, it is answered `202` with `location: /api/v1/jobs/{id}`, `preference-applied: respond-async` and the job's status (`JobStatus`), and run as a job of the team (this operation's `202`; the typed client asks it with `reportJob()`); a copy that answers now is answered as usual. A forced refresh is read as it asks. */
+                /** @description `respond-async` (RFC 7240): when no copy answers the read now, it is answered `202` with `location: /api/v1/jobs/{id}`, `preference-applied: respond-async` and the job's status (`JobStatus`), and run as a job of the team (this operation's `202`; the typed client asks it with `reportJob()`); a copy that answers now is answered as usual. A forced refresh is read as it asks, and so is a report taking more than 16 KiB in a job's record (its parameters, its body as sent and its cache key: a body of some 700 `campaignIds`): it is answered as a read without the preference (its `200` or refusal, no `preference-applied`), as when Redis cannot keep a job. */
                 prefer?: string;
                 /** @description The `etag` the caller holds (either form, or `*`): `304` with no body while the report has not changed. A read that carries it is answered from the gateway's copy, whatever its `cache-control` says. */
                 "if-none-match"?: string;
@@ -2655,7 +2655,7 @@ export interface operations {
                 "cache-control"?: string;
                 /** @description `no-cache`: as `cache-control: no-cache`. */
                 pragma?: string;
-                /** @description `respond-async` (RFC 7240): when no copy answers the read now, it is answered `202` with `location: /api/v1/jobs/{id}`, `preference-applied: respond-async` and the job's status (`JobStatus`), and run as a job of the team (this operation's `202`; the typed client asks it with `reportJob()`); a copy that answers now is answered as usual. A forced refresh is read as it asks. */
+                /** @description `respond-async` (RFC 7240): when no copy answers the read now, it is answered `202` with `location: /api/v1/jobs/{id}`, `preference-applied: respond-async` and the job's status (`JobStatus`), and run as a job of the team (this operation's `202`; the typed client asks it with `reportJob()`); a copy that answers now is answered as usual. A forced refresh is read as it asks, and so is a report taking more than 16 KiB in a job's record (its parameters, its body as sent and its cache key: a body of some 700 `campaignIds`): it is answered as a read without the preference (its `200` or refusal, no `preference-applied`), as when Redis cannot keep a job. */
                 prefer?: string;
                 /** @description The `etag` the caller holds (either form, or `*`): `304` with no body while the report has not changed. A read that carries it is answered from the gateway's copy, whatever its `cache-control` says. */
                 "if-none-match"?: string;
@@ -2868,7 +2868,7 @@ export interface operations {
                 "cache-control"?: string;
                 /** @description `no-cache`: as `cache-control: no-cache`. */
                 pragma?: string;
-                /** @description `respond-async` (RFC 7240): when no copy answers the read now, it is answered `202` with `location: /api/v1/jobs/{id}`, `preference-applied: respond-async` and the job's status (`JobStatus`), and run as a job of the team (this operation's `202`; the typed client asks it with `reportJob()`); a copy that answers now is answered as usual. A forced refresh is read as it asks. */
+                /** @description `respond-async` (RFC 7240): when no copy answers the read now, it is answered `202` with `location: /api/v1/jobs/{id}`, `preference-applied: respond-async` and the job's status (`JobStatus`), and run as a job of the team (this operation's `202`; the typed client asks it with `reportJob()`); a copy that answers now is answered as usual. A forced refresh is read as it asks, and so is a report taking more than 16 KiB in a job's record (its parameters, its body as sent and its cache key: a body of some 700 `campaignIds`): it is answered as a read without the preference (its `200` or refusal, no `preference-applied`), as when Redis cannot keep a job. */
                 prefer?: string;
                 /** @description The `etag` the caller holds (either form, or `*`): `304` with no body while the report has not changed. A read that carries it is answered from the gateway's copy, whatever its `cache-control` says. */
                 "if-none-match"?: string;

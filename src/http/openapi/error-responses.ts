@@ -70,7 +70,7 @@ const WHEN: Record<string, string> = {
   GW_SHUTTING_DOWN: 'This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry.',
   GW_INTERNAL: 'An unexpected fault of the gateway; details only in its log, under the response\'s `x-request-id`.',
   GW_RELOAD_UNAVAILABLE: '(admin listener) `POST /admin/reload` without `CONFIG_FILE` or `TEAMS_FILE`, or in demo mode.',
-  GW_CONFIG_INVALID: '(admin listener) `POST /admin/reload`: a file does not validate, or both declare teams; the running teams stay; the message names the file variables (`CONFIG_FILE`, `TEAMS_FILE`) before the problems.',
+  GW_CONFIG_INVALID: '(admin listener) `POST /admin/reload`: a file does not validate, or both declare teams; the running teams stay; the message names the file variables (`CONFIG_FILE`, `TEAMS_FILE`) before the problems, each setting written in a file followed by its line there (`; line 7 of TEAMS_FILE (<path>)`).',
   GW_ADMIN_DISABLED: '(admin listener) No admin token is configured.',
   GW_ADMIN_HOST: '(admin listener) The request\'s `Host` names neither an IP address, `localhost`, nor a name of `admin.hosts`: a page of another site whose name was made to resolve to the listener\'s address (DNS rebinding).',
   GW_TOKEN_REJECTED: '(admin listener) The platform refused the new token; the old one stays.',

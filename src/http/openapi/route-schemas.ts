@@ -1,4 +1,5 @@
 import type { FastifySchema, FastifySchemaCompiler } from 'fastify'
+import { JOB_REPORT_BYTES } from '../../jobs/jobs.js'
 
 // What callers may send to the /api/v1 routes, as JSON Schema for the OpenAPI document
 // (openapi/document.ts). Documentation only: those routes check their input themselves,
@@ -61,7 +62,9 @@ const REPORT_HEADERS = {
     },
     prefer: {
       type: 'string',
-      description: '`respond-async` (RFC 7240): when no copy answers the read now, it is answered `202` with `location: /api/v1/jobs/{id}`, `preference-applied: respond-async` and the job\'s status (`JobStatus`), and run as a job of the team (this operation\'s `202`; the typed client asks it with `reportJob()`); a copy that answers now is answered as usual. A forced refresh is read as it asks.',
+      description: '`respond-async` (RFC 7240): when no copy answers the read now, it is answered `202` with `location: /api/v1/jobs/{id}`, `preference-applied: respond-async` and the job\'s status (`JobStatus`), and run as a job of the team (this operation\'s `202`; the typed client asks it with `reportJob()`); a copy that answers now is answered as usual. A forced refresh is read as it asks, ' +
+        `and so is a report taking more than ${JOB_REPORT_BYTES / 1024} KiB in a job's record (its parameters, its body as sent and its cache key: a body of some 700 \`campaignIds\`): ` +
+        'it is answered as a read without the preference (its `200` or refusal, no `preference-applied`), as when Redis cannot keep a job.',
     },
     'if-none-match': {
       type: 'string',
@@ -130,7 +133,7 @@ export function reportPostSchema(opts: { maxRangeDays: number; reportBodyBytes: 
     summary: 'Read a report, older POST form (cached)',
     description:
       `${NORMALIZED} The body is normalized (sorted keys, flags as booleans, \`campaignIds\` sorted and de-duplicated) ` +
-      `and is part of the cache key; other keys are passed on. A body over ${opts.reportBodyBytes} bytes is 413 \`GW_PAYLOAD_TOO_LARGE\`; one of another type than JSON (a form too) is 400 \`GW_BAD_REQUEST\` (\`body: must be application/json\`), whatever the team. ` +
+      `and is part of the cache key; other keys are passed on. A body over ${opts.reportBodyBytes} bytes is 413 \`GW_PAYLOAD_TOO_LARGE\`; one of another type than JSON (a form too) is 400 \`GW_BAD_REQUEST\` (\`body: must be application/json\`; sent as exactly \`application/x-www-form-urlencoded\`, what \`curl -d\` sends, it adds \`(curl -d sends a form: add -H 'content-type: application/json')\`), whatever the team. ` +
       'The platform reports on the campaigns the body names (`campaignIds`, required: without them it answers 422 "The campaign ids field is required."), and never reads `advertiserId`; ' +
       'a team limited to some advertisers may name only campaigns of its own.',
     params: SPLIT,
