@@ -70,7 +70,7 @@ export function createRedisClient(cfg: Config['redis'], log: Logger): RedisClien
       client.disconnect()
       return
     }
-    const cause = explain(err.message)
+    const cause = explain(commandFailureInWords(err))
     if (cause !== null) connectionErrors.set(client, cause)
     log.debug({ err: { message: err.message } }, 'redis connection error')
   })
@@ -175,13 +175,18 @@ export function failureCause(client: RedisClient, err: unknown): string {
  * command whose connection closed under it (Redis stopped, restarted or failed over) and
  * for one it did not send while reconnecting name options of the driver
  * (`maxRetriesPerRequest`, `enableOfflineQueue`) that no setting of the gateway reaches.
+ * A reset (Redis killed with bytes it had not read, or a write after its close) is the
+ * connection closing too, abruptly: said so, with the system's word beside it.
  */
 export function commandFailureInWords(err: unknown): string {
   const { name, message } = err instanceof Error ? err : { name: '', message: String(err) }
   if (name === 'MaxRetriesPerRequestError') return 'the connection to Redis closed with the command in flight'
   if (message.includes('enableOfflineQueue')) return 'not connected to Redis (reconnecting)'
+  if (RESET.test(message)) return `the connection to Redis closed abruptly (${message})`
   return message
 }
+
+const RESET = /\b(ECONNRESET|EPIPE)\b/
 
 export function redisConnectTimeoutMs(cfg: Pick<Config['redis'], 'commandTimeoutMs'>): number {
   return Math.max(cfg.commandTimeoutMs * 4, 1000)

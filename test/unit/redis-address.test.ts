@@ -25,6 +25,11 @@ describe('commandFailureInWords', () => {
     expect(commandFailureInWords(new Error("Stream isn't writeable and enableOfflineQueue options is false"))).toBe('not connected to Redis (reconnecting)')
   })
 
+  it('says a connection reset (Redis killed with bytes unread, or a write after its close) closed, keeping the system\'s word', () => {
+    expect(commandFailureInWords(new Error('read ECONNRESET'))).toBe('the connection to Redis closed abruptly (read ECONNRESET)')
+    expect(commandFailureInWords(new Error('write EPIPE'))).toBe('the connection to Redis closed abruptly (write EPIPE)')
+  })
+
   it('keeps any other failure\'s own message', () => {
     expect(commandFailureInWords(new Error('connect ECONNREFUSED 10.0.0.7:6379'))).toBe('connect ECONNREFUSED 10.0.0.7:6379')
     expect(commandFailureInWords('not an error')).toBe('not an error')
