@@ -20,6 +20,7 @@ import { fitsJobRecord } from '../../jobs/jobs.js'
 import { ANY_ADVERTISER, type CacheEntry } from '../../cache/cache-entry.js'
 import { USAGE_HEADER, type ReportAnswerFacts, type ReportDays } from './report-facts.js'
 import { carries } from '../connection-teams.js'
+import { newRequestId } from '../../observe/request-id.js'
 
 /** What the report routes read: the configuration, the report cache, the clock and traces, the admission of callers, the one decision of report reads and what an answer says of its cost and finality. */
 export type ReportReadParts = Pick<GatewayContext, 'config' | 'reports' | 'jobs' | 'clock' | 'tracing'> & { admission: Admission; decisions: ReadDecisions; failures: Pick<FailureLog, 'warn'>; facts: ReportAnswerFacts }
@@ -166,10 +167,21 @@ function chargeTo(caller: Caller, tally: CallTally): void {
   if (tally.platformMs !== undefined) caller.platformMs = (caller.platformMs ?? 0) + tally.platformMs
 }
 
+/**
+ * The x-request-id a read's platform call carries: the read's own id when the gateway made
+ * it, a new one when the caller named its call. The call fills the copy every team of the
+ * credential reads, so nothing of the caller's shapes it (a platform that writes the id
+ * into its answer would put one team's text in every team's copy); the caller's id comes
+ * back to the caller and names the read in the gateway's log.
+ */
+function fillRequestId(request: FastifyRequest): string {
+  return request.headers['x-request-id'] === request.id ? newRequestId() : request.id
+}
+
 function optionsOf(request: FastifyRequest, reply: FastifyReply, caller: Caller, refresh: boolean, trace: Trace | undefined, handed?: Pick<HandedOver, 'flight' | 'found'>): ReadOptions {
   return {
     refresh,
-    requestId: request.id,
+    requestId: fillRequestId(request),
     team: caller.team.name,
     log: request.log,
     tally: caller,
