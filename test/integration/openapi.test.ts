@@ -3,7 +3,7 @@ import { renderDocument } from '../../src/cli/openapi-render.js'
 import { allErrors } from '../../src/errors.js'
 import { canonicalGetReport } from '../../src/reports/report-query.js'
 import { buildGateway, KEYS, testConfig, type TestGateway } from '../helpers/build-gateway.js'
-import { documentedOperations, itIsValidAndCommitted, routeTable } from '../helpers/openapi-doc.js'
+import { documentedOperations, itIsValidAndCommitted, resolveRef, routeTable, type Json } from '../helpers/openapi-doc.js'
 
 const COMMITTED = new URL('../../docs/openapi.json', import.meta.url)
 // The methods forwarded to the platform; OPTIONS and the refused methods are the gateway's own answers.
@@ -126,6 +126,33 @@ describe('OpenAPI document of the proxy listener', () => {
     // The team key is required on /api/v1 only.
     expect(doc.paths['/openapi.json']!.get!.security).toEqual([])
     expect(doc.paths['/api/v1/campaign/get']!.post!.security).toBeUndefined()
+  })
+
+  // A job's status and its cancel read the job's record and nothing else: no platform call, no report. A client
+  // generated from the document (swagger-typescript-api, openapi-typescript) types their errors from these lists.
+  it("declares on a job's status and its cancel the answers they give, none of a report read's or of the platform's", () => {
+    const json = doc as unknown as Json
+    const codesOf = (path: string, method: string): Record<string, string[]> => {
+      const responses = (doc.paths[path] as unknown as Record<string, { responses: Json }>)[method]!.responses
+      return Object.fromEntries(Object.entries(responses).filter(([status]) => status >= '400').map(([status, response]) => [status, [...JSON.stringify(resolveRef(json, response)).matchAll(/#\/components\/schemas\/(\w+)/g)].map((m) => m[1]!).sort()]))
+    }
+    const asked = { '400': ['GW_BAD_REQUEST'], '401': ['GW_UNAUTHORIZED'], '403': ['GW_FORBIDDEN', 'GW_TEAM_SUSPENDED'], '404': ['GW_NOT_FOUND'], '408': ['GW_REQUEST_TIMEOUT'], '431': ['GW_HEADERS_TOO_LARGE'], '500': ['GW_INTERNAL'], '503': ['GW_JOBS_UNAVAILABLE'] }
+    const status = { ...asked, '429': ['GW_RATE_LIMITED', 'GW_WAITS_FULL'] }
+    expect(codesOf('/api/v1/jobs/{id}', 'get')).toEqual(status)
+    expect(codesOf('/api/v1/jobs/{id}', 'head')).toEqual(status)
+    expect(codesOf('/api/v1/jobs/{id}', 'delete')).toEqual({ ...asked, '409': ['GW_JOB_RUNNING'], '429': ['GW_RATE_LIMITED'] })
+    // The result is a report's answer, a failed job's the failure its read would have answered: never a cancel's refusal nor a wait's.
+    for (const method of ['get', 'head']) {
+      const result = Object.values(codesOf('/api/v1/jobs/{id}/result', method)).flat()
+      expect(result, method).toEqual(expect.arrayContaining(['GW_JOB_NOT_DONE', 'GW_JOB_EXPIRED', 'GW_UPSTREAM', 'PlatformError']))
+      expect(result, method).not.toContain('GW_JOB_RUNNING')
+      expect(result, method).not.toContain('GW_WAITS_FULL')
+    }
+    // Nor a header of a report answer's on a status or cancel refusal: they hold no report and cost no platform time.
+    for (const method of ['get', 'head', 'delete']) {
+      const text = JSON.stringify(Object.values((doc.paths['/api/v1/jobs/{id}'] as unknown as Record<string, { responses: Json }>)[method]!.responses).map((r) => resolveRef(json, r)))
+      for (const header of ['platform-usage', 'x-cache', 'cache-status']) expect(text, `${method} ${header}`).not.toContain(`headers/${header}`)
+    }
   })
 })
 
