@@ -203,7 +203,7 @@ describe('report jobs (demo mode, no Redis)', () => {
       const res = await fetch(`${gw.url}/api/v1/jobs/abc`, { method, headers: { 'x-api-key': KEYS.all } })
       const { code, message } = (await res.json()) as { code?: string; message: string }
       expect({ method, status: res.status, code }).toEqual({ method, status: 404, code: 'GW_NOT_FOUND' })
-      expect(message).toBe('no report jobs on this gateway: they are kept beside the report cache, which is off (cache.enabled: false); a report read with prefer: respond-async is answered as it asks')
+      expect(message).toBe('no report jobs on this gateway: they are kept beside the report cache, which is off (cache.enabled: false); a report read with prefer: respond-async is proxied as any call, no job made')
     }
     expect(sandbox.countRequests(() => true)).toBe(0)
   })
