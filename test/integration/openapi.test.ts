@@ -147,6 +147,14 @@ describe('OpenAPI document of the proxy listener', () => {
     expect(result).toEqual(expect.arrayContaining(['GW_JOB_NOT_DONE', 'GW_JOB_EXPIRED', 'GW_UPSTREAM', 'PlatformError']))
     expect(result).not.toContain('GW_JOB_RUNNING')
     expect(result).not.toContain('GW_WAITS_FULL')
+    // Each refusal says what it means on a job call: a 404 is no such job of the key's team, not a path outside /api/v1/.
+    for (const [path, method] of [['/api/v1/jobs/{id}', 'get'], ['/api/v1/jobs/{id}', 'delete'], ['/api/v1/jobs/{id}/result', 'get']] as const) {
+      const described = (status: string) => resolveRef(json, ((doc.paths[path] as unknown as Record<string, { responses: Json }>)[method]!.responses)[status]).description as string
+      expect(described('404'), `${method} ${path}`).toMatch(/^`GW_NOT_FOUND`: No such job for this key's team/)
+      expect(described('404'), `${method} ${path}`).not.toMatch(/outside `\/api\/v1\/`/)
+      expect(described('403'), `${method} ${path}`).toMatch(/another credential/)
+      expect(described('400'), `${method} ${path}`).toMatch(/parameter/)
+    }
     // Nor a header of a report answer's on a status or cancel refusal: they hold no report and cost no platform time.
     for (const method of ['get', 'head', 'delete']) {
       const text = JSON.stringify(Object.values((doc.paths['/api/v1/jobs/{id}'] as unknown as Record<string, { responses: Json }>)[method]!.responses).map((r) => resolveRef(json, r)))
