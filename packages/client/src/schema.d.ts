@@ -1567,7 +1567,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_UPSTREAM_TIMEOUT"];
             };
         };
-        /** @description `GW_BAD_QUERY`: A report parameter is invalid; the message names it, e.g. `dateFrom: not a calendar date (2026-02-30)`. `GW_BAD_REQUEST`: A malformed request target or body: `#`, control characters or non-ASCII in the target, a parameter name that is not plain, `_method` (also a multipart part so named), a team key in the target or the body, a body that is not valid JSON or UTF-8, too deep or with too many keys, a `Connection` naming a header the gateway reads; a request Node cannot read (a malformed head, no `Host`). Or the platform's own 400 answer, passed through (`PlatformError`, no `code`). */
+        /** @description `GW_BAD_QUERY`: A report parameter is invalid; the message names it, e.g. `dateFrom: not a calendar date (2026-02-30)`. `GW_BAD_REQUEST`: A parameter a job call does not take (`wait` is the only one, on a status), `wait` not whole seconds from 0 to 30 or given twice, a team key or a secret of the gateway's in the target or `x-request-id`; a request Node cannot read (a malformed head, no `Host`). Or the platform's own 400 answer, passed through (`PlatformError`, no `code`). */
         "job-400": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1598,7 +1598,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_UNAUTHORIZED"];
             };
         };
-        /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. `GW_TEAM_SUSPENDED`: A request of the team held a secret of the gateway's (refused 400 `holds a secret of the gateway's`): every request with any of its keys, on every replica, is refused for `limits.secretSuspension` (7 days by default) unless an operator lifts it; `retry-after` says when it ends. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
+        /** @description `GW_FORBIDDEN`: A reload moved the team to another credential than the one the job was asked through (a status after its `?wait`); a result also once a reload took the report's advertiser out of the team's `advertisers`, or the credential's token acts for another platform account than the job was asked for, or the job failed so. `GW_TEAM_SUSPENDED`: A request of the team held a secret of the gateway's (refused 400 `holds a secret of the gateway's`): every request with any of its keys, on every replica, is refused for `limits.secretSuspension` (7 days by default) unless an operator lifts it; `retry-after` says when it ends. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
         "job-403": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1615,7 +1615,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_FORBIDDEN"] | components["schemas"]["GW_TEAM_SUSPENDED"] | components["schemas"]["PlatformError"];
             };
         };
-        /** @description `GW_NOT_FOUND`: A path outside `/api/v1/`, the platform's token request path, or a path that would leave `/api/v1/` once decoded. Or the platform's own 404 answer, passed through (`PlatformError`, no `code`). */
+        /** @description `GW_NOT_FOUND`: No such job for this key's team: the id is unknown, the job was cancelled, its record ended (an hour after it expired), or it is another team's (the same answer: an id tells nothing of other teams' jobs); or another method or spelling of a job path, whose message names the job calls. Or the platform's own 404 answer, passed through (`PlatformError`, no `code`). */
         "job-404": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1801,7 +1801,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_UPSTREAM_TIMEOUT"];
             };
         };
-        /** @description `GW_BAD_REQUEST`: A malformed request target or body: `#`, control characters or non-ASCII in the target, a parameter name that is not plain, `_method` (also a multipart part so named), a team key in the target or the body, a body that is not valid JSON or UTF-8, too deep or with too many keys, a `Connection` naming a header the gateway reads; a request Node cannot read (a malformed head, no `Host`). */
+        /** @description `GW_BAD_REQUEST`: A parameter a job call does not take (`wait` is the only one, on a status), `wait` not whole seconds from 0 to 30 or given twice, a team key or a secret of the gateway's in the target or `x-request-id`; a request Node cannot read (a malformed head, no `Host`). */
         "job-status-400": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1830,7 +1830,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_UNAUTHORIZED"];
             };
         };
-        /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. `GW_TEAM_SUSPENDED`: A request of the team held a secret of the gateway's (refused 400 `holds a secret of the gateway's`): every request with any of its keys, on every replica, is refused for `limits.secretSuspension` (7 days by default) unless an operator lifts it; `retry-after` says when it ends. */
+        /** @description `GW_FORBIDDEN`: A reload moved the team to another credential than the one the job was asked through (a status after its `?wait`); a result also once a reload took the report's advertiser out of the team's `advertisers`, or the credential's token acts for another platform account than the job was asked for, or the job failed so. `GW_TEAM_SUSPENDED`: A request of the team held a secret of the gateway's (refused 400 `holds a secret of the gateway's`): every request with any of its keys, on every replica, is refused for `limits.secretSuspension` (7 days by default) unless an operator lifts it; `retry-after` says when it ends. */
         "job-status-403": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1845,7 +1845,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_FORBIDDEN"] | components["schemas"]["GW_TEAM_SUSPENDED"];
             };
         };
-        /** @description `GW_NOT_FOUND`: A path outside `/api/v1/`, the platform's token request path, or a path that would leave `/api/v1/` once decoded. */
+        /** @description `GW_NOT_FOUND`: No such job for this key's team: the id is unknown, the job was cancelled, its record ended (an hour after it expired), or it is another team's (the same answer: an id tells nothing of other teams' jobs); or another method or spelling of a job path, whose message names the job calls. */
         "job-status-404": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1937,7 +1937,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_JOBS_UNAVAILABLE"];
             };
         };
-        /** @description `GW_BAD_REQUEST`: A malformed request target or body: `#`, control characters or non-ASCII in the target, a parameter name that is not plain, `_method` (also a multipart part so named), a team key in the target or the body, a body that is not valid JSON or UTF-8, too deep or with too many keys, a `Connection` naming a header the gateway reads; a request Node cannot read (a malformed head, no `Host`). */
+        /** @description `GW_BAD_REQUEST`: A parameter a job call does not take (`wait` is the only one, on a status), `wait` not whole seconds from 0 to 30 or given twice, a team key or a secret of the gateway's in the target or `x-request-id`; a request Node cannot read (a malformed head, no `Host`). */
         "job-cancel-400": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1966,7 +1966,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_UNAUTHORIZED"];
             };
         };
-        /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. `GW_TEAM_SUSPENDED`: A request of the team held a secret of the gateway's (refused 400 `holds a secret of the gateway's`): every request with any of its keys, on every replica, is refused for `limits.secretSuspension` (7 days by default) unless an operator lifts it; `retry-after` says when it ends. */
+        /** @description `GW_TEAM_SUSPENDED`: A request of the team held a secret of the gateway's (refused 400 `holds a secret of the gateway's`): every request with any of its keys, on every replica, is refused for `limits.secretSuspension` (7 days by default) unless an operator lifts it; `retry-after` says when it ends. */
         "job-cancel-403": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1978,10 +1978,10 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["GW_FORBIDDEN"] | components["schemas"]["GW_TEAM_SUSPENDED"];
+                "application/json": components["schemas"]["GW_TEAM_SUSPENDED"];
             };
         };
-        /** @description `GW_NOT_FOUND`: A path outside `/api/v1/`, the platform's token request path, or a path that would leave `/api/v1/` once decoded. */
+        /** @description `GW_NOT_FOUND`: No such job for this key's team: the id is unknown, the job was cancelled, its record ended (an hour after it expired), or it is another team's (the same answer: an id tells nothing of other teams' jobs); or another method or spelling of a job path, whose message names the job calls. */
         "job-cancel-404": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -3604,7 +3604,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_BAD_REQUEST`: A malformed request target or body: `#`, control characters or non-ASCII in the target, a parameter name that is not plain, `_method` (also a multipart part so named), a team key in the target or the body, a body that is not valid JSON or UTF-8, too deep or with too many keys, a `Connection` naming a header the gateway reads; a request Node cannot read (a malformed head, no `Host`). */
+            /** @description `GW_BAD_REQUEST`: A parameter a job call does not take (`wait` is the only one, on a status), `wait` not whole seconds from 0 to 30 or given twice, a team key or a secret of the gateway's in the target or `x-request-id`; a request Node cannot read (a malformed head, no `Host`). */
             400: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -3629,7 +3629,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. `GW_TEAM_SUSPENDED`: A request of the team held a secret of the gateway's (refused 400 `holds a secret of the gateway's`): every request with any of its keys, on every replica, is refused for `limits.secretSuspension` (7 days by default) unless an operator lifts it; `retry-after` says when it ends. */
+            /** @description `GW_FORBIDDEN`: A reload moved the team to another credential than the one the job was asked through (a status after its `?wait`); a result also once a reload took the report's advertiser out of the team's `advertisers`, or the credential's token acts for another platform account than the job was asked for, or the job failed so. `GW_TEAM_SUSPENDED`: A request of the team held a secret of the gateway's (refused 400 `holds a secret of the gateway's`): every request with any of its keys, on every replica, is refused for `limits.secretSuspension` (7 days by default) unless an operator lifts it; `retry-after` says when it ends. */
             403: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -3642,7 +3642,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_NOT_FOUND`: A path outside `/api/v1/`, the platform's token request path, or a path that would leave `/api/v1/` once decoded. */
+            /** @description `GW_NOT_FOUND`: No such job for this key's team: the id is unknown, the job was cancelled, its record ended (an hour after it expired), or it is another team's (the same answer: an id tells nothing of other teams' jobs); or another method or spelling of a job path, whose message names the job calls. */
             404: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -3926,7 +3926,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_BAD_QUERY`: A report parameter is invalid; the message names it, e.g. `dateFrom: not a calendar date (2026-02-30)`. `GW_BAD_REQUEST`: A malformed request target or body: `#`, control characters or non-ASCII in the target, a parameter name that is not plain, `_method` (also a multipart part so named), a team key in the target or the body, a body that is not valid JSON or UTF-8, too deep or with too many keys, a `Connection` naming a header the gateway reads; a request Node cannot read (a malformed head, no `Host`). Or the platform's own 400 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_BAD_QUERY`: A report parameter is invalid; the message names it, e.g. `dateFrom: not a calendar date (2026-02-30)`. `GW_BAD_REQUEST`: A parameter a job call does not take (`wait` is the only one, on a status), `wait` not whole seconds from 0 to 30 or given twice, a team key or a secret of the gateway's in the target or `x-request-id`; a request Node cannot read (a malformed head, no `Host`). Or the platform's own 400 answer, passed through (`PlatformError`, no `code`). */
             400: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -3953,7 +3953,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. `GW_TEAM_SUSPENDED`: A request of the team held a secret of the gateway's (refused 400 `holds a secret of the gateway's`): every request with any of its keys, on every replica, is refused for `limits.secretSuspension` (7 days by default) unless an operator lifts it; `retry-after` says when it ends. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_FORBIDDEN`: A reload moved the team to another credential than the one the job was asked through (a status after its `?wait`); a result also once a reload took the report's advertiser out of the team's `advertisers`, or the credential's token acts for another platform account than the job was asked for, or the job failed so. `GW_TEAM_SUSPENDED`: A request of the team held a secret of the gateway's (refused 400 `holds a secret of the gateway's`): every request with any of its keys, on every replica, is refused for `limits.secretSuspension` (7 days by default) unless an operator lifts it; `retry-after` says when it ends. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
             403: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -3968,7 +3968,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_NOT_FOUND`: A path outside `/api/v1/`, the platform's token request path, or a path that would leave `/api/v1/` once decoded. Or the platform's own 404 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_NOT_FOUND`: No such job for this key's team: the id is unknown, the job was cancelled, its record ended (an hour after it expired), or it is another team's (the same answer: an id tells nothing of other teams' jobs); or another method or spelling of a job path, whose message names the job calls. Or the platform's own 404 answer, passed through (`PlatformError`, no `code`). */
             404: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];

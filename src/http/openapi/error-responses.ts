@@ -41,8 +41,8 @@ const REPORT_ONLY = new Set(['GW_BAD_QUERY', 'GW_JOBS_FULL', 'GW_PLATFORM_TIME_S
 /** Codes only the job operations answer with. */
 const JOB_ONLY = new Set(['GW_JOB_RESULT_TOO_LARGE', 'GW_JOB_NOT_DONE', 'GW_JOB_RUNNING', 'GW_JOB_EXPIRED', 'GW_JOBS_UNAVAILABLE', 'GW_WAITS_FULL'])
 
-/** What any job call answers before it reads the job: its request, its key, its team, its rate limit, Redis. */
-const JOB_ASKED = ['GW_BAD_REQUEST', 'GW_UNAUTHORIZED', 'GW_FORBIDDEN', 'GW_TEAM_SUSPENDED', 'GW_NOT_FOUND', 'GW_REQUEST_TIMEOUT', 'GW_HEADERS_TOO_LARGE', 'GW_RATE_LIMITED', 'GW_INTERNAL', 'GW_JOBS_UNAVAILABLE']
+/** What any job call answers: its request, its key, its team's suspension, its rate limit, no such job, Redis. */
+const JOB_ASKED = ['GW_BAD_REQUEST', 'GW_UNAUTHORIZED', 'GW_TEAM_SUSPENDED', 'GW_NOT_FOUND', 'GW_REQUEST_TIMEOUT', 'GW_HEADERS_TOO_LARGE', 'GW_RATE_LIMITED', 'GW_INTERNAL', 'GW_JOBS_UNAVAILABLE']
 
 /**
  * A job's status and its cancel read the job's record alone (no report, no platform call):
@@ -50,8 +50,16 @@ const JOB_ASKED = ['GW_BAD_REQUEST', 'GW_UNAUTHORIZED', 'GW_FORBIDDEN', 'GW_TEAM
  * of a job no longer queued; never a read's failure nor a platform answer passed on.
  */
 const JOB_RECORD_CODES: Record<'job-status' | 'job-cancel', ReadonlySet<string>> = {
-  'job-status': new Set([...JOB_ASKED, 'GW_WAITS_FULL']),
+  // A status waited for (`?wait`) is refused once a reload moved the team to another credential (Admission.stillAdmitted).
+  'job-status': new Set([...JOB_ASKED, 'GW_FORBIDDEN', 'GW_WAITS_FULL']),
   'job-cancel': new Set([...JOB_ASKED, 'GW_JOB_RUNNING']),
+}
+
+/** What a code means on a job call, where it means another thing than on a read (WHEN). */
+const JOB_WHEN: Record<string, string> = {
+  GW_NOT_FOUND: 'No such job for this key\'s team: the id is unknown, the job was cancelled, its record ended (an hour after it expired), or it is another team\'s (the same answer: an id tells nothing of other teams\' jobs); or another method or spelling of a job path, whose message names the job calls.',
+  GW_FORBIDDEN: 'A reload moved the team to another credential than the one the job was asked through (a status after its `?wait`); a result also once a reload took the report\'s advertiser out of the team\'s `advertisers`, or the credential\'s token acts for another platform account than the job was asked for, or the job failed so.',
+  GW_BAD_REQUEST: 'A parameter a job call does not take (`wait` is the only one, on a status), `wait` not whole seconds from 0 to 30 or given twice, a team key or a secret of the gateway\'s in the target or `x-request-id`; a request Node cannot read (a malformed head, no `Host`).',
 }
 
 const WHEN: Record<string, string> = {
@@ -186,9 +194,10 @@ export function errorResponseComponents(): Json {
       const platform = !isRecordKind(kind) && passesThrough(status)
       // anyOf, not oneOf: a platform body and a GW_* body both carry `message`.
       if (platform) refs.push({ $ref: '#/components/schemas/PlatformError' })
+      const when = (code: string): string => (kind === 'job' || isRecordKind(kind) ? JOB_WHEN[code] : undefined) ?? WHEN[code] ?? code
       responses[`${kind}-${status}`] = {
         description:
-          codes.map((code) => `\`${code}\`: ${WHEN[code] ?? code}`).join(' ') + (platform ? ` Or the platform's own ${status} answer, passed through (\`PlatformError\`, no \`code\`).` : ''),
+          codes.map((code) => `\`${code}\`: ${when(code)}`).join(' ') + (platform ? ` Or the platform's own ${status} answer, passed through (\`PlatformError\`, no \`code\`).` : ''),
         headers: {
           'x-request-id': { $ref: '#/components/headers/x-request-id' },
           ...(status === 429 || status === 503 ? { 'retry-after': { $ref: '#/components/headers/retry-after' } } : {}),
