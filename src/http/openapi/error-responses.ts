@@ -41,6 +41,27 @@ const REPORT_ONLY = new Set(['GW_BAD_QUERY', 'GW_JOBS_FULL', 'GW_PLATFORM_TIME_S
 /** Codes only the job operations answer with. */
 const JOB_ONLY = new Set(['GW_JOB_RESULT_TOO_LARGE', 'GW_JOB_NOT_DONE', 'GW_JOB_RUNNING', 'GW_JOB_EXPIRED', 'GW_JOBS_UNAVAILABLE', 'GW_WAITS_FULL'])
 
+/** What any job call answers: its request, its key, its team's suspension, its rate limit, no such job, Redis. */
+const JOB_ASKED = ['GW_BAD_REQUEST', 'GW_UNAUTHORIZED', 'GW_TEAM_SUSPENDED', 'GW_NOT_FOUND', 'GW_REQUEST_TIMEOUT', 'GW_HEADERS_TOO_LARGE', 'GW_RATE_LIMITED', 'GW_INTERNAL', 'GW_JOBS_UNAVAILABLE']
+
+/**
+ * A job's status and its cancel read the job's record alone (no report, no platform call):
+ * what they answer is JOB_ASKED and their own refusal, a wait's place (`?wait`) or a cancel
+ * of a job no longer queued; never a read's failure nor a platform answer passed on.
+ */
+const JOB_RECORD_CODES: Record<'job-status' | 'job-cancel', ReadonlySet<string>> = {
+  // A status waited for (`?wait`) is refused once a reload moved the team to another credential (Admission.stillAdmitted).
+  'job-status': new Set([...JOB_ASKED, 'GW_FORBIDDEN', 'GW_WAITS_FULL']),
+  'job-cancel': new Set([...JOB_ASKED, 'GW_JOB_RUNNING']),
+}
+
+/** What a code means on a job call, where it means another thing than on a read (WHEN). */
+const JOB_WHEN: Record<string, string> = {
+  GW_NOT_FOUND: 'No such job for this key\'s team: the id is unknown, the job was cancelled, its record ended (an hour after it expired), or it is another team\'s (the same answer: an id tells nothing of other teams\' jobs); or another method or spelling of a job path, whose message names the job calls.',
+  GW_FORBIDDEN: 'A reload moved the team to another credential than the one the job was asked through (a status after its `?wait`); a result also once a reload took the report\'s advertiser out of the team\'s `advertisers`, or the credential\'s token acts for another platform account than the job was asked for, or the job failed so.',
+  GW_BAD_REQUEST: 'A parameter a job call does not take (`wait` is the only one, on a status), `wait` not whole seconds from 0 to 30 or given twice, a team key or a secret of the gateway\'s in the target or `x-request-id`; a request Node cannot read (a malformed head, no `Host`).',
+}
+
 const WHEN: Record<string, string> = {
   GW_BAD_QUERY: 'A report parameter is invalid; the message names it, e.g. `dateFrom: not a calendar date (2026-02-30)`.',
   GW_BAD_REQUEST: 'A malformed request target or body: `#`, control characters or non-ASCII in the target, a parameter name that is not plain, `_method` (also a multipart part so named), a team key in the target or the body, a body that is not valid JSON or UTF-8, too deep or with too many keys, a `Connection` naming a header the gateway reads; a request Node cannot read (a malformed head, no `Host`).',
@@ -112,7 +133,19 @@ export function errorSchemas(): Json {
   return schemas
 }
 
-type Kind = 'report' | 'platform' | 'job'
+/** `job`: a job's result, a report's answer (a failed job's, the failure its read would have answered). */
+type Kind = 'report' | 'platform' | 'job' | keyof typeof JOB_RECORD_CODES
+
+const isRecordKind = (kind: Kind): kind is keyof typeof JOB_RECORD_CODES => kind in JOB_RECORD_CODES
+
+/** Whether an operation of this kind answers with `code`. */
+function answers(kind: Kind, code: string): boolean {
+  if (NO_OPERATION.has(code)) return false
+  if (isRecordKind(kind)) return JOB_RECORD_CODES[kind].has(code)
+  // A result is never a wait's refusal nor a cancel's.
+  if (kind === 'job') return code !== 'GW_WAITS_FULL' && code !== 'GW_JOB_RUNNING'
+  return !(kind === 'platform' && REPORT_ONLY.has(code)) && !JOB_ONLY.has(code)
+}
 
 /** A limited team's answers after its key was read carry both (contract, "Rate limits"). */
 export const RATE_LIMIT_HEADERS = { ratelimit: { $ref: '#/components/headers/ratelimit' }, 'ratelimit-policy': { $ref: '#/components/headers/ratelimit-policy' } }
@@ -121,7 +154,7 @@ export const RATE_LIMIT_HEADERS = { ratelimit: { $ref: '#/components/headers/rat
 function codesByStatus(kind: Kind): [number, string[]][] {
   const byStatus = new Map<number, string[]>()
   for (const [code, statuses] of errorCodes()) {
-    if (NO_OPERATION.has(code) || (kind === 'platform' && REPORT_ONLY.has(code)) || (kind !== 'job' && JOB_ONLY.has(code))) continue
+    if (!answers(kind, code)) continue
     for (const status of statuses) byStatus.set(status, [...(byStatus.get(status) ?? []), code].sort())
   }
   return [...byStatus].sort(([a], [b]) => a - b)
@@ -153,15 +186,18 @@ export function errorResponseComponents(): Json {
     [BEFORE_ROUTE['408'] as string]: refusal('GW_REQUEST_TIMEOUT', WHEN.GW_REQUEST_TIMEOUT as string),
     [BEFORE_ROUTE['431'] as string]: refusal('GW_HEADERS_TOO_LARGE', WHEN.GW_HEADERS_TOO_LARGE as string),
   }
-  for (const kind of ['report', 'platform', 'job'] as const) {
+  for (const kind of ['report', 'platform', 'job', 'job-status', 'job-cancel'] as const) {
+    // A read's answer, and a job's result, which is one: what it cost, the platform's answer passed on.
+    const readsReport = kind === 'report' || kind === 'job'
     for (const [status, codes] of codesByStatus(kind)) {
       const refs = codes.map((code) => ({ $ref: `#/components/schemas/${code}` }))
-      const platform = passesThrough(status)
+      const platform = !isRecordKind(kind) && passesThrough(status)
       // anyOf, not oneOf: a platform body and a GW_* body both carry `message`.
       if (platform) refs.push({ $ref: '#/components/schemas/PlatformError' })
+      const when = (code: string): string => (kind === 'job' || isRecordKind(kind) ? JOB_WHEN[code] : undefined) ?? WHEN[code] ?? code
       responses[`${kind}-${status}`] = {
         description:
-          codes.map((code) => `\`${code}\`: ${WHEN[code] ?? code}`).join(' ') + (platform ? ` Or the platform's own ${status} answer, passed through (\`PlatformError\`, no \`code\`).` : ''),
+          codes.map((code) => `\`${code}\`: ${when(code)}`).join(' ') + (platform ? ` Or the platform's own ${status} answer, passed through (\`PlatformError\`, no \`code\`).` : ''),
         headers: {
           'x-request-id': { $ref: '#/components/headers/x-request-id' },
           ...(status === 429 || status === 503 ? { 'retry-after': { $ref: '#/components/headers/retry-after' } } : {}),
@@ -177,7 +213,7 @@ export function errorResponseComponents(): Json {
           : platform && kind === 'platform' ? { 'cache-control': { $ref: '#/components/headers/proxied-cache-control' }, vary: { $ref: '#/components/headers/proxied-vary' } }
           : REFUSAL_CACHE_CONTROL),
           // A read's failure (a job's result too) says what it cost, a read refused for the team's spent day that day (report-facts.ts).
-          ...(kind !== 'platform' && (status >= 500 || codes.includes('GW_PLATFORM_TIME_SPENT')) ? { 'platform-usage': { $ref: '#/components/headers/platform-usage-on-failure' } } : {}),
+          ...(readsReport && (status >= 500 || codes.includes('GW_PLATFORM_TIME_SPENT')) ? { 'platform-usage': { $ref: '#/components/headers/platform-usage-on-failure' } } : {}),
         },
         content: { 'application/json': { schema: refs.length === 1 ? refs[0] : { anyOf: refs } } },
       }
@@ -189,4 +225,14 @@ export function errorResponseComponents(): Json {
 /** The error responses of an operation of this kind, by status. */
 export function errorResponses(kind: Kind): Json {
   return Object.fromEntries(codesByStatus(kind).map(([status]) => [String(status), { $ref: `#/components/responses/${kind}-${status}` }]))
+}
+
+/** The job operations' kinds by operationId: a result's answers are a report's, a status's and a cancel's their record's. */
+const JOB_OPERATIONS: Record<string, Kind> = { getJob: 'job-status', cancelJob: 'job-cancel', getJobResult: 'job' }
+
+/** The error responses of the job operation `operationId`, by status. */
+export function jobErrorResponses(operationId: string): Json {
+  const kind = JOB_OPERATIONS[operationId]
+  if (kind === undefined) throw new Error(`no job operation ${operationId}`)
+  return errorResponses(kind)
 }
