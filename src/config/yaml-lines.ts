@@ -17,7 +17,8 @@ export interface YamlSource {
  * (`teams.growth.advertisers.1: must be …`), the line it is written on: `; line 7 of
  * TEAMS_FILE (teams.yaml)`. A problem of a setting written in no file (a variable, a
  * default), or a file that cannot be read or parsed now, is left as it is. A problem
- * that a setting is required is placed at the line of the mapping that lacks it.
+ * that a setting is required is placed at the line of the mapping that lacks it; one of a
+ * name the setting may not hold (a team's, a credential's), at that name's key.
  */
 export function withLines(problems: string[], sources: readonly YamlSource[], readFile: (path: string) => string): string[] {
   if (sources.length === 0) return problems
@@ -33,10 +34,16 @@ export function withLines(problems: string[], sources: readonly YamlSource[], re
     const file = source === undefined ? null : parse(source)
     if (source === undefined || file === null) return problem
     const required = problem.startsWith(`${setting}: required`)
-    const line = lineOf(file.doc, required ? setting.slice(0, Math.max(0, setting.lastIndexOf('.'))) : setting, file.lines)
+    // A name the setting may not hold (`teams: ".." is not a valid team name`) is at its own key.
+    const name = NAME_REFUSED.exec(problem.slice(setting.length + 2))?.[1]
+    const at = required ? setting.slice(0, Math.max(0, setting.lastIndexOf('.'))) : name === undefined ? setting : `${setting}.${JSON.parse(name) as string}`
+    const line = lineOf(file.doc, at, file.lines)
     return line === null ? problem : `${problem}; line ${line} of ${source.variable} (${source.path})`
   })
 }
+
+// A problem of a name under a setting: the name as JSON, then why it is refused.
+const NAME_REFUSED = /^("(?:[^"\\]|\\.)*") is not a valid /
 
 function parseSource(source: YamlSource, readFile: (path: string) => string): { doc: Document; lines: LineCounter } | null {
   try {

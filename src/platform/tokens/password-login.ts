@@ -2,6 +2,7 @@ import { request, type Dispatcher } from 'undici'
 import type { PasswordLogin } from '../../config.js'
 import { TokenLoginError } from '../../errors.js'
 import { canonicalEscapes, canonicalPath } from '../canonical-path.js'
+import { connectionFailure } from '../client/connection-failure.js'
 import { transient } from '../client/transient.js'
 
 export interface LoginResult {
@@ -59,13 +60,13 @@ export async function passwordLogin(baseUrl: string, login: PasswordLogin, dispa
       bodyTimeout: timeoutMs,
     })
   } catch (err) {
-    throw noAnswer(url, err)
+    throw noAnswer(url, err, timeoutMs)
   }
   let text: string
   try {
     text = await res.body.text()
   } catch (err) {
-    throw noAnswer(url, err)
+    throw noAnswer(url, err, timeoutMs)
   }
   let reply: Record<string, unknown> = {}
   try {
@@ -85,9 +86,16 @@ export async function passwordLogin(baseUrl: string, login: PasswordLogin, dispa
   return { token: reply.access_token, expiresIn: reply.expires_in }
 }
 
-/** A login that got no answer (no connection, the reply cut off, `platform.timeout`): the platform down, which a later login may not meet. */
-function noAnswer(url: URL, err: unknown): Error {
-  return transient(new TokenLoginError(`token request to ${url.origin}${url.pathname} failed (${(err as NodeJS.ErrnoException).code ?? (err as Error).name})`, { cause: err }))
+const TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT'])
+
+/**
+ * A login that got no answer (no connection, the reply cut off, `platform.timeout`): the
+ * platform down, which a later login may not meet. Said in words, as a platform call's
+ * failure is: no framework code (UND_ERR_*) reaches a caller (contract, "Errors").
+ */
+function noAnswer(url: URL, err: unknown, timeoutMs: number): Error {
+  const why = TIMEOUTS.has((err as { code?: string }).code ?? '') ? `no answer within platform.timeout, ${timeoutMs} ms` : connectionFailure(err)
+  return transient(new TokenLoginError(`token request to ${url.origin}${url.pathname} failed (${why})`, { cause: err }))
 }
 
 // An OAuth error code (RFC 6749, 5.2: `invalid_grant`, `invalid_client`…).
