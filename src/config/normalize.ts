@@ -251,6 +251,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       enabled: cache.enabled,
       l1MaxBytes: parseSize(cache.l1MaxBytes),
       maxEntryBytes: parseSize(cache.maxEntryBytes),
+      reportFields: cache.reportFields,
       keyVersion: cache.keyVersion,
       ttl: { recentMs: parseDuration(cache.ttl.recent), settledMs: parseDuration(cache.ttl.settled) },
       settledAfterDays: cache.settledAfterDays,

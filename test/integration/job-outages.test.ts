@@ -67,6 +67,22 @@ describe('report jobs through a platform that is down and a team suspended (the 
     })
   }
 
+  // Laravel's error body under a status some middleware set to 200: the app failed while
+  // answering, as with a 500; a later try may not meet it.
+  it('a 200 of Laravel\'s error body ({"message":"Server Error"}) gives the job back, tried again 1 s later: done, its result the report', async () => {
+    const clock = fakeClock()
+    const gw = await gateway(clock)
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'status', status: 200, body: { message: 'Server Error' } })
+    const id = await ask(gw, '08')
+    expect(await firstTurn(gw, id)).toMatchObject({ state: 'queued', error: null, retry: { tries: 1, lastError: { code: 'GW_UPSTREAM', statusCode: 502 } } })
+    sandbox.clearRouteFailures()
+    clock.advance(1000)
+    expect(await endOf(gw, id)).toMatchObject({ state: 'done', error: null, retry: null })
+    const result = await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: { 'x-api-key': KEYS.all } })
+    expect(result.status).toBe(200)
+    expect(await result.json()).toHaveProperty('data')
+  })
+
   it('a 200 that is JSON under another content type is the app\'s own answer: the job fails at once, one call', async () => {
     const clock = fakeClock()
     const gw = await gateway(clock)
