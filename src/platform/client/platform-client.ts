@@ -179,7 +179,7 @@ export class PlatformClient {
       const call: PlatformCall = { ...platformCall, signal: deadline.signal }
       if (!provider.usable()) await abortable(provider.started, call.signal)
       const first = provider.usable() ? provider.current() : null
-      if (!first) throw loginDown(provider, new PlatformAuthError(`credential ${provider.name} has no usable token`))
+      if (!first) throw withLoginFault(provider, new PlatformAuthError(`credential ${provider.name} has no usable token`), this.#clock.now())
       const base = this.baseOf(provider)
       let sent = first
       let res = await this.#once(provider.name, base, call, sent.token, deadline.at)
@@ -256,7 +256,7 @@ export class PlatformClient {
     if (verdict === 'unconfirmed' || verdict === 'probe_failed') throw refusedCall(verdict)
     const renewed = await provider.recover(token, verdict === 'confirmed')
     if (renewed) return { renewed, verdict }
-    throw loginDown(provider, verdict === 'confirmed' ? new PlatformAuthError('no new token could be had') : refusedCall(verdict))
+    throw withLoginFault(provider, verdict === 'confirmed' ? new PlatformAuthError('no new token could be had') : refusedCall(verdict), this.#clock.now())
   }
 
   async #verdict(provider: TokenProvider, token: string, call: PlatformCall): Promise<Verdict> {
@@ -458,13 +458,20 @@ function refusedCall(verdict: Exclude<Verdict, 'confirmed'>): GatewayError {
 
 /**
  * `err` of a call that has no token to send: when the credential's last password login got
- * no answer or a 5xx (TokenProvider.loginDown), that is why, and it is the platform down,
- * which a later try may not meet (transient.ts); a login the platform refused (a 4xx) is not.
+ * no answer or a 5xx (the platform down), or a 429 (the platform busy, with the seconds left
+ * of its retry-after: `retryAfterSec`), that is why (TokenProvider.loginFault), and a later
+ * try may not meet it (transient.ts); a login the platform refused (a 4xx but 429) is not.
  */
-function loginDown(provider: TokenProvider, err: GatewayError): GatewayError {
-  if (!provider.loginDown) return err
-  err.message = `${err.message}: its password login got no answer or a 5xx from the platform`
-  return transient(err)
+function withLoginFault(provider: TokenProvider, err: GatewayError, now: number): GatewayError {
+  const fault = provider.loginFault
+  if (fault === null) return err
+  if (fault.kind === 'down') {
+    err.message = `${err.message}: its password login got no answer or a 5xx from the platform`
+    return transient(err)
+  }
+  err.message = `${err.message}: its password login was answered 429 (the platform busy)`
+  const left = Math.ceil((fault.until - now) / 1000)
+  return transient(left > 0 ? Object.assign(err, { retryAfterSec: left }) : err)
 }
 
 /**

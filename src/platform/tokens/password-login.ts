@@ -77,13 +77,20 @@ export async function passwordLogin(baseUrl: string, login: PasswordLogin, dispa
   }
   if (res.statusCode !== 200) {
     const error = new TokenLoginError(`the platform answered ${res.statusCode} (${errorCode(reply.error, login)})`)
-    // A 5xx is the platform down, which a later login may not meet; a 4xx refused the login itself.
+    // A 5xx is the platform down, which a later login may not meet; a 429 the platform up
+    // and busy (its throttle), until its retry-after; any other 4xx refused the login itself.
+    if (res.statusCode === 429) throw Object.assign(error, { throttled: { retryAfter: res.headers['retry-after'] } })
     throw res.statusCode >= 500 ? transient(error) : error
   }
   if (typeof reply.access_token !== 'string' || reply.access_token === '') {
     throw new TokenLoginError('the token reply has no access_token')
   }
   return { token: reply.access_token, expiresIn: reply.expires_in }
+}
+
+/** The `retry-after` of a login the platform answered 429 (its throttle), as it was sent; null: `err` is no such login's. */
+export function loginThrottle(err: unknown): { retryAfter: string | string[] | undefined } | null {
+  return (err as { throttled?: { retryAfter: string | string[] | undefined } } | null)?.throttled ?? null
 }
 
 const TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT'])
