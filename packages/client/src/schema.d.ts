@@ -475,12 +475,21 @@ export interface components {
             message: string;
         };
         /**
-         * @description (admin listener) `POST /admin/reload`: a file does not validate, or both declare teams; the running teams stay; the message names the file variables (`CONFIG_FILE`, `TEAMS_FILE`) before the problems, each setting written in a file followed by its line there (`; line 7 of TEAMS_FILE (<path>)`).
+         * @description (admin listener) `POST /admin/reload`: a file does not validate, or both declare teams; the running teams stay; the message names the file variables (`CONFIG_FILE`, `TEAMS_FILE`) before the problems, each setting written in a file followed by its line there (`; line 7 of TEAMS_FILE (<path>)`); `errors` lists the problems each apart, with the setting (`path`), the file (`variable`, `file`) and the `line`.
          * @example {
          *       "statusCode": 422,
          *       "code": "GW_CONFIG_INVALID",
          *       "error": "Unprocessable Entity",
-         *       "message": "…"
+         *       "message": "…",
+         *       "errors": [
+         *         {
+         *           "message": "teams.growth.advertisers.0: must be an advertiser id (a whole number, at least 1), or \"*\" alone for every advertiser (got 0)",
+         *           "path": "teams.growth.advertisers.0",
+         *           "variable": "TEAMS_FILE",
+         *           "file": "/etc/gateway/teams.yaml",
+         *           "line": 7
+         *         }
+         *       ]
          *     }
          */
         GW_CONFIG_INVALID: {
@@ -492,6 +501,19 @@ export interface components {
             error: string;
             /** @description What was wrong and, where it helps, what to do. */
             message: string;
+            /** @description The problems of the message, each apart, in its order: for a console or a script to point at the line. */
+            errors: {
+                /** @description The problem, as the message says it without its line (`teams.growth.advertisers.0: must be …`). */
+                message: string;
+                /** @description The setting the problem names, as a dotted path (`teams.growth.advertisers.0`); null when it names none (a variable, both files). */
+                path: string | null;
+                /** @description The file variable whose file writes the setting (`CONFIG_FILE`, `TEAMS_FILE`); null when no file does (a variable, a default) or it cannot be read now. */
+                variable: string | null;
+                /** @description That file's path, as its variable gives it. */
+                file: string | null;
+                /** @description The line of that file (from 1) that writes the setting; a required setting missing: the line of the mapping that lacks it. */
+                line: number | null;
+            }[];
         };
         /**
          * @description The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it.

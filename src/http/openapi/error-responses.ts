@@ -91,7 +91,7 @@ const WHEN: Record<string, string> = {
   GW_SHUTTING_DOWN: 'This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry.',
   GW_INTERNAL: 'An unexpected fault of the gateway; details only in its log, under the response\'s `x-request-id`.',
   GW_RELOAD_UNAVAILABLE: '(admin listener) `POST /admin/reload` without `CONFIG_FILE` or `TEAMS_FILE`, or in demo mode.',
-  GW_CONFIG_INVALID: '(admin listener) `POST /admin/reload`: a file does not validate, or both declare teams; the running teams stay; the message names the file variables (`CONFIG_FILE`, `TEAMS_FILE`) before the problems, each setting written in a file followed by its line there (`; line 7 of TEAMS_FILE (<path>)`).',
+  GW_CONFIG_INVALID: '(admin listener) `POST /admin/reload`: a file does not validate, or both declare teams; the running teams stay; the message names the file variables (`CONFIG_FILE`, `TEAMS_FILE`) before the problems, each setting written in a file followed by its line there (`; line 7 of TEAMS_FILE (<path>)`); `errors` lists the problems each apart, with the setting (`path`), the file (`variable`, `file`) and the `line`.',
   GW_ADMIN_DISABLED: '(admin listener) No admin token is configured.',
   GW_ADMIN_HOST: '(admin listener) The request\'s `Host` names neither an IP address, `localhost`, nor a name of `admin.hosts`: a page of another site whose name was made to resolve to the listener\'s address (DNS rebinding).',
   GW_TOKEN_REJECTED: '(admin listener) The platform refused the new token; the old one stays.',
@@ -113,21 +113,49 @@ export function errorCodes(): Map<string, number[]> {
   return codes
 }
 
+const nullable = (type: string, description: string): Json => ({ type: [type, 'null'], description })
+
+// The fields a code's answer has besides the four of every error (http/server.ts's error handler).
+const MORE_FIELDS: Record<string, { properties: Json; example: Json }> = {
+  GW_CONFIG_INVALID: {
+    properties: {
+      errors: {
+        type: 'array',
+        description: 'The problems of the message, each apart, in its order: for a console or a script to point at the line.',
+        items: {
+          type: 'object',
+          required: ['message', 'path', 'variable', 'file', 'line'],
+          properties: {
+            message: { type: 'string', description: 'The problem, as the message says it without its line (`teams.growth.advertisers.0: must be …`).' },
+            path: nullable('string', 'The setting the problem names, as a dotted path (`teams.growth.advertisers.0`); null when it names none (a variable, both files).'),
+            variable: nullable('string', 'The file variable whose file writes the setting (`CONFIG_FILE`, `TEAMS_FILE`); null when no file does (a variable, a default) or it cannot be read now.'),
+            file: nullable('string', 'That file\'s path, as its variable gives it.'),
+            line: nullable('integer', 'The line of that file (from 1) that writes the setting; a required setting missing: the line of the mapping that lacks it.'),
+          },
+        },
+      },
+    },
+    example: { errors: [{ message: 'teams.growth.advertisers.0: must be an advertiser id (a whole number, at least 1), or "*" alone for every advertiser (got 0)', path: 'teams.growth.advertisers.0', variable: 'TEAMS_FILE', file: '/etc/gateway/teams.yaml', line: 7 }] },
+  },
+}
+
 /** `components.schemas`: one schema per GW_* code. */
 export function errorSchemas(): Json {
   const schemas: Json = {}
   for (const [code, statuses] of [...errorCodes()].sort(([a], [b]) => a.localeCompare(b))) {
+    const more = MORE_FIELDS[code]
     schemas[code] = {
       type: 'object',
       description: WHEN[code] ?? `The gateway's ${code} answer.`,
-      required: ['statusCode', 'code', 'error', 'message'],
+      required: ['statusCode', 'code', 'error', 'message', ...Object.keys(more?.properties ?? {})],
       properties: {
         statusCode: statuses.length === 1 ? { const: statuses[0] } : { enum: statuses },
         code: { const: code },
         error: { type: 'string', description: 'The HTTP reason phrase, e.g. `Bad Request`.' },
         message: { type: 'string', description: 'What was wrong and, where it helps, what to do.' },
+        ...more?.properties,
       },
-      examples: [{ statusCode: statuses[0], code, error: STATUS_CODES[statuses[0] as number], message: '…' }],
+      examples: [{ statusCode: statuses[0], code, error: STATUS_CODES[statuses[0] as number], message: '…', ...more?.example }],
     }
   }
   return schemas
