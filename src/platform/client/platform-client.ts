@@ -470,8 +470,8 @@ function withLoginFault(provider: TokenProvider, err: GatewayError, now: number)
     return transient(err)
   }
   err.message = `${err.message}: its password login was answered 429 (the platform busy)`
-  const left = Math.ceil((fault.until - now) / 1000)
-  return transient(left > 0 ? Object.assign(err, { retryAfterSec: left }) : err)
+  const left = provider.loginBusySec(now)
+  return transient(left !== null ? Object.assign(err, { retryAfterSec: left }) : err)
 }
 
 /**

@@ -187,6 +187,13 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     return this.#loginFault
   }
 
+  /** The whole seconds left of a throttled login's retry-after (the platform busy) at `now`; null: none left. */
+  loginBusySec(now = this.#clock.now()): number | null {
+    const fault = this.#loginFault
+    const left = fault?.kind === 'busy' ? Math.ceil((fault.until - now) / 1000) : 0
+    return left > 0 ? left : null
+  }
+
   /**
    * Settles once the start has set its first token or failed to: a replica listens before
    * it has one (a start that cannot listen logs in nowhere), so a call that comes in
