@@ -247,15 +247,14 @@ export class RedisStore implements CacheStore {
       const value = this.#seal ? this.#seal.seal(key, encoded) : encoded
       // With a room known, one round trip more before the rest: the team's part is taken,
       // on one Redis with the copy written in the same script.
-      let written = false
-      if (team !== undefined && part !== null) {
-        if (!(await this.#roomTaken(team, key, value, entry.errorUntil, part, ttl))) {
-          this.#onOverPart(team)
-          return
-        }
-        written = !this.#cluster
+      const counted = team !== undefined && part !== null
+      if (counted && !(await this.#roomTaken(team, key, value, entry.errorUntil, part, ttl))) {
+        this.#onOverPart(team)
+        return
       }
-      const writes: Promise<unknown>[] = written ? [] : [this.#redis.set(key, value, 'PX', ttl)]
+      const writes: Promise<unknown>[] = []
+      if (!counted) writes.push(this.#redis.set(key, value, 'PX', ttl))
+      else if (this.#cluster) writes.push(this.#redis.set(key, value, 'PX', ttl).catch((err: unknown) => this.#refusedAfterRoom(key, err)))
       for (const advertiserId of entry.advertiserIds) {
         const index = this.#advertiserIndex(advertiserId)
         // The index lists the entries that live (each scored by its expiry, dropped once
@@ -281,6 +280,16 @@ export class RedisStore implements CacheStore {
     const args = [this.#now(), key, value.length + Buffer.byteLength(key) + COPY_OVERHEAD_BYTES, expiry, team, part, ttl] as const
     const taken = this.#cluster ? await TAKE_ROOM(this.#redis, ...this.#room, ...args) : await TAKE_ROOM_AND_WRITE(this.#redis, ...this.#room, key, ...args, value)
     return taken === 1
+  }
+
+  /**
+   * A copy's write refused (`err`, thrown on) after its room was taken, on a Cluster: its
+   * master refuses it (maxmemory) while the room's took its count. The room is given back
+   * unless Redis holds a copy at its key still (one written before, counted once).
+   */
+  async #refusedAfterRoom(key: string, err: unknown): Promise<never> {
+    if ((await this.#redis.exists(key)) === 0) await this.#giveBack([key])
+    throw err
   }
 
   async delete(key: string): Promise<void> {
