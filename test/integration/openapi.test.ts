@@ -143,11 +143,27 @@ describe('OpenAPI document of the proxy listener', () => {
     expect(Object.keys(codesOf('/api/v1/jobs/{id}', 'head'))).toEqual(Object.keys(status))
     // A cancel reads no scope: its 403 is the team's suspension alone.
     expect(codesOf('/api/v1/jobs/{id}', 'delete')).toEqual({ ...asked, '403': ['GW_TEAM_SUSPENDED'], '409': ['GW_JOB_RUNNING'], '429': ['GW_RATE_LIMITED'] })
-    // The result is a report's answer, a failed job's the failure its read would have answered: never a cancel's refusal nor a wait's.
-    const result = Object.values(codesOf('/api/v1/jobs/{id}/result', 'get')).flat()
-    expect(result).toEqual(expect.arrayContaining(['GW_JOB_NOT_DONE', 'GW_JOB_EXPIRED', 'GW_UPSTREAM', 'PlatformError']))
-    expect(result).not.toContain('GW_JOB_RUNNING')
-    expect(result).not.toContain('GW_WAITS_FULL')
+    // The result is a report's answer, a failed job's the failure its read would have answered
+    // (jobs/job-runner.ts): never a cancel's refusal nor a wait's, nor an ask's (a bad query, the
+    // jobs full), nor what puts a job back in the queue (no seat, a pause, the platform's 429, a
+    // shutdown); a GET's body is never read. The answers' budget full fails a job, kept with it.
+    expect(codesOf('/api/v1/jobs/{id}/result', 'get')).toEqual({
+      ...asked,
+      '400': ['GW_BAD_REQUEST', 'PlatformError'],
+      '403': ['GW_FORBIDDEN', 'GW_TEAM_SUSPENDED', 'PlatformError'],
+      '404': ['GW_NOT_FOUND', 'PlatformError'],
+      '408': ['GW_REQUEST_TIMEOUT', 'PlatformError'],
+      '409': ['GW_JOB_NOT_DONE', 'PlatformError'],
+      '410': ['GW_JOB_EXPIRED', 'PlatformError'],
+      '413': ['GW_JOB_RESULT_TOO_LARGE', 'PlatformError'],
+      '429': ['GW_PLATFORM_TIME_SPENT', 'GW_RATE_LIMITED'],
+      '431': ['GW_HEADERS_TOO_LARGE', 'PlatformError'],
+      '4XX': ['PlatformError'],
+      '502': ['GW_PLATFORM_AUTH', 'GW_PLATFORM_REFUSED', 'GW_UPSTREAM'],
+      '503': ['GW_ANSWER_BUDGET', 'GW_JOBS_UNAVAILABLE'],
+      '504': ['GW_UPSTREAM_TIMEOUT'],
+    })
+    expect(Object.keys(codesOf('/api/v1/jobs/{id}/result', 'head'))).toEqual(Object.keys(codesOf('/api/v1/jobs/{id}/result', 'get')))
     // Each refusal says what it means on a job call: a 404 is no such job of the key's team, not a path outside /api/v1/.
     for (const [path, method] of [['/api/v1/jobs/{id}', 'get'], ['/api/v1/jobs/{id}', 'delete'], ['/api/v1/jobs/{id}/result', 'get']] as const) {
       const described = (status: string) => resolveRef(json, ((doc.paths[path] as unknown as Record<string, { responses: Json }>)[method]!.responses)[status]).description as string

@@ -128,7 +128,7 @@ describe.skipIf(CHROMIUM === null)('a report job in a page of the gateway\'s ori
     sg.sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
     await page.evaluate((u: string, key: string) => {
       const gaveUp = new AbortController()
-      Object.assign(globalThis, { gaveUp, givenUp: fetch(u, { headers: { 'x-api-key': key }, signal: gaveUp.signal }).then((r) => `read ${r.status}`, (e: Error) => e.name) })
+      Object.assign(globalThis, { gaveUp, givenUp: fetch(u, { headers: { 'x-api-key': key, 'x-request-id': 'page-gave-up' }, signal: gaveUp.signal }).then((r) => `read ${r.status}`, (e: Error) => e.name) })
     }, url, KEYS.all)
     await waitFor('the read\'s call at the platform', () => sg.callerRequests().some((r) => r.path === REPORT_PATH && r.query.includes('2023-03-01')))
     expect(await page.evaluate(() => {
@@ -141,6 +141,11 @@ describe.skipIf(CHROMIUM === null)('a report job in a page of the gateway\'s ori
     sg.sandbox.releaseHeld()
     await sg.gw.reports.settled()
     expect(await seats()).toBe(0)
+    // Its access line says what the fill did, the copy stored: a 499 once the fill ended where the
+    // gateway heard the page leave, else the answer written to a connection the page had left.
+    const gaveUpLines = () => sg.gw.logs.records().filter((r) => r.msg === 'request' && r.reqId === 'page-gave-up')
+    await waitFor('the given-up read\'s access line', () => gaveUpLines().length > 0)
+    expect(gaveUpLines()).toEqual([expect.objectContaining({ path: REPORT_PATH, route: 'report', cache: 'MISS' })])
     const again = await page.evaluate(async (u: string, key: string) => {
       const res = await fetch(u, { headers: { 'x-api-key': key } })
       await res.arrayBuffer()

@@ -1589,7 +1589,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_UPSTREAM_TIMEOUT"];
             };
         };
-        /** @description `GW_BAD_QUERY`: A report parameter is invalid; the message names it, e.g. `dateFrom: not a calendar date (2026-02-30)`. `GW_BAD_REQUEST`: A parameter a job call does not take (`wait` is the only one, on a status), `wait` not whole seconds from 0 to 30 or given twice, a team key or a secret of the gateway's in the target or `x-request-id`; a request Node cannot read (a malformed head, no `Host`). Or the platform's own 400 answer, passed through (`PlatformError`, no `code`). */
+        /** @description `GW_BAD_REQUEST`: A parameter a job call does not take (`wait` is the only one, on a status), `wait` not whole seconds from 0 to 30 or given twice, a team key or a secret of the gateway's in the target or `x-request-id`; a request Node cannot read (a malformed head, no `Host`). Or the platform's own 400 answer, passed through (`PlatformError`, no `code`). */
         "job-400": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1603,7 +1603,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["GW_BAD_QUERY"] | components["schemas"]["GW_BAD_REQUEST"] | components["schemas"]["PlatformError"];
+                "application/json": components["schemas"]["GW_BAD_REQUEST"] | components["schemas"]["PlatformError"];
             };
         };
         /** @description `GW_UNAUTHORIZED`: No key, or an unknown, expired or revoked one. */
@@ -1705,7 +1705,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_JOB_EXPIRED"] | components["schemas"]["PlatformError"];
             };
         };
-        /** @description `GW_JOB_RESULT_TOO_LARGE`: A job's report is larger than `cache.maxEntryBytes`, or would take the team's kept job results over its bound (`jobs.resultBytesPerTeam`, or its part of the room for results in Redis, `jobs.resultsRoom`): the job failed with it, its message naming the bound. `GW_PAYLOAD_TOO_LARGE`: The body is over `bodyLimit` (a POST report body: over `limits.reportBody`). Or the platform's own 413 answer, passed through (`PlatformError`, no `code`). */
+        /** @description `GW_JOB_RESULT_TOO_LARGE`: A job's report is larger than `cache.maxEntryBytes`, or would take the team's kept job results over its bound (`jobs.resultBytesPerTeam`, or its part of the room for results in Redis, `jobs.resultsRoom`): the job failed with it, its message naming the bound. Or the platform's own 413 answer, passed through (`PlatformError`, no `code`). */
         "job-413": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1719,18 +1719,16 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["GW_JOB_RESULT_TOO_LARGE"] | components["schemas"]["GW_PAYLOAD_TOO_LARGE"] | components["schemas"]["PlatformError"];
+                "application/json": components["schemas"]["GW_JOB_RESULT_TOO_LARGE"] | components["schemas"]["PlatformError"];
             };
         };
-        /** @description `GW_JOBS_FULL`: A report asked with `Prefer: respond-async` while the team has `jobs.maxOpenPerTeam` jobs queued or running (ask again when one ends), or keeps `jobs.maxKeptPerTeam` jobs (an ended job is kept `jobs.keep` and an hour after; the message says which). `GW_PLATFORM_TIME_SPENT`: The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end). `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
+        /** @description `GW_PLATFORM_TIME_SPENT`: The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end). `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. */
         "job-429": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
                 "retry-after": components["headers"]["retry-after"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                "x-cache": components["headers"]["x-cache-if-passed"];
-                "cache-status": components["headers"]["cache-status-if-passed"];
                 "cache-control": components["headers"]["refusal-cache-control"];
                 "platform-usage": components["headers"]["platform-usage-on-failure"];
                 "x-content-type-options": components["headers"]["x-content-type-options"];
@@ -1738,7 +1736,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["GW_JOBS_FULL"] | components["schemas"]["GW_PLATFORM_TIME_SPENT"] | components["schemas"]["GW_RATE_LIMITED"] | components["schemas"]["PlatformError"];
+                "application/json": components["schemas"]["GW_PLATFORM_TIME_SPENT"] | components["schemas"]["GW_RATE_LIMITED"];
             };
         };
         /** @description `GW_HEADERS_TOO_LARGE`: The request line and header fields together are larger than Node reads (16 KiB, `maxHeaderSize`): a long request target too. Nothing of the request was read; the connection is closed. Or the platform's own 431 answer, passed through (`PlatformError`, no `code`). */
@@ -1790,7 +1788,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_PLATFORM_AUTH"] | components["schemas"]["GW_PLATFORM_REFUSED"] | components["schemas"]["GW_UPSTREAM"];
             };
         };
-        /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_JOBS_UNAVAILABLE`: Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.) `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait; `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, or the pause's time left. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+        /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_JOBS_UNAVAILABLE`: Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.) */
         "job-503": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1804,7 +1802,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["GW_ANSWER_BUDGET"] | components["schemas"]["GW_JOBS_UNAVAILABLE"] | components["schemas"]["GW_OVERLOADED"] | components["schemas"]["GW_SHUTTING_DOWN"];
+                "application/json": components["schemas"]["GW_ANSWER_BUDGET"] | components["schemas"]["GW_JOBS_UNAVAILABLE"];
             };
         };
         /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists; or the call was not sent to the platform, as it could not end before its deadline (calls of its kind take longer than the deadline leaves: the message says `not sent to the platform`; ask a shorter range, or as a report job). */
@@ -3948,7 +3946,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_BAD_QUERY`: A report parameter is invalid; the message names it, e.g. `dateFrom: not a calendar date (2026-02-30)`. `GW_BAD_REQUEST`: A parameter a job call does not take (`wait` is the only one, on a status), `wait` not whole seconds from 0 to 30 or given twice, a team key or a secret of the gateway's in the target or `x-request-id`; a request Node cannot read (a malformed head, no `Host`). Or the platform's own 400 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_BAD_REQUEST`: A parameter a job call does not take (`wait` is the only one, on a status), `wait` not whole seconds from 0 to 30 or given twice, a team key or a secret of the gateway's in the target or `x-request-id`; a request Node cannot read (a malformed head, no `Host`). Or the platform's own 400 answer, passed through (`PlatformError`, no `code`). */
             400: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -4050,7 +4048,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_JOB_RESULT_TOO_LARGE`: A job's report is larger than `cache.maxEntryBytes`, or would take the team's kept job results over its bound (`jobs.resultBytesPerTeam`, or its part of the room for results in Redis, `jobs.resultsRoom`): the job failed with it, its message naming the bound. `GW_PAYLOAD_TOO_LARGE`: The body is over `bodyLimit` (a POST report body: over `limits.reportBody`). Or the platform's own 413 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_JOB_RESULT_TOO_LARGE`: A job's report is larger than `cache.maxEntryBytes`, or would take the team's kept job results over its bound (`jobs.resultBytesPerTeam`, or its part of the room for results in Redis, `jobs.resultsRoom`): the job failed with it, its message naming the bound. Or the platform's own 413 answer, passed through (`PlatformError`, no `code`). */
             413: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -4065,15 +4063,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_JOBS_FULL`: A report asked with `Prefer: respond-async` while the team has `jobs.maxOpenPerTeam` jobs queued or running (ask again when one ends), or keeps `jobs.maxKeptPerTeam` jobs (an ended job is kept `jobs.keep` and an hour after; the message says which). `GW_PLATFORM_TIME_SPENT`: The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end). `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_PLATFORM_TIME_SPENT`: The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end). `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. */
             429: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
                     "retry-after": components["headers"]["retry-after"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                    "x-cache": components["headers"]["x-cache-if-passed"];
-                    "cache-status": components["headers"]["cache-status-if-passed"];
                     "cache-control": components["headers"]["refusal-cache-control"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
@@ -4125,7 +4121,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_JOBS_UNAVAILABLE`: Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.) `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait; `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, or the pause's time left. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_JOBS_UNAVAILABLE`: Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.) */
             503: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];

@@ -55,6 +55,20 @@ const JOB_RECORD_CODES: Record<'job-status' | 'job-cancel', ReadonlySet<string>>
   'job-cancel': new Set([...JOB_ASKED, 'GW_JOB_RUNNING']),
 }
 
+/**
+ * A job's result answers JOB_ASKED, a result refused (not done, expired or purged, its
+ * scope or credential changed), and a failed job's kept failure: its platform answer
+ * passed on (any 4xx but 429, which puts the job back in the queue), or its read's own
+ * failure as jobs/job-runner.ts keeps it. Never an ask's refusal (GW_BAD_QUERY,
+ * GW_JOBS_FULL), nor GW_OVERLOADED or GW_SHUTTING_DOWN, which put the job back in the
+ * queue too, nor GW_PAYLOAD_TOO_LARGE: a GET's body is never read.
+ */
+const JOB_RESULT_CODES: ReadonlySet<string> = new Set([
+  ...JOB_ASKED,
+  'GW_FORBIDDEN', 'GW_JOB_NOT_DONE', 'GW_JOB_EXPIRED', 'GW_JOB_RESULT_TOO_LARGE',
+  'GW_PLATFORM_TIME_SPENT', 'GW_PLATFORM_AUTH', 'GW_PLATFORM_REFUSED', 'GW_UPSTREAM', 'GW_UPSTREAM_TIMEOUT', 'GW_ANSWER_BUDGET',
+])
+
 /** What a code means on a job call, where it means another thing than on a read (WHEN). */
 const JOB_WHEN: Record<string, string> = {
   GW_NOT_FOUND: 'No such job for this key\'s team: the id is unknown, the job was cancelled, its record ended (an hour after it expired), or it is another team\'s (the same answer: an id tells nothing of other teams\' jobs); or another method or spelling of a job path, whose message names the job calls.',
@@ -170,8 +184,7 @@ const isRecordKind = (kind: Kind): kind is keyof typeof JOB_RECORD_CODES => kind
 function answers(kind: Kind, code: string): boolean {
   if (NO_OPERATION.has(code)) return false
   if (isRecordKind(kind)) return JOB_RECORD_CODES[kind].has(code)
-  // A result is never a wait's refusal nor a cancel's.
-  if (kind === 'job') return code !== 'GW_WAITS_FULL' && code !== 'GW_JOB_RUNNING'
+  if (kind === 'job') return JOB_RESULT_CODES.has(code)
   return !(kind === 'platform' && REPORT_ONLY.has(code)) && !JOB_ONLY.has(code)
 }
 
@@ -219,7 +232,8 @@ export function errorResponseComponents(): Json {
     const readsReport = kind === 'report' || kind === 'job'
     for (const [status, codes] of codesByStatus(kind)) {
       const refs = codes.map((code) => ({ $ref: `#/components/schemas/${code}` }))
-      const platform = !isRecordKind(kind) && passesThrough(status)
+      // The platform's 429 to a job puts it back in the queue: no result passes one on.
+      const platform = !isRecordKind(kind) && passesThrough(status) && !(kind === 'job' && status === 429)
       // anyOf, not oneOf: a platform body and a GW_* body both carry `message`.
       if (platform) refs.push({ $ref: '#/components/schemas/PlatformError' })
       const when = (code: string): string => (kind === 'job' || isRecordKind(kind) ? JOB_WHEN[code] : undefined) ?? WHEN[code] ?? code

@@ -21,6 +21,7 @@ import { ANY_ADVERTISER, type CacheEntry } from '../../cache/cache-entry.js'
 import { USAGE_HEADER, type ReportAnswerFacts, type ReportDays } from './report-facts.js'
 import { carries } from '../connection-teams.js'
 import { newRequestId } from '../../observe/request-id.js'
+import { answering } from '../hooks/answer-hooks.js'
 
 /** What the report routes read: the configuration, the report cache, the clock and traces, the admission of callers, the one decision of report reads and what an answer says of its cost and finality. */
 export type ReportReadParts = Pick<GatewayContext, 'config' | 'reports' | 'jobs' | 'clock' | 'tracing'> & { admission: Admission; decisions: ReadDecisions; failures: Pick<FailureLog, 'warn'>; facts: ReportAnswerFacts }
@@ -89,7 +90,7 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
   }
 
   const limits = { maxRangeDays: config.cache.maxRangeDays, reportBodyBytes: config.limits.reportBodyBytes }
-  app.get('/api/v1/report/*', { schema: reportGetSchema(limits), onError }, async (request: FastifyRequest, reply: FastifyReply) => {
+  const getReport = async (request: FastifyRequest, reply: FastifyReply) => {
     // A caller the fast path handed over (http/reads/fast-path.ts) was counted already.
     const handed = takeHandedOver(request.raw)
     const trace = tracing === null ? undefined : traceOf(request.raw)
@@ -133,7 +134,8 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     const result = await reports.read(report, key, caller.provider, readOptions(request, reply, caller, report, admitted.refresh, trace, { ...handed, ...(flight ? { flight } : {}) }))
     caller.upstreamMs = result.upstreamMs ?? null
     return answerRead(request, reply, caller, report, result)
-  })
+  }
+  app.get('/api/v1/report/*', { schema: reportGetSchema(limits), onError }, (request, reply) => answering(reply, getReport(request, reply)))
 
   const postReport = async (request: FastifyRequest, reply: FastifyReply) => {
     const trace = tracing === null ? undefined : traceOf(request.raw)
@@ -156,9 +158,10 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     caller.upstreamMs = result.upstreamMs ?? null
     return answerRead(request, reply, caller, indexed, result)
   }
-  app.post('/api/v1/report/:split/get', { schema: reportPostSchema(limits), onError }, postReport)
+  const postAnswering = (request: FastifyRequest, reply: FastifyReply) => answering(reply, postReport(request, reply))
+  app.post('/api/v1/report/:split/get', { schema: reportPostSchema(limits), onError }, postAnswering)
   // The same report with a trailing slash (canonical-path.ts): one cache entry, one call.
-  app.post('/api/v1/report/:split/get/', { schema: { ...reportPostSchema(limits), hide: true }, onError }, postReport)
+  app.post('/api/v1/report/:split/get/', { schema: { ...reportPostSchema(limits), hide: true }, onError }, postAnswering)
 }
 
 /** `caller` charged the platform calls of `tally` (a read's calls counted before the route took it). */
