@@ -53,6 +53,12 @@ describe.skipIf(CHROMIUM === null)('the console reloads the teams from a file th
   const text = (selector: string) => page.$eval(selector, (node) => (node as unknown as { innerText: string }).innerText)
   const shows = (id: string, start: string) => page.waitForFunction(`document.getElementById(${JSON.stringify(id)})?.textContent?.includes(${JSON.stringify(start)})`, { timeout: 10_000 })
 
+  /** Asks for a reload and confirms it. */
+  const reload = async () => {
+    await page.click('#reload')
+    await page.waitForSelector('#confirm[open]')
+    await page.click('#confirm-yes')
+  }
   /** The refusal's problems as the page lists them, each item's text. */
   const problems = () => page.$$eval('#action-result li', (items) => items.map((li) => li.textContent))
 
@@ -95,9 +101,7 @@ describe.skipIf(CHROMIUM === null)('the console reloads the teams from a file th
         '',
       ].join('\n'),
     )
-    await page.click('#reload')
-    await page.waitForSelector('#confirm[open]')
-    await page.click('#confirm-yes')
+    await reload()
     await page.waitForFunction(`document.querySelectorAll('#action-result li').length === 2`, { timeout: 10_000 })
     expect(await text('#action-result')).toMatch(/^Refused: the new configuration was refused, the running teams stay: 2 problems\n/)
     expect(await problems()).toEqual([
@@ -109,9 +113,7 @@ describe.skipIf(CHROMIUM === null)('the console reloads the teams from a file th
 
     // The file fixed: the next reload's answer replaces the list.
     writeFileSync(file, YAML)
-    await page.click('#reload')
-    await page.waitForSelector('#confirm[open]')
-    await page.click('#confirm-yes')
+    await reload()
     await shows('action-result', 'Teams reloaded')
     expect(await problems()).toEqual([])
   })
