@@ -195,11 +195,11 @@ export class LeasedSeats {
   /** The seats its calls want (`needOf`); while another replica waits, its calls in flight and waiting alone: the seats free in the store are then the short replicas' (its due holds its teams' owed seats). */
   #needed(d: ReplicaDemand): number { return this.#plan?.contended ? d.inFlight + d.waiting : needOf(d) }
 
-  /** The seats this replica is due while others wait: its target's whole seats, and the one its fraction rounds to in its turn while no other replica is short of its whole seats. */
+  /** The seats this replica is due while others wait: its target's whole seats, and the one its fraction rounds to in its turn. */
   #due(): number {
     const target = this.#plan?.due ?? 0
     const whole = Math.floor(target + 1e-9)
-    return whole + (target - whole > 1e-9 && this.#credit < 0 && this.#plan?.short.length === 0 ? 1 : 0)
+    return whole + (target - whole > 1e-9 && this.#credit < 0 ? 1 : 0)
   }
 
   #planFor(need: number, d: ReplicaDemand): LeasePlan {
