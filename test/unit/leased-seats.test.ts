@@ -247,49 +247,6 @@ describe('replicas sharing the limit while one waits', () => {
   })
 })
 
-describe('the seat a due rounds to while another replica is short of its whole seats', () => {
-  // Each replica's turn at the seat its due rounds to is its own count of the seat-time it held short of its dues: a debt
-  // from an earlier, higher due kept the rounded seats of two replicas past the limit, the third short of its whole due
-  // (seeds 1599, 1602, 1881, 1891, 2082; docs/governor.md, "Across replicas").
-  it('gives the rounded seat back to a replica short of its whole due, whatever debt its turn carries', async () => {
-    const clock = new SimClock()
-    const store = new MemoryLeaseStore(clock)
-    const make = (run: string) => new LeasedSeats({ store, credential: 'c', replica: 'r', run, perReplica: null, unseen: 1, leaseMs: LEASE_MS, callsEndMs: 10_000, log: { warn: () => undefined }, onLost: () => undefined, clock })
-    const [a, b, c] = [make('r~a'), make('r~b'), make('r~c')]
-    await Promise.all([a.start(), b.start(), c.start()])
-    // One team a replica on a limit of 6, each filling the seats it may with `want` calls; one of a replica's calls ends
-    // every 300 ms (when `ends`), the next waiting a step for its seat.
-    const demand = (lease: LeasedSeats, team: string, weight: number, want: number, ending: boolean, held = Math.min(want, lease.size(6))) => {
-      const inFlight = Math.max(0, held - (ending ? 1 : 0))
-      lease.demand({ limit: 6, inFlight, waiting: want - inFlight, teams: [{ team, weight, held: inFlight, waiting: want - inFlight, cap: null, peak: want, lingering: false, seatMs: 0 }] })
-    }
-    let t = 0
-    /** Runs `ms` in steps of 10 ms; `z`: team z's weight on c, and whether its calls end (else they hold their seats). */
-    const run = async (ms: number, wants: [number, number, number], z = { weight: 1, ends: true }, each: () => void = () => undefined) => {
-      for (const end = t + ms; t < end; t += 10) {
-        demand(a, 'x', 1, wants[0], t % 300 === 0)
-        demand(b, 'y', 1, wants[1], t % 300 === 100)
-        if (z.ends) demand(c, 'z', z.weight, wants[2], t % 300 === 200)
-        else demand(c, 'z', z.weight, wants[2], false, wants[2])
-        await clock.run(clock.now() + 10)
-        each()
-      }
-    }
-    // c's 4 long calls hold its lease while a and b come: a and b each hold 1 of their dues of 2 for 5 s (a debt of 5
-    // seat-seconds each); then c's calls end and none comes for a second (a and b take its seats).
-    await run(500, [0, 0, 4])
-    await run(5000, [6, 6, 4], { weight: 1, ends: false })
-    await run(1000, [6, 6, 0])
-    // z comes back with weight 2: c's due is 3 whole seats, a's and b's 1.5 each, the one seat past their whole seats
-    // taken in turns. Within 2 s c holds its 3, and keeps them.
-    const held: number[] = []
-    await run(2000, [6, 6, 3], { weight: 2, ends: true })
-    await run(2000, [6, 6, 3], { weight: 2, ends: true }, () => held.push(c.size(6)))
-    expect(Math.min(...held)).toBe(3)
-    ;[a, b, c].forEach((l) => l.stop())
-  })
-})
-
 describe('seats free in the store while other replicas are short of their due', () => {
   /** A store that answers each renewal as `answer` says, and keeps every ask. */
   class ScriptedStore extends MemoryLeaseStore {
