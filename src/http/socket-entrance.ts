@@ -90,14 +90,9 @@ export function enterOnConnections(server: BufferedServer, serve: ServePlain, cl
       socket.removeListener('end', onEnd)
       socket.removeListener('error', onError)
       held.delete(socket)
-      // The bytes given back reach Node's parser before any byte read after them: at once,
-      // when the stream holds nothing and flows (the stream hands a chunk given back to its
-      // 'data' listener, Node's parser, within `unshift`), and Node's parser then reads the
-      // connection's next bytes from its handle natively, as it reads a connection it holds
-      // from the start; otherwise from the stream alone, behind the bytes buffered there,
-      // never from the handle beside them. Either way the connection's requests stay in
-      // their order.
-      if (socket._handle && (socket.readableLength > 0 || socket.readableFlowing !== true)) socket._handle._consumed = true
+      // Node's parser reads the rest from the stream, behind the bytes given back, never
+      // from the handle beside it: the connection's requests stay in their order.
+      if (socket._handle) socket._handle._consumed = true
       node.call(server, socket)
       if (rest.length > 0) socket.unshift(rest)
     }

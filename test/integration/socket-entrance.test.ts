@@ -155,31 +155,6 @@ describe('plain GETs read on their connection', () => {
     conn.socket.destroy()
   })
 
-  it('hands a connection whose stream holds nothing to Node\'s parser natively, its requests still in their order', async () => {
-    const gw = await gatewayWithHit()
-    // Whether Node's parser read each request from the connection's handle (natively, as it
-    // reads a connection it holds from the start) or from its stream.
-    const natively: boolean[] = []
-    gw.gw.proxy.server.on('request', (req: { socket: { parser?: { _consumed?: boolean } | null } }) => natively.push(req.socket.parser?._consumed === true))
-    const conn = open(gw.port)
-    // A hit on the connection, then one declined there (two spaces: no plain GET): handed
-    // over with only its own bytes to give back.
-    conn.socket.write(plainGet(REPORT, KEYS.all, ['x-request-id: n1']) + plainGet(REPORT, KEYS.all, ['x-request-id:  n2']))
-    await waitFor('two answers', () => conn.answers().length === 2)
-    // Its next requests, pipelined, read by Node from the handle.
-    conn.socket.write(plainGet(OTHER, KEYS.all, ['x-request-id: n3']) + plainGet(REPORT, KEYS.all, ['x-request-id: n4']) + plainGet(REPORT, KEYS.all, ['x-request-id: n5']))
-    await waitFor('five answers', () => conn.answers().length === 5)
-    expect(conn.answers().map((a) => [a.status, a.headers['x-request-id'], a.headers['x-cache']])).toEqual([
-      [200, 'n1', 'HIT'],
-      [200, 'n2', 'HIT'],
-      [200, 'n3', 'MISS'],
-      [200, 'n4', 'HIT'],
-      [200, 'n5', 'HIT'],
-    ])
-    expect(natively).toEqual([true, true, true, true])
-    conn.socket.destroy()
-  })
-
   it('leaves a caller that asks faster than it reads to Node, which paces it, and answers every request in order', async () => {
     const gw = await gatewayWithHit()
     const accepted = new Promise<Socket>((resolve) => gw.gw.proxy.server.once('connection', resolve))
