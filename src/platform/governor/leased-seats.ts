@@ -247,7 +247,10 @@ export class LeasedSeats {
     const since = Math.max(1, now - this.#lastAnswer)
     // Smoothed over about a lease's life (renewals come at any pace).
     if (Number.isFinite(this.#lastAnswer)) this.#answered += (1 - Math.exp(-since / this.#o.leaseMs)) * ((this.#answers * 1000) / since - this.#answered)
-    const held = Math.max(this.#lease, d.inFlight)
+    // Past a lease's life in an outage the lease as last granted is no longer its: every
+    // replica keeps to its part of an even split, and one still out fills its own.
+    const lapsed = this.#downSince !== null && now - this.#downSince >= this.#o.leaseMs
+    const held = Math.max(lapsed ? 0 : this.#lease, d.inFlight)
     if (this.#plan !== null) this.#plan = this.#planFor(need, d)
     const wanted = this.#wanted(d)
     if (this.#downSince !== null) this.#outageSeats = this.size(d.limit)
