@@ -255,26 +255,7 @@ describe('two replicas as the store comes to refuse their renewals, one after th
   // its part of the seats free at its last answer, it made 9 seats on a limit of 8
   // (test/slow/seats-replicas.test.ts, CI of session 106).
   it('a replica that saw another keeps to its lease as last granted while the store cannot be reached, none of the seats free at its last answer', async () => {
-    const clock = new SimClock()
-    const refusing = new Set<string>()
-    const store = new (class extends MemoryLeaseStore {
-      override async renew(ask: LeaseAsk): Promise<LeaseAnswer> {
-        if (refusing.has(ask.run)) throw new Error("OOM command not allowed when used memory > 'maxmemory'")
-        return super.renew(ask)
-      }
-    })(clock)
-    const make = (run: string) => new LeasedSeats({ store, credential: 'c', replica: 'r', run, perReplica: null, unseen: 1, leaseMs: 600, callsEndMs: 2000, log: { warn: () => undefined }, clock })
-    const [a, b] = [make('r~a'), make('r~b')]
-    await Promise.all([a.start(), b.start()])
-    const demand = (lease: LeasedSeats, team: string, want: number) => {
-      const inFlight = Math.min(want, lease.size(8))
-      lease.demand({ limit: 8, inFlight, waiting: want - inFlight, teams: [{ team, weight: 1, held: inFlight, waiting: want - inFlight, cap: null, peak: want, lingering: false, seatMs: 0 }] })
-    }
-    const step = async (aWants: number, bWants: number) => {
-      demand(a, 'a', aWants)
-      demand(b, 'b', bWants)
-      await clock.run(clock.now() + 1)
-    }
+    const { a, b, refusing, step } = await refusedPair()
     for (let t = 0; t < 400; t++) await step(3, 2)
     // Each lease fits its calls with a seat to spare: one seat free, no replica waiting.
     expect([a.held, b.held]).toEqual([4, 3])
@@ -291,6 +272,35 @@ describe('two replicas as the store comes to refuse their renewals, one after th
   })
 })
 
+/**
+ * Replicas a and b (teams a and b) on a limit of 8, leases of 600 ms, over the memory store,
+ * which refuses the renewals of the runs in `refusing` as Redis at maxmemory does; `step`:
+ * each replica's calls fill what it may of what its team wants, then 1 ms passes.
+ */
+async function refusedPair() {
+  const clock = new SimClock()
+  const refusing = new Set<string>()
+  const store = new (class extends MemoryLeaseStore {
+    override async renew(ask: LeaseAsk): Promise<LeaseAnswer> {
+      if (refusing.has(ask.run)) throw new Error("OOM command not allowed when used memory > 'maxmemory'")
+      return super.renew(ask)
+    }
+  })(clock)
+  const make = (run: string) => new LeasedSeats({ store, credential: 'c', replica: 'r', run, perReplica: null, unseen: 1, leaseMs: 600, callsEndMs: 2000, log: { warn: () => undefined }, clock })
+  const [a, b] = [make('r~a'), make('r~b')]
+  await Promise.all([a.start(), b.start()])
+  const demand = (lease: LeasedSeats, team: string, want: number) => {
+    const inFlight = Math.min(want, lease.size(8))
+    lease.demand({ limit: 8, inFlight, waiting: want - inFlight, teams: [{ team, weight: 1, held: inFlight, waiting: want - inFlight, cap: null, peak: want, lingering: false, seatMs: 0 }] })
+  }
+  const step = async (aWants: number, bWants: number) => {
+    demand(a, 'a', aWants)
+    demand(b, 'b', bWants)
+    await clock.run(clock.now() + 1)
+  }
+  return { a, b, refusing, step }
+}
+
 describe('two replicas back from a store outage past a lease\'s life, one after the other', () => {
   // Past a lease's life in the outage each replica keeps to its part of an even split of the
   // limit (4 of 8): a lease as last granted before it (a's 5) is no longer what the other
@@ -298,26 +308,7 @@ describe('two replicas back from a store outage past a lease\'s life, one after 
   // had lapsed, while b, still refused, filled its 4: 9 seats on a limit of 8
   // (test/slow/seats-replicas.test.ts, "keeps to the outage rule while Redis refuses writes").
   it('a replica back past a lease\'s life asks for no more than the outage rule let it fill, not its lease from before the outage', async () => {
-    const clock = new SimClock()
-    const refusing = new Set<string>()
-    const store = new (class extends MemoryLeaseStore {
-      override async renew(ask: LeaseAsk): Promise<LeaseAnswer> {
-        if (refusing.has(ask.run)) throw new Error("OOM command not allowed when used memory > 'maxmemory'")
-        return super.renew(ask)
-      }
-    })(clock)
-    const make = (run: string) => new LeasedSeats({ store, credential: 'c', replica: 'r', run, perReplica: null, unseen: 1, leaseMs: 600, callsEndMs: 2000, log: { warn: () => undefined }, clock })
-    const [a, b] = [make('r~a'), make('r~b')]
-    await Promise.all([a.start(), b.start()])
-    const demand = (lease: LeasedSeats, team: string, want: number) => {
-      const inFlight = Math.min(want, lease.size(8))
-      lease.demand({ limit: 8, inFlight, waiting: want - inFlight, teams: [{ team, weight: 1, held: inFlight, waiting: want - inFlight, cap: null, peak: want, lingering: false, seatMs: 0 }] })
-    }
-    const step = async (aWants: number, bWants: number) => {
-      demand(a, 'a', aWants)
-      demand(b, 'b', bWants)
-      await clock.run(clock.now() + 1)
-    }
+    const { a, b, refusing, step } = await refusedPair()
     for (let t = 0; t < 400; t++) await step(5, 3)
     expect([a.held, b.held]).toEqual([5, 3])
     refusing.add('r~a')
