@@ -15,7 +15,7 @@ import { distinctReport, proxyGet } from '../helpers/gateway-calls.js'
 import { spawnGateway, timedRequest, type GatewayProcess } from '../helpers/gateway-process.js'
 import { seatsOf } from '../helpers/governors.js'
 import { fillRedisUp, redisAvailability } from '../helpers/start-redis.js'
-import { testTimeLeft, waitFor } from '../helpers/wait.js'
+import { startsTimeout, testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // Seats leased across replicas (docs/governor.md, "Across replicas"): each replica leases
 // its part of the limit from one Redis hash per credential (RedisLeaseStore, its one
@@ -450,5 +450,5 @@ describe.skipIf(!available)('the limit across gateway replicas', () => {
     // would leave it queued until queueTimeout (10 s), then 503.
     const answer = await proxyGet(survivor, distinctReport(2))
     expect(answer.statusCode).toBe(200)
-  })
+  }, startsTimeout(1))
 })
