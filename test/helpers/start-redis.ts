@@ -54,6 +54,16 @@ export async function fillRedisUp(client: Redis, keyOf: (i: number) => string = 
   await client.config('SET', 'maxmemory', String(used - 64 * 1024))
 }
 
+/**
+ * A port nothing listens on (a Redis, a platform, a webhook receiver that is not there):
+ * privileged and below every ephemeral range, so no suite's listen(0) is handed it, and not
+ * one of the ports fetch refuses before connecting (1 is: "connection error", not
+ * ECONNREFUSED). A port freePort() found free stays free only until another suite's server
+ * is handed it: a redis-server there made redis-down-words' gateway, started "with no Redis
+ * running", find Redis up.
+ */
+export const CLOSED_PORT = 2
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer()

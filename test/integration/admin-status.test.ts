@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/config.js'
 import { demoConfig } from '../../src/demo.js'
-import { freePort } from '../helpers/start-redis.js'
+import { CLOSED_PORT } from '../helpers/start-redis.js'
 import { KEYS, TEAMS_YAML, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
 import { leakedSecrets, runSecrets } from '../helpers/secret-scan.js'
@@ -21,7 +21,7 @@ const sandbox = useSandbox()
 const gateways = useGateways()
 
 async function gateway({ redis = true } = {}): Promise<{ gw: TestGateway; port: number }> {
-  const port = await freePort()
+  const port = CLOSED_PORT
   const env = { PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, ...(redis ? { REDIS_URL: `redis://ops:${REDIS_PASSWORD}@127.0.0.1:${port}` } : {}), ...sandboxLoginEnv(sandbox) }
   return { gw: await gateways.build(testConfig(env)), port }
 }

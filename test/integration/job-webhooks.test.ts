@@ -23,7 +23,7 @@ import { fakeClock, onRealTimers, type FakeClock } from '../helpers/clock.js'
 import { testTimeLeft, waitFor } from '../helpers/wait.js'
 import { KEYS, listen, REPORT_PATH, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
-import { redisAvailability } from '../helpers/start-redis.js'
+import { CLOSED_PORT, redisAvailability } from '../helpers/start-redis.js'
 import { FailureLog } from '../../src/observe/failure-log.js'
 
 // Pushing an ended report job to its team's webhook (jobs/webhook-deliveries.ts, through
@@ -298,9 +298,8 @@ describe('webhook deliveries', () => {
 
   it('says why a receiver could not be reached: the connection\'s error code, as a platform call\'s failure says it, not fetch\'s "fetch failed"', async () => {
     const clock = fakeClock()
-    const r = await receiver([{ status: 204 }])
-    await new Promise((resolve) => r.server.close(resolve))
-    const { webhooks } = deliveries(r.url, clock)
+    // A receiver that is not there: a port nothing listens on (a closed receiver's port may be another suite's server's by then).
+    const { webhooks } = deliveries(`http://127.0.0.1:${CLOSED_PORT}/hook`, clock)
     await enqueue(webhooks, 'growth', STATUS)
     await waitFor('the attempt failed', async () => (await latest(webhooks))?.lastError !== null)
     expect(await latest(webhooks)).toMatchObject({ state: 'pending', attempts: 1, lastStatus: null, lastError: 'the receiver could not be reached (ECONNREFUSED)' })

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { KEYS, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
 import { distinctReport } from '../helpers/gateway-calls.js'
-import { freePort } from '../helpers/start-redis.js'
+import { CLOSED_PORT } from '../helpers/start-redis.js'
 
 // An SRE's first look while the platform is down (stopped, or answering 5xx): the admin
 // listener's /readyz and GET /admin/cluster, which the console's health banner reads, name
@@ -27,7 +27,7 @@ async function degraded(gw: TestGateway): Promise<{ ready: string[]; cluster: st
 
 describe('a platform that fails every call is named under degraded', () => {
   it('a stopped platform (nothing listens): platform:<credential> after its calls failed, the proxy listener\'s readiness saying nothing of it', async () => {
-    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: `http://127.0.0.1:${await freePort()}`, PLATFORM_TOKEN: 'a-token-of-a-platform-that-is-gone', ADMIN_TOKEN }))
+    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: `http://127.0.0.1:${CLOSED_PORT}`, PLATFORM_TOKEN: 'a-token-of-a-platform-that-is-gone', ADMIN_TOKEN }))
     expect(await degraded(gw)).toEqual({ ready: [], cluster: [] })
     for (let n = 0; n < 3; n++) {
       const failed = await read(gw, n)
@@ -64,7 +64,7 @@ describe('proxied calls count in gateway_platform_calls_total (call="proxy"), wh
   const proxied = (gw: TestGateway) => gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/get', headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json' }, payload: '{"userId":101}' })
 
   it('a stopped platform: each proxied call counted GW_UPSTREAM; a report read counted as a report call', async () => {
-    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: `http://127.0.0.1:${await freePort()}`, PLATFORM_TOKEN: 'a-token-of-a-platform-that-is-gone', ADMIN_TOKEN }))
+    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: `http://127.0.0.1:${CLOSED_PORT}`, PLATFORM_TOKEN: 'a-token-of-a-platform-that-is-gone', ADMIN_TOKEN }))
     for (let n = 0; n < 2; n++) expect((await proxied(gw)).statusCode).toBe(502)
     expect((await read(gw, 20)).statusCode).toBe(502)
     const text = await metrics(gw)

@@ -5,7 +5,7 @@ import { RedisBus } from '../../src/redis/bus.js'
 import { createRedisClient, type RedisClient } from '../../src/redis/client.js'
 import type { Config } from '../../src/config.js'
 import { useCleanups } from '../helpers/fixtures.js'
-import { freePort } from '../helpers/start-redis.js'
+import { CLOSED_PORT } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 
 // A gateway starts whatever Redis does: it subscribes its channels at start, and a
@@ -25,12 +25,10 @@ describe('subscribing while Redis cannot be reached', () => {
   const sockets = new Set<Socket>()
   let server: Server
   let silentPort = 0
-  let closedPort = 0
   beforeAll(async () => {
     server = silent(sockets)
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     silentPort = (server.address() as { port: number }).port
-    closedPort = await freePort()
   })
   afterAll(async () => {
     for (const socket of sockets) socket.destroy()
@@ -38,7 +36,7 @@ describe('subscribing while Redis cannot be reached', () => {
   })
 
   const shapes: [string, () => Partial<Config['redis']>][] = [
-    ['a Cluster whose nodes refuse connections', () => ({ cluster: [{ host: '127.0.0.1', port: closedPort }] })],
+    ['a Cluster whose nodes refuse connections', () => ({ cluster: [{ host: '127.0.0.1', port: CLOSED_PORT }] })],
     ['a Cluster whose nodes accept and never answer', () => ({ cluster: [{ host: '127.0.0.1', port: silentPort }] })],
     ['a standalone Redis that accepts and never answers', () => ({ url: `redis://127.0.0.1:${silentPort}` })],
   ]
@@ -55,7 +53,7 @@ describe('subscribing while Redis cannot be reached', () => {
   })
 
   it('one warn line for the channels deferred at a start without Redis, not one per channel; the others at debug', async () => {
-    const client = createRedisClient({ commandTimeoutMs: 500, url: `redis://127.0.0.1:${closedPort}` } as Config['redis'], pino({ level: 'silent' })) as RedisClient
+    const client = createRedisClient({ commandTimeoutMs: 500, url: `redis://127.0.0.1:${CLOSED_PORT}` } as Config['redis'], pino({ level: 'silent' })) as RedisClient
     const lines: { level: number; msg: string; channels?: string[] }[] = []
     const log = pino({ level: 'debug' }, { write: (line: string) => lines.push(JSON.parse(line) as { level: number; msg: string }) })
     const bus = new RedisBus(client, 'rgw:bus:', log, { startWaitMs: 50 })
@@ -69,7 +67,7 @@ describe('subscribing while Redis cannot be reached', () => {
   })
 
   it("the deferral's line says why Redis is not reached (the connection's error), never the driver's option names", async () => {
-    const client = createRedisClient({ commandTimeoutMs: 500, url: `redis://127.0.0.1:${closedPort}` } as Config['redis'], pino({ level: 'silent' })) as RedisClient
+    const client = createRedisClient({ commandTimeoutMs: 500, url: `redis://127.0.0.1:${CLOSED_PORT}` } as Config['redis'], pino({ level: 'silent' })) as RedisClient
     const lines: string[] = []
     const log = pino({ level: 'warn' }, { write: (line: string) => lines.push(line) })
     const bus = new RedisBus(client, 'rgw:bus:', log, { startWaitMs: 50 })

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { KEYS, REPORT_PATH, teamsYamlWith, testConfig, TEST_GATEWAY_SECRET, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
-import { freePort, redisAvailability } from '../helpers/start-redis.js'
+import { CLOSED_PORT, redisAvailability } from '../helpers/start-redis.js'
 import { testTimeLeft, waitFor } from '../helpers/wait.js'
 import { resolveRef, type Json } from '../helpers/openapi-doc.js'
 
@@ -76,7 +76,7 @@ describe.skipIf(!available)('Redis down', () => {
   }, 40_000)
 
   it('started with no Redis running (a user\'s first npm start): every warn line says why in the gateway\'s words, never the driver\'s options', async () => {
-    const env = { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN, REDIS_URL: `redis://127.0.0.1:${await freePort()}`, GATEWAY_SECRET: TEST_GATEWAY_SECRET }
+    const env = { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN, REDIS_URL: `redis://127.0.0.1:${CLOSED_PORT}`, GATEWAY_SECRET: TEST_GATEWAY_SECRET }
     const gw = await gateways.build(testConfig(env, teamsYamlWith({ jobs: { perReplica: 1, poll: '100ms', lease: '1s' } })))
     const lines = () => gw.logs.records().filter((r) => (r.level as number) === 40)
     for (const msg of ['looking for report jobs to run failed', 'the shared purge record could not be read: report entries stored before now are filled again']) {

@@ -5,7 +5,7 @@ import { KEYS, PRYING_KEY, PRYING_TEAMS_YAML as YAML, sandboxLoginEnv, testConfi
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { campaignList, tokenOf } from '../helpers/gateway-calls.js'
 import { leakedSecrets, runSecrets } from '../helpers/secret-scan.js'
-import { freePort, redisAvailability } from '../helpers/start-redis.js'
+import { CLOSED_PORT, redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 
 // A 401 on one call never condemns the shared token by itself. A route
@@ -263,7 +263,7 @@ describe.skipIf(!redisCheck.available)('logins across replicas (Redis)', () => {
   })
 
   it('Redis down: a confirmed refusal still gets its one login on this replica, and nothing is left unhandled', async () => {
-    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: `redis://127.0.0.1:${await freePort()}`, ...sandboxLoginEnv(sandbox) }, YAML))
+    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: `redis://127.0.0.1:${CLOSED_PORT}`, ...sandboxLoginEnv(sandbox) }, YAML))
     sandbox.clearRequests()
     sandbox.revokeToken(tokenOf(gw) as string)
     sandbox.setLatency(50)

@@ -45,6 +45,7 @@ export const KNOWN_FAILURES: ReadonlyMap<number, readonly string[]> = new Map<nu
   [1599, ['isolation']],
   [1602, ['isolation']],
   [1689, ['work-conserving']],
+  [1734, ['replicas']],
   [1791, ['work-conserving', 'replicas']],
   [1881, ['isolation']],
   [1883, ['replicas']],

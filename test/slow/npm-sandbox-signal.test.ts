@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { ensureBuilt } from '../helpers/dist.js'
 import { freePort } from '../helpers/start-redis.js'
 import { tryConnect } from '../helpers/tcp-probe.js'
-import { waitFor } from '../helpers/wait.js'
+import { startsTimeout, testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // README, "Quick start": `npm run sandbox` runs the platform stand-in on 127.0.0.1:8090. A
 // supervisor, a CI job's background step or a `kill` of the npm it started signals npm's
@@ -41,11 +41,11 @@ describe('npm run sandbox under a supervisor', () => {
     child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (output += chunk))
     child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (output += chunk))
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
-    await waitFor(() => `the sandbox listening within 20 s:\n${output}`, () => /"msg":"platform sandbox listening"/.test(output), 20_000, 25)
+    await waitFor(() => `the sandbox listening:\n${output}`, () => /"msg":"platform sandbox listening"/.test(output), testTimeLeft(), 25)
     expect(await tryConnect(port)).toBe('connected')
     // npm's own process only, as `kill <pid>` and most supervisors send it.
     child.kill('SIGTERM')
     await exited
-    await waitFor(() => `port ${port} free after npm's SIGTERM:\n${output}`, async () => (await tryConnect(port)) === 'ECONNREFUSED', 10_000, 25)
-  }, 40_000)
+    await waitFor(() => `port ${port} free after npm's SIGTERM:\n${output}`, async () => (await tryConnect(port)) === 'ECONNREFUSED', testTimeLeft(), 25)
+  }, startsTimeout(1))
 })

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
 import { ensureBuilt } from '../helpers/dist.js'
 import { freePorts } from '../helpers/start-redis.js'
-import { waitFor } from '../helpers/wait.js'
+import { startsTimeout, testTimeLeft, waitFor } from '../helpers/wait.js'
 import { tryConnect } from '../helpers/tcp-probe.js'
 
 // README, "Quick start": `npm ci && npm start` runs the gateway; contract, "Stopping": on
@@ -43,7 +43,7 @@ async function npmStart(): Promise<Started> {
   child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (output += chunk))
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (output += chunk))
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
-  await waitFor(() => `the curl line within 20 s:\n${output}`, () => /curl .*\n/.test(output), 20_000, 25)
+  await waitFor(() => `the curl line:\n${output}`, () => /curl .*\n/.test(output), testTimeLeft(), 25)
   const pid = Number((/"pid":(\d+)/.exec(output) ?? [])[1])
   expect(pid).toBeGreaterThan(0)
   gatewayPid = pid
@@ -53,7 +53,7 @@ async function npmStart(): Promise<Started> {
 /** The drain, then the exit: readiness 503 while it drains, exit 0, the gateway gone. */
 async function drainsAndExits(started: Started): Promise<void> {
   const { output, adminPort, pid } = started
-  await waitFor(() => `the gateway draining:\n${output()}`, () => /draining/.test(output()), 15_000, 25)
+  await waitFor(() => `the gateway draining:\n${output()}`, () => /draining/.test(output()), testTimeLeft(), 25)
   const ready = await fetch(`http://127.0.0.1:${adminPort}/readyz`)
   expect(ready.status).toBe(503)
   expect(output()).not.toMatch(/shutting down/)
@@ -81,5 +81,5 @@ describe('npm start under a supervisor', () => {
     const started = await npmStart()
     process.kill(-(started.child.pid as number), 'SIGTERM')
     await drainsAndExits(started)
-  }, 40_000)
+  }, startsTimeout(1))
 })

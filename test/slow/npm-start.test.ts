@@ -4,7 +4,7 @@ import { afterAll, expect, it } from 'vitest'
 import { ensureBuilt } from '../helpers/dist.js'
 import { portTaken } from '../helpers/gateway-process.js'
 import { freePorts } from '../helpers/start-redis.js'
-import { waitFor as poll } from '../helpers/wait.js'
+import { testTimeLeft, waitFor as poll } from '../helpers/wait.js'
 import { tryConnect } from '../helpers/tcp-probe.js'
 
 // README, "Quick start": `npm start` runs the gateway. A supervisor that stops it sends
@@ -64,7 +64,7 @@ it('passes SIGTERM sent to npm on to the gateway: readiness 503 at once, the dra
   expect((await fetch(`http://127.0.0.1:${adminPort}/readyz`)).status).toBe(200)
 
   expect(npm!.kill('SIGTERM')).toBe(true)
-  await poll(() => `the gateway's drain:\n${output}`, () => /"signal":"SIGTERM".*"msg":"draining/.test(output), 15_000, 25)
+  await poll(() => `the gateway's drain:\n${output}`, () => /"signal":"SIGTERM".*"msg":"draining/.test(output), testTimeLeft(), 25)
   const ready = await fetch(`http://127.0.0.1:${adminPort}/readyz`)
   expect(ready.status).toBe(503)
   expect(ready.headers.get('connection')).toBe('close')

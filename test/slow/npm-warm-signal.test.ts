@@ -3,7 +3,7 @@ import { createServer, type Server, type Socket } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
 import { ensureBuilt } from '../helpers/dist.js'
-import { waitFor } from '../helpers/wait.js'
+import { startsTimeout, testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // docs/operations/report-cache.md, "Warm the report cache": `npm run warm` asks a gateway
 // for reports, for minutes on a long range. A supervisor, a CI job's step or a `kill` of the npm it started signals
@@ -52,11 +52,11 @@ describe('npm run warm under a supervisor', () => {
     child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (output += chunk))
     child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (output += chunk))
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
-    await waitFor(() => `warm's call to the gateway within 20 s:\n${output}`, () => held.length > 0, 20_000, 25)
+    await waitFor(() => `warm's call to the gateway:\n${output}`, () => held.length > 0, testTimeLeft(), 25)
     expect(closed).toEqual([])
     // npm's own process only, as `kill <pid>` and most supervisors send it.
     child.kill('SIGTERM')
     await exited
-    await waitFor(() => `warm's call closed after npm's SIGTERM:\n${output}`, () => held.every((s) => closed.includes(s)), 10_000, 25)
-  }, 40_000)
+    await waitFor(() => `warm's call closed after npm's SIGTERM:\n${output}`, () => held.every((s) => closed.includes(s)), testTimeLeft(), 25)
+  }, startsTimeout(1))
 })

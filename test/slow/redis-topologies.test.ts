@@ -154,11 +154,13 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
     const sub = topology.client.duplicate()
     await sub.subscribe('rgw:bus:purge')
     const heard = new Promise<void>((resolve) => sub.once('message', () => resolve()))
+    const before = Date.now()
     const res = await adminCall(b, 'DELETE', '/admin/cache?advertiserId=101')
     expect(res.json()).toEqual({ purged: 'advertiser', advertiserId: 101, dryRun: false, dropped: 2 })
     await heard
     sub.disconnect()
-    await sleep(50)
+    // a hears it on its own connection, in its own time: its copies of 101 are dropped once it has.
+    await waitFor('a to hear the purge', () => a.reports.purged({ fetchedAt: before - 1, advertiserIds: [101] }, ''))
     expect(await topology.keys('rgw:report:*')).toHaveLength(1)
     expect(await topology.keys('rgw:adv-entries:101')).toEqual([])
     for (const gw of [a, b]) expect((await get(gw, Q102)).headers['x-cache']).toBe('HIT')

@@ -15,7 +15,7 @@ import { distinctReport, proxyGet } from '../helpers/gateway-calls.js'
 import { spawnGateway, timedRequest, type GatewayProcess } from '../helpers/gateway-process.js'
 import { seatsOf } from '../helpers/governors.js'
 import { fillRedisUp, redisAvailability } from '../helpers/start-redis.js'
-import { testTimeLeft, waitFor } from '../helpers/wait.js'
+import { startsTimeout, testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // Seats leased across replicas (docs/governor.md, "Across replicas"): each replica leases
 // its part of the limit from one Redis hash per credential (RedisLeaseStore, its one
@@ -209,7 +209,7 @@ describe.skipIf(!available)('seats leased across replicas (LeasedSeats over Redi
     expect(peak).toBeLessThanOrEqual(2)
   })
 
-  it('keeps to its lease as last granted and its part of the seats no one held while Redis stalls, then to an even share of the limit: never past the limit', async () => {
+  it('keeps to its lease as last granted while Redis stalls, then to an even share of the limit: never past the limit', async () => {
     const [one, two] = [await replica(8), await replica(8)]
     one.calls('a', 3)
     two.calls('b', 2)
@@ -218,15 +218,13 @@ describe.skipIf(!available)('seats leased across replicas (LeasedSeats over Redi
     const granted = [one.leased.held, two.leased.held]
     await redis.server.stop()
     try {
-      // Calls end, more of the same teams come: within its lease and its part of the seats no
-      // lease held (the two add up to the limit) while leases would live (600 ms)...
+      // Calls end, more of the same teams come: each fills its lease as last granted (a seat
+      // free at its last answer may be the other's since: it saw the other)...
       for (const [r, team] of [[one, 'a'], [two, 'b']] as const) {
         while (r.held.length > 0) r.answer()
         r.calls(team, 8)
       }
-      await waitFor('the calls within the leases as last granted and the seats no one held', () => one.seats.inFlight + two.seats.inFlight === 8)
-      expect(one.seats.inFlight).toBeGreaterThanOrEqual(granted[0] as number)
-      expect(two.seats.inFlight).toBeGreaterThanOrEqual(granted[1] as number)
+      await waitFor('the calls within the leases as last granted', () => one.seats.inFlight >= (granted[0] as number) && two.seats.inFlight >= (granted[1] as number))
       // ...then no more than half the limit each (the two replicas it saw), and half each once
       // the calls started before have ended (twice the call's budget): never past the limit.
       await waitFor('an even share each', () => {
@@ -452,5 +450,5 @@ describe.skipIf(!available)('the limit across gateway replicas', () => {
     // would leave it queued until queueTimeout (10 s), then 503.
     const answer = await proxyGet(survivor, distinctReport(2))
     expect(answer.statusCode).toBe(200)
-  })
+  }, startsTimeout(1))
 })

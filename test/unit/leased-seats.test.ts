@@ -247,6 +247,85 @@ describe('replicas sharing the limit while one waits', () => {
   })
 })
 
+describe('two replicas as the store comes to refuse their renewals, one after the other', () => {
+  // a's answer leaves a seat free that no replica waits for (b's calls are fewer than its
+  // lease); b's calls then grow, and its renewal takes that seat through the store after
+  // a's was refused (Redis at maxmemory under noeviction refuses each script as memory
+  // moves; a stall times each renewal out in turn). a cannot know the seat was taken: as
+  // its part of the seats free at its last answer, it made 9 seats on a limit of 8
+  // (test/slow/seats-replicas.test.ts, CI of session 106).
+  it('a replica that saw another keeps to its lease as last granted while the store cannot be reached, none of the seats free at its last answer', async () => {
+    const { a, b, refusing, step } = await refusedPair()
+    for (let t = 0; t < 400; t++) await step(3, 2)
+    // Each lease fits its calls with a seat to spare: one seat free, no replica waiting.
+    expect([a.held, b.held]).toEqual([4, 3])
+    refusing.add('r~a')
+    for (let t = 0; t < 1000 && b.held < 4; t++) await step(11, 10)
+    expect(b.held, 'b took the seat free at a\'s last answer').toBe(4)
+    refusing.add('r~b')
+    for (let t = 0; t < 3000; t++) {
+      await step(11, 10)
+      expect(Math.min(8, a.size(8)) + Math.min(8, b.size(8)), `seats b and a may fill ${t} ms into the refusals`).toBeLessThanOrEqual(8)
+    }
+    a.stop()
+    b.stop()
+  })
+})
+
+/**
+ * Replicas a and b (teams a and b) on a limit of 8, leases of 600 ms, over the memory store,
+ * which refuses the renewals of the runs in `refusing` as Redis at maxmemory does; `step`:
+ * each replica's calls fill what it may of what its team wants, then 1 ms passes.
+ */
+async function refusedPair() {
+  const clock = new SimClock()
+  const refusing = new Set<string>()
+  const store = new (class extends MemoryLeaseStore {
+    override async renew(ask: LeaseAsk): Promise<LeaseAnswer> {
+      if (refusing.has(ask.run)) throw new Error("OOM command not allowed when used memory > 'maxmemory'")
+      return super.renew(ask)
+    }
+  })(clock)
+  const make = (run: string) => new LeasedSeats({ store, credential: 'c', replica: 'r', run, perReplica: null, unseen: 1, leaseMs: 600, callsEndMs: 2000, log: { warn: () => undefined }, clock })
+  const [a, b] = [make('r~a'), make('r~b')]
+  await Promise.all([a.start(), b.start()])
+  const demand = (lease: LeasedSeats, team: string, want: number) => {
+    const inFlight = Math.min(want, lease.size(8))
+    lease.demand({ limit: 8, inFlight, waiting: want - inFlight, teams: [{ team, weight: 1, held: inFlight, waiting: want - inFlight, cap: null, peak: want, lingering: false, seatMs: 0 }] })
+  }
+  const step = async (aWants: number, bWants: number) => {
+    demand(a, 'a', aWants)
+    demand(b, 'b', bWants)
+    await clock.run(clock.now() + 1)
+  }
+  return { a, b, refusing, step }
+}
+
+describe('two replicas back from a store outage past a lease\'s life, one after the other', () => {
+  // Past a lease's life in the outage each replica keeps to its part of an even split of the
+  // limit (4 of 8): a lease as last granted before it (a's 5) is no longer what the other
+  // counts on. a came back first asking for that lease, got it from a store where b's record
+  // had lapsed, while b, still refused, filled its 4: 9 seats on a limit of 8
+  // (test/slow/seats-replicas.test.ts, "keeps to the outage rule while Redis refuses writes").
+  it('a replica back past a lease\'s life asks for no more than the outage rule let it fill, not its lease from before the outage', async () => {
+    const { a, b, refusing, step } = await refusedPair()
+    for (let t = 0; t < 400; t++) await step(5, 3)
+    expect([a.held, b.held]).toEqual([5, 3])
+    refusing.add('r~a')
+    refusing.add('r~b')
+    // Past the lease and the calls started before it (600 + 2000 ms): an even split, 4 each.
+    for (let t = 0; t < 3000; t++) await step(11, 10)
+    expect([a.size(8), b.size(8)]).toEqual([4, 4])
+    refusing.delete('r~a')
+    for (let t = 0; t < 300; t++) {
+      await step(11, 10)
+      expect(Math.min(8, a.size(8)) + Math.min(8, b.size(8)), `seats a, back, and b, still refused, may fill ${t} ms after a's store answered again`).toBeLessThanOrEqual(8)
+    }
+    a.stop()
+    b.stop()
+  })
+})
+
 describe('seats free in the store while other replicas are short of their due', () => {
   /** A store that answers each renewal as `answer` says, and keeps every ask. */
   class ScriptedStore extends MemoryLeaseStore {

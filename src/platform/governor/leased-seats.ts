@@ -45,8 +45,6 @@ export class LeasedSeats {
   #others: ReplicaRecord[] = []
   readonly #charges = new ElsewhereCharges()
   #free = Infinity
-  // The seats free at the last answer past what the waiting replicas it told of them may take at once.
-  #untold = Infinity
   #demand: ReplicaDemand = { limit: 0, inFlight: 0, waiting: 0, teams: [] }
   // While a renewal is on its way, the seats it asked for (Infinity: none): seats being given back are not filled meanwhile.
   #asking = Infinity
@@ -113,7 +111,11 @@ export class LeasedSeats {
     // Its part of seats split between the replicas it last saw, the odd ones to the first in order.
     const [replicas, rank] = [this.replicas, [...this.#seen.keys()].filter((run) => run < this.#run).length]
     const part = (seats: number) => Math.floor(seats / replicas) + (rank < seats % replicas ? 1 : 0)
-    const kept = Math.min(limit, lease + Math.min(part(Math.max(0, this.#untold)), cap === null ? Infinity : Math.max(0, cap - lease)))
+    // The seats free at its last answer are its own only where it saw no other replica: one
+    // that renewed after that answer may have taken them (its calls grew, or it was told of
+    // them), and its lease as last granted counts them.
+    const free = replicas === 1 ? Math.max(0, this.#free) : 0
+    const kept = Math.min(limit, lease + Math.min(free, cap === null ? Infinity : Math.max(0, cap - lease)))
     if (out < this.#o.leaseMs) return kept
     return out < this.#o.leaseMs + this.#o.callsEndMs ? Math.min(part(limit), kept) : part(limit)
   }
@@ -245,7 +247,10 @@ export class LeasedSeats {
     const since = Math.max(1, now - this.#lastAnswer)
     // Smoothed over about a lease's life (renewals come at any pace).
     if (Number.isFinite(this.#lastAnswer)) this.#answered += (1 - Math.exp(-since / this.#o.leaseMs)) * ((this.#answers * 1000) / since - this.#answered)
-    const held = Math.max(this.#lease, d.inFlight)
+    // Past a lease's life in an outage the lease as last granted is no longer its: every
+    // replica keeps to its part of an even split, and one still out fills its own.
+    const lapsed = this.#downSince !== null && now - this.#downSince >= this.#o.leaseMs
+    const held = Math.max(lapsed ? 0 : this.#lease, d.inFlight)
     if (this.#plan !== null) this.#plan = this.#planFor(need, d)
     const wanted = this.#wanted(d)
     if (this.#downSince !== null) this.#outageSeats = this.size(d.limit)
@@ -312,8 +317,6 @@ export class LeasedSeats {
     const freed = Math.max(0, answer.free) + Math.max(0, before - this.#lease, occupiedBefore - this.#occupied)
     const tell = freed === 0 ? [] : this.#plan.short.length > 0 ? this.#plan.short.slice(0, freed) : this.#plan.needsMost !== null ? [this.#plan.needsMost] : []
     for (const run of [...(starved ? this.#plan.over.slice(0, need - this.#lease) : []), ...tell]) this.#o.store.tell(run).catch(() => undefined)
-    const takes = this.#plan.short.length > 0 ? this.#plan.shortElsewhere : this.#others.filter((r) => tell.includes(r.run)).reduce((sum, r) => sum + Math.max(0, r.need - Math.max(r.lease, r.inFlight)), 0)
-    this.#untold = Math.max(0, answer.free - takes)
     this.#o.onRenewed?.(answer, this.#plan)
     // Targets moved with every renewal: the queue looks again.
     this.#wake()
