@@ -281,7 +281,7 @@ describe.skipIf(!redisCheck.available)('logins across replicas (Redis)', () => {
 // until its retry-after, the scheduled re-login of a token still held among them: its
 // loginMinInterval is shorter than the platform's retry-after.
 describe('a password login the platform answered 429', () => {
-  it('the scheduled re-login is not sent again before the 429\'s retry-after, though loginMinInterval has passed', async () => {
+  it('neither the scheduled re-login nor a confirmed refusal\'s is sent again before the 429\'s retry-after, though loginMinInterval has passed', async () => {
     const clock = fakeClock()
     const yaml = `${YAML}platform:\n  maintenanceInterval: 50ms\n  refreshBefore: 400d\n  loginMinInterval: 30s\n  maxPause: 60s\n`
     const gw = await gateway(sandboxLoginEnv(sandbox), yaml, clock.now)
@@ -292,6 +292,12 @@ describe('a password login the platform answered 429', () => {
     // Past loginMinInterval, within the retry-after: ticks run, no login is sent.
     clock.advance(31_000)
     await checksDone([gw], 3)
+    expect(sandbox.countRequests(isLogin)).toBe(1)
+    // A token the probe confirms refused meanwhile gets no re-login either: the read is told
+    // when the retry-after ends (121 s after the start, 92 s now).
+    sandbox.revokeToken(tokenOf(gw) as string)
+    const refused = await report(gw)
+    expect([refused.statusCode, refused.headers['retry-after'], refused.json<{ code: string }>().code]).toEqual([502, '29', 'GW_PLATFORM_AUTH'])
     expect(sandbox.countRequests(isLogin)).toBe(1)
     // Once the retry-after has passed, the next tick logs in again.
     sandbox.clearRouteFailures()
