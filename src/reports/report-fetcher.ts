@@ -185,10 +185,9 @@ async function fromBody(
   }
   const identity = gzipped ? decoded : received
   if (identity === null) return { kind: 'failed', error: new UpstreamError('unreadable gzip body') }
-  if (!cacheControlAllowsStore(raw['cache-control'] as string | undefined) || !varyAllowsSharing(raw.vary)) {
-    return { kind: 'pass', status: 200, headers, body: identity }
-  }
-  // A maintenance page or a cut-off body would be served as HIT to every replica for a day.
+  // A maintenance page or a cut-off body would be served as HIT to every replica for a day;
+  // one its server marks no-store is no report either: a read is not answered 200 with it
+  // (nor with Laravel's debug fields), nor a job ended done.
   const bodyKind = reportBodyKind(headers['content-type'], identity, deps.reportFields)
   if (bodyKind !== 'json') {
     const error = new UpstreamError(`the platform answered 200 with ${BODY_WORDS[bodyKind]} rather than a JSON report`)
@@ -202,6 +201,9 @@ async function fromBody(
       error: bodyKind === 'mislabelled-json' ? error : transient(error),
       unusable: { bodyKind, contentType: headers['content-type'] ?? null, bytes: identity.length },
     }
+  }
+  if (!cacheControlAllowsStore(raw['cache-control'] as string | undefined) || !varyAllowsSharing(raw.vary)) {
+    return { kind: 'pass', status: 200, headers, body: identity }
   }
   const fetchedAt = deps.now()
   // The copy says the language its body is in, as the platform's answer did.

@@ -92,6 +92,23 @@ describe('a platform 200 that is not a JSON report', () => {
     expect(JSON.parse(good.body)).toHaveProperty('data')
   })
 
+  // The same answers marked not to be stored (a maintenance page or an error body its
+  // server keeps out of every cache): still no report, and still the platform failing. Passed
+  // on as they are, a read got the platform's error (with Laravel's debug fields) as a 200
+  // report, and a job ended done with it as its result.
+  it.each([
+    { label: 'Laravel\'s error with its debug fields', body: { message: 'Undefined index: data', exception: 'ErrorException', file: '/var/www/app/Http/Controllers/ReportController.php', line: 41, trace: [] }, kind: 'no-report' },
+    { label: 'an empty object', body: {}, kind: 'no-report' },
+  ])('answers a 200 of $label marked no-store with 502 GW_UPSTREAM too, counted as $kind', async ({ body, kind }) => {
+    const query = freshQuery()
+    const before = await metric(`gateway_platform_unusable_answers_total{kind="${kind}"}`)
+    s.sandbox.setFailure({ kind: 'status', status: 200, body, headers: { 'cache-control': 'no-store' }, times: 1 })
+    const bad = await get(query)
+    expect([bad.status, (JSON.parse(bad.body) as { code?: string }).code]).toEqual([502, 'GW_UPSTREAM'])
+    expect(bad.body).not.toContain('ReportController')
+    expect(await metric(`gateway_platform_unusable_answers_total{kind="${kind}"}`)).toBe(before + 1)
+  })
+
   it('serves the stale copy when a good one exists', async () => {
     const query = freshQuery()
     const first = await get(query)

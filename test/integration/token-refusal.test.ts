@@ -3,7 +3,7 @@ import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 import { fakeClock, onRealTimers } from '../helpers/clock.js'
 import { KEYS, PRYING_KEY, PRYING_TEAMS_YAML as YAML, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
-import { campaignList, tokenOf } from '../helpers/gateway-calls.js'
+import { campaignList, checksDone, tokenOf } from '../helpers/gateway-calls.js'
 import { leakedSecrets, runSecrets } from '../helpers/secret-scan.js'
 import { CLOSED_PORT, redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
@@ -274,5 +274,35 @@ describe.skipIf(!redisCheck.available)('logins across replicas (Redis)', () => {
     sandbox.setRouteFailure(GUARDED, UNAUTHENTICATED)
     expect((await pry(gw, 1)).json()).toMatchObject({ code: 'GW_PLATFORM_REFUSED' })
     expect(sandbox.countRequests(isLogin)).toBe(1)
+  })
+})
+
+// The login's throttle (a 429 with retry-after) holds every login of the credential back
+// until its retry-after, the scheduled re-login of a token still held among them: its
+// loginMinInterval is shorter than the platform's retry-after.
+describe('a password login the platform answered 429', () => {
+  it('neither the scheduled re-login nor a confirmed refusal\'s is sent again before the 429\'s retry-after, though loginMinInterval has passed', async () => {
+    const clock = fakeClock()
+    const yaml = `${YAML}platform:\n  maintenanceInterval: 50ms\n  refreshBefore: 400d\n  loginMinInterval: 30s\n  maxPause: 60s\n`
+    const gw = await gateway(sandboxLoginEnv(sandbox), yaml, clock.now)
+    sandbox.setRouteFailure('/oauth/token', { kind: 'status', status: 429, headers: { 'retry-after': '60' } })
+    clock.advance(61_000)
+    await waitFor('the scheduled re-login answered 429', () => gw.tokens.get('default')?.loginFault?.kind === 'busy')
+    expect(sandbox.countRequests(isLogin)).toBe(1)
+    // Past loginMinInterval, within the retry-after: ticks run, no login is sent.
+    clock.advance(31_000)
+    await checksDone([gw], 3)
+    expect(sandbox.countRequests(isLogin)).toBe(1)
+    // A token the probe confirms refused meanwhile gets no re-login either: the read is told
+    // when the retry-after ends (121 s after the start, 92 s now).
+    sandbox.revokeToken(tokenOf(gw) as string)
+    const refused = await report(gw)
+    expect([refused.statusCode, refused.headers['retry-after'], refused.json<{ code: string }>().code]).toEqual([502, '29', 'GW_PLATFORM_AUTH'])
+    expect(sandbox.countRequests(isLogin)).toBe(1)
+    // Once the retry-after has passed, the next tick logs in again.
+    sandbox.clearRouteFailures()
+    clock.advance(30_000)
+    await waitFor('the re-login after the retry-after', () => sandbox.countRequests(isLogin) === 2)
+    expect(await tokenView(gw)).toMatchObject({ usable: true })
   })
 })

@@ -273,12 +273,13 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
    * The platform answered 401 to `failedToken`; `confirmed`: the probe call says the token
    * itself is refused. With a password login: one re-login shared by every
    * caller that saw the 401 (unconfirmed, only when loginMinInterval allows). Without one,
-   * a confirmed refusal makes the credential unusable until a new token arrives (file,
-   * admin call, another replica); an unconfirmed one changes nothing.
+   * or while a login's 429 holds logins back (#loginHeld), a confirmed refusal makes the
+   * credential unusable until a new token arrives (file, admin call, another replica, the
+   * tick's login once the 429's retry-after ends); an unconfirmed one changes nothing.
    */
   async recover(failedToken: string, confirmed: boolean): Promise<TokenState | null> {
     if (this.#state && this.#state.token !== failedToken) return this.usable() ? this.#state : null
-    if (!this.credential.login) {
+    if (!this.credential.login || this.#loginHeld(this.#clock.now())) {
       if (confirmed) this.#markRejected()
       return null
     }
@@ -497,6 +498,15 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     })
   }
 
+  /**
+   * Whether a login the platform answered 429 holds the next back at `now`: none of the
+   * gateway's own (the tick's, a 401's re-login) is sent before its retry-after, whatever
+   * loginMinInterval allows; an operator's refresh alone is.
+   */
+  #loginHeld(now: number): boolean {
+    return this.#loginFault?.kind === 'busy' && now < this.#loginFault.until
+  }
+
   /** The LoginFault of a failed password login's error; null: a refusal of the login itself (a 4xx but 429). */
   #faultOf(err: unknown): LoginFault | null {
     const throttle = loginThrottle(err)
@@ -631,8 +641,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     // Both are exempt from loginMinInterval: no token yet is the start login again, and a
     // rejected one was confirmed refused by the probe (this tick bounds the retries).
     if (!this.#state || (this.#rejected && this.credential.login)) {
-      // A login the platform answered 429 is not sent again before its retry-after.
-      if (this.#loginFault?.kind === 'busy' && now < this.#loginFault.until) return
+      if (this.#loginHeld(now)) return
       if (this.credential.login) await this.#login('login', true, this.#state).catch((err: unknown) => this.#deps.log.error({ err, credential: this.name }, 'platform login failed'))
       return
     }
@@ -644,7 +653,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
       )
     }
     this.#lastLeftMs = leftMs
-    if (this.credential.login && this.#loginDue(now)) {
+    if (this.credential.login && !this.#loginHeld(now) && this.#loginDue(now)) {
       await this.#login('login', false).catch((err: unknown) => this.#deps.log.error({ err, credential: this.name }, 'scheduled platform re-login failed; the current token is kept'))
     }
   }
