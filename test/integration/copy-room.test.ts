@@ -164,6 +164,35 @@ describe.skipIf(!available)('report copies on an evicting Redis: each team withi
     expect(counted.sort(), 'the copies counted on the team are those Redis holds').toEqual(written.flatMap((w, i) => (w ? [key(i)] : [])).sort())
   })
 
+  // A copy is written with its advertiser's index in one script: written apart, the copy
+  // could fit under maxmemory and the index's writes after it not, and a purge of its
+  // advertiser (an operator's, after a data-protection request) would miss it until it expired.
+  it.each([
+    ['counted on its team\'s part', Number.MAX_SAFE_INTEGER],
+    ['with no part (no room known)', null],
+  ])('a copy Redis holds is one its advertiser\'s purge finds, at any distance from maxmemory (noeviction): %s', async (_what, part) => {
+    const now = Date.now()
+    const key = (i: number) => `${PREFIX}report:v1:purged-edge-${i}`
+    const room = { copyPart: () => part }
+    await fillRedisUp(redis.client)
+    const written: boolean[] = []
+    for (let above = -1024; above <= 8192; above += 128) {
+      const used = Number(/^used_memory:(\d+)/m.exec(await redis.client.info('memory'))?.[1])
+      await redis.client.config('SET', 'maxmemory', String(used + above))
+      const i = written.length
+      // A new store each time: the breaker holds writes back for its cooldown after a refusal.
+      await storeOf(redis.client, room).set(key(i), copyOf('edge', i, now))
+      written.push((await redis.client.exists(key(i))) === 1)
+    }
+    await redis.client.config('SET', 'maxmemory', '0')
+    expect(written, 'some refused, some written').toContain(true)
+    expect(written).toContain(false)
+    const store = storeOf(redis.client, room)
+    expect(await store.purgeAdvertiser(101), 'every copy Redis held').toBe(written.filter(Boolean).length)
+    const hits = (await Promise.all(written.map(async (_w, i) => ((await store.get(key(i))) === null ? [] : [key(i)])))).flat()
+    expect(hits, 'no copy of the purged advertiser is read').toEqual([])
+  })
+
   describe('through the gateway', () => {
     const sandbox = useSandbox()
     const gateways = useGateways()
