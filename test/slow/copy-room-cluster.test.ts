@@ -80,6 +80,10 @@ describe.skipIf(!available)('the report copies\' room on a 3-master Redis Cluste
       expect(await cluster.exists(key), 'refused by its master').toBe(0)
       expect(await cluster.hget(redisKey.copyOwners(prefix), key), 'the refused copy is counted on no team').toBeNull()
       expect(Number((await cluster.hget(redisKey.copySums(prefix), 'edge')) ?? '0')).toBe(0)
+      // Its advertiser's index, written before it, lists it: harmless, a purge drops nothing for it.
+      expect(await cluster.zrange(redisKey.advertiserIndex(prefix, 101), 0, -1)).toEqual([key])
+      expect(await store.purgeAdvertiser(101)).toBe(0)
+      expect(await cluster.exists(redisKey.advertiserIndex(prefix, 101))).toBe(0)
     } finally {
       await copyMaster.config('SET', 'maxmemory', '0')
     }
