@@ -86,15 +86,40 @@ local function takeRoom()
   return 1
 end`
 
-// TAKE_ROOM_LUA's room, then the copy written in the same script (KEYS[4]: the copy's key;
-// ARGV[8]: its value, ARGV[7] its lifetime), on one Redis (no Cluster): Redis runs a script
-// whole once it began it, so the room's count and the copy's write are taken together or
-// refused together. Written apart, the room's records could fit under maxmemory and the
-// copy's SET after them not: a copy counted that Redis does not hold.
-const TAKE_ROOM_AND_WRITE = redisScript<number>('gatewayCopyRoomWrite', `${TAKE_ROOM_LUA}
-if takeRoom() == 0 then return 0 end
+// An advertiser's index (a sorted set: the keys of its live copies, each scored by its
+// expiry) takes one copy: KEYS[i] the index; ARGV as TAKE_ROOM's (the time, the copy's
+// key, its expiry, its lifetime). The index lists the copies that live (those past their
+// expiry dropped at each write), so that a team asking report after report leaves no more
+// in it than Redis holds; it outlives its longest copy.
+const INDEX_LUA = `
+local function index(i)
+  redis.call('ZADD', KEYS[i], ARGV[4], ARGV[2])
+  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', '(' .. ARGV[1])
+  if redis.call('PTTL', KEYS[i]) < tonumber(ARGV[7]) then redis.call('PEXPIRE', KEYS[i], ARGV[7]) end
+end`
+
+// A copy written on one Redis (no Cluster), with its room and its advertisers' indexes, in
+// one script (KEYS: TAKE_ROOM's three, the copy's key, its advertisers' indexes; ARGV:
+// TAKE_ROOM's, the copy's value, and '1' when it is counted on its team's part): Redis
+// runs a script whole once it began it, so the room's count, the copy and its indexes are
+// taken together or refused together (at maxmemory, on a failover, by a replica stopped).
+// Written apart, the room's records could fit under maxmemory and the copy's SET after
+// them not (a copy counted that Redis does not hold), or the copy fit and its index's
+// ZADD after it not (a copy its advertiser's purge misses until its expiry). 1: written;
+// 0: its team's part is taken, nothing written. Uncounted, the SET is the first write:
+// Redis past its maxmemory refuses the script whole there.
+const COPY_WRITE = redisScript<number>('gatewayCopyWrite', `${TAKE_ROOM_LUA}
+${INDEX_LUA}
+if ARGV[9] == '1' and takeRoom() == 0 then return 0 end
 redis.call('SET', KEYS[4], ARGV[8], 'PX', ARGV[7])
-return 1`, 4)
+for i = 5, #KEYS do index(i) end
+return 1`, null)
+
+// One advertiser's index, on a Cluster (KEYS[1]; ARGV: as COPY_WRITE's): there the index,
+// the copy and the room's records sit in different slots, and no one script writes them.
+const INDEX_WRITE = redisScript<number>('gatewayCopyIndex', `${INDEX_LUA}
+index(1)
+return 1`, 1)
 
 // TAKE_ROOM_LUA's room alone, on a Cluster: the copy's key sits in another slot than the
 // room's records, so its SET follows as a command of its own (RedisStore.set).
@@ -241,45 +266,34 @@ export class RedisStore implements CacheStore {
     if (ttl <= 0) return
     const team = entry.filledBy?.team
     const part = team === undefined ? null : this.#copyPart()
-    // Sent together, answered in one round trip; one connection keeps their order.
     await this.#breaker.write(async () => {
       const encoded = encodeEntry(entry)
       const value = this.#seal ? this.#seal.seal(key, encoded) : encoded
-      // With a room known, one round trip more before the rest: the team's part is taken,
-      // on one Redis with the copy written in the same script.
       const counted = team !== undefined && part !== null
-      if (counted && !(await this.#roomTaken(team, key, value, entry.errorUntil, part, ttl))) {
+      const bytes = value.length + Buffer.byteLength(key) + COPY_OVERHEAD_BYTES
+      const args = [this.#now(), key, bytes, entry.errorUntil, team ?? '', part ?? 0, ttl] as const
+      const indexes = entry.advertiserIds.map((id) => this.#advertiserIndex(id))
+      if (!this.#cluster) {
+        // One script, one round trip: the copy, its room and its indexes together (COPY_WRITE).
+        const written = await COPY_WRITE(this.#redis, 4 + indexes.length, ...this.#room, key, ...indexes, ...args, value, counted ? '1' : '0')
+        if (written === 0 && team !== undefined) this.#onOverPart(team)
+        return
+      }
+      // On a Cluster the indexes first (one script each, sent together), then the room,
+      // then the copy: a copy is written only once every purge that reaches it finds it.
+      // An index entry for a copy never written is harmless: a purge unlinks a key Redis
+      // does not hold, counted 0, and the entry is dropped at its expiry.
+      await Promise.all(indexes.map((index) => INDEX_WRITE(this.#redis, index, ...args)))
+      if (!counted) {
+        await this.#redis.set(key, value, 'PX', ttl)
+        return
+      }
+      if ((await TAKE_ROOM(this.#redis, ...this.#room, ...args)) === 0) {
         this.#onOverPart(team)
         return
       }
-      const writes: Promise<unknown>[] = []
-      if (!counted) writes.push(this.#redis.set(key, value, 'PX', ttl))
-      else if (this.#cluster) writes.push(this.#redis.set(key, value, 'PX', ttl).catch((err: unknown) => this.#refusedAfterRoom(key, err)))
-      for (const advertiserId of entry.advertiserIds) {
-        const index = this.#advertiserIndex(advertiserId)
-        // The index lists the entries that live (each scored by its expiry, dropped once
-        // past it at the next write), so that a team asking report after report leaves
-        // no more in it than Redis holds; it outlives its longest entry.
-        writes.push(
-          this.#redis.zadd(index, entry.errorUntil, key),
-          this.#redis.zremrangebyscore(index, '-inf', `(${this.#now()}`),
-          this.#redis.pexpire(index, ttl, 'GT'),
-          this.#redis.pexpire(index, ttl, 'NX'),
-        )
-      }
-      await Promise.all(writes)
+      await this.#redis.set(key, value, 'PX', ttl).catch((err: unknown) => this.#refusedAfterRoom(key, err))
     }, undefined)
-  }
-
-  /**
-   * Whether `team`'s copies have room for one more, `value` at `key`, living until `expiry`;
-   * taken if so, and on one Redis the copy written with it (TAKE_ROOM_AND_WRITE). On a
-   * Cluster the copy's key is in another slot: the caller writes it after.
-   */
-  async #roomTaken(team: string, key: string, value: Buffer, expiry: number, part: number, ttl: number): Promise<boolean> {
-    const args = [this.#now(), key, value.length + Buffer.byteLength(key) + COPY_OVERHEAD_BYTES, expiry, team, part, ttl] as const
-    const taken = this.#cluster ? await TAKE_ROOM(this.#redis, ...this.#room, ...args) : await TAKE_ROOM_AND_WRITE(this.#redis, ...this.#room, key, ...args, value)
-    return taken === 1
   }
 
   /**

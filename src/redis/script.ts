@@ -22,12 +22,13 @@ export interface RedisScript<R> {
  * A Lua script run by its SHA (EVALSHA), through ioredis's `defineCommand`: its text
  * travels to a Redis (or a Cluster node) once, when that one answers NOSCRIPT, rather
  * than with every call. Defined on each client the first time it runs there.
+ * `numberOfKeys` null: the keys vary, and each call gives their number first.
  */
-export function redisScript<R>(name: string, lua: string, numberOfKeys: number): RedisScript<R> {
+export function redisScript<R>(name: string, lua: string, numberOfKeys: number | null): RedisScript<R> {
   const defined = new WeakSet<RedisClient>()
   const define = (redis: RedisClient): void => {
     if (defined.has(redis)) return
-    redis.defineCommand(name, { numberOfKeys, lua })
+    redis.defineCommand(name, { numberOfKeys: numberOfKeys ?? undefined, lua })
     defined.add(redis)
   }
   const run = (redis: RedisClient, ...args: Arg[]): Promise<R> => {

@@ -1,5 +1,6 @@
 import { gzipSync } from 'node:zlib'
 import { pino } from 'pino'
+import type { Redis } from 'ioredis'
 import { afterEach, describe, expect, it } from 'vitest'
 import { etagOf, type CacheEntry } from '../../src/cache/cache-entry.js'
 import { COPY_OVERHEAD_BYTES, RedisStore } from '../../src/cache/redis-store.js'
@@ -36,6 +37,28 @@ function storeOf(client: RedisClient, room: Pick<ConstructorParameters<typeof Re
     limits: { maxEntryBytes: 1024 * 1024, maxFreshMs: 3_600_000, staleWhileRevalidateMs: 3_600_000, staleIfErrorMs: 3_600_000 },
     ...room,
   })
+}
+
+/**
+ * Whether each of a team's copies (`key(i)`) is written, Redis filled up (noeviction) and its
+ * maxmemory set from 1 KiB below what it holds to 8 KiB above it, 128 bytes a step, one
+ * copy a step; some must be written and some refused. maxmemory is 0 again after.
+ */
+async function writtenNearMaxmemory(client: Redis, room: Parameters<typeof storeOf>[1], key: (i: number) => string, now: number): Promise<boolean[]> {
+  await fillRedisUp(client)
+  const written: boolean[] = []
+  for (let above = -1024; above <= 8192; above += 128) {
+    const used = Number(/^used_memory:(\d+)/m.exec(await client.info('memory'))?.[1])
+    await client.config('SET', 'maxmemory', String(used + above))
+    const i = written.length
+    // A new store each time: the breaker holds writes back for its cooldown after a refusal.
+    await storeOf(client, room).set(key(i), copyOf('edge', i, now))
+    written.push((await client.exists(key(i))) === 1)
+  }
+  await client.config('SET', 'maxmemory', '0')
+  expect(written, 'some refused, some written').toContain(true)
+  expect(written).toContain(false)
+  return written
 }
 
 describe.skipIf(!available)('report copies on an evicting Redis: each team within its part of the room', () => {
@@ -145,23 +168,28 @@ describe.skipIf(!available)('report copies on an evicting Redis: each team withi
     const now = Date.now()
     const key = (i: number) => `${PREFIX}report:v1:edge-${i}`
     const room = { copyPart: () => Number.MAX_SAFE_INTEGER }
-    await fillRedisUp(redis.client)
     // From above what Redis holds to past one copy and its records below it: somewhere the
     // room's records fit under maxmemory and the copy's write, after them, does not.
-    const written: boolean[] = []
-    for (let above = -1024; above <= 8192; above += 128) {
-      const used = Number(/^used_memory:(\d+)/m.exec(await redis.client.info('memory'))?.[1])
-      await redis.client.config('SET', 'maxmemory', String(used + above))
-      const i = written.length
-      // A new store each time: the breaker holds writes back for its cooldown after a refusal.
-      await storeOf(redis.client, room).set(key(i), copyOf('edge', i, now))
-      written.push((await redis.client.exists(key(i))) === 1)
-    }
-    await redis.client.config('SET', 'maxmemory', '0')
-    expect(written, 'some refused, some written').toContain(true)
-    expect(written).toContain(false)
+    const written = await writtenNearMaxmemory(redis.client, room, key, now)
     const counted = Object.keys(await redis.client.hgetall(`${PREFIX}copies:{room}:owners`))
     expect(counted.sort(), 'the copies counted on the team are those Redis holds').toEqual(written.flatMap((w, i) => (w ? [key(i)] : [])).sort())
+  })
+
+  // A copy is written with its advertiser's index in one script: written apart, the copy
+  // could fit under maxmemory and the index's writes after it not, and a purge of its
+  // advertiser (an operator's, after a data-protection request) would miss it until it expired.
+  it.each([
+    ['counted on its team\'s part', Number.MAX_SAFE_INTEGER],
+    ['with no part (no room known)', null],
+  ])('a copy Redis holds is one its advertiser\'s purge finds, at any distance from maxmemory (noeviction): %s', async (_what, part) => {
+    const now = Date.now()
+    const key = (i: number) => `${PREFIX}report:v1:purged-edge-${i}`
+    const room = { copyPart: () => part }
+    const written = await writtenNearMaxmemory(redis.client, room, key, now)
+    const store = storeOf(redis.client, room)
+    expect(await store.purgeAdvertiser(101), 'every copy Redis held').toBe(written.filter(Boolean).length)
+    const hits = (await Promise.all(written.map(async (_w, i) => ((await store.get(key(i))) === null ? [] : [key(i)])))).flat()
+    expect(hits, 'no copy of the purged advertiser is read').toEqual([])
   })
 
   describe('through the gateway', () => {

@@ -80,8 +80,55 @@ describe.skipIf(!available)('the report copies\' room on a 3-master Redis Cluste
       expect(await cluster.exists(key), 'refused by its master').toBe(0)
       expect(await cluster.hget(redisKey.copyOwners(prefix), key), 'the refused copy is counted on no team').toBeNull()
       expect(Number((await cluster.hget(redisKey.copySums(prefix), 'edge')) ?? '0')).toBe(0)
+      // Its advertiser's index, written before it, lists it: harmless, a purge drops nothing for it.
+      expect(await cluster.zrange(redisKey.advertiserIndex(prefix, 101), 0, -1)).toEqual([key])
+      expect(await store.purgeAdvertiser(101)).toBe(0)
+      expect(await cluster.exists(redisKey.advertiserIndex(prefix, 101))).toBe(0)
     } finally {
       await copyMaster.config('SET', 'maxmemory', '0')
+    }
+  })
+
+  // On a Cluster the advertiser's index sits in another slot than the copy: no one script
+  // writes both. The index is written first and the copy only once it was taken; an index
+  // entry for a copy never written is harmless (its purge unlinks a key Redis does not hold).
+  it('a copy whose advertiser\'s index its master refuses at its maxmemory (noeviction) is not written: the advertiser\'s purge leaves none to read', async () => {
+    const cluster = topology.client as Cluster
+    const prefix = 'purge:'
+    const masterOf = async (key: string): Promise<string> => cluster.slots[Number(await cluster.cluster('KEYSLOT', key))]![0]!
+    const key = `${prefix}report:v1:c0`
+    // An advertiser whose index is on another master than the copy's, that master filled up.
+    let advertiserId = 101
+    while ((await masterOf(redisKey.advertiserIndex(prefix, advertiserId))) === (await masterOf(key))) advertiserId++
+    const index = redisKey.advertiserIndex(prefix, advertiserId)
+    const address = await masterOf(index)
+    const indexMaster = cluster.nodes('master').find((m) => `${m.options.host}:${m.options.port}` === address) as Redis
+    const storeOf = (copyPart: number | null) =>
+      new RedisStore({
+        redis: cluster,
+        breaker: new RedisBreaker({ cooldownMs: 1000, log: pino({ level: 'silent' }) }),
+        prefix,
+        seal: new RedisSeal('copy-room-cluster-secret-0123456789abcdef'),
+        limits: { maxEntryBytes: MiB, maxFreshMs: 3_600_000, staleWhileRevalidateMs: 3_600_000, staleIfErrorMs: 3_600_000 },
+        copyPart: () => copyPart,
+      })
+    const now = Date.now()
+    const identity = Buffer.from('{"data":[{"clicks":2}]}')
+    const entry = { contentType: 'application/json', gzip: gzipSync(identity), identity, fetchedAt: now, freshUntil: now + 600_000, staleUntil: now + 1_200_000, errorUntil: now + 1_800_000, advertiserIds: [advertiserId], etag: etagOf(identity), filledBy: { team: 'purged', replica: 'r1' } }
+    await fillRedisUp(indexMaster, (i) => `{${index}}:junk:${i}`)
+    try {
+      // Counted on its team's part, and with no part known.
+      for (const part of [Number.MAX_SAFE_INTEGER, null]) {
+        await storeOf(part).set(key, entry)
+        await indexMaster.config('SET', 'maxmemory', '0')
+        const store = storeOf(part)
+        await store.purgeAdvertiser(advertiserId)
+        expect(await store.get(key), 'no copy of the purged advertiser is read').toBeNull()
+        expect(await cluster.hget(redisKey.copyOwners(prefix), key), 'the copy not written is counted on no team').toBeNull()
+        await fillRedisUp(indexMaster, (i) => `{${index}}:junk:${i}`)
+      }
+    } finally {
+      await indexMaster.config('SET', 'maxmemory', '0')
     }
   })
 })
