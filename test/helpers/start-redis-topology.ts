@@ -41,9 +41,11 @@ export interface ReplicatedClusterTopology extends RedisTopology {
   /**
    * SIGKILLs the master serving `slot` once its replica's link is up (it holds what the
    * master held), and resolves once the Cluster promoted the replica: the slot table names
-   * it and every node says cluster_state:ok.
+   * it and every node says cluster_state:ok. With `meanwhile`, the replica is frozen
+   * (SIGSTOP) while it runs and until the master is gone: what it writes to that master
+   * never reaches the replica, as a write Redis' asynchronous replication had not passed on.
    */
-  killMaster(slot: number): Promise<{ from: number; to: number }>
+  killMaster(slot: number, meanwhile?: () => Promise<void>): Promise<{ from: number; to: number }>
   /** Starts the node of `port` again with its cluster config, and resolves once it follows its master again (a replica in sync). */
   restartNode(port: number): Promise<void>
 }
@@ -242,7 +244,7 @@ export async function startReplicatedCluster(masters = 3): Promise<ReplicatedClu
           await eachMaster((n) => n.flushall())
         },
         masterOf: (slot) => masterOf(slot),
-        killMaster: async (slot) => {
+        killMaster: async (slot, meanwhile) => {
           const from = await masterOf(slot)
           // Its replica: whichever node follows it (the one it was made with, or the node it demoted).
           const followers: number[] = []
@@ -258,7 +260,17 @@ export async function startReplicatedCluster(masters = 3): Promise<ReplicatedClu
             }
           }
           if (followers.length === 0) throw new Error(`redis topology: no replica follows ${from} (the expected one: ${replicaOf(from)})`)
-          await stopRedis(byPort.get(from) as ChildProcess, true)
+          const frozen = meanwhile ? followers.map((port) => byPort.get(port) as ChildProcess) : []
+          for (const child of frozen) child.kill('SIGSTOP')
+          try {
+            // The frozen replica's socket still takes what the master sends, until its buffers
+            // are full: a value larger than both fills them, and what follows stays in the master.
+            if (meanwhile) await fillReplicationBuffers(from, slot)
+            await meanwhile?.()
+            await stopRedis(byPort.get(from) as ChildProcess, true)
+          } finally {
+            for (const child of frozen) child.kill('SIGCONT')
+          }
           const to = await masterOf(slot, from)
           return { from, to }
         },
@@ -282,6 +294,25 @@ export async function startReplicatedCluster(masters = 3): Promise<ReplicatedClu
       throw err
     }
   })
+}
+
+/** Bytes beyond a loopback connection's largest buffers (net.ipv4.tcp_rmem and tcp_wmem: 32 MiB and 4 MiB at most by default). */
+const BEYOND_SOCKET_BUFFERS = 48 * 1024 * 1024
+
+/** Writes on the master of `port` one value larger than its replication link's socket buffers, in a key of `slot`. */
+async function fillReplicationBuffers(port: number, slot: number): Promise<void> {
+  const master = direct(port)
+  try {
+    let key: string | undefined
+    for (let from = 0; key === undefined; from += 20_000) {
+      const names = Array.from({ length: 20_000 }, (_, i) => `filler:${from + i}`)
+      const slots = (await master.pipeline(names.map((name) => ['cluster', 'keyslot', name])).exec()) ?? []
+      key = names[slots.findIndex(([, s]) => Number(s) === slot)]
+    }
+    await master.set(key, Buffer.alloc(BEYOND_SOCKET_BUFFERS))
+  } finally {
+    master.disconnect()
+  }
 }
 
 /**

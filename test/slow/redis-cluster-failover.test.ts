@@ -125,4 +125,38 @@ ${cluster.configLines.join('\n')}
     const printOf = async (gw: TestGateway) => (await admin(gw, 'GET', '/admin/token')).json<{ fingerprint: string }>().fingerprint
     await waitFor('the token on the other replica', async () => (await printOf(b)) === (await printOf(a)), testTimeLeft(), 50)
   }, 180_000)
+
+  it('a token rotation the killed master had not passed to its replica: the running replicas store it again, and a replica started after takes it, not the token it replaced', async () => {
+    await cluster.flush()
+    const first = sandbox.issueToken()
+    const config = () => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: first, ADMIN_TOKEN, GATEWAY_SECRET }, yaml())
+    const a = await replicas.build(config())
+    const b = await replicas.build(config())
+    const printOf = async (gw: TestGateway) => (await admin(gw, 'GET', '/admin/token')).json<{ fingerprint: string }>().fingerprint
+    const firstPrint = await printOf(a)
+    expect(await printOf(b)).toBe(firstPrint)
+    const tokenSlot = Number(await cluster.client.call('CLUSTER', 'KEYSLOT', 'rgw:token:default'))
+    expect(await cluster.client.exists('rgw:token:default')).toBe(1)
+    const LOST = '{rgw:token:default}lost'
+    // The rotation reaches B by the bus, and its record only the master, which is killed before its replica reads it.
+    const { from } = await cluster.killMaster(tokenSlot, async () => {
+      const put = await admin(a, 'PUT', '/admin/token', { token: sandbox.issueToken() })
+      expect(put.statusCode, put.body).toBe(200)
+      await waitFor('the rotation on the other replica', async () => (await printOf(b)) !== firstPrint, testTimeLeft(), 50)
+      // A key of the record's slot (its hash tag is the record's name), written after the record.
+      await cluster.client.set(LOST, '1')
+    })
+    let lost: number | undefined
+    await waitFor('the promoted master read', async () => (lost = await cluster.client.exists(LOST).catch(() => undefined)) !== undefined, testTimeLeft(), 100)
+    expect(lost, 'the writes made while the replica was frozen are lost').toBe(0)
+    const rotated = await printOf(a)
+    expect([rotated, await printOf(b)]).toEqual([rotated, rotated])
+    expect(rotated).not.toBe(firstPrint)
+    await waitFor('both replicas on Redis again', async () => (await redisState(a)) === 'ok' && (await redisState(b)) === 'ok', testTimeLeft(), 100)
+    // A replica of the first token's configuration, started now: it ends on the rotation, as A and B stay.
+    const c = await replicas.build(config())
+    await waitFor(() => `the new replica on the rotation (${firstPrint} replaced by ${rotated})`, async () => (await printOf(c)) === rotated, testTimeLeft(), 100)
+    expect([await printOf(a), await printOf(b)]).toEqual([rotated, rotated])
+    await cluster.restartNode(from)
+  }, 120_000)
 })
