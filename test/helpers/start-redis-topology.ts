@@ -46,6 +46,10 @@ export interface ReplicatedClusterTopology extends RedisTopology {
    * never reaches the replica, as a write Redis' asynchronous replication had not passed on.
    */
   killMaster(slot: number, meanwhile?: () => Promise<void>): Promise<{ from: number; to: number }>
+  /** The port of every node, masters and replicas. */
+  ports: number[]
+  /** SIGKILLs the node of `port`, frozen (SIGSTOP) first while `meanwhile` runs: its connections hear nothing, then end. */
+  killNode(port: number, meanwhile?: () => Promise<void>): Promise<void>
   /** Starts the node of `port` again with its cluster config, and resolves once it follows its master again (a replica in sync). */
   restartNode(port: number): Promise<void>
 }
@@ -212,7 +216,19 @@ export async function startReplicatedCluster(masters = 3): Promise<ReplicatedClu
       const client = new Cluster(addresses, { redisOptions: { maxRetriesPerRequest: 1 } })
       client.on('error', () => undefined)
       await waitUntil('the cluster client', async () => (await client.ping()) === 'PONG')
-      const eachMaster = async <T>(fn: (node: Redis) => Promise<T>): Promise<T[]> => Promise.all(client.nodes('master').map(fn))
+      // Each node asked on a connection of its own: the client's own node list lags a failover.
+      const eachMaster = async <T>(fn: (node: Redis) => Promise<T>): Promise<T[]> => {
+        const results: T[] = []
+        for (const { port } of nodes) {
+          const c = direct(port)
+          try {
+            if (((await c.info('replication').catch(() => '')) as string).includes('role:master')) results.push(await fn(c))
+          } finally {
+            c.disconnect()
+          }
+        }
+        return results
+      }
       /** Asks the live nodes, each on a connection of its own: the port serving `slot`, once every live node agrees. */
       const masterOf = async (slot: number, except?: number): Promise<number> => {
         let found = 0
@@ -273,6 +289,16 @@ export async function startReplicatedCluster(masters = 3): Promise<ReplicatedClu
           }
           const to = await masterOf(slot, from)
           return { from, to }
+        },
+        ports: nodes.map((n) => n.port),
+        killNode: async (port, meanwhile) => {
+          const child = byPort.get(port) as ChildProcess
+          child.kill('SIGSTOP')
+          try {
+            await meanwhile?.()
+          } finally {
+            await stopRedis(child, true)
+          }
         },
         restartNode: async (port) => {
           await launchNode(nodes.findIndex((n) => n.port === port))

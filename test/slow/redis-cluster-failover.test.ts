@@ -1,6 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { Redis } from 'ioredis'
+import { closeAfterTest } from '../helpers/build-gateway.js'
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { startReplicatedCluster, type ReplicatedClusterTopology } from '../helpers/start-redis-topology.js'
@@ -158,5 +160,63 @@ ${cluster.configLines.join('\n')}
     await waitFor(() => `the new replica on the rotation (${firstPrint} replaced by ${rotated})`, async () => (await printOf(c)) === rotated, testTimeLeft(), 100)
     expect([await printOf(a), await printOf(b)]).toEqual([rotated, rotated])
     await cluster.restartNode(from)
+  }, 120_000)
+
+  /** The nodes holding a connection subscribed to channels (the gateways' bus subscribers: ioredis puts them on masters). */
+  async function subscriberNodes(): Promise<number[]> {
+    const found: number[] = []
+    for (const port of cluster.ports) {
+      const node = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0 })
+      node.on('error', () => undefined)
+      try {
+        if (/ sub=[1-9]/.test((await node.call('CLIENT', 'LIST')) as string)) found.push(port)
+      } catch {
+        // A node down: it holds no subscriber.
+      } finally {
+        node.disconnect()
+      }
+    }
+    return found
+  }
+
+  it("the master holding a replica's bus subscriber lost while a token was announced: the replica takes the stored token once Redis answers, not a maintenanceInterval later", async () => {
+    await cluster.flush()
+    const first = sandbox.issueToken()
+    const config = () => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: first, ADMIN_TOKEN, GATEWAY_SECRET }, yaml())
+    const tokenMaster = await cluster.masterOf(Number(await cluster.client.call('CLUSTER', 'KEYSLOT', 'rgw:token:default')))
+    // A replica whose subscriber is on another master than the token's record (each start picks a master at random).
+    let a: TestGateway | undefined
+    let node: number | undefined
+    for (let tries = 0; node === undefined; tries++) {
+      expect(tries, 'a subscriber on another master than the record within 12 starts').toBeLessThan(12)
+      const gw = await replicas.build(config())
+      let nodes: number[] = []
+      await waitFor('the subscriber connected', async () => (nodes = await subscriberNodes()).length === 1, testTimeLeft(), 50)
+      if (nodes[0] !== tokenMaster) {
+        a = gw
+        node = nodes[0]
+      } else {
+        replicas.open.splice(replicas.open.indexOf(gw), 1)
+        await closeAfterTest(gw)
+      }
+    }
+    const b = await replicas.build(config())
+    const printOf = async (gw: TestGateway) => (await admin(gw, 'GET', '/admin/token')).json<{ fingerprint: string }>().fingerprint
+    const before = await printOf(a as TestGateway)
+    expect(await printOf(b)).toBe(before)
+    // The rotation is stored and announced while A's subscriber's node hears nothing; then that master is gone.
+    await cluster.killNode(node as number, async () => {
+      const put = await admin(b, 'PUT', '/admin/token', { token: sandbox.issueToken() })
+      expect(put.statusCode, put.body).toBe(200)
+      expect(put.json<{ replicas: string }>().replicas).toBe('all')
+    })
+    const killedAt = Date.now()
+    const rotated = await printOf(b)
+    expect(rotated).not.toBe(before)
+    // Well within platform.maintenanceInterval (1 minute), the periodic catch-up.
+    await waitFor(() => `A on the rotated token (it holds ${before})`, async () => (await printOf(a as TestGateway)) === rotated, 20_000, 100)
+    console.log(`token on A ${Date.now() - killedAt} ms after the kill; A's redis lines ${JSON.stringify(redisLines(a as TestGateway))}`)
+    await waitFor('A subscribed again', async () => (await subscriberNodes()).length === 2, testTimeLeft(), 50)
+    await cluster.restartNode(node as number)
   }, 120_000)
 })
