@@ -162,14 +162,14 @@ ${cluster.configLines.join('\n')}
     await cluster.restartNode(from)
   }, 120_000)
 
-  /** The nodes holding a connection subscribed to channels (the gateways' bus subscribers: ioredis puts them on masters). */
-  async function subscriberNodes(): Promise<number[]> {
-    const found: number[] = []
+  /** The nodes holding a connection subscribed to channels (the gateways' bus subscribers), with their roles. */
+  async function subscriberNodes(): Promise<{ port: number; replica: boolean }[]> {
+    const found: { port: number; replica: boolean }[] = []
     for (const port of cluster.ports) {
       const node = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0 })
       node.on('error', () => undefined)
       try {
-        if (/ sub=[1-9]/.test((await node.call('CLIENT', 'LIST')) as string)) found.push(port)
+        if (/ sub=[1-9]/.test((await node.call('CLIENT', 'LIST')) as string)) found.push({ port, replica: (await node.info('replication')).includes('role:slave') })
       } catch {
         // A node down: it holds no subscriber.
       } finally {
@@ -179,22 +179,24 @@ ${cluster.configLines.join('\n')}
     return found
   }
 
-  it("the master holding a replica's bus subscriber lost while a token was announced: the replica takes the stored token once Redis answers, not a maintenanceInterval later", async () => {
+  it("a replica node holding a gateway replica's bus subscriber lost while a token was announced: no outage, and the replica takes the stored token once subscribed on another node, not a maintenanceInterval later", async () => {
+    // A seed node (the config names the first masters) turned replica by a failover: ioredis
+    // may put a subscriber on any node it knows, the seeds included.
+    const { from } = await cluster.killMaster(0)
+    await cluster.restartNode(from)
     await cluster.flush()
     const first = sandbox.issueToken()
     const config = () => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: first, ADMIN_TOKEN, GATEWAY_SECRET }, yaml())
-    const tokenMaster = await cluster.masterOf(Number(await cluster.client.call('CLUSTER', 'KEYSLOT', 'rgw:token:default')))
-    // A replica whose subscriber is on another master than the token's record (each start picks a master at random).
     let a: TestGateway | undefined
     let node: number | undefined
     for (let tries = 0; node === undefined; tries++) {
-      expect(tries, 'a subscriber on another master than the record within 12 starts').toBeLessThan(12)
+      expect(tries, 'a subscriber on a replica node within 20 starts').toBeLessThan(20)
       const gw = await replicas.build(config())
-      let nodes: number[] = []
+      let nodes: { port: number; replica: boolean }[] = []
       await waitFor('the subscriber connected', async () => (nodes = await subscriberNodes()).length === 1, testTimeLeft(), 50)
-      if (nodes[0] !== tokenMaster) {
+      if (nodes[0]?.replica === true) {
         a = gw
-        node = nodes[0]
+        node = nodes[0].port
       } else {
         replicas.open.splice(replicas.open.indexOf(gw), 1)
         await closeAfterTest(gw)
@@ -204,7 +206,7 @@ ${cluster.configLines.join('\n')}
     const printOf = async (gw: TestGateway) => (await admin(gw, 'GET', '/admin/token')).json<{ fingerprint: string }>().fingerprint
     const before = await printOf(a as TestGateway)
     expect(await printOf(b)).toBe(before)
-    // The rotation is stored and announced while A's subscriber's node hears nothing; then that master is gone.
+    // The rotation is stored and announced while A's subscriber's node hears nothing; then that node is gone.
     await cluster.killNode(node as number, async () => {
       const put = await admin(b, 'PUT', '/admin/token', { token: sandbox.issueToken() })
       expect(put.statusCode, put.body).toBe(200)
@@ -214,9 +216,10 @@ ${cluster.configLines.join('\n')}
     const rotated = await printOf(b)
     expect(rotated).not.toBe(before)
     // Well within platform.maintenanceInterval (1 minute), the periodic catch-up.
-    await waitFor(() => `A on the rotated token (it holds ${before})`, async () => (await printOf(a as TestGateway)) === rotated, 20_000, 100)
-    console.log(`token on A ${Date.now() - killedAt} ms after the kill; A's redis lines ${JSON.stringify(redisLines(a as TestGateway))}`)
-    await waitFor('A subscribed again', async () => (await subscriberNodes()).length === 2, testTimeLeft(), 50)
+    await waitFor(() => `A on the rotated token (it holds ${before})`, async () => (await printOf(a as TestGateway)) === rotated, 15_000, 100)
+    console.log(`token on A ${Date.now() - killedAt} ms after the kill`)
+    // A replica node lost is no outage of Redis.
+    expect([redisLines(a as TestGateway), redisLines(b)]).toEqual([[], []])
     await cluster.restartNode(node as number)
   }, 120_000)
 })
