@@ -33,6 +33,11 @@ export function chartConfigSchema(configSchema, defaults, renamed, retired) {
       else if (key === 'anyOf') out[key] = walk(value, fallback)
       else out[key] = walk(value, undefined)
     }
+    // A record whose names follow a pattern (the credentials: each a segment of an admin
+    // call's path) takes no other name, as the gateway refuses one at start; its schema's
+    // patternProperties alone would let any other name through unchecked.
+    const patterns = isObject(node.patternProperties) ? Object.keys(node.patternProperties) : []
+    if (patterns.length === 1 && node.properties === undefined && node.additionalProperties === undefined) out.propertyNames = { pattern: patterns[0] }
     return out
   }
   const schema = walk(configSchema, defaults)

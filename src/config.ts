@@ -15,7 +15,7 @@ import { bareDurationWarnings } from './config/bare-durations.js'
 import { timerDurationProblems } from './config/timer-durations.js'
 import { listenerAddressProblem } from './config/listener-addresses.js'
 import { RENAMED_SETTINGS, RETIRED_SETTINGS } from './config/setting-moves.js'
-import { withLines, type YamlSource } from './config/yaml-lines.js'
+import { locatedText, placesOf, type ProblemPlace, type YamlSource } from './config/yaml-lines.js'
 
 export { DEFAULT_CREDENTIAL, type AdminRole, type AdminToken, type Config, type CredentialConfig, type PasswordLogin, type TeamConfig, type TeamKey } from './config/normalize.js'
 export { maskUrlPassword } from './config/mask-url.js'
@@ -28,17 +28,21 @@ export { overridden, type Setting, type SettingSource } from './config/provenanc
 export const DEFAULT_CONFIG_PATH = fileURLToPath(new URL('../config/default.yaml', import.meta.url))
 
 export class ConfigError extends Error {
+  /** The same problems, each followed by the line of its file that writes the setting it names, when one does (`places`), as the message says them. */
+  readonly located: string[]
+
   /**
-   * `problems`, one line each; `located`: the same problems, each followed by the line of
-   * its file that writes the setting it names, when one does (config/yaml-lines.ts), which
-   * the message says.
+   * `problems`, one line each; `places`: where each points (config/yaml-lines.ts), the
+   * setting it names and the line of its file that writes it; by default none.
    */
   constructor(
     readonly problems: string[],
-    readonly located: string[] = problems,
+    readonly places: ProblemPlace[] = placesOf(problems),
   ) {
+    const located = places.map(locatedText)
     // One problem is one line, so that it reads whole in `kubectl logs` and in an event.
     super(located.length === 1 ? `invalid configuration: ${located[0]}` : `invalid configuration:\n${located.map((p) => `  - ${p}`).join('\n')}`)
+    this.located = located
     this.name = 'ConfigError'
   }
 }
@@ -101,7 +105,7 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
     ...(env.CONFIG_FILE ? [{ variable: 'CONFIG_FILE', path: env.CONFIG_FILE, teamsOnly: false }] : []),
     ...(env.TEAMS_FILE ? [{ variable: 'TEAMS_FILE', path: env.TEAMS_FILE, teamsOnly: true }] : []),
   ]
-  const refused = () => new ConfigError(problems, withLines(problems, yamlSources, readFile))
+  const refused = () => new ConfigError(problems, placesOf(problems, yamlSources, readFile))
   if (problems.length > 0) throw refused()
   validateSchema(raw, envSources, problems)
   if (problems.length > 0) throw refused()
@@ -140,7 +144,7 @@ export async function startConfig(options: LoadOptions = {}): Promise<Config | C
   } catch (err) {
     if (err instanceof ConfigError) {
       const misspelled = misspelledVariables(options.env ?? process.env)
-      return new ConfigError([...err.problems, ...misspelled], [...err.located, ...misspelled])
+      return new ConfigError([...err.problems, ...misspelled], [...err.places, ...placesOf(misspelled)])
     }
     throw err
   }

@@ -45,6 +45,9 @@ export function demoConfig(config: Config, sandbox: Sandbox): { config: Config; 
       demo: true,
       admin: adminToken === null ? config.admin : { ...config.admin, tokens: [{ name: DEMO_ADMIN, hash: hashApiKey(adminToken), role: 'operator' }] },
       platform: { ...config.platform, baseUrl: sandbox.url },
+      // The sandbox's longest report is the gateway's bound too: a longer range is the
+      // gateway's own 400 before any platform call, never the sandbox's 422 passed on.
+      cache: { ...config.cache, maxRangeDays: maxRangeDays(config, sandbox) },
       // The demo's cache lives in memory: Redis, were it configured, is left alone.
       redis: { ...config.redis, url: null, sentinels: null, cluster: null },
       credentials: {
@@ -59,22 +62,29 @@ export function demoConfig(config: Config, sandbox: Sandbox): { config: Config; 
       },
       teams: [...config.teams, team],
       secrets: [...config.secrets, password, clientSecret, ...(adminToken === null ? [] : [adminToken])],
-      settings: demoSettings(config.settings, sandbox, adminToken),
+      settings: demoSettings(config, sandbox, adminToken),
     },
   }
 }
 
+/** The configured range bound, or the sandbox's where that is shorter. */
+function maxRangeDays(config: Config, sandbox: Sandbox): number {
+  return Math.min(config.cache.maxRangeDays, sandbox.maxReportDays)
+}
+
 /**
  * The settings in force (GET /admin/config) as demo mode runs them: the sandbox's address
- * and login, and the admin token made for the run, each of source `demo`.
+ * and login, its range bound where it is the shorter, and the admin token made for the run,
+ * each of source `demo`.
  */
-function demoSettings(settings: readonly Setting[], sandbox: Sandbox, adminToken: string | null): Setting[] {
+function demoSettings(config: Config, sandbox: Sandbox, adminToken: string | null): Setting[] {
   const set: [string, unknown, string][] = [
     ['platform.baseUrl', sandbox.url, 'demo mode: the bundled sandbox'],
     ...(['username', 'password', 'clientId', 'clientSecret'] as const).map((field): [string, unknown, string] => [`platform.${field}`, sandbox.credentials[field], 'demo mode: the bundled sandbox\'s login']),
   ]
+  if (maxRangeDays(config, sandbox) !== config.cache.maxRangeDays) set.push(['cache.maxRangeDays', sandbox.maxReportDays, 'demo mode: the bundled sandbox\'s longest report range'])
   if (adminToken !== null) set.push(['admin.token', adminToken, 'demo mode: the admin token printed at the start'])
-  return set.reduce<Setting[]>((all, [setting, value, from]) => overridden(all, setting, value, 'demo', from), [...settings])
+  return set.reduce<Setting[]>((all, [setting, value, from]) => overridden(all, setting, value, 'demo', from), [...config.settings])
 }
 
 /** `name`, or `name-2`, `name-3`, … the first that is not `taken`. */

@@ -81,6 +81,8 @@ export const allErrors = {
   JobPurgedError: createError<[string]>('GW_JOB_EXPIRED', 'the result of job %s was purged from the report cache after its report was filled (a purge is final): ask the report again', 410),
   // One answer, byte for byte, for an unknown id and another team's job (the id not even
   // echoed): it tells a team nothing of other teams' jobs.
+  // A call under /api/v1/jobs the job routes do not serve (job-routes.ts jobPaths): its method, then the job calls there are; or, with no jobs (the cache off), why.
+  JobPathError: createError<[string]>('GW_NOT_FOUND', '%s', 404),
   JobNotFoundError: createError('GW_NOT_FOUND', "no such job for this key's team: the id is unknown, the job was cancelled, its record ended (an hour after it expired), or the job is another team's", 404),
   JobsUnavailableError: createError<[{ cause?: unknown }?]>('GW_JOBS_UNAVAILABLE', 'report jobs are kept in Redis, which cannot be read now: ask again after retry-after', 503),
 }
@@ -139,6 +141,7 @@ export const {
   JobRunningError,
   JobExpiredError,
   JobPurgedError,
+  JobPathError,
   JobNotFoundError,
   JobsUnavailableError,
 } = allErrors

@@ -384,11 +384,11 @@ export class Admission {
    * Its campaigns, if it names any, are checked by checkScope.
    */
   checkAccounts(method: string, team: TeamConfig, named: NamedInCall): number[] {
-    // An account field in a spelling the gateway does not check might be the one a
-    // controller reads: only the platform's spelling is let through.
+    // An account, campaign or creative set field in a spelling the gateway does not check
+    // might be the one a controller reads: only the platform's spelling is let through.
     if (named.respelled !== null) {
-      const { field, reads } = named.respelled
-      throw new BadRequestError(`${field.slice(0, 64)}: the platform reads the account from ${reads}; send it so`)
+      const { field, reads, what } = named.respelled
+      throw new BadRequestError(`${field.slice(0, 64)}: the platform reads ${what} from ${reads}; send it so`)
     }
     const accounts = assertAccounts(team, named.accounts)
     if (named.unknownRoute !== null) {

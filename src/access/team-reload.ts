@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs'
 import type { Logger } from 'pino'
 import { ConfigError, DEFAULT_CREDENTIAL, loadConfig, type AdminToken, type Config, type LoadOptions, type TeamConfig } from '../config.js'
 import { ConfigRefusedError, ReloadUnavailableError } from '../errors.js'
+import { placesOf } from '../config/yaml-lines.js'
 import type { Metrics } from '../observe/metrics.js'
 import type { SecretSet } from '../observe/logger.js'
 import { digestFingerprint } from '../observe/fingerprint.js'
@@ -198,7 +199,8 @@ export class TeamReloader {
     } catch (err) {
       const problems = err instanceof ConfigError ? err.problems : [(err as Error).message]
       // Each problem followed by the line of its file that writes the setting, where one does,
-      // as a refused start says it: the answer says these, a log line both.
+      // as a refused start says it: the answer says these (and each apart, `errors`), a log line both.
+      const places = err instanceof ConfigError ? err.places : placesOf(problems)
       const located = err instanceof ConfigError ? err.located : problems
       this.#read = filesRead(read)
       // Tried again at every poll: said once per content of the files, not every time.
@@ -211,7 +213,7 @@ export class TeamReloader {
       if (trigger === 'admin') auditLog.warn({ action: 'teams-reload', outcome: 'refused', trigger, actor, ...this.#files, problems: problems.length }, `admin reload refused: ${this.#named} did not validate`)
       this.#refused = this.#read.digest
       metrics.configReloadOk.set(0)
-      throw new ConfigRefusedError(`${this.#named}: ${located.join('; ')}`)
+      throw Object.assign(new ConfigRefusedError(`${this.#named}: ${located.join('; ')}`), { errors: places })
     }
     this.#read = filesRead(read)
     this.#refused = null

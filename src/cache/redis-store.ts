@@ -57,31 +57,49 @@ const FORGET_EXPIRED = 1000
 // nothing written.
 //
 // Redis at its maxmemory (noeviction) refuses a script's first write that may take memory
-// and lets every write after a first one through, a delete's too. The first expired copy's
-// score, written again as it is (ZADD XX, refused there), comes before the forgets: a script
-// Redis refuses forgets nothing and takes no room. Forgets first would let the room's writes
-// through and count a copy whose own SET Redis then refuses, its team's part taken until
-// the copy's expiry by a copy Redis does not hold (copy-room.test.ts).
-const TAKE_ROOM = redisScript<number>('gatewayCopyRoom', `${FORGET}
-local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'WITHSCORES', 'LIMIT', 0, ${FORGET_EXPIRED})
-if #expired > 0 then redis.call('ZADD', KEYS[1], 'XX', expired[2], expired[1]) end
-for i = 1, #expired, 2 do forget(expired[i]) end
-local before = redis.call('HGET', KEYS[2], ARGV[2])
-local had, owner = 0, nil
-if before then
-  local bytes, team = string.match(before, '^(%d+) (.*)$')
-  had, owner = tonumber(bytes), team
-end
-local grown = tonumber(redis.call('HGET', KEYS[3], ARGV[5]) or '0') - (owner == ARGV[5] and had or 0) + tonumber(ARGV[3])
-if grown > tonumber(ARGV[6]) then return 0 end
-if owner and owner ~= ARGV[5] then redis.call('HINCRBY', KEYS[3], owner, -had) end
-redis.call('HSET', KEYS[3], ARGV[5], grown)
-redis.call('HSET', KEYS[2], ARGV[2], ARGV[3] .. ' ' .. ARGV[5])
-redis.call('ZADD', KEYS[1], ARGV[4], ARGV[2])
-for i = 1, 3 do
-  if redis.call('PTTL', KEYS[i]) < tonumber(ARGV[7]) then redis.call('PEXPIRE', KEYS[i], ARGV[7]) end
-end
-return 1`, 3)
+// when it was past its maxmemory as the script began, and lets every write after a first
+// one through, a delete's too. The first expired copy's score, written again as it is
+// (ZADD XX, refused there), comes before the forgets: a script Redis refuses forgets
+// nothing and takes no room. Forgets first would let the room's writes through and count
+// a copy whose own SET Redis then refuses, its team's part taken until the copy's expiry
+// by a copy Redis does not hold (copy-room.test.ts).
+const TAKE_ROOM_LUA = `${FORGET}
+local function takeRoom()
+  local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'WITHSCORES', 'LIMIT', 0, ${FORGET_EXPIRED})
+  if #expired > 0 then redis.call('ZADD', KEYS[1], 'XX', expired[2], expired[1]) end
+  for i = 1, #expired, 2 do forget(expired[i]) end
+  local before = redis.call('HGET', KEYS[2], ARGV[2])
+  local had, owner = 0, nil
+  if before then
+    local bytes, team = string.match(before, '^(%d+) (.*)$')
+    had, owner = tonumber(bytes), team
+  end
+  local grown = tonumber(redis.call('HGET', KEYS[3], ARGV[5]) or '0') - (owner == ARGV[5] and had or 0) + tonumber(ARGV[3])
+  if grown > tonumber(ARGV[6]) then return 0 end
+  if owner and owner ~= ARGV[5] then redis.call('HINCRBY', KEYS[3], owner, -had) end
+  redis.call('HSET', KEYS[3], ARGV[5], grown)
+  redis.call('HSET', KEYS[2], ARGV[2], ARGV[3] .. ' ' .. ARGV[5])
+  redis.call('ZADD', KEYS[1], ARGV[4], ARGV[2])
+  for i = 1, 3 do
+    if redis.call('PTTL', KEYS[i]) < tonumber(ARGV[7]) then redis.call('PEXPIRE', KEYS[i], ARGV[7]) end
+  end
+  return 1
+end`
+
+// TAKE_ROOM_LUA's room, then the copy written in the same script (KEYS[4]: the copy's key;
+// ARGV[8]: its value, ARGV[7] its lifetime), on one Redis (no Cluster): Redis runs a script
+// whole once it began it, so the room's count and the copy's write are taken together or
+// refused together. Written apart, the room's records could fit under maxmemory and the
+// copy's SET after them not: a copy counted that Redis does not hold.
+const TAKE_ROOM_AND_WRITE = redisScript<number>('gatewayCopyRoomWrite', `${TAKE_ROOM_LUA}
+if takeRoom() == 0 then return 0 end
+redis.call('SET', KEYS[4], ARGV[8], 'PX', ARGV[7])
+return 1`, 4)
+
+// TAKE_ROOM_LUA's room alone, on a Cluster: the copy's key sits in another slot than the
+// room's records, so its SET follows as a command of its own (RedisStore.set).
+const TAKE_ROOM = redisScript<number>('gatewayCopyRoom', `${TAKE_ROOM_LUA}
+return takeRoom()`, 3)
 
 // Gives back the room of copies that left Redis before their expiry (KEYS: as TAKE_ROOM's;
 // ARGV: the copies' keys): each is counted no more, on whichever team counted it. The
@@ -122,6 +140,8 @@ export class RedisStore implements CacheStore {
   readonly #onOverPart: (team: string) => void
   /** The records of the room copies take (TAKE_ROOM's keys). */
   readonly #room: readonly [string, string, string]
+  /** A Cluster: a copy's key and the room's records sit in different slots, so no one script writes both. */
+  readonly #cluster: boolean
 
   constructor(opts: {
     redis: RedisClient
@@ -155,6 +175,7 @@ export class RedisStore implements CacheStore {
     this.#copyPart = opts.copyPart ?? (() => null)
     this.#onOverPart = opts.onOverPart ?? (() => undefined)
     this.#room = [redisKey.copyExpiries(opts.prefix), redisKey.copyOwners(opts.prefix), redisKey.copySums(opts.prefix)]
+    this.#cluster = opts.redis instanceof Cluster
     this.#read = opts.keepReads
       ? new LRUCache<string, ReadEntry>({
           maxSize: READ_ENTRIES_BYTES,
@@ -224,12 +245,16 @@ export class RedisStore implements CacheStore {
     await this.#breaker.write(async () => {
       const encoded = encodeEntry(entry)
       const value = this.#seal ? this.#seal.seal(key, encoded) : encoded
-      // With a room known, one round trip more before the write: the team's part is taken.
-      if (team !== undefined && part !== null && !(await this.#roomTaken(team, key, value.length, entry.errorUntil, part, ttl))) {
+      // With a room known, one round trip more before the rest: the team's part is taken,
+      // on one Redis with the copy written in the same script.
+      const counted = team !== undefined && part !== null
+      if (counted && !(await this.#roomTaken(team, key, value, entry.errorUntil, part, ttl))) {
         this.#onOverPart(team)
         return
       }
-      const writes: Promise<unknown>[] = [this.#redis.set(key, value, 'PX', ttl)]
+      const writes: Promise<unknown>[] = []
+      if (!counted) writes.push(this.#redis.set(key, value, 'PX', ttl))
+      else if (this.#cluster) writes.push(this.#redis.set(key, value, 'PX', ttl).catch((err: unknown) => this.#refusedAfterRoom(key, err)))
       for (const advertiserId of entry.advertiserIds) {
         const index = this.#advertiserIndex(advertiserId)
         // The index lists the entries that live (each scored by its expiry, dropped once
@@ -246,10 +271,25 @@ export class RedisStore implements CacheStore {
     }, undefined)
   }
 
-  /** Whether `team`'s copies have room for one more of `bytes` (its value) at `key`, living until `expiry`; taken if so. */
-  async #roomTaken(team: string, key: string, bytes: number, expiry: number, part: number, ttl: number): Promise<boolean> {
-    const taken = await TAKE_ROOM(this.#redis, ...this.#room, this.#now(), key, bytes + Buffer.byteLength(key) + COPY_OVERHEAD_BYTES, expiry, team, part, ttl)
+  /**
+   * Whether `team`'s copies have room for one more, `value` at `key`, living until `expiry`;
+   * taken if so, and on one Redis the copy written with it (TAKE_ROOM_AND_WRITE). On a
+   * Cluster the copy's key is in another slot: the caller writes it after.
+   */
+  async #roomTaken(team: string, key: string, value: Buffer, expiry: number, part: number, ttl: number): Promise<boolean> {
+    const args = [this.#now(), key, value.length + Buffer.byteLength(key) + COPY_OVERHEAD_BYTES, expiry, team, part, ttl] as const
+    const taken = this.#cluster ? await TAKE_ROOM(this.#redis, ...this.#room, ...args) : await TAKE_ROOM_AND_WRITE(this.#redis, ...this.#room, key, ...args, value)
     return taken === 1
+  }
+
+  /**
+   * A copy's write refused (`err`, thrown on) after its room was taken, on a Cluster: its
+   * master refuses it (maxmemory) while the room's took its count. The room is given back
+   * unless Redis holds a copy at its key still (one written before, counted once).
+   */
+  async #refusedAfterRoom(key: string, err: unknown): Promise<never> {
+    if ((await this.#redis.exists(key)) === 0) await this.#giveBack([key])
+    throw err
   }
 
   async delete(key: string): Promise<void> {

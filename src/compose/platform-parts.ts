@@ -80,6 +80,7 @@ export function platformParts(
     log,
     secrets: o.secrets,
     timeoutMs: config.platform.timeoutMs,
+    maxPauseMs: config.platform.maxPauseMs,
     refreshBeforeMs: config.platform.refreshBeforeMs,
     expiryWarningsMs: config.platform.expiryWarningsMs,
     filePollMs: config.platform.tokenFilePollMs,

@@ -89,7 +89,9 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   // fault is said, and refuses nothing, so that a key's revocation never waits on it.
   for (const c of Object.values(credentials)) {
     if (!c.tokenFile) continue
-    const name = c.name === DEFAULT_CREDENTIAL ? 'PLATFORM_TOKEN_FILE' : `credentials.${c.name}.tokenFile`
+    // Named by what gave the path: a named credential's CREDENTIAL_<NAME>_TOKEN_FILE, read before its setting.
+    const variable = `${credentialPrefix(c.name)}TOKEN_FILE`
+    const name = c.name === DEFAULT_CREDENTIAL ? 'PLATFORM_TOKEN_FILE' : env[variable] !== undefined ? variable : `credentials.${c.name}.tokenFile`
     try {
       const token = readFile(c.tokenFile).trim()
       const fault = token === '' ? 'is empty; it must hold the platform token' : tokenFault(token)
@@ -249,6 +251,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       enabled: cache.enabled,
       l1MaxBytes: parseSize(cache.l1MaxBytes),
       maxEntryBytes: parseSize(cache.maxEntryBytes),
+      reportFields: cache.reportFields,
       keyVersion: cache.keyVersion,
       ttl: { recentMs: parseDuration(cache.ttl.recent), settledMs: parseDuration(cache.ttl.settled) },
       settledAfterDays: cache.settledAfterDays,

@@ -13,29 +13,54 @@ export interface YamlSource {
 }
 
 /**
- * `problems` with, after each that begins with a setting written in one of `sources`
- * (`teams.growth.advertisers.1: must be …`), the line it is written on: `; line 7 of
- * TEAMS_FILE (teams.yaml)`. A problem of a setting written in no file (a variable, a
- * default), or a file that cannot be read or parsed now, is left as it is. A problem
- * that a setting is required is placed at the line of the mapping that lacks it.
+ * Where a problem points: `path`, the setting it begins with (`teams.growth.advertisers.1`;
+ * null for one that names a variable, or nothing), and the file that writes it, by its
+ * variable and path, and the line there; null where no file does.
  */
-export function withLines(problems: string[], sources: readonly YamlSource[], readFile: (path: string) => string): string[] {
-  if (sources.length === 0) return problems
+export interface ProblemPlace {
+  message: string
+  path: string | null
+  variable: string | null
+  file: string | null
+  line: number | null
+}
+
+/**
+ * Each of `problems` with its place: the line of one of `sources` that writes the setting
+ * it begins with. A problem of a setting written in no file (a variable, a default), or a
+ * file that cannot be read or parsed now, has none. A problem that a setting is required
+ * is placed at the line of the mapping that lacks it; one of a name the setting may not
+ * hold (a team's, a credential's), at that name's key.
+ */
+export function placesOf(problems: readonly string[], sources: readonly YamlSource[] = [], readFile: (path: string) => string = () => ''): ProblemPlace[] {
   const parsed = new Map<YamlSource, { doc: Document; lines: LineCounter } | null>()
   const parse = (source: YamlSource) => {
     if (!parsed.has(source)) parsed.set(source, parseSource(source, readFile))
     return parsed.get(source) ?? null
   }
-  return problems.map((problem) => {
-    const setting = /^([^\s:]+): /.exec(problem)?.[1]
-    if (setting === undefined) return problem
+  return problems.map((message) => {
+    const setting = /^([^\s:]+): /.exec(message)?.[1]
+    // Settings are camelCase; a problem that begins with an upper-case name names a variable.
+    const place: ProblemPlace = { message, path: setting !== undefined && /^[a-z]/.test(setting) ? setting : null, variable: null, file: null, line: null }
+    if (setting === undefined) return place
     const source = sources.find((s) => s.teamsOnly === (setting === 'teams' || setting.startsWith('teams.'))) ?? sources.find((s) => !s.teamsOnly)
     const file = source === undefined ? null : parse(source)
-    if (source === undefined || file === null) return problem
-    const required = problem.startsWith(`${setting}: required`)
-    const line = lineOf(file.doc, required ? setting.slice(0, Math.max(0, setting.lastIndexOf('.'))) : setting, file.lines)
-    return line === null ? problem : `${problem}; line ${line} of ${source.variable} (${source.path})`
+    if (source === undefined || file === null) return place
+    const required = message.startsWith(`${setting}: required`)
+    // A name the setting may not hold (`teams: ".." is not a valid team name`) is at its own key.
+    const name = NAME_REFUSED.exec(message.slice(setting.length + 2))?.[1]
+    const at = required ? setting.slice(0, Math.max(0, setting.lastIndexOf('.'))) : name === undefined ? setting : `${setting}.${JSON.parse(name) as string}`
+    const line = lineOf(file.doc, at, file.lines)
+    return line === null ? place : { ...place, variable: source.variable, file: source.path, line }
   })
+}
+
+// A problem of a name under a setting: the name as JSON, then why it is refused.
+const NAME_REFUSED = /^("(?:[^"\\]|\\.)*") is not a valid /
+
+/** A problem as a message says it: followed, where it has one, by its line, `; line 7 of TEAMS_FILE (teams.yaml)`. */
+export function locatedText(place: ProblemPlace): string {
+  return place.line === null ? place.message : `${place.message}; line ${place.line} of ${place.variable ?? ''} (${place.file ?? ''})`
 }
 
 function parseSource(source: YamlSource, readFile: (path: string) => string): { doc: Document; lines: LineCounter } | null {

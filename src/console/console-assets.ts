@@ -96,7 +96,7 @@ export const CONSOLE_HTML = `<!doctype html>
       <button id="reload" type="button" aria-describedby="reload-note">Reload the teams…</button>
       <p id="reload-note" class="muted"></p>
     </div>
-    <p id="action-result" role="status" aria-live="polite"></p>
+    <div id="action-result" role="status" aria-live="polite"></div>
   </section>
   <section aria-labelledby="h-config"><h2 id="h-config">Configuration in force <span class="muted">(the answering replica)</span></h2>
     <form id="log-level" class="row" hidden>
@@ -181,6 +181,9 @@ li.removed, li.removed code { color: var(--muted); }
 .left { font-size: .9rem; }
 time { text-decoration: underline dotted; text-underline-offset: 2px; cursor: help; }
 ol.audit { margin: 0; padding-left: 1.2rem; }
+ol.problems { margin: .3rem 0 0; padding-left: 1.2rem; }
+ol.problems li { padding: .1rem 0; overflow-wrap: anywhere; }
+.where { font-weight: 600; }
 ol.audit li { padding: .2rem 0; border-bottom: 1px solid var(--line); overflow-wrap: anywhere; }
 dialog { max-width: min(36rem, 92vw); border: 2px solid var(--line); border-radius: 6px; color: var(--fg); background: var(--bg); }
 dialog::backdrop { background: rgb(0 0 0 / 45%); }

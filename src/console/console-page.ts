@@ -11,14 +11,35 @@ import { forgetSamples, renderAudit, renderCache, renderCredentials, renderGover
 const TOKEN_KEY = 'report-gateway-admin-token'
 const REFRESH_MS = 5000
 
-/** An admin call's refusal, with the gateway's own message. */
+/** One problem of a refused reload (`errors` of 422 `GW_CONFIG_INVALID`): its text, and the line of the file that writes it when one does. */
+interface Problem {
+  message: string
+  variable: string | null
+  file: string | null
+  line: number | null
+}
+
+/** An admin call's refusal, with the gateway's own message and, for a refused reload, its problems each apart. */
 class CallError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    readonly problems: Problem[] = [],
   ) {
     super(message)
   }
+}
+
+/** The problems of a refused reload's answer, each field taken only when of its type; none for any other answer. */
+function problemsOf(answer: { code?: string; errors?: unknown }): Problem[] {
+  if (answer.code !== 'GW_CONFIG_INVALID' || !Array.isArray(answer.errors)) return []
+  const text = (value: unknown) => (typeof value === 'string' ? value : null)
+  return (answer.errors as Record<string, unknown>[]).map((p) => ({
+    message: text(p?.message) ?? '',
+    variable: text(p?.variable),
+    file: text(p?.file),
+    line: typeof p?.line === 'number' ? p.line : null,
+  }))
 }
 
 let timer: number | undefined
@@ -41,8 +62,8 @@ function token(): string | null {
 async function call<T>(method: string, path: string, body?: string): Promise<T> {
   const headers: Record<string, string> = { authorization: `Bearer ${token() ?? ''}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }
   const res = await fetch(path, { method, headers, cache: 'no-store', credentials: 'omit', ...(body === undefined ? {} : { body }) })
-  const answer = (await res.json().catch(() => ({}))) as T & { message?: string; code?: string }
-  if (!res.ok) throw new CallError(res.status, answer.message ?? `${method} ${path} answered ${res.status}`)
+  const answer = (await res.json().catch(() => ({}))) as T & { message?: string; code?: string; errors?: unknown }
+  if (!res.ok) throw new CallError(res.status, answer.message ?? `${method} ${path} answered ${res.status}`, problemsOf(answer))
   return answer
 }
 
@@ -54,6 +75,21 @@ function showError(text: string | null): void {
 
 function say(text: string): void {
   $('action-result').textContent = visible(text)
+}
+
+/**
+ * An action's refusal in the gateway's words; a refused reload's problems listed each
+ * apart, led by the line of the file that writes it (text nodes only, as every text here).
+ */
+function sayRefused(err: Error): void {
+  const problems = err instanceof CallError ? err.problems : []
+  if (problems.length === 0) {
+    say(`Refused: ${err.message}`)
+    return
+  }
+  const item = ({ message, variable, file, line }: Problem) =>
+    line === null || variable === null || file === null ? el('li', {}, message) : el('li', {}, el('span', { class: 'where' }, `line ${line} of ${variable} (`, el('code', {}, file), ')'), `: ${message}`)
+  $('action-result').replaceChildren(visible(`Refused: the new configuration was refused, the running teams stay: ${plural(problems.length, 'problem')}`), el('ol', { class: 'problems' }, ...problems.map(item)))
 }
 
 /** No token (or a refused one): no data stays on the page. */
@@ -278,7 +314,7 @@ async function act(effect: string, verb: string, method: string, path: string, d
   try {
     say(done(await call<Record<string, unknown>>(method, path, body)))
   } catch (err) {
-    if (!refused(err)) say(`Refused: ${(err as Error).message}`)
+    if (!refused(err)) sayRefused(err as Error)
   }
   await refresh()
 }

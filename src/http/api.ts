@@ -33,7 +33,7 @@ export async function apiRoutes(app: FastifyInstance, { config, reports, jobs, c
   const proxy = proxyHandler({ config, tracing, usage, clock, answers, metrics }, admission, client)
   await app.register(reportReads, { config, reports, jobs, clock, tracing, admission, decisions, failures, facts })
   if (config.cache.enabled) await app.register(jobRoutes, { jobs, reports, admission, clock, facts })
-  await app.register(jobPaths, { admission })
+  await app.register(jobPaths, { admission, jobsOn: config.cache.enabled })
   app.route({ method: FORWARDED_METHODS, url: '/api/v1/*', schema: proxySchema({ bodyLimit: config.bodyLimit }), handler: proxy })
   methodRoutes(app)
 }

@@ -4,7 +4,7 @@ import { Readable, type Duplex } from 'node:stream'
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
 import type { Config } from '../config.js'
-import { BadRequestError, HeadersTooLargeError, NotFoundError, PathMethodNotAllowedError, PayloadTooLargeError, RequestTimeoutError, type GatewayError } from '../errors.js'
+import { BadRequestError, ConfigRefusedError, HeadersTooLargeError, NotFoundError, PathMethodNotAllowedError, PayloadTooLargeError, RequestTimeoutError, type GatewayError } from '../errors.js'
 import { handledFailure, type FailureLog } from '../observe/failure-log.js'
 import { VALIDATOR_CODE } from '../perf/validator-code.js'
 import { SCHEMA_CONTROLLER } from './schema-compilers.js'
@@ -629,6 +629,8 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
       return reply.code(500).send({ statusCode: 500, code: 'GW_INTERNAL', error: 'Internal Server Error', message: 'internal error' })
     }
     if (error.code?.startsWith('GW_')) noteGatewayCode(reply.raw, error.code)
+    // A refused reload's problems, each apart with its setting, file and line (team-reload.ts), beside its message.
+    if (error instanceof ConfigRefusedError) return reply.code(status).send({ statusCode: status, code: error.code, error: STATUS_CODES[status], message: error.message, errors: (error as { errors?: unknown }).errors ?? [] })
     return reply.send(error)
   })
   return app as unknown as FastifyInstance

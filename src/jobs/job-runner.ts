@@ -11,7 +11,7 @@ import { NoIdleSeatError } from '../platform/governor/seat.js'
 import { CallersGoneError } from '../platform/client/caller-group.js'
 import { isTransient } from '../platform/client/transient.js'
 import { pauseLength } from '../platform/pauses/pauses.js'
-import { endJob, heldResultBytes, PLATFORM_ANSWER, isRun, renewJob, requeueJob, retryJob, startable, startJob, startOrder, type Job, type TeamTurn, type JobError, type Outcome, type PlatformAnswer, type Run } from './job.js'
+import { endJob, PLATFORM_ANSWER, isRun, renewJob, requeueJob, retryJob, startable, startJob, startOrder, type Job, type TeamTurn, type JobError, type Outcome, type PlatformAnswer, type Run } from './job.js'
 import type { JobStore } from './job-store.js'
 import { PollLoop } from './poll-loop.js'
 import type { Delivery } from './delivery.js'
@@ -359,8 +359,9 @@ export class JobRunner {
     for (;;) {
       try {
         // An end that keeps a result checks its team's bound against what the team holds, then
-        // swaps itself in: two ends of a team at once (identical jobs joined one platform call)
-        // would each read the other's result not yet there, and both keep theirs past the bound.
+        // swaps itself in, refused if another result of the team was kept between (its mark):
+        // ends of a team on this replica go one after another, so that those at once
+        // (identical jobs joined one platform call) do not refuse each other's swaps.
         const keeps = end.kind !== 'requeue' && end.kind !== 'retry' && end.entry !== undefined
         const outcome = await (keeps ? this.#inTurn(job.team, () => this.#ended(job, run, end)) : this.#ended(job, run, end))
         this.#d.onRun?.(outcome)
@@ -394,7 +395,6 @@ export class JobRunner {
   async #ended(job: Job, run: Run, end: RunEnd): Promise<RunOutcome> {
     const { store, clock, settings, log } = this.#d
     const id = job.id
-    let bounded = false
     for (;;) {
       const current = await store.get(id)
       if (current === null) {
@@ -416,10 +416,14 @@ export class JobRunner {
         return 'requeued'
       }
       let result = outcomeOf(end)
-      // What it keeps beside the job (a report, or the body of the platform's answer it ended with) counts against its team's bound.
-      if (end.entry && !bounded) {
+      // What it keeps beside the job (a report, or the body of the platform's answer it ended
+      // with) counts against its team's bound, read again at each try: the swap keeps it only
+      // while no other result of the team was kept since that read (its mark).
+      let mark: string | null = null
+      if (end.entry) {
         const bytes = end.entry.gzip.length
-        const held = heldResultBytes(await store.ofTeam(current.team, now), now)
+        const { bytes: held, mark: read } = await store.heldResults(current.team, now)
+        mark = read
         const bound = this.#d.bound?.() ?? { bytes: settings.resultBytesPerTeam, room: null }
         if (held + bytes > bound.bytes) {
           const grows = roomGrowsWith(bound)
@@ -428,11 +432,10 @@ export class JobRunner {
           result = { kind: 'failed', error: { code: 'GW_JOB_RESULT_TOO_LARGE', statusCode: 413, message }, tookSeconds: end.tookSeconds }
           end = result
         }
-        bounded = true
       }
       const next = endJob(current, run, now, result, settings.keepMs) as Job
       // The result is kept in the end's own swap: stored only while the job is still this run's.
-      if (!(await store.swap(current, next, now, this.#d.pushOf?.(next, now) ?? null, end.entry ?? null))) continue
+      if (!(await store.swap(current, next, now, this.#d.pushOf?.(next, now) ?? null, end.entry ?? null, mark))) continue
       this.#d.onEnded?.(next)
       return result.kind
     }

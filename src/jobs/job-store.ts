@@ -1,7 +1,7 @@
 import { gunzipSync } from 'node:zlib'
 import type { CacheEntry } from '../cache/cache-entry.js'
 import { ownBytes } from '../observe/own-bytes.js'
-import { dropAt, dueAt, ended, type Job } from './job.js'
+import { dropAt, dueAt, ended, heldResultBytes, type Job } from './job.js'
 import type { Delivery } from './delivery.js'
 import type { MemoryDeliveryStore } from './delivery-store.js'
 
@@ -29,9 +29,12 @@ export interface JobStore {
    * it ended with), keeps it beside the job until `next.expiresAt`, in the same step too:
    * only the end of the run that still holds the job stores a result, so a run that lost
    * its job (its lease ran out, another run took it over) never replaces the result the
-   * job's record describes.
+   * job's record describes. With `mark` (HeldResults.mark, read before the team's bound was
+   * checked), a result is kept only if no other result of the team was kept since: the
+   * check and the keep are one step, so that ends of one team at once on several replicas
+   * never pass its bound.
    */
-  swap(current: Job, next: Job, now: number, push?: Delivery | null, result?: CacheEntry | null): Promise<boolean>
+  swap(current: Job, next: Job, now: number, push?: Delivery | null, result?: CacheEntry | null, mark?: string | null): Promise<boolean>
   /** Removes `current` (a cancel) if the job stored is still `current`. */
   remove(current: Job): Promise<boolean>
   /**
@@ -42,12 +45,21 @@ export interface JobStore {
   due(now: number, limit: number): Promise<Job[]>
   /** A team's jobs still kept: open, ended, expired not yet dropped. */
   ofTeam(team: string, now: number): Promise<Job[]>
+  /** The bytes of results a team's ended jobs keep at `now` (heldResultBytes), and the mark a swap keeping a result is given so that it is refused once another result of the team was kept since. */
+  heldResults(team: string, now: number): Promise<HeldResults>
   /** A team's open jobs (queued, running): at most jobs.maxOpenPerTeam. */
   openOfTeam(team: string): Promise<Job[]>
   /** How many jobs of a team are kept at `now` (those ofTeam reads), without reading them: at most jobs.maxKeptPerTeam. */
   keptOfTeam(team: string, now: number): Promise<number>
   /** The report job `id` ended with, while it is kept. */
   result(id: string, now: number): Promise<CacheEntry | null>
+}
+
+/** What a team's ended jobs keep, as read for a check of its bound. */
+export interface HeldResults {
+  bytes: number
+  /** The count of the team's results kept, read before `bytes`: a swap given it keeps its result only at that count. */
+  mark: string
 }
 
 /** Until when a job's record is kept: its drop time once ended; an open job's until a runner ends it. */
@@ -63,6 +75,8 @@ export class MemoryJobStore implements JobStore {
   // Each job as its text: a swap compares the text it was read as.
   readonly #jobs = new Map<string, { text: string; until: number }>()
   readonly #results = new Map<string, { entry: CacheEntry; until: number }>()
+  /** Each team's count of results kept (HeldResults.mark). */
+  readonly #resultEnds = new Map<string, number>()
   readonly #outbox: MemoryDeliveryStore | null
 
   /** `outbox`: where an end's delivery is added, in the same turn of the event loop as the end. */
@@ -83,14 +97,26 @@ export class MemoryJobStore implements JobStore {
     return kept ? (JSON.parse(kept.text) as Job) : null
   }
 
-  async swap(current: Job, next: Job, now: number, push: Delivery | null = null, result: CacheEntry | null = null): Promise<boolean> {
+  async swap(current: Job, next: Job, now: number, push: Delivery | null = null, result: CacheEntry | null = null, mark: string | null = null): Promise<boolean> {
     if (push && !this.#outbox) throw new Error(NO_OUTBOX)
     const kept = this.#jobs.get(current.id)
     if (!kept || kept.text !== JSON.stringify(current)) return false
+    if (result && mark !== null && mark !== this.#markOf(current.team)) return false
     this.#jobs.set(current.id, { text: JSON.stringify(next), until: keptUntil(next) })
     if (push) this.#outbox?.addNow(push, now)
-    if (result) this.#keepResult(current.id, result, next.expiresAt ?? now, now)
+    if (result) {
+      this.#keepResult(current.id, result, next.expiresAt ?? now, now)
+      this.#resultEnds.set(current.team, (this.#resultEnds.get(current.team) ?? 0) + 1)
+    }
     return true
+  }
+
+  async heldResults(team: string, now: number): Promise<HeldResults> {
+    return { mark: this.#markOf(team), bytes: heldResultBytes(await this.ofTeam(team, now), now) }
+  }
+
+  #markOf(team: string): string {
+    return String(this.#resultEnds.get(team) ?? 0)
   }
 
   async remove(current: Job): Promise<boolean> {

@@ -2,8 +2,8 @@ import type { CacheEntry } from '../cache/cache-entry.js'
 import { decodeEntry, encodeEntry, inflate, storedBytesLimit } from '../cache/cache-entry.js'
 import { redisKey } from '../redis/keys.js'
 import { redisScript } from '../redis/script.js'
-import { dropAt, dueAt, type Job } from './job.js'
-import { NO_OUTBOX, type JobStore } from './job-store.js'
+import { dropAt, dueAt, heldResultBytes, type Job } from './job.js'
+import { NO_OUTBOX, type HeldResults, type JobStore } from './job-store.js'
 import { SealedRecords, SWAP_RECORD_LUA, type SharedStoreOptions } from './sealed-records.js'
 import type { Delivery } from './delivery.js'
 import { ADD_DELIVERY_LUA, type RedisDeliveryStore } from './redis-delivery-store.js'
@@ -37,8 +37,9 @@ return 1`,
 // result, the id), and an open job whose record is gone (one evicted, or expired, as
 // versions before this one wrote them) or that nobody ran for OPEN_DUE_MAX_MS after it was
 // due (every replica down, or sealed with a GATEWAY_SECRET since changed), from the team's
-// set and the due set; a team whose set is empty leaves the list. KEYS: the teams, the due
-// set. ARGV: now, the start of a team's set, of a record, of a result, an open job's
+// set and the due set; a team whose set is empty leaves the list and the count of its
+// results kept (no end of its can be under way: its running job would be in its set).
+// KEYS: the teams, the due set, the teams' counts of results kept. ARGV: now, the start of a team's set, of a record, of a result, an open job's
 // score, the due time before which an open job is dropped. Each key it names shares the
 // hash tag {jobs}: one slot.
 const SWEEP = redisScript<number>(
@@ -57,10 +58,13 @@ const SWEEP = redisScript<number>(
       redis.call('ZREM', KEYS[2], id)
     end
   end
-  if redis.call('EXISTS', set) == 0 then redis.call('SREM', KEYS[1], team) end
+  if redis.call('EXISTS', set) == 0 then
+    redis.call('SREM', KEYS[1], team)
+    redis.call('HDEL', KEYS[3], team)
+  end
 end
 return 1`,
-  2,
+  3,
 )
 
 /** How often a replica sweeps the jobs (SWEEP): an ended job's record outlives its drop time by this at most. */
@@ -81,21 +85,33 @@ return 1`,
 // The result a job's end keeps (sealed; '' for none), SET beside the job by the script
 // that swaps the end in, after the swap took: a run that lost its job between its last
 // read of it and its end (its lease ran out, another run took the job over) stores no
-// result over the one the job's record describes.
-const KEEP_RESULT_LUA = `local function keepResult(key, value)
-  if value ~= '' then redis.call('SET', key, value) end
+// result over the one the job's record describes. Each result kept adds one to its team's
+// count (KEYS: the result, the teams' counts; ARGV: the sealed result, the team, the mark).
+// An end given a mark (the count it read before it checked the team's bound, '' for
+// none) is refused before anything is written once the count moved: another end kept a
+// result the check did not count, so the end reads the team's results again. The check
+// and the keep are one step: ends of one team on several replicas at once keep no more
+// than its bound, as ends one after another do.
+const KEEP_RESULT_LUA = `local function resultUnchecked(K, A)
+  return A[1] ~= '' and A[3] ~= '' and (redis.call('HGET', K[2], A[2]) or '0') ~= A[3]
+end
+local function keepResult(K, A)
+  if A[1] == '' then return end
+  redis.call('SET', K[1], A[1])
+  redis.call('HINCRBY', K[2], A[2], 1)
 end`
 
 // A job's end and its result in one step: the job swapped (3 keys, 6 arguments), then its
-// result kept (1 key, 1 argument).
+// result kept (2 keys, 3 arguments).
 const END = redisScript<number>(
   'gatewayJobEnd',
   `${SWAP_RECORD_LUA}
 ${KEEP_RESULT_LUA}
+if resultUnchecked({KEYS[4], KEYS[5]}, {unpack(ARGV, 7, 9)}) then return 0 end
 if swapRecord({KEYS[1], KEYS[2], KEYS[3]}, {unpack(ARGV, 1, 6)}) == 0 then return 0 end
-keepResult(KEYS[4], ARGV[7])
+keepResult({KEYS[4], KEYS[5]}, {unpack(ARGV, 7, 9)})
 return 1`,
-  4,
+  5,
 )
 
 // The same with its webhook delivery (4 keys, 8 arguments), added with SET NX. The
@@ -105,11 +121,12 @@ const END_PUSHED = redisScript<number>(
   `${SWAP_RECORD_LUA}
 ${KEEP_RESULT_LUA}
 ${ADD_DELIVERY_LUA}
+if resultUnchecked({KEYS[4], KEYS[5]}, {unpack(ARGV, 7, 9)}) then return 0 end
 if swapRecord({KEYS[1], KEYS[2], KEYS[3]}, {unpack(ARGV, 1, 6)}) == 0 then return 0 end
-keepResult(KEYS[4], ARGV[7])
-addDelivery({KEYS[5], KEYS[6], KEYS[7], KEYS[8]}, {unpack(ARGV, 8, 15)})
+keepResult({KEYS[4], KEYS[5]}, {unpack(ARGV, 7, 9)})
+addDelivery({KEYS[6], KEYS[7], KEYS[8], KEYS[9]}, {unpack(ARGV, 10, 17)})
 return 1`,
-  8,
+  9,
 )
 
 export interface RedisJobStoreOptions extends SharedStoreOptions {
@@ -148,7 +165,7 @@ export class RedisJobStore implements JobStore {
     return this.#records.get(id)
   }
 
-  async swap(current: Job, next: Job, now: number, push: Delivery | null = null, result: CacheEntry | null = null): Promise<boolean> {
+  async swap(current: Job, next: Job, now: number, push: Delivery | null = null, result: CacheEntry | null = null, mark: string | null = null): Promise<boolean> {
     const { redis, prefix, seal, outbox } = this.#o
     const filing = { due: redisKey.dueJobs(prefix), dueAt: dueAt(next), index: redisKey.teamJobs(prefix, current.team), indexScore: dropAt(next) ?? OPEN, ttlMs: null }
     if (push === null && result === null) return this.#records.swap(current, next, filing)
@@ -157,9 +174,10 @@ export class RedisJobStore implements JobStore {
     // No expiry (see ADD): dropped with its job's record, an hour after its expiresAt.
     const resultKey = redisKey.jobResult(prefix, current.id)
     const kept = result === null ? '' : seal.seal(resultKey, encodeEntry(result))
-    if (push === null || !outbox) return (await END(redis, ...job.keys, resultKey, ...job.args, kept)) === 1
+    const keep = { keys: [resultKey, redisKey.jobResultEnds(prefix)], args: [kept, current.team, mark ?? ''] }
+    if (push === null || !outbox) return (await END(redis, ...job.keys, ...keep.keys, ...job.args, ...keep.args)) === 1
     const delivery = outbox.addStep(push, now)
-    return (await END_PUSHED(redis, ...job.keys, resultKey, ...delivery.keys, ...job.args, kept, ...delivery.args)) === 1
+    return (await END_PUSHED(redis, ...job.keys, ...keep.keys, ...delivery.keys, ...job.args, ...keep.args, ...delivery.args)) === 1
   }
 
   async remove(current: Job): Promise<boolean> {
@@ -173,7 +191,7 @@ export class RedisJobStore implements JobStore {
     const { redis, prefix } = this.#o
     if (now >= this.#nextSweep) {
       this.#nextSweep = now + JOB_SWEEP_MS
-      await SWEEP(redis, redisKey.jobTeams(prefix), redisKey.dueJobs(prefix), now, redisKey.teamJobs(prefix, ''), redisKey.job(prefix, ''), redisKey.jobResult(prefix, ''), OPEN, now - OPEN_DUE_MAX_MS)
+      await SWEEP(redis, redisKey.jobTeams(prefix), redisKey.dueJobs(prefix), redisKey.jobResultEnds(prefix), now, redisKey.teamJobs(prefix, ''), redisKey.job(prefix, ''), redisKey.jobResult(prefix, ''), OPEN, now - OPEN_DUE_MAX_MS)
     }
     // Past the ids whose records it cannot read (sealed with another GATEWAY_SECRET, of
     // another version): they are due before the jobs it can start, and would hold them all.
@@ -200,6 +218,13 @@ export class RedisJobStore implements JobStore {
     const { redis, prefix } = this.#o
     const ids = await redis.zrangebyscore(redisKey.teamJobs(prefix, team), now, '+inf')
     return this.#records.many(ids)
+  }
+
+  /** The mark is read first: a result kept after it, whether the read of the team's jobs saw it or not, moves the count past it. */
+  async heldResults(team: string, now: number): Promise<HeldResults> {
+    const { redis, prefix } = this.#o
+    const mark = (await redis.hget(redisKey.jobResultEnds(prefix), team)) ?? '0'
+    return { mark, bytes: heldResultBytes(await this.ofTeam(team, now), now) }
   }
 
   async result(id: string, _now: number): Promise<CacheEntry | null> {

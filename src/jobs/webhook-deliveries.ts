@@ -11,7 +11,7 @@ import { fetch as undiciFetch } from 'undici'
 import { WebhookConnections, type WebhookConnectOptions } from './webhook-connections.js'
 import { hostsOf, webhookRefusal } from '../config/webhook-hosts.js'
 import { literalOf, PlatformAddressError, platformSockets, socketRefusal, type LookupAll } from './webhook-target.js'
-import { connectionFailure } from '../platform/client/platform-client.js'
+import { connectionFailure } from '../platform/client/connection-failure.js'
 import { retryAfterMs } from '../platform/pauses/retry-after.js'
 
 /** The webhooks' settings (config `jobs.webhook*`), in milliseconds and bytes. */

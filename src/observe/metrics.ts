@@ -140,7 +140,7 @@ export function createMetrics() {
       ['listener', 'which'],
     ),
     connectionsBound: gauge('gateway_connections_bound', 'The most connections a listener holds open at once, by listener (proxy, admin): server.maxConnections or admin.maxConnections, or fewer where the open-file limit leaves fewer', ['listener']),
-    platformUnusable: counter('gateway_platform_unusable_answers_total', 'Platform 200 answers to report reads that are not a JSON report, neither stored nor served (502 GW_UPSTREAM or a stale copy), by what their body is (html, empty, truncated-json, mislabelled-json, other)', ['kind']),
+    platformUnusable: counter('gateway_platform_unusable_answers_total', 'Platform 200 answers to report reads that are not a JSON report, neither stored nor served (502 GW_UPSTREAM or a stale copy), by what their body is (html, empty, truncated-json, mislabelled-json, no-report: JSON that holds no report by cache.reportFields, other)', ['kind']),
   }
   /** What GET /metrics shows: the process's metrics, then this gateway's. */
   return { ...metrics, registry: Registry.merge([processRegistry(), registry]) }

@@ -86,6 +86,8 @@ export const redisKey = {
   jobTeams: (prefix: string) => `${prefix}${JOBS_TAG}:teams`,
   /** The report a job ended with (sealed), kept until its expiry. */
   jobResult: (prefix: string, id: string) => `${prefix}${JOBS_TAG}:result:${id}`,
+  /** How many results each team's job ends kept, a field per team: a job's end that checked its team's bound at one count keeps its result only at that count (redis-job-store.ts). */
+  jobResultEnds: (prefix: string) => `${prefix}${JOBS_TAG}:result-ends`,
   /** A webhook delivery of an ended job (sealed), in the outbox with the jobs' hash tag. */
   delivery: (prefix: string, id: string) => `${prefix}${JOBS_TAG}:delivery:${id}`,
   /** The pending deliveries by when a deliverer may claim each (its next attempt, or its claim's end): a sorted set of their ids. */

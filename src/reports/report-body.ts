@@ -1,24 +1,37 @@
 /** What a platform 200 to a report read carries, by its content type and its first bytes. */
-export type BodyKind = 'json' | 'html' | 'empty' | 'truncated-json' | 'mislabelled-json' | 'other'
+export type BodyKind = 'json' | 'html' | 'empty' | 'truncated-json' | 'mislabelled-json' | 'no-report' | 'other'
 
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i
 
+// The fields of Laravel's error body (`message`; `errors` on a 422; `exception`, `file`,
+// `line` and `trace` in debug mode): an object of these alone is an error, whatever its status.
+const ERROR_FIELDS = new Set(['message', 'errors', 'exception', 'file', 'line', 'trace'])
+
 /**
- * Only a real report is stored: JSON by its content type and by its
- * body, which parses. Anything else says what it is, for the log line and the metric;
- * the body itself is never logged.
+ * Only a real report is stored: JSON by its content type and by its body, which parses
+ * and holds a report (`reportFields`, cache.reportFields: `[]` any object or array but an
+ * error's, `[*]` any JSON, else an object with one of these fields). Anything else says what
+ * it is, for the log line and the metric; the body itself is never logged.
  */
-export function reportBodyKind(contentType: string | undefined, body: Buffer): BodyKind {
+export function reportBodyKind(contentType: string | undefined, body: Buffer, reportFields: readonly string[]): BodyKind {
   const text = body.toString('utf8')
   const start = text.trimStart()
   if (start === '') return 'empty'
   if (start.startsWith('<')) return 'html'
-  let parsed = true
+  let parsed: unknown
   try {
-    JSON.parse(text)
+    parsed = JSON.parse(text)
   } catch {
-    parsed = false
+    return start.startsWith('{') || start.startsWith('[') ? 'truncated-json' : 'other'
   }
-  if (!parsed) return start.startsWith('{') || start.startsWith('[') ? 'truncated-json' : 'other'
-  return contentType !== undefined && JSON_TYPE.test(contentType) ? 'json' : 'mislabelled-json'
+  if (contentType === undefined || !JSON_TYPE.test(contentType)) return 'mislabelled-json'
+  return holdsReport(parsed, reportFields) ? 'json' : 'no-report'
+}
+
+/** Whether parsed JSON is a report by cache.reportFields (reportBodyKind). */
+function holdsReport(parsed: unknown, reportFields: readonly string[]): boolean {
+  if (reportFields.includes('*')) return true
+  if (typeof parsed !== 'object' || parsed === null) return false
+  if (reportFields.length > 0) return !Array.isArray(parsed) && reportFields.some((field) => Object.hasOwn(parsed, field))
+  return Array.isArray(parsed) || Object.keys(parsed).some((field) => !ERROR_FIELDS.has(field))
 }

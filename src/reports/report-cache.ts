@@ -229,6 +229,7 @@ export class ReportCache {
     this.#fetching = {
       timeoutMs: config.platform.timeoutMs,
       maxEntryBytes: config.cache.maxEntryBytes,
+      reportFields: config.cache.reportFields,
       answers: deps.answers,
       log: deps.log,
       ttl: { ...config.cache.ttl, ...config.cache },

@@ -44,6 +44,8 @@ export interface FetcherDeps {
   /** The call's budget, from the time it is asked (its wait for a turn counted), when shorter than platform.timeout. */
   timeoutMs?: number
   maxEntryBytes: number
+  /** What a 200 must hold to be a report (cache.reportFields, report-body.ts). */
+  reportFields: readonly string[]
   /** Where the answer is held on its way to the caller, and whose log names a caller cut off. */
   answers: PlatformAnswers
   log: Pick<Logger, 'warn'>
@@ -63,6 +65,16 @@ export const INLINE_GZIP_BYTES = 16 * 1024
 /** `body` gzip-compressed: in place when small, else on the thread pool. */
 export function compress(body: Buffer): Buffer | Promise<Buffer> {
   return body.length <= INLINE_GZIP_BYTES ? gzipSync(body) : gzipAsync(body)
+}
+
+// What a 200 that is no report carries, in the words of its error's message.
+const BODY_WORDS: Record<Exclude<BodyKind, 'json'>, string> = {
+  html: 'html',
+  empty: 'empty',
+  'truncated-json': 'truncated-json',
+  'mislabelled-json': 'mislabelled-json',
+  'no-report': 'JSON that holds no report (cache.reportFields)',
+  other: 'something else',
 }
 
 // Headers of a passed-through platform answer that a caller may see.
@@ -177,15 +189,16 @@ async function fromBody(
     return { kind: 'pass', status: 200, headers, body: identity }
   }
   // A maintenance page or a cut-off body would be served as HIT to every replica for a day.
-  const bodyKind = reportBodyKind(headers['content-type'], identity)
+  const bodyKind = reportBodyKind(headers['content-type'], identity, deps.reportFields)
   if (bodyKind !== 'json') {
-    const error = new UpstreamError(`the platform answered 200 with ${bodyKind === 'other' ? 'something else' : bodyKind} rather than a JSON report`)
+    const error = new UpstreamError(`the platform answered 200 with ${BODY_WORDS[bodyKind]} rather than a JSON report`)
     return {
       kind: 'failed',
       // A page, an empty or a cut-off body is what stands in front of the platform's app
       // answers while the app is down (its maintenance page, a CDN's or a proxy's error
-      // page): a later try may not meet it. JSON under another content type is the app's
-      // own answer, the same on every try.
+      // page), and JSON that holds no report is the app's error answered with a 200 (a
+      // middleware's, as with a 500): a later try may not meet either. JSON under another
+      // content type is the app's own answer, the same on every try.
       error: bodyKind === 'mislabelled-json' ? error : transient(error),
       unusable: { bodyKind, contentType: headers['content-type'] ?? null, bytes: identity.length },
     }

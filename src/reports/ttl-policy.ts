@@ -98,7 +98,23 @@ export function longestFreshness(policy: Pick<TtlPolicy, 'recentMs' | 'settledMs
 export function cacheControlAllowsStore(header: string | readonly string[] | undefined): boolean {
   if (header === undefined) return true
   const joined = typeof header === 'string' ? header : header.join(',')
-  // Quoted arguments (`no-cache="a, no-store"`) may contain commas and directive names.
-  const unquoted = joined.replace(/"(?:[^"\\]|\\.)*"/g, '""')
-  return !unquoted.split(',').some((directive) => directive.split('=')[0]?.trim().toLowerCase() === 'no-store')
+  return !withoutQuotedStrings(joined).split(',').some((directive) => directive.split('=')[0]?.trim().toLowerCase() === 'no-store')
+}
+
+/**
+ * The header with each quoted argument (`no-cache="a, no-store"`, which may hold commas and
+ * directive names) as `""`, in one pass: a quote that no unescaped quote closes leaves the
+ * rest as it is (no later quote could close then either).
+ */
+function withoutQuotedStrings(header: string): string {
+  let out = ''
+  let from = 0
+  for (let open = header.indexOf('"'); open !== -1; open = header.indexOf('"', from)) {
+    let at = open + 1
+    while (at < header.length && header[at] !== '"') at += header[at] === '\\' ? 2 : 1
+    if (at >= header.length) break
+    out += `${header.slice(from, open)}""`
+    from = at + 1
+  }
+  return out + header.slice(from)
 }

@@ -20,7 +20,7 @@ import { localeOf, LOCALIZED_VARY, localizeRows } from './locale.js'
 // reports on the campaigns of `filter[campaignIds]` instead.
 
 /** Bounds the work of one request; a long range is a 422, as on real reporting APIs. */
-const MAX_REPORT_DAYS = 366
+export const MAX_REPORT_DAYS = 366
 
 const SPENT_BASES = ['usd', 'local'] as const
 type SpentBase = (typeof SPENT_BASES)[number]

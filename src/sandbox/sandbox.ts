@@ -13,7 +13,7 @@ import { controlRoutes } from './control-routes.js'
 import type { SandboxControls } from './control-routes.js'
 import { oauthRoute } from './oauth-route.js'
 import { registerPlatformRoutes } from './platform-routes.js'
-import { reportRoutes } from './report-routes.js'
+import { MAX_REPORT_DAYS, reportRoutes } from './report-routes.js'
 import { sendJson, sendNotFound, sendRedirect } from './replies.js'
 import type { SandboxState } from './state.js'
 import { keepBody, recordOf, startRecord } from './request-records.js'
@@ -70,6 +70,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
   return {
     url: urlOf(app.server.address() as AddressInfo),
     credentials: { ...state.credentials },
+    maxReportDays: MAX_REPORT_DAYS,
     accounts: SANDBOX_ACCOUNTS.map((account) => ({ ...account })),
     ...controls,
     acceptToken: (token, accountId = MAIN_PARENT_ID) => state.tokens.accept(token, knownAccount(state, accountId)),

@@ -125,6 +125,8 @@ export interface Sandbox {
   url: string
   /** The main parent account's API client (password grant). */
   credentials: SandboxCredentials
+  /** The longest report range it answers, in days counting both ends; a longer one is its 422. */
+  maxReportDays: number
   /** 100 with children 101-103, which the credential reads; 200 with child 201, which it may not. */
   accounts: SandboxAccount[]
   /** Mints a token the sandbox accepts; default: the main parent's, living tokenTtlSeconds (<= 0: already expired). */

@@ -98,4 +98,30 @@ describe('a report answer whose Vary the gateway cannot match on a later fill', 
   })
 })
 
+describe('a report filled by a team that names its call (x-request-id)', () => {
+  // The id comes back to its caller, and names the call in the gateway's log; the platform
+  // call is the copy's, which every team of the credential reads: a platform that writes
+  // the id it was asked with into its answer (a `meta.requestId`) would put one team's text
+  // in every team's copy, so the fill carries an id of the gateway's own.
+  const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+  it.each([
+    ['GET', `${CAMPAIGNS}?advertiserId=101&dateFrom=2026-06-01&dateTo=2026-06-01`, undefined],
+    ['POST', CAMPAIGNS, JSON.stringify({ campaignIds: [101001], dateFrom: '2026-06-02', dateTo: '2026-06-02' })],
+  ])('%s: the caller\'s id comes back to it and never reaches the platform', async (method, target, body) => {
+    const res = await fetch(`${sg.url}${target}`, { method, headers: { 'x-api-key': KEYS.growth, 'x-request-id': 'growth.chosen:id-1', ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { body } : {}) })
+    expect(res.status).toBe(200)
+    expect(res.headers.get('x-cache')).toBe('MISS')
+    expect(res.headers.get('x-request-id')).toBe('growth.chosen:id-1')
+    const calls = reportCalls(CAMPAIGNS)
+    expect(calls).toHaveLength(1)
+    expect(calls[0]?.headers['x-request-id']).toMatch(UUID)
+  })
+
+  it('a read that names no id: the fill carries the id its answer names, as before', async () => {
+    const res = await fetch(`${sg.url}${CAMPAIGNS}?advertiserId=101&dateFrom=2026-06-03&dateTo=2026-06-03`, { headers: { 'x-api-key': KEYS.growth } })
+    expect(res.headers.get('x-cache')).toBe('MISS')
+    expect(reportCalls(CAMPAIGNS).map((r) => r.headers['x-request-id'])).toEqual([res.headers.get('x-request-id')])
+  })
+})
+
 itLoggedNoSecret(sg)

@@ -11,7 +11,8 @@ import { ARTIFACTS, chromiumPath, CONSOLE_SCRIPTS as SCRIPTS, consoleOf } from '
 
 // The console's reload where a reload is available (the teams come from CONFIG_FILE) and the
 // file stops validating after the start: the button is on, the operator confirms, and the
-// page shows the gateway's refusal in its words while the running teams keep answering.
+// page shows the gateway's refusal, each problem apart with its file and line, while the
+// running teams keep answering. A problem's text is the page's text, never its markup.
 
 const CHROMIUM = chromiumPath('the console reload test')
 
@@ -52,6 +53,15 @@ describe.skipIf(CHROMIUM === null)('the console reloads the teams from a file th
   const text = (selector: string) => page.$eval(selector, (node) => (node as unknown as { innerText: string }).innerText)
   const shows = (id: string, start: string) => page.waitForFunction(`document.getElementById(${JSON.stringify(id)})?.textContent?.includes(${JSON.stringify(start)})`, { timeout: 10_000 })
 
+  /** Asks for a reload and confirms it. */
+  const reload = async () => {
+    await page.click('#reload')
+    await page.waitForSelector('#confirm[open]')
+    await page.click('#confirm-yes')
+  }
+  /** The refusal's problems as the page lists them, each item's text. */
+  const problems = () => page.$$eval('#action-result li', (items) => items.map((li) => li.textContent))
+
   it('offers the reload, and shows the refusal when the file does not validate; the running teams stay', async () => {
     await page.goto(`${adminUrl}/console`, { waitUntil: 'networkidle0' })
     await page.type('#token', ADMIN_TOKEN)
@@ -66,11 +76,45 @@ describe.skipIf(CHROMIUM === null)('the console reloads the teams from a file th
     expect(await text('#confirm-text')).toMatch(/A file that does not validate is refused and the running teams stay/)
     await page.click('#confirm-yes')
     await shows('action-result', 'Refused: ')
-    expect(await text('#action-result')).toMatch(/^Refused: the new configuration was refused, the running teams stay: CONFIG_FILE: teams\.growth\.keys: must be a list/)
+    expect(await text('#action-result')).toMatch(/^Refused: the new configuration was refused, the running teams stay: 1 problem\n/)
+    expect(await problems()).toEqual([`line 3 of CONFIG_FILE (${file}): teams.growth.keys: must be a list of sha256:<hex> API key hashes or {hash, id, createdAt, expiresAt, successor, graceUntil, lineage, replaces} entries`])
     await page.screenshot({ path: `${ARTIFACTS}console-reload-refused.png`, fullPage: true })
 
     const res = await fetch(`${gw.url}${REPORT}`, { headers: { 'x-api-key': GROWTH_KEY } })
     await res.arrayBuffer()
     expect(res.status).toBe(200)
+  })
+
+  it('lists each problem with its file and line, a team name of markup as text, and clears the list at the next answer', async () => {
+    // Two problems at lines 4 and 6; the second echoes the team name, markup that must stay text.
+    writeFileSync(
+      file,
+      [
+        'teams:',
+        '  growth:',
+        '    keys:',
+        `      - { hash: "${hashApiKey(GROWTH_KEY)}", id: k1, successor: k1 }`,
+        '    advertisers: [101]',
+        '  "<img src=x onerror=alert(1)>":',
+        `    keys: ["${hashApiKey(GROWTH_KEY)}"]`,
+        '    advertisers: [102]',
+        '',
+      ].join('\n'),
+    )
+    await reload()
+    await page.waitForFunction(`document.querySelectorAll('#action-result li').length === 2`, { timeout: 10_000 })
+    expect(await text('#action-result')).toMatch(/^Refused: the new configuration was refused, the running teams stay: 2 problems\n/)
+    expect(await problems()).toEqual([
+      `line 4 of CONFIG_FILE (${file}): teams.growth.keys.0.successor: k1 is this key itself; name the key that replaces it`,
+      `line 6 of CONFIG_FILE (${file}): teams: "<img src=x onerror=alert(1)>" is not a valid team name (letters, digits, _ . - only, 64 at most, not . or ..)`,
+    ])
+    expect(await page.$$('#action-result img')).toHaveLength(0)
+    await page.screenshot({ path: `${ARTIFACTS}console-reload-problems.png`, fullPage: true })
+
+    // The file fixed: the next reload's answer replaces the list.
+    writeFileSync(file, YAML)
+    await reload()
+    await shows('action-result', 'Teams reloaded')
+    expect(await problems()).toEqual([])
   })
 })

@@ -41,12 +41,13 @@ export function redisAvailability(what = 'the Redis tests'): { available: boolea
  * write that may take memory while what it holds is past its maxmemory, whatever the
  * write's size: the refusal of a 16 KiB value leaves Redis under it by up to that much
  * (its own query buffer counted), where a smaller write passes. `maxmemory 0` ends it.
+ * `keyOf` names the keys written (a Cluster master takes only keys of its own slots).
  */
-export async function fillRedisUp(client: Redis): Promise<void> {
+export async function fillRedisUp(client: Redis, keyOf: (i: number) => string = (i) => `junk:${i}`): Promise<void> {
   await client.config('SET', 'maxmemory-policy', 'noeviction')
   await client.config('SET', 'maxmemory', '1mb')
   for (let i = 0; ; i++) {
-    const refused = await client.set(`junk:${i}`, 'x'.repeat(16_384)).then(() => false, (err: Error) => /^OOM/.test(err.message))
+    const refused = await client.set(keyOf(i), 'x'.repeat(16_384)).then(() => false, (err: Error) => /^OOM/.test(err.message))
     if (refused) break
   }
   const used = Number(/^used_memory:(\d+)/m.exec(await client.info('memory'))?.[1])

@@ -14,8 +14,17 @@ function accessLines(reqId: string): Record<string, unknown>[] {
   return env.gw.logs.records().filter((r) => r.msg === 'request' && r.reqId === reqId)
 }
 
-/** Sends a request over real HTTP and closes its connection once the platform has it. */
-async function leaveEarly(method: 'GET' | 'POST', path: string, reqId: string, body?: string): Promise<void> {
+/** The proxy listener's open connections. */
+function connections(): Promise<number> {
+  return new Promise((resolve, reject) => env.gw.proxy.server.getConnections((err, count) => (err ? reject(err) : resolve(count))))
+}
+
+/**
+ * Sends a request over real HTTP and closes its connection once the platform has it: with
+ * a FIN (`close`: the gateway learns it as it writes the answer), or a reset, as a browser's
+ * aborted fetch does (`reset`: the gateway learns it at once, while the platform still works).
+ */
+async function leaveEarly(method: 'GET' | 'POST', path: string, reqId: string, body: string | undefined, how: 'close' | 'reset'): Promise<void> {
   const asked = env.callerRequests().length
   const req = httpRequest({
     host: '127.0.0.1',
@@ -27,25 +36,34 @@ async function leaveEarly(method: 'GET' | 'POST', path: string, reqId: string, b
   req.on('error', () => {})
   req.end(body)
   await waitFor(`the platform to receive ${reqId}`, () => env.callerRequests().length > asked)
-  req.destroy()
+  if (how === 'reset') req.socket!.resetAndDestroy()
+  else req.destroy()
 }
 
 describe('a caller that leaves before its answer', () => {
   it.each([
-    ['a report read', 'GET', '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-02-01&dateTo=2026-02-07', 'left-early-report', 'report', undefined],
-    ['a proxied call with a body', 'POST', '/api/v1/campaign/get', 'left-early-proxy', 'proxy', '{"userId":101}'],
-  ] as const)('%s has its access line: status 499, its team and route, once', async (_name, method, path, reqId, route, body) => {
+    ['a report read', 'GET', '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-02-01&dateTo=2026-02-07', 'left-early-report', 'report', undefined, 'close'],
+    ['a report read reset during its fill', 'GET', '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-02-08&dateTo=2026-02-14', 'reset-early-report', 'report', undefined, 'reset'],
+    ['a proxied call with a body', 'POST', '/api/v1/campaign/get', 'left-early-proxy', 'proxy', '{"userId":101}', 'close'],
+    ['a proxied call with a body, reset', 'POST', '/api/v1/campaign/get', 'reset-early-proxy', 'proxy', '{"userId":101}', 'reset'],
+  ] as const)('%s has its access line: status 499, its team and route, once', async (_name, method, path, reqId, route, body, how) => {
     // The call stays at the platform until released: the caller leaves before its answer, whatever the machine's pace.
     env.sandbox.setRouteFailure(path.split('?')[0] as string, { kind: 'held', times: 1 })
     try {
-      await leaveEarly(method, path, reqId, body)
-      await waitFor(`the access line of ${reqId}`, () => accessLines(reqId).length > 0)
-      // Nothing was written to it: its bytes are 0, not unknown.
-      expect(accessLines(reqId)[0]).toMatchObject({ status: 499, team: 'growth', route, method, path: path.split('?')[0], client: '127.0.0.1', bytes: 0 })
-      // The platform's answer comes later, to no one: still one line once its seat is free.
+      const open = await connections()
+      await leaveEarly(method, path, reqId, body, how)
       await waitFor(`${reqId} held at the platform`, () => env.sandbox.concurrency().held === 1)
+      // The gateway heard the caller leave while the platform still works: a proxied call's line is written then.
+      await waitFor(`the gateway to close ${reqId}'s connection`, async () => (await connections()) === open)
+      if (route === 'proxy') expect(accessLines(reqId)).toHaveLength(1)
+      // The platform's answer comes later, to no one: a report's fill goes on and stores its copy.
       env.sandbox.releaseHeld()
       await waitFor(`the platform's answer to ${reqId}`, () => seatsOf(env.gw).running('growth') === 0)
+      await waitFor(`the access line of ${reqId}`, () => accessLines(reqId).length > 0)
+      // Nothing was written to it: its bytes are 0, not unknown. A report read's line says what
+      // its fill did with the cache (MISS: the copy stored), as the answer would have; a proxied call's, none.
+      expect(accessLines(reqId)[0]).toMatchObject({ status: 499, team: 'growth', route, method, path: path.split('?')[0], client: '127.0.0.1', bytes: 0, cache: route === 'report' ? 'MISS' : null })
+      expect(Number(accessLines(reqId)[0]!.upstreamMs)).toBeGreaterThan(route === 'report' ? 0 : -1)
     } finally {
       env.sandbox.clearRouteFailures()
       env.sandbox.releaseHeld()
@@ -79,7 +97,7 @@ describe('a caller that leaves before its answer', () => {
       env.sandbox.setLatency(0)
     }
     await waitFor('the access line of the joiner', () => accessLines('joined-then-left').length > 0)
-    expect(accessLines('joined-then-left')).toEqual([expect.objectContaining({ status: 499, team: 'limited', route: 'report', client: '127.0.0.1', bytes: 0 })])
+    expect(accessLines('joined-then-left')).toEqual([expect.objectContaining({ status: 499, team: 'limited', route: 'report', client: '127.0.0.1', bytes: 0, cache: 'MISS' })])
     expect(env.callerRequests().filter((r) => r.query.includes('dateFrom=2026-03-01'))).toHaveLength(1)
   })
 })

@@ -215,6 +215,19 @@ describe('the admin listener\'s OpenAPI document', () => {
     expect(problems).toEqual([])
   })
 
+  it('describes a refused reload\'s answer: its problems each apart (errors), with the setting, the file and the line', async () => {
+    const file = join(dir, 'teams.yaml')
+    writeFileSync(file, `${TEAMS_YAML}  broken:\n    keys: []\n    advertisers: [0]\n`)
+    try {
+      const res = await gw.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+      expect(res.statusCode).toBe(422)
+      expect(res.json<{ errors: unknown[] }>().errors).toContainEqual(expect.objectContaining({ path: 'teams.broken.advertisers.0', variable: 'TEAMS_FILE', file, line: expect.any(Number) }))
+      expect(mismatches('/admin/reload', 'post', { status: res.statusCode, headers: res.headers, body: res.body })).toEqual([])
+    } finally {
+      writeFileSync(file, TEAMS_YAML)
+    }
+  })
+
   it('types the purges\' dryRun as a boolean or 1, true, 0, false, and takes each value it names as a query writes it', async () => {
     const entryUrl = encodeURIComponent(REPORT)
     for (const [path, query] of [['/admin/cache', 'advertiserId=999999'], ['/admin/cache/entry', `url=${entryUrl}`]] as const) {

@@ -280,6 +280,20 @@ describe('POST /admin/token/refresh', () => {
     expect(gw.tokens.get('default').current()?.token).toBe(old)
     expectNoSecrets(broken, [ADMIN_TOKEN, sandbox.credentials.password, sandbox.credentials.clientSecret])
   })
+
+  it('a login answered 429 is the platform busy: 502 GW_PLATFORM_AUTH with the seconds left of its retry-after', async () => {
+    const gw = await gateway({ ...loginEnv('PLATFORM_'), ADMIN_TOKEN })
+    sandbox.setRouteFailure('/oauth/token', { kind: 'status', status: 429, headers: { 'retry-after': '30' } })
+    try {
+      const res = await admin(gw, 'POST', '/admin/token/refresh')
+      expect(res.statusCode).toBe(502)
+      expect(res.json()).toMatchObject({ code: 'GW_PLATFORM_AUTH', message: 'platform login failed: the platform answered 429 (no error code)' })
+      expect(Number(res.headers['retry-after'])).toBeGreaterThan(25)
+      expect(Number(res.headers['retry-after'])).toBeLessThanOrEqual(30)
+    } finally {
+      sandbox.clearRouteFailures()
+    }
+  })
 })
 
 describe('several credentials', () => {

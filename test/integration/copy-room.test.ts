@@ -141,6 +141,29 @@ describe.skipIf(!available)('report copies on an evicting Redis: each team withi
     expect(await store.get(key(2))).not.toBeNull()
   })
 
+  it('a copy counted is a copy Redis holds, at any distance from its maxmemory (noeviction): the room\'s count and the copy\'s write are taken or refused together', async () => {
+    const now = Date.now()
+    const key = (i: number) => `${PREFIX}report:v1:edge-${i}`
+    const room = { copyPart: () => Number.MAX_SAFE_INTEGER }
+    await fillRedisUp(redis.client)
+    // From above what Redis holds to past one copy and its records below it: somewhere the
+    // room's records fit under maxmemory and the copy's write, after them, does not.
+    const written: boolean[] = []
+    for (let above = -1024; above <= 8192; above += 128) {
+      const used = Number(/^used_memory:(\d+)/m.exec(await redis.client.info('memory'))?.[1])
+      await redis.client.config('SET', 'maxmemory', String(used + above))
+      const i = written.length
+      // A new store each time: the breaker holds writes back for its cooldown after a refusal.
+      await storeOf(redis.client, room).set(key(i), copyOf('edge', i, now))
+      written.push((await redis.client.exists(key(i))) === 1)
+    }
+    await redis.client.config('SET', 'maxmemory', '0')
+    expect(written, 'some refused, some written').toContain(true)
+    expect(written).toContain(false)
+    const counted = Object.keys(await redis.client.hgetall(`${PREFIX}copies:{room}:owners`))
+    expect(counted.sort(), 'the copies counted on the team are those Redis holds').toEqual(written.flatMap((w, i) => (w ? [key(i)] : [])).sort())
+  })
+
   describe('through the gateway', () => {
     const sandbox = useSandbox()
     const gateways = useGateways()

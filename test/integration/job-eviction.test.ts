@@ -126,8 +126,11 @@ describe.skipIf(!available)('report jobs in Redis: kept through eviction (maxmem
     const { queued } = await doneAndQueued(jobs, now)
     await store().due(now + 7 * 24 * 3_600_000 - 1, 10)
     expect(await jobs.get(queued.id)).toEqual(queued)
+    expect(await redis.client.hget(redisKey.jobResultEnds(PREFIX), 'growth'), 'the count of the team\'s results kept').toBe('1')
     await store().due(now + 7 * 24 * 3_600_000, 10)
     expect(await jobs.get(queued.id)).toBeNull()
+    // The team has no job left: its count goes with its set.
+    expect(await redis.client.hget(redisKey.jobResultEnds(PREFIX), 'growth')).toBeNull()
     expect(await redis.client.zscore(redisKey.dueJobs(PREFIX), queued.id)).toBeNull()
     expect(await redis.client.zscore(redisKey.teamJobs(PREFIX, 'growth'), queued.id)).toBeNull()
   })

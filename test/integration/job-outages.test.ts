@@ -67,6 +67,22 @@ describe('report jobs through a platform that is down and a team suspended (the 
     })
   }
 
+  // Laravel's error body under a status some middleware set to 200: the app failed while
+  // answering, as with a 500; a later try may not meet it.
+  it('a 200 of Laravel\'s error body ({"message":"Server Error"}) gives the job back, tried again 1 s later: done, its result the report', async () => {
+    const clock = fakeClock()
+    const gw = await gateway(clock)
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'status', status: 200, body: { message: 'Server Error' } })
+    const id = await ask(gw, '08')
+    expect(await firstTurn(gw, id)).toMatchObject({ state: 'queued', error: null, retry: { tries: 1, lastError: { code: 'GW_UPSTREAM', statusCode: 502 } } })
+    sandbox.clearRouteFailures()
+    clock.advance(1000)
+    expect(await endOf(gw, id)).toMatchObject({ state: 'done', error: null, retry: null })
+    const result = await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: { 'x-api-key': KEYS.all } })
+    expect(result.status).toBe(200)
+    expect(await result.json()).toHaveProperty('data')
+  })
+
   it('a 200 that is JSON under another content type is the app\'s own answer: the job fails at once, one call', async () => {
     const clock = fakeClock()
     const gw = await gateway(clock)
@@ -100,6 +116,30 @@ describe('report jobs through a platform that is down and a team suspended (the 
       expect(reportCalls()).toBe(1)
     })
   }
+
+  // The login's throttle: the platform up and busy. The job waits out its retry-after (held
+  // to platform.maxPause) as a try of its jobs.retries, and the next login waits for it too.
+  it('a password login answered 429 with a retry-after gives the job back until then (GW_PLATFORM_AUTH, why said); then a login gets a token and its next try is done', async () => {
+    sandbox.setRouteFailure('/oauth/token', { kind: 'status', status: 429, headers: { 'retry-after': '2' } })
+    const clock = fakeClock()
+    const gw = await gateway(clock, sandboxLoginEnv(sandbox))
+    const id = await ask(gw, '09')
+    const given = await firstTurn(gw, id)
+    expect(given).toMatchObject({ state: 'queued', error: null, retry: { tries: 1, nextTryAt: new Date(clock.now() + 2000).toISOString(), lastError: { code: 'GW_PLATFORM_AUTH', statusCode: 502 } } })
+    expect(given.retry?.lastError.message).toContain('its password login was answered 429 (the platform busy)')
+    expect(reportCalls()).toBe(0)
+    // A read meanwhile is told the same, and when to come back.
+    const read = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&dateFrom=2025-10-01&dateTo=2025-10-28`, { headers: { 'x-api-key': KEYS.all } })
+    expect([read.status, read.headers.get('retry-after'), ((await read.json()) as { code: string }).code]).toEqual([502, '2', 'GW_PLATFORM_AUTH'])
+    // The start's login alone: the maintenance tick sends none while the retry-after lasts.
+    expect(sandbox.countRequests((q) => q.path === '/oauth/token')).toBe(1)
+    sandbox.clearRouteFailures()
+    clock.advance(2000)
+    // The maintenance tick (50 ms) logs in again once the retry-after has passed.
+    await waitFor('a token from the login', () => gw.tokens.get('default').usable())
+    expect(await endOf(gw, id)).toMatchObject({ state: 'done', error: null, retry: null })
+    expect(reportCalls()).toBe(1)
+  })
 
   it('a password login the platform refuses (a wrong password, 400 invalid_grant) fails the job at once: a later login is refused the same way', async () => {
     const clock = fakeClock()

@@ -279,6 +279,31 @@ describe.skipIf(!available)('job stores: memory and Redis keep the same promises
       expect(await store.swap(running, late, clock.now(), null, entryOf('{"by":"r1"}', clock.now()))).toBe(false)
       expect((await store.result('a', clock.now()))?.identity?.toString()).toBe('{"by":"r2"}')
     })
+
+    it('keeps a result checked against its team\'s held results only if no other result of the team was kept since the check read them', async () => {
+      const store = make()
+      const now = Date.now()
+      const a = await runningIn(store, 'a', now)
+      const b = await runningIn(store, 'b', now)
+      const entry = entryOf('{"data":[{"clicks":1}]}', now)
+      const doneOf = (running: Job): Job => endJob(running, { runner: 'r1', runs: 1 }, now, { kind: 'done', resultBytes: entry.gzip.length, tookSeconds: 0, fetchedAt: now }, KEEP) as Job
+      // Two replicas' ends read the team's results at once: none held.
+      const readByA = await store.heldResults('growth', now)
+      const readByB = await store.heldResults('growth', now)
+      expect([readByA.bytes, readByB.bytes]).toEqual([0, 0])
+      expect(await store.swap(a, doneOf(a), now, null, entry, readByA.mark)).toBe(true)
+      // B's check missed A's result: its end is refused, nothing of it kept.
+      expect(await store.swap(b, doneOf(b), now, null, entry, readByB.mark)).toBe(false)
+      expect(await store.get('b')).toEqual(b)
+      expect(await store.result('b', now)).toBeNull()
+      // Read again, A's result counted, its end is kept.
+      const again = await store.heldResults('growth', now)
+      expect(again.bytes).toBe(entry.gzip.length)
+      expect(await store.swap(b, doneOf(b), now, null, entry, again.mark)).toBe(true)
+      // Another team's results move no mark of this one.
+      expect((await store.heldResults('growth', now)).mark).not.toBe(again.mark)
+      expect((await store.heldResults('other', now)).mark).toBe(readByA.mark)
+    })
   })
 
   it('reads a job record or result this gateway did not seal as absent, and says so', async () => {

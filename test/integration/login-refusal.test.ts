@@ -41,3 +41,23 @@ it.each([
   expect(refusal).toMatchObject({ code: 'GW_PLATFORM_AUTH' })
   for (const secret of [LOGIN.password, LOGIN.clientSecret, LOGIN.username]) expect(refusal.message).not.toContain(secret)
 })
+
+// A login that got no answer is said in words, as a platform call's is: no framework code
+// (UND_ERR_*) reaches a caller (contract, "Errors"), an admin's 502 included.
+it.each([
+  ['a reset connection', (socket: import('node:net').Socket) => socket.destroy(), 'connection reset'],
+  ['no answer in time', () => undefined, 'no answer within'],
+])('says %s in words, with no framework code', async (_what, answer, words) => {
+  const silent = createServer()
+  silent.on('connection', answer)
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+  try {
+    const refusal = (await passwordLogin(`http://127.0.0.1:${(silent.address() as AddressInfo).port}`, LOGIN, dispatcher, 300).catch((err: unknown) => err)) as Error
+    expect(refusal).toMatchObject({ code: 'GW_PLATFORM_AUTH' })
+    expect(refusal.message).toContain(words)
+    expect(refusal.message).not.toMatch(/UND_ERR|FST_/)
+  } finally {
+    silent.closeAllConnections()
+    await new Promise((resolve) => silent.close(resolve))
+  }
+})

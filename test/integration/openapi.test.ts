@@ -3,7 +3,7 @@ import { renderDocument } from '../../src/cli/openapi-render.js'
 import { allErrors } from '../../src/errors.js'
 import { canonicalGetReport } from '../../src/reports/report-query.js'
 import { buildGateway, KEYS, testConfig, type TestGateway } from '../helpers/build-gateway.js'
-import { documentedOperations, itIsValidAndCommitted, routeTable } from '../helpers/openapi-doc.js'
+import { documentedOperations, itIsValidAndCommitted, resolveRef, routeTable, type Json } from '../helpers/openapi-doc.js'
 
 const COMMITTED = new URL('../../docs/openapi.json', import.meta.url)
 // The methods forwarded to the platform; OPTIONS and the refused methods are the gateway's own answers.
@@ -126,6 +126,57 @@ describe('OpenAPI document of the proxy listener', () => {
     // The team key is required on /api/v1 only.
     expect(doc.paths['/openapi.json']!.get!.security).toEqual([])
     expect(doc.paths['/api/v1/campaign/get']!.post!.security).toBeUndefined()
+  })
+
+  // A job's status and its cancel read the job's record and nothing else: no platform call, no report. A client
+  // generated from the document (swagger-typescript-api, openapi-typescript) types their errors from these lists.
+  it("declares on a job's status and its cancel the answers they give, none of a report read's or of the platform's", () => {
+    const json = doc as unknown as Json
+    const codesOf = (path: string, method: string): Record<string, string[]> => {
+      const responses = (doc.paths[path] as unknown as Record<string, { responses: Json }>)[method]!.responses
+      return Object.fromEntries(Object.entries(responses).filter(([status]) => status >= '400').map(([status, response]) => [status, [...JSON.stringify(resolveRef(json, response)).matchAll(/#\/components\/schemas\/(\w+)/g)].map((m) => m[1]!).sort()]))
+    }
+    const asked = { '400': ['GW_BAD_REQUEST'], '401': ['GW_UNAUTHORIZED'], '403': ['GW_FORBIDDEN', 'GW_TEAM_SUSPENDED'], '404': ['GW_NOT_FOUND'], '408': ['GW_REQUEST_TIMEOUT'], '431': ['GW_HEADERS_TOO_LARGE'], '500': ['GW_INTERNAL'], '503': ['GW_JOBS_UNAVAILABLE'] }
+    const status = { ...asked, '429': ['GW_RATE_LIMITED', 'GW_WAITS_FULL'] }
+    expect(codesOf('/api/v1/jobs/{id}', 'get')).toEqual(status)
+    // HEAD's answers are GET's without a body: the same statuses.
+    expect(Object.keys(codesOf('/api/v1/jobs/{id}', 'head'))).toEqual(Object.keys(status))
+    // A cancel reads no scope: its 403 is the team's suspension alone.
+    expect(codesOf('/api/v1/jobs/{id}', 'delete')).toEqual({ ...asked, '403': ['GW_TEAM_SUSPENDED'], '409': ['GW_JOB_RUNNING'], '429': ['GW_RATE_LIMITED'] })
+    // The result is a report's answer, a failed job's the failure its read would have answered
+    // (jobs/job-runner.ts): never a cancel's refusal nor a wait's, nor an ask's (a bad query, the
+    // jobs full), nor what puts a job back in the queue (no seat, a pause, the platform's 429, a
+    // shutdown); a GET's body is never read. The answers' budget full fails a job, kept with it.
+    expect(codesOf('/api/v1/jobs/{id}/result', 'get')).toEqual({
+      ...asked,
+      '400': ['GW_BAD_REQUEST', 'PlatformError'],
+      '403': ['GW_FORBIDDEN', 'GW_TEAM_SUSPENDED', 'PlatformError'],
+      '404': ['GW_NOT_FOUND', 'PlatformError'],
+      '408': ['GW_REQUEST_TIMEOUT', 'PlatformError'],
+      '409': ['GW_JOB_NOT_DONE', 'PlatformError'],
+      '410': ['GW_JOB_EXPIRED', 'PlatformError'],
+      '413': ['GW_JOB_RESULT_TOO_LARGE', 'PlatformError'],
+      '429': ['GW_PLATFORM_TIME_SPENT', 'GW_RATE_LIMITED'],
+      '431': ['GW_HEADERS_TOO_LARGE', 'PlatformError'],
+      '4XX': ['PlatformError'],
+      '502': ['GW_PLATFORM_AUTH', 'GW_PLATFORM_REFUSED', 'GW_UPSTREAM'],
+      '503': ['GW_ANSWER_BUDGET', 'GW_JOBS_UNAVAILABLE'],
+      '504': ['GW_UPSTREAM_TIMEOUT'],
+    })
+    expect(Object.keys(codesOf('/api/v1/jobs/{id}/result', 'head'))).toEqual(Object.keys(codesOf('/api/v1/jobs/{id}/result', 'get')))
+    // Each refusal says what it means on a job call: a 404 is no such job of the key's team, not a path outside /api/v1/.
+    for (const [path, method] of [['/api/v1/jobs/{id}', 'get'], ['/api/v1/jobs/{id}', 'delete'], ['/api/v1/jobs/{id}/result', 'get']] as const) {
+      const described = (status: string) => resolveRef(json, ((doc.paths[path] as unknown as Record<string, { responses: Json }>)[method]!.responses)[status]).description as string
+      expect(described('404'), `${method} ${path}`).toMatch(/^`GW_NOT_FOUND`: No such job for this key's team/)
+      expect(described('404'), `${method} ${path}`).not.toMatch(/outside `\/api\/v1\/`/)
+      if (method !== 'delete') expect(described('403'), `${method} ${path}`).toMatch(/another credential/)
+      expect(described('400'), `${method} ${path}`).toMatch(/parameter/)
+    }
+    // Nor a header of a report answer's on a status or cancel refusal: they hold no report and cost no platform time.
+    for (const method of ['get', 'head', 'delete']) {
+      const text = JSON.stringify(Object.values((doc.paths['/api/v1/jobs/{id}'] as unknown as Record<string, { responses: Json }>)[method]!.responses).map((r) => resolveRef(json, r)))
+      for (const header of ['platform-usage', 'x-cache', 'cache-status']) expect(text, `${method} ${header}`).not.toContain(`headers/${header}`)
+    }
   })
 })
 

@@ -11,6 +11,8 @@ import { rawHttp, rawRequest } from '../helpers/sandbox-gateway.js'
 // gateway's time is a fake clock's (its timers real), moved on to pass expiries.
 
 const ASYNC = { prefer: 'respond-async' }
+/** What a call under /api/v1/jobs the job routes do not serve is told, after its method. */
+const JOB_CALLS = 'is no job call at this path: a job\'s status is GET (or HEAD) /api/v1/jobs/{id}, its report GET /api/v1/jobs/{id}/result, its cancel while queued DELETE /api/v1/jobs/{id}; a job is asked by a report read with prefer: respond-async; nothing under /api/v1/jobs goes to the platform'
 const ADMIN_TOKEN = 'report-jobs-admin-token-0123456789'
 const YEAR = 'advertiserId=101&byDate=1&dateFrom=2025-01-01&dateTo=2025-12-31'
 // Ten seconds before a midnight of the platform's zone (cache.timeZone: UTC).
@@ -150,7 +152,14 @@ describe('report jobs (demo mode, no Redis)', () => {
     ]
     for (const [method, path] of tries) {
       const res = await fetch(`${gw.url}${path}`, { method, headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json' }, ...(method === 'GET' ? {} : { body: '{}' }) })
-      expect({ method, path, status: res.status, code: ((await res.json()) as { code?: string }).code }).toEqual({ method, path, status: 404, code: 'GW_NOT_FOUND' })
+      const { code, message } = (await res.json()) as { code?: string; message: string }
+      expect({ method, path, status: res.status, code }).toEqual({ method, path, status: 404, code: 'GW_NOT_FOUND' })
+      // What the caller meant to do is said, not a bare 'not found': the job calls there are, and how a job is asked.
+      if (path !== '/api/v1/jobs/') expect(message, `${method} ${path}`).toBe(`${method} ${JOB_CALLS}`)
+    }
+    for (const method of ['GET', 'POST']) {
+      const res = await fetch(`${gw.url}/api/v1/jobs`, { method, headers: { 'x-api-key': KEYS.all } })
+      expect(((await res.json()) as { message: string }).message).toBe(`${method} ${JOB_CALLS}`)
     }
     // The key comes first, as on every /api/v1 call.
     expect((await fetch(`${gw.url}/api/v1/jobs/${id}`, { method: 'PUT' })).status).toBe(401)
@@ -192,7 +201,9 @@ describe('report jobs (demo mode, no Redis)', () => {
     sandbox.clearRequests()
     for (const method of ['GET', 'DELETE', 'PUT']) {
       const res = await fetch(`${gw.url}/api/v1/jobs/abc`, { method, headers: { 'x-api-key': KEYS.all } })
-      expect({ method, status: res.status, code: ((await res.json()) as { code?: string }).code }).toEqual({ method, status: 404, code: 'GW_NOT_FOUND' })
+      const { code, message } = (await res.json()) as { code?: string; message: string }
+      expect({ method, status: res.status, code }).toEqual({ method, status: 404, code: 'GW_NOT_FOUND' })
+      expect(message).toBe('no report jobs on this gateway: they are kept beside the report cache, which is off (cache.enabled: false); a report read with prefer: respond-async is proxied as any call, no job made')
     }
     expect(sandbox.countRequests(() => true)).toBe(0)
   })

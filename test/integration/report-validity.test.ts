@@ -68,6 +68,30 @@ describe('a platform 200 that is not a JSON report', () => {
     expect(() => JSON.parse(good.body)).not.toThrow()
   })
 
+  // JSON that holds no report, answered 200: Laravel's error body under a status some
+  // middleware set to 200, or nothing.
+  it.each([
+    { label: 'Laravel\'s error', body: { message: 'Server Error' } },
+    { label: 'Laravel\'s error with its debug fields', body: { message: 'Undefined index: data', exception: 'ErrorException', file: '/var/www/app/Http/Controllers/ReportController.php', line: 41, trace: [] } },
+    { label: 'an empty object', body: {} },
+    { label: 'null', body: null },
+  ])('answers a 200 of $label with 502 GW_UPSTREAM, stores nothing, logs and counts it as no-report', async ({ body }) => {
+    const query = freshQuery()
+    const before = await metric('gateway_platform_unusable_answers_total{kind="no-report"}')
+    s.sandbox.setFailure({ kind: 'status', status: 200, body, times: 1 })
+    const bad = await get(query)
+    expect(bad.status).toBe(502)
+    expect(JSON.parse(bad.body)).toMatchObject({ code: 'GW_UPSTREAM' })
+    expect(bad.body).not.toContain('ReportController')
+    expect(await metric('gateway_platform_unusable_answers_total{kind="no-report"}')).toBe(before + 1)
+    expect(s.gw.logs.records().some((r) => r.bodyKind === 'no-report' && /not a JSON report/.test(String(r.msg)))).toBe(true)
+
+    const good = await get(query)
+    expect(good.status).toBe(200)
+    expect(good.headers['x-cache']).toBe('MISS')
+    expect(JSON.parse(good.body)).toHaveProperty('data')
+  })
+
   it('serves the stale copy when a good one exists', async () => {
     const query = freshQuery()
     const first = await get(query)

@@ -128,6 +128,18 @@ describe('a secret of the gateway in a request', () => {
   })
 
   it.each([
+    ['user-agent', '2026-02-07'],
+    ['accept-language', '2026-02-08'],
+  ])("is no refusal in a report read's %s, which no fill sends on", async (header, dateTo) => {
+    for (const [, secret] of secrets()) {
+      const res = await gw.proxy.inject({ method: 'GET', url: `/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-02-01&dateTo=${dateTo}`, headers: { 'x-api-key': KEYS.all, [header]: `client/1.0 (${secret})` } })
+      expect(res.statusCode).toBe(200)
+    }
+    expect(sandbox.requests.length).toBeGreaterThan(0)
+    for (const request of sandbox.requests) expect(JSON.stringify(request.headers)).not.toContain('client/1.0')
+  })
+
+  it.each([
     ['a report read', REPORT],
     ['a proxied call', '/api/v1/campaign/list?userId=101'],
   ])('is refused in x-request-id, which the platform gets with the calls made for it: %s', async (_kind, url) => {

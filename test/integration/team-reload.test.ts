@@ -489,6 +489,8 @@ describe('teams in TEAMS_FILE', () => {
     const at = `; line 7 of TEAMS_FILE (${m.teams.path})`
     expect(res.json().message).toContain(`teams.broken.advertisers.0: must be`)
     expect(res.json().message).toContain(at)
+    // The same, each problem apart, for a console or a script to point at the line.
+    expect(res.json().errors).toEqual([{ message: expect.stringMatching(/^teams\.broken\.advertisers\.0: must be .*\)$/), path: 'teams.broken.advertisers.0', variable: 'TEAMS_FILE', file: m.teams.path, line: 7 }])
     const records = gw.logs.records()
     const refused = records.filter((r) => r.msg === 'TEAMS_FILE reload refused: the running teams stay')
     expect(refused).toEqual([expect.objectContaining({ problem: expect.stringMatching(/^teams\.broken\.advertisers\.0: must be .*\)$/) })])
@@ -512,6 +514,8 @@ describe('teams in TEAMS_FILE', () => {
     const res = await reload(gw)
     expect(res.statusCode).toBe(422)
     expect(res.json()).toMatchObject({ code: 'GW_CONFIG_INVALID', message: `the new configuration was refused, the running teams stay: CONFIG_FILE and TEAMS_FILE: ${both}` })
+    // A problem of no one setting, written on no line of its own.
+    expect(res.json().errors).toEqual([{ message: both, path: null, variable: null, file: null, line: null }])
 
     m.settings.update(SETTINGS)
     m.teams.update(teams([plain(NEW)]))

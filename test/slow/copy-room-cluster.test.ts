@@ -1,11 +1,15 @@
-import type { Logger } from 'pino'
+import { gzipSync } from 'node:zlib'
+import { pino, type Logger } from 'pino'
 import { Redis, type Cluster } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { etagOf } from '../../src/cache/cache-entry.js'
+import { RedisStore } from '../../src/cache/redis-store.js'
 import { systemClock } from '../../src/clock.js'
-import type { RedisBreaker } from '../../src/redis/breaker.js'
+import { RedisBreaker } from '../../src/redis/breaker.js'
 import { ResultRoom } from '../../src/redis/memory-room.js'
-import { COPY_ROOM_TAG, JOBS_TAG } from '../../src/redis/keys.js'
-import { redisAvailability } from '../helpers/start-redis.js'
+import { COPY_ROOM_TAG, JOBS_TAG, redisKey } from '../../src/redis/keys.js'
+import { RedisSeal } from '../../src/redis/seal.js'
+import { fillRedisUp, redisAvailability } from '../helpers/start-redis.js'
 import { startRedisCluster, type RedisTopology } from '../helpers/start-redis-topology.js'
 
 // On a Redis Cluster the report copies' keys spread over the masters by hash slot: the
@@ -47,5 +51,37 @@ describe.skipIf(!available)('the report copies\' room on a 3-master Redis Cluste
     expect(room.copyPart()).toBe(Math.floor(((8 - 4) * MiB * 16_384) / served))
     // One master's room less the results' was the part before: 4 MiB.
     expect(room.copyPart()).toBeGreaterThan(2 * 4 * MiB)
+  })
+
+  it('a copy its own master refuses at its maxmemory (noeviction) takes none of its team\'s part on the master of the room\'s records', async () => {
+    const cluster = topology.client as Cluster
+    const prefix = 'edge:'
+    const masterOf = async (key: string): Promise<string> => cluster.slots[Number(await cluster.cluster('KEYSLOT', key))]![0]!
+    const roomMaster = await masterOf(redisKey.copyExpiries(prefix))
+    // A copy's key on another master than the room's records, that master filled up.
+    let n = 0
+    while ((await masterOf(`${prefix}report:v1:c${n}`)) === roomMaster) n++
+    const key = `${prefix}report:v1:c${n}`
+    const address = await masterOf(key)
+    const copyMaster = cluster.nodes('master').find((m) => `${m.options.host}:${m.options.port}` === address) as Redis
+    await fillRedisUp(copyMaster, (i) => `{${key}}:junk:${i}`)
+    try {
+      const store = new RedisStore({
+        redis: cluster,
+        breaker: new RedisBreaker({ cooldownMs: 1000, log: pino({ level: 'silent' }) }),
+        prefix,
+        seal: new RedisSeal('copy-room-cluster-secret-0123456789abcdef'),
+        limits: { maxEntryBytes: MiB, maxFreshMs: 3_600_000, staleWhileRevalidateMs: 3_600_000, staleIfErrorMs: 3_600_000 },
+        copyPart: () => Number.MAX_SAFE_INTEGER,
+      })
+      const now = Date.now()
+      const identity = Buffer.from('{"data":[{"clicks":1}]}')
+      await store.set(key, { contentType: 'application/json', gzip: gzipSync(identity), identity, fetchedAt: now, freshUntil: now + 600_000, staleUntil: now + 1_200_000, errorUntil: now + 1_800_000, advertiserIds: [101], etag: etagOf(identity), filledBy: { team: 'edge', replica: 'r1' } })
+      expect(await cluster.exists(key), 'refused by its master').toBe(0)
+      expect(await cluster.hget(redisKey.copyOwners(prefix), key), 'the refused copy is counted on no team').toBeNull()
+      expect(Number((await cluster.hget(redisKey.copySums(prefix), 'edge')) ?? '0')).toBe(0)
+    } finally {
+      await copyMaster.config('SET', 'maxmemory', '0')
+    }
   })
 })

@@ -121,4 +121,45 @@ describe.skipIf(CHROMIUM === null)('a report job in a page of the gateway\'s ori
     expect(result).toMatchObject({ status: 200, redirected: false, usage: expect.stringMatching(/^fill=/) })
     expect(await read(asked.location as string, { method: 'DELETE', headers: key })).toMatchObject({ status: 409, code: 'GW_JOB_RUNNING', message: expect.stringContaining('done') })
   }, 60_000)
+
+  it('a read the page gives up before its answer holds its seat only while the platform works, and the copy it asked is kept; an EventSource on a job has no key: 401, closed', async () => {
+    const seats = async () => Number(/^gateway_platform_seats_held\{credential="default"\} (\d+)$/m.exec((await sg.gw.admin.inject({ method: 'GET', url: '/metrics' })).body)?.[1] ?? 0)
+    const url = `${REPORT_PATH}?advertiserId=101&dateFrom=2023-03-01&dateTo=2023-03-31&byDate=1&byCampaign=1`
+    sg.sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    await page.evaluate((u: string, key: string) => {
+      const gaveUp = new AbortController()
+      Object.assign(globalThis, { gaveUp, givenUp: fetch(u, { headers: { 'x-api-key': key, 'x-request-id': 'page-gave-up' }, signal: gaveUp.signal }).then((r) => `read ${r.status}`, (e: Error) => e.name) })
+    }, url, KEYS.all)
+    await waitFor('the read\'s call at the platform', () => sg.callerRequests().some((r) => r.path === REPORT_PATH && r.query.includes('2023-03-01')))
+    expect(await page.evaluate(() => {
+      const w = globalThis as unknown as { gaveUp: AbortController; givenUp: Promise<string> }
+      w.gaveUp.abort()
+      return w.givenUp
+    })).toBe('AbortError')
+    // The platform's worker runs the call to its end whatever the page does (docs/governor.md): its seat with it.
+    expect(await seats()).toBe(1)
+    sg.sandbox.releaseHeld()
+    await sg.gw.reports.settled()
+    expect(await seats()).toBe(0)
+    // Its access line says what the fill did, the copy stored: a 499 once the fill ended where the
+    // gateway heard the page leave, else the answer written to a connection the page had left.
+    const gaveUpLines = () => sg.gw.logs.records().filter((r) => r.msg === 'request' && r.reqId === 'page-gave-up')
+    await waitFor('the given-up read\'s access line', () => gaveUpLines().length > 0)
+    expect(gaveUpLines()).toEqual([expect.objectContaining({ path: REPORT_PATH, route: 'report', cache: 'MISS' })])
+    const again = await page.evaluate(async (u: string, key: string) => {
+      const res = await fetch(u, { headers: { 'x-api-key': key } })
+      await res.arrayBuffer()
+      return { status: res.status, cache: res.headers.get('x-cache'), usage: res.headers.get('platform-usage') }
+    }, url, KEYS.all)
+    expect(again).toMatchObject({ status: 200, cache: 'HIT', usage: expect.stringMatching(/^fill=0,/) })
+    expect(sg.callerRequests().filter((r) => r.path === REPORT_PATH && r.query.includes('2023-03-01'))).toHaveLength(1)
+
+    // EventSource sends none of the page's headers: no key, 401, and the browser closes it.
+    const id = ((await (await fetch(`${sg.url}${url.replace('2023-03-31', '2023-03-30')}`, { headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })).json()) as { id: string }).id
+    expect(await page.evaluate((u: string) => new Promise((resolve) => {
+      const source = new EventSource(u)
+      source.onerror = () => resolve(source.readyState)
+      source.onmessage = () => resolve('a message')
+    }), `/api/v1/jobs/${id}?wait=30`)).toBe(2)
+  }, 60_000)
 })

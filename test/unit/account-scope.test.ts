@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { accountSpelling, assertReportRead, namedInCall, placementsOf, scopeRefusal } from '../../src/access/scope.js'
+import { fieldSpelling, assertReportRead, namedInCall, placementsOf, scopeRefusal } from '../../src/access/scope.js'
 import type { TeamConfig } from '../../src/config.js'
 import { parseFormBody, parseJsonBody } from '../../src/access/request-body.js'
 import { checkTarget } from '../../src/access/request-target.js'
@@ -111,12 +111,15 @@ describe('namedInCall', () => {
   })
 
 
-  it('names the first key that spells an account field otherwise, in the query, a form or JSON at any depth', () => {
-    expect(named('GET', '/api/v1/report/campaigns/get?advertiserId=101&user_id=102').respelled).toEqual({ field: 'user_id', reads: 'userId' })
-    expect(named('POST', '/api/v1/campaign/get?filter[Advertiser-Id]=1', json({ userId: 101 })).respelled).toEqual({ field: 'filter[Advertiser-Id]', reads: 'advertiserId' })
-    expect(named('POST', '/api/v1/campaign/get', parseFormBody(Buffer.from('userId=101&user.id=102'), LIMITS)).respelled).toEqual({ field: 'user.id', reads: 'userId' })
-    expect(named('POST', '/api/v1/campaign/get', json({ userId: 101, a: [{ b: { USERID: 102 } }] })).respelled).toEqual({ field: 'USERID', reads: 'userId' })
-    expect(named('POST', '/api/v1/campaign/get', json({ userId: 101, filter: { userId: 101 }, 'advertiserId[0]': 101, userIds: 1 })).respelled).toBeNull()
+  it('names the first key that spells an account, campaign or creative set field otherwise, in the query, a form or JSON at any depth', () => {
+    expect(named('GET', '/api/v1/report/campaigns/get?advertiserId=101&user_id=102').respelled).toEqual({ field: 'user_id', reads: 'userId', what: 'the account' })
+    expect(named('POST', '/api/v1/campaign/get?filter[Advertiser-Id]=1', json({ userId: 101 })).respelled).toEqual({ field: 'filter[Advertiser-Id]', reads: 'advertiserId', what: 'the account' })
+    expect(named('POST', '/api/v1/campaign/get', parseFormBody(Buffer.from('userId=101&user.id=102'), LIMITS)).respelled).toEqual({ field: 'user.id', reads: 'userId', what: 'the account' })
+    expect(named('POST', '/api/v1/campaign/get', json({ userId: 101, a: [{ b: { USERID: 102 } }] })).respelled).toEqual({ field: 'USERID', reads: 'userId', what: 'the account' })
+    expect(named('POST', '/api/v1/report/campaigns/get', json({ campaignIds: [101001], filter: { campaign_ids: [102001] } })).respelled).toEqual({ field: 'campaign_ids', reads: 'campaignIds', what: 'campaigns' })
+    expect(named('GET', '/api/v1/report/campaigns/get?advertiserId=101&filter[Campaign-Id]=1').respelled).toEqual({ field: 'filter[Campaign-Id]', reads: 'campaignId', what: 'campaigns' })
+    expect(named('POST', '/api/v1/campaign/banner/create', parseFormBody(Buffer.from('userId=101&creative.set.ids[]=1'), LIMITS)).respelled).toEqual({ field: 'creative.set.ids[]', reads: 'creativeSetIds', what: 'creative sets' })
+    expect(named('POST', '/api/v1/campaign/get', json({ userId: 101, filter: { userId: 101 }, 'advertiserId[0]': 101, userIds: 1, campaignIdsHint: 1, creativeSet: 1 })).respelled).toBeNull()
   })
   it('takes the id of a listed campaign path, and refuses other segments starting with a number', () => {
     expect(named('GET', '/api/v1/campaign/101002?userId=101').campaigns).toEqual([101002])
@@ -146,14 +149,22 @@ describe('namedInCall', () => {
   })
 })
 
-describe('accountSpelling', () => {
-  it('gives the platform\'s spelling of an account field spelled otherwise, ignoring case and all but letters and digits', () => {
-    for (const name of ['user_id', 'UserId', 'userid', 'USER-ID', 'user.id', 'user id', 'userId\u0000', 'user_Id']) expect(accountSpelling(name), name).toBe('userId')
-    for (const name of ['advertiser_id', 'ADVERTISERID', 'advertiser-id', 'AdvertiserID']) expect(accountSpelling(name), name).toBe('advertiserId')
+describe('fieldSpelling', () => {
+  it('gives the platform\'s spelling of an account, campaign or creative set field spelled otherwise, ignoring case and all but letters and digits', () => {
+    const reads = (name: string) => fieldSpelling(name)?.reads
+    for (const name of ['user_id', 'UserId', 'userid', 'USER-ID', 'user.id', 'user id', 'userId\u0000', 'user_Id']) expect(reads(name), name).toBe('userId')
+    for (const name of ['advertiser_id', 'ADVERTISERID', 'advertiser-id', 'AdvertiserID']) expect(reads(name), name).toBe('advertiserId')
+    for (const name of ['campaign_ids', 'CampaignIds', 'campaign-ids']) expect(reads(name), name).toBe('campaignIds')
+    for (const name of ['campaign_id', 'CAMPAIGNID', 'campaign.id']) expect(reads(name), name).toBe('campaignId')
+    for (const name of ['creative_set_ids', 'CreativeSetIDs']) expect(reads(name), name).toBe('creativeSetIds')
+    for (const name of ['creative_set_id', 'creative-set-id']) expect(reads(name), name).toBe('creativeSetId')
+    expect(fieldSpelling('user_id')?.what).toBe('the account')
+    expect(fieldSpelling('campaign_id')?.what).toBe('campaigns')
+    expect(fieldSpelling('creative_set_ids')?.what).toBe('creative sets')
   })
 
   it('is null for the platform\'s own spelling and for other names', () => {
-    for (const name of ['userId', 'advertiserId', 'userIds', 'parentUserId', 'campaignId', 'id', '']) expect(accountSpelling(name), name).toBeNull()
+    for (const name of ['userId', 'advertiserId', 'userIds', 'parentUserId', 'campaignId', 'campaignIds', 'creativeSetIds', 'creativeSetId', 'campaigns', 'creativeSet', 'id', '']) expect(fieldSpelling(name), name).toBeNull()
   })
 })
 

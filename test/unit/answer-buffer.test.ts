@@ -118,6 +118,16 @@ describe('PlatformAnswers.receive', () => {
     expect(a.budget.used).toBe(0)
   })
 
+  it('joins an answer of several blocks once for the gateway: what peek() read is what bytes() hands over', async () => {
+    const a = answers({ totalBytes: 4 * MiB })
+    const answer = await a.receive(body(3, MiB), undefined, reader())
+    const peeked = answer.peek()
+    expect(peeked.equals(expected(3, MiB))).toBe(true)
+    expect(answer.bytes() === peeked).toBe(true)
+    answer.release()
+    expect(a.budget.used).toBe(0)
+  })
+
   it('refuses an answer the budget has no room for, 503 GW_ANSWER_BUDGET with retry-after, dropping its platform body and holding nothing of it', async () => {
     const a = answers({ totalBytes: 50 * KiB })
     const first = await a.receive(body(4, 10 * KiB), String(40 * KiB), reader())

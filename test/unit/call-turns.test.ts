@@ -76,6 +76,7 @@ function untilSent(sent: readonly unknown[], n: number): Promise<void> {
 function fetcherDeps(turns: CallTurns, more: Partial<FetcherDeps> = {}): FetcherDeps {
   return {
     maxEntryBytes: 1 << 20,
+    reportFields: [],
     answers: new PlatformAnswers({ totalBytes: 1 << 20, readIdleMs: 1000, onSlowReader: () => undefined }),
     log: { warn: () => undefined },
     ttl: { recentMs: 9000, settledMs: 9000, settledAfterDays: 2, timeZone: 'UTC', staleWhileRevalidateMs: 9000, staleIfErrorMs: 60000 },

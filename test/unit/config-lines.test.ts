@@ -43,6 +43,13 @@ describe('a problem of a setting written in a file names its line', () => {
     expect(problemsOf({ ...PLATFORM, TEAMS_FILE: '/virtual/teams.yaml' }, { '/virtual/teams.yaml': yaml })).toEqual([expect.stringMatching(/^teams\.search\.keys: required.*; line 8 of TEAMS_FILE \(\/virtual\/teams\.yaml\)$/)])
   })
 
+  it("a name the config may not take: the line of that name, not of the mapping holding it", () => {
+    const yaml = `${teams('    advertisers: [103]\n')}  "..":\n    keys: ["${hashApiKey('rgw_config_lines_key_3')}"]\n    advertisers: [104]\n`
+    expect(problemsOf({ ...PLATFORM, TEAMS_FILE: '/virtual/teams.yaml' }, { '/virtual/teams.yaml': yaml })).toEqual([expect.stringMatching(/^teams: "\.\." is not a valid team name .+; line 8 of TEAMS_FILE \(\/virtual\/teams\.yaml\)$/)])
+    const config = `cache:\n  l1MaxBytes: 8MiB\ncredentials:\n\n  Partner:\n    baseUrl: https://partner.example.com\n`
+    expect(problemsOf({ ...PLATFORM, CONFIG_FILE: '/virtual/config.yaml' }, { '/virtual/config.yaml': config })).toEqual([expect.stringMatching(/^credentials: "Partner" is not a valid credential name .+; line 5 of CONFIG_FILE \(\/virtual\/config\.yaml\)$/)])
+  })
+
   it('CONFIG_FILE: a setting and its teams, as the README\'s quick start writes them', () => {
     const yaml = `cache:\n  l1MaxBytes: lots\n${teams('    advertisers: 101, 102\n')}`
     expect(problemsOf({ ...PLATFORM, CONFIG_FILE: '/virtual/config.yaml' }, { '/virtual/config.yaml': yaml })).toEqual([

@@ -7,7 +7,7 @@ import { loadConfigFrom } from '../helpers/load-config.js'
 // DEMO=1 runs the sandbox whatever else is set, the configured teams included (the exit-78
 // line of a configuration without PLATFORM_BASE_URL offers it): demo mode adds its team for
 // the run beside them, never in place of one. The README's own first team is named `demo`.
-const SANDBOX = { url: 'http://127.0.0.1:40123', credentials: { username: 'demo@sandbox.local', password: 'sandbox-demo-password', clientId: 2, clientSecret: 'sandbox-demo-client-secret' } } as unknown as Sandbox
+const SANDBOX = { url: 'http://127.0.0.1:40123', maxReportDays: 366, credentials: { username: 'demo@sandbox.local', password: 'sandbox-demo-password', clientId: 2, clientSecret: 'sandbox-demo-client-secret' } } as unknown as Sandbox
 const OWN_KEY = 'rgw_own_key_of_the_configured_demo_team_0000'
 const CONFIG_PATH = '/virtual/teams.yaml'
 

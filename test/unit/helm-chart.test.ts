@@ -155,6 +155,9 @@ describe('values.yaml and values.schema.json', () => {
     ['"*" beside advertiser ids (the gateway stops at start)', { teams: { growth: { keys: [], advertisers: ['*', 101] } } }],
     ['an advertiser that is neither an id nor "*"', { teams: { growth: { keys: [], advertisers: ['all'] } } }],
     ['a team name with a space', { teams: { 'growth team': { keys: [], advertisers: ['*'] } } }],
+    // A credential's name is a segment of /admin/credentials/{name}/token: the gateway refuses another at start.
+    ['a credential name of 65 characters', { config: { credentials: { [`p${'a'.repeat(64)}`]: { baseUrl: 'https://partner.example.com' } } } }],
+    ['a credential name in capitals', { config: { credentials: { Partner: { baseUrl: 'https://partner.example.com' } } } }],
     ['teams in values and an existing teams Secret at once', { teams: TEAMS, teamsSecret: { existingSecret: 'gateway-teams' } }],
     ['a teams Secret key with a slash', { teamsSecret: { key: 'teams/teams.yaml' } }],
     ['a dashboard label key with a space', { monitoring: { dashboard: { labelKey: 'grafana dashboard' } } }],

@@ -5,7 +5,7 @@ describe('reportBodyKind', () => {
   it.each([
     ['application/json', '{"data":[]}', 'json'],
     ['application/json; charset=utf-8', ' [1,2]\n', 'json'],
-    ['application/vnd.api+json', '{}', 'json'],
+    ['application/vnd.api+json', '{"data":[]}', 'json'],
     ['text/html; charset=UTF-8', '<!DOCTYPE html><html></html>', 'html'],
     ['application/json', '\n  <html><body>Be right back.</body></html>', 'html'],
     ['application/json', '{"data":[{"a":1', 'truncated-json'],
@@ -17,6 +17,38 @@ describe('reportBodyKind', () => {
     ['application/jsonp', '{"data":[]}', 'mislabelled-json'],
     ['application/json', 'Service Unavailable', 'other'],
   ] as const)('%s %j is %s', (type, body, kind) => {
-    expect(reportBodyKind(type, Buffer.from(body))).toBe(kind)
+    expect(reportBodyKind(type, Buffer.from(body), [])).toBe(kind)
+  })
+
+  // JSON that holds no report: Laravel's error body answered with a 200 (a middleware, or an
+  // exception handler, that set no status), nothing, or a bare value.
+  it.each([
+    ['{}'],
+    ['{"message":"Server Error"}'],
+    ['{"message":"Unauthenticated."}'],
+    ['{"message":"Server Error","exception":"ErrorException","file":"/app/x.php","line":3,"trace":[]}'],
+    ['{"message":"The given data was invalid.","errors":{"dateFrom":["required"]}}'],
+    ['null'],
+    ['"Server Error"'],
+    ['0'],
+    ['true'],
+  ])('%s is no report by default', (body) => {
+    expect(reportBodyKind('application/json', Buffer.from(body), [])).toBe('no-report')
+  })
+
+  it.each([['{"data":[]}'], ['[]'], ['{"message":"ok","data":[]}'], ['{"rows":[]}']])('%s is a report by default', (body) => {
+    expect(reportBodyKind('application/json', Buffer.from(body), [])).toBe('json')
+  })
+
+  it('with cache.reportFields, a report is an object holding one of them; with *, any JSON is one', () => {
+    const kind = (body: string, fields: string[]) => reportBodyKind('application/json', Buffer.from(body), fields)
+    expect(kind('{"data":[]}', ['data'])).toBe('json')
+    expect(kind('{"rows":[],"meta":{}}', ['data', 'rows'])).toBe('json')
+    expect(kind('{"rows":[]}', ['data'])).toBe('no-report')
+    expect(kind('[]', ['data'])).toBe('no-report')
+    expect(kind('{"message":"Server Error"}', ['data'])).toBe('no-report')
+    expect(kind('{}', ['*'])).toBe('json')
+    expect(kind('{"message":"Server Error"}', ['*'])).toBe('json')
+    expect(kind('null', ['*'])).toBe('json')
   })
 })

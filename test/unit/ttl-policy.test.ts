@@ -136,7 +136,18 @@ describe('cacheControlAllowsStore', () => {
     { header: 'no-cache="set-cookie, no-store"', want: true },
     { header: ['no-cache', 'no-store'], want: false },
     { header: ['no-cache', 'private'], want: true },
+    { header: 'no-cache="a\\", no-store", private', want: true },
+    { header: 'no-cache="a, no-store', want: false },
+    { header: 'private, "x", no-store, "unclosed', want: false },
   ])('$header → $want', ({ header, want }) => {
     expect(cacheControlAllowsStore(header)).toBe(want)
+  })
+
+  it('reads a header of unclosed quotes in one pass (a platform cache-control of `"` then `\\"` repeated)', () => {
+    // Quoted strings looked for from every quote read 64 KiB of such a header in 2.2 s, 1 MiB in minutes.
+    const header = `"${'\\"'.repeat(512 * 1024)}, no-store`
+    const started = performance.now()
+    expect(cacheControlAllowsStore(header)).toBe(false)
+    expect(performance.now() - started).toBeLessThan(2000)
   })
 })

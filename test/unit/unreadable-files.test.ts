@@ -32,11 +32,20 @@ describe('unreadable', () => {
       `PLATFORM_TOKEN_FILE: platform-token.txt cannot be read (ENOENT: no file ${cwd}/platform-token.txt; a relative path is read from ${cwd}; give an absolute path); it must hold the platform token`,
     ])
   })
+
+  it("names a named credential's token file by the variable that gave it, or by its setting", () => {
+    const cwd = process.cwd()
+    const config = '/virtual/config.yaml'
+    const base = { PLATFORM_BASE_URL: 'https://dsp.example.com', PLATFORM_TOKEN: 'platform-token-abcdef123456', CONFIG_FILE: config }
+    const unread = (path: string) => `${path} cannot be read (ENOENT: no file ${cwd}/${path}; a relative path is read from ${cwd}; give an absolute path); it must hold the platform token`
+    expect(problemsOf({ ...base, CREDENTIAL_PARTNER_TOKEN_FILE: 'partner-token' }, { [config]: 'credentials:\n  partner: {}\n' })).toEqual([`CREDENTIAL_PARTNER_TOKEN_FILE: ${unread('partner-token')}`])
+    expect(problemsOf(base, { [config]: 'credentials:\n  partner:\n    tokenFile: partner-token\n' })).toEqual([expect.stringContaining(`credentials.partner.tokenFile: ${unread('partner-token')}`)])
+  })
 })
 
-function problemsOf(env: Record<string, string>): string[] {
+function problemsOf(env: Record<string, string>, files: Record<string, string> = {}): string[] {
   try {
-    loadConfigFrom(env)
+    loadConfigFrom(env, files)
   } catch (err) {
     if (err instanceof ConfigError) return err.problems
     throw err

@@ -13,6 +13,8 @@ type Schemas = components['schemas']
 export type GatewayErrorCode = Extract<keyof Schemas, `GW_${string}`>
 /** The JSON body of a GW_* answer. */
 export type GatewayErrorBody = Schemas[GatewayErrorCode]
+/** One problem of a refused teams reload (the admin listener's `422 GW_CONFIG_INVALID`, its `errors`): the setting, and the file and line that write it. */
+export type ConfigProblem = Schemas['GW_CONFIG_INVALID']['errors'][number]
 /** The platform's own 4xx body, passed through by the gateway (no GW_* code). */
 export type PlatformErrorBody = Schemas['PlatformError']
 

@@ -21,6 +21,7 @@ export {
   isGatewayErrorBody,
   retryAfterSeconds,
   type ClientErrorCode,
+  type ConfigProblem,
   type ErrorCode,
   type GatewayErrorBody,
   type GatewayErrorCode,

@@ -475,12 +475,21 @@ export interface components {
             message: string;
         };
         /**
-         * @description (admin listener) `POST /admin/reload`: a file does not validate, or both declare teams; the running teams stay; the message names the file variables (`CONFIG_FILE`, `TEAMS_FILE`) before the problems, each setting written in a file followed by its line there (`; line 7 of TEAMS_FILE (<path>)`).
+         * @description (admin listener) `POST /admin/reload`: a file does not validate, or both declare teams; the running teams stay; the message names the file variables (`CONFIG_FILE`, `TEAMS_FILE`) before the problems, each setting written in a file followed by its line there (`; line 7 of TEAMS_FILE (<path>)`); `errors` lists the problems each apart, with the setting (`path`), the file (`variable`, `file`) and the `line`.
          * @example {
          *       "statusCode": 422,
          *       "code": "GW_CONFIG_INVALID",
          *       "error": "Unprocessable Entity",
-         *       "message": "…"
+         *       "message": "…",
+         *       "errors": [
+         *         {
+         *           "message": "teams.growth.advertisers.0: must be an advertiser id (a whole number, at least 1), or \"*\" alone for every advertiser (got 0)",
+         *           "path": "teams.growth.advertisers.0",
+         *           "variable": "TEAMS_FILE",
+         *           "file": "/etc/gateway/teams.yaml",
+         *           "line": 7
+         *         }
+         *       ]
          *     }
          */
         GW_CONFIG_INVALID: {
@@ -492,6 +501,19 @@ export interface components {
             error: string;
             /** @description What was wrong and, where it helps, what to do. */
             message: string;
+            /** @description The problems of the message, each apart, in its order: for a console or a script to point at the line. */
+            errors: {
+                /** @description The problem, as the message says it without its line (`teams.growth.advertisers.0: must be …`). */
+                message: string;
+                /** @description The setting the problem names, as a dotted path (`teams.growth.advertisers.0`); null when it names none (a variable, both files). */
+                path: string | null;
+                /** @description The file variable whose file writes the setting (`CONFIG_FILE`, `TEAMS_FILE`); null when no file does (a variable, a default) or it cannot be read now. */
+                variable: string | null;
+                /** @description That file's path, as its variable gives it. */
+                file: string | null;
+                /** @description The line of that file (from 1) that writes the setting; a required setting missing: the line of the mapping that lacks it. */
+                line: number | null;
+            }[];
         };
         /**
          * @description The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it.
@@ -1567,7 +1589,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_UPSTREAM_TIMEOUT"];
             };
         };
-        /** @description `GW_BAD_QUERY`: A report parameter is invalid; the message names it, e.g. `dateFrom: not a calendar date (2026-02-30)`. `GW_BAD_REQUEST`: A malformed request target or body: `#`, control characters or non-ASCII in the target, a parameter name that is not plain, `_method` (also a multipart part so named), a team key in the target or the body, a body that is not valid JSON or UTF-8, too deep or with too many keys, a `Connection` naming a header the gateway reads; a request Node cannot read (a malformed head, no `Host`). Or the platform's own 400 answer, passed through (`PlatformError`, no `code`). */
+        /** @description `GW_BAD_REQUEST`: A parameter a job call does not take (`wait` is the only one, on a status), `wait` not whole seconds from 0 to 30 or given twice, a team key or a secret of the gateway's in the target or `x-request-id`; a request Node cannot read (a malformed head, no `Host`). Or the platform's own 400 answer, passed through (`PlatformError`, no `code`). */
         "job-400": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1581,7 +1603,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["GW_BAD_QUERY"] | components["schemas"]["GW_BAD_REQUEST"] | components["schemas"]["PlatformError"];
+                "application/json": components["schemas"]["GW_BAD_REQUEST"] | components["schemas"]["PlatformError"];
             };
         };
         /** @description `GW_UNAUTHORIZED`: No key, or an unknown, expired or revoked one. */
@@ -1598,7 +1620,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_UNAUTHORIZED"];
             };
         };
-        /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. `GW_TEAM_SUSPENDED`: A request of the team held a secret of the gateway's (refused 400 `holds a secret of the gateway's`): every request with any of its keys, on every replica, is refused for `limits.secretSuspension` (7 days by default) unless an operator lifts it; `retry-after` says when it ends. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
+        /** @description `GW_FORBIDDEN`: A reload moved the team to another credential than the one the job was asked through (a status after its `?wait`); a result also once a reload took the report's advertiser out of the team's `advertisers`, or the credential's token acts for another platform account than the job was asked for, or the job failed so. `GW_TEAM_SUSPENDED`: A request of the team held a secret of the gateway's (refused 400 `holds a secret of the gateway's`): every request with any of its keys, on every replica, is refused for `limits.secretSuspension` (7 days by default) unless an operator lifts it; `retry-after` says when it ends. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
         "job-403": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1615,7 +1637,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_FORBIDDEN"] | components["schemas"]["GW_TEAM_SUSPENDED"] | components["schemas"]["PlatformError"];
             };
         };
-        /** @description `GW_NOT_FOUND`: A path outside `/api/v1/`, the platform's token request path, or a path that would leave `/api/v1/` once decoded. Or the platform's own 404 answer, passed through (`PlatformError`, no `code`). */
+        /** @description `GW_NOT_FOUND`: No such job for this key's team: the id is unknown, the job was cancelled, its record ended (an hour after it expired), or it is another team's (the same answer: an id tells nothing of other teams' jobs); or another method or spelling of a job path, whose message names the job calls. Or the platform's own 404 answer, passed through (`PlatformError`, no `code`). */
         "job-404": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1649,7 +1671,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_REQUEST_TIMEOUT"] | components["schemas"]["PlatformError"];
             };
         };
-        /** @description `GW_JOB_NOT_DONE`: The result of a job still queued or running was asked: GET its status (with `?wait=N`) first. `GW_JOB_RUNNING`: DELETE of a job already running or ended (done, failed, expired): only a queued job is cancelled; the message names the job's state. Or the platform's own 409 answer, passed through (`PlatformError`, no `code`). */
+        /** @description `GW_JOB_NOT_DONE`: The result of a job still queued or running was asked: GET its status (with `?wait=N`) first. Or the platform's own 409 answer, passed through (`PlatformError`, no `code`). */
         "job-409": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1663,7 +1685,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["GW_JOB_NOT_DONE"] | components["schemas"]["GW_JOB_RUNNING"] | components["schemas"]["PlatformError"];
+                "application/json": components["schemas"]["GW_JOB_NOT_DONE"] | components["schemas"]["PlatformError"];
             };
         };
         /** @description `GW_JOB_EXPIRED`: The result of a job past its `expiresAt` was asked, or one a purge after its fill reaches (a purge is final; the message says which): ask the report again. Or the platform's own 410 answer, passed through (`PlatformError`, no `code`). */
@@ -1683,7 +1705,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_JOB_EXPIRED"] | components["schemas"]["PlatformError"];
             };
         };
-        /** @description `GW_JOB_RESULT_TOO_LARGE`: A job's report is larger than `cache.maxEntryBytes`, or would take the team's kept job results over its bound (`jobs.resultBytesPerTeam`, or its part of the room for results in Redis, `jobs.resultsRoom`): the job failed with it, its message naming the bound. `GW_PAYLOAD_TOO_LARGE`: The body is over `bodyLimit` (a POST report body: over `limits.reportBody`). Or the platform's own 413 answer, passed through (`PlatformError`, no `code`). */
+        /** @description `GW_JOB_RESULT_TOO_LARGE`: A job's report is larger than `cache.maxEntryBytes`, or would take the team's kept job results over its bound (`jobs.resultBytesPerTeam`, or its part of the room for results in Redis, `jobs.resultsRoom`): the job failed with it, its message naming the bound. Or the platform's own 413 answer, passed through (`PlatformError`, no `code`). */
         "job-413": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1697,18 +1719,16 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["GW_JOB_RESULT_TOO_LARGE"] | components["schemas"]["GW_PAYLOAD_TOO_LARGE"] | components["schemas"]["PlatformError"];
+                "application/json": components["schemas"]["GW_JOB_RESULT_TOO_LARGE"] | components["schemas"]["PlatformError"];
             };
         };
-        /** @description `GW_JOBS_FULL`: A report asked with `Prefer: respond-async` while the team has `jobs.maxOpenPerTeam` jobs queued or running (ask again when one ends), or keeps `jobs.maxKeptPerTeam` jobs (an ended job is kept `jobs.keep` and an hour after; the message says which). `GW_PLATFORM_TIME_SPENT`: The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end). `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. `GW_WAITS_FULL`: A status call with `?wait` of a job still open while the team holds `jobs.maxWaitsPerTeam` waits on the replica, or the replica `jobs.maxWaits`: answered at once; ask again after `retry-after`, or without `?wait`. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
+        /** @description `GW_PLATFORM_TIME_SPENT`: The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end). `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. */
         "job-429": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
                 "retry-after": components["headers"]["retry-after"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                "x-cache": components["headers"]["x-cache-if-passed"];
-                "cache-status": components["headers"]["cache-status-if-passed"];
                 "cache-control": components["headers"]["refusal-cache-control"];
                 "platform-usage": components["headers"]["platform-usage-on-failure"];
                 "x-content-type-options": components["headers"]["x-content-type-options"];
@@ -1716,7 +1736,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["GW_JOBS_FULL"] | components["schemas"]["GW_PLATFORM_TIME_SPENT"] | components["schemas"]["GW_RATE_LIMITED"] | components["schemas"]["GW_WAITS_FULL"] | components["schemas"]["PlatformError"];
+                "application/json": components["schemas"]["GW_PLATFORM_TIME_SPENT"] | components["schemas"]["GW_RATE_LIMITED"];
             };
         };
         /** @description `GW_HEADERS_TOO_LARGE`: The request line and header fields together are larger than Node reads (16 KiB, `maxHeaderSize`): a long request target too. Nothing of the request was read; the connection is closed. Or the platform's own 431 answer, passed through (`PlatformError`, no `code`). */
@@ -1768,7 +1788,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_PLATFORM_AUTH"] | components["schemas"]["GW_PLATFORM_REFUSED"] | components["schemas"]["GW_UPSTREAM"];
             };
         };
-        /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_JOBS_UNAVAILABLE`: Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.) `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait; `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, or the pause's time left. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+        /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_JOBS_UNAVAILABLE`: Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.) */
         "job-503": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1782,7 +1802,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["GW_ANSWER_BUDGET"] | components["schemas"]["GW_JOBS_UNAVAILABLE"] | components["schemas"]["GW_OVERLOADED"] | components["schemas"]["GW_SHUTTING_DOWN"];
+                "application/json": components["schemas"]["GW_ANSWER_BUDGET"] | components["schemas"]["GW_JOBS_UNAVAILABLE"];
             };
         };
         /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists; or the call was not sent to the platform, as it could not end before its deadline (calls of its kind take longer than the deadline leaves: the message says `not sent to the platform`; ask a shorter range, or as a report job). */
@@ -1799,6 +1819,293 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["GW_UPSTREAM_TIMEOUT"];
+            };
+        };
+        /** @description `GW_BAD_REQUEST`: A parameter a job call does not take (`wait` is the only one, on a status), `wait` not whole seconds from 0 to 30 or given twice, a team key or a secret of the gateway's in the target or `x-request-id`; a request Node cannot read (a malformed head, no `Host`). */
+        "job-status-400": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_BAD_REQUEST"];
+            };
+        };
+        /** @description `GW_UNAUTHORIZED`: No key, or an unknown, expired or revoked one. */
+        "job-status-401": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                "www-authenticate": components["headers"]["www-authenticate"];
+                "cache-control": components["headers"]["refusal-cache-control"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_UNAUTHORIZED"];
+            };
+        };
+        /** @description `GW_FORBIDDEN`: A reload moved the team to another credential than the one the job was asked through (a status after its `?wait`); a result also once a reload took the report's advertiser out of the team's `advertisers`, or the credential's token acts for another platform account than the job was asked for, or the job failed so. `GW_TEAM_SUSPENDED`: A request of the team held a secret of the gateway's (refused 400 `holds a secret of the gateway's`): every request with any of its keys, on every replica, is refused for `limits.secretSuspension` (7 days by default) unless an operator lifts it; `retry-after` says when it ends. */
+        "job-status-403": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_FORBIDDEN"] | components["schemas"]["GW_TEAM_SUSPENDED"];
+            };
+        };
+        /** @description `GW_NOT_FOUND`: No such job for this key's team: the id is unknown, the job was cancelled, its record ended (an hour after it expired), or it is another team's (the same answer: an id tells nothing of other teams' jobs); or another method or spelling of a job path, whose message names the job calls. */
+        "job-status-404": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_NOT_FOUND"];
+            };
+        };
+        /** @description `GW_REQUEST_TIMEOUT`: The request was not whole in time: its head within `server.headersTimeout`, all of it within `server.requestTimeout`, or its body within `limits.bodyTimeout` of the headers; the connection is closed. */
+        "job-status-408": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_REQUEST_TIMEOUT"];
+            };
+        };
+        /** @description `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. `GW_WAITS_FULL`: A status call with `?wait` of a job still open while the team holds `jobs.maxWaitsPerTeam` waits on the replica, or the replica `jobs.maxWaits`: answered at once; ask again after `retry-after`, or without `?wait`. */
+        "job-status-429": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                "retry-after": components["headers"]["retry-after"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_RATE_LIMITED"] | components["schemas"]["GW_WAITS_FULL"];
+            };
+        };
+        /** @description `GW_HEADERS_TOO_LARGE`: The request line and header fields together are larger than Node reads (16 KiB, `maxHeaderSize`): a long request target too. Nothing of the request was read; the connection is closed. */
+        "job-status-431": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_HEADERS_TOO_LARGE"];
+            };
+        };
+        /** @description `GW_INTERNAL`: An unexpected fault of the gateway; details only in its log, under the response's `x-request-id`. */
+        "job-status-500": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_INTERNAL"];
+            };
+        };
+        /** @description `GW_JOBS_UNAVAILABLE`: Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.) */
+        "job-status-503": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                "retry-after": components["headers"]["retry-after"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_JOBS_UNAVAILABLE"];
+            };
+        };
+        /** @description `GW_BAD_REQUEST`: A parameter a job call does not take (`wait` is the only one, on a status), `wait` not whole seconds from 0 to 30 or given twice, a team key or a secret of the gateway's in the target or `x-request-id`; a request Node cannot read (a malformed head, no `Host`). */
+        "job-cancel-400": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_BAD_REQUEST"];
+            };
+        };
+        /** @description `GW_UNAUTHORIZED`: No key, or an unknown, expired or revoked one. */
+        "job-cancel-401": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                "www-authenticate": components["headers"]["www-authenticate"];
+                "cache-control": components["headers"]["refusal-cache-control"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_UNAUTHORIZED"];
+            };
+        };
+        /** @description `GW_TEAM_SUSPENDED`: A request of the team held a secret of the gateway's (refused 400 `holds a secret of the gateway's`): every request with any of its keys, on every replica, is refused for `limits.secretSuspension` (7 days by default) unless an operator lifts it; `retry-after` says when it ends. */
+        "job-cancel-403": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_TEAM_SUSPENDED"];
+            };
+        };
+        /** @description `GW_NOT_FOUND`: No such job for this key's team: the id is unknown, the job was cancelled, its record ended (an hour after it expired), or it is another team's (the same answer: an id tells nothing of other teams' jobs); or another method or spelling of a job path, whose message names the job calls. */
+        "job-cancel-404": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_NOT_FOUND"];
+            };
+        };
+        /** @description `GW_REQUEST_TIMEOUT`: The request was not whole in time: its head within `server.headersTimeout`, all of it within `server.requestTimeout`, or its body within `limits.bodyTimeout` of the headers; the connection is closed. */
+        "job-cancel-408": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_REQUEST_TIMEOUT"];
+            };
+        };
+        /** @description `GW_JOB_RUNNING`: DELETE of a job already running or ended (done, failed, expired): only a queued job is cancelled; the message names the job's state. */
+        "job-cancel-409": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_JOB_RUNNING"];
+            };
+        };
+        /** @description `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. */
+        "job-cancel-429": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                "retry-after": components["headers"]["retry-after"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_RATE_LIMITED"];
+            };
+        };
+        /** @description `GW_HEADERS_TOO_LARGE`: The request line and header fields together are larger than Node reads (16 KiB, `maxHeaderSize`): a long request target too. Nothing of the request was read; the connection is closed. */
+        "job-cancel-431": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_HEADERS_TOO_LARGE"];
+            };
+        };
+        /** @description `GW_INTERNAL`: An unexpected fault of the gateway; details only in its log, under the response's `x-request-id`. */
+        "job-cancel-500": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_INTERNAL"];
+            };
+        };
+        /** @description `GW_JOBS_UNAVAILABLE`: Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.) */
+        "job-cancel-503": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                "retry-after": components["headers"]["retry-after"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_JOBS_UNAVAILABLE"];
             };
         };
     };
@@ -3206,20 +3513,15 @@ export interface operations {
                     "application/json": components["schemas"]["JobStatus"];
                 };
             };
-            400: components["responses"]["job-400"];
-            401: components["responses"]["job-401"];
-            403: components["responses"]["job-403"];
-            404: components["responses"]["job-404"];
-            408: components["responses"]["job-408"];
-            409: components["responses"]["job-409"];
-            410: components["responses"]["job-410"];
-            413: components["responses"]["job-413"];
-            429: components["responses"]["job-429"];
-            431: components["responses"]["job-431"];
-            500: components["responses"]["job-500"];
-            502: components["responses"]["job-502"];
-            503: components["responses"]["job-503"];
-            504: components["responses"]["job-504"];
+            400: components["responses"]["job-status-400"];
+            401: components["responses"]["job-status-401"];
+            403: components["responses"]["job-status-403"];
+            404: components["responses"]["job-status-404"];
+            408: components["responses"]["job-status-408"];
+            429: components["responses"]["job-status-429"];
+            431: components["responses"]["job-status-431"];
+            500: components["responses"]["job-status-500"];
+            503: components["responses"]["job-status-503"];
         };
     };
     cancelJob: {
@@ -3249,20 +3551,16 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["job-400"];
-            401: components["responses"]["job-401"];
-            403: components["responses"]["job-403"];
-            404: components["responses"]["job-404"];
-            408: components["responses"]["job-408"];
-            409: components["responses"]["job-409"];
-            410: components["responses"]["job-410"];
-            413: components["responses"]["job-413"];
-            429: components["responses"]["job-429"];
-            431: components["responses"]["job-431"];
-            500: components["responses"]["job-500"];
-            502: components["responses"]["job-502"];
-            503: components["responses"]["job-503"];
-            504: components["responses"]["job-504"];
+            400: components["responses"]["job-cancel-400"];
+            401: components["responses"]["job-cancel-401"];
+            403: components["responses"]["job-cancel-403"];
+            404: components["responses"]["job-cancel-404"];
+            408: components["responses"]["job-cancel-408"];
+            409: components["responses"]["job-cancel-409"];
+            429: components["responses"]["job-cancel-429"];
+            431: components["responses"]["job-cancel-431"];
+            500: components["responses"]["job-cancel-500"];
+            503: components["responses"]["job-cancel-503"];
         };
     };
     optionsJobsById: {
@@ -3326,14 +3624,12 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_BAD_QUERY`: A report parameter is invalid; the message names it, e.g. `dateFrom: not a calendar date (2026-02-30)`. `GW_BAD_REQUEST`: A malformed request target or body: `#`, control characters or non-ASCII in the target, a parameter name that is not plain, `_method` (also a multipart part so named), a team key in the target or the body, a body that is not valid JSON or UTF-8, too deep or with too many keys, a `Connection` naming a header the gateway reads; a request Node cannot read (a malformed head, no `Host`). Or the platform's own 400 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_BAD_REQUEST`: A parameter a job call does not take (`wait` is the only one, on a status), `wait` not whole seconds from 0 to 30 or given twice, a team key or a secret of the gateway's in the target or `x-request-id`; a request Node cannot read (a malformed head, no `Host`). */
             400: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                    "x-cache": components["headers"]["x-cache-if-passed"];
-                    "cache-status": components["headers"]["cache-status-if-passed"];
                     "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
@@ -3353,14 +3649,12 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. `GW_TEAM_SUSPENDED`: A request of the team held a secret of the gateway's (refused 400 `holds a secret of the gateway's`): every request with any of its keys, on every replica, is refused for `limits.secretSuspension` (7 days by default) unless an operator lifts it; `retry-after` says when it ends. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_FORBIDDEN`: A reload moved the team to another credential than the one the job was asked through (a status after its `?wait`); a result also once a reload took the report's advertiser out of the team's `advertisers`, or the credential's token acts for another platform account than the job was asked for, or the job failed so. `GW_TEAM_SUSPENDED`: A request of the team held a secret of the gateway's (refused 400 `holds a secret of the gateway's`): every request with any of its keys, on every replica, is refused for `limits.secretSuspension` (7 days by default) unless an operator lifts it; `retry-after` says when it ends. */
             403: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                    "x-cache": components["headers"]["x-cache-if-passed"];
-                    "cache-status": components["headers"]["cache-status-if-passed"];
                     "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
@@ -3368,14 +3662,12 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_NOT_FOUND`: A path outside `/api/v1/`, the platform's token request path, or a path that would leave `/api/v1/` once decoded. Or the platform's own 404 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_NOT_FOUND`: No such job for this key's team: the id is unknown, the job was cancelled, its record ended (an hour after it expired), or it is another team's (the same answer: an id tells nothing of other teams' jobs); or another method or spelling of a job path, whose message names the job calls. */
             404: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                    "x-cache": components["headers"]["x-cache-if-passed"];
-                    "cache-status": components["headers"]["cache-status-if-passed"];
                     "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
@@ -3383,14 +3675,12 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_REQUEST_TIMEOUT`: The request was not whole in time: its head within `server.headersTimeout`, all of it within `server.requestTimeout`, or its body within `limits.bodyTimeout` of the headers; the connection is closed. Or the platform's own 408 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_REQUEST_TIMEOUT`: The request was not whole in time: its head within `server.headersTimeout`, all of it within `server.requestTimeout`, or its body within `limits.bodyTimeout` of the headers; the connection is closed. */
             408: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                    "x-cache": components["headers"]["x-cache-if-passed"];
-                    "cache-status": components["headers"]["cache-status-if-passed"];
                     "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
@@ -3398,76 +3688,26 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_JOB_NOT_DONE`: The result of a job still queued or running was asked: GET its status (with `?wait=N`) first. `GW_JOB_RUNNING`: DELETE of a job already running or ended (done, failed, expired): only a queued job is cancelled; the message names the job's state. Or the platform's own 409 answer, passed through (`PlatformError`, no `code`). */
-            409: {
-                headers: {
-                    "x-request-id": components["headers"]["x-request-id"];
-                    ratelimit: components["headers"]["ratelimit"];
-                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                    "x-cache": components["headers"]["x-cache-if-passed"];
-                    "cache-status": components["headers"]["cache-status-if-passed"];
-                    "cache-control": components["headers"]["refusal-cache-control"];
-                    "x-content-type-options": components["headers"]["x-content-type-options"];
-                    "content-security-policy": components["headers"]["content-security-policy"];
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description `GW_JOB_EXPIRED`: The result of a job past its `expiresAt` was asked, or one a purge after its fill reaches (a purge is final; the message says which): ask the report again. Or the platform's own 410 answer, passed through (`PlatformError`, no `code`). */
-            410: {
-                headers: {
-                    "x-request-id": components["headers"]["x-request-id"];
-                    ratelimit: components["headers"]["ratelimit"];
-                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                    "x-cache": components["headers"]["x-cache-if-passed"];
-                    "cache-status": components["headers"]["cache-status-if-passed"];
-                    "cache-control": components["headers"]["refusal-cache-control"];
-                    "x-content-type-options": components["headers"]["x-content-type-options"];
-                    "content-security-policy": components["headers"]["content-security-policy"];
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description `GW_JOB_RESULT_TOO_LARGE`: A job's report is larger than `cache.maxEntryBytes`, or would take the team's kept job results over its bound (`jobs.resultBytesPerTeam`, or its part of the room for results in Redis, `jobs.resultsRoom`): the job failed with it, its message naming the bound. `GW_PAYLOAD_TOO_LARGE`: The body is over `bodyLimit` (a POST report body: over `limits.reportBody`). Or the platform's own 413 answer, passed through (`PlatformError`, no `code`). */
-            413: {
-                headers: {
-                    "x-request-id": components["headers"]["x-request-id"];
-                    ratelimit: components["headers"]["ratelimit"];
-                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                    "x-cache": components["headers"]["x-cache-if-passed"];
-                    "cache-status": components["headers"]["cache-status-if-passed"];
-                    "cache-control": components["headers"]["refusal-cache-control"];
-                    "x-content-type-options": components["headers"]["x-content-type-options"];
-                    "content-security-policy": components["headers"]["content-security-policy"];
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description `GW_JOBS_FULL`: A report asked with `Prefer: respond-async` while the team has `jobs.maxOpenPerTeam` jobs queued or running (ask again when one ends), or keeps `jobs.maxKeptPerTeam` jobs (an ended job is kept `jobs.keep` and an hour after; the message says which). `GW_PLATFORM_TIME_SPENT`: The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end). `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. `GW_WAITS_FULL`: A status call with `?wait` of a job still open while the team holds `jobs.maxWaitsPerTeam` waits on the replica, or the replica `jobs.maxWaits`: answered at once; ask again after `retry-after`, or without `?wait`. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. `GW_WAITS_FULL`: A status call with `?wait` of a job still open while the team holds `jobs.maxWaitsPerTeam` waits on the replica, or the replica `jobs.maxWaits`: answered at once; ask again after `retry-after`, or without `?wait`. */
             429: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
                     "retry-after": components["headers"]["retry-after"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                    "x-cache": components["headers"]["x-cache-if-passed"];
-                    "cache-status": components["headers"]["cache-status-if-passed"];
                     "cache-control": components["headers"]["refusal-cache-control"];
-                    "platform-usage": components["headers"]["platform-usage-on-failure"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description `GW_HEADERS_TOO_LARGE`: The request line and header fields together are larger than Node reads (16 KiB, `maxHeaderSize`): a long request target too. Nothing of the request was read; the connection is closed. Or the platform's own 431 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_HEADERS_TOO_LARGE`: The request line and header fields together are larger than Node reads (16 KiB, `maxHeaderSize`): a long request target too. Nothing of the request was read; the connection is closed. */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                    "x-cache": components["headers"]["x-cache-if-passed"];
-                    "cache-status": components["headers"]["cache-status-if-passed"];
                     "cache-control": components["headers"]["refusal-cache-control"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
@@ -3482,28 +3722,13 @@ export interface operations {
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["refusal-cache-control"];
-                    "platform-usage": components["headers"]["platform-usage-on-failure"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description `GW_PLATFORM_AUTH`: The platform refused the gateway's token and no new one could be had. Cached reports are still served. `GW_PLATFORM_REFUSED`: The platform answered 401 to this call although it accepts the gateway's token (its probe call says so): a route the token may not use. The token stays in use; nothing was retried. `GW_UPSTREAM`: The platform failed (a 5xx, a broken connection, or an answer that carried the gateway's token back) and no stale copy exists. */
-            502: {
-                headers: {
-                    "x-request-id": components["headers"]["x-request-id"];
-                    ratelimit: components["headers"]["ratelimit"];
-                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                    "cache-control": components["headers"]["refusal-cache-control"];
-                    "platform-usage": components["headers"]["platform-usage-on-failure"];
-                    "x-content-type-options": components["headers"]["x-content-type-options"];
-                    "content-security-policy": components["headers"]["content-security-policy"];
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_JOBS_UNAVAILABLE`: Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.) `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait; `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, or the pause's time left. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+            /** @description `GW_JOBS_UNAVAILABLE`: Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.) */
             503: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -3511,21 +3736,6 @@ export interface operations {
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["refusal-cache-control"];
-                    "platform-usage": components["headers"]["platform-usage-on-failure"];
-                    "x-content-type-options": components["headers"]["x-content-type-options"];
-                    "content-security-policy": components["headers"]["content-security-policy"];
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists; or the call was not sent to the platform, as it could not end before its deadline (calls of its kind take longer than the deadline leaves: the message says `not sent to the platform`; ask a shorter range, or as a report job). */
-            504: {
-                headers: {
-                    "x-request-id": components["headers"]["x-request-id"];
-                    ratelimit: components["headers"]["ratelimit"];
-                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                    "cache-control": components["headers"]["refusal-cache-control"];
-                    "platform-usage": components["headers"]["platform-usage-on-failure"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -3736,7 +3946,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_BAD_QUERY`: A report parameter is invalid; the message names it, e.g. `dateFrom: not a calendar date (2026-02-30)`. `GW_BAD_REQUEST`: A malformed request target or body: `#`, control characters or non-ASCII in the target, a parameter name that is not plain, `_method` (also a multipart part so named), a team key in the target or the body, a body that is not valid JSON or UTF-8, too deep or with too many keys, a `Connection` naming a header the gateway reads; a request Node cannot read (a malformed head, no `Host`). Or the platform's own 400 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_BAD_REQUEST`: A parameter a job call does not take (`wait` is the only one, on a status), `wait` not whole seconds from 0 to 30 or given twice, a team key or a secret of the gateway's in the target or `x-request-id`; a request Node cannot read (a malformed head, no `Host`). Or the platform's own 400 answer, passed through (`PlatformError`, no `code`). */
             400: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -3763,7 +3973,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. `GW_TEAM_SUSPENDED`: A request of the team held a secret of the gateway's (refused 400 `holds a secret of the gateway's`): every request with any of its keys, on every replica, is refused for `limits.secretSuspension` (7 days by default) unless an operator lifts it; `retry-after` says when it ends. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_FORBIDDEN`: A reload moved the team to another credential than the one the job was asked through (a status after its `?wait`); a result also once a reload took the report's advertiser out of the team's `advertisers`, or the credential's token acts for another platform account than the job was asked for, or the job failed so. `GW_TEAM_SUSPENDED`: A request of the team held a secret of the gateway's (refused 400 `holds a secret of the gateway's`): every request with any of its keys, on every replica, is refused for `limits.secretSuspension` (7 days by default) unless an operator lifts it; `retry-after` says when it ends. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
             403: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -3778,7 +3988,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_NOT_FOUND`: A path outside `/api/v1/`, the platform's token request path, or a path that would leave `/api/v1/` once decoded. Or the platform's own 404 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_NOT_FOUND`: No such job for this key's team: the id is unknown, the job was cancelled, its record ended (an hour after it expired), or it is another team's (the same answer: an id tells nothing of other teams' jobs); or another method or spelling of a job path, whose message names the job calls. Or the platform's own 404 answer, passed through (`PlatformError`, no `code`). */
             404: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -3808,7 +4018,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_JOB_NOT_DONE`: The result of a job still queued or running was asked: GET its status (with `?wait=N`) first. `GW_JOB_RUNNING`: DELETE of a job already running or ended (done, failed, expired): only a queued job is cancelled; the message names the job's state. Or the platform's own 409 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_JOB_NOT_DONE`: The result of a job still queued or running was asked: GET its status (with `?wait=N`) first. Or the platform's own 409 answer, passed through (`PlatformError`, no `code`). */
             409: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -3838,7 +4048,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_JOB_RESULT_TOO_LARGE`: A job's report is larger than `cache.maxEntryBytes`, or would take the team's kept job results over its bound (`jobs.resultBytesPerTeam`, or its part of the room for results in Redis, `jobs.resultsRoom`): the job failed with it, its message naming the bound. `GW_PAYLOAD_TOO_LARGE`: The body is over `bodyLimit` (a POST report body: over `limits.reportBody`). Or the platform's own 413 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_JOB_RESULT_TOO_LARGE`: A job's report is larger than `cache.maxEntryBytes`, or would take the team's kept job results over its bound (`jobs.resultBytesPerTeam`, or its part of the room for results in Redis, `jobs.resultsRoom`): the job failed with it, its message naming the bound. Or the platform's own 413 answer, passed through (`PlatformError`, no `code`). */
             413: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -3853,15 +4063,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_JOBS_FULL`: A report asked with `Prefer: respond-async` while the team has `jobs.maxOpenPerTeam` jobs queued or running (ask again when one ends), or keeps `jobs.maxKeptPerTeam` jobs (an ended job is kept `jobs.keep` and an hour after; the message says which). `GW_PLATFORM_TIME_SPENT`: The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end). `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. `GW_WAITS_FULL`: A status call with `?wait` of a job still open while the team holds `jobs.maxWaitsPerTeam` waits on the replica, or the replica `jobs.maxWaits`: answered at once; ask again after `retry-after`, or without `?wait`. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_PLATFORM_TIME_SPENT`: The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end). `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. */
             429: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
                     "retry-after": components["headers"]["retry-after"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                    "x-cache": components["headers"]["x-cache-if-passed"];
-                    "cache-status": components["headers"]["cache-status-if-passed"];
                     "cache-control": components["headers"]["refusal-cache-control"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
@@ -3913,7 +4121,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_JOBS_UNAVAILABLE`: Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.) `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait; `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, or the pause's time left. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_JOBS_UNAVAILABLE`: Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.) */
             503: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];

@@ -3,7 +3,8 @@ import type { Logger } from 'pino'
 import type { GatewayContext } from '../context.js'
 import { BadRequestError, TokenRejectedError, UpstreamError } from '../../errors.js'
 import { fingerprint } from '../../observe/fingerprint.js'
-import { connectionFailure, type PlatformClient } from '../../platform/client/platform-client.js'
+import type { PlatformClient } from '../../platform/client/platform-client.js'
+import { connectionFailure } from '../../platform/client/connection-failure.js'
 import { probeStatus } from '../../platform/client/token-probe.js'
 import type { TokenProvider } from '../../platform/tokens/token-provider.js'
 import type { TokenShares } from '../../platform/tokens/token-store.js'
@@ -33,7 +34,7 @@ const REFRESH = {
   response: { 200: answer(tokenViewSchema, 'The new token\'s view.') },
   errors: {
     GW_BAD_REQUEST: 'The credential has no password login.',
-    GW_PLATFORM_AUTH: 'The login failed; the token in use stays.',
+    GW_PLATFORM_AUTH: 'The login failed; the token in use stays. A login the platform answered 429 is answered with `retry-after`, the seconds left of the login\'s own.',
   },
 }
 
@@ -81,7 +82,9 @@ export async function adminTokenRoutes(
       await provider.refresh(request.adminActor ?? undefined)
     } catch (err) {
       auditFailure(auditLog, request, provider, 'refresh', err, null)
-      throw err
+      // A login the platform throttled: when to try again is its retry-after's, as a caller's 502 says it.
+      const busy = provider.loginBusySec()
+      throw busy !== null && err instanceof Error ? Object.assign(err, { retryAfterSec: busy }) : err
     }
     return tokenView(provider)
   }

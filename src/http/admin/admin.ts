@@ -66,7 +66,7 @@ export async function adminRoutes(app: FastifyInstance, parts: AdminParts): Prom
     response: { 200: answer(reloadSchema, 'The teams now in use, and the keys added and removed.') },
     errors: {
       GW_RELOAD_UNAVAILABLE: 'Neither `CONFIG_FILE` nor `TEAMS_FILE` is set, or the gateway runs in demo mode (`teamsReload` in `GET /admin/status` says so beforehand).',
-      GW_CONFIG_INVALID: 'A file does not validate, or both declare teams; the running teams stay. The message names the file variables, then the problems, each setting written in a file followed by its line there (`; line 7 of TEAMS_FILE (/etc/gateway/teams.yaml)`).',
+      GW_CONFIG_INVALID: 'A file does not validate, or both declare teams; the running teams stay. The message names the file variables, then the problems, each setting written in a file followed by its line there (`; line 7 of TEAMS_FILE (/etc/gateway/teams.yaml)`); `errors` lists the problems each apart, with its setting (`path`), `variable`, `file` and `line`.',
     },
   })
   app.post('/admin/reload', { schema: reload }, async (request) => reloader.reloadEverywhere(request.adminActor))

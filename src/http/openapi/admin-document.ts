@@ -28,7 +28,7 @@ const WHEN: Record<string, string> = {
   GW_REQUEST_TIMEOUT: 'The request was not whole in time: its head within `server.headersTimeout`, all of it within `server.requestTimeout`, or its body within `limits.bodyTimeout` of the headers; the connection is closed.',
   GW_PAYLOAD_TOO_LARGE: ADMIN_BODY_TOO_LARGE,
   GW_TOKEN_REJECTED: 'The platform refused the token offered; the token in use stays.',
-  GW_CONFIG_INVALID: 'A teams reload was refused: a file does not validate; the running teams stay. A setting written in a file is named with its line there (`; line N of TEAMS_FILE (<path>)`).',
+  GW_CONFIG_INVALID: 'A teams reload was refused: a file does not validate; the running teams stay. A setting written in a file is named with its line there (`; line N of TEAMS_FILE (<path>)`); `errors` lists the problems each apart, with the setting, the file and the line.',
   GW_RELOAD_UNAVAILABLE: 'There is no file to reload the teams from.',
   GW_PLATFORM_AUTH: 'The password login failed.',
   GW_UPSTREAM: 'A call to the platform failed.',

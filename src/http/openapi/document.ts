@@ -4,7 +4,7 @@ import fastifySwaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import { stringify as stringifyYaml } from 'yaml'
 import { PROXY_CHALLENGE } from '../server.js'
-import { BEFORE_ROUTE, errorResponseComponents, errorResponses, errorSchemas, PLATFORM_ERROR_SCHEMA, RATE_LIMIT_HEADERS } from './error-responses.js'
+import { BEFORE_ROUTE, errorResponseComponents, errorResponses, errorSchemas, jobErrorResponses, PLATFORM_ERROR_SCHEMA, RATE_LIMIT_HEADERS } from './error-responses.js'
 import { JOB_ENDED_WEBHOOK, JOB_STATUS_SCHEMA, jobSuccess } from './job-schemas.js'
 import { knownPlatformPaths, operationName, plainParameters, type KnownOperation, type PlatformPathSettings } from './platform-paths.js'
 import { headAndOptions, optionsOperation } from './implied-methods.js'
@@ -255,7 +255,7 @@ export function completeDocument(doc: Json, settings: PlatformPathSettings): Jso
       item[method] = op
       const tags = (op.tags as string[] | undefined) ?? []
       if (tags.includes('reports')) op.responses = reportResponses()
-      else if (tags.includes('jobs')) op.responses = { ...jobSuccess(op.operationId as string, { 'x-request-id': ref('x-request-id'), ...RATE_LIMIT_HEADERS }, reportResponses(), { 'cache-control': ref('job-cache-control'), vary: ref('job-vary') }), ...errorResponses('job') }
+      else if (tags.includes('jobs')) op.responses = { ...jobSuccess(op.operationId as string, { 'x-request-id': ref('x-request-id'), ...RATE_LIMIT_HEADERS }, reportResponses(), { 'cache-control': ref('job-cache-control'), vary: ref('job-vary') }), ...jobErrorResponses(op.operationId as string) }
       else op.security = []
       if (path === '/readyz') op.responses = structuredClone(READYZ)
       if (!tags.includes('reports') && !tags.includes('jobs')) {

@@ -41,6 +41,41 @@ const REPORT_ONLY = new Set(['GW_BAD_QUERY', 'GW_JOBS_FULL', 'GW_PLATFORM_TIME_S
 /** Codes only the job operations answer with. */
 const JOB_ONLY = new Set(['GW_JOB_RESULT_TOO_LARGE', 'GW_JOB_NOT_DONE', 'GW_JOB_RUNNING', 'GW_JOB_EXPIRED', 'GW_JOBS_UNAVAILABLE', 'GW_WAITS_FULL'])
 
+/** What any job call answers: its request, its key, its team's suspension, its rate limit, no such job, Redis. */
+const JOB_ASKED = ['GW_BAD_REQUEST', 'GW_UNAUTHORIZED', 'GW_TEAM_SUSPENDED', 'GW_NOT_FOUND', 'GW_REQUEST_TIMEOUT', 'GW_HEADERS_TOO_LARGE', 'GW_RATE_LIMITED', 'GW_INTERNAL', 'GW_JOBS_UNAVAILABLE']
+
+/**
+ * A job's status and its cancel read the job's record alone (no report, no platform call):
+ * what they answer is JOB_ASKED and their own refusal, a wait's place (`?wait`) or a cancel
+ * of a job no longer queued; never a read's failure nor a platform answer passed on.
+ */
+const JOB_RECORD_CODES: Record<'job-status' | 'job-cancel', ReadonlySet<string>> = {
+  // A status waited for (`?wait`) is refused once a reload moved the team to another credential (Admission.stillAdmitted).
+  'job-status': new Set([...JOB_ASKED, 'GW_FORBIDDEN', 'GW_WAITS_FULL']),
+  'job-cancel': new Set([...JOB_ASKED, 'GW_JOB_RUNNING']),
+}
+
+/**
+ * A job's result answers JOB_ASKED, a result refused (not done, expired or purged, its
+ * scope or credential changed), and a failed job's kept failure: its platform answer
+ * passed on (any 4xx but 429, which puts the job back in the queue), or its read's own
+ * failure as jobs/job-runner.ts keeps it. Never an ask's refusal (GW_BAD_QUERY,
+ * GW_JOBS_FULL), nor GW_OVERLOADED or GW_SHUTTING_DOWN, which put the job back in the
+ * queue too, nor GW_PAYLOAD_TOO_LARGE: a GET's body is never read.
+ */
+const JOB_RESULT_CODES: ReadonlySet<string> = new Set([
+  ...JOB_ASKED,
+  'GW_FORBIDDEN', 'GW_JOB_NOT_DONE', 'GW_JOB_EXPIRED', 'GW_JOB_RESULT_TOO_LARGE',
+  'GW_PLATFORM_TIME_SPENT', 'GW_PLATFORM_AUTH', 'GW_PLATFORM_REFUSED', 'GW_UPSTREAM', 'GW_UPSTREAM_TIMEOUT', 'GW_ANSWER_BUDGET',
+])
+
+/** What a code means on a job call, where it means another thing than on a read (WHEN). */
+const JOB_WHEN: Record<string, string> = {
+  GW_NOT_FOUND: 'No such job for this key\'s team: the id is unknown, the job was cancelled, its record ended (an hour after it expired), or it is another team\'s (the same answer: an id tells nothing of other teams\' jobs); or another method or spelling of a job path, whose message names the job calls.',
+  GW_FORBIDDEN: 'A reload moved the team to another credential than the one the job was asked through (a status after its `?wait`); a result also once a reload took the report\'s advertiser out of the team\'s `advertisers`, or the credential\'s token acts for another platform account than the job was asked for, or the job failed so.',
+  GW_BAD_REQUEST: 'A parameter a job call does not take (`wait` is the only one, on a status), `wait` not whole seconds from 0 to 30 or given twice, a team key or a secret of the gateway\'s in the target or `x-request-id`; a request Node cannot read (a malformed head, no `Host`).',
+}
+
 const WHEN: Record<string, string> = {
   GW_BAD_QUERY: 'A report parameter is invalid; the message names it, e.g. `dateFrom: not a calendar date (2026-02-30)`.',
   GW_BAD_REQUEST: 'A malformed request target or body: `#`, control characters or non-ASCII in the target, a parameter name that is not plain, `_method` (also a multipart part so named), a team key in the target or the body, a body that is not valid JSON or UTF-8, too deep or with too many keys, a `Connection` naming a header the gateway reads; a request Node cannot read (a malformed head, no `Host`).',
@@ -70,7 +105,7 @@ const WHEN: Record<string, string> = {
   GW_SHUTTING_DOWN: 'This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry.',
   GW_INTERNAL: 'An unexpected fault of the gateway; details only in its log, under the response\'s `x-request-id`.',
   GW_RELOAD_UNAVAILABLE: '(admin listener) `POST /admin/reload` without `CONFIG_FILE` or `TEAMS_FILE`, or in demo mode.',
-  GW_CONFIG_INVALID: '(admin listener) `POST /admin/reload`: a file does not validate, or both declare teams; the running teams stay; the message names the file variables (`CONFIG_FILE`, `TEAMS_FILE`) before the problems, each setting written in a file followed by its line there (`; line 7 of TEAMS_FILE (<path>)`).',
+  GW_CONFIG_INVALID: '(admin listener) `POST /admin/reload`: a file does not validate, or both declare teams; the running teams stay; the message names the file variables (`CONFIG_FILE`, `TEAMS_FILE`) before the problems, each setting written in a file followed by its line there (`; line 7 of TEAMS_FILE (<path>)`); `errors` lists the problems each apart, with the setting (`path`), the file (`variable`, `file`) and the `line`.',
   GW_ADMIN_DISABLED: '(admin listener) No admin token is configured.',
   GW_ADMIN_HOST: '(admin listener) The request\'s `Host` names neither an IP address, `localhost`, nor a name of `admin.hosts`: a page of another site whose name was made to resolve to the listener\'s address (DNS rebinding).',
   GW_TOKEN_REJECTED: '(admin listener) The platform refused the new token; the old one stays.',
@@ -92,27 +127,66 @@ export function errorCodes(): Map<string, number[]> {
   return codes
 }
 
+const nullable = (type: string, description: string): Json => ({ type: [type, 'null'], description })
+
+// The fields a code's answer has besides the four of every error (http/server.ts's error handler).
+const MORE_FIELDS: Record<string, { properties: Json; example: Json }> = {
+  GW_CONFIG_INVALID: {
+    properties: {
+      errors: {
+        type: 'array',
+        description: 'The problems of the message, each apart, in its order: for a console or a script to point at the line.',
+        items: {
+          type: 'object',
+          required: ['message', 'path', 'variable', 'file', 'line'],
+          properties: {
+            message: { type: 'string', description: 'The problem, as the message says it without its line (`teams.growth.advertisers.0: must be …`).' },
+            path: nullable('string', 'The setting the problem names, as a dotted path (`teams.growth.advertisers.0`); null when it names none (a variable, both files).'),
+            variable: nullable('string', 'The file variable whose file writes the setting (`CONFIG_FILE`, `TEAMS_FILE`); null when no file does (a variable, a default) or it cannot be read now.'),
+            file: nullable('string', 'That file\'s path, as its variable gives it.'),
+            line: nullable('integer', 'The line of that file (from 1) that writes the setting; a required setting missing: the line of the mapping that lacks it.'),
+          },
+        },
+      },
+    },
+    example: { errors: [{ message: 'teams.growth.advertisers.0: must be an advertiser id (a whole number, at least 1), or "*" alone for every advertiser (got 0)', path: 'teams.growth.advertisers.0', variable: 'TEAMS_FILE', file: '/etc/gateway/teams.yaml', line: 7 }] },
+  },
+}
+
 /** `components.schemas`: one schema per GW_* code. */
 export function errorSchemas(): Json {
   const schemas: Json = {}
   for (const [code, statuses] of [...errorCodes()].sort(([a], [b]) => a.localeCompare(b))) {
+    const more = MORE_FIELDS[code]
     schemas[code] = {
       type: 'object',
       description: WHEN[code] ?? `The gateway's ${code} answer.`,
-      required: ['statusCode', 'code', 'error', 'message'],
+      required: ['statusCode', 'code', 'error', 'message', ...Object.keys(more?.properties ?? {})],
       properties: {
         statusCode: statuses.length === 1 ? { const: statuses[0] } : { enum: statuses },
         code: { const: code },
         error: { type: 'string', description: 'The HTTP reason phrase, e.g. `Bad Request`.' },
         message: { type: 'string', description: 'What was wrong and, where it helps, what to do.' },
+        ...more?.properties,
       },
-      examples: [{ statusCode: statuses[0], code, error: STATUS_CODES[statuses[0] as number], message: '…' }],
+      examples: [{ statusCode: statuses[0], code, error: STATUS_CODES[statuses[0] as number], message: '…', ...more?.example }],
     }
   }
   return schemas
 }
 
-type Kind = 'report' | 'platform' | 'job'
+/** `job`: a job's result, a report's answer (a failed job's, the failure its read would have answered). */
+type Kind = 'report' | 'platform' | 'job' | keyof typeof JOB_RECORD_CODES
+
+const isRecordKind = (kind: Kind): kind is keyof typeof JOB_RECORD_CODES => kind in JOB_RECORD_CODES
+
+/** Whether an operation of this kind answers with `code`. */
+function answers(kind: Kind, code: string): boolean {
+  if (NO_OPERATION.has(code)) return false
+  if (isRecordKind(kind)) return JOB_RECORD_CODES[kind].has(code)
+  if (kind === 'job') return JOB_RESULT_CODES.has(code)
+  return !(kind === 'platform' && REPORT_ONLY.has(code)) && !JOB_ONLY.has(code)
+}
 
 /** A limited team's answers after its key was read carry both (contract, "Rate limits"). */
 export const RATE_LIMIT_HEADERS = { ratelimit: { $ref: '#/components/headers/ratelimit' }, 'ratelimit-policy': { $ref: '#/components/headers/ratelimit-policy' } }
@@ -121,7 +195,7 @@ export const RATE_LIMIT_HEADERS = { ratelimit: { $ref: '#/components/headers/rat
 function codesByStatus(kind: Kind): [number, string[]][] {
   const byStatus = new Map<number, string[]>()
   for (const [code, statuses] of errorCodes()) {
-    if (NO_OPERATION.has(code) || (kind === 'platform' && REPORT_ONLY.has(code)) || (kind !== 'job' && JOB_ONLY.has(code))) continue
+    if (!answers(kind, code)) continue
     for (const status of statuses) byStatus.set(status, [...(byStatus.get(status) ?? []), code].sort())
   }
   return [...byStatus].sort(([a], [b]) => a - b)
@@ -153,15 +227,19 @@ export function errorResponseComponents(): Json {
     [BEFORE_ROUTE['408'] as string]: refusal('GW_REQUEST_TIMEOUT', WHEN.GW_REQUEST_TIMEOUT as string),
     [BEFORE_ROUTE['431'] as string]: refusal('GW_HEADERS_TOO_LARGE', WHEN.GW_HEADERS_TOO_LARGE as string),
   }
-  for (const kind of ['report', 'platform', 'job'] as const) {
+  for (const kind of ['report', 'platform', 'job', 'job-status', 'job-cancel'] as const) {
+    // A read's answer, and a job's result, which is one: what it cost, the platform's answer passed on.
+    const readsReport = kind === 'report' || kind === 'job'
     for (const [status, codes] of codesByStatus(kind)) {
       const refs = codes.map((code) => ({ $ref: `#/components/schemas/${code}` }))
-      const platform = passesThrough(status)
+      // The platform's 429 to a job puts it back in the queue: no result passes one on.
+      const platform = !isRecordKind(kind) && passesThrough(status) && !(kind === 'job' && status === 429)
       // anyOf, not oneOf: a platform body and a GW_* body both carry `message`.
       if (platform) refs.push({ $ref: '#/components/schemas/PlatformError' })
+      const when = (code: string): string => (kind === 'job' || isRecordKind(kind) ? JOB_WHEN[code] : undefined) ?? WHEN[code] ?? code
       responses[`${kind}-${status}`] = {
         description:
-          codes.map((code) => `\`${code}\`: ${WHEN[code] ?? code}`).join(' ') + (platform ? ` Or the platform's own ${status} answer, passed through (\`PlatformError\`, no \`code\`).` : ''),
+          codes.map((code) => `\`${code}\`: ${when(code)}`).join(' ') + (platform ? ` Or the platform's own ${status} answer, passed through (\`PlatformError\`, no \`code\`).` : ''),
         headers: {
           'x-request-id': { $ref: '#/components/headers/x-request-id' },
           ...(status === 429 || status === 503 ? { 'retry-after': { $ref: '#/components/headers/retry-after' } } : {}),
@@ -177,7 +255,7 @@ export function errorResponseComponents(): Json {
           : platform && kind === 'platform' ? { 'cache-control': { $ref: '#/components/headers/proxied-cache-control' }, vary: { $ref: '#/components/headers/proxied-vary' } }
           : REFUSAL_CACHE_CONTROL),
           // A read's failure (a job's result too) says what it cost, a read refused for the team's spent day that day (report-facts.ts).
-          ...(kind !== 'platform' && (status >= 500 || codes.includes('GW_PLATFORM_TIME_SPENT')) ? { 'platform-usage': { $ref: '#/components/headers/platform-usage-on-failure' } } : {}),
+          ...(readsReport && (status >= 500 || codes.includes('GW_PLATFORM_TIME_SPENT')) ? { 'platform-usage': { $ref: '#/components/headers/platform-usage-on-failure' } } : {}),
         },
         content: { 'application/json': { schema: refs.length === 1 ? refs[0] : { anyOf: refs } } },
       }
@@ -189,4 +267,14 @@ export function errorResponseComponents(): Json {
 /** The error responses of an operation of this kind, by status. */
 export function errorResponses(kind: Kind): Json {
   return Object.fromEntries(codesByStatus(kind).map(([status]) => [String(status), { $ref: `#/components/responses/${kind}-${status}` }]))
+}
+
+/** The job operations' kinds by operationId: a result's answers are a report's, a status's and a cancel's their record's. */
+const JOB_OPERATIONS: Record<string, Kind> = { getJob: 'job-status', cancelJob: 'job-cancel', getJobResult: 'job' }
+
+/** The error responses of the job operation `operationId`, by status. */
+export function jobErrorResponses(operationId: string): Json {
+  const kind = JOB_OPERATIONS[operationId]
+  if (kind === undefined) throw new Error(`no job operation ${operationId}`)
+  return errorResponses(kind)
 }

@@ -103,10 +103,11 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
     served(req, bytesOf(res), read, own.reqId, status, code, started, now, upstreamMs, client, traced ? traceOf(req) : undefined, platformCalls)
   }
 
-  // A caller that closed its connection while its read waited: no answer to write, its access line says so (499).
-  const left = (req: IncomingMessage, res: ServerResponse, read: AdmittedRead, started: number, upstreamMs: number | null, client: string | null): boolean => {
+  // A caller that closed its connection while its read waited: no answer to write, its access
+  // line says so (499), and what the fill it joined did with the cache (`MISS`: it stored the copy).
+  const left = (req: IncomingMessage, res: ServerResponse, read: AdmittedRead, started: number, upstreamMs: number | null, client: string | null, cache: 'MISS' | null = null): boolean => {
     if (!res.destroyed) return false
-    observe(accessFacts(req, bytesOf(res), callerOf(read, upstreamMs), { reqId: requestIdOf(req.headers), route: 'report', status: CALLER_LEFT, durationMs: performance.now() - started, cache: null, client, hit: false }, traced ? traceOf(req) : undefined))
+    observe(accessFacts(req, bytesOf(res), callerOf(read, upstreamMs), { reqId: requestIdOf(req.headers), route: 'report', status: CALLER_LEFT, durationMs: performance.now() - started, cache, client, hit: false }, traced ? traceOf(req) : undefined))
     return true
   }
 
@@ -126,7 +127,7 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
       .then((result) => {
         if (result.kind !== 'entry') return handOverFill()
         waiting?.end()
-        if (left(req, res, read, started, result.upstreamMs ?? null, client)) return
+        if (left(req, res, read, started, result.upstreamMs ?? null, client, 'MISS')) return
         // A key removed, or an account taken out of its team's scope, while it waited: the route decides it again, and refuses it.
         if (!decisions.stillAdmitted(read)) return toRouter(req, res, next, undefined, { rate: read.rate })
         const at = clock.now()

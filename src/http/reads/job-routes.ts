@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Admission, Caller } from '../../access/admission.js'
 import type { Clock } from '../../clock.js'
-import { BadRequestError, ForbiddenError, JobNotFoundError, NotFoundError } from '../../errors.js'
+import { BadRequestError, ForbiddenError, JobNotFoundError, JobPathError } from '../../errors.js'
 import type { ReportCache } from '../../reports/report-cache.js'
 import { MAX_WAIT_SECONDS, type JobAsk, type Jobs } from '../../jobs/jobs.js'
 import { accountRefusal, figuresAt } from '../../jobs/job.js'
@@ -114,15 +114,22 @@ export async function jobRoutes(app: FastifyInstance, { jobs, reports, admission
  * job is, and never forwarded to the platform (the job routes, more specific, win over
  * this one). OPTIONS of a job path names the methods it serves (methods.ts).
  */
-export async function jobPaths(app: FastifyInstance, { admission }: Pick<JobRouteParts, 'admission'>): Promise<void> {
+export async function jobPaths(app: FastifyInstance, { admission, jobsOn }: Pick<JobRouteParts, 'admission'> & { jobsOn: boolean }): Promise<void> {
   const admit = admitter(admission)
+  // The method alone of what was sent: a token (Node refuses any other), never the path, which the caller wrote.
   const none = (request: FastifyRequest, reply: FastifyReply): never => {
     admit(request, reply)
-    throw new NotFoundError()
+    throw new JobPathError(jobsOn ? `${request.method} ${JOB_CALLS}` : NO_JOBS)
   }
   // The bare /api/v1/jobs too: a slash less would otherwise send the call to the platform.
   for (const url of ['/api/v1/jobs', '/api/v1/jobs/*']) app.route({ method: FORWARDED_METHODS, url, schema: { hide: true }, handler: none })
 }
+
+/** What a call under /api/v1/jobs that no job route serves is told, after its method. */
+const JOB_CALLS = "is no job call at this path: a job's status is GET (or HEAD) /api/v1/jobs/{id}, its report GET /api/v1/jobs/{id}/result, its cancel while queued DELETE /api/v1/jobs/{id}; a job is asked by a report read with prefer: respond-async; nothing under /api/v1/jobs goes to the platform"
+
+/** What every call under /api/v1/jobs is told with the cache off (api.ts registers no job route then). */
+const NO_JOBS = 'no report jobs on this gateway: they are kept beside the report cache, which is off (cache.enabled: false); a report read with prefer: respond-async is proxied as any call, no job made'
 
 /** What a job's status varies on: the headers that carry a key (its path is the job's). */
 const STATUS_VARY = 'authorization, x-api-key'

@@ -20,6 +20,8 @@ import { fitsJobRecord } from '../../jobs/jobs.js'
 import { ANY_ADVERTISER, type CacheEntry } from '../../cache/cache-entry.js'
 import { USAGE_HEADER, type ReportAnswerFacts, type ReportDays } from './report-facts.js'
 import { carries } from '../connection-teams.js'
+import { newRequestId } from '../../observe/request-id.js'
+import { answering } from '../hooks/answer-hooks.js'
 
 /** What the report routes read: the configuration, the report cache, the clock and traces, the admission of callers, the one decision of report reads and what an answer says of its cost and finality. */
 export type ReportReadParts = Pick<GatewayContext, 'config' | 'reports' | 'jobs' | 'clock' | 'tracing'> & { admission: Admission; decisions: ReadDecisions; failures: Pick<FailureLog, 'warn'>; facts: ReportAnswerFacts }
@@ -88,7 +90,7 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
   }
 
   const limits = { maxRangeDays: config.cache.maxRangeDays, reportBodyBytes: config.limits.reportBodyBytes }
-  app.get('/api/v1/report/*', { schema: reportGetSchema(limits), onError }, async (request: FastifyRequest, reply: FastifyReply) => {
+  const getReport = async (request: FastifyRequest, reply: FastifyReply) => {
     // A caller the fast path handed over (http/reads/fast-path.ts) was counted already.
     const handed = takeHandedOver(request.raw)
     const trace = tracing === null ? undefined : traceOf(request.raw)
@@ -132,7 +134,8 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     const result = await reports.read(report, key, caller.provider, readOptions(request, reply, caller, report, admitted.refresh, trace, { ...handed, ...(flight ? { flight } : {}) }))
     caller.upstreamMs = result.upstreamMs ?? null
     return answerRead(request, reply, caller, report, result)
-  })
+  }
+  app.get('/api/v1/report/*', { schema: reportGetSchema(limits), onError }, (request, reply) => answering(reply, getReport(request, reply)))
 
   const postReport = async (request: FastifyRequest, reply: FastifyReply) => {
     const trace = tracing === null ? undefined : traceOf(request.raw)
@@ -155,9 +158,10 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     caller.upstreamMs = result.upstreamMs ?? null
     return answerRead(request, reply, caller, indexed, result)
   }
-  app.post('/api/v1/report/:split/get', { schema: reportPostSchema(limits), onError }, postReport)
+  const postAnswering = (request: FastifyRequest, reply: FastifyReply) => answering(reply, postReport(request, reply))
+  app.post('/api/v1/report/:split/get', { schema: reportPostSchema(limits), onError }, postAnswering)
   // The same report with a trailing slash (canonical-path.ts): one cache entry, one call.
-  app.post('/api/v1/report/:split/get/', { schema: { ...reportPostSchema(limits), hide: true }, onError }, postReport)
+  app.post('/api/v1/report/:split/get/', { schema: { ...reportPostSchema(limits), hide: true }, onError }, postAnswering)
 }
 
 /** `caller` charged the platform calls of `tally` (a read's calls counted before the route took it). */
@@ -166,10 +170,21 @@ function chargeTo(caller: Caller, tally: CallTally): void {
   if (tally.platformMs !== undefined) caller.platformMs = (caller.platformMs ?? 0) + tally.platformMs
 }
 
+/**
+ * The x-request-id a read's platform call carries: the read's own id when the gateway made
+ * it, a new one when the caller named its call. The call fills the copy every team of the
+ * credential reads, so nothing of the caller's shapes it (a platform that writes the id
+ * into its answer would put one team's text in every team's copy); the caller's id comes
+ * back to the caller and names the read in the gateway's log.
+ */
+function fillRequestId(request: FastifyRequest): string {
+  return request.headers['x-request-id'] === request.id ? newRequestId() : request.id
+}
+
 function optionsOf(request: FastifyRequest, reply: FastifyReply, caller: Caller, refresh: boolean, trace: Trace | undefined, handed?: Pick<HandedOver, 'flight' | 'found'>): ReadOptions {
   return {
     refresh,
-    requestId: request.id,
+    requestId: fillRequestId(request),
     team: caller.team.name,
     log: request.log,
     tally: caller,

@@ -167,6 +167,8 @@ export class HeldAnswer {
   readonly #budget: ByteBudget
   readonly #watch: (chunks: Buffer[]) => Readable
   #gone = false
+  // The blocks joined by peek(): what bytes() hands over then, so that they are joined once.
+  #joined: Buffer | null = null
 
   constructor(chunks: Buffer[], length: number, budget: ByteBudget, watch: (chunks: Buffer[]) => Readable) {
     this.#chunks = chunks
@@ -182,22 +184,27 @@ export class HeldAnswer {
   bytes(): Buffer {
     // One block is handed over as it is (release() then has nothing to give back to the allocator).
     if (this.#chunks.length === 1) return this.#chunks.pop() as Buffer
-    return Buffer.concat(this.#chunks, this.length)
+    const joined = this.#joined ?? Buffer.concat(this.#chunks, this.length)
+    this.#joined = null
+    return joined
   }
 
   /**
    * Its body's bytes to read while it stays held (to decide what it is before it is sent
-   * or kept): its one block as it is, or its blocks joined in a copy. Nothing read from it
-   * is to outlive release().
+   * or kept): its one block as it is, or its blocks joined in a copy, the one bytes() then
+   * hands over. Nothing read from it is to outlive release().
    */
   peek(): Buffer {
-    return this.#chunks.length === 1 ? (this.#chunks[0] as Buffer) : Buffer.concat(this.#chunks, this.length)
+    if (this.#chunks.length === 1) return this.#chunks[0] as Buffer
+    this.#joined ??= Buffer.concat(this.#chunks, this.length)
+    return this.#joined
   }
 
   /** The body as its caller reads it, each block's bytes freed once it is taken; once. */
   stream(): Readable {
     if (this.#gone) throw new Error('a held answer is sent or released once')
     this.#gone = true
+    this.#joined = null
     return this.#watch(this.#chunks)
   }
 
@@ -237,6 +244,7 @@ export class HeldAnswer {
   release(): void {
     if (this.#gone) return
     this.#gone = true
+    this.#joined = null
     this.#budget.free(this.length)
     freeAll(this.#chunks)
   }

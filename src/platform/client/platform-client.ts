@@ -15,6 +15,7 @@ import { routeTemplate } from '../route-template.js'
 import { seatFollowing, type QueueTeam } from './caller-group.js'
 import { backoffMs, fitsBudget, isRetryable, type Attempt } from './retry-policy.js'
 import { transient } from './transient.js'
+import { connectionFailure } from './connection-failure.js'
 import { systemClock, type Clock } from '../../clock.js'
 import { traced, tracedCall, type Trace } from '../../observe/tracing.js'
 import { withoutToken } from './token-echo.js'
@@ -178,7 +179,7 @@ export class PlatformClient {
       const call: PlatformCall = { ...platformCall, signal: deadline.signal }
       if (!provider.usable()) await abortable(provider.started, call.signal)
       const first = provider.usable() ? provider.current() : null
-      if (!first) throw loginDown(provider, new PlatformAuthError(`credential ${provider.name} has no usable token`))
+      if (!first) throw withLoginFault(provider, new PlatformAuthError(`credential ${provider.name} has no usable token`), this.#clock.now())
       const base = this.baseOf(provider)
       let sent = first
       let res = await this.#once(provider.name, base, call, sent.token, deadline.at)
@@ -255,7 +256,7 @@ export class PlatformClient {
     if (verdict === 'unconfirmed' || verdict === 'probe_failed') throw refusedCall(verdict)
     const renewed = await provider.recover(token, verdict === 'confirmed')
     if (renewed) return { renewed, verdict }
-    throw loginDown(provider, verdict === 'confirmed' ? new PlatformAuthError('no new token could be had') : refusedCall(verdict))
+    throw withLoginFault(provider, verdict === 'confirmed' ? new PlatformAuthError('no new token could be had') : refusedCall(verdict), this.#clock.now())
   }
 
   async #verdict(provider: TokenProvider, token: string, call: PlatformCall): Promise<Verdict> {
@@ -457,13 +458,20 @@ function refusedCall(verdict: Exclude<Verdict, 'confirmed'>): GatewayError {
 
 /**
  * `err` of a call that has no token to send: when the credential's last password login got
- * no answer or a 5xx (TokenProvider.loginDown), that is why, and it is the platform down,
- * which a later try may not meet (transient.ts); a login the platform refused (a 4xx) is not.
+ * no answer or a 5xx (the platform down), or a 429 (the platform busy, with the seconds left
+ * of its retry-after: `retryAfterSec`), that is why (TokenProvider.loginFault), and a later
+ * try may not meet it (transient.ts); a login the platform refused (a 4xx but 429) is not.
  */
-function loginDown(provider: TokenProvider, err: GatewayError): GatewayError {
-  if (!provider.loginDown) return err
-  err.message = `${err.message}: its password login got no answer or a 5xx from the platform`
-  return transient(err)
+function withLoginFault(provider: TokenProvider, err: GatewayError, now: number): GatewayError {
+  const fault = provider.loginFault
+  if (fault === null) return err
+  if (fault.kind === 'down') {
+    err.message = `${err.message}: its password login got no answer or a 5xx from the platform`
+    return transient(err)
+  }
+  err.message = `${err.message}: its password login was answered 429 (the platform busy)`
+  const left = provider.loginBusySec(now)
+  return transient(left !== null ? Object.assign(err, { retryAfterSec: left }) : err)
 }
 
 /**
@@ -578,19 +586,3 @@ export function upstreamError(err: unknown): GatewayError {
   return transient(new UpstreamError(connectionFailure(err), { cause: err }))
 }
 
-/**
- * What a failed connection to the platform tells a caller: a system error's code as it
- * is (ECONNREFUSED, ECONNRESET…), the HTTP client's own (UND_ERR_*) in words, since no
- * framework code reaches a caller (contract, "Errors"); the error itself stays in the log.
- */
-export function connectionFailure(err: unknown): string {
-  const code = (err as { code?: unknown } | null)?.code
-  if (typeof code !== 'string' || code === '') return 'connection error'
-  return code.startsWith('UND_ERR_') ? (CLIENT_FAILURES[code] ?? 'connection error') : code
-}
-
-const CLIENT_FAILURES: Record<string, string> = {
-  UND_ERR_SOCKET: 'connection reset',
-  UND_ERR_CLOSED: 'connection closed',
-  UND_ERR_RES_CONTENT_LENGTH_MISMATCH: 'answer cut short',
-}

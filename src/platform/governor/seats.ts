@@ -242,17 +242,13 @@ export class CredentialSeats {
     this.#arm(call, now)
   }
 
-  /** A waiting call's timer, at its `expiresAt` (made apart from `ask`, it keeps the call alone). */
+  /** A waiting call's timer, at its `expiresAt` (made apart from `ask`, it keeps the call alone): its wait ends refused by the deadline rule, or at its queue timeout (its kind's estimate may have fallen since its timer was set: it waits on). */
   #arm(call: QueuedCall, now: number): void {
     this.#clock.clearTimeout(call.timer)
-    call.timer = this.#timer(() => this.#expired(call), call.expiresAt - now)
-  }
-
-  /** A waiting call's wait ended: refused by the deadline rule, or at its queue timeout (its kind's estimate may have fallen since its timer was set: it waits on). */
-  #expired(call: QueuedCall): void {
-    call.timer = null
-    const now = this.#clock.now()
-    this.#held(call, now, now >= call.timeoutAt)
+    call.timer = this.#timer(() => {
+      call.timer = null
+      this.#held(call, this.#clock.now(), this.#clock.now() >= call.timeoutAt)
+    }, call.expiresAt - now)
   }
 
   /** A refused call's error: NoIdleSeatError for background work, GW_UPSTREAM_TIMEOUT for the deadline rule, else GW_OVERLOADED with its retry-after (`#comeBackSec`; `text` null: the pause's). */

@@ -2,6 +2,7 @@ import { request, type Dispatcher } from 'undici'
 import type { PasswordLogin } from '../../config.js'
 import { TokenLoginError } from '../../errors.js'
 import { canonicalEscapes, canonicalPath } from '../canonical-path.js'
+import { connectionFailure } from '../client/connection-failure.js'
 import { transient } from '../client/transient.js'
 
 export interface LoginResult {
@@ -59,13 +60,13 @@ export async function passwordLogin(baseUrl: string, login: PasswordLogin, dispa
       bodyTimeout: timeoutMs,
     })
   } catch (err) {
-    throw noAnswer(url, err)
+    throw noAnswer(url, err, timeoutMs)
   }
   let text: string
   try {
     text = await res.body.text()
   } catch (err) {
-    throw noAnswer(url, err)
+    throw noAnswer(url, err, timeoutMs)
   }
   let reply: Record<string, unknown> = {}
   try {
@@ -76,7 +77,9 @@ export async function passwordLogin(baseUrl: string, login: PasswordLogin, dispa
   }
   if (res.statusCode !== 200) {
     const error = new TokenLoginError(`the platform answered ${res.statusCode} (${errorCode(reply.error, login)})`)
-    // A 5xx is the platform down, which a later login may not meet; a 4xx refused the login itself.
+    // A 5xx is the platform down, which a later login may not meet; a 429 the platform up
+    // and busy (its throttle), until its retry-after; any other 4xx refused the login itself.
+    if (res.statusCode === 429) throw Object.assign(error, { throttled: { retryAfter: res.headers['retry-after'] } })
     throw res.statusCode >= 500 ? transient(error) : error
   }
   if (typeof reply.access_token !== 'string' || reply.access_token === '') {
@@ -85,9 +88,21 @@ export async function passwordLogin(baseUrl: string, login: PasswordLogin, dispa
   return { token: reply.access_token, expiresIn: reply.expires_in }
 }
 
-/** A login that got no answer (no connection, the reply cut off, `platform.timeout`): the platform down, which a later login may not meet. */
-function noAnswer(url: URL, err: unknown): Error {
-  return transient(new TokenLoginError(`token request to ${url.origin}${url.pathname} failed (${(err as NodeJS.ErrnoException).code ?? (err as Error).name})`, { cause: err }))
+/** The `retry-after` of a login the platform answered 429 (its throttle), as it was sent; null: `err` is no such login's. */
+export function loginThrottle(err: unknown): { retryAfter: string | string[] | undefined } | null {
+  return (err as { throttled?: { retryAfter: string | string[] | undefined } } | null)?.throttled ?? null
+}
+
+const TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT'])
+
+/**
+ * A login that got no answer (no connection, the reply cut off, `platform.timeout`): the
+ * platform down, which a later login may not meet. Said in words, as a platform call's
+ * failure is: no framework code (UND_ERR_*) reaches a caller (contract, "Errors").
+ */
+function noAnswer(url: URL, err: unknown, timeoutMs: number): Error {
+  const why = TIMEOUTS.has((err as { code?: string }).code ?? '') ? `no answer within platform.timeout, ${timeoutMs} ms` : connectionFailure(err)
+  return transient(new TokenLoginError(`token request to ${url.origin}${url.pathname} failed (${why})`, { cause: err }))
 }
 
 // An OAuth error code (RFC 6749, 5.2: `invalid_grant`, `invalid_client`…).

@@ -12,7 +12,9 @@ import { sha256Hex } from '../../config/secret-digest.js'
 import { fingerprint } from '../../observe/fingerprint.js'
 import { TokenLoginError } from '../../errors.js'
 import { isTransient } from '../client/transient.js'
-import { comparableTokenUrl, passwordLogin } from './password-login.js'
+import { comparableTokenUrl, loginThrottle, passwordLogin } from './password-login.js'
+import { pauseLength } from '../pauses/pauses.js'
+import { retryAfterMs } from '../pauses/retry-after.js'
 import type { LoginGate } from './login-gate.js'
 import { crossedWarnings, jwtSubject, refreshAt, tokenExpiry } from './token-expiry.js'
 import { compareRank, loginBasis, rankAbove, type Ranked } from './token-order.js'
@@ -78,6 +80,8 @@ export interface TokenProviderDeps {
   log: Logger
   secrets: SecretSet
   timeoutMs: number
+  /** platform.maxPause: the longest a login's 429 holds the next login back. */
+  maxPauseMs: number
   refreshBeforeMs: number
   expiryWarningsMs: number[]
   filePollMs: number
@@ -101,6 +105,13 @@ export interface TokenProviderDeps {
   /** GATEWAY_SECRET, whose key names a token by its fingerprint alike on every replica (observe/fingerprint.ts). */
   gatewaySecret: string | null
 }
+
+/**
+ * Why the last password login failed, when a later login may not meet it: `down`, it got
+ * no answer or a 5xx (the platform down); `busy`, the platform answered 429 (its throttle),
+ * until `until` (its retry-after, at most platform.maxPause; the gateway's clock).
+ */
+export type LoginFault = { kind: 'down' } | { kind: 'busy'; until: number }
 
 export interface ChangeEvent {
   state: TokenState
@@ -135,8 +146,8 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
   /** The account while no token is known: this process's own. */
   readonly #unknownAccount = randomUUID()
   #maintaining = false
-  /** The last password login got no answer or a 5xx, and no token came since: the platform is down. */
-  #loginDown = false
+  /** Why the last password login failed, when the platform's state is why (LoginFault), and no token came since; null: none. */
+  #loginFault: LoginFault | null = null
   readonly #clock: Clock
   readonly #versionNow: () => number
   /** Settles once start() has its first token, or has failed to get one. */
@@ -169,11 +180,18 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
   }
 
   /**
-   * Whether its last password login got no answer or a 5xx (the platform down, which a
-   * later login may not meet) and no token came since: why it has no usable token then.
+   * Why its last password login failed when a later login may not meet it, and no token
+   * came since: why it has no usable token then (LoginFault); null: none such.
    */
-  get loginDown(): boolean {
-    return this.#loginDown
+  get loginFault(): LoginFault | null {
+    return this.#loginFault
+  }
+
+  /** The whole seconds left of a throttled login's retry-after (the platform busy) at `now`; null: none left. */
+  loginBusySec(now = this.#clock.now()): number | null {
+    const fault = this.#loginFault
+    const left = fault?.kind === 'busy' ? Math.ceil((fault.until - now) / 1000) : 0
+    return left > 0 ? left : null
   }
 
   /**
@@ -310,7 +328,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     this.#deps.secrets.add(state.token)
     this.#state = { ...state, source: 'shared' }
     this.#rejected = false
-    this.#loginDown = false
+    this.#loginFault = null
     this.#lastLeftMs = null
     const event: ChangeEvent = { state: this.#state, previous: current, reason: 'shared' }
     if (state.origin.actor !== null) event.actor = state.origin.actor
@@ -435,7 +453,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     this.#lastLeftMs = null
     if (this.#rejected) this.#deps.log.info({ credential: this.name }, 'platform token replaced; credential usable again')
     this.#rejected = false
-    this.#loginDown = false
+    this.#loginFault = null
     this.emit('change', actor === undefined ? { state, previous, reason } : { state, previous, reason, actor })
     return state
   }
@@ -465,7 +483,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
       changed: (ms) => this.#changed(ms),
       login: async () => {
         const result = await passwordLogin(baseUrl, login, this.#deps.dispatcher, this.#deps.timeoutMs).catch((err: unknown) => {
-          this.#loginDown = isTransient(err)
+          this.#loginFault = this.#faultOf(err)
           throw err
         })
         // Redacted from every line like any token the gateway held, even one it drops.
@@ -477,6 +495,16 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
         return this.#set(result.token, 'login', result.expiresIn, reason, actor, own ? loginBasis(replacing) : undefined)
       },
     })
+  }
+
+  /** The LoginFault of a failed password login's error; null: a refusal of the login itself (a 4xx but 429). */
+  #faultOf(err: unknown): LoginFault | null {
+    const throttle = loginThrottle(err)
+    if (throttle === null) return isTransient(err) ? { kind: 'down' } : null
+    // Its retry-after held to platform.maxPause, as every pause of the platform's is: one of
+    // years would stop the credential's logins for good.
+    const now = this.#clock.now()
+    return { kind: 'busy', until: now + pauseLength(retryAfterMs(throttle.retryAfter, now) ?? 0, 0, this.#deps.maxPauseMs) }
   }
 
   /** Resolves at the next change of token, or after `ms`. */
@@ -603,6 +631,8 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     // Both are exempt from loginMinInterval: no token yet is the start login again, and a
     // rejected one was confirmed refused by the probe (this tick bounds the retries).
     if (!this.#state || (this.#rejected && this.credential.login)) {
+      // A login the platform answered 429 is not sent again before its retry-after.
+      if (this.#loginFault?.kind === 'busy' && now < this.#loginFault.until) return
       if (this.credential.login) await this.#login('login', true, this.#state).catch((err: unknown) => this.#deps.log.error({ err, credential: this.name }, 'platform login failed'))
       return
     }

@@ -1,0 +1,16 @@
+/**
+ * What a failed connection to the platform tells a caller: a system error's code as it
+ * is (ECONNREFUSED, ECONNRESET…), the HTTP client's own (UND_ERR_*) in words, since no
+ * framework code reaches a caller (contract, "Errors"); the error itself stays in the log.
+ */
+export function connectionFailure(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code
+  if (typeof code !== 'string' || code === '') return 'connection error'
+  return code.startsWith('UND_ERR_') ? (CLIENT_FAILURES[code] ?? 'connection error') : code
+}
+
+const CLIENT_FAILURES: Record<string, string> = {
+  UND_ERR_SOCKET: 'connection reset',
+  UND_ERR_CLOSED: 'connection closed',
+  UND_ERR_RES_CONTENT_LENGTH_MISMATCH: 'answer cut short',
+}
