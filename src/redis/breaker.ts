@@ -163,6 +163,8 @@ function abortedForEach(err: unknown, why: (queued: unknown) => boolean): boolea
 export class RedisBreaker {
   #state: BreakerState = 'closed'
   #openedAt = 0
+  /** When the circuit last closed: a failure of a command sent before is older news than the success that closed it. */
+  #closedAt = Number.NEGATIVE_INFINITY
   readonly #cooldownMs: number
   readonly #log: Logger
   readonly #now: () => number
@@ -219,7 +221,7 @@ export class RedisBreaker {
     return this.#refusedAt === 0
   }
 
-  /** Runs `fn` unless the circuit is open; a failure opens it. Returns `fallback` then. */
+  /** Runs `fn` unless the circuit is open; its failure opens it (not a failure of a command sent before the circuit last closed). Returns `fallback` then. */
   async run<T, F>(fn: () => Promise<T>, fallback: F): Promise<T | F> {
     if (this.#state === 'open') {
       if (this.#now() - this.#openedAt < this.#cooldownMs) return fallback
@@ -239,7 +241,7 @@ export class RedisBreaker {
     } catch (err) {
       if (refusesWrites(err)) this.#refused(err)
       else if (slotMoving(err)) this.#log.debug({ redis: this.#address, cause: (err as Error).message }, 'redis command on a cluster slot mid-migration: served without it, circuit kept')
-      else if (!(timedOut(err) && this.#now() - started >= this.#lateAfterMs)) this.fail(err)
+      else if (started >= this.#closedAt && !(timedOut(err) && this.#now() - started >= this.#lateAfterMs)) this.fail(err)
       return fallback
     }
   }
@@ -300,7 +302,10 @@ export class RedisBreaker {
   }
 
   #transition(state: BreakerState): void {
-    if (state === 'closed') this.#log.info({ redis: this.#address }, 'redis available again (circuit closed)')
+    if (state === 'closed') {
+      this.#closedAt = this.#now()
+      this.#log.info({ redis: this.#address }, 'redis available again (circuit closed)')
+    }
     this.#state = state
     this.#onChange?.(state)
   }

@@ -2,7 +2,7 @@ import type { Logger } from 'pino'
 import type { RedisSeal } from './seal.js'
 import { NonceSource, SeenNonces } from './seen-nonces.js'
 import { systemClock } from '../clock.js'
-import { Cluster } from 'ioredis'
+import { Cluster, type Redis } from 'ioredis'
 import { clientDatabase, closeRedis, commandFailureInWords, type RedisClient } from './client.js'
 
 type Handler = (message: string) => void
@@ -86,6 +86,7 @@ export class RedisBus {
       }
       for (const handler of handlers) handler(message)
     })
+    if (this.#sub instanceof Cluster) this.#onClusterSubscriberMoved(this.#sub)
     // Every channel, on every (re)connection: also one whose SUBSCRIBE failed (Redis
     // down or slow at start). SUBSCRIBE is idempotent; a failed one is made again on
     // the next connection.
@@ -93,14 +94,41 @@ export class RedisBus {
       this.#unreachable = false
       this.#connectionError = null
       this.#deferralWarned = false
-      if (this.#handlers.size === 0) return
-      this.#sub.subscribe(...this.#handlers.keys()).then(
-        () => this.#joined.forEach((fn) => fn()),
-        (err: Error) => {
-          log.debug({ err: { message: err.message } }, 'redis resubscription failed; retried when the subscriber reconnects')
-        },
-      )
+      this.#subscribeAll(this.#sub)
     })
+  }
+
+  /** Every channel subscribed on `connection`, then the onSubscribed handlers run: what was published meanwhile is read again. */
+  #subscribeAll(connection: { subscribe(...channels: string[]): Promise<unknown> }): void {
+    if (this.#handlers.size === 0) return
+    connection.subscribe(...this.#handlers.keys()).then(
+      () => this.#joined.forEach((fn) => fn()),
+      (err: Error) => {
+        this.#log.debug({ err: { message: err.message } }, 'redis resubscription failed; retried when the subscriber reconnects')
+      },
+    )
+  }
+
+  /**
+   * A Cluster's subscriber is a connection to one node that ioredis replaces by one to
+   * another node when that node's connection ends (a node killed, a replica as well as a
+   * master), subscribing the channels there itself: the Cluster emits no 'ready' then, and
+   * what was published while no node delivered to this replica never reaches it. So each
+   * new subscriber connection, once subscribed, runs the onSubscribed handlers, as a
+   * reconnection does.
+   */
+  #onClusterSubscriberMoved(cluster: Cluster): void {
+    const subscriber = (cluster as unknown as { subscriber?: { selectSubscriber?: () => void; getInstance?: () => Redis | null } }).subscriber
+    const select = subscriber?.selectSubscriber
+    if (!subscriber || typeof select !== 'function' || typeof subscriber.getInstance !== 'function') return
+    subscriber.selectSubscriber = () => {
+      const before = subscriber.getInstance?.() ?? null
+      select.call(subscriber)
+      const instance = subscriber.getInstance?.() ?? null
+      // The first subscriber of a start is the Cluster's own 'ready', handled below.
+      if (before === null || instance === null) return
+      instance.once('ready', () => this.#subscribeAll(instance))
+    }
   }
 
   /**

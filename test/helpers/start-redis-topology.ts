@@ -35,6 +35,25 @@ export interface ClusterTopology extends RedisTopology {
   restartMaster(index: number): Promise<void>
 }
 
+export interface ReplicatedClusterTopology extends RedisTopology {
+  /** The port of the master serving `slot` now. */
+  masterOf(slot: number): Promise<number>
+  /**
+   * SIGKILLs the master serving `slot` once its replica's link is up (it holds what the
+   * master held), and resolves once the Cluster promoted the replica: the slot table names
+   * it and every node says cluster_state:ok. With `meanwhile`, the replica is frozen
+   * (SIGSTOP) while it runs and until the master is gone: what it writes to that master
+   * never reaches the replica, as a write Redis' asynchronous replication had not passed on.
+   */
+  killMaster(slot: number, meanwhile?: () => Promise<void>): Promise<{ from: number; to: number }>
+  /** The port of every node, masters and replicas. */
+  ports: number[]
+  /** SIGKILLs the node of `port`, frozen (SIGSTOP) first while `meanwhile` runs: its connections hear nothing, then end. */
+  killNode(port: number, meanwhile?: () => Promise<void>): Promise<void>
+  /** Starts the node of `port` again with its cluster config, and resolves once it follows its master again (a replica in sync). */
+  restartNode(port: number): Promise<void>
+}
+
 export interface SentinelTopology extends RedisTopology {
   /** Asks the sentinel to fail over, and resolves once a replica was promoted and the sentinel names it. */
   failover(): Promise<{ from: number; to: number }>
@@ -89,16 +108,7 @@ export async function startRedisCluster(masters = 3, tls?: RedisTls): Promise<Cl
       const nodes = Array.from({ length: masters }, (_, i) => ({ port: ports[i * 2] as number, bus: ports[i * 2 + 1] as number }))
       const launchNode = (i: number) => {
         const node = nodes[i] as { port: number; bus: number }
-        const nodeDir = join(dir, String(i))
-        return launchRedis(node.port, [
-          ...BASE_ARGS,
-          '--dir', nodeDir,
-          '--cluster-enabled', 'yes',
-          '--cluster-config-file', join(nodeDir, 'nodes.conf'),
-          '--cluster-port', String(node.bus),
-          '--cluster-node-timeout', '2000',
-          '--cluster-announce-ip', '127.0.0.1',
-        ], undefined, tls)
+        return launchRedis(node.port, clusterNodeArgs(join(dir, String(i)), node.bus), undefined, tls)
       }
       for (const [i, node] of nodes.entries()) {
         mkdirSync(join(dir, String(i)))
@@ -149,6 +159,186 @@ export async function startRedisCluster(masters = 3, tls?: RedisTls): Promise<Cl
       throw err
     }
   })
+}
+
+/** A Cluster node's arguments: its own folder and config file, its bus port, failure detection in 2 s, announced as 127.0.0.1. */
+function clusterNodeArgs(nodeDir: string, bus: number): string[] {
+  return [
+    ...BASE_ARGS,
+    '--dir', nodeDir,
+    '--cluster-enabled', 'yes',
+    '--cluster-config-file', join(nodeDir, 'nodes.conf'),
+    '--cluster-port', String(bus),
+    '--cluster-node-timeout', '2000',
+    '--cluster-announce-ip', '127.0.0.1',
+  ]
+}
+
+/**
+ * Three masters, each with one replica (CLUSTER REPLICATE), as a production Cluster runs
+ * (Bitnami's redis-cluster: 3 masters, 1 replica each): a master killed is failed over
+ * by the Cluster itself once `cluster-node-timeout` (2 s here) passes, and the node
+ * started again rejoins as its former replica's replica.
+ */
+export async function startReplicatedCluster(masters = 3): Promise<ReplicatedClusterTopology> {
+  return onFreePorts(masters * 4, async (ports) => {
+    const dir = mkdtempSync(join(tmpdir(), 'rgw-cluster-'))
+    const byPort = new Map<number, ChildProcess>()
+    const nodes = Array.from({ length: masters * 2 }, (_, i) => ({ port: ports[i * 2] as number, bus: ports[i * 2 + 1] as number }))
+    const launchNode = async (i: number) => {
+      const node = nodes[i] as { port: number; bus: number }
+      byPort.set(node.port, await launchRedis(node.port, clusterNodeArgs(join(dir, String(i)), node.bus)))
+    }
+    const admins: Redis[] = []
+    const stopEvery = () => stopAll([...byPort.values()], dir)
+    try {
+      for (const [i, node] of nodes.entries()) {
+        mkdirSync(join(dir, String(i)))
+        await launchNode(i)
+        admins.push(direct(node.port))
+      }
+      const per = Math.ceil(SLOTS / masters)
+      for (let i = 0; i < masters; i++) await (admins[i] as Redis).call('CLUSTER', 'ADDSLOTSRANGE', String(i * per), String(Math.min(SLOTS, (i + 1) * per) - 1))
+      for (const node of nodes.slice(1)) await (admins[0] as Redis).call('CLUSTER', 'MEET', '127.0.0.1', String(node.port), String(node.bus))
+      await waitUntil('every node known to every node', async () => {
+        for (const admin of admins) if (!((await admin.call('CLUSTER', 'INFO')) as string).includes(`cluster_known_nodes:${nodes.length}`)) return false
+        return true
+      })
+      for (let i = 0; i < masters; i++) {
+        const id = (await (admins[i] as Redis).call('CLUSTER', 'MYID')) as string
+        await (admins[masters + i] as Redis).call('CLUSTER', 'REPLICATE', id)
+      }
+      const inSync = async (admin: Redis) => ((await admin.info('replication')) as string).includes('master_link_status:up')
+      await waitUntil('every replica in sync', async () => (await Promise.all(admins.slice(masters).map(inSync))).every(Boolean))
+      await waitUntil('cluster_state:ok on every node', async () => (await Promise.all(admins.map(async (a) => ((await a.call('CLUSTER', 'INFO')) as string).includes('cluster_state:ok')))).every(Boolean))
+      for (const admin of admins) admin.disconnect()
+      const addresses = nodes.slice(0, masters).map((n) => ({ host: '127.0.0.1', port: n.port }))
+      const client = new Cluster(addresses, { redisOptions: { maxRetriesPerRequest: 1 } })
+      client.on('error', () => undefined)
+      await waitUntil('the cluster client', async () => (await client.ping()) === 'PONG')
+      // Each node asked on a connection of its own: the client's own node list lags a failover.
+      const eachMaster = async <T>(fn: (node: Redis) => Promise<T>): Promise<T[]> => {
+        const results: T[] = []
+        for (const { port } of nodes) {
+          const c = direct(port)
+          try {
+            if (((await c.info('replication').catch(() => '')) as string).includes('role:master')) results.push(await fn(c))
+          } finally {
+            c.disconnect()
+          }
+        }
+        return results
+      }
+      /** Asks the live nodes, each on a connection of its own: the port serving `slot`, once every live node agrees. */
+      const masterOf = async (slot: number, except?: number): Promise<number> => {
+        let found = 0
+        await waitUntil(`one master of slot ${slot} named by every live node`, async () => {
+          const seen = new Set<number>()
+          for (const node of nodes) {
+            if (node.port === except) continue
+            const c = direct(node.port)
+            try {
+              const ranges = (await c.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][]
+              const range = ranges.find(([from, to]) => from <= slot && slot <= to)
+              if (range) seen.add(range[2][1])
+              if (!((await c.call('CLUSTER', 'INFO')) as string).includes('cluster_state:ok')) return false
+            } finally {
+              c.disconnect()
+            }
+          }
+          found = [...seen][0] ?? 0
+          return seen.size === 1 && found !== except
+        })
+        return found
+      }
+      const replicaOf = (master: number) => nodes[(nodes.findIndex((n) => n.port === master) + masters) % nodes.length]?.port as number
+      return {
+        configLines: nodeLines('cluster', addresses),
+        client,
+        keys: async (pattern) => (await eachMaster((n) => n.keys(pattern))).flat().sort(),
+        flush: async () => {
+          await eachMaster((n) => n.flushall())
+        },
+        masterOf: (slot) => masterOf(slot),
+        killMaster: async (slot, meanwhile) => {
+          const from = await masterOf(slot)
+          // Its replica: whichever node follows it (the one it was made with, or the node it demoted).
+          const followers: number[] = []
+          for (const node of nodes) {
+            if (node.port === from) continue
+            const c = direct(node.port)
+            try {
+              if (((await c.info('replication')) as string).includes(`master_port:${from}`)) followers.push(node.port)
+              else continue
+              await waitUntil('the replica in sync', () => inSync(c))
+            } finally {
+              c.disconnect()
+            }
+          }
+          if (followers.length === 0) throw new Error(`redis topology: no replica follows ${from} (the expected one: ${replicaOf(from)})`)
+          const frozen = meanwhile ? followers.map((port) => byPort.get(port) as ChildProcess) : []
+          for (const child of frozen) child.kill('SIGSTOP')
+          try {
+            // The frozen replica's socket still takes what the master sends, until its buffers
+            // are full: a value larger than both fills them, and what follows stays in the master.
+            if (meanwhile) await fillReplicationBuffers(from, slot)
+            await meanwhile?.()
+            await stopRedis(byPort.get(from) as ChildProcess, true)
+          } finally {
+            for (const child of frozen) child.kill('SIGCONT')
+          }
+          const to = await masterOf(slot, from)
+          return { from, to }
+        },
+        ports: nodes.map((n) => n.port),
+        killNode: async (port, meanwhile) => {
+          const child = byPort.get(port) as ChildProcess
+          child.kill('SIGSTOP')
+          try {
+            await meanwhile?.()
+          } finally {
+            await stopRedis(child, true)
+          }
+        },
+        restartNode: async (port) => {
+          await launchNode(nodes.findIndex((n) => n.port === port))
+          const c = direct(port)
+          try {
+            await waitUntil('the restarted node to follow its master', async () => ((await c.info('replication')) as string).includes('role:slave') && (await inSync(c)))
+          } finally {
+            c.disconnect()
+          }
+        },
+        close: async () => {
+          client.disconnect()
+          await stopEvery()
+        },
+      }
+    } catch (err) {
+      for (const admin of admins) admin.disconnect()
+      await stopEvery()
+      throw err
+    }
+  })
+}
+
+/** Bytes beyond a loopback connection's largest buffers (net.ipv4.tcp_rmem and tcp_wmem: 32 MiB and 4 MiB at most by default). */
+const BEYOND_SOCKET_BUFFERS = 48 * 1024 * 1024
+
+/** Writes on the master of `port` one value larger than its replication link's socket buffers, in a key of `slot`. */
+async function fillReplicationBuffers(port: number, slot: number): Promise<void> {
+  const master = direct(port)
+  try {
+    let key: string | undefined
+    for (let from = 0; key === undefined; from += 20_000) {
+      const names = Array.from({ length: 20_000 }, (_, i) => `filler:${from + i}`)
+      const slots = (await master.pipeline(names.map((name) => ['cluster', 'keyslot', name])).exec()) ?? []
+      key = names[slots.findIndex(([, s]) => Number(s) === slot)]
+    }
+    await master.set(key, Buffer.alloc(BEYOND_SOCKET_BUFFERS))
+  } finally {
+    master.disconnect()
+  }
 }
 
 /**

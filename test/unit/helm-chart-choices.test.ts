@@ -78,6 +78,20 @@ describe('rendered with a Secret from values, Redis, autoscaling and a ServiceMo
     expect(admin.spec.ports.map((p) => p.name)).toContain('admin')
   })
 
+  // The Prometheus Operator skips a ServiceMonitor whose scrapeTimeout is longer than its
+  // interval ("scrapeTimeout greater than scrapeInterval"): nothing of the gateway's scraped,
+  // every alert blind, a warning in the operator's log alone.
+  it('refuses a scrapeTimeout longer than the interval, as the Prometheus Operator skips such a ServiceMonitor', () => {
+    const monitor = (serviceMonitor: Values) => () => install({ values: merge(FULL, { serviceMonitor }) })
+    expect(monitor({ interval: '5s' })).toThrow('serviceMonitor.scrapeTimeout: 10s is longer than serviceMonitor.interval (5s)')
+    expect(monitor({ interval: '1m', scrapeTimeout: '90s' })).toThrow('serviceMonitor.scrapeTimeout: 90s is longer than serviceMonitor.interval (1m)')
+    expect(monitor({ interval: '500ms', scrapeTimeout: '1s' })).toThrow('serviceMonitor.scrapeTimeout: 1s is longer than serviceMonitor.interval (500ms)')
+    for (const fine of [{ interval: '10s' }, { interval: '1m', scrapeTimeout: '60s' }, { interval: '1h', scrapeTimeout: '59m' }, { interval: '5s', scrapeTimeout: '5000ms' }]) {
+      expect(monitor(fine), JSON.stringify(fine)).not.toThrow()
+    }
+    expect(() => install({ values: { serviceMonitor: { enabled: false, interval: '5s' } } })).not.toThrow()
+  })
+
   it('writes values `config` to the config file, with shutdownDrain and shutdownGrace from shutdownDrainSeconds and shutdownGraceSeconds', () => {
     const files = podFiles(chart)
     expect(parse(files.get('/etc/report-gateway/config.yaml')!)).toEqual({ ...(FULL.config as Values), shutdownDrain: '5s', shutdownGrace: '10s' })

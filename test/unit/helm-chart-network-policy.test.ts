@@ -4,7 +4,7 @@
  */
 import { describe, it, expect } from 'vitest'
 import { mergeValues as merge, type RenderedChart, type Values } from '../helpers/render-chart.js'
-import { install, type Deployment, one, type NetworkPolicy, selects } from '../helpers/chart-manifests.js'
+import { install, type Deployment, one, type NetworkPolicy, selects, TEAMS } from '../helpers/chart-manifests.js'
 
 describe('NetworkPolicy (networkPolicy)', () => {
   const render = (values: Values = {}) => install({ values: merge({ networkPolicy: { enabled: true } }, values) })
@@ -146,6 +146,46 @@ describe('NetworkPolicy (networkPolicy)', () => {
       { ports: [{ port: 443, protocol: 'TCP' }], to: [{ ipBlock: { cidr: '203.0.113.0/24' } }] },
       { ports: [{ port: 443, protocol: 'TCP' }] },
     ])
+  })
+
+  // The chart knows the addresses the gateway reaches; a port that no egress rule opens
+  // rendered a policy that blocked the platform (every call), Redis (served without it) or
+  // the collector, with nothing said at the install.
+  it.each([
+    ['platform.baseUrl', { platform: { baseUrl: 'https://dsp-api.example.com:8443' } }, 8443, 'networkPolicy.egress.platform.ports'],
+    ['platform.baseUrl', { platform: { baseUrl: 'http://dsp-api.example.com' } }, 80, 'networkPolicy.egress.platform.ports'],
+    ['config.platform.baseUrl', { platform: { baseUrl: '' }, config: { platform: { baseUrl: 'https://dsp-api.example.com:9443' } } }, 9443, 'networkPolicy.egress.platform.ports'],
+    ['platform.tokenUrl', { platform: { tokenUrl: 'https://login.example.com:8443/oauth/token' } }, 8443, 'networkPolicy.egress.platform.ports'],
+    ['config.credentials.partner.baseUrl', { config: { credentials: { partner: { baseUrl: 'https://partner-api.example.com:8443' } } } }, 8443, 'networkPolicy.egress.platform.ports'],
+    ['redis.url', { redis: { url: 'rediss://cache.example.net:6380' } }, 6380, 'networkPolicy.egress.redis.ports'],
+    ['config.redis.cluster.1.port', { config: { redis: { cluster: [{ host: 'redis-0', port: 6379 }, { host: 'redis-1', port: 7001 }] } } }, 7001, 'networkPolicy.egress.redis.ports'],
+    ['config.redis.sentinels.0.port', { config: { redis: { sentinels: [{ host: 'sentinel-0', port: 26380 }], sentinelName: 'mymaster' } } }, 26380, 'networkPolicy.egress.redis.sentinelPorts'],
+    [
+      'teams.dash.webhook.url',
+      {
+        teams: { ...TEAMS, dash: { keys: [`sha256:${'d'.repeat(64)}`], advertisers: [103], webhook: { url: 'http://hooks.dash.svc.cluster.local:8080/reports', secret: `whsec_${'A'.repeat(32)}` } } },
+        config: { jobs: { webhookHosts: ['hooks.dash.svc.cluster.local'] } },
+      },
+      8080,
+      'networkPolicy.egress.webhooks.ports',
+    ],
+    ['tracing.endpoint', { tracing: { endpoint: 'http://otel-collector.observability:14318' } }, 14318, 'networkPolicy.egress.collector.ports'],
+  ])('refuses %s on a port no egress rule opens, naming the list to add it to', (value, values, port, list) => {
+    expect(() => render(values)).toThrow(`${list}: ${value} is on port ${port}, which no egress rule of the NetworkPolicy opens`)
+    // Opened by its own list, or by an extra rule: rendered.
+    const opened = merge(values, { networkPolicy: { egress: { extra: [{ ports: [{ port, protocol: 'TCP' }] }] } } })
+    expect(egressTo(render(opened), port)).toHaveLength(1)
+    expect(() => render(merge(values, { networkPolicy: { egress: { extra: [{ to: [{ ipBlock: { cidr: '10.0.0.0/8' } }] }] } } }))).not.toThrow()
+    expect(() => install({ values })).not.toThrow()
+  })
+
+  it('takes the ports of the addresses it knows when their lists hold them: the defaults, or the ones named', () => {
+    expect(() => render({ platform: { baseUrl: 'https://dsp-api.example.com', tokenUrl: '/oauth/token' }, redis: { url: 'redis://redis:6379/0' }, tracing: { endpoint: 'http://otel-collector.observability:4318' } })).not.toThrow()
+    expect(() => render({ platform: { baseUrl: 'https://dsp-api.example.com:8443' }, networkPolicy: { egress: { platform: { ports: [443, 8443] } } } })).not.toThrow()
+    expect(() => render({ redis: { url: 'rediss://[fd00::5]:6380' }, networkPolicy: { egress: { redis: { ports: [6380] } } } })).not.toThrow()
+    expect(() => render({ redis: { url: 'redis://[fd00::5]' } })).not.toThrow()
+    expect(() => render({ config: { redis: { sentinels: [{ host: 'sentinel-0', port: 26379 }], sentinelName: 'mymaster' } } })).not.toThrow()
+    expect(() => render({ config: { jobs: { webhookHosts: ['hooks.example.com'] } }, networkPolicy: { egress: { extra: [{ ports: [{ port: 7000, endPort: 7005, protocol: 'TCP' }] }] } }, redis: { url: 'redis://redis:7003' } })).not.toThrow()
   })
 
   it('appends extra egress rules as given', () => {

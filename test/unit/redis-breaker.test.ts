@@ -32,6 +32,34 @@ describe('the Redis circuit breaker', () => {
     expect(breaker.state).toBe('open')
   })
 
+  // Seen on a Cluster master's failover (test/slow/redis-cluster-failover.test.ts, once in 22
+  // runs): a command sent while the circuit was half-open to the failed master's slots timed
+  // out 170 ms after the watch's trial closed the circuit, and opened it again for nothing:
+  // a second pair of "redis unavailable" and "available again" lines, 14 ms apart.
+  it('a failure of a command sent before the circuit last closed leaves it closed: the success that closed it is newer', async () => {
+    let now = 1_000_000
+    const lines: string[] = []
+    const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(String(JSON.parse(line).msg)) })
+    const breaker = new RedisBreaker({ cooldownMs: 5000, log, now: () => now, commandTimeoutMs: COMMAND_TIMEOUT_MS })
+    expect(await breaker.run(() => Promise.reject(new Error('Connection is closed.')), 'fallback')).toBe('fallback')
+    now += 5000
+    // After the cooldown a command goes out (half-open), and hangs on the failed part.
+    let fail: (err: Error) => void = () => undefined
+    const early = breaker.run(() => new Promise((_, reject) => (fail = reject)), 'fallback')
+    expect(breaker.state).toBe('half-open')
+    now += 100
+    expect(await breaker.trial(() => Promise.resolve('PONG'))).toBe(true)
+    expect(breaker.state).toBe('closed')
+    now += COMMAND_TIMEOUT_MS
+    fail(new Error('Command timed out'))
+    expect(await early).toBe('fallback')
+    expect(breaker.state).toBe('closed')
+    expect(lines).toEqual(['redis unavailable: serving without it (circuit open)', 'redis available again (circuit closed)'])
+    // A command sent after the close that fails opens it, as ever.
+    expect(await breaker.run(() => Promise.reject(new Error('Connection is closed.')), 'fallback')).toBe('fallback')
+    expect(breaker.state).toBe('open')
+  })
+
   it('stays closed on a TRYAGAIN (a Cluster slot split mid-migration): Redis answered; the command gets its fallback', async () => {
     const { breaker } = setUp()
     const tryAgain = new ReplyError('TRYAGAIN Multiple keys request during rehashing of slot')

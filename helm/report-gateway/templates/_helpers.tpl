@@ -352,3 +352,130 @@ address on the ports. Its context is the peers' values (networkPolicy.egress.col
     {{- end }}
   {{- end }}
 {{- end }}
+
+{{/*
+The port of a URL the gateway reaches: the one written after its host, else its scheme's
+(https 443, http 80, redis and rediss 6379); empty for a text that is no such URL (a path).
+*/}}
+{{- define "report-gateway.urlPort" -}}
+{{- $scheme := lower (regexFind "^[A-Za-z][A-Za-z0-9+.-]*://" .) }}
+{{- $hostPort := regexFind "[^@]*$" (regexFind "^[^/?#]*" (trimPrefix $scheme (lower .))) }}
+{{- $port := trimPrefix ":" (regexFind ":[0-9]+$" $hostPort) }}
+{{- if $port }}{{ int $port }}
+{{- else if eq $scheme "https://" }}443
+{{- else if eq $scheme "http://" }}80
+{{- else if or (eq $scheme "redis://") (eq $scheme "rediss://") }}6379
+{{- end }}
+{{- end }}
+
+{{/*
+Non-empty when an egress rule of the NetworkPolicy opens TCP port .port, whichever its
+peers (where a name resolves is not known here): the platform's; Redis' (and the
+Sentinels') when Redis is used; the collector's when tracing is on; the webhook
+receivers' when webhooks are on; an extra rule that lists no port, lists it (or a range,
+endPort, holding it) or names a port (a name is not known here).
+*/}}
+{{- define "report-gateway.egressOpens" -}}
+{{- $root := .root }}
+{{- $port := int .port }}
+{{- $egress := $root.Values.networkPolicy.egress }}
+{{- range $egress.platform.ports }}{{ if eq (int .) $port }}true{{ end }}{{ end }}
+{{- if include "report-gateway.usesRedis" $root }}
+{{- range $egress.redis.ports }}{{ if eq (int .) $port }}true{{ end }}{{ end }}
+{{- if include "report-gateway.usesSentinels" $root }}
+{{- range $egress.redis.sentinelPorts }}{{ if eq (int .) $port }}true{{ end }}{{ end }}
+{{- end }}
+{{- end }}
+{{- if $root.Values.tracing.endpoint }}
+{{- range $egress.collector.ports }}{{ if eq (int .) $port }}true{{ end }}{{ end }}
+{{- end }}
+{{- if include "report-gateway.usesWebhooks" $root }}
+{{- range $egress.webhooks.ports }}{{ if eq (int .) $port }}true{{ end }}{{ end }}
+{{- end }}
+{{- range $egress.extra }}
+{{- if not .ports }}true{{ end }}
+{{- range .ports }}
+{{- if kindIs "string" .port }}true
+{{- else if .port }}
+{{- if eq (int .port) $port }}true
+{{- else if .endPort }}{{ if and (not (lt $port (int .port))) (not (gt $port (int .endPort))) }}true{{ end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+Rendering fails when no egress rule of the NetworkPolicy opens .port, the port of the
+value named .value, saying what the pods would lose (.blocks) and the list to open it in
+(.list): the policy applied, the pods would not reach it, and nothing would say why.
+*/}}
+{{- define "report-gateway.checkEgressPort" -}}
+{{- if and .port (not (include "report-gateway.egressOpens" (dict "root" .root "port" .port))) }}
+{{- fail (printf "%s: %s is on port %d, which no egress rule of the NetworkPolicy opens: %s; add %d to %s (or a rule to networkPolicy.egress.extra)" .list .value (int .port) .blocks (int .port) .list) }}
+{{- end }}
+{{- end }}
+
+{{/*
+Each address the chart knows the gateway reaches, its port checked against the
+NetworkPolicy's egress rules: the platform (platform.baseUrl, else config's; an absolute
+token URL, the values' else config's; each credential's own base and token URLs), Redis
+(redis.url, else config's; each Sentinel and Cluster seed of config.redis), the teams'
+webhook receivers (with webhooks on) and the collector (tracing.endpoint). A URL held in a Secret (redis.existingSecret) is not known
+here, nor the Cluster nodes the seeds name.
+*/}}
+{{- define "report-gateway.checkEgressPorts" -}}
+{{- $root := . }}
+{{- $platformList := "networkPolicy.egress.platform.ports" }}
+{{- $platformLoss := "every call to the platform would time out" }}
+{{- $redisList := "networkPolicy.egress.redis.ports" }}
+{{- $redisLoss := "every replica would run without Redis" }}
+{{- $configPlatform := default (dict) .Values.config.platform }}
+{{- $configRedis := default (dict) .Values.config.redis }}
+{{- $check := "report-gateway.checkEgressPort" }}
+{{- $port := "report-gateway.urlPort" }}
+{{- if .Values.platform.baseUrl }}
+{{- include $check (dict "root" $root "value" "platform.baseUrl" "port" (include $port .Values.platform.baseUrl) "list" $platformList "blocks" $platformLoss) }}
+{{- else if $configPlatform.baseUrl }}
+{{- include $check (dict "root" $root "value" "config.platform.baseUrl" "port" (include $port $configPlatform.baseUrl) "list" $platformList "blocks" $platformLoss) }}
+{{- end }}
+{{- if .Values.platform.tokenUrl }}
+{{- include $check (dict "root" $root "value" "platform.tokenUrl" "port" (include $port .Values.platform.tokenUrl) "list" $platformList "blocks" $platformLoss) }}
+{{- else if $configPlatform.tokenUrl }}
+{{- include $check (dict "root" $root "value" "config.platform.tokenUrl" "port" (include $port $configPlatform.tokenUrl) "list" $platformList "blocks" $platformLoss) }}
+{{- end }}
+{{- range $name, $credential := .Values.config.credentials }}
+{{- if kindIs "map" $credential }}
+{{- with $credential.baseUrl }}
+{{- include $check (dict "root" $root "value" (printf "config.credentials.%s.baseUrl" $name) "port" (include $port .) "list" $platformList "blocks" $platformLoss) }}
+{{- end }}
+{{- with $credential.tokenUrl }}
+{{- include $check (dict "root" $root "value" (printf "config.credentials.%s.tokenUrl" $name) "port" (include $port .) "list" $platformList "blocks" $platformLoss) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if .Values.redis.existingSecret.name }}
+{{- else if .Values.redis.url }}
+{{- include $check (dict "root" $root "value" "redis.url" "port" (include $port .Values.redis.url) "list" $redisList "blocks" $redisLoss) }}
+{{- else if $configRedis.url }}
+{{- include $check (dict "root" $root "value" "config.redis.url" "port" (include $port $configRedis.url) "list" $redisList "blocks" $redisLoss) }}
+{{- end }}
+{{- range $i, $node := $configRedis.sentinels }}
+{{- include $check (dict "root" $root "value" (printf "config.redis.sentinels.%d.port" $i) "port" $node.port "list" "networkPolicy.egress.redis.sentinelPorts" "blocks" $redisLoss) }}
+{{- end }}
+{{- range $i, $node := $configRedis.cluster }}
+{{- include $check (dict "root" $root "value" (printf "config.redis.cluster.%d.port" $i) "port" $node.port "list" $redisList "blocks" $redisLoss) }}
+{{- end }}
+{{- if include "report-gateway.usesWebhooks" . }}
+{{- range $name, $team := .Values.teams }}
+{{- if and (kindIs "map" $team) $team.webhook (kindIs "map" $team.webhook) }}
+{{- with $team.webhook.url }}
+{{- include $check (dict "root" $root "value" (printf "teams.%s.webhook.url" $name) "port" (include $port .) "list" "networkPolicy.egress.webhooks.ports" "blocks" "each of the team's webhook pushes would time out") }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- with .Values.tracing.endpoint }}
+{{- include $check (dict "root" $root "value" "tracing.endpoint" "port" (include $port .) "list" "networkPolicy.egress.collector.ports" "blocks" "no trace would reach the collector") }}
+{{- end }}
+{{- end }}
