@@ -38,7 +38,7 @@ export interface JobSettings {
   perReplica: number
   /** How long a job that found no seat in time (or met the platform's 429) waits before it is started again; one a pause of the platform's covers waits until the pause ends, this at least. */
   retryMs: number
-  /** How often a job is tried again after a try that got no answer or the platform's 5xx (jobs.retries): past it, it fails. */
+  /** How often a job is tried again after a try that got no answer, the platform's 5xx or no room for its answer (jobs.retries): past it, it fails. */
   retries: number
   /** platform.maxPause: the longest wait of the pauses' backoff, which spaces those tries (pauseLength). */
   maxPauseMs: number
@@ -92,7 +92,8 @@ export type RunOutcome = 'started' | 'done' | 'failed' | 'requeued' | 'lost'
  * How a run ends: an entry to keep, the platform's answer not to store (its status and
  * headers in the job, its body kept as the entry), a failure (a refusal's body kept as
  * its entry), given back to the queue (not before `notBefore`), or given back after a try
- * that got no answer or a 5xx (its failure and platform-seconds kept, counted at the end).
+ * that got no answer, a 5xx or no room for its answer (its failure and platform-seconds
+ * kept, counted at the end).
  */
 type RunEnd =
   | { kind: 'done'; entry: CacheEntry; tookSeconds: number }
@@ -331,8 +332,12 @@ export class JobRunner {
       const error = { code: gateway ? (e.code as string) : 'GW_UPSTREAM', statusCode: e.statusCode ?? 502, message: gateway ? this.#told(e) : 'the platform failed' }
       // Its own call failed: what that call held the platform (0 when it made none, e.g. a fill it joined failed).
       const tookSeconds = Math.round(tally.platformMs ?? 0) / 1000
-      // No answer or a 5xx: a later try may not meet it (a platform deploy, a restart), so the
-      // job is tried again after the pauses' backoff (or the 5xx's retry-after), jobs.retries times at most.
+      // No answer or a 5xx, or no room for the answer in platform.bufferTotalBytes: a later try
+      // may not meet it (a platform deploy, a restart; readers taking their answers), so the job
+      // is tried again after the pauses' backoff (or the retry-after said), jobs.retries times at
+      // most. The room's refusal counts as a try, unlike a missing seat: its platform call was
+      // made, and its team's slow readers, never cut off for its own answer, may hold the room on.
+      // Counted, every such try keeps the outage's time bound (docs/jobs.md).
       const retries = job.retries ?? 0
       if (isTransient(e) && retries < settings.retries) {
         return { kind: 'retry', notBefore: clock.now() + pauseLength(typeof wait === 'number' ? wait * 1000 : null, retries, settings.maxPauseMs), error, tookSeconds }
@@ -407,7 +412,8 @@ export class JobRunner {
         const next = (end.kind === 'retry' ? retryJob(current, run, end.notBefore, end.error, end.tookSeconds) : requeueJob(current, run, end.notBefore)) as Job
         if (!(await store.swap(current, next, now))) continue
         if (end.kind === 'retry') {
-          log.warn({ job: id, team: job.team, code: end.error.code, error: end.error.message, tries: next.retries, nextTryAt: new Date(end.notBefore).toISOString() }, 'report job got no answer or a 5xx from the platform: tried again later')
+          const line = end.error.code === 'GW_ANSWER_BUDGET' ? "report job's answer found no room in platform.bufferTotalBytes: tried again later" : 'report job got no answer or a 5xx from the platform: tried again later'
+          log.warn({ job: id, team: job.team, code: end.error.code, error: end.error.message, tries: next.retries, nextTryAt: new Date(end.notBefore).toISOString() }, line)
         }
         // Due again at its retry time: looked for then, not a lease later; due now (a
         // shutdown), by the other replicas at once.

@@ -148,19 +148,21 @@ describe('report jobs through a platform that is down and a team suspended (the 
   // retry-after as a try of its jobs.retries, and is done once the room is freed.
   it('a try whose answer finds platform.bufferTotalBytes full gives the job back until the refusal\'s retry-after (GW_ANSWER_BUDGET); once room is freed, its next try is done', async () => {
     const clock = fakeClock()
-    const gw = await gateway(clock, { PLATFORM_TOKEN: sandbox.issueToken() }, `${YAML}  bufferTotalBytes: 64KiB\n`)
+    const gw = await gateway(clock, { PLATFORM_TOKEN: sandbox.issueToken() }, `${YAML}  bufferTotalBytes: 64KiB\n  maxPause: 2s\n`)
     const { budget } = gw.answers
     const held = await gw.answers.receive(Readable.from([Buffer.alloc(budget.limit)]), String(budget.limit), { credential: 'default', team: 'all', path: REPORT_PATH, log: gw.log })
     const id = await ask(gw, '03')
     const given = await firstTurn(gw, id)
-    // No reader freed any room yet: the refusal's retry-after is its longest, 60 s (platform.maxPause too).
-    expect(given).toMatchObject({ state: 'queued', error: null, retry: { tries: 1, nextTryAt: new Date(clock.now() + 60_000).toISOString(), lastError: { code: 'GW_ANSWER_BUDGET', statusCode: 503 } } })
+    // No reader freed any room yet: the refusal's retry-after is its longest, 60 s, held to platform.maxPause as every wait of a try given back.
+    expect(given).toMatchObject({ state: 'queued', error: null, retry: { tries: 1, nextTryAt: new Date(clock.now() + 2000).toISOString(), lastError: { code: 'GW_ANSWER_BUDGET', statusCode: 503 } } })
+    expect(given.retry?.lastError.message).toContain('retry in 60 s')
     expect(reportCalls()).toBe(1)
     held.release()
     expect(budget.used).toBe(0)
-    clock.advance(60_000)
+    clock.advance(2000)
     expect(await endOf(gw, id)).toMatchObject({ state: 'done', error: null, retry: null })
     expect(reportCalls()).toBe(2)
+    expect(gw.logs.records().filter((r) => r.msg === "report job's answer found no room in platform.bufferTotalBytes: tried again later")).toMatchObject([{ job: id, code: 'GW_ANSWER_BUDGET', tries: 1 }])
   })
 
   it('a password login the platform refuses (a wrong password, 400 invalid_grant) fails the job at once: a later login is refused the same way', async () => {

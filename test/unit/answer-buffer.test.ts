@@ -128,11 +128,11 @@ describe('PlatformAnswers.receive', () => {
     expect(a.budget.used).toBe(0)
   })
 
-  it('refuses an answer the budget has no room for, 503 GW_ANSWER_BUDGET with retry-after, dropping its platform body and holding nothing of it', async () => {
+  it('refuses an answer the budget has no room for, 503 GW_ANSWER_BUDGET with retry-after (transient: a report job tries again), dropping its platform body and holding nothing of it', async () => {
     const a = answers({ totalBytes: 50 * KiB })
     const first = await a.receive(body(4, 10 * KiB), String(40 * KiB), reader())
     const source = body(4, 10 * KiB)
-    await expect(a.receive(source, String(40 * KiB), reader('other'))).rejects.toMatchObject({ code: 'GW_ANSWER_BUDGET', statusCode: 503, retryAfterSec: MAX_ROOM_RETRY_AFTER_S })
+    await expect(a.receive(source, String(40 * KiB), reader('other'))).rejects.toMatchObject({ code: 'GW_ANSWER_BUDGET', statusCode: 503, retryAfterSec: MAX_ROOM_RETRY_AFTER_S, transient: true })
     expect(source.destroyed).toBe(true)
     // Undeclared, it is refused once it outgrows the room left.
     await expect(a.receive(body(4, 10 * KiB), undefined, reader('other'))).rejects.toMatchObject({ code: 'GW_ANSWER_BUDGET' })

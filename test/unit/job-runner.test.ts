@@ -6,7 +6,7 @@ import { MemoryJobStore } from '../../src/jobs/job-store.js'
 import { jobStatus, newJob, renewJob, type Job } from '../../src/jobs/job.js'
 import { NoIdleSeatError } from '../../src/platform/governor/seat.js'
 import { CallersGoneError } from '../../src/platform/client/caller-group.js'
-import { DeadlineError, PlatformAuthError, UpstreamError, UpstreamTimeoutError } from '../../src/errors.js'
+import { AnswerBudgetError, DeadlineError, PlatformAuthError, UpstreamError, UpstreamTimeoutError } from '../../src/errors.js'
 import { transient } from '../../src/platform/client/transient.js'
 import { withRetryAfter } from '../../src/platform/pauses/retry-after.js'
 import type { CacheResult, ReadOptions } from '../../src/reports/report-cache.js'
@@ -271,6 +271,22 @@ describe('the job runner on a fake clock', () => {
     reads.fail(withRetryAfter(transient(new UpstreamError('status 503')), { 'retry-after': '30' }, clock.now()))
     await waitFor('the job given back', async () => (await stored(store)).state === 'queued')
     expect((await stored(store)).notBefore).toBe(clock.now() + 30_000)
+    r.stop()
+  })
+
+  it('a try whose answer found no room (GW_ANSWER_BUDGET) is a counted try: given back after its retry-after, and jobs.retries spent, the job fails with it, its retry-after kept', async () => {
+    const { clock, store, reads, r } = await oneRunning()
+    const noRoom = () => transient(Object.assign(new AnswerBudgetError('the answers on their way to callers hold platform.bufferTotalBytes (65536 bytes); retry in 3 s'), { retryAfterSec: 3 }))
+    for (let tries = 1; tries <= SETTINGS.retries; tries++) {
+      reads.fail(noRoom())
+      await waitFor(`try ${tries} given back`, async () => (await stored(store)).retries === tries)
+      expect(await stored(store)).toMatchObject({ state: 'queued', notBefore: clock.now() + 3000, lastError: { code: 'GW_ANSWER_BUDGET', statusCode: 503 } })
+      clock.advance(3000)
+      await waitFor(`try ${tries + 1}`, () => reads.asks.length === tries + 1)
+    }
+    reads.fail(noRoom())
+    await waitFor('the job failed', async () => (await stored(store)).state === 'failed')
+    expect(await stored(store)).toMatchObject({ error: { code: 'GW_ANSWER_BUDGET', statusCode: 503, retryAt: clock.now() + 3000 } })
     r.stop()
   })
 

@@ -1788,7 +1788,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_PLATFORM_AUTH"] | components["schemas"]["GW_PLATFORM_REFUSED"] | components["schemas"]["GW_UPSTREAM"];
             };
         };
-        /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_JOBS_UNAVAILABLE`: Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.) */
+        /** @description `GW_ANSWER_BUDGET`: The job failed: each of its tries (`jobs.retries` + 1, each after the last one's `retry-after`, held to `platform.maxPause`) found the answers on their way to callers holding all of `platform.bufferTotalBytes` on its replica, none of which could be cut off for it (a try that finds room is done). Ask it again. `GW_JOBS_UNAVAILABLE`: Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.) */
         "job-503": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -4121,7 +4121,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_JOBS_UNAVAILABLE`: Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.) */
+            /** @description `GW_ANSWER_BUDGET`: The job failed: each of its tries (`jobs.retries` + 1, each after the last one's `retry-after`, held to `platform.maxPause`) found the answers on their way to callers holding all of `platform.bufferTotalBytes` on its replica, none of which could be cut off for it (a try that finds room is done). Ask it again. `GW_JOBS_UNAVAILABLE`: Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.) */
             503: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];

@@ -59,7 +59,8 @@ const JOB_RECORD_CODES: Record<'job-status' | 'job-cancel', ReadonlySet<string>>
  * A job's result answers JOB_ASKED, a result refused (not done, expired or purged, its
  * scope or credential changed), and a failed job's kept failure: its platform answer
  * passed on (any 4xx but 429, which puts the job back in the queue), or its read's own
- * failure as jobs/job-runner.ts keeps it. Never an ask's refusal (GW_BAD_QUERY,
+ * failure as jobs/job-runner.ts keeps it (GW_ANSWER_BUDGET once its jobs.retries are
+ * spent). Never an ask's refusal (GW_BAD_QUERY,
  * GW_JOBS_FULL), nor GW_OVERLOADED or GW_SHUTTING_DOWN, which put the job back in the
  * queue too, nor GW_PAYLOAD_TOO_LARGE: a GET's body is never read.
  */
@@ -73,6 +74,7 @@ const JOB_RESULT_CODES: ReadonlySet<string> = new Set([
 const JOB_WHEN: Record<string, string> = {
   GW_NOT_FOUND: 'No such job for this key\'s team: the id is unknown, the job was cancelled, its record ended (an hour after it expired), or it is another team\'s (the same answer: an id tells nothing of other teams\' jobs); or another method or spelling of a job path, whose message names the job calls.',
   GW_FORBIDDEN: 'A reload moved the team to another credential than the one the job was asked through (a status after its `?wait`); a result also once a reload took the report\'s advertiser out of the team\'s `advertisers`, or the credential\'s token acts for another platform account than the job was asked for, or the job failed so.',
+  GW_ANSWER_BUDGET: 'The job failed: each of its tries (`jobs.retries` + 1, each after the last one\'s `retry-after`, held to `platform.maxPause`) found the answers on their way to callers holding all of `platform.bufferTotalBytes` on its replica, none of which could be cut off for it (a try that finds room is done). Ask it again.',
   GW_BAD_REQUEST: 'A parameter a job call does not take (`wait` is the only one, on a status), `wait` not whole seconds from 0 to 30 or given twice, a team key or a secret of the gateway\'s in the target or `x-request-id`; a request Node cannot read (a malformed head, no `Host`).',
 }
 

@@ -2,6 +2,7 @@ import { Readable } from 'node:stream'
 import type { Logger } from 'pino'
 import { AnswerBudgetError, UpstreamError } from '../../errors.js'
 import { upstreamError } from './platform-client.js'
+import { transient } from './transient.js'
 import { ByteBudget } from './answer-budget.js'
 import { AnswerBlocks, freeAll, PIECE_BYTES } from './answer-blocks.js'
 
@@ -111,7 +112,8 @@ export class PlatformAnswers {
     }
     const retryAfterSec = this.budget.retryAfterSec(bytes)
     this.#onRefused(reader.credential)
-    throw Object.assign(new AnswerBudgetError(`the answers on their way to callers hold platform.bufferTotalBytes (${this.budget.limit} bytes); retry in ${retryAfterSec} s`), { retryAfterSec })
+    // Room frees as the readers take their answers: a report job's later try may find it (transient.ts).
+    throw transient(Object.assign(new AnswerBudgetError(`the answers on their way to callers hold platform.bufferTotalBytes (${this.budget.limit} bytes); retry in ${retryAfterSec} s`), { retryAfterSec }))
   }
 
   /** The answer of a team other than `team` whose caller has taken nothing for longest, past CONTENDED_STALL_MS. */
