@@ -15,7 +15,7 @@ export type { Run } from './lease.js'
  *   queued ──start──► running ──end──► done | failed ──(expiresAt)──► expired ──► dropped
  *     ▲  └─cancel─► (removed)  │
  *     └───────requeue──────────┘   (no seat in time, the platform's 429 or its pause, a shutdown;
- *                                   retried: no answer or a 5xx, jobs.retries times at most)
+ *                                   retried: no answer, a 5xx or no room for the answer, jobs.retries times at most)
  *
  * A running job's runner holds a lease (lease.ts) it renews; once the lease has run out
  * (its replica stopped or crashed) any runner may start the job again: `runs` counts the
@@ -107,7 +107,7 @@ export interface Job extends Leased {
   platformAnswer?: PlatformAnswer
   /** The same in a record of the release before (InlineAnswer): read, never written. */
   answer?: InlineAnswer
-  /** Tries given back after no answer or the platform's 5xx (retryJob); absent: none. */
+  /** Tries given back after no answer, the platform's 5xx or no room for the answer (retryJob); absent: none. */
   retries?: number
   /** The platform-seconds those tries took, counted in its `tookSeconds` at its end; absent: none. */
   triedSeconds?: number
@@ -198,7 +198,7 @@ export function renewJob(job: Job, run: Run, now: number, leaseMs: number): Job 
 /** `run` ended at `now` with `outcome`, its result (or failure) kept `keepMs`. */
 export function endJob(job: Job, run: Run, now: number, outcome: Outcome, keepMs: number): Job | null {
   if (!isRun(job, run)) return null
-  // Every try's platform-seconds: those given back after no answer or a 5xx, and this one's.
+  // Every try's platform-seconds: those given back after no answer, a 5xx or no room for the answer, and this one's.
   const tookSeconds = Math.round(((job.triedSeconds ?? 0) + outcome.tookSeconds) * 1000) / 1000
   const ended = { ...released(job), endedAt: now, expiresAt: now + keepMs, tookSeconds, ...(outcome.fetchedAt === undefined ? {} : { fetchedAt: outcome.fetchedAt }) }
   if (outcome.kind === 'failed') return { ...ended, state: 'failed', error: outcome.error, resultBytes: outcome.resultBytes ?? 0 }
@@ -224,9 +224,9 @@ export function requeueJob(job: Job, run: Run, notBefore: number): Job | null {
 }
 
 /**
- * `run` given back after a try that got no answer or the platform's 5xx (`error`, its
- * platform-seconds `tookSeconds`), to be tried again from `notBefore`: the tries and their
- * seconds are kept, counted at its end.
+ * `run` given back after a try that got no answer, the platform's 5xx or no room for its
+ * answer (`error`, its platform-seconds `tookSeconds`), to be tried again from `notBefore`:
+ * the tries and their seconds are kept, counted at its end.
  */
 export function retryJob(job: Job, run: Run, notBefore: number, error: JobError, tookSeconds: number): Job | null {
   const next = requeueJob(job, run, notBefore)
@@ -304,7 +304,7 @@ export interface JobStatus {
   expectedSeconds: number | null
   tookSeconds: number | null
   error: { code: string; message: string; statusCode: number } | null
-  /** While it waits to be tried again after no answer or the platform's 5xx: the tries given back, the next one's time, the last one's failure; else null. */
+  /** While it waits to be tried again after no answer, the platform's 5xx or no room for the answer: the tries given back, the next one's time, the last one's failure; else null. */
   retry: { tries: number; nextTryAt: string; lastError: { code: string; message: string; statusCode: number } } | null
   expiresAt: string | null
   result: string | null

@@ -1074,7 +1074,7 @@ export interface components {
                 /** @description The status its result answers (the platform's, for `GW_PLATFORM_ANSWER`). */
                 statusCode?: number;
             } | null;
-            /** @description While it waits (`queued`) to be tried again after a try that met the platform down (no answer: a connection refused, reset or closed, the platform's timeout; its 5xx; a 200 page rather than JSON; no token for a password login that got no answer or a 5xx), `jobs.retries` times at most: the tries given back so far, when the next one starts at the earliest, and the last one's failure (its `error` if it fails). Null otherwise. */
+            /** @description While it waits (`queued`) to be tried again after a try that met the platform down (no answer: a connection refused, reset or closed, the platform's timeout; its 5xx; a 200 page rather than JSON; no token for a password login that got no answer or a 5xx) or whose answer found no room in `platform.bufferTotalBytes` (`GW_ANSWER_BUDGET`, tried again after its `retry-after`), `jobs.retries` times at most: the tries given back so far, when the next one starts at the earliest, and the last one's failure (its `error` if it fails). Null otherwise. */
             retry: {
                 tries: number;
                 /** Format: date-time */

@@ -97,7 +97,7 @@ export const JOB_STATUS_SCHEMA: Json = {
     retry: {
       type: ['object', 'null'],
       required: ['tries', 'nextTryAt', 'lastError'],
-      description: 'While it waits (`queued`) to be tried again after a try that met the platform down (no answer: a connection refused, reset or closed, the platform\'s timeout; its 5xx; a 200 page rather than JSON; no token for a password login that got no answer or a 5xx), `jobs.retries` times at most: the tries given back so far, when the next one starts at the earliest, and the last one\'s failure (its `error` if it fails). Null otherwise.',
+      description: 'While it waits (`queued`) to be tried again after a try that met the platform down (no answer: a connection refused, reset or closed, the platform\'s timeout; its 5xx; a 200 page rather than JSON; no token for a password login that got no answer or a 5xx) or whose answer found no room in `platform.bufferTotalBytes` (`GW_ANSWER_BUDGET`, tried again after its `retry-after`), `jobs.retries` times at most: the tries given back so far, when the next one starts at the earliest, and the last one\'s failure (its `error` if it fails). Null otherwise.',
       properties: {
         tries: { type: 'integer', minimum: 1 },
         nextTryAt: { type: 'string', format: 'date-time' },
