@@ -23,6 +23,8 @@ const COLLECTOR_TOKEN = 'collector-token-4f1d2a9b7c3e'
 const ADMIN_TOKEN = 'traced-admin-token-9c2e4b7a1f3d5e80'
 const CALLER_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736'
 const CALLER_SPAN = '00f067aa0ba902b7'
+/** A trace of its own for the proxied call: its spans are told apart from the report reads' in CALLER_TRACE. */
+const PROXY_TRACE = '5ce0e9a56015fec5aadfa328ae398115'
 const SERVER = 2
 const CLIENT = 3
 
@@ -218,7 +220,7 @@ describe('traces exported over OTLP/HTTP (JSON)', () => {
   it('traces a platform call the gateway proxies, with its traceparent, and a refusal as a failed admission', async () => {
     const res = await fetch(`${gw.url}/api/v1/campaign/get?per_page=5`, {
       method: 'POST',
-      headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json', 'x-request-id': 'trace-proxy-1', traceparent: `00-${CALLER_TRACE}-${CALLER_SPAN}-01` },
+      headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json', 'x-request-id': 'trace-proxy-1', traceparent: `00-${PROXY_TRACE}-${CALLER_SPAN}-01` },
       body: JSON.stringify({ userId: 101 }),
     })
     expect(res.status).toBe(200)
@@ -229,8 +231,8 @@ describe('traces exported over OTLP/HTTP (JSON)', () => {
     expect(call?.parentSpanId).toBe(server.spanId)
     expect(named('governor.queue')[0]?.parentSpanId).toBe(server.spanId)
     // A proxied call's answer goes to its caller alone: the platform is asked in the caller's trace.
-    expect(server.traceId).toBe(CALLER_TRACE)
-    expect(sandbox.requests.find((r) => r.path === '/api/v1/campaign/get')?.headers.traceparent).toBe(`00-${CALLER_TRACE}-${call!.spanId}-01`)
+    expect(server.traceId).toBe(PROXY_TRACE)
+    expect(sandbox.requests.find((r) => r.path === '/api/v1/campaign/get')?.headers.traceparent).toBe(`00-${PROXY_TRACE}-${call!.spanId}-01`)
 
     const refused = await get(gw, `${REPORT}?advertiserId=101&dateFrom=2026-04-01&dateTo=2026-04-07`, { 'x-api-key': 'rgw_not_a_key_0000000000000000000000', 'x-request-id': 'trace-refused-1' })
     expect(refused.status).toBe(401)
