@@ -194,7 +194,11 @@ describe('traces exported over OTLP/HTTP (JSON)', () => {
     const second = await get(gw, url, { 'x-api-key': KEYS.all, 'x-request-id': 'trace-join-2' })
     expect([(await first).headers.get('x-cache'), second.headers.get('x-cache')]).toEqual(['MISS', 'MISS'])
     expect(sandbox.requests.filter((r) => r.path === REPORT)).toHaveLength(1)
-    const waits = await Promise.all(['trace-join-1', 'trace-join-2'].map(async (id) => (await spansOf(id)).named('cache.fill')[0]!))
+    // Each read's own wait: the first read's trace (the caller's) holds other tests' spans too.
+    const waits = await Promise.all(['trace-join-1', 'trace-join-2'].map(async (id) => {
+      const { server, named } = await spansOf(id)
+      return named('cache.fill').find((s) => s.parentSpanId === server.spanId)!
+    }))
     expect(waits.map((w) => w.attributes['gateway.fill.source'])).toEqual(['own', 'joined'])
     const { root, all } = await fillOf(waits[0]!)
     expect(root.links).toEqual(waits.map((w) => ({ traceId: w.traceId, spanId: w.spanId })))
@@ -352,10 +356,17 @@ describe.skipIf(!redisAvailability('the traces of a fill across replicas').avail
       const spans = receiver.spans()
       const server = (reqId: string) => spans.find((s) => s.kind === SERVER && s.attributes['gateway.request_id'] === reqId)!
       const within = (reqId: string) => spans.filter((s) => s.traceId === server(reqId).traceId)
-      expect(within('fill-leader').find((s) => s.name === 'cache.fill')?.attributes['gateway.fill.source']).toBe('own')
-      expect(within('fill-waiter').find((s) => s.name === 'cache.fill')?.attributes['gateway.fill.source']).toBe('replica')
-      expect(within('fill-waiter').filter((s) => s.kind === CLIENT)).toEqual([])
-      expect(within('fill-leader').filter((s) => s.kind === CLIENT)).toHaveLength(1)
+      const waited = (reqId: string) => within(reqId).find((s) => s.name === 'cache.fill')!
+      // Each replica's fill is a trace of its own, linked to the wait of the read that started it there.
+      const fillOf = (reqId: string) => {
+        const root = spans.find((s) => s.name === 'report.fill' && s.links.some((l) => l.spanId === waited(reqId).spanId))!
+        return spans.filter((s) => s.traceId === root.traceId)
+      }
+      expect(waited('fill-leader').attributes['gateway.fill.source']).toBe('own')
+      expect(waited('fill-waiter').attributes['gateway.fill.source']).toBe('replica')
+      expect([...within('fill-leader'), ...within('fill-waiter')].filter((s) => s.kind === CLIENT)).toEqual([])
+      expect(fillOf('fill-waiter').filter((s) => s.kind === CLIENT)).toEqual([])
+      expect(fillOf('fill-leader').filter((s) => s.kind === CLIENT)).toHaveLength(1)
       expect(sandbox.requests.filter((r) => r.path === REPORT)).toHaveLength(1)
     } finally {
       await receiver.close()
