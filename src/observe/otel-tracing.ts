@@ -61,7 +61,8 @@ function traceparentOf(span: SpanContext): string {
 
 /**
  * A request the sampler left out: no span is made for its steps, and each platform call is
- * sent the request's traceparent (not sampled), so that the trace still joins up downstream.
+ * sent the request's traceparent (not sampled), so that the trace still joins up downstream;
+ * a cached report's fill, a trace of its own (Trace.shared), is sent that trace's.
  */
 class UnrecordedTrace implements Trace {
   readonly recording = false
@@ -82,6 +83,12 @@ class UnrecordedTrace implements Trace {
   call(): { span: Trace; traceparent: string } {
     return { span: this, traceparent: traceparentOf(this.#span) }
   }
+
+  shared(): Trace {
+    return new UnrecordedTrace({ traceId: newTraceId(), spanId: newSpanId(), traceFlags: this.#span.traceFlags })
+  }
+
+  link(): void {}
 
   set(): void {}
 

@@ -33,8 +33,19 @@ export interface EncodableSpan {
   /** Attributes set on the span itself, after the precomputed ones. */
   readonly own: Attributes | null
   readonly statusCode: number
+  /** The spans it links to (the gateway's own, ids as bytes) and how many more it dropped past the limit; null: none. */
+  readonly linked: { readonly spans: readonly LinkedSpan[]; readonly dropped: number } | null
   readonly resource: Resource
   readonly instrumentationScope: InstrumentationScope
+}
+
+/** What a link reads of the span it names. */
+export interface LinkedSpan {
+  readonly traceId: string
+  readonly idBytes: Uint8Array
+  readonly idAt: number
+  readonly traceFlags: number
+  readonly traceState: { serialize(): string } | undefined
 }
 
 const SPAN_ATTRIBUTES_FIELD = 9
@@ -154,9 +165,9 @@ class ProtoOut {
   }
 
   /**
-   * A span's last fields at once: no attribute, event or link dropped (10, 12, 14: the
-   * gateway's spans hold fewer than the SDK's limits of 128), its status as its code alone
-   * (15: a SpanStatusCode, 0 to 2), its flags (16, fixed32).
+   * A span's last fields at once, for a span without links: no attribute, event or link
+   * dropped (10, 12, 14: the gateway's spans hold fewer than the SDK's limits of 128), its
+   * status as its code alone (15: a SpanStatusCode, 0 to 2), its flags (16, fixed32).
    */
   spanEnd(statusCode: number, flags: number): void {
     this.room(16)
@@ -175,6 +186,30 @@ class ProtoOut {
     buf[at++] = 0x85
     buf[at++] = 0x01
     this.pos = at
+    this.fixed32(flags)
+  }
+
+  /** No attribute or event dropped (10, 12), and no event (11): what a span with links writes before them. */
+  noneDropped(): void {
+    this.room(4)
+    const buf = this.buf
+    buf[this.pos++] = 0x50
+    buf[this.pos++] = 0
+    buf[this.pos++] = 0x60
+    buf[this.pos++] = 0
+  }
+
+  /** After a span's links: how many it dropped (14), its status as its code alone (15), its flags (16, fixed32). */
+  linksEnd(dropped: number, statusCode: number, flags: number): void {
+    this.tag(14, 0)
+    this.varint(dropped)
+    this.room(4)
+    const buf = this.buf
+    buf[this.pos++] = 0x7a
+    buf[this.pos++] = 2
+    buf[this.pos++] = 0x18
+    buf[this.pos++] = statusCode
+    this.tag(16, 5)
     this.fixed32(flags)
   }
 
@@ -375,7 +410,8 @@ function millisWithin(ms: number, seconds: number): number {
   return within >= 0 && within < 1000 ? within : ms % 1000
 }
 
-function span(out: ProtoOut, s: EncodableSpan): void {
+/** A span's or a link's trace id, span id and trace state: fields 1 to 3 of either message. */
+function context(out: ProtoOut, s: LinkedSpan): void {
   out.tag(1, 2)
   out.hex(s.traceId)
   out.tag(2, 2)
@@ -385,6 +421,10 @@ function span(out: ProtoOut, s: EncodableSpan): void {
     out.tag(3, 2)
     out.string(state)
   }
+}
+
+function span(out: ProtoOut, s: EncodableSpan): void {
+  context(out, s)
   const parent = s.parentSpanContext
   if (parent?.idBytes !== undefined) {
     out.tag(4, 2)
@@ -413,7 +453,23 @@ function span(out: ProtoOut, s: EncodableSpan): void {
   out.time(endSeconds, endNanos)
   if (s.baseBytes !== null) out.raw(s.baseBytes)
   if (s.own !== null) attributes(out, s.own, SPAN_ATTRIBUTES_FIELD)
-  out.spanEnd(s.statusCode, (s.traceFlags & 0xff) | 0x100 | (parent?.isRemote ? 0x200 : 0))
+  const flags = (s.traceFlags & 0xff) | 0x100 | (parent?.isRemote ? 0x200 : 0)
+  if (s.linked === null) return out.spanEnd(s.statusCode, flags)
+  out.noneDropped()
+  for (const l of s.linked.spans) link(out, l)
+  out.linksEnd(s.linked.dropped, s.statusCode, flags)
+}
+
+/** A link (the span's field 13) to a span of the gateway's: no attribute, its flags as the SDK's (a local span's). */
+function link(out: ProtoOut, l: LinkedSpan): void {
+  out.tag(13, 2)
+  const at = out.begin()
+  context(out, l)
+  out.tag(5, 0)
+  out.varint(0)
+  out.tag(6, 5)
+  out.fixed32((l.traceFlags & 0xff) | 0x100)
+  out.end(at)
 }
 
 /** The ExportTraceServiceRequest of `spans`, grouped by resource then scope as the SDK groups them. */

@@ -15,10 +15,14 @@ import type { SpanAttributes, Trace } from './trace.js'
 // the protobuf encoder (otlp-protobuf.ts) reads directly. It does what the SDK's span
 // does for the gateway's spans, no more: a request's start from the wall clock, its steps'
 // and every end from the monotonic clock, string values cut to ATTRIBUTE_VALUE_LIMIT,
-// nothing changed once ended. Events, links and the SDK's count limits (128) are not used by the gateway.
+// nothing changed once ended. Events are not used by the gateway; links only between its own
+// spans (a fill's span and the reads that waited for it), at most LINK_LIMIT a span.
 
 /** A caller's user agent and a path are the longest attribute values: bounded. */
 export const ATTRIBUTE_VALUE_LIMIT = 1024
+
+/** Links a span holds at most (the SDK's default linkCountLimit); more are counted as dropped. */
+export const LINK_LIMIT = 128
 
 /** Where the gateway's spans go, and what they all share. */
 export interface SpanSink {
@@ -91,6 +95,8 @@ export class RecordedSpan implements ReadableSpan, EncodableSpan, Trace {
   baseBytes: Uint8Array | null = null
   /** Attributes of this span alone, after the precomputed ones. */
   own: Attributes | null = null
+  /** The spans it links to, in the order linked, and how many more past LINK_LIMIT; null: none (one field, for a span's size). */
+  linked: { spans: RecordedSpan[]; dropped: number } | null = null
   // Steps within it still open: a list through their #next.
   #first: RecordedSpan | null = null
   #last: RecordedSpan | null = null
@@ -130,6 +136,27 @@ export class RecordedSpan implements ReadableSpan, EncodableSpan, Trace {
   call(name: string, attributes: SpanAttributes): { span: Trace; traceparent: string } {
     const span = this.#child(name, SpanKind.CLIENT, attributes)
     return { span, traceparent: `00-${span.traceId}-${span.spanId}-${(span.traceFlags & 0xff).toString(16).padStart(2, '0')}` }
+  }
+
+  shared(name: string, attributes: SpanAttributes): Trace {
+    // A trace of its own: a new id, no parent and no trace state; recorded as this span is.
+    const span = new RecordedSpan(this.#sink, name, SpanKind.INTERNAL, newTraceId(), this.traceFlags, undefined, undefined)
+    span.set(attributes)
+    span.link(this)
+    return span
+  }
+
+  link(other: Trace): void {
+    if (!(other instanceof RecordedSpan)) return
+    this.#linkTo(other)
+    other.#linkTo(this)
+  }
+
+  #linkTo(other: RecordedSpan): void {
+    if (this.durationMs >= 0) return
+    const linked = (this.linked ??= { spans: [], dropped: 0 })
+    if (linked.spans.length < LINK_LIMIT) linked.spans.push(other)
+    else linked.dropped += 1
   }
 
   /** Adds attributes: a frozen object on a span with none is taken as it is (precomputed), anything else copied. */
@@ -212,7 +239,11 @@ export class RecordedSpan implements ReadableSpan, EncodableSpan, Trace {
   }
 
   get links(): ReadableSpan['links'] {
-    return NO_LINKS
+    return this.linked === null ? NO_LINKS : this.linked.spans.map((context) => ({ context }))
+  }
+
+  get droppedLinksCount(): number {
+    return this.linked?.dropped ?? 0
   }
 
   get events(): ReadableSpan['events'] {
@@ -227,7 +258,4 @@ export class RecordedSpan implements ReadableSpan, EncodableSpan, Trace {
     return 0
   }
 
-  get droppedLinksCount(): number {
-    return 0
-  }
 }

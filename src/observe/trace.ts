@@ -18,6 +18,15 @@ export interface Trace {
   step(name: string, attributes?: SpanAttributes): Trace
   /** A child span of a platform call (CLIENT), started now, and the `traceparent` that names it to the platform. */
   call(name: string, attributes: SpanAttributes): { span: Trace; traceparent: string }
+  /**
+   * A span (INTERNAL) starting a trace of its own, started now and linked to this span (and
+   * this span to it): the work of a cached report's fill, which every team of the
+   * credential reads, so that the platform is asked in no caller's trace. Recorded when
+   * this span is, so that a recorded read always finds its fill.
+   */
+  shared(name: string, attributes: SpanAttributes): Trace
+  /** Links this span and `other` to each other (both recorded; at most LINK_LIMIT links a span, the rest counted as dropped). */
+  link(other: Trace): void
   set(attributes: SpanAttributes): void
   /**
    * Ends the span: `error` (a GW_* code, an error's name, a status) marks it failed

@@ -8,8 +8,9 @@ export type { SpanAttributes, Trace, TracedRequest, TracingOptions } from './tra
 // null, nothing of OpenTelemetry is imported, and every step below tests one value for
 // undefined: a hit allocates nothing for traces. On, each request is a SERVER span with a
 // child span per step (admission, the cache lookup, the wait for a fill, the governor's
-// queue, the platform call), made by observe/otel-tracing.ts, the only module that imports
-// the OpenTelemetry SDK, loaded by startTracing only then.
+// queue, the platform call; a cached report's fill is a trace of its own, Trace.shared,
+// linked to the reads that wait for it), made by observe/otel-tracing.ts, the only module
+// that imports the OpenTelemetry SDK, loaded by startTracing only then.
 
 export interface Tracing {
   /**

@@ -22,7 +22,7 @@ import { entryBytes } from '../perf/kept-bytes.js'
 import { steppedTimers } from '../perf/stepped-timers.js'
 import { systemClock, type Clock, type Timers } from '../clock.js'
 import { FailureLog } from '../observe/failure-log.js'
-import type { Trace } from '../observe/tracing.js'
+import { errorType, type Trace } from '../observe/tracing.js'
 import { BUDGET_EVERY_MS, budgetAsks, demandOf, expectedAsks, leadLatency, learnLatency, ownAsks, priorOf, refreshAheadStart, refreshLead, rescheduledStart, type AskCount, type ClassLatency, type Demand } from './refresh-ahead.js'
 import { workClass } from './work-class.js'
 import { CallTurns } from './call-turns.js'
@@ -195,6 +195,9 @@ export class ReportCache {
   // since (the platform may have read its figures before it) leaves it to the callers that
   // joined it before, and a read asked after the purge asks the platform anew (#overtaken).
   readonly #fillAsked = new WeakMap<CallerGroup<CallTally>, Pick<CacheEntry, 'fetchedAt' | 'advertiserIds'>>()
+  // The span of each flight a traced read started (tracing on): a trace of the gateway's own,
+  // linked to the wait of each read on this replica that waits for it (#tracedFill).
+  readonly #fillSpans = new WeakMap<CallerGroup<CallTally>, Trace>()
   readonly #clock: Clock
   // Report calls' starts and completions, one per event-loop iteration, the teams in turn.
   readonly #turns = new CallTurns()
@@ -651,9 +654,10 @@ export class ReportCache {
     }
     // A background refresh (no hang-up) keeps the call; a caller's read may drop it.
     callers.join(from.hangUp, from.team, from.priority ?? 'caller', from.admitted && runs(from.admitted), from.tally)
+    if (from.trace) this.linkFill(key, from.trace)
     const group = callers
     const origin: Origin = {
-      requestId: from.requestId, team: from.team, tally: from.tally, hangUp: callers.signal, queue: callers, ...(from.ahead ? { background: true, urgency: from.ahead.urgency } : {}), ...(from.trace ? { trace: from.trace } : {}),
+      requestId: from.requestId, team: from.team, tally: from.tally, hangUp: callers.signal, queue: callers, ...(from.ahead ? { background: true, urgency: from.ahead.urgency } : {}),
       // Before each wait for a seat and once it is had: not sent when no caller still waits for it; charged to the caller it is sent for.
       admitted: (seatedOn) => {
         group.admitted()
@@ -662,7 +666,37 @@ export class ReportCache {
       },
     }
     const lock = this.#d.lock
-    return this.#flights.run(key, () => (lock ? this.#shared(lock, key, report, provider, from, origin, notBefore) : this.#solo(key, report, provider, origin)), this.#forget(key, callers))
+    return this.#flights.run(key, () => this.#tracedFill(group, provider, from, origin, () => (lock ? this.#shared(lock, key, report, provider, from, origin, notBefore) : this.#solo(key, report, provider, origin))), this.#forget(key, callers))
+  }
+
+  /**
+   * `fill()` in a span of its own when a traced read starts it: a trace of the gateway's own
+   * (Trace.shared), linked to that read's wait, in which the platform call is made and named
+   * to the platform (`traceparent`). The copy is every team's: no caller's trace reaches the
+   * platform on it, as no caller's request id does (docs/decisions/report-fill-headers.md).
+   */
+  #tracedFill(group: CallerGroup<CallTally>, provider: TokenProvider, from: Asker, origin: Origin, fill: () => Promise<FillResult>): Promise<FillResult> {
+    if (from.trace === undefined) return fill()
+    const span = from.trace.shared('report.fill', { 'gateway.credential': provider.name, 'gateway.request_id': from.requestId })
+    this.#fillSpans.set(group, span)
+    origin.trace = span
+    return fill().then(
+      (result) => {
+        span.set({ 'gateway.fill.result': result.kind })
+        span.end(result.kind === 'failed' ? result.error.code : undefined)
+        return result
+      },
+      (err: unknown) => {
+        span.end(errorType(err))
+        throw err
+      },
+    )
+  }
+
+  /** Links the wait of a read (`span`) and the span of the fill of `key` it joined on this replica, when that fill has one. */
+  linkFill(key: string, span: Trace): void {
+    const group = this.#callers.get(key)
+    if (group !== undefined) this.#fillSpans.get(group)?.link(span)
   }
 
   /**

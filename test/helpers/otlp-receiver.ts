@@ -18,6 +18,8 @@ export interface ReceivedSpan {
   attributes: Record<string, AttributeValue>
   /** OTLP's status code: 0 unset, 1 ok, 2 error. */
   status: number
+  /** The spans it links to (OTLP's Span.Link): their trace and span ids, in hex. */
+  links: { traceId: string; spanId: string }[]
   /** The resource's attributes and the instrumentation scope's name. */
   resource: Record<string, AttributeValue>; scope: string
 }
@@ -71,6 +73,7 @@ interface JsonExport {
         endTimeUnixNano: string | number
         attributes?: { key: string; value: JsonValue }[]
         status?: { code?: number }
+        links?: { traceId: string; spanId: string }[]
       }[]
     }[]
   }[]
@@ -111,6 +114,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
                 endNs: BigInt(s.endTimeUnixNano),
                 attributes: attributes(s.attributes),
                 status: s.status?.code ?? 0,
+                links: (s.links ?? []).map((l) => ({ traceId: l.traceId, spanId: l.spanId })),
                 resource,
                 scope: ss.scope?.name ?? '',
               })

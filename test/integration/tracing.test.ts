@@ -23,6 +23,8 @@ const COLLECTOR_TOKEN = 'collector-token-4f1d2a9b7c3e'
 const ADMIN_TOKEN = 'traced-admin-token-9c2e4b7a1f3d5e80'
 const CALLER_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736'
 const CALLER_SPAN = '00f067aa0ba902b7'
+/** A trace of its own for the proxied call: its spans are told apart from the report reads' in CALLER_TRACE. */
+const PROXY_TRACE = '5ce0e9a56015fec5aadfa328ae398115'
 const SERVER = 2
 const CLIENT = 3
 
@@ -94,6 +96,15 @@ describe('traces exported over OTLP/HTTP (JSON)', () => {
     return { server: server!, all, named: (name) => all.filter((s) => s.name === name) }
   }
 
+  /** The spans of the fill a request's `cache.fill` waited for: the trace of the `report.fill` span linked to it, once that span has come. */
+  async function fillOf(waiting: ReceivedSpan): Promise<{ root: ReceivedSpan; all: ReceivedSpan[]; named: (name: string) => ReceivedSpan[] }> {
+    let root: ReceivedSpan | undefined
+    const linked = (s: ReceivedSpan) => s.name === 'report.fill' && s.links.some((l) => l.traceId === waiting.traceId && l.spanId === waiting.spanId)
+    await waitFor(`the fill linked to ${waiting.spanId}`, () => (root = receiver.spans().find(linked)) !== undefined)
+    const all = receiver.spans().filter((s) => s.traceId === root!.traceId)
+    return { root: root!, all, named: (name) => all.filter((s) => s.name === name) }
+  }
+
   it('traces a miss end to end: the caller\'s trace, a span per step, the gateway\'s own traceparent to the platform', async () => {
     const res = await get(gw, `${REPORT}?advertiserId=101&dateFrom=2026-04-01&dateTo=2026-04-07`, {
       'x-api-key': KEYS.all,
@@ -124,9 +135,7 @@ describe('traces exported over OTLP/HTTP (JSON)', () => {
     const [admission] = named('admission')
     const [lookup] = named('cache.lookup')
     const [fill] = named('cache.fill')
-    const [queue] = named('governor.queue')
-    const [call] = named('GET /api/v1/report/campaigns/get')
-    for (const [span, parent] of [[admission, server], [lookup, server], [fill, server], [queue, fill], [call, fill]] as const) {
+    for (const [span, parent] of [[admission, server], [lookup, server], [fill, server]] as const) {
       expect(span, `${span?.name} under ${parent?.name}`).toBeDefined()
       expect(span!.parentSpanId).toBe(parent!.spanId)
       // Each span's clock is anchored to the wall clock (whole milliseconds) when it starts: spans compare within 1 ms.
@@ -134,6 +143,26 @@ describe('traces exported over OTLP/HTTP (JSON)', () => {
     }
     expect(lookup!.attributes).toMatchObject({ 'gateway.cache.tier': 'none', 'gateway.cache.result': 'miss' })
     expect(fill!.attributes).toMatchObject({ 'gateway.fill.source': 'own', 'gateway.fill.result': 'entry' })
+    // The caller's trace holds no span of the fill, which every team of the credential reads: its cache.fill links to it.
+    expect(all).toHaveLength(4)
+
+    // The fill is a trace of the gateway's own, linked to the cache.fill of the caller that started it, and back.
+    const shared = await fillOf(fill!)
+    const { root } = shared
+    expect(root.traceId).toMatch(/^[0-9a-f]{32}$/)
+    expect(root.traceId).not.toBe(CALLER_TRACE)
+    expect(root.parentSpanId).toBe('')
+    expect(root.links).toEqual([{ traceId: CALLER_TRACE, spanId: fill!.spanId }])
+    expect(fill!.links).toEqual([{ traceId: root.traceId, spanId: root.spanId }])
+    const sent = sandbox.requests.filter((r) => r.path === REPORT)
+    expect(sent).toHaveLength(1)
+    expect(root.attributes).toMatchObject({ 'gateway.credential': 'default', 'gateway.request_id': sent[0]!.headers['x-request-id'], 'gateway.fill.result': 'entry' })
+    const [queue] = shared.named('governor.queue')
+    const [call] = shared.named('GET /api/v1/report/campaigns/get')
+    for (const span of [queue, call]) {
+      expect(span?.parentSpanId).toBe(root.spanId)
+      expect(span!.startNs + MS >= root.startNs && span!.endNs <= root.endNs + MS).toBe(true)
+    }
     expect(queue!.attributes).toMatchObject({ 'gateway.credential': 'default', 'gateway.team': 'all', 'gateway.priority': 'caller' })
     expect(queue!.endNs <= call!.startNs + MS).toBe(true)
     expect(call!.kind).toBe(CLIENT)
@@ -146,16 +175,35 @@ describe('traces exported over OTLP/HTTP (JSON)', () => {
       'url.template': REPORT,
       'http.response.status_code': 200,
     })
-    expect(all).toHaveLength(6)
+    expect(shared.all).toHaveLength(3)
 
-    // The platform was sent the gateway's traceparent, naming the call's span; nothing else of the caller's.
-    const sent = sandbox.requests.filter((r) => r.path === REPORT)
-    expect(sent).toHaveLength(1)
-    expect(sent[0]!.headers.traceparent).toBe(`00-${CALLER_TRACE}-${call!.spanId}-01`)
+    // The platform was sent the gateway's traceparent, naming the call's span in the fill's trace; nothing of the caller's.
+    expect(sent[0]!.headers.traceparent).toBe(`00-${root.traceId}-${call!.spanId}-01`)
+    expect(sent[0]!.headers.traceparent).not.toContain(CALLER_TRACE)
     expect(sent[0]!.headers.tracestate).toBeUndefined()
     expect(sent[0]!.headers.baggage).toBeUndefined()
 
     expect(await logLine(gw, 'trace-miss-1')).toMatchObject({ status: 200, cache: 'MISS', traceId: CALLER_TRACE })
+  })
+
+  it('links the fill to each read that waited for it on this replica, and each such read\'s cache.fill to the fill', async () => {
+    const url = `${REPORT}?advertiserId=101&dateFrom=2026-04-10&dateTo=2026-04-12`
+    sandbox.setLatency(600)
+    const first = get(gw, url, { 'x-api-key': KEYS.all, 'x-request-id': 'trace-join-1', traceparent: `00-${CALLER_TRACE}-${CALLER_SPAN}-01` })
+    await waitFor('the first read\'s platform call', () => sandbox.requests.some((r) => r.path === REPORT))
+    const second = await get(gw, url, { 'x-api-key': KEYS.all, 'x-request-id': 'trace-join-2' })
+    expect([(await first).headers.get('x-cache'), second.headers.get('x-cache')]).toEqual(['MISS', 'MISS'])
+    expect(sandbox.requests.filter((r) => r.path === REPORT)).toHaveLength(1)
+    // Each read's own wait: the first read's trace (the caller's) holds other tests' spans too.
+    const waits = await Promise.all(['trace-join-1', 'trace-join-2'].map(async (id) => {
+      const { server, named } = await spansOf(id)
+      return named('cache.fill').find((s) => s.parentSpanId === server.spanId)!
+    }))
+    expect(waits.map((w) => w.attributes['gateway.fill.source'])).toEqual(['own', 'joined'])
+    const { root, all } = await fillOf(waits[0]!)
+    expect(root.links).toEqual(waits.map((w) => ({ traceId: w.traceId, spanId: w.spanId })))
+    for (const w of waits) expect(w.links).toEqual([{ traceId: root.traceId, spanId: root.spanId }])
+    expect(all.filter((s) => s.kind === CLIENT)).toHaveLength(1)
   })
 
   it('traces a hit answered before the router: admission and an L1 lookup, no platform; a new trace without a caller\'s', async () => {
@@ -176,7 +224,7 @@ describe('traces exported over OTLP/HTTP (JSON)', () => {
   it('traces a platform call the gateway proxies, with its traceparent, and a refusal as a failed admission', async () => {
     const res = await fetch(`${gw.url}/api/v1/campaign/get?per_page=5`, {
       method: 'POST',
-      headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json', 'x-request-id': 'trace-proxy-1' },
+      headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json', 'x-request-id': 'trace-proxy-1', traceparent: `00-${PROXY_TRACE}-${CALLER_SPAN}-01` },
       body: JSON.stringify({ userId: 101 }),
     })
     expect(res.status).toBe(200)
@@ -186,7 +234,9 @@ describe('traces exported over OTLP/HTTP (JSON)', () => {
     const [call] = named('POST /api/v1/campaign/get')
     expect(call?.parentSpanId).toBe(server.spanId)
     expect(named('governor.queue')[0]?.parentSpanId).toBe(server.spanId)
-    expect(sandbox.requests.find((r) => r.path === '/api/v1/campaign/get')?.headers.traceparent).toBe(`00-${server.traceId}-${call!.spanId}-01`)
+    // A proxied call's answer goes to its caller alone: the platform is asked in the caller's trace.
+    expect(server.traceId).toBe(PROXY_TRACE)
+    expect(sandbox.requests.find((r) => r.path === '/api/v1/campaign/get')?.headers.traceparent).toBe(`00-${PROXY_TRACE}-${call!.spanId}-01`)
 
     const refused = await get(gw, `${REPORT}?advertiserId=101&dateFrom=2026-04-01&dateTo=2026-04-07`, { 'x-api-key': 'rgw_not_a_key_0000000000000000000000', 'x-request-id': 'trace-refused-1' })
     expect(refused.status).toBe(401)
@@ -212,9 +262,10 @@ describe('traces exported over OTLP/HTTP (JSON)', () => {
       const { server, named } = await spansOf(`trace-forged-${i}`)
       expect(server.parentSpanId).toBe('')
       expect(server.traceId).not.toBe(CALLER_TRACE)
-      const call = named('GET /api/v1/report/campaigns/get')[0]!
+      const fill = await fillOf(named('cache.fill')[0]!)
+      const call = fill.named('GET /api/v1/report/campaigns/get')[0]!
       const sent = sandbox.requests.filter((r) => r.path === REPORT).at(-1)!
-      expect(sent.headers.traceparent).toBe(`00-${server.traceId}-${call.spanId}-01`)
+      expect(sent.headers.traceparent).toBe(`00-${fill.root.traceId}-${call.spanId}-01`)
     }
   })
 
@@ -305,10 +356,17 @@ describe.skipIf(!redisAvailability('the traces of a fill across replicas').avail
       const spans = receiver.spans()
       const server = (reqId: string) => spans.find((s) => s.kind === SERVER && s.attributes['gateway.request_id'] === reqId)!
       const within = (reqId: string) => spans.filter((s) => s.traceId === server(reqId).traceId)
-      expect(within('fill-leader').find((s) => s.name === 'cache.fill')?.attributes['gateway.fill.source']).toBe('own')
-      expect(within('fill-waiter').find((s) => s.name === 'cache.fill')?.attributes['gateway.fill.source']).toBe('replica')
-      expect(within('fill-waiter').filter((s) => s.kind === CLIENT)).toEqual([])
-      expect(within('fill-leader').filter((s) => s.kind === CLIENT)).toHaveLength(1)
+      const waited = (reqId: string) => within(reqId).find((s) => s.name === 'cache.fill')!
+      // Each replica's fill is a trace of its own, linked to the wait of the read that started it there.
+      const fillOf = (reqId: string) => {
+        const root = spans.find((s) => s.name === 'report.fill' && s.links.some((l) => l.spanId === waited(reqId).spanId))!
+        return spans.filter((s) => s.traceId === root.traceId)
+      }
+      expect(waited('fill-leader').attributes['gateway.fill.source']).toBe('own')
+      expect(waited('fill-waiter').attributes['gateway.fill.source']).toBe('replica')
+      expect([...within('fill-leader'), ...within('fill-waiter')].filter((s) => s.kind === CLIENT)).toEqual([])
+      expect(fillOf('fill-waiter').filter((s) => s.kind === CLIENT)).toEqual([])
+      expect(fillOf('fill-leader').filter((s) => s.kind === CLIENT)).toHaveLength(1)
       expect(sandbox.requests.filter((r) => r.path === REPORT)).toHaveLength(1)
     } finally {
       await receiver.close()
@@ -319,7 +377,7 @@ describe.skipIf(!redisAvailability('the traces of a fill across replicas').avail
 describe('a request the sampler leaves out', () => {
   const gateways = useGateways()
 
-  it('makes no span, yet sends the platform the request\'s traceparent (not sampled) and logs its trace id', async () => {
+  it('makes no span, yet sends the platform a traceparent of the fill\'s own (not sampled) and logs the caller\'s trace id', async () => {
     const receiver = await startOtlpReceiver()
     try {
       const config = testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_TRACES_SAMPLER: 'always_off' }, TEAMS_YAML)
@@ -327,7 +385,9 @@ describe('a request the sampler leaves out', () => {
       const res = await fetch(`${gw.url}${REPORT}?advertiserId=101&dateFrom=2026-07-01&dateTo=2026-07-02`, { headers: { 'x-api-key': KEYS.all, 'x-request-id': 'unsampled-1', traceparent: `00-${CALLER_TRACE}-${CALLER_SPAN}-01` } })
       expect(res.status).toBe(200)
       const sent = sandbox.requests.find((r) => r.path === REPORT)!
-      expect(sent.headers.traceparent).toMatch(new RegExp(`^00-${CALLER_TRACE}-[0-9a-f]{16}-00$`))
+      // The fill's trace is the gateway's own, not sampled as the request that started it was not.
+      expect(sent.headers.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/)
+      expect(sent.headers.traceparent).not.toContain(CALLER_TRACE)
       expect(sent.headers.traceparent).not.toContain(CALLER_SPAN)
       expect(gw.logs.records().find((r) => r.reqId === 'unsampled-1')).toMatchObject({ traceId: CALLER_TRACE })
       // Closing sends every span still held: none was made.

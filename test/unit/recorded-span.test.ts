@@ -5,7 +5,7 @@ import { defaultResource, resourceFromAttributes } from '@opentelemetry/resource
 import { BasicTracerProvider, type ReadableSpan, type SpanProcessor } from '@opentelemetry/sdk-trace-base'
 import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer'
 import { encodeExportRequest } from '../../src/observe/otlp-protobuf.js'
-import { ATTRIBUTE_VALUE_LIMIT, RecordedSpan, type SpanSink } from '../../src/observe/recorded-span.js'
+import { ATTRIBUTE_VALUE_LIMIT, LINK_LIMIT, RecordedSpan, type SpanSink } from '../../src/observe/recorded-span.js'
 import { samplerOf } from '../../src/observe/otel-tracing.js'
 import type { SpanAttributes as Attributes } from '../../src/observe/trace.js'
 import { SAMPLERS } from '../../src/config/tracing.js'
@@ -104,6 +104,33 @@ describe("the gateway's recorded spans", () => {
     for (let i = 0; i < 200; i += 1) recorded(s, i % 2 ? REMOTE : undefined)
     const spans = (s.processor as ReturnType<typeof collector>).spans
     expect(spans.length).toBe(800)
+    expect(Buffer.from(encodeExportRequest(spans as RecordedSpan[])).toString('hex')).toBe(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!).toString('hex'))
+  })
+
+  it('start a fill\'s span in a trace of its own, linked both ways, and write its links byte for byte as the SDK\'s serializer', () => {
+    const s = sink()
+    const request = new RecordedSpan(s, 'GET /api/v1/report/{split}/get', SpanKind.SERVER, REMOTE.traceId, TraceFlags.SAMPLED, REMOTE.traceState, REMOTE)
+    const waiting = request.step('cache.fill') as RecordedSpan
+    const fill = waiting.shared('report.fill', { 'gateway.credential': 'default' }) as RecordedSpan
+    expect([fill.traceId === REMOTE.traceId, fill.parentSpanContext, fill.traceState, fill.traceFlags]).toEqual([false, undefined, undefined, TraceFlags.SAMPLED])
+    expect(fill.traceId).toMatch(/^[0-9a-f]{32}$/)
+    // Readers joining the fill: more than a span holds, the rest counted as dropped.
+    const joined = Array.from({ length: LINK_LIMIT + 1 }, () => new RecordedSpan(s, 'cache.fill', SpanKind.INTERNAL, '0af7651916cd43dd8448eb211c80319d', TraceFlags.SAMPLED, undefined, undefined))
+    for (const j of joined) fill.link(j)
+    const call = fill.call('GET /api/v1/report/campaigns/get', { 'http.request.method': 'GET' })
+    expect(call.traceparent).toBe(`00-${fill.traceId}-${(call.span as RecordedSpan).spanId}-01`)
+    call.span.end()
+    fill.end()
+    // A span ended takes no link; the open one still does.
+    fill.link(request)
+    for (const j of joined) j.end()
+    waiting.end()
+    request.end()
+    expect(fill.links.map((l) => l.context.spanId)).toEqual([waiting, ...joined.slice(0, LINK_LIMIT - 1)].map((x) => x.spanId))
+    expect(fill.droppedLinksCount).toBe(2)
+    expect([waiting, ...joined].map((x) => x.links.map((l) => l.context.spanId))).toEqual([waiting, ...joined].map(() => [fill.spanId]))
+    expect(request.links.map((l) => l.context.spanId)).toEqual([fill.spanId])
+    const spans = (s.processor as ReturnType<typeof collector>).spans
     expect(Buffer.from(encodeExportRequest(spans as RecordedSpan[])).toString('hex')).toBe(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!).toString('hex'))
   })
 

@@ -120,6 +120,7 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
     // The fill was dropped since the decision found it (its callers all left): the read goes on as one that found none.
     if (!reports.joinCold(read.form.key, flight, team.name, hangUpOf(res), 'caller', () => decisions.stillAdmitted(read), tally)) return shared(req, res, next, read, started, trace)
     const waiting = trace?.step('cache.fill', JOINED_FILL)
+    if (waiting) reports.linkFill(read.form.key, waiting)
     const handOverFill = () => {
       if (!left(req, res, read, started, null, client)) toRouter(req, res, next, waiting, { rate: read.rate, flight, charged: tally })
     }
