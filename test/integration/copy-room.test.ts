@@ -126,6 +126,18 @@ describe.skipIf(!available)('report copies on an evicting Redis: each team withi
     expect(await redis.client.hget(`${PREFIX}copies:{room}:sums`, 'during'), 'its room given back').toBe('0')
   })
 
+  it('a copy written while every copy is purged is dropped with them or held in its index', async () => {
+    const store = storeOf(redis.client, { copyPart: () => Number.MAX_SAFE_INTEGER, onOverPart: () => undefined })
+    const now = Date.now()
+    const key = (i: number) => `${PREFIX}report:v1:all-${i}`
+    for (let i = 0; i < 3; i++) await store.set(key(i), copyOf('all', i, now))
+    const purge = store.purgeAll()
+    const written = store.set(key(3), copyOf('all', 3, now + 1))
+    await purge
+    await written
+    expect(await store.countAdvertiser(101), 'indexed as held').toBe(await redis.client.exists(key(3)))
+  })
+
   it('a copy written again, by its team or by another team (a shared copy), is counted once, on the team whose write Redis holds', async () => {
     await redis.client.config('SET', 'maxmemory', '4mb')
     await redis.client.config('SET', 'maxmemory-policy', 'volatile-lru')
