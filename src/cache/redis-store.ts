@@ -337,8 +337,10 @@ export class RedisStore implements CacheStore {
   }
 
   async purgeAll(): Promise<number> {
-    const dropped = await this.#scan(redisKey.reportPattern(this.#prefix), (node, key) => node.unlink(key))
+    // The indexes before the copies: a copy written meanwhile is dropped by the copies' scan,
+    // or written after its index went and indexed anew; never held and out of its index.
     await this.#scan(redisKey.advertiserIndexPattern(this.#prefix), (node, key) => node.unlink(key))
+    const dropped = await this.#scan(redisKey.reportPattern(this.#prefix), (node, key) => node.unlink(key))
     // The teams' copies went with them: each team's part is free again.
     await this.#scan(redisKey.teamCopiesPattern(this.#prefix), (node, key) => node.unlink(key))
     return dropped
