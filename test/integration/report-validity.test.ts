@@ -75,10 +75,12 @@ describe('a platform 200 that is not a JSON report', () => {
     { label: 'Laravel\'s error with its debug fields', body: { message: 'Undefined index: data', exception: 'ErrorException', file: '/var/www/app/Http/Controllers/ReportController.php', line: 41, trace: [] } },
     { label: 'an empty object', body: {} },
     { label: 'null', body: null },
-  ])('answers a 200 of $label with 502 GW_UPSTREAM, stores nothing, logs and counts it as no-report', async ({ body }) => {
+    // Its text, under its own content type (the sandbox sends an object as application/json).
+    { label: 'a problem document (RFC 9457)', body: JSON.stringify({ type: 'about:blank', title: 'Service Unavailable', status: 503, detail: 'maintenance' }), headers: { 'content-type': 'application/problem+json' } },
+  ])('answers a 200 of $label with 502 GW_UPSTREAM, stores nothing, logs and counts it as no-report', async ({ body, headers }) => {
     const query = freshQuery()
     const before = await metric('gateway_platform_unusable_answers_total{kind="no-report"}')
-    s.sandbox.setFailure({ kind: 'status', status: 200, body, times: 1 })
+    s.sandbox.setFailure({ kind: 'status', status: 200, body, times: 1, ...(headers ? { headers } : {}) })
     const bad = await get(query)
     expect(bad.status).toBe(502)
     expect(JSON.parse(bad.body)).toMatchObject({ code: 'GW_UPSTREAM' })

@@ -36,6 +36,16 @@ describe('reportBodyKind', () => {
     expect(reportBodyKind('application/json', Buffer.from(body), [])).toBe('no-report')
   })
 
+  // A problem document (RFC 9457) says by its content type that it is an error, whatever its
+  // status and fields: by default its fields (type, title, status, detail) are no Laravel's.
+  it.each([
+    ['application/problem+json', '{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"maintenance"}', []],
+    ['application/problem+json; charset=utf-8', '{"title":"Internal Server Error","data":null}', ['data']],
+  ])('%s %s is no report with cache.reportFields %j', (type, body, fields) => {
+    expect(reportBodyKind(type, Buffer.from(body), fields)).toBe('no-report')
+    expect(reportBodyKind(type, Buffer.from(body), ['*'])).toBe('json')
+  })
+
   it.each([['{"data":[]}'], ['[]'], ['{"message":"ok","data":[]}'], ['{"rows":[]}']])('%s is a report by default', (body) => {
     expect(reportBodyKind('application/json', Buffer.from(body), [])).toBe('json')
   })
