@@ -1,5 +1,5 @@
 import { request } from 'undici'
-import { describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { KEYS, listen, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { newCampaign } from '../helpers/sandbox-gateway.js'
@@ -30,7 +30,7 @@ function report(n: number): string {
 }
 
 describe('a team priming a route\'s estimate with cheap calls', () => {
-  it('is lent no seat owed to another team for its costly calls of the route: the other, back within its share, waits for a seat within the lending horizon', async () => {
+  beforeAll(async () => {
     const token = sandbox.issueToken()
     for (let i = 0; i < ROWS; i += 20) {
       await Promise.all(Array.from({ length: 20 }, async () => {
@@ -38,12 +38,17 @@ describe('a team priming a route\'s estimate with cheap calls', () => {
         expect(res.status).toBe(201)
       }))
     }
+  })
+
+  // Pages of one row; pages past the last (no rows, in a few ms); then pages of every row.
+  it.each([['per_page=1'], [`per_page=${ROWS + 100}&page=9`]])('(%s) is lent no seat owed to another team for its costly calls of the route: the other, back within its share, waits for a seat within the lending horizon', async (cheap) => {
+    const token = sandbox.issueToken()
     sandbox.setCapacity({ workers: 4, perRowMs: PER_ROW_MS })
     // The limit held at the workers; no token probe, whose team would be owed a seat too.
     const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: token }, `${TEAMS_YAML}\nplatform: { adaptive: false, maxConcurrent: 4, probe: null }`)))
     const seats = seatsOf(gw)
-    const list = async (perPage: number): Promise<number> => {
-      const res = await request(`${gw.url}${LIST}?per_page=${perPage}`, { method: 'POST', headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json' }, body: JSON.stringify({ userId: ACCOUNT }) })
+    const list = async (query: string): Promise<number> => {
+      const res = await request(`${gw.url}${LIST}?${query}`, { method: 'POST', headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json' }, body: JSON.stringify({ userId: ACCOUNT }) })
       await res.body.dump()
       return res.statusCode
     }
@@ -61,13 +66,13 @@ describe('a team priming a route\'s estimate with cheap calls', () => {
     }
 
     await view()
-    // Team `all` primes the route: pages of one row, answered in a few ms.
-    for (let i = 0; i < 3; i++) expect(await list(1)).toBe(200)
+    // Team `all` primes the route with cheap pages, answered in a few ms.
+    for (let i = 0; i < 3; i++) expect(await list(cheap)).toBe(200)
     // Then pages of ROWS rows (3 s of work each), from 8 callers: more than its share.
     let stopped = false
     const statuses: number[] = []
     const costly = Array.from({ length: 8 }, async () => {
-      while (!stopped) statuses.push(await list(ROWS + 100))
+      while (!stopped) statuses.push(await list(`per_page=${ROWS + 100}`))
     })
     try {
       await waitFor('the costly pages holding their seats, more of them waiting', () => seats.running('all') >= 2 && (seats.waiting().get('all') ?? 0) > 0)
