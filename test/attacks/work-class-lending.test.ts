@@ -40,15 +40,15 @@ describe('a team priming a route\'s estimate with cheap calls', () => {
     }
   })
 
-  // Pages of one row; pages past the last (no rows, in a few ms); then pages of every row.
-  it.each([['per_page=1'], [`per_page=${ROWS + 100}&page=9`]])('(%s) is lent no seat owed to another team for its costly calls of the route: the other, back within its share, waits for a seat within the lending horizon', async (cheap) => {
+  /** Team `all` primes the route with `cheap` pages of `account` (a few ms each), then sends pages of ROWS rows of ACCOUNT; what team `growth`'s view waits for a seat then. */
+  async function attack(cheap: string, account: number): Promise<void> {
     const token = sandbox.issueToken()
     sandbox.setCapacity({ workers: 4, perRowMs: PER_ROW_MS })
     // The limit held at the workers; no token probe, whose team would be owed a seat too.
     const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: token }, `${TEAMS_YAML}\nplatform: { adaptive: false, maxConcurrent: 4, probe: null }`)))
     const seats = seatsOf(gw)
-    const list = async (query: string): Promise<number> => {
-      const res = await request(`${gw.url}${LIST}?${query}`, { method: 'POST', headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json' }, body: JSON.stringify({ userId: ACCOUNT }) })
+    const list = async (query: string, userId = ACCOUNT): Promise<number> => {
+      const res = await request(`${gw.url}${LIST}?${query}`, { method: 'POST', headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json' }, body: JSON.stringify({ userId }) })
       await res.body.dump()
       return res.statusCode
     }
@@ -67,7 +67,7 @@ describe('a team priming a route\'s estimate with cheap calls', () => {
 
     await view()
     // Team `all` primes the route with cheap pages, answered in a few ms.
-    for (let i = 0; i < 3; i++) expect(await list(cheap)).toBe(200)
+    for (let i = 0; i < 3; i++) expect(await list(cheap, account)).toBe(200)
     // Then pages of ROWS rows (3 s of work each), from 8 callers: more than its share.
     let stopped = false
     const statuses: number[] = []
@@ -85,5 +85,13 @@ describe('a team priming a route\'s estimate with cheap calls', () => {
     }
     expect(statuses.length).toBeGreaterThan(0)
     expect(statuses.every((s) => s === 200)).toBe(true)
-  }, 60_000)
+  }
+
+  // Pages of one row; pages past the last (no rows); then pages of every row.
+  it.each([['per_page=1'], [`per_page=${ROWS + 100}&page=9`]])('(%s) is lent no seat owed to another team for its costly calls of the route: the other, back within its share, waits for a seat within the lending horizon', (cheap) => attack(cheap, ACCOUNT), 60_000)
+
+  // A known miss (decisions/work-class-pages.md): the class does not hold the account, so
+  // full pages of an account of a few rows (101's 3 to 6) prime the class of full pages of
+  // one of hundreds, as a report of a small advertiser primes one of a large advertiser.
+  it.fails('(full pages of a small account) is lent no seat owed to another team for full pages of a large one', () => attack(`per_page=${ROWS + 100}`, 101), 60_000)
 })
