@@ -58,8 +58,8 @@ async function startHeld(wrap: string[]): Promise<{ child: ChildProcess; output:
     PLATFORM_BASE_URL: `http://127.0.0.1:${(platform.address() as AddressInfo).port}`,
     PLATFORM_TOKEN: 'held-start-token-0123456789',
   }
-  const [file, ...args] = [...wrap, process.execPath, MAIN] as [string, ...string[]]
-  const child = spawn(file, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const command = [...wrap, process.execPath, MAIN]
+  const child = spawn(command[0]!, command.slice(1), { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
   started = child
   let text = ''
   child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (text += chunk))
