@@ -1,5 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
@@ -20,14 +22,20 @@ import { waitFor } from '../helpers/wait.js'
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url))
 
-// A platform that takes the start's token probe and never answers it (platform.timeout, 30 s).
+// A platform that takes the start's token probe and answers it only when released
+// (else at platform.timeout, 30 s).
 let platform: Server
 let probes = 0
+const held: (() => void)[] = []
+const release = () => {
+  for (const answer of held.splice(0)) answer()
+}
 beforeAll(async () => {
   ensureBuilt(MAIN)
-  platform = createServer((req) => {
+  platform = createServer((req, res) => {
     probes += 1
     req.resume()
+    held.push(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{"data":[]}'))
   })
   await new Promise<void>((resolve) => platform.listen(0, '127.0.0.1', () => resolve()))
 })
@@ -46,7 +54,7 @@ afterEach(() => {
   started = undefined
 })
 
-async function startHeld(wrap: string[]): Promise<{ child: ChildProcess; output: () => string; exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }> }> {
+async function startHeld(wrap: string[], files: Record<string, string> = {}): Promise<{ child: ChildProcess; output: () => string; exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }> }> {
   const [port, adminPort] = (await freePorts(2)) as [number, number]
   const before = probes
   const env = {
@@ -57,6 +65,7 @@ async function startHeld(wrap: string[]): Promise<{ child: ChildProcess; output:
     LOG_LEVEL: 'info',
     PLATFORM_BASE_URL: `http://127.0.0.1:${(platform.address() as AddressInfo).port}`,
     PLATFORM_TOKEN: 'held-start-token-0123456789',
+    ...files,
   }
   const command = [...wrap, process.execPath, MAIN]
   const child = spawn(command[0]!, command.slice(1), { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
@@ -88,6 +97,27 @@ describe('a stop signal during the start', () => {
     gw.child.kill('SIGINT')
     expect(await gw.exited).toEqual({ code: 0, signal: null })
     expect(gw.output()).toMatch(/"signal":"SIGINT".*"msg":"stopped during the start, before serving/)
+  }, 25_000)
+
+  // A supervisor's reload (systemd's ExecReload=kill -HUP) that comes while the replica
+  // starts: SIGHUP's default action ended the process; the reload now runs once it serves.
+  it('SIGHUP while the start waits: the start goes on, and the reload it asks for runs once the gateway serves', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'start-hup-'))
+    try {
+      writeFileSync(join(dir, 'teams.yaml'), 'teams:\n  growth:\n    keys: ["sha256:4ddbe6aa7a87a897eb9e8475e5003d5b49968076bec8d75dbf2ebd327fd25ed0"]\n    advertisers: [101]\n')
+      const gw = await startHeld([], { TEAMS_FILE: join(dir, 'teams.yaml') })
+      gw.child.kill('SIGHUP')
+      release()
+      await waitFor(() => `the reload asked by SIGHUP:\n${gw.output()}`, () => {
+        if (gw.child.exitCode !== null || gw.child.signalCode !== null) throw new Error(`the gateway ended (${gw.child.exitCode ?? gw.child.signalCode}) on SIGHUP during its start:\n${gw.output()}`)
+        return /"trigger":"signal".*reloaded/.test(gw.output())
+      })
+      expect(gw.output()).toMatch(/"msg":"report gateway listening"/)
+      gw.child.kill('SIGTERM')
+      expect(await gw.exited).toEqual({ code: 0, signal: null })
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   }, 25_000)
 
   // As the image runs it: node is PID 1 of its PID namespace (unshare -p, as root or
