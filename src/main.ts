@@ -25,6 +25,11 @@ async function main(): Promise<void> {
   }
   process.on('SIGTERM', () => onStop('SIGTERM'))
   process.on('SIGINT', () => onStop('SIGINT'))
+  // SIGHUP's default action ends a process: one that comes during the start is kept and
+  // the reload it asks for runs once the gateway serves.
+  let reloadAsked = false
+  let onReload = () => void (reloadAsked = true)
+  process.on('SIGHUP', () => onReload())
   const refusal = nodeRefusal()
   if (refusal !== null) {
     process.stderr.write(`report-gateway: ${refusal}; npm start runs the Node that npm ci installs (npm run runtime says which)\n`)
@@ -151,14 +156,15 @@ async function main(): Promise<void> {
       process.exit(1)
     }
   }
-  process.on('SIGHUP', () => {
+  onReload = () => {
     try {
       gateway.reloader.reload('signal')
     } catch {
       // Refused or impossible: reload logged why; the running teams stay.
     }
-  })
+  }
   onStop = (signal) => void stop(signal)
+  if (reloadAsked) onReload()
 }
 
 // A listener that cannot open is an operator's problem, said in one line with what to
