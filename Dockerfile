@@ -87,6 +87,8 @@ HEALTHCHECK --interval=30s --timeout=3s --start-period=10s --retries=3 \
 # The gateway handles SIGTERM itself (stops accepting, finishes requests in flight
 # within shutdownGrace, then exits) and starts no child processes, so node runs as
 # PID 1 directly: no npm in between (npm would not forward the signal in time) and no
-# init is needed. `docker run --init` adds tini if you want one anyway.
+# init is needed. `docker run --init` adds tini if you want one anyway. As PID 1 a signal
+# reaches node only through a handler, so main.ts sets its SIGTERM and SIGINT handlers
+# before anything else: a stop during the start ends the start (exit 0, nothing served).
 STOPSIGNAL SIGTERM
 CMD ["node", "dist/main.js"]

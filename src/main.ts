@@ -9,6 +9,27 @@ const ANSWER_ABORTED_MS = 500
 const LAST_WORDS_MS = 1500
 
 async function main(): Promise<void> {
+  // The stop signals are handled from the first moment: the image runs node as PID 1 of
+  // its namespace, where the kernel drops a signal that has no handler, so a SIGTERM sent
+  // while the start waits (on the platform, Redis, the other replicas) was lost and the
+  // replica went on to serve until the kubelet's SIGKILL. A stop during the start ends
+  // it: the process exits 0 without serving, what it took in Redis lapsing as after a
+  // SIGKILL (a lock's or lease's life). Once the gateway serves, `stop` below drains.
+  let startLog: Gateway['log'] | null = null
+  let onStop: (signal: string) => void = (signal) => {
+    if (startLog) {
+      startLog.info({ signal }, 'stopped during the start, before serving')
+      startLog.flush?.()
+    } else process.stderr.write(`report-gateway: stopped during the start, before serving (${signal})\n`)
+    process.exit(0)
+  }
+  process.on('SIGTERM', () => onStop('SIGTERM'))
+  process.on('SIGINT', () => onStop('SIGINT'))
+  // SIGHUP's default action ends a process: one that comes during the start is kept and
+  // the reload it asks for runs once the gateway serves.
+  let reloadAsked = false
+  let onReload = () => void (reloadAsked = true)
+  process.on('SIGHUP', () => onReload())
   const refusal = nodeRefusal()
   if (refusal !== null) {
     process.stderr.write(`report-gateway: ${refusal}; npm start runs the Node that npm ci installs (npm run runtime says which)\n`)
@@ -42,6 +63,7 @@ async function main(): Promise<void> {
 
   const gateway = await createGateway(config)
   const log = gateway.log
+  startLog = log
   // A setting set under a name of the last release, say: taken, and said at every start.
   for (const warning of config.warnings) log.warn(warning)
   // Listens before its first platform call and token: a process that cannot listen (a
@@ -134,15 +156,15 @@ async function main(): Promise<void> {
       process.exit(1)
     }
   }
-  process.on('SIGHUP', () => {
+  onReload = () => {
     try {
       gateway.reloader.reload('signal')
     } catch {
       // Refused or impossible: reload logged why; the running teams stay.
     }
-  })
-  process.on('SIGTERM', () => void stop('SIGTERM'))
-  process.on('SIGINT', () => void stop('SIGINT'))
+  }
+  onStop = (signal) => void stop(signal)
+  if (reloadAsked) onReload()
 }
 
 // A listener that cannot open is an operator's problem, said in one line with what to
