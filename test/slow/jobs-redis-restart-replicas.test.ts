@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest'
 import { KEYS, REPORT_PATH, TEAMS_YAML } from '../helpers/build-gateway.js'
 import { useCleanups, useSandbox } from '../helpers/fixtures.js'
 import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js'
-import { freePort, launchRedis, redisAvailability, stopRedis } from '../helpers/start-redis.js'
+import { launchRedis, onFreePorts, redisAvailability, releasePort, stopRedis } from '../helpers/start-redis.js'
 import { testTimeLeft, waitFor } from '../helpers/wait.js'
 import { useReceivers } from '../helpers/webhook-receiver.js'
 
@@ -39,18 +39,20 @@ interface Status {
 /** A redis-server on a port of its own, restarted on it from the data in its directory. */
 async function persistentRedis(persistence: string[]): Promise<{ url: string; stop(hard: boolean): Promise<void>; start(): Promise<void>; close(): Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), 'rgw-redis-restart-'))
-  const port = await freePort()
   let child: ChildProcess | null = null
-  const start = async () => {
-    child = await launchRedis(port, [...persistence, '--dir', dir])
-  }
   const stop = async (hard: boolean) => {
     const c = child
     child = null
     if (c) await stopRedis(c, hard)
   }
-  await start()
-  return { url: `redis://127.0.0.1:${port}`, stop, start, close: async () => (await stop(true), rmSync(dir, { recursive: true, force: true })) }
+  // A port no other server is handed while this one is down (restartablePorts).
+  return onFreePorts(1, async ([port]) => {
+    const start = async () => {
+      child = await launchRedis(port as number, [...persistence, '--dir', dir])
+    }
+    await start()
+    return { url: `redis://127.0.0.1:${port}`, stop, start, close: async () => (await stop(true), rmSync(dir, { recursive: true, force: true }), releasePort(port as number)) }
+  })
 }
 
 describe.skipIf(!redisCheck.available)('two replicas running report jobs while Redis restarts with its data', () => {
