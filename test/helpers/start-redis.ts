@@ -89,7 +89,8 @@ export async function startRedis(): Promise<RedisServer> {
  * handed, and each is reserved for this process by a file that every vitest worker and
  * test run on the machine sees (RESERVED_DIR: created exclusively, naming the process;
  * one whose process is gone is taken over). A port stays reserved until its server is
- * closed (`releasePort`) or this process exits.
+ * closed (`releasePort`: startRedis's) or this process exits; a worker ended by a signal
+ * leaves its files, taken over as any whose process is gone.
  */
 const RESERVED_DIR = join(tmpdir(), 'rgw-test-ports')
 const reserved = new Set<number>()
