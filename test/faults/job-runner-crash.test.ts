@@ -3,7 +3,7 @@ import { KEYS, REPORT_PATH, teamsYamlWith } from '../helpers/build-gateway.js'
 import { useCleanups, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js'
 import { redisAvailability } from '../helpers/start-redis.js'
-import { testTimeLeft, waitFor } from '../helpers/wait.js'
+import { startsTimeout, testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // The replica running a report job is killed (SIGKILL), or stopped (SIGTERM), while its
 // platform call is under way. Two gateway processes (dist/main.js) on one redis-server and
@@ -97,5 +97,5 @@ describe.skipIf(!redisCheck.available)('a replica running a report job crashes (
     expect(again.headers.get('x-cache')).toBe('HIT')
     await again.arrayBuffer()
     expect(reportCalls()).toHaveLength(2)
-  }, 120_000)
+  }, startsTimeout(2))
 })

@@ -22,9 +22,10 @@ const WORKERS = 6
 const MAX_REQUESTS = 20_000
 const ADMIN_TOKEN = 'connection-kill-admin-token-0123456789'
 const GATEWAY_SECRET = 'connection-kill-gateway-secret-0123456789'
+// The default platform.timeout (30 s): a read waits for Redis, a lock or a seat on a loaded
+// machine too, and a deadline of a few seconds would answer 504 what the kills did not cause.
 const YAML = `${TEAMS_YAML}
 platform:
-  timeout: 3s
   maintenanceInterval: 100ms
 redis:
   commandTimeout: 250ms

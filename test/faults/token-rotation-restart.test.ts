@@ -5,7 +5,7 @@ import { useCleanups, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { bearerOf } from '../helpers/gateway-calls.js'
 import { spawnGateway, spawnGateways, type GatewayProcess } from '../helpers/gateway-process.js'
 import { redisAvailability } from '../helpers/start-redis.js'
-import { testTimeLeft, waitFor } from '../helpers/wait.js'
+import { startsTimeout, testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // An operator rotates the platform token (PUT /admin/token) on a credential with the
 // password login configured, then a replica restarts, stopped (SIGTERM) or killed
@@ -111,5 +111,5 @@ describe.skipIf(!redisCheck.available)('a rotation survives a replica restart (g
     expect((await putToken(restarted, later)).status).toBe(200)
     await waitFor('the replica that stayed to audit its taking the later token', () => tokenChanges(staying).at(-1)?.newFingerprint === fingerprint(later, GATEWAY_SECRET), testTimeLeft(), 50)
     expect(tokenChanges(staying).slice(-2).map((r) => r.newFingerprint)).toEqual([fingerprint(rotated, GATEWAY_SECRET), fingerprint(later, GATEWAY_SECRET)])
-  }, 120_000)
+  }, startsTimeout(3))
 })

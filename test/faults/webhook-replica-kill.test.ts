@@ -4,7 +4,7 @@ import { KEYS, REPORT_PATH, TEAMS_YAML } from '../helpers/build-gateway.js'
 import { useCleanups, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js'
 import { redisAvailability } from '../helpers/start-redis.js'
-import { testTimeLeft, waitFor } from '../helpers/wait.js'
+import { startsTimeout, testTimeLeft, waitFor } from '../helpers/wait.js'
 import { useReceivers, type Hit } from '../helpers/webhook-receiver.js'
 
 // The replica that ended a report job is killed (SIGKILL) while the job's webhook delivery
@@ -80,5 +80,5 @@ describe.skipIf(!redisCheck.available)('a replica with a webhook delivery waitin
     expect(listing.history.map((a) => a.status)).toEqual(r.hits.map((h) => h.status))
     expect(listing.history.length).toBeGreaterThan(beforeKill)
     expect(listing.history.at(-1)?.replica).not.toBe(listing.history[0]?.replica)
-  }, 120_000)
+  }, startsTimeout(2))
 })

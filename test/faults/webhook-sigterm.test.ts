@@ -4,7 +4,7 @@ import { KEYS, REPORT_PATH, TEAMS_YAML } from '../helpers/build-gateway.js'
 import { useCleanups, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js'
 import { redisAvailability } from '../helpers/start-redis.js'
-import { testTimeLeft, waitFor } from '../helpers/wait.js'
+import { startsTimeout, testTimeLeft, waitFor } from '../helpers/wait.js'
 import { useReceivers } from '../helpers/webhook-receiver.js'
 
 // A rolling restart's SIGTERM reaches the replica while its webhook push is at the
@@ -67,5 +67,5 @@ describe.skipIf(!redisCheck.available)('SIGTERM to a replica with a webhook push
       [204, null],
     ])
     expect(delivery?.history[0]?.replica).not.toBe(delivery?.history[1]?.replica)
-  }, 120_000)
+  }, startsTimeout(2))
 })

@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, unlinkSync, writeSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -79,6 +79,99 @@ export async function startRedis(): Promise<RedisServer> {
   return onFreePorts(1, ([port]) => startRedisOn(port as number))
 }
 
+/**
+ * Ports for servers a test stops and starts again on the same port (a Redis restarted,
+ * with its data or without, a cluster node, a master back after a failover). While such a
+ * server is down its port is free, and a port of the kernel's ephemeral range may then be
+ * handed to another suite's listen(0) (a sandbox, a gateway, another file's redis-server):
+ * the restart fails, or the replicas under test reconnect to that other server. These
+ * ports lie below the ephemeral range, which no listen(0) and no outgoing connection is
+ * handed, and each is reserved for this process by a file that every vitest worker and
+ * test run on the machine sees (RESERVED_DIR: created exclusively, naming the process;
+ * one whose process is gone is taken over). A port stays reserved until its server is
+ * closed (`releasePort`: startRedis's) or this process exits; a worker ended by a signal
+ * leaves its files, taken over as any whose process is gone.
+ */
+const RESERVED_DIR = join(tmpdir(), 'rgw-test-ports')
+const reserved = new Set<number>()
+process.on('exit', () => {
+  for (const port of reserved) releasePort(port)
+})
+
+/** The ports below the ephemeral range (Linux's ip_local_port_range; elsewhere IANA's, from 49152), 12,288 of them. */
+const RESTARTABLE = (() => {
+  let ephemeralLow = 49152
+  try {
+    ephemeralLow = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || ephemeralLow
+  } catch {
+    // Not Linux: IANA's dynamic range.
+  }
+  return { from: Math.max(1025, ephemeralLow - 12_288), to: ephemeralLow }
+})()
+
+/** Reserves `port` for this process; false when a live process holds it. */
+function reserve(port: number): boolean {
+  mkdirSync(RESERVED_DIR, { recursive: true })
+  const file = join(RESERVED_DIR, String(port))
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(file, 'wx')
+      writeSync(fd, String(process.pid))
+      closeSync(fd)
+      reserved.add(port)
+      return true
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+      if (holderAlive(file)) return false
+      rmSync(file, { force: true })
+    }
+  }
+  return false
+}
+
+function holderAlive(file: string): boolean {
+  const pid = Number(readFileSync(file, 'utf8'))
+  // A file being written (no pid yet) is held.
+  if (!pid) return true
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/** Gives a port reserved by this process back (its server closed). */
+export function releasePort(port: number): void {
+  if (!reserved.delete(port)) return
+  try {
+    unlinkSync(join(RESERVED_DIR, String(port)))
+  } catch {
+    // Already gone (a tmp cleaner): nothing to give back.
+  }
+}
+
+/** Whether nothing listens on `port` of the loopback address now. */
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer()
+    srv.once('error', () => resolve(false))
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)))
+  })
+}
+
+/** `count` distinct ports below the ephemeral range, reserved for this process, nothing listening on them now. */
+export async function restartablePorts(count: number): Promise<number[]> {
+  const ports: number[] = []
+  while (ports.length < count) {
+    const port = RESTARTABLE.from + Math.floor(Math.random() * (RESTARTABLE.to - RESTARTABLE.from))
+    if (ports.includes(port) || !reserve(port)) continue
+    if (await bindable(port)) ports.push(port)
+    else releasePort(port)
+  }
+  return ports
+}
+
 /** `count` distinct free ports: the kernel may hand a port closed a moment ago out again, so two calls of freePort() can return one port. */
 export async function freePorts(count: number): Promise<number[]> {
   const ports: number[] = []
@@ -89,13 +182,18 @@ export async function freePorts(count: number): Promise<number[]> {
   return ports
 }
 
-/** Tries `start` on fresh free ports: another suite's server may take a free port first. */
+/**
+ * Tries `start` on fresh ports a server may be restarted on (restartablePorts): a server
+ * outside this machine's test runs may take one first. The ports stay reserved for
+ * this process while `start`'s servers run.
+ */
 export async function onFreePorts<T>(count: number, start: (ports: number[]) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
-    const ports = await freePorts(count)
+    const ports = await restartablePorts(count)
     try {
       return await start(ports)
     } catch (err) {
+      for (const port of ports) releasePort(port)
       if (attempt >= 5) throw err
     }
   }
@@ -189,6 +287,7 @@ async function startRedisOn(port: number): Promise<RedisServer> {
     async close() {
       await stop(true)
       rmSync(dir, { recursive: true, force: true })
+      releasePort(port)
     },
   }
 }

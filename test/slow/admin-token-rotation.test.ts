@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { TEAMS_YAML } from '../helpers/build-gateway.js'
 import { useSandbox } from '../helpers/fixtures.js'
 import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js'
-import { testTimeLeft, waitFor } from '../helpers/wait.js'
+import { startsTimeout, testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // An admin token rotated across replicas whose mounted Secret changes one pod at a time,
 // as kubelets sync it (about a minute apart), while a rolling restart replaces them
@@ -135,5 +135,5 @@ describe('an admin token rotated while the Secret reaches the pods one at a time
 
     // The reload's audit line names the tokens by fingerprint only; no token in any line.
     for (const pod of [...pods, ...gone]) for (const token of [OLD, NEW]) expect(pod.gw.output().includes(token)).toBe(false)
-  }, 180_000)
+  }, startsTimeout(5))
 })

@@ -73,18 +73,23 @@ describe('callers that hang up', () => {
 
   it('drops their queued calls without a platform call; a fill another caller still waits on stays', async () => {
     const gw = await listen(await gateway('platform: { maxConcurrent: 4, adaptive: false, probe: null }'))
-    sandbox.setLatency(400)
+    // The first 4 calls stay at the platform until released: no seat frees, and no queued
+    // fill is sent, before the gateway has seen its callers hang up, whatever the machine's pace.
+    sandbox.setRouteFailure(REPORT, { kind: 'held', times: 4 })
     const governor = seatsOf(gw)
     const hangUp = new AbortController()
     const sent = sender(gw)
     // 12 distinct misses of team `all`: 4 at the platform (the limit), 8 queued.
     const gone = Array.from({ length: 12 }, (_, i) => sent(distinctReport(i), KEYS.all, hangUp.signal))
-    await waitFor('the burst queued', () => governor.queued === 8)
+    await waitFor('the burst at the platform and queued', () => sandbox.concurrency().held === 4 && governor.queued === 8)
     // Another caller joins one of the queued fills.
     const joined = sent(distinctReport(11), KEYS.all)
     await new Promise((resolve) => setTimeout(resolve, 50))
     hangUp.abort()
     await Promise.all(gone)
+    // The gateway has seen the 12 leave: of the 8 queued fills, only the one still waited on is left.
+    await waitFor('the fills nobody waits for dropped', () => governor.queued === 1)
+    sandbox.releaseHeld()
     const answer = await joined
     expect(answer).toMatchObject({ status: 200, cache: 'MISS' })
     await waitFor('the platform idle', () => sandbox.concurrency().inFlight === 0 && governor.inFlight === 0 && governor.queued === 0)

@@ -7,8 +7,8 @@ import { describe, expect, it } from 'vitest'
 import { KEYS, REPORT_PATH, TEAMS_YAML } from '../helpers/build-gateway.js'
 import { useCleanups, useSandbox } from '../helpers/fixtures.js'
 import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js'
-import { freePort, launchRedis, redisAvailability, stopRedis } from '../helpers/start-redis.js'
-import { testTimeLeft, waitFor } from '../helpers/wait.js'
+import { launchRedis, onFreePorts, redisAvailability, releasePort, stopRedis } from '../helpers/start-redis.js'
+import { startsTimeout, testTimeLeft, waitFor } from '../helpers/wait.js'
 import { useReceivers } from '../helpers/webhook-receiver.js'
 
 // Two gateway processes (dist/main.js) running report jobs on one real redis-server, the
@@ -39,18 +39,20 @@ interface Status {
 /** A redis-server on a port of its own, restarted on it from the data in its directory. */
 async function persistentRedis(persistence: string[]): Promise<{ url: string; stop(hard: boolean): Promise<void>; start(): Promise<void>; close(): Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), 'rgw-redis-restart-'))
-  const port = await freePort()
   let child: ChildProcess | null = null
-  const start = async () => {
-    child = await launchRedis(port, [...persistence, '--dir', dir])
-  }
   const stop = async (hard: boolean) => {
     const c = child
     child = null
     if (c) await stopRedis(c, hard)
   }
-  await start()
-  return { url: `redis://127.0.0.1:${port}`, stop, start, close: async () => (await stop(true), rmSync(dir, { recursive: true, force: true })) }
+  // A port no other server is handed while this one is down (restartablePorts).
+  return onFreePorts(1, async ([port]) => {
+    const start = async () => {
+      child = await launchRedis(port as number, [...persistence, '--dir', dir])
+    }
+    await start()
+    return { url: `redis://127.0.0.1:${port}`, stop, start, close: async () => (await stop(true), rmSync(dir, { recursive: true, force: true }), releasePort(port as number)) }
+  })
 }
 
 describe.skipIf(!redisCheck.available)('two replicas running report jobs while Redis restarts with its data', () => {
@@ -113,7 +115,7 @@ describe.skipIf(!redisCheck.available)('two replicas running report jobs while R
       takenOver: replicas.flatMap((gw) => lines(gw, 'report job taken over')).length,
       lost: replicas.flatMap((gw) => lines(gw, 'report job gone from Redis while it ran')).length,
     }).toEqual({ calls: JOBS, pushes: JOBS, takenOver: 0, lost: 0 })
-  }, 120_000)
+  }, startsTimeout(2))
 
   it('killed with its AOF while a push is at the receiver, answered 2xx before Redis is back: the push is made again with the same webhook-id (at least once), the delivery recorded delivered once', async () => {
     const redis = await persistentRedis(['--save', '', '--appendonly', 'yes', '--appendfsync', 'always'])
@@ -138,5 +140,5 @@ describe.skipIf(!redisCheck.available)('two replicas running report jobs while R
     await waitFor('the push made again once its claim ran out', () => r.hits.length >= 2, testTimeLeft(), 50)
     await waitFor('the delivery recorded delivered', () => replicas.some((gw) => lines(gw, "report job pushed to its team's webhook").length > 0), testTimeLeft(), 50)
     expect({ ids: new Set(r.hits.map((h) => h.id)).size, calls: reportCalls(), delivered: replicas.flatMap((gw) => lines(gw, "report job pushed to its team's webhook")).length }).toEqual({ ids: 1, calls: 1, delivered: 1 })
-  }, 120_000)
+  }, startsTimeout(2))
 })

@@ -8,7 +8,7 @@ import { KEYS, REPORT_PATH, teamsYamlWith } from '../helpers/build-gateway.js'
 import { useRedis, useSandbox } from '../helpers/fixtures.js'
 import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js'
 import { redisAvailability } from '../helpers/start-redis.js'
-import { testTimeLeft, waitFor } from '../helpers/wait.js'
+import { startsTimeout, testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // A rolling upgrade from the release at OLD (docs/operations/upgrade.md): replicas of
 // the two versions run on one Redis and read each other's report jobs. A job whose result
@@ -126,7 +126,7 @@ describe.skipIf(!available || !hasOld)(`report jobs across a rolling upgrade fro
     expect(refused.status).toBe(refusal.sync.status)
     expect(JSON.parse(refused.body)).toMatchObject({ code: 'GW_PLATFORM_ANSWER', statusCode: refusal.sync.status })
     for (const e of ended) expect(await state(old, e.id)).toBe(e.state)
-  })
+  }, startsTimeout(2))
 
   it('a new replica reads the jobs an old one ended: each result the platform\'s answer, as the synchronous read answers it', async () => {
     const ended = await endJobs(await replica('old'))
@@ -135,5 +135,5 @@ describe.skipIf(!available || !hasOld)(`report jobs across a rolling upgrade fro
     for (const [i, e] of ended.entries()) {
       expect({ state: await state(fresh, e.id), result: await result(fresh, e.id) }).toEqual({ state: e.state, result: await answerOf(await syncOf(fresh, i)) })
     }
-  })
+  }, startsTimeout(2))
 })

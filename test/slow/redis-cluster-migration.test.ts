@@ -7,7 +7,7 @@ import { useGateways, useSandbox } from '../helpers/fixtures.js'
 import { spawnGateways, type GatewayProcess } from '../helpers/gateway-process.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { startRedisCluster, type ClusterTopology } from '../helpers/start-redis-topology.js'
-import { testTimeLeft, waitFor } from '../helpers/wait.js'
+import { startsTimeout, testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // A slot that a resharding holds split between two masters (some of its keys moved, some
 // not yet) answers a command on several of its keys TRYAGAIN: Redis is up, and the
@@ -143,5 +143,5 @@ describe.skipIf(!available)('Redis Cluster slot migration', () => {
     } finally {
       await Promise.all(gateways.map((gw) => gw.close()))
     }
-  }, 120_000)
+  }, startsTimeout(2))
 })

@@ -8,7 +8,7 @@ import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js
 import { opensslAvailable, privateCa } from '../helpers/private-ca.js'
 import { redisAvailability, type RedisTls } from '../helpers/start-redis.js'
 import { startRedisCluster, startRedisSentinel, type RedisTopology } from '../helpers/start-redis-topology.js'
-import { testTimeLeft, waitFor } from '../helpers/wait.js'
+import { startsTimeout, testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // A Redis Cluster, and a master behind a Sentinel, over TLS as an operator runs them:
 // the certificates (a private CA's, trusted through NODE_EXTRA_CA_CERTS) name DNS names
@@ -68,7 +68,7 @@ describe.skipIf(!redisAvailability('the redis.tlsServername start check').availa
     )) as Error
     expect(err.message).toMatch(/^gateway exited \(78\) at start:\nreport-gateway: invalid configuration: redis\.tlsServername: set, but Redis is not reached over TLS: /)
     expect(err.message).not.toContain(PASSWORD)
-  })
+  }, startsTimeout(1))
 })
 
 const topologies: [string, (tls: RedisTls) => Promise<RedisTopology>][] = [
@@ -97,13 +97,13 @@ describe.skipIf(!available).each(topologies)('%s over TLS, its nodes announced b
     await waitFor('a log line about Redis', () => /redis unavailable/.test(gw.output()), testTimeLeft(), 50)
     expect(gw.output()).not.toContain(PASSWORD)
     expect(await topology().keys('rgw:report:*')).toEqual([])
-  }, 60_000)
+  }, startsTimeout(1))
 
   it('with redis.tlsServername naming what the certificates hold: redis ok, and the report it fills is stored there', async () => {
     const gw = await start(['  tlsServername: redis.test'])
     cleanups.push(() => gw.close())
     await expectStoredOverTls(gw, topology())
-  }, 60_000)
+  }, startsTimeout(1))
 })
 
 // Sentinels that themselves listen on TLS only and ask for a password (`requirepass` in
@@ -137,11 +137,11 @@ describe.skipIf(!available)('Sentinels on TLS only, with a password, in front of
     expect(gw.output()).not.toContain(PASSWORD)
     expect(gw.output()).not.toContain('not-the-sentinel-password-0123')
     expect(await topology().keys('rgw:report:*')).toEqual([])
-  }, 60_000)
+  }, startsTimeout(1))
 
   it('with redis.sentinelTls and REDIS_SENTINEL_PASSWORD: redis ok, and the report it fills is stored on the master', async () => {
     const gw = await start(['  sentinelTls: true'], { REDIS_SENTINEL_PASSWORD: PASSWORD })
     cleanups.push(() => gw.close())
     await expectStoredOverTls(gw, topology())
-  }, 60_000)
+  }, startsTimeout(1))
 })

@@ -9,7 +9,7 @@ import { useCleanups, useSandbox } from '../helpers/fixtures.js'
 import { spawnGateway } from '../helpers/gateway-process.js'
 import { opensslAvailable, privateCa } from '../helpers/private-ca.js'
 import { launchRedis, onFreePorts, redisAvailability, stopRedis } from '../helpers/start-redis.js'
-import { testTimeLeft, waitFor } from '../helpers/wait.js'
+import { startsTimeout, testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // A standalone Redis over TLS (`rediss://`) whose certificate a private CA signs, as a
 // cluster's cert-manager issues it: the gateway process (dist/main.js) trusts that CA
@@ -66,7 +66,7 @@ describe.skipIf(!available)('Redis over TLS, its certificate signed by a private
     cleanups.push(() => plain.quit().then(() => undefined))
     await plain.connect()
     await waitFor('the report written to Redis over TLS', async () => (await plain.keys('rgw:report:*')).length === 1, testTimeLeft(), 50)
-  })
+  }, startsTimeout(1))
 
   it('without the CA: serves from memory, lists redis as down, and never prints the password', async () => {
     const gw = await start({})
@@ -77,5 +77,5 @@ describe.skipIf(!available)('Redis over TLS, its certificate signed by a private
     expect(read.status).toBe(200)
     await waitFor('a log line about Redis', () => /redis/i.test(gw.output()), testTimeLeft(), 50)
     expect(gw.output()).not.toContain(PASSWORD)
-  })
+  }, startsTimeout(1))
 })

@@ -10,7 +10,7 @@ import { needTool, TOOLS } from '../helpers/missing-tools.js'
 import { hasNginx, startNginx, type Nginx } from '../helpers/nginx.js'
 import { redisAvailability, startRedis } from '../helpers/start-redis.js'
 import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
-import { waitFor } from '../helpers/wait.js'
+import { startsTimeout, waitFor } from '../helpers/wait.js'
 
 // A rolling restart of 3 replicas at 100 requests a second loses no answer behind a
 // balancer that retries nothing (contract, "Readiness" and "Stopping"): a replica told to
@@ -115,7 +115,7 @@ describe('a rolling restart of 3 replicas at 100 requests a second', () => {
     expect(lostOf(answers), `answers lost of ${answers.length}`).toEqual({})
     expect(fromStopping.length, 'answers from replicas told to stop').toBeGreaterThanOrEqual(REPLICAS)
     expect(answers.length).toBeGreaterThan(PER_SECOND)
-  }, 180_000)
+  }, startsTimeout(6))
 
   it('loses no answer behind a round-robin balancer that polls readiness each second', async () => {
     const balancer = new RoundRobinBalancer(1000)
@@ -174,7 +174,7 @@ describe('a rolling restart of 3 replicas at 100 requests a second', () => {
     expect(fromDraining.filter((a) => a.headers.connection !== 'close').length, 'answers of draining replicas without connection: close').toBe(0)
     expect(fromStopping.length, 'answers from replicas told to stop').toBeGreaterThan(0)
     expect(answers.length).toBeGreaterThan(PER_SECOND)
-  }, 180_000)
+  }, startsTimeout(6))
 
   /**
    * Three replicas restarted one after the other behind nginx at PER_SECOND, every fifth

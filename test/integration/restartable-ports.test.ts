@@ -1,0 +1,45 @@
+import { existsSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { redisAvailability, startRedis } from '../helpers/start-redis.js'
+
+// A test's redis-server is stopped and started again on its port (a restart, a killed
+// master back): its port must not be handed to another server meanwhile. A port of the
+// kernel's ephemeral range was, to another suite's listen(0) (after 9,216 listen(0)s
+// here, the restart then waited on a server that never answered PING). startRedis takes
+// ports below that range, reserved across this machine's test processes.
+
+const { available } = redisAvailability()
+const ephemeral = (() => {
+  try {
+    return readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number) as [number, number]
+  } catch {
+    return null
+  }
+})()
+
+describe.skipIf(!available)('the port of a test\'s redis-server', () => {
+  it.skipIf(ephemeral === null)('is below the ephemeral range, where no listen(0) is handed it while the server is down', async () => {
+    const redis = await startRedis()
+    try {
+      expect(redis.port).toBeLessThan((ephemeral as [number, number])[0])
+    } finally {
+      await redis.close()
+    }
+  })
+
+  it('is reserved for this process while the server runs, stopped or not, and given back at its close', async () => {
+    const redis = await startRedis()
+    const file = join(tmpdir(), 'rgw-test-ports', String(redis.port))
+    try {
+      expect(readFileSync(file, 'utf8')).toBe(String(process.pid))
+      await redis.stop(true)
+      expect(readFileSync(file, 'utf8')).toBe(String(process.pid))
+      await redis.restart()
+    } finally {
+      await redis.close()
+    }
+    expect(existsSync(file)).toBe(false)
+  })
+})
