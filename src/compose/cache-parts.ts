@@ -14,7 +14,7 @@ import type { RedisSeal } from '../redis/seal.js'
 import { redisKey } from '../redis/keys.js'
 import { MemoryStore } from '../cache/memory-store.js'
 import { TieredStore } from '../cache/tiered-store.js'
-import { RedisStore } from '../cache/redis-store.js'
+import { copyPendingMs, RedisStore } from '../cache/redis-store.js'
 import { PurgeLedger } from '../cache/purge-ledger.js'
 import { FILL_CLOCK_SKEW_MS } from '../cache/cache-entry.js'
 import { ReplicaLock, type FillAsker } from '../cache/single-flight.js'
@@ -78,6 +78,7 @@ export function cacheParts(
         redis, breaker, prefix, seal, onUnverified: (key) => unverified('entry', key), limits: entryLimits, onRefused: refusedEntry, now, keepReads,
         copyPart: () => o.room.copyPart(),
         onOverPart: (team) => metrics.copiesOverPart.inc({ team }),
+        pendingMs: copyPendingMs(config.redis.commandTimeoutMs),
       })
     : null
   const l1 = new MemoryStore({ maxBytes: config.cache.l1MaxBytes, now })
