@@ -502,6 +502,9 @@ function windows(groups: Group[]): { alert: string; window: string }[] {
   return groups.flatMap((g) => g.rules.flatMap((r) => [...r.expr.matchAll(/\b(?:rate|increase)\([^[]*\[([^\]]+)\]/g)].map(([, window]) => ({ alert: r.alert, window: window! }))))
 }
 
+/** Every alert with a window, at `window`. */
+const windowed = (window: string) => Object.fromEntries(['platformErrors', 'redisUnverified', 'cacheHitRatioLow', 'teamRateLimited', 'latencyHigh', 'platformPaused', 'platformRefused', 'teamSuspended'].map((a) => [a, { window }]))
+
 const monitored = (interval: string, alerts: Record<string, unknown> = {}) => ({ serviceMonitor: { enabled: true, interval, scrapeTimeout: '5s' }, monitoring: { prometheusRule: { alerts } } })
 
 describe('the alerts\' rate() and increase() windows against the ServiceMonitor\'s scrape interval', () => {
@@ -521,14 +524,14 @@ describe('the alerts\' rate() and increase() windows against the ServiceMonitor\
     }
     // The chart's default interval takes the default windows; the shortest (5m) allows 75s at most.
     expect(windows(ruleGroups(monitored('30s'))).length).toBeGreaterThan(0)
-    expect(() => ruleGroups(monitored('76s'))).toThrow(/alerts\.cacheHitRatioLow\.window: 5m is shorter than 4 × serviceMonitor\.interval \(76s\): 304s at least/)
+    expect(() => ruleGroups(monitored('76s'))).toThrow(/alerts\.latencyHigh\.window: 5m is shorter than 4 × serviceMonitor\.interval \(76s\): 304s at least/)
   })
 
   it('refuses a window set shorter than four scrapes of the default interval, in any unit Prometheus reads, and takes one lengthened to match a longer interval', () => {
     expect(() => ruleGroups(monitored('30s', { teamRateLimited: { window: '90s' } }))).toThrow(/alerts\.teamRateLimited\.window: 90s is shorter than 4 × serviceMonitor\.interval \(30s\): 120s at least/)
-    expect(() => ruleGroups(monitored('1d', { teamSuspended: { window: '3d' } }))).toThrow(/alerts\.teamSuspended\.window: 3d is shorter/)
-    const long = Object.fromEntries(['platformErrors', 'redisUnverified', 'cacheHitRatioLow', 'teamRateLimited', 'latencyHigh', 'platformPaused', 'platformRefused', 'teamSuspended'].map((a) => [a, { window: '1w' }]))
-    expect(windows(ruleGroups(monitored('1d', long))).map((w) => w.window)).toEqual(windows(ruleGroups()).map(() => '1w'))
+    expect(() => ruleGroups(monitored('6h', { ...windowed('1d'), teamSuspended: { window: '23h' } }))).toThrow(/alerts\.teamSuspended\.window: 23h is shorter than 4 × serviceMonitor\.interval \(6h\): 86400s at least/)
+    expect(windows(ruleGroups(monitored('6h', windowed('1d')))).map((w) => w.window)).toEqual(windows(ruleGroups()).map(() => '1d'))
+    expect(windows(ruleGroups(monitored('1h', windowed('1w')))).map((w) => w.window)).toEqual(windows(ruleGroups()).map(() => '1w'))
     // A disabled alert's window is not checked; without the chart's ServiceMonitor the interval is not the chart's to know.
     expect(() => ruleGroups(monitored('30s', { teamRateLimited: { enabled: false, window: '90s' } }))).not.toThrow()
     expect(() => ruleGroups({ serviceMonitor: { enabled: false, interval: '5m' } })).not.toThrow()
@@ -537,7 +540,7 @@ describe('the alerts\' rate() and increase() windows against the ServiceMonitor\
 
 describe.skipIf(!promtool.available)('promtool on a window of four scrapes', () => {
   it('fires GatewayPlatformErrors with its window at four times a 2m scrape interval, one scrape missed', () => {
-    const groups = ruleGroups(monitored('2m', { platformErrors: { window: '8m' } })).map((g) => ({ ...g, rules: g.rules.filter((r) => r.alert === 'GatewayPlatformErrors').map(({ annotations: _annotations, ...rule }) => rule) }))
+    const groups = ruleGroups(monitored('2m', windowed('8m'))).map((g) => ({ ...g, rules: g.rules.filter((r) => r.alert === 'GatewayPlatformErrors').map(({ annotations: _annotations, ...rule }) => rule) }))
     writeRuleFile('rules-2m.yaml', groups)
     const test = {
       name: 'GatewayPlatformErrors scraped every 2m, a scrape missed',
