@@ -235,7 +235,7 @@ export const ConfigSchema = Type.Object(
         l1MaxBytes: Size,
         maxEntryBytes: Size,
         reportFields: Type.Array(Type.String({ minLength: 1 }), {
-          description: 'what a platform 200 must hold to be a report (stored, and a job\'s result): [] any JSON object or array but Laravel\'s error body (only message, errors, exception, file, line, trace); a list of field names, an object holding one of them; [*] any JSON',
+          description: 'what a platform 200 must hold to be a report (stored, and a job\'s result): [] any JSON object or array but Laravel\'s error body (only message, errors, exception, file, line, trace); a list of field names, an object holding one of them; [*] any JSON; an application/problem+json body (RFC 9457) is none but with [*]',
         }),
         keyVersion: Type.Integer({ minimum: 1 }),
         ttl: Type.Object({ recent: Duration, settled: Duration }, { additionalProperties: false }),

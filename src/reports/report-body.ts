@@ -2,6 +2,9 @@
 export type BodyKind = 'json' | 'html' | 'empty' | 'truncated-json' | 'mislabelled-json' | 'no-report' | 'other'
 
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i
+// RFC 9457's problem details: the type says the body reports a problem, whatever its
+// members (its `status` too, which may say 503 under a 200).
+const PROBLEM_TYPE = /^application\/problem\+json\s*(?:;|$)/i
 
 // The fields of Laravel's error body (`message`; `errors` on a 422; `exception`, `file`,
 // `line` and `trace` in debug mode): an object of these alone is an error, whatever its status.
@@ -10,7 +13,8 @@ const ERROR_FIELDS = new Set(['message', 'errors', 'exception', 'file', 'line', 
 /**
  * Only a real report is stored: JSON by its content type and by its body, which parses
  * and holds a report (`reportFields`, cache.reportFields: `[]` any object or array but an
- * error's, `[*]` any JSON, else an object with one of these fields). Anything else says what
+ * error's, `[*]` any JSON, else an object with one of these fields). A problem details
+ * body (`application/problem+json`) holds none but with `[*]`. Anything else says what
  * it is, for the log line and the metric; the body itself is never logged.
  */
 export function reportBodyKind(contentType: string | undefined, body: Buffer, reportFields: readonly string[]): BodyKind {
@@ -25,6 +29,7 @@ export function reportBodyKind(contentType: string | undefined, body: Buffer, re
     return start.startsWith('{') || start.startsWith('[') ? 'truncated-json' : 'other'
   }
   if (contentType === undefined || !JSON_TYPE.test(contentType)) return 'mislabelled-json'
+  if (PROBLEM_TYPE.test(contentType) && !reportFields.includes('*')) return 'no-report'
   return holdsReport(parsed, reportFields) ? 'json' : 'no-report'
 }
 

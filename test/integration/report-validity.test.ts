@@ -109,6 +109,36 @@ describe('a platform 200 that is not a JSON report', () => {
     expect(await metric(`gateway_platform_unusable_answers_total{kind="${kind}"}`)).toBe(before + 1)
   })
 
+  // RFC 9457's problem details answered 200: the platform failing by its content type,
+  // whatever its members (a `status` of 503 in it), as Laravel's error body is by its fields.
+  it('answers a 200 of application/problem+json with 502 GW_UPSTREAM, stores nothing, and counts it as no-report', async () => {
+    const query = freshQuery()
+    const before = await metric('gateway_platform_unusable_answers_total{kind="no-report"}')
+    const problem = { type: 'https://dsp-api.example.com/problems/maintenance', title: 'Service Unavailable', status: 503, detail: 'Reports are being rebuilt.' }
+    const json = JSON.stringify(problem)
+    s.sandbox.setFailure({ kind: 'raw', answer: `HTTP/1.1 200 OK\r\ncontent-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(json)}\r\n\r\n${json}`, times: 1 })
+    const bad = await get(query)
+    expect([bad.status, (JSON.parse(bad.body) as { code?: string }).code]).toEqual([502, 'GW_UPSTREAM'])
+    expect(bad.body).not.toContain('rebuilt')
+    expect(await metric('gateway_platform_unusable_answers_total{kind="no-report"}')).toBe(before + 1)
+    const good = await get(query)
+    expect([good.status, good.headers['x-cache']]).toEqual([200, 'MISS'])
+    expect(JSON.parse(good.body)).toHaveProperty('data')
+  })
+
+  // Laravel's `message` beside report fields (an API resource's wrapper): a report, not its error body.
+  it('stores and serves a 200 holding message beside the report\'s fields', async () => {
+    const query = freshQuery()
+    const report = { message: 'ok', data: [{ date: '2026-01-01', impressions: 10, clicks: 1 }] }
+    s.sandbox.setFailure({ kind: 'status', status: 200, body: report, times: 1 })
+    const first = await get(query)
+    expect([first.status, first.headers['x-cache']]).toEqual([200, 'MISS'])
+    expect(JSON.parse(first.body)).toEqual(report)
+    const again = await get(query)
+    expect([again.status, again.headers['x-cache']]).toEqual([200, 'HIT'])
+    expect(JSON.parse(again.body)).toEqual(report)
+  })
+
   it('serves the stale copy when a good one exists', async () => {
     const query = freshQuery()
     const first = await get(query)

@@ -40,6 +40,20 @@ describe('reportBodyKind', () => {
     expect(reportBodyKind('application/json', Buffer.from(body), [])).toBe('json')
   })
 
+  // RFC 9457's problem details (`application/problem+json`) say by their type that the body
+  // reports a problem, whatever its members and their `status`: no report, by default and
+  // by a list of fields (a problem may carry extension members, `data` too); `[*]` takes any JSON.
+  it('a 200 of application/problem+json is no report, whatever its members, but with [*]', () => {
+    const problem = '{"type":"https://example.com/probs/maintenance","title":"Service Unavailable","status":503,"detail":"Reports are being rebuilt."}'
+    for (const type of ['application/problem+json', 'application/problem+json; charset=utf-8', 'Application/Problem+JSON']) {
+      expect(reportBodyKind(type, Buffer.from(problem), [])).toBe('no-report')
+      expect(reportBodyKind(type, Buffer.from('{"title":"Not ready","data":[]}'), ['data'])).toBe('no-report')
+      expect(reportBodyKind(type, Buffer.from(problem), ['*'])).toBe('json')
+    }
+    // The same members under application/json are an object with fields other than Laravel's error's: a report by default.
+    expect(reportBodyKind('application/json', Buffer.from(problem), [])).toBe('json')
+  })
+
   it('with cache.reportFields, a report is an object holding one of them; with *, any JSON is one', () => {
     const kind = (body: string, fields: string[]) => reportBodyKind('application/json', Buffer.from(body), fields)
     expect(kind('{"data":[]}', ['data'])).toBe('json')
