@@ -368,10 +368,11 @@ export class Admission {
     // Set before the check, so that a refusal's access line names the account asked.
     caller.advertisers = named.accounts
     caller.accounts = this.checkAccounts(method, team, named)
-    // The lookups are the gateway's own calls (GATEWAY_TEAM): one list serves every team,
-    // so they are not charged to this team's usage or rate limit beyond this request,
-    // which the limit counted already. They are bounded per advertiser by ownership.ttl
-    // and refreshMinInterval, and the team can name only its own advertisers.
+    // A list's first load is the gateway's own call (GATEWAY_TEAM): one list serves every
+    // team, so it is not charged to this team beyond this request, which the limit counted
+    // already; it is made once per advertiser per ownership.ttl, and the team can name only
+    // its own advertisers. A reload, for an id the lists lack, is this team's call
+    // (campaign-owners.ts, ownersAmong).
     if (named.campaigns.length > 0) caller.campaignOwners = await ownedAmong(this.#ctx.campaignOwners, caller, team.advertisers, named.campaigns, 'campaign')
     const sets = this.#ctx.creativeSetOwners
     if (named.creativeSets.length > 0 && sets !== null) await ownedAmong(sets, caller, team.advertisers, named.creativeSets, 'creative set')
@@ -430,7 +431,7 @@ export class Admission {
 /** The owner, among `advertisers`, of each of `ids` (`what`s); 403 naming the first none of them owns. */
 async function ownedAmong(owners: CampaignOwners, caller: Caller, advertisers: Iterable<number>, ids: readonly number[], what: string): Promise<Map<number, number>> {
   const unique = [...new Set(ids)]
-  const found = await owners.ownersAmong(caller.provider, advertisers, unique)
+  const found = await owners.ownersAmong(caller.provider, advertisers, unique, caller.team.name)
   const foreign = unique.find((id) => !found.has(id))
   if (foreign !== undefined) throw new ForbiddenError(`team ${caller.team.name} may not use ${what} ${foreign}`)
   return found

@@ -10,6 +10,7 @@ import { SingleFlight } from '../cache/single-flight.js'
 import { ownRequestId } from '../observe/request-id.js'
 import { systemClock } from '../clock.js'
 import { redisKey } from '../redis/keys.js'
+import { GATEWAY_TEAM } from '../platform/gateway-team.js'
 
 // Advertisers whose lists one replica keeps in memory.
 const LISTS_IN_MEMORY = 10_000
@@ -77,16 +78,20 @@ export class CampaignOwners {
   /**
    * The owner, among `advertisers`, of each campaign id; ids none of them owns are
    * missing from the map. An id not found reloads the lists once (a campaign created
-   * since), no more often than `refreshMinInterval` per advertiser.
+   * since), no more often than `refreshMinInterval` per advertiser but at once after a
+   * write of theirs: that reload serves the team that named the id, `team`, and is its
+   * call (its usage, its share of the platform), not the gateway's own, so that a writer
+   * alternating a write and an id no list holds spends its own share on every page of its
+   * accounts' lists, not the seats `(gateway)` shares with every team.
    */
-  async ownersAmong(provider: TokenProvider, advertisers: Iterable<number>, ids: readonly number[]): Promise<Map<number, number>> {
+  async ownersAmong(provider: TokenProvider, advertisers: Iterable<number>, ids: readonly number[], team: string): Promise<Map<number, number>> {
     const candidates = [...advertisers]
     const owners = new Map<number, number>()
     if (ids.length === 0 || candidates.length === 0) return owners
-    const lists = await Promise.all(candidates.map((a) => this.#list(provider, a, false)))
+    const lists = await Promise.all(candidates.map((a) => this.#list(provider, a, null)))
     this.#match(candidates, lists, ids, owners)
     if (owners.size === ids.length) return owners
-    const reloaded = await Promise.all(candidates.map((a) => this.#list(provider, a, true)))
+    const reloaded = await Promise.all(candidates.map((a) => this.#list(provider, a, team)))
     this.#match(candidates, reloaded, ids, owners)
     return owners
   }
@@ -118,10 +123,13 @@ export class CampaignOwners {
     }
   }
 
-  // A list loaded for one team serves them all: its lookup is the gateway's own call
-  // (GATEWAY_TEAM in usage and in the governor), not the team's that asked first.
-  async #list(provider: TokenProvider, advertiser: number, reload: boolean): Promise<CampaignList> {
+  // A list loaded for one team serves them all: its first load (once per `ttl`) is the
+  // gateway's own call (GATEWAY_TEAM in usage and in the governor), not the team's that
+  // asked first. A reload (`reloadFor`: the team whose call named an id the list lacks) is
+  // that team's call.
+  async #list(provider: TokenProvider, advertiser: number, reloadFor: string | null): Promise<CampaignList> {
     const { ttlMs, refreshMinIntervalMs } = this.#d.config.ownership
+    const reload = reloadFor !== null
     const key = this.#keyOf(provider, advertiser)
     const now = this.#now()
     const known = this.#lists.get(key)
@@ -134,14 +142,14 @@ export class CampaignOwners {
         this.#lists.set(key, shared)
         return shared
       }
-      const list = { ids: await this.#fetch(provider, advertiser), fetchedAt: this.#now() }
+      const list = { ids: await this.#fetch(provider, advertiser, reloadFor ?? GATEWAY_TEAM), fetchedAt: this.#now() }
       this.#lists.set(key, list)
       await this.#writeShared(key, list)
       return list
     })
   }
 
-  async #fetch(provider: TokenProvider, advertiser: number): Promise<Set<number>> {
+  async #fetch(provider: TokenProvider, advertiser: number, team: string): Promise<Set<number>> {
     const { perPage, maxPages, fields } = this.#d.config.ownership
     const what = `${this.#name} of advertiser ${advertiser}`
     const ids = new Set<number>()
@@ -151,7 +159,7 @@ export class CampaignOwners {
         url: `${this.#path}?per_page=${perPage}&page=${page}`,
         body: JSON.stringify({ userId: advertiser }),
         requestId: ownRequestId('ownership'),
-      })
+      }, team)
       // An account outside the credential's tree owns nothing the gateway could let through.
       if (reply.status === 403 || reply.status === 404) return ids
       if (reply.status !== 200) throw new UpstreamError(`${what}: status ${reply.status}`)

@@ -159,6 +159,17 @@ return given`, 3)
 // The keys one GIVE_BACK is given: a large advertiser's purge holds Redis a moment each, not for all its copies at once.
 const GIVE_BACK_KEYS = 1000
 
+// Takes out of an advertiser's index (KEYS[1]) the copies a purge read in it (ARGV: each
+// copy's score as read, then its key), each only while its score is still the one read: a
+// copy written while the purge ran (a new key, or a key the purge dropped written again,
+// scored by its own expiry) is one the purge did not drop, and its next purge finds it.
+// The number taken out.
+const UNINDEX = redisScript<number>('gatewayCopyUnindex', `local taken = 0
+for i = 1, #ARGV, 2 do
+  if redis.call('ZSCORE', KEYS[1], ARGV[i + 1]) == ARGV[i] then taken = taken + redis.call('ZREM', KEYS[1], ARGV[i + 1]) end
+end
+return taken`, 1)
+
 interface ReadEntry {
   raw: Buffer
   entry: CacheEntry
@@ -366,20 +377,25 @@ export class RedisStore implements CacheStore {
   }
 
   async purgeAll(): Promise<number> {
-    const dropped = await this.#scan(redisKey.reportPattern(this.#prefix), (node, key) => node.unlink(key))
+    // The indexes before the copies: a copy written meanwhile is dropped by the copies' scan,
+    // or written after its index went and indexed anew; never held and out of its index.
     await this.#scan(redisKey.advertiserIndexPattern(this.#prefix), (node, key) => node.unlink(key))
+    const dropped = await this.#scan(redisKey.reportPattern(this.#prefix), (node, key) => node.unlink(key))
     // The teams' copies went with them: each team's part is free again.
     await this.#scan(redisKey.teamCopiesPattern(this.#prefix), (node, key) => node.unlink(key))
     return dropped
   }
 
   async purgeAdvertiser(advertiserId: number): Promise<number> {
-    const purged: string[] = []
-    const dropped = await this.#eachOf(advertiserId, (key) => {
-      purged.push(key)
-      return this.#redis.unlink(key)
-    })
-    for (const index of purgeReaches(advertiserId)) await this.#redis.unlink(this.#advertiserIndex(index))
+    const indexes = await this.#indexesOf(advertiserId)
+    const purged = keysOf(indexes)
+    let dropped = 0
+    // Keys of one advertiser can sit in different cluster slots: one command each.
+    for (const key of purged) dropped += await this.#redis.unlink(key)
+    // Each index loses what the purge read in it, no copy written since (UNINDEX).
+    for (const { index, scored } of indexes) {
+      for (let at = 0; at < scored.length; at += GIVE_BACK_KEYS * 2) await UNINDEX(this.#redis, index, ...scored.slice(at, at + GIVE_BACK_KEYS * 2))
+    }
     await this.#giveBack(purged)
     return dropped
   }
@@ -398,8 +414,10 @@ export class RedisStore implements CacheStore {
     return this.#scan(redisKey.reportPattern(this.#prefix), async () => 1)
   }
 
-  countAdvertiser(advertiserId: number): Promise<number> {
-    return this.#eachOf(advertiserId, (key) => this.#redis.exists(key))
+  async countAdvertiser(advertiserId: number): Promise<number> {
+    let sum = 0
+    for (const key of keysOf(await this.#indexesOf(advertiserId))) sum += await this.#redis.exists(key)
+    return sum
   }
 
   /** The sum of `visit` over every key matching `pattern`, on every master of a Cluster. */
@@ -417,14 +435,17 @@ export class RedisStore implements CacheStore {
     return sum
   }
 
-  /** The sum of `visit` over each entry a purge of `advertiserId` reaches (purgeReaches), each once. */
-  async #eachOf(advertiserId: number, visit: (key: string) => Promise<number>): Promise<number> {
-    const keys = new Set<string>()
-    for (const index of purgeReaches(advertiserId)) for (const key of await this.#redis.zrange(this.#advertiserIndex(index), 0, -1)) keys.add(key)
-    let sum = 0
-    // Keys of one advertiser can sit in different cluster slots: one command each.
-    for (const key of keys) sum += await visit(key)
-    return sum
+  /** Each index a purge of `advertiserId` reaches (purgeReaches), with what it lists: `scored` its copies' scores and keys, in turn. */
+  async #indexesOf(advertiserId: number): Promise<Indexed[]> {
+    const indexes: Indexed[] = []
+    for (const id of purgeReaches(advertiserId)) {
+      const index = this.#advertiserIndex(id)
+      const listed = await this.#redis.zrange(index, 0, -1, 'WITHSCORES')
+      const scored: string[] = []
+      for (let i = 0; i < listed.length; i += 2) scored.push(listed[i + 1] as string, listed[i] as string)
+      indexes.push({ index, scored })
+    }
+    return indexes
   }
 
   async missing(keys: string[]): Promise<Set<string> | null> {
@@ -436,6 +457,19 @@ export class RedisStore implements CacheStore {
   #advertiserIndex(advertiserId: number): string {
     return redisKey.advertiserIndex(this.#prefix, advertiserId)
   }
+}
+
+/** An advertiser's index as a purge read it: its copies' scores and keys, in turn. */
+interface Indexed {
+  index: string
+  scored: string[]
+}
+
+/** The copies `indexes` list, each once. */
+function keysOf(indexes: readonly Indexed[]): string[] {
+  const keys = new Set<string>()
+  for (const { scored } of indexes) for (let i = 1; i < scored.length; i += 2) keys.add(scored[i] as string)
+  return [...keys]
 }
 
 // Report answers are JSON (only such are stored: reports/report-body.ts). Without a seal, anyone

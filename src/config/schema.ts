@@ -13,6 +13,8 @@ const Size = Type.Union([Type.Integer({ minimum: 0 }), Type.String({ pattern: '^
 })
 const Port = Type.Integer({ minimum: 0, maximum: 65535 })
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()])
+// A DNS name: labels of letters, digits, - and _, a dot at its end allowed. An IPv4 address is one too.
+const DNS_NAME = '[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?(\\.[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?)*\\.?'
 
 // Secrets are never read from a config file: a credential names where they live.
 export const CredentialSchema = Type.Object(
@@ -101,7 +103,7 @@ export const ConfigSchema = Type.Object(
         tokensFile: Type.Optional(Nullable(Type.String({ minLength: 1 }))),
         hosts: Type.Array(
           Type.String({
-            pattern: '^[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?(\\.[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?)*\\.?$',
+            pattern: `^${DNS_NAME}$`,
             maxLength: 253,
             description: 'a DNS name (letters, digits, -, _ and dots; no port, no scheme, no wildcard), e.g. report-gateway-admin.reports.svc',
           }),
@@ -235,7 +237,7 @@ export const ConfigSchema = Type.Object(
         l1MaxBytes: Size,
         maxEntryBytes: Size,
         reportFields: Type.Array(Type.String({ minLength: 1 }), {
-          description: 'what a platform 200 must hold to be a report (stored, and a job\'s result): [] any JSON object or array but Laravel\'s error body (only message, errors, exception, file, line, trace); a list of field names, an object holding one of them; [*] any JSON; an application/problem+json body (RFC 9457) is none but with [*]',
+          description: 'what a platform 200 must hold to be a report (stored, and a job\'s result): [] any JSON object or array but Laravel\'s error body (only message, errors, exception, file, line, trace) and a problem document (application/problem+json); a list of field names, an object holding one of them and no problem document; [*] any JSON',
         }),
         keyVersion: Type.Integer({ minimum: 1 }),
         ttl: Type.Object({ recent: Duration, settled: Duration }, { additionalProperties: false }),
@@ -270,7 +272,17 @@ export const ConfigSchema = Type.Object(
         perReplica: Type.Integer({ minimum: 1, description: 'report jobs one replica runs at once (each waits for a platform seat like any call)' }),
         retry: Duration,
         retries: Type.Integer({ minimum: 0, maximum: 100, description: 'how often a report job is tried again after a try that got no answer or the platform\'s 5xx, each after the pauses\' backoff (1 s doubling, at most platform.maxPause); past it the job fails' }),
-        webhookHosts: Type.Array(Type.String({ minLength: 1, description: 'a host name a team\'s webhook URL may have' }), { description: 'the hosts teams\' webhooks may point at; empty: webhooks off' }),
+        // Each is compared with a webhook URL's host as the URL parser writes it (an IPv6
+        // address in brackets): an entry of another form (a port, a scheme, a path) equals
+        // no URL's host, so it is refused here rather than every webhook refused as not listed.
+        webhookHosts: Type.Array(
+          Type.String({
+            pattern: `^(${DNS_NAME}|\\[[0-9A-Fa-f:.]+\\])$`,
+            maxLength: 253,
+            description: 'a host as a URL writes it (a DNS name or IPv4 address, an IPv6 address in brackets; no scheme, port, path or wildcard), e.g. hooks.example.org, localhost, [::1]',
+          }),
+          { description: 'the hosts teams\' webhooks may point at; empty: webhooks off' },
+        ),
         webhookTimeout: Duration,
         webhookRetryFor: Duration,
         deliveriesPerTeam: Type.Integer({ minimum: 1, description: 'webhook deliveries kept per team in the outbox (GET /admin/jobs); the oldest beyond are dropped, pending or not' }),

@@ -8,6 +8,7 @@ import { isRead } from '../access/team-auth.js'
 import { hangUpSignal } from '../platform/client/caller-group.js'
 import type { Admission } from '../access/admission.js'
 import { targetUrl } from '../access/request-target.js'
+import { proxiedWorkClass } from '../access/page-class.js'
 import { withRetryAfter } from '../platform/pauses/retry-after.js'
 import { traceOf } from '../observe/tracing.js'
 import { codingOf, decodedSync, decoderOf, forwardedEncodings } from '../platform/client/token-echo.js'
@@ -96,6 +97,8 @@ export function proxyHandler(
       requestId: request.id,
       read,
       team: caller.team.name,
+      // Its route and the page it asks: a page of 500 rows is not a page of one (page-class.ts).
+      workClass: proxiedWorkClass(caller.target, caller.body),
       hangUp: hangUpSignal(reply.raw),
       // Its key removed while its body came or it waited for a seat: nothing is sent (401).
       admitted: () => admission.stillAdmitted(caller),

@@ -163,8 +163,12 @@ function abortedForEach(err: unknown, why: (queued: unknown) => boolean): boolea
 export class RedisBreaker {
   #state: BreakerState = 'closed'
   #openedAt = 0
-  /** When the circuit last closed: a failure of a command sent before is older news than the success that closed it. */
-  #closedAt = Number.NEGATIVE_INFINITY
+  /**
+   * How often the circuit closed: a failure of a command sent before the last close is older
+   * news than the success that closed it. Counted, not timed: the wall clock may be set back,
+   * and one millisecond may hold a command and the close after it.
+   */
+  #closes = 0
   readonly #cooldownMs: number
   readonly #log: Logger
   readonly #now: () => number
@@ -228,6 +232,7 @@ export class RedisBreaker {
       this.#transition('half-open')
     }
     const started = this.#now()
+    const closes = this.#closes
     try {
       const result = await fn()
       if (this.#state !== 'closed') {
@@ -241,7 +246,7 @@ export class RedisBreaker {
     } catch (err) {
       if (refusesWrites(err)) this.#refused(err)
       else if (slotMoving(err)) this.#log.debug({ redis: this.#address, cause: (err as Error).message }, 'redis command on a cluster slot mid-migration: served without it, circuit kept')
-      else if (started >= this.#closedAt && !(timedOut(err) && this.#now() - started >= this.#lateAfterMs)) this.fail(err)
+      else if (closes === this.#closes && !(timedOut(err) && this.#now() - started >= this.#lateAfterMs)) this.fail(err)
       return fallback
     }
   }
@@ -303,7 +308,7 @@ export class RedisBreaker {
 
   #transition(state: BreakerState): void {
     if (state === 'closed') {
-      this.#closedAt = this.#now()
+      this.#closes++
       this.#log.info({ redis: this.#address }, 'redis available again (circuit closed)')
     }
     this.#state = state

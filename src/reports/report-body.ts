@@ -2,8 +2,7 @@
 export type BodyKind = 'json' | 'html' | 'empty' | 'truncated-json' | 'mislabelled-json' | 'no-report' | 'other'
 
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i
-// RFC 9457's problem details: the type says the body reports a problem, whatever its
-// members (its `status` too, which may say 503 under a 200).
+// A problem document (RFC 9457): an error by its content type, whatever its status and fields.
 const PROBLEM_TYPE = /^application\/problem\+json\s*(?:;|$)/i
 
 // The fields of Laravel's error body (`message`; `errors` on a 422; `exception`, `file`,
@@ -13,8 +12,8 @@ const ERROR_FIELDS = new Set(['message', 'errors', 'exception', 'file', 'line', 
 /**
  * Only a real report is stored: JSON by its content type and by its body, which parses
  * and holds a report (`reportFields`, cache.reportFields: `[]` any object or array but an
- * error's, `[*]` any JSON, else an object with one of these fields). A problem details
- * body (`application/problem+json`) holds none but with `[*]`. Anything else says what
+ * error's, `[*]` any JSON, else an object with one of these fields; a problem document,
+ * application/problem+json, none but with `[*]`). Anything else says what
  * it is, for the log line and the metric; the body itself is never logged.
  */
 export function reportBodyKind(contentType: string | undefined, body: Buffer, reportFields: readonly string[]): BodyKind {

@@ -28,7 +28,8 @@ export function campaignRoutes(state: SandboxState): PlatformRoutes {
   }
 }
 
-function listOf(state: SandboxState, request: PlatformRequest, reply: FastifyReply, rowsOf: (userId: number) => readonly object[]): void {
+/** A page of `rowsOf(userId)`, answered once its rows are worked on (Capacity's perRowMs each). */
+async function listOf(state: SandboxState, request: PlatformRequest, reply: FastifyReply, rowsOf: (userId: number) => readonly object[]): Promise<void> {
   const v = new Validator()
   const userId = readUserId(v, request.body.userId, request.caller)
   const perPage = pageNumber(v, 'per_page', request.input.per_page, DEFAULT_PER_PAGE, MAX_PER_PAGE)
@@ -43,8 +44,15 @@ function listOf(state: SandboxState, request: PlatformRequest, reply: FastifyRep
   }
   request.touch(userId)
   const rows = rowsOf(userId)
+  const data = rows.slice((page - 1) * perPage, page * perPage)
+  if ((await state.conditions.rowsWork(data.length)) === null) {
+    // The sandbox closed meanwhile: no answer, as its latency's wait ends.
+    reply.hijack()
+    reply.raw.socket?.destroy()
+    return
+  }
   sendJson(reply, 200, {
-    data: rows.slice((page - 1) * perPage, page * perPage),
+    data,
     meta: { current_page: page, last_page: Math.max(1, Math.ceil(rows.length / perPage)), per_page: perPage, total: rows.length },
   })
 }

@@ -29,6 +29,7 @@ export class Conditions {
   #peak = 0
   #workers = Infinity
   #perDayMs = 0
+  #perRowMs = 0
   #busy = 0
   readonly #queue: (() => void)[] = []
   readonly #waitingRelease: (() => void)[] = []
@@ -52,6 +53,7 @@ export class Conditions {
     if (typeof checked === 'string') throw new TypeError(checked)
     this.#workers = checked.workers
     this.#perDayMs = checked.perDayMs
+    this.#perRowMs = checked.perRowMs
     // Fewer waiting than free workers now: they go.
     while (this.#queue.length > 0 && this.#busy < this.#workers) this.#startNext()
   }
@@ -138,9 +140,18 @@ export class Conditions {
     return NONE
   }
 
+  /** Works on the `rows` a list call answers (setCapacity's perRowMs each): the milliseconds waited out, or null when the sandbox closed meanwhile. */
+  rowsWork(rows: number): Promise<number | null> {
+    return this.#wait(rows * this.#perRowMs)
+  }
+
   /** Waits the configured latency and `extraMs`: the milliseconds waited out, or null when the sandbox closed meanwhile. */
-  async delay(extraMs = 0): Promise<number | null> {
-    const ms = this.#latencyMs + Math.random() * (this.#latencyMaxMs - this.#latencyMs) + extraMs
+  delay(extraMs = 0): Promise<number | null> {
+    return this.#wait(this.#latencyMs + Math.random() * (this.#latencyMaxMs - this.#latencyMs) + extraMs)
+  }
+
+  /** Waits `ms`: `ms`, or null when the sandbox closed meanwhile. */
+  async #wait(ms: number): Promise<number | null> {
     if (ms === 0) return 0
     try {
       await sleep(ms, undefined, { signal: this.#closing.signal })
@@ -268,13 +279,14 @@ export function parseFailureMode(value: unknown): FailureMode | string {
 
 /** A Capacity from untrusted JSON (absent parts: none), or the reason it is not one. */
 export function parseCapacity(value: unknown): Required<Capacity> | string {
-  if (typeof value !== 'object' || value === null) return 'the capacity is an object: workers, perDayMs'
-  const { workers = Infinity, perDayMs = 0, ...rest } = value as Capacity & Record<string, unknown>
+  if (typeof value !== 'object' || value === null) return 'the capacity is an object: workers, perDayMs, perRowMs'
+  const { workers = Infinity, perDayMs = 0, perRowMs = 0, ...rest } = value as Capacity & Record<string, unknown>
   const unknown = Object.keys(rest)[0]
-  if (unknown !== undefined) return `"${unknown}" is no part of the capacity (workers, perDayMs)`
+  if (unknown !== undefined) return `"${unknown}" is no part of the capacity (workers, perDayMs, perRowMs)`
   if (!(workers === Infinity || (Number.isInteger(workers) && workers > 0))) return '"workers" must be a positive integer'
   if (!(typeof perDayMs === 'number' && Number.isFinite(perDayMs) && perDayMs >= 0)) return '"perDayMs" must be a number >= 0'
-  return { workers, perDayMs }
+  if (!(typeof perRowMs === 'number' && Number.isFinite(perRowMs) && perRowMs >= 0)) return '"perRowMs" must be a number >= 0'
+  return { workers, perDayMs, perRowMs }
 }
 
 /** A Weather from untrusted JSON (every kind present), or the reason it is not one. */

@@ -15,7 +15,8 @@ export interface PlatformRequest extends LaravelRequest {
   touch(account: number): void
 }
 
-export type PlatformHandler = (request: PlatformRequest, reply: FastifyReply) => void
+/** A handler that works on its answer (a list's rows: Capacity's perRowMs) answers once its promise settles. */
+export type PlatformHandler = (request: PlatformRequest, reply: FastifyReply) => void | Promise<void>
 
 /** Handlers by path (Fastify's syntax) and by the method Laravel routes by. */
 export type PlatformRoutes = Record<string, Partial<Record<'GET' | 'POST' | 'DELETE', PlatformHandler>>>
@@ -48,7 +49,7 @@ export function registerPlatformRoutes(app: FastifyInstance, state: SandboxState
         }
         reply.header('x-ratelimit-limit', String(THROTTLE_LIMIT)).header('x-ratelimit-remaining', String(state.throttle.hit(caller, Date.now())))
         const touched = recordOf(request)?.accounts ?? []
-        handler({ ...laravel, params: request.params as Record<string, string>, headers: request.headers, caller, touch: (account) => touched.push(account) }, reply)
+        await handler({ ...laravel, params: request.params as Record<string, string>, headers: request.headers, caller, touch: (account) => touched.push(account) }, reply)
         // Answered: an answer still being sent (a stream, the `cut` failure) is not sent again.
         return reply
       },

@@ -114,11 +114,15 @@ export interface SandboxRequestRecord {
  * What the platform can do at once, as a pool of PHP workers does: at most `workers` calls
  * are worked on at once and the others wait for one, first come first served; a report
  * call is worked on `perDayMs` for each day of its range (on top of the latency), so that
- * a year-long report holds its worker far longer than a week's.
+ * a year-long report holds its worker far longer than a week's; a list call (a page of
+ * campaigns or creative sets) `perRowMs` for each row it answers, so that a page of 500
+ * holds its worker far longer than a page of one (Laravel's paginate() reads and
+ * serializes the page's rows).
  */
 export interface Capacity {
   workers?: number
   perDayMs?: number
+  perRowMs?: number
 }
 
 export interface Sandbox {
@@ -137,7 +141,7 @@ export interface Sandbox {
   revokeAllTokens(): void
   /** Every /api/v1 answer waits `ms`, or a time drawn evenly between `ms` and `maxMs`. */
   setLatency(ms: number, maxMs?: number): void
-  /** The platform's capacity (Capacity); `{}` takes it away (every call worked on at once, no cost per day). */
+  /** The platform's capacity (Capacity); `{}` takes it away (every call worked on at once, no cost per day or row). */
   setCapacity(capacity: Capacity): void
   /** Failures at random rates (Weather); `{}` ends them. */
   setWeather(weather: Weather): void

@@ -281,6 +281,24 @@ describe('POST /admin/token/refresh', () => {
     expectNoSecrets(broken, [ADMIN_TOKEN, sandbox.credentials.password, sandbox.credentials.clientSecret])
   })
 
+  // The login's own words (the token request's address, `connection reset`) are an
+  // operator's: the admin's 502 says them; a caller's GW_PLATFORM_AUTH says only that the
+  // login got no answer or a 5xx (contract, "Errors").
+  it('a login that got no answer: the admin\'s 502 names the token request and says it in words; a caller\'s GW_PLATFORM_AUTH says the login got no answer', async () => {
+    const gw = await gateway({ ...loginEnv('PLATFORM_'), ADMIN_TOKEN })
+    sandbox.revokeToken(gw.tokens.get('default').current()?.token as string)
+    sandbox.setRouteFailure('/oauth/token', { kind: 'reset' })
+    try {
+      const res = await admin(gw, 'POST', '/admin/token/refresh')
+      expect([res.statusCode, res.json()]).toEqual([502, expect.objectContaining({ code: 'GW_PLATFORM_AUTH', message: `platform login failed: token request to ${sandbox.url}/oauth/token failed (connection reset)` })])
+      const read = await call(gw, KEYS.all, REPORT)
+      expect([read.statusCode, read.json()]).toEqual([502, expect.objectContaining({ code: 'GW_PLATFORM_AUTH', message: expect.stringMatching(/: its password login got no answer or a 5xx from the platform$/) })])
+      expect(read.body).not.toContain(sandbox.url)
+    } finally {
+      sandbox.clearRouteFailures()
+    }
+  })
+
   it('a login answered 429 is the platform busy: 502 GW_PLATFORM_AUTH with the seconds left of its retry-after', async () => {
     const gw = await gateway({ ...loginEnv('PLATFORM_'), ADMIN_TOKEN })
     sandbox.setRouteFailure('/oauth/token', { kind: 'status', status: 429, headers: { 'retry-after': '30' } })

@@ -99,6 +99,20 @@ describe('what a call cost, on every report answer', () => {
     expect(row?.platformSeconds ?? -1).toBeCloseTo(second.day, 3)
   })
 
+  it('says on a 202 what the team spent so far: fill 0 (the job\'s call is still to come), its minute and day; its HEAD alike', async () => {
+    const clock = fakeClock(NOON)
+    const gw = await gatewayOn(clock)
+    const spent = usageOf(await get(gw, REPORT(101)))
+    expect(spent.fill).toBeGreaterThan(0)
+    for (const method of ['GET', 'HEAD']) {
+      const asked = await fetch(`${gw.url}${REPORT(102, '2026-02-01', method === 'GET' ? '2026-02-10' : '2026-02-11')}`, { method, headers: { 'x-api-key': KEY, prefer: 'respond-async' } })
+      expect(asked.status, method).toBe(202)
+      expect(usageOf(asked), method).toMatchObject({ fill: 0, minute: spent.minute, day: spent.day, reset: 12 * 3600 })
+      // A job holds no figures yet: its status says their finality, as the result will.
+      expect([asked.headers.get('report-settled-through'), asked.headers.get('report-provisional-days')], method).toEqual([null, null])
+    }
+  })
+
   it('says which of the report\'s days are settled and which provisional, from the fill\'s day', async () => {
     const clock = fakeClock(NOON)
     const gw = await gatewayOn(clock)

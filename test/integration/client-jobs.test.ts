@@ -38,13 +38,19 @@ describe('the client\'s report jobs', () => {
     const job = await client.reportJob('campaigns', YEAR)
     expect(job.id).toMatch(/^[\w-]+$/)
     expect(['queued', 'running']).toContain(job.last?.state)
+    // What the team had spent when it asked: the 202's platform-usage, its job's call still to come.
+    expect(job.usage).toMatchObject({ fill: 0, day: 0 })
     const answer = await job.result()
     expect(answer.rows.length).toBeGreaterThan(0)
     expect(answer.etag).toMatch(/^"/)
     expect((await job.status()).state).toBe('done')
     const again = await client.reportJob('campaigns', YEAR)
     expect(again.id).toBeNull()
-    expect((await again.result()).cache).toBe('HIT')
+    const copy = await again.result()
+    expect(copy.cache).toBe('HIT')
+    // Answered at once: the answer's own usage, the day now holding the job's call.
+    expect(again.usage).toEqual(copy.usage)
+    expect(again.usage?.day).toBeGreaterThan(0)
     // No job to ask the status of: refused without a call, as its README's table says.
     const none = await again.status({ wait: 30 }).catch((err: unknown) => err)
     expect(none).toBeInstanceOf(GatewayError)

@@ -108,6 +108,36 @@ describe.skipIf(!available)('report copies on an evicting Redis: each team withi
     expect(skipped).toEqual(['purging'])
   })
 
+  // One connection sends in order: the new copy's write lands after the purge read its
+  // advertiser's index and before the purge is done with it.
+  it('a copy written while its advertiser is purged stays in its index: the next purge of the advertiser drops it and gives its room back', async () => {
+    const store = storeOf(redis.client, { copyPart: () => Number.MAX_SAFE_INTEGER, onOverPart: () => undefined })
+    const now = Date.now()
+    const key = (i: number) => `${PREFIX}report:v1:during-${i}`
+    for (let i = 0; i < 3; i++) await store.set(key(i), copyOf('during', i, now))
+    const purge = store.purgeAdvertiser(101)
+    const written = store.set(key(3), copyOf('during', 3, now + 1))
+    expect(await purge).toBe(3)
+    await written
+    expect(await redis.client.exists(key(3)), 'the copy written meanwhile is held').toBe(1)
+    expect(await store.countAdvertiser(101), 'and found by its advertiser\'s index').toBe(1)
+    expect(await store.purgeAdvertiser(101)).toBe(1)
+    expect(await redis.client.exists(key(3))).toBe(0)
+    expect(await redis.client.hget(`${PREFIX}copies:{room}:sums`, 'during'), 'its room given back').toBe('0')
+  })
+
+  it('a copy written while every copy is purged is dropped with them or held in its index', async () => {
+    const store = storeOf(redis.client, { copyPart: () => Number.MAX_SAFE_INTEGER, onOverPart: () => undefined })
+    const now = Date.now()
+    const key = (i: number) => `${PREFIX}report:v1:all-${i}`
+    for (let i = 0; i < 3; i++) await store.set(key(i), copyOf('all', i, now))
+    const purge = store.purgeAll()
+    const written = store.set(key(3), copyOf('all', 3, now + 1))
+    await purge
+    await written
+    expect(await store.countAdvertiser(101), 'indexed as held').toBe(await redis.client.exists(key(3)))
+  })
+
   it('a copy written again, by its team or by another team (a shared copy), is counted once, on the team whose write Redis holds', async () => {
     await redis.client.config('SET', 'maxmemory', '4mb')
     await redis.client.config('SET', 'maxmemory-policy', 'volatile-lru')

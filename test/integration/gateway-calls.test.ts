@@ -7,30 +7,36 @@ import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 
 // The calls the gateway makes on its own behalf (ownership lookups, the
 // token probe) count under the team `(gateway)`, in usage and in the governor's seats,
-// never under the team whose call caused them.
+// never under the team whose call caused them. A list loaded again because a team named an
+// id it lacks is that team's call (test/attacks/ownership-reloads.test.ts).
 
 const ADMIN_TOKEN = 'gateway-calls-admin-token-000000'
 const GATEWAY = '(gateway)'
 // Owned by advertiser 101 in the sandbox; a scoped team naming it makes the gateway look up its owner.
 const CAMPAIGN = '/api/v1/campaign/101001?userId=101'
 const GUARDED = '/api/v1/campaign/guarded'
+// No campaign of 101's; naming it reloads the team's lists (at once: refreshMinInterval 0s).
+const UNOWNED = '/api/v1/campaign/101999?userId=101'
 
 const sandbox = useSandbox()
 const gateways = useGateways()
 
-function gateway(): Promise<TestGateway> {
-  return gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }, TEAMS_YAML))
+function gateway(yaml = TEAMS_YAML): Promise<TestGateway> {
+  return gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }, yaml))
 }
+const RELOADING = `ownership:\n  refreshMinInterval: 0s\n${TEAMS_YAML}`
 
 function get(gw: TestGateway, url: string, key: string) {
   return gw.proxy.inject({ method: 'GET', url, headers: { 'x-api-key': key } })
 }
 
-async function usage(gw: TestGateway, team?: string): Promise<Record<string, { platformCalls: number; requests: number }>> {
+interface Row { team: string; platformCalls: number; requests: number; platformSeconds: number }
+
+async function usage(gw: TestGateway, team?: string): Promise<Record<string, Row>> {
   const query = team === undefined ? '' : `?team=${encodeURIComponent(team)}`
   const res = await gw.admin.inject({ method: 'GET', url: `/admin/usage${query}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
   expect(res.statusCode).toBe(200)
-  const rows = (res.json() as { usage: { team: string; platformCalls: number; requests: number }[] }).usage
+  const rows = (res.json() as { usage: Row[] }).usage
   return Object.fromEntries(rows.map((r) => [r.team, r]))
 }
 
@@ -54,6 +60,20 @@ describe('the gateway\'s own calls in usage', () => {
     expect(Object.values(rows).reduce((n, r) => n + r.platformCalls, 0)).toBe(sandbox.requests.length)
     // GET /admin/usage?team=(gateway) reads its row alone.
     expect(Object.keys(await usage(gw, GATEWAY))).toEqual([GATEWAY])
+  })
+
+  it('a list loaded again for an id it lacks counts under the team that named the id', async () => {
+    const gw = await gateway(RELOADING)
+    sandbox.setLatency(30)
+    const res = await get(gw, UNOWNED, KEYS.growth)
+    expect(res.json()).toMatchObject({ code: 'GW_FORBIDDEN' })
+    // Each of the team's two lists loaded, then loaded again.
+    expect(sandbox.requests.filter(isLookup).length).toBe(4)
+    const rows = await usage(gw)
+    expect(rows.growth).toMatchObject({ requests: 1, platformCalls: 2 })
+    // Their seat-time counts in the team's day (platformSecondsPerDay), 30 ms each at least.
+    expect(rows.growth?.platformSeconds).toBeGreaterThanOrEqual(0.06)
+    expect(rows[GATEWAY]).toMatchObject({ platformCalls: 2 + sandbox.requests.filter(isProbe).length })
   })
 
   it('the probe call after a platform 401 counts under (gateway), not under the team whose call got the 401', async () => {
@@ -84,5 +104,17 @@ describe('the gateway\'s own calls in the governor', () => {
     const refused = get(gw, `${GUARDED}?advertiserId=101`, KEYS.all)
     await waitFor('the probe call at the platform', () => governor.running(GATEWAY) === 1 && sandbox.concurrency().inFlight === 1 && governor.running('all') === 0)
     expect((await refused).json()).toMatchObject({ code: 'GW_PLATFORM_REFUSED' })
+  })
+
+  it('takes the team\'s seat for a list loaded again for an id the team named', async () => {
+    const gw = await gateway(RELOADING)
+    const governor = seatsOf(gw)
+    // The lists' first load.
+    expect([200, 404]).toContain((await get(gw, CAMPAIGN, KEYS.growth)).statusCode)
+    sandbox.setLatency(800)
+    const reloaded = get(gw, UNOWNED, KEYS.growth)
+    await waitFor('the reloads at the platform', () => governor.running('growth') > 0)
+    expect(governor.running(GATEWAY)).toBe(0)
+    expect((await reloaded).json()).toMatchObject({ code: 'GW_FORBIDDEN' })
   })
 })

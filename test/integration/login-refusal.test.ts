@@ -5,8 +5,9 @@ import { afterAll, beforeAll, expect, it } from 'vitest'
 import { passwordLogin } from '../../src/platform/tokens/password-login.js'
 
 // A token endpoint's refusal names its error code in the gateway's message (an admin's
-// 502, a caller's GW_PLATFORM_AUTH), never what the endpoint may have echoed of the login
-// in it: an endpoint that quotes its input hands back the password or the client secret.
+// 502, the log's lines; a caller's GW_PLATFORM_AUTH names no login's words), never what the
+// endpoint may have echoed of the login in it: an endpoint that quotes its input hands back
+// the password or the client secret.
 
 const LOGIN = { username: 'ops@example.com', password: 'hunter2-Pa55word', clientId: 7, clientSecret: 'client-secret-0123456789', tokenUrl: '/oauth/token', grantType: 'platform_dsp' }
 let error = ''

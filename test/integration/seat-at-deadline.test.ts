@@ -30,7 +30,7 @@ describe('a seat given as its call\'s deadline passes', () => {
       governors: governors as unknown as PlatformGovernors,
       verdicts: {} as TokenVerdicts,
       refusals: {} as RefusalLog,
-      usage: { platformCall: () => undefined },
+      usage: { platformCall: () => undefined, platformSpent: () => undefined },
       maxPauseMs: 60_000,
       maxDecodedBytes: 128 * 1024 * 1024,
     })

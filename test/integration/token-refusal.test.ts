@@ -307,4 +307,21 @@ describe('a password login the platform answered 429', () => {
     await waitFor('the re-login\'s token in use', async () => (await tokenView(gw)).usable)
     expect(sandbox.countRequests(isLogin)).toBe(2)
   })
+
+  // The read's retry-after says when to come back: the login is sent once the platform's
+  // retry-after ends, not at the next maintenance tick (an hour here), so the read told
+  // "1" finds a token when it comes back.
+  it('a confirmed refusal during the 429\'s retry-after is logged in again once it ends, not at the next maintenance tick', async () => {
+    const yaml = `${YAML}platform:\n  maintenanceInterval: 1h\n  refreshBefore: 400d\n  maxPause: 60s\n`
+    const gw = await gateway(sandboxLoginEnv(sandbox), yaml)
+    sandbox.setRouteFailure('/oauth/token', { kind: 'status', status: 429, headers: { 'retry-after': '1' } })
+    sandbox.revokeToken(tokenOf(gw) as string)
+    const refused = await report(gw)
+    expect([refused.statusCode, refused.headers['retry-after'], refused.json<{ code: string }>().code]).toEqual([502, '1', 'GW_PLATFORM_AUTH'])
+    expect(sandbox.countRequests(isLogin)).toBe(1)
+    sandbox.clearRouteFailures()
+    await waitFor('the re-login once the retry-after ended', () => sandbox.countRequests(isLogin) === 2)
+    await waitFor('the re-login\'s token in use', async () => (await tokenView(gw)).usable)
+    expect((await report(gw)).statusCode).toBe(200)
+  })
 })

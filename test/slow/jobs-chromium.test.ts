@@ -47,9 +47,10 @@ describe.skipIf(CHROMIUM === null)('a report job in a page of the gateway\'s ori
     sg.sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
     const asked = await page.evaluate(async (url: string, key: string) => {
       const res = await fetch(url, { headers: { 'x-api-key': key, prefer: 'respond-async' } })
-      return { status: res.status, location: res.headers.get('location'), applied: res.headers.get('preference-applied'), body: (await res.json()) as { id: string; state: string } }
+      return { status: res.status, location: res.headers.get('location'), applied: res.headers.get('preference-applied'), usage: res.headers.get('platform-usage'), body: (await res.json()) as { id: string; state: string } }
     }, `${REPORT_PATH}?advertiserId=101&dateFrom=2025-01-01&dateTo=2025-12-31&byDate=1`, KEYS.all)
-    expect(asked).toMatchObject({ status: 202, location: `/api/v1/jobs/${asked.body.id}`, applied: 'respond-async', body: { state: 'queued' } })
+    // What the team spent so far: its job's call is still to come (fill=0).
+    expect(asked).toMatchObject({ status: 202, location: `/api/v1/jobs/${asked.body.id}`, applied: 'respond-async', usage: expect.stringMatching(/^fill=0, minute=/), body: { state: 'queued' } })
     await waitFor('the job\'s call at the platform', () => sg.callerRequests().some((r) => r.path === REPORT_PATH && r.query.includes('2025-01-01')))
 
     // A wait the page gives up: held at the gateway, then aborted in the page.

@@ -43,7 +43,7 @@ describe('a number setting out of its range says the range', () => {
 
   it('shows the value of a list item it refuses', () => {
     expect(problems('jobs: { webhookHosts: [""] }')).toEqual([
-      'jobs.webhookHosts.0: must be a host name a team\'s webhook URL may have (got "")',
+      'jobs.webhookHosts.0: must be a host as a URL writes it (a DNS name or IPv4 address, an IPv6 address in brackets; no scheme, port, path or wildcard), e.g. hooks.example.org, localhost, [::1] (got "")',
     ])
   })
 })

@@ -944,6 +944,17 @@ jobs:
     expect(problem(env, yaml('https://hooks.example.org/x', [])).message).toMatch(/teams\.growth\.webhook\.url: jobs\.webhookHosts is empty: webhooks are off/)
   })
 
+  it('refuses at load a jobs.webhookHosts entry no URL\'s host can equal (a port, a scheme, a path, an IPv6 address without brackets), naming it, instead of a webhook refused as not listed', () => {
+    const what = 'must be a host as a URL writes it (a DNS name or IPv4 address, an IPv6 address in brackets; no scheme, port, path or wildcard), e.g. hooks.example.org, localhost, [::1]'
+    for (const entry of ['localhost:9000', 'http://localhost', 'hooks.example.org/jobs', '::1', '*.example.org', 'hooks example']) {
+      expect(problem(env, yaml('http://localhost:9000/jobs', ['hooks.example.org', entry])).problems, entry).toEqual([`jobs.webhookHosts.1: ${what} (got ${JSON.stringify(entry)})`])
+    }
+    // Each form a URL's host takes is listed as it is written there.
+    for (const [url, entry] of [['http://localhost:9000/jobs', 'localhost'], ['http://[::1]:9000/jobs', '[::1]'], ['https://10.0.0.7/x', '10.0.0.7'], ['https://Hooks.Example.org./x', 'hooks.example.org.']] as const) {
+      expect(load(env, yaml(url, [entry])).teams[0]?.webhook?.url, url).toBe(url)
+    }
+  })
+
   it('refuses at load a webhook at the platform\'s own host, even when allowed', () => {
     const err = problem(env, yaml('https://platform.example.com/hook', ['platform.example.com']))
     expect(err.message).toMatch(/teams\.growth\.webhook\.url: platform\.example\.com is the platform's own host, not a receiver: .*let a team call the platform.*; point the webhook at a receiver on another host/)

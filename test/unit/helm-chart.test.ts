@@ -105,6 +105,7 @@ describe('values.yaml and values.schema.json', () => {
     ['a Sentinel without its port in config', { config: { redis: { sentinels: [{ host: 'redis-sentinel' }] } } }],
     ['a Cluster node as host:port text in config', { config: { redis: { cluster: ['redis-cluster-0:6379'] } } }],
     ['an empty Sentinel list in config', { config: { redis: { sentinels: [] } } }],
+    ['a webhook host with its port in config (it equals no URL\'s host: the gateway stops at start)', { config: { jobs: { webhookHosts: ['hooks.example.org:8443'] } } }],
     ['a base URL with a user and password (the gateway refuses it at start)', { platform: { baseUrl: 'https://user:s3cret@dsp-api.example.com' } }],
     ['a token URL with a user and password', { platform: { tokenUrl: 'https://user:s3cret@auth.example.com/oauth/token' } }],
     // The gateway resolves a token path against the platform's address: `//oauth/token` names the host oauth (exit 78 at start).

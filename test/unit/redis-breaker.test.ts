@@ -60,6 +60,27 @@ describe('the Redis circuit breaker', () => {
     expect(breaker.state).toBe('open')
   })
 
+  // Which commands came before the close is told by their order, not by the wall clock: one
+  // set back (NTP stepping it, a VM resumed) or one millisecond holding both is no evidence.
+  it.each([
+    ['a command sent after the close, the clock set back a second meanwhile, opens it', -1000, 'after', 'open'],
+    ['a command sent before the close in its millisecond leaves it closed', 0, 'before', 'closed'],
+  ])('%s', async (_what, step, sent, state) => {
+    let now = 1_000_000
+    const breaker = new RedisBreaker({ cooldownMs: 5000, log: pino({ level: 'silent' }), now: () => now, commandTimeoutMs: COMMAND_TIMEOUT_MS })
+    expect(await breaker.run(() => Promise.reject(new Error('Connection is closed.')), 'fallback')).toBe('fallback')
+    now += 5000
+    let fail: (err: Error) => void = () => undefined
+    const hanging = () => breaker.run(() => new Promise((_, reject) => (fail = reject)), 'fallback')
+    const before = sent === 'before' ? hanging() : null
+    expect(await breaker.trial(() => Promise.resolve('PONG'))).toBe(true)
+    now += step
+    const command = before ?? hanging()
+    fail(new Error('Connection is closed.'))
+    expect(await command).toBe('fallback')
+    expect(breaker.state).toBe(state)
+  })
+
   it('stays closed on a TRYAGAIN (a Cluster slot split mid-migration): Redis answered; the command gets its fallback', async () => {
     const { breaker } = setUp()
     const tryAgain = new ReplyError('TRYAGAIN Multiple keys request during rehashing of slot')

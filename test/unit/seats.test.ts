@@ -27,6 +27,9 @@ function seats(clock: FakeClock, opts: Partial<SeatsOptions> = {}) {
   return { s, work, refused, order: [] as string[] }
 }
 
+/** A limit rule that records nothing but what `told` gives it (SeatsOptions.rule). */
+const rule = (told: Partial<NonNullable<SeatsOptions['rule']>>): SeatsOptions['rule'] => ({ started: () => 0, waited: () => undefined, metFault: () => false, forget: () => undefined, ...told })
+
 /** Asks a seat for a call of `team` (work `w`, no deadline unless told) and records when it comes (`name` pushed on `order`), or its error. */
 function call(s: CredentialSeats, order: string[], team: string, req: Partial<SeatRequest> = {}, name = team): Call {
   const state: Call = { seat: null, error: null, done: Promise.resolve() }
@@ -334,7 +337,7 @@ describe('deadline first', () => {
   it('refuses a waiting call as soon as an answer makes its kind need more than its deadline leaves, no seat given it: charged nothing, unheard by the limit rule', async () => {
     const clock = fakeClock()
     const started: string[] = []
-    const { s, work, refused, order } = seats(clock, { limit: 1, onStarted: (kind) => (started.push(kind), 0) })
+    const { s, work, refused, order } = seats(clock, { limit: 1, rule: rule({ started: (kind) => (started.push(kind), 0) }) })
     work.answered('b', 'year', 1000)
     const first = call(s, order, 'b', { workClass: 'year' })
     call(s, order, 'c')
@@ -447,7 +450,7 @@ describe('a seat\'s end', () => {
   it.each([[false, 600], [true, 200]])('holds the seat of a call cut by its deadline until its start plus CUT_GROWTH times what it ran (in a fault: %s), its kind\'s estimate then %d ms', async (metFault, estimate) => {
     const clock = fakeClock()
     // (A limit rule listens: the estimates learn what the seats tell it. Without one, see below.)
-    const { s, work, order } = seats(clock, { limit: 1, onEnded: () => undefined, metFault: () => metFault })
+    const { s, work, order } = seats(clock, { limit: 1, onEnded: () => undefined, rule: rule({ metFault: () => metFault }) })
     work.answered('a', 'month', 200)
     const cut = call(s, order, 'a', { workClass: 'month' })
     const next = call(s, order, 'b')
@@ -536,7 +539,7 @@ describe('a seat\'s end', () => {
   it('tells the limit rule what each outcome says of the platform, a 429 its refusal, and teaches the work estimates from its answers alone', async () => {
     const clock = fakeClock()
     const answers: Answer[] = []
-    const { s, work, order } = seats(clock, { limit: 8, onStarted: () => 7, onEnded: (a) => answers.push(a) })
+    const { s, work, order } = seats(clock, { limit: 8, rule: rule({ started: () => 7 }), onEnded: (a) => answers.push(a) })
     work.answered('a', 'w', 100)
     const outcomes = [
       { kind: 'answer', status: 200, latencyMs: 100 },

@@ -402,8 +402,9 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
       const headers: Record<string, string> = { ...(call.headers as Record<string, string> | undefined), prefer: 'respond-async' }
       const request = reportRequest(split, query, { ...call, headers })
       const response = await fetchWithPolicy(request, call.timeoutMs)
-      if (response.status === 202) return reportJob(jobCalls, (await jobCalls.json(response)) as ReportAccepted satisfies JobStatus, null)
-      return reportJob(jobCalls, null, (await answerOf(request, response)) as ReportAnswer)
+      if (response.status === 202) return reportJob(jobCalls, (await jobCalls.json(response)) as ReportAccepted satisfies JobStatus, null, platformUsageOf(response.headers.get('platform-usage')))
+      const answer = (await answerOf(request, response)) as ReportAnswer
+      return reportJob(jobCalls, null, answer, answer.usage)
     },
     async reportByBody(split, body, call = {}) {
       // A POST is never conditional: its answer is a report.

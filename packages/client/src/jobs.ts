@@ -1,5 +1,6 @@
 import type { components } from './schema.js'
 import { GatewayError } from './errors.js'
+import type { PlatformUsage } from './usage.js'
 
 // Report jobs (the gateway's docs/jobs.md): a report asked with `prefer: respond-async`,
 // answered 202 with where its job is, read and waited for with the server's `?wait`,
@@ -30,6 +31,12 @@ export interface ReportJob<A> {
   readonly id: string | null
   /** The status the gateway last gave (the 202's at first); null when answered at once. */
   readonly last: JobStatus | null
+  /**
+   * What the team had spent when it asked (`platform-usage`): the 202's, `fill` 0 (its call is
+   * still to come: `result()`'s usage says what it held); the answer's own when answered at
+   * once; null from a gateway that does not say.
+   */
+  readonly usage: PlatformUsage | null
   /** Its status now; `wait` (seconds, at most 30): once its state changed, or that long passed. A report answered at once (`id` null) has none: CLIENT_REFUSED, nothing sent. */
   status(options?: JobCallOptions & { wait?: number }): Promise<JobStatus>
   /**
@@ -58,8 +65,8 @@ export interface JobCalls<A> {
   report(path: string, options: JobCallOptions, once?: boolean): Promise<A>
 }
 
-/** The job of a report asked with `prefer: respond-async`, from the gateway's answer to it: a 202, or the report now (`answered`). */
-export function reportJob<A>(calls: JobCalls<A>, accepted: JobStatus | null, answered: A | null): ReportJob<A> {
+/** The job of a report asked with `prefer: respond-async`, from the gateway's answer to it: a 202, or the report now (`answered`), and that answer's `usage`. */
+export function reportJob<A>(calls: JobCalls<A>, accepted: JobStatus | null, answered: A | null, usage: PlatformUsage | null): ReportJob<A> {
   let last = accepted
   const path = accepted === null ? null : `/api/v1/jobs/${encodeURIComponent(accepted.id)}`
   const status = async (options: JobCallOptions & { wait?: number } = {}): Promise<JobStatus> => {
@@ -93,6 +100,7 @@ export function reportJob<A>(calls: JobCalls<A>, accepted: JobStatus | null, ans
   }
   return {
     id: accepted?.id ?? null,
+    usage,
     get last() {
       return last
     },

@@ -2170,6 +2170,8 @@ export interface components {
         "job-vary": "authorization, x-api-key";
         /** @description What the answer cost and the team's use of the platform (an RFC 9651 dictionary, platform-seconds: the seat-time calls held the platform, from their sending to their answer's headers): `fill` the platform-seconds of the call that filled this answer (0: from the cache without a call); `minute` the team's platform-seconds over the last 60 s (this replica's calls); `share` (when known) `minute` as a percentage of the team's share of its credential's limit over a minute (its weight among the credential's teams), over 100 while it uses seats others leave idle; `day` the team's platform-seconds of the UTC day, every replica's (another replica's within two `usage.flush`); `day-limit` the team's `platformSecondsPerDay`, when set; `reset` seconds until the UTC day ends. E.g. `fill=0.412, minute=3.250, share=27, day=812.500, day-limit=3600.000, reset=43100`. */
         "platform-usage": string;
+        /** @description What the answer cost and the team's use of the platform (an RFC 9651 dictionary, platform-seconds: the seat-time calls held the platform, from their sending to their answer's headers): `fill` the platform-seconds of the call that filled this answer (0: from the cache without a call); `minute` the team's platform-seconds over the last 60 s (this replica's calls); `share` (when known) `minute` as a percentage of the team's share of its credential's limit over a minute (its weight among the credential's teams), over 100 while it uses seats others leave idle; `day` the team's platform-seconds of the UTC day, every replica's (another replica's within two `usage.flush`); `day-limit` the team's `platformSecondsPerDay`, when set; `reset` seconds until the UTC day ends. E.g. `fill=0.412, minute=3.250, share=27, day=812.500, day-limit=3600.000, reset=43100`. On a `202`: `fill=0`, the job's call still to come (its status's `tookSeconds` and its result's `fill` say what it held), the team's other figures as the asking left them; no finality headers: a job holds no figures yet. */
+        "accepted-platform-usage": string;
         /** @description What the answer cost and the team's use of the platform (an RFC 9651 dictionary, platform-seconds: the seat-time calls held the platform, from their sending to their answer's headers): `fill` the platform-seconds of the call that filled this answer (0: from the cache without a call); `minute` the team's platform-seconds over the last 60 s (this replica's calls); `share` (when known) `minute` as a percentage of the team's share of its credential's limit over a minute (its weight among the credential's teams), over 100 while it uses seats others leave idle; `day` the team's platform-seconds of the UTC day, every replica's (another replica's within two `usage.flush`); `day-limit` the team's `platformSecondsPerDay`, when set; `reset` seconds until the UTC day ends. E.g. `fill=0.412, minute=3.250, share=27, day=812.500, day-limit=3600.000, reset=43100`. On a report read's 5xx (and a failed job's result, its failure as the read's), `fill` is the platform-seconds its own failed calls held (0 when it made none); on a `GW_PLATFORM_TIME_SPENT` refusal `fill=0` (no call was made), with the `day` the team spent, its `day-limit` and `reset`; not on the other 4xx. */
         "platform-usage-on-failure": string;
         /** @description The last day (`YYYY-MM-DD`, the platform's calendar: `cache.timeZone`) whose figures in this answer no longer change: the day before the `cache.settledAfterDays` days before the day the answer was fetched from the platform. */
@@ -2871,6 +2873,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     "cache-control": components["headers"]["job-cache-control"];
                     vary: components["headers"]["accepted-vary"];
+                    "platform-usage": components["headers"]["accepted-platform-usage"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
@@ -3045,6 +3048,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     "cache-control": components["headers"]["job-cache-control"];
                     vary: components["headers"]["accepted-vary"];
+                    "platform-usage": components["headers"]["accepted-platform-usage"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
@@ -3225,6 +3229,7 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     "cache-control": components["headers"]["job-cache-control"];
                     vary: components["headers"]["accepted-vary"];
+                    "platform-usage": components["headers"]["accepted-platform-usage"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];

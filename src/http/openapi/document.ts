@@ -114,6 +114,7 @@ const HEADERS: Json = {
   'state-cache-control': always('`no-store`: the answer is this replica\'s state as it is asked; no cache keeps it.', { const: 'no-store' }),
   'job-vary': always('`authorization, x-api-key`: a job\'s status varies with the key that reads it (its path names the job).', { const: 'authorization, x-api-key' }),
   [USAGE_HEADER]: always(USAGE, USAGE_SCHEMA),
+  'accepted-platform-usage': always(`${USAGE} On a \`202\`: \`fill=0\`, the job's call still to come (its status's \`tookSeconds\` and its result's \`fill\` say what it held), the team's other figures as the asking left them; no finality headers: a job holds no figures yet.`, USAGE_SCHEMA),
   // The same on a report read's failure: its 5xx, and a 429 that is GW_PLATFORM_TIME_SPENT (not the other 429s).
   'platform-usage-on-failure': header(`${USAGE} On a report read's 5xx (and a failed job's result, its failure as the read's), \`fill\` is the platform-seconds its own failed calls held (0 when it made none); on a \`GW_PLATFORM_TIME_SPENT\` refusal \`fill=0\` (no call was made), with the \`day\` the team spent, its \`day-limit\` and \`reset\`; not on the other 4xx.`, USAGE_SCHEMA),
   [SETTLED_HEADER]: always(SETTLED, SETTLED_SCHEMA),
@@ -173,7 +174,7 @@ function reportResponses(): Json {
     },
     '202': {
       description: 'Asked with `prefer: respond-async` and no copy answers it now: a report job (docs/jobs.md), its status in the body; `location` is where to read it.',
-      headers: { ...Object.fromEntries(['location', 'preference-applied', 'x-request-id'].map((h) => [h, ref(h)])), 'cache-control': ref('job-cache-control'), vary: ref('accepted-vary'), ...RATE_LIMIT_HEADERS },
+      headers: { ...Object.fromEntries(['location', 'preference-applied', 'x-request-id'].map((h) => [h, ref(h)])), 'cache-control': ref('job-cache-control'), vary: ref('accepted-vary'), [USAGE_HEADER]: ref('accepted-platform-usage'), ...RATE_LIMIT_HEADERS },
       content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } },
     },
     '304': {

@@ -25,10 +25,14 @@ export interface JobRouteParts {
   facts: ReportAnswerFacts
 }
 
-/** The answer to a report read that preferred `respond-async` and found no copy to answer now: 202 and where its job is. */
-export async function acceptJob(reply: FastifyReply, jobs: Jobs, ask: JobAsk): Promise<FastifyReply> {
+/**
+ * The answer to a report read that preferred `respond-async` and found no copy to answer now:
+ * 202 and where its job is, with the team's `platform-usage` as its asking left it (`usage`:
+ * `fill=0`, the job's call still to come; no finality headers, it holds no figures).
+ */
+export async function acceptJob(reply: FastifyReply, jobs: Jobs, ask: JobAsk, usage: () => string): Promise<FastifyReply> {
   const status = await jobs.ask(ask)
-  return reply.code(202).header('location', `/api/v1/jobs/${status.id}`).header('preference-applied', 'respond-async').header('cache-control', NOT_STORED).header('vary', VARY).send(status)
+  return reply.code(202).header('location', `/api/v1/jobs/${status.id}`).header('preference-applied', 'respond-async').header('cache-control', NOT_STORED).header('vary', VARY).header(USAGE_HEADER, usage()).send(status)
 }
 
 /**

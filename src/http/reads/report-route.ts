@@ -71,7 +71,7 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     // A preference (RFC 7240) may go unheeded: a report too large for a job's record is read now.
     if (!fitsJobRecord(report)) return { found: copy }
     try {
-      await acceptJob(reply, jobs, { team: caller.team.name, credential: caller.provider.name, report, key, warm: isWarmUp(reply.request.headers) })
+      await acceptJob(reply, jobs, { team: caller.team.name, credential: caller.provider.name, report, key, warm: isWarmUp(reply.request.headers) }, () => facts.usage(caller.team, 0, clock.now()))
       return null
     } catch (err) {
       // A preference (RFC 7240) may go unheeded: without Redis to keep the job, the read is answered now.

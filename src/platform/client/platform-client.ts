@@ -113,7 +113,7 @@ export class PlatformClient {
   readonly #governors: PlatformGovernors
   readonly #verdicts: TokenVerdicts
   readonly #refusals: RefusalLog
-  readonly #usage: Pick<TeamUsage, 'platformCall'>
+  readonly #usage: Pick<TeamUsage, 'platformCall' | 'platformSpent'>
   readonly #history: Pick<History, 'platformCall'> | null
   readonly #onRetried: (credential: string) => void
   readonly #clock: Clock
@@ -129,8 +129,8 @@ export class PlatformClient {
     governors: PlatformGovernors
     verdicts: TokenVerdicts
     refusals: RefusalLog
-    /** Counts the gateway's own calls (json, probe) under GATEWAY_TEAM; the teams' calls are counted where they are made. */
-    usage: Pick<TeamUsage, 'platformCall'>
+    /** Counts the gateway's own calls (json, probe) under GATEWAY_TEAM, a team's json() under the team; the teams' other calls are counted where they are made. */
+    usage: Pick<TeamUsage, 'platformCall' | 'platformSpent'>
     /** Counts every call sent, with its latency, in this replica's last hour. */
     history?: Pick<History, 'platformCall'>
     /** A read is sent again after a 502/503/504 or a reset (the retries' counter). */
@@ -267,11 +267,15 @@ export class PlatformClient {
 
   /**
    * A read whose JSON answer the gateway itself needs (ownership lookups): a call of
-   * GATEWAY_TEAM, in usage and in the governor, whichever caller's request needed it.
+   * `team` in usage and in the governor, GATEWAY_TEAM unless a team's own call made it (a
+   * team's seat-time counts in its day, as its other calls' does).
    */
-  async json(provider: TokenProvider, call: Omit<PlatformCall, 'read' | 'headers' | 'team'>): Promise<PlatformJson> {
-    this.#usage.platformCall(GATEWAY_TEAM)
-    const res = await this.send(provider, { ...call, read: true, headers: JSON_HEADERS, team: GATEWAY_TEAM })
+  async json(provider: TokenProvider, call: Omit<PlatformCall, 'read' | 'headers' | 'team'>, team = GATEWAY_TEAM): Promise<PlatformJson> {
+    this.#usage.platformCall(team)
+    const spent = { ms: 0 }
+    const res = await this.send(provider, { ...call, read: true, headers: JSON_HEADERS, team, spent }).finally(() => {
+      if (team !== GATEWAY_TEAM) this.#usage.platformSpent(team, spent.ms)
+    })
     if (res.status >= 500 || res.status === 429) {
       res.body.resume()
       throw new UpstreamError(`status ${res.status}`)

@@ -36,15 +36,12 @@ export function credentialGovernor(o: CredentialGovernorOptions) {
     credential, work, seats: leased, perReplica: settings.maxConcurrentPerReplica, clock, weightOf: o.weightOf, limitsOf: o.limitsOf, pausedUntil: o.pausedUntil, onRefused: o.onRefused, loopLateMs: o.loopLateMs,
     maxConcurrent: settings.maxConcurrent, limit: estimator?.limit ?? settings.maxConcurrent, queueLimit: settings.queue, queueTimeoutMs: settings.queueTimeoutMs, maxPauseMs: settings.maxPauseMs,
     ...(estimator && {
-      onStarted: (kind, load) => estimator.started(kind, load),
+      rule: estimator,
       onEnded: (answer) => {
         const timed = o.answerTimed?.(answer.at - answer.startedAt)
         estimator.ended({ ...answer, ...(timed === undefined ? {} : { timed }) })
         learned?.tick()
       },
-      onWaited: (longMs, newcomer, heldBack, longBesideOthers) => estimator.waited(longMs, newcomer, heldBack, longBesideOthers),
-      metFault: (startedAt, at) => estimator.metFault(startedAt, at),
-      onForgotten: (team) => estimator.forget(team),
     }),
   })
   if (estimator) learned = new LearnedLimit({

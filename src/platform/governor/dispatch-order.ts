@@ -59,20 +59,14 @@ export function owedNow<W extends WaitingCall>(s: DispatchState<W>): number {
 /** The next call to start on `free` seats (docs/governor.md, "The dispatch rule" 2 and 3), or null. */
 export function nextCall<W extends WaitingCall>(s: DispatchState<W>, free: number): W | null {
   const owed = owedNow(s)
-  let best: W | null = null
-  let bestRank = Infinity
-  let bestTag = Infinity
+  let [best, bestRank, bestTag]: [W | null, number, number] = [null, Infinity, Infinity]
   for (const team of s.queue.waitingTeams()) {
     if (s.atCeiling(team)) continue
     const { head, within, long, everywhere } = standing(s, team)
     if (long && free - owed < 1) continue
     const rank = within ? 0 : s.view.one ? 1 : 1 + everywhere / s.weight(team)
     const tag = Math.max(s.teams.of(team).tag, s.teams.virtual)
-    if (rank < bestRank || (rank === bestRank && (tag < bestTag || (tag === bestTag && head.seq < (best?.seq ?? Infinity))))) {
-      best = head
-      bestRank = rank
-      bestTag = tag
-    }
+    if (rank < bestRank || (rank === bestRank && (tag < bestTag || (tag === bestTag && head.seq < (best?.seq ?? Infinity))))) [best, bestRank, bestTag] = [head, rank, tag]
   }
   return best
 }

@@ -54,20 +54,14 @@ export class FairQueue<W extends Queued> {
 
   /** `team`'s most pressing call (of those `may` allows), or null. */
   pressing(team: string, may?: (w: W) => boolean): W | null {
-    let best: W | null = null
-    let bestRank = Infinity
-    let bestUrgency = -Infinity
+    let [best, bestRank, bestUrgency]: [W | null, number, number] = [null, Infinity, -Infinity]
     for (const w of this.#byTeam.get(team) ?? []) {
       // A call of a lower priority than the best so far, or of the same one but not a refresh ahead (no urgency to pass it), cannot pass it: `may` is not asked of it.
       const r = rank(w)
       if (r > bestRank || (r === bestRank && w.priority !== 'ahead')) continue
       if (may && !may(w)) continue
       const urgency = w.priority === 'ahead' ? (w.urgency?.() ?? 0) : 0
-      if (r < bestRank || urgency > bestUrgency) {
-        best = w
-        bestRank = r
-        bestUrgency = urgency
-      }
+      if (r < bestRank || urgency > bestUrgency) [best, bestRank, bestUrgency] = [w, r, urgency]
     }
     return best
   }
@@ -78,16 +72,12 @@ export class FairQueue<W extends Queued> {
     const own = this.#lowest(incoming.team)
     if (own !== null && rank(own) > rank(incoming)) return own
     const mine = (this.count(incoming.team, null) + 1) / weight(incoming.team)
-    let victim: W | null = null
-    let most = -1
+    let [victim, most]: [W | null, number] = [null, -1]
     for (const [team, list] of this.#byTeam) {
       const held = list.length / weight(team)
       if (team === incoming.team || held < mine || held <= most) continue
       const newest = this.#lowest(team) as W
-      if (rank(newest) > rank(incoming) || held > mine) {
-        victim = newest
-        most = held
-      }
+      if (rank(newest) > rank(incoming) || held > mine) [victim, most] = [newest, held]
     }
     return victim ?? 'refuse'
   }

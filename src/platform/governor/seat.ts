@@ -37,7 +37,7 @@ export type SeatLease = Pick<LeasedSeats, 'size' | 'shares' | 'elsewhere' | 'sat
 /** A team's own ceilings (teams[].maxConcurrent, teams[].queue); null: none. */
 export type TeamLimits = { maxConcurrent: number | null; queue: number | null }
 
-/** What one credential's seats are given (seats.ts): `maxConcurrent`, the limit's ceiling; `pausedUntil` (epoch ms; 0: no credential pause); `seats`: its lease across replicas (none: counted here alone, at most `perReplica`); the `on…` and `metFault` tell the limit rule its calls' starts and ends, a wait at the limit, and ask whether a call met a fault; `loopLateMs`, how late the loop wakes. */
+/** What one credential's seats are given (seats.ts): `maxConcurrent`, the limit's ceiling; `pausedUntil` (epoch ms; 0: no credential pause); `seats`: its lease across replicas (none: counted here alone, at most `perReplica`); `rule`, the limit rule (KneeEstimator; none: a fixed limit), told each call's start (its serial back), a wait at the limit and a team `keepTeams` no longer keeps (its kinds go), and asked whether a call met a fault; `onEnded`, told each call's end; `loopLateMs`, how late the loop wakes. */
 export interface SeatsOptions {
   credential: string
   maxConcurrent: number
@@ -54,12 +54,8 @@ export interface SeatsOptions {
   perReplica?: number | null
   clock?: Clock
   onRefused?: (reason: RefusalReason) => void
-  onStarted?: (kind: string, load: number) => number
+  rule?: { started(kind: string, load: number): number; waited(longMs: number | null, newcomer: boolean, heldBack: number, longBesideOthers: boolean): void; metFault(startedAt: number, at: number): boolean; forget(team: string): void }
   onEnded?: (answer: Answer) => void
-  onWaited?: (longMs: number | null, newcomer: boolean, heldBack: number, longBesideOthers: boolean) => void
-  metFault?: (startedAt: number, at: number) => boolean
-  /** A team `keepTeams` no longer keeps went (its account and own estimates): the limit rule forgets its kinds. */
-  onForgotten?: (team: string) => void
   /** How late the gateway's loop wakes now (ms, answer-timing.ts): the part of a seat's time its answer waits to be read, not charged to its team's tag; none: 0. */
   loopLateMs?: () => number
 }

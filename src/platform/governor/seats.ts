@@ -143,7 +143,7 @@ export class CredentialSeats {
       if (this.#configured(team) || this.#teams.held(team) > 0 || this.#queue.count(team, null) > 0) continue
       this.#teams.forget(team)
       this.#o.work.forget(team)
-      this.#o.onForgotten?.(team)
+      this.#o.rule?.forget(team)
       gone = true
     }
     if (gone) this.#lease?.keepCharges(this.#kept)
@@ -186,7 +186,7 @@ export class CredentialSeats {
       this.#dispatch()
       if (this.#queue.has(waiter)) {
         if (this.waitingAtLimit()) {
-          this.#o.onWaited?.(this.longWaitBesideShort(), this.newcomerBesideLong(), this.heldBackNow(), this.longBesideOthersShort())
+          this.#o.rule?.waited(this.longWaitBesideShort(), this.newcomerBesideLong(), this.heldBackNow(), this.longBesideOthersShort())
           this.#lease?.waited()
         }
         this.#demandChanged()
@@ -329,7 +329,7 @@ export class CredentialSeats {
     seats.running.add(call)
     const load = this.inFlight + (this.#lease?.elsewhere() ?? 0)
     const kind = kindOf(team, workClass)
-    const window = this.#o.onStarted?.(kind, load) ?? 0
+    const window = this.#o.rule?.started(kind, load) ?? 0
     let ended = false
     // A call never sent held the platform for no time: its team is charged none, its start's charge given back. One
     // freed as its answer is read (`lateMs`: how late the loop wakes then) is charged what it held less that lateness.
@@ -351,7 +351,7 @@ export class CredentialSeats {
         const now = this.#clock.now()
         const at = outcome.kind === 'dropped' || outcome.kind === 'unsent' ? now : startedAt + outcome.latencyMs
         if (outcome.kind === 'answer') this.#lease?.answered()
-        const learned = learnFrom(this.#o.work, team, workClass, outcome, now, this.#o.metFault?.(startedAt, at))
+        const learned = learnFrom(this.#o.work, team, workClass, outcome, now, this.#o.rule?.metFault(startedAt, at))
         this.#estimateMoved(workClass, now)
         this.#o.onEnded?.({ startedAt, at, team, kind, load, window, outcome: learned, ...(outcome.kind === 'answer' && outcome.status === 429 ? { refused: true } : {}) })
         // Cut by its deadline, or its callers gone: held to its expected end, a watched call to CUT_GROWTH times what it ran though it met a fault; never sent: free at once (dispatch rule 4).

@@ -131,6 +131,8 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
   #rejected = false
   #relogin: Promise<TokenState | null> | null = null
   #timers: Timer[] = []
+  /** The wake-up at the end of a throttled login's retry-after (#wakeAtLoginEnd); null: none pending. */
+  #loginEnd: Timer | null = null
   #watcher: FSWatcher | null = null
   #lastLeftMs: number | null = null
   /** The token file's content when last read: only a change of the file replaces the token. */
@@ -265,6 +267,8 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
   async close(): Promise<void> {
     for (const t of this.#timers) this.#clock.clearInterval(t)
     this.#timers = []
+    this.#clock.clearTimeout(this.#loginEnd)
+    this.#loginEnd = null
     this.#watcher?.close()
     this.#watcher = null
   }
@@ -485,6 +489,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
       login: async () => {
         const result = await passwordLogin(baseUrl, login, this.#deps.dispatcher, this.#deps.timeoutMs).catch((err: unknown) => {
           this.#loginFault = this.#faultOf(err)
+          if (this.#loginFault?.kind === 'busy') this.#wakeAtLoginEnd()
           throw err
         })
         // Redacted from every line like any token the gateway held, even one it drops.
@@ -505,6 +510,24 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
    */
   #loginHeld(now: number): boolean {
     return this.#loginFault?.kind === 'busy' && now < this.#loginFault.until
+  }
+
+  /**
+   * Runs the maintenance once the throttled login's retry-after ends: a credential left
+   * with no usable token meanwhile is logged in then, when the reads refused were told to
+   * come back (their retry-after), not at the next tick, `platform.maintenanceInterval` later.
+   * A timer may fire a little before the clock reaches the end: it waits again then.
+   */
+  #wakeAtLoginEnd(): void {
+    this.#clock.clearTimeout(this.#loginEnd)
+    const fault = this.#loginFault
+    if (fault?.kind !== 'busy') return
+    this.#loginEnd = this.#clock.setTimeout(() => {
+      this.#loginEnd = null
+      if (this.#loginHeld(this.#clock.now())) this.#wakeAtLoginEnd()
+      else void this.#maintain()
+    }, Math.max(1, fault.until - this.#clock.now()))
+    this.#loginEnd.unref()
   }
 
   /** The LoginFault of a failed password login's error; null: a refusal of the login itself (a 4xx but 429). */
