@@ -122,9 +122,32 @@ index(1)
 return 1`, 1)
 
 // TAKE_ROOM_LUA's room alone, on a Cluster: the copy's key sits in another slot than the
-// room's records, so its SET follows as a command of its own (RedisStore.set).
+// room's records, so its SET follows as a command of its own (RedisStore.set). There the
+// room is taken until the end of the pending window (ARGV[4]), and CONFIRM_ROOM holds it
+// until the copy's expiry once the copy is written.
 const TAKE_ROOM = redisScript<number>('gatewayCopyRoom', `${TAKE_ROOM_LUA}
 return takeRoom()`, 3)
+
+// A copy written on a Cluster after TAKE_ROOM took its room (ARGV: TAKE_ROOM's, ARGV[4] the
+// copy's expiry): its room is held until that expiry while the room's record is still this
+// write's ("<bytes> <team>"); taken anew when the pending window's end forgot it (a write
+// slower than the window), 0 when the team's part has no room for it now.
+const CONFIRM_ROOM = redisScript<number>('gatewayCopyConfirm', `${TAKE_ROOM_LUA}
+if redis.call('HGET', KEYS[2], ARGV[2]) == ARGV[3] .. ' ' .. ARGV[5] then
+  redis.call('ZADD', KEYS[1], 'XX', ARGV[4], ARGV[2])
+  return 1
+end
+return takeRoom()`, 3)
+
+/**
+ * How long a copy's room taken on a Cluster is held before its copy's write is confirmed
+ * (CONFIRM_ROOM) at least: a write whose copy Redis never held (its master refused it or
+ * went away, this replica died between) gives its team's part back by then. Past four
+ * command timeouts (the copy's SET and the confirm each end within one), 10 s at least.
+ */
+export function copyPendingMs(commandTimeoutMs: number): number {
+  return Math.max(10_000, 4 * commandTimeoutMs)
+}
 
 // Gives back the room of copies that left Redis before their expiry (KEYS: as TAKE_ROOM's;
 // ARGV: the copies' keys): each is counted no more, on whichever team counted it. The
@@ -178,6 +201,8 @@ export class RedisStore implements CacheStore {
   readonly #room: readonly [string, string, string]
   /** A Cluster: a copy's key and the room's records sit in different slots, so no one script writes both. */
   readonly #cluster: boolean
+  /** On a Cluster, how long a copy's room is held before its write is confirmed (copyPendingMs). */
+  readonly #pendingMs: number
 
   constructor(opts: {
     redis: RedisClient
@@ -198,6 +223,8 @@ export class RedisStore implements CacheStore {
     copyPart?: () => number | null
     /** A copy of `team` not written: its copies take its part. */
     onOverPart?: (team: string) => void
+    /** On a Cluster, how long a copy's room is held before its write is confirmed (default: copyPendingMs of 250 ms). */
+    pendingMs?: number
   }) {
     this.#redis = opts.redis
     this.#breaker = opts.breaker
@@ -212,6 +239,7 @@ export class RedisStore implements CacheStore {
     this.#onOverPart = opts.onOverPart ?? (() => undefined)
     this.#room = [redisKey.copyExpiries(opts.prefix), redisKey.copyOwners(opts.prefix), redisKey.copySums(opts.prefix)]
     this.#cluster = opts.redis instanceof Cluster
+    this.#pendingMs = opts.pendingMs ?? copyPendingMs(250)
     this.#read = opts.keepReads
       ? new LRUCache<string, ReadEntry>({
           maxSize: READ_ENTRIES_BYTES,
@@ -299,21 +327,33 @@ export class RedisStore implements CacheStore {
         await this.#redis.set(key, value, 'PX', ttl)
         return
       }
-      if ((await TAKE_ROOM(this.#redis, ...this.#room, ...args)) === 0) {
+      // The room until the pending window's end: a copy never written gives it back by then,
+      // whatever stops this write between the two slots (copyPendingMs).
+      const [now, , , expiry] = args
+      if ((await TAKE_ROOM(this.#redis, ...this.#room, now, key, bytes, Math.min(expiry, now + this.#pendingMs), ...args.slice(4))) === 0) {
         this.#onOverPart(team)
         return
       }
-      await this.#redis.set(key, value, 'PX', ttl).catch((err: unknown) => this.#refusedAfterRoom(key, err))
+      await this.#redis.set(key, value, 'PX', ttl).catch((err: unknown) => this.#refusedAfterRoom(key, args, err))
+      if ((await CONFIRM_ROOM(this.#redis, ...this.#room, ...args)) === 0) {
+        // Its room went at the pending window's end and the part has none now: the copy goes too.
+        await this.#redis.unlink(key)
+        this.#onOverPart(team)
+      }
     }, undefined)
   }
 
   /**
    * A copy's write refused (`err`, thrown on) after its room was taken, on a Cluster: its
    * master refuses it (maxmemory) while the room's took its count. The room is given back
-   * unless Redis holds a copy at its key still (one written before, counted once).
+   * at once, or, when Redis holds a copy at its key still (one written before), held until
+   * that copy's end (counted once, its bytes as this copy's); when even that cannot be
+   * learned, the pending window's end gives it back.
    */
-  async #refusedAfterRoom(key: string, err: unknown): Promise<never> {
-    if ((await this.#redis.exists(key)) === 0) await this.#giveBack([key])
+  async #refusedAfterRoom(key: string, args: readonly [number, string, number, number, string, number, number], err: unknown): Promise<never> {
+    const left = await this.#redis.pttl(key)
+    if (left < 0) await this.#giveBack([key])
+    else await CONFIRM_ROOM(this.#redis, ...this.#room, args[0], key, args[2], args[0] + left, ...args.slice(4))
     throw err
   }
 

@@ -47,6 +47,8 @@ const FAILED_CHANNEL = 'fill-failed'
 const JOINED_CHANNEL = 'fill-joined'
 // A team name or a priority as a replica sends them is far shorter: a longer one is no replica's.
 const MAX_ASKER_CHARS = 256
+// A fill's span as its replica names it (Trace.linkId: 32 + 1 + 16 characters) is far shorter: a longer one is dropped.
+const MAX_FILL_SPAN_CHARS = 64
 
 /** How a leader's fill failed, as its waiters on other replicas learn it. */
 export interface FillFailure {
@@ -87,8 +89,9 @@ export type LockOutcome =
   /**
    * `wait`: what `check` finds once the leader's fill is announced, by `deadline` (epoch
    * ms); `asker`, the team and priority waiting, is told to the leader's replica (`OnJoined`).
+   * `leaderSpan`: what the leader noted in the lock (`acquire`'s `note`: its fill's span), null: nothing.
    */
-  | { role: 'waiter'; wait: <T>(check: () => Promise<T | null>, deadline: number, asker?: FillAsker) => Promise<FillWait<T>> }
+  | { role: 'waiter'; leaderSpan: string | null; wait: <T>(check: () => Promise<T | null>, deadline: number, asker?: FillAsker) => Promise<FillWait<T>> }
   | { role: 'solo' }
 
 type News = { failure?: FillFailure }
@@ -100,6 +103,8 @@ export type OnStored = (key: string, fetchedAt: number) => void
 export interface FillAsker {
   team: string
   priority: string
+  /** The span of the waiting replica's own fill (Trace.linkId), when traced: the leader's fill links to it. */
+  fillSpan?: string
 }
 
 /** Heard of on every replica, its own included: `asker` waits on a replica for the fill of `key` that another leads. */
@@ -164,19 +169,31 @@ export class ReplicaLock {
     await this.#subscribed
   }
 
-  /** Leader: fill and release the lease. Waiter: call wait(). Solo: Redis is out; fill alone. */
-  async acquire(key: string): Promise<LockOutcome> {
-    const lease = await this.#take(key)
-    if (lease === undefined) return { role: 'solo' }
-    if (lease) return { role: 'leader', lease }
-    return { role: 'waiter', wait: (check, deadline, asker) => this.#waitForFill(key, check, deadline, asker) }
+  /**
+   * Leader: fill and release the lease. Waiter: call wait(). Solo: Redis is out; fill alone.
+   * `note` (the fill's span, Trace.linkId) is kept in the lock while this replica holds it,
+   * for its waiters on other replicas to read (`leaderSpan`).
+   */
+  async acquire(key: string, note?: string): Promise<LockOutcome> {
+    const tried = await this.#try(key, note)
+    if (tried === undefined) return { role: 'solo' }
+    if ('lease' in tried) return { role: 'leader', lease: tried.lease }
+    const heldWith = tried.heldWith !== null && tried.heldWith.length <= MAX_FILL_SPAN_CHARS ? tried.heldWith : null
+    return { role: 'waiter', leaderSpan: heldWith, wait: (check, deadline, asker) => this.#waitForFill(key, check, deadline, asker, note) }
   }
 
   /** A lease on the lock, null when another holds it, undefined when Redis is out. */
-  async #take(key: string): Promise<FillLease | null | undefined> {
+  async #take(key: string, note?: string): Promise<FillLease | null | undefined> {
+    const tried = await this.#try(key, note)
+    return tried === undefined ? undefined : 'lease' in tried ? tried.lease : null
+  }
+
+  /** A lease on the lock, or what its holder noted in it; undefined when Redis is out. */
+  async #try(key: string, note?: string): Promise<{ lease: FillLease } | { heldWith: string | null } | undefined> {
     // With Redis refusing writes no lock can be taken, nor an entry stored: fill alone.
-    const lock = await RedisLock.take(this.#redis, this.#breaker, redisKey.fillLock(this.#prefix, key), this.#lockTtlMs)
-    if (!lock) return lock
+    const tried = await RedisLock.try(this.#redis, this.#breaker, redisKey.fillLock(this.#prefix, key), this.#lockTtlMs, note)
+    if (tried === undefined || !('lock' in tried)) return tried
+    const lock = tried.lock
     const stopRenewing = lock.keepAlive(this.#clock)
     // The entry is in L2 before the announcement. It goes out on the same connection
     // before the lock is deleted, so a waiter hears of a failure before it could find the
@@ -185,7 +202,7 @@ export class ReplicaLock {
       stopRenewing()
       await this.#breaker.run(() => Promise.all([this.#bus.publish(channel, message), lock.releaseCommand()]), undefined)
     }
-    return {
+    const lease: FillLease = {
       abandon: async () => {
         stopRenewing()
         await lock.release()
@@ -193,9 +210,10 @@ export class ReplicaLock {
       release: (failure) => (failure ? announce(FAILED_CHANNEL, JSON.stringify({ key, ...failure })) : announce(FILLED_CHANNEL, key)),
       stored: (fetchedAt) => announce(FILLED_CHANNEL, JSON.stringify({ key, fetchedAt })),
     }
+    return { lease }
   }
 
-  async #waitForFill<T>(key: string, check: () => Promise<T | null>, deadline: number, asker?: FillAsker): Promise<FillWait<T>> {
+  async #waitForFill<T>(key: string, check: () => Promise<T | null>, deadline: number, asker?: FillAsker, note?: string): Promise<FillWait<T>> {
     // The leader's word is heard for the whole wait, not only between polls: it comes on
     // the subscriber's connection, and may arrive while this waiter reads L2 or tries the
     // lock on the other one. Missed, the waiter would take the lock the leader let go of
@@ -232,7 +250,7 @@ export class ReplicaLock {
         // With Redis out no announcement can come, nor can the leader store: stop too.
         if (announced || this.#breaker.state === 'open') return { kind: 'none' }
         // No word: if the lock lapsed, its holder died. Take over (one waiter wins).
-        const lease = await this.#take(key)
+        const lease = await this.#take(key, note)
         if (lease === undefined) return { kind: 'none' }
         if (lease) {
           // The leader may have stored and released between the check and the take.
@@ -287,7 +305,7 @@ export class ReplicaLock {
     const name = `${asker.priority} ${asker.team}`
     if (told.has(name)) return
     told.add(name)
-    void this.#breaker.run(() => this.#bus.publish(JOINED_CHANNEL, JSON.stringify({ key, team: asker.team, priority: asker.priority, from: this.#id })), undefined)
+    void this.#breaker.run(() => this.#bus.publish(JOINED_CHANNEL, JSON.stringify({ key, team: asker.team, priority: asker.priority, fillSpan: asker.fillSpan, from: this.#id })), undefined)
   }
 
   #wake(key: string, news: News): void {
@@ -316,10 +334,11 @@ function parseFilled(message: string): { key: string; fetchedAt: number | null }
 /** `from`: the replica whose waiters the message tells of (none: a message that names none). */
 function parseJoined(message: string): { key: string; asker: FillAsker; from: unknown } | null {
   try {
-    const { key, team, priority, from } = JSON.parse(message) as { key?: unknown; team?: unknown; priority?: unknown; from?: unknown }
+    const { key, team, priority, fillSpan, from } = JSON.parse(message) as { key?: unknown; team?: unknown; priority?: unknown; fillSpan?: unknown; from?: unknown }
     if (typeof key !== 'string' || typeof team !== 'string' || typeof priority !== 'string') return null
     if (team === '' || team.length > MAX_ASKER_CHARS || priority.length > MAX_ASKER_CHARS) return null
-    return { key, asker: { team, priority }, from }
+    const span = typeof fillSpan === 'string' && fillSpan.length <= MAX_FILL_SPAN_CHARS ? { fillSpan } : {}
+    return { key, asker: { team, priority, ...span }, from }
   } catch {
     return null
   }

@@ -14,7 +14,7 @@ import type { RedisSeal } from '../redis/seal.js'
 import { redisKey } from '../redis/keys.js'
 import { MemoryStore } from '../cache/memory-store.js'
 import { TieredStore } from '../cache/tiered-store.js'
-import { RedisStore } from '../cache/redis-store.js'
+import { copyPendingMs, RedisStore } from '../cache/redis-store.js'
 import { PurgeLedger } from '../cache/purge-ledger.js'
 import { FILL_CLOCK_SKEW_MS } from '../cache/cache-entry.js'
 import { ReplicaLock, type FillAsker } from '../cache/single-flight.js'
@@ -78,6 +78,7 @@ export function cacheParts(
         redis, breaker, prefix, seal, onUnverified: (key) => unverified('entry', key), limits: entryLimits, onRefused: refusedEntry, now, keepReads,
         copyPart: () => o.room.copyPart(),
         onOverPart: (team) => metrics.copiesOverPart.inc({ team }),
+        pendingMs: copyPendingMs(config.redis.commandTimeoutMs),
       })
     : null
   const l1 = new MemoryStore({ maxBytes: config.cache.l1MaxBytes, now })
@@ -103,7 +104,7 @@ export function cacheParts(
   const onStored = (key: string, fetchedAt: number): void => void store.takeNewer(key, fetchedAt)
   // A team waiting on another replica for a fill this replica leads: the fill waits for that team's seat too.
   const joined = { reports: null as ReportCache | null }
-  const onJoined = (key: string, asker: FillAsker): void => joined.reports?.joinedElsewhere(key, asker.team, asker.priority)
+  const onJoined = (key: string, asker: FillAsker): void => joined.reports?.joinedElsewhere(key, asker.team, asker.priority, asker.fillSpan)
   const lock = redis && breaker && bus ? new ReplicaLock({ redis, breaker, bus, prefix, lockTtlMs: config.cache.lockTtlMs, clock, onStored, onJoined }) : null
   const reports = new ReportCache({ replica: o.replica, failures: o.failures, config, store, lock, metrics, log, client: o.client, answers: o.answers, usage: o.usage, tokens: o.tokens, clock, timers: o.timers, spentFor: o.spentFor })
   joined.reports = reports

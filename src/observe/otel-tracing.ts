@@ -90,6 +90,10 @@ class UnrecordedTrace implements Trace {
 
   link(): void {}
 
+  readonly linkId = null
+
+  linkElsewhere(): void {}
+
   set(): void {}
 
   end(): void {}

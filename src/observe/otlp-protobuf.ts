@@ -46,6 +46,8 @@ export interface LinkedSpan {
   readonly idAt: number
   readonly traceFlags: number
   readonly traceState: { serialize(): string } | undefined
+  /** A span of another replica (RemoteSpan): its link says so. */
+  readonly isRemote?: boolean
 }
 
 const SPAN_ATTRIBUTES_FIELD = 9
@@ -468,7 +470,8 @@ function link(out: ProtoOut, l: LinkedSpan): void {
   out.tag(5, 0)
   out.varint(0)
   out.tag(6, 5)
-  out.fixed32((l.traceFlags & 0xff) | 0x100)
+  // SpanFlags: HAS_IS_REMOTE (0x100), and IS_REMOTE (0x200) for another replica's span.
+  out.fixed32((l.traceFlags & 0xff) | (l.isRemote === true ? 0x300 : 0x100))
   out.end(at)
 }
 

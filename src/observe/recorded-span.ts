@@ -1,11 +1,11 @@
 import { randomFillSync } from 'node:crypto'
 // Imported, not the global: Node defines the global `performance` as an accessor.
 import { performance } from 'node:perf_hooks'
-import { SpanKind, SpanStatusCode, type Attributes, type HrTime, type SpanContext, type SpanStatus, type TraceState } from '@opentelemetry/api'
+import { SpanKind, SpanStatusCode, TraceFlags, type Attributes, type HrTime, type SpanContext, type SpanStatus, type TraceState } from '@opentelemetry/api'
 import { addHrTimes, millisToHrTime, type InstrumentationScope } from '@opentelemetry/core'
 import type { Resource } from '@opentelemetry/resources'
 import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base'
-import { encodeSpanAttributes, type EncodableSpan } from './otlp-protobuf.js'
+import { encodeSpanAttributes, type EncodableSpan, type LinkedSpan } from './otlp-protobuf.js'
 import type { SpanAttributes, Trace } from './trace.js'
 
 // A sampled span of the gateway, made by the gateway rather than the SDK's Tracer: what a
@@ -16,7 +16,8 @@ import type { SpanAttributes, Trace } from './trace.js'
 // does for the gateway's spans, no more: a request's start from the wall clock, its steps'
 // and every end from the monotonic clock, string values cut to ATTRIBUTE_VALUE_LIMIT,
 // nothing changed once ended. Events are not used by the gateway; links only between its own
-// spans (a fill's span and the reads that waited for it), at most LINK_LIMIT a span.
+// spans (a fill's span and the reads that waited for it; a fill's span and the fill's span
+// of another replica waiting for it, RemoteSpan), at most LINK_LIMIT a span.
 
 /** A caller's user agent and a path are the longest attribute values: bounded. */
 export const ATTRIBUTE_VALUE_LIMIT = 1024
@@ -79,6 +80,33 @@ function newId(bytes: number): string {
 export const newTraceId = (): string => newId(16)
 export const newSpanId = (): string => newId(8)
 
+// Trace.linkId: a trace id and a span id, in lower-case hex, neither all zero (W3C).
+const LINK_ID = /^([0-9a-f]{32})-([0-9a-f]{16})$/
+const ZEROS = /^0+$/
+
+/** A recorded span of another replica, named by its Trace.linkId: what a link reads of it. */
+class RemoteSpan implements LinkedSpan, SpanContext {
+  readonly isRemote = true
+  readonly traceState = undefined
+  readonly idAt = 0
+  readonly idBytes: Buffer
+  // Only a recorded span is named to another replica.
+  readonly traceFlags = TraceFlags.SAMPLED
+
+  constructor(
+    readonly traceId: string,
+    readonly spanId: string,
+  ) {
+    this.idBytes = Buffer.from(spanId, 'hex')
+  }
+
+  /** The span `id` names, null for an id of any other form (another replica's word, read from Redis). */
+  static of(id: string): RemoteSpan | null {
+    const m = LINK_ID.exec(id)
+    return m === null || ZEROS.test(m[1]!) || ZEROS.test(m[2]!) ? null : new RemoteSpan(m[1]!, m[2]!)
+  }
+}
+
 export class RecordedSpan implements ReadableSpan, EncodableSpan, Trace {
   readonly recording = true
   /** The span's id: 8 bytes of `idBytes` from `idAt`. */
@@ -96,7 +124,7 @@ export class RecordedSpan implements ReadableSpan, EncodableSpan, Trace {
   /** Attributes of this span alone, after the precomputed ones. */
   own: Attributes | null = null
   /** The spans it links to, in the order linked, and how many more past LINK_LIMIT; null: none (one field, for a span's size). */
-  linked: { spans: RecordedSpan[]; dropped: number } | null = null
+  linked: { spans: (RecordedSpan | RemoteSpan)[]; dropped: number } | null = null
   // Steps within it still open: a list through their #next.
   #first: RecordedSpan | null = null
   #last: RecordedSpan | null = null
@@ -152,7 +180,17 @@ export class RecordedSpan implements ReadableSpan, EncodableSpan, Trace {
     other.#linkTo(this)
   }
 
-  #linkTo(other: RecordedSpan): void {
+  get linkId(): string {
+    return `${this.traceId}-${this.spanId}`
+  }
+
+  linkElsewhere(id: string): void {
+    const other = RemoteSpan.of(id)
+    if (other === null || this.linked?.spans.some((s) => s instanceof RemoteSpan && s.spanId === other.spanId && s.traceId === other.traceId)) return
+    this.#linkTo(other)
+  }
+
+  #linkTo(other: RecordedSpan | RemoteSpan): void {
     if (this.durationMs >= 0) return
     const linked = (this.linked ??= { spans: [], dropped: 0 })
     if (linked.spans.length < LINK_LIMIT) linked.spans.push(other)

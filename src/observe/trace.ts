@@ -27,6 +27,16 @@ export interface Trace {
   shared(name: string, attributes: SpanAttributes): Trace
   /** Links this span and `other` to each other (both recorded; at most LINK_LIMIT links a span, the rest counted as dropped). */
   link(other: Trace): void
+  /**
+   * This span as another replica's span links to it (`<trace id>-<span id>`, 49 characters),
+   * told over Redis: null when not recorded (no span to link to).
+   */
+  readonly linkId: string | null
+  /**
+   * Links this span to another replica's, named by its `linkId` (once; an id of any other
+   * form is ignored): that replica links its span to this one itself.
+   */
+  linkElsewhere(id: string): void
   set(attributes: SpanAttributes): void
   /**
    * Ends the span: `error` (a GW_* code, an error's name, a status) marks it failed

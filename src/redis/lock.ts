@@ -8,6 +8,12 @@ import { redisScript } from './script.js'
 // stalled past the TTL, whose lock another took over, changes nothing.
 const RENEW_IF_OWNER = redisScript<number>('gatewayLockRenew', `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`, 1)
 const RELEASE_IF_OWNER = redisScript<number>('gatewayLockRelease', `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`, 1)
+// SET NX PX, or the holder's value when another holds the lock: read in the same step, so
+// that it is the holder's that refused this one, whatever ends meanwhile.
+const TAKE_OR_HOLDER = redisScript<1 | string>('gatewayLockTake', `if redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return 1 end return redis.call('get', KEYS[1])`, 1)
+
+/** What a try for a lock found: the lock, or what its holder noted in it (`RedisLock.take`'s `note`; null: none). */
+export type LockTry = { lock: RedisLock } | { heldWith: string | null }
 
 /**
  * A lock in Redis shared by the replicas: SET NX PX with an owner token, for `ttlMs`.
@@ -33,10 +39,22 @@ export class RedisLock {
    * refusing writes): the caller goes on alone then.
    */
   static async take(redis: RedisClient, breaker: RedisBreaker, key: string, ttlMs: number): Promise<RedisLock | null | undefined> {
-    const owner = randomUUID()
-    const got = await breaker.write(() => redis.set(key, owner, 'PX', ttlMs, 'NX'), undefined)
+    const tried = await RedisLock.try(redis, breaker, key, ttlMs)
+    return tried === undefined ? undefined : 'lock' in tried ? tried.lock : null
+  }
+
+  /**
+   * `take`, telling who holds the lock what this one notes in it: `note` (no space before
+   * its end, bounded by its maker) is kept in the lock's value after the owner token, and a
+   * try refused while this one holds the lock reads it back (`heldWith`).
+   */
+  static async try(redis: RedisClient, breaker: RedisBreaker, key: string, ttlMs: number, note?: string): Promise<LockTry | undefined> {
+    const owner = note === undefined ? randomUUID() : `${randomUUID()} ${note}`
+    const got = await breaker.write(() => TAKE_OR_HOLDER(redis, key, owner, ttlMs), undefined)
     if (got === undefined) return undefined
-    return got === 'OK' ? new RedisLock(redis, breaker, key, owner, ttlMs) : null
+    if (got === 1) return { lock: new RedisLock(redis, breaker, key, owner, ttlMs) }
+    const space = typeof got === 'string' ? got.indexOf(' ') : -1
+    return { heldWith: space < 0 ? null : got.slice(space + 1) }
   }
 
   /** Extends the lock by its TTL: false when it was lost (taken over), undefined when Redis did not answer. */

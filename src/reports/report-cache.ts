@@ -461,9 +461,12 @@ export class ReportCache {
    * team's ask until the fill ends: the other replica's callers are not seen hanging up here.
    * A fill sent on that team's seat once its first caller left is charged to that team.
    */
-  joinedElsewhere(key: string, team: string, priority: string): void {
+  joinedElsewhere(key: string, team: string, priority: string, fillSpan?: string): void {
     const known = PRIORITIES.find((p) => p === priority)
-    if (known !== undefined) this.#callers.get(key)?.join(undefined, team, known, undefined, teamTally(team))
+    const group = this.#callers.get(key)
+    if (known !== undefined) group?.join(undefined, team, known, undefined, teamTally(team))
+    // The other replica's fill span waits for this one's: linked to it, as that replica links its own.
+    if (group !== undefined && fillSpan !== undefined) this.#fillSpans.get(group)?.linkElsewhere(fillSpan)
   }
 
   /**
@@ -729,7 +732,8 @@ export class ReportCache {
 
   /** A fill with Redis: this replica leads it (the lock), or waits for the replica that does. */
   async #shared(lock: ReplicaLock, key: string, report: CanonicalReport, provider: TokenProvider, from: Asker, origin: Origin, notBefore: number): Promise<FillResult> {
-    const outcome = await lock.acquire(key)
+    // A traced fill notes its span in the lock: a fill of another replica waiting for it links to it.
+    const outcome = await lock.acquire(key, origin.trace?.linkId ?? undefined)
     // Redis is out: the copy stays in this process.
     if (outcome.role === 'solo') return this.#solo(key, report, provider, origin)
     if (outcome.role === 'leader') {
@@ -742,6 +746,10 @@ export class ReportCache {
       }
       return this.#lead(key, outcome.lease, report, provider, origin)
     }
+    // The leader's fill span and this one's are linked both ways: the leader's replica links
+    // its own on hearing `fillSpan`. Fill spans are traces of the gateway's own: no caller's
+    // trace crosses to another replica.
+    if (outcome.leaderSpan !== null) origin.trace?.linkElsewhere(outcome.leaderSpan)
     // A waiter's budget is its caller's: the leader's call ends within platform.timeout
     // of its start, which was before ours, and its word comes within one lock TTL.
     const deadline = this.#clock.now() + this.#d.config.platform.timeoutMs + this.#d.config.cache.lockTtlMs
@@ -750,7 +758,7 @@ export class ReportCache {
     const waited = await outcome.wait(async () => {
       const e = await this.#d.store.getShared(key)
       return e && this.#clock.now() < e.freshUntil && e.fetchedAt >= notBefore ? e : null
-    }, deadline, { team: from.team, priority: from.priority ?? 'caller' })
+    }, deadline, { team: from.team, priority: from.priority ?? 'caller', ...(origin.trace?.linkId ? { fillSpan: origin.trace.linkId } : {}) })
     switch (waited.kind) {
       case 'found':
         await this.#d.store.keepLocally(key, waited.value)

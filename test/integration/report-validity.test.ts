@@ -111,6 +111,19 @@ describe('a platform 200 that is not a JSON report', () => {
     expect(await metric(`gateway_platform_unusable_answers_total{kind="${kind}"}`)).toBe(before + 1)
   })
 
+  // Laravel's `message` beside report fields (an API resource's wrapper): a report, not its error body.
+  it('stores and serves a 200 holding message beside the report\'s fields', async () => {
+    const query = freshQuery()
+    const report = { message: 'ok', data: [{ date: '2026-01-01', impressions: 10, clicks: 1 }] }
+    s.sandbox.setFailure({ kind: 'status', status: 200, body: report, times: 1 })
+    const first = await get(query)
+    expect([first.status, first.headers['x-cache']]).toEqual([200, 'MISS'])
+    expect(JSON.parse(first.body)).toEqual(report)
+    const again = await get(query)
+    expect([again.status, again.headers['x-cache']]).toEqual([200, 'HIT'])
+    expect(JSON.parse(again.body)).toEqual(report)
+  })
+
   it('serves the stale copy when a good one exists', async () => {
     const query = freshQuery()
     const first = await get(query)

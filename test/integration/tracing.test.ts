@@ -368,6 +368,17 @@ describe.skipIf(!redisAvailability('the traces of a fill across replicas').avail
       expect(fillOf('fill-waiter').filter((s) => s.kind === CLIENT)).toEqual([])
       expect(fillOf('fill-leader').filter((s) => s.kind === CLIENT)).toHaveLength(1)
       expect(sandbox.requests.filter((r) => r.path === REPORT)).toHaveLength(1)
+      // The two replicas' fills are linked both ways (another replica's span: a link of its
+      // trace and span ids), and no caller's trace reaches the other replica.
+      const [leaderFill, waiterFill] = [fillOf('fill-leader')[0]!, fillOf('fill-waiter')[0]!].map((s) => spans.find((f) => f.name === 'report.fill' && f.traceId === s.traceId)!)
+      const named = (s: ReceivedSpan) => ({ traceId: s.traceId, spanId: s.spanId })
+      expect(waiterFill!.links).toEqual([named(waited('fill-waiter')), named(leaderFill!)])
+      expect(leaderFill!.links).toEqual([named(waited('fill-leader')), named(waiterFill!)])
+      const callerTraces = new Set([server('fill-leader').traceId, server('fill-waiter').traceId])
+      expect(within('fill-waiter').flatMap((s) => s.links).filter((l) => l.traceId === server('fill-leader').traceId)).toEqual([])
+      expect(within('fill-leader').flatMap((s) => s.links).filter((l) => l.traceId === server('fill-waiter').traceId)).toEqual([])
+      expect(leaderFill!.traceId).not.toBe(waiterFill!.traceId)
+      expect(callerTraces.has(leaderFill!.traceId) || callerTraces.has(waiterFill!.traceId)).toBe(false)
     } finally {
       await receiver.close()
     }

@@ -11,6 +11,7 @@ import { COPY_ROOM_TAG, JOBS_TAG, redisKey } from '../../src/redis/keys.js'
 import { RedisSeal } from '../../src/redis/seal.js'
 import { fillRedisUp, redisAvailability } from '../helpers/start-redis.js'
 import { startRedisCluster, type RedisTopology } from '../helpers/start-redis-topology.js'
+import { waitFor } from '../helpers/wait.js'
 
 // On a Redis Cluster the report copies' keys spread over the masters by hash slot: the
 // room for them all is what the first master to fill allows, not the smallest master's
@@ -87,6 +88,60 @@ describe.skipIf(!available)('the report copies\' room on a 3-master Redis Cluste
     } finally {
       await copyMaster.config('SET', 'maxmemory', '0')
     }
+  })
+
+  // On a Cluster the room's records and a copy sit in different slots: the room is taken,
+  // then the copy written. A write that fails past the room (the copy's master gone in a
+  // failover, this replica killed between) cannot give the room back: the room taken holds
+  // the copy's place only for the pending window (pendingMs), until the copy's write is
+  // confirmed, never until the copy's expiry.
+  it('a copy whose master fails its write and its check after its room was taken holds its team\'s part no longer than the pending window', async () => {
+    const cluster = topology.client as Cluster
+    const prefix = 'drift:'
+    const masterOf = async (key: string): Promise<string> => cluster.slots[Number(await cluster.cluster('KEYSLOT', key))]![0]!
+    const roomMaster = await masterOf(redisKey.copyExpiries(prefix))
+    const keys: string[] = []
+    for (let n = 0; keys.length < 2; n++) if ((await masterOf(`${prefix}report:v1:c${n}`)) !== roomMaster) keys.push(`${prefix}report:v1:c${n}`)
+    const [lost, next] = keys as [string, string]
+    const address = await masterOf(lost)
+    const copyMaster = cluster.nodes('master').find((m) => `${m.options.host}:${m.options.port}` === address) as Redis
+    const pendingMs = 3000
+    const store = new RedisStore({
+      redis: cluster,
+      breaker: new RedisBreaker({ cooldownMs: 1, log: pino({ level: 'silent' }) }),
+      prefix,
+      seal: new RedisSeal('copy-room-cluster-secret-0123456789abcdef'),
+      limits: { maxEntryBytes: MiB, maxFreshMs: 3_600_000, staleWhileRevalidateMs: 3_600_000, staleIfErrorMs: 3_600_000 },
+      // Room for one copy of the team, not two.
+      copyPart: () => 2000,
+      pendingMs,
+    })
+    const entryOf = (clicks: number) => {
+      const now = Date.now()
+      const identity = Buffer.from(`{"data":[{"clicks":${clicks}}]}`)
+      return { contentType: 'application/json', gzip: gzipSync(identity), identity, fetchedAt: now, freshUntil: now + 600_000, staleUntil: now + 1_200_000, errorUntil: now + 1_800_000, advertiserIds: [101], etag: etagOf(identity), filledBy: { team: 'drift', replica: 'r1' } }
+    }
+    // The copy's master refuses the copy's write and the look at it after (as a master gone would), the room's master answers.
+    await copyMaster.acl('SETUSER', 'default', '-set', '-exists', '-pttl')
+    try {
+      await store.set(lost, entryOf(1))
+    } finally {
+      await copyMaster.acl('SETUSER', 'default', '+@all')
+    }
+    expect(await cluster.exists(lost), 'refused by its master').toBe(0)
+    // The room it took is held until the pending window's end, not the copy's expiry.
+    const held = await cluster.zscore(redisKey.copyExpiries(prefix), lost)
+    if (held !== null) expect(Number(held)).toBeLessThanOrEqual(Date.now() + pendingMs)
+    // Within the window, the team's next copy finds its part taken; once it is past, it has the room.
+    await store.set(next, entryOf(2))
+    expect(await cluster.exists(next), 'refused while the lost copy\'s room is held').toBe(0)
+    await waitFor('the team\'s next copy written', async () => {
+      await store.set(next, entryOf(2))
+      return (await cluster.exists(next)) === 1
+    })
+    expect(await cluster.hget(redisKey.copyOwners(prefix), lost), 'the copy not written is counted on no team').toBeNull()
+    // A copy written is counted until its expiry, not the pending window's end.
+    expect(Number(await cluster.zscore(redisKey.copyExpiries(prefix), next))).toBeGreaterThan(Date.now() + 600_000)
   })
 
   // On a Cluster the advertiser's index sits in another slot than the copy: no one script

@@ -486,3 +486,73 @@ describe.skipIf(!promtool.available)('promtool on the rendered PrometheusRule', 
     expect(status).not.toBe(0)
   })
 })
+
+// ---------------------------------------------------------------- windows against the scrape interval
+
+/** Milliseconds of a Prometheus duration (one unit: 30s, 5m, 1h, 1d, 1w, 1y). */
+function durationMs(text: string): number {
+  const m = /^(\d+)(ms|s|m|h|d|w|y)$/.exec(text)
+  if (!m) throw new Error(`not a Prometheus duration: ${text}`)
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000, y: 31_536_000_000 }[m[2] as 'ms']
+  return Number(m[1]) * unit
+}
+
+/** The windows of every rate() and increase() of the rendered rules, by alert. */
+function windows(groups: Group[]): { alert: string; window: string }[] {
+  return groups.flatMap((g) => g.rules.flatMap((r) => [...r.expr.matchAll(/\b(?:rate|increase)\([^[]*\[([^\]]+)\]/g)].map(([, window]) => ({ alert: r.alert, window: window! }))))
+}
+
+/** Every alert with a window, at `window`. */
+const windowed = (window: string) => Object.fromEntries(['platformErrors', 'redisUnverified', 'cacheHitRatioLow', 'teamRateLimited', 'latencyHigh', 'platformPaused', 'platformRefused', 'teamSuspended'].map((a) => [a, { window }]))
+
+const monitored = (interval: string, alerts: Record<string, unknown> = {}) => ({ serviceMonitor: { enabled: true, interval, scrapeTimeout: '5s' }, monitoring: { prometheusRule: { alerts } } })
+
+describe('the alerts\' rate() and increase() windows against the ServiceMonitor\'s scrape interval', () => {
+  it('hold four scrapes at least for every interval the schema allows: a shorter window is refused at render, naming the alert, the window and the interval', () => {
+    // A window of fewer than four scrapes is empty or jumps with one scrape missed (rate() needs two samples in it).
+    for (const interval of ['10s', '15s', '30s', '1m', '75s', '76s', '2m', '5m', '15m', '1h']) {
+      let groups: Group[]
+      try {
+        groups = ruleGroups(monitored(interval))
+      } catch (err) {
+        expect(String(err)).toMatch(/^.*monitoring\.prometheusRule\.alerts\.\w+\.window: \d+\w+ is shorter than 4 × serviceMonitor\.interval/)
+        expect(String(err)).toContain(`serviceMonitor.interval (${interval})`)
+        expect(windows(ruleGroups()).some((w) => durationMs(w.window) < 4 * durationMs(interval)), `${interval} refused though every window holds four scrapes`).toBe(true)
+        continue
+      }
+      for (const w of windows(groups)) expect(durationMs(w.window), `${w.alert} at interval ${interval}`).toBeGreaterThanOrEqual(4 * durationMs(interval))
+    }
+    // The chart's default interval takes the default windows; the shortest (5m) allows 75s at most.
+    expect(windows(ruleGroups(monitored('30s'))).length).toBeGreaterThan(0)
+    expect(() => ruleGroups(monitored('76s'))).toThrow(/alerts\.latencyHigh\.window: 5m is shorter than 4 × serviceMonitor\.interval \(76s\): 304s at least/)
+  })
+
+  it('refuses a window set shorter than four scrapes of the default interval, in any unit Prometheus reads, and takes one lengthened to match a longer interval', () => {
+    expect(() => ruleGroups(monitored('30s', { teamRateLimited: { window: '90s' } }))).toThrow(/alerts\.teamRateLimited\.window: 90s is shorter than 4 × serviceMonitor\.interval \(30s\): 120s at least/)
+    expect(() => ruleGroups(monitored('6h', { ...windowed('1d'), teamSuspended: { window: '23h' } }))).toThrow(/alerts\.teamSuspended\.window: 23h is shorter than 4 × serviceMonitor\.interval \(6h\): 86400s at least/)
+    expect(windows(ruleGroups(monitored('6h', windowed('1d')))).map((w) => w.window)).toEqual(windows(ruleGroups()).map(() => '1d'))
+    expect(windows(ruleGroups(monitored('1h', windowed('1w')))).map((w) => w.window)).toEqual(windows(ruleGroups()).map(() => '1w'))
+    // A disabled alert's window is not checked; without the chart's ServiceMonitor the interval is not the chart's to know.
+    expect(() => ruleGroups(monitored('30s', { teamRateLimited: { enabled: false, window: '90s' } }))).not.toThrow()
+    expect(() => ruleGroups({ serviceMonitor: { enabled: false, interval: '5m' } })).not.toThrow()
+  })
+})
+
+describe.skipIf(!promtool.available)('promtool on a window of four scrapes', () => {
+  it('fires GatewayPlatformErrors with its window at four times a 2m scrape interval, one scrape missed', () => {
+    const groups = ruleGroups(monitored('2m', windowed('8m'))).map((g) => ({ ...g, rules: g.rules.filter((r) => r.alert === 'GatewayPlatformErrors').map(({ annotations: _annotations, ...rule }) => rule) }))
+    writeRuleFile('rules-2m.yaml', groups)
+    const test = {
+      name: 'GatewayPlatformErrors scraped every 2m, a scrape missed',
+      interval: '2m',
+      input_series: [
+        { series: `gateway_platform_calls_total{${SEL},pod="a",outcome="entry"}`, values: '0+180x6 _ 1260+180x20' },
+        { series: `gateway_platform_calls_total{${SEL},pod="a",outcome="GW_UPSTREAM"}`, values: '0+20x6 _ 140+20x20' },
+      ],
+      alert_rule_test: [firing('30m', 'GatewayPlatformErrors', { severity: 'warning', ...TARGET })],
+    }
+    writeFileSync(join(work, 'tests-2m.yaml'), stringify({ rule_files: ['rules-2m.yaml'], evaluation_interval: '1m', tests: [test] }))
+    const { status, output } = runPromtool(['test', 'rules', 'tests-2m.yaml'])
+    expect(status, output).toBe(0)
+  })
+})

@@ -134,6 +134,25 @@ describe("the gateway's recorded spans", () => {
     expect(Buffer.from(encodeExportRequest(spans as RecordedSpan[])).toString('hex')).toBe(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!).toString('hex'))
   })
 
+  it('link a fill\'s span to another replica\'s by its linkId, once, as a remote link byte for byte as the SDK\'s serializer, and nothing else', () => {
+    const s = sink()
+    const request = new RecordedSpan(s, 'GET /api/v1/report/{split}/get', SpanKind.SERVER, REMOTE.traceId, TraceFlags.SAMPLED, undefined, undefined)
+    const fill = request.shared('report.fill', { 'gateway.credential': 'default' }) as RecordedSpan
+    const other = new RecordedSpan(s, 'report.fill', SpanKind.INTERNAL, '0af7651916cd43dd8448eb211c80319d', TraceFlags.SAMPLED, undefined, undefined)
+    expect(fill.linkId).toBe(`${fill.traceId}-${fill.spanId}`)
+    // Another replica's word, read from Redis: only an id of the form linkId makes, once.
+    for (const id of [other.linkId, other.linkId, `${other.linkId} `, other.linkId.toUpperCase(), `${'0'.repeat(32)}-${other.spanId}`, `${other.traceId}-${'0'.repeat(16)}`, `00-${other.linkId}-01`, '']) fill.linkElsewhere(id)
+    fill.end()
+    other.end()
+    request.end()
+    expect(fill.links.map((l) => [l.context.traceId, l.context.spanId, l.context.isRemote])).toEqual([
+      [request.traceId, request.spanId, undefined],
+      [other.traceId, other.spanId, true],
+    ])
+    const spans = (s.processor as ReturnType<typeof collector>).spans
+    expect(Buffer.from(encodeExportRequest(spans as RecordedSpan[])).toString('hex')).toBe(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!).toString('hex'))
+  })
+
   it('time a request from the wall clock at its start, its steps within it, and change nothing once ended', () => {
     const spans = recorded(sink(), undefined)
     const request = spans.at(-1) as RecordedSpan

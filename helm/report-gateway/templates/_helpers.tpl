@@ -170,7 +170,8 @@ is not known here: what depends on it is left to the gateway.
 
 {{/*
 A duration of the gateway's config in ms, as the gateway reads it (a number of ms, or
-<digits><ms|s|m|h|d>), set under .key in the dict .into.
+<digits><ms|s|m|h|d>), or a Prometheus duration of one unit (<digits><ms|s|m|h|d|w|y>),
+set under .key in the dict .into.
 */}}
 {{- define "report-gateway.durationMs" -}}
 {{- $v := .value }}
@@ -181,6 +182,8 @@ A duration of the gateway's config in ms, as the gateway reads it (a number of m
 {{- else if hasSuffix "m" $v }}{{ $ms = mul (trimSuffix "m" $v) 60000 }}
 {{- else if hasSuffix "h" $v }}{{ $ms = mul (trimSuffix "h" $v) 3600000 }}
 {{- else if hasSuffix "d" $v }}{{ $ms = mul (trimSuffix "d" $v) 86400000 }}
+{{- else if hasSuffix "w" $v }}{{ $ms = mul (trimSuffix "w" $v) 604800000 }}
+{{- else if hasSuffix "y" $v }}{{ $ms = mul (trimSuffix "y" $v) 31536000000 }}
 {{- end }}
 {{- $_ := set .into .key $ms }}
 {{- end }}
@@ -243,6 +246,30 @@ namespace and the job the ServiceMonitor gives (the admin Service's name).
 {{- end }}
 
 {{/* Non-empty when the gateway uses Redis (REDIS_URL from values, or Redis in `config`). */}}
+{{/*
+The alerts' rate() and increase() windows hold four scrapes of the chart's ServiceMonitor
+at least: rate() needs two samples in its window, and four keep one missed scrape from
+emptying it (no value: the alert cannot fire) or making it jump. A shorter window of an
+alert rendered is refused, naming it. Without the chart's ServiceMonitor the interval is
+the scraper's own, not known here (docs/operations/monitoring.md says the bound).
+*/}}
+{{- define "report-gateway.checkAlertWindows" -}}
+{{- if .Values.serviceMonitor.enabled }}
+{{- $ms := dict "interval" 0 "window" 0 }}
+{{- include "report-gateway.durationMs" (dict "value" .Values.serviceMonitor.interval "into" $ms "key" "interval") }}
+{{- $least := mul 4 $ms.interval }}
+{{- $redis := include "report-gateway.usesRedis" . }}
+{{- range $name, $alert := .Values.monitoring.prometheusRule.alerts }}
+{{- if and $alert.enabled (hasKey $alert "window") (or $redis (not (regexMatch "^redis" $name))) }}
+{{- include "report-gateway.durationMs" (dict "value" $alert.window "into" $ms "key" "window") }}
+{{- if lt $ms.window $least }}
+{{- fail (printf "monitoring.prometheusRule.alerts.%s.window: %s is shorter than 4 × serviceMonitor.interval (%s): %ds at least. rate() and increase() need two scrapes in their window, and four keep one missed scrape from emptying it (the alert could not fire): lengthen the window, or scrape more often" $name $alert.window $.Values.serviceMonitor.interval (div $least 1000)) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{- define "report-gateway.usesRedis" -}}
 {{- if or .Values.redis.url .Values.redis.existingSecret.name }}true{{ end }}
 {{- with .Values.config.redis }}{{ if or .url .sentinels .cluster }}true{{ end }}{{ end }}

@@ -188,6 +188,8 @@ const FUNCTIONS: Record<string, Fn> = {
   add: (args) => args.reduce<number>((sum, v) => sum + toInt(v), 0),
   // Sprig's mul: every argument as int64, multiplied.
   mul: (args) => args.reduce<number>((product, v) => product * toInt(v), 1),
+  // Sprig's div: the first argument as int64 divided by the second, truncated.
+  div: ([a, b]) => Math.trunc(toInt(a) / toInt(b)),
   // Sprig's hasSuffix: the suffix first, then the string.
   hasSuffix: ([suffix, s]) => str(s).endsWith(str(suffix)),
   // Sprig's lower and trimPrefix (the prefix first, then the string).
