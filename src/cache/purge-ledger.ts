@@ -30,6 +30,17 @@ export const MAX_PURGE_RECORDS = 10_000
 const MAX_FIELD_BYTES = 64
 const MAX_VALUE_BYTES = 128
 
+/**
+ * A purge's field in the shared record, sealed as it is written: `replaces` (a purge of
+ * everything) the record is emptied before it is written.
+ */
+export interface PurgeMark {
+  key: string
+  field: string
+  value: string
+  replaces: boolean
+}
+
 /** Where the purges are shared: a hash in Redis, each field sealed. */
 export interface SharedPurges {
   redis: RedisClient
@@ -127,11 +138,11 @@ export class PurgeLedger {
    */
   async share(purge: Purge): Promise<void> {
     const shared = this.#shared
-    if (!shared) return
-    const { redis, key } = shared
-    const field = purge.advertiserId !== undefined ? `adv:${purge.advertiserId}` : purge.report !== undefined ? `report:${reportDigest(purge.report)}` : 'all'
-    const value = this.#sealed(field, String(purge.at))
-    const writes = field === 'all' ? redis.multi().del(key).hset(key, field, value) : redis.multi().hset(key, field, value)
+    const mark = this.mark(purge)
+    if (!shared || !mark) return
+    const { redis } = shared
+    const { key, field, value } = mark
+    const writes = mark.replaces ? redis.multi().del(key).hset(key, field, value) : redis.multi().hset(key, field, value)
     const replies = await writes
       .persist(key)
       .exec()
@@ -140,7 +151,35 @@ export class PurgeLedger {
       })
     const failed = replies === null ? new Error('the purge record was not written') : replies.find(([err]) => err)?.[0]
     if (failed) throw failed
-    // The purge is complete once written: the old ones left now are dropped by the next.
+    await this.#written(redis, key)
+  }
+
+  /** `purge`'s field in the shared record, as share writes it; null when the purges are not shared. */
+  mark(purge: Purge): PurgeMark | null {
+    const shared = this.#shared
+    if (!shared) return null
+    const field = purge.advertiserId !== undefined ? `adv:${purge.advertiserId}` : purge.report !== undefined ? `report:${reportDigest(purge.report)}` : 'all'
+    return { key: shared.key, field, value: this.#sealed(field, String(purge.at)), replaces: field === 'all' }
+  }
+
+  /**
+   * Whether the shared record holds `purge` (its field at its time, or later): written by
+   * share, or by the script that dropped its copies (RedisStore, a purge on a full Redis).
+   * Throws when Redis cannot be read.
+   */
+  async recorded(purge: Purge): Promise<boolean> {
+    const shared = this.#shared
+    const mark = this.mark(purge)
+    if (!shared || !mark) return true
+    const value = await shared.redis.hget(mark.key, mark.field)
+    const at = value === null ? null : this.#opened(mark.field, value, false)
+    if (at === null || !/^\d{1,16}$/.test(at) || Number(at) < purge.at) return false
+    await this.#written(shared.redis, mark.key)
+    return true
+  }
+
+  // The purge is complete once written: the old ones left now are dropped by the next.
+  async #written(redis: RedisClient, key: string): Promise<void> {
     await this.#dropPast(redis, key).catch((err: unknown) => this.#log?.debug({ err, key }, 'dropping past purges from the shared record failed'))
   }
 
