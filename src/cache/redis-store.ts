@@ -4,7 +4,7 @@ import type { RedisBreaker } from '../redis/breaker.js'
 import type { RedisClient } from '../redis/client.js'
 import { decodeEntry, encodeEntry, ENTRY_OVERHEAD_BYTES, inflate, purgeReaches, storedBytesLimit, withinLimits, type CacheEntry, type EntryLimits } from './cache-entry.js'
 import type { CacheStore } from './cache-store.js'
-import type { PurgeMark } from './purge-ledger.js'
+import { MARK_LUA, type PurgeMark } from './purge-ledger.js'
 import type { RedisSeal } from '../redis/seal.js'
 import { LRU_ENTRY_BYTES, keptBytes } from '../perf/kept-bytes.js'
 import { systemClock } from '../clock.js'
@@ -149,22 +149,18 @@ end
 return taken`, 1)
 
 // Drops the copies KEYS[2..] that Redis holds, then, once one was dropped, writes the
-// purge's field into its record (KEYS[1]; ARGV: the field, its sealed value, '1' for a
-// purge of everything, which empties the record first), unless it holds that value
-// already (a batch before wrote it). Redis at its maxmemory refuses a script's first
-// write that may take memory and lets every write after a first one through: a delete
-// comes first, so the record is written in the room the copies give back. A delete of a
-// key Redis does not hold would let it through as well, so only the copies found are
-// deleted: a purge that frees nothing writes no record here. The number dropped.
-const DROP_MARKED = redisScript<number>('gatewayCopyDropMarked', `local dropped = 0
+// purge's field into its record (KEYS[1]; ARGV as MARK_LUA's). Redis at its maxmemory
+// refuses a script's first write that may take memory and lets every write after a first
+// one through: a copy's delete comes first, so the record is written in the room the
+// copies give back. A delete of a key Redis does not hold would let it through as well,
+// so only the copies found are deleted: a purge that frees nothing marks nothing here.
+// The number dropped.
+const DROP_MARKED = redisScript<number>('gatewayCopyDropMarked', `${MARK_LUA}
+local dropped = 0
 for i = 2, #KEYS do
   if redis.call('EXISTS', KEYS[i]) == 1 then dropped = dropped + redis.call('UNLINK', KEYS[i]) end
 end
-if dropped > 0 and redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then
-  if ARGV[3] == '1' then redis.call('DEL', KEYS[1]) end
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-  redis.call('PERSIST', KEYS[1])
-end
+if dropped > 0 then mark() end
 return dropped`, null)
 
 interface ReadEntry {
