@@ -57,6 +57,12 @@ export const allErrors = {
     'Redis is unavailable: this replica dropped its in-process entries, but the purge may not have reached Redis and the other replicas; repeat it',
     503,
   ),
+  // `%s`: what became of the purge's copies in Redis, then what a repeat does.
+  PurgeUnrecordedError: createError<[string, { cause?: unknown }?]>(
+    'GW_REDIS_UNAVAILABLE',
+    'Redis is unavailable: it is out of memory (maxmemory) and refused the purge\'s record; %s',
+    503,
+  ),
   UsageUnavailableError: createError('GW_REDIS_UNAVAILABLE', 'Redis is unavailable: the usage totals are kept there; try again', 503),
   // `%s`: what was done, or not, the gateway's words.
   RedisUnavailableError: createError<[string, { cause?: unknown }?]>('GW_REDIS_UNAVAILABLE', 'Redis is unavailable: %s', 503),
@@ -124,6 +130,7 @@ export const {
   NotCachedError,
   NoReplicaError,
   PurgeIncompleteError,
+  PurgeUnrecordedError,
   UsageUnavailableError,
   RedisUnavailableError,
   BadRequestError,

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino'
-import { commandFailureInWords, transactionFailure, type RedisClient } from '../redis/client.js'
+import { commandFailureInWords, type RedisClient } from '../redis/client.js'
+import { redisScript } from '../redis/script.js'
 import type { RedisSeal } from '../redis/seal.js'
 import { ANY_ADVERTISER, FILL_CLOCK_SKEW_MS, type CacheEntry } from './cache-entry.js'
 import { dropUnchangedFields, readBoundedHash } from '../redis/bounded-hash.js'
@@ -29,6 +30,41 @@ export const MAX_PURGE_RECORDS = 10_000
 // longer is not the gateway's and is not read.
 const MAX_FIELD_BYTES = 64
 const MAX_VALUE_BYTES = 128
+
+/**
+ * A purge's field in the shared record, sealed as it is written: `replaces` (a purge of
+ * everything) the record is emptied before it is written.
+ */
+export interface PurgeMark {
+  key: string
+  field: string
+  value: string
+  replaces: boolean
+}
+
+// Writes a purge's field into the shared record (KEYS[1]; ARGV: the field, its sealed
+// value, '1' for a purge of everything, which empties the record first), unless it holds
+// that value already, and takes the record's expiry off. What the field replaces (the
+// field's last purge, or for everything the record) is deleted first: Redis at its
+// maxmemory refuses a script's first write that may take memory and lets every write
+// after a first one through, so a purge recorded before is recorded again on a full
+// Redis, in the room its field gives back; a record that had no such field takes memory
+// and is refused there. Deleted only when found: a delete of nothing would let it through.
+export const MARK_LUA = `
+local function mark()
+  if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return end
+  if ARGV[3] == '1' then
+    if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('DEL', KEYS[1]) end
+  elseif redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
+    redis.call('HDEL', KEYS[1], ARGV[1])
+  end
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+  redis.call('PERSIST', KEYS[1])
+end`
+
+const MARK = redisScript<number>('gatewayPurgeMark', `${MARK_LUA}
+mark()
+return 1`, 1)
 
 /** Where the purges are shared: a hash in Redis, each field sealed. */
 export interface SharedPurges {
@@ -120,27 +156,45 @@ export class PurgeLedger {
 
   /**
    * Writes `purge` into the shared record for replicas that start later; throws when Redis
-   * cannot take it (the purge is then incomplete). A purge of everything replaces the record.
-   * The record carries no expiry, so that a Redis evicting keys with one at maxmemory
+   * cannot take it (the purge is then incomplete; a full Redis takes it when the record
+   * holds the field already: MARK_LUA). A purge of everything replaces the record. The record carries no expiry, so that a Redis evicting keys with one at maxmemory
    * (volatile-lru, for the report copies) keeps it: each purge written drops the purges
    * past an entry's longest life, each only if no replica rewrote it meanwhile.
    */
   async share(purge: Purge): Promise<void> {
     const shared = this.#shared
-    if (!shared) return
-    const { redis, key } = shared
+    const mark = this.mark(purge)
+    if (!shared || !mark) return
+    await MARK(shared.redis, mark.key, mark.field, mark.value, mark.replaces ? '1' : '0')
+    await this.#written(shared.redis, mark.key)
+  }
+
+  /** `purge`'s field in the shared record, as share writes it; null when the purges are not shared. */
+  mark(purge: Purge): PurgeMark | null {
+    const shared = this.#shared
+    if (!shared) return null
     const field = purge.advertiserId !== undefined ? `adv:${purge.advertiserId}` : purge.report !== undefined ? `report:${reportDigest(purge.report)}` : 'all'
-    const value = this.#sealed(field, String(purge.at))
-    const writes = field === 'all' ? redis.multi().del(key).hset(key, field, value) : redis.multi().hset(key, field, value)
-    const replies = await writes
-      .persist(key)
-      .exec()
-      .catch((err: unknown) => {
-        throw transactionFailure(err)
-      })
-    const failed = replies === null ? new Error('the purge record was not written') : replies.find(([err]) => err)?.[0]
-    if (failed) throw failed
-    // The purge is complete once written: the old ones left now are dropped by the next.
+    return { key: shared.key, field, value: this.#sealed(field, String(purge.at)), replaces: field === 'all' }
+  }
+
+  /**
+   * Whether the shared record holds `purge` (its field at its time, or later): written by
+   * share, or by the script that dropped its copies (RedisStore, a purge on a full Redis).
+   * Throws when Redis cannot be read.
+   */
+  async recorded(purge: Purge): Promise<boolean> {
+    const shared = this.#shared
+    const mark = this.mark(purge)
+    if (!shared || !mark) return true
+    const value = await shared.redis.hget(mark.key, mark.field)
+    const at = value === null ? null : this.#opened(mark.field, value, false)
+    if (at === null || !/^\d{1,16}$/.test(at) || Number(at) < purge.at) return false
+    await this.#written(shared.redis, mark.key)
+    return true
+  }
+
+  // The purge is complete once written: the old ones left now are dropped by the next.
+  async #written(redis: RedisClient, key: string): Promise<void> {
     await this.#dropPast(redis, key).catch((err: unknown) => this.#log?.debug({ err, key }, 'dropping past purges from the shared record failed'))
   }
 

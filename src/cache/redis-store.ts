@@ -4,6 +4,7 @@ import type { RedisBreaker } from '../redis/breaker.js'
 import type { RedisClient } from '../redis/client.js'
 import { decodeEntry, encodeEntry, ENTRY_OVERHEAD_BYTES, inflate, purgeReaches, storedBytesLimit, withinLimits, type CacheEntry, type EntryLimits } from './cache-entry.js'
 import type { CacheStore } from './cache-store.js'
+import { MARK_LUA, type PurgeMark } from './purge-ledger.js'
 import type { RedisSeal } from '../redis/seal.js'
 import { LRU_ENTRY_BYTES, keptBytes } from '../perf/kept-bytes.js'
 import { systemClock } from '../clock.js'
@@ -169,6 +170,21 @@ for i = 1, #ARGV, 2 do
   if redis.call('ZSCORE', KEYS[1], ARGV[i + 1]) == ARGV[i] then taken = taken + redis.call('ZREM', KEYS[1], ARGV[i + 1]) end
 end
 return taken`, 1)
+
+// Drops the copies KEYS[2..] that Redis holds, then, once one was dropped, writes the
+// purge's field into its record (KEYS[1]; ARGV as MARK_LUA's). Redis at its maxmemory
+// refuses a script's first write that may take memory and lets every write after a first
+// one through: a copy's delete comes first, so the record is written in the room the
+// copies give back. A delete of a key Redis does not hold would let it through as well,
+// so only the copies found are deleted: a purge that frees nothing marks nothing here.
+// The number dropped.
+const DROP_MARKED = redisScript<number>('gatewayCopyDropMarked', `${MARK_LUA}
+local dropped = 0
+for i = 2, #KEYS do
+  if redis.call('EXISTS', KEYS[i]) == 1 then dropped = dropped + redis.call('UNLINK', KEYS[i]) end
+end
+if dropped > 0 then mark() end
+return dropped`, null)
 
 interface ReadEntry {
   raw: Buffer
@@ -376,22 +392,21 @@ export class RedisStore implements CacheStore {
     }
   }
 
-  async purgeAll(): Promise<number> {
+  async purgeAll(mark?: PurgeMark): Promise<number> {
     // The indexes before the copies: a copy written meanwhile is dropped by the copies' scan,
     // or written after its index went and indexed anew; never held and out of its index.
     await this.#scan(redisKey.advertiserIndexPattern(this.#prefix), (node, key) => node.unlink(key))
-    const dropped = await this.#scan(redisKey.reportPattern(this.#prefix), (node, key) => node.unlink(key))
+    const dropped = await this.#scan(redisKey.reportPattern(this.#prefix), (node, key) => this.#drop(node, [key], mark))
     // The teams' copies went with them: each team's part is free again.
     await this.#scan(redisKey.teamCopiesPattern(this.#prefix), (node, key) => node.unlink(key))
     return dropped
   }
 
-  async purgeAdvertiser(advertiserId: number): Promise<number> {
+  async purgeAdvertiser(advertiserId: number, mark?: PurgeMark): Promise<number> {
     const indexes = await this.#indexesOf(advertiserId)
     const purged = keysOf(indexes)
     let dropped = 0
-    // Keys of one advertiser can sit in different cluster slots: one command each.
-    for (const key of purged) dropped += await this.#redis.unlink(key)
+    for (let at = 0; at < purged.length; at += GIVE_BACK_KEYS) dropped += await this.#drop(this.#redis, purged.slice(at, at + GIVE_BACK_KEYS), mark)
     // Each index loses what the purge read in it, no copy written since (UNINDEX).
     for (const { index, scored } of indexes) {
       for (let at = 0; at < scored.length; at += GIVE_BACK_KEYS * 2) await UNINDEX(this.#redis, index, ...scored.slice(at, at + GIVE_BACK_KEYS * 2))
@@ -400,9 +415,21 @@ export class RedisStore implements CacheStore {
     return dropped
   }
 
-  async purgeKey(key: string): Promise<number> {
-    const dropped = await this.#redis.unlink(key)
+  async purgeKey(key: string, mark?: PurgeMark): Promise<number> {
+    const dropped = await this.#drop(this.#redis, [key], mark)
     await this.#giveBack([key])
+    return dropped
+  }
+
+  /**
+   * Drops the copies `keys` on `node`, with `mark` written by the script that drops them
+   * (DROP_MARKED) on one Redis; on a Cluster, where a copy and the record sit in different
+   * slots (keys of one advertiser too), one UNLINK each and no mark. The number dropped.
+   */
+  async #drop(node: RedisClient, keys: readonly string[], mark: PurgeMark | undefined): Promise<number> {
+    if (mark && !this.#cluster) return DROP_MARKED(node, 1 + keys.length, mark.key, ...keys, mark.field, mark.value, mark.replaces ? '1' : '0')
+    let dropped = 0
+    for (const key of keys) dropped += await node.unlink(key)
     return dropped
   }
 

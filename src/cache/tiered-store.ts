@@ -1,11 +1,12 @@
 import type { Logger } from 'pino'
-import { PurgeIncompleteError } from '../errors.js'
+import { PurgeIncompleteError, PurgeUnrecordedError } from '../errors.js'
+import { refusesWrites } from '../redis/breaker.js'
 import type { RedisBus } from '../redis/bus.js'
 import { inflate, type CacheEntry } from './cache-entry.js'
 import type { CacheStore } from './cache-store.js'
 import type { MemoryStore } from './memory-store.js'
 import { SingleFlight } from './single-flight.js'
-import { PurgeLedger, type Purge } from './purge-ledger.js'
+import { PurgeLedger, type Purge, type PurgeMark } from './purge-ledger.js'
 import { systemClock } from '../clock.js'
 
 export type Tier = 'l1' | 'l2'
@@ -203,14 +204,14 @@ export class TieredStore implements CacheStore {
     const purge: Purge = { at: this.#now() }
     this.#purges.note(purge)
     const local = await this.#o.l1.purgeAll()
-    return this.#purgeShared(local, (l2) => l2.purgeAll(), purge)
+    return this.#purgeShared(local, (l2, mark) => l2.purgeAll(mark), purge)
   }
 
   async purgeAdvertiser(advertiserId: number): Promise<number> {
     const purge: Purge = { at: this.#now(), advertiserId }
     this.#purges.note(purge)
     const local = await this.#o.l1.purgeAdvertiser(advertiserId)
-    return this.#purgeShared(local, (l2) => l2.purgeAdvertiser(advertiserId), purge)
+    return this.#purgeShared(local, (l2, mark) => l2.purgeAdvertiser(advertiserId, mark), purge)
   }
 
   /** Drops one report's entry on every replica, as purgeAll does every entry. */
@@ -218,7 +219,7 @@ export class TieredStore implements CacheStore {
     const purge: Purge = { at: this.#now(), report: key }
     this.#purges.note(purge)
     const local = await this.#o.l1.purgeKey(key)
-    return this.#purgeShared(local, (l2) => l2.purgeKey(key), purge)
+    return this.#purgeShared(local, (l2, mark) => l2.purgeKey(key, mark), purge)
   }
 
   /** What purgeKey would drop now, counted as countAll counts. */
@@ -248,24 +249,35 @@ export class TieredStore implements CacheStore {
   // A purge that cannot reach Redis says so (503) rather than pretending every replica
   // and L2 were purged; the caller can repeat it once Redis is back. Its record is
   // written first: a replica that starts while L2 is being purged still learns of it. A
-  // record Redis refuses (out of memory: deletes still go through) leaves the rest to do,
-  // then says the purge is incomplete.
-  async #purgeShared(local: number, purgeL2: (l2: CacheStore) => Promise<number>, purge: Purge): Promise<number> {
+  // record Redis refuses (out of memory: deletes still go through) is written by the
+  // script that drops the first copy, in the room it gives back (RedisStore's mark), or
+  // once more after the copies went (a Cluster, whose record sits on another master);
+  // a record still missing then is a 503 that says what was dropped.
+  async #purgeShared(local: number, purgeL2: (l2: CacheStore, mark?: PurgeMark) => Promise<number>, purge: Purge): Promise<number> {
     const l2 = this.#o.l2
     if (!l2) return local
+    let unrecorded: unknown
+    let dropped: number
     try {
-      const recorded = await this.#purges.share(purge).then(
+      const refused = await this.#purges.share(purge).then(
         () => null,
         (err: unknown) => err,
       )
-      const dropped = await purgeL2(l2)
+      dropped = await purgeL2(l2, refused === null ? undefined : (this.#purges.mark(purge) ?? undefined))
       const message = purge.advertiserId !== undefined ? { advertiserId: purge.advertiserId, at: purge.at } : purge.report !== undefined ? { report: purge.report, at: purge.at } : { all: true, at: purge.at }
       await this.#o.bus?.publish(PURGE_CHANNEL, JSON.stringify(message))
-      if (recorded !== null) throw recorded
-      return dropped
+      if (refused === null || (await this.#purges.recorded(purge))) return dropped
+      unrecorded = await this.#purges.share(purge).then(
+        () => null,
+        (err: unknown) => err,
+      )
+      if (unrecorded === null) return dropped
+      if (!refusesWrites(unrecorded)) throw unrecorded
     } catch (err) {
       throw new PurgeIncompleteError({ cause: err })
     }
+    const copies = dropped > 0 ? `its ${dropped} copies in Redis were dropped` : 'Redis held none of its copies (none dropped, no room made)'
+    throw new PurgeUnrecordedError(`${copies}, and each replica that heard it dropped its own, but a replica that starts or reconnects before a purge is recorded may serve a copy filled before it; repeat it once Redis has room: a repeat drops what is there again and writes the record`, { cause: unrecorded })
   }
 
   async #purgeLocal(message: string): Promise<void> {

@@ -120,6 +120,57 @@ describe.skipIf(!available)('a Redis that refuses writes (OOM, NOREPLICAS, READO
     }
   })
 
+  // A purge on a full Redis whose copies it drops: their deletes come first in the script
+  // that writes the purge's record, so Redis lets the record through (past maxmemory, in
+  // the room the copies gave back): the purge is complete, 200, and recorded for replicas
+  // that start later. Before, the record was written first, refused, and the purge
+  // answered 503 however often it was repeated while Redis stayed full.
+  it('completes a purge that drops copies on a full Redis: 200, its record written', async () => {
+    const a = await replica()
+    for (let day = 1; day <= 3; day++) expect((await get(a, query(day))).headers['x-cache']).toBe('MISS')
+    expect(await client.keys('rgw:report:*')).toHaveLength(3)
+    try {
+      await fillRedisUp(client)
+      const res = await a.admin.inject({ method: 'DELETE', url: '/admin/cache?advertiserId=101', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+      expect(res.json()).toEqual({ purged: 'advertiser', advertiserId: 101, dryRun: false, dropped: 3 })
+      expect(res.statusCode).toBe(200)
+      expect(await client.keys('rgw:report:*')).toHaveLength(0)
+      expect(await client.hexists('rgw:purges', 'adv:101')).toBe(1)
+      // Repeated with nothing left to drop: its record replaces the field of the one
+      // before (a delete first, as the copies' were), and Redis, still full, takes it.
+      const again = await a.admin.inject({ method: 'DELETE', url: '/admin/cache?advertiserId=101', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+      expect(again.json()).toEqual({ purged: 'advertiser', advertiserId: 101, dryRun: false, dropped: 0 })
+      // An advertiser never purged, with no copies in Redis: nothing makes room for its
+      // record, and the 503 says that nothing was there to drop and what a repeat does.
+      const none = await a.admin.inject({ method: 'DELETE', url: '/admin/cache?advertiserId=202', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+      expect(none.statusCode).toBe(503)
+      expect(none.json<{ message: string }>().message).toMatch(/out of memory.*none of its copies.*repeat it once Redis has room/)
+      expect(await client.hexists('rgw:purges', 'adv:202')).toBe(0)
+    } finally {
+      await client.config('SET', 'maxmemory', '0')
+    }
+  })
+
+  // Every report, and one report, likewise: the last copy's delete lets their record through.
+  for (const [what, url, dropped] of [
+    ['every report', '/admin/cache', { purged: 'all', dryRun: false, dropped: 2 }],
+    ['one report', `/admin/cache/entry?url=${encodeURIComponent(`${PATH}?${query(1)}`)}`, { purged: 'report', dryRun: false, dropped: 1 }],
+  ] as const) {
+    it(`completes a purge of ${what} on a full Redis: 200, its record written`, async () => {
+      const a = await replica()
+      for (let day = 1; day <= 2; day++) expect((await get(a, query(day))).headers['x-cache']).toBe('MISS')
+      try {
+        await fillRedisUp(client)
+        const res = await a.admin.inject({ method: 'DELETE', url, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+        expect(res.json()).toMatchObject(dropped)
+        expect(res.statusCode).toBe(200)
+        expect(await client.hlen('rgw:purges')).toBe(1)
+      } finally {
+        await client.config('SET', 'maxmemory', '0')
+      }
+    })
+  }
+
   // Redis refuses writes in two more ways an operator meets: a master whose
   // min-replicas-to-write is unmet answers NOREPLICAS (its replicas lag or are gone), and
   // a replica given as the master (a REDIS_URL left on it after a failover) answers

@@ -9,7 +9,7 @@ import { fingerprint } from '../../src/observe/fingerprint.js'
 import { hashApiKey } from '../../src/access/api-keys.js'
 import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
-import { redisAvailability } from '../helpers/start-redis.js'
+import { fillRedisUp, redisAvailability } from '../helpers/start-redis.js'
 import { startRedisCluster, startRedisSentinel, type RedisTopology, type SentinelTopology } from '../helpers/start-redis-topology.js'
 import { testTimeLeft, waitFor } from '../helpers/wait.js'
 import { fakeClock, onRealTimers } from '../helpers/clock.js'
@@ -181,6 +181,43 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
     // those of earlier tests stay listed for the hour as stopped.
     const ids = await Promise.all([a, b].map(async (gw) => (await adminCall(gw, 'GET', '/admin/cluster')).json<{ replicas: { id: string }[] }>().replicas[0]!.id))
     expect(notUsage.filter((k) => k.startsWith('rgw:{replicas}:replica:'))).toEqual(expect.arrayContaining(ids.map((id) => `rgw:{replicas}:replica:${id}`)))
+  })
+
+  // A purge while the master of its record is full (noeviction). One master (Sentinel):
+  // the script that drops a copy writes the record after that delete, in the room it gives
+  // back: 200. A Cluster: the record sits in another slot than the copies, no script
+  // writes both, and the copies on other masters free no room on the record's: the copies
+  // are dropped, the record refused, and the 503 says so; once the master has room, a
+  // repeat completes.
+  it('a purge while the master of its record is full: complete on one master; on a Cluster the copies dropped and a 503 that says so', async () => {
+    const [a] = await twoReplicas()
+    for (const q of [Q101, Q101B]) expect((await get(a, q)).headers['x-cache']).toBe('MISS')
+    const cluster = topology.client instanceof Cluster ? topology.client : null
+    const node = cluster
+      ? await (async () => {
+          const address = cluster.slots[Number(await cluster.cluster('KEYSLOT', 'rgw:purges'))]![0]!
+          return cluster.nodes('master').find((m) => `${m.options.host}:${m.options.port}` === address) as Redis
+        })()
+      : (topology.client as Redis)
+    redisMayFail = true
+    try {
+      await fillRedisUp(node, (i) => `{rgw:purges}:junk:${i}`)
+      const res = await adminCall(a, 'DELETE', '/admin/cache?advertiserId=101')
+      expect(await topology.keys('rgw:report:*')).toEqual([])
+      if (!cluster) {
+        expect(res.json()).toEqual({ purged: 'advertiser', advertiserId: 101, dryRun: false, dropped: 2 })
+        expect(await node.hexists('rgw:purges', 'adv:101')).toBe(1)
+        return
+      }
+      expect(res.statusCode).toBe(503)
+      expect(res.json<{ message: string }>().message).toMatch(/out of memory .*refused the purge's record; its 2 copies in Redis were dropped.*repeat it once Redis has room/)
+      expect(await node.hexists('rgw:purges', 'adv:101')).toBe(0)
+    } finally {
+      await node.config('SET', 'maxmemory', '0')
+    }
+    const again = await adminCall(a, 'DELETE', '/admin/cache?advertiserId=101')
+    expect(again.json()).toEqual({ purged: 'advertiser', advertiserId: 101, dryRun: false, dropped: 0 })
+    expect(await node.hexists('rgw:purges', 'adv:101')).toBe(1)
   })
 
   it('ends a report job, keeps its result and adds its webhook delivery in one script: every key of them in the {jobs} slot', async () => {

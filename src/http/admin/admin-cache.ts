@@ -32,7 +32,7 @@ export async function adminCacheRoutes(app: FastifyInstance, { reports, auditLog
     response: { 200: answer(purgeSchema, 'What was dropped, or with `dryRun` what would be.') },
     errors: {
       GW_BAD_REQUEST: '`advertiserId` is not a positive integer.',
-      GW_REDIS_UNAVAILABLE: 'This replica dropped its entries in memory, but Redis could not be reached; repeat the call. (A dry run: Redis could not be read.)',
+      GW_REDIS_UNAVAILABLE: 'This replica dropped its entries in memory, but Redis could not be reached, or is out of memory and refused the purge\'s record (the message says whether its copies in Redis were dropped); repeat the call once Redis is back or has room. (A dry run: Redis could not be read.)',
     },
   })
   app.delete('/admin/cache', { schema }, async (request) => {

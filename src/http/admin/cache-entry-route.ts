@@ -83,7 +83,7 @@ const drop = adminSchema({
   query: { url: URL_PARAM, dryRun: DRY_RUN },
   requiredQuery: ['url'],
   response: { 200: answer(purgeSchema, 'What was dropped, or with `dryRun` what would be.') },
-  errors: { GW_BAD_REQUEST: NOT_A_REPORT, GW_REDIS_UNAVAILABLE: 'This replica dropped its copy in memory, but Redis could not be reached; repeat the call. (A dry run: Redis could not be read.)' },
+  errors: { GW_BAD_REQUEST: NOT_A_REPORT, GW_REDIS_UNAVAILABLE: 'This replica dropped its copy in memory, but Redis could not be reached, or is out of memory and refused the purge\'s record (the message says whether its copy in Redis was dropped); repeat the call once Redis is back or has room. (A dry run: Redis could not be read.)' },
 })
 
 /**

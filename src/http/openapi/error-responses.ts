@@ -111,7 +111,7 @@ const WHEN: Record<string, string> = {
   GW_ADMIN_DISABLED: '(admin listener) No admin token is configured.',
   GW_ADMIN_HOST: '(admin listener) The request\'s `Host` names neither an IP address, `localhost`, nor a name of `admin.hosts`: a page of another site whose name was made to resolve to the listener\'s address (DNS rebinding).',
   GW_TOKEN_REJECTED: '(admin listener) The platform refused the new token; the old one stays.',
-  GW_REDIS_UNAVAILABLE: '(admin listener) A purge reached this replica but not Redis; repeat it.',
+  GW_REDIS_UNAVAILABLE: '(admin listener) A purge reached this replica but not Redis, or Redis is out of memory and refused its record; repeat it.',
 }
 
 /** Every code of errors.ts (and GW_INTERNAL) with the statuses it is answered with. */
