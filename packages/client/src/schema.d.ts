@@ -839,7 +839,7 @@ export interface components {
             message: string;
         };
         /**
-         * @description (admin listener) A purge reached this replica but not Redis; repeat it.
+         * @description (admin listener) A purge reached this replica but not Redis, or Redis is out of memory and refused its record; repeat it.
          * @example {
          *       "statusCode": 503,
          *       "code": "GW_REDIS_UNAVAILABLE",
