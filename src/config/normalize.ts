@@ -8,7 +8,7 @@ import { hasControlCharacters, readEnv, tokenFault, unreadable, type Env } from 
 import { parseDuration, parseSize } from './units.js'
 import { normalizeTeams } from './teams.js'
 import { adminTokens } from './admin-tokens.js'
-import { hostsOf, webhookRefusal } from './webhook-hosts.js'
+import { hostsOf, webhookHostsAdvice, webhookRefusal } from './webhook-hosts.js'
 import { webhookSecretSpellings } from './webhook-secret.js'
 import { accountRouteProblems } from './account-routes.js'
 import type { Setting } from './provenance.js'
@@ -105,7 +105,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   const platformUrls = [baseUrl, ...Object.values(credentials).map((c) => c.baseUrl)].filter((u): u is string => u !== null)
   const platformHosts = [...new Set(hostsOf(platformUrls))]
   for (const team of teams) {
-    const refusal = team.webhook && webhookRefusal(team.webhook.url, raw.jobs.webhookHosts, platformHosts)
+    const refusal = team.webhook && webhookRefusal(team.webhook.url, raw.jobs.webhookHosts, platformHosts, `; ${webhookHostsAdvice(team.name)}`)
     if (refusal) problems.push(`teams.${team.name}.webhook.url: ${refusal}`)
   }
 

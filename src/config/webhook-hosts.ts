@@ -5,8 +5,12 @@
 // config loads, at each teams reload and again before each delivery; where the host's
 // addresses then lead is checked by jobs/webhook-target.ts.
 
-/** Why `url` may not receive deliveries; null when it may. */
-export function webhookRefusal(url: string, allowedHosts: readonly string[], platformHosts: readonly string[]): string | null {
+/**
+ * Why `url` may not receive deliveries; null when it may. `unlisted` follows a refusal by
+ * the allow-list (empty, or without the URL's host): what the reader does about it, where
+ * that is to edit the list (the start: webhookHostsAdvice).
+ */
+export function webhookRefusal(url: string, allowedHosts: readonly string[], platformHosts: readonly string[], unlisted = ''): string | null {
   let parsed: URL
   try {
     parsed = new URL(url)
@@ -17,9 +21,20 @@ export function webhookRefusal(url: string, allowedHosts: readonly string[], pla
   if (parsed.username || parsed.password) return 'a URL with credentials in it is refused'
   const host = parsed.hostname.toLowerCase()
   if (platformHosts.some((h) => h.toLowerCase() === host)) return `${host} is the platform's own host, not a receiver: a push there would let a team call the platform from inside the gateway, past its checks; ${elsewhere(host, parsed.protocol)}`
-  if (allowedHosts.length === 0) return 'jobs.webhookHosts is empty: webhooks are off'
-  if (!allowedHosts.some((h) => h.toLowerCase() === host)) return `${host} is not in jobs.webhookHosts`
+  if (allowedHosts.length === 0) return `jobs.webhookHosts is empty: webhooks are off${unlisted}`
+  if (!allowedHosts.some((h) => h.toLowerCase() === host)) return `${host} is not in jobs.webhookHosts${unlisted}`
   return null
+}
+
+/**
+ * What to do about team `team`'s webhook that `setting` (the allow-list, as its reader names
+ * it) does not allow: the start says it with `jobs.webhookHosts`, the chart's refusal at
+ * render (helm/report-gateway/templates/_helpers.tpl, checkWebhooks) in the same words with
+ * `config.jobs.webhookHosts`, its values' name (test/unit/helm-chart-choices.test.ts holds
+ * the chart to these words: a template cannot read them from here).
+ */
+export function webhookHostsAdvice(team: string, setting = 'jobs.webhookHosts'): string {
+  return `list the webhook's host in ${setting}, or remove teams.${team}.webhook`
 }
 
 /**

@@ -7,12 +7,13 @@ import type { DeliveryStore } from './delivery-store.js'
 import { PollLoop } from './poll-loop.js'
 import type { Run } from './lease.js'
 import { webhookSignature } from './webhook-signature.js'
-import { fetch as undiciFetch } from 'undici'
+import type { Dispatcher } from 'undici'
 import { WebhookConnections, type WebhookConnectOptions } from './webhook-connections.js'
 import { hostsOf, webhookRefusal } from '../config/webhook-hosts.js'
 import { literalOf, PlatformAddressError, platformSockets, socketRefusal, type LookupAll } from './webhook-target.js'
 import { connectionFailure } from '../platform/client/connection-failure.js'
 import { retryAfterMs } from '../platform/pauses/retry-after.js'
+import { buildInfo } from '../observe/build-info.js'
 
 /** The webhooks' settings (config `jobs.webhook*`), in milliseconds and bytes. */
 export interface WebhookSettings {
@@ -29,6 +30,9 @@ export interface WebhookTarget {
   url: string
   secret: string
 }
+
+/** What a push names its sender in `user-agent`: the gateway and its version (package.json's, as GET /admin/status and gateway_build_info say it). */
+export const WEBHOOK_USER_AGENT = `report-gateway/${buildInfo().version}`
 
 /** The bytes of a receiver's answer read at most: the rest is dropped with the connection. */
 export const WEBHOOK_ANSWER_BYTES = 64 * 1024
@@ -76,8 +80,11 @@ export interface WebhookDeliveriesDeps {
  *
  * An attempt is a POST of the job's status JSON to the team's webhook URL as the teams say
  * now, signed the Standard Webhooks way with its secret as they say now. Not through the platform client (it adds the
- * platform's token): a plain fetch that follows no redirect, ends after `timeoutMs` and
- * reads at most WEBHOOK_ANSWER_BYTES of the answer. A network error, a timeout, 408, 429
+ * platform's token): one request on the receiver's pool (undici's `request`, not `fetch`,
+ * which adds a browser's headers: `sec-fetch-mode`, `accept-language`, `accept-encoding`,
+ * `user-agent: undici`), carrying the headers docs/jobs.md lists and no other, that follows
+ * no redirect, ends after `timeoutMs` and reads at most WEBHOOK_ANSWER_BYTES of the answer
+ * as sent (no `accept-encoding`: the receiver sends it as it is). A network error, a timeout, 408, 429
  * or 5xx is tried again (delivery.ts, `attempted`); a redirect or another 4xx is final.
  */
 export class WebhookDeliveries {
@@ -224,28 +231,32 @@ export class WebhookDeliveries {
     // A connection kept from an earlier attempt, checked against the platform's sockets as resolved now, or a new one.
     const dispatcher = this.#connections.for(url, isPlatform)
     const timestamp = Math.floor(clock.now() / 1000)
+    // Beside these, undici adds `host`, `content-length` and `connection: keep-alive`, nothing else.
     const headers = {
       'content-type': 'application/json',
+      'user-agent': WEBHOOK_USER_AGENT,
       'webhook-id': d.id,
       'webhook-timestamp': String(timestamp),
       'webhook-signature': webhookSignature(target.secret, d.id, timestamp, d.body),
     }
     try {
-      const res = await undiciFetch(target.url, { method: 'POST', headers, body: d.body, redirect: 'manual', signal, dispatcher })
+      // The pool follows no redirect: a 3xx is the answer.
+      const res = await dispatcher.request({ origin: url.origin, path: `${url.pathname}${url.search}`, method: 'POST', headers, body: d.body, signal })
       // Its status says what the receiver made of the push: a body cut short (the
       // connection closed, the bound passed) changes nothing of it, and closes the connection.
-      if (!(await drain(res, WEBHOOK_ANSWER_BYTES))) this.#connections.drop(url, dispatcher)
-      if (res.status >= 200 && res.status < 300) return { ok: true, status: res.status }
-      if (res.status >= 300 && res.status < 400) return { ok: false, status: res.status, error: 'the receiver answered a redirect: not followed', retry: false, made: true }
-      const retry = res.status >= 500 || res.status === 408 || res.status === 429
-      return { ok: false, status: res.status, error: `the receiver answered ${res.status}`, retry, made: true, retryAfterMs: retryAfterMs(res.headers.get('retry-after') ?? undefined, clock.now()) }
+      if (!(await drain(res.body, WEBHOOK_ANSWER_BYTES))) this.#connections.drop(url, dispatcher)
+      const status = res.statusCode
+      if (status >= 200 && status < 300) return { ok: true, status }
+      if (status >= 300 && status < 400) return { ok: false, status, error: 'the receiver answered a redirect: not followed', retry: false, made: true }
+      const retry = status >= 500 || status === 408 || status === 429
+      const retryAfter = res.headers['retry-after']
+      return { ok: false, status, error: `the receiver answered ${status}`, retry, made: true, retryAfterMs: retryAfterMs(typeof retryAfter === 'string' ? retryAfter : undefined, clock.now()) }
     } catch (err) {
       this.#connections.drop(url, dispatcher)
-      const e = err as Error
-      if (e.cause instanceof PlatformAddressError) return refused(e.cause.message)
+      if (err instanceof PlatformAddressError) return refused(err.message)
       // close() ends the connections, an attempt under way with them: the receiver was reached, this replica went.
       if (this.#loop.stopped) return { ok: false, status: null, error: STOPPED_MID_ATTEMPT, retry: true, made: true }
-      return { ok: false, status: null, error: e.name === 'TimeoutError' ? `no answer within ${settings.timeoutMs}ms` : `the receiver could not be reached (${connectionFailure(e.cause)})`, retry: true, made: true }
+      return { ok: false, status: null, error: (err as Error).name === 'TimeoutError' ? `no answer within ${settings.timeoutMs}ms` : `the receiver could not be reached (${connectionFailure(err)})`, retry: true, made: true }
     }
   }
 }
@@ -269,20 +280,17 @@ function refused(why: string): AttemptResult {
 }
 
 /** Reads at most `cap` bytes of the answer, then drops the rest; whether it read the answer to its end (false too when it broke off or outlasted the attempt's bound). */
-async function drain(res: Awaited<ReturnType<typeof undiciFetch>>, cap: number): Promise<boolean> {
-  if (res.body === null) return true
-  const reader = res.body.getReader()
+async function drain(body: Dispatcher.ResponseData['body'], cap: number): Promise<boolean> {
   let read = 0
   try {
-    for (;;) {
-      const { done, value } = await reader.read()
-      if (done) return true
-      read += value.byteLength
+    for await (const chunk of body) {
+      read += (chunk as Buffer).byteLength
       if (read >= cap) {
-        await reader.cancel()
+        body.destroy()
         return false
       }
     }
+    return true
   } catch {
     return false
   }

@@ -155,7 +155,7 @@ describe('report jobs (demo mode, no Redis)', () => {
       const { code, message } = (await res.json()) as { code?: string; message: string }
       expect({ method, path, status: res.status, code }).toEqual({ method, path, status: 404, code: 'GW_NOT_FOUND' })
       // What the caller meant to do is said, not a bare 'not found': the job calls there are, and how a job is asked.
-      if (path !== '/api/v1/jobs/') expect(message, `${method} ${path}`).toBe(`${method} ${JOB_CALLS}`)
+      expect(message, `${method} ${path}`).toBe(`${method} ${JOB_CALLS}`)
     }
     for (const method of ['GET', 'POST']) {
       const res = await fetch(`${gw.url}/api/v1/jobs`, { method, headers: { 'x-api-key': KEYS.all } })
@@ -195,15 +195,43 @@ describe('report jobs (demo mode, no Redis)', () => {
     expect(sandbox.countRequests((r) => r.path !== REPORT_PATH)).toBe(0)
   })
 
+  // The job paths a decoding router or proxy reads elsewhere (`..%2F..%2Fadmin`): each is
+  // sent as it is, byte for byte (fetch would resolve dot segments itself).
+  const encodedJobPaths = (id: string): string[] => [
+    '/api/v1/jobs/..%2F..%2Fadmin', '/api/v1/jobs/..%2f..%2fadmin', '/api/v1/jobs/%2e%2e%2f%2e%2e%2fadmin', '/api/v1/jobs/%2E%2E/admin',
+    '/api/v1/jobs/../admin', '/api/v1/jobs/..', '/api/v1/jobs/.', '/api/v1/jobs/%2e', `/api/v1/jobs/${id}%2Fresult`, `/api/v1/jobs/${id}/..%2Fresult`,
+    `/api/v1/jobs/${id}/%2e%2e`, '/api/v1/jobs/..%2F..%2Fadmin/result', '/api/v1/jobs/x%5C..%5Cadmin', '/api/v1/jobs/%252e%252e%252fadmin',
+    '/api/v1/jobs//admin', `/api/v1/jobs//${id}`, '/api/v1/jobs/x%00', '/api/v1/jobs/..%2F..%2Fadmin?wait=1', '/api/v1/jobs/',
+  ]
+
+  it('a job path with encoded dots or slashes (..%2F..%2Fadmin), dot segments, a backslash or a double slash says what the job calls are, in every method, never at the platform', async () => {
+    const gw = (await start()) as TestGateway & { url: string; port: number }
+    const { id } = (await (await ask(gw)).json()) as Status
+    await done(gw, id)
+    sandbox.clearRequests()
+    for (const path of encodedJobPaths(id)) {
+      for (const method of ['GET', 'HEAD', 'DELETE', 'POST']) {
+        const res = await rawRequest(gw.port, rawHttp(method, path, method === 'POST' ? { headers: { 'content-type': 'application/json' }, body: '{}' } : {}))
+        expect({ method, path, status: res.status }).toEqual({ method, path, status: 404 })
+        if (method !== 'HEAD') expect({ method, path, answer: JSON.parse(res.body) as unknown }).toMatchObject({ method, path, answer: { code: 'GW_NOT_FOUND', message: `${method} ${JOB_CALLS}` } })
+      }
+      // The key first, as on every /api/v1 call.
+      expect([path, (await rawRequest(gw.port, rawHttp('GET', path, { key: null }))).status]).toEqual([path, 401])
+    }
+    expect(sandbox.countRequests(() => true)).toBe(0)
+  })
+
   it('keeps every path under /api/v1/jobs the gateway\'s with the cache off (no jobs then): 404, never forwarded', async () => {
     clock = fakeClock()
     const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }, teamsYamlWith({ cache: { enabled: false } }))))
     sandbox.clearRequests()
-    for (const method of ['GET', 'DELETE', 'PUT']) {
-      const res = await fetch(`${gw.url}/api/v1/jobs/abc`, { method, headers: { 'x-api-key': KEYS.all } })
-      const { code, message } = (await res.json()) as { code?: string; message: string }
-      expect({ method, status: res.status, code }).toEqual({ method, status: 404, code: 'GW_NOT_FOUND' })
-      expect(message).toBe('no report jobs on this gateway: they are kept beside the report cache, which is off (cache.enabled: false); a report read with prefer: respond-async is proxied as any call, no job made')
+    for (const path of ['/api/v1/jobs/abc', ...encodedJobPaths('abc')]) {
+      for (const method of ['GET', 'DELETE', 'PUT']) {
+        const res = await rawRequest((gw as TestGateway & { port: number }).port, rawHttp(method, path))
+        const { code, message } = JSON.parse(res.body) as { code?: string; message: string }
+        expect({ method, path, status: res.status, code }).toEqual({ method, path, status: 404, code: 'GW_NOT_FOUND' })
+        expect(message, `${method} ${path}`).toBe('no report jobs on this gateway: they are kept beside the report cache, which is off (cache.enabled: false); a report read with prefer: respond-async is proxied as any call, no job made')
+      }
     }
     expect(sandbox.countRequests(() => true)).toBe(0)
   })

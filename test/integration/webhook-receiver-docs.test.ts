@@ -14,6 +14,7 @@ import { useConfigMaps } from '../helpers/config-map.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { pointer, resolveRef, type Json } from '../helpers/openapi-doc.js'
 import { docBlock } from '../helpers/readme-blocks.js'
+import { buildInfo } from '../../src/observe/build-info.js'
 import { onFreePorts } from '../helpers/start-redis.js'
 import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
@@ -137,6 +138,14 @@ function sign(secret: string, id: string, timestamp: number, body: Buffer): stri
   return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.`).update(body).digest('base64')}`
 }
 
+/** The header names of the table of a push's headers in docs/jobs.md ("Pushed when done"), sorted. */
+function pushHeadersDocumented(): string[] {
+  const docs = readFileSync(new URL('../../docs/jobs.md', import.meta.url), 'utf8')
+  const section = docs.slice(docs.indexOf('## Pushed when done'))
+  const table = section.slice(section.indexOf('| header |'), section.indexOf('\n\n', section.indexOf('| header |')))
+  return [...table.matchAll(/^\| `([a-z-]+)` \|/gm)].map((m) => m[1]!).sort()
+}
+
 describe('the webhook receiver docs/jobs.md prints, against a gateway\'s real pushes (demo mode, the sandbox over HTTP)', () => {
   const sandbox = useSandbox()
   const gateways = useGateways()
@@ -182,6 +191,23 @@ describe('the webhook receiver docs/jobs.md prints, against a gateway\'s real pu
     for (const at of [now - 6 * 60, now + 6 * 60]) expect(await send(receiver, push, { headers: { 'webhook-id': `msg_late${at}`, 'webhook-timestamp': String(at), 'webhook-signature': sign(OLD, `msg_late${at}`, at, push.body) } })).toBe(401)
     expect(await send(receiver, push, { headers: { 'webhook-id': 'msg_inside', 'webhook-timestamp': String(now - 60), 'webhook-signature': `v1,AAAA ${sign(OLD, 'msg_inside', now - 60, push.body)}` } })).toBe(204)
     expect(receiver.acted().map((a) => a.job)).toEqual([id, id])
+  })
+
+  it('gets exactly the headers docs/jobs.md lists, its user-agent the gateway\'s name and version, nothing a browser sends', async () => {
+    const receiver = await startReceiver([OLD])
+    const hook = await recorder(() => receiver)
+    const gw = await gateway(webhookYaml(hook.url, OLD))
+    await gw.ask('advertiserId=101&dateFrom=2025-01-01&dateTo=2025-05-31')
+    await waitFor('the push taken', () => hook.pushes.length === 1, testTimeLeft())
+    const [push] = hook.pushes as [Push]
+    expect(push.status).toBe(204)
+    const sent = Object.keys(push.headers).sort()
+    expect(sent).toEqual(['connection', 'content-length', 'content-type', 'host', 'user-agent', 'webhook-id', 'webhook-signature', 'webhook-timestamp'])
+    expect(sent).toEqual(pushHeadersDocumented())
+    expect(push.headers['user-agent']).toBe(`report-gateway/${buildInfo().version}`)
+    expect(push.headers['content-type']).toBe('application/json')
+    expect(push.headers['content-length']).toBe(String(push.body.length))
+    expect(push.headers.connection).toBe('keep-alive')
   })
 
   it('gets pushes as the OpenAPI document\'s webhook jobEnded says: its headers, its JobStatus body, the answers it takes', async () => {

@@ -10,6 +10,7 @@ import { mergeValues as merge, renderChart, validateValues, type Manifest, type 
 import { CHART, CHART_VERSION, chartFile, CONTRACT_ENV, IMAGE, install, SECRETS, TEAMS, FULL, type Deployment, type Service, all, one, gateway, envOf, services, decode, podFiles, gatewayConfigFrom, type NetworkPolicy } from '../helpers/chart-manifests.js'
 import { configProblems, loadConfigFrom, loadConfigYaml } from '../helpers/load-config.js'
 import { ConfigError } from '../../src/config.js'
+import { webhookHostsAdvice } from '../../src/config/webhook-hosts.js'
 
 describe('rendered with a Secret from values, Redis, autoscaling and a ServiceMonitor', () => {
   const chart = install({ values: FULL })
@@ -259,15 +260,27 @@ describe('rendered with other choices', () => {
     }
   })
 
+  /**
+   * What the chart says of team dash's webhook the gateway refuses at start with `gateway`
+   * (its refusal, then what to do): the refusal, that every pod would stop, and what to do
+   * in the gateway's words, its list named as the values name it.
+   */
+  const chartWords = (gateway: string): string => {
+    const advice = `; ${webhookHostsAdvice('dash')}`
+    expect(gateway.endsWith(advice), gateway).toBe(true)
+    return `${gateway.slice(0, -advice.length)}; every pod would stop at start with this (exit 78): ${webhookHostsAdvice('dash', 'config.jobs.webhookHosts')}`
+  }
+
   it("refuses to render a team's webhook while config.jobs.webhookHosts is empty, naming the team and the value, as the gateway would stop at start", () => {
     const webhook = { url: 'https://hooks.dash.svc.cluster.local/reports', secret: `whsec_${'A'.repeat(32)}` }
     const dash = { keys: [`sha256:${'d'.repeat(64)}`], advertisers: [103] }
     const teams = { ...TEAMS, dash: { ...dash, webhook } }
     const problem = configProblems(stringify({ teams })).find((p) => p.startsWith('teams.dash.webhook.url:'))
-    expect(problem).toBe('teams.dash.webhook.url: jobs.webhookHosts is empty: webhooks are off')
+    expect(problem).toBe(`teams.dash.webhook.url: jobs.webhookHosts is empty: webhooks are off; ${webhookHostsAdvice('dash')}`)
     for (const config of [{}, { jobs: { webhookHosts: [] } }, { jobs: { webhookTimeout: '5s' } }]) {
-      expect(() => install({ values: { teams, config } }), JSON.stringify(config)).toThrow(`${problem!}; every pod would stop at start with this (exit 78): list the webhook's host in config.jobs.webhookHosts, or remove teams.dash.webhook`)
+      expect(() => install({ values: { teams, config } }), JSON.stringify(config)).toThrow(chartWords(problem!))
     }
+    expect(chartWords(problem!)).toBe("teams.dash.webhook.url: jobs.webhookHosts is empty: webhooks are off; every pod would stop at start with this (exit 78): list the webhook's host in config.jobs.webhookHosts, or remove teams.dash.webhook")
     // Listed, the pods start with the team's webhook; a team without one, or with null, needs no host.
     const listed = gatewayConfigFrom(install({ values: { teams, config: { jobs: { webhookHosts: ['hooks.dash.svc.cluster.local'] } }, secrets: { create: true, values: SECRETS } } }))
     expect(listed.teams.find((t) => t.name === 'dash')?.webhook?.url).toBe(webhook.url)
@@ -313,10 +326,10 @@ describe('rendered with other choices', () => {
       const gateway = gatewaySays(url, hosts)
       const chart = chartSays(url, hosts)
       // Never refused at render where the gateway starts; refused with the gateway's words where it is.
-      if (chart !== null) expect(chart, url).toBe(`${gateway!}; every pod would stop at start with this (exit 78): list the webhook's host in config.jobs.webhookHosts, or remove teams.dash.webhook`)
+      if (chart !== null) expect(chart, url).toBe(chartWords(gateway!))
       expect(chart !== null, `${url} ${JSON.stringify(hosts)}: ${chart ?? 'rendered'}`).toBe(refused)
     }
-    expect(gatewaySays('https://hooks.other.example\\@hooks.dash.svc.cluster.local/', ['hooks.dash.svc.cluster.local'])).toBe('teams.dash.webhook.url: hooks.other.example is not in jobs.webhookHosts')
+    expect(gatewaySays('https://hooks.other.example\\@hooks.dash.svc.cluster.local/', ['hooks.dash.svc.cluster.local'])).toBe(`teams.dash.webhook.url: hooks.other.example is not in jobs.webhookHosts; ${webhookHostsAdvice('dash')}`)
   })
 
   it('passes a plain Redis URL as a value', () => {

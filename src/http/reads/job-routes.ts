@@ -15,6 +15,7 @@ import { notTaken } from '../hooks/validation-message.js'
 import { hangUpSignal } from '../../platform/client/caller-group.js'
 import { carries } from '../connection-teams.js'
 import { assertReadsThrough } from '../../access/scope.js'
+import { isSafeApiPath } from '../../access/path-safety.js'
 
 /** What the job routes read: the jobs, the admission of callers, the clock, what a report answer says of its cost and finality, a report's cache key now. */
 export interface JobRouteParts {
@@ -42,10 +43,19 @@ export async function acceptJob(reply: FastifyReply, jobs: Jobs, ask: JobAsk, us
  * their cancel while queued. The caller is admitted by its key and counted against its
  * team's rate limit, as any call; a job of another team is 404.
  */
-/** The caller of a job path, admitted by its key and counted against its team's rate limit, as any call. */
-function admitter(admission: Admission): (request: FastifyRequest, reply: FastifyReply) => Caller {
+/**
+ * The caller of a job path, admitted by its key and counted against its team's rate limit,
+ * as any call. A path a decoding router or proxy could read elsewhere (an encoded `.`, `/`,
+ * `\\`, `%` or NUL, a dot segment, `//`: path-safety.ts), which the routes reach with a
+ * decoded `{id}` (`..%2F..%2Fadmin`) or through the catch-all, is no job path: after the
+ * key, it is told the job calls (`jobsOn`) or that there are none, as every other path
+ * under /api/v1/jobs no job route serves is, not the bare `not found` of the target's check.
+ */
+function admitter(admission: Admission, jobsOn: boolean): (request: FastifyRequest, reply: FastifyReply) => Caller {
   return (request, reply) => {
-    const caller = admission.caller(admission.key(request.headers, request.url), admission.target(request.url))
+    const identity = admission.key(request.headers, request.url)
+    if (!isSafeApiPath(request.url)) throw noJobPath(request.method, jobsOn)
+    const caller = admission.caller(identity, admission.target(request.url))
     request.caller = caller
     carries(reply.raw, caller.team.name)
     caller.rate = admission.limit(caller.team)
@@ -54,10 +64,12 @@ function admitter(admission: Admission): (request: FastifyRequest, reply: Fastif
 }
 
 export async function jobRoutes(app: FastifyInstance, { jobs, reports, admission, clock, facts }: JobRouteParts): Promise<void> {
-  const admit = admitter(admission)
-  // An id this gateway could have made, else none (404) without a Redis read.
+  const admit = admitter(admission, true)
+  // An id this gateway could have made, else none (404) without a Redis read; no id at all
+  // (`/api/v1/jobs/`, which the router gives the status route) is no job path.
   const own = (request: FastifyRequest): string => {
     const { id } = request.params as { id: string }
+    if (id === '') throw noJobPath(request.method, true)
     if (!JOB_ID.test(id)) throw new JobNotFoundError()
     return id
   }
@@ -119,14 +131,18 @@ export async function jobRoutes(app: FastifyInstance, { jobs, reports, admission
  * this one). OPTIONS of a job path names the methods it serves (methods.ts).
  */
 export async function jobPaths(app: FastifyInstance, { admission, jobsOn }: Pick<JobRouteParts, 'admission'> & { jobsOn: boolean }): Promise<void> {
-  const admit = admitter(admission)
-  // The method alone of what was sent: a token (Node refuses any other), never the path, which the caller wrote.
+  const admit = admitter(admission, jobsOn)
   const none = (request: FastifyRequest, reply: FastifyReply): never => {
     admit(request, reply)
-    throw new JobPathError(jobsOn ? `${request.method} ${JOB_CALLS}` : NO_JOBS)
+    throw noJobPath(request.method, jobsOn)
   }
   // The bare /api/v1/jobs too: a slash less would otherwise send the call to the platform.
   for (const url of ['/api/v1/jobs', '/api/v1/jobs/*']) app.route({ method: FORWARDED_METHODS, url, schema: { hide: true }, handler: none })
+}
+
+/** What a call of `method` under /api/v1/jobs that no job route serves is told: the method alone of what was sent (a token: Node refuses any other), never the path, which the caller wrote. */
+function noJobPath(method: string, jobsOn: boolean): Error {
+  return new JobPathError(jobsOn ? `${method} ${JOB_CALLS}` : NO_JOBS)
 }
 
 /** What a call under /api/v1/jobs that no job route serves is told, after its method. */
