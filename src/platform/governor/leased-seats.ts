@@ -55,9 +55,12 @@ export class LeasedSeats {
   #onTell = false
   #starvedAt = -Infinity
   #downSince: number | null = null
-  // Back from an outage: until every replica's calls are counted, no more than the seats the outage rule let it fill.
-  #countedAt = -Infinity
+  // Back from an outage (its first answer then): no more than the seats the outage rule let it fill until every replica
+  // back is counted, and while one it saw as its outage began has not renewed since, for ABSENT_WAIT (a lease).
+  #backAt = -Infinity
   #outageSeats = 0
+  #awaited = new Set<string>()
+  #outageAt = -Infinity
   readonly #seen = new Map<string, number>() // the other runs seen in an answer, and when last
   #downTimers: Timer[] = []
   #timer: Timer | null = null
@@ -254,7 +257,8 @@ export class LeasedSeats {
     if (this.#plan !== null) this.#plan = this.#planFor(need, d)
     const wanted = this.#wanted(d)
     if (this.#downSince !== null) this.#outageSeats = this.size(d.limit)
-    const ask = this.#downSince === null && now >= this.#countedAt ? wanted : Math.min(wanted, Math.max(held, this.#outageSeats))
+    const counted = now >= this.#backAt + (this.#awaited.size > 0 ? this.#o.leaseMs : this.#o.leaseMs / 3 + DOWN_RETRY_MS)
+    const ask = this.#downSince === null && counted ? wanted : Math.min(wanted, Math.max(held, this.#outageSeats))
     const calls = this.#others.length > 0 ? this.#calls() : null
     const record = encodeRecord({ lease: 0, inFlight: d.inFlight, need, answered: this.#answered, waited: this.#waited, teams: d.teams, ...(calls === null ? {} : { calls }) })
     const limitRecord = this.#limitRecord
@@ -269,7 +273,7 @@ export class LeasedSeats {
       if (this.#limitRecord === limitRecord) [this.#limitRecord, this.#tellOthers] = [null, false]
       // A renewal at once that found no seat for it keeps the next one to MIN_RENEW_MS: tells bring no chain of them.
       this.#atOnce = atOnce && answer.granted <= held
-      this.#taken(answer, need, d.limit, d.inFlight)
+      this.#taken(answer, need, d.limit, d.inFlight, now)
       if (tell) this.#o.store.tellAll(this.#run).catch(() => undefined)
     } catch {
       this.#lastAnswer = this.#clock.now()
@@ -277,6 +281,7 @@ export class LeasedSeats {
       if (this.#downSince === null) {
         this.#downSince = this.#lastAnswer
         this.#outageSeats = 0
+        ;[this.#awaited, this.#outageAt] = [new Set(this.#seen.keys()), this.#downSince]
         this.#downTimers = [DOWN_GRACE_MS, this.#o.leaseMs, this.#o.leaseMs + this.#o.callsEndMs].map((ms) => this.#clock.setTimeout(() => this.#wake(), ms + 1).unref())
         this.#wake()
       }
@@ -288,9 +293,12 @@ export class LeasedSeats {
     }
   }
 
-  #taken(answer: LeaseAnswer, need: number, limit: number, inFlight: number): void {
+  /** `asked`: when the renewal was sent. */
+  #taken(answer: LeaseAnswer, need: number, limit: number, inFlight: number, asked: number): void {
     this.#lastAnswer = this.#clock.now()
-    if (this.#downSince !== null) this.#countedAt = this.#lastAnswer + this.#o.leaseMs / 3 + DOWN_RETRY_MS
+    // A record answered a lease after its outage began was written since: one from before has lapsed.
+    if (asked - this.#outageAt > this.#o.leaseMs) for (const r of answer.others) this.#awaited.delete(r.run)
+    if (this.#downSince !== null) this.#backAt = this.#lastAnswer
     this.#downSince = null
     this.#downTimers.forEach((t) => this.#clock.clearTimeout(t))
     if (!answer.known && this.#lease > 0) {
@@ -303,7 +311,8 @@ export class LeasedSeats {
     this.#grantedUnder = limit
     this.#free = answer.free
     for (const r of answer.others) this.#seen.set(r.run, this.#lastAnswer)
-    for (const [run, at] of this.#seen) if (this.#lastAnswer - at > this.#o.callsEndMs) this.#seen.delete(run)
+    const awaiting = this.#lastAnswer - this.#backAt < this.#o.leaseMs
+    for (const [run, at] of this.#seen) if (this.#lastAnswer - at > this.#o.callsEndMs && !(awaiting && this.#awaited.has(run))) this.#seen.delete(run)
     this.#others = answer.others
     this.#charges.seen(answer.others)
     const written = answer.limitRecord === null ? null : this.#readLimit(answer.limitRecord)
