@@ -360,6 +360,25 @@ describe('two replicas back from a store outage past a lease\'s life, one after 
     b.stop()
   })
 
+  // Within a lease's life of an outage the records from before it live: a replica that held
+  // no seat, back from a short Redis stall, waited a lease for b, idle and so with no record,
+  // its calls past their deadline (test/faults/redis-recovery.test.ts, stalled Redis).
+  it('a replica back from an outage within a lease\'s life waits for no replica that has no record', async () => {
+    const { a, b, refusing, step } = await refusedPair()
+    for (let t = 0; t < 400; t++) await step(5, 3)
+    for (let t = 0; t < 3000 && a.held + b.held > 0; t++) await step(0, 0)
+    expect([a.held, b.held]).toEqual([0, 0])
+    refusing.add('r~a')
+    refusing.add('r~b')
+    for (let t = 0; t < 300; t++) await step(1, 0)
+    refusing.clear()
+    let t = 0
+    for (; a.size(8) < 1 && t < 2000; t++) await step(1, 0)
+    expect(t, 'ms until a has a seat for its call').toBeLessThan(600)
+    a.stop()
+    b.stop()
+  })
+
   // A replica dead in the outage never renews, as one refused on: its seats come back a
   // lease after the other is back (b, refused on past that, is one cut off alone).
   it('a replica back takes the seats of one that never renews a lease after its first answer back', async () => {
