@@ -56,11 +56,10 @@ export class LeasedSeats {
   #starvedAt = -Infinity
   #downSince: number | null = null
   // Back from an outage (its first answer then): no more than the seats the outage rule let it fill until every replica
-  // back is counted, and while one it saw as its outage began has not renewed since, for ABSENT_WAIT (a lease).
+  // back is counted, and, past a lease's life in it, while one it saw as it began has not renewed, for ABSENT_WAIT (a lease).
   #backAt = -Infinity
   #outageSeats = 0
   #awaited = new Set<string>()
-  #outageAt = -Infinity
   readonly #seen = new Map<string, number>() // the other runs seen in an answer, and when last
   #downTimers: Timer[] = []
   #timer: Timer | null = null
@@ -273,7 +272,7 @@ export class LeasedSeats {
       if (this.#limitRecord === limitRecord) [this.#limitRecord, this.#tellOthers] = [null, false]
       // A renewal at once that found no seat for it keeps the next one to MIN_RENEW_MS: tells bring no chain of them.
       this.#atOnce = atOnce && answer.granted <= held
-      this.#taken(answer, need, d.limit, d.inFlight, now)
+      this.#taken(answer, need, d.limit, d.inFlight)
       if (tell) this.#o.store.tellAll(this.#run).catch(() => undefined)
     } catch {
       this.#lastAnswer = this.#clock.now()
@@ -281,7 +280,8 @@ export class LeasedSeats {
       if (this.#downSince === null) {
         this.#downSince = this.#lastAnswer
         this.#outageSeats = 0
-        ;[this.#awaited, this.#outageAt] = [new Set(this.#seen.keys()), this.#downSince]
+        // An outage that begins while it waits goes on waiting for the same replicas.
+        if (this.#downSince - this.#backAt >= this.#o.leaseMs) this.#awaited = new Set(this.#seen.keys())
         this.#downTimers = [DOWN_GRACE_MS, this.#o.leaseMs, this.#o.leaseMs + this.#o.callsEndMs].map((ms) => this.#clock.setTimeout(() => this.#wake(), ms + 1).unref())
         this.#wake()
       }
@@ -293,12 +293,15 @@ export class LeasedSeats {
     }
   }
 
-  /** `asked`: when the renewal was sent. */
-  #taken(answer: LeaseAnswer, need: number, limit: number, inFlight: number, asked: number): void {
+  #taken(answer: LeaseAnswer, need: number, limit: number, inFlight: number): void {
     this.#lastAnswer = this.#clock.now()
-    // A record answered a lease after its outage began was written since: one from before has lapsed.
-    if (asked - this.#outageAt > this.#o.leaseMs) for (const r of answer.others) this.#awaited.delete(r.run)
-    if (this.#downSince !== null) this.#backAt = this.#lastAnswer
+    if (this.#downSince !== null) {
+      // Within a lease's life the records from before it live: the store counts them, and a replica still out keeps its lease.
+      if (this.#lastAnswer - this.#downSince < this.#o.leaseMs && this.#downSince - this.#backAt >= this.#o.leaseMs) this.#awaited.clear()
+      this.#backAt = this.#lastAnswer
+    }
+    // Past a lease's life, a record answered was written since the outage began.
+    for (const r of answer.others) this.#awaited.delete(r.run)
     this.#downSince = null
     this.#downTimers.forEach((t) => this.#clock.clearTimeout(t))
     if (!answer.known && this.#lease > 0) {
