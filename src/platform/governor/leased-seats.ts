@@ -55,9 +55,11 @@ export class LeasedSeats {
   #onTell = false
   #starvedAt = -Infinity
   #downSince: number | null = null
-  // Back from an outage: until every replica's calls are counted, no more than the seats the outage rule let it fill.
-  #countedAt = -Infinity
+  // Back from an outage (its first answer then): no more than the seats the outage rule let it fill until every replica
+  // back is counted, and, past a lease's life in it, while one it saw as it began has not renewed, for ABSENT_WAIT (a lease).
+  #backAt = -Infinity
   #outageSeats = 0
+  #awaited = new Set<string>()
   readonly #seen = new Map<string, number>() // the other runs seen in an answer, and when last
   #downTimers: Timer[] = []
   #timer: Timer | null = null
@@ -254,7 +256,8 @@ export class LeasedSeats {
     if (this.#plan !== null) this.#plan = this.#planFor(need, d)
     const wanted = this.#wanted(d)
     if (this.#downSince !== null) this.#outageSeats = this.size(d.limit)
-    const ask = this.#downSince === null && now >= this.#countedAt ? wanted : Math.min(wanted, Math.max(held, this.#outageSeats))
+    const counted = now >= this.#backAt + (this.#awaited.size > 0 ? this.#o.leaseMs : this.#o.leaseMs / 3 + DOWN_RETRY_MS)
+    const ask = this.#downSince === null && counted ? wanted : Math.min(wanted, Math.max(held, this.#outageSeats))
     const calls = this.#others.length > 0 ? this.#calls() : null
     const record = encodeRecord({ lease: 0, inFlight: d.inFlight, need, answered: this.#answered, waited: this.#waited, teams: d.teams, ...(calls === null ? {} : { calls }) })
     const limitRecord = this.#limitRecord
@@ -277,6 +280,8 @@ export class LeasedSeats {
       if (this.#downSince === null) {
         this.#downSince = this.#lastAnswer
         this.#outageSeats = 0
+        // An outage that begins while it waits goes on waiting for the same replicas.
+        if (this.#downSince - this.#backAt >= this.#o.leaseMs) this.#awaited = new Set(this.#seen.keys())
         this.#downTimers = [DOWN_GRACE_MS, this.#o.leaseMs, this.#o.leaseMs + this.#o.callsEndMs].map((ms) => this.#clock.setTimeout(() => this.#wake(), ms + 1).unref())
         this.#wake()
       }
@@ -290,7 +295,13 @@ export class LeasedSeats {
 
   #taken(answer: LeaseAnswer, need: number, limit: number, inFlight: number): void {
     this.#lastAnswer = this.#clock.now()
-    if (this.#downSince !== null) this.#countedAt = this.#lastAnswer + this.#o.leaseMs / 3 + DOWN_RETRY_MS
+    if (this.#downSince !== null) {
+      // Within a lease's life the records from before it live: the store counts them, and a replica still out keeps its lease.
+      if (this.#lastAnswer - this.#downSince < this.#o.leaseMs && this.#downSince - this.#backAt >= this.#o.leaseMs) this.#awaited.clear()
+      this.#backAt = this.#lastAnswer
+    }
+    // Past a lease's life, a record answered was written since the outage began.
+    for (const r of answer.others) this.#awaited.delete(r.run)
     this.#downSince = null
     this.#downTimers.forEach((t) => this.#clock.clearTimeout(t))
     if (!answer.known && this.#lease > 0) {
@@ -303,7 +314,8 @@ export class LeasedSeats {
     this.#grantedUnder = limit
     this.#free = answer.free
     for (const r of answer.others) this.#seen.set(r.run, this.#lastAnswer)
-    for (const [run, at] of this.#seen) if (this.#lastAnswer - at > this.#o.callsEndMs) this.#seen.delete(run)
+    const awaiting = this.#lastAnswer - this.#backAt < this.#o.leaseMs
+    for (const [run, at] of this.#seen) if (this.#lastAnswer - at > this.#o.callsEndMs && !(awaiting && this.#awaited.has(run))) this.#seen.delete(run)
     this.#others = answer.others
     this.#charges.seen(answer.others)
     const written = answer.limitRecord === null ? null : this.#readLimit(answer.limitRecord)
