@@ -6,7 +6,7 @@ import { workClass } from '../../src/reports/work-class.js'
 
 // The page a call asks, read as Laravel's paginate() reads it: a caller's spelling never
 // puts a page of many rows in the class of a page of one (the cheap calls that would keep
-// the class's estimate short and its costly ones lent: test/attacks/work-class-lending.test.ts).
+// the class's estimate short and its costly ones lent: test/slow/work-class-lending.test.ts).
 
 const LIST = '/api/v1/campaign/get'
 const query = (text: string): Pair[] => [...new URLSearchParams(text)]
