@@ -7,6 +7,8 @@ import { nodeRefusal } from './observe/build-info.js'
 // After the grace: time for aborted calls' answers to be written, then for the rest of close().
 const ANSWER_ABORTED_MS = 500
 const LAST_WORDS_MS = 1500
+// The most an exit waits for the log's last lines to be written (a reader of stdout that is slow).
+const LOG_FLUSH_MS = 1000
 
 async function main(): Promise<void> {
   // The stop signals are handled from the first moment: the image runs node as PID 1 of
@@ -19,8 +21,10 @@ async function main(): Promise<void> {
   let onStop: (signal: string) => void = (signal) => {
     if (startLog) {
       startLog.info({ signal }, 'stopped during the start, before serving')
-      startLog.flush?.()
-    } else process.stderr.write(`report-gateway: stopped during the start, before serving (${signal})\n`)
+      void exitAfterLog(startLog, 0)
+      return
+    }
+    process.stderr.write(`report-gateway: stopped during the start, before serving (${signal})\n`)
     process.exit(0)
   }
   process.on('SIGTERM', () => onStop('SIGTERM'))
@@ -140,8 +144,7 @@ async function main(): Promise<void> {
       }, ANSWER_ABORTED_MS).unref()
       setTimeout(() => {
         log.warn('still closing after the grace period: exiting')
-        log.flush?.()
-        process.exit(0)
+        void exitAfterLog(log, 0)
       }, ANSWER_ABORTED_MS + LAST_WORDS_MS).unref()
     }, config.shutdownGraceMs)
     force.unref()
@@ -149,11 +152,10 @@ async function main(): Promise<void> {
       await gateway.close()
       await demo?.sandbox.close()
       log.info('stopped')
-      log.flush?.()
-      process.exit(0)
+      await exitAfterLog(log, 0)
     } catch (err) {
       log.error({ err }, 'error while shutting down')
-      process.exit(1)
+      await exitAfterLog(log, 1)
     }
   }
   onReload = () => {
@@ -165,6 +167,22 @@ async function main(): Promise<void> {
   }
   onStop = (signal) => void stop(signal)
   if (reloadAsked) onReload()
+}
+
+/**
+ * Exits with `code` once the log's lines are written, or could not be (stdout with no
+ * reader), waiting LOG_FLUSH_MS at most. The exit is not left to write them: pino's flush of
+ * stdout at the exit retries a write that met EPIPE for ever, and the process never ended.
+ */
+async function exitAfterLog(log: Gateway['log'], code: number): Promise<never> {
+  await new Promise<void>((resolve) => {
+    const bound = setTimeout(resolve, LOG_FLUSH_MS)
+    log.flush(() => {
+      clearTimeout(bound)
+      resolve()
+    })
+  })
+  process.exit(code)
 }
 
 // A listener that cannot open is an operator's problem, said in one line with what to

@@ -34,16 +34,51 @@ export class AuditTrail {
     this.#size = size
   }
 
-  /** A log destination that writes every line to `dest` (default stdout) and keeps the audit ones. */
-  tee(dest: DestinationStream = pino.destination(1)): DestinationStream {
-    const flushable = dest as DestinationStream & { flush?: (cb?: (err?: Error) => void) => void }
+  /**
+   * A log destination that writes every line to `dest` and keeps the audit ones. Without
+   * `dest`, to stdout (pino's, sonic-boom): its `flush(cb)` then calls back once every byte
+   * handed to it is written, or its write failed (stdout with no reader: EPIPE), so that
+   * main.ts exits after the log's last lines; pino's own flush of stdout at the exit retries
+   * a write that met EPIPE for ever. A given `dest` flushes as it does.
+   */
+  tee(dest?: DestinationStream): DestinationStream {
+    if (dest) {
+      const flushable = dest as DestinationStream & { flush?: (cb?: (err?: Error) => void) => void }
+      return {
+        write: (line: string) => {
+          this.take(line)
+          return dest.write(line)
+        },
+        flush: (cb?: (err?: Error) => void) => (flushable.flush ? flushable.flush(cb) : cb?.()),
+      } as DestinationStream
+    }
+    const stdout = pino.destination(1)
+    // Bytes handed to stdout and not yet written (sonic-boom says each write it made).
+    let unwritten = 0
+    const settled: (() => void)[] = []
+    stdout.on('write', (bytes: number) => {
+      unwritten = Math.max(0, unwritten - bytes)
+      if (unwritten === 0) for (const cb of settled.splice(0)) cb()
+    })
     return {
       write: (line: string) => {
         this.take(line)
-        return dest.write(line)
+        unwritten += Buffer.byteLength(line)
+        return stdout.write(line)
       },
-      // main.ts flushes the log before it exits.
-      flush: (cb?: (err?: Error) => void) => (flushable.flush ? flushable.flush(cb) : cb?.()),
+      flush: (cb?: (err?: Error) => void) => {
+        if (!cb || unwritten === 0) return cb?.()
+        const failed = (err: Error) => {
+          settled.splice(settled.indexOf(written), 1)
+          cb(err)
+        }
+        const written = () => {
+          stdout.off('error', failed)
+          cb()
+        }
+        settled.push(written)
+        stdout.once('error', failed)
+      },
     } as DestinationStream
   }
 

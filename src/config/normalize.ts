@@ -8,7 +8,7 @@ import { hasControlCharacters, readEnv, tokenFault, unreadable, type Env } from 
 import { parseDuration, parseSize } from './units.js'
 import { normalizeTeams } from './teams.js'
 import { adminTokens } from './admin-tokens.js'
-import { hostsOf, webhookHostsAdvice, webhookRefusal } from './webhook-hosts.js'
+import { hostAsWritten, hostsOf, WEBHOOK_HOST_FORM, webhookHostsAdvice, webhookRefusal } from './webhook-hosts.js'
 import { webhookSecretSpellings } from './webhook-secret.js'
 import { accountRouteProblems } from './account-routes.js'
 import type { Setting } from './provenance.js'
@@ -104,8 +104,18 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   const teams = normalizeTeams(raw.teams, new Set(Object.keys(credentials)), problems)
   const platformUrls = [baseUrl, ...Object.values(credentials).map((c) => c.baseUrl)].filter((u): u is string => u !== null)
   const platformHosts = [...new Set(hostsOf(platformUrls))]
+  // An entry of a host's shape that a URL writes otherwise equals no URL's host: refused,
+  // saying how a URL writes it; a team's webhook is checked against that writing, so that
+  // the entry's refusal is the one line its mistake costs.
+  const webhookHosts = raw.jobs.webhookHosts.map((entry, i) => {
+    const written = hostAsWritten(entry)
+    if (written !== entry.toLowerCase()) {
+      problems.push(`jobs.webhookHosts.${i}: must be ${WEBHOOK_HOST_FORM} (got ${JSON.stringify(entry)}; ${written === null ? 'no URL has it as its host' : `a URL writes it ${written}`})`)
+    }
+    return written ?? entry
+  })
   for (const team of teams) {
-    const refusal = team.webhook && webhookRefusal(team.webhook.url, raw.jobs.webhookHosts, platformHosts, `; ${webhookHostsAdvice(team.name)}`)
+    const refusal = team.webhook && webhookRefusal(team.webhook.url, webhookHosts, platformHosts, `; ${webhookHostsAdvice(team.name)}`)
     if (refusal) problems.push(`teams.${team.name}.webhook.url: ${refusal}`)
   }
 
@@ -281,7 +291,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       retries: raw.jobs.retries,
       maxPauseMs: parseDuration(raw.platform.maxPause),
     },
-    webhooks: { platformHosts, platformUrls, hosts: raw.jobs.webhookHosts, timeoutMs: parseDuration(raw.jobs.webhookTimeout), retryForMs: parseDuration(raw.jobs.webhookRetryFor), perTeam: raw.jobs.deliveriesPerTeam },
+    webhooks: { platformHosts, platformUrls, hosts: webhookHosts, timeoutMs: parseDuration(raw.jobs.webhookTimeout), retryForMs: parseDuration(raw.jobs.webhookRetryFor), perTeam: raw.jobs.deliveriesPerTeam },
     // OpenTelemetry traces (OTEL_* variables), null when off; its exporter's headers are secrets too.
     tracing,
     secrets: tracing ? [...secrets, ...Object.values(tracing.headers)] : secrets,

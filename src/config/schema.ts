@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { DURATION_DESCRIPTION } from './duration-description.js'
 import { CREDENTIAL_NAME_PATTERN, EXPIRES_AT_PATTERN, KEY_ID_PATTERN, KEY_ID_RULE, TEAM_NAME_PATTERN } from './names.js'
+import { WEBHOOK_HOST_FORM } from './webhook-hosts.js'
 
 // The single source of truth for settings: config/default.yaml, CONFIG_FILE and the
 // environment are merged into this shape and validated once, at start.
@@ -274,12 +275,14 @@ export const ConfigSchema = Type.Object(
         retries: Type.Integer({ minimum: 0, maximum: 100, description: 'how often a report job is tried again after a try that got no answer or the platform\'s 5xx, each after the pauses\' backoff (1 s doubling, at most platform.maxPause); past it the job fails' }),
         // Each is compared with a webhook URL's host as the URL parser writes it (an IPv6
         // address in brackets): an entry of another form (a port, a scheme, a path) equals
-        // no URL's host, so it is refused here rather than every webhook refused as not listed.
+        // no URL's host, so it is refused here rather than every webhook refused as not listed;
+        // one of a host's shape that a URL writes otherwise (`0x7f.0.0.1`) is refused at load
+        // (config/normalize.ts), saying how a URL writes it.
         webhookHosts: Type.Array(
           Type.String({
             pattern: `^(${DNS_NAME}|\\[[0-9A-Fa-f:.]+\\])$`,
             maxLength: 253,
-            description: 'a host as a URL writes it (a DNS name or IPv4 address, an IPv6 address in brackets; no scheme, port, path or wildcard), e.g. hooks.example.org, localhost, [::1]',
+            description: WEBHOOK_HOST_FORM,
           }),
           { description: 'the hosts teams\' webhooks may point at; empty: webhooks off' },
         ),

@@ -5,6 +5,22 @@
 // config loads, at each teams reload and again before each delivery; where the host's
 // addresses then lead is checked by jobs/webhook-target.ts.
 
+/** What an entry of `jobs.webhookHosts` is: the schema's description, and the words of a refusal. */
+export const WEBHOOK_HOST_FORM = 'a host as a URL writes it (a DNS name or IPv4 address, an IPv6 address in brackets; no scheme, port, path or wildcard), e.g. hooks.example.org, localhost, [::1]'
+
+/**
+ * How a URL writes the host `entry`: in lower case, an IPv4 address as four decimal numbers
+ * (`0x7f.0.0.1` and `127.1` are 127.0.0.1), an IPv6 address compressed (`[0:0:0:0:0:0:0:1]` is
+ * [::1]); null when no URL has it as its host (`300.1.1.1`).
+ */
+export function hostAsWritten(entry: string): string | null {
+  try {
+    return new URL(`http://${entry}/`).hostname
+  } catch {
+    return null
+  }
+}
+
 /**
  * Why `url` may not receive deliveries; null when it may. `unlisted` follows a refusal by
  * the allow-list (empty, or without the URL's host): what the reader does about it, where

@@ -35,5 +35,5 @@ export async function apiRoutes(app: FastifyInstance, { config, reports, jobs, c
   if (config.cache.enabled) await app.register(jobRoutes, { jobs, reports, admission, clock, facts })
   await app.register(jobPaths, { admission, jobsOn: config.cache.enabled })
   app.route({ method: FORWARDED_METHODS, url: '/api/v1/*', schema: proxySchema({ bodyLimit: config.bodyLimit }), handler: proxy })
-  methodRoutes(app)
+  methodRoutes(app, config.cache.enabled)
 }

@@ -1,6 +1,7 @@
 import { METHODS } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { MethodNotAllowedError, type GatewayError } from '../errors.js'
+import { isSafeApiPath } from '../access/path-safety.js'
 
 // Which methods reach the platform (contract, "Calling the proxy listener"): those its
 // calls are made of. TRACE would have the platform hand the request back, the gateway's
@@ -17,22 +18,26 @@ export const API_ALLOW = [...FORWARDED_METHODS, 'OPTIONS'].join(', ')
 /**
  * `allow` of the gateway's own paths under /api/v1/ (a report job, its result): the methods
  * they serve, the first that matches. Every other path under /api/v1/jobs (itself, `/`,
- * deeper) is the gateway's 404 in every method but OPTIONS (job-routes.ts, `jobPaths`):
- * OPTIONS is all it serves there (RFC 9110, 10.2.1).
+ * deeper, and one a decoding router reads elsewhere, `..%2F..%2Fadmin`: path-safety.ts) is
+ * the gateway's 404 in every method but OPTIONS (job-routes.ts, `jobPaths`): OPTIONS is all
+ * it serves there (RFC 9110, 10.2.1).
  */
 const OWN_PATHS: readonly [RegExp, string][] = [
   [/^\/api\/v1\/jobs\/[^/?]+(\?|$)/, 'GET, HEAD, DELETE, OPTIONS'],
   [/^\/api\/v1\/jobs\/[^/?]+\/result(\?|$)/, 'GET, HEAD, OPTIONS'],
-  [/^\/api\/v1\/jobs(\/|\?|$)/, 'OPTIONS'],
 ]
+const JOBS_PATH = /^\/api\/v1\/jobs(\/|\?|$)/
 
 /**
  * What OPTIONS of `url` answers in `allow` (a path of the OpenAPI document too:
  * `/api/v1/jobs/{id}`), and so the `allow` of a 405 there: one list per path, whatever
- * method asked it.
+ * method asked it. `jobsOn` false (the cache off, no job routes): no job path serves a method
+ * but OPTIONS.
  */
-export function allowOf(url: string): string {
-  return OWN_PATHS.find(([path]) => path.test(url))?.[1] ?? API_ALLOW
+export function allowOf(url: string, jobsOn = true): string {
+  if (!JOBS_PATH.test(url)) return API_ALLOW
+  const own = jobsOn && isSafeApiPath(url) ? OWN_PATHS.find(([path]) => path.test(url)) : undefined
+  return own?.[1] ?? 'OPTIONS'
 }
 
 // Every other method Node reads, but CONNECT, which never reaches the router (server.ts refuses it with allowOf).
@@ -43,22 +48,22 @@ export function methodRefusal(method: string, allow: string): GatewayError {
   return new MethodNotAllowedError(method, allow)
 }
 
-function refuse(request: FastifyRequest, reply: FastifyReply): never {
-  const allow = allowOf(request.url)
-  reply.header('allow', allow)
-  throw methodRefusal(request.method, allow)
-}
-
 /**
  * The answers to the methods that are not forwarded, for every path under /api/v1/, before
  * its key, target or body is read: OPTIONS 204 with `allow`; any other method 405
- * GW_METHOD_NOT_ALLOWED with the same `allow` (allowOf). `api` holds the /api/v1 routes (api.ts).
+ * GW_METHOD_NOT_ALLOWED with the same `allow` (allowOf). `api` holds the /api/v1 routes (api.ts);
+ * `jobsOn`: whether it has the job routes (the cache on).
  */
-export function methodRoutes(api: FastifyInstance): void {
+export function methodRoutes(api: FastifyInstance, jobsOn: boolean): void {
+  const refuse = (request: FastifyRequest, reply: FastifyReply): never => {
+    const allow = allowOf(request.url, jobsOn)
+    reply.header('allow', allow)
+    throw methodRefusal(request.method, allow)
+  }
   // Fastify routes some methods only once told of them. All the refused ones are bodyless to
   // it (QUERY too, whose missing content-type would be a 400 first): nothing of a body is
   // read before the 405.
   for (const method of REFUSED) api.addHttpMethod(method, { hasBody: false, overrideExisting: true })
   api.route({ method: REFUSED, url: '/api/v1/*', schema: { hide: true }, handler: refuse })
-  api.options('/api/v1/*', { schema: { hide: true } }, (request, reply) => reply.code(204).header('allow', allowOf(request.url)).send())
+  api.options('/api/v1/*', { schema: { hide: true } }, (request, reply) => reply.code(204).header('allow', allowOf(request.url, jobsOn)).send())
 }

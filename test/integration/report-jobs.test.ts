@@ -217,6 +217,10 @@ describe('report jobs (demo mode, no Redis)', () => {
       }
       // The key first, as on every /api/v1 call.
       expect([path, (await rawRequest(gw.port, rawHttp('GET', path, { key: null }))).status]).toEqual([path, 401])
+      // OPTIONS says so too: no job method is served there (a 405's allow with it).
+      const options = await rawRequest(gw.port, rawHttp('OPTIONS', path))
+      expect([path, options.status, options.headers.allow]).toEqual([path, 204, 'OPTIONS'])
+      expect([path, (await rawRequest(gw.port, rawHttp('TRACE', path))).headers.allow]).toEqual([path, 'OPTIONS'])
     }
     expect(sandbox.countRequests(() => true)).toBe(0)
   })
@@ -232,6 +236,9 @@ describe('report jobs (demo mode, no Redis)', () => {
         expect({ method, path, status: res.status, code }).toEqual({ method, path, status: 404, code: 'GW_NOT_FOUND' })
         expect(message, `${method} ${path}`).toBe('no report jobs on this gateway: they are kept beside the report cache, which is off (cache.enabled: false); a report read with prefer: respond-async is proxied as any call, no job made')
       }
+      // No job method is served there: OPTIONS says so.
+      const options = await rawRequest((gw as TestGateway & { port: number }).port, rawHttp('OPTIONS', path))
+      expect([path, options.status, options.headers.allow]).toEqual([path, 204, 'OPTIONS'])
     }
     expect(sandbox.countRequests(() => true)).toBe(0)
   })

@@ -140,3 +140,32 @@ describe('demo mode and graceful shutdown', () => {
     expect(output).toMatch(/"msg":"stopped"/)
   }, 20_000)
 })
+
+describe('a stop with no reader of the log', () => {
+  // stdout gone (a log reader that died, journald restarted, `npm start | head`): each line
+  // then meets EPIPE. The stop's last lines must not hold the exit: it still ends in exit 0.
+  it('exits 0 on SIGINT and on SIGTERM once stdout has no reader, within the drain, the grace and a moment', async () => {
+    ensureBuilt(MAIN)
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+      const [proxyPort, adminListenerPort] = (await freePorts(2)) as [number, number]
+      const gateway = spawn(process.execPath, [MAIN], {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(proxyPort), ADMIN_PORT: String(adminListenerPort), LOG_LEVEL: 'info' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+      try {
+        let printed = ''
+        gateway.stdout.setEncoding('utf8').on('data', (chunk: string) => (printed += chunk))
+        const ended = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => gateway.once('exit', (code, sig) => resolve({ code, signal: sig })))
+        await poll(() => `the demo's curl line:\n${printed}`, () => gateway.exitCode === null && /curl .*\n/.test(printed), PROCESS_START_MS, 25)
+        gateway.stdout.destroy()
+        expect(gateway.kill(signal)).toBe(true)
+        // shutdownDrain (5 s) for SIGTERM, none for SIGINT, then what is in flight (none): exit at once.
+        await poll(() => `${signal}: an exit within 8 s`, () => gateway.exitCode !== null || gateway.signalCode !== null, 8_000, 25)
+        expect(await ended).toEqual({ code: 0, signal: null })
+      } finally {
+        if (gateway.exitCode === null && gateway.signalCode === null) gateway.kill('SIGKILL')
+      }
+    }
+  }, 2 * PROCESS_START_MS)
+})

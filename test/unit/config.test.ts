@@ -955,6 +955,20 @@ jobs:
     }
   })
 
+  it('refuses at load a jobs.webhookHosts entry a URL writes otherwise (an IPv4 address in short or hex form, an IPv6 address uncompressed), saying how a URL writes it, and only that', () => {
+    const what = 'must be a host as a URL writes it (a DNS name or IPv4 address, an IPv6 address in brackets; no scheme, port, path or wildcard), e.g. hooks.example.org, localhost, [::1]'
+    for (const [entry, url, written] of [
+      ['0x7f.0.0.2', 'http://127.0.0.2/jobs', '127.0.0.2'],
+      ['1.2.3', 'http://1.2.0.3/jobs', '1.2.0.3'],
+      ['010.0.0.7', 'http://8.0.0.7/jobs', '8.0.0.7'],
+      ['[0:0:0:0:0:0:0:1]', 'http://[::1]:9000/jobs', '[::1]'],
+      ['[::FFFF:127.0.0.1]', 'http://[::ffff:7f00:1]:9000/jobs', '[::ffff:7f00:1]'],
+    ] as const) {
+      expect(problem(env, yaml(url, ['hooks.example.org', entry])).problems, entry).toEqual([`jobs.webhookHosts.1: ${what} (got ${JSON.stringify(entry)}; a URL writes it ${written})`])
+    }
+    expect(problem(env, yaml('http://localhost:9000/jobs', ['localhost', '300.1.1.1'])).problems).toEqual([`jobs.webhookHosts.1: ${what} (got "300.1.1.1"; no URL has it as its host)`])
+  })
+
   it('refuses at load a webhook at the platform\'s own host, even when allowed', () => {
     const err = problem(env, yaml('https://platform.example.com/hook', ['platform.example.com']))
     expect(err.message).toMatch(/teams\.growth\.webhook\.url: platform\.example\.com is the platform's own host, not a receiver: .*let a team call the platform.*; point the webhook at a receiver on another host/)
