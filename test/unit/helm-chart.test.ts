@@ -46,6 +46,27 @@ describe('Chart.yaml', () => {
   })
 })
 
+describe('README.md (helm show readme)', () => {
+  // What an operator holding the chart alone (helm pull, helm show readme) reads first: what
+  // it deploys, the values without which rendering fails, and where the rest is.
+  const readme = () => chartFile('README.md')
+
+  it('names the values rendering fails without, the Secret the pods mount, and an install command', () => {
+    const text = readme()
+    for (const required of ['image.repository', 'platform.baseUrl', 'secrets.keys', 'teams', 'values-production.yaml']) expect(text).toContain(required)
+    expect(text).toMatch(/helm upgrade --install report-gateway /)
+  })
+
+  it('names every top-level key of values.yaml, and links only files that exist', () => {
+    const text = readme()
+    for (const key of Object.keys(parse(chartFile('values.yaml')) as object)) expect(text, key).toContain(`\`${key}\``)
+    for (const [, link] of text.matchAll(/\]\(([^)#]+)(?:#[^)]*)?\)/g)) {
+      if (/^https?:/.test(link as string)) continue
+      expect(() => readFileSync(join(CHART, link as string)), link).not.toThrow()
+    }
+  })
+})
+
 describe('values.yaml and values.schema.json', () => {
   const defaults = parse(chartFile('values.yaml')) as Values
   const schema = JSON.parse(chartFile('values.schema.json')) as Record<string, unknown>
