@@ -203,6 +203,13 @@ describe('values.yaml and values.schema.json', () => {
     expect(validateValues(CHART, merge(defaults, override))).not.toEqual([])
   })
 
+  // helm prints where the schema failed, not its description: the setting is named, not `config`.
+  it.each(['shutdownDrain', 'shutdownGrace', 'gatewaySecret', 'gatewaySecretFallback'])('names config.%s in its refusal, not config alone', (key) => {
+    const errors = validateValues(CHART, merge(defaults, { config: { [key]: key.startsWith('shutdown') ? '20s' : 'x'.repeat(32) } }))
+    expect(errors).not.toEqual([])
+    for (const error of errors) expect(error).toMatch(new RegExp(`^/config/${key}: `))
+  })
+
   it("checks `config` against the gateway's own schema as it stands (run `npm run generate:chart-schema` after changing src/config/schema.ts or config/default.yaml)", async () => {
     expect(chartFile('values.schema.json')).toBe(withGatewayConfig(chartFile('values.schema.json'), await currentDefinition()))
   })
