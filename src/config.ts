@@ -15,7 +15,7 @@ import { bareDurationWarnings } from './config/bare-durations.js'
 import { timerDurationProblems } from './config/timer-durations.js'
 import { listenerAddressProblem } from './config/listener-addresses.js'
 import { RENAMED_SETTINGS, RETIRED_SETTINGS } from './config/setting-moves.js'
-import { locatedText, placesOf, type ProblemPlace, type YamlSource } from './config/yaml-lines.js'
+import { inFileOrder, locatedText, placesOf, type ProblemPlace, type YamlSource } from './config/yaml-lines.js'
 
 export { DEFAULT_CREDENTIAL, type AdminRole, type AdminToken, type Config, type CredentialConfig, type PasswordLogin, type TeamConfig, type TeamKey } from './config/normalize.js'
 export { maskUrlPassword } from './config/mask-url.js'
@@ -105,7 +105,10 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
     ...(env.CONFIG_FILE ? [{ variable: 'CONFIG_FILE', path: env.CONFIG_FILE, teamsOnly: false }] : []),
     ...(env.TEAMS_FILE ? [{ variable: 'TEAMS_FILE', path: env.TEAMS_FILE, teamsOnly: true }] : []),
   ]
-  const refused = () => new ConfigError(problems, placesOf(problems, yamlSources, readFile))
+  const refused = () => {
+    const places = inFileOrder(placesOf(problems, yamlSources, readFile))
+    return new ConfigError(places.map((p) => p.message), places)
+  }
   if (problems.length > 0) throw refused()
   validateSchema(raw, envSources, problems)
   if (problems.length > 0) throw refused()

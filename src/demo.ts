@@ -61,10 +61,23 @@ export function demoConfig(config: Config, sandbox: Sandbox): { config: Config; 
         },
       },
       teams: [...config.teams, team],
+      warnings: [...config.warnings, ...setAside(config)],
       secrets: [...config.secrets, password, clientSecret, ...(adminToken === null ? [] : [adminToken])],
       settings: demoSettings(config, sandbox, adminToken),
     },
   }
+}
+
+/**
+ * What demo mode sets aside of the configuration (DEMO=1 with a real installation's
+ * settings), said at the start: Redis, and the platform with its credential.
+ */
+function setAside(config: Config): string[] {
+  const parts = [
+    ...(config.redis.url !== null || config.redis.sentinels !== null || config.redis.cluster !== null ? ['the configured Redis (the cache is in memory)'] : []),
+    ...(config.platform.baseUrl !== null ? ['the configured platform (PLATFORM_BASE_URL and its credential: the bundled sandbox and its login stand in)'] : []),
+  ]
+  return parts.length === 0 ? [] : [`DEMO=1: demo mode sets aside ${parts.join(' and ')}; unset DEMO to use ${parts.length === 1 ? 'it' : 'them'}`]
 }
 
 /** The configured range bound, or the sandbox's where that is shorter. */

@@ -23,6 +23,10 @@ export const allErrors = {
   // Every key of a team whose request held a secret of the gateway's (access/team-suspensions.ts): the team, then the seconds left.
   TeamSuspendedError: createError<[string, number]>('GW_TEAM_SUSPENDED', "team %s is suspended: a request of its held a secret of the gateway's (an admin or platform credential), which no team may send; every request with its keys is refused for %d s more, unless an operator lifts it", 403),
   NotFoundError: createError('GW_NOT_FOUND', 'not found', 404),
+  // A call of the proxy listener sent to the admin listener: where it goes (the proxy listener's port).
+  AdminListenerPathError: createError<[number]>('GW_NOT_FOUND', 'not found: this is the admin listener (/admin/*, /console, /metrics, /healthz, /readyz, /docs); calls under /api/ are served by the proxy listener, port %d', 404),
+  // A path under /api/v1/ refused for its spelling (access/path-safety.ts unsafeSpelling): what it holds, never the path.
+  UnsafePathError: createError<[string]>('GW_NOT_FOUND', "not found: the path holds %s, which a server on the way could read as another path, and is sent nowhere; write the platform's path as it is: each / and . plain, no segment empty, . or ..", 404),
   MethodNotAllowedError: createError<[string, string]>('GW_METHOD_NOT_ALLOWED', '%s is never sent to the platform; under /api/v1/ the gateway takes %s', 405),
   // The same refusal on a listener that forwards nothing (the admin listener): what the path takes there, or that no call has it.
   PathMethodNotAllowedError: createError<[string, string]>('GW_METHOD_NOT_ALLOWED', '%s is not a method of this listener at this path: %s', 405),
@@ -107,6 +111,8 @@ export const {
   ForbiddenError,
   TeamSuspendedError,
   NotFoundError,
+  UnsafePathError,
+  AdminListenerPathError,
   MethodNotAllowedError,
   PathMethodNotAllowedError,
   RateLimitedError,

@@ -3,6 +3,13 @@ export const API_PREFIX = '/api/v1/'
 // Percent-encodings of `.`, `/`, `\`, `%` (double encoding) and NUL: a platform or a
 // proxy on the way could decode them into a path outside /api/v1/.
 const ENCODED_DANGER = /%(2e|2f|5c|25|00)/i
+const ENCODED_WORDS: Record<string, string> = {
+  '2E': '%2E (an encoded .)',
+  '2F': '%2F (an encoded /)',
+  '5C': '%5C (an encoded \\)',
+  '25': '%25 (an encoded %: an escape escaped again)',
+  '00': '%00 (an encoded NUL)',
+}
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/
 
@@ -11,11 +18,23 @@ const CONTROL = /[\u0000-\u001f\u007f]/
  * whatever decoding or normalization happens downstream.
  */
 export function isSafeApiPath(rawUrl: string): boolean {
-  const q = rawUrl.indexOf('?')
-  const path = q === -1 ? rawUrl : rawUrl.slice(0, q)
-  if (!path.startsWith(API_PREFIX)) return false
-  if (path.includes('\\') || path.includes('//') || ENCODED_DANGER.test(path) || CONTROL.test(path)) return false
-  return !path.split('/').some((segment) => segment === '.' || segment === '..')
+  return pathOf(rawUrl).startsWith(API_PREFIX) && unsafeSpelling(rawUrl) === null
+}
+
+/**
+ * What in the raw request path a decoding or normalizing server on the way could read as
+ * another path, in words that repeat none of the path (the caller wrote it): an encoded
+ * `.`, `/`, `\`, `%` or NUL, a `\`, `//`, a dot segment, a control character; null for none.
+ */
+export function unsafeSpelling(rawUrl: string): string | null {
+  const path = pathOf(rawUrl)
+  const encoded = ENCODED_DANGER.exec(path)
+  if (encoded !== null) return ENCODED_WORDS[(encoded[1] as string).toUpperCase()] as string
+  if (path.includes('\\')) return 'a \\'
+  if (path.includes('//')) return '// (an empty segment)'
+  if (CONTROL.test(path)) return 'a control character'
+  const dots = path.split('/').find((segment) => segment === '.' || segment === '..')
+  return dots === undefined ? null : `a ${dots} segment`
 }
 
 /** The request path without its query string. */

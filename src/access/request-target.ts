@@ -1,5 +1,5 @@
-import { BadRequestError, NotFoundError } from '../errors.js'
-import { isSafeApiPath } from './path-safety.js'
+import { BadRequestError, NotFoundError, UnsafePathError } from '../errors.js'
+import { API_PREFIX, unsafeSpelling } from './path-safety.js'
 import { UNRESERVED_ESCAPE } from '../platform/canonical-path.js'
 import { withoutKeys } from '../observe/key-shape.js'
 
@@ -52,7 +52,9 @@ export function checkTarget(rawUrl: string, maxParams: number): RequestTarget {
   if (rawUrl.includes('#')) throw new BadRequestError('request target: `#` is not accepted')
   const q = rawUrl.indexOf('?')
   const rawPath = q === -1 ? rawUrl : rawUrl.slice(0, q)
-  if (!isSafeApiPath(rawPath)) throw new NotFoundError()
+  if (!rawPath.startsWith(API_PREFIX)) throw new NotFoundError()
+  const unsafe = unsafeSpelling(rawPath)
+  if (unsafe !== null) throw new UnsafePathError(unsafe)
   const path = rawPath.replace(UNRESERVED_ESCAPE, (escape) => String.fromCharCode(parseInt(escape.slice(1), 16)))
   if (!PATH_CHARS.test(path)) throw new BadRequestError('request target: the path may hold only unreserved characters')
   const params = q === -1 ? [] : checkParams(rawUrl.slice(q + 1), 'query', maxParams)

@@ -8,6 +8,8 @@ import type { PlatformClient } from '../platform/client/platform-client.js'
 import type { AuditTrail } from '../access/audit-trail.js'
 import type { TeamReloader } from '../access/team-reload.js'
 import { KnownUrls } from '../access/known-urls.js'
+import { pathOf } from '../access/path-safety.js'
+import { AdminListenerPathError, NotFoundError } from '../errors.js'
 import { Admission } from '../access/admission.js'
 import { ADMIN_CHALLENGE, buildServer, PROXY_CHALLENGE, refusalsObservedOn } from '../http/server.js'
 import { allowOf, methodRefusal } from '../http/methods.js'
@@ -101,7 +103,9 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   await proxy.register(apiRoutes, { config, reports, jobs, clock, tracing, usage, answers, metrics, admission, client, decisions, failures, facts })
   answerHooks(proxy, { tracing, auditLog, admission, observe })
 
-  const admin = buildServer(config, log, failures, null, { challenge: ADMIN_CHALLENGE, connections: bound('admin', 'admin.maxConnections', config.admin.maxConnections), refusalHeaders: ADMIN_ANSWER_HEADERS })
+  // A call of the proxy listener sent here (ADMIN_PORT given for PORT) is told where it goes.
+  const notFound = (url: string) => (pathOf(url).startsWith('/api/') ? new AdminListenerPathError(config.port) : new NotFoundError())
+  const admin = buildServer(config, log, failures, null, { challenge: ADMIN_CHALLENGE, connections: bound('admin', 'admin.maxConnections', config.admin.maxConnections), refusalHeaders: ADMIN_ANSWER_HEADERS, notFound })
   // Every admin call's body is JSON: a text/plain one is refused as any other type is
   // (`body: must be application/json`), not read as a string its schema then refuses.
   admin.removeContentTypeParser('text/plain')

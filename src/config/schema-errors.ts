@@ -98,6 +98,7 @@ function hintFor(dotted: string, error: ErrorObject): string {
   if (dotted === 'redis.url') return 'must be a redis:// or rediss:// URL'
   if (range) return `must be ${range}`
   if (error.keyword === 'anyOf' && schema) return `must be ${kindsOf(schema)}`
+  if (error.keyword === 'type' && schema) return `must be ${kindOf(schema as KindSchema)}`
   return error.message ?? 'is invalid'
 }
 
@@ -120,6 +121,14 @@ interface KindSchema extends NumberSchema {
   properties?: Record<string, unknown>
 }
 
+// The kind a setting takes, in words, for a value of another kind: a mapping names its
+// settings (Ajv's own words are `must be object`).
+function kindOf(schema: KindSchema): string {
+  if (schema.type !== 'object') return kindsOf(schema)
+  const settings = Object.keys(schema.properties ?? {})
+  return settings.length > 0 ? `a mapping of its settings (${settings.join(', ')})` : 'a mapping'
+}
+
 // What a union takes, in words: each branch's kind, joined by "or" ("a non-empty string
 // or null"), so that a union no description explains still says what to write.
 function kindsOf(schema: KindSchema): string {
@@ -132,6 +141,8 @@ function kindsOf(schema: KindSchema): string {
   switch (schema.type) {
     case 'null': return 'null'
     case 'boolean': return 'true or false'
+    case 'integer': return 'a whole number'
+    case 'number': return 'a number'
     case 'string': return schema.minLength ? 'a non-empty string' : 'a string'
     case 'array': return `a list of ${schema.items ? kindsOf(schema.items) : 'values'}${schema.minItems ? ` (at least ${schema.minItems})` : ''}`
     case 'object': return `{${Object.keys(schema.properties ?? {}).join(', ')}}`

@@ -58,6 +58,21 @@ export function placesOf(problems: readonly string[], sources: readonly YamlSour
 // A problem of a name under a setting: the name as JSON, then why it is refused.
 const NAME_REFUSED = /^("(?:[^"\\]|\\.)*") is not a valid /
 
+/**
+ * `places` as a reader of the files meets them: those of no line first, as they came, then
+ * each file's (in the order of `places`' first mention of it) by line. Validation lists a
+ * nested setting's problem after the top level's, whatever their lines.
+ */
+export function inFileOrder(places: readonly ProblemPlace[]): ProblemPlace[] {
+  const files = [...new Set(places.flatMap((p) => (p.file === null ? [] : [p.file])))]
+  const rank = (p: ProblemPlace) => (p.line === null || p.file === null ? [-1, 0] : [files.indexOf(p.file), p.line])
+  return [...places].sort((a, b) => {
+    const [fa, la] = rank(a) as [number, number]
+    const [fb, lb] = rank(b) as [number, number]
+    return fa - fb || la - lb
+  })
+}
+
 /** A problem as a message says it: followed, where it has one, by its line, `; line 7 of TEAMS_FILE (teams.yaml)`. */
 export function locatedText(place: ProblemPlace): string {
   return place.line === null ? place.message : `${place.message}; line ${place.line} of ${place.variable ?? ''} (${place.file ?? ''})`

@@ -402,6 +402,8 @@ export interface ListenerOptions {
    * secret of the gateway's: the echo of an id taken or replaced would answer that guess.
    */
   takesId?: TakesRequestId
+  /** The 404 to a path no route of the listener serves, in its words; default, the bare `not found`. */
+  notFound?: (url: string) => GatewayError
 }
 
 /** A listener that names every request by an id of its own. */
@@ -443,7 +445,7 @@ const PARSER_REFUSALS: Record<string, (request: FastifyRequest) => string> = {
  * listener's challenge), `fastPath` (if any) in front of the router, and with `tracing` a
  * span begun for each request before either (none of it when tracing is off).
  */
-export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, { challenge, connections, rateOf = () => null, keyTeam = null, tracing = null, allow: givenAllow, refuseMethod = pathMethodRefusal, bodyReader = 'parser', refusalHeaders: routeHeaders = {}, takesId = NO_CALLER_IDS }: ListenerOptions): FastifyInstance {
+export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, { challenge, connections, rateOf = () => null, keyTeam = null, tracing = null, allow: givenAllow, refuseMethod = pathMethodRefusal, bodyReader = 'parser', refusalHeaders: routeHeaders = {}, takesId = NO_CALLER_IDS, notFound = () => new NotFoundError() }: ListenerOptions): FastifyInstance {
   const refusalHeaders = { ...REFUSAL_NOT_KEPT, ...routeHeaders }
   let gentle: ReturnType<typeof closeGently> | null = null
   let http: Server | null = null
@@ -594,9 +596,9 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
   }
   // A method no route of the listener takes (WebDAV's on the admin listener) finds none of
   // the routes' hooks: its 404 carries the listener's headers all the same.
-  app.setNotFoundHandler((_request, reply) => {
+  app.setNotFoundHandler((request, reply) => {
     reply.headers(routeHeaders)
-    throw new NotFoundError()
+    throw notFound(request.url)
   })
   app.setErrorHandler((error: Error & { statusCode?: number; code?: string }, request, reply) => {
     const status = error.statusCode ?? 500

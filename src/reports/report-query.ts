@@ -133,7 +133,7 @@ function dateRange(from: unknown, to: unknown, opts: ReportQueryOptions): { date
   const end = calendarDate('dateTo', to)
   if (end.day < start.day) bad(`dateTo: must not be before dateFrom (${end.text} < ${start.text})`)
   const days = end.day - start.day + 1
-  if (days > opts.maxRangeDays) bad(`dateTo: range of ${days} days exceeds the maximum of ${opts.maxRangeDays}`)
+  if (days > opts.maxRangeDays) bad(`dateTo: range of ${days} days exceeds the maximum of ${opts.maxRangeDays} days (cache.maxRangeDays): ask it in parts of at most ${opts.maxRangeDays} days`)
   return { dateFrom: start.text, dateTo: end.text }
 }
 

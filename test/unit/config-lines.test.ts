@@ -63,3 +63,14 @@ describe('a problem of a setting written in a file names its line', () => {
     expect(problems).toEqual([expect.stringMatching(/^PORT: [^;]+$/)])
   })
 })
+
+describe('several problems of one file', () => {
+  // Read top to bottom as the file is: Ajv lists a nested setting's problem after the top level's.
+  it('are listed in the order of their lines, a problem of no line first', () => {
+    const file = 'cache:\n  maxRangeDay: 30\nplatfrom:\n  timeout: 5s\nlimits:\n  secretSuspension: 2y\n'
+    const located = problemsOf({ ...PLATFORM, CONFIG_FILE: '/virtual/config.yaml' }, { '/virtual/config.yaml': file })
+    expect(located.map((p) => /; line (\d+) of/.exec(p)?.[1])).toEqual(['2', '3', '6'])
+    const both = problemsOf({ ...PLATFORM, LOG_LEVEL: 'verbose', CONFIG_FILE: '/virtual/config.yaml' }, { '/virtual/config.yaml': 'cache:\n  ttl: fast\nlimits:\n  secretSuspension: 2y\n' })
+    expect(both.map((p) => /; line (\d+) of/.exec(p)?.[1] ?? p.split(':')[0])).toEqual(['LOG_LEVEL', '2', '4'])
+  })
+})

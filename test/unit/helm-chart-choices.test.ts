@@ -79,6 +79,16 @@ describe('rendered with a Secret from values, Redis, autoscaling and a ServiceMo
     expect(admin.spec.ports.map((p) => p.name)).toContain('admin')
   })
 
+  // The ServiceMonitor selects the admin Service: without it, the Prometheus Operator finds no
+  // target, nothing of the gateway's is scraped and every alert is blind, the install green.
+  it('refuses a ServiceMonitor without the admin Service it scrapes', () => {
+    const render = (values: Values) => () => install({ values: merge(FULL, values) })
+    expect(render({ adminService: { enabled: false } })).toThrow(
+      'serviceMonitor.enabled: the ServiceMonitor scrapes /metrics through the admin Service, and adminService.enabled is false: nothing would be scraped; set adminService.enabled=true, or serviceMonitor.enabled=false',
+    )
+    expect(render({ adminService: { enabled: false }, serviceMonitor: { enabled: false } })).not.toThrow()
+  })
+
   // The Prometheus Operator skips a ServiceMonitor whose scrapeTimeout is longer than its
   // interval ("scrapeTimeout greater than scrapeInterval"): nothing of the gateway's scraped,
   // every alert blind, a warning in the operator's log alone.

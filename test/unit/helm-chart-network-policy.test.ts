@@ -30,6 +30,19 @@ describe('NetworkPolicy (networkPolicy)', () => {
     expect(admin).toEqual({ from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }], ports: [{ port: 8081, protocol: 'TCP' }] })
   })
 
+  it("says in NOTES.txt, beside an Ingress, that its controller is let in only by networkPolicy.ingress.proxyFrom", () => {
+    // The controller runs in a namespace of its own: with proxyFrom empty, every request
+    // through the Ingress waits on a connection the policy drops, the install green.
+    const note = /NOTE: the Ingress .* networkPolicy\.ingress\.proxyFrom/
+    const ingress = { enabled: true, hosts: [{ host: 'reports.example.org', paths: [{ path: '/', pathType: 'Prefix' }] }] }
+    const notes = (chart: RenderedChart) => chart.notes.replace(/\s+/g, ' ')
+    expect(notes(render({ ingress }))).toMatch(note)
+    expect(notes(render({ ingress }))).toContain('kubernetes.io/metadata.name: ingress-nginx')
+    expect(notes(render({ ingress, networkPolicy: { ingress: { proxyFrom: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } }] } } }))).not.toMatch(note)
+    expect(notes(render())).not.toMatch(note)
+    expect(notes(install({ values: { ingress } }))).not.toMatch(note)
+  })
+
   it('follows the ports and takes more peers and another monitoring namespace label', () => {
     const ingress = { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } }
     const other = render({

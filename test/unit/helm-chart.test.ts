@@ -46,6 +46,27 @@ describe('Chart.yaml', () => {
   })
 })
 
+describe('README.md (helm show readme)', () => {
+  // What an operator holding the chart alone (helm pull, helm show readme) reads first: what
+  // it deploys, the values without which rendering fails, and where the rest is.
+  const readme = () => chartFile('README.md')
+
+  it('names the values rendering fails without, the Secret the pods mount, and an install command', () => {
+    const text = readme()
+    for (const required of ['image.repository', 'platform.baseUrl', 'secrets.keys', 'teams', 'values-production.yaml']) expect(text).toContain(required)
+    expect(text).toMatch(/helm upgrade --install report-gateway /)
+  })
+
+  it('names every top-level key of values.yaml, and links only files that exist', () => {
+    const text = readme()
+    for (const key of Object.keys(parse(chartFile('values.yaml')) as object)) expect(text, key).toContain(`\`${key}\``)
+    for (const [, link] of text.matchAll(/\]\(([^)#]+)(?:#[^)]*)?\)/g)) {
+      if (/^https?:/.test(link as string)) continue
+      expect(() => readFileSync(join(CHART, link as string)), link).not.toThrow()
+    }
+  })
+})
+
 describe('values.yaml and values.schema.json', () => {
   const defaults = parse(chartFile('values.yaml')) as Values
   const schema = JSON.parse(chartFile('values.schema.json')) as Record<string, unknown>
@@ -180,6 +201,13 @@ describe('values.yaml and values.schema.json', () => {
   ]
   it.each(invalid)('rejects %s', (_what, override) => {
     expect(validateValues(CHART, merge(defaults, override))).not.toEqual([])
+  })
+
+  // helm prints where the schema failed, not its description: the setting is named, not `config`.
+  it.each(['shutdownDrain', 'shutdownGrace', 'gatewaySecret', 'gatewaySecretFallback'])('names config.%s in its refusal, not config alone', (key) => {
+    const errors = validateValues(CHART, merge(defaults, { config: { [key]: key.startsWith('shutdown') ? '20s' : 'x'.repeat(32) } }))
+    expect(errors).not.toEqual([])
+    for (const error of errors) expect(error).toMatch(new RegExp(`^/config/${key}: `))
   })
 
   it("checks `config` against the gateway's own schema as it stands (run `npm run generate:chart-schema` after changing src/config/schema.ts or config/default.yaml)", async () => {

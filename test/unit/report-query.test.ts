@@ -187,7 +187,7 @@ describe('rejected report requests', () => {
     { name: 'GET date-time', method: 'GET', query: 'advertiserId=7&dateFrom=2026-01-01T00:00:00Z&dateTo=2026-01-30', message: 'dateFrom: must be YYYY-MM-DD' },
     { name: 'GET empty date', method: 'GET', query: 'advertiserId=7&dateFrom=2026-01-01&dateTo=', message: 'dateTo: must be YYYY-MM-DD ()' },
     { name: 'GET reversed range', method: 'GET', query: 'advertiserId=7&dateFrom=2026-01-31&dateTo=2026-01-30', message: 'dateTo: must not be before dateFrom' },
-    { name: 'GET range one day too long', method: 'GET', query: 'advertiserId=7&dateFrom=2026-01-01&dateTo=2027-02-05', message: 'dateTo: range of 401 days exceeds the maximum of 400' },
+    { name: 'GET range one day too long', method: 'GET', query: 'advertiserId=7&dateFrom=2026-01-01&dateTo=2027-02-05', message: 'dateTo: range of 401 days exceeds the maximum of 400 days (cache.maxRangeDays): ask it in parts of at most 400 days' },
     ...['yes', 'TRUE', 'True', '', '2', 'on', '%201', '01'].map((value) => ({
       name: `GET byDate=${value}`,
       method: 'GET' as const,

@@ -265,7 +265,10 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
    * GatewayError whenever it happens.
    */
   async function fetchWithPolicy(request: Request, timeoutMs = clientTimeout, readRetries = retries): Promise<Response> {
-    const etag = request.method === 'GET' && !request.headers.has('if-none-match') ? kept.get(request.url)?.etag : undefined
+    // A caller's forced refresh goes without the kept ETag: beside it, the gateway reads its
+    // no-cache as a revalidation and answers from its copy, never from the platform.
+    const refresh = forcesRefresh(request)
+    const etag = request.method === 'GET' && !request.headers.has('if-none-match') && !refresh ? kept.get(request.url)?.etag : undefined
     const deadline = Date.now() + timeoutMs
     const timer = new AbortController()
     const timeout = setTimeout(() => timer.abort(new GatewayError('CLIENT_TIMEOUT', `${request.method} ${request.url}: no answer within ${timeoutMs} ms`)), timeoutMs)
@@ -277,7 +280,8 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     // answers the default mode's `no-cache` beside a validator). A redirect is taken as it
     // is (`manual`), whatever the call asked (openapi-fetch passes fetch's own options on),
     // and thrown (whole): fetch following one would take the key in x-api-key wherever it leads.
-    const first = new Request(etag === undefined ? request : revalidation(request, etag), { signal, cache: 'no-cache', redirect: 'manual' })
+    // A forced refresh goes in `reload` mode: no validator of a browser's cache either.
+    const first = new Request(etag === undefined ? request : revalidation(request, etag), { signal, cache: refresh ? 'reload' : 'no-cache', redirect: 'manual' })
     const read = isRead(first)
     try {
       for (let attempt = 0; ; attempt++) {
@@ -532,6 +536,14 @@ function isRead(request: Request): boolean {
 function flag(name: 'byDate' | 'byCampaign', value: Flag | undefined): Partial<Record<typeof name, Flag>> {
   if (value === undefined) return {}
   return { [name]: typeof value === 'boolean' ? (value ? '1' : '0') : value }
+}
+
+// `no-cache` as a directive of its own in a list, any case, as the gateway reads it (reports/forced-refresh.ts).
+const NO_CACHE = /(^|,)\s*no-cache\s*(,|$)/i
+
+/** Whether the request asks a fresh copy from the platform: `cache-control: no-cache` or `pragma: no-cache`, as the gateway reads them. */
+function forcesRefresh(request: Request): boolean {
+  return NO_CACHE.test(request.headers.get('cache-control') ?? '') || request.headers.get('pragma') === 'no-cache'
 }
 
 /** The request with `if-none-match`: the kept ETag. */

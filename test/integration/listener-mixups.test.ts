@@ -1,0 +1,34 @@
+import { beforeAll, describe, expect, it } from 'vitest'
+import { testConfig } from '../helpers/build-gateway.js'
+import { useGateway, useSandbox } from '../helpers/fixtures.js'
+
+// A platform call sent to the admin listener (a WARM_URL, a client's baseUrl or a curl
+// given ADMIN_PORT, 8081, for PORT, 8080) is told where such calls go, with or without an
+// admin token: it was the bare `not found` of a path no route serves.
+const sandbox = useSandbox()
+const ADMIN_TOKEN = 'listener-mixups-admin-token-0123'
+const gw = useGateway(() => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN, PORT: '18999' }))
+// The start's token probe is the gateway's own call.
+beforeAll(() => sandbox.clearRequests())
+
+describe('the admin listener, asked a call of the proxy listener', () => {
+  it.each(['/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-07', '/api/v1/campaign/get', '/api/v1/jobs/abc'])('%s: 404 saying the proxy listener serves it, and its port', async (url) => {
+    for (const headers of [{}, { authorization: `Bearer ${ADMIN_TOKEN}` }]) {
+      const res = await gw.admin.inject({ method: 'GET', url, headers })
+      expect(res.statusCode).toBe(404)
+      expect(res.json()).toEqual({
+        statusCode: 404,
+        code: 'GW_NOT_FOUND',
+        error: 'Not Found',
+        message: 'not found: this is the admin listener (/admin/*, /console, /metrics, /healthz, /readyz, /docs); calls under /api/ are served by the proxy listener, port 18999',
+      })
+    }
+    expect(sandbox.requests).toHaveLength(0)
+  })
+
+  it('keeps the bare not found for any other path', async () => {
+    const res = await gw.admin.inject({ method: 'GET', url: '/nothing/here' })
+    expect(res.statusCode).toBe(404)
+    expect(res.json().message).toBe('not found')
+  })
+})
