@@ -1,4 +1,4 @@
-import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
+import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net'
 
 /**
  * A TCP way to the Redis on `port` that refuses connections until opened: a Redis out of a
@@ -24,13 +24,9 @@ export async function redisGate(
     socket.pipe(upstream).pipe(socket)
     if (state === 'stalled') for (const s of [socket, upstream]) s.pause()
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()))
-  cleanups.push(() => {
-    for (const socket of sockets) socket.destroy()
-    return new Promise<void>((resolve) => server.close(() => resolve()))
-  })
+  const url = await listenClosedBy(server, sockets, cleanups)
   return {
-    url: `redis://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url,
     open: () => {
       if (state === 'stalled') for (const socket of sockets) socket.resume()
       state = 'open'
@@ -75,13 +71,9 @@ export async function commandGate(
     })
     socket.on('end', () => upstream.end())
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()))
-  cleanups.push(() => {
-    for (const socket of sockets) socket.destroy()
-    return new Promise<void>((resolve) => server.close(() => resolve()))
-  })
+  const url = await listenClosedBy(server, sockets, cleanups)
   return {
-    url: `redis://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url,
     holding: () => holding !== null,
     release: () => {
       released = true
@@ -90,4 +82,14 @@ export async function commandGate(
       for (const chunk of held?.chunks ?? []) held?.upstream.write(chunk)
     },
   }
+}
+
+/** Listens on a loopback port; `cleanups` then destroys `sockets` and closes the server. Its redis:// URL. */
+async function listenClosedBy(server: Server, sockets: Set<Socket>, cleanups: (() => void | Promise<void>)[]): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()))
+  cleanups.push(() => {
+    for (const socket of sockets) socket.destroy()
+    return new Promise<void>((resolve) => server.close(() => resolve()))
+  })
+  return `redis://127.0.0.1:${(server.address() as AddressInfo).port}`
 }
