@@ -220,6 +220,36 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
     expect(await node.hexists('rgw:purges', 'adv:101')).toBe(1)
   })
 
+  // What a full record master still records, on a Cluster too: the script that writes a
+  // purge's field deletes what the field replaces first (its last purge's, or for a purge
+  // of everything the whole record), and the field is written in the room that gives back.
+  // A purge recorded before is recorded again, and a purge of everything is recorded
+  // whenever the record holds any purge, whatever the copies' masters free.
+  it('a purge while the master of its record is full: a repeat, and a purge of everything, complete on a Cluster too', async () => {
+    const [a] = await twoReplicas()
+    const cluster = topology.client instanceof Cluster ? topology.client : null
+    const node = cluster
+      ? await (async () => {
+          const address = cluster.slots[Number(await cluster.cluster('KEYSLOT', 'rgw:purges'))]![0]!
+          return cluster.nodes('master').find((m) => `${m.options.host}:${m.options.port}` === address) as Redis
+        })()
+      : (topology.client as Redis)
+    expect((await adminCall(a, 'DELETE', '/admin/cache?advertiserId=102')).statusCode).toBe(200)
+    for (const q of [Q101, Q101B, Q102]) expect((await get(a, q)).headers['x-cache']).toBe('MISS')
+    redisMayFail = true
+    try {
+      await fillRedisUp(node, (i) => `{rgw:purges}:junk:${i}`)
+      const repeat = await adminCall(a, 'DELETE', '/admin/cache?advertiserId=102')
+      expect(repeat.json()).toEqual({ purged: 'advertiser', advertiserId: 102, dryRun: false, dropped: 1 })
+      const everything = await adminCall(a, 'DELETE', '/admin/cache')
+      expect(everything.statusCode).toBe(200)
+      expect(await topology.keys('rgw:report:*')).toEqual([])
+      expect(await node.hkeys('rgw:purges')).toEqual(['all'])
+    } finally {
+      await node.config('SET', 'maxmemory', '0')
+    }
+  })
+
   it('ends a report job, keeps its result and adds its webhook delivery in one script: every key of them in the {jobs} slot', async () => {
     const seal = new RedisSeal(GATEWAY_SECRET)
     const shared = { redis: topology.client, seal, prefix: 'rgw:', onUnverified: () => undefined }
