@@ -183,6 +183,14 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
     expect(notUsage.filter((k) => k.startsWith('rgw:{replicas}:replica:'))).toEqual(expect.arrayContaining(ids.map((id) => `rgw:{replicas}:replica:${id}`)))
   })
 
+  /** The master holding the purges' record (`rgw:purges`): on a Cluster, the one serving its slot. */
+  async function recordMaster(): Promise<{ cluster: Cluster | null; node: Redis }> {
+    const cluster = topology.client instanceof Cluster ? topology.client : null
+    if (!cluster) return { cluster, node: topology.client as Redis }
+    const address = cluster.slots[Number(await cluster.cluster('KEYSLOT', 'rgw:purges'))]![0]!
+    return { cluster, node: cluster.nodes('master').find((m) => `${m.options.host}:${m.options.port}` === address) as Redis }
+  }
+
   // A purge while the master of its record is full (noeviction). One master (Sentinel):
   // the script that drops a copy writes the record after that delete, in the room it gives
   // back: 200. A Cluster: the record sits in another slot than the copies, no script
@@ -192,13 +200,7 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
   it('a purge while the master of its record is full: complete on one master; on a Cluster the copies dropped and a 503 that says so', async () => {
     const [a] = await twoReplicas()
     for (const q of [Q101, Q101B]) expect((await get(a, q)).headers['x-cache']).toBe('MISS')
-    const cluster = topology.client instanceof Cluster ? topology.client : null
-    const node = cluster
-      ? await (async () => {
-          const address = cluster.slots[Number(await cluster.cluster('KEYSLOT', 'rgw:purges'))]![0]!
-          return cluster.nodes('master').find((m) => `${m.options.host}:${m.options.port}` === address) as Redis
-        })()
-      : (topology.client as Redis)
+    const { cluster, node } = await recordMaster()
     redisMayFail = true
     try {
       await fillRedisUp(node, (i) => `{rgw:purges}:junk:${i}`)
@@ -227,13 +229,7 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
   // whenever the record holds any purge, whatever the copies' masters free.
   it('a purge while the master of its record is full: a repeat, and a purge of everything, complete on a Cluster too', async () => {
     const [a] = await twoReplicas()
-    const cluster = topology.client instanceof Cluster ? topology.client : null
-    const node = cluster
-      ? await (async () => {
-          const address = cluster.slots[Number(await cluster.cluster('KEYSLOT', 'rgw:purges'))]![0]!
-          return cluster.nodes('master').find((m) => `${m.options.host}:${m.options.port}` === address) as Redis
-        })()
-      : (topology.client as Redis)
+    const { node } = await recordMaster()
     expect((await adminCall(a, 'DELETE', '/admin/cache?advertiserId=102')).statusCode).toBe(200)
     for (const q of [Q101, Q101B, Q102]) expect((await get(a, q)).headers['x-cache']).toBe('MISS')
     redisMayFail = true
