@@ -23,6 +23,19 @@ if (notice) console.warn(notice)
 
 const MiB = 1024 * 1024
 
+/** A sealed store of report copies on `cluster` under `prefix`, no bound on a team's part unless `opts` (over these) sets one. */
+function clusterStore(cluster: Cluster, prefix: string, opts: Partial<ConstructorParameters<typeof RedisStore>[0]> = {}): RedisStore {
+  return new RedisStore({
+    redis: cluster,
+    breaker: new RedisBreaker({ cooldownMs: 1000, log: pino({ level: 'silent' }) }),
+    prefix,
+    seal: new RedisSeal('copy-room-cluster-secret-0123456789abcdef'),
+    limits: { maxEntryBytes: MiB, maxFreshMs: 3_600_000, staleWhileRevalidateMs: 3_600_000, staleIfErrorMs: 3_600_000 },
+    copyPart: () => Number.MAX_SAFE_INTEGER,
+    ...opts,
+  })
+}
+
 describe.skipIf(!available)('the report copies\' room on a 3-master Redis Cluster', () => {
   let topology: RedisTopology
   beforeAll(async () => {
@@ -67,14 +80,7 @@ describe.skipIf(!available)('the report copies\' room on a 3-master Redis Cluste
     const copyMaster = cluster.nodes('master').find((m) => `${m.options.host}:${m.options.port}` === address) as Redis
     await fillRedisUp(copyMaster, (i) => `{${key}}:junk:${i}`)
     try {
-      const store = new RedisStore({
-        redis: cluster,
-        breaker: new RedisBreaker({ cooldownMs: 1000, log: pino({ level: 'silent' }) }),
-        prefix,
-        seal: new RedisSeal('copy-room-cluster-secret-0123456789abcdef'),
-        limits: { maxEntryBytes: MiB, maxFreshMs: 3_600_000, staleWhileRevalidateMs: 3_600_000, staleIfErrorMs: 3_600_000 },
-        copyPart: () => Number.MAX_SAFE_INTEGER,
-      })
+      const store = clusterStore(cluster, prefix)
       const now = Date.now()
       const identity = Buffer.from('{"data":[{"clicks":1}]}')
       await store.set(key, { contentType: 'application/json', gzip: gzipSync(identity), identity, fetchedAt: now, freshUntil: now + 600_000, staleUntil: now + 1_200_000, errorUntil: now + 1_800_000, advertiserIds: [101], etag: etagOf(identity), filledBy: { team: 'edge', replica: 'r1' } })
@@ -106,12 +112,8 @@ describe.skipIf(!available)('the report copies\' room on a 3-master Redis Cluste
     const address = await masterOf(lost)
     const copyMaster = cluster.nodes('master').find((m) => `${m.options.host}:${m.options.port}` === address) as Redis
     const pendingMs = 3000
-    const store = new RedisStore({
-      redis: cluster,
+    const store = clusterStore(cluster, prefix, {
       breaker: new RedisBreaker({ cooldownMs: 1, log: pino({ level: 'silent' }) }),
-      prefix,
-      seal: new RedisSeal('copy-room-cluster-secret-0123456789abcdef'),
-      limits: { maxEntryBytes: MiB, maxFreshMs: 3_600_000, staleWhileRevalidateMs: 3_600_000, staleIfErrorMs: 3_600_000 },
       // Room for one copy of the team, not two.
       copyPart: () => 2000,
       pendingMs,
@@ -158,15 +160,7 @@ describe.skipIf(!available)('the report copies\' room on a 3-master Redis Cluste
     const index = redisKey.advertiserIndex(prefix, advertiserId)
     const address = await masterOf(index)
     const indexMaster = cluster.nodes('master').find((m) => `${m.options.host}:${m.options.port}` === address) as Redis
-    const storeOf = (copyPart: number | null) =>
-      new RedisStore({
-        redis: cluster,
-        breaker: new RedisBreaker({ cooldownMs: 1000, log: pino({ level: 'silent' }) }),
-        prefix,
-        seal: new RedisSeal('copy-room-cluster-secret-0123456789abcdef'),
-        limits: { maxEntryBytes: MiB, maxFreshMs: 3_600_000, staleWhileRevalidateMs: 3_600_000, staleIfErrorMs: 3_600_000 },
-        copyPart: () => copyPart,
-      })
+    const storeOf = (copyPart: number | null) => clusterStore(cluster, prefix, { copyPart: () => copyPart })
     const now = Date.now()
     const identity = Buffer.from('{"data":[{"clicks":2}]}')
     const entry = { contentType: 'application/json', gzip: gzipSync(identity), identity, fetchedAt: now, freshUntil: now + 600_000, staleUntil: now + 1_200_000, errorUntil: now + 1_800_000, advertiserIds: [advertiserId], etag: etagOf(identity), filledBy: { team: 'purged', replica: 'r1' } }
@@ -194,14 +188,7 @@ describe.skipIf(!available)('the report copies\' room on a 3-master Redis Cluste
   it('a purge gives back its copies\' room, never that of a copy written again since it read the records', async () => {
     const cluster = topology.client as Cluster
     const prefix = 'purged:'
-    const store = new RedisStore({
-      redis: cluster,
-      breaker: new RedisBreaker({ cooldownMs: 1000, log: pino({ level: 'silent' }) }),
-      prefix,
-      seal: new RedisSeal('copy-room-cluster-secret-0123456789abcdef'),
-      limits: { maxEntryBytes: MiB, maxFreshMs: 3_600_000, staleWhileRevalidateMs: 3_600_000, staleIfErrorMs: 3_600_000 },
-      copyPart: () => Number.MAX_SAFE_INTEGER,
-    })
+    const store = clusterStore(cluster, prefix)
     const identity = Buffer.from('{"data":[{"clicks":2}]}')
     const copy = (advertiser: number, at: number) => ({ contentType: 'application/json', gzip: gzipSync(identity), identity, fetchedAt: at, freshUntil: at + 600_000, staleUntil: at + 1_200_000, errorUntil: at + 1_800_000, advertiserIds: [advertiser], etag: etagOf(identity), filledBy: { team: 'purging', replica: 'r1' } })
     const key = (i: number) => `${prefix}report:v1:p${i}`
