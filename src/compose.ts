@@ -86,6 +86,11 @@ export interface Gateway {
    */
   start(bind?: () => Promise<void>): Promise<void>
   /**
+   * Whether the gateway has begun serving (readiness answered 200), its start's last steps
+   * (the replicas' announcement) possibly still under way: a stop from then on drains.
+   */
+  serving(): boolean
+  /**
    * The drain before close(): readiness answers 503 ("stopping") from now on, and every
    * answer of either listener carries `connection: close`; both go on accepting
    * connections and answering as ever until close().
@@ -231,6 +236,9 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       ctx.lifecycle.phase = 'serving'
       await replicas.start()
       keyUse.start()
+    },
+    serving() {
+      return ctx.lifecycle.phase !== 'starting'
     },
     drain() {
       ctx.lifecycle.phase = 'stopping'

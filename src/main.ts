@@ -16,9 +16,10 @@ async function main(): Promise<void> {
   // while the start waits (on the platform, Redis, the other replicas) was lost and the
   // replica went on to serve until the kubelet's SIGKILL. A stop during the start ends
   // it: the process exits 0 without serving, what it took in Redis lapsing as after a
-  // SIGKILL (a lock's or lease's life). Once the gateway serves, `stop` below drains.
+  // SIGKILL (a lock's or lease's life). Once the gateway serves (readiness 200), `stop`
+  // below drains, also while the start's last steps run.
   let startLog: Gateway['log'] | null = null
-  let onStop: (signal: string) => void = (signal) => {
+  const stopBeforeServing = (signal: string) => {
     if (startLog) {
       startLog.info({ signal }, 'stopped during the start, before serving')
       void exitAfterLog(startLog, 0)
@@ -27,6 +28,7 @@ async function main(): Promise<void> {
     process.stderr.write(`report-gateway: stopped during the start, before serving (${signal})\n`)
     process.exit(0)
   }
+  let onStop: (signal: string) => void = stopBeforeServing
   process.on('SIGTERM', () => onStop('SIGTERM'))
   process.on('SIGINT', () => onStop('SIGINT'))
   // SIGHUP's default action ends a process: one that comes during the start is kept and
@@ -70,38 +72,6 @@ async function main(): Promise<void> {
   startLog = log
   // A setting set under a name of the last release, say: taken, and said at every start.
   for (const warning of config.warnings) log.warn(warning)
-  // Listens before its first platform call and token: a process that cannot listen (a
-  // port taken by a running replica) exits without logging in, auditing a token change
-  // or replacing the replicas' token.
-  await gateway.start(async () => {
-    await listenOrExit(gateway.proxy, config.host, config.port, 'HOST, PORT')
-    await listenOrExit(gateway.admin, config.admin.host, config.admin.port, 'ADMIN_HOST, ADMIN_PORT')
-  })
-  const proxyPort = (gateway.proxy.server.address() as { port: number }).port
-  log.info(
-    {
-      proxy: `${config.host}:${proxyPort}`,
-      admin: `${config.admin.host}:${(gateway.admin.server.address() as { port: number }).port}`,
-      redis: redisState(gateway, redisAddress),
-      credentials: Object.keys(config.credentials),
-      teams: config.teams.map((t) => t.name),
-    },
-    'report gateway listening',
-  )
-  if (demo) {
-    const { sandbox } = demo
-    const child = sandbox.accounts.find((a) => a.parentId !== null && a.parentId === sandbox.accounts[0]?.id) ?? sandbox.accounts[0]
-    const consoleUrl = `http://${consoleHost(config.admin.host)}:${(gateway.admin.server.address() as { port: number }).port}/console`
-    // The demo key and admin token are printed on purpose: they are made for this run and open only the sandbox.
-    process.stdout.write(
-      `\nDemo mode (${process.env.DEMO === '1' ? 'DEMO=1' : 'nothing configured'}): the bundled platform sandbox runs at ${sandbox.url}.\n` +
-        `Demo team key (valid for this run only${demo.team === demo.defaultTeam ? '' : `; its team is ${demo.team}, as a configured team is named ${demo.defaultTeam}`}): ${demo.key}\n` +
-        `Try:\n  ${demo.curl(proxyPort, demo.key, child?.id ?? 101)}\n` +
-        (demo.adminToken === null
-          ? `Operations console: ${consoleUrl} (sign in with your admin token)\n\n`
-          : `Admin token (an operator's, valid for this run only): ${demo.adminToken}\nOperations console: ${consoleUrl} (sign in with the admin token above)\n\n`),
-    )
-  }
 
   let stopping = false
   // Ends the drain early: a second signal while it runs. Under `npm start` npm forwards
@@ -149,6 +119,9 @@ async function main(): Promise<void> {
     }, config.shutdownGraceMs)
     force.unref()
     try {
+      // The start's last steps (the replicas' announcement, their subscriptions) end before
+      // close() undoes them; one that never ends is cut by the grace's exit above.
+      await starting
       await gateway.close()
       await demo?.sandbox.close()
       log.info('stopped')
@@ -158,6 +131,43 @@ async function main(): Promise<void> {
       await exitAfterLog(log, 1)
     }
   }
+  // Listens before its first platform call and token: a process that cannot listen (a
+  // port taken by a running replica) exits without logging in, auditing a token change
+  // or replacing the replicas' token.
+  const starting = gateway.start(async () => {
+    await listenOrExit(gateway.proxy, config.host, config.port, 'HOST, PORT')
+    await listenOrExit(gateway.admin, config.admin.host, config.admin.port, 'ADMIN_HOST, ADMIN_PORT')
+  })
+  // Readiness answers 200 a moment before the start returns (the replicas' announcement
+  // follows): a stop from that moment drains, the requests balancers sent meanwhile answered.
+  onStop = (signal) => (gateway.serving() ? void stop(signal) : stopBeforeServing(signal))
+  await starting
+  const proxyPort = (gateway.proxy.server.address() as { port: number }).port
+  log.info(
+    {
+      proxy: `${config.host}:${proxyPort}`,
+      admin: `${config.admin.host}:${(gateway.admin.server.address() as { port: number }).port}`,
+      redis: redisState(gateway, redisAddress),
+      credentials: Object.keys(config.credentials),
+      teams: config.teams.map((t) => t.name),
+    },
+    'report gateway listening',
+  )
+  if (demo) {
+    const { sandbox } = demo
+    const child = sandbox.accounts.find((a) => a.parentId !== null && a.parentId === sandbox.accounts[0]?.id) ?? sandbox.accounts[0]
+    const consoleUrl = `http://${consoleHost(config.admin.host)}:${(gateway.admin.server.address() as { port: number }).port}/console`
+    // The demo key and admin token are printed on purpose: they are made for this run and open only the sandbox.
+    process.stdout.write(
+      `\nDemo mode (${process.env.DEMO === '1' ? 'DEMO=1' : 'nothing configured'}): the bundled platform sandbox runs at ${sandbox.url}.\n` +
+        `Demo team key (valid for this run only${demo.team === demo.defaultTeam ? '' : `; its team is ${demo.team}, as a configured team is named ${demo.defaultTeam}`}): ${demo.key}\n` +
+        `Try:\n  ${demo.curl(proxyPort, demo.key, child?.id ?? 101)}\n` +
+        (demo.adminToken === null
+          ? `Operations console: ${consoleUrl} (sign in with your admin token)\n\n`
+          : `Admin token (an operator's, valid for this run only): ${demo.adminToken}\nOperations console: ${consoleUrl} (sign in with the admin token above)\n\n`),
+    )
+  }
+
   onReload = () => {
     try {
       gateway.reloader.reload('signal')
@@ -165,7 +175,6 @@ async function main(): Promise<void> {
       // Refused or impossible: reload logged why; the running teams stay.
     }
   }
-  onStop = (signal) => void stop(signal)
   if (reloadAsked) onReload()
 }
 

@@ -42,8 +42,9 @@ export interface PurgeMark {
   replaces: boolean
 }
 
-// Writes a purge's field into the shared record (KEYS[1]; ARGV: the field, its sealed
-// value, '1' for a purge of everything, which empties the record first), unless it holds
+// Writes a purge's field into the shared record (`record`, one of the script's KEYS; ARGV:
+// the field, its sealed value, '1' for a purge of everything, which empties the record
+// first), unless it holds
 // that value already, and takes the record's expiry off. What the field replaces (the
 // field's last purge, or for everything the record) is deleted first: Redis at its
 // maxmemory refuses a script's first write that may take memory and lets every write
@@ -51,19 +52,19 @@ export interface PurgeMark {
 // Redis, in the room its field gives back; a record that had no such field takes memory
 // and is refused there. Deleted only when found: a delete of nothing would let it through.
 export const MARK_LUA = `
-local function mark()
-  if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return end
+local function mark(record)
+  if redis.call('HGET', record, ARGV[1]) == ARGV[2] then return end
   if ARGV[3] == '1' then
-    if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('DEL', KEYS[1]) end
-  elseif redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
-    redis.call('HDEL', KEYS[1], ARGV[1])
+    if redis.call('EXISTS', record) == 1 then redis.call('DEL', record) end
+  elseif redis.call('HEXISTS', record, ARGV[1]) == 1 then
+    redis.call('HDEL', record, ARGV[1])
   end
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-  redis.call('PERSIST', KEYS[1])
+  redis.call('HSET', record, ARGV[1], ARGV[2])
+  redis.call('PERSIST', record)
 end`
 
 const MARK = redisScript<number>('gatewayPurgeMark', `${MARK_LUA}
-mark()
+mark(KEYS[1])
 return 1`, 1)
 
 /** Where the purges are shared: a hash in Redis, each field sealed. */

@@ -150,15 +150,19 @@ export function copyPendingMs(commandTimeoutMs: number): number {
   return Math.max(10_000, 4 * commandTimeoutMs)
 }
 
-// Gives back the room of copies that left Redis before their expiry (KEYS: as TAKE_ROOM's;
-// ARGV: the copies' keys): each is counted no more, on whichever team counted it. The
-// number given back.
+// Gives back the room of copies a purge dropped on a Cluster (KEYS: as TAKE_ROOM's; ARGV:
+// each copy's score in the room's records as read before its drop, then its key): each is
+// counted no more, on whichever team counted it, while its score is still the one read. A
+// copy written again meanwhile is scored by its own write (its pending window's end, then
+// its expiry): its room stays taken, never given back for a copy Redis holds. The number given back.
 const GIVE_BACK = redisScript<number>('gatewayCopyGiveBack', `${FORGET}
 local given = 0
-for _, key in ipairs(ARGV) do given = given + forget(key) end
+for i = 1, #ARGV, 2 do
+  if redis.call('ZSCORE', KEYS[1], ARGV[i + 1]) == ARGV[i] then given = given + forget(ARGV[i + 1]) end
+end
 return given`, 3)
-// The keys one GIVE_BACK is given: a large advertiser's purge holds Redis a moment each, not for all its copies at once.
-const GIVE_BACK_KEYS = 1000
+// The keys one drop is given: a large advertiser's purge holds Redis a moment each, not for all its copies at once.
+const DROP_KEYS = 1000
 
 // Takes out of an advertiser's index (KEYS[1]) the copies a purge read in it (ARGV: each
 // copy's score as read, then its key), each only while its score is still the one read: a
@@ -171,19 +175,27 @@ for i = 1, #ARGV, 2 do
 end
 return taken`, 1)
 
-// Drops the copies KEYS[2..] that Redis holds, then, once one was dropped, writes the
-// purge's field into its record (KEYS[1]; ARGV as MARK_LUA's). Redis at its maxmemory
-// refuses a script's first write that may take memory and lets every write after a first
-// one through: a copy's delete comes first, so the record is written in the room the
-// copies give back. A delete of a key Redis does not hold would let it through as well,
-// so only the copies found are deleted: a purge that frees nothing marks nothing here.
-// The number dropped.
-const DROP_MARKED = redisScript<number>('gatewayCopyDropMarked', `${MARK_LUA}
+// On one Redis (no Cluster): drops the copies Redis holds of the keys given, and gives
+// their room back in the same script (KEYS: TAKE_ROOM's three, the purges' record when
+// ARGV[4] is '1', then the copies; ARGV: MARK_LUA's, then '1' to mark). Redis runs a
+// script whole, as it runs COPY_WRITE: a copy written again before the script is dropped
+// with its room, one written after it is counted by its own write; given back apart, the
+// room of a copy written between the drop and the give-back went, the copy held and
+// counted on no team. With a mark, the purge's field is written into its record once a
+// copy was dropped: Redis at its maxmemory refuses a script's first write that may take
+// memory and lets every write after a first one through, so a copy's delete comes first
+// and the record is written in the room the copies give back. A delete of a key Redis does
+// not hold would let it through as well, so only the copies found are deleted, and the
+// records are forgotten after the mark: a purge that frees nothing marks nothing. The number dropped.
+const DROP = redisScript<number>('gatewayCopyDrop', `${FORGET}
+${MARK_LUA}
+local first = ARGV[4] == '1' and 5 or 4
 local dropped = 0
-for i = 2, #KEYS do
+for i = first, #KEYS do
   if redis.call('EXISTS', KEYS[i]) == 1 then dropped = dropped + redis.call('UNLINK', KEYS[i]) end
 end
-if dropped > 0 then mark() end
+if dropped > 0 and first == 5 then mark(KEYS[4]) end
+for i = first, #KEYS do forget(KEYS[i]) end
 return dropped`, null)
 
 interface ReadEntry {
@@ -368,68 +380,63 @@ export class RedisStore implements CacheStore {
    */
   async #refusedAfterRoom(key: string, args: readonly [number, string, number, number, string, number, number], err: unknown): Promise<never> {
     const left = await this.#redis.pttl(key)
-    if (left < 0) await this.#giveBack([key])
+    // Its room as its TAKE_ROOM scored it: not one another replica's write of the key took since.
+    const [now, , , expiry] = args
+    if (left < 0) await GIVE_BACK(this.#redis, ...this.#room, String(Math.min(expiry, now + this.#pendingMs)), key)
     else await CONFIRM_ROOM(this.#redis, ...this.#room, args[0], key, args[2], args[0] + left, ...args.slice(4))
     throw err
   }
 
   async delete(key: string): Promise<void> {
-    await this.#breaker.run(async () => {
-      await this.#redis.unlink(key)
-      await this.#giveBack([key])
-    }, undefined)
-  }
-
-  /**
-   * Gives the room `keys` took back to their team's part: they left Redis before their
-   * expiry, which alone gives it back otherwise (a copy purged would take its team's part,
-   * refusing the team's next copies, until its stale-if-error end).
-   */
-  async #giveBack(keys: readonly string[]): Promise<void> {
-    for (let at = 0; at < keys.length; at += GIVE_BACK_KEYS) {
-      const some = keys.slice(at, at + GIVE_BACK_KEYS)
-      await GIVE_BACK(this.#redis, ...this.#room, ...some)
-    }
+    await this.#breaker.run(() => this.#drop(this.#redis, [key], undefined), undefined)
   }
 
   async purgeAll(mark?: PurgeMark): Promise<number> {
     // The indexes before the copies: a copy written meanwhile is dropped by the copies' scan,
     // or written after its index went and indexed anew; never held and out of its index.
-    await this.#scan(redisKey.advertiserIndexPattern(this.#prefix), (node, key) => node.unlink(key))
-    const dropped = await this.#scan(redisKey.reportPattern(this.#prefix), (node, key) => this.#drop(node, [key], mark))
-    // The teams' copies went with them: each team's part is free again.
-    await this.#scan(redisKey.teamCopiesPattern(this.#prefix), (node, key) => node.unlink(key))
-    return dropped
+    await this.#scan(redisKey.advertiserIndexPattern(this.#prefix), async (node, keys) => {
+      for (const key of keys) await node.unlink(key)
+      return keys.length
+    })
+    // Each copy's room goes with it (#drop): one written after the scan passed its key is held and counted.
+    return this.#scan(redisKey.reportPattern(this.#prefix), (node, keys) => this.#drop(node, keys, mark))
   }
 
   async purgeAdvertiser(advertiserId: number, mark?: PurgeMark): Promise<number> {
     const indexes = await this.#indexesOf(advertiserId)
     const purged = keysOf(indexes)
     let dropped = 0
-    for (let at = 0; at < purged.length; at += GIVE_BACK_KEYS) dropped += await this.#drop(this.#redis, purged.slice(at, at + GIVE_BACK_KEYS), mark)
+    for (let at = 0; at < purged.length; at += DROP_KEYS) dropped += await this.#drop(this.#redis, purged.slice(at, at + DROP_KEYS), mark)
     // Each index loses what the purge read in it, no copy written since (UNINDEX).
     for (const { index, scored } of indexes) {
-      for (let at = 0; at < scored.length; at += GIVE_BACK_KEYS * 2) await UNINDEX(this.#redis, index, ...scored.slice(at, at + GIVE_BACK_KEYS * 2))
+      for (let at = 0; at < scored.length; at += DROP_KEYS * 2) await UNINDEX(this.#redis, index, ...scored.slice(at, at + DROP_KEYS * 2))
     }
-    await this.#giveBack(purged)
     return dropped
   }
 
-  async purgeKey(key: string, mark?: PurgeMark): Promise<number> {
-    const dropped = await this.#drop(this.#redis, [key], mark)
-    await this.#giveBack([key])
-    return dropped
+  purgeKey(key: string, mark?: PurgeMark): Promise<number> {
+    return this.#drop(this.#redis, [key], mark)
   }
 
   /**
-   * Drops the copies `keys` on `node`, with `mark` written by the script that drops them
-   * (DROP_MARKED) on one Redis; on a Cluster, where a copy and the record sit in different
-   * slots (keys of one advertiser too), one UNLINK each and no mark. The number dropped.
+   * Drops the copies `keys` on `node` and gives their room back to their teams' parts (a
+   * copy purged would otherwise take its team's part, refusing the team's next copies,
+   * until its stale-if-error end), never the room of a copy written again meanwhile and
+   * held. On one Redis one script (DROP), with `mark` written by it. On a Cluster, where a
+   * copy and the room's records sit in different slots (keys of one advertiser too): each
+   * copy's score in the records read, one UNLINK each, then the room of those whose score
+   * is still the one read given back (GIVE_BACK), and no mark. The number dropped.
    */
   async #drop(node: RedisClient, keys: readonly string[], mark: PurgeMark | undefined): Promise<number> {
-    if (mark && !this.#cluster) return DROP_MARKED(node, 1 + keys.length, mark.key, ...keys, mark.field, mark.value, mark.replaces ? '1' : '0')
+    if (!this.#cluster) {
+      const marking = mark ? [mark.key] : []
+      return DROP(node, 3 + marking.length + keys.length, ...this.#room, ...marking, ...keys, mark?.field ?? '', mark?.value ?? '', mark?.replaces ? '1' : '0', mark ? '1' : '0')
+    }
+    const scores = await Promise.all(keys.map((key) => this.#redis.zscore(this.#room[0], key)))
     let dropped = 0
     for (const key of keys) dropped += await node.unlink(key)
+    const read = keys.flatMap((key, i) => (scores[i] === null || scores[i] === undefined ? [] : [scores[i] as string, key]))
+    if (read.length > 0) await GIVE_BACK(this.#redis, ...this.#room, ...read)
     return dropped
   }
 
@@ -438,7 +445,7 @@ export class RedisStore implements CacheStore {
   }
 
   countAll(): Promise<number> {
-    return this.#scan(redisKey.reportPattern(this.#prefix), async () => 1)
+    return this.#scan(redisKey.reportPattern(this.#prefix), async (_node, keys) => keys.length)
   }
 
   async countAdvertiser(advertiserId: number): Promise<number> {
@@ -447,8 +454,8 @@ export class RedisStore implements CacheStore {
     return sum
   }
 
-  /** The sum of `visit` over every key matching `pattern`, on every master of a Cluster. */
-  async #scan(pattern: string, visit: (node: RedisClient, key: string) => Promise<number>): Promise<number> {
+  /** The sum of `visit` over the keys matching `pattern`, each page of a SCAN in turn, on every master of a Cluster. */
+  async #scan(pattern: string, visit: (node: RedisClient, keys: string[]) => Promise<number>): Promise<number> {
     const nodes = this.#redis instanceof Cluster ? this.#redis.nodes('master') : [this.#redis]
     let sum = 0
     for (const node of nodes) {
@@ -456,7 +463,7 @@ export class RedisStore implements CacheStore {
       do {
         const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT)
         cursor = next
-        for (const key of keys) sum += await visit(node, key)
+        if (keys.length > 0) sum += await visit(node, keys)
       } while (cursor !== '0')
     }
     return sum

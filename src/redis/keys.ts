@@ -52,8 +52,6 @@ export const redisKey = {
   copyOwners: (prefix: string) => `${prefix}copies:${COPY_ROOM_TAG}:owners`,
   /** Each team's sum of the bytes its copies take (a field per team). */
   copySums: (prefix: string) => `${prefix}copies:${COPY_ROOM_TAG}:sums`,
-  /** What SCAN matches to find the records of the copies' room (those of the last release's layout, `copies:{<team>}`, included). */
-  teamCopiesPattern: (prefix: string) => `${literalPattern(prefix)}copies:*`,
   /** One team's usage of one day: a field per count (`requests`, `rateLimited`, …); each team's days in a hash slot of its own. */
   usage: (prefix: string, team: string, day: string) => `${prefix}usage:{${team}}:${day}`,
   /** The teams with usage on one day (a set of their names). */

@@ -60,7 +60,8 @@ export type CacheResult = (
 export type Tier = StoreTier | 'platform'
 
 /** `platformMs`: the platform time (seat-time, ms) of the call this replica made for it, absent when it made none. */
-export type FillResult = FetchResult & { fromPeer?: boolean; taken?: boolean; upstreamMs?: number; platformMs?: number }
+/** `work`: the work class of the call made (work-class.ts), built once for it; none when no call was made here. */
+export type FillResult = FetchResult & { fromPeer?: boolean; taken?: boolean; upstreamMs?: number; platformMs?: number; work?: string }
 
 /** A copy found by a lookup, and the tier it came from. */
 export type Lookup = { entry: CacheEntry; tier: StoreTier }
@@ -348,7 +349,7 @@ export class ReportCache {
     const upstream = { forward, ...(result.upstreamMs === undefined ? {} : { upstreamMs: result.upstreamMs }), ...(result.platformMs === undefined ? {} : { platformMs: result.platformMs }), ...(account === undefined ? {} : { account }) }
     switch (result.kind) {
       case 'entry':
-        this.#asked(key, result.entry, report, provider, opts.team, this.#clock.now(), true)
+        this.#asked(key, result.entry, report, provider, opts.team, this.#clock.now(), true, result.work)
         return { ...this.#served(result.entry, refresh ? 'REFRESH' : 'MISS', result.fromPeer ? 'l2' : 'platform'), ...upstream }
       case 'pass':
         this.#count('BYPASS', 'platform')
@@ -503,9 +504,10 @@ export class ReportCache {
    * ask with the class's latency then (`rescheduledStart`). A copy asked for less often is left
    * to expire (refreshed when asked, stale-while-revalidate); the new copy is watched anew,
    * its predecessors' asks carried on for the rate (`priorOf`). `filled`: the ask was answered
-   * by the fill that made the copy (a MISS), not counted towards the copy's own refresh.
+   * by the fill that made the copy (a MISS), not counted towards the copy's own refresh;
+   * `work`: that fill's work class, when it made the call here.
    */
-  #asked(key: string, entry: CacheEntry, report: CanonicalReport, provider: TokenProvider | string, team: string, now: number, filled = false): void {
+  #asked(key: string, entry: CacheEntry, report: CanonicalReport, provider: TokenProvider | string, team: string, now: number, filled = false, work?: string): void {
     if (!this.#d.config.cache.refreshAhead) return
     if (now >= entry.freshUntil) return
     let watch = this.#watches.get(key)
@@ -513,7 +515,7 @@ export class ReportCache {
       if (watch && watch.fetchedAt > entry.fetchedAt) return
       // The copies before count over the parts of their freshness they were served in, the older less.
       const prior = priorOf(watch, entry.fetchedAt)
-      watch = { fetchedAt: entry.fetchedAt, freshUntil: entry.freshUntil, asks: 0, filled: 0, ...prior, timer: null, dueAt: 0, leadRead: -1, report, work: watch?.work ?? workClass(report), running: false, provider: typeof provider === 'string' ? this.#d.tokens.get(provider) : provider, team, askedBy: new Map() }
+      watch = { fetchedAt: entry.fetchedAt, freshUntil: entry.freshUntil, asks: 0, filled: 0, ...prior, timer: null, dueAt: 0, leadRead: -1, report, work: watch?.work ?? work ?? workClass(report), running: false, provider: typeof provider === 'string' ? this.#d.tokens.get(provider) : provider, team, askedBy: new Map() }
       this.#watches.set(key, watch)
     }
     watch.asks += 1
@@ -827,7 +829,9 @@ export class ReportCache {
     const calledAt = this.#clock.now()
     const spent = { ms: 0 }
     const deps = timeoutMs === undefined ? this.#fetching : { ...this.#fetching, timeoutMs }
-    return fetchReport(this.#d.client, provider, report, { ...origin, spent }, deps).then((result: FillResult) => this.#called(result, report, origin, spent.ms, end, calledAt))
+    // Built once: the seat's estimate, the latency learned and the copy's watch read this one.
+    const work = workClass(report)
+    return fetchReport(this.#d.client, provider, report, { ...origin, spent, workClass: work }, deps).then((result: FillResult) => this.#called(result, report, work, origin, spent.ms, end, calledAt))
   }
 
   /** The latency `work`'s refreshes ahead are led by (reports/refresh-ahead.ts `leadLatency`). */
@@ -839,7 +843,7 @@ export class ReportCache {
    * Counts a report call's answer (`spentMs` of platform time) for the team of `origin`: usage, metrics, the entry's filler
    * and its work class's latency, from `calledAt` on the gateway's clock (the access log's and the histogram's, `end`, on the machine's).
    */
-  #called(result: FillResult, report: CanonicalReport, origin: Origin, spentMs: number, end: (labels: { status: string }) => number, calledAt: number): FillResult {
+  #called(result: FillResult, report: CanonicalReport, work: string, origin: Origin, spentMs: number, end: (labels: { status: string }) => number, calledAt: number): FillResult {
     const { config, metrics } = this.#d
     // A background refresh that got no seat made no call, nor did a fill its callers all left (hung up, or may no longer be answered) before any try was sent.
     if (result.kind === 'failed' && (result.error.cause instanceof NoIdleSeatError || (droppedInQueue(result.error) && spentMs === 0))) return result
@@ -852,11 +856,11 @@ export class ReportCache {
     if (result.kind === 'entry') {
       result.entry.filledBy = this.#filler(origin.team)
       result.entry.fillMs = Math.ceil(spentMs)
+      result.work = work
     }
     const outcome = result.kind === 'failed' ? result.error.code : result.kind
     result.upstreamMs = end({ status: outcome }) * 1000
     if (result.kind === 'entry' && config.cache.refreshAhead) {
-      const work = workClass(report)
       // A wall clock stepped back while the call ran reads as none.
       const ms = Math.max(0, this.#clock.now() - calledAt)
       this.#latencies.set(work, learnLatency(this.#latencies.get(work), ms))

@@ -17,7 +17,6 @@ import type { QueueTeam } from '../platform/client/caller-group.js'
 import { cacheControlAllowsStore, lifetimes, type TtlPolicy } from './ttl-policy.js'
 import type { CanonicalReport } from './report-query.js'
 import { reportBodyKind, type BodyKind } from './report-body.js'
-import { workClass } from './work-class.js'
 import { varyAllowsSharing } from './answer-vary.js'
 import { systemClock } from '../clock.js'
 import type { CallTurns } from './call-turns.js'
@@ -80,11 +79,12 @@ const BODY_WORDS: Record<Exclude<BodyKind, 'json'>, string> = {
 // Headers of a passed-through platform answer that a caller may see.
 const PASSED_HEADERS = ['content-type', 'retry-after', 'content-language']
 
+/** `origin.workClass`: the report's work class (work-class.ts), built once by the fill that makes the call. */
 export async function fetchReport(
   client: PlatformClient,
   provider: TokenProvider,
   report: CanonicalReport,
-  origin: { requestId: string; team: string; hangUp?: AbortSignal; admitted?: (seatedOn?: string) => void; queue?: QueueTeam; urgency?: () => number; trace?: Trace; spent?: { ms: number } },
+  origin: { requestId: string; team: string; workClass: string; hangUp?: AbortSignal; admitted?: (seatedOn?: string) => void; queue?: QueueTeam; urgency?: () => number; trace?: Trace; spent?: { ms: number } },
   deps: FetcherDeps,
 ): Promise<FetchResult> {
   const now = deps.now ?? systemClock.now
@@ -110,7 +110,7 @@ export async function fetchReport(
       body: report.body,
       requestId: origin.requestId,
       team: origin.team,
-      workClass: workClass(report),
+      workClass: origin.workClass,
       ...(origin.hangUp ? { hangUp: origin.hangUp } : {}),
       ...(origin.admitted ? { admitted: origin.admitted } : {}),
       ...(origin.queue ? { queue: origin.queue } : {}),

@@ -1,6 +1,6 @@
 import { gzipSync } from 'node:zlib'
 import { pino } from 'pino'
-import type { Redis } from 'ioredis'
+import { Redis } from 'ioredis'
 import { afterEach, describe, expect, it } from 'vitest'
 import { etagOf, type CacheEntry } from '../../src/cache/cache-entry.js'
 import { COPY_OVERHEAD_BYTES, RedisStore } from '../../src/cache/redis-store.js'
@@ -10,6 +10,7 @@ import { RedisSeal } from '../../src/redis/seal.js'
 import { KEYS, REPORT_PATH, teamsYamlWith, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { fillRedisUp, redisAvailability } from '../helpers/start-redis.js'
+import { commandGate } from '../helpers/redis-gate.js'
 import { waitFor } from '../helpers/wait.js'
 
 // A team's report copies in Redis take at most its even part of the room (memory-room.ts):
@@ -136,6 +137,43 @@ describe.skipIf(!available)('report copies on an evicting Redis: each team withi
     await purge
     await written
     expect(await store.countAdvertiser(101), 'indexed as held').toBe(await redis.client.exists(key(3)))
+  })
+
+  // A purge and a fill of one key on two connections (two replicas): the purge's
+  // connection holds its command that reaches the room's records, and the fill's write
+  // lands there. The room gave back, after the copy's delete, the room of whatever copy
+  // the key held by then: a copy written meanwhile was held by Redis and counted on no
+  // team, and its team's copies could take more than its part. Whichever way they meet,
+  // the records count exactly the copies Redis holds.
+  it.each([
+    ['one report', (store: RedisStore, key: string) => store.purgeKey(key)],
+    ['its advertiser', (store: RedisStore) => store.purgeAdvertiser(101)],
+    ['everything', (store: RedisStore) => store.purgeAll()],
+  ])('a copy written while a purge of %s gives back room is counted while Redis holds it', async (_what, purge) => {
+    const cleanups: (() => void | Promise<void>)[] = []
+    try {
+      const gate = await commandGate(redis.server.port, 'copies:{room}', cleanups)
+      const purging = new Redis(gate.url, { maxRetriesPerRequest: 1 })
+      cleanups.push(() => purging.disconnect())
+      const room = { copyPart: () => Number.MAX_SAFE_INTEGER }
+      const filler = storeOf(redis.client, room)
+      const now = Date.now()
+      const key = `${PREFIX}report:v1:race-0`
+      await filler.set(key, copyOf('racing', 0, now))
+      const purged = purge(storeOf(purging, room), key)
+      await waitFor('the purge held at the room', () => gate.holding())
+      // The same report filled again meanwhile (another replica's fill).
+      await filler.set(key, copyOf('racing', 0, now + 1))
+      gate.release()
+      await purged
+      const held = (await redis.client.exists(key)) === 1
+      const counted = await redis.client.hget(`${PREFIX}copies:{room}:owners`, key)
+      const sum = Number((await redis.client.hget(`${PREFIX}copies:{room}:sums`, 'racing')) ?? 0)
+      expect({ counted: counted !== null, sum: sum > 0 }, held ? 'the copy Redis holds is counted' : 'no copy held, none counted').toEqual({ counted: held, sum: held })
+      if (counted !== null) expect(sum).toBe(Number(counted.split(' ')[0]))
+    } finally {
+      for (const fn of cleanups.reverse()) await fn()
+    }
   })
 
   it('a copy written again, by its team or by another team (a shared copy), is counted once, on the team whose write Redis holds', async () => {

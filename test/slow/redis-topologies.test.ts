@@ -183,6 +183,14 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
     expect(notUsage.filter((k) => k.startsWith('rgw:{replicas}:replica:'))).toEqual(expect.arrayContaining(ids.map((id) => `rgw:{replicas}:replica:${id}`)))
   })
 
+  /** The master holding the purges' record (`rgw:purges`): on a Cluster, the one serving its slot. */
+  async function recordMaster(): Promise<{ cluster: Cluster | null; node: Redis }> {
+    const cluster = topology.client instanceof Cluster ? topology.client : null
+    if (!cluster) return { cluster, node: topology.client as Redis }
+    const address = cluster.slots[Number(await cluster.cluster('KEYSLOT', 'rgw:purges'))]![0]!
+    return { cluster, node: cluster.nodes('master').find((m) => `${m.options.host}:${m.options.port}` === address) as Redis }
+  }
+
   // A purge while the master of its record is full (noeviction). One master (Sentinel):
   // the script that drops a copy writes the record after that delete, in the room it gives
   // back: 200. A Cluster: the record sits in another slot than the copies, no script
@@ -192,13 +200,7 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
   it('a purge while the master of its record is full: complete on one master; on a Cluster the copies dropped and a 503 that says so', async () => {
     const [a] = await twoReplicas()
     for (const q of [Q101, Q101B]) expect((await get(a, q)).headers['x-cache']).toBe('MISS')
-    const cluster = topology.client instanceof Cluster ? topology.client : null
-    const node = cluster
-      ? await (async () => {
-          const address = cluster.slots[Number(await cluster.cluster('KEYSLOT', 'rgw:purges'))]![0]!
-          return cluster.nodes('master').find((m) => `${m.options.host}:${m.options.port}` === address) as Redis
-        })()
-      : (topology.client as Redis)
+    const { cluster, node } = await recordMaster()
     redisMayFail = true
     try {
       await fillRedisUp(node, (i) => `{rgw:purges}:junk:${i}`)
@@ -218,6 +220,30 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
     const again = await adminCall(a, 'DELETE', '/admin/cache?advertiserId=101')
     expect(again.json()).toEqual({ purged: 'advertiser', advertiserId: 101, dryRun: false, dropped: 0 })
     expect(await node.hexists('rgw:purges', 'adv:101')).toBe(1)
+  })
+
+  // What a full record master still records, on a Cluster too: the script that writes a
+  // purge's field deletes what the field replaces first (its last purge's, or for a purge
+  // of everything the whole record), and the field is written in the room that gives back.
+  // A purge recorded before is recorded again, and a purge of everything is recorded
+  // whenever the record holds any purge, whatever the copies' masters free.
+  it('a purge while the master of its record is full: a repeat, and a purge of everything, complete on a Cluster too', async () => {
+    const [a] = await twoReplicas()
+    const { node } = await recordMaster()
+    expect((await adminCall(a, 'DELETE', '/admin/cache?advertiserId=102')).statusCode).toBe(200)
+    for (const q of [Q101, Q101B, Q102]) expect((await get(a, q)).headers['x-cache']).toBe('MISS')
+    redisMayFail = true
+    try {
+      await fillRedisUp(node, (i) => `{rgw:purges}:junk:${i}`)
+      const repeat = await adminCall(a, 'DELETE', '/admin/cache?advertiserId=102')
+      expect(repeat.json()).toEqual({ purged: 'advertiser', advertiserId: 102, dryRun: false, dropped: 1 })
+      const everything = await adminCall(a, 'DELETE', '/admin/cache')
+      expect(everything.statusCode).toBe(200)
+      expect(await topology.keys('rgw:report:*')).toEqual([])
+      expect(await node.hkeys('rgw:purges')).toEqual(['all'])
+    } finally {
+      await node.config('SET', 'maxmemory', '0')
+    }
   })
 
   it('ends a report job, keeps its result and adds its webhook delivery in one script: every key of them in the {jobs} slot', async () => {

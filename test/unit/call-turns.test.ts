@@ -86,6 +86,8 @@ function fetcherDeps(turns: CallTurns, more: Partial<FetcherDeps> = {}): Fetcher
 }
 
 const provider = { name: 'default' } as TokenProvider
+// The calls' work class (reports/work-class.ts): the stand-in platform here does not read it.
+const WORK = '/api/v1/report/campaigns/get|r3||n0'
 const reportOf = (i: number) => canonicalGetReport('/api/v1/report/campaigns/get', `advertiserId=${100 + i}&dateFrom=2026-01-01&dateTo=2026-01-07`, { maxRangeDays: 400 })
 
 describe('report calls asked together', () => {
@@ -94,7 +96,7 @@ describe('report calls asked together', () => {
     const { client, sent, open } = gatedPlatform(loop)
     const deps = fetcherDeps(new CallTurns())
     // Twenty misses' calls asked in one turn of the loop, as when one poll reads twenty requests.
-    const calls = Array.from({ length: 20 }, (_, i) => fetchReport(client, provider, reportOf(i), { requestId: `r${i}`, team: 'burst' }, deps))
+    const calls = Array.from({ length: 20 }, (_, i) => fetchReport(client, provider, reportOf(i), { requestId: `r${i}`, team: 'burst', workClass: WORK }, deps))
     expect(sent).toHaveLength(0)
     await untilSent(sent, 20)
     open()
@@ -109,7 +111,7 @@ describe('report calls asked together', () => {
     const deps = fetcherDeps(new CallTurns())
     const done: number[] = []
     const calls = Array.from({ length: 20 }, (_, i) =>
-      fetchReport(client, provider, reportOf(i), { requestId: `r${i}`, team: 'burst' }, deps).then((result) => {
+      fetchReport(client, provider, reportOf(i), { requestId: `r${i}`, team: 'burst', workClass: WORK }, deps).then((result) => {
         expect(result.kind).toBe('entry')
         done.push(loop.now)
       }),
@@ -127,8 +129,8 @@ describe('report calls asked together', () => {
     const { client, sent, open } = gatedPlatform(loop)
     const deps = fetcherDeps(new CallTurns())
     const hangUp = new AbortController()
-    const kept = fetchReport(client, provider, reportOf(1), { requestId: 'kept', team: 'burst' }, deps)
-    const left = fetchReport(client, provider, reportOf(2), { requestId: 'left', team: 'burst', hangUp: hangUp.signal }, deps)
+    const kept = fetchReport(client, provider, reportOf(1), { requestId: 'kept', team: 'burst', workClass: WORK }, deps)
+    const left = fetchReport(client, provider, reportOf(2), { requestId: 'left', team: 'burst', workClass: WORK, hangUp: hangUp.signal }, deps)
     hangUp.abort(new CallersGoneError())
     const gone = await left
     expect(gone.kind).toBe('failed')
@@ -145,8 +147,8 @@ describe('report calls asked together', () => {
     const { client, sent, open } = gatedPlatform(loop)
     let now = 1_000_000
     const deps = fetcherDeps(new CallTurns(), { timeoutMs: 5000, now: () => now })
-    const first = fetchReport(client, provider, reportOf(1), { requestId: 'first', team: 'burst' }, deps)
-    const late = fetchReport(client, provider, reportOf(2), { requestId: 'late', team: 'burst' }, { ...deps, timeoutMs: 300 })
+    const first = fetchReport(client, provider, reportOf(1), { requestId: 'first', team: 'burst', workClass: WORK }, deps)
+    const late = fetchReport(client, provider, reportOf(2), { requestId: 'late', team: 'burst', workClass: WORK }, { ...deps, timeoutMs: 300 })
     // The clock moves on while both wait for their turns: 400 ms of the first's 5 s, all of the late one's 300.
     now += 400
     const timedOut = await late
