@@ -33,6 +33,6 @@ export function withholdFromRemovedKeys(req: IncomingMessage, res: ServerRespons
   res.once('socket', (socket: Socket) => {
     if (teamOf(req.headers) === team) return
     socket.destroy()
-    log.info({ reqId: requestIdOf(req.headers), team, method: req.method, path, status: res.statusCode }, 'pipelined answer not sent: its key no longer runs for its team')
+    log.info({ reqId: requestIdOf(req), team, method: req.method, path, status: res.statusCode }, 'pipelined answer not sent: its key no longer runs for its team')
   })
 }

@@ -11,7 +11,7 @@ import { SCHEMA_CONTROLLER } from './schema-compilers.js'
 import { closeSilentConnections } from './hooks/silent-connections.js'
 import { enforcedBound, processFileLimit, type ListenerBound } from './connection-bound.js'
 import { lazyRequestLogger } from './hooks/request-logger.js'
-import { noteGatewayCode, requestIdOf, type ObserveRefusal, type TakesRequestId } from './hooks/request-log.js'
+import { noteGatewayCode, requestIdFor, requestIdOf, type ObserveRefusal, type TakesRequestId } from './hooks/request-log.js'
 import { holdContinues, inviteBody } from '../access/expect-continue.js'
 import { isValidationFailure, validationMessage } from './hooks/validation-message.js'
 import { bodyDeadlines } from './hooks/body-deadline.js'
@@ -223,7 +223,8 @@ function endWithError(server: Server, socket: Duplex, error: GatewayError, heade
 
 /** The id of an answer written before the router: the caller's `x-request-id` where Node read its head (`req`) and the listener takes it, else a new one. */
 function refusalIdOf(server: Server, req: IncomingMessage | null): string {
-  return requestIdOf(req?.headers ?? {}, idTests.get(server) ?? NO_CALLER_IDS)
+  const takes = idTests.get(server) ?? NO_CALLER_IDS
+  return req === null ? requestIdFor({}, takes) : requestIdOf(req, takes)
 }
 
 /**
@@ -458,7 +459,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
     // Not `requestIdHeader: 'x-request-id'`: Fastify would take any value of that header
     // as is and call genReqId only without one, so the check below would never run.
     requestIdHeader: false,
-    genReqId: (req) => requestIdOf(req.headers, takesId),
+    genReqId: (req) => requestIdOf(req, takesId),
     // Replaced by the hook below: Fastify's own 503 has no GW_* code.
     return503OnClosing: false,
     forceCloseConnections: 'idle',

@@ -117,6 +117,23 @@ describe('plain GETs read on their connection', () => {
     nodes.socket.destroy()
   })
 
+  it('names each request of a head repeated on a connection by an id of its own', async () => {
+    const gw = await gatewayWithHit()
+    const conn = open(gw.port)
+    // A dashboard polling one report: the same bytes again, read as the head kept (plain-get.ts).
+    for (let sent = 1; sent <= 3; sent += 1) {
+      conn.socket.write(plainGet(REPORT, KEYS.all))
+      await waitFor(`hit ${sent} answered`, () => conn.answers().length === sent)
+    }
+    const ids = conn.answers().map((a) => a.headers['x-request-id'])
+    expect(conn.answers().map((a) => a.headers['x-cache'])).toEqual(['HIT', 'HIT', 'HIT'])
+    expect(gw.node.requests).toBe(0)
+    expect(new Set(ids).size).toBe(3)
+    // Each access line names its own request.
+    await waitFor('the access lines', () => ids.every((id) => gw.gw.logs.records().some((r) => r.msg === 'request' && r.reqId === id)))
+    conn.socket.destroy()
+  })
+
   it('writes a large hit\'s head and body apart, the same bytes as Node\'s path', async () => {
     const gw = await gatewayWithHit()
     const fill = await request(`${gw.url}${LARGE}`, { headers: { 'x-api-key': KEYS.all } })

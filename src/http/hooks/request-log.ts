@@ -8,9 +8,18 @@ import { holdsKey } from '../../observe/key-shape.js'
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/
 
-// The id each request's headers were given: every entrance, and a line written after the
-// answer (pipelined-answers.ts), names a request by one id.
-const idOfHeaders = new WeakMap<IncomingHttpHeaders, string>()
+// The id each request Node read was given, kept on the request under a symbol: every
+// entrance, and a line written after the answer (pipelined-answers.ts), names a request by
+// one id. On the request, not in a WeakMap keyed by it: a WeakMap's entry for each request
+// cost about 2 µs of it, most in the collector's work on the map (a stampede's 200 waiters
+// 0.48 ms a round of a 24 ms profile; docs/benchmarks.md), a property about 0.1 µs.
+const ID_GIVEN = Symbol('the request id given')
+
+/** A request Node read (or one an entrance stands in for): its headers, and the id it was given. */
+export interface NamedRequest {
+  readonly headers: IncomingHttpHeaders
+  [ID_GIVEN]?: string
+}
 
 /**
  * Whether a listener names a request by the caller's `x-request-id` `given` (a plain token
@@ -23,18 +32,28 @@ export type TakesRequestId = (given: string, headers: IncomingHttpHeaders) => bo
 /**
  * The caller's `x-request-id` when it is a plain token outside the gateway's own id space,
  * not shaped like a team key and one the listener takes (`takes`), else a new one: the id
- * is logged, audited, echoed and sent to the platform. A request's headers get one id,
- * whoever asks first: an entrance that may name a request before its key is checked (a
- * listener's router, an answer before it) passes `takes`; one that names only admitted
- * requests may leave it out, as Admission.key refuses an id holding a secret.
+ * is logged, audited, echoed and sent to the platform. A request gets one id, whoever asks
+ * first: an entrance that may name a request before its key is checked (a listener's
+ * router, an answer before it) passes `takes`; one that names only admitted requests may
+ * leave it out, as Admission.key refuses an id holding a secret.
  */
-export function requestIdOf(headers: IncomingHttpHeaders, takes?: TakesRequestId): string {
-  const known = idOfHeaders.get(headers)
+export function requestIdOf(req: NamedRequest, takes?: TakesRequestId): string {
+  const known = req[ID_GIVEN]
   if (known !== undefined) return known
-  const given = headers['x-request-id']
-  const id = typeof given === 'string' && REQUEST_ID.test(given) && !isOwnRequestId(given) && !holdsKey(given) && takes?.(given, headers) !== false ? given : newRequestId()
-  idOfHeaders.set(headers, id)
+  const id = requestIdFor(req.headers, takes)
+  req[ID_GIVEN] = id
   return id
+}
+
+/**
+ * The id of a request with `headers`, decided anew at each call (requestIdOf's rule): for
+ * a request answered at the socket entrance, which asks once. Its headers may be a head the
+ * entrance keeps for its connection (plain-get.ts), the same object for every request
+ * that repeats it: each of those requests is named anew.
+ */
+export function requestIdFor(headers: IncomingHttpHeaders, takes?: TakesRequestId): string {
+  const given = headers['x-request-id']
+  return typeof given === 'string' && REQUEST_ID.test(given) && !isOwnRequestId(given) && !holdsKey(given) && takes?.(given, headers) !== false ? given : newRequestId()
 }
 
 export interface RequestFacts {

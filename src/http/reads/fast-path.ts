@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 // Imported, not the global: Node defines the global `performance` as an accessor, which
 // optimized code cannot fold, so each global use is a property lookup through the IC.
@@ -11,7 +11,7 @@ import { teamTally, type FillResult, type Forward } from '../../reports/report-c
 import type { AdmittedRead, DecideHow, ReadDecision, ReadDecisions } from '../../reports/read-decision.js'
 import { plainAnswer, writeEntry } from './report-reply.js'
 import { rateLimitHeaders } from '../../access/rate-limit-headers.js'
-import { accessFacts, bytesOf, bytesSince, CALLER_LEFT, requestIdOf, type AnsweredCaller, type ObserveRequest, type RequestSeen } from '../hooks/request-log.js'
+import { accessFacts, bytesOf, bytesSince, CALLER_LEFT, requestIdFor, requestIdOf, type AnsweredCaller, type ObserveRequest, type RequestSeen } from '../hooks/request-log.js'
 import type { AnswerFields } from '../answer-fields.js'
 import { carryTrace, traceOf, type SpanAttributes, type Trace, type TracedRequest } from '../../observe/tracing.js'
 import { isHostValue } from '../request-target.js'
@@ -85,10 +85,10 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
   }
 
   // What an entry's answer to `read` carries of its own: its request id, its team's rate standing, the report's cost and finality.
-  const ownFields = (read: AdmittedRead, entry: CacheEntry, status: 'HIT' | 'MISS', now: number, headers: IncomingHttpHeaders): AnswerFields & { reqId: string } => {
+  const ownFields = (read: AdmittedRead, entry: CacheEntry, status: 'HIT' | 'MISS', now: number, reqId: string): AnswerFields & { reqId: string } => {
     const team = read.identity.team
     const report = facts.of(team, read.form.report, entry, status === 'MISS' ? (entry.fillMs ?? 0) : 0, now)
-    return { reqId: requestIdOf(headers), rate: rateLimitHeaders(team, read.rate), report }
+    return { reqId, rate: rateLimitHeaders(team, read.rate), report }
   }
 
   // The access line of an answer written from the cache: a platform call saved (usage), unless the joined fill was charged to it (`platformCalls`).
@@ -98,7 +98,7 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
 
   // The answer of an entry, written as the route writes it, and its access line; `platformCalls`: those charged to it (a joined fill sent for it).
   const answer = (req: IncomingMessage, res: ServerResponse, read: AdmittedRead, entry: CacheEntry, status: 'HIT' | 'MISS', started: number, now: number, upstreamMs: number | null, client: string | null, platformCalls = 0): void => {
-    const own = ownFields(read, entry, status, now, req.headers)
+    const own = ownFields(read, entry, status, now, requestIdOf(req))
     const code = writeEntry(res, entry, status, status === 'MISS' ? JOINED : undefined, now, req.headers, own)
     served(req, bytesOf(res), read, own.reqId, status, code, started, now, upstreamMs, client, traced ? traceOf(req) : undefined, platformCalls)
   }
@@ -107,7 +107,7 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
   // line says so (499), and what the fill it joined did with the cache (`MISS`: it stored the copy).
   const left = (req: IncomingMessage, res: ServerResponse, read: AdmittedRead, started: number, upstreamMs: number | null, client: string | null, cache: 'MISS' | null = null): boolean => {
     if (!res.destroyed) return false
-    observe(accessFacts(req, bytesOf(res), callerOf(read, upstreamMs), { reqId: requestIdOf(req.headers), route: 'report', status: CALLER_LEFT, durationMs: performance.now() - started, cache, client, hit: false }, traced ? traceOf(req) : undefined))
+    observe(accessFacts(req, bytesOf(res), callerOf(read, upstreamMs), { reqId: requestIdOf(req), route: 'report', status: CALLER_LEFT, durationMs: performance.now() - started, cache, client, hit: false }, traced ? traceOf(req) : undefined))
     return true
   }
 
@@ -222,7 +222,7 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
     const now = clock.now()
     const decided = decisions.decide('GET', url, headers, now, BEFORE_ROUTER, trace)
     if ('answer' in decided) {
-      const own = ownFields(decided, decided.answer, 'HIT', now, headers)
+      const own = ownFields(decided, decided.answer, 'HIT', now, requestIdFor(headers))
       const text = plainAnswer(decided.answer, 'HIT', undefined, now, headers, own)
       if (text !== null) {
         decided.admitting?.end()
