@@ -130,7 +130,14 @@ function reserve(port: number): boolean {
 }
 
 function holderAlive(file: string): boolean {
-  const pid = Number(readFileSync(file, 'utf8'))
+  let pid: number
+  try {
+    pid = Number(readFileSync(file, 'utf8'))
+  } catch (err) {
+    // Gone since the try that found it (another process took it over): nobody holds it.
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false
+    throw err
+  }
   // A file being written (no pid yet) is held.
   if (!pid) return true
   try {

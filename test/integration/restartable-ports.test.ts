@@ -1,7 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { redisAvailability, startRedis } from '../helpers/start-redis.js'
 
 // A test's redis-server is stopped and started again on its port (a restart, a killed
@@ -41,5 +41,29 @@ describe.skipIf(!available)('the port of a test\'s redis-server', () => {
       await redis.close()
     }
     expect(existsSync(file)).toBe(false)
+  })
+
+  it('is taken over from a reservation that names nothing to read (a file gone as it is read): no port is refused for it', async () => {
+    // Every port's reservation a link to nowhere: it exists, and reading it finds nothing,
+    // as a file another process takes over (removes) between this one's try and its read.
+    const dir = mkdtempSync(join(tmpdir(), 'rgw-ports-'))
+    const previous = process.env.TMPDIR
+    try {
+      mkdirSync(join(dir, 'rgw-test-ports'))
+      const from = ephemeral?.[0] ?? 49152
+      for (let port = Math.max(1025, from - 12_288); port < from; port++) symlinkSync(join(dir, 'nowhere'), join(dir, 'rgw-test-ports', String(port)))
+      process.env.TMPDIR = dir
+      vi.resetModules()
+      const { restartablePorts, releasePort } = await import('../helpers/start-redis.js')
+      const [port] = await restartablePorts(1)
+      expect(port).toBeLessThan(from)
+      expect(readFileSync(join(dir, 'rgw-test-ports', String(port)), 'utf8')).toBe(String(process.pid))
+      releasePort(port as number)
+    } finally {
+      if (previous === undefined) delete process.env.TMPDIR
+      else process.env.TMPDIR = previous
+      vi.resetModules()
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })
