@@ -87,12 +87,13 @@ export async function startRedis(): Promise<RedisServer> {
  * the restart fails, or the replicas under test reconnect to that other server. These
  * ports lie below the ephemeral range, which no listen(0) and no outgoing connection is
  * handed, and each is reserved for this process by a file that every vitest worker and
- * test run on the machine sees (RESERVED_DIR: created exclusively, naming the process;
+ * test run on the machine sees (reservedDir(): created exclusively, naming the process;
  * one whose process is gone is taken over). A port stays reserved until its server is
  * closed (`releasePort`: startRedis's) or this process exits; a worker ended by a signal
  * leaves its files, taken over as any whose process is gone.
  */
-const RESERVED_DIR = join(tmpdir(), 'rgw-test-ports')
+// Read at each use, under the TMPDIR of the moment (restartable-ports.test.ts sets its own).
+const reservedDir = (): string => join(tmpdir(), 'rgw-test-ports')
 const reserved = new Set<number>()
 process.on('exit', () => {
   for (const port of reserved) releasePort(port)
@@ -111,8 +112,8 @@ const RESTARTABLE = (() => {
 
 /** Reserves `port` for this process; false when a live process holds it. */
 function reserve(port: number): boolean {
-  mkdirSync(RESERVED_DIR, { recursive: true })
-  const file = join(RESERVED_DIR, String(port))
+  mkdirSync(reservedDir(), { recursive: true })
+  const file = join(reservedDir(), String(port))
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       const fd = openSync(file, 'wx')
@@ -152,7 +153,7 @@ function holderAlive(file: string): boolean {
 export function releasePort(port: number): void {
   if (!reserved.delete(port)) return
   try {
-    unlinkSync(join(RESERVED_DIR, String(port)))
+    unlinkSync(join(reservedDir(), String(port)))
   } catch {
     // Already gone (a tmp cleaner): nothing to give back.
   }

@@ -1,8 +1,8 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { describe, expect, it, vi } from 'vitest'
-import { redisAvailability, startRedis } from '../helpers/start-redis.js'
+import { describe, expect, it } from 'vitest'
+import { redisAvailability, releasePort, restartablePorts, startRedis } from '../helpers/start-redis.js'
 
 // A test's redis-server is stopped and started again on its port (a restart, a killed
 // master back): its port must not be handed to another server meanwhile. A port of the
@@ -53,8 +53,6 @@ describe.skipIf(!available)('the port of a test\'s redis-server', () => {
       const from = ephemeral?.[0] ?? 49152
       for (let port = Math.max(1025, from - 12_288); port < from; port++) symlinkSync(join(dir, 'nowhere'), join(dir, 'rgw-test-ports', String(port)))
       process.env.TMPDIR = dir
-      vi.resetModules()
-      const { restartablePorts, releasePort } = await import('../helpers/start-redis.js')
       const [port] = await restartablePorts(1)
       expect(port).toBeLessThan(from)
       expect(readFileSync(join(dir, 'rgw-test-ports', String(port)), 'utf8')).toBe(String(process.pid))
@@ -62,7 +60,6 @@ describe.skipIf(!available)('the port of a test\'s redis-server', () => {
     } finally {
       if (previous === undefined) delete process.env.TMPDIR
       else process.env.TMPDIR = previous
-      vi.resetModules()
       rmSync(dir, { recursive: true, force: true })
     }
   })
