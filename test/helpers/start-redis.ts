@@ -168,11 +168,14 @@ function bindable(port: number): Promise<boolean> {
   })
 }
 
-/** `count` distinct ports below the ephemeral range, reserved for this process, nothing listening on them now. */
-export async function restartablePorts(count: number): Promise<number[]> {
+/** A port below the ephemeral range, drawn at random. */
+const drawRestartable = (): number => RESTARTABLE.from + Math.floor(Math.random() * (RESTARTABLE.to - RESTARTABLE.from))
+
+/** `count` distinct ports below the ephemeral range (each tried as `draw` names it), reserved for this process, nothing listening on them now. */
+export async function restartablePorts(count: number, draw = drawRestartable): Promise<number[]> {
   const ports: number[] = []
   while (ports.length < count) {
-    const port = RESTARTABLE.from + Math.floor(Math.random() * (RESTARTABLE.to - RESTARTABLE.from))
+    const port = draw()
     if (ports.includes(port) || !reserve(port)) continue
     if (await bindable(port)) ports.push(port)
     else releasePort(port)
