@@ -87,12 +87,13 @@ export async function startRedis(): Promise<RedisServer> {
  * the restart fails, or the replicas under test reconnect to that other server. These
  * ports lie below the ephemeral range, which no listen(0) and no outgoing connection is
  * handed, and each is reserved for this process by a file that every vitest worker and
- * test run on the machine sees (RESERVED_DIR: created exclusively, naming the process;
+ * test run on the machine sees (reservedDir(): created exclusively, naming the process;
  * one whose process is gone is taken over). A port stays reserved until its server is
  * closed (`releasePort`: startRedis's) or this process exits; a worker ended by a signal
  * leaves its files, taken over as any whose process is gone.
  */
-const RESERVED_DIR = join(tmpdir(), 'rgw-test-ports')
+// Read at each use, under the TMPDIR of the moment (restartable-ports.test.ts sets its own).
+const reservedDir = (): string => join(tmpdir(), 'rgw-test-ports')
 const reserved = new Set<number>()
 process.on('exit', () => {
   for (const port of reserved) releasePort(port)
@@ -111,8 +112,8 @@ const RESTARTABLE = (() => {
 
 /** Reserves `port` for this process; false when a live process holds it. */
 function reserve(port: number): boolean {
-  mkdirSync(RESERVED_DIR, { recursive: true })
-  const file = join(RESERVED_DIR, String(port))
+  mkdirSync(reservedDir(), { recursive: true })
+  const file = join(reservedDir(), String(port))
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       const fd = openSync(file, 'wx')
@@ -130,7 +131,14 @@ function reserve(port: number): boolean {
 }
 
 function holderAlive(file: string): boolean {
-  const pid = Number(readFileSync(file, 'utf8'))
+  let pid: number
+  try {
+    pid = Number(readFileSync(file, 'utf8'))
+  } catch (err) {
+    // Gone since the try that found it (another process took it over): nobody holds it.
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false
+    throw err
+  }
   // A file being written (no pid yet) is held.
   if (!pid) return true
   try {
@@ -145,7 +153,7 @@ function holderAlive(file: string): boolean {
 export function releasePort(port: number): void {
   if (!reserved.delete(port)) return
   try {
-    unlinkSync(join(RESERVED_DIR, String(port)))
+    unlinkSync(join(reservedDir(), String(port)))
   } catch {
     // Already gone (a tmp cleaner): nothing to give back.
   }
@@ -160,11 +168,14 @@ function bindable(port: number): Promise<boolean> {
   })
 }
 
-/** `count` distinct ports below the ephemeral range, reserved for this process, nothing listening on them now. */
-export async function restartablePorts(count: number): Promise<number[]> {
+/** A port below the ephemeral range, drawn at random. */
+const drawRestartable = (): number => RESTARTABLE.from + Math.floor(Math.random() * (RESTARTABLE.to - RESTARTABLE.from))
+
+/** `count` distinct ports below the ephemeral range (each tried as `draw` names it), reserved for this process, nothing listening on them now. */
+export async function restartablePorts(count: number, draw = drawRestartable): Promise<number[]> {
   const ports: number[] = []
   while (ports.length < count) {
-    const port = RESTARTABLE.from + Math.floor(Math.random() * (RESTARTABLE.to - RESTARTABLE.from))
+    const port = draw()
     if (ports.includes(port) || !reserve(port)) continue
     if (await bindable(port)) ports.push(port)
     else releasePort(port)

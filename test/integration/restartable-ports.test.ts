@@ -1,8 +1,8 @@
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { redisAvailability, startRedis } from '../helpers/start-redis.js'
+import { redisAvailability, releasePort, restartablePorts, startRedis } from '../helpers/start-redis.js'
 
 // A test's redis-server is stopped and started again on its port (a restart, a killed
 // master back): its port must not be handed to another server meanwhile. A port of the
@@ -41,5 +41,25 @@ describe.skipIf(!available)('the port of a test\'s redis-server', () => {
       await redis.close()
     }
     expect(existsSync(file)).toBe(false)
+  })
+
+  it('is taken over from a reservation that names nothing to read (a file gone as it is read): no port is refused for it', async () => {
+    // The reservation a link to nowhere: it exists, and reading it finds nothing, as a file
+    // another process takes over (removes) between this one's try and its read.
+    const dir = mkdtempSync(join(tmpdir(), 'rgw-ports-'))
+    const previous = process.env.TMPDIR
+    const port = (ephemeral?.[0] ?? 49152) - 1
+    try {
+      mkdirSync(join(dir, 'rgw-test-ports'))
+      symlinkSync(join(dir, 'nowhere'), join(dir, 'rgw-test-ports', String(port)))
+      process.env.TMPDIR = dir
+      expect(await restartablePorts(1, () => port)).toEqual([port])
+      expect(readFileSync(join(dir, 'rgw-test-ports', String(port)), 'utf8')).toBe(String(process.pid))
+      releasePort(port)
+    } finally {
+      if (previous === undefined) delete process.env.TMPDIR
+      else process.env.TMPDIR = previous
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })

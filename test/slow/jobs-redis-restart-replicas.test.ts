@@ -8,7 +8,7 @@ import { KEYS, REPORT_PATH, TEAMS_YAML } from '../helpers/build-gateway.js'
 import { useCleanups, useSandbox } from '../helpers/fixtures.js'
 import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js'
 import { launchRedis, onFreePorts, redisAvailability, releasePort, stopRedis } from '../helpers/start-redis.js'
-import { startsTimeout, testTimeLeft, waitFor } from '../helpers/wait.js'
+import { PROCESS_START_MS, startsTimeout, testTimeLeft, waitFor } from '../helpers/wait.js'
 import { useReceivers } from '../helpers/webhook-receiver.js'
 
 // Two gateway processes (dist/main.js) running report jobs on one real redis-server, the
@@ -24,6 +24,15 @@ import { useReceivers } from '../helpers/webhook-receiver.js'
 const GATEWAY_SECRET = 'jobs-redis-restart-replicas-secret-0123456789'
 const SECRET = `whsec_${randomBytes(24).toString('base64')}`
 const JOBS = 4
+// The jobs' lease: a run renews it every third (30 s). Redis, started again once each
+// replica's renewal failed, then has the two thirds left (60 s, a process start's time:
+// PROCESS_START_MS) to answer before a lease runs out and another replica takes a job over.
+// The jobs' calls are held at the platform all that time: their deadline (platform.timeout,
+// 30 s by default) is past the test's end.
+const LEASE_MS = 90_000
+const PLATFORM_TIMEOUT_MS = 240_000
+// Two gateways and Redis started again, and a third of the lease for a renewal to fail.
+const RESTART_TEST_MS = startsTimeout(3) + LEASE_MS / 3
 // A year of advertiser 101, one report per job: the jobs share no fill.
 const report = (i: number) => `${REPORT_PATH}?advertiserId=101&byDate=1&dateFrom=2025-01-0${i + 1}&dateTo=2025-12-31`
 
@@ -69,12 +78,14 @@ describe.skipIf(!redisCheck.available)('two replicas running report jobs while R
     { how: 'stopped, its RDB written at the shutdown', persistence: ['--save', '3600 1', '--appendonly', 'no'], hard: false },
     { how: 'killed, its append-only file fsynced at every write', persistence: ['--save', '', '--appendonly', 'yes', '--appendfsync', 'always'], hard: true },
   ])('$how: every job ends done once, its one run\'s result, one platform call each, pushed once each, none taken over', async ({ persistence, hard }) => {
+    expect((LEASE_MS * 2) / 3).toBeGreaterThanOrEqual(PROCESS_START_MS)
+    expect(PLATFORM_TIMEOUT_MS).toBeGreaterThan(RESTART_TEST_MS)
     const redis = await persistentRedis(persistence)
     cleanups.push(() => redis.close())
     const r = await receiver(0)
     r.answer(204)
     const team = TEAMS_YAML.replace('    refresh: true\n', `    refresh: true\n    webhook: { url: "${r.url}", secret: "${SECRET}" }\n`)
-    const yaml = `${team}jobs:\n  webhookHosts: [localhost]\n  lease: 6s\n  poll: 200ms\n  perReplica: 2\ncache:\n  lockTtl: 2s\nredis:\n  breakerCooldown: 200ms\n`
+    const yaml = `${team}jobs:\n  webhookHosts: [localhost]\n  lease: ${LEASE_MS}ms\n  poll: 200ms\n  perReplica: 2\ncache:\n  lockTtl: 2s\nredis:\n  breakerCooldown: 200ms\nplatform:\n  timeout: ${PLATFORM_TIMEOUT_MS}ms\nserver:\n  connectionTimeout: ${PLATFORM_TIMEOUT_MS + 60_000}ms\n`
     const env = { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.url, GATEWAY_SECRET }
     const replicas = [await spawnGateway({ env, yaml }), await spawnGateway({ env, yaml })]
     cleanups.push(...replicas.map((gw) => () => gw.close()), () => sandbox.releaseHeld())
@@ -115,7 +126,7 @@ describe.skipIf(!redisCheck.available)('two replicas running report jobs while R
       takenOver: replicas.flatMap((gw) => lines(gw, 'report job taken over')).length,
       lost: replicas.flatMap((gw) => lines(gw, 'report job gone from Redis while it ran')).length,
     }).toEqual({ calls: JOBS, pushes: JOBS, takenOver: 0, lost: 0 })
-  }, startsTimeout(2))
+  }, RESTART_TEST_MS)
 
   it('killed with its AOF while a push is at the receiver, answered 2xx before Redis is back: the push is made again with the same webhook-id (at least once), the delivery recorded delivered once', async () => {
     const redis = await persistentRedis(['--save', '', '--appendonly', 'yes', '--appendfsync', 'always'])

@@ -5,6 +5,8 @@ import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { testTimeLeft, waitFor } from '../helpers/wait.js'
 import { stalledCampaignCall } from '../helpers/gateway-calls.js'
 import { governorView, seatsOf } from '../helpers/governors.js'
+import { canonicalGetReport } from '../../src/reports/report-query.js'
+import { workClass } from '../../src/reports/work-class.js'
 
 // Teams share one platform credential. Each attack is one team acting as an ordinary
 // read-only key may (year-long reports, answers left unread, reports the platform fails
@@ -135,10 +137,15 @@ describe('one team\'s reports cannot steer the platform for the others', () => {
   it('calls cut by their deadlines after waiting for a seat do not cut the limit: a deadline passed sooner than twice the expected time says nothing of load', async () => {
     sandbox.setLatency(300)
     const gw = await gateway('platform: { initialConcurrent: 2, minConcurrent: 1, maxConcurrent: 2, timeout: 1s }')
-    // The kind's pace first (300 ms): two callers, who never wait.
+    // The kind's pace first (300 ms): two callers, who never wait. The pace is the kind's
+    // expected seat-time, learned from every answer (work-estimates.ts); not the limit
+    // rule's floor, which only answers the gateway timed give: on a busy core it times none
+    // (docs/governor.md, "The gateway's own time"), and the floor stays null.
     const two = callers(gw, KEYS.all, 2, (i) => report(i * 10, 7))
+    const [path, query] = report(0, 7).split('?') as [string, string]
+    const kind = workClass(canonicalGetReport(path, query, { maxRangeDays: gw.config.cache.maxRangeDays }))
     try {
-      await waitFor('the pace measured', () => governorView(gw).floorMs !== null)
+      await waitFor('the pace measured', () => gw.governors.ownExpectedMs('default', 'all', kind, Date.now()) !== null)
     } finally {
       await two.stop()
     }
