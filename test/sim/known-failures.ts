@@ -25,7 +25,6 @@ export const KNOWN_FAILURES: ReadonlyMap<number, readonly string[]> = new Map<nu
   [867, ['work-conserving']],
   [872, ['work-conserving', 'fair by time', 'replicas']],
   [879, ['replicas']],
-  [954, ['no standing queue']],
   [955, ['replicas']],
   [969, ['replicas']],
   [997, ['work-conserving']],

@@ -241,6 +241,42 @@ function takesOverOnLongCalls(carry: boolean): number {
   return learner.knee
 }
 
+/**
+ * The limit rule of one replica whose `callers` each make a call as their last ends (a
+ * closed loop, past the limit they wait for a seat), every call of one kind log-normal
+ * around `costMs` (σ `sigma`, from `seed`), on a platform of `workers` taking calls in
+ * order. Returns the knee each second from 30 s to `ms`.
+ */
+function closedLoopPastTheWorkers(workers: number, callers: number, costMs: number, sigma: number, seed: number, ms: number): number[] {
+  const rule = new KneeEstimator({ initial: 8, min: 2, max: 128 })
+  const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647
+  const platform: { startedAt: number; load: number; window: number; left: number }[] = []
+  const knees: number[] = []
+  let [waiting, now, nextTick] = [callers, 0, 100]
+  while (now < ms) {
+    for (; waiting > 0 && platform.length < rule.limit; waiting--) {
+      const load = platform.length + 1
+      platform.push({ startedAt: now, load, window: rule.started('report', load), left: costMs * Math.exp(sigma * Math.sqrt(-2 * Math.log(random())) * Math.cos(2 * Math.PI * random())) })
+    }
+    if (waiting > 0) rule.waited()
+    const first = platform.slice(0, workers).reduce((a, b) => (b.left < a.left ? b : a))
+    const step = Math.min(first.left, nextTick - now)
+    for (const c of platform.slice(0, workers)) c.left -= step
+    now += step
+    if (first.left <= 1e-9) {
+      platform.splice(platform.indexOf(first), 1)
+      waiting++
+      rule.ended({ startedAt: first.startedAt, at: now, team: 't', kind: 'report', load: first.load, window: first.window, outcome: 'ok' })
+    }
+    if (now >= nextTick) {
+      rule.tick(now, null)
+      if (nextTick >= 30_000 && nextTick % 1_000 === 0) knees.push(rule.knee)
+      nextTick += 100
+    }
+  }
+  return knees
+}
+
 describe('KneeEstimator', () => {
   it('keeps the seats of a platform with workers to spare that its callers hold at the limit, its calls of one cost ending in the order they started', () => {
     // At one load, one worker answering each call ~6 ms after the one before fits these
@@ -394,6 +430,15 @@ describe('KneeEstimator', () => {
     expect(probeFall(ll, 6), 'the knee 6 a unit below the likeliest 5').toBe(5)
     expect(probeFall(ll, 4), 'below 5: 3 the likeliest, the knee 4 within TIE').toBe(4)
     expect(probeFall(Float64Array.from([-20, -20 - TIE - 0.01, -30]), 2), 'past TIE: told apart').toBe(1)
+  })
+
+  // Seed 954's platform (docs/governor.md, "Cruise"): 59 workers, calls of 350 ms spread
+  // 0.26. Over thousands of answers the lean between 59 and 60 wanders past SURE, and room
+  // at the probe seat a sure queue had shown at put K at 60 and the limit at 62 (from 44 s,
+  // six seconds, here on seed 1 of 8). Room at a level that queued needs twice SURE.
+  it('keeps the knee at the workers where the lean a worker past them wanders past SURE at a level that queued', () => {
+    const knees = closedLoopPastTheWorkers(59, 72, 350, 0.26, 1, 120_000)
+    expect(Math.max(...knees), `the knee each second from 30 s: ${knees.join(' ')}`).toBe(59)
   })
 
   it('ends its start on a sure queue at the highest guess below its level within TIE of the likeliest there', () => {

@@ -76,6 +76,8 @@ export class KneeEstimator {
   // Across replicas, the lowest limit at which a queue at the limit alone was shown within EVIDENCE_MS (the knee stayed), and when; when room last raised the knee to it or past it.
   #queueAlone = { limit: Infinity, at: -Infinity }
   #roseAt = -Infinity
+  // The level cruise's last sure queue showed at (the limit alone's, K's, the probe seat's), and when: room there or past it within MEMORY_MS needs e^(2·SURE).
+  #queued = { level: Infinity, at: -Infinity }
   #now: () => number = () => 0
   /** `min` and `max`: platform.minConcurrent and maxConcurrent, integers with 1 ≤ min ≤ max (the settings' schema and normalize.ts hold them). */
   constructor({ initial, min, max }: { initial: number; min: number; max: number }) {
@@ -234,7 +236,8 @@ export class KneeEstimator {
     const room = highestRoom(ll)
     const reach = this.#since.reach > 0 && !this.#queueSeen ? Math.min(this.#limit, this.#since.reach) : this.#limit
     const bears = this.#longWaits() ?? Infinity
-    if (this.#limit > k && room >= reach && (reach === this.#limit || !verdicts(ll, this.#limit).queueBelow)) {
+    const sureRoom = this.#limit >= this.#queued.level && now - this.#queued.at <= MEMORY_MS ? highestRoom(ll, 2 * SURE) : room
+    if (this.#limit > k && sureRoom >= reach && (reach === this.#limit || !verdicts(ll, this.#limit).queueBelow)) {
       this.#past = this.#levels.belowFall(this.#limit, Math.min(2 * Math.max(1, this.#past), bears))
       if (this.#limit >= this.#queueAlone.limit && now - this.#queueAlone.at <= EVIDENCE_MS) this.#roseAt = now
       return this.#setKnee(this.#limit, 'grew', this.#past)
@@ -242,7 +245,7 @@ export class KneeEstimator {
     const { queueBelow: sure, best } = verdicts(ll, k)
     const queueBelow = this.#queueHolds(sure)
     if (queueBelow || (this.#limit > k + 1 && verdicts(ll, this.#limit).queueBelow)) {
-      ;[this.#past, this.#queueSeen] = [1, true]
+      ;[this.#past, this.#queueSeen, this.#queued] = [1, true, { level: queueBelow ? k : this.#limit, at: now }]
       if (!queueBelow && this.#timeline?.merging) this.#queueAlone = { limit: now - this.#queueAlone.at > EVIDENCE_MS ? this.#limit : Math.min(this.#limit, this.#queueAlone.limit), at: now }
       // On one replica a queue at the limit alone leaves K at the room shown below the limit, when above K: the queue says W is below the limit, the room that it is at least there.
       return this.#setKnee(queueBelow ? this.#served(best, k, now) : this.#timeline?.merging ? k : Math.max(k, Math.min(room, this.#limit - 1)), 'queue')
@@ -251,6 +254,7 @@ export class KneeEstimator {
     const known = verdicts(ll, k + 1).queueBelow && !this.#timeline?.merging
     this.#queueSeen ||= known && this.#limit > k
     if (known && this.#limit > k) {
+      this.#queued = { level: k + 1, at: now }
       const to = this.#served(probeFall(ll, k), k, now)
       return to < k ? this.#setKnee(to, 'queue') : this.#set(k, 'knee')
     }

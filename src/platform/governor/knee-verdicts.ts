@@ -33,14 +33,14 @@ export function highestTied(ll: Float64Array, level: number): number {
   return best
 }
 
-/** The highest w such that every guess at or above it is e^SURE times likelier than any below it (0: none). */
-export function highestRoom(ll: Float64Array): number {
+/** The highest w such that every guess at or above it is e^`sure` times likelier than any below it (0: none). */
+export function highestRoom(ll: Float64Array, sure = SURE): number {
   const prefix = new Float64Array(ll.length)
   for (let i = 0, m = -Infinity; i < ll.length; i++) prefix[i] = m = Math.max(m, ll[i]!)
   let suffix = -Infinity
   for (let i = ll.length - 1; i >= 1; i--) {
     suffix = Math.max(suffix, ll[i]!)
-    if (suffix - prefix[i - 1]! > SURE) return i + 1
+    if (suffix - prefix[i - 1]! > sure) return i + 1
   }
   return 0
 }
