@@ -47,6 +47,12 @@ export class ConfigError extends Error {
   }
 }
 
+/** The refusal of `places` as a reader meets them: those of no line (a variable's) first, then each file's by line (inFileOrder). */
+function refusalInFileOrder(places: readonly ProblemPlace[]): ConfigError {
+  const sorted = inFileOrder(places)
+  return new ConfigError(sorted.map((p) => p.message), sorted)
+}
+
 export interface LoadOptions {
   env?: Env
   /** Read a *_FILE path; passed in so tests need no files. */
@@ -105,10 +111,7 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
     ...(env.CONFIG_FILE ? [{ variable: 'CONFIG_FILE', path: env.CONFIG_FILE, teamsOnly: false }] : []),
     ...(env.TEAMS_FILE ? [{ variable: 'TEAMS_FILE', path: env.TEAMS_FILE, teamsOnly: true }] : []),
   ]
-  const refused = () => {
-    const places = inFileOrder(placesOf(problems, yamlSources, readFile))
-    return new ConfigError(places.map((p) => p.message), places)
-  }
+  const refused = () => refusalInFileOrder(placesOf(problems, yamlSources, readFile))
   if (problems.length > 0) throw refused()
   validateSchema(raw, envSources, problems)
   if (problems.length > 0) throw refused()
@@ -146,8 +149,7 @@ export async function startConfig(options: LoadOptions = {}): Promise<Config | C
     config = loadConfig(options)
   } catch (err) {
     if (err instanceof ConfigError) {
-      const misspelled = misspelledVariables(options.env ?? process.env)
-      return new ConfigError([...err.problems, ...misspelled], [...err.places, ...placesOf(misspelled)])
+      return refusalInFileOrder([...err.places, ...placesOf(misspelledVariables(options.env ?? process.env))])
     }
     throw err
   }

@@ -37,7 +37,7 @@ export class AuditTrail {
   /**
    * A log destination that writes every line to `dest` and keeps the audit ones. Without
    * `dest`, to stdout (pino's, sonic-boom): its `flush(cb)` then calls back once every byte
-   * handed to it is written, or its write failed (stdout with no reader: EPIPE), so that
+   * handed to it is written, or with the EPIPE stdout met (no reader), before or since, so that
    * main.ts exits after the log's last lines; pino's own flush of stdout at the exit retries
    * a write that met EPIPE for ever. A given `dest` flushes as it does.
    */
@@ -53,12 +53,27 @@ export class AuditTrail {
       } as DestinationStream
     }
     const stdout = pino.destination(1)
-    // Bytes handed to stdout and not yet written (sonic-boom says each write it made).
+    // Bytes handed to stdout and not yet written (sonic-boom says each write it made), and
+    // the flushes waiting for them.
     let unwritten = 0
-    const settled: (() => void)[] = []
+    const waiting: ((err?: Error) => void)[] = []
+    // EPIPE once met stays: pino then makes every write a no-op, so nothing handed on is
+    // written any more, and a flush asked at any time after calls back with it.
+    let broken: Error | null = null
+    const settle = (err?: Error) => {
+      for (const cb of waiting.splice(0)) cb(err)
+    }
     stdout.on('write', (bytes: number) => {
       unwritten = Math.max(0, unwritten - bytes)
-      if (unwritten === 0) for (const cb of settled.splice(0)) cb()
+      if (unwritten === 0) settle()
+    })
+    stdout.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE') {
+        broken = err
+        return settle(err)
+      }
+      // Any other failure is pino's to throw (it re-emits it with this listener alone left).
+      if (stdout.listenerCount('error') === 1) throw err
     })
     return {
       write: (line: string) => {
@@ -67,17 +82,10 @@ export class AuditTrail {
         return stdout.write(line)
       },
       flush: (cb?: (err?: Error) => void) => {
-        if (!cb || unwritten === 0) return cb?.()
-        const failed = (err: Error) => {
-          settled.splice(settled.indexOf(written), 1)
-          cb(err)
-        }
-        const written = () => {
-          stdout.off('error', failed)
-          cb()
-        }
-        settled.push(written)
-        stdout.once('error', failed)
+        if (!cb) return
+        if (broken !== null) return cb(broken)
+        if (unwritten === 0) return cb()
+        waiting.push(cb)
       },
     } as DestinationStream
   }

@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import type { TokenShares } from '../platform/tokens/token-store.js'
 import type { GatewayContext } from '../http/context.js'
@@ -103,8 +104,10 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   await proxy.register(apiRoutes, { config, reports, jobs, clock, tracing, usage, answers, metrics, admission, client, decisions, failures, facts })
   answerHooks(proxy, { tracing, auditLog, admission, observe })
 
-  // A call of the proxy listener sent here (ADMIN_PORT given for PORT) is told where it goes.
-  const notFound = (url: string) => (pathOf(url).startsWith('/api/') ? new AdminListenerPathError(config.port) : new NotFoundError())
+  // A call of the proxy listener sent here (ADMIN_PORT given for PORT) is told where it goes:
+  // the port the proxy listener is bound to (PORT=0 has it choose one), else the setting's.
+  const proxyPort = () => (proxy.server.address() as AddressInfo | null)?.port ?? config.port
+  const notFound = (url: string) => (pathOf(url).startsWith('/api/') ? new AdminListenerPathError(proxyPort()) : new NotFoundError())
   const admin = buildServer(config, log, failures, null, { challenge: ADMIN_CHALLENGE, connections: bound('admin', 'admin.maxConnections', config.admin.maxConnections), refusalHeaders: ADMIN_ANSWER_HEADERS, notFound })
   // Every admin call's body is JSON: a text/plain one is refused as any other type is
   // (`body: must be application/json`), not read as a string its schema then refuses.

@@ -98,7 +98,7 @@ function hintFor(dotted: string, error: ErrorObject): string {
   if (dotted === 'redis.url') return 'must be a redis:// or rediss:// URL'
   if (range) return `must be ${range}`
   if (error.keyword === 'anyOf' && schema) return `must be ${kindsOf(schema)}`
-  if (error.keyword === 'type' && schema) return `must be ${kindOf(schema as KindSchema)}`
+  if (error.keyword === 'type' && schema) return `must be ${kindsOf(schema)}`
   return error.message ?? 'is invalid'
 }
 
@@ -121,16 +121,9 @@ interface KindSchema extends NumberSchema {
   properties?: Record<string, unknown>
 }
 
-// The kind a setting takes, in words, for a value of another kind: a mapping names its
-// settings (Ajv's own words are `must be object`).
-function kindOf(schema: KindSchema): string {
-  if (schema.type !== 'object') return kindsOf(schema)
-  const settings = Object.keys(schema.properties ?? {})
-  return settings.length > 0 ? `a mapping of its settings (${settings.join(', ')})` : 'a mapping'
-}
-
-// What a union takes, in words: each branch's kind, joined by "or" ("a non-empty string
-// or null"), so that a union no description explains still says what to write.
+// What a setting takes, in words (Ajv's own are `must be object`), a union's each branch's
+// kind joined by "or" ("a non-empty string or null"), so that a setting no description
+// explains still says what to write; a mapping names its settings.
 function kindsOf(schema: KindSchema): string {
   const range = rangeOf(schema)
   if (range) return range
@@ -145,9 +138,14 @@ function kindsOf(schema: KindSchema): string {
     case 'number': return 'a number'
     case 'string': return schema.minLength ? 'a non-empty string' : 'a string'
     case 'array': return `a list of ${schema.items ? kindsOf(schema.items) : 'values'}${schema.minItems ? ` (at least ${schema.minItems})` : ''}`
-    case 'object': return `{${Object.keys(schema.properties ?? {}).join(', ')}}`
+    case 'object': return mappingOf(Object.keys(schema.properties ?? {}))
     default: return 'a value of another kind'
   }
+}
+
+// A mapping in words, by the settings it has.
+function mappingOf(settings: readonly string[]): string {
+  return settings.length > 0 ? `a mapping of its settings (${settings.join(', ')})` : 'a mapping'
 }
 
 // The values a number setting takes, in words: a description says what the setting is

@@ -1,7 +1,7 @@
 import { METHODS } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { MethodNotAllowedError, type GatewayError } from '../errors.js'
-import { isSafeApiPath } from '../access/path-safety.js'
+import { API_PREFIX, isSafeApiPath } from '../access/path-safety.js'
 
 // Which methods reach the platform (contract, "Calling the proxy listener"): those its
 // calls are made of. TRACE would have the platform hand the request back, the gateway's
@@ -31,12 +31,14 @@ const JOBS_PATH = /^\/api\/v1\/jobs(\/|\?|$)/
 /**
  * What OPTIONS of `url` answers in `allow` (a path of the OpenAPI document too:
  * `/api/v1/jobs/{id}`), and so the `allow` of a 405 there: one list per path, whatever
- * method asked it. `jobsOn` false (the cache off, no job routes): no job path serves a method
- * but OPTIONS.
+ * method asked it. A path under /api/v1/ of an unsafe spelling (path-safety.ts), which every
+ * method finds 404, and with `jobsOn` false (the cache off, no job routes) every job path,
+ * serve no method but OPTIONS.
  */
 export function allowOf(url: string, jobsOn = true): string {
-  if (!JOBS_PATH.test(url)) return API_ALLOW
-  const own = jobsOn && isSafeApiPath(url) ? OWN_PATHS.find(([path]) => path.test(url)) : undefined
+  const unsafe = url.startsWith(API_PREFIX) && !isSafeApiPath(url)
+  if (!unsafe && !JOBS_PATH.test(url)) return API_ALLOW
+  const own = jobsOn && !unsafe ? OWN_PATHS.find(([path]) => path.test(url)) : undefined
   return own?.[1] ?? 'OPTIONS'
 }
 

@@ -107,16 +107,18 @@ describe('a platform that reflects every request', () => {
   it('forwards none of TRACE, CONNECT, OPTIONS, whatever the key: OPTIONS is 204 with allow, any other method 405 with allow', async () => {
     for (const key of [WRITER, READER, 'rgw_unknown_key_00000000000000000000000']) {
       for (const path of API_PATHS) {
+        // A path whose spelling is refused (`//`) is 404 in every method: OPTIONS is all it serves.
+        const allow = path.includes('//') ? 'OPTIONS' : ALLOW
         for (const method of ['TRACE', 'CONNECT', 'QUERY', 'PROPFIND']) {
           const res = await send(method, path, key)
           expect(res.status, `${method} ${path}`).toBe(405)
-          expect(res.headers.allow, `${method} ${path}`).toBe(ALLOW)
+          expect(res.headers.allow, `${method} ${path}`).toBe(allow)
           expect(res.headers['x-request-id'], `${method} ${path}`).toBeDefined()
           expect(JSON.parse(res.body), `${method} ${path}`).toMatchObject({ statusCode: 405, code: 'GW_METHOD_NOT_ALLOWED', error: 'Method Not Allowed', message: expect.stringContaining(method) })
         }
         const options = await send('OPTIONS', path, key)
         expect(options.status, `OPTIONS ${path}`).toBe(204)
-        expect(options.headers.allow, `OPTIONS ${path}`).toBe(ALLOW)
+        expect(options.headers.allow, `OPTIONS ${path}`).toBe(allow)
         expect(options.body, `OPTIONS ${path}`).toBe('')
       }
       // Outside /api/v1/ nothing is: 404, whatever the method.

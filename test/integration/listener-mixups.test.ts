@@ -32,3 +32,13 @@ describe('the admin listener, asked a call of the proxy listener', () => {
     expect(res.json().message).toBe('not found')
   })
 })
+
+describe('the admin listener, with the proxy listener on a port of its own choosing (PORT=0)', () => {
+  // The port named is the one the proxy listener is bound to, not the setting's 0 (or its default).
+  const bound = useGateway(() => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), PORT: '0' }), { listen: true })
+  it('names the port the proxy listener took', async () => {
+    const res = await bound.admin.inject({ method: 'GET', url: '/api/v1/campaign/get' })
+    expect(res.statusCode).toBe(404)
+    expect(res.json().message).toMatch(new RegExp(`calls under /api/ are served by the proxy listener, port ${bound.port as number}$`))
+  })
+})

@@ -43,6 +43,18 @@ describe('a path under /api/v1/ a server on the way could read as another', () =
     expect(sandbox.requests).toHaveLength(0)
   })
 
+  // Every method is that 404 there: OPTIONS and a 405 say so (allow: OPTIONS), as on a job path no job call serves.
+  it.each(['/api/v1/campaign%2Fget', '/api/v1/report%2fcampaigns/get?advertiserId=101', '/api/v1/campaign//get', '/api/v1/campaign/../oauth/token'])('OPTIONS %s says allow: OPTIONS, and a 405 there', async (target) => {
+    const options = await rawRequest(gw.port as number, rawHttp('OPTIONS', target), 3000)
+    expect([options.status, options.headers.allow]).toEqual([204, 'OPTIONS'])
+    const trace = await rawRequest(gw.port as number, rawHttp('TRACE', target), 3000)
+    expect([trace.status, trace.headers.allow]).toEqual([405, 'OPTIONS'])
+    // A path of a safe spelling still lists the methods forwarded.
+    const plain = await rawRequest(gw.port as number, rawHttp('OPTIONS', '/api/v1/campaign/get'), 3000)
+    expect(plain.headers.allow).toBe('GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS')
+    expect(sandbox.requests).toHaveLength(0)
+  })
+
   it('a path outside /api/v1/ and the token request path stay a bare not found', async () => {
     for (const target of ['/api/v2/campaign/get', '/oauth/token']) {
       const res = await rawRequest(gw.port as number, rawHttp('GET', target), 3000)

@@ -99,6 +99,15 @@ describe('a stop signal during the start', () => {
     expect(gw.output()).toMatch(/"signal":"SIGINT".*"msg":"stopped during the start, before serving/)
   }, 25_000)
 
+  // stdout gone while the start waits (a log reader that died): the stop's line meets EPIPE,
+  // and must not hold the exit.
+  it.each(['SIGTERM', 'SIGINT'] as const)('%s while the start waits, with no reader of stdout: the same exit 0', async (signal) => {
+    const gw = await startHeld([])
+    gw.child.stdout?.destroy()
+    gw.child.kill(signal)
+    expect(await gw.exited).toEqual({ code: 0, signal: null })
+  }, 25_000)
+
   // A supervisor's reload (systemd's ExecReload=kill -HUP) that comes while the replica
   // starts: SIGHUP's default action ended the process; the reload now runs once it serves.
   it('SIGHUP while the start waits: the start goes on, and the reload it asks for runs once the gateway serves', async () => {

@@ -1,8 +1,14 @@
+import { spawn } from 'node:child_process'
 import { Writable } from 'node:stream'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { pino } from 'pino'
 import { describe, expect, it } from 'vitest'
 import { AuditTrail, auditLog } from '../../src/access/audit-trail.js'
 import { SecretSet, loggerOptions } from '../../src/observe/logger.js'
+import { ensureBuilt } from '../helpers/dist.js'
+import { waitFor } from '../helpers/wait.js'
+
+const TRAIL = fileURLToPath(new URL('../../dist/access/audit-trail.js', import.meta.url))
 
 function capture(): { written: string[]; dest: Writable } {
   const written: string[] = []
@@ -67,4 +73,34 @@ describe('auditLog', () => {
     expect(lines.map((l) => [l.level, l.kind, l.msg])).toEqual(['error', 'silent', 'debug', 'info'].map((msg) => [30, 'audit', msg]))
     expect(lines.map((l) => [l.token, l.reason])).toEqual(Array(4).fill(['[REDACTED]', '[REDACTED] seen']))
   })
+})
+
+describe('AuditTrail.tee to stdout', () => {
+  // A reader of stdout gone (journald restarted, a dead pipe): the first line after it meets
+  // EPIPE, and pino makes every later write a no-op. A flush asked then calls back with the
+  // failure at once: main.ts exits on that callback, else at its bound (1 s) only.
+  it('calls a flush back once stdout has met EPIPE, however long before the flush it did', async () => {
+    ensureBuilt(TRAIL)
+    const script = [
+      `const { AuditTrail } = await import(${JSON.stringify(pathToFileURL(TRAIL).href)})`,
+      'const tee = new AuditTrail().tee()',
+      "process.stdin.once('data', async () => {",
+      // pino's no-op write (undefined, not a boolean) says the EPIPE was met.
+      "  while (tee.write('{\"msg\":\"a line\"}\\n') !== undefined) await new Promise((r) => setImmediate(r))",
+      "  tee.flush((err) => { process.stderr.write(`flushed: ${err?.code ?? 'written'}`); process.exit(0) })",
+      '})',
+    ].join('\n')
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['pipe', 'pipe', 'pipe'] })
+    let said = ''
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (said += chunk))
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve))
+    try {
+      child.stdout.destroy()
+      child.stdin.write('go\n')
+      await waitFor(() => `the flush's callback:\n${said}`, () => child.exitCode !== null)
+      expect([await exited, said]).toEqual([0, 'flushed: EPIPE'])
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL')
+    }
+  }, 15_000)
 })

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { ConfigError } from '../../src/config.js'
+import { readFileSync } from 'node:fs'
+import { ConfigError, startConfig } from '../../src/config.js'
 import { hashApiKey } from '../../src/access/api-keys.js'
 import { loadConfigFrom } from '../helpers/load-config.js'
 
@@ -72,5 +73,17 @@ describe('several problems of one file', () => {
     expect(located.map((p) => /; line (\d+) of/.exec(p)?.[1])).toEqual(['2', '3', '6'])
     const both = problemsOf({ ...PLATFORM, LOG_LEVEL: 'verbose', CONFIG_FILE: '/virtual/config.yaml' }, { '/virtual/config.yaml': 'cache:\n  ttl: fast\nlimits:\n  secretSuspension: 2y\n' })
     expect(both.map((p) => /; line (\d+) of/.exec(p)?.[1] ?? p.split(':')[0])).toEqual(['LOG_LEVEL', '2', '4'])
+  })
+})
+
+describe("a start's refusal", () => {
+  // A mistyped variable (PLATFORM_TOKN) is named beside the settings' problems: a problem of
+  // no line, listed first with the variables', before the file's lines.
+  it('lists a mistyped variable before the lines of the file', async () => {
+    const file = 'cache:\n  ttl: fast\n'
+    const refused = await startConfig({ env: { ...PLATFORM, PLATFORM_TOKN: 'x', CONFIG_FILE: '/virtual/config.yaml' }, readFile: (p) => (p === '/virtual/config.yaml' ? file : readFileSync(p, 'utf8')) })
+    if (!(refused instanceof ConfigError)) throw new Error('the configuration loaded')
+    expect(refused.located.map((p) => /; line (\d+) of/.exec(p)?.[1] ?? p.split(':')[0])).toEqual(['PLATFORM_TOKN', '2'])
+    expect(refused.problems.map((p) => p.split(':')[0])).toEqual(['PLATFORM_TOKN', 'cache.ttl'])
   })
 })
