@@ -137,10 +137,16 @@ function kindsOf(schema: KindSchema): string {
     case 'integer': return 'a whole number'
     case 'number': return 'a number'
     case 'string': return schema.minLength ? 'a non-empty string' : 'a string'
-    case 'array': return `a list of ${schema.items ? kindsOf(schema.items) : 'values'}${schema.minItems ? ` (at least ${schema.minItems})` : ''}`
+    case 'array': return `a list of ${schema.items ? itemKindsOf(schema.items) : 'values'}${schema.minItems ? ` (at least ${schema.minItems})` : ''}`
     case 'object': return mappingOf(Object.keys(schema.properties ?? {}))
     default: return 'a value of another kind'
   }
+}
+
+// A list's items in words, a mapping's in the plural: "a list of mappings of the settings
+// (host, port)".
+function itemKindsOf(items: KindSchema): string {
+  return kindsOf(items).replace(/^a mapping of its settings/, 'mappings of the settings')
 }
 
 // A mapping in words, by the settings it has.

@@ -47,7 +47,7 @@ describe('a setting of several kinds says which kinds it takes', () => {
   it('names each kind: a path or null, true/false or a fraction, a list of nodes or null, one of two words', () => {
     expect(problems('admin: { tokensFile: 5 }')).toEqual(['admin.tokensFile: must be a non-empty string or null (got 5)'])
     expect(problems('cache: { refreshAhead: maybe }')).toEqual(['cache.refreshAhead: must be true or false or a number from 0, below 1 (got "maybe")'])
-    expect(problems('redis: { cluster: true }')).toEqual(['redis.cluster: must be a list of {host, port} (at least 1) or null (got true)'])
+    expect(problems('redis: { cluster: true }')).toEqual(['redis.cluster: must be a list of mappings of the settings (host, port) (at least 1) or null (got true)'])
     expect(problems('platform: { probe: { method: PUT, path: /api/v1/x } }')).toEqual(['platform.probe.method: must be "GET" or "POST" (got "PUT")'])
   })
 })
