@@ -1,4 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ensureBuilt } from '../helpers/dist.js'
@@ -146,11 +149,14 @@ describe('a stop with no reader of the log', () => {
   // then meets EPIPE. The stop's last lines must not hold the exit: it still ends in exit 0.
   it('exits 0 on SIGINT and on SIGTERM once stdout has no reader, within the drain, the grace and a moment', async () => {
     ensureBuilt(MAIN)
+    // A drain of 300 ms: what is asked is an exit, not how long the drain is.
+    const config = join(mkdtempSync(join(tmpdir(), 'rgw-stdout-gone-')), 'gateway.yaml')
+    writeFileSync(config, 'shutdownDrain: 300ms\n')
     for (const signal of ['SIGINT', 'SIGTERM'] as const) {
       const [proxyPort, adminListenerPort] = (await freePorts(2)) as [number, number]
       const gateway = spawn(process.execPath, [MAIN], {
         cwd: ROOT,
-        env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(proxyPort), ADMIN_PORT: String(adminListenerPort), LOG_LEVEL: 'info' },
+        env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(proxyPort), ADMIN_PORT: String(adminListenerPort), LOG_LEVEL: 'info', DEMO: '1', CONFIG_FILE: config },
         stdio: ['ignore', 'pipe', 'pipe'],
       })
       try {
@@ -160,7 +166,7 @@ describe('a stop with no reader of the log', () => {
         await poll(() => `the demo's curl line:\n${printed}`, () => gateway.exitCode === null && /curl .*\n/.test(printed), PROCESS_START_MS, 25)
         gateway.stdout.destroy()
         expect(gateway.kill(signal)).toBe(true)
-        // shutdownDrain (5 s) for SIGTERM, none for SIGINT, then what is in flight (none): exit at once.
+        // shutdownDrain (300 ms) for SIGTERM, none for SIGINT, then what is in flight (none): exit at once.
         await poll(() => `${signal}: an exit within 8 s`, () => gateway.exitCode !== null || gateway.signalCode !== null, 8_000, 25)
         expect(await ended).toEqual({ code: 0, signal: null })
       } finally {

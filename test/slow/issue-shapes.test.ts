@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest'
-import { simulate, type Scenario, type Trace } from './simulate.js'
-import { SETTLE_MS, checkGuarantees, inFlightBound } from './checks.js'
-import { governorWith, newGovernor } from './new-governor.js'
-import type { Behaviour, Report, TeamPlan } from './teams.js'
-import { capacityMisses, capacityShape } from './capacity-shapes.js'
+import { simulate, type Scenario, type Trace } from '../sim/simulate.js'
+import { SETTLE_MS, checkGuarantees, inFlightBound } from '../sim/checks.js'
+import { governorWith, newGovernor } from '../sim/new-governor.js'
+import type { Behaviour, Report, TeamPlan } from '../sim/teams.js'
+import { capacityMisses, capacityShape } from '../sim/capacity-shapes.js'
 import { CUT_TRIAL_MS } from '../../src/platform/governor/work-estimates.js'
-import { lateStartMiss, lateStartShape } from './late-start-shapes.js'
+import { lateStartMiss, lateStartShape } from '../sim/late-start-shapes.js'
 
 // A simulation fails for time only: the fake clock makes its result the same on any machine.
 // Its time limit is the CPU it takes alone (process.cpuUsage per test), ten times over for a
