@@ -4,7 +4,7 @@ import { mergeValues, renderChart, type Manifest, type Values } from './render-c
 
 // The chart's PrometheusRule, rendered as an installation with Redis gets it: the alerts
 // test/unit/prometheus.test.ts checks with synthetic series and
-// test/integration/alerts-from-scrapes.test.ts with a real gateway's.
+// test/slow/alerts-from-scrapes.test.ts with a real gateway's.
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 export const CHART = join(ROOT, 'helm/report-gateway')
