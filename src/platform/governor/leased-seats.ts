@@ -61,8 +61,6 @@ export class LeasedSeats {
   #outageSeats = 0
   #awaited = new Set<string>()
   readonly #seen = new Map<string, number>() // the other runs seen in an answer, and when last
-  // Each run it told, and its record (encodeRecord) as the answer it told on showed it.
-  #told = new Map<string, string>()
   #downTimers: Timer[] = []
   #timer: Timer | null = null
   #timerAt = Infinity
@@ -330,15 +328,7 @@ export class LeasedSeats {
     this.#unusedSince = this.#lease > fitting(this.#needed(this.#demand), this.#demand.limit) ? (this.#unusedSince ?? this.#lastAnswer) : null
     const freed = Math.max(0, answer.free) + Math.max(0, before - this.#lease, occupiedBefore - this.#occupied)
     const tell = freed === 0 ? [] : this.#plan.short.length > 0 ? this.#plan.short.slice(0, freed) : this.#plan.needsMost !== null ? [this.#plan.needsMost] : []
-    // A run told before whose record is the same since has not renewed since: the renewal that tell brings is on its way.
-    const others = new Map(answer.others.map((r) => [r.run, r]))
-    const recordOf = (run: string): string | undefined => { const r = others.get(run); return r && encodeRecord(r) }
-    const told = new Map([...this.#told].filter(([run, record]) => recordOf(run) === record))
-    for (const run of [...(starved ? this.#plan.over.slice(0, need - this.#lease) : []), ...tell]) {
-      if (!told.has(run)) this.#o.store.tell(run).catch(() => undefined)
-      told.set(run, recordOf(run) as string)
-    }
-    this.#told = told
+    for (const run of [...(starved ? this.#plan.over.slice(0, need - this.#lease) : []), ...tell]) this.#o.store.tell(run).catch(() => undefined)
     this.#o.onRenewed?.(answer, this.#plan)
     // Targets moved with every renewal: the queue looks again.
     this.#wake()
