@@ -560,36 +560,6 @@ describe('a replica that told the one that needs most of free seats, in a stall'
   })
 })
 
-describe('telling a waiting replica of free seats', () => {
-  // Fifty replicas on one store (the scale bench): each renewal whose answer left a seat free
-  // told the replica that needs most again, though that one had not renewed since the last
-  // tell (its record the same): 4.6 publishes a platform call where the one tell's renewal
-  // was on its way. A replica is told once per record of it the teller saw.
-  it('tells a replica of free seats once while its record stays the same, and again once it renewed', async () => {
-    const clock = new SimClock()
-    let b: ReplicaRecord = { run: 'r~b', lease: 5, inFlight: 5, need: 9, answered: 0, waited: true, teams: [{ team: 'y', weight: 1, held: 5, waiting: 4, cap: null, peak: 9, lingering: false }] }
-    const told: string[] = []
-    const store = new (class extends MemoryLeaseStore {
-      override async renew(ask: LeaseAsk): Promise<LeaseAnswer> {
-        const granted = Math.min(ask.ask, 3)
-        return { granted, free: 1, known: true, others: [b], limitRecord: null }
-      }
-      override async tell(run: string): Promise<void> { told.push(run) }
-    })(clock)
-    const lease = new LeasedSeats({ store, credential: 'c', replica: 'r', run: 'r~a', perReplica: null, unseen: 1, leaseMs: LEASE_MS, callsEndMs: 10_000, log: { warn: () => undefined }, onLost: () => undefined, clock })
-    await lease.start()
-    // a's calls: 3 in flight, renewing every third of a lease; every answer leaves a seat free.
-    lease.demand({ limit: 9, inFlight: 3, waiting: 0, teams: [{ team: 'x', weight: 1, held: 3, waiting: 0, cap: null, peak: 3, lingering: false, seatMs: 0 }] })
-    await clock.run(clock.now() + 3 * LEASE_MS)
-    expect(told).toEqual(['r~b'])
-    // b renewed (its record moved): told again, once.
-    b = { ...b, inFlight: 4, lease: 4 }
-    await clock.run(clock.now() + 3 * LEASE_MS)
-    expect(told).toEqual(['r~b', 'r~b'])
-    lease.stop()
-  })
-})
-
 describe('one replica while the store cannot be reached', () => {
   // In an outage the outage rule bounds what a replica fills, not a renewal on its way: one
   // that asks for nothing between two calls would leave no seat to fill while the store times
