@@ -210,6 +210,39 @@ describe('values.yaml and values.schema.json', () => {
     for (const error of errors) expect(error).toMatch(new RegExp(`^/config/${key}: `))
   })
 
+  // The gateway takes a jobs.webhookHosts entry that a URL writes as it is written (in any case)
+  // and stops at start (exit 78) on any other: the chart's schema refuses the same entries, so
+  // that `helm install` fails on them instead of every pod.
+  it('takes exactly the config.jobs.webhookHosts entries the gateway starts with: an IPv4 address as four decimal numbers, an IPv6 address compressed as a URL writes it', () => {
+    const gatewayTakes = (entry: string): boolean => {
+      try {
+        loadConfigYaml(stringify({ jobs: { webhookHosts: [entry] } }))
+        return true
+      } catch {
+        return false
+      }
+    }
+    const chartTakes = (entry: string): boolean => validateValues(CHART, merge(defaults, { config: { jobs: { webhookHosts: [entry] } } })).length === 0
+    const named = [
+      'localhost', 'hooks.example.org', 'hooks.example.org.', 'HOOKS.Example.org', 'hooks_1.svc', '1.example', 'a.1e', 'a.0x1g', 'a.0x-1', 'a.0xg', '0a', '01x', 'x1', 'xn--ls8h',
+      '10.0.0.1', '255.255.255.255', '0.0.0.0', '[::1]', '[::]', '[2001:db8::1]', '[2001:DB8::1]', '[1:0:0:1::1]', '[1::1:0:0:1]', '[::ffff:102:304]', '[1:2:3:4:5:6:7:8]', '[1:0:2:3:4:5:6:7]',
+      // a URL writes these otherwise (the gateway says how) or not at all
+      '127.1', '0x7f.0.0.1', '010.0.0.1', '2130706433', '0x7f000001', '1.2.3.4.', '300.1.1.1', '1.2.3.256', '0x', '0', '1.2.3', 'a.123', 'a.123.', 'a.0x1', 'a.0x', 'a.08', 'a.0X1F',
+      '[0:0:0:0:0:0:0:1]', '[::0001]', '[::ffff:127.0.0.1]', '[1:0:0:0:0:0:0:1]', '[1::0:1]', '[0::1]', '[1:0:0:1:0:0:0:1]', '[1:0::1:2:3:4:5]', '[1::2:3:4:5:6:7]', '[1:2:3:4:5:6:7:8:9]', '[1::2::3]', '[:::]', '[12345::]',
+    ]
+    // Every zero pattern of eight pieces, each written in every way a piece may be (uncompressed, and with each run of zeros compressed).
+    const pieces = ['0', '00', '1', 'ab', '0ab', 'ABCD']
+    const generated: string[] = []
+    for (let mask = 0; mask < 256; mask++) {
+      const parts = Array.from({ length: 8 }, (_, i) => ((mask >> i) & 1 ? pieces[(mask + i) % 2] : pieces[2 + ((mask * 3 + i) % 4)])!)
+      generated.push(`[${parts.join(':')}]`)
+      for (let from = 0; from < 8; from++) for (let to = from + 1; to <= 8; to++) if (parts.slice(from, to).every((p) => /^0+$/.test(p))) generated.push(`[${parts.slice(0, from).join(':')}::${parts.slice(to).join(':')}]`)
+    }
+    const disagree = [...named, ...generated].filter((entry) => chartTakes(entry) !== gatewayTakes(entry)).map((entry) => `${entry}: the gateway ${gatewayTakes(entry) ? 'takes' : 'refuses'} it, the chart ${chartTakes(entry) ? 'takes' : 'refuses'} it`)
+    expect(disagree).toEqual([])
+    expect(named.filter(gatewayTakes)).toEqual(named.slice(0, named.indexOf('127.1')))
+  })
+
   it("checks `config` against the gateway's own schema as it stands (run `npm run generate:chart-schema` after changing src/config/schema.ts or config/default.yaml)", async () => {
     expect(chartFile('values.schema.json')).toBe(withGatewayConfig(chartFile('values.schema.json'), await currentDefinition()))
   })
