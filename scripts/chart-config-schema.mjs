@@ -1,6 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { parse } from 'yaml'
+import { WEBHOOK_HOST_PATTERN } from './webhook-host-pattern.mjs'
 
 // The chart's `config` value is the gateway's CONFIG_FILE: values.schema.json checks it
 // against the gateway's own schema (definitions.gatewayConfig), so that a mistyped setting
@@ -44,6 +45,9 @@ export function chartConfigSchema(configSchema, defaults, renamed, retired) {
   const at = (path) => path.reduce((node, name) => node?.properties?.[name], schema)
   for (const [from, to] of renamed) at(from.slice(0, -1)).properties[from.at(-1)] = at(to)
   for (const [path] of retired) at(path.slice(0, -1)).properties[path.at(-1)] = {}
+  // The gateway's schema takes a webhook host of a host's shape, and its load refuses one a URL
+  // writes otherwise (127.1, [0:0:0:0:0:0:0:1]: exit 78); the chart refuses those at install.
+  at(['jobs', 'webhookHosts']).items.pattern = WEBHOOK_HOST_PATTERN
   // Teams are the chart's `teams` value: under `config` rendering fails saying so (whatever they hold).
   schema.properties.teams = {}
   return schema

@@ -7,8 +7,10 @@
 // the console's pages: plain characters only, checked by the config and by `npm run keys`.
 // A team's name is also the last segment of DELETE /admin/suspensions/{team}: not `.` nor
 // `..`, which every client (WHATWG URLs, curl, `%2E%2E` too) takes out of a path, and 64
-// characters at most, within the 100 the admin router takes of a path parameter.
-export const TEAM_NAME_PATTERN = '^(?!\\.\\.?$)[A-Za-z0-9_.-]{1,64}$'
+// characters at most, within the 100 the admin router takes of a path parameter. Written
+// without a look-ahead: the chart's values.schema.json and the admin OpenAPI document carry
+// it to readers with Go's regexp (RE2: helm, Go validators), which has none.
+export const TEAM_NAME_PATTERN = '^([A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}|\\.([A-Za-z0-9_-][A-Za-z0-9_.-]{0,62}|\\.[A-Za-z0-9_.-]{1,62}))$'
 export const TEAM_NAME_RULE = 'letters, digits, _ . - only, 64 at most, not . or ..'
 // A credential's name is also the <NAME> of its variables (CREDENTIAL_<NAME>_TOKEN, in upper
 // case, `-` as `_`), and a segment of /admin/credentials/{name}/token: 64 characters at most,

@@ -122,8 +122,10 @@ export function mismatches(doc: Json, ajv: Ajv2020, path: string, method: string
   }
   const content = response.content as Record<string, Json> | undefined
   const type = (answer.headers.get('content-type') ?? '').split(';')[0]!.trim()
-  // A HEAD answer is a GET's headers without its body.
-  if (!content || method === 'head') return problems
+  // A HEAD answer is a GET's headers without its body; a body sent is one the document
+  // declares (a validating client refuses one where it declares none).
+  if (method === 'head') return problems
+  if (!content) return answer.body === '' ? problems : [...problems, `a body (${type}) is sent but no content is declared for ${key}`]
   if (!(type in content)) return [...problems, `content type ${type} is not declared for ${key}`]
   const schemaAt = typeof responses[key] === 'object' && '$ref' in (responses[key] as Json) ? `${(responses[key] as Json).$ref as string}/content/${type.replace('/', '~1')}/schema` : pointer('paths', path, method, 'responses', key, 'content', type, 'schema')
   if (!ajv.validate({ $ref: `openapi.json${schemaAt}` }, JSON.parse(answer.body))) problems.push(`body ${answer.body.slice(0, 200)}: ${ajv.errorsText()}`)

@@ -183,6 +183,7 @@ describe('the OpenAPI document against an independent validator and real answers
       { what: 'platform 422 passed through', path: '/api/v1/campaign/get', method: 'post', url: '/api/v1/campaign/get', init: { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"userId":"not-a-number"}' }, status: 422 },
       { what: 'healthz', path: '/healthz', method: 'get', url: '/healthz', status: 200 },
       { what: 'readyz', path: '/readyz', method: 'get', url: '/readyz', status: 200 },
+      { what: 'this document', path: '/openapi.json', method: 'get', url: '/openapi.json', status: 200 },
     ]
     for (let i = 0; i < 4; i++) calls.push({ what: `limited team, call ${i + 2}`, path: REPORT, method: 'get', url: report, key: KEYS.limited, status: i < 2 ? 200 : 429 })
     const problems: string[] = []

@@ -16,7 +16,8 @@ import { parse, parseAllDocuments, stringify } from 'yaml'
 import { Ajv } from 'ajv'
 import { mergeValues as merge, renderChart, validateValues, type Values } from '../helpers/render-chart.js'
 import { currentDefinition, withGatewayConfig } from '../../scripts/chart-config-schema.mjs'
-import { loadConfigYaml } from '../helpers/load-config.js'
+import { configProblems, loadConfigYaml } from '../helpers/load-config.js'
+import { patternsOutsideRe2, schemaPatterns } from '../helpers/re2-patterns.js'
 import { ROOT, CHART, CHART_VERSION, chartFile, CONTRACT_ENV, IMAGE, PLATFORM, install, SECRETS, TEAMS, FULL, type Deployment, one, gateway, envOf, services, durationSeconds, podFiles, POD_IP, gatewayConfigFrom, selects, type NetworkPolicy, type PodDisruptionBudget } from '../helpers/chart-manifests.js'
 
 describe('Chart.yaml', () => {
@@ -74,6 +75,13 @@ describe('values.yaml and values.schema.json', () => {
   it('is a draft-07 schema that ajv compiles', () => {
     expect(schema.$schema).toBe('http://json-schema.org/draft-07/schema#')
     expect(() => new Ajv({ strictTypes: false }).compile(schema)).not.toThrow()
+  })
+
+  // helm reads values.schema.json with Go's regexp (RE2): a pattern using what RE2 lacks (a
+  // look-ahead) fails every `helm install`, `template` and `lint` of the chart, whatever the values.
+  it('holds only patterns RE2 reads as JavaScript does', () => {
+    expect(schemaPatterns(schema).length).toBeGreaterThan(90)
+    expect(patternsOutsideRe2(schema)).toEqual([])
   })
 
   it('accepts the defaults', () => {
@@ -208,6 +216,39 @@ describe('values.yaml and values.schema.json', () => {
     const errors = validateValues(CHART, merge(defaults, { config: { [key]: key.startsWith('shutdown') ? '20s' : 'x'.repeat(32) } }))
     expect(errors).not.toEqual([])
     for (const error of errors) expect(error).toMatch(new RegExp(`^/config/${key}: `))
+  })
+
+  // The gateway takes a jobs.webhookHosts entry that a URL writes as it is written (in any case)
+  // and stops at start (exit 78) on any other: the chart's schema refuses the same entries, so
+  // that `helm install` fails on them instead of every pod.
+  it('takes exactly the config.jobs.webhookHosts entries the gateway starts with: an IPv4 address as four decimal numbers, an IPv6 address compressed as a URL writes it', () => {
+    // Which of `entries`, given as one list, each refuses: the gateway names each entry it stops on, helm each it fails on.
+    const gatewayRefuses = (entries: string[]): Set<number> => new Set(configProblems(stringify({ jobs: { webhookHosts: entries } })).map((p) => Number(/^jobs\.webhookHosts\.(\d+): /.exec(p)![1])))
+    const chartRefuses = (entries: string[]): Set<number> => new Set(validateValues(CHART, merge(defaults, { config: { jobs: { webhookHosts: entries } } })).map((e) => Number(/^\/config\/jobs\/webhookHosts\/(\d+): /.exec(e)![1])))
+    const disagreements = (entries: string[]): string[] => {
+      const [gateway, chart] = [gatewayRefuses(entries), chartRefuses(entries)]
+      return entries.flatMap((entry, i) => (gateway.has(i) === chart.has(i) ? [] : [`${entry}: the gateway ${gateway.has(i) ? 'refuses' : 'takes'} it, the chart ${chart.has(i) ? 'refuses' : 'takes'} it`]))
+    }
+    const taken = [
+      'localhost', 'hooks.example.org', 'hooks.example.org.', 'HOOKS.Example.org', 'hooks_1.svc', '1.example', 'a.1e', 'a.0x1g', 'a.0x-1', 'a.0xg', '0a', '01x', 'x1', 'xn--ls8h',
+      '10.0.0.1', '255.255.255.255', '0.0.0.0', '[::1]', '[::]', '[2001:db8::1]', '[2001:DB8::1]', '[1:0:0:1::1]', '[1::1:0:0:1]', '[::ffff:102:304]', '[1:2:3:4:5:6:7:8]', '[1:0:2:3:4:5:6:7]',
+    ]
+    // a URL writes these otherwise (the gateway says how) or not at all
+    const refused = [
+      '127.1', '0x7f.0.0.1', '010.0.0.1', '2130706433', '0x7f000001', '1.2.3.4.', '300.1.1.1', '1.2.3.256', '0x', '0', '1.2.3', 'a.123', 'a.123.', 'a.0x1', 'a.0x', 'a.08', 'a.0X1F',
+      '[0:0:0:0:0:0:0:1]', '[::0001]', '[::ffff:127.0.0.1]', '[1:0:0:0:0:0:0:1]', '[1::0:1]', '[0::1]', '[1:0:0:1:0:0:0:1]', '[1:0::1:2:3:4:5]', '[1::2:3:4:5:6:7]', '[1:2:3:4:5:6:7:8:9]', '[1::2::3]', '[:::]', '[12345::]',
+    ]
+    expect(gatewayRefuses([...taken, ...refused])).toEqual(new Set(refused.map((_, i) => taken.length + i)))
+    expect(disagreements([...taken, ...refused])).toEqual([])
+    // Every zero pattern of eight pieces, each piece written in several ways, uncompressed and with each run of zeros compressed.
+    const pieces = ['0', '00', '1', 'ab', '0ab', 'ABCD']
+    const generated: string[] = []
+    for (let mask = 0; mask < 256; mask++) {
+      const parts = Array.from({ length: 8 }, (_, i) => ((mask >> i) & 1 ? pieces[(mask + i) % 2] : pieces[2 + ((mask * 3 + i) % 4)])!)
+      generated.push(`[${parts.join(':')}]`)
+      for (let from = 0; from < 8; from++) for (let to = from + 1; to <= 8; to++) if (parts.slice(from, to).every((p) => /^0+$/.test(p))) generated.push(`[${parts.slice(0, from).join(':')}::${parts.slice(to).join(':')}]`)
+    }
+    expect(disagreements(generated)).toEqual([])
   })
 
   it("checks `config` against the gateway's own schema as it stands (run `npm run generate:chart-schema` after changing src/config/schema.ts or config/default.yaml)", async () => {

@@ -2724,7 +2724,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description This document (OpenAPI 3.1). */
             200: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -2732,7 +2732,9 @@ export interface operations {
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": Record<string, never>;
+                };
             };
             400: components["responses"]["malformed-request"];
             408: components["responses"]["request-timeout"];
@@ -2748,7 +2750,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The process answers: `{"status": "ok"}`. */
             200: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -2757,7 +2759,12 @@ export interface operations {
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "ok";
+                    };
+                };
             };
             400: components["responses"]["malformed-request"];
             408: components["responses"]["request-timeout"];
@@ -2782,7 +2789,12 @@ export interface operations {
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "ready" | "starting" | "stopping";
+                    };
+                };
             };
             400: components["responses"]["malformed-request"];
             408: components["responses"]["request-timeout"];
@@ -2796,7 +2808,12 @@ export interface operations {
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "ready" | "starting" | "stopping";
+                    };
+                };
             };
         };
     };

@@ -26,7 +26,7 @@ export async function adminCacheRoutes(app: FastifyInstance, { reports, auditLog
       'Every report entry, or one advertiser\'s with `advertiserId`; in Redis and in each replica\'s memory. Audited with the operator. ' +
       'A parameter the call does not take (`advertiserID`, `advertiser`) is 400 and drops nothing. `dryRun=1` drops nothing and answers what the purge would drop.',
     query: {
-      advertiserId: { type: 'string', pattern: '^(?=[0-9]*[1-9])[0-9]{1,15}$', description: 'a positive integer, digits only (only this advertiser\'s entries are dropped)' },
+      advertiserId: { type: 'string', pattern: '^0*[1-9][0-9]*$', maxLength: 15, description: 'a positive integer, digits only (only this advertiser\'s entries are dropped)' },
       dryRun: DRY_RUN,
     },
     response: { 200: answer(purgeSchema, 'What was dropped, or with `dryRun` what would be.') },

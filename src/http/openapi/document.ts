@@ -14,6 +14,7 @@ import { PROVISIONAL_HEADER, SETTLED_HEADER, USAGE_HEADER } from '../reads/repor
 import { writtenOnce } from './written-once.js'
 import { answerAsPages, DOCS_CSP } from '../admin/page-headers.js'
 import { PROXY_ANSWER_HEADERS } from '../answer-fields.js'
+import { healthSchema } from '../admin/admin-schemas.js'
 
 // The OpenAPI 3.1 document of the proxy listener, made by @fastify/swagger from
 // the routes and their schemas (openapi/route-schemas.ts). What the route schemas cannot
@@ -55,9 +56,17 @@ const PLAIN_ROUTES: Record<string, Json> = {
 /** The health routes: their answers carry `cache-control: no-store` (health.ts). */
 const HEALTH = new Set(['/healthz', '/readyz'])
 
-const READYZ = {
-  '200': { description: 'Ready: `{"status": "ready"}`.' },
-  '503': { description: 'This replica cannot serve: starting, shutting down, or its configuration is broken.' },
+const json = (schema: Json) => ({ 'application/json': { schema } })
+const READY_BODY = json({ type: 'object', required: ['status'], additionalProperties: false, properties: { status: { type: 'string', enum: ['ready', 'starting', 'stopping'] } } })
+
+/** The answers of the routes without a schema of their own, bodies declared: a validating client checks each. */
+const PLAIN_RESPONSES: Record<string, Json> = {
+  '/healthz': { '200': { description: 'The process answers: `{"status": "ok"}`.', content: json(healthSchema) } },
+  '/readyz': {
+    '200': { description: 'Ready: `{"status": "ready"}`.', content: READY_BODY },
+    '503': { description: 'This replica cannot serve: starting, shutting down, or its configuration is broken.', content: READY_BODY },
+  },
+  '/openapi.json': { '200': { description: 'This document (OpenAPI 3.1).', content: json({ type: 'object', required: ['openapi', 'info', 'paths'] }) } },
 }
 
 const header = (description: string, schema: Json = { type: 'string' }) => ({ description, schema })
@@ -258,7 +267,8 @@ export function completeDocument(doc: Json, settings: PlatformPathSettings): Jso
       if (tags.includes('reports')) op.responses = reportResponses()
       else if (tags.includes('jobs')) op.responses = { ...jobSuccess(op.operationId as string, { 'x-request-id': ref('x-request-id'), ...RATE_LIMIT_HEADERS }, reportResponses(), { 'cache-control': ref('job-cache-control'), vary: ref('job-vary') }), ...jobErrorResponses(op.operationId as string) }
       else op.security = []
-      if (path === '/readyz') op.responses = structuredClone(READYZ)
+      const plain = PLAIN_RESPONSES[path]
+      if (plain) op.responses = structuredClone(plain)
       if (!tags.includes('reports') && !tags.includes('jobs')) {
         for (const response of Object.values(op.responses as Record<string, Json>)) response.headers = { 'x-request-id': ref('x-request-id'), ...(HEALTH.has(path) ? { 'cache-control': ref('state-cache-control') } : {}) }
       }
