@@ -240,6 +240,11 @@ describe('values.yaml and values.schema.json', () => {
     ]
     expect(gatewayRefuses([...taken, ...refused])).toEqual(new Set(refused.map((_, i) => taken.length + i)))
     expect(disagreements([...taken, ...refused])).toEqual([])
+    // A last label that begins with digits (or 0x) and ends with a hyphen: the gateway's schema
+    // refuses it (no label ends with one), and its load stops there, before the URL's writing.
+    const hyphenEnded = ['1-', 'a.1-', 'a.1-.', '0-', 'a.01-', 'a.0x-', 'a.0x1-', 'a.0X1F-']
+    expect(gatewayRefuses(hyphenEnded)).toEqual(new Set(hyphenEnded.keys()))
+    expect(disagreements(hyphenEnded)).toEqual([])
     // Every zero pattern of eight pieces, each piece written in several ways, uncompressed and with each run of zeros compressed.
     const pieces = ['0', '00', '1', 'ab', '0ab', 'ABCD']
     const generated: string[] = []
