@@ -11,18 +11,21 @@
 // test/unit/helm-chart.test.ts holds the pattern to the gateway's loader.
 
 const LABEL = '[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?'
-/** The rest of a label from its first character that is no digit: never ending with a hyphen. */
-const rest = (first) => `(${first}|${first}[A-Za-z0-9_-]*[A-Za-z0-9_])`
+/**
+ * The rest of a label from its first character that is no digit: that character one of
+ * `letters` or a hyphen, and no hyphen last (a `-` alone is no rest).
+ */
+const rest = (letters) => `([${letters}]|[${letters}-][A-Za-z0-9_-]*[A-Za-z0-9_])`
 /**
  * A last label that is no number: starting with no digit; or digits then a character that is
  * none, but 0x then hex digits only (the parser's hex number).
  */
 const LAST_LABEL = [
   `[A-Za-z_]([A-Za-z0-9_-]*[A-Za-z0-9_])?`,
-  `[1-9][0-9]*${rest('[A-Za-z_-]')}`,
-  `0[0-9]+${rest('[A-Za-z_-]')}`,
-  `0${rest('[A-WYZa-wyz_-]')}`,
-  `0[xX][0-9A-Fa-f]*${rest('[G-Zg-z_-]')}`,
+  `[1-9][0-9]*${rest('A-Za-z_')}`,
+  `0[0-9]+${rest('A-Za-z_')}`,
+  `0${rest('A-WYZa-wyz_')}`,
+  `0[xX][0-9A-Fa-f]*${rest('G-Zg-z_')}`,
 ].join('|')
 const DOMAIN = `(${LABEL}\\.)*(${LAST_LABEL})\\.?`
 
