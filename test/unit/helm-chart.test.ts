@@ -18,6 +18,7 @@ import { mergeValues as merge, renderChart, validateValues, type Values } from '
 import { currentDefinition, withGatewayConfig } from '../../scripts/chart-config-schema.mjs'
 import { loadConfigYaml } from '../helpers/load-config.js'
 import { ConfigError } from '../../src/config.js'
+import { TEAM_NAME_PATTERN } from '../../src/config/names.js'
 import { patternsOutsideRe2, schemaPatterns } from '../helpers/re2-patterns.js'
 import { ROOT, CHART, CHART_VERSION, chartFile, CONTRACT_ENV, IMAGE, PLATFORM, install, SECRETS, TEAMS, FULL, type Deployment, one, gateway, envOf, services, durationSeconds, podFiles, POD_IP, gatewayConfigFrom, selects, type NetworkPolicy, type PodDisruptionBudget } from '../helpers/chart-manifests.js'
 
@@ -83,6 +84,12 @@ describe('values.yaml and values.schema.json', () => {
   it('holds only patterns RE2 reads as JavaScript does', () => {
     expect(schemaPatterns(schema).length).toBeGreaterThan(90)
     expect(patternsOutsideRe2(schema)).toEqual([])
+  })
+
+  // The teams' names are the gateway's (src/config/names.ts): the pattern is written here
+  // again, as values.schema.json is a file helm reads as it is.
+  it("checks the teams' names with the gateway's TEAM_NAME_PATTERN", () => {
+    expect((schema.properties as Record<string, { propertyNames?: { pattern?: string } }>).teams!.propertyNames!.pattern).toBe(TEAM_NAME_PATTERN)
   })
 
   it('accepts the defaults', () => {
