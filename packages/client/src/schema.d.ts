@@ -2792,14 +2792,14 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        status: "ready" | "starting" | "stopping";
+                        status: "ready";
                     };
                 };
             };
             400: components["responses"]["malformed-request"];
             408: components["responses"]["request-timeout"];
             431: components["responses"]["headers-too-large"];
-            /** @description This replica cannot serve: starting, shutting down, or its configuration is broken. */
+            /** @description This replica cannot serve: starting or shutting down (`{"status": "starting"}`, `{"status": "stopping"}`). */
             503: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -2811,7 +2811,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        status: "ready" | "starting" | "stopping";
+                        status: "starting" | "stopping";
                     };
                 };
             };

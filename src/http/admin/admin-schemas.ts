@@ -156,14 +156,21 @@ export const reloadSchema = {
 /** GET /healthz. */
 export const healthSchema = { type: 'object', required: ['status'], properties: { status: { const: 'ok' } } } as const
 
-/** GET /readyz. */
-export const readySchema = {
+/** GET /readyz's `status`: `ready` with 200, else the phase that keeps the replica from serving, with 503. */
+export const READY_STATUS = { 200: ['ready'], 503: ['starting', 'stopping'] } as const
+
+/** The body of GET /readyz on the proxy listener, with `status` one of `statuses`: the status alone. */
+export const readyStatusSchema = (statuses: readonly string[]) =>
+  ({ type: 'object', required: ['status'], additionalProperties: false, properties: { status: { type: 'string', enum: statuses } } }) as const
+
+/** The body of GET /readyz on the admin listener, with `status` one of `statuses`. */
+export const readySchema = (statuses: readonly string[]) => ({
   type: 'object',
   required: ['status', 'platformToken', 'redis', 'degraded'],
   properties: {
-    status: { type: 'string', enum: ['ready', 'starting', 'stopping'] },
+    status: readyStatusSchema(statuses).properties.status,
     platformToken: { type: 'object', additionalProperties: { type: 'string', enum: ['ok', 'rejected', 'missing'] }, description: 'Each credential\'s token.' },
     redis: { type: 'string', enum: ['ok', 'readonly', 'down', 'not configured'] },
     degraded: { type: 'array', items: { type: 'string' }, description: 'What works less well than it should: `redis`, `redis-readonly`, `platformToken:<credential>`, `platform:<credential>` (its latest 3 platform calls on this replica got no answer or a 5xx, the latest within 5 minutes, none answered since), `teams-reload` (its files do not validate: it runs older teams and admin tokens).' },
   },
-} as const
+})

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import { ADMIN_GUESSES, ADMIN_GUESS_WINDOW_MS } from '../../access/admin-guesses.js'
 import { buildInfo } from '../../observe/build-info.js'
 import { ADMIN_CHALLENGE } from '../server.js'
-import { ADMIN_BODY_TOO_LARGE, healthSchema, readySchema } from '../admin/admin-schemas.js'
+import { ADMIN_BODY_TOO_LARGE, healthSchema, READY_STATUS, readySchema } from '../admin/admin-schemas.js'
 import { CONSOLE_CSP, DOCS_CSP } from '../admin/page-headers.js'
 import { errorCodes, errorSchemas } from './error-responses.js'
 import { listenerServers } from './document.js'
@@ -64,7 +64,7 @@ const PLAIN_ROUTES: Record<string, Json> = {
     operationId: 'readyz',
     summary: 'Readiness of this replica',
     description: 'The body lists what is degraded (a refused platform token, a platform whose latest calls failed, Redis down); 503 only while this replica cannot serve at all.',
-    response: { 200: { ...readySchema, description: 'Ready; the body lists what is degraded.' }, 503: { ...readySchema, description: 'Starting or shutting down.' } },
+    response: { 200: { ...readySchema(READY_STATUS[200]), description: 'Ready; the body lists what is degraded.' }, 503: { ...readySchema(READY_STATUS[503]), description: 'Starting or shutting down.' } },
   },
   '/console': { tags: ['console'], operationId: 'getConsole', summary: 'The operations console (it asks for the admin token itself)', response: { 200: text('text/html', 'The page.') } },
   '/console/console.css': { tags: ['console'], operationId: 'getConsoleStyle', summary: 'The console\'s style', response: { 200: text('text/css', 'The style sheet.') } },

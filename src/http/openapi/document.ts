@@ -14,7 +14,7 @@ import { PROVISIONAL_HEADER, SETTLED_HEADER, USAGE_HEADER } from '../reads/repor
 import { writtenOnce } from './written-once.js'
 import { answerAsPages, DOCS_CSP } from '../admin/page-headers.js'
 import { PROXY_ANSWER_HEADERS } from '../answer-fields.js'
-import { healthSchema } from '../admin/admin-schemas.js'
+import { healthSchema, READY_STATUS, readyStatusSchema } from '../admin/admin-schemas.js'
 
 // The OpenAPI 3.1 document of the proxy listener, made by @fastify/swagger from
 // the routes and their schemas (openapi/route-schemas.ts). What the route schemas cannot
@@ -57,14 +57,13 @@ const PLAIN_ROUTES: Record<string, Json> = {
 const HEALTH = new Set(['/healthz', '/readyz'])
 
 const json = (schema: Json) => ({ 'application/json': { schema } })
-const READY_BODY = json({ type: 'object', required: ['status'], additionalProperties: false, properties: { status: { type: 'string', enum: ['ready', 'starting', 'stopping'] } } })
 
 /** The answers of the routes without a schema of their own, bodies declared: a validating client checks each. */
 const PLAIN_RESPONSES: Record<string, Json> = {
   '/healthz': { '200': { description: 'The process answers: `{"status": "ok"}`.', content: json(healthSchema) } },
   '/readyz': {
-    '200': { description: 'Ready: `{"status": "ready"}`.', content: READY_BODY },
-    '503': { description: 'This replica cannot serve: starting, shutting down, or its configuration is broken.', content: READY_BODY },
+    '200': { description: 'Ready: `{"status": "ready"}`.', content: json(readyStatusSchema(READY_STATUS[200])) },
+    '503': { description: 'This replica cannot serve: starting or shutting down (`{"status": "starting"}`, `{"status": "stopping"}`).', content: json(readyStatusSchema(READY_STATUS[503])) },
   },
   '/openapi.json': { '200': { description: 'This document (OpenAPI 3.1).', content: json({ type: 'object', required: ['openapi', 'info', 'paths'] }) } },
 }
