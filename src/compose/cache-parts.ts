@@ -52,6 +52,8 @@ export function cacheParts(
     replica: string
     /** The room in Redis (redis/memory-room.ts): each team's part bounds the copies its fills keep there. */
     room: ResultRoom
+    /** How many teams are configured now: each has an even part of L1 (cache.l1MaxBytes). */
+    teams: () => number
     /** Seconds until a team may make platform calls again (its day's platform-seconds spent); 0: it may. */
     spentFor: (team: string, now: number) => number
   },
@@ -81,7 +83,7 @@ export function cacheParts(
         pendingMs: copyPendingMs(config.redis.commandTimeoutMs),
       })
     : null
-  const l1 = new MemoryStore({ maxBytes: config.cache.l1MaxBytes, now })
+  const l1 = new MemoryStore({ maxBytes: config.cache.l1MaxBytes, now, teams: o.teams })
   const store = new TieredStore({
     l1,
     l2,

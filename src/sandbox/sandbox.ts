@@ -250,7 +250,7 @@ async function answerFailure(state: SandboxState, failure: FailureMode, request:
       void conditions.trickle(socket, failure.intervalMs, failure.chunks ?? 10)
       return reply
     case 'large':
-      sendJson(reply, 200, { data: 'x'.repeat(Math.max(0, failure.bytes - 11)) })
+      sendLarge(reply, failure.bytes)
       return reply
     case 'garbled':
       sendGarbled(reply, failure.body, failure.gzip === true)
@@ -260,6 +260,25 @@ async function answerFailure(state: SandboxState, failure: FailureMode, request:
       socket.end(Buffer.from(failure.answer, 'latin1'))
       return reply
   }
+}
+
+// The filler of a `large` answer, sent piece by piece.
+const LARGE_PIECE = Buffer.alloc(64 * 1024, 'x')
+
+/**
+ * `{"data":"xx…"}` of `bytes` bytes (11 at the least), made as the connection takes it: a
+ * piece at a time, never whole. Built whole (30 MB: 0.7 to 1.1 s of CPU at load 17) it
+ * held the thread the sandbox shares with a test's gateway and callers that long: a slow
+ * reader there read nothing meanwhile, and was cut off as idle (slow-readers.test.ts).
+ */
+function sendLarge(reply: FastifyReply, bytes: number): void {
+  const filler = Math.max(0, bytes - 11)
+  function* body(): Generator<Buffer> {
+    yield Buffer.from('{"data":"')
+    for (let left = filler; left > 0; left -= LARGE_PIECE.length) yield left >= LARGE_PIECE.length ? LARGE_PIECE : LARGE_PIECE.subarray(0, left)
+    yield Buffer.from('"}')
+  }
+  reply.code(200).header('content-type', 'application/json').header('content-length', String(filler + 11)).send(Readable.from(body(), { objectMode: false }))
 }
 
 // What a platform behind a load balancer or a proxy sends now and then with a 200.

@@ -56,6 +56,17 @@ teams:
 `
 
 /**
+ * `teamsYaml` with team `limited`'s window set to `window`. A window is a fixed stretch of the
+ * clock (floor(now / window)): one of 10000d began in October 2024 and ends in February 2052,
+ * so a test's calls all fall in it, where a minute's may end between them.
+ */
+export function withLimitedWindow(window: string, teamsYaml = TEAMS_YAML): string {
+  const from = 'rateLimit: { max: 3, window: 1m }'
+  if (!teamsYaml.includes(from)) throw new Error('withLimitedWindow: team limited has no window of 1m here')
+  return teamsYaml.replace(from, `rateLimit: { max: 3, window: ${window} }`)
+}
+
+/**
  * TEAMS_YAML followed by further settings of the config file (`platform`, `redis`,
  * `cache`, ...), given as the values the file holds once parsed.
  */

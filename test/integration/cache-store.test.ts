@@ -251,6 +251,63 @@ describe('MemoryStore bounds', () => {
     expect(after - before).toBeLessThanOrEqual(counted)
   }, 60_000)
 
+  describe('each team an even part', () => {
+    // About 8.3 KB an entry (3 KB of random bytes, gzip and identity, and ENTRY_OVERHEAD_BYTES): three fit in 27,000 bytes.
+    const filled = (team: string | null, bytes = 3000): CacheEntry => {
+      const entry = entryAt(Date.now(), { body: randomBytes(bytes) })
+      return team === null ? entry : { ...entry, filledBy: { team, replica: 'r1' } }
+    }
+    const held = (store: MemoryStore): string[] => [...store.entries()].map(([k]) => k).sort()
+
+    it('makes room from the team past its part, its least recently used first, never from a team within its part', async () => {
+      const store = new MemoryStore({ maxBytes: 27_000, teams: () => 2 })
+      await store.set('a1', filled('a'))
+      await store.set('b1', filled('b'))
+      await store.set('b2', filled('b'))
+      store.getSync('b1')
+      // a's one entry is the least recently used, but a is within its 13,500 bytes: b's b2 goes.
+      await store.set('b3', filled('b'))
+      expect(held(store)).toEqual(['a1', 'b1', 'b3'])
+    })
+
+    it("keeps no entry of a team past its part that only other teams' entries within their part would make room for", async () => {
+      const store = new MemoryStore({ maxBytes: 27_000, teams: () => 3 })
+      await store.set('a1', filled('a'))
+      await store.set('b1', filled('b'))
+      await store.set('c1', filled('c'))
+      // c's 12 KB entry is past its 9,000 bytes alone: its own c1 goes, and a's and b's would be next.
+      await store.set('c2', filled('c', 4800))
+      expect(held(store)).toEqual(['a1', 'b1', 'c1'])
+      await store.set('c3', filled('c'))
+      expect(held(store)).toEqual(['a1', 'b1', 'c3'])
+    })
+
+    it('lets one team use the whole budget while no other holds its part, an entry filled by no team counting on none', async () => {
+      const store = new MemoryStore({ maxBytes: 27_000, teams: () => 4 })
+      await store.set('a1', filled('a'))
+      await store.set('a2', filled('a'))
+      await store.set('a3', filled('a'))
+      expect(store.size).toBe(3)
+      // Entries of no filler push out a's oldest: a is past its part, and is the least recently used.
+      await store.set('x1', filled(null))
+      expect(held(store)).toEqual(['a2', 'a3', 'x1'])
+      await store.set('x2', filled(null))
+      expect(held(store)).toEqual(['a3', 'x1', 'x2'])
+    })
+
+    it('counts a replaced, deleted or purged entry off its team', async () => {
+      const store = new MemoryStore({ maxBytes: 27_000, teams: () => 2 })
+      await store.set('a1', filled('a'))
+      await store.set('a1', filled('a'))
+      await store.delete('a1')
+      await store.set('b1', filled('b'))
+      await store.purgeAll()
+      // a holds one entry, within its part: b's fourth takes b's oldest, not a's older one.
+      for (const k of ['a1', 'b2', 'b3', 'b4']) await store.set(k, filled(k.slice(0, 1)))
+      expect(held(store)).toEqual(['a1', 'b3', 'b4'])
+    })
+  })
+
   it('does not hold an entry larger than the whole budget', async () => {
     const store = new MemoryStore({ maxBytes: 4096 })
     await store.set('big', entryAt(Date.now(), { body: randomBytes(8192) }))

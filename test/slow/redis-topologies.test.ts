@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } 
 import type { TeamConfig } from '../../src/config.js'
 import { fingerprint } from '../../src/observe/fingerprint.js'
 import { hashApiKey } from '../../src/access/api-keys.js'
-import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { KEYS, testConfig, withLimitedWindow, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
 import { fillRedisUp, redisAvailability } from '../helpers/start-redis.js'
 import { startRedisCluster, startRedisSentinel, type RedisTopology, type SentinelTopology } from '../helpers/start-redis-topology.js'
@@ -46,11 +46,13 @@ const Q102 = query(102)
 
 // A second limited team: its counter sits in a hash slot of its own.
 const OTHER_LIMITED_KEY = 'rgw_test_limited2_key_4444444444444444444444'
-const yamlFor = (topology: RedisTopology) => `${TEAMS_YAML}
+// Both limited teams' windows are 10000d (withLimitedWindow): a window that ended during
+// the test would start the count over.
+const yamlFor = (topology: RedisTopology) => `${withLimitedWindow('10000d')}
   limited2:
     keys: ["${hashApiKey(OTHER_LIMITED_KEY)}"]
     advertisers: ["*"]
-    rateLimit: { max: 3, window: 1m }
+    rateLimit: { max: 3, window: 10000d }
 platform:
   timeout: 3s
 redis:
@@ -302,10 +304,6 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
   })
 
   it("counts a team's rate limit across replicas", async () => {
-    // The limit's windows are clock minutes: a window that ends during the test would
-    // start the count over. Begin in a window with time to spare.
-    const left = 60_000 - (Date.now() % 60_000)
-    if (left < 8_000) await sleep(left + 50)
     const [a, b] = await twoReplicas()
     const counter = async (team = 'limited') => {
       const [key] = await topology.keys(`rgw:rl:{${team}}:*`)

@@ -359,13 +359,18 @@ class WatchedAnswer extends Readable {
   }
 
   #startClock(): void {
-    this.stalledSince = performance.now()
-    this.#backedUp ??= { at: this.stalledSince, sent: this.#sent }
-    this.#timer = setTimeout(() => {
+    const since = performance.now()
+    this.stalledSince = since
+    this.#backedUp ??= { at: since, sent: this.#sent }
+    // Judged once the loop has read what came meanwhile (an immediate runs after its I/O): a
+    // loop held past the clock's end runs its timers first, before a take of the caller's
+    // that came while it was held (in slow-readers.test.ts, read 1 ms after the cut).
+    this.#timer = setTimeout(() => setImmediate(() => {
+      if (this.stalledSince !== since || this.destroyed) return
       this.#on.cut('idle')
       // Without an error: the reply sees a premature close and cuts the caller's connection.
       this.destroy()
-    }, this.#idleMs)
+    }), this.#idleMs)
     this.#timer.unref()
   }
 
