@@ -295,6 +295,21 @@ describe('MemoryStore bounds', () => {
       expect(held(store)).toEqual(['a3', 'x1', 'x2'])
     })
 
+    it('makes room from the copies of a team no longer configured, or of none, before those of a team within its part', async () => {
+      let configured = ['a', 'b', 'gone']
+      const store = new MemoryStore({ maxBytes: 27_000, teams: () => configured.length, configured: (team) => configured.includes(team) })
+      await store.set('a1', filled('a'))
+      await store.set('gone1', filled('gone'))
+      // A reload removes team gone: a and b each have 13,500 bytes, and hold less.
+      configured = ['a', 'b']
+      await store.set('b1', filled('b'))
+      await store.set('b2', filled('b', 1000))
+      expect(held(store)).toEqual(['a1', 'b1', 'b2'])
+      await store.set('x1', filled(null, 1000))
+      await store.set('a2', filled('a', 1000))
+      expect(held(store)).toEqual(['a1', 'a2', 'b1', 'b2'])
+    })
+
     it('counts a replaced, deleted or purged entry off its team', async () => {
       const store = new MemoryStore({ maxBytes: 27_000, teams: () => 2 })
       await store.set('a1', filled('a'))
