@@ -144,7 +144,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   teams.onReplace(() => void room.read())
   // Seconds until a team may make platform calls again (its platform-seconds of the UTC day spent); 0: it may.
   const spentFor = (team: string, now: number): number => usage.platformTime.overBound(team, teams.platformSecondsPerDayOf(team), now)
-  const { l1, store, reports } = cacheParts(config, { redis, breaker, bus, seal, unverified, log, metrics, clock, timers: deps.timers, failures, usage, client, answers, tokens, replica: replicaId, room, teams: () => teams.teams.length, spentFor })
+  const { l1, store, reports } = cacheParts(config, { redis, breaker, bus, seal, unverified, log, metrics, clock, timers: deps.timers, failures, usage, client, answers, tokens, replica: replicaId, room, teams: () => teams.teams.length, configured: (team) => teams.teamOf(team) !== undefined, spentFor })
   teams.onReplace(() => reports.keepTeams((team) => teams.teamOf(team) !== undefined))
   const jobsPart = jobParts(config, { teams, suspensions, redis, breaker, seal, unverified, reports, tokens, governors, clock, redisClock: redisClock ?? clock, log, failures, metrics, bus, replica: replicaId, spentFor, room })
   const { jobs, runner } = jobsPart

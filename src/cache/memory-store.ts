@@ -9,9 +9,9 @@ import { systemClock } from '../clock.js'
  *
  * Each team has an even part of the bytes (maxBytes / teams), an entry counting on the
  * team whose read filled it (`filledBy`; one filled by none counts on a team of its own,
- * '', as a team a reload removed does). Room for a new entry is made from the least
- * recently used entries of the team most past its part, the new entry's team counted with
- * it: one team's many distinct reports push out its own copies, never those of a team
+ * '', as a team a reload removed does: neither has a part, so theirs go first, and the
+ * parts sum to maxBytes). Room for a new entry is made from the least recently used
+ * entries of the team most past its part, the new entry's team counted with it: one team's many distinct reports push out its own copies, never those of a team
  * within its part. A team alone may use the whole cache while the others leave it room
  * (with one team, this is one LRU); an entry of a team past its part that only the copies
  * of teams within their part would make room for is not kept. Each team's entries are
@@ -26,13 +26,16 @@ export class MemoryStore implements CacheStore {
   readonly #now: () => number
   readonly #maxBytes: number
   readonly #teams: () => number
+  readonly #configured: (team: string) => boolean
   /** false with a size of 0: L1 turned off. */
   readonly enabled: boolean
 
-  constructor(opts: { maxBytes: number; now?: () => number; teams?: () => number }) {
+  /** `teams`: how many are configured; `configured`: whether `team` is one (default: any is). */
+  constructor(opts: { maxBytes: number; now?: () => number; teams?: () => number; configured?: (team: string) => boolean }) {
     this.#now = opts.now ?? systemClock.now
     this.#maxBytes = Math.max(opts.maxBytes, 1)
     this.#teams = opts.teams ?? (() => 1)
+    this.#configured = opts.configured ?? (() => true)
     this.enabled = opts.maxBytes > 0
   }
 
@@ -96,17 +99,18 @@ export class MemoryStore implements CacheStore {
   #makeRoom(team: string, size: number): boolean {
     let short = this.#bytes + size - this.#maxBytes
     if (short <= 0) return true
-    const part = this.#maxBytes / Math.max(1, this.#teams())
+    const even = this.#maxBytes / Math.max(1, this.#teams())
+    const part = (t: string): number => (this.#configured(t) ? even : 0)
     // Per team: its LRU, its keys least recently used first, and the bytes planned out of it.
     const plans = [...this.#byTeam].map(([t, lru]) => ({ t, lru, keys: lru.rkeys(), left: lru.size, freed: 0 }))
-    const over = (p: (typeof plans)[number]): number => p.lru.calculatedSize - p.freed + (p.t === team ? size : 0) - part
+    const over = (p: (typeof plans)[number]): number => p.lru.calculatedSize - p.freed + (p.t === team ? size : 0) - part(p.t)
     const mine = plans.find((p) => p.t === team)
     const victims: [LRUCache<string, CacheEntry>, string][] = []
     while (short > 0) {
       let most: (typeof plans)[number] | undefined
       for (const p of plans) if (p.left > 0 && (most === undefined || over(p) > over(most))) most = p
       if (most === undefined) return false
-      if (over(most) <= 0 && (mine === undefined ? size - part : over(mine)) > 0) return false
+      if (over(most) <= 0 && (mine === undefined ? size - part(team) : over(mine)) > 0) return false
       const key = most.keys.next().value as string
       const bytes = entrySize(most.lru.peek(key) as CacheEntry)
       most.left -= 1

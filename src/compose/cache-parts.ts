@@ -54,6 +54,8 @@ export function cacheParts(
     room: ResultRoom
     /** How many teams are configured now: each has an even part of L1 (cache.l1MaxBytes). */
     teams: () => number
+    /** Whether a team is configured now: a removed team's copies, and those of none, have no part of L1. */
+    configured: (team: string) => boolean
     /** Seconds until a team may make platform calls again (its day's platform-seconds spent); 0: it may. */
     spentFor: (team: string, now: number) => number
   },
@@ -83,7 +85,7 @@ export function cacheParts(
         pendingMs: copyPendingMs(config.redis.commandTimeoutMs),
       })
     : null
-  const l1 = new MemoryStore({ maxBytes: config.cache.l1MaxBytes, now, teams: o.teams })
+  const l1 = new MemoryStore({ maxBytes: config.cache.l1MaxBytes, now, teams: o.teams, configured: o.configured })
   const store = new TieredStore({
     l1,
     l2,
