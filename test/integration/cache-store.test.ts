@@ -275,7 +275,8 @@ describe('MemoryStore bounds', () => {
       await store.set('a1', filled('a'))
       await store.set('b1', filled('b'))
       await store.set('c1', filled('c'))
-      // c's 12 KB entry is past its 9,000 bytes alone: its own c1 goes, and a's and b's would be next.
+      // c's 12 KB entry is past its 9,000 bytes alone: its own c1 does not make room enough, and a's
+      // and b's are within their part: it is not kept, and nothing is dropped (c1 stays).
       await store.set('c2', filled('c', 4800))
       expect(held(store)).toEqual(['a1', 'b1', 'c1'])
       await store.set('c3', filled('c'))
