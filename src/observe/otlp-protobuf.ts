@@ -28,8 +28,10 @@ export interface EncodableSpan {
   readonly startMs: number
   /** Milliseconds from start to end (performance.now()). */
   readonly durationMs: number
-  /** The span's precomputed attributes as encoded by `precomputedAttributes`, or null. */
+  /** The span's precomputed attributes as encoded by `encodeSpanAttributes`, or null. */
   readonly baseBytes: Uint8Array | null
+  /** A second precomputed set, written after `baseBytes`, or null. */
+  readonly moreBytes: Uint8Array | null
   /** Attributes set on the span itself, after the precomputed ones. */
   readonly own: Attributes | null
   readonly statusCode: number
@@ -454,6 +456,7 @@ function span(out: ProtoOut, s: EncodableSpan): void {
   out.tag(8, 1)
   out.time(endSeconds, endNanos)
   if (s.baseBytes !== null) out.raw(s.baseBytes)
+  if (s.moreBytes !== null) out.raw(s.moreBytes)
   if (s.own !== null) attributes(out, s.own, SPAN_ATTRIBUTES_FIELD)
   const flags = (s.traceFlags & 0xff) | 0x100 | (parent?.isRemote ? 0x200 : 0)
   if (s.linked === null) return out.spanEnd(s.statusCode, flags)
@@ -507,7 +510,7 @@ export function encodeExportRequest(spans: readonly EncodableSpan[]): Uint8Array
       out.raw(scopeBytes(scope))
       for (const s of list) {
         out.tag(2, 2)
-        const reserve = s.baseBytes === null && s.own === null ? 1 : 2
+        const reserve = s.baseBytes === null && s.moreBytes === null && s.own === null ? 1 : 2
         const at = out.begin(reserve)
         span(out, s)
         out.end(at, reserve)

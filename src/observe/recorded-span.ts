@@ -72,6 +72,12 @@ function takeId(bytes: number): number {
   }
 }
 
+/** Whether `a` and `b` hold a key in common. */
+function sharesKey(a: Attributes, b: Attributes): boolean {
+  for (const key in b) if (key in a) return true
+  return false
+}
+
 function newId(bytes: number): string {
   const at = takeId(bytes)
   return pool.toString('hex', at, at + bytes)
@@ -121,6 +127,9 @@ export class RecordedSpan implements ReadableSpan, EncodableSpan, Trace {
   /** Precomputed attributes, shared, and their encoding. */
   base: Attributes = NONE
   baseBytes: Uint8Array | null = null
+  /** A second precomputed set after `base` (a request's answer: its status, team, cache result), and its encoding. */
+  more: Attributes = NONE
+  moreBytes: Uint8Array | null = null
   /** Attributes of this span alone, after the precomputed ones. */
   own: Attributes | null = null
   /** The spans it links to, in the order linked, and how many more past LINK_LIMIT; null: none (one field, for a span's size). */
@@ -197,24 +206,36 @@ export class RecordedSpan implements ReadableSpan, EncodableSpan, Trace {
     else linked.dropped += 1
   }
 
-  /** Adds attributes: a frozen object on a span with none is taken as it is (precomputed), anything else copied. */
+  /**
+   * Adds attributes: a frozen object is taken as it is (precomputed) as the span's first or
+   * second set, when it holds none of the keys already set; anything else is copied.
+   */
   set(attributes: Attributes): void {
     if (this.durationMs >= 0) return
-    if (this.base === NONE && this.own === null && Object.isFrozen(attributes)) {
+    if (this.own === null && this.more === NONE && Object.isFrozen(attributes)) {
       const bytes = precomputedBytes(attributes)
       if (bytes !== null) {
-        this.base = attributes
-        this.baseBytes = bytes
-        return
+        if (this.base === NONE) {
+          this.base = attributes
+          this.baseBytes = bytes
+          return
+        }
+        if (!sharesKey(this.base, attributes)) {
+          this.more = attributes
+          this.moreBytes = bytes
+          return
+        }
       }
     }
     let own = (this.own ??= {})
     for (const key in attributes) {
       // A key the precomputed ones hold is changed where it stands, as the SDK would.
-      if (this.base !== NONE && key in this.base) {
-        own = this.own = { ...this.base, ...own }
+      if ((this.base !== NONE && key in this.base) || (this.more !== NONE && key in this.more)) {
+        own = this.own = { ...this.base, ...this.more, ...own }
         this.base = NONE
         this.baseBytes = null
+        this.more = NONE
+        this.moreBytes = null
       }
       const value = attributes[key]
       own[key] = typeof value === 'string' && value.length > ATTRIBUTE_VALUE_LIMIT ? value.substring(0, ATTRIBUTE_VALUE_LIMIT) : value
@@ -245,7 +266,7 @@ export class RecordedSpan implements ReadableSpan, EncodableSpan, Trace {
   // ReadableSpan, built when read (the JSON exporter, tests).
 
   get attributes(): Attributes {
-    return this.own === null ? { ...this.base } : { ...this.base, ...this.own }
+    return { ...this.base, ...this.more, ...this.own }
   }
 
   get startTime(): HrTime {

@@ -65,16 +65,20 @@ export function renderHeaderLines(fields: readonly string[]): string | null {
 /** The status line of a 200, rendered once. */
 export const STATUS_200 = 'HTTP/1.1 200 OK\r\n'
 
-// Node writes the Date header from a string it makes once a second; so does this.
-let dateSecond = -1
-let dateLine = ''
+// Node writes the Date header from a string it makes once a second and forgets when that
+// second ends, by a timer (lib/internal/http.js, utcDate); so does this: an answer reads
+// no clock for it (a reading of the wall clock is a call into V8's runtime).
+let dateLine: string | null = null
+
+function forgetDateLine(): void {
+  dateLine = null
+}
 
 function currentDateLine(): string {
-  const ms = systemClock.now()
-  const second = Math.floor(ms / 1000)
-  if (second !== dateSecond) {
-    dateSecond = second
+  if (dateLine === null) {
+    const ms = systemClock.now()
     dateLine = `Date: ${new Date(ms).toUTCString()}\r\n`
+    setTimeout(forgetDateLine, 1000 - (ms % 1000)).unref()
   }
   return dateLine
 }

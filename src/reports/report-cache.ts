@@ -145,6 +145,8 @@ interface Watch extends AskCount {
   team: string
   /** This copy's asks by team, those its fill answered aside (at most one a configured team), in the order each reached its count. */
   askedBy: Map<string, number>
+  /** The team last in `askedBy` (its latest asker), if still there: its next ask keeps its place. */
+  lastAsker: string | undefined
 }
 
 // Keys watched for refresh ahead, the most recently asked first. A watch keeps its report,
@@ -515,7 +517,7 @@ export class ReportCache {
       if (watch && watch.fetchedAt > entry.fetchedAt) return
       // The copies before count over the parts of their freshness they were served in, the older less.
       const prior = priorOf(watch, entry.fetchedAt)
-      watch = { fetchedAt: entry.fetchedAt, freshUntil: entry.freshUntil, asks: 0, filled: 0, ...prior, timer: null, dueAt: 0, leadRead: -1, report, work: watch?.work ?? work ?? workClass(report), running: false, provider: typeof provider === 'string' ? this.#d.tokens.get(provider) : provider, team, askedBy: new Map() }
+      watch = { fetchedAt: entry.fetchedAt, freshUntil: entry.freshUntil, asks: 0, filled: 0, ...prior, timer: null, dueAt: 0, leadRead: -1, report, work: watch?.work ?? work ?? workClass(report), running: false, provider: typeof provider === 'string' ? this.#d.tokens.get(provider) : provider, team, askedBy: new Map(), lastAsker: undefined }
       this.#watches.set(key, watch)
     }
     watch.asks += 1
@@ -894,6 +896,7 @@ export class ReportCache {
     const unasked: string[] = []
     for (const [key, watch] of this.#watches.entries()) {
       for (const team of watch.askedBy.keys()) if (!configured(team)) watch.askedBy.delete(team)
+      if (watch.lastAsker !== undefined && !configured(watch.lastAsker)) watch.lastAsker = undefined
       if (configured(watch.team)) continue
       const next = mostAsked(watch, () => true)
       if (next === undefined) unasked.push(key)
@@ -1009,8 +1012,14 @@ function mostAsked(watch: Watch, may: (team: string) => boolean): string | undef
 /** Counts an ask of the watched copy by `team`: the watch becomes its team's once it has asked the copy more than the watch's team has. */
 function countAsker(watch: Watch, team: string): void {
   const asks = (watch.askedBy.get(team) ?? 0) + 1
-  // Set anew, last: the map runs in the order each team reached its count, the first to reach one first (`#payer`'s tie).
-  watch.askedBy.delete(team)
+  // Last in the map: it runs in the order each team reached its count, the first to reach one first (`#payer`'s tie).
+  // The latest asker is last already, and its count is changed in place: a hit of the team
+  // that asked before it deletes and sets nothing (a map emptied by a delete is shrunk, its
+  // table made anew at the next set, on every hit of a copy one team reads).
+  if (team !== watch.lastAsker) {
+    watch.askedBy.delete(team)
+    watch.lastAsker = team
+  }
   watch.askedBy.set(team, asks)
   if (asks > (watch.askedBy.get(watch.team) ?? 0)) watch.team = team
 }

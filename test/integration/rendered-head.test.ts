@@ -1,7 +1,8 @@
 import { createServer, validateHeaderName, validateHeaderValue, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { connect, type AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
-import { STATUS_200, isFieldValue, renderHeaderLines, takesRenderedHead, writeRenderedHead } from '../../src/perf/rendered-head.js'
+import { STATUS_200, isFieldValue, keptAliveHeadEnd, renderHeaderLines, takesRenderedHead, writeRenderedHead } from '../../src/perf/rendered-head.js'
+import { waitFor } from '../helpers/wait.js'
 
 // A hit's head rendered ahead and written without writeHead: on the wire it
 // must be what writeHead writes for the same headers, and whatever writeHead decides for
@@ -89,6 +90,13 @@ describe('a head rendered ahead', () => {
     expect(withoutDate(a)).toBe(withoutDate(b))
     expect(a).toMatch(/\r\nDate: \w{3}, \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2} GMT\r\nConnection: keep-alive\r\nKeep-Alive: timeout=72\r\n\r\n/)
     expect(a.endsWith(`\r\n\r\n${BODY.toString('latin1')}`)).toBe(true)
+  })
+
+  it('writes the Date of the second it is written in, made anew once that second ends', async () => {
+    const dateOf = (head: string) => /^Date: (.*)\r\n/.exec(head)?.[1]
+    const first = dateOf(keptAliveHeadEnd(5000))
+    await waitFor('the next second', () => new Date().toUTCString() !== first)
+    await waitFor("the next second's Date", () => dateOf(keptAliveHeadEnd(5000)) === new Date().toUTCString())
   })
 
   it('answers pipelined requests on one connection in order, and keeps it open', async () => {

@@ -123,6 +123,14 @@ describe('documentation links', () => {
     expect(linkProblems(file, readFileSync(file, 'utf8'))).toEqual([])
   })
 
+  it("links nothing outside the client package from the client's README, which its tarball carries into an app's node_modules", () => {
+    const dir = join(ROOT, 'packages/client')
+    const outside = linksOf(readFileSync(join(dir, 'README.md'), 'utf8'))
+      .filter((link) => !/^[a-z][a-z0-9+.-]*:/i.test(link) && !link.startsWith('#'))
+      .filter((link) => relative(dir, resolve(dir, decodeURIComponent(link.split('#')[0]!))).startsWith('..'))
+    expect(outside).toEqual([])
+  })
+
   it('reads the links of the README, and anchors into the other documents', () => {
     const readme = linksOf(readFileSync(join(ROOT, 'README.md'), 'utf8'))
     expect(readme).toContain('docs/operations.md')

@@ -76,6 +76,18 @@ describe('operations guide', () => {
     for (const file of written) expect(ignored.some((p) => p === file || (p.startsWith('*') && file.endsWith(p.slice(1)))), file).toBe(true)
   })
 
+  it("keeps the client's tarball out of git: the README's `npm pack -w @report-gateway/client` writes it into the checkout, where `git add -A` would take it", () => {
+    const ignored = read('.gitignore').split('\n').filter((line) => line && !line.startsWith('#'))
+    // A pattern as git reads it at the top level: `*` any run of characters but `/`, a leading `/` anchoring it there.
+    const matches = (pattern: string, file: string) => new RegExp(`^${pattern.replace(/^\//, '').replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')}$`).test(file)
+    const readme = read('README.md')
+    expect(readme).toMatch(/npm pack -w @report-gateway\/client/)
+    const tarballs = [...readme.matchAll(/npm install \.\/([\w.-]+\.tgz)/g)].map((m) => m[1]!)
+    const { version } = JSON.parse(read('packages/client/package.json')) as { version: string }
+    expect(tarballs).toContain(`report-gateway-client-${version}.tgz`)
+    for (const file of [...tarballs, 'report-gateway-client-1.2.3.tgz']) expect(ignored.some((p) => matches(p, file)), file).toBe(true)
+  })
+
   it('is one page a task, each listed by the index; a page links its own sections by anchor alone, and the README links the index', () => {
     expect(pages.length).toBeGreaterThanOrEqual(8)
     for (const { name, text } of pages) {

@@ -26,8 +26,13 @@ const PRECOMPUTED: Attributes = Object.freeze({ 'gateway.cache.tier': 'l1', 'gat
 const REQUEST: Attributes = Object.freeze({ 'http.request.method': 'GET', 'url.path': '/api/v1/report/x/get', 'server.port': 8080, 'user_agent.original': 'wrk' })
 const LONG = 'é'.repeat(ATTRIBUTE_VALUE_LIMIT + 10)
 
-/** The same calls on a span of either kind: a request with steps, a platform call failing, a refusal ending an open step. */
-function play(root: { set(a: Attributes): void }, child: (name: string, kind: SpanKind, a?: Attributes) => { set(a: Attributes): void; fail?(e: string): void; close(): void }, closeRoot: () => void): void {
+// How a request's span ends: its answer's attributes, a key of its request's changed.
+const CHANGED: Attributes[] = [{ 'http.response.status_code': 200, 'gateway.request_id': 'r-1', 'url.path': '/changed' }]
+// As the gateway ends it (http/hooks/request-log.ts): the answer's attributes precomputed, its id apart.
+const ANSWERED: Attributes = Object.freeze({ 'http.response.status_code': 200, 'gateway.team': 'bench', 'gateway.cache.status': 'HIT' })
+
+/** The same calls on a span of either kind: a request with steps, a platform call failing, a refusal ending an open step; `ending`: the request's last attributes, in turn. */
+function play(root: { set(a: Attributes): void }, child: (name: string, kind: SpanKind, a?: Attributes) => { set(a: Attributes): void; fail?(e: string): void; close(): void }, closeRoot: () => void, ending: Attributes[]): void {
   root.set(REQUEST)
   const admission = child('admission', SpanKind.INTERNAL)
   admission.close()
@@ -38,11 +43,11 @@ function play(root: { set(a: Attributes): void }, child: (name: string, kind: Sp
   call.set({ 'http.response.status_code': 503, 'gateway.long': LONG, 'gateway.flag': false, 'gateway.negative': -7 })
   call.fail?.('503')
   call.close()
-  root.set({ 'http.response.status_code': 200, 'gateway.request_id': 'r-1', 'url.path': '/changed' })
+  for (const a of ending) root.set(a)
   closeRoot()
 }
 
-function recorded(sink: SpanSink, parent: SpanContext | undefined): ReadableSpan[] {
+function recorded(sink: SpanSink, parent: SpanContext | undefined, ending = CHANGED): ReadableSpan[] {
   const root = new RecordedSpan(sink, 'GET /api/v1/report/{split}/get', SpanKind.SERVER, parent?.traceId ?? '4bf92f3577b34da6a3ce929d0e0e4736', TraceFlags.SAMPLED, parent?.traceState, parent)
   play(
     root,
@@ -52,11 +57,12 @@ function recorded(sink: SpanSink, parent: SpanContext | undefined): ReadableSpan
       return { set: (x) => s.set(x), fail: (e) => (error = e), close: () => s.end(error) }
     },
     () => root.end(),
+    ending,
   )
   return (sink.processor as ReturnType<typeof collector>).spans
 }
 
-function bySdk(parent: SpanContext | undefined): ReadableSpan[] {
+function bySdk(parent: SpanContext | undefined, ending = CHANGED): ReadableSpan[] {
   const processor = collector()
   const tracer = new BasicTracerProvider({ resource, spanLimits: { attributeValueLengthLimit: ATTRIBUTE_VALUE_LIMIT }, spanProcessors: [processor] }).getTracer('report-gateway', '0.1.0')
   const root = tracer.startSpan('GET /api/v1/report/{split}/get', { kind: SpanKind.SERVER }, parent ? trace.setSpanContext(ROOT_CONTEXT, parent) : ROOT_CONTEXT)
@@ -75,6 +81,7 @@ function bySdk(parent: SpanContext | undefined): ReadableSpan[] {
       }
     },
     () => root.end(),
+    ending,
   )
   return processor.spans
 }
@@ -97,6 +104,26 @@ describe("the gateway's recorded spans", () => {
       const spans = recorded(sink(), parent)
       expect(Buffer.from(encodeExportRequest(spans as RecordedSpan[])).toString('hex')).toBe(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!).toString('hex'))
     }
+  })
+
+  it('take a second precomputed set beside the first (a request\'s answer), and write it byte for byte as the SDK\'s serializer, a key of either set changed where it stands', () => {
+    const endings: Attributes[][] = [
+      [ANSWERED, { 'gateway.request_id': 'r-1' }],
+      [ANSWERED, { 'gateway.cache.status': 'MISS', 'gateway.request_id': 'r-1' }],
+      [ANSWERED, { 'url.path': '/changed' }],
+      [Object.freeze({ 'url.path': '/frozen', 'gateway.team': 'bench' }), { 'gateway.request_id': 'r-1' }],
+      [ANSWERED, PRECOMPUTED],
+    ]
+    for (const ending of endings) {
+      for (const parent of [undefined, REMOTE]) {
+        const spans = recorded(sink(), parent, ending)
+        expect(comparable(spans)).toEqual(comparable(bySdk(parent, ending)))
+        expect(Buffer.from(encodeExportRequest(spans as RecordedSpan[])).toString('hex')).toBe(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!).toString('hex'))
+      }
+    }
+    const request = recorded(sink(), undefined, endings[0]).at(-1) as RecordedSpan
+    expect([request.base, request.more, request.own]).toEqual([REQUEST, ANSWERED, { 'gateway.request_id': 'r-1' }])
+    expect(request.more).toBe(ANSWERED)
   })
 
   it('are written byte for byte in a batch of hundreds, the messages past 127 and 16,383 bytes included', () => {

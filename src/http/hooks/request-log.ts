@@ -87,8 +87,10 @@ export interface RequestFacts {
   trace?: Trace | undefined
 }
 
-// The bytes a connection had written when its latest response was counted.
-const counted = new WeakMap<Socket, number>()
+// The bytes a connection had written when its latest response was counted, kept on the
+// connection under a symbol: a WeakMap's lookup and store were paid on every hit.
+const COUNTED = Symbol('bytes written when last counted')
+type CountedSocket = Socket & { [COUNTED]?: number }
 // A response's bytes, counted when it had handed them all to its connection.
 const sent = new WeakMap<ServerResponse, number>()
 
@@ -96,8 +98,9 @@ const sent = new WeakMap<ServerResponse, number>()
 export function bytesSince(socket: Socket | null | undefined): number | null {
   const total = socket?.bytesWritten
   if (socket == null || typeof total !== 'number') return null
-  const before = counted.get(socket) ?? 0
-  counted.set(socket, total)
+  const counting = socket as CountedSocket
+  const before = counting[COUNTED] ?? 0
+  counting[COUNTED] = total
   return total - before
 }
 
@@ -313,11 +316,34 @@ export function requestObserver({ metrics, usage, keyUse, clock, history, log }:
  */
 function endRequestSpan(trace: Trace, facts: RequestFacts): void {
   const status = facts.status
-  const answered: SpanAttributes = { 'http.response.status_code': status, 'gateway.request_id': facts.reqId }
-  if (facts.team !== null) answered['gateway.team'] = facts.team
-  if (facts.cache !== null) answered['gateway.cache.status'] = facts.cache
-  trace.set(answered)
+  trace.set(answerAttributes(status, facts.team, facts.cache))
+  trace.set({ 'gateway.request_id': facts.reqId })
   trace.end(status >= 500 ? String(status) : undefined, status >= 400 ? String(status) : undefined)
+}
+
+// A request span's answer attributes but its id, by team, cache result and status: frozen,
+// so that a span takes them as they are and their encoding is made once
+// (observe/recorded-span.ts), not a KeyValue of each written for every request. Teams come
+// from the configuration, results and statuses are few: past ANSWERS_KEPT (a configuration
+// of thousands of teams), the rest are made for each request.
+const ANSWERS_KEPT = 4096
+const answers = new Map<string | null, Map<string | null, Map<number, SpanAttributes>>>()
+let answersKept = 0
+
+function answerAttributes(status: number, team: string | null, cache: string | null): SpanAttributes {
+  const kept = answers.get(team)?.get(cache)?.get(status)
+  if (kept !== undefined) return kept
+  const made: SpanAttributes = { 'http.response.status_code': status }
+  if (team !== null) made['gateway.team'] = team
+  if (cache !== null) made['gateway.cache.status'] = cache
+  if (answersKept >= ANSWERS_KEPT) return made
+  answersKept += 1
+  let byCache = answers.get(team)
+  if (byCache === undefined) answers.set(team, (byCache = new Map()))
+  let byStatus = byCache.get(cache)
+  if (byStatus === undefined) byCache.set(cache, (byStatus = new Map()))
+  byStatus.set(status, Object.freeze(made))
+  return made
 }
 
 function tenths(ms: number): number {
