@@ -830,10 +830,31 @@ export class ReportCache {
     const end = this.#d.metrics.upstreamDuration.startTimer()
     const calledAt = this.#clock.now()
     const spent = { ms: 0 }
+    // The ms of `spent` charged already: a try is its seat's team's, and a retry sent for
+    // another team (the first one's callers left) leaves the tries before with theirs.
+    const charged = { ms: 0 }
+    const admitted = origin.admitted
+    const tried: Origin = admitted === undefined ? origin : {
+      ...origin,
+      admitted: (seatedOn) => {
+        const before = origin.tally
+        admitted(seatedOn)
+        if (origin.tally === before) return
+        if (spent.ms > charged.ms) this.#spent(before, spent.ms - charged.ms)
+        charged.ms = spent.ms
+      },
+    }
     const deps = timeoutMs === undefined ? this.#fetching : { ...this.#fetching, timeoutMs }
     // Built once: the seat's estimate, the latency learned and the copy's watch read this one.
     const work = workClass(report)
-    return fetchReport(this.#d.client, provider, report, { ...origin, spent, workClass: work }, deps).then((result: FillResult) => this.#called(result, report, work, origin, spent.ms, end, calledAt))
+    return fetchReport(this.#d.client, provider, report, { ...tried, spent, workClass: work }, deps).then((result: FillResult) => this.#called(result, report, work, origin, spent.ms, charged.ms, end, calledAt))
+  }
+
+  /** `ms` of platform time (seat-time) for `tally`'s team: its day's, and its read's (`platform-usage`). */
+  #spent(tally: CallTally, ms: number): void {
+    // Whole ms, each call rounded up, as the team's day counts it (usage.platformSpent) and an entry keeps its fill.
+    tally.platformMs = (tally.platformMs ?? 0) + Math.ceil(ms)
+    this.#d.usage.platformSpent(tally.team.name, ms)
   }
 
   /** The latency `work`'s refreshes ahead are led by (reports/refresh-ahead.ts `leadLatency`). */
@@ -842,18 +863,16 @@ export class ReportCache {
   }
 
   /**
-   * Counts a report call's answer (`spentMs` of platform time) for the team of `origin`: usage, metrics, the entry's filler
+   * Counts a report call's answer (`spentMs` of platform time, `chargedMs` of it charged to the teams of earlier tries) for the team of `origin`: usage, metrics, the entry's filler
    * and its work class's latency, from `calledAt` on the gateway's clock (the access log's and the histogram's, `end`, on the machine's).
    */
-  #called(result: FillResult, report: CanonicalReport, work: string, origin: Origin, spentMs: number, end: (labels: { status: string }) => number, calledAt: number): FillResult {
+  #called(result: FillResult, report: CanonicalReport, work: string, origin: Origin, spentMs: number, chargedMs: number, end: (labels: { status: string }) => number, calledAt: number): FillResult {
     const { config, metrics } = this.#d
     // A background refresh that got no seat made no call, nor did a fill its callers all left (hung up, or may no longer be answered) before any try was sent.
     if (result.kind === 'failed' && (result.error.cause instanceof NoIdleSeatError || (droppedInQueue(result.error) && spentMs === 0))) return result
     origin.tally.platformCalls += 1
-    // Whole ms, each call rounded up, as the team's day counts it (usage.platformSpent) and an entry keeps its fill.
-    origin.tally.platformMs = (origin.tally.platformMs ?? 0) + Math.ceil(spentMs)
+    this.#spent(origin.tally, spentMs - chargedMs)
     this.#d.usage.platformCall(origin.tally.team.name)
-    this.#d.usage.platformSpent(origin.tally.team.name, spentMs)
     result.platformMs = spentMs
     if (result.kind === 'entry') {
       result.entry.filledBy = this.#filler(origin.team)
