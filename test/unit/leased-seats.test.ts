@@ -477,10 +477,10 @@ describe('seats free in the store while other replicas are short of their due', 
     const first = store.asks[0]!.at
     await clock.run(first + 3000)
     expect(store.asks.map((a) => a.at - first)).toEqual([0, 250, 750, 1750, 2750])
-    // Told (the tell reaches it a millisecond later): a renewal at once, which finds none; the next STARVED_RETRY_MS after it.
+    // Told: a renewal at once, which finds none; the next one STARVED_RETRY_MS after it.
     void store.tell('r~a')
     await clock.run(first + 3300)
-    expect(store.asks.map((a) => a.at - first)).toEqual([0, 250, 750, 1750, 2750, 3001, 3251])
+    expect(store.asks.map((a) => a.at - first)).toEqual([0, 250, 750, 1750, 2750, 3000, 3250])
     lease.stop()
   })
 

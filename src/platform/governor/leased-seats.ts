@@ -54,8 +54,6 @@ export class LeasedSeats {
   #atOnce = false
   #onTell = false
   #starvedAt = -Infinity
-  // Its retry while starved: STARVED_RETRY_MS, doubled at each answer that again found none, to a third of a lease; reset by a tell.
-  #starvedRetry = STARVED_RETRY_MS
   #downSince: number | null = null
   // Back from an outage (its first answer then): no more than the seats the outage rule let it fill until every replica
   // back is counted, and, past a lease's life in it, while one it saw as it began has not renewed, for ABSENT_WAIT (a lease).
@@ -191,7 +189,7 @@ export class LeasedSeats {
     else if (need > this.#lease) {
       this.#unusedSince = null
       // None free (or none that is not another replica's due): wait to be told, or for the bounded retry.
-      this.#schedule(this.#spare() <= 0 ? this.#starvedRetry - (now - this.#starvedAt) : 0)
+      this.#schedule(this.#spare() <= 0 ? STARVED_RETRY_MS - (now - this.#starvedAt) : 0)
     } else if (this.#lease > fitting(need, demand.limit)) {
       this.#unusedSince ??= now
       this.#schedule(TRIM_AFTER_MS - (now - this.#unusedSince))
@@ -291,12 +289,11 @@ export class LeasedSeats {
       this.#asking = Infinity
       if (this.#again) this.demand(this.#demand)
       // Short: at once when the answer left seats free it may now take (its plan moved), else after the bounded retry.
-      else if (this.#needed(this.#demand) > this.size(this.#demand.limit)) this.#schedule(this.#downSince !== null ? DOWN_RETRY_MS : this.#starvedAt === this.#lastAnswer ? this.#starvedRetry : 0)
+      else if (this.#needed(this.#demand) > this.size(this.#demand.limit)) this.#schedule(this.#downSince !== null ? DOWN_RETRY_MS : this.#starvedAt === this.#lastAnswer ? STARVED_RETRY_MS : 0)
     }
   }
 
   #taken(answer: LeaseAnswer, need: number, limit: number, inFlight: number): void {
-    const lastAnswer = this.#lastAnswer
     this.#lastAnswer = this.#clock.now()
     if (this.#downSince !== null) {
       // Within a lease's life the records from before it live: the store counts them, and a replica still out keeps its lease.
@@ -327,10 +324,7 @@ export class LeasedSeats {
     this.#plan = this.#planFor(need, this.#demand)
     // Short of seats with none free that it may take: it waits, and tells the replicas over their due to give theirs back.
     const starved = need > this.#lease && !(this.#free > 0 && this.#wanted(this.#demand) > this.#lease)
-    if (starved) {
-      this.#starvedRetry = this.#starvedAt === lastAnswer && lastAnswer > -Infinity ? Math.min(2 * this.#starvedRetry, Math.max(STARVED_RETRY_MS, this.#o.leaseMs / 3)) : STARVED_RETRY_MS
-      this.#starvedAt = this.#lastAnswer
-    }
+    if (starved) this.#starvedAt = this.#lastAnswer
     this.#unusedSince = this.#lease > fitting(this.#needed(this.#demand), this.#demand.limit) ? (this.#unusedSince ?? this.#lastAnswer) : null
     const freed = Math.max(0, answer.free) + Math.max(0, before - this.#lease, occupiedBefore - this.#occupied)
     const tell = freed === 0 ? [] : this.#plan.short.length > 0 ? this.#plan.short.slice(0, freed) : this.#plan.needsMost !== null ? [this.#plan.needsMost] : []
