@@ -468,22 +468,6 @@ describe('seats free in the store while other replicas are short of their due', 
     lease.stop()
   })
 
-  // Fifty replicas' starved retries every STARVED_RETRY_MS were 2.5 to 3.9 lease scripts a call (docs/benchmarks.md,
-  // "Scale's commands per call on bbb05737"): a seat that comes free is told, or seen by a keep-alive renewal.
-  it('a starved replica\'s retry doubles while each answer finds no seat, to a third of a lease, and a tell resets it', async () => {
-    const b: ReplicaRecord = { run: 'r~b', lease: 1, inFlight: 1, need: 4, answered: 0, waited: true, teams: [{ team: 'b', weight: 1, held: 1, waiting: 3, cap: null, peak: 4, lingering: false }] }
-    const { clock, store, lease } = await besideB(b, () => ({ granted: 0, free: 0 }))
-    await clock.run(clock.now() + 1)
-    const first = store.asks[0]!.at
-    await clock.run(first + 3000)
-    expect(store.asks.map((a) => a.at - first)).toEqual([0, 250, 750, 1750, 2750])
-    // Told: a renewal at once, which finds none; the next one STARVED_RETRY_MS after it.
-    void store.tell('r~a')
-    await clock.run(first + 3300)
-    expect(store.asks.map((a) => a.at - first)).toEqual([0, 250, 750, 1750, 2750, 3000, 3250])
-    lease.stop()
-  })
-
   // Capped at its due from the answer that grants them (it says none is free then), the seats
   // idled until its next renewal gave them back (docs/governor.md, "Across replicas").
   it('fills the seats it was granted past its due with short calls until its next answer, then gives them back', async () => {
