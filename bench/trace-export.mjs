@@ -1,7 +1,8 @@
 // Tracing's price beside its spans: gateways of this build (`npm start`'s dist/main.js,
 // tracing on with every request sampled, OTLP/HTTP protobuf to bench/otlp-sink.mjs; the
 // same untraced; with --batch=N, traced with OTEL_BSP_MAX_EXPORT_BATCH_SIZE=N) and, with
-// --baseline=<dir>, traced from another build, given L1 hits in turn (wrk -c50 for
+// --semi=MB, traced with NODE_OPTIONS=--max-semi-space-size=MB (a young generation that
+// outlives a batch); with --baseline=<dir>, traced from another build, given L1 hits in turn (wrk -c50 for
 // --seconds, the order reversed every other round). For each: CPU a hit by thread name
 // (/proc/<pid>/task/*/schedstat: MainThread, V8Worker, the GC's and compiler's helpers),
 // the scavenges and mark-compacts --trace-gc printed (its stdout is a pipe, so counts lag
@@ -9,7 +10,7 @@
 // and the TCP connections that carried an export (the exporter's keep-alive at work when
 // none is new). Output: one JSON line a round and gateway on stdout.
 //
-//   node bench/trace-export.mjs [--seconds=8] [--rounds=3] [--batch=N] [--baseline=<dir>]
+//   node bench/trace-export.mjs [--seconds=8] [--rounds=3] [--batch=N] [--semi=MB] [--baseline=<dir>]
 
 import { randomBytes } from 'node:crypto'
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
@@ -25,6 +26,7 @@ const HITS_SECONDS = Number(arg('seconds', '8'))
 const ROUNDS = Number(arg('rounds', '3'))
 const baseline = arg('baseline', null)
 const BATCH = arg('batch', null)
+const SEMI = arg('semi', null)
 
 /** Scavenges and mark-compacts `--trace-gc` has written to a gateway's output so far. */
 function gcCounts(logPath) {
@@ -70,6 +72,7 @@ try {
     ['this', ROOT, env],
     ['this-untraced', ROOT, null],
     ...(BATCH ? [[`this-batch-${BATCH}`, ROOT, { ...env, OTEL_BSP_MAX_EXPORT_BATCH_SIZE: BATCH }]] : []),
+    ...(SEMI ? [[`this-semi-${SEMI}`, ROOT, { ...env, NODE_OPTIONS: `--max-semi-space-size=${SEMI}` }]] : []),
     ...(baseline ? [['baseline', baseline, env]] : []),
   ]
   const gws = []
