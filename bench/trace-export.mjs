@@ -1,9 +1,9 @@
 // Tracing's price beside its spans: gateways of this build (`npm start`'s dist/main.js,
 // tracing on with every request sampled, OTLP/HTTP protobuf to bench/otlp-sink.mjs; the
-// same untraced; with --batch=N, traced with OTEL_BSP_MAX_EXPORT_BATCH_SIZE=N) and, with
-// --semi=MB, traced with NODE_OPTIONS=--max-semi-space-size=MB (a young generation that
-// outlives a batch); with --baseline=<dir>, traced from another build, given L1 hits in turn (wrk -c50 for
-// --seconds, the order reversed every other round). For each: CPU a hit by thread name
+// same untraced; with --batch=N, traced with OTEL_BSP_MAX_EXPORT_BATCH_SIZE=N; with
+// --semi=MB, traced with NODE_OPTIONS=--max-semi-space-size=MB, a young generation that
+// outlives a batch) and, with --baseline=<dir>, traced from another build, given L1 hits in
+// turn (wrk -c50 for --seconds, the order reversed every other round). For each: CPU a hit by thread name
 // (/proc/<pid>/task/*/schedstat: MainThread, V8Worker, the GC's and compiler's helpers),
 // the scavenges and mark-compacts --trace-gc printed (its stdout is a pipe, so counts lag
 // by a buffer), and what the sink took in the run: exports, exports a second, bytes a span,
