@@ -3,14 +3,19 @@
 // each POST with an empty ExportTraceServiceResponse at once, so that the gateway's cost
 // is its own (making, batching, encoding and sending spans), not a collector's.
 //
-// Output: one line `READY {"port":…}` on stdout; GET /__count answers {exports, bytes, spans}
-// (spans counted in each export, protobuf or JSON: what the gateway sent, not what it made).
+// Output: one line `READY {"port":…}` on stdout; GET /__count answers {exports, bytes, spans,
+// connections} (spans counted in each export, protobuf or JSON: what the gateway sent, not
+// what it made; connections: the TCP connections that carried an export, the exporter's
+// keep-alive at work when it stays below exports).
 
 import { createServer } from 'node:http'
 
 let exports = 0
 let bytes = 0
 let spans = 0
+let connections = 0
+// The connections that have carried an export (a WeakSet: closed ones go with their socket).
+const exporting = new WeakSet()
 
 /** The length-delimited fields `field` of a protobuf message, as [start, end] pairs. */
 function fields(buf, start, end, field) {
@@ -51,8 +56,12 @@ function spansIn(body, json) {
 
 const server = createServer((req, res) => {
   if (req.method === 'GET' && req.url === '/__count') {
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ exports, bytes, spans }))
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ exports, bytes, spans, connections }))
     return
+  }
+  if (!exporting.has(req.socket)) {
+    exporting.add(req.socket)
+    connections += 1
   }
   const chunks = []
   req.on('data', (chunk) => {

@@ -29,6 +29,8 @@ export interface Export {
   contentType: string
   headers: Record<string, string | string[] | undefined>
   body: Buffer
+  /** The TCP connection it came on, numbered from 1 in the order they carried their first export. */
+  connection: number
 }
 
 export interface OtlpReceiver {
@@ -81,11 +83,15 @@ interface JsonExport {
 
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const exports: Export[] = []
+  const connections = new WeakMap<object, number>()
+  let lastConnection = 0
   const server: Server = createServer((req, res) => {
+    let connection = connections.get(req.socket)
+    if (connection === undefined) connections.set(req.socket, (connection = ++lastConnection))
     const chunks: Buffer[] = []
     req.on('data', (c: Buffer) => chunks.push(c))
     req.on('end', () => {
-      exports.push({ path: req.url ?? '', contentType: req.headers['content-type'] ?? '', headers: req.headers, body: Buffer.concat(chunks) })
+      exports.push({ path: req.url ?? '', contentType: req.headers['content-type'] ?? '', headers: req.headers, body: Buffer.concat(chunks), connection })
       // An empty ExportTraceServiceResponse: everything accepted.
       const json = (req.headers['content-type'] ?? '').includes('json')
       res.writeHead(200, { 'content-type': json ? 'application/json' : 'application/x-protobuf' }).end(json ? '{}' : Buffer.alloc(0))

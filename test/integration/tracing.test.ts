@@ -332,6 +332,17 @@ describe('traces exported over OTLP/HTTP (protobuf, the default)', () => {
     expect(exported.path).toBe('/v1/traces')
     expect(exported.body.includes(Buffer.from('report-gateway'))).toBe(true)
   })
+
+  it('sends its exports on one kept-alive connection, not a new one each', async () => {
+    // One export at a time: a request, then the batch its spans leave in, five times over.
+    for (let i = 0; i < 5; i += 1) {
+      const before = receiver.exports.length
+      const res = await get(gw, `${REPORT}?advertiserId=101&dateFrom=2026-05-01&dateTo=2026-05-02`, { 'x-api-key': KEYS.all })
+      expect(res.status).toBe(200)
+      await waitFor(`export ${i + 1}`, () => receiver.exports.length > before)
+    }
+    expect(new Set(receiver.exports.map((e) => e.connection)).size).toBe(1)
+  })
 })
 
 describe.skipIf(!redisAvailability('the traces of a fill across replicas').available)('two replicas on one Redis', () => {
