@@ -49,6 +49,8 @@ export interface GatewayDeps {
   configSource?: LoadOptions | null
   /** Where the console's compiled scripts are (tests running the sources point it at dist/console). */
   consoleScriptsDir?: string
+  /** How often the replica announces itself; default ANNOUNCE_MS (a test sets it past its timeout to see what a change announces). */
+  announceMs?: number
 }
 
 export interface Gateway {
@@ -184,7 +186,10 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     onUnverified: (key) => unverified('replica', key),
     clock,
     ...(redisClock ? { sharedNow: redisClock.now } : {}),
+    ...(deps.announceMs !== undefined ? { intervalMs: deps.announceMs } : {}),
   })
+  // A refused reload (or the one taken after it) is in the cluster view at once, not at the next announcement.
+  reloader.onRefusedChange(() => void replicas.changed())
   const { proxy, admin, memoBytes } = await listeners({ ...ctx, failures, client, reloader, l1, audit, replicas, webhooks: jobsPart.webhooks, tokenShares: tokenStore, consoleScriptsDir: deps.consoleScriptsDir })
 
   let closed = false

@@ -101,6 +101,7 @@ export class TeamReloader {
   #read: FilesRead = { paths: [], digest: '' }
   /** The digest of the files whose refusal was last logged; null while the running teams are the files'. */
   #refused: string | null = null
+  readonly #refusedChanged: (() => void)[] = []
   #admins: string
   /** The memory warning last said (at start, or by a reload); null: none. */
   #memorySaid: string | null
@@ -131,6 +132,17 @@ export class TeamReloader {
    */
   get refused(): boolean {
     return this.#refused !== null
+  }
+
+  /** Calls `fn` each time `refused` turns true or false (a replica's announcement carries it: compose.ts). */
+  onRefusedChange(fn: () => void): void {
+    this.#refusedChanged.push(fn)
+  }
+
+  #setRefused(digest: string | null): void {
+    const was = this.refused
+    this.#refused = digest
+    if (this.refused !== was) for (const fn of this.#refusedChanged) fn()
   }
 
   /** What GET /admin/status says of the reload, and what POST /admin/reload's refusal gives as its reason. */
@@ -211,12 +223,12 @@ export class TeamReloader {
       }
       // An admin's reload is audited whatever its outcome, with who asked.
       if (trigger === 'admin') auditLog.warn({ action: 'teams-reload', outcome: 'refused', trigger, actor, ...this.#files, problems: problems.length }, `admin reload refused: ${this.#named} did not validate`)
-      this.#refused = this.#read.digest
+      this.#setRefused(this.#read.digest)
       metrics.configReloadOk.set(0)
       throw Object.assign(new ConfigRefusedError(`${this.#named}: ${located.join('; ')}`), { errors: places })
     }
     this.#read = filesRead(read)
-    this.#refused = null
+    this.#setRefused(null)
     metrics.configReloadOk.set(1)
     for (const problem of tokenFileFaults) log.warn({ trigger, ...this.#files, problem }, `${this.#named} reload took the teams; a token file it read is left to its watcher, which keeps the token in use`)
     this.#sayStrayVariables(next)

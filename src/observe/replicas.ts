@@ -198,6 +198,16 @@ export class Replicas {
     ])
   }
 
+  /**
+   * Writes this replica's state as it is now, where it changed between announcements (what
+   * its `degraded` names): after the announcement under way, whose state may be older.
+   * Only between start() and close(): nothing follows the last announcement, which says it stopped.
+   */
+  changed(): Promise<boolean> {
+    const announce = (): Promise<boolean> => (this.#timer === null ? Promise.resolve(false) : this.announce())
+    return this.#announcing ? this.#announcing.then(announce) : announce()
+  }
+
   /** Writes this replica's state; false when Redis did not take it (not configured, down, refusing writes). */
   announce(): Promise<boolean> {
     // One at a time: a slow Redis does not pile announcements up.

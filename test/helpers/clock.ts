@@ -59,6 +59,48 @@ export function onRealTimers(now: () => number): Clock {
 }
 
 /**
+ * The system's timers with the time read from `clock`, each one-shot timer also armed on
+ * `clock`: it runs once, when its real time has passed or when the test's `advance` passes
+ * its time on `clock`, whichever comes first (as a timer that came due while the event loop
+ * was held runs once, late). For code whose waits stay real (maintenance ticks, leases)
+ * and whose timers set for a time on its clock (a job's next try) the test moves to at
+ * once. Intervals stay real only: an advance of seconds would run one of 50 ms dozens of
+ * times in a row, which no held loop does.
+ */
+export function wokenBy(clock: FakeClock): Clock {
+  const armed = new Map<Timer, { real: NodeJS.Timeout; fake: Timer }>()
+  const clear = (timer: Timer | null | undefined): void => {
+    const both = timer ? armed.get(timer) : undefined
+    if (!timer || !both) return
+    armed.delete(timer)
+    clearTimeout(both.real)
+    clock.clearTimeout(both.fake)
+  }
+  return {
+    ...systemClock,
+    now: clock.now,
+    setTimeout(fn, ms) {
+      const timer: Timer = {
+        unref: () => {
+          armed.get(timer)?.real.unref()
+          return timer
+        },
+      }
+      const run = (): void => {
+        clear(timer)
+        fn()
+      }
+      armed.set(timer, { real: setTimeout(run, ms), fake: clock.setTimeout(run, ms) })
+      return timer
+    },
+    clearTimeout: (timer) => {
+      if (timer && armed.has(timer)) clear(timer)
+      else systemClock.clearTimeout(timer)
+    },
+  }
+}
+
+/**
  * Real time moved on by `offset` ms: for code that runs on real timers (maintenance
  * ticks) and must still see another date.
  */

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto'
 import { Readable } from 'node:stream'
 import { describe, expect, it } from 'vitest'
+import type { Clock } from '../../src/clock.js'
 import type { JobStatus } from '../../src/jobs/job.js'
 import type { FailureMode } from '../../src/sandbox/sandbox.js'
 import { KEYS, listen, REPORT_PATH, sandboxLoginEnv, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
-import { fakeClock, onRealTimers, type FakeClock } from '../helpers/clock.js'
+import { fakeClock, onRealTimers, wokenBy, type FakeClock } from '../helpers/clock.js'
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
 import { waitFor } from '../helpers/wait.js'
 import { useReceivers } from '../helpers/webhook-receiver.js'
@@ -12,7 +13,8 @@ import { useReceivers } from '../helpers/webhook-receiver.js'
 // What a report job does when the platform is down in the ways a caller cannot tell from a
 // 5xx (a page answered 200, a login that gets no answer), and when its team is suspended,
 // as the team sees it: the sandbox over real HTTP, the gateway's clock a fake one moved to
-// each try's time (its waits stay real).
+// each try's time (its waits stay real; a timer set for a time the test moves the clock
+// past, a job's next try, runs then: `wokenBy`).
 
 const ADMIN_TOKEN = 'job-outages-admin-token-0123456789abcd'
 const SECRET = `whsec_${randomBytes(24).toString('base64')}`
@@ -49,8 +51,8 @@ describe('report jobs through a platform that is down and a team suspended (the 
   const receivers = useReceivers()
   const reportCalls = () => sandbox.countRequests((q) => q.path === REPORT_PATH)
 
-  async function gateway(clock: FakeClock, env: Record<string, string> = { PLATFORM_TOKEN: sandbox.issueToken() }, yaml = YAML): Promise<Gateway> {
-    return listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, ...env }, yaml), { clock: onRealTimers(clock.now) }))
+  async function gateway(clock: FakeClock, env: Record<string, string> = { PLATFORM_TOKEN: sandbox.issueToken() }, yaml = YAML, timers: (clock: FakeClock) => Clock = wokenBy): Promise<Gateway> {
+    return listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, ...env }, yaml), { clock: timers(clock) }))
   }
 
   // What stands in front of the platform's app answers for it while the app is down: a
@@ -120,10 +122,14 @@ describe('report jobs through a platform that is down and a team suspended (the 
 
   // The login's throttle: the platform up and busy. The job waits out its retry-after (held
   // to platform.maxPause) as a try of its jobs.retries, and the next login waits for it too.
+  // The job's next try and the next login are both due at the retry-after's end, and the
+  // login comes at the maintenance tick's next turn: a try woken by the advance itself meets
+  // no token yet and is given back again (a try of jobs.retries spent). Its timer stays real
+  // (2 s), so that the login comes first.
   it('a password login answered 429 with a retry-after gives the job back until then (GW_PLATFORM_AUTH, why said); then a login gets a token and its next try is done', async () => {
     sandbox.setRouteFailure('/oauth/token', { kind: 'status', status: 429, headers: { 'retry-after': '2' } })
     const clock = fakeClock()
-    const gw = await gateway(clock, sandboxLoginEnv(sandbox))
+    const gw = await gateway(clock, sandboxLoginEnv(sandbox), YAML, (c) => onRealTimers(c.now))
     const id = await ask(gw, '09')
     const given = await firstTurn(gw, id)
     expect(given).toMatchObject({ state: 'queued', error: null, retry: { tries: 1, nextTryAt: new Date(clock.now() + 2000).toISOString(), lastError: { code: 'GW_PLATFORM_AUTH', statusCode: 502 } } })

@@ -19,7 +19,7 @@ import { redisKey } from '../../src/redis/keys.js'
 import { etagOf } from '../../src/cache/cache-entry.js'
 import { canonicalGetReport } from '../../src/reports/report-query.js'
 import type { TokenProvider } from '../../src/platform/tokens/token-provider.js'
-import { fakeClock, onRealTimers, type FakeClock } from '../helpers/clock.js'
+import { fakeClock, onRealTimers, wokenBy, type FakeClock } from '../helpers/clock.js'
 import { testTimeLeft, waitFor } from '../helpers/wait.js'
 import { KEYS, listen, REPORT_PATH, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
@@ -507,12 +507,13 @@ describe('a gateway pushing its ended jobs (demo mode, the sandbox over real HTT
     it(`a job rides out a platform that ${what} then recovers: queued with its retry said, tried again 1 s then 2 s later, done, pushed once`, async () => {
       const r = await receiver([{ status: 204 }])
       const clock = fakeClock()
-      const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }, webhookYaml(r.url.replace('127.0.0.1', 'localhost'), { retries: 3 })), { clock: onRealTimers(clock.now) }))
+      const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }, webhookYaml(r.url.replace('127.0.0.1', 'localhost'), { retries: 3 })), { clock: wokenBy(clock) }))
       const statusOf = async (id: string) => (await (await fetch(`${gw.url}/api/v1/jobs/${id}`, { headers: { 'x-api-key': KEYS.all } })).json()) as JobStatus
       sandbox.setRouteFailure(REPORT_PATH, failure)
       const asked = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&dateFrom=2025-04-01&dateTo=2025-04-30`, { headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
       expect(asked.status).toBe(202)
       const { id } = (await asked.json()) as { id: string }
+      // Each try is due at the time the clock is moved to, its timer run by the move (`wokenBy`).
       for (const [tries, waitMs] of [[1, 1000], [2, 2000]] as const) {
         await waitFor(`try ${tries} given back`, async () => (await statusOf(id)).retry?.tries === tries)
         expect(await statusOf(id)).toMatchObject({ state: 'queued', endedAt: null, error: null, result: null, retry: { tries, nextTryAt: new Date(clock.now() + waitMs).toISOString(), lastError: { code: 'GW_UPSTREAM', statusCode: 502 } } })

@@ -4,7 +4,7 @@ import { gunzipSync, gzipSync } from 'node:zlib'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { request } from 'undici'
 import { KEYS, REPORT_PATH as PATH, TEAMS_YAML, teamsYamlWith, testConfig, type TestGateway } from '../helpers/build-gateway.js'
-import { fakeClock, type FakeClock, onRealTimers } from '../helpers/clock.js'
+import { fakeClock, type FakeClock, onRealTimers, wokenBy } from '../helpers/clock.js'
 import { useGateway, useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { expectMissesOf } from '../helpers/gateway-calls.js'
 import { redisAvailability } from '../helpers/start-redis.js'
@@ -43,7 +43,8 @@ async function askPopular(ask: () => Promise<{ headers: Record<string, unknown> 
 // calls take longer than the deadline leaves): only the hang cases wait it out, on a gateway
 // of their own with HANG_TIMEOUT.
 const TIMEOUT = '30s'
-const HANG_TIMEOUT = '1500ms'
+const HANG_TIMEOUT_MS = 1500
+const HANG_TIMEOUT = `${HANG_TIMEOUT_MS}ms`
 const YAML = teamsYamlWith({
   platform: { timeout: TIMEOUT },
   redis: { commandTimeout: '500ms', breakerCooldown: '500ms' },
@@ -305,7 +306,9 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     // copy filled beside the other's, so that every other failure (a read sent three times
     // on a 503 or a reset, each retry only if it still fits before the deadline) has the
     // file's deadline, which no call on a loaded machine comes near.
-    const hanging = await gateways.build(testConfig(env(), YAML.replace(`timeout: ${TIMEOUT}`, `timeout: ${HANG_TIMEOUT}`)), { clock: onRealTimers(clock.now) })
+    // Its deadline is a timer on the test's clock (`wokenBy`): the last hang's comes when the
+    // test moves the clock past it.
+    const hanging = await gateways.build(testConfig(env(), YAML.replace(`timeout: ${TIMEOUT}`, `timeout: ${HANG_TIMEOUT}`)), { clock: wokenBy(clock) })
     // The hanging gateway fills its copy from the platform (with Redis the other reads it
     // from there): a call that took its usual time is its kind's estimate beside the hangs.
     const firstHanging = await getOn(hanging, CANONICAL)
@@ -376,7 +379,10 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect(passPause()).toBe(45_000)
     // The pause over, the call is sent: the platform hangs, and its deadline shows.
     sandbox.setRouteFailure(PATH, { kind: 'hang', times: 1 })
-    const timedOut = await getOn(hanging, CANONICAL)
+    const hung = getOn(hanging, CANONICAL)
+    await waitFor('the call hanging at the platform', () => reportCalls() === calls + 1)
+    clock.advance(HANG_TIMEOUT_MS)
+    const timedOut = await hung
     expect(timedOut.statusCode).toBe(504)
     expect(timedOut.json()).toMatchObject({ code: 'GW_UPSTREAM_TIMEOUT' })
     expect(reportCalls()).toBe(calls + 1)
