@@ -148,6 +148,22 @@ describe('report jobs through a platform that is down and a team suspended (the 
     expect(reportCalls()).toBe(1)
   })
 
+  // The job's next try and the next login both come due at the login's retry-after end; the
+  // maintenance tick is the default's, 60 s, and the job has one retry only: the try sends
+  // the login then due (or waits for the one under way) rather than failing for want of
+  // its token, and so spends no second try of jobs.retries on a retry-after it waited out.
+  it('a job\'s try due at the end of a password login\'s 429 retry-after meets the login then made: done with jobs.retries 1', async () => {
+    sandbox.setRouteFailure('/oauth/token', { kind: 'status', status: 429, headers: { 'retry-after': '2' } })
+    const clock = fakeClock()
+    const gw = await gateway(clock, sandboxLoginEnv(sandbox), `${TEAMS_YAML}jobs:\n  retries: 1\n  webhookHosts: [localhost]\n`)
+    const id = await ask(gw, '11')
+    expect(await firstTurn(gw, id)).toMatchObject({ state: 'queued', retry: { tries: 1, nextTryAt: new Date(clock.now() + 2000).toISOString() } })
+    sandbox.clearRouteFailures()
+    clock.advance(2000)
+    expect(await endOf(gw, id)).toMatchObject({ state: 'done', error: null, retry: null })
+    expect([sandbox.countRequests((q) => q.path === '/oauth/token'), reportCalls()]).toEqual([2, 1])
+  })
+
   // The replica's memory for answers on their way to callers (platform.bufferTotalBytes)
   // full for a moment: held here by another answer of the team's (not cut off for its own
   // team's), as a caller reading slowly holds it. The job's try waits out the refusal's
