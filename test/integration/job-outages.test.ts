@@ -1,11 +1,10 @@
 import { randomBytes } from 'node:crypto'
 import { Readable } from 'node:stream'
 import { describe, expect, it } from 'vitest'
-import type { Clock } from '../../src/clock.js'
 import type { JobStatus } from '../../src/jobs/job.js'
 import type { FailureMode } from '../../src/sandbox/sandbox.js'
 import { KEYS, listen, REPORT_PATH, sandboxLoginEnv, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
-import { fakeClock, onRealTimers, wokenBy, type FakeClock } from '../helpers/clock.js'
+import { fakeClock, wokenBy, type FakeClock } from '../helpers/clock.js'
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
 import { waitFor } from '../helpers/wait.js'
 import { useReceivers } from '../helpers/webhook-receiver.js'
@@ -51,8 +50,8 @@ describe('report jobs through a platform that is down and a team suspended (the 
   const receivers = useReceivers()
   const reportCalls = () => sandbox.countRequests((q) => q.path === REPORT_PATH)
 
-  async function gateway(clock: FakeClock, env: Record<string, string> = { PLATFORM_TOKEN: sandbox.issueToken() }, yaml = YAML, timers: (clock: FakeClock) => Clock = wokenBy): Promise<Gateway> {
-    return listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, ...env }, yaml), { clock: timers(clock) }))
+  async function gateway(clock: FakeClock, env: Record<string, string> = { PLATFORM_TOKEN: sandbox.issueToken() }, yaml = YAML): Promise<Gateway> {
+    return listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, ...env }, yaml), { clock: wokenBy(clock) }))
   }
 
   // What stands in front of the platform's app answers for it while the app is down: a
@@ -122,14 +121,12 @@ describe('report jobs through a platform that is down and a team suspended (the 
 
   // The login's throttle: the platform up and busy. The job waits out its retry-after (held
   // to platform.maxPause) as a try of its jobs.retries, and the next login waits for it too.
-  // The job's next try and the next login are both due at the retry-after's end, and the
-  // login comes at the maintenance tick's next turn: a try woken by the advance itself meets
-  // no token yet and is given back again (a try of jobs.retries spent). Its timer stays real
-  // (2 s), so that the login comes first.
+  // The job's next try and the next login are both due at the retry-after's end: the try
+  // meets the login then made (the case after this one).
   it('a password login answered 429 with a retry-after gives the job back until then (GW_PLATFORM_AUTH, why said); then a login gets a token and its next try is done', async () => {
     sandbox.setRouteFailure('/oauth/token', { kind: 'status', status: 429, headers: { 'retry-after': '2' } })
     const clock = fakeClock()
-    const gw = await gateway(clock, sandboxLoginEnv(sandbox), YAML, (c) => onRealTimers(c.now))
+    const gw = await gateway(clock, sandboxLoginEnv(sandbox))
     const id = await ask(gw, '09')
     const given = await firstTurn(gw, id)
     expect(given).toMatchObject({ state: 'queued', error: null, retry: { tries: 1, nextTryAt: new Date(clock.now() + 2000).toISOString(), lastError: { code: 'GW_PLATFORM_AUTH', statusCode: 502 } } })
@@ -142,10 +139,24 @@ describe('report jobs through a platform that is down and a team suspended (the 
     expect(sandbox.countRequests((q) => q.path === '/oauth/token')).toBe(1)
     sandbox.clearRouteFailures()
     clock.advance(2000)
-    // The maintenance tick (50 ms) logs in again once the retry-after has passed.
-    await waitFor('a token from the login', () => gw.tokens.get('default').usable())
     expect(await endOf(gw, id)).toMatchObject({ state: 'done', error: null, retry: null })
     expect(reportCalls()).toBe(1)
+  })
+
+  // The job's next try and the next login both come due at the login's retry-after end; the
+  // maintenance tick is the default's, 60 s, and the job has one retry only: the try sends
+  // the login then due (or waits for the one under way) rather than failing for want of
+  // its token, and so spends no second try of jobs.retries on a retry-after it waited out.
+  it('a job\'s try due at the end of a password login\'s 429 retry-after meets the login then made: done with jobs.retries 1', async () => {
+    sandbox.setRouteFailure('/oauth/token', { kind: 'status', status: 429, headers: { 'retry-after': '2' } })
+    const clock = fakeClock()
+    const gw = await gateway(clock, sandboxLoginEnv(sandbox), `${TEAMS_YAML}jobs:\n  retries: 1\n  webhookHosts: [localhost]\n`)
+    const id = await ask(gw, '11')
+    expect(await firstTurn(gw, id)).toMatchObject({ state: 'queued', retry: { tries: 1, nextTryAt: new Date(clock.now() + 2000).toISOString() } })
+    sandbox.clearRouteFailures()
+    clock.advance(2000)
+    expect(await endOf(gw, id)).toMatchObject({ state: 'done', error: null, retry: null })
+    expect([sandbox.countRequests((q) => q.path === '/oauth/token'), reportCalls()]).toEqual([2, 1])
   })
 
   // The replica's memory for answers on their way to callers (platform.bufferTotalBytes)

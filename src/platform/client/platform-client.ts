@@ -178,6 +178,7 @@ export class PlatformClient {
     try {
       const call: PlatformCall = { ...platformCall, signal: deadline.signal }
       if (!provider.usable()) await abortable(provider.started, call.signal)
+      if (!provider.usable()) await abortable(provider.loginAfterBusy(), call.signal)
       const first = provider.usable() ? provider.current() : null
       if (!first) throw withLoginFault(provider, new PlatformAuthError(`credential ${provider.name} has no usable token`), this.#clock.now())
       const base = this.baseOf(provider)

@@ -147,7 +147,8 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
   #loginBase: string | null = null
   /** The account while no token is known: this process's own. */
   readonly #unknownAccount = randomUUID()
-  #maintaining = false
+  /** The maintenance under way (#maintain); null: none. */
+  #maintenance: Promise<void> | null = null
   /** Why the last password login failed, when the platform's state is why (LoginFault), and no token came since; null: none. */
   #loginFault: LoginFault | null = null
   readonly #clock: Clock
@@ -194,6 +195,18 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     const fault = this.#loginFault
     const left = fault?.kind === 'busy' ? Math.ceil((fault.until - now) / 1000) : 0
     return left > 0 ? left : null
+  }
+
+  /**
+   * Settles once the login due at a throttled login's retry-after end is made (the one
+   * under way, or one sent now), when that retry-after has passed and no usable token came
+   * since; at once otherwise. A call due when the retry-after ends (a report job's next
+   * try, a read told to come back then) meets that login's token rather than failing for
+   * want of it until the maintenance tick, `platform.maintenanceInterval` later.
+   */
+  async loginAfterBusy(): Promise<void> {
+    if (this.usable() || this.#loginFault?.kind !== 'busy' || this.#loginHeld(this.#clock.now())) return
+    await this.#maintain()
   }
 
   /**
@@ -644,16 +657,13 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     this.#timers.push(poll)
   }
 
-  async #maintain(): Promise<void> {
-    // A login slower than the interval must not start a second one.
-    if (this.#maintaining) return
-    this.#maintaining = true
-    try {
-      await this.#maintainOnce()
-    } finally {
-      this.#maintaining = false
+  /** One maintenance at a time: a login slower than the interval starts no second one, and a caller meanwhile waits for it. */
+  #maintain(): Promise<void> {
+    this.#maintenance ??= this.#maintainOnce().finally(() => {
+      this.#maintenance = null
       this.#deps.onCheck?.(this.name)
-    }
+    })
+    return this.#maintenance
   }
 
   async #maintainOnce(): Promise<void> {
