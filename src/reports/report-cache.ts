@@ -109,6 +109,12 @@ export interface ReadOptions {
 }
 
 /** Who a platform call is made for; `hangUp`: when all who wait for it have gone; `queue`: whose queue it waits in. */
+/** The ms of a call's platform time charged to the teams of its earlier tries, and the team of the last of those. */
+interface Charged {
+  ms: number
+  tally: CallTally
+}
+
 type Origin = Pick<ReadOptions, 'requestId' | 'team' | 'tally' | 'trace'> & { hangUp?: AbortSignal; queue?: QueueTeam; background?: boolean; urgency?: () => number; admitted?: (seatedOn?: string) => void }
 /**
  * Who asks for a fill: a caller's read, or a background refresh (no hang-up), at its
@@ -832,7 +838,8 @@ export class ReportCache {
     const spent = { ms: 0 }
     // The ms of `spent` charged already: a try is its seat's team's, and a retry sent for
     // another team (the first one's callers left) leaves the tries before with theirs.
-    const charged = { ms: 0 }
+    // `tally`: the team of the last try charged so.
+    const charged: Charged = { ms: 0, tally: origin.tally }
     const admitted = origin.admitted
     const tried: Origin = admitted === undefined ? origin : {
       ...origin,
@@ -840,14 +847,17 @@ export class ReportCache {
         const before = origin.tally
         admitted(seatedOn)
         if (origin.tally === before) return
-        if (spent.ms > charged.ms) this.#spent(before, spent.ms - charged.ms)
+        if (spent.ms > charged.ms) {
+          this.#spent(before, spent.ms - charged.ms)
+          charged.tally = before
+        }
         charged.ms = spent.ms
       },
     }
     const deps = timeoutMs === undefined ? this.#fetching : { ...this.#fetching, timeoutMs }
     // Built once: the seat's estimate, the latency learned and the copy's watch read this one.
     const work = workClass(report)
-    return fetchReport(this.#d.client, provider, report, { ...tried, spent, workClass: work }, deps).then((result: FillResult) => this.#called(result, report, work, origin, spent.ms, charged.ms, end, calledAt))
+    return fetchReport(this.#d.client, provider, report, { ...tried, spent, workClass: work }, deps).then((result: FillResult) => this.#called(result, report, work, origin, spent.ms, charged, end, calledAt))
   }
 
   /** `ms` of platform time (seat-time) for `tally`'s team: its day's, and its read's (`platform-usage`). */
@@ -863,16 +873,18 @@ export class ReportCache {
   }
 
   /**
-   * Counts a report call's answer (`spentMs` of platform time, `chargedMs` of it charged to the teams of earlier tries) for the team of `origin`: usage, metrics, the entry's filler
+   * Counts a report call's answer (`spentMs` of platform time, `charged` of it charged to the teams of earlier tries) for the team of its last try: usage, metrics, the entry's filler
    * and its work class's latency, from `calledAt` on the gateway's clock (the access log's and the histogram's, `end`, on the machine's).
    */
-  #called(result: FillResult, report: CanonicalReport, work: string, origin: Origin, spentMs: number, chargedMs: number, end: (labels: { status: string }) => number, calledAt: number): FillResult {
+  #called(result: FillResult, report: CanonicalReport, work: string, origin: Origin, spentMs: number, charged: Charged, end: (labels: { status: string }) => number, calledAt: number): FillResult {
     const { config, metrics } = this.#d
-    // A background refresh that got no seat made no call, nor did a fill its callers all left (hung up, or may no longer be answered) before any try was sent.
-    if (result.kind === 'failed' && (result.error.cause instanceof NoIdleSeatError || (droppedInQueue(result.error) && spentMs === 0))) return result
-    origin.tally.platformCalls += 1
-    this.#spent(origin.tally, spentMs - chargedMs)
-    this.#d.usage.platformCall(origin.tally.team.name)
+    // A background refresh that got no seat made no call, nor did a fill its callers all left (hung up, or may no longer be answered), before any try was sent.
+    if (result.kind === 'failed' && spentMs === 0 && (result.error.cause instanceof NoIdleSeatError || droppedInQueue(result.error))) return result
+    // The last try is origin's, or, when a retry found no seat after the tries were charged (their team's callers left), the last charged.
+    const tally = spentMs > charged.ms ? origin.tally : charged.tally
+    tally.platformCalls += 1
+    this.#spent(origin.tally, spentMs - charged.ms)
+    this.#d.usage.platformCall(tally.team.name)
     result.platformMs = spentMs
     if (result.kind === 'entry') {
       result.entry.filledBy = this.#filler(origin.team)
