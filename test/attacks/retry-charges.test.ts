@@ -5,7 +5,7 @@ import { ADMIN_TOKEN, itLoggedNoSecret, useAttackGateway } from './attack-gatewa
 
 // A platform 5xx and the gateway's retry of a read, seen from the teams' side: what a
 // retry costs, and whom. A read is sent again after a 502/503/504 (retry-policy.ts).
-// (A shared fill's retry on another team's seat: shared-fill-retry.test.ts.)
+// (A shared fill's retry on another team's seat: test/slow/shared-fill-retry.test.ts, about 14 s: its no-seat case waits some 10 s for the job to be given back.)
 
 const sg = useAttackGateway()
 const CAMPAIGNS = '/api/v1/campaign/get'

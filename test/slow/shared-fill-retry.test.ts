@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest'
 import { KEYS, SANDBOX_TEAMS_YAML } from '../helpers/sandbox-gateway.js'
 import { waitFor } from '../helpers/wait.js'
-import { ADMIN_TOKEN, call, itLoggedNoSecret, useAttackGateway } from './attack-gateway.js'
+import { ADMIN_TOKEN, call, itLoggedNoSecret, useAttackGateway } from '../attacks/attack-gateway.js'
 
 // A report fill two teams wait on, sent on one team's seat, answered 503 after that team's
 // caller left: the retry is made for the team still there, on its seat; each try's
