@@ -16,7 +16,7 @@ import { join } from 'node:path'
 const SLOW_MS = 20
 const [asksPath, dir = '.bench/loop-watch'] = process.argv.slice(2)
 if (!asksPath) throw new Error('usage: node bench/burst-hits.mjs <.bench/calls-familyN-TARGET.json> [watch dir]')
-const { fromMs, asks } = JSON.parse(readFileSync(asksPath, 'utf8'))
+const { fromMs, ttlMs, calls, asks } = JSON.parse(readFileSync(asksPath, 'utf8'))
 const measured = asks.filter((a) => a.at >= fromMs)
 const toMs = measured.at(-1).at
 const burst = [fromMs + (toMs - fromMs) / 3, fromMs + (2 * (toMs - fromMs)) / 3]
@@ -69,3 +69,39 @@ for (const a of slow) {
 }
 const pct = (ms) => `${((100 * ms) / Math.max(1, total.ms)).toFixed(0)} %`
 console.log(`- popular answers over ${SLOW_MS} ms: ${slow.length} (${within(slow, burst).length} in the burst), ${fmt(total.ms)} in all; of it the gateway's loop held by its own work ${fmt(total.run)} (${pct(total.run)}; its collections' pauses ${fmt(total.gc)}, ${pct(total.gc)}), by waiting for its core ${fmt(total.wait)} (${pct(total.wait)}); the load generator's loop late ${fmt(total.gen)} (${pct(total.gen)}); neither loop late by 5 ms or more: ${total.neither}`)
+
+// Two other ways a popular answer could wait in the burst, counted from the same record.
+// A popular copy gone (a MISS or EXPIRED in the burst: its caller waits for the platform).
+const popularBy = (xs) => {
+  const by = {}
+  for (const a of xs) (by[a.cache] ??= []).push(a.ms)
+  return Object.entries(by).map(([cache, ms]) => {
+    ms.sort((x, y) => x - y)
+    return `${cache} ${ms.length} (p99 ${fmt(ms[Math.min(ms.length - 1, Math.floor(ms.length * 0.99))])}, over ${SLOW_MS} ms ${ms.filter((m) => m > SLOW_MS).length})`
+  }).join(', ')
+}
+const popularAsks = measured.filter((a) => a.popular)
+const inBurst = within(popularAsks, burst)
+console.log(`- popular answers by x-cache, in the burst: ${popularBy(inBurst)}; outside it: ${popularBy(popularAsks.filter((a) => !inBurst.includes(a)))}`)
+// A popular report's refresh ahead held back (a seat, the loop): the age of the copy it
+// replaced as the call reached the stand-in, in the burst and outside, and how many
+// reached it past the copy's freshness.
+// The gateway sends a report's parameters sorted; the asks carry them in the trace's order.
+const sorted = (path) => {
+  const [route, query = ''] = path.split('?')
+  return `${route}?${query.split('&').sort().join('&')}`
+}
+const popularPaths = new Set(popularAsks.map((a) => sorted(a.path)))
+const before = new Map()
+const ahead = []
+for (const c of [...calls].sort((x, y) => x.at - y.at)) {
+  const prev = before.get(c.path)
+  before.set(c.path, c)
+  if (c.at >= fromMs && popularPaths.has(sorted(c.path)) && c.requestId?.startsWith('refresh-ahead-') && prev?.answeredAt != null) ahead.push({ at: c.at, age: c.at - prev.answeredAt })
+}
+const ages = (xs) => {
+  const s = xs.map((x) => x.age).sort((x, y) => x - y)
+  return s.length ? `${s.length}, the copy ${fmt(s[0])} to ${fmt(s.at(-1))} old (median ${fmt(s[s.length >> 1])}), ${s.filter((x) => x > ttlMs).length} past its freshness` : 'none'
+}
+const aheadIn = within(ahead, burst)
+console.log(`- the popular reports' refreshes ahead at the stand-in, in the burst: ${ages(aheadIn)}; outside it: ${ages(ahead.filter((x) => !aheadIn.includes(x)))}`)
