@@ -61,6 +61,27 @@ describe.each([
     expect(await read(gw)).toBe('HIT')
   })
 
+  it('answers a call that takes no body and is sent none, whatever content-type a client sends by habit, as the proxy listener does', async () => {
+    // `curl -H 'content-type: application/json' -X DELETE …` in an operator's alias or
+    // script, or a client with a default content-type header: nothing is sent, so there is
+    // no JSON that is "not valid".
+    const gw = await gateway(withRedis)
+    await read(gw)
+    for (const headers of [{ 'content-type': 'application/json' }, { 'content-type': 'application/json', 'content-length': '0' }, { 'content-type': 'application/x-www-form-urlencoded' }] as Record<string, string>[]) {
+      const tag = JSON.stringify(headers)
+      const dry = await admin(gw, 'DELETE', '/admin/cache?dryRun=1', { headers })
+      expect([dry.statusCode, dry.json()], tag).toEqual([200, { purged: 'all', dryRun: true, wouldDrop: 1 }])
+      const lift = await admin(gw, 'DELETE', '/admin/suspensions/growth', { headers })
+      expect([lift.statusCode, lift.json()], tag).toEqual([200, { team: 'growth', lifted: false }])
+      const refresh = await admin(gw, 'POST', '/admin/token/refresh', { headers })
+      expect(refresh.statusCode, tag).toBe(200)
+    }
+    // A call that takes a body still needs one.
+    const noToken = await admin(gw, 'PUT', '/admin/token', { headers: { 'content-type': 'application/json' } })
+    expect([noToken.statusCode, noToken.json().message]).toEqual([400, 'body: not valid JSON'])
+    expect(await read(gw)).toBe('HIT')
+  })
+
   it('answers a path no admin call serves 404, with a body or without: the body is no slip of a call there is', async () => {
     const gw = await gateway(withRedis)
     for (const payload of [undefined, { advertiserId: 101 }]) {
