@@ -123,6 +123,15 @@ export function samplerOf(config: Pick<TracingConfig, 'sampler' | 'samplerRatio'
 }
 
 /**
+ * Whether the sampler OTEL_TRACES_SAMPLER names records every trace begun here (no parent),
+ * whatever its id, with no attribute or trace state of its own: then a request without a
+ * `traceparent` is not put to it, and its new trace id stays bytes (recorded-span.ts).
+ */
+export function recordsEveryNewTrace(sampler: TracingConfig['sampler']): boolean {
+  return sampler === 'parentbased_always_on' || sampler === 'always_on'
+}
+
+/**
  * The span exporter of the configured protocol: the SDK's OTLP/HTTP exporter for JSON; for
  * protobuf the same transport (its retries, back-off, headers and timeouts) with the
  * gateway's encoder. Each batch is handed on in a task of its own, so that encoding it is
@@ -240,10 +249,16 @@ export async function otelTracing(config: TracingConfig, about: TracingOptions):
   const processor = new BatchSpanProcessor(await exporterOf(config), config.batch)
   const sink: SpanSink = { resource, scope: { name: 'report-gateway', version: about.version }, processor, now: about.now }
   const sampler = samplerOf(config)
+  const recordsNew = recordsEveryNewTrace(config.sampler)
   return {
     start(req: TracedRequest): Trace {
       const seen = seenOf(req, about.holdsSecret)
       const traceparent = req.headers.traceparent
+      if (traceparent === undefined && recordsNew) {
+        const span = new RecordedSpan(sink, seen.name, SpanKind.SERVER, null, TraceFlags.SAMPLED, undefined, undefined)
+        span.set(seen.attributes)
+        return span
+      }
       const context: Context = typeof traceparent === 'string' ? propagator.extract(ROOT_CONTEXT, { traceparent }, defaultTextMapGetter) : ROOT_CONTEXT
       const given = trace.getSpanContext(context)
       const parent = given !== undefined && isSpanContextValid(given) ? given : undefined

@@ -14,6 +14,9 @@ import type { Resource } from '@opentelemetry/resources'
 /** What the encoder reads of a span: the gateway's RecordedSpan (observe/recorded-span.ts). */
 export interface EncodableSpan {
   readonly traceId: string
+  /** The trace id as 16 bytes of `traceBytes` from `traceAt`, copied rather than `traceId` decoded; null: none. */
+  readonly traceBytes: Uint8Array | null
+  readonly traceAt: number
   /** The span's id: 8 bytes of `idBytes` from `idAt`. */
   readonly idBytes: Uint8Array
   readonly idAt: number
@@ -44,6 +47,8 @@ export interface EncodableSpan {
 /** What a link reads of the span it names. */
 export interface LinkedSpan {
   readonly traceId: string
+  readonly traceBytes: Uint8Array | null
+  readonly traceAt: number
   readonly idBytes: Uint8Array
   readonly idAt: number
   readonly traceFlags: number
@@ -159,13 +164,13 @@ class ProtoOut {
     this.pos += n
   }
 
-  /** A span id (`bytes`) given as its 8 bytes in `from` at `at`. */
-  id(from: Uint8Array, at: number): void {
-    this.room(9)
+  /** An id (`bytes`) given as its `n` bytes (8: a span's, 16: a trace's) in `from` at `at`. */
+  id(from: Uint8Array, at: number, n = 8): void {
+    this.room(n + 1)
     const buf = this.buf
-    buf[this.pos++] = 8
-    for (let i = 0; i < 8; i += 1) buf[this.pos + i] = from[at + i] as number
-    this.pos += 8
+    buf[this.pos++] = n
+    for (let i = 0; i < n; i += 1) buf[this.pos + i] = from[at + i] as number
+    this.pos += n
   }
 
   /**
@@ -417,7 +422,8 @@ function millisWithin(ms: number, seconds: number): number {
 /** A span's or a link's trace id, span id and trace state: fields 1 to 3 of either message. */
 function context(out: ProtoOut, s: LinkedSpan): void {
   out.tag(1, 2)
-  out.hex(s.traceId)
+  if (s.traceBytes !== null) out.id(s.traceBytes, s.traceAt, 16)
+  else out.hex(s.traceId)
   out.tag(2, 2)
   out.id(s.idBytes, s.idAt)
   const state = s.traceState?.serialize()

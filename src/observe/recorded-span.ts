@@ -94,6 +94,8 @@ const ZEROS = /^0+$/
 class RemoteSpan implements LinkedSpan, SpanContext {
   readonly isRemote = true
   readonly traceState = undefined
+  readonly traceBytes = null
+  readonly traceAt = 0
   readonly idAt = 0
   readonly idBytes: Buffer
   // Only a recorded span is named to another replica.
@@ -118,6 +120,10 @@ export class RecordedSpan implements ReadableSpan, EncodableSpan, Trace {
   /** The span's id: 8 bytes of `idBytes` from `idAt`. */
   readonly idBytes: Buffer
   readonly idAt: number
+  /** A trace id the gateway drew: 16 bytes of `traceBytes` from `traceAt`, its hex made when read; null: given in hex. */
+  readonly traceBytes: Buffer | null
+  readonly traceAt: number
+  #traceHex: string | null
   readonly startMs: number
   readonly #startPerf: number
   readonly #sink: SpanSink
@@ -139,16 +145,35 @@ export class RecordedSpan implements ReadableSpan, EncodableSpan, Trace {
   #last: RecordedSpan | null = null
   #next: RecordedSpan | null = null
 
+  /**
+   * `traceId`: the trace's id in hex (a caller's, say); null: a new trace, or a step's
+   * local parent's, drawn from the id pool as bytes and made hex only when read (the access
+   * log, a platform call's `traceparent`, the JSON exporter): the protobuf encoder copies
+   * the bytes, and a hit's span never makes the string.
+   */
   constructor(
     sink: SpanSink,
     readonly name: string,
     readonly kind: SpanKind,
-    readonly traceId: string,
+    traceId: string | null,
     readonly traceFlags: number,
     readonly traceState: TraceState | undefined,
     readonly parentSpanContext: SpanContext | undefined,
   ) {
     this.#sink = sink
+    if (traceId !== null) {
+      this.traceBytes = null
+      this.traceAt = 0
+      this.#traceHex = traceId
+    } else if (parentSpanContext instanceof RecordedSpan) {
+      this.traceBytes = parentSpanContext.traceBytes
+      this.traceAt = parentSpanContext.traceAt
+      this.#traceHex = parentSpanContext.#traceHex
+    } else {
+      this.traceAt = takeId(16)
+      this.traceBytes = pool
+      this.#traceHex = null
+    }
     this.idAt = takeId(8)
     this.idBytes = pool
     this.#startPerf = performance.now()
@@ -159,6 +184,10 @@ export class RecordedSpan implements ReadableSpan, EncodableSpan, Trace {
 
   get spanId(): string {
     return this.idBytes.toString('hex', this.idAt, this.idAt + 8)
+  }
+
+  get traceId(): string {
+    return (this.#traceHex ??= (this.traceBytes as Buffer).toString('hex', this.traceAt, this.traceAt + 16))
   }
 
   /** The span's context: the span itself, which holds its fields (no object of its own). */
@@ -177,7 +206,7 @@ export class RecordedSpan implements ReadableSpan, EncodableSpan, Trace {
 
   shared(name: string, attributes: SpanAttributes): Trace {
     // A trace of its own: a new id, no parent and no trace state; recorded as this span is.
-    const span = new RecordedSpan(this.#sink, name, SpanKind.INTERNAL, newTraceId(), this.traceFlags, undefined, undefined)
+    const span = new RecordedSpan(this.#sink, name, SpanKind.INTERNAL, null, this.traceFlags, undefined, undefined)
     span.set(attributes)
     span.link(this)
     return span
@@ -255,7 +284,7 @@ export class RecordedSpan implements ReadableSpan, EncodableSpan, Trace {
 
   #child(name: string, kind: SpanKind, attributes: SpanAttributes | undefined): RecordedSpan {
     // Every sampler the gateway offers samples the child of a sampled span (otel-tracing.ts).
-    const child = new RecordedSpan(this.#sink, name, kind, this.traceId, this.traceFlags, this.traceState, this)
+    const child = new RecordedSpan(this.#sink, name, kind, this.#traceHex, this.traceFlags, this.traceState, this)
     if (attributes !== undefined) child.set(attributes)
     if (this.#last === null) this.#first = child
     else this.#last.#next = child

@@ -215,7 +215,7 @@ describe('traces exported over OTLP/HTTP (JSON)', () => {
     expect(server.parentSpanId).toBe('')
     expect(server.traceId).toMatch(/^[0-9a-f]{32}$/)
     expect(server.traceId).not.toBe(CALLER_TRACE)
-    expect(server.attributes).toMatchObject({ 'http.response.status_code': 200, 'gateway.cache.status': 'HIT', 'http.route': '/api/v1/report/{split}/get' })
+    expect(server.attributes).toMatchObject({ 'http.response.status_code': 200, 'gateway.cache.status': 'HIT', 'http.route': '/api/v1/report/{split}/get', 'server.address': '127.0.0.1' })
     expect(named('cache.lookup')[0]?.attributes).toMatchObject({ 'gateway.cache.tier': 'l1', 'gateway.cache.result': 'hit' })
     expect(all.map((s) => s.name).sort()).toEqual(['GET /api/v1/report/{split}/get', 'admission', 'cache.lookup'])
     expect(await logLine(gw, 'trace-hit-1')).toMatchObject({ cache: 'HIT', traceId: server.traceId })
@@ -331,6 +331,22 @@ describe('traces exported over OTLP/HTTP (protobuf, the default)', () => {
     expect(exported.contentType).toBe('application/x-protobuf')
     expect(exported.path).toBe('/v1/traces')
     expect(exported.body.includes(Buffer.from('report-gateway'))).toBe(true)
+  })
+
+  it('sends a hit\'s new trace, its id drawn as bytes, under the trace id its access line names', async () => {
+    const url = `${REPORT}?advertiserId=101&dateFrom=2026-05-03&dateTo=2026-05-04`
+    expect((await get(gw, url, { 'x-api-key': KEYS.all })).status).toBe(200)
+    const hit = await get(gw, url, { 'x-api-key': KEYS.all, 'x-request-id': 'proto-hit-1' })
+    expect(hit.headers.get('x-cache')).toBe('HIT')
+    const { traceId } = await logLine(gw, 'proto-hit-1')
+    expect(traceId).toMatch(/^[0-9a-f]{32}$/)
+    const id = Buffer.from(traceId as string, 'hex')
+    const served = (e: { body: Buffer }) => e.body.includes(id) && e.body.includes(Buffer.from('proto-hit-1'))
+    await waitFor('a protobuf export with the hit\'s server span', () => receiver.exports.some(served))
+    // Its three spans (the request, admission, the L1 lookup) each carry the id: 16 bytes after the trace id's tag and length.
+    const framed = Buffer.concat([Buffer.from([0x0a, 0x10]), id])
+    const times = (body: Buffer) => body.toString('latin1').split(framed.toString('latin1')).length - 1
+    await waitFor('the hit\'s three spans exported', () => receiver.exports.reduce((n, e) => n + times(e.body), 0) === 3)
   })
 
   it('sends its exports on one kept-alive connection, not a new one each', async () => {

@@ -6,7 +6,7 @@ import { BasicTracerProvider, type ReadableSpan, type SpanProcessor } from '@ope
 import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer'
 import { encodeExportRequest } from '../../src/observe/otlp-protobuf.js'
 import { ATTRIBUTE_VALUE_LIMIT, LINK_LIMIT, RecordedSpan, type SpanSink } from '../../src/observe/recorded-span.js'
-import { samplerOf } from '../../src/observe/otel-tracing.js'
+import { recordsEveryNewTrace, samplerOf } from '../../src/observe/otel-tracing.js'
 import type { SpanAttributes as Attributes } from '../../src/observe/trace.js'
 import { SAMPLERS } from '../../src/config/tracing.js'
 
@@ -47,8 +47,9 @@ function play(root: { set(a: Attributes): void }, child: (name: string, kind: Sp
   closeRoot()
 }
 
-function recorded(sink: SpanSink, parent: SpanContext | undefined, ending = CHANGED): ReadableSpan[] {
-  const root = new RecordedSpan(sink, 'GET /api/v1/report/{split}/get', SpanKind.SERVER, parent?.traceId ?? '4bf92f3577b34da6a3ce929d0e0e4736', TraceFlags.SAMPLED, parent?.traceState, parent)
+/** `drawn`: a new trace whose id the span draws itself (kept as bytes), as a request without a `traceparent` starts. */
+function recorded(sink: SpanSink, parent: SpanContext | undefined, ending = CHANGED, drawn = false): ReadableSpan[] {
+  const root = new RecordedSpan(sink, 'GET /api/v1/report/{split}/get', SpanKind.SERVER, drawn ? null : (parent?.traceId ?? '4bf92f3577b34da6a3ce929d0e0e4736'), TraceFlags.SAMPLED, parent?.traceState, parent)
   play(
     root,
     (name, kind, a) => {
@@ -106,6 +107,16 @@ describe("the gateway's recorded spans", () => {
     }
   })
 
+  it('draw a new trace\'s id as bytes, shared by its steps, and write it byte for byte as the SDK\'s serializer writes its hex', () => {
+    const spans = recorded(sink(), undefined, CHANGED, true) as RecordedSpan[]
+    const traceId = spans[0]!.traceId
+    expect(traceId).toMatch(/^[0-9a-f]{32}$/)
+    expect(traceId).not.toBe('0'.repeat(32))
+    expect(spans.map((s) => [s.traceId, s.traceBytes !== null])).toEqual(spans.map(() => [traceId, true]))
+    expect(Buffer.from(encodeExportRequest(spans)).toString('hex')).toBe(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!).toString('hex'))
+    expect(comparable(spans)).toEqual(comparable(bySdk(undefined)))
+  })
+
   it('take a second precomputed set beside the first (a request\'s answer), and write it byte for byte as the SDK\'s serializer, a key of either set changed where it stands', () => {
     const endings: Attributes[][] = [
       [ANSWERED, { 'gateway.request_id': 'r-1' }],
@@ -128,7 +139,7 @@ describe("the gateway's recorded spans", () => {
 
   it('are written byte for byte in a batch of hundreds, the messages past 127 and 16,383 bytes included', () => {
     const s = sink()
-    for (let i = 0; i < 200; i += 1) recorded(s, i % 2 ? REMOTE : undefined)
+    for (let i = 0; i < 200; i += 1) recorded(s, i % 2 ? REMOTE : undefined, CHANGED, i % 4 === 0)
     const spans = (s.processor as ReturnType<typeof collector>).spans
     expect(spans.length).toBe(800)
     expect(Buffer.from(encodeExportRequest(spans as RecordedSpan[])).toString('hex')).toBe(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!).toString('hex'))
@@ -206,6 +217,19 @@ describe('the samplers the gateway offers', () => {
       const root = samplerOf({ sampler, samplerRatio: 0.5 }).shouldSample(ROOT_CONTEXT, traceId, 'root', SpanKind.SERVER, {}, [])
       const expected = sampler === 'traceidratio' ? root.decision : SamplingDecision.RECORD_AND_SAMPLED
       expect([sampler, child.decision]).toEqual([sampler, expected])
+    }
+  })
+
+  it('record every new trace, asked nothing, only where the sampler would record it whatever its id (the request span then not put to it)', () => {
+    const ids = ['00000000000000000000000000000001', 'ffffffffffffffffffffffffffffffff', '4bf92f3577b34da6a3ce929d0e0e4736']
+    for (const sampler of SAMPLERS) {
+      for (const samplerRatio of [0, 0.5, 1]) {
+        const decisions = ids.map((id) => samplerOf({ sampler, samplerRatio }).shouldSample(ROOT_CONTEXT, id, 'GET', SpanKind.SERVER, {}, []))
+        const always = decisions.every((d) => d.decision === SamplingDecision.RECORD_AND_SAMPLED && d.attributes === undefined && d.traceState === undefined)
+        // The ratio samplers at 1 record every id too, but by their argument: they are asked.
+        if (recordsEveryNewTrace(sampler)) expect([sampler, samplerRatio, always]).toEqual([sampler, samplerRatio, true])
+        else if (samplerRatio < 1) expect([sampler, samplerRatio, always]).toEqual([sampler, samplerRatio, false])
+      }
     }
   })
 })
