@@ -11,9 +11,9 @@ import { fakeClock, onRealTimers } from '../helpers/clock.js'
 // nothing of them is kept past them. What never expires (report jobs' results) is bounded
 // per team, by jobs.resultBytesPerTeam and by the team's even part of half of Redis'
 // maxmemory: one team's results fill its part, never the Redis every team's copies, seats
-// and jobs need (without the part, this test's 90 year-long jobs of one team make its 3 MiB
-// Redis refuse writes: the jobs no longer end, an ask preferring respond-async is answered
-// 200, as a read).
+// and jobs need (without the part, this test's year-long jobs of one team, more than its
+// 3 MiB Redis has free, make it refuse writes: the jobs no longer end, an ask preferring
+// respond-async is answered 200, as a read).
 
 const { available } = redisAvailability()
 
@@ -73,9 +73,15 @@ describe.skipIf(!available)("the teams' job results beside Redis' maxmemory", ()
   // A settled year of advertiser 101 by date and campaign: each a result of tens of KB (gzip).
   const YEAR = 'advertiserId=101&byDate=1&byCampaign=1&dateFrom=2025-01-01&dateTo=2025-12-31'
   const ENDED = ['done', 'failed', 'expired']
-  // 90 of those results: more than a 3 MiB Redis holds beside its own ~1 MiB, so that without
-  // the part they fill it; each team's part is a quarter of 1.5 MiB, a few tens of results.
-  const [BATCHES, BATCH] = [3, 30]
+  // A 3 MiB Redis holds its own ~1 MiB and the gateway's ~0.5 MiB; each team's part is a
+  // quarter of half of it, under 20 results. The team asks batch after batch until its
+  // results are more than Redis had free once the gateway started, so that without the part
+  // they fill it: each result is a job's work (the platform's year, its copy, gzip), and
+  // asking what fills Redis, not a count sized with room to spare, asks about 70, not 90.
+  // (A Redis 1.25 MiB above what it held, filled by 40, refused the team's writes beside a
+  // busy core even with the part: what Redis holds beside the keys grows under load.)
+  const MAXMEMORY = 3 * 1024 * 1024
+  const BATCH = 10
 
   interface JobStatus {
     id: string
@@ -97,6 +103,10 @@ describe.skipIf(!available)("the teams' job results beside Redis' maxmemory", ()
   }
 
   type Gateway = Awaited<ReturnType<typeof build>>
+
+  async function usedMemory(): Promise<number> {
+    return Number(/^used_memory:(\d+)\r?$/m.exec(await client.info('memory'))?.[1])
+  }
 
   /** Asks `query` as a job of the team of `key`: its status once asked (202). */
   async function ask(gw: Gateway, query: string, key: string): Promise<JobStatus> {
@@ -138,16 +148,20 @@ describe.skipIf(!available)("the teams' job results beside Redis' maxmemory", ()
   it("bounds one team's results by its part of half of Redis' maxmemory: the other teams' copies, seats and jobs go on, and its job past the bound fails 413 naming it", async () => {
     // The replicas guide's policy, on a Redis one team's 256MiB of results could fill many times over.
     await client.config('SET', 'maxmemory-policy', 'volatile-lru')
-    await client.config('SET', 'maxmemory', '3mb')
+    await client.config('SET', 'maxmemory', String(MAXMEMORY))
     try {
       const gw = await build(teamsYamlWith({ jobs: { resultBytesPerTeam: '256MiB' } }))
       // Team all asks a new year's report as a job, batch after batch, until it has asked
-      // more than the whole Redis holds.
+      // more than Redis has free.
+      const free = MAXMEMORY - (await usedMemory())
       const failures: JobStatus[] = []
-      for (let batch = 0; batch < BATCHES; batch++) {
+      let [asked, resultBytes] = [0, 0]
+      while (asked * resultBytes <= free) {
         const ids: string[] = []
-        for (let i = 0; i < BATCH; i++) ids.push((await ask(gw, `${YEAR}&bust=${batch * BATCH + i}`, KEYS.all)).id)
+        for (let i = 0; i < BATCH; i++) ids.push((await ask(gw, `${YEAR}&bust=${asked++}`, KEYS.all)).id)
         failures.push(...(await ended(gw, ids, KEYS.all)).filter((s) => s.state !== 'done'))
+        const [result] = await client.keys('rgw:{jobs}:result:*')
+        resultBytes = result === undefined ? 0 : Number(await client.memory('USAGE', result))
       }
       // Its jobs past its part fail as a job past jobs.resultBytesPerTeam does, naming why.
       expect(failures.length).toBeGreaterThan(0)

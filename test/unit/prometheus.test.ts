@@ -444,13 +444,21 @@ describe.skipIf(!promtool.available)('promtool on the rendered PrometheusRule', 
     // Annotations are left out here (promtool would compare their text in full); `check
     // rules` above parses their templates, and the next test renders one for real.
     const groups = ruleGroups().map((g) => ({ ...g, rules: g.rules.map(({ annotations: _annotations, ...rule }) => rule) }))
-    writeRuleFile('rules-bare.yaml', groups)
     const covered = new Set(TESTS.flatMap((t) => t.alert_rule_test.map((c) => c.alertname)))
     expect([...covered].sort()).toEqual(groups.flatMap((g) => g.rules.map((r) => r.alert)).sort())
-    writeFileSync(join(work, 'tests.yaml'), stringify({ rule_files: ['rules-bare.yaml'], evaluation_interval: '1m', tests: TESTS }))
-    const { status, output } = runPromtool(['test', 'rules', 'tests.yaml'])
+    // promtool evaluates every rule of a test's rule files at each minute up to its last
+    // eval_time, though a case checks only the alert it names: each test gets a file of its
+    // own with the rules of the alerts it names (a third of the CPU of one file with all 17),
+    // and one promtool process runs them all.
+    const files = TESTS.map((test, i) => {
+      const named = new Set(test.alert_rule_test.map((c) => c.alertname))
+      const rules = writeRuleFile(`rules-bare-${i}.yaml`, groups.map((g) => ({ ...g, rules: g.rules.filter((r) => named.has(r.alert)) })).filter((g) => g.rules.length > 0))
+      writeFileSync(join(work, `tests-${i}.yaml`), stringify({ rule_files: [rules], evaluation_interval: '1m', tests: [test] }))
+      return `tests-${i}.yaml`
+    })
+    const { status, output } = runPromtool(['test', 'rules', ...files])
     expect(status, output).toBe(0)
-    expect(output).toContain('SUCCESS')
+    expect(output.match(/^\s*SUCCESS$/gm), output).toHaveLength(TESTS.length)
   })
 
   it('fills in the annotations: GatewayTokenRefused names the credential and links its runbook', () => {
