@@ -32,3 +32,16 @@ describe('a request that declares a JSON body and sends none (no content-length,
     expect(res.status).toBeGreaterThan(0)
   })
 })
+
+describe('a body sent to an admin call that takes none, however it is framed', () => {
+  // The listener drops a content-type only where no body comes (no transfer-encoding, no
+  // content-length but 0): a chunked body, or one with a length and no content-type, is refused.
+  it.each([
+    ['chunked, as JSON', 'content-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n12\r\n{"advertiserId":1}\r\n0\r\n\r\n'],
+    ['chunked, no content-type', 'transfer-encoding: chunked\r\n\r\n12\r\n{"advertiserId":1}\r\n0\r\n\r\n'],
+    ['a length, no content-type', 'content-length: 18\r\n\r\n{"advertiserId":1}'],
+  ])('%s: 400 GW_BAD_REQUEST, the call not made', async (_, framing) => {
+    const res = await rawRequest(adminPort, `DELETE /admin/cache?dryRun=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nauthorization: Bearer ${ADMIN_TOKEN}\r\nconnection: close\r\n${framing}`, 10_000)
+    expect([res.status, JSON.parse(res.body)]).toEqual([400, { statusCode: 400, code: 'GW_BAD_REQUEST', error: 'Bad Request', message: 'body: DELETE /admin/cache takes no body; nothing was changed' }])
+  })
+})

@@ -415,7 +415,7 @@ describe.skipIf(!redisAvailability('the traces of a fill across replicas').avail
 describe('a request the sampler leaves out', () => {
   const gateways = useGateways()
 
-  it('makes no span, yet sends the platform a traceparent of the fill\'s own (not sampled) and logs the caller\'s trace id', async () => {
+  it('makes no span, for a caller\'s traceparent or none, yet sends the platform a traceparent of the fill\'s own (not sampled) and logs the caller\'s trace id', async () => {
     const receiver = await startOtlpReceiver()
     try {
       const config = testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_TRACES_SAMPLER: 'always_off' }, TEAMS_YAML)
@@ -428,6 +428,13 @@ describe('a request the sampler leaves out', () => {
       expect(sent.headers.traceparent).not.toContain(CALLER_TRACE)
       expect(sent.headers.traceparent).not.toContain(CALLER_SPAN)
       expect(gw.logs.records().find((r) => r.reqId === 'unsampled-1')).toMatchObject({ traceId: CALLER_TRACE })
+      // A request without a traceparent is put to the sampler too (only one that records every
+      // new trace is skipped): a trace of its own, not sampled, down to the platform call.
+      const own = await fetch(`${gw.url}${REPORT}?advertiserId=101&dateFrom=2026-07-03&dateTo=2026-07-04`, { headers: { 'x-api-key': KEYS.all, 'x-request-id': 'unsampled-2' } })
+      expect(own.status).toBe(200)
+      const ownSent = sandbox.requests.find((r) => r.path === REPORT && r.query.includes('2026-07-03'))!
+      expect(ownSent.headers.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/)
+      expect(gw.logs.records().find((r) => r.reqId === 'unsampled-2')?.traceId).toMatch(/^[0-9a-f]{32}$/)
       // Closing sends every span still held: none was made.
       await gw.close()
       expect(receiver.exports).toEqual([])

@@ -4,8 +4,8 @@ import { testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 
-// test/attacks/l1-room.test.ts's flood on two replicas sharing a Redis (session 111,
-// black-box). A fill goes to both tiers (TieredStore), and a copy read from Redis into a
+// test/attacks/l1-room.test.ts's flood on two replicas sharing a Redis, read from outside
+// (answers and /admin/cache/entry). A fill goes to both tiers (TieredStore), and a copy read from Redis into a
 // replica's memory counts there on the team that filled it. The flooding team's 16 copies a
 // replica pass its part of each replica's memory (L1 2 MiB: 512 KiB a team of four, a copy
 // about 210 KB there) and push out none of growth's: its copy stays in the memory of the
