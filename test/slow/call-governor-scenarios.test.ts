@@ -12,7 +12,7 @@ import { seatsOf } from '../helpers/governors.js'
 
 // The governor's longer scenarios, against the sandbox over loopback HTTP: a burst that
 // fills every seat and the queue, callers that hang up, and the 429 pause across two
-// replicas sharing one Redis. The quick ones are in test/integration/call-governor.test.ts.
+// replicas sharing one Redis. The shorter ones are in test/slow/call-governor.test.ts.
 
 const { available, notice } = redisAvailability()
 if (notice) console.warn(notice)

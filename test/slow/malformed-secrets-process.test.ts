@@ -12,7 +12,7 @@ import { BASE_ENV, SEED, shownPart, withCase } from '../helpers/malformed-secret
 // the variable, and its output holds no part of the secret. Twelve process starts, about
 // a second each: here rather than in `npm test`, which checks the same errors in process
 // (test/property/malformed-secrets.test.ts) and a process's exit 78 on a bad setting
-// (test/integration/startup.test.ts).
+// (test/slow/startup.test.ts).
 
 const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url))
 

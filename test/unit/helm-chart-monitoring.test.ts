@@ -39,7 +39,7 @@ describe('PrometheusRule (monitoring.prometheusRule)', () => {
   it("sends GatewayConfigReloadRefused to the log line the chart's pods write: they read CONFIG_FILE and TEAMS_FILE", () => {
     const env = new Map(one<Manifest & { spec: { template: { spec: { containers: { env: { name: string }[] }[] } } } }>(chart, 'Deployment').spec.template.spec.containers[0]!.env.map((e) => [e.name, e]))
     expect(env.has('CONFIG_FILE') && env.has('TEAMS_FILE')).toBe(true)
-    // src/access/team-reload.ts names the files in use; test/integration/team-reload.test.ts checks this line.
+    // src/access/team-reload.ts names the files in use; test/slow/team-reload.test.ts checks this line.
     const logged = 'CONFIG_FILE and TEAMS_FILE reload refused: the running teams stay'
     const description = alertOf(chart, 'GatewayConfigReloadRefused').annotations.description
     expect(description).toContain('TEAMS_FILE')
