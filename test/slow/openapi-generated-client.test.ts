@@ -4,7 +4,7 @@
  * Node against a gateway in front of the platform sandbox: it calls every platform path
  * the document names by that path, never an escaped `/api/v1/campaign%2Fget`. Slow by
  * nature (a whole tsc run); the document's paths themselves are checked in
- * test/integration/openapi-tools.test.ts.
+ * test/slow/openapi-tools.test.ts.
  */
 import { execFile, spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
