@@ -110,7 +110,7 @@ export function cacheParts(
   const joined = { reports: null as ReportCache | null }
   const onJoined = (key: string, asker: FillAsker): void => joined.reports?.joinedElsewhere(key, asker.team, asker.priority, asker.fillSpan)
   const lock = redis && breaker && bus ? new ReplicaLock({ redis, breaker, bus, prefix, lockTtlMs: config.cache.lockTtlMs, clock, onStored, onJoined }) : null
-  const reports = new ReportCache({ replica: o.replica, failures: o.failures, config, store, lock, metrics, log, client: o.client, answers: o.answers, usage: o.usage, tokens: o.tokens, clock, timers: o.timers, spentFor: o.spentFor })
+  const reports = new ReportCache({ replica: o.replica, failures: o.failures, config, store, lock, metrics, log, client: o.client, answers: o.answers, usage: o.usage, tokens: o.tokens, clock, timers: o.timers, spentFor: o.spentFor, teams: o.teams, configured: o.configured })
   joined.reports = reports
   return { l1, store, reports }
 }

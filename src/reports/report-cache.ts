@@ -16,6 +16,7 @@ import type { TeamUsage } from '../observe/usage.js'
 import { PlatformAuthError, PlatformRefusedError, PlatformTimeSpentError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
 import { isTransient, transient } from '../platform/client/transient.js'
 import { LRUCache } from 'lru-cache'
+import { TeamPartsLru } from '../cache/team-parts-lru.js'
 import { NoIdleSeatError, type Priority } from '../platform/governor/seat.js'
 import { PRIORITIES } from '../platform/governor/fair-queue.js'
 import { entryBytes } from '../perf/kept-bytes.js'
@@ -155,7 +156,9 @@ interface Watch extends AskCount {
   lastAsker: string | undefined
 }
 
-// Keys watched for refresh ahead, the most recently asked first. A watch keeps its report,
+// Keys watched for refresh ahead, the most recently asked first, each team an even part once
+// full (a watch counts on the team whose ask began it: one team's many misses push out its
+// own watches, never a popular report's of a team within its part). A watch keeps its report,
 // as big as the URL it came from (a 15 KB query, and its key material): bounded by the
 // bytes it keeps, as the memos of URLs are; bounded by count, 50,000 watches of
 // unique 15 KB reports would hold 2 GB (46 KB each, measured). A popular report is asked
@@ -185,6 +188,9 @@ export interface ReportCacheDeps {
   replica: string
   /** Seconds until `team` may make platform calls again (its platform-seconds of the UTC day spent, teams.<name>.platformSecondsPerDay); 0: it may. None: no team's day is bounded. */
   spentFor?: (team: string, now: number) => number
+  /** How many teams are configured now, and whether a team is one: each configured team has an even part of the watches once they are full (`#watches`); default one team. */
+  teams?: () => number
+  configured?: (team: string) => boolean
 }
 
 /**
@@ -214,7 +220,7 @@ export class ReportCache {
   // Labelled metric children are looked up once per label set, not on every request.
   readonly #counters = new Map<string, { inc(): void }>()
   readonly #timers: Timers
-  readonly #watches: LRUCache<string, Watch>
+  readonly #watches: TeamPartsLru<Watch>
   // The latency of each work class's platform calls, the wait for a seat included: when a refresh ahead starts.
   // On the gateway's clock, the one its copies' freshness and asks are on: the rule weighs the latency against
   // the freshness, so a machine's slowness the clock does not see (a test's clock standing still) is no latency.
@@ -250,10 +256,12 @@ export class ReportCache {
     }
     const timers = deps.timers ?? steppedTimers(this.#clock)
     this.#timers = timers
-    this.#watches = new LRUCache<string, Watch>({
-      maxSize: WATCHED_BYTES,
+    this.#watches = new TeamPartsLru<Watch>({
+      maxBytes: WATCHED_BYTES,
+      teams: deps.teams ?? (() => 1),
+      configured: deps.configured ?? (() => true),
       // The provider is one per credential, shared by every watch: not kept by one.
-      sizeCalculation: ({ provider: _shared, ...kept }, key) => entryBytes(kept, key),
+      size: ({ provider: _shared, ...kept }, key) => entryBytes(kept, key),
       dispose: (w) => timers.clear(w.timer),
     })
   }
@@ -524,7 +532,7 @@ export class ReportCache {
       // The copies before count over the parts of their freshness they were served in, the older less.
       const prior = priorOf(watch, entry.fetchedAt)
       watch = { fetchedAt: entry.fetchedAt, freshUntil: entry.freshUntil, asks: 0, filled: 0, ...prior, timer: null, dueAt: 0, leadRead: -1, report, work: watch?.work ?? work ?? workClass(report), running: false, provider: typeof provider === 'string' ? this.#d.tokens.get(provider) : provider, team, askedBy: new Map(), lastAsker: undefined }
-      this.#watches.set(key, watch)
+      this.#watches.set(key, watch, team)
     }
     watch.asks += 1
     if (filled) watch.filled += 1

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { CUT_CONFIRMS, CUT_GROWTH, CUT_MEMORY_MS, CUT_TRIAL_MS, ESTIMATE_GAIN, MAX_KINDS, WorkEstimates } from '../../src/platform/governor/work-estimates.js'
+import { CUT_CONFIRMS, CUT_GROWTH, CUT_MEMORY_MS, CUT_TRIAL_MS, ESTIMATE_GAIN, MAX_KINDS, roomFor, WorkEstimates } from '../../src/platform/governor/work-estimates.js'
 import { learnFrom } from '../../src/platform/governor/seat.js'
 
 // How long a call holds its seat, by its kind (docs/governor.md, "expected seat-time").
@@ -145,5 +145,33 @@ describe('WorkEstimates', () => {
     expect(w.expectedMs('a', 'w0', NOW)).toBe(10)
     expect(w.expectedMs('a', 'w1', NOW)).toBeNull()
     expect(w.expectedMs('a', 'new', NOW)).toBe(10)
+  })
+
+  it("makes room past MAX_KINDS from the team holding the most kinds: one team's many kinds push out its own, never another's", () => {
+    const w = new WorkEstimates()
+    w.answered('b', 'month', 10)
+    w.answered('c', 'year', 20)
+    for (let i = 0; i < MAX_KINDS; i++) w.answered('a', `w${i}`, 10)
+    expect(w.kinds).toBe(MAX_KINDS)
+    expect(w.ownMs('b', 'month', NOW)).toBe(10)
+    expect(w.ownMs('c', 'year', NOW)).toBe(20)
+    // a's own went, least recently seen first.
+    expect(w.ownMs('a', 'w0', NOW)).toBeNull()
+    expect(w.ownMs('a', 'w1', NOW)).toBeNull()
+    expect(w.ownMs('a', `w${MAX_KINDS - 1}`, NOW)).toBe(10)
+    // A team within its part, its new kind counted with it, takes its room from the team most past its part.
+    w.answered('b', 'week', 5)
+    expect(w.ownMs('b', 'month', NOW)).toBe(10)
+    expect(w.ownMs('a', 'w2', NOW)).toBeNull()
+  })
+})
+
+describe('roomFor', () => {
+  it('names the least recently seen kind of the team holding the most, the new kind counted with its team; of work alone, the least recently seen', () => {
+    expect(roomFor(['a\n1', 'b\n1', 'b\n2', 'a\n2'], 'a\n3')).toBe('a\n1')
+    expect(roomFor(['a\n1', 'b\n1', 'b\n2', 'a\n2'], 'c\n1')).toBe('a\n1')
+    expect(roomFor(['a\n1', 'b\n1', 'b\n2', 'b\n3'], 'a\n2')).toBe('b\n1')
+    expect(roomFor(['b\n1', 'a\n1', 'a\n2', 'b\n2'], 'c\n1')).toBe('b\n1')
+    expect(roomFor(['year', 'month'], 'week')).toBe('year')
   })
 })

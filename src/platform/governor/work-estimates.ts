@@ -75,14 +75,30 @@ const cutOf = (e: Estimate | undefined, now: number): number => (e !== undefined
 /** `ms`, at least `cut`; `cut` alone where `ms` is unknown (0: no cut stands). */
 const atLeastCut = (ms: number | null, cut: number): number | null => (ms === null ? (cut > 0 ? cut : null) : Math.max(ms, cut))
 
-/** The entry of kind `k` (made by `make` where there is none), made most recently seen, the least recently seen forgotten past MAX_KINDS (here and in the limit rule's kinds). */
+/** The entry of kind `k` (made by `make` where there is none), made most recently seen; past MAX_KINDS a kind is forgotten (`roomFor`) (here and in the limit rule's kinds). */
 export function take<V>(map: Map<string, V>, k: string, make: () => V): V {
   const e = map.get(k) ?? make()
-  map.delete(k)
-  if (map.size >= MAX_KINDS) map.delete(map.keys().next().value as string)
+  if (!map.delete(k) && map.size >= MAX_KINDS) map.delete(roomFor(map.keys(), k))
   map.set(k, e)
   return e
 }
+
+/**
+ * The kind forgotten to make room for new kind `k` among `kinds` (least recently seen first):
+ * the least recently seen of the team holding the most kinds, `k`'s team counted with it (each
+ * team an even part once full: one team's many shapes push out its own, never another's
+ * within its part); with one team (or kinds of work alone) the least recently seen.
+ */
+export function roomFor(kinds: Iterable<string>, k: string): string {
+  const held = new Map<string, number>([[teamOf(k), 1]])
+  const order = [...kinds]
+  for (const kind of order) held.set(teamOf(kind), (held.get(teamOf(kind)) ?? 0) + 1)
+  const most = Math.max(...held.values())
+  return order.find((kind) => held.get(teamOf(kind)) === most)!
+}
+
+/** The team of a kind (`kindOf`); '' for work alone. */
+const teamOf = (kind: string): string => kind.slice(0, Math.max(0, kind.indexOf('\n')))
 const unknown = (): Estimate => ({ ms: null, cutMs: 0, until: 0, cuts: 0, trialAt: 0 })
 
 export const kindOf = (team: string, work: string): string => `${team}\n${work}`

@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest'
+import { TeamPartsLru } from '../../src/cache/team-parts-lru.js'
+
+// Values bounded in bytes, each configured team an even part once full (the watches of refresh ahead).
+
+function lru(maxBytes: number, teams = ['a', 'b']) {
+  const gone: string[] = []
+  const store = new TeamPartsLru<string>({ maxBytes, teams: () => teams.length, configured: (t) => teams.includes(t), size: (v) => v.length, dispose: (v) => gone.push(v) })
+  return { store, gone, keys: () => [...store.entries()].map(([k]) => k) }
+}
+
+describe('TeamPartsLru', () => {
+  it('is one LRU for one team', () => {
+    const { store, gone } = lru(3, ['a'])
+    store.set('1', 'x', 'a')
+    store.set('2', 'y', 'a')
+    store.set('3', 'z', 'a')
+    expect(store.get('1')).toBe('x')
+    store.set('4', 'w', 'a')
+    expect(gone).toEqual(['y'])
+    expect(store.bytes).toBe(3)
+  })
+
+  it("makes room from the team most past its part, its least recently used first: one team's many values never push out another's within its part", () => {
+    const { store, keys } = lru(4)
+    store.set('b1', 'x', 'b')
+    for (let i = 0; i < 10; i++) store.set(`a${i}`, 'x', 'a')
+    expect(keys().sort()).toEqual(['a7', 'a8', 'a9', 'b1'])
+    // b, within its part (2 of 4), its new value counted with it, takes room from a.
+    store.set('b2', 'x', 'b')
+    expect(keys().sort()).toEqual(['a8', 'a9', 'b1', 'b2'])
+  })
+
+  it("keeps no value of a team past its part that only values of teams within theirs would make room for; a team not configured goes first", () => {
+    const { store, keys } = lru(4)
+    store.set('b1', 'xx', 'b')
+    store.set('a1', 'xx', 'a')
+    expect(store.set('a2', 'xxx', 'a')).toBe(false)
+    expect(keys().sort()).toEqual(['a1', 'b1'])
+    const other = lru(4)
+    other.store.set('gone', 'xx', 'removed')
+    other.store.set('a1', 'x', 'a')
+    other.store.set('b1', 'xx', 'b')
+    expect(other.keys().sort()).toEqual(['a1', 'b1'])
+  })
+
+  it('disposes of a value replaced, deleted or cleared', () => {
+    const { store, gone } = lru(10)
+    store.set('1', 'x', 'a')
+    store.set('1', 'y', 'b')
+    store.delete('1')
+    store.set('2', 'z', 'a')
+    store.clear()
+    expect(gone).toEqual(['x', 'y', 'z'])
+    expect(store.bytes).toBe(0)
+  })
+})
