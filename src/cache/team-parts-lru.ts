@@ -26,8 +26,22 @@ export class TeamPartsLru<V extends NonNullable<unknown>> {
     return this.#where.get(key)?.get(key)
   }
 
-  /** Keeps `value` for `team` (the value `key` held leaves first), making room as the class says; false when not kept. */
+  /** The value of `key`, its use unchanged. */
+  peek(key: string): V | undefined {
+    return this.#where.get(key)?.peek(key)
+  }
+
+  /**
+   * Keeps `value` for `team` (the value `key` held leaves first, whichever team's; the value
+   * held already is only made the most recently used), making room as the class says; false
+   * when not kept.
+   */
   set(key: string, value: V, team: string): boolean {
+    const heldBy = this.#where.get(key)
+    if (heldBy !== undefined && heldBy === this.#byTeam.get(team) && heldBy.peek(key) === value) {
+      heldBy.get(key)
+      return true
+    }
     this.delete(key)
     const bytes = this.#o.size(value, key)
     if (!this.#makeRoom(team, bytes)) return false
@@ -36,8 +50,14 @@ export class TeamPartsLru<V extends NonNullable<unknown>> {
     return true
   }
 
-  delete(key: string): void {
-    this.#where.get(key)?.delete(key)
+  /** Whether `key` held a value (it leaves). */
+  delete(key: string): boolean {
+    return this.#where.get(key)?.delete(key) === true
+  }
+
+  /** How many values are held. */
+  get size(): number {
+    return this.#where.size
   }
 
   clear(): void {
@@ -67,7 +87,7 @@ export class TeamPartsLru<V extends NonNullable<unknown>> {
       // `set` deletes a key's value before it sets another: every way out is here.
       dispose: (value, key) => {
         this.#where.delete(key)
-        this.#o.dispose(value)
+        this.#o.dispose?.(value)
       },
     })
     this.#byTeam.set(team, lru)
@@ -111,5 +131,5 @@ export interface TeamPartsOptions<V> {
   /** What a value weighs against maxBytes, its key with it. */
   size: (value: V, key: string) => number
   /** Called as a value leaves (dropped, deleted, replaced, cleared). */
-  dispose: (value: V) => void
+  dispose?: (value: V) => void
 }

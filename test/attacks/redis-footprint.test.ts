@@ -76,10 +76,10 @@ describe.skipIf(!available)("the teams' job results beside Redis' maxmemory", ()
   // A 3 MiB Redis holds its own ~1 MiB and the gateway's ~0.5 MiB; each team's part is a
   // quarter of half of it, under 20 results. The team asks batch after batch until its
   // results are more than Redis had free once the gateway started, so that without the part
-  // they fill it: each result is a job's work (the platform's year, its copy, gzip), and
-  // asking what fills Redis, not a count sized with room to spare, asks about 70, not 90.
-  // (A Redis 1.25 MiB above what it held, filled by 40, refused the team's writes beside a
-  // busy core even with the part: what Redis holds beside the keys grows under load.)
+  // they fill it: each result is a job's work (the platform's year, its copy, gzip), so the
+  // team asks what fills Redis (about 70), not a count sized with room to spare. A Redis
+  // only 1.25 MiB above what it holds refuses the team's writes beside a busy core even with
+  // the part (what Redis holds beside the keys grows under load): the Redis is 3 MiB.
   const MAXMEMORY = 3 * 1024 * 1024
   const BATCH = 10
 

@@ -11,11 +11,11 @@ import { BUDGET_EVERY_MS } from '../../src/reports/refresh-ahead.js'
 
 // A replica watches the reports asked for refresh ahead in 16 MiB (report-cache.ts
 // WATCHED_BYTES), a watch as big as its URL. One team's misses with long URLs (14 KB each,
-// within the 16 KiB head Node reads), one watch each, pushed out another team's watch of
-// its popular report, least recently asked first: that report was no longer refreshed
-// ahead, and its team's next read after the freshness was STALE, its refresh a platform
-// wait it would not have had alone. Each configured team now has an even part of the
-// watches once they are full, a watch counting on the team whose ask began it.
+// within the 16 KiB head Node reads), one watch each, would push out another team's watch of
+// its popular report, least recently asked first, were the watches one LRU of every team's:
+// that report would not be refreshed ahead, and its team's next read after the freshness would be STALE,
+// its refresh a platform wait it would not have alone. Each configured team has an even part
+// of the watches once they are full, a watch counting on the team whose ask began it.
 
 const FRESH_S = 60
 const REPORT = `${REPORT_PATH}?advertiserId=102&byDate=1&dateFrom=2026-01-01&dateTo=2026-01-07`

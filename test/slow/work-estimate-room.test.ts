@@ -5,10 +5,10 @@ import { call, itLoggedNoSecret, useAttackGateway } from '../attacks/attack-gate
 
 // The governor keeps MAX_KINDS work estimates (team × work class) and as many kinds for the
 // limit rule. One team's misses of MAX_KINDS distinct report shapes (a page size and a page,
-// each its own class: access/page-class.ts) pushed out, least recently seen first, another
-// team's own estimates: its jobs' `expectedSeconds` (learned from its own calls only, the
-// contract says) read null again, and its calls were judged by other teams' figures.
-// Each team now gives room from the team holding the most kinds.
+// each its own class: access/page-class.ts) would push out, least recently seen first,
+// another team's own estimates were room made from any team's: its jobs' `expectedSeconds`
+// (learned from its own calls only, the contract says) would read null again, and its calls
+// be judged by other teams' figures. Room is made from the team holding the most kinds.
 
 const sg = useAttackGateway()
 const REPORT = '/api/v1/report/campaigns/get'

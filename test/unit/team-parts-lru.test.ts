@@ -44,6 +44,17 @@ describe('TeamPartsLru', () => {
     expect(other.keys().sort()).toEqual(['a1', 'b1'])
   })
 
+  it('makes a value set again as it is held only the most recently used: not disposed, no room made', () => {
+    const { store, gone, keys } = lru(2, ['a'])
+    store.set('1', 'x', 'a')
+    store.set('2', 'y', 'a')
+    expect(store.set('1', 'x', 'a')).toBe(true)
+    store.set('3', 'z', 'a')
+    expect(gone).toEqual(['y'])
+    expect([store.peek('1'), store.size, keys().sort()]).toEqual(['x', 2, ['1', '3']])
+    expect([store.delete('1'), store.delete('1')]).toEqual([true, false])
+  })
+
   it('disposes of a value replaced, deleted or cleared', () => {
     const { store, gone } = lru(10)
     store.set('1', 'x', 'a')
