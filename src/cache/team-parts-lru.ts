@@ -15,6 +15,8 @@ export class TeamPartsLru<V extends NonNullable<unknown>> {
   readonly #byTeam = new Map<string, LRUCache<string, V>>()
   /** The LRU (its team's) that holds each key. */
   readonly #where = new Map<string, LRUCache<string, V>>()
+  /** The team of each LRU. */
+  readonly #teamOf = new Map<LRUCache<string, V>, string>()
   readonly #o: TeamPartsOptions<V>
 
   constructor(o: TeamPartsOptions<V>) {
@@ -50,6 +52,12 @@ export class TeamPartsLru<V extends NonNullable<unknown>> {
     return true
   }
 
+  /** The team `key`'s value counts on, while it is held. */
+  teamOf(key: string): string | undefined {
+    const lru = this.#where.get(key)
+    return lru === undefined ? undefined : this.#teamOf.get(lru)
+  }
+
   /** Whether `key` held a value (it leaves). */
   delete(key: string): boolean {
     return this.#where.get(key)?.delete(key) === true
@@ -63,6 +71,7 @@ export class TeamPartsLru<V extends NonNullable<unknown>> {
   clear(): void {
     for (const lru of this.#byTeam.values()) lru.clear()
     this.#byTeam.clear()
+    this.#teamOf.clear()
   }
 
   *entries(): IterableIterator<[string, V]> {
@@ -91,6 +100,7 @@ export class TeamPartsLru<V extends NonNullable<unknown>> {
       },
     })
     this.#byTeam.set(team, lru)
+    this.#teamOf.set(lru, team)
     return lru
   }
 

@@ -15,7 +15,6 @@ import type { CanonicalReport } from './report-query.js'
 import type { TeamUsage } from '../observe/usage.js'
 import { PlatformAuthError, PlatformRefusedError, PlatformTimeSpentError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
 import { isTransient, transient } from '../platform/client/transient.js'
-import { LRUCache } from 'lru-cache'
 import { TeamPartsLru } from '../cache/team-parts-lru.js'
 import { NoIdleSeatError, type Priority } from '../platform/governor/seat.js'
 import { PRIORITIES } from '../platform/governor/fair-queue.js'
@@ -165,8 +164,11 @@ interface Watch extends AskCount {
 // again long before it falls out.
 const WATCHED_BYTES = 16 * 1024 * 1024
 
-// Work classes whose latency is kept for refresh ahead (the least recently called forgotten).
-const LATENCY_CLASSES = 512
+// Work classes whose latency is kept for refresh ahead, each configured team an even part once
+// they are full (a class counts on the team whose call first taught it, while it is held): one
+// team's many report shapes push out its own classes, never another team's (its least
+// recently used first).
+export const LATENCY_CLASSES = 512
 
 export interface ReportCacheDeps {
   config: Config
@@ -224,9 +226,9 @@ export class ReportCache {
   // The latency of each work class's platform calls, the wait for a seat included: when a refresh ahead starts.
   // On the gateway's clock, the one its copies' freshness and asks are on: the rule weighs the latency against
   // the freshness, so a machine's slowness the clock does not see (a test's clock standing still) is no latency.
-  readonly #latencies = new LRUCache<string, ClassLatency>({ max: LATENCY_CLASSES })
+  readonly #latencies: TeamPartsLru<ClassLatency>
   // The same of each class's refreshes ahead alone: they wait for a seat behind their team's callers' calls (`leadLatency`).
-  readonly #aheadLatencies = new LRUCache<string, ClassLatency>({ max: LATENCY_CLASSES })
+  readonly #aheadLatencies: TeamPartsLru<ClassLatency>
   // Counts the latencies learned: a scheduled refresh's start is read again (its lead priced at the rate then) only once one was learned since (an L1 hit skips it).
   #latencyVersion = 0
   readonly #failures: FailureLog
@@ -264,6 +266,9 @@ export class ReportCache {
       size: ({ provider: _shared, ...kept }, key) => entryBytes(kept, key),
       dispose: (w) => timers.clear(w.timer),
     })
+    const classes = () => new TeamPartsLru<ClassLatency>({ maxBytes: LATENCY_CLASSES, teams: deps.teams ?? (() => 1), configured: deps.configured ?? (() => true), size: () => 1 })
+    this.#latencies = classes()
+    this.#aheadLatencies = classes()
   }
 
   async start(): Promise<void> {
@@ -904,8 +909,8 @@ export class ReportCache {
     if (result.kind === 'entry' && config.cache.refreshAhead) {
       // A wall clock stepped back while the call ran reads as none.
       const ms = Math.max(0, this.#clock.now() - calledAt)
-      this.#latencies.set(work, learnLatency(this.#latencies.get(work), ms))
-      if (origin.background) this.#aheadLatencies.set(work, learnLatency(this.#aheadLatencies.get(work), ms))
+      learnClass(this.#latencies, work, ms, origin.team)
+      if (origin.background) learnClass(this.#aheadLatencies, work, ms, origin.team)
       this.#latencyVersion += 1
     }
     metrics.platformCalls.inc({ call: 'report', outcome })
@@ -1029,6 +1034,11 @@ function runs(admitted: () => void): () => boolean {
       return false
     }
   }
+}
+
+/** `ms` more of `work`'s latency in `classes`, the class counting on the team that first taught it while held (else `team`'s). */
+function learnClass(classes: TeamPartsLru<ClassLatency>, work: string, ms: number, team: string): void {
+  classes.set(work, learnLatency(classes.get(work), ms), classes.teamOf(work) ?? team)
 }
 
 function droppedInQueue(error: Error): boolean {

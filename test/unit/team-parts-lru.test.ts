@@ -65,4 +65,17 @@ describe('TeamPartsLru', () => {
     expect(gone).toEqual(['x', 'y', 'z'])
     expect(store.bytes).toBe(0)
   })
+
+  it('tells the team a held value counts on, until it leaves', () => {
+    const { store } = lru(2)
+    store.set('1', 'x', 'a')
+    expect(store.teamOf('1')).toBe('a')
+    store.set('1', 'y', 'b')
+    expect(store.teamOf('1')).toBe('b')
+    store.set('2', 'x', 'b')
+    store.set('3', 'x', 'b')
+    expect([store.teamOf('1'), store.teamOf('never')]).toEqual([undefined, undefined])
+    store.clear()
+    expect(store.teamOf('3')).toBeUndefined()
+  })
 })
