@@ -1,4 +1,4 @@
-import { LRUCache } from 'lru-cache'
+import { TeamPartsLru } from '../cache/team-parts-lru.js'
 import { entryBytes } from '../perf/kept-bytes.js'
 import type { NamedInCall } from './scope.js'
 import type { RequestTarget } from './request-target.js'
@@ -24,12 +24,19 @@ export interface KnownUrl<F> {
 // canonical query): a URL can be 16 KB and its canonical query three times that. An entry
 // serves the teams whose own calls of its URL passed (Admission.seenBy): to any other team
 // the URL costs what a URL never seen costs, so the time of its answer (a 403 included)
-// tells nothing of another team's reads.
+// tells nothing of another team's reads. Each configured team has an even part once the memo
+// is full, an entry counting on the team whose call first kept it while it is held: one
+// team's misses of long URLs push out its own entries, never another team's popular URLs.
 export const KNOWN_URL_BYTES = 16 * 1024 * 1024
 
 /** The one memo by URL, which every entrance reads; Admission keeps what it holds (targets, and report reads' forms). */
 export class KnownUrls<F> {
-  readonly #memo = new LRUCache<string, KnownUrl<F>>({ maxSize: KNOWN_URL_BYTES, sizeCalculation: entryBytes })
+  readonly #memo: TeamPartsLru<KnownUrl<F>>
+
+  /** `teams`: how many teams are configured now; `configured`: whether a team is one (one that is not has no part). */
+  constructor(o: { teams: () => number; configured: (team: string) => boolean }) {
+    this.#memo = new TeamPartsLru<KnownUrl<F>>({ maxBytes: KNOWN_URL_BYTES, teams: o.teams, configured: o.configured, size: entryBytes })
+  }
 
   /** What is kept for `url`, if anything (counted as a use). */
   get(url: string): KnownUrl<F> | undefined {
@@ -52,12 +59,12 @@ export class KnownUrls<F> {
     const forms = kept?.forms ?? []
     const teams = kept?.teams ?? []
     // A new entry rather than a changed one: lru-cache counts an entry's size when it is set.
-    this.#memo.set(url, { known, forms: form && !hasForm ? [...forms.filter((f) => f.credential !== form.credential), form] : forms, teams: hasTeam ? teams : [...teams, team] })
+    this.#memo.set(url, { known, forms: form && !hasForm ? [...forms.filter((f) => f.credential !== form.credential), form] : forms, teams: hasTeam ? teams : [...teams, team] }, this.#memo.teamOf(url) ?? team)
     return known
   }
 
   /** Bytes kept, as counted against KNOWN_URL_BYTES. */
   get bytes(): number {
-    return this.#memo.calculatedSize
+    return this.#memo.bytes
   }
 }

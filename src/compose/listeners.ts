@@ -66,7 +66,7 @@ export interface ListenerParts extends GatewayContext {
 /** Both listeners, each route module handed the parts it reads. */
 export async function listeners(parts: ListenerParts): Promise<Listeners> {
   const { config, log, auditLog, clock, tracing, metrics, tokens, governors, usage, keyUse, history, answers, reports, jobs, redis, breaker, lifecycle, failures, client } = parts
-  const knownUrls = new KnownUrls()
+  const knownUrls = new KnownUrls({ teams: () => parts.teams.teams.length, configured: (team) => parts.teams.teamOf(team) !== undefined })
   const admission = new Admission(parts, knownUrls)
   const decisions = new ReadDecisions(admission, reports, config.cache.maxRangeDays)
   // A caller's x-request-id names its request on the proxy listener when its team key is

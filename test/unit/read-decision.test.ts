@@ -37,7 +37,7 @@ function entryFor(key: string): CacheEntry {
 
 function setUp() {
   const config = testConfig({ PLATFORM_BASE_URL: 'http://127.0.0.1:9', PLATFORM_TOKEN: 'platform-token-for-tests' }, YAML)
-  const memo = new KnownUrls()
+  const memo = new KnownUrls({ teams: () => 1, configured: () => true })
   const teams = new TeamDirectory(config.teams, () => NOW)
   const rateLimiter = new RateLimiter({ redis: null, breaker: null, prefix: 't:', teams })
   const metrics = createMetrics()
