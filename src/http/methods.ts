@@ -1,6 +1,6 @@
 import { METHODS } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { MethodNotAllowedError, type GatewayError } from '../errors.js'
+import { MethodNotAllowedError, NotFoundError, type GatewayError } from '../errors.js'
 import { API_PREFIX, isSafeApiPath } from '../access/path-safety.js'
 
 // Which methods reach the platform (contract, "Calling the proxy listener"): those its
@@ -45,8 +45,13 @@ export function allowOf(url: string, jobsOn = true): string {
 // Every other method Node reads, but CONNECT, which never reaches the router (server.ts refuses it with allowOf).
 const REFUSED = METHODS.filter((m) => m !== 'CONNECT' && m !== 'OPTIONS' && !FORWARDED_METHODS.includes(m))
 
-/** The 405 of a method not forwarded under /api/v1/ (the proxy listener's, before its router too: server.ts refuseMethod). */
-export function methodRefusal(method: string, allow: string): GatewayError {
+/**
+ * The 405 of a method not forwarded under /api/v1/ (the proxy listener's, before its router
+ * too: server.ts refuseMethod); outside /api/v1/ a method Node's parser does not know is the
+ * 404 of any method there, and CONNECT, to any target, a 405.
+ */
+export function methodRefusal(method: string, allow: string, path = API_PREFIX): GatewayError {
+  if (method !== 'CONNECT' && !path.startsWith(API_PREFIX)) return new NotFoundError()
   return new MethodNotAllowedError(method, allow)
 }
 

@@ -156,7 +156,8 @@ function clientErrorAnswer(err: Error & { code?: string; reason?: string }, raw:
     const misnamed = named({ hosts: valuesOf(lines, 'host'), target: targetHost(target) ?? undefined, method, path: path.split('?', 1)[0] as string })
     if (misnamed !== null) return { error: misnamed, headers: {} }
     const allow = allowOf(path)
-    return { error: refuseMethod(method, allow), headers: { allow } }
+    const error = refuseMethod(method, allow, path)
+    return { error, headers: error.statusCode === 405 ? { allow } : {} }
   }
   const reason = typeof err.reason === 'string' && PARSER_REASON.test(err.reason) ? `: ${err.reason}` : ''
   return { error: new BadRequestError(`malformed HTTP request${reason}`), headers: {} }
@@ -243,10 +244,12 @@ function refuseConnect(server: Server, req: IncomingMessage, socket: Duplex, all
   const fault = headFault(req)
   if (fault !== null) return endWithError(server, socket, new BadRequestError(fault), {}, req, reqId)
   const hosts = valuesOf(req.rawHeaders, 'host')
-  const misnamed = nameChecks.get(server)?.({ hosts, target, source: (socket as Socket).remoteAddress, method: 'CONNECT', path: target, reqId }) ?? null
+  // A target in origin form (`curl -X CONNECT http://host/path` sends the path) names a path, not a host.
+  const path = target.startsWith('/') ? (target.split('?', 1)[0] as string) : target
+  const misnamed = nameChecks.get(server)?.({ hosts, target: target.startsWith('/') ? undefined : target, source: (socket as Socket).remoteAddress, method: 'CONNECT', path, reqId }) ?? null
   if (misnamed !== null) return endWithError(server, socket, misnamed, {}, req, reqId)
-  const allow = allowOf(target)
-  endWithError(server, socket, refuseMethod('CONNECT', allow), { allow }, req, reqId)
+  const allow = allowOf(path)
+  endWithError(server, socket, refuseMethod('CONNECT', allow, path), { allow }, req, reqId)
 }
 
 /** The names a request gives (its Host lines, the host its target names), and who asked, for an audit line. */
@@ -367,8 +370,8 @@ export interface ListenerOptions {
    */
   allow?: (target: string) => string
   /**
-   * The 405 to such a request, in the listener's words: default, what the path takes on
-   * this listener, or that none of its routes has the path (PathMethodNotAllowedError).
+   * The answer to such a request, in the listener's words: default, a 405 saying what the path
+   * takes on this listener, or that none of its routes has the path (PathMethodNotAllowedError).
    */
   refuseMethod?: MethodRefusal
   /**
@@ -411,7 +414,8 @@ export interface ListenerOptions {
 const NO_CALLER_IDS: TakesRequestId = () => false
 
 /** The 405 to `method`, which the path does not take; `allow` lists those it takes (empty: no route has the path). */
-export type MethodRefusal = (method: string, allow: string) => GatewayError
+/** The answer to `method`, which no route at `path` takes (`allow` lists those that do): a 405, or the listener's 404 where it has no such path. */
+export type MethodRefusal = (method: string, allow: string, path: string) => GatewayError
 
 const pathMethodRefusal: MethodRefusal = (method, allow) => new PathMethodNotAllowedError(method, allow === '' ? 'no call has this path' : `it takes ${allow}`)
 
