@@ -7,8 +7,9 @@ import { LRUCache } from 'lru-cache'
  * counted with it, so one team's many values push out its own, never those of a team within
  * its part. A value of a team past its part that only values of teams within their part would
  * make room for is not kept. While there is room any team may use it; with one team this is
- * one LRU. A value counts on the team it was set for. Each team's values are an LRU of their
- * own, so making room reads only what it drops.
+ * one LRU. A value counts on the team it was set for, and on a team that uses it since (`get`
+ * with a team). Each team's values are an LRU of their own, so making room reads only what it
+ * drops.
  */
 export class TeamPartsLru<V extends NonNullable<unknown>> {
   /** Each team's values, in its own order of use. */
@@ -18,14 +19,24 @@ export class TeamPartsLru<V extends NonNullable<unknown>> {
   /** The team of each LRU. */
   readonly #teamOf = new Map<LRUCache<string, V>, string>()
   readonly #o: TeamPartsOptions<V>
+  /** Set while a value moves to another team's values: its leaving the first is no dispose. */
+  #moving = false
 
   constructor(o: TeamPartsOptions<V>) {
     this.#o = o
   }
 
-  /** The value of `key`, made the most recently used. */
-  get(key: string): V | undefined {
-    return this.#where.get(key)?.get(key)
+  /**
+   * The value of `key`, made the most recently used; used by `team` (given), it counts on that
+   * team from now on: a value counts on the team that used it last, so that another team that
+   * set or used it before, then fills its own part, does not push it out.
+   */
+  get(key: string, team?: string): V | undefined {
+    const lru = this.#where.get(key)
+    if (lru === undefined) return undefined
+    const value = lru.get(key)
+    if (team !== undefined && value !== undefined && this.#teamOf.get(lru) !== team) this.#move(key, value, lru, team)
+    return value
   }
 
   /** The value of `key`, its use unchanged. */
@@ -88,6 +99,20 @@ export class TeamPartsLru<V extends NonNullable<unknown>> {
     return bytes
   }
 
+  /** `key`'s value from `from` into `team`'s values, as their most recently used: not disposed, its size as counted. */
+  #move(key: string, value: V, from: LRUCache<string, V>, team: string): void {
+    const size = from.info(key)?.size ?? this.#o.size(value, key)
+    this.#moving = true
+    try {
+      from.delete(key)
+    } finally {
+      this.#moving = false
+    }
+    const to = this.#lruOf(team)
+    to.set(key, value, { size })
+    this.#where.set(key, to)
+  }
+
   #lruOf(team: string): LRUCache<string, V> {
     let lru = this.#byTeam.get(team)
     if (lru !== undefined) return lru
@@ -95,6 +120,7 @@ export class TeamPartsLru<V extends NonNullable<unknown>> {
       maxSize: this.#o.maxBytes,
       // `set` deletes a key's value before it sets another: every way out is here.
       dispose: (value, key) => {
+        if (this.#moving) return
         this.#where.delete(key)
         this.#o.dispose?.(value)
       },

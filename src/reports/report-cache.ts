@@ -156,8 +156,8 @@ interface Watch extends AskCount {
 }
 
 // Keys watched for refresh ahead, the most recently asked first, each team an even part once
-// full (a watch counts on the team whose ask began it: one team's many misses push out its
-// own watches, never a popular report's of a team within its part). A watch keeps its report,
+// full (a watch counts on the team that asked it last: one team's many misses push out its
+// own watches, never a popular report's of a team within its part, whoever began its watch). A watch keeps its report,
 // as big as the URL it came from (a 15 KB query, and its key material): bounded by the
 // bytes it keeps, as the memos of URLs are; bounded by count, 50,000 watches of
 // unique 15 KB reports would hold 2 GB (46 KB each, measured). A popular report is asked
@@ -531,7 +531,7 @@ export class ReportCache {
   #asked(key: string, entry: CacheEntry, report: CanonicalReport, provider: TokenProvider | string, team: string, now: number, filled = false, work?: string): void {
     if (!this.#d.config.cache.refreshAhead) return
     if (now >= entry.freshUntil) return
-    let watch = this.#watches.get(key)
+    let watch = this.#watches.get(key, team)
     if (!watch || watch.fetchedAt !== entry.fetchedAt) {
       if (watch && watch.fetchedAt > entry.fetchedAt) return
       // The copies before count over the parts of their freshness they were served in, the older less.

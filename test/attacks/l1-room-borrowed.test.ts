@@ -30,7 +30,10 @@ const growthUsage = async (): Promise<{ cacheHits: number; platformCalls: number
   return { cacheHits: rows.reduce((n, r) => n + r.cacheHits, 0), platformCalls: rows.reduce((n, r) => n + r.platformCalls, 0) }
 }
 
-it("a team that filled another team's copy first, then floods its own part, pushes that team's hits out of L1 and makes it pay the platform call", async () => {
+// KNOWN, NOT YET FIXED (docs/decisions/l1-team-parts.md, "A borrowed entry"): `it.fails` until
+// a shared entry counts on the teams that use it; the fix turns this test green, and then
+// `it.fails` fails: take it off.
+it.fails("a team that filled another team's copy first, then floods its own part, pushes that team's hits out of L1 and makes it pay the platform call", async () => {
   // The attacker (writer, advertiser 101 only) reads growth's dashboard first: the fill is writer's.
   expect((await call(sg, 'GET', DASHBOARD, { key: KEYS.writer })).status).toBe(200)
   expect(dashboardCalls()).toBe(1)

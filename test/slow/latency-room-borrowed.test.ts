@@ -32,7 +32,10 @@ const sandbox = useSandbox()
 const gateways = useGateways()
 const configMap = useConfigMaps()
 
-it("a team that taught another team's work class first, then floods its own classes, makes that team's popular report refresh a fifth of its freshness early", async () => {
+// KNOWN, NOT YET FIXED (docs/decisions/l1-team-parts.md, "A borrowed entry"): `it.fails` until
+// a shared entry counts on the teams that use it; the fix turns this test green, and then
+// `it.fails` fails: take it off.
+it.fails("a team that taught another team's work class first, then floods its own classes, makes that team's popular report refresh a fifth of its freshness early", async () => {
   const clock = fakeClock()
   const file = configMap(`${TEAMS_YAML}${stringify({ cache: { ttl: { recent: `${FRESH_S}s`, settled: `${FRESH_S}s` }, refreshAhead: true } })}`)
   const env = { LOG_LEVEL: 'info', CONFIG_FILE: file.path, PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }

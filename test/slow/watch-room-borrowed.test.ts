@@ -8,20 +8,16 @@ import { useGateways, useSandbox } from '../helpers/fixtures.js'
 import { waitFor } from '../helpers/wait.js'
 import { BUDGET_EVERY_MS } from '../../src/reports/refresh-ahead.js'
 
-// ATTACK: a team asks another team's popular report first, then floods its own part of the
-// refresh-ahead watches. The watches (16 MiB, report-cache.ts WATCHED_BYTES) give each
-// configured team an even part once full, a watch counting on the team whose ask BEGAN it
-// (report-cache.ts #asked: `this.#watches.set(key, watch, team)` for the first asker of a
-// copy); the other team's asks, however many, never move the watch to its own part
-// (team-parts-lru.ts get()). So `writer` (advertiser 101 only, no rate limit), which shares
-// advertiser 101 with `growth`, reads growth's dashboard report when its copy is new (here:
-// the MISS that fills it); growth then asks it 14 times, all hits, making it popular, and
-// holds no watch of its own. writer's 700 misses of long URLs fill its own part of the
-// watches: room is made from writer's least recently asked watches, among them growth's.
-// WHAT THE VICTIM LOSES: growth's popular report is not refreshed ahead; its first read
-// after the freshness is no HIT (STALE, and a platform call on growth's own path), though
-// growth is far within its part: watch-room.test.ts's guarantee is lost as soon as the
-// flooder was the first to ask the copy.
+// A team asks another team's popular report first, then floods its own part of the
+// refresh-ahead watches (16 MiB, report-cache.ts WATCHED_BYTES, each configured team an even
+// part once full). `writer` (advertiser 101 only, no rate limit) shares advertiser 101 with
+// `growth`: it reads growth's dashboard report when its copy is new (the MISS that fills it
+// and begins its watch); growth then asks it 14 times, all hits, making it popular. writer's
+// 700 misses of long URLs fill its own part. Were a watch to count on the team whose ask began
+// it, room would be made from writer's least recently asked watches, growth's among them, and
+// growth's report not refreshed ahead (its first read after the freshness STALE, a platform
+// call on its own path). A watch counts on the team that asked it last (team-parts-lru.ts
+// `get` with a team): growth's asks make it growth's.
 
 const FRESH_S = 60
 const FLOOD = 700

@@ -78,4 +78,17 @@ describe('TeamPartsLru', () => {
     store.clear()
     expect(store.teamOf('3')).toBeUndefined()
   })
+
+  it("counts a value on the team that used it last: another team's flood after that pushes out its own, not this one; not disposed as it moves", () => {
+    const { store, gone, keys } = lru(4)
+    store.set('shared', 'x', 'a')
+    expect(store.get('shared', 'b')).toBe('x')
+    expect([store.teamOf('shared'), gone]).toEqual(['b', []])
+    for (let i = 0; i < 10; i++) store.set(`a${i}`, 'x', 'a')
+    expect(keys().sort()).toEqual(['a7', 'a8', 'a9', 'shared'])
+    expect(gone).toHaveLength(7)
+    expect([store.bytes, store.size]).toEqual([4, 4])
+    expect(store.get('shared', 'b')).toBe('x')
+    expect(store.get('never', 'b')).toBeUndefined()
+  })
 })
