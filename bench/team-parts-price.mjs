@@ -6,15 +6,17 @@
 //   teams, 2,000,000 gets), and a new watch set into full watches (200,000 sets);
 // - the governor's kinds (work-estimates.ts `take`): a kind seen again (2,000,000), and a new
 //   kind taken into MAX_KINDS full ones (200,000, one team flooding beside three);
-// - the latencies of work classes (report-cache.ts, LATENCY_CLASSES, a class counting on the team
-//   that first taught it): a platform answer's class learned again (400,000, 512 classes held),
-//   and a new class learned into full ones (400,000, one team flooding beside three).
+// - the latencies of work classes (report-cache.ts, LATENCY_CLASSES: reports/class-latencies.ts,
+//   each team's own in its part and any team's): a platform answer's class learned again
+//   (400,000, 512 classes held), and a new class learned into full ones (400,000, one team
+//   flooding beside three).
 // Median of 5 rounds, ns an operation.
 import { LRUCache } from 'lru-cache'
 const { TeamPartsLru } = await import('../dist/cache/team-parts-lru.js')
 const { take, MAX_KINDS } = await import('../dist/platform/governor/work-estimates.js')
 const { LATENCY_CLASSES } = await import('../dist/reports/report-cache.js')
 const { learnLatency } = await import('../dist/reports/refresh-ahead.js')
+const { ClassLatencies } = await import('../dist/reports/class-latencies.js')
 
 const TEAMS = ['a', 'b', 'c', 'd']
 const WATCHES = 20_000
@@ -64,19 +66,19 @@ function lruClasses() {
   return (work, ms) => c.set(work, learnLatency(c.get(work), ms))
 }
 function partedClasses() {
-  const c = new TeamPartsLru({ maxBytes: LATENCY_CLASSES, teams: () => TEAMS.length, configured: () => true, size: () => 1 })
-  return (work, ms, team) => c.set(work, learnLatency(c.get(work), ms), c.teamOf(work) ?? team)
+  const c = new ClassLatencies({ max: LATENCY_CLASSES, teams: () => TEAMS.length, configured: () => true })
+  return (work, ms, team) => c.learn(work, team, ms)
 }
 function classRound(make) {
   const learn = make()
   for (let i = 0; i < LATENCY_CLASSES; i++) learn(`w${i}`, 100, TEAMS[i % 4])
-  const again = timed(400_000, () => { for (let i = 0; i < 400_000; i++) learn(`w${(i * 13) % LATENCY_CLASSES}`, 100, 'b') })
+  const again = timed(400_000, () => { for (let i = 0; i < 400_000; i++) learn(`w${(i * 13) % LATENCY_CLASSES}`, 100, TEAMS[((i * 13) % LATENCY_CLASSES) % 4]) })
   const fresh = timed(400_000, () => { for (let i = 0; i < 400_000; i++) learn(`n${i}`, 100, 'a') })
   return { again, fresh }
 }
 
 const rows = {}
-for (const [name, f] of [['classes lru-cache (main)', () => classRound(lruClasses)], ['classes TeamPartsLru', () => classRound(partedClasses)], ['watches lru-cache (main)', () => watchRound(lruWatches)], ['watches TeamPartsLru', () => watchRound(partedWatches)], ['kinds take (main)', () => kindRound(takeMain)], ['kinds take (parts)', () => kindRound(take)]]) {
+for (const [name, f] of [['classes lru-cache (main)', () => classRound(lruClasses)], ['classes ClassLatencies', () => classRound(partedClasses)], ['watches lru-cache (main)', () => watchRound(lruWatches)], ['watches TeamPartsLru', () => watchRound(partedWatches)], ['kinds take (main)', () => kindRound(takeMain)], ['kinds take (parts)', () => kindRound(take)]]) {
   const rounds = Array.from({ length: 5 }, f)
   rows[name] = Object.fromEntries(Object.keys(rounds[0]).filter((k) => k !== 'sink').map((k) => [k, Math.round(median(rounds.map((r) => r[k])))]))
 }

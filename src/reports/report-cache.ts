@@ -16,6 +16,7 @@ import type { TeamUsage } from '../observe/usage.js'
 import { PlatformAuthError, PlatformRefusedError, PlatformTimeSpentError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
 import { isTransient, transient } from '../platform/client/transient.js'
 import { TeamPartsLru } from '../cache/team-parts-lru.js'
+import { ClassLatencies } from './class-latencies.js'
 import { NoIdleSeatError, type Priority } from '../platform/governor/seat.js'
 import { PRIORITIES } from '../platform/governor/fair-queue.js'
 import { entryBytes } from '../perf/kept-bytes.js'
@@ -23,7 +24,7 @@ import { steppedTimers } from '../perf/stepped-timers.js'
 import { systemClock, type Clock, type Timers } from '../clock.js'
 import { FailureLog } from '../observe/failure-log.js'
 import { errorType, type Trace } from '../observe/tracing.js'
-import { BUDGET_EVERY_MS, budgetAsks, demandOf, expectedAsks, leadLatency, learnLatency, ownAsks, priorOf, refreshAheadStart, refreshLead, rescheduledStart, type AskCount, type ClassLatency, type Demand } from './refresh-ahead.js'
+import { BUDGET_EVERY_MS, budgetAsks, demandOf, expectedAsks, leadLatency, ownAsks, priorOf, refreshAheadStart, refreshLead, rescheduledStart, type AskCount, type ClassLatency, type Demand } from './refresh-ahead.js'
 import { workClass } from './work-class.js'
 import { CallTurns } from './call-turns.js'
 import { ownRequestId } from '../observe/request-id.js'
@@ -164,10 +165,9 @@ interface Watch extends AskCount {
 // again long before it falls out.
 const WATCHED_BYTES = 16 * 1024 * 1024
 
-// Work classes whose latency is kept for refresh ahead, each configured team an even part once
-// they are full (a class counts on the team whose call first taught it, while it is held): one
-// team's many report shapes push out its own classes, never another team's (its least
-// recently used first).
+// Work classes whose latency is kept for refresh ahead, each team's own (each configured team an
+// even part once full) and any team's (reports/class-latencies.ts): one team's many report
+// shapes push out its own classes, never another team's (its least recently used first).
 export const LATENCY_CLASSES = 512
 
 export interface ReportCacheDeps {
@@ -226,9 +226,9 @@ export class ReportCache {
   // The latency of each work class's platform calls, the wait for a seat included: when a refresh ahead starts.
   // On the gateway's clock, the one its copies' freshness and asks are on: the rule weighs the latency against
   // the freshness, so a machine's slowness the clock does not see (a test's clock standing still) is no latency.
-  readonly #latencies: TeamPartsLru<ClassLatency>
+  readonly #latencies: ClassLatencies
   // The same of each class's refreshes ahead alone: they wait for a seat behind their team's callers' calls (`leadLatency`).
-  readonly #aheadLatencies: TeamPartsLru<ClassLatency>
+  readonly #aheadLatencies: ClassLatencies
   // Counts the latencies learned: a scheduled refresh's start is read again (its lead priced at the rate then) only once one was learned since (an L1 hit skips it).
   #latencyVersion = 0
   readonly #failures: FailureLog
@@ -266,7 +266,7 @@ export class ReportCache {
       size: ({ provider: _shared, ...kept }, key) => entryBytes(kept, key),
       dispose: (w) => timers.clear(w.timer),
     })
-    const classes = () => new TeamPartsLru<ClassLatency>({ maxBytes: LATENCY_CLASSES, teams: deps.teams ?? (() => 1), configured: deps.configured ?? (() => true), size: () => 1 })
+    const classes = () => new ClassLatencies({ max: LATENCY_CLASSES, teams: deps.teams ?? (() => 1), configured: deps.configured ?? (() => true) })
     this.#latencies = classes()
     this.#aheadLatencies = classes()
   }
@@ -549,7 +549,7 @@ export class ReportCache {
     // Read to a later start the asks are fewer: under the fewest now, no start (refreshAheadStart), and no lead to price.
     if (asks < minAsks) return
     watch.leadRead = this.#latencyVersion
-    const lead = refreshLead(this.#leadLatency(watch.work), freshMs, asks)
+    const lead = refreshLead(this.#leadLatency(watch.work, watch.team), freshMs, asks)
     // A scheduled refresh's start is read again with its lead now: a burst's seat waits learned since move it earlier.
     const start = watch.timer === null ? refreshAheadStart(entry, watch, lead, now, minAsks) : rescheduledStart(entry, watch.dueAt, lead)
     if (start === null) return
@@ -573,7 +573,7 @@ export class ReportCache {
       const byTeam = new Map<string, Demand[]>()
       for (const w of this.#watches.values()) {
         const demands = byTeam.get(w.team) ?? byTeam.set(w.team, []).get(w.team)!
-        demands.push(demandOf(w, w, this.#leadLatency(w.work), now))
+        demands.push(demandOf(w, w, this.#leadLatency(w.work, w.team), now))
       }
       this.#budget = { at: now, asks: new Map([...byTeam].map(([name, demands]) => [name, budgetAsks(demands)])) }
     }
@@ -880,9 +880,10 @@ export class ReportCache {
     this.#d.usage.platformSpent(tally.team.name, ms)
   }
 
-  /** The latency `work`'s refreshes ahead are led by (reports/refresh-ahead.ts `leadLatency`). */
-  #leadLatency(work: string): ClassLatency | undefined {
-    return leadLatency(this.#aheadLatencies.get(work), this.#latencies.get(work))
+  /** The latency `work`'s refreshes ahead of `team`'s watch are led by (reports/refresh-ahead.ts `leadLatency`): its own calls', else any team's. */
+  #leadLatency(work: string, team: string): ClassLatency | undefined {
+    const [ahead, calls] = [this.#aheadLatencies, this.#latencies]
+    return leadLatency(ahead.own(work, team), calls.own(work, team)) ?? leadLatency(ahead.any(work), calls.any(work))
   }
 
   /**
@@ -909,8 +910,8 @@ export class ReportCache {
     if (result.kind === 'entry' && config.cache.refreshAhead) {
       // A wall clock stepped back while the call ran reads as none.
       const ms = Math.max(0, this.#clock.now() - calledAt)
-      learnClass(this.#latencies, work, ms, origin.team)
-      if (origin.background) learnClass(this.#aheadLatencies, work, ms, origin.team)
+      this.#latencies.learn(work, origin.team, ms)
+      if (origin.background) this.#aheadLatencies.learn(work, origin.team, ms)
       this.#latencyVersion += 1
     }
     metrics.platformCalls.inc({ call: 'report', outcome })
@@ -1034,11 +1035,6 @@ function runs(admitted: () => void): () => boolean {
       return false
     }
   }
-}
-
-/** `ms` more of `work`'s latency in `classes`, the class counting on the team that first taught it while held (else `team`'s). */
-function learnClass(classes: TeamPartsLru<ClassLatency>, work: string, ms: number, team: string): void {
-  classes.set(work, learnLatency(classes.get(work), ms), classes.teamOf(work) ?? team)
 }
 
 function droppedInQueue(error: Error): boolean {

@@ -8,20 +8,15 @@ import { useGateways, useSandbox } from '../helpers/fixtures.js'
 import { BUDGET_EVERY_MS, UNKNOWN_LEAD_SHARE } from '../../src/reports/refresh-ahead.js'
 import { LATENCY_CLASSES } from '../../src/reports/report-cache.js'
 
-// ATTACK: a team teaches another team's work class first, on its OWN advertiser, then floods
-// its own part of the class latencies. The latencies of refresh ahead (LATENCY_CLASSES = 512
-// work classes a replica) give each configured team an even part once full, a class counting
-// on the team whose call FIRST taught it (report-cache.ts learnClass:
-// `classes.teamOf(work) ?? team`), and a class is a report's shape, not its account. So
-// `writer` (advertiser 101 only) asks one report of the shape of growth's dashboard on 101
-// before growth's first call of it (after a deploy, say): the class counts on writer, and
-// growth's own calls of it stay on writer's part. writer then asks 520 report shapes of its
-// own (page size × page): room is made from writer's least recently taught classes, among
-// them the one growth's popular report is timed by. No read of growth's data is needed.
-// WHAT THE VICTIM LOSES: growth's popular report is led by a fifth of its freshness
-// (UNKNOWN_LEAD_SHARE) instead of the class's latency: a platform call charged to growth per
-// copy, started 12 s of 60 early (as latency-room.test.ts, whose guarantee "never another
-// team's" is lost as soon as the flooder taught the class first).
+// A team teaches another team's work class first, on its own advertiser, then floods the
+// class latencies of refresh ahead (LATENCY_CLASSES a replica). A class is a report's shape,
+// not its account: `writer` (advertiser 101 only) asks one report of the shape of growth's
+// dashboard on 101 before growth's first call of it (after a deploy, say), then 520 report
+// shapes of its own (page size × page). Were a class to count on the team whose call first
+// taught it, growth's calls of it would stay on writer's part and go with writer's flood, and
+// growth's popular report be led by a fifth of its freshness (UNKNOWN_LEAD_SHARE): a platform
+// call charged to growth per copy, 12 s of 60 early. Each team keeps its own classes' latencies
+// (reports/class-latencies.ts), in its own part, whoever else calls the class.
 
 const FRESH_S = 60
 const GROWTH_REPORT = `${REPORT_PATH}?advertiserId=102&byDate=1&dateFrom=2026-01-01&dateTo=2026-01-07`
@@ -32,10 +27,7 @@ const sandbox = useSandbox()
 const gateways = useGateways()
 const configMap = useConfigMaps()
 
-// KNOWN, NOT YET FIXED (docs/decisions/l1-team-parts.md, "A borrowed entry"): `it.fails` until
-// a shared entry counts on the teams that use it; the fix turns this test green, and then
-// `it.fails` fails: take it off.
-it.fails("a team that taught another team's work class first, then floods its own classes, makes that team's popular report refresh a fifth of its freshness early", async () => {
+it("a team that taught another team's work class first, then floods its own classes, makes that team's popular report refresh a fifth of its freshness early", async () => {
   const clock = fakeClock()
   const file = configMap(`${TEAMS_YAML}${stringify({ cache: { ttl: { recent: `${FRESH_S}s`, settled: `${FRESH_S}s` }, refreshAhead: true } })}`)
   const env = { LOG_LEVEL: 'info', CONFIG_FILE: file.path, PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }
