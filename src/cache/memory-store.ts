@@ -35,9 +35,12 @@ export class MemoryStore implements CacheStore {
     return this.getSync(key)
   }
 
-  /** The hit path reads L1 without a promise, with the clock reading it took already. */
-  getSync(key: string, now: number = this.#now()): CacheEntry | null {
-    const entry = this.#parts.get(key)
+  /**
+   * The hit path reads L1 without a promise, with the clock reading it took already; read for
+   * `team` (given), the copy counts on that team from now on (TeamPartsLru `get`).
+   */
+  getSync(key: string, now: number = this.#now(), team?: string): CacheEntry | null {
+    const entry = this.#parts.get(key, team)
     if (entry === undefined) return null
     if (now < entry.errorUntil) return entry
     this.#parts.delete(key)

@@ -73,9 +73,9 @@ export class TieredStore implements CacheStore {
     for (const [key, entry] of [...this.#o.l1.entries()]) if (this.#purges.refuses(entry, key)) await this.#o.l1.delete(key)
   }
 
-  /** A fresh L1 entry, without a promise (the fast path of hits), as of `now`. */
-  freshInMemory(key: string, now: number): CacheEntry | null {
-    const entry = this.#o.l1.getSync(key, now)
+  /** A fresh L1 entry, without a promise (the fast path of hits), as of `now`; read for `team`, it counts on that team (MemoryStore `getSync`). */
+  freshInMemory(key: string, now: number, team?: string): CacheEntry | null {
+    const entry = this.#o.l1.getSync(key, now, team)
     return entry && now < entry.freshUntil ? entry : null
   }
 

@@ -126,7 +126,7 @@ export class ReadDecisions {
       if (scopePending) return { goOn: { admitted: { identity, known, form, rate, scopePending, refresh }, rate, admitting } }
       if (!kept) admission.remember(method, url, known.target, team, { credential, form })
       if (refresh) return { goOn: { admitted: { identity, known, form, rate, scopePending, refresh }, rate, admitting } }
-      const entry = this.#reports.freshInMemory(form.key, now)
+      const entry = this.#reports.freshInMemory(form.key, now, team.name)
       if (entry !== null) {
         this.#reports.countServed(form.key, entry, 'HIT', 'l1', form.report, credential, team.name, now)
         return { answer: entry, identity, known, form, rate, scopePending, refresh, admitting }

@@ -421,9 +421,9 @@ export class ReportCache {
     return false
   }
 
-  /** A fresh L1 entry, without a promise: what a read's decision answers at once. */
-  freshInMemory(key: string, now: number): CacheEntry | null {
-    return this.#d.store.freshInMemory(key, now)
+  /** A fresh L1 entry, without a promise: what a read's decision answers at once; read for `team`, it counts on that team's part of L1. */
+  freshInMemory(key: string, now: number, team?: string): CacheEntry | null {
+    return this.#d.store.freshInMemory(key, now, team)
   }
 
   /** The best copy of `key` and its tier (the store's lookup): `read`'s first step, and the entrance before the router's. */

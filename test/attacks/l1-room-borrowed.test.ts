@@ -2,20 +2,16 @@ import { expect, it } from 'vitest'
 import { KEYS, SANDBOX_TEAMS_YAML } from '../helpers/sandbox-gateway.js'
 import { ADMIN_TOKEN, call, itLoggedNoSecret, useAttackGateway } from './attack-gateway.js'
 
-// ATTACK: a team reads another team's report first, then floods its own part of L1.
-// Each team has an even part of the replica's memory (L1) once full, a copy counting on the
-// team whose read FILLED it (memory-store.ts teamOf: entry.filledBy.team); another team's
-// hits on that copy never move it to that team's part (team-parts-lru.ts: get() leaves a
-// value in the LRU of the team it was set for). So `writer`, which shares advertiser 101
-// with `growth`, reads growth's dashboard report before growth does (every morning, say,
-// or right after each copy expires): the copy counts on writer. growth's reads are hits,
-// growth keeps no copy of its own and is far within its part. writer then asks many
-// distinct copies (a parameter the platform ignores): room is made from writer's own part,
-// its least recently used copy first, which is growth's dashboard.
-// WHAT THE VICTIM LOSES: without Redis, growth's next read of its dashboard is a platform
-// call charged to growth (its seat, its platform-seconds, its rate limit, the answer's
-// wait), though growth is within its part: the guarantee of l1-room.test.ts ("never
-// another team's within its part") is lost as soon as the flooder was the copy's filler.
+// A team reads another team's report first, then floods its own part of L1 (each team an
+// even part of the replica's memory once full). `writer` shares advertiser 101 with `growth`:
+// it reads growth's dashboard report before growth does (every morning, say, or right after
+// each copy expires), growth's reads are hits, and writer then asks many distinct copies (a
+// parameter the platform ignores). Were a copy to count on the team whose read filled it,
+// room would be made from writer's part, its least recently used copy first, growth's
+// dashboard: without Redis growth's next read would be a platform call charged to growth (its
+// seat, its platform-seconds, its rate limit, the answer's wait) though growth is within its
+// part. A copy counts on the team that read it last (MemoryStore `getSync` with the team, the
+// read decision's hit): growth's hits make it growth's.
 // Four teams: each an even part of cache.l1MaxBytes (512 KiB of 2 MiB); a year by date and
 // campaign is about 210 KB of L1.
 
@@ -30,10 +26,7 @@ const growthUsage = async (): Promise<{ cacheHits: number; platformCalls: number
   return { cacheHits: rows.reduce((n, r) => n + r.cacheHits, 0), platformCalls: rows.reduce((n, r) => n + r.platformCalls, 0) }
 }
 
-// KNOWN, NOT YET FIXED (docs/decisions/l1-team-parts.md, "A borrowed entry"): `it.fails` until
-// a shared entry counts on the teams that use it; the fix turns this test green, and then
-// `it.fails` fails: take it off.
-it.fails("a team that filled another team's copy first, then floods its own part, pushes that team's hits out of L1 and makes it pay the platform call", async () => {
+it("a team that filled another team's copy first, then floods its own part, leaves that team's copy in L1: no platform call for it", async () => {
   // The attacker (writer, advertiser 101 only) reads growth's dashboard first: the fill is writer's.
   expect((await call(sg, 'GET', DASHBOARD, { key: KEYS.writer })).status).toBe(200)
   expect(dashboardCalls()).toBe(1)

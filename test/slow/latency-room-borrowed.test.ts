@@ -27,7 +27,7 @@ const sandbox = useSandbox()
 const gateways = useGateways()
 const configMap = useConfigMaps()
 
-it("a team that taught another team's work class first, then floods its own classes, makes that team's popular report refresh a fifth of its freshness early", async () => {
+it("a team that taught another team's work class first, then floods its own classes, leaves that team's popular report refreshed ahead as late as before", async () => {
   const clock = fakeClock()
   const file = configMap(`${TEAMS_YAML}${stringify({ cache: { ttl: { recent: `${FRESH_S}s`, settled: `${FRESH_S}s` }, refreshAhead: true } })}`)
   const env = { LOG_LEVEL: 'info', CONFIG_FILE: file.path, PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }

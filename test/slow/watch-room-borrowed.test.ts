@@ -30,7 +30,7 @@ const sandbox = useSandbox()
 const gateways = useGateways()
 const configMap = useConfigMaps()
 
-it("a team that asked another team's popular report first, then floods its own watches, stops that report's refresh ahead", async () => {
+it("a team that asked another team's popular report first, then floods its own watches, leaves that report refreshed ahead", async () => {
   const clock = fakeClock()
   const file = configMap(`${TEAMS_YAML}${stringify({ cache: { ttl: { recent: `${FRESH_S}s`, settled: `${FRESH_S}s` }, refreshAhead: true } })}`)
   const env = { LOG_LEVEL: 'info', CONFIG_FILE: file.path, PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }
