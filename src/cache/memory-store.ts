@@ -11,7 +11,7 @@ import { systemClock } from '../clock.js'
  * team most past its part, never from a team within its part), an entry counting on the
  * team whose read filled it (`filledBy`; one filled by none counts on a team of its own,
  * '', as a team a reload removed does: neither has a part, so theirs go first, and the
- * parts sum to maxBytes).
+ * parts sum to maxBytes), then on the team whose hit read it last (`getSync` with a team).
  */
 export class MemoryStore implements CacheStore {
   /** The entries, each counting on its team's part (cache/team-parts-lru.ts). */
