@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest'
-import { KEYS, REPORT_PATH } from '../helpers/build-gateway.js'
-import { POPULAR_AT_MS, POPULAR_REPORT, usePopularReport } from '../helpers/popular-report.js'
+import { KEYS } from '../helpers/build-gateway.js'
+import { askShapes, POPULAR_AT_MS, POPULAR_REPORT, usePopularReport } from '../helpers/popular-report.js'
 import { waitFor } from '../helpers/wait.js'
 import { LEAD_MARGIN_MS, UNKNOWN_LEAD_SHARE } from '../../src/reports/refresh-ahead.js'
 import { LATENCY_CLASSES } from '../../src/reports/report-cache.js'
@@ -24,12 +24,7 @@ it("one team's many report shapes leave another team's class latency: its popula
   const { clock, ask, refreshes } = await popularReport()
   // all: a report of growth's shape (its class, another advertiser), then a shape of its own per page size × page (2^i rows, page 2^j), every one a miss answered.
   expect(await ask(POPULAR_REPORT.replace('advertiserId=102', 'advertiserId=101'), KEYS.all)).toBe('MISS')
-  let shapes = 0
-  for (let i = 0; shapes < LATENCY_CLASSES + 8; i++) {
-    for (let j = 0; j < 24 && shapes < LATENCY_CLASSES + 8; j++, shapes++) {
-      expect(await ask(`${REPORT_PATH}?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-07&per_page=${2 ** i}&page=${2 ** j}`, KEYS.all)).toBe('MISS')
-    }
-  }
+  await askShapes(ask, KEYS.all, LATENCY_CLASSES + 8)
   // growth's next ask reads its refresh's start again, with the latency its class has now.
   expect(await ask(POPULAR_REPORT, KEYS.growth)).toBe('HIT')
   clock.advance(FRESH_S * 1000 * (1 - UNKNOWN_LEAD_SHARE) - POPULAR_AT_MS + 1)
