@@ -25,8 +25,9 @@ export interface KnownUrl<F> {
 // serves the teams whose own calls of its URL passed (Admission.seenBy): to any other team
 // the URL costs what a URL never seen costs, so the time of its answer (a 403 included)
 // tells nothing of another team's reads. Each configured team has an even part once the memo
-// is full, an entry counting on the team whose call first kept it while it is held: one
-// team's misses of long URLs push out its own entries, never another team's popular URLs.
+// is full, an entry counting on every team whose call of its URL passed (TeamPartsLru): one
+// team's misses of long URLs push out its own entries, never another team's popular URLs,
+// whichever team's call kept it first.
 export const KNOWN_URL_BYTES = 16 * 1024 * 1024
 
 /** The one memo by URL, which every entrance reads; Admission keeps what it holds (targets, and report reads' forms). */
@@ -59,7 +60,7 @@ export class KnownUrls<F> {
     const forms = kept?.forms ?? []
     const teams = kept?.teams ?? []
     // A new entry rather than a changed one: lru-cache counts an entry's size when it is set.
-    this.#memo.set(url, { known, forms: form && !hasForm ? [...forms.filter((f) => f.credential !== form.credential), form] : forms, teams: hasTeam ? teams : [...teams, team] }, this.#memo.teamOf(url) ?? team)
+    this.#memo.set(url, { known, forms: form && !hasForm ? [...forms.filter((f) => f.credential !== form.credential), form] : forms, teams: hasTeam ? teams : [...teams, team] }, team)
     return known
   }
 

@@ -8,10 +8,11 @@ import { systemClock } from '../clock.js'
  * L1: in-process, bounded in bytes, each entry living until its own `errorUntil`.
  *
  * Each team has an even part of the bytes once full (cache/team-parts-lru.ts: room from the
- * team most past its part, never from a team within its part), an entry counting on the
- * team whose read filled it (`filledBy`; one filled by none counts on a team of its own,
- * '', as a team a reload removed does: neither has a part, so theirs go first, and the
- * parts sum to maxBytes), then on the team whose hit read it last (`getSync` with a team).
+ * team most past its part, never from a team within its part), an entry counting on every
+ * team that holds it: the team whose read filled it (`filledBy`; one filled by none counts
+ * on a team of its own, '', as a team a reload removed does: neither has a part, so theirs
+ * go first, and the parts sum to maxBytes), and each team whose read used it since
+ * (`getSync` with a team).
  */
 export class MemoryStore implements CacheStore {
   /** The entries, each counting on its team's part (cache/team-parts-lru.ts). */
@@ -37,7 +38,8 @@ export class MemoryStore implements CacheStore {
 
   /**
    * The hit path reads L1 without a promise, with the clock reading it took already; read for
-   * `team` (given), the copy counts on that team from now on (TeamPartsLru `get`).
+   * `team` (given), that team holds the copy from now on, as the teams that held it still do
+ * (TeamPartsLru `get`).
    */
   getSync(key: string, now: number = this.#now(), team?: string): CacheEntry | null {
     const entry = this.#parts.get(key, team)

@@ -83,9 +83,9 @@ export class TieredStore implements CacheStore {
     return (await this.lookup(key))?.entry ?? null
   }
 
-  /** The best copy and where it came from: a fresh L1 one, else L2's if newer, else L1's. */
-  async lookup(key: string): Promise<{ entry: CacheEntry; tier: Tier } | null> {
-    const local = this.#o.l1.getSync(key)
+  /** The best copy and where it came from: a fresh L1 one, else L2's if newer, else L1's; read for `team` (given), the L1 copy counts on that team (MemoryStore `getSync`). */
+  async lookup(key: string, team?: string): Promise<{ entry: CacheEntry; tier: Tier } | null> {
+    const local = this.#o.l1.getSync(key, this.#now(), team)
     if (local && this.#now() < local.freshUntil) return { entry: local, tier: 'l1' }
     // A stale L1 copy may have been refreshed by another replica: take theirs before
     // serving stale and calling the platform again.

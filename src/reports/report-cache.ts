@@ -157,8 +157,8 @@ interface Watch extends AskCount {
 }
 
 // Keys watched for refresh ahead, the most recently asked first, each team an even part once
-// full (a watch counts on the team that asked it last: one team's many misses push out its
-// own watches, never a popular report's of a team within its part, whoever began its watch). A watch keeps its report,
+// full (a watch counts on every team that asked it: one team's many misses push out its
+// own watches, never a popular report's of a team within its part, whoever asked it first or last). A watch keeps its report,
 // as big as the URL it came from (a 15 KB query, and its key material): bounded by the
 // bytes it keeps, as the memos of URLs are; bounded by count, 50,000 watches of
 // unique 15 KB reports would hold 2 GB (46 KB each, measured). A popular report is asked
@@ -322,7 +322,7 @@ export class ReportCache {
     let found = opts.found
     if (found === undefined) {
       const looking = opts.trace?.step('cache.lookup')
-      found = await this.lookup(key)
+      found = await this.lookup(key, opts.team)
       if (looking) endLookup(looking, found, this.#clock.now())
     }
     if (found && this.purgedFor(found.entry, report, key)) found = null
@@ -426,9 +426,9 @@ export class ReportCache {
     return this.#d.store.freshInMemory(key, now, team)
   }
 
-  /** The best copy of `key` and its tier (the store's lookup): `read`'s first step, and the entrance before the router's. */
-  lookup(key: string): Promise<Lookup | null> {
-    return this.#d.store.lookup(key)
+  /** The best copy of `key` and its tier (the store's lookup): `read`'s first step, and the entrance before the router's; read for `team`, its L1 copy counts on that team. */
+  lookup(key: string, team?: string): Promise<Lookup | null> {
+    return this.#d.store.lookup(key, team)
   }
 
   purgeAll(): Promise<number> {

@@ -66,29 +66,45 @@ describe('TeamPartsLru', () => {
     expect(store.bytes).toBe(0)
   })
 
-  it('tells the team a held value counts on, until it leaves', () => {
+  it('tells the teams that hold a value, until it leaves: a value set in place of another keeps its teams', () => {
     const { store } = lru(2)
     store.set('1', 'x', 'a')
-    expect(store.teamOf('1')).toBe('a')
+    expect(store.teamsOf('1')).toEqual(['a'])
     store.set('1', 'y', 'b')
-    expect(store.teamOf('1')).toBe('b')
+    expect(store.teamsOf('1')).toEqual(['a', 'b'])
     store.set('2', 'x', 'b')
+    // b, past its part, lets go of '1' (a still holds it) and of '2'.
     store.set('3', 'x', 'b')
-    expect([store.teamOf('1'), store.teamOf('never')]).toEqual([undefined, undefined])
+    expect([store.teamsOf('1'), store.teamsOf('2'), store.teamsOf('never')]).toEqual([['a'], [], []])
     store.clear()
-    expect(store.teamOf('3')).toBeUndefined()
+    expect(store.teamsOf('3')).toEqual([])
   })
 
-  it("counts a value on the team that used it last: another team's flood after that pushes out its own, not this one; not disposed as it moves", () => {
+  it("counts a value on every team that used it: another team's flood pushes out its own, never one a team within its part holds, whoever set or used it last", () => {
     const { store, gone, keys } = lru(4)
     store.set('shared', 'x', 'a')
     expect(store.get('shared', 'b')).toBe('x')
-    expect([store.teamOf('shared'), gone]).toEqual(['b', []])
+    // a uses it last, then floods: it lets go of the value, b still holds it.
+    expect(store.get('shared', 'a')).toBe('x')
+    expect([store.teamsOf('shared'), gone]).toEqual([['a', 'b'], []])
     for (let i = 0; i < 10; i++) store.set(`a${i}`, 'x', 'a')
     expect(keys().sort()).toEqual(['a7', 'a8', 'a9', 'shared'])
+    expect(store.teamsOf('shared')).toEqual(['b'])
     expect(gone).toHaveLength(7)
     expect([store.bytes, store.size]).toEqual([4, 4])
     expect(store.get('shared', 'b')).toBe('x')
     expect(store.get('never', 'b')).toBeUndefined()
+  })
+
+  it('counts a shared value whole on each team that holds it, and frees its bytes only when the last lets go of it', () => {
+    const { store, gone, keys } = lru(6, ['a', 'b', 'c'])
+    store.set('s', 'xx', 'a')
+    store.get('s', 'b')
+    store.set('b1', 'xx', 'b')
+    store.set('a1', 'xx', 'a')
+    // 6 bytes held; a and b each count 4 against a part of 2. c's new byte: a lets go of s first (b holds it: nothing
+    // freed), then b does, and s leaves.
+    expect([store.bytes, store.set('c1', 'x', 'c')]).toEqual([6, true])
+    expect([keys().sort(), store.bytes, gone]).toEqual([['a1', 'b1', 'c1'], 5, ['xx']])
   })
 })

@@ -150,7 +150,7 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
     // Read now: a closed connection no longer has its peer's address.
     const client = req.socket.remoteAddress ?? null
     reports
-      .lookup(read.form.key)
+      .lookup(read.form.key, team.name)
       .then(
         (found) => {
           if (left(req, res, read, started, null, client)) return

@@ -62,7 +62,7 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
    * cannot be reached) leaves the read to go on as if it preferred nothing.
    */
   const copyOrJob = async (reply: FastifyReply, caller: Caller, report: CanonicalReport, key: string, found?: Lookup | null): Promise<{ found: Lookup | null } | null> => {
-    const looked = found !== undefined ? found : await reports.lookup(key)
+    const looked = found !== undefined ? found : await reports.lookup(key, caller.team.name)
     const copy = looked !== null && !reports.purgedFor(looked.entry, report, key) ? looked : null
     if (copy !== null && clock.now() < copy.entry.staleUntil) return { found: copy }
     // A job makes a platform call: not for a team that spent its day's, as a miss is not.
