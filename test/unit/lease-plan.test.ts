@@ -104,6 +104,19 @@ describe('leasePlan: what a replica knows of the others', () => {
     expect(leasePlan(mine, [fed, short, shorter], 8)).toMatchObject({ contended: true, needsMost: 'r4', waitedElsewhere: true, elsewhere: 4 })
   })
 
+  // Five replicas of one team on a limit of 2, each with a call waiting or in flight: each is due 0.4 seat, and the
+  // seat its due rounds to goes in turns.
+  it('tells of seats given back the replica furthest behind its due of those that want more, then the one that lacks most', () => {
+    const waiting = (run: string, behind: number, calls = 1) => replica(run, [team('a', { waiting: calls })], { lease: 0, need: calls, behind })
+    const holding = (run: string) => replica(run, [team('a', { held: 1 })], { lease: 1, need: 1 })
+    const [r1, r2, r3, r4] = [waiting('r1', 0.3, 3), waiting('r2', 0.8), waiting('r3', 0.8), holding('r4')]
+    const mine = holding('r5')
+    expect(leasePlan(mine, [r1, r2, r3, r4], 2)).toMatchObject({ contended: true, needsMost: 'r2' })
+    expect(leasePlan(mine, [r3, r2, r1, r4], 2).needsMost).toBe('r3')
+    // Behind alike (none: a record of the release before), the one that lacks most.
+    expect(leasePlan(mine, [waiting('r2', 0), waiting('r1', 0, 3), r4], 2).needsMost).toBe('r1')
+  })
+
   it('makes the replica whose calls answered most the learner, the smallest run id on a tie, and a replica alone', () => {
     const r1 = replica('r1', [], { answered: 3 })
     const r2 = replica('r2', [], { answered: 7.5 })
@@ -150,6 +163,18 @@ describe('encodeRecord and decodeRecord', () => {
     expect(decodeRecord('r', encodeRecord({ lease: 0, inFlight: 0, need: 0, answered: 0, waited: false, teams: [] }))).toEqual({ run: 'r', lease: 0, inFlight: 0, need: 0, answered: 0, waited: false, teams: [] })
   })
 
+  // A record of the release before has no field for the seat-seconds behind; one of this release has it only when behind, so the release
+  // before reads it unless the replica waits for its turn (then it reads no record: it misses that replica's demand,
+  // never its seats, which the store's script counts).
+  it('carries the seat-seconds a replica is behind its due after `waited`, only when some, and reads a record without them', () => {
+    const text = encodeRecord({ lease: 0, inFlight: 0, need: 1, answered: 0, waited: true, behind: 1.234, teams: [team('a', { waiting: 1, peak: 1 })] })
+    expect(text).toBe('0|0|1|0.00|1|1.23|a,1,0,0,1,0,1')
+    expect(decodeRecord('r', text)).toMatchObject({ behind: 1.23, waited: true, teams: [team('a', { waiting: 1, peak: 1 })] })
+    expect(encodeRecord({ lease: 0, inFlight: 0, need: 1, answered: 0, waited: false, behind: 0.001, teams: [] })).toBe('0|0|1|0.00|0|')
+    expect(decodeRecord('r', '0|0|1|0.00|0|a,1,0,0,1,0,1')).not.toHaveProperty('behind')
+    expect(decodeRecord('r', '0|0|1|0.00|0|1.5|')).toMatchObject({ behind: 1.5, teams: [] })
+  })
+
   it('carries a replica\'s calls past `#` (answer-timeline.ts)', () => {
     const text = encodeRecord({ lease: 1, inFlight: 1, need: 1, answered: 1, waited: false, teams: [team('a', { held: 1, peak: 1 })], calls: 'kx;5,,abc,;9,2,abc,o' })
     expect(text).toBe('1|1|1|1.00|0|a,1,0,1,0,0,1#kx;5,,abc,;9,2,abc,o')
@@ -167,6 +192,9 @@ describe('encodeRecord and decodeRecord', () => {
     ['a lease that is no number', 'x|0|0|0|0|'],
     ['a negative count', '-1|0|0|0|0|'],
     ['waited neither 0 nor 1', '1|0|0|0|2|'],
+    ['a seat-time behind that is no number', '1|0|0|0|0|x|a,1,0,1,0,0,1'],
+    ['a negative seat-time behind', '1|0|0|0|0|-1|a,1,0,1,0,0,1'],
+    ['a seat-time behind of two points', '1|0|0|0|0|1.2.3|a,1,0,1,0,0,1'],
     ['a team of six fields', '1|0|0|0|0|a,1,0,1,0,0'],
     ['a team of nine fields', '1|0|0|0|0|a,1,0,1,0,0,1,1,1'],
     ['a team seat-time that is no number', '1|0|0|0|0|a,1,0,1,0,0,1,x'],

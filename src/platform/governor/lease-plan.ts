@@ -32,7 +32,7 @@ export const needOf = (d: ReplicaDemand): number => d.inFlight + d.waiting + (d.
 /** The teams' shares as this replica sees them: each local team's target here, the seats of its lease owed to teams on other replicas, each team's share across every replica, what it holds on the others and the seat-time (ms) its calls held there since this one first saw them. */
 export interface LeaseShares { targets: ReadonlyMap<string, number>; lent: number; shares: ReadonlyMap<string, number>; heldElsewhere: ReadonlyMap<string, number>; charged: ReadonlyMap<string, number> }
 
-/** One replica's record in the lease store: `need`, its calls in flight and waiting; `answered`, its answers a second, smoothed (the learner's measure); `waited`, calls waited at the limit since its last renewal; `calls`, its calls of late (answer-timeline.ts), answered only to the learner. */
+/** One replica's record in the lease store: `need`, its calls in flight and waiting; `answered`, its answers a second, smoothed (the learner's measure); `waited`, calls waited at the limit since its last renewal; `behind`, the seat-seconds it held short of its due while another replica waited (none: 0); `calls`, its calls of late (answer-timeline.ts), answered only to the learner. */
 export interface ReplicaRecord {
   run: string
   lease: number
@@ -40,6 +40,7 @@ export interface ReplicaRecord {
   need: number
   answered: number
   waited: boolean
+  behind?: number
   teams: TeamRecord[]
   calls?: string
 }
@@ -83,7 +84,10 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   const owedElsewhere = others.reduce((sum, r) => sum + owedSeats(new Map(r.teams.map((t) => [t.team, partOf(t)])), r.teams), 0)
   const heldElsewhere = new Map<string, number>()
   for (const r of others) for (const t of r.teams) heldElsewhere.set(t.team, (heldElsewhere.get(t.team) ?? 0) + t.held)
-  const needsMost = others.reduce<ReplicaRecord | null>((most, r) => (r.need - r.lease > (most === null ? 0 : most.need - most.lease) ? r : most), null)?.run ?? null
+  // Seats given back go to the replica furthest behind its due of those that want more (its turn at the seat its due
+  // rounds to), then to the one that lacks most.
+  const behind = (r: ReplicaRecord) => r.behind ?? 0
+  const needsMost = others.filter((r) => r.need > r.lease).reduce<ReplicaRecord | null>((most, r) => (most === null || behind(r) > behind(most) || (behind(r) === behind(most) && r.need - r.lease > most.need - most.lease) ? r : most), null)?.run ?? null
   // The writer of the shared limit goes on learning while its record is away (the store drops one with nothing in flight or needed).
   const most = all.reduce((best, r) => (r.answered > best.answered || (r.answered === best.answered && r.run < best.run) ? r : best), mine)
   const before = all.find((r) => r.run === learnerBefore)
@@ -92,7 +96,7 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
     // owedElsewhere: seats owed to the other replicas' teams that wait for nothing (lent only to short calls).
     targets, target: own.get(mine) as number, due: dueOf(mine), owedElsewhere, heldElsewhere, shares,
     // shortElsewhere: what the replicas short of their due lack (that many free seats are theirs); short: those, most short
-    // first; over: those holding seats they neither use nor are due; needsMost: the one to tell of seats given back.
+    // first; over: those holding seats they neither use nor are due; needsMost: the one to tell of seats given back (the furthest behind).
     contended: needsMost !== null, shortElsewhere, short, over, needsMost,
     elsewhere: others.reduce((sum, r) => sum + r.inFlight, 0),
     occupiedElsewhere: others.reduce((sum, r) => sum + Math.max(r.lease, r.inFlight), 0),
@@ -105,25 +109,27 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
 /** The shared limit record as learned-limit.ts opens it: written `at` (epoch ms) by `run`, the learner every replica goes on with; `evidence`, what its limit rule weighed (KneeEstimator.evidence: a replica that takes over starts from it). */
 export type SharedLimit = { limit: number; knee: number; at: number; run?: string; evidence?: string }
 
-/** A record as the store keeps it: `<lease>|<in flight>|<need>|<answered>|<waited>|<teams>[#<calls>]`, each team `<name>,<weight>,<cap>,<held>,<waiting>,<lingering>,<peak>[,<seat ms>]` (cap 0: none). */
+/** A record as the store keeps it: `<lease>|<in flight>|<need>|<answered>|<waited>|[<behind>|]<teams>[#<calls>]` (behind only when some), each team `<name>,<weight>,<cap>,<held>,<waiting>,<lingering>,<peak>[,<seat ms>]` (cap 0: none). */
 export function encodeRecord(r: Omit<ReplicaRecord, 'run'>): string {
   const teams = r.teams.map((t) => `${t.team},${t.weight},${t.cap ?? 0},${t.held},${t.waiting},${t.lingering ? 1 : 0},${t.peak}${t.seatMs === undefined ? '' : `,${t.seatMs}`}`).join(';')
-  return `${r.lease}|${r.inFlight}|${r.need}|${r.answered.toFixed(2)}|${r.waited ? 1 : 0}|${teams}${r.calls === undefined ? '' : `#${r.calls}`}`
+  const behind = (r.behind ?? 0) >= 0.005 ? `${(r.behind as number).toFixed(2)}|` : ''
+  return `${r.lease}|${r.inFlight}|${r.need}|${r.answered.toFixed(2)}|${r.waited ? 1 : 0}|${behind}${teams}${r.calls === undefined ? '' : `#${r.calls}`}`
 }
 
 /** A stored record, or null when it is not one (a team name never holds `,;|#`). */
 export function decodeRecord(run: string, text: string): ReplicaRecord | null {
-  const m = /^(\d+)\|(\d+)\|(\d+)\|([\d.]+)\|([01])\|([^#]*)(?:#(.*))?$/.exec(text)
+  // A team holds no '|': a number and a '|' after `waited` are the seat-seconds behind.
+  const m = /^(\d+)\|(\d+)\|(\d+)\|([\d.]+)\|([01])\|(?:(\d+(?:\.\d+)?)\|)?([^#|]*)(?:#(.*))?$/.exec(text)
   if (m === null) return null
   const teams: TeamRecord[] = []
-  for (const part of (m[6] as string).split(';')) {
+  for (const part of (m[7] as string).split(';')) {
     if (part === '') continue
     const f = /^([^,]+),(\d+),(\d+),(\d+),(\d+),([01]),(\d+)(?:,(\d+))?$/.exec(part)
     if (f === null) return null
     const [, team, weight, cap, held, waiting, lingering, peak, seatMs] = f as unknown as [string, string, string, string, string, string, string, string, string | undefined]
     teams.push({ team, weight: Math.max(1, Number(weight)), cap: Number(cap) > 0 ? Number(cap) : null, held: Number(held), waiting: Number(waiting), lingering: lingering === '1', peak: Number(peak), ...(seatMs === undefined ? {} : { seatMs: Number(seatMs) }) })
   }
-  return { run, lease: Number(m[1]), inFlight: Number(m[2]), need: Number(m[3]), answered: Number(m[4]), waited: m[5] === '1', teams, ...(m[7] === undefined ? {} : { calls: m[7] }) }
+  return { run, lease: Number(m[1]), inFlight: Number(m[2]), need: Number(m[3]), answered: Number(m[4]), waited: m[5] === '1', ...(m[6] === undefined ? {} : { behind: Number(m[6]) }), teams, ...(m[8] === undefined ? {} : { calls: m[8] }) }
 }
 
 /** The seat-time each team's calls held on the other replicas: the growth of each run's counter since first seen (it only grows); of the teams `keep` keeps alone. */

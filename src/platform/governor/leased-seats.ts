@@ -208,7 +208,7 @@ export class LeasedSeats {
 
   #planFor(need: number, d: ReplicaDemand): LeasePlan {
     const learner = this.#learner !== null && this.#clock.now() - this.#learner.at <= this.#o.leaseMs ? (this.#learner.run ?? null) : null
-    return leasePlan({ run: this.#run, lease: this.#lease, inFlight: d.inFlight, need, answered: this.#answered, waited: false, teams: d.teams }, this.#others, d.limit, learner)
+    return leasePlan({ run: this.#run, lease: this.#lease, inFlight: d.inFlight, need, answered: this.#answered, waited: false, behind: Math.max(0, -this.#credit), teams: d.teams }, this.#others, d.limit, learner)
   }
 
   /** The seats to ask for: while another replica waits, its due and the seats free past what the replicas that wait lack of theirs; else the seats it keeps. */
@@ -259,7 +259,7 @@ export class LeasedSeats {
     const counted = now >= this.#backAt + (this.#awaited.size > 0 ? this.#o.leaseMs : this.#o.leaseMs / 3 + DOWN_RETRY_MS)
     const ask = this.#downSince === null && counted ? wanted : Math.min(wanted, Math.max(held, this.#outageSeats))
     const calls = this.#others.length > 0 ? this.#calls() : null
-    const record = encodeRecord({ lease: 0, inFlight: d.inFlight, need, answered: this.#answered, waited: this.#waited, teams: d.teams, ...(calls === null ? {} : { calls }) })
+    const record = encodeRecord({ lease: 0, inFlight: d.inFlight, need, answered: this.#answered, waited: this.#waited, behind: Math.max(0, -this.#credit), teams: d.teams, ...(calls === null ? {} : { calls }) })
     const limitRecord = this.#limitRecord
     // Only a record that moves the limit or the knee the store held tells the other replicas to renew and take it.
     const written = this.#tellOthers && limitRecord !== null ? this.#readLimit(limitRecord) : undefined
