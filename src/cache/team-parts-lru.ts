@@ -88,8 +88,9 @@ export class TeamPartsLru<V extends NonNullable<unknown>> {
     this.#teamOf.clear()
   }
 
+  /** The values held, the most recently set first (copies shared again after an outage: the newest first). */
   *entries(): IterableIterator<[string, V]> {
-    for (const [key, held] of this.#held) yield [key, held.value]
+    for (const [key, held] of [...this.#held].reverse()) yield [key, held.value]
   }
 
   *values(): IterableIterator<V> {

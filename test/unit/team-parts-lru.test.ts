@@ -55,6 +55,17 @@ describe('TeamPartsLru', () => {
     expect([store.delete('1'), store.delete('1')]).toEqual([true, false])
   })
 
+  // TieredStore.shareKept stores them in Redis in this order once it is back: the newest copies first.
+  it('gives its values the most recently set first, whichever team holds them', () => {
+    const { store, keys } = lru(10)
+    store.set('1', 'x', 'a')
+    store.set('2', 'x', 'b')
+    store.set('3', 'x', 'a')
+    store.get('1', 'b')
+    store.set('2', 'y', 'b')
+    expect(keys()).toEqual(['2', '3', '1'])
+  })
+
   it('disposes of a value replaced, deleted or cleared', () => {
     const { store, gone } = lru(10)
     store.set('1', 'x', 'a')
