@@ -104,17 +104,18 @@ describe('leasePlan: what a replica knows of the others', () => {
     expect(leasePlan(mine, [fed, short, shorter], 8)).toMatchObject({ contended: true, needsMost: 'r4', waitedElsewhere: true, elsewhere: 4 })
   })
 
-  // Five replicas of one team on a limit of 2, each with a call waiting or in flight: each is due 0.4 seat, and the
-  // seat its due rounds to goes in turns.
-  it('tells of seats given back the replica furthest behind its due of those that want more, then the one that lacks most', () => {
+  // Five replicas of one team on a limit of 2, each with calls waiting or in flight: each is due less than a seat, and
+  // the seat its due rounds to goes in turns.
+  it('tells of seats given back the replica that lacks most, and among those that lack alike with less than a seat due, the one furthest behind its due', () => {
     const waiting = (run: string, behind: number, calls = 1) => replica(run, [team('a', { waiting: calls })], { lease: 0, need: calls, behind })
     const holding = (run: string) => replica(run, [team('a', { held: 1 })], { lease: 1, need: 1 })
-    const [r1, r2, r3, r4] = [waiting('r1', 0.3, 3), waiting('r2', 0.8), waiting('r3', 0.8), holding('r4')]
+    const [r1, r2, r3, r4] = [waiting('r1', 0.3), waiting('r2', 0.8), waiting('r3', 0.8), holding('r4')]
     const mine = holding('r5')
     expect(leasePlan(mine, [r1, r2, r3, r4], 2)).toMatchObject({ contended: true, needsMost: 'r2' })
     expect(leasePlan(mine, [r3, r2, r1, r4], 2).needsMost).toBe('r3')
-    // Behind alike (none: a record of the release before), the one that lacks most.
-    expect(leasePlan(mine, [waiting('r2', 0), waiting('r1', 0, 3), r4], 2).needsMost).toBe('r1')
+    // Behind alike (none: a record of the release before), the first; lacking more, whatever it is behind.
+    expect(leasePlan(mine, [waiting('r2', 0), waiting('r1', 0), r4], 2).needsMost).toBe('r2')
+    expect(leasePlan(mine, [r2, waiting('r6', 0, 3), r4], 2).needsMost).toBe('r6')
   })
 
   it('makes the replica whose calls answered most the learner, the smallest run id on a tie, and a replica alone', () => {

@@ -84,10 +84,10 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   const owedElsewhere = others.reduce((sum, r) => sum + owedSeats(new Map(r.teams.map((t) => [t.team, partOf(t)])), r.teams), 0)
   const heldElsewhere = new Map<string, number>()
   for (const r of others) for (const t of r.teams) heldElsewhere.set(t.team, (heldElsewhere.get(t.team) ?? 0) + t.held)
-  // Seats given back go to the replica furthest behind its due of those that want more (its turn at the seat its due
-  // rounds to), then to the one that lacks most.
+  // Seats given back go to the replica that lacks most; among those that lack alike with less than a seat due (a turn
+  // at the seat their due rounds to is all they get), to the one furthest behind its due.
   const behind = (r: ReplicaRecord) => r.behind ?? 0
-  const needsMost = others.filter((r) => r.need > r.lease).reduce<ReplicaRecord | null>((most, r) => (most === null || behind(r) > behind(most) || (behind(r) === behind(most) && r.need - r.lease > most.need - most.lease) ? r : most), null)?.run ?? null
+  const needsMost = others.filter((r) => r.need > r.lease).reduce<ReplicaRecord | null>((most, r) => (most === null || r.need - r.lease > most.need - most.lease || (r.need - r.lease === most.need - most.lease && dueOf(r) < 1 && behind(r) > behind(most)) ? r : most), null)?.run ?? null
   // The writer of the shared limit goes on learning while its record is away (the store drops one with nothing in flight or needed).
   const most = all.reduce((best, r) => (r.answered > best.answered || (r.answered === best.answered && r.run < best.run) ? r : best), mine)
   const before = all.find((r) => r.run === learnerBefore)
@@ -96,7 +96,7 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
     // owedElsewhere: seats owed to the other replicas' teams that wait for nothing (lent only to short calls).
     targets, target: own.get(mine) as number, due: dueOf(mine), owedElsewhere, heldElsewhere, shares,
     // shortElsewhere: what the replicas short of their due lack (that many free seats are theirs); short: those, most short
-    // first; over: those holding seats they neither use nor are due; needsMost: the one to tell of seats given back (the furthest behind).
+    // first; over: those holding seats they neither use nor are due; needsMost: the one to tell of seats given back.
     contended: needsMost !== null, shortElsewhere, short, over, needsMost,
     elsewhere: others.reduce((sum, r) => sum + r.inFlight, 0),
     occupiedElsewhere: others.reduce((sum, r) => sum + Math.max(r.lease, r.inFlight), 0),
