@@ -23,7 +23,8 @@ const UP = 'redis available again (circuit closed)'
 
 const YAML = `${TEAMS_YAML}
 platform:
-  timeout: 2s
+  timeout: 4s
+  maxConcurrentPerReplica: 4
 redis:
   commandTimeout: ${COMMAND_TIMEOUT_MS}ms
   breakerCooldown: ${COOLDOWN_MS}ms
@@ -68,6 +69,11 @@ describe.skipIf(!available)('report cache when Redis fails', () => {
       return send(command, stream)
     }
     return { count: () => timedOut, stop: () => Reflect.deleteProperty(client, 'sendCommand') }
+  }
+
+  const seatsHeld = async (gw: TestGateway) => {
+    const text = (await gw.admin.inject({ method: 'GET', url: '/metrics' })).body
+    return /^gateway_platform_seats_held\{[^}]*\} (\S+)$/m.exec(text)?.[1]
   }
 
   const redisUp = async (gw: TestGateway) => {
@@ -175,6 +181,9 @@ describe.skipIf(!available)('report cache when Redis fails', () => {
   it('does not keep a waiter waiting for an announcement once Redis is gone', async () => {
     // Redis is up again after the test above; A's fill is held at the platform, B waits on A's lock.
     await waitFor('both replicas to use Redis', () => a.redis.breaker?.state === 'closed' && b.redis.breaker?.state === 'closed')
+    // B has asked nothing of the platform since: its lease has gone back to the store. Without
+    // Redis it calls on its own cap (platform.maxConcurrentPerReplica), from 1 s into the outage.
+    await waitFor('B to hold no seat', async () => (await seatsHeld(b)) === '0')
     sandbox.setRouteFailure(PATH, { kind: 'held', times: 1 })
     const calls = reportCalls()
     const onA = report(a, query(25))
