@@ -118,17 +118,17 @@ export async function benchMisses(shape: BenchShape): Promise<Verdict[]> {
     const costMs = shape.scenario.teams[0]!.behaviour.reports[0]!.costMs
     const sent = trace.records.filter((x) => x.status !== null)
     const refused = sent.filter((x) => x.status === 429).length / Math.max(1, sent.length)
-    if (refused >= 0.01) broken.push({ guarantee: 'refusals', ok: false, detail: `${(100 * refused).toFixed(1)} % of ${sent.length} calls answered 429, the highest limit ${Math.max(...trace.samples.map((x) => x.limit))}` })
+    if (refused >= 0.01) broken.push({ guarantee: 'refusals', ok: false, margin: null, detail: `${(100 * refused).toFixed(1)} % of ${sent.length} calls answered 429, the highest limit ${Math.max(...trace.samples.map((x) => x.limit))}` })
     const perSecond = answered(trace, 'A', JUDGED_FROM_MS, CROWDED_MS)
     const knee = (1000 * c.knee) / costMs
     const lowest = Math.min(...trace.samples.filter((x) => x.at - trace.start >= JUDGED_FROM_MS).map((x) => x.limit))
-    if (perSecond < 0.5 * knee) broken.push({ guarantee: 'throughput', ok: false, detail: `${perSecond.toFixed(1)} answers a second from ${JUDGED_FROM_MS / 1000} s, the knee's ${knee.toFixed(1)}; the limit ${lowest} at least` })
+    if (perSecond < 0.5 * knee) broken.push({ guarantee: 'throughput', ok: false, margin: null, detail: `${perSecond.toFixed(1)} answers a second from ${JUDGED_FROM_MS / 1000} s, the knee's ${knee.toFixed(1)}; the limit ${lowest} at least` })
     return broken
   }
   const window: [number, number] = [ARRIVED_MS, ARRIVED_MS + NEWCOMER_WINDOW_MS]
   const alone = answered(await simulate(shape.alone!, newGovernor), 'B', ...window)
   const beside = answered(trace, 'B', ...window)
-  if (beside < 0.8 * alone) broken.push({ guarantee: 'the newcomer', ok: false, detail: `the dashboard ${(100 * (beside / alone)).toFixed(0)} % of itself alone over its first ${NEWCOMER_WINDOW_MS / 1000} s (${beside.toFixed(1)} answers a second, ${alone.toFixed(1)} alone)` })
+  if (beside < 0.8 * alone) broken.push({ guarantee: 'the newcomer', ok: false, margin: null, detail: `the dashboard ${(100 * (beside / alone)).toFixed(0)} % of itself alone over its first ${NEWCOMER_WINDOW_MS / 1000} s (${beside.toFixed(1)} answers a second, ${alone.toFixed(1)} alone)` })
   return broken
 }
 

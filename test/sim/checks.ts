@@ -18,6 +18,18 @@ export interface Verdict {
   guarantee: string
   ok: boolean
   detail: string
+  /**
+   * How near the run came to breaking the guarantee: the worst, over what it judged, of what
+   * was measured against its bound, 1 at the bound, past 1 broken (ok is margin ≤ 1); null
+   * where nothing was judged. A sweep's margins tell a change from the noise of a seed's
+   * pass or fail (docs/governor.md, "Judging a change").
+   */
+  margin: number | null
+}
+
+/** The worst of `margins`, null when there are none. */
+function worst(margins: number[]): number | null {
+  return margins.length === 0 ? null : Math.max(...margins)
 }
 
 export const SETTLE_MS = 10_000
@@ -120,26 +132,33 @@ export function checkGuarantees(trace: Trace): Verdict[] {
   {
     const bound = inFlightBound(W)
     const bad: string[] = []
+    const margins: number[] = []
     for (const i of steady) {
       const samples = samplesIn(trace, i)
       if (samples.length === 0) continue
       const p99 = quantile(samples.map((x) => x.busy + x.queued), 0.99)
       const atCapacity = samples.filter((x) => x.waiting > 0)
       const medianQueue = quantile(atCapacity.map((x) => x.queued), 0.5)
-      if (p99 > bound || medianQueue > 1) bad.push(`${span(i)}: in flight p99 ${p99} (bound ${bound}), queue median ${medianQueue} at capacity`)
+      const margin = Math.max(p99 / bound, medianQueue)
+      margins.push(margin)
+      if (margin > 1) bad.push(`${span(i)}: in flight p99 ${p99} (bound ${bound}), queue median ${medianQueue} at capacity`)
     }
-    out.push({ guarantee: 'no standing queue', ok: bad.length === 0, detail: bad.join('; ') })
+    out.push({ guarantee: 'no standing queue', ok: bad.length === 0, detail: bad.join('; '), margin: worst(margins) })
   }
 
   // Work-conserving.
   {
     const bad: string[] = []
+    const margins: number[] = []
     for (const i of steady) {
       const samples = samplesIn(trace, i)
+      if (samples.length === 0) continue
       const idle = samples.filter((x) => x.busy < W && x.waiting > 0 && !x.idleAllowed)
-      if (samples.length > 0 && idle.length / samples.length > 0.02) bad.push(`${span(i)}: a worker idle while calls waited in ${pct(idle.length / samples.length)} of samples`)
+      const margin = idle.length / samples.length / 0.02
+      margins.push(margin)
+      if (margin > 1) bad.push(`${span(i)}: a worker idle while calls waited in ${pct(idle.length / samples.length)} of samples`)
     }
-    out.push({ guarantee: 'work-conserving', ok: bad.length === 0, detail: bad.join('; ') })
+    out.push({ guarantee: 'work-conserving', ok: bad.length === 0, detail: bad.join('; '), margin: worst(margins) })
   }
 
   // Slower is not fuller.
@@ -153,7 +172,8 @@ export function checkGuarantees(trace: Trace): Verdict[] {
     const samples = samplesIn(trace, { from, to: next }).filter((x) => !x.idleAllowed && !throttled.some((d) => x.at - trace.start >= d.from && x.at - trace.start < d.to))
     const could = samples.reduce((sum, x) => sum + Math.min(W, x.busy + x.queued + x.waiting), 0)
     const used = could === 0 ? 1 : samples.reduce((sum, x) => sum + x.busy, 0) / could
-    out.push({ guarantee: 'slower is not fuller', ok: samples.length < 20 || used >= 0.9, detail: `workers busy, from 30 s into the slowdown: ${pct(used)} of those the calls could keep busy, over ${samples.length} samples` })
+    const margin = samples.length < 20 ? null : used > 0 ? 0.9 / used : Infinity
+    out.push({ guarantee: 'slower is not fuller', ok: margin === null || margin <= 1, detail: `workers busy, from 30 s into the slowdown: ${pct(used)} of those the calls could keep busy, over ${samples.length} samples`, margin })
   }
 
   // Recovery: at capacity before the fault, as busy 10 s after its end; a worker the model
@@ -171,24 +191,29 @@ export function checkGuarantees(trace: Trace): Verdict[] {
     }
     const before = busy({ from: f.from - 10_000, to: f.from })
     const after = busy({ from: f.to + 10_000, to: f.to + 15_000 })
-    out.push({ guarantee: 'recovery', ok: after >= 0.9 * before, detail: `workers busy ${before.toFixed(1)} before the fault at ${(f.from / 1000).toFixed(0)} s, ${after.toFixed(1)} from 10 s after its end` })
+    const margin = before === 0 ? 0 : after > 0 ? (0.9 * before) / after : Infinity
+    out.push({ guarantee: 'recovery', ok: margin <= 1, detail: `workers busy ${before.toFixed(1)} before the fault at ${(f.from / 1000).toFixed(0)} s, ${after.toFixed(1)} from 10 s after its end`, margin })
   }
 
   // Nothing uncharged.
   {
     const bad: string[] = []
+    const margins: number[] = []
     for (const t of s.teams) {
       const work = (trace.workMs.get(t.name) ?? 0) / 1000
       const charged = trace.seatSeconds.get(t.name) ?? 0
-      if (work > 1.05 * charged + 1) bad.push(`${t.name}: ${work.toFixed(1)} worker-s at the platform, charged ${charged.toFixed(1)} seat-s`)
+      const margin = work / (1.05 * charged + 1)
+      margins.push(margin)
+      if (margin > 1) bad.push(`${t.name}: ${work.toFixed(1)} worker-s at the platform, charged ${charged.toFixed(1)} seat-s`)
     }
-    out.push({ guarantee: 'nothing uncharged', ok: bad.length === 0, detail: bad.join('; ') })
+    out.push({ guarantee: 'nothing uncharged', ok: bad.length === 0, detail: bad.join('; '), margin: worst(margins) })
   }
 
   // Isolation: a team that asks no more than its nominal share waits at most the lending horizon (p99).
   // A caller that does not read holds its seat past its call, so its team asks more than its callers.
   {
     const bad: string[] = []
+    const margins: number[] = []
     for (const t of s.teams) {
       const most = mostAtOnce(t.behaviour)
       if (most === null || (t.behaviour.kind === 'callers' && t.behaviour.holdMs !== undefined)) continue
@@ -209,15 +234,18 @@ export function checkGuarantees(trace: Trace): Verdict[] {
         if (calls.length < 20) continue
         const waits = calls.map((c) => (c.seated === null ? Infinity : c.seated - c.asked))
         const p99 = quantile(waits, 0.99)
-        if (p99 > LENDING_HORIZON_MS + 50) bad.push(`${t.name} (at most ${most} at once, nominal share ${nominal.toFixed(1)}) in ${span(i)}: p99 wait for a seat ${Number.isFinite(p99) ? `${Math.round(p99)} ms` : 'refused'}`)
+        const margin = p99 / (LENDING_HORIZON_MS + 50)
+        margins.push(margin)
+        if (margin > 1) bad.push(`${t.name} (at most ${most} at once, nominal share ${nominal.toFixed(1)}) in ${span(i)}: p99 wait for a seat ${Number.isFinite(p99) ? `${Math.round(p99)} ms` : 'refused'}`)
       }
     }
-    out.push({ guarantee: 'isolation', ok: bad.length === 0, detail: bad.join('; ') })
+    out.push({ guarantee: 'isolation', ok: bad.length === 0, detail: bad.join('; '), margin: worst(margins) })
   }
 
   // Fair by time among busy teams.
   {
     const bad: string[] = []
+    const margins: number[] = []
     for (const i of steady) {
       for (let from = i.from; from + 30_000 <= i.to; from += 30_000) {
         const samples = samplesIn(trace, { from, to: from + 30_000 })
@@ -232,10 +260,12 @@ export function checkGuarantees(trace: Trace): Verdict[] {
         })
         const most = Math.max(...perWeight.map((p) => p.share))
         const least = Math.min(...perWeight.map((p) => p.share))
-        if (least <= 0 || most / least > 1.1) bad.push(`${span({ from, to: from + 30_000 })}: worker-seconds per weight ${perWeight.map((p) => `${p.team} ${(p.share / 1000).toFixed(1)}`).join(', ')}`)
+        const margin = least > 0 ? most / least / 1.1 : Infinity
+        margins.push(margin)
+        if (margin > 1) bad.push(`${span({ from, to: from + 30_000 })}: worker-seconds per weight ${perWeight.map((p) => `${p.team} ${(p.share / 1000).toFixed(1)}`).join(', ')}`)
       }
     }
-    out.push({ guarantee: 'fair by time', ok: bad.length === 0, detail: bad.join('; ') })
+    out.push({ guarantee: 'fair by time', ok: bad.length === 0, detail: bad.join('; '), margin: worst(margins) })
   }
   if (s.throttle) out.push(check429s(trace))
   out.push(checkArrivals(trace))
@@ -264,7 +294,7 @@ function check429s(trace: Trace): Verdict {
   const bound = windows * (admitted + pairs.size) + trials
   const answered = trace.records.filter((c) => c.status === 429).length
   const refused = trace.records.filter((c) => c.refusal === 'paused').length
-  return { guarantee: '429s', ok: answered <= bound, detail: `${answered} calls answered 429 (bound ${bound}: ${windows} window(s) × (${admitted} calls at most past the pauses at once + ${pairs.size} team-route(s)) + ${trials} trials), ${refused} refused by a pause` }
+  return { guarantee: '429s', ok: answered <= bound, margin: bound > 0 ? answered / bound : answered > 0 ? Infinity : 0, detail: `${answered} calls answered 429 (bound ${bound}: ${windows} window(s) × (${admitted} calls at most past the pauses at once + ${pairs.size} team-route(s)) + ${trials} trials), ${refused} refused by a pause` }
 }
 
 /** How long after another team's arrival a dashboard's throughput is judged, and the least of it before that is measured. */
@@ -309,11 +339,11 @@ function checkArrivals(trace: Trace): Verdict {
       const mean = (xs: number[]) => xs.reduce((sum, x) => sum + x, 0) / xs.length
       const kept = (mean(before) + think) / (mean(after) + think)
       judged.push(kept)
-      if (kept < 0.8) bad.push(`${d.name} (${b.users}×${b.fanOut} at once, nominal share ${nominal.toFixed(1)}) after ${s.teams.filter((t) => t.from === at).map((t) => t.name).join(', ')} came at ${(at / 1000).toFixed(0)} s: ${pct(kept)} of its throughput before (a view ${Math.round(mean(after))} ms against ${Math.round(mean(before))} ms, think ${Math.round(think)} ms)`)
+      if (0.8 / kept > 1) bad.push(`${d.name} (${b.users}×${b.fanOut} at once, nominal share ${nominal.toFixed(1)}) after ${s.teams.filter((t) => t.from === at).map((t) => t.name).join(', ')} came at ${(at / 1000).toFixed(0)} s: ${pct(kept)} of its throughput before (a view ${Math.round(mean(after))} ms against ${Math.round(mean(before))} ms, think ${Math.round(think)} ms)`)
     }
   }
   const judgedText = judged.length === 0 ? '' : `${judged.length} judged, the least kept ${pct(Math.min(...judged))}`
-  return { guarantee: 'isolation on arrival', ok: bad.length === 0, detail: bad.length > 0 ? bad.join('; ') : judgedText }
+  return { guarantee: 'isolation on arrival', ok: bad.length === 0, detail: bad.length > 0 ? bad.join('; ') : judgedText, margin: worst(judged.map((kept) => 0.8 / kept)) }
 }
 
 /** The times of a dashboard's views (its calls asked at one instant, to the last one's end) asked from `from` to `to` ms. */
@@ -340,6 +370,7 @@ const SEAT_LEASE_MS = 5_000
 function checkReplicas(trace: Trace, steady: Interval[]): Verdict {
   const s = trace.scenario
   const bad: string[] = []
+  const margins: number[] = []
   let over = 0
   let first = ''
   for (const c of trace.records) {
@@ -347,6 +378,9 @@ function checkReplicas(trace: Trace, steady: Interval[]): Verdict {
     const t = c.seated - trace.start
     const stalled = s.storeStalls.some((st) => t >= st.from && t < Math.min(st.to, st.from + SEAT_LEASE_MS))
     const bound = c.limitAtSeat + (stalled ? 0 : s.replicas)
+    // The seats past the limit against the R allowed past it (none in a stall's first lease).
+    const excess = Math.max(0, c.heldAtSeat - c.limitAtSeat)
+    margins.push(stalled ? (excess > 0 ? 1 + excess : 0) : excess / s.replicas)
     if (c.heldAtSeat > bound) {
       over += 1
       first ||= `${c.heldAtSeat} seats held at ${(t / 1000).toFixed(1)} s, bound ${bound}${stalled ? ' (lease store stalled)' : ''}`
@@ -362,8 +396,10 @@ function checkReplicas(trace: Trace, steady: Interval[]): Verdict {
   const [spread, single] = twins as [number, number]
   // A twin the throttle of its route refused is not the other's equal: the platform took its calls.
   const measured = steady.reduce((sum, i) => sum + (i.to - i.from), 0) >= 10_000 && !routeThrottled(trace, 'spread', { from: 0, to: s.durationMs }) && !routeThrottled(trace, 'single', { from: 0, to: s.durationMs })
-  if (s.teams.some((t) => t.name === 'spread') && measured && (single <= 0 || Math.abs(spread / single - 1) > 0.05)) bad.push(`team spread over ${s.replicas} replicas ${(spread / 1000).toFixed(1)} worker-s, the same team on one ${(single / 1000).toFixed(1)} in the steady phases`)
-  return { guarantee: 'replicas', ok: bad.length === 0, detail: bad.join('; ') }
+  const twinsMargin = s.teams.some((t) => t.name === 'spread') && measured ? (single > 0 ? Math.abs(spread / single - 1) / 0.05 : Infinity) : null
+  if (twinsMargin !== null) margins.push(twinsMargin)
+  if (twinsMargin !== null && twinsMargin > 1) bad.push(`team spread over ${s.replicas} replicas ${(spread / 1000).toFixed(1)} worker-s, the same team on one ${(single / 1000).toFixed(1)} in the steady phases`)
+  return { guarantee: 'replicas', ok: bad.length === 0, detail: bad.join('; '), margin: worst(margins) }
 }
 
 function span(i: Interval): string {

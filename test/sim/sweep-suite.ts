@@ -1,8 +1,9 @@
-import { writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, inject, it } from 'vitest'
 import { knownFailuresSource, sweep, unexpected } from './sweep.js'
 import { KNOWN_FAILURES } from './known-failures.js'
+import { marginsReport, type SweepMargins } from './margins.js'
 
 // The governor's guarantees (docs/governor.md) on seeded random platforms and teams: the
 // real governor on a simulated clock. SIM_RUNS sets how many seeds (from SIM_FIRST);
@@ -10,11 +11,13 @@ import { KNOWN_FAILURES } from './known-failures.js'
 // not. test/slow/sim-sweep.test.ts runs 2,000 more. A seed in known-failures.ts must still
 // break what it lists and nothing else; any other failure fails the sweep. SIM_RECORD=1
 // writes the failures of the seeds run as the new list (SIM_RUNS=2200 covers both sweeps).
+// SIM_MARGINS=<file> writes every seed's margins there (JSON) and their table beside it
+// (<file>.md); with SIM_MARGINS_AGAINST=<an earlier such file>, how they moved from it.
 //
 // The seeds are shared out between the sweep's files in the run (sweep.test.ts and
 // sweep-second-half.test.ts), each on a worker of its own: vitest.config.ts's sequencer
-// provides the files it runs as `sweepFiles`. A file run alone runs every seed; a replay
-// or a record runs whole in the first file, as the list is written once.
+// provides the files it runs as `sweepFiles`. A file run alone runs every seed; a replay,
+// a record or margins run whole in the first file, as each is written once.
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -36,10 +39,12 @@ export function sweepSuite(fileUrl: string): void {
   const first = Number(process.env.SIM_FIRST ?? 1)
   const only = process.env.SIM_SEED === undefined ? null : Number(process.env.SIM_SEED)
   const record = process.env.SIM_RECORD === '1'
+  const marginsFile = process.env.SIM_MARGINS
+  const against = process.env.SIM_MARGINS_AGAINST
   const file = fileURLToPath(fileUrl)
   const files = inject('sweepFiles') ?? [file]
   const index = Math.max(0, files.indexOf(file))
-  const whole = only !== null || record
+  const whole = only !== null || record || marginsFile !== undefined
   const all = only === null ? Array.from({ length: runs }, (_, i) => first + i) : [only]
   const seeds = whole ? (index === 0 ? all : []) : shareOf(all, index, files.length)
   // A guard against a hang, not a bound on speed: ten minutes, or four seconds a seed past
@@ -56,7 +61,16 @@ export function sweepSuite(fileUrl: string): void {
 
   describe('the governor on random platforms', () => {
     it.skipIf(seeds.length === 0)(name, async () => {
-      const failed = await sweep(seeds, REPLAY, only !== null)
+      const margins: SweepMargins = {}
+      const failed = await sweep(seeds, REPLAY, only !== null, (seed, of) => {
+        margins[seed] = of
+      })
+      if (marginsFile !== undefined) {
+        writeFileSync(marginsFile, JSON.stringify(margins))
+        const report = marginsReport(margins, against === undefined ? undefined : (JSON.parse(readFileSync(against, 'utf8')) as SweepMargins))
+        writeFileSync(`${marginsFile}.md`, `${report}\n`)
+        console.log(report)
+      }
       if (only !== null) expect(failed.map((f) => f.text)).toEqual([])
       if (record) writeFileSync(new URL('./known-failures.ts', import.meta.url), knownFailuresSource(failed))
       const wrong = unexpected(seeds, failed, KNOWN_FAILURES)

@@ -2,6 +2,7 @@ import { simulate } from './simulate.js'
 import { describeScenario, randomScenario } from './scenario.js'
 import { checkGuarantees } from './checks.js'
 import { newGovernor } from './new-governor.js'
+import { marginsOf, type GuaranteeMargins } from './margins.js'
 
 /** One seed the sweep ran that broke a guarantee. */
 export interface SeedFailure {
@@ -14,15 +15,19 @@ export interface SeedFailure {
 
 /**
  * Runs the scenarios of `seeds` and checks every guarantee on each; returns the failing
- * seeds. With `print`, every check of every seed is printed.
+ * seeds. With `print`, every check of every seed is printed; `margins` is told each seed's
+ * margins (margins.ts).
  */
-export async function sweep(seeds: number[], replay: string, print = false): Promise<SeedFailure[]> {
+export async function sweep(seeds: number[], replay: string, print = false, margins?: (seed: number, of: GuaranteeMargins) => void): Promise<SeedFailure[]> {
   const failed: SeedFailure[] = []
   for (const seed of seeds) {
     const scenario = randomScenario(seed)
     let broken: { guarantee: string; detail: string }[]
     try {
       const verdicts = checkGuarantees(await simulate(scenario, newGovernor))
+      const astray = verdicts.filter((v) => v.margin !== null && v.ok !== v.margin <= 1)
+      if (astray.length > 0) throw new Error(`a verdict whose margin says otherwise: ${astray.map((v) => `${v.guarantee} ${v.ok ? 'ok' : 'broken'}, margin ${v.margin}`).join('; ')}`)
+      margins?.(seed, marginsOf(verdicts))
       if (print) console.log(describeScenario(scenario) + '\n' + verdicts.map((v) => `${v.ok ? 'ok  ' : 'FAIL'} ${v.guarantee}${v.detail ? `: ${v.detail}` : ''}`).join('\n'))
       broken = verdicts.filter((v) => !v.ok).map((v) => ({ guarantee: v.guarantee, detail: v.detail ?? '' }))
     } catch (err) {
