@@ -29,7 +29,7 @@ export interface Verdict {
 
 /** The worst of `margins`, null when there are none. */
 function worst(margins: number[]): number | null {
-  return margins.length === 0 ? null : Math.max(...margins)
+  return margins.length === 0 ? null : margins.reduce((a, b) => Math.max(a, b))
 }
 
 export const SETTLE_MS = 10_000

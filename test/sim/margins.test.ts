@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { compare, marginsOf, marginsReport, summarize, type SweepMargins } from './margins.js'
+import { compare, marginsOf, marginsReport, signTest, summarize, type SweepMargins } from './margins.js'
 
 describe("a sweep's margins", () => {
   it('keeps the worst verdict of a guarantee, and null only where none judged', () => {
@@ -23,6 +23,14 @@ describe("a sweep's margins", () => {
     const [c] = compare(before, after)
     expect(c).toMatchObject({ guarantee: 'replicas', judged: 4, brokenBefore: 1, brokenAfter: 1, nowBroken: 1, nowKept: 1, worse: 2, better: 1 })
     expect(c?.medianChange).toBeCloseTo(0.02)
-    expect(marginsReport(after, before)).toContain('| replicas | 4 | 1 → 1 | 1 | 1 | 2 | 1 | 0.02 |')
+    expect(marginsReport(after, before)).toContain('| replicas | 4 | 1 → 1 | 1 | 1 | 2 | 1 | 0.02 | 1.000 |')
+  })
+
+  it('tells a one-sided move from a coin', () => {
+    // 2 × (1 + 10 + 45) / 1024 for 10 movers split 8 : 2; a split even is no sign; none moved, none.
+    expect(signTest(8, 2)).toBeCloseTo(112 / 1024, 10)
+    expect(signTest(2, 8)).toBeCloseTo(112 / 1024, 10)
+    expect([signTest(5, 5), signTest(0, 0)]).toEqual([1, 1])
+    expect(signTest(60, 20)).toBeLessThan(1e-5)
   })
 })

@@ -48,6 +48,19 @@ export interface GuaranteeChange {
   better: number
   /** The median of the seeds' changes (after less before). */
   medianChange: number
+  /** How likely as many or more seeds on one side (worse or better) if each mover went either way as a coin falls (two-sided sign test). */
+  signP: number
+}
+
+/** The two-sided sign test of `a` seeds one way against `b` the other: the chance of a split at least as uneven from a fair coin. */
+export function signTest(a: number, b: number): number {
+  const n = a + b
+  if (n === 0) return 1
+  const logC: number[] = [0]
+  for (let k = 1; k <= n; k++) logC.push((logC[k - 1] as number) + Math.log((n - k + 1) / k))
+  let tail = 0
+  for (let k = 0; k <= Math.min(a, b); k++) tail += Math.exp((logC[k] as number) - n * Math.LN2)
+  return Math.min(1, 2 * tail)
 }
 
 function quantile(sorted: number[], p: number): number {
@@ -93,6 +106,7 @@ export function compare(before: SweepMargins, after: SweepMargins): GuaranteeCha
       worse: changes.filter((c) => c > SAME_WITHIN).length,
       better: changes.filter((c) => c < -SAME_WITHIN).length,
       medianChange: changes.length === 0 ? 0 : quantile(changes, 0.5),
+      signP: signTest(changes.filter((c) => c > SAME_WITHIN).length, changes.filter((c) => c < -SAME_WITHIN).length),
     }
   })
 }
@@ -104,7 +118,7 @@ export function marginsReport(after: SweepMargins, before?: SweepMargins): strin
   const lines = ['| guarantee | seeds judged | broken | margin p50 | p90 | p99 |', '|---|---:|---:|---:|---:|---:|']
   for (const g of summarize(after)) lines.push(`| ${g.guarantee} | ${g.judged} | ${g.broken} | ${fixed(g.p50)} | ${fixed(g.p90)} | ${fixed(g.p99)} |`)
   if (before === undefined) return lines.join('\n')
-  lines.push('', `| guarantee | seeds in both | broken before → after | newly broken | newly kept | worse by > ${SAME_WITHIN} | better by > ${SAME_WITHIN} | median change |`, '|---|---:|---:|---:|---:|---:|---:|---:|')
-  for (const c of compare(before, after)) lines.push(`| ${c.guarantee} | ${c.judged} | ${c.brokenBefore} → ${c.brokenAfter} | ${c.nowBroken} | ${c.nowKept} | ${c.worse} | ${c.better} | ${fixed(c.medianChange)} |`)
+  lines.push('', `| guarantee | seeds in both | broken before → after | newly broken | newly kept | worse by > ${SAME_WITHIN} | better by > ${SAME_WITHIN} | median change | sign test p |`, '|---|---:|---:|---:|---:|---:|---:|---:|---:|')
+  for (const c of compare(before, after)) lines.push(`| ${c.guarantee} | ${c.judged} | ${c.brokenBefore} → ${c.brokenAfter} | ${c.nowBroken} | ${c.nowKept} | ${c.worse} | ${c.better} | ${fixed(c.medianChange)} | ${c.signP.toFixed(3)} |`)
   return lines.join('\n')
 }
