@@ -18,8 +18,6 @@ export class TeamPartsLru<V extends NonNullable<unknown>> {
   readonly #byTeam = new Map<string, LRUCache<string, number>>()
   /** Each value held, its size, and the LRUs (teams) that hold it (a few: an array reads fastest). */
   readonly #held = new Map<string, Held<V>>()
-  /** The team of each LRU. */
-  readonly #teamOf = new Map<LRUCache<string, number>, string>()
   readonly #o: TeamPartsOptions<V>
   /** The bytes of the values held, each once. */
   #bytes = 0
@@ -64,11 +62,6 @@ export class TeamPartsLru<V extends NonNullable<unknown>> {
     return true
   }
 
-  /** The teams that hold `key`'s value, while it is held. */
-  teamsOf(key: string): string[] {
-    return (this.#held.get(key)?.holders ?? []).map((lru) => this.#teamOf.get(lru) as string)
-  }
-
   /** Whether `key` held a value (it leaves, whichever teams held it). */
   delete(key: string): boolean {
     const held = this.#held.get(key)
@@ -85,7 +78,6 @@ export class TeamPartsLru<V extends NonNullable<unknown>> {
   clear(): void {
     for (const lru of this.#byTeam.values()) lru.clear()
     this.#byTeam.clear()
-    this.#teamOf.clear()
   }
 
   /** The values held, the most recently set first (copies shared again after an outage: the newest first). */
@@ -131,7 +123,6 @@ export class TeamPartsLru<V extends NonNullable<unknown>> {
       },
     })
     this.#byTeam.set(team, made)
-    this.#teamOf.set(made, team)
     return made
   }
 
