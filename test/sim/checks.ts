@@ -108,7 +108,7 @@ function samplesIn(trace: Trace, i: Interval) {
   return trace.samples.filter((s) => s.at - trace.start >= i.from && s.at - trace.start < i.to)
 }
 
-function quantile(values: number[], p: number): number {
+export function quantile(values: number[], p: number): number {
   if (values.length === 0) return 0
   const sorted = [...values].sort((a, b) => a - b)
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))] as number

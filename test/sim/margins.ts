@@ -1,4 +1,4 @@
-import type { Verdict } from './checks.js'
+import { quantile, type Verdict } from './checks.js'
 
 /**
  * A sweep's margins (checks.ts `Verdict.margin`: 1 at a guarantee's bound, past 1 broken),
@@ -61,11 +61,6 @@ export function signTest(a: number, b: number): number {
   let tail = 0
   for (let k = 0; k <= Math.min(a, b); k++) tail += Math.exp((logC[k] as number) - n * Math.LN2)
   return Math.min(1, 2 * tail)
-}
-
-function quantile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))] as number
 }
 
 function judgedOf(margins: SweepMargins): Map<string, Map<string, number>> {
