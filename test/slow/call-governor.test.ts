@@ -223,6 +223,33 @@ describe('a call that cannot end before its deadline', () => {
     await waitFor('the platform to end the cut calls', () => sandbox.concurrency().inFlight === 0)
   }, 30_000)
 
+  it('is sent again when calls of its kind that hung together are cut after a call sent later was answered: one hang, not the kind slowing', async () => {
+    // A platform that stopped with two calls on it: held past their deadline, never answered; a call sent after them is answered in 20 ms.
+    const clock = fakeClock()
+    const gw = await gateway(DEADLINE_1S, {}, { clock })
+    sandbox.setLatency(20)
+    expect((await proxyGet(gw, distinctReport(0))).statusCode).toBe(200)
+    sandbox.setLatency(1_000)
+    sandbox.setRouteFailure(REPORT, { kind: 'held', times: 2 })
+    const hung = Promise.all([1, 2].map((i) => proxyGet(gw, distinctReport(i))))
+    // Held once the platform worked 1 s on them (the latency the estimates learn, on the monotonic clock).
+    await waitFor('the platform to hold the two calls past their 1 s', () => sandbox.concurrency().held === 2)
+    sandbox.setLatency(20)
+    clock.advance(10)
+    const later = await proxyGet(gw, distinctReport(3))
+    expect(later.statusCode).toBe(200)
+    // Cut by their deadline, then by their watch's end: two cuts of 1 s or more, past the deadline once grown, no answer between them.
+    clock.advance(1_000)
+    expect((await hung).map((a) => a.statusCode)).toEqual([504, 504])
+    await waitFor('the watch to end and the seats to come back', () => (clock.advance(100), governorView(gw).inFlight === 0))
+    const sent = reportCalls()
+
+    const next = await proxyGet(gw, distinctReport(4))
+    expect(next.statusCode).toBe(200)
+    expect(reportCalls()).toBe(sent + 1)
+    sandbox.releaseHeld()
+  }, 30_000)
+
   it('is not sent when its kind got slower while it waited for its seat: refused as the answer that made it slower comes, 504 GW_UPSTREAM_TIMEOUT saying why, with no platform call', async () => {
     // One seat, a deadline of 6 s; the kind known fast (a copy's call).
     const gw = await gateway('platform: { timeout: 6s, maxConcurrent: 1, adaptive: false }\ncache: { staleIfError: 0s }')

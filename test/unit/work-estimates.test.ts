@@ -114,6 +114,27 @@ describe('WorkEstimates', () => {
     expect(w.neededMs('a', 'week', NOW + 500 + CUT_MEMORY_MS)).toBeCloseTo(20 + ESTIMATE_GAIN * 10)
   })
 
+  it('sets aside the cut of a call when a call of its kind sent after it was answered within the cut: calls that hung together are one hang, not the kind slowing', () => {
+    const w = new WorkEstimates()
+    // A stopped platform: two calls sent at NOW hang; one sent 500 ms later is answered in 20 ms once the platform is back.
+    w.answered('a', 'week', 20, NOW - 1000)
+    w.answered('a', 'week', 20, NOW + 500)
+    // The two are cut by their watch's end, with no answer between the cuts.
+    for (let i = 0; i < CUT_CONFIRMS; i++) w.cut('a', 'week', 2000, NOW + 2000 + i, NOW)
+    expect(w.neededMs('a', 'week', NOW + 2010)).toBe(20)
+    expect(w.ownMs('a', 'week', NOW + 2010)).toBe(20)
+    expect(w.expectedMs('b', 'week', NOW + 2010)).toBe(20)
+    // Cuts of calls sent after the latest answer stand: the kind slowed.
+    for (let i = 0; i < CUT_CONFIRMS; i++) w.cut('a', 'week', 2000, NOW + 2600 + i, NOW + 600)
+    expect(w.neededMs('a', 'week', NOW + 2610)).toBe(CUT_GROWTH * 2000)
+    // An answer sent later but slower than the cut says it: it sets no cut aside.
+    const slowed = new WorkEstimates()
+    slowed.answered('a', 'week', 20, NOW - 1000)
+    slowed.answered('a', 'week', 3500, NOW + 500)
+    for (let i = 0; i < CUT_CONFIRMS; i++) slowed.cut('a', 'week', 2000, NOW + 4000 + i, NOW)
+    expect(slowed.neededMs('a', 'week', NOW + 4010)).toBe(CUT_GROWTH * 2000)
+  })
+
   it('sends a kind that needs more than its budget once each CUT_TRIAL_MS, from the first call found too long', () => {
     const w = new WorkEstimates()
     expect(w.trial('a', 'year', NOW)).toBe(false)
@@ -125,14 +146,14 @@ describe('WorkEstimates', () => {
 
   it('learns nothing from a call that met a fault, neither its answer nor its cut: its time was the fault\'s (docs/governor.md, "Faults")', () => {
     const w = new WorkEstimates()
-    expect(learnFrom(w, 'a', 'month', { kind: 'answer', status: 200, latencyMs: 2000 }, NOW)).toBe('ok')
+    expect(learnFrom(w, 'a', 'month', { kind: 'answer', status: 200, latencyMs: 2000 }, NOW, NOW - 2000)).toBe('ok')
     // Answered as a stall ended, and cut by its deadline in it: what the limit rule is told stands, the kind's time does not move.
-    expect(learnFrom(w, 'a', 'month', { kind: 'answer', status: 200, latencyMs: 11_000 }, NOW, true)).toBe('ok')
-    expect(learnFrom(w, 'a', 'month', { kind: 'none', latencyMs: 4500, timedOut: true }, NOW, true)).toBe('other')
+    expect(learnFrom(w, 'a', 'month', { kind: 'answer', status: 200, latencyMs: 11_000 }, NOW, NOW - 11_000, true)).toBe('ok')
+    expect(learnFrom(w, 'a', 'month', { kind: 'none', latencyMs: 4500, timedOut: true }, NOW, NOW - 4500, true)).toBe('other')
     expect(w.expectedMs('a', 'month', NOW)).toBe(2000)
     expect(w.neededMs('a', 'month', NOW)).toBe(2000)
     // The same answer outside a fault teaches it.
-    learnFrom(w, 'a', 'month', { kind: 'answer', status: 200, latencyMs: 11_000 }, NOW)
+    learnFrom(w, 'a', 'month', { kind: 'answer', status: 200, latencyMs: 11_000 }, NOW, NOW - 11_000)
     expect(w.expectedMs('a', 'month', NOW)).toBeCloseTo(2000 + ESTIMATE_GAIN * 9000)
   })
 

@@ -60,18 +60,18 @@ export interface SeatsOptions {
   loopLateMs?: () => number
 }
 
-/** What a call's outcome teaches its kind's estimate (nothing when it met a fault), and tells the limit rule ("Faults"). */
-export function learnFrom(work: WorkEstimates, team: string, workClass: string, outcome: SeatOutcome, now: number, metFault = false): Answer['outcome'] {
+/** What the outcome of a call sent at `sentAt` teaches its kind's estimate (nothing when it met a fault), and tells the limit rule ("Faults"). */
+export function learnFrom(work: WorkEstimates, team: string, workClass: string, outcome: SeatOutcome, now: number, sentAt: number, metFault = false): Answer['outcome'] {
   if (outcome.kind === 'dropped' || outcome.kind === 'unsent') return 'other'
   if (outcome.kind === 'none') {
     if (!outcome.timedOut) return 'overload'
-    if (!metFault) work.cut(team, workClass, outcome.latencyMs, now)
+    if (!metFault) work.cut(team, workClass, outcome.latencyMs, now, sentAt)
     return 'other'
   }
   const { status, latencyMs } = outcome
   if (status === 502 || status === 503 || status === 504) return 'overload'
   if (status >= 400 && status < 500) return 'other'
-  if (!metFault) work.answered(team, workClass, latencyMs)
+  if (!metFault) work.answered(team, workClass, latencyMs, sentAt)
   return 'ok'
 }
 

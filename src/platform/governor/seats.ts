@@ -351,7 +351,7 @@ export class CredentialSeats {
         const now = this.#clock.now()
         const at = outcome.kind === 'dropped' || outcome.kind === 'unsent' ? now : startedAt + outcome.latencyMs
         if (outcome.kind === 'answer') this.#lease?.answered()
-        const learned = learnFrom(this.#o.work, team, workClass, outcome, now, this.#o.rule?.metFault(startedAt, at))
+        const learned = learnFrom(this.#o.work, team, workClass, outcome, now, startedAt, this.#o.rule?.metFault(startedAt, at))
         this.#estimateMoved(workClass, now)
         this.#o.onEnded?.({ startedAt, at, team, kind, load, window, outcome: learned, ...(outcome.kind === 'answer' && outcome.status === 429 ? { refused: true } : {}) })
         // Cut by its deadline, or its callers gone: held to its expected end, a watched call to CUT_GROWTH times what it ran though it met a fault; never sent: free at once (dispatch rule 4).

@@ -7,8 +7,8 @@ export const CUT_TRIAL_MS = 30_000
 export const CUT_CONFIRMS = 2
 export const MAX_KINDS = 512
 
-/** A kind's seat-time (ms; null: unknown); at least `cutMs` until `until` (epoch ms): `cuts` cuts said so; a call sent to see from `trialAt`. */
-type Estimate = { ms: number | null; cutMs: number; until: number; cuts: number; trialAt: number }
+/** A kind's seat-time (ms; null: unknown); at least `cutMs` until `until` (epoch ms): `cuts` cuts said so; a call sent to see from `trialAt`; the answered call sent latest: when (`lastSentAt`) and what it took (`lastMs`). */
+type Estimate = { ms: number | null; cutMs: number; until: number; cuts: number; trialAt: number; lastSentAt: number; lastMs: number }
 
 export class WorkEstimates {
   // By kind, and by work alone (any team's), in least recently seen order.
@@ -46,19 +46,25 @@ export class WorkEstimates {
     return due
   }
 
-  /** A call answered after `ms` at the platform: a cut that said its kind takes longer no longer stands. */
-  answered(team: string, work: string, ms: number): void {
+  /** A call sent at `sentAt` (none: before any cut call) answered after `ms` at the platform: a cut that said its kind takes longer no longer stands. */
+  answered(team: string, work: string, ms: number, sentAt = -Infinity): void {
     for (const [map, k] of this.#keys(team, work)) {
       const e = take(map, k, unknown)
       e.ms = e.ms === null ? ms : e.ms + ESTIMATE_GAIN * (ms - e.ms)
       if (ms < e.cutMs) e.until = 0
+      if (sentAt >= e.lastSentAt) [e.lastSentAt, e.lastMs] = [sentAt, ms]
     }
   }
 
-  /** A call that got no answer after `ms` at `now`: its kind takes at least CUT_GROWTH times that, for CUT_MEMORY_MS (counted in `cuts`). */
-  cut(team: string, work: string, ms: number, now: number): void {
+  /**
+   * A call sent at `sentAt` that got no answer after `ms` at `now`: its kind takes at least CUT_GROWTH times that, for
+   * CUT_MEMORY_MS (counted in `cuts`); unless a call of the kind sent after it was answered within that (the hang was
+   * this call's: calls that hung together, as a stopped platform's, are not the kind's slowing).
+   */
+  cut(team: string, work: string, ms: number, now: number, sentAt = now - ms): void {
     for (const [map, k] of this.#keys(team, work)) {
       const e = take(map, k, unknown)
+      if (e.lastSentAt > sentAt && e.lastMs < CUT_GROWTH * ms) continue
       e.cuts = now < e.until ? e.cuts + 1 : 1
       e.cutMs = Math.max(e.cuts > 1 ? e.cutMs : 0, CUT_GROWTH * ms)
       e.until = now + CUT_MEMORY_MS
@@ -99,6 +105,6 @@ export function roomFor(kinds: Iterable<string>, k: string): string {
 
 /** The team of a kind (`kindOf`); '' for work alone. */
 const teamOf = (kind: string): string => kind.slice(0, Math.max(0, kind.indexOf('\n')))
-const unknown = (): Estimate => ({ ms: null, cutMs: 0, until: 0, cuts: 0, trialAt: 0 })
+const unknown = (): Estimate => ({ ms: null, cutMs: 0, until: 0, cuts: 0, trialAt: 0, lastSentAt: -Infinity, lastMs: 0 })
 
 export const kindOf = (team: string, work: string): string => `${team}\n${work}`
