@@ -106,12 +106,12 @@ describe('callers that hang up', () => {
 
   it('moves a fill queued for a team whose callers all hung up to the queue of the earliest team still waiting for it', async () => {
     const latency = 200
-    // Team A, held to 4 calls by its ceiling, has its burst hang at the platform until
+    // Team A, held to 4 calls by its ceiling, has its burst held at the platform past
     // platform.timeout: a fill left in A's queue would wait that long for one of A's seats.
     const ceiling = TEAMS_YAML.replace('    refresh: true\n  growth:', '    refresh: true\n    maxConcurrent: 4\n  growth:')
     const gw = await listen(await gateway('platform: { timeout: 6s, maxConcurrent: 8, adaptive: false }', {}, {}, ceiling))
     sandbox.setLatency(latency)
-    sandbox.setRouteFailure(CREATIVES, { kind: 'hang' })
+    sandbox.setRouteFailure(CREATIVES, { kind: 'held' })
     const governor = seatsOf(gw)
     const hangUp = new AbortController()
     const sent = sender(gw)
@@ -135,6 +135,8 @@ describe('callers that hang up', () => {
     // machine; left in A's queue it would wait for platform.timeout (6 s).
     expect(took).toBeLessThan(2500)
     expect(reportCalls()).toBe(1)
+    // The platform answers the burst's 4 calls: the gateway stops without waiting for their watch.
+    sandbox.releaseHeld()
   })
 })
 
