@@ -25,6 +25,9 @@ export class MemoryLeaseStore implements LeaseStore {
   /** Nothing answers until `until` (epoch ms). */
   stall(until: number): void { this.#stalledUntil = until }
 
+  /** The runs whose lease as last granted holds a seat, live or lapsed. */
+  get leasing(): number { return [...this.#records.values()].filter((r) => r.lease > 0).length }
+
   async renew(ask: LeaseAsk): Promise<LeaseAnswer> {
     await this.#delay()
     const now = this.#clock.now()

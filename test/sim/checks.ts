@@ -362,10 +362,11 @@ const SEAT_LEASE_MS = 5_000
 
 /**
  * Replicas: no seat taken while the seats held on every replica reach the limit + R (the
- * highest limit in force on any replica), nor the limit in the first lease's life of a
- * lease store stall (leases are kept as last granted; past that each replica takes its
- * part of an even split); and a team spread over the replicas gets the worker-seconds of
- * an equal team on one (±5 %).
+ * highest limit in force on any replica), nor, in the first lease's life of a lease store
+ * stall, the limit + the replicas whose lease held no seat (leases are kept as last
+ * granted, a replica that held none fills one; past that each replica takes its part of
+ * an even split); and a team spread over the replicas gets the worker-seconds of an equal
+ * team on one (±5 %).
  */
 function checkReplicas(trace: Trace, steady: Interval[]): Verdict {
   const s = trace.scenario
@@ -377,10 +378,11 @@ function checkReplicas(trace: Trace, steady: Interval[]): Verdict {
     if (c.seated === null || c.heldAtSeat === undefined || c.limitAtSeat === undefined) continue
     const t = c.seated - trace.start
     const stalled = s.storeStalls.some((st) => t >= st.from && t < Math.min(st.to, st.from + SEAT_LEASE_MS))
-    const bound = c.limitAtSeat + (stalled ? 0 : s.replicas)
-    // The seats past the limit against the R allowed past it (none in a stall's first lease).
+    const bound = c.limitAtSeat + (stalled ? (c.unleasedAtSeat ?? 0) : s.replicas)
+    // The seats past the limit against the R allowed past it (in a stall's first lease, those past the seat of each replica that leased none).
     const excess = Math.max(0, c.heldAtSeat - c.limitAtSeat)
-    margins.push(stalled ? (excess > 0 ? 1 + excess : 0) : excess / s.replicas)
+    const stallExcess = Math.max(0, excess - (c.unleasedAtSeat ?? 0))
+    margins.push(stalled ? (stallExcess > 0 ? 1 + stallExcess : 0) : excess / s.replicas)
     if (c.heldAtSeat > bound) {
       over += 1
       first ||= `${c.heldAtSeat} seats held at ${(t / 1000).toFixed(1)} s, bound ${bound}${stalled ? ' (lease store stalled)' : ''}`

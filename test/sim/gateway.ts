@@ -78,6 +78,8 @@ export interface CallRecord {
   /** Seats held on every replica as it took its own (itself included), and the highest limit in force then. */
   heldAtSeat?: number
   limitAtSeat?: number
+  /** The replicas whose lease, as the store last granted it, held no seat as it took its own. */
+  unleasedAtSeat?: number
 }
 
 export interface CallOptions {
@@ -233,6 +235,7 @@ export class SimGateway {
     record.seated = clock.now()
     record.heldAtSeat = this.inFlight
     record.limitAtSeat = this.limit
+    if (this.store !== null) record.unleasedAtSeat = this.replicas.length - this.store.leasing
     const sent = clock.now()
     const loop = this.#loops[replica]
     const came = this.#platform.send({ team: opts.team, route: opts.workClass, costMs: opts.costMs, fail: opts.fail })

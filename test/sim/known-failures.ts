@@ -5,6 +5,7 @@
 export const KNOWN_FAILURES: ReadonlyMap<number, readonly string[]> = new Map<number, readonly string[]>([
   [6, ['fair by time', 'replicas']],
   [17, ['work-conserving']],
+  [147, ['isolation']],
   [172, ['fair by time']],
   [216, ['replicas']],
   [261, ['work-conserving']],
@@ -31,6 +32,7 @@ export const KNOWN_FAILURES: ReadonlyMap<number, readonly string[]> = new Map<nu
   [997, ['no standing queue', 'work-conserving']],
   [1044, ['fair by time', 'replicas']],
   [1046, ['work-conserving']],
+  [1072, ['replicas']],
   [1118, ['slower is not fuller']],
   [1172, ['replicas']],
   [1196, ['no standing queue']],

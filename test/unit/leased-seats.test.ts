@@ -172,7 +172,14 @@ describe('replicas sharing the limit while one waits', () => {
       }
     }
     await run(500, calls, 0)
-    return { a, b, run, clock, store, demand }
+    /** b's one call had a seat, then ended: its seat went back while a's calls went on, `aBefore` then `aAfter`. */
+    const idleB = async (aBefore: number, aAfter: number) => {
+      await run(300, aBefore, 1)
+      expect(b.held).toBeGreaterThan(0)
+      await run(2000, aAfter, 0)
+      expect(b.held).toBe(0)
+    }
+    return { a, b, run, clock, store, demand, idleB }
   }
 
   it('a replica with no call left gives back its seats at once, not a trim later, and the waiting replica fills them', async () => {
@@ -242,6 +249,73 @@ describe('replicas sharing the limit while one waits', () => {
       await clock.run(clock.now() + 10)
       expect(Math.min(3, a.size(4)) + Math.min(3, b.size(4)), 'seats filled in the stall').toBeLessThanOrEqual(4)
     }
+    a.stop()
+    b.stop()
+  })
+
+  // A replica that held no seat as Redis froze had nothing to fill for a lease and the calls
+  // started before it (5 s and twice platform.timeout): its calls 504 while the other's
+  // were answered (test/faults/redis-faults.test.ts, the project's CI on 08f8e0e).
+  it('a replica that held no seat as the store stalled fills one from a second into the stall, and one only while the leases live', async () => {
+    const { a, b, run, store, clock, idleB } = await pair(2)
+    // a's calls take every seat.
+    await idleB(2, 4)
+    expect(a.held).toBe(4)
+    store.stall(clock.now() + 20_000)
+    const fills: number[] = []
+    for (let t = 0; t < LEASE_MS; t += 10) {
+      await run(10, 4, 2)
+      fills.push(Math.min(2, b.size(4)))
+      expect(Math.min(4, a.size(4)), 'a keeps its lease').toBe(4)
+    }
+    expect(fills.indexOf(1), 'steps into the stall until b may fill a seat').toBeGreaterThanOrEqual(0)
+    expect(fills.indexOf(1) * 10, 'ms into the stall until b may fill a seat').toBeLessThanOrEqual(1400)
+    expect(Math.max(...fills), 'seats b may fill while the leases live').toBe(1)
+    a.stop()
+    b.stop()
+  })
+
+  // Calls that outlived a cut of the limit (a platform stall hangs them) hold the others past
+  // it: a seat taken on top of them passes the limit by more than the seat (seed 1237: 8
+  // seats held on a limit of 2 in the store's stall).
+  it('a replica that held no seat as the store stalled takes none where the others held past the limit at its last answer', async () => {
+    const { a, b, store, clock, idleB } = await pair(2)
+    await idleB(2, 4)
+    expect(a.held).toBe(4)
+    // The limit falls to 2 while a's 4 calls hang; b's call comes, and its answer counts a's 4.
+    const demand = (lease: LeasedSeats, want: number, inFlight: number) =>
+      lease.demand({ limit: 2, inFlight, waiting: want - inFlight, teams: [{ team: 't', weight: 1, held: inFlight, waiting: want - inFlight, cap: null, peak: want, lingering: false, seatMs: 0 }] })
+    for (let t = 0; t < 100; t += 10) {
+      demand(a, 4, 4)
+      demand(b, 1, 0)
+      await clock.run(clock.now() + 10)
+    }
+    expect(b.held).toBe(0)
+    store.stall(clock.now() + 20_000)
+    for (let t = 0; t < LEASE_MS; t += 10) {
+      demand(a, 4, 4)
+      demand(b, 1, 0)
+      await clock.run(clock.now() + 10)
+      expect(b.size(2), `seats b may fill ${t} ms into the stall`).toBe(0)
+    }
+    a.stop()
+    b.stop()
+  })
+
+  // Back from a stall shorter than DOWN_GRACE, a replica asks for no more than it held or
+  // than the outage rule let it fill until every replica is counted: one that held none
+  // asked for none, its calls waiting a third of a lease with seats free; a next stall in
+  // that time found it with none again.
+  it('a replica that held no seat as the store stalled has one at its first answer back where one is free', async () => {
+    const { a, b, run, store, clock, idleB } = await pair(1)
+    await idleB(1, 1)
+    expect(a.held).toBe(2)
+    const end = clock.now() + 600
+    store.stall(end)
+    await run(550, 1, 2)
+    expect(b.size(4), 'seats b may fill in the stall').toBe(0)
+    while (b.size(4) < 1 && clock.now() < end + LEASE_MS) await run(10, 1, 2)
+    expect(clock.now() - end, 'ms after the stall until b may fill a seat').toBeLessThanOrEqual(200)
     a.stop()
     b.stop()
   })

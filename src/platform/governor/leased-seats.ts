@@ -118,8 +118,10 @@ export class LeasedSeats {
     // them), and its lease as last granted counts them.
     const free = replicas === 1 ? Math.max(0, this.#free) : 0
     const kept = Math.min(limit, lease + Math.min(free, cap === null ? Infinity : Math.max(0, cap - lease)))
-    if (out < this.#o.leaseMs) return kept
-    return out < this.#o.leaseMs + this.#o.callsEndMs ? Math.min(part(limit), kept) : part(limit)
+    const held = out < this.#o.leaseMs ? kept : out < this.#o.leaseMs + this.#o.callsEndMs ? Math.min(part(limit), kept) : part(limit)
+    // A seat at least from DOWN_GRACE on, where the others held no more than the limit at its last answer (not calls that
+    // outlived a cut of it): one that held none would refuse every call until the calls started before have ended.
+    return out >= DOWN_GRACE_MS && (this.#plan?.occupiedElsewhere ?? 0) <= limit ? Math.max(held, Math.min(limit, 1)) : held
   }
 
   /** Whether the seats of its lease past its due are not its own to fill: another replica waits, and no seat free in the store is this one's. */
@@ -257,7 +259,7 @@ export class LeasedSeats {
     const wanted = this.#wanted(d)
     if (this.#downSince !== null) this.#outageSeats = this.size(d.limit)
     const counted = now >= this.#backAt + (this.#awaited.size > 0 ? this.#o.leaseMs : this.#o.leaseMs / 3 + DOWN_RETRY_MS)
-    const ask = this.#downSince === null && counted ? wanted : Math.min(wanted, Math.max(held, this.#outageSeats))
+    const ask = this.#downSince === null && counted ? wanted : Math.min(wanted, Math.max(held, this.#outageSeats, 1))
     const calls = this.#others.length > 0 ? this.#calls() : null
     const record = encodeRecord({ lease: 0, inFlight: d.inFlight, need, answered: this.#answered, waited: this.#waited, behind: Math.max(0, -this.#credit), teams: d.teams, ...(calls === null ? {} : { calls }) })
     const limitRecord = this.#limitRecord
