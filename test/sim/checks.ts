@@ -270,7 +270,46 @@ export function checkGuarantees(trace: Trace): Verdict[] {
   if (s.throttle) out.push(check429s(trace))
   out.push(checkArrivals(trace))
   if (s.replicas > 1) out.push(checkReplicas(trace, steady))
+  if (s.replicas > 1 && s.storeStalls.length > 0) out.push(checkStallLiveness(trace))
   return out
+}
+
+/** How long into a lease store stall a replica may have calls waiting and none in flight: DOWN_GRACE, a renewal timed out (250 ms) and a DOWN_RETRY (100 ms) before it knows, and a sample's slack. */
+const STALL_START_MS = 1_500
+
+/**
+ * Stall liveness: in a lease store stall no replica has calls waiting and none in flight for
+ * longer than STALL_START_MS while the seats held on every replica are below the limit in
+ * force and were within it as the stall began (a throttle's pauses aside): each keeps a seat
+ * at least, where one is free. Seats held past the limit (calls that outlived a cut of it,
+ * before the stall or in it) are the others' as a replica last heard: it waits then for the
+ * calls started before, as the outage rule says.
+ */
+function checkStallLiveness(trace: Trace): Verdict {
+  const throttled = credentialThrottle(trace)
+  const margins: number[] = []
+  const bad: string[] = []
+  for (const st of trace.scenario.storeStalls) {
+    const before = samplesIn(trace, { from: 0, to: st.from + 1 }).at(-1)
+    if (before === undefined || before.inFlight > before.limit) continue
+    const since = new Map<number, number>()
+    let longest = 0
+    let at = 0
+    for (const x of samplesIn(trace, st)) {
+      const t = x.at - trace.start
+      const judged = x.inFlight < x.limit && before.inFlight <= x.limit && !throttled.some((d) => t >= d.from && t < d.to)
+      for (const r of [...since.keys()]) if (!judged || !x.stopped.includes(r)) since.delete(r)
+      if (!judged) continue
+      for (const r of x.stopped) {
+        const from = since.get(r) ?? t
+        since.set(r, from)
+        if (t - from > longest) [longest, at] = [t - from, from]
+      }
+    }
+    margins.push(longest / STALL_START_MS)
+    if (longest > STALL_START_MS) bad.push(`a replica with calls waiting and none in flight for ${(longest / 1000).toFixed(1)} s from ${(at / 1000).toFixed(1)} s, seats free`)
+  }
+  return { guarantee: 'stall liveness', ok: bad.length === 0, detail: bad.join('; '), margin: worst(margins) }
 }
 
 /**

@@ -159,6 +159,11 @@ export class SimGateway {
     })
   }
 
+  /** The replicas (by index) with calls waiting and none in flight. */
+  stopped(): number[] {
+    return this.replicas.flatMap((r, i) => (r.waiting > 0 && r.inFlight === 0 ? [i] : []))
+  }
+
   /** Seats held on every replica. */
   get inFlight(): number {
     return this.replicas.reduce((sum, r) => sum + r.inFlight, 0)

@@ -11,6 +11,7 @@ export const KNOWN_FAILURES: ReadonlyMap<number, readonly string[]> = new Map<nu
   [261, ['work-conserving']],
   [294, ['work-conserving', 'slower is not fuller']],
   [343, ['replicas']],
+  [385, ['stall liveness']],
   [397, ['fair by time', 'replicas']],
   [405, ['fair by time']],
   [410, ['work-conserving']],

@@ -45,6 +45,8 @@ export interface Sample extends PlatformSample {
   inFlight: number
   /** Teams with calls waiting. */
   waitingTeams: string[]
+  /** The replicas (by index) with calls waiting and none in flight. */
+  stopped: number[]
 }
 
 export interface Trace {
@@ -103,7 +105,7 @@ export async function simulate(scenario: Scenario, factory: GovernorFactory): Pr
   const sampler = clock.every(() => {
     const p = platform.samples.at(-1)
     const waiting = gateway.waiting
-    samples.push({ at: clock.now(), busy: p?.busy ?? 0, queued: p?.queued ?? 0, waiting, idleAllowed: waiting > 0 && gateway.idleAllowed(scenario.workers - (p?.busy ?? 0)), limit: gateway.limit, servingLimit: gateway.servingLimit, inFlight: gateway.inFlight, waitingTeams: waiting > 0 ? [...gateway.waitingByTeam().keys()] : [] })
+    samples.push({ at: clock.now(), busy: p?.busy ?? 0, queued: p?.queued ?? 0, waiting, idleAllowed: waiting > 0 && gateway.idleAllowed(scenario.workers - (p?.busy ?? 0)), limit: gateway.limit, servingLimit: gateway.servingLimit, inFlight: gateway.inFlight, waitingTeams: waiting > 0 ? [...gateway.waitingByTeam().keys()] : [], stopped: waiting > 0 ? gateway.stopped() : [] })
   }, SAMPLE_MS)
   let running = scenario.teams.length
   const teams = scenario.teams.map((plan, i) => runTeam({ ...plan, from: START + plan.from, until: START + plan.until }, gateway, clock, teamRandoms[i] as Random).finally(() => (running -= 1)))

@@ -302,6 +302,28 @@ describe('replicas sharing the limit while one waits', () => {
     b.stop()
   })
 
+  // The others' leases shrink with a cut of the limit as its own does: a cut in the stall
+  // (the platform failing) does not make the seats they held within the limit of its last
+  // answer past it (seeds 257, 551, 1136: a replica with calls waiting and none in flight
+  // for 3 to 5 s of the stall, seats free).
+  it('a replica that held no seat as the store stalled fills one after a cut of the limit in the stall', async () => {
+    const { a, b, store, clock, idleB } = await pair(2)
+    await idleB(2, 4)
+    store.stall(clock.now() + 20_000)
+    const demand = (lease: LeasedSeats, want: number, limit: number) => {
+      const inFlight = Math.min(want, lease.size(limit))
+      lease.demand({ limit, inFlight, waiting: want - inFlight, teams: [{ team: 't', weight: 1, held: inFlight, waiting: want - inFlight, cap: null, peak: want, lingering: false, seatMs: 0 }] })
+    }
+    for (let t = 0; t < 2000; t += 10) {
+      demand(a, 4, 2)
+      demand(b, 2, 2)
+      await clock.run(clock.now() + 10)
+    }
+    expect(b.size(2), 'seats b may fill 2 s into the stall, the limit cut to 2').toBe(1)
+    a.stop()
+    b.stop()
+  })
+
   // Back from a stall shorter than DOWN_GRACE, a replica asks for no more than it held or
   // than the outage rule let it fill until every replica is counted: one that held none
   // asked for none, its calls waiting a third of a lease with seats free; a next stall in

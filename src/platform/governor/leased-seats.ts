@@ -119,9 +119,9 @@ export class LeasedSeats {
     const free = replicas === 1 ? Math.max(0, this.#free) : 0
     const kept = Math.min(limit, lease + Math.min(free, cap === null ? Infinity : Math.max(0, cap - lease)))
     const held = out < this.#o.leaseMs ? kept : out < this.#o.leaseMs + this.#o.callsEndMs ? Math.min(part(limit), kept) : part(limit)
-    // A seat at least from DOWN_GRACE on, where the others held no more than the limit at its last answer (not calls that
+    // A seat at least from DOWN_GRACE on, where the others held no more than the limit of its last answer (not calls that
     // outlived a cut of it): one that held none would refuse every call until the calls started before have ended.
-    return out >= DOWN_GRACE_MS && (this.#plan?.occupiedElsewhere ?? 0) <= limit ? Math.max(held, Math.min(limit, 1)) : held
+    return out >= DOWN_GRACE_MS && (this.#plan?.occupiedElsewhere ?? 0) <= this.#grantedUnder ? Math.max(held, Math.min(limit, 1)) : held
   }
 
   /** Whether the seats of its lease past its due are not its own to fill: another replica waits, and no seat free in the store is this one's. */
