@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { encodeCalls, type CallEntry } from '../../src/platform/governor/answer-timeline.js'
 import { KneeEstimator } from '../../src/platform/governor/knee-estimator.js'
 import { TIE, highestTied, probeFall } from '../../src/platform/governor/knee-verdicts.js'
 import { MAX_KINDS } from '../../src/platform/governor/work-estimates.js'
@@ -576,6 +577,27 @@ describe('KneeEstimator', () => {
   // every few seconds on calls of 6.5 s, K 5 on 4 workers for 70 s).
   it('starts learning from the evidence the learner before it carried, where its own answers are few', () => {
     expect([takesOverOnLongCalls(false), takesOverOnLongCalls(true)]).toEqual([5, 4])
+  })
+
+  // Across replicas the seats left after a fault may all be on other replicas (seed 2148 with
+  // the dispatch by tags alone: at the limit of 2, every answer for 15 s was another
+  // replica's, and the learner's fault did not end until another replica took over). An
+  // answer of any replica's, as the learner weighs them, says the platform answers again.
+  it('ends a fault on an answer of another replica\'s, as the learner weighs every replica\'s calls', () => {
+    const rule = new KneeEstimator({ initial: 16, min: 2, max: 64 })
+    let now = 0
+    rule.shareAnswers(5_000, () => now)
+    rule.adopt(17, 16, 0)
+    const record = (calls: CallEntry[]) => [{ run: 'r2', calls: encodeCalls(now, calls) }]
+    rule.heard(record([]))
+    now = 1_000
+    expect(rule.pause(now)?.move).toBe('fault')
+    now = 1_500
+    rule.heard(record([{ startedAt: 1_100, at: 1_200, kind: 'week', outcome: 'overload', timed: true }]))
+    now = 2_500
+    expect(rule.tick(now, null), 'an error of the other replica\'s: no end').toBeNull()
+    rule.heard(record([{ startedAt: 2_000, at: 2_400, kind: 'week', outcome: 'ok', timed: true }]))
+    expect([rule.tick(now, null)?.move, rule.limit]).toEqual(['restored', 17])
   })
 
   // The calls in flight as a replica starts learning say nothing: where they stand among the

@@ -25,37 +25,45 @@ export class UsualGaps {
 
 export class FaultWatch {
   #lastCut = -Infinity
-  #answeredSinceCut = false
+  // The last evidence of the fault that cut (its last overload answer, or the moment of a silence or a pause), the last
+  // overload answer counted, and the last answer that was not an error (any replica's, as the learner weighs them).
+  #faultAt = -Infinity
+  #overloadAt = -Infinity
+  #okAt = -Infinity
   readonly #gaps = new UsualGaps()
   #second: { start: number; teams: Map<string, { answers: number; overloads: number }> } = { start: -Infinity, teams: new Map() }
   #spans: { from: number; to: number }[] = []
   /** An answer: counted in the second under way (an overload answer to a call sent before the last cut is the old limit's, already halved for), and in the gaps. */
   answered(a: Answer): void {
     const t = this.#second.teams.get(a.team) ?? { answers: 0, overloads: 0 }
-    this.#second.teams.set(a.team, { answers: t.answers + 1, overloads: t.overloads + (a.outcome === 'overload' && a.startedAt >= this.#lastCut ? 1 : 0) })
+    const counted = a.outcome === 'overload' && a.startedAt >= this.#lastCut
+    this.#second.teams.set(a.team, { answers: t.answers + 1, overloads: t.overloads + (counted ? 1 : 0) })
+    if (counted) this.#overloadAt = Math.max(this.#overloadAt, a.at)
     if (a.outcome !== 'overload') this.#gaps.add(a.at)
-    if (a.outcome === 'ok' && a.at > this.#lastCut) this.#answeredSinceCut = true
+    this.heard(a.at, a.outcome === 'ok')
   }
-  /** Whether a fault shows at a tick: overload in the second just ended, or a call overdue and no answer for a silence (UsualGaps). */
-  shows(now: number, overdueSince: number | null): boolean {
+  /** An answer of any replica's (across replicas, as the learner weighs them in time order): one that is not an error says the platform answers. */
+  heard(at: number, ok: boolean): void { if (ok) this.#okAt = Math.max(this.#okAt, at) }
+  /** A fault at a tick, as the moment of its last evidence (null: none): overload in the second just ended (its last overload answer), or a call overdue and no answer for a silence (now, UsualGaps). */
+  shows(now: number, overdueSince: number | null): number | null {
     if (now - this.#second.start >= FAULT_MS) {
       // Overload in the second just ended from every answering team, or from two teams or more.
       let drawing = 0
       for (const t of this.#second.teams.values()) if (t.overloads >= Math.max(1, OVERLOAD_SHARE * t.answers)) drawing++
       const overloaded = drawing >= 2 || (drawing >= 1 && drawing === this.#second.teams.size)
       this.#second = { start: now, teams: new Map() }
-      if (overloaded) return true
+      if (overloaded) return this.#overloadAt
     }
-    return overdueSince !== null && this.#gaps.silence(now - Math.max(this.#gaps.last, this.#lastCut))
+    return overdueSince !== null && this.#gaps.silence(now - Math.max(this.#gaps.last, this.#lastCut)) ? now : null
   }
-  /** A cut at `now`, unless one came within FAULT_MS. */
-  cut(now: number): boolean {
+  /** A cut at `now` for a fault last seen at `at`, unless one came within FAULT_MS. */
+  cut(now: number, at = now): boolean {
     if (now - this.#lastCut < FAULT_MS) return false
-    ;[this.#lastCut, this.#answeredSinceCut] = [now, false]
+    ;[this.#lastCut, this.#faultAt] = [now, at]
     return true
   }
-  /** A cut is over once a FAULT_MS passed and an answer came after it. */
-  over(now: number): boolean { return now - this.#lastCut >= FAULT_MS && this.#answeredSinceCut }
+  /** A cut is over once a FAULT_MS passed and an answer came after the fault's last evidence. */
+  over(now: number): boolean { return now - this.#lastCut >= FAULT_MS && this.#okAt > this.#faultAt }
   /** A fault's span begins (from the FAULT_MS it was judged over) unless one is under way, or ends. */
   begin(now: number): void { if (this.#spans.at(-1)?.to !== Infinity) this.#spans.push({ from: now - FAULT_MS, to: Infinity }) }
   end(now: number): void { if (this.#spans.at(-1)?.to === Infinity) (this.#spans.at(-1) as { to: number }).to = now }

@@ -133,6 +133,7 @@ export class KneeEstimator {
   }
   /** The evidence of one answer, in the order calls ended. */
   #end(a: Answer): void {
+    this.#faults.heard(a.at, a.outcome === 'ok')
     const call = this.#calls.get(a.window)
     if (call === undefined) return
     // An end after a silence (UsualGaps) across which a call was in flight ends a pause: the calls then in flight teach nothing (docs/governor.md, "Cruise").
@@ -172,7 +173,8 @@ export class KneeEstimator {
   }
   /** Watches for faults (fault-watch.ts: `overdueSince`, seats.ts, and no answer for a while is silence; a queue keeps answers coming) and moves the knee as the evidence says; null while nothing moves. */
   tick(now: number, overdueSince: number | null): Step | null {
-    if (this.#faults.shows(now, overdueSince)) return this.pause(now)
+    const fault = this.#faults.shows(now, overdueSince)
+    if (fault !== null) return this.pause(now, fault)
     const drop = this.#endAt.findIndex((t) => t >= now - MEMORY_MS)
     if (drop > 1000) [this.#endsDropped, this.#endAt, this.#endSerial] = [this.#endsDropped + drop, this.#endAt.slice(drop), this.#endSerial.slice(drop)]
     this.#faults.forget(now - MEMORY_MS)
@@ -384,9 +386,9 @@ export class KneeEstimator {
   }
   /** docs/governor.md, "Faults": a call that met one (under way included) teaches nothing. */
   metFault(startedAt: number, at: number): boolean { return this.#faults.met(startedAt, at) }
-  /** A fault (overload, silence, or the platform paused the whole credential): the limit in force (at most the knee) halves, at most once a FAULT_MS; the knee stays. */
-  pause(now: number): Step | null {
-    if (!this.#faults.cut(now)) return null
+  /** A fault (overload, silence, or the platform paused the whole credential) last seen at `at`: the limit in force (at most the knee) halves, at most once a FAULT_MS; the knee stays. */
+  pause(now: number, at = now): Step | null {
+    if (!this.#faults.cut(now, at)) return null
     if (this.#phase !== 'fault') this.#starting = this.#phase === 'start'
     this.#faults.begin(now)
     this.#phase = 'fault'
