@@ -11,6 +11,8 @@ export class LimitRuleStandIn {
   /** The step the next tick takes (then null). */
   next: Step | null = null
   ticks = 0
+  /** Ticks taken as a replica that follows another's limit. */
+  followTicks = 0
   waits = 0
   pauses = 0
   /** How often it was told that this replica starts learning. */
@@ -38,6 +40,10 @@ export class LimitRuleStandIn {
     this.next = null
     if (step) Object.assign(this, { limit: step.limit, knee: step.knee })
     return step
+  }
+
+  follows(): void {
+    this.followTicks += 1
   }
 
   evidence(): string | null {

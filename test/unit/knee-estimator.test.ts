@@ -600,6 +600,21 @@ describe('KneeEstimator', () => {
     expect([rule.tick(now, null)?.move, rule.limit]).toEqual(['restored', 17])
   })
 
+  // A replica that follows another's limit takes its answers in and judges none (learned-limit.ts).
+  // Were its first tick as the learner to judge every answer since it last learned, an outage
+  // over before it took over would cut the limit again (2026-12-04: the learner taken over 5 s
+  // after an outage's end halved the limit for a FAULT).
+  it('judges, as it starts to learn, the second it watched, not the answers of the time it followed', () => {
+    const rule = new KneeEstimator({ initial: 16, min: 2, max: 64 })
+    rule.adopt(17, 16, 0)
+    for (let t = 100; t <= 12_000; t += 100) {
+      if (t >= 3_000 && t < 6_000) for (const team of ['a', 'b']) rule.ended({ startedAt: t - 50, at: t, team, kind: 'week', load: 8, window: 0, outcome: 'overload' })
+      else rule.ended({ startedAt: t - 50, at: t, team: 'a', kind: 'week', load: 8, window: 0, outcome: 'ok' })
+      rule.follows(t)
+    }
+    expect([rule.tick(12_050, null), rule.limit]).toEqual([null, 17])
+  })
+
   // The calls in flight as a replica starts learning say nothing: where they stand among the
   // others' calls in the merged timeline is not known (seed 1891: their answers ruled out
   // every w up to 30 on 17 workers). Here 16 calls started one after another, at loads 1 to

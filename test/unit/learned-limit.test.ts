@@ -210,6 +210,8 @@ describe('LearnedLimit', () => {
     clock.advance(10 * TICK_MS)
     learned.paused()
     expect([estimator.ticks, estimator.pauses]).toEqual([ticks, 0])
+    // Its fault watch's second rolls on unjudged (knee-estimator.ts `follows`).
+    expect(estimator.followTicks).toBe(10)
     learned.stop()
   })
 

@@ -56,6 +56,8 @@ export class FaultWatch {
     }
     return overdueSince !== null && this.#gaps.silence(now - Math.max(this.#gaps.last, this.#lastCut)) ? now : null
   }
+  /** The second under way ends unjudged (a replica that follows another's limit): its first second as the learner is one it watched, not every answer since it last learned. */
+  skip(now: number): void { if (now - this.#second.start >= FAULT_MS) this.#second = { start: now, teams: new Map() } }
   /** A cut at `now` for a fault last seen at `at`, unless one came within FAULT_MS. */
   cut(now: number, at = now): boolean {
     if (now - this.#lastCut < FAULT_MS) return false

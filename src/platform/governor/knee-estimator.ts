@@ -171,6 +171,8 @@ export class KneeEstimator {
     this.#faults[this.#phase === 'fault' ? 'begin' : 'end'](now)
     return this.#set(l, 'adopted', true)
   }
+  /** A tick of a replica that follows another's limit: nothing is judged, and its fault watch's second rolls on (FaultWatch.skip). */
+  follows(now: number): void { this.#faults.skip(now) }
   /** Watches for faults (fault-watch.ts: `overdueSince`, seats.ts, and no answer for a while is silence; a queue keeps answers coming) and moves the knee as the evidence says; null while nothing moves. */
   tick(now: number, overdueSince: number | null): Step | null {
     const fault = this.#faults.shows(now, overdueSince)

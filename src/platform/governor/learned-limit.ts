@@ -55,8 +55,8 @@ export class LearnedLimit {
 
   /** Looks at the window now (also after an answer, so that a window is judged as its last call ends). */
   tick(): void {
-    if (!this.#learning) return
     const { estimator, seats, lease } = this.#o
+    if (!this.#learning) return estimator.follows(this.#clock.now())
     if (lease?.waitedElsewhere()) estimator.waited()
     else if (seats.waitingAtLimit()) estimator.waited(seats.longWaitBesideShort(), seats.newcomerBesideLong(), seats.heldBackNow(), seats.longBesideOthersShort())
     // Under the model the calls past the knee wait at the platform: only the first knee of them can be the platform's silence.
