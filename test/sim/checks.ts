@@ -2,6 +2,7 @@ import type { Scenario, Trace } from './simulate.js'
 import type { Behaviour } from './teams.js'
 import { LENDING_HORIZON_MS } from '../../src/platform/governor/dispatch-order.js'
 import { PAUSE_PROBE_INTERVAL_MS } from '../../src/platform/pauses/pauses.js'
+import { DEFAULT_DEADLINE_MS } from './gateway.js'
 
 /**
  * The guarantees of docs/governor.md, checked on a simulated run. Each phase of a run is
@@ -12,6 +13,8 @@ import { PAUSE_PROBE_INTERVAL_MS } from '../../src/platform/pauses/pauses.js'
  * a fault, 10 s after it ended. A throttle of the credential is a fault from its first
  * 429 to the end of the last retry-after it gave (the pauses' longest): the platform
  * refuses, the workers are not the bound. One that never answered 429 changes nothing.
+ * Answers lost on the way back are a fault until the deadline of the last call they left
+ * waiting: its caller waits that long whatever the governor does.
  */
 
 export interface Verdict {
@@ -56,11 +59,16 @@ function changes(trace: Trace): { events: number[]; disturbed: Interval[] } {
     events.push(from, to)
     disturbed.push({ from, to })
   }
-  for (const f of [...s.stalls, ...s.outages, ...s.shedding, ...s.storeStalls, ...credentialThrottle(trace)]) {
+  for (const f of [...s.stalls, ...s.outages, ...s.shedding, ...s.storeStalls, ...credentialThrottle(trace), ...losses(s)]) {
     events.push(f.from, f.to)
     disturbed.push({ from: f.from, to: f.to })
   }
   return { events: [...new Set(events)].sort((a, b) => a - b), disturbed }
+}
+
+/** Answers lost on the way back, each span to the deadline of the last call whose answer it lost: its caller waits that long. */
+function losses(s: Scenario): Interval[] {
+  return (s.losing ?? []).map((l) => ({ from: l.from, to: l.to + DEFAULT_DEADLINE_MS }))
 }
 
 /** The span a throttle of the credential refused in, to the end of the last retry-after it gave; none for a throttle of one team's route, nor for one that never answered 429. */
@@ -179,12 +187,15 @@ export function checkGuarantees(trace: Trace): Verdict[] {
   // Recovery: at capacity before the fault, as busy 10 s after its end; a worker the model
   // keeps for a team owed its seats (idleAllowed, as work-conserving allows it) counts as in
   // use in both windows: which teams linger differs before and after, not the limit.
-  for (const f of [...s.stalls, ...s.outages, ...s.shedding, ...credentialThrottle(trace)]) {
+  for (const f of [...s.stalls, ...s.outages, ...s.shedding, ...credentialThrottle(trace), ...losses(s)]) {
     const quietBefore = !changes(trace).events.some((e) => e > f.from - 10_000 - SETTLE_MS && e < f.from)
     // A fault judged by the 15 s after its end, within the run (a throttle's pause may end past it).
-    const quietAfter = f.to + 15_000 <= s.durationMs && !changes(trace).events.some((e) => e > f.to && e < f.to + 15_000)
+    const { events, disturbed } = changes(trace)
+    const quietAfter = f.to + 15_000 <= s.durationMs && !events.some((e) => e > f.to && e < f.to + 15_000) && !disturbed.some((d) => d.from < f.to + 15_000 && d.to > f.to)
+    // The same teams before and after: none came or went during the fault.
+    const sameTeams = !s.teams.some((t) => [t.from, t.until].some((e) => e > f.from && e < f.to))
     const atCapacity = samplesIn(trace, { from: f.from - 10_000, to: f.from }).filter((x) => x.waiting > 0).length >= 0.9 * (10_000 / 100)
-    if (!quietBefore || !quietAfter || !atCapacity) continue
+    if (!quietBefore || !quietAfter || !sameTeams || !atCapacity) continue
     const busy = (i: Interval) => {
       const xs = samplesIn(trace, i)
       return xs.length === 0 ? 0 : xs.reduce((sum, x) => sum + (x.idleAllowed ? W : x.busy), 0) / xs.length

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { compare, marginsOf, marginsReport, signTest, summarize, type SweepMargins } from './margins.js'
+import { compare, marginsOf, marginsReport, marginsText, parseMargins, signTest, summarize, type SweepMargins } from './margins.js'
 
 describe("a sweep's margins", () => {
   it('keeps the worst verdict of a guarantee, and null only where none judged', () => {
@@ -24,6 +24,12 @@ describe("a sweep's margins", () => {
     expect(c).toMatchObject({ guarantee: 'replicas', judged: 4, brokenBefore: 1, brokenAfter: 1, nowBroken: 1, nowKept: 1, worse: 2, better: 1 })
     expect(c?.medianChange).toBeCloseTo(0.02)
     expect(marginsReport(after, before)).toContain('| replicas | 4 | 1 → 1 | 1 | 1 | 2 | 1 | 0.02 | 1.000 |')
+  })
+
+  it('writes a margin past every bound as itself, not as null: a file read back judges it broken', () => {
+    const m: SweepMargins = { '1': { recovery: Infinity, isolation: null, replicas: 0.5 } }
+    expect(parseMargins(marginsText(m))).toEqual(m)
+    expect(JSON.parse(JSON.stringify(m))).not.toEqual(m)
   })
 
   it('tells a one-sided move from a coin', () => {

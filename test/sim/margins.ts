@@ -22,6 +22,15 @@ export function marginsOf(verdicts: Verdict[]): GuaranteeMargins {
   return out
 }
 
+/** A sweep's margins as a file holds them: JSON, a margin past every bound (Infinity: a window with nothing done) as the string "Infinity" (JSON has no Infinity; null is "nothing judged"). */
+export function marginsText(m: SweepMargins): string {
+  return JSON.stringify(m, (_, v: unknown) => (v === Infinity ? 'Infinity' : v))
+}
+
+export function parseMargins(text: string): SweepMargins {
+  return JSON.parse(text, (_, v: unknown) => (v === 'Infinity' ? Infinity : v)) as SweepMargins
+}
+
 /** A margin moved by less than this is the same (a sample's, a call's worth). */
 export const SAME_WITHIN = 0.05
 

@@ -25,6 +25,8 @@ export interface PlatformShape {
   outages: Span[]
   /** A front that sheds load: a call arriving then is answered 503 at once with probability `p`, without a worker. */
   shedding: (Span & { p: number })[]
+  /** Answers lost on the way back (a connection dropped silently): a call ending then is worked whole, and its answer never comes, with probability `p`. */
+  losing?: (Span & { p: number })[]
   /**
    * A platform whose calls slow as more run at once (the capacity bench's stand-in): every
    * call starts at once, its cost `slopeMs` more for each call in flight past `knee` as it
@@ -202,7 +204,9 @@ export class SimPlatform {
   #finish(job: Job): void {
     this.#busy.delete(job)
     this.#charge(job)
-    job.resolve({ status: job.call.fail === 'error' ? 500 : 200 })
+    const now = this.#clock.now()
+    const losing = this.#shape.losing?.find((l) => l.from <= now && now < l.to)
+    if (!(losing && this.#random.chance(losing.p))) job.resolve({ status: job.call.fail === 'error' ? 500 : 200 })
     this.#startNext()
   }
 

@@ -18,6 +18,8 @@ export interface Scenario {
   stalls: Span[]
   outages: Span[]
   shedding: (Span & { p: number })[]
+  /** Spans in which an answer is lost on its way back with probability `p` (platform.ts): its caller waits to its deadline. */
+  losing?: (Span & { p: number })[]
   replicas: number
   /** Spans during which the replicas' lease store answers nothing (a stalled Redis). */
   storeStalls: Span[]
@@ -90,6 +92,7 @@ export async function simulate(scenario: Scenario, factory: GovernorFactory): Pr
     stalls: scenario.stalls.map(shift),
     outages: scenario.outages.map(shift),
     shedding: scenario.shedding.map((s) => ({ ...shift(s), p: s.p })),
+    ...(scenario.losing ? { losing: scenario.losing.map((s) => ({ ...shift(s), p: s.p })) } : {}),
     ...(scenario.capacity ? { capacity: scenario.capacity } : {}),
     ...(scenario.throttle ? { throttle: { ...scenario.throttle, ...shift(scenario.throttle) } } : {}),
     ...(scenario.timers ? { timers: scenario.timers } : {}),

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, inject, it } from 'vitest'
 import { knownFailuresSource, sweep, unexpected } from './sweep.js'
 import { KNOWN_FAILURES } from './known-failures.js'
-import { marginsReport, type SweepMargins } from './margins.js'
+import { marginsReport, marginsText, parseMargins, type SweepMargins } from './margins.js'
 
 // The governor's guarantees (docs/governor.md) on seeded random platforms and teams: the
 // real governor on a simulated clock. SIM_RUNS sets how many seeds (from SIM_FIRST);
@@ -66,8 +66,8 @@ export function sweepSuite(fileUrl: string): void {
         margins[seed] = of
       })
       if (marginsFile !== undefined) {
-        writeFileSync(marginsFile, JSON.stringify(margins))
-        const report = marginsReport(margins, against === undefined ? undefined : (JSON.parse(readFileSync(against, 'utf8')) as SweepMargins))
+        writeFileSync(marginsFile, marginsText(margins))
+        const report = marginsReport(margins, against === undefined ? undefined : parseMargins(readFileSync(against, 'utf8')))
         writeFileSync(`${marginsFile}.md`, `${report}\n`)
         console.log(report)
       }

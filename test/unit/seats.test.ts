@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { CredentialSeats, OVERDUE } from '../../src/platform/governor/seats.js'
 import { NoIdleSeatError, type Priority, type RefusalReason, type Seat, type SeatRequest, type SeatsOptions } from '../../src/platform/governor/seat.js'
 import { LENDING_HORIZON_MS } from '../../src/platform/governor/dispatch-order.js'
+import { FAULT_MS } from '../../src/platform/governor/fault-watch.js'
 import { LINGER_MS, RETURN_MS } from '../../src/platform/governor/team-accounts.js'
 import { GATEWAY_TEAM } from '../../src/platform/gateway-team.js'
 import { WorkEstimates } from '../../src/platform/governor/work-estimates.js'
@@ -465,6 +466,65 @@ describe('a seat\'s end', () => {
     clock.advance(1)
     await settle()
     expect(next.seat).not.toBeNull()
+  })
+
+  it('frees the seat of a call lost on the way back once a later call of its work is answered in less than a third of what it has run; its own end moves nothing', async () => {
+    const clock = fakeClock()
+    const ended: Answer[] = []
+    const { s, work, order } = seats(clock, { limit: 3, onEnded: (a) => ended.push(a), rule: rule({}) })
+    work.answered('a', 'week', 100)
+    work.answered('a', 'month', 100)
+    const [lost, month] = [call(s, order, 'a', { workClass: 'week' }), call(s, order, 'a', { workClass: 'month' })]
+    await settle()
+    clock.advance(200)
+    const early = call(s, order, 'a', { workClass: 'week' })
+    await settle()
+    clock.advance(100)
+    // Another work's answer says nothing of it; one of its work that took a third of what it has run, neither.
+    answer(month, 10)
+    answer(early, 300 / OVERDUE)
+    await settle()
+    expect([s.inFlight, ended.map((a) => a.outcome)]).toEqual([1, ['ok', 'ok']])
+    clock.advance(1)
+    const later = call(s, order, 'b', { workClass: 'week' })
+    await settle()
+    answer(later, 100)
+    await settle()
+    expect([s.inFlight, ended.map((a) => [a.outcome, a.at - clock.now()])]).toEqual([0, [['ok', -291], ['ok', -1], ['ok', 100], ['other', 0]]])
+    const estimate = work.expectedMs('a', 'week', clock.now())
+    clock.advance(30_000)
+    lost.seat?.end({ kind: 'none', latencyMs: 30_301, timedOut: true })
+    expect([ended.length, work.expectedMs('a', 'week', clock.now()), s.inFlight]).toEqual([4, estimate, 0])
+  })
+
+  it('sends one call past the seats once every one has been held by a call OVERDUE with no answer for FAULT_MS, one at a time; its answer tells those of its work lost', async () => {
+    const clock = fakeClock()
+    const { s, work, order } = seats(clock, { limit: 2 })
+    work.answered('a', 'month', 100)
+    work.answered('a', 'week', 100)
+    const held = [call(s, order, 'a', { workClass: 'month' }), call(s, order, 'a', { workClass: 'month' })]
+    await settle()
+    clock.advance(50)
+    const [probe, after] = [call(s, order, 'b', { workClass: 'week' }), call(s, order, 'b', { workClass: 'week' })]
+    await settle()
+    clock.advance(OVERDUE * 100 - 50 + FAULT_MS)
+    await settle()
+    expect([probe.seat, s.inFlight]).toEqual([null, 2])
+    clock.advance(1)
+    await settle()
+    expect([probe.seat !== null, after.seat, s.inFlight]).toEqual([true, null, 3])
+    clock.advance(FAULT_MS * 5)
+    await settle()
+    expect([after.seat, s.inFlight]).toEqual([null, 3])
+    // Its answer: the platform answers (the month calls are another work's); the silence starts again.
+    answer(probe, 10)
+    await settle()
+    expect([after.seat, s.inFlight]).toEqual([null, 2])
+    clock.advance(FAULT_MS + 1)
+    await settle()
+    expect([after.seat !== null, s.inFlight]).toEqual([true, 3])
+    for (const c of [...held, after]) answer(c, 10)
+    expect(s.inFlight).toBe(0)
   })
 
   it('holds the seat of a call whose callers left until its expected end (the platform works on), and frees that of a broken connection at once', async () => {

@@ -1,11 +1,13 @@
 import { FairQueue, type Priority, type Queued } from './fair-queue.js'
-import { LENDING_HORIZON_MS, heldBack, isShort, nextCall, owedNow, sharesView, type DispatchState, type SharesView } from './dispatch-order.js'
+import { heldBack, isShort, nextCall, owedNow, sharesView, type DispatchState, type SharesView } from './dispatch-order.js'
 import { DeadlineError, OverloadedError } from '../../errors.js'
 import { NoIdleSeatError, comeBackSec, learnFrom, tooLate, type RefusalReason, type Seat, type SeatLease, type SeatRequest, type SeatsOptions, type TeamLimits } from './seat.js'
 import type { LocalTeam } from './lease-plan.js'
 import { GATEWAY_TEAM } from '../gateway-team.js'
 import { TeamAccounts } from './team-accounts.js'
+import { longBesideOthersShort, longWaitBesideShort, newcomerBesideLong, type WaitView } from './wait-signals.js'
 import { CUT_GROWTH, kindOf } from './work-estimates.js'
+import { FAULT_MS } from './fault-watch.js'
 import { LONGEST_TIMER_MS, systemClock, type Clock, type Timer } from '../../clock.js'
 
 // docs/governor.md, "Constants".
@@ -34,6 +36,8 @@ export class CredentialSeats {
   #seq = 0
   #lingerTimer: Timer | null = null
   #lingerAt = Infinity
+  // The wake as a silence of calls all overdue may end (TeamAccounts.silentSince).
+  #silence: Timer | null = null
   readonly #aborted = (call: QueuedCall): void => this.#drop(call, call.signal?.reason as Error)
   // The teams kept by name (keepTeams): those configured now, the gateway's own, and any still holding or waiting for a seat here.
   #configured: (team: string) => boolean = () => true
@@ -74,25 +78,11 @@ export class CredentialSeats {
     return this.inFlight >= this.capacity - 1e-9 || this.inFlight + owedNow(this.#dispatchState()) >= this.capacity - 1e-9
   }
 
-  /** With no call waiting known short while a short call is in flight, or a team is between two asks of short calls (TeamAccounts.shortBetweenAsks: a dashboard between two views), the longest expected seat-time of those waiting (Infinity: unknown); else null (the limit rule's "Start" and "Cruise"). */
-  longWaitBesideShort(): number | null {
-    if (this.#queue.size === 0 || (this.#teams.shortRunning() === 0 && !this.#teams.shortBetweenAsks(this.#clock.now(), LENDING_HORIZON_MS, new Set(this.#queue.waitingTeams())))) return null
-    const waits = this.#waitsMs()
-    return waits.some(isShort) ? null : Math.max(0, ...waits.map((ms) => ms ?? Infinity))
-  }
-
-  /** Whether every call waiting is of a kind known long while a team that waits for nothing has a short call in flight or is between two asks (TeamAccounts.shortBetweenAsks): another team's short calls, that the seats past W would queue those calls ahead of (the limit rule's "Start"). */
-  longBesideOthersShort(): boolean {
-    if (this.#queue.size === 0 || this.#waitsMs().some((ms) => ms === null || isShort(ms))) return false
-    const waiting = new Set(this.#queue.waitingTeams())
-    return this.#teams.shortRunning() > [...waiting].reduce((n, team) => n + this.#teams.shortRunning(team), 0) || this.#teams.shortBetweenAsks(this.#clock.now(), LENDING_HORIZON_MS, waiting)
-  }
-
-  /** The expected seat-time of each call waiting (null: a kind never answered). */
-  #waitsMs(): (number | null)[] {
-    const expected = this.#expectedAt(this.#clock.now())
-    return this.#queue.all().map((w) => expected(w.team, w.workClass))
-  }
+  /** What the calls waiting tell the limit rule (wait-signals.ts, docs/governor.md "Start" and "Cruise"). */
+  longWaitBesideShort(): number | null { return longWaitBesideShort(this.#waitView()) }
+  longBesideOthersShort(): boolean { return longBesideOthersShort(this.#waitView()) }
+  newcomerBesideLong(): boolean { return newcomerBesideLong(this.#waitView()) }
+  #waitView(): WaitView<QueuedCall> { const now = this.#clock.now(); return { queue: this.#queue, teams: this.#teams, now, expected: this.#expectedAt(now) } }
 
   /** The expected seat-time of a call at `now` (null: a kind never answered), looked up once for calls of one kind in a row (a team's waiting calls are mostly of one kind); the estimates do not change while it is in use. */
   #expectedAt(now: number): (team: string, workClass: string) => number | null {
@@ -101,17 +91,6 @@ export class CredentialSeats {
       if (last?.team !== team || last.workClass !== workClass) last = { team, workClass, ms: this.#o.work.expectedMs(team, workClass, now) }
       return last.ms
     }
-  }
-
-  /** Whether a team that holds no seat waits, its most pressing call not known long (short, or of a kind never answered), while every call in flight is known long (the limit rule's "Start"). */
-  newcomerBesideLong(): boolean {
-    const expected = this.#expectedAt(this.#clock.now())
-    return this.#teams.onlyLongRunning() && [...this.#queue.waitingTeams()].some((team) => {
-      if (this.#teams.held(team) > 0) return false
-      // A team in the queue has a call waiting.
-      const ms = expected(team, (this.#queue.pressing(team) as QueuedCall).workClass)
-      return ms === null || isShort(ms)
-    })
   }
 
   /** Since when a call in flight here, among the `atWorkers` started first, has been overdue (OVERDUE times its expected time), or null. */
@@ -288,15 +267,29 @@ export class CredentialSeats {
     this.#chargeElsewhere()
     let started = false
     while (this.#queue.size > 0 && this.pausedUntil === 0) {
-      const waiter = this.#next(this.capacity - this.inFlight)
+      const free = this.capacity - this.inFlight
+      // Every seat held by a call overdue for FAULT_MS with no answer since: one call more within the ceilings, whose answer tells them lost (dispatch rule 4).
+      const probe = free >= 0 && free < 1 && this.inFlight < Math.min(this.#o.maxConcurrent, this.#o.perReplica ?? Infinity) && this.#silent() && (this.#lease === null || this.#lease.shares() !== null)
+      const waiter = this.#next(probe ? 1 : free)
       if (waiter === null) break
       this.#detach(waiter)
       if (this.#queue.count(waiter.team, null) === 0) this.#teams.of(waiter.team).emptiedAt = this.#clock.now()
       started = true
-      waiter.resolve(this.#start(waiter))
+      waiter.resolve(this.#start(waiter, probe))
     }
     if (started) this.#demandChanged()
+    this.#watchSilence()
   }
+
+  /** A wake as a silence may end: FAULT_MS past the last answer, then as the last call became overdue if later; the queue looks again only once it has. */
+  #watchSilence(): void {
+    const now = this.#clock.now()
+    const at = this.#queue.size === 0 || this.#silence !== null ? Infinity : now < this.#teams.heardAt + FAULT_MS ? this.#teams.heardAt + FAULT_MS : this.#teams.silentSince()
+    if (Number.isFinite(at) && at >= now) this.#silence = this.#timer(() => { this.#silence = null; if (this.#silent()) this.#dispatch(); else this.#watchSilence() }, at + 1 - now)
+  }
+
+  /** Whether every seat has been held by a call overdue with no answer for FAULT_MS (TeamAccounts.silentSince; no scan while answers come). */
+  #silent(): boolean { const now = this.#clock.now(); return now >= this.#teams.heardAt + FAULT_MS && this.#teams.silentSince() < now }
 
   /** The next call to start on `free` seats; when none may, the queue is woken as the first linger ends (its owed seats go then): a team that gave back its last seat since the wake was set may linger less long than the one it waits for. */
   #next(free: number): QueuedCall | null {
@@ -312,7 +305,7 @@ export class CredentialSeats {
     return null
   }
 
-  #start(waiter: QueuedCall): Seat {
+  #start(waiter: QueuedCall, probe = false): Seat {
     const { team, workClass } = waiter
     const weight = this.#weight(team)
     const seats = this.#teams.of(team)
@@ -325,8 +318,9 @@ export class CredentialSeats {
     // The virtual time: the least tag waiting, or, on one replica, of a team holding a seat whose queue emptied within RETURN_MS (dispatch rule 2).
     const others = [...this.#queue.waitingTeams(), ...(this.#lease === null ? this.#teams.returning(startedAt) : [])].filter((other) => other !== team && !this.#atCeiling(other))
     this.#teams.virtual = Math.max(this.#teams.virtual, Math.min(start, ...others.map((other) => this.#teams.of(other).tag)))
-    const call = { at: startedAt, ms: expected, dueAt: expected === null ? Infinity : startedAt + OVERDUE * expected, short: isShort(expected) }
-    seats.running.add(call)
+    const call = { at: startedAt, ms: expected, dueAt: expected === null ? Infinity : startedAt + OVERDUE * expected, short: isShort(expected), work: workClass, lose: () => lose() }
+    this.#teams.start(team, call)
+    if (probe) this.#teams.probe = call
     const load = this.inFlight + (this.#lease?.elsewhere() ?? 0)
     const kind = kindOf(team, workClass)
     const window = this.#o.rule?.started(kind, load) ?? 0
@@ -337,11 +331,18 @@ export class CredentialSeats {
       const held = sent ? Math.max(MIN_CHARGE_MS, this.#clock.now() - startedAt) : 0
       seats.seatMs += held
       seats.tag += ((sent ? Math.max(MIN_CHARGE_MS, held - lateMs) : 0) - charged) / weight
-      seats.running.delete(call)
+      this.#teams.end(team, call)
       if (sent) [seats.lastEnd, seats.lastShort] = [this.#clock.now(), call.short]
       this.#dispatch()
       this.#demandChanged()
       this.#forgetIfGone([team])
+    }
+    // Lost on the way back (dispatch rule 4): its seat goes back, charged until now; its end, if one comes, teaches nothing.
+    const lose = () => {
+      if (ended) return
+      ended = true
+      this.#o.onEnded?.({ startedAt, at: this.#clock.now(), team, kind, load, window, outcome: 'other' })
+      free(true)
     }
     return {
       end: (outcome) => {
@@ -354,6 +355,9 @@ export class CredentialSeats {
         const learned = learnFrom(this.#o.work, team, workClass, outcome, now, startedAt, this.#o.rule?.metFault(startedAt, at))
         this.#estimateMoved(workClass, now)
         this.#o.onEnded?.({ startedAt, at, team, kind, load, window, outcome: learned, ...(outcome.kind === 'answer' && outcome.status === 429 ? { refused: true } : {}) })
+        if (outcome.kind === 'answer') this.#teams.heardAt = now
+        // The platform answered a later call of its work in a third of what an earlier one has run: that one's answer was lost.
+        if (learned === 'ok' && outcome.kind === 'answer') for (const other of this.#teams.lost(now, workClass, startedAt, OVERDUE * outcome.latencyMs)) other.lose()
         // Cut by its deadline, or its callers gone: held to its expected end, a watched call to CUT_GROWTH times what it ran though it met a fault; never sent: free at once (dispatch rule 4).
         if (outcome.kind === 'unsent') return free(false)
         const goesOn = outcome.kind === 'dropped' || (outcome.kind === 'none' && outcome.timedOut)

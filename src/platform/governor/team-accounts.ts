@@ -1,4 +1,5 @@
 import { GATEWAY_TEAM } from '../gateway-team.js'
+import { FAULT_MS } from './fault-watch.js'
 import type { LocalTeam } from './lease-plan.js'
 import type { CallAhead } from './seat.js'
 
@@ -6,8 +7,8 @@ import type { CallAhead } from './seat.js'
 export const LINGER_MS = 5_000
 export const RETURN_MS = 100
 
-/** A call in flight: its start, its expected seat-time then (null: a kind never answered), when it is overdue (Infinity once answered), whether it was expected short. */
-type RunningCall = { at: number; ms: number | null; dueAt: number; short: boolean }
+/** A call in flight: its start, its expected seat-time then (null: a kind never answered), when it is overdue (Infinity once answered), whether it was expected short, its work, and what ends its seat as lost. */
+type RunningCall = { at: number; ms: number | null; dueAt: number; short: boolean; work: string; lose: () => void }
 
 /** One team's seats on one replica (docs/governor.md, "State"): its calls in flight (seats held), its tag is seat-time charged over its weight; its peak, the most it held and waited for at once since `peakAt`; when a call of it last ended and whether that call was expected short; when its queue last emptied. */
 interface TeamAccount { seatMs: number; running: Set<RunningCall>; tag: number; lastAsked: number; peak: number; peakAt: number; lastEnd: number; lastShort: boolean; emptiedAt: number }
@@ -19,6 +20,11 @@ export class TeamAccounts {
   readonly #chargedElsewhere = new Map<string, number>()
   /** The least start tag a team may take (start-time fair queueing's virtual time). */
   virtual = 0
+  /** The last answer here, and the call sent past seats all held by calls overdue, while it is out. */
+  heardAt = -Infinity
+  probe: RunningCall | null = null
+  // Every call in flight, in the order they started.
+  readonly #started = new Set<RunningCall>()
 
   of(team: string): TeamAccount {
     if (!this.#teams.has(team)) this.#teams.set(team, { seatMs: 0, running: new Set(), tag: this.virtual, lastAsked: -Infinity, peak: 0, peakAt: -Infinity, lastEnd: -Infinity, lastShort: false, emptiedAt: -Infinity })
@@ -42,6 +48,16 @@ export class TeamAccounts {
   forget(team: string): void {
     this.#teams.delete(team)
     this.#chargedElsewhere.delete(team)
+  }
+  /** A call of `team` starts; its seat is freed. */
+  start(team: string, call: RunningCall): void {
+    this.of(team).running.add(call)
+    this.#started.add(call)
+  }
+  end(team: string, call: RunningCall): void {
+    this.#teams.get(team)?.running.delete(call)
+    this.#started.delete(call)
+    if (this.probe === call) this.probe = null
   }
   held(team: string): number { return this.#teams.get(team)?.running.size ?? 0 }
   get inFlight(): number { return [...this.#teams.values()].reduce((n, seats) => n + seats.running.size, 0) }
@@ -74,6 +90,31 @@ export class TeamAccounts {
     let due = Infinity
     for (const call of atWork) due = Math.min(due, call.dueAt)
     return due <= now ? due : null
+  }
+
+  /** When one call more may go past seats all held by calls overdue (docs/governor.md, dispatch rule 4): FAULT_MS after the last became so, or after the last answer if later; never with none in flight, nor while one such call is out. */
+  silentSince(): number {
+    if (this.probe !== null || this.#started.size === 0) return Infinity
+    let at = this.heardAt
+    for (const call of this.#started) at = Math.max(at, call.dueAt)
+    return at + FAULT_MS
+  }
+
+  /** The call in flight that started first (none: undefined). */
+  oldest(): RunningCall | undefined {
+    let first: RunningCall | undefined
+    for (const call of this.#calls()) if (first === undefined || call.at < first.at) first = call
+    return first
+  }
+
+  /** The calls of `work` in flight overdue that started before `before` and have run past `longerThan` ms (a later call of that work answered, its time OVERDUE times over): the platform answers, theirs did not come back. */
+  lost(now: number, work: string, before: number, longerThan: number): RunningCall[] {
+    const out: RunningCall[] = []
+    for (const call of this.#started) {
+      if (call.at >= before || now - call.at <= longerThan) break
+      if (call.dueAt <= now && call.work === work) out.push(call)
+    }
+    return out
   }
 
   /** A team's demand (held and `waiting`) grew: its peak over the linger follows. */
