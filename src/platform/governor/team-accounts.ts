@@ -60,8 +60,8 @@ export class TeamAccounts {
     if (this.probe === call) this.probe = null
   }
   held(team: string): number { return this.#teams.get(team)?.running.size ?? 0 }
-  get inFlight(): number { return [...this.#teams.values()].reduce((n, seats) => n + seats.running.size, 0) }
-  *#calls(team?: string | null): IterableIterator<RunningCall> { for (const [name, seats] of this.#teams) if (team == null || name === team) yield* seats.running }
+  get inFlight(): number { return this.#started.size }
+  #calls(team?: string | null): Iterable<RunningCall> { return team == null ? this.#started : (this.#teams.get(team)?.running ?? []) }
 
   /** The calls in flight (`team`'s; of every team, null) as calls ahead of a newcomer at `now`: their expected seat-time and what they have run. */
   inFlightAhead(now: number, team: string | null): CallAhead[] {
@@ -86,7 +86,7 @@ export class TeamAccounts {
   /** Since when a call at a worker (of the calls in flight, the `atWorkers` started first) has been overdue, or null. */
   overdueSince(now: number, atWorkers = Infinity): number | null {
     // Asked after every answer: with no more calls in flight than workers, every call counts, and none is copied.
-    const atWork = this.inFlight <= atWorkers ? this.#calls() : [...this.#calls()].sort((a, b) => a.at - b.at).slice(0, atWorkers)
+    const atWork = this.inFlight <= atWorkers ? this.#started : [...this.#started].slice(0, atWorkers)
     let due = Infinity
     for (const call of atWork) due = Math.min(due, call.dueAt)
     return due <= now ? due : null
@@ -98,13 +98,6 @@ export class TeamAccounts {
     let at = this.heardAt
     for (const call of this.#started) at = Math.max(at, call.dueAt)
     return at + FAULT_MS
-  }
-
-  /** The call in flight that started first (none: undefined). */
-  oldest(): RunningCall | undefined {
-    let first: RunningCall | undefined
-    for (const call of this.#calls()) if (first === undefined || call.at < first.at) first = call
-    return first
   }
 
   /** The calls of `work` in flight overdue that started before `before` and have run past `longerThan` ms (a later call of that work answered, its time OVERDUE times over): the platform answers, theirs did not come back. */
