@@ -53,6 +53,8 @@ function changes(trace: Trace): { events: number[]; disturbed: Interval[] } {
   const events = [0, s.durationMs]
   const disturbed: Interval[] = []
   for (const t of s.teams) events.push(t.from, t.until)
+  // A pool resized is a platform of other workers: a phase of its own, not a fault.
+  for (const r of s.resized ?? []) events.push(r.from, r.to)
   if (s.slowness.length > 0) {
     const from = (s.slowness[0] as [number, number])[0]
     const to = (s.slowness.at(-1) as [number, number])[0]
@@ -131,19 +133,18 @@ function mostAtOnce(b: Behaviour): number | null {
 
 export function checkGuarantees(trace: Trace): Verdict[] {
   const s = trace.scenario
-  const W = s.workers
   const out: Verdict[] = []
   const steady = steadyPhases(trace)
   const rel = (at: number) => at - trace.start
 
   // At capacity, no standing queue.
   {
-    const bound = inFlightBound(W)
     const bad: string[] = []
     const margins: number[] = []
     for (const i of steady) {
       const samples = samplesIn(trace, i)
       if (samples.length === 0) continue
+      const bound = inFlightBound(quantile(samples.map((x) => x.workers), 0.5))
       const p99 = quantile(samples.map((x) => x.busy + x.queued), 0.99)
       const atCapacity = samples.filter((x) => x.waiting > 0)
       const medianQueue = quantile(atCapacity.map((x) => x.queued), 0.5)
@@ -161,7 +162,7 @@ export function checkGuarantees(trace: Trace): Verdict[] {
     for (const i of steady) {
       const samples = samplesIn(trace, i)
       if (samples.length === 0) continue
-      const idle = samples.filter((x) => x.busy < W && x.waiting > 0 && !x.idleAllowed)
+      const idle = samples.filter((x) => x.busy < x.workers && x.waiting > 0 && !x.idleAllowed)
       const margin = idle.length / samples.length / 0.02
       margins.push(margin)
       if (margin > 1) bad.push(`${span(i)}: a worker idle while calls waited in ${pct(idle.length / samples.length)} of samples`)
@@ -174,11 +175,11 @@ export function checkGuarantees(trace: Trace): Verdict[] {
     const from = (s.slowness[0] as [number, number])[0] + 30_000
     const next = changes(trace).events.find((e) => e > (s.slowness.at(-1) as [number, number])[0]) ?? s.durationMs
     // Of the workers the calls at the platform and waiting for a seat could keep busy, over
-    // every sample of the window: the guarantee is the window's throughput against what W
+    // every sample of the window: the guarantee is the window's throughput against what the
     // workers do at the new cost, and a sample with no call waiting has every call at a worker.
     const throttled = credentialThrottle(trace)
     const samples = samplesIn(trace, { from, to: next }).filter((x) => !x.idleAllowed && !throttled.some((d) => x.at - trace.start >= d.from && x.at - trace.start < d.to))
-    const could = samples.reduce((sum, x) => sum + Math.min(W, x.busy + x.queued + x.waiting), 0)
+    const could = samples.reduce((sum, x) => sum + Math.min(x.workers, x.busy + x.queued + x.waiting), 0)
     const used = could === 0 ? 1 : samples.reduce((sum, x) => sum + x.busy, 0) / could
     const margin = samples.length < 20 ? null : used > 0 ? 0.9 / used : Infinity
     out.push({ guarantee: 'slower is not fuller', ok: margin === null || margin <= 1, detail: `workers busy, from 30 s into the slowdown: ${pct(used)} of those the calls could keep busy, over ${samples.length} samples`, margin })
@@ -192,13 +193,13 @@ export function checkGuarantees(trace: Trace): Verdict[] {
     // A fault judged by the 15 s after its end, within the run (a throttle's pause may end past it).
     const { events, disturbed } = changes(trace)
     const quietAfter = f.to + 15_000 <= s.durationMs && !events.some((e) => e > f.to && e < f.to + 15_000) && !disturbed.some((d) => d.from < f.to + 15_000 && d.to > f.to)
-    // The same teams before and after: none came or went during the fault.
-    const sameTeams = !s.teams.some((t) => [t.from, t.until].some((e) => e > f.from && e < f.to))
+    // The same teams and workers before and after: none came or went, and the pool was not resized, during the fault.
+    const sameTeams = ![...s.teams.flatMap((t) => [t.from, t.until]), ...(s.resized ?? []).flatMap((r) => [r.from, r.to])].some((e) => e > f.from && e < f.to)
     const atCapacity = samplesIn(trace, { from: f.from - 10_000, to: f.from }).filter((x) => x.waiting > 0).length >= 0.9 * (10_000 / 100)
     if (!quietBefore || !quietAfter || !sameTeams || !atCapacity) continue
     const busy = (i: Interval) => {
       const xs = samplesIn(trace, i)
-      return xs.length === 0 ? 0 : xs.reduce((sum, x) => sum + (x.idleAllowed ? W : x.busy), 0) / xs.length
+      return xs.length === 0 ? 0 : xs.reduce((sum, x) => sum + (x.idleAllowed ? x.workers : x.busy), 0) / xs.length
     }
     const before = busy({ from: f.from - 10_000, to: f.from })
     const after = busy({ from: f.to + 10_000, to: f.to + 15_000 })

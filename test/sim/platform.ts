@@ -28,6 +28,12 @@ export interface PlatformShape {
   /** Answers lost on the way back (a connection dropped silently): a call ending then is worked whole, and its answer never comes, with probability `p`. */
   losing?: (Span & { p: number })[]
   /**
+   * The pool resized for a while (another tenant's work takes workers, or the pool is scaled
+   * down or up): `workers` serve in the span, and the calls in service past them run to
+   * their ends (a PHP worker is not preempted).
+   */
+  resized?: (Span & { workers: number })[]
+  /**
    * A platform whose calls slow as more run at once (the capacity bench's stand-in): every
    * call starts at once, its cost `slopeMs` more for each call in flight past `knee` as it
    * arrives, and one that finds `refuseAbove` in flight is answered 429 at once; `workers`
@@ -91,6 +97,8 @@ export interface PlatformSample {
   at: number
   busy: number
   queued: number
+  /** The workers serving then. */
+  workers: number
 }
 
 export const SAMPLE_MS = 100
@@ -130,7 +138,8 @@ export class SimPlatform {
     this.#throttle = shape.throttle ? new FixedWindow(shape.throttle.limit, shape.throttle.windowMs) : null
     for (const stall of shape.stalls) clock.setTimeout(() => this.#stall(stall), stall.from - clock.now())
     for (const outage of shape.outages) clock.setTimeout(() => this.#down(), outage.from - clock.now())
-    this.#sampler = clock.every(() => this.samples.push({ at: clock.now(), busy: this.#busy.size, queued: this.#queue.length }), SAMPLE_MS)
+    for (const r of shape.resized ?? []) for (const at of [r.from, r.to]) clock.setTimeout(() => this.#startNext(), at - clock.now())
+    this.#sampler = clock.every(() => this.samples.push({ at: clock.now(), busy: this.#busy.size, queued: this.#queue.length, workers: this.workers }), SAMPLE_MS)
   }
 
   /** No more samples (the run's time is up: what follows is not judged). */
@@ -138,8 +147,10 @@ export class SimPlatform {
     this.#clock.clearInterval(this.#sampler)
   }
 
+  /** The workers serving now. */
   get workers(): number {
-    return this.#shape.workers
+    const now = this.#clock.now()
+    return this.#shape.resized?.find((r) => r.from <= now && now < r.to)?.workers ?? this.#shape.workers
   }
 
   /** Calls at the platform now: in service and queued. */
@@ -174,7 +185,8 @@ export class SimPlatform {
   #startNext(): void {
     const now = this.#clock.now()
     if (now < this.#stalledUntil) return
-    while (this.#queue.length > 0 && this.#busy.size < this.#shape.workers) {
+    const workers = this.workers
+    while (this.#queue.length > 0 && this.#busy.size < workers) {
       const job = this.#queue.shift() as Job
       job.started = now
       const cost = job.call.costMs * this.#shape.slowness(now) * this.#random.spread(this.#shape.spread) + this.#crowdedMs()

@@ -6,8 +6,8 @@ import type { Behaviour, Report, TeamPlan } from './teams.js'
  * A random scenario from one seed: a platform of 4 to 64 workers whose reports cost
  * from tens of milliseconds to seconds (two orders of magnitude between the cheapest
  * and the dearest), a platform event or none (a slow drift, a step, a stall, an outage,
- * a front that sheds load), now and then a throttle of the platform's (its 429s) or answers
- * lost on the way back, and one
+ * a front that sheds load), now and then a throttle of the platform's (its 429s), answers
+ * lost on the way back or its pool resized, and one
  * to four teams drawn from the behaviours real teams have: dashboards that wait for all
  * their answers, callers that think, long reports, bursts, callers that hang up,
  * deadlines shorter than the work, reports that fail, answers left unread. No shape is the benchmark's: every number is drawn.
@@ -99,8 +99,19 @@ export function randomScenario(seed: number): Scenario {
     const from = r.uniform(20_000, 40_000)
     scenario.losing = [{ from, to: from + r.uniform(5_000, 20_000), p: r.logUniform(0.002, 0.1) }]
   }
+  // Now and then the platform's pool is resized for a while (another tenant's work takes
+  // workers, or the pool is scaled down or up): from a third to three times its workers,
+  // back when the span ends (past the run's end: never). Drawn last of all.
+  if (r.chance(RESIZED_SHARE)) {
+    const from = r.uniform(20_000, 45_000)
+    const drawn = Math.max(1, Math.round(workers * r.logUniform(1 / 3, 3)))
+    scenario.resized = [{ from, to: from + r.uniform(15_000, 50_000), workers: drawn === workers ? workers + 1 : drawn }]
+  }
   return scenario
 }
+
+/** The share of the sweep's scenarios whose platform's pool is resized for a while. */
+const RESIZED_SHARE = 0.1
 
 /** The share of the sweep's scenarios that lose answers for a while. */
 const LOSING_SHARE = 0.1
@@ -173,6 +184,7 @@ export function describeScenario(s: Scenario): string {
     ...s.outages.map((x) => `outage ${(x.from / 1000).toFixed(0)}–${(x.to / 1000).toFixed(0)}s`),
     ...s.shedding.map((x) => `503s p=${x.p.toFixed(2)} ${(x.from / 1000).toFixed(0)}–${(x.to / 1000).toFixed(0)}s`),
     ...(s.losing ?? []).map((x) => `answers lost p=${x.p.toFixed(3)} ${(x.from / 1000).toFixed(0)}–${(x.to / 1000).toFixed(0)}s`),
+    ...(s.resized ?? []).map((x) => `${x.workers} workers ${(x.from / 1000).toFixed(0)}–${(x.to / 1000).toFixed(0)}s`),
     ...s.storeStalls.map((x) => `lease store stalled ${(x.from / 1000).toFixed(1)}–${(x.to / 1000).toFixed(1)}s`),
     s.throttle ? `429 past ${s.throttle.limit} calls per ${(s.throttle.windowMs / 1000).toFixed(0)} s${s.throttle.only ? ` of ${s.throttle.only.team} on ${s.throttle.only.route}` : ''} ${(s.throttle.from / 1000).toFixed(0)}–${(s.throttle.to / 1000).toFixed(0)}s` : '',
     s.gatewayLate?.length ? `gateway late ${s.gatewayLate.map(([t, ms]) => `${(t / 1000).toFixed(0)}s:${ms.toFixed(0)}ms`).join('→')}` : '',

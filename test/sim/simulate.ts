@@ -20,6 +20,8 @@ export interface Scenario {
   shedding: (Span & { p: number })[]
   /** Spans in which an answer is lost on its way back with probability `p` (platform.ts): its caller waits to its deadline. */
   losing?: (Span & { p: number })[]
+  /** Spans in which the platform's pool has `workers` workers instead of the scenario's (platform.ts). */
+  resized?: (Span & { workers: number })[]
   replicas: number
   /** Spans during which the replicas' lease store answers nothing (a stalled Redis). */
   storeStalls: Span[]
@@ -93,6 +95,7 @@ export async function simulate(scenario: Scenario, factory: GovernorFactory): Pr
     outages: scenario.outages.map(shift),
     shedding: scenario.shedding.map((s) => ({ ...shift(s), p: s.p })),
     ...(scenario.losing ? { losing: scenario.losing.map((s) => ({ ...shift(s), p: s.p })) } : {}),
+    ...(scenario.resized ? { resized: scenario.resized.map((s) => ({ ...shift(s), workers: s.workers })) } : {}),
     ...(scenario.capacity ? { capacity: scenario.capacity } : {}),
     ...(scenario.throttle ? { throttle: { ...scenario.throttle, ...shift(scenario.throttle) } } : {}),
     ...(scenario.timers ? { timers: scenario.timers } : {}),
@@ -108,7 +111,7 @@ export async function simulate(scenario: Scenario, factory: GovernorFactory): Pr
   const sampler = clock.every(() => {
     const p = platform.samples.at(-1)
     const waiting = gateway.waiting
-    samples.push({ at: clock.now(), busy: p?.busy ?? 0, queued: p?.queued ?? 0, waiting, idleAllowed: waiting > 0 && gateway.idleAllowed(scenario.workers - (p?.busy ?? 0)), limit: gateway.limit, servingLimit: gateway.servingLimit, inFlight: gateway.inFlight, waitingTeams: waiting > 0 ? [...gateway.waitingByTeam().keys()] : [], stopped: waiting > 0 ? gateway.stopped() : [] })
+    samples.push({ at: clock.now(), busy: p?.busy ?? 0, queued: p?.queued ?? 0, workers: platform.workers, waiting, idleAllowed: waiting > 0 && gateway.idleAllowed(platform.workers - (p?.busy ?? 0)), limit: gateway.limit, servingLimit: gateway.servingLimit, inFlight: gateway.inFlight, waitingTeams: waiting > 0 ? [...gateway.waitingByTeam().keys()] : [], stopped: waiting > 0 ? gateway.stopped() : [] })
   }, SAMPLE_MS)
   let running = scenario.teams.length
   const teams = scenario.teams.map((plan, i) => runTeam({ ...plan, from: START + plan.from, until: START + plan.until }, gateway, clock, teamRandoms[i] as Random).finally(() => (running -= 1)))
