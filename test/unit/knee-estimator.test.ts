@@ -329,6 +329,17 @@ describe('KneeEstimator', () => {
     expect(held.fell, `the long call ended at ${held.longEnded}`).toBeGreaterThan(held.longEnded!)
   })
 
+  // A pool that shrinks (docs/governor.md, "The limit rule": the lead is bounded): 30 s of
+  // answers at 12 workers, then 6. The knee follows within 15 s (9 s), whatever the 30 s
+  // before weighed: unbounded, their lead held it at 12 for the 30 s after.
+  it('follows a pool that shrinks within seconds, whatever was weighed before', () => {
+    const shrank = learn(12, 0, 60_000, { loss: { at: 30_000, workers: 6 } })
+    // The knee each second from 20 s on (learn's steady): the first second after the resize it reached the new pool.
+    const i = shrank.steady.findIndex((k, j) => j >= 10 && k <= 6)
+    expect(shrank.last).toBe(6)
+    expect(i < 0 ? Infinity : i - 10).toBeLessThan(15)
+  })
+
   // The start's verdict is held alike while its limit is not in use (no call waited for a
   // seat): 6 callers on 4 workers at the start's 8 seats, a call of 20 s among the first;
   // the start ends at the 4 workers, not before that call ended.

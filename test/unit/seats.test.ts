@@ -527,6 +527,25 @@ describe('a seat\'s end', () => {
     expect(s.inFlight).toBe(0)
   })
 
+  // A fault's cut of the limit can leave lost calls past it: the one call more goes all the
+  // same (seed 254: 7 lost calls in flight on a limit cut to 2, every worker idle, 110 calls
+  // waiting until the lost calls' watch ended).
+  it('sends the one call more also where a cut of the limit left the overdue calls past it', async () => {
+    const clock = fakeClock()
+    const { s, work, order } = seats(clock, { limit: 3 })
+    work.answered('a', 'month', 100)
+    const held = [0, 1, 2].map(() => call(s, order, 'a', { workClass: 'month' }))
+    await settle()
+    s.setLimit(1)
+    const probe = call(s, order, 'b', { workClass: 'month' })
+    clock.advance(OVERDUE * 100 + FAULT_MS + 1)
+    await settle()
+    expect([probe.seat !== null, s.inFlight]).toEqual([true, 4])
+    answer(probe, 10)
+    await settle()
+    expect([s.inFlight, held.every((c) => c.seat !== null)]).toEqual([0, true])
+  })
+
   it('holds the seat of a call whose callers left until its expected end (the platform works on), and frees that of a broken connection at once', async () => {
     const clock = fakeClock()
     const { s, work, order } = seats(clock, { limit: 1 })

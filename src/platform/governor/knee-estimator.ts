@@ -1,6 +1,6 @@
 // The limit rule (docs/governor.md, "The limit rule": the model, s(w), each rule and its reason). Pure: time is passed in.
 import { LENDING_HORIZON_MS } from './dispatch-order.js'
-import { MIN_CALLS, SURE, atLeast, endAt, endedBefore, highestRoom, highestTied, probeFall, readEvidence, spread2, verdicts, writeEvidence } from './knee-verdicts.js'
+import { MIN_CALLS, SURE, atLeast, boundLead, endAt, endedBefore, highestRoom, highestTied, probeFall, readEvidence, spread2, verdicts, writeEvidence } from './knee-verdicts.js'
 import { RECENT_MS, StartLevels, ThroughputLevels } from './throughput-levels.js'
 import { AnswerTimeline, type Answer } from './answer-timeline.js'
 import { FAULT_MS, FaultWatch, UsualGaps } from './fault-watch.js'
@@ -35,12 +35,13 @@ export class KneeEstimator {
   #endAt: number[] = []
   #endSerial: number[] = []
   #endsDropped = 0
-  // The evidence: per kind (a caller makes as many as its reports' shapes: MAX_KINDS at most); per guess w, Σ log own time, impossible answers, and the mean own time of late (ms); answers counted.
+  // The evidence: per kind (a caller makes as many as its reports' shapes: MAX_KINDS at most); per guess w, Σ log own time, impossible answers, the evidence set aside past the bounded lead (`boundLead`), and the mean own time of late (ms); answers counted.
   readonly #kinds = new Map<string, KindStats>()
   // The faded Σ of squared residuals per guess of the kinds forgotten (`forget`), in the rule's sums as theirs were.
   readonly #forgottenSs: Float64Array
   readonly #logs: Float64Array
   readonly #impossible: Float64Array
+  readonly #lifted: Float64Array
   readonly #ownMs: Float64Array
   readonly #levels: ThroughputLevels
   readonly #startLevels = new StartLevels()
@@ -83,9 +84,7 @@ export class KneeEstimator {
   constructor({ initial, min, max }: { initial: number; min: number; max: number }) {
     ;[this.#min, this.#max] = [min, max]
     this.#knee = this.#limit = this.#clamp(initial)
-    this.#logs = new Float64Array(max)
-    this.#forgottenSs = new Float64Array(max)
-    this.#impossible = new Float64Array(max)
+    ;[this.#logs, this.#forgottenSs, this.#impossible, this.#lifted] = [0, 1, 2, 3].map(() => new Float64Array(max)) as [Float64Array, Float64Array, Float64Array, Float64Array]
     this.#ownMs = new Float64Array(max).fill(FAULT_MS)
     this.#levels = new ThroughputLevels(max)
   }
@@ -154,7 +153,7 @@ export class KneeEstimator {
     if (this.#phase !== 'cruise' || this.#limit > this.#knee + 1 || this.#knee >= this.#max || now - this.#adoptedAt < DECIDE_MS) return
     this.#paused = this.#serial
     for (const st of this.#kinds.values()) [st.seen, st.ss] = [0, new Float64Array(this.#max)]
-    for (const a of [this.#logs, this.#impossible, this.#forgottenSs]) a.fill(0)
+    for (const a of [this.#logs, this.#impossible, this.#forgottenSs, this.#lifted]) a.fill(0)
     this.#ownMs.fill(FAULT_MS)
     ;[this.#counted, this.#newCalls] = [0, 0]
     this.#carried = readEvidence(carried, this.#max, now, EVIDENCE_MS)
@@ -317,7 +316,8 @@ export class KneeEstimator {
       if (st.seen > most) [most, this.#latencyMs] = [st.seen, Math.exp(st.m[this.#knee - 1]!)]
     }
     const n = this.#counted
-    for (let i = 0; i < this.#max; i++) ll[i]! += -this.#logs[i]! - (n / 2) * Math.log(spread2(ss[i]!, n)) - IMPOSSIBLE_LL * this.#impossible[i]!
+    for (let i = 0; i < this.#max; i++) ll[i]! += -this.#logs[i]! - (n / 2) * Math.log(spread2(ss[i]!, n)) - IMPOSSIBLE_LL * this.#impossible[i]! + this.#lifted[i]!
+    boundLead(ll, this.#lifted)
     return ll
   }
   /** What an answer says of every guess w: its call's own time under w against its kind's pace of late, or how unlikely w makes so soon an end; an untimed one, its place among the ends alone; one in flight when a queue verdict was held, nothing (a new call all the same). */
@@ -372,7 +372,7 @@ export class KneeEstimator {
     this.#fadedAt = now
     for (const st of this.#kinds.values()) for (let i = 0; i < this.#max; i++) st.ss[i]! *= f
     this.#counted *= f
-    for (const a of [this.#logs, this.#impossible, this.#forgottenSs, this.#carried ?? []]) for (let i = 0; i < a.length; i++) a[i]! *= f
+    for (const a of [this.#logs, this.#impossible, this.#forgottenSs, this.#lifted, this.#carried ?? []]) for (let i = 0; i < a.length; i++) a[i]! *= f
   }
   /** The limit to `limit`: the step, or null where the limit stays and `kneeMoved` is not said. */
   #set(limit: number, move: Move, kneeMoved = false): Step | null {

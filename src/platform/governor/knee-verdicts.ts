@@ -7,9 +7,16 @@ export const MIN_CALLS = 8
 export const PRIOR_SPREAD = 0.3
 export const PRIOR_DOF = 10
 export const TIE = 0.5
+export const LEAD_MAX = 1000
 
 /** The spread² of residuals whose squares sum to `ss` over `n` of them (a weight), PRIOR_SPREAD worth PRIOR_DOF of them before them. */
 export const spread2 = (ss: number, n: number): number => (ss + PRIOR_DOF * PRIOR_SPREAD ** 2) / (n + PRIOR_DOF)
+
+/** Sets every guess further than LEAD_MAX below the likeliest at that bound, the evidence set aside added to `lifted` (faded with the rest): the lead is bounded, so a pool that shrank is read as soon whatever was weighed before (docs/governor.md, "The limit rule"). */
+export function boundLead(ll: Float64Array, lifted: Float64Array): void {
+  const floor = Math.max(...ll) - LEAD_MAX
+  for (let i = 0; i < ll.length; i++) if (ll[i]! < floor) [lifted[i], ll[i]] = [lifted[i]! + floor - ll[i]!, floor]
+}
 
 /** Whether the evidence surely puts W below `level` (the likeliest w below it e^SURE times likelier than any at or above it), and the likeliest w below it. */
 export function verdicts(ll: Float64Array, level: number): { queueBelow: boolean; best: number } {

@@ -268,8 +268,8 @@ export class CredentialSeats {
     let started = false
     while (this.#queue.size > 0 && this.pausedUntil === 0) {
       const free = this.capacity - this.inFlight
-      // Every seat held by a call overdue for FAULT_MS with no answer since: one call more within the ceilings, whose answer tells them lost (dispatch rule 4).
-      const probe = free >= 0 && free < 1 && this.inFlight < Math.min(this.#o.maxConcurrent, this.#o.perReplica ?? Infinity) && this.#silent() && (this.#lease === null || this.#lease.shares() !== null)
+      // Every seat held by a call overdue for FAULT_MS with no answer since: one call more within the ceilings, whose answer tells them lost (dispatch rule 4); on one replica also past a cut of the limit.
+      const probe = (free >= 0 || this.#lease === null) && free < 1 && this.inFlight < Math.min(this.#o.maxConcurrent, this.#o.perReplica ?? Infinity) && this.#silent() && (this.#lease === null || this.#lease.shares() !== null)
       const waiter = this.#next(probe ? 1 : free)
       if (waiter === null) break
       this.#detach(waiter)
