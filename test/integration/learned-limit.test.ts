@@ -127,10 +127,16 @@ describe.skipIf(!available)('the learned limit across replicas', () => {
     const forged = new RedisSeal('another-secret-of-32-characters!!!').sealText(KEY, JSON.stringify({ limit: 2, knee: 2, at: Date.now() }))
     const replayed = new RedisSeal(SECRET).sealText(KEY, JSON.stringify({ limit: 2, knee: 2, at: Date.now() - RECORD_MAX_AGE_MS - 60_000 }))
     for (const record of [forged, replayed]) {
-      await redis.client.hset(KEY, 'limit', record)
+      // Set until it stays over two renewals of each: a rewrite of the learner's own record,
+      // asked at a renewal before it was set, lands with the next one and writes it over;
+      // none is asked of a record the learner cannot open.
+      await waitFor('the record in place', async () => {
+        await redis.client.hset(KEY, 'limit', record)
+        const since = [a.renewals.count, b.renewals.count] as const
+        await waitFor('two renewals of each since', () => a.renewals.count >= since[0] + 2 && b.renewals.count >= since[1] + 2)
+        return (await redis.client.hget(KEY, 'limit')) === record
+      })
       // Renewals carry it to the replica that follows: it keeps its own.
-      const since = b.renewals.count
-      await waitFor('two renewals since', () => b.renewals.count >= since + 2)
       expect(b.seats.limit).toBe(12)
     }
     // A replica that starts meanwhile keeps its own too.

@@ -30,7 +30,7 @@ export interface SeatAsk {
 /** One replica's governor of the credential, as the simulator drives it. */
 export interface GovernorUnderTest {
   seat(ask: SeatAsk): Promise<SimSeat>
-  /** The limit in force. */
+  /** The limit in force, a probe seat lent to short calls only aside (the seats the shares are of). */
   readonly limit: number
   /** Seats held here (calls in flight, and calls cut by their deadline until their expected end). */
   readonly inFlight: number

@@ -60,7 +60,7 @@ function governor({ clock, replica, store, weights, loop, loopLate, pauses: peer
       }
     },
     get limit() {
-      return g.seats.limit
+      return g.seats.limit - (g.seats.probeLent ? 1 : 0)
     },
     get inFlight() {
       return g.seats.inFlight

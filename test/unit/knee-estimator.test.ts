@@ -340,19 +340,16 @@ describe('KneeEstimator', () => {
     expect(i < 0 ? Infinity : i - 10).toBeLessThan(15)
   })
 
-  // A pool that grows (docs/governor.md, "What the simulator still finds"): 30 s at 6
-  // workers, where sure queues at the probe seat took it away, then 12. The seat comes back
-  // only once that queue's lead has faded below SURE, and the knee stays at 6 for the minute
-  // after. The probe seat back 10 s after a queue took it reads the 12 in 7 s, and was not
-  // kept: on the capacity family's platform, whose calls slow past its knee, every return
-  // is a chance for room to be read past the knee (decisions/governor-model.md, "The probe
-  // seat again, tried").
-  it.fails('follows a pool that grows within 15 s', () => {
+  // A pool that grows (docs/governor.md, "Cruise": the probe seat again): 30 s at 6 workers,
+  // where sure queues at the probe seat took it away, then 12. The knee follows within 15 s
+  // (7 s); with the probe seat back only as a queue's lead faded, it stayed at 6 for the minute after.
+  it('follows a pool that grows, the probe seat back PROBE_AGAIN after a queue took it', () => {
     const grew = learn(6, 0, 90_000, { loss: { at: 30_000, workers: 12 } })
     // The knee each second from 30 s on (learn's steady).
     expect(grew.steady[0], 'at 6 workers').toBe(6)
     const i = grew.steady.findIndex((k) => k >= 12)
     expect(i < 0 ? Infinity : i, `the knee each second from 30 s: ${grew.steady.join(' ')}`).toBeLessThan(15)
+    expect(grew.last).toBe(12)
   })
 
   // The start's verdict is held alike while its limit is not in use (no call waited for a

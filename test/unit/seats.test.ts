@@ -833,6 +833,26 @@ describe('who gets a free seat', () => {
     expect([s.running('b'), s.queued]).toEqual([4, 2])
   })
 
+  // The probe seat again (docs/governor.md, "Cruise"): a long call in it held a worker past
+  // the knee for its whole time once the seat went (the bench family's views-fresh newcomer
+  // at 71 % of itself alone), so it is no one's share and only a short call's.
+  it('lends the probe seat again to a short call only: no share counts it, no long call takes it', async () => {
+    for (const again of [true, false]) {
+      const { s, work, order } = seats(fakeClock(), { limit: 2, queueLimit: 100 })
+      work.answered('b', 'year', 4000)
+      work.answered('dash', 'w', 100)
+      s.setLimit(3, again)
+      Array.from({ length: 3 }, () => call(s, order, 'b', { workClass: 'year' }))
+      await settle()
+      expect([s.running('b'), s.queued], `the probe seat again: ${again}`).toEqual(again ? [2, 1] : [3, 0])
+      if (!again) continue
+      expect(s.shareOf('b')).toBe(2)
+      call(s, order, 'dash')
+      await settle()
+      expect([s.running('dash'), s.running('b'), s.queued]).toEqual([1, 2, 1])
+    }
+  })
+
   it('gives a team seats in proportion to its weight while both wait for one seat', async () => {
     const clock = fakeClock()
     const { s, order } = seats(clock, { limit: 1, queueLimit: 100, weightOf: (team) => (team === 'heavy' ? 3 : 1) })

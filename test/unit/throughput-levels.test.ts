@@ -17,6 +17,19 @@ function measured(...levelsAt: [number, number][]): ThroughputLevels {
   return levels
 }
 
+describe('ThroughputLevels: a seat past the knee kept', () => {
+  // The capacity bench's platform gives 13 calls 12 × 100 / 140 of 12's answers a second
+  // (a fall of 26 %); a pool that grew gives 13 / 12 of them at 13, as its calls stay 100 ms.
+  it('keeps a level that gives no less than FALL/2 under the one below it, both measured within RECENT_MS', () => {
+    expect(measured([12, 1_000], [13, 1_000]).kept(1_000, 13), 'calls slower past the knee').toBe(false)
+    const grew = new ThroughputLevels(64)
+    for (const level of [12, 13]) for (let i = 0; i < MIN_CALLS; i++) grew.measure(level, 1, BASE, 100, 1_000, i + 1)
+    expect(grew.kept(1_000, 13), 'a pool that grew').toBe(true)
+    expect(grew.kept(1_000 + RECENT_MS + 1, 13), 'measured before RECENT_MS').toBe(false)
+    expect(measured([13, 1_000]).kept(1_000, 13), 'the level below not measured').toBe(false)
+  })
+})
+
 describe('ThroughputLevels across replicas: the dip', () => {
   it('dips to DIP of the limit where its level is measured within RECENT_MS and none from there up to below it is', () => {
     expect(measured([18, 1_000]).dip(1_000, 18, 2)).toBe(Math.floor(18 * DIP))

@@ -13,9 +13,10 @@ const IMPOSSIBLE_LL = 10
 const PACE_GAIN = 0.1
 const OVERTAKEN = 0.05
 const MEMORY_MS = 120_000
+const PROBE_AGAIN_MS = 10_000
 
 export type Phase = 'start' | 'cruise' | 'fault'
-export type Move = 'probe' | 'grew' | 'knee' | 'queue' | 'throughput' | 'refused' | 'fault' | 'restored' | 'adopted'
+export type Move = 'probe' | 'again' | 'grew' | 'knee' | 'queue' | 'throughput' | 'refused' | 'fault' | 'restored' | 'adopted'
 export interface Step { limit: number; knee: number; move: Move }
 /** A call in flight as `started` saw it: the calls in flight then, how many of those ahead of it were this replica's, how many ends came before, whether it took the limit's last seat, and the start's limit when it started (0: after the start). */
 type Call = { load: number; local: number; endsBefore: number; full: boolean; level: number }
@@ -38,10 +39,7 @@ export class KneeEstimator {
   // The evidence: per kind (a caller makes as many as its reports' shapes: MAX_KINDS at most); per guess w, Σ log own time, impossible answers, the evidence set aside past the bounded lead (`boundLead`), and the mean own time of late (ms); answers counted.
   readonly #kinds = new Map<string, KindStats>()
   // The faded Σ of squared residuals per guess of the kinds forgotten (`forget`), in the rule's sums as theirs were.
-  readonly #forgottenSs: Float64Array
-  readonly #logs: Float64Array
-  readonly #impossible: Float64Array
-  readonly #lifted: Float64Array
+  readonly #forgottenSs: Float64Array; readonly #logs: Float64Array; readonly #impossible: Float64Array; readonly #lifted: Float64Array
   readonly #ownMs: Float64Array
   readonly #levels: ThroughputLevels
   readonly #startLevels = new StartLevels()
@@ -79,6 +77,7 @@ export class KneeEstimator {
   #roseAt = -Infinity
   // The level cruise's last sure queue showed at (the limit alone's, K's, the probe seat's), and when: room there or past it within MEMORY_MS needs e^(2·SURE).
   #queued = { level: Infinity, at: -Infinity }
+  #lentUntil = 0 // the probe seat again is lent to short calls until then, as the lead set aside would have faded below SURE (0: no seat again; Infinity: every call's now)
   #now: () => number = () => 0
   /** `min` and `max`: platform.minConcurrent and maxConcurrent, integers with 1 ≤ min ≤ max (the settings' schema and normalize.ts hold them). */
   constructor({ initial, min, max }: { initial: number; min: number; max: number }) {
@@ -96,8 +95,7 @@ export class KneeEstimator {
   get kinds(): string[] { return [...this.#kinds.keys()] }
   /** Forgets `team`'s kinds (a team a reload removed, holding nothing: CredentialSeats.keepTeams); their spread stays in the rule's sums, so no guess's likelihood moves. */
   forget(team: string): void {
-    for (const [kind, st] of this.#kinds) {
-      if (!kind.startsWith(kindOf(team, ''))) continue
+    for (const [kind, st] of [...this.#kinds].filter(([k]) => k.startsWith(kindOf(team, '')))) {
       for (let i = 0; i < this.#max; i++) this.#forgottenSs[i]! += st.ss[i]!
       this.#kinds.delete(kind)
     }
@@ -105,9 +103,7 @@ export class KneeEstimator {
   /** A call started with `load` calls in flight, itself included, on every replica; returns its serial, which its answer carries. */
   started(kind: string, load: number): number { return this.#timeline ? this.#timeline.started(kind, load, this.#now()) : this.#start(load) }
   /** Across replicas: the calls go through a timeline (answer-timeline.ts) that, on the learner, weaves in every replica's; `keepMs` how far back a record's calls go. */
-  shareAnswers(keepMs: number, now: () => number): void {
-    ;[this.#timeline, this.#now] = [new AnswerTimeline({ start: (_kind, load) => this.#start(load), end: (a) => this.#end(a) }, keepMs), now]
-  }
+  shareAnswers(keepMs: number, now: () => number): void { [this.#timeline, this.#now] = [new AnswerTimeline({ start: (_kind, load) => this.#start(load), end: (a) => this.#end(a) }, keepMs), now] }
   /** The other replicas' records (null: this replica does not learn), and this replica's calls for its own. */
   heard(records: readonly { run: string; calls?: string | undefined }[] | null): void { this.#timeline?.heard(records, this.#now()) }
   calls(): string | null { return this.#timeline?.calls(this.#now()) ?? null }
@@ -240,7 +236,7 @@ export class KneeEstimator {
     const reach = this.#since.reach > 0 && !this.#queueSeen ? Math.min(this.#limit, this.#since.reach) : this.#limit
     const bears = this.#longWaits() ?? Infinity
     const sureRoom = this.#limit >= this.#queued.level && now - this.#queued.at <= MEMORY_MS ? highestRoom(ll, 2 * SURE) : room
-    if (this.#limit > k && sureRoom >= reach && (reach === this.#limit || !verdicts(ll, this.#limit).queueBelow)) {
+    if (this.#limit > k && sureRoom >= reach && (reach === this.#limit || !verdicts(ll, this.#limit).queueBelow) && (this.#lentUntil === 0 || this.#levels.kept(now, this.#limit))) {
       this.#past = this.#levels.belowFall(this.#limit, Math.min(2 * Math.max(1, this.#past), bears))
       if (this.#limit >= this.#queueAlone.limit && now - this.#queueAlone.at <= EVIDENCE_MS) this.#roseAt = now
       return this.#setKnee(this.#limit, 'grew', this.#past)
@@ -253,7 +249,10 @@ export class KneeEstimator {
       // On one replica a queue at the limit alone leaves K at the room shown below the limit, when above K: the queue says W is below the limit, the room that it is at least there.
       return this.#setKnee(queueBelow ? this.#served(best, k, now) : this.#timeline?.merging ? k : Math.max(k, Math.min(room, this.#limit - 1)), 'queue')
     }
-    // A sure queue at the probe seat: the seat goes, and K falls to the likeliest w below it when that is below K and K is not within TIE of it (knee-verdicts.ts).
+    // A sure queue at the probe seat: the seat goes, and K falls to the likeliest w below it when that is below K and K is not within TIE of it (knee-verdicts.ts); PROBE_AGAIN after it, on one replica while no queue at K is held, the lead past SURE over the seat's guess is set aside, so the seat comes back, lent to short calls until that lead would have faded, and its answers tell a pool that grew (room there needs its level kept: docs/governor.md, "Cruise").
+    const again = this.#timeline === null && this.#limit === k && this.#held === 0 && now - this.#queued.at >= PROBE_AGAIN_MS && verdicts(ll, k + 1).queueBelow
+    if (again) this.#lentUntil = now + EVIDENCE_MS * Math.log(boundLead(ll, this.#lifted, SURE, k, k + 1) / SURE)
+    if (this.#lentUntil > 0 && now >= this.#lentUntil && this.#limit === k + 1) return this.#set(this.#limit, 'probe', true)
     const known = verdicts(ll, k + 1).queueBelow && !this.#timeline?.merging
     this.#queueSeen ||= known && this.#limit > k
     if (known && this.#limit > k) {
@@ -261,7 +260,7 @@ export class KneeEstimator {
       const to = this.#served(probeFall(ll, k), k, now)
       return to < k ? this.#setKnee(to, 'queue') : this.#set(k, 'knee')
     }
-    return !known && this.#limit === k ? this.#set(this.#clamp(k + 1), 'probe') : null
+    return !known && this.#limit === k ? this.#set(this.#clamp(k + 1), again ? 'again' : 'probe') : null
   }
   /** K and the limit go to `to`, no seat past it (the start ends): answers a second fell past it (a peak), or a dip across replicas (put back unless it gives FALL more: ThroughputLevels.recheck). */
   #fellTo(to: number, dip: boolean): Step | null {
@@ -376,9 +375,10 @@ export class KneeEstimator {
   }
   /** The limit to `limit`: the step, or null where the limit stays and `kneeMoved` is not said. */
   #set(limit: number, move: Move, kneeMoved = false): Step | null {
-    if (limit === this.#limit) return kneeMoved ? { limit, knee: this.#knee, move } : null
-    ;[this.#movedSerial, this.#sinceMove] = [this.#serial, 0]
-    return { limit: (this.#limit = limit), knee: this.#knee, move }
+    if (limit === this.#limit && !kneeMoved) return null
+    if (limit !== this.#limit) [this.#movedSerial, this.#sinceMove] = [this.#serial, 0]
+    ;[this.#limit, this.#lentUntil] = [limit, move === 'again' ? this.#lentUntil : move === 'probe' && this.#lentUntil > 0 ? Infinity : 0]
+    return { limit, knee: this.#knee, move }
   }
   /** The fault is over: the limit is the knee's again (and the probe seat's); at a fresh start, the doubling goes on. */
   #restore(now: number): Step | null {

@@ -12,10 +12,12 @@ export const LEAD_MAX = 1000
 /** The spread² of residuals whose squares sum to `ss` over `n` of them (a weight), PRIOR_SPREAD worth PRIOR_DOF of them before them. */
 export const spread2 = (ss: number, n: number): number => (ss + PRIOR_DOF * PRIOR_SPREAD ** 2) / (n + PRIOR_DOF)
 
-/** Sets every guess further than LEAD_MAX below the likeliest at that bound, the evidence set aside added to `lifted` (faded with the rest): the lead is bounded, so a pool that shrank is read as soon whatever was weighed before (docs/governor.md, "The limit rule"). */
-export function boundLead(ll: Float64Array, lifted: Float64Array): void {
-  const floor = Math.max(...ll) - LEAD_MAX
-  for (let i = 0; i < ll.length; i++) if (ll[i]! < floor) [lifted[i], ll[i]] = [lifted[i]! + floor - ll[i]!, floor]
+/** Sets every guess from index `from` to `to` further than `lead` below the likeliest at that bound, the evidence set aside added to `lifted` (faded with the rest): the lead is bounded, so a pool that shrank is read as soon whatever was weighed before, and a probe seat's answers tell a pool that grew (docs/governor.md, "The limit rule"). Returns the likeliest's lead over those guesses before. */
+export function boundLead(ll: Float64Array, lifted: Float64Array, lead = LEAD_MAX, from = 0, to = ll.length): number {
+  const [top, floor] = [Math.max(...ll), Math.max(...ll) - lead]
+  const led = top - Math.max(...ll.subarray(from, to))
+  for (let i = from; i < to; i++) if (ll[i]! < floor) [lifted[i], ll[i]] = [lifted[i]! + floor - ll[i]!, floor]
+  return led
 }
 
 /** Whether the evidence surely puts W below `level` (the likeliest w below it e^SURE times likelier than any at or above it), and the likeliest w below it. */

@@ -111,7 +111,7 @@ export class LearnedLimit {
   }
 
   #apply(step: Step): void {
-    this.#o.seats.setLimit(step.limit)
+    this.#o.seats.setLimit(step.limit, step.move === 'again')
     this.#o.onLimit(step.limit, step.knee)
   }
 

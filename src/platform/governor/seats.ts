@@ -29,6 +29,7 @@ export class CredentialSeats {
   readonly #clock: Clock
   readonly #lease: SeatLease | null
   #limit: number
+  #lastShort = false
   readonly #teams = new TeamAccounts()
   readonly #queue = new FairQueue<QueuedCall>()
   // The calls waiting, by their work: those an answer of it can move (its team's estimate, or any team's for a team with none of its own).
@@ -53,6 +54,8 @@ export class CredentialSeats {
   }
 
   get limit(): number { return this.#limit }
+  /** Whether the limit's last seat is the probe seat again, lent to short calls only: no share counts it. */
+  get probeLent(): boolean { return this.#lastShort }
   /** Seats this replica may fill now: the limit, or its lease of it across replicas. */
   get capacity(): number { return Math.min(this.#limit, this.#lease?.size(this.#limit) ?? this.#o.perReplica ?? Infinity) }
   get inFlight(): number { return this.#teams.inFlight }
@@ -62,10 +65,11 @@ export class CredentialSeats {
   get seatsHeld(): number { return this.#lease?.held ?? this.inFlight }
   get pausedUntil(): number { const until = this.#o.pausedUntil?.() ?? 0; return until > this.#clock.now() ? until : 0 }
 
-  setLimit(limit: number): void {
+  /** `lastShort`: the limit's last seat is the probe seat again (knee-estimator.ts), lent to a call known short only. */
+  setLimit(limit: number, lastShort = false): void {
     const next = clamp(limit, this.#o.maxConcurrent)
     const raised = next > this.#limit
-    this.#limit = next
+    ;[this.#limit, this.#lastShort] = [next, lastShort]
     this.#demandChanged()
     if (raised) this.wake()
   }
@@ -174,10 +178,7 @@ export class CredentialSeats {
   }
 
   /** An ask refused before it waits: a removed team it made the account of holds nothing (`#forgetIfGone`). */
-  #refusedAtOnce(team: string, err: Error): Promise<Seat> {
-    this.#forgetIfGone([team])
-    return Promise.reject(err)
-  }
+  #refusedAtOnce(team: string, err: Error): Promise<Seat> { this.#forgetIfGone([team]); return Promise.reject(err) }
 
   /** The credential's pause began: calls that would still wait when their time is up are told so now. */
   paused(): void {
@@ -250,7 +251,7 @@ export class CredentialSeats {
   }
 
   #localTeams(): LocalTeam[] { return this.#teams.active(this.#clock.now(), this.#queue.countByTeam(null), (t) => this.#weight(t), (t) => this.limitsOf(t).maxConcurrent) }
-  #shares(): SharesView { return sharesView(this.#lease?.shares() ?? null, this.capacity, this.#localTeams()) }
+  #shares(): SharesView { return sharesView(this.#lease?.shares() ?? null, this.capacity, this.#localTeams(), this.#lastShort && this.capacity === this.#limit ? 1 : 0) }
   #chargeElsewhere(): void { this.#teams.chargeElsewhere(this.#lease?.shares()?.charged, (t) => this.#weight(t)) }
 
   #atCeiling(team: string): boolean {

@@ -76,6 +76,9 @@ export class ThroughputLevels {
     return { limit: c.limit, knee: c.knee }
   }
 
+  /** Whether `level` and the one below it were measured within RECENT_MS and `level` gives no less than FALL/2 under it: a seat past a pool that grew gives a worker's worth more, one past a knee whose calls slow past it less. */
+  kept(now: number, level: number): boolean { return level >= 2 && this.#recent(level - 1, now) && this.#recent(level - 2, now) && this.#mean(level - 1) - this.#mean(level - 2) > -FELL / 2 }
+
   /** Of `past` seats beyond `knee`, those short of the first level above it measured giving FALL less than `knee`. */
   belowFall(knee: number, past: number): number {
     if (this.#levels[knee - 1]!.n < MIN_CALLS) return past
