@@ -16,11 +16,11 @@ type WaitingCall = Queued & { workClass: string }
 
 const NONE: ReadonlyMap<string, number> = new Map()
 
-/** The shares the rule reads: the lease's across replicas, or worked out here alone over `capacity` less the probe seat again (`probeSeat`, lent to short calls only; owed: whole seats; "Words"). */
-export function sharesView(across: LeaseShares | null, capacity: number, teams: LocalTeam[], probeSeat = 0): SharesView {
+/** The shares the rule reads: the lease's across replicas, or worked out here alone over `capacity` less the probe seat again (`probeLent`, lent to short calls only; owed: whole seats; "Words"). */
+export function sharesView(across: LeaseShares | null, capacity: number, teams: LocalTeam[], probeLent = 0): SharesView {
   if (across) return { ...across, teams, owed: owedSeats(across.targets, teams), one: false }
-  const targets = fairShares(capacity - probeSeat, teams)
-  return { targets, lent: probeSeat, shares: targets, heldElsewhere: NONE, charged: NONE, teams, owed: owedSeats(targets, teams, true), one: true }
+  const targets = fairShares(capacity - probeLent, teams)
+  return { targets, lent: probeLent, shares: targets, heldElsewhere: NONE, charged: NONE, teams, owed: owedSeats(targets, teams, true), one: true }
 }
 
 /** What the dispatch rule reads of one credential's seats on this replica, at one instant. */

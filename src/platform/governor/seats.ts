@@ -29,7 +29,7 @@ export class CredentialSeats {
   readonly #clock: Clock
   readonly #lease: SeatLease | null
   #limit: number
-  #lastShort = false
+  #probeLent = false
   readonly #teams = new TeamAccounts()
   readonly #queue = new FairQueue<QueuedCall>()
   // The calls waiting, by their work: those an answer of it can move (its team's estimate, or any team's for a team with none of its own).
@@ -55,7 +55,7 @@ export class CredentialSeats {
 
   get limit(): number { return this.#limit }
   /** Whether the limit's last seat is the probe seat again, lent to short calls only: no share counts it. */
-  get probeLent(): boolean { return this.#lastShort }
+  get probeLent(): boolean { return this.#probeLent }
   /** Seats this replica may fill now: the limit, or its lease of it across replicas. */
   get capacity(): number { return Math.min(this.#limit, this.#lease?.size(this.#limit) ?? this.#o.perReplica ?? Infinity) }
   get inFlight(): number { return this.#teams.inFlight }
@@ -65,11 +65,11 @@ export class CredentialSeats {
   get seatsHeld(): number { return this.#lease?.held ?? this.inFlight }
   get pausedUntil(): number { const until = this.#o.pausedUntil?.() ?? 0; return until > this.#clock.now() ? until : 0 }
 
-  /** `lastShort`: the limit's last seat is the probe seat again (knee-estimator.ts), lent to a call known short only. */
-  setLimit(limit: number, lastShort = false): void {
+  /** `probeLent`: the limit's last seat is the probe seat again (knee-estimator.ts), lent to a call known short only. */
+  setLimit(limit: number, probeLent = false): void {
     const next = clamp(limit, this.#o.maxConcurrent)
     const raised = next > this.#limit
-    ;[this.#limit, this.#lastShort] = [next, lastShort]
+    ;[this.#limit, this.#probeLent] = [next, probeLent]
     this.#demandChanged()
     if (raised) this.wake()
   }
@@ -251,7 +251,7 @@ export class CredentialSeats {
   }
 
   #localTeams(): LocalTeam[] { return this.#teams.active(this.#clock.now(), this.#queue.countByTeam(null), (t) => this.#weight(t), (t) => this.limitsOf(t).maxConcurrent) }
-  #shares(): SharesView { return sharesView(this.#lease?.shares() ?? null, this.capacity, this.#localTeams(), this.#lastShort && this.capacity === this.#limit ? 1 : 0) }
+  #shares(): SharesView { return sharesView(this.#lease?.shares() ?? null, this.capacity, this.#localTeams(), this.#probeLent && this.capacity === this.#limit ? 1 : 0) }
   #chargeElsewhere(): void { this.#teams.chargeElsewhere(this.#lease?.shares()?.charged, (t) => this.#weight(t)) }
 
   #atCeiling(team: string): boolean {
