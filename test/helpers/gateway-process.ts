@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ensureBuilt as ensureBuiltFile } from './dist.js'
-import { freePorts } from './start-redis.js'
+import { releasePort, reservedPorts } from './start-redis.js'
 import { withTestSecret } from './build-gateway.js'
 import { PROCESS_START_MS, testTimeLeft } from './wait.js'
 
@@ -48,7 +48,7 @@ export interface SpawnOptions {
 
 /** Starts dist/main.js with `env` and `yaml` as its CONFIG_FILE; resolves once it listens. */
 export async function spawnGateway(opts: SpawnOptions): Promise<GatewayProcess> {
-  // Another suite may take a free port between freePorts() and the child's listen: try again.
+  // A process outside this machine's test runs may hold a port drawn: try again.
   for (let attempt = 1; ; attempt++) {
     try {
       return await spawnOnce(opts)
@@ -109,7 +109,9 @@ async function spawnOnce(opts: SpawnOptions): Promise<GatewayProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'rgw-gw-'))
   const configFile = join(dir, 'config.yaml')
   writeFileSync(configFile, opts.yaml)
-  const [port, adminPort] = (await freePorts(2)) as [number, number]
+  // Reserved, below the ephemeral range: until the child listens, no other suite's
+  // listen(0) is handed them (whose server would answer the readiness probe below).
+  const [port, adminPort] = (await reservedPorts(2)) as [number, number]
   const args = [...(opts.nodeArgs ?? []), opts.main ?? MAIN]
   const [command, argv] = opts.openFiles === undefined ? [process.execPath, args] : ['/bin/sh', ['-c', `ulimit -n ${opts.openFiles} && exec "$0" "$@"`, process.execPath, ...args]]
   const child = spawn(command, argv, {
@@ -129,6 +131,8 @@ async function spawnOnce(opts: SpawnOptions): Promise<GatewayProcess> {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
     await exited
     rmSync(dir, { recursive: true, force: true })
+    releasePort(port)
+    releasePort(adminPort)
   }
   // Listening is logged at info, which LOG_LEVEL=warn hides: wait for the port to answer,
   // within the test's time left (a loaded machine starts a process slowly, never wrongly).

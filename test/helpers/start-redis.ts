@@ -80,19 +80,23 @@ export async function startRedis(): Promise<RedisServer> {
 }
 
 /**
- * Ports for servers a test stops and starts again on the same port (a Redis restarted,
- * with its data or without, a cluster node, a master back after a failover). While such a
- * server is down its port is free, and a port of the kernel's ephemeral range may then be
- * handed to another suite's listen(0) (a sandbox, a gateway, another file's redis-server):
- * the restart fails, or the replicas under test reconnect to that other server. These
- * ports lie below the ephemeral range, which no listen(0) and no outgoing connection is
- * handed, and each is reserved for this process by a file that every vitest worker and
- * test run on the machine sees (reservedDir(): created exclusively, naming the process;
- * one whose process is gone is taken over). A port stays reserved until its server is
- * closed (`releasePort`: startRedis's) or this process exits; a worker ended by a signal
- * leaves its files, taken over as any whose process is gone.
+ * Ports for servers that are not listening the moment they are drawn: a server a test
+ * stops and starts again on its port (a Redis restarted, with its data or without, a
+ * cluster node, a master back after a failover), and a child process told its port, which
+ * listens only once it has started (a gateway process: a second or more on a loaded
+ * machine). Until a server listens its port is free, and a port of the kernel's ephemeral
+ * range may then be handed to another suite's listen(0) (a sandbox, a gateway, a webhook
+ * receiver, another file's redis-server): the restart fails, the replicas under test
+ * reconnect to that other server, or a readiness probe is answered by it while the child
+ * exits, its port taken. These ports lie below the ephemeral range, which no listen(0)
+ * and no outgoing connection is handed, and each is reserved for this process by a file
+ * that every vitest worker and test run on the machine sees (reservedDir(): created
+ * exclusively, naming the process; one whose process is gone is taken over). A port stays
+ * reserved until its server is closed (`releasePort`: startRedis's, spawnGateway's) or
+ * this process exits; a worker ended by a signal leaves its files, taken over as any
+ * whose process is gone.
  */
-// Read at each use, under the TMPDIR of the moment (restartable-ports.test.ts sets its own).
+// Read at each use, under the TMPDIR of the moment (reserved-ports.test.ts sets its own).
 const reservedDir = (): string => join(tmpdir(), 'rgw-test-ports')
 const reserved = new Set<number>()
 process.on('exit', () => {
@@ -100,7 +104,7 @@ process.on('exit', () => {
 })
 
 /** The ports below the ephemeral range (Linux's ip_local_port_range; elsewhere IANA's, from 49152), 12,288 of them. */
-const RESTARTABLE = (() => {
+const RESERVABLE = (() => {
   let ephemeralLow = 49152
   try {
     ephemeralLow = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || ephemeralLow
@@ -169,10 +173,10 @@ function bindable(port: number): Promise<boolean> {
 }
 
 /** A port below the ephemeral range, drawn at random. */
-const drawRestartable = (): number => RESTARTABLE.from + Math.floor(Math.random() * (RESTARTABLE.to - RESTARTABLE.from))
+const drawReserved = (): number => RESERVABLE.from + Math.floor(Math.random() * (RESERVABLE.to - RESERVABLE.from))
 
 /** `count` distinct ports below the ephemeral range (each tried as `draw` names it), reserved for this process, nothing listening on them now. */
-export async function restartablePorts(count: number, draw = drawRestartable): Promise<number[]> {
+export async function reservedPorts(count: number, draw = drawReserved): Promise<number[]> {
   const ports: number[] = []
   while (ports.length < count) {
     const port = draw()
@@ -194,13 +198,13 @@ export async function freePorts(count: number): Promise<number[]> {
 }
 
 /**
- * Tries `start` on fresh ports a server may be restarted on (restartablePorts): a server
+ * Tries `start` on fresh reserved ports (reservedPorts): a server
  * outside this machine's test runs may take one first. The ports stay reserved for
  * this process while `start`'s servers run.
  */
 export async function onFreePorts<T>(count: number, start: (ports: number[]) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
-    const ports = await restartablePorts(count)
+    const ports = await reservedPorts(count)
     try {
       return await start(ports)
     } catch (err) {

@@ -19,7 +19,7 @@ import {
   substitute,
   type Stage,
 } from '../helpers/dockerfile.js'
-import { freePort } from '../helpers/start-redis.js'
+import { reservedPorts } from '../helpers/start-redis.js'
 import { useRedis, useSandbox } from '../helpers/fixtures.js'
 import { KEYS, TEAMS_YAML } from '../helpers/build-gateway.js'
 import { testTimeLeft, waitFor } from '../helpers/wait.js'
@@ -175,7 +175,7 @@ describe('the image builds and runs (the Dockerfile replayed without a container
       expect(existsSync(join(app, 'src')), 'the runtime holds no sources').toBe(false)
       expect(existsSync(join(app, 'node_modules', 'typescript')), 'the runtime holds no dev dependency').toBe(false)
 
-      const [port, adminPort] = [await freePort(), await freePort()]
+      const [port, adminPort] = (await reservedPorts(2)) as [number, number]
       const env = { PATH: buildPath(), ...Object.fromEntries(runtime.env), HOST: '127.0.0.1', PORT: String(port), ADMIN_HOST: '127.0.0.1', ADMIN_PORT: String(adminPort) }
       // As the image's user when the suite runs as root: its files are readable to uid 1000, not only to their owner.
       const user = process.getuid?.() === 0 && runtime.user && /^\d+(:\d+)?$/.test(runtime.user) ? runtime.user.split(':').map(Number) : null
@@ -237,7 +237,7 @@ describe('the image builds and runs (the Dockerfile replayed without a container
         writeFileSync(join(files, name), text, { mode: 0o644 })
         return join(files, name)
       }
-      const [gwPort, gwAdminPort] = [await freePort(), await freePort()]
+      const [gwPort, gwAdminPort, collector] = (await reservedPorts(3)) as [number, number, number]
       const configured = {
         ...env,
         PORT: String(gwPort),
@@ -250,7 +250,7 @@ describe('the image builds and runs (the Dockerfile replayed without a container
         CONFIG_FILE: mounted('config.yaml', 'logLevel: info\n'),
         TEAMS_FILE: mounted('teams.yaml', TEAMS_YAML),
         // No collector listens there: the exporter's modules load and its sends fail quietly.
-        OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${await freePort()}`,
+        OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${collector}`,
       }
       const gw = spawn(file === 'node' ? process.execPath : file!, cmdArgs, { cwd: app, env: configured, stdio: ['ignore', 'pipe', 'pipe'], ...(user ? { uid: user[0]!, gid: user[1] ?? user[0]! } : {}) })
       let gwOutput = ''

@@ -54,7 +54,7 @@ async function persistentRedis(persistence: string[]): Promise<{ url: string; st
     child = null
     if (c) await stopRedis(c, hard)
   }
-  // A port no other server is handed while this one is down (restartablePorts).
+  // A port no other server is handed while this one is down (reservedPorts).
   return onFreePorts(1, async ([port]) => {
     const start = async () => {
       child = await launchRedis(port as number, [...persistence, '--dir', dir])

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
 import { ensureBuilt } from '../helpers/dist.js'
-import { freePort } from '../helpers/start-redis.js'
+import { reservedPorts } from '../helpers/start-redis.js'
 import { tryConnect } from '../helpers/tcp-probe.js'
 import { startsTimeout, testTimeLeft, waitFor } from '../helpers/wait.js'
 
@@ -29,7 +29,7 @@ afterAll(() => {
 describe('npm run sandbox under a supervisor', () => {
   it('stops when SIGTERM is sent to npm alone: npm exits, the sandbox with it, its port free again', async () => {
     ensureBuilt(MAIN)
-    const port = await freePort()
+    const [port] = (await reservedPorts(1)) as [number]
     let output = ''
     const child = spawn('npm', ['run', 'sandbox'], {
       cwd: ROOT,

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
 import { ensureBuilt } from '../helpers/dist.js'
-import { freePorts } from '../helpers/start-redis.js'
+import { reservedPorts } from '../helpers/start-redis.js'
 import { startsTimeout, testTimeLeft, waitFor } from '../helpers/wait.js'
 import { tryConnect } from '../helpers/tcp-probe.js'
 
@@ -30,7 +30,7 @@ interface Started {
 /** `npm start` in demo mode on fresh ports, in a process group of its own (npm leads it). */
 async function npmStart(): Promise<Started> {
   ensureBuilt(MAIN)
-  const [port, adminPort] = (await freePorts(2)) as [number, number]
+  const [port, adminPort] = (await reservedPorts(2)) as [number, number]
   let output = ''
   // npm puts node_modules/.bin (the Node npm ci installs) first on PATH.
   const child = spawn('npm', ['start'], {

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, expect, it } from 'vitest'
 import { ensureBuilt } from '../helpers/dist.js'
 import { portTaken } from '../helpers/gateway-process.js'
-import { freePorts } from '../helpers/start-redis.js'
+import { reservedPorts } from '../helpers/start-redis.js'
 import { testTimeLeft, waitFor as poll } from '../helpers/wait.js'
 import { tryConnect } from '../helpers/tcp-probe.js'
 
@@ -35,9 +35,9 @@ it('passes SIGTERM sent to npm on to the gateway: readiness 503 at once, the dra
   let port = 0
   let adminPort = 0
   let exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }> | undefined
-  // Another suite may take a free port between freePorts() and the gateway's listen: try again.
+  // A process outside this machine's test runs may hold a port drawn: try again.
   for (let attempt = 1; ; attempt++) {
-    ;[port, adminPort] = (await freePorts(2)) as [number, number]
+    ;[port, adminPort] = (await reservedPorts(2)) as [number, number]
     output = ''
     // Demo mode (nothing configured), as the README's quick start runs it.
     const child = spawn('npm', ['start'], {

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ensureBuilt } from '../helpers/dist.js'
 import { needTool, TOOLS } from '../helpers/missing-tools.js'
 import { readmeShLines } from '../helpers/readme-blocks.js'
-import { freePort } from '../helpers/start-redis.js'
+import { reservedPorts } from '../helpers/start-redis.js'
 import { startsTimeout, testTimeLeft, waitFor } from '../helpers/wait.js'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
@@ -64,7 +64,8 @@ async function runShell(command: string): Promise<{ status: number | null; stdou
 
 beforeAll(async () => {
   ensureBuilt(join(ROOT, 'dist/main.js'))
-  ports = { sandbox: await freePort(), proxy: await freePort(), admin: await freePort() }
+  const [sandbox, proxy, admin] = (await reservedPorts(3)) as [number, number, number]
+  ports = { sandbox, proxy, admin }
 }, 130_000)
 
 afterAll(async () => {

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ensureBuilt } from '../helpers/dist.js'
 import { portTaken } from '../helpers/gateway-process.js'
-import { freePorts } from '../helpers/start-redis.js'
+import { reservedPorts } from '../helpers/start-redis.js'
 import { PROCESS_START_MS, testTimeLeft, timeLeftOf, waitFor as poll } from '../helpers/wait.js'
 import { tryConnect } from '../helpers/tcp-probe.js'
 
@@ -41,7 +41,7 @@ function waitFor(pattern: RegExp, ms = testTimeLeft()): Promise<void> {
 
 /** Starts the built gateway in demo mode on fresh ports; resolves once it printed its curl line, failing after `ms`. */
 async function startDemo(ms: number): Promise<void> {
-  ;[port, adminPort] = (await freePorts(2)) as [number, number]
+  ;[port, adminPort] = (await reservedPorts(2)) as [number, number]
   output = ''
   // A clean environment: no PLATFORM_* from the developer's shell, so demo mode.
   child = spawn(process.execPath, [MAIN], {
@@ -58,7 +58,7 @@ async function startDemo(ms: number): Promise<void> {
 beforeAll(async () => {
   const started = Date.now()
   ensureBuilt(MAIN)
-  // Another suite may take a free port between freePorts() and the child's listen: try again.
+  // A process outside this machine's test runs may hold a port drawn: try again.
   for (let attempt = 1; ; attempt++) {
     try {
       await startDemo(timeLeftOf(started, START_HOOK_MS))
@@ -153,7 +153,7 @@ describe('a stop with no reader of the log', () => {
     const config = join(mkdtempSync(join(tmpdir(), 'rgw-stdout-gone-')), 'gateway.yaml')
     writeFileSync(config, 'shutdownDrain: 300ms\n')
     for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-      const [proxyPort, adminListenerPort] = (await freePorts(2)) as [number, number]
+      const [proxyPort, adminListenerPort] = (await reservedPorts(2)) as [number, number]
       const gateway = spawn(process.execPath, [MAIN], {
         cwd: ROOT,
         env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(proxyPort), ADMIN_PORT: String(adminListenerPort), LOG_LEVEL: 'info', DEMO: '1', CONFIG_FILE: config },

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { ensureBuilt } from '../helpers/dist.js'
-import { freePorts } from '../helpers/start-redis.js'
+import { reservedPorts } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 
 // A stop signal that comes while the gateway starts (a pod deleted while it waits for
@@ -55,7 +55,7 @@ afterEach(() => {
 })
 
 async function startHeld(wrap: string[], files: Record<string, string> = {}): Promise<{ child: ChildProcess; output: () => string; exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }> }> {
-  const [port, adminPort] = (await freePorts(2)) as [number, number]
+  const [port, adminPort] = (await reservedPorts(2)) as [number, number]
   const before = probes
   const env = {
     PATH: process.env.PATH ?? '',

@@ -11,7 +11,7 @@ import { hashApiKey } from '../../src/access/api-keys.js'
 import { ConfigError, startConfig } from '../../src/config.js'
 import { sandboxLoginEnv } from '../helpers/build-gateway.js'
 import { portTaken } from '../helpers/gateway-process.js'
-import { CLOSED_PORT, freePort } from '../helpers/start-redis.js'
+import { CLOSED_PORT, reservedPorts } from '../helpers/start-redis.js'
 import { startsTimeout, testTimeLeft, timeLeftOf, waitFor, waitUntil } from '../helpers/wait.js'
 import { useSandbox } from '../helpers/fixtures.js'
 
@@ -123,7 +123,7 @@ describe('misconfiguration stops the start with one line', () => {
   }, startsTimeout(1))
 
   it('one port for both listeners: exit 78 naming both variables, where the start said only that the port was in use', async () => {
-    const port = String(await freePort())
+    const port = String((await reservedPorts(1))[0])
     const { code, lines } = await refused({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(20), HOST: '0.0.0.0', PORT: port, ADMIN_HOST: '127.0.0.1', ADMIN_PORT: port })
     expect(code).toBe(CONFIG_ERROR_EXIT)
     expect(lines).toEqual([
@@ -240,7 +240,7 @@ describe('misconfiguration stops the start with one line', () => {
       ['::', '127.0.0.1'],
       ['::ffff:127.0.0.1', '127.0.0.1'],
     ])('one port for both listeners under two names of one address (%s and %s): refused as a setting, where the second bind failed', async (...names) => {
-      const port = String(await freePort())
+      const port = String((await reservedPorts(1))[0])
       // `loopback`: what localhost binds to here (Node's listen takes the first address it resolves to).
       const loopback = (await lookup('localhost')).address
       const [host, adminHost] = names.map((name) => (name === 'loopback' ? loopback : name))
@@ -288,7 +288,7 @@ describe('a start that works says what it found', () => {
     })
     await new Promise<void>((resolve) => front.listen(0, '127.0.0.1', resolve))
     try {
-      const port = await freePort()
+      const [port] = (await reservedPorts(1)) as [number]
       const run = start({ HOST: '127.0.0.1', PORT: String(port), ADMIN_PORT: '0', PLATFORM_BASE_URL: `http://127.0.0.1:${(front.address() as AddressInfo).port}`, ...sandboxLoginEnv(sandbox), TEAMS_FILE: file('early-teams.yaml', TEAMS), LOG_LEVEL: 'info' })
       await waitFor('the login at the platform', () => logins > 0, testTimeLeft(), 25)
       const early = fetch(`http://127.0.0.1:${port}/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-07`, { headers: { 'x-api-key': 'rgw_startup_test_key_00000000000000000' } })
