@@ -8,7 +8,6 @@ export const KNOWN_FAILURES: ReadonlyMap<number, readonly string[]> = new Map<nu
   [17, ['work-conserving']],
   [172, ['fair by time']],
   [216, ['replicas']],
-  [241, ['slower is not fuller']],
   [261, ['work-conserving']],
   [294, ['slower is not fuller']],
   [343, ['replicas']],

@@ -49,14 +49,11 @@ export class KneeEstimator {
   #fadedAt = -Infinity
   #newCalls = 0
   // The last serial started when the limit last moved, and the answers since to calls started after it (the likelihood's moves wait for MIN_CALLS of them).
-  #movedSerial = 0
-  #sinceMove = 0
-  #decidedAt = -Infinity
-  #since = noWait()
+  #movedSerial = 0; #sinceMove = 0
+  #decidedAt = -Infinity; #since = noWait()
   // The seats past the knee the limit took (a doubling a fall above the knee held back goes on from them: docs/governor.md, "Cruise"); whether a sure queue ever set the knee.
   #past = 1
-  #queueSeen = false
-  #starting = false
+  #queueSeen = false; #starting = false
   // The most calls in flight the platform took at the start, as its refusals say (a call answered 429 with n in flight: n − 1; on one replica, where the level left was read late, that level: seats there hold answers come but not read, so n overstates the calls at the platform); Infinity: none refused. Read only of a call in the new seats of a growth no queue verdict watches (past #left, the level it left, Infinity: watched; across replicas, or on one replica where that level was read late): that level drew no refusal, a 429 within it is a throttle's.
   #took = Infinity
   #left = Infinity
@@ -187,7 +184,10 @@ export class KneeEstimator {
     }
     const ll = this.#likelihoods()
     const peak = this.#levels.peak(now, this.#limit, this.#min, highestRoom(ll))
-    if (peak !== null) return this.#fellTo(peak, false)
+    // At the probe seat back by PROBE_AGAIN, the room is the lead set aside: a fall there is the seat's queue, and the seat goes with K kept (docs/governor.md, "Cruise").
+    const seatFell = peak !== null && this.#lentUntil > 0 && this.#limit === this.#knee + 1
+    if (seatFell) this.#queued = { level: this.#limit, at: now }
+    if (peak !== null) return seatFell ? this.#set(this.#knee, 'knee') : this.#fellTo(peak, false)
     // Room raised K to a limit a queue at the limit alone took it back from: the likelihood does not place the knee, and the limit moves between K + 1 and K + 2.
     const ratchet = now - this.#roseAt <= RECENT_MS
     const dip = this.#timeline?.merging && (this.#overtook < OVERTAKEN || ratchet) ? this.#levels.dip(now, this.#limit, this.#min, ratchet) : null
