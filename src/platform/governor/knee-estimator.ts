@@ -18,7 +18,7 @@ const PROBE_AGAIN_MS = 10_000
 export type Phase = 'start' | 'cruise' | 'fault'
 export type Move = 'probe' | 'again' | 'grew' | 'knee' | 'queue' | 'throughput' | 'refused' | 'fault' | 'restored' | 'adopted'
 export interface Step { limit: number; knee: number; move: Move }
-/** A call in flight as `started` saw it: the calls in flight then, how many of those ahead of it were this replica's, how many ends came before, whether it took the limit's last seat, and the start's limit when it started (0: after the start). */
+/** A call in flight as `started` saw it: the calls in flight then, how many of those ahead of it were this replica's, how many ends came before, whether its answer measures its level (it took the limit's last seat, or K's beside the seat back by PROBE_AGAIN), and the start's limit when it started (0: after the start). */
 type Call = { load: number; local: number; endsBefore: number; full: boolean; level: number }
 /** Per kind: answers seen (since this replica last started learning), its first answer's log latency (the unit its answers a second are counted in), its lowest latency (ms), per guess w (index w − 1) its pace of late (log own time) and the faded Σ of squared residuals from it, and its latency's pace when room was last shown; in the order last answered (past MAX_KINDS kinds, the least recently answered goes: work-estimates.ts `take`). */
 type KindStats = { seen: number; base: number; low: number; m: Float64Array; ss: Float64Array; room?: number }
@@ -106,7 +106,7 @@ export class KneeEstimator {
   calls(): string | null { return this.#timeline?.calls(this.#now()) ?? null }
   #start(load: number): number {
     const serial = ++this.#serial
-    this.#calls.set(serial, { load, local: this.#calls.size, endsBefore: this.#endsDropped + this.#endAt.length, full: load >= this.#limit, level: this.#phase === 'start' ? this.#limit : 0 })
+    this.#calls.set(serial, { load, local: this.#calls.size, endsBefore: this.#endsDropped + this.#endAt.length, full: load >= this.#limit || (this.#lentUntil > 0 && load === this.#limit - 1), level: this.#phase === 'start' ? this.#limit : 0 })
     if (this.#calls.size > 100_000) this.#calls.delete(this.#calls.keys().next().value as number)
     return serial
   }

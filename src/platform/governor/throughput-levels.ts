@@ -22,7 +22,7 @@ export class ThroughputLevels {
   #dipBack = { at: -Infinity, limit: 0 }
   constructor(max: number) { this.#levels = Array.from({ length: max }, noLevel) }
 
-  /** An answer to a call that took the limit's last seat, at its `level`, in its kind's unit (`baseLog`: its first latency's log; `lowMs`: its lowest); a dip's level counts only calls started after the dip began (`serial`). */
+  /** An answer to a call that took the limit's last seat (or K's beside the probe seat back by PROBE_AGAIN), at its `level`, in its kind's unit (`baseLog`: its first latency's log; `lowMs`: its lowest); a dip's level counts only calls started after the dip began (`serial`). */
   measure(level: number, weight: number, baseLog: number, latency: number, at: number, serial: number, lowMs = latency): void {
     const [index, y] = [level - 1, Math.log(level) - Math.log(latency) + baseLog]
     const add = { m: weight, base: weight * Math.exp(baseLog), low: weight * lowMs, lat: weight * latency, sum: weight * y, sum2: weight * y * y }
