@@ -187,16 +187,6 @@ export async function reservedPorts(count: number, draw = drawReserved): Promise
   return ports
 }
 
-/** `count` distinct free ports: the kernel may hand a port closed a moment ago out again, so two calls of freePort() can return one port. */
-export async function freePorts(count: number): Promise<number[]> {
-  const ports: number[] = []
-  while (ports.length < count) {
-    const port = await freePort()
-    if (!ports.includes(port)) ports.push(port)
-  }
-  return ports
-}
-
 /**
  * Tries `start` on fresh reserved ports (reservedPorts): a server
  * outside this machine's test runs may take one first. The ports stay reserved for
