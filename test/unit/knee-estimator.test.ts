@@ -663,6 +663,31 @@ describe('KneeEstimator', () => {
     expect(rule.kinds).toHaveLength(MAX_KINDS)
   })
 
+  // The spread of a kind dropped past MAX_KINDS stays in the rule's sums, as a forgotten
+  // team's does: a new kind's first answer (its pace's start, no residual) moves no guess.
+  // With each kind's Σ of squared residuals dropped with it, w = 1 went from 453 nats behind
+  // w = 2 to 75 ahead here, on one answer that says nothing of either.
+  it('past MAX_KINDS, keeps the spread of the kind it drops: no guess\'s likelihood moves', () => {
+    const rule = new KneeEstimator({ initial: 8, min: 2, max: 64 })
+    const shape = (range: string) => `t\n/api/v1/report/campaigns/get|${range}|d|n1`
+    let now = 0
+    // The first kind answered often at a spread of a tenth, the others once each at the last moment (a first answer starts its kind's pace: no residual), one call ahead of each.
+    const answer = (kind: string, latency: number, step = 200) => {
+      const [ahead, call] = [rule.started(shape('ahead'), 1), rule.started(kind, 2)]
+      rule.ended({ startedAt: now, at: now + 80, team: 't', kind: shape('ahead'), load: 1, window: ahead, outcome: 'ok' })
+      rule.ended({ startedAt: now, at: now + latency, team: 't', kind, load: 2, window: call, outcome: 'ok' })
+      now += step
+    }
+    for (let i = 0; i < 60; i++) answer(shape('r0'), 100 * (0.9 + 0.2 * ((i * 7) % 10) / 10))
+    for (let i = 1; i < MAX_KINDS - 1; i++) answer(shape(`r${i}`), 100, 0)
+    const before = rule.evidence(now)!.split(';')[1]
+    const window = rule.started(shape('new'), 1)
+    // Within 100 ms of the answers before it: nothing fades between.
+    rule.ended({ startedAt: now, at: now + 50, team: 't', kind: shape('new'), load: 1, window, outcome: 'ok' })
+    expect(rule.kinds.includes(shape('r0')), 'the least recently answered kind dropped').toBe(false)
+    expect(rule.evidence(now)!.split(';')[1]).toBe(before)
+  })
+
   // Answers come in another order than their calls started: a year's report, started
   // before a replica's other calls, is answered after them all. Its kind is then the one
   // answered last, and the one forgotten past MAX_KINDS is the kind answered first.

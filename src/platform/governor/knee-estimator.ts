@@ -20,8 +20,8 @@ export type Move = 'probe' | 'again' | 'grew' | 'knee' | 'queue' | 'throughput' 
 export interface Step { limit: number; knee: number; move: Move }
 /** A call in flight as `started` saw it: the calls in flight then, how many of those ahead of it were this replica's, how many ends came before, whether its answer measures its level (it took the limit's last seat, or K's beside the seat back by PROBE_AGAIN), and the start's limit when it started (0: after the start). */
 type Call = { load: number; local: number; endsBefore: number; full: boolean; level: number }
-/** Per kind: answers seen (since this replica last started learning), its first answer's log latency (the unit its answers a second are counted in), its lowest latency (ms), per guess w (index w − 1) its pace of late (log own time) and the faded Σ of squared residuals from it, and its latency's pace when room was last shown; in the order last answered (past MAX_KINDS kinds, the least recently answered goes: work-estimates.ts `take`). */
-type KindStats = { seen: number; base: number; low: number; m: Float64Array; ss: Float64Array; room?: number }
+/** Per kind: answers seen (since this replica last started learning), its first answer's log latency (the unit its answers a second are counted in), its lowest latency (ms), per guess w (index w − 1) its pace of late (log own time), and its latency's pace when room was last shown; in the order last answered (past MAX_KINDS kinds, the least recently answered goes: work-estimates.ts `take`). */
+type KindStats = { seen: number; base: number; low: number; m: Float64Array; room?: number }
 /** Since the last decision: whether calls waited for a seat, a call known short waited, a team holding no seat waited beside long calls only, calls of kinds known long were all that waited beside another team's short calls (besideOthers); the longest expected of those not known short that waited; the most calls the dispatch let be in flight while calls waited, the limit less the seats it held back for teams owed them (0: no call waited). */
 const noWait = () => ({ waited: false, shortWaited: false, newcomer: false, longMs: 0, reach: 0, besideOthers: false })
 export class KneeEstimator {
@@ -38,8 +38,8 @@ export class KneeEstimator {
   #endsDropped = 0
   // The evidence: per kind (a caller makes as many as its reports' shapes: MAX_KINDS at most); per guess w, Σ log own time, impossible answers, the evidence set aside past the bounded lead (`boundLead`), and the mean own time of late (ms); answers counted.
   readonly #kinds = new Map<string, KindStats>()
-  // The faded Σ of squared residuals per guess of the kinds forgotten (`forget`), in the rule's sums as theirs were.
-  readonly #forgottenSs: Float64Array; readonly #logs: Float64Array; readonly #impossible: Float64Array; readonly #lifted: Float64Array
+  // The faded Σ of squared residuals from their kinds' paces per guess, every kind's (one forgotten or dropped keeps its part: no guess's likelihood moves).
+  readonly #ss: Float64Array; readonly #logs: Float64Array; readonly #impossible: Float64Array; readonly #lifted: Float64Array
   readonly #ownMs: Float64Array
   readonly #levels: ThroughputLevels
   readonly #startLevels = new StartLevels()
@@ -80,7 +80,7 @@ export class KneeEstimator {
   constructor({ initial, min, max }: { initial: number; min: number; max: number }) {
     ;[this.#min, this.#max] = [min, max]
     this.#knee = this.#limit = this.#clamp(initial)
-    ;[this.#logs, this.#forgottenSs, this.#impossible, this.#lifted] = [0, 1, 2, 3].map(() => new Float64Array(max)) as [Float64Array, Float64Array, Float64Array, Float64Array]
+    ;[this.#logs, this.#ss, this.#impossible, this.#lifted] = [0, 1, 2, 3].map(() => new Float64Array(max)) as [Float64Array, Float64Array, Float64Array, Float64Array]
     this.#ownMs = new Float64Array(max).fill(FAULT_MS)
     this.#levels = new ThroughputLevels(max)
   }
@@ -92,10 +92,7 @@ export class KneeEstimator {
   get kinds(): string[] { return [...this.#kinds.keys()] }
   /** Forgets `team`'s kinds (a team a reload removed, holding nothing: CredentialSeats.keepTeams); their spread stays in the rule's sums, so no guess's likelihood moves. */
   forget(team: string): void {
-    for (const [kind, st] of [...this.#kinds].filter(([k]) => k.startsWith(kindOf(team, '')))) {
-      for (let i = 0; i < this.#max; i++) this.#forgottenSs[i]! += st.ss[i]!
-      this.#kinds.delete(kind)
-    }
+    for (const kind of [...this.#kinds.keys()].filter((k) => k.startsWith(kindOf(team, '')))) this.#kinds.delete(kind)
   }
   /** A call started with `load` calls in flight, itself included, on every replica; returns its serial, which its answer carries. */
   started(kind: string, load: number): number { return this.#timeline ? this.#timeline.started(kind, load, this.#now()) : this.#start(load) }
@@ -145,8 +142,8 @@ export class KneeEstimator {
   startLearning(now: number, carried: string | null = null): void {
     if (this.#phase !== 'cruise' || this.#limit > this.#knee + 1 || this.#knee >= this.#max || now - this.#adoptedAt < DECIDE_MS) return
     this.#paused = this.#serial
-    for (const st of this.#kinds.values()) [st.seen, st.ss] = [0, new Float64Array(this.#max)]
-    for (const a of [this.#logs, this.#impossible, this.#forgottenSs, this.#lifted]) a.fill(0)
+    for (const st of this.#kinds.values()) st.seen = 0
+    for (const a of [this.#logs, this.#impossible, this.#ss, this.#lifted]) a.fill(0)
     this.#ownMs.fill(FAULT_MS)
     ;[this.#counted, this.#newCalls] = [0, 0]
     this.#carried = readEvidence(carried, this.#max, now, EVIDENCE_MS)
@@ -289,9 +286,7 @@ export class KneeEstimator {
   /** Whether a sure queue is believed: where calls overtake others, yes; where they end in the order they started (which fits the guesses below the level as well as those at or above), only once a kind's latency got slower than when room was last shown by SURE spreads of own times (docs/governor.md). */
   #queueShows(): boolean {
     if (this.#overtook >= OVERTAKEN) return true
-    let ss = this.#forgottenSs[this.#max - 1]!
-    for (const st of this.#kinds.values()) ss += st.ss[this.#max - 1]!
-    const margin = SURE * Math.sqrt(spread2(ss, this.#counted))
+    const margin = SURE * Math.sqrt(spread2(this.#ss[this.#max - 1]!, this.#counted))
     for (const st of this.#kinds.values()) if (st.room !== undefined && st.m[this.#max - 1]! - st.room > margin) return true
     return false
   }
@@ -308,14 +303,10 @@ export class KneeEstimator {
     const ll = new Float64Array(this.#max)
     if (this.#carried !== null) ll.set(this.#carried)
     if (this.#counted < 1) return ll
-    const ss = Float64Array.from(this.#forgottenSs)
     let most = 0
-    for (const st of this.#kinds.values()) {
-      for (let i = 0; i < this.#max; i++) ss[i]! += st.ss[i]!
-      if (st.seen > most) [most, this.#latencyMs] = [st.seen, Math.exp(st.m[this.#knee - 1]!)]
-    }
+    for (const st of this.#kinds.values()) if (st.seen > most) [most, this.#latencyMs] = [st.seen, Math.exp(st.m[this.#knee - 1]!)]
     const n = this.#counted
-    for (let i = 0; i < this.#max; i++) ll[i]! += -this.#logs[i]! - (n / 2) * Math.log(spread2(ss[i]!, n)) - IMPOSSIBLE_LL * this.#impossible[i]! + this.#lifted[i]!
+    for (let i = 0; i < this.#max; i++) ll[i]! += -this.#logs[i]! - (n / 2) * Math.log(spread2(this.#ss[i]!, n)) - IMPOSSIBLE_LL * this.#impossible[i]! + this.#lifted[i]!
     boundLead(ll, this.#lifted)
     return ll
   }
@@ -339,7 +330,7 @@ export class KneeEstimator {
     for (let i = Math.max(0, call.endsBefore - this.#endsDropped); i < this.#endAt.length && this.#endAt[i]! < a.at; i++) if (this.#endSerial[i]! < a.window) ends.push(Math.max(0, this.#endAt[i]! - a.startedAt))
     const weight = 1 - remoteShare
     const latencyLog = Math.log(latency) // its own time under every guess at or above its load
-    const st = take(this.#kinds, a.kind, () => ({ seen: 0, base: latencyLog, low: latency, m: new Float64Array(this.#max), ss: new Float64Array(this.#max) }))
+    const st = take(this.#kinds, a.kind, () => ({ seen: 0, base: latencyLog, low: latency, m: new Float64Array(this.#max) }))
     const first = st.seen++ === 0
     st.low = Math.min(st.low, latency)
     if (call.full) this.#levels.measure(Math.min(load, this.#max), weight, st.base, latency, a.at, a.window, st.low)
@@ -356,7 +347,7 @@ export class KneeEstimator {
       }
       if (!possible) this.#impossible[w - 1]! += weight * Math.min(1, -Math.log(atLeast(k - ends.length, remote, rate * latency)) / IMPOSSIBLE_LL)
       const r = x - st.m[w - 1]!
-      st.ss[w - 1]! += weight * r * r
+      this.#ss[w - 1]! += weight * r * r
       st.m[w - 1]! += gain * r
       this.#ownMs[w - 1]! += PACE_GAIN * (Math.exp(st.m[w - 1]!) - this.#ownMs[w - 1]!)
       this.#logs[w - 1]! += weight * x
@@ -369,9 +360,8 @@ export class KneeEstimator {
     const f = Math.exp(-(now - this.#fadedAt) / EVIDENCE_MS)
     this.#levels.fade(f, now - this.#fadedAt)
     this.#fadedAt = now
-    for (const st of this.#kinds.values()) for (let i = 0; i < this.#max; i++) st.ss[i]! *= f
     this.#counted *= f
-    for (const a of [this.#logs, this.#impossible, this.#forgottenSs, this.#lifted, this.#carried ?? []]) for (let i = 0; i < a.length; i++) a[i]! *= f
+    for (const a of [this.#logs, this.#impossible, this.#ss, this.#lifted, this.#carried ?? []]) for (let i = 0; i < a.length; i++) a[i]! *= f
   }
   /** The limit to `limit`: the step, or null where the limit stays and `kneeMoved` is not said. */
   #set(limit: number, move: Move, kneeMoved = false): Step | null {
