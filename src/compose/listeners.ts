@@ -116,7 +116,7 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   // a 404 as theirs, not a 400 asking its content-type in Fastify's words.
   admin.addHttpMethod('QUERY', { hasBody: false, overrideExisting: true })
   // Before every route: a Host the listener does not answer to reads nothing of it.
-  adminHostCheck(admin, { config, auditLog, clock })
+  adminHostCheck(admin, { config, auditLog, clock }, (text) => admission.holdsSecret(text))
   // First: its document is made from every route registered after it.
   await describeAdmin(admin)
   await admin.register(healthRoutes, { ...health, detail: true })

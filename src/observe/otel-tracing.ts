@@ -211,7 +211,7 @@ function requestSeen(req: TracedRequest, url: string, holdsSecret: (text: string
   if (remoteAddress) attributes[ATTR_CLIENT_ADDRESS] = remoteAddress
   if (localPort) attributes[ATTR_SERVER_PORT] = localPort
   const host = hostName(req.headers.host)
-  if (host) attributes[ATTR_SERVER_ADDRESS] = cut(host)
+  if (host) attributes[ATTR_SERVER_ADDRESS] = cleaned(host, holdsSecret)
   const agent = req.headers['user-agent']
   if (agent) attributes[ATTR_USER_AGENT_ORIGINAL] = cleaned(agent, holdsSecret)
   return {

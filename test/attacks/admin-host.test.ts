@@ -134,6 +134,22 @@ describe('the admin listener asked under a name it does not answer to', () => {
     }
   })
 
+  // A refused name is repeated up to a DNS name's length (253): a secret of the gateway's
+  // past that cut, in a Host sent by one who holds it, left its first characters in the
+  // answer and the audit line, where the log's redaction of whole secrets no longer finds it.
+  it('repeats a refused name that holds a secret of the gateway\'s nowhere, cut or whole', async () => {
+    await get('/healthz', '127.0.0.1')
+    for (const [i, host] of [`${'a'.repeat(230)}${ADMIN_TOKEN}`, ADMIN_TOKEN, `${ADMIN_TOKEN}:8081`].entries()) {
+      const from = `127.0.0.${30 + i}`
+      const res = await rawRequest(port, `GET /metrics HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`, 5000, from)
+      expect(res.status, host).toBe(421)
+      expect(res.text, host).not.toContain(ADMIN_TOKEN.slice(0, 12))
+      await waitFor(`the audit line from ${from}`, () => sg.gw.logs.records().some((l) => l.action === 'admin-host' && l.source === from))
+      expect(sg.gw.logs.records().find((l) => l.action === 'admin-host' && l.source === from)?.host, host).toBe('[REDACTED]')
+    }
+    expect(sg.gw.logs.text()).not.toContain(ADMIN_TOKEN.slice(0, 12))
+  })
+
   it('counts the refusals in one audit line per source and interval, not one per call', async () => {
     const fromHere = () => sg.gw.logs.records().filter((l) => l.action === 'admin-host' && l.source === '127.0.0.1')
     const before = fromHere().length

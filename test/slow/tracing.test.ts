@@ -9,6 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { readFileSync } from 'node:fs'
+import { request } from 'node:http'
 import { KEYS, listen, TEAMS_YAML, TEST_GATEWAY_SECRET, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox, useSandboxGateway } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
@@ -281,7 +282,7 @@ describe('traces exported over OTLP/HTTP (JSON)', () => {
     expect(gw.output()).not.toContain(COLLECTOR_TOKEN)
   })
 
-  it('carries no secret of the gateway\'s from a refused target or user-agent into a span or a log line', async () => {
+  it('carries no secret of the gateway\'s from a refused target, a user-agent or a Host into a span or a log line', async () => {
     // The admin token in the query; in the path, as it is and with one character percent-encoded (the platform would decode it); in a proxied call's user-agent.
     const encoded = `%${ADMIN_TOKEN.charCodeAt(0).toString(16)}${ADMIN_TOKEN.slice(1)}`
     const asked = [
@@ -299,6 +300,14 @@ describe('traces exported over OTLP/HTTP (JSON)', () => {
       expect(server.attributes['http.response.status_code']).toBe(400)
       await logLine(gw, `trace-secret-${i}`)
     }
+    // In Host, which server.address takes (fetch sends no Host of its own choosing).
+    const hostReq = await new Promise<number>((resolve, reject) => {
+      const req = request(`${gw.url}${REPORT}?advertiserId=101&dateFrom=2026-04-01&dateTo=2026-04-07`, { headers: { host: ADMIN_TOKEN, 'x-api-key': KEYS.all, 'x-request-id': 'trace-secret-host' } }, (res) => res.resume().on('end', () => resolve(res.statusCode ?? 0)))
+      req.on('error', reject).end()
+    })
+    expect(hostReq).toBeGreaterThan(0)
+    const { server } = await spansOf('trace-secret-host')
+    expect(server.attributes['server.address']).toBe('[REDACTED]')
     const exported = receiver.exports.map((e) => e.body.toString('utf8')).join('\n')
     expect(exported).not.toContain(ADMIN_TOKEN.slice(1))
     expect(gw.output().split("\n").filter((l) => l.includes(ADMIN_TOKEN.slice(1)))).toEqual([])

@@ -16,9 +16,10 @@ import { namesCheckedOn, targetHostOf, type NameCheck } from '../server.js'
  * parser does not know, answered before the router, included). Refused with 421
  * `GW_ADMIN_HOST` before any route, with the headers of every admin answer, audited as a
  * refused admin call: refusals from one address within an interval are counted, and the
- * interval ends with one line giving their number. Added to the listener before any route.
+ * interval ends with one line giving their number; a name given with a secret of the gateway's in it
+ * (`holdsSecret`) is answered and audited as `[REDACTED]`. Added to the listener before any route.
  */
-export function adminHostCheck(app: FastifyInstance, { config, auditLog, clock }: Pick<GatewayContext, 'config' | 'auditLog' | 'clock'>): void {
+export function adminHostCheck(app: FastifyInstance, { config, auditLog, clock }: Pick<GatewayContext, 'config' | 'auditLog' | 'clock'>, holdsSecret: (text: string) => boolean): void {
   const hosts = new AdminHosts([...config.admin.hosts, config.admin.host])
   const refusals = new FailureLog({ log: auditLog, clock })
   app.addHook('onClose', async () => refusals.close())
@@ -26,6 +27,8 @@ export function adminHostCheck(app: FastifyInstance, { config, auditLog, clock }
     let name = hosts.refused(target)
     for (const host of given) name ??= hosts.refused(host)
     if (name === null) return null
+    // A name cut to a DNS name's length may keep part of a secret that the whole held: such a name is repeated nowhere.
+    if ([target, ...given].some((text) => text !== undefined && text !== null && holdsSecret(text))) name = '[REDACTED]'
     refusals.note('GW_ADMIN_HOST', () =>
       auditLog.warn(
         { action: 'admin-host', outcome: 'refused', source, method, path, host: name, reqId },
