@@ -114,7 +114,11 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
   const refused = () => refusalInFileOrder(placesOf(problems, yamlSources, readFile))
   if (problems.length > 0) throw refused()
   validateSchema(raw, envSources, problems)
-  if (problems.length > 0) throw refused()
+  // A timer past 24 days is told beside a setting of the wrong type; the checks of one setting against another need every type right first.
+  if (problems.length > 0) {
+    problems.push(...timerDurationProblems(raw))
+    throw refused()
+  }
   const mode = decideDemo(raw, env)
   if (!mode.demo && mode.problem) problems.push(mode.problem)
   const secretProblem = mode.demo ? null : redisWithoutSecret(raw)

@@ -1,6 +1,6 @@
 import { LONGEST_TIMER_MS } from '../clock.js'
 import { durationsOf } from './bare-durations.js'
-import { parseDuration } from './units.js'
+import { isDuration, parseDuration } from './units.js'
 
 // A duration the gateway waits on a timer (a poll, a lease, a drain, a timeout) is at most
 // what Node's timers hold: a longer one fires after 1 ms, and an interval every millisecond
@@ -27,9 +27,13 @@ function isAge(path: string[]): boolean {
   return AGES.some((age) => age.length === path.length && age.every((part, i) => part === '*' || part === path[i]))
 }
 
-/** One problem for each duration of `raw` (the merged settings, valid) a timer waits that is longer than a timer holds. */
+/**
+ * One problem for each duration of `raw` (the merged settings) a timer waits that is longer
+ * than a timer holds. A setting that is no duration is the schema's problem, not this one's:
+ * so these are told beside the schema's, in the same start.
+ */
 export function timerDurationProblems(raw: Record<string, unknown>): string[] {
   return durationsOf(raw)
-    .filter(({ path, value }) => (typeof value === 'number' || typeof value === 'string') && !isAge(path) && parseDuration(value) > LONGEST_TIMER_MS)
+    .filter(({ path, value }) => isDuration(value) && !isAge(path) && parseDuration(value) > LONGEST_TIMER_MS)
     .map(({ path, value }) => `${path.join('.')}: must be at most 24d (a timer's longest wait, ${LONGEST_TIMER_MS} ms; got ${String(value)})`)
 }

@@ -35,6 +35,13 @@ describe('durations a timer waits', () => {
     expect(problems(yaml)).toContainEqual(`${name}: must be at most 24d (a timer's longest wait, 2147483647 ms; got ${yaml.includes('2147483648') ? '2147483648' : yaml.match(/\d+[a-z]+/)?.[0]})`)
   })
 
+  it('names a timer past 24 days beside a setting of the wrong type: every problem in one start', () => {
+    const found = problems('cache: { ttl: banana }\nplatform: { timeout: 30d, queueTimeout: soon }')
+    expect(found).toContainEqual("platform.timeout: must be at most 24d (a timer's longest wait, 2147483647 ms; got 30d)")
+    expect(found.some((p) => p.startsWith('cache.ttl: '))).toBe(true)
+    expect(found.some((p) => p.startsWith('platform.queueTimeout: '))).toBe(true)
+  })
+
   it('takes a timer of 24 days, and ages past it: a copy, a result, a retry, a rate limit window, a token warning', () => {
     expect(problems('shutdownGrace: 24d\njobs: { lease: 2147483647 }')).toEqual([])
     const ages = [
