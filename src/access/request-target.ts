@@ -109,9 +109,12 @@ function decodeComponent(spelled: string): string | null {
  * The variable PHP stores a name under: the part before a `[` that a `]` follows (`name[]`,
  * `name[x]` are lists of `name`; `.method[x]` is `_method`), its spaces and dots read as
  * `_`; without such a `[`, the whole name with its spaces, dots and `[` read as `_` (PHP 8:
- * `user[id` is `user_id`, `a.b` is `a_b`). A name that starts with a closed `[` is none: ``.
+ * `user[id` is `user_id`, `a.b` is `a_b`), after its leading spaces are dropped (` _method` is
+ * `_method`). A name that starts with a closed `[` is none: ``.
  */
-export function phpVariable(name: string): string {
+export function phpVariable(given: string): string {
+  // Leading spaces first: PHP drops them before it reads the name (php_register_variable_ex).
+  const name = given.replace(/^ +/, '')
   const open = name.indexOf('[')
   if (open !== -1 && name.indexOf(']', open) !== -1) return name.slice(0, open).replace(/[ .]/g, '_')
   return name.replace(/[ .[]/g, '_')

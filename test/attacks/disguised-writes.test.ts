@@ -113,7 +113,8 @@ describe('method override', () => {
     expect(sg.callerRequests()).toEqual([])
     // PHP reads a multipart form's parts as fields: one named `_method`, however spelt, is refused; the sandbox does not read multipart.
     const part = (name: string) => `--b\r\ncontent-disposition: form-data; name=${name}\r\n\r\nDELETE\r\n--b\r\ncontent-disposition: form-data; name="userId"\r\n\r\n101\r\n--b--\r\n`
-    for (const name of ['"_method"', '_method', '".method"', '"_method[x]"']) {
+    // PHP drops a name's leading spaces before it reads it (php_register_variable_ex): ` _method` is `_method`.
+    for (const name of ['"_method"', '_method', '".method"', '"_method[x]"', '" _method"', '"   _method[]"', '" .method"', ' " _method"']) {
       const res = await call(sg, 'POST', '/api/v1/campaign/get', { key: UPLOADER_KEY, body: part(name), headers: { 'content-type': 'multipart/form-data; boundary=b' } })
       expect(res.status, name).toBe(400)
       expect(res.json, name).toMatchObject({ code: 'GW_BAD_REQUEST', message: expect.stringContaining('_method') })

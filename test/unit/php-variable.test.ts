@@ -21,6 +21,11 @@ describe('phpVariable', () => {
     ['userId[', 'userId_'],
     ['a.b[c.d[e', 'a_b_c_d_e'],
     ['a[b[c]', 'a'],
+    // Leading spaces are dropped before anything else (php_variables.c php_register_variable_ex).
+    [' _method', '_method'],
+    ['   _method[]', '_method'],
+    [' .method', '_method'],
+    ['  user id', 'user_id'],
   ])('%s is %s, as PHP stores it', (name, variable) => {
     expect(phpVariable(name)).toBe(variable)
     expect(phpName(name)?.base).toBe(variable)
