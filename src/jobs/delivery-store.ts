@@ -14,8 +14,10 @@ export interface DeliveryStore {
   get(id: string): Promise<Delivery | null>
   /** Replaces `current` by `next` if the delivery stored is still `current`. */
   swap(current: Delivery, next: Delivery, now: number): Promise<boolean>
-  /** The deliveries a deliverer may claim at `now`, the earliest due first, at most `limit`. */
-  due(now: number, limit: number): Promise<Delivery[]>
+  /** The ids of the deliveries a deliverer may claim at `now`, the earliest due first: `count` at most, past the first `from`. */
+  dueIds(now: number, from: number, count: number): Promise<string[]>
+  /** The deliveries of `ids` still kept, in their order; an id whose record is gone leaves the due ones. */
+  records(ids: readonly string[]): Promise<Delivery[]>
   /** When the earliest pending delivery is due (claimed: its claim's end); null: none pending. */
   nextDue(): Promise<number | null>
   /** The latest deliveries of every team, newest first, at most `limit`. */
@@ -75,9 +77,16 @@ export class MemoryDeliveryStore implements DeliveryStore {
     return true
   }
 
-  async due(now: number, limit: number): Promise<Delivery[]> {
+  async dueIds(now: number, from: number, count: number): Promise<string[]> {
     const due = [...this.#all()].filter((d) => (deliveryDueAt(d) ?? Infinity) <= now)
-    return due.sort((a, b) => (deliveryDueAt(a) as number) - (deliveryDueAt(b) as number) || (a.id < b.id ? -1 : 1)).slice(0, limit)
+    return due
+      .sort((a, b) => (deliveryDueAt(a) as number) - (deliveryDueAt(b) as number) || (a.id < b.id ? -1 : 1))
+      .slice(from, from + count)
+      .map((d) => d.id)
+  }
+
+  async records(ids: readonly string[]): Promise<Delivery[]> {
+    return (await Promise.all(ids.map((id) => this.get(id)))).filter((d): d is Delivery => d !== null)
   }
 
   async nextDue(): Promise<number | null> {

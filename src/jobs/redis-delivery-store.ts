@@ -84,10 +84,14 @@ export class RedisDeliveryStore implements DeliveryStore {
     return this.#records.swap(current, next, { due: redisKey.dueDeliveries(prefix), dueAt: deliveryDueAt(next), index: redisKey.teamDeliveries(prefix, current.team), indexScore: current.createdAt, ttlMs: recordMs(next, now, bounds) })
   }
 
-  async due(now: number, limit: number): Promise<Delivery[]> {
+  dueIds(now: number, from: number, count: number): Promise<string[]> {
+    return this.#o.redis.zrangebyscore(redisKey.dueDeliveries(this.#o.prefix), '-inf', now, 'LIMIT', from, count)
+  }
+
+  async records(ids: readonly string[]): Promise<Delivery[]> {
     const { redis, prefix } = this.#o
-    const ids = await redis.zrangebyscore(redisKey.dueDeliveries(prefix), '-inf', now, 'LIMIT', 0, limit)
-    const due = await this.#records.many(ids)
+    if (ids.length === 0) return []
+    const due = await this.#records.many([...ids])
     // A record gone (dropped by its team's bound, or its time) leaves the due set.
     const gone = ids.filter((id) => !due.some((d) => d.id === id))
     if (gone.length > 0) await redis.zrem(redisKey.dueDeliveries(prefix), ...gone)

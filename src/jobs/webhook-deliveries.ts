@@ -42,8 +42,15 @@ export const LISTED = 200
 const AT_ONCE = 8
 /** Of those, one team's at most: a receiver that never answers holds no more, the others' deliveries take the rest. */
 export const PER_TEAM_AT_ONCE = 2
-/** The earliest due deliveries a pass looks at for teams with room: one team's backlog this deep holds no other's. */
-const LOOK_AHEAD = 64
+/** The due deliveries' ids a pass reads at a time. */
+const PAGE = 64
+/**
+ * The due deliveries a pass looks through, the earliest first, for teams with room: past
+ * those of teams at PER_TEAM_AT_ONCE, read once (their teams kept by id), a team's due
+ * delivery is found behind this many of other teams' (four teams' full backlogs at the
+ * default `jobs.deliveriesPerTeam`).
+ */
+const LOOK_PAST = 4096
 
 export interface WebhookDeliveriesDeps {
   store: DeliveryStore
@@ -91,6 +98,8 @@ export class WebhookDeliveries {
   readonly #d: WebhookDeliveriesDeps
   /** The deliveries under way here, by id: their teams. */
   readonly #attempting = new Map<string, string>()
+  /** The team of each due delivery a pass read (a delivery's team never changes): a later pass passes it by unread while its team has no room. */
+  #teamOf = new Map<string, string>()
   readonly #loop: PollLoop
   readonly #connections: WebhookConnections
 
@@ -143,34 +152,65 @@ export class WebhookDeliveries {
 
   /**
    * Claims and attempts the due deliveries it has room for, at most PER_TEAM_AT_ONCE of a
-   * team at once; when the earliest one left is due. A due delivery left for its team's
-   * room is looked at again when an attempt ends (its poke), not in a loop.
+   * team at once, the earliest due first, looking past the deliveries of teams without room
+   * (LOOK_PAST); when the earliest one left is due. A due delivery left for its team's room
+   * is looked at again when an attempt ends (its poke), not in a loop.
    */
   async #poll(): Promise<number | null> {
-    const { store, clock, replica, settings, leaseMs } = this.#d
+    const { store, clock } = this.#d
     // Full: an attempt's end looks again.
     if (this.#attempting.size >= AT_ONCE) return null
     let waiting = false
-    for (const d of await store.due(clock.now(), LOOK_AHEAD)) {
-      if (this.#loop.stopped || this.#attempting.size >= AT_ONCE) break
-      if (this.#underWay(d.team) >= PER_TEAM_AT_ONCE) {
-        waiting = true
-        continue
+    const seen = new Map<string, string>()
+    const dueAt = clock.now()
+    let from = 0
+    let end = false
+    while (!end && from < LOOK_PAST && !this.#full()) {
+      const ids = await store.dueIds(dueAt, from, PAGE)
+      end = ids.length < PAGE
+      const read = new Map((await store.records(ids.filter((id) => !this.#teamOf.has(id)))).map((d) => [d.id, d]))
+      for (const d of read.values()) this.#teamOf.set(d.id, d.team)
+      let claimed = 0
+      for (const id of ids) {
+        const team = this.#teamOf.get(id)
+        if (this.#full() || team === undefined) continue
+        seen.set(id, team)
+        if (this.#underWay(team) >= PER_TEAM_AT_ONCE) {
+          waiting = true
+          continue
+        }
+        const d = read.get(id) ?? (await store.records([id]))[0]
+        if (d !== undefined && (await this.#claim(d))) claimed++
       }
-      const now = clock.now()
-      const claimed = claimDelivery(d, replica, now, settings.timeoutMs + leaseMs)
-      if (!claimed || !(await store.swap(d, claimed, now))) continue
-      // Claimed before, its claim run out: its replica's attempt was never recorded (killed,
-      // or cut off from Redis), and that replica logs nothing of it, so the one that takes it over does.
-      if (d.runner !== null) {
-        this.#d.log.warn(
-          { delivery: d.id, job: d.job, team: d.team, from: d.runner, runs: claimed.runs },
-          "webhook delivery taken over: its claim ran out with its attempt unrecorded (that replica was killed or cut off from Redis); the receiver may have had that attempt, with the same webhook-id",
-        )
-      }
-      this.#attempt(claimed)
+      // A claimed delivery leaves the due ones: the next page starts that many earlier.
+      from += ids.length - claimed
     }
-    return this.#attempting.size >= AT_ONCE || waiting ? null : store.nextDue()
+    // What a pass read through to the end is every due delivery's team; a pass cut short keeps the rest, a bounded number.
+    if (end || this.#teamOf.size > 2 * LOOK_PAST) this.#teamOf = seen
+    return this.#full() || waiting ? null : store.nextDue()
+  }
+
+  /** Whether this replica attempts as many as it may at once, or stops. */
+  #full(): boolean {
+    return this.#loop.stopped || this.#attempting.size >= AT_ONCE
+  }
+
+  /** Claims `d` and attempts it; false when another replica claimed it first (or it changed since read). */
+  async #claim(d: Delivery): Promise<boolean> {
+    const { store, clock, replica, settings, leaseMs } = this.#d
+    const now = clock.now()
+    const claimed = claimDelivery(d, replica, now, settings.timeoutMs + leaseMs)
+    if (!claimed || !(await store.swap(d, claimed, now))) return false
+    // Claimed before, its claim run out: its replica's attempt was never recorded (killed,
+    // or cut off from Redis), and that replica logs nothing of it, so the one that takes it over does.
+    if (d.runner !== null) {
+      this.#d.log.warn(
+        { delivery: d.id, job: d.job, team: d.team, from: d.runner, runs: claimed.runs },
+        "webhook delivery taken over: its claim ran out with its attempt unrecorded (that replica was killed or cut off from Redis); the receiver may have had that attempt, with the same webhook-id",
+      )
+    }
+    this.#attempt(claimed)
+    return true
   }
 
   /** The team's attempts under way here. */

@@ -192,20 +192,43 @@ describe('a slow receiver', () => {
     return { url: `http://localhost:${(server.address() as AddressInfo).port}/hook`, got }
   }
 
-  it('holds none of another team\'s deliveries: a team whose receiver never answers leaves room for the others\'', async () => {
+  /**
+   * A gateway where team `all`'s receiver never answers (each attempt held a minute) and team
+   * `growth`'s answers at once; `ask` begins a report job of a team from `from` (a date).
+   */
+  async function slowAndQuick(maxOpenPerTeam: number) {
     const slow = await receiver(false)
     const quick = await receiver(true)
-    const yaml = `${TEAMS_YAML.replace('    refresh: true\n', `    refresh: true\n    webhook: { url: "${slow.url}", secret: "${SECRET}" }\n`).replace('    advertisers: [101, 102]\n', `    advertisers: [101, 102]\n    webhook: { url: "${quick.url}", secret: "${OTHER_SECRET}" }\n`)}jobs:\n  webhookHosts: [localhost]\n  webhookTimeout: 1m\n  maxOpenPerTeam: 50\n`
+    const yaml = `${TEAMS_YAML.replace('    refresh: true\n', `    refresh: true\n    webhook: { url: "${slow.url}", secret: "${SECRET}" }\n`).replace('    advertisers: [101, 102]\n', `    advertisers: [101, 102]\n    webhook: { url: "${quick.url}", secret: "${OTHER_SECRET}" }\n`)}jobs:\n  webhookHosts: [localhost]\n  webhookTimeout: 1m\n  maxOpenPerTeam: ${maxOpenPerTeam}\n`
     const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }, yaml)))
-    const ask = async (key: string, day: number) => {
-      const res = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&dateFrom=2025-07-${String(day).padStart(2, '0')}&dateTo=2025-07-28`, { headers: { 'x-api-key': key, prefer: 'respond-async' } })
+    const ask = async (key: string, from: string) => {
+      const res = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&dateFrom=${from}&dateTo=2025-09-28`, { headers: { 'x-api-key': key, prefer: 'respond-async' } })
       expect(res.status).toBe(202)
     }
-    for (let day = 1; day <= 12; day++) await ask(KEYS.all, day)
+    return { slow, quick, gw, ask }
+  }
+
+  /** The `n`th day from 2025-01-01, as a report's date. */
+  const day = (n: number) => new Date(Date.UTC(2025, 0, 1) + n * 86_400_000).toISOString().slice(0, 10)
+
+  it('holds none of another team\'s deliveries: a team whose receiver never answers leaves room for the others\'', async () => {
+    const { slow, quick, ask } = await slowAndQuick(50)
+    for (let n = 0; n < 12; n++) await ask(KEYS.all, day(n))
     await waitFor('the slow receiver holding attempts', () => slow.got.length >= 2)
-    await ask(KEYS.growth, 20)
+    await ask(KEYS.growth, day(200))
     // Pushed while every attempt to the slow receiver is still held (a minute each).
     await waitFor('the quick team\'s delivery', () => quick.got.length === 1, testTimeLeft(), 20)
+  })
+
+  it('holds none of another team\'s deliveries behind a backlog of a hundred of its own: the other team\'s push is found past them', async () => {
+    const { slow, quick, gw, ask } = await slowAndQuick(200)
+    for (let n = 0; n < 100; n++) await ask(KEYS.all, day(n))
+    const pending = async () => ((await gw.admin.inject({ method: 'GET', url: '/admin/jobs', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json() as { deliveries: { state: string }[] }).deliveries.filter((d) => d.state === 'pending').length
+    await waitFor('the slow team\'s hundred deliveries pending, two held', async () => slow.got.length >= 2 && (await pending()) === 100, testTimeLeft(), 20)
+    await ask(KEYS.growth, day(200))
+    // Pushed while every attempt to the slow receiver is still held (a minute each), its 98 others due before it.
+    await waitFor('the quick team\'s delivery', () => quick.got.length === 1, testTimeLeft(), 20)
+    expect(slow.got.length).toBe(2)
   })
 
   it('ends an attempt whose receiver answers its head, then trickles its body, at webhookTimeout: its connection closed, the push delivered on its 2xx', async () => {

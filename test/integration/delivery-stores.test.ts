@@ -7,6 +7,7 @@ import { RedisSeal } from '../../src/redis/seal.js'
 import { fakeClock } from '../helpers/clock.js'
 import { useRedis } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
+import { dueDeliveries } from '../helpers/due-deliveries.js'
 
 // The promises of the webhook outbox (jobs/delivery-store.ts), one suite against the
 // memory store of demo mode and the Redis store of the replicas, on a real redis-server:
@@ -39,7 +40,7 @@ describe.skipIf(!available)('delivery stores: memory and Redis keep the same pro
       const d = delivery('j1', 'growth', clock.now())
       expect(await store.add(d, clock.now())).toBe(true)
       expect(await store.add(delivery('j1', 'growth', clock.now() + 5), clock.now())).toBe(false)
-      expect(await store.due(clock.now(), 10)).toEqual([d])
+      expect(await dueDeliveries(store, clock.now(), 10)).toEqual([d])
       const [seen1, seen2] = [await store.get(d.id), await store.get(d.id)] as [Delivery, Delivery]
       const by1 = claimDelivery(seen1, 'r1', clock.now(), CLAIM) as Delivery
       const by2 = claimDelivery(seen2, 'r2', clock.now(), CLAIM) as Delivery
@@ -47,12 +48,12 @@ describe.skipIf(!available)('delivery stores: memory and Redis keep the same pro
       expect(wins.filter(Boolean)).toHaveLength(1)
       const claimed = (await store.get(d.id)) as Delivery
       // Claimed: due to nobody until the claim ran out.
-      expect(await store.due(clock.now(), 10)).toEqual([])
+      expect(await dueDeliveries(store, clock.now(), 10)).toEqual([])
       expect(await store.nextDue()).toBe(clock.now() + CLAIM)
 
       // The claim ran out (its replica stopped): another claims it, and the first claim's record is refused.
       clock.advance(CLAIM)
-      expect(await store.due(clock.now(), 10)).toEqual([claimed])
+      expect(await dueDeliveries(store, clock.now(), 10)).toEqual([claimed])
       const taken = claimDelivery(claimed, 'r3', clock.now(), CLAIM) as Delivery
       expect(await store.swap(claimed, taken, clock.now())).toBe(true)
       const stale = attempted(claimed, { runner: claimed.runner as string, runs: claimed.runs }, clock.now(), failed503, RETRY_FOR) as Delivery
@@ -61,12 +62,12 @@ describe.skipIf(!available)('delivery stores: memory and Redis keep the same pro
       expect(await store.swap(taken, retry, clock.now())).toBe(true)
       expect(await store.nextDue()).toBe(clock.now() + 1000)
       clock.advance(1000)
-      expect(await store.due(clock.now(), 10)).toEqual([retry])
+      expect(await dueDeliveries(store, clock.now(), 10)).toEqual([retry])
       const again = claimDelivery(retry, 'r1', clock.now(), CLAIM) as Delivery
       expect(await store.swap(retry, again, clock.now())).toBe(true)
       const done = attempted(again, { runner: 'r1', runs: again.runs }, clock.now(), { ok: true, status: 204 }, RETRY_FOR) as Delivery
       expect(await store.swap(again, done, clock.now())).toBe(true)
-      expect(await store.due(clock.now() + RETRY_FOR, 10)).toEqual([])
+      expect(await dueDeliveries(store, clock.now() + RETRY_FOR, 10)).toEqual([])
       expect(await store.nextDue()).toBeNull()
       expect(((await store.get(d.id)) as Delivery).attempts.map((a) => [a.replica, a.status])).toEqual([['r3', 503], ['r1', 204]])
     })
@@ -81,7 +82,20 @@ describe.skipIf(!available)('delivery stores: memory and Redis keep the same pro
       expect((await store.latest(10, clock.now())).map((d) => d.job)).toEqual(['a3', 'a2', 'b1'])
       expect((await store.latest(2, clock.now())).map((d) => d.job)).toEqual(['a3', 'a2'])
       // The dropped one is due to nobody.
-      expect((await store.due(clock.now(), 10)).map((d) => d.job).sort()).toEqual(['a2', 'a3', 'b1'])
+      expect((await dueDeliveries(store, clock.now(), 10)).map((d) => d.job).sort()).toEqual(['a2', 'a3', 'b1'])
+    })
+
+    it('names the due deliveries a page at a time, the earliest due first; reads the records of those still kept', async () => {
+      const store = make()
+      const clock = fakeClock()
+      const made = ['p1', 'p2', 'p3', 'p4', 'p5'].map((job, i) => delivery(job, `t${i}`, clock.now() + i))
+      for (const d of made) await store.add(d, clock.now() + 10)
+      const ids = made.map((d) => d.id)
+      expect(await store.dueIds(clock.now() + 10, 0, 2)).toEqual(ids.slice(0, 2))
+      expect(await store.dueIds(clock.now() + 10, 2, 2)).toEqual(ids.slice(2, 4))
+      expect(await store.dueIds(clock.now() + 10, 4, 2)).toEqual(ids.slice(4))
+      expect(await store.dueIds(clock.now() + 2, 0, 10), 'due by then').toEqual(ids.slice(0, 3))
+      expect(await store.records([ids[3] as string, 'msg_none', ids[1] as string])).toEqual([made[3], made[1]])
     })
   })
 

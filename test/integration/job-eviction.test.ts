@@ -10,6 +10,7 @@ import { RedisSeal } from '../../src/redis/seal.js'
 import { canonicalGetReport } from '../../src/reports/report-query.js'
 import { useRedis } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
+import { dueDeliveries } from '../helpers/due-deliveries.js'
 
 // The replicas guide has Redis evict under memory pressure (maxmemory with volatile-lru:
 // report entries carry an expiry). A report job's record and its result are no such
@@ -81,7 +82,7 @@ describe.skipIf(!available)('report jobs in Redis: kept through eviction (maxmem
     expect((await jobs.result(done.id, now))?.identity?.toString()).toBe('{"data":[1,2,3]}')
     expect(await jobs.get(queued.id)).toEqual(queued)
     expect((await jobs.due(now, 10)).map((j) => j.id)).toEqual([queued.id])
-    expect(await outbox().due(now, 10)).toEqual([pending])
+    expect(await dueDeliveries(outbox(), now, 10)).toEqual([pending])
   })
 
   it('drops a delivery not yet made once its life is over, at the next delivery added', async () => {

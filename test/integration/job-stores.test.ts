@@ -14,6 +14,7 @@ import { canonicalGetReport } from '../../src/reports/report-query.js'
 import { fakeClock } from '../helpers/clock.js'
 import { useRedis } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
+import { dueDeliveries } from '../helpers/due-deliveries.js'
 
 // The promises of a job store (jobs/job-store.ts), one suite against the memory store of
 // demo mode and the Redis store of the replicas, on a real redis-server: a job changes
@@ -83,7 +84,7 @@ describe.skipIf(!available)('job stores: memory and Redis keep the same promises
       const late = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), outcome, KEEP) as Job
       expect(await jobs.swap(running, late, clock.now(), push('a', clock.now()), entryOf('{"by":"r1"}', clock.now()))).toBe(false)
       expect(await outbox.get('msg_a')).toBeNull()
-      expect(await outbox.due(clock.now(), 10)).toEqual([])
+      expect(await dueDeliveries(outbox, clock.now(), 10)).toEqual([])
       expect(await jobs.result('a', clock.now())).toBeNull()
       // r2's end is stored with its delivery, due at once, and its result.
       const done = endJob(taken, { runner: 'r2', runs: 2 }, clock.now(), outcome, KEEP) as Job
@@ -92,7 +93,7 @@ describe.skipIf(!available)('job stores: memory and Redis keep the same promises
       expect(await jobs.get('a')).toEqual(done)
       expect((await jobs.result('a', clock.now()))?.identity?.toString()).toBe('{"by":"r2"}')
       expect(await outbox.get('msg_a')).toEqual(d)
-      expect(await outbox.due(clock.now(), 10)).toEqual([d])
+      expect(await dueDeliveries(outbox, clock.now(), 10)).toEqual([d])
 
       // A job whose delivery the outbox holds already: its end is stored, the delivery kept as it was.
       const other = newJob({ id: 'b', team: 'growth', credential: 'default', key: 'k', report, expectedSeconds: null }, clock.now())
