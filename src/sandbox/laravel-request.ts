@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import { parsePhpParams, phpJsonDecode, phpToJs } from './php-input.js'
+import { parsePhpMultipart } from './php-multipart.js'
 
 // What a Laravel controller on the platform reads of a request (Symfony's Request and
 // Laravel's Illuminate\Http\Request), so that the sandbox reads every request the way
@@ -10,7 +11,7 @@ export interface LaravelRequest {
   method: string
   /** `$request->query`, parsed as PHP parses a query string. */
   query: Record<string, unknown>
-  /** The input source: the JSON body, else the form body (the query for GET and HEAD). */
+  /** The input source: the JSON body, else the form body (a multipart form's fields on POST; the query for GET and HEAD). */
   body: Record<string, unknown>
   /** `$request->input()`: the input source over the query. */
   input: Record<string, unknown>
@@ -25,6 +26,7 @@ export interface RawRequest {
 }
 
 const FORM = 'application/x-www-form-urlencoded'
+const MULTIPART = 'multipart/form-data'
 const SYMFONY_FORM_METHODS = new Set(['PUT', 'DELETE', 'PATCH'])
 const METHOD = /^[A-Z]+$/
 
@@ -41,15 +43,20 @@ export function laravelRequest(raw: RawRequest): LaravelRequest {
     body = query
   } else if (raw.body !== null && isForm(realMethod, contentType)) {
     body = arrayCast(phpToJs(parsePhpParams(raw.body.toString('latin1'))))
+  } else if (raw.body !== null && realMethod === 'POST' && mediaType(contentType) === MULTIPART) {
+    body = arrayCast(phpToJs(parsePhpMultipart(raw.body.toString('latin1'), contentType)))
   } else {
     body = {}
   }
   return { method: overridden(realMethod, raw.headers, body, query), query, body, input: { ...query, ...body } }
 }
 
+/** The type as PHP reads it to choose `$_POST`'s parser (main/SAPI.c): up to the first `;`, `,` or space, in any case. */
+const mediaType = (contentType: string): string => contentType.split(/[;, ]/)[0]?.toLowerCase() ?? ''
+
 /** PHP fills `$_POST` for a POST form; Symfony parses the form of PUT, DELETE and PATCH itself. */
 function isForm(method: string, contentType: string): boolean {
-  if (method === 'POST') return contentType.split(/[;, ]/)[0]?.toLowerCase() === FORM
+  if (method === 'POST') return mediaType(contentType) === FORM
   return SYMFONY_FORM_METHODS.has(method) && contentType.startsWith(FORM)
 }
 

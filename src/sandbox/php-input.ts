@@ -89,7 +89,8 @@ export function phpName(raw: string): { base: string; indexes: string[]; tooDeep
   return { base, indexes }
 }
 
-function register(into: PhpArray, rawName: string, value: string): void {
+/** Files `value` under `rawName` in `into` as php_register_variable_ex does: the name read by phpName, nested, the last of repeated names kept. */
+export function register(into: PhpArray, rawName: string, value: string): void {
   const name = phpName(rawName)
   if (name === null) return
   if (name.tooDeep) {
@@ -110,7 +111,7 @@ function register(into: PhpArray, rawName: string, value: string): void {
   node[key] = value
 }
 
-function phpArray(): PhpArray {
+export function phpArray(): PhpArray {
   return Object.create(null) as PhpArray
 }
 

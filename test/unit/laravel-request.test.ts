@@ -21,6 +21,21 @@ describe('the method Laravel routes by', () => {
     expect(read('DELETE', '/x?_method=POST').method).toBe('DELETE')
   })
 
+  it('honours _method in a multipart form on POST, its name read as PHP reads it (leading spaces dropped, dots as _)', () => {
+    const part = (disposition: string, value: string) => `--b\r\ncontent-disposition: ${disposition}\r\n\r\n${value}\r\n`
+    const form = (...parts: string[]) => `${parts.join('')}--b--\r\n`
+    const multipart = (boundary = 'b') => ({ 'content-type': `multipart/form-data; boundary=${boundary}` })
+    for (const name of ['"_method"', '" _method"', '"   _method"', "' .method'", ' " _method"', '_method']) {
+      expect(read('POST', '/x', multipart(), form(part(`form-data; name=${name}`, 'DELETE'))).method, name).toBe('DELETE')
+    }
+    expect(read('POST', '/x', { 'content-type': 'Multipart/Form-Data; boundary="b"' }, form(part('form-data; NAME="_method"', 'put'))).method).toBe('PUT')
+    // A file's part is no field; nor is a part with no name.
+    expect(read('POST', '/x', multipart(), form(part('form-data; name="_method"; filename="a.txt"', 'DELETE'))).method).toBe('POST')
+    expect(read('POST', '/x', multipart(), form(part('form-data', 'DELETE'))).method).toBe('POST')
+    const fields = read('POST', '/x', multipart('XX'), '--XX\r\nContent-Disposition: form-data; name="userId"\r\n\r\n101\r\n--XX\r\nContent-Disposition: form-data; name="a[]"\r\n\r\nline 1\r\nline 2\r\n--XX--\r\n')
+    expect(fields.body).toEqual({ userId: '101', a: ['line 1\r\nline 2'] })
+  })
+
   it('prefers the header, then the body, then the query; ignores a value that is no method', () => {
     expect(read('POST', '/x?_method=PUT', { ...FORM_TYPE, 'x-http-method-override': 'PATCH' }, '_method=DELETE').method).toBe('PATCH')
     expect(read('POST', '/x?_method=PUT', FORM_TYPE, '_method=DELETE').method).toBe('DELETE')
