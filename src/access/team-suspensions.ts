@@ -33,6 +33,9 @@ interface SuspensionMessage {
   ms?: number
 }
 
+/** Where a lift reached: every replica (Redis took it), this one alone (no Redis), or this one until Redis answers again (then it is written, and told). */
+export type LiftReach = 'all' | 'this replica only' | 'this replica until Redis answers again'
+
 /** A suspended team and when its suspension ends (ms on this replica's clock). */
 export interface Suspension {
   team: string
@@ -59,17 +62,23 @@ export interface TeamSuspensionsOptions {
 /**
  * The suspended teams, shared by the replicas as platform pauses are: the replica that
  * refused the hit writes the team's end to Redis (a hash, a field per team, each value
- * sealed) and tells the others on the bus; a lift is told alike. A replica that starts, or
+ * sealed) and tells the others on the bus. A lift is written alike, as the moment it was
+ * made (a negative number: a suspension that began before it ends before that moment and
+ * `limits.secretSuspension`, when the lift's record goes), and told. A replica that starts, or
  * whose bus subscriber connects again, reads the hash. Whether a team is suspended is
  * asked of a map in memory: no Redis call a request. Without Redis (one replica, or Redis
- * down) a suspension holds on the replica that refused the hit, and is written to Redis
- * once the bus is back.
+ * down) a suspension holds on the replica that refused the hit, and a lift on the replica
+ * that made it; each is written to Redis once it answers again. A suspension Redis lost (a
+ * restart without its data, a flush) is written again by the replicas that hold it: only a
+ * lift ends one early.
  */
 export class TeamSuspensions {
   readonly #o: TeamSuspensionsOptions
   readonly #until = new Map<string, number>()
   // Suspensions begun here that Redis has not taken yet (down when they began).
   readonly #unshared = new Set<string>()
+  // Lifts made here that Redis has not taken yet, and when each was made.
+  readonly #lifts = new Map<string, number>()
   // Redis hands a message to its sender's subscriber too: its own word is no news.
   readonly #self = randomUUID()
 
@@ -112,17 +121,37 @@ export class TeamSuspensions {
     void this.#share(team, this.#o.periodMs)
   }
 
-  /** Lifts the suspension of `team` here and on every replica; false when it was not suspended here. */
-  async lift(team: string): Promise<boolean> {
-    const was = this.#left(team) !== null
+  /** Lifts the suspension of `team` here and on every replica: whether it was suspended here, and where the lift reached now. */
+  async lift(team: string): Promise<{ lifted: boolean; replicas: LiftReach }> {
+    const lifted = this.#left(team) !== null
     this.#until.delete(team)
     this.#unshared.delete(team)
-    const { redis, breaker, bus } = this.#o
-    if (redis && breaker) await breaker.run(() => redis.hdel(this.#key(), team), null)
-    await bus?.publish(CHANNEL, JSON.stringify({ from: this.#self, team } satisfies SuspensionMessage)).catch((err: Error) => {
-      this.#o.log.warn({ err: { message: err.message }, team }, 'the lift of a team suspension could not be sent to the other replicas')
-    })
-    return was
+    if (!this.#o.redis || !this.#o.breaker) return { lifted, replicas: 'this replica only' }
+    this.#lifts.set(team, this.#o.clock.now())
+    return { lifted, replicas: (await this.#writeLift(team)) ? 'all' : 'this replica until Redis answers again' }
+  }
+
+  /**
+   * A lift made here, written (unless Redis holds a suspension that began after it: that one
+   * stands) and told; false while Redis does not take it (it is written at the next catchUp).
+   */
+  async #writeLift(team: string): Promise<boolean> {
+    const { redis, breaker, bus, periodMs } = this.#o
+    const at = this.#lifts.get(team)
+    if (!redis || !breaker || at === undefined) return false
+    const key = this.#key()
+    const stored = await breaker.run(() => redis.hget(key, team), null)
+    const current = parseStored(this.#opened(team, stored))
+    const later = current !== null && current > at + periodMs
+    if (!later && (await breaker.run(() => redis.hset(key, team, this.#sealed(team, String(-at))), null)) === null) return false
+    this.#lifts.delete(team)
+    if (later) this.#until.set(team, Math.max(current, this.#until.get(team) ?? 0))
+    else {
+      await bus?.publish(CHANNEL, JSON.stringify({ from: this.#self, team } satisfies SuspensionMessage)).catch((err: Error) => {
+        this.#o.log.warn({ err: { message: err.message }, team }, 'the lift of a team suspension could not be sent to the other replicas: each takes it from Redis when it reads the suspensions again')
+      })
+    }
+    return true
   }
 
   /** Follows the other replicas' suspensions and lifts, after reading those under way. */
@@ -141,8 +170,9 @@ export class TeamSuspensions {
 
   /**
    * Redis is back (the bus subscribed again, the circuit closed): a suspension held here
-   * that Redis does not hold was lifted meanwhile, unless it began here while Redis was
-   * away: then it is written now.
+   * that Redis says was lifted after it began is lifted here; one Redis does not hold (it
+   * began here while Redis was away, or Redis lost it) is written now; a lift made here while
+   * Redis was away is written now.
    */
   async catchUp(): Promise<void> {
     await this.#read(true)
@@ -163,18 +193,32 @@ export class TeamSuspensions {
     if (stored === null) return
     const now = clock.now()
     const held = new Set<string>()
+    // Lifts stored, by team: when each was made.
+    const lifts = new Map<string, number>()
     for (const [team, value] of Object.entries(stored)) {
       const until = parseStored(this.#opened(team, value))
-      if (until === null || until <= now) continue
+      if (until !== null && until < 0) lifts.set(team, -until)
+      // A suspension a lift made here supersedes (it began before the lift) is not taken: the lift is written below.
+      if (until === null || until <= now || until <= (this.#lifts.get(team) ?? -Infinity) + this.#o.periodMs) continue
       held.add(team)
       this.#until.set(team, Math.max(until, this.#until.get(team) ?? 0))
     }
     if (!again) return
+    for (const team of [...this.#lifts.keys()]) void this.#writeLift(team)
+    const lost: string[] = []
     for (const [team, until] of this.#until) {
-      if (held.has(team)) continue
-      if (this.#unshared.has(team)) void this.#share(team, until - now)
-      else this.#until.delete(team)
+      if (held.has(team) || until <= now) continue
+      const liftedAt = lifts.get(team)
+      // Lifted after it began (a suspension begun here since the lift stands).
+      if (liftedAt !== undefined && !(this.#unshared.has(team) && until - this.#o.periodMs > liftedAt)) {
+        this.#until.delete(team)
+        this.#unshared.delete(team)
+        continue
+      }
+      if (liftedAt === undefined && !this.#unshared.has(team)) lost.push(team)
+      void this.#share(team, until - now)
     }
+    if (lost.length > 0) this.#o.log.warn({ teams: lost }, 'team suspensions missing from Redis (a restart without its data, a flush?) written again: only a lift ends one early')
   }
 
   /** A suspension begun here: written (the later end wins) and told. */
@@ -206,9 +250,10 @@ export class TeamSuspensions {
     const stored = await breaker.run(() => readBoundedHash(redis, key, { maxFields: MAX_STORED, maxFieldBytes: MAX_FIELD_BYTES, maxValueBytes: MAX_VALUE_BYTES }), null)
     if (stored === null) return
     const now = this.#o.clock.now()
+    // A lift's record goes once every suspension that began before it has ended.
     const ended = stored.filter(([team, value]) => {
       const until = parseStored(this.#opened(team, value, false))
-      return until !== null && until <= now
+      return until !== null && (until < 0 ? -until + this.#o.periodMs <= now : until <= now)
     })
     await breaker.run(() => dropUnchangedFields(redis, key, ended), null)
   }

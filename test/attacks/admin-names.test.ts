@@ -56,7 +56,7 @@ describe('names the config gives, as admin calls reach them', () => {
       expect(hit.statusCode, name).toBe(400)
       const port = await adminPort(gw)
       const lift = await call(port, 'DELETE', `/admin/suspensions/${encodeURIComponent(name)}`)
-      expect(lift, name).toEqual({ status: 200, body: JSON.stringify({ team: name, lifted: true }) })
+      expect(lift, name).toEqual({ status: 200, body: JSON.stringify({ team: name, lifted: true, replicas: 'this replica only' }) })
     }
     expect(refused).toEqual(['..', '.', 'n'.repeat(101), 'm'.repeat(65)])
   })

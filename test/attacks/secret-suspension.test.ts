@@ -111,7 +111,7 @@ describe.skipIf(!redisCheck.available)('a team guessing at the login\'s password
 
     const lift = await b.admin.inject({ method: 'DELETE', url: '/admin/suspensions/all', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
     expect(lift.statusCode).toBe(200)
-    expect(lift.json()).toEqual({ team: 'all', lifted: true })
+    expect(lift.json()).toEqual({ team: 'all', lifted: true, replicas: 'all' })
     for (const gw of [a, b, c]) await waitFor('every replica to serve the team again', async () => (await ask(gw, ['nothing-secret'])).status === 404)
     expect(b.logs.records().some((r) => r.kind === 'audit' && r.action === 'lift-suspension' && r.team === 'all')).toBe(true)
   })
@@ -134,7 +134,7 @@ describe.skipIf(!redisCheck.available)('a team guessing at the login\'s password
     expect(await ask(gw, [sandbox.credentials.password])).toMatchObject({ status: 400 })
     expect(await ask(gw, ['nothing-secret'])).toMatchObject({ status: 403, code: 'GW_TEAM_SUSPENDED' })
     const lift = await gw.admin.inject({ method: 'DELETE', url: '/admin/suspensions/all', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
-    expect(lift.json()).toEqual({ team: 'all', lifted: true })
+    expect(lift.json()).toEqual({ team: 'all', lifted: true, replicas: 'this replica only' })
     expect(await ask(gw, ['nothing-secret'])).toMatchObject({ status: 404, code: undefined })
   })
 
@@ -198,6 +198,52 @@ describe.skipIf(!redisCheck.available)('a team guessing at the login\'s password
     } finally {
       await client.config('SET', 'maxmemory', '0')
       await client.config('SET', 'maxmemory-policy', 'noeviction')
+    }
+  })
+
+  it('holds through a Redis restarted without its data: the replicas that hold the suspension write it again, and a replica started after refuses the team', async () => {
+    const a = await gateways.build(config())
+    const b = await gateways.build(config())
+    expect(await ask(a, [sandbox.credentials.password])).toMatchObject({ status: 400 })
+    await waitFor('the other replica to refuse the team', async () => (await ask(b, ['nothing-secret'])).status === 403)
+    await server.stop()
+    await server.restart()
+    expect(await client.keys('*suspensions*')).toEqual([])
+    await waitFor('the suspension written again', async () => (await client.keys('*suspensions*')).length === 1)
+    for (const gw of [a, b]) expect(await ask(gw, ['nothing-secret'])).toMatchObject({ status: 403, code: 'GW_TEAM_SUSPENDED' })
+    const c = await gateways.build(config())
+    expect(await ask(c, ['nothing-secret'])).toMatchObject({ status: 403, code: 'GW_TEAM_SUSPENDED' })
+    expect(a.logs.text() + b.logs.text()).toContain('team suspensions missing from Redis')
+  })
+
+  it('takes a lift made while Redis is down to Redis once it is back with its data, and to every replica; the answer says so', async () => {
+    const a = await gateways.build(config())
+    const b = await gateways.build(config())
+    expect(await ask(a, [sandbox.credentials.password])).toMatchObject({ status: 400 })
+    await waitFor('the suspension in Redis, and on the other replica', async () => (await client.keys('*suspensions*')).length === 1 && (await ask(b, ['nothing-secret'])).status === 403)
+    // Redis stops with its data on disk (SAVE), and comes back with it: the suspension in it.
+    await client.save()
+    await server.stop()
+    let lift
+    try {
+      lift = await b.admin.inject({ method: 'DELETE', url: '/admin/suspensions/all', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+      expect(await ask(b, ['nothing-secret'])).toMatchObject({ status: 404, code: undefined })
+    } finally {
+      await server.restart()
+    }
+    try {
+      for (const gw of [a, b]) await waitFor('every replica to serve the team again', async () => (await ask(gw, ['nothing-secret'])).status === 404)
+      const c = await gateways.build(config())
+      expect(await ask(c, ['nothing-secret'])).toMatchObject({ status: 404, code: undefined })
+      expect(lift.json()).toEqual({ team: 'all', lifted: true, replicas: 'this replica until Redis answers again' })
+      expect(b.logs.records().find((r) => r.kind === 'audit' && r.action === 'lift-suspension')).toMatchObject({ replicas: 'this replica until Redis answers again', msg: 'team suspension lifted on this replica until Redis answers again, then on every replica' })
+      // Another hit after the lift suspends the team again.
+      expect(await ask(c, [sandbox.credentials.password])).toMatchObject({ status: 400 })
+      await waitFor('the new suspension on every replica', async () => (await ask(a, ['nothing-secret'])).status === 403 && (await ask(b, ['nothing-secret'])).status === 403)
+    } finally {
+      // No later restart of this file's Redis comes back with this test's data.
+      await client.flushall()
+      await client.save()
     }
   })
 

@@ -72,7 +72,7 @@ describe.each([
       const dry = await admin(gw, 'DELETE', '/admin/cache?dryRun=1', { headers })
       expect([dry.statusCode, dry.json()], tag).toEqual([200, { purged: 'all', dryRun: true, wouldDrop: 1 }])
       const lift = await admin(gw, 'DELETE', '/admin/suspensions/growth', { headers })
-      expect([lift.statusCode, lift.json()], tag).toEqual([200, { team: 'growth', lifted: false }])
+      expect([lift.statusCode, lift.json()], tag).toEqual([200, { team: 'growth', lifted: false, replicas: withRedis ? 'all' : 'this replica only' }])
       const refresh = await admin(gw, 'POST', '/admin/token/refresh', { headers })
       expect(refresh.statusCode, tag).toBe(200)
     }

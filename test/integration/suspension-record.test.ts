@@ -47,4 +47,36 @@ describe.skipIf(!available)('the shared record of team suspensions', () => {
     await later.start()
     expect(later.list().map((s) => s.team)).toEqual(['dash', 'ads'])
   })
+
+  it('keeps a lift as the moment it was made: a replica that held the suspension drops it; a suspension begun after it stands; the lift\'s record goes a period on', async () => {
+    const lifter = suspensions()
+    const holder = suspensions()
+    lifter.suspend('growth', 'k1', 'x-request-id')
+    await written('growth')
+    await holder.start()
+    expect(holder.list().map((s) => s.team)).toEqual(['growth'])
+    clock.advance(1000)
+    expect(await lifter.lift('growth')).toEqual({ lifted: true, replicas: 'all' })
+    // The holder heard no bus (none here): it reads the lift when Redis is back to it.
+    await holder.catchUp()
+    expect(holder.list()).toEqual([])
+    // A suspension Redis does not hold, and no lift for: written again (Redis lost it).
+    holder.suspend('dash', 'k2', 'query')
+    await written('dash')
+    await client.hdel(KEY, 'dash')
+    await holder.catchUp()
+    await written('dash')
+    // A hit after the lift suspends the team again, over the lift's record.
+    clock.advance(1000)
+    lifter.suspend('growth', 'k1', 'body')
+    await waitFor('the new suspension over the lift', async () => Number(seal.openText(`${KEY}#growth`, (await client.hget(KEY, 'growth')) as string)) > 0)
+    await holder.catchUp()
+    expect(holder.list().map((s) => s.team).sort()).toEqual(['dash', 'growth'])
+    // The lift of dash ends its record a period on, when the next suspension is written.
+    await holder.lift('dash')
+    clock.advance(HOUR)
+    lifter.suspend('ads', 'k3', 'body')
+    await written('ads')
+    await waitFor('the lift\'s record dropped', async () => (await client.hexists(KEY, 'dash')) === 0)
+  })
 })

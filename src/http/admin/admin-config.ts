@@ -106,7 +106,8 @@ export async function adminConfigRoutes(
     try {
       previous = await runtimeLevel.change(level, replica ?? null, request.adminActor)
     } catch (err) {
-      throw new RedisUnavailableError('only this replica\'s level was changed', { cause: err })
+      // The change may still reach the others: a message Redis took late is delivered once it answers.
+      throw new RedisUnavailableError("this replica's level was changed; the other replicas may not have been told: set it again once Redis answers", { cause: err })
     }
     const reached = replica ?? (bus ? 'all' : 'this replica only')
     return { level, previous, replicas: reached, applied: self }

@@ -5,11 +5,17 @@ import { adminSchema, answer } from './admin-schemas.js'
 
 export const liftSchema = {
   type: 'object',
-  required: ['team', 'lifted'],
+  required: ['team', 'lifted', 'replicas'],
   additionalProperties: false,
   properties: {
     team: { type: 'string' },
     lifted: { type: 'boolean', description: 'Whether the team was suspended on this replica; the lift reaches every replica either way.' },
+    replicas: {
+      type: 'string',
+      enum: ['all', 'this replica only', 'this replica until Redis answers again'],
+      description:
+        'The replicas the lift reached: `all` (Redis took it: every replica, and those that start later), `this replica only` (no Redis), `this replica until Redis answers again` (Redis did not take it: the others keep the suspension until it answers, then the lift is written and reaches them).',
+    },
   },
 } as const
 
@@ -31,8 +37,9 @@ export async function adminSuspensionRoutes(app: FastifyInstance, { suspensions,
   })
   app.delete('/admin/suspensions/:team', { schema }, async (request) => {
     const { team } = request.params as { team: string }
-    const lifted = await suspensions.lift(team)
-    auditLog.info({ action: 'lift-suspension', team, lifted, actor: request.adminActor }, lifted ? 'team suspension lifted on every replica' : 'team suspension lift asked of every replica: the team was not suspended here')
-    return { team, lifted }
+    const { lifted, replicas } = await suspensions.lift(team)
+    const where = replicas === 'all' ? 'on every replica' : replicas === 'this replica only' ? 'on this replica (no Redis)' : 'on this replica until Redis answers again, then on every replica'
+    auditLog.info({ action: 'lift-suspension', team, lifted, replicas, actor: request.adminActor }, lifted ? `team suspension lifted ${where}` : `team suspension lift asked ${where}: the team was not suspended here`)
+    return { team, lifted, replicas }
   })
 }
