@@ -123,7 +123,8 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     seal,
     keyPrefix: config.redis.keyPrefix,
     periodMs: config.limits.secretSuspensionMs,
-    clock,
+    // The ends and lifts one replica writes, another compares with its clock.
+    clock: redisClock ?? clock,
     log,
     onSuspended: (team) => metrics.teamSuspensions.inc({ team }),
     onUnverified: (where) => unverified('suspension', where),
@@ -268,6 +269,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       // The spans of the last requests and fills are sent before the process goes.
       await tracing?.close()
       await rateLimiter.close()
+      suspensions.close()
       failures.close()
       reloader.close()
       await usage.close()

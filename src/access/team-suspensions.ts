@@ -7,7 +7,8 @@ import type { RedisBus } from '../redis/bus.js'
 import type { RedisClient } from '../redis/client.js'
 import type { RedisSeal } from '../redis/seal.js'
 import { redisKey } from '../redis/keys.js'
-import { dropUnchangedFields, readBoundedHash } from '../redis/bounded-hash.js'
+import { dropUnchangedFields, readBoundedHash, setUnchangedField } from '../redis/bounded-hash.js'
+import { keepLift, keepSuspension, parseRecord, recordEnded } from './suspension-record.js'
 
 // A team is told whether its request holds a secret of the gateway's (its 400), and the
 // search finds one in any window of the text: each refusal for a secret answers a guess at
@@ -25,12 +26,19 @@ const MAX_STORED = 10_000
 // milliseconds): a longer one is no suspension of the gateway's and is left alone.
 const MAX_FIELD_BYTES = 1024
 const MAX_VALUE_BYTES = 128
+// Reads of a team's record a write makes at most while other replicas keep rewriting it.
+const MAX_TRIES = 8
+// A lift Redis did not take is tried again this often (and whenever Redis is back).
+const LIFT_RETRY_MS = 5_000
+// breaker.run's answer when Redis did not answer (a field read may be null).
+const FAILED = Symbol('redis failed')
 
-/** What a replica tells the others: a suspension of `team` (`ms` from now) or, without `ms`, its lift. */
+/** What a replica tells the others: a suspension of `team` (`ms` from now) or, without `ms`, its lift (made `at`, when told). */
 interface SuspensionMessage {
   from: string
   team: string
   ms?: number
+  at?: number
 }
 
 /** Where a lift reached: every replica (Redis took it), this one alone (no Redis), or this one until Redis answers again (then it is written, and told). */
@@ -51,6 +59,7 @@ export interface TeamSuspensionsOptions {
   keyPrefix: string
   /** limits.secretSuspension. */
   periodMs: number
+  /** Redis' clock where there is Redis (the times are compared across replicas). */
   clock: Clock
   log: Pick<Logger, 'error' | 'warn'>
   /** A suspension of `team` began here (a request of its held a secret): counted by team. */
@@ -81,6 +90,7 @@ export class TeamSuspensions {
   readonly #lifts = new Map<string, number>()
   // Redis hands a message to its sender's subscriber too: its own word is no news.
   readonly #self = randomUUID()
+  #retry: ReturnType<Clock['setTimeout']> | null = null
 
   constructor(opts: TeamSuspensionsOptions) {
     this.#o = opts
@@ -131,27 +141,68 @@ export class TeamSuspensions {
     return { lifted, replicas: (await this.#writeLift(team)) ? 'all' : 'this replica until Redis answers again' }
   }
 
+  /** Stops trying again the lifts Redis did not take. */
+  close(): void {
+    this.#o.clock.clearTimeout(this.#retry)
+    this.#retry = null
+  }
+
   /**
    * A lift made here, written (unless Redis holds a suspension that began after it: that one
-   * stands) and told; false while Redis does not take it (it is written at the next catchUp).
+   * stands) and told; false while Redis does not take it (it is tried again).
    */
   async #writeLift(team: string): Promise<boolean> {
-    const { redis, breaker, bus, periodMs } = this.#o
+    const { bus, periodMs } = this.#o
     const at = this.#lifts.get(team)
-    if (!redis || !breaker || at === undefined) return false
-    const key = this.#key()
-    const stored = await breaker.run(() => redis.hget(key, team), null)
-    const current = parseStored(this.#opened(team, stored))
-    const later = current !== null && current > at + periodMs
-    if (!later && (await breaker.run(() => redis.hset(key, team, this.#sealed(team, String(-at))), null)) === null) return false
-    this.#lifts.delete(team)
-    if (later) this.#until.set(team, Math.max(current, this.#until.get(team) ?? 0))
+    if (at === undefined) return false
+    const done = await this.#store(team, (stored) => {
+      const outcome = keepLift(stored, at, periodMs)
+      return { outcome, value: outcome === 'write' ? String(-at) : null }
+    })
+    if (done === null) {
+      this.#retryLifts()
+      return false
+    }
+    if (this.#lifts.get(team) === at) this.#lifts.delete(team)
+    if (done.outcome === 'suspended' && done.stored !== null) this.#until.set(team, Math.max(done.stored, this.#until.get(team) ?? 0))
     else {
-      await bus?.publish(CHANNEL, JSON.stringify({ from: this.#self, team } satisfies SuspensionMessage)).catch((err: Error) => {
+      await bus?.publish(CHANNEL, JSON.stringify({ from: this.#self, team, at } satisfies SuspensionMessage)).catch((err: Error) => {
         this.#o.log.warn({ err: { message: err.message }, team }, 'the lift of a team suspension could not be sent to the other replicas: each takes it from Redis when it reads the suspensions again')
       })
     }
     return true
+  }
+
+  /** The lifts Redis has not taken, tried again in a while: a failure that opens no circuit brings no catch-up. */
+  #retryLifts(): void {
+    if (this.#retry !== null) return
+    this.#retry = this.#o.clock.setTimeout(() => {
+      this.#retry = null
+      for (const team of [...this.#lifts.keys()]) void this.#writeLift(team)
+    }, LIFT_RETRY_MS)
+    this.#retry.unref()
+  }
+
+  /**
+   * Reads the record of `team` and writes what `decide` makes of it, unless a replica wrote
+   * the record since it was read (then it is read again); null when Redis did not answer, or
+   * kept being rewritten.
+   */
+  async #store<T>(team: string, decide: (stored: number | null) => { outcome: T; value: string | null }): Promise<{ outcome: T; stored: number | null } | null> {
+    const { redis, breaker } = this.#o
+    if (!redis || !breaker) return null
+    const key = this.#key()
+    for (let tries = 0; tries < MAX_TRIES; tries++) {
+      const raw = await breaker.run(() => redis.hget(key, team), FAILED)
+      if (raw === FAILED) return null
+      const stored = parseRecord(this.#opened(team, raw))
+      const { outcome, value } = decide(stored)
+      if (value === null) return { outcome, stored }
+      const set = await breaker.run(() => setUnchangedField(redis, key, team, raw, this.#sealed(team, value)), FAILED)
+      if (set === FAILED) return null
+      if (set) return { outcome, stored }
+    }
+    return null
   }
 
   /** Follows the other replicas' suspensions and lifts, after reading those under way. */
@@ -160,8 +211,17 @@ export class TeamSuspensions {
     await bus?.subscribe(CHANNEL, (text) => {
       const message = parseMessage(text)
       if (message === null || message.from === this.#self) return
-      if (message.ms === undefined) this.#until.delete(message.team)
-      else this.#until.set(message.team, Math.max(clock.now() + message.ms, this.#until.get(message.team) ?? 0))
+      const { team, ms, at } = message
+      const held = this.#until.get(team)
+      if (ms === undefined) {
+        // A lift ends the suspension it reached, not one begun here after it (told late).
+        if (held !== undefined && (at === undefined || keepSuspension(-at, held, this.#o.periodMs) === 'lifted')) this.#until.delete(team)
+        return
+      }
+      const until = clock.now() + ms
+      // A suspension a lift made here ends (it began before the lift) stays ended.
+      if (this.#liftedHere(team, until)) return
+      this.#until.set(team, Math.max(until, held ?? 0))
     })
     // What was told while the subscriber was away is in Redis: read again on each return.
     bus?.onSubscribed(() => void this.catchUp())
@@ -196,44 +256,53 @@ export class TeamSuspensions {
     // Lifts stored, by team: when each was made.
     const lifts = new Map<string, number>()
     for (const [team, value] of Object.entries(stored)) {
-      const until = parseStored(this.#opened(team, value))
-      if (until !== null && until < 0) lifts.set(team, -until)
-      // A suspension a lift made here supersedes (it began before the lift) is not taken: the lift is written below.
-      if (until === null || until <= now || until <= (this.#lifts.get(team) ?? -Infinity) + this.#o.periodMs) continue
+      const record = parseRecord(this.#opened(team, value))
+      if (record !== null && record < 0) lifts.set(team, -record)
+      // A suspension a lift made here ends is not taken: the lift is written below.
+      if (record === null || record <= now || this.#liftedHere(team, record)) continue
       held.add(team)
-      this.#until.set(team, Math.max(until, this.#until.get(team) ?? 0))
+      this.#until.set(team, Math.max(record, this.#until.get(team) ?? 0))
     }
     if (!again) return
-    for (const team of [...this.#lifts.keys()]) void this.#writeLift(team)
+    const writes: Promise<unknown>[] = [...this.#lifts.keys()].map((team) => this.#writeLift(team))
     const lost: string[] = []
     for (const [team, until] of this.#until) {
       if (held.has(team) || until <= now) continue
-      const liftedAt = lifts.get(team)
-      // Lifted after it began (a suspension begun here since the lift stands).
-      if (liftedAt !== undefined && !(this.#unshared.has(team) && until - this.#o.periodMs > liftedAt)) {
-        this.#until.delete(team)
-        this.#unshared.delete(team)
-        continue
-      }
-      if (liftedAt === undefined && !this.#unshared.has(team)) lost.push(team)
-      void this.#share(team, until - now)
+      if (!lifts.has(team) && !this.#unshared.has(team)) lost.push(team)
+      // Written unless a lift stored ended it (then it ends here too).
+      writes.push(this.#share(team, until - now))
     }
     if (lost.length > 0) this.#o.log.warn({ teams: lost }, 'team suspensions missing from Redis (a restart without its data, a flush?) written again: only a lift ends one early')
+    await Promise.all(writes)
   }
 
-  /** A suspension begun here: written (the later end wins) and told. */
+  /** Whether a lift made here that Redis has not taken yet ends a suspension of `team` ending at `until`. */
+  #liftedHere(team: string, until: number): boolean {
+    const at = this.#lifts.get(team)
+    return at !== undefined && keepSuspension(-at, until, this.#o.periodMs) === 'lifted'
+  }
+
+  /** A suspension held here: written (the later end wins; not over a lift made after it began, which ends it here) and told. */
   async #share(team: string, ms: number): Promise<void> {
-    const { redis, breaker, bus, clock } = this.#o
+    const { redis, breaker, bus, clock, periodMs } = this.#o
     if (ms <= 0) return
-    let written = false
-    if (redis && breaker) {
-      const key = this.#key()
-      const until = clock.now() + ms
-      const current = parseStored(this.#opened(team, await breaker.run(() => redis.hget(key, team), null)))
-      written = (current !== null && current >= until) || (await breaker.run(() => redis.hset(key, team, this.#sealed(team, String(until))), null)) !== null
-      if (written) await this.#dropEnded(redis, breaker, key)
+    const until = clock.now() + ms
+    const done = await this.#store(team, (record) => {
+      const outcome = keepSuspension(record, until, periodMs)
+      return { outcome, value: outcome === 'write' ? String(until) : null }
+    })
+    if (done?.outcome === 'lifted' && done.stored !== null) {
+      const held = this.#until.get(team)
+      if (held !== undefined && keepSuspension(done.stored, held, periodMs) === 'lifted') {
+        this.#until.delete(team)
+        this.#unshared.delete(team)
+      }
+      return
     }
-    if (written) this.#unshared.delete(team)
+    if (done !== null) {
+      this.#unshared.delete(team)
+      if (done.outcome === 'write' && redis && breaker) await this.#dropEnded(redis, breaker, this.#key())
+    }
     await bus?.publish(CHANNEL, JSON.stringify({ from: this.#self, team, ms } satisfies SuspensionMessage)).catch((err: Error) => {
       this.#o.log.warn({ err: { message: err.message }, team }, 'a team suspension could not be sent to the other replicas')
     })
@@ -252,8 +321,8 @@ export class TeamSuspensions {
     const now = this.#o.clock.now()
     // A lift's record goes once every suspension that began before it has ended.
     const ended = stored.filter(([team, value]) => {
-      const until = parseStored(this.#opened(team, value, false))
-      return until !== null && (until < 0 ? -until + this.#o.periodMs <= now : until <= now)
+      const record = parseRecord(this.#opened(team, value, false))
+      return record !== null && recordEnded(record, now, this.#o.periodMs)
     })
     await breaker.run(() => dropUnchangedFields(redis, key, ended), null)
   }
@@ -292,14 +361,9 @@ function parseMessage(text: string): SuspensionMessage | null {
   try {
     const m = JSON.parse(text) as Partial<Record<keyof SuspensionMessage, unknown>>
     if (typeof m.from !== 'string' || typeof m.team !== 'string') return null
-    if (m.ms === undefined) return { from: m.from, team: m.team }
+    if (m.ms === undefined) return typeof m.at === 'number' && Number.isFinite(m.at) ? { from: m.from, team: m.team, at: m.at } : { from: m.from, team: m.team }
     return typeof m.ms === 'number' && Number.isFinite(m.ms) && m.ms > 0 ? { from: m.from, team: m.team, ms: m.ms } : null
   } catch {
     return null // not a suspension message
   }
-}
-
-function parseStored(value: string | null): number | null {
-  const until = value === null ? NaN : Number(value)
-  return Number.isFinite(until) ? until : null
 }

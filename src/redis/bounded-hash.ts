@@ -71,3 +71,24 @@ return n`,
 export async function dropUnchangedFields(redis: RedisClient, key: string, fields: readonly [string, string][]): Promise<number> {
   return fields.length === 0 ? 0 : DROP_UNCHANGED(redis, key, ...fields.flat())
 }
+
+// Sets a field to ARGV[3] only while it holds what was read: ARGV[2] with ARGV[4] = '1', nothing with '0'.
+const SET_UNCHANGED = redisScript<number>(
+  'gatewaySetUnchangedField',
+  `local v = redis.call('HGET', KEYS[1], ARGV[1])
+if (ARGV[4] == '0' and v == false) or (ARGV[4] == '1' and v == ARGV[2]) then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+  return 1
+end
+return 0`,
+  1,
+)
+
+/**
+ * Sets `field` of `key` to `value` if it still holds `read` (null: the field was absent):
+ * a read, a decision and a write that no other replica's write comes between. Returns
+ * whether it was set (false: it changed since it was read); throws when Redis fails.
+ */
+export async function setUnchangedField(redis: RedisClient, key: string, field: string, read: string | null, value: string): Promise<boolean> {
+  return (await SET_UNCHANGED(redis, key, field, read ?? '', value, read === null ? '0' : '1')) === 1
+}

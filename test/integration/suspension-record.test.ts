@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest'
+import { Redis } from 'ioredis'
 import { pino } from 'pino'
 import { TeamSuspensions } from '../../src/access/team-suspensions.js'
 import { RedisBreaker } from '../../src/redis/breaker.js'
+import { RedisBus } from '../../src/redis/bus.js'
 import { RedisSeal } from '../../src/redis/seal.js'
 import { fakeClock } from '../helpers/clock.js'
 import { useRedis } from '../helpers/fixtures.js'
@@ -22,10 +24,25 @@ const silent = pino({ level: 'silent' })
 const seal = new RedisSeal('suspension-record-test-secret-0000000')
 
 describe.skipIf(!available)('the shared record of team suspensions', () => {
-  const { client } = useRedis()
+  const { client, server } = useRedis()
   const clock = fakeClock()
-  const suspensions = () =>
-    new TeamSuspensions({ redis: client, breaker: new RedisBreaker({ cooldownMs: 60_000, log: silent }), bus: null, seal, keyPrefix: 'rgw:', periodMs: HOUR, clock, log: silent, onSuspended: () => undefined, onUnverified: () => undefined })
+  const suspensions = (redis: Redis = client, cooldownMs = 60_000, bus: RedisBus | null = null) =>
+    new TeamSuspensions({ redis, breaker: new RedisBreaker({ cooldownMs, log: silent, now: clock.now }), bus, seal, keyPrefix: 'rgw:', periodMs: HOUR, clock, log: silent, onSuspended: () => undefined, onUnverified: () => undefined })
+  // A connection Redis answers but refuses writes and scripts to, as user `lifter`.
+  const refusingWrites = async (): Promise<Redis> => {
+    await client.acl('SETUSER', 'lifter', 'on', 'nopass', '~*', '&*', '+@all', '-@write', '-@scripting')
+    const restricted = new Redis(server.url, { username: 'lifter', password: 'x', maxRetriesPerRequest: 1, lazyConnect: true })
+    restricted.on('error', () => undefined)
+    await restricted.connect()
+    return restricted
+  }
+  const allowWrites = async (): Promise<void> => {
+    await client.acl('SETUSER', 'lifter', '+@all')
+  }
+  const dropRestricted = async (restricted: Redis): Promise<void> => {
+    restricted.disconnect()
+    await client.acl('DELUSER', 'lifter')
+  }
   const written = (team: string) => waitFor(`the suspension of ${team} in Redis`, async () => (await client.hexists(KEY, team)) === 1)
 
   it('carries no expiry, and drops the suspensions that ended at the next one written', async () => {
@@ -78,5 +95,84 @@ describe.skipIf(!available)('the shared record of team suspensions', () => {
     lifter.suspend('ads', 'k3', 'body')
     await written('ads')
     await waitFor('the lift\'s record dropped', async () => (await client.hexists(KEY, 'dash')) === 0)
+  })
+  it('lets no write-back of a suspension Redis lost overwrite a lift made meanwhile', async () => {
+    const holder = suspensions()
+    const lifter = suspensions()
+    holder.suspend('growth', 'k1', 'x-request-id')
+    await written('growth')
+    await lifter.start()
+    // Redis loses the record; the holder writes it back as the operator lifts it elsewhere.
+    await client.flushall()
+    const [, lift] = await Promise.all([holder.catchUp(), lifter.lift('growth')])
+    expect(lift).toEqual({ lifted: true, replicas: 'all' })
+    await waitFor('the holder settled', async () => (await client.hexists(KEY, 'growth')) === 1)
+    const fresh = suspensions()
+    await fresh.start()
+    expect(fresh.list()).toEqual([])
+    await holder.catchUp()
+    expect(holder.list()).toEqual([])
+  })
+  it('weighs a message told late against when the lift was made', async () => {
+    // What another replica tells on the bus: here, sent as that replica would send it, late.
+    const tell = async (message: object, team = 'growth') => {
+      await client.publish('rgw:bus:team-suspension', JSON.stringify({ from: 'another replica', team, ...message }))
+    }
+    // Messages on one channel arrive in order: one about another team after them says they were read.
+    let marks = 0
+    const read = async (replica: TeamSuspensions) => {
+      const mark = `mark-${++marks}`
+      await tell({ ms: HOUR }, mark)
+      await waitFor('the messages read', () => replica.secondsLeft(mark) !== null)
+    }
+    const bus = new RedisBus(client, 'rgw:bus:', silent)
+    const restricted = await refusingWrites()
+    try {
+      const replica = suspensions(restricted, 60_000, bus)
+      await replica.start()
+      await tell({ ms: HOUR })
+      await read(replica)
+      expect(replica.secondsLeft('growth')).toBe(HOUR / 1000)
+      clock.advance(1000)
+      const liftedAt = clock.now()
+      // The lift waits for Redis here: a write-back of the suspension it ended, told meanwhile, is no news.
+      expect(await replica.lift('growth')).toEqual({ lifted: true, replicas: 'this replica until Redis answers again' })
+      await tell({ ms: HOUR - 1000 })
+      await read(replica)
+      expect(replica.secondsLeft('growth')).toBeNull()
+      // A hit after the lift, then the lift (made before that hit) told after it: the suspension stands.
+      clock.advance(1000)
+      await tell({ ms: HOUR })
+      await tell({ at: liftedAt })
+      await read(replica)
+      expect(replica.secondsLeft('growth')).toBe(HOUR / 1000)
+      // A lift made after the hit ends it.
+      await tell({ at: clock.now() })
+      await read(replica)
+      expect(replica.secondsLeft('growth')).toBeNull()
+      replica.close()
+    } finally {
+      await bus.close()
+      await dropRestricted(restricted)
+    }
+  })
+
+  it('tries a lift Redis refused again in a while, with no reconnect to bring it', async () => {
+    const holder = suspensions()
+    holder.suspend('growth', 'k1', 'x-request-id')
+    await written('growth')
+    // A connection Redis answers but refuses writes to: its failure opens the circuit for a
+    // second, and nothing closes it but a command (no whenBack here, no reconnect).
+    const restricted = await refusingWrites()
+    try {
+      const lifter = suspensions(restricted, 1000)
+      expect(await lifter.lift('growth')).toEqual({ lifted: false, replicas: 'this replica until Redis answers again' })
+      await allowWrites()
+      clock.advance(5_000)
+      await waitFor('the lift written', async () => Number(seal.openText(`${KEY}#growth`, (await client.hget(KEY, 'growth')) as string)) < 0)
+      lifter.close()
+    } finally {
+      await dropRestricted(restricted)
+    }
   })
 })
