@@ -41,13 +41,14 @@ try {
   for (let i = 0; i < N; i++) await store.add(newDelivery({ job: `a-${i}`, team: 'backlog', jobState: 'failed', url: 'http://localhost/hook', body: `{"id":"a-${i}"}` }, start + i), start + i)
   await store.add(newDelivery({ job: 'b-0', team: 'other', jobState: 'done', url: 'http://localhost/hook', body: '{"id":"b-0"}' }, start + N), start + N)
   const now = Date.now()
-  const former = async () => store.records(await store.dueIds(now, 0, PAGE))
+  const former = async () => store.records((await store.dueIds(now, null, PAGE)).map((mark) => mark.id))
   const pass = async (known) => {
-    for (let from = 0; ; from += PAGE) {
-      const ids = await store.dueIds(now, from, PAGE)
-      const read = await store.records(ids.filter((id) => !known.has(id)))
+    for (let after = null; ; ) {
+      const marks = await store.dueIds(now, after, PAGE)
+      after = marks.at(-1) ?? after
+      const read = await store.records(marks.map((mark) => mark.id).filter((id) => !known.has(id)))
       for (const d of read) known.set(d.id, d.team)
-      if (ids.length < PAGE) return read.some((d) => d.team === 'other')
+      if (marks.length < PAGE) return read.some((d) => d.team === 'other')
     }
   }
   const rows = { former: [], first: [], later: [] }

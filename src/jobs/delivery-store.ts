@@ -14,14 +14,30 @@ export interface DeliveryStore {
   get(id: string): Promise<Delivery | null>
   /** Replaces `current` by `next` if the delivery stored is still `current`. */
   swap(current: Delivery, next: Delivery, now: number): Promise<boolean>
-  /** The ids of the deliveries a deliverer may claim at `now`, the earliest due first: `count` at most, past the first `from`. */
-  dueIds(now: number, from: number, count: number): Promise<string[]>
+  /**
+   * The deliveries a deliverer may claim at `now`, each id with when it is due, the earliest
+   * first (by id when due at once): `count` at most, after `after` (the last of the page
+   * before; null: from the first), so that deliveries claimed or dropped meanwhile move none
+   * past the next page.
+   */
+  dueIds(now: number, after: DueMark | null, count: number): Promise<DueMark[]>
   /** The deliveries of `ids` still kept, in their order; an id whose record is gone leaves the due ones. */
   records(ids: readonly string[]): Promise<Delivery[]>
   /** When the earliest pending delivery is due (claimed: its claim's end); null: none pending. */
   nextDue(): Promise<number | null>
   /** The latest deliveries of every team, newest first, at most `limit`. */
   latest(limit: number, now: number): Promise<Delivery[]>
+}
+
+/** A due delivery's place in the order a deliverer reads them: when it is due, then its id. */
+export interface DueMark {
+  id: string
+  at: number
+}
+
+/** Whether `a` comes after `b` in that order. */
+export function dueAfter(a: DueMark, b: DueMark): boolean {
+  return a.at > b.at || (a.at === b.at && a.id > b.id)
 }
 
 /** How long deliveries are kept (config `jobs.keep`, `jobs.webhook*`, `jobs.deliveriesPerTeam`). */
@@ -77,12 +93,16 @@ export class MemoryDeliveryStore implements DeliveryStore {
     return true
   }
 
-  async dueIds(now: number, from: number, count: number): Promise<string[]> {
-    const due = [...this.#all()].filter((d) => (deliveryDueAt(d) ?? Infinity) <= now)
+  async dueIds(now: number, after: DueMark | null, count: number): Promise<DueMark[]> {
+    const due: DueMark[] = []
+    for (const d of this.#all()) {
+      const at = deliveryDueAt(d)
+      if (at !== null && at <= now) due.push({ id: d.id, at })
+    }
     return due
-      .sort((a, b) => (deliveryDueAt(a) as number) - (deliveryDueAt(b) as number) || (a.id < b.id ? -1 : 1))
-      .slice(from, from + count)
-      .map((d) => d.id)
+      .filter((mark) => after === null || dueAfter(mark, after))
+      .sort((a, b) => (dueAfter(a, b) ? 1 : -1))
+      .slice(0, count)
   }
 
   async records(ids: readonly string[]): Promise<Delivery[]> {

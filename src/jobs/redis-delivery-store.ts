@@ -1,7 +1,7 @@
 import { redisKey } from '../redis/keys.js'
 import { redisScript, type ScriptStep } from '../redis/script.js'
 import { deliveryDueAt, type Delivery } from './delivery.js'
-import { deliveryRecordMs, type DeliveryStore, type OutboxBounds } from './delivery-store.js'
+import { deliveryRecordMs, dueAfter, type DeliveryStore, type DueMark, type OutboxBounds } from './delivery-store.js'
 import { SealedRecords, type SharedStoreOptions } from './sealed-records.js'
 
 /**
@@ -84,8 +84,19 @@ export class RedisDeliveryStore implements DeliveryStore {
     return this.#records.swap(current, next, { due: redisKey.dueDeliveries(prefix), dueAt: deliveryDueAt(next), index: redisKey.teamDeliveries(prefix, current.team), indexScore: current.createdAt, ttlMs: recordMs(next, now, bounds) })
   }
 
-  dueIds(now: number, from: number, count: number): Promise<string[]> {
-    return this.#o.redis.zrangebyscore(redisKey.dueDeliveries(this.#o.prefix), '-inf', now, 'LIMIT', from, count)
+  async dueIds(now: number, after: DueMark | null, count: number): Promise<DueMark[]> {
+    const key = redisKey.dueDeliveries(this.#o.prefix)
+    const marks: DueMark[] = []
+    // From `after`'s due time on, read past it and any due with it before it (one more than
+    // `count` a read: `after` itself, when still due, is the one read past).
+    for (let offset = 0; ; offset += count + 1) {
+      const flat = await this.#o.redis.zrangebyscore(key, after?.at ?? '-inf', now, 'WITHSCORES', 'LIMIT', offset, count + 1)
+      for (let i = 0; i + 1 < flat.length && marks.length < count; i += 2) {
+        const mark = { id: flat[i] as string, at: Number(flat[i + 1]) }
+        if (after === null || dueAfter(mark, after)) marks.push(mark)
+      }
+      if (marks.length === count || flat.length < 2 * (count + 1)) return marks
+    }
   }
 
   async records(ids: readonly string[]): Promise<Delivery[]> {

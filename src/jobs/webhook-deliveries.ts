@@ -3,7 +3,7 @@ import type { FailureLog } from '../observe/failure-log.js'
 import type { Clock } from '../clock.js'
 import type { JobStatus } from './job.js'
 import { attempted, claimDelivery, deliveryView, newDelivery, webhookAtRest, type AttemptResult, type Delivery, type DeliveryView } from './delivery.js'
-import type { DeliveryStore } from './delivery-store.js'
+import type { DeliveryStore, DueMark } from './delivery-store.js'
 import { PollLoop } from './poll-loop.js'
 import type { Run } from './lease.js'
 import { webhookSignature } from './webhook-signature.js'
@@ -163,14 +163,17 @@ export class WebhookDeliveries {
     let waiting = false
     const seen = new Map<string, string>()
     const dueAt = clock.now()
-    let from = 0
+    let after: DueMark | null = null
+    let looked = 0
     let end = false
-    while (!end && from < LOOK_PAST && !this.#full()) {
-      const ids = await store.dueIds(dueAt, from, PAGE)
-      end = ids.length < PAGE
+    while (!end && looked < LOOK_PAST && !this.#full()) {
+      const marks: DueMark[] = await store.dueIds(dueAt, after, PAGE)
+      end = marks.length < PAGE
+      looked += marks.length
+      after = marks.at(-1) ?? after
+      const ids = marks.map((mark) => mark.id)
       const read = new Map((await store.records(ids.filter((id) => !this.#teamOf.has(id)))).map((d) => [d.id, d]))
       for (const d of read.values()) this.#teamOf.set(d.id, d.team)
-      let claimed = 0
       for (const id of ids) {
         const team = this.#teamOf.get(id)
         if (this.#full() || team === undefined) continue
@@ -180,10 +183,8 @@ export class WebhookDeliveries {
           continue
         }
         const d = read.get(id) ?? (await store.records([id]))[0]
-        if (d !== undefined && (await this.#claim(d))) claimed++
+        if (d !== undefined) await this.#claim(d)
       }
-      // A claimed delivery leaves the due ones: the next page starts that many earlier.
-      from += ids.length - claimed
     }
     // What a pass read through to the end is every due delivery's team; a pass cut short keeps the rest, a bounded number.
     if (end || this.#teamOf.size > 2 * LOOK_PAST) this.#teamOf = seen
