@@ -3,6 +3,10 @@ import type { Behaviour } from './teams.js'
 import { LENDING_HORIZON_MS } from '../../src/platform/governor/dispatch-order.js'
 import { PAUSE_PROBE_INTERVAL_MS } from '../../src/platform/pauses/pauses.js'
 import { DEFAULT_DEADLINE_MS } from './gateway.js'
+import { loadConfig } from '../../src/config.js'
+
+/** The limit's most in the runs checked (config/default.yaml's platform.maxConcurrent: the simulator's governor runs the defaults). */
+const CEILING = loadConfig({ env: {} }).platform.maxConcurrent
 
 /**
  * The guarantees of docs/governor.md, checked on a simulated run. Each phase of a run is
@@ -176,11 +180,13 @@ export function checkGuarantees(trace: Trace): Verdict[] {
     const next = changes(trace).events.find((e) => e > (s.slowness.at(-1) as [number, number])[0]) ?? s.durationMs
     // Of the workers the calls at the platform and waiting for a seat could keep busy, over
     // every sample of the window: the guarantee is the window's throughput against what the
-    // workers do at the new cost, and a sample with no call waiting has every call at a worker.
+    // workers do at the new cost, and a sample with no call waiting has every call at a worker;
+    // a pool resized past the gateway's ceiling (platform.maxConcurrent, the limit's most) is
+    // kept as busy as the ceiling lets it: no limit keeps more at the platform.
     const throttled = credentialThrottle(trace)
     const samples = samplesIn(trace, { from, to: next }).filter((x) => !x.idleAllowed && !throttled.some((d) => x.at - trace.start >= d.from && x.at - trace.start < d.to))
-    const could = samples.reduce((sum, x) => sum + Math.min(x.workers, x.busy + x.queued + x.waiting), 0)
-    const used = could === 0 ? 1 : samples.reduce((sum, x) => sum + x.busy, 0) / could
+    const could = samples.reduce((sum, x) => sum + Math.min(x.workers, CEILING, x.busy + x.queued + x.waiting), 0)
+    const used = could === 0 ? 1 : samples.reduce((sum, x) => sum + Math.min(x.busy, CEILING), 0) / could
     const margin = samples.length < 20 ? null : used > 0 ? 0.9 / used : Infinity
     out.push({ guarantee: 'slower is not fuller', ok: margin === null || margin <= 1, detail: `workers busy, from 30 s into the slowdown: ${pct(used)} of those the calls could keep busy, over ${samples.length} samples`, margin })
   }

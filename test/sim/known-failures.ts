@@ -53,7 +53,6 @@ export const KNOWN_FAILURES: ReadonlyMap<number, readonly string[]> = new Map<nu
   [1689, ['work-conserving']],
   [1734, ['replicas']],
   [1740, ['slower is not fuller']],
-  [1786, ['slower is not fuller']],
   [1791, ['work-conserving', 'replicas']],
   [1876, ['replicas']],
   [1881, ['isolation']],
