@@ -1,4 +1,5 @@
 import { BadRequestError } from '../errors.js'
+import { addHeaderLine, PHP_FILL_UNIT, phpLineBytes, phpLines, phpParams, type PhpHeader } from '../sandbox/php-mime.js'
 import { checkParams, encodeParams, METHOD_OVERRIDE_FIELD, phpVariable, type Pair } from './request-target.js'
 
 /**
@@ -101,106 +102,32 @@ export function assertNoOverridePart(bytes: Buffer, contentType: string | undefi
 }
 
 const CONTENT_DISPOSITION = 'content-disposition'
-const PHP_SPACE = /^[ \t\n\v\f\r]*/
-// rfc1867.c FILLUNIT: the least of PHP's buffer for a multipart form's lines.
-const PHP_FILL_UNIT = 5 * 1024
-
-/**
- * The bytes of a multipart line PHP reads at most (rfc1867.c multipart_buffer_new): its
- * buffer, FILLUNIT, or the boundary's length and 6 when that is more. The boundary is found
- * as rfc1867_post_handler finds it: after the first `boundary` (else the first in another
- * case) and the `=` after it, to its closing quote, or to a `,` or `;`.
- */
-export function phpLineBytes(contentType: string): number {
-  const exact = contentType.indexOf('boundary')
-  const at = exact === -1 ? contentType.toLowerCase().indexOf('boundary') : exact
-  const eq = at === -1 ? -1 : contentType.indexOf('=', at)
-  if (eq === -1) return PHP_FILL_UNIT
-  const rest = contentType.slice(eq + 1)
-  const boundary = rest.startsWith('"') ? rest.slice(1).split('"', 1)[0] ?? '' : (/^[^,;]*/.exec(rest)?.[0] ?? '')
-  return Math.max(PHP_FILL_UNIT, boundary.length + 6)
-}
-
-/** The lines PHP's next_line reads of a line of the body (`raw`, its LF taken off): pieces of `lineBytes` while that many remain, the last without a CR before the LF, each to its first NUL (a C string). */
-function phpLines(raw: string, lineBytes: number): string[] {
-  const pieces: string[] = []
-  let rest = raw
-  while (rest.length >= lineBytes) {
-    pieces.push(rest.slice(0, lineBytes))
-    rest = rest.slice(lineBytes)
-  }
-  pieces.push(rest.endsWith('\r') ? rest.slice(0, -1) : rest)
-  return pieces.map((piece) => piece.split('\0', 1)[0] ?? '')
-}
 
 /**
  * Every `name` of every `content-disposition` header in a multipart body, as PHP reads them
- * (main/rfc1867.c). Each line of the body is taken for a header line, boundaries unread: a
- * part's header block, which starts after a boundary line and ends at an empty line, is read
- * whole, and so are lines of content that look like headers (more names than PHP reads,
- * never fewer). A line is read as PHP's buffer reads it (`lineBytes` at most, the rest a
- * line of its own; to its first NUL, as C reads it). A line that starts with white space or
- * holds no `:` continues the header before it; the header's name is compared without case
- * and unstripped; its value is split at `;` outside quotes (`"` or `'`, a quote escaped by
- * `\`), and each `name=` parameter (any case) read quoted, to its closing quote or the end,
- * or bare, to white space.
+ * (main/rfc1867.c, sandbox/php-mime.ts). Each line of the body is taken for a header line,
+ * boundaries unread: a part's head, which starts after a boundary line and ends at an empty
+ * line, is read whole, and so are lines of content that look like headers, and every
+ * content-disposition of a head, not only its first (more names than PHP reads, never
+ * fewer). A line is read as PHP's buffer reads it (`lineBytes` at most, the rest a line of
+ * its own; to its first NUL, as C reads it).
  */
 export function multipartNames(text: string, lineBytes = PHP_FILL_UNIT): string[] {
-  const dispositions: string[] = []
-  let header: { name: string; value: string } | null = null
+  const names: string[] = []
+  let head: PhpHeader[] = []
   const end = (): void => {
-    if (header !== null && header.name.toLowerCase() === CONTENT_DISPOSITION) dispositions.push(header.value)
-    header = null
+    for (const header of head) {
+      if (header.name.toLowerCase() !== CONTENT_DISPOSITION) continue
+      for (const [key, value] of phpParams(header.value)) if (key.toLowerCase() === 'name') names.push(value)
+    }
+    head = []
   }
-  for (const line of text.split('\n').flatMap((raw) => phpLines(raw, lineBytes))) {
-    const colon = /^[ \t\n\v\f\r]/.test(line) ? -1 : line.indexOf(':')
-    if (line === '') end()
-    else if (colon !== -1) {
-      end()
-      header = { name: line.slice(0, colon), value: line.slice(colon + 1).replace(PHP_SPACE, '') }
-    } else if (header !== null) header.value += line
+  for (const line of phpLines(text, lineBytes)) {
+    if (line.text === '') end()
+    else addHeaderLine(head, line.text)
   }
   end()
-  const names: string[] = []
-  for (const value of dispositions) {
-    let rest = value.replace(PHP_SPACE, '')
-    while (rest !== '') {
-      const [pair, after] = phpWord(rest, ';')
-      rest = after.replace(PHP_SPACE, '')
-      if (!pair.includes('=')) continue
-      const [key, param] = phpWord(pair, '=')
-      if (key.toLowerCase() === 'name') names.push(phpParamValue(param))
-    }
-  }
   return names
-}
-
-/** PHP's php_ap_getword: the text before the first `stop` outside quotes, and what follows the run of `stop`s after it. */
-function phpWord(text: string, stop: string): [string, string] {
-  let pos = 0
-  while (pos < text.length && text[pos] !== stop) {
-    const quote = text[pos]
-    pos++
-    if (quote !== '"' && quote !== "'") continue
-    while (pos < text.length && text[pos] !== quote) pos += text[pos] === '\\' && text[pos + 1] === quote ? 2 : 1
-    if (pos < text.length) pos++
-  }
-  const word = text.slice(0, pos)
-  while (text[pos] === stop) pos++
-  return [word, text.slice(pos)]
-}
-
-/** PHP's php_ap_getword_conf: a parameter's value, quoted (to its quote, or the end) or bare (to white space), `\\` and an escaped quote unescaped. */
-function phpParamValue(text: string): string {
-  const start = text.replace(PHP_SPACE, '')
-  const quote = start[0] === '"' || start[0] === "'" ? start[0] : null
-  const body = quote === null ? (/^[^ \t\n\v\f\r]*/.exec(start)?.[0] ?? '') : start.slice(1)
-  let value = ''
-  for (let i = 0; i < body.length && body[i] !== quote; i++) {
-    if (body[i] === '\\' && (body[i + 1] === '\\' || (quote !== null && body[i + 1] === quote))) i++
-    value += body[i]
-  }
-  return value
 }
 
 /**

@@ -1,109 +1,76 @@
 import { MAX_INPUT_VARS, phpArray, register, type PhpArray } from './php-input.js'
+import { addHeaderLine, phpBoundary, phpLineBytes, phpLines, phpParams, type PhpHeader } from './php-mime.js'
 
-// How PHP fills `$_POST` from a `multipart/form-data` body (main/rfc1867.c), so that the
-// sandbox reads a multipart form as the platform does: each part that names a field and
-// no file is a variable, its name read as any other (php_input.ts `register`: leading
-// spaces dropped, spaces and dots as `_`, `a[]` nested). Its lines are read whole (PHP reads
-// a head in lines of 5120 bytes at most: the gateway's own check models that, request-body.ts).
+// How PHP fills `$_POST` from a `multipart/form-data` body (main/rfc1867.c,
+// rfc1867_post_handler), so that the sandbox reads a multipart form as the platform does:
+// each part that names a field and no file is a variable, its name read as any other
+// (php-input.ts `register`: leading spaces dropped, spaces and dots as `_`, `a[]` nested).
+// Its lines, boundary and head are read as PHP reads them (php-mime.ts).
 
-/** The boundary of a multipart type: after `boundary=` (any case), quoted or up to `,` or `;`; null: none. */
-function boundaryOf(contentType: string): string | null {
-  const at = contentType.toLowerCase().indexOf('boundary')
-  if (at === -1) return null
-  const eq = contentType.indexOf('=', at)
-  if (eq === -1) return null
-  let value = contentType.slice(eq + 1)
-  if (value.startsWith('"')) {
-    const close = value.indexOf('"', 1)
-    value = close === -1 ? value.slice(1) : value.slice(1, close)
-  } else {
-    const end = value.search(/[,;]/)
-    if (end !== -1) value = value.slice(0, end)
+/** Where the lines of `body` from `at` hold `delimiter` as a whole line (find_boundary), the end of that line; -1: none does. */
+function afterDelimiter(body: string, lineBytes: number, at: number, delimiter: string): number {
+  for (const line of phpLines(body, lineBytes, at)) {
+    if (line.unread) break
+    if (line.text === delimiter) return line.end
   }
-  return value === '' ? null : value
+  return -1
 }
 
-/** php_ap_getword: `text` up to `stop` outside quotes (either kind, `\` escaping the quote), and the rest after it. */
-function getword(text: string, stop: string): [string, string] {
-  let i = 0
-  while (i < text.length && text[i] !== stop) {
-    const quote = text[i]
-    if (quote === '"' || quote === "'") {
-      i++
-      while (i < text.length && text[i] !== quote) i += text[i] === '\\' && text[i + 1] === quote ? 2 : 1
-      if (i < text.length) i++
-    } else i++
+/** A part's head from `at` (multipart_buffer_headers): its lines up to an empty one, or to the last line get_line answers; and where its content starts. */
+function headAt(body: string, lineBytes: number, at: number): { head: PhpHeader[]; start: number } {
+  const head: PhpHeader[] = []
+  let start = at
+  for (const line of phpLines(body, lineBytes, at)) {
+    if (line.unread) break
+    start = line.end
+    if (line.text === '') break
+    addHeaderLine(head, line.text)
   }
-  return [text.slice(0, i), text.slice(i + 1)]
+  return { head, start }
 }
 
-/** php_ap_getword_conf: after leading spaces, a quoted word (its escaped quotes unescaped) or a word up to the next space. */
-function getwordConf(text: string): string {
-  const rest = text.replace(/^\s+/, '')
-  const quote = rest[0]
-  if (quote === '"' || quote === "'") {
-    let word = ''
-    for (let i = 1; i < rest.length && rest[i] !== quote; i++) {
-      if (rest[i] === '\\' && rest[i + 1] === quote) i++
-      word += rest[i]
-    }
-    return word
+/**
+ * Where a part's content from `at` ends as multipart_buffer_read finds it: at the first LF
+ * followed by `--` and the boundary (whatever follows it), or by a start of that the body ends
+ * with (php_ap_memstr, partial); else at the body's end. `value` leaves out a CR before that LF.
+ */
+function contentAt(body: string, at: number, next: string): { value: string; end: number } {
+  let bound = body.indexOf(next, at)
+  for (let i = Math.max(at, body.length - next.length + 1); bound === -1 && i < body.length; i++) {
+    if (next.startsWith(body.slice(i))) bound = i
   }
-  return rest.split(/\s/)[0] ?? ''
-}
-
-/** A part's headers, by lower-cased name: a line that starts with a space, or holds no `:`, goes on with the header before it. */
-function headersOf(lines: string[]): Map<string, string> {
-  const headers = new Map<string, string>()
-  let key: string | null = null
-  for (const line of lines) {
-    const colon = /^\s/.test(line) ? -1 : line.indexOf(':')
-    if (colon !== -1) {
-      key = line.slice(0, colon).toLowerCase()
-      headers.set(key, line.slice(colon + 1).replace(/^\s+/, ''))
-    } else if (key !== null) headers.set(key, `${headers.get(key) ?? ''}${line}`)
-  }
-  return headers
-}
-
-/** The field a part's content-disposition names (the last `name=`, any case), or null where it names a file or no field. */
-function fieldOf(disposition: string): string | null {
-  let name: string | null = null
-  let file = false
-  let rest = disposition.replace(/^\s+/, '')
-  while (rest !== '') {
-    const [pair, after] = getword(rest, ';')
-    rest = after.replace(/^\s+/, '')
-    if (!pair.includes('=')) continue
-    const [key, value] = getword(pair, '=')
-    if (key.toLowerCase() === 'name') name = getwordConf(value)
-    else if (key.toLowerCase() === 'filename') file = true
-  }
-  return file ? null : name
+  if (bound === -1) return { value: body.slice(at), end: body.length }
+  const value = body.slice(at, bound)
+  return { value: value.endsWith('\r') ? value.slice(0, -1) : value, end: bound }
 }
 
 /** `$_POST` of a multipart form body read as latin1 bytes (as PHP reads bytes), its type's boundary; empty without one. */
 export function parsePhpMultipart(body: string, contentType: string, maxVars: number = MAX_INPUT_VARS): PhpArray {
   const result = phpArray()
-  const boundary = boundaryOf(contentType)
+  const boundary = phpBoundary(contentType)
   if (boundary === null) return result
-  const delimiter = `--${boundary}`
-  const first = body.startsWith(delimiter) ? 0 : body.indexOf(`\r\n${delimiter}`)
-  if (first === -1) return result
+  const lineBytes = phpLineBytes(contentType)
   let count = 0
-  // Each part: its delimiter's line, its head up to a blank line, its value up to CRLF and the next delimiter.
-  for (let at = first === 0 ? 0 : first + 2; !body.startsWith(`${delimiter}--`, at); ) {
-    const lineEnd = body.indexOf('\n', at)
-    const headEnd = lineEnd === -1 ? -1 : body.indexOf('\r\n\r\n', lineEnd - 1)
-    if (headEnd === -1) break
-    const next = body.indexOf(`\r\n${delimiter}`, headEnd + 4)
-    const field = fieldOf(headersOf(body.slice(lineEnd + 1, headEnd).split(/\r?\n/)).get('content-disposition') ?? '')
-    if (field !== null) {
-      if (++count > maxVars) break
-      register(result, field, Buffer.from(body.slice(headEnd + 4, next === -1 ? body.length : next), 'latin1').toString('utf8'))
+  for (let at = afterDelimiter(body, lineBytes, 0, `--${boundary}`); at !== -1; ) {
+    const { head, start } = headAt(body, lineBytes, at)
+    // php_mime_get_hdr_value: the first content-disposition of the head; a part without one is passed over.
+    const disposition = head.find((header) => header.name.toLowerCase() === 'content-disposition')
+    let name: string | null = null
+    let file: string | null = null
+    for (const [key, value] of phpParams(disposition?.value ?? '')) {
+      if (key.toLowerCase() === 'name') name = value
+      else if (key.toLowerCase() === 'filename') file = value
     }
-    if (next === -1) break
-    at = next + 2
+    // A disposition that names neither a field nor a file ends the form ("File Upload Mime headers garbled").
+    if (disposition !== undefined && name === null && file === null) break
+    let end = start
+    if (name !== null && file === null) {
+      const content = contentAt(body, start, `\n--${boundary}`)
+      if (++count > maxVars) break
+      register(result, name, Buffer.from(content.value, 'latin1').toString('utf8'))
+      end = content.end
+    } else if (file !== null && file !== '') end = contentAt(body, start, `\n--${boundary}`).end
+    at = afterDelimiter(body, lineBytes, end, `--${boundary}`)
   }
   return result
 }

@@ -69,3 +69,58 @@ describe('where the input is read from', () => {
     expect(read('GET', '/x?advertiserId=101', JSON_TYPE, '{"advertiserId":102}').input).toEqual({ advertiserId: 102 })
   })
 })
+
+describe('a multipart form read as PHP fills $_POST (main/rfc1867.c)', () => {
+  const type = (boundary = 'b') => ({ 'content-type': `multipart/form-data; boundary=${boundary}` })
+  const post = (body: string, headers = type()) => read('POST', '/x', headers, body)
+
+  it('reads `name==x` as the name x: php_ap_getword skips the run of `=` after the key', () => {
+    expect(post('--b\r\ncontent-disposition: form-data; name==_method\r\n\r\nDELETE\r\n--b--\r\n').method).toBe('DELETE')
+  })
+
+  it('reads the first content-disposition of a part (php_mime_get_hdr_value), a continued one included', () => {
+    const head = (first: string, second: string) => `--b\r\nContent-Disposition: form-data; name=${first}\r\ncontent-disposition: form-data; name=${second}\r\n\r\nDELETE\r\n--b--\r\n`
+    expect(post(head('_method', 'note')).method).toBe('DELETE')
+    expect(post(head('note', '_method')).method).toBe('POST')
+    expect(post('--b\r\ncontent-disposition: form-data;\r\n name=_method\r\ncontent-disposition: form-data; name=note\r\n\r\nDELETE\r\n--b--\r\n').method).toBe('DELETE')
+  })
+
+  it('reads lines ended by LF alone (next_line), and a boundary only as a whole line (find_boundary)', () => {
+    expect(post('--b\ncontent-disposition: form-data; name="_method"\n\nDELETE\n--b--\n').body).toEqual({ _method: 'DELETE' })
+    expect(post('preamble\r\n--b\r\ncontent-disposition: form-data; name=a\r\n\r\n1\r\n--b--\r\n').body).toEqual({ a: '1' })
+    expect(post('--bb\r\ncontent-disposition: form-data; name=_method\r\n\r\nDELETE\r\n--bb--\r\n').method).toBe('POST')
+    expect(post('--b \r\ncontent-disposition: form-data; name=_method\r\n\r\nDELETE\r\n--b--\r\n').method).toBe('POST')
+  })
+
+  it('ends a value at the first LF and `--boundary` (multipart_buffer_read), a CR before it dropped; the next part starts at the next boundary line', () => {
+    const body = '--b\r\ncontent-disposition: form-data; name=a\r\n\r\none\n--bc\r\n--b\r\ncontent-disposition: form-data; name=_method\r\n\r\nDELETE\r\n--b--\r\n'
+    expect(post(body).body).toEqual({ a: 'one', _method: 'DELETE' })
+    expect(post('--b\r\ncontent-disposition: form-data; name=a\r\n\r\nline 1\r\nline 2\r\n--b\ncontent-disposition: form-data; name=c\n\n3\n--b--').body).toEqual({ a: 'line 1\r\nline 2', c: '3' })
+    // A body cut within its last boundary ends the value there too (a start of `\n--b` at the end).
+    expect(post('--b\r\ncontent-disposition: form-data; name=_method\r\n\r\nDELETE\r\n--').body).toEqual({ _method: 'DELETE' })
+    // A file's content is read to the boundary as a value is; a part naming an empty file is not read, and its first line may be the boundary.
+    const file = (name: string) => `--b\r\ncontent-disposition: form-data; name=f; filename=${name}\r\n\r\n--b\r\ncontent-disposition: form-data; name=_method\r\n\r\nDELETE\r\n--b--\r\n`
+    expect(post(file('a.txt')).method).toBe('POST')
+    expect(post(file('""')).method).toBe('DELETE')
+  })
+
+  it('stops at a part whose disposition names neither a field nor a file (File Upload Mime headers garbled)', () => {
+    expect(post('--b\r\ncontent-disposition: form-data\r\n\r\nx\r\n--b\r\ncontent-disposition: form-data; name=_method\r\n\r\nDELETE\r\n--b--\r\n').method).toBe('POST')
+    // A part with no content-disposition is passed over.
+    expect(post('--b\r\ncontent-type: text/plain\r\n\r\nx\r\n--b\r\ncontent-disposition: form-data; name=_method\r\n\r\nDELETE\r\n--b--\r\n').method).toBe('DELETE')
+  })
+
+  it('reads a head in lines of its buffer (5120 bytes, next_line), each to its first NUL', () => {
+    const pad = 'x-pad: '.padEnd(5120, 'a')
+    expect(post(`--b\r\n${pad}content-disposition: form-data; name=_method\r\n\r\nDELETE\r\n--b--\r\n`).method).toBe('DELETE')
+    expect(post('--b\r\ncontent-disposition: form-data; name=_method\u0000x\r\n\r\nDELETE\r\n--b--\r\n').method).toBe('DELETE')
+  })
+
+  it('finds the boundary as rfc1867_post_handler does: `boundary` before another case, quoted to its quote, possibly empty', () => {
+    const body = (boundary: string) => `--${boundary}\r\ncontent-disposition: form-data; name=_method\r\n\r\nDELETE\r\n--${boundary}--\r\n`
+    expect(post(body('b'), { 'content-type': 'multipart/form-data; BOUNDARY=a; boundary=b' }).method).toBe('DELETE')
+    expect(post(body('b;c'), { 'content-type': 'multipart/form-data; boundary="b;c"; x=1' }).method).toBe('DELETE')
+    expect(post(body('b'), { 'content-type': 'multipart/form-data; boundary="b' }).method).toBe('POST')
+    expect(post(body(''), { 'content-type': 'multipart/form-data; boundary=' }).method).toBe('DELETE')
+  })
+})
