@@ -165,6 +165,22 @@ describe('method override', () => {
       head(`${padTo5120('content-disposition: form-data; x=', '; name="_method')}X:Y"`),
       head(`content-disposition: form-data\r\n; name=_method ${'a'.repeat(5200)}:x`),
     )
+    // As rfc1867.c reads a form where a reader of RFC 7578 would not: `==` read as one `=`
+    // (php_ap_getword), lines ended by LF alone (next_line), the first content-disposition of
+    // a head (php_mime_get_hdr_value), a line to its first NUL (a C string). The sandbox reads
+    // each as PHP does: sent straight, each overrides the method.
+    const phpOnly = [
+      disposition('form-data; name==_method'),
+      '--b\ncontent-disposition: form-data; name="_method"\n\nDELETE\n--b--\n',
+      head('content-disposition: form-data; name="_method"\r\ncontent-disposition: form-data; name="note"'),
+      head('content-disposition: form-data; name="_method"\0; name="note"'),
+    ]
+    for (const body of phpOnly) {
+      const straight = await direct(sg, 'POST', '/api/v1/campaign/get', { body, headers: { 'content-type': 'multipart/form-data; boundary=b' } })
+      expect(straight.json.message, JSON.stringify(body.slice(0, 80))).toBe('The DELETE method is not supported for route campaign/get. Supported methods: POST.')
+    }
+    sg.sandbox.clearRequests()
+    bodies.push(...phpOnly)
     for (const body of bodies) {
       const value = body.slice(0, 80)
       const res = await call(sg, 'POST', '/api/v1/campaign/get', { key: UPLOADER_KEY, body, headers: { 'content-type': 'multipart/form-data; boundary=b' } })
