@@ -253,11 +253,11 @@ export class TeamSuspensions {
     if (stored === null) return
     const now = clock.now()
     const held = new Set<string>()
-    // Lifts stored, by team: when each was made.
-    const lifts = new Map<string, number>()
+    // The teams whose record is a lift.
+    const lifts = new Set<string>()
     for (const [team, value] of Object.entries(stored)) {
       const record = parseRecord(this.#opened(team, value))
-      if (record !== null && record < 0) lifts.set(team, -record)
+      if (record !== null && record < 0) lifts.add(team)
       // A suspension a lift made here ends is not taken: the lift is written below.
       if (record === null || record <= now || this.#liftedHere(team, record)) continue
       held.add(team)
