@@ -1,5 +1,5 @@
 import { BadRequestError } from '../errors.js'
-import { addHeaderLine, PHP_FILL_UNIT, phpLineBytes, phpLines, phpParams, type PhpHeader } from '../sandbox/php-mime.js'
+import { addHeaderLine, PHP_FILL_UNIT, phpLineBytes, phpLines, phpParams, type PhpHeader } from '../php/mime.js'
 import { checkParams, encodeParams, METHOD_OVERRIDE_FIELD, phpVariable, type Pair } from './request-target.js'
 
 /**
@@ -105,7 +105,7 @@ const CONTENT_DISPOSITION = 'content-disposition'
 
 /**
  * Every `name` of every `content-disposition` header in a multipart body, as PHP reads them
- * (main/rfc1867.c, sandbox/php-mime.ts). Each line of the body is taken for a header line,
+ * (main/rfc1867.c, php/mime.ts). Each line of the body is taken for a header line,
  * boundaries unread: a part's head, which starts after a boundary line and ends at an empty
  * line, is read whole, and so are lines of content that look like headers, and every
  * content-disposition of a head, not only its first (more names than PHP reads, never

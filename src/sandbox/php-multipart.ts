@@ -1,11 +1,12 @@
 import { MAX_INPUT_VARS, phpArray, register, type PhpArray } from './php-input.js'
-import { addHeaderLine, phpBoundary, phpLineBytes, phpLines, phpParams, type PhpHeader } from './php-mime.js'
+import { addHeaderLine, phpBoundary, phpLineBytes, phpLines, phpParams, type PhpHeader } from '../php/mime.js'
 
 // How PHP fills `$_POST` from a `multipart/form-data` body (main/rfc1867.c,
 // rfc1867_post_handler), so that the sandbox reads a multipart form as the platform does:
 // each part that names a field and no file is a variable, its name read as any other
 // (php-input.ts `register`: leading spaces dropped, spaces and dots as `_`, `a[]` nested).
-// Its lines, boundary and head are read as PHP reads them (php-mime.ts).
+// Its lines, boundary and head are read as PHP reads them (php/mime.ts, which the gateway's
+// check of part names reads too).
 
 /** Where the lines of `body` from `at` hold `delimiter` as a whole line (find_boundary), the end of that line; -1: none does. */
 function afterDelimiter(body: string, lineBytes: number, at: number, delimiter: string): number {

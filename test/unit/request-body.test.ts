@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { assertPlainBodyType, maxDepth, multipartNames, parseFormBody, parseJsonBody } from '../../src/access/request-body.js'
-import { phpLineBytes } from '../../src/sandbox/php-mime.js'
+import { phpLineBytes } from '../../src/php/mime.js'
 
 // Bodies are parsed, bounded and re-serialized by the gateway.
 

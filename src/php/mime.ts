@@ -1,6 +1,6 @@
 // How PHP reads a multipart/form-data body (main/rfc1867.c): the boundary of its type, its
 // lines, a part's head and the parameters of its content-disposition. The sandbox fills
-// `$_POST` by them (php-multipart.ts); the gateway reads by them the names of the parts PHP
+// `$_POST` by them (sandbox/php-multipart.ts); the gateway reads by them the names of the parts PHP
 // would read (access/request-body.ts), so that both read a part as the platform does.
 
 /** White space as C's isspace reads it (the C locale), at the start of a text. */
