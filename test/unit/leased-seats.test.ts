@@ -275,6 +275,44 @@ describe('replicas sharing the limit while one waits', () => {
     b.stop()
   })
 
+  // Many replicas each holding none as the store stalls, their calls ended one after another
+  // while one replica's calls take every seat: a seat each passed the limit by as many (the
+  // scale bench: fifty replicas, 48 calls at the platform on a limit of 22).
+  it('replicas that held no seat as the store stalled fill no more seats than were free at their last answers, the first in run order: within the limit where every seat was taken', async () => {
+    const clock = new SimClock()
+    const store = new MemoryLeaseStore(clock)
+    const make = (run: string) => new LeasedSeats({ store, credential: 'c', replica: 'r', run, perReplica: null, unseen: 1, leaseMs: LEASE_MS, callsEndMs: 10_000, log: { warn: () => undefined }, onLost: () => undefined, clock })
+    const all = ['r~a', 'r~b', 'r~c', 'r~d', 'r~e'].map(make)
+    await Promise.all(all.map((r) => r.start()))
+    const [a, ...idle] = all as [LeasedSeats, ...LeasedSeats[]]
+    const demand = (lease: LeasedSeats, want: number) => {
+      const inFlight = Math.min(want, lease.size(4))
+      lease.demand({ limit: 4, inFlight, waiting: want - inFlight, teams: [{ team: 't', weight: 1, held: inFlight, waiting: want - inFlight, cap: null, peak: want, lingering: false, seatMs: 0 }] })
+    }
+    const run = async (ms: number, aWants: number, wants: number[]) => {
+      for (let t = 0; t < ms; t += 10) {
+        demand(a, aWants)
+        idle.forEach((r, i) => demand(r, wants[i] ?? 0))
+        await clock.run(clock.now() + 10)
+      }
+    }
+    // Each of the four has a call in turn, ended before the next one's; a waits for more than the limit throughout.
+    for (let i = 0; i < idle.length; i++) {
+      await run(300, 8, idle.map((_, j) => (j === i ? 1 : 0)))
+      await run(700, 8, [])
+    }
+    await run(1000, 8, [])
+    expect(idle.map((r) => r.held), 'the four hold none').toEqual([0, 0, 0, 0])
+    store.stall(clock.now() + 20_000)
+    let most = 0
+    for (let t = 0; t < LEASE_MS; t += 10) {
+      await run(10, 8, [1, 1, 1, 1])
+      most = Math.max(most, idle.reduce((sum, r) => sum + Math.min(1, r.size(4)), 0) + Math.min(4, a.size(4)))
+    }
+    expect(most, 'seats the five may fill at once in the stall (the limit: 4)').toBeLessThanOrEqual(4)
+    all.forEach((r) => r.stop())
+  })
+
   // Calls that outlived a cut of the limit (a platform stall hangs them) hold the others past
   // it: a seat taken on top of them passes the limit by more than the seat (seed 1237: 8
   // seats held on a limit of 2 in the store's stall).

@@ -59,6 +59,8 @@ export class LeasedSeats {
   // back is counted, and, past a lease's life in it, while one it saw as it began has not renewed, for ABSENT_WAIT (a lease).
   #backAt = -Infinity
   #outageSeats = 0
+  // At its last answer it held no seat, and ranked, in run order among the replicas that held none, below the seats free then.
+  #spareSeat = false
   #awaited = new Set<string>()
   readonly #seen = new Map<string, number>() // the other runs seen in an answer, and when last
   #downTimers: Timer[] = []
@@ -119,9 +121,11 @@ export class LeasedSeats {
     const free = replicas === 1 ? Math.max(0, this.#free) : 0
     const kept = Math.min(limit, lease + Math.min(free, cap === null ? Infinity : Math.max(0, cap - lease)))
     const held = out < this.#o.leaseMs ? kept : out < this.#o.leaseMs + this.#o.callsEndMs ? Math.min(part(limit), kept) : part(limit)
-    // A seat at least from DOWN_GRACE on, where the others held no more than the limit of its last answer (not calls that
-    // outlived a cut of it): one that held none would refuse every call until the calls started before have ended.
-    return out >= DOWN_GRACE_MS && (this.#plan?.occupiedElsewhere ?? 0) <= this.#grantedUnder ? Math.max(held, Math.min(limit, 1)) : held
+    // A seat at least from DOWN_GRACE on, for the replicas that held none at their last answer, as many as the seats free
+    // then, first in run order (each replica reads the same records alike), where the others held no more than the limit of
+    // that answer (not calls that outlived a cut of it): one that held none would refuse every call until the calls started
+    // before have ended, and a seat for every such replica passed the limit by as many (fifty replicas on a limit of 22).
+    return out >= DOWN_GRACE_MS && this.#spareSeat && (this.#plan?.occupiedElsewhere ?? 0) <= this.#grantedUnder ? Math.max(held, Math.min(limit, 1)) : held
   }
 
   /** Whether the seats of its lease past its due are not its own to fill: another replica waits, and no seat free in the store is this one's. */
@@ -315,6 +319,8 @@ export class LeasedSeats {
     this.#occupied = Math.max(answer.granted, inFlight)
     this.#grantedUnder = limit
     this.#free = answer.free
+    const none = answer.others.filter((r) => Math.max(r.lease, r.inFlight) === 0).map((r) => r.run)
+    this.#spareSeat = this.#occupied === 0 && none.filter((run) => run < this.#run).length < answer.free
     for (const r of answer.others) this.#seen.set(r.run, this.#lastAnswer)
     const awaiting = this.#lastAnswer - this.#backAt < this.#o.leaseMs
     for (const [run, at] of this.#seen) if (this.#lastAnswer - at > this.#o.callsEndMs && !(awaiting && this.#awaited.has(run))) this.#seen.delete(run)
