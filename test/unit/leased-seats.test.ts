@@ -155,12 +155,18 @@ describe('the shared limit written', () => {
 
 describe('replicas sharing the limit while one waits', () => {
   /** Two replicas of one team on a limit of 4; `a` runs `calls` calls and `b` wants 3. */
-  async function pair(calls: number) {
+  /** Replicas of the runs `runs` on one store and clock, started. */
+  async function replicas(runs: string[]) {
     const clock = new SimClock()
     const store = new MemoryLeaseStore(clock)
-    const make = (run: string) => new LeasedSeats({ store, credential: 'c', replica: 'r', run, perReplica: null, unseen: 1, leaseMs: LEASE_MS, callsEndMs: 10_000, log: { warn: () => undefined }, onLost: () => undefined, clock })
-    const [a, b] = [make('r~a'), make('r~b')]
-    await Promise.all([a.start(), b.start()])
+    const all = runs.map((run) => new LeasedSeats({ store, credential: 'c', replica: 'r', run, perReplica: null, unseen: 1, leaseMs: LEASE_MS, callsEndMs: 10_000, log: { warn: () => undefined }, onLost: () => undefined, clock }))
+    await Promise.all(all.map((r) => r.start()))
+    return { clock, store, all }
+  }
+
+  async function pair(calls: number) {
+    const { clock, store, all } = await replicas(['r~a', 'r~b'])
+    const [a, b] = all as [LeasedSeats, LeasedSeats]
     const demand = (lease: LeasedSeats, want: number, inFlight = Math.min(want, lease.size(4))) =>
       lease.demand({ limit: 4, inFlight, waiting: want - inFlight, teams: [{ team: 't', weight: 1, held: inFlight, waiting: want - inFlight, cap: null, peak: want, lingering: false, seatMs: 0 }] })
     /** Runs the clock `ms` in steps of 10 ms, each replica's calls filling its seats. */
@@ -279,11 +285,7 @@ describe('replicas sharing the limit while one waits', () => {
   // while one replica's calls take every seat: a seat each passed the limit by as many (the
   // scale bench: fifty replicas, 48 calls at the platform on a limit of 22).
   it('replicas that held no seat as the store stalled fill no more seats than were free at their last answers, the first in run order: within the limit where every seat was taken', async () => {
-    const clock = new SimClock()
-    const store = new MemoryLeaseStore(clock)
-    const make = (run: string) => new LeasedSeats({ store, credential: 'c', replica: 'r', run, perReplica: null, unseen: 1, leaseMs: LEASE_MS, callsEndMs: 10_000, log: { warn: () => undefined }, onLost: () => undefined, clock })
-    const all = ['r~a', 'r~b', 'r~c', 'r~d', 'r~e'].map(make)
-    await Promise.all(all.map((r) => r.start()))
+    const { clock, store, all } = await replicas(['r~a', 'r~b', 'r~c', 'r~d', 'r~e'])
     const [a, ...idle] = all as [LeasedSeats, ...LeasedSeats[]]
     const demand = (lease: LeasedSeats, want: number) => {
       const inFlight = Math.min(want, lease.size(4))
