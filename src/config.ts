@@ -111,7 +111,7 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
     ...(env.CONFIG_FILE ? [{ variable: 'CONFIG_FILE', path: env.CONFIG_FILE, teamsOnly: false }] : []),
     ...(env.TEAMS_FILE ? [{ variable: 'TEAMS_FILE', path: env.TEAMS_FILE, teamsOnly: true }] : []),
   ]
-  const refused = () => refusalInFileOrder(placesOf(problems, yamlSources, readFile))
+  const refused = () => refusalInFileOrder(placesOf(problems, yamlSources, readFile, env.ADMIN_TOKENS_FILE ? { ADMIN_TOKENS_FILE: env.ADMIN_TOKENS_FILE } : {}))
   if (problems.length > 0) throw refused()
   validateSchema(raw, envSources, problems)
   // A timer past 24 days is told beside a setting of the wrong type; the checks of one setting against another need every type right first.
@@ -123,7 +123,7 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
   if (!mode.demo && mode.problem) problems.push(mode.problem)
   const secretProblem = mode.demo ? null : redisWithoutSecret(raw)
   if (secretProblem) problems.push(secretProblem)
-  const config = normalize(raw as RawConfig, env, readFile, problems, credentialsInForce ?? null, tokenFileFaults)
+  const config = normalize(raw as RawConfig, env, readFile, problems, { credentialsInForce, tokenFileFaults, demo: mode.demo })
   problems.push(...timerDurationProblems(raw))
   if (problems.length > 0) throw refused()
   // The demo's sandbox and printed key are for this machine only, unless HOST says otherwise.

@@ -107,9 +107,15 @@ function freeName(name: string, taken: ReadonlySet<string>): string {
   return n === 1 ? name : `${name}-${n}`
 }
 
-export function demoCurl(port: number, key: string, advertiserId: number): string {
+/** Where a caller on this machine reaches a listener bound to `host`: a wildcard's loopback, an IPv6 address in brackets. */
+export function reachableHost(host: string): string {
+  return host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host
+}
+
+/** The ready curl line of the demo's banner, to the proxy listener bound at `host`:`port`. */
+export function demoCurl(host: string, port: number, key: string, advertiserId: number): string {
   const today = new Date(systemClock.now())
   const to = today.toISOString().slice(0, 10)
   const from = new Date(today.getTime() - 6 * 86_400_000).toISOString().slice(0, 10)
-  return `curl -s -i -H 'x-api-key: ${key}' 'http://127.0.0.1:${port}/api/v1/report/campaigns/get?advertiserId=${advertiserId}&dateFrom=${from}&dateTo=${to}&byDate=1&byCampaign=1'`
+  return `curl -s -i -H 'x-api-key: ${key}' 'http://${reachableHost(host)}:${port}/api/v1/report/campaigns/get?advertiserId=${advertiserId}&dateFrom=${from}&dateTo=${to}&byDate=1&byCampaign=1'`
 }

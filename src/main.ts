@@ -58,13 +58,13 @@ async function main(): Promise<void> {
     config.demo ? Promise.all([import('./demo.js'), import('./sandbox/sandbox.js')]) : null,
   ])
   // In demo mode: the sandbox it runs, the key and admin token made for this run, and what prints them.
-  let demo: { sandbox: Sandbox; key: string; team: string; adminToken: string | null; curl: typeof import('./demo.js').demoCurl; defaultTeam: string } | null = null
+  let demo: { sandbox: Sandbox; key: string; team: string; adminToken: string | null; curl: typeof import('./demo.js').demoCurl; reachable: typeof import('./demo.js').reachableHost; defaultTeam: string } | null = null
   if (demoModules) {
-    const [{ demoConfig, demoCurl, DEMO_TEAM }, { startSandbox }] = demoModules
+    const [{ demoConfig, demoCurl, reachableHost, DEMO_TEAM }, { startSandbox }] = demoModules
     const sandbox = await startSandbox({ host: '127.0.0.1', port: 0, grantType: config.platform.grantType })
     const made = demoConfig(config, sandbox)
     config = made.config
-    demo = { sandbox, key: made.key, team: made.team, adminToken: made.adminToken, curl: demoCurl, defaultTeam: DEMO_TEAM }
+    demo = { sandbox, key: made.key, team: made.team, adminToken: made.adminToken, curl: demoCurl, reachable: reachableHost, defaultTeam: DEMO_TEAM }
   }
 
   const gateway = await createGateway(config)
@@ -156,12 +156,12 @@ async function main(): Promise<void> {
   if (demo) {
     const { sandbox } = demo
     const child = sandbox.accounts.find((a) => a.parentId !== null && a.parentId === sandbox.accounts[0]?.id) ?? sandbox.accounts[0]
-    const consoleUrl = `http://${consoleHost(config.admin.host)}:${(gateway.admin.server.address() as { port: number }).port}/console`
+    const consoleUrl = `http://${demo.reachable(config.admin.host)}:${(gateway.admin.server.address() as { port: number }).port}/console`
     // The demo key and admin token are printed on purpose: they are made for this run and open only the sandbox.
     process.stdout.write(
       `\nDemo mode (${process.env.DEMO === '1' ? 'DEMO=1' : 'nothing configured'}): the bundled platform sandbox runs at ${sandbox.url}.\n` +
         `Demo team key (valid for this run only${demo.team === demo.defaultTeam ? '' : `; its team is ${demo.team}, as a configured team is named ${demo.defaultTeam}`}): ${demo.key}\n` +
-        `Try:\n  ${demo.curl(proxyPort, demo.key, child?.id ?? 101)}\n` +
+        `Try:\n  ${demo.curl(config.host, proxyPort, demo.key, child?.id ?? 101)}\n` +
         (demo.adminToken === null
           ? `Operations console: ${consoleUrl} (sign in with your admin token)\n\n`
           : `Admin token (an operator's, valid for this run only): ${demo.adminToken}\nOperations console: ${consoleUrl} (sign in with the admin token above)\n\n`),
@@ -217,8 +217,3 @@ main().catch((err: unknown) => {
   process.stderr.write(`report-gateway: failed to start: ${(err as Error).stack ?? String(err)}\n`)
   process.exit(1)
 })
-
-/** Where a browser on this machine reaches a listener bound to `host`. */
-function consoleHost(host: string): string {
-  return host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host
-}

@@ -169,23 +169,28 @@ export class Admission {
     return holdsGatewaySecret(this.#ctx, text)
   }
 
-  /**
-   * Who the call's key names (401), once its `Connection` names no header the gateway
-   * reads; a suspended team's key is refused 403 (team-suspensions.ts); then its target `url` (one not checked before: the memo keeps none that holds a
-   * secret) and its `x-request-id` must hold no secret of the gateway's (400). Asked after
-   * the key: a refusal for a secret answers a guess at it (the search finds it in any
-   * window of the text, so one request guesses many), which only a caller with a team key
-   * is told; any other is answered the key's 401 whatever its text holds.
-   */
-  key(headers: IncomingHttpHeaders, url?: string): Identity {
+  /** Who the call's key names (401), once its `Connection` names no header the gateway reads. */
+  identify(headers: IncomingHttpHeaders): Identity {
     assertHopSafe(headers)
-    const identity = this.#ctx.teams.authenticate(headers)
+    return this.#ctx.teams.authenticate(headers)
+  }
+
+  /**
+   * The checks of an identified caller before anything of its call is used: a suspended
+   * team's key is refused 403 (team-suspensions.ts); then its target `url` (one not checked
+   * before: the memo keeps none that holds a secret) and its `x-request-id` must hold no
+   * secret of the gateway's (400). Asked after the key: a refusal for a secret answers a
+   * guess at it (the search finds it in any window of the text, so one request guesses
+   * many), which only a caller with a team key is told; any other is answered the key's
+   * 401 whatever its text holds. The caller is set on its request first, so that these
+   * refusals are its team's in the access line and in its usage, as every other is.
+   */
+  vet(identity: Identity, headers: IncomingHttpHeaders, url?: string): void {
     this.#ctx.suspensions.refuse(identity.team.name)
     if (url !== undefined) this.refuseSecretIn(url, 'request target', identity)
     // The request's id goes to the platform with the calls made for it: a secret in it is refused as in the query.
     const id = headers['x-request-id']
     if (typeof id === 'string') this.refuseSecretIn(id, 'x-request-id', identity)
-    return identity
   }
 
   /** What the memo keeps of a URL an admitted caller sent before: its checked target and the forms worked out from it. */
@@ -295,11 +300,12 @@ export class Admission {
   admit(call: CallIn, counted?: RateDecision): Caller {
     const found = this.#known.get(call.url)
     const checked = this.target(call.url, found)
-    const identity = this.key(call.headers, found === undefined ? call.url : undefined)
+    const identity = this.identify(call.headers)
     const known = this.targetFor(call.url, found, this.seenBy(found, identity.team), checked)
     const caller = this.caller(identity, known)
     // Set before the rules below, so that the request's log line names the team they refused.
     call.caller = caller
+    this.vet(identity, call.headers, found === undefined ? call.url : undefined)
     assertMayCall(caller.team, call.method, caller.target.path)
     caller.rate = this.limit(caller.team, undefined, counted)
     return caller

@@ -27,7 +27,7 @@ export type DemoDecision = { demo: true } | { demo: false; problem: string | nul
 export function decideDemo(raw: Record<string, unknown>, env: Env): DemoDecision {
   const asked = env.DEMO
   if (asked === '1') return { demo: true }
-  if (asked !== undefined && asked !== '' && asked !== '0') return { demo: false, problem: `DEMO: must be 1 or unset (got ${JSON.stringify(asked)})` }
+  if (asked !== undefined && asked !== '' && asked !== '0') return { demo: false, problem: `DEMO: must be 1, or 0, empty or unset for no demo (got ${JSON.stringify(asked)})` }
   if (getPath(raw, ['platform', 'baseUrl']) != null) return { demo: false, problem: null }
   const found = DEPLOYMENT_SETTINGS.filter((s) => getPath(raw, s.path) != null).map((s) => s.name)
   if (Object.keys((getPath(raw, ['teams']) as object | undefined) ?? {}).length > 0) found.push('teams')

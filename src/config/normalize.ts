@@ -49,8 +49,10 @@ export type { AdminRole, AdminToken } from './admin-tokens.js'
  * ones: a credential changes only at a restart, and its variables are read until then.
  * `tokenFileFaults`: where a token file that holds no token goes; `problems` at a start, a
  * list of its own at a reload (the file's watcher keeps the token in use, TokenProvider).
+ * `demo`: demo mode, whose sandbox login stands in for the default credential (demo.ts): a
+ * configured platform without a token source is set aside, not refused.
  */
-export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => string, problems: string[], credentialsInForce: readonly string[] | null = null, tokenFileFaults: string[] = problems) {
+export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => string, problems: string[], { credentialsInForce = null, tokenFileFaults = problems, demo = false }: { credentialsInForce?: readonly string[] | null | undefined; tokenFileFaults?: string[] | undefined; demo?: boolean } = {}) {
   const tracing = tracingConfig(env, problems)
   const p = raw.platform
   const baseUrl = checkUrl(p.baseUrl, envName('platform.baseUrl', 'PLATFORM_BASE_URL'), problems)
@@ -66,7 +68,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       tokenUrl: p.tokenUrl,
       grantType: p.grantType,
       prefix: 'PLATFORM_',
-    }, problems),
+    }, problems, demo),
   }
   for (const [name, c] of Object.entries(raw.credentials)) {
     // As with teams (teams.ts), the schema checks only the credentials whose names match
@@ -411,7 +413,8 @@ interface CredentialParts {
   prefix: string
 }
 
-function credentialFrom(name: string, c: CredentialParts, problems: string[]): CredentialConfig {
+/** `setAside`: demo mode's default credential, which the sandbox's login replaces: no token source is asked of it. */
+function credentialFrom(name: string, c: CredentialParts, problems: string[], setAside = false): CredentialConfig {
   const loginParts = { USERNAME: c.username, PASSWORD: c.password, CLIENT_ID: c.clientId, CLIENT_SECRET: c.clientSecret }
   const given = Object.entries(loginParts).filter(([, v]) => v != null)
   let login: PasswordLogin | null = null
@@ -434,7 +437,7 @@ function credentialFrom(name: string, c: CredentialParts, problems: string[]): C
   if (sources > 1) {
     problems.push(`${set[0]}: credential ${name} has more than one token source (${set.join(' and ')}); set one of ${c.prefix}TOKEN, ${c.prefix}TOKEN_FILE or the password login`)
   }
-  if (c.baseUrl !== null && sources === 0) {
+  if (c.baseUrl !== null && sources === 0 && !setAside) {
     problems.push(
       `${c.prefix}TOKEN: credential ${name} has no token source; set ${c.prefix}TOKEN, ${c.prefix}TOKEN_FILE, or ${c.prefix}USERNAME, ${c.prefix}PASSWORD, ${c.prefix}CLIENT_ID and ${c.prefix}CLIENT_SECRET`,
     )

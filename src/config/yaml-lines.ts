@@ -30,9 +30,11 @@ export interface ProblemPlace {
  * it begins with. A problem of a setting written in no file (a variable, a default), or a
  * file that cannot be read or parsed now, has none. A problem that a setting is required
  * is placed at the line of the mapping that lacks it; one of a name the setting may not
- * hold (a team's, a credential's), at that name's key.
+ * hold (a team's, a credential's), at that name's key. `lineFiles`: the variables naming a
+ * file of one entry a line (ADMIN_TOKENS_FILE), each with its path: a problem one begins
+ * with is placed in that file, at the line it names.
  */
-export function placesOf(problems: readonly string[], sources: readonly YamlSource[] = [], readFile: (path: string) => string = () => ''): ProblemPlace[] {
+export function placesOf(problems: readonly string[], sources: readonly YamlSource[] = [], readFile: (path: string) => string = () => '', lineFiles: Readonly<Record<string, string>> = {}): ProblemPlace[] {
   const parsed = new Map<YamlSource, { doc: Document; lines: LineCounter } | null>()
   const parse = (source: YamlSource) => {
     if (!parsed.has(source)) parsed.set(source, parseSource(source, readFile))
@@ -43,6 +45,12 @@ export function placesOf(problems: readonly string[], sources: readonly YamlSour
     // Settings are camelCase; a problem that begins with an upper-case name names a variable.
     const place: ProblemPlace = { message, path: setting !== undefined && /^[a-z]/.test(setting) ? setting : null, variable: null, file: null, line: null }
     if (setting === undefined) return place
+    // A file of one entry a line (ADMIN_TOKENS_FILE), whose problems say their line themselves.
+    const lineFile = Object.hasOwn(lineFiles, setting) ? lineFiles[setting] : undefined
+    if (lineFile !== undefined) {
+      const at = /^line (\d+)/.exec(message.slice(setting.length + 2))?.[1]
+      return { ...place, variable: setting, file: lineFile, line: at === undefined ? null : Number(at) }
+    }
     const source = sources.find((s) => s.teamsOnly === (setting === 'teams' || setting.startsWith('teams.'))) ?? sources.find((s) => !s.teamsOnly)
     const file = source === undefined ? null : parse(source)
     if (source === undefined || file === null) return place
@@ -75,7 +83,7 @@ export function inFileOrder(places: readonly ProblemPlace[]): ProblemPlace[] {
 
 /** A problem as a message says it: followed, where it has one, by its line, `; line 7 of TEAMS_FILE (teams.yaml)`. */
 export function locatedText(place: ProblemPlace): string {
-  return place.line === null ? place.message : `${place.message}; line ${place.line} of ${place.variable ?? ''} (${place.file ?? ''})`
+  return place.line === null || place.message.startsWith(`${place.variable ?? ''}: line ${place.line}`) ? place.message : `${place.message}; line ${place.line} of ${place.variable ?? ''} (${place.file ?? ''})`
 }
 
 function parseSource(source: YamlSource, readFile: (path: string) => string): { doc: Document; lines: LineCounter } | null {

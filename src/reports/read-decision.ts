@@ -93,7 +93,7 @@ export class ReadDecisions {
     let rate = how.counted
     try {
       const checked = admission.target(url, found)
-      const identity = admission.key(headers, found === undefined ? url : undefined)
+      const identity = admission.identify(headers)
       const team = identity.team
       // Another team's call of the URL is no help to this one: it goes on as a URL never seen
       // (to the router, nothing counted, when only those are decided), checked anew.
@@ -101,6 +101,7 @@ export class ReadDecisions {
       if (found !== undefined && seen === null && how.seenOnly === true) return { goOn: { admitting } }
       const known = admission.targetFor(url, found, seen, checked)
       const caller = how.into ? (how.into.caller = admission.caller(identity, known)) : null
+      admission.vet(identity, headers, found === undefined ? url : undefined)
       assertMayCall(team, method, known.target.path)
       // Counted first, refused after: a spent decision goes on with the refusal, counted.
       rate = admission.count(team, now, rate)

@@ -129,6 +129,23 @@ describe.skipIf(!redisCheck.available)('a team guessing at the login\'s password
     expect(await next.json()).toMatchObject({ code: 'GW_TEAM_SUSPENDED' })
   })
 
+  it('counts the hit and the refusals after it as the team\'s: their access lines name it and its key, its usage counts them', async () => {
+    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), ADMIN_TOKEN, LOG_LEVEL: 'info' }))
+    const calls = [
+      { url: '/api/v1/campaign/list?userId=101', headers: { 'x-api-key': KEYS.all, 'x-request-id': `id-${sandbox.credentials.password}` } },
+      { url: '/api/v1/campaign/list?userId=101', headers: { 'x-api-key': KEYS.all } },
+      { url: '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-07', headers: { 'x-api-key': KEYS.all } },
+      { url: '/api/v1/jobs', headers: { 'x-api-key': KEYS.all } },
+    ]
+    const codes = []
+    for (const call of calls) codes.push((await gw.proxy.inject({ method: 'GET', ...call })).json<{ code: string }>().code)
+    expect(codes).toEqual(['GW_BAD_REQUEST', 'GW_TEAM_SUSPENDED', 'GW_TEAM_SUSPENDED', 'GW_TEAM_SUSPENDED'])
+    const lines = gw.logs.records().filter((r) => r.msg === 'request')
+    expect(lines.map((r) => [r.status, r.team, r.keyId])).toEqual([400, 403, 403, 403].map((status) => [status, 'all', expect.any(String)]))
+    const usage = await gw.admin.inject({ method: 'GET', url: '/admin/usage?team=all', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(usage.json()).toMatchObject({ usage: [expect.objectContaining({ team: 'all', requests: 4 })] })
+  })
+
   it('holds on the replica that refused the hit without Redis', async () => {
     const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), ADMIN_TOKEN }))
     expect(await ask(gw, [sandbox.credentials.password])).toMatchObject({ status: 400 })

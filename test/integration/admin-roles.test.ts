@@ -117,6 +117,16 @@ describe('admin roles', () => {
     expect((await as(ALICE, 'DELETE', '/admin/cache')).statusCode).toBe(403)
   })
 
+  it('refuses a reload whose tokens file has a bad line, placing it in that file at that line, the running tokens kept', async () => {
+    writeFileSync(tokensFile, `# operators\nalice:${hashApiKey(ALICE)}\neve:sha256:zz\n`)
+    const res = await as(OPERATOR, 'POST', '/admin/reload')
+    expect(res.statusCode).toBe(422)
+    const problem = 'ADMIN_TOKENS_FILE: line 3 is not name:sha256:<64 lower-case hex digits>, then optionally :viewer or :operator (make the hash with npm run keys -- hash TOKEN)'
+    expect(res.json()).toMatchObject({ code: 'GW_CONFIG_INVALID', message: `the new configuration was refused, the running teams stay: TEAMS_FILE: ${problem}`, errors: [{ message: problem, path: null, variable: 'ADMIN_TOKENS_FILE', file: tokensFile, line: 3 }] })
+    expect((await as(CAROL, 'GET', '/admin/whoami')).json()).toEqual({ name: 'carol', role: 'viewer' })
+    writeTokens(':viewer')
+  })
+
   it('refuses a start where the viewer token is the admin token, or a token file line with another role', () => {
     const base = { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'roles-platform-token-000' }
     expect(() => loadConfig({ env: { ...base, ADMIN_TOKEN: OPERATOR, ADMIN_VIEWER_TOKEN: OPERATOR } })).toThrow(/ADMIN_VIEWER_TOKEN: is ADMIN_TOKEN itself/)

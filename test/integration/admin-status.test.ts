@@ -62,6 +62,22 @@ describe('GET /admin/status and /admin/audit', () => {
     }
   })
 
+  it('answers a path no admin call serves 404 whatever body it carries, as without one (a form, no body under a form\'s type, text)', async () => {
+    const { gw } = await gateway({ redis: false })
+    const auth = { authorization: `Bearer ${ADMIN_TOKEN}` }
+    const tries = [
+      { method: 'DELETE', url: '/admin/status', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: '' },
+      { method: 'POST', url: '/admin/nothing', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'a=1' },
+      { method: 'POST', url: '/admin/cache', headers: { 'content-type': 'application/x-www-form-urlencoded', 'content-length': '0' } },
+      { method: 'PUT', url: '/admin/nope', headers: { 'content-type': 'text/plain' }, payload: 'hello' },
+      { method: 'PATCH', url: '/admin/status', headers: { 'content-type': 'application/json' }, payload: '{not json' },
+    ] as const
+    for (const { method, url, headers, ...body } of tries) {
+      const res = await gw.admin.inject({ method, url, headers: { ...auth, ...headers }, ...body })
+      expect([method, url, res.statusCode, res.json().code, res.headers['x-frame-options']]).toEqual([method, url, 404, 'GW_NOT_FOUND', 'DENY'])
+    }
+  })
+
   it('shows the credential, Redis without its password, the cache, the teams and the governor; never a secret', async () => {
     const { gw, port } = await gateway()
     const key = gw.tokens.get('default').current()

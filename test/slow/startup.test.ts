@@ -350,6 +350,18 @@ describe('a start that works says what it found', () => {
     }
   }, startsTimeout(1))
 
+  it('demo mode on another loopback address (HOST, ADMIN_HOST): the banner\'s curl line and console address reach it', async () => {
+    const run = start({ DEMO: '1', HOST: '127.0.0.2', PORT: '0', ADMIN_HOST: '127.0.0.3', ADMIN_PORT: '0' })
+    await waitForLine(run, /report gateway listening/)
+    await waitFor('the banner', () => run.output().includes('Operations console:'), testTimeLeft(), 25)
+    const [, key, url] = /curl -s -i -H 'x-api-key: (rgw_[\w-]+)' '(http:\/\/127\.0\.0\.2:\d+\/api\/v1\/report\/[^']+)'/.exec(run.output()) ?? []
+    expect(url).toBeDefined()
+    expect((await fetch(url!, { headers: { 'x-api-key': key! } })).status).toBe(200)
+    const consoleUrl = /Operations console: (http:\/\/127\.0\.0\.3:\d+\/console) /.exec(run.output())?.[1]
+    expect(consoleUrl).toBeDefined()
+    expect((await fetch(consoleUrl!)).status).toBe(200)
+  }, startsTimeout(1))
+
   it('demo mode with ADMIN_TOKEN prints where the console is', async () => {
     const run = start({ PORT: '0', ADMIN_PORT: '0', ADMIN_TOKEN: 'demo-admin-token-0123456789abcdef' })
     await waitForLine(run, /report gateway listening/)

@@ -255,6 +255,11 @@ describe('Redis comes with GATEWAY_SECRET or not at all', () => {
   it('asks nothing of demo mode, which never uses Redis', () => {
     expect(load({ DEMO: '1', REDIS_URL: 'redis://cache:6379' }).demo).toBe(true)
   })
+
+  it('asks no token of a platform DEMO=1 sets aside, which the sandbox\'s login replaces', () => {
+    expect(load({ DEMO: '1', PLATFORM_BASE_URL: BASE }).demo).toBe(true)
+    expect(() => load({ PLATFORM_BASE_URL: BASE })).toThrow(/PLATFORM_TOKEN: credential default has no token source/)
+  })
 })
 
 describe("REDIS_URL's database (/<db>)", () => {
@@ -866,7 +871,7 @@ describe('demo mode only when nothing is configured, or with DEMO=1', () => {
   it('DEMO=0 or empty is no request; another value is refused', () => {
     expect(load({ DEMO: '0' }).demo).toBe(true)
     expect(load({ DEMO: '0', PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }).demo).toBe(false)
-    expect(problem({ DEMO: 'yes' }).problems).toEqual(['DEMO: must be 1 or unset (got "yes")'])
+    expect(problem({ DEMO: 'yes' }).problems).toEqual(['DEMO: must be 1, or 0, empty or unset for no demo (got "yes")'])
   })
 
   it('with PLATFORM_BASE_URL it is never demo mode', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { hashApiKey } from '../../src/access/api-keys.js'
-import { demoConfig } from '../../src/demo.js'
+import { demoConfig, demoCurl } from '../../src/demo.js'
 import type { Sandbox } from '../../src/sandbox/sandbox.js'
 import { loadConfigFrom } from '../helpers/load-config.js'
 
@@ -29,5 +29,14 @@ describe('demo mode\'s team for the run', () => {
     expect([own?.keys.map((k) => k.hash), [...(own?.advertisers ?? [])]]).toEqual([[hashApiKey(OWN_KEY)], [101]])
     const run = config.teams.find((t) => t.name === 'demo-3')
     expect([run?.keys.map((k) => k.hash), run?.advertisers, run?.write, run?.refresh]).toEqual([[hashApiKey(key)], null, true, true])
+  })
+})
+
+describe('the demo banner\'s curl line', () => {
+  it('goes to the address the proxy listener is bound to (HOST), a wildcard\'s by loopback, IPv6 in brackets', () => {
+    const url = (host: string) => /'(http:\/\/[^/]+)\//.exec(demoCurl(host, 18700, 'rgw_k', 101))?.[1]
+    expect(['127.0.0.1', '127.0.0.2', '0.0.0.0', '::', '::1', 'gateway.local'].map(url)).toEqual([
+      'http://127.0.0.1:18700', 'http://127.0.0.2:18700', 'http://127.0.0.1:18700', 'http://127.0.0.1:18700', 'http://[::1]:18700', 'http://gateway.local:18700',
+    ])
   })
 })

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { GatewayContext } from '../context.js'
-import { AdminForbiddenError, AdminGuessesError, AdminTokenFormError, AdminUnauthorizedError, AdminUnavailableError, BadRequestError } from '../../errors.js'
+import { AdminForbiddenError, AdminGuessesError, AdminTokenFormError, AdminUnauthorizedError, AdminUnavailableError, BadRequestError, NotFoundError } from '../../errors.js'
 import { authorizationFormProblem } from '../../access/api-keys.js'
 import { FailureLog } from '../../observe/failure-log.js'
 import { hasBody } from '../../access/admission.js'
@@ -80,9 +80,12 @@ export function adminAccess(app: FastifyInstance, { adminAuth, auditLog, clock }
     }
     request.adminActor = actor.name
     request.adminRole = actor.role
-    // A path no admin call serves is 404 to every admin token: a viewer's change of one
-    // is no refused change (nor would an operator's token do it).
-    if (actor.role === 'viewer' && !READS.has(request.method) && request.routeOptions.url !== UNSERVED) {
+    // A path no admin call serves is 404 to every admin token, whatever it carries: a
+    // viewer's change of one is no refused change (nor would an operator's token do it), and
+    // it is answered before Fastify would look for a parser of its body's type (a form,
+    // text) and refuse that instead.
+    if (request.routeOptions.url === UNSERVED) throw new NotFoundError()
+    if (actor.role === 'viewer' && !READS.has(request.method)) {
       auditLog.warn(
         { action: 'admin-auth', outcome: 'forbidden', actor: actor.name, role: actor.role, source: request.ip, method: request.method, path: pathOf(request), reqId: request.id },
         'admin call refused: a viewer\'s token may not change anything',
@@ -90,9 +93,8 @@ export function adminAccess(app: FastifyInstance, { adminAuth, auditLog, clock }
       throw new AdminForbiddenError(actor.name, `${request.method} ${pathOf(request)}`)
     }
     // A body sent to a call that takes none is a slip (`-d advertiserId=101` on a purge
-    // of everything): refused unread, as an unknown parameter is. A path no call serves
-    // is 404 whatever it carries.
-    if (request.routeOptions.url !== UNSERVED && request.routeOptions.schema?.body === undefined) {
+    // of everything): refused unread, as an unknown parameter is.
+    if (request.routeOptions.schema?.body === undefined) {
       if (hasBody(request.headers)) throw new BadRequestError(`body: ${request.method} ${pathOf(request)} takes no body; nothing was changed`)
       // No body sent: a content-type with it (a client's default header, an operator's curl
       // alias) labels nothing, and Fastify would parse the nothing as JSON and refuse it.

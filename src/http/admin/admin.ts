@@ -98,7 +98,8 @@ export async function adminRoutes(app: FastifyInstance, parts: AdminParts): Prom
   await app.register(adminConfigRoutes, { config, runtimeLevel, bus, clock, replicas })
 
   // A path under /admin/ that no call above serves, in any method, is 404 here, inside this
-  // plugin: behind the admin token and with the admin answers' headers, as every /admin/* answer.
+  // plugin: behind the admin token and with the admin answers' headers, as every /admin/* answer
+  // (adminAccess answers it once the token is known, its body unread).
   // It serves no method there: the `allow` of a 405 (route-allow.ts) names none of its methods.
   app.all(UNSERVED, { schema: { hide: true }, config: SERVES_NONE }, async () => {
     throw new NotFoundError()

@@ -53,11 +53,15 @@ export async function acceptJob(reply: FastifyReply, jobs: Jobs, ask: JobAsk, us
  */
 function admitter(admission: Admission, jobsOn: boolean): (request: FastifyRequest, reply: FastifyReply) => Caller {
   return (request, reply) => {
-    const identity = admission.key(request.headers, request.url)
-    if (!isSafeApiPath(request.url)) throw noJobPath(request.method, jobsOn)
+    const identity = admission.identify(request.headers)
+    if (!isSafeApiPath(request.url)) {
+      admission.vet(identity, request.headers, request.url)
+      throw noJobPath(request.method, jobsOn)
+    }
     const caller = admission.caller(identity, admission.target(request.url))
     request.caller = caller
     carries(reply.raw, caller.team.name)
+    admission.vet(identity, request.headers, request.url)
     caller.rate = admission.limit(caller.team)
     return caller
   }
