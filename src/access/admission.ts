@@ -230,8 +230,9 @@ export class Admission {
       url,
       () => {
         const known: KnownTarget = { target }
-        // Worked out now, so that the size counted is the size kept.
-        if (BODYLESS.has(method)) known.bodyless = namedInCall('GET', known.target, null, this.#placements)
+        // Worked out now, so that the size counted is the size kept; a target the scope rules
+        // cannot read (a team they do not apply to sent it) is left to be read, and refused, anew.
+        if (BODYLESS.has(method)) known.bodyless = this.#readable(() => namedInCall('GET', known.target, null, this.#placements)) ?? undefined
         return known
       },
       team.name,
@@ -420,6 +421,26 @@ export class Admission {
     for (const account of caller.accounts) {
       this.#ctx.campaignOwners.written(caller.provider, account)
       this.#ctx.creativeSetOwners?.written(caller.provider, account)
+    }
+  }
+
+  /**
+   * What the call of `team` names, as named says it; null where the scope rules cannot read
+   * it (a campaign id that is no number, an id path ownership.campaignPaths does not list)
+   * and `team` is not limited to some advertisers: those rules refuse only a scoped team's
+   * call, and another's goes on naming no account the gateway knows.
+   */
+  namedBy(team: TeamConfig, method: string, call: { body?: CheckedBody | null; target: RequestTarget }, known?: KnownTarget): NamedInCall | null {
+    return team.advertisers === null ? this.#readable(() => this.named(method, call, known)) : this.named(method, call, known)
+  }
+
+  /** `read()`, or null where it refuses what it reads (400, 403). */
+  #readable<T>(read: () => T): T | null {
+    try {
+      return read()
+    } catch (err) {
+      if (err instanceof BadRequestError || err instanceof ForbiddenError) return null
+      throw err
     }
   }
 

@@ -61,7 +61,7 @@ export function proxyHandler(
     await admission.checkScope(request.method, caller)
     admitting?.end()
     admission.remember(request.method, request.url, caller.target, caller.team)
-    caller.advertisers = admission.named(request.method, caller, admission.known(request.url)).accounts
+    caller.advertisers = admission.namedBy(caller.team, request.method, caller, admission.known(request.url))?.accounts ?? null
     const headers: Record<string, string> = { accept: ASKED_TYPE }
     // Those the caller's Connection names are for the hop to the gateway (RFC 9110, 7.6.1).
     const hop = connectionOptions(request.headers)

@@ -13,6 +13,7 @@ import { enforcedBound, processFileLimit, type ListenerBound } from './connectio
 import { lazyRequestLogger } from './hooks/request-logger.js'
 import { noteGatewayCode, requestIdFor, requestIdOf, type ObserveRefusal, type TakesRequestId } from './hooks/request-log.js'
 import { holdContinues, inviteBody } from '../access/expect-continue.js'
+import { connectionOptions } from '../access/connection-options.js'
 import { isValidationFailure, validationMessage } from './hooks/validation-message.js'
 import { bodyDeadlines } from './hooks/body-deadline.js'
 import type { RequestHandler } from './reads/fast-path.js'
@@ -491,6 +492,10 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
           req.url = originForm(target)
         }
         tracing?.begin(req)
+        // Asked to switch protocols (Connection: upgrade, with Upgrade), which no route does:
+        // Node's parser reads nothing more of its connection, so its answer closes it, and a
+        // request pipelined behind it is told so, never left waiting on an open connection.
+        if (req.headers.upgrade !== undefined && connectionOptions(req.headers).includes('upgrade')) res.shouldKeepAlive = false
         // Closing: answered as ever, and the connection closed after it (closeGently).
         current.take(req, res)
         if (keyTeam !== null) withholdFromRemovedKeys(req, res, keyTeam, log)

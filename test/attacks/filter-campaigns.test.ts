@@ -132,6 +132,39 @@ describe("an unrestricted team's GET report naming campaigns and a purge of thei
   })
 })
 
+// The scope rules (an id path ownership.campaignPaths does not list, a campaign id that is no
+// number) are a scoped team's: a team of every advertiser is refused none of them, its call
+// is sent on, and its copy of a report whose campaigns they cannot read is filed under
+// ANY_ADVERTISER, which every advertiser's purge reaches.
+describe("an unrestricted team's calls the scope rules cannot read", () => {
+  it('are sent on: an unlisted id path, a campaign list in one value, a null campaign list', async () => {
+    sg.sandbox.clearRequests()
+    const calls = [
+      ['GET', '/api/v1/creative/55', undefined],
+      ['GET', '/api/v1/users/2fa', undefined],
+      ['GET', `${REPORT}?advertiserId=101&filter[campaignIds]=101001,102001&byCampaign=1&dateFrom=2026-03-01&dateTo=2026-03-03`, undefined],
+      ['POST', '/api/v1/campaign/get', { userId: 101, campaignIds: null }],
+    ] as const
+    for (const [method, target, json] of calls) {
+      const res = await call(sg, method, target, { key: KEYS.all, ...(json === undefined ? {} : { json }) })
+      expect([target, res.status === 400 || res.status === 403 ? (res.json as { code?: string }).code : 'sent']).toEqual([target, 'sent'])
+    }
+    expect(sg.callerRequests().map((r) => r.path)).toEqual(['/api/v1/creative/55', '/api/v1/users/2fa', REPORT, '/api/v1/campaign/get'])
+    // A team limited to some advertisers is refused each, as before.
+    expect((await call(sg, 'GET', '/api/v1/creative/55', { key: KEYS.growth })).status).toBe(403)
+    expect((await call(sg, 'GET', `${REPORT}?advertiserId=101&filter[campaignIds]=101001,102001&${REPORT_DATES}`, { key: KEYS.growth })).status).toBe(400)
+  })
+
+  it('a report read of campaigns in one value: a purge of any advertiser drops its copy', async () => {
+    const target = `${REPORT}?advertiserId=101&filter[campaignIds]=101001,102001&byCampaign=1&dateFrom=2026-03-04&dateTo=2026-03-06`
+    const read = async () => (await fetch(`${sg.url}${target}`, { headers: { 'x-api-key': KEYS.all } })).headers.get('x-cache')
+    expect([await read(), await read()]).toEqual(['MISS', 'HIT'])
+    const purge = await sg.gw.admin.inject({ method: 'DELETE', url: '/admin/cache?advertiserId=102', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(purge.json()).toMatchObject({ dropped: expect.any(Number) })
+    expect(await read()).toBe('MISS')
+  })
+})
+
 const accessLines = (): { advertiser?: unknown; path?: string }[] =>
   sg.gw.logs
     .text()

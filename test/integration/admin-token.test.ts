@@ -189,6 +189,22 @@ describe('PUT /admin/token', () => {
     expect(gw.logs.records().filter((r) => String(r.msg ?? '').startsWith('team suspended'))).toEqual([])
   })
 
+  it('refuses, before any probe, a token that is a secret the platform never gets: an admin token, a team key, GATEWAY_SECRET, the login\'s password', async () => {
+    const viewer = 'viewer-token-for-admin-tests-0123456789'
+    const gatewaySecret = 'admin-token-tests-gateway-secret-0000'
+    const gw = await gateway({ ...sandboxLoginEnv(sandbox), ADMIN_TOKEN, ADMIN_VIEWER_TOKEN: viewer, GATEWAY_SECRET: gatewaySecret })
+    sandbox.clearRequests()
+    const offered = [ADMIN_TOKEN, viewer, ` ${ADMIN_TOKEN}\n`, KEYS.writer, gatewaySecret, sandbox.credentials.password, sandbox.credentials.clientSecret]
+    for (const token of offered) {
+      const res = await admin(gw, 'PUT', '/admin/token', { token })
+      expect([res.statusCode, res.json().code, res.json().message]).toEqual([400, 'GW_BAD_REQUEST', expect.stringMatching(/^token: is (an admin token|a team key|a secret of the gateway's), which is never sent to the platform; the token in use stays \(the value is not shown\)$/)])
+    }
+    expect(sandbox.requests).toEqual([])
+    expect(audits(gw).filter((r) => r.action === 'replace' && r.outcome === 'refused')).toHaveLength(offered.length)
+    expect(audits(gw).every((r) => r.offeredFingerprint === undefined || r.offeredFingerprint === null)).toBe(true)
+    expectNoSecrets(gw, [ADMIN_TOKEN, viewer, KEYS.writer, gatewaySecret, sandbox.credentials.password, sandbox.credentials.clientSecret])
+  })
+
   it('an expired token is refused too', async () => {
     const gw = await gateway({ PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN })
     const expired = sandbox.issueToken({ ttlSeconds: 0 })

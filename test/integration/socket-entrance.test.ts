@@ -172,6 +172,16 @@ describe('plain GETs read on their connection', () => {
     conn.socket.destroy()
   })
 
+  it('answers a request that asks to switch protocols with connection: close, and closes: a request pipelined behind it is never left unanswered on an open connection', async () => {
+    const gw = await gatewayWithHit()
+    for (const connection of ['Upgrade', 'keep-alive, upgrade']) {
+      const conn = open(gw.port)
+      conn.socket.write(plainGet(REPORT, KEYS.all, [`Connection: ${connection}`, 'Upgrade: websocket', 'x-request-id: u1']) + plainGet(REPORT, KEYS.all, ['x-request-id: u2']))
+      await waitFor('the connection closed', () => conn.closed())
+      expect(conn.answers().map((a) => [a.status, a.headers['x-request-id'], a.headers.connection])).toEqual([[200, 'u1', 'close']])
+    }
+  })
+
   it('leaves a caller that asks faster than it reads to Node, which paces it, and answers every request in order', async () => {
     const gw = await gatewayWithHit()
     const accepted = new Promise<Socket>((resolve) => gw.gw.proxy.server.once('connection', resolve))

@@ -22,7 +22,7 @@ const PUT_TOKEN = {
   body: tokenBody,
   response: { 200: answer(tokenChangeSchema, 'The token\'s view, and whether it changed.') },
   errors: {
-    GW_BAD_REQUEST: 'The body is not `{"token": "…"}` with a plausible token; the message names the field.',
+    GW_BAD_REQUEST: 'The body is not `{"token": "…"}` with a plausible token, or the token is a secret the platform never gets (an admin token, a team key, `GATEWAY_SECRET`, a login\'s password or client secret), refused before any probe; the message names the field.',
     GW_PAYLOAD_TOO_LARGE: ADMIN_BODY_TOO_LARGE,
     GW_TOKEN_REJECTED: 'The probe call answered 401 or 403 to the offered token; the token in use stays.',
     GW_UPSTREAM: 'The probe call failed (no answer); the token was not changed.',
@@ -46,7 +46,7 @@ const TOKEN_VIEW = { 200: answer(tokenViewSchema, 'The token\'s view.') }
  */
 export async function adminTokenRoutes(
   app: FastifyInstance,
-  { tokens, auditLog, adminAuth, config, client, tokenShares }: Pick<GatewayContext, 'tokens' | 'auditLog' | 'adminAuth' | 'config'> & { client: PlatformClient; tokenShares: TokenShares },
+  { tokens, auditLog, adminAuth, teams, config, client, tokenShares }: Pick<GatewayContext, 'tokens' | 'auditLog' | 'adminAuth' | 'teams' | 'config'> & { client: PlatformClient; tokenShares: TokenShares },
 ): Promise<void> {
   const providerOf = (request: FastifyRequest) => tokens.get((request.params as { name?: string }).name ?? DEFAULT_CREDENTIAL)
 
@@ -57,6 +57,12 @@ export async function adminTokenRoutes(
     // a text the platform refused may be anything an operator pasted, and a secret's is
     // refused in every team's request, the team suspended (access/team-suspensions.ts).
     const token = (request.body as { token: string }).token.trim()
+    const secret = neverSent(token, { adminAuth, teams, config })
+    if (secret !== null) {
+      const err = new BadRequestError(`token: is ${secret}, which is never sent to the platform; the token in use stays (the value is not shown)`)
+      auditFailure(auditLog, request, provider, 'replace', err, null)
+      throw err
+    }
     const current = provider.current()
     if (current?.token === token) {
       auditLog.info({ action: 'replace', outcome: 'unchanged', credential: provider.name, fingerprint: current.fingerprint, actor: request.adminActor }, 'admin token replace: the offered token is the one in use; nothing changed')
@@ -122,6 +128,19 @@ function auditFailure(auditLog: Logger, request: FastifyRequest, provider: Token
     { action, outcome: 'refused', credential: provider.name, currentFingerprint: provider.current()?.fingerprint ?? null, offeredFingerprint: offered, actor: request.adminActor, reason: (err as Error).message },
     `admin token ${action} failed; the token was not changed`,
   )
+}
+
+/**
+ * What of the gateway's `token` is, of the secrets the platform never gets (an admin token,
+ * a team key, GATEWAY_SECRET, a login's password or client secret, a webhook's secret), as
+ * an operator may paste one by mistake: the probe call would send it as the bearer. Null
+ * for any other text, a platform token of another credential or one replaced included.
+ */
+function neverSent(token: string, { adminAuth, teams, config }: Pick<GatewayContext, 'adminAuth' | 'teams' | 'config'>): string | null {
+  if (adminAuth.heldIn(token)) return 'an admin token'
+  if (teams.holdsKey(token)) return 'a team key'
+  const platformTokens = new Set(Object.values(config.credentials).map((c) => c.token))
+  return config.secrets.some((s) => s === token && !platformTokens.has(s)) ? "a secret of the gateway's" : null
 }
 
 function tokenView(provider: TokenProvider) {

@@ -84,7 +84,7 @@ export async function adminRoutes(app: FastifyInstance, parts: AdminParts): Prom
     return written()
   })
 
-  await app.register(adminTokenRoutes, { tokens, auditLog, adminAuth, config, client, tokenShares })
+  await app.register(adminTokenRoutes, { tokens, auditLog, adminAuth, teams, config, client, tokenShares })
   await app.register(adminCacheRoutes, { reports, auditLog })
   await app.register(adminSuspensionRoutes, { suspensions: parts.suspensions, auditLog })
   await app.register(cacheEntryRoutes, { config, teams, tokens, reports, breaker, clock, auditLog })

@@ -118,7 +118,7 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
       decisions.remember(request.method, request.url, admitted)
     }
     admitting?.end()
-    const report = indexedUnderOwners(admitted.form.report, caller, admission.named(request.method, caller, admitted.known).campaigns)
+    const report = indexedUnderOwners(admitted.form.report, caller, admission.namedBy(caller.team, request.method, caller, admitted.known)?.campaigns ?? null)
     caller.advertisers = report.advertiserIds
     // A cold fill under way here is joined, as the entrance before the router joins it.
     if (prefersAsync(request.headers.prefer) && !admitted.refresh) {
@@ -149,7 +149,7 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     await admission.checkScope(request.method, caller)
     admitting?.end()
     const key = reports.keyFor(caller.provider.name, report)
-    const indexed = indexedUnderOwners(report, caller, admission.named(request.method, caller).campaigns)
+    const indexed = indexedUnderOwners(report, caller, admission.namedBy(caller.team, request.method, caller)?.campaigns ?? null)
     caller.advertisers = indexed.advertiserIds
     const refresh = forcesRefresh(request.headers, caller.team)
     const now = prefersAsync(request.headers.prefer) && !refresh ? await copyOrJob(reply, caller, indexed, key) : {}
@@ -204,10 +204,12 @@ function optionsOf(request: FastifyRequest, reply: FastifyReply, caller: Caller,
 // ANY_ADVERTISER as well, which every advertiser's purge reaches: a platform reading a
 // query-builder filter reports on the campaigns whatever `advertiserId` a GET names, and a
 // POST report is the platform's report of its campaigns (it reads no account field of
-// it), so is one naming none (every campaign of the token, on a platform that reads so).
-function indexedUnderOwners(report: CanonicalReport, caller: Caller, campaigns: readonly number[]): CanonicalReport {
+// it), so is one naming none (every campaign of the token, on a platform that reads so),
+// and one whose campaigns the scope rules cannot read (`campaigns` null: an unrestricted
+// team's comma list, say).
+function indexedUnderOwners(report: CanonicalReport, caller: Caller, campaigns: readonly number[] | null): CanonicalReport {
   const owners = [...new Set(caller.campaignOwners.values())].filter((a) => !report.advertiserIds.includes(a))
-  const known = campaigns.length > 0 && campaigns.every((id) => caller.campaignOwners.has(id))
-  if (!known && (report.method === 'POST' || campaigns.length > 0)) owners.push(ANY_ADVERTISER)
+  const known = campaigns !== null && campaigns.length > 0 && campaigns.every((id) => caller.campaignOwners.has(id))
+  if (!known && (report.method === 'POST' || campaigns === null || campaigns.length > 0)) owners.push(ANY_ADVERTISER)
   return owners.length > 0 ? { ...report, advertiserIds: [...report.advertiserIds, ...owners] } : report
 }
