@@ -131,10 +131,10 @@ function auditFailure(auditLog: Logger, request: FastifyRequest, provider: Token
 }
 
 /**
- * What of the gateway's `token` is, of the secrets the platform never gets (an admin token,
- * a team key, GATEWAY_SECRET, a login's password or client secret, a webhook's secret), as
- * an operator may paste one by mistake: the probe call would send it as the bearer. Null
- * for any other text, a platform token of another credential or one replaced included.
+ * Which of the secrets the platform never gets `token` is (an admin token, a team key,
+ * GATEWAY_SECRET, a login's password or client secret, a webhook's secret), as an operator
+ * may paste one by mistake: the probe call would send it as the bearer. Null for any other
+ * text, a platform token of another credential or one replaced included.
  */
 function neverSent(token: string, { adminAuth, teams, config }: Pick<GatewayContext, 'adminAuth' | 'teams' | 'config'>): string | null {
   if (adminAuth.heldIn(token)) return 'an admin token'
