@@ -16,6 +16,7 @@ import { webhookSecretSpellings } from '../config/webhook-secret.js'
 import { webhookRefusal } from '../config/webhook-hosts.js'
 import { creativeSetsPassWarning } from '../config/risky-settings.js'
 import { strayCredentialVariables } from '../config/env-names.js'
+import { commandFailureInWords } from '../redis/client.js'
 
 export type ReloadTrigger = 'file' | 'signal' | 'admin' | 'replica'
 
@@ -182,7 +183,7 @@ export class TeamReloader {
   async reloadEverywhere(actor: string | null): Promise<ReloadOutcome> {
     const outcome = this.reload('admin', actor)
     await this.#d.bus?.publish(BUS_CHANNEL, JSON.stringify({ from: this.#replica, actor } satisfies ReloadAsked)).catch((err: Error) => {
-      this.#d.log.warn({ err: { message: err.message } }, 'could not ask the other replicas to reload; each still reloads when its file changes')
+      this.#d.log.warn({ err: { message: commandFailureInWords(err) } }, 'could not ask the other replicas to reload; each still reloads when its file changes')
     })
     return outcome
   }

@@ -4,7 +4,7 @@ import type { Clock } from '../clock.js'
 import { TeamSuspendedError } from '../errors.js'
 import type { RedisBreaker } from '../redis/breaker.js'
 import type { RedisBus } from '../redis/bus.js'
-import type { RedisClient } from '../redis/client.js'
+import { commandFailureInWords, type RedisClient } from '../redis/client.js'
 import type { RedisSeal } from '../redis/seal.js'
 import { redisKey } from '../redis/keys.js'
 import { dropUnchangedFields, readBoundedHash, setUnchangedField } from '../redis/bounded-hash.js'
@@ -167,7 +167,7 @@ export class TeamSuspensions {
     if (done.outcome === 'suspended' && done.stored !== null) this.#until.set(team, Math.max(done.stored, this.#until.get(team) ?? 0))
     else {
       await bus?.publish(CHANNEL, JSON.stringify({ from: this.#self, team, at } satisfies SuspensionMessage)).catch((err: Error) => {
-        this.#o.log.warn({ err: { message: err.message }, team }, 'the lift of a team suspension could not be sent to the other replicas: each takes it from Redis when it reads the suspensions again')
+        this.#o.log.warn({ err: { message: commandFailureInWords(err) }, team }, 'the lift of a team suspension could not be sent to the other replicas: each takes it from Redis when it reads the suspensions again')
       })
     }
     return true
@@ -304,7 +304,7 @@ export class TeamSuspensions {
       if (done.outcome === 'write' && redis && breaker) await this.#dropEnded(redis, breaker, this.#key())
     }
     await bus?.publish(CHANNEL, JSON.stringify({ from: this.#self, team, ms } satisfies SuspensionMessage)).catch((err: Error) => {
-      this.#o.log.warn({ err: { message: err.message }, team }, 'a team suspension could not be sent to the other replicas')
+      this.#o.log.warn({ err: { message: commandFailureInWords(err) }, team }, 'a team suspension could not be sent to the other replicas')
     })
   }
 

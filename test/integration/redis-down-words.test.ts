@@ -76,9 +76,15 @@ describe.skipIf(!available)('Redis down', () => {
   }, 40_000)
 
   it('started with no Redis running (a user\'s first npm start): every warn line says why in the gateway\'s words, never the driver\'s options', async () => {
-    const env = { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN, REDIS_URL: `redis://127.0.0.1:${CLOSED_PORT}`, GATEWAY_SECRET: TEST_GATEWAY_SECRET }
+    const token = sandbox.issueToken()
+    const env = { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: token, ADMIN_TOKEN, REDIS_URL: `redis://127.0.0.1:${CLOSED_PORT}`, GATEWAY_SECRET: TEST_GATEWAY_SECRET }
     const gw = await gateways.build(testConfig(env, teamsYamlWith({ jobs: { perReplica: 1, poll: '100ms', lease: '1s' } })))
     const lines = () => gw.logs.records().filter((r) => (r.level as number) === 40)
+    // A message to the other replicas (a team suspended for a secret) is told undelivered in words too.
+    const hit = await gw.proxy.inject({ method: 'GET', url: `${REPORT_PATH}?${YEAR}`, headers: { 'x-api-key': KEYS.growth, 'x-request-id': `id-${token}` } })
+    expect(hit.statusCode).toBe(400)
+    await waitFor('the suspension\'s message logged undelivered', () => lines().some((r) => r.msg === 'a team suspension could not be sent to the other replicas'))
+    expect(lines().find((r) => r.msg === 'a team suspension could not be sent to the other replicas')).toMatchObject({ err: { message: 'not connected to Redis (reconnecting)' } })
     for (const msg of ['looking for report jobs to run failed', 'the shared purge record could not be read: report entries stored before now are filled again']) {
       await waitFor(`"${msg}" logged`, () => lines().some((r) => r.msg === msg))
     }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
 import type { RedisBreaker } from '../../redis/breaker.js'
 import type { RedisBus } from '../../redis/bus.js'
-import type { RedisClient } from '../../redis/client.js'
+import { commandFailureInWords, type RedisClient } from '../../redis/client.js'
 import type { RedisSeal } from '../../redis/seal.js'
 import { redisKey } from '../../redis/keys.js'
 import type { Clock } from '../../clock.js'
@@ -127,7 +127,7 @@ export class PauseSharing {
 
   #publish(message: PauseMessage): void {
     this.#o.bus?.publish(CHANNEL, JSON.stringify({ from: this.#self, ...message })).catch((err: Error) => {
-      this.#o.log.warn({ err: { message: err.message }, credential: message.credential }, 'the platform pause could not be sent to the other replicas')
+      this.#o.log.warn({ err: { message: commandFailureInWords(err) }, credential: message.credential }, 'the platform pause could not be sent to the other replicas')
     })
   }
 
