@@ -114,7 +114,11 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const { redis, breaker, bus, seal, unverified } = shared
   // Redis' clock, for the times replicas write and compare (the jobs' leases, the replicas' announcements).
   const redisClock = redis ? new RedisClock(clock, { redis, key: redisKey.dueJobs(config.redis.keyPrefix), log, onRead: (ms) => metrics.redisClockOffset.set(ms / 1000) }) : null
-  const keyUse = new KeyUse({ replica: replicaId, redis, breaker, seal, prefix: config.redis.keyPrefix, onUnverified: (where) => unverified('key-use', where), clock })
+  const keyUse = new KeyUse({
+    replica: replicaId, redis, breaker, seal, prefix: config.redis.keyPrefix, clock,
+    onUnverified: (where) => unverified('key-use', where),
+    onLost: (keys) => log.warn({ keys }, 'key use missing from Redis (a restart without its data, a flush?): this replica\'s use of its keys and its key removals written again'),
+  })
   const { teams, reloader, adminAuth, rateLimiter, usage } = teamParts(config, { redis, breaker, bus, log, auditLog, metrics, secrets, keyUse, clock, ...(redisClock ? { redisOffsetMs: () => redisClock.offsetMs } : {}), configSource: deps.configSource })
   const suspensions = new TeamSuspensions({
     redis,

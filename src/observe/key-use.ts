@@ -159,6 +159,8 @@ export interface KeyUseOptions {
   prefix: string
   /** A record in Redis without this gateway's seal, ignored. */
   onUnverified?: (where: string) => void
+  /** Redis lost this replica's record (a restart without its data, a flush): `keys` of its use written again. */
+  onLost?: (keys: number) => void
   clock?: Clock
   flushMs?: number
 }
@@ -171,13 +173,20 @@ export interface KeyUseOptions {
  * kept KEY_USE_KEEP_MS after its last write: the traffic grows with the keys in use, not
  * with replicas times teams, and an idle replica writes nothing. The admin call reads the
  * hashes of the replicas that wrote last back, bounded before anything is decoded, as the
- * cluster view reads the announcements.
+ * cluster view reads the announcements. A key idle for an hour keeps its last use here
+ * (no counts), so that this replica names it and that a Redis that lost the records (a
+ * restart without its data, a flush: the replica's own hash gone within KEY_USE_KEEP_MS of
+ * its last write, one EXISTS a flush) gets every replica's use, and its removals, again.
  */
 export class KeyUse {
   readonly #o: KeyUseOptions
   readonly #clock: Clock
   readonly #tallies = new Map<string, Tally>()
+  /** The keys idle for an hour: their last use on this replica, until KEY_USE_KEEP_MS after it. */
+  readonly #past = new Map<string, { at: number; team: string | undefined }>()
   readonly #dirty = new Set<string>()
+  /** When Redis last took this replica's record; null: never. */
+  #lastWrite: number | null = null
   readonly #hash: string
   readonly #index: string
   readonly #removedHash: string
@@ -201,6 +210,7 @@ export class KeyUse {
     if (tally === undefined) {
       tally = new Tally()
       this.#tallies.set(id, tally)
+      this.#past.delete(id)
     }
     tally.note(at)
     // A team name longer than a record holds is left out: the key's use is still counted.
@@ -292,13 +302,14 @@ export class KeyUse {
     const { redis, breaker, seal } = this.#o
     if (!redis || !breaker) return true
     const now = this.#clock.now()
+    await this.#healIfLost(now)
     const removals = await this.#writeRemovals(now)
     if (this.#dirty.size === 0) return removals
     const ids = [...this.#dirty]
     this.#dirty.clear()
     const fields: string[] = []
     for (const id of ids) {
-      const text = encodeKeyUse((this.#tallies.get(id) as Tally).record(now))
+      const text = encodeKeyUse(this.#record(id, now))
       fields.push(id, seal ? seal.sealText(`${this.#hash}#${id}`, text) : text)
     }
     const written = await breaker.write(async () => {
@@ -315,14 +326,41 @@ export class KeyUse {
       return replies !== null && replies.every(([err]) => !err)
     }, false)
     if (!written) for (const id of ids) this.#dirty.add(id)
+    else this.#lastWrite = now
     this.#forgetIdle(now)
     return written
   }
 
-  // A key unused for an hour has no count left to keep here; its last use is in Redis.
+  /** Key `id`'s use on this replica: its tally's, or the last use of a key idle for an hour. */
+  #record(id: string, now: number): KeyUseRecord {
+    const tally = this.#tallies.get(id)
+    if (tally !== undefined) return tally.record(now)
+    const past = this.#past.get(id) as { at: number; team: string | undefined }
+    return past.team === undefined ? { at: past.at, minutes: [] } : { at: past.at, minutes: [], team: past.team }
+  }
+
+  // This replica's record gone from Redis within KEY_USE_KEEP_MS of its last write: Redis
+  // lost it (and every replica's, and the removals). Its use and its removals are written again.
+  async #healIfLost(now: number): Promise<void> {
+    const { redis, breaker } = this.#o
+    if (!redis || !breaker || this.#lastWrite === null || now - this.#lastWrite >= KEY_USE_KEEP_MS) return
+    const hash = this.#hash
+    if (!(await breaker.run(async () => (await redis.exists(hash)) === 0, false))) return
+    for (const id of [...this.#tallies.keys(), ...this.#past.keys()]) this.#dirty.add(id)
+    for (const [id, record] of this.#removed) if (!this.#unwritten.added.has(id)) this.#unwritten.removed.set(id, record)
+    this.#lastWrite = null
+    this.#o.onLost?.(this.#dirty.size)
+  }
+
+  // A key unused for an hour has no count left to keep here: its last use is kept, for KEY_USE_KEEP_MS.
   #forgetIdle(now: number): void {
     if (!this.#o.redis) return
-    for (const [id, tally] of this.#tallies) if (!this.#dirty.has(id) && tally.at < now - HOUR_MINUTES * MINUTE_MS) this.#tallies.delete(id)
+    for (const [id, tally] of this.#tallies) {
+      if (this.#dirty.has(id) || tally.at >= now - HOUR_MINUTES * MINUTE_MS) continue
+      this.#tallies.delete(id)
+      this.#past.set(id, { at: tally.at, team: tally.team })
+    }
+    for (const [id, past] of this.#past) if (past.at <= now - KEY_USE_KEEP_MS) this.#past.delete(id)
   }
 
   /** Every replica's use of every key it recorded, this replica's taken now; and the keys removed in the last 30 days. */
@@ -330,7 +368,10 @@ export class KeyUse {
     const now = this.#clock.now()
     const byKey = new Map<string, ReplicaKeyUse[]>()
     const add = (id: string, use: ReplicaKeyUse) => byKey.set(id, [...(byKey.get(id) ?? []), use])
-    for (const [id, tally] of this.#tallies) add(id, { replica: this.#o.replica, record: tally.record(now) })
+    for (const id of [...this.#tallies.keys(), ...this.#past.keys()]) {
+      const record = this.#record(id, now)
+      if (record.at > now - KEY_USE_KEEP_MS) add(id, { replica: this.#o.replica, record })
+    }
     for (const [id, record] of this.#removed) if (record.removedAt <= now - KEY_USE_KEEP_MS) this.#removed.delete(id)
     const { redis, breaker } = this.#o
     const view = (state: KeyUseView['redis'], removed: Iterable<RemovedKeyRecord>): KeyUseView => {

@@ -121,7 +121,7 @@ describe('KeyUse', () => {
     expect(await redis.client.pttl(redisKey.keyUse('ku:', 'replica-a'))).toBeGreaterThan(29 * 86_400_000)
   })
 
-  it('keeps in memory the keys used in the last hour: 100 keys of an hour before leave none but the new one', async () => {
+  it('keeps the counts of the last hour only: 100 keys of an hour before keep their last use and no count', async () => {
     const clock = fakeClock(at)
     const use = keyUse(redis.client, clock, new RedisSeal(TEST_GATEWAY_SECRET), 'replica-hour')
     for (let i = 0; i < 100; i++) use.note(`hour-key-${i}`, at)
@@ -130,7 +130,39 @@ describe('KeyUse', () => {
     clock.advance(60 * 60_000 + 1)
     use.note('hour-key-new', clock.now())
     expect(await use.flush()).toBe(true)
-    expect([...(await use.gather()).byKey.keys()]).toEqual(['hour-key-new'])
+    const view = (await use.gather()).byKey
+    expect(view.size).toBe(101)
+    expect(view.get('hour-key-7')).toEqual([{ replica: 'replica-hour', record: { at, minutes: [] } }])
+    expect(view.get('hour-key-new')?.[0]?.record.minutes).toEqual([[Math.floor(clock.now() / 60_000), 1]])
+  })
+
+  it('writes its use and its removals again into a Redis that lost them (a restart without its data, a flush), once, and says so', async () => {
+    const clock = fakeClock(at)
+    const lost: number[] = []
+    const breaker = new RedisBreaker({ cooldownMs: 1000, log: pino({ level: 'silent' }) })
+    const seal = new RedisSeal(TEST_GATEWAY_SECRET)
+    const a = new KeyUse({ replica: 'replica-heal-a', redis: redis.client, breaker, seal, prefix: 'heal:', clock, onLost: (keys) => lost.push(keys) })
+    a.note('nightly-2025', at - 2 * 60 * 60_000)
+    a.note('growth-2026', at)
+    await a.keysChanged({ removed: [{ team: 'growth', id: 'growth-2024', lineage: 'growth-2024', replaces: null, successor: null, graceUntil: null, createdAt: null, expiresAt: null }], added: [] })
+    await a.flush()
+    clock.advance(30_000)
+    await a.flush()
+    const seenByB = async () => {
+      const view = await new KeyUse({ replica: 'replica-heal-b', redis: redis.client, breaker, seal, prefix: 'heal:', clock }).gather()
+      return { used: [...view.byKey.keys()].sort(), removed: [...view.removed.keys()] }
+    }
+    expect(await seenByB()).toEqual({ used: ['growth-2026', 'nightly-2025'], removed: ['growth-2024'] })
+    // What a FLUSHALL does to this gateway's keys, leaving the other tests' alone.
+    await redis.client.del(...(await redis.client.keys('heal:*')))
+    expect(await seenByB()).toEqual({ used: [], removed: [] })
+    clock.advance(30_000)
+    expect(await a.flush()).toBe(true)
+    expect(lost).toEqual([2])
+    expect(await seenByB()).toEqual({ used: ['growth-2026', 'nightly-2025'], removed: ['growth-2024'] })
+    clock.advance(30_000)
+    await a.flush()
+    expect(lost).toEqual([2])
   })
 
   it('reads another replica\'s use back, and ignores a record without the seal or larger than one of its own', async () => {
