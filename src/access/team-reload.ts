@@ -20,6 +20,9 @@ import { commandFailureInWords } from '../redis/client.js'
 
 export type ReloadTrigger = 'file' | 'signal' | 'admin' | 'replica'
 
+/** An admin reload the other replicas were not told of: each reloads at its own look at the files. */
+const OTHERS_BY_FILES = 'this replica; the others when they see the files change'
+
 export interface ReloadOutcome {
   result: 'applied' | 'unchanged'
   teams: string[]
@@ -179,13 +182,19 @@ export class TeamReloader {
     this.#timer = null
   }
 
-  /** POST /admin/reload: this replica now, and every other one through the bus. */
-  async reloadEverywhere(actor: string | null): Promise<ReloadOutcome> {
+  /** POST /admin/reload: this replica now, and every other one through the bus; `replicas` says whether they were told. */
+  async reloadEverywhere(actor: string | null): Promise<ReloadOutcome & { replicas: 'all' | typeof OTHERS_BY_FILES }> {
     const outcome = this.reload('admin', actor)
-    await this.#d.bus?.publish(BUS_CHANNEL, JSON.stringify({ from: this.#replica, actor } satisfies ReloadAsked)).catch((err: Error) => {
-      this.#d.log.warn({ err: { message: commandFailureInWords(err) } }, 'could not ask the other replicas to reload; each still reloads when its file changes')
-    })
-    return outcome
+    const bus = this.#d.bus
+    if (!bus) return { ...outcome, replicas: OTHERS_BY_FILES }
+    const told = await bus.publish(BUS_CHANNEL, JSON.stringify({ from: this.#replica, actor } satisfies ReloadAsked)).then(
+      () => true,
+      (err: unknown) => {
+        this.#d.log.warn({ err: { message: commandFailureInWords(err) } }, 'could not ask the other replicas to reload; each still reloads when its file changes')
+        return false
+      },
+    )
+    return { ...outcome, replicas: told ? 'all' : OTHERS_BY_FILES }
   }
 
   /** Reads and applies the files; throws ConfigRefusedError (the old teams stay). */

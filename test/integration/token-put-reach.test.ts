@@ -1,14 +1,15 @@
 import { describe, expect, it } from 'vitest'
 import { fingerprint } from '../../src/observe/fingerprint.js'
-import { TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { TEAMS_YAML, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { tokenOf } from '../helpers/gateway-calls.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 
-// PUT /admin/token says which replicas the new token reached: every replica (Redis took
-// it), this one only (no Redis), or this one until Redis answers again (Redis did not
-// take the write; the others take it then).
+// PUT /admin/token and POST /admin/token/refresh say which replicas the new token reached:
+// every replica (Redis took it), this one only (no Redis), or this one until Redis answers
+// again (Redis did not take the write; the others take it then). POST /admin/reload says
+// whether the other replicas were told.
 
 const ADMIN_TOKEN = 'put-reach-admin-token-0123456789abcdef'
 const GATEWAY_SECRET = 'put-reach-gateway-secret-0123456789'
@@ -22,6 +23,12 @@ async function put(gw: TestGateway, token: string): Promise<Record<string, unkno
   return res.json()
 }
 
+async function refresh(gw: TestGateway): Promise<Record<string, unknown>> {
+  const res = await gw.admin.inject({ method: 'POST', url: '/admin/token/refresh', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+  expect(res.statusCode).toBe(200)
+  return res.json()
+}
+
 describe('the replicas PUT /admin/token reached, without Redis', () => {
   const sandbox = useSandbox()
   const gateways = useGateways()
@@ -29,6 +36,11 @@ describe('the replicas PUT /admin/token reached, without Redis', () => {
   it('this replica only', async () => {
     const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, PLATFORM_TOKEN: sandbox.issueToken() }, TEAMS_YAML))
     expect(await put(gw, sandbox.issueToken())).toMatchObject({ changed: true, replicas: 'this replica only' })
+  })
+
+  it('a login run again: this replica only', async () => {
+    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, ...sandboxLoginEnv(sandbox) }, TEAMS_YAML))
+    expect(await refresh(gw)).toMatchObject({ source: 'login', replicas: 'this replica only' })
   })
 })
 
@@ -51,5 +63,15 @@ describe.skipIf(!redisCheck.available)('the replicas PUT /admin/token reached, w
     const third = sandbox.issueToken()
     expect(await put(a, third)).toMatchObject({ changed: true, replicas: 'this replica until Redis answers again' })
     await waitFor('replica B to take the token once Redis answered', () => tokenOf(b) === third)
+  })
+
+  it('a login run again: every replica when Redis took it, this one until Redis answers again when it did not', async () => {
+    const login = () => gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: redis.url, GATEWAY_SECRET, ...sandboxLoginEnv(sandbox) }, TEAMS_YAML))
+    const a = await login()
+    const b = await login()
+    expect(await refresh(a)).toMatchObject({ source: 'login', replicas: 'all' })
+    await waitFor('replica B to take the login\'s token', () => tokenOf(b) === tokenOf(a))
+    await client.call('CLIENT', 'PAUSE', '2000', 'WRITE')
+    expect(await refresh(a)).toMatchObject({ source: 'login', replicas: 'this replica until Redis answers again' })
   })
 })

@@ -150,7 +150,7 @@ describe('keys without restarts', () => {
 
     const res = await a.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
     expect(res.statusCode).toBe(200)
-    expect(res.json()).toMatchObject({ result: 'applied', teams: ['growth'], keys: 1 })
+    expect(res.json()).toMatchObject({ result: 'applied', teams: ['growth'], keys: 1, replicas: 'all' })
     expect(await status(a, OLD)).toBe(401)
     await waitFor('the second replica to drop the key', async () => (await status(b, OLD)) === 401, testTimeLeft(), 50)
     expect(await status(b, NEW)).toBe(200)

@@ -99,19 +99,30 @@ const TOKEN_FIELDS = Object.keys(tokenFields)
 export const tokenViewSchema = { type: 'object', required: TOKEN_FIELDS, properties: tokenFields } as const
 
 /** PUT /admin/token: the token's view, and whether it changed. */
+/** Where a token changed by an admin call reached, beside its view. */
+const tokenReach = (when: string) =>
+  ({
+    type: 'string',
+    enum: ['all', 'this replica only', 'this replica until Redis answers again'],
+    description:
+      `${when}the replicas the token reached: \`all\` (Redis took it: every replica, and those that start later), \`this replica only\` (no Redis or no \`GATEWAY_SECRET\`: until it restarts; a token file reaches every replica), \`this replica until Redis answers again\` (Redis did not take the write: the others take the token once it answers).`,
+  }) as const
+
 export const tokenChangeSchema = {
   type: 'object',
   required: [...TOKEN_FIELDS, 'changed'],
   properties: {
     ...tokenFields,
     changed: { type: 'boolean', description: 'false: the offered token is the one in use; nothing was probed or changed (not even `obtainedAt`).' },
-    replicas: {
-      type: 'string',
-      enum: ['all', 'this replica only', 'this replica until Redis answers again'],
-      description:
-        'With `changed: true`, the replicas the token reached: `all` (Redis took it: every replica, and those that start later), `this replica only` (no Redis or no `GATEWAY_SECRET`: until it restarts; a token file reaches every replica), `this replica until Redis answers again` (Redis did not take the write: the others take the token once it answers).',
-    },
+    replicas: tokenReach('With `changed: true`, '),
   },
+} as const
+
+/** POST /admin/token/refresh: the new token's view, and where it reached. */
+export const tokenRefreshSchema = {
+  type: 'object',
+  required: [...TOKEN_FIELDS, 'replicas'],
+  properties: { ...tokenFields, replicas: tokenReach('The ') },
 } as const
 
 /** GET /admin/credentials. */
@@ -143,13 +154,18 @@ export const purgeSchema = {
 /** POST /admin/reload. */
 export const reloadSchema = {
   type: 'object',
-  required: ['result', 'teams', 'keys', 'addedKeys', 'removedKeys'],
+  required: ['result', 'teams', 'keys', 'addedKeys', 'removedKeys', 'replicas'],
   properties: {
     result: { type: 'string', enum: ['applied', 'unchanged'], description: '`unchanged`: the files say what is already in use.' },
     teams: { type: 'array', items: { type: 'string' }, description: 'The teams now in use.' },
     keys: { type: 'integer', minimum: 0, description: 'How many keys they hold.' },
     addedKeys: { type: 'array', items: { type: 'string' }, description: 'Keys added, as `<team>/<key id>`.' },
     removedKeys: { type: 'array', items: { type: 'string' }, description: 'Keys removed, as `<team>/<key id>`.' },
+    replicas: {
+      type: 'string',
+      enum: ['all', 'this replica; the others when they see the files change'],
+      description: 'Whom the reload was asked of: `all` (told over Redis: each replica reloads now), or this replica alone (no Redis, or Redis did not take the message): each other replica reloads when its own look at the files (`teamsReload.poll`) sees them change.',
+    },
   },
 } as const
 

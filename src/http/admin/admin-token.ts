@@ -9,7 +9,7 @@ import { probeStatus } from '../../platform/client/token-probe.js'
 import type { TokenProvider } from '../../platform/tokens/token-provider.js'
 import type { TokenShares } from '../../platform/tokens/token-store.js'
 import { DEFAULT_CREDENTIAL, type Config } from '../../config.js'
-import { ADMIN_BODY_TOO_LARGE, adminSchema, answer, credentialsSchema, tokenBody, tokenChangeSchema, tokenViewSchema } from './admin-schemas.js'
+import { ADMIN_BODY_TOO_LARGE, adminSchema, answer, credentialsSchema, tokenBody, tokenChangeSchema, tokenRefreshSchema, tokenViewSchema } from './admin-schemas.js'
 import { assertStillAdmin } from './admin-access.js'
 
 const CREDENTIAL = { name: { type: 'string', minLength: 1, maxLength: 64, description: 'A credential: `default`, or a name under `credentials:`.' } }
@@ -31,7 +31,7 @@ const PUT_TOKEN = {
 
 const REFRESH = {
   description: 'Runs the password login again (the credential\'s token request).',
-  response: { 200: answer(tokenViewSchema, 'The new token\'s view.') },
+  response: { 200: answer(tokenRefreshSchema, 'The new token\'s view, and the replicas it reached.') },
   errors: {
     GW_BAD_REQUEST: 'The credential has no password login.',
     GW_PLATFORM_AUTH: 'The login failed; the token in use stays. A login the platform answered 429 is answered with `retry-after`, the seconds left of the login\'s own.',
@@ -77,22 +77,22 @@ export async function adminTokenRoutes(
     // The probe may take the platform's whole timeout: the token that asked must still be an operator's.
     assertStillAdmin(request, { adminAuth, auditLog })
     const state = provider.replace(token, request.adminActor ?? undefined)
-    const shared = await tokenShares.sharedChange(provider.name, state.version)
-    return { ...tokenView(provider), changed: true, replicas: shared === null ? 'this replica only' : shared ? 'all' : 'this replica until Redis answers again' }
+    return { ...tokenView(provider), changed: true, replicas: reached(await tokenShares.sharedChange(provider.name, state.version)) }
   }
   const refreshToken = async (request: FastifyRequest) => {
     const provider = providerOf(request)
+    let version: number
     try {
       // Refused, as a login that fails is, with its audit line: every refused change is audited.
       if (!provider.hasLogin) throw new BadRequestError(`credential ${provider.name} has no password login to run again`)
-      await provider.refresh(request.adminActor ?? undefined)
+      version = (await provider.refresh(request.adminActor ?? undefined)).version
     } catch (err) {
       auditFailure(auditLog, request, provider, 'refresh', err, null)
       // A login the platform throttled: when to try again is its retry-after's, as a caller's 502 says it.
       const busy = provider.loginBusySec()
       throw busy !== null && err instanceof Error ? Object.assign(err, { retryAfterSec: busy }) : err
     }
-    return tokenView(provider)
+    return { ...tokenView(provider), replicas: reached(await tokenShares.sharedChange(provider.name, version)) }
   }
 
   const token = { tag: 'token' } as const
@@ -141,6 +141,11 @@ function neverSent(token: string, { adminAuth, teams, config }: Pick<GatewayCont
   if (teams.holdsKey(token)) return 'a team key'
   const platformTokens = new Set(Object.values(config.credentials).map((c) => c.token))
   return config.secrets.some((s) => s === token && !platformTokens.has(s)) ? "a secret of the gateway's" : null
+}
+
+/** Where a token changed here reached, by its write to Redis (TokenShares.sharedChange): none made, taken, or not taken. */
+function reached(shared: boolean | null): 'all' | 'this replica only' | 'this replica until Redis answers again' {
+  return shared === null ? 'this replica only' : shared ? 'all' : 'this replica until Redis answers again'
 }
 
 function tokenView(provider: TokenProvider) {
