@@ -124,7 +124,7 @@ const HEADERS: Json = {
   [USAGE_HEADER]: always(USAGE, USAGE_SCHEMA),
   'accepted-platform-usage': always(`${USAGE} On a \`202\`: \`fill=0\`, the job's call still to come (its status's \`tookSeconds\` and its result's \`fill\` say what it held), the team's other figures as the asking left them; no finality headers: a job holds no figures yet.`, USAGE_SCHEMA),
   // The same on a report read's failure: its 5xx, and a 429 that is GW_PLATFORM_TIME_SPENT (not the other 429s).
-  'platform-usage-on-failure': header(`${USAGE} On a report read's 5xx (and a failed job's result, its failure as the read's), \`fill\` is the platform-seconds its own failed calls held (0 when it made none); on a \`GW_PLATFORM_TIME_SPENT\` refusal \`fill=0\` (no call was made), with the \`day\` the team spent, its \`day-limit\` and \`reset\`; not on the other 4xx.`, USAGE_SCHEMA),
+  'platform-usage-on-failure': header(`${USAGE} On a report read's 5xx (and a failed job's result, its failure as the read's), \`fill\` is the platform-seconds its own failed calls held (0 when it made none); on a \`GW_PLATFORM_TIME_SPENT\` refusal \`fill=0\` (no call was made), with the \`day\` the team spent, its \`day-limit\` and \`reset\`; on a failed job's \`413 GW_JOB_RESULT_TOO_LARGE\` (its report came, too large to keep), \`fill\` is what its call held; not on the other 4xx.`, USAGE_SCHEMA),
   [SETTLED_HEADER]: always(SETTLED, SETTLED_SCHEMA),
   [PROVISIONAL_HEADER]: always(PROVISIONAL, PROVISIONAL_SCHEMA),
   // The cost on an answer that is either the gateway's error or the platform's answer to a

@@ -103,11 +103,12 @@ export class ReportAnswerFacts {
   /**
    * The `platform-usage` of a report read's failure, as every report answer says it: its
    * 5xx and its refusal for the team's spent day (`GW_PLATFORM_TIME_SPENT`: the `day`,
-   * `day-limit` and `reset` it was refused for), `fill` being what its own failed calls
+   * `day-limit` and `reset` it was refused for), and a job's report too large to keep
+   * (`GW_JOB_RESULT_TOO_LARGE`, after its call), `fill` being what its own failed calls
    * held (`platformMs`); null for any other failure, refused before any platform work.
    */
   failureUsage(team: TeamConfig, error: { statusCode?: number; code?: string }, platformMs: number, now: number): string | null {
-    if ((error.statusCode ?? 500) < 500 && error.code !== 'GW_PLATFORM_TIME_SPENT') return null
+    if ((error.statusCode ?? 500) < 500 && error.code !== 'GW_PLATFORM_TIME_SPENT' && error.code !== 'GW_JOB_RESULT_TOO_LARGE') return null
     return this.usage(team, platformMs, now)
   }
 
