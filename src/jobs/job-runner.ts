@@ -346,10 +346,14 @@ export class JobRunner {
     }
   }
 
-  /** A gateway error's message as a job keeps it: a wait it names (`retryAfterSec`) as the instant it ends, read later. */
+  /**
+   * A gateway error's message as a job keeps it: a wait it names (`retryAfterSec`) as the
+   * instant it ends, read later, to the second (a reset at midnight reads `T00:00:00.000Z`).
+   */
   #told(e: Error & { retryAfterSec?: number }): string {
     if (typeof e.retryAfterSec !== 'number') return e.message
-    return `${e.message} (at ${new Date(this.#d.clock.now() + e.retryAfterSec * 1000).toISOString()})`
+    const at = Math.floor((this.#d.clock.now() + e.retryAfterSec * 1000) / 1000) * 1000
+    return `${e.message} (try again at ${new Date(at).toISOString()})`
   }
 
   /**

@@ -163,7 +163,7 @@ describe("a report job the platform's 503 failed: the retry time it keeps, at mo
     await waitFor(`job ${id} ended`, async () => (await job(id)).state === 'failed')
     const { error } = await job(id)
     expect(error?.code).toBe('GW_UPSTREAM')
-    const at = Date.parse(/\(at ([^)]+)\)/.exec(error?.message ?? '')?.[1] ?? '')
+    const at = Date.parse(/\(try again at ([^)]+)\)/.exec(error?.message ?? '')?.[1] ?? '')
     expect(at).toBeGreaterThanOrEqual(before)
     expect(at).toBeLessThanOrEqual(clock.now() + MAX_PAUSE_S * 1000)
   })

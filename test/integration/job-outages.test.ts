@@ -227,7 +227,7 @@ describe('report jobs through a platform that is down and a team suspended (the 
     expect((await admin('DELETE', '/admin/suspensions/all')).statusCode).toBe(200)
     const failed = await statusOf(gw, waiting)
     expect(failed).toMatchObject({ state: 'failed', error: { code: 'GW_TEAM_SUSPENDED', statusCode: 403 }, retry: null })
-    expect(failed.error?.message).toMatch(/^team all is suspended: .* \(at \d{4}-\d{2}-\d{2}T/)
+    expect(failed.error?.message).toMatch(/^team all is suspended: .* \(try again at \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.000Z\)$/)
     expect(gw.logs.text()).not.toContain(ADMIN_TOKEN)
   })
 })
