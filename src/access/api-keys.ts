@@ -2,6 +2,8 @@ import { createHash, randomBytes } from 'node:crypto'
 import { KEY_PREFIX } from '../observe/key-shape.js'
 
 const KEY_BYTES = 32
+/** The characters of a key newApiKey makes: KEY_PREFIX, then KEY_BYTES in base64url. */
+export const MADE_KEY_CHARS = KEY_PREFIX.length + Math.ceil((KEY_BYTES * 4) / 3)
 
 /** A new team key: KEY_PREFIX, then 32 random bytes in base64url (the shape observe/key-shape.ts finds in text). */
 export function newApiKey(): string {

@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import type { TeamConfig, TeamKey } from '../config.js'
 import { BadRequestError, ForbiddenError, KeyExpiredError, KeyFormError, KeyReplacedError, UnauthorizedError } from '../errors.js'
 import type { KeyLifetime } from '../observe/metrics.js'
-import { hashApiKey, keyFormProblem, presentedKeys } from './api-keys.js'
+import { MADE_KEY_CHARS, hashApiKey, keyFormProblem, presentedKeys } from './api-keys.js'
 import { keyCandidates } from '../observe/key-shape.js'
 import { systemClock } from '../clock.js'
 
@@ -15,6 +15,8 @@ export interface Identity {
 // Known keys are remembered so that a hit does not hash the key again; unknown keys are
 // always hashed (and never remembered), and the map is bounded.
 const KNOWN_KEYS_MAX = 10_000
+// Key lengths other than a made key's, each one more hash of a key-shaped text's lead: a few.
+const KNOWN_LENGTHS_MAX = 8
 
 /**
  * The teams' keys. `replace` swaps them whole (a reload) and forgets every
@@ -25,6 +27,8 @@ export class TeamDirectory {
   #byName = new Map<string, TeamConfig>()
   #byHash = new Map<string, Identity>()
   #byKey = new Map<string, Identity>()
+  /** The lengths of the keys read here other than a made key's: a key leading other key characters is found at them (holdsKey). */
+  readonly #lengths = new Set<number>()
   #replaced: (() => void)[] = []
   readonly #now: () => number
 
@@ -87,10 +91,23 @@ export class TeamDirectory {
     this.#replaced.push(fn)
   }
 
-  /** Whether `text` holds a running team's key (one made by `npm run keys`, KEY_PREFIX first), anyone's. */
+  /**
+   * Whether `text` holds a running team's key (one made by `npm run keys`, KEY_PREFIX first),
+   * anyone's: as a thing shaped like a key, or leading one (`<key>x`, `<key>-`: more key
+   * characters after it, which the key's shape takes in), as long as a made key
+   * (MADE_KEY_CHARS) or as a key this replica has read a call with.
+   */
   holdsKey(text: string): boolean {
-    for (const candidate of keyCandidates(text)) if (this.#byKey.has(candidate) || this.#byHash.has(hashApiKey(candidate))) return true
+    for (const candidate of keyCandidates(text)) {
+      if (this.#known(candidate)) return true
+      if (candidate.length > MADE_KEY_CHARS && this.#known(candidate.slice(0, MADE_KEY_CHARS))) return true
+      for (const length of this.#lengths) if (candidate.length > length && this.#known(candidate.slice(0, length))) return true
+    }
     return false
+  }
+
+  #known(candidate: string): boolean {
+    return this.#byKey.has(candidate) || this.#byHash.has(hashApiKey(candidate))
   }
 
   /** The team and key of `key`, remembered once known; undefined for no team's key. */
@@ -101,6 +118,7 @@ export class TeamDirectory {
       if (!found) return undefined
       if (this.#byKey.size >= KNOWN_KEYS_MAX) this.#byKey.clear()
       this.#byKey.set(key, found)
+      if (key.length !== MADE_KEY_CHARS && this.#lengths.size < KNOWN_LENGTHS_MAX) this.#lengths.add(key.length)
     }
     return found
   }

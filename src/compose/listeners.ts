@@ -85,7 +85,8 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
     for (const which of CLOSED_AT_BOUND) metrics.connectionsClosedAtBound.inc({ listener, which }, 0)
     return { listener, setting, max, closed: (which, count) => metrics.connectionsClosedAtBound.inc({ listener, which }, count), inForce: (n) => metrics.connectionsBound.set({ listener }, n) }
   }
-  const proxy = buildServer(config, log, failures, fast, { challenge: PROXY_CHALLENGE, connections: bound('proxy', 'server.maxConnections', config.server.maxConnections), rateOf: callerRate(admission), keyTeam: (headers) => parts.teams.runningTeam(headers), tracing, allow: (target) => allowOf(target, config.cache.enabled), refuseMethod: methodRefusal, bodyReader: 'handler', takesId, refusalHeaders: PROXY_ANSWER_HEADERS })
+  const scrub = (text: string): string => parts.secrets.scrub(text)
+  const proxy = buildServer(config, log, failures, fast, { scrub, challenge: PROXY_CHALLENGE, connections: bound('proxy', 'server.maxConnections', config.server.maxConnections), rateOf: callerRate(admission), keyTeam: (headers) => parts.teams.runningTeam(headers), tracing, allow: (target) => allowOf(target, config.cache.enabled), refuseMethod: methodRefusal, bodyReader: 'handler', takesId, refusalHeaders: PROXY_ANSWER_HEADERS })
   // Every answer its router writes, the platform's passed on included, over their own. A
   // callback, not an async function: Fastify then makes no promise an answer for it.
   proxy.addHook('onSend', (_request, reply, payload, done) => {
@@ -108,7 +109,7 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   // the port the proxy listener is bound to (PORT=0 has it choose one), else the setting's.
   const proxyPort = () => (proxy.server.address() as AddressInfo | null)?.port ?? config.port
   const notFound = (url: string) => (pathOf(url).startsWith('/api/') ? new AdminListenerPathError(proxyPort()) : new NotFoundError())
-  const admin = buildServer(config, log, failures, null, { challenge: ADMIN_CHALLENGE, connections: bound('admin', 'admin.maxConnections', config.admin.maxConnections), refusalHeaders: ADMIN_ANSWER_HEADERS, notFound })
+  const admin = buildServer(config, log, failures, null, { scrub, challenge: ADMIN_CHALLENGE, connections: bound('admin', 'admin.maxConnections', config.admin.maxConnections), refusalHeaders: ADMIN_ANSWER_HEADERS, notFound })
   // Every admin call's body is JSON: a text/plain one is refused as any other type is
   // (`body: must be application/json`), not read as a string its schema then refuses.
   admin.removeContentTypeParser('text/plain')

@@ -364,6 +364,8 @@ export type FastPath = { request: (req: IncomingMessage, res: ServerResponse, ne
 
 /** What tells one listener from the other. */
 export interface ListenerOptions {
+  /** What an error's message is sent as: every secret of the gateway's and anything shaped like a team key in it `[REDACTED]` (SecretSet.scrub). */
+  scrub?: (text: string) => string
   /**
    * The methods a path takes: the `allow` of the 405 to a request whose method Node's
    * parser does not know (`FOO /path HTTP/1.1`), and to a CONNECT. Default: the methods
@@ -451,7 +453,7 @@ const PARSER_REFUSALS: Record<string, (request: FastifyRequest) => string> = {
  * listener's challenge), `fastPath` (if any) in front of the router, and with `tracing` a
  * span begun for each request before either (none of it when tracing is off).
  */
-export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, { challenge, connections, rateOf = () => null, keyTeam = null, tracing = null, allow: givenAllow, refuseMethod = pathMethodRefusal, bodyReader = 'parser', refusalHeaders: routeHeaders = {}, takesId = NO_CALLER_IDS, notFound = () => new NotFoundError() }: ListenerOptions): FastifyInstance {
+export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, { scrub = (text) => text, challenge, connections, rateOf = () => null, keyTeam = null, tracing = null, allow: givenAllow, refuseMethod = pathMethodRefusal, bodyReader = 'parser', refusalHeaders: routeHeaders = {}, takesId = NO_CALLER_IDS, notFound = () => new NotFoundError() }: ListenerOptions): FastifyInstance {
   const refusalHeaders = { ...REFUSAL_NOT_KEPT, ...routeHeaders }
   let gentle: ReturnType<typeof closeGently> | null = null
   let http: Server | null = null
@@ -612,6 +614,10 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
   })
   app.setErrorHandler((error: Error & { statusCode?: number; code?: string }, request, reply) => {
     const status = error.statusCode ?? 500
+    // A message that quotes what the caller sent (a parameter's value) quotes no secret of the
+    // gateway's nor a team key, whatever the check that wrote it.
+    const clean = scrub(error.message)
+    if (clean !== error.message) error.message = clean
     // A call aborted at the end of the shutdown's grace is the plan, not a fault: main.ts
     // logs the shutdown once. A failure answered as documented (the platform failed, the queue is full) is a warn
     // line with its code, a flood of it one line per interval; a fault of the gateway is

@@ -28,8 +28,8 @@ import {
 } from '@opentelemetry/semantic-conventions'
 import type { TracingConfig } from '../config/tracing.js'
 import { encodeExportRequest } from './otlp-protobuf.js'
-import { ATTRIBUTE_VALUE_LIMIT, newSpanId, newTraceId, RecordedSpan, type SpanSink } from './recorded-span.js'
-import type { RequestTracer, Trace, TracedRequest, TracingOptions } from './trace.js'
+import { newSpanId, newTraceId, RecordedSpan, type SpanSink } from './recorded-span.js'
+import { ATTRIBUTE_VALUE_LIMIT, type RequestTracer, type Trace, type TracedRequest, type TracingOptions } from './trace.js'
 import { withoutKeys } from './key-shape.js'
 
 // The one module that imports OpenTelemetry: observe/tracing.ts loads it only when an OTLP

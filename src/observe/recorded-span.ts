@@ -6,7 +6,7 @@ import { addHrTimes, millisToHrTime, type InstrumentationScope } from '@opentele
 import type { Resource } from '@opentelemetry/resources'
 import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base'
 import { encodeSpanAttributes, type EncodableSpan, type LinkedSpan } from './otlp-protobuf.js'
-import type { SpanAttributes, Trace } from './trace.js'
+import { ATTRIBUTE_VALUE_LIMIT, type SpanAttributes, type Trace } from './trace.js'
 
 // A sampled span of the gateway, made by the gateway rather than the SDK's Tracer: what a
 // request's step costs is a small object and two clock readings, and the rest is built
@@ -19,8 +19,6 @@ import type { SpanAttributes, Trace } from './trace.js'
 // spans (a fill's span and the reads that waited for it; a fill's span and the fill's span
 // of another replica waiting for it, RemoteSpan), at most LINK_LIMIT a span.
 
-/** A caller's user agent and a path are the longest attribute values: bounded. */
-export const ATTRIBUTE_VALUE_LIMIT = 1024
 
 /** Links a span holds at most (the SDK's default linkCountLimit); more are counted as dropped. */
 export const LINK_LIMIT = 128

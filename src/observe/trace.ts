@@ -1,5 +1,8 @@
 import type { IncomingMessage } from 'node:http'
 
+/** A caller's user agent and a path are the longest span attribute values (and a CLIENT span's name holds a path): bounded. */
+export const ATTRIBUTE_VALUE_LIMIT = 1024
+
 // What a traced request's steps see of OpenTelemetry (observe/tracing.ts says when and
 // how): a span to add to and end, and the parent of the steps within it. Types alone, so
 // that the SDK's module (otel-tracing.ts) and the rest of the gateway share them without

@@ -96,6 +96,23 @@ describe('the admin listener attacked', () => {
     }
   })
 
+  it('a refusal that quotes a value sent quotes no secret of the gateway\'s nor a team key: the admin token or the platform token as a parameter, a key leading other characters', async () => {
+    const auth = { authorization: `Bearer ${ADMIN_TOKEN}` }
+    // A read first: the gateway's platform token is then among the run's secrets.
+    expect((await fetch(`${sg.url}${REPORT_PATH}?advertiserId=101&dateFrom=2025-07-01&dateTo=2025-07-07`, { headers: { 'x-api-key': KEYS.all } })).status).toBe(200)
+    const platformToken = [...runSecrets(sg.sandbox)].find((s) => s.startsWith('eyJ')) as string
+    expect(platformToken).toBeDefined()
+    for (const value of [ADMIN_TOKEN, platformToken, `${KEYS.growth}x`]) {
+      const url = `${REPORT_PATH}?advertiserId=${encodeURIComponent(value)}&dateFrom=2025-06-01&dateTo=2025-06-30`
+      const entry = await admin('GET', `/admin/cache/entry?url=${encodeURIComponent(url)}`, auth)
+      expect(entry.statusCode).toBe(400)
+      expect(leakedSecrets(entry.body, new Set([ADMIN_TOKEN, platformToken, KEYS.growth]))).toEqual([])
+    }
+    const read = await fetch(`${sg.url}${REPORT_PATH}?advertiserId=101&dateFrom=2025-06-01&dateTo=2025-06-30&byDate=${KEYS.all}x`, { headers: { 'x-api-key': KEYS.all } })
+    expect(read.status).toBe(400)
+    expect(await read.text()).not.toContain(KEYS.all.slice(4))
+  })
+
   it('an operator\'s body over 64 KiB is 413 on every call that takes one, before it is parsed: a megabyte of nested JSON held the replica for 100 to 500 ms each', async () => {
     const auth = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }
     const deep = (n: number) => `{"level":${'['.repeat(n)}${']'.repeat(n)}}`

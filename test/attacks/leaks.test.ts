@@ -119,6 +119,16 @@ describe('headers on the way to the platform', () => {
     // Nor is it written down: the access line's path says where one was.
     expect(sg.gw.logs.records().filter((r) => r.msg === 'request' && String(r.path).includes('/api/v1/campaign/')).map((r) => r.path)).toContain('/api/v1/campaign/[REDACTED]/get')
     expect(sg.gw.logs.text()).not.toContain(KEYS.writer)
+    // A key leading more key characters (`<key>x`, `<key>-`): the platform would read the key in it.
+    for (const [what, target, json] of [
+      ['path', `/api/v1/campaign/${KEYS.growth}x/get`, undefined],
+      ['query', `/api/v1/campaign/get?note=${KEYS.growth}-`, { userId: 101 }],
+      ['JSON body', '/api/v1/campaign/get', { userId: 101, note: `${KEYS.growth}_` }],
+    ] as const) {
+      const res = await call(sg, json === undefined ? 'GET' : 'POST', target, { key: KEYS.growth, ...(json === undefined ? {} : { json }) })
+      expect([what, res.status, JSON.stringify(res.json).includes('team key')]).toEqual([what, 400, true])
+    }
+    expect(sg.callerRequests()).toEqual([])
     // A value that only looks like one is no key: it is passed on.
     const lookalike = await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, json: { userId: 101, note: 'rgw_not_a_key_of_any_team_000000000000000000' } })
     expect(lookalike.status).toBe(200)

@@ -78,6 +78,16 @@ describe('GET /admin/status and /admin/audit', () => {
     }
   })
 
+  it('shows a pause\'s route without anything shaped like a team key in it, as a log line writes it', async () => {
+    const { gw } = await gateway({ redis: false })
+    const path = '/api/v1/campaign/e429-rgw_looks_like_a_key_of_no_team_000000/x'
+    sandbox.setRouteFailure(path, { kind: 'status', status: 429, headers: { 'retry-after': '30' }, body: { message: 'slow down' }, times: 1 })
+    const res = await gw.proxy.inject({ method: 'GET', url: path, headers: { 'x-api-key': KEYS.all } })
+    expect(res.statusCode).toBe(429)
+    const [governor] = (await get(gw, '/admin/status')).json<{ governors: { pauses: { route: string | null }[] }[] }>().governors
+    expect(governor?.pauses.map((p) => p.route)).toContain('/api/v1/campaign/e429-[REDACTED]/x')
+  })
+
   it('shows the credential, Redis without its password, the cache, the teams and the governor; never a secret', async () => {
     const { gw, port } = await gateway()
     const key = gw.tokens.get('default').current()

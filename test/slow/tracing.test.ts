@@ -255,6 +255,22 @@ describe('traces exported over OTLP/HTTP (JSON)', () => {
     ])
   })
 
+  it('writes no key-shaped text of a proxied path into its CLIENT span, and bounds the span\'s name', async () => {
+    const lookalike = 'rgw_looks_like_a_key_of_no_team_00000000000000'
+    const long = `/api/v1/campaign/${'a'.repeat(3000)}/get`
+    for (const [i, path] of [`/api/v1/campaign/${lookalike}/get`, long].entries()) {
+      const res = await get(gw, path, { 'x-api-key': KEYS.all, 'x-request-id': `trace-client-path-${i}` })
+      expect(res.status, path.slice(0, 60)).toBeLessThan(500)
+      const { all, server } = await spansOf(`trace-client-path-${i}`)
+      const call = all.find((s) => s.kind === CLIENT && s.parentSpanId === server.spanId)
+      expect(call).toBeDefined()
+      expect(call!.name.length).toBeLessThanOrEqual(4 + 1024)
+      expect(JSON.stringify([call!.name, call!.attributes])).not.toContain('rgw_')
+    }
+    const first = receiver.spans().find((s) => s.kind === CLIENT && s.name.includes('[REDACTED]'))
+    expect(first?.attributes['url.template']).toBe('/api/v1/campaign/[REDACTED]/get')
+  })
+
   it('starts a trace of its own for a malformed traceparent, and still sends the platform only its own', async () => {
     const forged = `00-${CALLER_TRACE}-${CALLER_SPAN}-01, 00-ffffffffffffffffffffffffffffffff-ffffffffffffffff-01`
     for (const [i, traceparent] of [forged, '00-zz-yy-01', `ff-${CALLER_TRACE}-${CALLER_SPAN}-01;x=<script>`].entries()) {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { TeamConfig } from '../../src/config.js'
-import { hashApiKey } from '../../src/access/api-keys.js'
+import { hashApiKey, newApiKey } from '../../src/access/api-keys.js'
 import { TeamDirectory } from '../../src/access/team-auth.js'
 import { rateLimitHeaders } from '../../src/access/rate-limit-headers.js'
 import { RateLimiter } from '../../src/access/rate-limit.js'
@@ -38,6 +38,18 @@ function team(name: string, keys: { key: string; id?: string; expiresAt?: number
 }
 
 describe('TeamDirectory', () => {
+  it('finds a key in text as it is, percent-encoded, or leading more key characters (`<key>x`): a made key always, another once read', () => {
+    const made = newApiKey()
+    const dir = new TeamDirectory([team('growth', [{ key: made }]), team('other', [{ key: KEY }])])
+    for (const text of [`/x/${made}`, `/x/${made}x`, `/x/${made}-`, `q=${made}_&a=1`, `/x/${made.replace('_', '%5F')}x`]) expect([text, dir.holdsKey(text)]).toEqual([text, true])
+    expect(dir.holdsKey(`/x/${made.slice(0, -1)}`)).toBe(false)
+    expect(dir.holdsKey('/x/rgw_not_a_key_of_anyone_0000000000000000000x')).toBe(false)
+    // A key of another length than a made one is found leading other characters once a call was read with it.
+    expect(dir.holdsKey(`/x/${KEY}x`)).toBe(false)
+    dir.authenticate({ 'x-api-key': KEY })
+    expect(dir.holdsKey(`/x/${KEY}x`)).toBe(true)
+  })
+
   it('names the team and the key', () => {
     const dir = new TeamDirectory([team('growth', [{ key: KEY, id: 'growth-2026' }])])
     const { team: t, key } = dir.authenticate({ 'x-api-key': KEY })

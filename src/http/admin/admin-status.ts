@@ -7,6 +7,7 @@ import type { TeamReloader } from '../../access/team-reload.js'
 import { redisAddress } from '../../redis/client.js'
 import { redisState } from '../../redis/breaker.js'
 import { adminSchema, answer } from './admin-schemas.js'
+import { withoutKeys } from '../../observe/key-shape.js'
 
 const nullable = (type: string) => ({ type: [type, 'null'] })
 const counts = { type: 'object', additionalProperties: { type: 'number' } } as const
@@ -202,7 +203,8 @@ export async function adminStatusRoutes(app: FastifyInstance, parts: AdminStatus
           pauses: governors.pausesOf(g.credential).map((p) => ({
             scope: p.scope.kind,
             team: 'team' in p.scope ? p.scope.team : null,
-            route: 'route' in p.scope ? p.scope.route : null,
+            // A route is the callers' path: anything shaped like a team key in it is not shown, as in a log line.
+            route: 'route' in p.scope ? withoutKeys(p.scope.route) : null,
             until: new Date(p.until).toISOString(),
           })),
           teams: teams.teams

@@ -18,6 +18,8 @@ import { transient } from './transient.js'
 import { connectionFailure } from './connection-failure.js'
 import { systemClock, type Clock } from '../../clock.js'
 import { traced, tracedCall, type Trace } from '../../observe/tracing.js'
+import { withoutKeys } from '../../observe/key-shape.js'
+import { ATTRIBUTE_VALUE_LIMIT } from '../../observe/trace.js'
 import { withoutToken } from './token-echo.js'
 import { ShutdownWatch } from './shutdown-watch.js'
 import { waitSignal } from './wait-signal.js'
@@ -482,12 +484,14 @@ function withLoginFault(provider: TokenProvider, err: GatewayError, now: number)
 /**
  * The span of a try at the platform, by the HTTP semantic conventions: its method, the
  * route template (numeric segments as `{id}`) and the platform's address, never the query
- * nor a header (the token is in one).
+ * nor a header (the token is in one). The path is the caller's text: anything shaped like
+ * a team key in it is `[REDACTED]`, as in the request's own span, and it is cut at
+ * ATTRIBUTE_VALUE_LIMIT, the name too.
  */
 function platformCallSpan(baseUrl: string, call: PlatformCall, retries: number): { name: string; attributes: Record<string, string | number> } {
   const url = new URL(baseUrl)
-  const path = call.url.split('?', 1)[0] as string
-  const template = routeTemplate(path)
+  const path = spanText(call.url.split('?', 1)[0] as string)
+  const template = spanText(routeTemplate(path))
   const attributes: Record<string, string | number> = {
     'http.request.method': call.method,
     'server.address': url.hostname,
@@ -499,6 +503,8 @@ function platformCallSpan(baseUrl: string, call: PlatformCall, retries: number):
   if (retries > 0) attributes['http.request.resend_count'] = retries
   return { name: `${call.method} ${template}`, attributes }
 }
+
+const spanText = (text: string): string => withoutKeys(text).slice(0, ATTRIBUTE_VALUE_LIMIT)
 
 /**
  * Ends `seat` with `outcome` once the platform's answer is in: its body received whole, or
