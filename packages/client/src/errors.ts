@@ -114,8 +114,9 @@ export class GatewayError extends Error {
   readonly retryAfterSeconds: number | null
   /**
    * What the failed read cost and the team's use of the platform (`platform-usage`): on a
-   * report read's GW_PLATFORM_TIME_SPENT (its `day` past its `dayLimit`) and 5xx (`fill`:
-   * what its own failed calls held); null on any other answer, and when none came.
+   * report read's GW_PLATFORM_TIME_SPENT (its `day` past its `dayLimit`), 5xx, redirect and
+   * the platform's own refusal passed on (`fill`: what its own calls held), and a job's result
+   * that failed so or too large to keep; null on any other answer, and when none came.
    */
   readonly usage: PlatformUsage | null
   /**
