@@ -222,6 +222,7 @@ export const ALERTS = [
   'GatewayPlatformQueueHigh',
   'GatewayRedisClockSkew',
   'GatewayTeamSuspended',
+  'GatewayAbsent',
 ]
 /** Where an installation publishes docs/operations/alerts.md (monitoring.runbookUrl). */
 export const RUNBOOK = 'https://git.ads.internal/platform/report-gateway/blob/main/docs/operations/alerts.md'
