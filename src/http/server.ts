@@ -648,7 +648,10 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
     }
     if (error.code?.startsWith('GW_')) noteGatewayCode(reply.raw, error.code)
     // A refused reload's problems, each apart with its setting, file and line (team-reload.ts), beside its message.
-    if (error instanceof ConfigRefusedError) return reply.code(status).send({ statusCode: status, code: error.code, error: STATUS_CODES[status], message: error.message, errors: (error as { errors?: unknown }).errors ?? [] })
+    if (error instanceof ConfigRefusedError) {
+      const errors = ((error as { errors?: { message: string }[] }).errors ?? []).map((place) => ({ ...place, message: scrub(place.message) }))
+      return reply.code(status).send({ statusCode: status, code: error.code, error: STATUS_CODES[status], message: error.message, errors })
+    }
     return reply.send(error)
   })
   return app as unknown as FastifyInstance

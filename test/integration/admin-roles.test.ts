@@ -128,6 +128,16 @@ describe('admin roles', () => {
     writeTokens(':viewer')
   })
 
+  it('refuses a reload whose file holds a team key where none belongs without repeating the key, in its message or its errors', async () => {
+    const teamsFile = join(dir, 'teams.yaml')
+    writeFileSync(teamsFile, TEAMS_YAML.replace('  all:\n', `  all:\n    rateLimit: { max: ${KEYS.growth} }\n`))
+    const res = await as(OPERATOR, 'POST', '/admin/reload')
+    expect(res.statusCode).toBe(422)
+    expect(res.json().errors).toContainEqual(expect.objectContaining({ path: 'teams.all.rateLimit.max', message: expect.stringContaining('[REDACTED]') }))
+    expect(res.body).not.toContain(KEYS.growth.slice(4))
+    writeFileSync(teamsFile, TEAMS_YAML)
+  })
+
   it('refuses a start where the viewer token is the admin token, or a token file line with another role', () => {
     const base = { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'roles-platform-token-000' }
     expect(() => loadConfig({ env: { ...base, ADMIN_TOKEN: OPERATOR, ADMIN_VIEWER_TOKEN: OPERATOR } })).toThrow(/ADMIN_VIEWER_TOKEN: is ADMIN_TOKEN itself/)
