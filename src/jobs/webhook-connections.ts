@@ -33,7 +33,7 @@ export interface WebhookConnectOptions {
 export class WebhookConnections {
   readonly #pools = new Map<string, { agent: Agent; platform: string }>()
   /** Every pool with attempts under way or kept: its attempts under way, and whether it is retired. */
-  readonly #uses = new Map<Dispatcher, { agent: Agent; attempts: number; retired: boolean }>()
+  readonly #uses = new Map<Dispatcher, { attempts: number; retired: boolean }>()
   readonly #connect: WebhookConnectOptions
 
   constructor(connect: WebhookConnectOptions = {}) {
@@ -52,7 +52,7 @@ export class WebhookConnections {
       const agent = new Agent({ connect: { ...this.#connect, lookup: guardedLookup(url, isPlatform) }, keepAliveMaxTimeout: WEBHOOK_IDLE_MS })
       kept = { agent, platform: isPlatform.key }
       this.#pools.set(url.origin, kept)
-      this.#uses.set(agent, { agent, attempts: 0, retired: false })
+      this.#uses.set(agent, { attempts: 0, retired: false })
     }
     ;(this.#uses.get(kept.agent) as { attempts: number }).attempts += 1
     return kept.agent
@@ -63,7 +63,7 @@ export class WebhookConnections {
     const use = this.#uses.get(dispatcher)
     if (use === undefined) return
     use.attempts -= 1
-    if (use.retired && use.attempts <= 0) this.#destroy(use.agent)
+    if (use.retired && use.attempts <= 0) this.#destroy(dispatcher)
   }
 
   /**
@@ -85,14 +85,14 @@ export class WebhookConnections {
     if (use.attempts <= 0) this.#destroy(agent)
   }
 
-  #destroy(agent: Agent): void {
-    this.#uses.delete(agent)
-    void agent.destroy()
+  #destroy(pool: Dispatcher): void {
+    this.#uses.delete(pool)
+    void pool.destroy()
   }
 
   /** Closes every kept connection. */
   async close(): Promise<void> {
-    const agents = [...this.#uses.values()].map((u) => u.agent)
+    const agents = [...this.#uses.keys()]
     this.#pools.clear()
     this.#uses.clear()
     await Promise.all(agents.map((a) => a.destroy()))
