@@ -69,6 +69,18 @@ describe.skipIf(!redisCheck.available)('PUT /admin/token on a replica partitione
     )
   })
 
+  it('a replica stopped before Redis took its rotation says the rotation goes with it', async () => {
+    const first = sandbox.issueToken()
+    const { b, gate } = await pair(first)
+    gate.cut()
+    const next = sandbox.issueToken()
+    expect(await put(b, next)).toMatchObject({ changed: true, replicas: 'this replica until Redis answers again' })
+    await b.close()
+    expect(b.logs.records()).toContainEqual(
+      expect.objectContaining({ level: 40, credential: 'default', fingerprint: fingerprint(next, GATEWAY_SECRET), msg: 'the platform token set on this replica was never shared through Redis and stops with it: the other replicas, and this one when it starts again, keep the token stored before; set it again once Redis answers' }),
+    )
+  })
+
   it('a rotation made on the other side after it wins at the heal; the cut-off one is not put back', async () => {
     const first = sandbox.issueToken()
     const { a, b, gate } = await pair(first)

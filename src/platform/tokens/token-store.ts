@@ -302,9 +302,20 @@ export class TokenStore implements TokenShares {
     return this.#adoptStored(provider)
   }
 
+  /**
+   * Stops the catch-up. An operator's token (PUT /admin/token) Redis never took lives only
+   * in this process: a start reads its configuration and the stored record, so the
+   * rotation goes with it, and a warn line says so (a file's or a login's token is made
+   * again from the same file or login).
+   */
   close(): void {
     if (this.#catchUp) this.#ctx.clock.clearInterval(this.#catchUp)
     this.#catchUp = null
+    for (const provider of this.#ctx.tokens.all()) {
+      const state = provider.current()
+      if (!this.#unshared.has(provider.name) || state?.origin.reason !== 'admin') continue
+      this.#ctx.log.warn({ credential: provider.name, fingerprint: state.fingerprint }, 'the platform token set on this replica was never shared through Redis and stops with it: the other replicas, and this one when it starts again, keep the token stored before; set it again once Redis answers')
+    }
   }
 
   // A replica that starts later takes a rotation made on top of the same configuration
