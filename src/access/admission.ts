@@ -15,7 +15,7 @@ import type { RateDecision, RateLimiter } from './rate-limit.js'
 import type { CampaignOwners } from './campaign-owners.js'
 import { rateLimitHeaders } from './rate-limit-headers.js'
 import { isTokenPath, tokenPaths } from './path-safety.js'
-import { assertNoOverridePart, assertPlainBodyType, bodyTypeRefused, FORM_TYPE, MULTIPART_TYPE, JSON_TYPE, parseFormBody, parseJsonBody, readAsJson, type CheckedBody } from './request-body.js'
+import { assertNoOverridePart, assertPlainBodyType, bodyTypeRefused, FORM_TYPE, MULTIPART_TYPE, JSON_TYPE, NO_INPUT_BODY, PLAIN_TEXT_TYPE, parseFormBody, parseJsonBody, readAsJson, type CheckedBody } from './request-body.js'
 import { checkTarget, type RequestTarget } from './request-target.js'
 import { KEY_PREFIX } from '../observe/key-shape.js'
 import { assertHopSafe } from './connection-options.js'
@@ -332,6 +332,9 @@ export class Admission {
     const json = type === JSON_TYPE || readAsJson(request.headers['content-type'])
     if (jsonOnly && !json) throw new BadRequestError(bodyTypeRefused(JSON_TYPE, request.headers['content-type']))
     const parsed = json || type === FORM_TYPE
+    // Laravel reads input from JSON, a form or a multipart form: a body it reads none from
+    // leaves the call unnamed (the campaign list answers the token's parent account).
+    if (!parsed && (type === '' || type === PLAIN_TEXT_TYPE)) throw new BadRequestError(NO_INPUT_BODY)
     if (team.advertisers !== null || !team.write || (parsed && request.headers['content-encoding'] !== undefined)) assertPlainBodyType(request.headers, jsonOnly)
     if (Number(request.headers['content-length']) > limit) {
       // Refused before a byte is read: a caller that waits for `100 Continue` is not invited to send it.

@@ -19,6 +19,10 @@ export interface BodyLimits {
 export const JSON_TYPE = 'application/json'
 export const FORM_TYPE = 'application/x-www-form-urlencoded'
 export const MULTIPART_TYPE = 'multipart/form-data'
+export const PLAIN_TEXT_TYPE = 'text/plain'
+
+/** A body the platform reads no input from: `text/plain` (what fetch labels a string body) or no type. */
+export const NO_INPUT_BODY = 'body: the platform reads no input from a text/plain body or one without a content-type (fetch labels a string body text/plain): add content-type: application/json'
 
 const utf8 = new TextDecoder('utf-8', { fatal: true })
 const OPEN = new Set([0x5b, 0x7b])
