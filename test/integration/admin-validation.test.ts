@@ -159,12 +159,17 @@ describe('every admin call', () => {
       // What `curl -d '{...}'` sends without `-H content-type`.
       ['application/x-www-form-urlencoded', '{"token":"abcdefghijklmnopqrstuvwxyz"}', "body: must be application/json (curl -d sends a form: add -H 'content-type: application/json')"],
       ['application/x-www-form-urlencoded; charset=utf-8', '{"token":"abcdefghijklmnopqrstuvwxyz"}', 'body: must be application/json'],
+      // JSON that is no object: a report POST says so in these words.
+      ['application/json', '[1]', 'body: must be a JSON object'],
+      ['application/json', '"abcdefghijklmnopqrstuvwxyz"', 'body: must be a JSON object'],
     ]
     for (const [type, payload, message] of sent) {
       const res = await admin(gw, 'PUT', '/admin/token', { payload, headers: { 'content-type': type } })
       expect(res.statusCode, `${type} ${payload}`).toBe(400)
       expect(res.json(), `${type} ${payload}`).toMatchObject({ code: 'GW_BAD_REQUEST', message })
     }
+    const none = await admin(gw, 'PUT', '/admin/token')
+    expect(none.json()).toMatchObject({ code: 'GW_BAD_REQUEST', message: 'body: must be a JSON object' })
     // The proxy listener's own words for the same slip.
     const proxied = await gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/get', headers: { 'x-api-key': KEYS.growth, 'content-type': 'application/json' }, payload: '{bad' })
     expect(proxied.json()).toMatchObject({ code: 'GW_BAD_REQUEST', message: 'body: not valid JSON' })
@@ -185,6 +190,8 @@ describe('every admin call', () => {
     const token = await admin(gw, 'PUT', '/admin/token', { payload: JSON.stringify({ token: sandbox.issueToken() }), headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } })
     expect(token.json().message).toBe(encoded)
     expect(gw.tokens.get('default').current()?.fingerprint).toBe(before)
+    const none = await admin(gw, 'PUT', '/admin/token')
+    expect(none.json()).toMatchObject({ code: 'GW_BAD_REQUEST', message: 'body: must be a JSON object' })
     // The proxy listener's own words for the same slip.
     const proxied = await gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/get', headers: { 'x-api-key': KEYS.growth, 'content-type': 'application/json', 'content-encoding': 'gzip' }, payload: gzipSync('{"userId":101}') })
     expect(proxied.json()).toMatchObject({ code: 'GW_BAD_REQUEST', message: encoded })

@@ -281,6 +281,9 @@ describe('password login', () => {
     const failedAtStart = records(gw, /platform login failed at start/)
     expect(failedAtStart).toHaveLength(1)
     expect(JSON.stringify(failedAtStart[0])).toContain(`answered ${status} (${code})`)
+    // A refusal handled as documented (readiness degraded, 502 to callers): a warn line with its code, no stack.
+    expect(failedAtStart[0]).toMatchObject({ level: 40, code: 'GW_PLATFORM_AUTH' })
+    expect(JSON.stringify(failedAtStart[0])).not.toContain('"stack"')
     const ready = await gw.admin.inject({ method: 'GET', url: '/readyz' })
     expect(ready.statusCode).toBe(200)
     expect(ready.json()).toMatchObject({ platformToken: { default: 'missing' }, degraded: ['platformToken:default'] })

@@ -24,6 +24,8 @@ export function validationMessage(err: ValidationFailure): string {
     // A query parameter arrives as a string, or as a list when given more than once: a
     // string parameter that is not a string was repeated.
     if (err.validationContext === 'querystring' && v.keyword === 'type' && (v.params as { type?: unknown }).type === 'string') return `${field}: given more than once`
+    // A whole body that is no object (a list, a string, none) in the proxy listener's words.
+    if (err.validationContext === 'body' && path.length === 0 && v.keyword === 'type' && (v.params as { type?: unknown }).type === 'object') return 'body: must be a JSON object'
     const description = v.parentSchema?.description
     return `${field}: ${description ? `must be ${description}` : (v.message ?? 'is invalid')}`
   })

@@ -265,7 +265,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
             await this.#login('start', true, null, undefined, shared !== null && !sameLogin)
           } catch (err) {
             // Not fatal: readiness stays false (or the shared token stays) and the maintenance tick tries again.
-            this.#deps.log.error({ err, credential: this.name }, 'platform login failed at start; retrying every maintenance tick')
+            this.#loginFailed(err, 'platform login failed at start; retrying every maintenance tick')
           }
         }
       }
@@ -302,7 +302,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     }
     this.#relogin ??= this.#login('relogin', confirmed, this.#state)
       .catch((err: unknown) => {
-        this.#deps.log.error({ err, credential: this.name }, 'platform re-login after 401 failed')
+        this.#loginFailed(err, 'platform re-login after 401 failed')
         return null
       })
       .then((state) => {
@@ -571,6 +571,17 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     this.#rejected = true
   }
 
+  /**
+   * A login that failed: the platform's refusal or failure (a GW_* code, answered to callers
+   * as documented: readiness degraded, 502 GW_PLATFORM_AUTH) is a warn line with its code
+   * and no stack; anything else is an error the gateway did not expect (contract, "Logs").
+   */
+  #loginFailed(err: unknown, msg: string): void {
+    const code = (err as { code?: unknown } | null)?.code
+    if (typeof code === 'string' && code.startsWith('GW_')) this.#deps.log.warn({ err, code, credential: this.name }, msg)
+    else this.#deps.log.error({ err, credential: this.name }, msg)
+  }
+
   #loudRejected(): void {
     this.#deps.log.error(
       { credential: this.name, fingerprint: this.#state?.fingerprint ?? null },
@@ -675,7 +686,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     // rejected one was confirmed refused by the probe (this tick bounds the retries).
     if (!this.#state || (this.#rejected && this.credential.login)) {
       if (this.#loginHeld(now)) return
-      if (this.credential.login) await this.#login('login', true, this.#state).catch((err: unknown) => this.#deps.log.error({ err, credential: this.name }, 'platform login failed'))
+      if (this.credential.login) await this.#login('login', true, this.#state).catch((err: unknown) => this.#loginFailed(err, 'platform login failed'))
       return
     }
     const leftMs = this.#state.expiresAt - now
@@ -687,7 +698,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     }
     this.#lastLeftMs = leftMs
     if (this.credential.login && !this.#loginHeld(now) && this.#loginDue(now)) {
-      await this.#login('login', false).catch((err: unknown) => this.#deps.log.error({ err, credential: this.name }, 'scheduled platform re-login failed; the current token is kept'))
+      await this.#login('login', false).catch((err: unknown) => this.#loginFailed(err, 'scheduled platform re-login failed; the current token is kept'))
     }
   }
 }
