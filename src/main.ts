@@ -18,6 +18,10 @@ async function main(): Promise<void> {
   // it: the process exits 0 without serving, what it took in Redis lapsing as after a
   // SIGKILL (a lock's or lease's life). Once the gateway serves (readiness 200), `stop`
   // below drains, also while the start's last steps run.
+  // A reader of stdout or stderr that went away (`npm start | head`, a log shipper that
+  // died) fails each write with EPIPE: the lines are lost, the gateway serves on. Unheard,
+  // the error ended the process at its next write (the demo's banner).
+  for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined)
   let startLog: Gateway['log'] | null = null
   const stopBeforeServing = (signal: string) => {
     if (startLog) {

@@ -174,4 +174,40 @@ describe('a stop with no reader of the log', () => {
       }
     }
   }, 2 * PROCESS_START_MS)
+
+  it('serves, and exits 0 on SIGTERM, when stdout and stderr had no reader from the start (`npm start 2>&1 | head -1`)', async () => {
+    ensureBuilt(MAIN)
+    const config = join(mkdtempSync(join(tmpdir(), 'rgw-stdout-gone-')), 'gateway.yaml')
+    writeFileSync(config, 'shutdownDrain: 300ms\n')
+    const [proxyPort, adminListenerPort] = (await reservedPorts(2)) as [number, number]
+    const gateway = spawn(process.execPath, [MAIN], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(proxyPort), ADMIN_PORT: String(adminListenerPort), LOG_LEVEL: 'info', DEMO: '1', CONFIG_FILE: config },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    try {
+      // Every line, the demo's banner (written to stdout itself) among them, meets EPIPE.
+      gateway.stdout.destroy()
+      gateway.stderr.destroy()
+      const ended = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => gateway.once('exit', (code, sig) => resolve({ code, signal: sig })))
+      let ready = 0
+      await poll(
+        () => `readiness 200 (last: ${ready}, exit ${gateway.exitCode})`,
+        async () => {
+          if (gateway.exitCode !== null) return true
+          ready = await fetch(`http://127.0.0.1:${adminListenerPort}/readyz`).then((r) => r.status, () => 0)
+          return ready === 200
+        },
+        PROCESS_START_MS,
+        50,
+      )
+      // The demo's banner is written as the start returns, within the drain: a write that
+      // ended the process would end it with another code than 0.
+      expect(gateway.kill('SIGTERM')).toBe(true)
+      await poll(() => 'SIGTERM: an exit within 8 s', () => gateway.exitCode !== null || gateway.signalCode !== null, 8_000, 25)
+      expect(await ended).toEqual({ code: 0, signal: null })
+    } finally {
+      if (gateway.exitCode === null && gateway.signalCode === null) gateway.kill('SIGKILL')
+    }
+  }, 2 * PROCESS_START_MS)
 })
