@@ -32,6 +32,14 @@ afterAll(async () => {
 describe('OpenAPI document of the proxy listener', () => {
   itIsValidAndCommitted(COMMITTED, renderDocument, () => doc)
 
+  it("declares on a job's result that kept the platform's 4xx what it carries, as a report read's passed-on 4xx: its cost, vary and cache-control", () => {
+    const responses = (doc as unknown as { components: { responses: Record<string, { headers: Record<string, unknown> }> } }).components.responses
+    for (const status of [403, 404]) {
+      expect(Object.keys(responses[`job-${status}`]?.headers ?? {}).sort(), String(status)).toEqual(Object.keys(responses[`report-${status}`]?.headers ?? {}).sort())
+      expect(Object.keys(responses[`job-${status}`]?.headers ?? {}), String(status)).toEqual(expect.arrayContaining(['platform-usage', 'vary', 'cache-control']))
+    }
+  })
+
   it('lists every route of the proxy listener, with its methods', () => {
     const documented = documentedOperations(doc)
     const table = routeTable(gw.proxy.printRoutes({ commonPrefix: false }))

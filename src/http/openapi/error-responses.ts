@@ -251,9 +251,9 @@ export function errorResponseComponents(): Json {
           ...(status === 401 ? { 'www-authenticate': { $ref: '#/components/headers/www-authenticate' } } : RATE_LIMIT_HEADERS),
           // A report's platform answer passed on uncached (a job's result too) says so: `x-cache: BYPASS`, its cache-status (not the gateway's own error).
           ...(platform && kind !== 'platform' ? { 'x-cache': { $ref: '#/components/headers/x-cache-if-passed' }, 'cache-status': { $ref: '#/components/headers/cache-status-if-passed' } } : {}),
-          // A report read's platform answer passed on carries the read's `cache-control` and `vary` and its cost (no finality: it holds no figures); a platform call's, the platform's made the key's;
-          // the gateway's own refusal, `no-store`.
-          ...(platform && kind === 'report' ? { 'cache-control': { $ref: '#/components/headers/cache-control' }, vary: { $ref: '#/components/headers/vary' }, [USAGE_HEADER]: { $ref: `#/components/headers/${USAGE_HEADER}-if-passed` } }
+          // A report read's platform answer passed on (a job's result that kept one too) carries the read's `cache-control` and `vary` and its cost (no finality: it holds no figures);
+          // a platform call's, the platform's made the key's; the gateway's own refusal, `no-store`.
+          ...(platform && readsReport ? { 'cache-control': { $ref: '#/components/headers/cache-control' }, vary: { $ref: '#/components/headers/vary' }, [USAGE_HEADER]: { $ref: `#/components/headers/${USAGE_HEADER}-if-passed` } }
           : platform && kind === 'platform' ? { 'cache-control': { $ref: '#/components/headers/proxied-cache-control' }, vary: { $ref: '#/components/headers/proxied-vary' } }
           : REFUSAL_CACHE_CONTROL),
           // A read's failure (a job's result too) says what it cost, a read refused for the team's spent day that day (report-facts.ts).
