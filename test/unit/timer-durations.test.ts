@@ -42,6 +42,10 @@ describe('durations a timer waits', () => {
     expect(found.some((p) => p.startsWith('platform.queueTimeout: '))).toBe(true)
   })
 
+  it('tells a timer past 24 days alone, not a check of another setting against it (server.connectionTimeout against platform.timeout)', () => {
+    expect(problems('platform: { timeout: 30d }')).toEqual(["platform.timeout: must be at most 24d (a timer's longest wait, 2147483647 ms; got 30d)"])
+  })
+
   it('takes a timer of 24 days, and ages past it: a copy, a result, a retry, a rate limit window, a token warning', () => {
     expect(problems('shutdownGrace: 24d\njobs: { lease: 2147483647 }')).toEqual([])
     const ages = [
