@@ -87,8 +87,8 @@ function maxRangeDays(config: Config, sandbox: Sandbox): number {
 
 /**
  * The settings in force (GET /admin/config) as demo mode runs them: the sandbox's address
- * and login, its range bound where it is the shorter, and the admin token made for the run,
- * each of source `demo`.
+ * and login, its range bound where it is the shorter, the admin token made for the run, and
+ * a configured Redis set aside (none), each of source `demo`.
  */
 function demoSettings(config: Config, sandbox: Sandbox, adminToken: string | null): Setting[] {
   const set: [string, unknown, string][] = [
@@ -97,6 +97,10 @@ function demoSettings(config: Config, sandbox: Sandbox, adminToken: string | nul
   ]
   if (maxRangeDays(config, sandbox) !== config.cache.maxRangeDays) set.push(['cache.maxRangeDays', sandbox.maxReportDays, 'demo mode: the bundled sandbox\'s longest report range'])
   if (adminToken !== null) set.push(['admin.token', adminToken, 'demo mode: the admin token printed at the start'])
+  // A configured Redis is set aside (the cache is in memory): none is in force.
+  for (const [setting, value] of [['redis.url', config.redis.url], ['redis.sentinels', config.redis.sentinels], ['redis.cluster', config.redis.cluster]] as const) {
+    if (value !== null) set.push([setting, null, 'demo mode: set aside, the cache is in memory'])
+  }
   return set.reduce<Setting[]>((all, [setting, value, from]) => overridden(all, setting, value, 'demo', from), [...config.settings])
 }
 

@@ -32,6 +32,14 @@ describe('demo mode\'s team for the run', () => {
   })
 })
 
+describe('demo mode\'s settings in force (GET /admin/config)', () => {
+  it('shows a configured Redis set aside: no address, of source demo', () => {
+    const { config } = demoConfig(loadConfigFrom({ DEMO: '1', REDIS_URL: 'redis://127.0.0.1:16411', GATEWAY_SECRET: 'demo-config-gateway-secret-0123456789' }, {}), SANDBOX)
+    expect(config.redis.url).toBeNull()
+    expect(config.settings.find((s) => s.setting === 'redis.url')).toMatchObject({ value: null, source: 'demo' })
+  })
+})
+
 describe('the demo banner\'s curl line', () => {
   it('goes to the address the proxy listener is bound to (HOST), a wildcard\'s by loopback, IPv6 in brackets', () => {
     const url = (host: string) => /'(http:\/\/[^/]+)\//.exec(demoCurl(host, 18700, 'rgw_k', 101))?.[1]
