@@ -147,22 +147,28 @@ describe('demo mode and graceful shutdown', () => {
 describe('a stop with no reader of the log', () => {
   // stdout gone (a log reader that died, journald restarted, `npm start | head`): each line
   // then meets EPIPE. The stop's last lines must not hold the exit: it still ends in exit 0.
-  it('exits 0 on SIGINT and on SIGTERM once stdout has no reader, within the drain, the grace and a moment', async () => {
+
+  /** A demo gateway of the built MAIN with a drain of 300 ms (what is asked is an exit, not how long the drain is), its admin port, and its exit. */
+  async function demoGateway() {
     ensureBuilt(MAIN)
-    // A drain of 300 ms: what is asked is an exit, not how long the drain is.
     const config = join(mkdtempSync(join(tmpdir(), 'rgw-stdout-gone-')), 'gateway.yaml')
     writeFileSync(config, 'shutdownDrain: 300ms\n')
+    const [proxyPort, adminListenerPort] = (await reservedPorts(2)) as [number, number]
+    const gateway = spawn(process.execPath, [MAIN], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(proxyPort), ADMIN_PORT: String(adminListenerPort), LOG_LEVEL: 'info', DEMO: '1', CONFIG_FILE: config },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    const ended = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => gateway.once('exit', (code, sig) => resolve({ code, signal: sig })))
+    return { gateway, adminListenerPort, ended }
+  }
+
+  it('exits 0 on SIGINT and on SIGTERM once stdout has no reader, within the drain, the grace and a moment', async () => {
     for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-      const [proxyPort, adminListenerPort] = (await reservedPorts(2)) as [number, number]
-      const gateway = spawn(process.execPath, [MAIN], {
-        cwd: ROOT,
-        env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(proxyPort), ADMIN_PORT: String(adminListenerPort), LOG_LEVEL: 'info', DEMO: '1', CONFIG_FILE: config },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      })
+      const { gateway, ended } = await demoGateway()
       try {
         let printed = ''
         gateway.stdout.setEncoding('utf8').on('data', (chunk: string) => (printed += chunk))
-        const ended = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => gateway.once('exit', (code, sig) => resolve({ code, signal: sig })))
         await poll(() => `the demo's curl line:\n${printed}`, () => gateway.exitCode === null && /curl .*\n/.test(printed), PROCESS_START_MS, 25)
         gateway.stdout.destroy()
         expect(gateway.kill(signal)).toBe(true)
@@ -176,20 +182,11 @@ describe('a stop with no reader of the log', () => {
   }, 2 * PROCESS_START_MS)
 
   it('serves, and exits 0 on SIGTERM, when stdout and stderr had no reader from the start (`npm start 2>&1 | head -1`)', async () => {
-    ensureBuilt(MAIN)
-    const config = join(mkdtempSync(join(tmpdir(), 'rgw-stdout-gone-')), 'gateway.yaml')
-    writeFileSync(config, 'shutdownDrain: 300ms\n')
-    const [proxyPort, adminListenerPort] = (await reservedPorts(2)) as [number, number]
-    const gateway = spawn(process.execPath, [MAIN], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(proxyPort), ADMIN_PORT: String(adminListenerPort), LOG_LEVEL: 'info', DEMO: '1', CONFIG_FILE: config },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
+    const { gateway, adminListenerPort, ended } = await demoGateway()
     try {
       // Every line, the demo's banner (written to stdout itself) among them, meets EPIPE.
       gateway.stdout.destroy()
       gateway.stderr.destroy()
-      const ended = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => gateway.once('exit', (code, sig) => resolve({ code, signal: sig })))
       let ready = 0
       await poll(
         () => `readiness 200 (last: ${ready}, exit ${gateway.exitCode})`,
