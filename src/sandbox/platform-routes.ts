@@ -4,7 +4,6 @@ import { laravelRequest, type LaravelRequest } from './laravel-request.js'
 import { sendJson, sendUnauthenticated } from './replies.js'
 import { keepBody, recordOf } from './request-records.js'
 import type { SandboxState } from './state.js'
-import { THROTTLE_LIMIT } from './throttle-counts.js'
 
 /** A platform call as its controller sees it: Laravel's reading of the request, the path's parameters, the token's account. */
 export interface PlatformRequest extends LaravelRequest {
@@ -47,7 +46,14 @@ export function registerPlatformRoutes(app: FastifyInstance, state: SandboxState
           sendUnauthenticated(reply)
           return reply
         }
-        reply.header('x-ratelimit-limit', String(THROTTLE_LIMIT)).header('x-ratelimit-remaining', String(state.throttle.hit(caller, Date.now())))
+        const count = state.throttle.hit(caller, Date.now())
+        reply.header('x-ratelimit-limit', String(count.limit)).header('x-ratelimit-remaining', String(count.remaining))
+        if (count.retryAfterSec !== null) {
+          // Laravel's ThrottleRequestsException: its headers, and `Too Many Attempts.` as JSON.
+          reply.header('retry-after', String(count.retryAfterSec)).header('x-ratelimit-reset', String(Math.floor(Date.now() / 1000) + count.retryAfterSec))
+          sendJson(reply, 429, { message: 'Too Many Attempts.' })
+          return reply
+        }
         const touched = recordOf(request)?.accounts ?? []
         await handler({ ...laravel, params: request.params as Record<string, string>, headers: request.headers, caller, touch: (account) => touched.push(account) }, reply)
         // Answered: an answer still being sent (a stream, the `cut` failure) is not sent again.

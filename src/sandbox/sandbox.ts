@@ -75,6 +75,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     ...controls,
     acceptToken: (token, accountId = MAIN_PARENT_ID) => state.tokens.accept(token, knownAccount(state, accountId)),
     revokeToken: (token) => state.tokens.revoke(token),
+    setThrottle: (throttle) => state.throttle.set(throttle),
     requests: state.requests,
     trickles: state.conditions.trickles,
     close: () => {

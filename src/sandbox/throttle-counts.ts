@@ -2,25 +2,41 @@
 // writes its count on every answer of an authenticated API route: `X-RateLimit-Limit` and
 // `X-RateLimit-Remaining` (addHeaders). It keys the count by the token's user
 // (resolveRequestSignature: the sha1 of the user's auth identifier), so every caller of
-// one token reads one count, lowered by each other caller's calls. The sandbox writes the
-// headers and refuses nothing for them: its 429s are the `throttles` failure mode.
+// one token reads one count, lowered by each other caller's calls. By default the sandbox
+// writes the headers and refuses nothing for them (its 429s are the `throttles` failure
+// mode); `setThrottle({ refuse: true })` makes it refuse past the count as Laravel does.
 
 /** Laravel's default `api` limiter: `Limit::perMinute(60)`. */
 export const THROTTLE_LIMIT = 60
 const WINDOW_MS = 60_000
 
-/** Each account's calls in its current minute, as Laravel's RateLimiter counts them (a window from its first hit). */
+/** The count kept per token user: `limit` calls a window of `windowMs` from its first hit; `refuse`: past it, a 429 (Laravel's), else only the headers. */
+export interface ThrottleSettings { limit: number; windowMs: number; refuse: boolean }
+
+/** What the count says of a call: let through with what is left, or refused with the seconds to the window's end. */
+export type ThrottleVerdict = { limit: number; remaining: number; retryAfterSec: null } | { limit: number; remaining: 0; retryAfterSec: number }
+
+/** Each account's calls in its current window, as Laravel's RateLimiter counts them (a window from its first hit). */
 export class ThrottleCounts {
   readonly #windows = new Map<number, { start: number; hits: number }>()
+  #settings: ThrottleSettings = { limit: THROTTLE_LIMIT, windowMs: WINDOW_MS, refuse: false }
 
-  /** Counts a call of the account's token; returns what `X-RateLimit-Remaining` then says. */
-  hit(account: number, now: number): number {
+  /** The count from now on; every window begins anew. */
+  set(settings: Partial<ThrottleSettings>): void {
+    this.#settings = { limit: THROTTLE_LIMIT, windowMs: WINDOW_MS, refuse: false, ...settings }
+    this.#windows.clear()
+  }
+
+  /** Counts a call of the account's token (a refused call is not counted: Laravel checks before it hits). */
+  hit(account: number, now: number): ThrottleVerdict {
+    const { limit, windowMs, refuse } = this.#settings
     let window = this.#windows.get(account)
-    if (window === undefined || now - window.start >= WINDOW_MS) {
+    if (window === undefined || now - window.start >= windowMs) {
       window = { start: now, hits: 0 }
       this.#windows.set(account, window)
     }
+    if (refuse && window.hits >= limit) return { limit, remaining: 0, retryAfterSec: Math.max(1, Math.ceil((window.start + windowMs - now) / 1000)) }
     window.hits += 1
-    return Math.max(0, THROTTLE_LIMIT - window.hits)
+    return { limit, remaining: Math.max(0, limit - window.hits), retryAfterSec: null }
   }
 }

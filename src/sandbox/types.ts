@@ -1,5 +1,6 @@
 // The sandbox's public shapes, in a module of their own so that its parts can share
 // them without importing sandbox.ts, which imports them all.
+import type { ThrottleSettings } from './throttle-counts.js'
 
 export interface SandboxAccount { id: number; name: string; parentId: number | null; currency: string }
 export interface SandboxCredentials { username: string; password: string; clientId: number; clientSecret: string }
@@ -145,6 +146,14 @@ export interface Sandbox {
   setCapacity(capacity: Capacity): void
   /** Failures at random rates (Weather); `{}` ends them. */
   setWeather(weather: Weather): void
+  /**
+   * Laravel's `throttle:api` count of each token user's calls (`x-ratelimit-limit`,
+   * `x-ratelimit-remaining` on every answer of an authenticated route): by default 60 a
+   * minute, written and never refused; `refuse: true` answers past it 429 `Too Many
+   * Attempts.` with `retry-after` (the seconds to the window's end) and `x-ratelimit-reset`,
+   * as Laravel does. Every window begins anew.
+   */
+  setThrottle(throttle: Partial<ThrottleSettings>): void
   setFailure(mode: FailureMode): void
   /**
    * The failure of one path only (exact, without the query), whatever the token: a route

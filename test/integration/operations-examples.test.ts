@@ -57,7 +57,7 @@ describe('docs/operations/', () => {
   it('names every refusal reason of gateway_platform_refused_total wherever it lists them, as the dashboard does', () => {
     const union = /export type RefusalReason = ([^\n]+)/.exec(read('src/platform/governor/seat.ts'))![1]!
     const reasons = [...union.matchAll(/'(\w+)'/g)].map((m) => m[1]!)
-    expect(reasons).toEqual(['queue_full', 'team_queue_full', 'displaced', 'queue_timeout', 'paused', 'deadline'])
+    expect(reasons).toEqual(['queue_full', 'team_queue_full', 'displaced', 'queue_timeout', 'paused', 'count', 'deadline'])
     const places = {
       metrics: between(monitoring, '`gateway_platform_refused_total{credential,reason}`', '`gateway_platform_seats_held{credential}`'),
       alert: between(alerts, '## Alert: GatewayPlatformCallsRefused', '## Alert: GatewayPlatformQueueHigh'),

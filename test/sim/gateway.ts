@@ -7,7 +7,7 @@ import type { GatewayLoop } from './gateway-loop.js'
 import type { Pauses } from '../../src/platform/pauses/pauses.js'
 
 /** What a call tells the governor when it ends: the platform's answer, or none (its deadline, a connection error). */
-export type SimOutcome = { status: number; latencyMs: number; retryAfter?: string } | { status: null; latencyMs: number; timedOut: boolean }
+export type SimOutcome = { status: number; latencyMs: number; retryAfter?: string; count?: { limit: number; remaining: number; refusal: boolean } } | { status: null; latencyMs: number; timedOut: boolean }
 
 export interface SimSeat {
   /** The call's outcome; `readMs`: its caller reads the answer this long after it came (one that stopped reading). */
@@ -261,7 +261,7 @@ export class SimGateway {
         watch.clear()
         const lateMs = clock.now() - sent
         if (late === null || late.status === 0) seat.end({ status: null, latencyMs: lateMs, timedOut: true })
-        else seat.end({ status: late.status, latencyMs: lateMs })
+        else seat.end({ status: late.status, latencyMs: lateMs, ...(late.count ? { count: late.count } : {}) })
       })
       return record
     }
@@ -271,7 +271,7 @@ export class SimGateway {
       return record
     }
     record.status = got.status
-    seat.end({ status: got.status, latencyMs, ...(got.retryAfter === undefined ? {} : { retryAfter: got.retryAfter }) }, opts.holdMs)
+    seat.end({ status: got.status, latencyMs, ...(got.retryAfter === undefined ? {} : { retryAfter: got.retryAfter }), ...(got.count ? { count: got.count } : {}) }, opts.holdMs)
     return record
   }
 

@@ -4,6 +4,7 @@ import { credentialGovernor } from '../../src/platform/governor/credential-gover
 import { answerTiming } from '../../src/platform/governor/answer-timing.js'
 import { Pauses, scopeKey } from '../../src/platform/pauses/pauses.js'
 import { retryAfterMs } from '../../src/platform/pauses/retry-after.js'
+import { CountShares } from '../../src/platform/pauses/count-shares.js'
 import type { GovernorContext, GovernorFactory, GovernorUnderTest, SimOutcome } from './gateway.js'
 
 /** The settings of config/default.yaml: the governor as a user who sets nothing runs it. */
@@ -14,7 +15,8 @@ const silent = pino({ level: 'silent' })
  * One replica's governor as the gateway composes it (credential-governor.ts, behind the
  * platform's pauses as platform-governors.ts puts it): the seats, the learned limit on the
  * clock, with replicas the lease of seats through a store shared by every replica of the
- * run, and the pauses of the platform's 429s, each report kind a route. A credential's
+ * run, the pauses of the platform's 429s, each report kind a route, and the platform's
+ * count of the credential's calls shared out (count-shares.ts). A credential's
  * pause ends at its time: the simulated gateway has no probe call.
  */
 export const newGovernor: GovernorFactory = (ctx) => governor(ctx, defaults)
@@ -40,6 +42,7 @@ function governor({ clock, replica, store, weights, loop, loopLate, pauses: peer
     },
   })
   peers.add(pauses)
+  const counts = new CountShares({ weightOf: (team) => weights.get(team) ?? 1, clock })
   // The loop-probe as the gateway feeds it (platform-governors.ts), where the run gives the replica a loop of its own.
   const g = credentialGovernor({ credential: 'default', settings, store, replica, run: replica, seal: null, key: 'sim', log: silent, weightOf: (team) => weights.get(team) ?? 1, pausedUntil: () => pauses.credentialUntil, clock, ...(loop ? { answerTimed: answerTiming(loop) } : {}), ...(loopLate ? { loopLateMs: loopLate } : {}), ...(process.env.DEBUG_KNEE ? { onMove: (move: string, from: number, to: number) => console.log(replica, ((clock.now() - 1_800_000_000_000) / 1000).toFixed(1), move, from, '→', to, 'knee', g.estimator?.knee, g.estimator?.phase) } : {}) })
   void g.leased?.start()
@@ -51,9 +54,15 @@ function governor({ clock, replica, store, weights, loop, loopLate, pauses: peer
       if (admission.kind === 'paused') throw Object.assign(new Error('paused'), { code: 'paused' })
       const trial = admission.kind === 'trial' ? admission.scope : null
       const seat = await g.seats.ask({ team: ask.team, workClass: ask.workClass, priority: ask.priority, deadline: ask.deadline, signal: ask.signal })
+      const sent = counts.admit(ask.team)
+      if (sent.kind === 'refused') {
+        seat.end({ kind: 'unsent' })
+        throw Object.assign(new Error('counted'), { code: 'counted' })
+      }
       return {
         end(outcome: SimOutcome) {
           seat.end(outcome.status === null ? { kind: 'none', latencyMs: outcome.latencyMs, timedOut: outcome.timedOut } : { kind: 'answer', status: outcome.status, latencyMs: outcome.latencyMs })
+          if (outcome.status !== null) counts.told(sent, outcome.status, outcome.count ?? null, retryAfterMs(outcome.retryAfter, clock.now()))
           if (outcome.status === 429) pauses.throttled(ask.team, ask.workClass, retryAfterMs(outcome.retryAfter, clock.now()), { trial })
           else if (outcome.status !== null) pauses.answered(ask.team, ask.workClass, { trial })
         },

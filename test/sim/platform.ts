@@ -81,6 +81,8 @@ export interface SentCall {
 export interface PlatformAnswer {
   status: number
   retryAfter?: string
+  /** The credential's throttle count as Laravel writes it on every answer (`x-ratelimit-limit`, `x-ratelimit-remaining`): none but where the credential is throttled. */
+  count?: { limit: number; remaining: number; refusal: boolean }
 }
 
 interface Job {
@@ -164,16 +166,19 @@ export class SimPlatform {
     const shed = this.#shape.shedding.find((s) => s.from <= now && now < s.to)
     if (shed && this.#random.chance(shed.p)) return this.#after(5, { status: 503 })
     const throttle = this.#shape.throttle
+    let count: PlatformAnswer['count']
     if (throttle && this.#throttle && throttle.from <= now && now < throttle.to && (!throttle.only || (throttle.only.team === call.team && throttle.only.route === call.route))) {
       const retryAfterSec = this.#throttle.hit(now)
+      // A throttle of the credential counts every call of the token, and says so on each answer.
+      count = throttle.only ? undefined : { limit: this.#throttle.limit, remaining: this.#throttle.remaining, refusal: false }
       if (retryAfterSec !== null) {
         this.throttled = { from: this.throttled?.from ?? now, to: Math.max(this.throttled?.to ?? 0, now + retryAfterSec * 1000) }
-        return this.#after(5, { status: 429, retryAfter: String(retryAfterSec) })
+        return this.#after(5, { status: 429, retryAfter: String(retryAfterSec), ...(count ? { count: { ...count, refusal: true } } : {}) })
       }
     }
     if (call.fail === 'throttled' || (this.#shape.capacity && this.inFlight >= this.#shape.capacity.refuseAbove)) return this.#after(5, { status: 429, retryAfter: '1' })
     return new Promise((resolve) => {
-      this.#queue.push({ call, arrived: now, started: null, endsAt: 0, timer: null, resolve })
+      this.#queue.push({ call, arrived: now, started: null, endsAt: 0, timer: null, resolve: count ? (a) => resolve(a.status === 0 ? a : { ...a, count }) : resolve })
       this.#startNext()
     })
   }
@@ -275,6 +280,11 @@ export class FixedWindow {
     readonly limit: number,
     readonly windowMs: number,
   ) {}
+
+  /** What is left of the window's count (0 once refusing). */
+  get remaining(): number {
+    return this.limit - this.#count
+  }
 
   /** Null: the call at `now` passes (and is counted); else its retry-after in seconds. */
   hit(now: number): number | null {

@@ -4,6 +4,7 @@ import { simulate, type Scenario } from './simulate.js'
 import { checkGuarantees } from './checks.js'
 import { newGovernor } from './new-governor.js'
 import { PAUSE_PROBE_INTERVAL_MS } from '../../src/platform/pauses/pauses.js'
+import { PACE_HEADROOM } from '../../src/platform/pauses/count-shares.js'
 import type { Report, TeamPlan } from './teams.js'
 
 // The platform's Laravel throttle (platform.ts) and the pauses it draws (docs/governor.md, "Pauses").
@@ -65,5 +66,35 @@ describe('the simulated platform throttles, and the pauses hold the calls back',
     expect(verdicts.find((v) => v.guarantee === '429s')?.ok).toBe(true)
     expect(verdicts.find((v) => v.guarantee === 'recovery')?.ok).toBe(true)
     expect(verdicts.filter((v) => !v.ok)).toEqual([])
+  })
+})
+
+describe("the platform's count of the credential's calls, shared out by weight", () => {
+  // A Laravel throttle:api of 200 calls a 10 s window on the credential; 8 workers answer 80
+  // calls of 100 ms a second, 800 a window: team hog's 16 callers alone would spend the count
+  // in a few seconds. Team dash, a dashboard of 2 users asking 2 reports a second each, asks
+  // about 40 calls a window, below its share of 100.
+  const scenario: Scenario = {
+    seed: 4291, durationMs: 90_000, workers: 8, spread: 0.1, slowness: [], stalls: [], outages: [], shedding: [], replicas: 1, storeStalls: [],
+    teams: [
+      { name: 'hog', weight: 1, behaviour: { kind: 'callers', callers: 16, reports: [SHORT, OTHER], thinkMs: [0, 0] }, replicas: [0], from: 0, until: 90_000 },
+      { name: 'dash', weight: 1, behaviour: { kind: 'dashboard', users: 2, fanOut: 2, reports: [SHORT, OTHER], thinkMs: [800, 1200] }, replicas: [0], from: 0, until: 90_000 },
+    ],
+    throttle: { from: 0, to: 90_000, windowMs: 10_000, limit: 200 },
+  }
+
+  it("after the window in which the platform first refused, the team within its share draws no 429 and is refused nothing, and the other team spends the rest of each window's count but what the first is kept", async () => {
+    const trace = await simulate(scenario, newGovernor)
+    const refusing = trace.throttled as { from: number; to: number }
+    expect(refusing).not.toBeNull()
+    // The count is shared out from the first 429; its window, and the pause that 429 drew, are over a window later (ms into the run).
+    const from = refusing.from + 2 * 10_000
+    const dash = trace.records.filter((c) => c.team === 'dash' && c.asked - trace.start >= from)
+    expect(dash.length).toBeGreaterThan(200)
+    expect(dash.filter((c) => c.status === 429 || c.result === 'refused')).toEqual([])
+    // Each window's count spent but for what dash is kept past its asks (half again what it asked: PACE_HEADROOM), and one window's worth for where the windows fall.
+    const answered = trace.records.filter((c) => c.status === 200 && (c.seated as number) - trace.start >= from).length
+    const windows = (scenario.durationMs - from) / 10_000
+    expect(answered).toBeGreaterThan(200 * windows - (PACE_HEADROOM - 1) * dash.length - 200)
   })
 })

@@ -24,6 +24,7 @@ import { withoutToken } from './token-echo.js'
 import { ShutdownWatch } from './shutdown-watch.js'
 import { waitSignal } from './wait-signal.js'
 import { retryAfterMs, withBoundedRetryAfter } from '../pauses/retry-after.js'
+import { platformCount } from '../pauses/count-shares.js'
 import type { PlatformFailing } from './platform-failing.js'
 
 export interface PlatformCall {
@@ -377,7 +378,7 @@ export class PlatformClient {
         const latencyMs = performance.now() - sent
         if (call.spent) call.spent.ms += latencyMs
         this.#history?.platformCall(latencyMs)
-        endWithAnswer(seat, res, { kind: 'answer', status: res.statusCode, latencyMs, ...(typeof retryAfter === 'string' ? { retryAfter } : {}) })
+        endWithAnswer(seat, res, { kind: 'answer', status: res.statusCode, latencyMs, count: platformCount(res.headers), ...(typeof retryAfter === 'string' ? { retryAfter } : {}) })
         if (res.statusCode >= 500) this.#failing?.failed(credential, started)
         else this.#failing?.answered(credential)
         // A retry-after that says no time (unreadable, two lines) is none: one reader, for the retry as for the pauses.
@@ -423,7 +424,8 @@ export class PlatformClient {
     timer.unref()
     response.then(
       (res) => {
-        seat.end({ kind: 'answer', status: res.statusCode, latencyMs: performance.now() - sent })
+        const retryAfter = res.headers['retry-after']
+        seat.end({ kind: 'answer', status: res.statusCode, latencyMs: performance.now() - sent, count: platformCount(res.headers), ...(typeof retryAfter === 'string' ? { retryAfter } : {}) })
         res.body.on('error', () => undefined)
         res.body.destroy()
       },

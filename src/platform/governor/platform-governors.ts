@@ -6,8 +6,11 @@ import { systemClock } from '../../clock.js'
 import { routeTemplate } from '../route-template.js'
 import { GATEWAY_TEAM } from '../gateway-team.js'
 import { PlatformPauses, type PlatformPausesDeps } from '../pauses/platform-pauses.js'
+import { CountShares, type Sent } from '../pauses/count-shares.js'
+import { retryAfterMs } from '../pauses/retry-after.js'
+import { OverloadedError } from '../../errors.js'
 import type { Pause } from '../pauses/pauses.js'
-import type { Seat, SeatOutcome, SeatRequest } from './seat.js'
+import { NoIdleSeatError, type Seat, type SeatOutcome, type SeatRequest } from './seat.js'
 import { answerTiming, processLateness } from './answer-timing.js'
 import { credentialGovernor, type CredentialGovernor, type CredentialGovernorOptions } from './credential-governor.js'
 import { RedisLeaseStore } from './redis-lease-store.js'
@@ -33,10 +36,17 @@ export interface PlatformGovernorsDeps extends Pick<PlatformPausesDeps, 'config'
 export class PlatformGovernors {
   readonly #governors = new Map<string, CredentialGovernor>()
   readonly #pauses: PlatformPauses
+  readonly #counts = new Map<string, CountShares>()
+  readonly #clock: NonNullable<PlatformGovernorsDeps['clock']>
+  readonly #metrics: PlatformGovernorsDeps['metrics']
+  readonly #maxPauseMs: number
 
   constructor(deps: PlatformGovernorsDeps) {
     const { config, log, metrics, redis, breaker, bus, weightOf, limitsOf } = deps
     const [clock, seal] = [deps.clock ?? systemClock, deps.seal ?? null]
+    this.#clock = clock
+    this.#metrics = metrics
+    this.#maxPauseMs = config.platform.maxPauseMs
     this.#pauses = new PlatformPauses({
       ...deps, seal, clock,
       // The platform throttles the credential itself: a fault of the limit rule (the replica that learns cuts for all).
@@ -64,6 +74,7 @@ export class PlatformGovernors {
       })
       if (!g.estimator) metrics.platformLimit.set({ credential }, g.seats.limit)
       this.#governors.set(credential, g)
+      this.#counts.set(credential, new CountShares({ weightOf: (team) => Math.max(1, weightOf?.(team) ?? 1), clock }))
     }
   }
 
@@ -96,14 +107,40 @@ export class PlatformGovernors {
   /** Whether the platform has paused the credential, or a call of `team` (any team's) on the route of `url`: a cached copy is better than a wait. */
   paused(credential: string, url?: string, team?: string): boolean { return this.#pauses.paused(credential, url, team) }
 
-  /** A seat for `call`, behind the pauses (its `end` tells them too); not async: a queued call's wait holds one frame less. */
+  /** The platform's count of `credential`'s calls as this replica shares it out (count-shares.ts); null: no such credential. */
+  countOf(credential: string): ReturnType<CountShares['view']> | null { return this.#counts.get(credential)?.view() ?? null }
+
+  /**
+   * A seat for `call`, behind the pauses and the platform's count (its `end` tells them
+   * too); not async: a queued call's wait holds one frame less.
+   */
   seat(credential: string, call: SeatCall): Promise<PausedSeat> {
     try {
       const g = this.#of(credential)
+      const counts = this.#counts.get(credential) as CountShares
       const passage = this.#pauses.enter(credential, call)
       const pauseMs = (retryAfter: string | undefined) => this.#pauses.drawn(credential, call, passage, retryAfter)
-      if (call.trial) return Promise.resolve({ end: (outcome: SeatOutcome) => this.#pauses.left(credential, call, passage, outcome), pauseMs })
-      return g.seats.ask({ ...call, workClass: call.workClass ?? routeTemplate(call.url) }).then((seat) => ({ end: (outcome) => { seat.end(outcome); this.#pauses.left(credential, call, passage, outcome) }, pauseMs }))
+      const ended = (sent: Sent, outcome: SeatOutcome) => {
+        this.#pauses.left(credential, call, passage, outcome)
+        if (outcome.kind === 'unsent' && !call.probe && !call.trial) counts.unsent(call.team, sent.seq)
+        if (outcome.kind === 'answer') counts.told(sent, outcome.status, outcome.count ?? null, retryAfterMs(outcome.retryAfter, this.#clock.now()))
+      }
+      if (call.trial) {
+        const sent = counts.pass()
+        return Promise.resolve({ end: (outcome: SeatOutcome) => ended(sent, outcome), pauseMs })
+      }
+      return g.seats.ask({ ...call, workClass: call.workClass ?? routeTemplate(call.url) }).then((seat) => {
+        const sent = call.probe ? { kind: 'sent' as const, ...counts.pass() } : counts.admit(call.team)
+        if (sent.kind === 'refused') {
+          seat.end({ kind: 'unsent' })
+          this.#metrics.platformRefused.inc({ credential, reason: 'count' })
+          // Background work (a refresh ahead, a warm-up, a job) is refused as the seats refuse it: no seat now.
+          if ((call.priority ?? 'caller') !== 'caller') throw new NoIdleSeatError(credential)
+          const retryAfterSec = Math.ceil(Math.min(sent.waitMs, this.#maxPauseMs) / 1000)
+          throw Object.assign(new OverloadedError(`team ${call.team} has used its share of the platform's call count for credential ${credential}; retry in ${retryAfterSec} s`), { retryAfterSec })
+        }
+        return { end: (outcome: SeatOutcome) => { seat.end(outcome); ended(sent, outcome) }, pauseMs }
+      })
     } catch (err) {
       return Promise.reject(err as Error)
     }

@@ -1,3 +1,4 @@
+import type { PlatformCount } from '../pauses/count-shares.js'
 import type { Priority } from './fair-queue.js'
 import type { Answer } from './answer-timeline.js'
 import type { LeasedSeats } from './leased-seats.js'
@@ -7,11 +8,11 @@ import type { Clock } from '../../clock.js'
 // A call's seat as the rest of the gateway sees it: what it asks with, what it holds, what
 // ends it and what that teaches, and what a refusal says (docs/governor.md, "Words").
 
-export type RefusalReason = 'queue_full' | 'team_queue_full' | 'displaced' | 'queue_timeout' | 'paused' | 'deadline'
+export type RefusalReason = 'queue_full' | 'team_queue_full' | 'displaced' | 'queue_timeout' | 'paused' | 'count' | 'deadline'
 export type { Priority } from './fair-queue.js'
 
 /** What ended a call: the platform's answer (after `latencyMs` to its headers), none (a deadline, a connection error), the gateway's own stop of a call sent (`dropped`), or a call never sent (`unsent`: refused between its seat and its sending, nothing reached the platform). */
-export type SeatOutcome = { kind: 'answer'; status: number; latencyMs: number; retryAfter?: string } | { kind: 'none'; latencyMs: number; timedOut: boolean } | { kind: 'dropped' } | { kind: 'unsent' }
+export type SeatOutcome = { kind: 'answer'; status: number; latencyMs: number; retryAfter?: string; count?: PlatformCount | null } | { kind: 'none'; latencyMs: number; timedOut: boolean } | { kind: 'dropped' } | { kind: 'unsent' }
 
 /** A call's seat: the platform's time, given back with the call's outcome (dispatch rule 4). */
 export interface Seat { end(outcome: SeatOutcome): void }

@@ -1,0 +1,187 @@
+import type { Clock } from '../../clock.js'
+
+/**
+ * The platform's count of the credential's calls, shared out by weight (docs/governor.md,
+ * "The platform's count, shared out"). Laravel's `throttle:api` counts every call of a
+ * token in a fixed window and writes the count on every answer (`x-ratelimit-limit`,
+ * `x-ratelimit-remaining`); past it, every caller of the token is answered 429, whichever
+ * team spent it. Once the platform has shown that it refuses past its count (a 429 whose
+ * `x-ratelimit-remaining` is 0, with the `x-ratelimit-reset` Laravel writes on its refusal
+ * alone: a 429 of another limiter says nothing of the count), a call with its seat is sent when its team has sent fewer
+ * calls in the platform's window than its share of the count, or when the count left still
+ * covers what the other teams asking are owed of theirs (their shares, or PACE_HEADROOM
+ * times what they asked in the platform's last window where that is less; or none is owed:
+ * the platform decides, and its 429 pauses as ever); otherwise it is refused before the platform, its
+ * seat going back unsent. A count the platform only writes (no such 429 yet) is not acted
+ * on: a gateway that believed it would hold itself to a limit nobody enforces.
+ *
+ * The platform's window is read from its word: the count left rising by more than half the
+ * limit between two answers is a window begun anew, with the first call it counted; a call
+ * sent longer ago than the counting window is out of it whatever was read. Pure state on a
+ * clock; one replica's calls (the other replicas' are not counted here: the limit of the
+ * rule, stated on the model page).
+ */
+
+/** The counting window: Laravel's `throttle:api` counts per minute; a 429 that says longer (its retry-after) lengthens it. */
+export const COUNT_WINDOW_MS = 60_000
+/** The longest counting window a 429's retry-after sets. */
+const LONGEST_COUNT_WINDOW_MS = 60 * 60_000
+/**
+ * What a team is kept of the count past what it asked in the platform's last whole window:
+ * half again (a dashboard's asks vary from window to window); a team not seen in a whole
+ * window yet is kept its whole share.
+ */
+export const PACE_HEADROOM = 1.5
+/** The shortest wait a refusal tells: a retry sooner finds the same count. */
+const LEAST_WAIT_MS = 1000
+
+/** The platform's count on one answer: its calls a window, what is left of the window's, and whether the answer is the count's own refusal (`x-ratelimit-reset`, which Laravel writes only on it). */
+export interface PlatformCount { limit: number; remaining: number; refusal: boolean }
+
+/** A call let through (`seq`: its place among this replica's sends), or refused with how long its team waits to be within its share again. */
+export type CountAdmission = ({ kind: 'sent' } & Sent) | { kind: 'refused'; waitMs: number }
+
+/** A call let through: its place among this replica's sends, and when. */
+export interface Sent { seq: number; at: number }
+/** `since`: this replica's sends when it first asked; `last`: its calls in the platform's last window, where it asked from that window's start (null: none such yet). */
+interface TeamCount { asked: number; since: number; sent: Sent[]; last: number | null }
+
+/** Reads the platform's count from an answer's headers: null where it writes none, or none that reads as whole numbers. */
+export function platformCount(headers: Record<string, string | string[] | undefined>): PlatformCount | null {
+  const [limit, remaining] = [headers['x-ratelimit-limit'], headers['x-ratelimit-remaining']]
+  if (typeof limit !== 'string' || typeof remaining !== 'string' || !/^\d{1,9}$/.test(limit.trim()) || !/^\d{1,9}$/.test(remaining.trim())) return null
+  const count = { limit: Number(limit), remaining: Number(remaining), refusal: headers['x-ratelimit-reset'] !== undefined }
+  return count.limit > 0 && count.remaining <= count.limit ? count : null
+}
+
+export class CountShares {
+  readonly #weightOf: (team: string) => number
+  readonly #clock: Clock
+  #limit: number | null = null
+  #enforced = false
+  #windowMs = COUNT_WINDOW_MS
+  #seq = 0
+  /** The first of this replica's calls in the platform's window, as its answers tell it. */
+  #windowFrom = 0
+  /** The answer to the last-sent call answered: its place, when it was sent, and what it said was left (null: it carried no count). */
+  #told: { seq: number; at: number; remaining: number | null } | null = null
+  readonly #teams = new Map<string, TeamCount>()
+
+  constructor(opts: { weightOf: (team: string) => number; clock: Clock }) {
+    this.#weightOf = opts.weightOf
+    this.#clock = opts.clock
+  }
+
+  /** Whether the count is shared out: the platform wrote one and has refused past it. */
+  get enforced(): boolean { return this.#enforced && this.#limit !== null }
+
+  /** A call the count does not hold back (the probe call, a pause's trial), about to be sent: counted among this replica's sends, in no team's. */
+  pass(): Sent {
+    this.#seq += 1
+    return { seq: this.#seq, at: this.#clock.now() }
+  }
+
+  /** A call of `team` with its seat, about to be sent: let through (counted) or refused. */
+  admit(team: string): CountAdmission {
+    const now = this.#clock.now()
+    this.#forget(now)
+    const mine = this.#teams.get(team) ?? { asked: now, since: this.#seq, sent: [], last: null }
+    this.#teams.set(team, mine)
+    mine.asked = now
+    if (this.enforced) {
+      const total = this.#totalWeight()
+      if (mine.sent.length >= this.#shareOf(team, total) && !this.#lendable(team, total, now)) return { kind: 'refused', waitMs: this.#waitMs(mine, now) }
+    }
+    const sent = this.pass()
+    // Counted where the platform writes a count: its windows are read before it first refuses.
+    if (this.#limit !== null) mine.sent.push(sent)
+    return { kind: 'sent', ...sent }
+  }
+
+  /** A call let through never reached the platform: it is not counted. */
+  unsent(team: string, seq: number): void {
+    const sent = this.#teams.get(team)?.sent
+    const i = sent?.findIndex((s) => s.seq === seq) ?? -1
+    if (sent && i >= 0) sent.splice(i, 1)
+  }
+
+  /** The answer to the call `sent` (admit's or pass's): its status, the count it carried (null: none), a 429's retry-after (ms; null: none). */
+  told({ seq, at }: Sent, status: number, count: PlatformCount | null, retryAfterMs: number | null): void {
+    const before = this.#told
+    if (before !== null && seq <= before.seq) return
+    this.#told = { seq, at, remaining: count?.remaining ?? null }
+    if (count === null) return
+    this.#limit = count.limit
+    // Laravel counts from a window's first call: the call answered is the count's (limit − remaining)-th in its window.
+    const first = Math.max(this.#windowFrom, seq - (count.limit - count.remaining) + 1)
+    if (before?.remaining == null) this.#windowFrom = first
+    else if (count.remaining > before.remaining + count.limit / 2) this.#windowBegan(Math.max(first, before.seq + 1))
+    if (status !== 429 || count.remaining > 0 || !count.refusal) return
+    this.#enforced = true
+    if (retryAfterMs !== null && retryAfterMs > this.#windowMs) this.#windowMs = Math.min(LONGEST_COUNT_WINDOW_MS, retryAfterMs)
+  }
+
+  /** Each team's calls counted and its share, for the teams asking (tests, the status view). */
+  view(): { limit: number | null; enforced: boolean; windowMs: number; left: number | null; teams: { team: string; sent: number; share: number }[] } {
+    const now = this.#clock.now()
+    this.#forget(now)
+    const total = this.#totalWeight()
+    return { limit: this.#limit, enforced: this.enforced, windowMs: this.#windowMs, left: this.#left(now), teams: [...this.#teams].map(([team, t]) => ({ team, sent: t.sent.length, share: this.#shareOf(team, total) })) }
+  }
+
+  /**
+   * What is left of the platform's count as this replica knows it: the last-sent answered
+   * call's word, less the calls sent since (some of them counted in it: never more than is
+   * left); null: unknown (that answer carried no count, or its window is over).
+   */
+  #left(now: number): number | null {
+    const told = this.#told
+    if (told === null || told.remaining === null || told.at <= now - this.#windowMs) return null
+    return told.remaining - (this.#seq - told.seq)
+  }
+
+  /** The platform's window began anew with this replica's `from`-th call: each team's calls before it are its last window's. */
+  #windowBegan(from: number): void {
+    for (const t of this.#teams.values()) t.last = this.#windowFrom > 0 && t.since < this.#windowFrom ? t.sent.filter((s) => s.seq >= this.#windowFrom && s.seq < from).length : null
+    this.#windowFrom = from
+  }
+
+  /** Whether another call of `team`, past its share, leaves what every other team asking is still owed: its share, or half again what it asked in the last window if less, less what it sent in this one. */
+  #lendable(team: string, total: number, now: number): boolean {
+    let owed = 0
+    for (const [other, t] of this.#teams) {
+      const kept = Math.min(this.#shareOf(other, total), t.last === null ? Infinity : Math.max(1, PACE_HEADROOM * t.last))
+      if (other !== team) owed += Math.max(0, kept - t.sent.length)
+    }
+    const left = this.#left(now)
+    return owed === 0 || left === null || left - 1 >= owed
+  }
+
+  /** How long a refused call of a team waits: until its oldest call counted leaves the window, or what was read of the count is a window old. */
+  #waitMs(team: TeamCount, now: number): number {
+    const ends = [team.sent[0]?.at, this.#told?.at].filter((at): at is number => at !== undefined).map((at) => at + this.#windowMs - now)
+    return Math.max(LEAST_WAIT_MS, Math.min(...ends))
+  }
+
+  /** The weights of the teams that asked within the window. */
+  #totalWeight(): number {
+    let total = 0
+    for (const team of this.#teams.keys()) total += this.#weight(team)
+    return total
+  }
+
+  /** A team's share of the count: the count times its weight over the weights of the teams that asked within the window (`total`). */
+  #shareOf(team: string, total: number): number {
+    return total > 0 ? ((this.#limit ?? 0) * this.#weight(team)) / total : 0
+  }
+
+  #weight(team: string): number { return Math.max(0, this.#weightOf(team)) }
+
+  /** Calls out of the platform's window or past the counting window leave the count, and teams that asked nothing within it leave the shares. */
+  #forget(now: number): void {
+    for (const [team, t] of this.#teams) {
+      while (t.sent.length > 0 && ((t.sent[0] as Sent).at <= now - this.#windowMs || (t.sent[0] as Sent).seq < this.#windowFrom)) t.sent.shift()
+      if (t.asked <= now - this.#windowMs) this.#teams.delete(team)
+    }
+  }
+}

@@ -1,0 +1,62 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { request } from 'undici'
+import { KEYS, TEAMS_YAML, UPLOADER_KEY, withUploader } from '../helpers/build-gateway.js'
+import { startSandboxGateway, type SandboxGateway } from '../helpers/sandbox-gateway.js'
+import { waitFor } from '../helpers/wait.js'
+
+// The platform's Laravel throttle counts every call of the token in one window, whichever
+// team made it: the gateway shares that count out by weight once the platform has refused
+// past it (docs/governor.md, "The platform's count, shared out"). Teams `all` and `uploader`
+// (weight 1 each) share one credential; the sandbox counts 10 calls a window and refuses
+// past them, as Laravel's throttle:api does.
+
+const PATH = '/api/v1/report/campaigns/get'
+const LIMIT = 10
+
+describe("the platform's count of the credential's calls, shared out by weight", () => {
+  let s: SandboxGateway
+  let day = 0
+  beforeAll(async () => {
+    s = await startSandboxGateway({ yaml: withUploader(TEAMS_YAML) })
+  })
+  afterAll(async () => {
+    await s.close()
+  })
+
+  /** A report of its own for each read: every read reaches the platform. */
+  const miss = async (key: string) => {
+    const d = ++day
+    const res = await request(`${s.url}${PATH}?advertiserId=101&byDate=1&dateFrom=2025-01-01&dateTo=2025-${String(1 + Math.floor(d / 28)).padStart(2, '0')}-${String(1 + (d % 28)).padStart(2, '0')}`, { headers: { 'x-api-key': key } })
+    return { status: res.statusCode, headers: res.headers, body: await res.body.text() }
+  }
+
+  it("keeps for a team that asked its share of the count: the other team's misses are refused by the gateway, not the platform, and the first team's calls go through", async () => {
+    // The platform shows that it refuses past its count: a window of one second, spent by team all.
+    s.sandbox.setThrottle({ limit: LIMIT, windowMs: 1000, refuse: true })
+    for (let i = 0; i <= LIMIT; i++) if ((await miss(KEYS.all)).status !== 200) break
+    await waitFor('the platform to have refused past its count', () => s.gw.governors.countOf('default')?.enforced === true)
+    await waitFor("team all's pause to end", () => s.gw.governors.pausesOf('default').length === 0)
+    // A window longer than the test: every call below is counted in it.
+    s.sandbox.setThrottle({ limit: LIMIT, windowMs: 600_000, refuse: true })
+    s.sandbox.clearRequests()
+    expect((await miss(UPLOADER_KEY)).status).toBe(200)
+
+    const refusal = await (async () => {
+      for (let i = 0; i < LIMIT; i++) {
+        const answer = await miss(KEYS.all)
+        if (answer.status !== 200) return answer
+      }
+      return null
+    })()
+    expect(refusal?.status).toBe(503)
+    expect(JSON.parse(refusal?.body ?? '{}')).toMatchObject({ code: 'GW_OVERLOADED', message: expect.stringContaining("team all has used its share of the platform's call count") })
+    expect(Number(refusal?.headers['retry-after'])).toBeGreaterThanOrEqual(1)
+    const owed = s.gw.governors.countOf('default')?.teams.find((t) => t.team === 'uploader')
+    if (!owed) throw new Error('team uploader is not among the teams asking')
+    const rest = Math.ceil(owed.share - owed.sent)
+    expect(rest).toBeGreaterThanOrEqual(1)
+    for (let i = 0; i < rest; i++) expect((await miss(UPLOADER_KEY)).status).toBe(200)
+    // Every call the gateway sent in this window was within the platform's count.
+    expect(s.sandbox.requests.length).toBeLessThanOrEqual(LIMIT)
+  })
+})
