@@ -2,6 +2,7 @@ import type { FastifyPluginCallback, FastifyReply } from 'fastify'
 import { parseCapacity, parseFailureMode, parseWeather } from './conditions.js'
 import { sendNotFound } from './replies.js'
 import type { Sandbox, SandboxRequestRecord } from './types.js'
+import { parseThrottle } from './throttle-counts.js'
 import { asRecord } from './validation.js'
 
 // The Sandbox controls over HTTP, for benchmarks that run the sandbox in another
@@ -10,7 +11,7 @@ import { asRecord } from './validation.js'
 
 export type SandboxControls = Pick<
   Sandbox,
-  'issueToken' | 'revokeAllTokens' | 'setLatency' | 'setCapacity' | 'setWeather' | 'setFailure' | 'setRouteFailure' | 'clearRouteFailures' | 'releaseHeld' | 'countRequests' | 'clearRequests' | 'concurrency' | 'resetConcurrency'
+  'issueToken' | 'revokeAllTokens' | 'setLatency' | 'setCapacity' | 'setWeather' | 'setThrottle' | 'setFailure' | 'setRouteFailure' | 'clearRouteFailures' | 'releaseHeld' | 'countRequests' | 'clearRequests' | 'concurrency' | 'resetConcurrency'
 >
 
 export function controlRoutes(controls: SandboxControls): FastifyPluginCallback {
@@ -47,6 +48,13 @@ export function controlRoutes(controls: SandboxControls): FastifyPluginCallback 
       if (typeof weather === 'string') return badRequest(reply, weather)
       controls.setWeather(weather)
       return { weather }
+    })
+
+    app.post('/throttle', (request, reply) => {
+      const throttle = parseThrottle(request.body)
+      if (typeof throttle === 'string') return badRequest(reply, throttle)
+      controls.setThrottle(throttle)
+      return { throttle }
     })
 
     app.post('/failure', (request, reply) => {

@@ -75,7 +75,6 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     ...controls,
     acceptToken: (token, accountId = MAIN_PARENT_ID) => state.tokens.accept(token, knownAccount(state, accountId)),
     revokeToken: (token) => state.tokens.revoke(token),
-    setThrottle: (throttle) => state.throttle.set(throttle),
     requests: state.requests,
     trickles: state.conditions.trickles,
     close: () => {
@@ -121,6 +120,7 @@ function createControls(state: SandboxState): SandboxControls {
     setLatency: (ms, maxMs) => state.conditions.setLatency(ms, maxMs),
     setCapacity: (capacity) => state.conditions.setCapacity(capacity),
     setWeather: (weather) => state.conditions.setWeather(weather),
+    setThrottle: (throttle) => state.throttle.set(throttle),
     setFailure: (mode) => state.conditions.setFailure(mode),
     setRouteFailure: (path, mode) => state.conditions.setRouteFailure(path, mode),
     clearRouteFailures: () => state.conditions.clearRouteFailures(),

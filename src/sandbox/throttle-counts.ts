@@ -16,6 +16,17 @@ export interface ThrottleSettings { limit: number; windowMs: number; refuse: boo
 /** What the count says of a call: let through with what is left, or refused with the seconds to the window's end. */
 export type ThrottleVerdict = { limit: number; remaining: number; retryAfterSec: null } | { limit: number; remaining: 0; retryAfterSec: number }
 
+/** `value` as throttle settings (`limit` and `windowMs` whole numbers above 0, `refuse` a boolean, each optional), or what is wrong with it. */
+export function parseThrottle(value: unknown): Partial<ThrottleSettings> | string {
+  if (typeof value !== 'object' || value === null) return 'the throttle is an object: limit, windowMs, refuse'
+  const unknown = Object.keys(value).find((k) => !['limit', 'windowMs', 'refuse'].includes(k))
+  if (unknown !== undefined) return `"${unknown}" is no throttle setting (limit, windowMs, refuse)`
+  const t = value as Record<string, unknown>
+  for (const key of ['limit', 'windowMs'] as const) if (t[key] !== undefined && !(Number.isSafeInteger(t[key]) && (t[key] as number) > 0)) return `"${key}" must be a whole number above 0`
+  if (t.refuse !== undefined && typeof t.refuse !== 'boolean') return '"refuse" must be true or false'
+  return t as Partial<ThrottleSettings>
+}
+
 /** Each account's calls in its current window, as Laravel's RateLimiter counts them (a window from its first hit). */
 export class ThrottleCounts {
   readonly #windows = new Map<number, { start: number; hits: number }>()

@@ -629,6 +629,28 @@ describe('HTTP controls', () => {
     expect((await control('POST', '/latency', { ms: 10, maxMs: 5 })).status).toBe(400)
   })
 
+  it("counts each token user's calls as Laravel's throttle:api does, and refuses past the count once told to, over HTTP", async () => {
+    const REPORT = `/api/v1/report/campaigns/get?advertiserId=101&${WEEK}`
+    expect((await control('POST', '/throttle', { limit: 0 })).status).toBe(400)
+    expect((await control('POST', '/throttle', { refuse: 'yes' })).status).toBe(400)
+    expect((await control('POST', '/throttle', { limits: 2 })).status).toBe(400)
+    expect(await (await control('POST', '/throttle', { limit: 2, windowMs: 600_000, refuse: true })).json()).toEqual({ throttle: { limit: 2, windowMs: 600_000, refuse: true } })
+    const answers = []
+    for (let i = 0; i < 3; i++) answers.push(await call(REPORT))
+    expect(answers.map((a) => [a.status, a.headers.get('x-ratelimit-limit'), a.headers.get('x-ratelimit-remaining')])).toEqual([[200, '2', '1'], [200, '2', '0'], [429, '2', '0']])
+    // Laravel's ThrottleRequestsException: the seconds to the window's end, and when it ends; the count's refusal alone carries x-ratelimit-reset.
+    const refused = answers[2] as Response
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(590)
+    expect(Number(refused.headers.get('x-ratelimit-reset'))).toBeGreaterThan(Date.now() / 1000 + 590)
+    expect(await refused.json()).toEqual({ message: 'Too Many Attempts.' })
+    expect(answers[1]?.headers.get('x-ratelimit-reset')).toBeNull()
+    // Written and never refused, as by default (60 a minute).
+    expect((await control('POST', '/throttle', { limit: 1 })).status).toBe(200)
+    const past = [await call(REPORT), await call(REPORT)]
+    expect(past.map((a) => [a.status, a.headers.get('x-ratelimit-remaining')])).toEqual([[200, '0'], [200, '0']])
+    expect((await control('POST', '/throttle', {})).status).toBe(200)
+  })
+
   it('revokes every token', async () => {
     expect((await control('DELETE', '/tokens')).status).toBe(204)
     expect((await call(`/api/v1/report/campaigns/get?advertiserId=101&${WEEK}`)).status).toBe(401)
