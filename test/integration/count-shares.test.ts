@@ -12,12 +12,13 @@ import { waitFor } from '../helpers/wait.js'
 
 const PATH = '/api/v1/report/campaigns/get'
 const LIMIT = 10
+const ADMIN_TOKEN = 'count-shares-admin-token-0123456789'
 
 describe("the platform's count of the credential's calls, shared out by weight", () => {
   let s: SandboxGateway
   let day = 0
   beforeAll(async () => {
-    s = await startSandboxGateway({ yaml: withUploader(TEAMS_YAML) })
+    s = await startSandboxGateway({ yaml: withUploader(TEAMS_YAML), env: { ADMIN_TOKEN } })
   })
   afterAll(async () => {
     await s.close()
@@ -51,9 +52,14 @@ describe("the platform's count of the credential's calls, shared out by weight",
     expect(refusal?.status).toBe(503)
     expect(JSON.parse(refusal?.body ?? '{}')).toMatchObject({ code: 'GW_OVERLOADED', message: expect.stringContaining("team all has used its share of the platform's call count") })
     expect(Number(refusal?.headers['retry-after'])).toBeGreaterThanOrEqual(1)
-    const owed = s.gw.governors.countOf('default')?.teams.find((t) => t.team === 'uploader')
-    if (!owed) throw new Error('team uploader is not among the teams asking')
-    const rest = Math.ceil(owed.share - owed.sent)
+    // As the admin listener shows it.
+    const status = (await s.gw.admin.inject({ method: 'GET', url: '/admin/status', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()
+    const governor = status.governors[0]
+    expect(governor.count).toMatchObject({ limit: LIMIT, enforced: true })
+    expect(governor.refusals).toMatchObject({ count: 1 })
+    const owed = governor.teams.find((t: { team: string }) => t.team === 'uploader') as { counted: number; countShare: number }
+    expect(owed.countShare).toBe(LIMIT / 2)
+    const rest = Math.ceil(owed.countShare - owed.counted)
     expect(rest).toBeGreaterThanOrEqual(1)
     for (let i = 0; i < rest; i++) expect((await miss(UPLOADER_KEY)).status).toBe(200)
     // Every call the gateway sent in this window was within the platform's count.

@@ -53,6 +53,7 @@ function governor({ clock, replica, store, weights, loop, loopLate, pauses: peer
       const admission = pauses.admit(ask.team, ask.workClass)
       if (admission.kind === 'paused') throw Object.assign(new Error('paused'), { code: 'paused' })
       const trial = admission.kind === 'trial' ? admission.scope : null
+      if (counts.refusing(ask.team) !== null) throw Object.assign(new Error('counted'), { code: 'counted' })
       const seat = await g.seats.ask({ team: ask.team, workClass: ask.workClass, priority: ask.priority, deadline: ask.deadline, signal: ask.signal })
       const sent = counts.admit(ask.team)
       if (sent.kind === 'refused') {

@@ -131,6 +131,19 @@ describe('CountShares', () => {
     expect(shares.view().left).toBe(-1)
   })
 
+  it('tells a call asking for a seat whether it would be refused now, without counting it', () => {
+    const { send, begin, shares } = counts()
+    const left = begin(20)
+    send('b', 1, 20, left)
+    expect(shares.refusing('a')).toBeNull()
+    send('a', 10, 20, left)
+    expect(shares.refusing('a')).toBe(COUNT_WINDOW_MS)
+    expect(shares.view().teams).toEqual([{ team: 'b', sent: 1, share: 10 }, { team: 'a', sent: 10, share: 10 }])
+    // A team's ask makes it one of the teams the count is shared by.
+    expect(shares.refusing('c')).toBeNull()
+    expect(shares.view().teams.map((t) => t.share)).toEqual([20 / 3, 20 / 3, 20 / 3])
+  })
+
   it('a call let through but never sent is not counted', () => {
     const { shares, enforce, clock } = counts()
     enforce(10)

@@ -8,6 +8,7 @@ import { redisAddress } from '../../redis/client.js'
 import { redisState } from '../../redis/breaker.js'
 import { adminSchema, answer } from './admin-schemas.js'
 import { withoutKeys } from '../../observe/key-shape.js'
+import type { PlatformGovernors } from '../../platform/governor/platform-governors.js'
 
 const nullable = (type: string) => ({ type: [type, 'null'] })
 const counts = { type: 'object', additionalProperties: { type: 'number' } } as const
@@ -90,6 +91,11 @@ export const statusSchema = {
           ...scalars({ credential: 'string', maxConcurrent: 'number', adaptive: 'boolean', limit: 'number', knee: 'number?', phase: 'string?', learner: 'boolean', latencyFloorMs: 'number?', queueLimit: 'number' }),
           ...scalars({ inFlight: 'number', queued: 'number', seatsHeld: 'number', pausedUntil: 'string?' }),
           permitsHeld: { type: 'number', deprecated: true, description: 'Deprecated: the same as `seatsHeld`, its name of the last release; removed in the next one.' },
+          count: {
+            type: 'object',
+            description: 'The platform\'s count of the token\'s calls (Laravel\'s `x-ratelimit-limit` a window) as this replica shares it out: `limit` null where the platform writes none; `enforced` once it refused past it; `left` what is left of its window as this replica knows it (null: unknown); `windowSeconds` the counting window.',
+            properties: { limit: nullable('number'), enforced: { type: 'boolean' }, left: nullable('number'), windowSeconds: { type: 'number' } },
+          },
           pauses: {
             type: 'array',
             items: { type: 'object', properties: { scope: { type: 'string' }, team: nullable('string'), route: nullable('string'), until: { type: 'string' } } },
@@ -98,7 +104,7 @@ export const statusSchema = {
             type: 'array',
             items: {
               type: 'object',
-              properties: scalars({ team: 'string', inFlight: 'number', waiting: 'number', share: 'number', maxConcurrent: 'number?', queue: 'number?', seatSeconds: 'number' }),
+              properties: scalars({ team: 'string', inFlight: 'number', waiting: 'number', share: 'number', maxConcurrent: 'number?', queue: 'number?', seatSeconds: 'number', counted: 'number', countShare: 'number' }),
             },
           },
           refusals: counts,
@@ -185,6 +191,7 @@ export async function adminStatusRoutes(app: FastifyInstance, parts: AdminStatus
       teamsReload: reloader.availability,
       governors: governors.views().map((g) => {
         const waiting = g.seats.waiting()
+        const count = governors.countOf(g.credential)
         return {
           credential: g.credential,
           maxConcurrent: config.platform.maxConcurrent,
@@ -199,6 +206,7 @@ export async function adminStatusRoutes(app: FastifyInstance, parts: AdminStatus
           queued: g.queued,
           seatsHeld: g.seatsHeld,
           permitsHeld: g.seatsHeld,
+          count: { limit: count?.limit ?? null, enforced: count?.enforced ?? false, left: count?.left ?? null, windowSeconds: (count?.windowMs ?? 0) / 1000 },
           pausedUntil: g.pausedUntil > 0 ? new Date(g.pausedUntil).toISOString() : null,
           pauses: governors.pausesOf(g.credential).map((p) => ({
             scope: p.scope.kind,
@@ -216,6 +224,7 @@ export async function adminStatusRoutes(app: FastifyInstance, parts: AdminStatus
               share: Math.round(g.seats.shareOf(t.name) * 10) / 10,
               ...g.seats.limitsOf(t.name),
               seatSeconds: Math.round(g.seats.seatSeconds(t.name) * 10) / 10,
+              ...countOf(count, t.name),
             })),
           refusals: sumBy(refused.values, 'reason', (labels) => labels.credential === g.credential),
         }
@@ -255,4 +264,10 @@ function topologyOf(redis: Config['redis']): string {
 
 function roundOrNull(ms: number | null): number | null {
   return ms === null ? null : Math.round(ms * 10) / 10
+}
+
+/** A team's calls in the platform's count window on this replica, and its share of the count (0 for a team not asking). */
+function countOf(count: ReturnType<PlatformGovernors['countOf']>, team: string): { counted: number; countShare: number } {
+  const mine = count?.teams.find((t) => t.team === team)
+  return { counted: mine?.sent ?? 0, countShare: Math.round((mine?.share ?? 0) * 10) / 10 }
 }

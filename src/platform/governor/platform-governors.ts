@@ -129,15 +129,14 @@ export class PlatformGovernors {
         const sent = counts.pass()
         return Promise.resolve({ end: (outcome: SeatOutcome) => ended(sent, outcome), pauseMs })
       }
+      // A call the count refuses now waits for no seat (nor holds a place in the queue); one let through is asked again with its seat.
+      const waitMs = call.probe ? null : counts.refusing(call.team)
+      if (waitMs !== null) throw this.#counted(credential, call, waitMs)
       return g.seats.ask({ ...call, workClass: call.workClass ?? routeTemplate(call.url) }).then((seat) => {
         const sent = call.probe ? { kind: 'sent' as const, ...counts.pass() } : counts.admit(call.team)
         if (sent.kind === 'refused') {
           seat.end({ kind: 'unsent' })
-          this.#metrics.platformRefused.inc({ credential, reason: 'count' })
-          // Background work (a refresh ahead, a warm-up, a job) is refused as the seats refuse it: no seat now.
-          if ((call.priority ?? 'caller') !== 'caller') throw new NoIdleSeatError(credential)
-          const retryAfterSec = Math.ceil(Math.min(sent.waitMs, this.#maxPauseMs) / 1000)
-          throw Object.assign(new OverloadedError(`team ${call.team} has used its share of the platform's call count for credential ${credential}; retry in ${retryAfterSec} s`), { retryAfterSec })
+          throw this.#counted(credential, call, sent.waitMs)
         }
         return { end: (outcome: SeatOutcome) => { seat.end(outcome); ended(sent, outcome) }, pauseMs }
       })
@@ -162,6 +161,14 @@ export class PlatformGovernors {
       g.leased?.stop()
     }
     this.#pauses.stop()
+  }
+
+  /** A call the platform's count refuses (count-shares.ts): counted, and its error; background work (a refresh ahead, a warm-up, a job) gets no seat now, as the seats refuse it. */
+  #counted(credential: string, call: SeatCall, waitMs: number): Error {
+    this.#metrics.platformRefused.inc({ credential, reason: 'count' })
+    if ((call.priority ?? 'caller') !== 'caller') return new NoIdleSeatError(credential)
+    const retryAfterSec = Math.ceil(Math.min(waitMs, this.#maxPauseMs) / 1000)
+    return Object.assign(new OverloadedError(`team ${call.team} has used its share of the platform's call count for credential ${credential}; retry in ${retryAfterSec} s`), { retryAfterSec })
   }
 
   #of(credential: string): CredentialGovernor {

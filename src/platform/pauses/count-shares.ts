@@ -81,21 +81,39 @@ export class CountShares {
     return { seq: this.#seq, at: this.#clock.now() }
   }
 
+  /** A call of `team` asking for a seat: how long it would wait to be let through now (ms), or null: it would be. It counts as the team's ask. */
+  refusing(team: string): number | null {
+    const now = this.#clock.now()
+    this.#forget(now)
+    const mine = this.#asking(team, now)
+    return this.#refuses(team, mine, now) ? this.#waitMs(mine, now) : null
+  }
+
   /** A call of `team` with its seat, about to be sent: let through (counted) or refused. */
   admit(team: string): CountAdmission {
     const now = this.#clock.now()
     this.#forget(now)
-    const mine = this.#teams.get(team) ?? { asked: now, since: this.#seq, sent: [], last: null }
-    this.#teams.set(team, mine)
-    mine.asked = now
-    if (this.enforced) {
-      const total = this.#totalWeight()
-      if (mine.sent.length >= this.#shareOf(team, total) && !this.#lendable(team, total, now)) return { kind: 'refused', waitMs: this.#waitMs(mine, now) }
-    }
+    const mine = this.#asking(team, now)
+    if (this.#refuses(team, mine, now)) return { kind: 'refused', waitMs: this.#waitMs(mine, now) }
     const sent = this.pass()
     // Counted where the platform writes a count: its windows are read before it first refuses.
     if (this.#limit !== null) mine.sent.push(sent)
     return { kind: 'sent', ...sent }
+  }
+
+  /** `team`'s count, asking now: a team asking is among the teams the count is shared by. */
+  #asking(team: string, now: number): TeamCount {
+    const mine = this.#teams.get(team) ?? { asked: now, since: this.#seq, sent: [], last: null }
+    this.#teams.set(team, mine)
+    mine.asked = now
+    return mine
+  }
+
+  /** Whether a call of `team` now is past its share and what is left does not cover what the others are kept. */
+  #refuses(team: string, mine: TeamCount, now: number): boolean {
+    if (!this.enforced) return false
+    const total = this.#totalWeight()
+    return mine.sent.length >= this.#shareOf(team, total) && !this.#lendable(team, total, now)
   }
 
   /** A call let through never reached the platform: it is not counted. */
