@@ -77,9 +77,16 @@ function losses(s: Scenario): Interval[] {
   return (s.losing ?? []).map((l) => ({ from: l.from, to: l.to + DEFAULT_DEADLINE_MS }))
 }
 
-/** The span a throttle of the credential refused in, to the end of the last retry-after it gave; none for a throttle of one team's route, nor for one that never answered 429. */
+/**
+ * The span a throttle of the credential refused in, to the end of the last retry-after it
+ * gave, or to the last call the gateway refused for the platform's count if later (it refuses
+ * for the platform there: the count binds, not the workers); none for a throttle of one
+ * team's route, nor for one that never answered 429.
+ */
 function credentialThrottle(trace: Trace): Interval[] {
-  return trace.throttled && !trace.scenario.throttle?.only ? [trace.throttled] : []
+  if (!trace.throttled || trace.scenario.throttle?.only) return []
+  const counted = trace.records.filter((c) => c.refusal === 'counted').reduce((last, c) => Math.max(last, c.ended - trace.start), 0)
+  return [{ from: trace.throttled.from, to: Math.max(trace.throttled.to, counted) }]
 }
 
 /** Whether the throttle of one team's route refused `team`'s calls within `i`. */

@@ -50,10 +50,10 @@ function governor({ clock, replica, store, weights, loop, loopLate, pauses: peer
   if (process.env.DEBUG_LEASE) clock.setInterval(() => { const t = ((clock.now() - 1_800_000_000_000) / 1000); if (process.env.DEBUG_FROM ? t >= Number(process.env.DEBUG_FROM) && t <= Number(process.env.DEBUG_TO) : Math.abs(t % 2) < 0.05) console.log(replica, t.toFixed(1), 'limit', g.seats.limit, 'cap', g.seats.capacity, 'held', g.leased?.held, 'inFlight', g.seats.inFlight, 'queued', g.seats.queued, 'learner', g.leased?.learner, JSON.stringify(g.seats.heldBack()), JSON.stringify([...g.seats.waiting()]), JSON.stringify(g.leased?.shares() && [...g.leased.shares()!.targets])) }, 100)
   return {
     async seat(ask) {
+      if (counts.refusing(ask.team) !== null) throw Object.assign(new Error('counted'), { code: 'counted' })
       const admission = pauses.admit(ask.team, ask.workClass)
       if (admission.kind === 'paused') throw Object.assign(new Error('paused'), { code: 'paused' })
       const trial = admission.kind === 'trial' ? admission.scope : null
-      if (counts.refusing(ask.team) !== null) throw Object.assign(new Error('counted'), { code: 'counted' })
       const seat = await g.seats.ask({ team: ask.team, workClass: ask.workClass, priority: ask.priority, deadline: ask.deadline, signal: ask.signal })
       const sent = counts.admit(ask.team)
       if (sent.kind === 'refused') {

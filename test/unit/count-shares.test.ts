@@ -7,14 +7,13 @@ import { fakeClock } from '../helpers/clock.js'
 function counts(weights: Record<string, number> = {}) {
   const clock = fakeClock(1_800_000_000_000)
   const shares = new CountShares({ weightOf: (team) => weights[team] ?? 1, clock })
-  /** Sends `n` calls of `team`, each answered with the count a platform of `limit` calls keeps, `left` before them; the admissions. */
+  /** Sends `n` calls of `team`, each answered as a platform of `limit` calls a window answers, `left` of them before; the admissions. */
   const send = (team: string, n: number, limit: number, left: { n: number }): CountAdmission[] =>
     Array.from({ length: n }, () => {
       const a = shares.admit(team)
-      if (a.kind === 'sent') {
-        left.n = Math.max(0, left.n - 1)
-        shares.told(a, 200, { limit, remaining: left.n, refusal: false }, null)
-      }
+      // As Laravel's throttle answers: a call past the count is refused, and not counted.
+      if (a.kind === 'sent' && left.n === 0) shares.told(a, 429, { limit, remaining: 0, refusal: true }, null)
+      else if (a.kind === 'sent') shares.told(a, 200, { limit, remaining: --left.n, refusal: false }, null)
       return a
     })
   /** The platform refuses past its count: a 429 with nothing left, as Laravel's throttle answers it. */
@@ -210,5 +209,60 @@ describe('CountShares', () => {
     shares.told(b, 200, null, null)
     expect(shares.view().left).toBeNull()
     expect(shares.admit('a').kind).toBe('sent')
+  })
+
+  it("takes an answer without a count to a call the platform did not serve (a route's 404, routed before its throttle) for no word of the count", () => {
+    const { send, begin, shares } = counts()
+    const left = begin(20)
+    send('b', 1, 20, left)
+    send('a', 10, 20, left)
+    expect(shares.admit('a').kind).toBe('refused')
+    const probe = shares.admit('b')
+    if (probe.kind !== 'sent') throw new Error('refused')
+    shares.told(probe, 404, null, null)
+    expect(shares.view().left).toBe(8)
+    expect(shares.admit('a').kind).toBe('refused')
+  })
+
+  it("holds every call of the token, within its share or not, until the window the platform refused in ends, as its retry-after says", () => {
+    const { send, begin, shares, clock } = counts()
+    const left = begin(20)
+    send('b', 1, 20, left)
+    const a = shares.admit('a')
+    if (a.kind !== 'sent') throw new Error('refused')
+    shares.told(a, 429, { limit: 20, remaining: 0, refusal: true }, 12_000)
+    expect(shares.refusing('b')).toBe(12_000)
+    expect(shares.admit('b')).toEqual({ kind: 'refused', waitMs: 12_000 })
+    clock.advance(12_000)
+    expect(shares.refusing('b')).toBeNull()
+    expect(send('b', 1, 20, left).map((x) => x.kind)).toEqual(['sent'])
+  })
+
+  it('ends the sharing when the platform serves a second call with nothing left in a window: its count binds nothing', () => {
+    const { begin, shares } = counts()
+    begin(4)
+    const calls = Array.from({ length: 4 }, () => shares.admit('a'))
+    calls.forEach((c, i) => {
+      if (c.kind !== 'sent') throw new Error('refused')
+      shares.told(c, 200, { limit: 4, remaining: Math.max(0, 2 - i), refusal: false }, null)
+    })
+    expect(shares.view().enforced).toBe(false)
+    // Refused past it again, as Laravel refuses: shared out again.
+    shares.told(shares.pass(), 429, { limit: 4, remaining: 0, refusal: true }, null)
+    expect(shares.view().enforced).toBe(true)
+  })
+
+  it("keeps a team what it asked in the last window, its calls refused too, not only what it was let send", () => {
+    const { send, begin, shares } = counts()
+    const left = begin(40)
+    send('b', 1, 40, left)
+    // b asks 12 more in this window, as the gateway asks each call before its seat; the pauses refuse 9 of them.
+    for (let i = 0; i < 12; i++) shares.refusing('b')
+    send('b', 3, 40, left)
+    send('a', 20, 40, left)
+    // The window ends, b's next call the first of the next: b asked 12 (sent 4), and is kept 18 of it (1.5 × 12); a spends the rest.
+    left.n = 40
+    send('b', 1, 40, left)
+    expect(sentOf(send('a', 40, 40, left))).toBe(40 - 18)
   })
 })

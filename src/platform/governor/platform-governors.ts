@@ -118,6 +118,9 @@ export class PlatformGovernors {
     try {
       const g = this.#of(credential)
       const counts = this.#counts.get(credential) as CountShares
+      // A call the count refuses now waits for no seat (nor holds a place in the queue), and takes no pause's trial; one let through is asked again with its seat.
+      const waitMs = call.probe || call.trial ? null : counts.refusing(call.team)
+      if (waitMs !== null) throw this.#counted(credential, call, waitMs)
       const passage = this.#pauses.enter(credential, call)
       const pauseMs = (retryAfter: string | undefined) => this.#pauses.drawn(credential, call, passage, retryAfter)
       const ended = (sent: Sent, outcome: SeatOutcome) => {
@@ -129,9 +132,6 @@ export class PlatformGovernors {
         const sent = counts.pass()
         return Promise.resolve({ end: (outcome: SeatOutcome) => ended(sent, outcome), pauseMs })
       }
-      // A call the count refuses now waits for no seat (nor holds a place in the queue); one let through is asked again with its seat.
-      const waitMs = call.probe ? null : counts.refusing(call.team)
-      if (waitMs !== null) throw this.#counted(credential, call, waitMs)
       return g.seats.ask({ ...call, workClass: call.workClass ?? routeTemplate(call.url) }).then((seat) => {
         const sent = call.probe ? { kind: 'sent' as const, ...counts.pass() } : counts.admit(call.team)
         if (sent.kind === 'refused') {

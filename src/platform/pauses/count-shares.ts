@@ -43,8 +43,8 @@ export type CountAdmission = ({ kind: 'sent' } & Sent) | { kind: 'refused'; wait
 
 /** A call let through: its place among this replica's sends, and when. */
 export interface Sent { seq: number; at: number }
-/** `since`: this replica's sends when it first asked; `last`: its calls in the platform's last window, where it asked from that window's start (null: none such yet). */
-interface TeamCount { asked: number; since: number; sent: Sent[]; last: number | null }
+/** `since`: this replica's sends when it first asked; `asks`: its calls that asked for a seat in the platform's window (refused ones too); `last`: its calls asked or sent in the platform's last window, where it asked from that window's start (null: none such yet). */
+interface TeamCount { asked: number; since: number; asks: number; sent: Sent[]; last: number | null }
 
 /** Reads the platform's count from an answer's headers: null where it writes none, or none that reads as whole numbers. */
 export function platformCount(headers: Record<string, string | string[] | undefined>): PlatformCount | null {
@@ -66,6 +66,10 @@ export class CountShares {
   /** The answer to the last-sent call answered: its place, when it was sent, and what it said was left (null: it carried no count). */
   #told: { seq: number; at: number; remaining: number | null } | null = null
   readonly #teams = new Map<string, TeamCount>()
+  /** Answers with nothing left that the platform served (2xx) in its window: two say it serves past its count. */
+  #servedAtZero = 0
+  /** When the window the platform last refused in ends, as its refusal's retry-after says (epoch ms): no call of the token is served before. */
+  #refusedUntil = 0
 
   constructor(opts: { weightOf: (team: string) => number; clock: Clock }) {
     this.#weightOf = opts.weightOf
@@ -86,6 +90,7 @@ export class CountShares {
     const now = this.#clock.now()
     this.#forget(now)
     const mine = this.#asking(team, now)
+    mine.asks += 1
     return this.#refuses(team, mine, now) ? this.#waitMs(mine, now) : null
   }
 
@@ -103,7 +108,7 @@ export class CountShares {
 
   /** `team`'s count, asking now: a team asking is among the teams the count is shared by. */
   #asking(team: string, now: number): TeamCount {
-    const mine = this.#teams.get(team) ?? { asked: now, since: this.#seq, sent: [], last: null }
+    const mine = this.#teams.get(team) ?? { asked: now, since: this.#seq, asks: 0, sent: [], last: null }
     this.#teams.set(team, mine)
     mine.asked = now
     return mine
@@ -112,6 +117,7 @@ export class CountShares {
   /** Whether a call of `team` now is past its share and what is left does not cover what the others are kept. */
   #refuses(team: string, mine: TeamCount, now: number): boolean {
     if (!this.enforced) return false
+    if (now < this.#refusedUntil) return true
     const total = this.#totalWeight()
     return mine.sent.length >= this.#shareOf(team, total) && !this.#lendable(team, total, now)
   }
@@ -127,16 +133,27 @@ export class CountShares {
   told({ seq, at }: Sent, status: number, count: PlatformCount | null, retryAfterMs: number | null): void {
     const before = this.#told
     if (before !== null && seq <= before.seq) return
+    // An answer without a count says nothing of it but where the platform served the call: a route's 404 is routed before Laravel's throttle.
+    if (count === null && (status < 200 || status > 299)) return
     this.#told = { seq, at, remaining: count?.remaining ?? null }
     if (count === null) return
     this.#limit = count.limit
     // Laravel counts from a window's first call: the call answered is the count's (limit − remaining)-th in its window.
     const first = Math.max(this.#windowFrom, seq - (count.limit - count.remaining) + 1)
-    if (before?.remaining == null) this.#windowFrom = first
-    else if (count.remaining > before.remaining + count.limit / 2) this.#windowBegan(Math.max(first, before.seq + 1))
+    if (before?.remaining == null) {
+      // The first count read: a window of the platform's, whose calls the teams ask from here.
+      this.#windowFrom = first
+      this.#servedAtZero = 0
+      for (const t of this.#teams.values()) t.asks = 0
+    } else if (count.remaining > before.remaining + count.limit / 2) this.#windowBegan(Math.max(first, before.seq + 1))
+    // Laravel serves one call with nothing left in a window, its last: a second served says the count binds nothing.
+    if (status >= 200 && status <= 299 && count.remaining === 0 && ++this.#servedAtZero >= 2) this.#enforced = false
     if (status !== 429 || count.remaining > 0 || !count.refusal) return
     this.#enforced = true
-    if (retryAfterMs !== null && retryAfterMs > this.#windowMs) this.#windowMs = Math.min(LONGEST_COUNT_WINDOW_MS, retryAfterMs)
+    this.#servedAtZero = 0
+    if (retryAfterMs === null) return
+    this.#refusedUntil = Math.max(this.#refusedUntil, this.#clock.now() + retryAfterMs)
+    if (retryAfterMs > this.#windowMs) this.#windowMs = Math.min(LONGEST_COUNT_WINDOW_MS, retryAfterMs)
   }
 
   /** Each team's calls counted and its share, for the teams asking (tests, the status view). */
@@ -160,8 +177,12 @@ export class CountShares {
 
   /** The platform's window began anew with this replica's `from`-th call: each team's calls before it are its last window's. */
   #windowBegan(from: number): void {
-    for (const t of this.#teams.values()) t.last = this.#windowFrom > 0 && t.since < this.#windowFrom ? t.sent.filter((s) => s.seq >= this.#windowFrom && s.seq < from).length : null
+    for (const t of this.#teams.values()) {
+      t.last = this.#windowFrom > 0 && t.since < this.#windowFrom ? Math.max(t.asks, t.sent.filter((s) => s.seq >= this.#windowFrom && s.seq < from).length) : null
+      t.asks = 0
+    }
     this.#windowFrom = from
+    this.#servedAtZero = 0
   }
 
   /** Whether another call of `team`, past its share, leaves what every other team asking is still owed: its share, or half again what it asked in the last window if less, less what it sent in this one. */
@@ -177,6 +198,7 @@ export class CountShares {
 
   /** How long a refused call of a team waits: until its oldest call counted leaves the window, or what was read of the count is a window old. */
   #waitMs(team: TeamCount, now: number): number {
+    if (now < this.#refusedUntil) return Math.max(LEAST_WAIT_MS, this.#refusedUntil - now)
     const ends = [team.sent[0]?.at, this.#told?.at].filter((at): at is number => at !== undefined).map((at) => at + this.#windowMs - now)
     return Math.max(LEAST_WAIT_MS, Math.min(...ends))
   }
