@@ -101,8 +101,12 @@ export class CountShares {
     const mine = this.#asking(team, now)
     if (this.#refuses(team, mine, now)) return { kind: 'refused', waitMs: this.#waitMs(mine, now) }
     const sent = this.pass()
-    // Counted where the platform writes a count: its windows are read before it first refuses.
-    if (this.#limit !== null) mine.sent.push(sent)
+    // Counted while shared out, a count's worth at most: a count the platform only writes costs no memory per call, and
+    // past the count a team's calls change nothing it is judged by (its share, what it is kept).
+    if (this.enforced) {
+      mine.sent.push(sent)
+      if (mine.sent.length > (this.#limit as number) + 1) mine.sent.shift()
+    }
     return { kind: 'sent', ...sent }
   }
 
