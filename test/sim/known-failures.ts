@@ -34,7 +34,6 @@ export const KNOWN_FAILURES: ReadonlyMap<number, readonly string[]> = new Map<nu
   [677, ['fair by time', 'replicas']],
   [771, ['stall liveness']],
   [780, ['stall liveness']],
-  [838, ['no standing queue']],
   [842, ['replicas']],
   [855, ['work-conserving']],
   [867, ['work-conserving']],
