@@ -2740,10 +2740,14 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description This document (OpenAPI 3.1). */
+            /** @description This document (OpenAPI 3.1), gzipped where `accept-encoding` takes gzip. */
             200: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    /** @description `gzip` where the caller's `accept-encoding` takes it; none otherwise. */
+                    "content-encoding"?: "gzip";
+                    /** @description `accept-encoding`: the document is gzipped by it. */
+                    vary: "accept-encoding";
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;

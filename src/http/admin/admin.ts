@@ -79,9 +79,9 @@ export async function adminRoutes(app: FastifyInstance, parts: AdminParts): Prom
     response: { 200: { type: 'object', additionalProperties: true, description: 'This document: an OpenAPI 3.1 document.' } },
   })
   const written = writtenOnce(() => JSON.stringify(app.swagger()))
-  app.get('/admin/openapi.json', { schema: document }, async (_request, reply) => {
+  app.get('/admin/openapi.json', { schema: document }, async (request, reply) => {
     reply.type('application/json; charset=utf-8')
-    return written()
+    return written(request, reply)
   })
 
   await app.register(adminTokenRoutes, { tokens, auditLog, adminAuth, teams, config, client, tokenShares })

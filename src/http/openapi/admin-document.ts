@@ -136,6 +136,9 @@ const CONSOLE_HEADERS = { 'content-security-policy': header('content-security-po
  * and 431 the listener gives before any route does not carry them.
  */
 const servedAsPage = (status: string) => /^[23]/.test(status) || status === '404'
+/** The documents, written once and gzipped where the caller's `accept-encoding` takes it (written-once.ts). */
+const GZIPPED_DOCUMENTS = new Set(['/admin/openapi.json', '/docs/json', '/docs/yaml'])
+const GZIPPED_HEADERS = { vary: header('vary-accept-encoding'), 'content-encoding': header('content-encoding-gzip') }
 /** On Swagger UI's page, its files and the documents it shows, as served: the console's, under Swagger UI's policy. */
 const DOCS_HEADERS = { ...CONSOLE_HEADERS, 'content-security-policy': header('docs-content-security-policy') }
 
@@ -165,6 +168,7 @@ function completeOperation(path: string, method: string, op: Json, used: Set<str
       ...(STATE_PATHS.has(path) && own.has(status) ? { 'cache-control': header('cache-control') } : {}),
       ...(path.startsWith('/console') && servedAsPage(status) ? CONSOLE_HEADERS : {}),
       ...(path.startsWith('/docs') && servedAsPage(status) ? DOCS_HEADERS : {}),
+      ...(GZIPPED_DOCUMENTS.has(path) && status === '200' ? GZIPPED_HEADERS : {}),
       ...(status === '401' ? { 'www-authenticate': { $ref: '#/components/headers/www-authenticate' } } : {}),
       ...(response.headers as Json | undefined),
     }
@@ -204,6 +208,8 @@ export function completeAdminDocument(doc: Json): Json {
       'content-security-policy': { description: 'What the browser may do with the console: its own scripts and style only, calls to this listener only, in no frame.', required: true, schema: { const: CONSOLE_CSP } },
       'cross-origin-opener-policy': { description: '`same-origin`: the console and Swagger UI are in a window of their own origin alone; a page of another origin that opened one holds a handle that reads as closed and sends it nowhere. On the console\'s page and files, and on Swagger UI\'s (`/docs`), their 404s included.', required: true, schema: { const: 'same-origin' } },
       'docs-content-security-policy': { description: 'What the browser may do with Swagger UI (`/docs`): the console\'s policy, with images from `data:` URLs besides (its style sheet\'s icons).', required: true, schema: { const: DOCS_CSP } },
+      'vary-accept-encoding': { description: '`accept-encoding`: the document is gzipped by it.', required: true, schema: { const: 'accept-encoding' } },
+      'content-encoding-gzip': { description: '`gzip` where the caller\'s `accept-encoding` takes it; none otherwise.', schema: { const: 'gzip' } },
       'www-authenticate': {
         description: 'The challenge of every 401 (RFC 9110, 11.6.1): `authorization: Bearer <admin token>`.',
         required: true,

@@ -65,7 +65,16 @@ const PLAIN_RESPONSES: Record<string, Json> = {
     '200': { description: 'Ready: `{"status": "ready"}`.', content: json(readyStatusSchema(READY_STATUS[200])) },
     '503': { description: 'This replica cannot serve: starting or shutting down (`{"status": "starting"}`, `{"status": "stopping"}`).', content: json(readyStatusSchema(READY_STATUS[503])) },
   },
-  '/openapi.json': { '200': { description: 'This document (OpenAPI 3.1).', content: json({ type: 'object', required: ['openapi', 'info', 'paths'] }) } },
+  '/openapi.json': {
+    '200': {
+      description: 'This document (OpenAPI 3.1), gzipped where `accept-encoding` takes gzip.',
+      headers: {
+        'content-encoding': { description: '`gzip` where the caller\'s `accept-encoding` takes it; none otherwise.', schema: { const: 'gzip' } },
+        vary: { description: '`accept-encoding`: the document is gzipped by it.', required: true, schema: { const: 'accept-encoding' } },
+      },
+      content: json({ type: 'object', required: ['openapi', 'info', 'paths'] }),
+    },
+  },
 }
 
 const header = (description: string, schema: Json = { type: 'string' }) => ({ description, schema })
@@ -269,7 +278,7 @@ export function completeDocument(doc: Json, settings: PlatformPathSettings): Jso
       const plain = PLAIN_RESPONSES[path]
       if (plain) op.responses = structuredClone(plain)
       if (!tags.includes('reports') && !tags.includes('jobs')) {
-        for (const response of Object.values(op.responses as Record<string, Json>)) response.headers = { 'x-request-id': ref('x-request-id'), ...(HEALTH.has(path) ? { 'cache-control': ref('state-cache-control') } : {}) }
+        for (const response of Object.values(op.responses as Record<string, Json>)) response.headers = { 'x-request-id': ref('x-request-id'), ...(HEALTH.has(path) ? { 'cache-control': ref('state-cache-control') } : {}), ...(response.headers as Json | undefined) }
       }
     }
   }
@@ -367,9 +376,9 @@ export const swaggerOptions = (settings: PlatformPathSettings): FastifyDynamicSw
 export async function describeProxy(proxy: FastifyInstance, settings: PlatformPathSettings): Promise<void> {
   await proxy.register(fastifySwagger, swaggerOptions(settings))
   const written = writtenOnce(() => JSON.stringify(proxy.swagger()))
-  proxy.get('/openapi.json', async (_request, reply) => {
+  proxy.get('/openapi.json', async (request, reply) => {
     reply.type('application/json; charset=utf-8')
-    return written()
+    return written(request, reply)
   })
 }
 
@@ -381,7 +390,7 @@ export async function describeProxy(proxy: FastifyInstance, settings: PlatformPa
  * before Swagger UI's own handlers of those two paths, which would write it at every ask.
  */
 export async function docsUi(admin: FastifyInstance, proxy: FastifyInstance): Promise<void> {
-  const documents: Record<string, { type: string; written: () => Buffer }> = {
+  const documents: Record<string, { type: string; written: ReturnType<typeof writtenOnce> }> = {
     '/docs/json': { type: 'application/json; charset=utf-8', written: writtenOnce(() => JSON.stringify(proxy.swagger())) },
     '/docs/yaml': { type: 'application/x-yaml', written: writtenOnce(() => stringifyYaml(proxy.swagger())) },
   }
@@ -394,7 +403,7 @@ export async function docsUi(admin: FastifyInstance, proxy: FastifyInstance): Pr
       uiHooks: {
         onRequest: async (request, reply) => {
           const document = documents[request.routeOptions.url ?? '']
-          if (document) return reply.type(document.type).send(document.written())
+          if (document) return reply.type(document.type).send(document.written(request, reply))
         },
       },
       // No "Try it out": it would send team keys to the admin listener, which has no /api/v1.
