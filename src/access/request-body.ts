@@ -53,13 +53,40 @@ export function bodyTypeRefused(types: string, sent?: string | string[]): string
   return `body: must be ${types}${sent === FORM_TYPE ? CURL_FORM : ''}`
 }
 
+// JSON.parse's reviver with the source of each primitive, and raw JSON that JSON.stringify
+// writes as it is (ES2025: JSON.parse source text access; Node 21 and later).
+type SourceReviver = (this: unknown, key: string, value: unknown, context: { source?: string }) => unknown
+const sourced = JSON as unknown as { parse(text: string, reviver: SourceReviver): unknown; rawJSON(text: string): unknown }
+const INTEGER = /^-?\d+$/
+const [INT64_MIN, INT64_MAX] = [-(2n ** 63n), 2n ** 63n - 1n]
+
+/**
+ * The caller's JSON with every number as the caller wrote it: PHP reads `1.0` as a float
+ * and `1` as an int, `12345678901234567890` as a float and `1e400` as INF, and a number
+ * written again from a double says something else (`1`, `12345678901234567000`, `null`).
+ * An integer past ±2^53 that PHP holds exactly (a 64-bit int) is refused: the checks read
+ * the double nearest it, so the platform would read another number than the one checked.
+ */
+function numbersAsWritten(text: string): unknown {
+  return sourced.parse(text, (_key, value, { source }) => {
+    if (typeof value !== 'number' || source === undefined) return value
+    if (INTEGER.test(source) && !Number.isSafeInteger(value) && BigInt(source) >= INT64_MIN && BigInt(source) <= INT64_MAX) {
+      throw new BadRequestError(`body: the integer ${source} is past ±2^53 (9007199254740991), which the gateway cannot check exactly as the platform reads it (a 64-bit integer); send it as a string`)
+    }
+    return sourced.rawJSON(source)
+  })
+}
+
 export function parseJsonBody(bytes: Buffer, limits: BodyLimits): CheckedBody {
   // Before JSON.parse: a 200k-deep array must be a cheap 400, not a deep parse and a
   // recursion through it; PHP's json_decode gives up past 512 levels anyway.
   if (maxDepth(bytes) > limits.jsonDepth) throw new BadRequestError(`body: JSON nested deeper than ${limits.jsonDepth} levels`)
   let value: unknown
+  let written: unknown
   try {
-    value = JSON.parse(decodeUtf8(bytes))
+    const text = decodeUtf8(bytes)
+    value = JSON.parse(text)
+    written = numbersAsWritten(text)
   } catch (err) {
     if (err instanceof BadRequestError) throw err
     throw new BadRequestError(NOT_JSON)
@@ -81,7 +108,7 @@ export function parseJsonBody(bytes: Buffer, limits: BodyLimits): CheckedBody {
   if (isRecord(value) && Object.hasOwn(value, METHOD_OVERRIDE_FIELD)) {
     throw new BadRequestError(`body: ${METHOD_OVERRIDE_FIELD} (method override) is not accepted`)
   }
-  return { kind: 'json', value, text: JSON.stringify(value), contentType: JSON_TYPE }
+  return { kind: 'json', value, text: JSON.stringify(written), contentType: JSON_TYPE }
 }
 
 export function parseFormBody(bytes: Buffer, limits: BodyLimits): CheckedBody {

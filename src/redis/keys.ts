@@ -28,6 +28,8 @@ export const redisKey = {
   pauses: (prefix: string, credential: string) => `${prefix}pauses:{${credential}}`,
   /** The teams suspended for a secret of the gateway's in a request: a field per team, its end. */
   suspensions: (prefix: string) => `${prefix}suspensions`,
+  /** A credential's platform count as the replicas share it out: a field per replica run, written while it does (count-sync.ts). */
+  counts: (prefix: string, credential: string) => `${prefix}counts:{${credential}}`,
   /** A credential's seats leased by the replicas: a field per replica run. */
   seats: (prefix: string, credential: string) => `${prefix}seats:{${credential}}`,
   /** The lock one replica holds while it logs a credential in. */

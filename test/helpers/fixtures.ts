@@ -52,6 +52,7 @@ export function useSandbox({ resetEach = true, ...opts }: UseSandboxOptions = {}
       sandbox?.setLatency(0)
       sandbox?.setCapacity({})
       sandbox?.setWeather({})
+      sandbox?.setThrottle({})
       sandbox?.clearRequests()
       sandbox?.resetConcurrency()
     })

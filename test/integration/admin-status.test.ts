@@ -113,7 +113,7 @@ describe('GET /admin/status and /admin/audit', () => {
       expect.objectContaining({ credential: 'default', adaptive: true, limit: 8, knee: 8, phase: 'start', learner: true, maxConcurrent: 64, queueLimit: 200, inFlight: 0, queued: 0, seatsHeld: 0, permitsHeld: 0, pausedUntil: null, pauses: [], refusals: {}, count: expect.objectContaining({ enforced: false, windowSeconds: 60 }) }),
     ])
     // No ceiling of its own; no share while it is not active (it asked nothing).
-    expect(status.governors[0].teams).toContainEqual({ team: 'growth', inFlight: 0, waiting: 0, share: 0, maxConcurrent: null, queue: null, seatSeconds: 0, counted: 0, countShare: 0 })
+    expect(status.governors[0].teams).toContainEqual({ team: 'growth', inFlight: 0, waiting: 0, share: 0, maxConcurrent: null, queue: null, seatSeconds: 0, counted: 0, countedElsewhere: 0, countShare: 0 })
     expect(status.governors[0].teams).toContainEqual(expect.objectContaining({ team: 'all', inFlight: 0, share: expect.any(Number) }))
     const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
     expect(status.build).toEqual({ version, commit: expect.stringMatching(/^([0-9a-f]{7,40}|unknown)$/), node: process.version, startedAt: expect.any(String), uptimeSeconds: expect.any(Number) })

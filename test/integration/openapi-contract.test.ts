@@ -16,7 +16,8 @@ import { brokenHeadAnswers, rawHttp, rawRequest } from '../helpers/sandbox-gatew
 import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 
-const env = useSandboxGateway()
+const ADMIN_TOKEN = 'openapi-contract-admin-token-0123456789'
+const env = useSandboxGateway({ env: { ADMIN_TOKEN } })
 
 async function documentOf(): Promise<Json> {
   const res = await fetch(`${env.url}/openapi.json`)
@@ -186,6 +187,9 @@ describe('the OpenAPI document against an independent validator and real answers
       { what: 'this document', path: '/openapi.json', method: 'get', url: '/openapi.json', status: 200 },
     ]
     for (let i = 0; i < 4; i++) calls.push({ what: `limited team, call ${i + 2}`, path: REPORT, method: 'get', url: report, key: KEYS.limited, status: i < 2 ? 200 : 429 })
+    // A request that holds a secret of the gateway's suspends its team: its next requests are 403 with retry-after (last: the team stays suspended).
+    calls.push({ what: 'a secret in the query', path: REPORT, method: 'get', url: `${report}&note=${ADMIN_TOKEN}`, key: KEYS.writer, status: 400 })
+    calls.push({ what: 'a suspended team', path: REPORT, method: 'get', url: report, key: KEYS.writer, status: 403 })
     const problems: string[] = []
     for (const call of calls) {
       const key = call.key === undefined ? KEYS.all : call.key

@@ -66,7 +66,7 @@ describe('CountShares', () => {
     const left = begin(20)
     expect(sentOf(send('a', 25, 20, left))).toBe(25)
     // Counted a count's worth and one more at most: past it, nothing it is judged by changes.
-    expect(shares.view().teams).toEqual([{ team: 'a', sent: 21, share: 20 }])
+    expect(shares.view().teams).toEqual([{ team: 'a', sent: 21, sentElsewhere: 0, share: 20 }])
   })
 
   it('keeps for a team that asked within the window what it is owed of its share: the other team spends the rest, not that', () => {
@@ -138,7 +138,7 @@ describe('CountShares', () => {
     expect(shares.refusing('a')).toBeNull()
     send('a', 10, 20, left)
     expect(shares.refusing('a')).toBe(COUNT_WINDOW_MS)
-    expect(shares.view().teams).toEqual([{ team: 'b', sent: 1, share: 10 }, { team: 'a', sent: 10, share: 10 }])
+    expect(shares.view().teams).toEqual([{ team: 'b', sent: 1, sentElsewhere: 0, share: 10 }, { team: 'a', sent: 10, sentElsewhere: 0, share: 10 }])
     // A team's ask makes it one of the teams the count is shared by.
     expect(shares.refusing('c')).toBeNull()
     expect(shares.view().teams.map((t) => t.share)).toEqual([20 / 3, 20 / 3, 20 / 3])
@@ -151,7 +151,7 @@ describe('CountShares', () => {
     const a = shares.admit('a')
     if (a.kind !== 'sent') throw new Error('refused')
     shares.unsent('a', a.seq)
-    expect(shares.view().teams).toEqual([{ team: 'a', sent: 0, share: 10 }])
+    expect(shares.view().teams).toEqual([{ team: 'a', sent: 0, sentElsewhere: 0, share: 10 }])
   })
 
   it('a 429 that says its window ends later than a minute lengthens the counting window', () => {
@@ -179,7 +179,7 @@ describe('CountShares', () => {
     // The platform's window ends: its next answer counts that call the first of a new one.
     left.n = 20
     expect(sentOf(send('b', 1, 20, left))).toBe(1)
-    expect(shares.view().teams).toEqual([{ team: 'b', sent: 1, share: 10 }, { team: 'a', sent: 0, share: 10 }])
+    expect(shares.view().teams).toEqual([{ team: 'b', sent: 1, sentElsewhere: 0, share: 10 }, { team: 'a', sent: 0, sentElsewhere: 0, share: 10 }])
     // b asked 5 in the last window: it is kept 7.5 of this one's, and a spends the rest.
     expect(sentOf(send('a', 20, 20, left))).toBe(12)
     expect(sentOf(send('b', 6, 20, left))).toBe(6)

@@ -25,6 +25,27 @@ describe('parseJsonBody', () => {
     expect(() => parseJsonBody(Buffer.from(text), LIMITS)).toThrow(bad)
   })
 
+  // PHP reads `1.0` as a float and `1` as an int, a 20-digit integer as a float, `1e400` as
+  // INF: a number written again from a double would say something else to the platform.
+  it('passes every number on as the caller wrote it', () => {
+    const text = '{"userId":101,"ref":12345678901234567890,"bid":1e400,"price":0.30000000000000004441,"n":-0,"f":1.0,"e":1.02E5,"a":[2.50,-3]}'
+    const body = parseJsonBody(Buffer.from(text), LIMITS)
+    expect(body.text).toBe(text)
+    expect(body.kind === 'json' && body.value).toEqual({ userId: 101, ref: Number('12345678901234567890'), bid: Infinity, price: 0.30000000000000004, n: -0, f: 1, e: 102000, a: [2.5, -3] })
+  })
+
+  // Between ±2^53 and a 64-bit int, PHP holds the integer exactly and JavaScript the double
+  // nearest it: the platform would read another number than the one the checks read.
+  it.each(['9007199254740992', '-9007199254740993', '9223372036854775807', '-9223372036854775808'])('refuses the integer %s, which PHP holds exactly and a double does not', (n) => {
+    expect(() => parseJsonBody(Buffer.from(`{"userId":101,"ref":${n}}`), LIMITS)).toThrow(expect.objectContaining({ code: 'GW_BAD_REQUEST', message: expect.stringContaining(`the integer ${n} is past ±2^53`) }))
+  })
+
+  it('takes the integers either side of that range as they are', () => {
+    for (const n of ['9007199254740991', '-9007199254740991', '9223372036854775808', '-9223372036854775809']) {
+      expect(parseJsonBody(Buffer.from(`{"ref":${n}}`), LIMITS).text, n).toBe(`{"ref":${n}}`)
+    }
+  })
+
   it('accepts nesting up to the limit, brackets inside strings not counted', () => {
     expect(() => parseJsonBody(Buffer.from('['.repeat(32) + ']'.repeat(32)), LIMITS)).not.toThrow()
     expect(() => parseJsonBody(Buffer.from(`{"s":"${'['.repeat(100)}\\"["}`), LIMITS)).not.toThrow()

@@ -1223,6 +1223,7 @@ export interface components {
         "report-403": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
+                "retry-after": components["headers"]["retry-after-suspended"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
@@ -1434,6 +1435,7 @@ export interface components {
         "platform-403": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
+                "retry-after": components["headers"]["retry-after-suspended"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "cache-control": components["headers"]["proxied-cache-control"];
@@ -1626,6 +1628,7 @@ export interface components {
         "job-403": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
+                "retry-after": components["headers"]["retry-after-suspended"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "x-cache": components["headers"]["x-cache-if-passed"];
@@ -1870,6 +1873,7 @@ export interface components {
         "job-status-403": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
+                "retry-after": components["headers"]["retry-after-suspended"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "cache-control": components["headers"]["refusal-cache-control"];
@@ -2006,6 +2010,7 @@ export interface components {
         "job-cancel-403": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
+                "retry-after": components["headers"]["retry-after-suspended"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
                 "cache-control": components["headers"]["refusal-cache-control"];
@@ -2166,6 +2171,8 @@ export interface components {
         "content-language": string;
         /** @description Seconds to wait before trying again; on every 429 and 503 (the platform's own 429 passed on gets the pause it drew: its own `retry-after` in whole seconds, at most `platform.maxPause`, else 1 s; `0` from a replica shutting down: another replica answers a retry now). */
         "retry-after": number;
+        /** @description Seconds until the team's suspension ends (`GW_TEAM_SUSPENDED`, the one 403 that carries it). */
+        "retry-after-suspended": number;
         /** @description The platform's own `retry-after`, in whole seconds rounded up and at most `platform.maxPause`, when its 5xx carried one that is a time: when the platform said to come back. */
         "retry-after-passed": number;
         /** @description For a team with a rate limit: what is left of it and when its window ends, e.g. `"default";r=599;t=42` (draft-ietf-httpapi-ratelimit-headers). */
@@ -3327,6 +3334,7 @@ export interface operations {
             403: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "retry-after": components["headers"]["retry-after-suspended"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
@@ -3695,6 +3703,7 @@ export interface operations {
             403: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "retry-after": components["headers"]["retry-after-suspended"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["refusal-cache-control"];
@@ -4021,6 +4030,7 @@ export interface operations {
             403: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "retry-after": components["headers"]["retry-after-suspended"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache-if-passed"];
@@ -4763,6 +4773,7 @@ export interface operations {
             403: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "retry-after": components["headers"]["retry-after-suspended"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["proxied-cache-control"];
@@ -5434,6 +5445,7 @@ export interface operations {
             403: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "retry-after": components["headers"]["retry-after-suspended"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["proxied-cache-control"];
@@ -6105,6 +6117,7 @@ export interface operations {
             403: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
+                    "retry-after": components["headers"]["retry-after-suspended"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["proxied-cache-control"];

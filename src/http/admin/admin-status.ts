@@ -104,7 +104,7 @@ export const statusSchema = {
             type: 'array',
             items: {
               type: 'object',
-              properties: scalars({ team: 'string', inFlight: 'number', waiting: 'number', share: 'number', maxConcurrent: 'number?', queue: 'number?', seatSeconds: 'number', counted: 'number', countShare: 'number' }),
+              properties: scalars({ team: 'string', inFlight: 'number', waiting: 'number', share: 'number', maxConcurrent: 'number?', queue: 'number?', seatSeconds: 'number', counted: 'number', countedElsewhere: 'number', countShare: 'number' }),
             },
           },
           refusals: counts,
@@ -266,8 +266,8 @@ function roundOrNull(ms: number | null): number | null {
   return ms === null ? null : Math.round(ms * 10) / 10
 }
 
-/** A team's calls in the platform's count window on this replica, and its share of the count (0 for a team not asking). */
-function countOf(count: ReturnType<PlatformGovernors['countOf']>, team: string): { counted: number; countShare: number } {
+/** A team's calls in the platform's count window on this replica and, as last heard, on the others, and its share of the count (0 for a team not asking). */
+function countOf(count: ReturnType<PlatformGovernors['countOf']>, team: string): { counted: number; countedElsewhere: number; countShare: number } {
   const mine = count?.teams.find((t) => t.team === team)
-  return { counted: mine?.sent ?? 0, countShare: Math.round((mine?.share ?? 0) * 10) / 10 }
+  return { counted: mine?.sent ?? 0, countedElsewhere: mine?.sentElsewhere ?? 0, countShare: Math.round((mine?.share ?? 0) * 10) / 10 }
 }

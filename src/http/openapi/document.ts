@@ -118,6 +118,7 @@ const HEADERS: Json = {
   'content-encoding': header('`gzip` when the caller accepts gzip: the stored bytes as they are.'),
   'content-language': header('The platform\'s, when its answer had one (language tags only): on a copy as on the answer that filled it; not on a 304.'),
   'retry-after': always('Seconds to wait before trying again; on every 429 and 503 (the platform\'s own 429 passed on gets the pause it drew: its own `retry-after` in whole seconds, at most `platform.maxPause`, else 1 s; `0` from a replica shutting down: another replica answers a retry now).', { type: 'integer', minimum: 0 }),
+  'retry-after-suspended': header('Seconds until the team\'s suspension ends (`GW_TEAM_SUSPENDED`, the one 403 that carries it).', { type: 'integer', minimum: 0 }),
   'retry-after-passed': header('The platform\'s own `retry-after`, in whole seconds rounded up and at most `platform.maxPause`, when its 5xx carried one that is a time: when the platform said to come back.', { type: 'integer', minimum: 0 }),
   ratelimit: header('For a team with a rate limit: what is left of it and when its window ends, e.g. `"default";r=599;t=42` (draft-ietf-httpapi-ratelimit-headers).', {
     type: 'string',

@@ -222,7 +222,7 @@ const refusal = (code: string, when: string): Json => ({
   content: { 'application/json': { schema: { $ref: `#/components/schemas/${code}` } } },
 })
 
-/** `components.responses`: the gateway's error answers by operation kind and status; `retry-after` with 429 and 503 (and the platform's, when it sent one, with a read's or a call's 502), `www-authenticate` with 401. */
+/** `components.responses`: the gateway's error answers by operation kind and status; `retry-after` with 429 and 503 (and the platform's, when it sent one, with a read's or a call's 502; the suspension's end with `GW_TEAM_SUSPENDED`'s 403), `www-authenticate` with 401. */
 export function errorResponseComponents(): Json {
   const responses: Json = {
     [BEFORE_ROUTE['400'] as string]: refusal('GW_BAD_REQUEST', MALFORMED),
@@ -247,6 +247,8 @@ export function errorResponseComponents(): Json {
           ...(status === 429 || status === 503 ? { 'retry-after': { $ref: '#/components/headers/retry-after' } } : {}),
           // A 502 for a platform 5xx passes on the platform's retry-after (withRetryAfter); a job's kept failure has none.
           ...(status === 502 && kind !== 'job' ? { 'retry-after': { $ref: '#/components/headers/retry-after-passed' } } : {}),
+          // A suspended team's 403 says when the suspension ends; the other 403s say nothing of time.
+          ...(codes.includes('GW_TEAM_SUSPENDED') ? { 'retry-after': { $ref: '#/components/headers/retry-after-suspended' } } : {}),
           // A 401 names how to authenticate; it comes before the key is known, so with no rate-limit standing.
           ...(status === 401 ? { 'www-authenticate': { $ref: '#/components/headers/www-authenticate' } } : RATE_LIMIT_HEADERS),
           // A report's platform answer passed on uncached (a job's result too) says so: `x-cache: BYPASS`, its cache-status (not the gateway's own error).

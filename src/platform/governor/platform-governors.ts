@@ -7,6 +7,7 @@ import { routeTemplate } from '../route-template.js'
 import { GATEWAY_TEAM } from '../gateway-team.js'
 import { PlatformPauses, type PlatformPausesDeps } from '../pauses/platform-pauses.js'
 import { CountShares, type Sent } from '../pauses/count-shares.js'
+import { CountSync } from '../pauses/count-sync.js'
 import { retryAfterMs } from '../pauses/retry-after.js'
 import { OverloadedError } from '../../errors.js'
 import type { Pause } from '../pauses/pauses.js'
@@ -37,6 +38,8 @@ export class PlatformGovernors {
   readonly #governors = new Map<string, CredentialGovernor>()
   readonly #pauses: PlatformPauses
   readonly #counts = new Map<string, CountShares>()
+  /** Each credential's count records in Redis (none without Redis). */
+  readonly #countSyncs = new Map<string, CountSync>()
   readonly #clock: NonNullable<PlatformGovernorsDeps['clock']>
   readonly #metrics: PlatformGovernorsDeps['metrics']
   readonly #maxPauseMs: number
@@ -74,7 +77,15 @@ export class PlatformGovernors {
       })
       if (!g.estimator) metrics.platformLimit.set({ credential }, g.seats.limit)
       this.#governors.set(credential, g)
-      this.#counts.set(credential, new CountShares({ weightOf: (team) => Math.max(1, weightOf?.(team) ?? 1), clock }))
+      const counts = new CountShares({ weightOf: (team) => Math.max(1, weightOf?.(team) ?? 1), clock })
+      this.#counts.set(credential, counts)
+      if (redis && breaker) {
+        const onUnverified = (where: string) => {
+          metrics.redisUnverified.inc({ what: 'count' })
+          log.warn({ what: 'count', where }, "ignoring a value in redis that does not carry this gateway's seal (GATEWAY_SECRET)")
+        }
+        this.#countSyncs.set(credential, new CountSync({ redis, breaker, key: redisKey.counts(config.redis.keyPrefix, credential), counts, clock, seal, maxPauseMs: this.#maxPauseMs, onUnverified }))
+      }
     }
   }
 
@@ -126,7 +137,10 @@ export class PlatformGovernors {
       const ended = (sent: Sent, outcome: SeatOutcome) => {
         this.#pauses.left(credential, call, passage, outcome)
         if (outcome.kind === 'unsent' && !call.probe && !call.trial) counts.unsent(call.team, sent.seq)
-        if (outcome.kind === 'answer') counts.told(sent, outcome.status, outcome.count ?? null, retryAfterMs(outcome.retryAfter, this.#clock.now()))
+        if (outcome.kind === 'answer') {
+          counts.told(sent, outcome.status, outcome.count ?? null, retryAfterMs(outcome.retryAfter, this.#clock.now()))
+          this.#countSyncs.get(credential)?.poke()
+        }
       }
       if (call.trial) {
         const sent = counts.pass()
@@ -160,6 +174,7 @@ export class PlatformGovernors {
       g.learned?.stop()
       g.leased?.stop()
     }
+    for (const sync of this.#countSyncs.values()) sync.stop()
     this.#pauses.stop()
   }
 

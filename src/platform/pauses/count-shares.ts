@@ -18,8 +18,8 @@ import type { Clock } from '../../clock.js'
  * The platform's window is read from its word: the count left rising by more than half the
  * limit between two answers is a window begun anew, with the first call it counted; a call
  * sent longer ago than the counting window is out of it whatever was read. Pure state on a
- * clock; one replica's calls (the other replicas' are not counted here: the limit of the
- * rule, stated on the model page).
+ * clock; the other replicas' teams and calls are what their records last said (`heard`,
+ * count-sync.ts brings them while the count is shared out).
  */
 
 /** The counting window: Laravel's `throttle:api` counts per minute; a 429 that says longer (its retry-after) lengthens it. */
@@ -43,6 +43,16 @@ export type CountAdmission = ({ kind: 'sent' } & Sent) | { kind: 'refused'; wait
 
 /** A call let through: its place among this replica's sends, and when. */
 export interface Sent { seq: number; at: number }
+/**
+ * What a replica tells the others of its count while it shares it out, times on its clock (ms):
+ * when its platform window began, until when the platform refused, and each team asking
+ * within the counting window, with its calls sent in that window, asked in it, and in its
+ * last whole window (null: not seen from that window's start); `lendAsks`, its calls that
+ * asked past their team's part, in this window and the last (its part of what is lent).
+ */
+export interface CountRecord { windowAt: number; refusedUntil: number; lendAsks: number; teams: TeamTally[] }
+export interface TeamTally { team: string; sent: number; asks: number; last: number | null; askedAt: number }
+
 /** `since`: this replica's sends when it first asked; `asks`: its calls that asked for a seat in the platform's window (refused ones too); `last`: its calls asked or sent in the platform's last window, where it asked from that window's start (null: none such yet). */
 interface TeamCount { asked: number; since: number; asks: number; sent: Sent[]; last: number | null }
 
@@ -61,8 +71,21 @@ export class CountShares {
   #enforced = false
   #windowMs = COUNT_WINDOW_MS
   #seq = 0
-  /** The first of this replica's calls in the platform's window, as its answers tell it. */
+  /** The first of this replica's calls in the platform's window, as its answers tell it, and when that call was sent. */
   #windowFrom = 0
+  #windowAt = 0
+  /** The other replicas' teams, their calls summed over the records heard in this platform window, and the latest refusal's end any of them read. */
+  #elsewhere = new Map<string, TeamTally & { replicas: number }>()
+  #elsewhereRefusedUntil = 0
+  /** The other replicas' calls a millisecond in this platform window, as last heard: what they send past this replica's last word of the count. */
+  #elsewherePace = 0
+  /** The other replicas heard last, and their calls that asked past their parts. */
+  #replicasHeard = 0
+  #elsewhereLendAsks = 0
+  /** This replica's calls past their team's part: asked in this window and the last, and sent in this one. */
+  #lendAsks = 0
+  #lastLendAsks = 0
+  #lent = 0
   /** The answer to the last-sent call answered: its place, when it was sent, and what it said was left (null: it carried no count). */
   #told: { seq: number; at: number; remaining: number | null } | null = null
   readonly #teams = new Map<string, TeamCount>()
@@ -79,6 +102,51 @@ export class CountShares {
   /** Whether the count is shared out: the platform wrote one and has refused past it. */
   get enforced(): boolean { return this.#enforced && this.#limit !== null }
 
+  /** This replica's record for the others (null: it does not share the count out). */
+  record(): CountRecord | null {
+    if (!this.enforced) return null
+    const now = this.#clock.now()
+    this.#forget(now)
+    const teams = [...this.#teams].map(([team, t]) => ({ team, sent: t.sent.length, asks: t.asks, last: t.last, askedAt: t.asked }))
+    return { windowAt: this.#windowAt, refusedUntil: this.#refusedUntil, lendAsks: this.#lendAsks + this.#lastLendAsks, teams }
+  }
+
+  /**
+   * The other replicas' records as last read (their times on this clock): their teams ask
+   * here too, and their calls in this platform window count against their teams' shares. A
+   * record whose window began half a window or more before this replica's is of the window
+   * before: its teams ask, its calls are out; one whose window began half a window or more
+   * after is of a window this replica has not read yet, begun anew here with its next call.
+   * A replica that reads a record shares the count out as its writer does, until its own
+   * answers end it.
+   */
+  heard(records: readonly CountRecord[]): void {
+    const now = this.#clock.now()
+    // Another replica read a window begun after this one's: this replica's next call is in it.
+    const latest = Math.max(0, ...records.map((r) => r.windowAt))
+    if (this.#windowAt > 0 && latest > this.#windowAt + this.#windowMs / 2) this.#windowBegan(this.#seq + 1, latest)
+    this.#elsewhere = new Map()
+    for (const r of records) {
+      this.#elsewhereRefusedUntil = Math.max(this.#elsewhereRefusedUntil, r.refusedUntil)
+      const current = r.windowAt > this.#windowAt - this.#windowMs / 2
+      for (const t of r.teams) {
+        if (t.askedAt <= now - this.#windowMs) continue
+        const sum = this.#elsewhere.get(t.team) ?? { team: t.team, sent: 0, asks: 0, last: 0, askedAt: 0, replicas: 0 }
+        if (current) [sum.sent, sum.asks] = [sum.sent + t.sent, sum.asks + t.asks]
+        sum.replicas += 1
+        sum.last = sum.last === null || t.last === null ? null : sum.last + t.last
+        sum.askedAt = Math.max(sum.askedAt, t.askedAt)
+        this.#elsewhere.set(t.team, sum)
+      }
+    }
+    let sent = 0
+    for (const t of this.#elsewhere.values()) sent += t.sent
+    this.#elsewherePace = sent / Math.max(1000, now - this.#windowAt)
+    this.#replicasHeard = records.length
+    this.#elsewhereLendAsks = records.reduce((sum, r) => sum + r.lendAsks, 0)
+    if (records.length > 0 && this.#limit !== null) this.#enforced = true
+  }
+
   /** A call the count does not hold back (the probe call, a pause's trial), about to be sent: counted among this replica's sends, in no team's. */
   pass(): Sent {
     this.#seq += 1
@@ -91,7 +159,9 @@ export class CountShares {
     this.#forget(now)
     const mine = this.#asking(team, now)
     mine.asks += 1
-    return this.#refuses(team, mine, now) ? this.#waitMs(mine, now) : null
+    const verdict = this.#verdict(team, mine, now)
+    if (verdict === 'lent' || verdict === 'refused') this.#lendAsks += 1
+    return verdict === 'held' || verdict === 'refused' ? this.#waitMs(mine, now) : null
   }
 
   /** A call of `team` with its seat, about to be sent: let through (counted) or refused. */
@@ -99,7 +169,9 @@ export class CountShares {
     const now = this.#clock.now()
     this.#forget(now)
     const mine = this.#asking(team, now)
-    if (this.#refuses(team, mine, now)) return { kind: 'refused', waitMs: this.#waitMs(mine, now) }
+    const verdict = this.#verdict(team, mine, now)
+    if (verdict === 'held' || verdict === 'refused') return { kind: 'refused', waitMs: this.#waitMs(mine, now) }
+    if (verdict === 'lent') this.#lent += 1
     const sent = this.pass()
     // Counted while shared out, a count's worth at most: a count the platform only writes costs no memory per call, and
     // past the count a team's calls change nothing it is judged by (its share, what it is kept).
@@ -118,12 +190,18 @@ export class CountShares {
     return mine
   }
 
-  /** Whether a call of `team` now is past its share and what is left does not cover what the others are kept. */
-  #refuses(team: string, mine: TeamCount, now: number): boolean {
-    if (!this.enforced) return false
-    if (now < this.#refusedUntil) return true
+  /**
+   * How a call of `team` now stands with the count: not shared out (free), held (the window
+   * the platform refused in is not over), within its team's part of its share, lent (past it,
+   * and what is left covers what the other teams are kept), or refused.
+   */
+  #verdict(team: string, mine: TeamCount, now: number): 'free' | 'held' | 'within' | 'lent' | 'refused' {
+    if (!this.enforced) return 'free'
+    if (now < this.#heldUntil()) return 'held'
     const total = this.#totalWeight()
-    return mine.sent.length >= this.#shareOf(team, total) && !this.#lendable(team, total, now)
+    const share = this.#shareOf(team, total)
+    if (this.#withinPart(team, mine, share) && this.#sentOf(team) < share) return 'within'
+    return this.#lendable(team, total, now) ? 'lent' : 'refused'
   }
 
   /** A call let through never reached the platform: it is not counted. */
@@ -143,13 +221,14 @@ export class CountShares {
     if (count === null) return
     this.#limit = count.limit
     // Laravel counts from a window's first call: the call answered is the count's (limit − remaining)-th in its window.
-    const first = Math.max(this.#windowFrom, seq - (count.limit - count.remaining) + 1)
+    const first = Math.max(this.#windowFrom, seq - (count.limit - count.remaining) + 1, 1)
     if (before?.remaining == null) {
       // The first count read: a window of the platform's, whose calls the teams ask from here.
       this.#windowFrom = first
+      this.#windowAt = at
       this.#servedAtZero = 0
       for (const t of this.#teams.values()) t.asks = 0
-    } else if (count.remaining > before.remaining + count.limit / 2) this.#windowBegan(Math.max(first, before.seq + 1))
+    } else if ((count.remaining > before.remaining + count.limit / 2 && before.at >= this.#windowAt) || at - this.#windowAt >= this.#windowMs) this.#windowBegan(Math.max(first, before.seq + 1), at)
     // Laravel serves one call with nothing left in a window, its last: a second served says the count binds nothing.
     if (status >= 200 && status <= 299 && count.remaining === 0 && ++this.#servedAtZero >= 2) this.#enforced = false
     if (status !== 429 || count.remaining > 0 || !count.refusal) return
@@ -160,59 +239,117 @@ export class CountShares {
     if (retryAfterMs > this.#windowMs) this.#windowMs = Math.min(LONGEST_COUNT_WINDOW_MS, retryAfterMs)
   }
 
-  /** Each team's calls counted and its share, for the teams asking (tests, the status view). */
-  view(): { limit: number | null; enforced: boolean; windowMs: number; left: number | null; teams: { team: string; sent: number; share: number }[] } {
+  /** Each team's calls counted here and (as last heard) elsewhere, and its share, for the teams asking here (tests, the status view). */
+  view(): { limit: number | null; enforced: boolean; windowMs: number; left: number | null; teams: { team: string; sent: number; sentElsewhere: number; share: number }[] } {
     const now = this.#clock.now()
     this.#forget(now)
     const total = this.#totalWeight()
-    return { limit: this.#limit, enforced: this.enforced, windowMs: this.#windowMs, left: this.#left(now), teams: [...this.#teams].map(([team, t]) => ({ team, sent: t.sent.length, share: this.#shareOf(team, total) })) }
+    return {
+      limit: this.#limit, enforced: this.enforced, windowMs: this.#windowMs, left: this.#left(now),
+      teams: [...this.#teams].map(([team, t]) => ({ team, sent: t.sent.length, sentElsewhere: this.#elsewhere.get(team)?.sent ?? 0, share: this.#shareOf(team, total) })),
+    }
   }
 
   /**
    * What is left of the platform's count as this replica knows it: the last-sent answered
-   * call's word, less the calls sent since (some of them counted in it: never more than is
-   * left); null: unknown (that answer carried no count, or its window is over).
+   * call's word, less the calls sent since, here and (at their pace in the window) on the
+   * other replicas (some of them counted in it: never more than is left); null: unknown
+   * (that answer carried no count, or its window is over).
    */
   #left(now: number): number | null {
     const told = this.#told
     if (told === null || told.remaining === null || told.at <= now - this.#windowMs) return null
-    return told.remaining - (this.#seq - told.seq)
+    return told.remaining - (this.#seq - told.seq) - Math.ceil(this.#elsewherePace * (now - told.at))
   }
 
-  /** The platform's window began anew with this replica's `from`-th call: each team's calls before it are its last window's. */
-  #windowBegan(from: number): void {
+  /** The platform's window began anew with this replica's `from`-th call, by `at`: each team's calls before it are its last window's. */
+  #windowBegan(from: number, at: number): void {
     for (const t of this.#teams.values()) {
       t.last = this.#windowFrom > 0 && t.since < this.#windowFrom ? Math.max(t.asks, t.sent.filter((s) => s.seq >= this.#windowFrom && s.seq < from).length) : null
       t.asks = 0
     }
     this.#windowFrom = from
+    this.#windowAt = at
     this.#servedAtZero = 0
+    for (const t of this.#elsewhere.values()) [t.sent, t.asks] = [0, 0]
+    this.#elsewherePace = 0
+    ;[this.#lastLendAsks, this.#lendAsks, this.#lent] = [this.#lendAsks, 0, 0]
   }
 
   /** Whether another call of `team`, past its share, leaves what every other team asking is still owed: its share, or half again what it asked in the last window if less, less what it sent in this one. */
   #lendable(team: string, total: number, now: number): boolean {
-    let owed = 0
-    for (const [other, t] of this.#teams) {
-      const kept = Math.min(this.#shareOf(other, total), t.last === null ? Infinity : Math.max(1, PACE_HEADROOM * t.last))
-      if (other !== team) owed += Math.max(0, kept - t.sent.length)
+    let [owed, keptAll] = [0, 0]
+    for (const other of this.#askingTeams()) {
+      const last = this.#lastOf(other)
+      const kept = Math.min(this.#shareOf(other, total), last === null ? Infinity : Math.max(1, PACE_HEADROOM * last))
+      keptAll += kept
+      if (other !== team) owed += Math.max(0, kept - this.#sentOf(other))
     }
+    if (owed === 0) return true
     const left = this.#left(now)
-    return owed === 0 || left === null || left - 1 >= owed
+    if (left !== null && left - 1 < owed) return false
+    if (this.#replicasHeard === 0) return true
+    // Across replicas, what no team is kept is lent in parts, each replica's by its calls that asked past their parts:
+    // replicas lending at once from one word of what is left would each lend it.
+    const lendable = (this.#limit ?? 0) - keptAll
+    const [here, elsewhere] = [this.#lendAsks + this.#lastLendAsks, this.#elsewhereLendAsks]
+    const part = here + elsewhere === 0 ? lendable / (1 + this.#replicasHeard) : (lendable * here) / (here + elsewhere)
+    return this.#lent + 1 <= part + 1e-9
   }
 
   /** How long a refused call of a team waits: until its oldest call counted leaves the window, or what was read of the count is a window old. */
   #waitMs(team: TeamCount, now: number): number {
-    if (now < this.#refusedUntil) return Math.max(LEAST_WAIT_MS, this.#refusedUntil - now)
+    if (now < this.#heldUntil()) return Math.max(LEAST_WAIT_MS, this.#heldUntil() - now)
     const ends = [team.sent[0]?.at, this.#told?.at].filter((at): at is number => at !== undefined).map((at) => at + this.#windowMs - now)
     return Math.max(LEAST_WAIT_MS, Math.min(...ends))
   }
 
-  /** The weights of the teams that asked within the window. */
+  /** The weights of the teams that asked within the window, here or on another replica. */
   #totalWeight(): number {
     let total = 0
-    for (const team of this.#teams.keys()) total += this.#weight(team)
+    for (const team of this.#askingTeams()) total += this.#weight(team)
     return total
   }
+
+  /** The teams that asked within the window, here or on another replica (as last heard). */
+  #askingTeams(): Set<string> {
+    const now = this.#clock.now()
+    const teams = new Set(this.#teams.keys())
+    for (const [team, t] of this.#elsewhere) if (t.askedAt > now - this.#windowMs) teams.add(team)
+    return teams
+  }
+
+  /**
+   * Whether a call of a team is within the part of its share its calls here may send without a look at the others: the
+   * share split between the replicas by what the team asked on each, in this window and the
+   * last, or evenly before it asked in either (its whole share where no other replica tells
+   * of it). Each replica sends within its part without waiting for the others' word, and the
+   * parts add up to the share; alone, a team sends while it has sent less than its share.
+   */
+  #withinPart(team: string, mine: TeamCount, share: number): boolean {
+    const there = this.#elsewhere.get(team)
+    if (there === undefined) return mine.sent.length < share
+    // The last window's asks weigh only where every replica knows them: one side's alone would take the whole share.
+    const lastKnown = mine.last !== null && there.last !== null
+    const [here, elsewhere] = [mine.asks + (lastKnown ? (mine.last as number) : 0), there.asks + (lastKnown ? (there.last as number) : 0)]
+    // Before the others' asks are heard (a window's first COUNT_SYNC_MS), an even part.
+    const part = elsewhere === 0 ? share / (1 + there.replicas) : (share * here) / (here + elsewhere)
+    // Whole calls within the part: each replica rounding its part up would pass the share by a call a replica.
+    return mine.sent.length + 1 <= part + 1e-9
+  }
+
+  /** A team's calls in the platform's window, here and on the other replicas (as last heard). */
+  #sentOf(team: string): number { return (this.#teams.get(team)?.sent.length ?? 0) + (this.#elsewhere.get(team)?.sent ?? 0) }
+
+  /** A team's calls in the last whole window, every replica's: null where one has not seen it from that window's start. */
+  #lastOf(team: string): number | null {
+    const [here, there] = [this.#teams.get(team), this.#elsewhere.get(team)]
+    if (here?.last === null || there?.last === null) return null
+    return (here?.last ?? 0) + (there?.last ?? 0)
+  }
+
+  /** Until when no call of the token is sent: the end of the window the platform last refused in, as this replica or another read it. */
+  #heldUntil(): number { return Math.max(this.#refusedUntil, this.#elsewhereRefusedUntil) }
 
   /** A team's share of the count: the count times its weight over the weights of the teams that asked within the window (`total`). */
   #shareOf(team: string, total: number): number {

@@ -1,0 +1,97 @@
+import { describe, expect, it } from 'vitest'
+import { KEYS, listen, TEAMS_YAML, testConfig, UPLOADER_KEY, withUploader, type TestGateway } from '../helpers/build-gateway.js'
+import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { redisAvailability } from '../helpers/start-redis.js'
+import { waitFor } from '../helpers/wait.js'
+
+// The platform's count shared out across replicas (docs/governor.md, "The platform's count,
+// shared out"): two replicas on one real redis-server, in front of one sandbox that counts
+// 10 calls of the token a window and refuses past them, as Laravel's throttle:api does.
+// Team `all` asks on one replica, team `uploader` (the same weight) on the other: each
+// replica hears the other's record, and a team alone on its replica is held to its share.
+
+const { available } = redisAvailability("the platform's count across replicas")
+const PATH = '/api/v1/report/campaigns/get'
+const LIMIT = 10
+
+describe.skipIf(!available)("the platform's count of the credential's calls, shared out across replicas", () => {
+  const sandbox = useSandbox()
+  const { server: redis, client } = useRedis()
+  const gateways = useGateways()
+  let day = 0
+
+  /** A report of its own for each read: every read reaches the platform. */
+  const miss = async (gw: { url: string }, key: string) => {
+    const d = ++day
+    const res = await fetch(`${gw.url}${PATH}?advertiserId=101&byDate=1&dateFrom=2025-01-01&dateTo=2025-${String(1 + Math.floor(d / 28)).padStart(2, '0')}-${String(1 + (d % 28)).padStart(2, '0')}`, { headers: { 'x-api-key': key } })
+    return { status: res.status, body: await res.text() }
+  }
+  /** Misses of `key` on `gw` until one is not a 200 (at most `n`): the 200s and that answer. */
+  const until = async (gw: { url: string }, key: string, n: number) => {
+    let ok = 0
+    for (let i = 0; i < n; i++) {
+      const answer = await miss(gw, key)
+      if (answer.status !== 200) return { ok, refusal: answer }
+      ok += 1
+    }
+    return { ok, refusal: null }
+  }
+  const countOf = (gw: TestGateway) => gw.governors.countOf('default')
+  const metric = async (gw: TestGateway, line: string): Promise<number> => {
+    const found = (await gw.admin.inject({ method: 'GET', url: '/metrics' })).body.split('\n').find((l) => l.startsWith(`${line} `))
+    return found ? Number(found.slice(line.length + 1)) : 0
+  }
+
+  /** Two replicas, each shown by the platform that it refuses past its count (a window of one second, spent on each), their records in Redis. */
+  async function replicas(): Promise<[TestGateway & { url: string }, TestGateway & { url: string }]> {
+    const config = testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.url }, withUploader(TEAMS_YAML))
+    const one = await listen(await gateways.build(config))
+    const two = await listen(await gateways.build(config))
+    sandbox.setThrottle({ limit: LIMIT, windowMs: 1000, refuse: true })
+    await until(one, KEYS.all, LIMIT + 1)
+    await until(two, UPLOADER_KEY, LIMIT + 1)
+    await waitFor('both replicas to share the count out', () => countOf(one)?.enforced === true && countOf(two)?.enforced === true)
+    await waitFor('the pauses and the refused window to end', () => one.governors.pausesOf('default').length === 0 && two.governors.pausesOf('default').length === 0)
+    await waitFor('the records in Redis', async () => (await client.hlen('rgw:counts:{default}')) === 2)
+    return [one, two]
+  }
+
+  it("holds a team alone on its replica to its share: the other replica's team is kept its own, and the gateway refuses, not the platform", async () => {
+    const [one, two] = await replicas()
+
+    // A window longer than the test: every call below is counted in it.
+    sandbox.setThrottle({ limit: LIMIT, windowMs: 600_000, refuse: true })
+    sandbox.clearRequests()
+    expect((await miss(two, UPLOADER_KEY)).status).toBe(200)
+    // Replica one hears that uploader asks on replica two: team all's share is half the count there.
+    await waitFor("replica one to hear uploader's ask", () => countOf(one)?.teams.find((t) => t.team === 'all')?.share === LIMIT / 2)
+
+    const all = await until(one, KEYS.all, LIMIT)
+    expect(all.refusal?.status).toBe(503)
+    expect(JSON.parse(all.refusal?.body ?? '{}')).toMatchObject({ code: 'GW_OVERLOADED', message: expect.stringContaining("team all has used its share of the platform's call count") })
+    expect(all.ok).toBeLessThanOrEqual(LIMIT / 2)
+    // Uploader's share on replica two is whole, and every call the gateway sent is within the platform's count: it refused none.
+    const uploader = await until(two, UPLOADER_KEY, LIMIT / 2 - 1)
+    expect(uploader).toEqual({ ok: LIMIT / 2 - 1, refusal: null })
+    expect(sandbox.requests.filter((r) => r.path === PATH).length).toBeLessThanOrEqual(LIMIT)
+  })
+
+  // Redis is shared, not trusted: a record planted in the hash, without the seal of
+  // GATEWAY_SECRET, telling of a team that spent the count and of a refusal of ten minutes,
+  // is not heard: counted, and the teams go on as before.
+  it("hears no record without this gateway's seal", async () => {
+    const [one] = await replicas()
+    sandbox.setThrottle({ limit: LIMIT, windowMs: 600_000, refuse: true })
+    // Planted again at each look, stamped with Redis' time: a record lapses a second after it was written.
+    const plant = async () => {
+      const [seconds, micros] = await client.time()
+      await client.hset('rgw:counts:{default}', 'planted', `${Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)}|0|600000|0|all,${LIMIT},${LIMIT},${LIMIT},0;uploader,0,1,-,0`)
+    }
+    await waitFor('the planted record read and refused', async () => {
+      await plant()
+      return (await metric(one, 'gateway_redis_unverified_total{what="count"}')) >= 1
+    })
+    expect((await miss(one, KEYS.all)).status).toBe(200)
+    expect(countOf(one)?.teams.find((t) => t.team === 'all')).toMatchObject({ sentElsewhere: 0, share: LIMIT / 2 })
+  })
+})
