@@ -120,6 +120,18 @@ export function phpVariable(given: string): string {
   return name.replace(/[ .[]/g, '_')
 }
 
+/**
+ * A parameter's name as PHP files it: the variable's name (phpVariable) and its brackets as
+ * written (`spent.Based` is `spent_Based`, ` a.b[x]` is `a_b[x]`). Two names PHP files alike
+ * name one parameter to the platform, and one cache entry.
+ */
+export function phpName(given: string): string {
+  const name = given.replace(/^ +/, '')
+  const open = name.indexOf('[')
+  const bracketed = open !== -1 && name.indexOf(']', open) !== -1
+  return bracketed ? phpVariable(name) + name.slice(open) : phpVariable(name)
+}
+
 /** The gateway's own serialization of parameters; brackets of array names stay readable. */
 export function encodeParams(params: readonly Pair[]): string {
   return params.map(([name, value]) => `${encodeURIComponent(name).replace(/%5B/g, '[').replace(/%5D/g, ']')}=${encodeURIComponent(value)}`).join('&')

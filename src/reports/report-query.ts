@@ -1,7 +1,7 @@
 import { BadQueryError } from '../errors.js'
 import { stableStringify } from './stable-stringify.js'
 import { canonicalPath } from '../platform/canonical-path.js'
-import { phpVariable } from '../access/request-target.js'
+import { phpName, phpVariable } from '../access/request-target.js'
 
 // Validation and normalization of report requests (contract, "Report requests").
 // The canonical form is both what the platform receives and what the cache key is
@@ -191,7 +191,7 @@ function splitQuery(
     // A known name spelled otherwise to PHP can only be its list (`name[]`, `name[x]`).
     const variable = phpVariable(key)
     if (variable !== key && names.includes(variable)) bad(`${variable}: one value, not a list (${show(key)})`)
-    if (!names.includes(key)) rest.push([key, value])
+    if (!names.includes(key)) rest.push([phpName(key), value])
     else if (named.has(key)) bad(`${key}: given more than once`)
     else named.set(key, value)
   }

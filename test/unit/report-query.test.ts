@@ -263,13 +263,24 @@ describe('rejected report requests', () => {
     const spellings = [
       ['spentBased[]=local&spentBased=USD', `${head}&spentBased%5B%5D=local&spentBased=USD`],
       ['spentBased=USD&spentBased[]=local', `${head}&spentBased=USD&spentBased%5B%5D=local`],
-      ['spent_Based=USD&spent.Based=local', `${head}&spent_Based=USD&spent.Based=local`],
-      ['z=1&spent.Based=local&spent_Based=USD&a=2', `a=2&${head}&spent.Based=local&spent_Based=USD&z=1`],
+      ['spent_Based=USD&spent.Based=local', `${head}&spent_Based=USD&spent_Based=local`],
+      ['z=1&spent.Based=local&spent_Based=USD&a=2', `a=2&${head}&spent_Based=local&spent_Based=USD&z=1`],
     ]
     for (const [spelled, canonical] of spellings) expect(canonicalGetReport(PATH, `${BASE}&${spelled}`, OPTS).query, spelled).toBe(canonical)
     // Two meanings, two reports.
     const keyOf = (extra: string) => reportCacheKey({ credential: 'default', account: 'sub:100', report: canonicalGetReport(PATH, `${BASE}&${extra}`, OPTS) }, { prefix: 'rgw:', version: 1 })
     expect(keyOf('spentBased[]=local&spentBased=USD')).not.toBe(keyOf('spentBased=USD&spentBased[]=local'))
+  })
+
+  // PHP files `a.b`, `a b`, ` a_b` and `a[b` under `a_b`: one parameter to the platform, one report (found by a black-box pass, session 132).
+  it('names a parameter as PHP files it: the spellings of one name are one report', () => {
+    const keyOf = (extra: string) => reportCacheKey({ credential: 'default', account: 'sub:100', report: canonicalGetReport(PATH, `${BASE}&${extra}`, OPTS) }, { prefix: 'rgw:', version: 1 })
+    const spellings = ['spent_Based=local', 'spent.Based=local', 'spent%20Based=local', 'spent+Based=local', '%20spent.Based=local', 'spent[Based=local']
+    expect(new Set(spellings.map(keyOf)).size).toBe(1)
+    expect(canonicalGetReport(PATH, `${BASE}&spent.Based=local`, OPTS).query).toContain('&spent_Based=local')
+    // Brackets name an array's key: the key inside is not PHP's variable name, and stays as written.
+    expect(canonicalGetReport(PATH, `${BASE}&a.b[c.d]=1`, OPTS).query).toContain('a_b%5Bc.d%5D=1')
+    expect(keyOf('a.b[c.d]=1')).not.toBe(keyOf('a.b[c_d]=1'))
   })
 
   it('passes on names PHP reads as other names than the known parameters', () => {
