@@ -94,4 +94,22 @@ describe.skipIf(!available)("the platform's count of the credential's calls, sha
     expect((await miss(one, KEYS.all)).status).toBe(200)
     expect(countOf(one)?.teams.find((t) => t.team === 'all')).toMatchObject({ sentElsewhere: 0, share: LIMIT / 2 })
   })
+
+  // Records lapse a second after their last write: with Redis gone, a replica shares out what
+  // it reads among its own teams, as one without Redis does, and hears the others again when
+  // Redis is back.
+  it('shares the count out among its own teams while Redis is unreachable, and across replicas again after', async () => {
+    const [one, two] = await replicas()
+    sandbox.setThrottle({ limit: LIMIT, windowMs: 600_000, refuse: true })
+    expect((await miss(two, UPLOADER_KEY)).status).toBe(200)
+    const allsShare = () => countOf(one)?.teams.find((t) => t.team === 'all')?.share
+    await waitFor("replica one to hear uploader's ask", () => allsShare() === LIMIT / 2)
+    await redis.stop()
+    try {
+      await waitFor('replica one to share the count among its own teams', () => allsShare() === LIMIT)
+    } finally {
+      await redis.restart()
+    }
+    await waitFor("replica one to hear uploader's ask again", () => allsShare() === LIMIT / 2)
+  })
 })

@@ -90,6 +90,8 @@ export class CountSync {
   #timer: Timer | null = null
   #written = false
   #busy = false
+  /** When the others' records were last read (this clock). */
+  #heardAt = 0
 
   constructor(opts: CountSyncOptions) { this.#o = opts }
 
@@ -116,7 +118,12 @@ export class CountSync {
       }
       const answer = await breaker.run(() => EXCHANGE(redis, key, this.#run, this.#sealed(encodeCountRecord(record, clock.now())), RECORD_LIFE_MS), null)
       this.#written = true
-      if (answer === null) return
+      if (answer === null) {
+        // Redis unreachable: once the records heard would have lapsed in it, this replica shares out what it reads alone.
+        if (clock.now() - this.#heardAt > RECORD_LIFE_MS) counts.heard([])
+        return
+      }
+      this.#heardAt = clock.now()
       const [redisNow, ...fields] = answer.map(String)
       const records: CountRecord[] = []
       for (let i = 0; i + 1 < fields.length; i += 2) {
