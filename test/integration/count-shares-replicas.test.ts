@@ -43,8 +43,9 @@ describe.skipIf(!available)("the platform's count of the credential's calls, sha
   }
 
   /** Two replicas, each shown by the platform that it refuses past its count (a window of one second, spent on each), their records in Redis. */
+  let config: ReturnType<typeof testConfig>
   async function replicas(): Promise<[TestGateway & { url: string }, TestGateway & { url: string }]> {
-    const config = testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.url }, withUploader(TEAMS_YAML))
+    config = testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.url }, withUploader(TEAMS_YAML))
     const one = await listen(await gateways.build(config))
     const two = await listen(await gateways.build(config))
     sandbox.setThrottle({ limit: LIMIT, windowMs: 1000, refuse: true })
@@ -111,5 +112,23 @@ describe.skipIf(!available)("the platform's count of the credential's calls, sha
       await redis.restart()
     }
     await waitFor("replica one to hear uploader's ask again", () => allsShare() === LIMIT / 2)
+  })
+
+  // A replica started while the others share the count out (a rolling deploy, a crash) looks
+  // at their records before its first call: it shares the count out from it, not from a 429.
+  it('a replica started while the others share the count out shares it out from its first call', async () => {
+    const [one, two] = await replicas()
+    sandbox.setThrottle({ limit: LIMIT, windowMs: 600_000, refuse: true })
+    sandbox.clearRequests()
+    expect((await miss(one, KEYS.all)).status).toBe(200)
+    await two.close()
+    const three = await listen(await gateways.build(config))
+    expect(countOf(three)).toMatchObject({ limit: LIMIT, enforced: true })
+    await waitFor("the new replica to hear team all's ask", () => countOf(three)?.teams.find((t) => t.team === 'all')?.share === LIMIT / 2)
+    const uploader = await until(three, UPLOADER_KEY, LIMIT)
+    expect(uploader.refusal?.status).toBe(503)
+    expect(JSON.parse(uploader.refusal?.body ?? '{}')).toMatchObject({ code: 'GW_OVERLOADED', message: expect.stringContaining("team uploader has used its share of the platform's call count") })
+    expect(uploader.ok).toBeLessThanOrEqual(LIMIT / 2)
+    expect(sandbox.requests.filter((r) => r.path === PATH).length).toBeLessThanOrEqual(LIMIT)
   })
 })

@@ -127,8 +127,13 @@ describe('CountShares', () => {
     const { shares, enforce } = counts()
     enforce(10)
     expect(shares.view()).toMatchObject({ enforced: true, left: 0, teams: [] })
+    // A window begun anew: 8 left.
+    shares.told(shares.pass(), 200, { limit: 10, remaining: 8, refusal: false }, null)
     shares.pass()
-    expect(shares.view().left).toBe(-1)
+    expect(shares.view()).toMatchObject({ left: 7, teams: [] })
+    // Past the count, what is left reads as none.
+    for (let i = 0; i < 9; i++) shares.pass()
+    expect(shares.view().left).toBe(0)
   })
 
   it('tells a call asking for a seat whether it would be refused now, without counting it', () => {

@@ -165,6 +165,7 @@ export class PlatformGovernors {
       await g.leased?.start()
       g.learned?.start()
     }
+    for (const sync of this.#countSyncs.values()) await sync.start()
     await this.#pauses.start()
   }
 

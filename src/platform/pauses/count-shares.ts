@@ -32,6 +32,8 @@ const LONGEST_COUNT_WINDOW_MS = 60 * 60_000
  * window yet is kept its whole share.
  */
 export const PACE_HEADROOM = 1.5
+/** How often a replica that does not share the count out, where the platform writes one, looks at the other replicas' records (count-sync.ts). */
+export const PEEK_MS = 10_000
 /** The shortest wait a refusal tells: a retry sooner finds the same count. */
 const LEAST_WAIT_MS = 1000
 
@@ -46,11 +48,12 @@ export interface Sent { seq: number; at: number }
 /**
  * What a replica tells the others of its count while it shares it out, times on its clock (ms):
  * when its platform window began, until when the platform refused, and each team asking
- * within the counting window, with its calls sent in that window, asked in it, and in its
+ * within the counting window (`limit`: the count it read), with its calls sent in that window, asked in it, and in its
  * last whole window (null: not seen from that window's start); `lendAsks`, its calls that
- * asked past their team's part, in this window and the last (its part of what is lent).
+ * asked past their team's part, in this window and the last (its part of what is lent);
+ * `gone`: not written again for a while (a replica that stopped): its calls and its teams' asking count, not its part.
  */
-export interface CountRecord { windowAt: number; refusedUntil: number; lendAsks: number; teams: TeamTally[] }
+export interface CountRecord { limit: number; windowAt: number; refusedUntil: number; lendAsks: number; teams: TeamTally[]; gone?: boolean }
 export interface TeamTally { team: string; sent: number; asks: number; last: number | null; askedAt: number }
 
 /** `since`: this replica's sends when it first asked; `asks`: its calls that asked for a seat in the platform's window (refused ones too); `last`: its calls asked or sent in the platform's last window, where it asked from that window's start (null: none such yet). */
@@ -77,8 +80,6 @@ export class CountShares {
   /** The other replicas' teams, their calls summed over the records heard in this platform window, and the latest refusal's end any of them read. */
   #elsewhere = new Map<string, TeamTally & { replicas: number }>()
   #elsewhereRefusedUntil = 0
-  /** The other replicas' calls a millisecond in this platform window, as last heard: what they send past this replica's last word of the count. */
-  #elsewherePace = 0
   /** The other replicas heard last, and their calls that asked past their parts. */
   #replicasHeard = 0
   #elsewhereLendAsks = 0
@@ -91,6 +92,10 @@ export class CountShares {
   readonly #teams = new Map<string, TeamCount>()
   /** Answers with nothing left that the platform served (2xx) in its window: two say it serves past its count. */
   #servedAtZero = 0
+  /** This replica's own answers said the count binds nothing (served past it): the others' records do not say otherwise, its next refusal does. */
+  #servedPast = false
+  /** When this replica last looked at the others' records while not sharing the count out (peekDue). */
+  #peekedAt = -Infinity
   /** When the window the platform last refused in ends, as its refusal's retry-after says (epoch ms): no call of the token is served before. */
   #refusedUntil = 0
 
@@ -102,13 +107,21 @@ export class CountShares {
   /** Whether the count is shared out: the platform wrote one and has refused past it. */
   get enforced(): boolean { return this.#enforced && this.#limit !== null }
 
+  /** Whether it is time to look at the other replicas' records: the platform writes a count, this replica does not share it out, and it last looked PEEK_MS ago. */
+  peekDue(): boolean {
+    const now = this.#clock.now()
+    if (this.enforced || this.#limit === null || now - this.#peekedAt < PEEK_MS) return false
+    this.#peekedAt = now
+    return true
+  }
+
   /** This replica's record for the others (null: it does not share the count out). */
   record(): CountRecord | null {
     if (!this.enforced) return null
     const now = this.#clock.now()
     this.#forget(now)
     const teams = [...this.#teams].map(([team, t]) => ({ team, sent: t.sent.length, asks: t.asks, last: t.last, askedAt: t.asked }))
-    return { windowAt: this.#windowAt, refusedUntil: this.#refusedUntil, lendAsks: this.#lendAsks + this.#lastLendAsks, teams }
+    return { limit: this.#limit as number, windowAt: this.#windowAt, refusedUntil: this.#refusedUntil, lendAsks: this.#lendAsks + this.#lastLendAsks, teams }
   }
 
   /**
@@ -118,10 +131,19 @@ export class CountShares {
    * before: its teams ask, its calls are out; one whose window began half a window or more
    * after is of a window this replica has not read yet, begun anew here with its next call.
    * A replica that reads a record shares the count out as its writer does, until its own
-   * answers end it.
+   * answers end it (and, once they have, until its own next refusal).
    */
   heard(records: readonly CountRecord[]): void {
     const now = this.#clock.now()
+    const live = records.filter((r) => r.gone !== true)
+    // A replica that has read no count yet (it started) takes the others' and their window: it shares the count out from its first call.
+    if (this.#limit === null && live.length > 0) {
+      this.#limit = Math.max(...live.map((r) => r.limit))
+      this.#windowAt = Math.max(...live.map((r) => r.windowAt))
+      this.#windowFrom = this.#seq + 1
+      // What this replica lent before it started again is not known: it lends nothing until the next window.
+      this.#lent = Infinity
+    }
     // Another replica read a window begun after this one's: this replica's next call is in it.
     const latest = Math.max(0, ...records.map((r) => r.windowAt))
     if (this.#windowAt > 0 && latest > this.#windowAt + this.#windowMs / 2) this.#windowBegan(this.#seq + 1, latest)
@@ -130,21 +152,23 @@ export class CountShares {
       this.#elsewhereRefusedUntil = Math.max(this.#elsewhereRefusedUntil, r.refusedUntil)
       const current = r.windowAt > this.#windowAt - this.#windowMs / 2
       for (const t of r.teams) {
-        if (t.askedAt <= now - this.#windowMs) continue
+        if (t.askedAt <= now - this.#windowMs || (r.gone && !current)) continue
         const sum = this.#elsewhere.get(t.team) ?? { team: t.team, sent: 0, asks: 0, last: 0, askedAt: 0, replicas: 0 }
-        if (current) [sum.sent, sum.asks] = [sum.sent + t.sent, sum.asks + t.asks]
-        sum.replicas += 1
+        if (current) sum.sent += t.sent
         sum.last = sum.last === null || t.last === null ? null : sum.last + t.last
+        // A team asks from when it last asked anywhere, a replica that stopped too (its callers go on elsewhere): it is kept its share.
         sum.askedAt = Math.max(sum.askedAt, t.askedAt)
+        // A replica that stopped sends nothing more: its asks weigh in no part, and it is no replica to split with.
+        if (!r.gone) {
+          if (current) sum.asks += t.asks
+          sum.replicas += 1
+        }
         this.#elsewhere.set(t.team, sum)
       }
     }
-    let sent = 0
-    for (const t of this.#elsewhere.values()) sent += t.sent
-    this.#elsewherePace = sent / Math.max(1000, now - this.#windowAt)
-    this.#replicasHeard = records.length
-    this.#elsewhereLendAsks = records.reduce((sum, r) => sum + r.lendAsks, 0)
-    if (records.length > 0 && this.#limit !== null) this.#enforced = true
+    this.#replicasHeard = live.length
+    this.#elsewhereLendAsks = live.reduce((sum, r) => sum + r.lendAsks, 0)
+    if (live.length > 0 && this.#limit !== null && !this.#servedPast) this.#enforced = true
   }
 
   /** A call the count does not hold back (the probe call, a pause's trial), about to be sent: counted among this replica's sends, in no team's. */
@@ -229,37 +253,47 @@ export class CountShares {
       this.#servedAtZero = 0
       for (const t of this.#teams.values()) t.asks = 0
     } else if ((count.remaining > before.remaining + count.limit / 2 && before.at >= this.#windowAt) || at - this.#windowAt >= this.#windowMs) this.#windowBegan(Math.max(first, before.seq + 1), at)
-    // Laravel serves one call with nothing left in a window, its last: a second served says the count binds nothing.
-    if (status >= 200 && status <= 299 && count.remaining === 0 && ++this.#servedAtZero >= 2) this.#enforced = false
+    // Laravel serves one call with nothing left in a window, its last, and refuses the rest of the window: a second served
+    // with nothing left, and no count left read between them (a window begun anew), says the count binds nothing.
+    if (count.remaining > 0) this.#servedAtZero = 0
+    else if (status >= 200 && status <= 299 && ++this.#servedAtZero >= 2) [this.#enforced, this.#servedPast] = [false, true]
     if (status !== 429 || count.remaining > 0 || !count.refusal) return
-    this.#enforced = true
+    ;[this.#enforced, this.#servedPast] = [true, false]
     this.#servedAtZero = 0
     if (retryAfterMs === null) return
     this.#refusedUntil = Math.max(this.#refusedUntil, this.#clock.now() + retryAfterMs)
     if (retryAfterMs > this.#windowMs) this.#windowMs = Math.min(LONGEST_COUNT_WINDOW_MS, retryAfterMs)
   }
 
-  /** Each team's calls counted here and (as last heard) elsewhere, and its share, for the teams asking here (tests, the status view). */
+  /** Each team's calls counted here and (as last heard) elsewhere, and its share, for the teams asking on any replica (tests, the status view); what is left, none below 0. */
   view(): { limit: number | null; enforced: boolean; windowMs: number; left: number | null; teams: { team: string; sent: number; sentElsewhere: number; share: number }[] } {
     const now = this.#clock.now()
     this.#forget(now)
     const total = this.#totalWeight()
+    const left = this.#left(now)
     return {
-      limit: this.#limit, enforced: this.enforced, windowMs: this.#windowMs, left: this.#left(now),
-      teams: [...this.#teams].map(([team, t]) => ({ team, sent: t.sent.length, sentElsewhere: this.#elsewhere.get(team)?.sent ?? 0, share: this.#shareOf(team, total) })),
+      limit: this.#limit, enforced: this.enforced, windowMs: this.#windowMs, left: left === null ? null : Math.max(0, left),
+      teams: [...this.#askingTeams()].map((team) => ({ team, sent: this.#teams.get(team)?.sent.length ?? 0, sentElsewhere: this.#elsewhere.get(team)?.sent ?? 0, share: this.#shareOf(team, total) })),
     }
   }
 
   /**
    * What is left of the platform's count as this replica knows it: the last-sent answered
-   * call's word, less the calls sent since, here and (at their pace in the window) on the
-   * other replicas (some of them counted in it: never more than is left); null: unknown
-   * (that answer carried no count, or its window is over).
+   * call's word, less this replica's calls sent since (some of them counted in it: never more
+   * than is left), and where other replicas tell, no more than the count less every replica's
+   * calls in the window as last heard; null: unknown (that answer carried no count, or its
+   * window is over).
    */
   #left(now: number): number | null {
     const told = this.#told
     if (told === null || told.remaining === null || told.at <= now - this.#windowMs) return null
-    return told.remaining - (this.#seq - told.seq) - Math.ceil(this.#elsewherePace * (now - told.at))
+    const fromWord = told.remaining - (this.#seq - told.seq)
+    if (this.#replicasHeard === 0) return fromWord
+    // The other replicas' calls since the word are not in it: what every replica sent in the window, as last heard, is.
+    let sent = 0
+    for (const t of this.#teams.values()) sent += t.sent.length
+    for (const t of this.#elsewhere.values()) sent += t.sent
+    return Math.min(fromWord, (this.#limit ?? 0) - sent)
   }
 
   /** The platform's window began anew with this replica's `from`-th call, by `at`: each team's calls before it are its last window's. */
@@ -272,7 +306,6 @@ export class CountShares {
     this.#windowAt = at
     this.#servedAtZero = 0
     for (const t of this.#elsewhere.values()) [t.sent, t.asks] = [0, 0]
-    this.#elsewherePace = 0
     ;[this.#lastLendAsks, this.#lendAsks, this.#lent] = [this.#lendAsks, 0, 0]
   }
 
@@ -329,11 +362,11 @@ export class CountShares {
   #withinPart(team: string, mine: TeamCount, share: number): boolean {
     const there = this.#elsewhere.get(team)
     if (there === undefined) return mine.sent.length < share
-    // The last window's asks weigh only where every replica knows them: one side's alone would take the whole share.
     const lastKnown = mine.last !== null && there.last !== null
-    const [here, elsewhere] = [mine.asks + (lastKnown ? (mine.last as number) : 0), there.asks + (lastKnown ? (there.last as number) : 0)]
-    // Before the others' asks are heard (a window's first COUNT_SYNC_MS), an even part.
-    const part = elsewhere === 0 ? share / (1 + there.replicas) : (share * here) / (here + elsewhere)
+    const [here, elsewhere] = [mine.asks + (mine.last ?? 0), there.asks + (there.last ?? 0)]
+    // Before the others' asks of the last window are known (a window's first COUNT_SYNC_MS, a replica new to the team), an even part:
+    // this window's asks alone swing from one look to the next, and parts read at two moments need not add up to the share.
+    const part = !lastKnown || elsewhere === 0 ? share / (1 + there.replicas) : (share * here) / (here + elsewhere)
     // Whole calls within the part: each replica rounding its part up would pass the share by a call a replica.
     return mine.sent.length + 1 <= part + 1e-9
   }
