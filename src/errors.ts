@@ -78,6 +78,7 @@ export const allErrors = {
   PayloadTooLargeError: createError<[number]>('GW_PAYLOAD_TOO_LARGE', 'the request body is larger than the limit of %d bytes', 413),
   OverloadedError: createError<[string]>('GW_OVERLOADED', 'too many calls waiting for the platform: %s', 503),
   AnswerBudgetError: createError<[string]>('GW_ANSWER_BUDGET', 'no room for the platform\'s answer: %s', 503),
+  BodyBudgetError: createError<[string]>('GW_BODY_BUDGET', 'no room for the request body: %s', 503),
   JobsFullError: createError<[string, number]>('GW_JOBS_FULL', 'team %s has %d report jobs queued or running, the most it may (jobs.maxOpenPerTeam); ask again when one ends', 429),
   // Every job a team asked is kept, ended ones jobs.keep and an hour more (jobs/job.ts, dropAt).
   JobsKeptFullError: createError<[string, number]>('GW_JOBS_FULL', 'team %s keeps %d report jobs, the most it may (jobs.maxKeptPerTeam): an ended job is kept jobs.keep and an hour after; ask again when one is dropped', 429),
@@ -146,6 +147,7 @@ export const {
   PayloadTooLargeError,
   OverloadedError,
   AnswerBudgetError,
+  BodyBudgetError,
   JobsFullError,
   JobsKeptFullError,
   WaitsFullError,

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import { Readable } from 'node:stream'
 import type { Config, TeamConfig, TeamKey } from '../config.js'
-import { BadRequestError, ForbiddenError, NotFoundError, PayloadTooLargeError, RateLimitedError } from '../errors.js'
+import { BadRequestError, BodyBudgetError, ForbiddenError, NotFoundError, PayloadTooLargeError, RateLimitedError } from '../errors.js'
 import type { Metrics } from '../observe/metrics.js'
 import type { SecretSet } from '../observe/logger.js'
 import type { AdminAuth } from './admin-auth.js'
@@ -20,6 +20,8 @@ import { checkTarget, type RequestTarget } from './request-target.js'
 import { KEY_PREFIX } from '../observe/key-shape.js'
 import { assertHopSafe } from './connection-options.js'
 import { inviteBody } from './expect-continue.js'
+import { BodyRoom, type BodyHold } from './body-room.js'
+import type { ByteBudget } from '../platform/client/answer-budget.js'
 
 /** `%` as a byte: where a body may spell a key percent-encoded. */
 const PERCENT = 0x25
@@ -93,6 +95,14 @@ export interface AdmissionParts {
   adminAuth: AdminAuth
   /** The teams suspended for a secret of the gateway's in a request: asked of every key, told of every hit. */
   suspensions: TeamSuspensions
+  /** The answers' budget (platform.bufferTotalBytes), which request bodies are held within too. */
+  answers: { budget: ByteBudget }
+}
+
+/** Where a call ends: its answer went, or its caller left (a ServerResponse's `close`). */
+export interface CallEnd {
+  readonly closed: boolean
+  once(event: 'close', listener: () => void): unknown
 }
 
 const BODYLESS = new Set(['GET', 'HEAD', 'DELETE'])
@@ -108,9 +118,11 @@ export class Admission {
   readonly #blockedPaths: Set<string>
   readonly #placements: Placements
   readonly #known: KnownUrls<unknown>
+  readonly #bodies: BodyRoom
 
   constructor(ctx: AdmissionParts, known: KnownUrls<unknown>) {
     this.#known = known
+    this.#bodies = new BodyRoom(ctx.answers.budget)
     const { config } = ctx
     this.#ctx = ctx
     this.#blockedPaths = tokenPaths(
@@ -318,8 +330,10 @@ export class Admission {
    * re-serialization; only unrestricted writers may send anything else, which is
    * forwarded as it comes. `jsonOnly`: the call reads a JSON body only (a report POST):
    * any other is refused as such, whatever the team, before the rules of a team's bodies.
+   * The body's bytes, and what its parsed form and the text sent on hold, are held within
+   * the answers' budget until `end` (BodyRoom): 503 GW_BODY_BUDGET where they do not fit.
    */
-  async readBody(request: BodyIn, caller: Caller, limit: number, jsonOnly = false): Promise<void> {
+  async readBody(request: BodyIn, caller: Caller, limit: number, end: CallEnd, jsonOnly = false): Promise<void> {
     if (!hasBody(request.headers)) return
     const { team } = caller
     if (team.advertisers !== null && BODYLESS.has(request.method)) {
@@ -341,6 +355,9 @@ export class Admission {
       payload.resume()
       throw new PayloadTooLargeError(limit)
     }
+    const hold = this.#bodies.hold(caller.team.name)
+    if (end.closed) hold.release()
+    else end.once('close', () => hold.release())
     inviteBody(payload)
     if (!parsed) {
       // Read whole before a byte of it is sent, whatever its type and framing: one past the
@@ -349,13 +366,13 @@ export class Admission {
       // refused as in a parsed body, however the chunks of its transfer split it. Read a
       // character a byte (Latin-1, as the search before parsing reads a body): SecretSet
       // looks for a secret's UTF-8 bytes so read too, and a binary body costs no decoding.
-      const whole = await readAll(payload, limit)
+      const whole = await readAll(payload, limit, (bytes) => this.#held(hold, bytes))
       if (type === MULTIPART_TYPE) assertNoOverridePart(whole, request.headers['content-type'])
       this.refuseSecretIn(whole.toString('latin1'), 'body', caller)
       caller.stream = Readable.from([whole])
       return
     }
-    const bytes = await readAll(payload, limit)
+    const bytes = await readAll(payload, limit, (more) => this.#held(hold, more))
     if (bytes.length === 0) return
     // The caller's bytes before they are parsed (a key in a name the parser refuses is not
     // repeated in its message), then the gateway's serialization, what the platform gets:
@@ -363,8 +380,17 @@ export class Admission {
     if (bytes.includes(KEY_PREFIX) || bytes.includes(PERCENT)) this.#refuseKeyIn(bytes.toString('latin1'), 'body', caller)
     const limits = this.#ctx.config.limits
     caller.body = json ? parseJsonBody(bytes, { jsonDepth: limits.jsonDepth, params: limits.params }) : parseFormBody(bytes, { jsonDepth: limits.jsonDepth, params: limits.params })
+    this.#held(hold, heldAfterParse(caller.body))
     if (caller.body.text.includes(KEY_PREFIX)) this.#refuseKeyIn(caller.body.text, 'body', caller)
     else this.refuseSecretIn(caller.body.text, 'body', caller)
+  }
+
+  /** `bytes` more for a body, or 503 GW_BODY_BUDGET: the budget is full, or its team holds its share of it in bodies. */
+  #held(hold: BodyHold, bytes: number): void {
+    if (hold.grow(bytes)) return
+    const retryAfterSec = this.#bodies.retryAfterSec(bytes)
+    const why = `the request bodies and answers on their way hold platform.bufferTotalBytes (${this.#ctx.answers.budget.limit} bytes), or this team's bodies the quarter of it one team may hold (${this.#bodies.teamBytes} bytes); retry in ${retryAfterSec} s`
+    throw Object.assign(new BodyBudgetError(why), { retryAfterSec })
   }
 
   /**
@@ -472,25 +498,41 @@ export function hasBody(headers: IncomingHttpHeaders): boolean {
   return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
 }
 
+/**
+ * What a parsed body holds beside its bytes until its call ends: the text sent on, and its
+ * parsed form, about 32 bytes a JSON value (V8's object or number and its slot) or form
+ * parameter beside their characters.
+ */
+export function heldAfterParse(body: CheckedBody): number {
+  return body.text.length + 32 * (body.kind === 'json' ? body.values : body.params.length)
+}
+
 function mediaType(contentType: string | undefined): string {
   return (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? ''
 }
 
 // Read by hand rather than with for-await: leaving that loop early destroys the socket,
 // and a caller over the limit should get its 413 rather than a reset.
-function readAll(stream: Readable, limit: number): Promise<Buffer> {
+// `hold` takes each chunk's bytes as it comes, or throws (the body's room is full): the
+// rest of the body is read and dropped, as one past the limit is.
+function readAll(stream: Readable, limit: number, hold: (bytes: number) => void): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
     let size = 0
-    const onData = (chunk: Buffer) => {
-      size += chunk.length
-      if (size <= limit) {
-        chunks.push(chunk)
-        return
-      }
+    const refuse = (err: Error) => {
       stream.off('data', onData).off('end', onEnd).off('error', onError)
       stream.resume()
-      reject(new PayloadTooLargeError(limit))
+      reject(err)
+    }
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size > limit) return refuse(new PayloadTooLargeError(limit))
+      try {
+        hold(chunk.length)
+      } catch (err) {
+        return refuse(err as Error)
+      }
+      chunks.push(chunk)
     }
     const onEnd = () => resolve(Buffer.concat(chunks, size))
     const onError = (err: Error) => reject(new BadRequestError(`body: ${err.message}`, { cause: err }))

@@ -57,7 +57,7 @@ export function proxyHandler(
     const admitting = trace?.step('admission')
     const caller = admission.admit(request)
     carries(reply.raw, caller.team.name)
-    await admission.readBody(request, caller, limit)
+    await admission.readBody(request, caller, limit, reply.raw)
     await admission.checkScope(request.method, caller)
     admitting?.end()
     admission.remember(request.method, request.url, caller.target, caller.team)

@@ -179,6 +179,18 @@ export class JobRunner {
     this.#loop.poke()
   }
 
+  /**
+   * A look for jobs once the clock reads `at`: a timer may fire a millisecond before the
+   * clock it is read against gets there (Node's timers run on a monotonic clock, `Date.now()`
+   * in whole milliseconds), and a look that finds the job not yet due waits a whole
+   * `jobs.lease` for the next; so a timer that fires early waits again for the rest.
+   */
+  #pokeAt(at: number): void {
+    const left = at - this.#d.clock.now()
+    if (left <= 0) return this.poke()
+    this.#d.clock.setTimeout(() => this.#pokeAt(at), left).unref()
+  }
+
   /** Starts the jobs due that this replica has room for; whether jobs are left due. */
   async #poll(): Promise<boolean> {
     const { store, settings, clock, runner } = this.#d
@@ -421,7 +433,7 @@ export class JobRunner {
         }
         // Due again at its retry time: looked for then, not a lease later; due now (a
         // shutdown), by the other replicas at once.
-        if (end.notBefore > now) clock.setTimeout(() => this.poke(), end.notBefore - now).unref()
+        if (end.notBefore > now) this.#pokeAt(end.notBefore)
         else this.#d.announce?.()
         return 'requeued'
       }
@@ -438,7 +450,7 @@ export class JobRunner {
         if (held + bytes > bound.bytes) {
           const grows = roomGrowsWith(bound)
           const more = grows === null ? '' : ` (${grows})`
-          const message = `the team's job results would take ${held + bytes} bytes, more than ${boundText(bound)}: fetch the results it holds, or let them expire, and ask again${more}`
+          const message = `the team's job results would take ${held + bytes} bytes, more than ${boundText(bound)}: a result is kept until its job's expiresAt (jobs.keep after it ended), whether it was read or not; ask again once results have expired${more}`
           result = { kind: 'failed', error: { code: 'GW_JOB_RESULT_TOO_LARGE', statusCode: 413, message }, tookSeconds: end.tookSeconds }
           end = result
         }

@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { KEYS, testConfig } from '../helpers/build-gateway.js'
 import { useGateway, useSandbox } from '../helpers/fixtures.js'
 import { SANDBOX_TEAMS_YAML } from '../helpers/sandbox-gateway.js'
-import { answerOnce as answerRaw } from '../helpers/raw-answer.js'
+import { answerChunkedOnce, answerOnce as answerRaw } from '../helpers/raw-answer.js'
 
 // The platform's token handed back in bytes a caller reads otherwise than the scan
 // (token-echo.ts) did: in a content coding a client decodes more leniently than the
@@ -68,6 +68,32 @@ describe('a platform answer that carries the token in bytes the scan read otherw
     expect(res.json()).toMatchObject({ code: 'GW_UPSTREAM' })
     expect(holdsToken(res.rawPayload)).toBe(false)
     expect(gw.logs.text().includes(token)).toBe(false)
+  })
+})
+
+// A transfer coding before chunked (RFC 9112, 6.1): the HTTP client removes the chunks and
+// hands on the bytes still coded, which the scan read as they were (found by a black-box
+// pass, session 133: `deflate, chunked` carried the token to a caller, labelled JSON).
+describe('a platform answer in a transfer coding other than chunked alone', () => {
+  it.each([
+    ['deflate, chunked', 'application/json', deflateSync],
+    ['br, chunked', 'application/json', brotliCompressSync],
+    ['gzip, chunked', 'application/octet-stream', gzipSync],
+    ['compress, chunked', 'application/json', (text: string) => Buffer.from(text)],
+  ])('%s (%s) fails the call, 502 GW_UPSTREAM, with nothing of the token', async (codings, type, code) => {
+    answerChunkedOnce(sandbox, '200 OK', [`content-type: ${type}`], codings, code(reflected()))
+    const res = await gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/get', headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json', 'accept-encoding': 'identity' }, payload: '{"userId":101}' })
+    expect(res.statusCode).toBe(502)
+    expect(res.json()).toMatchObject({ code: 'GW_UPSTREAM' })
+    expect(holdsToken(res.rawPayload)).toBe(false)
+    expect(gw.logs.text().includes(token)).toBe(false)
+  })
+
+  it('passes an answer in chunked alone, whatever the letter case', async () => {
+    answerChunkedOnce(sandbox, '200 OK', ['content-type: application/json'], 'Chunked', Buffer.from('{"data":[]}'))
+    const res = await gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/get', headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json' }, payload: '{"userId":101}' })
+    expect(res.statusCode).toBe(200)
+    expect(res.json()).toEqual({ data: [] })
   })
 })
 

@@ -5,3 +5,9 @@ export function answerOnce(sandbox: Sandbox, status: string, head: string[], bod
   const lines = [...head, `content-length: ${body.length}`].join('\r\n')
   sandbox.setFailure({ kind: 'raw', answer: `HTTP/1.1 ${status}\r\n${lines}\r\n\r\n${body.toString('latin1')}`, times: 1 })
 }
+
+/** The sandbox's next answer in chunks under `transfer-encoding: <codings>` (the last of them chunked), `body` as one chunk, the connection closed after. */
+export function answerChunkedOnce(sandbox: Sandbox, status: string, head: string[], codings: string, body: Buffer): void {
+  const lines = [...head, `transfer-encoding: ${codings}`, 'connection: close'].join('\r\n')
+  sandbox.setFailure({ kind: 'raw', answer: `HTTP/1.1 ${status}\r\n${lines}\r\n\r\n${body.length.toString(16)}\r\n${body.toString('latin1')}\r\n0\r\n\r\n`, times: 1 })
+}

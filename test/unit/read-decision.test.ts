@@ -1,3 +1,4 @@
+import { ByteBudget } from '../../src/platform/client/answer-budget.js'
 import { describe, expect, it } from 'vitest'
 import { Admission } from '../../src/access/admission.js'
 import { hashApiKey } from '../../src/access/api-keys.js'
@@ -53,6 +54,7 @@ function setUp() {
       secrets: new SecretSet(),
       adminAuth: new AdminAuth([]),
       suspensions: new TeamSuspensions({ redis: null, breaker: null, bus: null, seal: null, keyPrefix: 't:', periodMs: 3_600_000, clock: systemClock, log: pino({ level: 'silent' }), onSuspended: () => undefined, onUnverified: () => undefined }),
+      answers: { budget: new ByteBudget(1 << 20) },
     },
     memo,
   )

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { assertPlainBodyType, maxDepth, multipartNames, parseFormBody, parseJsonBody } from '../../src/access/request-body.js'
+import { assertPlainBodyType, multipartNames, parseFormBody, parseJsonBody, scanJson, SOURCE_VALUES } from '../../src/access/request-body.js'
 import { phpLineBytes } from '../../src/php/mime.js'
 
 // Bodies are parsed, bounded and re-serialized by the gateway.
@@ -10,7 +10,7 @@ const bad = expect.objectContaining({ code: 'GW_BAD_REQUEST', statusCode: 400 })
 describe('parseJsonBody', () => {
   it('re-serializes what it parsed: whitespace, escapes and duplicate keys as the parse has them', () => {
     const body = parseJsonBody(Buffer.from('{ "userId" :  101 , "name":"k\\u00e9y", "userId": 102 }'), LIMITS)
-    expect(body).toEqual({ kind: 'json', value: { userId: 102, name: 'kéy' }, text: '{"userId":102,"name":"kéy"}', contentType: 'application/json' })
+    expect(body).toEqual({ kind: 'json', value: { userId: 102, name: 'kéy' }, text: '{"userId":102,"name":"kéy"}', contentType: 'application/json', values: 7 })
   })
 
   it.each([
@@ -130,9 +130,36 @@ describe('assertPlainBodyType', () => {
   })
 })
 
-describe('maxDepth', () => {
+describe('scanJson', () => {
   it('skips brackets in strings, escaped quotes included', () => {
-    expect(maxDepth(Buffer.from('{"a":[1,{"b":"]]]\\"[[["}]}'))).toBe(3)
+    expect(scanJson(Buffer.from('{"a":[1,{"b":"]]]\\"[[["}]}')).depth).toBe(3)
+  })
+
+  it('counts values, keys included, and none in strings', () => {
+    expect(scanJson(Buffer.from('{"a":[1,-2.5,true,null,"x,1"],"b":{}}')).values).toBe(10)
+  })
+
+  it('tells a number written otherwise than JSON.stringify writes it', () => {
+    for (const n of ['1', '-7', '0.5', '123456789012345', '1e+21', '-0.001']) expect(scanJson(Buffer.from(`[${n}]`)).numbersAsWritten, n).toBe(true)
+    for (const n of ['1.0', '1e2', '0.50', '-0', '1E+21', '12345678901234567890', '9007199254740993', '1e400']) expect(scanJson(Buffer.from(`{"a":"1.0","b":${n}}`)).numbersAsWritten, n).toBe(false)
+  })
+})
+
+describe('parseJsonBody: numbers as written, at a bounded price', () => {
+  const limits = { jsonDepth: 32, params: 256 }
+  it('passes on a large body of numbers written as JSON writes them without reading their source', () => {
+    const body = Buffer.from(`{"userId":101,"x":[${Array(200_000).fill('0').join(',')}]}`)
+    const started = process.hrtime.bigint()
+    const parsed = parseJsonBody(body, limits)
+    expect(parsed.text).toBe(body.toString())
+    expect(Number(process.hrtime.bigint() - started) / 1e6, 'the ms of the parse, bounded far above its cost').toBeLessThan(5_000)
+  })
+
+  it('refuses a body of more than SOURCE_VALUES values with a number written otherwise, naming how to send it', () => {
+    const body = Buffer.from(`{"userId":101,"x":[1.0,${Array(SOURCE_VALUES).fill('0').join(',')}]}`)
+    expect(() => parseJsonBody(body, limits)).toThrow(`is passed on as written only in a body of at most ${SOURCE_VALUES} values, and this one has ${SOURCE_VALUES + 6}`)
+    const small = Buffer.from(`{"userId":101,"x":[1.0,${Array(100).fill('0').join(',')}]}`)
+    expect(parseJsonBody(small, limits).text).toBe(small.toString())
   })
 })
 

@@ -40,7 +40,7 @@ describe('classify: what an answer counts as', () => {
 describe("the documented codes: the contract's error table", () => {
   it('holds every code the proxy listener answers with, by status, from docs/contract.md', () => {
     expect(DOCUMENTED_CODES).toEqual(documentedCodes(readFileSync(new URL('../../docs/contract.md', import.meta.url), 'utf8')))
-    expect(DOCUMENTED_CODES['503']).toEqual(['GW_OVERLOADED', 'GW_ANSWER_BUDGET', 'GW_JOBS_UNAVAILABLE', 'GW_SHUTTING_DOWN'])
+    expect(DOCUMENTED_CODES['503']).toEqual(['GW_OVERLOADED', 'GW_ANSWER_BUDGET', 'GW_BODY_BUDGET', 'GW_JOBS_UNAVAILABLE', 'GW_SHUTTING_DOWN'])
     expect(DOCUMENTED_CODES['502']).toEqual(['GW_PLATFORM_AUTH', 'GW_PLATFORM_REFUSED', 'GW_UPSTREAM'])
     expect(DOCUMENTED_CODES['504']).toEqual(['GW_UPSTREAM_TIMEOUT'])
   })

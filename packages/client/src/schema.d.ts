@@ -67,7 +67,7 @@ export interface paths {
         };
         /**
          * Read a report (cached)
-         * @description Validated before anything goes upstream: an invalid value is 400 `GW_BAD_QUERY` whose message names the parameter, and a known parameter given twice is 400. The same report in different spellings (parameter order, `true` or `1`, a switched-off flag or none, `007` or `7`) is one cache entry and one platform call; the platform receives the canonical form. Every distinct query is its own entry: a report is never built out of others. Any other query parameter (for example `spentBased`) is passed on unchanged and is part of the cache key. Every GET under `/api/v1/report/` is read this way; a team limited to some advertisers reads at `/api/v1/report/{split}/get` only (any other path is 403 `GW_FORBIDDEN`). The body is the platform's, byte for byte.
+         * @description Validated before anything goes upstream: an invalid value is 400 `GW_BAD_QUERY` whose message names the parameter, and a known parameter given twice is 400. The same report in different spellings (parameter order, `true` or `1`, a switched-off flag or none, `007` or `7`) is one cache entry and one platform call; the platform receives the canonical form. Every distinct query is its own entry: a report is never built out of others. Any other query parameter (for example `spentBased`) is passed on unchanged and is part of the cache key. Every GET under `/api/v1/report/` is read this way; a team limited to some advertisers reads at `/api/v1/report/{split}/get` only (any other path is 403 `GW_FORBIDDEN`). The body is the platform's, byte for byte. This document describes the gateway with its report cache on (`cache.enabled`, the default); with it off, a report read is forwarded as any other platform call is, and its answer carries none of the report headers (`x-cache`, `cache-status`, `platform-usage`, `report-settled-through`, `report-provisional-days`).
          */
         get: operations["getReport"];
         put?: never;
@@ -84,7 +84,7 @@ export interface paths {
         options: operations["optionsReportSplitGet"];
         /**
          * Read a report (cached) (HEAD: its headers only)
-         * @description Validated before anything goes upstream: an invalid value is 400 `GW_BAD_QUERY` whose message names the parameter, and a known parameter given twice is 400. The same report in different spellings (parameter order, `true` or `1`, a switched-off flag or none, `007` or `7`) is one cache entry and one platform call; the platform receives the canonical form. Every distinct query is its own entry: a report is never built out of others. Any other query parameter (for example `spentBased`) is passed on unchanged and is part of the cache key. Every GET under `/api/v1/report/` is read this way; a team limited to some advertisers reads at `/api/v1/report/{split}/get` only (any other path is 403 `GW_FORBIDDEN`). The body is the platform's, byte for byte.
+         * @description Validated before anything goes upstream: an invalid value is 400 `GW_BAD_QUERY` whose message names the parameter, and a known parameter given twice is 400. The same report in different spellings (parameter order, `true` or `1`, a switched-off flag or none, `007` or `7`) is one cache entry and one platform call; the platform receives the canonical form. Every distinct query is its own entry: a report is never built out of others. Any other query parameter (for example `spentBased`) is passed on unchanged and is part of the cache key. Every GET under `/api/v1/report/` is read this way; a team limited to some advertisers reads at `/api/v1/report/{split}/get` only (any other path is 403 `GW_FORBIDDEN`). The body is the platform's, byte for byte. This document describes the gateway with its report cache on (`cache.enabled`, the default); with it off, a report read is forwarded as any other platform call is, and its answer carries none of the report headers (`x-cache`, `cache-status`, `platform-usage`, `report-settled-through`, `report-provisional-days`).
          */
         head: operations["headReport"];
         patch?: never;
@@ -469,6 +469,25 @@ export interface components {
             statusCode: 400;
             /** @constant */
             code: "GW_BAD_REQUEST";
+            /** @description The HTTP reason phrase, e.g. `Bad Request`. */
+            error: string;
+            /** @description What was wrong and, where it helps, what to do. */
+            message: string;
+        };
+        /**
+         * @description The request bodies and answers under way on this replica hold all of `platform.bufferTotalBytes`, or this team's bodies the quarter of it one team may hold (a body is held from its first byte until its call's answer has gone, with what its parsed form holds); `retry-after` says when the room comes free at the pace it has of late.
+         * @example {
+         *       "statusCode": 503,
+         *       "code": "GW_BODY_BUDGET",
+         *       "error": "Service Unavailable",
+         *       "message": "…"
+         *     }
+         */
+        GW_BODY_BUDGET: {
+            /** @constant */
+            statusCode: 503;
+            /** @constant */
+            code: "GW_BODY_BUDGET";
             /** @description The HTTP reason phrase, e.g. `Bad Request`. */
             error: string;
             /** @description What was wrong and, where it helps, what to do. */
@@ -1368,7 +1387,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_PLATFORM_AUTH"] | components["schemas"]["GW_PLATFORM_REFUSED"] | components["schemas"]["GW_UPSTREAM"];
             };
         };
-        /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait, or the team has used its share of the platform's count of the token's calls (the message says so); `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, the pause's time left, or when the team's oldest call counted leaves the count's window. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+        /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_BODY_BUDGET`: The request bodies and answers under way on this replica hold all of `platform.bufferTotalBytes`, or this team's bodies the quarter of it one team may hold (a body is held from its first byte until its call's answer has gone, with what its parsed form holds); `retry-after` says when the room comes free at the pace it has of late. `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait, or the team has used its share of the platform's count of the token's calls (the message says so); `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, the pause's time left, or when the team's oldest call counted leaves the count's window. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
         "report-503": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1382,7 +1401,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["GW_ANSWER_BUDGET"] | components["schemas"]["GW_OVERLOADED"] | components["schemas"]["GW_SHUTTING_DOWN"];
+                "application/json": components["schemas"]["GW_ANSWER_BUDGET"] | components["schemas"]["GW_BODY_BUDGET"] | components["schemas"]["GW_OVERLOADED"] | components["schemas"]["GW_SHUTTING_DOWN"];
             };
         };
         /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists; or the call was not sent to the platform, as it could not end before its deadline (calls of its kind take longer than the deadline leaves: the message says `not sent to the platform`; ask a shorter range, or as a report job). */
@@ -1560,7 +1579,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_PLATFORM_AUTH"] | components["schemas"]["GW_PLATFORM_REFUSED"] | components["schemas"]["GW_UPSTREAM"];
             };
         };
-        /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait, or the team has used its share of the platform's count of the token's calls (the message says so); `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, the pause's time left, or when the team's oldest call counted leaves the count's window. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+        /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_BODY_BUDGET`: The request bodies and answers under way on this replica hold all of `platform.bufferTotalBytes`, or this team's bodies the quarter of it one team may hold (a body is held from its first byte until its call's answer has gone, with what its parsed form holds); `retry-after` says when the room comes free at the pace it has of late. `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait, or the team has used its share of the platform's count of the token's calls (the message says so); `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, the pause's time left, or when the team's oldest call counted leaves the count's window. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
         "platform-503": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1573,7 +1592,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["GW_ANSWER_BUDGET"] | components["schemas"]["GW_OVERLOADED"] | components["schemas"]["GW_SHUTTING_DOWN"];
+                "application/json": components["schemas"]["GW_ANSWER_BUDGET"] | components["schemas"]["GW_BODY_BUDGET"] | components["schemas"]["GW_OVERLOADED"] | components["schemas"]["GW_SHUTTING_DOWN"];
             };
         };
         /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists; or the call was not sent to the platform, as it could not end before its deadline (calls of its kind take longer than the deadline leaves: the message says `not sent to the platform`; ask a shorter range, or as a report job). */
@@ -3463,7 +3482,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait, or the team has used its share of the platform's count of the token's calls (the message says so); `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, the pause's time left, or when the team's oldest call counted leaves the count's window. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_BODY_BUDGET`: The request bodies and answers under way on this replica hold all of `platform.bufferTotalBytes`, or this team's bodies the quarter of it one team may hold (a body is held from its first byte until its call's answer has gone, with what its parsed form holds); `retry-after` says when the room comes free at the pace it has of late. `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait, or the team has used its share of the platform's count of the token's calls (the message says so); `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, the pause's time left, or when the team's oldest call counted leaves the count's window. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
             503: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -4882,7 +4901,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait, or the team has used its share of the platform's count of the token's calls (the message says so); `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, the pause's time left, or when the team's oldest call counted leaves the count's window. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_BODY_BUDGET`: The request bodies and answers under way on this replica hold all of `platform.bufferTotalBytes`, or this team's bodies the quarter of it one team may hold (a body is held from its first byte until its call's answer has gone, with what its parsed form holds); `retry-after` says when the room comes free at the pace it has of late. `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait, or the team has used its share of the platform's count of the token's calls (the message says so); `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, the pause's time left, or when the team's oldest call counted leaves the count's window. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
             503: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -5554,7 +5573,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait, or the team has used its share of the platform's count of the token's calls (the message says so); `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, the pause's time left, or when the team's oldest call counted leaves the count's window. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_BODY_BUDGET`: The request bodies and answers under way on this replica hold all of `platform.bufferTotalBytes`, or this team's bodies the quarter of it one team may hold (a body is held from its first byte until its call's answer has gone, with what its parsed form holds); `retry-after` says when the room comes free at the pace it has of late. `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait, or the team has used its share of the platform's count of the token's calls (the message says so); `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, the pause's time left, or when the team's oldest call counted leaves the count's window. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
             503: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -6226,7 +6245,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait, or the team has used its share of the platform's count of the token's calls (the message says so); `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, the pause's time left, or when the team's oldest call counted leaves the count's window. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_BODY_BUDGET`: The request bodies and answers under way on this replica hold all of `platform.bufferTotalBytes`, or this team's bodies the quarter of it one team may hold (a body is held from its first byte until its call's answer has gone, with what its parsed form holds); `retry-after` says when the room comes free at the pace it has of late. `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait, or the team has used its share of the platform's count of the token's calls (the message says so); `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, the pause's time left, or when the team's oldest call counted leaves the count's window. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
             503: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -6698,6 +6717,8 @@ export interface operations {
                 "webhook-timestamp": string;
                 /** @description `v1,` and the base64 of the HMAC-SHA256, keyed by the bytes of the secret after `whsec_` (base64), of `{webhook-id}.{webhook-timestamp}.{body}`; a receiver reads a space-separated list of such signatures. */
                 "webhook-signature": string;
+                /** @description `report-gateway/<version>`: the gateway's version as `GET /admin/status` and `gateway_build_info` say it. */
+                "user-agent": string;
             };
             path?: never;
             cookie?: never;

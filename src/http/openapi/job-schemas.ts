@@ -144,6 +144,7 @@ export const JOB_ENDED_WEBHOOK: Json = {
         description: '`v1,` and the base64 of the HMAC-SHA256, keyed by the bytes of the secret after `whsec_` (base64), of `{webhook-id}.{webhook-timestamp}.{body}`; a receiver reads a space-separated list of such signatures.',
         schema: { type: 'string', pattern: '^v1,[A-Za-z0-9+/]+={0,2}( v1,[A-Za-z0-9+/]+={0,2})*$' },
       },
+      { in: 'header', name: 'user-agent', required: true, description: '`report-gateway/<version>`: the gateway\'s version as `GET /admin/status` and `gateway_build_info` say it.', schema: { type: 'string', pattern: '^report-gateway/' } },
     ],
     requestBody: { required: true, description: 'The job\'s status, as `GET /api/v1/jobs/{id}` answers it then.', content: STATUS_CONTENT },
     responses: {

@@ -103,7 +103,8 @@ export function reportGetSchema(opts: { maxRangeDays: number }): FastifySchema {
     summary: 'Read a report (cached)',
     description:
       `${NORMALIZED} Any other query parameter (for example \`spentBased\`) is passed on unchanged and is part of the cache key. ` +
-      'Every GET under `/api/v1/report/` is read this way; a team limited to some advertisers reads at `/api/v1/report/{split}/get` only (any other path is 403 `GW_FORBIDDEN`). The body is the platform\'s, byte for byte.',
+      'Every GET under `/api/v1/report/` is read this way; a team limited to some advertisers reads at `/api/v1/report/{split}/get` only (any other path is 403 `GW_FORBIDDEN`). The body is the platform\'s, byte for byte. ' +
+      'This document describes the gateway with its report cache on (`cache.enabled`, the default); with it off, a report read is forwarded as any other platform call is, and its answer carries none of the report headers (`x-cache`, `cache-status`, `platform-usage`, `report-settled-through`, `report-provisional-days`).',
     params: SPLIT,
     querystring: {
       type: 'object',

@@ -143,7 +143,7 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     const caller = admission.admit(request)
     carries(reply.raw, caller.team.name)
     // JSON only: a body of another type is refused as such (400 GW_BAD_REQUEST); none, or an empty one, is no JSON object.
-    await admission.readBody(request, caller, config.limits.reportBodyBytes, true)
+    await admission.readBody(request, caller, config.limits.reportBodyBytes, reply.raw, true)
     if (caller.body?.kind !== 'json') throw new BadQueryError('body: must be a JSON object')
     const report = canonicalPostReport(caller.target.path, caller.target.search, caller.body.value, { maxRangeDays: config.cache.maxRangeDays })
     await admission.checkScope(request.method, caller)

@@ -549,11 +549,19 @@ function armed(res: PlatformResponse, deadline: Deadline): PlatformResponse {
  * platform asking the gateway for credentials of its own (RFC 9110, 15.5.8): the way to
  * the platform is the gateway's, and its `proxy-authenticate` would have a caller's client
  * or browser offer the credentials of the caller's own proxy. It fails the call (GW_UPSTREAM).
+ * So does an answer in a transfer coding other than `chunked` alone (RFC 9112, 6.1): the
+ * HTTP client removes the chunks and hands on the bytes still in the coding before them,
+ * which no scan of the answer reads as a caller's client would.
  */
 function forCaller(res: PlatformResponse, provider: TokenProvider, sent: TokenState, deadline: Deadline, maxDecodedBytes: number): SentResponse {
   if (res.status === 407) {
     res.body.resume()
     throw new UpstreamError('the platform answered 407: a proxy before it asks for credentials')
+  }
+  const transfer = res.headers['transfer-encoding']
+  if (transfer !== undefined && (typeof transfer !== 'string' || transfer.trim().toLowerCase() !== 'chunked')) {
+    res.body.resume()
+    throw new UpstreamError('the platform answered in a transfer coding other than chunked')
   }
   return { ...armed({ ...res, body: withoutToken(res.headers, res.body, sent.token, maxDecodedBytes) }, deadline), account: provider.accountOf(sent) }
 }
