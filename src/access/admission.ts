@@ -97,7 +97,21 @@ export interface AdmissionParts {
   suspensions: TeamSuspensions
   /** The answers' budget (platform.bufferTotalBytes), which request bodies are held within too. */
   answers: { budget: ByteBudget }
+  /** The turns of the event loop the report calls' work takes, the teams in turn (reports/call-turns.ts): a large body's parse takes one too. */
+  reports: WorkTurns
 }
+
+export interface WorkTurns {
+  turn(team: string, gone?: AbortSignal): Promise<boolean>
+}
+
+/**
+ * A body past this is parsed and checked in a turn of its team's (WorkTurns): its parse
+ * holds the event loop about 35 to 100 ms a MiB (docs/benchmarks.md, "Request bodies"), and
+ * a hit then waits behind at most one such parse per team with bodies waiting, as behind one
+ * piece of a report call's work; a smaller body's parse (a few ms at most) runs where it is read.
+ */
+export const BODY_TURN_BYTES = 64 * 1024
 
 /** Where a call ends: its answer went, or its caller left (a ServerResponse's `close`). */
 export interface CallEnd {
@@ -379,6 +393,7 @@ export class Admission {
     // a key escaped in JSON is written plain there.
     if (bytes.includes(KEY_PREFIX) || bytes.includes(PERCENT)) this.#refuseKeyIn(bytes.toString('latin1'), 'body', caller)
     const limits = this.#ctx.config.limits
+    if (bytes.length > BODY_TURN_BYTES) await this.#ctx.reports.turn(caller.team.name)
     caller.body = json ? parseJsonBody(bytes, { jsonDepth: limits.jsonDepth, params: limits.params }) : parseFormBody(bytes, { jsonDepth: limits.jsonDepth, params: limits.params })
     this.#held(hold, heldAfterParse(caller.body))
     if (caller.body.text.includes(KEY_PREFIX)) this.#refuseKeyIn(caller.body.text, 'body', caller)

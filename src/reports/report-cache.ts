@@ -994,6 +994,11 @@ export class ReportCache {
     }
     counter.inc()
   }
+
+  /** A turn of the event loop for `team`'s work among the report calls' (CallTurns): a large request body's parse takes one too (access/admission.ts). */
+  turn(team: string, gone?: AbortSignal): Promise<boolean> {
+    return this.#turns.turn(team, gone)
+  }
 }
 
 // A leader's failure travels to other replicas as its code (and a passed-on answer such

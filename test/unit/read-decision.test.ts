@@ -1,22 +1,15 @@
-import { ByteBudget } from '../../src/platform/client/answer-budget.js'
 import { describe, expect, it } from 'vitest'
 import { Admission } from '../../src/access/admission.js'
 import { hashApiKey } from '../../src/access/api-keys.js'
 import { KnownUrls } from '../../src/access/known-urls.js'
 import { RateLimiter } from '../../src/access/rate-limit.js'
 import { TeamDirectory } from '../../src/access/team-auth.js'
-import type { CampaignOwners } from '../../src/access/campaign-owners.js'
 import { etagOf, type CacheEntry } from '../../src/cache/cache-entry.js'
 import { createMetrics } from '../../src/observe/metrics.js'
-import type { TokenRegistry } from '../../src/platform/tokens/token-registry.js'
 import type { FillResult, ReportCache } from '../../src/reports/report-cache.js'
 import { ReadDecisions, type GoOn, type ReadDecision } from '../../src/reports/read-decision.js'
 import { KEYS, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
-import { SecretSet } from '../../src/observe/logger.js'
-import { AdminAuth } from '../../src/access/admin-auth.js'
-import { TeamSuspensions } from '../../src/access/team-suspensions.js'
-import { systemClock } from '../../src/clock.js'
-import pino from 'pino'
+import { admissionParts } from '../helpers/admission-parts.js'
 
 // The one decision of a GET report read (reports/read-decision.ts), with a real Admission,
 // memo and rate limiter; the report cache is a stand-in holding what L1 holds.
@@ -42,22 +35,7 @@ function setUp() {
   const teams = new TeamDirectory(config.teams, () => NOW)
   const rateLimiter = new RateLimiter({ redis: null, breaker: null, prefix: 't:', teams })
   const metrics = createMetrics()
-  const admission = new Admission(
-    {
-      config,
-      teams,
-      rateLimiter,
-      metrics,
-      tokens: { get: (name: string) => ({ name }) } as unknown as TokenRegistry,
-      campaignOwners: {} as CampaignOwners,
-      creativeSetOwners: null,
-      secrets: new SecretSet(),
-      adminAuth: new AdminAuth([]),
-      suspensions: new TeamSuspensions({ redis: null, breaker: null, bus: null, seal: null, keyPrefix: 't:', periodMs: 3_600_000, clock: systemClock, log: pino({ level: 'silent' }), onSuspended: () => undefined, onUnverified: () => undefined }),
-      answers: { budget: new ByteBudget(1 << 20) },
-    },
-    memo,
-  )
+  const admission = new Admission(admissionParts(config, teams, { rateLimiter, metrics }), memo)
   const inMemory = new Map<string, CacheEntry>()
   const flights = new Map<string, Promise<FillResult>>()
   const served: string[] = []
