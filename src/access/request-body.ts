@@ -206,8 +206,15 @@ export interface JsonScan {
 }
 
 const writtenAsJs = (number: string): boolean => String(Number(number)) === number
-const NUMBER_BYTES = new Set([...'0123456789+-.eE'].map((c) => c.charCodeAt(0)))
-const LITERAL_STARTS = new Set([...'tfn'].map((c) => c.charCodeAt(0)))
+// Each byte's part in the scan, read from one table (a Set's lookup a byte costs several
+// times as much over a MiB): a string's quote, a bracket, a literal's first letter, a number's.
+const [QUOTE, OPENS, CLOSES, LITERAL, NUMBER] = [1, 2, 3, 4, 5]
+const BYTE_PART = new Uint8Array(256)
+BYTE_PART[0x22] = QUOTE
+for (const b of OPEN) BYTE_PART[b] = OPENS
+for (const b of CLOSE) BYTE_PART[b] = CLOSES
+for (const c of 'tfn') BYTE_PART[c.charCodeAt(0)] = LITERAL
+for (const c of '0123456789+-.eE') BYTE_PART[c.charCodeAt(0)] = NUMBER
 
 /**
  * One pass over a JSON text's bytes (a valid one: what is not parses to a 400 after):
@@ -219,23 +226,22 @@ export function scanJson(bytes: Buffer): JsonScan {
   let [depth, deepest, values, asWritten] = [0, 0, 0, true]
   for (let i = 0; i < bytes.length; i++) {
     const b = bytes[i] as number
-    if (b === 0x22) {
-      values++
+    const part = BYTE_PART[b]
+    if (part === 0) continue
+    values++
+    if (part === QUOTE) {
       for (i++; i < bytes.length && bytes[i] !== 0x22; i++) if (bytes[i] === 0x5c) i++
-    } else if (OPEN.has(b)) {
-      values++
+    } else if (part === OPENS) {
       depth++
       if (depth > deepest) deepest = depth
-    } else if (CLOSE.has(b)) depth--
-    else if (LITERAL_STARTS.has(b)) {
-      values++
-      i += b === 0x66 ? 4 : 3
-    }
-    else if (NUMBER_BYTES.has(b)) {
-      values++
+    } else if (part === CLOSES) {
+      values--
+      depth--
+    } else if (part === LITERAL) i += b === 0x66 ? 4 : 3
+    else {
       const start = i
       let plain = true
-      while (i + 1 < bytes.length && NUMBER_BYTES.has(bytes[i + 1] as number)) {
+      while (i + 1 < bytes.length && BYTE_PART[bytes[i + 1] as number] === NUMBER) {
         const c = bytes[++i] as number
         if (c === 0x2e || c === 0x65 || c === 0x45) plain = false
       }
