@@ -177,7 +177,8 @@ export function proxySchema(opts: { bodyLimit: number }): FastifySchema {
       '(204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. ' +
       'Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write ' +
       'and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); ' +
-      `bodies over ${opts.bodyLimit} bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 \`GW_UPSTREAM\`, ` +
+      'numbers are passed on as written (a body that writes one otherwise than `JSON.stringify` does, `1.0` or `1e2`, holds at most 10,000 values); ' +
+      `bodies over ${opts.bodyLimit} bytes are 413, and one that finds no room in \`platform.bufferTotalBytes\` (bodies and answers under way, a team's bodies a quarter of it) 503 \`GW_BODY_BUDGET\`. The platform's answer is passed back as it is, its 5xx as 502 \`GW_UPSTREAM\`, ` +
       'and so is an answer that carries the gateway\'s token back (in a header, or in its body, decoded from gzip, deflate or br). ' +
       'Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.',
     params: {
