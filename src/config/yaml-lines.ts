@@ -41,6 +41,10 @@ export function placesOf(problems: readonly string[], sources: readonly YamlSour
     return parsed.get(source) ?? null
   }
   return problems.map((message) => {
+    // A file that could not be read or parsed (sources.ts readYamlObject): its variable and
+    // path, and the line of a YAML error, are in its message's words.
+    const unusable = UNUSABLE_FILE.exec(message)
+    if (unusable !== null) return { message, path: null, variable: unusable[1]!, file: unusable[2]!, line: unusable[3] === undefined ? null : Number(unusable[3]) }
     const setting = /^([^\s:]+): /.exec(message)?.[1]
     // Settings are camelCase; a problem that begins with an upper-case name names a variable.
     const place: ProblemPlace = { message, path: setting !== undefined && /^[a-z]/.test(setting) ? setting : null, variable: null, file: null, line: null }
@@ -63,6 +67,10 @@ export function placesOf(problems: readonly string[], sources: readonly YamlSour
   })
 }
 
+// A file variable's problem as sources.ts words it: `TEAMS_FILE (<path>): not valid YAML at
+// line 4, column 5: …`, `… cannot be read (…)`, `… must be a YAML mapping`.
+const UNUSABLE_FILE = /^(CONFIG_FILE|TEAMS_FILE) \((.+?)\): (?:not valid YAML at line (\d+)|not valid YAML|cannot be read|must be a YAML mapping)/
+
 // A problem of a name under a setting: the name as JSON, then why it is refused.
 const NAME_REFUSED = /^("(?:[^"\\]|\\.)*") is not a valid /
 
@@ -83,7 +91,8 @@ export function inFileOrder(places: readonly ProblemPlace[]): ProblemPlace[] {
 
 /** A problem as a message says it: followed, where it has one, by its line, `; line 7 of TEAMS_FILE (teams.yaml)`. */
 export function locatedText(place: ProblemPlace): string {
-  return place.line === null || place.message.startsWith(`${place.variable ?? ''}: line ${place.line}`) ? place.message : `${place.message}; line ${place.line} of ${place.variable ?? ''} (${place.file ?? ''})`
+  const saysIt = place.message.startsWith(`${place.variable ?? ''}: line ${place.line}`) || place.message.startsWith(`${place.variable ?? ''} (${place.file ?? ''}): `)
+  return place.line === null || saysIt ? place.message : `${place.message}; line ${place.line} of ${place.variable ?? ''} (${place.file ?? ''})`
 }
 
 function parseSource(source: YamlSource, readFile: (path: string) => string): { doc: Document; lines: LineCounter } | null {

@@ -88,6 +88,27 @@ describe.skipIf(!redisCheck.available)('GATEWAY_SECRET changed through GATEWAY_S
     for (const gw of [phase2, done]) for (const secret of [OLD, NEW]) expect(gw.logs.text()).not.toContain(secret)
   })
 
+  // Found by a black-box pass (session 133): the record of an operator's token, sealed with
+  // the old secret, was read through the fallback in step 2 and never written again; once the
+  // fallback went (step 3) no replica could open it, and each fell back to its file's token.
+  it('step 2 stores the token again sealed with the new secret: a replica of the new secret alone takes the operator\'s token, not its file\'s', async () => {
+    const first = sandbox.issueToken()
+    const old = await replica({ GATEWAY_SECRET: OLD }, first)
+    const operators = sandbox.issueToken()
+    const put = await old.admin.inject({ method: 'PUT', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { token: operators } })
+    expect(put.statusCode).toBe(200)
+    const sealedOld = await client.get('rgw:token:default')
+    await stop(old)
+    const phase2 = await replica({ GATEWAY_SECRET: NEW, GATEWAY_SECRET_FALLBACK: OLD }, first)
+    expect(tokenOf(phase2)).toBe(operators)
+    await waitFor('the record stored again, sealed with the new secret', async () => (await client.get('rgw:token:default')) !== sealedOld)
+    expect(phase2.logs.text()).toContain('is stored again sealed with GATEWAY_SECRET')
+    await stop(phase2)
+    const done = await replica({ GATEWAY_SECRET: NEW }, first)
+    expect(tokenOf(done)).toBe(operators)
+    expect(done.logs.text()).not.toContain('cannot be decrypted')
+  })
+
   it('without the fallback, a replica of another secret takes nothing the other wrote, and counts it as unverified', async () => {
     const first = sandbox.issueToken()
     const a = await replica({ GATEWAY_SECRET: OLD }, first)

@@ -223,7 +223,7 @@ describe('the webhook receiver docs/jobs.md prints, against a gateway\'s real pu
     const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true })
     ajv.addSchema(doc, 'openapi.json')
     const parameters = (post!.parameters as unknown[]).map((p) => resolveRef(doc, p))
-    expect(parameters.map((p) => [p.in, p.name, p.required])).toEqual([['header', 'webhook-id', true], ['header', 'webhook-timestamp', true], ['header', 'webhook-signature', true]])
+    expect(parameters.map((p) => [p.in, p.name, p.required])).toEqual([['header', 'webhook-id', true], ['header', 'webhook-timestamp', true], ['header', 'webhook-signature', true], ['header', 'user-agent', true]])
     for (const p of parameters) expect(ajv.validate(p.schema as Json, push.headers[p.name as string]), `${p.name as string}: ${ajv.errorsText()}`).toBe(true)
     const content = (post!.requestBody as { content: Record<string, { schema: Json }> }).content
     expect(Object.keys(content)).toEqual([push.headers['content-type']])

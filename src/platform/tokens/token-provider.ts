@@ -63,6 +63,8 @@ export interface SharedToken {
   base: string
   /** The configurations the changes leading to it replaced: a replica started with one of them takes it as its own configuration's. */
   replaced: string[]
+  /** The record as read where only GATEWAY_SECRET_FALLBACK opened it: the replica that takes it stores it again over that record, sealed with its GATEWAY_SECRET; null otherwise. */
+  resealOver?: string | null
 }
 
 export interface TokenInfo {

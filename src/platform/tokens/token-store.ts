@@ -342,19 +342,21 @@ export class TokenStore implements TokenShares {
     if (stored && (!current || (!provider.hasLogin && provider.takesAtStart(stored)))) {
       this.#known.set(provider.name, lineageOf(stored))
       provider.adopt(stored.state, true)
+      this.#reseal(provider, stored)
       return
     }
     if (!current) return
     // The stored token, taken at start (a password login's choice): what its record says is known.
     if (stored && stored.state.token === current.token && compareRank(stored.state, current) === 0) {
       this.#known.set(provider.name, lineageOf(stored))
+      this.#reseal(provider, stored)
       return
     }
     await this.#publish(provider, current)
   }
 
-  /** Stores and announces `state`; false when Redis could not be written (the catch-up stores it once Redis answers again). */
-  async #publish(provider: TokenProvider, state: TokenState, starting = false): Promise<boolean> {
+  /** Stores and announces `state`; false when Redis could not be written (the catch-up stores it once Redis answers again). `over`: a record to write over if it is still the one stored, whatever its rank (one this replica found sealed with the fallback secret alone). */
+  async #publish(provider: TokenProvider, state: TokenState, starting = false, over = ''): Promise<boolean> {
     const { redis, bus, breaker, log } = this.#ctx
     if (!redis || !bus || !breaker || !this.#key) return false
     if (this.#held) {
@@ -391,7 +393,7 @@ export class TokenStore implements TokenShares {
     }
     const record = JSON.stringify(stored)
     // An empty value is never a record: nothing to write over unconditionally at first.
-    let unauthentic = ''
+    let unauthentic = over
     // A second attempt only after an unauthentic record refused the first write.
     for (let attempt = 1; ; attempt++) {
       const written = await breaker.run(() => WRITE_IF_HIGHER(redis, key, record, String(state.version), unauthentic, String(state.basis)), null)
@@ -416,6 +418,12 @@ export class TokenStore implements TokenShares {
     }
     if (this.#unshared.delete(provider.name)) log.info({ credential: provider.name, fingerprint: state.fingerprint }, 'the platform token not shared before is stored in Redis now; the other replicas take it')
     this.#known.set(provider.name, { base, replaced })
+    // A record stored again for its seal alone changes no token: nothing is announced (a
+    // replica of the step before, its secrets the other way round, would store it again
+    // sealed with its own, and so on; each replica's catch-up stores it again at most once
+    // a maintenance interval, and once no replica of the step before is left, with the new
+    // secret alone).
+    if (over !== '') return true
     const announcement = { credential: provider.name, version: state.version, ...(starting ? { starting: this.#ctx.replica } : {}) }
     await breaker.run(() => bus.publish(CHANNEL, JSON.stringify(announcement)), undefined)
     if (starting) this.#startAnnounced.add(provider.name)
@@ -448,6 +456,19 @@ export class TokenStore implements TokenShares {
   #take(provider: TokenProvider, stored: SharedToken): void {
     this.#known.set(provider.name, lineageOf(stored))
     takeStored(provider, stored.state)
+    this.#reseal(provider, stored)
+  }
+
+  /**
+   * A record only the fallback secret opened (a GATEWAY_SECRET change under way,
+   * docs/operations/deploy.md), once taken: stored again, unchanged but for its seal, over
+   * that very record, so that replicas of the new secret alone read it once the fallback goes.
+   */
+  #reseal(provider: TokenProvider, stored: SharedToken): void {
+    if (!stored.resealOver) return
+    void this.#publish(provider, stored.state, false, stored.resealOver).then((sealed) => {
+      if (sealed) this.#ctx.log.info({ credential: provider.name, fingerprint: stored.state.fingerprint }, 'the shared platform token, sealed with GATEWAY_SECRET_FALLBACK, is stored again sealed with GATEWAY_SECRET')
+    })
   }
 
   /**
@@ -562,6 +583,7 @@ export class TokenStore implements TokenShares {
       shared: {
         base: record.base,
         replaced: replacedOf(opened, key, record),
+        resealOver: opened === this.#key ? null : raw,
         state: {
           token,
           source: 'shared',
