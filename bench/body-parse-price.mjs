@@ -29,6 +29,7 @@ const shapes = [
   ['520,000 integers (1 MiB)', list(520_000, '0'), 7],
   ['260,000 halves (1 MiB)', list(260_000, '0.5'), 7],
   ['340,000 empty objects (1 MiB)', list(340_000, '{}'), 7],
+  ['one integer of 1,040,000 digits (1 MiB)', Buffer.from(`{"userId":101,"n":${'9'.repeat(1_040_000)}}`), 7],
   [`${SOURCE_VALUES - 10} values, one written 1.0`, Buffer.from(`{"userId":101,"x":[1.0,${Array(SOURCE_VALUES - 10).fill('0').join(',')}]}`), 7],
   ['a small body (5 fields)', Buffer.from('{"userId":101,"campaignIds":[1,2,3],"name":"x","budget":1.5}'), 2001],
 ]

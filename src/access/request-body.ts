@@ -8,7 +8,7 @@ import { checkParams, encodeParams, METHOD_OVERRIDE_FIELD, phpVariable, type Pai
  * a body the platform would read differently cannot slip past a check.
  */
 export type CheckedBody =
-  | { kind: 'json'; value: unknown; text: string; contentType: 'application/json'; values: number }
+  | { kind: 'json'; value: unknown; text: string; contentType: 'application/json'; values: number; containers: number }
   | { kind: 'form'; params: Pair[]; text: string; contentType: 'application/x-www-form-urlencoded' }
 
 export interface BodyLimits {
@@ -59,6 +59,7 @@ type SourceReviver = (this: unknown, key: string, value: unknown, context: { sou
 const sourced = JSON as unknown as { parse(text: string, reviver: SourceReviver): unknown; rawJSON(text: string): unknown }
 const INTEGER = /^-?\d+$/
 const [INT64_MIN, INT64_MAX] = [-(2n ** 63n), 2n ** 63n - 1n]
+const INT64_DIGITS = 19
 
 /**
  * The caller's JSON with every number as the caller wrote it: PHP reads `1.0` as a float
@@ -70,7 +71,8 @@ const [INT64_MIN, INT64_MAX] = [-(2n ** 63n), 2n ** 63n - 1n]
 function numbersAsWritten(text: string): unknown {
   return sourced.parse(text, (_key, value, { source }) => {
     if (typeof value !== 'number' || source === undefined) return value
-    if (INTEGER.test(source) && !Number.isSafeInteger(value) && BigInt(source) >= INT64_MIN && BigInt(source) <= INT64_MAX) {
+    // Past 19 digits no integer is a 64-bit one: its BigInt (a parse as long as its digits) is not made.
+    if (INTEGER.test(source) && !Number.isSafeInteger(value) && source.length <= INT64_DIGITS + 1 && BigInt(source) >= INT64_MIN && BigInt(source) <= INT64_MAX) {
       throw new BadRequestError(`body: the integer ${source} is past ±2^53 (9007199254740991), which the gateway cannot check exactly as the platform reads it (a 64-bit integer); send it as a string`)
     }
     return sourced.rawJSON(source)
@@ -119,7 +121,7 @@ export function parseJsonBody(bytes: Buffer, limits: BodyLimits): CheckedBody {
   if (isRecord(value) && Object.hasOwn(value, METHOD_OVERRIDE_FIELD)) {
     throw new BadRequestError(`body: ${METHOD_OVERRIDE_FIELD} (method override) is not accepted`)
   }
-  return { kind: 'json', value, text: JSON.stringify(written), contentType: JSON_TYPE, values: scan.values }
+  return { kind: 'json', value, text: JSON.stringify(written), contentType: JSON_TYPE, values: scan.values, containers: scan.containers }
 }
 
 export function parseFormBody(bytes: Buffer, limits: BodyLimits): CheckedBody {
@@ -201,6 +203,8 @@ export interface JsonScan {
   depth: number
   /** Its values (strings, keys included, numbers, literals, objects and arrays). */
   values: number
+  /** Its objects and arrays, among its values. */
+  containers: number
   /** Whether every number is written as JSON.stringify writes its double (`1`, `0.5`; not `1.0`, `1e2`, `12345678901234567890`). */
   numbersAsWritten: boolean
 }
@@ -219,11 +223,11 @@ for (const c of '0123456789+-.eE') BYTE_PART[c.charCodeAt(0)] = NUMBER
 /**
  * One pass over a JSON text's bytes (a valid one: what is not parses to a 400 after):
  * its nesting, its values, and whether a number is written otherwise than JSON.stringify
- * writes it. An integer of 15 digits at most is written so by its grammar; one of more is
- * taken as not (it may be past ±2^53); any other number is read.
+ * writes it, and its objects and arrays. An integer of 15 digits at most is written so by
+ * its grammar; one of more is taken as not (it may be past ±2^53); any other number is read.
  */
 export function scanJson(bytes: Buffer): JsonScan {
-  let [depth, deepest, values, asWritten] = [0, 0, 0, true]
+  let [depth, deepest, values, containers, asWritten] = [0, 0, 0, 0, true]
   for (let i = 0; i < bytes.length; i++) {
     const b = bytes[i] as number
     const part = BYTE_PART[b]
@@ -232,6 +236,7 @@ export function scanJson(bytes: Buffer): JsonScan {
     if (part === QUOTE) {
       for (i++; i < bytes.length && bytes[i] !== 0x22; i++) if (bytes[i] === 0x5c) i++
     } else if (part === OPENS) {
+      containers++
       depth++
       if (depth > deepest) deepest = depth
     } else if (part === CLOSES) {
@@ -247,10 +252,10 @@ export function scanJson(bytes: Buffer): JsonScan {
       }
       const digits = i + 1 - start - (b === 0x2d ? 1 : 0)
       // Past 15 digits an integer may be past ±2^53: its source decides (numbersAsWritten).
-      if (asWritten && (digits > 15 || (!plain && !writtenAsJs(bytes.toString('latin1', start, i + 1))) || (b === 0x2d && bytes[start + 1] === 0x30 && digits === 1))) asWritten = false
+      if (asWritten && ((plain && digits > 15) || (!plain && !writtenAsJs(bytes.toString('latin1', start, i + 1))) || (b === 0x2d && bytes[start + 1] === 0x30 && digits === 1))) asWritten = false
     }
   }
-  return { depth: deepest, values, numbersAsWritten: asWritten }
+  return { depth: deepest, values, containers, numbersAsWritten: asWritten }
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -15,7 +15,7 @@ import { redisKey } from '../redis/keys.js'
 const REDIS_START_WAIT_MS = 2000
 
 /** The kinds of values read from Redis that are sealed: the `what` of gateway_redis_unverified_total. */
-export const UNVERIFIED_KINDS = ['entry', 'message', 'pause', 'purge', 'replica', 'key-use', 'job', 'owner-list', 'suspension', 'count'] as const
+export const UNVERIFIED_KINDS = ['entry', 'message', 'pause', 'purge', 'replica', 'key-use', 'job', 'owner-list', 'suspension', 'count', 'token'] as const
 
 /** A value read from Redis without this gateway's seal: counted, logged, and read as absent (pauses count their own). */
 export type Unverified = (what: Exclude<(typeof UNVERIFIED_KINDS)[number], 'pause'>, where: string) => void

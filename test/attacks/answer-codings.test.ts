@@ -80,12 +80,18 @@ describe('a platform answer in a transfer coding other than chunked alone', () =
     ['br, chunked', 'application/json', brotliCompressSync],
     ['gzip, chunked', 'application/octet-stream', gzipSync],
     ['compress, chunked', 'application/json', (text: string) => Buffer.from(text)],
-  ])('%s (%s) fails the call, 502 GW_UPSTREAM, with nothing of the token', async (codings, type, code) => {
-    answerChunkedOnce(sandbox, '200 OK', [`content-type: ${type}`], codings, code(reflected()))
+    // A tab after chunked (JavaScript's trim() takes it, the HTTP client does not): the answer is read to the connection's end, its framing in the body.
+    ['chunked\t', 'application/json', (text: string) => Buffer.from(text)],
+    ['chunked\u00a0', 'application/json', (text: string) => Buffer.from(text)],
+  ])('%j (%s) fails the call, 502 GW_UPSTREAM, with nothing of the token', async (codings, type, code) => {
+    // The token split between two chunks: read with its framing, no scan finds it whole.
+    const body = code(reflected())
+    answerChunkedOnce(sandbox, '200 OK', [`content-type: ${type}`], codings, body, body.indexOf(token.slice(0, 8)) + 4)
     const res = await gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/get', headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json', 'accept-encoding': 'identity' }, payload: '{"userId":101}' })
     expect(res.statusCode).toBe(502)
     expect(res.json()).toMatchObject({ code: 'GW_UPSTREAM' })
     expect(holdsToken(res.rawPayload)).toBe(false)
+    expect(holdsToken(Buffer.from(res.rawPayload.toString('latin1').replace(/\r\n[0-9a-f]+\r\n/g, ''), 'latin1'))).toBe(false)
     expect(gw.logs.text().includes(token)).toBe(false)
   })
 

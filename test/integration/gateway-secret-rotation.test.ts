@@ -118,5 +118,7 @@ describe.skipIf(!redisCheck.available)('GATEWAY_SECRET changed through GATEWAY_S
     await waitFor('the copy in Redis', async () => (await client.keys('rgw:report:*')).length >= 1)
     expect((await read(b, week)).headers['x-cache']).toBe('MISS')
     expect(await unverified(b)).not.toEqual([])
+    // The stored token's record, sealed with the other secret, is counted too: the replica keeps its own token.
+    expect((await unverified(b)).some((line) => line.startsWith('gateway_redis_unverified_total{what="token"}'))).toBe(true)
   })
 })

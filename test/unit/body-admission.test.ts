@@ -59,7 +59,7 @@ describe('a body read by Admission', () => {
     const call = post(admission, '{"userId":101,"x":[1,2,3]}', end)
     await call.read
     const text = call.caller.body!.text
-    expect(budget.used).toBe(Buffer.byteLength(text) + text.length + 32 * 8)
+    expect(budget.used).toBe(Buffer.byteLength(text) + text.length + 32 * 6 + 128 * 2)
     end.close()
     expect(budget.used).toBe(0)
   })

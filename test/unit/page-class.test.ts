@@ -59,7 +59,7 @@ describe('pageClass', () => {
   it('makes a proxied call\'s class its route and its page, from the checked target and body', () => {
     const target = checkTarget(`${LIST}?per_page=300&page=9`, 100)
     expect(proxiedWorkClass(target, null)).toBe(`${LIST}|p9|g4`)
-    expect(proxiedWorkClass(checkTarget(`${LIST}`, 100), { kind: 'json', value: { userId: 103, per_page: 1 }, text: '', contentType: 'application/json', values: 3 })).toBe(`${LIST}|p1`)
+    expect(proxiedWorkClass(checkTarget(`${LIST}`, 100), { kind: 'json', value: { userId: 103, per_page: 1 }, text: '', contentType: 'application/json', values: 3, containers: 1 })).toBe(`${LIST}|p1`)
     expect(proxiedWorkClass(checkTarget('/api/v1/campaign/banner/delete/101001', 100), null)).toBe('/api/v1/campaign/banner/delete/{id}')
   })
 

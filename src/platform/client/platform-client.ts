@@ -553,13 +553,16 @@ function armed(res: PlatformResponse, deadline: Deadline): PlatformResponse {
  * HTTP client removes the chunks and hands on the bytes still in the coding before them,
  * which no scan of the answer reads as a caller's client would.
  */
+const CHUNKED_ALONE = /^ *chunked *$/i
+
 function forCaller(res: PlatformResponse, provider: TokenProvider, sent: TokenState, deadline: Deadline, maxDecodedBytes: number): SentResponse {
   if (res.status === 407) {
     res.body.resume()
     throw new UpstreamError('the platform answered 407: a proxy before it asks for credentials')
   }
   const transfer = res.headers['transfer-encoding']
-  if (transfer !== undefined && (typeof transfer !== 'string' || transfer.trim().toLowerCase() !== 'chunked')) {
+  // Spaces alone around it: a tab or another blank after it is no chunked coding to the HTTP client, which reads the answer to the connection's end.
+  if (transfer !== undefined && (typeof transfer !== 'string' || !CHUNKED_ALONE.test(transfer))) {
     res.body.resume()
     throw new UpstreamError('the platform answered in a transfer coding other than chunked')
   }

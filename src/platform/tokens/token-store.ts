@@ -37,8 +37,8 @@ export interface TokenStoreParts {
   breaker: RedisBreaker | null
   bus: RedisBus | null
   tokens: TokenRegistry
-  /** Counts the announcements acted on (gateway_platform_token_announcements_total). */
-  metrics: Pick<Metrics, 'tokenAnnouncements'>
+  /** Counts the announcements acted on (gateway_platform_token_announcements_total), and a stored record no secret of this replica's opens (gateway_redis_unverified_total{what="token"}). */
+  metrics: Pick<Metrics, 'tokenAnnouncements' | 'redisUnverified'>
   clock: Clock
   /** This replica's id: the origin of the changes it stores. */
   replica: string
@@ -571,6 +571,7 @@ export class TokenStore implements TokenShares {
     }
     if (record === null || token === null || opened === null) {
       if (!quiet) {
+        this.#ctx.metrics.redisUnverified.inc({ what: 'token' })
         log.warn(
           { credential },
           'the shared platform token cannot be decrypted (another GATEWAY_SECRET on some replica, or a record altered, replaced or moved in Redis); ignoring it',
