@@ -53,11 +53,6 @@ export class BodyRoom {
     if (held > 0) this.#teams.set(team, held)
     else this.#teams.delete(team)
   }
-
-  /** Bytes `team`'s bodies hold now. */
-  heldBy(team: string): number {
-    return this.#teams.get(team) ?? 0
-  }
 }
 
 /** One body's bytes in the room: grown as it is read, given back once, when its call ends. */
@@ -69,10 +64,6 @@ export class BodyHold {
 
   constructor(room: BodyRoom, team: string) {
     ;[this.#room, this.#team] = [room, team]
-  }
-
-  get bytes(): number {
-    return this.#bytes
   }
 
   /** Takes `bytes` more; false where they do not fit (the hold keeps what it had). */
