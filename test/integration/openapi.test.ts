@@ -189,6 +189,33 @@ describe('OpenAPI document of the proxy listener', () => {
   })
 })
 
+describe("the refusals of a body, on the operations that read one", () => {
+  const codesOf = (path: string, method: string): string[] => {
+    const responses = (doc.paths[path] as unknown as Record<string, { responses: Json }>)[method]!.responses
+    return [...JSON.stringify(Object.values(responses).map((r) => resolveRef(doc as unknown as Json, r))).matchAll(/#\/components\/schemas\/(GW_\w+)/g)].map((m) => m[1]!)
+  }
+  const BODY_CODES = ['GW_PAYLOAD_TOO_LARGE', 'GW_BODY_BUDGET']
+
+  it('lists 413 GW_PAYLOAD_TOO_LARGE and 503 GW_BODY_BUDGET on a POST, PUT, PATCH and DELETE, never on a GET or HEAD', () => {
+    const REPORT = '/api/v1/report/{split}/get'
+    for (const [path, method] of [[REPORT, 'post'], ['/api/v1/campaign/{id}', 'put'], ['/api/v1/campaign/{id}', 'patch'], ['/api/v1/campaign/{id}', 'delete'], ['/api/v1/campaign/get', 'post']] as const) {
+      expect(codesOf(path, method), `${method} ${path}`).toEqual(expect.arrayContaining(BODY_CODES))
+    }
+    for (const [path, method] of [[REPORT, 'get'], [REPORT, 'head'], ['/api/v1/campaign/{id}', 'get'], ['/api/v1/campaign/{id}', 'head']] as const) {
+      expect(codesOf(path, method).filter((code) => BODY_CODES.includes(code)), `${method} ${path}`).toEqual([])
+    }
+  })
+
+  it('reads no body of a GET: one past bodyLimit is neither 413 nor GW_BODY_BUDGET', async () => {
+    const body = JSON.stringify({ pad: 'x'.repeat(gw.config.bodyLimit + 1) })
+    for (const url of ['/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-07', '/api/v1/campaign/101001']) {
+      const res = await gw.proxy.inject({ method: 'GET', url, payload: body, headers: { 'content-type': 'application/json', 'x-api-key': KEYS.all } })
+      expect(res.statusCode, url).not.toBe(413)
+      expect(res.json<{ code?: string }>().code, url).not.toMatch(/GW_PAYLOAD_TOO_LARGE|GW_BODY_BUDGET/)
+    }
+  })
+})
+
 describe('every GW_* code is described by its sentence, in both documents', () => {
   it('no code schema has the placeholder description, and no response describes a code by its own name', async () => {
     const admin = await gw.admin.inject({ method: 'GET', url: '/admin/openapi.json', headers: { authorization: 'Bearer admin-token-0123456789' } })

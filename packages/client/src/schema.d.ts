@@ -1420,6 +1420,23 @@ export interface components {
                 "application/json": components["schemas"]["GW_UPSTREAM_TIMEOUT"];
             };
         };
+        /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait, or the team has used its share of the platform's count of the token's calls (the message says so); `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, the pause's time left, or when the team's oldest call counted leaves the count's window. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+        "report-bodyless-503": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                "retry-after": components["headers"]["retry-after"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
+                "platform-usage": components["headers"]["platform-usage-on-failure"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_ANSWER_BUDGET"] | components["schemas"]["GW_OVERLOADED"] | components["schemas"]["GW_SHUTTING_DOWN"];
+            };
+        };
         /** @description `GW_BAD_REQUEST`: A malformed request target or body: `#`, control characters or non-ASCII in the target, a parameter name that is not plain, `_method` (also a multipart part so named), a team key in the target or the body, a body that is not valid JSON or UTF-8, too deep or with too many keys, a `Connection` naming a header the gateway reads; a request Node cannot read (a malformed head, no `Host`). Or the platform's own 400 answer, passed through (`PlatformError`, no `code`). */
         "platform-400": {
             headers: {
@@ -1608,6 +1625,22 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["GW_UPSTREAM_TIMEOUT"];
+            };
+        };
+        /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait, or the team has used its share of the platform's count of the token's calls (the message says so); `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, the pause's time left, or when the team's oldest call counted leaves the count's window. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+        "platform-bodyless-503": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                "retry-after": components["headers"]["retry-after"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "cache-control": components["headers"]["refusal-cache-control"];
+                "x-content-type-options": components["headers"]["x-content-type-options"];
+                "content-security-policy": components["headers"]["content-security-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_ANSWER_BUDGET"] | components["schemas"]["GW_OVERLOADED"] | components["schemas"]["GW_SHUTTING_DOWN"];
             };
         };
         /** @description `GW_BAD_REQUEST`: A parameter a job call does not take (`wait` is the only one, on a status), `wait` not whole seconds from 0 to 30 or given twice, a team key or a secret of the gateway's in the target or `x-request-id`; a request Node cannot read (a malformed head, no `Host`). Or the platform's own 400 answer, passed through (`PlatformError`, no `code`). */
@@ -2252,12 +2285,11 @@ export interface components {
                     403: components["responses"]["platform-403"];
                     404: components["responses"]["platform-404"];
                     408: components["responses"]["platform-408"];
-                    413: components["responses"]["platform-413"];
                     429: components["responses"]["platform-429"];
                     431: components["responses"]["platform-431"];
                     500: components["responses"]["platform-500"];
                     502: components["responses"]["platform-502"];
-                    503: components["responses"]["platform-503"];
+                    503: components["responses"]["platform-bodyless-503"];
                     504: components["responses"]["platform-504"];
                     /** @description The platform's answer, passed back as it is (without its cookies and hop-by-hop headers). */
                     "2XX": {
@@ -2611,12 +2643,11 @@ export interface components {
                     403: components["responses"]["platform-403"];
                     404: components["responses"]["platform-404"];
                     408: components["responses"]["platform-408"];
-                    413: components["responses"]["platform-413"];
                     429: components["responses"]["platform-429"];
                     431: components["responses"]["platform-431"];
                     500: components["responses"]["platform-500"];
                     502: components["responses"]["platform-502"];
-                    503: components["responses"]["platform-503"];
+                    503: components["responses"]["platform-bodyless-503"];
                     504: components["responses"]["platform-504"];
                     /** @description The platform's answer, passed back as it is (without its cookies and hop-by-hop headers). */
                     "2XX": {
@@ -2971,12 +3002,11 @@ export interface operations {
             403: components["responses"]["report-403"];
             404: components["responses"]["report-404"];
             408: components["responses"]["report-408"];
-            413: components["responses"]["report-413"];
             429: components["responses"]["report-429"];
             431: components["responses"]["report-431"];
             500: components["responses"]["report-500"];
             502: components["responses"]["report-502"];
-            503: components["responses"]["report-503"];
+            503: components["responses"]["report-bodyless-503"];
             504: components["responses"]["report-504"];
             /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
             "3XX": {
@@ -3401,23 +3431,6 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_PAYLOAD_TOO_LARGE`: The body is over `bodyLimit` (a POST report body: over `limits.reportBody`). Or the platform's own 413 answer, passed through (`PlatformError`, no `code`). */
-            413: {
-                headers: {
-                    "x-request-id": components["headers"]["x-request-id"];
-                    ratelimit: components["headers"]["ratelimit"];
-                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                    "x-cache": components["headers"]["x-cache-if-passed"];
-                    "cache-status": components["headers"]["cache-status-if-passed"];
-                    "cache-control": components["headers"]["cache-control"];
-                    vary: components["headers"]["vary"];
-                    "platform-usage": components["headers"]["platform-usage-if-passed"];
-                    "x-content-type-options": components["headers"]["x-content-type-options"];
-                    "content-security-policy": components["headers"]["content-security-policy"];
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
             /** @description `GW_JOBS_FULL`: A report asked with `Prefer: respond-async` while the team has `jobs.maxOpenPerTeam` jobs queued or running (ask again when one ends), or keeps `jobs.maxKeptPerTeam` jobs (an ended job is kept `jobs.keep` and an hour after; the message says which). `GW_PLATFORM_TIME_SPENT`: The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end). `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
             429: {
                 headers: {
@@ -3482,7 +3495,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_BODY_BUDGET`: The request bodies and answers under way on this replica hold all of `platform.bufferTotalBytes`, or this team's bodies the quarter of it one team may hold (a body is held from its first byte until its call's answer has gone, with what its parsed form holds); `retry-after` says when the room comes free at the pace it has of late. `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait, or the team has used its share of the platform's count of the token's calls (the message says so); `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, the pause's time left, or when the team's oldest call counted leaves the count's window. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait, or the team has used its share of the platform's count of the token's calls (the message says so); `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, the pause's time left, or when the team's oldest call counted leaves the count's window. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
             503: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -4407,12 +4420,11 @@ export interface operations {
             403: components["responses"]["platform-403"];
             404: components["responses"]["platform-404"];
             408: components["responses"]["platform-408"];
-            413: components["responses"]["platform-413"];
             429: components["responses"]["platform-429"];
             431: components["responses"]["platform-431"];
             500: components["responses"]["platform-500"];
             502: components["responses"]["platform-502"];
-            503: components["responses"]["platform-503"];
+            503: components["responses"]["platform-bodyless-503"];
             504: components["responses"]["platform-504"];
             /** @description The platform's answer, passed back as it is (without its cookies and hop-by-hop headers). */
             "2XX": {
@@ -4831,20 +4843,6 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_PAYLOAD_TOO_LARGE`: The body is over `bodyLimit` (a POST report body: over `limits.reportBody`). Or the platform's own 413 answer, passed through (`PlatformError`, no `code`). */
-            413: {
-                headers: {
-                    "x-request-id": components["headers"]["x-request-id"];
-                    ratelimit: components["headers"]["ratelimit"];
-                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                    "cache-control": components["headers"]["proxied-cache-control"];
-                    vary: components["headers"]["proxied-vary"];
-                    "x-content-type-options": components["headers"]["x-content-type-options"];
-                    "content-security-policy": components["headers"]["content-security-policy"];
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
             /** @description `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
             429: {
                 headers: {
@@ -4901,7 +4899,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_BODY_BUDGET`: The request bodies and answers under way on this replica hold all of `platform.bufferTotalBytes`, or this team's bodies the quarter of it one team may hold (a body is held from its first byte until its call's answer has gone, with what its parsed form holds); `retry-after` says when the room comes free at the pace it has of late. `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait, or the team has used its share of the platform's count of the token's calls (the message says so); `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, the pause's time left, or when the team's oldest call counted leaves the count's window. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait, or the team has used its share of the platform's count of the token's calls (the message says so); `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, the pause's time left, or when the team's oldest call counted leaves the count's window. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
             503: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -5079,12 +5077,11 @@ export interface operations {
             403: components["responses"]["platform-403"];
             404: components["responses"]["platform-404"];
             408: components["responses"]["platform-408"];
-            413: components["responses"]["platform-413"];
             429: components["responses"]["platform-429"];
             431: components["responses"]["platform-431"];
             500: components["responses"]["platform-500"];
             502: components["responses"]["platform-502"];
-            503: components["responses"]["platform-503"];
+            503: components["responses"]["platform-bodyless-503"];
             504: components["responses"]["platform-504"];
             /** @description The platform's answer, passed back as it is (without its cookies and hop-by-hop headers). */
             "2XX": {
@@ -5503,20 +5500,6 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_PAYLOAD_TOO_LARGE`: The body is over `bodyLimit` (a POST report body: over `limits.reportBody`). Or the platform's own 413 answer, passed through (`PlatformError`, no `code`). */
-            413: {
-                headers: {
-                    "x-request-id": components["headers"]["x-request-id"];
-                    ratelimit: components["headers"]["ratelimit"];
-                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                    "cache-control": components["headers"]["proxied-cache-control"];
-                    vary: components["headers"]["proxied-vary"];
-                    "x-content-type-options": components["headers"]["x-content-type-options"];
-                    "content-security-policy": components["headers"]["content-security-policy"];
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
             /** @description `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
             429: {
                 headers: {
@@ -5573,7 +5556,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_BODY_BUDGET`: The request bodies and answers under way on this replica hold all of `platform.bufferTotalBytes`, or this team's bodies the quarter of it one team may hold (a body is held from its first byte until its call's answer has gone, with what its parsed form holds); `retry-after` says when the room comes free at the pace it has of late. `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait, or the team has used its share of the platform's count of the token's calls (the message says so); `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, the pause's time left, or when the team's oldest call counted leaves the count's window. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait, or the team has used its share of the platform's count of the token's calls (the message says so); `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, the pause's time left, or when the team's oldest call counted leaves the count's window. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
             503: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -5751,12 +5734,11 @@ export interface operations {
             403: components["responses"]["platform-403"];
             404: components["responses"]["platform-404"];
             408: components["responses"]["platform-408"];
-            413: components["responses"]["platform-413"];
             429: components["responses"]["platform-429"];
             431: components["responses"]["platform-431"];
             500: components["responses"]["platform-500"];
             502: components["responses"]["platform-502"];
-            503: components["responses"]["platform-503"];
+            503: components["responses"]["platform-bodyless-503"];
             504: components["responses"]["platform-504"];
             /** @description The platform's answer, passed back as it is (without its cookies and hop-by-hop headers). */
             "2XX": {
@@ -6175,20 +6157,6 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_PAYLOAD_TOO_LARGE`: The body is over `bodyLimit` (a POST report body: over `limits.reportBody`). Or the platform's own 413 answer, passed through (`PlatformError`, no `code`). */
-            413: {
-                headers: {
-                    "x-request-id": components["headers"]["x-request-id"];
-                    ratelimit: components["headers"]["ratelimit"];
-                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                    "cache-control": components["headers"]["proxied-cache-control"];
-                    vary: components["headers"]["proxied-vary"];
-                    "x-content-type-options": components["headers"]["x-content-type-options"];
-                    "content-security-policy": components["headers"]["content-security-policy"];
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
             /** @description `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
             429: {
                 headers: {
@@ -6245,7 +6213,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_BODY_BUDGET`: The request bodies and answers under way on this replica hold all of `platform.bufferTotalBytes`, or this team's bodies the quarter of it one team may hold (a body is held from its first byte until its call's answer has gone, with what its parsed form holds); `retry-after` says when the room comes free at the pace it has of late. `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait, or the team has used its share of the platform's count of the token's calls (the message says so); `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, the pause's time left, or when the team's oldest call counted leaves the count's window. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, the wait timed out, or the platform paused the credential (its 429) for longer than the call may wait, or the team has used its share of the platform's count of the token's calls (the message says so); `retry-after` says when to try again: when the calls ahead of a retry have gone to platform seats, the pause's time left, or when the team's oldest call counted leaves the count's window. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
             503: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];

@@ -183,7 +183,11 @@ function platformSuccess(known: KnownOperation | null): Json {
   return { [known.success.status]: { description: `${known.success.description} The platform's answer, passed back as it is.`, headers, content: { 'application/json': { schema: known.success.schema } } } }
 }
 
-function reportResponses(): Json {
+/** The methods whose body Fastify never reads (the operations' keys). */
+const BODYLESS_METHODS = new Set(['get', 'head'])
+
+/** A report read's answers; `bodyless`: its GET (and HEAD), whose body is never read. */
+function reportResponses(bodyless = false): Json {
   return {
     '200': {
       description: 'The platform\'s report, byte for byte (from the cache, or fetched now).',
@@ -199,7 +203,7 @@ function reportResponses(): Json {
       description: '`if-none-match` names the entry about to be answered (`HIT`, `STALE`, `MISS` or `REFRESH`): no body.',
       headers: Object.fromEntries(['x-cache', 'cache-status', 'age', 'cache-control', 'etag', 'vary', 'x-request-id', ...REPORT_FACTS].map((h) => [h, ref(h)])),
     },
-    ...errorResponses('report'),
+    ...errorResponses('report', bodyless),
     // A report's platform 4xx is passed on uncached: `x-cache: BYPASS` and its cache-status say so;
     // what its call cost, and no finality (it holds no figures: reports/finality.ts holdsFigures).
     '4XX': { ...PASSED_THROUGH, headers: { ...PASSED_THROUGH.headers, 'cache-control': ref('cache-control'), vary: ref('vary'), 'x-cache': ref('x-cache'), 'cache-status': ref('cache-status'), [USAGE_HEADER]: ref(USAGE_HEADER) } },
@@ -208,8 +212,9 @@ function reportResponses(): Json {
   }
 }
 
-function platformResponses(known: KnownOperation | null): Json {
-  return { ...platformSuccess(known), '3XX': PASSED_REDIRECT, ...errorResponses('platform'), '4XX': PASSED_THROUGH }
+/** A platform call's answers; `method`: its method, whose body a GET or HEAD never has read. */
+function platformResponses(known: KnownOperation | null, method: string): Json {
+  return { ...platformSuccess(known), '3XX': PASSED_REDIRECT, ...errorResponses('platform', BODYLESS_METHODS.has(method)), '4XX': PASSED_THROUGH }
 }
 
 /**
@@ -230,7 +235,7 @@ function platformPaths(generic: Record<string, Json>, settings: PlatformPathSett
   for (const method of Object.keys(generic)) {
     const op = base(method)
     op.summary = 'Any other platform call, by its real path (forwarded)'
-    op.responses = platformResponses(null)
+    op.responses = platformResponses(null, method)
     if (method !== 'get' && method !== 'head') op.requestBody = structuredClone(PLATFORM_BODY)
     call[method] = op
   }
@@ -245,14 +250,14 @@ function platformPaths(generic: Record<string, Json>, settings: PlatformPathSett
         op.summary = 'A platform call on a campaign (forwarded)'
         op.description = `A path whose \`{id}\` names a campaign (\`ownership.campaignPaths\`); what the platform takes on it is the platform's. ${op.description as string}`
         op.parameters = [...plainParameters(path, method), ...parameters]
-        op.responses = platformResponses(null)
+        op.responses = platformResponses(null, method)
         if (method !== 'get') op.requestBody = structuredClone(PLATFORM_BODY)
       } else {
         op.operationId = known.operationId
         op.summary = known.summary
         op.description = `${known.description} ${op.description as string}`
         op.parameters = [...(known.parameters ?? []), ...parameters]
-        op.responses = platformResponses(known)
+        op.responses = platformResponses(known, method)
         if (known.body) op.requestBody = { required: true, content: { 'application/json': { schema: known.body } } }
       }
       item[method] = op
@@ -273,7 +278,7 @@ export function completeDocument(doc: Json, settings: PlatformPathSettings): Jso
       const op = structuredClone(shared)
       item[method] = op
       const tags = (op.tags as string[] | undefined) ?? []
-      if (tags.includes('reports')) op.responses = reportResponses()
+      if (tags.includes('reports')) op.responses = reportResponses(BODYLESS_METHODS.has(method))
       else if (tags.includes('jobs')) op.responses = { ...jobSuccess(op.operationId as string, { 'x-request-id': ref('x-request-id'), ...RATE_LIMIT_HEADERS }, reportResponses(), { 'cache-control': ref('job-cache-control'), vary: ref('job-vary') }), ...jobErrorResponses(op.operationId as string) }
       else op.security = []
       const plain = PLAIN_RESPONSES[path]

@@ -38,6 +38,12 @@ export const PLATFORM_ERROR_SCHEMA = {
 /** Codes only report reads (and a job's result, which is a report's answer) answer with. */
 const REPORT_ONLY = new Set(['GW_BAD_QUERY', 'GW_JOBS_FULL', 'GW_PLATFORM_TIME_SPENT'])
 
+/**
+ * Codes only a call whose body is read answers with: Fastify reads no body of a GET or a
+ * HEAD (a report's or a platform call's), which goes unread whatever its size.
+ */
+const BODY_ONLY = new Set(['GW_PAYLOAD_TOO_LARGE', 'GW_BODY_BUDGET'])
+
 /** Codes only the job operations answer with. */
 const JOB_ONLY = new Set(['GW_JOB_RESULT_TOO_LARGE', 'GW_JOB_NOT_DONE', 'GW_JOB_RUNNING', 'GW_JOB_EXPIRED', 'GW_JOBS_UNAVAILABLE', 'GW_WAITS_FULL'])
 
@@ -183,9 +189,9 @@ type Kind = 'report' | 'platform' | 'job' | keyof typeof JOB_RECORD_CODES
 
 const isRecordKind = (kind: Kind): kind is keyof typeof JOB_RECORD_CODES => kind in JOB_RECORD_CODES
 
-/** Whether an operation of this kind answers with `code`. */
-function answers(kind: Kind, code: string): boolean {
-  if (NO_OPERATION.has(code)) return false
+/** Whether an operation of this kind answers with `code`; `bodyless`: a GET or HEAD, whose body is never read. */
+function answers(kind: Kind, code: string, bodyless: boolean): boolean {
+  if (NO_OPERATION.has(code) || (bodyless && BODY_ONLY.has(code))) return false
   if (isRecordKind(kind)) return JOB_RECORD_CODES[kind].has(code)
   if (kind === 'job') return JOB_RESULT_CODES.has(code)
   return !(kind === 'platform' && REPORT_ONLY.has(code)) && !JOB_ONLY.has(code)
@@ -195,10 +201,10 @@ function answers(kind: Kind, code: string): boolean {
 export const RATE_LIMIT_HEADERS = { ratelimit: { $ref: '#/components/headers/ratelimit' }, 'ratelimit-policy': { $ref: '#/components/headers/ratelimit-policy' } }
 
 // The codes each status can carry on an operation of this kind.
-function codesByStatus(kind: Kind): [number, string[]][] {
+function codesByStatus(kind: Kind, bodyless: boolean): [number, string[]][] {
   const byStatus = new Map<number, string[]>()
   for (const [code, statuses] of errorCodes()) {
-    if (!answers(kind, code)) continue
+    if (!answers(kind, code, bodyless)) continue
     for (const status of statuses) byStatus.set(status, [...(byStatus.get(status) ?? []), code].sort())
   }
   return [...byStatus].sort(([a], [b]) => a - b)
@@ -223,6 +229,24 @@ const refusal = (code: string, when: string): Json => ({
   content: { 'application/json': { schema: { $ref: `#/components/schemas/${code}` } } },
 })
 
+/**
+ * The kinds of operation, each with whether its body is read: a report's and a platform
+ * call's GET and HEAD (`-bodyless`) answer neither 413 nor GW_BODY_BUDGET; the job
+ * operations read none and list neither anyway.
+ */
+const VARIANTS: readonly (readonly [Kind, boolean])[] = [
+  ['report', false], ['report', true], ['platform', false], ['platform', true], ['job', false], ['job-status', false], ['job-cancel', false],
+]
+
+/**
+ * The component of a kind's status: a bodyless operation's own (`report-bodyless-503`) only
+ * where its codes are not those of the kind's operations that read a body.
+ */
+function componentName(kind: Kind, bodyless: boolean, status: number): string {
+  const codes = (readsBody: boolean) => codesByStatus(kind, !readsBody).find(([s]) => s === status)?.[1].join()
+  return bodyless && codes(false) !== codes(true) ? `${kind}-bodyless-${status}` : `${kind}-${status}`
+}
+
 /** `components.responses`: the gateway's error answers by operation kind and status; `retry-after` with 429 and 503 (and the platform's, when it sent one, with a read's or a call's 502; the suspension's end with `GW_TEAM_SUSPENDED`'s 403), `www-authenticate` with 401. */
 export function errorResponseComponents(): Json {
   const responses: Json = {
@@ -230,17 +254,19 @@ export function errorResponseComponents(): Json {
     [BEFORE_ROUTE['408'] as string]: refusal('GW_REQUEST_TIMEOUT', WHEN.GW_REQUEST_TIMEOUT as string),
     [BEFORE_ROUTE['431'] as string]: refusal('GW_HEADERS_TOO_LARGE', WHEN.GW_HEADERS_TOO_LARGE as string),
   }
-  for (const kind of ['report', 'platform', 'job', 'job-status', 'job-cancel'] as const) {
+  for (const [kind, bodyless] of VARIANTS) {
     // A read's answer, and a job's result, which is one: what it cost, the platform's answer passed on.
     const readsReport = kind === 'report' || kind === 'job'
-    for (const [status, codes] of codesByStatus(kind)) {
+    for (const [status, codes] of codesByStatus(kind, bodyless)) {
+      const name = componentName(kind, bodyless, status)
+      if (name in responses) continue
       const refs = codes.map((code) => ({ $ref: `#/components/schemas/${code}` }))
       // The platform's 429 to a job puts it back in the queue: no result passes one on.
       const platform = !isRecordKind(kind) && passesThrough(status) && !(kind === 'job' && status === 429)
       // anyOf, not oneOf: a platform body and a GW_* body both carry `message`.
       if (platform) refs.push({ $ref: '#/components/schemas/PlatformError' })
       const when = (code: string): string => (kind === 'job' || isRecordKind(kind) ? JOB_WHEN[code] : undefined) ?? WHEN[code] ?? code
-      responses[`${kind}-${status}`] = {
+      responses[name] = {
         description:
           codes.map((code) => `\`${code}\`: ${when(code)}`).join(' ') + (platform ? ` Or the platform's own ${status} answer, passed through (\`PlatformError\`, no \`code\`).` : ''),
         headers: {
@@ -269,9 +295,9 @@ export function errorResponseComponents(): Json {
   return responses
 }
 
-/** The error responses of an operation of this kind, by status. */
-export function errorResponses(kind: Kind): Json {
-  return Object.fromEntries(codesByStatus(kind).map(([status]) => [String(status), { $ref: `#/components/responses/${kind}-${status}` }]))
+/** The error responses of an operation of this kind, by status; `bodyless`: a GET or HEAD, whose body is never read. */
+export function errorResponses(kind: Kind, bodyless = false): Json {
+  return Object.fromEntries(codesByStatus(kind, bodyless).map(([status]) => [String(status), { $ref: `#/components/responses/${componentName(kind, bodyless, status)}` }]))
 }
 
 /** The job operations' kinds by operationId: a result's answers are a report's, a status's and a cancel's their record's. */
