@@ -109,7 +109,7 @@ describe('seats and the queue', () => {
     answer(calls[0])
     await settle()
     expect([s.inFlight, s.queued]).toEqual([3, 0])
-    const lease: SeatLease = { held: 5, size: () => 5, shares: () => null, elsewhere: () => 0, saturated: () => true, demand: () => undefined, onGrown: () => undefined, answered: () => undefined, waited: () => undefined, keepCharges: () => undefined }
+    const lease: SeatLease = { held: 5, size: () => 5, shares: () => null, elsewhere: () => 0, saturated: () => true, demand: () => undefined, onGrown: () => undefined, answered: () => undefined, waited: () => undefined, keepCharges: () => undefined, ceilingHere: () => null }
     expect(seats(fakeClock(), { limit: 8, perReplica: 3, seats: lease }).s.capacity).toBe(5)
   })
 
@@ -684,7 +684,7 @@ describe('who gets a free seat', () => {
   it('across replicas, holds back the whole seats owed, not the fraction: a fraction of a seat is owed to no one', async () => {
     const clock = fakeClock()
     // A lease of 4 seats whose shares, worked out over every replica, give the dashboard 1.5 seats here and b 2.
-    const lease: SeatLease = { held: 4, size: () => 4, shares: () => ({ targets: new Map([['dash', 1.5], ['b', 2]]), lent: 0, shares: new Map([['dash', 1.5], ['b', 2]]), heldElsewhere: new Map(), charged: new Map() }), elsewhere: () => 0, saturated: () => true, demand: () => undefined, onGrown: () => undefined, answered: () => undefined, waited: () => undefined, keepCharges: () => undefined }
+    const lease: SeatLease = { held: 4, size: () => 4, shares: () => ({ targets: new Map([['dash', 1.5], ['b', 2]]), lent: 0, shares: new Map([['dash', 1.5], ['b', 2]]), heldElsewhere: new Map(), charged: new Map() }), elsewhere: () => 0, saturated: () => true, demand: () => undefined, onGrown: () => undefined, answered: () => undefined, waited: () => undefined, keepCharges: () => undefined, ceilingHere: () => null }
     const { s, work, order } = seats(clock, { limit: 8, queueLimit: 100, seats: lease })
     work.answered('b', 'year', 4000)
     const dash = [call(s, order, 'dash'), call(s, order, 'dash')]
@@ -799,7 +799,7 @@ describe('who gets a free seat', () => {
   })
 
   // A lease of 4 seats whose shares, worked out over every replica, give the dashboard 2 here and b 2.
-  const acrossReplicas: SeatLease = { held: 4, size: () => 4, shares: () => ({ targets: new Map([['dash', 2], ['b', 2]]), lent: 0, shares: new Map([['dash', 2], ['b', 2]]), heldElsewhere: new Map(), charged: new Map() }), elsewhere: () => 0, saturated: () => true, demand: () => undefined, onGrown: () => undefined, answered: () => undefined, waited: () => undefined, keepCharges: () => undefined }
+  const acrossReplicas: SeatLease = { held: 4, size: () => 4, shares: () => ({ targets: new Map([['dash', 2], ['b', 2]]), lent: 0, shares: new Map([['dash', 2], ['b', 2]]), heldElsewhere: new Map(), charged: new Map() }), elsewhere: () => 0, saturated: () => true, demand: () => undefined, onGrown: () => undefined, answered: () => undefined, waited: () => undefined, keepCharges: () => undefined, ceilingHere: () => null }
   it.each([
     ['on one replica', { limit: 4, queueLimit: 100 }],
     ['across replicas', { limit: 8, queueLimit: 100, seats: acrossReplicas }],

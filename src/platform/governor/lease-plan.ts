@@ -83,7 +83,14 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   const over = others.filter((r) => r.lease > heldWhileContended(r.inFlight, r.need, Math.ceil(dueOf(r) - 1e-9))).map((r) => r.run)
   const owedElsewhere = others.reduce((sum, r) => sum + owedSeats(new Map(r.teams.map((t) => [t.team, partOf(t)])), r.teams), 0)
   const heldElsewhere = new Map<string, number>()
-  for (const r of others) for (const t of r.teams) heldElsewhere.set(t.team, (heldElsewhere.get(t.team) ?? 0) + t.held)
+  // wantedElsewhere: each team's calls held and waiting on each other replica where it has some (its ceiling's parts, ceilingPart).
+  const wantedElsewhere = new Map<string, { run: string; calls: number }[]>()
+  for (const r of others) {
+    for (const t of r.teams) {
+      heldElsewhere.set(t.team, (heldElsewhere.get(t.team) ?? 0) + t.held)
+      if (t.held + t.waiting > 0) wantedElsewhere.set(t.team, [...(wantedElsewhere.get(t.team) ?? []), { run: r.run, calls: t.held + t.waiting }])
+    }
+  }
   // Seats given back go to the replica that lacks most; among those that lack alike with less than a seat due (a turn
   // at the seat their due rounds to is all they get), to the one furthest behind its due.
   const behind = (r: ReplicaRecord) => r.behind ?? 0
@@ -94,7 +101,7 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   const learnerRun = before === undefined ? (learnerBefore ?? most.run) : before.answered * LEARNER_MARGIN >= most.answered ? before.run : most.run
   return {
     // owedElsewhere: seats owed to the other replicas' teams that wait for nothing (lent only to short calls).
-    targets, target: own.get(mine) as number, due: dueOf(mine), owedElsewhere, heldElsewhere, shares,
+    targets, target: own.get(mine) as number, due: dueOf(mine), owedElsewhere, heldElsewhere, wantedElsewhere, shares,
     // shortElsewhere: what the replicas short of their due lack (that many free seats are theirs); short: those, most short
     // first; over: those holding seats they neither use nor are due; needsMost: the one to tell of seats given back.
     contended: needsMost !== null, shortElsewhere, short, over, needsMost,
@@ -104,6 +111,27 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
     learner: learnerRun === mine.run,
     learnerRun,
   }
+}
+
+/**
+ * The whole seats of a team's ceiling `cap` (its `maxConcurrent`) that replica `mine`, where
+ * the team has `here` calls held and waiting, may fill, `elsewhere` its calls on the others
+ * (docs/governor.md, "A team's ceiling across replicas"): each replica's part of the ceiling
+ * by its calls, rounded down, and the seats left over one a replica in run order from the
+ * replica `turn` names (each in its turn: none waits for them for ever). The parts add up to
+ * the ceiling at most.
+ */
+export function ceilingPart(cap: number, mine: string, here: number, elsewhere: readonly { run: string; calls: number }[], turn: number): number {
+  const all = [...elsewhere.filter((r) => r.run !== mine), { run: mine, calls: here }].filter((r) => r.calls > 0).sort((a, b) => (a.run < b.run ? -1 : 1))
+  const calls = all.reduce((sum, r) => sum + r.calls, 0)
+  if (calls <= cap) return here
+  const whole = all.map((r) => Math.min(r.calls, Math.floor((cap * r.calls) / calls + 1e-9)))
+  let left = cap - whole.reduce((sum, n) => sum + n, 0)
+  for (let k = 0; k < all.length && left > 0; k++) {
+    const i = (turn + k) % all.length
+    if ((whole[i] as number) < (all[i] as { calls: number }).calls) [whole[i], left] = [(whole[i] as number) + 1, left - 1]
+  }
+  return whole[all.findIndex((r) => r.run === mine)] ?? 0
 }
 
 /** The shared limit record as learned-limit.ts opens it: written `at` (epoch ms) by `run`, the learner every replica goes on with; `evidence`, what its limit rule weighed (KneeEstimator.evidence: a replica that takes over starts from it). */

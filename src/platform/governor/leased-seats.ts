@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Logger } from 'pino'
 import { systemClock, type Clock, type Timer } from '../../clock.js'
-import { ElsewhereCharges, encodeRecord, fitting, heldWhileContended, leasePlan, needOf, type LeasePlan, type LeaseShares, type ReplicaDemand, type ReplicaRecord, type SharedLimit } from './lease-plan.js'
+import { ceilingPart, ElsewhereCharges, encodeRecord, fitting, heldWhileContended, leasePlan, needOf, type LeasePlan, type LeaseShares, type ReplicaDemand, type ReplicaRecord, type SharedLimit } from './lease-plan.js'
 import type { LeaseAnswer, LeaseStore } from './lease-store.js'
 
 // docs/governor.md, "Constants".
@@ -10,6 +10,8 @@ export const STARVED_RETRY_MS = 250
 const TRIM_AFTER_MS = 1000
 const DOWN_RETRY_MS = 100
 const DOWN_GRACE_MS = 1000
+/** docs/governor.md, "Constants": how long a replica's turn at the seats left over of a team's ceiling lasts. */
+export const CEILING_TURN_MS = 1000
 
 /**
  * `replica`: this replica (host and port, hashed), its field in the store with `run` (default a random id; the simulator's
@@ -82,6 +84,7 @@ export class LeasedSeats {
   #tellOthers = false
   #wake: () => void = () => undefined
   #calls: () => string | null = () => null
+  #turnTimer: Timer | null = null
 
   constructor(opts: LeasedSeatsOptions) {
     this.#o = opts
@@ -142,6 +145,24 @@ export class LeasedSeats {
     return { targets: plan.targets, lent: Math.min(Math.max(0, this.#lease - plan.target), plan.owedElsewhere + pastDue), shares: plan.shares, heldElsewhere: plan.heldElsewhere, charged: this.#charges.totals }
   }
 
+  /**
+   * The calls `team` may have in flight here of its ceiling `cap` across replicas, `here` its
+   * calls held and waiting here (docs/governor.md, "A team's ceiling across replicas"): its
+   * part (ceilingPart), within what the others hold of it as last heard; woken at the next
+   * turn where the turn keeps a call of it waiting. Null: no plan (alone in the store, or in
+   * an outage): the ceiling is this replica's alone.
+   */
+  ceilingHere(team: string, cap: number, here: number): number | null {
+    const plan = this.#plan
+    if (plan === null || this.#downSince !== null) return null
+    const now = this.#clock.now()
+    const part = ceilingPart(cap, this.#run, here, plan.wantedElsewhere.get(team) ?? [], Math.floor(now / CEILING_TURN_MS))
+    if (part < Math.min(cap, here) && this.#turnTimer === null) {
+      this.#turnTimer = this.#clock.setTimeout(() => { this.#turnTimer = null; this.#wake() }, CEILING_TURN_MS - (now % CEILING_TURN_MS) + 1).unref()
+    }
+    return Math.min(part, Math.max(0, cap - (plan.heldElsewhere.get(team) ?? 0)))
+  }
+
   elsewhere(): number { return this.#plan?.elsewhere ?? 0 }
   /** While the store cannot be reached no one knows: calls held by the lease as last granted say nothing of the limit. */
   saturated(): boolean { return this.#downSince === null && (this.#free <= 0 || this.#plan?.contended === true) }
@@ -176,7 +197,7 @@ export class LeasedSeats {
   }
 
   stop(): void {
-    ;[...this.#downTimers, this.#timer].forEach((t) => this.#clock.clearTimeout(t))
+    ;[...this.#downTimers, this.#timer, this.#turnTimer].forEach((t) => this.#clock.clearTimeout(t))
     this.#clock.clearInterval(this.#keepAlive)
     this.#keepAlive = this.#timer = null
     this.#o.store.giveBack(this.#run).catch(() => undefined)

@@ -33,7 +33,7 @@ export class NoIdleSeatError extends Error {
 }
 
 /** The seats one replica may fill across replicas (leased-seats.ts): `size`, seats it may fill now under the limit; `shares`, as the last renewal says (null: worked out here alone); `elsewhere`, the other replicas' calls in flight; `saturated`, every seat leased or in use (a wait is a wait for the limit); `demand`, after every start, end and wait; `onGrown`, more seats are this replica's; `answered`, `waited`, heard by the learner; `held`, seats leased; `keepCharges`, the teams whose seat-time elsewhere is charged. */
-export type SeatLease = Pick<LeasedSeats, 'size' | 'shares' | 'elsewhere' | 'saturated' | 'demand' | 'onGrown' | 'answered' | 'waited' | 'held' | 'keepCharges'>
+export type SeatLease = Pick<LeasedSeats, 'size' | 'shares' | 'ceilingHere' | 'elsewhere' | 'saturated' | 'demand' | 'onGrown' | 'answered' | 'waited' | 'held' | 'keepCharges'>
 
 /** A team's own ceilings (teams[].maxConcurrent, teams[].queue); null: none. */
 export type TeamLimits = { maxConcurrent: number | null; queue: number | null }

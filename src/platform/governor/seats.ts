@@ -257,8 +257,7 @@ export class CredentialSeats {
   #atCeiling(team: string): boolean {
     const cap = this.limitsOf(team).maxConcurrent
     if (cap === null) return false
-    const part = this.#lease?.shares()?.targets.get(team)
-    return this.running(team) >= (part === undefined ? cap : Math.min(cap, Math.max(1, Math.round(part))))
+    return this.running(team) >= (this.#lease?.ceilingHere(team, cap, this.running(team) + this.#queue.count(team, null)) ?? cap)
   }
 
   /** Counted here alone, no lease takes the demand: its fields are not worked out (`?.` skips them). */
