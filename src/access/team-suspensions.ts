@@ -61,7 +61,7 @@ export interface TeamSuspensionsOptions {
   periodMs: number
   /** Redis' clock where there is Redis (the times are compared across replicas). */
   clock: Clock
-  log: Pick<Logger, 'error' | 'warn'>
+  log: Pick<Logger, 'error' | 'warn' | 'info'>
   /** A suspension of `team` began here (a request of its held a secret): counted by team. */
   onSuspended: (team: string) => void
   /** A stored suspension without this gateway's seal (at `where`), ignored: counted and logged. */
@@ -255,14 +255,26 @@ export class TeamSuspensions {
     const held = new Set<string>()
     // The teams whose record is a lift.
     const lifts = new Set<string>()
+    // A record opened through GATEWAY_SECRET_FALLBACK alone (sealed with the secret before a
+    // change of it) is stored again, unchanged but for its seal, over that very record: once
+    // the fallback goes, a suspension (or a lift) sealed with the old secret would read as
+    // absent, and the team be served again with no lift (docs/operations/deploy.md).
+    const resealed: Promise<unknown>[] = []
     for (const [team, value] of Object.entries(stored)) {
-      const record = parseRecord(this.#opened(team, value))
+      const opened = this.#opened(team, value)
+      if (opened !== null && this.#o.seal && this.#sealed(team, opened) !== value) {
+        resealed.push(breaker.run(() => setUnchangedField(redis, key, team, value, this.#sealed(team, opened)), null).then((set) => {
+          if (set) this.#o.log.info({ team }, 'a team suspension record, sealed with GATEWAY_SECRET_FALLBACK, is stored again sealed with GATEWAY_SECRET')
+        }))
+      }
+      const record = parseRecord(opened)
       if (record !== null && record < 0) lifts.add(team)
       // A suspension a lift made here ends is not taken: the lift is written below.
       if (record === null || record <= now || this.#liftedHere(team, record)) continue
       held.add(team)
       this.#until.set(team, Math.max(record, this.#until.get(team) ?? 0))
     }
+    await Promise.all(resealed)
     if (!again) return
     const writes: Promise<unknown>[] = [...this.#lifts.keys()].map((team) => this.#writeLift(team))
     const lost: string[] = []

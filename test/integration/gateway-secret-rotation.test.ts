@@ -109,6 +109,28 @@ describe.skipIf(!redisCheck.available)('GATEWAY_SECRET changed through GATEWAY_S
     expect(done.logs.text()).not.toContain('cannot be decrypted')
   })
 
+  // Found by a black-box pass (session 134): a team's suspension (limits.secretSuspension, 7
+  // days), sealed with the old secret, was read through the fallback in step 2 and never
+  // written again; once the fallback went (step 3) no replica could open it, and the team
+  // was served again with no lift (docs: "only a lift ends one early").
+  it('step 2 stores a team suspension again sealed with the new secret: the team stays suspended once the fallback goes', async () => {
+    const first = sandbox.issueToken()
+    const old = await replica({ GATEWAY_SECRET: OLD }, first)
+    const leak = await old.proxy.inject({ method: 'GET', url: `/api/v1/campaign/get?note=${ADMIN_TOKEN}`, headers: { 'x-api-key': KEYS.all } })
+    expect(leak.statusCode).toBe(400)
+    expect((await read(old, freshWeek())).json()).toMatchObject({ code: 'GW_TEAM_SUSPENDED' })
+    await waitFor('the suspension in Redis', async () => (await client.hlen('rgw:suspensions')) === 1)
+    const sealedOld = await client.hgetall('rgw:suspensions')
+    await stop(old)
+    const phase2 = await replica({ GATEWAY_SECRET: NEW, GATEWAY_SECRET_FALLBACK: OLD }, first)
+    expect((await read(phase2, freshWeek())).json()).toMatchObject({ code: 'GW_TEAM_SUSPENDED' })
+    await waitFor('the suspension stored again, sealed with the new secret', async () => JSON.stringify(await client.hgetall('rgw:suspensions')) !== JSON.stringify(sealedOld))
+    await stop(phase2)
+    const done = await replica({ GATEWAY_SECRET: NEW }, first)
+    expect((await read(done, freshWeek())).json()).toMatchObject({ code: 'GW_TEAM_SUSPENDED' })
+    expect(await unverified(done)).toEqual([])
+  })
+
   it('without the fallback, a replica of another secret takes nothing the other wrote, and counts it as unverified', async () => {
     const first = sandbox.issueToken()
     const a = await replica({ GATEWAY_SECRET: OLD }, first)
