@@ -118,6 +118,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     replica: replicaId, redis, breaker, seal, prefix: config.redis.keyPrefix, clock,
     onUnverified: (where) => unverified('key-use', where),
     onLost: (keys) => log.warn({ keys }, 'key use missing from Redis (a restart without its data, a flush?): this replica\'s use of its keys and its key removals written again'),
+    onResealed: (records) => log.info({ records }, 'key use records and key removals sealed with GATEWAY_SECRET_FALLBACK are stored again sealed with GATEWAY_SECRET'),
   })
   const { teams, reloader, adminAuth, rateLimiter, usage } = teamParts(config, { redis, breaker, bus, log, auditLog, metrics, secrets, keyUse, clock, ...(redisClock ? { redisOffsetMs: () => redisClock.offsetMs } : {}), configSource: deps.configSource })
   const suspensions = new TeamSuspensions({

@@ -2,7 +2,7 @@ import type { RedisBreaker } from '../redis/breaker.js'
 import type { RedisClient } from '../redis/client.js'
 import type { RedisSeal } from '../redis/seal.js'
 import { redisKey } from '../redis/keys.js'
-import { readBoundedHashes, type HashBounds } from '../redis/bounded-hash.js'
+import { readBoundedHashes, setUnchangedField, type HashBounds } from '../redis/bounded-hash.js'
 import { systemClock, type Clock, type Timer } from '../clock.js'
 import { KEY_ID_PATTERN, TEAM_NAME_PATTERN } from '../config/names.js'
 
@@ -161,6 +161,8 @@ export interface KeyUseOptions {
   onUnverified?: (where: string) => void
   /** Redis lost this replica's record (a restart without its data, a flush): `keys` of its use written again. */
   onLost?: (keys: number) => void
+  /** `records` sealed with GATEWAY_SECRET_FALLBACK alone (the replicas' use, the removals) stored again sealed with GATEWAY_SECRET. */
+  onResealed?: (records: number) => void
   clock?: Clock
   flushMs?: number
 }
@@ -288,9 +290,12 @@ export class KeyUse {
     })
   }
 
-  /** Writes every KEY_USE_FLUSH_MS, until close(). */
+  /** Writes every KEY_USE_FLUSH_MS, until close(); first stores again what only GATEWAY_SECRET_FALLBACK opens. */
   start(): void {
     if (this.#timer || !this.#o.redis) return
+    void this.reseal().then((records) => {
+      if (records > 0) this.#o.onResealed?.(records)
+    })
     this.#timer = this.#clock.setInterval(() => void this.flush(), this.#o.flushMs ?? KEY_USE_FLUSH_MS).unref()
   }
 
@@ -405,6 +410,41 @@ export class KeyUse {
       }
     }
     return view('ok', [...found.removed, ...this.#unwritten.removed.values()])
+  }
+
+  /**
+   * Through a change of GATEWAY_SECRET (step 2: the new secret, the old as fallback), the
+   * records of every replica's key use and the key removals sealed with the old secret are
+   * stored again, unchanged but for their seal, each over that very value (a value rewritten
+   * meanwhile is left as it is): once the fallback goes they would read as absent, and a key
+   * last used before the change, by a replica since replaced, would read as never used.
+   * Records of 30 days, where a report copy lives a day. The number of records stored again.
+   */
+  async reseal(): Promise<number> {
+    const { redis, breaker, seal } = this.#o
+    if (!redis || !breaker || !seal) return 0
+    const stored = await breaker.run(async () => {
+      const replicas = (await redis.zrevrange(this.#index, 0, MAX_KEY_USE_REPLICAS - 1)).filter((r) => r.length <= MAX_REPLICA_ID_CHARS)
+      const hashes = replicas.map((r) => redisKey.keyUse(this.#o.prefix, r))
+      const read = await readBoundedHashes(redis, hashes, RECORD_BOUNDS)
+      const removed = (await readBoundedHashes(redis, [this.#removedHash], REMOVED_BOUNDS))[0] ?? []
+      const stale: [string, string, string, string][] = []
+      const look = (hash: string, fields: [string, string][]) => {
+        for (const [id, value] of fields) {
+          const binding = `${hash}#${id}`
+          const text = seal.openText(binding, value)
+          if (text === null) continue
+          const sealed = seal.sealText(binding, text)
+          if (sealed !== value) stale.push([hash, id, value, sealed])
+        }
+      }
+      hashes.forEach((hash, i) => look(hash, read[i] ?? []))
+      look(this.#removedHash, removed)
+      let count = 0
+      for (const [hash, id, value, sealed] of stale) if (await setUnchangedField(redis, hash, id, value, sealed)) count++
+      return count
+    }, 0)
+    return stored
   }
 
   /** Writes what is left, then stops. */

@@ -131,6 +131,27 @@ describe.skipIf(!redisCheck.available)('GATEWAY_SECRET changed through GATEWAY_S
     expect(await unverified(done)).toEqual([])
   })
 
+  // Found by the same pass: the key use a replica of the old secret recorded (30 days) read as
+  // none once the fallback went: a key last used before the change, by a replica since
+  // replaced, was listed "last used never", the figure the runbook reads before removing a key.
+  it('step 2 stores the key use and key removals again sealed with the new secret: a key used before the change keeps its last use once the fallback goes', async () => {
+    const first = sandbox.issueToken()
+    const old = await replica({ GATEWAY_SECRET: OLD }, first)
+    expect((await read(old, freshWeek())).statusCode).toBe(200)
+    await stop(old) // its close writes its key use
+    const keyUseHashes = async () => Object.fromEntries(await Promise.all((await client.keys('rgw:{keyuse}:replica:*')).map(async (k) => [k, await client.hgetall(k)] as const)))
+    const sealedOld = await keyUseHashes()
+    expect(Object.keys(sealedOld)).toHaveLength(1)
+    const phase2 = await replica({ GATEWAY_SECRET: NEW, GATEWAY_SECRET_FALLBACK: OLD }, first)
+    await waitFor('the key use stored again, sealed with the new secret', async () => JSON.stringify(await keyUseHashes()) !== JSON.stringify(sealedOld))
+    expect(phase2.logs.text()).toContain('key use records and key removals sealed with GATEWAY_SECRET_FALLBACK are stored again')
+    await stop(phase2)
+    const done = await replica({ GATEWAY_SECRET: NEW }, first)
+    const keys = (await done.admin.inject({ method: 'GET', url: '/admin/keys?team=all', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json() as { keys: { lastUsedAt: string | null }[] }
+    expect(keys.keys.map((k) => k.lastUsedAt !== null)).toEqual([true])
+    expect(await unverified(done)).toEqual([])
+  })
+
   it('without the fallback, a replica of another secret takes nothing the other wrote, and counts it as unverified', async () => {
     const first = sandbox.issueToken()
     const a = await replica({ GATEWAY_SECRET: OLD }, first)
