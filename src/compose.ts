@@ -19,7 +19,7 @@ import type { PlatformAnswers } from './platform/client/answer-buffer.js'
 import type { ReportCache } from './reports/report-cache.js'
 import type { RateLimiter } from './access/rate-limit.js'
 import { keepTickShape } from './perf/tick-shape.js'
-import { systemClock, type Clock, type Timers } from './clock.js'
+import { systemClock, type Clock, type Timer, type Timers } from './clock.js'
 import { observeParts } from './compose/observe-parts.js'
 import { redisParts } from './compose/redis-parts.js'
 import { ResultRoom } from './redis/memory-room.js'
@@ -33,6 +33,8 @@ import { listeners } from './compose/listeners.js'
 import { drainListener } from './http/server.js'
 import { startTracing } from './observe/tracing.js'
 import { holdsGatewaySecret } from './access/admission.js'
+
+const KEY_USE_RESEALED = 'key use records and key removals sealed with GATEWAY_SECRET_FALLBACK are stored again sealed with GATEWAY_SECRET'
 
 export interface GatewayDeps {
   /** Where log lines go (tests capture them); default stdout. */
@@ -118,7 +120,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     replica: replicaId, redis, breaker, seal, prefix: config.redis.keyPrefix, clock,
     onUnverified: (where) => unverified('key-use', where),
     onLost: (keys) => log.warn({ keys }, 'key use missing from Redis (a restart without its data, a flush?): this replica\'s use of its keys and its key removals written again'),
-    onResealed: (records) => log.info({ records }, 'key use records and key removals sealed with GATEWAY_SECRET_FALLBACK are stored again sealed with GATEWAY_SECRET'),
+    onResealed: (records) => log.info({ records }, KEY_USE_RESEALED),
   })
   const { teams, reloader, adminAuth, rateLimiter, usage } = teamParts(config, { redis, breaker, bus, log, auditLog, metrics, secrets, keyUse, clock, ...(redisClock ? { redisOffsetMs: () => redisClock.offsetMs } : {}), configSource: deps.configSource })
   const suspensions = new TeamSuspensions({
@@ -199,6 +201,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const { proxy, admin, memoBytes } = await listeners({ ...ctx, failures, client, reloader, l1, audit, replicas, webhooks: jobsPart.webhooks, tokenShares: tokenStore, consoleScriptsDir: deps.consoleScriptsDir })
 
   let closed = false
+  let resealing: Timer | null = null
   return {
     proxy,
     admin,
@@ -247,6 +250,15 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       ctx.lifecycle.phase = 'serving'
       await replicas.start()
       keyUse.start()
+      // Through a change of GATEWAY_SECRET (step 2), what the replicas of step 1 still write
+      // (a suspension, their key use) is stored again sealed with the new secret each
+      // platform.maintenanceInterval, as the platform token is (docs/operations/deploy.md).
+      if (seal?.hasFallback) {
+        resealing = clock.setInterval(() => {
+          void suspensions.reseal()
+          void keyUse.reseal().then((records) => { if (records > 0) log.info({ records }, KEY_USE_RESEALED) })
+        }, config.platform.maintenanceMs).unref()
+      }
     },
     serving() {
       return ctx.lifecycle.phase !== 'starting'
@@ -274,6 +286,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       // The spans of the last requests and fills are sent before the process goes.
       await tracing?.close()
       await rateLimiter.close()
+      clock.clearInterval(resealing)
       suspensions.close()
       failures.close()
       reloader.close()

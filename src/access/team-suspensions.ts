@@ -142,6 +142,11 @@ export class TeamSuspensions {
   }
 
   /** Stops trying again the lifts Redis did not take. */
+  /** Reads the stored suspensions again, storing those only GATEWAY_SECRET_FALLBACK opens sealed with GATEWAY_SECRET (#read): what a replica of the step before wrote meanwhile. */
+  async reseal(): Promise<void> {
+    await this.#read(false)
+  }
+
   close(): void {
     this.#o.clock.clearTimeout(this.#retry)
     this.#retry = null

@@ -24,6 +24,9 @@ export class RedisSeal {
     this.#fallback = fallback === null ? null : sealKey(fallback)
   }
 
+  /** Whether a fallback secret is configured: a change of GATEWAY_SECRET is under way (step 2). */
+  get hasFallback(): boolean { return this.#fallback !== null }
+
   /** The tag followed by `data`. */
   seal(binding: string, data: Buffer): Buffer {
     return Buffer.concat([tag(this.#key, binding, data), data])

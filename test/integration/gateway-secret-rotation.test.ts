@@ -152,6 +152,29 @@ describe.skipIf(!redisCheck.available)('GATEWAY_SECRET changed through GATEWAY_S
     expect(await unverified(done)).toEqual([])
   })
 
+  // A suspension begun on a replica of step 1 while step 2 rolls out is stored again by a
+  // replica of step 2 at its next platform.maintenanceInterval, not only at its start.
+  it('step 2 stores again, each maintenance interval, a suspension a replica of step 1 began meanwhile', async () => {
+    const first = sandbox.issueToken()
+    const often = (secrets: Record<string, string>) => {
+      const config = testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: first, ADMIN_TOKEN, REDIS_URL: redis.url, ...secrets }, TEAMS_YAML)
+      return gateways.build({ ...config, platform: { ...config.platform, maintenanceMs: 200 } })
+    }
+    const phase2 = await often({ GATEWAY_SECRET: NEW, GATEWAY_SECRET_FALLBACK: OLD })
+    const old = await often({ GATEWAY_SECRET: OLD, GATEWAY_SECRET_FALLBACK: NEW })
+    const leak = await old.proxy.inject({ method: 'GET', url: `/api/v1/campaign/get?note=${ADMIN_TOKEN}`, headers: { 'x-api-key': KEYS.all } })
+    expect(leak.statusCode).toBe(400)
+    await waitFor('the suspension in Redis', async () => (await client.hlen('rgw:suspensions')) === 1)
+    const sealedOld = await client.hgetall('rgw:suspensions')
+    await stop(old)
+    await waitFor('the suspension stored again, sealed with the new secret', async () => JSON.stringify(await client.hgetall('rgw:suspensions')) !== JSON.stringify(sealedOld))
+    expect(phase2.logs.text()).toContain('a team suspension record, sealed with GATEWAY_SECRET_FALLBACK, is stored again sealed with GATEWAY_SECRET')
+    await stop(phase2)
+    const done = await replica({ GATEWAY_SECRET: NEW }, first)
+    expect((await read(done, freshWeek())).json()).toMatchObject({ code: 'GW_TEAM_SUSPENDED' })
+    expect(await unverified(done)).toEqual([])
+  })
+
   it('without the fallback, a replica of another secret takes nothing the other wrote, and counts it as unverified', async () => {
     const first = sandbox.issueToken()
     const a = await replica({ GATEWAY_SECRET: OLD }, first)
