@@ -263,7 +263,7 @@ export class TeamReloader {
     const adminTokenChanges = adminChanges(this.#d.config.admin.tokens, next.admin.tokens, this.#d.config.gatewaySecret)
     const keysChanged = keyChanges(this.#d.teams.teams, next.teams)
     // A team's new webhook secret is scrubbed from the log from now on, as the loaded ones are.
-    for (const team of next.teams) for (const secret of team.webhook ? webhookSecretSpellings(team.webhook.secret) : []) this.#d.secrets?.add(secret)
+    for (const team of next.teams) for (const secret of team.webhook ? webhookSecretSpellings(team.webhook.secret) : []) this.#d.secrets?.addScrubbed(secret)
     this.#d.teams.replace(next.teams)
     if (keysChanged.removed.length > 0 || keysChanged.added.length > 0) this.#d.onKeysChanged?.(keysChanged)
     this.#d.adminAuth.replace(next.admin.tokens)

@@ -172,8 +172,10 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
 
   const secrets = [raw.admin.token, raw.admin.viewerToken, raw.gatewaySecret, raw.gatewaySecretFallback, raw.redis.sentinelPassword]
     .concat(Object.values(credentials).flatMap((c) => [c.token, c.login?.password, c.login?.clientSecret]))
-    .concat(teams.flatMap((t) => (t.webhook ? webhookSecretSpellings(t.webhook.secret) : [])))
     .filter((s): s is string => typeof s === 'string' && s.length > 0)
+  // The teams' webhook secrets: scrubbed from what the gateway writes, but no secret of the
+  // gateway's (SecretSet.addScrubbed): each is its team's own, and may spell anything.
+  const teamSecrets = teams.flatMap((t) => (t.webhook ? webhookSecretSpellings(t.webhook.secret) : []))
 
   return {
     host: raw.host,
@@ -297,6 +299,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
     // OpenTelemetry traces (OTEL_* variables), null when off; its exporter's headers are secrets too.
     tracing,
     secrets: tracing ? [...secrets, ...Object.values(tracing.headers)] : secrets,
+    teamSecrets,
   }
 }
 

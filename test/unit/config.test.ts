@@ -936,11 +936,12 @@ jobs:
 `
   const env = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }
 
-  it('takes a webhook whose host is allowed; its secret is one of the secrets scrubbed from the log, and no setting shows it', () => {
+  it('takes a webhook whose host is allowed; its secret is one of the team secrets scrubbed from the log (no secret of the gateway\'s a request is refused for), and no setting shows it', () => {
     const config = load(env, yaml('https://hooks.example.org/jobs', ['hooks.example.org']))
     expect(config.teams[0]?.webhook).toEqual({ url: 'https://hooks.example.org/jobs', secret: SECRET })
     expect(config.webhooks).toMatchObject({ hosts: ['hooks.example.org'], timeoutMs: 10_000, retryForMs: 3_600_000, platformHosts: ['platform.example.com'] })
-    expect(config.secrets).toContain(SECRET)
+    expect(config.teamSecrets).toContain(SECRET)
+    expect(config.secrets).not.toContain(SECRET)
     expect(JSON.stringify(config.settings)).not.toContain(SECRET)
   })
 
