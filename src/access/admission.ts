@@ -95,8 +95,8 @@ export interface AdmissionParts {
   adminAuth: AdminAuth
   /** The teams suspended for a secret of the gateway's in a request: asked of every key, told of every hit. */
   suspensions: TeamSuspensions
-  /** The answers' budget (platform.bufferTotalBytes), which request bodies are held within too. */
-  answers: { budget: ByteBudget }
+  /** The answers' budget (platform.bufferTotalBytes), which request bodies are held within too; `reserveForBody`: a body's room, made as an answer's is. */
+  answers: { budget: ByteBudget; reserveForBody?(team: string, bytes: number): boolean }
   /** The turns of the event loop the report calls' work takes, the teams in turn (reports/call-turns.ts): a large body's parse takes one too. */
   reports: WorkTurns
 }
@@ -136,7 +136,8 @@ export class Admission {
 
   constructor(ctx: AdmissionParts, known: KnownUrls<unknown>) {
     this.#known = known
-    this.#bodies = new BodyRoom(ctx.answers.budget)
+    const { answers } = ctx
+    this.#bodies = new BodyRoom(answers.budget, answers.reserveForBody === undefined ? undefined : (team, bytes) => answers.reserveForBody?.(team, bytes) ?? false)
     const { config } = ctx
     this.#ctx = ctx
     this.#blockedPaths = tokenPaths(

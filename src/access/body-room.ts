@@ -17,10 +17,17 @@ export const TEAM_BODY_SHARE = 1 / 4
  */
 export class BodyRoom {
   readonly #budget: ByteBudget
+  readonly #reserve: (team: string, bytes: number) => boolean
   readonly #teams = new Map<string, number>()
 
-  constructor(budget: ByteBudget) {
+  /**
+   * `reserve`: takes a team's body bytes of the budget, making room where the answers can
+   * (PlatformAnswers.reserveForBody: other teams' answers their callers stopped taking are
+   * cut, as for an answer); by default the budget's room alone.
+   */
+  constructor(budget: ByteBudget, reserve?: (team: string, bytes: number) => boolean) {
     this.#budget = budget
+    this.#reserve = reserve ?? ((_team, bytes) => budget.reserve(bytes))
   }
 
   /** What the budget allows one team's bodies. */
@@ -41,7 +48,7 @@ export class BodyRoom {
   /** Takes `bytes` for `team` if they fit in the budget and in the team's share; false takes nothing. */
   take(team: string, bytes: number): boolean {
     const held = this.#teams.get(team) ?? 0
-    if (held + bytes > this.teamBytes || !this.#budget.reserve(bytes)) return false
+    if (held + bytes > this.teamBytes || !this.#reserve(team, bytes)) return false
     this.#teams.set(team, held + bytes)
     return true
   }

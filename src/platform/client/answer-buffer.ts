@@ -116,6 +116,24 @@ export class PlatformAnswers {
     throw transient(Object.assign(new AnswerBudgetError(`the answers on their way to callers hold platform.bufferTotalBytes (${this.budget.limit} bytes); retry in ${retryAfterSec} s`), { retryAfterSec }))
   }
 
+  /**
+   * Takes `bytes` of the budget for a request body of `team`'s (access/body-room.ts), making
+   * room as an answer does: other teams' answers whose callers stopped taking them, then the
+   * slowest, are cut; false when none could be made. A body that found no room was refused
+   * at once, cutting nothing: a team holding the budget with answers it never reads (queued on
+   * a connection behind a call the platform is slow to answer) held every other team's calls
+   * with a body out, 503 GW_BODY_BUDGET.
+   */
+  reserveForBody(team: string, bytes: number): boolean {
+    if (bytes > this.budget.limit) return false
+    for (;;) {
+      if (this.budget.reserve(bytes)) return true
+      const cut = this.#stalled(team) ?? this.#slowest(team)
+      if (cut === null) return false
+      cut.answer.cut(cut.why)
+    }
+  }
+
   /** The answer of a team other than `team` whose caller has taken nothing for longest, past CONTENDED_STALL_MS. */
   #stalled(team: string): { answer: WatchedAnswer; why: Cut } | null {
     const now = performance.now()
