@@ -312,6 +312,24 @@ describe('a team\'s bound of platform-seconds a day', () => {
     expect(sandbox.countRequests((r) => r.path === PATH)).toBe(calls)
   })
 
+  it('answers a job asked once the day is spent with the copy a read without the preference gets: STALE past its stale-while-revalidate, not a 429', async () => {
+    const clock = fakeClock(NOON)
+    const gw = await gatewayOn(clock)
+    sandbox.setLatency(5)
+    expect((await get(gw, REPORT(101), BOUNDED_KEY)).status).toBe(200)
+    const calls = sandbox.countRequests((r) => r.path === PATH)
+    // Past its freshness (5 min) and its stale-while-revalidate (60 s), within its stale-if-error (24 h).
+    clock.advance(7 * 60_000)
+    const plain = await get(gw, REPORT(101), BOUNDED_KEY)
+    expect([plain.status, plain.headers.get('x-cache')]).toEqual([200, 'STALE'])
+    const asked = await fetch(`${gw.url}${REPORT(101)}`, { headers: { 'x-api-key': BOUNDED_KEY, prefer: 'respond-async' } })
+    expect([asked.status, asked.headers.get('x-cache')]).toEqual([200, 'STALE'])
+    expect(asked.headers.get('preference-applied')).toBeNull()
+    expect(usageOf(asked).fill).toBe(0)
+    expect(asked.headers.get('report-settled-through')).toBe('2026-03-06')
+    expect(sandbox.countRequests((r) => r.path === PATH)).toBe(calls)
+  })
+
   it('fails a job asked before the day was spent but started after, without a platform call, unless the cache answers it then', async () => {
     const clock = fakeClock(NOON)
     const gw = await gatewayOn(clock, {}, 'jobs:\n  perReplica: 1\n')

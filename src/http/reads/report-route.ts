@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { GatewayContext } from '../context.js'
-import { BadQueryError, JobsUnavailableError, PlatformTimeSpentError } from '../../errors.js'
+import { BadQueryError, JobsUnavailableError } from '../../errors.js'
 import type { Admission, Caller } from '../../access/admission.js'
 import { reportGetSchema, reportPostSchema } from '../openapi/route-schemas.js'
 import { canonicalPostReport, type CanonicalReport } from '../../reports/report-query.js'
@@ -65,9 +65,11 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     const looked = found !== undefined ? found : await reports.lookup(key, caller.team.name)
     const copy = looked !== null && !reports.purgedFor(looked.entry, report, key) ? looked : null
     if (copy !== null && clock.now() < copy.entry.staleUntil) return { found: copy }
-    // A job makes a platform call: not for a team that spent its day's, as a miss is not.
-    const spent = facts.spentFor(caller.team, clock.now())
-    if (spent > 0) throw Object.assign(new PlatformTimeSpentError(caller.team.name, spent), { retryAfterSec: spent })
+    // A job makes a platform call: none for a team that spent its day's. Its read is then
+    // answered as a read without the preference is: from the cache only (a copy past its
+    // stale-while-revalidate STALE, to its stale-if-error end), a fill under way joined,
+    // else 429 GW_PLATFORM_TIME_SPENT, as a miss is.
+    if (facts.spentFor(caller.team, clock.now()) > 0) return { found: copy }
     // A preference (RFC 7240) may go unheeded: a report too large for a job's record is read now.
     if (!fitsJobRecord(report)) return { found: copy }
     try {
