@@ -138,7 +138,9 @@ export class Jobs {
     if ('full' in wait) throw Object.assign(new WaitsFullError(waitsFull(wait.full, team, this.#d.waits)), { retryAfterSec: 1 })
     let job = first
     try {
-      while (clock.now() < until && stateAt(job, clock.now()) === state && !left?.aborted) {
+      // A run started meanwhile is a change too, though the job may be queued again by the next
+      // look (a try that failed and waits for its retry, between two polls): its `retry` moved on.
+      while (clock.now() < until && stateAt(job, clock.now()) === state && job.runs === first.runs && !left?.aborted) {
         await this.#sleep(Math.min(WAIT_POLL_MS, until - clock.now()), left)
         // A job gone meanwhile (cancelled, or its record past its hour) is answered as it is now: none.
         const now = await this.#d.store.get(id)

@@ -85,6 +85,20 @@ describe('report jobs through a platform that is down and a team suspended (the 
     expect(await result.json()).toHaveProperty('data')
   })
 
+  it('a ?wait on a job waiting for its retry ends with its next try: a try that came and went is a change, not the same queued job', async () => {
+    const clock = fakeClock()
+    const gw = await gateway(clock)
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'status', status: 500, times: 2 })
+    const id = await ask(gw, '09')
+    expect(await firstTurn(gw, id)).toMatchObject({ state: 'queued', retry: { tries: 1 } })
+    const waiting = fetch(`${gw.url}/api/v1/jobs/${id}?wait=30`, { headers: { 'x-api-key': KEYS.all } })
+    await waitFor('the wait held', async () => /^gateway_report_job_waits\{team="all"\} 1$/m.test((await gw.admin.inject({ method: 'GET', url: '/metrics' })).body))
+    // Its second try is due: it fails as the first did (500), and the job waits 2 s for its third.
+    clock.advance(1000)
+    const seen = (await (await waiting).json()) as JobStatus
+    expect(seen.state === 'running' || seen.retry?.tries === 2, JSON.stringify(seen)).toBe(true)
+  })
+
   it('a 200 that is JSON under another content type is the app\'s own answer: the job fails at once, one call', async () => {
     const clock = fakeClock()
     const gw = await gateway(clock)
