@@ -19,7 +19,7 @@ import { bodyDeadlines } from './hooks/body-deadline.js'
 import type { RequestHandler } from './reads/fast-path.js'
 import { isHostValue, originForm, targetHost } from './request-target.js'
 import { enterOnConnections, type ServePlain } from './socket-entrance.js'
-import { withholdFromRemovedKeys, type KeyTeam } from './pipelined-answers.js'
+import { atItsTurn, withholdFromRemovedKeys, type KeyTeam } from './pipelined-answers.js'
 import { setAnswerFields } from './answer-fields.js'
 import { NOT_KEPT } from './health.js'
 import { routeAllow } from './route-allow.js'
@@ -500,10 +500,13 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
         if (req.headers.upgrade !== undefined && connectionOptions(req.headers).includes('upgrade')) res.shouldKeepAlive = false
         // Closing: answered as ever, and the connection closed after it (closeGently).
         current.take(req, res)
-        if (keyTeam !== null) withholdFromRemovedKeys(req, res, keyTeam, log)
-        // One without a Host, or with a faulty head, goes to the router, which refuses it (headFault).
-        if (fastPath && headFault(req) === null) fastPath.request(req, res, handler)
-        else handler(req, res)
+        // Handled at its turn where its connection has answers enough made ahead (pipelining).
+        atItsTurn(req, res, () => {
+          if (keyTeam !== null) withholdFromRemovedKeys(req, res, keyTeam, log)
+          // One without a Host, or with a faulty head, goes to the router, which refuses it (headFault).
+          if (fastPath && headFault(req) === null) fastPath.request(req, res, handler)
+          else handler(req, res)
+        })
       }
       const server = createServer(options, take)
       http = server
