@@ -224,8 +224,8 @@ describe.skipIf(!redisCheck.available)('a team guessing at the login\'s password
     expect(await ask(a, [sandbox.credentials.password])).toMatchObject({ status: 400 })
     await waitFor('the other replica to refuse the team', async () => (await ask(b, ['nothing-secret'])).status === 403)
     await server.stop()
+    // Restarted without its data: the replicas, which may write it again at once, log that they found it missing (below).
     await server.restart()
-    expect(await client.keys('*suspensions*')).toEqual([])
     await waitFor('the suspension written again', async () => (await client.keys('*suspensions*')).length === 1)
     for (const gw of [a, b]) expect(await ask(gw, ['nothing-secret'])).toMatchObject({ status: 403, code: 'GW_TEAM_SUSPENDED' })
     const c = await gateways.build(config())
