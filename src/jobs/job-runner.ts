@@ -11,7 +11,7 @@ import { NoIdleSeatError } from '../platform/governor/seat.js'
 import { CallersGoneError } from '../platform/client/caller-group.js'
 import { isTransient } from '../platform/client/transient.js'
 import { pauseLength } from '../platform/pauses/pauses.js'
-import { endJob, PLATFORM_ANSWER, isRun, renewJob, requeueJob, retryJob, startable, startJob, startOrder, type Job, type TeamTurn, type JobError, type Outcome, type PlatformAnswer, type Run } from './job.js'
+import { endJob, PLATFORM_ANSWER, RUN_LOST, isRun, renewJob, requeueJob, retryJob, startable, startJob, startOrder, type Job, type TeamTurn, type JobError, type Outcome, type PlatformAnswer, type Run } from './job.js'
 import type { JobStore } from './job-store.js'
 import { PollLoop } from './poll-loop.js'
 import type { Delivery } from './delivery.js'
@@ -299,6 +299,11 @@ export class JobRunner {
     // suspension lasts (webhook-deliveries.ts). The suspension is for a secret the team
     // sent: nothing of its jobs is done for it meanwhile, and a job left waiting would
     // run once it is lifted, days on, with no one asking.
+    // Its runs lost past jobs.retries (each taken over counts a try: startJob; a try's 5xx
+    // past them fails it as it ends, so only a takeover gets here): it fails, no call made again.
+    if ((job.retries ?? 0) > settings.retries) {
+      return { kind: 'failed', error: { ...RUN_LOST, message: `its runs were lost ${job.retries ?? 0} times before they ended (each replica that ran it was killed or cut off from Redis), past jobs.retries (${settings.retries}): ask it again` }, tookSeconds: 0 }
+    }
     const suspendedSec = this.#d.suspendedFor?.(job.team) ?? null
     if (suspendedSec !== null) {
       const e = Object.assign(new TeamSuspendedError(job.team, suspendedSec), { retryAfterSec: suspendedSec })

@@ -179,10 +179,18 @@ export function startOrder(due: readonly Job[], turns: ReadonlyMap<string, TeamT
   return order
 }
 
-/** `job` started by `runner` at `now`, its lease held for `leaseMs`. */
+/** What a run lost with its runner leaves as the job's last failure (takenOver). */
+export const RUN_LOST: JobError = { code: 'GW_UPSTREAM', statusCode: 502, message: 'its run was lost before it ended (its replica was killed or cut off from Redis), its platform call with it' }
+
+/**
+ * `job` started by `runner` at `now`, its lease held for `leaseMs`. One still running, its
+ * lease run out (taken over: its runner was lost), counts that run as a try that got no
+ * answer (retries, lastError): a report whose run kills its replica is not run for ever.
+ */
 export function startJob(job: Job, runner: string, now: number, leaseMs: number): Job | null {
   if (!startable(job, now)) return null
-  return { ...claim(job, runner, now, leaseMs), state: 'running', startedAt: now }
+  const lost = job.state === 'running' ? { retries: (job.retries ?? 0) + 1, lastError: RUN_LOST } : {}
+  return { ...claim(job, runner, now, leaseMs), state: 'running', startedAt: now, ...lost }
 }
 
 /** Whether `run` is the job's current run, still running. */

@@ -440,4 +440,31 @@ describe('the job runner on a fake clock', () => {
     })
     other.stop()
   })
+
+  // Found by a black-box pass (session 134): a job whose runner was killed mid-call was run
+  // again by the next, and again, with no bound: a report whose run kills its replica took
+  // every replica down in turn, each making its platform call again.
+  it('counts a run lost with its runner as a try: past jobs.retries takeovers the job fails 502, no call made again', async () => {
+    const { clock, store, reads, r } = await oneRunning()
+    r.stop()
+    const asks = [reads.asks]
+    let at = clock.now()
+    // Each next replica takes the job over once the last one's lease ran out, and is lost too.
+    for (let lost = 1; lost <= SETTINGS.retries + 1; lost++) {
+      at += SETTINGS.leaseMs
+      const later = fakeClock(at)
+      const next = heldReads()
+      asks.push(next.asks)
+      const other = runner(store, next, later, `r${lost + 1}`)
+      other.start()
+      await waitFor(`r${lost + 1} took the job over`, async () => (await stored(store)).runner === `r${lost + 1}` || (await stored(store)).state === 'failed')
+      await waitFor('its run begun or its failure stored', async () => next.asks.length > 0 || (await stored(store)).state === 'failed')
+      other.stop()
+    }
+    const job = await stored(store)
+    expect([job.state, job.error?.code, job.error?.statusCode, job.retries]).toEqual(['failed', 'GW_UPSTREAM', 502, SETTINGS.retries + 1])
+    expect(job.error?.message).toMatch(/its runs were lost 3 times before they ended .* past jobs\.retries \(2\): ask it again/)
+    // The first run and one a takeover but the last: SETTINGS.retries + 1 platform calls in all.
+    expect(asks.map((a) => a.length)).toEqual([1, ...Array.from({ length: SETTINGS.retries }, () => 1), 0])
+  })
 })
