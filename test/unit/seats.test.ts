@@ -29,7 +29,7 @@ function seats(clock: FakeClock, opts: Partial<SeatsOptions> = {}) {
 }
 
 /** A limit rule that records nothing but what `told` gives it (SeatsOptions.rule). */
-const rule = (told: Partial<NonNullable<SeatsOptions['rule']>>): SeatsOptions['rule'] => ({ started: () => 0, waited: () => undefined, metFault: () => false, forget: () => undefined, ...told })
+const rule = (told: Partial<NonNullable<SeatsOptions['rule']>>): SeatsOptions['rule'] => ({ started: () => 0, waited: () => undefined, metFault: () => false, lostAfter: (overdue) => overdue, forget: () => undefined, ...told })
 
 /** Asks a seat for a call of `team` (work `w`, no deadline unless told) and records when it comes (`name` pushed on `order`), or its error. */
 function call(s: CredentialSeats, order: string[], team: string, req: Partial<SeatRequest> = {}, name = team): Call {

@@ -378,6 +378,8 @@ export class KneeEstimator {
   }
   /** docs/governor.md, "Faults": a call that met one (under way included) teaches nothing. */
   metFault(startedAt: number, at: number): boolean { return this.#faults.met(startedAt, at) }
+  /** docs/governor.md, dispatch rule 4: how many times a later call's time an overdue call of its work runs before its answer is taken as lost: OVERDUE, or SURE spreads of the ratio of two own times (√2 own times' spread) if more, which two calls of a spread kind differ by without either being lost. */
+  lostAfter(overdue: number): number { return Math.max(overdue, Math.exp(SURE * Math.sqrt(2 * spread2(this.#ss[this.#max - 1]!, this.#counted)))) }
   /** A fault (overload, silence, or the platform paused the whole credential) last seen at `at`: the limit in force (at most the knee) halves, at most once a FAULT_MS; the knee stays. */
   pause(now: number, at = now): Step | null {
     if (!this.#faults.cut(now, at)) return null

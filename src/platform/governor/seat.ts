@@ -55,7 +55,7 @@ export interface SeatsOptions {
   perReplica?: number | null
   clock?: Clock
   onRefused?: (reason: RefusalReason) => void
-  rule?: { started(kind: string, load: number): number; waited(longMs: number | null, newcomer: boolean, heldBack: number, longBesideOthers: boolean): void; metFault(startedAt: number, at: number): boolean; forget(team: string): void }
+  rule?: { started(kind: string, load: number): number; waited(longMs: number | null, newcomer: boolean, heldBack: number, longBesideOthers: boolean): void; metFault(startedAt: number, at: number): boolean; lostAfter(overdue: number): number; forget(team: string): void }
   onEnded?: (answer: Answer) => void
   /** How late the gateway's loop wakes now (ms, answer-timing.ts): the part of a seat's time its answer waits to be read, not charged to its team's tag; none: 0. */
   loopLateMs?: () => number

@@ -356,8 +356,8 @@ export class CredentialSeats {
         this.#estimateMoved(workClass, now)
         this.#o.onEnded?.({ startedAt, at, team, kind, load, window, outcome: learned, ...(outcome.kind === 'answer' && outcome.status === 429 ? { refused: true } : {}) })
         if (outcome.kind === 'answer') this.#teams.heardAt = now
-        // The platform answered a later call of its work in a third of what an earlier one has run: that one's answer was lost.
-        if (learned === 'ok' && outcome.kind === 'answer') for (const other of this.#teams.lost(now, workClass, startedAt, OVERDUE * outcome.latencyMs)) other.lose()
+        // The platform answered a later call of its work in a third (or SURE spreads) of what an earlier one has run: that one's answer was lost.
+        if (learned === 'ok' && outcome.kind === 'answer') for (const other of this.#teams.lost(now, workClass, startedAt, (this.#o.rule?.lostAfter(OVERDUE) ?? OVERDUE) * outcome.latencyMs)) other.lose()
         // Cut by its deadline, or its callers gone: held to its expected end, a watched call to CUT_GROWTH times what it ran though it met a fault; never sent: free at once (dispatch rule 4).
         if (outcome.kind === 'unsent') return free(false)
         const goesOn = outcome.kind === 'dropped' || (outcome.kind === 'none' && outcome.timedOut)
