@@ -327,7 +327,8 @@ export function completeDocument(doc: Json, settings: PlatformPathSettings): Jso
  */
 export function listenerServers(listener: 'proxy' | 'admin', byAddress: string, port: number) {
   return [
-    { url: '/', description: `The ${listener} listener this document was read from.` },
+    // The proxy's document is served by the admin listener too (`/docs/json`, for its Swagger UI): `/` is then not the proxy.
+    { url: '/', description: listener === 'proxy' ? 'The proxy listener, where this document was read from it (`/openapi.json`); the copy the admin listener serves at `/docs/json` for its Swagger UI names the proxy by address below.' : 'The admin listener this document was read from.' },
     {
       url: '{scheme}://{host}:{port}',
       description: byAddress,
