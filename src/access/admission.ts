@@ -404,6 +404,15 @@ export class Admission {
   /** `bytes` more for a body, or 503 GW_BODY_BUDGET: the budget is full, or its team holds its share of it in bodies. */
   #held(hold: BodyHold, bytes: number): void {
     if (hold.grow(bytes)) return
+    const teamBytes = this.#bodies.teamBytes
+    // This body alone is past what one team's bodies may hold: no wait makes room for it,
+    // so no retry-after invites the same body again (it was 503 GW_BODY_BUDGET, retry in 1 s,
+    // answered so to every retry).
+    if (hold.bytes + bytes > teamBytes) {
+      throw new BadRequestError(
+        `body: counts ${hold.bytes + bytes} bytes as read and parsed (its bytes, the text sent on, 32 bytes a value, 128 an object or array), more than one team's bodies may hold at once, a quarter of platform.bufferTotalBytes (${teamBytes} bytes); no retry makes room for it: send a smaller body`,
+      )
+    }
     const retryAfterSec = this.#bodies.retryAfterSec(bytes)
     const why = `the request bodies and answers on their way hold platform.bufferTotalBytes (${this.#ctx.answers.budget.limit} bytes), or this team's bodies the quarter of it one team may hold (${this.#bodies.teamBytes} bytes); retry in ${retryAfterSec} s`
     throw Object.assign(new BodyBudgetError(why), { retryAfterSec })

@@ -73,6 +73,11 @@ export class BodyHold {
     ;[this.#room, this.#team] = [room, team]
   }
 
+  /** What this body holds now. */
+  get bytes(): number {
+    return this.#bytes
+  }
+
   /** Takes `bytes` more; false where they do not fit (the hold keeps what it had). */
   grow(bytes: number): boolean {
     if (this.#done) return false

@@ -72,4 +72,34 @@ describe('request bodies under way are held within the answers\' budget', () => 
     }
     expect(status).toBe(200)
   }, 30_000)
+
+  it('refuses a body that alone counts past its team\'s quarter 400 GW_BAD_REQUEST, with no retry-after: no wait makes room for it', async () => {
+    // 140,000 empty objects in 420 KB, within bodyLimit: parsed, each counts 128 bytes, about
+    // 18 MiB against the team's 1 MiB. Sent alone to an idle gateway, it was 503
+    // GW_BODY_BUDGET with retry-after: 1, answered so to every retry (black-box pass).
+    const body = `{"userId":101,"x":[${Array.from({ length: 140_000 }, () => '{}').join(',')}]}`
+    for (let i = 0; i < 2; i++) {
+      const res = await post(KEYS.growth, body)
+      expect(res.status).toBe(400)
+      expect(res.json).toMatchObject({ code: 'GW_BAD_REQUEST' })
+      expect(res.json.message).toMatch(/^body: .*a quarter of platform\.bufferTotalBytes/)
+      expect(res.retryAfter).toBeNull()
+    }
+    // A body within the quarter goes through as before.
+    expect((await post(KEYS.growth, '{"userId":101,"x":[{},{}]}')).status).toBe(200)
+  }, 30_000)
+
+  it('refuses a body within bodyLimit whose bytes and parsed text pass its team\'s quarter 400 GW_BAD_REQUEST, with no retry-after', async () => {
+    // Within bodyLimit (1 MiB), but its bytes and its parsed text (the text sent on) together
+    // pass the team's quarter of this gateway's 4 MiB budget.
+    const res = await post(KEYS.growth, `{"userId":101,"x":"${'C'.repeat(900 * 1024)}"}`)
+    expect(res.status).toBe(400)
+    expect(res.json).toMatchObject({ code: 'GW_BAD_REQUEST' })
+    expect(res.retryAfter).toBeNull()
+  }, 30_000)
 })
+
+async function post(key: string, body: string): Promise<{ status: number; json: { code?: string; message: string }; retryAfter: string | null }> {
+  const res = await fetch(`${sg.url}${LIST}`, { method: 'POST', headers: { 'x-api-key': key, ...JSON_TYPE }, body })
+  return { status: res.status, json: (await res.json()) as { code?: string; message: string }, retryAfter: res.headers.get('retry-after') }
+}

@@ -64,11 +64,25 @@ describe('a body read by Admission', () => {
     expect(budget.used).toBe(0)
   })
 
-  it('refuses a body past its team\'s quarter of the budget 503 GW_BODY_BUDGET with retry-after, holding no more than the quarter until its call ends', async () => {
+  it('refuses a body that fits its team\'s quarter alone but not beside the team\'s bodies under way 503 GW_BODY_BUDGET with retry-after, holding no more than the quarter until its call ends', async () => {
+    const { admission, budget } = setUp(64 * 1024)
+    const first = callEnd()
+    await post(admission, `{"userId":101,"x":"${'a'.repeat(5 * 1024)}"}`, first).read
+    const end = callEnd()
+    const refused = post(admission, `{"userId":101,"x":"${'a'.repeat(5 * 1024)}"}`, end)
+    await expect(refused.read).rejects.toMatchObject({ code: 'GW_BODY_BUDGET', statusCode: 503, retryAfterSec: expect.any(Number) })
+    expect(budget.used).toBeLessThanOrEqual(16 * 1024)
+    end.close()
+    first.close()
+    expect(budget.used).toBe(0)
+  })
+
+  it('refuses a body that alone counts past its team\'s quarter 400 GW_BAD_REQUEST without retry-after: no wait makes room for it', async () => {
     const { admission, budget } = setUp(64 * 1024)
     const end = callEnd()
     const refused = post(admission, `{"userId":101,"x":"${'a'.repeat(20 * 1024)}"}`, end)
-    await expect(refused.read).rejects.toMatchObject({ code: 'GW_BODY_BUDGET', statusCode: 503, retryAfterSec: expect.any(Number) })
+    await expect(refused.read).rejects.toMatchObject({ code: 'GW_BAD_REQUEST', statusCode: 400, message: expect.stringMatching(/a quarter of platform\.bufferTotalBytes \(16384 bytes\)/) })
+    await expect(refused.read).rejects.not.toHaveProperty('retryAfterSec')
     expect(budget.used).toBeLessThanOrEqual(16 * 1024)
     end.close()
     expect(budget.used).toBe(0)
