@@ -110,6 +110,11 @@ export function normalizeTeams(raw: Record<string, RawTeam>, credentials: Readon
       }
       keys.push(key)
     }
+    // The rate-limit headers and retry-after count the window in whole seconds: under one,
+    // every answer said t=NaN and every 429 retry-after: NaN.
+    if (t.rateLimit && parseDuration(t.rateLimit.window) < 1000) {
+      problems.push(`teams.${name}.rateLimit.window: must be at least 1s: the rate-limit headers and retry-after count it in whole seconds (got ${String(t.rateLimit.window)})`)
+    }
     if (t.webhook) {
       const key = webhookKey(t.webhook.secret).toString('hex')
       const owner = webhookKeyOwners.get(key)
