@@ -5,6 +5,11 @@ import { hashApiKey, newApiKey } from './access/api-keys.js'
 import type { Sandbox } from './sandbox/sandbox.js'
 import { systemClock } from './clock.js'
 
+// The bundled sandbox's token route (sandbox/oauth-route.ts): the demo's login goes there,
+// whatever PLATFORM_TOKEN_URL says (a path the sandbox does not serve left the demo without
+// a token; an absolute URL sent the sandbox's login to another server).
+const SANDBOX_TOKEN_PATH = '/oauth/token'
+
 /** The name of demo mode's team for the run, or of the first free name after it (`demo-2`, …). */
 export const DEMO_TEAM = 'demo'
 /** The name the demo's admin token goes by in audit lines. */
@@ -57,7 +62,7 @@ export function demoConfig(config: Config, sandbox: Sandbox): { config: Config; 
           baseUrl: sandbox.url,
           token: null,
           tokenFile: null,
-          login: { username, password, clientId, clientSecret, tokenUrl: config.platform.tokenUrl, grantType: config.platform.grantType },
+          login: { username, password, clientId, clientSecret, tokenUrl: SANDBOX_TOKEN_PATH, grantType: config.platform.grantType },
         },
       },
       teams: [...config.teams, team],

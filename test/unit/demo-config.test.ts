@@ -40,6 +40,20 @@ describe('demo mode\'s settings in force (GET /admin/config)', () => {
   })
 })
 
+describe('demo mode\'s login', () => {
+  it('goes to the bundled sandbox\'s token route, whatever PLATFORM_TOKEN_URL says', () => {
+    // PLATFORM_TOKEN_URL alone started demo mode ("nothing configured") with its login sent
+    // there: a path the sandbox does not serve (404: no token, the banner's curl line 502
+    // GW_PLATFORM_AUTH), or an absolute URL, another server, sent the sandbox's login (black-box pass).
+    for (const tokenUrl of ['/x', 'http://127.0.0.1:9/oauth/token']) {
+      const { config } = demoConfig(loadConfigFrom({ DEMO: '1', PLATFORM_TOKEN_URL: tokenUrl }, {}), SANDBOX)
+      expect(config.credentials.default?.login?.tokenUrl).toBe('/oauth/token')
+    }
+    const { config } = demoConfig(loadConfigFrom({}, {}), SANDBOX)
+    expect(config.credentials.default?.login?.tokenUrl).toBe('/oauth/token')
+  })
+})
+
 describe('the demo banner\'s curl line', () => {
   it('goes to the address the proxy listener is bound to (HOST), a wildcard\'s by loopback, IPv6 in brackets', () => {
     const url = (host: string) => /'(http:\/\/[^/]+)\//.exec(demoCurl(host, 18700, 'rgw_k', 101))?.[1]
