@@ -147,6 +147,8 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   // Shorter would cut off callers whose connection merely hiccups.
   // Renewed every third of it: shorter would be renewals all the time.
   if (parseDuration(p.seatLease) < 300) problems.push(`platform.seatLease: must be at least 300ms (got ${String(p.seatLease)})`)
+  // A call's whole budget: 0s sends no call (each is 504, not sent for its deadline).
+  if (parseDuration(p.timeout) < 100) problems.push(`platform.timeout: must be at least 100ms: a platform call's whole budget, connecting and its answer received whole (got ${String(p.timeout)})`)
   if (parseDuration(p.readIdleTimeout) < 100) problems.push(`platform.readIdleTimeout: must be at least 100ms (got ${String(p.readIdleTimeout)})`)
   // A file poll re-reads the watched files each time: 0s is a busy loop (an idle replica
   // spent a third of a core on platform.tokenFilePoll: 0s).

@@ -767,6 +767,11 @@ describe('a renamed setting: the old name taken for one release, with a warning'
   const platform = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }
   const warning = 'platform.permitLease is renamed platform.seatLease: the old name is taken until the next release; set platform.seatLease instead'
 
+  it('refuses a platform.timeout under 100ms (every call would be 504, not sent for its deadline)', () => {
+    expect(problem(platform, 'platform: { timeout: 0s }').problems).toEqual(['platform.timeout: must be at least 100ms: a platform call\'s whole budget, connecting and its answer received whole (got 0s)'])
+    expect(load(platform, 'platform: { timeout: 100ms }').platform.timeoutMs).toBe(100)
+  })
+
   it('takes platform.seatLease (5 s by default) and refuses one under 300ms; no warning', () => {
     expect(load({}).platform.seatLeaseMs).toBe(5000)
     const config = load(platform, 'platform: { seatLease: 2s }')
