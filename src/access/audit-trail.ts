@@ -1,6 +1,6 @@
 import { pino, type DestinationStream, type Logger } from 'pino'
 
-/** How many audit lines of each kind (teams' writes; every other) a replica keeps for the console. */
+/** How many audit lines of each kind (teams' writes; refused admin calls; every other) a replica keeps for the console. */
 export const AUDIT_LINES = 50
 
 /**
@@ -20,12 +20,15 @@ export function auditLog(log: Logger): Logger {
  * The last audit lines (`"kind":"audit"`) this replica logged, newest first, for the
  * operations console. It reads the serialized log lines, so what it keeps went through
  * the logger's redaction like every line. Teams' writes (`"action":"write"`, one per
- * audited call of a team) are kept apart from every other line (the operators' admin
- * calls, the refused ones, reloads): each has its last `size`, so a team writing often
- * pushes out only its own kind, never an operator's line.
+ * audited call of a team) and refused admin calls (`"action":"admin-auth"`: a viewer's
+ * change, a missing or wrong token, an address locked out) are each kept apart from every
+ * other line (the operators' admin calls, reloads, token changes): each has its last
+ * `size`, so a team writing often, a viewer's token sending changes or a caller without a
+ * token calling from many addresses pushes out only its own kind, never an operator's line.
  */
 export class AuditTrail {
   readonly #writes: Kept[] = []
+  readonly #refusals: Kept[] = []
   readonly #others: Kept[] = []
   readonly #size: number
   #taken = 0
@@ -105,14 +108,14 @@ export class AuditTrail {
     }
     if (typeof parsed !== 'object' || parsed === null || (parsed as { kind?: unknown }).kind !== 'audit') return
     const kept = parsed as Record<string, unknown>
-    const ring = kept.action === 'write' ? this.#writes : this.#others
+    const ring = kept.action === 'write' ? this.#writes : kept.action === 'admin-auth' ? this.#refusals : this.#others
     ring.unshift({ order: this.#taken++, line: kept })
     if (ring.length > this.#size) ring.length = this.#size
   }
 
-  /** Both kinds' last lines, newest first (in the order they were logged). */
+  /** Every kind's last lines, newest first (in the order they were logged). */
   lines(): Record<string, unknown>[] {
-    return [...this.#writes, ...this.#others].sort((a, b) => b.order - a.order).map((kept) => kept.line)
+    return [...this.#writes, ...this.#refusals, ...this.#others].sort((a, b) => b.order - a.order).map((kept) => kept.line)
   }
 }
 

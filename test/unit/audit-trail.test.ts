@@ -31,7 +31,8 @@ describe('AuditTrail', () => {
     log.info({ kind: 'audit', action: 'purge', n: 2 }, 'two')
     log.warn({ kind: 'audit', action: 'admin-auth', n: 3 }, 'three')
     expect(written).toHaveLength(4)
-    expect(trail.lines().map((l) => l.n)).toEqual([3, 2])
+    // The refused call's line is kept apart from the operators' (each kind its last 2).
+    expect(trail.lines().map((l) => l.n)).toEqual([3, 2, 1])
   })
 
   it('keeps no line whose "kind":"audit" is inside a value of its own', () => {
@@ -53,7 +54,17 @@ describe('AuditTrail', () => {
     log.info({ kind: 'audit', action: 'purge', n: 3 }, 'purged')
     for (let n = 4; n <= 8; n++) log.info({ kind: 'audit', action: 'write', team: 'growth', n }, 'write')
     log.info({ kind: 'audit', action: 'log-level', n: 9 }, 'level')
-    expect(trail.lines().map((l) => l.n)).toEqual([9, 8, 7, 3])
+    expect(trail.lines().map((l) => l.n)).toEqual([9, 8, 7, 3, 2])
+  })
+
+  it('keeps refused admin calls apart from the others: a flood of refusals pushes out refusals only', () => {
+    const { dest } = capture()
+    const trail = new AuditTrail(2)
+    const log = pino({ base: null }, trail.tee(dest))
+    log.info({ kind: 'audit', action: 'purge', n: 1 }, 'purged')
+    log.info({ kind: 'audit', action: 'log-level', n: 2 }, 'level')
+    for (let n = 3; n <= 8; n++) log.warn({ kind: 'audit', action: 'admin-auth', outcome: n % 2 ? 'forbidden' : 'refused', n }, 'refused')
+    expect(trail.lines().map((l) => l.n)).toEqual([8, 7, 2, 1])
   })
 })
 
