@@ -3,6 +3,9 @@ import { pino, type DestinationStream, type Logger } from 'pino'
 /** How many audit lines of each kind (teams' writes; refused admin calls; every other) a replica keeps for the console. */
 export const AUDIT_LINES = 50
 
+/** The actions of refused admin calls (a token missing, wrong or a viewer's; a Host the listener does not answer to). */
+const REFUSALS: ReadonlySet<string> = new Set(['admin-auth', 'admin-host'])
+
 /**
  * The audit log: `log` with `"kind":"audit"` on every line, held at info whatever level
  * `log` is set to (LOG_LEVEL, PUT /admin/log-level; `error` and `silent` too), so that no
@@ -21,7 +24,8 @@ export function auditLog(log: Logger): Logger {
  * operations console. It reads the serialized log lines, so what it keeps went through
  * the logger's redaction like every line. Teams' writes (`"action":"write"`, one per
  * audited call of a team) and refused admin calls (`"action":"admin-auth"`: a viewer's
- * change, a missing or wrong token, an address locked out) are each kept apart from every
+ * change, a missing or wrong token, an address locked out; `"action":"admin-host"`: a
+ * Host the listener does not answer to, which any web page an operator opens can send) are each kept apart from every
  * other line (the operators' admin calls, reloads, token changes): each has its last
  * `size`, so a team writing often, a viewer's token sending changes or a caller without a
  * token calling from many addresses pushes out only its own kind, never an operator's line.
@@ -108,7 +112,7 @@ export class AuditTrail {
     }
     if (typeof parsed !== 'object' || parsed === null || (parsed as { kind?: unknown }).kind !== 'audit') return
     const kept = parsed as Record<string, unknown>
-    const ring = kept.action === 'write' ? this.#writes : kept.action === 'admin-auth' ? this.#refusals : this.#others
+    const ring = kept.action === 'write' ? this.#writes : REFUSALS.has(kept.action as string) ? this.#refusals : this.#others
     ring.unshift({ order: this.#taken++, line: kept })
     if (ring.length > this.#size) ring.length = this.#size
   }

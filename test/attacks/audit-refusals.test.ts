@@ -70,5 +70,16 @@ describe('refused admin calls flooding the audit trail', () => {
     expect(lines.filter((l) => l.action === 'purge' && l.advertiserId === 102)).toHaveLength(1)
   })
 
+  it('calls with a Host the listener does not answer to, from 60 addresses, push no operator\'s line out of the audit trail', async () => {
+    await purge(103)
+    for (let i = 0; i < 60; i++) {
+      const res = await call(await admin(), 'GET', '/metrics', { host: 'rebound.attacker.example' }, freshAddress())
+      expect(res.status).toBe(421)
+    }
+    const lines = await audit()
+    expect(lines.filter((l) => l.action === 'admin-host' && l.outcome === 'refused').length).toBeGreaterThan(0)
+    expect(lines.filter((l) => l.action === 'purge' && l.advertiserId === 103)).toHaveLength(1)
+  })
+
   itLoggedNoSecret(sg, [VIEWER_TOKEN])
 })
