@@ -32,7 +32,8 @@ describe('refused admin calls flooding the audit trail', () => {
   let port = 0
   const admin = async () => {
     if (port === 0) {
-      await sg.gw.admin.listen({ host: '127.0.0.1', port: 27150 })
+      // Any free port (ATTACK_ADMIN_PORT names one where a run must keep to a range of its own).
+      await sg.gw.admin.listen({ host: '127.0.0.1', port: Number(process.env.ATTACK_ADMIN_PORT ?? 0) })
       port = (sg.gw.admin.server.address() as { port: number }).port
     }
     return port
