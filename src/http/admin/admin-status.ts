@@ -237,7 +237,7 @@ export async function adminStatusRoutes(app: FastifyInstance, parts: AdminStatus
     tag: 'state',
     operationId: 'getAudit',
     summary: 'This replica\'s last audit lines, newest first',
-    description: `The last ${AUDIT_LINES} of teams' writes (\`"action":"write"\`) the last ${AUDIT_LINES} of refused admin calls (\`"action":"admin-auth"\`: a viewer's change, a missing or wrong token; \`"action":"admin-host"\`: a Host the listener does not answer to) and the last ${AUDIT_LINES} of every other kind (operators' calls, reloads, token changes), kept apart so that neither a team writing often nor a flood of refused calls pushes out an operator's line; together, newest first.`,
+    description: `The last ${AUDIT_LINES} of teams' writes (\`"action":"write"\`), the last ${AUDIT_LINES} of refused admin calls (\`"action":"admin-auth"\`: a viewer's change, a missing or wrong token; \`"action":"admin-host"\`: a Host the listener does not answer to) and the last ${AUDIT_LINES} of every other kind (operators' calls, reloads, token changes), kept apart so that neither a team writing often nor a flood of refused calls pushes out an operator's line; together, newest first.`,
     response: { 200: lines },
   })
   app.get('/admin/audit', { schema: auditLines }, async () => ({ lines: audit.lines() }))
