@@ -48,6 +48,10 @@ type HttpSocket = Socket & { _httpMessage?: ServerResponse | null }
 function closeGently(server: Server): { begin: () => void; closing: () => boolean; take: (req: IncomingMessage, res: ServerResponse) => void } {
   const open = new Set<HttpSocket>()
   const marked = new WeakSet<ServerResponse>()
+  // The answer of the last request taken on each connection: a drain that begins while a
+  // connection carries pipelined requests closes it after that one, not after the answer
+  // under way (every answer queued behind it was lost, its request logged 499).
+  const lastTaken = new WeakMap<Socket, ServerResponse>()
   let closing = false
   server.on('connection', (socket: HttpSocket) => {
     open.add(socket)
@@ -79,9 +83,14 @@ function closeGently(server: Server): { begin: () => void; closing: () => boolea
     closing: () => closing,
     begin: () => {
       closing = true
-      for (const socket of open) if (socket._httpMessage) closeAfter(socket._httpMessage)
+      for (const socket of open) {
+        const last = lastTaken.get(socket)
+        const answer = last !== undefined && !last.writableFinished ? last : socket._httpMessage
+        if (answer) closeAfter(answer)
+      }
     },
     take: (req, res) => {
+      lastTaken.set(req.socket, res)
       if (!closing) return
       // A request behind the answer under way on its connection: that answer leaves the connection open for it.
       const ahead = (req.socket as HttpSocket)._httpMessage
