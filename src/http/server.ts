@@ -90,10 +90,11 @@ function closeGently(server: Server): { begin: () => void; closing: () => boolea
       }
     },
     take: (req, res) => {
+      const ahead = lastTaken.get(req.socket)
       lastTaken.set(req.socket, res)
       if (!closing) return
-      // A request behind the answer under way on its connection: that answer leaves the connection open for it.
-      const ahead = (req.socket as HttpSocket)._httpMessage
+      // A request behind the last one taken on its connection (under way, or queued behind
+      // the one under way): that answer leaves the connection open for it.
       if (ahead && ahead !== res && marked.has(ahead) && !ahead.headersSent) ahead.shouldKeepAlive = true
       closeAfter(res)
     },
