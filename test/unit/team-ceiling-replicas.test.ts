@@ -14,14 +14,19 @@ const log = pino({ level: 'silent' })
 describe('ceilingPart', () => {
   it('gives each replica its part of the ceiling by its calls, rounded down, and the seats left over in turns', () => {
     const two = [{ run: 'a', calls: 2 }, { run: 'b', calls: 2 }]
-    expect([0, 1, 2, 3].map((turn) => [ceilingPart(1, 'a', 2, two, turn), ceilingPart(1, 'b', 2, two, turn)])).toEqual([[1, 0], [0, 1], [1, 0], [0, 1]])
+    const seats = (cap: number, run: string, here: number, all: { run: string; calls: number }[], turn: number) => {
+      const { whole, left } = ceilingPart(cap, run, here, all, turn)
+      return whole + (left ? 1 : 0)
+    }
+    expect([0, 1, 2, 3].map((turn) => [seats(1, 'a', 2, two, turn), seats(1, 'b', 2, two, turn)])).toEqual([[1, 0], [0, 1], [1, 0], [0, 1]])
+    expect(ceilingPart(1, 'a', 2, two, 0)).toEqual({ whole: 0, left: true })
     // Parts by calls: 3 of 4 seats for the replica with 6 calls of 8; the ceiling never passed.
     const uneven = [{ run: 'a', calls: 6 }, { run: 'b', calls: 2 }]
-    for (const turn of [0, 1]) expect(ceilingPart(4, 'a', 6, uneven, turn) + ceilingPart(4, 'b', 2, uneven, turn)).toBe(4)
+    for (const turn of [0, 1]) expect(seats(4, 'a', 6, uneven, turn) + seats(4, 'b', 2, uneven, turn)).toBe(4)
     // Calls within the ceiling: each replica fills what it wants.
-    expect(ceilingPart(5, 'a', 2, [{ run: 'b', calls: 3 }], 0)).toBe(2)
+    expect(ceilingPart(5, 'a', 2, [{ run: 'b', calls: 3 }], 0)).toEqual({ whole: 2, left: false })
     // A replica with none here has no part; its own count, not its record's, is read.
-    expect(ceilingPart(2, 'a', 0, [{ run: 'a', calls: 5 }, { run: 'b', calls: 3 }], 0)).toBe(0)
+    expect(seats(2, 'a', 0, [{ run: 'a', calls: 5 }, { run: 'b', calls: 3 }], 0)).toBe(0)
   })
 })
 

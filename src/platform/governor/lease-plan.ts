@@ -114,24 +114,27 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
 }
 
 /**
- * The whole seats of a team's ceiling `cap` (its `maxConcurrent`) that replica `mine`, where
- * the team has `here` calls held and waiting, may fill, `elsewhere` its calls on the others
- * (docs/governor.md, "A team's ceiling across replicas"): each replica's part of the ceiling
- * by its calls, rounded down, and the seats left over one a replica in run order from the
- * replica `turn` names (each in its turn: none waits for them for ever). The parts add up to
- * the ceiling at most.
+ * A team's ceiling `cap` (its `maxConcurrent`) as replica `mine`, where the team has `here`
+ * calls held and waiting, may fill it, `elsewhere` its calls on the others (docs/governor.md,
+ * "A team's ceiling across replicas"): `whole`, its part of the ceiling by its calls, rounded
+ * down; `left`, whether the turn `turn` gives it one of the seats left over (one a replica,
+ * in run order from the replica the turn names: each in its turn, none waits for them for
+ * ever). The parts and the seats left over add up to the ceiling at most; calls within the
+ * ceiling are each replica's whole.
  */
-export function ceilingPart(cap: number, mine: string, here: number, elsewhere: readonly { run: string; calls: number }[], turn: number): number {
+export function ceilingPart(cap: number, mine: string, here: number, elsewhere: readonly { run: string; calls: number }[], turn: number): { whole: number; left: boolean } {
   const all = [...elsewhere.filter((r) => r.run !== mine), { run: mine, calls: here }].filter((r) => r.calls > 0).sort((a, b) => (a.run < b.run ? -1 : 1))
   const calls = all.reduce((sum, r) => sum + r.calls, 0)
-  if (calls <= cap) return here
+  if (calls <= cap) return { whole: here, left: false }
   const whole = all.map((r) => Math.min(r.calls, Math.floor((cap * r.calls) / calls + 1e-9)))
-  let left = cap - whole.reduce((sum, n) => sum + n, 0)
-  for (let k = 0; k < all.length && left > 0; k++) {
+  const left = new Set<number>()
+  let spare = cap - whole.reduce((sum, n) => sum + n, 0)
+  for (let k = 0; k < all.length && spare > 0; k++) {
     const i = (turn + k) % all.length
-    if ((whole[i] as number) < (all[i] as { calls: number }).calls) [whole[i], left] = [(whole[i] as number) + 1, left - 1]
+    if ((whole[i] as number) < (all[i] as { calls: number }).calls) [spare] = [spare - 1, left.add(i)]
   }
-  return whole[all.findIndex((r) => r.run === mine)] ?? 0
+  const at = all.findIndex((r) => r.run === mine)
+  return { whole: whole[at] ?? 0, left: left.has(at) }
 }
 
 /** The shared limit record as learned-limit.ts opens it: written `at` (epoch ms) by `run`, the learner every replica goes on with; `evidence`, what its limit rule weighed (KneeEstimator.evidence: a replica that takes over starts from it). */

@@ -10,7 +10,7 @@ export const STARVED_RETRY_MS = 250
 const TRIM_AFTER_MS = 1000
 const DOWN_RETRY_MS = 100
 const DOWN_GRACE_MS = 1000
-/** docs/governor.md, "Constants": how long a replica's turn at the seats left over of a team's ceiling lasts. */
+/** docs/governor.md, "Constants": how long a replica's turn at the seats left over of a team's ceiling lasts at least (two leases where longer). */
 export const CEILING_TURN_MS = 1000
 
 /**
@@ -148,19 +148,29 @@ export class LeasedSeats {
   /**
    * The calls `team` may have in flight here of its ceiling `cap` across replicas, `here` its
    * calls held and waiting here (docs/governor.md, "A team's ceiling across replicas"): its
-   * part (ceilingPart), within what the others hold of it as last heard; woken at the next
-   * turn where the turn keeps a call of it waiting. Null: no plan (alone in the store, or in
-   * an outage): the ceiling is this replica's alone.
+   * whole part (ceilingPart), a seat left over in its turn, and no more than the others
+   * leave as last heard. A turn lasts CEILING_TURN or two leases, whichever is longer: the
+   * replica whose turn ends takes no seat left over in its turn's last renewal period, and
+   * the one whose turn begins none before a renewal a renewal period into it (each hears
+   * then what the other holds). Woken as a turn, or that renewal, may let a call start.
+   * Null: no plan (alone in the store, or in an outage): the ceiling is this replica's own.
    */
   ceilingHere(team: string, cap: number, here: number): number | null {
     const plan = this.#plan
     if (plan === null || this.#downSince !== null) return null
     const now = this.#clock.now()
-    const part = ceilingPart(cap, this.#run, here, plan.wantedElsewhere.get(team) ?? [], Math.floor(now / CEILING_TURN_MS))
-    if (part < Math.min(cap, here) && this.#turnTimer === null) {
-      this.#turnTimer = this.#clock.setTimeout(() => { this.#turnTimer = null; this.#wake() }, CEILING_TURN_MS - (now % CEILING_TURN_MS) + 1).unref()
+    const [turnMs, renewMs] = [Math.max(CEILING_TURN_MS, 2 * this.#o.leaseMs), this.#o.leaseMs / 3]
+    const begun = Math.floor(now / turnMs) * turnMs
+    const { whole, left } = ceilingPart(cap, this.#run, here, plan.wantedElsewhere.get(team) ?? [], Math.floor(now / turnMs))
+    const heard = this.#lastAnswer >= begun + renewMs
+    const spare = left && heard && now < begun + turnMs - renewMs ? 1 : 0
+    const room = Math.max(0, cap - (plan.heldElsewhere.get(team) ?? 0))
+    if (whole + spare < Math.min(cap, here, room)) {
+      // Its turn begun and not yet heard into: a renewal a renewal period into it, whose answer wakes the queue; else the turn's end.
+      if (left && !heard) this.#schedule(begun + renewMs + 1 - now)
+      else if (this.#turnTimer === null) this.#turnTimer = this.#clock.setTimeout(() => { this.#turnTimer = null; this.#wake() }, begun + turnMs + 1 - now).unref()
     }
-    return Math.min(part, Math.max(0, cap - (plan.heldElsewhere.get(team) ?? 0)))
+    return Math.min(whole + spare, room)
   }
 
   elsewhere(): number { return this.#plan?.elsewhere ?? 0 }
