@@ -112,8 +112,8 @@ export function normalizeTeams(raw: Record<string, RawTeam>, credentials: Readon
     }
     // The rate-limit headers and retry-after count the window in whole seconds: under one,
     // every answer said t=NaN and every 429 retry-after: NaN.
-    if (t.rateLimit && parseDuration(t.rateLimit.window) < 1000) {
-      problems.push(`teams.${name}.rateLimit.window: must be at least 1s: the rate-limit headers and retry-after count it in whole seconds (got ${String(t.rateLimit.window)})`)
+    if (t.rateLimit && (parseDuration(t.rateLimit.window) < 1000 || parseDuration(t.rateLimit.window) % 1000 !== 0)) {
+      problems.push(`teams.${name}.rateLimit.window: must be whole seconds, 1s at least: the rate-limit headers and retry-after count it in whole seconds (got ${String(t.rateLimit.window)})`)
     }
     if (t.webhook) {
       const key = webhookKey(t.webhook.secret).toString('hex')

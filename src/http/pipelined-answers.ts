@@ -39,32 +39,52 @@ export function withholdFromRemovedKeys(req: IncomingMessage, res: ServerRespons
 
 /**
  * How many answers of one connection are made ahead of their turn at most (HTTP/1.1
- * pipelining). Node emits every request of a read at once, and an answer made ahead is held
- * whole until its turn, outside every budget (a report copy read from Redis is a buffer of
- * its own): one team's 35 connections, each 700 GETs of cached 190 KB reports in one write
- * behind a slow call, took a replica from 141 MB to 567 MB, past the chart's 512 MiB
- * (black-box pass, session 134). A request past them is handled at its turn, when the
- * answers before it have gone, as nginx handles a connection's requests one at a time.
+ * pipelining), and of all connections together. Node emits every request of a read at
+ * once, and an answer made ahead is held whole until its turn, outside every budget (a
+ * report copy read from Redis is a buffer of its own): one team's 35 connections, each 700
+ * GETs of cached 190 KB reports in one write behind a slow call, took a replica from 141 MB
+ * to 567 MB, past the chart's 512 MiB, and with 8 a connection, 800 connections each 30 GETs
+ * that never read took it to 553 MB (black-box passes, session 134). A request past them is
+ * handled at its turn, when the answers before it have gone, as nginx handles a
+ * connection's requests one at a time: only a caller that pipelines waits so.
  */
 export const ANSWERS_AHEAD = 8
+export const ANSWERS_AHEAD_IN_ALL = 64
 
 const ahead = new WeakMap<Socket, number>()
+let aheadInAll = 0
 
 /**
- * Runs `handle` for a request now, or, when ANSWERS_AHEAD answers of its connection are
- * already made and wait for their turn, once its own turn comes (Node gives its answer the
- * connection). A request whose connection closes before its turn is never handled: its
- * caller is gone, and nothing was done for it.
+ * Runs `handle` for a request now, or, when ANSWERS_AHEAD answers of its connection (or
+ * ANSWERS_AHEAD_IN_ALL of every connection) are already made and wait for their turn, once
+ * its own turn comes (Node gives its answer the connection). A request whose connection
+ * closes before its turn is never handled: its caller is gone, and nothing was done for
+ * it. A request with a body is handled now: its body is read as it comes (within the
+ * answers' budget, access/body-room.ts), and one left unread would keep Node's parser
+ * waiting for it until `server.requestTimeout`, 408 though it came whole.
  */
-export function atItsTurn(req: IncomingMessage, res: ServerResponse, handle: () => void): void {
-  if (res.socket !== null) return handle()
+export function atItsTurn(req: IncomingMessage, res: ServerResponse, handle: () => void, hasBody: boolean): void {
+  if (res.socket !== null || hasBody) return handle()
   const socket = req.socket
   const made = ahead.get(socket) ?? 0
-  if (made >= ANSWERS_AHEAD) {
+  if (made >= ANSWERS_AHEAD || aheadInAll >= ANSWERS_AHEAD_IN_ALL) {
     res.once('socket', handle)
     return
   }
+  if (!ahead.has(socket)) {
+    // Its connection gone: its answers made ahead wait for no turn any more.
+    socket.once('close', () => {
+      aheadInAll -= ahead.get(socket) ?? 0
+      ahead.set(socket, 0)
+    })
+  }
   ahead.set(socket, made + 1)
-  res.once('socket', () => ahead.set(socket, (ahead.get(socket) ?? 1) - 1))
+  aheadInAll += 1
+  res.once('socket', () => {
+    const left = ahead.get(socket) ?? 0
+    if (left === 0) return
+    ahead.set(socket, left - 1)
+    aheadInAll -= 1
+  })
   handle()
 }

@@ -516,7 +516,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
           // One without a Host, or with a faulty head, goes to the router, which refuses it (headFault).
           if (fastPath && headFault(req) === null) fastPath.request(req, res, handler)
           else handler(req, res)
-        })
+        }, hasBody(req.headers))
       }
       const server = createServer(options, take)
       http = server

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { KEYS, rawRequest } from '../helpers/sandbox-gateway.js'
 import { waitFor } from '../helpers/wait.js'
-import { ANSWERS_AHEAD } from '../../src/http/pipelined-answers.js'
+import { ANSWERS_AHEAD, ANSWERS_AHEAD_IN_ALL } from '../../src/http/pipelined-answers.js'
 import { itLoggedNoSecret, newCampaign, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
 
 // Several requests in one write on one connection (HTTP/1.1 pipelining): the gateway
@@ -112,6 +112,45 @@ describe('pipelined requests', () => {
     const answers = await answering
     expect(answers.map((a) => a.status)).toEqual([expect.any(Number), ...hits.map(() => 200)])
     expect(made() - before).toBe(30)
+  })
+
+  // 800 connections of 30 unread GETs each, 8 made ahead on each, took a replica past 512 MiB
+  // (black-box pass F): the answers made ahead are bounded across connections too.
+  it(`makes at most ${ANSWERS_AHEAD_IN_ALL} answers ahead of their turn across every connection`, async () => {
+    expect((await pipelined([get(REPORT, `${key(KEYS.all)}connection: close\r\n`)]))[0]?.status).toBe(200)
+    const made = () => sg.gw.logs.records().filter((r) => r.msg === 'request' && r.path === REPORT.split('?')[0] && r.cache === 'HIT').length
+    const before = made()
+    const connections = ANSWERS_AHEAD_IN_ALL / ANSWERS_AHEAD + 2
+    sg.sandbox.setRouteFailure('/api/v1/campaign/101001', { kind: 'held', times: connections })
+    const hits = Array.from({ length: ANSWERS_AHEAD + 2 }, (_, i) => get(REPORT, `${key(KEYS.all)}${i === ANSWERS_AHEAD + 1 ? 'connection: close\r\n' : ''}`))
+    const answering = Array.from({ length: connections }, () => pipelined([get('/api/v1/campaign/101001', key(KEYS.all)), ...hits]))
+    await waitFor(`${ANSWERS_AHEAD_IN_ALL} hits made behind the calls held`, () => made() - before === ANSWERS_AHEAD_IN_ALL)
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(made() - before).toBe(ANSWERS_AHEAD_IN_ALL)
+    // Each held call let go as it comes (the calls past the platform seats come later): every connection's answers in order, every hit made.
+    let answered = false
+    const all = Promise.all(answering).finally(() => (answered = true))
+    await waitFor('every connection answered', () => {
+      sg.sandbox.releaseHeld()
+      return answered
+    })
+    for (const answers of await all) expect(answers.map((a) => a.status)).toEqual([expect.any(Number), ...hits.map(() => 200)])
+    expect(made() - before).toBe(connections * hits.length)
+  })
+
+  // A request with a body left unread kept Node's parser waiting for it: 408 at
+  // server.requestTimeout though it came whole (black-box pass F). It is handled at once.
+  it('handles a pipelined request with a body at once, behind answers made ahead', async () => {
+    sg.sandbox.setRouteFailure('/api/v1/campaign/101001', { kind: 'held', times: 1 })
+    const body = JSON.stringify({ userId: 101 })
+    const list = `POST /api/v1/campaign/get HTTP/1.1\r\n${H}${key(KEYS.all)}content-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`
+    // Small answers ahead of it (401s: no key), which leave Node's parser reading on.
+    const refused = Array.from({ length: ANSWERS_AHEAD + 1 }, () => get(REPORT))
+    const answering = pipelined([get('/api/v1/campaign/101001', key(KEYS.all)), ...refused, list])
+    await waitFor('the list call at the platform while the first call is held', () => sg.callerRequests().some((r) => r.path === '/api/v1/campaign/get'))
+    expect(sg.sandbox.concurrency().held).toBe(1)
+    sg.sandbox.releaseHeld()
+    expect((await answering).map((a) => a.status)).toEqual([expect.any(Number), ...refused.map(() => 401), 200])
   })
 
   it('bytes left of a body the gateway did not read are no request line: 400, naming no method', async () => {

@@ -10,9 +10,9 @@ import { configProblems as problems, loadConfigYaml } from '../helpers/load-conf
 const team = (rateLimit: string) => `teams:\n  growth:\n    keys: []\n    advertisers: [101]\n    rateLimit: ${rateLimit}\n`
 
 describe('a team\'s rate-limit window', () => {
-  it('refuses a window under a second, naming the team\'s setting', () => {
-    for (const window of ['0s', '0', '500ms']) {
-      expect(problems(team(`{ max: 5, window: ${window} }`))).toContainEqual(`teams.growth.rateLimit.window: must be at least 1s: the rate-limit headers and retry-after count it in whole seconds (got ${window})`)
+  it('refuses a window under a second or not of whole seconds, naming the team\'s setting', () => {
+    for (const window of ['0s', '0', '500ms', '1500ms']) {
+      expect(problems(team(`{ max: 5, window: ${window} }`))).toContainEqual(`teams.growth.rateLimit.window: must be whole seconds, 1s at least: the rate-limit headers and retry-after count it in whole seconds (got ${window})`)
     }
   })
 
