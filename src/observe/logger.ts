@@ -45,12 +45,15 @@ export const REDACT_PATHS = [
  */
 export class SecretSet {
   #values = new Set<string>()
+  // The gateway's own secrets, which `holds` finds (a value scrubbed alone is not one).
+  readonly #secrets = new Set<string>()
   #pattern: RegExp | null = null
   readonly #search = new SecretSearch()
 
   add(value: string | null | undefined): void {
     // Very short values would scrub ordinary words; config validation keeps secrets longer.
-    if (!value || value.length < 6 || this.#values.has(value)) return
+    if (!value || value.length < 6 || this.#secrets.has(value)) return
+    this.#secrets.add(value)
     // Each of its spellings the gateway's own text may hold: escaped in a JSON string, as every line writes it, percent-encoded…
     for (const form of escapedForms(value)) this.#values.add(form)
     this.#pattern = null

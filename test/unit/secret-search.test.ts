@@ -140,6 +140,18 @@ describe('SecretSet.holds', () => {
   })
 })
 
+describe('SecretSet: a value scrubbed alone, then a secret of the gateway\'s', () => {
+  it('finds the secret though the same text was first added as scrubbed only (a team\'s webhook secret equal to it)', () => {
+    const secrets = new SecretSet()
+    const value = 'shared-text-0123456789abcdef'
+    secrets.addScrubbed(value)
+    expect(secrets.holds(`q=${value}`)).toBe(false)
+    secrets.add(value)
+    expect(secrets.holds(`q=${value}`)).toBe(true)
+    expect(secrets.scrub(`q=${value}`)).not.toContain(value)
+  })
+})
+
 describe('AdminAuth.heldIn: a token known by its digest alone', () => {
   const token = 'named.operator~token_0123456789'
   const auth = new AdminAuth([{ name: 'ops', hash: `sha256:${sha256Hex(token)}`, role: 'operator' }])
