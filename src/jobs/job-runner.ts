@@ -294,16 +294,16 @@ export class JobRunner {
     // The platform-seconds of the call its result came from (its own, one it joined, here or
     // on another replica), to the ms; 0 for a copy the cache had: as `platform-usage: fill`.
     const took = (result: CacheResult): number => Math.round(fillMsOf(result)) / 1000
+    // Its runs lost past jobs.retries (each taken over counts a try: startJob; a try's 5xx
+    // past them fails it as it ends, so only a takeover gets here): a copy answers it, or a
+    // fill under way (a run lost after its fill stored the report), as a spent day's job is
+    // answered; else it fails, no call made again.
+    const lost = (job.retries ?? 0) > settings.retries
     // A suspended team's job starts no try, as every request of the team is refused: it
     // fails 403 GW_TEAM_SUSPENDED, saying until when, and its push is refused while the
     // suspension lasts (webhook-deliveries.ts). The suspension is for a secret the team
     // sent: nothing of its jobs is done for it meanwhile, and a job left waiting would
     // run once it is lifted, days on, with no one asking.
-    // Its runs lost past jobs.retries (each taken over counts a try: startJob; a try's 5xx
-    // past them fails it as it ends, so only a takeover gets here): it fails, no call made again.
-    if ((job.retries ?? 0) > settings.retries) {
-      return { kind: 'failed', error: { ...RUN_LOST, message: `its runs were lost ${job.retries ?? 0} times before they ended (each replica that ran it was killed or cut off from Redis), past jobs.retries (${settings.retries}): ask it again` }, tookSeconds: 0 }
-    }
     const suspendedSec = this.#d.suspendedFor?.(job.team) ?? null
     if (suspendedSec !== null) {
       const e = Object.assign(new TeamSuspendedError(job.team, suspendedSec), { retryAfterSec: suspendedSec })
@@ -317,7 +317,7 @@ export class JobRunner {
       // The team's day is checked as the job runs, not only when it was asked: past its bound
       // a copy (however old, to its stale-if-error end) or a fill under way answers it, no call.
       const spentFor = this.#d.spentFor
-      const bound = spentFor ? { spentFor: () => spentFor(job.team, clock.now()) } : {}
+      const bound = lost ? { spentFor: () => 1 } : spentFor ? { spentFor: () => spentFor(job.team, clock.now()) } : {}
       const result = await reads.read(job.report, job.key, this.#d.provider(job.credential), { refresh: false, tally, requestId: ownRequestId('job', job.id), team: job.team, log, priority: job.priority, hangUp: lapsed, ...bound })
       const foreign = result.account === undefined ? null : (this.#d.foreign?.(job, result.account) ?? null)
       if (foreign !== null) {
@@ -337,6 +337,9 @@ export class JobRunner {
       }
     } catch (err) {
       const e = err as Error & { code?: string; statusCode?: number }
+      if (lost && e.code === 'GW_PLATFORM_TIME_SPENT') {
+        return { kind: 'failed', error: { ...RUN_LOST, message: `its runs were lost ${job.retries ?? 0} times before they ended (each replica that ran it was killed or cut off from Redis), past jobs.retries (${settings.retries}): ask it again` }, tookSeconds: 0 }
+      }
       // No seat in time (background work waits behind callers), or this replica shutting down: the job goes back to the queue.
       if (e.cause instanceof NoIdleSeatError || e instanceof NoIdleSeatError) return { kind: 'requeue', notBefore: clock.now() + settings.retryMs }
       // A shutdown, or its lease ran out and its fill, left by every caller, was not sent: due again now (refused if another replica took it over).

@@ -444,27 +444,40 @@ describe('the job runner on a fake clock', () => {
   // Found by a black-box pass (session 134): a job whose runner was killed mid-call was run
   // again by the next, and again, with no bound: a report whose run kills its replica took
   // every replica down in turn, each making its platform call again.
-  it('counts a run lost with its runner as a try: past jobs.retries takeovers the job fails 502, no call made again', async () => {
-    const { clock, store, reads, r } = await oneRunning()
-    r.stop()
-    const asks = [reads.asks]
-    let at = clock.now()
-    // Each next replica takes the job over once the last one's lease ran out, and is lost too.
-    for (let lost = 1; lost <= SETTINGS.retries + 1; lost++) {
-      at += SETTINGS.leaseMs
-      const later = fakeClock(at)
-      const next = heldReads()
-      asks.push(next.asks)
-      const other = runner(store, next, later, `r${lost + 1}`)
-      other.start()
-      await waitFor(`r${lost + 1} took the job over`, async () => (await stored(store)).runner === `r${lost + 1}` || (await stored(store)).state === 'failed')
-      await waitFor('its run begun or its failure stored', async () => next.asks.length > 0 || (await stored(store)).state === 'failed')
-      other.stop()
+  it('counts a run lost with its runner as a try: past jobs.retries takeovers a copy answers the job, else it fails 502, no call made again', async () => {
+    for (const copy of [false, true]) {
+      const { clock, store, reads, r } = await oneRunning()
+      r.stop()
+      let at = clock.now()
+      const asks: ReadOptions[][] = [reads.asks]
+      // Each next replica takes the job over once the last one's lease ran out, and is lost too;
+      // the one past jobs.retries reads the cache only (a spent day's read: a copy, or no call).
+      for (let lost = 1; lost <= SETTINGS.retries + 1; lost++) {
+        at += SETTINGS.leaseMs
+        const later = fakeClock(at)
+        const next = heldReads()
+        asks.push(next.asks)
+        const cacheOnly: JobReads = {
+          read: (report, key, provider, opts) => {
+            if ((opts.spentFor?.() ?? 0) <= 0) return next.read(report, key, provider, opts)
+            next.asks.push(opts)
+            return copy ? Promise.resolve({ kind: 'entry', entry: entry(later.now()), tier: 'l1', fill: null } as unknown as CacheResult) : Promise.reject(Object.assign(new Error('spent'), { code: 'GW_PLATFORM_TIME_SPENT', statusCode: 429 }))
+          },
+        }
+        const other = runner(store, cacheOnly, later, `r${lost + 1}`)
+        other.start()
+        await waitFor(`r${lost + 1} took the job over`, async () => (await stored(store)).runner === `r${lost + 1}` || (await stored(store)).state !== 'running')
+        await waitFor('its run begun or its end stored', async () => next.asks.length > 0 || (await stored(store)).state !== 'running')
+        other.stop()
+      }
+      const job = await stored(store)
+      // SETTINGS.retries + 1 platform calls in all (the first run's and a takeover's but the last), the last a read of the cache only.
+      expect(asks.map((a) => a.map((o) => (o.spentFor?.() ?? 0) > 0))).toEqual([[false], ...Array.from({ length: SETTINGS.retries }, () => [false]), [true]])
+      if (copy) expect(job.state).toBe('done')
+      else {
+        expect([job.state, job.error?.code, job.error?.statusCode, job.retries]).toEqual(['failed', 'GW_UPSTREAM', 502, SETTINGS.retries + 1])
+        expect(job.error?.message).toMatch(/its runs were lost 3 times before they ended .* past jobs\.retries \(2\): ask it again/)
+      }
     }
-    const job = await stored(store)
-    expect([job.state, job.error?.code, job.error?.statusCode, job.retries]).toEqual(['failed', 'GW_UPSTREAM', 502, SETTINGS.retries + 1])
-    expect(job.error?.message).toMatch(/its runs were lost 3 times before they ended .* past jobs\.retries \(2\): ask it again/)
-    // The first run and one a takeover but the last: SETTINGS.retries + 1 platform calls in all.
-    expect(asks.map((a) => a.length)).toEqual([1, ...Array.from({ length: SETTINGS.retries }, () => 1), 0])
   })
 })
