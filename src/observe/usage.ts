@@ -38,10 +38,14 @@ const MAX_TEAM_CHARS = 128
 // Adds one team's counts of one day (ARGV: the key's lifetime in seconds, then field and
 // count pairs), keeps the key for the retention, and answers the day's platform time of
 // every replica (PlatformTime learns it so).
-const ADD_COUNTS = redisScript<string | null>('gatewayUsageAdd', `
+// Answers the day's platform ms in Redis and 1 when the team's key of the day was not there
+// before (its first counts of the day, or a Redis that lost its data since: a restart
+// without it, a flush), so that the replica names the team in the day's set again.
+const ADD_COUNTS = redisScript<[string | null, number]>('gatewayUsageAdd', `
+local fresh = redis.call('EXISTS', KEYS[1]) == 0 and 1 or 0
 for i = 2, #ARGV, 2 do redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1]) end
 redis.call('EXPIRE', KEYS[1], ARGV[1])
-return redis.call('HGET', KEYS[1], 'platformMs')`, 1)
+return {redis.call('HGET', KEYS[1], 'platformMs') or '0', fresh}`, 1)
 
 /** The request counter's `result` label of an answer. */
 export type UsageResult = 'hit' | 'ok' | 'rate_limited' | 'refused' | 'error'
@@ -252,8 +256,16 @@ export class TeamUsage {
         [...teams].map(async ([team, counts]) => {
           const args = FIELDS.filter((field) => counts[field] > 0).flatMap((field) => [field, counts[field]])
           const total = await breaker.run(async () => {
+            const named = this.#named.has(`${day} ${team}`)
             await this.#name(redis, day, team, ttl)
-            return Number(await ADD_COUNTS(redis, redisKey.usage(prefix, team, day), ttl, ...args)) || 0
+            const [platformMs, fresh] = await ADD_COUNTS(redis, redisKey.usage(prefix, team, day), ttl, ...args)
+            if (named && Number(fresh) === 1) {
+              // Named before, yet the team's key of the day was gone: Redis lost its data
+              // (the day's set of teams with it). Name the team again.
+              this.#named.delete(`${day} ${team}`)
+              await this.#name(redis, day, team, ttl)
+            }
+            return Number(platformMs) || 0
           }, null)
           // Not written: the counts go back, to be added by the next flush.
           if (total === null) add(totalsOf(this.#pending, day, team), counts)
