@@ -94,7 +94,7 @@ export const allErrors = {
   // echoed): it tells a team nothing of other teams' jobs.
   // A call under /api/v1/jobs the job routes do not serve (job-routes.ts jobPaths): its method, then the job calls there are; or, with no jobs (the cache off), why.
   JobPathError: createError<[string]>('GW_NOT_FOUND', '%s', 404),
-  JobNotFoundError: createError('GW_NOT_FOUND', "no such job for this key's team: the id is unknown, the job was cancelled, its record ended (an hour after it expired), or the job is another team's", 404),
+  JobNotFoundError: createError('GW_NOT_FOUND', "no such job for this key's team: the id is unknown, the job was cancelled, its record ended (an hour after it expired) or was lost with Redis's data (a restart without it, a flush), or the job is another team's", 404),
   JobsUnavailableError: createError<[{ cause?: unknown }?]>('GW_JOBS_UNAVAILABLE', 'report jobs are kept in Redis, which cannot be read now: ask again after retry-after', 503),
 }
 

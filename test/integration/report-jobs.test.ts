@@ -130,7 +130,7 @@ describe('report jobs (demo mode, no Redis)', () => {
     const { id } = (await (await ask(gw)).json()) as Status
     const unknown = `${id.slice(0, -4)}zzzz`
     const said = async (jobId: string, key: string) => ((await (await fetch(`${gw.url}/api/v1/jobs/${jobId}`, { headers: { 'x-api-key': key } })).json()) as { message: string }).message
-    const why = "no such job for this key's team: the id is unknown, the job was cancelled, its record ended (an hour after it expired), or the job is another team's"
+    const why = "no such job for this key's team: the id is unknown, the job was cancelled, its record ended (an hour after it expired) or was lost with Redis's data (a restart without it, a flush), or the job is another team's"
     expect([await said(id, KEYS.growth), await said(unknown, KEYS.all)]).toEqual([why, why])
   })
 

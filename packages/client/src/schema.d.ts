@@ -1696,7 +1696,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_FORBIDDEN"] | components["schemas"]["GW_TEAM_SUSPENDED"] | components["schemas"]["PlatformError"];
             };
         };
-        /** @description `GW_NOT_FOUND`: No such job for this key's team: the id is unknown, the job was cancelled, its record ended (an hour after it expired), or it is another team's (the same answer: an id tells nothing of other teams' jobs); or another method or spelling of a job path, whose message names the job calls. Or the platform's own 404 answer, passed through (`PlatformError`, no `code`). */
+        /** @description `GW_NOT_FOUND`: No such job for this key's team: the id is unknown, the job was cancelled, its record ended (an hour after it expired) or was lost with Redis's data, or it is another team's (the same answer: an id tells nothing of other teams' jobs); or another method or spelling of a job path, whose message names the job calls. Or the platform's own 404 answer, passed through (`PlatformError`, no `code`). */
         "job-404": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1937,7 +1937,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_FORBIDDEN"] | components["schemas"]["GW_TEAM_SUSPENDED"];
             };
         };
-        /** @description `GW_NOT_FOUND`: No such job for this key's team: the id is unknown, the job was cancelled, its record ended (an hour after it expired), or it is another team's (the same answer: an id tells nothing of other teams' jobs); or another method or spelling of a job path, whose message names the job calls. */
+        /** @description `GW_NOT_FOUND`: No such job for this key's team: the id is unknown, the job was cancelled, its record ended (an hour after it expired) or was lost with Redis's data, or it is another team's (the same answer: an id tells nothing of other teams' jobs); or another method or spelling of a job path, whose message names the job calls. */
         "job-status-404": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -2074,7 +2074,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_TEAM_SUSPENDED"];
             };
         };
-        /** @description `GW_NOT_FOUND`: No such job for this key's team: the id is unknown, the job was cancelled, its record ended (an hour after it expired), or it is another team's (the same answer: an id tells nothing of other teams' jobs); or another method or spelling of a job path, whose message names the job calls. */
+        /** @description `GW_NOT_FOUND`: No such job for this key's team: the id is unknown, the job was cancelled, its record ended (an hour after it expired) or was lost with Redis's data, or it is another team's (the same answer: an id tells nothing of other teams' jobs); or another method or spelling of a job path, whose message names the job calls. */
         "job-cancel-404": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -3745,7 +3745,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_NOT_FOUND`: No such job for this key's team: the id is unknown, the job was cancelled, its record ended (an hour after it expired), or it is another team's (the same answer: an id tells nothing of other teams' jobs); or another method or spelling of a job path, whose message names the job calls. */
+            /** @description `GW_NOT_FOUND`: No such job for this key's team: the id is unknown, the job was cancelled, its record ended (an hour after it expired) or was lost with Redis's data, or it is another team's (the same answer: an id tells nothing of other teams' jobs); or another method or spelling of a job path, whose message names the job calls. */
             404: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
@@ -4076,7 +4076,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `GW_NOT_FOUND`: No such job for this key's team: the id is unknown, the job was cancelled, its record ended (an hour after it expired), or it is another team's (the same answer: an id tells nothing of other teams' jobs); or another method or spelling of a job path, whose message names the job calls. Or the platform's own 404 answer, passed through (`PlatformError`, no `code`). */
+            /** @description `GW_NOT_FOUND`: No such job for this key's team: the id is unknown, the job was cancelled, its record ended (an hour after it expired) or was lost with Redis's data, or it is another team's (the same answer: an id tells nothing of other teams' jobs); or another method or spelling of a job path, whose message names the job calls. Or the platform's own 404 answer, passed through (`PlatformError`, no `code`). */
             404: {
                 headers: {
                     "x-request-id": components["headers"]["x-request-id"];
