@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import type { Metrics } from './metrics.js'
 import type { RedisBreaker } from '../redis/breaker.js'
 import type { RedisClient } from '../redis/client.js'
@@ -35,17 +36,24 @@ const DAY_MS = 86_400_000
 // A team name longer than this in a day's set of teams is none of the gateway's.
 const MAX_TEAM_CHARS = 128
 
-// Adds one team's counts of one day (ARGV: the key's lifetime in seconds, then field and
-// count pairs), keeps the key for the retention, and answers the day's platform time of
-// every replica (PlatformTime learns it so).
-// Answers the day's platform ms in Redis and 1 when the team's key of the day was not there
-// before (its first counts of the day, or a Redis that lost its data since: a restart
-// without it, a flush), so that the replica names the team in the day's set again.
+// Adds one team's counts of one day (ARGV: the key's lifetime in seconds, this run's mark,
+// the number of count pairs, the pairs, then the counts this run added before to the day:
+// field and count pairs), keeps the key for the retention, and answers the day's platform
+// time of every replica (PlatformTime learns it so) and 1 when this run's mark was not
+// there: its first counts of the day, or a Redis that lost its data since (a restart
+// without it, a flush). Then the counts this run added before are added again, once (the
+// mark set with them): each run gives back its own, so a Redis emptied keeps the day's
+// totals of the runs that go on, a spent day's platform time among them.
 const ADD_COUNTS = redisScript<[string | null, number]>('gatewayUsageAdd', `
-local fresh = redis.call('EXISTS', KEYS[1]) == 0 and 1 or 0
-for i = 2, #ARGV, 2 do redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1]) end
+local fresh = redis.call('HEXISTS', KEYS[1], ARGV[2]) == 0
+local n = tonumber(ARGV[3])
+for i = 4, 3 + 2 * n, 2 do redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1]) end
+if fresh then
+  for i = 4 + 2 * n, #ARGV, 2 do redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1]) end
+  redis.call('HSET', KEYS[1], ARGV[2], 1)
+end
 redis.call('EXPIRE', KEYS[1], ARGV[1])
-return {redis.call('HGET', KEYS[1], 'platformMs') or '0', fresh}`, 1)
+return {redis.call('HGET', KEYS[1], 'platformMs') or '0', fresh and 1 or 0}`, 1)
 
 /** The request counter's `result` label of an answer. */
 export type UsageResult = 'hit' | 'ok' | 'rate_limited' | 'refused' | 'error'
@@ -110,6 +118,10 @@ export class TeamUsage {
   readonly #kept = new Map<string, DayCounts>()
   #timer: Timer | null = null
   #flushing: Promise<void> | null = null
+  /** day → team → the counts this run added to Redis (today's and yesterday's): given back once where Redis lost them (ADD_COUNTS). */
+  readonly #written = new Map<string, DayCounts>()
+  /** This run's mark in a team's day (`run:<random>`): ADD_COUNTS tells by it that Redis lost the day. */
+  readonly #mark = `run:${randomBytes(6).toString('base64url')}`
   /** `<day> <team>` this replica named in the day's set of teams. */
   readonly #named = new Set<string>()
   // The current day and its pending counts, so a request costs one map lookup.
@@ -254,14 +266,16 @@ export class TeamUsage {
     await Promise.all(
       [...pending].flatMap(([day, teams]) =>
         [...teams].map(async ([team, counts]) => {
-          const args = FIELDS.filter((field) => counts[field] > 0).flatMap((field) => [field, counts[field]])
+          const pairs = (c: UsageTotals) => FIELDS.filter((field) => c[field] > 0).flatMap((field) => [field, c[field]])
+          const args = pairs(counts)
+          const before = this.#written.get(day)?.get(team)
           const total = await breaker.run(async () => {
             const named = this.#named.has(`${day} ${team}`)
             await this.#name(redis, day, team, ttl)
-            const [platformMs, fresh] = await ADD_COUNTS(redis, redisKey.usage(prefix, team, day), ttl, ...args)
+            const [platformMs, fresh] = await ADD_COUNTS(redis, redisKey.usage(prefix, team, day), ttl, this.#mark, args.length / 2, ...args, ...(before ? pairs(before) : []))
             if (named && Number(fresh) === 1) {
-              // Named before, yet the team's key of the day was gone: Redis lost its data
-              // (the day's set of teams with it). Name the team again.
+              // Named before, yet this run's mark on the team's day was gone: Redis lost its
+              // data (the day's set of teams with it). Name the team again.
               this.#named.delete(`${day} ${team}`)
               await this.#name(redis, day, team, ttl)
             }
@@ -269,12 +283,16 @@ export class TeamUsage {
           }, null)
           // Not written: the counts go back, to be added by the next flush.
           if (total === null) add(totalsOf(this.#pending, day, team), counts)
-          else this.platformTime.shared(team, Date.parse(`${day}T00:00:00Z`), counts.platformMs, total)
+          else {
+            add(totalsOf(this.#written, day, team), counts)
+            this.platformTime.shared(team, Date.parse(`${day}T00:00:00Z`), counts.platformMs, total)
+          }
         }),
       ),
     )
     const oldest = utcDay(this.#clock.now() - DAY_MS)
     for (const named of this.#named) if (named.slice(0, 10) < oldest) this.#named.delete(named)
+    for (const day of this.#written.keys()) if (day < oldest) this.#written.delete(day)
   }
 
   /** Names `team` in the set of the day's teams, once a day per replica. */
