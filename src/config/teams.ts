@@ -113,7 +113,9 @@ export function normalizeTeams(raw: Record<string, RawTeam>, credentials: Readon
     // The rate-limit headers and retry-after count the window in whole seconds: under one,
     // every answer said t=NaN and every 429 retry-after: NaN.
     if (t.rateLimit && (parseDuration(t.rateLimit.window) < 1000 || parseDuration(t.rateLimit.window) % 1000 !== 0)) {
-      problems.push(`teams.${name}.rateLimit.window: must be whole seconds, 1s at least: the rate-limit headers and retry-after count it in whole seconds (got ${String(t.rateLimit.window)})`)
+      // A bare number is milliseconds (`window: 60`): say so, as the start's warning of one does.
+      const bare = typeof t.rateLimit.window === 'number' ? `; a duration given as a number is milliseconds: write ${t.rateLimit.window}s if seconds were meant` : ''
+      problems.push(`teams.${name}.rateLimit.window: must be whole seconds, 1s at least: the rate-limit headers and retry-after count it in whole seconds (got ${String(t.rateLimit.window)}${bare})`)
     }
     if (t.webhook) {
       const key = webhookKey(t.webhook.secret).toString('hex')

@@ -12,8 +12,12 @@ const team = (rateLimit: string) => `teams:\n  growth:\n    keys: []\n    advert
 describe('a team\'s rate-limit window', () => {
   it('refuses a window under a second or not of whole seconds, naming the team\'s setting', () => {
     for (const window of ['0s', '0', '500ms', '1500ms']) {
-      expect(problems(team(`{ max: 5, window: ${window} }`))).toContainEqual(`teams.growth.rateLimit.window: must be whole seconds, 1s at least: the rate-limit headers and retry-after count it in whole seconds (got ${window})`)
+      expect(problems(team(`{ max: 5, window: ${window} }`))).toContainEqual(expect.stringContaining(`teams.growth.rateLimit.window: must be whole seconds, 1s at least: the rate-limit headers and retry-after count it in whole seconds (got ${window}`))
     }
+  })
+
+  it('says that a bare number is milliseconds', () => {
+    expect(problems(team('{ max: 5, window: 60 }'))).toContainEqual('teams.growth.rateLimit.window: must be whole seconds, 1s at least: the rate-limit headers and retry-after count it in whole seconds (got 60; a duration given as a number is milliseconds: write 60s if seconds were meant)')
   })
 
   it('takes a window of a second or more', () => {
