@@ -101,6 +101,8 @@ export class TeamReloader {
   readonly #variables: string[]
   /** Those files as their variables name them in log lines and refusals: `CONFIG_FILE`, `TEAMS_FILE` or both. */
   readonly #named: string
+  /** The files' digest a poll last found changed, taken at the next poll that reads it again; null: none changing. */
+  #changing: string | null = null
   /** The files the last load read, and their content's digest then. */
   #read: FilesRead = { paths: [], digest: '' }
   /** The digest of the files whose refusal was last logged; null while the running teams are the files'. */
@@ -349,7 +351,19 @@ export class TeamReloader {
   }
 
   #poll(): void {
-    if (this.#refused === null && this.#digest(this.#read.paths) === this.#read.digest) return
+    const now = this.#digest(this.#read.paths)
+    if (this.#refused === null && now === this.#read.digest) {
+      this.#changing = null
+      return
+    }
+    // A change is taken once two polls in a row read it alike: a file caught half-written in
+    // place (truncated, then written: `cat >`, many editors) whose first part validates alone
+    // would revoke the keys of the part not yet written, on every replica, until the rest came.
+    if (now !== this.#changing) {
+      this.#changing = now
+      return
+    }
+    this.#changing = null
     try {
       this.reload('file')
     } catch {

@@ -161,7 +161,7 @@ function checkedWrite(command: string, path: string, teamsFile: boolean, text: s
   writeWhole(path, text)
 }
 
-const RELOAD_HINT = 'Every replica applies it once it sees the file (about a second; with the chart, helm upgrade, or the teams Secret updated, then about a minute), or at once after POST /admin/reload.'
+const RELOAD_HINT = 'Every replica applies it once it sees the file (about two seconds; with the chart, helm upgrade, or the teams Secret updated, then about a minute), or at once after POST /admin/reload.'
 
 /**
  * `rotate`: a successor for the key `--key`. The old entry gains `successor` and
