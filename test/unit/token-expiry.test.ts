@@ -65,6 +65,20 @@ describe('tokenExpiry', () => {
     expect(tokenExpiry('opaque-token-value', NOW, expiresIn)).toBe(NOW + DEFAULT_TOKEN_LIFETIME_MS)
   })
 
+  // A platform (or an ops-pasted token) whose JWT exp or expires_in lies past the last
+  // instant a Date holds made /admin/token, POST /admin/token/refresh and /metrics
+  // answer 500 (RangeError: Invalid time value) for as long as the token was in use.
+  it.each([
+    ['a JWT exp', jwt({ exp: 1e300 }), undefined],
+    ['a JWT exp just past the last date', jwt({ exp: 8.64e12 + 1 }), undefined],
+    ['expires_in', 'opaque-token-value', 1e300],
+  ])('keeps an expiry past the last date a Date holds (%s) within it', (_label, token, expiresIn) => {
+    const at = tokenExpiry(token, NOW, expiresIn)
+    expect(Number.isFinite(at)).toBe(true)
+    expect(() => new Date(at).toISOString()).not.toThrow()
+    expect(at).toBeGreaterThan(NOW + DEFAULT_TOKEN_LIFETIME_MS)
+  })
+
   it('the default lifetime is 365 days', () => {
     expect(DEFAULT_TOKEN_LIFETIME_MS).toBe(365 * DAY)
   })

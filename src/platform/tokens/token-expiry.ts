@@ -5,6 +5,9 @@
 
 export const DEFAULT_TOKEN_LIFETIME_MS = 365 * 24 * 3600 * 1000
 
+/** The last instant a Date holds (ECMAScript's time value range): an expiry past it is kept at it, so it always prints. */
+export const LAST_DATE_MS = 8_640_000_000_000_000
+
 export function jwtExpiry(token: string): number | null {
   const exp = jwtClaims(token)?.exp
   return typeof exp === 'number' && Number.isFinite(exp) && exp > 0 ? exp * 1000 : null
@@ -30,9 +33,9 @@ function jwtClaims(token: string): Record<string, unknown> | null {
 
 export function tokenExpiry(token: string, obtainedAt: number, expiresInSeconds?: unknown): number {
   const fromJwt = jwtExpiry(token)
-  if (fromJwt !== null) return fromJwt
+  if (fromJwt !== null) return Math.min(fromJwt, LAST_DATE_MS)
   if (typeof expiresInSeconds === 'number' && Number.isFinite(expiresInSeconds) && expiresInSeconds > 0) {
-    return obtainedAt + expiresInSeconds * 1000
+    return Math.min(obtainedAt + expiresInSeconds * 1000, LAST_DATE_MS)
   }
   return obtainedAt + DEFAULT_TOKEN_LIFETIME_MS
 }
