@@ -1,5 +1,6 @@
 import { request, type Dispatcher } from 'undici'
 import type { PasswordLogin } from '../../config.js'
+import { tokenFault } from '../../config/sources.js'
 import { TokenLoginError } from '../../errors.js'
 import { canonicalEscapes, canonicalPath } from '../canonical-path.js'
 import { connectionFailure } from '../client/connection-failure.js'
@@ -85,6 +86,10 @@ export async function passwordLogin(baseUrl: string, login: PasswordLogin, dispa
   if (typeof reply.access_token !== 'string' || reply.access_token === '') {
     throw new TokenLoginError('the token reply has no access_token')
   }
+  // A token no authorization header can carry would fail every call before it is sent,
+  // and no 401 would ever come back to replace it: refused as PLATFORM_TOKEN refuses it.
+  const fault = tokenFault(reply.access_token)
+  if (fault !== null) throw new TokenLoginError(`the token reply's access_token ${fault}`)
   return { token: reply.access_token, expiresIn: reply.expires_in }
 }
 
