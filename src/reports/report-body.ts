@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer'
 /** What a platform 200 to a report read carries, by its content type and its first bytes. */
 export type BodyKind = 'json' | 'html' | 'empty' | 'truncated-json' | 'mislabelled-json' | 'no-report' | 'other'
 
@@ -20,6 +21,9 @@ export function reportBodyKind(contentType: string | undefined, body: Buffer, re
   const text = body.toString('utf8')
   const start = text.trimStart()
   if (start === '') return 'empty'
+  // A body in UTF-8 (by its charset, or by JSON's own, RFC 8259, without one) whose bytes are
+  // none: cut or corrupted on the way, never json_encode's; its decoding above hid that.
+  if (text.includes('\uFFFD') && inUtf8(contentType) && !isUtf8(body)) return 'other'
   if (start.startsWith('<')) return 'html'
   let parsed: unknown
   try {
@@ -30,6 +34,12 @@ export function reportBodyKind(contentType: string | undefined, body: Buffer, re
   if (contentType === undefined || !JSON_TYPE.test(contentType)) return 'mislabelled-json'
   if (PROBLEM_TYPE.test(contentType) && !reportFields.includes('*')) return 'no-report'
   return holdsReport(parsed, reportFields) ? 'json' : 'no-report'
+}
+
+/** Whether `contentType` names UTF-8 as the body's charset, or names none. */
+function inUtf8(contentType: string | undefined): boolean {
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? '')?.[1]
+  return charset === undefined || /^utf-?8$/i.test(charset)
 }
 
 /** Whether parsed JSON is a report by cache.reportFields (reportBodyKind). */

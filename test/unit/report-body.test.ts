@@ -50,6 +50,17 @@ describe('reportBodyKind', () => {
     expect(reportBodyKind('application/json', Buffer.from(body), [])).toBe('json')
   })
 
+  // Bytes that are no UTF-8 (a body cut inside a character, corrupted on the way: PHP's
+  // json_encode never writes them) parsed once replaced by U+FFFD, so the corrupt body was
+  // stored and served 200 as a HIT for its freshness; a strict JSON reader fails on it.
+  it('JSON in UTF-8 (no charset, or utf-8) holding bytes that are no UTF-8 is no report', () => {
+    const corrupt = Buffer.concat([Buffer.from('{"data":"'), Buffer.from([0xff, 0xfe, 0xc0]), Buffer.from('"}')])
+    expect(reportBodyKind('application/json', corrupt, [])).toBe('other')
+    expect(reportBodyKind('application/json; charset=utf-8', corrupt, [])).toBe('other')
+    expect(reportBodyKind('application/json; charset=UTF-8', Buffer.from('{"data":"é"}'), [])).toBe('json')
+    expect(reportBodyKind('application/json; charset=iso-8859-1', Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xe9, 0x22, 0x7d]), [])).toBe('json')
+  })
+
   it('with cache.reportFields, a report is an object holding one of them; with *, any JSON is one', () => {
     const kind = (body: string, fields: string[]) => reportBodyKind('application/json', Buffer.from(body), fields)
     expect(kind('{"data":[]}', ['data'])).toBe('json')
