@@ -88,6 +88,10 @@ export class TeamSuspensions {
   readonly #unshared = new Set<string>()
   // Lifts made here that Redis has not taken yet, and when each was made.
   readonly #lifts = new Map<string, number>()
+  // Lifts the other replicas told, the latest of each team's, until every suspension they
+  // end has: a read of Redis answered before a lift reached it, and taken after the lift was
+  // told, holds the suspension the lift ended.
+  readonly #heard = new Map<string, number>()
   // Redis hands a message to its sender's subscriber too: its own word is no news.
   readonly #self = randomUUID()
   #retry: ReturnType<Clock['setTimeout']> | null = null
@@ -220,12 +224,13 @@ export class TeamSuspensions {
       const held = this.#until.get(team)
       if (ms === undefined) {
         // A lift ends the suspension it reached, not one begun here after it (told late).
+        if (at !== undefined) this.#heard.set(team, Math.max(at, this.#heard.get(team) ?? at))
         if (held !== undefined && (at === undefined || keepSuspension(-at, held, this.#o.periodMs) === 'lifted')) this.#until.delete(team)
         return
       }
       const until = clock.now() + ms
       // A suspension a lift made here ends (it began before the lift) stays ended.
-      if (this.#liftedHere(team, until)) return
+      if (this.#lifted(team, until)) return
       this.#until.set(team, Math.max(until, held ?? 0))
     })
     // What was told while the subscriber was away is in Redis: read again on each return.
@@ -257,6 +262,7 @@ export class TeamSuspensions {
     const stored = size === 0 ? {} : await breaker.run(() => redis.hgetall(key), null)
     if (stored === null) return
     const now = clock.now()
+    for (const [team, at] of this.#heard) if (recordEnded(-at, now, this.#o.periodMs)) this.#heard.delete(team)
     const held = new Set<string>()
     // The teams whose record is a lift.
     const lifts = new Set<string>()
@@ -274,8 +280,8 @@ export class TeamSuspensions {
       }
       const record = parseRecord(opened)
       if (record !== null && record < 0) lifts.add(team)
-      // A suspension a lift made here ends is not taken: the lift is written below.
-      if (record === null || record <= now || this.#liftedHere(team, record)) continue
+      // A suspension a lift made here ends is not taken (the lift is written below), nor one a lift told meanwhile ends.
+      if (record === null || record <= now || this.#lifted(team, record)) continue
       held.add(team)
       this.#until.set(team, Math.max(record, this.#until.get(team) ?? 0))
     }
@@ -293,11 +299,11 @@ export class TeamSuspensions {
     await Promise.all(writes)
   }
 
-  /** Whether a lift made here that Redis has not taken yet ends a suspension of `team` ending at `until`. */
-  #liftedHere(team: string, until: number): boolean {
-    const at = this.#lifts.get(team)
-    return at !== undefined && keepSuspension(-at, until, this.#o.periodMs) === 'lifted'
+  /** Whether a lift made here that Redis has not taken yet, or one another replica told, ends a suspension of `team` ending at `until`. */
+  #lifted(team: string, until: number): boolean {
+    return [this.#lifts.get(team), this.#heard.get(team)].some((at) => at !== undefined && keepSuspension(-at, until, this.#o.periodMs) === 'lifted')
   }
+
 
   /** A suspension held here: written (the later end wins; not over a lift made after it began, which ends it here) and told. */
   async #share(team: string, ms: number): Promise<void> {

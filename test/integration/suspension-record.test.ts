@@ -157,6 +157,47 @@ describe.skipIf(!available)('the shared record of team suspensions', () => {
     }
   })
 
+  it('keeps a lift told while it reads the suspensions: the read from before the lift does not bring the suspension back', async () => {
+    const bus = new RedisBus(client, 'rgw:bus:', silent)
+    let onRead: (() => Promise<void>) | null = null
+    // The holder's connection, whose HGETALL answer reaches it only once onRead has run: the
+    // lift is written and told between Redis's answer and the holder's reading of it.
+    const late = new Proxy(client, {
+      get(target, prop) {
+        const value: unknown = Reflect.get(target, prop, target)
+        if (prop !== 'hgetall' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value
+        return async (...args: unknown[]) => {
+          const answer: unknown = await value.apply(target, args)
+          const run = onRead
+          onRead = null
+          if (run) await run()
+          return answer
+        }
+      },
+    })
+    try {
+      const lifter = suspensions(client, 60_000, bus)
+      const holder = suspensions(late, 60_000, bus)
+      await lifter.start()
+      await holder.start()
+      lifter.suspend('growth', 'k1', 'x-request-id')
+      await written('growth')
+      await waitFor('the suspension told to the holder', () => holder.secondsLeft('growth') !== null)
+      clock.advance(1000)
+      onRead = async () => {
+        expect(await lifter.lift('growth')).toEqual({ lifted: true, replicas: 'all' })
+        await waitFor('the lift told to the holder', () => holder.secondsLeft('growth') === null)
+      }
+      await holder.reseal()
+      expect(onRead).toBeNull()
+      expect(holder.secondsLeft('growth')).toBeNull()
+      lifter.close()
+      holder.close()
+    } finally {
+      await bus.close()
+    }
+  })
+
   it('tries a lift Redis refused again in a while, with no reconnect to bring it', async () => {
     const holder = suspensions()
     holder.suspend('growth', 'k1', 'x-request-id')
