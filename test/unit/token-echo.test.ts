@@ -255,6 +255,15 @@ describe('headers, and codings the gateway does not read', () => {
   })
 
   it.each([
+    ['gzip', gzipSync(CLEAN), 'a gzip body whose content-encoding does not say so'],
+    ['bytes with zeros', Buffer.concat([Buffer.from([0x7b, 0x22, 0x00, 0x61]), CLEAN]), 'UTF-16 or UTF-32, or bytes that are no text'],
+  ])('fails a textual body in %s with no content-encoding, and names it', async (_name, bytes, named) => {
+    const { error } = await read({ 'content-type': 'application/json' }, cut(bytes, 3))
+    expect(error).toMatchObject({ code: 'GW_UPSTREAM', message: expect.stringContaining(named) })
+    expect(error?.message).not.toMatch(/UTF-16 or UTF-32\b(?!, or bytes)/)
+  })
+
+  it.each([
     ['gzip, deflate, br, zstd', 'gzip, deflate, br'],
     ['br;q=1.0, gzip;q=0.8, *;q=0.1', 'br;q=1.0, gzip;q=0.8'],
     ['GZIP', 'GZIP'],

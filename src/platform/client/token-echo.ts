@@ -89,9 +89,16 @@ export function named(word: string): string {
 const TEXTUAL = /json|text\/|xml|javascript/i
 const WIDE_START = 4
 
-/** Whether the first bytes of a body say UTF-16 or UTF-32: a byte-order mark of either, or a zero byte, which no text in an ASCII-compatible charset holds. */
-function wide(start: Buffer): boolean {
-  return (start[0] === 0xfe && start[1] === 0xff) || (start[0] === 0xff && start[1] === 0xfe) || start.subarray(0, WIDE_START).includes(0)
+/**
+ * What the first bytes of a body say it is, in words, when a reader may take it for UTF-16
+ * or UTF-32: a byte-order mark of either, or a zero byte, which no text in an
+ * ASCII-compatible charset holds (a gzip body's header holds one: gzip named as such);
+ * null: they say nothing of the kind.
+ */
+function wide(start: Buffer): string | null {
+  if ((start[0] === 0xfe && start[1] === 0xff) || (start[0] === 0xff && start[1] === 0xfe)) return 'in UTF-16 or UTF-32'
+  if (!start.subarray(0, WIDE_START).includes(0)) return null
+  return start[0] === 0x1f && start[1] === 0x8b ? 'with a gzip body whose content-encoding does not say so' : 'in UTF-16 or UTF-32, or bytes that are no text'
 }
 
 function echoed(where: string): GatewayError {
@@ -213,7 +220,8 @@ class Seam {
     if (this.#needles.some((needle) => seen.includes(needle)) || (seen.includes(0) && this.#wide.some((needle) => seen.includes(needle)))) return { refused: echoed('body'), seen }
     if (this.#start !== null) {
       const start = Buffer.concat([this.#start, chunk.subarray(0, WIDE_START)]).subarray(0, WIDE_START)
-      if (start.length === WIDE_START && wide(start)) return { refused: new UpstreamError('the platform answered in UTF-16 or UTF-32, which the gateway does not read for its token: not passed on'), seen }
+      const read = start.length === WIDE_START ? wide(start) : null
+      if (read !== null) return { refused: new UpstreamError(`the platform answered ${read}, which the gateway does not read for its token: not passed on`), seen }
       this.#start = start.length < WIDE_START ? start : null
     }
     this.#tail = seen.subarray(Math.max(0, seen.length - this.#keep))
