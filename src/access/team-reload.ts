@@ -29,6 +29,8 @@ export interface ReloadOutcome {
   keys: number
   addedKeys: string[]
   removedKeys: string[]
+  /** The settings the files change that wait for a restart (as the config file names them); none: []. */
+  restartNeeded: string[]
 }
 
 /** Whether the teams can be reloaded: the variables naming the files they come from, or why not. */
@@ -250,7 +252,7 @@ export class TeamReloader {
     if (waiting.length > 0) {
       log.warn({ ...this.#files, settings: waiting }, `${this.#named} reload: settings other than the teams and the admin tokens changed (${waiting.join(', ')}); they take effect at the next restart`)
     }
-    const outcome = diff(this.#d.teams.teams, next.teams)
+    const outcome = { ...diff(this.#d.teams.teams, next.teams), restartNeeded: waiting }
     const admins = signature(next.admin.tokens)
     const sameAdmins = admins === this.#admins
     if (outcome.result === 'unchanged' && sameAdmins) {
@@ -426,7 +428,7 @@ function unreadable(err: unknown): string {
 
 // A key is its hash, under its name (`<team>/<key id>`): a new key given the old one's id
 // (a hash swapped inside its entry) is one key removed and one added, named both times.
-function diff(before: readonly TeamConfig[], after: TeamConfig[]): ReloadOutcome {
+function diff(before: readonly TeamConfig[], after: TeamConfig[]): Omit<ReloadOutcome, 'restartNeeded'> {
   const keys = (teams: readonly TeamConfig[]) => new Map(teams.flatMap((t) => t.keys.map((k) => [`${k.hash} ${t.name}/${k.id}`, `${t.name}/${k.id}`] as const)))
   const old = keys(before)
   const now = keys(after)

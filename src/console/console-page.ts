@@ -322,8 +322,10 @@ async function act(effect: string, verb: string, method: string, path: string, d
 function reloadText(body: Record<string, unknown>): string {
   const added = (body.addedKeys as string[] | undefined) ?? []
   const removed = (body.removedKeys as string[] | undefined) ?? []
-  if (body.result === 'unchanged') return 'Teams reloaded: the file has not changed.'
-  return `Teams reloaded: ${(body.teams as string[]).join(', ')}; keys added: ${added.join(', ') || 'none'}; keys removed: ${removed.join(', ') || 'none'}.`
+  const waiting = (body.restartNeeded as string[] | undefined) ?? []
+  const restart = waiting.length > 0 ? ` These settings changed and take effect at the next restart: ${waiting.join(', ')}.` : ''
+  if (body.result === 'unchanged') return waiting.length > 0 ? `Teams reloaded: the teams have not changed.${restart}` : 'Teams reloaded: the file has not changed.'
+  return `Teams reloaded: ${(body.teams as string[]).join(', ')}; keys added: ${added.join(', ') || 'none'}; keys removed: ${removed.join(', ') || 'none'}.${restart}`
 }
 
 function start(): void {

@@ -117,4 +117,14 @@ describe.skipIf(CHROMIUM === null)('the console reloads the teams from a file th
     await shows('action-result', 'Teams reloaded')
     expect(await problems()).toEqual([])
   })
+
+  it('says which changed settings wait for the next restart, the teams the same', async () => {
+    writeFileSync(file, `platform: { seatLease: 3s }\n${YAML}`)
+    await reload()
+    await shows('action-result', 'next restart')
+    expect(await text('#action-result')).toBe('Teams reloaded: the teams have not changed. These settings changed and take effect at the next restart: platform.seatLease.')
+    writeFileSync(file, YAML)
+    await reload()
+    await shows('action-result', 'the file has not changed')
+  })
 })

@@ -204,13 +204,13 @@ describe('keys without restarts', () => {
   it('a renamed setting moved to its new name with its value is no change for the next restart; a new value is', async () => {
     const dir = configMap(yaml([plain(OLD)], '1h', 'platform: { permitLease: 2s }\n'))
     const gw = await replica(dir, false)
-    const reload = async () => (await gw.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json<{ result: string }>().result
+    const reload = async () => (await gw.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json<{ result: string; restartNeeded: string[] }>()
     const restartNeeded = () => gw.logs.records().filter((r) => String(r.msg).endsWith('they take effect at the next restart'))
     dir.update(yaml([plain(NEW)], '1h', 'platform: { seatLease: 2s }\n'))
-    expect(await reload()).toBe('applied')
+    expect(await reload()).toMatchObject({ result: 'applied', restartNeeded: [] })
     expect(restartNeeded()).toEqual([])
     dir.update(yaml([plain(OLD)], '1h', 'platform: { seatLease: 3s }\n'))
-    expect(await reload()).toBe('applied')
+    expect(await reload()).toMatchObject({ result: 'applied', restartNeeded: ['platform.seatLease'] })
     expect(restartNeeded()).toEqual([
       expect.objectContaining({
         level: 40,
@@ -227,7 +227,7 @@ describe('keys without restarts', () => {
     const restartNeeded = () => gw.logs.records().filter((r) => String(r.msg).endsWith('they take effect at the next restart'))
     dir.update(yaml([plain(OLD)], '1h', 'platform: { seatLease: 3s }\n'))
     const res = await gw.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
-    expect(res.json()).toMatchObject({ result: 'unchanged' })
+    expect(res.json()).toMatchObject({ result: 'unchanged', restartNeeded: ['platform.seatLease'] })
     expect(restartNeeded()).toEqual([
       expect.objectContaining({ level: 40, file: dir.path, settings: ['platform.seatLease'], msg: 'CONFIG_FILE reload: settings other than the teams and the admin tokens changed (platform.seatLease); they take effect at the next restart' }),
     ])

@@ -154,13 +154,14 @@ export const purgeSchema = {
 /** POST /admin/reload. */
 export const reloadSchema = {
   type: 'object',
-  required: ['result', 'teams', 'keys', 'addedKeys', 'removedKeys', 'replicas'],
+  required: ['result', 'teams', 'keys', 'addedKeys', 'removedKeys', 'restartNeeded', 'replicas'],
   properties: {
     result: { type: 'string', enum: ['applied', 'unchanged'], description: '`unchanged`: the files say what is already in use.' },
     teams: { type: 'array', items: { type: 'string' }, description: 'The teams now in use.' },
     keys: { type: 'integer', minimum: 0, description: 'How many keys they hold.' },
     addedKeys: { type: 'array', items: { type: 'string' }, description: 'Keys added, as `<team>/<key id>`.' },
     removedKeys: { type: 'array', items: { type: 'string' }, description: 'Keys removed, as `<team>/<key id>`.' },
+    restartNeeded: { type: 'array', items: { type: 'string' }, description: 'The settings other than the teams and the admin tokens that the files change, by their names in the config file (`platform.seatLease`), never their values: they take effect at the next restart. Empty: none. `result` says only what the teams and admin tokens did.' },
     replicas: {
       type: 'string',
       enum: ['all', 'this replica; the others when they see the files change'],
