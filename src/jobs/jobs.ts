@@ -171,16 +171,11 @@ export class Jobs {
     if (state !== 'done' && state !== 'failed') throw new JobNotDoneError(id, state)
     const kept = keptAnswer(job)
     if (state === 'failed' && job.error && !kept) throw Object.assign(failureOf(job.error, now), { platformMs: (job.tookSeconds ?? 0) * 1000 })
-    // A purge is final for a result as for the entry it copies. A result is as old as its
-    // run's start, or as the copy it took when that was filled before: a purge made while the
-    // run's call was at the platform reaches it (the platform may have read its figures before).
-    const started = job.startedAt ?? job.askedAt
-    const purged = (fetchedAt: number) => this.#d.purged({ fetchedAt: Math.min(fetchedAt, started), advertiserIds: job.report.advertiserIds }, job.key)
-    if (kept && purged(started)) throw new JobPurgedError(id)
+    if (kept && this.#purged(job, job.startedAt ?? job.askedAt)) throw new JobPurgedError(id)
     if (kept?.body) return { answer: kept.answer, body: kept.body, job }
     const entry = await store.result(id, now)
     if (entry === null) throw new JobExpiredError(id)
-    if (purged(entry.fetchedAt)) throw new JobPurgedError(id)
+    if (this.#purged(job, entry.fetchedAt)) throw new JobPurgedError(id)
     if (kept) return { answer: kept.answer, body: entry.identity ?? Buffer.alloc(0), job }
     return { entry, job }
   }
@@ -191,9 +186,21 @@ export class Jobs {
     return job
   }
 
+  /**
+   * Whether a purge reached `job`'s result, its figures fetched at `fetchedAt`: a purge is
+   * final for a result as for the entry it copies. A result is as old as its run's start, or
+   * as the copy it took when that was filled before: a purge made while the run's call was at
+   * the platform reaches it (the platform may have read its figures before).
+   */
+  #purged(job: Job, fetchedAt: number): boolean {
+    return this.#d.purged({ fetchedAt: Math.min(fetchedAt, job.startedAt ?? job.askedAt), advertiserIds: job.report.advertiserIds }, job.key)
+  }
+
   async #status(job: Job, now: number): Promise<JobStatus> {
     const place = job.state === 'queued' ? placeInQueue(job, await this.#d.store.openOfTeam(job.team)) : null
-    return jobStatus(job, place, now, this.#d.finality(job.report, figuresAt(job, now)))
+    // A result a purge reached is gone as an expired one is (its read is 410): the status says expired.
+    const purged = (job.state === 'done' || keptAnswer(job) !== null) && this.#purged(job, job.fetchedAt ?? job.startedAt ?? job.askedAt)
+    return jobStatus(job, place, now, this.#d.finality(job.report, figuresAt(job, now)), purged)
   }
 
   /**

@@ -368,6 +368,8 @@ describe('report jobs (demo mode, no Redis)', () => {
       const body = (await gone.json()) as { code: string; message: string }
       expect([gone.status, body.code]).toEqual([410, 'GW_JOB_EXPIRED'])
       expect(body.message).toBe(`the result of job ${id} was purged from the report cache after its report was filled (a purge is final): ask the report again`)
+      // Its status says so too: expired, no result to read.
+      expect(await status(gw, id)).toMatchObject({ state: 'expired', result: null })
     }
     // Each purge after the job's fill: the fake clock moves on, as time does.
     const step = () => clock.advance(1000)
@@ -408,9 +410,11 @@ describe('report jobs (demo mode, no Redis)', () => {
     // The platform answers after the purge, as time goes on.
     clock.advance(1000)
     sandbox.releaseHeld()
-    await done(gw, id)
+    // It ends with its result already purged: its status goes from running to expired.
+    await waitFor(`job ${id} ended`, async () => !['queued', 'running'].includes((await status(gw, id)).state), testTimeLeft(), 20)
     const gone = await result(id)
     expect([gone.status, ((await gone.json()) as { code: string }).code]).toEqual([410, 'GW_JOB_EXPIRED'])
+    expect(await status(gw, id)).toMatchObject({ state: 'expired', result: null })
   })
 
   it('a POST report form with respond-async is a job too', async () => {

@@ -1069,7 +1069,10 @@ export interface components {
         };
         JobStatus: {
             id: string;
-            /** @enum {string} */
+            /**
+             * @description `expired`: its result is gone, past `expiresAt` or reached by a purge of the report cache (a purge is final); its result is then 410 `GW_JOB_EXPIRED`.
+             * @enum {string}
+             */
             state: "queued" | "running" | "done" | "failed" | "expired";
             /** Format: date-time */
             askedAt: string;
@@ -1109,7 +1112,7 @@ export interface components {
              * @description When its result (or failure) expires; its state is `expired` from then.
              */
             expiresAt: string | null;
-            /** @description Where its result is once it ended, until it expires: its report when done, its failure when failed (the status and body `error` names); null while queued or running, and once expired. */
+            /** @description Where its result is once it ended, until it expires: its report when done, its failure when failed (the status and body `error` names); null while queued or running, and once expired (or purged). */
             result: string | null;
             /**
              * Format: date

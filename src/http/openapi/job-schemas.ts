@@ -77,7 +77,7 @@ export const JOB_STATUS_SCHEMA: Json = {
   required: ['id', 'state', 'askedAt', 'startedAt', 'endedAt', 'placeInQueue', 'expectedSeconds', 'tookSeconds', 'error', 'retry', 'expiresAt', 'result', 'settledThrough', 'provisionalDays'],
   properties: {
     id: { type: 'string' },
-    state: { type: 'string', enum: ['queued', 'running', 'done', 'failed', 'expired'] },
+    state: { type: 'string', enum: ['queued', 'running', 'done', 'failed', 'expired'], description: '`expired`: its result is gone, past `expiresAt` or reached by a purge of the report cache (a purge is final); its result is then 410 `GW_JOB_EXPIRED`.' },
     askedAt: { type: 'string', format: 'date-time' },
     startedAt: { ...TIME, description: 'When its current run started; null while queued.' },
     endedAt: TIME,
@@ -105,7 +105,7 @@ export const JOB_STATUS_SCHEMA: Json = {
       },
     },
     expiresAt: { ...TIME, description: 'When its result (or failure) expires; its state is `expired` from then.' },
-    result: { type: ['string', 'null'], description: 'Where its result is once it ended, until it expires: its report when done, its failure when failed (the status and body `error` names); null while queued or running, and once expired.' },
+    result: { type: ['string', 'null'], description: 'Where its result is once it ended, until it expires: its report when done, its failure when failed (the status and body `error` names); null while queued or running, and once expired (or purged).' },
     settledThrough: { type: ['string', 'null'], format: 'date', description: 'The last day whose figures are settled (`cache.settledAfterDays` in `cache.timeZone`), as its report answer\'s `report-settled-through` says: of when its result\'s figures were fetched (a copy it answered with may be older than the job), or of now while it is open; null once it ended with a result that holds no figures (it failed, or kept the platform\'s redirect), whose answer says no finality either.' },
     provisionalDays: { type: ['string', 'null'], description: 'Its report\'s days whose figures may still change, `<first>/<last>` or `none`, as its answer\'s `report-provisional-days` says; null when `settledThrough` is.' },
   },
