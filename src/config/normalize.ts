@@ -89,8 +89,9 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   // it no platform call could succeed, and a start that looks fine would hide that. A
   // reload takes no token from it (the file's watcher does, or keeps the one in use): its
   // fault is said, and refuses nothing, so that a key's revocation never waits on it.
+  // Demo mode sets the default credential aside (the sandbox's login stands in): its file is not read.
   for (const c of Object.values(credentials)) {
-    if (!c.tokenFile) continue
+    if (!c.tokenFile || (demo && c.name === DEFAULT_CREDENTIAL)) continue
     // Named by what gave the path: a named credential's CREDENTIAL_<NAME>_TOKEN_FILE, read before its setting.
     const variable = `${credentialPrefix(c.name)}TOKEN_FILE`
     const name = c.name === DEFAULT_CREDENTIAL ? 'PLATFORM_TOKEN_FILE' : env[variable] !== undefined ? variable : `credentials.${c.name}.tokenFile`

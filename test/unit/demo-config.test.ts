@@ -54,6 +54,16 @@ describe('demo mode\'s login', () => {
   })
 })
 
+describe('demo mode\'s platform credential, set aside', () => {
+  it('reads no PLATFORM_TOKEN_FILE: one missing or empty does not stop the start, the sandbox\'s login stands in', () => {
+    for (const files of [{}, { '/run/secrets/platform-token': '\n' }] as Record<string, string>[]) {
+      const { config } = demoConfig(loadConfigFrom({ DEMO: '1', PLATFORM_BASE_URL: 'https://platform.example', PLATFORM_TOKEN_FILE: '/run/secrets/platform-token' }, files), SANDBOX)
+      expect([config.credentials.default?.tokenFile, config.credentials.default?.login?.username]).toEqual([null, 'demo@sandbox.local'])
+      expect(config.warnings).toContainEqual(expect.stringContaining('sets aside the configured platform'))
+    }
+  })
+})
+
 describe('the demo banner\'s curl line', () => {
   it('goes to the address the proxy listener is bound to (HOST), a wildcard\'s by loopback, IPv6 in brackets', () => {
     const url = (host: string) => /'(http:\/\/[^/]+)\//.exec(demoCurl(host, 18700, 'rgw_k', 101))?.[1]
