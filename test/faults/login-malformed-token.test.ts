@@ -43,6 +43,12 @@ it.each([
   expect(refusal.message).not.toContain(token)
 })
 
+it.each([['one character', 'a'], ['15 characters', 'abcdefghijklmno']])('refuses a token reply whose access_token is %s: shorter than a token is, it is in the text of answers and every call would be 502', async (_what, token) => {
+  accessToken = token
+  const refusal = (await passwordLogin(base, LOGIN, dispatcher, 2000).catch((err: unknown) => err)) as Error
+  expect(refusal).toMatchObject({ code: 'GW_PLATFORM_AUTH', message: `platform login failed: the token reply's access_token is ${token.length} characters, fewer than 16: the platform issues no such token` })
+})
+
 it('takes a well-formed access_token', async () => {
   accessToken = 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl'
   await expect(passwordLogin(base, LOGIN, dispatcher, 2000)).resolves.toMatchObject({ token: accessToken })

@@ -90,8 +90,15 @@ export async function passwordLogin(baseUrl: string, login: PasswordLogin, dispa
   // and no 401 would ever come back to replace it: refused as PLATFORM_TOKEN refuses it.
   const fault = tokenFault(reply.access_token)
   if (fault !== null) throw new TokenLoginError(`the token reply's access_token ${fault}`)
+  // Every answer is searched for the token, which it must never carry back: a token of a few
+  // characters is in the text of most answers, and every call would be 502. The platform
+  // issues JWTs of hundreds.
+  if (reply.access_token.length < MIN_LOGIN_TOKEN) throw new TokenLoginError(`the token reply's access_token is ${reply.access_token.length} characters, fewer than ${MIN_LOGIN_TOKEN}: the platform issues no such token`)
   return { token: reply.access_token, expiresIn: reply.expires_in }
 }
+
+/** The fewest characters of a token a login reply gives: a token shorter is refused. */
+const MIN_LOGIN_TOKEN = 16
 
 /** The `retry-after` of a login the platform answered 429 (its throttle), as it was sent; null: `err` is no such login's. */
 export function loginThrottle(err: unknown): { retryAfter: string | string[] | undefined } | null {
