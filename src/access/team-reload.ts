@@ -229,9 +229,10 @@ export class TeamReloader {
       const places = err instanceof ConfigError ? err.places : placesOf(problems)
       const located = err instanceof ConfigError ? err.located : problems
       this.#read = filesRead(read)
-      // Tried again at every poll: said once per content of the files, not every time.
+      // Tried again at every poll: said once per content of the files, not every time. The
+      // files are the operator's input, no fault of the gateway's: warn lines (contract, "Logs").
       if (trigger !== 'file' || this.#refused !== this.#read.digest) {
-        problems.forEach((problem, i) => log.error({ trigger, ...this.#files, problem, located: located[i] ?? problem }, `${this.#named} reload refused: the running teams stay`))
+        problems.forEach((problem, i) => log.warn({ trigger, ...this.#files, problem, located: located[i] ?? problem }, `${this.#named} reload refused: the running teams stay`))
         metrics.configProblems.inc(problems.length)
         metrics.configReloads.inc({ result: 'refused' })
       }

@@ -139,34 +139,34 @@ describe('PLATFORM_TOKEN_FILE', () => {
     expectNoSecrets([gw.logs.text()], [first, second])
   })
 
-  it('keeps the current token and logs an error when the file becomes empty', async () => {
+  it('keeps the current token and logs a warning (operator input, no fault of the gateway) when the file becomes empty', async () => {
     const first = sandbox.issueToken()
     const { secret, gw } = await gatewayOnSecret(first)
 
-    await expectRewriteRefused(gw, secret, '  \n', /token file is empty/, first, { level: 50, credential: 'default' })
+    await expectRewriteRefused(gw, secret, '  \n', /token file is empty/, first, { level: 40, credential: 'default' })
   })
 
-  it('keeps the current token and logs an error, without the content, when the file is rewritten with a line break inside (the start refuses such a file)', async () => {
+  it('keeps the current token and logs a warning, without the content, when the file is rewritten with a line break inside (the start refuses such a file)', async () => {
     const first = sandbox.issueToken()
     const second = sandbox.issueToken()
     const third = sandbox.issueToken()
     const { secret, gw } = await gatewayOnSecret(first)
 
     // Two tokens where one belongs: the old one left above the new.
-    await expectRewriteRefused(gw, secret, `${first}\n${second}\n`, /token file holds control characters/, first, { level: 50, credential: 'default' })
+    await expectRewriteRefused(gw, secret, `${first}\n${second}\n`, /token file holds control characters/, first, { level: 40, credential: 'default' })
     expectNoSecrets([gw.logs.text()], [first, second])
 
     secret.swap(third)
     await waitFor('the next good token in use', () => currentToken(gw) === third)
   })
 
-  it('keeps the current token and logs an error, without the content, when the file is rewritten as a header writes it or with a character no header carries (the start refuses such a file)', async () => {
+  it('keeps the current token and logs a warning, without the content, when the file is rewritten as a header writes it or with a character no header carries (the start refuses such a file)', async () => {
     const first = sandbox.issueToken()
     const second = sandbox.issueToken()
     const { secret, gw } = await gatewayOnSecret(first)
 
     // `Bearer <token>` copied from a header: sent as `Bearer Bearer <token>`, refused by the platform.
-    await expectRewriteRefused(gw, secret, `Bearer ${second}\n`, /token file starts with "Bearer "/, first, { level: 50, credential: 'default' })
+    await expectRewriteRefused(gw, secret, `Bearer ${second}\n`, /token file starts with "Bearer "/, first, { level: 40, credential: 'default' })
 
     // A typographic quote pasted after it: no HTTP client sends such a header.
     await expectRewriteRefused(gw, secret, `${second}\u2019\n`, /token file holds a space or a character outside printable ASCII/, first)
@@ -176,15 +176,15 @@ describe('PLATFORM_TOKEN_FILE', () => {
     await waitFor('the next good token in use', () => currentToken(gw) === second)
   })
 
-  it('keeps the current token and logs an error while the file cannot be read, then takes the next good one', async () => {
+  it('keeps the current token and logs a warning while the file cannot be read, then takes the next good one', async () => {
     const first = sandbox.issueToken()
     const third = sandbox.issueToken()
     const { secret, gw } = await gatewayOnSecret(first)
 
     // The new folder lacks the key: `token` now dangles (ENOENT).
     secret.swap(null)
-    await waitFor('an error about the unreadable file', () => records(gw, /token file cannot be read/).length > 0)
-    expect(records(gw, /token file cannot be read/)[0]).toMatchObject({ level: 50, code: 'ENOENT' })
+    await waitFor('a warning about the unreadable file', () => records(gw, /token file cannot be read/).length > 0)
+    expect(records(gw, /token file cannot be read/)[0]).toMatchObject({ level: 40, code: 'ENOENT' })
     expect(currentToken(gw)).toBe(first)
     expect((await gw.proxy.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200)
 
@@ -220,7 +220,7 @@ describe('PLATFORM_TOKEN_FILE', () => {
     // Reads of the file started before it goes would succeed after the first failure.
     await new Promise((r) => setTimeout(r, 300))
     rmSync(path)
-    await waitFor('an error about the missing file', () => records(gw, /token file cannot be read/).length > 0)
+    await waitFor('a warning about the missing file', () => records(gw, /token file cannot be read/).length > 0)
     // Several reads of the missing file later, still the one line.
     await fileReadsDone([gw], 3)
     expect(records(gw, /token file cannot be read/)).toHaveLength(1)

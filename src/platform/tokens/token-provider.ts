@@ -591,7 +591,10 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     )
   }
 
-  /** The token file's token; null (the fault logged once) when it cannot be read or holds none. */
+  /**
+   * The token file's token; null (the fault logged once) when it cannot be read or holds none.
+   * Each fault is the operator's file, no fault of the gateway's: a warn line (contract, "Logs").
+   */
   async #tokenFileContent(): Promise<string | null> {
     const path = this.credential.tokenFile as string
     let content: string
@@ -599,18 +602,18 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
       content = (await readFile(path, 'utf8')).trim()
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code ?? 'error'
-      this.#fileProblem(code, () => this.#deps.log.error({ credential: this.name, path, code }, 'token file cannot be read; keeping the current token'))
+      this.#fileProblem(code, () => this.#deps.log.warn({ credential: this.name, path, code }, 'token file cannot be read; keeping the current token'))
       return null
     }
     if (content === '') {
-      this.#fileProblem('empty', () => this.#deps.log.error({ credential: this.name, path }, 'token file is empty; keeping the current token'))
+      this.#fileProblem('empty', () => this.#deps.log.warn({ credential: this.name, path }, 'token file is empty; keeping the current token'))
       return null
     }
     // The start refuses such a file (a configuration error); afterwards the token in use
     // stays: a token with a line break inside, or `Bearer <token>`, is no header's token.
     const fault = tokenFault(content)
     if (fault !== null) {
-      this.#fileProblem(fault, () => this.#deps.log.error({ credential: this.name, path }, `token file ${fault}; keeping the current token`))
+      this.#fileProblem(fault, () => this.#deps.log.warn({ credential: this.name, path }, `token file ${fault}; keeping the current token`))
       return null
     }
     this.#fileFault = null
