@@ -4,7 +4,7 @@ import type { Clock } from '../clock.js'
 import type { Metrics } from '../observe/metrics.js'
 import { RedisBreaker, RedisWatch } from '../redis/breaker.js'
 import { RedisBus } from '../redis/bus.js'
-import { closeRedis, createRedisClient, failureCause, redisAddress, redisConnectTimeoutMs, type RedisClient } from '../redis/client.js'
+import { clientAddress, closeRedis, createRedisClient, failureCause, redisConnectTimeoutMs, type RedisClient } from '../redis/client.js'
 import { unreachedMasters } from '../redis/cluster-masters.js'
 import { RedisSeal } from '../redis/seal.js'
 import { installIoredisCommandTimeoutPatch } from '../redis/command-timeout.js'
@@ -56,7 +56,7 @@ export function redisParts(config: Config, o: { redis?: RedisClient | null; log:
           if (writable) back()
         },
         onSkippedWrite: () => metrics.redisSkippedWrites.inc(),
-        address: redisAddress(config.redis),
+        address: () => clientAddress(redis, config.redis),
         cause: (err) => failureCause(redis, err),
         whole: () => unreachedMasters(redis).length === 0,
         commandTimeoutMs: config.redis.commandTimeoutMs,

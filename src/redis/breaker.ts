@@ -173,7 +173,7 @@ export class RedisBreaker {
   readonly #log: Logger
   readonly #now: () => number
   readonly #onChange: ((state: BreakerState) => void) | undefined
-  readonly #address: string
+  readonly #address: () => string
   readonly #cause: (err: unknown) => string
   readonly #onWritable: ((writable: boolean) => void) | undefined
   readonly #onSkippedWrite: (() => void) | undefined
@@ -187,8 +187,8 @@ export class RedisBreaker {
     log: Logger
     now?: () => number
     onChange?: (state: BreakerState) => void
-    /** Where Redis is (redisAddress), named in every transition's log line. */
-    address?: string
+    /** Where Redis is (clientAddress), named in every transition's log line. */
+    address?: () => string
     /** Why a command failed (failureCause). */
     cause?: (err: unknown) => string
     /** Redis began (false) or ceased (true) refusing writes. */
@@ -212,7 +212,7 @@ export class RedisBreaker {
     this.#log = opts.log
     this.#now = opts.now ?? systemClock.now
     this.#onChange = opts.onChange
-    this.#address = opts.address ?? 'redis'
+    this.#address = opts.address ?? (() => 'redis')
     this.#cause = opts.cause ?? ((err) => (err as Error).message)
   }
 
@@ -245,7 +245,7 @@ export class RedisBreaker {
       return result
     } catch (err) {
       if (refusesWrites(err)) this.#refused(err)
-      else if (slotMoving(err)) this.#log.debug({ redis: this.#address, cause: (err as Error).message }, 'redis command on a cluster slot mid-migration: served without it, circuit kept')
+      else if (slotMoving(err)) this.#log.debug({ redis: this.#address(), cause: (err as Error).message }, 'redis command on a cluster slot mid-migration: served without it, circuit kept')
       else if (closes === this.#closes && !(timedOut(err) && this.#now() - started >= this.#lateAfterMs)) this.fail(err)
       return fallback
     }
@@ -268,7 +268,7 @@ export class RedisBreaker {
     }, fallback)
     if (done && this.#refusedAt > 0) {
       this.#refusedAt = 0
-      this.#log.info({ redis: this.#address }, 'redis accepts writes again')
+      this.#log.info({ redis: this.#address() }, 'redis accepts writes again')
       this.#onWritable?.(true)
     }
     return result
@@ -278,7 +278,7 @@ export class RedisBreaker {
     const first = this.#refusedAt === 0
     this.#refusedAt = this.#now()
     if (!first) return
-    this.#log.warn({ redis: this.#address, cause: (transactionFailure(err) as Error).message }, 'redis refuses writes: reading from it, writing nothing to it')
+    this.#log.warn({ redis: this.#address(), cause: (transactionFailure(err) as Error).message }, 'redis refuses writes: reading from it, writing nothing to it')
     this.#onWritable?.(false)
   }
 
@@ -302,14 +302,14 @@ export class RedisBreaker {
     this.#openedAt = this.#now()
     if (this.#state === 'open') return
     // A failed probe after a cooldown is the same outage: its line was logged when it began.
-    if (this.#state === 'closed') this.#log.warn({ redis: this.#address, cause: this.#cause(err) }, 'redis unavailable: serving without it (circuit open)')
+    if (this.#state === 'closed') this.#log.warn({ redis: this.#address(), cause: this.#cause(err) }, 'redis unavailable: serving without it (circuit open)')
     this.#transition('open')
   }
 
   #transition(state: BreakerState): void {
     if (state === 'closed') {
       this.#closes++
-      this.#log.info({ redis: this.#address }, 'redis available again (circuit closed)')
+      this.#log.info({ redis: this.#address() }, 'redis available again (circuit closed)')
     }
     this.#state = state
     this.#onChange?.(state)

@@ -76,11 +76,16 @@ export function createRedisClient(cfg: Config['redis'], log: Logger): RedisClien
   })
   client.on('ready', () => {
     if (!missingDatabase) connectionErrors.delete(client)
+    // Behind Sentinels, the master they named is the host the connection reached.
+    const stream = client instanceof Redis && sentinels !== undefined ? client.stream : undefined
+    if (stream?.remoteAddress) sentinelMasters.set(client, `${stream.remoteAddress}:${stream.remotePort}`)
   })
   return client
 }
 
 const connectionErrors = new WeakMap<RedisClient, string>()
+// The master a Sentinel-routed client last reached (host:port), as the Sentinels named it.
+const sentinelMasters = new WeakMap<RedisClient, string>()
 
 // Redis' refusal of a SELECT: past its `databases` (7.x; "invalid DB index" before), or of an ACL user without it.
 const MISSING_DATABASE = /^ERR (DB index is out of range|invalid DB index)|^NOPERM .*'select' command/
@@ -156,6 +161,16 @@ export function redisAddress(cfg: Pick<Config['redis'], 'url' | 'sentinels' | 's
   if (!cfg.url) return 'none'
   const url = new URL(cfg.url)
   return `${url.hostname}:${url.port || '6379'}`
+}
+
+/**
+ * Where a client's Redis is, for log lines: redisAddress, and behind Sentinels the master
+ * they named last (the Sentinels answer while the master is gone: the master is where to
+ * look), once the client has reached one.
+ */
+export function clientAddress(client: RedisClient, cfg: Pick<Config['redis'], 'url' | 'sentinels' | 'sentinelName' | 'cluster'>): string {
+  const master = sentinelMasters.get(client)
+  return master === undefined ? redisAddress(cfg) : `${redisAddress(cfg)} (master ${master} as they named it last)`
 }
 
 /**

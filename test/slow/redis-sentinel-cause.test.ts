@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Redis } from 'ioredis'
-import { TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
+import { TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { startRedisSentinel, type SentinelTopology } from '../helpers/start-redis-topology.js'
@@ -17,7 +17,11 @@ const { available, notice } = redisAvailability('the Sentinel cause test')
 if (notice) console.warn(notice)
 const UNREACHABLE = /All sentinels are unreachable/
 
-describe.skipIf(!available)('behind a Sentinel, a master gone and not replaced', () => {
+/**
+ * A Sentinel topology of the describe's own (each test kills its master), and a gateway
+ * behind it with the circuit's `breakerCooldown`.
+ */
+function behindSentinel(): (breakerCooldown: string) => Promise<{ gw: TestGateway; topology: SentinelTopology }> {
   const sandbox = useSandbox()
   const gateways = useGateways()
   let topology: SentinelTopology
@@ -27,10 +31,17 @@ describe.skipIf(!available)('behind a Sentinel, a master gone and not replaced',
   afterAll(async () => {
     await topology?.close()
   })
+  return async (breakerCooldown) => {
+    const yaml = `${TEAMS_YAML}\nredis:\n${topology.configLines.join('\n')}\n  breakerCooldown: ${breakerCooldown}\n`
+    return { gw: await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }, yaml)), topology }
+  }
+}
+
+describe.skipIf(!available)('behind a Sentinel, a master gone and not replaced', () => {
+  const gatewayBehind = behindSentinel()
 
   it("is the master's refusal as the cause, on every reconnection, never that the Sentinels are unreachable", async () => {
-    const yaml = `${TEAMS_YAML}\nredis:\n${topology.configLines.join('\n')}\n  breakerCooldown: 30s\n`
-    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }, yaml))
+    const { gw, topology } = await gatewayBehind('30s')
     const client = gw.redis.client as Redis
     // Registered after the gateway's own listener: each sees the cause the gateway keeps
     // once that listener has taken the error in.
@@ -40,5 +51,19 @@ describe.skipIf(!available)('behind a Sentinel, a master gone and not replaced',
     await waitFor('a reconnection that began at the end of the Sentinels', () => causes.some((c) => UNREACHABLE.test(c.error)) && causes.length >= 4, testTimeLeft())
     expect(causes.filter((c) => UNREACHABLE.test(c.cause))).toEqual([])
     expect(causes.at(-1)?.cause).toContain(`ECONNREFUSED 127.0.0.1:${master}`)
+  })
+})
+
+// A transition's line names the master the Sentinels named last beside the Sentinels: the
+// Sentinels answer while the master is gone, so the master is where to look.
+describe.skipIf(!available)('behind a Sentinel, a transition of the circuit', () => {
+  const gatewayBehind = behindSentinel()
+
+  it("names the master's host:port the Sentinels named last, beside the Sentinels", async () => {
+    const { gw, topology } = await gatewayBehind('200ms')
+    const master = await topology.killMasterUnpromoted()
+    const down = () => gw.logs.records().filter((r) => r.msg === 'redis unavailable: serving without it (circuit open)')
+    await waitFor('the circuit open', () => down().length > 0, testTimeLeft())
+    expect(down()[0]?.redis).toMatch(new RegExp(`^sentinel \\S+ via \\S+ \\(master 127\\.0\\.0\\.1:${master} as they named it last\\)$`))
   })
 })
