@@ -256,6 +256,8 @@ describe('headers, and codings the gateway does not read', () => {
 
   it.each([
     ['gzip', gzipSync(CLEAN), 'a gzip body whose content-encoding does not say so'],
+    // As `gzip report.json` writes it: the file's name flagged (FNAME), no zero byte in its first four.
+    ['gzip naming its file', Buffer.concat([Buffer.from([0x1f, 0x8b, 0x08, 0x08]), gzipSync(CLEAN).subarray(4, 10), Buffer.from('report.json\0'), gzipSync(CLEAN).subarray(10)]), 'a gzip body whose content-encoding does not say so'],
     ['bytes with zeros', Buffer.concat([Buffer.from([0x7b, 0x22, 0x00, 0x61]), CLEAN]), 'UTF-16 or UTF-32, or bytes that are no text'],
   ])('fails a textual body in %s with no content-encoding, and names it', async (_name, bytes, named) => {
     const { error } = await read({ 'content-type': 'application/json' }, cut(bytes, 3))

@@ -90,15 +90,15 @@ const TEXTUAL = /json|text\/|xml|javascript/i
 const WIDE_START = 4
 
 /**
- * What the first bytes of a body say it is, in words, when a reader may take it for UTF-16
- * or UTF-32: a byte-order mark of either, or a zero byte, which no text in an
- * ASCII-compatible charset holds (a gzip body's header holds one: gzip named as such);
- * null: they say nothing of the kind.
+ * What the first bytes of a textual body say it is, in words, when it is no text the
+ * gateway reads for its token: gzip's magic (1f 8b, deflate: no text begins with a control
+ * character), a byte-order mark of UTF-16 or UTF-32, or a zero byte, which no text in an
+ * ASCII-compatible charset holds; null: they say nothing of the kind.
  */
-function wide(start: Buffer): string | null {
+function unreadStart(start: Buffer): string | null {
+  if (start[0] === 0x1f && start[1] === 0x8b && start[2] === 0x08) return 'with a gzip body whose content-encoding does not say so'
   if ((start[0] === 0xfe && start[1] === 0xff) || (start[0] === 0xff && start[1] === 0xfe)) return 'in UTF-16 or UTF-32'
-  if (!start.subarray(0, WIDE_START).includes(0)) return null
-  return start[0] === 0x1f && start[1] === 0x8b ? 'with a gzip body whose content-encoding does not say so' : 'in UTF-16 or UTF-32, or bytes that are no text'
+  return start.subarray(0, WIDE_START).includes(0) ? 'in UTF-16 or UTF-32, or bytes that are no text' : null
 }
 
 function echoed(where: string): GatewayError {
@@ -213,14 +213,15 @@ class Seam {
 
   /**
    * What shows in the tail kept joined to `chunk` (`seen`): a needle, or (a textual body)
-   * first bytes that say UTF-16 or UTF-32 (`refused`); when nothing does, the new tail is kept.
+   * first bytes that say it is no text the gateway reads (gzip, UTF-16 or UTF-32:
+   * `refused`); when nothing does, the new tail is kept.
    */
   look(chunk: Buffer): { refused: GatewayError | null; seen: Buffer } {
     const seen = this.#tail.length === 0 ? chunk : Buffer.concat([this.#tail, chunk])
     if (this.#needles.some((needle) => seen.includes(needle)) || (seen.includes(0) && this.#wide.some((needle) => seen.includes(needle)))) return { refused: echoed('body'), seen }
     if (this.#start !== null) {
       const start = Buffer.concat([this.#start, chunk.subarray(0, WIDE_START)]).subarray(0, WIDE_START)
-      const read = start.length === WIDE_START ? wide(start) : null
+      const read = start.length === WIDE_START ? unreadStart(start) : null
       if (read !== null) return { refused: new UpstreamError(`the platform answered ${read}, which the gateway does not read for its token: not passed on`), seen }
       this.#start = start.length < WIDE_START ? start : null
     }
