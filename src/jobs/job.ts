@@ -333,8 +333,10 @@ const iso = (ms: number | null): string | null => (ms === null ? null : new Date
 
 const errorOf = (e: JobError) => ({ code: e.code, message: e.message, statusCode: e.statusCode })
 
-/** The status of `job` at `now`; `finality`, that of its figures' fetch (figuresAt), said while its result holds figures. */
-/** `job`'s status at `now`; `purged`: a purge reached its result, which is gone as an expired one is. */
+/**
+ * The status of `job` at `now`; `finality`, that of its figures' fetch (figuresAt), said while
+ * its result holds figures; `purged`: a purge reached its result, which is gone as an expired one is.
+ */
 export function jobStatus(job: Job, place: number | null, now: number, finality: JobFinality, purged = false): JobStatus {
   const state = purged ? 'expired' : stateAt(job, now)
   return {
