@@ -419,7 +419,7 @@ interface CredentialParts {
   prefix: string
 }
 
-/** `setAside`: demo mode's default credential, which the sandbox's login replaces: no token source is asked of it. */
+/** `setAside`: demo mode's default credential, which the sandbox's login replaces: no token source is asked of it, nor is its token checked. */
 function credentialFrom(name: string, c: CredentialParts, problems: string[], setAside = false): CredentialConfig {
   const loginParts = { USERNAME: c.username, PASSWORD: c.password, CLIENT_ID: c.clientId, CLIENT_SECRET: c.clientSecret }
   const given = Object.entries(loginParts).filter(([, v]) => v != null)
@@ -448,7 +448,7 @@ function credentialFrom(name: string, c: CredentialParts, problems: string[], se
       `${c.prefix}TOKEN: credential ${name} has no token source; set ${c.prefix}TOKEN, ${c.prefix}TOKEN_FILE, or ${c.prefix}USERNAME, ${c.prefix}PASSWORD, ${c.prefix}CLIENT_ID and ${c.prefix}CLIENT_SECRET`,
     )
   }
-  const fault = c.token === null ? null : tokenFault(c.token)
+  const fault = c.token === null || setAside ? null : tokenFault(c.token)
   if (fault !== null) problems.push(`${c.prefix}TOKEN: ${fault}`)
   if (!/^(\/|https?:\/\/)/.test(c.tokenUrl)) problems.push(`${c.prefix}TOKEN_URL: must be a path starting with / or an http(s) URL (got ${JSON.stringify(shownUrlText(c.tokenUrl))})`)
   // Resolved against the platform's address as a URL is, `//oauth/token` (or `/\oauth`)

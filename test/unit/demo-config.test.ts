@@ -62,6 +62,13 @@ describe('demo mode\'s platform credential, set aside', () => {
       expect(config.warnings).toContainEqual(expect.stringContaining('sets aside the configured platform'))
     }
   })
+
+  it('asks nothing of a PLATFORM_TOKEN it sets aside: one too short, or a header\'s value pasted, does not stop the start', () => {
+    for (const token of ['a', 'Bearer platform-token-0000000']) {
+      const { config } = demoConfig(loadConfigFrom({ DEMO: '1', PLATFORM_BASE_URL: 'https://platform.example', PLATFORM_TOKEN: token }), SANDBOX)
+      expect([config.credentials.default?.token, config.credentials.default?.login?.username]).toEqual([null, 'demo@sandbox.local'])
+    }
+  })
 })
 
 describe('the demo banner\'s curl line', () => {
