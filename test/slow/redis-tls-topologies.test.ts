@@ -122,16 +122,18 @@ describe.skipIf(!available)('Sentinels on TLS only, with a password, in front of
       yaml: `${TEAMS_YAML}\nredis:\n${[...topology().configLines, '  tlsServername: redis.test', ...redisLines].join('\n')}\n`,
     })
 
+  // A refused login at the Sentinels is named so, with the setting that gives the password.
   it.each([
-    ['without redis.sentinelTls', [], { REDIS_SENTINEL_PASSWORD: PASSWORD }],
-    ['without REDIS_SENTINEL_PASSWORD', ['  sentinelTls: true'], {}],
-    ['with a wrong REDIS_SENTINEL_PASSWORD', ['  sentinelTls: true'], { REDIS_SENTINEL_PASSWORD: 'not-the-sentinel-password-0123' }],
-  ])('%s: redis is down; it serves from memory, keeps running and never prints a password', async (_name, lines, env) => {
+    ['without redis.sentinelTls', [], { REDIS_SENTINEL_PASSWORD: PASSWORD }, null],
+    ['without REDIS_SENTINEL_PASSWORD', ['  sentinelTls: true'], {}, 'answer but ask a password (NOAUTH): set REDIS_SENTINEL_PASSWORD'],
+    ['with a wrong REDIS_SENTINEL_PASSWORD', ['  sentinelTls: true'], { REDIS_SENTINEL_PASSWORD: 'not-the-sentinel-password-0123' }, 'answer but refuse the password REDIS_SENTINEL_PASSWORD gives (WRONGPASS)'],
+  ])('%s: redis is down; it serves from memory, keeps running and never prints a password', async (_name, lines, env, cause) => {
     const gw = await start(lines, env)
     cleanups.push(() => gw.close())
     await waitFor('redis down', async () => (await readiness(gw.adminUrl)).redis === 'down', testTimeLeft(), 50)
     expect((await readWeek(gw.url)).status).toBe(200)
     await waitFor('a log line about Redis', () => /redis unavailable/.test(gw.output()), testTimeLeft(), 50)
+    if (cause !== null) expect(gw.output().split('\n').find((l) => l.includes('redis unavailable'))).toContain(cause)
     // Still running: a refused handshake's later errors end no process.
     expect((await readiness(gw.adminUrl)).redis).toBe('down')
     expect(gw.output()).not.toContain(PASSWORD)
