@@ -1,4 +1,5 @@
 import { startConfig, ConfigError } from './config.js'
+import { scrubSecrets, startSecrets } from './config/start-secrets.js'
 import type { FastifyInstance } from 'fastify'
 import type { Gateway } from './compose.js'
 import type { Sandbox } from './sandbox/sandbox.js'
@@ -47,7 +48,8 @@ async function main(): Promise<void> {
   }
   const started = await startConfig()
   if (started instanceof ConfigError) {
-    process.stderr.write(`report-gateway: ${started.message}\n`)
+    // A secret pasted into another setting, repeated by the check that names its value, is never printed.
+    process.stderr.write(`report-gateway: ${scrubSecrets(started.message, startSecrets(process.env))}\n`)
     process.exit(78)
   }
   let config = started
@@ -206,7 +208,7 @@ async function listenOrExit(app: FastifyInstance, host: string, port: number, se
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code
     const why = code === 'EADDRINUSE' ? 'the port is in use by another process: stop it, or choose a free port' : code === 'EACCES' ? 'permission denied' : code === 'EADDRNOTAVAIL' ? 'no such address on this machine' : (err as Error).message
-    process.stderr.write(`report-gateway: cannot listen on ${host}:${port}: ${why} (set ${settings})\n`)
+    process.stderr.write(`report-gateway: ${scrubSecrets(`cannot listen on ${host}:${port}: ${why}`, startSecrets(process.env))} (set ${settings})\n`)
     process.exit(1)
   }
 }
