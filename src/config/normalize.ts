@@ -3,7 +3,7 @@ import { CREDENTIAL_NAME_PATTERN, CREDENTIAL_NAME_RULE, credentialPrefix } from 
 import type { RawConfig, RawCredential } from './schema.js'
 import { tracingConfig } from './tracing.js'
 import { strayCredentialProblems } from './env-names.js'
-import { maskUrlPassword, shownUrlText } from './mask-url.js'
+import { shownUrlText } from './mask-url.js'
 import { hasControlCharacters, readEnv, tokenFault, unreadable, type Env } from './sources.js'
 import { parseDuration, parseSize } from './units.js'
 import { normalizeTeams } from './teams.js'
@@ -328,11 +328,11 @@ function checkUrl(value: string | null | undefined, name: string, problems: stri
     if (url.username || url.password) {
       problems.push(`${name}: must be an origin only, without a user or password (the value is not shown); give the platform's credentials as PLATFORM_TOKEN or the PLATFORM_USERNAME login`)
     } else if (url.search || url.hash || url.pathname !== '/') {
-      problems.push(`${name}: must be an origin only, without path, query or fragment (got ${JSON.stringify(maskUrlPassword(value))}); write ${url.origin}: the callers' /api/v1/… paths are sent under it`)
+      problems.push(`${name}: must be an origin only, without path, query or fragment (got ${JSON.stringify(shownUrlText(value))}); write ${url.origin}: the callers' /api/v1/… paths are sent under it`)
     }
     return url.href.replace(/\/+$/, '')
   } catch {
-    problems.push(`${name}: not a URL (got ${JSON.stringify(maskUrlPassword(value))})`)
+    problems.push(`${name}: not a URL (got ${JSON.stringify(shownUrlText(value))})`)
     return null
   }
 }

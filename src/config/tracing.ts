@@ -1,6 +1,6 @@
 import type { Env } from './sources.js'
 import { LONGEST_TIMER_MS } from '../clock.js'
-import { maskUrlPassword } from './mask-url.js'
+import { shownUrlText } from './mask-url.js'
 
 // OpenTelemetry traces are configured by the standard OTEL_* variables, read here with the
 // rest of the configuration so that a value the gateway cannot honour stops the start (exit
@@ -64,7 +64,7 @@ export function tracingConfig(env: Env, problems: string[]): TracingConfig | nul
   const endpoint = signalVariable(env, 'ENDPOINT')
   // The signal's own endpoint is used as it is; the base one gets the traces path (OTLP/HTTP).
   const url = endpoint === null ? null : endpoint.traces ? endpoint.value : `${endpoint.value.replace(/\/+$/, '')}/v1/traces`
-  if (endpoint !== null && !(/^https?:\/\/[^/?#\s]+/.test(url as string) && URL.canParse(url as string))) problems.push(`${endpoint.name}: ${maskUrlPassword(endpoint.value)} is not an http(s) URL of an OTLP/HTTP receiver (e.g. http://otel-collector:4318)`)
+  if (endpoint !== null && !(/^https?:\/\/[^/?#\s]+/.test(url as string) && URL.canParse(url as string))) problems.push(`${endpoint.name}: ${shownUrlText(String(endpoint.value))} is not an http(s) URL of an OTLP/HTTP receiver (e.g. http://otel-collector:4318)`)
   const protocolSet = signalVariable(env, 'PROTOCOL')
   const protocol = protocolSet?.value ?? 'http/protobuf'
   if (protocolSet !== null && protocol !== 'http/protobuf' && protocol !== 'http/json') {

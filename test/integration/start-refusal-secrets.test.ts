@@ -29,14 +29,15 @@ describe('a start refusal never repeats a secret pasted into another setting', (
   const base = { PLATFORM_BASE_URL: 'http://127.0.0.1:47963', PLATFORM_TOKEN: TOKEN }
 
   it.each([
-    ['LOG_LEVEL holds the platform token', { ...base, LOG_LEVEL: TOKEN }, 'LOG_LEVEL', TOKEN],
-    ['PORT holds GATEWAY_SECRET', { ...base, GATEWAY_SECRET, PORT: GATEWAY_SECRET }, 'PORT', GATEWAY_SECRET],
-    ['PLATFORM_BASE_URL carries the token in its query', { ...base, PLATFORM_BASE_URL: `http://127.0.0.1:47963/?access_token=${TOKEN}` }, 'PLATFORM_BASE_URL', TOKEN],
-  ])('%s: exit 78, the setting named, the secret [REDACTED]', (_, env, setting, secret) => {
+    ['LOG_LEVEL holds the platform token', { ...base, LOG_LEVEL: TOKEN }, 'LOG_LEVEL', TOKEN, '[REDACTED]'],
+    ['PORT holds GATEWAY_SECRET', { ...base, GATEWAY_SECRET, PORT: GATEWAY_SECRET }, 'PORT', GATEWAY_SECRET, '[REDACTED]'],
+    // Its query is not shown at all (below).
+    ['PLATFORM_BASE_URL carries the token in its query', { ...base, PLATFORM_BASE_URL: `http://127.0.0.1:47963/?access_token=${TOKEN}` }, 'PLATFORM_BASE_URL', TOKEN, '?***'],
+  ])('%s: exit 78, the setting named, the secret not shown', (_, env, setting, secret, shown) => {
     const r = start(env)
     expect(r.status).toBe(78)
     expect(r.stderr).toContain(`report-gateway: invalid configuration: ${setting}`)
-    expect(r.stderr).toContain('[REDACTED]')
+    expect(r.stderr).toContain(shown)
     expect(r.stderr + r.stdout).not.toContain(secret)
   })
 
@@ -54,5 +55,25 @@ describe('a start refusal never repeats a secret pasted into another setting', (
     expect(r.status).toBe(1)
     expect(r.stderr).toMatch(/^report-gateway: cannot listen on \[REDACTED\]:47961: .* \(set HOST, PORT\)\n$/)
     expect(r.stderr + r.stdout).not.toContain(TOKEN)
+  })
+})
+
+// The same lines name a URL's scheme, host, port and path, never its query or fragment
+// (`?***`, `#***`), where a receiver's API key or a signed token rides, as GET /admin/config
+// shows a URL: the key is no secret of the gateway's, so no scrub would find it.
+describe('a refused URL is named without its query', () => {
+  const base = { PLATFORM_BASE_URL: 'http://127.0.0.1:47963', PLATFORM_TOKEN: TOKEN }
+  const API_KEY = 'receiver-api-key-0123456789'
+
+  it.each([
+    ['OTEL_EXPORTER_OTLP_ENDPOINT without a scheme', { ...base, OTEL_EXPORTER_OTLP_ENDPOINT: `otel.example:4318?api_key=${API_KEY}` }, 'OTEL_EXPORTER_OTLP_ENDPOINT'],
+    ['OTEL_EXPORTER_OTLP_ENDPOINT of another scheme', { ...base, OTEL_EXPORTER_OTLP_ENDPOINT: `ftp://otel.example/v1?api_key=${API_KEY}` }, 'OTEL_EXPORTER_OTLP_ENDPOINT'],
+    ['PLATFORM_BASE_URL with a path and query', { ...base, PLATFORM_BASE_URL: `http://127.0.0.1:47963/api?sig=${API_KEY}#${API_KEY}` }, 'PLATFORM_BASE_URL'],
+  ])('%s: exit 78, the query ***', (_, env, setting) => {
+    const r = start(env)
+    expect(r.status).toBe(78)
+    expect(r.stderr).toContain(`report-gateway: invalid configuration: ${setting}`)
+    expect(r.stderr).toContain('?***')
+    expect(r.stderr + r.stdout).not.toContain(API_KEY)
   })
 })
