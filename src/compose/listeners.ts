@@ -124,7 +124,7 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   metricsRoute(admin, { metrics, tokens, governors, answers, usage })
   const { adminAuth, bus, teams, build, rateLimiter, logLevel, reloader, l1, audit, replicas, webhooks, tokenShares, consoleScriptsDir } = parts
   await admin.register(adminRoutes, {
-    config, auditLog, clock, adminAuth, tokens, reports, redis, breaker, bus, teams, usage, keyUse, metrics, lifecycle, build, governors, rateLimiter, suspensions: parts.suspensions,
+    config, auditLog, clock, adminAuth, tokens, reports, redis, breaker, bus, teams, usage, keyUse, metrics, lifecycle, build, governors, rateLimiter, suspensions: parts.suspensions, secrets: parts.secrets,
     runtimeLevel: logLevel, client, reloader, l1, audit, replicas, webhooks, tokenShares,
   })
   await admin.register(consoleRoutes, consoleScriptsDir ? { scriptsDir: consoleScriptsDir } : {})

@@ -648,9 +648,11 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
     if (retryAfter !== undefined) reply.header('retry-after', String(retryAfter))
     if (status === 401) reply.header('www-authenticate', challenge)
     // Fastify's own 4xx (a body too large, a malformed body or header, a schema
-    // violation) in the contract's terms: a GW_* code and what was wrong.
+    // violation) in the contract's terms: a GW_* code and what was wrong. Its message is
+    // made anew from the violation (a parameter's name the call does not take, as sent), so
+    // it is scrubbed too.
     if (status < 500 && error.code?.startsWith('FST_')) {
-      const refusal = status === 413 ? new PayloadTooLargeError(bodyLimitOf(request, config)) : new BadRequestError(isValidationFailure(error) ? validationMessage(error) : (PARSER_REFUSALS[error.code]?.(request) ?? error.message))
+      const refusal = status === 413 ? new PayloadTooLargeError(bodyLimitOf(request, config)) : new BadRequestError(scrub(isValidationFailure(error) ? validationMessage(error) : (PARSER_REFUSALS[error.code]?.(request) ?? error.message)))
       noteGatewayCode(reply.raw, refusal.code)
       return reply.send(refusal)
     }

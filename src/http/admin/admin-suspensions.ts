@@ -24,7 +24,7 @@ export const liftSchema = {
  * request held a secret of the gateway's (access/team-suspensions.ts), on every replica.
  * Registered inside adminRoutes, behind its token check (an operator's token: it changes).
  */
-export async function adminSuspensionRoutes(app: FastifyInstance, { suspensions, auditLog }: Pick<GatewayContext, 'suspensions' | 'auditLog'>): Promise<void> {
+export async function adminSuspensionRoutes(app: FastifyInstance, { suspensions, auditLog, secrets }: Pick<GatewayContext, 'suspensions' | 'auditLog' | 'secrets'>): Promise<void> {
   const schema = adminSchema({
     tag: 'teams',
     operationId: 'liftSuspension',
@@ -40,6 +40,8 @@ export async function adminSuspensionRoutes(app: FastifyInstance, { suspensions,
     const { lifted, replicas } = await suspensions.lift(team)
     const where = replicas === 'all' ? 'on every replica' : replicas === 'this replica only' ? 'on this replica (no Redis)' : 'on this replica until Redis answers again, then on every replica'
     auditLog.info({ action: 'lift-suspension', team, lifted, replicas, actor: request.adminActor }, lifted ? `team suspension lifted ${where}` : `team suspension lift asked ${where}: the team was not suspended here`)
-    return { team, lifted, replicas }
+    // The name as the path gave it, but a secret of the gateway's or a team key pasted there:
+    // the answer repeats no secret (the audit line is scrubbed with the log).
+    return { team: secrets.scrub(team), lifted, replicas }
   })
 }

@@ -28,7 +28,7 @@ import { SERVES_NONE } from '../route-allow.js'
  * option as the level of the plugin's own logger.
  */
 export type AdminParts = AdminStatusParts &
-  Pick<GatewayContext, 'auditLog' | 'adminAuth' | 'reports' | 'bus' | 'usage' | 'keyUse' | 'suspensions'> & {
+  Pick<GatewayContext, 'auditLog' | 'adminAuth' | 'reports' | 'bus' | 'usage' | 'keyUse' | 'suspensions' | 'secrets'> & {
     runtimeLevel: LogLevel
     client: PlatformClient
     reloader: TeamReloader
@@ -86,7 +86,7 @@ export async function adminRoutes(app: FastifyInstance, parts: AdminParts): Prom
 
   await app.register(adminTokenRoutes, { tokens, auditLog, adminAuth, teams, config, client, tokenShares })
   await app.register(adminCacheRoutes, { reports, auditLog })
-  await app.register(adminSuspensionRoutes, { suspensions: parts.suspensions, auditLog })
+  await app.register(adminSuspensionRoutes, { suspensions: parts.suspensions, auditLog, secrets: parts.secrets })
   await app.register(cacheEntryRoutes, { config, teams, tokens, reports, breaker, clock, auditLog })
   // What only the status view reads.
   const { metrics, lifecycle, build, redis, governors, rateLimiter, l1, audit } = parts

@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest'
+import { KEYS } from '../helpers/sandbox-gateway.js'
+import { ADMIN_TOKEN, itLoggedNoSecret, useAttackGateway } from './attack-gateway.js'
+
+// What an admin answer repeats of the request: a parameter's name the call does not take
+// (a 400 of the route's schema) and a team named in the path of a suspension's lift. A
+// secret of the gateway's or a team key pasted there is `[REDACTED]` in the answer, as in
+// every other admin message that quotes the caller (GET /admin/usage?team=…): "tokens
+// themselves never appear in logs or answers".
+
+const VIEWER_TOKEN = 'echo-viewer-token-0123456789abcdef'
+const sg = useAttackGateway({ env: { ADMIN_VIEWER_TOKEN: VIEWER_TOKEN } })
+const SECRETS = [ADMIN_TOKEN, VIEWER_TOKEN, KEYS.all]
+
+describe('a parameter the call does not take, named by a secret', () => {
+  it.each(SECRETS)('is 400 naming it [REDACTED]: %#', async (secret) => {
+    const res = await sg.gw.admin.inject({ method: 'GET', url: `/admin/whoami?${encodeURIComponent(secret)}=1`, headers: { authorization: `Bearer ${VIEWER_TOKEN}` } })
+    expect(res.statusCode).toBe(400)
+    expect(res.json()).toMatchObject({ code: 'GW_BAD_REQUEST', message: '[REDACTED]: not a parameter of this call (it takes none)' })
+    expect(res.body).not.toContain(secret)
+  })
+})
+
+describe('a suspension lifted for a team named by a secret', () => {
+  it.each(SECRETS)('answers the team [REDACTED]: %#', async (secret) => {
+    const res = await sg.gw.admin.inject({ method: 'DELETE', url: `/admin/suspensions/${encodeURIComponent(secret)}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(res.statusCode).toBe(200)
+    expect(res.json()).toMatchObject({ team: '[REDACTED]', lifted: false })
+    expect(res.body).not.toContain(secret)
+  })
+})
+
+itLoggedNoSecret(sg, [VIEWER_TOKEN])
