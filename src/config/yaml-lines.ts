@@ -45,6 +45,14 @@ export function placesOf(problems: readonly string[], sources: readonly YamlSour
     // path, and the line of a YAML error, are in its message's words.
     const unusable = UNUSABLE_FILE.exec(message)
     if (unusable !== null) return { message, path: null, variable: unusable[1]!, file: unusable[2]!, line: unusable[3] === undefined ? null : Number(unusable[3]) }
+    // A key of TEAMS_FILE beside teams: (teams-file.ts): at that key's line of the file.
+    const stray = STRAY_TEAMS_KEY.exec(message)
+    if (stray !== null) {
+      const source = sources.find((s) => s.teamsOnly && s.path === stray[1])
+      const file = source === undefined ? null : parse(source)
+      const line = file === null ? null : topKeyLine(file.doc, stray[2]!, file.lines)
+      return { message, path: null, variable: 'TEAMS_FILE', file: stray[1]!, line }
+    }
     const setting = /^([^\s:]+): /.exec(message)?.[1]
     // Settings are camelCase; a problem that begins with an upper-case name names a variable.
     const place: ProblemPlace = { message, path: setting !== undefined && /^[a-z]/.test(setting) ? setting : null, variable: null, file: null, line: null }
@@ -70,6 +78,9 @@ export function placesOf(problems: readonly string[], sources: readonly YamlSour
 // A file variable's problem as sources.ts words it: `TEAMS_FILE (<path>): not valid YAML at
 // line 4, column 5: …`, `… cannot be read (…)`, `… must be a YAML mapping`.
 const UNUSABLE_FILE = /^(CONFIG_FILE|TEAMS_FILE) \((.+?)\): (?:not valid YAML at line (\d+)|not valid YAML|cannot be read|must be a YAML mapping)/
+
+// A key of TEAMS_FILE other than teams: (teams-file.ts readTeamsFile), by the file's path and the key.
+const STRAY_TEAMS_KEY = /^TEAMS_FILE \((.+?)\): (.+?): (?:not a teams setting|a team \(keys, advertisers\) outside teams:)/
 
 // A problem of a name under a setting: the name as JSON, then why it is refused.
 const NAME_REFUSED = /^("(?:[^"\\]|\\.)*") is not a valid /
@@ -103,6 +114,14 @@ function parseSource(source: YamlSource, readFile: (path: string) => string): { 
   } catch {
     return null
   }
+}
+
+/** The line of the top-level key `key` in `doc` (a key that may hold dots); null when the file has none. */
+function topKeyLine(doc: Document, key: string, lines: LineCounter): number | null {
+  if (!isMap(doc.contents)) return null
+  const pair = doc.contents.items.find((p) => isScalar(p.key) && p.key.range != null && String(p.key.value) === key)
+  const start = pair !== undefined && isScalar(pair.key) ? pair.key.range?.[0] : undefined
+  return start === undefined ? null : lines.linePos(start).line
 }
 
 /**

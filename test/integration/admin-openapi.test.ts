@@ -229,6 +229,25 @@ describe('the admin listener\'s OpenAPI document', () => {
     }
   })
 
+  // A key of TEAMS_FILE beside teams: (a setting of CONFIG_FILE's, or a team not indented
+  // under teams:) was answered with variable, file and line null, its message alone saying
+  // where (black-box pass, session 135).
+  it('places a refused reload\'s key of TEAMS_FILE other than teams: at its file and line', async () => {
+    const file = join(dir, 'teams.yaml')
+    writeFileSync(file, `${TEAMS_YAML}cache:\n  ttl: { recent: 3m }\nstray:\n  keys: []\n  advertisers: [101]\n`)
+    const lines = readFileSync(file, 'utf8').split('\n')
+    try {
+      const res = await gw.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+      expect(res.statusCode).toBe(422)
+      expect(res.json<{ errors: unknown[] }>().errors).toEqual([
+        expect.objectContaining({ message: expect.stringContaining('cache: not a teams setting'), variable: 'TEAMS_FILE', file, line: lines.indexOf('cache:') + 1 }),
+        expect.objectContaining({ message: expect.stringContaining('stray: a team (keys, advertisers) outside teams:'), variable: 'TEAMS_FILE', file, line: lines.indexOf('stray:') + 1 }),
+      ])
+    } finally {
+      writeFileSync(file, TEAMS_YAML)
+    }
+  })
+
   it('types the purges\' dryRun as a boolean or 1, true, 0, false, and takes each value it names as a query writes it', async () => {
     const entryUrl = encodeURIComponent(REPORT)
     for (const [path, query] of [['/admin/cache', 'advertiserId=999999'], ['/admin/cache/entry', `url=${entryUrl}`]] as const) {
