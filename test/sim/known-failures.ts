@@ -58,7 +58,6 @@ export const KNOWN_FAILURES: ReadonlyMap<number, readonly string[]> = new Map<nu
   [1410, ['stall liveness']],
   [1458, ['fair by time']],
   [1475, ['replicas']],
-  [1510, ['work-conserving']],
   [1530, ['replicas']],
   [1549, ['replicas']],
   [1599, ['isolation']],

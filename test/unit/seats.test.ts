@@ -729,6 +729,34 @@ describe('who gets a free seat', () => {
     expect(seated()).toBeGreaterThan(before)
   })
 
+  it('gives the seats owed to a team by its peak as the peak lapses, on one replica, though the team lingers on (docs/governor.md, dispatch rule 2)', async () => {
+    const clock = fakeClock()
+    const { s, work, order } = seats(clock, { limit: 4, queueLimit: 100 })
+    work.answered('c', 'year', 4000)
+    // A dashboard's view of two calls at 0: its peak of 2 lapses at LINGER_MS.
+    const view = [call(s, order, 'dash'), call(s, order, 'dash')]
+    await settle()
+    view.forEach((c) => answer(c, 100))
+    // c's year-long calls take the two seats no one is owed; two wait for the dashboard's.
+    const years = Array.from({ length: 4 }, () => call(s, order, 'c', { workClass: 'year' }))
+    await settle()
+    expect([s.running('c'), s.queued, s.heldBack().owed]).toEqual([2, 2, 2])
+    // A view of one call at 3 s: the dashboard lingers to 3 s + LINGER_MS, its peak still the first view's.
+    clock.advance(3000)
+    const next = call(s, order, 'dash')
+    await settle()
+    answer(next, 100)
+    // The peak is held through LINGER_MS itself.
+    clock.advance(LINGER_MS - 3000)
+    await settle()
+    expect(s.running('c')).toBe(2)
+    // Its peak lapsed, its seats are owed no more: c's calls take them at once, not at its linger's end.
+    clock.advance(1)
+    await settle()
+    expect([s.running('c'), s.queued]).toEqual([4, 0])
+    for (const year of years) answer(year, 4000)
+  })
+
   it('sets no linger wake for the gateway\'s own calls: they never linger (docs/governor.md, "Words")', async () => {
     const clock = fakeClock()
     const weighed = { n: 0 }

@@ -291,13 +291,13 @@ export class CredentialSeats {
   /** Whether every seat has been held by a call overdue with no answer for FAULT_MS (TeamAccounts.silentSince; no scan while answers come). */
   #silent(): boolean { const now = this.#clock.now(); return now >= this.#teams.heardAt + FAULT_MS && this.#teams.silentSince() < now }
 
-  /** The next call to start on `free` seats; when none may, the queue is woken as the first linger ends (its owed seats go then): a team that gave back its last seat since the wake was set may linger less long than the one it waits for. */
+  /** The next call to start on `free` seats; when none may, the queue is woken as the first linger ends (its owed seats go then), on one replica also as the first peak past what its team holds lapses (its owed seats go then too): a team that gave back its last seat since the wake was set may linger less long than the one it waits for. */
   #next(free: number): QueuedCall | null {
     if (free <= 0) return null
     const best = nextCall(this.#dispatchState(), free)
     if (best !== null) return best
     const now = this.#clock.now()
-    const at = this.#teams.lingerEnd(now)
+    const at = this.#teams.lingerEnd(now, this.#lease === null)
     if (!Number.isFinite(at) || (this.#lingerTimer !== null && at >= this.#lingerAt)) return null
     this.#clock.clearTimeout(this.#lingerTimer)
     this.#lingerAt = at

@@ -132,9 +132,16 @@ export class TeamAccounts {
     for (const [team, seats] of this.#teams) if (seats.running.size > 0 && now - seats.emptiedAt < RETURN_MS) yield team
   }
 
-  /** When the first linger of a team holding no seat ends (Infinity: none lingers). */
-  lingerEnd(now: number): number {
-    return Math.min(...[...this.#teams].filter(([team, seats]) => seats.running.size === 0 && lingers(team, seats, now)).map(([, seats]) => seats.lastAsked + LINGER_MS))
+  /** When the first linger of a team holding no seat ends, or (`peaks`) the first peak of an active team past what it holds lapses (a millisecond past LINGER: it is held through LINGER itself): the owed seats that go then (Infinity: none). */
+  lingerEnd(now: number, peaks: boolean): number {
+    let at = Infinity
+    for (const [team, seats] of this.#teams) {
+      const held = seats.running.size
+      if (held === 0 && !lingers(team, seats, now)) continue
+      if (held === 0) at = Math.min(at, seats.lastAsked + LINGER_MS)
+      if (peaks && peakNow(seats, now) > held) at = Math.min(at, seats.peakAt + LINGER_MS + 1)
+    }
+    return at
   }
 }
 
