@@ -1,5 +1,5 @@
 import { startConfig, ConfigError } from './config.js'
-import { scrubSecrets, startSecrets } from './config/start-secrets.js'
+import { scrubSecrets, startSecrets } from './observe/start-secrets.js'
 import type { FastifyInstance } from 'fastify'
 import type { Gateway } from './compose.js'
 import type { Sandbox } from './sandbox/sandbox.js'

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
-import { escapedForms } from '../observe/secret-forms.js'
-import { withoutKeys } from '../observe/key-shape.js'
-import type { Env } from './sources.js'
+import { escapedForms } from './secret-forms.js'
+import { withoutKeys } from './key-shape.js'
+import type { Env } from '../config/sources.js'
 
 // contract.md, "When the start stops": a secret's value is never printed. A check that
 // names a setting's value (`LOG_LEVEL: … (got "…")`, `cannot listen on <host>:<port>`)
