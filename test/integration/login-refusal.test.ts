@@ -1,35 +1,20 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { Agent } from 'undici'
-import { afterAll, beforeAll, expect, it } from 'vitest'
+import { expect, it } from 'vitest'
 import { passwordLogin } from '../../src/platform/tokens/password-login.js'
+import { LOGIN, tokenEndpoint } from '../helpers/token-endpoint.js'
 
 // A token endpoint's refusal names its error code in the gateway's message (an admin's
 // 502, the log's lines; a caller's GW_PLATFORM_AUTH names no login's words), never what the
 // endpoint may have echoed of the login in it: an endpoint that quotes its input hands back
 // the password or the client secret.
 
-const LOGIN = { username: 'ops@example.com', password: 'hunter2-Pa55word', clientId: 7, clientSecret: 'client-secret-0123456789', tokenUrl: '/oauth/token', grantType: 'platform_dsp' }
 let error = ''
-const server = createServer((req, res) => {
-  req.resume()
-  req.on('end', () => res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error })))
-})
-const dispatcher = new Agent()
-let base = ''
-
-beforeAll(async () => {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-})
-afterAll(async () => {
-  await dispatcher.close()
-  await new Promise((resolve) => server.close(resolve))
-})
+const { base, dispatcher } = tokenEndpoint(400, () => ({ error }))
 
 it('names a plain OAuth error code', async () => {
   error = 'invalid_grant'
-  await expect(passwordLogin(base, LOGIN, dispatcher, 2000)).rejects.toMatchObject({ code: 'GW_PLATFORM_AUTH', message: expect.stringContaining('(invalid_grant)') })
+  await expect(passwordLogin(base(), LOGIN, dispatcher, 2000)).rejects.toMatchObject({ code: 'GW_PLATFORM_AUTH', message: expect.stringContaining('(invalid_grant)') })
 })
 
 it.each([
@@ -38,7 +23,7 @@ it.each([
   ['the user, in a sentence', `no user ${LOGIN.username}`],
 ])('does not repeat an error code that holds %s', async (_what, echoed) => {
   error = echoed
-  const refusal = (await passwordLogin(base, LOGIN, dispatcher, 2000).catch((err: unknown) => err)) as Error
+  const refusal = (await passwordLogin(base(), LOGIN, dispatcher, 2000).catch((err: unknown) => err)) as Error
   expect(refusal).toMatchObject({ code: 'GW_PLATFORM_AUTH' })
   for (const secret of [LOGIN.password, LOGIN.clientSecret, LOGIN.username]) expect(refusal.message).not.toContain(secret)
 })
