@@ -505,27 +505,45 @@ function restartOnly(config: Config): Record<string, unknown> {
 }
 
 /**
- * The settings that differ and wait for a restart, by their names in the config file
- * (GET /admin/config's), else by their paths in the running configuration; never their
- * values.
+ * The settings that differ as they run and wait for a restart, by their names in the config
+ * file (GET /admin/config's), else by their paths in the running configuration; never their
+ * values. A value written another way (`2s`, `2000ms`) runs the same: no change.
  */
 export function restartOnlyChanges(running: Config, next: Config): string[] {
-  const value = (config: Config) => new Map(config.settings.filter((s) => !ADMIN_TOKEN_SETTINGS.includes(s.setting)).map((s) => [s.setting, signature(s.value ?? null)]))
-  const [was, now] = [value(running), value(next)]
-  const named = [...new Set([...was.keys(), ...now.keys()])].filter((setting) => was.get(setting) !== now.get(setting))
-  if (named.length > 0) return named
+  const [before, after] = [restartOnly(running), restartOnly(next)]
   const changed: string[] = []
   const walk = (a: unknown, b: unknown, path: string) => {
     if (signature(a) === signature(b)) return
-    const plain = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v)
     if (!plain(a) || !plain(b)) {
       changed.push(path)
       return
     }
-    const x = a as Record<string, unknown>
-    const y = b as Record<string, unknown>
-    for (const key of new Set([...Object.keys(x), ...Object.keys(y)])) walk(x[key], y[key], path === '' ? key : `${path}.${key}`)
+    for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) walk(a[key], b[key], path === '' ? key : `${path}.${key}`)
   }
-  walk(restartOnly(running), restartOnly(next), '')
-  return changed
+  walk(before, after, '')
+  if (changed.length === 0) return []
+  const value = (config: Config) => new Map(config.settings.filter((s) => !ADMIN_TOKEN_SETTINGS.includes(s.setting)).map((s) => [s.setting, signature(s.value ?? null)]))
+  const [was, now] = [value(running), value(next)]
+  // A setting written differently is named unless its path runs the same value on both sides;
+  // a setting whose name is no path of the running configuration is named as written.
+  const runsTheSame = (setting: string) => {
+    const [a, b] = [at(before, setting), at(after, setting)]
+    return a !== undefined && b !== undefined && signature(a) === signature(b)
+  }
+  const named = [...new Set([...was.keys(), ...now.keys()])].filter((setting) => was.get(setting) !== now.get(setting) && !runsTheSame(setting))
+  return named.length > 0 ? named : changed
+}
+
+function plain(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}
+
+/** The value at a dotted path of a configuration, undefined where the path is none of it. */
+function at(config: Record<string, unknown>, path: string): unknown {
+  let here: unknown = config
+  for (const key of path.split('.')) {
+    if (!plain(here) || !Object.hasOwn(here, key)) return undefined
+    here = here[key]
+  }
+  return here
 }
