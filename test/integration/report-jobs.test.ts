@@ -352,6 +352,29 @@ describe('report jobs (demo mode, no Redis)', () => {
     expect(((await gone.json()) as { code: string }).code).toBe('GW_JOB_EXPIRED')
   })
 
+  it('a job\'s result is kept downstream no longer than to its expiresAt: its max-age passes not the seconds left to it', async () => {
+    const gw = await start({ keep: '1m' })
+    const { id } = (await (await ask(gw)).json()) as Status
+    await done(gw, id)
+    const { expiresAt } = await status(gw, id)
+    // Its 200 and its 304 to a matching if-none-match say the same max-age.
+    const maxAge = async (): Promise<number> => {
+      const res = await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: { 'x-api-key': KEYS.all } })
+      const match = await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: { 'x-api-key': KEYS.all, 'if-none-match': res.headers.get('etag') as string } })
+      expect([res.status, match.status, match.headers.get('cache-control')]).toEqual([200, 304, res.headers.get('cache-control')])
+      return Number(/^private, max-age=(\d+)$/.exec(res.headers.get('cache-control') ?? '')?.[1])
+    }
+    const secondsLeft = () => Math.floor((Date.parse(expiresAt as string) - clock.now()) / 1000)
+    // The report's copy is fresh far longer than the minute its result is kept.
+    const direct = await fetch(`${gw.url}${REPORT_PATH}?${YEAR}`, { headers: { 'x-api-key': KEYS.all } })
+    expect(Number(/max-age=(\d+)/.exec(direct.headers.get('cache-control') ?? '')?.[1])).toBeGreaterThan(60)
+    expect(await maxAge()).toBe(secondsLeft())
+    clock.advance(Date.parse(expiresAt as string) - clock.now() - 1500)
+    expect(await maxAge()).toBe(1)
+    clock.advance(1000)
+    expect(await maxAge()).toBe(0)
+  })
+
   it('a purge is final for a job\'s result too: the advertiser\'s, the report\'s or everything\'s purge after its fill makes it 410, kept answers too', async () => {
     const gw = await start({ keep: '1h' })
     const purge = (query: string) => gw.admin.inject({ method: 'DELETE', url: `/admin/cache${query}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })

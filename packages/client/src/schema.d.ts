@@ -2206,7 +2206,7 @@ export interface components {
         "www-authenticate": "ApiKey realm=\"report-gateway\"";
         /** @description Seconds since the entry was fetched from the platform; on `HIT` and `STALE`. */
         age: number;
-        /** @description `private, max-age=<seconds of freshness of the entry>`: with `age`, the freshness left is `max-age - age`; `private, no-store` on `BYPASS`, an answer the gateway keeps no copy of; `no-store` on a refusal of the gateway's own. */
+        /** @description `private, max-age=<seconds of freshness of the entry>`: with `age`, the freshness left is `max-age - age`; on a job's result at most the whole seconds left to its `expiresAt` (at least 0), when it becomes `410`; `private, no-store` on `BYPASS`, an answer the gateway keeps no copy of; `no-store` on a refusal of the gateway's own. */
         "cache-control": string;
         /** @description `no-store`: a refusal of the gateway's own answers one key at one moment, and no cache keeps it (a cache keeps a 404 or a 405 by default, under its URL alone). */
         "refusal-cache-control": string;

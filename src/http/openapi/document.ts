@@ -108,7 +108,7 @@ const HEADERS: Json = {
   'cache-status-if-passed': header(`${CACHE_STATUS}${PASSED_ONLY}`, CACHE_STATUS_SCHEMA),
   'www-authenticate': always(`The challenge of every 401 (RFC 9110, 11.6.1): the team key, as \`x-api-key\` or \`authorization: Bearer\`.`, { const: PROXY_CHALLENGE }),
   age: header('Seconds since the entry was fetched from the platform; on `HIT` and `STALE`.', { type: 'integer', minimum: 0 }),
-  'cache-control': header('`private, max-age=<seconds of freshness of the entry>`: with `age`, the freshness left is `max-age - age`; `private, no-store` on `BYPASS`, an answer the gateway keeps no copy of; `no-store` on a refusal of the gateway\'s own.'),
+  'cache-control': header('`private, max-age=<seconds of freshness of the entry>`: with `age`, the freshness left is `max-age - age`; on a job\'s result at most the whole seconds left to its `expiresAt` (at least 0), when it becomes `410`; `private, no-store` on `BYPASS`, an answer the gateway keeps no copy of; `no-store` on a refusal of the gateway\'s own.'),
   'refusal-cache-control': header('`no-store`: a refusal of the gateway\'s own answers one key at one moment, and no cache keeps it (a cache keeps a 404 or a 405 by default, under its URL alone).'),
   etag: header('Strong validator of the body, one per representation (`"<tag>"`, `"<tag>-gzip"`); send it back in `if-none-match` for a 304 while it has not changed.'),
   vary: header('`accept-encoding, authorization, prefer, x-api-key`: a browser keeps a copy for one key, not for another, and not for a read that prefers `respond-async`.'),

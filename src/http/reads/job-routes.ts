@@ -116,8 +116,9 @@ export async function jobRoutes(app: FastifyInstance, { jobs, reports, admission
       const { status, headers, forward } = got.answer
       return sendReport(reply, { kind: 'pass', status, headers, body: got.body, ...(forward ? { forward } : {}) }, request.headers, now, fields, cost)
     }
+    // Its copy is gone at the job's expiresAt (410 from then): no cache downstream keeps it longer.
     const { entry } = got
-    return sendReport(reply, { kind: 'entry', entry, status: now < entry.freshUntil ? 'HIT' : 'STALE' }, request.headers, now, fields, cost)
+    return sendReport(reply, { kind: 'entry', entry, status: now < entry.freshUntil ? 'HIT' : 'STALE', ...(job.expiresAt === null ? {} : { until: job.expiresAt }) }, request.headers, now, fields, cost)
   })
 
   app.delete('/api/v1/jobs/:id', { schema: jobCancelSchema() }, async (request, reply) => {

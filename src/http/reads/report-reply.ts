@@ -113,11 +113,12 @@ function entryResponse(
   forward: Forward | undefined,
   now: number,
   gzip: boolean,
-  ifNoneMatch?: string | string[],
+  ifNoneMatch: string | string[] | undefined,
+  cacheControl: string | null,
 ): EntryAnswer {
   const fields = fieldsOf(entry)
   const age = ageOf(entry, fields, status, now)
-  const headers = ['x-cache', status, CACHE_STATUS, entryCacheStatus(status, fields.maxAge - age, forward), 'etag', gzip ? fields.etagGzip : fields.etag, 'vary', VARY, 'cache-control', fields.cacheControl]
+  const headers = ['x-cache', status, CACHE_STATUS, entryCacheStatus(status, fields.maxAge - age, forward), 'etag', gzip ? fields.etagGzip : fields.etag, 'vary', VARY, 'cache-control', cacheControl ?? fields.cacheControl]
   if (carriesAge(status)) headers.push('age', String(age))
   if (ifNoneMatch !== undefined && matches(ifNoneMatch, entry.etag)) return { code: 304, headers, body: null }
   headers.push('content-type', entry.contentType)
@@ -230,20 +231,33 @@ export function plainAnswer(entry: CacheEntry, status: EntryStatus, forward: For
  * ServerResponse, for both entrances there: a plain 200 from its rendered text
  * (plainAnswer) where `res` takes one, any other through writeHead, which checks every
  * value. (A plain GET's hit read on its connection is written there from plainAnswer.)
+ * A copy gone at `until` (a job's result at its expiresAt) answers with a `max-age` of at
+ * most the whole seconds left to it: no cache downstream keeps it past that.
  */
-export function writeEntry(res: ServerResponse, entry: CacheEntry, status: EntryStatus, forward: Forward | undefined, now: number, requestHeaders: Headers, own: AnswerFields): 200 | 304 {
-  const plain = takesRenderedHead(res) ? plainAnswer(entry, status, forward, now, requestHeaders, own) : null
+export function writeEntry(res: ServerResponse, entry: CacheEntry, status: EntryStatus, forward: Forward | undefined, now: number, requestHeaders: Headers, own: AnswerFields, until?: number): 200 | 304 {
+  const capped = until === undefined ? null : cappedCacheControl(fieldsOf(entry), now, until)
+  const plain = capped === null && takesRenderedHead(res) ? plainAnswer(entry, status, forward, now, requestHeaders, own) : null
   if (plain !== null) {
     writeRenderedHead(res, plain.lines, plain.body)
     return 200
   }
-  const answer = entryResponse(entry, status, forward, now, acceptsGzip(requestHeaders['accept-encoding']), requestHeaders['if-none-match'])
+  const answer = entryResponse(entry, status, forward, now, acceptsGzip(requestHeaders['accept-encoding']), requestHeaders['if-none-match'], capped)
   const out = answer.headers
   if (answer.body) out.push('content-length', String(answer.body.length))
   pushAnswerFields(out, own)
   res.writeHead(answer.code, out)
   res.end(answer.body)
   return answer.code
+}
+
+/**
+ * The `cache-control` of an entry's answer whose copy is gone at `until`, when the whole
+ * seconds left to it (at least 0) are fewer than the entry's freshness; null when they are
+ * not, and the entry's own holds.
+ */
+function cappedCacheControl(fields: EntryFields, now: number, until: number): string | null {
+  const left = Math.max(0, Math.floor((until - now) / 1000))
+  return left < fields.maxAge ? `private, max-age=${left}` : null
 }
 
 /** Whether an If-None-Match list names the entry (either representation), or is `*`. */
@@ -259,12 +273,17 @@ function matches(header: string | string[], tag: string): boolean {
   return false
 }
 
-export function sendReport(reply: FastifyReply, result: CacheResult, requestHeaders: Headers, now: number, own: () => AnswerFields, facts: (entry: CacheEntry | null, fillMs: number) => ReportFacts): FastifyReply {
+/**
+ * Writes a report read's `result` through the route: an entry's answer by writeEntry (with
+ * `until`, the instant its copy is gone: a job's result's expiresAt), an answer passed on
+ * uncached, or a stream.
+ */
+export function sendReport(reply: FastifyReply, result: CacheResult & { until?: number }, requestHeaders: Headers, now: number, own: () => AnswerFields, facts: (entry: CacheEntry | null, fillMs: number) => ReportFacts): FastifyReply {
   switch (result.kind) {
     case 'entry':
       reply.hijack()
       reply.header('x-cache', result.status)
-      writeEntry(reply.raw, result.entry, result.status, result.forward, now, requestHeaders, { ...own(), report: facts(result.entry, fillMsOf(result)) })
+      writeEntry(reply.raw, result.entry, result.status, result.forward, now, requestHeaders, { ...own(), report: facts(result.entry, fillMsOf(result)) }, result.until)
       return reply
     case 'pass': {
       // A redirect's page names the platform's address: the caller gets its location alone
