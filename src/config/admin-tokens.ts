@@ -19,7 +19,9 @@ export interface AdminToken {
 
 // `name:sha256:<hex>`, optionally `:viewer` or `:operator` after it. A line without a
 // role is an operator's: every token file written before roles keeps its power.
-const LINE = /^([A-Za-z0-9_.@-]{1,64}):(sha256:[0-9a-f]{64})(?::(viewer|operator))?$/
+const NAME = '[A-Za-z0-9_.@-]{1,64}'
+const LINE = new RegExp(`^(${NAME}):(sha256:[0-9a-f]{64})(?::(viewer|operator))?$`)
+const NAMED = new RegExp(`^${NAME}:`)
 const LINE_FORM = 'name:sha256:<64 lower-case hex digits>, then optionally :viewer or :operator'
 
 const digest = (token: string) => `sha256:${sha256Hex(token)}`
@@ -62,21 +64,39 @@ export function adminTokens(
     problems.push(`ADMIN_TOKENS_FILE: ${file} cannot be read (${unreadable(file, err)})`)
     return tokens
   }
-  for (const [i, raw] of text.split('\n').entries()) {
-    const line = raw.trim()
-    if (line === '' || line.startsWith('#')) continue
+  for (const [number, line] of tokenLines(text)) {
     const match = LINE.exec(line)
     if (!match) {
-      problems.push(`ADMIN_TOKENS_FILE: line ${i + 1} is not ${LINE_FORM} (make the hash with npm run keys -- hash TOKEN)`)
+      problems.push(`ADMIN_TOKENS_FILE: line ${number} is not ${LINE_FORM} (make the hash with npm run keys -- hash TOKEN)`)
       continue
     }
     const [, name, hash, role] = match as unknown as [string, string, string, AdminRole | undefined]
     // One token, one holder: the first of two entries of a token would give its holder that
     // entry's role and name, an operator's line before a viewer's making the viewer an operator.
     const holder = tokens.find((t) => t.hash === hash)
-    if (tokens.some((t) => t.name === name)) problems.push(`ADMIN_TOKENS_FILE: line ${i + 1}: the name ${name} is used twice`)
-    else if (holder) problems.push(`ADMIN_TOKENS_FILE: line ${i + 1}: the token of ${name} is also the token of ${holder.name}; each holder needs a token of its own (the value is not shown)`)
+    if (tokens.some((t) => t.name === name)) problems.push(`ADMIN_TOKENS_FILE: line ${number}: the name ${name} is used twice`)
+    else if (holder) problems.push(`ADMIN_TOKENS_FILE: line ${number}: the token of ${name} is also the token of ${holder.name}; each holder needs a token of its own (the value is not shown)`)
     else tokens.push({ name, hash, role: role ?? 'operator' })
   }
   return tokens
+}
+
+/**
+ * What the lines of an ADMIN_TOKENS_FILE's `text` hold in their tokens' place, which a start
+ * refusal does not repeat (observe/start-secrets.ts): each line's digest, or, on a line that
+ * is not one, the line and what follows its name (a token pasted where its digest belongs).
+ */
+export function tokensFileSecrets(text: string): string[] {
+  return tokenLines(text).flatMap(([, line]) => {
+    const digest = LINE.exec(line)?.[2]
+    return digest === undefined ? [line, line.replace(NAMED, '')] : [digest]
+  })
+}
+
+/** The lines of an ADMIN_TOKENS_FILE's `text` that name a token, trimmed, each with its number: blank lines and # comments name none. */
+function tokenLines(text: string): [number, string][] {
+  return text
+    .split('\n')
+    .map((raw, i): [number, string] => [i + 1, raw.trim()])
+    .filter(([, line]) => line !== '' && !line.startsWith('#'))
 }

@@ -1,9 +1,11 @@
 import { readFileSync } from 'node:fs'
+import { parseDocument } from 'yaml'
 import type { RawTeam } from './schema.js'
 import { isPlainObject, readYamlObject } from './sources.js'
 import { schemaProblems } from './schema-errors.js'
 import { normalizeTeams, type TeamConfig } from './teams.js'
 import { validateTeams } from './validators.generated.js'
+import { webhookSecretSpellings } from './webhook-secret.js'
 
 /**
  * The `teams:` mapping of TEAMS_FILE, a file that holds the teams and nothing else, so
@@ -27,6 +29,32 @@ export function readTeamsFile(path: string, readFile: (p: string) => string, pro
   // that truncates before it writes) must not revoke every key until the next poll.
   if (file.teams == null && strayTeams === 0) problems.push(`${label}: holds no teams: mapping; write teams: {} for no team`)
   return problems.length > before ? undefined : file.teams
+}
+
+/**
+ * The teams' secrets a TEAMS_FILE's or a CONFIG_FILE's `text` holds, which a start refusal
+ * does not repeat (observe/start-secrets.ts): each key's hash (or what stands in its place)
+ * and each webhook's secret, in each spelling the log scrubs, of every team under `teams:`
+ * or written outside it. A file that is no valid YAML gives those of what reads as YAML (a
+ * file cut off: what stands before the fault); none when not even that is read.
+ */
+export function teamFileSecrets(text: string): string[] {
+  let file: unknown
+  try {
+    file = parseDocument(text).toJS()
+  } catch {
+    return []
+  }
+  if (!isPlainObject(file)) return []
+  // Each mapping under `teams:` and at the top (a team written outside it): a section of settings there holds neither.
+  const teams = [...(isPlainObject(file.teams) ? Object.values(file.teams) : []), ...Object.values(file)].filter(isPlainObject)
+  return teams.flatMap((team) => [...keyTexts(team.keys), ...(isPlainObject(team.webhook) && typeof team.webhook.secret === 'string' ? webhookSecretSpellings(team.webhook.secret) : [])])
+}
+
+/** The texts of a team's `keys`: each hash, as a string or as an entry's `hash`. */
+function keyTexts(keys: unknown): string[] {
+  if (!Array.isArray(keys)) return []
+  return keys.map((key: unknown) => (isPlainObject(key) ? key.hash : key)).filter((key): key is string => typeof key === 'string')
 }
 
 /** A mapping that holds a team's own fields: a team written where a setting was expected. */
