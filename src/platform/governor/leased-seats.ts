@@ -108,7 +108,10 @@ export class LeasedSeats {
   /** docs/governor.md, "Across replicas": the lease (shrunk under a lower limit), within the others' seats; the outage rule. */
   size(limit: number): number {
     const scaled = limit >= this.#grantedUnder ? this.#lease : Math.floor((this.#lease * limit) / this.#grantedUnder)
-    const room = Math.min(Math.max(0, limit - (this.#plan?.occupiedElsewhere ?? 0)), this.#downSince === null ? this.#asking : Infinity)
+    // In a stall the others shrink their leases with a cut as this one does: their seats as last heard, scaled alike (up).
+    const heard = this.#plan?.occupiedElsewhere ?? 0
+    const elsewhere = this.#downSince === null || limit >= this.#grantedUnder ? heard : Math.ceil((heard * limit) / this.#grantedUnder)
+    const room = Math.min(Math.max(0, limit - elsewhere), this.#downSince === null ? this.#asking : Infinity)
     const lease = Math.min(room, this.#pastDue() && !this.#lends(limit) ? Math.min(scaled, this.#due()) : scaled)
     if (this.#downSince === null) return lease
     const out = this.#clock.now() - this.#downSince
@@ -289,6 +292,7 @@ export class LeasedSeats {
     // Past a lease's life in an outage the lease as last granted is no longer its: every
     // replica keeps to its part of an even split, and one still out fills its own.
     const lapsed = this.#downSince !== null && now - this.#downSince >= this.#o.leaseMs
+    const sizeBefore = this.#downSince === null ? Infinity : this.size(d.limit)
     const held = Math.max(lapsed ? 0 : this.#lease, d.inFlight)
     if (this.#plan !== null) this.#plan = this.#planFor(need, d)
     const wanted = this.#wanted(d)
@@ -321,7 +325,8 @@ export class LeasedSeats {
         if (this.#downSince - this.#backAt >= this.#o.leaseMs) this.#awaited = new Set(this.#seen.keys())
         this.#downTimers = [DOWN_GRACE_MS, this.#o.leaseMs, this.#o.leaseMs + this.#o.callsEndMs].map((ms) => this.#clock.setTimeout(() => this.#wake(), ms + 1).unref())
         this.#wake()
-      }
+        // A renewal tried in an outage works its seats out again from its demand: the queue looks again where they grew.
+      } else if (this.size(d.limit) > sizeBefore) this.#wake()
     } finally {
       this.#asking = Infinity
       if (this.#again) this.demand(this.#demand)
