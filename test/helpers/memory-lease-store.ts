@@ -34,7 +34,7 @@ export class MemoryLeaseStore implements LeaseStore {
     const { granted, free, known } = grant(this.#records, ask, now)
     if (ask.limitRecord !== null) this.#limitRecord = ask.limitRecord
     const others = [...this.#records].flatMap(([run, r]) => (run === ask.run || r.expiry < now ? [] : (decodeRecord(run, ask.learns ? r.text : (r.text.split('#')[0] as string)) ?? [])))
-    return { granted, free, known, others, limitRecord: this.#limitRecord }
+    return { granted, free, known, others, limitRecord: this.#limitRecord, now }
   }
 
   async giveBack(run: string): Promise<void> {

@@ -5,9 +5,7 @@ import { checkGuarantees } from './checks.js'
 import { newGovernor } from './new-governor.js'
 import { describeScenario } from './scenario.js'
 import type { TeamPlan } from './teams.js'
-import type { GovernorFactory } from './gateway.js'
-import type { SimClock } from './sim-clock.js'
-import { START } from './simulate.js'
+import { steppedGovernor } from './stepped-clock.js'
 
 // Shapes the sweep does not draw (scenario.ts draws spread 0.05 to 0.3, 1 to 4 teams plus
 // 2 twins, every replica on one clock), found by a review of the governor (session 134).
@@ -59,30 +57,6 @@ function manyTeams(seed: number): Scenario {
   return { seed, durationMs: 90_000, workers, spread: r.uniform(0.05, 0.3), slowness: [], stalls: [], outages: [], shedding: [], storeStalls: [], replicas, teams }
 }
 
-/**
- * The governor's wall clock (Date.now(): src/clock.ts systemClock) stepped by `stepMs` at `atMs` into the run (an NTP
- * step, a VM resumed or live-migrated); the platform, the callers, the latencies (performance.now() in
- * platform-client.ts) and the lease store keep the true time. A caller's deadline is read on the stepped clock, as the
- * gateway reads it.
- */
-function steppedGovernor(atMs: number, stepMs: number): GovernorFactory {
-  return (ctx) => {
-    const real = ctx.clock
-    // GAP_STEP_ONE=1: only replica r0's clock steps (one node's NTP step), the others' and the store's keep the time.
-    const steps = process.env.GAP_STEP_ONE !== '1' || ctx.replica === 'r0'
-    const off = () => (steps && real.now() >= START + atMs ? stepMs : 0)
-    const clock = {
-      now: () => real.now() + off(),
-      setTimeout: (fn: () => void, ms: number) => real.setTimeout(fn, ms),
-      clearTimeout: (t: Parameters<SimClock['clearTimeout']>[0]) => real.clearTimeout(t),
-      setInterval: (fn: () => void, ms: number) => real.setInterval(fn, ms),
-      clearInterval: (t: Parameters<SimClock['clearInterval']>[0]) => real.clearInterval(t),
-    } as unknown as SimClock
-    const g = newGovernor({ ...ctx, clock })
-    return Object.assign(Object.create(g) as typeof g, { seat: (ask: Parameters<typeof g.seat>[0]) => g.seat({ ...ask, deadline: ask.deadline + off() }) })
-  }
-}
-
 describe.runIf(RUN)(`shapes the sweep does not draw: ${FAMILY}`, () => {
   it('keeps every guarantee', async () => {
     const failed: string[] = []
@@ -91,7 +65,7 @@ describe.runIf(RUN)(`shapes the sweep does not draw: ${FAMILY}`, () => {
       const scenario = FAMILY === 'tail' ? heavyTail(seed) : manyTeams(seed)
       const step = process.env.GAP_STEP_MS ? Number(process.env.GAP_STEP_MS) : null
       if (step !== null) console.log(`governor's clock stepped ${step} ms at 45 s`)
-      const trace = await simulate(scenario, step === null ? newGovernor : steppedGovernor(45_000, step))
+      const trace = await simulate(scenario, step === null ? newGovernor : steppedGovernor(45_000, step, process.env.GAP_STEP_ONE === '1' ? 'r0' : null))
       const verdicts = checkGuarantees(trace)
       console.log(describeScenario(scenario) + '\n' + verdicts.map((v) => `${v.ok ? 'ok  ' : 'FAIL'} ${v.guarantee}${v.detail ? `: ${v.detail}` : ''}`).join('\n'))
       for (const v of verdicts) if (!v.ok) failed.push(`shape ${seed}: ${v.guarantee}: ${v.detail}`)

@@ -44,7 +44,7 @@ function learnedLimit(clock: FakeClock, opts: { seal?: RedisSeal | null; lease?:
     // The lease reads the record's writer as it works out its plan (leased-seats.ts).
     const writer = limitRecord === null ? null : readLimit(limitRecord)
     if (writer?.run !== undefined) writers.push(writer.run)
-    learned.renewed({ granted: 1, free: 0, known: true, others, limitRecord } satisfies LeaseAnswer, { learner } as LeasePlan)
+    learned.renewed({ granted: 1, free: 0, known: true, others, limitRecord, now: clock.now() } satisfies LeaseAnswer, { learner } as LeasePlan)
   }
   return { estimator, seats, lease, written, told, writers, warnings, limits, moves, learned, renewed }
 }

@@ -544,7 +544,7 @@ describe('seats free in the store while other replicas are short of their due', 
   /** Replica a, whose team a waits for 10 under a limit of 12, beside `b` as the store answers it. */
   async function besideB(b: ReplicaRecord, grant: (ask: LeaseAsk) => { granted: number; free: number }) {
     const clock = new SimClock()
-    const store = new ScriptedStore(clock, (ask) => ({ ...grant(ask), known: true, others: [b], limitRecord: null }))
+    const store = new ScriptedStore(clock, (ask) => ({ ...grant(ask), known: true, others: [b], limitRecord: null, now: clock.now() }))
     const lease = new LeasedSeats({ store, credential: 'c', replica: 'r', run: 'r~a', perReplica: null, unseen: 1, leaseMs: LEASE_MS, callsEndMs: 10_000, log: { warn: () => undefined }, onLost: () => undefined, clock })
     await lease.start()
     const demand = () => lease.demand({ limit: 12, inFlight: 0, waiting: 10, teams: [{ team: 'a', weight: 1, held: 0, waiting: 10, cap: null, peak: 10, lingering: false, seatMs: 0 }] })
@@ -637,7 +637,7 @@ describe('seats free in the store while other replicas are short of their due', 
         at.push(clock.now())
         await new Promise<void>((resolve) => clock.setTimeout(resolve, 5))
         const granted = Math.min(ask.ask, 6)
-        return { granted, free: 12 - 2 - Math.max(granted, ask.inFlight), known: true, others: [b], limitRecord: null }
+        return { granted, free: 12 - 2 - Math.max(granted, ask.inFlight), known: true, others: [b], limitRecord: null, now: clock.now() }
       }
     })(clock)
     const lease = new LeasedSeats({ store, credential: 'c', replica: 'r', run: 'r~a', perReplica: null, unseen: 1, leaseMs: LEASE_MS, callsEndMs: 10_000, log: { warn: () => undefined }, onLost: () => undefined, clock })
@@ -676,7 +676,7 @@ describe('a replica that told the one that needs most of free seats, in a stall'
       override async renew(ask: LeaseAsk): Promise<LeaseAnswer> {
         if (down) throw new Error('the lease store timed out')
         const granted = Math.min(ask.ask, 3)
-        return { granted, free: 14 - 10 - Math.max(granted, ask.inFlight), known: true, others: [waiter('r~b', 'y'), waiter('r~c', 'z')], limitRecord: null }
+        return { granted, free: 14 - 10 - Math.max(granted, ask.inFlight), known: true, others: [waiter('r~b', 'y'), waiter('r~c', 'z')], limitRecord: null, now: clock.now() }
       }
       override async tell(run: string): Promise<void> { told.push(run) }
     })(clock)

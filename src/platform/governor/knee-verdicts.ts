@@ -87,6 +87,12 @@ export function writeEvidence(ll: Float64Array, now: number): string {
   return `${Math.round(now)};${Array.from(ll, (x) => Math.round((top - x) * 10)).join(',')}`
 }
 
+/** The evidence with its moment moved by `ms`: from one clock to another. */
+export function movedEvidence(text: string, ms: number): string {
+  const cut = text.indexOf(';')
+  return cut < 0 || ms === 0 ? text : `${Math.max(0, Number(text.slice(0, cut)) + ms)}${text.slice(cut)}`
+}
+
 /** The evidence a record carries for `max` guesses, faded to `now` over `fadeMs`; null where there is none or it is not one. */
 export function readEvidence(text: string | null, max: number, now: number, fadeMs: number): Float64Array | null {
   const m = text === null ? null : /^(\d+);(\d+(?:,\d+)*)$/.exec(text)

@@ -2,6 +2,7 @@ import type { Logger } from 'pino'
 import type { RedisSeal } from '../../redis/seal.js'
 import { systemClock, type Clock, type Timer } from '../../clock.js'
 import type { KneeEstimator, Move, Step } from './knee-estimator.js'
+import { movedEvidence } from './knee-verdicts.js'
 import type { CredentialSeats } from './seats.js'
 import type { LeasedSeats } from './leased-seats.js'
 import type { LeaseAnswer } from './lease-store.js'
@@ -105,7 +106,8 @@ export class LearnedLimit {
     if (lease === null) return
     const now = this.#clock.now()
     const evidence = estimator.evidence(now)
-    const text = JSON.stringify({ limit: estimator.limit, knee: estimator.knee, at: now, run: lease.run, ...(evidence === null ? {} : { evidence }) } satisfies SharedLimit)
+    // Dated on the store's clock (docs/governor.md, "The clock"), as every replica reads it.
+    const text = JSON.stringify({ limit: estimator.limit, knee: estimator.knee, at: now + lease.offsetMs, run: lease.run, ...(evidence === null ? {} : { evidence: movedEvidence(evidence, lease.offsetMs) }) } satisfies SharedLimit)
     this.#written = seal ? seal.sealText(key, text) : text
     lease.writeLimit(this.#written, tell)
   }
@@ -123,14 +125,20 @@ export class LearnedLimit {
   }
 
   #open(sealed: string): SharedLimit | null {
-    const { seal, key, log, credential } = this.#o
-    const record = parseRecord(seal ? seal.openText(key, sealed) : sealed)
+    const { seal, key, log, credential, lease } = this.#o
+    const record = onClock(parseRecord(seal ? seal.openText(key, sealed) : sealed), -(lease?.offsetMs ?? 0))
     const now = this.#clock.now()
     const forged = record === null || now - record.at > RECORD_MAX_AGE_MS || record.at - now > RECORD_MAX_AGE_MS / 10
     if (forged && !this.#forgedSeen) log.warn({ credential, key }, 'ignoring a shared platform limit that does not carry this gateway\'s seal (GATEWAY_SECRET), or is stale or dated ahead: this replica keeps its own')
     this.#forgedSeen = forged
     return forged ? null : record
   }
+}
+
+/** The record with its moments moved by `ms`: from the store's clock to this replica's. */
+function onClock(record: SharedLimit | null, ms: number): SharedLimit | null {
+  if (record === null || ms === 0) return record
+  return { ...record, at: record.at + ms, ...(record.evidence === undefined ? {} : { evidence: movedEvidence(record.evidence, ms) }) }
 }
 
 /** The record's fields, or null where it is not one (no text, not JSON, a field missing or out of range). */

@@ -16,8 +16,8 @@ export interface LeaseAsk {
   learns: boolean
 }
 
-/** `free`: seats left after the grant; `known`: the store had a record of the run (else it lost the seats leased). */
-export interface LeaseAnswer { granted: number; free: number; known: boolean; others: ReplicaRecord[]; limitRecord: string | null }
+/** `free`: seats left after the grant; `known`: the store had a record of the run (else it lost the seats leased); `now`: the store's clock at the grant (epoch ms), which dates what the replicas share. */
+export interface LeaseAnswer { granted: number; free: number; known: boolean; others: ReplicaRecord[]; limitRecord: string | null; now: number }
 
 /** `giveBack`: a clean stop; `listen`: `fn` runs when told that seats came free (`everyone` false) or that the shared limit moved (true); `tellAll`: one message every other run hears. */
 export interface LeaseStore {

@@ -3,6 +3,7 @@ import type { Logger } from 'pino'
 import { systemClock, type Clock, type Timer } from '../../clock.js'
 import { ceilingPart, ElsewhereCharges, encodeRecord, fitting, heldWhileContended, leasePlan, needOf, type LeasePlan, type LeaseShares, type ReplicaDemand, type ReplicaRecord, type SharedLimit } from './lease-plan.js'
 import type { LeaseAnswer, LeaseStore } from './lease-store.js'
+import { redated } from './answer-timeline.js'
 
 // docs/governor.md, "Constants".
 const MIN_RENEW_MS = 20
@@ -10,6 +11,8 @@ export const STARVED_RETRY_MS = 250
 const TRIM_AFTER_MS = 1000
 const DOWN_RETRY_MS = 100
 const DOWN_GRACE_MS = 1000
+/** docs/governor.md, "The clock": a reading of the store's clock is taken when its round trip is within this, and moves the offset only when this far from it. */
+export const CLOCK_SLACK_MS = 100
 /** docs/governor.md, "Constants": how long a replica's turn at the seats left over of a team's ceiling lasts at least (two leases where longer). */
 export const CEILING_TURN_MS = 1000
 
@@ -85,6 +88,7 @@ export class LeasedSeats {
   #wake: () => void = () => undefined
   #calls: () => string | null = () => null
   #turnTimer: Timer | null = null
+  #offset = 0 // offsetMs
 
   constructor(opts: LeasedSeatsOptions) {
     this.#o = opts
@@ -96,6 +100,8 @@ export class LeasedSeats {
   get run(): string { return this.#run }
   get held(): number { return this.#lease }
   get leaseMs(): number { return this.#o.leaseMs }
+  /** How far the store's clock is ahead of this replica's (ms; docs/governor.md, "The clock"): a time shared is this replica's plus it. */
+  get offsetMs(): number { return this.#offset }
   /** The teams whose seat-time on the other replicas it keeps (ElsewhereCharges). */
   get chargedTeams(): number { return this.#charges.teams }
   /** Charges the seat-time of the other replicas' calls to the teams `keep` keeps alone (ElsewhereCharges.keep). */
@@ -163,8 +169,10 @@ export class LeasedSeats {
     if (plan === null || this.#downSince !== null) return null
     const now = this.#clock.now()
     const [turnMs, renewMs] = [Math.max(CEILING_TURN_MS, 2 * this.#o.leaseMs), this.#o.leaseMs / 3]
-    const begun = Math.floor(now / turnMs) * turnMs
-    const { whole, left } = ceilingPart(cap, this.#run, here, plan.wantedElsewhere.get(team) ?? [], Math.floor(now / turnMs))
+    // Turns on the store's clock: every replica counts the same one.
+    const turn = Math.floor((now + this.#offset) / turnMs)
+    const begun = turn * turnMs - this.#offset
+    const { whole, left } = ceilingPart(cap, this.#run, here, plan.wantedElsewhere.get(team) ?? [], turn)
     const heard = this.#lastAnswer >= begun + renewMs
     const spare = left && heard && now < begun + turnMs - renewMs ? 1 : 0
     const room = Math.max(0, cap - (plan.heldElsewhere.get(team) ?? 0))
@@ -300,12 +308,13 @@ export class LeasedSeats {
     const counted = now >= this.#backAt + (this.#awaited.size > 0 ? this.#o.leaseMs : this.#o.leaseMs / 3 + DOWN_RETRY_MS)
     const ask = this.#downSince === null && counted ? wanted : Math.min(wanted, Math.max(held, this.#outageSeats, 1))
     const calls = this.#others.length > 0 ? this.#calls() : null
-    const record = encodeRecord({ lease: 0, inFlight: d.inFlight, need, answered: this.#answered, waited: this.#waited, behind: Math.max(0, -this.#credit), teams: d.teams, ...(calls === null ? {} : { calls }) })
+    const record = encodeRecord({ lease: 0, inFlight: d.inFlight, need, answered: this.#answered, waited: this.#waited, behind: Math.max(0, -this.#credit), teams: d.teams, ...(calls === null ? {} : { calls: redated(calls, this.#offset) }) })
     const limitRecord = this.#limitRecord
     // Only a record that moves the limit or the knee the store held tells the other replicas to renew and take it.
     const written = this.#tellOthers && limitRecord !== null ? this.#readLimit(limitRecord) : undefined
     const tell = written !== undefined && (this.#shared === null || written === null || written.limit !== this.#shared.limit || written.knee !== this.#shared.knee)
     this.#asking = ask
+    const sent = this.#clock.now()
     try {
       const answer = await this.#o.store.renew({ run: this.#run, record: record.slice(record.indexOf('|') + 1), inFlight: d.inFlight, need, ask, limit: d.limit, held, leaseMs: this.#o.leaseMs, limitRecord, learns: this.learner })
       this.#answers = 0
@@ -313,6 +322,7 @@ export class LeasedSeats {
       if (this.#limitRecord === limitRecord) [this.#limitRecord, this.#tellOthers] = [null, false]
       // A renewal at once that found no seat for it keeps the next one to MIN_RENEW_MS: tells bring no chain of them.
       this.#atOnce = atOnce && answer.granted <= held
+      this.#readClock(answer.now, sent)
       this.#taken(answer, need, d.limit, d.inFlight)
       if (tell) this.#o.store.tellAll(this.#run).catch(() => undefined)
     } catch {
@@ -335,6 +345,14 @@ export class LeasedSeats {
     }
   }
 
+  /** The store's clock at the grant, read against this replica's at the middle of the round trip: taken within CLOCK_SLACK_MS of round trip (its error half that), it moves the offset only when it is further off than that (a clock stepped), so that the times of records read again do not move. */
+  #readClock(storeNow: number, sent: number): void {
+    const back = this.#clock.now()
+    if (back < sent || back - sent > CLOCK_SLACK_MS || !Number.isFinite(storeNow)) return
+    const offset = Math.round(storeNow - (sent + back) / 2)
+    if (Math.abs(offset - this.#offset) > CLOCK_SLACK_MS) this.#offset = offset
+  }
+
   #taken(answer: LeaseAnswer, need: number, limit: number, inFlight: number): void {
     this.#lastAnswer = this.#clock.now()
     if (this.#downSince !== null) {
@@ -351,6 +369,8 @@ export class LeasedSeats {
       this.#o.onLost?.(this.#lease)
     }
     const [before, occupiedBefore] = [this.#lease, this.#occupied]
+    // The others' calls, dated on the store's clock, on this replica's.
+    const others = this.#offset === 0 ? answer.others : answer.others.map((r) => (r.calls === undefined ? r : { ...r, calls: redated(r.calls, -this.#offset) }))
     this.#lease = answer.granted
     this.#occupied = Math.max(answer.granted, inFlight)
     this.#grantedUnder = limit
@@ -360,8 +380,8 @@ export class LeasedSeats {
     for (const r of answer.others) this.#seen.set(r.run, this.#lastAnswer)
     const awaiting = this.#lastAnswer - this.#backAt < this.#o.leaseMs
     for (const [run, at] of this.#seen) if (this.#lastAnswer - at > this.#o.callsEndMs && !(awaiting && this.#awaited.has(run))) this.#seen.delete(run)
-    this.#others = answer.others
-    this.#charges.seen(answer.others)
+    this.#others = others
+    this.#charges.seen(others)
     const written = answer.limitRecord === null ? null : this.#readLimit(answer.limitRecord)
     if (written?.run !== undefined) this.#learner = written
     this.#shared = written
@@ -373,7 +393,7 @@ export class LeasedSeats {
     const freed = Math.max(0, answer.free) + Math.max(0, before - this.#lease, occupiedBefore - this.#occupied)
     const tell = freed === 0 ? [] : this.#plan.short.length > 0 ? this.#plan.short.slice(0, freed) : this.#plan.needsMost !== null ? [this.#plan.needsMost] : []
     for (const run of [...(starved ? this.#plan.over.slice(0, need - this.#lease) : []), ...tell]) this.#o.store.tell(run).catch(() => undefined)
-    this.#o.onRenewed?.(answer, this.#plan)
+    this.#o.onRenewed?.(others === answer.others ? answer : { ...answer, others }, this.#plan)
     // Targets moved with every renewal: the queue looks again.
     this.#wake()
   }

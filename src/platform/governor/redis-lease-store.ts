@@ -10,9 +10,9 @@ import type { LeaseAnswer, LeaseAsk, LeaseStore } from './lease-store.js'
  * sealed by its writer). The script grants on Redis' clock (docs/governor.md, "Across replicas"); it writes the limit record it brings and
  * answers every live record, their calls (past `#`) only to the run that learns.
  * ARGV: run, record past its lease, in flight, need, ask, limit, held, lease ms, limit record ('' for none), 1 if it learns.
- * Returns granted, free after the grant, 1 if Redis had a record of the run, the limit record or '', the others' fields and values.
+ * Returns granted, free after the grant, 1 if Redis had a record of the run, the limit record or '', Redis' clock (ms), the others' fields and values.
  */
-const LEASE = redisScript<[number, number, number, string, ...string[]]>('gatewaySeatLease4', `
+const LEASE = redisScript<[number, number, number, string, number, ...string[]]>('gatewaySeatLease5', `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local run, record = ARGV[1], ARGV[2]
@@ -51,7 +51,7 @@ else
   redis.call('HSET', KEYS[1], run, (now + ttl) .. '|' .. granted .. '|' .. record)
 end
 redis.call('PEXPIRE', KEYS[1], math.max(ttl * 2, 3600000))
-local out = { granted, free - math.max(granted, inflight), known, redis.call('HGET', KEYS[1], 'limit') or '' }
+local out = { granted, free - math.max(granted, inflight), known, redis.call('HGET', KEYS[1], 'limit') or '', now }
 for i = 1, #others do out[#out + 1] = others[i] end
 return out
 `, 1)
@@ -74,9 +74,9 @@ export class RedisLeaseStore implements LeaseStore {
     const { breaker, redis, key } = this.#o
     const answer = await breaker.run(() => LEASE(redis, key, ask.run, ask.record, ask.inFlight, ask.need, ask.ask, ask.limit, ask.held, ask.leaseMs, ask.limitRecord ?? '', ask.learns ? 1 : 0), DOWN)
     if (answer === DOWN) throw new Error('redis cannot be reached')
-    const [granted, free, known, limitRecord, ...fields] = answer
+    const [granted, free, known, limitRecord, now, ...fields] = answer
     const others = fields.flatMap((field, i) => (i % 2 === 1 ? [] : (decodeRecord(String(field), String(fields[i + 1])) ?? [])))
-    return { granted: Number(granted), free: Number(free), known: Number(known) === 1, others, limitRecord: limitRecord ? String(limitRecord) : null }
+    return { granted: Number(granted), free: Number(free), known: Number(known) === 1, others, limitRecord: limitRecord ? String(limitRecord) : null, now: Number(now) }
   }
 
   async giveBack(run: string): Promise<void> { await this.#o.breaker.run(() => GIVE_BACK(this.#o.redis, this.#o.key, run), 0) }
