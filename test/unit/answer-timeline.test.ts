@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { AnswerTimeline, decodeCalls, encodeCalls, kindId, type Answer, type CallEntry, type EvidenceSink } from '../../src/platform/governor/answer-timeline.js'
+import { AnswerTimeline, decodeCalls, encodeCalls, kindId, redated, type Answer, type CallEntry, type EvidenceSink } from '../../src/platform/governor/answer-timeline.js'
 
 // Every replica's calls for the learner's limit rule (answer-timeline.ts): a record carries
 // a replica's calls of late; the learner gives its estimator every replica's starts and ends
@@ -64,6 +64,16 @@ describe('encodeCalls and decodeCalls', () => {
     const records = fc.array(fc.record({ s: fc.nat(), e: fc.option(fc.nat()), kind: fc.stringMatching(/^[0-9a-z]{1,14}$/), f: fc.constantFrom('o', 'u', 'v', 'x') }), { maxLength: 5 })
       .map((calls) => ['lq2w3e', ...calls.map((c) => `${c.s.toString(36)},${c.e === null ? '' : c.e.toString(36)},${c.kind},${c.e === null ? '' : c.f}`)].join(';'))
     fc.assert(fc.property(fc.oneof(texts, records), (text) => { expect(decodeCalls(text)).toEqual(grammar(text)) }), { numRuns: 2_000 })
+  })
+
+  it('moves a record to another clock whole: its moment and every call with it', () => {
+    const calls: CallEntry[] = [call(-120, -20), { ...call(-40, null), outcome: 'other' }]
+    const text = encodeCalls(T, calls)
+    const moved = (ms: number) => calls.map((c) => ({ ...c, startedAt: c.startedAt + ms, at: c.at === null ? null : c.at + ms }))
+    expect(decodeCalls(redated(text, 10_000))).toEqual({ at: T + 10_000, calls: moved(10_000) })
+    expect(decodeCalls(redated(redated(text, -10_000), 10_000))).toEqual({ at: T, calls })
+    expect(redated(text, 0)).toBe(text)
+    expect(redated('not a record', 5)).toBe('not a record')
   })
 
   it('names a kind alike on every replica, in a few characters', () => {

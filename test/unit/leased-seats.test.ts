@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { LeasedSeats, STARVED_RETRY_MS } from '../../src/platform/governor/leased-seats.js'
+import { CLOCK_SLACK_MS, LeasedSeats, STARVED_RETRY_MS } from '../../src/platform/governor/leased-seats.js'
+import { decodeCalls, encodeCalls, kindId } from '../../src/platform/governor/answer-timeline.js'
 import type { LeaseAnswer, LeaseAsk } from '../../src/platform/governor/lease-store.js'
 import { MemoryLeaseStore } from '../helpers/memory-lease-store.js'
 import type { ReplicaRecord, SharedLimit } from '../../src/platform/governor/lease-plan.js'
@@ -792,3 +793,52 @@ describe('one replica back from a store outage', () => {
     lease.stop()
   })
 })
+
+describe("the lease store's clock (docs/governor.md, \"The clock\")", () => {
+  it("dates the calls it writes on the store's clock and reads the others' on its own; a slow reading, or one within the slack, moves nothing", async () => {
+    const clock = new SimClock()
+    let [ahead, oneWayMs] = [10_000, 5]
+    const written: string[] = []
+    const heard: string[] = []
+    // Another replica's call, 300 ms long, that ended 100 ms before its record, written on the store's clock.
+    const other = (): ReplicaRecord => ({ run: 'r~b', lease: 1, inFlight: 0, need: 1, answered: 1, waited: false, teams: [{ team: 'b', weight: 1, held: 0, waiting: 1, cap: null, peak: 1, lingering: false }], calls: encodeCalls(clock.now() + ahead, [{ startedAt: clock.now() + ahead - 400, at: clock.now() + ahead - 100, kind: kindId('k'), outcome: 'ok', timed: true }]) })
+    const store = new (class extends MemoryLeaseStore {
+      override async renew(ask: LeaseAsk): Promise<LeaseAnswer> {
+        if (ask.record.includes('#')) written.push(ask.record.slice(ask.record.indexOf('#') + 1))
+        await new Promise<void>((resolve) => clock.setTimeout(resolve, oneWayMs))
+        const answer = { granted: ask.ask, free: 4, known: true, others: [other()], limitRecord: null, now: clock.now() + ahead }
+        await new Promise<void>((resolve) => clock.setTimeout(resolve, oneWayMs))
+        return answer
+      }
+    })(clock)
+    const lease = new LeasedSeats({ store, credential: 'c', replica: 'r', run: 'r~a', perReplica: null, unseen: 1, leaseMs: LEASE_MS, callsEndMs: 10_000, log: { warn: () => undefined }, clock, onRenewed: (answer) => heard.push(answer.others[0]?.calls ?? '') })
+    lease.reportCalls(() => encodeCalls(clock.now(), []))
+    await lease.start()
+    const renew = async () => {
+      lease.demand({ limit: 8, inFlight: 1, waiting: 0, teams: [{ team: 'a', weight: 1, held: 1, waiting: 0, cap: null, peak: 1, lingering: false, seatMs: 0 }] })
+      await clock.run(clock.now() + LEASE_MS)
+    }
+    await renew()
+    expect(lease.offsetMs).toBe(10_000)
+    // The other's call read where it happened on this replica's clock: ended 100 ms before the store's answer.
+    const read = decodeCalls(heard.at(-1) as string)
+    expect(read?.calls[0]?.at).toBe((read?.at as number) - 100)
+    expect(Math.abs((read?.at as number) - (clock.now() - LEASE_MS))).toBeLessThan(LEASE_MS)
+    // Its own record, dated on the store's clock: ahead of its own by the offset.
+    const sentAt = decodeCalls(written.at(-1) as string)?.at as number
+    expect(sentAt - clock.now()).toBeGreaterThan(10_000 - LEASE_MS)
+    expect(sentAt - clock.now()).toBeLessThanOrEqual(10_000)
+    // A reading whose round trip passes the slack is not taken; nor one within the slack of the offset.
+    ;[ahead, oneWayMs] = [20_000, CLOCK_SLACK_MS]
+    await renew()
+    expect(lease.offsetMs).toBe(10_000)
+    ;[ahead, oneWayMs] = [10_000 + CLOCK_SLACK_MS, 5]
+    await renew()
+    expect(lease.offsetMs).toBe(10_000)
+    ahead = 10_000 - 2 * CLOCK_SLACK_MS
+    await renew()
+    expect(lease.offsetMs).toBe(10_000 - 2 * CLOCK_SLACK_MS)
+    lease.stop()
+  })
+})
+

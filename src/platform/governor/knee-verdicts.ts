@@ -89,8 +89,8 @@ export function writeEvidence(ll: Float64Array, now: number): string {
 
 /** The evidence with its moment moved by `ms`: from one clock to another. */
 export function movedEvidence(text: string, ms: number): string {
-  const cut = text.indexOf(';')
-  return cut < 0 || ms === 0 ? text : `${Math.max(0, Number(text.slice(0, cut)) + ms)}${text.slice(cut)}`
+  const head = text.slice(0, Math.max(0, text.indexOf(';')))
+  return ms === 0 || !/^\d+$/.test(head) ? text : `${Math.max(0, Number(head) + ms)}${text.slice(head.length)}`
 }
 
 /** The evidence a record carries for `max` guesses, faded to `now` over `fadeMs`; null where there is none or it is not one. */
