@@ -92,12 +92,14 @@ LINK_LOCAL.addSubnet('fe80::', 10, 'ipv6')
 // The metadata and credential services clouds keep outside link-local answer with
 // credentials as well: AWS's instance metadata over IPv6 (fd00:ec2::254) and its EKS Pod
 // Identity agent (fd00:ec2::23), Google Cloud's metadata server over IPv6 (fd20:ce::254),
-// Scaleway's instance metadata over IPv6 (fd00:42::42), Alibaba Cloud's instance metadata
-// (100.100.100.200), Azure's WireServer (168.63.129.16, the VM agent's endpoint, whose
-// answers carry extensions' settings), Oracle Cloud Classic's instance metadata
-// (192.0.0.192); each IPv4 one in the IPv6 spellings that reach it too (carriedIPv4).
+// Scaleway's instance metadata over IPv6 (fd00:42::42), Oracle Cloud's over IPv6
+// (fd00:c1::a9fe:a9fe), Akamai's (Linode's) metadata service over IPv6 (fd00:a9fe:a9fe::1),
+// Alibaba Cloud's instance metadata (100.100.100.200, over IPv6 fd00:100::100:200), Azure's
+// WireServer (168.63.129.16, the VM agent's endpoint, whose answers carry extensions'
+// settings), Oracle Cloud Classic's instance metadata (192.0.0.192); each IPv4 one in the
+// IPv6 spellings that reach it too (carriedIPv4).
 const CLOUD_SERVICES = new BlockList()
-for (const address of ['fd00:ec2::254', 'fd00:ec2::23', 'fd20:ce::254', 'fd00:42::42']) CLOUD_SERVICES.addAddress(address, 'ipv6')
+for (const address of ['fd00:ec2::254', 'fd00:ec2::23', 'fd20:ce::254', 'fd00:42::42', 'fd00:c1::a9fe:a9fe', 'fd00:a9fe:a9fe::1', 'fd00:100::100:200']) CLOUD_SERVICES.addAddress(address, 'ipv6')
 for (const address of ['100.100.100.200', '168.63.129.16', '192.0.0.192']) CLOUD_SERVICES.addAddress(address, 'ipv4')
 
 /** The 16 bytes of an IPv6 address (a valid one; its zone dropped). */

@@ -77,6 +77,21 @@ describe('webhooks aimed at what they may not reach', () => {
     expect(sandbox.requests.filter((r) => r.path === '/api/v1/campaign/banner/create')).toEqual([])
   })
 
+  // Oracle Cloud's instance metadata over IPv6, Akamai's (Linode's) metadata service over
+  // IPv6 and Alibaba Cloud's instance metadata over IPv6: each outside link-local, where a
+  // name in the allow-list whose DNS a team controls could point as well as its literal.
+  it('a webhook at a cloud\'s metadata service over IPv6 (Oracle Cloud, Akamai, Alibaba Cloud) gets no delivery: refused, final, no connection made', async () => {
+    for (const [i, address] of ['fd00:c1::a9fe:a9fe', 'fd00:a9fe:a9fe::1', 'fd00:100::100:200'].entries()) {
+      const yaml = `${webhookYaml(`http://[${address}]/hook`, [`[${address}]`])}  webhookTimeout: 2s\n`
+      const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.url, ADMIN_TOKEN }, yaml)))
+      const asked = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&dateFrom=2025-0${i + 4}-01&dateTo=2025-0${i + 4}-28`, { headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
+      expect(asked.status).toBe(202)
+      const listed = async () => ((await gw.admin.inject({ method: 'GET', url: '/admin/jobs', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json() as { deliveries: { url: string; state: string; attempts: number; lastError: string | null }[] }).deliveries.filter((d) => d.url === `http://[${address}]`)
+      await waitFor('the first attempt recorded', async () => ((await listed())[0]?.lastError ?? null) !== null, testTimeLeft(), 20)
+      expect((await listed())[0], address).toMatchObject({ state: 'failed', attempts: 0, lastError: `refused: [${address}] resolves to a cloud's metadata or credential service (${address}), never a receiver` })
+    }
+  })
+
   it('keeps no receiver token in Redis nor shows one to a viewer: a delivery\'s record and GET /admin/jobs hold its webhook\'s origin only, not its path (Slack\'s, Discord\'s, Zapier\'s hooks carry their token there) nor its query; the receiver gets both all the same', async () => {
     const inPath = `path${randomBytes(12).toString('hex')}`
     const inQuery = `tok${randomBytes(12).toString('hex')}`

@@ -93,6 +93,10 @@ describe('webhook targets', () => {
       ['http://[fd20:ce::254]/computeMetadata/v1/', 'fd20:ce::254', cloudService],
       ['https://hooks.example.org/hook', 'fd20:ce::254', cloudService],
       ['https://hooks.example.org/hook', 'fd00:42::42', cloudService],
+      // Oracle Cloud's, Akamai's (Linode's) and Alibaba Cloud's instance metadata over IPv6.
+      ['http://[fd00:c1::a9fe:a9fe]/opc/v2/instance/', 'fd00:c1::a9fe:a9fe', cloudService],
+      ['https://hooks.example.org/hook', 'fd00:a9fe:a9fe::1', cloudService],
+      ['https://hooks.example.org/hook', 'fd00:100::100:200', cloudService],
       ['http://192.0.0.192/latest/', '192.0.0.192', cloudService],
       ['https://hooks.example.org/hook', '::ffff:192.0.0.192', cloudService],
       ['https://hooks.example.org/hook', '64:ff9b::c000:c0', cloudService],
@@ -104,7 +108,7 @@ describe('webhook targets', () => {
     ] as const) {
       expect(socketRefusal(new URL(url), address, isPlatform), `${url} at ${address}`).toMatch(refusal)
     }
-    for (const address of ['10.0.0.9', 'fd00:ec2::1', 'fd00::254', '100.100.100.201', '100.64.0.1', '64:ff9b::a00:9', '64:ff9b::6464:64c9', 'fd20:ce::253', 'fd00:42::41', '192.0.0.193']) expect(socketRefusal(new URL('https://hooks.example.org/hook'), address, isPlatform), address).toBeNull()
+    for (const address of ['10.0.0.9', 'fd00:ec2::1', 'fd00::254', '100.100.100.201', '100.64.0.1', '64:ff9b::a00:9', '64:ff9b::6464:64c9', 'fd20:ce::253', 'fd00:42::41', 'fd00:c1::a9fe:a9ff', 'fd00:a9fe:a9fe::2', 'fd00:100::100:201', '192.0.0.193']) expect(socketRefusal(new URL('https://hooks.example.org/hook'), address, isPlatform), address).toBeNull()
   })
 
   // Every IPv6 address a translator or tunnel delivers to an IPv4 address it carries: that
