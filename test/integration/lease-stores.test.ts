@@ -35,17 +35,25 @@ function ask(run: string, a: Partial<LeaseAsk> & { teams?: TeamRecord[] } = {}):
   return { run, inFlight, need, ask: 0, limit: 8, held: 0, leaseMs: 60_000, limitRecord: null, learns: false, record: record(inFlight, need, teams), ...rest }
 }
 
-/** An answer with its other runs in run order: the stores need not list them alike. */
-function sorted(answer: LeaseAnswer): LeaseAnswer {
-  return { ...answer, others: [...answer.others].sort((x, y) => x.run.localeCompare(y.run)) }
+/** An answer with its other runs in run order (the stores need not list them alike), and without the store's clock. */
+function sorted(answer: LeaseAnswer): Omit<LeaseAnswer, 'now'> {
+  const { now: _clock, ...rest } = answer
+  return { ...rest, others: [...answer.others].sort((x, y) => x.run.localeCompare(y.run)) }
 }
 
 const team = (name: string, held: number, waiting: number): TeamRecord => ({ team: name, weight: 2, cap: 3, held, waiting, lingering: false, peak: held + waiting })
 
 /** The sequence both stores are put through, each step's answer. */
-async function sequence(store: LeaseStore): Promise<LeaseAnswer[]> {
-  const answers: LeaseAnswer[] = []
-  const renew = async (a: LeaseAsk) => answers.push(sorted(await store.renew(a)))
+async function sequence(store: LeaseStore): Promise<Omit<LeaseAnswer, 'now'>[]> {
+  const answers: Omit<LeaseAnswer, 'now'>[] = []
+  const renew = async (a: LeaseAsk) => {
+    const sent = Date.now()
+    const answer = await store.renew(a)
+    // The store's clock at the grant: this machine's, within the round trip (Redis' TIME and Date.now() read one clock).
+    expect(answer.now).toBeGreaterThanOrEqual(sent - 1)
+    expect(answer.now).toBeLessThanOrEqual(Date.now() + 1)
+    answers.push(sorted(answer))
+  }
   // A run asks for 3 of 8: granted.
   await renew(ask('r1', { ask: 3, need: 3, teams: [team('a', 0, 3)] }))
   // Another asks for 6, and writes the shared limit: what is left, 5.

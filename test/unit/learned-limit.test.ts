@@ -23,7 +23,7 @@ function learnedLimit(clock: FakeClock, opts: { seal?: RedisSeal | null; lease?:
   const writers: string[] = []
   let readLimit: (text: string) => { run?: string; at: number } | null = () => null
   const told: boolean[] = []
-  const lease = { run: 'r1', leaseMs: 3000, waitedElsewhere: () => lease.waiting, waiting: false, writeLimit: (record: string, tell = true) => written.push(record) && told.push(tell), reportCalls: () => undefined, readLimitWith: (fn: typeof readLimit) => (readLimit = fn) }
+  const lease = { run: 'r1', leaseMs: 3000, offsetMs: 0, waitedElsewhere: () => lease.waiting, waiting: false, writeLimit: (record: string, tell = true) => written.push(record) && told.push(tell), reportCalls: () => undefined, readLimitWith: (fn: typeof readLimit) => (readLimit = fn) }
   const warnings: string[] = []
   const limits: [number, number][] = []
   const moves: [string, number, number][] = []
@@ -212,6 +212,27 @@ describe('LearnedLimit', () => {
     expect([estimator.ticks, estimator.pauses]).toEqual([ticks, 0])
     // Its fault watch's second rolls on unjudged (knee-estimator.ts `follows`).
     expect(estimator.followTicks).toBe(10)
+    learned.stop()
+  })
+
+  it("dates the record on the store's clock and reads another's on its own (docs/governor.md, \"The clock\")", () => {
+    const clock = fakeClock()
+    const { estimator, written, learned, lease } = learnedLimit(clock)
+    // This replica's clock 40 s behind the store's: past RECORD_MAX_AGE_MS / 10, a record dated ahead on a clock.
+    lease.offsetMs = 40_000
+    learned.start()
+    estimator.next = { limit: 10, knee: 9, move: 'grew' }
+    clock.advance(TICK_MS)
+    expect(JSON.parse(new RedisSeal(SECRET).openText(KEY, written[0] as string) as string)).toMatchObject({ at: clock.now() + 40_000 })
+    // A replica as far behind the store's clock takes it as written now; one on the store's clock refuses it, dated 40 s ahead.
+    const behind = learnedLimit(clock)
+    behind.lease.offsetMs = 40_000
+    behind.renewed(written[0] as string, false)
+    expect([behind.seats.limit, behind.warnings]).toEqual([10, []])
+    const onTime = learnedLimit(clock)
+    onTime.renewed(written[0] as string, false)
+    expect(onTime.seats.limit).toBe(8)
+    expect(onTime.warnings).toEqual([expect.stringContaining('stale or dated ahead')])
     learned.stop()
   })
 
