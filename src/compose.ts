@@ -97,8 +97,8 @@ export interface Gateway {
   /**
    * The drain before close(): readiness answers 503 ("stopping") from now on, and every
    * answer of either listener carries `connection: close`; both go on accepting
-   * connections and answering as ever until close(). Its job runner starts no job from now
-   * on (the jobs it runs end as their reads end).
+   * connections and answering as ever until close(). With the jobs in Redis, its job runner
+   * starts no job from now on (the jobs it runs end as their reads end).
    */
   drain(): void
   /** Aborts the calls still at the platform: their callers get GW_SHUTTING_DOWN (or a stale copy). */
@@ -268,9 +268,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       ctx.lifecycle.phase = 'stopping'
       drainListener(proxy)
       drainListener(admin)
-      // A job started from now on would have its call aborted at the grace's end, the
-      // platform's work lost: the replicas not stopping start them (the ones running end here).
-      runner.stop()
+      jobsPart.drain()
     },
     abortPlatformCalls() {
       client.abortAll()

@@ -38,6 +38,13 @@ export interface JobParts {
   room: ResultRoom
   /** Reads the room, listens for jobs asked on other replicas, then starts this replica's runner and deliverer. */
   start(): Promise<void>
+  /**
+   * The replica's stop begins: with the jobs in Redis its runner starts no job from now on,
+   * since a call started then would be aborted at the grace's end, the platform's work lost
+   * (the replicas not stopping run them; those it runs end here). In memory, the jobs are
+   * this replica's alone: it goes on running them until it closes.
+   */
+  drain(): void
 }
 
 /** The bus channel on which a replica says that a job is due (asked, or handed back): every runner looks at once. */
@@ -49,10 +56,11 @@ export function jobParts(
 ): JobParts {
   const { redis, seal, log, governors } = o
   if (redis && !seal) log.warn('GATEWAY_SECRET is not set: report jobs are kept in this replica\'s memory, not shared through Redis')
-  // Only with the shared store: jobs in memory are this replica's alone.
-  const bus = redis && seal ? o.bus : null
+  // The shared store (stores() below): else jobs in memory are this replica's alone.
+  const shared = redis !== null && seal !== null
+  const bus = shared ? o.bus : null
   // The shared store's times (leases, due times) are on Redis' clock: each replica writes them and the others compare them.
-  const clock = redis && seal ? o.redisClock : o.clock
+  const clock = shared ? o.redisClock : o.clock
   const announce = bus ? () => void bus.publish(JOBS_ASKED, '1').catch((err: unknown) => log.debug({ err }, 'announcing a report job failed: the other runners find it at their next look')) : undefined
   const finality = (report: CanonicalReport, at: number): JobFinality => finalityFields(report.dateFrom, report.dateTo, at, config.cache)
   // A delivery lives through its retries and its last attempt's claim, then jobs.keep.
@@ -108,6 +116,9 @@ export function jobParts(
       await bus?.subscribe(JOBS_ASKED, () => runner.poke())
       runner.start()
       webhooks.start()
+    },
+    drain() {
+      if (shared) runner.stop()
     },
   }
 }
