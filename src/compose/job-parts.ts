@@ -16,7 +16,7 @@ import { RedisJobStore } from '../jobs/redis-job-store.js'
 import { JobRunner } from '../jobs/job-runner.js'
 import { Jobs } from '../jobs/jobs.js'
 import { JobWaits } from '../jobs/job-waits.js'
-import { accountRefusal, figuresAt, jobStatus, type JobFinality } from '../jobs/job.js'
+import { accountRefusal, figuresAt, jobStatus, resultPurged, type JobFinality, type PurgeCheck } from '../jobs/job.js'
 import { WebhookDeliveries } from '../jobs/webhook-deliveries.js'
 import { MemoryDeliveryStore, type DeliveryStore, type OutboxBounds } from '../jobs/delivery-store.js'
 import { RedisDeliveryStore } from '../jobs/redis-delivery-store.js'
@@ -63,6 +63,7 @@ export function jobParts(
   const clock = shared ? o.redisClock : o.clock
   const announce = bus ? () => void bus.publish(JOBS_ASKED, '1').catch((err: unknown) => log.debug({ err }, 'announcing a report job failed: the other runners find it at their next look')) : undefined
   const finality = (report: CanonicalReport, at: number): JobFinality => finalityFields(report.dateFrom, report.dateTo, at, config.cache)
+  const purged: PurgeCheck = (copy, key) => o.reports.purged(copy, key)
   // A delivery lives through its retries and its last attempt's claim, then jobs.keep.
   const { webhooks: w } = config
   const bounds: OutboxBounds = { keepMs: config.jobs.keepMs, lifeMs: w.retryForMs + w.timeoutMs + config.jobs.leaseMs + config.jobs.keepMs, perTeam: w.perTeam }
@@ -81,8 +82,9 @@ export function jobParts(
     failures: o.failures,
     onRun: (outcome) => o.metrics.reportJobs.inc({ outcome }),
     // Added to the outbox by the end's own step in the store (once per job however often
-    // told); the body is the status GET /api/v1/jobs/{id} answers for the ended job.
-    pushOf: (job, now) => webhooks.deliveryOf(job.team, jobStatus(job, null, now, finality(job.report, figuresAt(job, now))), now),
+    // told); the body is the status GET /api/v1/jobs/{id} answers for the ended job, expired
+    // when a purge made while its call was at the platform reached its result.
+    pushOf: (job, now) => webhooks.deliveryOf(job.team, jobStatus(job, null, now, finality(job.report, figuresAt(job, now)), resultPurged(job, purged)), now),
     onEnded: () => webhooks.poke(),
     ...(announce ? { announce } : {}),
     spentFor: o.spentFor,
@@ -100,7 +102,7 @@ export function jobParts(
     ...(announce ? { announce } : {}),
     settings: config.jobs,
     clock,
-    purged: (copy, key) => o.reports.purged(copy, key),
+    purged,
     expectedSeconds: (credential, team, report) => {
       const ms = governors.ownExpectedMs(credential, team, workClass(report), o.clock.now())
       return ms === null ? null : Math.round(ms) / 1000

@@ -281,6 +281,24 @@ export function resultHoldsFigures(job: Job): boolean {
   return kept === null || holdsFigures(kept.answer.status)
 }
 
+/** Whether a purge after a copy's fill reaches it (the report cache's purges, under its cache key `key`). */
+export type PurgeCheck = (copy: { fetchedAt: number; advertiserIds: number[] }, key: string) => boolean
+
+/**
+ * Whether a purge reached `job`'s result, its figures fetched at `fetchedAt`: a purge is
+ * final for a result as for the entry it copies. A result is as old as its run's start, or
+ * as the copy it took when that was filled before: a purge made while the run's call was at
+ * the platform reaches it (the platform may have read its figures before).
+ */
+export function purgeReaches(job: Job, fetchedAt: number, purged: PurgeCheck): boolean {
+  return purged({ fetchedAt: Math.min(fetchedAt, job.startedAt ?? job.askedAt), advertiserIds: job.report.advertiserIds }, job.key)
+}
+
+/** Whether a purge reached the result `job` ended with: gone as an expired one is (its status says expired, its result is 410). */
+export function resultPurged(job: Job, purged: PurgeCheck): boolean {
+  return (job.state === 'done' || keptAnswer(job) !== null) && purgeReaches(job, job.fetchedAt ?? job.startedAt ?? job.askedAt, purged)
+}
+
 /** When its record goes: an hour after its result expired; never while it is open. */
 export function dropAt(job: Job): number | null {
   return job.expiresAt === null ? null : job.expiresAt + EXPIRED_KEPT_MS

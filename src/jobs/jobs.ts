@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js'
 import type { CacheEntry } from '../cache/cache-entry.js'
 import type { CanonicalReport } from '../reports/report-query.js'
 import { JobExpiredError, JobNotDoneError, JobNotFoundError, JobPurgedError, JobRunningError, JobsFullError, JobsKeptFullError, JobsUnavailableError, WaitsFullError } from '../errors.js'
-import { cancellable, figuresAt, jobStatus, keptAnswer, newJob, placeInQueue, stateAt, type Job, type JobError, type JobFinality, type JobStatus, type PlatformAnswer } from './job.js'
+import { cancellable, figuresAt, jobStatus, keptAnswer, newJob, placeInQueue, purgeReaches, resultPurged, stateAt, type Job, type JobError, type JobFinality, type JobStatus, type PlatformAnswer, type PurgeCheck } from './job.js'
 import type { JobStore } from './job-store.js'
 import type { JobRunner, JobSettings } from './job-runner.js'
 import type { JobWaits, WaitRefusal } from './job-waits.js'
@@ -45,8 +45,8 @@ export interface JobsDeps {
   expectedSeconds(credential: string, team: string, report: CanonicalReport): number | null
   /** Up to which day the report's figures are settled, and which of its days are provisional, for a copy fetched at `at`. */
   finality(report: CanonicalReport, at: number): JobFinality
-  /** Whether a purge after `copy`'s fill reaches it (the report cache's purges, under its cache key `key`): a purge is final. */
-  purged(copy: Pick<CacheEntry, 'fetchedAt' | 'advertiserIds'>, key: string): boolean
+  /** Whether a purge after a copy's fill reaches it: a purge is final. */
+  purged: PurgeCheck
 }
 
 /** What a job is asked for: the caller's team and credential, and its report and cache key. */
@@ -186,21 +186,14 @@ export class Jobs {
     return job
   }
 
-  /**
-   * Whether a purge reached `job`'s result, its figures fetched at `fetchedAt`: a purge is
-   * final for a result as for the entry it copies. A result is as old as its run's start, or
-   * as the copy it took when that was filled before: a purge made while the run's call was at
-   * the platform reaches it (the platform may have read its figures before).
-   */
+  /** Whether a purge reached `job`'s result, its figures fetched at `fetchedAt` (job.ts, purgeReaches). */
   #purged(job: Job, fetchedAt: number): boolean {
-    return this.#d.purged({ fetchedAt: Math.min(fetchedAt, job.startedAt ?? job.askedAt), advertiserIds: job.report.advertiserIds }, job.key)
+    return purgeReaches(job, fetchedAt, this.#d.purged)
   }
 
   async #status(job: Job, now: number): Promise<JobStatus> {
     const place = job.state === 'queued' ? placeInQueue(job, await this.#d.store.openOfTeam(job.team)) : null
-    // A result a purge reached is gone as an expired one is (its read is 410): the status says expired.
-    const purged = (job.state === 'done' || keptAnswer(job) !== null) && this.#purged(job, job.fetchedAt ?? job.startedAt ?? job.askedAt)
-    return jobStatus(job, place, now, this.#d.finality(job.report, figuresAt(job, now)), purged)
+    return jobStatus(job, place, now, this.#d.finality(job.report, figuresAt(job, now)), resultPurged(job, this.#d.purged))
   }
 
   /**

@@ -479,6 +479,26 @@ describe('a gateway pushing its ended jobs (demo mode, the sandbox over real HTT
     // The receiver reads why it failed where the push says: the platform's own answer.
     expect((await fetch(`${gw.url}${pushed.result ?? ''}`, { headers: { 'x-api-key': KEYS.all } })).status).toBe(422)
   })
+
+  it('pushes a job whose result a purge reached while its call was at the platform as GET /api/v1/jobs/{id} answers it: expired, no result to follow', async () => {
+    const r = await receiver([{ status: 204 }])
+    const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }, webhookYaml(r.url.replace('127.0.0.1', 'localhost')))))
+    sandbox.clearRequests()
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    const asked = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&byDate=1&dateFrom=2025-01-01&dateTo=2025-12-31`, { headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
+    expect(asked.status).toBe(202)
+    const { id } = (await asked.json()) as { id: string }
+    await waitFor('the job\'s call at the platform', () => sandbox.countRequests((req) => req.path === REPORT_PATH) === 1)
+    const purge = await gw.admin.inject({ method: 'DELETE', url: '/admin/cache?advertiserId=101', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(purge.statusCode).toBe(200)
+    sandbox.releaseHeld()
+
+    await waitFor('the job pushed to the receiver', () => r.got.length === 1)
+    const pushed = JSON.parse((r.got[0] as Received).body) as JobStatus
+    expect(pushed).toEqual(await (await fetch(`${gw.url}/api/v1/jobs/${id}`, { headers: { 'x-api-key': KEYS.all } })).json())
+    expect(pushed).toMatchObject({ id, state: 'expired', result: null })
+    expect((await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: { 'x-api-key': KEYS.all } })).status).toBe(410)
+  })
   it('pushes a job whose platform answer carried the token back in raw deflate as GW_UPSTREAM: its status, result, push and log hold nothing of the token', async () => {
     const r = await receiver([{ status: 204 }])
     const platformToken = sandbox.issueToken()
