@@ -277,6 +277,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       if (closed) return
       closed = true
       ctx.lifecycle.phase = 'stopping'
+      jobs.endWaits()
       // The listeners answer what comes on the connections they have until these end
       // (server.ts); the fills under way end before Redis and the platform pool close.
       await Promise.all([proxy.close(), admin.close()])

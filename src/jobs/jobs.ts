@@ -75,6 +75,8 @@ export class Jobs {
    */
   readonly #asks = new Map<string, number>()
   #asksAt = -Infinity
+  /** Aborted when the replica closes: its status calls wait no more (endWaits). */
+  readonly #closing = new AbortController()
 
   constructor(deps: JobsDeps) {
     this.#d = deps
@@ -98,6 +100,16 @@ export class Jobs {
    */
   status(id: string, team: string, waitMs = 0, left?: AbortSignal): Promise<JobStatus> {
     return shared(() => this.#statusOf(id, team, waitMs, left))
+  }
+
+  /**
+   * The replica closes (its drain over): every status call waiting (`?wait`) is answered now,
+   * its job as it is, and one that comes after waits no more. Its listeners close their
+   * connections at the grace's end, which a wait held past it would not outlast: the caller
+   * asks again, of a replica that serves.
+   */
+  endWaits(): void {
+    this.#closing.abort()
   }
 
   /** Cancels the team's job `id` while it is queued (409 once running). */
@@ -133,15 +145,16 @@ export class Jobs {
     const until = clock.now() + Math.min(waitMs, MAX_WAIT_SECONDS * 1000)
     const state = stateAt(first, clock.now())
     // An ended job's state changes only to expired: the caller waits for its end, not that.
-    if ((state !== 'queued' && state !== 'running') || clock.now() >= until) return this.#status(first, clock.now())
+    const ending = left ? AbortSignal.any([left, this.#closing.signal]) : this.#closing.signal
+    if ((state !== 'queued' && state !== 'running') || clock.now() >= until || ending.aborted) return this.#status(first, clock.now())
     const wait = this.#d.waits.take(team)
     if ('full' in wait) throw Object.assign(new WaitsFullError(waitsFull(wait.full, team, this.#d.waits)), { retryAfterSec: 1 })
     let job = first
     try {
       // A run started meanwhile is a change too, though the job may be queued again by the next
       // look (a try that failed and waits for its retry, between two polls): its `retry` moved on.
-      while (clock.now() < until && stateAt(job, clock.now()) === state && job.runs === first.runs && !left?.aborted) {
-        await this.#sleep(Math.min(WAIT_POLL_MS, until - clock.now()), left)
+      while (clock.now() < until && stateAt(job, clock.now()) === state && job.runs === first.runs && !ending.aborted) {
+        await this.#sleep(Math.min(WAIT_POLL_MS, until - clock.now()), ending)
         // A job gone meanwhile (cancelled, or its record past its hour) is answered as it is now: none.
         const now = await this.#d.store.get(id)
         if (now === null) throw new JobNotFoundError()

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { KEYS, REPORT_PATH, teamsYamlWith, testConfig, TEST_GATEWAY_SECRET, type TestGateway } from '../helpers/build-gateway.js'
+import { KEYS, listen, REPORT_PATH, teamsYamlWith, testConfig, TEST_GATEWAY_SECRET, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { testTimeLeft, waitFor } from '../helpers/wait.js'
@@ -9,7 +9,9 @@ import { testTimeLeft, waitFor } from '../helpers/wait.js'
 // job from the drain on: a call it started then would be aborted at the grace's end, the
 // platform's work lost and the job run again by another replica. A job asked on it runs on
 // a replica that is not stopping (the bus wakes them), once. Jobs kept in a replica's memory
-// (no Redis) are that replica's alone: it goes on running them until it closes.
+// (no Redis) are that replica's alone: it goes on running them until it closes. A status
+// call waiting (?wait) when the drain ends is answered then, the job as it is: the replica
+// closes its connections at the grace's end, and a wait held past it got no answer.
 
 const { available } = redisAvailability()
 const YEAR = 'advertiserId=101&byDate=1&dateFrom=2025-01-01&dateTo=2025-12-31'
@@ -60,5 +62,28 @@ describe('a replica that drains with its jobs in memory (no Redis)', () => {
     await waitFor(`job ${id} ended`, async () => ['done', 'failed'].includes(await state(gw, id)), testTimeLeft())
     expect(await state(gw, id)).toBe('done')
     expect(await started(gw)).toBe(1)
+  }, 30_000)
+})
+
+describe('a status call waiting (?wait) on a replica that stops', () => {
+  const sandbox = useSandbox()
+  const gateways = useGateways()
+
+  it('is answered when the drain ends, the job as it is, not cut with the connections at the grace\'s end', async () => {
+    const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }, teamsYamlWith({ jobs: { poll: '100ms' } }))))
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    const id = await ask(gw)
+    await waitFor('the job at the platform', () => sandbox.countRequests((r) => r.path === REPORT_PATH) === 1)
+    const waiting = fetch(`${gw.url}/api/v1/jobs/${id}?wait=30`, { headers: { 'x-api-key': KEYS.all } })
+    await waitFor('the wait held', async () => /^gateway_report_job_waits\{team="all"\} 1$/m.test((await gw.admin.inject({ method: 'GET', url: '/metrics' })).body))
+
+    gw.drain()
+    const closing = gw.close()
+    const answered = await waiting
+    expect(answered.status).toBe(200)
+    expect(answered.headers.get('connection')).toBe('close')
+    expect(((await answered.json()) as { state: string }).state).toBe('running')
+    sandbox.releaseHeld()
+    await closing
   }, 30_000)
 })
