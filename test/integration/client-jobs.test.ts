@@ -118,4 +118,20 @@ describe('the client\'s report jobs', () => {
     expect([failed.code, failed.status, failed.body]).toEqual(['PLATFORM_ANSWER', 422, sync.body])
     expect((await job.status()).error).toMatchObject({ code: 'GW_PLATFORM_ANSWER', statusCode: 422 })
   })
+
+  it('waits for a job while the team\'s waits on the replica are held (GW_WAITS_FULL): its result() comes once the job ends, not the 429', async () => {
+    const gw = await start(teamsYamlWith({ jobs: { perReplica: 1, maxWaitsPerTeam: 1 } }))
+    const client = createGatewayClient({ baseUrl: gw.url, apiKey: KEYS.all, retries: 0 })
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    const first = await client.reportJob('campaigns', YEAR)
+    const second = await client.reportJob('campaigns', { ...YEAR, advertiserId: 102 })
+    await waitFor('the first job at the platform', () => sandbox.countRequests((r) => r.path === REPORT_PATH) === 1)
+    // The first result() holds the team's one wait; the second's waits are refused 429 meanwhile.
+    const results = Promise.allSettled([first.result(), second.result()])
+    await waitFor('a wait of the second refused', () => gw.logs.text().includes('"status":429'))
+    sandbox.releaseHeld()
+    const [one, two] = await results
+    expect(one).toMatchObject({ status: 'fulfilled' })
+    expect(two).toMatchObject({ status: 'fulfilled', value: { cache: 'HIT' } })
+  })
 })

@@ -3,6 +3,7 @@ import type { components, operations, paths } from './schema.js'
 import { answerError, GatewayError, isObject, isRedirect, parsedBody, redirectError, retryAfterSeconds } from './errors.js'
 import { reportJob, type JobCalls, type JobStatus, type ReportJob } from './jobs.js'
 import { platformUsageOf, type PlatformUsage } from './usage.js'
+import { pause } from './pause.js'
 
 // A typed client for callers of the report gateway (the gateway's docs/contract.md,
 // "Calling the proxy listener"). It sends the team key, waits out a 429 or 503 that says
@@ -551,22 +552,6 @@ function revalidation(request: Request, etag: string): Request {
   const headers = new Headers(request.headers)
   headers.set('if-none-match', etag)
   return new Request(request, { headers })
-}
-
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason as Error)
-    const done = () => {
-      signal.removeEventListener('abort', abort)
-      resolve()
-    }
-    const abort = () => {
-      clearTimeout(timer)
-      reject(signal.reason as Error)
-    }
-    const timer = setTimeout(done, ms)
-    signal.addEventListener('abort', abort, { once: true })
-  })
 }
 
 /** A report answer's cost and finality, from its `platform-usage`, `report-settled-through` and `report-provisional-days` headers. */

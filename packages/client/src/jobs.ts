@@ -1,6 +1,7 @@
 import type { components } from './schema.js'
 import { GatewayError } from './errors.js'
 import type { PlatformUsage } from './usage.js'
+import { pause } from './pause.js'
 
 // Report jobs (the gateway's docs/jobs.md): a report asked with `prefer: respond-async`,
 // answered 202 with where its job is, read and waited for with the server's `?wait`,
@@ -40,7 +41,9 @@ export interface ReportJob<A> {
   /** Its status now; `wait` (seconds, at most 30): once its state changed, or that long passed. A report answered at once (`id` null) has none: CLIENT_REFUSED, nothing sent. */
   status(options?: JobCallOptions & { wait?: number }): Promise<JobStatus>
   /**
-   * Its report once done, waiting for it with the server's `wait`; a failed job throws the
+   * Its report once done, waiting for it with the server's `wait` (a wait refused
+   * GW_WAITS_FULL, the team's waits on the replica all held, is asked again after its
+   * retry-after, until `timeoutMs`); a failed job throws the
    * GatewayError its result answers, as a synchronous read's failure (its GW_* code, status
    * and retry-after; one the platform refused, PLATFORM_ANSWER with the platform's status
    * and body), an expired one GW_JOB_EXPIRED (410).
@@ -78,7 +81,9 @@ export function reportJob<A>(calls: JobCalls<A>, accepted: JobStatus | null, ans
   }
   // The job once it ended, waited for with the server's `wait` (whole seconds): at
   // `timeoutMs` a status call still held is ended, so that the wait ends then, not at the
-  // end of the second the gateway was asked to hold.
+  // end of the second the gateway was asked to hold. A wait refused because the team's
+  // waits on the replica are all held (GW_WAITS_FULL: its other jobs' result() among them)
+  // says nothing of this job: it is asked again after the refusal's retry-after.
   const ended = async (options: JobResultOptions): Promise<JobStatus> => {
     const { timeoutMs, signal: own } = options
     const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs
@@ -91,7 +96,12 @@ export function reportJob<A>(calls: JobCalls<A>, accepted: JobStatus | null, ans
       while (seen.state === 'queued' || seen.state === 'running') {
         const left = deadline - Date.now()
         if (left <= 0) throw timedOut()
-        seen = await status({ signal, wait: Math.min(MAX_WAIT_SECONDS, Math.ceil(left / 1000)) })
+        try {
+          seen = await status({ signal, wait: Math.min(MAX_WAIT_SECONDS, Math.ceil(left / 1000)) })
+        } catch (err) {
+          if (!(err instanceof GatewayError) || err.code !== 'GW_WAITS_FULL') throw err
+          await pause(Math.min(left, (err.retryAfterSeconds ?? 1) * 1000), signal)
+        }
       }
       return seen
     } finally {
