@@ -129,7 +129,7 @@ export function jobSuccess(operationId: string, headers: Json, report: Json, sta
 export const JOB_ENDED_WEBHOOK: Json = {
   post: {
     operationId: 'jobEnded',
-    summary: 'A report job of the team ended (done or failed)',
+    summary: 'A report job of the team ended (done or failed; expired when a purge reached its result before its end)',
     description:
       'POSTed to the team\'s `webhook.url` (docs/jobs.md, "Pushed when done"), at least once: every attempt carries the same `webhook-id` and body, and is signed again at its own `webhook-timestamp`. ' +
       'The receiver checks the signature with the team\'s `webhook.secret`, refuses a timestamp far from its clock (5 minutes), and drops an id it took already (keeping ids for `jobs.webhookRetryFor`): docs/jobs.md prints such a receiver.',
