@@ -119,6 +119,15 @@ describe('the client\'s report jobs', () => {
     expect((await job.status()).error).toMatchObject({ code: 'GW_PLATFORM_ANSWER', statusCode: 422 })
   })
 
+  it('says a report() given prefer: respond-async by its caller met a job asked, and where it is read, not "a 200"', async () => {
+    const gw = await start()
+    const client = createGatewayClient({ baseUrl: gw.url, apiKey: KEYS.all })
+    const refused = (await client.report('campaigns', YEAR, { headers: { prefer: 'respond-async' } }).catch((err: unknown) => err)) as GatewayError
+    expect([refused.code, refused.status]).toEqual(['CLIENT_NOT_A_REPORT', 202])
+    const { id } = refused.body as { id: string }
+    expect(refused.message).toBe(`GET /api/v1/report/campaigns/get: a 202: a report job was asked (prefer: respond-async), read at /api/v1/jobs/${id}; reportJob() asks one and reads it`)
+  })
+
   it('waits for a job while the team\'s waits on the replica are held (GW_WAITS_FULL): its result() comes once the job ends, not the 429', async () => {
     const gw = await start(teamsYamlWith({ jobs: { perReplica: 1, maxWaitsPerTeam: 1 } }))
     const client = createGatewayClient({ baseUrl: gw.url, apiKey: KEYS.all, retries: 0 })

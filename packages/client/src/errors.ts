@@ -72,7 +72,8 @@ type _EveryCodeListed = Holds<[Exclude<GatewayErrorCode, (typeof GATEWAY_ERROR_C
  * - `CLIENT_UNKNOWN_CODE`: an error answer whose code this client does not know (a newer
  *   gateway's GW_* code), or a 5xx without one, which the gateway never sends;
  * - `CLIENT_NOT_JSON`: a body that is not JSON where JSON is due (an HTML 502 of a proxy in between);
- * - `CLIENT_NOT_A_REPORT`: a 200 to a report read whose body is not a report (`{"data": [...]}`);
+ * - `CLIENT_NOT_A_REPORT`: a 200 to a report read whose body is not a report (`{"data": [...]}`),
+ *   or a 202 to one whose caller added `prefer: respond-async` (a job asked: its message says where it is read);
  * - `CLIENT_REFUSED`: a call the client does not send: a method the gateway never forwards
  *   (TRACE, CONNECT, OPTIONS), a path outside `/api/v1/` (its dot segments resolved) or
  *   with a query of its own, a

@@ -332,7 +332,10 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     if (!response.ok) throw answerError(body, response)
     const report = body as Report
     if (!isObject(report) || !Array.isArray(report.data)) {
-      throw new GatewayError('CLIENT_NOT_A_REPORT', `${request.method} ${new URL(request.url).pathname}: a 200 whose body is not a report ({"data": [...]})`, {
+      // A 202 is a job the caller's own `prefer: respond-async` asked: where to read it, not a report.
+      const job = response.status === 202 ? response.headers.get('location') : null
+      const what = job === null ? `a ${response.status} whose body is not a report ({"data": [...]})` : `a 202: a report job was asked (prefer: respond-async), read at ${job}; reportJob() asks one and reads it`
+      throw new GatewayError('CLIENT_NOT_A_REPORT', `${request.method} ${new URL(request.url).pathname}: ${what}`, {
         status: response.status,
         requestId: response.headers.get('x-request-id'),
         body,
