@@ -459,5 +459,19 @@ describe('the typed client: a report job', () => {
     expect((err as GatewayError).code).toBe('CLIENT_TIMEOUT')
     expect(new URL(requests[1]!.url).searchParams.get('wait')).toBe('1')
   })
+
+  it('waits out a status call refused 503 GW_JOBS_UNAVAILABLE (Redis a moment out of reach) in result(): the job is asked again after its retry-after, its report read once it ended', async () => {
+    const accepted = { id: 'job1', state: 'queued', askedAt: '2026-02-08T00:00:00.000Z', startedAt: null, endedAt: null, placeInQueue: 1, expectedSeconds: null, tookSeconds: null, error: null, retry: null, expiresAt: null, result: null, settledThrough: '2026-02-04', provisionalDays: 'none' }
+    const done = { ...accepted, state: 'done', placeInQueue: null, result: '/api/v1/jobs/job1/result' }
+    const { requests, fetch } = scripted(
+      () => Response.json(accepted, { status: 202, headers: { location: '/api/v1/jobs/job1' } }),
+      gw(503, 'GW_JOBS_UNAVAILABLE', { 'retry-after': '0' }),
+      () => Response.json(done),
+      report(),
+    )
+    const job = await clientWith(fetch, { retries: 0 }).reportJob('campaigns', WEEK)
+    expect((await job.result()).rows).toEqual(ROWS)
+    expect(requests.map((r) => new URL(r.url).pathname)).toEqual(['/api/v1/report/campaigns/get', '/api/v1/jobs/job1', '/api/v1/jobs/job1', '/api/v1/jobs/job1/result'])
+  })
 })
 

@@ -14,6 +14,9 @@ export type JobState = JobStatus['state']
 /** The longest the gateway holds a status call (`?wait`), in seconds. */
 export const MAX_WAIT_SECONDS = 30
 
+/** Refusals of a status call that say nothing of its job: result() asks again after their retry-after. */
+const WAITED_OUT: ReadonlySet<string> = new Set(['GW_WAITS_FULL', 'GW_JOBS_UNAVAILABLE'])
+
 export interface JobCallOptions {
   /** Ends the call (a wait included): it rejects with the signal's reason. */
   signal?: AbortSignal
@@ -42,8 +45,8 @@ export interface ReportJob<A> {
   status(options?: JobCallOptions & { wait?: number }): Promise<JobStatus>
   /**
    * Its report once done, waiting for it with the server's `wait` (a wait refused
-   * GW_WAITS_FULL, the team's waits on the replica all held, is asked again after its
-   * retry-after, until `timeoutMs`); a failed job throws the
+   * GW_WAITS_FULL, the team's waits on the replica all held, or GW_JOBS_UNAVAILABLE, Redis
+   * a moment out of reach, is asked again after its retry-after, until `timeoutMs`); a failed job throws the
    * GatewayError its result answers, as a synchronous read's failure (its GW_* code, status
    * and retry-after; one the platform refused, PLATFORM_ANSWER with the platform's status
    * and body), an expired one GW_JOB_EXPIRED (410).
@@ -82,8 +85,9 @@ export function reportJob<A>(calls: JobCalls<A>, accepted: JobStatus | null, ans
   // The job once it ended, waited for with the server's `wait` (whole seconds): at
   // `timeoutMs` a status call still held is ended, so that the wait ends then, not at the
   // end of the second the gateway was asked to hold. A wait refused because the team's
-  // waits on the replica are all held (GW_WAITS_FULL: its other jobs' result() among them)
-  // says nothing of this job: it is asked again after the refusal's retry-after.
+  // waits on the replica are all held (GW_WAITS_FULL: its other jobs' result() among them),
+  // or Redis is a moment out of reach (GW_JOBS_UNAVAILABLE), says nothing of this job: it
+  // is asked again after the refusal's retry-after.
   const ended = async (options: JobResultOptions): Promise<JobStatus> => {
     const { timeoutMs, signal: own } = options
     const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs
@@ -99,7 +103,7 @@ export function reportJob<A>(calls: JobCalls<A>, accepted: JobStatus | null, ans
         try {
           seen = await status({ signal, wait: Math.min(MAX_WAIT_SECONDS, Math.ceil(left / 1000)) })
         } catch (err) {
-          if (!(err instanceof GatewayError) || err.code !== 'GW_WAITS_FULL') throw err
+          if (!(err instanceof GatewayError) || !WAITED_OUT.has(err.code)) throw err
           await pause(Math.min(left, (err.retryAfterSeconds ?? 1) * 1000), signal)
         }
       }
