@@ -9,6 +9,7 @@ import { redisWithoutSecret } from './config/redis-secret.js'
 import { readTeamsFile } from './config/teams-file.js'
 import { settingsInForce } from './config/provenance.js'
 import { jobResultsInMemory, memoryFitWarning } from './config/memory-fit.js'
+import { jobsKeepWarning } from './config/jobs-keep.js'
 import { creativeSetsPassWarning } from './config/risky-settings.js'
 import { misspelledVariables } from './config/env-names.js'
 import { bareDurationWarnings } from './config/bare-durations.js'
@@ -130,6 +131,8 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
   const settings = settingsInForce({ raw, file, envSources, env, credentials: config.credentials })
   const creativeSets = creativeSetsPassWarning(config.ownership.creativeSets.check, config.teams)
   if (creativeSets !== null) warnings.push(creativeSets)
+  const jobsKeep = jobsKeepWarning({ ms: config.jobs.keepMs, written: String((raw as RawConfig).jobs.keep) }, { ms: config.webhooks.retryForMs, written: String((raw as RawConfig).jobs.webhookRetryFor) })
+  if (jobsKeep !== null) warnings.push(jobsKeep)
   const redis = Boolean(config.redis.url || config.redis.sentinels || config.redis.cluster)
   const jobResults = jobResultsInMemory({ redis, resultBytesPerTeam: config.jobs.resultBytesPerTeam, resultsRoom: config.jobs.resultsRoom, teams: config.teams.length })
   const connections = config.server.maxConnections + config.admin.maxConnections

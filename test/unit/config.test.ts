@@ -741,6 +741,23 @@ describe('ownership.creativeSets.check: pass, said at start', () => {
   })
 })
 
+describe('jobs.keep shorter than jobs.webhookRetryFor, said at start', () => {
+  const env = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }
+  const said = (config: Config) => config.warnings.filter((w) => w.includes('jobs.keep'))
+
+  it('warns once, naming both settings and what a late push meets', () => {
+    expect(said(load(env, 'jobs:\n  keep: 2m\n'))).toEqual([
+      'jobs.keep (2m) is shorter than jobs.webhookRetryFor (1h): a push tried again past jobs.keep links to a result that answers 410 GW_JOB_EXPIRED; set jobs.keep to jobs.webhookRetryFor or more, or webhookRetryFor shorter',
+    ])
+  })
+
+  it('says nothing with the defaults, nor with keep at webhookRetryFor or more', () => {
+    expect(said(load(env))).toEqual([])
+    expect(said(load(env, 'jobs:\n  keep: 30m\n  webhookRetryFor: 30m\n'))).toEqual([])
+    expect(said(load(env, 'jobs:\n  keep: 2h\n'))).toEqual([])
+  })
+})
+
 describe('a team\'s advertisers: ids, or "*" alone', () => {
   const platform = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }
   const team = (advertisers: string) => `teams:\n  growth:\n    keys: ["${HASH}"]\n    advertisers: ${advertisers}\n`
