@@ -265,14 +265,14 @@ export class CountShares {
     if (retryAfterMs > this.#windowMs) this.#windowMs = Math.min(LONGEST_COUNT_WINDOW_MS, retryAfterMs)
   }
 
-  /** Each team's calls counted here and (as last heard) elsewhere, and its share, for the teams asking on any replica (tests, the status view); what is left, none below 0. */
-  view(): { limit: number | null; enforced: boolean; windowMs: number; left: number | null; teams: { team: string; sent: number; sentElsewhere: number; share: number }[] } {
+  /** Each team's calls counted here and (as last heard) elsewhere, and its share, for the teams asking on any replica (tests, the status view); what is left, none below 0; until when no call is sent (the window the platform last refused in). */
+  view(): { limit: number | null; enforced: boolean; windowMs: number; left: number | null; heldUntil: number; teams: { team: string; sent: number; sentElsewhere: number; share: number }[] } {
     const now = this.#clock.now()
     this.#forget(now)
     const total = this.#totalWeight()
     const left = this.#left(now)
     return {
-      limit: this.#limit, enforced: this.enforced, windowMs: this.#windowMs, left: left === null ? null : Math.max(0, left),
+      limit: this.#limit, enforced: this.enforced, windowMs: this.#windowMs, left: left === null ? null : Math.max(0, left), heldUntil: this.#heldUntil(),
       teams: [...this.#askingTeams()].map((team) => ({ team, sent: this.#teams.get(team)?.sent.length ?? 0, sentElsewhere: this.#elsewhere.get(team)?.sent ?? 0, share: this.#shareOf(team, total) })),
     }
   }
