@@ -19,6 +19,7 @@ import { currentDefinition, withGatewayConfig } from '../../scripts/chart-config
 import { loadConfigYaml } from '../helpers/load-config.js'
 import { ConfigError } from '../../src/config.js'
 import { TEAM_NAME_PATTERN } from '../../src/config/names.js'
+import { FILE_FORBIDDEN } from '../../src/config/sources.js'
 import { patternsOutsideRe2, schemaPatterns } from '../helpers/re2-patterns.js'
 import { ROOT, CHART, CHART_VERSION, chartFile, CONTRACT_ENV, IMAGE, PLATFORM, install, SECRETS, TEAMS, FULL, type Deployment, one, gateway, envOf, services, durationSeconds, podFiles, POD_IP, gatewayConfigFrom, selects, type NetworkPolicy, type PodDisruptionBudget } from '../helpers/chart-manifests.js'
 
@@ -224,6 +225,17 @@ describe('values.yaml and values.schema.json', () => {
     const errors = validateValues(CHART, merge(defaults, { config: { [key]: key.startsWith('shutdown') ? '20s' : 'x'.repeat(32) } }))
     expect(errors).not.toEqual([])
     for (const error of errors) expect(error).toMatch(new RegExp(`^/config/${key}: `))
+  })
+
+  // Every value the gateway refuses in a config file (a secret) is refused under `config` too,
+  // with a value its schema would otherwise take: the ConfigMap would hold it in plain text,
+  // and every pod would stop at start (exit 78).
+  it.each(FILE_FORBIDDEN.map((path) => [path.join('.'), path] as const))('refuses config.%s, a secret the gateway refuses in a config file', (_name, path) => {
+    const config: Record<string, unknown> = {}
+    let at = config
+    for (const key of path.slice(0, -1)) at = (at[key] = {}) as Record<string, unknown>
+    at[path[path.length - 1] as string] = 'v'.repeat(32)
+    expect(validateValues(CHART, merge(defaults, { config }))).not.toEqual([])
   })
 
   // The gateway takes a jobs.webhookHosts entry that a URL writes as it is written (in any case)
