@@ -10,6 +10,7 @@ import { mergeValues as merge, renderChart, validateValues, type Manifest, type 
 import { CHART, CHART_VERSION, chartFile, CONTRACT_ENV, IMAGE, install, SECRETS, TEAMS, FULL, type Deployment, type Service, all, one, gateway, envOf, services, decode, podFiles, gatewayConfigFrom, type NetworkPolicy } from '../helpers/chart-manifests.js'
 import { configProblems, loadConfigFrom, loadConfigYaml } from '../helpers/load-config.js'
 import { ConfigError } from '../../src/config.js'
+import { ENV_KEYS } from '../../src/config/sources.js'
 import { webhookHostsAdvice } from '../../src/config/webhook-hosts.js'
 
 describe('rendered with a Secret from values, Redis, autoscaling and a ServiceMonitor', () => {
@@ -635,6 +636,25 @@ describe('values an operator sets that the cluster would take and the pods could
     // A value from elsewhere (valueFrom) is still taken.
     const fromSecret = { name: 'EXTRA_TOKEN', valueFrom: { secretKeyRef: { name: 'extra', key: 'token' } } }
     expect(envOf(install({ values: { extraEnv: [fromSecret] } })).get('EXTRA_TOKEN')).toEqual(fromSecret)
+  })
+
+  // A secret the docs take from a Secret (a *_FILE of secrets.keys, or valueFrom.secretKeyRef)
+  // never stands in the Deployment as a plain value, readable by whoever may read it: neither
+  // one of the gateway's secret variables nor a named credential's.
+  it('refuses a plain extraEnv value for a secret variable (the Deployment would hold it), and a variable whose *_FILE the chart sets (the gateway stops at start on both, exit 78)', () => {
+    const secretNames = ENV_KEYS.filter((key) => key.secret).map((key) => key.env)
+    expect(secretNames).toEqual(expect.arrayContaining(['PLATFORM_TOKEN', 'GATEWAY_SECRET', 'ADMIN_TOKEN', 'REDIS_SENTINEL_PASSWORD']))
+    const noFiles = { secrets: { keys: { platformToken: 'platform-token', adminToken: '', gatewaySecret: '' } } }
+    for (const name of [...secretNames, 'CREDENTIAL_EU_TOKEN', 'CREDENTIAL_EU_PASSWORD', 'CREDENTIAL_EU_CLIENT_SECRET']) {
+      const values = { ...noFiles, config: { credentials: { eu: {} } }, extraEnv: [{ name, value: 's3cret-0123456789abcdef' }] }
+      expect(() => install({ values }), name).toThrow(new RegExp(`extraEnv: ${name} holds a secret`))
+      // From a Secret it is taken (unless the chart sets its *_FILE).
+      if (name !== 'PLATFORM_TOKEN') expect(() => install({ values: { ...values, extraEnv: [{ name, valueFrom: { secretKeyRef: { name: 'x', key: 'y' } } }] } }), name).not.toThrow()
+    }
+    // A Redis URL holding a password, as redis.url refuses it.
+    expect(() => install({ values: { ...noFiles, extraEnv: [{ name: 'REDIS_URL', value: 'redis://:s3cret@redis-master:6379/0' }] } })).toThrow(/extraEnv: REDIS_URL holds a secret/)
+    // PLATFORM_TOKEN beside the chart's PLATFORM_TOKEN_FILE: the gateway refuses the two at once.
+    expect(() => install({ values: { extraEnv: [{ name: 'PLATFORM_TOKEN', valueFrom: { secretKeyRef: { name: 'x', key: 'y' } } }] } })).toThrow(/extraEnv: PLATFORM_TOKEN beside PLATFORM_TOKEN_FILE/)
   })
 
   it('refuses the same port for both listeners', () => {
