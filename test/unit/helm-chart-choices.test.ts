@@ -657,6 +657,26 @@ describe('values an operator sets that the cluster would take and the pods could
     expect(() => install({ values: { extraEnv: [{ name: 'PLATFORM_TOKEN', valueFrom: { secretKeyRef: { name: 'x', key: 'y' } } }] } })).toThrow(/extraEnv: PLATFORM_TOKEN beside PLATFORM_TOKEN_FILE/)
   })
 
+  // Step 2 of changing the gateway secret swaps two keys (docs/operations/deploy.md): one
+  // left unchanged names the same file twice, and every pod stopped at start (exit 78), or,
+  // with secrets.create, the Secret held one key twice (helm: "mapping key already defined").
+  it('refuses two secrets.keys naming one key of the Secret, and with secrets.create a fallback or viewer token equal to the one beside it (the gateway stops at start on both, exit 78)', () => {
+    const redis = { redis: { url: 'redis://redis-master:6379/0' } }
+    expect(() => install({ values: { ...redis, secrets: { keys: { gatewaySecret: 'gateway-secret-next', gatewaySecretFallback: 'gateway-secret-next' } } } }))
+      .toThrow(/secrets\.keys\.gatewaySecret and secrets\.keys\.gatewaySecretFallback both name the key "gateway-secret-next" of the Secret.*step 2 swaps the two keys/)
+    expect(() => install({ values: { ...redis, secrets: { create: true, values: { ...SECRETS, gatewaySecretFallback: 'next-secret-0123456789abcdef' }, keys: { gatewaySecretFallback: 'gateway-secret' } } } }))
+      .toThrow(/secrets\.keys\.gatewaySecret and secrets\.keys\.gatewaySecretFallback both name the key "gateway-secret"/)
+    expect(() => install({ values: { secrets: { keys: { adminViewerToken: 'admin-token' } } } })).toThrow(/secrets\.keys\.adminToken and secrets\.keys\.adminViewerToken both name the key "admin-token"/)
+    expect(() => install({ values: { secrets: { keys: { adminToken: 'platform-token' } } } })).toThrow(/secrets\.keys\.adminToken and secrets\.keys\.platformToken both name the key "platform-token"/)
+    expect(() => install({ values: { ...redis, secrets: { create: true, values: { ...SECRETS, gatewaySecretFallback: SECRETS.gatewaySecret }, keys: { gatewaySecretFallback: 'gateway-secret-next' } } } }))
+      .toThrow(/secrets\.values\.gatewaySecretFallback: the same as secrets\.values\.gatewaySecret/)
+    expect(() => install({ values: { secrets: { create: true, values: { ...SECRETS, adminViewerToken: SECRETS.adminToken }, keys: { adminViewerToken: 'viewer-token' } } } }))
+      .toThrow(/secrets\.values\.adminViewerToken: the same as secrets\.values\.adminToken/)
+    // Steps 1 and 2 as deploy.md writes them render.
+    expect(() => install({ values: { ...redis, secrets: { keys: { gatewaySecretFallback: 'gateway-secret-next' } } } })).not.toThrow()
+    expect(() => install({ values: { ...redis, secrets: { keys: { gatewaySecret: 'gateway-secret-next', gatewaySecretFallback: 'gateway-secret' } } } })).not.toThrow()
+  })
+
   it('refuses the same port for both listeners', () => {
     expect(() => install({ values: { ports: { http: 8080, admin: 8080 } } })).toThrow(/ports\.admin/)
   })

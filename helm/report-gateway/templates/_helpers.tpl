@@ -331,6 +331,43 @@ the gateway, so nothing the gateway accepts is refused here.
 {{- with .Values.resources.requests }}{{ .cpu }}{{ end }}
 {{- end }}
 
+{{/*
+Each key of secrets.keys in use names a file of its own in the Secret. Two naming one key
+read one value as two secrets: GATEWAY_SECRET_FALLBACK the same as GATEWAY_SECRET, or
+ADMIN_VIEWER_TOKEN as ADMIN_TOKEN, stops every pod at start (exit 78), and with
+secrets.create the Secret would hold the key twice. With secrets.create, the same checks
+on the values: a fallback or a viewer token equal to the secret or token beside it.
+*/}}
+{{- define "report-gateway.checkSecretKeys" -}}
+{{- $seen := dict }}
+{{- range $name, $key := .Values.secrets.keys }}
+{{- if $key }}
+{{- range $other, $otherName := $seen }}
+{{- if eq $other $key }}
+{{- $hint := "one secret each" }}
+{{- if and (eq $otherName "gatewaySecret") (eq $name "gatewaySecretFallback") }}
+{{- $hint = "the gateway stops at start on a fallback that is GATEWAY_SECRET itself, exit 78; to change the gateway secret, step 2 swaps the two keys: gatewaySecret the new one, gatewaySecretFallback the old (docs/operations/deploy.md)" }}
+{{- else if and (eq $otherName "adminToken") (eq $name "adminViewerToken") }}
+{{- $hint = "the gateway stops at start on a viewer token that is ADMIN_TOKEN itself, exit 78" }}
+{{- end }}
+{{- fail (printf "secrets.keys.%s and secrets.keys.%s both name the key %q of the Secret: each names a file of its own (%s)" $otherName $name $key $hint) }}
+{{- end }}
+{{- end }}
+{{- $_ := set $seen $key $name }}
+{{- end }}
+{{- end }}
+{{- if .Values.secrets.create }}
+{{- $k := .Values.secrets.keys }}
+{{- $v := .Values.secrets.values }}
+{{- if and $k.gatewaySecret $k.gatewaySecretFallback $v.gatewaySecret (eq $v.gatewaySecret $v.gatewaySecretFallback) }}
+{{- fail "secrets.values.gatewaySecretFallback: the same as secrets.values.gatewaySecret; the fallback is the other secret of a change (the next one, or the old), and the gateway stops at start on the same one (exit 78): set the other, or clear secrets.keys.gatewaySecretFallback" }}
+{{- end }}
+{{- if and $k.adminToken $k.adminViewerToken $v.adminToken (eq $v.adminToken $v.adminViewerToken) }}
+{{- fail "secrets.values.adminViewerToken: the same as secrets.values.adminToken; a viewer needs a token of its own, and the gateway stops at start on the same one (exit 78)" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{/* Non-empty when at least one Secret key is in use (the Secret volume is mounted then). */}}
 {{- define "report-gateway.usesSecret" -}}
 {{- $k := .Values.secrets.keys }}
