@@ -168,6 +168,24 @@ describe('rendered with other choices', () => {
     expect(one(install({ values: rotated }), 'Deployment')).toEqual(one(install({ values: FULL }), 'Deployment'))
   })
 
+  // With secrets.create, a value the gateway reads at start alone (GATEWAY_SECRET, its fallback,
+  // a login's values, the Sentinel password) changed by helm upgrade rolls the pods: left
+  // running, each kept the old value until some later restart (a crash, a node drain), and
+  // replicas with two gateway secrets each read the other's records as absent.
+  it('rolls the pods when a secret value read at start alone changes (secrets.create), not the platform or admin tokens, which are re-read', () => {
+    const template = (values: Values) => one<Deployment>(install({ values }), 'Deployment').spec.template
+    const base = template(FULL)
+    expect(template(merge(FULL, { secrets: { values: { gatewaySecret: 'gateway-secret-rotated-0123' } } }))).not.toEqual(base)
+    const withFallback = merge(FULL, { secrets: { keys: { gatewaySecretFallback: 'gateway-secret-next' }, values: { gatewaySecretFallback: 'gateway-secret-next-0123456789' } } })
+    expect(template(merge(withFallback, { secrets: { values: { gatewaySecretFallback: 'gateway-secret-next-9876543210' } } }))).not.toEqual(template(withFallback))
+    const login = merge(FULL, { secrets: { keys: { platformToken: '', platformUsername: 'platform-username', platformPassword: 'platform-password', platformClientId: 'platform-client-id', platformClientSecret: 'platform-client-secret' }, values: { platformUsername: 'reports@example.com', platformPassword: 'pw-1', platformClientId: '42', platformClientSecret: 'cs-1' } } })
+    expect(template(merge(login, { secrets: { values: { platformPassword: 'pw-2' } } }))).not.toEqual(template(login))
+    expect(template(merge(FULL, { secrets: { values: { adminToken: 'admin-token-rotated-0123' } } }))).toEqual(base)
+    // The pod template holds no value of the Secret.
+    const text = JSON.stringify(template(login))
+    for (const value of ['pw-1', 'cs-1', SECRETS.gatewaySecret]) expect(text).not.toContain(value)
+  })
+
   it('refuses teams under `config` (they would land in the settings), saying where they go', () => {
     expect(() => install({ values: { config: { teams: TEAMS } } })).toThrow(
       'config.teams: the teams are no longer part of the config file; move them to the top-level value `teams` (TEAMS_FILE, a Secret of their own that the pods re-read without a restart)',

@@ -368,6 +368,28 @@ on the values: a fallback or a viewer token equal to the secret or token beside 
 {{- end }}
 {{- end }}
 
+{{/*
+With secrets.create, the values of the Secret the gateway reads at start alone (the gateway
+secret, its fallback, a login's values, the Sentinel password), as one YAML text; "" for none.
+Its digest is a pod annotation: a change rolls the pods, so that no replica keeps an old one
+until some later restart. The platform and admin tokens, re-read in place, are left out.
+*/}}
+{{- define "report-gateway.secretsReadAtStart" -}}
+{{- if .Values.secrets.create }}
+{{- $k := .Values.secrets.keys }}
+{{- $v := .Values.secrets.values }}
+{{- $d := dict }}
+{{- if $k.gatewaySecret }}{{ $_ := set $d "gatewaySecret" $v.gatewaySecret }}{{ end }}
+{{- if $k.gatewaySecretFallback }}{{ $_ := set $d "gatewaySecretFallback" $v.gatewaySecretFallback }}{{ end }}
+{{- if $k.platformUsername }}{{ $_ := set $d "platformUsername" $v.platformUsername }}{{ end }}
+{{- if $k.platformPassword }}{{ $_ := set $d "platformPassword" $v.platformPassword }}{{ end }}
+{{- if $k.platformClientId }}{{ $_ := set $d "platformClientId" $v.platformClientId }}{{ end }}
+{{- if $k.platformClientSecret }}{{ $_ := set $d "platformClientSecret" $v.platformClientSecret }}{{ end }}
+{{- if $k.redisSentinelPassword }}{{ $_ := set $d "redisSentinelPassword" $v.redisSentinelPassword }}{{ end }}
+{{- if $d }}{{ toYaml $d }}{{ end }}
+{{- end }}
+{{- end }}
+
 {{/* Non-empty when at least one Secret key is in use (the Secret volume is mounted then). */}}
 {{- define "report-gateway.usesSecret" -}}
 {{- $k := .Values.secrets.keys }}
