@@ -162,6 +162,10 @@ describe('values.yaml and values.schema.json', () => {
     ['a fallback gateway secret the gateway would refuse (under 16 characters)', { secrets: { values: { gatewaySecretFallback: 'short' } } }],
     ['a Redis URL with a password in the config file (a ConfigMap)', { config: { redis: { url: 'redis://:s3cret@redis-master:6379/0' } } }],
     ['a base URL with a password in the config file', { config: { platform: { baseUrl: 'https://user:s3cret@dsp-api.example.com' } } }],
+    // The ConfigMap would hold the password; platform.tokenUrl's value is refused the same way.
+    ['a token URL with a password in the config file', { config: { platform: { tokenUrl: 'https://user:s3cret@auth.example.com/oauth/token' } } }],
+    ['a credential\'s base URL with a password in the config file (the gateway stops at start)', { config: { credentials: { eu: { baseUrl: 'https://user:s3cret@eu.dsp-api.example.com' } } } }],
+    ['a credential\'s token URL with a password in the config file', { config: { credentials: { eu: { tokenUrl: 'https://user:s3cret@auth.example.com/oauth/token' } } } }],
     ['a platform token in the config file', { config: { platform: { token: 'x' } } }],
     ['a platform password in the config file', { config: { platform: { password: 'x' } } }],
     ['an admin token in the config file', { config: { admin: { token: 'x' } } }],
@@ -236,6 +240,16 @@ describe('values.yaml and values.schema.json', () => {
     for (const key of path.slice(0, -1)) at = (at[key] = {}) as Record<string, unknown>
     at[path[path.length - 1] as string] = 'v'.repeat(32)
     expect(validateValues(CHART, merge(defaults, { config }))).not.toEqual([])
+  })
+
+  it.each([
+    ['/config/platform/tokenUrl', { platform: { tokenUrl: 'https://user:s3cret@auth.example.com/oauth/token' } }],
+    ['/config/credentials/eu/baseUrl', { credentials: { eu: { baseUrl: 'https://user:s3cret@eu.dsp-api.example.com' } } }],
+    ['/config/credentials/eu/tokenUrl', { credentials: { eu: { tokenUrl: 'https://user:s3cret@auth.example.com/oauth/token' } } }],
+  ])('names %s in the refusal of a URL with a password under config, not config alone, and shows no password', (path, config) => {
+    const errors = validateValues(CHART, merge(defaults, { config }))
+    expect(errors.some((error) => error.startsWith(`${path}: `)), errors.join('; ')).toBe(true)
+    for (const error of errors) expect(error).not.toContain('s3cret')
   })
 
   // The gateway takes a jobs.webhookHosts entry that a URL writes as it is written (in any case)
