@@ -451,6 +451,11 @@ function credentialFrom(name: string, c: CredentialParts, problems: string[], se
   const fault = c.token === null || setAside ? null : tokenFault(c.token)
   if (fault !== null) problems.push(`${c.prefix}TOKEN: ${fault}`)
   if (!/^(\/|https?:\/\/)/.test(c.tokenUrl)) problems.push(`${c.prefix}TOKEN_URL: must be a path starting with / or an http(s) URL (got ${JSON.stringify(shownUrlText(c.tokenUrl))})`)
+  // The token request sends no user or password of its URL (the login is in its body): they
+  // would be dropped in silence, and a secret stand in CONFIG_FILE.
+  else if (URL.canParse(c.tokenUrl) && (new URL(c.tokenUrl).username !== '' || new URL(c.tokenUrl).password !== '')) {
+    problems.push(`${c.prefix}TOKEN_URL: must hold no user or password (the value is not shown): the token request sends neither, its login (${c.prefix}USERNAME, ${c.prefix}PASSWORD, ${c.prefix}CLIENT_ID, ${c.prefix}CLIENT_SECRET) goes in its body; write ${JSON.stringify(shownUrlText(c.tokenUrl).replace('***@', ''))}`)
+  }
   // Resolved against the platform's address as a URL is, `//oauth/token` (or `/\oauth`)
   // is the host oauth: the login's password and client secret would be sent there.
   else if (/^\/[/\\]/.test(c.tokenUrl)) {
