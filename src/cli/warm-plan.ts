@@ -119,6 +119,8 @@ export function warmOptions(argv: string[], env: Record<string, string | undefin
     throw new UsageError(`--url: not a URL (${baseUrl})`)
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UsageError(`--url: http or https only (${parsed.protocol})`)
+  // fetch refuses a URL holding credentials (every report would fail); the team key is WARM_API_KEY.
+  if (parsed.username !== '' || parsed.password !== '') throw new UsageError('--url: a URL without a user or password (the value is not shown); the team key comes from WARM_API_KEY')
   const apiKey = env.WARM_API_KEY?.trim()
   if (!apiKey) throw new UsageError('WARM_API_KEY: the team key to call the gateway with is required')
   return {

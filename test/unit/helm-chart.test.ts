@@ -216,6 +216,7 @@ describe('values.yaml and values.schema.json', () => {
     ['a cache warm without advertisers', { cacheWarm: { enabled: true, apiKeySecret: { name: 'warm-key' } } }],
     ['a cache warm without its key Secret', { cacheWarm: { enabled: true, advertisers: [101] } }],
     ['a cache warm schedule of four fields', { cacheWarm: { schedule: '0 5 * *' } }],
+    ['a cache warm URL with a user and password (the CronJob would show it; fetch refuses it)', { cacheWarm: { url: 'http://ops:s3cret@report-gateway.reports.svc:8080' } }],
     ['an advertiser that is not a positive integer', { cacheWarm: { advertisers: ['101'] } }],
     ['an unknown Service type', { service: { type: 'ExternalName' } }],
     ['a PDB percentage without %', { podDisruptionBudget: { maxUnavailable: '50' } }],

@@ -36,6 +36,8 @@ describe('warmOptions', () => {
     [[...ARGS, '--bogus'], ENV, /bogus/],
     [ARGS, { WARM_API_KEY: 'k' }, /--url or WARM_URL/],
     [[...ARGS, '--url', 'ftp://x'], ENV, /http or https/],
+    // fetch refuses a URL holding credentials: every report of the run failed with a TypeError.
+    [[...ARGS, '--url', 'https://ops:pw-secret@gw'], ENV, /--url: a URL without a user or password \(the value is not shown\)/],
     [ARGS, { WARM_URL: 'http://gw' }, /WARM_API_KEY/],
   ])('refuses %j', (argv, env, message) => {
     expect(() => warmOptions(argv, env)).toThrow(UsageError)
