@@ -695,6 +695,12 @@ describe('values an operator sets that the cluster would take and the pods could
     expect(() => install({ values: { ...redis, secrets: { keys: { gatewaySecret: 'gateway-secret-next', gatewaySecretFallback: 'gateway-secret' } } } })).not.toThrow()
   })
 
+  // Values without secrets.create make no Secret: the pods waited for one made outside Helm.
+  it('refuses secrets.values without secrets.create, naming the Secret the pods would wait for', () => {
+    expect(() => install({ values: { secrets: { values: SECRETS } } })).toThrow(/secrets\.values\.adminToken is set but secrets\.create is false: the chart makes no Secret from it, and the pods would wait for the Secret rgw-report-gateway made outside Helm/)
+    expect(() => install({ values: { secrets: { existingSecret: 'gateway-secrets', values: { gatewaySecret: 'x'.repeat(32) } } } })).toThrow(/secrets\.values\.gatewaySecret is set .* the Secret gateway-secrets made outside Helm/)
+  })
+
   it('refuses the same port for both listeners', () => {
     expect(() => install({ values: { ports: { http: 8080, admin: 8080 } } })).toThrow(/ports\.admin/)
   })

@@ -356,6 +356,13 @@ on the values: a fallback or a viewer token equal to the secret or token beside 
 {{- $_ := set $seen $key $name }}
 {{- end }}
 {{- end }}
+{{- if not .Values.secrets.create }}
+{{- range $name, $value := .Values.secrets.values }}
+{{- if $value }}
+{{- fail (printf "secrets.values.%s is set but secrets.create is false: the chart makes no Secret from it, and the pods would wait for the Secret %s made outside Helm; set secrets.create=true, or leave secrets.values empty" $name (include "report-gateway.secretName" $)) }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- if .Values.secrets.create }}
 {{- $k := .Values.secrets.keys }}
 {{- $v := .Values.secrets.values }}
