@@ -191,6 +191,16 @@ describe('Dockerfile', () => {
     }
   })
 
+  // The runtime stage copies config/ whole: a file .gitignore keeps out of the repository but
+  // left under src/ or config/ (a team key in clear from `npm run keys -- new | tee`, a log, an
+  // .env) went into the context, and from config/ into the image.
+  it('keeps local state out of the build context inside the folders it lets in (src/, config/)', () => {
+    for (const path of ['config/growth-key.txt', 'src/growth-key.txt', 'config/gateway.log', 'src/cli/npm-debug.log', 'config/.env', 'src/.env.local', 'config/local.yaml', 'config/teams.yaml']) {
+      expect(ignoredByDockerignore(path, dockerignore), path).toBe(true)
+    }
+    for (const path of ['config/default.yaml', 'src/main.ts', 'src/config/validators.generated.js']) expect(ignoredByDockerignore(path, dockerignore), path).toBe(false)
+  })
+
   it('runs as a non-root user, in production mode', () => {
     const users = only(runtime, 'USER')
     expect(users.length).toBeGreaterThan(0)
