@@ -701,6 +701,26 @@ describe('values an operator sets that the cluster would take and the pods could
     expect(() => install({ values: { secrets: { existingSecret: 'gateway-secrets', values: { gatewaySecret: 'x'.repeat(32) } } } })).toThrow(/secrets\.values\.gatewaySecret is set .* the Secret gateway-secrets made outside Helm/)
   })
 
+  // The gateway takes a variable over the config file: a setting of `config` the chart's env
+  // also gives was ignored in silence (config.logLevel: debug logged at info).
+  it.each([
+    ['config.host', { config: { host: '127.0.0.1' } }, /config\.host: the chart sets HOST/],
+    ['config.port', { config: { port: 9000 } }, /config\.port: the chart sets PORT from ports\.http, which the gateway takes over the config file \(config would be ignored\); set ports\.http instead/],
+    ['config.logLevel', { config: { logLevel: 'debug' } }, /config\.logLevel: the chart sets LOG_LEVEL from the value logLevel, .*; set logLevel instead/],
+    ['config.admin.host', { config: { admin: { host: '0.0.0.0' } } }, /config\.admin\.host: .*set adminHost instead/],
+    ['config.admin.port', { config: { admin: { port: 9001 } } }, /config\.admin\.port: .*set ports\.admin instead/],
+    ['config.platform.baseUrl beside platform.baseUrl', { config: { platform: { baseUrl: 'https://other.example.com' } } }, /config\.platform\.baseUrl: the chart sets PLATFORM_BASE_URL/],
+    ['config.platform.tokenUrl beside platform.tokenUrl', { platform: { tokenUrl: '/oauth/token' }, config: { platform: { tokenUrl: '/auth/token' } } }, /config\.platform\.tokenUrl: the chart sets PLATFORM_TOKEN_URL/],
+    ['config.platform.tokenFile beside secrets.keys.platformToken', { config: { platform: { tokenFile: '/x/token' } } }, /config\.platform\.tokenFile: the chart sets PLATFORM_TOKEN_FILE/],
+    ['config.redis.url beside redis.url', { redis: { url: 'redis://redis-master:6379/0' }, config: { redis: { url: 'redis://other:6379/0' } } }, /config\.redis\.url: the chart sets REDIS_URL/],
+  ])('refuses %s, which a variable of the chart overrides', (_what, values, message) => {
+    expect(() => install({ values: values as Values })).toThrow(message)
+  })
+
+  it('takes config.platform.baseUrl, tokenUrl and redis.url when the values leave them unset', () => {
+    expect(() => install({ values: { platform: { baseUrl: '' }, config: { platform: { baseUrl: 'https://dsp-api.example.com', tokenUrl: '/auth/token' }, redis: { url: 'redis://redis-master:6379/0' } } } })).not.toThrow()
+  })
+
   it('refuses the same port for both listeners', () => {
     expect(() => install({ values: { ports: { http: 8080, admin: 8080 } } })).toThrow(/ports\.admin/)
   })

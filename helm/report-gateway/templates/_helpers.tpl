@@ -95,6 +95,7 @@ refuses teams declared in both files.
 {{- end }}
 {{- include "report-gateway.checkTimeouts" .Values.config }}
 {{- include "report-gateway.checkRedis" . }}
+{{- include "report-gateway.checkConfigBesideEnv" . }}
 {{- $config := deepCopy .Values.config }}
 {{- $_ := unset $config "teams" }}
 {{- /* shutdownDrain and shutdownGrace come from values.shutdownDrainSeconds and values.shutdownGraceSeconds, which terminationGracePeriodSeconds is derived from. */ -}}
@@ -394,6 +395,33 @@ until some later restart. The platform and admin tokens, re-read in place, are l
 {{- if $k.platformClientSecret }}{{ $_ := set $d "platformClientSecret" $v.platformClientSecret }}{{ end }}
 {{- if $k.redisSentinelPassword }}{{ $_ := set $d "redisSentinelPassword" $v.redisSentinelPassword }}{{ end }}
 {{- if $d }}{{ toYaml $d }}{{ end }}
+{{- end }}
+{{- end }}
+
+{{/*
+A setting of `config` that a variable the chart sets also gives: the gateway takes the
+variable over the config file, so the setting would be ignored in silence. Refused, with
+the value to set instead.
+*/}}
+{{- define "report-gateway.checkConfigBesideEnv" -}}
+{{- $c := .Values.config }}
+{{- $env := "which the gateway takes over the config file (config would be ignored)" }}
+{{- if hasKey $c "host" }}{{ fail (printf "config.host: the chart sets HOST (0.0.0.0: every interface of the pod), %s; remove it" $env) }}{{ end }}
+{{- if hasKey $c "port" }}{{ fail (printf "config.port: the chart sets PORT from ports.http, %s; set ports.http instead (the container port, Service and probes follow it)" $env) }}{{ end }}
+{{- if hasKey $c "logLevel" }}{{ fail (printf "config.logLevel: the chart sets LOG_LEVEL from the value logLevel, %s; set logLevel instead" $env) }}{{ end }}
+{{- with $c.admin }}
+{{- if hasKey . "host" }}{{ fail (printf "config.admin.host: the chart sets ADMIN_HOST (the pod IP, or adminHost), %s; set adminHost instead" $env) }}{{ end }}
+{{- if hasKey . "port" }}{{ fail (printf "config.admin.port: the chart sets ADMIN_PORT from ports.admin, %s; set ports.admin instead" $env) }}{{ end }}
+{{- if and (hasKey . "tokensFile") $.Values.secrets.keys.adminTokens }}{{ fail (printf "config.admin.tokensFile: the chart sets ADMIN_TOKENS_FILE from secrets.keys.adminTokens, %s; keep one" $env) }}{{ end }}
+{{- end }}
+{{- with $c.platform }}
+{{- if and (hasKey . "baseUrl") $.Values.platform.baseUrl }}{{ fail (printf "config.platform.baseUrl: the chart sets PLATFORM_BASE_URL from platform.baseUrl, %s; keep one" $env) }}{{ end }}
+{{- if and (hasKey . "tokenUrl") $.Values.platform.tokenUrl }}{{ fail (printf "config.platform.tokenUrl: the chart sets PLATFORM_TOKEN_URL from platform.tokenUrl, %s; keep one" $env) }}{{ end }}
+{{- if and (hasKey . "grantType") $.Values.platform.grantType }}{{ fail (printf "config.platform.grantType: the chart sets PLATFORM_GRANT_TYPE from platform.grantType, %s; keep one" $env) }}{{ end }}
+{{- if and (hasKey . "tokenFile") $.Values.secrets.keys.platformToken }}{{ fail (printf "config.platform.tokenFile: the chart sets PLATFORM_TOKEN_FILE from secrets.keys.platformToken, %s; keep one" $env) }}{{ end }}
+{{- end }}
+{{- with $c.redis }}
+{{- if and (hasKey . "url") (or $.Values.redis.url $.Values.redis.existingSecret.name) }}{{ fail (printf "config.redis.url: the chart sets REDIS_URL from redis.url or redis.existingSecret, %s; keep one" $env) }}{{ end }}
 {{- end }}
 {{- end }}
 
