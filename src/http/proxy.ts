@@ -229,11 +229,16 @@ const PLATFORM_CHALLENGES = ['www-authenticate', 'authentication-info', 'proxy-a
 // Instructions a server before the gateway acts on: nginx's X-Accel-* (an internal
 // redirect to any of its locations, its cache's time over cache-control, its buffering and
 // rate), Envoy's x-envoy-* (`immediate-health-check-fail` takes the replica out of its
-// pool, `degraded`, `ratelimited`), Apache's and lighttpd's X-Sendfile (a file of its own
-// disk). The platform's are for the server before the platform; an ingress or a sidecar
-// before the gateway would follow them.
-const FRONT_INSTRUCTIONS = ['x-sendfile', 'x-lighttpd-send-file']
-const isFrontInstruction = (name: string): boolean => name.startsWith('x-accel-') || name.startsWith('x-envoy-') || FRONT_INSTRUCTIONS.includes(name)
+// pool, `degraded`, `ratelimited`), LiteSpeed's X-LiteSpeed-* (`Location`, an internal
+// redirect; `Cache-Control` over cache-control, `Vary`, `Tag`, `Purge` of its cache),
+// Apache's and lighttpd's X-Sendfile and its kin (a file of its own disk: lighttpd's
+// X-Sendfile2 with a range, mod_xsendfile's X-Sendfile-Temporary deleted once sent), H2O's
+// and Perlbal's X-Reproxy-* (a URL it fetches, or a file it reads, in the answer's place).
+// The platform's are for the server before the platform; an ingress or a sidecar before
+// the gateway would follow them.
+const FRONT_INSTRUCTIONS = ['x-sendfile', 'x-sendfile2', 'x-sendfile-temporary', 'x-lighttpd-send-file']
+const FRONT_PREFIXES = ['x-accel-', 'x-envoy-', 'x-litespeed-', 'x-reproxy-']
+const isFrontInstruction = (name: string): boolean => FRONT_PREFIXES.some((prefix) => name.startsWith(prefix)) || FRONT_INSTRUCTIONS.includes(name)
 
 // A rate-limit count the platform writes (Laravel's `x-ratelimit-limit` and
 // `x-ratelimit-remaining` on every answer; the IETF draft's `ratelimit`, `ratelimit-policy`,
@@ -279,7 +284,7 @@ const URL_HEADERS: ReadonlyArray<readonly [string, (value: string, platformBase:
  * hop-by-hop headers, none of the gateway's own, no challenge of the platform's, no policy for the platform's origin
  * (CORS, alt-svc, HSTS, clear-site-data, reporting, service workers, client hints, isolation),
  * no count of the shared token's calls, nothing of the platform's internals (server, versions,
- * timings, profiler links), no instruction to a server before the gateway (X-Accel-*, x-envoy-*, X-Sendfile), private to the
+ * timings, profiler links), no instruction to a server before the gateway (X-Accel-*, x-envoy-*, X-LiteSpeed-*, X-Sendfile, X-Reproxy-*), private to the
  * key that asked (no CDN's cache directive), and a URL
  * (`location`, `content-location`, `link`, `refresh`) on the platform's own origin (`platformBase`) as the
  * gateway's path, in each of a header's values: a client that follows it comes back to the

@@ -251,14 +251,20 @@ describe('token injection', () => {
     expect(res.headers['cache-control']).toBe('no-cache, private')
   })
 
-  it('passes on no instruction to a server before the gateway: nginx\'s X-Accel-*, Envoy\'s x-envoy-*, X-Sendfile', async () => {
+  it('passes on no instruction to a server before the gateway: nginx\'s X-Accel-*, Envoy\'s x-envoy-*, LiteSpeed\'s X-LiteSpeed-*, X-Sendfile and its kin, X-Reproxy-*', async () => {
     // nginx acts on X-Accel-Redirect (an internal redirect to any of its locations), X-Accel-Expires
     // (its cache's time, over cache-control) and the others from the server behind it; Apache's and
     // lighttpd's X-Sendfile serve a file of their own disk. The platform's are for its own front.
     const nginx = { 'x-accel-redirect': '/internal/admin/status', 'x-accel-expires': '600', 'x-accel-buffering': 'no', 'x-accel-limit-rate': '1', 'x-accel-charset': 'koi8-r' }
     // Envoy (an Istio sidecar, a gateway) takes a replica answering x-envoy-immediate-health-check-fail out of its pool.
     const envoy = { 'x-envoy-immediate-health-check-fail': 'true', 'x-envoy-degraded': 'true', 'x-envoy-ratelimited': 'true' }
-    await answeredWithout({ ...nginx, ...envoy, 'x-sendfile': '/etc/passwd', 'x-lighttpd-send-file': '/etc/passwd' }, { 'x-served-by': 'cache-fra-1' })
+    // LiteSpeed's internal redirect, and its cache's store, key, tags and purge, over cache-control.
+    const litespeed = { 'x-litespeed-location': '/internal/admin/status', 'x-litespeed-cache-control': 'public, max-age=900', 'x-litespeed-vary': 'value=all', 'x-litespeed-tag': 'reports', 'x-litespeed-purge': '*' }
+    // lighttpd's X-Sendfile2 (a file and a range), mod_xsendfile's X-Sendfile-Temporary (a file, deleted once sent),
+    // H2O's and Perlbal's X-Reproxy-URL (a URL the front fetches and serves in the answer's place).
+    const files = { 'x-sendfile': '/etc/passwd', 'x-lighttpd-send-file': '/etc/passwd', 'x-sendfile2': '/etc/passwd 0-', 'x-sendfile-temporary': '/etc/passwd' }
+    const reproxy = { 'x-reproxy-url': 'http://169.254.169.254/latest/meta-data/', 'x-reproxy-file': '/etc/passwd' }
+    await answeredWithout({ ...nginx, ...envoy, ...litespeed, ...files, ...reproxy }, { 'x-served-by': 'cache-fra-1' })
   })
 
   it("serves no platform page on the gateway's origin: every answer is nosniff and sandboxed, a platform's HTML (a Laravel error page, Ignition) runs no script there", async () => {
