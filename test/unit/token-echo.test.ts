@@ -272,6 +272,10 @@ describe('headers, and codings the gateway does not read', () => {
     ['identity', 'identity'],
     ['zstd', undefined],
     ['*', undefined],
+    ['x-gzip', 'x-gzip'],
+    // Names of an object's own members in JavaScript are no codings: none reaches the platform.
+    ['gzip, constructor, __proto__, toString;q=0.5, hasOwnProperty', 'gzip'],
+    ['__proto__', undefined],
   ])('offers the platform the codings it reads: %s is %s', (accepted, offered) => {
     expect(forwardedEncodings(accepted)).toBe(offered)
   })

@@ -107,13 +107,15 @@ function echoed(where: string): GatewayError {
 
 /**
  * The caller's `accept-encoding` as the platform may see it: the codings the gateway
- * reads the bodies of, and `identity`; `*` and any other coding are left out, so
- * that a platform answers in none the gateway cannot read. Undefined: none is left.
+ * reads the bodies of (`x-gzip` among them: codingOf reads it as gzip), and `identity`;
+ * `*` and any other name are left out (`__proto__` and `constructor` too, which are no
+ * coding of DECODERS's own), so that a platform answers in none the gateway cannot read.
+ * Undefined: none is left.
  */
 export function forwardedEncodings(acceptEncoding: string): string | undefined {
   const kept = acceptEncoding.split(',').filter((part) => {
     const coding = part.split(';', 1)[0]?.trim().toLowerCase() ?? ''
-    return coding === 'identity' || coding in DECODERS
+    return coding === 'identity' || coding === 'x-gzip' || Object.hasOwn(DECODERS, coding)
   })
   return kept.length > 0 ? kept.map((part) => part.trim()).join(', ') : undefined
 }
