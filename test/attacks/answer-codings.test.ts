@@ -47,6 +47,9 @@ const cases = (): [string, string[], Buffer][] => [
   ['application/vnd.api+json in UTF-16LE after CJK text', ['content-type: application/vnd.api+json'], utf16(reflected())],
   ['two content-encoding lines', ['content-type: application/json', 'content-encoding: gzip', 'content-encoding: gzip'], gzipSync(gzipSync(reflected()))],
   ['two content-type lines, one naming UTF-16', ['content-type: application/json', 'content-type: text/plain; charset=utf-16le'], utf16(reflected())],
+  // The names of an object's members, which a table of decoders holds for every object: no coding.
+  ['a coding named constructor', ['content-type: application/json', 'content-encoding: constructor'], Buffer.from(reflected())],
+  ['a coding named __proto__', ['content-type: application/json', 'content-encoding: __proto__'], Buffer.from(reflected())],
 ]
 
 describe('a platform answer that carries the token in bytes the scan read otherwise', () => {

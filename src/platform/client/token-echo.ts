@@ -47,7 +47,12 @@ export function decodedSync(coding: string, bytes: Buffer, max: number): Buffer 
 
 /** A decoder of `coding` (as codingOf gives it), one the gateway reads; null: none it reads. */
 export function decoderOf(coding: string): Transform | null {
-  return Object.hasOwn(DECODERS, coding) ? (DECODERS[coding] as () => Transform)() : null
+  return makerOf(coding)?.() ?? null
+}
+
+/** What makes a decoder of `coding`: the table's own codings only (`constructor` or `__proto__` is none); null for any other. */
+function makerOf(coding: string): (() => Transform) | null {
+  return Object.hasOwn(DECODERS, coding) ? (DECODERS[coding] as () => Transform) : null
 }
 
 /**
@@ -115,7 +120,7 @@ function echoed(where: string): GatewayError {
 export function forwardedEncodings(acceptEncoding: string): string | undefined {
   const kept = acceptEncoding.split(',').filter((part) => {
     const coding = part.split(';', 1)[0]?.trim().toLowerCase() ?? ''
-    return coding === 'identity' || coding === 'x-gzip' || Object.hasOwn(DECODERS, coding)
+    return coding === 'identity' || coding === 'x-gzip' || makerOf(coding) !== null
   })
   return kept.length > 0 ? kept.map((part) => part.trim()).join(', ') : undefined
 }
@@ -149,7 +154,7 @@ export function withoutToken(headers: IncomingHttpHeaders, body: Readable, token
   const coding = codingOf(headers)
   let decoder: (() => Transform) | null = null
   if (coding !== '') {
-    decoder = DECODERS[coding] ?? null
+    decoder = makerOf(coding)
     if (decoder === null) {
       drop(body)
       throw new UpstreamError(`the platform answered in a content coding the gateway does not read for its token (${named(coding)}): not passed on`)
