@@ -4,6 +4,7 @@ import type { RawConfig } from './config/schema.js'
 import { validateSchema } from './config/schema-errors.js'
 import { FILE_FORBIDDEN, applyEnv, deepMerge, getPath, isPlainObject, readDefaultsObject, readYamlObject, setPath, type Env } from './config/sources.js'
 import { normalize, type Config } from './config/normalize.js'
+import { tracingConfig } from './config/tracing.js'
 import { decideDemo } from './config/demo-mode.js'
 import { redisWithoutSecret } from './config/redis-secret.js'
 import { readTeamsFile } from './config/teams-file.js'
@@ -115,16 +116,18 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
   const refused = () => refusalInFileOrder(placesOf(problems, yamlSources, readFile, env.ADMIN_TOKENS_FILE ? { ADMIN_TOKENS_FILE: env.ADMIN_TOKENS_FILE } : {}))
   if (problems.length > 0) throw refused()
   validateSchema(raw, envSources, problems)
-  // A timer past 24 days is told beside a setting of the wrong type; the checks of one
-  // setting against another need every type right and every timer within its bound first
-  // (a connectionTimeout told to outlast a 30d platform.timeout would be told wrong).
+  // A timer past 24 days and an OTEL_* value the gateway cannot honour are told beside a
+  // setting of the wrong type; the checks of one setting against another need every type
+  // right and every timer within its bound first (a connectionTimeout told to outlast a
+  // 30d platform.timeout would be told wrong).
   problems.push(...timerDurationProblems(raw))
+  const tracing = tracingConfig(env, problems)
   if (problems.length > 0) throw refused()
   const mode = decideDemo(raw, env)
   if (!mode.demo && mode.problem) problems.push(mode.problem)
   const secretProblem = mode.demo ? null : redisWithoutSecret(raw)
   if (secretProblem) problems.push(secretProblem)
-  const config = normalize(raw as RawConfig, env, readFile, problems, { credentialsInForce, tokenFileFaults, demo: mode.demo })
+  const config = normalize(raw as RawConfig, env, readFile, problems, { credentialsInForce, tokenFileFaults, demo: mode.demo, tracing })
   if (problems.length > 0) throw refused()
   // The demo's sandbox and printed key are for this machine only, unless HOST says otherwise.
   const host = mode.demo && !env.HOST && !fileSetsHost ? '127.0.0.1' : config.host

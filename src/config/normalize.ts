@@ -1,7 +1,7 @@
 import { isIP } from 'node:net'
 import { CREDENTIAL_NAME_PATTERN, CREDENTIAL_NAME_RULE, credentialPrefix } from './names.js'
 import type { RawConfig, RawCredential } from './schema.js'
-import { tracingConfig } from './tracing.js'
+import type { TracingConfig } from './tracing.js'
 import { strayCredentialProblems } from './env-names.js'
 import { shownUrlText } from './mask-url.js'
 import { hasControlCharacters, readEnv, tokenFault, unreadable, type Env } from './sources.js'
@@ -51,9 +51,9 @@ export type { AdminRole, AdminToken } from './admin-tokens.js'
  * list of its own at a reload (the file's watcher keeps the token in use, TokenProvider).
  * `demo`: demo mode, whose sandbox login stands in for the default credential (demo.ts): a
  * configured platform without a token source is set aside, not refused.
+ * `tracing`: what the OTEL_* variables ask for (tracingConfig), read with the settings' types.
  */
-export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => string, problems: string[], { credentialsInForce = null, tokenFileFaults = problems, demo = false }: { credentialsInForce?: readonly string[] | null | undefined; tokenFileFaults?: string[] | undefined; demo?: boolean } = {}) {
-  const tracing = tracingConfig(env, problems)
+export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => string, problems: string[], { credentialsInForce = null, tokenFileFaults = problems, demo = false, tracing = null }: { credentialsInForce?: readonly string[] | null | undefined; tokenFileFaults?: string[] | undefined; demo?: boolean; tracing?: TracingConfig | null } = {}) {
   const p = raw.platform
   const baseUrl = checkUrl(p.baseUrl, envName('platform.baseUrl', 'PLATFORM_BASE_URL'), problems)
   const credentials: Record<string, CredentialConfig> = {

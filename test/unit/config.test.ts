@@ -638,6 +638,12 @@ describe('invalid configuration names the key', () => {
     expect(err.problems.map((p) => p.split(':')[0]).sort()).toEqual(['LOG_LEVEL', 'PORT', 'REDIS_URL'])
   })
 
+  it('tells an OTEL_* value it cannot honour in the same start as a setting of the wrong type and a timer past 24 days', () => {
+    const platform = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }
+    const err = problem({ ...platform, LOG_LEVEL: 'verbose', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_BSP_SCHEDULE_DELAY: '2147483648' }, 'shutdownGrace: 30d\n')
+    expect(err.problems.map((p) => p.split(':')[0]).sort()).toEqual(['LOG_LEVEL', 'OTEL_BSP_SCHEDULE_DELAY', 'OTEL_EXPORTER_OTLP_PROTOCOL', 'shutdownGrace'])
+  })
+
   it('refuses a file poll (teamsReload.poll, platform.tokenFilePoll) under 100ms: 0s re-read the files in a busy loop, a third of a core on an idle replica', () => {
     const platform = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }
     expect(load(platform, 'teamsReload: { poll: 100ms }\nplatform: { tokenFilePoll: 100ms }').teamsReload.pollMs).toBe(100)
