@@ -191,17 +191,22 @@ export function failureCause(client: RedisClient, err: unknown): string {
  * for one it did not send while reconnecting name options of the driver
  * (`maxRetriesPerRequest`, `enableOfflineQueue`) that no setting of the gateway reaches.
  * A reset (Redis killed with bytes it had not read, or a write after its close) is the
- * connection closing too, abruptly: said so, with the system's word beside it.
+ * connection closing too, abruptly: said so, with the system's word beside it. The
+ * driver's `Connection is closed.` is a command on a connection it makes no more (one the
+ * gateway dropped: a database Redis refused to select, a replica stopping).
  */
 export function commandFailureInWords(err: unknown): string {
   const { name, message } = err instanceof Error ? err : { name: '', message: String(err) }
   if (name === 'MaxRetriesPerRequestError') return 'the connection to Redis closed with the command in flight'
   if (message.includes('enableOfflineQueue')) return 'not connected to Redis (reconnecting)'
+  if (message === CONNECTION_ENDED) return 'not connected to Redis (the connection was closed and is not made again)'
   if (RESET.test(message)) return `the connection to Redis closed abruptly (${message})`
   return message
 }
 
 const RESET = /\b(ECONNRESET|EPIPE)\b/
+// ioredis's CONNECTION_CLOSED_ERROR_MSG.
+const CONNECTION_ENDED = 'Connection is closed.'
 
 export function redisConnectTimeoutMs(cfg: Pick<Config['redis'], 'commandTimeoutMs'>): number {
   return Math.max(cfg.commandTimeoutMs * 4, 1000)

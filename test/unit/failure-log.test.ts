@@ -89,7 +89,7 @@ describe('a handled failure\'s line', () => {
 
   it('carries the error\'s message, its own code where it is not the line\'s, and its cause\'s message, a Redis command\'s failure in the gateway\'s words; no stack', () => {
     const closed = Object.assign(new Error('Connection is closed.'), { code: 'ERR_CLOSED' })
-    expect(failureFields('GW_JOBS_UNAVAILABLE', closed)).toEqual({ reason: 'Connection is closed.', errorCode: 'ERR_CLOSED' })
+    expect(failureFields('GW_JOBS_UNAVAILABLE', closed)).toEqual({ reason: 'not connected to Redis (the connection was closed and is not made again)', errorCode: 'ERR_CLOSED' })
     expect(failureFields('GW_JOBS_UNAVAILABLE', driver)).toEqual({ reason: 'not connected to Redis (reconnecting)', errorCode: 'ERR_OFFLINE' })
     const answered = Object.assign(new Error('report jobs are kept in Redis', { cause: driver }), { code: 'GW_JOBS_UNAVAILABLE' })
     expect(failureFields('GW_JOBS_UNAVAILABLE', answered)).toEqual({ reason: 'report jobs are kept in Redis', cause: 'not connected to Redis (reconnecting)' })
@@ -113,7 +113,7 @@ describe('the logger: a stack on error lines only', () => {
     log.warn({ err, job: 'j1' }, 'renewing a report job\'s lease failed')
     log.error({ err }, 'request failed')
     const [warned, failed] = logs.records()
-    expect(warned).toMatchObject({ job: 'j1', reason: 'Connection is closed.', errorCode: 'ERR_CLOSED', cause: 'ECONNREFUSED' })
+    expect(warned).toMatchObject({ job: 'j1', reason: 'not connected to Redis (the connection was closed and is not made again)', errorCode: 'ERR_CLOSED', cause: 'ECONNREFUSED' })
     expect(warned).not.toHaveProperty('err')
     expect(JSON.stringify(warned)).not.toContain('stack')
     expect(failed).toMatchObject({ err: { message: expect.stringContaining('Connection is closed.'), stack: expect.stringContaining('Error: Connection is closed.') } })

@@ -19,10 +19,11 @@ describe('redisAddress', () => {
 })
 
 describe('commandFailureInWords', () => {
-  it('says a connection closed under the command, or not yet made again, without the driver\'s option names', () => {
+  it('says a connection closed under the command, not yet made again, or made no more, without the driver\'s option names or words', () => {
     const inFlight = Object.assign(new Error('Reached the max retries per request limit (which is 0). Refer to "maxRetriesPerRequest" option for details.'), { name: 'MaxRetriesPerRequestError' })
     expect(commandFailureInWords(inFlight)).toBe('the connection to Redis closed with the command in flight')
     expect(commandFailureInWords(new Error("Stream isn't writeable and enableOfflineQueue options is false"))).toBe('not connected to Redis (reconnecting)')
+    expect(commandFailureInWords(new Error('Connection is closed.'))).toBe('not connected to Redis (the connection was closed and is not made again)')
   })
 
   it('says a connection reset (Redis killed with bytes unread, or a write after its close) closed, keeping the system\'s word', () => {
