@@ -277,7 +277,7 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     }
   })
 
-  it('file tokens: a file rotation seen by every replica is one audit line per replica, never one from a fingerprint to itself', async () => {
+  it('file tokens: a file rotation seen by every replica is one audit line per replica, never one from a fingerprint to itself, and its source is the file on each', async () => {
     const { dir, path, first, a, b } = await fileTokenPair()
     try {
       const next = sandbox.issueToken()
@@ -296,6 +296,9 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
         const changes = gw.logs.records().filter((r) => r.msg === 'platform token changed' && r.newFingerprint === fingerprint(next, GATEWAY_SECRET))
         expect(changes).toEqual([expect.objectContaining({ oldFingerprint: fingerprint(first, GATEWAY_SECRET), newFingerprint: fingerprint(next, GATEWAY_SECRET) })])
         expect(gw.logs.records().filter((r) => r.msg === 'platform token changed' && r.oldFingerprint === r.newFingerprint)).toEqual([])
+        // Each read the file itself: the other's record of the same token ranks it, and changes nothing else.
+        const view = (await gw.admin.inject({ method: 'GET', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json<Record<string, unknown>>()
+        expect(view).toMatchObject({ source: 'file', fingerprint: fingerprintOf(next) })
       }
     } finally {
       rmSync(dir, { recursive: true, force: true })

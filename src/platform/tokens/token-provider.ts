@@ -339,14 +339,15 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
    * A token from the shared store. Only one that ranks higher (token-order.ts) replaces
    * the current one, except with `force`: at start, where a rotation made on top of the
    * same configuration wins over the configured token, and at a tie, where the stored
-   * token wins.
+   * token wins. The token in use, stored at another rank (each replica read one token
+   * file), takes that rank and keeps its source and obtainedAt: nothing changed here.
    */
   adopt(state: TokenState, force = false): boolean {
     const current = this.#state
     if (current && current.token === state.token && compareRank(current, state) >= 0) return false
     if (current && !force && compareRank(state, current) <= 0) return false
     this.#deps.secrets.add(state.token)
-    this.#state = { ...state, source: 'shared' }
+    this.#state = current?.token === state.token ? { ...state, source: current.source, obtainedAt: current.obtainedAt } : { ...state, source: 'shared' }
     this.#rejected = false
     this.#loginFault = null
     this.#lastLeftMs = null
