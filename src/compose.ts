@@ -231,7 +231,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       // before it sets one: its audit line names the token it takes, never a configured one
       // a rotation replaced; a password login takes a usable stored token instead of logging in.
       await redisClock?.start()
-      await tokens.start(await tokenStore.storedAtStart())
+      await tokens.start(await tokenStore.storedAtStart(), (credential) => tokenStore.stored(credential))
       history.watch(platform.gauges)
       rateLimiter.start()
       usage.start()

@@ -147,6 +147,22 @@ describe.skipIf(!redisCheck.available)('password logins and rotations across rep
     await expectLastChanges([a, b], rotated)
   })
 
+  it('replicas that start together on a Redis holding no token make one login: the others take its token', async () => {
+    const tokens = await endpoint()
+    // The first start's login waits at the platform while the others start: each finds no
+    // token stored and the login lock held.
+    tokens.hold()
+    const starting = Promise.all([replica(tokens), replica(tokens), replica(tokens)])
+    await waitFor('a start login at the platform', () => tokens.waiting === 1)
+    tokens.release()
+    const [a, b, c] = await settled('the three starts', starting)
+    expect(tokens.logins).toBe(1)
+    const token = tokenOf(a) as string
+    expect([tokenOf(b), tokenOf(c)]).toEqual([token, token])
+    // One line a replica: the login on one, the shared token on the others.
+    expect([a, b, c].map((gw) => changes(gw).map((r) => r.reason)).sort()).toEqual([['shared'], ['shared'], ['start']])
+  })
+
   it('a replica that starts while the shared token is about to expire logs in, and every replica takes its token', async () => {
     const tokens = await endpoint()
     tokens.ttlSeconds = 86_400

@@ -27,6 +27,12 @@ export interface LoginRequest<T extends TokenSnapshot> {
   changed: (ms: number) => Promise<void>
   /** The password login itself; its token becomes the credential's. */
   login: () => Promise<T>
+  /**
+   * A start's other way to a token: `taken`, the usable token of the same login another
+   * replica stored meanwhile (null when there is none yet), and `stored`, the fingerprint
+   * of the token Redis holds (null: none).
+   */
+  instead?: () => Promise<{ taken: T | null; stored: string | null }>
 }
 
 interface LastLogin {
@@ -113,16 +119,22 @@ export class LoginGate {
 
   async #run<T extends TokenSnapshot>(req: LoginRequest<T>): Promise<T | null> {
     const until = this.#clock.now() + this.#longestLoginMs
+    let awaitedStored = false
     for (;;) {
       const held = await this.#take(req.credential)
       if (held) {
-        let outcome: T | null | 'awaitShared'
+        let outcome: T | null | 'awaitShared' | 'awaitStored'
         try {
-          outcome = await this.#underLock(req)
+          outcome = await this.#underLock(req, !awaitedStored)
         } finally {
           await held.release()
         }
-        return outcome === 'awaitShared' ? this.#awaitReplacement(req, until) : outcome
+        if (outcome !== 'awaitStored') return outcome === 'awaitShared' ? this.#awaitReplacement(req, until) : outcome
+        // Stored within the wait, or this replica logs in itself after all.
+        awaitedStored = true
+        const stored = await this.#awaitStored(req)
+        if (stored) return stored
+        continue
       }
       // Another replica logs in now: an unconfirmed reason leaves it at that.
       if (!req.exempt) return null
@@ -136,10 +148,17 @@ export class LoginGate {
     }
   }
 
-  async #underLock<T extends TokenSnapshot>(req: LoginRequest<T>): Promise<T | null | 'awaitShared'> {
+  async #underLock<T extends TokenSnapshot>(req: LoginRequest<T>, mayAwaitStored: boolean): Promise<T | null | 'awaitShared' | 'awaitStored'> {
     const replaced = replacement(req)
     if (replaced) return replaced
     const last = await this.#lastLogin(req.credential)
+    if (req.instead && this.#shared) {
+      const { taken, stored } = await req.instead()
+      if (taken) return taken
+      // A replica that started beside this one logged in moments ago and has not stored its
+      // token yet: it does as its start goes on, and a second login would only replace it.
+      if (mayAwaitStored && last?.fingerprint && last.fingerprint !== stored && this.#clock.now() - last.at < this.#longestLoginMs) return 'awaitStored'
+    }
     const refused = req.refused
     // A replica logged in after the refused token was obtained: its token is on its way
     // through Redis (it shares it as it sets it), and a second login would only replace it.
@@ -161,6 +180,16 @@ export class LoginGate {
       const replaced = replacement(req)
       if (replaced || this.#clock.now() >= until) return replaced
       await req.changed(until - this.#clock.now())
+    }
+  }
+
+  /** The token another replica's login stores (req.instead), looked for until a lock's life has passed; null when none came. */
+  async #awaitStored<T extends TokenSnapshot>(req: LoginRequest<T>): Promise<T | null> {
+    const until = this.#clock.now() + LOCK_TTL_MS
+    for (;;) {
+      const taken = (await req.instead?.())?.taken ?? null
+      if (taken || this.#clock.now() >= until) return taken
+      await req.changed(Math.min(LOCK_POLL_MS, until - this.#clock.now()))
     }
   }
 

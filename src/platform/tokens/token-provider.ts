@@ -242,9 +242,10 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
    * the replica logs in only when it is refused or due for renewal
    * (`platform.refreshBefore`): a restart never replaces an operator's rotation. Where
    * Redis could not be read, the shared store makes the same choice once it answers
-   * (token-store.ts).
+   * (token-store.ts). `stored` reads the stored token again: a login that waited on
+   * another replica's takes that replica's token instead (LoginGate).
    */
-  async start(shared: SharedToken | null = null): Promise<void> {
+  async start(shared: SharedToken | null = null, stored?: () => Promise<SharedToken | null>): Promise<void> {
     const c = this.credential
     try {
       if (c.token) {
@@ -264,7 +265,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
             // No usable token yet: exempt from loginMinInterval, not from the lock. A stored
             // token made on another login (other account, other platform) is a configuration
             // rolled out: this login replaces it as a change of its own.
-            await this.#login('start', true, null, undefined, shared !== null && !sameLogin)
+            await this.#login('start', true, null, undefined, shared !== null && !sameLogin, stored && (() => this.#takeStored(stored)))
           } catch (err) {
             // Not fatal: readiness stays false (or the shared token stays) and the maintenance tick tries again.
             this.#loginFailed(err, 'platform login failed at start; retrying every maintenance tick')
@@ -434,6 +435,15 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     return this.#account.account
   }
 
+  /** The stored token `read` gives (its fingerprint), taken when this login takes it at start and it is not due for renewal. */
+  async #takeStored(read: () => Promise<SharedToken | null>): Promise<{ taken: TokenState | null; stored: string | null }> {
+    const stored = await read()
+    if (!stored) return { taken: null, stored: null }
+    const usable = this.takesAtStart(stored) && this.#clock.now() < refreshAt(stored.state.expiresAt, this.#deps.refreshBeforeMs, stored.state.obtainedAt)
+    if (usable) this.adopt(stored.state, true)
+    return { taken: usable ? this.#state : null, stored: stored.state.fingerprint }
+  }
+
   /** Whether a replica of this configuration takes `stored` rather than its configured token (takesStoredAtStart). */
   takesAtStart(stored: SharedToken): boolean {
     return takesStoredAtStart(this.configuredBase, stored)
@@ -491,7 +501,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
    * and a login on a configuration rolled out (`rollout`) are changes of their own: the
    * newest wins.
    */
-  async #login(reason: Exclude<ChangeEvent['reason'], 'shared'>, exempt: boolean, refused: TokenState | null = null, actor?: string, rollout = false): Promise<TokenState | null> {
+  async #login(reason: Exclude<ChangeEvent['reason'], 'shared'>, exempt: boolean, refused: TokenState | null = null, actor?: string, rollout = false, instead?: () => Promise<{ taken: TokenState | null; stored: string | null }>): Promise<TokenState | null> {
     const { login, baseUrl } = this.credential
     if (!login || !baseUrl) throw new TokenLoginError(`credential ${this.name} has no password login`)
     const own = reason !== 'refresh' && !rollout
@@ -502,6 +512,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
       exempt,
       current: () => this.#state,
       changed: (ms) => this.#changed(ms),
+      ...(instead ? { instead } : {}),
       login: async () => {
         const result = await passwordLogin(baseUrl, login, this.#deps.dispatcher, this.#deps.timeoutMs).catch((err: unknown) => {
           this.#loginFault = this.#faultOf(err)

@@ -23,9 +23,12 @@ export class TokenRegistry {
     return [...this.#providers.values()]
   }
 
-  /** Starts every provider; `shared`: the tokens stored in Redis at start, by credential (TokenStore.storedAtStart). */
-  async start(shared: Map<string, SharedToken> = new Map()): Promise<void> {
-    await Promise.all(this.all().map((p) => p.start(shared.get(p.name) ?? null)))
+  /**
+   * Starts every provider; `shared`: the tokens stored in Redis at start, by credential
+   * (TokenStore.storedAtStart); `stored` reads a credential's again (TokenStore.stored).
+   */
+  async start(shared: Map<string, SharedToken> = new Map(), stored?: (credential: string) => Promise<SharedToken | null>): Promise<void> {
+    await Promise.all(this.all().map((p) => p.start(shared.get(p.name) ?? null, stored && (() => stored(p.name)))))
   }
 
   async close(): Promise<void> {

@@ -196,12 +196,18 @@ export class TokenStore implements TokenShares {
     const stored = new Map<string, SharedToken>()
     if (!this.enabled) return stored
     for (const provider of this.#ctx.tokens.all()) {
-      // Quiet: an unauthentic record is told once, by the start's reconciliation that follows.
-      const read = await this.#readOrAbsent(provider.name, true)
-      const shared = read === ABSENT ? null : read?.shared
+      const shared = await this.stored(provider.name)
       if (shared) stored.set(provider.name, shared)
     }
     return stored
+  }
+
+  /** The credential's token stored in Redis now; null when there is none, or it cannot be read or opened. */
+  async stored(credential: string): Promise<SharedToken | null> {
+    if (!this.enabled) return null
+    // Quiet: an unauthentic record is told once, by the start's reconciliation that follows.
+    const read = await this.#readOrAbsent(credential, true)
+    return read === ABSENT ? null : (read?.shared ?? null)
   }
 
   async start(): Promise<void> {
