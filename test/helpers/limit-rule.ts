@@ -28,13 +28,7 @@ export class LimitRuleStandIn {
     return this as unknown as KneeEstimator
   }
 
-  /** The phase it says it is in (the shared record carries whether the start goes on). */
-  phase: 'start' | 'cruise' | 'fault' = 'cruise'
-  /** What each adoption said of the start. */
-  adoptedStarting: boolean[] = []
-
-  adopt(limit: number, knee: number, _now = 0, starting = false): Step | null {
-    this.adoptedStarting.push(starting)
+  adopt(limit: number, knee: number): Step | null {
     if (limit === this.limit && knee === this.knee) return null
     Object.assign(this, { limit, knee })
     return { limit, knee, move: 'adopted' }

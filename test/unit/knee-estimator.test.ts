@@ -620,28 +620,6 @@ describe('KneeEstimator', () => {
     expect([rule.tick(now, null)?.move, rule.limit]).toEqual(['restored', 17])
   })
 
-  // A start taken over (the shared record says it goes on: learned-limit.ts) is the start: the
-  // learner before doubled 8 → 16, and this one doubles again once a DECIDE and MIN_CALLS of
-  // its answers have passed since that move, not at its first tick (three learners in a row
-  // doubled 8 → 64 in 0.4 s); a record of cruise takes the rule to cruise.
-  it('goes on with a start it takes over, its first doubling a DECIDE and MIN_CALLS answers after the move it adopted', () => {
-    const rule = new KneeEstimator({ initial: 8, min: 2, max: 64 })
-    expect([rule.adopt(16, 8, 0, true)?.limit, rule.phase]).toEqual([16, 'start'])
-    let now = 0
-    const round = (at: number) => {
-      const calls = Array.from({ length: 16 }, (_, i) => ({ window: rule.started('week', i + 1), startedAt: now }))
-      now = at
-      for (const c of calls) rule.ended({ startedAt: c.startedAt, at: now, team: 't', kind: 'week', load: 16, window: c.window, outcome: 'ok' })
-      rule.waited()
-      return rule.tick(now, null)
-    }
-    expect(round(400), 'MIN_CALLS answers, within a DECIDE of the move').toBeNull()
-    expect(round(800)).toBeNull()
-    expect([round(1_200)?.move, rule.limit, rule.phase]).toEqual(['grew', 32, 'start'])
-    rule.adopt(33, 32, 2_000)
-    expect(rule.phase).toBe('cruise')
-  })
-
   // A replica that follows another's limit takes its answers in and judges none (learned-limit.ts).
   // Were its first tick as the learner to judge every answer since it last learned, an outage
   // over before it took over would cut the limit again (2026-12-04: the learner taken over 5 s

@@ -50,7 +50,7 @@ function learnedLimit(clock: FakeClock, opts: { seal?: RedisSeal | null; lease?:
 }
 
 /** A shared record as a learner writes it: `{ limit, knee, at }`, sealed for KEY unless told. */
-function record(r: { limit: unknown; knee: unknown; at: unknown; run?: string; starting?: boolean; evidence?: string }, seal: RedisSeal | null = new RedisSeal(SECRET), key = KEY): string {
+function record(r: { limit: unknown; knee: unknown; at: unknown; run?: string; evidence?: string }, seal: RedisSeal | null = new RedisSeal(SECRET), key = KEY): string {
   const text = JSON.stringify(r)
   return seal ? seal.sealText(key, text) : text
 }
@@ -91,24 +91,6 @@ describe('LearnedLimit', () => {
     renewed(record({ limit: 12, knee: 10, at: clock.now() }), false)
     expect([seats.limit, estimator.limit, estimator.knee]).toEqual([12, 12, 10])
     expect(limits.at(-1)).toEqual([12, 10])
-  })
-
-  it('says with the record whether its start goes on, and a replica that follows takes that with the limit (one that takes over goes on with the start)', () => {
-    const clock = fakeClock()
-    const learner = learnedLimit(clock, { seal: null })
-    learner.estimator.phase = 'start'
-    learner.estimator.next = { limit: 16, knee: 8, move: 'grew' }
-    learner.renewed(null, true)
-    learner.learned.tick()
-    expect(JSON.parse(learner.written.at(-1) as string)).toMatchObject({ limit: 16, knee: 8, starting: true })
-    learner.estimator.phase = 'cruise'
-    learner.estimator.next = { limit: 17, knee: 16, move: 'knee' }
-    learner.learned.tick()
-    expect(JSON.parse(learner.written.at(-1) as string)).not.toHaveProperty('starting')
-    const follower = learnedLimit(clock, { seal: null })
-    follower.renewed(record({ limit: 16, knee: 8, at: clock.now(), run: 'r2', starting: true }, null), false)
-    follower.renewed(record({ limit: 17, knee: 16, at: clock.now(), run: 'r2' }, null), false)
-    expect(follower.estimator.adoptedStarting).toEqual([true, false])
   })
 
   it.each([

@@ -151,14 +151,12 @@ export class KneeEstimator {
   }
   /** The evidence this learner weighed, for the shared record (a replica that takes over starts from it): the log-likelihood of each w below the likeliest, in tenths of a nat, and the moment; null before any. */
   evidence(now: number): string | null { return this.#counted < 1 && this.#carried === null ? null : writeEvidence(this.#likelihoods(), now) }
-  /** Another replica's limit and knee (the shared record), and whether its start goes on (`starting`): taken as they are; a limit below the knee is a fault here too. */
-  adopt(limit: number, knee: number, now: number, starting = false): Step | null {
+  /** Another replica's limit and knee (the shared record): taken as they are; a limit below the knee is a fault here too. */
+  adopt(limit: number, knee: number, now: number): Step | null {
     const [l, k] = [this.#clamp(limit), this.#clamp(knee)]
-    if (l === this.#limit && k === this.#knee && starting === (this.#phase === 'start')) return null
+    if (l === this.#limit && k === this.#knee) return null
     ;[this.#adoptedAt, this.#knee] = [now, k]
-    this.#phase = l < k ? 'fault' : starting ? 'start' : 'cruise'
-    // A start taken over doubles as the learner before would have: a DECIDE and MIN_CALLS answers after its last move.
-    if (starting) [this.#decidedAt, this.#newCalls] = [now, 0]
+    this.#phase = l < k ? 'fault' : 'cruise'
     this.#faults[this.#phase === 'fault' ? 'begin' : 'end'](now)
     return this.#set(l, 'adopted', true)
   }

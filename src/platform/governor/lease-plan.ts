@@ -137,8 +137,8 @@ export function ceilingPart(cap: number, mine: string, here: number, elsewhere: 
   return { whole: whole[at] ?? 0, left: left.has(at) }
 }
 
-/** The shared limit record as learned-limit.ts opens it: written `at` (epoch ms) by `run`, the learner every replica goes on with; `starting`, its start goes on (a replica that takes over goes on with it); `evidence`, what its limit rule weighed (KneeEstimator.evidence: a replica that takes over starts from it). */
-export type SharedLimit = { limit: number; knee: number; at: number; run?: string; starting?: boolean; evidence?: string }
+/** The shared limit record as learned-limit.ts opens it: written `at` (epoch ms) by `run`, the learner every replica goes on with; `evidence`, what its limit rule weighed (KneeEstimator.evidence: a replica that takes over starts from it). */
+export type SharedLimit = { limit: number; knee: number; at: number; run?: string; evidence?: string }
 
 /** A record as the store keeps it: `<lease>|<in flight>|<need>|<answered>|<waited>|[<behind>|]<teams>[#<calls>]` (behind only when some), each team `<name>,<weight>,<cap>,<held>,<waiting>,<lingering>,<peak>[,<seat ms>]` (cap 0: none). */
 export function encodeRecord(r: Omit<ReplicaRecord, 'run'>): string {
