@@ -9,8 +9,8 @@ export const PRIOR_DOF = 10
 export const TIE = 0.5
 export const LEAD_MAX = 1000
 
-/** The spread² of residuals whose squares sum to `ss` over `n` of them (a weight): PRIOR_SPREAD worth PRIOR_DOF of them before them widens a spread narrower than it, and never narrows a wider one (a guess that leaves own times wide is that much less likely: docs/governor.md, "The limit rule"). */
-export const spread2 = (ss: number, n: number): number => Math.max(n > 0 ? ss / n : 0, (ss + PRIOR_DOF * PRIOR_SPREAD ** 2) / (n + PRIOR_DOF))
+/** The spread² of residuals whose squares sum to `ss` over `n` of them (a weight), PRIOR_SPREAD worth PRIOR_DOF of them before them. */
+export const spread2 = (ss: number, n: number): number => (ss + PRIOR_DOF * PRIOR_SPREAD ** 2) / (n + PRIOR_DOF)
 
 /** Sets every guess from index `from` to `to` further than `lead` below the likeliest at that bound, the evidence set aside added to `lifted` (faded with the rest): the lead is bounded, so a pool that shrank is read as soon whatever was weighed before, and a probe seat's answers tell a pool that grew (docs/governor.md, "The limit rule"). Returns the likeliest's lead over those guesses before. */
 export function boundLead(ll: Float64Array, lifted: Float64Array, lead = LEAD_MAX, from = 0, to = ll.length): number {
