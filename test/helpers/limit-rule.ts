@@ -28,6 +28,9 @@ export class LimitRuleStandIn {
     return this as unknown as KneeEstimator
   }
 
+  /** The phase it says it is in (the shared record says whether the start goes on). */
+  phase: 'start' | 'cruise' | 'fault' = 'cruise'
+
   adopt(limit: number, knee: number): Step | null {
     if (limit === this.limit && knee === this.knee) return null
     Object.assign(this, { limit, knee })

@@ -46,7 +46,7 @@ function learnedLimit(clock: FakeClock, opts: { seal?: RedisSeal | null; lease?:
     if (writer?.run !== undefined) writers.push(writer.run)
     learned.renewed({ granted: 1, free: 0, known: true, others, limitRecord, now: clock.now() } satisfies LeaseAnswer, { learner } as LeasePlan)
   }
-  return { estimator, seats, lease, written, told, writers, warnings, limits, moves, learned, renewed }
+  return { estimator, seats, lease, written, told, writers, warnings, limits, moves, learned, renewed, read: (text: string) => readLimit(text) }
 }
 
 /** A shared record as a learner writes it: `{ limit, knee, at }`, sealed for KEY unless told. */
@@ -91,6 +91,22 @@ describe('LearnedLimit', () => {
     renewed(record({ limit: 12, knee: 10, at: clock.now() }), false)
     expect([seats.limit, estimator.limit, estimator.knee]).toEqual([12, 12, 10])
     expect(limits.at(-1)).toEqual([12, 10])
+  })
+
+  it('says with the record whether its start goes on (the lease keeps it the learner until the start ends), and reads that from a record', () => {
+    const clock = fakeClock()
+    const learner = learnedLimit(clock, { seal: null })
+    learner.estimator.phase = 'start'
+    learner.estimator.next = { limit: 16, knee: 8, move: 'grew' }
+    learner.renewed(null, true)
+    learner.learned.tick()
+    expect(JSON.parse(learner.written.at(-1) as string)).toMatchObject({ limit: 16, knee: 8, starting: true })
+    expect(learner.read(learner.written.at(-1) as string)).toMatchObject({ run: 'r1', starting: true })
+    learner.estimator.phase = 'cruise'
+    learner.estimator.next = { limit: 17, knee: 16, move: 'knee' }
+    learner.learned.tick()
+    expect(JSON.parse(learner.written.at(-1) as string)).not.toHaveProperty('starting')
+    expect(learner.read(learner.written.at(-1) as string)).not.toHaveProperty('starting')
   })
 
   it.each([

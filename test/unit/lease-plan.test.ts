@@ -139,6 +139,18 @@ describe('leasePlan: what a replica knows of the others', () => {
     expect(leasePlan(r1, [r3], 4, 'r1')).toMatchObject({ learner: false, learnerRun: 'r3' })
   })
 
+  // What a start learned (the levels' answers a second, a refusal) is its learner's own: a
+  // replica that took over in the start went on in cruise from the record's limit, and a closed
+  // loop at the limit shows no room (closed-loop-shapes.ts seed 26: 22 to 24 of 47 workers on 4
+  // replicas, the learner changed six times in the start's first 10 s).
+  it('keeps the writer of the shared limit the learner through its start, however much more another answers', () => {
+    const r1 = replica('r1', [], { answered: 10 })
+    const r3 = replica('r3', [], { answered: 10 * LEARNER_MARGIN + 1 })
+    expect(leasePlan(r1, [r3], 4, 'r1', true)).toMatchObject({ learner: true, learnerRun: 'r1' })
+    expect(leasePlan(r3, [r1], 4, 'r1', true)).toMatchObject({ learner: false, learnerRun: 'r1' })
+    expect(leasePlan(r3, [r1], 4, 'r1', false)).toMatchObject({ learner: true, learnerRun: 'r3' })
+  })
+
   it('keeps the writer of the shared limit the learner while its record is away (the store drops a record with nothing in flight or needed): another replica does not learn beside it', () => {
     const r2 = replica('r2', [], { answered: 3 })
     expect(leasePlan(r2, [], 4, 'r1')).toMatchObject({ learner: false, learnerRun: 'r1' })

@@ -107,7 +107,7 @@ export class LearnedLimit {
     const now = this.#clock.now()
     const evidence = estimator.evidence(now)
     // Dated on the store's clock (docs/governor.md, "The clock"), as every replica reads it.
-    const text = JSON.stringify({ limit: estimator.limit, knee: estimator.knee, at: now + lease.offsetMs, run: lease.run, ...(evidence === null ? {} : { evidence: movedEvidence(evidence, lease.offsetMs) }) } satisfies SharedLimit)
+    const text = JSON.stringify({ limit: estimator.limit, knee: estimator.knee, at: now + lease.offsetMs, run: lease.run, ...(estimator.phase === 'start' ? { starting: true } : {}), ...(evidence === null ? {} : { evidence: movedEvidence(evidence, lease.offsetMs) }) } satisfies SharedLimit)
     this.#written = seal ? seal.sealText(key, text) : text
     lease.writeLimit(this.#written, tell)
   }
@@ -144,9 +144,9 @@ function onClock(record: SharedLimit | null, ms: number): SharedLimit | null {
 /** The record's fields, or null where it is not one (no text, not JSON, a field missing or out of range). */
 function parseRecord(text: string | null): SharedLimit | null {
   try {
-    const { limit, knee, at, run, evidence } = JSON.parse(text ?? '') as Partial<SharedLimit>
+    const { limit, knee, at, run, evidence, starting } = JSON.parse(text ?? '') as Partial<SharedLimit>
     if (!(Number.isInteger(limit) && (limit as number) > 0 && Number.isInteger(knee) && (knee as number) > 0 && Number.isFinite(at))) return null
-    return { limit: limit as number, knee: knee as number, at: at as number, ...(typeof run === 'string' ? { run } : {}), ...(typeof evidence === 'string' ? { evidence } : {}) }
+    return { limit: limit as number, knee: knee as number, at: at as number, ...(typeof run === 'string' ? { run } : {}), ...(starting === true ? { starting } : {}), ...(typeof evidence === 'string' ? { evidence } : {}) }
   } catch {
     return null
   }

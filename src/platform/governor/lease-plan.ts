@@ -49,7 +49,7 @@ export interface ReplicaRecord {
 export type LeasePlan = ReturnType<typeof leasePlan>
 
 /** The plan of replica `mine` among `others` over the `limit` in force: targets and dues ("Across replicas", first point). */
-export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[], limit: number, learnerBefore: string | null = null) {
+export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[], limit: number, learnerBefore: string | null = null, starting = false) {
   const all = [mine, ...others]
   const teams = new Map<string, TeamLoad & { lingerers: number }>()
   for (const t of all.flatMap((r) => r.teams)) {
@@ -98,7 +98,8 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   // The writer of the shared limit goes on learning while its record is away (the store drops one with nothing in flight or needed).
   const most = all.reduce((best, r) => (r.answered > best.answered || (r.answered === best.answered && r.run < best.run) ? r : best), mine)
   const before = all.find((r) => r.run === learnerBefore)
-  const learnerRun = before === undefined ? (learnerBefore ?? most.run) : before.answered * LEARNER_MARGIN >= most.answered ? before.run : most.run
+  // In its start the learner keeps learning: what the start learned (the levels' answers a second, a refusal) is its own.
+  const learnerRun = before === undefined ? (learnerBefore ?? most.run) : starting || before.answered * LEARNER_MARGIN >= most.answered ? before.run : most.run
   return {
     // owedElsewhere: seats owed to the other replicas' teams that wait for nothing (lent only to short calls).
     targets, target: own.get(mine) as number, due: dueOf(mine), owedElsewhere, heldElsewhere, wantedElsewhere, shares,
@@ -137,8 +138,8 @@ export function ceilingPart(cap: number, mine: string, here: number, elsewhere: 
   return { whole: whole[at] ?? 0, left: left.has(at) }
 }
 
-/** The shared limit record as learned-limit.ts opens it: written `at` (epoch ms) by `run`, the learner every replica goes on with; `evidence`, what its limit rule weighed (KneeEstimator.evidence: a replica that takes over starts from it). */
-export type SharedLimit = { limit: number; knee: number; at: number; run?: string; evidence?: string }
+/** The shared limit record as learned-limit.ts opens it: written `at` (epoch ms) by `run`, the learner every replica goes on with; `starting`, its start goes on (it stays the learner until it ends); `evidence`, what its limit rule weighed (KneeEstimator.evidence: a replica that takes over starts from it). */
+export type SharedLimit = { limit: number; knee: number; at: number; run?: string; starting?: boolean; evidence?: string }
 
 /** A record as the store keeps it: `<lease>|<in flight>|<need>|<answered>|<waited>|[<behind>|]<teams>[#<calls>]` (behind only when some), each team `<name>,<weight>,<cap>,<held>,<waiting>,<lingering>,<peak>[,<seat ms>]` (cap 0: none). */
 export function encodeRecord(r: Omit<ReplicaRecord, 'run'>): string {

@@ -255,8 +255,8 @@ export class LeasedSeats {
   }
 
   #planFor(need: number, d: ReplicaDemand): LeasePlan {
-    const learner = this.#learner !== null && this.#clock.now() - this.#learner.at <= this.#o.leaseMs ? (this.#learner.run ?? null) : null
-    return leasePlan({ run: this.#run, lease: this.#lease, inFlight: d.inFlight, need, answered: this.#answered, waited: false, behind: Math.max(0, -this.#credit), teams: d.teams }, this.#others, d.limit, learner)
+    const learner = this.#learner !== null && this.#clock.now() - this.#learner.at <= this.#o.leaseMs ? this.#learner : null
+    return leasePlan({ run: this.#run, lease: this.#lease, inFlight: d.inFlight, need, answered: this.#answered, waited: false, behind: Math.max(0, -this.#credit), teams: d.teams }, this.#others, d.limit, learner?.run ?? null, learner?.starting === true)
   }
 
   /** The seats to ask for: while another replica waits, its due and the seats free past what the replicas that wait lack of theirs; else the seats it keeps. */
