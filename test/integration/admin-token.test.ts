@@ -328,6 +328,32 @@ describe('POST /admin/token/refresh', () => {
       sandbox.clearRouteFailures()
     }
   })
+
+  it('a login refused for a wrong password: a caller\'s GW_PLATFORM_AUTH says the platform refused it, with its status', async () => {
+    const gw = await gateway({ ...loginEnv('PLATFORM_'), PLATFORM_PASSWORD: 'not-the-sandbox-password', ADMIN_TOKEN })
+    const read = await call(gw, KEYS.all, REPORT)
+    expect([read.statusCode, read.json()]).toEqual([502, expect.objectContaining({ code: 'GW_PLATFORM_AUTH', message: 'the platform refused the gateway token: credential default has no usable token: its password login was refused by the platform (400)' })])
+    expect(read.headers['retry-after']).toBeUndefined()
+    expectNoSecrets(gw, [ADMIN_TOKEN, 'not-the-sandbox-password', sandbox.credentials.clientSecret])
+  })
+
+  // The platform's answer to a refused login may quote what it was sent: a caller is told
+  // its status alone, never its error code nor any other word of it.
+  it('a login refused after a 401: a caller\'s GW_PLATFORM_AUTH names the status, no word of the platform\'s answer', async () => {
+    const gw = await gateway({ ...loginEnv('PLATFORM_'), ADMIN_TOKEN })
+    sandbox.revokeToken(gw.tokens.get('default').current()?.token as string)
+    const { username, password } = sandbox.credentials
+    sandbox.setRouteFailure('/oauth/token', { kind: 'status', status: 401, body: { error: 'invalid_client', message: `client of ${username} with ${password} refused` } })
+    try {
+      const read = await call(gw, KEYS.all, REPORT)
+      expect([read.statusCode, read.json()]).toEqual([502, expect.objectContaining({ code: 'GW_PLATFORM_AUTH', message: expect.stringMatching(/: its password login was refused by the platform \(401\)$/) })])
+      expect(read.body).not.toContain('invalid_client')
+      expect(read.body).not.toContain(sandbox.url)
+      expectNoSecrets(gw, [ADMIN_TOKEN, username, password, sandbox.credentials.clientSecret])
+    } finally {
+      sandbox.clearRouteFailures()
+    }
+  })
 })
 
 describe('several credentials', () => {

@@ -1,7 +1,7 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { expect, it } from 'vitest'
-import { passwordLogin } from '../../src/platform/tokens/password-login.js'
+import { loginRefusal, passwordLogin } from '../../src/platform/tokens/password-login.js'
 import { LOGIN, tokenEndpoint } from '../helpers/token-endpoint.js'
 
 // A token endpoint's refusal names its error code in the gateway's message (an admin's
@@ -15,6 +15,13 @@ const { base, dispatcher } = tokenEndpoint(400, () => ({ error }))
 it('names a plain OAuth error code', async () => {
   error = 'invalid_grant'
   await expect(passwordLogin(base(), LOGIN, dispatcher, 2000)).rejects.toMatchObject({ code: 'GW_PLATFORM_AUTH', message: expect.stringContaining('(invalid_grant)') })
+})
+
+it('carries the status of the refusal, the one word of it a caller is told', async () => {
+  error = 'invalid_grant'
+  const refusal = await passwordLogin(base(), LOGIN, dispatcher, 2000).catch((err: unknown) => err)
+  expect(loginRefusal(refusal)).toBe(400)
+  expect(loginRefusal(new Error('no login'))).toBeNull()
 })
 
 it.each([

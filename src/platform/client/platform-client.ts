@@ -466,14 +466,19 @@ function refusedCall(verdict: Exclude<Verdict, 'confirmed'>): GatewayError {
 }
 
 /**
- * `err` of a call that has no token to send: when the credential's last password login got
- * no answer or a 5xx (the platform down), or a 429 (the platform busy, with the seconds left
- * of its retry-after: `retryAfterSec`), that is why (TokenProvider.loginFault), and a later
- * try may not meet it (transient.ts); a login the platform refused (a 4xx but 429) is not.
+ * `err` of a call that has no token to send, ending with why when the credential's last
+ * password login failed (TokenProvider.loginFault): it got no answer or a 5xx (the platform
+ * down), or a 429 (the platform busy, with the seconds left of its retry-after:
+ * `retryAfterSec`), which a later try may not meet (transient.ts); or the platform refused
+ * it (a 4xx but 429), named by its status alone: its answer may quote the login's secrets.
  */
 function withLoginFault(provider: TokenProvider, err: GatewayError, now: number): GatewayError {
   const fault = provider.loginFault
   if (fault === null) return err
+  if (fault.kind === 'refused') {
+    err.message = `${err.message}: its password login was refused by the platform (${fault.status})`
+    return err
+  }
   if (fault.kind === 'down') {
     err.message = `${err.message}: its password login got no answer or a 5xx from the platform`
     return transient(err)

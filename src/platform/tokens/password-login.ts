@@ -81,7 +81,8 @@ export async function passwordLogin(baseUrl: string, login: PasswordLogin, dispa
     // A 5xx is the platform down, which a later login may not meet; a 429 the platform up
     // and busy (its throttle), until its retry-after; any other 4xx refused the login itself.
     if (res.statusCode === 429) throw Object.assign(error, { throttled: { retryAfter: res.headers['retry-after'] } })
-    throw res.statusCode >= 500 ? transient(error) : error
+    if (res.statusCode >= 500) throw transient(error)
+    throw res.statusCode >= 400 ? Object.assign(error, { refused: { status: res.statusCode } }) : error
   }
   if (typeof reply.access_token !== 'string' || reply.access_token === '') {
     throw new TokenLoginError('the token reply has no access_token')
@@ -103,6 +104,11 @@ const MIN_LOGIN_TOKEN = 16
 /** The `retry-after` of a login the platform answered 429 (its throttle), as it was sent; null: `err` is no such login's. */
 export function loginThrottle(err: unknown): { retryAfter: string | string[] | undefined } | null {
   return (err as { throttled?: { retryAfter: string | string[] | undefined } } | null)?.throttled ?? null
+}
+
+/** The status of a login the platform refused itself (a 4xx but 429: a wrong password, username or client); null: `err` is no such login's. */
+export function loginRefusal(err: unknown): number | null {
+  return (err as { refused?: { status: number } } | null)?.refused?.status ?? null
 }
 
 const TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT'])

@@ -12,7 +12,7 @@ import { sha256Hex } from '../../config/secret-digest.js'
 import { fingerprint } from '../../observe/fingerprint.js'
 import { TokenLoginError } from '../../errors.js'
 import { isTransient } from '../client/transient.js'
-import { comparableTokenUrl, loginThrottle, passwordLogin } from './password-login.js'
+import { comparableTokenUrl, loginRefusal, loginThrottle, passwordLogin } from './password-login.js'
 import { pauseLength } from '../pauses/pauses.js'
 import { retryAfterMs } from '../pauses/retry-after.js'
 import type { LoginGate } from './login-gate.js'
@@ -109,11 +109,14 @@ export interface TokenProviderDeps {
 }
 
 /**
- * Why the last password login failed, when a later login may not meet it: `down`, it got
- * no answer or a 5xx (the platform down); `busy`, the platform answered 429 (its throttle),
- * until `until` (its retry-after, at most platform.maxPause; the gateway's clock).
+ * Why the last password login failed, as callers left with no token are told: `down`, it got
+ * no answer or a 5xx (the platform down), which a later login may not meet; `busy`, the
+ * platform answered 429 (its throttle), until `until` (its retry-after, at most
+ * platform.maxPause; the gateway's clock); `refused`, the platform refused the login itself
+ * with `status` (a 4xx but 429: a wrong password, username or client), which a later login
+ * meets again until the configuration changes.
  */
-export type LoginFault = { kind: 'down' } | { kind: 'busy'; until: number }
+export type LoginFault = { kind: 'down' } | { kind: 'busy'; until: number } | { kind: 'refused'; status: number }
 
 export interface ChangeEvent {
   state: TokenState
@@ -151,7 +154,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
   readonly #unknownAccount = randomUUID()
   /** The maintenance under way (#maintain); null: none. */
   #maintenance: Promise<void> | null = null
-  /** Why the last password login failed, when the platform's state is why (LoginFault), and no token came since; null: none. */
+  /** Why the last password login failed (LoginFault), when no token came since; null: none, or a failure of another kind. */
   #loginFault: LoginFault | null = null
   readonly #clock: Clock
   readonly #versionNow: () => number
@@ -185,8 +188,8 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
   }
 
   /**
-   * Why its last password login failed when a later login may not meet it, and no token
-   * came since: why it has no usable token then (LoginFault); null: none such.
+   * Why its last password login failed, when no token came since: why it has no usable
+   * token then (LoginFault); null: none such.
    */
   get loginFault(): LoginFault | null {
     return this.#loginFault
@@ -557,8 +560,10 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     this.#loginEnd.unref()
   }
 
-  /** The LoginFault of a failed password login's error; null: a refusal of the login itself (a 4xx but 429). */
+  /** The LoginFault of a failed password login's error; null: a failure of another kind (a 200 whose reply holds no usable token). */
   #faultOf(err: unknown): LoginFault | null {
+    const refused = loginRefusal(err)
+    if (refused !== null) return { kind: 'refused', status: refused }
     const throttle = loginThrottle(err)
     if (throttle === null) return isTransient(err) ? { kind: 'down' } : null
     // Its retry-after held to platform.maxPause, as every pause of the platform's is: one of
