@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto'
 import { hashApiKey, newApiKey } from './access/api-keys.js'
 import type { Sandbox } from './sandbox/sandbox.js'
 import { systemClock } from './clock.js'
+import { hostPort } from './host-port.js'
 
 // The bundled sandbox's token route (sandbox/oauth-route.ts): the demo's login goes there,
 // whatever PLATFORM_TOKEN_URL says (a path the sandbox does not serve left the demo without
@@ -116,9 +117,9 @@ function freeName(name: string, taken: ReadonlySet<string>): string {
   return n === 1 ? name : `${name}-${n}`
 }
 
-/** Where a caller on this machine reaches a listener bound to `host`: a wildcard's loopback, an IPv6 address in brackets. */
-export function reachableHost(host: string): string {
-  return host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host
+/** The origin at which a caller on this machine reaches a listener bound to `host`:`port`: a wildcard's by its loopback, an IPv6 address in brackets (hostPort). */
+export function reachableOrigin(host: string, port: number): string {
+  return `http://${hostPort(host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host, port)}`
 }
 
 /** The ready curl line of the demo's banner, to the proxy listener bound at `host`:`port`. */
@@ -126,5 +127,5 @@ export function demoCurl(host: string, port: number, key: string, advertiserId: 
   const today = new Date(systemClock.now())
   const to = today.toISOString().slice(0, 10)
   const from = new Date(today.getTime() - 6 * 86_400_000).toISOString().slice(0, 10)
-  return `curl -s -i -H 'x-api-key: ${key}' 'http://${reachableHost(host)}:${port}/api/v1/report/campaigns/get?advertiserId=${advertiserId}&dateFrom=${from}&dateTo=${to}&byDate=1&byCampaign=1'`
+  return `curl -s -i -H 'x-api-key: ${key}' '${reachableOrigin(host, port)}/api/v1/report/campaigns/get?advertiserId=${advertiserId}&dateFrom=${from}&dateTo=${to}&byDate=1&byCampaign=1'`
 }

@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Gateway } from './compose.js'
 import type { Sandbox } from './sandbox/sandbox.js'
 import { nodeRefusal } from './observe/build-info.js'
+import { hostPort } from './host-port.js'
 
 // After the grace: time for aborted calls' answers to be written, then for the rest of close().
 const ANSWER_ABORTED_MS = 500
@@ -64,13 +65,13 @@ async function main(): Promise<void> {
     config.demo ? Promise.all([import('./demo.js'), import('./sandbox/sandbox.js')]) : null,
   ])
   // In demo mode: the sandbox it runs, the key and admin token made for this run, and what prints them.
-  let demo: { sandbox: Sandbox; key: string; team: string; adminToken: string | null; curl: typeof import('./demo.js').demoCurl; reachable: typeof import('./demo.js').reachableHost; defaultTeam: string } | null = null
+  let demo: { sandbox: Sandbox; key: string; team: string; adminToken: string | null; curl: typeof import('./demo.js').demoCurl; reachable: typeof import('./demo.js').reachableOrigin; defaultTeam: string } | null = null
   if (demoModules) {
-    const [{ demoConfig, demoCurl, reachableHost, DEMO_TEAM }, { startSandbox }] = demoModules
+    const [{ demoConfig, demoCurl, reachableOrigin, DEMO_TEAM }, { startSandbox }] = demoModules
     const sandbox = await startSandbox({ host: '127.0.0.1', port: 0, grantType: config.platform.grantType })
     const made = demoConfig(config, sandbox)
     config = made.config
-    demo = { sandbox, key: made.key, team: made.team, adminToken: made.adminToken, curl: demoCurl, reachable: reachableHost, defaultTeam: DEMO_TEAM }
+    demo = { sandbox, key: made.key, team: made.team, adminToken: made.adminToken, curl: demoCurl, reachable: reachableOrigin, defaultTeam: DEMO_TEAM }
   }
 
   const gateway = await createGateway(config)
@@ -149,10 +150,11 @@ async function main(): Promise<void> {
   onStop = (signal) => (gateway.serving() ? void stop(signal) : stopBeforeServing(signal))
   await starting
   const proxyPort = (gateway.proxy.server.address() as { port: number }).port
+  const adminPort = (gateway.admin.server.address() as { port: number }).port
   log.info(
     {
-      proxy: `${config.host}:${proxyPort}`,
-      admin: `${config.admin.host}:${(gateway.admin.server.address() as { port: number }).port}`,
+      proxy: hostPort(config.host, proxyPort),
+      admin: hostPort(config.admin.host, adminPort),
       redis: redisState(gateway, redisAddress),
       credentials: Object.keys(config.credentials),
       teams: config.teams.map((t) => t.name),
@@ -162,7 +164,7 @@ async function main(): Promise<void> {
   if (demo) {
     const { sandbox } = demo
     const child = sandbox.accounts.find((a) => a.parentId !== null && a.parentId === sandbox.accounts[0]?.id) ?? sandbox.accounts[0]
-    const consoleUrl = `http://${demo.reachable(config.admin.host)}:${(gateway.admin.server.address() as { port: number }).port}/console`
+    const consoleUrl = `${demo.reachable(config.admin.host, adminPort)}/console`
     // The demo key and admin token are printed on purpose: they are made for this run and open only the sandbox.
     process.stdout.write(
       `\nDemo mode (${process.env.DEMO === '1' ? 'DEMO=1' : 'nothing configured'}): the bundled platform sandbox runs at ${sandbox.url}.\n` +
@@ -208,7 +210,7 @@ async function listenOrExit(app: FastifyInstance, host: string, port: number, se
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code
     const why = code === 'EADDRINUSE' ? 'the port is in use by another process: stop it, or choose a free port' : code === 'EACCES' ? 'permission denied' : code === 'EADDRNOTAVAIL' ? 'no such address on this machine' : (err as Error).message
-    process.stderr.write(`report-gateway: ${scrubSecrets(`cannot listen on ${host}:${port}: ${why}`, startSecrets(process.env))} (set ${settings})\n`)
+    process.stderr.write(`report-gateway: ${scrubSecrets(`cannot listen on ${hostPort(host, port)}: ${why}`, startSecrets(process.env))} (set ${settings})\n`)
     process.exit(1)
   }
 }

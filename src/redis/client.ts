@@ -4,6 +4,7 @@ import type { Config } from '../config.js'
 import { SentinelStreams, StandaloneStreams } from './stream-errors.js'
 import { explainSentinelError } from './sentinel-errors.js'
 import { unreachedMasters } from './cluster-masters.js'
+import { hostPort } from '../host-port.js'
 
 export type RedisClient = Redis | Cluster
 
@@ -54,7 +55,7 @@ export function createRedisClient(cfg: Config['redis'], log: Logger): RedisClien
   }
   // ioredis emits every failed reconnect; the breaker logs transitions instead, with
   // the connection's last error as their cause.
-  const sentinels = cfg.sentinels?.map((n) => `${n.host}:${n.port}`).join(',')
+  const sentinels = cfg.sentinels?.map((n) => hostPort(n.host, n.port)).join(',')
   const explain = (message: string) => (sentinels === undefined ? message : explainSentinelError(message, cfg.sentinelName, sentinels))
   const database = clientDatabase(client)
   let missingDatabase = false
@@ -78,7 +79,7 @@ export function createRedisClient(cfg: Config['redis'], log: Logger): RedisClien
     if (!missingDatabase) connectionErrors.delete(client)
     // Behind Sentinels, the master they named is the host the connection reached.
     const stream = client instanceof Redis && sentinels !== undefined ? client.stream : undefined
-    if (stream?.remoteAddress) sentinelMasters.set(client, `${stream.remoteAddress}:${stream.remotePort}`)
+    if (stream?.remoteAddress && stream.remotePort !== undefined) sentinelMasters.set(client, hostPort(stream.remoteAddress, stream.remotePort))
   })
   return client
 }
@@ -155,7 +156,7 @@ export function transactionFailure(err: unknown): unknown {
  * user or password.
  */
 export function redisAddress(cfg: Pick<Config['redis'], 'url' | 'sentinels' | 'sentinelName' | 'cluster'>): string {
-  const nodes = (list: { host: string; port: number }[]) => list.map((n) => `${n.host}:${n.port}`).join(',')
+  const nodes = (list: { host: string; port: number }[]) => list.map((n) => hostPort(n.host, n.port)).join(',')
   if (cfg.cluster) return `cluster ${nodes(cfg.cluster)}`
   if (cfg.sentinels) return `sentinel ${cfg.sentinelName} via ${nodes(cfg.sentinels)}`
   if (!cfg.url) return 'none'

@@ -22,6 +22,7 @@ import { debugbarHeaders, withDebugFields } from './debug-answers.js'
 import { DEFAULT_SANDBOX_SEED } from './seed.js'
 import { IssuedTokens } from './tokens.js'
 import { ThrottleCounts } from './throttle-counts.js'
+import { hostPort } from '../host-port.js'
 import type { FailureMode, GarbledBody, Sandbox, SandboxOptions } from './types.js'
 
 // A stand-in for the advertising platform (docs: platform-api.md in the shared folder),
@@ -332,6 +333,5 @@ function installBodyParser(app: FastifyInstance): void {
 }
 
 function urlOf(address: AddressInfo): string {
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
-  return `http://${host}:${address.port}`
+  return `http://${hostPort(address.address, address.port)}`
 }

@@ -131,15 +131,19 @@ describe('misconfiguration stops the start with one line', () => {
     ])
   }, startsTimeout(1))
 
-  it('a port in use: one line, no stack trace, exit 1', async () => {
+  // An IPv6 address is written in brackets, as a URL writes it.
+  it.each([
+    ['127.0.0.1', '127.0.0.1'],
+    ['::1', '[::1]'],
+  ])('a port in use on %s: one line naming %s and the port, no stack trace, exit 1', async (host, written) => {
     const taken: Server = createServer()
-    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
+    await new Promise<void>((resolve) => taken.listen(0, host, resolve))
     try {
       const port = (taken.address() as { port: number }).port
-      const { code, lines } = await refused({ HOST: '127.0.0.1', PORT: String(port), ADMIN_PORT: '0', LOG_LEVEL: 'silent' })
+      const { code, lines } = await refused({ HOST: host, PORT: String(port), ADMIN_PORT: '0', LOG_LEVEL: 'silent' })
       expect(code).toBe(1)
       // It says what to do: the quick start's default port is often another program's.
-      expect(lines.filter((l) => !l.startsWith('{'))).toEqual([`report-gateway: cannot listen on 127.0.0.1:${port}: the port is in use by another process: stop it, or choose a free port (set HOST, PORT)`])
+      expect(lines.filter((l) => !l.startsWith('{'))).toEqual([`report-gateway: cannot listen on ${written}:${port}: the port is in use by another process: stop it, or choose a free port (set HOST, PORT)`])
       expect(lines.join('\n')).not.toMatch(/\n\s+at /)
       // The test helpers start a gateway again on other ports when they read this line.
       expect(portTaken(lines.join('\n'))).toBe(true)
@@ -358,6 +362,21 @@ describe('a start that works says what it found', () => {
     expect(url).toBeDefined()
     expect((await fetch(url!, { headers: { 'x-api-key': key! } })).status).toBe(200)
     const consoleUrl = /Operations console: (http:\/\/127\.0\.0\.3:\d+\/console) /.exec(run.output())?.[1]
+    expect(consoleUrl).toBeDefined()
+    expect((await fetch(consoleUrl!)).status).toBe(200)
+  }, startsTimeout(1))
+
+  it('on an IPv6 address (HOST, ADMIN_HOST ::1): the start line, the banner\'s curl line and console address write it in brackets, and reach it', async () => {
+    const run = start({ DEMO: '1', HOST: '::1', PORT: '0', ADMIN_HOST: '::1', ADMIN_PORT: '0' })
+    const listening = JSON.parse(await waitForLine(run, /report gateway listening/)) as { proxy: string; admin: string }
+    expect([listening.proxy, listening.admin]).toEqual([expect.stringMatching(/^\[::1\]:\d+$/), expect.stringMatching(/^\[::1\]:\d+$/)])
+    expect((await fetch(`http://${listening.proxy}/healthz`)).status).toBe(200)
+    expect((await fetch(`http://${listening.admin}/console`)).status).toBe(200)
+    await waitFor('the banner', () => run.output().includes('Operations console:'), testTimeLeft(), 25)
+    const [, key, url] = /curl -s -i -H 'x-api-key: (rgw_[\w-]+)' '(http:\/\/\[::1\]:\d+\/api\/v1\/report\/[^']+)'/.exec(run.output()) ?? []
+    expect(url).toBeDefined()
+    expect((await fetch(url!, { headers: { 'x-api-key': key! } })).status).toBe(200)
+    const consoleUrl = /Operations console: (http:\/\/\[::1\]:\d+\/console) /.exec(run.output())?.[1]
     expect(consoleUrl).toBeDefined()
     expect((await fetch(consoleUrl!)).status).toBe(200)
   }, startsTimeout(1))

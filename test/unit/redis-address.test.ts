@@ -16,6 +16,12 @@ describe('redisAddress', () => {
     expect(redisAddress({ ...none, url: 'redis://:pw@x', sentinels: [{ host: 's1', port: 26379 }, { host: 's2', port: 26379 }] })).toBe('sentinel mymaster via s1:26379,s2:26379')
     expect(redisAddress({ ...none, cluster: [{ host: 'n1', port: 7000 }] })).toBe('cluster n1:7000')
   })
+
+  it('writes an IPv6 address in brackets, as a URL does', () => {
+    expect(redisAddress({ ...none, url: 'redis://[::1]:6380' })).toBe('[::1]:6380')
+    expect(redisAddress({ ...none, url: 'redis://:pw@x', sentinels: [{ host: 'fd00::5', port: 26379 }, { host: 's2', port: 26379 }] })).toBe('sentinel mymaster via [fd00::5]:26379,s2:26379')
+    expect(redisAddress({ ...none, cluster: [{ host: '2001:db8::7', port: 7000 }] })).toBe('cluster [2001:db8::7]:7000')
+  })
 })
 
 describe('commandFailureInWords', () => {
