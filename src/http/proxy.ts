@@ -14,6 +14,7 @@ import { traceOf } from '../observe/tracing.js'
 import { codingOf, decodedSync, decoderOf, forwardedEncodings } from '../platform/client/token-echo.js'
 import { REFUSAL_READ_BYTES, withoutDebugFields } from '../platform/client/debug-fields.js'
 import { acceptsCoding, decodedHeaders } from './caller-coding.js'
+import { headLength } from './head-length.js'
 import { connectionOptions } from '../access/connection-options.js'
 import { withoutKeys } from '../observe/key-shape.js'
 import { linksOnGateway, onGateway, refreshOnGateway } from '../platform/client/redirect-location.js'
@@ -167,7 +168,8 @@ export function proxyHandler(
     // In a coding the caller does not accept (a platform that compresses unasked): decoded for it as it streams out.
     if (accepted || request.method === 'HEAD' || answer.length === 0) {
       reply.code(res.status).headers(accepted ? passed : decodedHeaders(passed))
-      if (request.method !== 'HEAD') reply.header('content-length', answer.length)
+      const length = request.method === 'HEAD' ? headLength(res.status, contentLength(res.headers), accepted) : answer.length
+      if (length !== null) reply.header('content-length', length)
       return reply.send(answer.stream())
     }
     return sendDecoded(reply, res.status, passed, answer.stream(), coding)
