@@ -78,6 +78,23 @@ describe('leasePlan: targets', () => {
     expect([leasePlan(r1, [r2], 4).due, leasePlan(r2, [r1], 4).due]).toEqual([1, 1])
   })
 
+  it('lends a waiting team\'s parts past its calls to the teams that want more, wherever their calls wait', () => {
+    // Shares of 9 (each team wants 3 or more): quick 3 (its peak 6, its calls 1 now), wide 3, one 3. quick waits,
+    // so its 2 seats past its call are owed to no one: lent by weight to wide and one (1 each), each placed where
+    // its calls wait past its parts. Kept on r1 beside quick, they went to wide alone there.
+    const r1 = replica('r1', [team('quick', { waiting: 1, peak: 6 }), team('wide', { held: 1, waiting: 4 })])
+    const r2 = replica('r2', [team('wide', { held: 1, waiting: 4 })])
+    const r3 = replica('r3', [team('one', { held: 3, waiting: 8 })])
+    const dues = [leasePlan(r1, [r2, r3], 9), leasePlan(r2, [r1, r3], 9), leasePlan(r3, [r1, r2], 9)].map((p) => p.due)
+    // r1: quick's 1, wide's 1.5 and half its 1 lent; r2: wide's 1.5 and the other half; r3: one's 3 and its 1.
+    expect(dues[0]).toBeCloseTo(3)
+    expect(dues[1]).toBeCloseTo(2)
+    expect(dues[2]).toBeCloseTo(4)
+    // A team that waits for nothing keeps its parts: owed to it.
+    const idle = replica('r1', [team('quick', { lingering: true, peak: 6 }), team('wide', { held: 1, waiting: 4 })])
+    expect(leasePlan(idle, [r2, r3], 9).due).toBeCloseTo(1.5 + 3)
+  })
+
   it('shares the limit in force between the teams', () => {
     const plan = leasePlan(replica('r1', [team('a', { held: 1, waiting: 9 }), team('b', { held: 1, waiting: 9 })]), [], 6)
     expect(plan.target).toBe(6)

@@ -69,11 +69,13 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   }
   const targets = new Map(mine.teams.map((t) => [t.team, partOf(t)]))
   const own = new Map(all.map((r) => [r, r.teams.reduce((sum, t) => sum + partOf(t), 0)]))
-  // A replica is due its parts up to what its calls want, and the seats past the parts water-filled by its need past them, up to
-  // its calls: the seats its calls do not want go to the replicas that want more.
+  // A replica is due its parts (a waiting team's within its calls, and those lent to it) up to what its calls want, and the seats
+  // past the parts water-filled by its need past them, up to its calls: the seats its calls do not want go to the replicas that want more.
   const wants = (r: ReplicaRecord) => r.teams.reduce((sum, t) => sum + t.held + t.waiting, 0)
-  const base = (r: ReplicaRecord) => Math.min(wants(r), own.get(r) as number)
-  const past = all.filter((r) => r.need > (own.get(r) as number)).map((r) => ({ team: r.run, weight: r.need - (own.get(r) as number), held: wants(r) - base(r), waiting: 0, cap: null, peak: 0 }))
+  const placed = placedParts(all, teams, partOf, limit)
+  const parts = (r: ReplicaRecord) => placed.get(r) as number
+  const base = (r: ReplicaRecord) => Math.min(wants(r), parts(r))
+  const past = all.filter((r) => r.need > parts(r)).map((r) => ({ team: r.run, weight: r.need - parts(r), held: wants(r) - base(r), waiting: 0, cap: null, peak: 0 }))
   const extra = fairShares(all.reduce((seats, r) => seats - base(r), limit), past)
   const dues = new Map(all.map((r) => [r, base(r) + (extra.get(r.run) ?? 0)]))
   const dueOf = (r: ReplicaRecord) => dues.get(r) as number
@@ -193,4 +195,37 @@ export class ElsewhereCharges {
       return [r.run, now]
     }))
   }
+}
+
+/**
+ * Each replica's parts of the teams' shares as its lease holds them (docs/governor.md, "Across
+ * replicas"): a team that waits for nothing keeps its parts (owed to it); a team that waits
+ * keeps its parts within its calls there, and lends its parts past them (a share its peak set,
+ * its calls fewer now) to the teams whose calls want more than their parts, water-filled by
+ * weight on their totals, each team's placed on the replicas by its calls there past its parts.
+ */
+function placedParts(all: readonly ReplicaRecord[], teams: ReadonlyMap<string, TeamLoad>, partOf: (t: TeamRecord) => number, limit: number): Map<ReplicaRecord, number> {
+  const keptOf = (t: TeamRecord) => ((teams.get(t.team) as TeamLoad).waiting === 0 ? partOf(t) : Math.min(partOf(t), t.held + t.waiting))
+  const kept = new Map<string, number>()
+  const past = new Map<string, number>()
+  for (const t of all.flatMap((r) => r.teams)) {
+    kept.set(t.team, (kept.get(t.team) ?? 0) + keptOf(t))
+    past.set(t.team, (past.get(t.team) ?? 0) + Math.max(0, t.held + t.waiting - keptOf(t)))
+  }
+  const lent = limit - [...kept.values()].reduce((sum, n) => sum + n, 0)
+  let open = [...past].filter(([, p]) => p > 1e-9).map(([team]) => team)
+  let totals = new Map<string, number>()
+  // A team past the level already keeps its parts and borrows nothing; the level is found again without it.
+  while (lent > 1e-9 && open.length > 0) {
+    const seats = lent + open.reduce((sum, team) => sum + (kept.get(team) as number), 0)
+    totals = fairShares(seats, open.map((team) => ({ team, weight: (teams.get(team) as TeamLoad).weight, held: (kept.get(team) as number) + (past.get(team) as number), waiting: 0, cap: null, peak: 0 })))
+    const above = open.filter((team) => (totals.get(team) as number) < (kept.get(team) as number) - 1e-9)
+    if (above.length === 0) break
+    open = open.filter((team) => !above.includes(team))
+  }
+  const borrowed = (team: string) => (open.includes(team) ? Math.max(0, (totals.get(team) ?? 0) - (kept.get(team) as number)) : 0)
+  return new Map(all.map((r) => [r, r.teams.reduce((sum, t) => {
+    const more = Math.max(0, t.held + t.waiting - keptOf(t))
+    return sum + keptOf(t) + (more > 0 ? (borrowed(t.team) * more) / (past.get(t.team) as number) : 0)
+  }, 0)]))
 }
