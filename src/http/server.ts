@@ -625,7 +625,11 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
     reply.headers(routeHeaders)
     throw notFound(request.url)
   })
-  app.setErrorHandler((error: Error & { statusCode?: number; code?: string }, request, reply) => {
+  app.setErrorHandler((thrown: Error & { statusCode?: number; code?: string }, request, reply) => {
+    // @fastify/static's refusal of a path that leaves its root (a dot segment, plain or
+    // encoded, an encoded \ or NUL: its 403 'Forbidden') finds no file: the listener's 404,
+    // as a file it does not have.
+    const error: Error & { statusCode?: number; code?: string } = thrown.code === 'FST_STATIC_FORBIDDEN_PATH' ? notFound(request.url) : thrown
     const status = error.statusCode ?? 500
     // A message that quotes what the caller sent (a parameter's value) quotes no secret of the
     // gateway's nor a team key, whatever the check that wrote it.

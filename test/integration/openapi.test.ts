@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { AddressInfo } from 'node:net'
 import { gunzipSync } from 'node:zlib'
 import { renderDocument } from '../../src/cli/openapi-render.js'
 import { allErrors } from '../../src/errors.js'
 import { canonicalGetReport } from '../../src/reports/report-query.js'
 import { buildGateway, KEYS, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { rawRequest } from '../helpers/sandbox-gateway.js'
 import { documentedOperations, itIsValidAndCommitted, resolveRef, routeTable, type Json } from '../helpers/openapi-doc.js'
 
 const COMMITTED = new URL('../../docs/openapi.json', import.meta.url)
@@ -298,6 +300,20 @@ describe('Swagger UI on the admin listener', () => {
     expect(asset.statusCode).toBe(200)
     expect((await gw.admin.inject({ method: 'GET', url: '/admin/token' })).statusCode).toBe(401)
     expect((await gw.proxy.inject({ method: 'GET', url: '/docs/' })).statusCode).toBe(404)
+  })
+
+  // @fastify/static refuses a path that leaves its root (a dot segment, plain or encoded, an
+  // encoded \ or NUL) with its own 403 'Forbidden', which read as 400 GW_BAD_REQUEST saying
+  // 'Forbidden'. No file is there: the listener's 404, as to a file Swagger UI does not have.
+  // Sent raw: inject, as fetch and curl, resolves dot segments before sending.
+  it("answers a path outside Swagger UI's files 404 GW_NOT_FOUND, as a file it does not have", async () => {
+    await gw.admin.listen({ host: '127.0.0.1', port: 0 })
+    const port = (gw.admin.server.address() as AddressInfo).port
+    for (const url of ['/docs/static/nope.js', '/docs/static/%2e%2e/', '/docs/static/../', '/docs/static/%2e%2e/%2e%2e/package.json', '/docs/static/..%5c..%5cpackage.json', '/docs/static/%00', '/docs/static/a/..']) {
+      const res = await rawRequest(port, `GET ${url} HTTP/1.1\r\nHost: 127.0.0.1\r\nconnection: close\r\n\r\n`)
+      expect([res.status, JSON.parse(res.body)], url).toEqual([404, { statusCode: 404, code: 'GW_NOT_FOUND', error: 'Not Found', message: 'not found' }])
+      expect(res.headers['cache-control'], url).toBe('no-store')
+    }
   })
 
   // A page for a browser, as the console is: the same headers, written by the same function.
