@@ -38,6 +38,25 @@ const SURROGATE_REFUSED = 'body: a string holds an unpaired UTF-16 surrogate (\\
 /** A body that does not parse as JSON (an empty one included). */
 export const NOT_JSON = 'body: not valid JSON'
 
+/**
+ * Why the admin listener's JSON parser (secure-json-parse) refused `text`: JSON that holds
+ * a key of a JavaScript object's prototype (`__proto__`, or `constructor` holding
+ * `prototype`), which that parser refuses whatever the call, is told so, naming the key;
+ * anything else is not valid JSON.
+ */
+export function jsonRefusal(text: string): string {
+  let key: string | null = null
+  try {
+    JSON.parse(text, (name, value: unknown) => {
+      if (key === null && (name === '__proto__' || (name === 'constructor' && isRecord(value) && Object.hasOwn(value, 'prototype')))) key = name
+      return value
+    })
+  } catch {
+    return NOT_JSON
+  }
+  return key === null ? NOT_JSON : `body: ${key}: a key of a JavaScript object's prototype, which no call takes; nothing was changed`
+}
+
 /** A body sent with a content-encoding: no call reads one, on either listener. */
 export const ENCODED_BODY = 'body: content-encoding is not accepted; send the body uncompressed'
 

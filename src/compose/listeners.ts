@@ -10,7 +10,8 @@ import type { AuditTrail } from '../access/audit-trail.js'
 import type { TeamReloader } from '../access/team-reload.js'
 import { KnownUrls } from '../access/known-urls.js'
 import { pathOf } from '../access/path-safety.js'
-import { AdminListenerPathError, NotFoundError } from '../errors.js'
+import { jsonRefusal } from '../access/request-body.js'
+import { AdminListenerPathError, BadRequestError, NotFoundError } from '../errors.js'
 import { Admission } from '../access/admission.js'
 import { ADMIN_CHALLENGE, buildServer, PROXY_CHALLENGE, refusalsObservedOn } from '../http/server.js'
 import { allowOf, methodRefusal } from '../http/methods.js'
@@ -113,6 +114,12 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   // Every admin call's body is JSON: a text/plain one is refused as any other type is
   // (`body: must be application/json`), not read as a string its schema then refuses.
   admin.removeContentTypeParser('text/plain')
+  // Fastify's JSON parser (secure-json-parse) reads every admin call's body; a body it
+  // refuses says why: a prototype's key it holds is named (jsonRefusal), JSON as it is.
+  const secureJson = admin.getDefaultJsonParser('error', 'error')
+  admin.addContentTypeParser<string>('application/json', { parseAs: 'string' }, (request, text, done) => {
+    secureJson(request, text, (err, value) => (err ? done(new BadRequestError(jsonRefusal(text))) : done(null, value)))
+  })
   // QUERY, which no admin call takes, is bodyless to the router as WebDAV's methods are:
   // a 404 as theirs, not a 400 asking its content-type in Fastify's words.
   admin.addHttpMethod('QUERY', { hasBody: false, overrideExisting: true })

@@ -162,6 +162,10 @@ describe('every admin call', () => {
       // JSON that is no object: a report POST says so in these words.
       ['application/json', '[1]', 'body: must be a JSON object'],
       ['application/json', '"abcdefghijklmnopqrstuvwxyz"', 'body: must be a JSON object'],
+      // Valid JSON holding a prototype's key, which the listener's parser refuses: it was
+      // 'body: not valid JSON'.
+      ['application/json', '{"token":"abcdefghijklmnopqrstuvwxyz","__proto__":{"x":1}}', "body: __proto__: a key of a JavaScript object's prototype, which no call takes; nothing was changed"],
+      ['application/json', '{"token":"abcdefghijklmnopqrstuvwxyz","constructor":{"prototype":{"x":1}}}', "body: constructor: a key of a JavaScript object's prototype, which no call takes; nothing was changed"],
     ]
     for (const [type, payload, message] of sent) {
       const res = await admin(gw, 'PUT', '/admin/token', { payload, headers: { 'content-type': type } })

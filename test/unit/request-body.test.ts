@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { assertPlainBodyType, multipartNames, parseFormBody, parseJsonBody, scanJson, SOURCE_VALUES } from '../../src/access/request-body.js'
+import { assertPlainBodyType, jsonRefusal, multipartNames, parseFormBody, parseJsonBody, scanJson, SOURCE_VALUES } from '../../src/access/request-body.js'
 import { phpLineBytes } from '../../src/php/mime.js'
 
 // Bodies are parsed, bounded and re-serialized by the gateway.
@@ -65,6 +65,22 @@ describe('parseJsonBody', () => {
     const tooMany = JSON.stringify({ a: Array.from({ length: 256 }, (_, i) => ({ [`k${i}`]: i })) })
     expect(() => parseJsonBody(Buffer.from(tooMany), LIMITS)).toThrow(bad)
     expect(() => parseJsonBody(Buffer.from(JSON.stringify({ ids: Array.from({ length: 5000 }, (_, i) => i) })), LIMITS)).not.toThrow()
+  })
+})
+
+describe('jsonRefusal', () => {
+  // The admin listener's JSON parser (secure-json-parse) refuses a body holding a
+  // prototype's key; such a body is valid JSON, and the refusal names the key.
+  it.each([
+    ['{"level":"info","__proto__":{"x":1}}', '__proto__'],
+    ['{"token":"t","constructor":{"prototype":{"x":1}}}', 'constructor'],
+    ['{"a":{"b":[{"__proto__":null}]}}', '__proto__'],
+  ])('names the key of %s', (text, key) => {
+    expect(jsonRefusal(text)).toBe(`body: ${key}: a key of a JavaScript object's prototype, which no call takes; nothing was changed`)
+  })
+
+  it.each([[''], ['{"level":'], ['{"level":"info"} x']])('says %j is not valid JSON', (text) => {
+    expect(jsonRefusal(text)).toBe('body: not valid JSON')
   })
 })
 
