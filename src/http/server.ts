@@ -477,6 +477,10 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
     // as is and call genReqId only without one, so the check below would never run.
     requestIdHeader: false,
     genReqId: (req) => requestIdOf(req, takesId),
+    // A path parameter of any length the head holds finds its route (a job's id past the
+    // router's default of 100 characters found none, and was told its path serves no job
+    // call); each route checks its own parameters (job ids: job-routes.ts JOB_ID).
+    routerOptions: { maxParamLength: maxHeaderSize },
     // Replaced by the hook below: Fastify's own 503 has no GW_* code.
     return503OnClosing: false,
     forceCloseConnections: 'idle',

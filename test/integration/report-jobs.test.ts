@@ -134,6 +134,19 @@ describe('report jobs (demo mode, no Redis)', () => {
     expect([await said(id, KEYS.growth), await said(unknown, KEYS.all)]).toEqual([why, why])
   })
 
+  // An id past 100 characters found no job route (the router's bound on a parameter) and
+  // was told `GET is no job call at this path`, while OPTIONS there allowed GET.
+  it('answers an id it never makes, of any length, as an unknown one on each job call', async () => {
+    const gw = await start()
+    const why = "no such job for this key's team: the id is unknown, the job was cancelled, its record ended (an hour after it expired) or was lost with Redis's data (a restart without it, a flush), or the job is another team's"
+    for (const id of ['a'.repeat(65), 'a'.repeat(101), 'a'.repeat(4000)]) {
+      for (const [method, path] of [['GET', `/api/v1/jobs/${id}`], ['DELETE', `/api/v1/jobs/${id}`], ['GET', `/api/v1/jobs/${id}/result`]] as const) {
+        const res = await fetch(`${gw.url}${path}`, { method, headers: { 'x-api-key': KEYS.all } })
+        expect([id.length, method, path.endsWith('/result'), res.status, ((await res.json()) as { message: string }).message]).toEqual([id.length, method, path.endsWith('/result'), 404, why])
+      }
+    }
+  })
+
   it('every path under /api/v1/jobs is the gateway\'s: another method or spelling of a job path is 404 and never reaches the platform', async () => {
     const gw = await start()
     const { id } = (await (await ask(gw)).json()) as Status
