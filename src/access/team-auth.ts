@@ -5,6 +5,7 @@ import type { KeyLifetime } from '../observe/metrics.js'
 import { MADE_KEY_CHARS, hashApiKey, keyFormProblem, presentedKeys } from './api-keys.js'
 import { keyCandidates } from '../observe/key-shape.js'
 import { systemClock } from '../clock.js'
+import { webhookSecretSpellings } from '../config/webhook-secret.js'
 
 /** Who a request's key names: the team, and which of its keys. */
 export interface Identity {
@@ -89,6 +90,11 @@ export class TeamDirectory {
   /** Calls `fn` after each replace (a reload applied). */
   onReplace(fn: () => void): void {
     this.#replaced.push(fn)
+  }
+
+  /** Whether `text` is a running team's webhook secret, whole or in another spelling the log scrubs (webhookSecretSpellings). */
+  isWebhookSecret(text: string): boolean {
+    return this.#teams.some((team) => team.webhook !== null && webhookSecretSpellings(team.webhook.secret).includes(text))
   }
 
   /**

@@ -205,6 +205,22 @@ describe('PUT /admin/token', () => {
     expectNoSecrets(gw, [ADMIN_TOKEN, viewer, KEYS.writer, gatewaySecret, sandbox.credentials.password, sandbox.credentials.clientSecret])
   })
 
+  // A team's webhook secret left the gateway's secrets (it may spell anything a team sends:
+  // webhook-secret-oracle.test.ts), and with them this check: the probe sent it to the
+  // platform as the bearer, answered 422 GW_TOKEN_REJECTED.
+  it("refuses, before any probe, a token that is a team's webhook secret, whole or its key's base64", async () => {
+    const bare = 'Q2hhbmdlZC1XZWJob29rLUtleS0wMTIzNDU2Nzg5'
+    const yaml = `jobs:\n  webhookHosts: [localhost]\n${TEAMS_YAML.replace('    write: true\n', `    write: true\n    webhook: { url: "http://localhost:9/hook", secret: "whsec_${bare}" }\n`)}`
+    const gw = await gateway({ PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }, yaml)
+    sandbox.clearRequests()
+    for (const token of [`whsec_${bare}`, bare]) {
+      const res = await admin(gw, 'PUT', '/admin/token', { token })
+      expect([token === bare, res.statusCode, res.json().message]).toEqual([token === bare, 400, "token: is a team's webhook secret, which is never sent to the platform; the token in use stays (the value is not shown)"])
+    }
+    expect(sandbox.requests).toEqual([])
+    expectNoSecrets(gw, [`whsec_${bare}`, bare])
+  })
+
   it('an expired token is refused too', async () => {
     const gw = await gateway({ PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN })
     const expired = sandbox.issueToken({ ttlSeconds: 0 })

@@ -50,6 +50,15 @@ describe('TeamDirectory', () => {
     expect(dir.holdsKey(`/x/${KEY}x`)).toBe(true)
   })
 
+  it("knows a running team's webhook secret as the log scrubs it, whole or its key's base64, and no longer once a reload removed it", () => {
+    const secret = 'whsec_Q2hhbmdlZC1XZWJob29rLUtleS0wMTIzNDU2Nzg5'
+    const hooked = { ...team('growth', [{ key: KEY }]), webhook: { url: 'http://localhost:9/hook', secret } }
+    const dir = new TeamDirectory([hooked, team('other', [{ key: OTHER }])])
+    expect([secret, secret.slice('whsec_'.length), `${secret}x`, 'whsec_', ''].map((text) => dir.isWebhookSecret(text))).toEqual([true, true, false, false, false])
+    dir.replace([team('growth', [{ key: KEY }])])
+    expect(dir.isWebhookSecret(secret)).toBe(false)
+  })
+
   it('names the team and the key', () => {
     const dir = new TeamDirectory([team('growth', [{ key: KEY, id: 'growth-2026' }])])
     const { team: t, key } = dir.authenticate({ 'x-api-key': KEY })

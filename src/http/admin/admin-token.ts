@@ -139,6 +139,7 @@ function auditFailure(auditLog: Logger, request: FastifyRequest, provider: Token
 function neverSent(token: string, { adminAuth, teams, config }: Pick<GatewayContext, 'adminAuth' | 'teams' | 'config'>): string | null {
   if (adminAuth.heldIn(token)) return 'an admin token'
   if (teams.holdsKey(token)) return 'a team key'
+  if (teams.isWebhookSecret(token)) return "a team's webhook secret"
   const platformTokens = new Set(Object.values(config.credentials).map((c) => c.token))
   return config.secrets.some((s) => s === token && !platformTokens.has(s)) ? "a secret of the gateway's" : null
 }
