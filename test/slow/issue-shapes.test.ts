@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { expectKnownMisses } from '../sim/family.js'
 import { simulate, type Scenario, type Trace } from '../sim/simulate.js'
 import { SETTLE_MS, checkGuarantees, inFlightBound } from '../sim/checks.js'
 import { governorWith, newGovernor } from '../sim/new-governor.js'
@@ -373,13 +374,6 @@ describe('the shapes of issue 51', () => {
   // 26 s, calls waiting beside idle workers in 14 % of the samples).
   it('the family of trace 7\'s shape, 60 seeded: work-conserving on every seed but the known miss, and that still misses', async () => {
     const KNOWN_MISSES = [50]
-    const [missed, seen]: [number[], string[]] = [[], []]
-    for (let seed = 1; seed <= 60; seed++) {
-      const miss = await lateStartMiss(lateStartShape(seed))
-      if (miss !== null) missed.push(seed)
-      if (miss !== null && !KNOWN_MISSES.includes(seed)) seen.push(miss)
-    }
-    expect(seen, seen.join('\n')).toEqual([])
-    expect(missed).toEqual(KNOWN_MISSES)
+    await expectKnownMisses(60, KNOWN_MISSES, (seed) => lateStartMiss(lateStartShape(seed)))
   }, SIM_TIMEOUT_MS)
 })
