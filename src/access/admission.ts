@@ -324,6 +324,16 @@ export class Admission {
     if (advertiserIds !== undefined) assertAccounts(team, [...advertiserIds])
   }
 
+  /** stillAdmitted as a question, for a wait that looks again: whether its caller may still be answered. */
+  stillAdmits(admitted: Identity, advertiserIds?: readonly number[]): boolean {
+    try {
+      this.stillAdmitted(admitted, advertiserIds)
+      return true
+    } catch {
+      return false
+    }
+  }
+
   /** Everything before the body: the caller of `call`, set on it; `counted`: its call was counted already. */
   admit(call: CallIn, counted?: RateDecision): Caller {
     const found = this.#known.get(call.url)

@@ -94,12 +94,13 @@ export class Jobs {
 
   /**
    * The status of the team's job `id`; with `waitMs`, once its state changed or that time
-   * passed (at once when it has ended), or as soon as `left` says its caller hung up (its
-   * place among the waits given back then); 429 GW_WAITS_FULL at once when the team's or the
-   * replica's bound of waits is held.
+   * passed (at once when it has ended), or as soon as `left` says its caller hung up, or
+   * `runs`, read at each look, that its caller may no longer be answered (its key removed:
+   * its place among the waits given back then); 429 GW_WAITS_FULL at once when the team's or
+   * the replica's bound of waits is held.
    */
-  status(id: string, team: string, waitMs = 0, left?: AbortSignal): Promise<JobStatus> {
-    return shared(() => this.#statusOf(id, team, waitMs, left))
+  status(id: string, team: string, waitMs = 0, left?: AbortSignal, runs: () => boolean = () => true): Promise<JobStatus> {
+    return shared(() => this.#statusOf(id, team, waitMs, left, runs))
   }
 
   /**
@@ -139,7 +140,7 @@ export class Jobs {
     return this.#status(job, now)
   }
 
-  async #statusOf(id: string, team: string, waitMs: number, left: AbortSignal | undefined): Promise<JobStatus> {
+  async #statusOf(id: string, team: string, waitMs: number, left: AbortSignal | undefined, runs: () => boolean): Promise<JobStatus> {
     const { clock } = this.#d
     const first = await this.#own(id, team)
     const until = clock.now() + Math.min(waitMs, MAX_WAIT_SECONDS * 1000)
@@ -153,7 +154,7 @@ export class Jobs {
     try {
       // A run started meanwhile is a change too, though the job may be queued again by the next
       // look (a try that failed and waits for its retry, between two polls): its `retry` moved on.
-      while (clock.now() < until && stateAt(job, clock.now()) === state && job.runs === first.runs && !ending.aborted) {
+      while (clock.now() < until && stateAt(job, clock.now()) === state && job.runs === first.runs && !ending.aborted && runs()) {
         await this.#sleep(Math.min(WAIT_POLL_MS, until - clock.now()), ending)
         // A job gone meanwhile (cancelled, or its record past its hour) is answered as it is now: none.
         const now = await this.#d.store.get(id)

@@ -146,12 +146,7 @@ export class ReadDecisions {
    * they are now (Admission.stillAdmitted). A read that may not is decided again, refused.
    */
   stillAdmitted(read: AdmittedRead): boolean {
-    try {
-      this.#admission.stillAdmitted(read.identity, read.form.report.advertiserIds)
-      return true
-    } catch {
-      return false
-    }
+    return this.#admission.stillAdmits(read.identity, read.form.report.advertiserIds)
   }
 
   /** Keeps the form of a read whose scope was looked up (`scopePending`) and passed. */

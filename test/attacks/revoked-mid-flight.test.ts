@@ -322,7 +322,7 @@ describe('a key revoked while its call is under way', () => {
     expect([await teamCalls(gw, 'writer'), await teamCalls(gw, 'limited')]).toEqual([0, 1])
   })
 
-  it('a job status held by ?wait is answered 401 when its job ends after the reload', async () => {
+  it('a job status held by ?wait is answered 401 once the reload is taken, while its job still runs: the wait ends then, its place given back', async () => {
     const { gw, revoke } = await gatewayWithFile(TEAMS_YAML)
     sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
     const asked = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&dateFrom=2026-03-01&dateTo=2026-03-07`, { headers: { 'x-api-key': KEYS.growth, ...ASYNC } })
@@ -332,8 +332,9 @@ describe('a key revoked while its call is under way', () => {
     const waiting = fetch(`${gw.url}/api/v1/jobs/${id}?wait=30`, { headers: { 'x-api-key': KEYS.growth } })
     await waitFor('the wait held', async () => /gateway_report_job_waits\{team="growth"\} 1/.test(await metrics(gw)))
     await revoke(KEYS.growth)
-    sandbox.releaseHeld()
     await refusedAsRevoked(await waiting)
+    expect(await metrics(gw)).not.toMatch(/gateway_report_job_waits\{team="growth"\} [1-9]/)
+    sandbox.releaseHeld()
   })
 })
 

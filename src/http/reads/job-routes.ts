@@ -80,10 +80,11 @@ export async function jobRoutes(app: FastifyInstance, { jobs, reports, admission
 
   app.get('/api/v1/jobs/:id', { schema: jobStatusSchema() }, async (request, reply) => {
     const caller = admit(request, reply)
-    const status = await jobs.status(own(request), caller.team.name, waitOf(takenParams(caller.target.params, ['wait'])) * 1000, hangUpSignal(reply.raw))
+    // Its key removed while it waits (?wait): the wait ends at the next look, and the call is refused as a new call with it is.
+    const runs = (): boolean => admission.stillAdmits(caller)
+    const status = await jobs.status(own(request), caller.team.name, waitOf(takenParams(caller.target.params, ['wait'])) * 1000, hangUpSignal(reply.raw), runs)
     // A caller that hung up while it waited has its access line (499) already: nothing to write.
     if (reply.raw.destroyed) return reply
-    // Its key removed while it waited (?wait): refused as a new call with it is.
     admission.stillAdmitted(caller)
     // The team's, and changing as the job runs.
     return reply.header('cache-control', NOT_STORED).header('vary', STATUS_VARY).send(status)
