@@ -589,6 +589,32 @@ describe('report jobs (demo mode, no Redis)', () => {
     }
   })
 
+  it('HEAD of a passed-on 2xx, read now or kept by a job, is its GET without the body: the same content-type and content-length, none on a 204', async () => {
+    const gw = await start()
+    const answers = [
+      { status: 201, body: { rows: [], queued: true } },
+      { status: 204, body: undefined },
+    ]
+    const framing = (res: Response) => ({ status: res.status, type: res.headers.get('content-type'), length: res.headers.get('content-length'), chunked: res.headers.get('transfer-encoding') })
+    for (const [i, a] of answers.entries()) {
+      const query = `advertiserId=101&dateFrom=2025-0${i + 1}-01&dateTo=2025-12-31`
+      const answer = () => sandbox.setRouteFailure(REPORT_PATH, { kind: 'status', status: a.status, ...(a.body ? { body: a.body } : {}), times: 1 })
+      answer()
+      const get = await fetch(`${gw.url}${REPORT_PATH}?${query}`, { headers: { 'x-api-key': KEYS.all, 'accept-encoding': 'identity' } })
+      await get.arrayBuffer()
+      answer()
+      const head = await fetch(`${gw.url}${REPORT_PATH}?${query}`, { method: 'HEAD', headers: { 'x-api-key': KEYS.all, 'accept-encoding': 'identity' } })
+      answer()
+      const { id } = (await (await ask(gw, query)).json()) as Status
+      await waitFor(`job ${id} ended`, async () => !['queued', 'running'].includes((await status(gw, id)).state), testTimeLeft(), 20)
+      const result = await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: { 'x-api-key': KEYS.all, 'accept-encoding': 'identity' } })
+      await result.arrayBuffer()
+      const resultHead = await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { method: 'HEAD', headers: { 'x-api-key': KEYS.all, 'accept-encoding': 'identity' } })
+      const expected = a.status === 204 ? { status: 204, type: null, length: null, chunked: null } : framing(get)
+      expect([framing(get), framing(head), framing(result), framing(resultHead)]).toEqual([expected, expected, expected, expected])
+    }
+  })
+
   it('a platform answer a job keeps follows cache.maxEntryBytes, as a report result does: a no-store report or a refusal past 64 KiB is kept whole, one past the bound fails 413 as a report does', async () => {
     clock = fakeClock()
     const yaml = teamsYamlWith({ jobs: { perReplica: 1 }, cache: { maxEntryBytes: '256KiB' } })
