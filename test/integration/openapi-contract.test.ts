@@ -252,6 +252,20 @@ describe('the OpenAPI document against every kind of report and job answer', () 
       const kept = (JSON.parse(redirected.body) as { id: string }).id
       await waitFor('the redirected job done', async () => (await stateOf(kept)) === 'done', testTimeLeft())
       await call('a job result that kept a platform redirect', '/api/v1/jobs/{id}/result', `/api/v1/jobs/${kept}/result`, 302)
+      // A 2xx other than 200 is passed on as it came, read now or kept by a job (docs/jobs.md).
+      for (const [i, other] of [{ status: 201, body: { message: 'queued' } }, { status: 204 }].entries()) {
+        const from = `2026-02-1${i}`
+        env.sandbox.setFailure({ kind: 'status', ...other, times: 1 })
+        await call(`a platform ${other.status} passed on`, REPORT, report(103, from, from), other.status)
+        env.sandbox.setFailure({ kind: 'status', ...other, times: 1 })
+        await call(`HEAD of a platform ${other.status} passed on`, REPORT, report(104, from, from), other.status, { method: 'HEAD' })
+        env.sandbox.setFailure({ kind: 'status', ...other, times: 1 })
+        const asked = await call(`202 of a job the platform answers ${other.status}`, REPORT, report(103, `2025-0${i + 7}-01`, `2025-0${i + 7}-28`), 202, { headers: { prefer: 'respond-async' } })
+        const job = (JSON.parse(asked.body) as { id: string }).id
+        await waitFor(`the job the platform answered ${other.status} done`, async () => (await stateOf(job)) === 'done', testTimeLeft())
+        await call(`a job result that kept a platform ${other.status}`, '/api/v1/jobs/{id}/result', `/api/v1/jobs/${job}/result`, other.status)
+        await call(`HEAD of a job result that kept a platform ${other.status}`, '/api/v1/jobs/{id}/result', `/api/v1/jobs/${job}/result`, other.status, { method: 'HEAD' })
+      }
       env.sandbox.setFailure({ kind: 'none' })
       // A job: asked, its status (waited for), its result, each as GET and HEAD.
       const asked = await call('202', REPORT, report(101, '2025-01-01', '2025-12-31'), 202, { headers: { prefer: 'respond-async' } })

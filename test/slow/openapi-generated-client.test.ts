@@ -17,13 +17,15 @@ import openapiTS, { astToString, COMMENT_HEADER, type OpenAPI3 } from 'openapi-t
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { KEYS } from '../helpers/build-gateway.js'
 import { useSandboxGateway } from '../helpers/fixtures.js'
+import { SANDBOX_TEAMS_YAML } from '../helpers/sandbox-gateway.js'
 import type { Json } from '../helpers/openapi-doc.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const TSC = join(ROOT, 'node_modules/.bin/tsc')
 
 const ADMIN_TOKEN = 'generated-client-admin-token-0123456789'
-const env = useSandboxGateway({ env: { ADMIN_TOKEN } })
+// One job runs at a time: a job asked behind one held at the platform stays queued.
+const env = useSandboxGateway({ env: { ADMIN_TOKEN }, yaml: `${SANDBOX_TEAMS_YAML}jobs:\n  perReplica: 1\n` })
 
 let proxyDoc: Json
 let adminDoc: Json
@@ -61,7 +63,8 @@ describe('clients generated from docs/openapi.json and docs/admin-openapi.json w
     expect(checked.stdout + checked.stderr).toBe('')
     expect(checked.status).toBe(0)
     // Node 24 runs the TypeScript as it is (its types stripped); the gateway answering runs in this process.
-    const run = await promisify(execFile)(process.execPath, ['--no-warnings', 'app.ts', env.url, KEYS.all, KEYS.writer], { cwd: dir, encoding: 'utf8', timeout: 60_000 })
+    env.sandbox.setRouteFailure('/api/v1/report/creatives/get', { kind: 'held', times: 1 })
+    const run = await promisify(execFile)(process.execPath, ['--no-warnings', 'app.ts', env.url, KEYS.all, KEYS.writer], { cwd: dir, encoding: 'utf8', timeout: 60_000 }).finally(() => env.sandbox.releaseHeld())
     const out = JSON.parse(run.stdout) as Record<string, unknown>
     expect(out.sent).toEqual([
       'GET /api/v1/report/campaigns/get',
@@ -77,6 +80,16 @@ describe('clients generated from docs/openapi.json and docs/admin-openapi.json w
     expect(out.challenge).toBe('ApiKey realm="report-gateway"')
     // The headers a generated client sends typed: 304 to each etag, 202 to respond-async, the caller's id on the job's status.
     expect(out.conditional).toEqual({ report: 304, asked: 202, jobState: 'done', statusId: expect.stringMatching(/^generated-client-status-\d$/), result: 200, resultAgain: 304 })
+    // Every job operation and the listener's own, as the document types them.
+    expect(out.others).toEqual({
+      queued: [202, 204],
+      refusedCancel: [409, 'GW_JOB_RUNNING'],
+      heads: [200, 200, true],
+      allow: ['GET, HEAD, DELETE, OPTIONS', 'GET, HEAD, OPTIONS'],
+      health: 'ok',
+      ready: 'ready',
+      described: '3.1.0',
+    })
     // A boolean dryRun, sent as `dryRun=true` and `dryRun=false`: a dry run, then the purge.
     const purged = await promisify(execFile)(process.execPath, ['--no-warnings', 'admin-app.ts', adminUrl, ADMIN_TOKEN], { cwd: dir, encoding: 'utf8', timeout: 60_000 })
     const { sent, answers } = JSON.parse(purged.stdout) as { sent: string[]; answers: [{ wouldDrop: number }, { dropped: number }] }
@@ -108,7 +121,7 @@ describe('clients generated from docs/openapi.json and docs/admin-openapi.json w
 
 // The app a developer writes on the generated types: each call by its real path.
 const GENERATED_APP = `import createClient from 'openapi-fetch'
-import type { paths } from './schema.d.ts'
+import type { components, paths } from './schema.d.ts'
 
 const [baseUrl, key, writerKey] = process.argv.slice(2) as [string, string, string]
 const sent: string[] = []
@@ -123,8 +136,10 @@ const api = createClient<paths>({ baseUrl, headers: { 'x-api-key': key }, fetch:
 const writer = createClient<paths>({ baseUrl, headers: { 'x-api-key': writerKey }, fetch: fetchAndNote })
 
 const report = await api.GET('/api/v1/report/{split}/get', { params: { path: { split: 'campaigns' }, query: { advertiserId: 101, dateFrom: '2026-05-01', dateTo: '2026-05-03', byDate: true, byCampaign: false } } })
-// Its 2xx is the report (200) or, asked with prefer: respond-async, a job's status (202): told apart by its body.
-const rows: number = report.data && 'data' in report.data ? report.data.data.length : -1
+// Its 2xx is the report (200), a job's status (202, asked with prefer: respond-async) or the
+// platform's other 2xx passed on as it came (its JSON, typed unknown): told apart by the status.
+const body = report.response.status === 200 ? (report.data as components['schemas']['Report']) : null
+const rows: number = body ? body.data.length : -1
 await api.POST('/api/v1/report/{split}/get', { params: { path: { split: 'campaigns' } }, body: { campaignIds: [101001], dateFrom: '2026-05-01', dateTo: '2026-05-03', byDate: true } })
 const listed = await api.POST('/api/v1/campaign/get', { params: { query: { per_page: 50 } }, body: { userId: 101 } })
 const created = await writer.POST('/api/v1/campaign/banner/create', {
@@ -155,6 +170,33 @@ const result = await quiet.GET('/api/v1/jobs/{id}/result', { params: { path: { i
 const resultAgain = await quiet.GET('/api/v1/jobs/{id}/result', { params: { path: { id: jobId }, header: { 'if-none-match': result.response.headers.get('etag') ?? '' } } })
 const conditional = { report: revalidated.response.status, asked: asked.response.status, jobState, statusId, result: result.response.status, resultAgain: resultAgain.response.status }
 
+// The document's other operations, each called as typed: a job asked and cancelled while
+// queued (204) behind one held at the platform, a done job's cancel refused (its GW_* code typed), a job's status and result
+// as HEAD, what OPTIONS allows, the health routes and the document itself.
+// One job at a time (jobs.perReplica: 1), the first held at the platform: the next one waits, queued.
+await quiet.GET('/api/v1/report/{split}/get', { params: { path: { split: 'creatives' }, query: { advertiserId: 102, dateFrom: '2025-01-01', dateTo: '2025-12-31' }, header: { prefer: 'respond-async' } } })
+const queuedAsk = await quiet.GET('/api/v1/report/{split}/get', { params: { path: { split: 'campaigns' }, query: { advertiserId: 102, dateFrom: '2025-01-01', dateTo: '2025-12-31' }, header: { prefer: 'respond-async' } } })
+const queuedId = (queuedAsk.response.headers.get('location') ?? '').split('/').pop() ?? ''
+const cancelled = await quiet.DELETE('/api/v1/jobs/{id}', { params: { path: { id: queuedId } } })
+const refusedCancel = await quiet.DELETE('/api/v1/jobs/{id}', { params: { path: { id: jobId } } })
+const refusedCode: string | undefined = refusedCancel.error?.code
+const statusHead = await quiet.HEAD('/api/v1/jobs/{id}', { params: { path: { id: jobId } } })
+const resultHead = await quiet.HEAD('/api/v1/jobs/{id}/result', { params: { path: { id: jobId } } })
+const jobOptions = await quiet.OPTIONS('/api/v1/jobs/{id}', { params: { path: { id: jobId } } })
+const resultOptions = await quiet.OPTIONS('/api/v1/jobs/{id}/result', { params: { path: { id: jobId } } })
+const health: 'ok' | undefined = (await quiet.GET('/healthz')).data?.status
+const ready: 'ready' | undefined = (await quiet.GET('/readyz')).data?.status
+const described: string | undefined = (await quiet.GET('/openapi.json')).data?.openapi
+const others = {
+  queued: [queuedAsk.response.status, cancelled.response.status],
+  refusedCancel: [refusedCancel.response.status, refusedCode],
+  heads: [statusHead.response.status, resultHead.response.status, resultHead.response.headers.get('etag') === result.response.headers.get('etag')],
+  allow: [jobOptions.response.headers.get('allow'), resultOptions.response.headers.get('allow')],
+  health,
+  ready,
+  described,
+}
+
 export function typedAsThePlatformValidates(): void {
   // @ts-expect-error a POST report form names its campaigns: the platform answers 422 without them
   void api.POST('/api/v1/report/{split}/get', { params: { path: { split: 'campaigns' } }, body: { dateFrom: '2026-05-01', dateTo: '2026-05-03' } })
@@ -173,6 +215,7 @@ console.log(JSON.stringify({
   listed: [...new Set((listed.data?.data ?? []).map((campaign) => campaign.userId))],
   challenge: refused.response.headers.get('www-authenticate'),
   conditional,
+  others,
 }))
 `
 

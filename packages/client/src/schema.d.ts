@@ -2813,7 +2813,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": {
+                        openapi: string;
+                        info: Record<string, never>;
+                        paths: Record<string, never>;
+                    };
                 };
             };
             400: components["responses"]["malformed-request"];
@@ -2981,6 +2985,27 @@ export interface operations {
                     "application/json": components["schemas"]["JobStatus"];
                 };
             };
+            /** @description The platform's `204`, passed on uncached (`x-cache: BYPASS`): no content. */
+            204: {
+                headers: {
+                    "x-cache": components["headers"]["x-cache"];
+                    "cache-status": components["headers"]["cache-status"];
+                    "cache-control": components["headers"]["cache-control"];
+                    vary: components["headers"]["vary"];
+                    "content-encoding": components["headers"]["content-encoding"];
+                    "content-language": components["headers"]["content-language"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "platform-usage": components["headers"]["platform-usage"];
+                    "report-settled-through": components["headers"]["report-settled-through"];
+                    "report-provisional-days": components["headers"]["report-provisional-days"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description `if-none-match` names the entry about to be answered (`HIT`, `STALE`, `MISS` or `REFRESH`): no body. */
             304: {
                 headers: {
@@ -3011,6 +3036,29 @@ export interface operations {
             502: components["responses"]["report-502"];
             503: components["responses"]["report-bodyless-503"];
             504: components["responses"]["report-504"];
+            /** @description The platform's other `2xx` (a `201`, a `203`, …), passed on uncached as it came (`x-cache: BYPASS`, `cache-status: …; fwd-status=<status>`): its status, its content and content type, which need not be a report: read the report on a `200`. */
+            "2XX": {
+                headers: {
+                    "x-cache": components["headers"]["x-cache"];
+                    "cache-status": components["headers"]["cache-status"];
+                    "cache-control": components["headers"]["cache-control"];
+                    vary: components["headers"]["vary"];
+                    "content-encoding": components["headers"]["content-encoding"];
+                    "content-language": components["headers"]["content-language"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "platform-usage": components["headers"]["platform-usage"];
+                    "report-settled-through": components["headers"]["report-settled-through"];
+                    "report-provisional-days": components["headers"]["report-provisional-days"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
             /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
             "3XX": {
                 headers: {
@@ -3155,6 +3203,27 @@ export interface operations {
                     "application/json": components["schemas"]["JobStatus"];
                 };
             };
+            /** @description The platform's `204`, passed on uncached (`x-cache: BYPASS`): no content. */
+            204: {
+                headers: {
+                    "x-cache": components["headers"]["x-cache"];
+                    "cache-status": components["headers"]["cache-status"];
+                    "cache-control": components["headers"]["cache-control"];
+                    vary: components["headers"]["vary"];
+                    "content-encoding": components["headers"]["content-encoding"];
+                    "content-language": components["headers"]["content-language"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "platform-usage": components["headers"]["platform-usage"];
+                    "report-settled-through": components["headers"]["report-settled-through"];
+                    "report-provisional-days": components["headers"]["report-provisional-days"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description `if-none-match` names the entry about to be answered (`HIT`, `STALE`, `MISS` or `REFRESH`): no body. */
             304: {
                 headers: {
@@ -3186,6 +3255,29 @@ export interface operations {
             502: components["responses"]["report-502"];
             503: components["responses"]["report-503"];
             504: components["responses"]["report-504"];
+            /** @description The platform's other `2xx` (a `201`, a `203`, …), passed on uncached as it came (`x-cache: BYPASS`, `cache-status: …; fwd-status=<status>`): its status, its content and content type, which need not be a report: read the report on a `200`. */
+            "2XX": {
+                headers: {
+                    "x-cache": components["headers"]["x-cache"];
+                    "cache-status": components["headers"]["cache-status"];
+                    "cache-control": components["headers"]["cache-control"];
+                    vary: components["headers"]["vary"];
+                    "content-encoding": components["headers"]["content-encoding"];
+                    "content-language": components["headers"]["content-language"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "platform-usage": components["headers"]["platform-usage"];
+                    "report-settled-through": components["headers"]["report-settled-through"];
+                    "report-provisional-days": components["headers"]["report-provisional-days"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
             /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
             "3XX": {
                 headers: {
@@ -3326,6 +3418,27 @@ export interface operations {
                     "cache-control": components["headers"]["job-cache-control"];
                     vary: components["headers"]["accepted-vary"];
                     "platform-usage": components["headers"]["accepted-platform-usage"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The platform's `204`, passed on uncached (`x-cache: BYPASS`): no content. */
+            204: {
+                headers: {
+                    "x-cache": components["headers"]["x-cache"];
+                    "cache-status": components["headers"]["cache-status"];
+                    "cache-control": components["headers"]["cache-control"];
+                    vary: components["headers"]["vary"];
+                    "content-encoding": components["headers"]["content-encoding"];
+                    "content-language": components["headers"]["content-language"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "platform-usage": components["headers"]["platform-usage"];
+                    "report-settled-through": components["headers"]["report-settled-through"];
+                    "report-provisional-days": components["headers"]["report-provisional-days"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
@@ -3521,6 +3634,27 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["refusal-cache-control"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The platform's other `2xx` (a `201`, a `203`, …), passed on uncached as it came (`x-cache: BYPASS`, `cache-status: …; fwd-status=<status>`): its status, its content and content type, which need not be a report: read the report on a `200`. */
+            "2XX": {
+                headers: {
+                    "x-cache": components["headers"]["x-cache"];
+                    "cache-status": components["headers"]["cache-status"];
+                    "cache-control": components["headers"]["cache-control"];
+                    vary: components["headers"]["vary"];
+                    "content-encoding": components["headers"]["content-encoding"];
+                    "content-language": components["headers"]["content-language"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "platform-usage": components["headers"]["platform-usage"];
+                    "report-settled-through": components["headers"]["report-settled-through"];
+                    "report-provisional-days": components["headers"]["report-provisional-days"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -3872,6 +4006,27 @@ export interface operations {
                     "application/json": components["schemas"]["Report"];
                 };
             };
+            /** @description The platform's `204`, passed on uncached (`x-cache: BYPASS`): no content. */
+            204: {
+                headers: {
+                    "x-cache": components["headers"]["x-cache"];
+                    "cache-status": components["headers"]["cache-status"];
+                    "cache-control": components["headers"]["cache-control"];
+                    vary: components["headers"]["vary"];
+                    "content-encoding": components["headers"]["content-encoding"];
+                    "content-language": components["headers"]["content-language"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "platform-usage": components["headers"]["platform-usage"];
+                    "report-settled-through": components["headers"]["report-settled-through"];
+                    "report-provisional-days": components["headers"]["report-provisional-days"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description `if-none-match` names the entry about to be answered (`HIT`, `STALE`, `MISS` or `REFRESH`): no body. */
             304: {
                 headers: {
@@ -3905,6 +4060,29 @@ export interface operations {
             502: components["responses"]["job-502"];
             503: components["responses"]["job-503"];
             504: components["responses"]["job-504"];
+            /** @description The platform's other `2xx` (a `201`, a `203`, …), passed on uncached as it came (`x-cache: BYPASS`, `cache-status: …; fwd-status=<status>`): its status, its content and content type, which need not be a report: read the report on a `200`. */
+            "2XX": {
+                headers: {
+                    "x-cache": components["headers"]["x-cache"];
+                    "cache-status": components["headers"]["cache-status"];
+                    "cache-control": components["headers"]["cache-control"];
+                    vary: components["headers"]["vary"];
+                    "content-encoding": components["headers"]["content-encoding"];
+                    "content-language": components["headers"]["content-language"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "platform-usage": components["headers"]["platform-usage"];
+                    "report-settled-through": components["headers"]["report-settled-through"];
+                    "report-provisional-days": components["headers"]["report-provisional-days"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
             /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
             "3XX": {
                 headers: {
@@ -3998,6 +4176,27 @@ export interface operations {
                     age: components["headers"]["age"];
                     "cache-control": components["headers"]["cache-control"];
                     etag: components["headers"]["etag"];
+                    vary: components["headers"]["vary"];
+                    "content-encoding": components["headers"]["content-encoding"];
+                    "content-language": components["headers"]["content-language"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "platform-usage": components["headers"]["platform-usage"];
+                    "report-settled-through": components["headers"]["report-settled-through"];
+                    "report-provisional-days": components["headers"]["report-provisional-days"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The platform's `204`, passed on uncached (`x-cache: BYPASS`): no content. */
+            204: {
+                headers: {
+                    "x-cache": components["headers"]["x-cache"];
+                    "cache-status": components["headers"]["cache-status"];
+                    "cache-control": components["headers"]["cache-control"];
                     vary: components["headers"]["vary"];
                     "content-encoding": components["headers"]["content-encoding"];
                     "content-language": components["headers"]["content-language"];
@@ -4247,6 +4446,27 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["refusal-cache-control"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
+                    "x-content-type-options": components["headers"]["x-content-type-options"];
+                    "content-security-policy": components["headers"]["content-security-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The platform's other `2xx` (a `201`, a `203`, …), passed on uncached as it came (`x-cache: BYPASS`, `cache-status: …; fwd-status=<status>`): its status, its content and content type, which need not be a report: read the report on a `200`. */
+            "2XX": {
+                headers: {
+                    "x-cache": components["headers"]["x-cache"];
+                    "cache-status": components["headers"]["cache-status"];
+                    "cache-control": components["headers"]["cache-control"];
+                    vary: components["headers"]["vary"];
+                    "content-encoding": components["headers"]["content-encoding"];
+                    "content-language": components["headers"]["content-language"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "platform-usage": components["headers"]["platform-usage"];
+                    "report-settled-through": components["headers"]["report-settled-through"];
+                    "report-provisional-days": components["headers"]["report-provisional-days"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;

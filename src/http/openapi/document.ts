@@ -72,7 +72,8 @@ const PLAIN_RESPONSES: Record<string, Json> = {
         'content-encoding': { description: '`gzip` where the caller\'s `accept-encoding` takes it; none otherwise.', schema: { const: 'gzip' } },
         vary: { description: '`accept-encoding`: the document is gzipped by it.', required: true, schema: { const: 'accept-encoding' } },
       },
-      content: json({ type: 'object', required: ['openapi', 'info', 'paths'] }),
+      // Its fields typed, so that a generated client reads them (an object of none reads as `{}`).
+      content: json({ type: 'object', required: ['openapi', 'info', 'paths'], properties: { openapi: { type: 'string' }, info: { type: 'object' }, paths: { type: 'object' } } }),
     },
   },
 }
@@ -186,6 +187,11 @@ function platformSuccess(known: KnownOperation | null): Json {
 /** The methods whose body Fastify never reads (the operations' keys). */
 const BODYLESS_METHODS = new Set(['get', 'head'])
 
+/** The headers of a platform 2xx other than 200 that a report read passes on: a BYPASS's, with its cost and finality. */
+function passedSuccessHeaders(): Json {
+  return { ...Object.fromEntries(['x-cache', 'cache-status', 'cache-control', 'vary', 'content-encoding', 'content-language', 'x-request-id', ...REPORT_FACTS].map((h) => [h, ref(h)])), ...RATE_LIMIT_HEADERS }
+}
+
 /** A report read's answers; `bodyless`: its GET (and HEAD), whose body is never read. */
 function reportResponses(bodyless = false): Json {
   return {
@@ -198,6 +204,14 @@ function reportResponses(bodyless = false): Json {
       description: 'Asked with `prefer: respond-async` and no copy answers it now: a report job (docs/jobs.md), its status in the body; `location` is where to read it.',
       headers: { ...Object.fromEntries(['location', 'preference-applied', 'x-request-id'].map((h) => [h, ref(h)])), 'cache-control': ref('job-cache-control'), vary: ref('accepted-vary'), [USAGE_HEADER]: ref('accepted-platform-usage'), ...RATE_LIMIT_HEADERS },
       content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } },
+    },
+    // The platform's other 2xx is passed on uncached as it came (docs/jobs.md), with what its
+    // call cost and its figures' finality: a 204 with no content, any other with the platform's.
+    '204': { description: `The platform's \`204\`, passed on uncached (\`x-cache: BYPASS\`): no content.`, headers: passedSuccessHeaders() },
+    '2XX': {
+      description: 'The platform\'s other `2xx` (a `201`, a `203`, …), passed on uncached as it came (`x-cache: BYPASS`, `cache-status: …; fwd-status=<status>`): its status, its content and content type, which need not be a report: read the report on a `200`.',
+      headers: passedSuccessHeaders(),
+      content: { 'application/json': { schema: { description: 'The platform\'s JSON, as it answered.' } } },
     },
     '304': {
       description: '`if-none-match` names the entry about to be answered (`HIT`, `STALE`, `MISS` or `REFRESH`): no body.',
