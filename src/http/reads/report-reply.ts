@@ -273,8 +273,6 @@ function matches(header: string | string[], tag: string): boolean {
   return false
 }
 
-/** The statuses whose answer has no content, whatever the platform's body. */
-const CONTENTLESS = new Set([204, 205])
 
 /**
  * Writes a report read's `result` through the route: an entry's answer by writeEntry (with
@@ -296,10 +294,10 @@ export function sendReport(reply: FastifyReply, result: CacheResult & { until?: 
       setReportFacts(reply, facts(null, fillMsOf(result)), holdsFigures(result.status))
       reply.code(result.status).headers(redirect ? withoutContent(result.headers) : result.headers).header('x-cache', 'BYPASS').header(CACHE_STATUS, passedCacheStatus(result.forward, result.status)).header('cache-control', NOT_STORED).header('vary', VARY)
       if (redirect) return sendNoContent(reply)
-      // A 204 or 205 has no content (RFC 9110, 15.3.5 and 15.3.6) and no content-length
-      // (8.6): sent as an empty stream, whose type and length Fastify leaves unsaid, so its
-      // HEAD (Fastify's, which says `content-length: 0` of a payload of none) is its GET.
-      return CONTENTLESS.has(result.status) ? reply.removeHeader('content-type').send(Readable.from([])) : reply.send(result.body)
+      // A 204 has no content (RFC 9110, 15.3.5) and no content-length (8.6): sent as an empty
+      // stream, whose type and length Fastify leaves unsaid, so that its HEAD (Fastify's, which
+      // says `content-length: 0` of a payload of none) is its GET. A 205 says `content-length: 0` (15.3.6).
+      return result.status === 204 ? reply.removeHeader('content-type').send(Readable.from([])) : reply.send(result.body)
     }
     case 'stream': {
       setReportFacts(reply, facts(null, fillMsOf(result)))
