@@ -196,6 +196,17 @@ describe('the typed client against a gateway', () => {
     expect(hit).toMatchObject({ cache: 'HIT', revalidated: true, cacheStatus: expect.stringMatching(/^report-gateway; hit; ttl=\d+$/) })
   })
 
+  it('says the status of a report the platform answered with another 2xx, passed on as it came, read now or as a job', async () => {
+    const { client } = recordingClient(KEYS.all)
+    const report = { data: [{ date: DAYS[0], impressions: 1, clicks: 0, ctr: 0, spent: 0, reach: 1, currency: 'USD' }] }
+    env.sandbox.setFailure({ kind: 'status', status: 203, body: report, times: 1 })
+    const now = await client.report('campaigns', { advertiserId: 102, dateFrom: DAYS[0]!, dateTo: DAYS[0]! })
+    env.sandbox.setFailure({ kind: 'status', status: 203, body: report, times: 1 })
+    const job = await client.reportJob('campaigns', { advertiserId: 102, dateFrom: '2025-01-01', dateTo: '2025-12-31' })
+    const kept = await job.result()
+    expect([now, kept].map((answer) => [answer.status, answer.cache, answer.rows])).toEqual([[203, 'BYPASS', report.data], [203, 'BYPASS', report.data]])
+  })
+
   it('makes platform calls by their real path: call() and the openapi-fetch client alike', async () => {
     const { client, exchanges } = recordingClient(KEYS.all)
     const listed = await client.call<{ data: { id: number; userId: number }[] }>('POST', '/api/v1/campaign/get', { query: { per_page: 200 }, body: { userId: 101 } })

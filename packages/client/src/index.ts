@@ -118,8 +118,8 @@ export interface ReportFinality {
 
 /** A report read: its body and rows, and what the gateway said of it. */
 export interface ReportAnswer {
-  /** 200, or 304 when `revalidated`. */
-  status: 200 | 304
+  /** 200 (or the platform's other 2xx, a 203…, which the gateway passes on as it came), or 304 when `revalidated`. */
+  status: number
   notModified: false
   report: Report
   rows: ReportRow[]
@@ -342,7 +342,7 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
       })
     }
     return {
-      status: revalidated.has(response) ? 304 : 200,
+      status: revalidated.has(response) ? 304 : response.status,
       notModified: false,
       report,
       rows: report.data,
