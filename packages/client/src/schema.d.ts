@@ -3036,29 +3036,6 @@ export interface operations {
             502: components["responses"]["report-502"];
             503: components["responses"]["report-bodyless-503"];
             504: components["responses"]["report-504"];
-            /** @description The platform's other `2xx` (a `201`, a `203`, …), passed on uncached as it came (`x-cache: BYPASS`, `cache-status: …; fwd-status=<status>`): its status, its content and content type, which need not be a report: read the report on a `200`. */
-            "2XX": {
-                headers: {
-                    "x-cache": components["headers"]["x-cache"];
-                    "cache-status": components["headers"]["cache-status"];
-                    "cache-control": components["headers"]["cache-control"];
-                    vary: components["headers"]["vary"];
-                    "content-encoding": components["headers"]["content-encoding"];
-                    "content-language": components["headers"]["content-language"];
-                    "x-request-id": components["headers"]["x-request-id"];
-                    "platform-usage": components["headers"]["platform-usage"];
-                    "report-settled-through": components["headers"]["report-settled-through"];
-                    "report-provisional-days": components["headers"]["report-provisional-days"];
-                    ratelimit: components["headers"]["ratelimit"];
-                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                    "x-content-type-options": components["headers"]["x-content-type-options"];
-                    "content-security-policy": components["headers"]["content-security-policy"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": unknown;
-                };
-            };
             /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
             "3XX": {
                 headers: {
@@ -3255,29 +3232,6 @@ export interface operations {
             502: components["responses"]["report-502"];
             503: components["responses"]["report-503"];
             504: components["responses"]["report-504"];
-            /** @description The platform's other `2xx` (a `201`, a `203`, …), passed on uncached as it came (`x-cache: BYPASS`, `cache-status: …; fwd-status=<status>`): its status, its content and content type, which need not be a report: read the report on a `200`. */
-            "2XX": {
-                headers: {
-                    "x-cache": components["headers"]["x-cache"];
-                    "cache-status": components["headers"]["cache-status"];
-                    "cache-control": components["headers"]["cache-control"];
-                    vary: components["headers"]["vary"];
-                    "content-encoding": components["headers"]["content-encoding"];
-                    "content-language": components["headers"]["content-language"];
-                    "x-request-id": components["headers"]["x-request-id"];
-                    "platform-usage": components["headers"]["platform-usage"];
-                    "report-settled-through": components["headers"]["report-settled-through"];
-                    "report-provisional-days": components["headers"]["report-provisional-days"];
-                    ratelimit: components["headers"]["ratelimit"];
-                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                    "x-content-type-options": components["headers"]["x-content-type-options"];
-                    "content-security-policy": components["headers"]["content-security-policy"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": unknown;
-                };
-            };
             /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
             "3XX": {
                 headers: {
@@ -3634,27 +3588,6 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["refusal-cache-control"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
-                    "x-content-type-options": components["headers"]["x-content-type-options"];
-                    "content-security-policy": components["headers"]["content-security-policy"];
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description The platform's other `2xx` (a `201`, a `203`, …), passed on uncached as it came (`x-cache: BYPASS`, `cache-status: …; fwd-status=<status>`): its status, its content and content type, which need not be a report: read the report on a `200`. */
-            "2XX": {
-                headers: {
-                    "x-cache": components["headers"]["x-cache"];
-                    "cache-status": components["headers"]["cache-status"];
-                    "cache-control": components["headers"]["cache-control"];
-                    vary: components["headers"]["vary"];
-                    "content-encoding": components["headers"]["content-encoding"];
-                    "content-language": components["headers"]["content-language"];
-                    "x-request-id": components["headers"]["x-request-id"];
-                    "platform-usage": components["headers"]["platform-usage"];
-                    "report-settled-through": components["headers"]["report-settled-through"];
-                    "report-provisional-days": components["headers"]["report-provisional-days"];
-                    ratelimit: components["headers"]["ratelimit"];
-                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;
@@ -4060,29 +3993,6 @@ export interface operations {
             502: components["responses"]["job-502"];
             503: components["responses"]["job-503"];
             504: components["responses"]["job-504"];
-            /** @description The platform's other `2xx` (a `201`, a `203`, …), passed on uncached as it came (`x-cache: BYPASS`, `cache-status: …; fwd-status=<status>`): its status, its content and content type, which need not be a report: read the report on a `200`. */
-            "2XX": {
-                headers: {
-                    "x-cache": components["headers"]["x-cache"];
-                    "cache-status": components["headers"]["cache-status"];
-                    "cache-control": components["headers"]["cache-control"];
-                    vary: components["headers"]["vary"];
-                    "content-encoding": components["headers"]["content-encoding"];
-                    "content-language": components["headers"]["content-language"];
-                    "x-request-id": components["headers"]["x-request-id"];
-                    "platform-usage": components["headers"]["platform-usage"];
-                    "report-settled-through": components["headers"]["report-settled-through"];
-                    "report-provisional-days": components["headers"]["report-provisional-days"];
-                    ratelimit: components["headers"]["ratelimit"];
-                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                    "x-content-type-options": components["headers"]["x-content-type-options"];
-                    "content-security-policy": components["headers"]["content-security-policy"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": unknown;
-                };
-            };
             /** @description The platform's redirect (a `3xx` other than `304`), passed on with its `location` and no content (`content-length: 0`); the gateway follows none. */
             "3XX": {
                 headers: {
@@ -4446,27 +4356,6 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "cache-control": components["headers"]["refusal-cache-control"];
                     "platform-usage": components["headers"]["platform-usage-on-failure"];
-                    "x-content-type-options": components["headers"]["x-content-type-options"];
-                    "content-security-policy": components["headers"]["content-security-policy"];
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description The platform's other `2xx` (a `201`, a `203`, …), passed on uncached as it came (`x-cache: BYPASS`, `cache-status: …; fwd-status=<status>`): its status, its content and content type, which need not be a report: read the report on a `200`. */
-            "2XX": {
-                headers: {
-                    "x-cache": components["headers"]["x-cache"];
-                    "cache-status": components["headers"]["cache-status"];
-                    "cache-control": components["headers"]["cache-control"];
-                    vary: components["headers"]["vary"];
-                    "content-encoding": components["headers"]["content-encoding"];
-                    "content-language": components["headers"]["content-language"];
-                    "x-request-id": components["headers"]["x-request-id"];
-                    "platform-usage": components["headers"]["platform-usage"];
-                    "report-settled-through": components["headers"]["report-settled-through"];
-                    "report-provisional-days": components["headers"]["report-provisional-days"];
-                    ratelimit: components["headers"]["ratelimit"];
-                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-content-type-options": components["headers"]["x-content-type-options"];
                     "content-security-policy": components["headers"]["content-security-policy"];
                     [name: string]: unknown;

@@ -187,7 +187,7 @@ function platformSuccess(known: KnownOperation | null): Json {
 /** The methods whose body Fastify never reads (the operations' keys). */
 const BODYLESS_METHODS = new Set(['get', 'head'])
 
-/** The headers of a platform 2xx other than 200 that a report read passes on: a BYPASS's, with its cost and finality. */
+/** The headers of the platform's 204 that a report read passes on: a BYPASS's, with its cost and finality. */
 function passedSuccessHeaders(): Json {
   return { ...Object.fromEntries(['x-cache', 'cache-status', 'cache-control', 'vary', 'content-encoding', 'content-language', 'x-request-id', ...REPORT_FACTS].map((h) => [h, ref(h)])), ...RATE_LIMIT_HEADERS }
 }
@@ -205,14 +205,11 @@ function reportResponses(bodyless = false): Json {
       headers: { ...Object.fromEntries(['location', 'preference-applied', 'x-request-id'].map((h) => [h, ref(h)])), 'cache-control': ref('job-cache-control'), vary: ref('accepted-vary'), [USAGE_HEADER]: ref('accepted-platform-usage'), ...RATE_LIMIT_HEADERS },
       content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } },
     },
-    // The platform's other 2xx is passed on uncached as it came (docs/jobs.md), with what its
-    // call cost and its figures' finality: a 204 with no content, any other with the platform's.
+    // The platform's 204 is passed on uncached (docs/jobs.md), with what its call cost and its
+    // figures' finality. Its other 2xx (a 201, a 203) are passed on as they came too, and left
+    // out of the document: declared with the platform's JSON, they type every read's body as
+    // `unknown` in a generated client (decisions/other-2xx-in-openapi.md).
     '204': { description: `The platform's \`204\`, passed on uncached (\`x-cache: BYPASS\`): no content.`, headers: passedSuccessHeaders() },
-    '2XX': {
-      description: 'The platform\'s other `2xx` (a `201`, a `203`, …), passed on uncached as it came (`x-cache: BYPASS`, `cache-status: …; fwd-status=<status>`): its status, its content and content type, which need not be a report: read the report on a `200`.',
-      headers: passedSuccessHeaders(),
-      content: { 'application/json': { schema: { description: 'The platform\'s JSON, as it answered.' } } },
-    },
     '304': {
       description: '`if-none-match` names the entry about to be answered (`HIT`, `STALE`, `MISS` or `REFRESH`): no body.',
       headers: Object.fromEntries(['x-cache', 'cache-status', 'age', 'cache-control', 'etag', 'vary', 'x-request-id', ...REPORT_FACTS].map((h) => [h, ref(h)])),

@@ -115,8 +115,8 @@ const STATUS_CONTENT = { 'application/json': { schema: { $ref: '#/components/sch
 
 /** The answers of a job operation: its own success (a status answer with `statusHeaders` besides `headers`), and the gateway's errors of `errors`. */
 export function jobSuccess(operationId: string, headers: Json, report: Json, statusHeaders: Json): Json {
-  // A job's result may be the platform's own other 2xx, 4xx or redirect it kept, passed on as a read passes it on.
-  if (operationId === 'getJobResult') return { '200': report['200'], '204': report['204'], '2XX': report['2XX'], '304': report['304'], '3XX': report['3XX'], '4XX': report['4XX'] }
+  // A job's result may be the platform's own 204, 4xx or redirect it kept, passed on as a read passes it on.
+  if (operationId === 'getJobResult') return { '200': report['200'], '204': report['204'], '304': report['304'], '3XX': report['3XX'], '4XX': report['4XX'] }
   if (operationId === 'cancelJob') return { '204': { description: 'Cancelled: the job is gone.', headers } }
   return { '200': { description: 'The job\'s status.', headers: { ...headers, ...statusHeaders }, content: STATUS_CONTENT } }
 }
