@@ -204,8 +204,10 @@ export class Admission {
 
   /**
    * The checks of an identified caller before anything of its call is used: a suspended
-   * team's key is refused 403 (team-suspensions.ts); then its target `url` (one not checked
-   * before: the memo keeps none that holds a secret) and its `x-request-id` must hold no
+   * team's key is refused 403 (team-suspensions.ts); then its target `url` (given unless the
+   * memo keeps it for the caller's team, which it keeps for none holding a secret; a URL kept
+   * for other teams only is searched as one never seen, so that its time tells nothing of
+   * their reads) and its `x-request-id` must hold no
    * secret of the gateway's (400). Asked after the key: a refusal for a secret answers a
    * guess at it (the search finds it in any window of the text, so one request guesses
    * many), which only a caller with a team key is told; any other is answered the key's
@@ -339,11 +341,13 @@ export class Admission {
     const found = this.#known.get(call.url)
     const checked = this.target(call.url, found)
     const identity = this.identify(call.headers)
-    const known = this.targetFor(call.url, found, this.seenBy(found, identity.team), checked)
+    const seen = this.seenBy(found, identity.team)
+    const known = this.targetFor(call.url, found, seen, checked)
     const caller = this.caller(identity, known)
     // Set before the rules below, so that the request's log line names the team they refused.
     call.caller = caller
-    this.vet(identity, call.headers, found === undefined ? call.url : undefined)
+    // The target is searched for secrets unless this team's own call of it passed (as decide does).
+    this.vet(identity, call.headers, seen === null ? call.url : undefined)
     assertMayCall(caller.team, call.method, caller.target.path)
     caller.rate = this.limit(caller.team, undefined, counted)
     return caller

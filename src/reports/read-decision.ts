@@ -101,7 +101,9 @@ export class ReadDecisions {
       if (found !== undefined && seen === null && how.seenOnly === true) return { goOn: { admitting } }
       const known = admission.targetFor(url, found, seen, checked)
       const caller = how.into ? (how.into.caller = admission.caller(identity, known)) : null
-      admission.vet(identity, headers, found === undefined ? url : undefined)
+      // The target is searched for secrets unless this team's own call of it passed: another
+      // team's URL costs what a URL never seen costs.
+      admission.vet(identity, headers, seen === null ? url : undefined)
       assertMayCall(team, method, known.target.path)
       // Counted first, refused after: a spent decision goes on with the refusal, counted.
       rate = admission.count(team, now, rate)
