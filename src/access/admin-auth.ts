@@ -31,12 +31,19 @@ export class AdminAuth {
   #tokens: (AdminActor & { digest: Buffer })[] = []
   /** The tokens' digests in hex, as `hash` writes a word's. */
   #digests = new Set<string>()
+  #replaced = 0
 
   constructor(tokens: AdminToken[]) {
     this.replace(tokens)
   }
 
+  /** How many times the tokens were replaced (at each teams reload applied): a text searched (heldIn) before a replace may hold one of the new tokens. */
+  get replaced(): number {
+    return this.#replaced
+  }
+
   replace(tokens: AdminToken[]): void {
+    this.#replaced++
     this.#tokens = tokens.map((t) => ({ name: t.name, role: t.role, digest: Buffer.from(t.hash.slice('sha256:'.length), 'hex') }))
     this.#digests = new Set(tokens.map((t) => t.hash.slice('sha256:'.length)))
   }

@@ -132,6 +132,8 @@ export class Admission {
   readonly #blockedPaths: Set<string>
   readonly #placements: Placements
   readonly #known: KnownUrls<unknown>
+  /** The secrets the URLs the memo keeps were searched for (secretsCount); null before the first read. */
+  #memoSearched: number | null = null
   readonly #bodies: BodyRoom
 
   constructor(ctx: AdmissionParts, known: KnownUrls<unknown>) {
@@ -152,7 +154,7 @@ export class Admission {
    * already (null: checked anew). Whether it holds a secret of the gateway's is asked once
    * its key is known (`key`), not here.
    */
-  target(url: string, seen: KnownUrl<unknown> | null | undefined = this.#known.get(url)): KnownTarget {
+  target(url: string, seen: KnownUrl<unknown> | null | undefined = this.#memo(url)): KnownTarget {
     if (seen) return seen.known
     // Before the target is read: a key in a name the reader refuses is not repeated in its message.
     this.#refuseTeamKeyIn(url, 'request target')
@@ -224,12 +226,33 @@ export class Admission {
 
   /** What the memo keeps of a URL an admitted caller sent before: its checked target and the forms worked out from it. */
   seen(url: string): KnownUrl<unknown> | undefined {
-    return this.#known.get(url)
+    return this.#memo(url)
   }
 
   /** The checked target of a URL an admitted caller sent before. */
   known(url: string): KnownTarget | undefined {
-    return this.#known.get(url)?.known
+    return this.#memo(url)?.known
+  }
+
+  /**
+   * What the memo keeps of `url`. The memo keeps URLs that held none of the gateway's secrets
+   * and no team key when they were checked, and their calls are not checked again: once a
+   * secret is added (a token put in or obtained) or a teams reload is applied (AdminAuth's
+   * tokens replaced with the teams: new admin tokens, new team keys), it is emptied, and each
+   * URL is checked again at its next call.
+   */
+  #memo(url: string): KnownUrl<unknown> | undefined {
+    const searched = this.#secretsCount()
+    if (searched !== this.#memoSearched) {
+      this.#known.clear()
+      this.#memoSearched = searched
+    }
+    return this.#known.get(url)
+  }
+
+  /** Grows with every secret `holdsSecret` finds that is added: the sum of two counts that only grow. */
+  #secretsCount(): number {
+    return this.#ctx.secrets.size + this.#ctx.adminAuth.replaced
   }
 
   /**
@@ -255,6 +278,10 @@ export class Admission {
    * the target kept. The one writer of the memo of URLs.
    */
   remember(method: string, url: string, target: RequestTarget, team: TeamConfig, form?: { credential: string; form: unknown }): KnownTarget {
+    // Searched when it is kept for a team, with the secrets as they are now: a secret added
+    // since the call's own search (its body read, its campaigns looked up meanwhile) is found
+    // here, and one added after is found once the memo is emptied for it (#memo).
+    if (this.#memo(url)?.teams.includes(team.name) !== true && this.holdsSecret(url)) return { target }
     return this.#known.keep(
       url,
       () => {
@@ -338,7 +365,7 @@ export class Admission {
 
   /** Everything before the body: the caller of `call`, set on it; `counted`: its call was counted already. */
   admit(call: CallIn, counted?: RateDecision): Caller {
-    const found = this.#known.get(call.url)
+    const found = this.#memo(call.url)
     const checked = this.target(call.url, found)
     const identity = this.identify(call.headers)
     const seen = this.seenBy(found, identity.team)

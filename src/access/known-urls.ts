@@ -64,6 +64,11 @@ export class KnownUrls<F> {
     return known
   }
 
+  /** Forgets every URL: each is checked anew at its next call. */
+  clear(): void {
+    this.#memo.clear()
+  }
+
   /** Bytes kept, as counted against KNOWN_URL_BYTES. */
   get bytes(): number {
     return this.#memo.bytes

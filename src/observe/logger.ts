@@ -50,6 +50,11 @@ export class SecretSet {
   #pattern: RegExp | null = null
   readonly #search = new SecretSearch()
 
+  /** How many secrets `holds` finds; it only grows, so a text searched at one size holds none of those added since only if searched again. */
+  get size(): number {
+    return this.#secrets.size
+  }
+
   add(value: string | null | undefined): void {
     // Very short values would scrub ordinary words; config validation keeps secrets longer.
     if (!value || value.length < 6 || this.#secrets.has(value)) return

@@ -12,7 +12,9 @@ import { ADMIN_TOKEN, REPORT_DATES, call, itLoggedNoSecret, useAttackGateway } f
 // read that URL (medians of 600 calls each, against none between two URLs never seen).
 // Observed without a clock: a URL another team read before the text it holds became a secret
 // of the gateway's (a token put in by PUT /admin/token) is searched as a URL never seen is,
-// and refused (400); it was passed on (200).
+// and refused (400); it was passed on (200). So is a URL of the caller's own team kept
+// before: the memo keeps no URL past a change of the secrets it was searched for (it was
+// passed on, the platform's own token in the query of its call).
 
 const sg = useAttackGateway()
 const REPORT = '/api/v1/report/campaigns/get'
@@ -42,6 +44,18 @@ describe("a URL another team's call kept in the memo is searched for the gateway
     const proxied = await call(sg, 'POST', list, { key: KEYS.limited, json: { userId: 101 } })
     expect([proxied.status, proxied.json.code, proxied.json.message]).toEqual([400, 'GW_BAD_REQUEST', expect.stringContaining('request target: holds a secret')])
     // None of them reached the platform with its token in the query.
+    expect(sg.callerRequests()).toEqual([])
+  })
+
+  it("and so is one the caller's own team called before the text in it became a secret", async () => {
+    const token = sg.sandbox.issueToken()
+    const list = `/api/v1/campaign/get?note=${token}`
+    expect((await call(sg, 'POST', list, { key: KEYS.all, json: { userId: 101 } })).status).toBe(200)
+    await putToken(token)
+    sg.sandbox.clearRequests()
+    const again = await call(sg, 'POST', list, { key: KEYS.all, json: { userId: 101 } })
+    expect([again.status, again.json.code, again.json.message]).toEqual([400, 'GW_BAD_REQUEST', expect.stringContaining('request target: holds a secret')])
+    // The platform was not sent its own token in a query (where its access log keeps it).
     expect(sg.callerRequests()).toEqual([])
   })
 })
