@@ -30,6 +30,22 @@ export function bindingsOverlap(a: string, b: string): boolean {
   return (x === '0.0.0.0' && v4(y)) || (y === '0.0.0.0' && v4(x))
 }
 
+/**
+ * Why a listener cannot bind `host` as written, or null. A listener binds an IP address, or
+ * resolves a name; anything else is a name no resolver knows, and the start would stop at
+ * the listen (exit 1, `getaddrinfo ENOTFOUND`, a space at the end unseen in the line): an
+ * IPv6 address in brackets, as a URL writes it; spaces at its ends (a .env line); a scheme
+ * or a path; a port. `setting` names the host's setting, `portSetting` the port's.
+ */
+export function listenHostFault(host: string, setting: string, portSetting: string): string | null {
+  if (isIP(host) !== 0) return null
+  const inner = /^\[(.*)\]$/.exec(host)?.[1]
+  if (inner !== undefined && isIP(inner) === 6) return `${setting}: ${host} is an IPv6 address in brackets, as a URL writes it; write it without them (${inner})`
+  if (/^[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?)*\.?$/.test(host)) return null
+  const why = host.trim() !== host ? 'it has spaces at its ends; remove them' : /^[^:/]+:\d*$/.test(host) ? `write the port in ${portSetting}` : /[/@?#]/.test(host) ? 'write the host alone, without a scheme or path' : 'write an IP address or a name of letters, digits, - and dots'
+  return `${setting}: ${JSON.stringify(host)} is not an address to listen on (an IP address, IPv6 without brackets, or a host name): ${why}`
+}
+
 /** Resolves a host as Node's listen does: the first address dns.lookup gives for a name. */
 export type Resolve = (host: string) => Promise<string>
 

@@ -1,4 +1,3 @@
-import { isIP } from 'node:net'
 import { CREDENTIAL_NAME_PATTERN, CREDENTIAL_NAME_RULE, credentialPrefix } from './names.js'
 import type { RawConfig, RawCredential } from './schema.js'
 import type { TracingConfig } from './tracing.js'
@@ -11,6 +10,7 @@ import { adminTokens } from './admin-tokens.js'
 import { hostAsWritten, hostsOf, WEBHOOK_HOST_FORM, webhookHostsAdvice, webhookRefusal } from './webhook-hosts.js'
 import { webhookSecretSpellings } from './webhook-secret.js'
 import { accountRouteProblems } from './account-routes.js'
+import { listenHostFault } from './listener-addresses.js'
 import type { Setting } from './provenance.js'
 
 // The validated raw settings turned into what the gateway runs on: durations in ms,
@@ -127,10 +127,10 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   // Its holder renews the fill lock every third of it: shorter would be renewals all the time.
   if (parseDuration(cache.lockTtl) < 100) problems.push(`cache.lockTtl: must be at least 100ms (got ${String(cache.lockTtl)})`)
   if (raw.redis.sentinels && raw.redis.cluster) problems.push('redis: set sentinels or cluster, not both')
-  // A listener binds its host as written: [::1] is a name no resolver knows (ENOTFOUND).
-  for (const [value, name] of [[raw.host, envName('host', 'HOST')], [raw.admin.host, envName('admin.host', 'ADMIN_HOST')]] as const) {
-    const inner = /^\[(.*)\]$/.exec(value)?.[1]
-    if (inner !== undefined && isIP(inner) === 6) problems.push(`${name}: ${value} is an IPv6 address in brackets, as a URL writes it; write it without them (${inner})`)
+  // A listener binds its host as written: one that is neither an IP address nor a name stops the start here, naming its setting.
+  for (const [value, name, port] of [[raw.host, envName('host', 'HOST'), envName('port', 'PORT')], [raw.admin.host, envName('admin.host', 'ADMIN_HOST'), envName('admin.port', 'ADMIN_PORT')]] as const) {
+    const fault = listenHostFault(value, name, port)
+    if (fault !== null) problems.push(fault)
   }
   checkRedisUrl(raw.redis.url, envName('redis.url', 'REDIS_URL'), problems)
   checkClusterDatabase(raw.redis.url, raw.redis.cluster != null, envName('redis.url', 'REDIS_URL'), problems)

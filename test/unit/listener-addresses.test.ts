@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { bindingsOverlap, listenerAddressProblem } from '../../src/config/listener-addresses.js'
+import { bindingsOverlap, listenerAddressProblem, listenHostFault } from '../../src/config/listener-addresses.js'
 
 // Two listeners on one port: whether the second can bind beside the first, from the
 // addresses each binds (a name resolved as Node's listen resolves it).
@@ -53,5 +53,29 @@ describe('listenerAddressProblem', () => {
     expect(await listenerAddressProblem(at('0.0.0.0', '0.0.0.0', 0), resolve)).toBeNull()
     expect(await listenerAddressProblem(at('localhost', '::1'), resolve)).toBeNull()
     expect(await listenerAddressProblem(at('nowhere.example', '127.0.0.1'), resolve)).toBeNull()
+  })
+})
+
+// What a listener binds as written: an IP address, or a name it resolves.
+describe('listenHostFault', () => {
+  it.each(['0.0.0.0', '127.0.0.1', '::', '::1', 'fe80::1%eth0', '::ffff:10.1.2.3', 'localhost', 'report-gateway-0.report-gateway.reports.svc.cluster.local', 'host_1.', 'gw'])('%s is listened on', (host) => {
+    expect(listenHostFault(host, 'HOST', 'PORT')).toBeNull()
+  })
+
+  it.each([
+    ['127.0.0.1 ', 'it has spaces at its ends; remove them'],
+    [' ', 'it has spaces at its ends; remove them'],
+    ['0.0.0.0:8080', 'write the port in PORT'],
+    ['localhost:', 'write the port in PORT'],
+    ['http://0.0.0.0', 'write the host alone, without a scheme or path'],
+    ['gw/', 'write the host alone, without a scheme or path'],
+    ['gw..svc', 'write an IP address or a name of letters, digits, - and dots'],
+    ['-gw', 'write an IP address or a name of letters, digits, - and dots'],
+  ])('%j is refused: %s', (host, why) => {
+    expect(listenHostFault(host, 'HOST', 'PORT')).toBe(`HOST: ${JSON.stringify(host)} is not an address to listen on (an IP address, IPv6 without brackets, or a host name): ${why}`)
+  })
+
+  it('names an IPv6 address in brackets and how to write it', () => {
+    expect(listenHostFault('[::1]', 'ADMIN_HOST', 'ADMIN_PORT')).toBe('ADMIN_HOST: [::1] is an IPv6 address in brackets, as a URL writes it; write it without them (::1)')
   })
 })
