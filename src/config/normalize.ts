@@ -450,6 +450,11 @@ function credentialFrom(name: string, c: CredentialParts, problems: string[], se
   }
   const fault = c.token === null || setAside ? null : tokenFault(c.token)
   if (fault !== null) problems.push(`${c.prefix}TOKEN: ${fault}`)
+  // RFC 6749's grant type: a name, or an absolute URI (an extension grant); sent as it is, another is refused at every login.
+  if (!/^(?:[A-Za-z0-9._-]+|[A-Za-z][A-Za-z0-9+.-]*:[!-~]+)$/.test(c.grantType)) {
+    const why = c.grantType.trim() !== c.grantType ? ': it has spaces at its ends; remove them' : ''
+    problems.push(`${c.prefix}GRANT_TYPE: ${JSON.stringify(c.grantType)} is not a grant type (letters, digits, - . _, or an absolute URI such as urn:ietf:params:oauth:grant-type:jwt-bearer)${why}`)
+  }
   if (!/^(\/|https?:\/\/)/.test(c.tokenUrl)) problems.push(`${c.prefix}TOKEN_URL: must be a path starting with / or an http(s) URL (got ${JSON.stringify(shownUrlText(c.tokenUrl))})`)
   // The token request sends no user or password of its URL (the login is in its body): they
   // would be dropped in silence, and a secret stand in CONFIG_FILE.

@@ -570,6 +570,11 @@ describe('invalid configuration names the key', () => {
     // undici sends no user or password of a URL (the token request carries the login in its body): they were dropped in silence, and stood in CONFIG_FILE.
     { name: 'a token URL with a user and password', env: { PLATFORM_BASE_URL: BASE, PLATFORM_USERNAME: 'u@example.com', PLATFORM_PASSWORD: 'pw-secret-123', PLATFORM_CLIENT_ID: '2', PLATFORM_CLIENT_SECRET: 'cs-secret-123', PLATFORM_TOKEN_URL: 'https://ops:tu-secret-123@auth.example.com/oauth/token' }, expected: /PLATFORM_TOKEN_URL: must hold no user or password \(the value is not shown\)/ },
     { name: 'a credential token URL with a user, in CONFIG_FILE', env: { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, CREDENTIAL_PARTNER_TOKEN: TOKEN }, yaml: 'credentials:\n  partner: { tokenUrl: "https://ops:tu-secret-123@auth.example.com/oauth/token" }', expected: /CREDENTIAL_PARTNER_TOKEN_URL: must hold no user or password \(the value is not shown\)/ },
+    // Sent as it is in the token request, each was refused by the platform (400 unsupported_grant_type) at every login, the start going on.
+    { name: 'a grant type with a space at its end (a .env line)', env: { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, PLATFORM_GRANT_TYPE: 'platform_dsp ' }, expected: /PLATFORM_GRANT_TYPE: "platform_dsp " is not a grant type \(letters, digits, - \. _, or an absolute URI such as urn:ietf:params:oauth:grant-type:jwt-bearer\): it has spaces at its ends; remove them$/ },
+    { name: 'a blank grant type', env: { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, PLATFORM_GRANT_TYPE: ' ' }, expected: /PLATFORM_GRANT_TYPE: " " is not a grant type .*: it has spaces at its ends; remove them$/ },
+    { name: 'a grant type with a space inside', env: { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, PLATFORM_GRANT_TYPE: 'platform dsp' }, expected: /PLATFORM_GRANT_TYPE: "platform dsp" is not a grant type \(letters, digits, - \. _, or an absolute URI such as urn:ietf:params:oauth:grant-type:jwt-bearer\)$/ },
+    { name: 'a credential grant type with a space at its end, in CONFIG_FILE', env: { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, CREDENTIAL_PARTNER_TOKEN: TOKEN }, yaml: 'credentials:\n  partner: { grantType: "password " }', expected: /CREDENTIAL_PARTNER_GRANT_TYPE: "password " is not a grant type/ },
     { name: 'a token URL that is neither a path nor a URL', env: { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, PLATFORM_TOKEN_URL: 'oauth/token' }, expected: /PLATFORM_TOKEN_URL: must be a path starting with \// },
     // A URL resolves `//oauth/token` (a doubled slash) against the platform's address as the host oauth: the login's password and client secret went there.
     { name: 'a token path that names another host (//)', env: { PLATFORM_BASE_URL: BASE, PLATFORM_USERNAME: 'u@example.com', PLATFORM_PASSWORD: 'pw-secret-123', PLATFORM_CLIENT_ID: '2', PLATFORM_CLIENT_SECRET: 'cs-secret-123', PLATFORM_TOKEN_URL: '//oauth/token' }, expected: /PLATFORM_TOKEN_URL: "\/\/oauth\/token" names the host oauth \(a path starts with one \/\), not a path of the platform's address; write the path with one \/, or the whole https:\/\/ URL/ },
@@ -635,6 +640,13 @@ describe('invalid configuration names the key', () => {
       const err = problem({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, PLATFORM_TOKEN_URL: url })
       expect(err.message).toMatch(/PLATFORM_TOKEN_URL: /)
       expect(err.message).not.toMatch(/cs-in-url-123|pw-in-url-123|ops:/)
+    }
+  })
+
+  it('takes a grant type that is a name or an absolute URI (an extension grant)', () => {
+    for (const grantType of ['password', 'platform_dsp', 'client.credentials-2', 'urn:ietf:params:oauth:grant-type:jwt-bearer', 'https://auth.example/grants/dsp']) {
+      const login = { PLATFORM_USERNAME: 'u@example.com', PLATFORM_PASSWORD: 'pw-secret-123', PLATFORM_CLIENT_ID: '2', PLATFORM_CLIENT_SECRET: 'cs-secret-123' }
+      expect(load({ PLATFORM_BASE_URL: BASE, ...login, PLATFORM_GRANT_TYPE: grantType }).credentials.default?.login?.grantType).toBe(grantType)
     }
   })
 
