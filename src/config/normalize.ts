@@ -151,6 +151,11 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   // A call's whole budget: 0s sends no call (each is 504, not sent for its deadline).
   if (parseDuration(p.timeout) < 100) problems.push(`platform.timeout: must be at least 100ms: a platform call's whole budget, connecting and its answer received whole (got ${String(p.timeout)})`)
   if (parseDuration(p.readIdleTimeout) < 100) problems.push(`platform.readIdleTimeout: must be at least 100ms (got ${String(p.readIdleTimeout)})`)
+  // Fastify refuses a body limit of 0 (its stack trace, exit 1); undici an idle time of 0 (every platform call 502).
+  if (parseSize(raw.bodyLimit) < 1) problems.push(`bodyLimit: must be at least 1B: the largest request body a caller may send (got ${String(raw.bodyLimit)})`)
+  if (parseDuration(p.keepAliveTimeout) < 1) problems.push(`platform.keepAliveTimeout: must be at least 1ms: how long an idle connection to the platform is kept for the next call (got ${String(p.keepAliveTimeout)})`)
+  // Below the room of one report body (limits.reportBody's default), most answers would be larger than all of it: 502.
+  if (parseSize(p.bufferTotalBytes) < 64 * 1024) problems.push(`platform.bufferTotalBytes: must be at least 64KiB: the answers and request bodies under way are held in it, and an answer larger than all of it is 502 GW_UPSTREAM (got ${String(p.bufferTotalBytes)})`)
   // A file poll re-reads the watched files each time: 0s is a busy loop (an idle replica
   // spent a third of a core on platform.tokenFilePoll: 0s).
   const pollFloors = [['teamsReload.poll', raw.teamsReload.poll], ['platform.tokenFilePoll', p.tokenFilePoll]] as const

@@ -69,7 +69,7 @@ export const TeamSchema = Type.Object(
     ),
     weight: Type.Integer({ minimum: 1, maximum: 100, default: 1, description: 'the team\'s share of its credential\'s platform calls when they queue, relative to the other teams (1-100)' }),
     maxConcurrent: Type.Optional(Type.Integer({ minimum: 1, description: 'a ceiling on the team\'s platform calls in flight at once on its credential; default none (the team may use every idle seat)' })),
-    queue: Type.Optional(Type.Integer({ minimum: 0, description: 'a ceiling on the team\'s platform calls waiting for a seat; default none (the team may fill the queue; another team\'s calls displace its newest)' })),
+    queue: Type.Optional(Type.Integer({ minimum: 1, description: 'a ceiling on the team\'s platform calls waiting for a seat, each of which takes a place there, if only for a moment; default none (the team may fill the queue; another team\'s calls displace its newest)' })),
     webhook: Type.Optional(
       Nullable(
         Type.Object(
@@ -186,7 +186,7 @@ export const ConfigSchema = Type.Object(
         minConcurrent: Type.Integer({ minimum: 1, description: 'the learned limit never goes below it; the first answers are measured at it' }),
         maxConcurrentPerReplica: Nullable(Type.Integer({ minimum: 1, description: 'each replica\'s own cap while Redis cannot be reached; null: the limit in force' })),
         seatLease: Duration,
-        queue: Type.Integer({ minimum: 0 }),
+        queue: Type.Integer({ minimum: 1, description: 'the platform calls waiting for a seat per replica; every call takes a place in it, if only for a moment' }),
         queueTimeout: Duration,
         maxPause: Duration,
         token: Type.Optional(Nullable(Type.String({ minLength: 1 }))),
