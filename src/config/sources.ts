@@ -92,10 +92,13 @@ export function readDefaultsObject(path: string, readFile: (p: string) => string
  * and, for a relative path with no file, where it was looked for. A relative path is read
  * from the process's working directory, which `npm start` makes the package's folder
  * whatever folder it was typed in (npm gives that one as INIT_CWD): `CONFIG_FILE=my.yaml
- * npm start` typed in a subfolder reads the package folder's my.yaml.
+ * npm start` typed in a subfolder reads the package folder's my.yaml. A path with spaces at its
+ * ends is told so.
  */
 export function unreadable(path: string, err: unknown, cwd: string = process.cwd(), typedIn: string | undefined = process.env.INIT_CWD): string {
   const code = (err as NodeJS.ErrnoException).code ?? 'error'
+  // A .env line's trailing space is kept in the value: the path names another file than the one meant.
+  if (code === 'ENOENT' && path.trim() !== path) return `ENOENT; the path ${JSON.stringify(path)} has spaces at its ends: remove them`
   if (code !== 'ENOENT' || isAbsolute(path)) return code
   const elsewhere = typedIn !== undefined && resolve(typedIn) !== resolve(cwd) ? `, not from ${typedIn}, where npm was run` : ''
   return `ENOENT: no file ${resolve(cwd, path)}; a relative path is read from ${cwd}${elsewhere}; give an absolute path`

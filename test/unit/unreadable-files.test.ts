@@ -21,6 +21,15 @@ describe('unreadable', () => {
     expect(unreadable('token', Object.assign(new Error('denied'), { code: 'EACCES' }), '/srv/gateway', '/home/me')).toBe('EACCES')
   })
 
+  // A .env line's trailing space is part of the value: the file named is not the one meant, and the line showed no sign of it.
+  it('a path with spaces at its ends: says so, whatever the folder', () => {
+    expect(unreadable('/run/secrets/token ', enoent, '/srv/gateway', '/home/me')).toBe('ENOENT; the path "/run/secrets/token " has spaces at its ends: remove them')
+    expect(unreadable(' teams.yaml', enoent, '/srv/gateway', '/srv/gateway')).toBe('ENOENT; the path " teams.yaml" has spaces at its ends: remove them')
+    expect(problemsOf({ PLATFORM_BASE_URL: 'https://dsp.example.com', PLATFORM_TOKEN: 'platform-token-abcdef123456', CONFIG_FILE: '/etc/report-gateway/config.yaml ' })).toEqual([
+      'CONFIG_FILE (/etc/report-gateway/config.yaml ): cannot be read (ENOENT; the path "/etc/report-gateway/config.yaml " has spaces at its ends: remove them)',
+    ])
+  })
+
   it('names the folder in the start\'s problem of every *_FILE variable and of CONFIG_FILE', () => {
     const problems = problemsOf({ PLATFORM_BASE_URL: 'https://dsp.example.com', PLATFORM_TOKEN_FILE: 'platform-token.txt', ADMIN_TOKEN_FILE: 'admin-token.txt', CONFIG_FILE: 'settings.yaml' })
     const cwd = process.cwd()
