@@ -201,14 +201,15 @@ export const MALFORMED_SECRET = 'holds control characters (a line break inside?)
 /**
  * Why a platform token cannot be sent as it is in `authorization: Bearer <token>`, or
  * null: a line break inside; `Bearer <token>`, a header's value pasted where the token
- * alone belongs (sent as `Bearer Bearer …`, which the platform refuses); a space or a
- * character outside printable ASCII (RFC 6750's b64token has neither), a pasted
+ * alone belongs (sent as `Bearer Bearer …`, which the platform refuses); quotes around it
+ * (a value copied from JSON or YAML; b64token has none); a space or a character outside printable ASCII (RFC 6750's b64token has neither), a pasted
  * typographic quote, which no HTTP client sends. PUT /admin/token refuses the same. The
  * message never holds the token.
  */
 export function tokenFault(token: string): string | null {
   if (hasControlCharacters(token)) return MALFORMED_SECRET
   if (/^bearer\s/i.test(token)) return 'starts with "Bearer ", as an authorization header does; it must hold the token alone (the content is not shown)'
+  if (wrappedInQuotes(token)) return 'is wrapped in quotes, which no token has; it must hold the token alone, without them (the content is not shown)'
   if (!/^[!-~]+$/.test(token)) return 'holds a space or a character outside printable ASCII, which no authorization header carries; it must hold the token alone (the content is not shown)'
   return null
 }

@@ -205,6 +205,20 @@ describe('PUT /admin/token', () => {
     expectNoSecrets(gw, [ADMIN_TOKEN, viewer, KEYS.writer, gatewaySecret, sandbox.credentials.password, sandbox.credentials.clientSecret])
   })
 
+  // A token copied with its quotes (from JSON or YAML) was sent to the platform in the probe, answered 422 as if the platform had refused a token.
+  it('refuses, before any probe, a token wrapped in quotes, as the token file and PLATFORM_TOKEN are', async () => {
+    const gw = await gateway({ PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN })
+    const token = sandbox.issueToken()
+    sandbox.clearRequests()
+    for (const quoted of [`"${token}"`, `'${token}'`]) {
+      const res = await admin(gw, 'PUT', '/admin/token', { token: quoted })
+      expect([res.statusCode, res.json().code, res.json().message]).toEqual([400, 'GW_BAD_REQUEST', 'token: is wrapped in quotes, which no token has; it must hold the token alone, without them (the content is not shown)'])
+    }
+    expect(sandbox.requests).toEqual([])
+    expect(audits(gw).filter((r) => r.action === 'replace' && r.outcome === 'refused')).toHaveLength(2)
+    expectNoSecrets(gw, [token])
+  })
+
   // A team's webhook secret left the gateway's secrets (it may spell anything a team sends:
   // webhook-secret-oracle.test.ts), and with them this check: the probe sent it to the
   // platform as the bearer, answered 422 GW_TOKEN_REJECTED.

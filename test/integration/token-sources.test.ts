@@ -160,7 +160,7 @@ describe('PLATFORM_TOKEN_FILE', () => {
     await waitFor('the next good token in use', () => currentToken(gw) === third)
   })
 
-  it('keeps the current token and logs a warning, without the content, when the file is rewritten as a header writes it or with a character no header carries (the start refuses such a file)', async () => {
+  it('keeps the current token and logs a warning, without the content, when the file is rewritten as a header writes it, in quotes, or with a character no header carries (the start refuses such a file)', async () => {
     const first = sandbox.issueToken()
     const second = sandbox.issueToken()
     const { secret, gw } = await gatewayOnSecret(first)
@@ -170,6 +170,9 @@ describe('PLATFORM_TOKEN_FILE', () => {
 
     // A typographic quote pasted after it: no HTTP client sends such a header.
     await expectRewriteRefused(gw, secret, `${second}\u2019\n`, /token file holds a space or a character outside printable ASCII/, first)
+
+    // Copied with its quotes from JSON or YAML: sent as it was, refused by the platform.
+    await expectRewriteRefused(gw, secret, `"${second}"\n`, /token file is wrapped in quotes, which no token has/, first)
     expectNoSecrets([gw.logs.text()], [first, second])
 
     secret.swap(second)

@@ -522,6 +522,16 @@ describe('secrets from *_FILE', () => {
     expect(load({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: 'Bearer_abc.def-ghi' }).credentials.default?.token).toBe('Bearer_abc.def-ghi')
   })
 
+  // As PLATFORM_TOKEN in quotes is refused (docker --env-file keeps them): in a file (echo '"…"' > token, a value copied from JSON or YAML) it was sent as it was, refused 401 on every call.
+  it('refuses a platform token file holding the token wrapped in quotes, never repeating it', () => {
+    for (const content of [`"${TOKEN}"\n`, `'${TOKEN}'`]) {
+      const err = problem({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN_FILE: '/run/secrets/platform-token' }, undefined, { '/run/secrets/platform-token': content })
+      expect(err.problems).toEqual(['PLATFORM_TOKEN_FILE: /run/secrets/platform-token is wrapped in quotes, which no token has; it must hold the token alone, without them (the content is not shown)'])
+      expect(err.message).not.toContain(TOKEN.slice(8))
+    }
+    expect(load({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN_FILE: '/t' }, undefined, { '/t': `"${TOKEN}` }).credentials.default?.tokenFile).toBe('/t')
+  })
+
   it('names the *_FILE variable of a file that cannot be read or is empty', () => {
     expect(problem({ ADMIN_TOKEN_FILE: '/run/secrets/missing' }).message).toMatch(/ADMIN_TOKEN_FILE: \/run\/secrets\/missing cannot be read \(ENOENT\)/)
     expect(problem({ ADMIN_TOKEN_FILE: '/run/secrets/empty' }, undefined, { '/run/secrets/empty': '\n' }).message).toMatch(/ADMIN_TOKEN_FILE: \/run\/secrets\/empty is empty/)

@@ -9,6 +9,7 @@ import { probeStatus } from '../../platform/client/token-probe.js'
 import type { TokenProvider } from '../../platform/tokens/token-provider.js'
 import type { TokenShares } from '../../platform/tokens/token-store.js'
 import { DEFAULT_CREDENTIAL, type Config } from '../../config.js'
+import { tokenFault } from '../../config/sources.js'
 import { ADMIN_BODY_TOO_LARGE, adminSchema, answer, credentialsSchema, tokenBody, tokenChangeSchema, tokenRefreshSchema, tokenViewSchema } from './admin-schemas.js'
 import { assertStillAdmin } from './admin-access.js'
 
@@ -57,9 +58,11 @@ export async function adminTokenRoutes(
     // a text the platform refused may be anything an operator pasted, and a secret's is
     // refused in every team's request, the team suspended (access/team-suspensions.ts).
     const token = (request.body as { token: string }).token.trim()
+    // A token no authorization header carries as it is (quotes copied around it) is refused as PLATFORM_TOKEN and its file are, without a probe.
     const secret = neverSent(token, { adminAuth, teams, config })
-    if (secret !== null) {
-      const err = new BadRequestError(`token: is ${secret}, which is never sent to the platform; the token in use stays (the value is not shown)`)
+    const fault = secret === null ? tokenFault(token) : null
+    if (secret !== null || fault !== null) {
+      const err = new BadRequestError(secret !== null ? `token: is ${secret}, which is never sent to the platform; the token in use stays (the value is not shown)` : `token: ${fault}`)
       auditFailure(auditLog, request, provider, 'replace', err, null)
       throw err
     }
