@@ -152,7 +152,8 @@ function count(env: Env, name: string, fallback: number, problems: string[]): nu
 /** `key=value,key2=value2` (W3C Baggage's form, values percent-decoded), as the OTEL_* lists are written. */
 function keyValues(text: string | undefined, name: string, problems: string[], secret: boolean): Record<string, string> {
   const out: Record<string, string> = {}
-  for (const part of (text ?? '').split(',')) {
+  const parts = (text ?? '').split(',')
+  for (const [i, part] of parts.entries()) {
     if (part.trim() === '') continue
     const eq = part.indexOf('=')
     const key = eq > 0 ? part.slice(0, eq).trim() : ''
@@ -162,8 +163,9 @@ function keyValues(text: string | undefined, name: string, problems: string[], s
     } catch {
       value = null
     }
-    // A header's value may be a collector's token: the problem names the key alone.
-    if (!key || value === null) problems.push(`${name}: ${secret ? `an entry near ${JSON.stringify(key || '?')}` : JSON.stringify(part.trim())} is not key=value (percent-encoded)`)
+    // A header's value may be a collector's token: the problem names the entry's place and key alone.
+    const entry = `entry ${i + 1} of ${parts.length} (${key ? `key ${JSON.stringify(key)}` : 'no ='})`
+    if (!key || value === null) problems.push(`${name}: ${secret ? entry : JSON.stringify(part.trim())} is not key=value (percent-encoded)`)
     else out[key] = value
   }
   return out

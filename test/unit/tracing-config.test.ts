@@ -131,6 +131,15 @@ describe('tracing configuration from OTEL_* variables', () => {
     expect(problems.join('\n')).not.toContain('secret-value-1')
   })
 
+  // An entry without `=` was `an entry near "?"`: nothing said which one, in a list of several.
+  it('names a malformed header entry by its place and its key, never its value', () => {
+    const { problems } = read({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_HEADERS: 'x-tenant=reports,authorization=Bearer%ZZsecret-value-1,broken-secret-2' })
+    expect(problems).toEqual([
+      'OTEL_EXPORTER_OTLP_HEADERS: entry 2 of 3 (key "authorization") is not key=value (percent-encoded)',
+      'OTEL_EXPORTER_OTLP_HEADERS: entry 3 of 3 (no =) is not key=value (percent-encoded)',
+    ])
+  })
+
   it('names the _TRACES_ variable that gave a value it refuses, not the general one it stands in for; an empty one is unset', () => {
     const { problems } = read({
       OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318',
