@@ -11,6 +11,7 @@ import { hostAsWritten, hostsOf, WEBHOOK_HOST_FORM, webhookHostsAdvice, webhookR
 import { webhookSecretSpellings } from './webhook-secret.js'
 import { accountRouteProblems } from './account-routes.js'
 import { listenHostFault } from './listener-addresses.js'
+import { DEFAULTS_VALUE } from './defaults.generated.js'
 import type { Setting } from './provenance.js'
 
 // The validated raw settings turned into what the gateway runs on: durations in ms,
@@ -127,6 +128,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   // Its holder renews the fill lock every third of it: shorter would be renewals all the time.
   if (parseDuration(cache.lockTtl) < 100) problems.push(`cache.lockTtl: must be at least 100ms (got ${String(cache.lockTtl)})`)
   if (raw.redis.sentinels && raw.redis.cluster) problems.push('redis: set sentinels or cluster, not both')
+  problems.push(...concurrencyProblems(p))
   // A listener binds its host as written: one that is neither an IP address nor a name stops the start here, naming its setting.
   for (const [value, name, port] of [[raw.host, envName('host', 'HOST'), envName('port', 'PORT')], [raw.admin.host, envName('admin.host', 'ADMIN_HOST'), envName('admin.port', 'ADMIN_PORT')]] as const) {
     const fault = listenHostFault(value, name, port)
@@ -321,6 +323,14 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
 export type Config = ReturnType<typeof normalize> & { demo: boolean; settings: Setting[]; warnings: string[]; memoryWarning: string | null }
 
 /** Whether listeners on these two hosts take the same port: one address, or either every address of the host. */
+/** The learned limit's start and floor are within its ceiling: one set above it is refused (a clamp would be a silent setting); the default of each goes down to a lower ceiling. */
+function concurrencyProblems(p: RawConfig['platform']): string[] {
+  const defaults = (DEFAULTS_VALUE as { platform: Record<'initialConcurrent' | 'minConcurrent', number> }).platform
+  return (['initialConcurrent', 'minConcurrent'] as const)
+    .filter((name) => p[name] > p.maxConcurrent && p[name] !== defaults[name])
+    .map((name) => `platform.${name}: must be at most platform.maxConcurrent (${p.maxConcurrent}; got ${p[name]})`)
+}
+
 function envName(path: string, env: string): string {
   return `${env} (${path})`
 }

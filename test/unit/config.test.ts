@@ -30,6 +30,11 @@ function problem(env: Record<string, string>, yaml?: string, files: Record<strin
 }
 
 describe('defaults (config/default.yaml)', () => {
+  it('lowers the learned limit\'s default start and floor to a ceiling below them', () => {
+    const { platform } = load({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }, 'platform: { maxConcurrent: 1 }')
+    expect([platform.maxConcurrent, platform.initialConcurrent, platform.minConcurrent]).toEqual([1, 1, 1])
+  })
+
   it('runs in demo mode with the contract defaults when nothing is set', () => {
     const config = load({})
     expect(config.demo).toBe(true)
@@ -565,6 +570,9 @@ describe('invalid configuration names the key', () => {
     { name: 'a platform queue of 0', env: {}, yaml: 'platform: { queue: 0 }', expected: /platform\.queue: must be a whole number, at least 1: the platform calls waiting for a seat per replica; every call takes a place in it, if only for a moment \(got 0\)/ },
     { name: "a team's queue of 0", env: {}, yaml: 'teams:\n  growth: { keys: [], advertisers: [101], queue: 0 }', expected: /teams\.growth\.queue: must be a whole number, at least 1: a ceiling on the team's platform calls waiting for a seat/ },
     { name: 'an answer budget of 0', env: {}, yaml: 'platform: { bufferTotalBytes: 0 }', expected: /platform\.bufferTotalBytes: must be at least 64KiB: the answers and request bodies under way are held in it, and an answer larger than all of it is 502 GW_UPSTREAM \(got 0\)/ },
+    // Each was cut down to the ceiling without a word: the start and the floor set were not the ones in force.
+    { name: 'an initial limit past the ceiling', env: {}, yaml: 'platform: { maxConcurrent: 16, initialConcurrent: 32 }', expected: /platform\.initialConcurrent: must be at most platform\.maxConcurrent \(16; got 32\)/ },
+    { name: 'a floor past the ceiling', env: {}, yaml: 'platform: { maxConcurrent: 4, minConcurrent: 6 }', expected: /platform\.minConcurrent: must be at most platform\.maxConcurrent \(4; got 6\)/ },
     { name: 'a bad size', env: {}, yaml: 'bodyLimit: 1MB', expected: /bodyLimit: must be bytes as a number, or a string such as 64MiB/ },
     { name: 'an unknown setting', env: {}, yaml: 'cache: { ttl: { recent: 5m, stale: 1h } }', expected: /cache\.ttl\.stale: unknown setting/ },
     { name: 'an unknown top-level setting', env: {}, yaml: 'listen: 8080', expected: /listen: unknown setting/ },
