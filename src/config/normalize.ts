@@ -180,7 +180,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
 
   problems.push(...accountRouteProblems(raw.ownership.accountRoutes))
 
-  const secrets = [raw.admin.token, raw.admin.viewerToken, raw.gatewaySecret, raw.gatewaySecretFallback, raw.redis.sentinelPassword]
+  const secrets = [raw.admin.token, raw.admin.viewerToken, raw.gatewaySecret, raw.gatewaySecretFallback, raw.redis.sentinelPassword, redisUrlPassword(raw.redis.url)]
     .concat(Object.values(credentials).flatMap((c) => [c.token, c.login?.password, c.login?.clientSecret]))
     .filter((s): s is string => typeof s === 'string' && s.length > 0)
   // The teams' webhook secrets: scrubbed from what the gateway writes, but no secret of the
@@ -371,6 +371,29 @@ function checkRedisUrl(value: string | null, name: string, problems: string[]): 
   if (!/^\/?\d*$/.test(url.pathname) || url.search !== '' || url.hash !== '') {
     problems.push(`${name}: after host:port only /<database number> may follow: must be ${form}`)
   }
+  // Redis gets the user and password decoded (redis/client.ts): a % that escapes nothing
+  // would stop the start as a crash, not as the configuration it is.
+  if (decoded(url.username) === null || decoded(url.password) === null) {
+    problems.push(`${name}: its user or password holds a % that is not followed by two hex digits: write % as %25; the value is not shown, as it may hold a password`)
+  }
+}
+
+/** `text` with its percent-escapes decoded; null when one escapes nothing. */
+function decoded(text: string): string | null {
+  try {
+    return decodeURIComponent(text)
+  } catch {
+    return null
+  }
+}
+
+/**
+ * The password a Redis URL gives, as Redis gets it (decoded): a secret of the gateway's, as
+ * REDIS_SENTINEL_PASSWORD is, so that the log never writes it and no request carries it on.
+ */
+function redisUrlPassword(value: string | null): string | null {
+  if (value == null || !URL.canParse(value)) return null
+  return decoded(new URL(value).password)
 }
 
 // A Cluster serves database 0 alone (SELECT is refused there): a URL naming another would

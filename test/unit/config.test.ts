@@ -284,6 +284,23 @@ describe("REDIS_URL's database (/<db>)", () => {
   })
 })
 
+describe("REDIS_URL's user and password", () => {
+  const secret = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, GATEWAY_SECRET: 'config-test-gateway-secret-0000' }
+
+  it('are a secret of the gateway\'s, as Redis gets the password (its escapes decoded)', () => {
+    expect(load({ ...secret, REDIS_URL: 'redis://ops:p%40ss-word-0123@cache:6379' }).secrets).toContain('p@ss-word-0123')
+    expect(load({ ...secret, REDIS_URL: 'rediss://:plain-password-0123@cache:6380/2' }).secrets).toContain('plain-password-0123')
+  })
+
+  it('holding a % that escapes nothing is refused at start, never showing the URL', () => {
+    for (const url of ['redis://:pw%zz-secret-0123@cache:6379', 'redis://us%er:pw-secret-0123@cache:6379']) {
+      const err = problem({ ...secret, REDIS_URL: url })
+      expect(err.problems).toEqual(['REDIS_URL (redis.url): its user or password holds a % that is not followed by two hex digits: write % as %25; the value is not shown, as it may hold a password'])
+      expect(err.message).not.toContain('secret-0123')
+    }
+  })
+})
+
 describe("redis.keyPrefix's braces on a Cluster", () => {
   const secret = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, GATEWAY_SECRET: 'config-test-gateway-secret-0000' }
   const cluster = 'redis:\n  cluster: [{ host: 10.0.0.7, port: 6379 }]\n'
