@@ -308,7 +308,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
     webhooks: { platformHosts, platformUrls, hosts: webhookHosts, timeoutMs: parseDuration(raw.jobs.webhookTimeout), retryForMs: parseDuration(raw.jobs.webhookRetryFor), perTeam: raw.jobs.deliveriesPerTeam },
     // OpenTelemetry traces (OTEL_* variables), null when off; its exporter's headers are secrets too.
     tracing,
-    secrets: tracing ? [...secrets, ...Object.values(tracing.headers)] : secrets,
+    secrets: tracing ? [...secrets, ...exporterSecrets(tracing.headers)] : secrets,
     teamSecrets,
   }
 }
@@ -376,6 +376,17 @@ function checkRedisUrl(value: string | null, name: string, problems: string[]): 
   if (decoded(url.username) === null || decoded(url.password) === null) {
     problems.push(`${name}: its user or password holds a % that is not followed by two hex digits: write % as %25; the value is not shown, as it may hold a password`)
   }
+}
+
+/**
+ * The secrets of the trace exporter's headers: each value, and an authorization header's
+ * credential alone (`Bearer <token>`'s token), which a caller may paste without its scheme.
+ */
+function exporterSecrets(headers: Record<string, string>): string[] {
+  return Object.entries(headers).flatMap(([name, value]) => {
+    const credential = /authorization$/i.test(name) ? /^[A-Za-z][\w!#$%&'*+.^`|~-]* +(\S+)$/.exec(value)?.[1] : undefined
+    return credential === undefined ? [value] : [value, credential]
+  })
 }
 
 /** `text` with its percent-escapes decoded; null when one escapes nothing. */

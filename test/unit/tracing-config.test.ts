@@ -167,4 +167,11 @@ describe('tracing configuration from OTEL_* variables', () => {
     expect(config.tracing).toMatchObject({ url: 'http://c:4318/v1/traces' })
     expect(config.secrets).toContain('collector-secret-0042')
   })
+
+  it("keeps an authorization header's credential among the secrets alone too, not only after its scheme", () => {
+    const config = loadConfig({ env: { DEMO: '1', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%20collector-token-0042,x-scope=tenant%20one' } })
+    expect(config.secrets).toEqual(expect.arrayContaining(['Bearer collector-token-0042', 'collector-token-0042', 'tenant one']))
+    // Another header's value is kept whole alone.
+    expect(config.secrets).not.toContain('one')
+  })
 })
