@@ -225,10 +225,11 @@ function answerAhead(socket: HttpSocket): ServerResponse | null {
 function endWithError(server: Server, socket: Duplex, error: GatewayError, headers: Record<string, string>, req: IncomingMessage | null, reqId: string): void {
   const status = error.statusCode ?? 500
   const reason = STATUS_CODES[status] ?? ''
+  const client = (socket as Socket).remoteAddress ?? null
   const body = JSON.stringify({ statusCode: status, code: error.code, error: reason, message: error.message })
   const lines = Object.entries({ ...(listenerRefusalHeaders.get(server) ?? REFUSAL_NOT_KEPT), ...headers, 'x-request-id': reqId }).map(([name, value]) => `${name}: ${value}\r\n`).join('')
   socket.end(`HTTP/1.1 ${status} ${reason}\r\nconnection: close\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${lines}\r\n${body}`, () => {
-    refusalObservers.get(server)?.({ reqId, status, code: error.code, socket: socket as Socket, req, durationMs: 0 })
+    refusalObservers.get(server)?.({ reqId, status, code: error.code, socket: socket as Socket, client, req, durationMs: 0 })
     socket.destroy()
   })
 }
@@ -573,7 +574,8 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
       // No onResponse hook runs either: its access line is written here.
       const observe = http === null ? undefined : refusalObservers.get(http)
       const refusal = new BadRequestError(error.code === 'FST_ERR_BAD_URL' ? 'request target: the path is not valid percent-encoding' : 'malformed request')
-      if (observe !== undefined) answer.raw.once('close', () => observe({ reqId: request.id, status: answer.statusCode, code: refusal.code, socket: request.raw.socket, req: request.raw, durationMs: answer.elapsedTime }))
+      const client = request.raw.socket.remoteAddress ?? null
+      if (observe !== undefined) answer.raw.once('close', () => observe({ reqId: request.id, status: answer.statusCode, code: refusal.code, socket: request.raw.socket, client, req: request.raw, durationMs: answer.elapsedTime }))
       answer.send(refusal)
     },
     // Validation errors carry their schema, whose description says what a field must be.

@@ -60,6 +60,16 @@ describe('requests refused before the router', () => {
     expect(res.headers.connection).toBe('close')
   })
 
+  it("from a caller that ends its side with the request: the access line names the caller's address", async () => {
+    for (let i = 0; i < 3; i++) {
+      const answer = await sentOnce(`GET /api/v1/campaign/get HTTP/1.1\r\n${H}connection: close\r\nx-api-key: ${KEYS.all}\r\nx-bad: a\x1bb\r\n\r\n`, 3000, true)
+      expect(answer).toMatch(/^HTTP\/1\.1 400 /)
+      const reqId = /\r\nx-request-id: ([^\r]+)\r\n/.exec(answer)?.[1] as string
+      await waitFor(`the access line of ${reqId}`, () => accessLines(reqId).length > 0)
+      expect(accessLines(reqId)).toEqual([expect.objectContaining({ status: 400, code: 'GW_BAD_REQUEST', client: '127.0.0.1' })])
+    }
+  })
+
   it.each([
     ['one header past the size Node reads', `x-pad: ${'a'.repeat(20_000)}\r\n`],
     ['many headers past it together', Array.from({ length: 400 }, (_, i) => `x-pad-${i}: ${'b'.repeat(40)}\r\n`).join('')],
@@ -323,6 +333,11 @@ describe('transfer codings', () => {
 
 /** Sends a request head with `expect: 100-continue` and no body; what came back once the socket closed, or after `ms`. */
 function expectContinue(head: string, ms = 3000): Promise<string> {
+  return sentOnce(head, ms, false)
+}
+
+/** Sends `head` (and ends the caller's side with it when `end`); what came back once the socket closed, or after `ms`. */
+function sentOnce(head: string, ms: number, end: boolean): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = connect(sg.port, '127.0.0.1')
     let text = ''
@@ -335,7 +350,8 @@ function expectContinue(head: string, ms = 3000): Promise<string> {
       socket.destroy()
       resolve(text)
     }, ms).unref()
-    socket.write(head)
+    if (end) socket.end(head)
+    else socket.write(head)
   })
 }
 

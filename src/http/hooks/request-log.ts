@@ -214,6 +214,11 @@ export interface Refused {
   code: string
   /** The connection it was written on. */
   socket: Socket
+  /**
+   * The caller's address, read when the refusal began: a caller that ends its side with
+   * the request leaves a connection that no longer knows it once the answer is written.
+   */
+  client: string | null
   /** The request, where Node read its head; null when the head itself was refused. */
   req: IncomingMessage | null
   /** Since the request reached the listener, where that is known; else 0. */
@@ -228,7 +233,7 @@ export type ObserveRefusal = (refused: Refused) => void
  * request that reached the listener's handler has a span to end.
  */
 export function refusalObserver(observe: ObserveRequest, traced: boolean): ObserveRefusal {
-  return ({ reqId, status, code, socket, req, durationMs }) =>
+  return ({ reqId, status, code, socket, client, req, durationMs }) =>
     observe({
       reqId,
       team: null,
@@ -241,7 +246,7 @@ export function refusalObserver(observe: ObserveRequest, traced: boolean): Obser
       code,
       durationMs,
       cache: null,
-      client: socket.remoteAddress ?? null,
+      client,
       advertisers: null,
       bytes: bytesSince(socket),
       upstreamMs: null,
