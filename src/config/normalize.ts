@@ -1,6 +1,6 @@
 import { CREDENTIAL_NAME_PATTERN, CREDENTIAL_NAME_RULE, credentialPrefix } from './names.js'
 import type { RawConfig, RawCredential } from './schema.js'
-import type { TracingConfig } from './tracing.js'
+import { exporterSecrets, type TracingConfig } from './tracing.js'
 import { strayCredentialProblems } from './env-names.js'
 import { shownUrlText } from './mask-url.js'
 import { hasControlCharacters, readEnv, tokenFault, unreadable, type Env } from './sources.js'
@@ -376,17 +376,6 @@ function checkRedisUrl(value: string | null, name: string, problems: string[]): 
   if (decoded(url.username) === null || decoded(url.password) === null) {
     problems.push(`${name}: its user or password holds a % that is not followed by two hex digits: write % as %25; the value is not shown, as it may hold a password`)
   }
-}
-
-/**
- * The secrets of the trace exporter's headers: each value, and an authorization header's
- * credential alone (`Bearer <token>`'s token), which a caller may paste without its scheme.
- */
-function exporterSecrets(headers: Record<string, string>): string[] {
-  return Object.entries(headers).flatMap(([name, value]) => {
-    const credential = /authorization$/i.test(name) ? /^[A-Za-z][\w!#$%&'*+.^`|~-]* +(\S+)$/.exec(value)?.[1] : undefined
-    return credential === undefined ? [value] : [value, credential]
-  })
 }
 
 /** `text` with its percent-escapes decoded; null when one escapes nothing. */

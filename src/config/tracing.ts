@@ -150,6 +150,22 @@ function count(env: Env, name: string, fallback: number, problems: string[]): nu
 }
 
 /** `key=value,key2=value2` (W3C Baggage's form, values percent-decoded), as the OTEL_* lists are written. */
+/**
+ * The secrets of the trace exporter's headers: each value, and an authorization header's
+ * credential alone (`Bearer <token>`'s token), which a caller may paste without its scheme.
+ */
+export function exporterSecrets(headers: Record<string, string>): string[] {
+  return Object.entries(headers).flatMap(([name, value]) => {
+    const credential = /authorization$/i.test(name) ? /^[A-Za-z][\w!#$%&'*+.^`|~-]* +(\S+)$/.exec(value)?.[1] : undefined
+    return credential === undefined ? [value] : [value, credential]
+  })
+}
+
+/** The secrets of a headers variable's `text` (`key=value,…`, percent-encoded), as far as it reads: exporterSecrets of its headers. */
+export function exporterHeaderSecrets(text: string): string[] {
+  return exporterSecrets(keyValues(text, '', [], true))
+}
+
 function keyValues(text: string | undefined, name: string, problems: string[], secret: boolean): Record<string, string> {
   const out: Record<string, string> = {}
   const parts = (text ?? '').split(',')

@@ -4,6 +4,7 @@ import { withoutKeys } from './key-shape.js'
 import type { Env } from '../config/sources.js'
 import { tokensFileSecrets } from '../config/admin-tokens.js'
 import { teamFileSecrets } from '../config/teams-file.js'
+import { exporterHeaderSecrets } from '../config/tracing.js'
 
 // contract.md, "When the start stops": a secret's value is never printed. A check that
 // names a setting's value (`LOG_LEVEL: … (got "…")`, `cannot listen on <host>:<port>`)
@@ -45,6 +46,9 @@ export function startSecrets(env: Env, readFile: (path: string) => string = (p) 
       } catch {
         // A file that cannot be read holds nothing to hide; the refusal names it.
       }
+    } else if (name === 'OTEL_EXPORTER_OTLP_HEADERS' || name === 'OTEL_EXPORTER_OTLP_TRACES_HEADERS') {
+      // The trace exporter's headers: a collector's token, in a value or after a scheme.
+      for (const secret of exporterHeaderSecrets(value)) values.add(secret)
     } else if (name === 'REDIS_URL' || name.startsWith('REDIS_SENTINEL')) {
       const password = /^[a-z]+:\/\/[^/@]*:([^/@]+)@/i.exec(value)?.[1]
       if (password !== undefined) {

@@ -36,3 +36,14 @@ describe('startSecrets: the secrets of ADMIN_TOKENS_FILE, TEAMS_FILE and CONFIG_
     expect(scrubSecrets(line, secretsOf('TEAMS_FILE', `teams:\n  acme:\n    ${TEAM}\n`))).toBe('PLATFORM_BASE_URL (platform.baseUrl): must be an origin only (got "http://127.0.0.1:47963/[REDACTED]")')
   })
 })
+
+describe("startSecrets: the trace exporter's headers (OTEL_EXPORTER_OTLP_HEADERS, _TRACES_HEADERS)", () => {
+  it.each(['OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_EXPORTER_OTLP_TRACES_HEADERS'])('%s: each value, decoded, and an authorization\'s credential alone', (name) => {
+    expect(startSecrets({ [name]: 'authorization=Bearer%20collector-tok-0123,x-api-key=collector-key-0123' })).toEqual(['Bearer collector-tok-0123', 'collector-tok-0123', 'collector-key-0123'])
+  })
+
+  it("scrubs the collector's token pasted into another setting's line", () => {
+    const line = 'LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent (got "collector-tok-0123")'
+    expect(scrubSecrets(line, startSecrets({ OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%20collector-tok-0123' }))).toBe('LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent (got "[REDACTED]")')
+  })
+})
