@@ -11,6 +11,7 @@ import { eachSecretAlone } from '../helpers/suspensions.js'
 // A password with a character the URL escapes: Redis gets it decoded.
 const PASSWORD = 'redis-p@ssword-0123456789'
 const URL_PASSWORD = encodeURIComponent(PASSWORD)
+const ADMIN_TOKEN = 'redis-password-admin-token-0123456789'
 
 const sandbox = useSandbox()
 const redis = useRedis()
@@ -19,7 +20,7 @@ beforeAll(async () => {
   await redis.client.config('SET', 'requirepass', PASSWORD)
 })
 const gw = useGateway(() =>
-  testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.server.url.replace('redis://', `redis://:${URL_PASSWORD}@`) }, TEAMS_YAML),
+  testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN, REDIS_URL: redis.server.url.replace('redis://', `redis://:${URL_PASSWORD}@`) }, TEAMS_YAML),
 )
 eachSecretAlone(() => gw)
 
@@ -51,5 +52,13 @@ describe("REDIS_URL's password", () => {
     expect(res.statusCode).toBe(400)
     expect(res.json().message).toMatch(/^request target: holds a secret of the gateway's/)
     expect(gw.logs.text()).not.toContain(PASSWORD)
+  })
+
+  it('put as the platform token is refused before any probe: the platform never gets it', async () => {
+    sandbox.clearRequests()
+    const res = await gw.admin.inject({ method: 'PUT', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { token: PASSWORD } })
+    expect(res.statusCode).toBe(400)
+    expect(res.json().message).toBe("token: is a secret of the gateway's, which is never sent to the platform; the token in use stays (the value is not shown)")
+    expect(sandbox.countRequests(() => true)).toBe(0)
   })
 })
