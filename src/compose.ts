@@ -124,6 +124,9 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     onResealed: (records) => log.info({ records }, KEY_USE_RESEALED),
   })
   const { teams, reloader, adminAuth, rateLimiter, usage } = teamParts(config, { redis, breaker, bus, log, auditLog, metrics, secrets, keyUse, clock, ...(redisClock ? { redisOffsetMs: () => redisClock.offsetMs } : {}), configSource: deps.configSource })
+  // The named admin tokens (ADMIN_TOKENS_FILE's) are known by their digests alone: the log
+  // finds them as admission does. ADMIN_TOKEN and ADMIN_VIEWER_TOKEN its scrub finds as they are.
+  if (config.admin.tokensFile !== null) secrets.searchByDigest((text) => adminAuth.heldIn(text))
   const suspensions = new TeamSuspensions({
     redis,
     breaker,

@@ -49,6 +49,8 @@ export class SecretSet {
   readonly #secrets = new Set<string>()
   #pattern: RegExp | null = null
   readonly #search = new SecretSearch()
+  // Secrets known by their digests alone (the named tokens of ADMIN_TOKENS_FILE), once the composition gives their search.
+  #digestHeld: (text: string) => boolean = () => false
 
   /** How many secrets `holds` finds; it only grows, so a text searched at one size holds none of those added since only if searched again. */
   get size(): number {
@@ -92,6 +94,19 @@ export class SecretSet {
    */
   holds(text: string): boolean {
     return this.#search.in(text) || this.#search.inDecoded(text)
+  }
+
+  /**
+   * The search of the secrets known by their digests alone (access/admin-auth.ts heldIn):
+   * no scrub finds them in a line, so a caller's text holding one is written `[REDACTED]` whole.
+   */
+  searchByDigest(held: (text: string) => boolean): void {
+    this.#digestHeld = held
+  }
+
+  /** Whether `text` holds a secret known by its digest alone. */
+  heldByDigest(text: string): boolean {
+    return this.#digestHeld(text)
   }
 
   /** `line` with every configured secret and anything shaped like a team key (api-keys.ts) written `[REDACTED]`. */
@@ -154,13 +169,16 @@ function boundedAccounts(accounts: unknown, secrets: SecretSet): Record<string, 
 }
 
 /**
- * Whether a caller's `text` holds a secret in a spelling the line's scrub does not know
- * and the platform would decode (a character of it percent-escaped, a `+` for a space):
- * found by the search admission refuses by, asked only of a text that decoding changes
- * (the scrub finds a secret as it is, and each spelling the gateway writes).
+ * Whether a caller's `text` holds a secret the line's scrub does not find: in a spelling
+ * the platform would decode (a character of it percent-escaped, a `+` for a space), found
+ * by the search admission refuses by, asked only of a text that decoding changes (the
+ * scrub finds a secret as it is, and each spelling the gateway writes); or one known by
+ * its digest alone (a named admin token), as a word of the text or a segment of a path (a
+ * token may hold a `/` itself: the text is searched whole too).
  */
-function spelledAsDecoded(text: string, secrets: SecretSet): boolean {
-  return (text.includes('%') || text.includes('+')) && secrets.holds(text)
+function hiddenFromScrub(text: string, secrets: SecretSet): boolean {
+  if ((text.includes('%') || text.includes('+')) && secrets.holds(text)) return true
+  return secrets.heldByDigest(text) || (text.includes('/') && secrets.heldByDigest(text.replaceAll('/', ' ')))
 }
 
 export function loggerOptions(level: string, secrets: SecretSet): LoggerOptions {
@@ -174,7 +192,7 @@ export function loggerOptions(level: string, secrets: SecretSet): LoggerOptions 
         for (const name of CALLER_TEXTS) {
           const value = fields[name]
           if (typeof value !== 'string') continue
-          if (spelledAsDecoded(value, secrets)) out = { ...out, [name]: '[REDACTED]' }
+          if (hiddenFromScrub(value, secrets)) out = { ...out, [name]: '[REDACTED]' }
           else if (value.length > LOGGED_TEXT_MAX) out = { ...out, [name]: loggedText(value, secrets) }
         }
         const accounts = fields.advertiser
