@@ -64,10 +64,16 @@ export class AdminAuth {
   heldIn(text: string): boolean {
     if (this.#digests.size === 0) return false
     const seen = new Set<string>()
-    for (const word of wordsOf(text, MIN_ADMIN_TOKEN_CHARS)) {
-      if (seen.has(word) || !PRESENTABLE.test(word)) continue
+    const held = (word: string): boolean => {
+      if (word.length < MIN_ADMIN_TOKEN_CHARS || seen.has(word) || !PRESENTABLE.test(word)) return false
       if (seen.size < REMEMBERED) seen.add(word)
-      if (this.#digests.has(hash('sha256', word))) return true
+      return this.#digests.has(hash('sha256', word))
+    }
+    for (const word of wordsOf(text, MIN_ADMIN_TOKEN_CHARS)) {
+      if (held(word)) return true
+      // A path's segments are words of their own (`/api/v1/x/<token>`); a token may hold a
+      // `/` itself (base64), so the word is looked for whole too.
+      if (word.includes('/') && word.split('/').some(held)) return true
     }
     return false
   }

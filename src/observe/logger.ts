@@ -173,12 +173,10 @@ function boundedAccounts(accounts: unknown, secrets: SecretSet): Record<string, 
  * the platform would decode (a character of it percent-escaped, a `+` for a space), found
  * by the search admission refuses by, asked only of a text that decoding changes (the
  * scrub finds a secret as it is, and each spelling the gateway writes); or one known by
- * its digest alone (a named admin token), as a word of the text or a segment of a path (a
- * token may hold a `/` itself: the text is searched whole too).
+ * its digest alone (a named admin token).
  */
 function hiddenFromScrub(text: string, secrets: SecretSet): boolean {
-  if ((text.includes('%') || text.includes('+')) && secrets.holds(text)) return true
-  return secrets.heldByDigest(text) || (text.includes('/') && secrets.heldByDigest(text.replaceAll('/', ' ')))
+  return ((text.includes('%') || text.includes('+')) && secrets.holds(text)) || secrets.heldByDigest(text)
 }
 
 export function loggerOptions(level: string, secrets: SecretSet): LoggerOptions {

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest'
 import { sha256Hex } from '../../src/config/secret-digest.js'
 import { KEYS, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
 import { useGateway, useSandbox } from '../helpers/fixtures.js'
+import { eachSecretAlone } from '../helpers/suspensions.js'
 
 // Contract, "Logs": every configured secret is redacted from every line. A named token of
 // ADMIN_TOKENS_FILE is known by its digest alone: a caller's path or user-agent holding one
@@ -17,6 +18,7 @@ writeFileSync(tokensFile, `ops:sha256:${sha256Hex(NAMED_TOKEN)}\n`)
 
 const sandbox = useSandbox()
 const gw = useGateway(() => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKENS_FILE: tokensFile }, TEAMS_YAML))
+eachSecretAlone(() => gw)
 
 describe('a named token of ADMIN_TOKENS_FILE in a caller\'s path or user-agent', () => {
   it('is written [REDACTED] whole in the access line, with a key or without', async () => {
@@ -43,5 +45,13 @@ describe('a named token of ADMIN_TOKENS_FILE in a caller\'s path or user-agent',
     await gw.proxy.inject({ method: 'GET', url: '/x/an-ordinary-long-path-segment', headers: { 'user-agent': 'dashboards/2.1 (an ordinary long agent)' } })
     const line = gw.logs.records().findLast((r) => r.msg === 'request')
     expect([line?.path, line?.userAgent]).toEqual(['/x/an-ordinary-long-path-segment', 'dashboards/2.1 (an ordinary long agent)'])
+  })
+
+  it("as a segment of a team's request path is refused as a secret of the gateway's: the platform never gets it", async () => {
+    sandbox.clearRequests()
+    const res = await gw.proxy.inject({ method: 'GET', url: `/api/v1/campaign/${NAMED_TOKEN}/get`, headers: { 'x-api-key': KEYS.all } })
+    expect(res.statusCode).toBe(400)
+    expect(res.json().message).toMatch(/^request target: holds a secret of the gateway's/)
+    expect(sandbox.countRequests(() => true)).toBe(0)
   })
 })
