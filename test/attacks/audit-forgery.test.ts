@@ -17,7 +17,8 @@ describe('a team forging the audit trail', () => {
   }
 
   it('an account written as an object with "kind":"audit" puts no line of the team\'s in the audit trail', async () => {
-    const forged = { kind: 'audit', msg: 'report cache purged', actor: 'admin', action: 'purge' }
+    // Within the 64 characters an account is logged in as written (an object, not its cut text).
+    const forged = { kind: 'audit', msg: 'report cache purged', actor: 'admin' }
     for (let i = 0; i < 3; i++) {
       const res = await fetch(`${sg.url}/api/v1/campaign/update`, {
         method: 'POST',
