@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js'
 import type { CacheEntry } from '../cache/cache-entry.js'
 import type { CanonicalReport } from '../reports/report-query.js'
 import { JobExpiredError, JobNotDoneError, JobNotFoundError, JobPurgedError, JobRunningError, JobsFullError, JobsKeptFullError, JobsUnavailableError, WaitsFullError } from '../errors.js'
-import { cancellable, figuresAt, jobStatus, keptAnswer, newJob, placeInQueue, purgeReaches, resultPurged, stateAt, type Job, type JobError, type JobFinality, type JobStatus, type PlatformAnswer, type PurgeCheck } from './job.js'
+import { cancellable, dropAt, figuresAt, jobStatus, keptAnswer, newJob, placeInQueue, purgeReaches, resultPurged, stateAt, type Job, type JobError, type JobFinality, type JobStatus, type PlatformAnswer, type PurgeCheck } from './job.js'
 import type { JobStore } from './job-store.js'
 import type { JobRunner, JobSettings } from './job-runner.js'
 import type { JobWaits, WaitRefusal } from './job-waits.js'
@@ -197,6 +197,9 @@ export class Jobs {
   async #own(id: string, team: string): Promise<Job> {
     const job = await this.#d.store.get(id)
     if (job === null || job.team !== team) throw new JobNotFoundError()
+    // Its record's end is the same moment on every replica, whenever a replica's sweep drops it.
+    const drop = dropAt(job)
+    if (drop !== null && this.#d.clock.now() >= drop) throw new JobNotFoundError()
     return job
   }
 

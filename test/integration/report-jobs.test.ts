@@ -363,6 +363,11 @@ describe('report jobs (demo mode, no Redis)', () => {
     const gone = await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: { 'x-api-key': KEYS.all } })
     expect(gone.status).toBe(410)
     expect(((await gone.json()) as { code: string }).code).toBe('GW_JOB_EXPIRED')
+    // Its record stays an hour after expiresAt, then its id is unknown on every call at once, whenever the replicas drop it.
+    clock.advance(60 * 60_000 - 1)
+    expect((await status(gw, id)).state).toBe('expired')
+    clock.advance(1)
+    for (const path of [`/api/v1/jobs/${id}`, `/api/v1/jobs/${id}/result`]) expect((await fetch(`${gw.url}${path}`, { headers: { 'x-api-key': KEYS.all } })).status, path).toBe(404)
   })
 
   it('a job\'s result is kept downstream no longer than to its expiresAt: its max-age passes not the seconds left to it', async () => {
