@@ -149,7 +149,6 @@ function count(env: Env, name: string, fallback: number, problems: string[]): nu
   return n
 }
 
-/** `key=value,key2=value2` (W3C Baggage's form, values percent-decoded), as the OTEL_* lists are written. */
 /**
  * The secrets of the trace exporter's headers: each value, and an authorization header's
  * credential alone (`Bearer <token>`'s token), which a caller may paste without its scheme.
@@ -166,6 +165,7 @@ export function exporterHeaderSecrets(text: string): string[] {
   return exporterSecrets(keyValues(text, '', [], true))
 }
 
+/** `key=value,key2=value2` (W3C Baggage's form, values percent-decoded), as the OTEL_* lists are written. */
 function keyValues(text: string | undefined, name: string, problems: string[], secret: boolean): Record<string, string> {
   const out: Record<string, string> = {}
   const parts = (text ?? '').split(',')
