@@ -63,6 +63,9 @@ export class TieredStore implements CacheStore {
     // A purge announced while the subscriber was away (a reconnect) never reaches it:
     // the shared record is read again as it is back.
     bus?.onSubscribed(() => void this.catchUpPurges())
+    // So is another replica's new copy (a forced refresh's) announced meanwhile: each copy
+    // in memory is compared with Redis' as the subscriber is back.
+    bus?.onSubscribed(() => void this.catchUpFills())
     // After subscribing: a purge made meanwhile is heard on the bus or read here.
     await this.#purges.load()
   }
@@ -144,6 +147,21 @@ export class TieredStore implements CacheStore {
   async takeNewer(key: string, fetchedAt: number): Promise<void> {
     const local = this.#o.l1.peek(key)
     if (!local || local.fetchedAt >= fetchedAt) return
+    await this.#newerShared(key, local)
+  }
+
+  /**
+   * Takes Redis' copy of each copy held in memory that Redis holds newer: the bus
+   * announcements of copies stored while this replica's subscriber was away (a forced
+   * refresh's new copy among them) never reach it, and its older copy would otherwise be
+   * served until its own freshness ends. One copy read at a time; a copy Redis lacks (kept
+   * here while Redis was out) stays.
+   */
+  async catchUpFills(): Promise<void> {
+    for (const [key, local] of [...this.#o.l1.entries()]) await this.#newerShared(key, local)
+  }
+
+  async #newerShared(key: string, local: CacheEntry): Promise<void> {
     const shared = await this.getShared(key)
     if (shared && shared.fetchedAt > local.fetchedAt) await this.keepLocally(key, shared)
   }
