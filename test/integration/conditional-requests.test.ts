@@ -126,6 +126,18 @@ describe('a forced refresh: a capability a team is given, bounded and coalesced'
     expect(reportCalls()).toBe(1)
   })
 
+  it('reads every other request directive as any read, from a team given refresh too: max-age, min-fresh, max-stale, no-store, only-if-cached', async () => {
+    // only-if-cached with no copy is a read like any: a miss, its platform call.
+    const filled = await ask(OPS_KEY, { 'cache-control': 'only-if-cached' })
+    expect([filled.status, filled.cache]).toEqual([200, 'MISS'])
+    clock.advance(20_000)
+    for (const directive of ['max-age=5', 'min-fresh=55', 'max-stale=100', 'no-store', 'only-if-cached']) {
+      const read = await ask(OPS_KEY, { 'cache-control': directive })
+      expect({ directive, status: read.status, cache: read.cache, age: read.age }).toEqual({ directive, status: 200, cache: 'HIT', age: '20' })
+    }
+    expect(reportCalls()).toBe(1)
+  })
+
   it('shares one platform call among concurrent forced refreshes', async () => {
     expect((await ask(OPS_KEY)).cache).toBe('MISS')
     clock.advance(MIN_AGE_S * 1000)
