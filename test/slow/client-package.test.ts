@@ -164,6 +164,49 @@ try {
 }
 </script>`
 
+/**
+ * Each TypeScript example of the package's README as its own module of an app, the names it
+ * uses but does not declare (the client's exports it does not import, the `gateway`,
+ * `query`, `baseUrl`… of the examples before it) declared ahead of it, so that each is
+ * type-checked as written.
+ */
+function readmeExamples(): string[] {
+  const readme = readFileSync(join(CLIENT, 'README.md'), 'utf8')
+  const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!)
+  const given: Record<string, string> = {
+    gateway: 'declare const gateway: ReturnType<typeof client.createGatewayClient>',
+    query: 'declare const query: client.ReportQuery',
+    baseUrl: 'declare const baseUrl: string',
+    apiKey: 'declare const apiKey: string',
+    dateFrom: 'declare const dateFrom: string',
+    dateTo: 'declare const dateTo: string',
+    myEtag: 'declare let myEtag: string',
+    myRows: 'declare let myRows: client.ReportRow[]',
+    show: 'declare function show(rows: client.ReportRow[]): void',
+    process: 'declare const process: { env: Record<string, string | undefined> }',
+  }
+  return blocks.map((block) => {
+    const imported = new Set([...block.matchAll(/import \{([^}]*)\}/g)].flatMap((m) => m[1]!.split(',').map((name) => name.trim())))
+    const exports = ['createGatewayClient', 'GatewayError', 'answerError'].filter((name) => new RegExp(`\\b${name}\\b`).test(block) && !imported.has(name))
+    const free = Object.keys(given).filter((name) => new RegExp(`(?<![.\\w'])${name}\\b`).test(block) && !new RegExp(`(const|let|function) ${name}\\b`).test(block))
+    return [
+      "import type * as client from '@report-gateway/client'",
+      ...(exports.length > 0 ? [`import { ${exports.join(', ')} } from '@report-gateway/client'`] : []),
+      ...free.map((name) => given[name]),
+      block,
+      'export {}',
+    ].join('\n')
+  })
+}
+
+/** The module settings an app's TypeScript resolves the package under: Node's own, and a bundler's. */
+const RESOLUTIONS = [
+  { module: 'NodeNext', moduleResolution: 'NodeNext' },
+  { module: 'Node16', moduleResolution: 'Node16' },
+  { module: 'ESNext', moduleResolution: 'Bundler' },
+  { module: 'Preserve', moduleResolution: 'Bundler' },
+]
+
 /** The command that finds Debian's chromium, or null (noted as a missing tool). */
 function chromiumPath(): string | null {
   const found = spawnSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], { encoding: 'utf8' }).stdout.trim()
@@ -228,6 +271,7 @@ describe('the client package, installed from its tarball in an empty directory',
       private?: boolean
       exports: Record<string, Record<string, string>>
       dependencies: Record<string, string>
+      peerDependencies: Record<string, string>
     }
     expect(installed.version).toBe(root.version)
     expect(installed.private).toBeUndefined()
@@ -241,10 +285,14 @@ describe('the client package, installed from its tarball in an empty directory',
     const modules = readdirSync(join(CLIENT, 'src')).filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts')).map((f) => f.slice(0, -'.ts'.length))
     const shipped = ['README.md', 'package.json', 'dist/schema.d.ts', ...modules.flatMap((m) => [`dist/${m}.js`, `dist/${m}.d.ts`])]
     expect(files.filter((f) => statSync(join(app, 'node_modules/@report-gateway/client', f)).isFile())).toEqual(shipped.sort())
-    // The app's tree: the client and what its declared dependencies bring, nothing of the workspace.
-    const tree = JSON.parse(npm(['ls', '--all', '--json'], app)) as { dependencies: Record<string, { version: string; resolved?: string; dependencies?: Record<string, unknown> }> }
+    // The app's tree: the client and what its declared dependencies bring, nothing of the
+    // workspace; its optional peer (typescript) listed without a version: not installed.
+    const tree = JSON.parse(npm(['ls', '--all', '--json'], app)) as { dependencies: Record<string, { version: string; resolved?: string; dependencies?: Record<string, { version?: string }> }> }
     expect(Object.keys(tree.dependencies)).toEqual(['@report-gateway/client'])
-    expect(Object.keys(tree.dependencies['@report-gateway/client']!.dependencies ?? {})).toEqual(Object.keys(installed.dependencies))
+    const brought = Object.entries(tree.dependencies['@report-gateway/client']!.dependencies ?? {})
+    expect(brought.filter(([, dependency]) => dependency.version !== undefined).map(([name]) => name)).toEqual(Object.keys(installed.dependencies))
+    expect(brought.filter(([, dependency]) => dependency.version === undefined).map(([name]) => name)).toEqual(Object.keys(installed.peerDependencies))
+    expect(existsSync(join(app, 'node_modules/typescript'))).toBe(false)
     expect(existsSync(join(app, 'node_modules/.package-lock.json'))).toBe(true)
     expect(readFileSync(join(app, 'node_modules/.package-lock.json'), 'utf8')).not.toContain(ROOT)
   })
@@ -261,6 +309,31 @@ describe('the client package, installed from its tarball in an empty directory',
     expect(run.stdout + run.stderr).toBe('')
     expect(run.status).toBe(0)
   }, 120_000)
+
+  it('type-checks every TypeScript example of its README as written, under NodeNext, Node16 and Bundler resolution, with the oldest TypeScript it declares and the workspace\'s', () => {
+    const examples = readmeExamples()
+    expect(examples.length).toBeGreaterThanOrEqual(8)
+    examples.forEach((example, i) => writeFileSync(join(app, `readme-${i}.mts`), example))
+    const files = examples.map((_, i) => `readme-${i}.mts`)
+    const typeCheck = (tsc: string): void => {
+      for (const settings of RESOLUTIONS) {
+        writeFileSync(join(app, 'tsconfig.readme.json'), JSON.stringify({ compilerOptions: { target: 'ES2022', ...settings, lib: ['ES2022', 'DOM'], types: [], strict: true, noEmit: true }, files }))
+        const run = spawnSync(tsc, ['-p', 'tsconfig.readme.json'], { cwd: app, encoding: 'utf8' })
+        expect({ tsc, settings, out: run.stdout + run.stderr }).toEqual({ tsc, settings, out: '' })
+      }
+    }
+    typeCheck(TSC)
+    // The TypeScript the package declares it needs (an optional peer: a JavaScript app installs
+    // none), its oldest version installed beside the app: an older one refuses openapi-fetch's declarations.
+    const peer = JSON.parse(readFileSync(join(CLIENT, 'package.json'), 'utf8')) as { peerDependencies?: Record<string, string>; peerDependenciesMeta?: Record<string, { optional?: boolean }> }
+    expect(peer.peerDependencies?.typescript).toMatch(/^>=5\.\d+$/)
+    expect(peer.peerDependenciesMeta?.typescript?.optional).toBe(true)
+    const oldest = join(work, 'oldest-typescript')
+    mkdirSync(oldest, { recursive: true })
+    writeFileSync(join(oldest, 'package.json'), '{"private": true}\n')
+    npm(['install', `typescript@~${peer.peerDependencies!.typescript!.slice('>='.length)}.0`], oldest)
+    typeCheck(join(oldest, 'node_modules/.bin/tsc'))
+  }, 240_000)
 
   const runtimes: [string, () => string | null][] = [
     ['20', node20],
