@@ -1,6 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { createHmac, randomBytes } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -146,6 +147,21 @@ function pushHeadersDocumented(): string[] {
   return [...table.matchAll(/^\| `([a-z-]+)` \|/gm)].map((m) => m[1]!).sort()
 }
 
+/** The verifier of the Standard Webhooks package a receiving team installs (`npm install standardwebhooks`, its own implementation, not the docs'), from the registry into a folder of the test's. */
+function standardWebhooks(): new (secret: string) => { verify: (payload: string, headers: Record<string, string>) => unknown } {
+  const dir = mkdtempSync(join(tmpdir(), 'rgw-standardwebhooks-'))
+  dirs.push(dir)
+  writeFileSync(join(dir, 'package.json'), '{"private": true}\n')
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('npm_')))
+  execFileSync('npm', ['install', 'standardwebhooks@1', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir, env, timeout: 180_000, stdio: 'ignore' })
+  return (createRequire(join(dir, 'package.json'))('standardwebhooks') as { Webhook: ReturnType<typeof standardWebhooks> }).Webhook
+}
+
+/** The `webhook-*` headers of `push`, as a receiver hands them to a verifier. */
+function webhookHeaders(push: Push): Record<string, string> {
+  return Object.fromEntries(['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => [name, String(push.headers[name])]))
+}
+
 describe('the webhook receiver docs/jobs.md prints, against a gateway\'s real pushes (demo mode, the sandbox over HTTP)', () => {
   const sandbox = useSandbox()
   const gateways = useGateways()
@@ -245,26 +261,36 @@ describe('the webhook receiver docs/jobs.md prints, against a gateway\'s real pu
     expect(receiver.acted()).toEqual([{ job: id, state: 'done', result: `/api/v1/jobs/${id}/result` }])
   })
 
-  it('changes the secret as the docs say, no push refused: the receiver takes both, the team\'s secret changes (a teams reload), the receiver drops the old one', async () => {
+  it('changes the secret as the docs say, no push refused: the receiver takes both, the team\'s secret changes (a teams reload), the receiver drops the old one; the standardwebhooks package verifies each push, a retry too, with the secret it was signed with alone', async () => {
+    const Webhook = standardWebhooks()
     let receiver = await startReceiver([OLD, NEW])
-    const hook = await recorder(() => receiver)
+    // The first push's answer lost (a 503 instead): the gateway tries it again, signed anew.
+    const hook = await recorder(() => receiver, (status, nth) => (nth === 1 ? 503 : status))
     const gw = await gateway(webhookYaml(hook.url, OLD))
     const before = await gw.ask('advertiserId=101&dateFrom=2025-03-01&dateTo=2025-06-30')
-    await waitFor('the push under the old secret taken', () => hook.pushes.length === 1, testTimeLeft())
+    await waitFor('the push under the old secret taken, and its retry', () => hook.pushes.length === 2, testTimeLeft())
     gw.dir.update(webhookYaml(hook.url, NEW))
     expect(await gw.reload()).toBe('applied')
     const after = await gw.ask('advertiserId=101&dateFrom=2025-04-01&dateTo=2025-06-30')
-    await waitFor('the push under the new secret taken', () => hook.pushes.length === 2, testTimeLeft())
-    const [old, renewed] = hook.pushes as [Push, Push]
-    expect([old.status, renewed.status]).toEqual([204, 204])
+    await waitFor('the push under the new secret taken', () => hook.pushes.length === 3, testTimeLeft())
+    const [old, retry, renewed] = hook.pushes as [Push, Push, Push]
+    expect([old.status, retry.status, renewed.status]).toEqual([204, 204, 204])
     expect(receiver.acted().map((a) => a.job)).toEqual([before, after])
+    // A receiving team's own verifier (the Standard Webhooks package, not the docs' code).
+    for (const [push, secret, other, job] of [[old, OLD, NEW, before], [retry, OLD, NEW, before], [renewed, NEW, OLD, after]] as const) {
+      const body = push.body.toString('utf8')
+      expect(push.headers['webhook-id']).toBe(`msg_${job}`)
+      expect(new Webhook(secret).verify(body, webhookHeaders(push))).toMatchObject({ id: job, state: 'done', result: `/api/v1/jobs/${job}/result` })
+      expect(() => new Webhook(other).verify(body, webhookHeaders(push))).toThrow()
+      expect(() => new Webhook(secret).verify(body.replace('"done"', '"failed"'), webhookHeaders(push))).toThrow()
+    }
 
     await receiver.stop()
     receiver = await startReceiver([NEW])
     expect(await send(receiver, old)).toBe(401)
     expect(await send(receiver, renewed)).toBe(204)
     expect(receiver.acted().map((a) => a.job)).toEqual([after])
-  })
+  }, 240_000)
 
   describe('two receivers behind a balancer, or one restarted: each push a retry sends to the other', () => {
     const redis = useRedis()
