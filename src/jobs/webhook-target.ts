@@ -2,6 +2,7 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns'
 import { lookup } from 'node:dns/promises'
 import { BlockList, isIP, type LookupFunction } from 'node:net'
 import { networkInterfaces } from 'node:os'
+import { hostPort } from '../host-port.js'
 
 // Where a webhook's connection may go: the addresses its host resolves to, never the
 // platform's socket, a link-local address nor a cloud's metadata service. Which hosts a webhook may name at all is
@@ -148,7 +149,7 @@ export function carriedIPv4(address: string): string[] {
 export function socketRefusal(url: URL, address: string, isPlatform: (address: string, port: number) => boolean): string | null {
   for (const checked of [address, ...carriedIPv4(address)]) {
     const carrier = checked === address ? '' : `, carried by ${address}`
-    if (isPlatform(checked, portOf(url))) return `${url.hostname} resolves to the platform's address (${checked}:${portOf(url)}${carrier})`
+    if (isPlatform(checked, portOf(url))) return `${url.hostname} resolves to the platform's address (${hostPort(checked, portOf(url))}${carrier})`
     const family = isIP(checked) === 6 ? 'ipv6' : 'ipv4'
     if (LINK_LOCAL.check(checked, family)) return `${url.hostname} resolves to a link-local address (${checked}${carrier}): an instance's metadata service lives there, never a receiver`
     if (CLOUD_SERVICES.check(checked, family)) return `${url.hostname} resolves to a cloud's metadata or credential service (${checked}${carrier}), never a receiver`

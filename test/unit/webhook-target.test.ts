@@ -65,6 +65,9 @@ describe('webhook targets', () => {
       expect(literal, url).not.toBeNull()
       expect(socketRefusal(parsed, literal as string, isPlatform), url).toMatch(/resolves to the platform's address/)
     }
+    // The socket as a URL writes it: an IPv6 address in brackets before its port (host-port.ts).
+    expect(socketRefusal(new URL('https://[fd00::7]/hook'), 'fd00::7', isPlatform)).toBe("[fd00::7] resolves to the platform's address ([fd00::7]:443)")
+    expect(socketRefusal(new URL('https://hooks.example.org/hook'), '::ffff:10.0.0.7', isPlatform)).toBe("hooks.example.org resolves to the platform's address ([::ffff:10.0.0.7]:443)")
     const elsewhere = new URL('https://10.0.0.7:8443/hook')
     expect(socketRefusal(elsewhere, literalOf(elsewhere) as string, isPlatform)).toBeNull()
     expect(literalOf(new URL('https://hooks.example.org/'))).toBeNull()
