@@ -162,6 +162,14 @@ function webhookHeaders(push: Push): Record<string, string> {
   return Object.fromEntries(['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => [name, String(push.headers[name])]))
 }
 
+/** The field names of the table of a job's status in docs/jobs.md ("Reading"), the body a push carries, sorted. */
+function statusFieldsDocumented(): string[] {
+  const docs = readFileSync(new URL('../../docs/jobs.md', import.meta.url), 'utf8')
+  const section = docs.slice(docs.indexOf('## Reading'))
+  const table = section.slice(section.indexOf('| field |'), section.indexOf('\n\n', section.indexOf('| field |')))
+  return table.split('\n').slice(2).flatMap((row) => [...row.split(' | ')[0]!.matchAll(/`(\w+)`/g)].map((m) => m[1]!)).sort()
+}
+
 describe('the webhook receiver docs/jobs.md prints, against a gateway\'s real pushes (demo mode, the sandbox over HTTP)', () => {
   const sandbox = useSandbox()
   const gateways = useGateways()
@@ -245,6 +253,8 @@ describe('the webhook receiver docs/jobs.md prints, against a gateway\'s real pu
     expect(Object.keys(content)).toEqual([push.headers['content-type']])
     expect(ajv.validate({ $ref: `openapi.json${pointer('webhooks', 'jobEnded', 'post', 'requestBody', 'content', 'application/json', 'schema')}` }, JSON.parse(push.body.toString('utf8'))), ajv.errorsText()).toBe(true)
     expect(Object.keys(post!.responses as Json)).toEqual(['2XX', 'default'])
+    // What a receiver reads of the body, every field of it, in the docs' table of a job's status.
+    expect(statusFieldsDocumented()).toEqual(Object.keys(JSON.parse(push.body.toString('utf8')) as Json).sort())
   })
 
   it('acts once on a push the gateway tries again (its first answer lost): the retry carries a new timestamp and the same webhook-id', async () => {
