@@ -155,6 +155,33 @@ describe('the typed client: platform calls by their real path', () => {
     expect(s.requests).toEqual([])
   })
 
+  // `process.env.GATEWAY_URL` unset, or a URL written without its scheme (`localhost:8080` reads as scheme `localhost:`).
+  it('refuses to be made without a gateway URL it can call (none, no http(s) scheme, a query or fragment), as GatewayError CLIENT_REFUSED, sending nothing', () => {
+    const s = scripted()
+    const refusals: [unknown, string][] = [
+      ['', 'no baseUrl: createGatewayClient needs the gateway\'s URL (http://host:port), where every call goes'],
+      [undefined, 'no baseUrl: createGatewayClient needs the gateway\'s URL (http://host:port), where every call goes'],
+      [42, 'no baseUrl: createGatewayClient needs the gateway\'s URL (http://host:port), where every call goes'],
+      ['127.0.0.1:8080', 'baseUrl: not a URL; write it with its scheme: http://host:port'],
+      ['localhost:8080', 'baseUrl: its scheme is localhost:, not http: or https:; write it with its scheme: http://host:port'],
+      ['ftp://gw.internal', 'baseUrl: its scheme is ftp:, not http: or https:; write it with its scheme: http://host:port'],
+      ['http://gw.internal:8080/?team=a', 'baseUrl: has a query or fragment, which every call\'s path would follow; give the gateway\'s origin (and path) alone'],
+      ['http://gw.internal:8080/#top', 'baseUrl: has a query or fragment, which every call\'s path would follow; give the gateway\'s origin (and path) alone'],
+    ]
+    for (const [baseUrl, why] of refusals) {
+      let thrown: unknown
+      try {
+        clientWith(s.fetch, { baseUrl: baseUrl as string })
+      } catch (err) {
+        thrown = err
+      }
+      expect(thrown, String(baseUrl)).toBeInstanceOf(GatewayError)
+      expect(thrown, String(baseUrl)).toMatchObject({ code: 'CLIENT_REFUSED', status: null, message: `not sent: ${why}` })
+    }
+    for (const baseUrl of ['http://127.0.0.1:8080', 'https://gw.internal/', 'http://gw.internal/reports']) expect(() => clientWith(s.fetch, { baseUrl })).not.toThrow()
+    expect(s.requests).toEqual([])
+  })
+
   it('refuses a path outside /api/v1/ or with a query of its own, before sending, as GatewayError CLIENT_REFUSED', async () => {
     const s = scripted()
     const client = clientWith(s.fetch)

@@ -65,7 +65,7 @@ export type PlatformMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
 export type GatewayPaths = paths
 
 export interface GatewayClientOptions {
-  /** The proxy listener's origin, e.g. `http://127.0.0.1:8080`. */
+  /** The proxy listener's origin, e.g. `http://127.0.0.1:8080` (and a path, behind an ingress that routes one); none, another scheme than http(s), a query or a fragment: createGatewayClient throws `CLIENT_REFUSED`. */
   baseUrl: string
   /** The team key, sent as `x-api-key`; without one (empty, undefined) createGatewayClient throws `CLIENT_REFUSED`. */
   apiKey: string
@@ -212,7 +212,7 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
   if (typeof options.apiKey !== 'string' || options.apiKey === '') {
     throw refusal("no apiKey: createGatewayClient needs the team's key (sent as x-api-key), without which the gateway answers every call 401")
   }
-  const baseUrl = options.baseUrl.replace(/\/+$/, '')
+  const baseUrl = gatewayBase(options.baseUrl)
   // Where a platform path must stay once fetch has resolved its dot segments.
   const platformRoot = `${new URL(baseUrl).pathname.replace(/\/+$/, '')}/api/v1/`
   const retries = Math.max(0, options.retries ?? 2)
@@ -443,6 +443,27 @@ async function jsonOf(response: Response): Promise<unknown> {
 }
 
 /** A call the client does not send, as the GatewayError every failure is. */
+/**
+ * The gateway's URL every call's path follows, without its trailing slashes; a `baseUrl`
+ * that no call could reach refused as CLIENT_REFUSED at the client's making: none (an unset
+ * `process.env` variable), one written without its scheme (`localhost:8080` reads as the
+ * scheme `localhost:`), another scheme than http(s), or a query or fragment, which every
+ * call's path would follow. Its text is never repeated: it may carry credentials.
+ */
+function gatewayBase(baseUrl: unknown): string {
+  const write = "write it with its scheme: http://host:port"
+  if (typeof baseUrl !== 'string' || baseUrl === '') throw refusal("no baseUrl: createGatewayClient needs the gateway's URL (http://host:port), where every call goes")
+  let url: URL
+  try {
+    url = new URL(baseUrl)
+  } catch {
+    throw refusal(`baseUrl: not a URL; ${write}`)
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw refusal(`baseUrl: its scheme is ${url.protocol}, not http: or https:; ${write}`)
+  if (url.search !== '' || url.hash !== '' || /[?#]/.test(baseUrl)) throw refusal("baseUrl: has a query or fragment, which every call's path would follow; give the gateway's origin (and path) alone")
+  return baseUrl.replace(/\/+$/, '')
+}
+
 function refusal(why: string, cause?: unknown): GatewayError {
   return new GatewayError('CLIENT_REFUSED', `not sent: ${why}`, cause === undefined ? {} : { cause })
 }
