@@ -182,6 +182,41 @@ describe('the typed client: platform calls by their real path', () => {
     expect(s.requests).toEqual([])
   })
 
+  // `Number(process.env.GATEWAY_TIMEOUT_MS)` unset is NaN: every call would time out at once (Infinity too: a timer of 1 ms).
+  it('refuses to be made with a timeout, retries, wait or kept answers that are not counts it can use, naming the option; and a call with such a timeout, sending nothing', async () => {
+    const s = scripted()
+    const refusals: [Partial<GatewayClientOptions>, string][] = [
+      [{ timeoutMs: Number.NaN }, 'timeoutMs: must be a number of ms from 1 to 2147483647 (got NaN)'],
+      [{ timeoutMs: Number.POSITIVE_INFINITY }, 'timeoutMs: must be a number of ms from 1 to 2147483647 (got Infinity)'],
+      [{ timeoutMs: 0 }, 'timeoutMs: must be a number of ms from 1 to 2147483647 (got 0)'],
+      [{ retries: Number.NaN }, 'retries: must be a whole number from 0 (got NaN)'],
+      [{ retries: 1.5 }, 'retries: must be a whole number from 0 (got 1.5)'],
+      [{ retries: -1 }, 'retries: must be a whole number from 0 (got -1)'],
+      [{ keptAnswers: Number.NaN }, 'keptAnswers: must be a whole number from 0 (got NaN)'],
+      [{ maxRetryAfterSeconds: Number.NaN }, 'maxRetryAfterSeconds: must be a number of seconds from 0 (got NaN)'],
+      [{ maxRetryAfterSeconds: '10' as unknown as number }, 'maxRetryAfterSeconds: must be a number of seconds from 0 (got a string)'],
+    ]
+    for (const [options, why] of refusals) {
+      let thrown: unknown
+      try {
+        clientWith(s.fetch, options)
+      } catch (err) {
+        thrown = err
+      }
+      expect(thrown, why).toBeInstanceOf(GatewayError)
+      expect(thrown, why).toMatchObject({ code: 'CLIENT_REFUSED', status: null, message: `not sent: ${why}` })
+    }
+    const client = clientWith(s.fetch, { timeoutMs: 2_147_483_647, retries: 0, keptAnswers: 0, maxRetryAfterSeconds: 0 })
+    await expect(client.report('campaigns', { advertiserId: 101, dateFrom: '2026-02-01', dateTo: '2026-02-07' }, { timeoutMs: Number.NaN })).rejects.toMatchObject({ code: 'CLIENT_REFUSED', message: 'not sent: timeoutMs: must be a number of ms from 1 to 2147483647 (got NaN)' })
+    await expect(client.call('GET', '/api/v1/campaign/get', { timeoutMs: -5 })).rejects.toMatchObject({ code: 'CLIENT_REFUSED' })
+    expect(s.requests).toEqual([])
+    // A job's result waited for with such a timeout: refused before its first status call.
+    const asked = scripted(() => Response.json({ id: 'j1', state: 'queued' }, { status: 202 }))
+    const job = await clientWith(asked.fetch).reportJob('campaigns', { advertiserId: 101, dateFrom: '2025-01-01', dateTo: '2025-12-31' })
+    await expect(job.result({ timeoutMs: Number.NaN })).rejects.toMatchObject({ code: 'CLIENT_REFUSED', message: 'not sent: timeoutMs: must be a number of ms from 1 to 2147483647 (got NaN)' })
+    expect(asked.requests).toHaveLength(1)
+  })
+
   it('refuses a path outside /api/v1/ or with a query of its own, before sending, as GatewayError CLIENT_REFUSED', async () => {
     const s = scripted()
     const client = clientWith(s.fetch)

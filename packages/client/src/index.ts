@@ -4,6 +4,7 @@ import { answerError, GatewayError, isObject, isRedirect, parsedBody, redirectEr
 import { reportJob, type JobCalls, type JobStatus, type ReportJob } from './jobs.js'
 import { platformUsageOf, type PlatformUsage } from './usage.js'
 import { pause } from './pause.js'
+import { countOption, MAX_TIMEOUT_MS, refusal, secondsOption, timeoutOption } from './options.js'
 
 // A typed client for callers of the report gateway (the gateway's docs/contract.md,
 // "Calling the proxy listener"). It sends the team key, waits out a 429 or 503 that says
@@ -215,10 +216,10 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
   const baseUrl = gatewayBase(options.baseUrl)
   // Where a platform path must stay once fetch has resolved its dot segments.
   const platformRoot = `${new URL(baseUrl).pathname.replace(/\/+$/, '')}/api/v1/`
-  const retries = Math.max(0, options.retries ?? 2)
-  const maxWait = options.maxRetryAfterSeconds ?? 10
-  const keptMax = Math.max(0, options.keptAnswers ?? 100)
-  const clientTimeout = options.timeoutMs ?? DEFAULT_TIMEOUT_MS
+  const retries = countOption('retries', options.retries ?? 2)
+  const maxWait = secondsOption('maxRetryAfterSeconds', options.maxRetryAfterSeconds ?? 10)
+  const keptMax = countOption('keptAnswers', options.keptAnswers ?? 100)
+  const clientTimeout = timeoutOption(options.timeoutMs ?? DEFAULT_TIMEOUT_MS)
   const send = options.fetch ?? ((request: Request) => globalThis.fetch(request))
   const kept = new Map<string, Kept>()
   const revalidated = new WeakSet<Response>()
@@ -270,6 +271,7 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     // no-cache as a revalidation and answers from its copy, never from the platform.
     const refresh = forcesRefresh(request)
     const etag = request.method === 'GET' && !request.headers.has('if-none-match') && !refresh ? kept.get(request.url)?.etag : undefined
+    timeoutOption(timeoutMs)
     const deadline = Date.now() + timeoutMs
     const timer = new AbortController()
     const timeout = setTimeout(() => timer.abort(new GatewayError('CLIENT_TIMEOUT', `${request.method} ${request.url}: no answer within ${timeoutMs} ms`)), timeoutMs)
@@ -393,7 +395,7 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
 
   // A held status call (`?wait=N`) may take N seconds more than the client's timeout.
   const jobCalls: JobCalls<ReportAnswer> = {
-    get: (path, call) => fetchWithPolicy(madeOrRefused(() => requestOf('GET', path, undefined, call)), clientTimeout + (call.extraMs ?? 0)),
+    get: (path, call) => fetchWithPolicy(madeOrRefused(() => requestOf('GET', path, undefined, call)), Math.min(MAX_TIMEOUT_MS, clientTimeout + (call.extraMs ?? 0))),
     delete: (path, call) => fetchWithPolicy(madeOrRefused(() => requestOf('DELETE', path, undefined, call))),
     async json(response) {
       const body = await jsonOf(response)
@@ -464,9 +466,6 @@ function gatewayBase(baseUrl: unknown): string {
   return baseUrl.replace(/\/+$/, '')
 }
 
-function refusal(why: string, cause?: unknown): GatewayError {
-  return new GatewayError('CLIENT_REFUSED', `not sent: ${why}`, cause === undefined ? {} : { cause })
-}
 
 /**
  * The openapi-fetch client, refusing what it must not send as GatewayError CLIENT_REFUSED:

@@ -2,6 +2,7 @@ import type { components } from './schema.js'
 import { GatewayError } from './errors.js'
 import type { PlatformUsage } from './usage.js'
 import { pause } from './pause.js'
+import { timeoutOption } from './options.js'
 
 // Report jobs (the gateway's docs/jobs.md): a report asked with `prefer: respond-async`,
 // answered 202 with where its job is, read and waited for with the server's `?wait`,
@@ -90,6 +91,7 @@ export function reportJob<A>(calls: JobCalls<A>, accepted: JobStatus | null, ans
   // is asked again after the refusal's retry-after.
   const ended = async (options: JobResultOptions): Promise<JobStatus> => {
     const { timeoutMs, signal: own } = options
+    if (timeoutMs !== undefined) timeoutOption(timeoutMs)
     const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs
     const timedOut = () => new GatewayError('CLIENT_TIMEOUT', `job ${accepted?.id ?? ''}: not ended after ${timeoutMs} ms (last seen ${last?.state ?? 'open'})`)
     const giveUp = new AbortController()
