@@ -88,8 +88,11 @@ describe.skipIf(!available)('deployments in two databases of one Redis', () => {
       `REDIS_URL names database ${database.slice(1)}, which Redis refused to select (${refusal}): its commands are not sent to another database in its place; name a database it has (CONFIG GET databases) that its user may select, and restart`,
     ])
     // The commands refused on the dropped connection are said in the gateway's words, never the Redis client's.
+    // The start reads the purge record as the connection is made: before Redis's refusal of the SELECT
+    // came (a busy machine), the read met a connection not ready yet; after it, one dropped for good.
     const purgeRecord = gw.logs.records().filter((r) => r.msg === 'the shared purge record could not be read: report entries stored before now are filled again')
-    expect(purgeRecord.map((r) => r.why)).toEqual(['not connected to Redis (the connection was closed and is not made again)'])
+    expect(purgeRecord.map((r) => r.why)).toHaveLength(1)
+    expect(['not connected to Redis (reconnecting)', 'not connected to Redis (the connection was closed and is not made again)']).toContain(purgeRecord[0]?.why)
     const said = gw.logs.records().flatMap((r) => [r.why, r.reason, r.cause, (r.err as { message?: unknown } | undefined)?.message])
     expect(said).not.toContain('Connection is closed.')
   })
