@@ -154,13 +154,14 @@ describe('the answers\' budget (platform.bufferTotalBytes)', () => {
 describe('a seat ends when the platform\'s answer is in, not when its caller has read it (docs/governor.md)', () => {
   it('holds the seat while the platform is still sending the body, and frees it once the body is in', async () => {
     // A platform that sends its answer's headers and first 256 KiB at once, and the rest when told.
-    let finish = () => undefined as void
+    const FIRST_PART = 256 * 1024
+    const answer: { finish?: () => void } = {}
     const platform = createServer((req, res) => {
-      res.on('close', () => (finish = () => undefined))
+      res.on('close', () => (answer.finish = () => undefined))
       req.resume()
       res.writeHead(200, { 'content-type': 'application/json' })
-      res.write(`{"data":"${'x'.repeat(256 * 1024)}`)
-      finish = () => void res.end('"}')
+      res.write(`{"data":"${'x'.repeat(FIRST_PART)}`)
+      answer.finish = () => void res.end('"}')
     })
     await new Promise<void>((resolve) => platform.listen(0, '127.0.0.1', resolve))
     cleanups.push(() => {
@@ -170,9 +171,10 @@ describe('a seat ends when the platform\'s answer is in, not when its caller has
     const base = `http://127.0.0.1:${(platform.address() as AddressInfo).port}`
     const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: base, PLATFORM_TOKEN: 'platform-token-of-the-test' }, `${WHOLE_SHARE_TEAMS_YAML}\nplatform: { adaptive: false, maxConcurrent: 8, probe: null }`)))
     const call = victimCall(gw)
-    await waitFor('the answer\'s headers and first part in, its rest still coming', () => gw.answers.budget.used > 0)
+    // The budget holds the call's own request body too, before the platform has it: the answer's first part is in once it holds that part.
+    await waitFor('the answer\'s headers and first part in, its rest still coming', () => answer.finish !== undefined && gw.answers.budget.used >= FIRST_PART)
     expect(seatsOf(gw).inFlight).toBe(1)
-    finish()
+    answer.finish?.()
     expect((await call).status).toBe(200)
     expect(seatsOf(gw).inFlight).toBe(0)
   })
