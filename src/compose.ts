@@ -126,7 +126,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const { teams, reloader, adminAuth, rateLimiter, usage } = teamParts(config, { redis, breaker, bus, log, auditLog, metrics, secrets, keyUse, clock, ...(redisClock ? { redisOffsetMs: () => redisClock.offsetMs } : {}), configSource: deps.configSource })
   // The named admin tokens (ADMIN_TOKENS_FILE's) are known by their digests alone: the log
   // finds them as admission does. ADMIN_TOKEN and ADMIN_VIEWER_TOKEN its scrub finds as they are.
-  if (config.admin.tokensFile !== null) secrets.searchByDigest((text) => adminAuth.heldIn(text))
+  if (config.admin.tokensFile !== null) secrets.searchByDigest((text) => adminAuth.heldInLogged(text))
   const suspensions = new TeamSuspensions({
     redis,
     breaker,

@@ -14,6 +14,12 @@ const PRESENTABLE = /^[\x21-\x7e\x80-\x9f\xa1-\xff]+$/
 // which remembering saves nothing, keeps the memory at this size (remembering every word
 // cost more than hashing it).
 const REMEMBERED = 256
+// The log's texts whose verdict is remembered (heldInLogged): an access line's path (without
+// its query) and user-agent repeat from line to line, and a browser's user-agent holds five
+// words to hash. Texts longer than LOGGED_REMEMBERED_CHARS are searched each time; a full
+// memory is emptied (a caller writing distinct texts costs the search alone, as without it).
+const LOGGED_REMEMBERED = 1024
+const LOGGED_REMEMBERED_CHARS = 512
 
 /** Who an admin token belongs to, and what it may do. */
 export interface AdminActor {
@@ -32,6 +38,7 @@ export class AdminAuth {
   /** The tokens' digests in hex, as `hash` writes a word's. */
   #digests = new Set<string>()
   #replaced = 0
+  #logged = new Map<string, boolean>()
 
   constructor(tokens: AdminToken[]) {
     this.replace(tokens)
@@ -46,6 +53,7 @@ export class AdminAuth {
     this.#replaced++
     this.#tokens = tokens.map((t) => ({ name: t.name, role: t.role, digest: Buffer.from(t.hash.slice('sha256:'.length), 'hex') }))
     this.#digests = new Set(tokens.map((t) => t.hash.slice('sha256:'.length)))
+    this.#logged.clear()
   }
 
   get enabled(): boolean {
@@ -76,6 +84,23 @@ export class AdminAuth {
       if (word.includes('/') && word.split('/').some(held)) return true
     }
     return false
+  }
+
+  /**
+   * heldIn for a text a log line writes, its verdict remembered until the tokens are replaced.
+   * Asked only as a line is written, after its answer: how soon tells no caller whether
+   * another caller wrote the same text (admission asks heldIn, which remembers nothing).
+   */
+  heldInLogged(text: string): boolean {
+    if (this.#digests.size === 0) return false
+    if (text.length > LOGGED_REMEMBERED_CHARS) return this.heldIn(text)
+    let held = this.#logged.get(text)
+    if (held === undefined) {
+      held = this.heldIn(text)
+      if (this.#logged.size >= LOGGED_REMEMBERED) this.#logged.clear()
+      this.#logged.set(text, held)
+    }
+    return held
   }
 
   /** The token's holder and role (the first that matches), or null. Every digest is compared, in constant time each. */

@@ -97,7 +97,7 @@ export class SecretSet {
   }
 
   /**
-   * The search of the secrets known by their digests alone (access/admin-auth.ts heldIn):
+   * The search of the secrets known by their digests alone (access/admin-auth.ts heldInLogged):
    * no scrub finds them in a line, so a caller's text holding one is written `[REDACTED]` whole.
    */
   searchByDigest(held: (text: string) => boolean): void {

@@ -182,6 +182,34 @@ describe('AdminAuth.heldIn: a token known by its digest alone', () => {
   })
 })
 
+describe('AdminAuth.heldInLogged: a log text\'s verdict remembered until the tokens are replaced', () => {
+  const token = 'named.operator~token_0123456789'
+  const other = 'another.operator~token_98765432'
+  const entry = (t: string, name: string) => ({ name, hash: `sha256:${sha256Hex(t)}`, role: 'operator' as const })
+
+  it('says what heldIn says, asked once or again', () => {
+    const auth = new AdminAuth([entry(token, 'ops')])
+    for (const text of [`/api/v1/campaign/${token}/get`, '/api/v1/report/campaigns/get', `Mozilla/5.0 ${token}`]) {
+      expect([auth.heldInLogged(text), auth.heldInLogged(text)]).toEqual([auth.heldIn(text), auth.heldIn(text)])
+    }
+  })
+
+  it('finds a token added by a reload in a text it found nothing in before', () => {
+    const auth = new AdminAuth([entry(token, 'ops')])
+    const path = `/api/v1/campaign/${other}/get`
+    expect(auth.heldInLogged(path)).toBe(false)
+    auth.replace([entry(token, 'ops'), entry(other, 'oncall')])
+    expect(auth.heldInLogged(path)).toBe(true)
+  })
+
+  it('finds a token in a text past the remembered length, and in texts past the remembered count', () => {
+    const auth = new AdminAuth([entry(token, 'ops')])
+    expect(auth.heldInLogged(`${'x/'.repeat(400)}${token}`)).toBe(true)
+    for (let i = 0; i < 1100; i++) expect(auth.heldInLogged(`/api/v1/campaign/${i}/get`)).toBe(false)
+    expect(auth.heldInLogged(`/api/v1/campaign/${token}/get`)).toBe(true)
+  })
+})
+
 describe('AdminAuth.heldIn in one pass: finds what the words of the text and of its whole decoded form found', () => {
   const RUNS = Number(process.env.PROPERTY_RUNS ?? 300)
   const SEED = process.env.PROPERTY_SEED !== undefined ? Number(process.env.PROPERTY_SEED) : process.env.PROPERTY_RUNS ? Date.now() : 98
