@@ -5,6 +5,7 @@ import { strayCredentialProblems } from './env-names.js'
 import { shownUrlText } from './mask-url.js'
 import { hasControlCharacters, readEnv, tokenFault, unreadable, type Env } from './sources.js'
 import { parseDuration, parseSize } from './units.js'
+import { floorProblems } from './floors.js'
 import { normalizeTeams } from './teams.js'
 import { adminTokens } from './admin-tokens.js'
 import { hostAsWritten, hostsOf, WEBHOOK_HOST_FORM, webhookHostsAdvice, webhookRefusal } from './webhook-hosts.js'
@@ -125,8 +126,6 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
 
   const cache = raw.cache
   if (!isValidTimeZone(cache.timeZone)) problems.push(`cache.timeZone: not an IANA time zone (got ${JSON.stringify(cache.timeZone)})`)
-  // Its holder renews the fill lock every third of it: shorter would be renewals all the time.
-  if (parseDuration(cache.lockTtl) < 100) problems.push(`cache.lockTtl: must be at least 100ms (got ${String(cache.lockTtl)})`)
   if (raw.redis.sentinels && raw.redis.cluster) problems.push('redis: set sentinels or cluster, not both')
   problems.push(...concurrencyProblems(p))
   // A listener binds its host as written: one that is neither an IP address nor a name stops the start here, naming its setting.
@@ -147,30 +146,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   if (parseDuration(raw.server.connectionTimeout) <= parseDuration(p.timeout)) {
     problems.push(`server.connectionTimeout: must be longer than platform.timeout (${String(p.timeout)})`)
   }
-  // Shorter would cut off callers whose connection merely hiccups.
-  // Renewed every third of it: shorter would be renewals all the time.
-  if (parseDuration(p.seatLease) < 300) problems.push(`platform.seatLease: must be at least 300ms (got ${String(p.seatLease)})`)
-  // A call's whole budget: 0s sends no call (each is 504, not sent for its deadline).
-  if (parseDuration(p.timeout) < 100) problems.push(`platform.timeout: must be at least 100ms: a platform call's whole budget, connecting and its answer received whole (got ${String(p.timeout)})`)
-  if (parseDuration(p.readIdleTimeout) < 100) problems.push(`platform.readIdleTimeout: must be at least 100ms (got ${String(p.readIdleTimeout)})`)
-  // Fastify refuses a body limit of 0 (its stack trace, exit 1); undici an idle time of 0 (every platform call 502).
-  if (parseSize(raw.bodyLimit) < 1) problems.push(`bodyLimit: must be at least 1B: the largest request body a caller may send (got ${String(raw.bodyLimit)})`)
-  if (parseDuration(p.keepAliveTimeout) < 1) problems.push(`platform.keepAliveTimeout: must be at least 1ms: how long an idle connection to the platform is kept for the next call (got ${String(p.keepAliveTimeout)})`)
-  // Below the room of one report body (limits.reportBody's default), most answers would be larger than all of it: 502.
-  if (parseSize(p.bufferTotalBytes) < 64 * 1024) problems.push(`platform.bufferTotalBytes: must be at least 64KiB: the answers and request bodies under way are held in it, and an answer larger than all of it is 502 GW_UPSTREAM (got ${String(p.bufferTotalBytes)})`)
-  // A file poll re-reads the watched files each time: 0s is a busy loop (an idle replica
-  // spent a third of a core on platform.tokenFilePoll: 0s).
-  const pollFloors = [['teamsReload.poll', raw.teamsReload.poll], ['platform.tokenFilePoll', p.tokenFilePoll]] as const
-  for (const [name, value] of pollFloors) {
-    if (parseDuration(value) < 100) problems.push(`${name}: must be at least 100ms (got ${String(value)})`)
-  }
-  // Job durations that cannot work: an idle replica looks for jobs once a lease and its
-  // runner renews every third of it (1ms: a thousand Redis calls a second); a result kept
-  // 0s is expired as its job ends; a webhook attempt of 0s ends before its request.
-  const jobFloors = [['lease', raw.jobs.lease, 1000, '1s'], ['keep', raw.jobs.keep, 60_000, '1m'], ['webhookTimeout', raw.jobs.webhookTimeout, 100, '100ms']] as const
-  for (const [name, value, floorMs, floor] of jobFloors) {
-    if (parseDuration(value) < floorMs) problems.push(`jobs.${name}: must be at least ${floor} (got ${String(value)})`)
-  }
+  problems.push(...floorProblems(raw))
 
   // A team is told whether its request holds a secret of the gateway's, and one hit in a
   // period is what a guesser gets (decisions/secret-guesses.md): below an hour a bisection

@@ -590,6 +590,10 @@ describe('invalid configuration names the key', () => {
     // Each was cut down to the ceiling without a word: the start and the floor set were not the ones in force.
     { name: 'an initial limit past the ceiling', env: {}, yaml: 'platform: { maxConcurrent: 16, initialConcurrent: 32 }', expected: /platform\.initialConcurrent: must be at most platform\.maxConcurrent \(16; got 32\)/ },
     { name: 'a floor past the ceiling', env: {}, yaml: 'platform: { maxConcurrent: 4, minConcurrent: 6 }', expected: /platform\.minConcurrent: must be at most platform\.maxConcurrent \(4; got 6\)/ },
+    // Node reads a deadline of 0 as none: a typo'd 0s ran a listener whose callers could hold a request or an idle connection open for ever.
+    { name: 'a request deadline of 0', env: {}, yaml: 'server: { requestTimeout: 0s }', expected: /server\.requestTimeout: must be at least 100ms: the whole request, headers and body, is cut off past it; Node reads 0 as no deadline at all \(got 0s\)/ },
+    { name: 'a head deadline of 0', env: {}, yaml: 'server: { headersTimeout: 0s }', expected: /server\.headersTimeout: must be at least 100ms: the request line and headers are cut off past it; Node reads 0 as no deadline at all \(got 0s\)/ },
+    { name: 'a caller keep-alive of 0', env: {}, yaml: 'server: { keepAliveTimeout: 0 }', expected: /server\.keepAliveTimeout: must be at least 100ms: an idle kept-alive caller connection is closed past it; Node reads 0 as no deadline at all \(got 0\)/ },
     { name: 'a bad size', env: {}, yaml: 'bodyLimit: 1MB', expected: /bodyLimit: must be bytes as a number, or a string such as 64MiB/ },
     { name: 'an unknown setting', env: {}, yaml: 'cache: { ttl: { recent: 5m, stale: 1h } }', expected: /cache\.ttl\.stale: unknown setting/ },
     { name: 'an unknown top-level setting', env: {}, yaml: 'listen: 8080', expected: /listen: unknown setting/ },
