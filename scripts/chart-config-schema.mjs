@@ -2,6 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { parse } from 'yaml'
 import { WEBHOOK_HOST_PATTERN } from './webhook-host-pattern.mjs'
+import { atLeastPattern } from './floor-pattern.mjs'
 
 // The chart's `config` value is the gateway's CONFIG_FILE: values.schema.json checks it
 // against the gateway's own schema (definitions.gatewayConfig), so that a mistyped setting
@@ -22,7 +23,7 @@ const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v)
  * its parts. `renamed` ([old path, new path]) and `retired` ([path]) are taken, with a
  * warning, as the gateway takes them. `teams` is left to the chart's templates.
  */
-export function chartConfigSchema(configSchema, defaults, renamed, retired) {
+export function chartConfigSchema(configSchema, defaults, renamed, retired, floors, units) {
   const walk = (node, fallback) => {
     if (Array.isArray(node)) return node.map((n) => walk(n, fallback))
     if (!isObject(node)) return node
@@ -48,6 +49,16 @@ export function chartConfigSchema(configSchema, defaults, renamed, retired) {
   // The gateway's schema takes a webhook host of a host's shape, and its load refuses one a URL
   // writes otherwise (127.1, [0:0:0:0:0:0:0:1]: exit 78); the chart refuses those at install.
   at(['jobs', 'webhookHosts']).items.pattern = WEBHOOK_HOST_PATTERN
+  // A duration or size below its floor stops the gateway at start (exit 78): the chart refuses it
+  // at install, as a number and as text in every unit.
+  for (const floor of floors) {
+    const setting = at(floor.path)
+    setting.description = `${setting.description}; at least ${floor.written}`
+    for (const form of setting.anyOf) {
+      if (form.type === 'integer') form.minimum = floor.least
+      else form.pattern = atLeastPattern(floor.least, units[floor.kind])
+    }
+  }
   // Teams are the chart's `teams` value: under `config` rendering fails saying so (whatever they hold).
   schema.properties.teams = {}
   return schema
@@ -64,7 +75,9 @@ export function withGatewayConfig(text, definition) {
 export async function currentDefinition() {
   const { configSchema } = await import('../src/config/validators.generated.js')
   const { RENAMED_SETTINGS, RETIRED_SETTINGS } = await import('../src/config/setting-moves.ts')
-  return chartConfigSchema(configSchema, parse(readFileSync(DEFAULTS, 'utf8')), RENAMED_SETTINGS, RETIRED_SETTINGS)
+  const { SETTING_FLOORS } = await import('../src/config/floors.ts')
+  const { DURATION_UNITS, SIZE_UNITS } = await import('../src/config/units.ts')
+  return chartConfigSchema(configSchema, parse(readFileSync(DEFAULTS, 'utf8')), RENAMED_SETTINGS, RETIRED_SETTINGS, SETTING_FLOORS, { duration: DURATION_UNITS, size: SIZE_UNITS })
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

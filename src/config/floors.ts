@@ -1,8 +1,7 @@
 // The durations and sizes with a least value: below it the gateway cannot do what the
 // setting is for, so its load stops (exit 78) naming the setting, what it holds and the
 // value. The chart's values.schema.json refuses the same values at install
-// (scripts/chart-config-schema.mjs reads this table).
-import { parseDuration, parseSize } from './units.js'
+// (scripts/chart-config-schema.mjs reads this table, as Node runs it: it imports nothing).
 
 export interface SettingFloor {
   readonly path: readonly string[]
@@ -45,14 +44,3 @@ export const SETTING_FLOORS: readonly SettingFloor[] = [
   { path: ['jobs', 'keep'], kind: 'duration', least: 60_000, written: '1m' },
   { path: ['jobs', 'webhookTimeout'], kind: 'duration', least: 100, written: '100ms' },
 ]
-
-/** One problem for each setting of `raw` (a config its schema took) below its floor. */
-export function floorProblems(raw: unknown): string[] {
-  const problems: string[] = []
-  for (const floor of SETTING_FLOORS) {
-    const value = floor.path.reduce<unknown>((node, name) => (node as Record<string, unknown>)[name], raw) as number | string
-    const amount = floor.kind === 'duration' ? parseDuration(value) : parseSize(value)
-    if (amount < floor.least) problems.push(`${floor.path.join('.')}: must be at least ${floor.written}${floor.holds ? `: ${floor.holds}` : ''} (got ${String(value)})`)
-  }
-  return problems
-}

@@ -5,7 +5,7 @@ import { strayCredentialProblems } from './env-names.js'
 import { shownUrlText } from './mask-url.js'
 import { hasControlCharacters, readEnv, tokenFault, unreadable, type Env } from './sources.js'
 import { parseDuration, parseSize } from './units.js'
-import { floorProblems } from './floors.js'
+import { SETTING_FLOORS } from './floors.js'
 import { normalizeTeams } from './teams.js'
 import { adminTokens } from './admin-tokens.js'
 import { hostAsWritten, hostsOf, WEBHOOK_HOST_FORM, webhookHostsAdvice, webhookRefusal } from './webhook-hosts.js'
@@ -548,4 +548,15 @@ function creativeSetCheck(raw: RawConfig['ownership']['creativeSets'], problems:
   if (raw.listPath !== null) return { check: 'lookup', listPath: raw.listPath }
   problems.push('ownership.creativeSets.listPath: required with check: lookup (the platform\'s list of an account\'s creative sets)')
   return { check: 'refuse', listPath: null }
+}
+
+/** One problem for each setting of `raw` (a config its schema took) below its floor. */
+function floorProblems(raw: RawConfig): string[] {
+  const problems: string[] = []
+  for (const floor of SETTING_FLOORS) {
+    const value = floor.path.reduce<unknown>((node, name) => (node as Record<string, unknown>)[name], raw) as number | string
+    const amount = floor.kind === 'duration' ? parseDuration(value) : parseSize(value)
+    if (amount < floor.least) problems.push(`${floor.path.join('.')}: must be at least ${floor.written}${floor.holds ? `: ${floor.holds}` : ''} (got ${String(value)})`)
+  }
+  return problems
 }

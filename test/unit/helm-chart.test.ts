@@ -19,6 +19,7 @@ import { currentDefinition, withGatewayConfig } from '../../scripts/chart-config
 import { loadConfigYaml } from '../helpers/load-config.js'
 import { ConfigError } from '../../src/config.js'
 import { TEAM_NAME_PATTERN } from '../../src/config/names.js'
+import { SETTING_FLOORS } from '../../src/config/floors.js'
 import { FILE_FORBIDDEN } from '../../src/config/sources.js'
 import { patternsOutsideRe2, schemaPatterns } from '../helpers/re2-patterns.js'
 import { ROOT, CHART, CHART_VERSION, chartFile, CONTRACT_ENV, IMAGE, PLATFORM, install, SECRETS, TEAMS, FULL, type Deployment, one, gateway, envOf, services, durationSeconds, podFiles, POD_IP, gatewayConfigFrom, selects, type NetworkPolicy, type PodDisruptionBudget } from '../helpers/chart-manifests.js'
@@ -305,6 +306,37 @@ describe('values.yaml and values.schema.json', () => {
       for (let from = 0; from < 8; from++) for (let to = from + 1; to <= 8; to++) if (parts.slice(from, to).every((p) => /^0+$/.test(p))) generated.push(`[${parts.slice(0, from).join(':')}::${parts.slice(to).join(':')}]`)
     }
     expect(disagreements(generated)).toEqual([])
+  })
+
+  // The gateway stops at start (exit 78) on a duration or size below its floor (config/floors.ts):
+  // the chart refuses the same values at install, at the setting's own path, in every unit.
+  it('refuses in `config` each duration and size the gateway refuses below its floor, and takes what it takes', () => {
+    const units = { duration: { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }, size: { B: 1, KiB: 1024, MiB: 1024 ** 2, GiB: 1024 ** 3 } }
+    const problemsOf = (yaml: string): string[] => {
+      try {
+        loadConfigYaml(yaml)
+        return []
+      } catch (err) {
+        if (!(err instanceof ConfigError)) throw err
+        return err.problems
+      }
+    }
+    const disagreements: string[] = []
+    for (const floor of SETTING_FLOORS) {
+      // The floor and its neighbours in each unit, as a number and as text, with leading zeros too.
+      const values = new Set<number | string>([0, floor.least - 1, floor.least, floor.least + 1, '0', `00${floor.least}`].filter((v) => typeof v === 'string' || v >= 0))
+      for (const [unit, factor] of Object.entries(units[floor.kind])) {
+        const at = Math.ceil(floor.least / factor)
+        for (const n of [0, at - 1, at, at + 1, at * 10 - 1, at * 10]) if (n >= 0) values.add(`${n}${unit}`).add(`0${n}${unit}`)
+      }
+      for (const value of values) {
+        const setting = floor.path.reduceRight<unknown>((inner, name) => ({ [name]: inner }), value)
+        const gatewayRefuses = problemsOf(stringify(setting)).some((p) => p.startsWith(`${floor.path.join('.')}: `))
+        const chartRefuses = validateValues(CHART, merge(defaults, { config: setting as Values })).some((e) => e.startsWith(`/config/${floor.path.join('/')}`))
+        if (gatewayRefuses !== chartRefuses) disagreements.push(`${floor.path.join('.')}: ${JSON.stringify(value)}: the gateway ${gatewayRefuses ? 'refuses' : 'takes'} it, the chart ${chartRefuses ? 'refuses' : 'takes'} it`)
+      }
+    }
+    expect(disagreements).toEqual([])
   })
 
   it("checks `config` against the gateway's own schema as it stands (run `npm run generate:chart-schema` after changing src/config/schema.ts or config/default.yaml)", async () => {
