@@ -22,6 +22,7 @@ import { assertHopSafe } from './connection-options.js'
 import { inviteBody } from './expect-continue.js'
 import { BodyRoom, type BodyHold } from './body-room.js'
 import type { ByteBudget } from '../platform/client/answer-budget.js'
+import { shownPath } from '../observe/caller-text.js'
 
 /** `%` as a byte: where a body may spell a key percent-encoded. */
 const PERCENT = 0x25
@@ -495,7 +496,7 @@ export class Admission {
     }
     const accounts = assertAccounts(team, named.accounts)
     if (named.unknownRoute !== null) {
-      throw new ForbiddenError(`team ${team.name} is limited to some advertisers, and the gateway does not know where ${named.unknownRoute} reads its account: ask for the route to be listed in ownership.accountRoutes`)
+      throw new ForbiddenError(`team ${team.name} is limited to some advertisers, and the gateway does not know where ${shownPath(named.unknownRoute)} reads its account: ask for the route to be listed in ownership.accountRoutes`)
     }
     // A set id does not say whose it is, and a platform may let a parent's token attach one
     // child's set to another child's campaign: with no list to look it up in, none is let through.

@@ -5,6 +5,7 @@ import { BadRequestError, ForbiddenError } from '../errors.js'
 import type { CheckedBody } from './request-body.js'
 import { phpVariable, type Pair, type RequestTarget } from './request-target.js'
 import { assertMayUseAccount } from './team-auth.js'
+import { shownAccount, shownPath } from '../observe/caller-text.js'
 
 // The platform reads accounts from `advertiserId` and `userId`, and (Laravel) merges
 // query, JSON and form input; any of them anywhere in a call can name an account, so
@@ -133,7 +134,7 @@ const BODY_ACCOUNT = 'userId'
 /** A scoped team reads reports at `/api/v1/report/{split}/get` only (403 otherwise); `path`: the report's canonical path. */
 export function assertReportRead(team: TeamConfig, path: string): void {
   if (team.advertisers === null || REPORT_READ.test(path)) return
-  throw new ForbiddenError(`team ${team.name} is limited to some advertisers: a report is read at /api/v1/report/{split}/get; the gateway cannot tell which account ${path} acts on`)
+  throw new ForbiddenError(`team ${team.name} is limited to some advertisers: a report is read at /api/v1/report/{split}/get; the gateway cannot tell which account ${shownPath(path)} acts on`)
 }
 
 /**
@@ -220,7 +221,7 @@ export function assertAccounts(team: TeamConfig, values: unknown[]): number[] {
   if (team.advertisers === null) return ids
   for (const value of values) {
     const id = toAccountId(value)
-    if (id === null) throw new ForbiddenError(`team ${team.name} may not use advertiser ${JSON.stringify(value)}`)
+    if (id === null) throw new ForbiddenError(`team ${team.name} may not use advertiser ${shownAccount(value)}`)
     assertMayUseAccount(team, id)
     ids.push(id)
   }
@@ -261,7 +262,7 @@ function pathCampaign(path: string, patterns: readonly RegExp[]): number | null 
     const match = pattern.exec(path)
     if (match) return campaignId(match[1])
   }
-  if (NUMERIC_SEGMENT.test(path)) throw new ForbiddenError(`the gateway cannot tell whose object ${path} names; ask for its path to be listed in ownership.campaignPaths`)
+  if (NUMERIC_SEGMENT.test(path)) throw new ForbiddenError(`the gateway cannot tell whose object ${shownPath(path)} names; ask for its path to be listed in ownership.campaignPaths`)
   return null
 }
 

@@ -6,6 +6,7 @@ import { MADE_KEY_CHARS, hashApiKey, keyFormProblem, presentedKeys } from './api
 import { keyCandidates } from '../observe/key-shape.js'
 import { systemClock } from '../clock.js'
 import { webhookSecretSpellings } from '../config/webhook-secret.js'
+import { shownPath } from '../observe/caller-text.js'
 
 /** Who a request's key names: the team, and which of its keys. */
 export interface Identity {
@@ -197,7 +198,7 @@ export function isRead(method: string, path: string): boolean {
 
 export function assertMayCall(team: TeamConfig, method: string, path: string): void {
   if (!isRead(method, path) && !team.write) {
-    throw new ForbiddenError(`team ${team.name} may not send writes (${method} ${path})`)
+    throw new ForbiddenError(`team ${team.name} may not send writes (${method} ${shownPath(path)})`)
   }
 }
 

@@ -3,6 +3,7 @@ import { escapedForms } from './secret-forms.js'
 import { withoutKeys } from './key-shape.js'
 import { failureFields } from './failure-log.js'
 import { SecretSearch } from './secret-search.js'
+import { ACCOUNT_CHARS, boundedText, CALLER_TEXT_CHARS } from './caller-text.js'
 
 // Paths that can hold a secret in anything we log: request and response headers, the
 // config, token replies. Values are also scrubbed by `SecretSet.scrub` below, so a
@@ -125,27 +126,23 @@ function escapeRegExp(s: string): string {
 // pino's number of the `error` level: the lowest whose lines carry an error's stack.
 const ERROR_LEVEL = 50
 
-// Fields of a line whose text the caller chose, and the most of it a line holds: a head
+// Fields of a line whose text the caller chose, each within CALLER_TEXT_CHARS: a head
 // of Node's 16 KiB would make a line a log driver splits (Docker's json-file at 16 KiB),
 // whose request no parser then reads, and each call would write as much again.
 const CALLER_TEXTS = ['userAgent', 'path'] as const
-const LOGGED_TEXT_MAX = 1024
 
 // The access line's accounts (`advertiser`), as the caller wrote them: a caller chooses how
 // many a body names and how long each is. A line holds the first ACCOUNTS_LOGGED, each in
 // ACCOUNT_CHARS characters at most (a number as it is), and counts the rest
 // (`advertisersLeftOut`): a body of 50,000 accounts made a line of 290 KB.
 const ACCOUNTS_LOGGED = 50
-const ACCOUNT_CHARS = 64
 
 /**
  * `text` as a line holds it: redacted first (a secret or key across the cut is redacted
  * whole, never written in part), then its first `max` characters and how many were left out.
  */
-function loggedText(text: string, secrets: SecretSet, max = LOGGED_TEXT_MAX): string {
-  const redacted = secrets.scrub(text)
-  if (redacted.length <= max) return redacted
-  return `${redacted.slice(0, max)}… (+${redacted.length - max} characters)`
+function loggedText(text: string, secrets: SecretSet, max = CALLER_TEXT_CHARS): string {
+  return boundedText(secrets.scrub(text), max)
 }
 
 /** One account of `advertiser` as a line holds it: as written when short, else its text (JSON for an object) cut to ACCOUNT_CHARS. */
@@ -191,7 +188,7 @@ export function loggerOptions(level: string, secrets: SecretSet): LoggerOptions 
           const value = fields[name]
           if (typeof value !== 'string') continue
           if (hiddenFromScrub(value, secrets)) out = { ...out, [name]: '[REDACTED]' }
-          else if (value.length > LOGGED_TEXT_MAX) out = { ...out, [name]: loggedText(value, secrets) }
+          else if (value.length > CALLER_TEXT_CHARS) out = { ...out, [name]: loggedText(value, secrets) }
         }
         const accounts = fields.advertiser
         if (accounts !== undefined && accounts !== null && typeof accounts !== 'number') {

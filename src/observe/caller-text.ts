@@ -1,0 +1,24 @@
+// What the gateway writes of a caller's text (an access line's path or account, a refusal's
+// message naming what it refused): a caller chooses how long that is, so each is written
+// within a bound, its first characters and how many were left out.
+
+/** The most of one account a line or a refusal writes. */
+export const ACCOUNT_CHARS = 64
+/** The most of a path (or other free text of the caller's) a line or a refusal writes. */
+export const CALLER_TEXT_CHARS = 1024
+
+/** `text` as written when within `max` characters, else its first `max` and how many were left out. */
+export function boundedText(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}… (+${text.length - max} characters)`
+}
+
+/** An account as a refusal names it: a string in quotes, anything else as JSON, each within ACCOUNT_CHARS. */
+export function shownAccount(account: unknown): string {
+  if (typeof account === 'string') return JSON.stringify(boundedText(account, ACCOUNT_CHARS))
+  return boundedText(JSON.stringify(account) ?? String(account), ACCOUNT_CHARS)
+}
+
+/** A path as a refusal names it, within CALLER_TEXT_CHARS. */
+export function shownPath(path: string): string {
+  return boundedText(path, CALLER_TEXT_CHARS)
+}

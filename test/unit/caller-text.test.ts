@@ -1,0 +1,22 @@
+import { describe, expect, it } from 'vitest'
+import { boundedText, shownAccount, shownPath } from '../../src/observe/caller-text.js'
+
+describe('caller text within a bound', () => {
+  it('is written as it is up to the bound, else its head and how many characters were left out', () => {
+    expect(boundedText('abc', 3)).toBe('abc')
+    expect(boundedText('abcd', 3)).toBe('abc… (+1 characters)')
+  })
+
+  it('names an account as a refusal does: a string in quotes, a number as it is, anything else as JSON, each within 64 characters', () => {
+    expect(shownAccount(101)).toBe('101')
+    expect(shownAccount('abc')).toBe('"abc"')
+    expect(shownAccount('x'.repeat(65))).toBe(`"${'x'.repeat(64)}… (+1 characters)"`)
+    expect(shownAccount({ a: 'y'.repeat(100) })).toBe(`${JSON.stringify({ a: 'y'.repeat(100) }).slice(0, 64)}… (+${JSON.stringify({ a: 'y'.repeat(100) }).length - 64} characters)`)
+    expect(shownAccount(undefined)).toBe('undefined')
+  })
+
+  it('names a path within 1,024 characters', () => {
+    expect(shownPath('/a')).toBe('/a')
+    expect(shownPath(`/${'p'.repeat(2000)}`)).toBe(`/${'p'.repeat(1023)}… (+977 characters)`)
+  })
+})
