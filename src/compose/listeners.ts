@@ -100,7 +100,7 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   // without reading a byte of it.
   proxy.removeAllContentTypeParsers()
   proxy.addContentTypeParser('*', (_request, payload, done) => done(null, payload))
-  await describeProxy(proxy, config.ownership)
+  await describeProxy(proxy, { ...config.ownership, reportFields: config.cache.reportFields })
   const health = { tokens, redis, breaker, lifecycle, reloader: parts.reloader, platformFailing: parts.platformFailing, clock }
   await proxy.register(healthRoutes, { ...health, detail: false })
   await proxy.register(apiRoutes, { config, reports, jobs, clock, tracing, usage, answers, metrics, admission, client, decisions, failures, facts })

@@ -165,6 +165,33 @@ describe('the OpenAPI document against an independent validator and real answers
     expect(problems).toEqual([])
   })
 
+  // The gateway sends any JSON object or array the platform answers a report with (cache.reportFields
+  // `[]`, the default), a list of fields an object holding one, `[*]` any JSON: the document
+  // its listener serves says so, or a validating client or proxy refuses what it is sent.
+  it.each([
+    ['`[]` (the default): an array', '', [{ impressions: 1 }], [{ data: [] }, { rows: [1] }, [], [1, 'a']], ['"text"', 3, null]],
+    ['`[]`: an object of other fields than data', '', { rows: [{ impressions: 1 }] }, [{ data: [] }, []], ['"text"', 3]],
+    ['`[rows, data]`: an object holding rows', 'cache: { reportFields: [rows, data] }\n', { rows: [{ impressions: 1 }] }, [{ data: [] }, { rows: 1, other: 2 }], [[], { other: 1 }, '"text"']],
+    ['`[*]`: a number', 'cache: { reportFields: ["*"] }\n', 42, [[], {}, 'text', 3, null], []],
+  ] as const)('describes the report the gateway sends by cache.reportFields %s', async (_what, yaml, body, taken, refused) => {
+    const gw = await listen(await buildGateway(testConfig({ PLATFORM_BASE_URL: env.sandbox.url, PLATFORM_TOKEN: env.sandbox.issueToken() }, `${TEAMS_YAML}${yaml}`)))
+    try {
+      const doc = (await (await fetch(`${gw.url}/openapi.json`)).json()) as Json
+      const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true })
+      ajv.addSchema(doc, 'openapi.json')
+      env.sandbox.setFailure({ kind: 'status', status: 200, headers: { 'content-type': 'application/json' }, body, times: 1 })
+      const res = await fetch(`${gw.url}/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-08-01&dateTo=2026-08-02`, { headers: { 'x-api-key': KEYS.all } })
+      const answer = { status: res.status, headers: res.headers, body: await res.text() }
+      expect([answer.status, JSON.parse(answer.body)]).toEqual([200, body])
+      expect(mismatches(doc, ajv, '/api/v1/report/{split}/get', 'get', answer)).toEqual([])
+      const report = ajv.getSchema('openapi.json#/components/schemas/Report')!
+      for (const value of taken) expect(report(value), JSON.stringify(value)).toBe(true)
+      for (const value of refused) expect(report(typeof value === 'string' ? JSON.parse(value) : value), JSON.stringify(value)).toBe(false)
+    } finally {
+      await closeAfterTest(gw)
+    }
+  })
+
   it('describes every answer of a sample of real requests: status, headers and body', async () => {
     const doc = await documentOf()
     const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true })

@@ -1122,10 +1122,11 @@ export interface components {
             /** @description Its report's days whose figures may still change, `<first>/<last>` or `none`, as its answer's `report-provisional-days` says; null when `settledThrough` is. */
             provisionalDays: string | null;
         };
-        /** @description The platform's report, as the platform answered it (the gateway does not change it): its rows under `data`, in the order of date, campaign, then creative or position. */
+        /** @description The platform's report, as the platform answered it (the gateway does not change it); its rows are under `data`. Any JSON object or array is passed on but Laravel's error body (cache.reportFields: []). */
         Report: {
-            data: components["schemas"]["ReportRow"][];
-        };
+            /** @description The rows, in the order of date, campaign, then creative or position. */
+            data?: components["schemas"]["ReportRow"][];
+        } | unknown[];
         /**
          * @description One row of a report. A row has the labels the request asked for, and no others: `date` with `byDate`, `campaignId` and `campaignName` with `byCampaign`, `creativeId` and `creativeName` in the `creatives` split, `position` in the `adPlacementPositions` split. `reach` counts unique users: the reach of a period is less than the sum of its days', so ask for the period rather than adding days up.
          * @example {

@@ -9,7 +9,7 @@ import { JOB_ENDED_WEBHOOK, JOB_STATUS_SCHEMA, jobSuccess } from './job-schemas.
 import { knownPlatformPaths, operationName, plainParameters, type KnownOperation, type PlatformPathSettings } from './platform-paths.js'
 import { headAndOptions, optionsOperation } from './implied-methods.js'
 import { API_ALLOW } from '../methods.js'
-import { REPORT_ROW_SCHEMA, REPORT_SCHEMA } from './report-rows.js'
+import { REPORT_ROW_SCHEMA, reportSchema } from './report-rows.js'
 import { PROVISIONAL_HEADER, SETTLED_HEADER, USAGE_HEADER } from '../reads/report-facts.js'
 import { writtenOnce } from './written-once.js'
 import { answerAsPages, DOCS_CSP } from '../admin/page-headers.js'
@@ -278,8 +278,11 @@ function platformPaths(generic: Record<string, Json>, settings: PlatformPathSett
   return { paths, call }
 }
 
+/** What the document follows of the config: the platform paths the gateway knows (`ownership`) and what it passes on as a report (`cache.reportFields`). */
+export type DocumentSettings = PlatformPathSettings & { reportFields: readonly string[] }
+
 /** Fills in what route schemas cannot hold; see the top of this file. */
-export function completeDocument(doc: Json, settings: PlatformPathSettings): Json {
+export function completeDocument(doc: Json, settings: DocumentSettings): Json {
   const paths = doc.paths as Record<string, Record<string, Json>>
   const generic = paths[PLATFORM_CALL]
   delete paths[PLATFORM_CALL]
@@ -304,7 +307,7 @@ export function completeDocument(doc: Json, settings: PlatformPathSettings): Jso
   const components = (doc.components ?? {}) as Json
   doc.components = {
     ...components,
-    schemas: { ...(components.schemas as Json | undefined), ...errorSchemas(), PlatformError: PLATFORM_ERROR_SCHEMA, JobStatus: JOB_STATUS_SCHEMA, Report: REPORT_SCHEMA, ReportRow: REPORT_ROW_SCHEMA },
+    schemas: { ...(components.schemas as Json | undefined), ...errorSchemas(), PlatformError: PLATFORM_ERROR_SCHEMA, JobStatus: JOB_STATUS_SCHEMA, Report: reportSchema(settings.reportFields), ReportRow: REPORT_ROW_SCHEMA },
     headers: HEADERS,
     responses: errorResponseComponents(),
     pathItems: { PlatformCall: platform.call },
@@ -348,8 +351,8 @@ export function listenerServers(listener: 'proxy' | 'admin', byAddress: string, 
   ]
 }
 
-/** @fastify/swagger's options for the proxy listener; `settings` name the platform paths the gateway knows. */
-export const swaggerOptions = (settings: PlatformPathSettings): FastifyDynamicSwaggerOptions => ({
+/** @fastify/swagger's options for the proxy listener; `settings` name the platform paths the gateway knows and what it passes on as a report. */
+export const swaggerOptions = (settings: DocumentSettings): FastifyDynamicSwaggerOptions => ({
   openapi: {
     openapi: '3.1.0',
     info: {
@@ -391,7 +394,7 @@ export const swaggerOptions = (settings: PlatformPathSettings): FastifyDynamicSw
  * Collects the proxy's routes from here on, and serves the document at
  * `GET /openapi.json` with no key: it describes the API, never a secret.
  */
-export async function describeProxy(proxy: FastifyInstance, settings: PlatformPathSettings): Promise<void> {
+export async function describeProxy(proxy: FastifyInstance, settings: DocumentSettings): Promise<void> {
   await proxy.register(fastifySwagger, swaggerOptions(settings))
   const written = writtenOnce(() => JSON.stringify(proxy.swagger()))
   proxy.get('/openapi.json', async (request, reply) => {

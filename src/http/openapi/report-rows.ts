@@ -30,12 +30,22 @@ export const REPORT_ROW_SCHEMA: Json = {
   examples: [{ date: '2026-01-01', campaignId: 123, campaignName: 'Spring sale', impressions: 10432, clicks: 87, ctr: 0.83, spent: 12.51, reach: 8120, currency: 'USD' }],
 }
 
-/** `components.schemas.Report`: the body of a report answer. */
-export const REPORT_SCHEMA: Json = {
-  type: 'object',
-  description: 'The platform\'s report, as the platform answered it (the gateway does not change it): its rows under `data`, in the order of date, campaign, then creative or position.',
-  required: ['data'],
-  properties: {
-    data: { type: 'array', items: { $ref: '#/components/schemas/ReportRow' } },
-  },
+const ROWS = { data: { type: 'array', items: { $ref: '#/components/schemas/ReportRow' }, description: 'The rows, in the order of date, campaign, then creative or position.' } }
+const AS_ANSWERED = 'The platform\'s report, as the platform answered it (the gateway does not change it); its rows are under `data`.'
+
+/**
+ * `components.schemas.Report`: the body of a report answer, as the gateway passes it on by
+ * cache.reportFields (report-body.ts): `[]` any JSON object or array, Laravel's error body
+ * aside; a list of fields an object holding one of them; `[*]` any JSON. A validating client
+ * or proxy takes every report the gateway sends.
+ */
+export function reportSchema(reportFields: readonly string[]): Json {
+  if (reportFields.includes('*')) return { description: `${AS_ANSWERED} Any JSON is passed on (cache.reportFields: [*]).`, properties: ROWS }
+  if (reportFields.length === 0) return { type: ['object', 'array'], description: `${AS_ANSWERED} Any JSON object or array is passed on but Laravel's error body (cache.reportFields: []).`, properties: ROWS }
+  return {
+    type: 'object',
+    description: `${AS_ANSWERED} An object holding ${reportFields.map((f) => `\`${f}\``).join(' or ')} is passed on (cache.reportFields).`,
+    properties: ROWS,
+    anyOf: reportFields.map((field) => ({ required: [field] })),
+  }
 }
