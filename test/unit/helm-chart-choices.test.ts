@@ -140,6 +140,27 @@ describe('rendered with a Secret from values, Redis, autoscaling and a ServiceMo
     expect(config.cache.ttl.recentMs).toBe(2 * 60_000)
   })
 
+  // The chart would make the Secret a name given as existingSecret names: one made outside
+  // Helm then fails the install (it exists), or, adopted, is overwritten by secrets.values.
+  it('fails to render with secrets.create beside secrets.existingSecret, naming both', () => {
+    expect(() => install({ values: { secrets: { create: true, existingSecret: 'gateway-secrets', values: SECRETS } } })).toThrow(/secrets\.create and secrets\.existingSecret: both set/)
+    expect(one<Manifest>(install({ values: { secrets: { create: true, values: SECRETS } } }), 'Secret', 'rgw-report-gateway').kind).toBe('Secret')
+  })
+
+  // The Secret files are mounted 0440, readable by their owner (root) and fsGroup alone: a pod
+  // with no fsGroup (a value's null removes the default), or one of another form, cannot read
+  // them, and the gateway stops at start.
+  it.each([
+    ['fsGroup null (removed)', { podSecurityContext: { fsGroup: null } }],
+    ['podSecurityContext null', { podSecurityContext: null }],
+  ])('fails to render with %s, naming podSecurityContext.fsGroup', (_what, values) => {
+    expect(() => install({ values: values as Values })).toThrow(/podSecurityContext\.fsGroup: required/)
+  })
+
+  it.each([['a string', ''], ['0 (root)', 0], ['a fraction', 1000.5]])('refuses fsGroup as %s in the schema', (_what, fsGroup) => {
+    expect(validateValues(CHART, merge(parse(chartFile('values.yaml')) as Values, { podSecurityContext: { fsGroup } } as Values))).not.toEqual([])
+  })
+
   it('fails to render when a Secret key in use has no value', () => {
     expect(() => install({ values: { secrets: { create: true, values: { ...SECRETS, adminToken: '' } } } })).toThrow(/secrets\.values\.adminToken is required/)
   })

@@ -364,6 +364,9 @@ on the values: a fallback or a viewer token equal to the secret or token beside 
 {{- end }}
 {{- end }}
 {{- end }}
+{{- if and .Values.secrets.create .Values.secrets.existingSecret }}
+{{- fail (printf "secrets.create and secrets.existingSecret: both set; the chart would make the Secret %s itself (an install fails on one made outside Helm, an upgrade overwrites it): keep secrets.create=true with no existingSecret (the Secret is named after the release), or existingSecret alone" .Values.secrets.existingSecret) }}
+{{- end }}
 {{- if .Values.secrets.create }}
 {{- $k := .Values.secrets.keys }}
 {{- $v := .Values.secrets.values }}
