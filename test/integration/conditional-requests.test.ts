@@ -48,6 +48,21 @@ describe("a dashboard polling with Node's fetch", () => {
     expect(lines.map((l) => [l.status, l.cache])).toEqual([[200, 'MISS'], [304, 'HIT'], [304, 'HIT'], [304, 'HIT']])
   })
 
+  // Contract, "Report requests": a report read reads if-none-match alone of the conditional
+  // headers. If-Match, If-Unmodified-Since, Range and If-Range are not read: the answer is the
+  // whole report, 200, as without them (RFC 9110, 14.2: a server may ignore Range), never 206
+  // nor 412, and none of them reaches the platform.
+  it('answers If-Match, If-Unmodified-Since, Range and If-Range with the whole report, as without them, and sends none of them on', async () => {
+    const unread = { 'if-match': '"not-this-copy"', 'if-unmodified-since': 'Thu, 01 Jan 1970 00:00:00 GMT', range: 'bytes=0-9', 'if-range': '"not-this-copy"' }
+    const miss = await poll(unread)
+    expect([miss.status, miss.cache]).toEqual([200, 'MISS'])
+    const hit = await poll(unread)
+    expect([hit.status, hit.cache, hit.body, hit.etag]).toEqual([200, 'HIT', miss.body, miss.etag])
+    expect(JSON.parse(hit.body)).toHaveProperty('data')
+    const sent = sandbox.requests.filter((r) => r.path === PATH)
+    expect(sent.map((r) => Object.keys(r.headers).filter((name) => name in unread))).toEqual([[]])
+  })
+
   it('answers If-Modified-Since, and an If-None-Match naming another copy, with 200 and the copy, without a platform call', async () => {
     const first = await poll()
     clock.advance(1_000)
