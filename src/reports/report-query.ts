@@ -276,7 +276,10 @@ export function canonicalPostReport(
   if (fields.campaignIds !== undefined) canonical.campaignIds = ids
   if (bodyAdvertiser !== null) canonical.advertiserId = bodyAdvertiser
 
-  const pairs: Pair[] = queryAdvertiser === null ? rest : [...rest, ['advertiserId', String(queryAdvertiser)]]
+  // The platform reads the body's advertiserId over the query's (Laravel's input(): the body
+  // wins) or the body's alone (a controller reading its JSON body): a query copy of the body's
+  // is read under neither, so the report is sent, and kept, as the body alone says it.
+  const pairs: Pair[] = queryAdvertiser === null || bodyAdvertiser !== null ? rest : [...rest, ['advertiserId', String(queryAdvertiser)]]
   const { query, sorted } = encodeQuery(pairs)
   return {
     method: 'POST',

@@ -44,6 +44,35 @@ describe('a POST report with its body parameters in the query', () => {
   })
 })
 
+// The platform reads a POST report's input as Laravel's `$request->input()` does (query and
+// body merged, the body's value winning) or, a controller reading its JSON body alone, the
+// body: an advertiserId in the query that the body holds too, the same, is read as the body's
+// under either. The gateway sends such a report as the body alone says it, and keeps one copy
+// of it; an advertiserId in the query alone stays (a body-only reader reads it otherwise).
+describe('a POST report naming its advertiserId in the query and, the same, in its body', () => {
+  const body = { advertiserId: 101, campaignIds: [101001], dateFrom: '2026-10-01', dateTo: '2026-10-07' }
+  it('is the report its body alone asks: one platform call, sent without the query copy, and one copy in the cache', async () => {
+    sandbox.clearRequests()
+    const both = await post('advertiserId=101', body)
+    expect([both.statusCode, both.headers['x-cache']]).toEqual([200, 'MISS'])
+    const bodyOnly = await gw.proxy.inject({ method: 'POST', url: REPORT_PATH, headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json' }, payload: body })
+    expect([bodyOnly.statusCode, bodyOnly.headers['x-cache'], bodyOnly.body]).toEqual([200, 'HIT', both.body])
+    const again = await post('advertiserId=101', body)
+    expect([again.statusCode, again.headers['x-cache']]).toEqual([200, 'HIT'])
+    const sent = sandbox.requests.filter((r) => r.path === REPORT_PATH)
+    expect(sent.map((r) => [r.query, (JSON.parse(r.body) as { advertiserId?: number }).advertiserId, r.accounts])).toEqual([['', 101, [101]]])
+  })
+
+  it('in the query alone is sent on in the query, a report of its own', async () => {
+    sandbox.clearRequests()
+    const { advertiserId: _named, ...rest } = body
+    const res = await post('advertiserId=101', { ...rest, dateTo: '2026-10-06' })
+    expect([res.statusCode, res.headers['x-cache']]).toEqual([200, 'MISS'])
+    const sent = sandbox.requests.filter((r) => r.path === REPORT_PATH)
+    expect(sent.map((r) => [r.query, (JSON.parse(r.body) as { advertiserId?: number }).advertiserId])).toEqual([['advertiserId=101', undefined]])
+  })
+})
+
 // A report POST reads a JSON object and nothing else: a body of any other type is told
 // that, by one message whatever the team, not first told a form would do (the rule of a
 // limited team's bodies) and then that the form is no JSON object.
