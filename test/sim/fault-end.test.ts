@@ -35,14 +35,13 @@ function learnerLeftWithLongCalls(seed: number): { scenario: Scenario; longMs: n
 }
 
 describe('a fault across replicas', () => {
-  it('ends on the other replica\'s answers where the learner\'s seat holds a call longer than recovery allows', async () => {
+  // A shape a test: each simulates about 1 minute of platform time, and the shapes are many seconds of CPU together.
+  it.each(Array.from({ length: SHAPES }, (_, i) => i + 1))('shape %i: ends on the other replica\'s answers where the learner\'s seat holds a call longer than recovery allows', async (seed) => {
     const failed: string[] = []
-    for (let seed = 1; seed <= SHAPES; seed++) {
-      const { scenario, longMs } = learnerLeftWithLongCalls(seed)
-      const verdicts = checkGuarantees(await simulate(scenario, newGovernor))
-      if (!verdicts.some((v) => v.guarantee === 'recovery')) failed.push(`shape ${seed}: recovery not judged`)
-      for (const v of verdicts) if (!v.ok) failed.push(`shape ${seed} (${scenario.workers} workers, long calls ${longMs} ms): ${v.guarantee}: ${v.detail}`)
-    }
+    const { scenario, longMs } = learnerLeftWithLongCalls(seed)
+    const verdicts = checkGuarantees(await simulate(scenario, newGovernor))
+    if (!verdicts.some((v) => v.guarantee === 'recovery')) failed.push(`shape ${seed}: recovery not judged`)
+    for (const v of verdicts) if (!v.ok) failed.push(`shape ${seed} (${scenario.workers} workers, long calls ${longMs} ms): ${v.guarantee}: ${v.detail}`)
     expect(failed).toEqual([])
   })
 })
