@@ -95,6 +95,12 @@ export class TeamSuspensions {
   // Redis hands a message to its sender's subscriber too: its own word is no news.
   readonly #self = randomUUID()
   #retry: ReturnType<Clock['setTimeout']> | null = null
+  // The catch-up under way, and the one asked meanwhile (shared by every ask): Redis' return
+  // is told twice at once (the circuit closing, the bus subscribing again), and two reads
+  // before either write would each find a lost suspension missing, say so and write it.
+  // The one asked meanwhile runs after it, reading what changed since it read.
+  #catchingUp: Promise<void> | null = null
+  #catchUpNext: Promise<void> | null = null
 
   constructor(opts: TeamSuspensionsOptions) {
     this.#o = opts
@@ -244,8 +250,19 @@ export class TeamSuspensions {
    * began here while Redis was away, or Redis lost it) is written now; a lift made here while
    * Redis was away is written now.
    */
-  async catchUp(): Promise<void> {
-    await this.#read(true)
+  catchUp(): Promise<void> {
+    if (this.#catchingUp !== null) {
+      this.#catchUpNext ??= this.#catchingUp.catch(() => undefined).then(() => {
+        this.#catchUpNext = null
+        return this.catchUp()
+      })
+      return this.#catchUpNext
+    }
+    const run = this.#read(true).finally(() => {
+      this.#catchingUp = null
+    })
+    this.#catchingUp = run
+    return run
   }
 
   /** The stored suspensions taken; with `again`, those held here reconciled as catchUp says. */

@@ -8,6 +8,7 @@ import { RedisSeal } from '../../src/redis/seal.js'
 import { fakeClock } from '../helpers/clock.js'
 import { useRedis } from '../helpers/fixtures.js'
 import { waitFor } from '../helpers/wait.js'
+import { captureLogs } from '../helpers/build-gateway.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 
 // The team suspensions a replica that starts later reads from Redis: a hash with no
@@ -26,8 +27,8 @@ const seal = new RedisSeal('suspension-record-test-secret-0000000')
 describe.skipIf(!available)('the shared record of team suspensions', () => {
   const { client, server } = useRedis()
   const clock = fakeClock()
-  const suspensions = (redis: Redis = client, cooldownMs = 60_000, bus: RedisBus | null = null) =>
-    new TeamSuspensions({ redis, breaker: new RedisBreaker({ cooldownMs, log: silent, now: clock.now }), bus, seal, keyPrefix: 'rgw:', periodMs: HOUR, clock, log: silent, onSuspended: () => undefined, onUnverified: () => undefined })
+  const suspensions = (redis: Redis = client, cooldownMs = 60_000, bus: RedisBus | null = null, log = silent) =>
+    new TeamSuspensions({ redis, breaker: new RedisBreaker({ cooldownMs, log: silent, now: clock.now }), bus, seal, keyPrefix: 'rgw:', periodMs: HOUR, clock, log, onSuspended: () => undefined, onUnverified: () => undefined })
   // A connection Redis answers but refuses writes and scripts to, as user `lifter`.
   const refusingWrites = async (): Promise<Redis> => {
     await client.acl('SETUSER', 'lifter', 'on', 'nopass', '~*', '&*', '+@all', '-@write', '-@scripting')
@@ -112,6 +113,21 @@ describe.skipIf(!available)('the shared record of team suspensions', () => {
     expect(fresh.list()).toEqual([])
     await holder.catchUp()
     expect(holder.list()).toEqual([])
+  })
+  it('says once that Redis lost a suspension when its return is told twice at once (the circuit closing, the bus subscribing again), and writes it back', async () => {
+    const logs = captureLogs()
+    const holder = suspensions(client, 60_000, null, pino(logs.stream))
+    holder.suspend('growth', 'k1', 'x-request-id')
+    await written('growth')
+    await client.flushall()
+    await Promise.all([holder.catchUp(), holder.catchUp(), holder.catchUp()])
+    expect(logs.records().filter((r) => String(r.msg).startsWith('team suspensions missing from Redis')).map((r) => r.teams)).toEqual([['growth']])
+    expect(await client.hexists(KEY, 'growth')).toBe(1)
+    // A return told after those ended is read again: Redis lost it once more.
+    await client.flushall()
+    await holder.catchUp()
+    expect(logs.records().filter((r) => String(r.msg).startsWith('team suspensions missing from Redis'))).toHaveLength(2)
+    expect(await client.hexists(KEY, 'growth')).toBe(1)
   })
   it('weighs a message told late against when the lift was made', async () => {
     // What another replica tells on the bus: here, sent as that replica would send it, late.
