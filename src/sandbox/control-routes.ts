@@ -11,7 +11,7 @@ import { asRecord } from './validation.js'
 
 export type SandboxControls = Pick<
   Sandbox,
-  'issueToken' | 'revokeAllTokens' | 'setLatency' | 'setCapacity' | 'setWeather' | 'setThrottle' | 'setFailure' | 'setRouteFailure' | 'clearRouteFailures' | 'releaseHeld' | 'countRequests' | 'clearRequests' | 'concurrency' | 'resetConcurrency'
+  'issueToken' | 'revokeAllTokens' | 'setLatency' | 'setCapacity' | 'setWeather' | 'setThrottle' | 'setRouteThrottle' | 'setFailure' | 'setRouteFailure' | 'clearRouteFailures' | 'releaseHeld' | 'countRequests' | 'clearRequests' | 'concurrency' | 'resetConcurrency'
 >
 
 export function controlRoutes(controls: SandboxControls): FastifyPluginCallback {

@@ -46,7 +46,7 @@ export function registerPlatformRoutes(app: FastifyInstance, state: SandboxState
           sendUnauthenticated(reply)
           return reply
         }
-        const count = state.throttle.hit(caller, Date.now())
+        const count = state.throttle.hit(caller, Date.now(), request.routeOptions.url)
         reply.header('x-ratelimit-limit', String(count.limit)).header('x-ratelimit-remaining', String(count.remaining))
         if (count.retryAfterSec !== null) {
           // Laravel's ThrottleRequestsException: its headers, and `Too Many Attempts.` as JSON.

@@ -21,7 +21,7 @@ import { expectsJson } from './laravel-request.js'
 import { debugbarHeaders, withDebugFields } from './debug-answers.js'
 import { DEFAULT_SANDBOX_SEED } from './seed.js'
 import { IssuedTokens } from './tokens.js'
-import { ThrottleCounts } from './throttle-counts.js'
+import { ThrottleCounts, type ThrottleSettings } from './throttle-counts.js'
 import { hostPort } from '../host-port.js'
 import type { FailureMode, GarbledBody, Sandbox, SandboxOptions } from './types.js'
 
@@ -107,7 +107,7 @@ function createState(opts: SandboxOptions): SandboxState {
     tokens: new IssuedTokens(DEMO_CREDENTIALS.clientId),
     catalog: new CampaignCatalog(seed, SANDBOX_ACCOUNTS),
     conditions: new Conditions(opts.latencyMs ?? 0),
-    throttle: new ThrottleCounts(),
+    throttle: throttleOf(opts.throttle),
     requests: [],
   }
 }
@@ -122,6 +122,7 @@ function createControls(state: SandboxState): SandboxControls {
     setCapacity: (capacity) => state.conditions.setCapacity(capacity),
     setWeather: (weather) => state.conditions.setWeather(weather),
     setThrottle: (throttle) => state.throttle.set(throttle),
+    setRouteThrottle: (path, throttle) => state.throttle.setRoute(path, throttle),
     setFailure: (mode) => state.conditions.setFailure(mode),
     setRouteFailure: (path, mode) => state.conditions.setRouteFailure(path, mode),
     clearRouteFailures: () => state.conditions.clearRouteFailures(),
@@ -334,4 +335,11 @@ function installBodyParser(app: FastifyInstance): void {
 
 function urlOf(address: AddressInfo): string {
   return `http://${hostPort(address.address, address.port)}`
+}
+
+/** The throttle counts of a sandbox started with `settings` (none: the defaults). */
+function throttleOf(settings: Partial<ThrottleSettings> | undefined): ThrottleCounts {
+  const counts = new ThrottleCounts()
+  if (settings !== undefined) counts.set(settings)
+  return counts
 }

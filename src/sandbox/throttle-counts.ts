@@ -5,6 +5,11 @@
 // one token reads one count, lowered by each other caller's calls. By default the sandbox
 // writes the headers and refuses nothing for them (its 429s are the `throttles` failure
 // mode); `setThrottle({ refuse: true })` makes it refuse past the count as Laravel does.
+// A route may be throttled on its own besides (`setRouteThrottle`: `->middleware('throttle:5,1')`
+// inside the api group), a second ThrottleRequests after the first: it counts the route's
+// calls the first let through and refuses past its own limit with its own headers, and each
+// answer carries the headers of the stricter of the two, as Laravel writes them
+// (getHeaders keeps an inner middleware's X-RateLimit-* whose remaining is not above the outer's).
 
 /** Laravel's default `api` limiter: `Limit::perMinute(60)`. */
 export const THROTTLE_LIMIT = 60
@@ -27,27 +32,50 @@ export function parseThrottle(value: unknown): Partial<ThrottleSettings> | strin
   return t as Partial<ThrottleSettings>
 }
 
+/** A route's own throttle: `limit` calls a window of `windowMs`, refused past it. */
+export interface RouteThrottle { limit: number; windowMs: number }
+
+type Windows = Map<number, { start: number; hits: number }>
+
 /** Each account's calls in its current window, as Laravel's RateLimiter counts them (a window from its first hit). */
 export class ThrottleCounts {
-  readonly #windows = new Map<number, { start: number; hits: number }>()
+  readonly #windows: Windows = new Map()
   #settings: ThrottleSettings = { limit: THROTTLE_LIMIT, windowMs: WINDOW_MS, refuse: false }
+  readonly #routes = new Map<string, { throttle: RouteThrottle; windows: Windows }>()
 
-  /** The count from now on; every window begins anew. */
+  /** The count from now on; every window begins anew, and no route is throttled on its own. */
   set(settings: Partial<ThrottleSettings>): void {
     this.#settings = { limit: THROTTLE_LIMIT, windowMs: WINDOW_MS, refuse: false, ...settings }
     this.#windows.clear()
+    this.#routes.clear()
   }
 
-  /** Counts a call of the account's token (a refused call is not counted: Laravel checks before it hits). */
-  hit(account: number, now: number): ThrottleVerdict {
-    const { limit, windowMs, refuse } = this.#settings
-    let window = this.#windows.get(account)
-    if (window === undefined || now - window.start >= windowMs) {
-      window = { start: now, hits: 0 }
-      this.#windows.set(account, window)
-    }
-    if (refuse && window.hits >= limit) return { limit, remaining: 0, retryAfterSec: Math.max(1, Math.ceil((window.start + windowMs - now) / 1000)) }
-    window.hits += 1
-    return { limit, remaining: Math.max(0, limit - window.hits), retryAfterSec: null }
+  /** The own throttle of the route at `path` (its pattern, as the routes are registered) from now on; null: none. */
+  setRoute(path: string, throttle: RouteThrottle | null): void {
+    if (throttle === null) this.#routes.delete(path)
+    else this.#routes.set(path, { throttle, windows: new Map() })
   }
+
+  /** Counts a call of the account's token on the route at `path` (a refused call is not counted: Laravel checks before it hits). */
+  hit(account: number, now: number, path?: string): ThrottleVerdict {
+    const { limit, windowMs, refuse } = this.#settings
+    const api = count(this.#windows, account, now, limit, windowMs, refuse)
+    const route = path === undefined ? undefined : this.#routes.get(path)
+    if (api.retryAfterSec !== null || route === undefined) return api
+    const own = count(route.windows, account, now, route.throttle.limit, route.throttle.windowMs, true)
+    // The route's refusal, or its count where it leaves no more than the api's.
+    return own.retryAfterSec !== null || own.remaining <= api.remaining ? own : api
+  }
+}
+
+/** One limiter's hit of the account's call: what is left of its window, or its refusal. */
+function count(windows: Windows, account: number, now: number, limit: number, windowMs: number, refuse: boolean): ThrottleVerdict {
+  let window = windows.get(account)
+  if (window === undefined || now - window.start >= windowMs) {
+    window = { start: now, hits: 0 }
+    windows.set(account, window)
+  }
+  if (refuse && window.hits >= limit) return { limit, remaining: 0, retryAfterSec: Math.max(1, Math.ceil((window.start + windowMs - now) / 1000)) }
+  window.hits += 1
+  return { limit, remaining: Math.max(0, limit - window.hits), retryAfterSec: null }
 }

@@ -1,6 +1,6 @@
 // The sandbox's public shapes, in a module of their own so that its parts can share
 // them without importing sandbox.ts, which imports them all.
-import type { ThrottleSettings } from './throttle-counts.js'
+import type { RouteThrottle, ThrottleSettings } from './throttle-counts.js'
 
 export interface SandboxAccount { id: number; name: string; parentId: number | null; currency: string }
 export interface SandboxCredentials { username: string; password: string; clientId: number; clientSecret: string }
@@ -14,6 +14,8 @@ export interface SandboxOptions {
   latencyMs?: number
   /** `expires_in` and JWT `exp` of issued tokens. */
   tokenTtlSeconds?: number
+  /** Laravel's `throttle:api` count from the start (setThrottle's settings), the probe of a gateway started on it included. */
+  throttle?: Partial<ThrottleSettings>
   /** The grant_type the token request must carry. */
   grantType?: string
   /**
@@ -151,9 +153,17 @@ export interface Sandbox {
    * `x-ratelimit-remaining` on every answer of an authenticated route): by default 60 a
    * minute, written and never refused; `refuse: true` answers past it 429 `Too Many
    * Attempts.` with `retry-after` (the seconds to the window's end) and `x-ratelimit-reset`,
-   * as Laravel does. Every window begins anew.
+   * as Laravel does. Every window begins anew, and no route is throttled on its own (setRouteThrottle).
    */
   setThrottle(throttle: Partial<ThrottleSettings>): void
+  /**
+   * A route throttled on its own inside the api group (`->middleware('throttle:5,1')`):
+   * `limit` calls of a token user a window of `windowMs`, past it a 429 with its own
+   * `x-ratelimit-limit`, `x-ratelimit-remaining: 0`, `retry-after` and `x-ratelimit-reset`;
+   * each answer of the route carries the stricter count of the two, as Laravel writes it.
+   * `path`: the route's pattern (`/api/v1/campaign/banner/create`); null removes it.
+   */
+  setRouteThrottle(path: string, throttle: RouteThrottle | null): void
   setFailure(mode: FailureMode): void
   /**
    * The failure of one path only (exact, without the query), whatever the token: a route
