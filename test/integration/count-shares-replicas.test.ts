@@ -45,10 +45,11 @@ describe.skipIf(!available)("the platform's count of the credential's calls, sha
   /** Two replicas, each shown by the platform that it refuses past its count (a window of one second, spent on each), their records in Redis. */
   let config: ReturnType<typeof testConfig>
   async function replicas(): Promise<[TestGateway & { url: string }, TestGateway & { url: string }]> {
+    // The platform's count is LIMIT from the replicas' start: their start probes read it too.
+    sandbox.setThrottle({ limit: LIMIT, windowMs: 1000, refuse: true })
     config = testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.url }, withUploader(TEAMS_YAML))
     const one = await listen(await gateways.build(config))
     const two = await listen(await gateways.build(config))
-    sandbox.setThrottle({ limit: LIMIT, windowMs: 1000, refuse: true })
     await until(one, KEYS.all, LIMIT + 1)
     await until(two, UPLOADER_KEY, LIMIT + 1)
     await waitFor('both replicas to share the count out', () => countOf(one)?.enforced === true && countOf(two)?.enforced === true)

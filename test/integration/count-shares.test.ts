@@ -18,7 +18,8 @@ describe("the platform's count of the credential's calls, shared out by weight",
   let s: SandboxGateway
   let day = 0
   beforeAll(async () => {
-    s = await startSandboxGateway({ yaml: withUploader(TEAMS_YAML), env: { ADMIN_TOKEN } })
+    // The platform's count is LIMIT from the gateway's start: its start probe reads it too.
+    s = await startSandboxGateway({ yaml: withUploader(TEAMS_YAML), env: { ADMIN_TOKEN }, sandbox: { throttle: { limit: LIMIT } } })
   })
   afterAll(async () => {
     await s.close()

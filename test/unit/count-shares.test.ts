@@ -55,6 +55,34 @@ describe('CountShares', () => {
     expect(shares.view().enforced).toBe(false)
   })
 
+  it("takes a refusal of a smaller limit than the count's, read within its window, for a route's own limiter: nothing is held, the count read on", () => {
+    const { shares } = counts()
+    shares.told(shares.pass(), 200, { limit: 60, remaining: 59, refusal: false }, null)
+    // Laravel's `throttle:2,10` on one route: its answers carry its own count, the stricter, and its refusal Laravel's headers.
+    shares.told(shares.pass(), 201, { limit: 2, remaining: 1, refusal: false }, null)
+    shares.told(shares.pass(), 429, { limit: 2, remaining: 0, refusal: true }, 600_000)
+    expect(shares.view()).toMatchObject({ limit: 60, enforced: false, heldUntil: 0, windowMs: COUNT_WINDOW_MS })
+    expect(shares.admit('a').kind).toBe('sent')
+    // The count's own answers are read as before: what is left counts every call sent since its word.
+    expect(shares.view().left).toBe(56)
+  })
+
+  it("lets a route's own refusal read before the count bind nothing once the count's larger limit is read", () => {
+    const { shares } = counts()
+    shares.told(shares.pass(), 429, { limit: 2, remaining: 0, refusal: true }, 600_000)
+    expect(shares.view()).toMatchObject({ limit: 2, enforced: true })
+    shares.told(shares.pass(), 200, { limit: 60, remaining: 58, refusal: false }, null)
+    expect(shares.view()).toMatchObject({ limit: 60, enforced: false, heldUntil: 0, windowMs: COUNT_WINDOW_MS })
+  })
+
+  it('reads a smaller limit as the count once the larger one went unread for a counting window (the platform lowered it)', () => {
+    const { shares, clock } = counts()
+    shares.told(shares.pass(), 200, { limit: 60, remaining: 59, refusal: false }, null)
+    clock.advance(COUNT_WINDOW_MS)
+    shares.told(shares.pass(), 429, { limit: 30, remaining: 0, refusal: true }, 30_000)
+    expect(shares.view()).toMatchObject({ limit: 30, enforced: true })
+  })
+
   it('acts on no count the platform only writes: calls past it go on until the platform refuses one', () => {
     const { send } = counts()
     const left = { n: 20 }

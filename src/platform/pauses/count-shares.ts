@@ -7,7 +7,8 @@ import type { Clock } from '../../clock.js'
  * `x-ratelimit-remaining`); past it, every caller of the token is answered 429, whichever
  * team spent it. Once the platform has shown that it refuses past its count (a 429 whose
  * `x-ratelimit-remaining` is 0, with the `x-ratelimit-reset` Laravel writes on its refusal
- * alone: a 429 of another limiter says nothing of the count), a call with its seat is sent when its team has sent fewer
+ * alone: a 429 of another limiter says nothing of the count; nor does one naming a smaller limit than the count's, a route's
+ * own limiter: `#limiterOf`), a call with its seat is sent when its team has sent fewer
  * calls in the platform's window than its share of the count, or when the count left still
  * covers what the other teams asking are owed of theirs (their shares, or PACE_HEADROOM
  * times what they asked in the platform's last window where that is less; or none is owed:
@@ -98,6 +99,8 @@ export class CountShares {
   #peekedAt = -Infinity
   /** When the window the platform last refused in ends, as its refusal's retry-after says (epoch ms): no call of the token is served before. */
   #refusedUntil = 0
+  /** When an answer last carried the count's own limit (epoch ms). */
+  #limitAt = -Infinity
 
   constructor(opts: { weightOf: (team: string) => number; clock: Clock }) {
     this.#weightOf = opts.weightOf
@@ -237,13 +240,25 @@ export class CountShares {
 
   /** The answer to the call `sent` (admit's or pass's): its status, the count it carried (null: none), a 429's retry-after (ms; null: none). */
   told({ seq, at }: Sent, status: number, count: PlatformCount | null, retryAfterMs: number | null): void {
-    const before = this.#told
-    if (before !== null && seq <= before.seq) return
+    const told = this.#told
+    if (told !== null && seq <= told.seq) return
     // An answer without a count says nothing of it but where the platform served the call: a route's 404 is routed before Laravel's throttle.
     if (count === null && (status < 200 || status > 299)) return
+    const now = this.#clock.now()
+    const limiter = count === null ? 'none' : this.#limiterOf(count.limit, now)
+    // A route's own limiter counts that route's calls alone, and its refusal is that route's (the pauses').
+    if (limiter === 'other') return
     this.#told = { seq, at, remaining: count?.remaining ?? null }
     if (count === null) return
+    if (limiter === 'anew' && this.#limit !== null) {
+      // What was read before was another limiter's (a route's own, read first), or a count the
+      // platform no longer writes: its refusal binds nothing now, and the count is read from here
+      // as the first one is.
+      ;[this.#enforced, this.#servedPast, this.#refusedUntil, this.#windowMs] = [false, false, 0, COUNT_WINDOW_MS]
+    }
     this.#limit = count.limit
+    this.#limitAt = now
+    const before = limiter === 'anew' ? null : told
     // Laravel counts from a window's first call: the call answered is the count's (limit − remaining)-th in its window.
     const first = Math.max(this.#windowFrom, seq - (count.limit - count.remaining) + 1, 1)
     if (before?.remaining == null) {
@@ -263,6 +278,21 @@ export class CountShares {
     if (retryAfterMs === null) return
     this.#refusedUntil = Math.max(this.#refusedUntil, this.#clock.now() + retryAfterMs)
     if (retryAfterMs > this.#windowMs) this.#windowMs = Math.min(LONGEST_COUNT_WINDOW_MS, retryAfterMs)
+  }
+
+  /**
+   * Which limiter an answer's count of `limit` is: the token's count where it names the limit
+   * read before (`same`), or where none was read, or none within the counting window, or a
+   * larger one (`anew`: the token's count counts every route's calls, a route's own limiter
+   * is stricter, and Laravel writes the stricter of the two on the route's answers); a
+   * smaller limit than the count's read within the window is a route's own limiter (`other`),
+   * whose refusal (`throttle:5,1` on one route, the same headers as the count's) says nothing
+   * of the token's other routes.
+   */
+  #limiterOf(limit: number, now: number): 'same' | 'anew' | 'other' {
+    if (this.#limit === limit) return 'same'
+    if (this.#limit !== null && limit < this.#limit && now - this.#limitAt < this.#windowMs) return 'other'
+    return 'anew'
   }
 
   /** Each team's calls counted here and (as last heard) elsewhere, and its share, for the teams asking on any replica (tests, the status view); what is left, none below 0; until when no call is sent (the window the platform last refused in). */
