@@ -75,12 +75,12 @@ describe('CountShares', () => {
     expect(shares.view()).toMatchObject({ limit: 60, enforced: false, heldUntil: 0, windowMs: COUNT_WINDOW_MS })
   })
 
-  it('reads a smaller limit as the count once the larger one went unread for a counting window (the platform lowered it)', () => {
+  it('reads no smaller limit as the count while it runs, a counting window later included: a route of its own is no count the platform lowered', () => {
     const { shares, clock } = counts()
     shares.told(shares.pass(), 200, { limit: 60, remaining: 59, refusal: false }, null)
-    clock.advance(COUNT_WINDOW_MS)
-    shares.told(shares.pass(), 429, { limit: 30, remaining: 0, refusal: true }, 30_000)
-    expect(shares.view()).toMatchObject({ limit: 30, enforced: true })
+    clock.advance(2 * COUNT_WINDOW_MS)
+    shares.told(shares.pass(), 429, { limit: 30, remaining: 0, refusal: true }, 600_000)
+    expect(shares.view()).toMatchObject({ limit: 60, enforced: false, heldUntil: 0 })
   })
 
   it('acts on no count the platform only writes: calls past it go on until the platform refuses one', () => {

@@ -99,8 +99,6 @@ export class CountShares {
   #peekedAt = -Infinity
   /** When the window the platform last refused in ends, as its refusal's retry-after says (epoch ms): no call of the token is served before. */
   #refusedUntil = 0
-  /** When an answer last carried the count's own limit (epoch ms). */
-  #limitAt = -Infinity
 
   constructor(opts: { weightOf: (team: string) => number; clock: Clock }) {
     this.#weightOf = opts.weightOf
@@ -244,20 +242,17 @@ export class CountShares {
     if (told !== null && seq <= told.seq) return
     // An answer without a count says nothing of it but where the platform served the call: a route's 404 is routed before Laravel's throttle.
     if (count === null && (status < 200 || status > 299)) return
-    const now = this.#clock.now()
-    const limiter = count === null ? 'none' : this.#limiterOf(count.limit, now)
+    const limiter = count === null ? 'none' : this.#limiterOf(count.limit)
     // A route's own limiter counts that route's calls alone, and its refusal is that route's (the pauses').
     if (limiter === 'other') return
     this.#told = { seq, at, remaining: count?.remaining ?? null }
     if (count === null) return
     if (limiter === 'anew' && this.#limit !== null) {
-      // What was read before was another limiter's (a route's own, read first), or a count the
-      // platform no longer writes: its refusal binds nothing now, and the count is read from here
-      // as the first one is.
+      // What was read before was another limiter's (a route's own, read first): its refusal binds
+      // nothing, and the count is read from here as the first one is.
       ;[this.#enforced, this.#servedPast, this.#refusedUntil, this.#windowMs] = [false, false, 0, COUNT_WINDOW_MS]
     }
     this.#limit = count.limit
-    this.#limitAt = now
     const before = limiter === 'anew' ? null : told
     // Laravel counts from a window's first call: the call answered is the count's (limit − remaining)-th in its window.
     const first = Math.max(this.#windowFrom, seq - (count.limit - count.remaining) + 1, 1)
@@ -282,17 +277,18 @@ export class CountShares {
 
   /**
    * Which limiter an answer's count of `limit` is: the token's count where it names the limit
-   * read before (`same`), or where none was read, or none within the counting window, or a
-   * larger one (`anew`: the token's count counts every route's calls, a route's own limiter
-   * is stricter, and Laravel writes the stricter of the two on the route's answers); a
-   * smaller limit than the count's read within the window is a route's own limiter (`other`),
-   * whose refusal (`throttle:5,1` on one route, the same headers as the count's) says nothing
-   * of the token's other routes.
+   * read before (`same`), or where none was read or a larger one is (`anew`: Laravel's
+   * `throttle:api` counts every route's calls, and a route throttled on its own besides writes
+   * its own count on that route's answers only where it is the stricter); a smaller limit than
+   * the count's is a route's own limiter (`other`), whose refusal (`throttle:5,1` on one route,
+   * the same headers as the count's) says nothing of the token's other routes. A smaller limit
+   * is never the count while the replica runs: no answer tells a count the platform lowered from
+   * a limiter of some routes, and one taken for the other held every route of the token; the
+   * start probe of the next start reads the lowered count.
    */
-  #limiterOf(limit: number, now: number): 'same' | 'anew' | 'other' {
+  #limiterOf(limit: number): 'same' | 'anew' | 'other' {
     if (this.#limit === limit) return 'same'
-    if (this.#limit !== null && limit < this.#limit && now - this.#limitAt < this.#windowMs) return 'other'
-    return 'anew'
+    return this.#limit !== null && limit < this.#limit ? 'other' : 'anew'
   }
 
   /** Each team's calls counted here and (as last heard) elsewhere, and its share, for the teams asking on any replica (tests, the status view); what is left, none below 0; until when no call is sent (the window the platform last refused in). */
