@@ -24,6 +24,7 @@ describe('routeTemplate', () => {
 
 describe('throttleScope: a 429 is charged to whoever drew it', () => {
   const t = (route: string, team: string, at: number): Throttle => ({ route, team, at })
+  const own = (route: string, team: string, at: number): Throttle => ({ route, team, at, own: true })
   it.each<[string, Throttle[], Throttle, PauseScope]>([
     ['a first 429', [], t('/r1', 'a', 0), { kind: 'team-route', team: 'a', route: '/r1' }],
     ['the same route and team again', [t('/r1', 'a', 0)], t('/r1', 'a', 5000), { kind: 'team-route', team: 'a', route: '/r1' }],
@@ -32,6 +33,11 @@ describe('throttleScope: a 429 is charged to whoever drew it', () => {
     ['another team on another route within the window', [t('/r1', 'a', 0)], t('/r2', 'b', 9000), { kind: 'credential' }],
     ['two teams, the same route, and one of them elsewhere too', [t('/r1', 'a', 0), t('/r2', 'a', 1000)], t('/r1', 'b', 2000), { kind: 'credential' }],
     ['another team after the window', [t('/r1', 'a', 0)], t('/r2', 'b', 10_001), { kind: 'team-route', team: 'b', route: '/r2' }],
+    // A route's own limiter (its 429 names a smaller limit than the token's count) refuses that route alone.
+    ["a route's own, after the same team's own on another route", [own('/r1', 'a', 0)], own('/r2', 'a', 1000), { kind: 'team-route', team: 'a', route: '/r2' }],
+    ["a route's own, another team's own on it and elsewhere before", [own('/r1', 'a', 0), own('/r2', 'a', 1000)], own('/r2', 'b', 2000), { kind: 'route', route: '/r2' }],
+    ["a route's own, after another team's count 429 elsewhere", [t('/r1', 'a', 0)], own('/r2', 'b', 1000), { kind: 'team-route', team: 'b', route: '/r2' }],
+    ["another team's 429 elsewhere, after routes' own ones", [own('/r1', 'a', 0), own('/r2', 'a', 1000)], t('/r3', 'b', 2000), { kind: 'team-route', team: 'b', route: '/r3' }],
   ])('%s → %j', (_name, recent, latest, scope) => {
     expect(throttleScope(recent, latest, 10_000)).toEqual(scope)
   })

@@ -135,7 +135,7 @@ export class PlatformGovernors {
       const passage = this.#pauses.enter(credential, call)
       const pauseMs = (retryAfter: string | undefined) => this.#pauses.drawn(credential, call, passage, retryAfter)
       const ended = (sent: Sent, outcome: SeatOutcome) => {
-        this.#pauses.left(credential, call, passage, outcome)
+        this.#pauses.left(credential, call, passage, outcome, outcome.kind === 'answer' && counts.routeOwn(outcome.count ?? null))
         if (outcome.kind === 'unsent' && !call.probe && !call.trial) counts.unsent(call.team, sent.seq)
         if (outcome.kind === 'answer') {
           counts.told(sent, outcome.status, outcome.count ?? null, retryAfterMs(outcome.retryAfter, this.#clock.now()))

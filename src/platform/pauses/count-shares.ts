@@ -236,6 +236,11 @@ export class CountShares {
     if (sent && i >= 0) sent.splice(i, 1)
   }
 
+  /** Whether `count` is a route's own limiter's (`#limiterOf`): its 429 refuses that route alone. */
+  routeOwn(count: PlatformCount | null): boolean {
+    return count !== null && this.#limiterOf(count.limit) === 'other'
+  }
+
   /** The answer to the call `sent` (admit's or pass's): its status, the count it carried (null: none), a 429's retry-after (ms; null: none). */
   told({ seq, at }: Sent, status: number, count: PlatformCount | null, retryAfterMs: number | null): void {
     const told = this.#told

@@ -44,6 +44,8 @@ export interface Throttle {
   route: string
   /** Epoch ms of the 429. */
   at: number
+  /** The 429 of a route's own limiter (a smaller limit than the token's count: CountShares.routeOwn), which refuses that route alone. */
+  own?: boolean
 }
 
 export interface Pause {
@@ -104,7 +106,9 @@ export function covers(scope: PauseScope, team: string, route: string): boolean 
  * `windowMs` (`recent`, this replica's and its peers').
  */
 export function throttleScope(recent: readonly Throttle[], latest: Throttle, windowMs: number): PauseScope {
-  const episode = recent.filter((t) => latest.at - t.at <= windowMs)
+  // A route's own limiter refuses that route alone: its 429 is weighed with that route's alone,
+  // so it pauses the route at most, and widens no other 429's pause beyond that 429's route.
+  const episode = recent.filter((t) => latest.at - t.at <= windowMs && (latest.own === true ? t.route === latest.route : t.own !== true))
   if (episode.some((t) => t.team !== latest.team)) {
     return episode.every((t) => t.route === latest.route) ? { kind: 'route', route: latest.route } : { kind: 'credential' }
   }
@@ -201,12 +205,12 @@ export class Pauses {
    * credential pause it tests, and otherwise pauses its route alone: a team that makes it
    * run cannot pause the credential). Returns the pause begun or lengthened, or null.
    */
-  throttled(team: string, route: string, retryAfterMs: number | null, how: Passing = {}): Pause | null {
+  throttled(team: string, route: string, retryAfterMs: number | null, how: Passing = {}, own = false): Pause | null {
     const now = this.#o.clock.now()
-    const scope = this.#scopeOf(team, route, now, how)
+    const scope = this.#scopeOf(team, route, now, how, own)
     if (!how.probe && !how.trial) {
       this.#recent = this.#recent.filter((t) => now - t.at <= ESCALATION_WINDOW_MS)
-      this.#note({ team, route, at: now })
+      this.#note({ team, route, at: now, ...(own ? { own } : {}) })
     }
     const key = scopeKey(scope)
     const strikes = this.#strikes.get(key) ?? 0
@@ -225,10 +229,10 @@ export class Pauses {
   }
 
   /** The scope a 429 at `now` to a call of `team` on `route` pauses (`throttled`). */
-  #scopeOf(team: string, route: string, now: number, how: Passing): PauseScope {
+  #scopeOf(team: string, route: string, now: number, how: Passing, own = false): PauseScope {
     if (how.probe === true) return this.credentialUntil > 0 ? { kind: 'credential' } : { kind: 'route', route }
     if (how.trial) return scopeOfKey(how.trial) ?? { kind: 'team-route', team, route }
-    return throttleScope(this.#recent, { team, route, at: now }, ESCALATION_WINDOW_MS)
+    return throttleScope(this.#recent, { team, route, at: now, ...(own ? { own } : {}) }, ESCALATION_WINDOW_MS)
   }
 
   /**

@@ -134,8 +134,8 @@ export class PlatformPauses {
     return passage
   }
 
-  /** What a call's outcome tells the pauses: a 429 pauses whoever drew it, another answer ends the pause it tests. */
-  left(credential: string, call: PausedCall, passage: Passage, outcome: PausedOutcome): void {
+  /** What a call's outcome tells the pauses: a 429 pauses whoever drew it (`own`: a route's own limiter's, that route at most), another answer ends the pause it tests. */
+  left(credential: string, call: PausedCall, passage: Passage, outcome: PausedOutcome, own = false): void {
     if (outcome.kind !== 'answer') return
     const pauses = this.#of(credential)
     const route = routeTemplate(call.url)
@@ -143,7 +143,7 @@ export class PlatformPauses {
       pauses.answered(call.team, route, passage)
       return
     }
-    const pause = pauses.throttled(call.team, route, retryAfterMs(outcome.retryAfter, this.#d.clock.now()), passage)
+    const pause = pauses.throttled(call.team, route, retryAfterMs(outcome.retryAfter, this.#d.clock.now()), passage, own)
     if (pause !== null) void this.#sharing.share(credential, pause)
   }
 
