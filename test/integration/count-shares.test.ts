@@ -38,6 +38,8 @@ describe("the platform's count of the credential's calls, shared out by weight",
     for (let i = 0; i <= LIMIT; i++) if ((await miss(KEYS.all)).status !== 200) break
     await waitFor('the platform to have refused past its count', () => s.gw.governors.countOf('default')?.enforced === true)
     await waitFor("team all's pause to end", () => s.gw.governors.pausesOf('default').length === 0)
+    // The count's own hold ends with the refusal's retry-after as the count read it, a moment after the pause's.
+    await waitFor("the count's hold to end", () => (s.gw.governors.countOf('default')?.heldUntil ?? 0) <= Date.now())
     // A window longer than the test: every call below is counted in it.
     s.sandbox.setThrottle({ limit: LIMIT, windowMs: 600_000, refuse: true })
     s.sandbox.clearRequests()
