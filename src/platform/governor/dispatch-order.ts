@@ -1,3 +1,4 @@
+// The dispatch rule over one credential's seats on one replica at one instant (docs/governor.md, "The dispatch rule"), and what its calls waiting tell the limit rule. Pure.
 import type { FairQueue, Queued } from './fair-queue.js'
 import type { LeaseShares, LocalTeam } from './lease-plan.js'
 import { fairShares, owedSeats } from './shares.js'
@@ -75,4 +76,38 @@ export function nextCall<W extends WaitingCall>(s: DispatchState<W>, free: numbe
 export function heldBack<W extends WaitingCall>(s: DispatchState<W>, paused: boolean): { owed: number; longOnly: boolean } {
   const longOnly = paused || [...s.queue.waitingTeams()].every((team) => s.atCeiling(team) || standing(s, team).long)
   return { owed: owedNow(s), longOnly }
+}
+
+/** What the calls waiting tell the limit rule besides that they wait (docs/governor.md, "Start" and "Cruise"): the calls waiting and in flight at `now`, and each call's expected seat-time (null: a kind never answered). */
+export interface WaitView {
+  queue: FairQueue<WaitingCall>
+  teams: TeamAccounts
+  now: number
+  expected(team: string, workClass: string): number | null
+}
+
+const waitsMs = (v: WaitView): (number | null)[] => v.queue.all().map((w) => v.expected(w.team, w.workClass))
+
+/** With no call waiting known short while a short call is in flight, or a team is between two asks of short calls (TeamAccounts.shortBetweenAsks: a dashboard between two views), the longest expected seat-time of those waiting (Infinity: unknown); else null. */
+export function longWaitBesideShort(v: WaitView): number | null {
+  if (v.queue.size === 0 || (v.teams.shortRunning() === 0 && !v.teams.shortBetweenAsks(v.now, LENDING_HORIZON_MS, new Set(v.queue.waitingTeams())))) return null
+  const waits = waitsMs(v)
+  return waits.some(isShort) ? null : Math.max(0, ...waits.map((ms) => ms ?? Infinity))
+}
+
+/** Whether every call waiting is of a kind known long while a team that waits for nothing has a short call in flight or is between two asks: another team's short calls, that the seats past W would queue those calls ahead of. */
+export function longBesideOthersShort(v: WaitView): boolean {
+  if (v.queue.size === 0 || waitsMs(v).some((ms) => ms === null || isShort(ms))) return false
+  const waiting = new Set(v.queue.waitingTeams())
+  return v.teams.shortRunning() > [...waiting].reduce((n, team) => n + v.teams.shortRunning(team), 0) || v.teams.shortBetweenAsks(v.now, LENDING_HORIZON_MS, waiting)
+}
+
+/** Whether a team that holds no seat waits, its most pressing call not known long (short, or of a kind never answered), while every call in flight is known long. */
+export function newcomerBesideLong(v: WaitView): boolean {
+  return v.teams.onlyLongRunning() && [...v.queue.waitingTeams()].some((team) => {
+    if (v.teams.held(team) > 0) return false
+    // A team in the queue has a call waiting.
+    const ms = v.expected(team, (v.queue.pressing(team) as WaitingCall).workClass)
+    return ms === null || isShort(ms)
+  })
 }

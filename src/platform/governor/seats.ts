@@ -1,11 +1,10 @@
 import { FairQueue, type Priority, type Queued } from './fair-queue.js'
-import { heldBack, isShort, nextCall, owedNow, sharesView, type DispatchState, type SharesView } from './dispatch-order.js'
+import { heldBack, isShort, longBesideOthersShort, longWaitBesideShort, newcomerBesideLong, nextCall, owedNow, sharesView, type DispatchState, type SharesView, type WaitView } from './dispatch-order.js'
 import { DeadlineError, OverloadedError } from '../../errors.js'
 import { NoIdleSeatError, comeBackSec, learnFrom, tooLate, type RefusalReason, type Seat, type SeatLease, type SeatRequest, type SeatsOptions, type TeamLimits } from './seat.js'
 import type { LocalTeam } from './lease-plan.js'
 import { GATEWAY_TEAM } from '../gateway-team.js'
 import { TeamAccounts } from './team-accounts.js'
-import { longBesideOthersShort, longWaitBesideShort, newcomerBesideLong, type WaitView } from './wait-signals.js'
 import { CUT_GROWTH, kindOf } from './work-estimates.js'
 import { FAULT_MS } from './fault-watch.js'
 import { LONGEST_TIMER_MS, systemClock, type Clock, type Timer } from '../../clock.js'
@@ -82,11 +81,11 @@ export class CredentialSeats {
     return this.inFlight >= this.capacity - 1e-9 || this.inFlight + owedNow(this.#dispatchState()) >= this.capacity - 1e-9
   }
 
-  /** What the calls waiting tell the limit rule (wait-signals.ts, docs/governor.md "Start" and "Cruise"). */
+  /** What the calls waiting tell the limit rule (dispatch-order.ts, docs/governor.md "Start" and "Cruise"). */
   longWaitBesideShort(): number | null { return longWaitBesideShort(this.#waitView()) }
   longBesideOthersShort(): boolean { return longBesideOthersShort(this.#waitView()) }
   newcomerBesideLong(): boolean { return newcomerBesideLong(this.#waitView()) }
-  #waitView(): WaitView<QueuedCall> { const now = this.#clock.now(); return { queue: this.#queue, teams: this.#teams, now, expected: this.#expectedAt(now) } }
+  #waitView(): WaitView { const now = this.#clock.now(); return { queue: this.#queue, teams: this.#teams, now, expected: this.#expectedAt(now) } }
 
   /** The expected seat-time of a call at `now` (null: a kind never answered), looked up once for calls of one kind in a row (a team's waiting calls are mostly of one kind); the estimates do not change while it is in use. */
   #expectedAt(now: number): (team: string, workClass: string) => number | null {
@@ -353,7 +352,8 @@ export class CredentialSeats {
         const at = outcome.kind === 'dropped' || outcome.kind === 'unsent' ? now : startedAt + outcome.latencyMs
         if (outcome.kind === 'answer') this.#lease?.answered()
         const learned = learnFrom(this.#o.work, team, workClass, outcome, now, startedAt, this.#o.rule?.metFault(startedAt, at))
-        this.#estimateMoved(workClass, now)
+        // An end taught the estimate of its work (an answer, a cut): the calls of that work waiting are held to the deadline rule by it now, before a seat goes to one.
+        for (const waiter of [...(this.#byWork.get(workClass) ?? [])]) this.#held(waiter, now)
         this.#o.onEnded?.({ startedAt, at, team, kind, load, window, outcome: learned, ...(outcome.kind === 'answer' && outcome.status === 429 ? { refused: true } : {}) })
         if (outcome.kind === 'answer') this.#teams.heardAt = now
         // The platform answered a later call of its work in a third (or SURE spreads) of what an earlier one has run: that one's answer was lost.
@@ -367,12 +367,6 @@ export class CredentialSeats {
         else free(true, this.#late())
       },
     }
-  }
-
-  /** An end taught the estimate of `workClass` (an answer, a cut): the calls of that work waiting are held to the deadline rule by it now, before a seat goes to one. */
-  #estimateMoved(workClass: string, now: number): void {
-    const calls = this.#byWork.get(workClass)
-    if (calls !== undefined) for (const call of [...calls]) this.#held(call, now)
   }
 
   /** A queued call leaves the queue (false: it was not in it), its timer and abort listener gone. */
