@@ -7,7 +7,7 @@ export const MIN_CALLS = 8
 export const PRIOR_SPREAD = 0.3
 export const PRIOR_DOF = 10
 export const TIE = 0.5
-export const LEAD_MAX = 1000
+const LEAD_MAX = 1000
 
 /** The spread² of residuals whose squares sum to `ss` over `n` of them (a weight), PRIOR_SPREAD worth PRIOR_DOF of them before them. */
 export const spread2 = (ss: number, n: number): number => (ss + PRIOR_DOF * PRIOR_SPREAD ** 2) / (n + PRIOR_DOF)

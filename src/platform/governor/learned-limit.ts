@@ -126,19 +126,15 @@ export class LearnedLimit {
 
   #open(sealed: string): SharedLimit | null {
     const { seal, key, log, credential, lease } = this.#o
-    const record = onClock(parseRecord(seal ? seal.openText(key, sealed) : sealed), -(lease?.offsetMs ?? 0))
+    // Its moments moved from the store's clock to this replica's.
+    const [stored, ms] = [parseRecord(seal ? seal.openText(key, sealed) : sealed), -(lease?.offsetMs ?? 0)]
+    const record = stored === null || ms === 0 ? stored : { ...stored, at: stored.at + ms, ...(stored.evidence === undefined ? {} : { evidence: movedEvidence(stored.evidence, ms) }) }
     const now = this.#clock.now()
     const forged = record === null || now - record.at > RECORD_MAX_AGE_MS || record.at - now > RECORD_MAX_AGE_MS / 10
     if (forged && !this.#forgedSeen) log.warn({ credential, key }, 'ignoring a shared platform limit that does not carry this gateway\'s seal (GATEWAY_SECRET), or is stale or dated ahead: this replica keeps its own')
     this.#forgedSeen = forged
     return forged ? null : record
   }
-}
-
-/** The record with its moments moved by `ms`: from the store's clock to this replica's. */
-function onClock(record: SharedLimit | null, ms: number): SharedLimit | null {
-  if (record === null || ms === 0) return record
-  return { ...record, at: record.at + ms, ...(record.evidence === undefined ? {} : { evidence: movedEvidence(record.evidence, ms) }) }
 }
 
 /** The record's fields, or null where it is not one (no text, not JSON, a field missing or out of range). */
