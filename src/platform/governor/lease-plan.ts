@@ -116,15 +116,7 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   }
 }
 
-/**
- * A team's ceiling `cap` (its `maxConcurrent`) as replica `mine`, where the team has `here`
- * calls held and waiting, may fill it, `elsewhere` its calls on the others (docs/governor.md,
- * "A team's ceiling across replicas"): `whole`, its part of the ceiling by its calls, rounded
- * down; `left`, whether the turn `turn` gives it one of the seats left over (one a replica,
- * in run order from the replica the turn names: each in its turn, none waits for them for
- * ever). The parts and the seats left over add up to the ceiling at most; calls within the
- * ceiling are each replica's whole.
- */
+/** A team's ceiling `cap` as replica `mine` may fill it, `here` its calls held and waiting there, `elsewhere` on the others: its `whole` part, and whether turn `turn` gives it a seat `left` over (docs/governor.md, "A team's ceiling across replicas"). */
 export function ceilingPart(cap: number, mine: string, here: number, elsewhere: readonly { run: string; calls: number }[], turn: number): { whole: number; left: boolean } {
   const all = [...elsewhere.filter((r) => r.run !== mine), { run: mine, calls: here }].filter((r) => r.calls > 0).sort((a, b) => (a.run < b.run ? -1 : 1))
   const calls = all.reduce((sum, r) => sum + r.calls, 0)
@@ -197,13 +189,7 @@ export class ElsewhereCharges {
   }
 }
 
-/**
- * Each replica's parts of the teams' shares as its lease holds them (docs/governor.md, "Across
- * replicas"): a team that waits for nothing keeps its parts (owed to it); a team that waits
- * keeps its parts within its calls there, and lends its parts past them (a share its peak set,
- * its calls fewer now) to the teams whose calls want more than their parts, water-filled by
- * weight on their totals, each team's placed on the replicas by its calls there past its parts.
- */
+/** Each replica's parts of the teams' shares as its lease holds them, a waiting team's parts past its calls lent (docs/governor.md, "Across replicas"). */
 function placedParts(all: readonly ReplicaRecord[], teams: ReadonlyMap<string, TeamLoad>, partOf: (t: TeamRecord) => number, limit: number): Map<ReplicaRecord, number> {
   const keptOf = (t: TeamRecord) => ((teams.get(t.team) as TeamLoad).waiting === 0 ? partOf(t) : Math.min(partOf(t), t.held + t.waiting))
   const kept = new Map<string, number>()

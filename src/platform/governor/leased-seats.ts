@@ -11,10 +11,8 @@ export const STARVED_RETRY_MS = 250
 const TRIM_AFTER_MS = 1000
 const DOWN_RETRY_MS = 100
 const DOWN_GRACE_MS = 1000
-/** docs/governor.md, "The clock": a reading of the store's clock is taken when its round trip is within this, and moves the offset only when this far from it. */
 export const CLOCK_SLACK_MS = 100
-/** docs/governor.md, "Constants": how long a replica's turn at the seats left over of a team's ceiling lasts at least (two leases where longer). */
-export const CEILING_TURN_MS = 1000
+const CEILING_TURN_MS = 1000
 
 /**
  * `replica`: this replica (host and port, hashed), its field in the store with `run` (default a random id; the simulator's
@@ -127,16 +125,12 @@ export class LeasedSeats {
     // Its part of seats split between the replicas it last saw, the odd ones to the first in order.
     const [replicas, rank] = [this.replicas, [...this.#seen.keys()].filter((run) => run < this.#run).length]
     const part = (seats: number) => Math.floor(seats / replicas) + (rank < seats % replicas ? 1 : 0)
-    // The seats free at its last answer are its own only where it saw no other replica: one
-    // that renewed after that answer may have taken them (its calls grew, or it was told of
-    // them), and its lease as last granted counts them.
+    // The seats free at its last answer only where it saw no other replica (docs/governor.md, "While Redis cannot be reached").
     const free = replicas === 1 ? Math.max(0, this.#free) : 0
     const kept = Math.min(limit, lease + Math.min(free, cap === null ? Infinity : Math.max(0, cap - lease)))
     const held = out < this.#o.leaseMs ? kept : out < this.#o.leaseMs + this.#o.callsEndMs ? Math.min(part(limit), kept) : part(limit)
-    // A seat at least from DOWN_GRACE on, for the replicas that held none at their last answer, as many as the seats free
-    // then, first in run order (each replica reads the same records alike), where the others held no more than the limit of
-    // that answer (not calls that outlived a cut of it): one that held none would refuse every call until the calls started
-    // before have ended, and a seat for every such replica passed the limit by as many (fifty replicas on a limit of 22).
+    // A seat at least from DOWN_GRACE on for a replica that held none at its last answer and ranked below the seats free then,
+    // unless the others held past that answer's limit (docs/governor.md, as above).
     return out >= DOWN_GRACE_MS && this.#spareSeat && (this.#plan?.occupiedElsewhere ?? 0) <= this.#grantedUnder ? Math.max(held, Math.min(limit, 1)) : held
   }
 
@@ -154,16 +148,7 @@ export class LeasedSeats {
     return { targets: plan.targets, lent: Math.min(Math.max(0, this.#lease - plan.target), plan.owedElsewhere + pastDue), shares: plan.shares, heldElsewhere: plan.heldElsewhere, charged: this.#charges.totals }
   }
 
-  /**
-   * The calls `team` may have in flight here of its ceiling `cap` across replicas, `here` its
-   * calls held and waiting here (docs/governor.md, "A team's ceiling across replicas"): its
-   * whole part (ceilingPart), a seat left over in its turn, and no more than the others
-   * leave as last heard. A turn lasts CEILING_TURN or two leases, whichever is longer: the
-   * replica whose turn ends takes no seat left over in its turn's last renewal period, and
-   * the one whose turn begins none before a renewal a renewal period into it (each hears
-   * then what the other holds). Woken as a turn, or that renewal, may let a call start.
-   * Null: no plan (alone in the store, or in an outage): the ceiling is this replica's own.
-   */
+  /** The calls `team` may have in flight here of its ceiling `cap` across replicas, `here` its calls held and waiting here (docs/governor.md, "A team's ceiling across replicas"); woken as a turn, or the renewal into it, may let a call start. Null: no plan (alone in the store, or in an outage): the ceiling is this replica's own. */
   ceilingHere(team: string, cap: number, here: number): number | null {
     const plan = this.#plan
     if (plan === null || this.#downSince !== null) return null

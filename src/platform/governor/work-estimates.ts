@@ -89,12 +89,7 @@ export function take<V>(map: Map<string, V>, k: string, make: () => V): V {
   return e
 }
 
-/**
- * The kind forgotten to make room for new kind `k` among `kinds` (least recently seen first):
- * the least recently seen of the team holding the most kinds, `k`'s team counted with it (each
- * team an even part once full: one team's many shapes push out its own, never another's
- * within its part); with one team (or kinds of work alone) the least recently seen.
- */
+/** The kind forgotten to make room for new kind `k` among `kinds` (least recently seen first): the least recently seen of the team holding the most kinds, `k`'s team counted with it (docs/governor.md, "Constants", MAX_KINDS). */
 export function roomFor(kinds: Iterable<string>, k: string): string {
   const held = new Map<string, number>([[teamOf(k), 1]])
   const order = [...kinds]
