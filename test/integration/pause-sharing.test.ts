@@ -55,6 +55,20 @@ describe.skipIf(!redisCheck.available)('pause sharing between replicas (Redis)',
 
   const pause = (team: string, ms: number, clock: Clock = systemClock) => ({ scope: { kind: 'team-route' as const, team, route: '/api/v1/report/x/get' }, team, route: '/api/v1/report/x/get', until: clock.now() + ms })
 
+  it("a route's own limiter's pause keeps its mark on the bus and in Redis, and another pause gets none", async () => {
+    const heard: PeerPause[] = []
+    await replica(heard)
+    const writer = await replica([])
+    await writer.share('default', { ...pause('own', 20_000), own: true })
+    await writer.share('default', pause('count', 20_000))
+    await waitFor('both pauses on the bus', () => heard.length === 2)
+    const marks = (words: PeerPause[]) => Object.fromEntries(words.map((w) => ('pause' in w ? [w.pause.team, w.pause.own ?? null] : [w.ended, 'ended'])))
+    expect(marks(heard)).toEqual({ own: true, count: null })
+    const stored: PeerPause[] = []
+    await replica(stored)
+    expect(marks(stored)).toEqual({ own: true, count: null })
+  })
+
   it("a replica that starts takes each stored pause for the time it has left, whichever replica's clock is 30 s off", async () => {
     const ahead = await replica([], 30_000)
     const writer = await replica([])

@@ -175,6 +175,20 @@ describe('Pauses: one home for every scope', () => {
     expect(pauses.covering('a', '/r1', false)).toBeNull()
   })
 
+  it('takes a peer\'s pause of a route\'s own limiter as the route\'s alone: another team\'s 429 elsewhere is not widened by it', () => {
+    const { clock, pauses } = home()
+    pauses.adopt({ scope: { kind: 'team-route', team: 'a', route: '/r1' }, until: clock.now() + 30_000, team: 'a', route: '/r1', own: true })
+    pauses.throttled('b', '/r2', 30_000)
+    expect(pauses.credentialUntil).toBe(0)
+    expect(pauses.covering('b', '/r2', false)?.scope).toEqual({ kind: 'team-route', team: 'b', route: '/r2' })
+  })
+
+  it('marks a pause begun by a route\'s own 429 as such, for the peers it is told to', () => {
+    const { pauses } = home()
+    expect(pauses.throttled('a', '/r1', 30_000, {}, true)).toMatchObject({ own: true })
+    expect(pauses.throttled('b', '/r2', 30_000)).not.toHaveProperty('own')
+  })
+
   it('keeps at most MAX_SCOPES pauses and strikes, whatever routes callers send', () => {
     const { pauses } = home()
     for (let i = 0; i < MAX_SCOPES + 10; i++) pauses.throttled(`team-${i}`, `/r${i}`, null)

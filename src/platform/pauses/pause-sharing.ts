@@ -18,6 +18,8 @@ interface PauseMessage {
   team: string
   route: string
   ms?: number
+  /** The pause is a route's own limiter's (Pause.own). */
+  own?: true
 }
 
 /** A peer's word: a pause to take, or the scope whose pause ended. */
@@ -74,7 +76,7 @@ export class PauseSharing {
       const scope = scopeOfKey(message.scope)
       if (scope === null) return
       if (message.ms === undefined) onPeer({ credential: message.credential, ended: message.scope })
-      else onPeer({ credential: message.credential, pause: { scope, team: message.team, route: message.route, until: clock.now() + this.#peerLength(message.ms) } })
+      else onPeer({ credential: message.credential, pause: { scope, team: message.team, route: message.route, until: clock.now() + this.#peerLength(message.ms), ...ownOf(message) } })
     })
     if (!redis || !breaker) return
     for (const credential of credentials) {
@@ -91,7 +93,7 @@ export class PauseSharing {
         const record = scope === null ? null : parseStored(this.#opened(`${key}#${field}`, value))
         if (scope === null || record === null) continue
         const ms = this.#peerLength(record.until - this.#sharedNow())
-        if (ms > 0) onPeer({ credential, pause: { scope, team: record.team, route: record.route, until: clock.now() + ms } })
+        if (ms > 0) onPeer({ credential, pause: { scope, team: record.team, route: record.route, until: clock.now() + ms, ...ownOf(record) } })
       }
     }
   }
@@ -108,13 +110,13 @@ export class PauseSharing {
       const until = this.#sharedNow() + ms
       const current = parseStored(this.#opened(binding, await breaker.run(() => redis.hget(key, field), null)))
       if (current === null || current.until < until) {
-        await breaker.run(() => redis.hset(key, field, this.#sealed(binding, JSON.stringify({ until, team: pause.team, route: pause.route }))), null)
+        await breaker.run(() => redis.hset(key, field, this.#sealed(binding, JSON.stringify({ until, team: pause.team, route: pause.route, ...ownOf(pause) }))), null)
         // The hash outlives its longest pause only; a past pause in it is skipped at start.
         const left = await breaker.run(() => redis.pttl(key), -2)
         if (left < ms) await breaker.run(() => redis.pexpire(key, ms), null)
       }
     }
-    this.#publish({ credential, scope: field, team: pause.team, route: pause.route, ms })
+    this.#publish({ credential, scope: field, team: pause.team, route: pause.route, ms, ...ownOf(pause) })
   }
 
   /** A pause the platform's answer ended here: dropped from Redis and told. */
@@ -163,18 +165,23 @@ function parseMessage(text: string): PauseMessage | null {
     const m = JSON.parse(text) as Partial<Record<keyof PauseMessage, unknown>>
     if (typeof m.credential !== 'string' || typeof m.scope !== 'string' || typeof m.team !== 'string' || typeof m.route !== 'string') return null
     if (m.ms !== undefined && !(typeof m.ms === 'number' && Number.isFinite(m.ms))) return null
-    return { ...(typeof m.from === 'string' ? { from: m.from } : {}), credential: m.credential, scope: m.scope, team: m.team, route: m.route, ...(m.ms === undefined ? {} : { ms: m.ms }) }
+    return { ...(typeof m.from === 'string' ? { from: m.from } : {}), credential: m.credential, scope: m.scope, team: m.team, route: m.route, ...(m.ms === undefined ? {} : { ms: m.ms }), ...ownOf(m) }
   } catch {
     return null // not a pause message
   }
 }
 
-function parseStored(value: string | null): { until: number; team: string; route: string } | null {
+function parseStored(value: string | null): { until: number; team: string; route: string; own?: true } | null {
   if (value === null) return null
   try {
-    const { until, team, route } = JSON.parse(value) as { until?: unknown; team?: unknown; route?: unknown }
-    return typeof until === 'number' && typeof team === 'string' && typeof route === 'string' ? { until, team, route } : null
+    const { until, team, route, own } = JSON.parse(value) as { until?: unknown; team?: unknown; route?: unknown; own?: unknown }
+    return typeof until === 'number' && typeof team === 'string' && typeof route === 'string' ? { until, team, route, ...ownOf({ own }) } : null
   } catch {
     return null
   }
+}
+
+/** A pause's, a message's or a record's mark of a route's own limiter, kept only where it is `true`. */
+function ownOf(of: { own?: unknown }): { own?: true } {
+  return of.own === true ? { own: true } : {}
 }

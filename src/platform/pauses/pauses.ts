@@ -55,6 +55,8 @@ export interface Pause {
   /** The team whose call began it, and that call's route. */
   team: string
   route: string
+  /** Begun by a route's own limiter's 429 (Throttle.own): told to the peers, whose escalation weighs it with that route's alone. */
+  own?: boolean
 }
 
 /** How a call went through the pauses: the scope it is the trial of, and whether it is the probe call. */
@@ -216,7 +218,7 @@ export class Pauses {
     const strikes = this.#strikes.get(key) ?? 0
     if (retryAfterMs === null) this.#strike(key, strikes + 1)
     const ms = pauseLength(retryAfterMs, strikes, this.#o.maxPauseMs)
-    return this.#pause({ scope, until: now + ms, team, route }, 'platform') ? (this.#held.get(key) as Pause) : null
+    return this.#pause({ scope, until: now + ms, team, route, ...(own ? { own } : {}) }, 'platform') ? (this.#held.get(key) as Pause) : null
   }
 
   /**
@@ -257,7 +259,7 @@ export class Pauses {
   /** A peer's pause: taken as its own (a longer one under way stays). Its throttle counts toward the escalation window here too. */
   adopt(pause: Pause): boolean {
     const now = this.#o.clock.now()
-    if (pause.scope.kind !== 'credential' && !this.#recent.some((t) => t.team === pause.team && t.route === pause.route)) this.#note({ team: pause.team, route: pause.route, at: now })
+    if (pause.scope.kind !== 'credential' && !this.#recent.some((t) => t.team === pause.team && t.route === pause.route)) this.#note({ team: pause.team, route: pause.route, at: now, ...(pause.own === true ? { own: true } : {}) })
     return this.#pause(pause, 'peer')
   }
 
