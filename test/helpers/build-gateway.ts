@@ -14,17 +14,26 @@ export interface LogCapture {
   /** Every captured line parsed as JSON. */
   records(): Record<string, unknown>[]
   text(): string
+  /** Each line's place among the lines every capture of this process took, in the order they were written (a line's `time` is a millisecond several lines share). */
+  order: number[]
 }
+
+let captured = 0
 
 export function captureLogs(): LogCapture {
   const lines: string[] = []
+  const order: number[] = []
   const stream = new Writable({
     write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString('utf8').split('\n')) if (line) lines.push(line)
+      for (const line of chunk.toString('utf8').split('\n')) {
+        if (!line) continue
+        lines.push(line)
+        order.push(captured++)
+      }
       done()
     },
   })
-  return { lines, stream, records: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>), text: () => lines.join('\n') }
+  return { lines, stream, records: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>), text: () => lines.join('\n'), order }
 }
 
 /** Team keys used across the suites; plaintext here, hashed in the config. */

@@ -16,6 +16,7 @@ import { waitFor } from '../helpers/wait.js'
 const OLD = 'rotation-old-gateway-secret-0123456789'
 const NEW = 'rotation-new-gateway-secret-0123456789'
 const ADMIN_TOKEN = 'secret-rotation-admin-token-0123456789'
+const TOKEN_RESEALED = 'the shared platform token, sealed with GATEWAY_SECRET_FALLBACK, is stored again sealed with GATEWAY_SECRET'
 
 const redisCheck = redisAvailability()
 if (redisCheck.notice) console.warn(redisCheck.notice)
@@ -125,6 +126,11 @@ describe.skipIf(!redisCheck.available)('GATEWAY_SECRET changed through GATEWAY_S
     const phase2 = await replica({ GATEWAY_SECRET: NEW, GATEWAY_SECRET_FALLBACK: OLD }, first)
     expect((await read(phase2, freshWeek())).json()).toMatchObject({ code: 'GW_TEAM_SUSPENDED' })
     await waitFor('the suspension stored again, sealed with the new secret', async () => JSON.stringify(await client.hgetall('rgw:suspensions')) !== JSON.stringify(sealedOld))
+    // The token's record too: step 1's replica and step 2's store it again in turn, each
+    // sealed with its own secret, until step 1's is gone; step 2's next catch-up then stores
+    // it with the new secret, past the last time step 1's did (deploy.md's step 3 waits for it).
+    const resealed = (gw: TestGateway) => gw.logs.lines.flatMap((line, i) => (line.includes(TOKEN_RESEALED) ? [gw.logs.order[i] as number] : []))
+    await waitFor("the token's record stored again by step 2 after step 1's last", () => resealed(phase2).some((at) => at > Math.max(-1, ...resealed(old))))
     await stop(phase2)
     const done = await replica({ GATEWAY_SECRET: NEW }, first)
     expect((await read(done, freshWeek())).json()).toMatchObject({ code: 'GW_TEAM_SUSPENDED' })
