@@ -103,10 +103,13 @@ function run(argv: string[], io: KeysIo): number {
     const advertisers = advertiserList(values.advertisers)
     const expiresAt = values.expires === undefined ? undefined : expiry('new', '--expires', values.expires, systemClock.now())
     const key = newApiKey()
+    const hash = hashApiKey(key)
+    // The id is the one `rotate --key` and `remove --key` take: a key made without --id
+    // is known by the id the gateway gives it, which its entry does not write.
     io.out(
-      `API key for team ${team} (shown once; give it to the team, store it nowhere else):\n  ${key}\n\n` +
+      `API key ${values.id ?? defaultKeyId(hash)} for team ${team} (shown once; give it to the team, store it nowhere else):\n  ${key}\n\n` +
         `Add the team to your TEAMS_FILE or CONFIG_FILE (or its key entry to the team's keys if the team is there):\n` +
-        `teams:\n  ${yamlScalar(team).trimEnd()}:\n    keys:\n      ${keyEntry(hashApiKey(key), values.id, iso(systemClock.now()), expiresAt)}\n    advertisers: ${advertisers}\n`,
+        `teams:\n  ${yamlScalar(team).trimEnd()}:\n    keys:\n      ${keyEntry(hash, values.id, iso(systemClock.now()), expiresAt)}\n    advertisers: ${advertisers}\n`,
     )
     return 0
   }

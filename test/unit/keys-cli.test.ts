@@ -60,7 +60,7 @@ describe('keys new --team NAME', () => {
     const keys = stdout.match(/rgw_[A-Za-z0-9_-]{43}/g) ?? []
     expect(keys).toHaveLength(1)
     const key = keys[0] as string
-    expect(stdout).toContain(`API key for team growth`)
+    expect(stdout).toMatch(/^API key [0-9a-f]{12} for team growth /)
     // The printed config snippet is YAML that names the team and holds the key's hash.
     const snippet = stdout.slice(stdout.indexOf('teams:'))
     const teams = (parseYaml(snippet) as { teams: Record<string, { keys: { createdAt: string }[] }> }).teams
@@ -68,6 +68,19 @@ describe('keys new --team NAME', () => {
     expect(teams).toEqual({ growth: { keys: [{ hash: sha256(key), createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/) }], advertisers: [101, 102] } })
     expect(Math.abs(Date.parse(teams.growth!.keys[0]!.createdAt) - Date.now())).toBeLessThan(60_000)
     expect(stdout.match(/sha256:[0-9a-f]{64}/g)).toEqual([sha256(key)])
+  })
+
+  it('names the key by the id that rotate and remove take (--key ID): its --id, else the one the gateway gives it', () => {
+    const named = run('new', '--team', 'growth', '--id', 'growth-1')
+    expect(named.stdout).toContain('API key growth-1 for team growth (shown once')
+    const unnamed = run('new', '--team', 'growth')
+    const key = (unnamed.stdout.match(/rgw_[A-Za-z0-9_-]{43}/) ?? [])[0] as string
+    const id = sha256(key).slice('sha256:'.length, 'sha256:'.length + 12)
+    expect(unnamed.stdout).toContain(`API key ${id} for team growth (shown once`)
+    withFile(unnamed.stdout.slice(unnamed.stdout.indexOf('teams:')), (path) => {
+      expect(run('list', '--config', path).stdout).toMatch(new RegExp(`^growth +${id} `, 'm'))
+      expect(run('rotate', '--config', path, '--key', id, '--grace', '7d').status).toBe(0)
+    })
   })
 
   it('prints a snippet that passes the config validation when pasted as it is', () => {
