@@ -76,6 +76,13 @@ describe('operations guide', () => {
     for (const file of written) expect(ignored.some((p) => p === file || (p.startsWith('*') && file.endsWith(p.slice(1)))), file).toBe(true)
   })
 
+  it('keeps the platform token files the pages read from the checkout out of git (the runbook\'s ./new-token, deploy.md\'s ./platform-token)', () => {
+    const ignored = read('.gitignore').split('\n')
+    const tokenFiles = [read('README.md'), ...pages.map((p) => p.text)].flatMap((text) => [...text.matchAll(/(?:\$\(cat |--from-file=[\w-]+=)\.\/([\w.-]+)/g)].map((m) => m[1]!))
+    expect(tokenFiles).toEqual(expect.arrayContaining(['new-token', 'platform-token']))
+    for (const file of tokenFiles) expect(ignored.some((p) => p === `/${file}` || p === file), file).toBe(true)
+  })
+
   it("keeps the client's tarball out of git: the README's `npm pack -w @report-gateway/client` writes it into the checkout, where `git add -A` would take it", () => {
     const ignored = read('.gitignore').split('\n').filter((line) => line && !line.startsWith('#'))
     // A pattern as git reads it at the top level: `*` any run of characters but `/`, a leading `/` anchoring it there.
