@@ -30,6 +30,8 @@ export const redisKey = {
   suspensions: (prefix: string) => `${prefix}suspensions`,
   /** A credential's platform count as the replicas share it out: a field per replica run, written while it does (count-sync.ts). */
   counts: (prefix: string, credential: string) => `${prefix}counts:{${credential}}`,
+  /** The same of a route throttled on its own (`route`: its hash, credential-counts.ts). */
+  routeCounts: (prefix: string, credential: string, route: string) => `${prefix}counts:{${credential}}:route:${route}`,
   /** A credential's seats leased by the replicas: a field per replica run. */
   seats: (prefix: string, credential: string) => `${prefix}seats:{${credential}}`,
   /** The lock one replica holds while it logs a credential in. */

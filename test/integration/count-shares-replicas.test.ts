@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { KEYS, listen, TEAMS_YAML, testConfig, UPLOADER_KEY, withUploader, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
@@ -36,17 +37,24 @@ describe.skipIf(!available)("the platform's count of the credential's calls, sha
     }
     return { ok, refusal: null }
   }
-  const countOf = (gw: TestGateway) => gw.governors.countOf('default')
+  /** Whose count the replicas share out: the token's, or PATH's own limiter's (the platform throttling that route on its own). */
+  let route: string | undefined
+  const countOf = (gw: TestGateway) => gw.governors.countOf('default', route)
   const metric = async (gw: TestGateway, line: string): Promise<number> => {
     const found = (await gw.admin.inject({ method: 'GET', url: '/metrics' })).body.split('\n').find((l) => l.startsWith(`${line} `))
     return found ? Number(found.slice(line.length + 1)) : 0
   }
 
-  /** Two replicas, each shown by the platform that it refuses past its count (a window of one second, spent on each), their records in Redis. */
+  /**
+   * Two replicas, each shown by the platform that it refuses past its count (a window of one second, spent on each), their records in Redis;
+   * `own`: the count is PATH's own limiter's, the token's count (Laravel's default, 60) left unspent.
+   */
   let config: ReturnType<typeof testConfig>
-  async function replicas(): Promise<[TestGateway & { url: string }, TestGateway & { url: string }]> {
+  async function replicas(own = false): Promise<[TestGateway & { url: string }, TestGateway & { url: string }]> {
+    route = own ? PATH : undefined
     // The platform's count is LIMIT from the replicas' start: their start probes read it too.
-    sandbox.setThrottle({ limit: LIMIT, windowMs: 1000, refuse: true })
+    sandbox.setThrottle(own ? { refuse: true } : { limit: LIMIT, windowMs: 1000, refuse: true })
+    if (own) sandbox.setRouteThrottle(PATH, { limit: LIMIT, windowMs: 1000 })
     config = testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.url }, withUploader(TEAMS_YAML))
     const one = await listen(await gateways.build(config))
     const two = await listen(await gateways.build(config))
@@ -58,7 +66,8 @@ describe.skipIf(!available)("the platform's count of the credential's calls, sha
     // both replicas, and the refused window's calls no longer counted anywhere, a team's share of the next window is whole.
     const over = (gw: TestGateway) => (countOf(gw)?.heldUntil ?? 0) <= Date.now() && (countOf(gw)?.teams ?? []).every((t) => t.sent === 0 && t.sentElsewhere === 0)
     await waitFor("the refused window over on both replicas' counts", () => over(one) && over(two))
-    await waitFor('the records in Redis', async () => (await client.hlen('rgw:counts:{default}')) === 2)
+    const key = own ? `rgw:counts:{default}:route:${createHash('sha256').update(PATH).digest('base64url').slice(0, 16)}` : 'rgw:counts:{default}'
+    await waitFor('the records in Redis', async () => (await client.hlen(key)) === 2)
     return [one, two]
   }
 
@@ -81,6 +90,25 @@ describe.skipIf(!available)("the platform's count of the credential's calls, sha
     const uploader = await until(two, UPLOADER_KEY, LIMIT / 2 - 1)
     expect(uploader).toEqual({ ok: LIMIT / 2 - 1, refusal: null })
     expect(sandbox.requests.filter((r) => r.path === PATH).length).toBeLessThanOrEqual(LIMIT)
+  })
+
+  // A route throttled on its own (Laravel's `throttle:10,10` on PATH) is shared out across the
+  // replicas as the token's count is, in a hash of its own.
+  it("holds a team alone on its replica to its share of a route's own limit, and the other routes go on", async () => {
+    const [one, two] = await replicas(true)
+    sandbox.setRouteThrottle(PATH, { limit: LIMIT, windowMs: 600_000 })
+    sandbox.clearRequests()
+    expect((await miss(two, UPLOADER_KEY)).status).toBe(200)
+    await waitFor("replica one to hear uploader's ask", () => countOf(one)?.teams.find((t) => t.team === 'all')?.share === LIMIT / 2)
+    const all = await until(one, KEYS.all, LIMIT)
+    expect(all.refusal?.status).toBe(503)
+    expect(JSON.parse(all.refusal?.body ?? '{}')).toMatchObject({ code: 'GW_OVERLOADED', message: expect.stringContaining(`team all has used its share of the platform's call count for credential default on route ${PATH}`) })
+    expect(all.ok).toBeLessThanOrEqual(LIMIT / 2)
+    expect(await until(two, UPLOADER_KEY, LIMIT / 2 - 1)).toEqual({ ok: LIMIT / 2 - 1, refusal: null })
+    expect(sandbox.requests.filter((r) => r.path === PATH).length).toBeLessThanOrEqual(LIMIT)
+    // The token's count binds nothing: team all's calls of another route go through.
+    const list = await fetch(`${one.url}/api/v1/campaign/get`, { method: 'POST', headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json' }, body: '{"userId":101}' })
+    expect(list.status).toBe(200)
   })
 
   // Redis is shared, not trusted: a record planted in the hash, without the seal of

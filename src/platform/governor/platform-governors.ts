@@ -6,8 +6,9 @@ import { systemClock } from '../../clock.js'
 import { routeTemplate } from '../route-template.js'
 import { GATEWAY_TEAM } from '../gateway-team.js'
 import { PlatformPauses, type PlatformPausesDeps } from '../pauses/platform-pauses.js'
-import { CountShares, type Sent } from '../pauses/count-shares.js'
+import type { CountShares } from '../pauses/count-shares.js'
 import { CountSync } from '../pauses/count-sync.js'
+import { CredentialCounts, type CountRefusal, type Sends } from '../pauses/credential-counts.js'
 import { retryAfterMs } from '../pauses/retry-after.js'
 import { OverloadedError } from '../../errors.js'
 import type { Pause } from '../pauses/pauses.js'
@@ -37,9 +38,8 @@ export interface PlatformGovernorsDeps extends Pick<PlatformPausesDeps, 'config'
 export class PlatformGovernors {
   readonly #governors = new Map<string, CredentialGovernor>()
   readonly #pauses: PlatformPauses
-  readonly #counts = new Map<string, CountShares>()
-  /** Each credential's count records in Redis (none without Redis). */
-  readonly #countSyncs = new Map<string, CountSync>()
+  /** Each credential's counts: the token's and its routes' own limiters'. */
+  readonly #counts = new Map<string, CredentialCounts>()
   readonly #clock: NonNullable<PlatformGovernorsDeps['clock']>
   readonly #metrics: PlatformGovernorsDeps['metrics']
   readonly #maxPauseMs: number
@@ -77,15 +77,17 @@ export class PlatformGovernors {
       })
       if (!g.estimator) metrics.platformLimit.set({ credential }, g.seats.limit)
       this.#governors.set(credential, g)
-      const counts = new CountShares({ weightOf: (team) => Math.max(1, weightOf?.(team) ?? 1), clock })
-      this.#counts.set(credential, counts)
-      if (redis && breaker) {
-        const onUnverified = (where: string) => {
-          metrics.redisUnverified.inc({ what: 'count' })
-          log.warn({ what: 'count', where }, "ignoring a value in redis that does not carry this gateway's seal (GATEWAY_SECRET)")
-        }
-        this.#countSyncs.set(credential, new CountSync({ redis, breaker, key: redisKey.counts(config.redis.keyPrefix, credential), counts, clock, seal, maxPauseMs: this.#maxPauseMs, onUnverified }))
+      const onUnverified = (where: string) => {
+        metrics.redisUnverified.inc({ what: 'count' })
+        log.warn({ what: 'count', where }, "ignoring a value in redis that does not carry this gateway's seal (GATEWAY_SECRET)")
       }
+      this.#counts.set(credential, new CredentialCounts({
+        weightOf: (team) => Math.max(1, weightOf?.(team) ?? 1),
+        clock,
+        sync: (counts, route) => redis && breaker
+          ? new CountSync({ redis, breaker, key: route === null ? redisKey.counts(config.redis.keyPrefix, credential) : redisKey.routeCounts(config.redis.keyPrefix, credential, route), counts, clock, seal, maxPauseMs: this.#maxPauseMs, onUnverified })
+          : null,
+      }))
     }
   }
 
@@ -118,8 +120,11 @@ export class PlatformGovernors {
   /** Whether the platform has paused the credential, or a call of `team` (any team's) on the route of `url`: a cached copy is better than a wait. */
   paused(credential: string, url?: string, team?: string): boolean { return this.#pauses.paused(credential, url, team) }
 
-  /** The platform's count of `credential`'s calls as this replica shares it out (count-shares.ts); null: no such credential. */
-  countOf(credential: string): ReturnType<CountShares['view']> | null { return this.#counts.get(credential)?.view() ?? null }
+  /** The platform's count of `credential`'s calls as this replica shares it out (count-shares.ts), or `route`'s own limiter's; null: no such credential or limiter. */
+  countOf(credential: string, route?: string): ReturnType<CountShares['view']> | null {
+    const counts = this.#counts.get(credential)
+    return (route === undefined ? counts?.token.view() : counts?.routeView(routeTemplate(route))) ?? null
+  }
 
   /**
    * A seat for `call`, behind the pauses and the platform's count (its `end` tells them
@@ -128,29 +133,27 @@ export class PlatformGovernors {
   seat(credential: string, call: SeatCall): Promise<PausedSeat> {
     try {
       const g = this.#of(credential)
-      const counts = this.#counts.get(credential) as CountShares
-      // A call the count refuses now waits for no seat (nor holds a place in the queue), and takes no pause's trial; one let through is asked again with its seat.
-      const waitMs = call.probe || call.trial ? null : counts.refusing(call.team)
-      if (waitMs !== null) throw this.#counted(credential, call, waitMs)
+      const counts = this.#counts.get(credential) as CredentialCounts
+      const route = routeTemplate(call.url)
+      // A call the counts refuse now waits for no seat (nor holds a place in the queue), and takes no pause's trial; one let through is asked again with its seat.
+      const refused = call.probe || call.trial ? null : counts.refusing(call.team, route)
+      if (refused !== null) throw this.#counted(credential, call, refused)
       const passage = this.#pauses.enter(credential, call)
       const pauseMs = (retryAfter: string | undefined) => this.#pauses.drawn(credential, call, passage, retryAfter)
-      const ended = (sent: Sent, outcome: SeatOutcome) => {
-        this.#pauses.left(credential, call, passage, outcome, outcome.kind === 'answer' && counts.routeOwn(outcome.count ?? null))
-        if (outcome.kind === 'unsent' && !call.probe && !call.trial) counts.unsent(call.team, sent.seq)
-        if (outcome.kind === 'answer') {
-          counts.told(sent, outcome.status, outcome.count ?? null, retryAfterMs(outcome.retryAfter, this.#clock.now()))
-          this.#countSyncs.get(credential)?.poke()
-        }
+      const ended = (sends: Sends, outcome: SeatOutcome) => {
+        if (outcome.kind === 'unsent' && !call.probe && !call.trial) counts.unsent(call.team, route, sends)
+        const own = outcome.kind === 'answer' && counts.told(sends, route, outcome.status, outcome.count ?? null, retryAfterMs(outcome.retryAfter, this.#clock.now()))
+        this.#pauses.left(credential, call, passage, outcome, own)
       }
       if (call.trial) {
-        const sent = counts.pass()
-        return Promise.resolve({ end: (outcome: SeatOutcome) => ended(sent, outcome), pauseMs })
+        const sends = counts.pass(route)
+        return Promise.resolve({ end: (outcome: SeatOutcome) => ended(sends, outcome), pauseMs })
       }
-      return g.seats.ask({ ...call, workClass: call.workClass ?? routeTemplate(call.url) }).then((seat) => {
-        const sent = call.probe ? { kind: 'sent' as const, ...counts.pass() } : counts.admit(call.team)
+      return g.seats.ask({ ...call, workClass: call.workClass ?? route }).then((seat) => {
+        const sent = call.probe ? { kind: 'sent' as const, ...counts.pass(route) } : counts.admit(call.team, route)
         if (sent.kind === 'refused') {
           seat.end({ kind: 'unsent' })
-          throw this.#counted(credential, call, sent.waitMs)
+          throw this.#counted(credential, call, sent)
         }
         return { end: (outcome: SeatOutcome) => { seat.end(outcome); ended(sent, outcome) }, pauseMs }
       })
@@ -165,7 +168,7 @@ export class PlatformGovernors {
       await g.leased?.start()
       g.learned?.start()
     }
-    for (const sync of this.#countSyncs.values()) await sync.start()
+    for (const counts of this.#counts.values()) await counts.start()
     await this.#pauses.start()
   }
 
@@ -175,16 +178,17 @@ export class PlatformGovernors {
       g.learned?.stop()
       g.leased?.stop()
     }
-    for (const sync of this.#countSyncs.values()) sync.stop()
+    for (const counts of this.#counts.values()) counts.stop()
     this.#pauses.stop()
   }
 
-  /** A call the platform's count refuses (count-shares.ts): counted, and its error; background work (a refresh ahead, a warm-up, a job) gets no seat now, as the seats refuse it. */
-  #counted(credential: string, call: SeatCall, waitMs: number): Error {
+  /** A call the platform's count or its route's own limiter refuses (credential-counts.ts): counted, and its error; background work (a refresh ahead, a warm-up, a job) gets no seat now, as the seats refuse it. */
+  #counted(credential: string, call: SeatCall, refused: CountRefusal): Error {
     this.#metrics.platformRefused.inc({ credential, reason: 'count' })
     if ((call.priority ?? 'caller') !== 'caller') return new NoIdleSeatError(credential)
-    const retryAfterSec = Math.ceil(Math.min(waitMs, this.#maxPauseMs) / 1000)
-    return Object.assign(new OverloadedError(`team ${call.team} has used its share of the platform's call count for credential ${credential}; retry in ${retryAfterSec} s`), { retryAfterSec })
+    const retryAfterSec = Math.ceil(Math.min(refused.waitMs, this.#maxPauseMs) / 1000)
+    const where = refused.route === null ? '' : ` on route ${refused.route}`
+    return Object.assign(new OverloadedError(`team ${call.team} has used its share of the platform's call count for credential ${credential}${where}; retry in ${retryAfterSec} s`), { retryAfterSec })
   }
 
   #of(credential: string): CredentialGovernor {

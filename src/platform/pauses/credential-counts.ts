@@ -1,0 +1,122 @@
+import { createHash } from 'node:crypto'
+import type { Clock } from '../../clock.js'
+import { CountShares, type PlatformCount, type Sent } from './count-shares.js'
+import type { CountSync } from './count-sync.js'
+
+/**
+ * The platform's counts of one credential's calls, each shared out by weight as
+ * count-shares.ts shares one: the token's count (Laravel's `throttle:api`, every route's
+ * calls) and each route's own limiter (`throttle:4,10` on one route inside the api group,
+ * whose answers name a smaller `x-ratelimit-limit` than the token's count: CountShares.routeOwn).
+ * A route's own limiter counts every team's calls of that route in one window, as the token's
+ * counts every route's: shared by nobody, one team draining it had the platform refuse that
+ * route to every team. A call is sent when the token's count lets it through and, on a route
+ * throttled on its own, that route's limiter does too; a call either refuses goes back unsent
+ * in both. A route's limiter is known from the first answer that names it, and shared out
+ * once the platform has refused past it, across replicas as the token's count is (`sync`).
+ */
+
+/** Routes whose own limiters are kept; past this many, a further route's 429s pause as any route's do. */
+export const MAX_ROUTE_LIMITERS = 64
+
+/** A call let through both counts: its place among the token's sends and, on a route throttled on its own, among that route's. */
+export interface Sends { token: Sent; route: Sent | null }
+
+/** Refused: how long its team waits, and the route whose own limiter refused it (null: the token's count). */
+export interface CountRefusal { waitMs: number; route: string | null }
+
+interface RouteLimiter { counts: CountShares; sync: CountSync | null }
+
+export interface CredentialCountsOptions {
+  weightOf: (team: string) => number
+  clock: Clock
+  /** The count records of the token's count (`id` null) or of a route's own limiter (`id`: the route's hash) in Redis; null: without Redis. */
+  sync: (counts: CountShares, id: string | null) => CountSync | null
+}
+
+export class CredentialCounts {
+  readonly token: CountShares
+  readonly #o: CredentialCountsOptions
+  readonly #sync: CountSync | null
+  readonly #routes = new Map<string, RouteLimiter>()
+
+  constructor(opts: CredentialCountsOptions) {
+    this.#o = opts
+    this.token = new CountShares({ weightOf: opts.weightOf, clock: opts.clock })
+    this.#sync = opts.sync(this.token, null)
+  }
+
+  /** `route`'s own limiter as this replica shares it out (null: none known). */
+  routeView(route: string): ReturnType<CountShares['view']> | null { return this.#routes.get(route)?.counts.view() ?? null }
+
+  /** A call of `team` on `route` asking for a seat: refused now (how long it would wait, and by which count), or null. Each count it falls under counts it as its team's ask. */
+  refusing(team: string, route: string): CountRefusal | null {
+    const byToken = this.token.refusing(team)
+    const byRoute = this.#routes.get(route)?.counts.refusing(team) ?? null
+    if (byRoute !== null) return { waitMs: Math.max(byRoute, byToken ?? 0), route }
+    return byToken === null ? null : { waitMs: byToken, route: null }
+  }
+
+  /** A call of `team` on `route` with its seat, about to be sent: let through both counts (counted in each), or refused. */
+  admit(team: string, route: string): ({ kind: 'sent' } & Sends) | ({ kind: 'refused' } & CountRefusal) {
+    const token = this.token.admit(team)
+    if (token.kind === 'refused') return { kind: 'refused', waitMs: token.waitMs, route: null }
+    const limiter = this.#routes.get(route)
+    if (limiter === undefined) return { kind: 'sent', token, route: null }
+    const own = limiter.counts.admit(team)
+    if (own.kind === 'sent') return { kind: 'sent', token, route: own }
+    this.token.unsent(team, token.seq)
+    return { kind: 'refused', waitMs: own.waitMs, route }
+  }
+
+  /** A call no count holds back (the probe call, a pause's trial) on `route`, about to be sent: counted among the sends, in no team's. */
+  pass(route: string): Sends {
+    return { token: this.token.pass(), route: this.#routes.get(route)?.counts.pass() ?? null }
+  }
+
+  /** A call of `team` on `route` let through never reached the platform: neither count counts it. */
+  unsent(team: string, route: string, sends: Sends): void {
+    this.token.unsent(team, sends.token.seq)
+    if (sends.route !== null) this.#routes.get(route)?.counts.unsent(team, sends.route.seq)
+  }
+
+  /**
+   * The answer to a call on `route` (sent as `sends`): the token's count hears it, and where its
+   * count is a route's own limiter's, that route's limiter does too. Returns whether it is a
+   * route's own (its 429 pauses that route at most).
+   */
+  told(sends: Sends, route: string, status: number, count: PlatformCount | null, retryAfterMs: number | null): boolean {
+    const own = this.token.routeOwn(count)
+    this.token.told(sends.token, status, count, retryAfterMs)
+    this.#sync?.poke()
+    if (!own) return false
+    const limiter = this.#limiter(route)
+    if (limiter === null) return true
+    // A call sent before its route's limiter was known is counted from its answer.
+    limiter.counts.told(sends.route ?? limiter.counts.pass(), status, count, retryAfterMs)
+    limiter.sync?.poke()
+    return true
+  }
+
+  /** Reads the other replicas' records of the token's count before any call. */
+  async start(): Promise<void> {
+    await this.#sync?.start()
+  }
+
+  /** Ends every exchange of records (shutdown). */
+  stop(): void {
+    this.#sync?.stop()
+    for (const limiter of this.#routes.values()) limiter.sync?.stop()
+  }
+
+  /** `route`'s own limiter, made at the first answer that names it; null past MAX_ROUTE_LIMITERS. */
+  #limiter(route: string): RouteLimiter | null {
+    const known = this.#routes.get(route)
+    if (known !== undefined) return known
+    if (this.#routes.size >= MAX_ROUTE_LIMITERS) return null
+    const counts = new CountShares({ weightOf: this.#o.weightOf, clock: this.#o.clock })
+    const limiter = { counts, sync: this.#o.sync(counts, createHash('sha256').update(route).digest('base64url').slice(0, 16)) }
+    this.#routes.set(route, limiter)
+    return limiter
+  }
+}

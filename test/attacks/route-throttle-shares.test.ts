@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest'
+import { KEYS } from '../helpers/sandbox-gateway.js'
+import { waitFor } from '../helpers/wait.js'
+import { call, itLoggedNoSecret, useAttackGateway } from './attack-gateway.js'
+
+// A route throttled on its own (Laravel's `throttle:4,10` on the report route inside the api
+// group) counts every team's calls of that route in one window, as the token's count counts
+// every route's: once one team has drained it, the platform refuses that route to every
+// team. Teams `all` and `growth` (weight 1 each) both read reports; `all` reads one miss
+// after another, `growth` two reports a window, within its half of the route's limit.
+
+const REPORT = '/api/v1/report/campaigns/get'
+const LIMIT = 4
+const sg = useAttackGateway()
+let day = 0
+
+/** A report of its own for each read: every read reaches the platform. */
+function miss(key: string): ReturnType<typeof call> {
+  const d = ++day
+  return call(sg, 'GET', `${REPORT}?advertiserId=101&byDate=1&dateFrom=2025-01-01&dateTo=2025-${String(1 + Math.floor(d / 28)).padStart(2, '0')}-${String(1 + (d % 28)).padStart(2, '0')}`, { key })
+}
+
+describe("one team draining a route's own limit", () => {
+  it("leaves another team its share of that route's limit: the drainer is refused by the gateway, the other team served", async () => {
+    sg.sandbox.setThrottle({ refuse: true })
+    // The platform shows that it refuses past the route's own limit: a window of one second, spent by team all.
+    sg.sandbox.setRouteThrottle(REPORT, { limit: LIMIT, windowMs: 1000 })
+    for (let i = 0; i <= LIMIT; i++) if ((await miss(KEYS.all)).status !== 200) break
+    await waitFor("the route's limit to be shared out", () => sg.gw.governors.countOf('default', REPORT)?.enforced === true)
+    await waitFor("team all's pause to end", () => sg.gw.governors.pausesOf('default').length === 0)
+    await waitFor("the route's hold to end", () => (sg.gw.governors.countOf('default', REPORT)?.heldUntil ?? 0) <= Date.now())
+    // A window longer than the test: every call below is counted in it.
+    sg.sandbox.setRouteThrottle(REPORT, { limit: LIMIT, windowMs: 600_000 })
+    sg.sandbox.clearRequests()
+    expect((await miss(KEYS.growth)).status).toBe(200)
+    const seen: number[] = []
+    for (let i = 0; i < LIMIT; i++) {
+      const answer = await miss(KEYS.all)
+      seen.push(answer.status)
+      if (answer.status !== 200) {
+        expect(answer.json).toMatchObject({ code: 'GW_OVERLOADED', message: expect.stringContaining(`team all has used its share of the platform's call count for credential default on route ${REPORT}`) })
+        break
+      }
+    }
+    // Team all is refused by the gateway before the platform refuses anyone.
+    expect(seen.at(-1)).toBe(503)
+    // Team growth's second read of the window, within its share of 2, is served by the platform.
+    expect((await miss(KEYS.growth)).status).toBe(200)
+    // Every other route is the token's count's alone: team all reads another route.
+    expect((await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.all, json: { userId: 101 } })).status).toBe(200)
+    expect(sg.sandbox.requests.filter((r) => r.path === REPORT).length).toBeLessThanOrEqual(LIMIT)
+  })
+})
+
+itLoggedNoSecret(sg)
