@@ -70,6 +70,15 @@ export interface Answer {
   json: Record<string, unknown>
 }
 
+/** Reads of `sg`'s report route, each of a report of its own (every read reaches the platform), as the team of the key given. */
+export function reportMisses(sg: SandboxGateway): (key: string) => Promise<Answer> {
+  let day = 0
+  return (key) => {
+    const d = ++day
+    return call(sg, 'GET', `/api/v1/report/campaigns/get?advertiserId=101&byDate=1&dateFrom=2025-01-01&dateTo=2025-${String(1 + Math.floor(d / 28)).padStart(2, '0')}-${String(1 + (d % 28)).padStart(2, '0')}`, { key })
+  }
+}
+
 /** An ordinary HTTP call to the gateway (fetch), as a team. */
 export async function call(
   sg: SandboxGateway,

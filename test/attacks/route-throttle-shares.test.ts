@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { KEYS } from '../helpers/sandbox-gateway.js'
 import { waitFor } from '../helpers/wait.js'
-import { call, itLoggedNoSecret, useAttackGateway } from './attack-gateway.js'
+import { call, itLoggedNoSecret, reportMisses, useAttackGateway } from './attack-gateway.js'
 
 // A route throttled on its own (Laravel's `throttle:4,10` on the report route inside the api
 // group) counts every team's calls of that route in one window, as the token's count counts
@@ -12,13 +12,7 @@ import { call, itLoggedNoSecret, useAttackGateway } from './attack-gateway.js'
 const REPORT = '/api/v1/report/campaigns/get'
 const LIMIT = 4
 const sg = useAttackGateway()
-let day = 0
-
-/** A report of its own for each read: every read reaches the platform. */
-function miss(key: string): ReturnType<typeof call> {
-  const d = ++day
-  return call(sg, 'GET', `${REPORT}?advertiserId=101&byDate=1&dateFrom=2025-01-01&dateTo=2025-${String(1 + Math.floor(d / 28)).padStart(2, '0')}-${String(1 + (d % 28)).padStart(2, '0')}`, { key })
-}
+const miss = reportMisses(sg)
 
 describe("one team draining a route's own limit", () => {
   it("leaves another team its share of that route's limit: the drainer is refused by the gateway, the other team served", async () => {

@@ -6,6 +6,7 @@ import { fakeClock } from '../helpers/clock.js'
 
 const REPORT = '/api/v1/report/campaigns/get'
 const LIST = '/api/v1/campaign/get'
+const OTHER = '/api/v1/creative-set/get'
 
 function setUp() {
   const clock = fakeClock(1_800_000_000_000)
@@ -13,14 +14,19 @@ function setUp() {
   /** The platform's answer to `sends` on `route`: `limit` calls a window, `remaining` left; a refusal where nothing is left and `refused`. */
   const answer = (sends: Sends, route: string, limit: number, remaining: number, status = 200) =>
     counts.told(sends, route, status, { limit, remaining, refusal: status === 429 }, status === 429 ? 30_000 : null)
-  return { clock, counts, answer }
+  /** The token's count of 60 named on the answers of two routes, as the start probe's and a first call's: it is the token's. */
+  const named = () => {
+    answer(counts.pass(LIST), LIST, 60, 59)
+    answer(counts.pass(OTHER), OTHER, 60, 58)
+  }
+  return { clock, counts, answer, named }
 }
 
 describe('CredentialCounts', () => {
   it("shares a route's own limit out by weight once the platform refused past it: the team past its share is refused on that route alone", () => {
-    const { clock, counts, answer } = setUp()
-    // The token's count read first (the start probe), then the route's own limiter of 4, spent and refused.
-    answer(counts.pass(LIST), LIST, 60, 59)
+    const { clock, counts, answer, named } = setUp()
+    // The token's count read first (the start probe, a first call), then the route's own limiter of 4, spent and refused.
+    named()
     for (let left = 3; left >= 0; left--) expect(answer(counts.pass(REPORT), REPORT, 4, left)).toBe(true)
     expect(answer(counts.pass(REPORT), REPORT, 4, 0, 429)).toBe(true)
     expect(counts.routeView(REPORT)).toMatchObject({ limit: 4, enforced: true })
@@ -48,8 +54,8 @@ describe('CredentialCounts', () => {
   })
 
   it("leaves the token's count unsent where the route's limiter refuses a call", () => {
-    const { clock, counts, answer } = setUp()
-    answer(counts.pass(LIST), LIST, 60, 59)
+    const { clock, counts, answer, named } = setUp()
+    named()
     answer(counts.pass(REPORT), REPORT, 1, 0)
     answer(counts.pass(REPORT), REPORT, 1, 0, 429)
     clock.advance(60_000)
@@ -66,9 +72,41 @@ describe('CredentialCounts', () => {
     expect(counts.token.view().teams.find((t) => t.team === 'a')?.sent).toBe(1)
   })
 
-  it("tells apart no more than MAX_ROUTE_LIMITERS routes: a further route's own limit is the pauses' alone", () => {
+  it("takes a refusal of a limit no other route's answer named for that route's own: it holds that route alone", () => {
     const { counts, answer } = setUp()
+    // No start probe: the first count read is the report route's own limiter's.
+    answer(counts.pass(REPORT), REPORT, 2, 1)
+    answer(counts.pass(REPORT), REPORT, 2, 0)
+    expect(answer(counts.pass(REPORT), REPORT, 2, 0, 429)).toBe(true)
+    expect(counts.token.view()).toMatchObject({ limit: 2, enforced: false })
+    expect(counts.routeView(REPORT)).toMatchObject({ limit: 2, enforced: true })
+    expect(counts.refusing('a', LIST)).toBeNull()
+    expect(counts.refusing('a', REPORT)).toMatchObject({ route: REPORT })
+    // Two other routes name the token's count: it is the token's, and the report route's limit is its own still.
     answer(counts.pass(LIST), LIST, 60, 59)
+    expect(answer(counts.pass(OTHER), OTHER, 60, 58)).toBe(false)
+    expect(counts.routeView(LIST)).toBeNull()
+    expect(counts.routeView(REPORT)).toMatchObject({ limit: 2, enforced: true })
+  })
+
+  it("takes a limit named on two routes for the token's count: a route's limiter read with it goes, and its next refusal holds every route", () => {
+    const { clock, counts, answer } = setUp()
+    // The token's count read on one route alone, and refused there: that route's, for now.
+    answer(counts.pass(REPORT), REPORT, 10, 0)
+    expect(answer(counts.pass(REPORT), REPORT, 10, 0, 429)).toBe(true)
+    expect(counts.routeView(REPORT)).toMatchObject({ limit: 10, enforced: true })
+    clock.advance(60_000)
+    // Another route names the same limit: it is the token's count.
+    expect(answer(counts.pass(LIST), LIST, 10, 9)).toBe(false)
+    expect(counts.routeView(REPORT)).toBeNull()
+    expect(answer(counts.pass(REPORT), REPORT, 10, 0, 429)).toBe(false)
+    expect(counts.token.view().enforced).toBe(true)
+    expect(counts.refusing('a', LIST)).toMatchObject({ route: null })
+  })
+
+  it("tells apart no more than MAX_ROUTE_LIMITERS routes: a further route's own limit is the pauses' alone", () => {
+    const { counts, answer, named } = setUp()
+    named()
     for (let i = 0; i < MAX_ROUTE_LIMITERS + 1; i++) expect(answer(counts.pass(`/api/v1/r${i}/get`), `/api/v1/r${i}/get`, 4, 3)).toBe(true)
     expect(counts.routeView(`/api/v1/r${MAX_ROUTE_LIMITERS - 1}/get`)).not.toBeNull()
     expect(counts.routeView(`/api/v1/r${MAX_ROUTE_LIMITERS}/get`)).toBeNull()

@@ -14,6 +14,15 @@ import type { CountSync } from './count-sync.js'
  * throttled on its own, that route's limiter does too; a call either refuses goes back unsent
  * in both. A route's limiter is known from the first answer that names it, and shared out
  * once the platform has refused past it, across replicas as the token's count is (`sync`).
+ *
+ * The token's count is written on every route's answers, a route's own limiter on that route's
+ * alone: a limit named on one route only is not known to be the token's. The first count read
+ * may be a route's own (no start probe read the token's count: `platform.probe` null, a token
+ * from a login), and its refusal would hold every route of every team for that route's window
+ * (up to an hour) while the platform serves them. So a refusal of a limit no answer of another
+ * route has named is that route's own: it is shared out on that route, and pauses that route
+ * at most. Once another route's answer names it, it is the token's count, and the route's
+ * limiter read so goes (the token's count is shared out from its next refusal).
  */
 
 /** Routes whose own limiters are kept; past this many, a further route's 429s pause as any route's do. */
@@ -39,6 +48,8 @@ export class CredentialCounts {
   readonly #o: CredentialCountsOptions
   readonly #sync: CountSync | null
   readonly #routes = new Map<string, RouteLimiter>()
+  /** The token's count as its answers named it: its limit, and the one route that named it (null: two or more did, it is the token's). */
+  #named: { limit: number; route: string | null } | null = null
 
   constructor(opts: CredentialCountsOptions) {
     this.#o = opts
@@ -86,8 +97,9 @@ export class CredentialCounts {
    * route's own (its 429 pauses that route at most).
    */
   told(sends: Sends, route: string, status: number, count: PlatformCount | null, retryAfterMs: number | null): boolean {
-    const own = this.token.routeOwn(count)
-    this.token.told(sends.token, status, count, retryAfterMs)
+    const own = this.token.routeOwn(count) || (count !== null && this.#namedOnlyOn(count.limit, route))
+    // A refusal of a limit named on this route alone is this route's: the token's count reads the limit, not the refusal.
+    this.token.told(sends.token, status, own && count !== null ? { ...count, refusal: false } : count, retryAfterMs)
     this.#sync?.poke()
     if (!own) return false
     const limiter = this.#limiter(route)
@@ -107,6 +119,25 @@ export class CredentialCounts {
   stop(): void {
     this.#sync?.stop()
     for (const limiter of this.#routes.values()) limiter.sync?.stop()
+  }
+
+  /**
+   * Whether `limit`, the token's count as read with this answer (no route's own: CountShares.routeOwn),
+   * has been named on `route`'s answers alone, this one's included. Named on a second route, it
+   * is the token's count: the routes' limiters read with it or a larger one were the token's
+   * count read on one route, and go.
+   */
+  #namedOnlyOn(limit: number, route: string): boolean {
+    if (this.#named === null || this.#named.limit !== limit) this.#named = { limit, route }
+    else if (this.#named.route !== null && this.#named.route !== route) {
+      this.#named.route = null
+      for (const [other, limiter] of this.#routes) {
+        if ((limiter.counts.view().limit ?? 0) < limit) continue
+        limiter.sync?.stop()
+        this.#routes.delete(other)
+      }
+    }
+    return this.#named.route === route
   }
 
   /** `route`'s own limiter, made at the first answer that names it; null past MAX_ROUTE_LIMITERS. */
