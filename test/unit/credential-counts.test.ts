@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { COUNT_WINDOW_MS } from '../../src/platform/pauses/count-shares.js'
 import { CredentialCounts, MAX_ROUTE_LIMITERS, type Sends } from '../../src/platform/pauses/credential-counts.js'
 import { fakeClock } from '../helpers/clock.js'
 
@@ -102,6 +103,32 @@ describe('CredentialCounts', () => {
     expect(answer(counts.pass(REPORT), REPORT, 10, 0, 429)).toBe(false)
     expect(counts.token.view().enforced).toBe(true)
     expect(counts.refusing('a', LIST)).toMatchObject({ route: null })
+  })
+
+  it("reads a count the platform lowered: a smaller limit named on two routes, the count on none for the count's window", () => {
+    const { clock, counts, answer, named } = setUp()
+    named()
+    clock.advance(COUNT_WINDOW_MS)
+    answer(counts.pass(LIST), LIST, 10, 9)
+    expect(answer(counts.pass(OTHER), OTHER, 10, 8)).toBe(false)
+    expect(counts.token.view().limit).toBe(10)
+    expect(counts.routeView(LIST)).toBeNull()
+    // Its refusal is the token's: every route is held until its window ends.
+    expect(answer(counts.pass(REPORT), REPORT, 10, 0, 429)).toBe(false)
+    expect(counts.token.view().enforced).toBe(true)
+    expect(counts.refusing('a', REPORT)).toMatchObject({ route: null })
+  })
+
+  it.each([
+    ['the count named within its window', (c: ReturnType<typeof setUp>) => { c.clock.advance(COUNT_WINDOW_MS - 1000); c.answer(c.counts.pass(REPORT), REPORT, 60, 40); c.clock.advance(1000) }],
+    ['a larger limit than it named since the count', (c: ReturnType<typeof setUp>) => { c.clock.advance(COUNT_WINDOW_MS); c.answer(c.counts.pass(REPORT), REPORT, 30, 20) }],
+  ])('keeps the count where a smaller limit is named on two routes, and %s', (_, between) => {
+    const c = setUp()
+    c.named()
+    between(c)
+    c.answer(c.counts.pass(LIST), LIST, 10, 9)
+    expect(c.answer(c.counts.pass(OTHER), OTHER, 10, 8)).toBe(true)
+    expect(c.counts.token.view().limit).toBe(60)
   })
 
   it("tells apart no more than MAX_ROUTE_LIMITERS routes: a further route's own limit is the pauses' alone", () => {

@@ -236,6 +236,11 @@ export class CountShares {
     if (sent && i >= 0) sent.splice(i, 1)
   }
 
+  /** The count read anew from the next answer, as a first one: the platform lowered it (credential-counts.ts), and what was read before binds nothing. */
+  readAnew(): void {
+    ;[this.#limit, this.#enforced, this.#servedPast, this.#refusedUntil, this.#windowMs] = [null, false, false, 0, COUNT_WINDOW_MS]
+  }
+
   /** Whether `count` is a route's own limiter's (`#limiterOf`): its 429 refuses that route alone. */
   routeOwn(count: PlatformCount | null): boolean {
     return count !== null && this.#limiterOf(count.limit) === 'other'
@@ -287,9 +292,9 @@ export class CountShares {
    * its own count on that route's answers only where it is the stricter); a smaller limit than
    * the count's is a route's own limiter (`other`), whose refusal (`throttle:5,1` on one route,
    * the same headers as the count's) says nothing of the token's other routes. A smaller limit
-   * is never the count while the replica runs: no answer tells a count the platform lowered from
-   * a limiter of some routes, and one taken for the other held every route of the token; the
-   * start probe of the next start reads the lowered count.
+   * is not the count while the replica runs: no one answer tells a count the platform lowered
+   * from a limiter of some routes, and one taken for the other held every route of the token;
+   * credential-counts.ts reads a lowered count from the answers of several routes (`readAnew`).
    */
   #limiterOf(limit: number): 'same' | 'anew' | 'other' {
     if (this.#limit === limit) return 'same'

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import type { Clock } from '../../clock.js'
-import { CountShares, type PlatformCount, type Sent } from './count-shares.js'
+import { COUNT_WINDOW_MS, CountShares, type PlatformCount, type Sent } from './count-shares.js'
 import type { CountSync } from './count-sync.js'
 
 /**
@@ -23,6 +23,11 @@ import type { CountSync } from './count-sync.js'
  * route has named is that route's own: it is shared out on that route, and pauses that route
  * at most. Once another route's answer names it, it is the token's count, and the route's
  * limiter read so goes (the token's count is shared out from its next refusal).
+ *
+ * A count the platform lowers is named smaller on every route's answers: a smaller limit than
+ * the count is read as the count lowered where no answer has named the count (or a larger
+ * limit) for the count's window, and since then it is the largest limit named and two routes
+ * have named it. A route's own limiter names its limit on its route alone.
  */
 
 /** Routes whose own limiters are kept; past this many, a further route's 429s pause as any route's do. */
@@ -50,6 +55,9 @@ export class CredentialCounts {
   readonly #routes = new Map<string, RouteLimiter>()
   /** The token's count as its answers named it: its limit, and the one route that named it (null: two or more did, it is the token's). */
   #named: { limit: number; route: string | null } | null = null
+  /** When an answer last named the token's count or a larger limit, and each smaller limit named since, with the first route that named it. */
+  #countNamedAt = 0
+  readonly #smaller = new Map<number, string>()
 
   constructor(opts: CredentialCountsOptions) {
     this.#o = opts
@@ -97,7 +105,12 @@ export class CredentialCounts {
    * route's own (its 429 pauses that route at most).
    */
   told(sends: Sends, route: string, status: number, count: PlatformCount | null, retryAfterMs: number | null): boolean {
+    if (count !== null && this.token.routeOwn(count) && this.#lowered(count.limit, route)) this.token.readAnew()
     const own = this.token.routeOwn(count) || (count !== null && this.#namedOnlyOn(count.limit, route))
+    if (count !== null && !this.token.routeOwn(count)) {
+      this.#countNamedAt = this.#o.clock.now()
+      this.#smaller.clear()
+    }
     // A refusal of a limit named on this route alone is this route's: the token's count reads the limit, not the refusal.
     this.token.told(sends.token, status, own && count !== null ? { ...count, refusal: false } : count, retryAfterMs)
     this.#sync?.poke()
@@ -129,15 +142,36 @@ export class CredentialCounts {
    */
   #namedOnlyOn(limit: number, route: string): boolean {
     if (this.#named === null || this.#named.limit !== limit) this.#named = { limit, route }
-    else if (this.#named.route !== null && this.#named.route !== route) {
-      this.#named.route = null
-      for (const [other, limiter] of this.#routes) {
-        if ((limiter.counts.view().limit ?? 0) < limit) continue
-        limiter.sync?.stop()
-        this.#routes.delete(other)
-      }
-    }
+    else if (this.#named.route !== null && this.#named.route !== route) this.#isCount(limit)
     return this.#named.route === route
+  }
+
+  /**
+   * Whether `limit`, smaller than the token's count and named now on `route`, is the count the
+   * platform lowered: no answer has named the count or a larger limit for the count's window,
+   * and since one did, `limit` is the largest limit named and another route named it too; if so
+   * it is the count from this answer on. Laravel's plain `throttle:N,M` on two routes (one count
+   * of both) reads so where the teams called those two routes alone for a whole window: its
+   * refusal then holds every route until its retry-after, and the next answer naming the larger
+   * count makes that the count again.
+   */
+  #lowered(limit: number, route: string): boolean {
+    const first = this.#smaller.get(limit)
+    if (first === undefined && this.#smaller.size < MAX_ROUTE_LIMITERS) this.#smaller.set(limit, route)
+    if (first === undefined || first === route || [...this.#smaller.keys()].some((other) => other > limit)) return false
+    if (this.#o.clock.now() - this.#countNamedAt < Math.max(COUNT_WINDOW_MS, this.token.view().windowMs)) return false
+    this.#isCount(limit)
+    return true
+  }
+
+  /** `limit` is the token's count, named on two routes: the routes' limiters read with it or a larger one were the count read on one route, and go. */
+  #isCount(limit: number): void {
+    this.#named = { limit, route: null }
+    for (const [route, limiter] of this.#routes) {
+      if ((limiter.counts.view().limit ?? 0) < limit) continue
+      limiter.sync?.stop()
+      this.#routes.delete(route)
+    }
   }
 
   /** `route`'s own limiter, made at the first answer that names it; null past MAX_ROUTE_LIMITERS. */
