@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { KEYS } from '../helpers/sandbox-gateway.js'
 import { waitFor } from '../helpers/wait.js'
-import { call, itLoggedNoSecret, reportMisses, useAttackGateway } from './attack-gateway.js'
+import { ADMIN_TOKEN, call, itLoggedNoSecret, reportMisses, useAttackGateway } from './attack-gateway.js'
 
 // A route throttled on its own (Laravel's `throttle:4,10` on the report route inside the api
 // group) counts every team's calls of that route in one window, as the token's count counts
@@ -43,6 +43,9 @@ describe("one team draining a route's own limit", () => {
     // Every other route is the token's count's alone: team all reads another route.
     expect((await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.all, json: { userId: 101 } })).status).toBe(200)
     expect(sg.sandbox.requests.filter((r) => r.path === REPORT).length).toBeLessThanOrEqual(LIMIT)
+    // As the admin listener shows it: the route's own limit shared out, the token's count not.
+    const status = (await sg.gw.admin.inject({ method: 'GET', url: '/admin/status', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()
+    expect(status.governors[0].count).toMatchObject({ limit: 60, enforced: false, routes: expect.arrayContaining([expect.objectContaining({ route: REPORT, limit: LIMIT, enforced: true })]) })
   })
 })
 

@@ -93,8 +93,11 @@ export const statusSchema = {
           permitsHeld: { type: 'number', deprecated: true, description: 'Deprecated: the same as `seatsHeld`, its name of the last release; removed in the next one.' },
           count: {
             type: 'object',
-            description: 'The platform\'s count of the token\'s calls (Laravel\'s `x-ratelimit-limit` a window) as this replica shares it out: `limit` null where the platform writes none; `enforced` once it refused past it; `left` what is left of its window as this replica knows it (null: unknown); `windowSeconds` the counting window.',
-            properties: { limit: nullable('number'), enforced: { type: 'boolean' }, left: nullable('number'), windowSeconds: { type: 'number' } },
+            description: 'The platform\'s count of the token\'s calls (Laravel\'s `x-ratelimit-limit` a window) as this replica shares it out: `limit` null where the platform writes none; `enforced` once it refused past it; `left` what is left of its window as this replica knows it (null: unknown); `windowSeconds` the counting window. `routes`: the same of each route throttled on its own (its answers name a smaller limit), shared out on that route.',
+            properties: {
+              limit: nullable('number'), enforced: { type: 'boolean' }, left: nullable('number'), windowSeconds: { type: 'number' },
+              routes: { type: 'array', items: { type: 'object', properties: { route: { type: 'string' }, limit: nullable('number'), enforced: { type: 'boolean' }, left: nullable('number'), windowSeconds: { type: 'number' } } } },
+            },
           },
           pauses: {
             type: 'array',
@@ -206,7 +209,11 @@ export async function adminStatusRoutes(app: FastifyInstance, parts: AdminStatus
           queued: g.queued,
           seatsHeld: g.seatsHeld,
           permitsHeld: g.seatsHeld,
-          count: { limit: count?.limit ?? null, enforced: count?.enforced ?? false, left: count?.left ?? null, windowSeconds: (count?.windowMs ?? 0) / 1000 },
+          count: {
+            limit: count?.limit ?? null, enforced: count?.enforced ?? false, left: count?.left ?? null, windowSeconds: (count?.windowMs ?? 0) / 1000,
+            // Shown as the pauses' routes are: no team key.
+            routes: governors.routeCountsOf(g.credential).map(({ route, view }) => ({ route: withoutKeys(route), limit: view.limit, enforced: view.enforced, left: view.left, windowSeconds: view.windowMs / 1000 })),
+          },
           pausedUntil: g.pausedUntil > 0 ? new Date(g.pausedUntil).toISOString() : null,
           pauses: governors.pausesOf(g.credential).map((p) => ({
             scope: p.scope.kind,

@@ -121,6 +121,9 @@ export class PlatformGovernors {
   paused(credential: string, url?: string, team?: string): boolean { return this.#pauses.paused(credential, url, team) }
 
   /** The platform's count of `credential`'s calls as this replica shares it out (count-shares.ts), or `route`'s own limiter's; null: no such credential or limiter. */
+  /** The own limiters of `credential`'s routes throttled on their own, as this replica shares them out. */
+  routeCountsOf(credential: string): ReturnType<CredentialCounts['routeViews']> { return this.#counts.get(credential)?.routeViews() ?? [] }
+
   countOf(credential: string, route?: string): ReturnType<CountShares['view']> | null {
     const counts = this.#counts.get(credential)
     return (route === undefined ? counts?.token.view() : counts?.routeView(routeTemplate(route))) ?? null

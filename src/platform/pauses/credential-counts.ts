@@ -68,6 +68,11 @@ export class CredentialCounts {
   /** `route`'s own limiter as this replica shares it out (null: none known). */
   routeView(route: string): ReturnType<CountShares['view']> | null { return this.#routes.get(route)?.counts.view() ?? null }
 
+  /** Every route's own limiter known, as this replica shares it out. */
+  routeViews(): { route: string; view: ReturnType<CountShares['view']> }[] {
+    return [...this.#routes].map(([route, limiter]) => ({ route, view: limiter.counts.view() }))
+  }
+
   /** A call of `team` on `route` asking for a seat: refused now (how long it would wait, and by which count), or null. Each count it falls under counts it as its team's ask. */
   refusing(team: string, route: string): CountRefusal | null {
     const byToken = this.token.refusing(team)
@@ -105,17 +110,24 @@ export class CredentialCounts {
    * route's own (its 429 pauses that route at most).
    */
   told(sends: Sends, route: string, status: number, count: PlatformCount | null, retryAfterMs: number | null): boolean {
-    if (count !== null && this.token.routeOwn(count) && this.#lowered(count.limit, route)) this.token.readAnew()
-    const own = this.token.routeOwn(count) || (count !== null && this.#namedOnlyOn(count.limit, route))
-    if (count !== null && !this.token.routeOwn(count)) {
+    if (count === null) {
+      this.token.told(sends.token, status, count, retryAfterMs)
+      this.#sync?.poke()
+      return false
+    }
+    if (this.token.routeOwn(count) && this.#lowered(count.limit, route)) this.token.readAnew()
+    const smaller = this.token.routeOwn(count)
+    if (!smaller) {
       this.#countNamedAt = this.#o.clock.now()
       this.#smaller.clear()
     }
+    const alone = !smaller && this.#namedOnlyOn(count.limit, route)
     // A refusal of a limit named on this route alone is this route's: the token's count reads the limit, not the refusal.
-    this.token.told(sends.token, status, own && count !== null ? { ...count, refusal: false } : count, retryAfterMs)
+    this.token.told(sends.token, status, alone ? { ...count, refusal: false } : count, retryAfterMs)
     this.#sync?.poke()
-    if (!own) return false
-    const limiter = this.#limiter(route)
+    if (!smaller && !alone) return false
+    // A limit named on this route alone makes no limiter of it but by its refusal: until then it is as likely the token's count.
+    const limiter = smaller || (status === 429 && count.refusal) ? this.#limiter(route) : (this.#routes.get(route) ?? null)
     if (limiter === null) return true
     // A call sent before its route's limiter was known is counted from its answer.
     limiter.counts.told(sends.route ?? limiter.counts.pass(), status, count, retryAfterMs)
