@@ -12,8 +12,9 @@ import type { CountSync } from './count-sync.js'
  * counts every route's: shared by nobody, one team draining it had the platform refuse that
  * route to every team. A call is sent when the token's count lets it through and, on a route
  * throttled on its own, that route's limiter does too; a call either refuses goes back unsent
- * in both. A route's limiter is known from the first answer that names it, and shared out
- * once the platform has refused past it, across replicas as the token's count is (`sync`).
+ * in both. A route's limiter is made at the first answer of that route naming a smaller
+ * limit than the token's count (or at a refusal taken for the route's own, below), and shared
+ * out once the platform has refused past it, across replicas as the token's count is (`sync`).
  *
  * The token's count is written on every route's answers, a route's own limiter on that route's
  * alone: a limit named on one route only is not known to be the token's. The first count read
@@ -186,7 +187,7 @@ export class CredentialCounts {
     }
   }
 
-  /** `route`'s own limiter, made at the first answer that names it; null past MAX_ROUTE_LIMITERS. */
+  /** `route`'s own limiter, made at its first answer `told` gives it; null past MAX_ROUTE_LIMITERS. */
   #limiter(route: string): RouteLimiter | null {
     const known = this.#routes.get(route)
     if (known !== undefined) return known
