@@ -104,7 +104,7 @@ export function jobParts(
     clock,
     purged,
     expectedSeconds: (credential, team, report) => {
-      const ms = governors.ownExpectedMs(credential, team, workClass(report), o.clock.now())
+      const ms = governors.ownExpectedMs(credential, team, workClass(report))
       return ms === null ? null : Math.round(ms) / 1000
     },
   })

@@ -91,8 +91,11 @@ export class PlatformGovernors {
     }
   }
 
-  /** How long a call of `workClass` by `team` is expected to hold its seat at `now` (ms), by `team`'s own answers alone (what the team may be told); null: none of them yet. */
-  ownExpectedMs(credential: string, team: string, workClass: string, now: number): number | null { return this.#governors.get(credential)?.work.ownMs(team, workClass, now) ?? null }
+  /** How long a call of `workClass` by `team` is expected to hold its seat now (ms), by `team`'s own answers alone (what the team may be told); null: none of them yet. */
+  ownExpectedMs(credential: string, team: string, workClass: string): number | null {
+    const g = this.#governors.get(credential)
+    return g === undefined ? null : g.work.ownMs(team, workClass, g.clock.now())
+  }
   /** The call that tests a credential pause: the probe call with the credential's token, through the pause. */
   probeWith(prober: (credential: string) => Promise<unknown>): void { this.#pauses.probeWith(prober) }
 
@@ -100,7 +103,7 @@ export class PlatformGovernors {
   views() {
     return [...this.#governors].map(([credential, { estimator, leased, seats }]) => ({
       credential, adaptive: estimator !== null, limit: seats.limit, knee: estimator?.knee ?? null, phase: estimator?.phase ?? null, floorMs: estimator?.floorMs ?? null,
-      learner: leased?.learner ?? true, inFlight: seats.inFlight, queued: seats.queued, seatsHeld: seats.seatsHeld, pausedUntil: seats.pausedUntil, seats,
+      learner: leased?.learner ?? true, inFlight: seats.inFlight, queued: seats.queued, seatsHeld: seats.seatsHeld, pausedUntil: seats.pausedUntil > 0 ? this.#pauses.credentialUntil(credential) : 0, seats,
     }))
   }
 

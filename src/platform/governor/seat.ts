@@ -38,7 +38,7 @@ export type SeatLease = Pick<LeasedSeats, 'size' | 'shares' | 'ceilingHere' | 'e
 /** A team's own ceilings (teams[].maxConcurrent, teams[].queue); null: none. */
 export type TeamLimits = { maxConcurrent: number | null; queue: number | null }
 
-/** What one credential's seats are given (seats.ts): `maxConcurrent`, the limit's ceiling; `pausedUntil` (epoch ms; 0: no credential pause); `seats`: its lease across replicas (none: counted here alone, at most `perReplica`); `rule`, the limit rule (KneeEstimator; none: a fixed limit), told each call's start (its serial back), a wait at the limit and a team `keepTeams` no longer keeps (its kinds go), and asked whether a call met a fault; `onEnded`, told each call's end; `loopLateMs`, how late the loop wakes. */
+/** What one credential's seats are given (seats.ts): `maxConcurrent`, the limit's ceiling; `pausedUntil` (epoch ms on the wall clock; 0: no credential pause); `seats`: its lease across replicas (none: counted here alone, at most `perReplica`); `rule`, the limit rule (KneeEstimator; none: a fixed limit), told each call's start (its serial back), a wait at the limit and a team `keepTeams` no longer keeps (its kinds go), and asked whether a call met a fault; `onEnded`, told each call's end; `loopLateMs`, how late the loop wakes. */
 export interface SeatsOptions {
   credential: string
   maxConcurrent: number
@@ -54,6 +54,8 @@ export interface SeatsOptions {
   seats?: SeatLease | null
   perReplica?: number | null
   clock?: Clock
+  /** A wall clock time (a call's deadline, the pause's end) on `clock` (SteadyClock.fromWall); none: `clock` is the wall clock. */
+  fromWall?: (at: number) => number
   onRefused?: (reason: RefusalReason) => void
   rule?: { started(kind: string, load: number): number; waited(longMs: number | null, newcomer: boolean, heldBack: number, longBesideOthers: boolean): void; metFault(startedAt: number, at: number): boolean; lostAfter(overdue: number): number; forget(team: string): void }
   onEnded?: (answer: Answer) => void

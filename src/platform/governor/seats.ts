@@ -62,7 +62,8 @@ export class CredentialSeats {
   /** The teams with an account here. */
   get teamsKept(): number { return this.#teams.size }
   get seatsHeld(): number { return this.#lease?.held ?? this.inFlight }
-  get pausedUntil(): number { const until = this.#o.pausedUntil?.() ?? 0; return until > this.#clock.now() ? until : 0 }
+  /** The credential pause's end on this governor's clock (`fromWall`); 0: none. */
+  get pausedUntil(): number { const until = this.#fromWall(this.#o.pausedUntil?.() ?? 0); return until > this.#clock.now() ? until : 0 }
 
   /** `probeLent`: the limit's last seat is the probe seat again (knee-estimator.ts), lent to a call known short only. */
   setLimit(limit: number, probeLent = false): void {
@@ -140,8 +141,9 @@ export class CredentialSeats {
     if (signal?.aborted) return Promise.reject(signal.reason as Error)
     const priority = req.priority ?? 'caller'
     const now = this.#clock.now()
+    const deadline = this.#fromWall(req.deadline)
     this.#teams.of(team).lastAsked = now
-    const sending = this.#sendBy(team, req.workClass, req.deadline, priority, now, () => this.#o.work.trial(team, req.workClass, now))
+    const sending = this.#sendBy(team, req.workClass, deadline, priority, now, () => this.#o.work.trial(team, req.workClass, now))
     if (sending instanceof Error) return this.#refusedAtOnce(team, sending)
     const { sendBy, trial } = sending
     const timeoutAt = now + this.#o.queueTimeoutMs
@@ -156,7 +158,7 @@ export class CredentialSeats {
     if (out) this.#drop(out, this.#refuse('displaced', `the queue of credential ${this.credential} is full: a call of a team with fewer calls waiting took this one's place`, out.priority, null, out))
     const seq = this.#seq++
     return new Promise<Seat>((resolve, reject) => {
-      const waiter = new QueuedCall(team, priority, seq, req.workClass, req.urgency, timeoutAt, req.deadline, trial, expiresAt, resolve, reject, signal, this.#aborted)
+      const waiter = new QueuedCall(team, priority, seq, req.workClass, req.urgency, timeoutAt, deadline, trial, expiresAt, resolve, reject, signal, this.#aborted)
       this.#arm(waiter, now)
       signal?.addEventListener('abort', waiter.onAbort, { once: true })
       this.#chargeElsewhere()
@@ -175,6 +177,8 @@ export class CredentialSeats {
       }
     })
   }
+
+  #fromWall(at: number): number { return at === 0 || this.#o.fromWall === undefined ? at : this.#o.fromWall(at) }
 
   /** An ask refused before it waits: a removed team it made the account of holds nothing (`#forgetIfGone`). */
   #refusedAtOnce(team: string, err: Error): Promise<Seat> { this.#forgetIfGone([team]); return Promise.reject(err) }
