@@ -84,7 +84,7 @@ const cases = builds.flatMap((b) => [{ ...b, cache: null }, ...(args['compile-ca
 for (const c of cases) {
   if (c.cache) {
     rmSync(c.cache, { recursive: true, force: true })
-    // SIGINT: a stop without the drain. Node writes the compile cache as the process exits, not on SIGKILL.
+    // SIGINT: a clean stop, once the drain (shutdownDrain) ends. Node writes the compile cache as the process exits, not on SIGKILL.
     await start(c, c.cache, 'SIGINT')
   }
 }

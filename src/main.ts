@@ -80,22 +80,23 @@ async function main(): Promise<void> {
   // A setting set under a name of the last release, say: taken, and said at every start.
   for (const warning of config.warnings) log.warn(warning)
 
-  let stopping = false
+  let stopping: string | null = null
   // Ends the drain early: a second signal while it runs. Under `npm start` npm forwards
-  // each SIGTERM it gets to the gateway, so a process group's SIGTERM (systemd, a
-  // terminal's job, `kill -- -<pgid>`) arrives twice: there a second SIGTERM is the same stop.
+  // each SIGTERM and SIGINT it gets to the gateway, so a signal sent to the process group
+  // (systemd's SIGTERM, a terminal's Ctrl-C, `kill -- -<pgid>`) arrives twice: there a
+  // second signal of the name that began the stop is that same stop, and another name ends the drain.
   const forwardedByNpm = process.env.npm_lifecycle_event !== undefined
   let endDrain: (() => void) | null = null
   const stop = async (signal: string) => {
-    if (stopping) {
-      if (!(forwardedByNpm && signal === 'SIGTERM')) endDrain?.()
+    if (stopping !== null) {
+      if (!(forwardedByNpm && signal === stopping)) endDrain?.()
       return
     }
-    stopping = true
-    // SIGTERM (Kubernetes, docker stop, systemd) drains: readiness 503 at once, both
-    // listeners still taking connections and answering, with `connection: close`, until
-    // every balancer has taken this replica out. SIGINT (Ctrl-C) stops without it.
-    const drainMs = signal === 'SIGTERM' ? config.shutdownDrainMs : 0
+    stopping = signal
+    // SIGTERM (Kubernetes, docker stop, systemd) and SIGINT (Ctrl-C, a process manager's
+    // stop) drain: readiness 503 at once, both listeners still taking connections and
+    // answering, with `connection: close`, until every balancer has taken this replica out.
+    const drainMs = config.shutdownDrainMs
     gateway.drain()
     if (drainMs > 0) {
       log.info({ signal, drainMs, graceMs: config.shutdownGraceMs }, 'draining: readiness 503, still answering (with connection: close) until the drain ends')

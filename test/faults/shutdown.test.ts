@@ -137,3 +137,30 @@ describe('the drain on SIGTERM (gateway process)', () => {
     expect(gw.output()).not.toMatch(/GW_SHUTTING_DOWN/)
   }, 30_000)
 })
+
+// SIGINT (Ctrl-C, a process manager's stop) drains as SIGTERM does: a balancer that has not
+// yet taken the replica out loses no request. The drain here is longer than the test, so the
+// process exits only because the second SIGINT ends it.
+describe('the drain on SIGINT (gateway process)', () => {
+  const { gw } = useSandboxGatewayProcess(teamsYamlWith({ shutdownDrain: '10m', shutdownGrace: '2s' }))
+
+  it('answers every request sent while it drains, with connection: close; a second SIGINT ends the drain and it exits 0', async () => {
+    expect((await freshRequest(`${gw.url}${REPORT}`, { 'x-api-key': KEYS.all })).status).toBe(200)
+
+    gw.kill('SIGINT')
+    // The stop has begun once readiness is no longer 200: 503 while it drains, no answer once the listeners closed.
+    await waitFor('the stop to begin', async () => (await freshRequest(`${gw.adminUrl}/readyz`)).status !== 200)
+    const sent = [
+      ...[1, 2, 3, 4, 5].map(() => freshRequest(`${gw.url}${REPORT}`, { 'x-api-key': KEYS.all })),
+      freshRequest(`${gw.url}/healthz`),
+      freshRequest(`${gw.adminUrl}/healthz`),
+      freshRequest(`${gw.adminUrl}/readyz`),
+    ]
+    const answered = (await Promise.all(sent)).map((a) => [a.status, a.headers.connection ?? a.error])
+    expect(answered).toEqual([...Array(7).fill([200, 'close']), [503, 'close']])
+
+    gw.kill('SIGINT')
+    await waitFor('the listeners to refuse connections', async () => (await connectionRefused(gw.port)) && (await connectionRefused(Number(new URL(gw.adminUrl).port))), testTimeLeft(), 50)
+    expect(await gw.exited).toMatchObject({ code: 0, signal: null })
+  }, 30_000)
+})

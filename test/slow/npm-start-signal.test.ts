@@ -11,7 +11,8 @@ import { tryConnect } from '../helpers/tcp-probe.js'
 // signals the process it started, `npm start`'s own (the gateway must get that signal, which
 // npm forwards, and drain, not run on orphaned with readiness 200 after npm is gone), or its
 // whole process group (systemd's default, a terminal's job): the gateway then gets the
-// group's SIGTERM and npm's forward of it, one stop, and still drains.
+// group's signal and npm's forward of it, one stop, and still drains. A terminal's Ctrl-C
+// sends SIGINT to the foreground group alike.
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url))
@@ -80,6 +81,12 @@ describe('npm start under a supervisor', () => {
   it('drains when SIGTERM is sent to the process group: the group\'s signal and npm\'s forward of it are one stop', async () => {
     const started = await npmStart()
     process.kill(-(started.child.pid as number), 'SIGTERM')
+    await drainsAndExits(started)
+  }, startsTimeout(1))
+
+  it('drains when SIGINT is sent to the process group (Ctrl-C in a terminal): the group\'s signal and npm\'s forward of it are one stop', async () => {
+    const started = await npmStart()
+    process.kill(-(started.child.pid as number), 'SIGINT')
     await drainsAndExits(started)
   }, startsTimeout(1))
 })

@@ -172,7 +172,7 @@ describe('a stop with no reader of the log', () => {
         await poll(() => `the demo's curl line:\n${printed}`, () => gateway.exitCode === null && /curl .*\n/.test(printed), PROCESS_START_MS, 25)
         gateway.stdout.destroy()
         expect(gateway.kill(signal)).toBe(true)
-        // shutdownDrain (300 ms) for SIGTERM, none for SIGINT, then what is in flight (none): exit at once.
+        // shutdownDrain (300 ms), then what is in flight (none): exit at once.
         await poll(() => `${signal}: an exit within 8 s`, () => gateway.exitCode !== null || gateway.signalCode !== null, 8_000, 25)
         expect(await ended).toEqual({ code: 0, signal: null })
       } finally {
