@@ -175,13 +175,15 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   // Redis answering again (the circuit closed, a new connection), or accepting writes again
   // after refusing them (at its maxmemory under noeviction, READONLY): the purges announced
   // meanwhile are read, then the report copies this replica kept meanwhile, or that a
-  // Redis restarted empty lost, go back to it, and so do the platform tokens (the learned
-  // limit's shared record goes back with the learner's next lease renewal).
+  // Redis restarted empty lost, go back to it, and so do the platform tokens and this
+  // replica's announcement with its hour (the learned limit's shared record goes back with
+  // the learner's next lease renewal).
   shared.whenBack(() => {
     // The purges announced meanwhile first: no copy one reaches goes back to Redis.
     void store.catchUpPurges().then(() => store.shareKept())
     tokenStore.restore()
     void suspensions.catchUp()
+    void replicas.rejoin()
   })
   // Each replica announces itself in Redis with each bucket of its hour as it closes, and writes its whole hour there when a cluster view asks: GET /admin/cluster lists them.
   const replicas: Replicas = new Replicas({

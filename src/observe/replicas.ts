@@ -161,6 +161,8 @@ export class Replicas {
   readonly #index: string
   /** The newest bucket written to the hash of buckets. */
   #bucketWritten = Number.NEGATIVE_INFINITY
+  /** The next announcement writes every bucket of the hour again: Redis may have lost them (rejoin). */
+  #rewriteHour = false
   #timer: Timer | null = null
   #announcing: Promise<boolean> | null = null
   #announced = 0
@@ -208,6 +210,18 @@ export class Replicas {
     return this.#announcing ? this.#announcing.then(announce) : announce()
   }
 
+  /**
+   * Announces at once with every bucket of the hour this replica holds: Redis answers again
+   * and may have restarted empty or been flushed, losing the index, the announcements and
+   * the buckets. The cluster views list this replica again without waiting for its next
+   * announcement, and the hour its buckets make is whole again; what a replica gone before
+   * wrote there is not (docs/contract.md, `GET /admin/cluster`).
+   */
+  rejoin(): Promise<boolean> {
+    this.#rewriteHour = true
+    return this.changed()
+  }
+
   /** Writes this replica's state; false when Redis did not take it (not configured, down, refusing writes). */
   announce(): Promise<boolean> {
     // One at a time: a slow Redis does not pile announcements up.
@@ -228,8 +242,10 @@ export class Replicas {
     const trim = this.#announced++ % Math.max(1, Math.round(60_000 / this.#intervalMs)) === 0
     // The buckets closed since the last written (the current one too as it stops), within the ring.
     const newest = Math.floor(this.#clock.now() / BUCKET_MS) - (last ? 0 : 1)
+    const rewrite = this.#rewriteHour
+    this.#rewriteHour = false
     const buckets: string[] = []
-    for (let n = Math.max(this.#bucketWritten + 1, newest - BUCKETS + 1); n <= newest; n++) {
+    for (let n = Math.max(rewrite ? Number.NEGATIVE_INFINITY : this.#bucketWritten + 1, newest - BUCKETS + 1); n <= newest; n++) {
       const bucket = this.#o.bucket(n)
       const field = String(n % BUCKETS)
       if (bucket) buckets.push(field, this.#sealed(`${this.#bucketsKey}#${field}`, JSON.stringify(bucket)))
@@ -245,6 +261,7 @@ export class Replicas {
       return results !== null && results.every(([err]) => !err)
     }, false)
     if (written) this.#bucketWritten = Math.max(this.#bucketWritten, newest)
+    else if (rewrite) this.#rewriteHour = true
     return written
   }
 

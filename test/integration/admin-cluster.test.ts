@@ -272,6 +272,49 @@ describe.skipIf(!available)('GET /admin/cluster with two replicas on one Redis',
     expect(await redis.strlen(redisKey.replicaHistory('rgw:', self.id))).toBeGreaterThan(10_000)
   })
 
+  it('after Redis restarted empty, the live replicas are listed again at once, without waiting for their next announcement; the replicas gone before are not', async () => {
+    // No announcement but the start's and the close's within the test: only Redis' return can list them again.
+    const announceMs = 3_600_000
+    const build = () => gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: redisServer.url, ...sandboxLoginEnv(sandbox) }), { announceMs })
+    const [a, b, c] = [await build(), await build(), await build()]
+    const [idOfA, idOfB, idOfC] = await Promise.all([a, b, c].map(async (gw) => (await clusterOf(gw)).replicas[0]!.id))
+    await waitFor('the three replicas announced', async () => (await liveOf(a)).length === 3)
+    await c.close()
+    expect((await clusterOf(a)).replicas.find((r) => r.id === idOfC)).toMatchObject({ gone: { how: 'stopped' } })
+
+    await redisServer.stop()
+    await redisServer.restart()
+    for (const [gw, other] of [[a, idOfB], [b, idOfA]] as const) {
+      await waitFor(`${other} listed live again`, async () => (await liveOf(gw)).some((r) => r.id === other), testTimeLeft(), 100)
+    }
+    const view = await clusterOf(a)
+    expect(view).toMatchObject({ redis: 'ok', complete: true })
+    expect(view.replicas.map((r) => [r.id, r.gone === null])).toEqual([
+      [idOfA, true],
+      [idOfB, true],
+    ])
+  }, 30_000)
+
+  it('after Redis restarted empty, a live replica writes its whole hour again: the hour its buckets make keeps what it served before', async () => {
+    const b = await replica()
+    const idOfB = (await clusterOf(b)).replicas[0]!.id
+    expect((await b.proxy.inject({ method: 'GET', url: `${REPORT_PATH}?${WEEK_BY_DATE}`, headers: { 'x-api-key': KEYS.all } })).statusCode).toBe(200)
+    // A view that asks no replica for its hour (no bus): b's is the one its buckets in Redis make.
+    const silent = pino({ level: 'silent' })
+    const state = (): Announcement => ({ id: 'reader-5', version: '1', commit: 'unknown', node: 'v24', startedAt: new Date().toISOString(), uptimeSeconds: 1, phase: 'serving', ready: true, logLevel: 'info', inFlight: 0, waiting: 0, degraded: [], at: new Date().toISOString() })
+    const reader = new Replicas({ id: 'reader-5', redis, breaker: new RedisBreaker({ cooldownMs: 100, log: silent }), seal: new RedisSeal(TEST_GATEWAY_SECRET), prefix: b.config.redis.keyPrefix, log: silent, state, history: () => emptyHistory(Date.now()), bucket: () => null })
+    const servedOfB = async (): Promise<number | null> => {
+      const listed = (await reader.cluster()).replicas.find((r) => r.id === idOfB)
+      return listed ? sum(listed.history.reportReads) : null
+    }
+    await waitFor('the bucket of its report read written', async () => (await servedOfB()) === 1, testTimeLeft(), 200)
+
+    await redisServer.stop()
+    await redisServer.restart()
+    await waitFor('b announced again', async () => (await redis.ping().catch(() => null)) === 'PONG' && (await servedOfB()) !== null, testTimeLeft(), 100)
+    expect(await servedOfB()).toBe(1)
+  }, 30_000)
+
   it('with Redis down, lists this replica only and says so', async () => {
     // Back once the breaker's cooldown has passed: a short one, so that comes within the test.
     const shortCooldown = teamsYamlWith({ redis: { breakerCooldown: '500ms' } })
