@@ -138,8 +138,9 @@ const writer = createClient<paths>({ baseUrl, headers: { 'x-api-key': writerKey 
 const report = await api.GET('/api/v1/report/{split}/get', { params: { path: { split: 'campaigns' }, query: { advertiserId: 101, dateFrom: '2026-05-01', dateTo: '2026-05-03', byDate: true, byCampaign: false } } })
 // Its 2xx is the report (200), a job's status (202, asked with prefer: respond-async) or the
 // platform's 204 (no content): told apart by its body, each typed. A report is the platform's
-// JSON as it answered it (cache.reportFields): its rows under data when it has them.
-const rows: number = report.data && 'data' in report.data ? (report.data.data?.length ?? -1) : -1
+// JSON as it answered it (cache.reportFields): its rows under data when it has them, any JSON
+// the gateway does not read (the platform's known rows are components['schemas']['ReportRow']).
+const rows: number = report.data && 'data' in report.data && Array.isArray(report.data.data) ? report.data.data.length : -1
 await api.POST('/api/v1/report/{split}/get', { params: { path: { split: 'campaigns' } }, body: { campaignIds: [101001], dateFrom: '2026-05-01', dateTo: '2026-05-03', byDate: true } })
 const listed = await api.POST('/api/v1/campaign/get', { params: { query: { per_page: 50 } }, body: { userId: 101 } })
 const created = await writer.POST('/api/v1/campaign/banner/create', {

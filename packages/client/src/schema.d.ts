@@ -1124,11 +1124,11 @@ export interface components {
         };
         /** @description The platform's report, as the platform answered it (the gateway does not change it); its rows are under `data`. Any JSON object or array is passed on but Laravel's error body (cache.reportFields: []). */
         Report: {
-            /** @description The rows, in the order of date, campaign, then creative or position. */
-            data?: components["schemas"]["ReportRow"][];
+            /** @description The rows, as the platform sent them: any JSON, which the gateway does not read. The platform is known to answer an array of `ReportRow` objects, in the order of date, campaign, then creative or position. */
+            data?: unknown;
         } | unknown[];
         /**
-         * @description One row of a report. A row has the labels the request asked for, and no others: `date` with `byDate`, `campaignId` and `campaignName` with `byCampaign`, `creativeId` and `creativeName` in the `creatives` split, `position` in the `adPlacementPositions` split. `reach` counts unique users: the reach of a period is less than the sum of its days', so ask for the period rather than adding days up.
+         * @description One row of a report as the platform is known to answer it; the gateway passes the rows on as the platform sent them, unread, so a field may be missing or of another shape, and others may come. A row has the labels the request asked for, and no others: `date` with `byDate`, `campaignId` and `campaignName` with `byCampaign`, `creativeId` and `creativeName` in the `creatives` split, `position` in the `adPlacementPositions` split. `reach` counts unique users: the reach of a period is less than the sum of its days', so ask for the period rather than adding days up.
          * @example {
          *       "date": "2026-01-01",
          *       "campaignId": 123,
@@ -1157,16 +1157,16 @@ export interface components {
             creativeName?: string;
             /** @description In the `adPlacementPositions` split: where the ad was shown, e.g. `Above the fold`. */
             position?: string;
-            impressions: number;
-            clicks: number;
+            impressions?: number;
+            clicks?: number;
             /** @description Clicks per hundred impressions (a percentage, two decimals): `0.83` is 0.83 %. */
-            ctr: number;
+            ctr?: number;
             /** @description Spend in `currency`, two decimals. */
-            spent: number;
+            spent?: number;
             /** @description Unique users who saw the ads. */
-            reach: number;
+            reach?: number;
             /** @description The currency of `spent`: `USD`, or the advertiser's own with `spentBased=local`. */
-            currency: string;
+            currency?: string;
         };
     };
     responses: {

@@ -1,7 +1,9 @@
-// The report body as callers receive it: the platform's, byte for byte. The gateway never
-// reads it (a 200 is stored when it is JSON, whatever its shape); these schemas tell callers,
-// and the types generated from the document, what the platform answers with: camelCase
-// rows under `data` (../shared/platform-api.md, the rows the sandbox makes).
+// The report body as callers receive it: the platform's, byte for byte. The gateway reads
+// no row of it (a 200 is stored when it is JSON holding a report by cache.reportFields,
+// whatever its rows); so `Report` holds `data` to no shape, and `ReportRow` says the rows
+// the platform is known to answer with (camelCase, ../shared/platform-api.md, the rows the
+// sandbox makes), each field optional: a typed client reads them, no validator holds the
+// platform's rows to them.
 
 type Json = Record<string, unknown>
 
@@ -9,10 +11,10 @@ type Json = Record<string, unknown>
 export const REPORT_ROW_SCHEMA: Json = {
   type: 'object',
   description:
-    'One row of a report. A row has the labels the request asked for, and no others: `date` with `byDate`, `campaignId` and `campaignName` with `byCampaign`, ' +
+    'One row of a report as the platform is known to answer it; the gateway passes the rows on as the platform sent them, unread, so a field may be missing or of another shape, and others may come. ' +
+    'A row has the labels the request asked for, and no others: `date` with `byDate`, `campaignId` and `campaignName` with `byCampaign`, ' +
     '`creativeId` and `creativeName` in the `creatives` split, `position` in the `adPlacementPositions` split. ' +
     '`reach` counts unique users: the reach of a period is less than the sum of its days\', so ask for the period rather than adding days up.',
-  required: ['impressions', 'clicks', 'ctr', 'spent', 'reach', 'currency'],
   properties: {
     date: { type: 'string', format: 'date', description: 'The day, `YYYY-MM-DD`; with `byDate`.' },
     campaignId: { type: 'integer', minimum: 1, description: 'With `byCampaign`.' },
@@ -30,7 +32,12 @@ export const REPORT_ROW_SCHEMA: Json = {
   examples: [{ date: '2026-01-01', campaignId: 123, campaignName: 'Spring sale', impressions: 10432, clicks: 87, ctr: 0.83, spent: 12.51, reach: 8120, currency: 'USD' }],
 }
 
-const ROWS = { data: { type: 'array', items: { $ref: '#/components/schemas/ReportRow' }, description: 'The rows, in the order of date, campaign, then creative or position.' } }
+const ROWS = {
+  data: {
+    description:
+      'The rows, as the platform sent them: any JSON, which the gateway does not read. The platform is known to answer an array of `ReportRow` objects, in the order of date, campaign, then creative or position.',
+  },
+}
 const AS_ANSWERED = 'The platform\'s report, as the platform answered it (the gateway does not change it); its rows are under `data`.'
 
 /**
