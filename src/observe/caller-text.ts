@@ -12,10 +12,14 @@ export function boundedText(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}… (+${text.length - max} characters)`
 }
 
-/** An account as a refusal names it: a string in quotes, anything else as JSON, each within ACCOUNT_CHARS. */
+/** A value of the caller's as a refusal echoes it (a report parameter's): a string as it is, anything else as JSON, within ACCOUNT_CHARS. */
+export function shownValue(value: unknown): string {
+  return boundedText(typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value)), ACCOUNT_CHARS)
+}
+
+/** An account as a refusal names it: a string in quotes, anything else as shownValue writes it, each within ACCOUNT_CHARS. */
 export function shownAccount(account: unknown): string {
-  if (typeof account === 'string') return JSON.stringify(boundedText(account, ACCOUNT_CHARS))
-  return boundedText(JSON.stringify(account) ?? String(account), ACCOUNT_CHARS)
+  return typeof account === 'string' ? JSON.stringify(boundedText(account, ACCOUNT_CHARS)) : shownValue(account)
 }
 
 /** A path as a refusal names it, within CALLER_TEXT_CHARS. */

@@ -1,4 +1,5 @@
 import { BadQueryError } from '../errors.js'
+import { shownValue } from '../observe/caller-text.js'
 import { stableStringify } from './stable-stringify.js'
 import { canonicalPath } from '../platform/canonical-path.js'
 import { phpName, phpVariable } from '../access/request-target.js'
@@ -73,12 +74,6 @@ function bad(message: string): never {
   throw new BadQueryError(message)
 }
 
-// Caller input is echoed in messages, so bound it.
-function show(value: unknown): string {
-  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value))
-  return text.length > 64 ? `${text.slice(0, 64)}…` : text
-}
-
 /**
  * Days since 1970-01-01 of a real calendar date `YYYY-MM-DD` (proleptic Gregorian, years
  * 0000 to 9999), or null if it is not one. Counted from its digits (the civil-to-days
@@ -122,7 +117,7 @@ function digitsAt(text: string, from: number, to: number): number {
 
 function calendarDate(name: string, value: unknown): { text: string; day: number } {
   if (value === undefined) bad(`${name}: required`)
-  if (typeof value !== 'string' || !DATE.test(value)) bad(`${name}: must be YYYY-MM-DD (${show(value)})`)
+  if (typeof value !== 'string' || !DATE.test(value)) bad(`${name}: must be YYYY-MM-DD (${shownValue(value)})`)
   const day = epochDay(value)
   if (day === null) bad(`${name}: not a calendar date (${value})`)
   return { text: value, day }
@@ -142,36 +137,36 @@ function positiveInteger(name: string, value: unknown): number {
   let n: number
   if (typeof value === 'number') n = value
   else if (typeof value === 'string' && DIGITS.test(value)) n = Number(value)
-  else bad(`${name}: must be a positive integer (${show(value)})`)
+  else bad(`${name}: must be a positive integer (${shownValue(value)})`)
   // Above MAX_SAFE_INTEGER two different ids would round to one number.
-  if (!Number.isSafeInteger(n) || n <= 0) bad(`${name}: must be a positive integer (${show(value)})`)
+  if (!Number.isSafeInteger(n) || n <= 0) bad(`${name}: must be a positive integer (${shownValue(value)})`)
   return n
 }
 
 function queryFlag(name: string, value: string | undefined): boolean {
   if (value === undefined) return false
   const on = QUERY_FLAGS.get(value)
-  if (on === undefined) bad(`${name}: must be 1, true, 0 or false (${show(value)})`)
+  if (on === undefined) bad(`${name}: must be 1, true, 0 or false (${shownValue(value)})`)
   return on
 }
 
 function bodyFlag(name: string, value: unknown): boolean {
   if (value === undefined) return false
   const on = BODY_FLAGS.get(value)
-  if (on === undefined) bad(`${name}: must be true, false, 1, 0, "1", "0", "true" or "false" (${show(value)})`)
+  if (on === undefined) bad(`${name}: must be true, false, 1, 0, "1", "0", "true" or "false" (${shownValue(value)})`)
   return on
 }
 
 function campaignIds(value: unknown): number[] {
   if (!Array.isArray(value) || value.length === 0) {
-    bad(`campaignIds: must be a non-empty array of positive integers (${show(value)})`)
+    bad(`campaignIds: must be a non-empty array of positive integers (${shownValue(value)})`)
   }
   const ids = value.map((item: unknown, i) => {
     if (typeof item === 'number' || (typeof item === 'string' && DIGITS.test(item))) {
       const n = Number(item)
       if (Number.isSafeInteger(n) && n > 0) return n
     }
-    return bad(`campaignIds: element ${i} is not a positive integer (${show(item)})`)
+    return bad(`campaignIds: element ${i} is not a positive integer (${shownValue(item)})`)
   })
   return [...new Set(ids)].sort((a, b) => a - b)
 }
@@ -190,7 +185,7 @@ function splitQuery(
   for (const [key, value] of new URLSearchParams(rawQuery)) {
     // A known name spelled otherwise to PHP can only be its list (`name[]`, `name[x]`).
     const variable = phpVariable(key)
-    if (variable !== key && names.includes(variable)) bad(`${variable}: one value, not a list (${show(key)})`)
+    if (variable !== key && names.includes(variable)) bad(`${variable}: one value, not a list (${shownValue(key)})`)
     if (!names.includes(key)) rest.push([phpName(key), value])
     else if (named.has(key)) bad(`${key}: given more than once`)
     else named.set(key, value)
@@ -255,7 +250,7 @@ export function canonicalPostReport(
   const fields = body as Record<string, unknown>
   const { named, rest } = splitQuery(rawQuery, POST_PARAMS)
   const inQuery = rest.find(([key]) => POST_BODY_PARAMS.has(phpVariable(key)))
-  if (inQuery !== undefined) bad(`${phpVariable(inQuery[0])}: a POST report reads it from its JSON body, not from the query (${show(inQuery[0])})`)
+  if (inQuery !== undefined) bad(`${phpVariable(inQuery[0])}: a POST report reads it from its JSON body, not from the query (${shownValue(inQuery[0])})`)
 
   const rawQueryAdvertiser = named.get('advertiserId')
   const queryAdvertiser = rawQueryAdvertiser === undefined ? null : positiveInteger('advertiserId', rawQueryAdvertiser)

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { boundedText, shownAccount, shownPath } from '../../src/observe/caller-text.js'
+import { boundedText, shownAccount, shownPath, shownValue } from '../../src/observe/caller-text.js'
 
 describe('caller text within a bound', () => {
   it('is written as it is up to the bound, else its head and how many characters were left out', () => {
@@ -13,6 +13,13 @@ describe('caller text within a bound', () => {
     expect(shownAccount('x'.repeat(65))).toBe(`"${'x'.repeat(64)}… (+1 characters)"`)
     expect(shownAccount({ a: 'y'.repeat(100) })).toBe(`${JSON.stringify({ a: 'y'.repeat(100) }).slice(0, 64)}… (+${JSON.stringify({ a: 'y'.repeat(100) }).length - 64} characters)`)
     expect(shownAccount(undefined)).toBe('undefined')
+  })
+
+  it('names a value as a refusal echoes it: a string as it is, anything else as JSON, within 64 characters', () => {
+    expect(shownValue('2026-02-30')).toBe('2026-02-30')
+    expect(shownValue([1, 'a'])).toBe('[1,"a"]')
+    expect(shownValue(undefined)).toBe('undefined')
+    expect(shownValue('x'.repeat(65))).toBe(`${'x'.repeat(64)}… (+1 characters)`)
   })
 
   it('names a path within 1,024 characters', () => {

@@ -1,6 +1,7 @@
 import fc from 'fast-check'
 import { describe, it, expect } from 'vitest'
 import { BadQueryError } from '../../src/errors.js'
+import { shownValue } from '../../src/observe/caller-text.js'
 import { reportCacheKey } from '../../src/reports/cache-key.js'
 import {
   canonicalGetReport,
@@ -253,9 +254,12 @@ describe('rejected report requests', () => {
     expect((err as Error).message.startsWith(message), `"${(err as Error).message}" starts with "${message}"`).toBe(true)
   })
 
-  it('bounds the echoed value', () => {
+  it('bounds the echoed value as every refusal bounds a caller\'s text: its first 64 characters, then how many were left out', () => {
     const err = failure(() => canonicalGetReport(PATH, `advertiserId=${'x'.repeat(10_000)}&${BASE.slice(15)}`, OPTS))
-    expect((err as Error).message.length).toBeLessThan(120)
+    expect((err as Error).message).toBe(`advertiserId: must be a positive integer (${'x'.repeat(64)}… (+9936 characters))`)
+    const body = failure(() => canonicalPostReport(PATH, '', post({ campaignIds: [1, { a: 'y'.repeat(100) }] }), OPTS))
+    expect((body as Error).message).toBe(`campaignIds: element 1 is not a positive integer (${shownValue({ a: 'y'.repeat(100) })})`)
+    expect(shownValue({ a: 'y'.repeat(100) })).toMatch(/… \(\+44 characters\)$/)
   })
 
   it('keeps the order of the spellings PHP reads as one variable: the last one the caller wrote is the one the platform reads', () => {
