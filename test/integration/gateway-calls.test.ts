@@ -62,6 +62,18 @@ describe('the gateway\'s own calls in usage', () => {
     expect(Object.keys(await usage(gw, GATEWAY))).toEqual([GATEWAY])
   })
 
+  it('the (gateway) row carries every field of a team\'s row, each at zero but its platform calls (their seat-time counts in no day)', async () => {
+    const gw = await gateway()
+    sandbox.setLatency(30)
+    expect([200, 404]).toContain((await get(gw, CAMPAIGN, KEYS.growth)).statusCode)
+    const res = await gw.admin.inject({ method: 'GET', url: `/admin/usage?team=${encodeURIComponent(GATEWAY)}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    const [row] = (res.json() as { usage: Record<string, unknown>[] }).usage
+    const teamRow = (await usage(gw)).growth as unknown as Record<string, unknown>
+    expect(Object.keys(row ?? {}).sort()).toEqual(Object.keys(teamRow).sort())
+    // The two lookups held seats 30 ms each at least; their seat-time is no team's, and no (gateway) day's either.
+    expect(row).toEqual({ day: expect.any(String), team: GATEWAY, requests: 0, cacheHits: 0, platformCalls: sandbox.requests.filter((r) => isLookup(r) || isProbe(r)).length, bytes: 0, rateLimited: 0, errors: 0, platformCallsSaved: 0, platformSeconds: 0 })
+  })
+
   it('a list loaded again for an id it lacks counts under the team that named the id', async () => {
     const gw = await gateway(RELOADING)
     sandbox.setLatency(30)
