@@ -5,12 +5,18 @@ import type { Gateway } from './compose.js'
 import type { Sandbox } from './sandbox/sandbox.js'
 import { nodeRefusal } from './observe/build-info.js'
 import { hostPort } from './host-port.js'
+import { crashLine } from './observe/crash-line.js'
 
 // After the grace: time for aborted calls' answers to be written, then for the rest of close().
 const ANSWER_ABORTED_MS = 500
 const LAST_WORDS_MS = 1500
 // The most an exit waits for the log's last lines to be written (a reader of stdout that is slow).
 const LOG_FLUSH_MS = 1000
+
+/** The gateway's log, once createGateway made it. */
+let gatewayLog: Gateway['log'] | null = null
+/** A crash is under way: one that follows while its line is written adds none. */
+let crashing = false
 
 async function main(): Promise<void> {
   // The stop signals are handled from the first moment: the image runs node as PID 1 of
@@ -24,11 +30,12 @@ async function main(): Promise<void> {
   // died) fails each write with EPIPE: the lines are lost, the gateway serves on. Unheard,
   // the error ended the process at its next write (the demo's banner).
   for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined)
-  let startLog: Gateway['log'] | null = null
+  process.on('uncaughtException', (err) => crash('crashed: an exception no code caught', err))
+  process.on('unhandledRejection', (reason) => crash('crashed: a rejection no code handled', reason))
   const stopBeforeServing = (signal: string) => {
-    if (startLog) {
-      startLog.info({ signal }, 'stopped during the start, before serving')
-      void exitAfterLog(startLog, 0)
+    if (gatewayLog) {
+      gatewayLog.info({ signal }, 'stopped during the start, before serving')
+      void exitAfterLog(gatewayLog, 0)
       return
     }
     process.stderr.write(`report-gateway: stopped during the start, before serving (${signal})\n`)
@@ -76,7 +83,7 @@ async function main(): Promise<void> {
 
   const gateway = await createGateway(config)
   const log = gateway.log
-  startLog = log
+  gatewayLog = log
   // A setting set under a name of the last release, say: taken, and said at every start.
   for (const warning of config.warnings) log.warn(warning)
 
@@ -222,7 +229,22 @@ function redisState(gateway: Gateway, address: (redis: Gateway['config']['redis'
   return `${breaker.state === 'closed' ? 'up' : 'down'} (${address(gateway.config.redis)})`
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`report-gateway: failed to start: ${(err as Error).stack ?? String(err)}\n`)
+/**
+ * A crash (an exception no code caught, a rejection no code handled, a start that failed)
+ * ends the process with exit 1 and one JSON line naming the error: the logger's once it
+ * runs (its secrets scrubbed, as in every line), else crashLine's. Node's own report was a
+ * stack over several lines, no log shipper's JSON, a secret in the error's message and all.
+ */
+function crash(msg: string, err: unknown): void {
+  if (crashing) return
+  crashing = true
+  if (gatewayLog) {
+    gatewayLog.fatal({ err }, msg)
+    void exitAfterLog(gatewayLog, 1)
+    return
+  }
+  process.stdout.write(crashLine(msg, err, startSecrets(process.env)))
   process.exit(1)
-})
+}
+
+main().catch((err: unknown) => crash('failed to start', err))
