@@ -1,4 +1,5 @@
 import type { FastifySchemaValidationError } from 'fastify'
+import { shownValue } from '../../observe/caller-text.js'
 
 // Fastify's schema validation failure (FST_ERR_VALIDATION) in the contract's words:
 // which field, and what it must be. Callers never see the framework's code or Ajv's
@@ -40,6 +41,5 @@ function unknownField(name: string, context: string | undefined, schema: { prope
 
 /** `advertiserID: not a parameter of this call (it takes advertiserId, dryRun)`: what it is not, and what it could have been. */
 export function notTaken(name: string, known: readonly string[], kind = 'a parameter'): string {
-  const shown = name.length > 64 ? `${name.slice(0, 64)}…` : name
-  return `${shown}: not ${kind} of this call (${known.length === 0 ? 'it takes none' : `it takes ${known.join(', ')}`})`
+  return `${shownValue(name)}: not ${kind} of this call (${known.length === 0 ? 'it takes none' : `it takes ${known.join(', ')}`})`
 }
