@@ -662,7 +662,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
     // made anew from the violation (a parameter's name the call does not take, as sent), so
     // it is scrubbed too.
     if (status < 500 && error.code?.startsWith('FST_')) {
-      const refusal = status === 413 ? new PayloadTooLargeError(bodyLimitOf(request, config)) : new BadRequestError(scrub(isValidationFailure(error) ? validationMessage(error) : (PARSER_REFUSALS[error.code]?.(request) ?? error.message)))
+      const refusal = status === 413 ? new PayloadTooLargeError(bodyLimitOf(request, config)) : new BadRequestError(scrub(isValidationFailure(error) ? validationMessage(error, scrub) : (PARSER_REFUSALS[error.code]?.(request) ?? error.message)))
       noteGatewayCode(reply.raw, refusal.code)
       return reply.send(refusal)
     }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { buildGateway, closeAfterTest, testConfig } from '../helpers/build-gateway.js'
 import { KEYS } from '../helpers/sandbox-gateway.js'
 import { ADMIN_TOKEN, itLoggedNoSecret, useAttackGateway } from './attack-gateway.js'
 
@@ -18,6 +19,21 @@ describe('a parameter the call does not take, named by a secret', () => {
     expect(res.statusCode).toBe(400)
     expect(res.json()).toMatchObject({ code: 'GW_BAD_REQUEST', message: '[REDACTED]: not a parameter of this call (it takes none)' })
     expect(res.body).not.toContain(secret)
+  })
+})
+
+describe('a parameter the call does not take, named by a secret longer than a refusal writes of a caller\'s text (64 characters)', () => {
+  it('is 400 naming it [REDACTED], no head of it shown', async () => {
+    const long = `echo-long-admin-token-${'0123456789abcdef'.repeat(6)}`
+    const gw = await buildGateway(testConfig({ PLATFORM_BASE_URL: sg.sandbox.url, PLATFORM_TOKEN: sg.sandbox.issueToken(), ADMIN_TOKEN: long }))
+    try {
+      const res = await gw.admin.inject({ method: 'GET', url: `/admin/whoami?${long}=1`, headers: { authorization: `Bearer ${long}` } })
+      expect(res.statusCode).toBe(400)
+      expect(res.json()).toMatchObject({ code: 'GW_BAD_REQUEST', message: '[REDACTED]: not a parameter of this call (it takes none)' })
+      expect(res.body).not.toContain(long.slice(0, 16))
+    } finally {
+      await closeAfterTest(gw)
+    }
   })
 })
 

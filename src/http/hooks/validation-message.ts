@@ -14,13 +14,17 @@ export function isValidationFailure(err: unknown): err is ValidationFailure {
   return Array.isArray((err as { validation?: unknown }).validation)
 }
 
-/** `token: must be …` for each failed field, joined; a field's schema description says what it must be. */
-export function validationMessage(err: ValidationFailure): string {
+/**
+ * `token: must be …` for each failed field, joined; a field's schema description says what it
+ * must be. `scrub` redacts the secrets in a name the caller chose before it is bounded: a
+ * secret longer than the bound, cut first, would leave its head for no scrub to find.
+ */
+export function validationMessage(err: ValidationFailure, scrub: (text: string) => string = (text) => text): string {
   const lines = err.validation.map((v) => {
     const params = v.params as { missingProperty?: string; additionalProperty?: string }
     const path = v.instancePath.split('/').filter(Boolean)
     if (v.keyword === 'required') return `${[...path, params.missingProperty].join('.')}: required`
-    if (v.keyword === 'additionalProperties') return unknownField([...path, params.additionalProperty].join('.'), err.validationContext, v.parentSchema)
+    if (v.keyword === 'additionalProperties') return unknownField(scrub([...path, params.additionalProperty].join('.')), err.validationContext, v.parentSchema)
     const field = path.join('.') || err.validationContext || 'request'
     // A query parameter arrives as a string, or as a list when given more than once: a
     // string parameter that is not a string was repeated.
