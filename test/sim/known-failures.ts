@@ -48,7 +48,6 @@ export const KNOWN_FAILURES: ReadonlyMap<number, readonly string[]> = new Map<nu
   [1083, ['replicas']],
   [1118, ['slower is not fuller']],
   [1172, ['replicas']],
-  [1186, ['work-conserving']],
   [1196, ['isolation']],
   [1236, ['slower is not fuller']],
   [1295, ['no standing queue']],

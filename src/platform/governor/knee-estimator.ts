@@ -75,6 +75,8 @@ export class KneeEstimator {
   // The level cruise's last sure queue showed at (the limit alone's, K's, the probe seat's), and when: room there or past it within MEMORY_MS needs e^(2·SURE).
   #queued = { level: Infinity, at: -Infinity }
   #lentUntil = 0 // the probe seat again is lent to short calls until then, as the lead set aside would have faded below SURE (0: no seat again; Infinity: every call's now)
+  // When the probe seat came back again, the last serial started then, and whether a call that took it (started past K) has taught the evidence since: a queue there is its answers' verdict, for PROBE_AGAIN.
+  #seatAt = -Infinity; #seatSince = 0; #seatHeard = false
   #now: () => number = () => 0
   /** `min` and `max`: platform.minConcurrent and maxConcurrent, integers with 1 ≤ min ≤ max (the settings' schema and normalize.ts hold them). */
   constructor({ initial, min, max }: { initial: number; min: number; max: number }) {
@@ -248,9 +250,10 @@ export class KneeEstimator {
     }
     // A sure queue at the probe seat: the seat goes, and K falls to the likeliest w below it when that is below K and K is not within TIE of it (knee-verdicts.ts); PROBE_AGAIN after it, on one replica while no queue at K is held, the lead past SURE over the seat's guess is set aside, so the seat comes back, lent to short calls until that lead would have faded, and its answers tell a pool that grew (room there needs its level kept: docs/governor.md, "Cruise").
     const again = this.#timeline === null && this.#limit === k && this.#held === 0 && now - this.#queued.at >= PROBE_AGAIN_MS && verdicts(ll, k + 1).queueBelow
-    if (again) this.#lentUntil = now + EVIDENCE_MS * Math.log(boundLead(ll, this.#lifted, SURE, k, k + 1) / SURE)
+    if (again) [this.#lentUntil, this.#seatAt] = [now + EVIDENCE_MS * Math.log(boundLead(ll, this.#lifted, SURE, k, k + 1) / SURE), now]
     if (this.#lentUntil > 0 && now >= this.#lentUntil && this.#limit === k + 1) return this.#set(this.#limit, 'probe', true)
-    const known = verdicts(ll, k + 1).queueBelow && !this.#timeline?.merging
+    // At the seat again, once a call that took it has answered, or PROBE_AGAIN on where none did: before, the lead set aside grows on the answers of calls below it.
+    const known = verdicts(ll, k + 1).queueBelow && !this.#timeline?.merging && (this.#lentUntil === 0 || this.#seatHeard || now - this.#seatAt >= PROBE_AGAIN_MS)
     this.#queueSeen ||= known && this.#limit > k
     if (known && this.#limit > k) {
       this.#queued = { level: k + 1, at: now }
@@ -316,6 +319,7 @@ export class KneeEstimator {
     this.#newCalls++
     if (a.window <= this.#held || a.window <= this.#paused || (a.timed === false && this.#timeline !== null)) return
     this.#fade(a.at)
+    if (a.window > this.#seatSince && call.load > this.#knee) this.#seatHeard = true
     // Untimed (read late, one replica): its place among the ends rules out each w under which it could not have ended yet (docs/governor.md, "The gateway's own time").
     if (a.timed === false) {
       for (let w = 1, ended = endedBefore(this.#endSerial, Math.max(0, call.endsBefore - this.#endsDropped), a.window); w < call.load - ended; w++) this.#impossible[w - 1]! += 1
@@ -368,6 +372,7 @@ export class KneeEstimator {
     if (limit === this.#limit && !kneeMoved) return null
     if (limit !== this.#limit) [this.#movedSerial, this.#sinceMove] = [this.#serial, 0]
     ;[this.#limit, this.#lentUntil] = [limit, move === 'again' ? this.#lentUntil : move === 'probe' && this.#lentUntil > 0 ? Infinity : 0]
+    if (move === 'again') [this.#seatSince, this.#seatHeard] = [this.#serial, false]
     return { limit, knee: this.#knee, move }
   }
   /** The fault is over: the limit is the knee's again (and the probe seat's); at a fresh start, the doubling goes on. */
