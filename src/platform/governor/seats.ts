@@ -178,7 +178,7 @@ export class CredentialSeats {
     })
   }
 
-  #fromWall(at: number): number { return at === 0 || this.#o.fromWall === undefined ? at : this.#o.fromWall(at) }
+  #fromWall(at: number): number { return this.#o.fromWall?.(at) ?? at }
 
   /** An ask refused before it waits: a removed team it made the account of holds nothing (`#forgetIfGone`). */
   #refusedAtOnce(team: string, err: Error): Promise<Seat> { this.#forgetIfGone([team]); return Promise.reject(err) }
