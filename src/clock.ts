@@ -13,6 +13,13 @@ export interface Timer {
 export interface Clock {
   /** Milliseconds since the epoch. */
   now(): number
+  /**
+   * Milliseconds at `now()`'s rate that no step of `now()` moves (an NTP step, a clock set
+   * by hand, a VM resumed and corrected): the system's is performance.now(). A clock
+   * without it (a test's, the simulator's) is read by `now()` alone; a clock whose `now()`
+   * is not the system's never borrows the system's.
+   */
+  monotonic?(): number
   setTimeout(fn: () => void, ms: number): Timer
   clearTimeout(timer: Timer | null | undefined): void
   setInterval(fn: () => void, ms: number): Timer
@@ -37,6 +44,7 @@ export const LONGEST_TIMER_MS = 2 ** 31 - 1
 // so `systemClock.now` may be passed on its own.
 export const systemClock: Clock = {
   now: () => Date.now(),
+  monotonic: () => performance.now(),
   setTimeout: (fn, ms) => setTimeout(fn, ms),
   clearTimeout: (timer) => clearTimeout((timer ?? undefined) as NodeJS.Timeout | undefined),
   setInterval: (fn, ms) => setInterval(fn, ms),

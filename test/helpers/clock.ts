@@ -53,9 +53,12 @@ export function fakeClock(start = Date.now()): FakeClock {
   }
 }
 
+/** The system's timers alone: a clock of a test's own time takes them, never the system's monotonic reading (src/clock.ts). */
+const systemTimers = { setTimeout: systemClock.setTimeout, clearTimeout: systemClock.clearTimeout, setInterval: systemClock.setInterval, clearInterval: systemClock.clearInterval }
+
 /** The system's timers with the time read from `now`: a test's own time for code whose waits stay real. */
 export function onRealTimers(now: () => number): Clock {
-  return { ...systemClock, now }
+  return { ...systemTimers, now }
 }
 
 /**
@@ -77,7 +80,7 @@ export function wokenBy(clock: FakeClock): Clock {
     clock.clearTimeout(both.fake)
   }
   return {
-    ...systemClock,
+    ...systemTimers,
     now: clock.now,
     setTimeout(fn, ms) {
       const timer: Timer = {

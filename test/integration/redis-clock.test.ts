@@ -1,9 +1,9 @@
 import { Redis } from 'ioredis'
 import { pino } from 'pino'
 import { describe, expect, it } from 'vitest'
-import { systemClock } from '../../src/clock.js'
 import { RedisClock, REDIS_CLOCK_MAX_ROUND_TRIP_MS } from '../../src/redis/redis-clock.js'
 import { captureLogs } from '../helpers/build-gateway.js'
+import { onRealTimers } from '../helpers/clock.js'
 import { useRedis } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 
@@ -20,7 +20,7 @@ describe.skipIf(!available)("Redis' clock as a replica reads it", () => {
     const skew = { ms: 0 }
     const logs = captureLogs()
     const offsets: number[] = []
-    const own = { ...systemClock, now: () => Date.now() + skew.ms }
+    const own = onRealTimers(() => Date.now() + skew.ms)
     const clock = new RedisClock(own, { redis, key: 'rgw:{jobs}:due', log: pino({ level: 'info' }, logs.stream), onRead: (ms) => offsets.push(ms) })
     return { clock, skew, logs, offsets }
   }
@@ -51,7 +51,7 @@ describe.skipIf(!available)("Redis' clock as a replica reads it", () => {
     await clock.read()
     const kept = clock.offsetMs
     // A clock that moves on past the bound while the reading is on its way.
-    const own = { ...systemClock, now: () => Date.now() + skew.ms }
+    const own = onRealTimers(() => Date.now() + skew.ms)
     let calls = 0
     const slow = new RedisClock({ ...own, now: () => own.now() + (calls++ % 2) * (REDIS_CLOCK_MAX_ROUND_TRIP_MS + 1) }, { redis, key: 'rgw:{jobs}:due', log: pino({ level: 'silent' }) })
     await slow.read()
