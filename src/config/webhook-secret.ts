@@ -4,6 +4,19 @@
 export const WEBHOOK_SECRET_PREFIX = 'whsec_'
 
 /**
+ * What may be a webhook secret inside other text: `whsec_` and a run of the base64
+ * alphabet, each character as itself or percent-encoded (a query, a path or a form spells
+ * it so). Found by its form alone, never compared with a team's secret: what a refusal
+ * writes of it is then the same whatever it is, and tells its caller nothing of any team's.
+ */
+const SECRET_IN_TEXT = /(?:w|%77)(?:h|%68)(?:s|%73)(?:e|%65)(?:c|%63)(?:_|%5[Ff])(?:[A-Za-z0-9+/=]|%(?:2[BbFf]|3[0-9Dd]|[46][1-9A-Fa-f]|5[0-9Aa]|7[0-9Aa]))+/g
+
+/** `text` with anything shaped like a webhook secret written `[REDACTED]`, whatever it is. */
+export function withoutWebhookSecrets(text: string): string {
+  return text.includes(WEBHOOK_SECRET_PREFIX) || text.includes('%') ? text.replace(SECRET_IN_TEXT, '[REDACTED]') : text
+}
+
+/**
  * What of a webhook secret the log scrubs: the whole `whsec_…`, and the base64 of its key
  * alone (the HMAC key itself, as a receiver's code holds it) where it reads as a key's
  * random text: upper-case and lower-case letters and digits, not led by `/`. The secret is

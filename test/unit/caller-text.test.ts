@@ -26,4 +26,16 @@ describe('caller text within a bound', () => {
     expect(shownPath('/a')).toBe('/a')
     expect(shownPath(`/${'p'.repeat(2000)}`)).toBe(`/${'p'.repeat(1023)}… (+977 characters)`)
   })
+
+  it('writes anything shaped like a team key or a webhook secret [REDACTED] before the bound, whatever it is, in every spelling', () => {
+    const long = `whsec_${'Ab3/'.repeat(30)}`
+    expect(shownValue(long)).toBe('[REDACTED]')
+    expect(shownValue(`x${long}=`)).toBe('x[REDACTED]')
+    expect(shownValue('whsec%5FAb3%2Fcd')).toBe('[REDACTED]')
+    expect(shownValue(`rgw_${'k'.repeat(80)}`)).toBe('[REDACTED]')
+    expect(shownAccount(`a-whsec_${'q'.repeat(100)}`)).toBe('"a-[REDACTED]"')
+    // A secret may hold `/`: the run of the base64 alphabet after `whsec_` goes whole.
+    expect(shownPath(`/api/v1/report/${long}/get?x=1`)).toBe('/api/v1/report/[REDACTED]?x=1')
+    expect(shownValue('whsec_')).toBe('whsec_')
+  })
 })
