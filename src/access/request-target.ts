@@ -1,7 +1,7 @@
 import { BadRequestError, NotFoundError, UnsafePathError } from '../errors.js'
 import { API_PREFIX, unsafeSpelling } from './path-safety.js'
 import { UNRESERVED_ESCAPE } from '../platform/canonical-path.js'
-import { withoutKeys } from '../observe/key-shape.js'
+import { shownQuoted, shownValue } from '../observe/caller-text.js'
 
 export type Pair = [string, string]
 
@@ -70,14 +70,14 @@ export function checkParams(raw: string, where: 'query' | 'body', maxParams: num
   for (const [spelledName, spelledValue] of splitPairs(raw)) {
     if (params.length === maxParams) throw new BadRequestError(`${where}: more than ${maxParams} parameters`)
     const name = decodeComponent(spelledName)
-    if (name === null) throw new BadRequestError(`${where}: parameter name ${JSON.stringify(withoutKeys(spelledName.slice(0, 64)))} ${NOT_UTF8}`)
-    if (!PLAIN_NAME.test(name)) throw new BadRequestError(`${where}: parameter name ${JSON.stringify(name.slice(0, 64))} is not plain (letters, digits, _ . - [ ])`)
+    if (name === null) throw new BadRequestError(`${where}: parameter name ${shownQuoted(spelledName)} ${NOT_UTF8}`)
+    if (!PLAIN_NAME.test(name)) throw new BadRequestError(`${where}: parameter name ${shownQuoted(name)} is not plain (letters, digits, _ . - [ ])`)
     // PHP counts a level at each `[` it opens.
-    if (name.split('[').length - 1 > MAX_NAME_NESTING) throw new BadRequestError(`${where}: parameter name ${JSON.stringify(withoutKeys(name.slice(0, 64)))} is nested deeper than ${MAX_NAME_NESTING} levels, which a PHP platform may read as no parameter of that name at all`)
-    if (phpVariable(name) === METHOD_OVERRIDE_FIELD) throw new BadRequestError(`${where}: ${JSON.stringify(name)} is ${METHOD_OVERRIDE_FIELD} (method override) to a PHP platform, and not accepted`)
+    if (name.split('[').length - 1 > MAX_NAME_NESTING) throw new BadRequestError(`${where}: parameter name ${shownQuoted(name)} is nested deeper than ${MAX_NAME_NESTING} levels, which a PHP platform may read as no parameter of that name at all`)
+    if (phpVariable(name) === METHOD_OVERRIDE_FIELD) throw new BadRequestError(`${where}: ${shownQuoted(name)} is ${METHOD_OVERRIDE_FIELD} (method override) to a PHP platform, and not accepted`)
     const value = decodeComponent(spelledValue)
-    if (value === null) throw new BadRequestError(`${where}: parameter ${name} ${NOT_UTF8}`)
-    if (CONTROL.test(value)) throw new BadRequestError(`${where}: parameter ${name} holds a control character`)
+    if (value === null) throw new BadRequestError(`${where}: parameter ${shownValue(name)} ${NOT_UTF8}`)
+    if (CONTROL.test(value)) throw new BadRequestError(`${where}: parameter ${shownValue(name)} holds a control character`)
     params.push([name, value])
   }
   return params

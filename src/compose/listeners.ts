@@ -86,7 +86,8 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
     for (const which of CLOSED_AT_BOUND) metrics.connectionsClosedAtBound.inc({ listener, which }, 0)
     return { listener, setting, max, closed: (which, count) => metrics.connectionsClosedAtBound.inc({ listener, which }, count), inForce: (n) => metrics.connectionsBound.set({ listener }, n) }
   }
-  const scrub = (text: string): string => parts.secrets.scrub(text)
+  // What an answer names of a secret (SecretSet.scrubAnswer): a team's webhook secret by its form alone, never by value.
+  const scrub = (text: string): string => parts.secrets.scrubAnswer(text)
   const proxy = buildServer(config, log, failures, fast, { scrub, challenge: PROXY_CHALLENGE, connections: bound('proxy', 'server.maxConnections', config.server.maxConnections), rateOf: callerRate(admission), keyTeam: (headers) => parts.teams.runningTeam(headers), tracing, allow: (target) => allowOf(target, config.cache.enabled), refuseMethod: methodRefusal, bodyReader: 'handler', takesId, refusalHeaders: PROXY_ANSWER_HEADERS })
   // Every answer its router writes, the platform's passed on included, over their own. A
   // callback, not an async function: Fastify then makes no promise an answer for it.

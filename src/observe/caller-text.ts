@@ -27,9 +27,14 @@ export function shownValue(value: unknown): string {
   return shownText(typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value)), ACCOUNT_CHARS)
 }
 
-/** An account as a refusal names it: a string in quotes, anything else as shownValue writes it, each within ACCOUNT_CHARS. */
+/** A name of the caller's (a parameter's) as a refusal quotes it: in quotes, as shownText writes it within ACCOUNT_CHARS. */
+export function shownQuoted(text: string): string {
+  return JSON.stringify(shownText(text, ACCOUNT_CHARS))
+}
+
+/** An account as a refusal names it: a string as shownQuoted writes it, anything else as shownValue does. */
 export function shownAccount(account: unknown): string {
-  return typeof account === 'string' ? JSON.stringify(shownText(account, ACCOUNT_CHARS)) : shownValue(account)
+  return typeof account === 'string' ? shownQuoted(account) : shownValue(account)
 }
 
 /** A path as a refusal names it, as shownText writes it within CALLER_TEXT_CHARS. */

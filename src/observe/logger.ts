@@ -1,6 +1,7 @@
 import type { LoggerOptions } from 'pino'
 import { escapedForms } from './secret-forms.js'
 import { withoutKeys } from './key-shape.js'
+import { withoutWebhookSecrets } from '../config/webhook-secret.js'
 import { failureFields } from './failure-log.js'
 import { SecretSearch } from './secret-search.js'
 import { ACCOUNT_CHARS, boundedText, CALLER_TEXT_CHARS } from './caller-text.js'
@@ -46,9 +47,12 @@ export const REDACT_PATHS = [
  */
 export class SecretSet {
   #values = new Set<string>()
+  // The spellings of the gateway's own secrets alone (`add`), which an answer scrubs by value.
+  readonly #ownValues = new Set<string>()
   // The gateway's own secrets, which `holds` finds (a value scrubbed alone is not one).
   readonly #secrets = new Set<string>()
   #pattern: RegExp | null = null
+  #ownPattern: RegExp | null = null
   readonly #search = new SecretSearch()
   // Secrets known by their digests alone (the named tokens of ADMIN_TOKENS_FILE), once the composition gives their search.
   #digestHeld: (text: string) => boolean = () => false
@@ -63,8 +67,12 @@ export class SecretSet {
     if (!value || value.length < 6 || this.#secrets.has(value)) return
     this.#secrets.add(value)
     // Each of its spellings the gateway's own text may hold: escaped in a JSON string, as every line writes it, percent-encoded…
-    for (const form of escapedForms(value)) this.#values.add(form)
+    for (const form of escapedForms(value)) {
+      this.#values.add(form)
+      this.#ownValues.add(form)
+    }
     this.#pattern = null
+    this.#ownPattern = null
     // As the platform would read it: as it is, or in a JSON body as the gateway writes one
     // (JSON.stringify); and its UTF-8 bytes read a character a byte, as a body passed on as
     // it comes is searched (the same text for an ASCII secret).
@@ -114,9 +122,29 @@ export class SecretSet {
   scrub(written: string): string {
     const line = withoutKeys(written)
     if (this.#values.size === 0) return line
-    this.#pattern ??= new RegExp([...this.#values].sort((a, b) => b.length - a.length).map(escapeRegExp).join('|'), 'g')
+    this.#pattern ??= alternation(this.#values)
     return line.replace(this.#pattern, '[REDACTED]')
   }
+
+  /**
+   * `text` as an answer (a refusal's message) writes it: anything shaped like a team key or a
+   * webhook secret `[REDACTED]` whatever it is, and the gateway's own secrets by value. A
+   * team's webhook secret is not looked for by value: it is no secret of the gateway's, so a
+   * request holding it is not refused, and an echo of the caller's text `[REDACTED]` only when
+   * it held another team's secret would confirm a guess at it (its bare base64 is echoed as
+   * sent, as any other text of the caller's).
+   */
+  scrubAnswer(written: string): string {
+    const text = withoutKeys(withoutWebhookSecrets(written))
+    if (this.#ownValues.size === 0) return text
+    this.#ownPattern ??= alternation(this.#ownValues)
+    return text.replace(this.#ownPattern, '[REDACTED]')
+  }
+}
+
+/** One pattern finding any of `values`, the longest first (a secret inside another is redacted with it). */
+function alternation(values: Set<string>): RegExp {
+  return new RegExp([...values].sort((a, b) => b.length - a.length).map(escapeRegExp).join('|'), 'g')
 }
 
 function escapeRegExp(s: string): string {

@@ -10,7 +10,14 @@ import { call, itLoggedNoSecret, REPORT_DATES, useAttackGateway } from './attack
 // scrub looked for it whole, a longer one was answered in part to whoever named it.
 
 const LONG_SECRET = `whsec_${'Zq7Yx2Wv'.repeat(12)}`
-const yaml = `jobs:\n  webhookHosts: [localhost]\n${SANDBOX_TEAMS_YAML.replace('    write: true\n', `    write: true\n    webhook: { url: "http://localhost:9/hook", secret: "${LONG_SECRET}" }\n`)}`
+// Another team's, of the length `echo whsec_$(openssl rand -base64 24)` makes: whole in any echo.
+const SECRET = 'whsec_Kd8rTq2LmW5vXc9NbH3jPa7sFy1G'
+const teams = SANDBOX_TEAMS_YAML.replace('    write: true\n', `    write: true\n    webhook: { url: "http://localhost:9/hook", secret: "${LONG_SECRET}" }\n`).replace(
+  '    refresh: true\n',
+  `    refresh: true\n    webhook: { url: "http://localhost:9/hook", secret: "${SECRET}" }\n`,
+)
+if (!teams.includes(SECRET) || !teams.includes(LONG_SECRET)) throw new Error('webhook-secret-echoes: the teams hold no webhook secret')
+const yaml = `jobs:\n  webhookHosts: [localhost]\n${teams}`
 
 const sg = useAttackGateway({ yaml })
 
@@ -30,4 +37,31 @@ describe('another team\'s webhook secret, longer than a refusal writes of a call
   })
 })
 
-itLoggedNoSecret(sg, [LONG_SECRET])
+/** `text` with its last letter of `secret`'s other case: the same form and length, and no team's secret. */
+function decoyOf(secret: string): string {
+  const last = secret.at(-1) as string
+  return `${secret.slice(0, -1)}${last === last.toUpperCase() ? last.toLowerCase() : last.toUpperCase()}`
+}
+
+// What a caller sends, with `guess` in a place a refusal names it.
+const ECHOES: [string, (guess: string) => string][] = [
+  ['a job call\'s parameter it does not take', (guess) => `/api/v1/jobs/abc?${guess}=1`],
+  ['a report parameter\'s value', (guess) => `${REPORT_PATH}?advertiserId=101&dateFrom=${guess}&dateTo=2026-01-07`],
+  ['a parameter name the platform would not read plainly', (guess) => `${REPORT_PATH}?advertiserId=101&${REPORT_DATES}&x${guess}!=1`],
+]
+
+describe('a guess at another team\'s webhook secret, in what a refusal names', () => {
+  const bare = SECRET.slice('whsec_'.length)
+  it.each(ECHOES)('as %s: the secret and a text of its form that is none are answered alike', async (_, target) => {
+    for (const secret of [SECRET, bare]) {
+      const hit = await call(sg, 'GET', target(secret), { key: KEYS.growth })
+      const miss = await call(sg, 'GET', target(decoyOf(secret)), { key: KEYS.growth })
+      expect(hit.status).toBe(400)
+      expect(miss.status).toBe(400)
+      // Alike but for the text sent: each as it was sent, or each [REDACTED].
+      expect(JSON.stringify(hit.json).replaceAll(secret, '<sent>')).toBe(JSON.stringify(miss.json).replaceAll(decoyOf(secret), '<sent>'))
+    }
+  })
+})
+
+itLoggedNoSecret(sg, [LONG_SECRET, SECRET])

@@ -42,6 +42,6 @@ export async function adminSuspensionRoutes(app: FastifyInstance, { suspensions,
     auditLog.info({ action: 'lift-suspension', team, lifted, replicas, actor: request.adminActor }, lifted ? `team suspension lifted ${where}` : `team suspension lift asked ${where}: the team was not suspended here`)
     // The name as the path gave it, but a secret of the gateway's or a team key pasted there:
     // the answer repeats no secret (the audit line is scrubbed with the log).
-    return { team: secrets.scrub(team), lifted, replicas }
+    return { team: secrets.scrubAnswer(team), lifted, replicas }
   })
 }
