@@ -1,7 +1,6 @@
 import { BadRequestError, NotFoundError, UnsafePathError } from '../errors.js'
 import { API_PREFIX, unsafeSpelling } from './path-safety.js'
 import { UNRESERVED_ESCAPE } from '../platform/canonical-path.js'
-import { shownQuoted, shownValue } from '../observe/caller-text.js'
 
 export type Pair = [string, string]
 
@@ -64,20 +63,24 @@ export function checkTarget(rawUrl: string, maxParams: number): RequestTarget {
 /**
  * The names and values of a query or form (`raw`: its text, `application/x-www-form-urlencoded`),
  * read as URLSearchParams reads them, refused (400) where a PHP platform would read them differently.
+ * A refusal names the parameter by its place (1 for the first), never by its text: a query
+ * is checked before the key, and an echo redacted where it held a secret of the gateway's
+ * (a password may be any plain word) would tell any caller whether its text holds one.
  */
 export function checkParams(raw: string, where: 'query' | 'body', maxParams: number): Pair[] {
   const params: Pair[] = []
   for (const [spelledName, spelledValue] of splitPairs(raw)) {
     if (params.length === maxParams) throw new BadRequestError(`${where}: more than ${maxParams} parameters`)
+    const place = params.length + 1
     const name = decodeComponent(spelledName)
-    if (name === null) throw new BadRequestError(`${where}: parameter name ${shownQuoted(spelledName)} ${NOT_UTF8}`)
-    if (!PLAIN_NAME.test(name)) throw new BadRequestError(`${where}: parameter name ${shownQuoted(name)} is not plain (letters, digits, _ . - [ ])`)
+    if (name === null) throw new BadRequestError(`${where}: the name of parameter ${place} ${NOT_UTF8}`)
+    if (!PLAIN_NAME.test(name)) throw new BadRequestError(`${where}: the name of parameter ${place} is not plain (letters, digits, _ . - [ ])`)
     // PHP counts a level at each `[` it opens.
-    if (name.split('[').length - 1 > MAX_NAME_NESTING) throw new BadRequestError(`${where}: parameter name ${shownQuoted(name)} is nested deeper than ${MAX_NAME_NESTING} levels, which a PHP platform may read as no parameter of that name at all`)
-    if (phpVariable(name) === METHOD_OVERRIDE_FIELD) throw new BadRequestError(`${where}: ${shownQuoted(name)} is ${METHOD_OVERRIDE_FIELD} (method override) to a PHP platform, and not accepted`)
+    if (name.split('[').length - 1 > MAX_NAME_NESTING) throw new BadRequestError(`${where}: the name of parameter ${place} is nested deeper than ${MAX_NAME_NESTING} levels, which a PHP platform may read as no parameter of that name at all`)
+    if (phpVariable(name) === METHOD_OVERRIDE_FIELD) throw new BadRequestError(`${where}: parameter ${place} is ${METHOD_OVERRIDE_FIELD} (method override) to a PHP platform, and not accepted`)
     const value = decodeComponent(spelledValue)
-    if (value === null) throw new BadRequestError(`${where}: parameter ${shownValue(name)} ${NOT_UTF8}`)
-    if (CONTROL.test(value)) throw new BadRequestError(`${where}: parameter ${shownValue(name)} holds a control character`)
+    if (value === null) throw new BadRequestError(`${where}: the value of parameter ${place} ${NOT_UTF8}`)
+    if (CONTROL.test(value)) throw new BadRequestError(`${where}: the value of parameter ${place} holds a control character`)
     params.push([name, value])
   }
   return params

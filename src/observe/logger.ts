@@ -45,6 +45,9 @@ export const REDACT_PATHS = [
  * The set of secret values in use, and every one used before (a platform token that was
  * replaced, or rotated away at run time, may still be valid); tokens rotate, so it is mutable.
  */
+/** The fewest characters of a value SecretSet redacts: a shorter one would scrub ordinary words (config validation keeps secrets longer). */
+export const SHORTEST_REDACTED = 6
+
 export class SecretSet {
   #values = new Set<string>()
   // The spellings of the gateway's own secrets alone (`add`), which an answer scrubs by value.
@@ -63,8 +66,7 @@ export class SecretSet {
   }
 
   add(value: string | null | undefined): void {
-    // Very short values would scrub ordinary words; config validation keeps secrets longer.
-    if (!value || value.length < 6 || this.#secrets.has(value)) return
+    if (!value || value.length < SHORTEST_REDACTED || this.#secrets.has(value)) return
     this.#secrets.add(value)
     // Each of its spellings the gateway's own text may hold: escaped in a JSON string, as every line writes it, percent-encoded…
     for (const form of escapedForms(value)) {
@@ -90,7 +92,7 @@ export class SecretSet {
    * and that team suspended.
    */
   addScrubbed(value: string | null | undefined): void {
-    if (!value || value.length < 6 || this.#values.has(value)) return
+    if (!value || value.length < SHORTEST_REDACTED || this.#values.has(value)) return
     for (const form of escapedForms(value)) this.#values.add(form)
     this.#pattern = null
   }

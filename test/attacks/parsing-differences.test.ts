@@ -181,15 +181,15 @@ describe('the gateway refuses what PHP would read differently: 400, nothing reac
     expect((await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, body: nested(32), headers: { 'content-type': 'application/json' } })).status).toBe(200)
   })
 
-  it('percent-encoded bytes that are not UTF-8, in a query or a form, a name or a value: the parameter named, no U+FFFD sent on', async () => {
+  it('percent-encoded bytes that are not UTF-8, in a query or a form, a name or a value: the parameter named by its place, no U+FFFD sent on', async () => {
     // URLSearchParams reads %FF as U+FFFD, which the gateway would send on as %EF%BF%BD
     // where PHP reads the byte 0xFF: what the platform got is in each failure's message.
     const queries: [string, string][] = [
-      [`/api/v1/report/campaigns/get?advertiserId=101&${REPORT_DATES}&x=%FF`, 'query: parameter x '],
-      [`/api/v1/report/campaigns/get?advertiserId=101&${REPORT_DATES}&note=caf%C3%28`, 'query: parameter note '],
-      ['/api/v1/campaign/get?path=%C0%AF', 'query: parameter path '],
-      ['/api/v1/campaign/get?s=%ED%A0%80', 'query: parameter s '],
-      ['/api/v1/campaign/get?a%FFb=1', 'query: parameter name "a%FFb" '],
+      [`/api/v1/report/campaigns/get?advertiserId=101&${REPORT_DATES}&x=%FF`, 'query: the value of parameter 4 '],
+      [`/api/v1/report/campaigns/get?advertiserId=101&${REPORT_DATES}&note=caf%C3%28`, 'query: the value of parameter 4 '],
+      ['/api/v1/campaign/get?path=%C0%AF', 'query: the value of parameter 1 '],
+      ['/api/v1/campaign/get?s=%ED%A0%80', 'query: the value of parameter 1 '],
+      ['/api/v1/campaign/get?a%FFb=1', 'query: the name of parameter 1 '],
     ]
     for (const [target, named] of queries) {
       sg.sandbox.clearRequests()
@@ -199,7 +199,7 @@ describe('the gateway refuses what PHP would read differently: 400, nothing reac
       expect(res.json.message).toContain(named)
       expect(res.json.message).toContain('not UTF-8')
     }
-    for (const [body, named] of [['userId=101&note=%FF', 'body: parameter note '], ['userId=101&%E2%82=1', 'body: parameter name "%E2%82" ']]) {
+    for (const [body, named] of [['userId=101&note=%FF', 'body: the value of parameter 2 '], ['userId=101&%E2%82=1', 'body: the name of parameter 2 ']]) {
       sg.sandbox.clearRequests()
       const res = await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, body, headers: FORM })
       expect(res.status, `${body}: the platform received ${JSON.stringify(sg.callerRequests().map((r) => r.body))}`).toBe(400)

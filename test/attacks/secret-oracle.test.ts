@@ -94,6 +94,48 @@ describe('a caller without a team key guessing at the gateway\'s secrets on the 
   })
 })
 
+// Where a refusal of the target names what the caller wrote (a parameter's name), before the key is read.
+// `plain`: the refusal comes for a plain name only (a secret of other characters is refused as a name not plain).
+const NAMED_IN_TARGET: [string, (guess: string) => string, boolean][] = [
+  ['a parameter name that is not plain', (guess) => `/api/v1/campaign/list?userId=101&x${encodeURIComponent(guess)}!=1`, false],
+  ['a parameter name that is not UTF-8', (guess) => `/api/v1/campaign/list?userId=101&x${encodeURIComponent(guess)}%FF=1`, false],
+  ['a parameter whose value is not UTF-8', (guess) => `/api/v1/campaign/list?userId=101&${encodeURIComponent(guess)}=%FF`, true],
+  ['a parameter whose value holds a control character', (guess) => `/api/v1/campaign/list?userId=101&${encodeURIComponent(guess)}=%01`, true],
+]
+
+async function answerOver(path: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
+  const res = await fetch(`${gw.url}${path}`, { headers })
+  return { status: res.status, body: await res.text() }
+}
+
+describe('a caller guessing at the gateway\'s secrets where a refusal of its target names what it wrote', () => {
+  it.each(NAMED_IN_TARGET)('in %s: answered the same whether it holds a secret or not, with a key or without', async (_where, target, plain) => {
+    for (const headers of [{}, { 'x-api-key': KEYS.growth }] as Record<string, string>[]) {
+      for (const [name, secret] of secrets()) {
+        if (plain && !/^[A-Za-z0-9_.-]+$/.test(secret)) continue
+        const guessed = await answerOver(target(secret), headers)
+        const missed = await answerOver(target(decoyOf(secret)), headers)
+        expect(guessed.status, name).toBe(400)
+        expect(guessed.body.replaceAll(secret, '<sent>'), name).toBe(missed.body.replaceAll(decoyOf(secret), '<sent>'))
+      }
+    }
+    expect(sandbox.requests).toHaveLength(0)
+  })
+})
+
+describe('an admin viewer guessing at the gateway\'s secrets as a parameter an admin call does not take', () => {
+  it('is answered the same whether the name holds a secret or not', async () => {
+    for (const [name, secret] of secrets()) {
+      for (const target of [(guess: string) => `/admin/status?${encodeURIComponent(guess)}=1`, (guess: string) => `/admin/status?x${encodeURIComponent(guess)}=1`]) {
+        const guessed = await gw.admin.inject({ method: 'GET', url: target(secret), headers: { authorization: `Bearer ${VIEWER_TOKEN}` } })
+        const missed = await gw.admin.inject({ method: 'GET', url: target(decoyOf(secret)), headers: { authorization: `Bearer ${VIEWER_TOKEN}` } })
+        expect(guessed.statusCode, name).toBe(400)
+        expect(guessed.body.replaceAll(secret, '<sent>'), name).toBe(missed.body.replaceAll(decoyOf(secret), '<sent>'))
+      }
+    }
+  })
+})
+
 describe('a caller guessing at the gateway\'s secrets through the admin listener\'s x-request-id', () => {
   it.each([
     ['no token', {}],

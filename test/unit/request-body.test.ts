@@ -100,11 +100,11 @@ describe('parseFormBody', () => {
   })
 
   it.each([
-    ['a lone continuation byte in a value', 'userId=101&x=%80', 'body: parameter x is not UTF-8'],
-    ['a truncated sequence in a name', 'userId=101&%E2%82=1', 'body: parameter name "%E2%82" is not UTF-8'],
-    ['an overlong slash', 'x=%C0%AF', 'body: parameter x is not UTF-8'],
-    ['an encoded surrogate', 'x=%ED%A0%80', 'body: parameter x is not UTF-8'],
-    ['a sequence broken by a plain character', 'x=%C3a%A9', 'body: parameter x is not UTF-8'],
+    ['a lone continuation byte in a value', 'userId=101&x=%80', 'body: the value of parameter 2 is not UTF-8'],
+    ['a truncated sequence in a name', 'userId=101&%E2%82=1', 'body: the name of parameter 2 is not UTF-8'],
+    ['an overlong slash', 'x=%C0%AF', 'body: the value of parameter 1 is not UTF-8'],
+    ['an encoded surrogate', 'x=%ED%A0%80', 'body: the value of parameter 1 is not UTF-8'],
+    ['a sequence broken by a plain character', 'x=%C3a%A9', 'body: the value of parameter 1 is not UTF-8'],
   ])('refuses escapes that are no UTF-8 (URLSearchParams would read U+FFFD): %s', (_name, text, message) => {
     expect(() => parseFormBody(Buffer.from(text), LIMITS)).toThrow(expect.objectContaining({ statusCode: 400, message: expect.stringContaining(message) as unknown }))
   })
