@@ -45,7 +45,7 @@ export const allErrors = {
   AdminUnauthorizedError: createError('GW_UNAUTHORIZED', 'missing or wrong admin token', 401),
   // An admin call whose headers present no admin token in the form the listener reads: what is wrong with their form.
   AdminTokenFormError: createError<[string]>('GW_UNAUTHORIZED', 'missing or wrong admin token: %s; send authorization: Bearer <admin token>', 401),
-  AdminGuessesError: createError<[string, number]>('GW_RATE_LIMITED', 'too many admin tokens refused from %s: every admin call from it is refused, whatever its token, for %d s', 429),
+  AdminGuessesError: createError<[string, number]>('GW_RATE_LIMITED', 'too many admin tokens refused from %s: its calls without a right admin token are refused for %d s', 429),
   // A Host the admin listener does not answer to (admin.hosts): the name as sent, without its port, never more than a DNS name.
   AdminHostError: createError<[string]>('GW_ADMIN_HOST', 'the admin listener does not answer to the name %s (a page of another site can make its own name resolve to this address); to call it by this name, add the name to admin.hosts (ADMIN_HOSTS); an IP address or localhost is always answered', 421),
   AdminForbiddenError: createError<[string, string]>('GW_FORBIDDEN', 'the admin token of %s is a viewer\'s: it may read, not change (%s needs an operator\'s token); nothing was changed', 403),

@@ -1,13 +1,14 @@
 import { isIP } from 'node:net'
 import { LRUCache } from 'lru-cache'
 
-// How fast one address may guess the admin token: ADMIN_GUESSES refused tokens within
-// ADMIN_GUESS_WINDOW_MS of the first, then nothing until that window ends. A locked
-// address is refused every admin call, the right token's too: otherwise a guess that hits
-// would still be told apart from the others, and guessing would go on at full speed.
-// The bound stays far above what people and test suites send by mistake (the console asks
-// 8 calls at once with the token it is given: twelve mistypes within the minute), and far
-// below what a guesser sends (thousands a second on one connection).
+// How many refused admin tokens one address sends: ADMIN_GUESSES within
+// ADMIN_GUESS_WINDOW_MS of the first, then its calls without a right token are refused 429
+// until that window ends. A right token still passes: operators behind one NAT or balancer
+// share a guesser's address, and a lock of every token would let anyone there lock them
+// out. So the lock tells a script that it is wrong and keeps a flood to one audit line; what
+// keeps a guesser from a token is the token's length (decisions/admin-guess-bound.md). The
+// bound stays far above what people and test suites send by mistake (the console asks 8
+// calls at once with the token it is given: twelve mistypes within the minute).
 
 /** Refused admin tokens an address may send within ADMIN_GUESS_WINDOW_MS. */
 export const ADMIN_GUESSES = 100

@@ -1,7 +1,7 @@
-// The admin listener locks an address out once it sent too many refused tokens
+// The admin listener refuses an address 429 once it sent too many refused tokens
 // (src/access/admin-guesses.ts). A test that sends many wrong tokens for another purpose
 // (the 401 of every call, a token polled for until a reload takes it) sends each from an
-// address of its own, so that what it tests is not that lock.
+// address of its own, so that what it tests is not that bound.
 
 // From 127.0.1.0 on: 127.0.0.1, inject's own, is never one of them.
 let next = 255

@@ -34,9 +34,9 @@ const whoamiSchema = {
 } as const
 
 /**
- * Who may call /admin/*, and with what: an address that has not guessed at the token
- * (admin-guesses.ts: 429 once it sent too many refused tokens, whatever its token now), a
- * known admin token (401 otherwise, a flood of refusals logged as one line), an operator's for a change (a viewer's is 403, audited),
+ * Who may call /admin/*, and with what: a known admin token, from any address (without one:
+ * 429 from an address that sent too many refused tokens, admin-guesses.ts; else 401, a
+ * flood of refusals logged as one line), an operator's for a change (a viewer's is 403, audited),
  * and no body on a call that takes none (400), before anything of the call is read.
  * Registered inside adminRoutes, so it covers every /admin/* route and nothing else of
  * the listener; GET /admin/whoami says which token the caller holds (the console hides
@@ -54,19 +54,23 @@ export function adminAccess(app: FastifyInstance, { adminAuth, auditLog, clock }
   app.addHook('onClose', async () => refusals.close())
   app.addHook('onRequest', async (request) => {
     if (!adminAuth.enabled) throw new AdminUnavailableError()
-    const lockedFor = guesses.lockedFor(request.ip)
-    if (lockedFor !== null) {
-      const reason = `more than ${ADMIN_GUESSES} admin tokens refused within a minute`
-      refusals.note('GW_RATE_LIMITED', () =>
-        auditLog.warn(
-          { action: 'admin-auth', outcome: 'refused', source: request.ip, method: request.method, path: pathOf(request), reqId: request.id, reason },
-          'admin call refused: its address guessed at the admin token',
-        ), `admin call from ${request.ip}: ${reason}`)
-      throw Object.assign(new AdminGuessesError(request.ip, lockedFor), { retryAfterSec: lockedFor })
-    }
     const match = BEARER.exec(request.headers.authorization ?? '')
     const actor = actorOf(request, adminAuth)
     if (actor === null) {
+      // An address past the bound of refused tokens is refused 429 until its window ends, but
+      // only a call without a right token: operators behind one NAT or balancer share the
+      // guesser's address. What bounds a guesser is then each token's length
+      // (decisions/admin-guess-bound.md).
+      const lockedFor = guesses.lockedFor(request.ip)
+      if (lockedFor !== null) {
+        const reason = `more than ${ADMIN_GUESSES} admin tokens refused within a minute`
+        refusals.note('GW_RATE_LIMITED', () =>
+          auditLog.warn(
+            { action: 'admin-auth', outcome: 'refused', source: request.ip, method: request.method, path: pathOf(request), reqId: request.id, reason },
+            'admin call refused: its address guessed at the admin token',
+          ), `admin call from ${request.ip}: ${reason}`)
+        throw Object.assign(new AdminGuessesError(request.ip, lockedFor), { retryAfterSec: lockedFor })
+      }
       // A missing token is no guess (a browser's or a probe's call without one); a wrong one is.
       if (match) guesses.refused(request.ip)
       const reason = match ? 'unknown token' : 'no bearer token'

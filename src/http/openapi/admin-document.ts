@@ -33,7 +33,7 @@ const WHEN: Record<string, string> = {
   GW_PLATFORM_AUTH: 'The password login failed.',
   GW_UPSTREAM: 'A call to the platform failed.',
   GW_ADMIN_HOST: 'The request\'s `Host`, or the host its target names in absolute form (`GET http://host/path`), names neither an IP address, `localhost`, nor a name of `admin.hosts` (`ADMIN_HOSTS`): a page of another site whose name was made to resolve to this address (DNS rebinding). Nothing was read or changed.',
-  GW_RATE_LIMITED: `The caller's address sent ${ADMIN_GUESSES} admin tokens this replica refused within ${ADMIN_GUESS_WINDOW_MS / 1000} s of the first: every \`/admin/*\` call from it is refused, whatever its token, until those ${ADMIN_GUESS_WINDOW_MS / 1000} s end; \`retry-after\` says when.`,
+  GW_RATE_LIMITED: `The caller's address sent ${ADMIN_GUESSES} admin tokens this replica refused within ${ADMIN_GUESS_WINDOW_MS / 1000} s of the first: every \`/admin/*\` call from it without a right admin token is refused until those ${ADMIN_GUESS_WINDOW_MS / 1000} s end (\`retry-after\` says when); a right token passes whatever its address sent.`,
   GW_ADMIN_DISABLED: 'No admin token is configured (`ADMIN_TOKEN`, `ADMIN_VIEWER_TOKEN`, `ADMIN_TOKENS_FILE`): every `/admin/*` call is refused.',
   GW_REDIS_UNAVAILABLE: 'Redis could not be reached.',
   GW_JOBS_UNAVAILABLE: 'Report jobs and their deliveries are kept in Redis, which cannot be read now; `retry-after` says when to ask again.',
