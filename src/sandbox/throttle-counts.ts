@@ -10,6 +10,10 @@
 // calls the first let through and refuses past its own limit with its own headers, and each
 // answer carries the headers of the stricter of the two, as Laravel writes them
 // (getHeaders keeps an inner middleware's X-RateLimit-* whose remaining is not above the outer's).
+// Routes may share one limiter (`limiter`): Laravel keys a plain `throttle:5,1` by the token's
+// user alone (resolveRequestSignature), and a named limiter (`throttle:reports`) by its name
+// and what its `by()` says, so two routes behind either are one count of both, one window,
+// one refusal with one reset. A route without `limiter` counts alone (`throttle:5,1,<prefix>`).
 
 /** Laravel's default `api` limiter: `Limit::perMinute(60)`. */
 export const THROTTLE_LIMIT = 60
@@ -32,8 +36,8 @@ export function parseThrottle(value: unknown): Partial<ThrottleSettings> | strin
   return t as Partial<ThrottleSettings>
 }
 
-/** A route's own throttle: `limit` calls a window of `windowMs`, refused past it. */
-export interface RouteThrottle { limit: number; windowMs: number }
+/** A route's own throttle: `limit` calls a window of `windowMs`, refused past it; `limiter`: the name of the count it shares with every route of that name (none: its own). */
+export interface RouteThrottle { limit: number; windowMs: number; limiter?: string }
 
 type Windows = Map<number, { start: number; hits: number }>
 
@@ -50,10 +54,16 @@ export class ThrottleCounts {
     this.#routes.clear()
   }
 
-  /** The own throttle of the route at `path` (its pattern, as the routes are registered) from now on; null: none. */
+  /** The own throttle of the route at `path` (its pattern, as the routes are registered) from now on, its windows begun anew (a named limiter's, on each of its routes); null: none. */
   setRoute(path: string, throttle: RouteThrottle | null): void {
-    if (throttle === null) this.#routes.delete(path)
-    else this.#routes.set(path, { throttle, windows: new Map() })
+    if (throttle === null) {
+      this.#routes.delete(path)
+      return
+    }
+    const windows: Windows = new Map()
+    this.#routes.set(path, { throttle, windows })
+    if (throttle.limiter === undefined) return
+    for (const route of this.#routes.values()) if (route.throttle.limiter === throttle.limiter) route.windows = windows
   }
 
   /** Counts a call of the account's token on the route at `path` (a refused call is not counted: Laravel checks before it hits). */

@@ -162,6 +162,8 @@ export interface Sandbox {
    * `x-ratelimit-limit`, `x-ratelimit-remaining: 0`, `retry-after` and `x-ratelimit-reset`;
    * each answer of the route carries the stricter count of the two, as Laravel writes it.
    * `path`: the route's pattern (`/api/v1/campaign/banner/create`); null removes it.
+   * `limiter`: routes given one name share one count, window and refusal (Laravel keys a
+   * plain `throttle:5,1`, or a named limiter, by the token's user, whatever the route).
    */
   setRouteThrottle(path: string, throttle: RouteThrottle | null): void
   setFailure(mode: FailureMode): void
