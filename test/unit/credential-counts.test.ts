@@ -138,4 +138,57 @@ describe('CredentialCounts', () => {
     expect(counts.routeView(`/api/v1/r${MAX_ROUTE_LIMITERS - 1}/get`)).not.toBeNull()
     expect(counts.routeView(`/api/v1/r${MAX_ROUTE_LIMITERS}/get`)).toBeNull()
   })
+
+  it('takes two routes for one limiter where one is refused with count left as it read it, until the second the other was refused: one count of both, shared out among the teams of either', () => {
+    const { clock, counts, answer, named } = setUp()
+    named()
+    // One count of 4 for both routes: 1 call on REPORT, 3 on OTHER_REPORT, then both refused.
+    const OTHER_REPORT = '/api/v1/report/adPlacementPositions/get'
+    answer(counts.pass(REPORT), REPORT, 4, 3)
+    for (let left = 2; left >= 0; left--) answer(counts.pass(OTHER_REPORT), OTHER_REPORT, 4, left)
+    answer(counts.pass(OTHER_REPORT), OTHER_REPORT, 4, 0, 429)
+    // REPORT read 3 left: its refusal says the count was spent by calls it did not count.
+    answer(counts.pass(REPORT), REPORT, 4, 0, 429)
+    clock.advance(60_000)
+    // The token's count named again (else a smaller limit named on two routes for its window is the count lowered).
+    named()
+    // A new window of 4: team a asks on REPORT, team b on OTHER_REPORT, a share of 2 each of the one count.
+    let left = 4
+    const sent = (team: string, route: string): boolean => {
+      const a = counts.admit(team, route)
+      if (a.kind === 'sent') answer(a, route, 4, --left)
+      return a.kind === 'sent'
+    }
+    expect(counts.refusing('a', REPORT)).toBeNull()
+    expect(counts.refusing('b', OTHER_REPORT)).toBeNull()
+    expect(sent('b', OTHER_REPORT)).toBe(true)
+    expect(sent('b', OTHER_REPORT)).toBe(true)
+    expect(counts.admit('b', OTHER_REPORT)).toMatchObject({ kind: 'refused' })
+    expect(sent('a', REPORT)).toBe(true)
+    expect(sent('a', REPORT)).toBe(true)
+  })
+
+  it('keeps two routes of limiters of their own apart though refused in one second: each was refused with nothing left as it read it', () => {
+    const { clock, counts, answer, named } = setUp()
+    named()
+    const OTHER_REPORT = '/api/v1/report/adPlacementPositions/get'
+    // A dashboard reading both routes at once: each window begun in the same second, each spent by its own calls.
+    for (let left = 3; left >= 0; left--) {
+      answer(counts.pass(REPORT), REPORT, 4, left)
+      answer(counts.pass(OTHER_REPORT), OTHER_REPORT, 4, left)
+    }
+    answer(counts.pass(REPORT), REPORT, 4, 0, 429)
+    answer(counts.pass(OTHER_REPORT), OTHER_REPORT, 4, 0, 429)
+    clock.advance(60_000)
+    named()
+    // A new window: team a alone on each route is kept each route's whole 4.
+    for (const route of [REPORT, OTHER_REPORT]) {
+      let left = 4
+      for (let i = 0; i < 4; i++) {
+        const a = counts.admit('a', route)
+        expect(a.kind, `${route} ${i}`).toBe('sent')
+        if (a.kind === 'sent') answer(a, route, 4, --left)
+      }
+    }
+  })
 })

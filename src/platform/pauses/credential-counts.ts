@@ -34,6 +34,9 @@ import type { CountSync } from './count-sync.js'
 /** Routes whose own limiters are kept; past this many, a further route's 429s pause as any route's do. */
 export const MAX_ROUTE_LIMITERS = 64
 
+/** How far apart two refusals' ends may be and still be one window's: Laravel's reset and retry-after are whole seconds. */
+const SAME_SECOND_MS = 1000
+
 /** A call let through both counts: its place among the token's sends and, on a route throttled on its own, among that route's. */
 export interface Sends { token: Sent; route: Sent | null }
 
@@ -130,10 +133,36 @@ export class CredentialCounts {
     // A limit named on this route alone makes no limiter of it but by its refusal: until then it is as likely the token's count.
     const limiter = smaller || (status === 429 && count.refusal) ? this.#limiter(route) : (this.#routes.get(route) ?? null)
     if (limiter === null) return true
+    const refused = status === 429 && count.refusal
+    // What this route's limiter read as left before its refusal: more than none, its count was spent by calls it did not count.
+    const leftBefore = refused ? limiter.counts.view().left : null
     // A call sent before its route's limiter was known is counted from its answer.
     limiter.counts.told(sends.route ?? limiter.counts.pass(), status, count, retryAfterMs)
     limiter.sync?.poke()
+    if (leftBefore !== null && leftBefore > 0) this.#joinSharer(route, limiter)
     return true
+  }
+
+  /**
+   * `route`, refused with count left as it read it, joins the limiter of another route that
+   * names the same limit and was refused until the same second: Laravel keys a plain
+   * `throttle:N,M` (or a named limiter) by the token's user, whatever the route, so two routes
+   * behind one are one count of both, and each route's refusal says the one window's end. Two
+   * limiters of their own refuse each route when its own calls spent it (nothing left as its
+   * limiter read it), so a dashboard reading both routes at once, their windows begun in one
+   * second, is not taken for one count (docs/decisions/count-shares.md).
+   */
+  #joinSharer(route: string, limiter: RouteLimiter): void {
+    const own = limiter.counts.view()
+    if (own.limit === null || own.heldUntil <= this.#o.clock.now()) return
+    for (const [other, sharer] of this.#routes) {
+      if (other === route || sharer === limiter) continue
+      const theirs = sharer.counts.view()
+      if (theirs.limit !== own.limit || Math.abs(theirs.heldUntil - own.heldUntil) > SAME_SECOND_MS) continue
+      limiter.sync?.stop()
+      for (const [each, held] of this.#routes) if (held === limiter) this.#routes.set(each, sharer)
+      return
+    }
   }
 
   /** Reads the other replicas' records of the token's count before any call. */
