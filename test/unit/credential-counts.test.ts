@@ -191,4 +191,26 @@ describe('CredentialCounts', () => {
       }
     }
   })
+
+  it('reads a joined route\'s answers to calls sent before the join as calls counted from their answer: the limiter it joined goes on reading its own', () => {
+    const { clock, counts, answer, named } = setUp()
+    named()
+    const OTHER_REPORT = '/api/v1/report/adPlacementPositions/get'
+    // One count of 10: six calls on REPORT, one more sent and not yet answered, then four on OTHER_REPORT spend it.
+    for (let left = 9; left >= 4; left--) answer(counts.pass(REPORT), REPORT, 10, left)
+    const late = counts.pass(REPORT)
+    for (let left = 3; left >= 0; left--) answer(counts.pass(OTHER_REPORT), OTHER_REPORT, 10, left)
+    answer(counts.pass(OTHER_REPORT), OTHER_REPORT, 10, 0, 429)
+    // REPORT read count left: refused, it joins OTHER_REPORT's limiter; then the call sent before is answered.
+    answer(counts.pass(REPORT), REPORT, 10, 0, 429)
+    answer(late, REPORT, 10, 0, 429)
+    clock.advance(60_000)
+    named()
+    // A new window: the joined limiter reads its own answers on either route.
+    const a = counts.admit('a', OTHER_REPORT)
+    expect(a.kind).toBe('sent')
+    if (a.kind === 'sent') answer(a, OTHER_REPORT, 10, 9)
+    expect(counts.routeView(REPORT)).toMatchObject({ left: 9 })
+    expect(counts.routeView(OTHER_REPORT)).toMatchObject({ left: 9 })
+  })
 })

@@ -37,8 +37,13 @@ export const MAX_ROUTE_LIMITERS = 64
 /** How far apart two refusals' ends may be and still be one window's: Laravel's reset and retry-after are whole seconds. */
 const SAME_SECOND_MS = 1000
 
-/** A call let through both counts: its place among the token's sends and, on a route throttled on its own, among that route's. */
-export interface Sends { token: Sent; route: Sent | null }
+/**
+ * A call let through both counts: its place among the token's sends and, on a route throttled
+ * on its own, among that route's (`counted`: the limiter whose place it is; a route that joined
+ * another's limiter since reads its answer as a call counted from its answer, its place being
+ * none of that limiter's).
+ */
+export interface Sends { token: Sent; route: Sent | null; counted: CountShares | null }
 
 /** Refused: how long its team waits, and the route whose own limiter refused it (null: the token's count). */
 export interface CountRefusal { waitMs: number; route: string | null }
@@ -90,22 +95,24 @@ export class CredentialCounts {
     const token = this.token.admit(team)
     if (token.kind === 'refused') return { kind: 'refused', waitMs: token.waitMs, route: null }
     const limiter = this.#routes.get(route)
-    if (limiter === undefined) return { kind: 'sent', token, route: null }
+    if (limiter === undefined) return { kind: 'sent', token, route: null, counted: null }
     const own = limiter.counts.admit(team)
-    if (own.kind === 'sent') return { kind: 'sent', token, route: own }
+    if (own.kind === 'sent') return { kind: 'sent', token, route: own, counted: limiter.counts }
     this.token.unsent(team, token.seq)
     return { kind: 'refused', waitMs: own.waitMs, route }
   }
 
   /** A call no count holds back (the probe call, a pause's trial) on `route`, about to be sent: counted among the sends, in no team's. */
   pass(route: string): Sends {
-    return { token: this.token.pass(), route: this.#routes.get(route)?.counts.pass() ?? null }
+    const counts = this.#routes.get(route)?.counts ?? null
+    return { token: this.token.pass(), route: counts?.pass() ?? null, counted: counts }
   }
 
   /** A call of `team` on `route` let through never reached the platform: neither count counts it. */
   unsent(team: string, route: string, sends: Sends): void {
     this.token.unsent(team, sends.token.seq)
-    if (sends.route !== null) this.#routes.get(route)?.counts.unsent(team, sends.route.seq)
+    const counts = this.#routes.get(route)?.counts
+    if (sends.route !== null && sends.counted === counts) counts.unsent(team, sends.route.seq)
   }
 
   /**
@@ -136,8 +143,8 @@ export class CredentialCounts {
     const refused = status === 429 && count.refusal
     // What this route's limiter read as left before its refusal: more than none, its count was spent by calls it did not count.
     const leftBefore = refused ? limiter.counts.view().left : null
-    // A call sent before its route's limiter was known is counted from its answer.
-    limiter.counts.told(sends.route ?? limiter.counts.pass(), status, count, retryAfterMs)
+    // A call sent before its route's limiter was known (or before it joined another's) is counted from its answer.
+    limiter.counts.told(sends.route !== null && sends.counted === limiter.counts ? sends.route : limiter.counts.pass(), status, count, retryAfterMs)
     limiter.sync?.poke()
     if (leftBefore !== null && leftBefore > 0) this.#joinSharer(route, limiter)
     return true
