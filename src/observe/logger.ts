@@ -5,6 +5,7 @@ import { withoutWebhookSecrets } from '../config/webhook-secret.js'
 import { failureFields } from './failure-log.js'
 import { SecretSearch } from './secret-search.js'
 import { ACCOUNT_CHARS, boundedText, CALLER_TEXT_CHARS } from './caller-text.js'
+import { escapedLineBreakers } from './line-escapes.js'
 
 // Paths that can hold a secret in anything we log: request and response headers, the
 // config, token replies. Values are also scrubbed by `SecretSet.scrub` below, so a
@@ -229,7 +230,8 @@ export function loggerOptions(level: string, secrets: SecretSet): LoggerOptions 
       },
     },
     hooks: {
-      streamWrite: (line) => secrets.scrub(line),
+      // Scrubbed as written, then each character that breaks a line to some reader escaped (line-escapes.ts).
+      streamWrite: (line) => escapedLineBreakers(secrets.scrub(line)),
       logMethod(args, method, at) {
         // A line below `error` is a failure the gateway expected and handled: its `err` is
         // written as a handled failure's fields, without a stack (contract, "Logs").
