@@ -46,7 +46,7 @@ export function inFlightBound(workers: number): number {
   return workers + Math.max(2, Math.floor(workers / 10))
 }
 
-interface Interval {
+export interface Interval {
   from: number
   to: number
 }
@@ -453,19 +453,30 @@ function checkReplicas(trace: Trace, steady: Interval[]): Verdict {
     }
   }
   if (over > 0) bad.push(`${over} seats taken past the bound, first ${first}`)
-  const twins = ['spread', 'single'].map((name) => {
+  const twins = twinsWork(trace, steady)
+  const twinsMargin = twins === null ? null : twins.single > 0 ? Math.abs(twins.spread / twins.single - 1) / 0.05 : Infinity
+  if (twinsMargin !== null) margins.push(twinsMargin)
+  if (twins !== null && twinsMargin !== null && twinsMargin > 1) bad.push(`team spread over ${s.replicas} replicas ${(twins.spread / 1000).toFixed(1)} worker-s, the same team on one ${(twins.single / 1000).toFixed(1)} in the steady phases`)
+  return { guarantee: 'replicas', ok: bad.length === 0, detail: bad.join('; '), margin: worst(margins) }
+}
+
+/**
+ * The twins' worker-ms over the steady phases (whole seconds within them): null where the run
+ * has no twins or does not judge them (steady phases under 10 s in all, or a twin the
+ * throttle of its route refused: the platform took its calls, so it is not the other's equal).
+ */
+export function twinsWork(trace: Trace, steady: Interval[]): { spread: number; single: number } | null {
+  const s = trace.scenario
+  if (!s.teams.some((t) => t.name === 'spread')) return null
+  if (steady.reduce((sum, i) => sum + (i.to - i.from), 0) < 10_000) return null
+  if (routeThrottled(trace, 'spread', { from: 0, to: s.durationMs }) || routeThrottled(trace, 'single', { from: 0, to: s.durationMs })) return null
+  const [spread, single] = ['spread', 'single'].map((name) => {
     const seconds = trace.workBySecond.get(name) ?? []
     let ms = 0
     for (const i of steady) for (let k = Math.ceil(i.from / 1000); k < Math.floor(i.to / 1000); k++) ms += seconds[k] ?? 0
     return ms
-  })
-  const [spread, single] = twins as [number, number]
-  // A twin the throttle of its route refused is not the other's equal: the platform took its calls.
-  const measured = steady.reduce((sum, i) => sum + (i.to - i.from), 0) >= 10_000 && !routeThrottled(trace, 'spread', { from: 0, to: s.durationMs }) && !routeThrottled(trace, 'single', { from: 0, to: s.durationMs })
-  const twinsMargin = s.teams.some((t) => t.name === 'spread') && measured ? (single > 0 ? Math.abs(spread / single - 1) / 0.05 : Infinity) : null
-  if (twinsMargin !== null) margins.push(twinsMargin)
-  if (twinsMargin !== null && twinsMargin > 1) bad.push(`team spread over ${s.replicas} replicas ${(spread / 1000).toFixed(1)} worker-s, the same team on one ${(single / 1000).toFixed(1)} in the steady phases`)
-  return { guarantee: 'replicas', ok: bad.length === 0, detail: bad.join('; '), margin: worst(margins) }
+  }) as [number, number]
+  return { spread, single }
 }
 
 function span(i: Interval): string {

@@ -87,6 +87,8 @@ export interface CallOptions {
   workClass: string
   costMs: number
   fail: FailMode
+  /** Its own factor on its cost at the platform (platform.ts); none: the platform draws it. */
+  costFactor?: number
   priority?: SimPriority
   /** The call's whole budget (platform.timeout: 30 s). */
   deadlineMs?: number
@@ -243,7 +245,7 @@ export class SimGateway {
     if (this.store !== null) record.unleasedAtSeat = this.replicas.length - this.store.leasing
     const sent = clock.now()
     const loop = this.#loops[replica]
-    const came = this.#platform.send({ team: opts.team, route: opts.workClass, costMs: opts.costMs, fail: opts.fail })
+    const came = this.#platform.send({ team: opts.team, route: opts.workClass, costMs: opts.costMs, fail: opts.fail, ...(opts.costFactor === undefined ? {} : { costFactor: opts.costFactor }) })
     // The answer as the gateway has it: once its loop handled it.
     const answer = loop ? loop.handled(came) : came
     const cut = this.#nullAfter(deadline - clock.now())

@@ -75,6 +75,8 @@ export interface SentCall {
   /** The report's base cost (ms). */
   costMs: number
   fail: FailMode
+  /** The call's own factor on its cost, in place of the platform's draw of the spread (teams.ts, `Asks`: the twins'). */
+  costFactor?: number
 }
 
 /** What the gateway sees of a call: its status (0: no connection) when the answer comes. */
@@ -194,7 +196,7 @@ export class SimPlatform {
     while (this.#queue.length > 0 && this.#busy.size < workers) {
       const job = this.#queue.shift() as Job
       job.started = now
-      const cost = job.call.costMs * this.#shape.slowness(now) * this.#random.spread(this.#shape.spread) + this.#crowdedMs()
+      const cost = job.call.costMs * this.#shape.slowness(now) * (job.call.costFactor ?? this.#random.spread(this.#shape.spread)) + this.#crowdedMs()
       this.#busy.add(job)
       this.#finishAt(job, this.#onTimers(now + Math.max(1, cost)))
       this.served.set(job.call.team, (this.served.get(job.call.team) ?? 0) + 1)

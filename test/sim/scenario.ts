@@ -75,11 +75,12 @@ export function randomScenario(seed: number): Scenario {
       const from = r.uniform(20_000, 60_000)
       scenario.storeStalls = [{ from, to: from + r.uniform(1_000, 15_000) }]
     }
-    // Twins: two equal busy teams, one spread over every replica, one on a single replica.
+    // Twins: two equal busy teams, one spread over every replica, one on a single replica,
+    // asking the same reports at the same costs in the same order (common random numbers).
     if (r.chance(0.5)) {
       const behaviour: Behaviour = { kind: 'callers', callers: r.int(workers, 2 * workers), reports: someOf(r, reports), thinkMs: [0, 0] }
       const all = Array.from({ length: scenario.replicas }, (_, k) => k)
-      scenario.teams.push({ name: 'spread', weight: 1, behaviour, replicas: all, from: 0, until: durationMs }, { name: 'single', weight: 1, behaviour, replicas: [r.int(0, scenario.replicas - 1)], from: 0, until: durationMs })
+      scenario.teams.push({ name: 'spread', weight: 1, behaviour, replicas: all, from: 0, until: durationMs, commonAsks: 'twins' }, { name: 'single', weight: 1, behaviour, replicas: [r.int(0, scenario.replicas - 1)], from: 0, until: durationMs, commonAsks: 'twins' })
     }
   }
   // Now and then a gateway starved of its core (a busy node, a pod at its CPU limit): its

@@ -2,7 +2,7 @@ import { SimClock } from './sim-clock.js'
 import { Random } from './random.js'
 import { SimPlatform, SAMPLE_MS, type PlatformSample, type PlatformShape, type Span, type ThrottleShape } from './platform.js'
 import { SimGateway, type CallRecord, type GovernorFactory } from './gateway.js'
-import { runTeam, type TeamPlan } from './teams.js'
+import { Asks, runTeam, type TeamPlan } from './teams.js'
 import { GatewayLoop } from './gateway-loop.js'
 
 /** How the platform's slowness moves: through these points (ms from the start, factor), flat before the first and after the last. */
@@ -102,6 +102,17 @@ export async function simulate(scenario: Scenario, factory: GovernorFactory): Pr
   }
   const platform = new SimPlatform(clock, shape, random.fork())
   const teamRandoms = scenario.teams.map(() => random.fork())
+  // Teams of one commonAsks key run on streams of one seed, drawn from the first one's own
+  // (no other part's draws move), their asks apart from their timing: they ask the same.
+  const commonSeeds = new Map<string, number>()
+  const teamStreams = (plan: TeamPlan, i: number): [Random, Asks?] => {
+    const own = teamRandoms[i] as Random
+    if (plan.commonAsks === undefined) return [own]
+    let seed = commonSeeds.get(plan.commonAsks)
+    if (seed === undefined) commonSeeds.set(plan.commonAsks, (seed = Math.floor(own.next() * 4294967296)))
+    const common = new Random(seed)
+    return [common, new Asks(common.fork(), scenario.spread)]
+  }
   const late = scenario.gatewayLate
   const loops = late?.length ? Array.from({ length: scenario.replicas }, () => new GatewayLoop(clock, random.fork(), (t) => slownessAt(late, t - START))) : []
   const gateway = new SimGateway(clock, platform, factory, scenario.replicas, new Map(scenario.teams.map((t) => [t.name, t.weight])), loops)
@@ -114,7 +125,7 @@ export async function simulate(scenario: Scenario, factory: GovernorFactory): Pr
     samples.push({ at: clock.now(), busy: p?.busy ?? 0, queued: p?.queued ?? 0, workers: platform.workers, waiting, idleAllowed: waiting > 0 && gateway.idleAllowed(platform.workers - (p?.busy ?? 0)), limit: gateway.limit, servingLimit: gateway.servingLimit, inFlight: gateway.inFlight, waitingTeams: waiting > 0 ? [...gateway.waitingByTeam().keys()] : [], stopped: waiting > 0 ? gateway.stopped() : [] })
   }, SAMPLE_MS)
   let running = scenario.teams.length
-  const teams = scenario.teams.map((plan, i) => runTeam({ ...plan, from: START + plan.from, until: START + plan.until }, gateway, clock, teamRandoms[i] as Random).finally(() => (running -= 1)))
+  const teams = scenario.teams.map((plan, i) => runTeam({ ...plan, from: START + plan.from, until: START + plan.until }, gateway, clock, ...teamStreams(plan, i)).finally(() => (running -= 1)))
   await clock.run(START + scenario.durationMs)
   clock.clearInterval(sampler)
   platform.stopSampling()

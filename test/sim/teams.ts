@@ -27,14 +27,37 @@ export interface TeamPlan {
   /** When it starts and stops asking (epoch ms). */
   from: number
   until: number
+  /** Teams of one key ask the same reports at the same costs in the same order, whatever their calls' timing (the twins: simulate.ts). */
+  commonAsks?: string
+}
+
+/**
+ * What a team asks, drawn apart from its timing: its k-th call's report and cost factor
+ * (the platform's spread) are the k-th draws of their own stream, however its callers'
+ * calls interleave. Two teams given streams of one seed ask the same things (common random
+ * numbers), so that what they get differs by what the governor gives them.
+ */
+export class Asks {
+  readonly #random: Random
+  readonly #spread: number
+
+  constructor(random: Random, spread: number) {
+    this.#random = random
+    this.#spread = spread
+  }
+
+  next(reports: readonly Report[]): { report: Report; costFactor: number } {
+    return { report: this.#random.pick(reports), costFactor: this.#random.spread(this.#spread) }
+  }
 }
 
 /** How long a caller whose call was refused waits before it asks again. */
 const RETRY_MS = 250
 
-/** Runs a team's plan; resolves when its last call has ended. */
-export async function runTeam(plan: TeamPlan, gateway: SimGateway, clock: SimClock, random: Random): Promise<void> {
+/** Runs a team's plan; resolves when its last call has ended. Its asks come from `asks` where given, else from `random` with its timing (the platform draws their costs). */
+export async function runTeam(plan: TeamPlan, gateway: SimGateway, clock: SimClock, random: Random, asks?: Asks): Promise<void> {
   const { behaviour: b, name: team } = plan
+  const ask = (reports: readonly Report[]): { report: Report; costFactor?: number } => (asks ? asks.next(reports) : { report: random.pick(reports) })
   let turn = 0
   const replica = () => plan.replicas[turn++ % plan.replicas.length] as number
   const think = (range: [number, number]) => clock.sleep(random.uniform(range[0], range[1]))
@@ -46,8 +69,8 @@ export async function runTeam(plan: TeamPlan, gateway: SimGateway, clock: SimClo
         await clock.sleep(random.uniform(0, 200))
         while (live()) {
           const records = await Promise.all(Array.from({ length: b.fanOut }, () => {
-            const report = random.pick(b.reports)
-            return gateway.call(replica(), { team, workClass: report.name, costMs: report.costMs, fail: 'none' })
+            const { report, costFactor } = ask(b.reports)
+            return gateway.call(replica(), { team, workClass: report.name, costMs: report.costMs, fail: 'none', ...(costFactor === undefined ? {} : { costFactor }) })
           }))
           if (records.some((r) => r.result === 'refused')) await clock.sleep(RETRY_MS)
           await think(b.thinkMs)
@@ -60,12 +83,13 @@ export async function runTeam(plan: TeamPlan, gateway: SimGateway, clock: SimClo
       const caller = async () => {
         await clock.sleep(random.uniform(0, 200))
         while (live()) {
-          const report = random.pick(b.reports)
+          const { report, costFactor } = ask(b.reports)
           const record = await gateway.call(replica(), {
             team,
             workClass: report.name,
             costMs: report.costMs,
             fail: b.fail ?? 'none',
+            ...(costFactor === undefined ? {} : { costFactor }),
             ...(b.priority === undefined ? {} : { priority: b.priority }),
             ...(b.hangUpMs === undefined ? {} : { hangUpMs: b.hangUpMs }),
             ...(b.deadlineMs === undefined ? {} : { deadlineMs: b.deadlineMs }),
@@ -83,8 +107,8 @@ export async function runTeam(plan: TeamPlan, gateway: SimGateway, clock: SimClo
       const calls: Promise<unknown>[] = []
       while (live()) {
         for (let i = 0; i < b.size; i++) {
-          const report = random.pick(b.reports)
-          calls.push(gateway.call(replica(), { team, workClass: report.name, costMs: report.costMs, fail: 'none' }))
+          const { report, costFactor } = ask(b.reports)
+          calls.push(gateway.call(replica(), { team, workClass: report.name, costMs: report.costMs, fail: 'none', ...(costFactor === undefined ? {} : { costFactor }) }))
         }
         await clock.sleep(b.everyMs)
       }
