@@ -117,6 +117,35 @@ describe('clients generated from docs/openapi.json and docs/admin-openapi.json w
     }
     expect(readFileSync(join(ROOT, 'README.md'), 'utf8')).toMatch(/`--path-params-as-types`[^.]*TS2413/)
   }, 120_000)
+
+  it("type-checks configuration.md's openapi-fetch line that tells a report from a job's status, its rows' callback filled in", async () => {
+    // The line a reader copies; `…` stands for the callback they write.
+    const configuration = readFileSync(join(ROOT, 'docs/configuration.md'), 'utf8')
+    const line = /as with openapi-fetch\s+`([^`]+)`/.exec(configuration)?.[1]
+    expect(line).toMatch(/^if \(data && 'data' in data/)
+    const own = mkdtempSync(join(tmpdir(), 'rgw-configuration-line-'))
+    try {
+      symlinkSync(join(ROOT, 'node_modules'), join(own, 'node_modules'))
+      writeFileSync(join(own, 'package.json'), '{"type": "module", "private": true}\n')
+      const ast = await openapiTS(structuredClone(proxyDoc) as unknown as OpenAPI3, { silent: true })
+      writeFileSync(join(own, 'schema.d.ts'), `${COMMENT_HEADER}${astToString(ast)}`)
+      writeFileSync(
+        join(own, 'app.ts'),
+        `import createClient from 'openapi-fetch'
+import type { paths } from './schema.d.ts'
+const api = createClient<paths>({ baseUrl: 'http://127.0.0.1:8080', headers: { 'x-api-key': 'rgw_x' } })
+const { data } = await api.GET('/api/v1/report/{split}/get', { params: { path: { split: 'campaigns' }, query: { advertiserId: 101, dateFrom: '2026-05-01', dateTo: '2026-05-03' } } })
+${line!.replaceAll('…', '(row) => row')}
+`,
+      )
+      writeFileSync(join(own, 'tsconfig.json'), JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', lib: ['ES2022', 'DOM'], types: [], strict: true, noEmit: true, allowImportingTsExtensions: true }, include: ['app.ts', 'schema.d.ts'] }))
+      const checked = spawnSync(TSC, ['-p', 'tsconfig.json'], { cwd: own, encoding: 'utf8' })
+      expect(checked.stdout + checked.stderr).toBe('')
+      expect(checked.status).toBe(0)
+    } finally {
+      rmSync(own, { recursive: true, force: true })
+    }
+  }, 120_000)
 })
 
 // The app a developer writes on the generated types: each call by its real path.
