@@ -95,6 +95,22 @@ describe('operations guide', () => {
     for (const file of [...tarballs, 'report-gateway-client-1.2.3.tgz']) expect(ignored.some((p) => matches(p, file)), file).toBe(true)
   })
 
+  it("keeps the secrets folder deploy.md's `docker run` mounts from the checkout, and an .env (which .dockerignore says .gitignore keeps out), out of git", () => {
+    const ignored = read('.gitignore').split('\n').filter((line) => line && !line.startsWith('#'))
+    // A pattern as git reads it: a leading `/` anchors it at the top, a trailing `/` names a folder
+    // (its files with it), `*` any run of characters but `/`, and one with no `/` inside matches at any depth.
+    const matches = (pattern: string, file: string) => {
+      const folder = pattern.endsWith('/')
+      const body = pattern.replace(/^\//, '').replace(/\/$/, '').replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')
+      const anywhere = !pattern.slice(0, -1).includes('/')
+      return new RegExp(`^${anywhere ? '(?:.*/)?' : ''}${body}${folder ? '/' : '(?:/|$)'}`).test(file)
+    }
+    const mounted = [...read('docs/operations/deploy.md').matchAll(/-v "\$PWD\/([\w.-]+):\/run\/secrets/g)].map((m) => m[1]!)
+    expect(mounted).toEqual(['secrets'])
+    expect(read('.dockerignore')).toMatch(/What \.gitignore keeps out of the repository[^\n]*\n#[^\n]*an \.env/)
+    for (const file of [...mounted.map((folder) => `${folder}/platform-token`), '.env', '.env.local', 'src/.env']) expect(ignored.some((p) => matches(p, file)), file).toBe(true)
+  })
+
   it('is one page a task, each listed by the index; a page links its own sections by anchor alone, and the README links the index', () => {
     expect(pages.length).toBeGreaterThanOrEqual(8)
     for (const { name, text } of pages) {
