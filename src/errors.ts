@@ -25,6 +25,9 @@ export const allErrors = {
   NotFoundError: createError('GW_NOT_FOUND', 'not found', 404),
   // A call of the proxy listener sent to the admin listener: where it goes (the proxy listener's port).
   AdminListenerPathError: createError<[number]>('GW_NOT_FOUND', 'not found: this is the admin listener (/admin/*, /console, /metrics, /healthz, /readyz, /docs); calls under /api/ are served by the proxy listener, port %d', 404),
+  // A call of the admin listener sent to the proxy listener (http/listener-paths.ts): where it
+  // goes, by the settings' names and defaults, never the admin listener's address in force.
+  ProxyListenerPathError: createError('GW_NOT_FOUND', 'not found: this is the proxy listener (/api/v1/*, /openapi.json, /healthz, /readyz); /admin/*, /console, /metrics and /docs are served by the admin listener (ADMIN_HOST:ADMIN_PORT, 127.0.0.1:8081 unless set)', 404),
   // A path under /api/v1/ refused for its spelling (access/path-safety.ts unsafeSpelling): what it holds, never the path.
   UnsafePathError: createError<[string]>('GW_NOT_FOUND', "not found: the path holds %s, which a server on the way could read as another path, and is sent nowhere; write the platform's path as it is: each / and . plain, no segment empty, . or ..", 404),
   MethodNotAllowedError: createError<[string, string]>('GW_METHOD_NOT_ALLOWED', '%s is never sent to the platform; under /api/v1/ the gateway takes %s', 405),
@@ -114,6 +117,7 @@ export const {
   NotFoundError,
   UnsafePathError,
   AdminListenerPathError,
+  ProxyListenerPathError,
   MethodNotAllowedError,
   PathMethodNotAllowedError,
   RateLimitedError,

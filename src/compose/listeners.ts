@@ -10,8 +10,9 @@ import type { AuditTrail } from '../access/audit-trail.js'
 import type { TeamReloader } from '../access/team-reload.js'
 import { KnownUrls } from '../access/known-urls.js'
 import { pathOf } from '../access/path-safety.js'
+import { servedByAdminListener, servedByProxyListener } from '../http/listener-paths.js'
 import { jsonRefusal } from '../access/request-body.js'
-import { AdminListenerPathError, BadRequestError, NotFoundError } from '../errors.js'
+import { AdminListenerPathError, BadRequestError, NotFoundError, ProxyListenerPathError } from '../errors.js'
 import { Admission } from '../access/admission.js'
 import { ADMIN_CHALLENGE, buildServer, PROXY_CHALLENGE, refusalsObservedOn } from '../http/server.js'
 import { allowOf, methodRefusal } from '../http/methods.js'
@@ -88,7 +89,9 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   }
   // What an answer names of a secret (SecretSet.scrubAnswer): a team's webhook secret by its form alone, never by value.
   const scrub = (text: string): string => parts.secrets.scrubAnswer(text)
-  const proxy = buildServer(config, log, failures, fast, { scrub, challenge: PROXY_CHALLENGE, connections: bound('proxy', 'server.maxConnections', config.server.maxConnections), rateOf: callerRate(admission), keyTeam: (headers) => parts.teams.runningTeam(headers), tracing, allow: (target) => allowOf(target, config.cache.enabled), refuseMethod: methodRefusal, bodyReader: 'handler', takesId, refusalHeaders: PROXY_ANSWER_HEADERS })
+  // An admin call sent here (the console's address typed with PORT for ADMIN_PORT) is told where it goes.
+  const proxyNotFound = (url: string) => (servedByAdminListener(pathOf(url)) ? new ProxyListenerPathError() : new NotFoundError())
+  const proxy = buildServer(config, log, failures, fast, { scrub, challenge: PROXY_CHALLENGE, notFound: proxyNotFound, connections: bound('proxy', 'server.maxConnections', config.server.maxConnections), rateOf: callerRate(admission), keyTeam: (headers) => parts.teams.runningTeam(headers), tracing, allow: (target) => allowOf(target, config.cache.enabled), refuseMethod: methodRefusal, bodyReader: 'handler', takesId, refusalHeaders: PROXY_ANSWER_HEADERS })
   // Every answer its router writes, the platform's passed on included, over their own. A
   // callback, not an async function: Fastify then makes no promise an answer for it.
   proxy.addHook('onSend', (_request, reply, payload, done) => {
@@ -110,7 +113,7 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   // A call of the proxy listener sent here (ADMIN_PORT given for PORT) is told where it goes:
   // the port the proxy listener is bound to (PORT=0 has it choose one), else the setting's.
   const proxyPort = () => (proxy.server.address() as AddressInfo | null)?.port ?? config.port
-  const notFound = (url: string) => (pathOf(url).startsWith('/api/') ? new AdminListenerPathError(proxyPort()) : new NotFoundError())
+  const notFound = (url: string) => (servedByProxyListener(pathOf(url)) ? new AdminListenerPathError(proxyPort()) : new NotFoundError())
   const admin = buildServer(config, log, failures, null, { scrub, challenge: ADMIN_CHALLENGE, connections: bound('admin', 'admin.maxConnections', config.admin.maxConnections), refusalHeaders: ADMIN_ANSWER_HEADERS, notFound })
   // Every admin call's body is JSON: a text/plain one is refused as any other type is
   // (`body: must be application/json`), not read as a string its schema then refuses.

@@ -42,3 +42,28 @@ describe('the admin listener, with the proxy listener on a port of its own choos
     expect(res.json().message).toMatch(new RegExp(`calls under /api/ are served by the proxy listener, port ${bound.port as number}$`))
   })
 })
+
+// An admin call sent to the proxy listener (the console's address typed with PORT, 8080, for
+// ADMIN_PORT, 8081, or `curl $GW/admin/status`) is told where such calls go, with or without
+// a token; the admin listener's port itself is not named to the proxy's callers.
+describe('the proxy listener, asked a call of the admin listener', () => {
+  const proxyPathMessage =
+    'not found: this is the proxy listener (/api/v1/*, /openapi.json, /healthz, /readyz); /admin/*, /console, /metrics and /docs are served by the admin listener (ADMIN_HOST:ADMIN_PORT, 127.0.0.1:8081 unless set)'
+  it.each(['/admin/status', '/admin', '/admin/token?x=1', '/console', '/console/console.js', '/metrics', '/docs', '/docs/json'])('%s: 404 saying the admin listener serves it', async (url) => {
+    for (const headers of [{}, { authorization: `Bearer ${ADMIN_TOKEN}` }]) {
+      const res = await gw.proxy.inject({ method: 'GET', url, headers })
+      expect(res.statusCode).toBe(404)
+      expect(res.headers['cache-control']).toBe('no-store')
+      expect(res.json()).toEqual({ statusCode: 404, code: 'GW_NOT_FOUND', error: 'Not Found', message: proxyPathMessage })
+    }
+    expect(sandbox.requests).toHaveLength(0)
+  })
+
+  it('keeps the bare not found for any other path', async () => {
+    for (const url of ['/', '/nothing/here', '/administration', '/metricsx', '/api/v2/x']) {
+      const res = await gw.proxy.inject({ method: 'GET', url })
+      expect(res.statusCode, url).toBe(404)
+      expect(res.json().message, url).toBe('not found')
+    }
+  })
+})
