@@ -204,6 +204,9 @@ export function assertMayCall(team: TeamConfig, method: string, path: string): v
 
 export function assertMayUseAccount(team: TeamConfig, account: number): void {
   if (team.advertisers !== null && !team.advertisers.has(account)) {
-    throw new ForbiddenError(`team ${team.name} may not use advertiser ${account}`)
+    // A team whose list is empty (`npm run keys -- new` without --advertisers writes `[]`)
+    // may use none: its caller is told so, not that this one advertiser is another's.
+    const why = team.advertisers.size === 0 ? ': its settings name no advertiser (advertisers: []); an operator lists the ids it may use in its advertisers' : ''
+    throw new ForbiddenError(`team ${team.name} may not use advertiser ${account}${why}`)
   }
 }
