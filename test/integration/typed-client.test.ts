@@ -311,6 +311,16 @@ describe('the typed client against what is not the gateway', () => {
     expect((err as Error).message).toContain('ECONNREFUSED')
   })
 
+  it("throws a 401 without a GW_* code (baseUrl set to the platform itself) as CLIENT_UNKNOWN_CODE saying it is not the gateway's, not as the platform's answer passed on", async () => {
+    // The gateway answers a key it refuses 401 GW_UNAUTHORIZED, and never passes a platform
+    // 401 on (502 GW_PLATFORM_REFUSED or GW_PLATFORM_AUTH): a bare 401 is another server's.
+    const client = createGatewayClient({ baseUrl: env.sandbox.url, apiKey: KEYS.all })
+    const err = await rejection(client.report('campaigns', WEEK))
+    expect(err).toMatchObject({ name: 'GatewayError', code: 'CLIENT_UNKNOWN_CODE', status: 401, body: { message: 'Unauthenticated.' } })
+    expect((err as Error).message).toBe("401: an answer without a GW_* code, so not the gateway's (a key it refuses is 401 GW_UNAUTHORIZED): is baseUrl the gateway's proxy listener? (Unauthenticated.)")
+    expect(await rejection(client.call('POST', '/api/v1/campaign/get', { body: { userId: 101 } }))).toMatchObject({ code: 'CLIENT_UNKNOWN_CODE', status: 401 })
+  })
+
   it('throws a proxy\'s HTML 502 in front of the gateway as CLIENT_NOT_JSON, not as a gateway code', async () => {
     const page = '<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n'
     const url = await serve((_req, res) => res.writeHead(502, { 'content-type': 'text/html' }).end(page))

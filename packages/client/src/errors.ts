@@ -70,7 +70,8 @@ type _EveryCodeListed = Holds<[Exclude<GatewayErrorCode, (typeof GATEWAY_ERROR_C
  *   nowhere else: `status` and `location` say where it leads;
  * - `CLIENT_TIMEOUT`: no whole answer within `timeoutMs`;
  * - `CLIENT_UNKNOWN_CODE`: an error answer whose code this client does not know (a newer
- *   gateway's GW_* code), or a 5xx without one, which the gateway never sends;
+ *   gateway's GW_* code), or a 5xx or a 401 without one, which the gateway never sends (a 401
+ *   without one: baseUrl names another server, the platform itself perhaps);
  * - `CLIENT_NOT_JSON`: a body that is not JSON where JSON is due (an HTML 502 of a proxy in between);
  * - `CLIENT_NOT_A_REPORT`: a 200 to a report read whose body is not a report (`{"data": [...]}`),
  *   or a 202 to one whose caller added `prefer: respond-async` (a job asked: its message says where it is read);
@@ -78,7 +79,7 @@ type _EveryCodeListed = Holds<[Exclude<GatewayErrorCode, (typeof GATEWAY_ERROR_C
  *   (TRACE, CONNECT, OPTIONS), a path outside `/api/v1/` (its dot segments resolved) or
  *   with a query of its own, a
  *   request fetch cannot make (a header value with a line break); nothing was sent;
- * - `PLATFORM_ANSWER`: the platform's own 4xx, passed through by the gateway (`body` is the platform's, e.g. `{"message": …}`).
+ * - `PLATFORM_ANSWER`: the platform's own 4xx but a 401, passed through by the gateway (`body` is the platform's, e.g. `{"message": …}`).
  */
 export const CLIENT_ERROR_CODES = ['CLIENT_NETWORK', 'CLIENT_REDIRECT', 'CLIENT_TIMEOUT', 'CLIENT_UNKNOWN_CODE', 'CLIENT_NOT_JSON', 'CLIENT_NOT_A_REPORT', 'CLIENT_REFUSED', 'PLATFORM_ANSWER'] as const
 export type ClientErrorCode = (typeof CLIENT_ERROR_CODES)[number]
@@ -164,10 +165,14 @@ export function answerError(body: unknown, response: Response): GatewayError {
     return new GatewayError('CLIENT_NOT_JSON', `${status}: an answer that is not JSON (${contentType(response)}): ${oneLine(body)}`, { ...details, body: body.slice(0, KEPT_TEXT) })
   }
   const code = isObject(body) && typeof body.code === 'string' ? body.code : null
-  if (code === null && status >= 400 && status < 500) {
-    const message = isObject(body) && typeof body.message === 'string' ? body.message : response.statusText
-    return new GatewayError('PLATFORM_ANSWER', `${status}: ${message}`, details)
+  const message = isObject(body) && typeof body.message === 'string' ? body.message : response.statusText
+  // The gateway answers a key it refuses 401 GW_UNAUTHORIZED and passes no platform 401 on
+  // (502 GW_PLATFORM_REFUSED or GW_PLATFORM_AUTH): a 401 without a code is another server's,
+  // the platform itself answering a baseUrl set to its address.
+  if (code === null && status === 401) {
+    return new GatewayError('CLIENT_UNKNOWN_CODE', `401: an answer without a GW_* code, so not the gateway's (a key it refuses is 401 GW_UNAUTHORIZED): is baseUrl the gateway's proxy listener? (${message})`, details)
   }
+  if (code === null && status >= 400 && status < 500) return new GatewayError('PLATFORM_ANSWER', `${status}: ${message}`, details)
   return new GatewayError('CLIENT_UNKNOWN_CODE', code === null ? `${status}: an answer without a GW_* code` : `${code} (${status}): a code this client does not know`, details)
 }
 
