@@ -321,6 +321,16 @@ describe('the typed client against what is not the gateway', () => {
     expect(await rejection(client.call('POST', '/api/v1/campaign/get', { body: { userId: 101 } }))).toMatchObject({ code: 'CLIENT_UNKNOWN_CODE', status: 401 })
   })
 
+  it('throws an https:// baseUrl of a listener that speaks plain HTTP as CLIENT_NETWORK saying so, on one line', async () => {
+    // The gateway's listeners speak plain HTTP; TLS is an ingress's. OpenSSL's own words end in a line break.
+    const url = await serve((_req, res) => res.end('{}'))
+    const err = await rejection(createGatewayClient({ baseUrl: url.replace('http://', 'https://'), apiKey: KEYS.all }).report('campaigns', WEEK))
+    expect(err).toMatchObject({ name: 'GatewayError', code: 'CLIENT_NETWORK', status: null })
+    const message = (err as Error).message
+    expect(message).toContain(': no answer (TLS failed: the server answered in plain HTTP, not TLS (ERR_SSL_WRONG_VERSION_NUMBER); the gateway speaks plain HTTP: write baseUrl http://…, or https:// to a TLS ingress in front of it)')
+    expect(message).not.toMatch(/[\r\n]/)
+  })
+
   it('throws a proxy\'s HTML 502 in front of the gateway as CLIENT_NOT_JSON, not as a gateway code', async () => {
     const page = '<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n'
     const url = await serve((_req, res) => res.writeHead(502, { 'content-type': 'text/html' }).end(page))

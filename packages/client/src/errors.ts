@@ -245,6 +245,23 @@ export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null
 }
 
+/** OpenSSL's codes for a TLS handshake answered in plain HTTP (its first bytes read as a record header). */
+const PLAIN_HTTP_TLS_CODES: ReadonlySet<string> = new Set(['ERR_SSL_WRONG_VERSION_NUMBER', 'ERR_SSL_PACKET_LENGTH_TOO_LONG', 'ERR_SSL_HTTP_REQUEST'])
+
+/**
+ * Why fetch got no answer, on one line: its cause's words (Node's fetch says "fetch failed"
+ * and keeps them in `cause`; OpenSSL's end in a line break). A TLS handshake a plain HTTP
+ * server answered (an https:// baseUrl of the gateway's own listener) says what to write.
+ */
+export function networkFailure(err: unknown): string {
+  const cause = err instanceof Error && err.cause instanceof Error ? err.cause : err
+  const code = isObject(cause) && typeof cause.code === 'string' ? cause.code : null
+  if (code !== null && PLAIN_HTTP_TLS_CODES.has(code)) {
+    return `TLS failed: the server answered in plain HTTP, not TLS (${code}); the gateway speaks plain HTTP: write baseUrl http://…, or https:// to a TLS ingress in front of it`
+  }
+  return (cause === err ? String(err) : (cause as Error).message).replace(/\s+/g, ' ').trim()
+}
+
 function contentType(response: Response): string {
   return response.headers.get('content-type') ?? 'no content-type'
 }

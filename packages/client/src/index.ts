@@ -1,6 +1,6 @@
 import createClient, { type Client } from 'openapi-fetch'
 import type { components, operations, paths } from './schema.js'
-import { answerError, GatewayError, isObject, isRedirect, parsedBody, redirectError, retryAfterSeconds } from './errors.js'
+import { answerError, GatewayError, isObject, isRedirect, networkFailure, parsedBody, redirectError, retryAfterSeconds } from './errors.js'
 import { reportJob, type JobCalls, type JobStatus, type ReportJob } from './jobs.js'
 import { platformUsageOf, type PlatformUsage } from './usage.js'
 import { pause } from './pause.js'
@@ -510,8 +510,7 @@ async function whole(sent: Promise<Response>, request: Request, caller: AbortSig
     return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers })
   } catch (err) {
     if (caller.aborted || timer.aborted || err instanceof GatewayError) throw err
-    const why = err instanceof Error && err.cause instanceof Error ? err.cause.message : String(err)
-    throw new GatewayError('CLIENT_NETWORK', `${request.method} ${request.url}: no answer (${why})${crossOrigin(request.url)}`, { cause: err })
+    throw new GatewayError('CLIENT_NETWORK', `${request.method} ${request.url}: no answer (${networkFailure(err)})${crossOrigin(request.url)}`, { cause: err })
   } finally {
     ended.release()
   }
