@@ -6,8 +6,12 @@
 export function connectionFailure(err: unknown): string {
   const code = (err as { code?: unknown } | null)?.code
   if (typeof code !== 'string' || code === '') return 'connection error'
+  if (PLAIN_HTTP_TLS_CODES.has(code)) return `${code} (TLS failed: the platform's address answers in plain HTTP, not TLS)`
   return code.startsWith('UND_ERR_') ? (CLIENT_FAILURES[code] ?? 'connection error') : code
 }
+
+/** OpenSSL's codes for a TLS handshake answered in plain HTTP (an https:// address of a plain HTTP server). */
+const PLAIN_HTTP_TLS_CODES: ReadonlySet<string> = new Set(['ERR_SSL_WRONG_VERSION_NUMBER', 'ERR_SSL_PACKET_LENGTH_TOO_LONG', 'ERR_SSL_HTTP_REQUEST'])
 
 const CLIENT_FAILURES: Record<string, string> = {
   UND_ERR_SOCKET: 'connection reset',

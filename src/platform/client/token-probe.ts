@@ -4,6 +4,7 @@ import type { PlatformClient } from './platform-client.js'
 import type { TokenProvider } from '../tokens/token-provider.js'
 import type { TokenRegistry } from '../tokens/token-registry.js'
 import { ownRequestId } from '../../observe/request-id.js'
+import { connectionFailure } from './connection-failure.js'
 
 type ProbeCall = Config['platform']['probe']
 
@@ -46,7 +47,10 @@ async function probeOne(provider: TokenProvider, client: PlatformClient, probe: 
   try {
     status = await probeStatus(client, probe, provider, state.token)
   } catch (err) {
-    log.warn({ credential: provider.name, cause: (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message }, 'platform token not checked at start: the probe call failed')
+    // A connection's failure in the words a caller's 502 says it (connectionFailure), else the error's message.
+    const cause = (err as { cause?: unknown }).cause
+    const coded = typeof (cause as { code?: unknown } | undefined)?.code === 'string'
+    log.warn({ credential: provider.name, cause: coded ? connectionFailure(cause) : (err as Error).message }, 'platform token not checked at start: the probe call failed')
     return
   }
   if (status === 401 || status === 403) await provider.recover(state.token, true)
