@@ -297,7 +297,7 @@ export class WebhookDeliveries {
       if (err instanceof PlatformAddressError) return refused(err.message)
       // close() ends the connections, an attempt under way with them: the receiver was reached, this replica went.
       if (this.#loop.stopped) return { ok: false, status: null, error: STOPPED_MID_ATTEMPT, retry: true, made: true }
-      return { ok: false, status: null, error: (err as Error).name === 'TimeoutError' ? `no answer within ${settings.timeoutMs}ms` : `the receiver could not be reached (${connectionFailure(err)})`, retry: true, made: true }
+      return { ok: false, status: null, error: (err as Error).name === 'TimeoutError' ? `no answer within ${settings.timeoutMs}ms` : `the receiver could not be reached (${connectionFailure(err, "the receiver's address")})`, retry: true, made: true }
     } finally {
       this.#connections.done(dispatcher)
     }

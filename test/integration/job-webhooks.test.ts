@@ -305,6 +305,20 @@ describe('webhook deliveries', () => {
     expect(await latest(webhooks)).toMatchObject({ state: 'pending', attempts: 1, lastStatus: null, lastError: 'the receiver could not be reached (ECONNREFUSED)' })
   })
 
+  it("says a receiver written https:// that answers in plain HTTP is that, not the platform's", async () => {
+    const clock = fakeClock()
+    const r = await receiver([{ status: 204 }])
+    const { webhooks } = deliveries(r.url.replace('http://', 'https://'), clock)
+    await enqueue(webhooks, 'growth', STATUS)
+    await waitFor('the attempt failed', async () => (await latest(webhooks))?.lastError !== null)
+    expect(await latest(webhooks)).toMatchObject({
+      state: 'pending',
+      attempts: 1,
+      lastStatus: null,
+      lastError: "the receiver could not be reached (ERR_SSL_WRONG_VERSION_NUMBER (TLS failed: the receiver's address answers in plain HTTP, not TLS))",
+    })
+  })
+
   it('is bounded: a receiver that does not answer is cut off after webhookTimeout, one that answers without end is read up to 64 KiB', async () => {
     const clock = fakeClock()
     const held = createServer(() => undefined)

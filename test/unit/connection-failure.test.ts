@@ -16,6 +16,7 @@ describe('connectionFailure', () => {
     for (const code of ['ERR_SSL_WRONG_VERSION_NUMBER', 'ERR_SSL_PACKET_LENGTH_TOO_LONG', 'ERR_SSL_HTTP_REQUEST']) {
       expect(connectionFailure(failure(code))).toBe(`${code} (TLS failed: the platform's address answers in plain HTTP, not TLS)`)
     }
+    expect(connectionFailure(failure('ERR_SSL_WRONG_VERSION_NUMBER'), "the receiver's address")).toBe("ERR_SSL_WRONG_VERSION_NUMBER (TLS failed: the receiver's address answers in plain HTTP, not TLS)")
     expect(connectionFailure(failure('ERR_TLS_CERT_ALTNAME_INVALID'))).toBe('ERR_TLS_CERT_ALTNAME_INVALID')
   })
 })

@@ -2,11 +2,13 @@
  * What a failed connection to the platform tells a caller: a system error's code as it
  * is (ECONNREFUSED, ECONNRESET…), the HTTP client's own (UND_ERR_*) in words, since no
  * framework code reaches a caller (contract, "Errors"); the error itself stays in the log.
+ * `address` names whose address a TLS handshake answered in plain HTTP was (a webhook
+ * receiver's, for a delivery).
  */
-export function connectionFailure(err: unknown): string {
+export function connectionFailure(err: unknown, address = "the platform's address"): string {
   const code = (err as { code?: unknown } | null)?.code
   if (typeof code !== 'string' || code === '') return 'connection error'
-  if (PLAIN_HTTP_TLS_CODES.has(code)) return `${code} (TLS failed: the platform's address answers in plain HTTP, not TLS)`
+  if (PLAIN_HTTP_TLS_CODES.has(code)) return `${code} (TLS failed: ${address} answers in plain HTTP, not TLS)`
   return code.startsWith('UND_ERR_') ? (CLIENT_FAILURES[code] ?? 'connection error') : code
 }
 
