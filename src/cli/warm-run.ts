@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { systemClock } from '../clock.js'
+import { connectionFailure } from '../platform/client/connection-failure.js'
 import { describeFailure, emptyTally, outcomeOf, retryDelayMs, type Answer, type Tally, type WarmOptions, type WarmRequest } from './warm-plan.js'
 
 // Cache warming, the I/O: the planned report reads sent to the gateway, a bounded number
@@ -113,7 +114,9 @@ async function ask(opts: WarmOptions, url: string, headers: Record<string, strin
       if (err instanceof RedirectRefused) throw err
       const e = err as Error & { cause?: { code?: string; message?: string } }
       if (e.name === 'TimeoutError') return { network: `no answer within ${timeoutMs / 1000} s` }
-      return { network: e.cause?.code ?? e.cause?.message ?? e.message }
+      // A connection's failure as a platform call's says it (a TLS handshake answered in plain HTTP in words).
+      if (typeof e.cause?.code === 'string') return { network: connectionFailure(e.cause, "--url's address") }
+      return { network: e.cause?.message ?? e.message }
     }
     const xCache = res.headers.get('x-cache')
     if (res.status === 202) {

@@ -91,6 +91,12 @@ describe('npm run warm', () => {
     }
   })
 
+  it('says a --url written https:// for the gateway, which speaks plain HTTP, is that', async () => {
+    const run = await warm(['--advertisers', '101', ...range, '--url', env.url.replace('http://', 'https://')])
+    expect(run.code).toBe(1)
+    expect(run.stderr).toContain(": ERR_SSL_WRONG_VERSION_NUMBER (TLS failed: --url's address answers in plain HTTP, not TLS)\n")
+  })
+
   it('exits 1 when the gateway cannot be reached, and 2 for a usage error', async () => {
     const closed = await new Promise<number>((resolve) => {
       const server = createServer().listen(0, '127.0.0.1', () => {
