@@ -3,7 +3,7 @@ import type { RedisSeal } from './seal.js'
 import { NonceSource, SeenNonces } from './seen-nonces.js'
 import { systemClock } from '../clock.js'
 import { Cluster, type Redis } from 'ioredis'
-import { clientDatabase, closeRedis, commandFailureInWords, type RedisClient } from './client.js'
+import { clientDatabase, closeRedis, commandFailureInWords, overTls, overTlsAlone, type RedisClient } from './client.js'
 
 type Handler = (message: string) => void
 
@@ -73,7 +73,7 @@ export class RedisBus {
       client instanceof Cluster ? client.duplicate(undefined, { enableOfflineQueue: true }) : client.duplicate({ enableOfflineQueue: true, autoResubscribe: false })
     this.#sub.on('error', (err: Error) => {
       this.#unreachable = true
-      this.#connectionError = err.message
+      this.#connectionError = overTls(err.message, overTlsAlone(this.#sub))
       log.debug({ err: { message: err.message } }, 'redis subscriber error')
     })
     this.#sub.on('message', (channel: string, wire: string) => {

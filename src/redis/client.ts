@@ -56,7 +56,8 @@ export function createRedisClient(cfg: Config['redis'], log: Logger): RedisClien
   // ioredis emits every failed reconnect; the breaker logs transitions instead, with
   // the connection's last error as their cause.
   const sentinels = cfg.sentinels?.map((n) => hostPort(n.host, n.port)).join(',')
-  const explain = (message: string) => (sentinels === undefined ? message : explainSentinelError(message, cfg.sentinelName, sentinels))
+  const tls = overTlsAlone(client)
+  const explain = (message: string) => (sentinels === undefined ? overTls(message, tls) : explainSentinelError(message, cfg.sentinelName, sentinels))
   const database = clientDatabase(client)
   let missingDatabase = false
   client.on('error', (err: Error) => {
@@ -203,6 +204,25 @@ export function commandFailureInWords(err: unknown): string {
   if (message === CONNECTION_ENDED) return 'not connected to Redis (the connection was closed and is not made again)'
   if (RESET.test(message)) return `the connection to Redis closed abruptly (${message})`
   return message
+}
+
+/**
+ * Whether every connection of `client` is made over TLS to a node (`rediss://`, standalone or
+ * Cluster). Behind Sentinels a connect that timed out may be a Sentinel's, in clear: false.
+ */
+export function overTlsAlone(client: RedisClient): boolean {
+  if (client instanceof Cluster) return client.options.redisOptions?.tls !== undefined
+  return client.options.tls !== undefined && client.options.sentinels == null
+}
+
+/**
+ * A connect that timed out over TLS (`rediss://`) says what that may be: a Redis listening
+ * in clear on that port reads the TLS handshake as an unfinished command and answers
+ * nothing, so the connect times out as for an address nothing answers at.
+ */
+export function overTls(message: string, tls: boolean): string {
+  if (!tls || message !== 'connect ETIMEDOUT') return message
+  return `${message} (over TLS, as REDIS_URL's rediss:// says: a Redis that listens in clear on that port never answers the TLS handshake; redis:// reaches it in clear, its tls-port over TLS)`
 }
 
 const RESET = /\b(ECONNRESET|EPIPE)\b/

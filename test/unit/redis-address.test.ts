@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { commandFailureInWords, redisAddress } from '../../src/redis/client.js'
+import { commandFailureInWords, overTls, redisAddress } from '../../src/redis/client.js'
 
 // Every Redis state line names where Redis is, and never its password; its cause says
 // what happened to the connection, never an option of the driver's.
@@ -40,5 +40,15 @@ describe('commandFailureInWords', () => {
   it('keeps any other failure\'s own message', () => {
     expect(commandFailureInWords(new Error('connect ECONNREFUSED 10.0.0.7:6379'))).toBe('connect ECONNREFUSED 10.0.0.7:6379')
     expect(commandFailureInWords('not an error')).toBe('not an error')
+  })
+})
+
+describe('overTls', () => {
+  it("adds to a connect timed out over TLS that a Redis in clear never answers the handshake, and leaves every other cause as it is", () => {
+    expect(overTls('connect ETIMEDOUT', true)).toBe(
+      "connect ETIMEDOUT (over TLS, as REDIS_URL's rediss:// says: a Redis that listens in clear on that port never answers the TLS handshake; redis:// reaches it in clear, its tls-port over TLS)",
+    )
+    expect(overTls('connect ETIMEDOUT', false)).toBe('connect ETIMEDOUT')
+    expect(overTls('connect ECONNREFUSED 127.0.0.1:6380', true)).toBe('connect ECONNREFUSED 127.0.0.1:6380')
   })
 })
