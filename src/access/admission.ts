@@ -556,7 +556,9 @@ async function ownedAmong(owners: CampaignOwners, caller: Caller, advertisers: I
   const unique = [...new Set(ids)]
   const found = await owners.ownersAmong(caller.provider, advertisers, unique, caller.team.name)
   const foreign = unique.find((id) => !found.has(id))
-  if (foreign !== undefined) throw new ForbiddenError(`team ${caller.team.name} may not use ${what} ${foreign}`)
+  // None of the team's advertisers' lists holds it: none such (deleted, mistyped) or another's,
+  // which the refusal cannot tell apart without saying that another's exists.
+  if (foreign !== undefined) throw new ForbiddenError(`team ${caller.team.name} may not use ${what} ${foreign}: it is none of its advertisers' ${what}s as the platform lists them (no such ${what}, or another advertiser's)`)
   return found
 }
 
