@@ -156,7 +156,8 @@ describe('the typed client: platform calls by their real path', () => {
   })
 
   // `process.env.GATEWAY_URL` unset, or a URL written without its scheme (`localhost:8080` reads as scheme `localhost:`).
-  it('refuses to be made without a gateway URL it can call (none, no http(s) scheme, a query or fragment), as GatewayError CLIENT_REFUSED, sending nothing', () => {
+  const API_V1 = "baseUrl: its path ends in /api/v1, which every call's own path begins with (/api/v1/report/campaigns/get): give the gateway's origin (and any path before /api/v1) alone"
+  it('refuses to be made without a gateway URL it can call (none, no http(s) scheme, a query or fragment, a path ending in /api/v1), as GatewayError CLIENT_REFUSED, sending nothing', () => {
     const s = scripted()
     const refusals: [unknown, string][] = [
       ['', 'no baseUrl: createGatewayClient needs the gateway\'s URL (http://host:port), where every call goes'],
@@ -167,6 +168,10 @@ describe('the typed client: platform calls by their real path', () => {
       ['ftp://gw.internal', 'baseUrl: its scheme is ftp:, not http: or https:; write it with its scheme: http://host:port'],
       ['http://gw.internal:8080/?team=a', 'baseUrl: has a query or fragment, which every call\'s path would follow; give the gateway\'s origin (and path) alone'],
       ['http://gw.internal:8080/#top', 'baseUrl: has a query or fragment, which every call\'s path would follow; give the gateway\'s origin (and path) alone'],
+      // The platform's own base (…/api/v1) copied: every call's path would be /api/v1/api/v1/….
+      ['http://gw.internal:8080/api/v1', API_V1],
+      ['http://gw.internal:8080/api/v1/', API_V1],
+      ['http://gw.internal/reports/API/V1', API_V1],
     ]
     for (const [baseUrl, why] of refusals) {
       let thrown: unknown
@@ -178,7 +183,7 @@ describe('the typed client: platform calls by their real path', () => {
       expect(thrown, String(baseUrl)).toBeInstanceOf(GatewayError)
       expect(thrown, String(baseUrl)).toMatchObject({ code: 'CLIENT_REFUSED', status: null, message: `not sent: ${why}` })
     }
-    for (const baseUrl of ['http://127.0.0.1:8080', 'https://gw.internal/', 'http://gw.internal/reports']) expect(() => clientWith(s.fetch, { baseUrl })).not.toThrow()
+    for (const baseUrl of ['http://127.0.0.1:8080', 'https://gw.internal/', 'http://gw.internal/reports', 'http://gw.internal/api/v1x']) expect(() => clientWith(s.fetch, { baseUrl })).not.toThrow()
     expect(s.requests).toEqual([])
   })
 

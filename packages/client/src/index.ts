@@ -449,8 +449,9 @@ async function jsonOf(response: Response): Promise<unknown> {
  * The gateway's URL every call's path follows, without its trailing slashes; a `baseUrl`
  * that no call could reach refused as CLIENT_REFUSED at the client's making: none (an unset
  * `process.env` variable), one written without its scheme (`localhost:8080` reads as the
- * scheme `localhost:`), another scheme than http(s), or a query or fragment, which every
- * call's path would follow. Its text is never repeated: it may carry credentials.
+ * scheme `localhost:`), another scheme than http(s), a query or fragment, which every
+ * call's path would follow, or a path ending in `/api/v1`, which every call's path begins
+ * with. Its text is never repeated: it may carry credentials.
  */
 function gatewayBase(baseUrl: unknown): string {
   const write = "write it with its scheme: http://host:port"
@@ -463,6 +464,9 @@ function gatewayBase(baseUrl: unknown): string {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw refusal(`baseUrl: its scheme is ${url.protocol}, not http: or https:; ${write}`)
   if (url.search !== '' || url.hash !== '' || /[?#]/.test(baseUrl)) throw refusal("baseUrl: has a query or fragment, which every call's path would follow; give the gateway's origin (and path) alone")
+  // The platform's base copied (…/api/v1): every call's path would be /api/v1/api/v1/…, which
+  // the gateway refuses as a route it does not know, or sends to the platform as its 404.
+  if (/\/api\/v1\/*$/i.test(url.pathname)) throw refusal("baseUrl: its path ends in /api/v1, which every call's own path begins with (/api/v1/report/campaigns/get): give the gateway's origin (and any path before /api/v1) alone")
   return baseUrl.replace(/\/+$/, '')
 }
 
