@@ -1,4 +1,4 @@
-import { BadRequestError, NotFoundError, UnsafePathError } from '../errors.js'
+import { BadRequestError, NotFoundError, RepeatedBaseError, UnsafePathError } from '../errors.js'
 import { API_PREFIX, unsafeSpelling } from './path-safety.js'
 import { UNRESERVED_ESCAPE } from '../platform/canonical-path.js'
 
@@ -54,6 +54,9 @@ export function checkTarget(rawUrl: string, maxParams: number): RequestTarget {
   if (!rawPath.startsWith(API_PREFIX)) throw new NotFoundError()
   const unsafe = unsafeSpelling(rawPath)
   if (unsafe !== null) throw new UnsafePathError(unsafe)
+  // No platform route begins /api/v1/api/: a base URL written with /api/v1 (the platform's
+  // base copied) puts every call there, refused with what to write, for every team alike.
+  if (/^\/api\/v1\/api\//i.test(rawPath)) throw new RepeatedBaseError()
   const path = rawPath.replace(UNRESERVED_ESCAPE, (escape) => String.fromCharCode(parseInt(escape.slice(1), 16)))
   if (!PATH_CHARS.test(path)) throw new BadRequestError('request target: the path may hold only unreserved characters')
   const params = q === -1 ? [] : checkParams(rawUrl.slice(q + 1), 'query', maxParams)
