@@ -10,9 +10,9 @@ import type { AuditTrail } from '../access/audit-trail.js'
 import type { TeamReloader } from '../access/team-reload.js'
 import { KnownUrls } from '../access/known-urls.js'
 import { pathOf } from '../access/path-safety.js'
-import { servedByAdminListener, servedByProxyListener } from '../http/listener-paths.js'
+import { apiAfterEmptySegments, servedByAdminListener, servedByProxyListener } from '../http/listener-paths.js'
 import { jsonRefusal } from '../access/request-body.js'
-import { AdminListenerPathError, BadRequestError, NotFoundError, ProxyListenerPathError } from '../errors.js'
+import { AdminListenerPathError, BadRequestError, LeadingSlashesError, NotFoundError, ProxyListenerPathError } from '../errors.js'
 import { Admission } from '../access/admission.js'
 import { ADMIN_CHALLENGE, buildServer, PROXY_CHALLENGE, refusalsObservedOn } from '../http/server.js'
 import { allowOf, methodRefusal } from '../http/methods.js'
@@ -90,7 +90,12 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   // What an answer names of a secret (SecretSet.scrubAnswer): a team's webhook secret by its form alone, never by value.
   const scrub = (text: string): string => parts.secrets.scrubAnswer(text)
   // An admin call sent here (the console's address typed with PORT for ADMIN_PORT) is told where it goes.
-  const proxyNotFound = (url: string) => (servedByAdminListener(pathOf(url)) ? new ProxyListenerPathError() : new NotFoundError())
+  // A call after a base URL ending in / (//api/v1/…) is told so too.
+  const proxyNotFound = (url: string) => {
+    const path = pathOf(url)
+    if (servedByAdminListener(path)) return new ProxyListenerPathError()
+    return apiAfterEmptySegments(path) ? new LeadingSlashesError() : new NotFoundError()
+  }
   const proxy = buildServer(config, log, failures, fast, { scrub, challenge: PROXY_CHALLENGE, notFound: proxyNotFound, connections: bound('proxy', 'server.maxConnections', config.server.maxConnections), rateOf: callerRate(admission), keyTeam: (headers) => parts.teams.runningTeam(headers), tracing, allow: (target) => allowOf(target, config.cache.enabled), refuseMethod: methodRefusal, bodyReader: 'handler', takesId, refusalHeaders: PROXY_ANSWER_HEADERS })
   // Every answer its router writes, the platform's passed on included, over their own. A
   // callback, not an async function: Fastify then makes no promise an answer for it.

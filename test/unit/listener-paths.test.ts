@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { servedByAdminListener, servedByProxyListener } from '../../src/http/listener-paths.js'
+import { apiAfterEmptySegments, servedByAdminListener, servedByProxyListener } from '../../src/http/listener-paths.js'
 
 describe('which listener serves a path', () => {
   it('names the admin listener for /admin, /console, /metrics and /docs, each whole segment, and nothing else', () => {
@@ -10,5 +10,10 @@ describe('which listener serves a path', () => {
   it('names the proxy listener for the paths under /api/', () => {
     for (const path of ['/api/v1/campaign/get', '/api/v1/jobs/abc', '/api/']) expect(servedByProxyListener(path), path).toBe(true)
     for (const path of ['/api', '/admin/status', '/', '/apix/v1']) expect(servedByProxyListener(path), path).toBe(false)
+  })
+
+  it('names a call under /api/v1/ after empty segments, and no other path', () => {
+    for (const path of ['//api/v1/campaign/get', '///api/v1/report/campaigns/get']) expect(apiAfterEmptySegments(path), path).toBe(true)
+    for (const path of ['/api/v1/campaign/get', '//api/v2/x', '//apix/v1/', '//', '/']) expect(apiAfterEmptySegments(path), path).toBe(false)
   })
 })
