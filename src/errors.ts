@@ -28,8 +28,8 @@ export const allErrors = {
   // A call of the admin listener sent to the proxy listener (http/listener-paths.ts): where it
   // goes, by the settings' names and defaults, never the admin listener's address in force.
   ProxyListenerPathError: createError('GW_NOT_FOUND', 'not found: this is the proxy listener (/api/v1/*, /openapi.json, /healthz, /readyz); /admin/*, /console, /metrics and /docs are served by the admin listener (ADMIN_HOST:ADMIN_PORT, 127.0.0.1:8081 unless set)', 404),
-  // A path //api/v1/… (http/listener-paths.ts): a base URL ending in /, every call's path after it.
-  LeadingSlashesError: createError('GW_NOT_FOUND', "not found: the path begins //, an empty segment before /api/v1/ (a base URL ending in / with the call's path after it): write the base URL without its trailing /", 404),
+  // A listener's path after empty segments (//api/v1/…, //admin/…: http/listener-paths.ts): a base URL ending in /, every call's path after it.
+  LeadingSlashesError: createError('GW_NOT_FOUND', "not found: the path begins // (an empty segment: a base URL ending in / with the call's path after it): write the base URL without its trailing /", 404),
   // A path under /api/v1/api/ (access/request-target.ts): a base URL given with /api/v1, every call's path after it.
   RepeatedBaseError: createError('GW_NOT_FOUND', "not found: the path begins /api/v1/api/, the gateway's /api/v1 twice (a base URL given with /api/v1, which every call's path begins with): give the gateway's origin alone, http://host:port", 404),
   // A path under /api/v1/ refused for its spelling (access/path-safety.ts unsafeSpelling): what it holds, never the path.

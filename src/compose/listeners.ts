@@ -10,7 +10,7 @@ import type { AuditTrail } from '../access/audit-trail.js'
 import type { TeamReloader } from '../access/team-reload.js'
 import { KnownUrls } from '../access/known-urls.js'
 import { pathOf } from '../access/path-safety.js'
-import { apiAfterEmptySegments, servedByAdminListener, servedByProxyListener } from '../http/listener-paths.js'
+import { afterEmptySegments, HEALTH_PATHS, servedByAdminListener, servedByProxyListener } from '../http/listener-paths.js'
 import { jsonRefusal } from '../access/request-body.js'
 import { AdminListenerPathError, BadRequestError, LeadingSlashesError, NotFoundError, ProxyListenerPathError } from '../errors.js'
 import { Admission } from '../access/admission.js'
@@ -90,11 +90,11 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   // What an answer names of a secret (SecretSet.scrubAnswer): a team's webhook secret by its form alone, never by value.
   const scrub = (text: string): string => parts.secrets.scrubAnswer(text)
   // An admin call sent here (the console's address typed with PORT for ADMIN_PORT) is told where it goes.
-  // A call after a base URL ending in / (//api/v1/…) is told so too.
+  // A call of its own after a base URL ending in / (//api/v1/…) is told so too.
   const proxyNotFound = (url: string) => {
     const path = pathOf(url)
     if (servedByAdminListener(path)) return new ProxyListenerPathError()
-    return apiAfterEmptySegments(path) ? new LeadingSlashesError() : new NotFoundError()
+    return servedByProxyListener(afterEmptySegments(path) ?? '') ? new LeadingSlashesError() : new NotFoundError()
   }
   const proxy = buildServer(config, log, failures, fast, { scrub, challenge: PROXY_CHALLENGE, notFound: proxyNotFound, connections: bound('proxy', 'server.maxConnections', config.server.maxConnections), rateOf: callerRate(admission), keyTeam: (headers) => parts.teams.runningTeam(headers), tracing, allow: (target) => allowOf(target, config.cache.enabled), refuseMethod: methodRefusal, bodyReader: 'handler', takesId, refusalHeaders: PROXY_ANSWER_HEADERS })
   // Every answer its router writes, the platform's passed on included, over their own. A
@@ -118,7 +118,13 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   // A call of the proxy listener sent here (ADMIN_PORT given for PORT) is told where it goes:
   // the port the proxy listener is bound to (PORT=0 has it choose one), else the setting's.
   const proxyPort = () => (proxy.server.address() as AddressInfo | null)?.port ?? config.port
-  const notFound = (url: string) => (servedByProxyListener(pathOf(url)) ? new AdminListenerPathError(proxyPort()) : new NotFoundError())
+  const notFound = (url: string) => {
+    const path = pathOf(url)
+    if (servedByProxyListener(path)) return new AdminListenerPathError(proxyPort())
+    // A call of its own after a base URL ending in / (//admin/status) is told so.
+    const rest = afterEmptySegments(path)
+    return rest !== null && (servedByAdminListener(rest) || HEALTH_PATHS.has(rest)) ? new LeadingSlashesError() : new NotFoundError()
+  }
   const admin = buildServer(config, log, failures, null, { scrub, challenge: ADMIN_CHALLENGE, connections: bound('admin', 'admin.maxConnections', config.admin.maxConnections), refusalHeaders: ADMIN_ANSWER_HEADERS, notFound })
   // Every admin call's body is JSON: a text/plain one is refused as any other type is
   // (`body: must be application/json`), not read as a string its schema then refuses.

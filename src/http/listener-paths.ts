@@ -1,6 +1,9 @@
 // What a listener's 404 reads of a path no route of its serves: which listener serves it (a
 // call sent to the wrong port is told where it goes), and a call after a base URL ending in /.
 
+/** The health paths both listeners serve. */
+export const HEALTH_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz'])
+
 /** The first segments of the paths only the admin listener serves (/healthz and /readyz both serve). */
 const ADMIN_LISTENER_ROOTS: ReadonlySet<string> = new Set(['admin', 'console', 'metrics', 'docs'])
 
@@ -15,7 +18,8 @@ export function servedByProxyListener(path: string): boolean {
   return path.startsWith('/api/')
 }
 
-/** True for a path (no query) that is a call under /api/v1/ after empty segments (`//api/v1/…`): a base URL ending in `/`. */
-export function apiAfterEmptySegments(path: string): boolean {
-  return /^\/{2,}api\/v1\//.test(path)
+/** The path (no query) after its leading empty segments (`//admin/status`: `/admin/status`), null where it has none. */
+export function afterEmptySegments(path: string): string | null {
+  const rest = /^\/{2,}(.*)$/s.exec(path)
+  return rest === null ? null : `/${rest[1]}`
 }

@@ -27,8 +27,7 @@ describe('a call whose path repeats /api/v1', () => {
 // A base URL ending in / (GW=http://gw:8080/, then $GW/api/v1/…) puts every call under
 // //api/v1/…, outside /api/v1/: told so, where it was a bare `not found`.
 describe('a call whose path begins //api/v1/', () => {
-  const SLASH =
-    "not found: the path begins //, an empty segment before /api/v1/ (a base URL ending in / with the call's path after it): write the base URL without its trailing /"
+  const SLASH = "not found: the path begins // (an empty segment: a base URL ending in / with the call's path after it): write the base URL without its trailing /"
   it.each(['//api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-05-01&dateTo=2026-05-02', '///api/v1/campaign/get'])('%s: 404 saying so, sent nowhere', async (url) => {
     for (const headers of [{ 'x-api-key': KEYS.growth }, {}]) {
       const res = await gw.proxy.inject({ method: 'GET', url, headers })
@@ -36,5 +35,19 @@ describe('a call whose path begins //api/v1/', () => {
       expect(res.json()).toEqual({ statusCode: 404, code: 'GW_NOT_FOUND', error: 'Not Found', message: SLASH })
     }
     expect(sandbox.requests).toHaveLength(0)
+  })
+})
+
+// The admin listener alike: ADMIN=http://127.0.0.1:8081/ then $ADMIN/admin/status.
+describe('an admin call whose path begins //', () => {
+  const SLASH = "not found: the path begins // (an empty segment: a base URL ending in / with the call's path after it): write the base URL without its trailing /"
+  it.each(['//admin/status', '//metrics', '//console', '///readyz'])('%s: 404 saying so', async (url) => {
+    const res = await gw.admin.inject({ method: 'GET', url })
+    expect(res.statusCode).toBe(404)
+    expect(res.json()).toEqual({ statusCode: 404, code: 'GW_NOT_FOUND', error: 'Not Found', message: SLASH })
+  })
+
+  it('keeps the bare not found for another path after //', async () => {
+    for (const url of ['//nothing', '//api/v1/campaign/get/x']) expect((await gw.admin.inject({ method: 'GET', url })).json().message, url).toBe('not found')
   })
 })

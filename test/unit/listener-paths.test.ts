@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { apiAfterEmptySegments, servedByAdminListener, servedByProxyListener } from '../../src/http/listener-paths.js'
+import { afterEmptySegments, servedByAdminListener, servedByProxyListener } from '../../src/http/listener-paths.js'
 
 describe('which listener serves a path', () => {
   it('names the admin listener for /admin, /console, /metrics and /docs, each whole segment, and nothing else', () => {
@@ -12,8 +12,10 @@ describe('which listener serves a path', () => {
     for (const path of ['/api', '/admin/status', '/', '/apix/v1']) expect(servedByProxyListener(path), path).toBe(false)
   })
 
-  it('names a call under /api/v1/ after empty segments, and no other path', () => {
-    for (const path of ['//api/v1/campaign/get', '///api/v1/report/campaigns/get']) expect(apiAfterEmptySegments(path), path).toBe(true)
-    for (const path of ['/api/v1/campaign/get', '//api/v2/x', '//apix/v1/', '//', '/']) expect(apiAfterEmptySegments(path), path).toBe(false)
+  it('reads a path after its leading empty segments, null where it has none', () => {
+    expect(afterEmptySegments('//api/v1/campaign/get')).toBe('/api/v1/campaign/get')
+    expect(afterEmptySegments('///admin/status')).toBe('/admin/status')
+    expect(afterEmptySegments('//')).toBe('/')
+    for (const path of ['/api/v1/campaign/get', '/', '', '/a//b']) expect(afterEmptySegments(path), path).toBeNull()
   })
 })
