@@ -3,8 +3,8 @@
 // /console/uPlot.min.css). uPlot styles its elements through the CSSOM only, which the
 // page's style-src 'self' allows.
 import type uPlot from 'uplot'
-import { lastSum, type Charted, type Series } from './console-cluster.js'
-import { localInstant, onHover, plural, timeTicks, utcInstant } from './console-format.js'
+import { chartSummaries, type Charted, type Series } from './console-cluster.js'
+import { localInstant, onHover, timeTicks, utcInstant } from './console-format.js'
 
 const HEIGHT = 230
 const MIN_WIDTH = 200
@@ -206,25 +206,19 @@ function draw(chart: Chart, times: number[]): void {
   entry.plot.setData(data)
 }
 
-const n = (series: Series) => lastSum(series, series.length)
-const newest = (series: Series): number | null => {
-  for (let i = series.length - 1; i >= 0; i--) if (series[i] !== null && series[i] !== undefined) return series[i] as number
-  return null
-}
-const say = (v: number | null, unit = '') => (v === null ? '–' : `${v}${unit}`)
-
 /** Per credential, or the credential's own words when there is only one. */
 const named = (label: string, credential: string, several: boolean) => (several ? `${label} (${credential})` : label)
 
 /** Draws (or updates) every chart from `d`, the buckets of the window `span` names (`5 min`). */
 export function drawCharts(d: Charted, span: string): void {
   const several = d.credentials.length > 1
+  const said = chartSummaries(d, span)
   const charts: Chart[] = [
     {
       id: 'chart-requests',
       lines: [{ label: 'Requests', values: d.requests }],
       axes: { count: 'Requests per 10 s' },
-      summary: `Last ${span}: ${plural(n(d.requests), 'request')}, of which ${n(d.clientErrors)} 4xx and ${n(d.serverErrors)} 5xx.`,
+      summary: said.requests,
     },
     {
       // The error answers on an axis of their own: on the requests' they would lie on its bottom border.
@@ -235,13 +229,13 @@ export function drawCharts(d: Charted, span: string): void {
         { label: '429', values: d.tooManyRequests, dash: [4, 3] },
       ],
       axes: { count: 'Answers per 10 s' },
-      summary: `Last ${span}: ${n(d.clientErrors)} 4xx (${n(d.tooManyRequests)} of them 429), ${n(d.serverErrors)} 5xx.`,
+      summary: said.errors,
     },
     {
       id: 'chart-hits',
       lines: [{ label: 'Hit ratio', values: d.hitRatio, scale: 'percent' }],
       axes: { percent: 'Hit ratio (%)' },
-      summary: `Newest bucket with report reads: ${say(newest(d.hitRatio), ' %')} of them answered by the cache.`,
+      summary: said.hits,
     },
     {
       // The latency floor (the latency of the kind answered most, with a free worker) beside the latencies it is the floor of.
@@ -253,7 +247,7 @@ export function drawCharts(d: Charted, span: string): void {
         ...d.credentials.map((c) => ({ label: named('Latency floor', c.credential, several), values: c.latencyFloorMs, scale: 'ms' as const, dash: [1, 3] })),
       ],
       axes: { count: 'Calls per 10 s', ms: 'Latency (ms, log)' },
-      summary: `Last ${span}: ${plural(n(d.platformCalls), 'platform call')}; newest latency p50 ${say(newest(d.latencyP50Ms), ' ms')}, p99 ${say(newest(d.latencyP99Ms), ' ms')}, floor ${d.credentials.map((c) => `${say(newest(c.latencyFloorMs), ' ms')}${several ? ` (${c.credential})` : ''}`).join(', ') || '–'}.`,
+      summary: said.platform,
     },
     {
       // The limit in force with the calls it limits, on their axis.
@@ -264,7 +258,7 @@ export function drawCharts(d: Charted, span: string): void {
         { label: named('Limit in force', c.credential, several), values: c.limit, dash: [4, 3] },
       ]),
       axes: { count: 'Platform calls' },
-      summary: d.credentials.length === 0 ? 'No credential.' : `${several ? 'Now, ' : 'Now: '}${d.credentials.map((c) => `${several ? `${c.credential}: ` : ''}${say(newest(c.inFlight))} in flight of a limit of ${say(newest(c.limit))}, ${say(newest(c.waiting))} waiting`).join('; ')}.`,
+      summary: said.inflight,
     },
   ]
   for (const chart of charts) draw(chart, d.times)

@@ -1,7 +1,7 @@
 // What the console shows of the whole cluster, worked out from GET /admin/cluster and
 // GET /admin/status: plain functions, no DOM (tested like any other module, loaded by
 // the page as they are). The shapes are those of src/observe/history.ts and replicas.ts.
-import { utcInstant } from './console-format.js'
+import { plural, utcInstant } from './console-format.js'
 
 export type Series = (number | null)[]
 
@@ -227,6 +227,58 @@ export function fitWindow(d: Pick<Charted, 'requests' | 'times'>): FittedWindow 
 export function lastSum(series: Series, buckets: number): number {
   return series.slice(-buckets).reduce<number>((a, b) => a + (b ?? 0), 0)
 }
+
+/** What each chart says in words, below it and for a screen reader. */
+export interface ChartSummaries {
+  requests: string
+  errors: string
+  hits: string
+  platform: string
+  inflight: string
+}
+
+/** The index of the newest bucket of `series` with a value; -1 when none has one. */
+export function newestBucket(series: Series): number {
+  for (let i = series.length - 1; i >= 0; i--) if (series[i] !== null && series[i] !== undefined) return i
+  return -1
+}
+
+const say = (v: number | null | undefined, unit = '') => (v === null || v === undefined ? '–' : `${v}${unit}`)
+
+/**
+ * The summaries of the charts of `d`, the buckets of the window `span` names (`5 min`).
+ * Counts are sums over the window. Every other figure is a bucket's, and the figures of
+ * one sentence are of one bucket, whose time it says: a replica that has gone, or a
+ * bucket without calls, never puts a reading of minutes before beside a fresh one.
+ */
+export function chartSummaries(d: Charted, span: string): ChartSummaries {
+  const n = (series: Series) => lastSum(series, series.length)
+  const several = d.credentials.length > 1
+  const bucket = (i: number) => `in the 10 s from ${utcInstant((d.times[i] as number) * 1000)}`
+  const read = newestBucket(d.hitRatio)
+  const timed = newestBucket(d.latencyP50Ms)
+  const floors = d.credentials.map((c) => `${say(c.latencyFloorMs[timed], ' ms')}${several ? ` (${c.credential})` : ''}`).join(', ') || '–'
+  const gauges = d.credentials.map((c) => {
+    const i = newestBucket(c.inFlight)
+    return i === -1
+      ? { name: c.credential, when: `last ${span}`, text: 'no reading' }
+      : { name: c.credential, when: bucket(i), text: `${say(c.inFlight[i])} in flight of a limit of ${say(c.limit[i])}, ${say(c.waiting[i])} waiting` }
+  })
+  return {
+    requests: `Last ${span}: ${plural(n(d.requests), 'request')}, of which ${n(d.clientErrors)} 4xx and ${n(d.serverErrors)} 5xx.`,
+    errors: `Last ${span}: ${n(d.clientErrors)} 4xx (${n(d.tooManyRequests)} of them 429), ${n(d.serverErrors)} 5xx.`,
+    hits: read === -1 ? `Last ${span}: no report read.` : `${capital(bucket(read))}, the newest with report reads: ${say(d.hitRatio[read], ' %')} of them answered by the cache.`,
+    platform: `Last ${span}: ${plural(n(d.platformCalls), 'platform call')}; ${timed === -1 ? 'none timed' : `${bucket(timed)}: latency p50 ${say(d.latencyP50Ms[timed], ' ms')}, p99 ${say(d.latencyP99Ms[timed], ' ms')}, floor ${floors}`}.`,
+    inflight:
+      gauges.length === 0
+        ? 'No credential.'
+        : several
+          ? `Newest reading of each credential: ${gauges.map((g) => `${g.name}, ${g.when}: ${g.text}`).join('; ')}.`
+          : `Newest reading, ${gauges[0]?.when}: ${gauges[0]?.text}.`,
+  }
+}
+
+const capital = (text: string) => text.charAt(0).toUpperCase() + text.slice(1)
 
 /** How long a gone replica stays listed (observe/replicas.ts, GONE_KEEP_MS). */
 const GONE_LISTED_MS = 3_600_000

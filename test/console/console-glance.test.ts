@@ -19,7 +19,9 @@ import { clusterFixture, FIXTURE_IDS } from '../helpers/console-cluster-fixture.
 // replacement is ready read as replaced. The page comes from a real gateway; its
 // /admin/cluster (and Redis's state in /admin/status) are answered with a cluster known
 // to the minute (helpers/console-cluster-fixture.ts): 25 minutes of data that cross
-// midnight UTC, a replica that crashed 8 minutes ago and its replacement, ready since.
+// midnight UTC, a replica that crashed 8 minutes ago and its replacement, ready since. The
+// crashed replica had learned a latency floor of 4017.9 ms (a platform slow then); the live
+// replicas have none (yet): the summaries never put its floor beside their latencies.
 
 const CHROMIUM = chromiumPath('the console glance test')
 
@@ -34,7 +36,7 @@ teams:
 const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&byDate=1&dateFrom=2026-01-01&dateTo=2026-01-07'
 /** The cluster's now: 00:20 UTC, 19:20 the evening before in New York. */
 const NOW = Date.UTC(2026, 10, 24, 0, 20, 0)
-const CLUSTER = clusterFixture({ now: NOW, ageMinutes: 25, crashedMinutesAgo: 8, replacedMinutesAgo: 7.5 })
+const CLUSTER = clusterFixture({ now: NOW, ageMinutes: 25, crashedMinutesAgo: 8, replacedMinutesAgo: 7.5, floorMs: { live: null, crashed: 4017.9 } })
 const CHARTS = ['chart-requests', 'chart-errors', 'chart-hits', 'chart-platform', 'chart-inflight'] as const
 /** Screenshots go to a temp folder, never the repository. */
 const SHOTS = mkdtempSync(join(tmpdir(), 'console-glance-'))
@@ -330,6 +332,14 @@ describe.skipIf(CHROMIUM === null)('the console reads right at a glance (1440 ×
       expect(await text('#chart-window option:checked')).toBe('since the data starts (25 min)')
       expect(await page.$eval('#chart-requests', (n) => (n as unknown as { dataset: { buckets: string } }).dataset.buckets)).toBe('151')
       expect(await text('#chart-requests-summary')).toMatch(/^Last 25 min: /)
+    })
+
+    it('says the latencies and the floor of one bucket, the newest with timed calls, and when: never the floor of a replica gone 8 minutes ago', async () => {
+      const platform = await text('#chart-platform-summary')
+      expect(platform).toMatch(/^Last 25 min: \d+ platform calls; in the 10 s from 2026-11-24 00:20:00 UTC: latency p50 [\d.]+ ms, p99 \d+ ms, floor –\.$/)
+      expect(platform).not.toContain('4017.9')
+      expect(await text('#chart-inflight-summary')).toMatch(/^Newest reading, in the 10 s from 2026-11-24 00:20:00 UTC: \d in flight of a limit of 4, \d waiting\.$/)
+      expect(await text('#chart-hits-summary')).toMatch(/^In the 10 s from 2026-11-24 00:20:00 UTC, the newest with report reads: [\d.]+ % of them answered by the cache\.$/)
     })
 
     it('reads a crashed replica whose replacement is ready as replaced: the banner green, the gone replica in grey with its hour', async () => {

@@ -25,10 +25,12 @@ export interface ClusterFixtureOptions {
   crashedMinutesAgo: number
   /** When its replacement started, minutes before `now` (null: no replacement). */
   replacedMinutesAgo: number | null
+  /** The latency floor of the live replicas and of the crashed one (null: none learned); 41.2 ms unless said. */
+  floorMs?: { live: number | null; crashed: number | null }
 }
 
-/** A replica's hour with data from `from` to `to` (epoch ms), small whole counts, a steady limit and floor. */
-function hour(now: number, from: number, to: number, seed: number): HistoryView {
+/** A replica's hour with data from `from` to `to` (epoch ms), small whole counts, a steady limit and floor (`floorMs`, null: none). */
+function hour(now: number, from: number, to: number, seed: number, floorMs: number | null): HistoryView {
   const h = emptyHistory(now)
   const limit: (number | null)[] = h.requests.map(() => null)
   const floor: (number | null)[] = h.requests.map(() => null)
@@ -53,7 +55,7 @@ function hour(now: number, from: number, to: number, seed: number): HistoryView 
     inFlight[i] = wave % 2
     waiting[i] = wave === 4 ? 1 : 0
     limit[i] = 4
-    floor[i] = 41.2
+    floor[i] = floorMs
     tooMany[i] = wave === 3 ? 1 : 0
     errors[i] = wave === 4 ? 1 : 0
   }
@@ -62,7 +64,7 @@ function hour(now: number, from: number, to: number, seed: number): HistoryView 
   return h
 }
 
-function replica(id: string, now: number, startedAt: number, lastSeen: number, self: boolean, gone: Gone | null, seed: number): FixtureReplica {
+function replica(id: string, now: number, startedAt: number, lastSeen: number, self: boolean, gone: Gone | null, seed: number, floorMs: number | null): FixtureReplica {
   return {
     id,
     self,
@@ -80,7 +82,7 @@ function replica(id: string, now: number, startedAt: number, lastSeen: number, s
     degraded: [],
     at: new Date(lastSeen).toISOString(),
     gone,
-    history: hour(now, startedAt, lastSeen, seed),
+    history: hour(now, startedAt, lastSeen, seed, floorMs),
   }
 }
 
@@ -91,8 +93,9 @@ export function clusterFixture(o: ClusterFixtureOptions): FixtureCluster {
   const { now } = o
   const started = now - o.ageMinutes * MINUTE
   const crashed = now - o.crashedMinutesAgo * MINUTE
-  const replicas = [replica(FIXTURE_IDS.self, now, started, now, true, null, 0)]
-  if (o.replacedMinutesAgo !== null) replicas.push(replica(FIXTURE_IDS.replacement, now, now - o.replacedMinutesAgo * MINUTE, now, false, null, 2))
-  replicas.push(replica(FIXTURE_IDS.crashed, now, started, crashed, false, { how: 'vanished', lastSeen: new Date(crashed).toISOString() }, 1))
+  const floors = o.floorMs ?? { live: 41.2, crashed: 41.2 }
+  const replicas = [replica(FIXTURE_IDS.self, now, started, now, true, null, 0, floors.live)]
+  if (o.replacedMinutesAgo !== null) replicas.push(replica(FIXTURE_IDS.replacement, now, now - o.replacedMinutesAgo * MINUTE, now, false, null, 2, floors.live))
+  replicas.push(replica(FIXTURE_IDS.crashed, now, started, crashed, false, { how: 'vanished', lastSeen: new Date(crashed).toISOString() }, 1, floors.crashed))
   return { at: new Date(now).toISOString(), redis: 'ok', complete: true, note: null, replicas }
 }

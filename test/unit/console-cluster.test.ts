@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { chartData, dataBuckets, fitWindow, healthLine, lastBuckets, lastSum, percentSeries, replacements, sumSeries, WINDOWS, type HealthStatus, type HistoryView, type Series } from '../../src/console/console-cluster.js'
+import { utcInstant } from '../../src/console/console-format.js'
+import { chartData, chartSummaries, dataBuckets, fitWindow, healthLine, lastBuckets, lastSum, percentSeries, replacements, sumSeries, WINDOWS, type HealthStatus, type HistoryView, type Series } from '../../src/console/console-cluster.js'
 
 // The console's view of the whole cluster: the replicas' histories on one time axis,
 // and the health banner's line.
@@ -8,7 +9,7 @@ const BUCKET_MS = 10_000
 const START = Date.UTC(2026, 10, 23, 12, 0, 0)
 
 /** A history of `length` buckets from `start`, `fill` giving each series (null elsewhere). */
-function history(start: number, fill: Partial<Record<'requests' | 'hits' | 'reportReads' | 'platformCalls' | 'p50' | 'p99' | 'inFlight' | 'limit', Series>>, length = 4): HistoryView {
+function history(start: number, fill: Partial<Record<'requests' | 'hits' | 'reportReads' | 'platformCalls' | 'p50' | 'p99' | 'inFlight' | 'waiting' | 'limit' | 'floor', Series>>, length = 4, credential = 'default'): HistoryView {
   const none = (): Series => new Array<number | null>(length).fill(null)
   const s = (k: keyof typeof fill) => fill[k] ?? none()
   return {
@@ -21,7 +22,7 @@ function history(start: number, fill: Partial<Record<'requests' | 'hits' | 'repo
     platformCalls: s('platformCalls'),
     latencyP50Ms: s('p50'),
     latencyP99Ms: s('p99'),
-    credentials: [{ credential: 'default', inFlight: s('inFlight'), waiting: none(), limit: s('limit'), latencyFloorMs: none() }],
+    credentials: [{ credential, inFlight: s('inFlight'), waiting: s('waiting'), limit: s('limit'), latencyFloorMs: s('floor') }],
     teams: [{ team: 'growth', tooManyRequests: s('requests'), errors: none() }],
   }
 }
@@ -102,6 +103,49 @@ describe('chartData', () => {
     const d = chartData([{ history: a }])
     expect(d.requests).toEqual([1, null])
     expect(d.latencyP50Ms).toEqual([12.5, null])
+  })
+})
+
+describe('chartSummaries', () => {
+  /** The UTC instant of bucket `i` of a history from START. */
+  const at = (i: number) => utcInstant(START + i * BUCKET_MS)
+
+  it('takes the platform latencies and the floor from one bucket, the newest with timed calls, and says which', () => {
+    // A replica gone since its second bucket had learned a floor of 4017.9 ms; the live one has none (yet):
+    // its newest p50 of 6.5 ms is never put beside the gone replica's floor of minutes before.
+    const live = history(START, { platformCalls: [2, 2, 2, 2], p50: [6, 6, 7, 6.5], p99: [9, 9, 9, 8] })
+    const gone = history(START, { platformCalls: [1, 1, null, null], p50: [4000, 4100, null, null], p99: [4500, 4600, null, null], floor: [4017.9, 4017.9, null, null] })
+    const d = chartData([{ history: live }, { history: gone }])
+    expect(chartSummaries(d, '5 min').platform).toBe(`Last 5 min: 10 platform calls; in the 10 s from ${at(3)}: latency p50 6.5 ms, p99 8 ms, floor –.`)
+  })
+
+  it('reads the floor in the bucket of the latencies, not a newer one without calls', () => {
+    const a = history(START, { platformCalls: [1, 1, 0, 0], p50: [20, 30, null, null], p99: [40, 50, null, null], floor: [25, 26, 90, 91] })
+    expect(chartSummaries(chartData([{ history: a }]), '5 min').platform).toBe(`Last 5 min: 2 platform calls; in the 10 s from ${at(1)}: latency p50 30 ms, p99 50 ms, floor 26 ms.`)
+    // Several credentials: each floor of that bucket, named.
+    const b = history(START, { floor: [null, 70, 71, 72] }, 4, 'second')
+    expect(chartSummaries(chartData([{ history: a }, { history: b }]), '5 min').platform).toBe(`Last 5 min: 2 platform calls; in the 10 s from ${at(1)}: latency p50 30 ms, p99 50 ms, floor 26 ms (default), 70 ms (second).`)
+    // No call timed in the window: no latency, and no floor beside it.
+    expect(chartSummaries(lastBuckets(chartData([{ history: a }]), 2), '5 min').platform).toBe('Last 5 min: 0 platform calls; none timed.')
+  })
+
+  it('says the calls in flight, waiting and the limit of one reading, and when it was read', () => {
+    const live = history(START, { inFlight: [1, 2, 3, null], waiting: [0, 0, 1, null], limit: [8, 8, 9, null] })
+    // A credential only a gone replica used: its last reading is minutes old, and says so.
+    const gone = history(START, { inFlight: [5, null, null, null], waiting: [2, null, null, null], limit: [6, null, null, null] }, 4, 'old')
+    expect(chartSummaries(chartData([{ history: live }]), '5 min').inflight).toBe(`Newest reading, in the 10 s from ${at(2)}: 3 in flight of a limit of 9, 1 waiting.`)
+    expect(chartSummaries(chartData([{ history: live }, { history: gone }]), '5 min').inflight).toBe(
+      `Newest reading of each credential: default, in the 10 s from ${at(2)}: 3 in flight of a limit of 9, 1 waiting; old, in the 10 s from ${at(0)}: 5 in flight of a limit of 6, 2 waiting.`,
+    )
+  })
+
+  it('says the hit ratio of the newest bucket with report reads, and when; the counts over the window', () => {
+    const a = history(START, { requests: [3, 4, 5, 6], reportReads: [2, 4, 0, 0], hits: [1, 3, 0, 0] })
+    const s = chartSummaries(chartData([{ history: a }]), '5 min')
+    expect(s.hits).toBe(`In the 10 s from ${at(1)}, the newest with report reads: 75 % of them answered by the cache.`)
+    expect(s.requests).toBe('Last 5 min: 18 requests, of which 0 4xx and 0 5xx.')
+    expect(s.errors).toBe('Last 5 min: 0 4xx (18 of them 429), 0 5xx.')
+    expect(chartSummaries(chartData([{ history: history(START, {}) }]), '5 min').hits).toBe('Last 5 min: no report read.')
   })
 })
 
