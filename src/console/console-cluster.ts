@@ -1,7 +1,7 @@
 // What the console shows of the whole cluster, worked out from GET /admin/cluster and
 // GET /admin/status: plain functions, no DOM (tested like any other module, loaded by
 // the page as they are). The shapes are those of src/observe/history.ts and replicas.ts.
-import { plural, utcInstant } from './console-format.js'
+import { plural, span, utcInstant } from './console-format.js'
 
 export type Series = (number | null)[]
 
@@ -279,6 +279,28 @@ export function chartSummaries(d: Charted, span: string): ChartSummaries {
 }
 
 const capital = (text: string) => text.charAt(0).toUpperCase() + text.slice(1)
+
+/** What the replicas table says of a replica, column by column. */
+export interface ReplicaFigures {
+  up: string
+  inFlight: string
+  waiting: string
+  requests: string
+  degraded: string
+}
+
+/**
+ * A replica's row of the replicas table. A gone replica's announcement is of when it was
+ * last seen: it holds no call now (–), and its uptime and what it served without are
+ * said as of then, never beside the live replicas' as if they were now. Its requests of
+ * the last 5 minutes are its history's, which ends where it left.
+ */
+export function replicaFigures(r: Pick<Replica, 'uptimeSeconds' | 'inFlight' | 'waiting' | 'degraded' | 'gone' | 'history'>): ReplicaFigures {
+  const degraded = r.degraded.length === 0 ? 'none' : r.degraded.join(', ')
+  const requests = String(lastSum(r.history.requests, 30))
+  if (r.gone) return { up: `ran ${span(r.uptimeSeconds)}`, inFlight: '–', waiting: '–', requests, degraded: r.degraded.length === 0 ? '–' : `when last seen: ${degraded}` }
+  return { up: span(r.uptimeSeconds), inFlight: String(r.inFlight), waiting: String(r.waiting), requests, degraded }
+}
 
 /** How long a gone replica stays listed (observe/replicas.ts, GONE_KEEP_MS). */
 const GONE_LISTED_MS = 3_600_000

@@ -2,7 +2,7 @@
 // own: everything comes from the admin calls, sent with the admin token this tab keeps in
 // sessionStorage (never a cookie, never the URL). Every text is set with textContent.
 import { plural, span, visible } from './console-format.js'
-import { chartData, fitWindow, healthLine, lastBuckets, lastSum, replacements, WINDOWS, type Charted, type ChartWindow, type Cluster } from './console-cluster.js'
+import { chartData, fitWindow, healthLine, lastBuckets, lastSum, replacements, replicaFigures, WINDOWS, type Charted, type ChartWindow, type Cluster } from './console-cluster.js'
 import { clearCharts, drawCharts } from './console-charts.js'
 import { $, el, redraw, table, when, withInstants } from './console-dom.js'
 import { renderDeliveries, type DeliveryRow } from './console-deliveries.js'
@@ -207,21 +207,22 @@ function renderCluster(status: Status, cluster: Cluster | null): void {
 
 function renderReplicas(cluster: Cluster): void {
   const replaced = replacements(cluster.replicas)
-  const rows = cluster.replicas.map((r) =>
-    el(
+  const rows = cluster.replicas.map((r) => {
+    const figures = replicaFigures(r)
+    return el(
       'tr',
       r.self ? { class: 'self' } : r.gone ? { class: 'gone', 'data-gone': r.gone.how } : {},
       el('th', { scope: 'row' }, el('code', {}, r.id), r.self ? el('span', { class: 'mark ok' }, 'this replica') : null),
       el('td', {}, `${r.version}${r.commit === 'unknown' ? '' : ` (${r.commit.slice(0, 12)})`}`),
-      el('td', {}, span(r.uptimeSeconds)),
+      el('td', {}, figures.up),
       el('td', {}, readiness(r, replaced.get(r.id))),
       el('td', {}, r.logLevel ?? '–'),
-      el('td', {}, String(r.inFlight)),
-      el('td', {}, String(r.waiting)),
-      el('td', {}, String(lastSum(r.history.requests, 30))),
-      el('td', {}, r.degraded.length === 0 ? 'none' : r.degraded.join(', ')),
-    ),
-  )
+      el('td', {}, figures.inFlight),
+      el('td', {}, figures.waiting),
+      el('td', {}, figures.requests),
+      el('td', {}, figures.degraded),
+    )
+  })
   redraw('replicas', table('Replicas', ['Replica', 'Version', 'Up', 'Ready', 'Log level', 'Calls in flight', 'Waiting', 'Requests (5 min)', 'Degraded'], rows))
 }
 

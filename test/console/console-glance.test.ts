@@ -349,6 +349,9 @@ describe.skipIf(CHROMIUM === null)('the console reads right at a glance (1440 ×
       expect(health).toContain(`replica ${FIXTURE_IDS.crashed} crashed (no clean stop, last seen 2026-11-24 00:12:00 UTC) and was replaced by ${FIXTURE_IDS.replacement}`)
       const row = `#replicas tr[data-gone="vanished"]`
       expect(await text(row)).toMatch(new RegExp(`${FIXTURE_IDS.crashed}[\\s\\S]*gone: no clean stop, last seen 2026-11-24 00:12:00 UTC; replaced by ${FIXTURE_IDS.replacement}`))
+      // Its last announcement's calls (3 in flight, 2 waiting) are of 8 minutes ago: none now, and its uptime is how long it ran.
+      const cells = await page.$$eval(`${row} td`, (nodes) => nodes.map((n) => n.textContent))
+      expect([cells[1], cells[4], cells[5]]).toEqual(['ran 17 min', '–', '–'])
       // Grey: every text of its row in the page's muted colour, none in red.
       const muted = await page.evaluate("getComputedStyle(document.querySelector('.muted')).color")
       const colours = await page.$$eval(`${row} th, ${row} td, ${row} span`, (nodes) => {

@@ -77,8 +77,9 @@ function replica(id: string, now: number, startedAt: number, lastSeen: number, s
     phase: 'serving',
     ready: gone === null,
     logLevel: 'info',
-    inFlight: gone ? 0 : 1,
-    waiting: 0,
+    // A replica that vanished is listed with its last announcement's calls: it crashed holding some.
+    inFlight: gone ? 3 : 1,
+    waiting: gone ? 2 : 0,
     degraded: [],
     at: new Date(lastSeen).toISOString(),
     gone,

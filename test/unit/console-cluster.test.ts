@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { utcInstant } from '../../src/console/console-format.js'
-import { chartData, chartSummaries, dataBuckets, fitWindow, healthLine, lastBuckets, lastSum, percentSeries, replacements, sumSeries, WINDOWS, type HealthStatus, type HistoryView, type Series } from '../../src/console/console-cluster.js'
+import { chartData, chartSummaries, dataBuckets, replicaFigures, fitWindow, healthLine, lastBuckets, lastSum, percentSeries, replacements, sumSeries, WINDOWS, type HealthStatus, type HistoryView, type Series } from '../../src/console/console-cluster.js'
 
 // The console's view of the whole cluster: the replicas' histories on one time axis,
 // and the health banner's line.
@@ -146,6 +146,27 @@ describe('chartSummaries', () => {
     expect(s.requests).toBe('Last 5 min: 18 requests, of which 0 4xx and 0 5xx.')
     expect(s.errors).toBe('Last 5 min: 0 4xx (18 of them 429), 0 5xx.')
     expect(chartSummaries(chartData([{ history: history(START, {}) }]), '5 min').hits).toBe('Last 5 min: no report read.')
+  })
+})
+
+describe('replicaFigures', () => {
+  const hour = history(START, { requests: [5, 5, 5, 5] })
+
+  it('says a live replica\'s uptime, calls in flight and waiting as it announced them, and its requests of the last 5 minutes', () => {
+    expect(replicaFigures({ uptimeSeconds: 1500, inFlight: 2, waiting: 1, degraded: [], gone: null, history: hour })).toEqual({ up: '25 min', inFlight: '2', waiting: '1', requests: '20', degraded: 'none' })
+  })
+
+  it('gives a gone replica no figure of its last announcement as if of now: it holds no call, and what it ran and lacked is of when it was last seen', () => {
+    // It vanished with calls in flight and a degraded platform: that was minutes ago, not now.
+    const gone = { how: 'vanished' as const, lastSeen: new Date(START).toISOString() }
+    expect(replicaFigures({ uptimeSeconds: 1500, inFlight: 3, waiting: 2, degraded: ['platform:default'], gone, history: hour })).toEqual({
+      up: 'ran 25 min',
+      inFlight: '–',
+      waiting: '–',
+      requests: '20',
+      degraded: 'when last seen: platform:default',
+    })
+    expect(replicaFigures({ uptimeSeconds: 60, inFlight: 0, waiting: 0, degraded: [], gone: { how: 'stopped', lastSeen: gone.lastSeen }, history: hour }).degraded).toBe('–')
   })
 })
 
