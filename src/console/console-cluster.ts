@@ -66,9 +66,10 @@ export interface Charted {
   waiting: Series
   /**
    * Per credential: its calls in flight and waiting (summed over the replicas), the limit
-   * in force and the latency floor (the replicas share both; the highest is shown).
+   * in force and the latency floor (the replicas share both; the highest is shown), and
+   * `readers`, how many replicas read its gauges in each bucket.
    */
-  credentials: { credential: string; inFlight: Series; waiting: Series; limit: Series; latencyFloorMs: Series }[]
+  credentials: { credential: string; inFlight: Series; waiting: Series; limit: Series; latencyFloorMs: Series; readers: Series }[]
   teams: { team: string; tooManyRequests: Series; errors: Series }[]
 }
 
@@ -151,6 +152,7 @@ export function chartData(replicas: readonly Pick<Replica, 'history'>[]): Charte
       waiting: sumSeries(ofCredential(credential, (s) => s.waiting), length),
       limit: combine(ofCredential(credential, (s) => s.limit), length, highest),
       latencyFloorMs: combine(ofCredential(credential, (s) => s.latencyFloorMs), length, highest),
+      readers: combine(ofCredential(credential, (s) => s.inFlight), length, (values) => values.length),
     })),
     teams: teamSeries,
   }
@@ -193,7 +195,7 @@ export function lastBuckets(d: Charted, buckets: number): Charted {
     latencyP99Ms: cut(d.latencyP99Ms),
     inFlight: cut(d.inFlight),
     waiting: cut(d.waiting),
-    credentials: d.credentials.map((c) => ({ credential: c.credential, inFlight: cut(c.inFlight), waiting: cut(c.waiting), limit: cut(c.limit), latencyFloorMs: cut(c.latencyFloorMs) })),
+    credentials: d.credentials.map((c) => ({ credential: c.credential, inFlight: cut(c.inFlight), waiting: cut(c.waiting), limit: cut(c.limit), latencyFloorMs: cut(c.latencyFloorMs), readers: cut(c.readers) })),
     teams: d.teams.map((t) => ({ team: t.team, tooManyRequests: cut(t.tooManyRequests), errors: cut(t.errors) })),
   }
 }
@@ -243,6 +245,20 @@ export function newestBucket(series: Series): number {
   return -1
 }
 
+/**
+ * The newest bucket of a credential's gauges that every replica read which read them the
+ * bucket before (by `readers`), -1 when none read them: a live replica whose history ends a
+ * bucket earlier (written just before this bucket began, or no reading in it yet) is not
+ * left out of a sum; a replica gone for good is, from the bucket after its last.
+ */
+export function settledBucket(readers: Series): number {
+  for (let i = readers.length - 1; i >= 0; i--) {
+    const now = readers[i] ?? 0
+    if (now > 0 && (i === 0 || now >= (readers[i - 1] ?? 0))) return i
+  }
+  return -1
+}
+
 const say = (v: number | null | undefined, unit = '') => (v === null || v === undefined ? '–' : `${v}${unit}`)
 
 /**
@@ -259,7 +275,7 @@ export function chartSummaries(d: Charted, span: string): ChartSummaries {
   const timed = newestBucket(d.latencyP50Ms)
   const floors = d.credentials.map((c) => `${say(c.latencyFloorMs[timed], ' ms')}${several ? ` (${c.credential})` : ''}`).join(', ') || '–'
   const gauges = d.credentials.map((c) => {
-    const i = newestBucket(c.inFlight)
+    const i = settledBucket(c.readers)
     return i === -1
       ? { name: c.credential, when: `last ${span}`, text: 'no reading' }
       : { name: c.credential, when: bucket(i), text: `${say(c.inFlight[i])} in flight of a limit of ${say(c.limit[i])}, ${say(c.waiting[i])} waiting` }

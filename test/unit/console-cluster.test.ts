@@ -45,8 +45,8 @@ describe('chartData', () => {
     expect(d.requests).toEqual([12, 23, 34, null])
     expect(d.hitRatio).toEqual([100, 75, 50, null])
     expect(d.inFlight).toEqual([3, 3, 3, null])
-    // The replicas share the limit: the highest, not the sum.
-    expect(d.credentials).toEqual([{ credential: 'default', inFlight: [3, 3, 3, null], waiting: [null, null, null, null], limit: [8, 8, 9, null], latencyFloorMs: [null, null, null, null] }])
+    // The replicas share the limit: the highest, not the sum. Two replicas read the gauges in each bucket but the newest.
+    expect(d.credentials).toEqual([{ credential: 'default', inFlight: [3, 3, 3, null], waiting: [null, null, null, null], limit: [8, 8, 9, null], latencyFloorMs: [null, null, null, null], readers: [2, 2, 2, null] }])
     expect(d.teams).toEqual([{ team: 'growth', tooManyRequests: [12, 23, 34, null], errors: [null, null, null, null] }])
     expect(d.tooManyRequests).toEqual([12, 23, 34, null])
   })
@@ -134,6 +134,14 @@ describe('chartSummaries', () => {
     // A credential only a gone replica used: its last reading is minutes old, and says so.
     const gone = history(START, { inFlight: [5, null, null, null], waiting: [2, null, null, null], limit: [6, null, null, null] }, 4, 'old')
     expect(chartSummaries(chartData([{ history: live }]), '5 min').inflight).toBe(`Newest reading, in the 10 s from ${at(2)}: 3 in flight of a limit of 9, 1 waiting.`)
+    // Another live replica's history ends a bucket earlier (written before this bucket began, or no reading in it yet):
+    // the newest bucket that both read, not a sum of one replica's calls alone.
+    const a = history(START, { inFlight: [1, 1, 1, 1], waiting: [0, 0, 0, 0], limit: [8, 8, 8, 8] })
+    const b = history(START, { inFlight: [2, 2, 2, null], waiting: [1, 1, 1, null], limit: [8, 8, 8, null] })
+    expect(chartSummaries(chartData([{ history: a }, { history: b }]), '5 min').inflight).toBe(`Newest reading, in the 10 s from ${at(2)}: 3 in flight of a limit of 8, 1 waiting.`)
+    // A replica gone for good: the newest bucket of those left.
+    const left = history(START, { inFlight: [2, 2, null, null], waiting: [1, 1, null, null], limit: [8, 8, null, null] })
+    expect(chartSummaries(chartData([{ history: a }, { history: left }]), '5 min').inflight).toBe(`Newest reading, in the 10 s from ${at(3)}: 1 in flight of a limit of 8, 0 waiting.`)
     expect(chartSummaries(chartData([{ history: live }, { history: gone }]), '5 min').inflight).toBe(
       `Newest reading of each credential: default, in the 10 s from ${at(2)}: 3 in flight of a limit of 9, 1 waiting; old, in the 10 s from ${at(0)}: 5 in flight of a limit of 6, 2 waiting.`,
     )
