@@ -296,6 +296,9 @@ export function chartSummaries(d: Charted, span: string): ChartSummaries {
 
 const capital = (text: string) => text.charAt(0).toUpperCase() + text.slice(1)
 
+/** The replicas table's window of requests: the last 5 minutes. */
+const RECENT_MS = 300_000
+
 /** What the replicas table says of a replica, column by column. */
 export interface ReplicaFigures {
   up: string
@@ -308,12 +311,16 @@ export interface ReplicaFigures {
 /**
  * A replica's row of the replicas table. A gone replica's announcement is of when it was
  * last seen: it holds no call now (–), and its uptime and what it served without are
- * said as of then, never beside the live replicas' as if they were now. Its requests of
- * the last 5 minutes are its history's, which ends where it left.
+ * said as of then, never beside the live replicas' as if they were now. The requests are
+ * those of the buckets that start in the 5 minutes to `now` (the cluster's, epoch ms): a
+ * history written a minute before (a replica that did not answer in time) counts no
+ * bucket older than that, and a gone one's ends where it left.
  */
-export function replicaFigures(r: Pick<Replica, 'uptimeSeconds' | 'inFlight' | 'waiting' | 'degraded' | 'gone' | 'history'>): ReplicaFigures {
+export function replicaFigures(r: Pick<Replica, 'uptimeSeconds' | 'inFlight' | 'waiting' | 'degraded' | 'gone' | 'history'>, now: number): ReplicaFigures {
   const degraded = r.degraded.length === 0 ? 'none' : r.degraded.join(', ')
-  const requests = String(lastSum(r.history.requests, 30))
+  const h = r.history
+  const since = now - RECENT_MS
+  const requests = String(h.requests.reduce<number>((sum, v, i) => (h.start + i * h.bucketSeconds * 1000 > since ? sum + (v ?? 0) : sum), 0))
   if (r.gone) return { up: `ran ${span(r.uptimeSeconds)}`, inFlight: '–', waiting: '–', requests, degraded: r.degraded.length === 0 ? '–' : `when last seen: ${degraded}` }
   return { up: span(r.uptimeSeconds), inFlight: String(r.inFlight), waiting: String(r.waiting), requests, degraded }
 }

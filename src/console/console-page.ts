@@ -207,8 +207,9 @@ function renderCluster(status: Status, cluster: Cluster | null): void {
 
 function renderReplicas(cluster: Cluster): void {
   const replaced = replacements(cluster.replicas)
+  const now = Date.parse(cluster.at)
   const rows = cluster.replicas.map((r) => {
-    const figures = replicaFigures(r)
+    const figures = replicaFigures(r, now)
     return el(
       'tr',
       r.self ? { class: 'self' } : r.gone ? { class: 'gone', 'data-gone': r.gone.how } : {},

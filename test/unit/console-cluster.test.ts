@@ -161,20 +161,29 @@ describe('replicaFigures', () => {
   const hour = history(START, { requests: [5, 5, 5, 5] })
 
   it('says a live replica\'s uptime, calls in flight and waiting as it announced them, and its requests of the last 5 minutes', () => {
-    expect(replicaFigures({ uptimeSeconds: 1500, inFlight: 2, waiting: 1, degraded: [], gone: null, history: hour })).toEqual({ up: '25 min', inFlight: '2', waiting: '1', requests: '20', degraded: 'none' })
+    expect(replicaFigures({ uptimeSeconds: 1500, inFlight: 2, waiting: 1, degraded: [], gone: null, history: hour }, START + 3 * BUCKET_MS)).toEqual({ up: '25 min', inFlight: '2', waiting: '1', requests: '20', degraded: 'none' })
   })
 
   it('gives a gone replica no figure of its last announcement as if of now: it holds no call, and what it ran and lacked is of when it was last seen', () => {
     // It vanished with calls in flight and a degraded platform: that was minutes ago, not now.
     const gone = { how: 'vanished' as const, lastSeen: new Date(START).toISOString() }
-    expect(replicaFigures({ uptimeSeconds: 1500, inFlight: 3, waiting: 2, degraded: ['platform:default'], gone, history: hour })).toEqual({
+    expect(replicaFigures({ uptimeSeconds: 1500, inFlight: 3, waiting: 2, degraded: ['platform:default'], gone, history: hour }, START + 3 * BUCKET_MS)).toEqual({
       up: 'ran 25 min',
       inFlight: '–',
       waiting: '–',
       requests: '20',
       degraded: 'when last seen: platform:default',
     })
-    expect(replicaFigures({ uptimeSeconds: 60, inFlight: 0, waiting: 0, degraded: [], gone: { how: 'stopped', lastSeen: gone.lastSeen }, history: hour }).degraded).toBe('–')
+    expect(replicaFigures({ uptimeSeconds: 60, inFlight: 0, waiting: 0, degraded: [], gone: { how: 'stopped', lastSeen: gone.lastSeen }, history: hour }, START + 3 * BUCKET_MS).degraded).toBe('–')
+  })
+
+  it('counts the requests of the 5 minutes to the cluster\'s now, not to the end of an hour written a minute before', () => {
+    // 30 buckets of 1 request each, the newest starting at START: an hour as the replica wrote it then.
+    const written = history(START - 29 * BUCKET_MS, { requests: new Array<number>(30).fill(1) }, 30)
+    const live = { uptimeSeconds: 600, inFlight: 0, waiting: 0, degraded: [], gone: null, history: written }
+    expect(replicaFigures(live, START + 5_000).requests).toBe('30')
+    // Read 60 s later: 6 of its buckets are before the last 5 minutes.
+    expect(replicaFigures(live, START + 60_000 + 5_000).requests).toBe('24')
   })
 })
 
