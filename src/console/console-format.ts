@@ -42,6 +42,8 @@ export interface CacheSample {
   at: number
   hits: number
   lookups: number
+  /** The replica that answered, by its start instant: its counters are its own since then. */
+  from?: string
 }
 
 export interface WindowRatio {
@@ -53,7 +55,8 @@ export interface WindowRatio {
 /**
  * The hit ratio over the last `windowMs`: the difference between the newest reading and
  * the oldest one still in the window. A single reading gives the ratio since the start.
- * A counter that went down (the replica restarted) starts the window again.
+ * A counter that went down (the replica restarted), or a reading of another replica (an
+ * admin address that answers from several), starts the window again.
  */
 export function windowRatio(samples: readonly CacheSample[], now: number, windowMs: number): WindowRatio {
   const recent = samples.filter((s) => now - s.at <= windowMs)
@@ -62,7 +65,7 @@ export function windowRatio(samples: readonly CacheSample[], now: number, window
   let oldest = newest
   for (let i = recent.length - 2; i >= 0; i -= 1) {
     const s = recent[i] as CacheSample
-    if (s.lookups > oldest.lookups || s.hits > oldest.hits) break
+    if (s.from !== newest.from || s.lookups > oldest.lookups || s.hits > oldest.hits) break
     oldest = s
   }
   if (oldest === newest) return { text: ratio(newest.hits, newest.lookups), minutes: null }

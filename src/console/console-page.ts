@@ -168,7 +168,7 @@ function render(status: Status, usage: UsageRow[] | null, audit: Record<string, 
   renderReload(status.teamsReload)
   renderCredentials(status.credentials, now, mayChange())
   renderRedis(status.redis)
-  renderCache(status.cache, now)
+  renderCache(status.cache, now, status.build.startedAt)
   renderGovernors(status.governors)
   renderTeams(status.teams, usage, keys, now)
   renderAudit(audit)

@@ -56,7 +56,7 @@ export interface Governor {
 export interface Status {
   at: string
   phase: string
-  build: { version: string; commit: string; node: string; uptimeSeconds: number }
+  build: { version: string; commit: string; node: string; uptimeSeconds: number; startedAt?: string }
   credentials: Credential[]
   redis: { state: string; address: string; topology: string }
   cache: { enabled: boolean; lookups: Record<string, number>; l1: { entries: number; bytes: number; maxBytes: number } }
@@ -142,10 +142,11 @@ export function renderRedis(redis: Status['redis']): void {
   redraw('redis', facts([['State', el('span', { class: `state ${redis.state === 'ok' ? 'ok' : redis.state === 'down' ? 'rejected' : 'none'}` }, redis.state)], ['Address', redis.address], ['Topology', redis.topology]]))
 }
 
-export function renderCache(cache: Status['cache'], now: number): void {
+/** The cache's facts; `from`, the answering replica's start instant, keeps the hit ratio to its own counters. */
+export function renderCache(cache: Status['cache'], now: number, from: string | undefined): void {
   const n = (result: string) => cache.lookups[result] ?? 0
   const lookups = Object.values(cache.lookups).reduce((a, b) => a + b, 0)
-  samples = addSample(samples, { at: now, hits: n('HIT') + n('STALE'), lookups }, RATIO_WINDOW_MS)
+  samples = addSample(samples, { at: now, hits: n('HIT') + n('STALE'), lookups, ...(from === undefined ? {} : { from }) }, RATIO_WINDOW_MS)
   const hit = windowRatio(samples, now, RATIO_WINDOW_MS)
   redraw(
     'cache',

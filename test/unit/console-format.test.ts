@@ -67,6 +67,18 @@ describe('windowRatio', () => {
     expect(windowRatio(samples, NOW, WINDOW)).toEqual({ text: '50.0 %', minutes: 2 })
   })
 
+  it('reads one replica\'s counters only: an admin address that answers from another replica starts the window again', () => {
+    // Behind one address, the replica that answers changes; its counters are its own since its start.
+    const a = '2026-11-23T10:00:00.000Z'
+    const b = '2026-11-23T10:05:00.000Z'
+    const samples = [
+      { at: NOW - 4 * 60_000, hits: 100, lookups: 200, from: a },
+      { at: NOW - 2 * 60_000, hits: 110, lookups: 220, from: a },
+      { at: NOW, hits: 150, lookups: 400, from: b },
+    ]
+    expect(windowRatio(samples, NOW, WINDOW)).toEqual({ text: '37.5 %', minutes: null })
+  })
+
   it('keeps only the readings of the window', () => {
     const kept = addSample([{ at: NOW - WINDOW - 1, hits: 0, lookups: 0 }, { at: NOW - 1000, hits: 1, lookups: 1 }], { at: NOW, hits: 2, lookups: 2 }, WINDOW)
     expect(kept.map((s) => s.hits)).toEqual([1, 2])
