@@ -259,6 +259,7 @@ export function settledBucket(readers: Series): number {
   return -1
 }
 
+const capital = (text: string) => text.charAt(0).toUpperCase() + text.slice(1)
 const say = (v: number | null | undefined, unit = '') => (v === null || v === undefined ? '–' : `${v}${unit}`)
 
 /**
@@ -277,24 +278,24 @@ export function chartSummaries(d: Charted, span: string): ChartSummaries {
   const gauges = d.credentials.map((c) => {
     const i = settledBucket(c.readers)
     return i === -1
-      ? { name: c.credential, when: `last ${span}`, text: 'no reading' }
-      : { name: c.credential, when: bucket(i), text: `${say(c.inFlight[i])} in flight of a limit of ${say(c.limit[i])}, ${say(c.waiting[i])} waiting` }
+      ? { name: c.credential, read: false, said: `no reading in the last ${span}` }
+      : { name: c.credential, read: true, said: `${bucket(i)}: ${say(c.inFlight[i])} in flight of a limit of ${say(c.limit[i])}, ${say(c.waiting[i])} waiting` }
   })
+  const only = gauges[0]
   return {
     requests: `Last ${span}: ${plural(n(d.requests), 'request')}, of which ${n(d.clientErrors)} 4xx and ${n(d.serverErrors)} 5xx.`,
     errors: `Last ${span}: ${n(d.clientErrors)} 4xx (${n(d.tooManyRequests)} of them 429), ${n(d.serverErrors)} 5xx.`,
     hits: read === -1 ? `Last ${span}: no report read.` : `${capital(bucket(read))}, the newest with report reads: ${say(d.hitRatio[read], ' %')} of them answered by the cache.`,
     platform: `Last ${span}: ${plural(n(d.platformCalls), 'platform call')}; ${timed === -1 ? 'none timed' : `${bucket(timed)}: latency p50 ${say(d.latencyP50Ms[timed], ' ms')}, p99 ${say(d.latencyP99Ms[timed], ' ms')}, floor ${floors}`}.`,
-    inflight:
-      gauges.length === 0
-        ? 'No credential.'
-        : several
-          ? `Newest reading of each credential: ${gauges.map((g) => `${g.name}, ${g.when}: ${g.text}`).join('; ')}.`
-          : `Newest reading, ${gauges[0]?.when}: ${gauges[0]?.text}.`,
+    inflight: !only
+      ? 'No credential.'
+      : several
+        ? `Newest reading of each credential: ${gauges.map((g) => `${g.name}, ${g.said}`).join('; ')}.`
+        : only.read
+          ? `Newest reading, ${only.said}.`
+          : `${capital(only.said)}.`,
   }
 }
-
-const capital = (text: string) => text.charAt(0).toUpperCase() + text.slice(1)
 
 /** The replicas table's window of requests: the last 5 minutes. */
 const RECENT_MS = 300_000

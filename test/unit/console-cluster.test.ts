@@ -139,6 +139,8 @@ describe('chartSummaries', () => {
     const a = history(START, { inFlight: [1, 1, 1, 1], waiting: [0, 0, 0, 0], limit: [8, 8, 8, 8] })
     const b = history(START, { inFlight: [2, 2, 2, null], waiting: [1, 1, 1, null], limit: [8, 8, 8, null] })
     expect(chartSummaries(chartData([{ history: a }, { history: b }]), '5 min').inflight).toBe(`Newest reading, in the 10 s from ${at(2)}: 3 in flight of a limit of 8, 1 waiting.`)
+    // A credential no replica read in the window.
+    expect(chartSummaries(chartData([{ history: history(START, {}) }]), '5 min').inflight).toBe('No reading in the last 5 min.')
     // A replica gone for good: the newest bucket of those left.
     const left = history(START, { inFlight: [2, 2, null, null], waiting: [1, 1, null, null], limit: [8, 8, null, null] })
     expect(chartSummaries(chartData([{ history: a }, { history: left }]), '5 min').inflight).toBe(`Newest reading, in the 10 s from ${at(3)}: 1 in flight of a limit of 8, 0 waiting.`)
