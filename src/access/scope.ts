@@ -291,21 +291,29 @@ interface Collected {
   respelled: Respelled | null
 }
 
+// Only objects and arrays are walked into: a string, number or literal outside a field
+// that names something names nothing, so it is looked at and not pushed (a body of half a
+// million numbers costs a test of each, not a push and a pop of each).
+const isContainer = (value: unknown): value is object => typeof value === 'object' && value !== null
+
 function collectJson(root: unknown, found: Collected): void {
   const pending: unknown[] = [root]
   while (pending.length > 0) {
     const node = pending.pop()
     if (Array.isArray(node)) {
-      for (const item of node) pending.push(item)
-    } else if (typeof node === 'object' && node !== null) {
+      for (const item of node) if (isContainer(item)) pending.push(item)
+    } else if (isContainer(node)) {
       for (const [key, value] of Object.entries(node)) {
         found.respelled ??= respelledIn([key])
         const into = ACCOUNT_FIELD.test(key) ? found.accounts : CAMPAIGN_FIELD.test(key) ? found.campaigns : CREATIVE_SET_FIELD.test(key) ? found.creativeSets : null
-        if (into === null) pending.push(value)
-        // An empty list names no account, and Laravel reads it as blank (`filled()`, `?:`):
-        // kept whole, as a value that is no account, so that it is refused and places nothing.
-        else if (Array.isArray(value) && (value.length > 0 || into !== found.accounts)) into.push(...(value as unknown[]))
-        else into.push(value)
+        if (into === null) {
+          if (isContainer(value)) pending.push(value)
+        } else if (Array.isArray(value) && (value.length > 0 || into !== found.accounts)) {
+          // An empty list names no account, and Laravel reads it as blank (`filled()`, `?:`):
+          // kept whole, as a value that is no account, so that it is refused and places nothing.
+          // Pushed one by one: a list as long as a body holds is no call's arguments.
+          for (const item of value as unknown[]) into.push(item)
+        } else into.push(value)
       }
     }
   }

@@ -76,6 +76,15 @@ describe('namedInCall', () => {
     expect(report).toEqual({ accounts: [], campaigns: [102001, 102002], creativeSets: [], placed: true, placeBy: "the report's campaigns in campaignIds at the top of the body", unknownRoute: null, respelled: null })
   })
 
+  // A 1 MiB body holds some 150,000 ids in a list: each list is read whole, however long
+  // (read as the arguments of one call, a list past some 120,000 ids overflowed the stack: 500).
+  it('reads every id of a list as long as a 1 MiB body holds, for campaigns, creative sets and accounts', () => {
+    const ids = Array.from({ length: 150_000 }, (_, i) => 101_001 + (i % 3))
+    const found = named('POST', '/api/v1/campaign/get', json({ userId: ids, campaignIds: ids, creativeSetIds: ids }))
+    expect([found.accounts.length, found.campaigns.length, found.creativeSets.length]).toEqual([150_000, 150_000, 150_000])
+    expect(found.campaigns.slice(-3)).toEqual([101_001, 101_002, 101_003])
+  })
+
   it('finds creative set ids wherever Laravel reads them: the body at any depth, a form, the query', () => {
     const create = '/api/v1/campaign/banner/create'
     expect(named('POST', create, json({ userId: 101, creativeSetIds: [1020011, '1010011'] })).creativeSets).toEqual([1020011, 1010011])
