@@ -7,8 +7,11 @@ import { ownBytes } from './own-bytes.js'
 // Each window of the text as long as a secret is hashed with a rolling polynomial hash whose
 // base is drawn at random once a process: its value says nothing to a caller, who cannot
 // know which windows share a secret's hash; a window whose hash is a secret's is compared
-// with it in constant time (timingSafeEqual). The work is the text's length once for each
-// length of secret, whatever the text holds.
+// with it in constant time (timingSafeEqual). A hash is modulo 2^32, held as a signed
+// 32-bit integer: V8 keeps one in a register and a Set looks it up as a small integer,
+// where an unsigned one past 2^31 is a heap number (a MiB searched in a third of the
+// time). The work is the text's length once for each length of secret, whatever the text
+// holds.
 
 /** The secrets of one length: their hashes, and their code units to compare a window whose hash is one of them. */
 interface OfLength {
@@ -43,7 +46,7 @@ export class SecretSearch {
     let group = this.#lengths.find((g) => g.length === value.length)
     if (group === undefined) {
       let lead = 1
-      for (let i = 1; i < value.length; i++) lead = Math.imul(lead, this.#base) >>> 0
+      for (let i = 1; i < value.length; i++) lead = Math.imul(lead, this.#base)
       group = { length: value.length, lead, known: new Set(), hashes: [], units: [] }
       this.#lengths.push(group)
     }
@@ -63,11 +66,11 @@ export class SecretSearch {
       if (text.length < length) continue
       const only = hashes.length === 1 ? hashes[0] : undefined
       let hash = this.#hash(text, length)
+      const last = text.length - length
       for (let start = 0; ; start++) {
         if ((only === undefined ? known.has(hash) : hash === only) && this.#confirmed(group, text, start, hash)) return true
-        const end = start + length
-        if (end === text.length) break
-        hash = (Math.imul((hash - Math.imul(text.charCodeAt(start), lead)) >>> 0, base) + text.charCodeAt(end)) >>> 0
+        if (start === last) break
+        hash = (Math.imul((hash - Math.imul(text.charCodeAt(start), lead)) | 0, base) + text.charCodeAt(start + length)) | 0
       }
     }
     return false
@@ -113,7 +116,7 @@ export class SecretSearch {
   /** The hash of the first `length` characters of `text`. */
   #hash(text: string, length: number): number {
     let hash = 0
-    for (let i = 0; i < length; i++) hash = (Math.imul(hash, this.#base) + text.charCodeAt(i)) >>> 0
+    for (let i = 0; i < length; i++) hash = (Math.imul(hash, this.#base) + text.charCodeAt(i)) | 0
     return hash
   }
 }

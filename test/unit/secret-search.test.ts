@@ -43,6 +43,32 @@ describe('SecretSearch', () => {
     expect(many.in(`/r?b=${TOKEN}9999`)).toBe(false)
   })
 
+  it('finds a secret at the very start and the very end of a MiB of text, and none in a MiB without one', () => {
+    const mib = 'é'.repeat(1 << 20)
+    const one = new SecretSearch()
+    one.add(TOKEN)
+    const many = new SecretSearch()
+    for (let i = 0; i < 20; i++) many.add(`${TOKEN.slice(0, -2)}${String(i).padStart(2, '0')}`)
+    many.add(TOKEN)
+    for (const search of [one, many]) {
+      expect([search.in(`${TOKEN}${mib}`), search.in(`${mib}${TOKEN}`), search.in(mib), search.in(`${mib}${TOKEN.slice(0, -1)}`)]).toEqual([true, true, false, false])
+    }
+  })
+
+  it('finds a secret exactly where the text holds it, whatever characters of the whole UTF-16 range surround it', () => {
+    const secrets = [TOKEN, PASSWORD, 'short1', '\uffff\u8000\u0001 high units']
+    const search = new SecretSearch()
+    for (const s of secrets) search.add(s)
+    const piece = fc.oneof(fc.constantFrom(...secrets), fc.constantFrom(...secrets).map((s) => s.slice(1)), fc.string({ unit: 'binary', maxLength: 20 }))
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 10 }), (pieces) => {
+        const text = pieces.join('')
+        expect(search.in(text)).toBe(secrets.some((s) => text.includes(s)))
+      }),
+      { numRuns: 500, seed: 142 },
+    )
+  })
+
   it('finds a secret added after others, and one added twice once', () => {
     const later = new SecretSearch()
     expect(later.in(`x ${TOKEN}`)).toBe(false)
