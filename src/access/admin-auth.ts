@@ -37,11 +37,14 @@ export class AdminAuth {
   #tokens: (AdminActor & { digest: Buffer })[] = []
   /** The tokens' digests in hex, as `hash` writes a word's. */
   #digests = new Set<string>()
+  /** Those of tokens known by their digests alone: every one but the `plain` tokens given with them (heldInUnsearched). */
+  #digestsOnly = new Set<string>()
   #replaced = 0
   #logged = new Map<string, boolean>()
 
-  constructor(tokens: AdminToken[]) {
-    this.replace(tokens)
+  /** `plain`: the tokens among `tokens` given in the clear too (ADMIN_TOKEN, ADMIN_VIEWER_TOKEN), as replace takes them. */
+  constructor(tokens: AdminToken[], plain: readonly (string | null)[] = []) {
+    this.replace(tokens, plain)
   }
 
   /** How many times the tokens were replaced (at each teams reload applied): a text searched (heldIn) before a replace may hold one of the new tokens. */
@@ -49,10 +52,17 @@ export class AdminAuth {
     return this.#replaced
   }
 
-  replace(tokens: AdminToken[]): void {
+  /**
+   * The tokens from now on; `plain`: those of them the gateway holds in the clear too
+   * (ADMIN_TOKEN, ADMIN_VIEWER_TOKEN; null for one not set), which the search of its secrets
+   * finds (heldInUnsearched leaves them to it).
+   */
+  replace(tokens: AdminToken[], plain: readonly (string | null)[] = []): void {
     this.#replaced++
     this.#tokens = tokens.map((t) => ({ name: t.name, role: t.role, digest: Buffer.from(t.hash.slice('sha256:'.length), 'hex') }))
     this.#digests = new Set(tokens.map((t) => t.hash.slice('sha256:'.length)))
+    const inClear = new Set(plain.flatMap((token) => (token === null ? [] : [hash('sha256', token)])))
+    this.#digestsOnly = new Set([...this.#digests].filter((digest) => !inClear.has(digest)))
     this.#logged.clear()
   }
 
@@ -70,20 +80,18 @@ export class AdminAuth {
    * constant time).
    */
   heldIn(text: string): boolean {
-    if (this.#digests.size === 0) return false
-    const seen = new Set<string>()
-    const held = (word: string): boolean => {
-      if (word.length < MIN_ADMIN_TOKEN_CHARS || seen.has(word) || !PRESENTABLE.test(word)) return false
-      if (seen.size < REMEMBERED) seen.add(word)
-      return this.#digests.has(hash('sha256', word))
-    }
-    for (const word of wordsOf(text, MIN_ADMIN_TOKEN_CHARS)) {
-      if (held(word)) return true
-      // A path's segments are words of their own (`/api/v1/x/<token>`); a token may hold a
-      // `/` itself (base64), so the word is looked for whole too.
-      if (word.includes('/') && word.split('/').some(held)) return true
-    }
-    return false
+    return heldAmong(this.#digests, text)
+  }
+
+  /**
+   * heldIn for the tokens known by their digests alone (the named ones of ADMIN_TOKENS_FILE):
+   * what a search that finds the `plain` tokens given to replace (the gateway's secrets,
+   * observe/logger.ts SecretSet.holds: each as a substring of the text or of its decoded
+   * form, where heldIn finds one as a word of either) asks beside it. Without such tokens
+   * it reads nothing of the text: a MiB's words are not hashed for ADMIN_TOKEN alone.
+   */
+  heldInUnsearched(text: string): boolean {
+    return heldAmong(this.#digestsOnly, text)
   }
 
   /**
@@ -110,4 +118,22 @@ export class AdminAuth {
     for (const t of this.#tokens) if (timingSafeEqual(offered, t.digest) && actor === null) actor = { name: t.name, role: t.role }
     return actor
   }
+}
+
+/** Whether `text` holds, as a word of its own or of its decoded form, a token whose digest is one of `digests` (AdminAuth.heldIn). */
+function heldAmong(digests: ReadonlySet<string>, text: string): boolean {
+  if (digests.size === 0) return false
+  const seen = new Set<string>()
+  const held = (word: string): boolean => {
+    if (word.length < MIN_ADMIN_TOKEN_CHARS || seen.has(word) || !PRESENTABLE.test(word)) return false
+    if (seen.size < REMEMBERED) seen.add(word)
+    return digests.has(hash('sha256', word))
+  }
+  for (const word of wordsOf(text, MIN_ADMIN_TOKEN_CHARS)) {
+    if (held(word)) return true
+    // A path's segments are words of their own (`/api/v1/x/<token>`); a token may hold a
+    // `/` itself (base64), so the word is looked for whole too.
+    if (word.includes('/') && word.split('/').some(held)) return true
+  }
+  return false
 }

@@ -73,11 +73,13 @@ export interface BodyIn {
 
 /**
  * Whether `text` holds a secret of the gateway's: one of `secrets`, as it is or as the
- * platform decodes it, or a named admin token known by its digest alone (`adminAuth`).
+ * platform decodes it, or a named admin token known by its digest alone (`adminAuth`;
+ * ADMIN_TOKEN and ADMIN_VIEWER_TOKEN are among `secrets`, which the start and each reload
+ * that takes them add them to, and `secrets` finds them wherever `adminAuth` would).
  * The one search admission refuses by and the spans are cleaned by.
  */
 export function holdsGatewaySecret(parts: Pick<AdmissionParts, 'secrets' | 'adminAuth'>, text: string): boolean {
-  return parts.secrets.holds(text) || parts.adminAuth.heldIn(text)
+  return parts.secrets.holds(text) || parts.adminAuth.heldInUnsearched(text)
 }
 
 /** What admission reads of the gateway; the composition root hands it these. */

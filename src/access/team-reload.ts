@@ -271,7 +271,7 @@ export class TeamReloader {
     for (const team of next.teams) for (const secret of team.webhook ? webhookSecretSpellings(team.webhook.secret) : []) this.#d.secrets?.addScrubbed(secret)
     this.#d.teams.replace(next.teams)
     if (keysChanged.removed.length > 0 || keysChanged.added.length > 0) this.#d.onKeysChanged?.(keysChanged)
-    this.#d.adminAuth.replace(next.admin.tokens)
+    this.#d.adminAuth.replace(next.admin.tokens, [next.admin.token, next.admin.viewerToken])
     this.#admins = admins
     this.#adoptAdminTokens(next)
     metrics.configReloads.inc({ result: 'applied' })

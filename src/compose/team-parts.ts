@@ -46,7 +46,7 @@ export function teamParts(
   const prefix = config.redis.keyPrefix
   const teams = new TeamDirectory(config.teams, () => clock.now())
   metrics.watchKeyLifetimes(() => teams.keyLifetimes())
-  const adminAuth = new AdminAuth(config.admin.tokens)
+  const adminAuth = new AdminAuth(config.admin.tokens, [config.admin.token, config.admin.viewerToken])
   const source = o.configSource === undefined ? { env: process.env } : o.configSource
   return {
     teams,

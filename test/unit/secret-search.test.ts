@@ -198,6 +198,17 @@ describe('AdminAuth.heldIn: a token known by its digest alone', () => {
     expect(new AdminAuth([]).heldIn(`q=${token}`)).toBe(false)
   })
 
+  it('leaves to the search of the secrets the tokens given in the clear too: heldInUnsearched finds the named ones only, heldIn every one', () => {
+    const [plain, viewer] = ['admin.token~in_the_clear_0123', 'viewer.token~in_the_clear_0123']
+    const entry = (t: string, name: string) => ({ name, hash: `sha256:${sha256Hex(t)}`, role: 'operator' as const })
+    const both = new AdminAuth([entry(plain, 'admin'), entry(viewer, 'viewer'), entry(token, 'ops')], [plain, viewer])
+    expect([plain, viewer, token].map((t) => [both.heldIn(`q=${t}`), both.heldInUnsearched(`q=${t}`)])).toEqual([[true, false], [true, false], [true, true]])
+    both.replace([entry(plain, 'admin'), entry(viewer, 'viewer')], [plain, null])
+    expect([plain, viewer].map((t) => both.heldInUnsearched(`q=${t}`))).toEqual([false, true])
+    // Given none in the clear, every token is its digest alone.
+    expect(new AdminAuth([entry(plain, 'admin')]).heldInUnsearched(`q=${plain}`)).toBe(true)
+  })
+
   it.each([
     ['a control character', `${token}\x01`],
     ['DEL', `\x7f${token}`],
