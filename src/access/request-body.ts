@@ -105,11 +105,13 @@ function numbersAsWritten(text: string): unknown {
  */
 export const SOURCE_VALUES = 10_000
 
-export function parseJsonBody(bytes: Buffer, limits: BodyLimits): CheckedBody {
+/** `scanned`: told the scan of a body nested within the limits before it is parsed, it may refuse the body (throw). */
+export function parseJsonBody(bytes: Buffer, limits: BodyLimits, scanned?: (scan: JsonScan) => void): CheckedBody {
   // Before JSON.parse: a 200k-deep array must be a cheap 400, not a deep parse and a
   // recursion through it; PHP's json_decode gives up past 512 levels anyway.
   const scan = scanJson(bytes)
   if (scan.depth > limits.jsonDepth) throw new BadRequestError(`body: JSON nested deeper than ${limits.jsonDepth} levels`)
+  scanned?.(scan)
   let value: unknown
   let written: unknown
   try {

@@ -2,6 +2,7 @@ import { connect, type Socket } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { KEYS, SANDBOX_TEAMS_YAML } from '../helpers/sandbox-gateway.js'
 import { call, useAttackGateway } from './attack-gateway.js'
+import { scanJson } from '../../src/access/request-body.js'
 
 // A caller's body is read whole before anything of it is sent (admission.ts), so the bytes
 // of every body under way sit in the gateway's memory. A black-box pass (session 133) held
@@ -87,6 +88,20 @@ describe('request bodies under way are held within the answers\' budget', () => 
     }
     // A body within the quarter goes through as before.
     expect((await post(KEYS.growth, '{"userId":101,"x":[{},{}]}')).status).toBe(200)
+  }, 30_000)
+
+  it('refuses a JSON body whose values alone count past its team\'s quarter before it is parsed: the count it says is its bytes and its values\', at least', async () => {
+    // 170,000 arrays nested 3 deep in 1 MiB: a parse of about 100 ms of CPU, then refused
+    // (an attacker's cheapest way to hold a core). The scan before the parse counts them.
+    const body = `{"userId":101,"x":[${Array.from({ length: 170_000 }, () => '[[]]').join(',')}]}`
+    const scan = scanJson(Buffer.from(body))
+    const counted = body.length + 32 * (scan.values - scan.containers) + 128 * scan.containers
+    const res = await post(KEYS.growth, body)
+    expect(res.status).toBe(400)
+    expect(res.json).toMatchObject({ code: 'GW_BAD_REQUEST' })
+    expect(res.json.message).toMatch(new RegExp(`^body: counts at least ${counted} bytes as read and parsed .*a quarter of platform\\.bufferTotalBytes`))
+    expect(res.retryAfter).toBeNull()
+    expect(sg.callerRequests()).toEqual([])
   }, 30_000)
 
   it('refuses a body within bodyLimit whose bytes and parsed text pass its team\'s quarter 400 GW_BAD_REQUEST, with no retry-after', async () => {
