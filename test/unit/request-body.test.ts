@@ -1,3 +1,4 @@
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { assertPlainBodyType, jsonRefusal, multipartNames, parseFormBody, parseJsonBody, scanJson, SOURCE_VALUES } from '../../src/access/request-body.js'
 import { phpLineBytes } from '../../src/php/mime.js'
@@ -97,6 +98,20 @@ describe('parseFormBody', () => {
   it('reads as URLSearchParams does where the escapes are UTF-8: `+`, %2B, a stray %, empty pairs, a name alone, a leading U+FEFF', () => {
     const text = 'a=x+%2B%2x&&b&c=%EF%BB%BF%C3%A9=%E2%82%AC'
     expect(parseFormBody(Buffer.from(text), LIMITS)).toMatchObject({ kind: 'form', params: [...new URLSearchParams(text)] })
+  })
+
+  it('reads the pairs of any mix of `&`, `=` and plain characters as URLSearchParams does, a MiB of `&` around them too', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: fc.constantFrom('&', '=', 'a', 'b', '1'), maxLength: 40 }), (text) => {
+        const pairs = [...new URLSearchParams(text)]
+        // A pair of no name is refused (its name is not plain).
+        if (pairs.some(([name]) => name === '')) expect(() => parseFormBody(Buffer.from(text), LIMITS)).toThrow(bad)
+        else expect(parseFormBody(Buffer.from(text), LIMITS)).toMatchObject({ params: pairs })
+      }),
+      { numRuns: 500, seed: 142 },
+    )
+    const amps = '&'.repeat(1 << 19)
+    expect(parseFormBody(Buffer.from(`${amps}userId=101${amps}x${amps}`), LIMITS)).toMatchObject({ params: [['userId', '101'], ['x', '']] })
   })
 
   it.each([
