@@ -22,6 +22,8 @@ describe('parseJsonBody', () => {
     ['an unpaired surrogate escape in a value (PHP reads no body then)', '{"userId":101,"x":["\\ud800"]}'],
     ['an unpaired low surrogate escape', '{"userId":101,"x":"\\udc00\\ud800"}'],
     ['an unpaired surrogate escape in a key', '{"userId":101,"\\udfff":1}'],
+    ['an unpaired surrogate escaped in upper-case hex', '{"userId":101,"x":"\\uDBFF"}'],
+    ['an unpaired surrogate escape at the end of a long list of strings', `{"userId":101,"x":[${'"ab",'.repeat(100_000)}"\\uD800"]}`],
   ])('refuses %s', (_name, text) => {
     expect(() => parseJsonBody(Buffer.from(text), LIMITS)).toThrow(bad)
   })
@@ -50,6 +52,10 @@ describe('parseJsonBody', () => {
   it('accepts nesting up to the limit, brackets inside strings not counted', () => {
     expect(() => parseJsonBody(Buffer.from('['.repeat(32) + ']'.repeat(32)), LIMITS)).not.toThrow()
     expect(() => parseJsonBody(Buffer.from(`{"s":"${'['.repeat(100)}\\"["}`), LIMITS)).not.toThrow()
+  })
+
+  it('accepts a backslash before u and a surrogate\'s hex, which escapes no surrogate', () => {
+    expect(parseJsonBody(Buffer.from('{"userId":101,"x":"\\\\ud800"}'), LIMITS).text).toBe('{"userId":101,"x":"\\\\ud800"}')
   })
 
   it('accepts a surrogate pair escaped, as PHP reads it too', () => {
