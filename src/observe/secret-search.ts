@@ -129,7 +129,17 @@ const lenientUtf8 = new TextDecoder('utf-8')
 
 /** `text` as a query or form is read: `+` a space, each run of escapes as UTF-8 (bytes that are none as U+FFFD). */
 export function percentDecoded(text: string): string {
-  return text.replace(/\+/g, ' ').replace(ESCAPE_RUN, (run) => lenientUtf8.decode(Buffer.from(run.replace(/%/g, ''), 'hex')))
+  return (text.includes('+') ? text.replace(/\+/g, ' ') : text).replace(ESCAPE_RUN, (run) => lenientUtf8.decode(escapedBytes(run)))
+}
+
+// The value of each hex digit by its character code (ESCAPE_RUN matched it a hex digit).
+const HEX_VALUE = Uint8Array.from({ length: 128 }, (_, c) => (/[0-9A-Fa-f]/.test(String.fromCharCode(c)) ? parseInt(String.fromCharCode(c), 16) : 0))
+
+/** The bytes a run of escapes (`%C3%A9`) writes, read from its digits where they are (no copy of the run without its `%`, no hex string). */
+function escapedBytes(run: string): Uint8Array {
+  const bytes = new Uint8Array(run.length / 3)
+  for (let i = 0, at = 1; i < bytes.length; i++, at += 3) bytes[i] = ((HEX_VALUE[run.charCodeAt(at)] as number) << 4) | (HEX_VALUE[run.charCodeAt(at + 1)] as number)
+  return bytes
 }
 
 // What separates the words of a query, a form, a JSON text or a header: a secret known by

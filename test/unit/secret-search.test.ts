@@ -103,6 +103,23 @@ describe('SecretSearch: the memory a secret keeps', () => {
   })
 })
 
+describe('percentDecoded', () => {
+  // Each run of escapes as the UTF-8 decoder reads its bytes, made the plain way: the hex digits as a hex string.
+  const reference = (text: string) => text.replace(/\+/g, ' ').replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) => new TextDecoder('utf-8').decode(Buffer.from(run.replace(/%/g, ''), 'hex')))
+
+  it('reads `+` as a space and each run of escapes, digits in either case, as UTF-8 (U+FFFD for bytes that are none), stray `%` as it is', () => {
+    const unit = fc.constantFrom('%', '+', 'a', 'F', '0', '9', 'é', ' ', '%C3', '%a9', '%E2%82%AC', '%ff', '%4', '%zz')
+    fc.assert(
+      fc.property(fc.array(unit, { maxLength: 30 }), (units) => {
+        const text = units.join('')
+        expect(percentDecoded(text)).toBe(reference(text))
+      }),
+      { numRuns: 1000, seed: 142 },
+    )
+    expect(percentDecoded('a+b%C3%A9%2B%zz%')).toBe('a bé+%zz%')
+  })
+})
+
 describe('SecretSearch.inDecoded: the decoded text searched around its changes only', () => {
   const RUNS = Number(process.env.PROPERTY_RUNS ?? 300)
   const SEED = process.env.PROPERTY_SEED !== undefined ? Number(process.env.PROPERTY_SEED) : process.env.PROPERTY_RUNS ? Date.now() : 97
