@@ -1,6 +1,7 @@
 import { BadRequestError, NotFoundError, RepeatedBaseError, UnsafePathError } from '../errors.js'
 import { API_PREFIX, unsafeSpelling } from './path-safety.js'
 import { UNRESERVED_ESCAPE } from '../platform/canonical-path.js'
+import { escapedBytes } from '../observe/secret-search.js'
 
 export type Pair = [string, string]
 
@@ -114,7 +115,7 @@ function decodeComponent(spelled: string): string | null {
   const spaced = spelled.includes('+') ? spelled.replace(/\+/g, ' ') : spelled
   if (!spaced.includes('%')) return spaced
   try {
-    return spaced.replace(ESCAPE_RUN, (run) => utf8.decode(Buffer.from(run.replace(/%/g, ''), 'hex')))
+    return spaced.replace(ESCAPE_RUN, (run) => utf8.decode(escapedBytes(run)))
   } catch {
     return null
   }

@@ -135,8 +135,8 @@ export function percentDecoded(text: string): string {
 // The value of each hex digit by its character code (ESCAPE_RUN matched it a hex digit).
 const HEX_VALUE = Uint8Array.from({ length: 128 }, (_, c) => (/[0-9A-Fa-f]/.test(String.fromCharCode(c)) ? parseInt(String.fromCharCode(c), 16) : 0))
 
-/** The bytes a run of escapes (`%C3%A9`) writes, read from its digits where they are (no copy of the run without its `%`, no hex string). */
-function escapedBytes(run: string): Uint8Array {
+/** The bytes a run of escapes (`%C3%A9`, as ESCAPE_RUN matches one) writes, read from its digits where they are (no copy of the run without its `%`, no hex string). */
+export function escapedBytes(run: string): Uint8Array {
   const bytes = new Uint8Array(run.length / 3)
   for (let i = 0, at = 1; i < bytes.length; i++, at += 3) bytes[i] = ((HEX_VALUE[run.charCodeAt(at)] as number) << 4) | (HEX_VALUE[run.charCodeAt(at + 1)] as number)
   return bytes
