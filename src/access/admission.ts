@@ -436,7 +436,9 @@ export class Admission {
     // The caller's bytes before they are parsed (a key in a name the parser refuses is not
     // repeated in its message), then the gateway's serialization, what the platform gets:
     // a key escaped in JSON is written plain there.
-    if (bytes.includes(KEY_PREFIX) || bytes.includes(PERCENT)) this.#refuseKeyIn(bytes.toString('latin1'), 'body', caller)
+    const raw = bytes.includes(KEY_PREFIX) || bytes.includes(PERCENT) ? bytes.toString('latin1') : null
+    if (raw !== null) this.#refuseKeyIn(raw, 'body', caller)
+    const searchedWith = this.#secretsCount()
     const limits = this.#ctx.config.limits
     if (bytes.length > BODY_TURN_BYTES) await this.#ctx.reports.turn(caller.team.name)
     const bodyLimits = { jsonDepth: limits.jsonDepth, params: limits.params }
@@ -445,8 +447,12 @@ export class Admission {
     // for a MiB of small arrays).
     caller.body = json ? parseJsonBody(bytes, bodyLimits, (scan) => this.#refuseNeverHeld(hold, valuesHeld(scan))) : parseFormBody(bytes, bodyLimits)
     this.#held(hold, heldAfterParse(caller.body))
-    if (caller.body.text.includes(KEY_PREFIX)) this.#refuseKeyIn(caller.body.text, 'body', caller)
-    else this.refuseSecretIn(caller.body.text, 'body', caller)
+    const { text } = caller.body
+    if (text.includes(KEY_PREFIX)) this.#refuseTeamKeyIn(text, 'body')
+    // A text sent on that is the caller's bytes searched above (an ASCII JSON body written as
+    // JSON.stringify writes it, whose %-escapes cost a MiB's search of its decoded form), the
+    // secrets the same (none added since: their count is the same), holds none of them.
+    if (text !== raw || this.#secretsCount() !== searchedWith) this.refuseSecretIn(text, 'body', caller)
   }
 
   /** `bytes` more for a body, or 503 GW_BODY_BUDGET: the budget is full, or its team holds its share of it in bodies. */

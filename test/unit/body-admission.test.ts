@@ -6,6 +6,7 @@ import { TeamDirectory } from '../../src/access/team-auth.js'
 import { ByteBudget } from '../../src/platform/client/answer-budget.js'
 import { KEYS, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
 import { admissionParts } from '../helpers/admission-parts.js'
+import { SecretSet } from '../../src/observe/logger.js'
 
 // A body's read in Admission (access/admission.ts): its bytes held in the answers' budget
 // until its call ends (body-room.ts), and a large one parsed in a turn of its team's, as a
@@ -86,5 +87,23 @@ describe('a body read by Admission', () => {
     expect(budget.used).toBeLessThanOrEqual(16 * 1024)
     end.close()
     expect(budget.used).toBe(0)
+  })
+
+  // The text sent on is searched for the gateway's secrets unless it is the caller's bytes
+  // searched before the parse with the same secrets: a secret added while the body waited
+  // for its turn (a platform token obtained meanwhile) is found in it all the same.
+  it('finds in the text sent on a secret added while the body waited for its turn, the text the bytes searched before it', async () => {
+    const config = testConfig({ PLATFORM_BASE_URL: 'http://127.0.0.1:9', PLATFORM_TOKEN: 'platform-token-for-tests' }, TEAMS_YAML)
+    const teams = new TeamDirectory(config.teams, () => Date.now())
+    const secrets = new SecretSet()
+    const added = 'platform-token-obtained-meanwhile-0123'
+    const admission = new Admission(
+      admissionParts(config, teams, { secrets, reports: { turn: () => { secrets.add(added); return Promise.resolve(true) } } }),
+      new KnownUrls({ teams: () => 1, configured: () => true }),
+    )
+    // ASCII JSON as JSON.stringify writes it, holding a `%`: the text sent on is its bytes.
+    const body = `{"userId":101,"pad":"${'%41'.repeat(BODY_TURN_BYTES / 3)}","note":"${added}"}`
+    expect(JSON.stringify(JSON.parse(body))).toBe(body)
+    await expect(post(admission, body, callEnd()).read).rejects.toMatchObject({ code: 'GW_BAD_REQUEST', message: expect.stringContaining("body: holds a secret of the gateway's") })
   })
 })
