@@ -10,6 +10,8 @@ const sandbox = useSandbox()
 const gw = useGateway(() => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }))
 beforeAll(() => sandbox.clearRequests())
 
+const SLASH =
+  "not found: the path begins // (an empty segment: a base URL ending in / with the call's path after it): write the base URL without its trailing /"
 const TWICE =
   "not found: the path begins /api/v1/api/, the gateway's /api/v1 twice (a base URL given with /api/v1, which every call's path begins with): give the gateway's origin alone, http://host:port"
 
@@ -27,7 +29,6 @@ describe('a call whose path repeats /api/v1', () => {
 // A base URL ending in / (GW=http://gw:8080/, then $GW/api/v1/…) puts every call under
 // //api/v1/…, outside /api/v1/: told so, where it was a bare `not found`.
 describe('a call whose path begins //api/v1/', () => {
-  const SLASH = "not found: the path begins // (an empty segment: a base URL ending in / with the call's path after it): write the base URL without its trailing /"
   it.each(['//api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-05-01&dateTo=2026-05-02', '///api/v1/campaign/get'])('%s: 404 saying so, sent nowhere', async (url) => {
     for (const headers of [{ 'x-api-key': KEYS.growth }, {}]) {
       const res = await gw.proxy.inject({ method: 'GET', url, headers })
@@ -40,7 +41,6 @@ describe('a call whose path begins //api/v1/', () => {
 
 // The admin listener alike: ADMIN=http://127.0.0.1:8081/ then $ADMIN/admin/status.
 describe('an admin call whose path begins //', () => {
-  const SLASH = "not found: the path begins // (an empty segment: a base URL ending in / with the call's path after it): write the base URL without its trailing /"
   it.each(['//admin/status', '//metrics', '//console', '///readyz'])('%s: 404 saying so', async (url) => {
     const res = await gw.admin.inject({ method: 'GET', url })
     expect(res.statusCode).toBe(404)
