@@ -65,7 +65,7 @@ function changes(trace: Trace): { events: number[]; disturbed: Interval[] } {
     events.push(from, to)
     disturbed.push({ from, to })
   }
-  for (const f of [...s.stalls, ...s.outages, ...s.shedding, ...s.storeStalls, ...credentialThrottle(trace), ...losses(s)]) {
+  for (const f of [...s.stalls, ...s.outages, ...s.shedding, ...s.storeStalls, ...(s.machinePauses ?? []), ...credentialThrottle(trace), ...losses(s)]) {
     events.push(f.from, f.to)
     disturbed.push({ from: f.from, to: f.to })
   }
@@ -201,7 +201,7 @@ export function checkGuarantees(trace: Trace): Verdict[] {
   // Recovery: at capacity before the fault, as busy 10 s after its end; a worker the model
   // keeps for a team owed its seats (idleAllowed, as work-conserving allows it) counts as in
   // use in both windows: which teams linger differs before and after, not the limit.
-  for (const f of [...s.stalls, ...s.outages, ...s.shedding, ...credentialThrottle(trace), ...losses(s)]) {
+  for (const f of [...s.stalls, ...s.outages, ...s.shedding, ...(s.machinePauses ?? []), ...credentialThrottle(trace), ...losses(s)]) {
     const quietBefore = !changes(trace).events.some((e) => e > f.from - 10_000 - SETTLE_MS && e < f.from)
     // A fault judged by the 15 s after its end, within the run (a throttle's pause may end past it).
     const { events, disturbed } = changes(trace)

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest'
-import { Random } from './random.js'
-import { simulate, type Scenario } from './simulate.js'
+import { simulate } from './simulate.js'
 import { checkGuarantees } from './checks.js'
 import { describeScenario } from './scenario.js'
 import { steppedGovernor } from './stepped-clock.js'
+import { twoReplicas } from './two-replica-shapes.js'
 
 // Two replicas whose clocks disagree by 10 s, either way, from the start (docs/governor.md,
 // "The clock"): what they share is dated on the lease store's clock, read at each renewal,
@@ -12,20 +12,6 @@ import { steppedGovernor } from './stepped-clock.js'
 // back or ahead during the run (by hand, an NTP step, a VM resumed and corrected) does not
 // move the governor's clock, which runs on the monotonic reading (steady-clock.ts): its own
 // calls keep their order and their lengths, and every guarantee holds.
-
-/** Callers on both replicas and a dashboard on r0, on 8 to 24 workers (spread 0.2). */
-function twoReplicas(seed: number): Scenario {
-  const r = new Random(0xc10c + seed)
-  const workers = r.int(8, 24)
-  const costMs = Math.round(r.logUniform(40, 250))
-  return {
-    seed, durationMs: 60_000, workers, spread: 0.2, slowness: [], stalls: [], outages: [], shedding: [], storeStalls: [], replicas: 2,
-    teams: [
-      { name: 'callers', weight: 1, behaviour: { kind: 'callers', callers: 2 * workers, reports: [{ name: 'k0', costMs }, { name: 'k1', costMs: 4 * costMs }], thinkMs: [0, 50] }, replicas: [0, 1], from: 0, until: 60_000 },
-      { name: 'dashboard', weight: 1, behaviour: { kind: 'dashboard', users: r.int(2, 4), fanOut: r.int(2, 4), reports: [{ name: 'k2', costMs: Math.round(1.5 * costMs) }], thinkMs: [500, 2000] }, replicas: [0], from: 0, until: 60_000 },
-    ],
-  }
-}
 
 describe('two replicas whose clocks disagree by 10 s', () => {
   for (const [seed, offMs] of [[1, 10_000], [2, -10_000], [3, 10_000], [4, -10_000]] as const) {

@@ -5,6 +5,7 @@ import type { Timer } from '../../src/clock.js'
 import type { LoopTime } from '../../src/platform/governor/answer-timing.js'
 import type { GatewayLoop } from './gateway-loop.js'
 import type { Pauses } from '../../src/platform/pauses/pauses.js'
+import type { ReplicaPause } from './replica-pause.js'
 
 /** What a call tells the governor when it ends: the platform's answer, or none (its deadline, a connection error). */
 export type SimOutcome = { status: number; latencyMs: number; retryAfter?: string; count?: { limit: number; remaining: number; refusal: boolean } } | { status: null; latencyMs: number; timedOut: boolean }
@@ -147,17 +148,21 @@ export class SimGateway {
 
   /** Each replica's event loop, where the gateway is starved of its core (gateway-loop.ts); empty: every answer handled as it comes. */
   readonly #loops: readonly GatewayLoop[]
+  /** Each replica's pause (replica-pause.ts), where its machine is paused in the run. */
+  readonly #machinePauses: readonly (ReplicaPause | undefined)[]
 
-  constructor(clock: SimClock, platform: SimPlatform, factory: GovernorFactory, replicas: number, weights: ReadonlyMap<string, number>, loops: readonly GatewayLoop[] = []) {
+  constructor(clock: SimClock, platform: SimPlatform, factory: GovernorFactory, replicas: number, weights: ReadonlyMap<string, number>, loops: readonly GatewayLoop[] = [], machinePauses: readonly (ReplicaPause | undefined)[] = []) {
     this.#clock = clock
     this.#platform = platform
     this.#loops = loops
+    this.#machinePauses = machinePauses
     // Redis an instant away (a millisecond per command), as in one data centre.
     this.store = replicas > 1 ? new MemoryLeaseStore(clock, 1) : null
     const pauses = new Set<Pauses>()
     this.replicas = Array.from({ length: replicas }, (_, i) => {
       const loop = loops[i]
-      return factory({ clock, replica: `r${i}`, store: this.store, weights, pauses, ...(loop ? { loop: () => loop.time(), loopLate: () => loop.lateMean() } : {}) })
+      const paused = machinePauses[i]
+      return factory({ clock: paused?.clock ?? clock, replica: `r${i}`, store: this.store, weights, pauses, ...(loop ? { loop: () => loop.time(), loopLate: () => loop.lateMean() } : paused?.loop ? { loop: paused.loop } : {}) })
     })
   }
 
@@ -218,14 +223,18 @@ export class SimGateway {
   }
 
   async call(replica: number, opts: CallOptions): Promise<CallRecord> {
-    const clock = this.#clock
+    const pause = this.#machinePauses[replica]
+    // A paused replica takes a call when it runs again (spending no turn where none is paused:
+    // a run without pauses takes the turns it took before them).
+    const clock = pause?.clock ?? this.#clock
     const asked = clock.now()
     const deadline = asked + (opts.deadlineMs ?? DEFAULT_DEADLINE_MS)
+    if (pause?.paused()) await pause.awake()
     const record: CallRecord = { team: opts.team, replica, workClass: opts.workClass, priority: opts.priority ?? 'caller', asked, seated: null, ended: asked, result: 'ok', status: null }
     this.records.push(record)
     const waitEnds = new CallerSignal()
-    const timers = [clock.setTimeout(() => waitEnds.abort(new Error('timeout')), deadline - asked)]
-    if (opts.hangUpMs !== undefined) timers.push(clock.setTimeout(() => waitEnds.abort(new Error('gone')), opts.hangUpMs))
+    const timers = [clock.setTimeout(() => waitEnds.abort(new Error('timeout')), deadline - clock.now())]
+    if (opts.hangUpMs !== undefined) timers.push(clock.setTimeout(() => waitEnds.abort(new Error('gone')), asked + opts.hangUpMs - clock.now()))
     const governor = this.replicas[replica] as GovernorUnderTest
     let seat: SimSeat
     try {
@@ -239,11 +248,13 @@ export class SimGateway {
       return record
     }
     timers.forEach((t) => clock.clearTimeout(t))
+    if (pause?.paused()) await pause.awake()
     record.seated = clock.now()
     record.heldAtSeat = this.inFlight
     record.limitAtSeat = this.limit
     if (this.store !== null) record.unleasedAtSeat = this.replicas.length - this.store.leasing
     const sent = clock.now()
+    const sentOn = pause?.monotonic() ?? sent
     const loop = this.#loops[replica]
     const came = this.#platform.send({ team: opts.team, route: opts.workClass, costMs: opts.costMs, fail: opts.fail, ...(opts.costFactor === undefined ? {} : { costFactor: opts.costFactor }) })
     // The answer as the gateway has it: once its loop handled it.
@@ -251,17 +262,20 @@ export class SimGateway {
     const cut = this.#nullAfter(deadline - clock.now())
     const got = await Promise.race([answer, cut.promise])
     cut.clear()
+    if (pause?.paused()) await pause.awake()
     record.ended = clock.now()
-    const latencyMs = clock.now() - sent
+    // As the platform client times it, on the monotonic reading.
+    const latencyMs = (pause?.monotonic() ?? clock.now()) - sentOn
     if (got === null) {
       record.result = 'timeout'
       // The caller has its timeout; the platform works on, and its answer is still awaited
       // for another platform.timeout (platform-client.ts): the seat ends when the
       // platform's work does.
       const watch = this.#nullAfter(DEFAULT_DEADLINE_MS)
-      void Promise.race([answer, watch.promise]).then((late) => {
+      void Promise.race([answer, watch.promise]).then(async (late) => {
         watch.clear()
-        const lateMs = clock.now() - sent
+        if (pause?.paused()) await pause.awake()
+        const lateMs = (pause?.monotonic() ?? clock.now()) - sentOn
         if (late === null || late.status === 0) seat.end({ status: null, latencyMs: lateMs, timedOut: true })
         else seat.end({ status: late.status, latencyMs: lateMs, ...(late.count ? { count: late.count } : {}) })
       })

@@ -187,6 +187,7 @@ export function describeScenario(s: Scenario): string {
     ...(s.losing ?? []).map((x) => `answers lost p=${x.p.toFixed(3)} ${(x.from / 1000).toFixed(0)}–${(x.to / 1000).toFixed(0)}s`),
     ...(s.resized ?? []).map((x) => `${x.workers} workers ${(x.from / 1000).toFixed(0)}–${(x.to / 1000).toFixed(0)}s`),
     ...s.storeStalls.map((x) => `lease store stalled ${(x.from / 1000).toFixed(1)}–${(x.to / 1000).toFixed(1)}s`),
+    ...(s.machinePauses ?? []).map((x) => `r${x.replica} paused ${(x.from / 1000).toFixed(1)}–${(x.to / 1000).toFixed(1)}s (its monotonic clock ${x.monotonic === 'stops' ? 'stopped' : 'running'})`),
     s.throttle ? `429 past ${s.throttle.limit} calls per ${(s.throttle.windowMs / 1000).toFixed(0)} s${s.throttle.only ? ` of ${s.throttle.only.team} on ${s.throttle.only.route}` : ''} ${(s.throttle.from / 1000).toFixed(0)}–${(s.throttle.to / 1000).toFixed(0)}s` : '',
     s.gatewayLate?.length ? `gateway late ${s.gatewayLate.map(([t, ms]) => `${(t / 1000).toFixed(0)}s:${ms.toFixed(0)}ms`).join('→')}` : '',
   ].filter(Boolean)

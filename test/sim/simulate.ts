@@ -4,6 +4,7 @@ import { SimPlatform, SAMPLE_MS, type PlatformSample, type PlatformShape, type S
 import { SimGateway, type CallRecord, type GovernorFactory } from './gateway.js'
 import { Asks, runTeam, type TeamPlan } from './teams.js'
 import { GatewayLoop } from './gateway-loop.js'
+import { ReplicaPause, type PauseShape } from './replica-pause.js'
 
 /** How the platform's slowness moves: through these points (ms from the start, factor), flat before the first and after the last. */
 export type Slowness = [number, number][]
@@ -33,6 +34,8 @@ export interface Scenario {
   throttle?: ThrottleShape
   /** A platform on timers (platform.ts): its jitter and its ends on whole ticks. */
   timers?: PlatformShape['timers']
+  /** Replicas whose machine is paused over a span (replica-pause.ts). */
+  machinePauses?: PauseShape[]
   teams: TeamPlan[]
 }
 
@@ -115,7 +118,11 @@ export async function simulate(scenario: Scenario, factory: GovernorFactory): Pr
   }
   const late = scenario.gatewayLate
   const loops = late?.length ? Array.from({ length: scenario.replicas }, () => new GatewayLoop(clock, random.fork(), (t) => slownessAt(late, t - START))) : []
-  const gateway = new SimGateway(clock, platform, factory, scenario.replicas, new Map(scenario.teams.map((t) => [t.name, t.weight])), loops)
+  const machinePauses = Array.from({ length: scenario.replicas }, (_, i) => {
+    const shape = scenario.machinePauses?.find((p) => p.replica === i)
+    return shape && new ReplicaPause(clock, shape, START)
+  })
+  const gateway = new SimGateway(clock, platform, factory, scenario.replicas, new Map(scenario.teams.map((t) => [t.name, t.weight])), loops, machinePauses)
   for (const stall of scenario.storeStalls) clock.setTimeout(() => gateway.store?.stall(START + stall.to), stall.from)
   const samples: Sample[] = []
   // Sampled beside the platform's own samples, after them at the same instant.
