@@ -82,6 +82,11 @@ export function holdsGatewaySecret(parts: Pick<AdmissionParts, 'secrets' | 'admi
   return parts.secrets.holds(text) || parts.adminAuth.heldInUnsearched(text)
 }
 
+/** The refusal of a call holding a secret of the gateway's in `where`: it names neither the secret nor which one it is. */
+function secretRefusal(where: string): Error {
+  return new BadRequestError(`${where}: holds a secret of the gateway's (an admin or platform credential); it is never sent to the platform (the value is not shown)`)
+}
+
 /** What admission reads of the gateway; the composition root hands it these. */
 export interface AdmissionParts {
   config: Config
@@ -138,6 +143,8 @@ export class Admission {
   /** The secrets the URLs the memo keeps were searched for (secretsCount); null before the first read. */
   #memoSearched: number | null = null
   readonly #bodies: BodyRoom
+  /** The headers of calls whose x-request-id held a secret when they were named (takesRequestId), until `vet` refuses them. */
+  readonly #secretIds = new WeakSet<IncomingHttpHeaders>()
 
   constructor(ctx: AdmissionParts, known: KnownUrls<unknown>) {
     this.#known = known
@@ -193,7 +200,31 @@ export class Admission {
   refuseSecretIn(text: string, where: string, caller: Pick<Identity, 'team' | 'key'>): void {
     if (!this.holdsSecret(text)) return
     this.#ctx.suspensions.suspend(caller.team.name, caller.key.id, where)
-    throw new BadRequestError(`${where}: holds a secret of the gateway's (an admin or platform credential); it is never sent to the platform (the value is not shown)`)
+    throw secretRefusal(where)
+  }
+
+  /**
+   * Whether a caller's well-shaped `x-request-id` (`given`) names its request, so that its
+   * answer carries it back: only with a team key the gateway runs, of a team not suspended,
+   * and without a secret of the gateway's in it. The echo tells the caller whether `given`
+   * holds a secret, on every answer of the listener (a health call, OPTIONS, a path not
+   * served, a refusal before any search): so an id holding one suspends the team here, as
+   * its refusal does (refuseSecretIn), and the call's own search, where it has one (`vet`),
+   * answers it that refusal's 400. A suspended team's id is never taken, so that its echo
+   * tells nothing either.
+   */
+  takesRequestId(given: string, headers: IncomingHttpHeaders): boolean {
+    let identity: Identity
+    try {
+      identity = this.#ctx.teams.authenticate(headers)
+    } catch {
+      return false
+    }
+    if (this.#ctx.suspensions.secondsLeft(identity.team.name) !== null) return false
+    if (!this.holdsSecret(given)) return true
+    this.#ctx.suspensions.suspend(identity.team.name, identity.key.id, 'x-request-id')
+    this.#secretIds.add(headers)
+    return false
   }
 
   /** Whether `text` holds a secret of the gateway's, as refuseSecretIn finds one. */
@@ -220,6 +251,8 @@ export class Admission {
    * refusals are its team's in the access line and in its usage, as every other is.
    */
   vet(identity: Identity, headers: IncomingHttpHeaders, url?: string): void {
+    // An id whose naming found a secret (takesRequestId) suspended the team then: this call is that hit, refused as one found here.
+    if (this.#secretIds.delete(headers)) throw secretRefusal('x-request-id')
     this.#ctx.suspensions.refuse(identity.team.name)
     if (url !== undefined) this.refuseSecretIn(url, 'request target', identity)
     // The request's id goes to the platform with the calls made for it: a secret in it is refused as in the query.

@@ -72,12 +72,13 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   const admission = new Admission(parts, knownUrls)
   const decisions = new ReadDecisions(admission, reports, config.cache.maxRangeDays)
   // A caller's x-request-id names its request on the proxy listener when its team key is
-  // one the gateway knows, and the id holds no secret of the gateway's (with one, the call
-  // is refused 400 once its key is known: Admission.key). A caller without such a key gets
-  // an id of the gateway's whatever its id holds, so that the echo answers no guess at a
-  // secret; the admin listener names every request by an id of its own, so that neither a
-  // viewer's token nor none learns it there (decisions/secret-guesses.md).
-  const takesId: TakesRequestId = (given, headers) => parts.teams.runningTeam(headers) !== null && !admission.holdsSecret(given)
+  // one the gateway knows, its team is not suspended, and the id holds no secret of the
+  // gateway's (with one, the team is suspended and a searched call refused 400:
+  // Admission.takesRequestId). A caller without such a key gets an id of the gateway's
+  // whatever its id holds, so that the echo answers no guess at a secret; the admin listener
+  // names every request by an id of its own, so that neither a viewer's token nor none
+  // learns it there (decisions/secret-guesses.md).
+  const takesId: TakesRequestId = (given, headers) => admission.takesRequestId(given, headers)
   const observe = requestObserver({ metrics, usage, keyUse, clock, history, log })
   const facts = reportAnswerFacts(config, usage, governors, parts.teams)
   const fast = config.cache.enabled ? fastReads({ reports, tracing, clock, log, decisions, observe, facts }) : null
