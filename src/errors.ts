@@ -53,15 +53,15 @@ export const allErrors = {
   // An admin call whose headers present no admin token in the form the listener reads: what is wrong with their form.
   AdminTokenFormError: createError<[string]>('GW_UNAUTHORIZED', 'missing or wrong admin token: %s; send authorization: Bearer <admin token>', 401),
   AdminGuessesError: createError<[string, number]>('GW_RATE_LIMITED', 'too many admin tokens refused from %s: its calls without a right admin token are refused for %d s', 429),
-  // A Host the admin listener does not answer to (admin.hosts): the name as sent, without its port, never more than a DNS name.
-  AdminHostError: createError<[string]>('GW_ADMIN_HOST', 'the admin listener does not answer to the name %s (a page of another site can make its own name resolve to this address); to call it by this name, add the name to admin.hosts (ADMIN_HOSTS); an IP address or localhost is always answered', 421),
+  // A Host the admin listener does not answer to (admin.hosts), not named: an echo redacted where the name held a secret of the gateway's would answer a guess at it.
+  AdminHostError: createError('GW_ADMIN_HOST', 'the admin listener does not answer to the name this request gave in its Host (or its target) (a page of another site can make its own name resolve to this address); to call it by that name, add the name to admin.hosts (ADMIN_HOSTS); an IP address or localhost is always answered', 421),
   AdminForbiddenError: createError<[string, string]>('GW_FORBIDDEN', 'the admin token of %s is a viewer\'s: it may read, not change (%s needs an operator\'s token); nothing was changed', 403),
   TokenRejectedError: createError<[string, { cause?: unknown }?]>('GW_TOKEN_REJECTED', 'the platform rejected the new token: %s', 422),
   TokenLoginError: createError<[string, { cause?: unknown }?]>('GW_PLATFORM_AUTH', 'platform login failed: %s', 502),
-  UnknownCredentialError: createError<[string, { cause?: unknown }?]>('GW_NOT_FOUND', 'no credential named %s', 404),
-  UnknownTeamError: createError<[string]>('GW_NOT_FOUND', 'no team named %s: it is not in the running teams and has no usage in the range', 404),
-  NoRunningTeamError: createError<[string]>('GW_NOT_FOUND', 'no team named %s among the running teams', 404),
-  NotCachedError: createError<[string]>('GW_NOT_FOUND', 'no copy of %s is cached, under any credential', 404),
+  UnknownCredentialError: createError('GW_NOT_FOUND', 'no credential of the name this call gave (GET /admin/credentials lists them)', 404),
+  UnknownTeamError: createError('GW_NOT_FOUND', 'no team of the name this call gave: it is not in the running teams and has no usage in the range', 404),
+  NoRunningTeamError: createError('GW_NOT_FOUND', 'no team of the name this call gave among the running teams, nor with a key removed in the last 30 days', 404),
+  NotCachedError: createError('GW_NOT_FOUND', 'no copy of the report this URL asks is cached, under any credential', 404),
   NoReplicaError: createError<[string]>('GW_NOT_FOUND', 'no live replica named %s (GET /admin/cluster lists them); nothing was changed', 404),
   PurgeIncompleteError: createError<[{ cause?: unknown }?]>(
     'GW_REDIS_UNAVAILABLE',

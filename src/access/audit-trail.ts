@@ -6,6 +6,9 @@ export const AUDIT_LINES = 50
 /** The actions of refused admin calls (a token missing, wrong or a viewer's; a Host the listener does not answer to). */
 const REFUSALS: ReadonlySet<string> = new Set(['admin-auth', 'admin-host'])
 
+/** The fields of a refused admin call's line that hold what its caller wrote (not kept for the console: AuditTrail.take). */
+const GUESSER_TEXTS = ['path', 'host'] as const
+
 /**
  * The audit log: `log` with `"kind":"audit"` on every line, held at info whatever level
  * `log` is set to (LOG_LEVEL, PUT /admin/log-level; `error` and `silent` too), so that no
@@ -112,7 +115,12 @@ export class AuditTrail {
     }
     if (typeof parsed !== 'object' || parsed === null || (parsed as { kind?: unknown }).kind !== 'audit') return
     const kept = parsed as Record<string, unknown>
-    const ring = kept.action === 'write' ? this.#writes : REFUSALS.has(kept.action as string) ? this.#refusals : this.#others
+    const refused = REFUSALS.has(kept.action as string)
+    // A refused call's path and Host are a guesser's text, written [REDACTED] where they held
+    // a secret of the gateway's: kept, a viewer would read whether each did. Its route says
+    // which call it was; the log's line keeps them for the operators.
+    if (refused) for (const field of GUESSER_TEXTS) delete kept[field]
+    const ring = kept.action === 'write' ? this.#writes : refused ? this.#refusals : this.#others
     ring.unshift({ order: this.#taken++, line: kept })
     if (ring.length > this.#size) ring.length = this.#size
   }

@@ -32,7 +32,8 @@ describe('the admin listener asked under a name it does not answer to', () => {
       expect(res.headers['cache-control'], path).toBe('no-store')
       const body = JSON.parse(res.body) as Record<string, unknown>
       expect(body).toMatchObject({ statusCode: 421, code: 'GW_ADMIN_HOST', error: 'Misdirected Request' })
-      expect(body.message).toContain('attacker.example')
+      // The name is not repeated: an echo redacted where it held a secret would answer a guess at it.
+      expect(body.message).not.toContain('attacker.example')
       expect(body.message).toContain('admin.hosts')
       expect(body.message).toContain('ADMIN_HOSTS')
       expect(res.body).not.toContain('gateway_')
@@ -78,7 +79,7 @@ describe('the admin listener asked under a name it does not answer to', () => {
       ] as const) {
         const res = await get(target, host, version, `authorization: Bearer ${ADMIN_TOKEN}\r\n`)
         expect(res.status, target).toBe(421)
-        expect(JSON.parse(res.body), target).toMatchObject({ code: 'GW_ADMIN_HOST', message: expect.stringContaining(new URL(target.toLowerCase()).hostname) })
+        expect(JSON.parse(res.body), target).toMatchObject({ code: 'GW_ADMIN_HOST', message: expect.not.stringContaining(new URL(target.toLowerCase()).hostname) })
         expect(res.headers['cache-control'], target).toBe('no-store')
         expect(res.body, target).not.toContain('userinfo-secret')
       }
@@ -119,7 +120,7 @@ describe('the admin listener asked under a name it does not answer to', () => {
       const from = `127.0.0.${10 + i}`
       const res = await rawRequest(port, `${head}Connection: close\r\n\r\n`, 5000, from)
       expect(res.status, what).toBe(421)
-      expect(JSON.parse(res.body), what).toMatchObject({ statusCode: 421, code: 'GW_ADMIN_HOST', message: expect.stringContaining(name) })
+      expect(JSON.parse(res.body), what).toMatchObject({ statusCode: 421, code: 'GW_ADMIN_HOST', message: expect.not.stringContaining(name) })
       expect([res.headers['cache-control'], res.headers['x-frame-options'], res.headers['x-content-type-options']], what).toEqual(['no-store', 'DENY', 'nosniff'])
       expect(res.headers.allow, what).toBeUndefined()
       expect(res.headers.connection, what).toBe('close')

@@ -163,3 +163,65 @@ describe('a caller with a team key', () => {
     expect(sandbox.requests).toHaveLength(0)
   })
 })
+
+// Where an admin answer, or an audit line a viewer reads, names what the caller wrote: a
+// path's name, a query's value, the Host. Each was written `[REDACTED]` when it held a
+// secret of the gateway's (the answers' scrub, the log's), and as sent otherwise.
+const VIEWER_ECHOES: [string, 'GET' | 'PUT' | 'POST' | 'DELETE', (guess: string) => string][] = [
+  ['a credential named in the path', 'GET', (guess) => `/admin/credentials/${encodeURIComponent(guess)}/token`],
+  ['a change of a credential named in the path', 'PUT', (guess) => `/admin/credentials/${encodeURIComponent(guess)}/token`],
+  ['a login of a credential named in the path', 'POST', (guess) => `/admin/credentials/${encodeURIComponent(guess)}/token/refresh`],
+  ['a suspension lifted for a team named in the path', 'DELETE', (guess) => `/admin/suspensions/${encodeURIComponent(guess)}`],
+  ['the usage of a team named in the query', 'GET', (guess) => `/admin/usage?team=${encodeURIComponent(guess)}`],
+  ['the keys of a team named in the query', 'GET', (guess) => `/admin/keys?team=${encodeURIComponent(guess)}`],
+  ['a cached report looked up by a URL', 'GET', (guess) => `/admin/cache/entry?url=${encodeURIComponent(`/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-02&q=${guess}`)}`],
+]
+
+/** An admin answer as its caller compares two: status and body, the text it sent as `<sent>`. */
+async function adminAnswer(method: 'GET' | 'PUT' | 'POST' | 'DELETE', url: string, headers: Record<string, string>, sent: string): Promise<{ status: number; body: string }> {
+  const res = await gw.admin.inject({ method, url, headers, ...(method === 'PUT' ? { payload: {} } : {}) })
+  return { status: res.statusCode, body: res.body.replaceAll(encodeURIComponent(sent), '<sent>').replaceAll(sent, '<sent>') }
+}
+
+describe('an admin viewer guessing at the gateway\'s secrets where an admin answer names what it wrote', () => {
+  it.each(VIEWER_ECHOES)('in %s: answered the same whether it holds a secret or not', async (_where, method, target) => {
+    for (const [name, secret] of secrets()) {
+      const headers = { authorization: `Bearer ${VIEWER_TOKEN}` }
+      const guessed = await adminAnswer(method, target(secret), headers, secret)
+      const missed = await adminAnswer(method, target(decoyOf(secret)), headers, decoyOf(secret))
+      expect(guessed, name).toEqual(missed)
+    }
+  })
+})
+
+describe('a caller without a token guessing at the gateway\'s secrets through the admin listener\'s Host', () => {
+  it('is answered the same whether the name holds a secret or not', async () => {
+    for (const [name, secret] of secrets()) {
+      if (!/^[A-Za-z0-9.-]+$/.test(secret)) continue
+      const guessed = await adminAnswer('GET', '/metrics', { host: secret }, secret)
+      const missed = await adminAnswer('GET', '/metrics', { host: decoyOf(secret) }, decoyOf(secret))
+      expect(guessed.status, name).toBe(421)
+      expect(guessed, name).toEqual(missed)
+    }
+  })
+})
+
+describe('an admin viewer reading the audit lines of calls refused to a guesser', () => {
+  it('reads the same lines whether what the guesser wrote held a secret or not', async () => {
+    const headers = { authorization: `Bearer ${VIEWER_TOKEN}` }
+    const auditOf = async (guess: string, from: string): Promise<Record<string, unknown>[]> => {
+      await gw.admin.inject({ method: 'GET', url: `/admin/x${guess}`, remoteAddress: from })
+      await gw.admin.inject({ method: 'DELETE', url: `/admin/suspensions/${guess}`, headers, remoteAddress: from })
+      await gw.admin.inject({ method: 'GET', url: '/metrics', headers: { host: guess }, remoteAddress: from })
+      const lines = (await gw.admin.inject({ method: 'GET', url: '/admin/audit', headers })).json() as { lines: Record<string, unknown>[] }
+      return lines.lines.filter((l) => l.source === from).map(({ time: _t, reqId: _r, pid: _p, ...l }) => JSON.parse(JSON.stringify(l).replaceAll(guess, '<sent>')) as Record<string, unknown>)
+    }
+    for (const [i, [name, secret]] of secrets().entries()) {
+      if (!/^[A-Za-z0-9.-]+$/.test(secret)) continue
+      const guessed = await auditOf(secret, `127.0.1.${i}`)
+      const missed = await auditOf(decoyOf(secret), `127.0.2.${i}`)
+      expect(guessed.length, name).toBe(3)
+      expect(guessed.map(({ source: _s, ...l }) => l), name).toEqual(missed.map(({ source: _s, ...l }) => l))
+    }
+  })
+})

@@ -176,7 +176,8 @@ describe('PUT /admin/log-level', () => {
       ]
       expect(written.map((r) => [r.kind, r.msg, r.actor]), level).toEqual(expected.map(([msg, actor]) => ['audit', msg, actor]))
       const trail = (await as(gw, 'GET', '/admin/audit')).json<{ lines: Record<string, unknown>[] }>().lines
-      expect(trail.slice(0, expected.length).reverse(), level).toEqual(written)
+      // A refused call's line is kept for the console without the path its caller wrote.
+      expect(trail.slice(0, expected.length).reverse(), level).toEqual(written.map(({ path, ...line }) => (line.action === 'admin-auth' ? line : { ...line, path })))
       expect(gw.logs.text()).not.toContain(token)
     }
   })

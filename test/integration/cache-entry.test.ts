@@ -71,7 +71,7 @@ describe('GET /admin/cache/entry', () => {
     const gw = await replica(false)
     const none = await admin(gw, 'GET', OTHER)
     expect(none.statusCode).toBe(404)
-    expect(none.json().message).toBe(`no copy of ${OTHER} is cached, under any credential`)
+    expect(none.json().message).toBe('no copy of the report this URL asks is cached, under any credential')
     const cases: [string, RegExp][] = [
       ['/api/v1/campaign/get', /^url: not a report read/],
       [`${REPORT_PATH}?advertiserId=101&dateFrom=2026-02-30&dateTo=2026-03-01`, /^url: dateFrom: not a calendar date \(2026-02-30\)$/],

@@ -167,7 +167,7 @@ describe('usage per team', () => {
     expect(empty.body).toBe('day,team,requests,cacheHits,platformCalls,platformCallsSaved,bytes,rateLimited,errors,platformSeconds\r\n')
   })
 
-  it('GET /admin/usage?team=<typo>: 404 naming the team; a running team without usage: 200, empty', async () => {
+  it('GET /admin/usage?team=<typo>: 404, the name not repeated; a running team without usage: 200, empty', async () => {
     // A name no team can have (the config's rule) is no typo of one.
     for (const team of ['a%20b', '%3Cb%3E', 'gateway)']) {
       const malformed = await gw.admin.inject({ method: 'GET', url: `/admin/usage?team=${team}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
@@ -175,7 +175,7 @@ describe('usage per team', () => {
     }
     const typo = await gw.admin.inject({ method: 'GET', url: '/admin/usage?team=writr', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
     expect(typo.statusCode).toBe(404)
-    expect(typo.json()).toEqual({ statusCode: 404, code: 'GW_NOT_FOUND', error: 'Not Found', message: 'no team named writr: it is not in the running teams and has no usage in the range' })
+    expect(typo.json()).toEqual({ statusCode: 404, code: 'GW_NOT_FOUND', error: 'Not Found', message: 'no team of the name this call gave: it is not in the running teams and has no usage in the range' })
     const quiet = await gw.admin.inject({ method: 'GET', url: '/admin/usage?team=growth&from=2026-01-01&to=2026-01-02', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
     expect(quiet.statusCode).toBe(200)
     expect(quiet.json()).toEqual({ from: '2026-01-01', to: '2026-01-02', usage: [] })

@@ -66,7 +66,7 @@ export function adminAccess(app: FastifyInstance, { adminAuth, auditLog, clock }
         const reason = `more than ${ADMIN_GUESSES} admin tokens refused within a minute`
         refusals.note('GW_RATE_LIMITED', () =>
           auditLog.warn(
-            { action: 'admin-auth', outcome: 'refused', source: request.ip, method: request.method, path: pathOf(request), reqId: request.id, reason },
+            { action: 'admin-auth', outcome: 'refused', source: request.ip, method: request.method, path: pathOf(request), route: request.routeOptions.url, reqId: request.id, reason },
             'admin call refused: its address guessed at the admin token',
           ), `admin call from ${request.ip}: ${reason}`)
         throw Object.assign(new AdminGuessesError(request.ip, lockedFor), { retryAfterSec: lockedFor })
@@ -76,7 +76,7 @@ export function adminAccess(app: FastifyInstance, { adminAuth, auditLog, clock }
       const reason = match ? 'unknown token' : 'no bearer token'
       refusals.note('GW_UNAUTHORIZED', () =>
         auditLog.warn(
-          { action: 'admin-auth', outcome: 'refused', source: request.ip, method: request.method, path: pathOf(request), reqId: request.id, reason },
+          { action: 'admin-auth', outcome: 'refused', source: request.ip, method: request.method, path: pathOf(request), route: request.routeOptions.url, reqId: request.id, reason },
           'admin call refused: missing or wrong admin token',
         ), `admin call from ${request.ip}: ${reason}`)
       const problem = adminTokenFormProblem(request)
@@ -91,10 +91,10 @@ export function adminAccess(app: FastifyInstance, { adminAuth, auditLog, clock }
     if (request.routeOptions.url === UNSERVED) throw new NotFoundError()
     if (actor.role === 'viewer' && !READS.has(request.method)) {
       auditLog.warn(
-        { action: 'admin-auth', outcome: 'forbidden', actor: actor.name, role: actor.role, source: request.ip, method: request.method, path: pathOf(request), reqId: request.id },
+        { action: 'admin-auth', outcome: 'forbidden', actor: actor.name, role: actor.role, source: request.ip, method: request.method, path: pathOf(request), route: request.routeOptions.url, reqId: request.id },
         'admin call refused: a viewer\'s token may not change anything',
       )
-      throw new AdminForbiddenError(actor.name, `${request.method} ${pathOf(request)}`)
+      throw new AdminForbiddenError(actor.name, `${request.method} ${request.routeOptions.url}`)
     }
     // A body sent to a call that takes none is a slip (`-d advertiserId=101` on a purge
     // of everything): refused unread, as an unknown parameter is.
@@ -145,9 +145,9 @@ export function assertStillAdmin(request: FastifyRequest, { adminAuth, auditLog 
   const changes = !READS.has(request.method) && request.routeOptions.url !== UNSERVED
   if (actor !== null && actor.name === request.adminActor && (actor.role === 'operator' || !changes)) return
   const reason = actor === null ? 'its token was removed while the call was under way' : 'its token was made a viewer\'s or another operator\'s while the call was under way'
-  auditLog.warn({ action: 'admin-auth', outcome: 'refused', actor: request.adminActor, source: request.ip, method: request.method, path: pathOf(request), reqId: request.id, reason }, `admin call refused: ${reason}; nothing was changed`)
+  auditLog.warn({ action: 'admin-auth', outcome: 'refused', actor: request.adminActor, source: request.ip, method: request.method, path: pathOf(request), route: request.routeOptions.url, reqId: request.id, reason }, `admin call refused: ${reason}; nothing was changed`)
   if (actor === null || actor.name !== request.adminActor) throw new AdminUnauthorizedError()
-  throw new AdminForbiddenError(actor.name, `${request.method} ${pathOf(request)}`)
+  throw new AdminForbiddenError(actor.name, `${request.method} ${request.routeOptions.url}`)
 }
 
 function pathOf(request: FastifyRequest): string {

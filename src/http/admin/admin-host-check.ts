@@ -17,7 +17,8 @@ import { namesCheckedOn, targetHostOf, type NameCheck } from '../server.js'
  * `GW_ADMIN_HOST` before any route, with the headers of every admin answer, audited as a
  * refused admin call: refusals from one address within an interval are counted, and the
  * interval ends with one line giving their number; a name given with a secret of the gateway's in it
- * (`holdsSecret`) is answered and audited as `[REDACTED]`. Added to the listener before any route.
+ * (`holdsSecret`) is audited as `[REDACTED]`. The answer names no name: one written `[REDACTED]` when
+ * it held a secret, and as sent otherwise, would answer a guess at it to anyone. Added to the listener before any route.
  */
 export function adminHostCheck(app: FastifyInstance, { config, auditLog, clock }: Pick<GatewayContext, 'config' | 'auditLog' | 'clock'>, holdsSecret: (text: string) => boolean): void {
   const hosts = new AdminHosts([...config.admin.hosts, config.admin.host])
@@ -34,7 +35,7 @@ export function adminHostCheck(app: FastifyInstance, { config, auditLog, clock }
         { action: 'admin-host', outcome: 'refused', source, method, path, host: name, reqId },
         'admin call refused: a Host the admin listener does not answer to (admin.hosts)',
       ), `admin call from ${source}`)
-    return new AdminHostError(name)
+    return new AdminHostError()
   }
   // A CONNECT, a method Node's parser does not know: answered before the router, checked there.
   namesCheckedOn(app, check)

@@ -139,7 +139,7 @@ export async function adminKeysRoutes(app: FastifyInstance, { teams, keyUse, clo
         expired: k.expiresAt !== null && now >= k.expiresAt,
         ...life(use.byKey.get(k.id) ?? []),
       }))
-    if (team !== undefined && listed.length === 0 && removed.length === 0 && !teams.teams.some((t) => t.name === team)) throw new NoRunningTeamError(team)
+    if (team !== undefined && listed.length === 0 && removed.length === 0 && !teams.teams.some((t) => t.name === team)) throw new NoRunningTeamError()
     return { at: iso(now), redis: use.redis, complete: use.redis === 'ok', keys: [...listed, ...removed] }
   })
 }

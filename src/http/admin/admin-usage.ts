@@ -103,7 +103,7 @@ export async function adminUsageRoutes(app: FastifyInstance, { clock, usage, tea
     const rows = await usage.query(from, to, q.team ?? null)
     if (!rows) throw new UsageUnavailableError()
     // A typo must not pass for a quiet team; a removed team's past usage still answers.
-    if (q.team !== undefined && rows.length === 0 && !teams.teams.some((t) => t.name === q.team)) throw new UnknownTeamError(q.team)
+    if (q.team !== undefined && rows.length === 0 && !teams.teams.some((t) => t.name === q.team)) throw new UnknownTeamError()
     if (format === 'json') return { from, to, usage: rows }
     return reply
       .type('text/csv; charset=utf-8')

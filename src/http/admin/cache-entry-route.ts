@@ -154,7 +154,7 @@ export async function cacheEntryRoutes(
       const copies = [...(l1 ? [{ tier: 'l1' as const, entry: l1 }] : []), ...(l2 ? [{ tier: 'l2' as const, entry: l2 }] : [])]
       if (copies.length > 0) entries.push(describe(credential, key, copies, now, config.cache.maxEntryBytes))
     }
-    if (entries.length === 0) throw new NotCachedError(report)
+    if (entries.length === 0) throw new NotCachedError()
     return { report, redis: breaker === null ? 'not configured' : breaker.state === 'closed' ? 'ok' : 'down', entries }
   })
 

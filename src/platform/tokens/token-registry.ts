@@ -15,7 +15,7 @@ export class TokenRegistry {
 
   get(name: string): TokenProvider {
     const provider = this.#providers.get(name)
-    if (!provider) throw new UnknownCredentialError(name)
+    if (!provider) throw new UnknownCredentialError()
     return provider
   }
 
