@@ -175,6 +175,8 @@ const VIEWER_ECHOES: [string, 'GET' | 'PUT' | 'POST' | 'DELETE', (guess: string)
   ['the usage of a team named in the query', 'GET', (guess) => `/admin/usage?team=${encodeURIComponent(guess)}`],
   ['the keys of a team named in the query', 'GET', (guess) => `/admin/keys?team=${encodeURIComponent(guess)}`],
   ['a cached report looked up by a URL', 'GET', (guess) => `/admin/cache/entry?url=${encodeURIComponent(`/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-02&q=${guess}`)}`],
+  ['a cache entry\'s URL naming an account that is no number', 'GET', (guess) => `/admin/cache/entry?url=${encodeURIComponent(`/api/v1/report/campaigns/get?advertiserId=${guess}&dateFrom=2026-01-01&dateTo=2026-01-02`)}`],
+  ['a cache entry\'s URL naming a day that is no date', 'GET', (guess) => `/admin/cache/entry?url=${encodeURIComponent(`/api/v1/report/campaigns/get?advertiserId=101&dateFrom=${guess}&dateTo=2026-01-02`)}`],
 ]
 
 /** An admin answer as its caller compares two: status and body, the text it sent as `<sent>`. */

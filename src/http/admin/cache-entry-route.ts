@@ -102,9 +102,20 @@ export function reportOf(url: string, config: Config, holdsKey: (text: string) =
   } catch (err) {
     const { code, message } = err as { code?: string; message: string }
     if (code === 'GW_NOT_FOUND') throw new BadRequestError(`url: not a report read (GET ${REPORT_PREFIX}…) the gateway serves`)
-    if (code === 'GW_BAD_QUERY' || code === 'GW_BAD_REQUEST') throw new BadRequestError(`url: ${message}`)
+    if (code === 'GW_BAD_QUERY' || code === 'GW_BAD_REQUEST') throw new BadRequestError(`url: ${withoutShownValue(message)}`)
     throw err
   }
+}
+
+/**
+ * A report read's refusal as the look-up repeats it: its words up to the value it shows of
+ * what it read (`advertiserId: must be a positive integer (<value>)`), which the answer's
+ * scrub would write `[REDACTED]` where it held a secret of the gateway's: a viewer's guess
+ * at it answered. The words before it name the parameter and what it must be.
+ */
+export function withoutShownValue(message: string): string {
+  const shown = message.indexOf(' (')
+  return shown === -1 ? message : message.slice(0, shown)
 }
 
 const iso = (ms: number) => new Date(ms).toISOString()
