@@ -1,5 +1,6 @@
 import { lookup as dnsLookup } from 'node:dns/promises'
 import { isIP } from 'node:net'
+import { hostAsWritten } from './webhook-hosts.js'
 
 // Whether the two listeners can bind where they are told to. On one port, the second
 // cannot bind an address the first holds: the same address under two spellings
@@ -35,15 +36,23 @@ export function bindingsOverlap(a: string, b: string): boolean {
  * resolves a name; anything else is a name no resolver knows, and the start would stop at
  * the listen (exit 1, `getaddrinfo ENOTFOUND`, a space at the end unseen in the line): an
  * IPv6 address in brackets, as a URL writes it; spaces at its ends (a .env line); a scheme
- * or a path; a port. `setting` names the host's setting, `portSetting` the port's.
+ * or a path; a port. A name whose last part is a number (`999.1.1.1`, `127.1`) is no host
+ * name, and resolves only where the resolver reads it as an IPv4 address in some spelling, or
+ * not at all: it is told with the address a URL reads in it, or as no address at all.
+ * `setting` names the host's setting, `portSetting` the port's.
  */
 export function listenHostFault(host: string, setting: string, portSetting: string): string | null {
   if (isIP(host) !== 0) return null
   const inner = /^\[(.*)\]$/.exec(host)?.[1]
   if (inner !== undefined && isIP(inner) === 6) return `${setting}: ${host} is an IPv6 address in brackets, as a URL writes it; write it without them (${inner})`
+  const fault = (why: string) => `${setting}: ${JSON.stringify(host)} is not an address to listen on (an IP address, IPv6 without brackets, or a host name): ${why}`
+  if (/^[\w.-]+$/.test(host) && /(?:^|\.)(?:\d+|0x[0-9a-f]*)\.?$/i.test(host)) {
+    const written = hostAsWritten(host)
+    const numeric = 'its last part is a number, so it is no host name'
+    return fault(written !== null && isIP(written) === 4 ? `${numeric}; a URL reads it as the IPv4 address ${written}: write that` : `${numeric}, and it is no IPv4 address (four numbers from 0 to 255, e.g. 127.0.0.1)`)
+  }
   if (/^[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?)*\.?$/.test(host)) return null
-  const why = host.trim() !== host ? 'it has spaces at its ends; remove them' : /^[^:/]+:\d*$/.test(host) ? `write the port in ${portSetting}` : /[/@?#]/.test(host) ? 'write the host alone, without a scheme or path' : 'write an IP address or a name of letters, digits, - and dots'
-  return `${setting}: ${JSON.stringify(host)} is not an address to listen on (an IP address, IPv6 without brackets, or a host name): ${why}`
+  return fault(host.trim() !== host ? 'it has spaces at its ends; remove them' : /^[^:/]+:\d*$/.test(host) ? `write the port in ${portSetting}` : /[/@?#]/.test(host) ? 'write the host alone, without a scheme or path' : 'write an IP address or a name of letters, digits, - and dots')
 }
 
 /** Resolves a host as Node's listen does: the first address dns.lookup gives for a name. */

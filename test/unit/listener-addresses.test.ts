@@ -71,6 +71,11 @@ describe('listenHostFault', () => {
     ['gw/', 'write the host alone, without a scheme or path'],
     ['gw..svc', 'write an IP address or a name of letters, digits, - and dots'],
     ['-gw', 'write an IP address or a name of letters, digits, - and dots'],
+    ['999.1.1.1', 'its last part is a number, so it is no host name, and it is no IPv4 address (four numbers from 0 to 255, e.g. 127.0.0.1)'],
+    ['0.0.0.0.0', 'its last part is a number, so it is no host name, and it is no IPv4 address (four numbers from 0 to 255, e.g. 127.0.0.1)'],
+    ['10.0.0.256', 'its last part is a number, so it is no host name, and it is no IPv4 address (four numbers from 0 to 255, e.g. 127.0.0.1)'],
+    ['127.1', 'its last part is a number, so it is no host name; a URL reads it as the IPv4 address 127.0.0.1: write that'],
+    ['0x7f.0.0.1', 'its last part is a number, so it is no host name; a URL reads it as the IPv4 address 127.0.0.1: write that'],
   ])('%j is refused: %s', (host, why) => {
     expect(listenHostFault(host, 'HOST', 'PORT')).toBe(`HOST: ${JSON.stringify(host)} is not an address to listen on (an IP address, IPv6 without brackets, or a host name): ${why}`)
   })
