@@ -5,6 +5,7 @@ import type { Gateway } from './compose.js'
 import type { Sandbox } from './sandbox/sandbox.js'
 import { nodeRefusal } from './observe/build-info.js'
 import { hostPort } from './host-port.js'
+import { listenFailure } from './listen-failure.js'
 import { crashLine } from './observe/crash-line.js'
 
 // After the grace: time for aborted calls' answers to be written, then for the rest of close().
@@ -216,9 +217,7 @@ async function listenOrExit(app: FastifyInstance, host: string, port: number, se
   try {
     await app.listen({ host, port })
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code
-    const why = code === 'EADDRINUSE' ? 'the port is in use by another process: stop it, or choose a free port' : code === 'EACCES' ? 'permission denied' : code === 'EADDRNOTAVAIL' ? 'no such address on this machine' : (err as Error).message
-    process.stderr.write(`report-gateway: ${scrubSecrets(`cannot listen on ${hostPort(host, port)}: ${why}`, startSecrets(process.env))} (set ${settings})\n`)
+    process.stderr.write(`report-gateway: ${scrubSecrets(`cannot listen on ${hostPort(host, port)}: ${listenFailure(err as NodeJS.ErrnoException)}`, startSecrets(process.env))} (set ${settings})\n`)
     process.exit(1)
   }
 }
