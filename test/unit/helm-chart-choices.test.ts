@@ -147,6 +147,21 @@ describe('rendered with a Secret from values, Redis, autoscaling and a ServiceMo
     expect(one<Manifest>(install({ values: { secrets: { create: true, values: SECRETS } } }), 'Secret', 'rgw-report-gateway').kind).toBe('Secret')
   })
 
+  // A choice between two values is told at render with both names and what to do: helm prints
+  // where a schema's `not` failed (`/secrets/keys: must NOT be valid`), never its description.
+  it.each([
+    ['a password login on the Secret beside the default platformToken key', { secrets: { existingSecret: 'rgw', keys: { platformUsername: 'username', platformPassword: 'password', platformClientId: 'client-id', platformClientSecret: 'client-secret' } } },
+      'secrets.keys.platformToken and secrets.keys.platformUsername: both set, and the platform token comes from one of them (the gateway stops at start on both, exit 78): for the password login set secrets.keys.platformToken="" (it names the key "platform-token"), or clear the four login keys'],
+    ['three of the four login keys', { secrets: { existingSecret: 'rgw', keys: { platformToken: '', platformUsername: 'username', platformPassword: 'password', platformClientId: 'client-id' } } },
+      'secrets.keys: the password login needs all four keys: platformUsername, platformPassword, platformClientId, platformClientSecret; not set: platformClientSecret'],
+    ['redis.url beside redis.existingSecret', { redis: { url: 'redis://redis:6379', existingSecret: { name: 'redis-credentials' } } },
+      'redis.url and redis.existingSecret.name: both set, and REDIS_URL comes from one of them: keep redis.url for a URL without a password, or redis.existingSecret alone'],
+    ['teams beside teamsSecret.existingSecret', { teams: TEAMS, teamsSecret: { existingSecret: 'gateway-teams' } },
+      'teams and teamsSecret.existingSecret: both set; the existing Secret gateway-teams holds the teams itself, and the chart makes no Secret of teams: put the teams in that Secret and leave teams empty, or clear teamsSecret.existingSecret'],
+  ])('fails to render with %s, naming both values and what to do', (_what, values, message) => {
+    expect(() => install({ values })).toThrow(message)
+  })
+
   // The Secret files are mounted 0440, readable by their owner (root) and fsGroup alone: a pod
   // with no fsGroup (a value's null removes the default), or one of another form, cannot read
   // them, and the gateway stops at start.

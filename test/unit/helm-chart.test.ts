@@ -22,7 +22,7 @@ import { TEAM_NAME_PATTERN } from '../../src/config/names.js'
 import { SETTING_FLOORS } from '../../src/config/floors.js'
 import { FILE_FORBIDDEN } from '../../src/config/sources.js'
 import { patternsOutsideRe2, schemaPatterns } from '../helpers/re2-patterns.js'
-import { ROOT, CHART, CHART_VERSION, chartFile, CONTRACT_ENV, IMAGE, PLATFORM, install, SECRETS, TEAMS, FULL, type Deployment, one, gateway, envOf, services, durationSeconds, podFiles, POD_IP, gatewayConfigFrom, selects, type NetworkPolicy, type PodDisruptionBudget } from '../helpers/chart-manifests.js'
+import { ROOT, CHART, CHART_VERSION, chartFile, CONTRACT_ENV, IMAGE, PLATFORM, install, SECRETS, FULL, type Deployment, one, gateway, envOf, services, durationSeconds, podFiles, POD_IP, gatewayConfigFrom, selects, type NetworkPolicy, type PodDisruptionBudget } from '../helpers/chart-manifests.js'
 
 describe('Chart.yaml', () => {
   const chart = parse(chartFile('Chart.yaml')) as Record<string, unknown>
@@ -156,7 +156,6 @@ describe('values.yaml and values.schema.json', () => {
     ['an admin token pasted as a header (`Bearer <token>`)', { secrets: { values: { adminToken: 'Bearer admin-token-0123456789' } } }],
     ['a viewer token with a space inside', { secrets: { values: { adminViewerToken: 'viewer-token 0123456789' } } }],
     ['a tracing endpoint with a user and password (headers come from headersSecret)', { tracing: { endpoint: 'https://user:s3cret@otel-collector:4318' } }],
-    ['both a Redis URL and a Redis Secret', { redis: { url: 'redis://redis:6379', existingSecret: { name: 'redis' } } }],
     ['a privileged port (the gateway runs without capabilities)', { ports: { http: 80 } }],
     ['a gateway secret in the config file', { config: { gatewaySecret: 'x' } }],
     ['a fallback gateway secret in the config file', { config: { gatewaySecretFallback: 'x' } }],
@@ -171,8 +170,6 @@ describe('values.yaml and values.schema.json', () => {
     ['a platform password in the config file', { config: { platform: { password: 'x' } } }],
     ['an admin token in the config file', { config: { admin: { token: 'x' } } }],
     ['a Redis Sentinel password in the config file (it comes from secrets.keys.redisSentinelPassword)', { config: { redis: { sentinelPassword: 'x' } } }],
-    ['a token file and a password login at once', { secrets: { keys: { platformUsername: 'username', platformPassword: 'p', platformClientId: 'c', platformClientSecret: 's' } } }],
-    ['half a password login', { secrets: { keys: { platformToken: '', platformUsername: 'username' } } }],
     ['an admin token the gateway would refuse (under 16 characters)', { secrets: { values: { adminToken: 'short' } } }],
     ['a Secret key with a slash', { secrets: { keys: { adminToken: 'admin/token' } } }],
     ['running as root allowed', { securityContext: { runAsNonRoot: false } }],
@@ -202,7 +199,6 @@ describe('values.yaml and values.schema.json', () => {
     // A credential's name is a segment of /admin/credentials/{name}/token: the gateway refuses another at start.
     ['a credential name of 65 characters', { config: { credentials: { [`p${'a'.repeat(64)}`]: { baseUrl: 'https://partner.example.com' } } } }],
     ['a credential name in capitals', { config: { credentials: { Partner: { baseUrl: 'https://partner.example.com' } } } }],
-    ['teams in values and an existing teams Secret at once', { teams: TEAMS, teamsSecret: { existingSecret: 'gateway-teams' } }],
     ['a teams Secret key with a slash', { teamsSecret: { key: 'teams/teams.yaml' } }],
     ['a dashboard label key with a space', { monitoring: { dashboard: { labelKey: 'grafana dashboard' } } }],
     ['an admin namespace label without a value', { networkPolicy: { ingress: { adminNamespaceLabel: { value: null } } } }],

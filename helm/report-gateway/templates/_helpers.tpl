@@ -333,6 +333,41 @@ the gateway, so nothing the gateway accepts is refused here.
 {{- end }}
 
 {{/*
+Choices between two values, each told at render with both names and what to do: a schema's
+`not` would say where it failed (helm prints `/secrets/keys: must NOT be valid`), never why.
+The platform token comes from platformToken or from the password login's four keys (the
+gateway stops at start on both, or on a login missing one, exit 78); REDIS_URL from
+redis.url or redis.existingSecret; the teams from `teams` or an existing Secret.
+*/}}
+{{- define "report-gateway.checkChoices" -}}
+{{- $k := .Values.secrets.keys }}
+{{- if and $k.platformToken $k.platformUsername }}
+{{- fail (printf "secrets.keys.platformToken and secrets.keys.platformUsername: both set, and the platform token comes from one of them (the gateway stops at start on both, exit 78): for the password login set secrets.keys.platformToken=\"\" (it names the key %q), or clear the four login keys" $k.platformToken) }}
+{{- end }}
+{{- if or $k.platformUsername $k.platformPassword $k.platformClientId $k.platformClientSecret }}
+{{- $missing := "" }}
+{{- range $name, $key := $k }}
+{{- if and (contains $name "platformUsername platformPassword platformClientId platformClientSecret") (not $key) }}
+{{- if $missing }}
+{{- $missing = printf "%s, %s" $missing $name }}
+{{- else }}
+{{- $missing = $name }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if $missing }}
+{{- fail (printf "secrets.keys: the password login needs all four keys: platformUsername, platformPassword, platformClientId, platformClientSecret; not set: %s" $missing) }}
+{{- end }}
+{{- end }}
+{{- if and .Values.redis.url .Values.redis.existingSecret.name }}
+{{- fail "redis.url and redis.existingSecret.name: both set, and REDIS_URL comes from one of them: keep redis.url for a URL without a password, or redis.existingSecret alone" }}
+{{- end }}
+{{- if and .Values.teams .Values.teamsSecret.existingSecret }}
+{{- fail (printf "teams and teamsSecret.existingSecret: both set; the existing Secret %s holds the teams itself, and the chart makes no Secret of teams: put the teams in that Secret and leave teams empty, or clear teamsSecret.existingSecret" .Values.teamsSecret.existingSecret) }}
+{{- end }}
+{{- end }}
+
+{{/*
 Each key of secrets.keys in use names a file of its own in the Secret. Two naming one key
 read one value as two secrets: GATEWAY_SECRET_FALLBACK the same as GATEWAY_SECRET, or
 ADMIN_VIEWER_TOKEN as ADMIN_TOKEN, stops every pod at start (exit 78), and with
