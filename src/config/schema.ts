@@ -75,7 +75,7 @@ export const TeamSchema = Type.Object(
         Type.Object(
           {
             url: Type.String({ pattern: '^https?://', description: 'an http(s) URL whose host is in jobs.webhookHosts (never the platform\'s host): each ended report job of the team is POSTed there (docs/jobs.md)' }),
-            secret: Type.String({ pattern: '^whsec_[A-Za-z0-9+/]{24,}={0,2}$', description: 'whsec_ and the base64 of at least 18 random bytes: the key of the deliveries\' Standard Webhooks signature; never logged nor answered' }),
+            secret: Type.String({ pattern: '^whsec_(?:[A-Za-z0-9+/]{4}){6,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$', description: 'whsec_ and the base64 of at least 18 random bytes, padded with = to a multiple of 4 characters as openssl rand -base64 writes it (a receiver\'s standard decoder, Python\'s base64.b64decode or Go\'s base64.StdEncoding, refuses it unpadded): the key of the deliveries\' Standard Webhooks signature; never logged nor answered' }),
           },
           { additionalProperties: false },
         ),

@@ -1076,6 +1076,26 @@ jobs:
     expect(err.message).not.toContain(SECRET)
   })
 
+  // A receiver decodes the key with its language's standard base64 decoder (Python's
+  // base64.b64decode, Go's base64.StdEncoding, the Standard Webhooks libraries), which refuses
+  // a text not padded to a multiple of 4 characters: every push would fail its check.
+  it.each([
+    ['20 bytes without its =', `whsec_${Buffer.alloc(20, 9).toString('base64').replace(/=+$/, '')}`],
+    ['19 bytes without its ==', `whsec_${Buffer.alloc(19, 9).toString('base64').replace(/=+$/, '')}`],
+    ['of a length no base64 has', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwA'],
+  ])('refuses a secret whose base64 is %s, saying to pad it, without repeating it', (_what, secret) => {
+    const err = problem(env, yaml('https://hooks.example.org/x', ['hooks.example.org']).replace(SECRET, secret))
+    expect(err.message).toContain('teams.growth.webhook.secret: must be whsec_ and the base64 of at least 18 random bytes, padded with = to a multiple of 4 characters as openssl rand -base64 writes it')
+    expect(err.message).not.toContain(secret.slice('whsec_'.length))
+  })
+
+  it('takes a padded secret of any length from 18 bytes', () => {
+    for (const bytes of [18, 19, 20, 32]) {
+      const secret = `whsec_${Buffer.alloc(bytes, 7).toString('base64')}`
+      expect(load(env, yaml('https://hooks.example.org/x', ['hooks.example.org']).replace(SECRET, secret)).teams[0]?.webhook?.secret).toBe(secret)
+    }
+  })
+
   it('refuses a secret not of the whsec_<base64> form, without repeating it', () => {
     const err = problem(env, yaml('https://hooks.example.org/x', ['hooks.example.org']).replace(SECRET, 'plain-secret-value-123456'))
     expect(err.message).toMatch(/teams\.growth\.webhook\.secret/)
