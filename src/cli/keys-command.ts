@@ -76,10 +76,7 @@ export function keysCommand(argv: string[], io: KeysIo): number {
 function run(argv: string[], io: KeysIo): number {
   const { positionals, values } = parseCommandLine(argv)
   const [command, arg, extra] = positionals
-  // `npm run keys new --team x` hands the CLI `new x`: npm took --team for its own option.
-  if (command === 'new' && arg !== undefined) {
-    throw new UsageError(`new: got ${JSON.stringify(arg)} where only options belong: npm keeps the options before -- for itself; put -- after npm run keys: npm run keys -- new --team NAME`)
-  }
+  if (command === 'new' && arg !== undefined) throw new UsageError(strayWordInNew(argv, arg, Object.keys(values).length > 0))
   if (extra !== undefined) throw new UsageError(`${command}: one argument at most`)
   if (command === 'list') {
     if (values.teams !== undefined && values.config !== undefined) throw new UsageError('list: give --teams FILE or --config FILE, not both')
@@ -261,6 +258,24 @@ interface Options {
   advertisers?: string
   id?: string
   expires?: string
+}
+
+/**
+ * Why `word` stands where `new` takes options only. No option arrived: npm kept them for
+ * itself (`npm run keys new --team x` hands the CLI `new x`). Options arrived: a space split
+ * a value, as a shell splits `--advertisers 101, 102`, named with the option it belongs to.
+ */
+function strayWordInNew(argv: string[], word: string, optionsArrived: boolean): string {
+  if (!optionsArrived) return `new: got ${JSON.stringify(word)} where only options belong: npm keeps the options before -- for itself; put -- after npm run keys: npm run keys -- new --team NAME`
+  const at = argv.indexOf(word)
+  const [option, value] = [argv[at - 2], argv[at - 1]]
+  if (option?.startsWith('--') === true && value?.endsWith(',') === true) {
+    const rest = argv.slice(at - 1)
+    const end = rest.findIndex((a) => a.startsWith('--'))
+    const list = (end === -1 ? rest : rest.slice(0, end)).join('')
+    return `new: got ${JSON.stringify(word)} after ${option} ${JSON.stringify(value)}: an option's value ends at a space; write the list without spaces (${option} ${list}) or quote it`
+  }
+  return `new: got ${JSON.stringify(word)} among the options: new takes options only (--team NAME, --advertisers LIST, --id ID, --expires WHEN); an option's value ends at a space, so quote a value that holds one`
 }
 
 function parseCommandLine(argv: string[]): { positionals: string[]; values: Options } {

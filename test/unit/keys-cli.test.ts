@@ -126,6 +126,17 @@ describe('keys new --team NAME', () => {
     }
   })
 
+  // The options reached the CLI (npm kept none): a word among them is a value split at a
+  // space, as `--advertisers 101, 102` is in a shell: that is what to fix, not the --.
+  it('answers a word after options that arrived by naming the option whose value a space split', () => {
+    const split = run('new', '--team', 'growth', '--advertisers', '101,', '102')
+    expect([split.status, split.stdout]).toEqual([2, ''])
+    expect(split.stderr).toBe('keys: new: got "102" after --advertisers "101,": an option\'s value ends at a space; write the list without spaces (--advertisers 101,102) or quote it (npm run keys -- --help)\n')
+    const stray = run('new', '--team', 'growth', 'x')
+    expect([stray.status, stray.stdout]).toEqual([2, ''])
+    expect(stray.stderr).toBe('keys: new: got "x" among the options: new takes options only (--team NAME, --advertisers LIST, --id ID, --expires WHEN); an option\'s value ends at a space, so quote a value that holds one (npm run keys -- --help)\n')
+  })
+
   // `--write` edits the file for rotate and remove; with new it was taken and nothing was
   // written, so an operator who ran `new --write` (or `--teams FILE`) took the file as done.
   it('refuses the options of rotate and remove, saying that new prints the lines and writes no file; no key is printed', () => {
