@@ -91,14 +91,15 @@ export function strayCredentialVariables(env: Env, credentials: readonly string[
 
 /**
  * A start's problem for each of strayCredentialVariables, with the variable meant when one
- * is near. The namespace is the gateway's own, so a start refuses them rather than warn
+ * is near, as written or in capitals (`CREDENTIAL_partner_TOKEN`, the name as the file writes it). The namespace is the gateway's own, so a start refuses them rather than warn
  * (docs/decisions/credential-variables-of-no-credential.md). The value is never repeated.
  */
 export function strayCredentialProblems(env: Env, credentials: readonly string[]): string[] {
   const read = readCredentialVariables(credentials)
   const declared = credentials.length > 0 ? credentials.join(', ') : 'none declared'
   return strayCredentialVariables(env, credentials).map((name) => {
-    const meant = nearestName(name, read)
+    // The config file's spelling of the name (lower case, `-`) is many edits from its variable's.
+    const meant = nearestName(name, read) ?? nearestName(name.toUpperCase().replaceAll('-', '_'), read)
     const hint = meant === null ? 'remove it' : `did you mean ${meant}? Remove it`
     return `${name}: a variable of no declared credential (credentials: ${declared}): the gateway reads nothing of it; ${hint}, or declare the credential it is for`
   })

@@ -651,6 +651,16 @@ describe('invalid configuration names the key', () => {
     expect(err.problems.length).toBeGreaterThan(0)
   })
 
+  // The config file writes a credential's name in lower case; its variables write it in
+  // capitals (a `-` as `_`): the name as the file writes it is the slip most made.
+  it('names the variable meant when a credential variable writes the name as the config file does, in lower case or with its -', () => {
+    const err = problem({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, CREDENTIAL_partner_eu_TOKEN: TOKEN, 'CREDENTIAL_PARTNER-EU_PASSWORD_FILE': '/run/secrets/pw' }, 'credentials:\n  partner-eu: {}\n')
+    expect(err.problems.filter((p) => !p.startsWith('CREDENTIAL_PARTNER_EU_TOKEN:'))).toEqual([
+      'CREDENTIAL_PARTNER-EU_PASSWORD_FILE: a variable of no declared credential (credentials: partner-eu): the gateway reads nothing of it; did you mean CREDENTIAL_PARTNER_EU_PASSWORD_FILE? Remove it, or declare the credential it is for',
+      'CREDENTIAL_partner_eu_TOKEN: a variable of no declared credential (credentials: partner-eu): the gateway reads nothing of it; did you mean CREDENTIAL_PARTNER_EU_TOKEN? Remove it, or declare the credential it is for',
+    ])
+  })
+
   it('names each credential variable no credential reads, never its value; reads every variable of a declared credential, and leaves an empty one alone', () => {
     const secret = 'orphan-secret-value-0123456789'
     const err = problem({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, CREDENTIAL_PARTNR_TOKEN: secret, CREDENTIAL_PARTNR_PASSWORD_FILE: '/run/secrets/pw' }, 'credentials:\n  partner: {}\n')
