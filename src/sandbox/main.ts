@@ -1,4 +1,6 @@
 import { pino } from 'pino'
+import { hostPort } from '../host-port.js'
+import { listenFailure } from '../listen-failure.js'
 import { DEFAULT_SANDBOX_SEED } from './seed.js'
 
 // `npm run sandbox`: the platform stand-in on its own, for benchmarks and for
@@ -15,6 +17,16 @@ const log = pino({ base: { service: 'platform-sandbox' } })
 
 /** A mistake in the command line or environment: one line on stderr, exit code 2. */
 class UsageError extends Error {}
+
+/** A listener that cannot open (a port in use, a host that does not resolve): one line on stderr, exit code 1. */
+class ListenError extends Error {}
+
+/** `err` as a ListenError when the listen (or the host's lookup before it) failed, else as it is. */
+function listenError(err: unknown, host: string, port: number): unknown {
+  const { syscall } = err as NodeJS.ErrnoException
+  if (syscall !== 'listen' && syscall !== 'getaddrinfo') return err
+  return new ListenError(`cannot listen on ${hostPort(host, port)}: ${listenFailure(err as NodeJS.ErrnoException)} (set HOST, PORT)`)
+}
 
 function integerEnv(name: string, fallback: number): number {
   const raw = process.env[name]
@@ -37,7 +49,9 @@ async function main(argv: string[]): Promise<void> {
     latencyMs: integerEnv('SANDBOX_LATENCY_MS', 0),
   }
   const { startSandbox } = await import('./sandbox.js')
-  const sandbox = await startSandbox(options)
+  const sandbox = await startSandbox(options).catch((err: unknown) => {
+    throw listenError(err, options.host, options.port)
+  })
   log.info({ url: sandbox.url, credentials: sandbox.credentials, accounts: sandbox.accounts }, 'platform sandbox listening')
   const stop = (signal: NodeJS.Signals): void => {
     log.info({ signal }, 'platform sandbox closing')
@@ -57,6 +71,11 @@ main(process.argv.slice(2)).catch((err: unknown) => {
   if (err instanceof UsageError) {
     process.stderr.write(`sandbox: ${err.message} (npm run sandbox -- --help)\n`)
     process.exitCode = 2
+    return
+  }
+  if (err instanceof ListenError) {
+    process.stderr.write(`sandbox: ${err.message}\n`)
+    process.exitCode = 1
     return
   }
   log.fatal({ err }, 'platform sandbox failed to start')

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process'
+import { createServer, type Server } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { ensureBuilt } from '../helpers/dist.js'
@@ -40,6 +41,24 @@ describe.each(CLIS)('npm run $name', ({ name, file, mistakes, envMistakes = [] }
       expect(r.status, what).toBe(2)
       expect(r.stderr, what).toMatch(new RegExp(`^${name}: [^\\n]+ \\(npm run ${name} -- --help\\)\\n$`))
       expect(r.stderr, what).not.toMatch(/\n\s+at |node:internal/)
+    }
+  })
+})
+
+// `npm run sandbox` is the README's first step beside a gateway: a port another program
+// holds (8090 is common) is one line saying what to do, as the gateway's own start says it.
+describe('npm run sandbox on a port in use', () => {
+  it('stops with one line naming the address and what to do, exit 1, no stack trace', async () => {
+    const taken: Server = createServer()
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
+    try {
+      const port = (taken.address() as { port: number }).port
+      const r = run('sandbox/main.js', [], { PORT: String(port) })
+      expect(r.status).toBe(1)
+      expect(r.stdout).toBe('')
+      expect(r.stderr).toBe(`sandbox: cannot listen on 127.0.0.1:${port}: the port is in use by another process: stop it, or choose a free port (set HOST, PORT)\n`)
+    } finally {
+      await new Promise((resolve) => taken.close(resolve))
     }
   })
 })
