@@ -20,6 +20,7 @@ export const TOOLS = {
   gnuDate: { name: 'GNU date', install: 'apt-get install -y coreutils' },
   nginx: { name: 'nginx', install: 'apt-get install -y nginx' },
   openssl: { name: 'openssl', install: 'apt-get install -y openssl' },
+  python3: { name: 'python3', install: 'apt-get install -y python3' },
 } satisfies Record<string, Tool>
 
 /** The variable naming the folder where skips are noted (set by the run's global set-up). */

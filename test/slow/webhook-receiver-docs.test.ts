@@ -1,4 +1,4 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { execFileSync, type ChildProcess } from 'node:child_process'
 import { createHmac, randomBytes } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -16,7 +16,7 @@ import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { pointer, resolveRef, type Json } from '../helpers/openapi-doc.js'
 import { docBlock } from '../helpers/readme-blocks.js'
 import { buildInfo } from '../../src/observe/build-info.js'
-import { onFreePorts } from '../helpers/start-redis.js'
+import { runDocsReceiver } from '../helpers/docs-receiver.js'
 import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 // The webhook receiver docs/jobs.md prints ("Pushed when done"), run as a user runs it
@@ -72,25 +72,9 @@ async function startReceiver(secrets: string[], redisUrl?: string): Promise<Rece
   dirs.push(dir)
   writeFileSync(join(dir, 'receiver.mjs'), RECEIVER)
   symlinkSync(fileURLToPath(new URL('../../node_modules', import.meta.url)), join(dir, 'node_modules'))
-  const env = { PATH: process.env.PATH ?? '', WEBHOOK_SECRETS: secrets.join(' '), ...(redisUrl === undefined ? {} : { REDIS_URL: redisUrl }) }
-  return onFreePorts(1, async ([port]) => {
-    const child = spawn(process.execPath, [join(dir, 'receiver.mjs')], { env: { ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] })
-    children.push(child)
-    let out = ''
-    let err = ''
-    child.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')))
-    child.stderr.on('data', (c: Buffer) => (err += c.toString('utf8')))
-    const url = `http://127.0.0.1:${port}/hook`
-    await waitFor(() => `the receiver answering on ${port} (${err})`, async () => {
-      if (child.exitCode !== null) throw new Error(`the receiver exited ${child.exitCode}: ${err}`)
-      return fetch(url, { method: 'POST', body: '{}' }).then((res) => res.status === 401, () => false)
-    })
-    return {
-      url,
-      acted: () => out.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { job: string; state: string; result: string }),
-      stop: () => stop(child),
-    }
-  })
+  const env = { WEBHOOK_SECRETS: secrets.join(' '), ...(redisUrl === undefined ? {} : { REDIS_URL: redisUrl }) }
+  const receiver = await runDocsReceiver([process.execPath, join(dir, 'receiver.mjs')], env, children)
+  return { url: receiver.url, acted: receiver.acted, stop: () => stop(receiver.child) }
 }
 
 /** POSTs a push to the receiver as the gateway sent it, or with `headers` changed and `body` instead; its status. */
