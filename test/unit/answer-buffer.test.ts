@@ -241,27 +241,29 @@ describe('the read-idle watchdog', () => {
   it('does not cut off a caller whose take came while the gateway\'s loop was held past readIdleMs: it is judged after the loop has read what came', async () => {
     const a = answers({ totalBytes: 1024 * KiB, readIdleMs: 100 })
     const answer = (await a.receive(body(10, 64 * KiB), String(640 * KiB), reader())).stream() as Readable & { stalledSince: number | null }
-    let take: (() => void) | null = null
     let taken = 0
-    // A caller that takes a piece when the test lets it: its socket's word that it took one.
+    let held: Promise<void> | null = null
+    // A caller that holds its first piece while the loop is held, then takes it: its socket's
+    // word that it took one comes in the loop's next turn, after its timers. The hold is queued
+    // as the piece comes, in the turn the answer's clock starts: nothing of the test's runs
+    // between the clock's start and the hold, so the loop's own lateness cannot end the clock first.
     const caller = new Writable({
       highWaterMark: 1,
       write: (chunk: Buffer, _enc, done) => {
         taken += chunk.length
-        take = done
+        if (held !== null) return done()
+        held = new Promise<void>((resolve) => setImmediate(() => {
+          expect(answer.stalledSince).not.toBeNull()
+          setImmediate(done)
+          const until = performance.now() + 150
+          while (performance.now() < until);
+          resolve()
+        }))
       },
     })
     answer.pipe(caller)
-    await waitFor('the answer held up, its idle clock running', () => answer.stalledSince !== null && take !== null)
-    // The take comes (an event the loop handles after its timers) while the loop is held
-    // past the clock's end: when it is free, its next turn runs the timers first.
-    const give = take as unknown as () => void
-    await new Promise<void>((resolve) => setImmediate(() => {
-      setImmediate(give)
-      const until = performance.now() + 150
-      while (performance.now() < until);
-      resolve()
-    }))
+    await waitFor('the caller\'s first piece held', () => held !== null)
+    await held
     // The timers' turn, then the take's.
     for (let i = 0; i < 2; i++) await new Promise((resolve) => setImmediate(resolve))
     expect(a.slow).toEqual([])
