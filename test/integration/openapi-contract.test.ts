@@ -8,16 +8,18 @@ import SwaggerParser from '@apidevtools/swagger-parser'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import { describe, expect, it } from 'vitest'
 import { hashApiKey } from '../../src/access/api-keys.js'
-import { buildGateway, closeAfterTest, KEYS, listen, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
+import { buildGateway, closeAfterTest, KEYS, listen, TEAMS_YAML, testConfig, withLimitedWindow } from '../helpers/build-gateway.js'
 import { fakeClock, onRealTimers } from '../helpers/clock.js'
 import { useSandboxGateway } from '../helpers/fixtures.js'
 import { mismatches, resolveRef, type Answer, type Json } from '../helpers/openapi-doc.js'
-import { brokenHeadAnswers, rawHttp, rawRequest } from '../helpers/sandbox-gateway.js'
+import { brokenHeadAnswers, rawHttp, rawRequest, SANDBOX_TEAMS_YAML } from '../helpers/sandbox-gateway.js'
 import { testTimeLeft, waitFor } from '../helpers/wait.js'
 
 
 const ADMIN_TOKEN = 'openapi-contract-admin-token-0123456789'
-const env = useSandboxGateway({ env: { ADMIN_TOKEN } })
+// Team limited's window is 10000d (withLimitedWindow): its five calls in the sample of real
+// requests fall in one window, where a minute's may end between the third and the fourth.
+const env = useSandboxGateway({ env: { ADMIN_TOKEN }, yaml: withLimitedWindow('10000d', SANDBOX_TEAMS_YAML) })
 
 async function documentOf(): Promise<Json> {
   const res = await fetch(`${env.url}/openapi.json`)
