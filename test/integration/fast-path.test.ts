@@ -12,6 +12,8 @@ import { waitFor } from '../helpers/wait.js'
 const WIRE_KEY = 'rgw_test_wire_key_444444444444444444444444444'
 const SCOPED_KEY = 'rgw_test_scoped_key_5555555555555555555555555'
 const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-07&byDate=1'
+// Teams limited, burst and scoped count their calls in a window of 10000d (as withLimitedWindow):
+// each test's calls of one team fall in one window, where a minute's may end between them.
 const env = useSandboxGateway({
   yaml: `teams:
   growth:
@@ -24,11 +26,11 @@ const env = useSandboxGateway({
   limited:
     keys: ["${hashApiKey(KEYS.limited)}"]
     advertisers: ["*"]
-    rateLimit: { max: 3, window: 1m }
+    rateLimit: { max: 3, window: 10000d }
   burst:
     keys: ["${hashApiKey(KEYS.all)}"]
     advertisers: ["*"]
-    rateLimit: { max: 6, window: 1m }
+    rateLimit: { max: 6, window: 10000d }
   wire:
     keys: ["${hashApiKey(WIRE_KEY)}"]
     advertisers: ["*"]
@@ -37,7 +39,7 @@ const env = useSandboxGateway({
   scoped:
     keys: ["${hashApiKey(SCOPED_KEY)}"]
     advertisers: [103]
-    rateLimit: { max: 2, window: 1m }
+    rateLimit: { max: 2, window: 10000d }
 # The refreshes here follow their copies at once.
 cache:
   refreshMinAge: 0
