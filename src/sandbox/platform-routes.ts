@@ -46,11 +46,12 @@ export function registerPlatformRoutes(app: FastifyInstance, state: SandboxState
           sendUnauthenticated(reply)
           return reply
         }
-        const count = state.throttle.hit(caller, Date.now(), request.routeOptions.url)
+        const now = state.throttleNow()
+        const count = state.throttle.hit(caller, now, request.routeOptions.url)
         reply.header('x-ratelimit-limit', String(count.limit)).header('x-ratelimit-remaining', String(count.remaining))
         if (count.retryAfterSec !== null) {
           // Laravel's ThrottleRequestsException: its headers, and `Too Many Attempts.` as JSON.
-          reply.header('retry-after', String(count.retryAfterSec)).header('x-ratelimit-reset', String(Math.floor(Date.now() / 1000) + count.retryAfterSec))
+          reply.header('retry-after', String(count.retryAfterSec)).header('x-ratelimit-reset', String(Math.floor(now / 1000) + count.retryAfterSec))
           sendJson(reply, 429, { message: 'Too Many Attempts.' })
           return reply
         }

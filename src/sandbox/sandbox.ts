@@ -108,6 +108,7 @@ function createState(opts: SandboxOptions): SandboxState {
     catalog: new CampaignCatalog(seed, SANDBOX_ACCOUNTS),
     conditions: new Conditions(opts.latencyMs ?? 0),
     throttle: throttleOf(opts.throttle),
+    throttleNow: opts.throttleClock ?? (() => Date.now()),
     requests: [],
   }
 }

@@ -26,5 +26,7 @@ export interface SandboxState {
   readonly conditions: Conditions
   /** Laravel's throttle count per token user, written on every authenticated answer. */
   readonly throttle: ThrottleCounts
+  /** The time the throttles count on (SandboxOptions.throttleClock). */
+  readonly throttleNow: () => number
   readonly requests: SandboxRequestRecord[]
 }

@@ -16,6 +16,12 @@ export interface SandboxOptions {
   tokenTtlSeconds?: number
   /** Laravel's `throttle:api` count from the start (setThrottle's settings), the probe of a gateway started on it included. */
   throttle?: Partial<ThrottleSettings>
+  /**
+   * The time the throttles count on (ms since the epoch), their windows and their refusals'
+   * `retry-after` and `x-ratelimit-reset`; default the wall clock. A test stands it still to
+   * keep a run of calls in one window however long a loaded machine takes over them.
+   */
+  throttleClock?: () => number
   /** The grant_type the token request must carry. */
   grantType?: string
   /**

@@ -16,7 +16,9 @@ const PATH = '/api/v1/report/campaigns/get'
 const LIMIT = 10
 
 describe.skipIf(!available)("the platform's count of the credential's calls, shared out across replicas", () => {
-  const sandbox = useSandbox()
+  /** The sandbox's throttle time while it stands still (null: the wall clock's). */
+  let still: number | null = null
+  const sandbox = useSandbox({ throttleClock: () => still ?? Date.now() })
   const { server: redis, client } = useRedis()
   const gateways = useGateways()
   let day = 0
@@ -52,6 +54,9 @@ describe.skipIf(!available)("the platform's count of the credential's calls, sha
   let config: ReturnType<typeof testConfig>
   async function replicas(own = false): Promise<[TestGateway & { url: string }, TestGateway & { url: string }]> {
     route = own ? PATH : undefined
+    // The platform's time stands still until both replicas are refused: every call below falls in one window of its
+    // count, however long a loaded machine takes over them (a second of the wall clock may end before the 11th call).
+    still = Date.now()
     // The platform's count is LIMIT from the replicas' start: their start probes read it too.
     sandbox.setThrottle(own ? { refuse: true } : { limit: LIMIT, windowMs: 1000, refuse: true })
     if (own) sandbox.setRouteThrottle(PATH, { limit: LIMIT, windowMs: 1000 })
@@ -60,6 +65,8 @@ describe.skipIf(!available)("the platform's count of the credential's calls, sha
     const two = await listen(await gateways.build(config))
     await until(one, KEYS.all, LIMIT + 1)
     await until(two, UPLOADER_KEY, LIMIT + 1)
+    // From here the window ends a second after it began, on the wall clock as on the replicas'.
+    still = null
     await waitFor('both replicas to share the count out', () => countOf(one)?.enforced === true && countOf(two)?.enforced === true)
     await waitFor('the pauses and the refused window to end', () => one.governors.pausesOf('default').length === 0 && two.governors.pausesOf('default').length === 0)
     // The count's own hold ends with the refusal's retry-after as read by the count, a moment after the pause's: past it on
