@@ -17,9 +17,11 @@ const ADMIN_TOKEN = 'count-shares-admin-token-0123456789'
 describe("the platform's count of the credential's calls, shared out by weight", () => {
   let s: SandboxGateway
   let day = 0
+  /** The sandbox's throttle time while it stands still (null: the wall clock's). */
+  let still: number | null = null
   beforeAll(async () => {
     // The platform's count is LIMIT from the gateway's start: its start probe reads it too.
-    s = await startSandboxGateway({ yaml: withUploader(TEAMS_YAML), env: { ADMIN_TOKEN }, sandbox: { throttle: { limit: LIMIT } } })
+    s = await startSandboxGateway({ yaml: withUploader(TEAMS_YAML), env: { ADMIN_TOKEN }, sandbox: { throttle: { limit: LIMIT }, throttleClock: () => still ?? Date.now() } })
   })
   afterAll(async () => {
     await s.close()
@@ -33,9 +35,12 @@ describe("the platform's count of the credential's calls, shared out by weight",
   }
 
   it("keeps for a team that asked its share of the count: the other team's misses are refused by the gateway, not the platform, and the first team's calls go through", async () => {
-    // The platform shows that it refuses past its count: a window of one second, spent by team all.
+    // The platform shows that it refuses past its count: a window of one second, spent by team all. Its time stands
+    // still until the refusal, so every call falls in that window however long a loaded machine takes over them.
+    still = Date.now()
     s.sandbox.setThrottle({ limit: LIMIT, windowMs: 1000, refuse: true })
     for (let i = 0; i <= LIMIT; i++) if ((await miss(KEYS.all)).status !== 200) break
+    still = null
     await waitFor('the platform to have refused past its count', () => s.gw.governors.countOf('default')?.enforced === true)
     await waitFor("team all's pause to end", () => s.gw.governors.pausesOf('default').length === 0)
     // The count's own hold ends with the refusal's retry-after as the count read it, a moment after the pause's.
