@@ -75,6 +75,18 @@ describe.skipIf(!available)("the platform's count of the credential's calls, sha
     await waitFor("the refused window over on both replicas' counts", () => over(one) && over(two))
     const key = own ? `rgw:counts:{default}:route:${createHash('sha256').update(PATH).digest('base64url').slice(0, 16)}` : 'rgw:counts:{default}'
     await waitFor('the records in Redis', async () => (await client.hlen(key)) === 2)
+    // A record tells the refusal left when it was written, and a replica that reads it late holds its calls that much past
+    // the refusal's end: the hold is over for good once every record tells none left (`<stamp>|<seal>.<limit>|<window
+    // age>|<refusal left>|…`) and each replica has written its record again since, reading the others' in the same script.
+    const records = async () => Object.values(await client.hgetall(key)).map((value) => value.split('|')).map((f) => ({ at: Number(f[0]), left: Number(f[3]) }))
+    let told = 0
+    await waitFor('every record to tell no refusal left', async () => {
+      const now = await records()
+      told = Math.max(0, ...now.map((r) => r.at))
+      return now.length === 2 && now.every((r) => r.left === 0)
+    })
+    await waitFor('each replica to have read them', async () => (await records()).every((r) => r.at > told))
+    await waitFor("the refused window over on both replicas' counts, for good", () => over(one) && over(two))
     return [one, two]
   }
 
