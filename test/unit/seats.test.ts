@@ -1253,28 +1253,3 @@ describe('what the seats tell the limit rule', () => {
     }
   })
 })
-
-describe('who gets a free seat past the shares, across replicas as on one', () => {
-  it('gives it by the time each team was charged, not by the seats it holds: a team of long calls holding fewer seats waits behind one of short calls', async () => {
-    const clock = fakeClock()
-    // A lease of 5 seats here, each team's share 1 (worked out over every replica): both are past theirs.
-    const lease: SeatLease = { held: 5, size: () => 5, shares: () => ({ targets: new Map([['long', 1], ['short', 1]]), lent: 0, shares: new Map([['long', 1], ['short', 1]]), heldElsewhere: new Map(), charged: new Map() }), elsewhere: () => 0, saturated: () => true, demand: () => undefined, onGrown: () => undefined, answered: () => undefined, waited: () => undefined, keepCharges: () => undefined, ceilingHere: () => null }
-    const { s, work, order } = seats(clock, { limit: 8, queueLimit: 100, seats: lease })
-    work.answered('long', 'year', 2000)
-    work.answered('short', 'week', 100)
-    const held = [call(s, order, 'long', { workClass: 'year' }), call(s, order, 'long', { workClass: 'year' }), call(s, order, 'short', { workClass: 'week' }), call(s, order, 'short', { workClass: 'week' }), call(s, order, 'short', { workClass: 'week' })]
-    await settle()
-    expect(s.queued).toBe(0)
-    call(s, order, 'long', { workClass: 'year' }, 'long again')
-    call(s, order, 'short', { workClass: 'week' }, 'short again')
-    await settle()
-    expect(s.queued).toBe(2)
-    // A long call ends after its 2 s: the long team holds 1 seat, the short team 3; the long
-    // team was charged 4 s, the short 0.3 s.
-    clock.advance(2000)
-    answer(held[0], 2000)
-    await settle()
-    expect(order.slice(5)).toEqual(['short again'])
-    held.slice(1).forEach((c) => answer(c, 100))
-  })
-})
