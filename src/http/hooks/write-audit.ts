@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify'
 import type { GatewayContext } from '../context.js'
 import { isRead } from '../../access/team-auth.js'
 import type { Admission } from '../../access/admission.js'
+import { withoutKeyRuns } from '../../observe/key-runs.js'
 
 // Accounts named in one audit line, and the length of each as the caller wrote it.
 const MAX_ACCOUNTS = 20
@@ -13,7 +14,9 @@ export type WriteAuditParts = Pick<GatewayContext, 'auditLog'> & { admission: Ad
 /**
  * One `kind: "audit"` line per write call an admitted team sent: who (team,
  * key id), what (method, path, the accounts it named), how it ended (status) and the
- * request id to find the rest. Never the query, the body or the key.
+ * request id to find the rest. Never the query, the body or the key. What the caller wrote
+ * of them (path, accounts) holds no text that may be a team's webhook secret (key-runs.ts):
+ * a viewer reads these lines, and the log's scrub of a secret by value would tell a guess.
  */
 export function auditWrite({ auditLog, admission }: WriteAuditParts, request: FastifyRequest, status: number): void {
   const caller = request.caller
@@ -23,13 +26,13 @@ export function auditWrite({ auditLog, admission }: WriteAuditParts, request: Fa
     accounts = admission
       .named(request.method, caller)
       .accounts.slice(0, MAX_ACCOUNTS)
-      .map((a) => String(a).slice(0, MAX_ACCOUNT_CHARS))
+      .map((a) => withoutKeyRuns(String(a).slice(0, MAX_ACCOUNT_CHARS)))
   } catch {
     // A call the scope rules cannot read (a bad campaign id, an unlisted id path) was
     // refused for it, or sent by a team they do not apply to: it names no known account.
   }
   auditLog.info(
-    { action: 'write', team: caller.team.name, keyId: caller.keyId, method: request.method, path: caller.target.path, accounts, status, reqId: request.id },
+    { action: 'write', team: caller.team.name, keyId: caller.keyId, method: request.method, path: withoutKeyRuns(caller.target.path), accounts, status, reqId: request.id },
     'write call',
   )
 }
