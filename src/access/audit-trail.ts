@@ -1,4 +1,5 @@
 import { pino, type DestinationStream, type Logger } from 'pino'
+import { holdsKeyRun } from '../observe/key-runs.js'
 
 /** How many audit lines of each kind (teams' writes; refused admin calls; every other) a replica keeps for the console. */
 export const AUDIT_LINES = 50
@@ -120,6 +121,11 @@ export class AuditTrail {
     // a secret of the gateway's: kept, a viewer would read whether each did. Its route says
     // which call it was; the log's line keeps them for the operators.
     if (refused) for (const field of GUESSER_TEXTS) delete kept[field]
+    // A write's request id is its caller's x-request-id where it sent one: written through the
+    // log's scrub of each team's webhook secret by value, it would show a viewer `[REDACTED]`
+    // for a team's secret and a guess as sent. One that may hold a secret (key-runs.ts), or
+    // holds a redaction, is kept `[REDACTED]` whole, whatever it is; the log's line keeps it.
+    if (typeof kept.reqId === 'string' && holdsKeyRun(kept.reqId)) kept.reqId = '[REDACTED]'
     const ring = kept.action === 'write' ? this.#writes : refused ? this.#refusals : this.#others
     ring.unshift({ order: this.#taken++, line: kept })
     if (ring.length > this.#size) ring.length = this.#size

@@ -30,3 +30,8 @@ function mayHoldSecret(run: string): boolean {
 export function withoutKeyRuns(text: string): string {
   return text.replace(RUN, (run) => (mayHoldSecret(run) ? REDACTED : run))
 }
+
+/** Whether `text` holds a run that may hold a webhook secret (one withoutKeyRuns writes `[REDACTED]`, a redaction among them). */
+export function holdsKeyRun(text: string): boolean {
+  return (text.match(RUN) ?? []).some(mayHoldSecret)
+}

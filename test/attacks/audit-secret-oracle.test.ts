@@ -19,7 +19,10 @@ const VIEWER_TOKEN = 'attack-viewer-token-0123456789abcdef'
 // account; a path's percent-encoded `+` or `/` is refused before any team is read), and no `/`.
 const BARE = 'Xk3+pQ7vLm2Rt9Wz4Bc8Nd1F'
 const SECRET = `whsec_${BARE}`
-const yaml = `jobs:\n  webhookHosts: [localhost]\n${SANDBOX_TEAMS_YAML.replace('    advertisers: [101, 102]\n', `    advertisers: [101, 102]\n    webhook: { url: "http://localhost:9/hook", secret: "${SECRET}" }\n`)}`
+// Team `all`'s: no `+`, `/` nor `=`, the characters a request id may hold (`[\w.:-]`).
+const ID_BARE = 'Qm9vK2Zvb3JhbmFyYmF6cXV4'
+const ID_SECRET = `whsec_${ID_BARE}`
+const yaml = `jobs:\n  webhookHosts: [localhost]\n${SANDBOX_TEAMS_YAML.replace('    advertisers: [101, 102]\n', `    advertisers: [101, 102]\n    webhook: { url: "http://localhost:9/hook", secret: "${SECRET}" }\n`).replace('    refresh: true\n', `    refresh: true\n    webhook: { url: "http://localhost:9/hook", secret: "${ID_SECRET}" }\n`)}`
 
 /** `text` with one character of its last six changed: a wrong guess of its form. */
 function wrong(text: string): string {
@@ -56,10 +59,18 @@ async function lineOf(reqId: string): Promise<Record<string, unknown>> {
   return rest
 }
 
-async function write(method: string, target: string, json?: unknown): Promise<string> {
+/** The newest write line the viewer reads, without its time. */
+async function lastWrite(): Promise<Record<string, unknown>> {
+  const line = (await auditLines()).find((l) => l.action === 'write')
+  expect(line).toBeDefined()
+  const { time: _time, ...rest } = line as Record<string, unknown>
+  return rest
+}
+
+async function write(method: string, target: string, json?: unknown, headers: Record<string, string> = {}): Promise<string> {
   const res = await fetch(`${sg.url}${target}`, {
     method,
-    headers: { 'x-api-key': KEYS.writer, ...(json === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: { 'x-api-key': KEYS.writer, ...headers, ...(json === undefined ? {} : { 'content-type': 'application/json' }) },
     ...(json === undefined ? {} : { body: JSON.stringify(json) }),
   })
   await res.arrayBuffer()
@@ -86,6 +97,16 @@ describe('a viewer who writes, guessing at another team\'s webhook secret throug
     it(`reads the same line whether an account it named held the secret or not (${name})`, async () => {
       const right = await lineOf(await write('POST', '/api/v1/campaign/banner/create', newCampaign(secret)))
       const guess = await lineOf(await write('POST', '/api/v1/campaign/banner/create', newCampaign(wrong(secret))))
+      expect(guess).toEqual(right)
+    })
+  }
+
+  for (const [name, secret] of [['whole', ID_SECRET], ['bare base64', ID_BARE], ['inside another id', `trace.${ID_BARE}.7`]] as const) {
+    it(`reads the same line whether the write's x-request-id held the secret or not (${name})`, async () => {
+      await write('DELETE', '/api/v1/campaign/banner/delete/999001', undefined, { 'x-request-id': secret })
+      const right = await lastWrite()
+      await write('DELETE', '/api/v1/campaign/banner/delete/999001', undefined, { 'x-request-id': wrong(secret) })
+      const guess = await lastWrite()
       expect(guess).toEqual(right)
     })
   }

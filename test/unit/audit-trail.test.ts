@@ -35,6 +35,17 @@ describe('AuditTrail', () => {
     expect(trail.lines().map((l) => l.n)).toEqual([3, 2, 1])
   })
 
+  it('keeps a request id that may hold a webhook secret [REDACTED] whole, whatever it is, and passes it on to the log as it is', () => {
+    const { written, dest } = capture()
+    const trail = new AuditTrail(5)
+    const log = pino({ base: null }, trail.tee(dest))
+    log.info({ kind: 'audit', action: 'write', reqId: 'trace.[REDACTED].7' }, 'write call')
+    log.info({ kind: 'audit', action: 'write', reqId: 'trace.Qm9vK2Zvb3JhbmFyYmF6cXV4.7' }, 'write call')
+    log.info({ kind: 'audit', action: 'write', reqId: '9f0293ab-7b2f-4e17-97a1-eed0bf8036d9' }, 'write call')
+    expect(trail.lines().map((l) => l.reqId)).toEqual(['9f0293ab-7b2f-4e17-97a1-eed0bf8036d9', '[REDACTED]', '[REDACTED]'])
+    expect(written[1]).toContain('trace.Qm9vK2Zvb3JhbmFyYmF6cXV4.7')
+  })
+
   it('keeps no line whose "kind":"audit" is inside a value of its own', () => {
     const { dest } = capture()
     const trail = new AuditTrail(2)

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { SHORTEST_KEY_CHARS, withoutKeyRuns } from '../../src/observe/key-runs.js'
+import { holdsKeyRun, SHORTEST_KEY_CHARS, withoutKeyRuns } from '../../src/observe/key-runs.js'
 
 describe('withoutKeyRuns', () => {
   it('keeps a write\'s ordinary path and accounts', () => {
@@ -34,5 +34,13 @@ describe('withoutKeyRuns', () => {
       const guessed = withoutKeyRuns(`${before}${key.slice(0, -1)}G${after}`)
       expect(scrubbed).toBe(guessed)
     }
+  })
+
+  it('tells whether a text holds such a run, a redaction among them', () => {
+    expect(holdsKeyRun('trace.[REDACTED].7')).toBe(true)
+    expect(holdsKeyRun('[REDACTED]')).toBe(true)
+    expect(holdsKeyRun('trace.Xk3pQ7vLm2Rt9Wz4Bc8Nd1Fa.7')).toBe(true)
+    expect(holdsKeyRun('9f0293ab-7b2f-4e17-97a1-eed0bf8036d9')).toBe(false)
+    expect(holdsKeyRun('req.42')).toBe(false)
   })
 })
