@@ -267,7 +267,11 @@ describe('PUT /admin/token', () => {
     ['no token', {}, 'token: required'],
     ['a short token', { token: 'short' }, MUST],
     ['only whitespace', { token: '                ' }, MUST],
-    ['a token with a line break inside', { token: 'abcdefgh\r\nx-injected: 1' }, MUST],
+    ['a token with a line break inside', { token: 'abcdefgh\r\nx-injected: 1' }, 'token: holds control characters (a line break inside?); it must hold the secret alone (the content is not shown)'],
+    // An operator pastes the value of a curl line's authorization header: the answer says what is wrong, not only what a token is.
+    ['a token with "Bearer " before it', { token: 'Bearer eyJhbGciOiJIUzI1NiJ9.payload.signature' }, 'token: starts with "Bearer ", as an authorization header does; it must hold the token alone (the content is not shown)'],
+    ['a token with "bearer " before it', { token: 'bearer  eyJhbGciOiJIUzI1NiJ9.payload.signature' }, 'token: starts with "Bearer ", as an authorization header does; it must hold the token alone (the content is not shown)'],
+    ['a token with a space inside', { token: 'eyJhbGciOiJIUzI1NiJ9 .payload.signature' }, 'token: holds a space or a character outside printable ASCII, which no authorization header carries; it must hold the token alone (the content is not shown)'],
   ])('%s: 400 and nothing changes', async (_label, payload, expected) => {
     const token = sandbox.issueToken()
     const gw = await gateway({ PLATFORM_TOKEN: token, ADMIN_TOKEN })

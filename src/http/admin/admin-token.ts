@@ -10,7 +10,7 @@ import type { TokenProvider } from '../../platform/tokens/token-provider.js'
 import type { TokenShares } from '../../platform/tokens/token-store.js'
 import { DEFAULT_CREDENTIAL, type Config } from '../../config.js'
 import { tokenFault } from '../../config/sources.js'
-import { ADMIN_BODY_TOO_LARGE, adminSchema, answer, credentialsSchema, tokenBody, tokenChangeSchema, tokenRefreshSchema, tokenViewSchema } from './admin-schemas.js'
+import { ADMIN_BODY_TOO_LARGE, TOKEN_FORM, adminSchema, answer, credentialsSchema, tokenBody, tokenChangeSchema, tokenRefreshSchema, tokenViewSchema } from './admin-schemas.js'
 import { assertStillAdmin } from './admin-access.js'
 
 const CREDENTIAL = { name: { type: 'string', minLength: 1, maxLength: 64, description: 'A credential: `default`, or a name under `credentials:`.' } }
@@ -58,9 +58,10 @@ export async function adminTokenRoutes(
     // a text the platform refused may be anything an operator pasted, and a secret's is
     // refused in every team's request, the team suspended (access/team-suspensions.ts).
     const token = (request.body as { token: string }).token.trim()
-    // A token no authorization header carries as it is (quotes copied around it) is refused as PLATFORM_TOKEN and its file are, without a probe.
+    // A token no authorization header carries as it is (`Bearer ` or quotes copied with it, a
+    // space or a line break inside) is refused as PLATFORM_TOKEN and its file are, without a probe.
     const secret = neverSent(token, { adminAuth, teams, config })
-    const fault = secret === null ? tokenFault(token) : null
+    const fault = secret !== null ? null : token.length < 8 ? `must be ${TOKEN_FORM}` : tokenFault(token)
     if (secret !== null || fault !== null) {
       const err = new BadRequestError(secret !== null ? `token: is ${secret}, which is never sent to the platform; the token in use stays (the value is not shown)` : `token: ${fault}`)
       auditFailure(auditLog, request, provider, 'replace', err, null)
