@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises'
 import { describe, expect, it } from 'vitest'
 import { KEYS, REPORT_PATH, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
@@ -83,6 +84,15 @@ describe('GET /admin/cache/entry', () => {
       expect(res.json(), url).toMatchObject({ code: 'GW_BAD_REQUEST', message: expect.stringMatching(message) })
     }
     expect((await gw.admin.inject({ method: 'GET', url: '/admin/cache/entry', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json().message).toBe('url: required')
+  })
+
+  // The operations page quoted the refusal with the value it read, which the answer leaves out
+  // (a viewer's guess at a secret would be answered by its [REDACTED]): an operator grepping for it found nothing.
+  it("the operations page quotes the refusal of a URL that is no report read as the answer writes it", async () => {
+    const gw = await replica(false)
+    const res = await admin(gw, 'GET', `${REPORT_PATH}?advertiserId=101&dateFrom=2026-02-30&dateTo=2026-03-01`)
+    const page = await readFile(new URL('../../docs/operations/report-cache.md', import.meta.url), 'utf8')
+    expect(page.replace(/\s+/g, ' ')).toContain(`(\`${res.json().message as string}\`)`)
   })
 })
 
