@@ -20,6 +20,18 @@ import { commandFailureInWords } from '../redis/client.js'
 
 export type ReloadTrigger = 'file' | 'signal' | 'admin' | 'replica'
 
+/**
+ * A refused reload's problems in one line: those that name no file after the variables of
+ * the files the teams are read from (`TEAMS_FILE: teams.x.write: …`); one that begins with the
+ * variable of its own file (`TEAMS_FILE (<path>): not valid YAML …`, `ADMIN_TOKENS_FILE: line 3 …`)
+ * as it is, so that no variable is said twice and none is named for another file's fault.
+ */
+export function refusedProblems(named: string, problems: readonly string[]): string {
+  const namesItsFile = (problem: string) => /^[A-Z][A-Z0-9_]*_FILE[ :]/.test(problem)
+  const unnamed = problems.filter((p) => !namesItsFile(p))
+  return [...(unnamed.length > 0 ? [`${named}: ${unnamed.join('; ')}`] : []), ...problems.filter(namesItsFile)].join('; ')
+}
+
 /** An admin reload the other replicas were not told of: each reloads at its own look at the files. */
 const OTHERS_BY_FILES = 'this replica; the others when they see the files change'
 
@@ -240,7 +252,7 @@ export class TeamReloader {
       if (trigger === 'admin') auditLog.warn({ action: 'teams-reload', outcome: 'refused', trigger, actor, ...this.#files, problems: problems.length }, `admin reload refused: ${this.#named} did not validate`)
       this.#setRefused(this.#read.digest)
       metrics.configReloadOk.set(0)
-      throw Object.assign(new ConfigRefusedError(`${this.#named}: ${located.join('; ')}`), { errors: places })
+      throw Object.assign(new ConfigRefusedError(refusedProblems(this.#named, located)), { errors: places })
     }
     this.#read = filesRead(read)
     this.#setRefused(null)

@@ -123,9 +123,22 @@ describe('admin roles', () => {
     const res = await as(OPERATOR, 'POST', '/admin/reload')
     expect(res.statusCode).toBe(422)
     const problem = 'ADMIN_TOKENS_FILE: line 3 is not name:sha256:<64 lower-case hex digits>, then optionally :viewer or :operator (make the hash with npm run keys -- hash TOKEN)'
-    expect(res.json()).toMatchObject({ code: 'GW_CONFIG_INVALID', message: `the new configuration was refused, the running teams stay: TEAMS_FILE: ${problem}`, errors: [{ message: problem, path: null, variable: 'ADMIN_TOKENS_FILE', file: tokensFile, line: 3 }] })
+    // The problem names its own file: not put under TEAMS_FILE, which holds no fault.
+    expect(res.json()).toMatchObject({ code: 'GW_CONFIG_INVALID', message: `the new configuration was refused, the running teams stay: ${problem}`, errors: [{ message: problem, path: null, variable: 'ADMIN_TOKENS_FILE', file: tokensFile, line: 3 }] })
     expect((await as(CAROL, 'GET', '/admin/whoami')).json()).toEqual({ name: 'carol', role: 'viewer' })
     writeTokens(':viewer')
+  })
+
+  // A teams file that is no YAML was answered `…stay: TEAMS_FILE: TEAMS_FILE (<path>): not valid YAML …`, its variable said twice.
+  it('refuses a reload whose teams file is no YAML naming the file once', async () => {
+    const teamsFile = join(dir, 'teams.yaml')
+    writeFileSync(teamsFile, 'teams:\n  all:\n    keys: [\n')
+    const res = await as(OPERATOR, 'POST', '/admin/reload')
+    writeFileSync(teamsFile, TEAMS_YAML)
+    expect(res.statusCode).toBe(422)
+    const problem = (res.json().errors as { message: string }[])[0]!.message
+    expect(problem).toMatch(new RegExp(`^TEAMS_FILE \\(${teamsFile}\\): not valid YAML at line 4, column 1: `))
+    expect(res.json().message).toBe(`the new configuration was refused, the running teams stay: ${problem}`)
   })
 
   it('refuses a reload whose file holds a team key where none belongs without repeating the key, in its message or its errors', async () => {

@@ -525,7 +525,7 @@ describe('teams in TEAMS_FILE', () => {
     expect(gw.logs.records().filter((r) => r.msg === 'CONFIG_FILE and TEAMS_FILE reload refused: the running teams stay').map((r) => r.problem)).toEqual([both])
     const res = await reload(gw)
     expect(res.statusCode).toBe(422)
-    expect(res.json()).toMatchObject({ code: 'GW_CONFIG_INVALID', message: `the new configuration was refused, the running teams stay: CONFIG_FILE and TEAMS_FILE: ${both}` })
+    expect(res.json()).toMatchObject({ code: 'GW_CONFIG_INVALID', message: `the new configuration was refused, the running teams stay: ${both}` })
     // A problem of no one setting, written on no line of its own.
     expect(res.json().errors).toEqual([{ message: both, path: null, variable: null, file: null, line: null }])
 
