@@ -82,6 +82,7 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
   let fileSetsHost = false
   let fileDeclaresTeams = false
   let file: Record<string, unknown> = {}
+  let moved: RenamedSetting[] = []
   if (env.CONFIG_FILE) {
     file = readYamlObject(env.CONFIG_FILE, readFile, problems, `CONFIG_FILE (${env.CONFIG_FILE})`)
     for (const path of FILE_FORBIDDEN) {
@@ -95,7 +96,9 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
     fileSetsHost = file.host != null
     fileDeclaresTeams = file.teams != null
     // Renamed in the file itself: the setting in force shows CONFIG_FILE as its source.
-    warnings.push(...renamed(file), ...retired(file))
+    const renames = renamed(file)
+    moved = renames.moved
+    warnings.push(...renames.warnings, ...retired(file))
     deepMerge(raw, file)
   }
   if (env.TEAMS_FILE) {
@@ -113,7 +116,7 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
     ...(env.CONFIG_FILE ? [{ variable: 'CONFIG_FILE', path: env.CONFIG_FILE, teamsOnly: false }] : []),
     ...(env.TEAMS_FILE ? [{ variable: 'TEAMS_FILE', path: env.TEAMS_FILE, teamsOnly: true }] : []),
   ]
-  const refused = () => refusalInFileOrder(placesOf(problems, yamlSources, readFile, env.ADMIN_TOKENS_FILE ? { ADMIN_TOKENS_FILE: env.ADMIN_TOKENS_FILE } : {}))
+  const refused = () => refusalInFileOrder(placesOf(problems.map((problem) => asWritten(problem, moved)), yamlSources, readFile, env.ADMIN_TOKENS_FILE ? { ADMIN_TOKENS_FILE: env.ADMIN_TOKENS_FILE } : {}))
   if (problems.length > 0) throw refused()
   validateSchema(raw, envSources, problems)
   // A timer past 24 days and an OTEL_* value the gateway cannot honour are told beside a
@@ -172,12 +175,16 @@ function retired(file: Record<string, unknown>): string[] {
   return RETIRED_SETTINGS.filter(([path]) => takeOut(file, path).found).map(([path, why]) => `${path.join('.')} no longer has an effect (${why}); remove it`)
 }
 
+/** A setting the file wrote under its old name, moved to its new one: [old, new] as dotted paths. */
+type RenamedSetting = readonly [string, string]
+
 /**
  * Moves each renamed setting that `file` sets under its old name to its new one; returns a
- * warning for each. A file that sets both keeps the new name's value.
+ * warning for each, and the settings moved. A file that sets both keeps the new name's value.
  */
-function renamed(file: Record<string, unknown>): string[] {
+function renamed(file: Record<string, unknown>): { warnings: string[]; moved: RenamedSetting[] } {
   const warnings: string[] = []
+  const moved: RenamedSetting[] = []
   for (const [from, to] of RENAMED_SETTINGS) {
     const { found, value } = takeOut(file, from)
     if (!found || value === null) continue
@@ -187,9 +194,22 @@ function renamed(file: Record<string, unknown>): string[] {
       continue
     }
     setPath(file, to, value)
+    moved.push([old, now])
     warnings.push(`${old} is renamed ${now}: the old name is taken until the next release; set ${now} instead`)
   }
-  return warnings
+  return { warnings, moved }
+}
+
+/**
+ * A problem of a setting the file wrote under its old name, named as the file writes it
+ * (`platform.permitLease: must be …; it is renamed platform.seatLease`), so that it is found
+ * there and placed at its line; it names the new name too, as a refused start logs no warning.
+ */
+export function asWritten(problem: string, moved: readonly RenamedSetting[]): string {
+  for (const [old, now] of moved) {
+    if (problem.startsWith(`${now}: `) || problem.startsWith(`${now}.`)) return `${old}${problem.slice(now.length)}; it is renamed ${now}`
+  }
+  return problem
 }
 
 /** Removes the setting at `path` from `file`: whether it was set, and its value. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { ConfigError, type Config } from '../../src/config.js'
+import { ConfigError, asWritten, type Config } from '../../src/config.js'
 import { hashApiKey } from '../../src/access/api-keys.js'
 import { loadConfigFrom } from '../helpers/load-config.js'
 
@@ -885,7 +885,21 @@ describe('a renamed setting: the old name taken for one release, with a warning'
     // GET /admin/config: the setting in force under its new name, from the file; the old name is no setting.
     expect(config.settings.find((s) => s.setting === 'platform.seatLease')).toEqual({ setting: 'platform.seatLease', value: '2s', source: 'file', from: 'CONFIG_FILE' })
     expect(config.settings.filter((s) => s.setting === 'platform.permitLease')).toEqual([])
-    expect(problem(platform, 'platform: { permitLease: 100ms }').problems).toEqual(['platform.seatLease: must be at least 300ms (got 100ms)'])
+  })
+
+  // A refusal named platform.seatLease, which the file does not write, and no line of it:
+  // the operator searched the file for a name it does not hold.
+  it('refuses a platform.permitLease under 300ms by the name and the line the file writes it', () => {
+    const refused = problem(platform, 'platform:\n  timeout: 30s\n  permitLease: 100ms\n')
+    expect(refused.problems).toEqual(['platform.permitLease: must be at least 300ms (got 100ms); it is renamed platform.seatLease'])
+    expect(refused.located).toEqual([`platform.permitLease: must be at least 300ms (got 100ms); it is renamed platform.seatLease; line 3 of CONFIG_FILE (${CONFIG_PATH})`])
+  })
+
+  it('asWritten names a moved setting, or one under it, by its old name; any other problem stays', () => {
+    const moved = [['platform.permitLease', 'platform.seatLease']] as const
+    expect(asWritten('platform.seatLease: must be at least 300ms (got 100ms)', moved)).toBe('platform.permitLease: must be at least 300ms (got 100ms); it is renamed platform.seatLease')
+    expect(asWritten('platform.seatLeaseMs: x', moved)).toBe('platform.seatLeaseMs: x')
+    expect(asWritten('platform.seatLease: x', [])).toBe('platform.seatLease: x')
   })
 
   it('keeps platform.seatLease when both are set, and says the old one is ignored', () => {
