@@ -347,6 +347,11 @@ $('sign-in').addEventListener('submit', (event) => {
     showError('Enter the admin token (ADMIN_TOKEN, or one of ADMIN_TOKENS_FILE).')
     return
   }
+  // A token copied from a curl line's header: no admin token holds a space, so it is said here, before any call.
+  if (/^bearer\s/i.test(value)) {
+    showError('Enter the admin token alone, without "Bearer " before it: the console sends it as authorization: Bearer <token> itself.')
+    return
+  }
   sessionStorage.setItem(TOKEN_KEY, value)
   start()
 })

@@ -40,6 +40,23 @@ describe.skipIf(CHROMIUM === null)('the console\'s sign-in without its script', 
     expect(field).toEqual({ type: 'password', autocomplete: 'one-time-code', spellcheck: false, autocapitalize: 'none', name: '' })
   }, 30_000)
 
+  // An operator copies the token from a curl line's header: the console answered `The admin
+  // token was refused (401) … Check the token`, as if the token itself were wrong.
+  it('a token pasted with "Bearer " before it is refused saying so, nothing sent, and the token alone signs in', async () => {
+    await page.setJavaScriptEnabled(true)
+    await page.goto(`${adminUrl}/console`, { waitUntil: 'networkidle0' })
+    const before = requested.length
+    await page.type('#token', `Bearer ${ADMIN_TOKEN}`)
+    await page.keyboard.press('Enter')
+    await page.waitForSelector('#error:not([hidden])')
+    expect(await page.$eval('#error', (box) => box.textContent)).toBe('Enter the admin token alone, without "Bearer " before it: the console sends it as authorization: Bearer <token> itself.')
+    expect(requested.slice(before).filter((url) => url.includes('/admin/'))).toEqual([])
+    expect(await page.$eval('#sign-in', (form) => (form as unknown as { hidden: boolean }).hidden)).toBe(false)
+    await page.type('#token', ADMIN_TOKEN)
+    await page.keyboard.press('Enter')
+    await page.waitForSelector('#signed-in:not([hidden])')
+  }, 30_000)
+
   it('a token entered before the script runs is in no URL', async () => {
     await page.setJavaScriptEnabled(false)
     await page.goto(`${adminUrl}/console`, { waitUntil: 'networkidle0' })
