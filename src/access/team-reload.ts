@@ -46,6 +46,12 @@ export interface ReloadOutcome {
 }
 
 /** Whether the teams can be reloaded: the variables naming the files they come from, or why not. */
+/** A refused reload as GET /admin/status says it: since when the running teams are not the files', and why. */
+export interface ReloadRefusal {
+  since: number
+  problems: string[]
+}
+
 export interface ReloadAvailability {
   available: boolean
   files: string[]
@@ -121,6 +127,8 @@ export class TeamReloader {
   #read: FilesRead = { paths: [], digest: '' }
   /** The digest of the files whose refusal was last logged; null while the running teams are the files'. */
   #refused: string | null = null
+  /** The refused reload's problems, each with its file's line, and when the files were first refused; null while #refused is. */
+  #refusal: ReloadRefusal | null = null
   readonly #refusedChanged: (() => void)[] = []
   #admins: string
   /** The memory warning last said (at start, or by a reload); null: none. */
@@ -152,6 +160,11 @@ export class TeamReloader {
    */
   get refused(): boolean {
     return this.#refused !== null
+  }
+
+  /** Why the files' last reload was refused, and since when; null while the running teams are the files'. */
+  get refusal(): ReloadRefusal | null {
+    return this.#refusal
   }
 
   /** Calls `fn` each time `refused` turns true or false (a replica's announcement carries it: compose.ts). */
@@ -250,11 +263,13 @@ export class TeamReloader {
       }
       // An admin's reload is audited whatever its outcome, with who asked.
       if (trigger === 'admin') auditLog.warn({ action: 'teams-reload', outcome: 'refused', trigger, actor, ...this.#files, problems: problems.length }, `admin reload refused: ${this.#named} did not validate`)
+      this.#refusal = { since: this.#refusal?.since ?? this.#clock.now(), problems: located }
       this.#setRefused(this.#read.digest)
       metrics.configReloadOk.set(0)
       throw Object.assign(new ConfigRefusedError(refusedProblems(this.#named, located)), { errors: places })
     }
     this.#read = filesRead(read)
+    this.#refusal = null
     this.#setRefused(null)
     metrics.configReloadOk.set(1)
     for (const problem of tokenFileFaults) log.warn({ trigger, ...this.#files, problem }, `${this.#named} reload took the teams; a token file it read is left to its watcher, which keeps the token in use`)

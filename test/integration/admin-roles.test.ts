@@ -134,11 +134,16 @@ describe('admin roles', () => {
     const teamsFile = join(dir, 'teams.yaml')
     writeFileSync(teamsFile, 'teams:\n  all:\n    keys: [\n')
     const res = await as(OPERATOR, 'POST', '/admin/reload')
+    // GET /admin/status, a viewer's too, names the refusal while the running teams stay.
+    const refused = (await as(VIEWER, 'GET', '/admin/status')).json().teamsReload
     writeFileSync(teamsFile, TEAMS_YAML)
     expect(res.statusCode).toBe(422)
     const problem = (res.json().errors as { message: string }[])[0]!.message
     expect(problem).toMatch(new RegExp(`^TEAMS_FILE \\(${teamsFile}\\): not valid YAML at line 4, column 1: `))
     expect(res.json().message).toBe(`the new configuration was refused, the running teams stay: ${problem}`)
+    expect(refused).toEqual({ available: true, files: ['TEAMS_FILE'], reason: null, refused: { since: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), problems: [problem] } })
+    expect((await as(OPERATOR, 'POST', '/admin/reload')).statusCode).toBe(200)
+    expect((await as(VIEWER, 'GET', '/admin/status')).json().teamsReload.refused).toBeNull()
   })
 
   it('refuses a reload whose file holds a team key where none belongs without repeating the key, in its message or its errors', async () => {

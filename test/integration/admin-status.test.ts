@@ -140,18 +140,18 @@ describe('GET /admin/status and /admin/audit', () => {
       writeFileSync(join(dir, 'teams.yaml'), TEAMS_YAML)
       const env = { PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, TEAMS_FILE: join(dir, 'teams.yaml'), ...sandboxLoginEnv(sandbox) }
       const fromFile = await gateways.build(loadConfig({ env }), { configSource: { env } })
-      expect((await get(fromFile, '/admin/status')).json().teamsReload).toEqual({ available: true, files: ['TEAMS_FILE'], reason: null })
+      expect((await get(fromFile, '/admin/status')).json().teamsReload).toEqual({ available: true, files: ['TEAMS_FILE'], reason: null, refused: null })
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
     // No file to read again: the answer says why, as POST /admin/reload's 409 does.
     const noFile = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, ...sandboxLoginEnv(sandbox) }), { configSource: { env: {} } })
     const none = (await get(noFile, '/admin/status')).json().teamsReload
-    expect(none).toEqual({ available: false, files: [], reason: 'the teams come from no file (neither CONFIG_FILE nor TEAMS_FILE is set)' })
+    expect(none).toEqual({ available: false, files: [], reason: 'the teams come from no file (neither CONFIG_FILE nor TEAMS_FILE is set)', refused: null })
     const refused = await noFile.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
     expect([refused.statusCode, refused.json().message]).toEqual([409, `teams cannot be reloaded: ${none.reason as string}`])
     const demo = await gateways.build(demoConfig(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, ...sandboxLoginEnv(sandbox) }), sandbox).config)
-    expect((await get(demo, '/admin/status')).json().teamsReload).toEqual({ available: false, files: [], reason: 'the teams come from no file (demo mode)' })
+    expect((await get(demo, '/admin/status')).json().teamsReload).toEqual({ available: false, files: [], reason: 'the teams come from no file (demo mode)', refused: null })
   })
 
   it('writes one audit line for a console login with a wrong token, not one per call it makes', async () => {

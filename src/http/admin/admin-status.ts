@@ -3,7 +3,7 @@ import type { MemoryStore } from '../../cache/memory-store.js'
 import type { Config } from '../../config.js'
 import type { GatewayContext } from '../context.js'
 import { AUDIT_LINES, type AuditTrail } from '../../access/audit-trail.js'
-import type { TeamReloader } from '../../access/team-reload.js'
+import type { ReloadRefusal, TeamReloader } from '../../access/team-reload.js'
 import { redisAddress } from '../../redis/client.js'
 import { redisState } from '../../redis/breaker.js'
 import { adminSchema, answer } from './admin-schemas.js'
@@ -76,11 +76,17 @@ export const statusSchema = {
     teamsReload: {
       type: 'object',
       description: 'Whether `POST /admin/reload` can read the teams again on this replica (the console offers it only then).',
-      required: ['available', 'files', 'reason'],
+      required: ['available', 'files', 'reason', 'refused'],
       properties: {
         available: { type: 'boolean' },
         files: { type: 'array', items: { type: 'string', enum: ['CONFIG_FILE', 'TEAMS_FILE'] }, description: 'The variables naming the files the teams are read from; empty when none.' },
         reason: { type: ['string', 'null'], description: 'Why the teams cannot be reloaded (`the teams come from no file (demo mode)`); null when they can.' },
+        refused: {
+          type: ['object', 'null'],
+          description: 'The files\' last reload, refused: `since` when the running teams and admin tokens are not the files\' (a key revoked there still works here), and its `problems`, each with its file\'s line where one writes it, as `POST /admin/reload`\'s 422 says them; null while the running teams are the files\'.',
+          required: ['since', 'problems'],
+          properties: { since: { type: 'string' }, problems: { type: 'array', items: { type: 'string' } } },
+        },
       },
     },
     governors: {
@@ -123,10 +129,10 @@ export const auditSchema = {
 } as const
 
 /** What the status view reads: this replica's phase and build, its credentials, Redis, cache, teams and governors, and the audit trail. */
-export type AdminStatusParts = Pick<GatewayContext, 'config' | 'clock' | 'metrics' | 'lifecycle' | 'build' | 'tokens' | 'governors' | 'redis' | 'breaker' | 'teams' | 'rateLimiter' | 'suspensions'> & {
+export type AdminStatusParts = Pick<GatewayContext, 'config' | 'clock' | 'metrics' | 'lifecycle' | 'build' | 'tokens' | 'governors' | 'redis' | 'breaker' | 'teams' | 'rateLimiter' | 'suspensions' | 'secrets'> & {
   l1: MemoryStore
   audit: AuditTrail
-  reloader: Pick<TeamReloader, 'availability'>
+  reloader: Pick<TeamReloader, 'availability' | 'refusal'>
 }
 
 /**
@@ -134,7 +140,7 @@ export type AdminStatusParts = Pick<GatewayContext, 'config' | 'clock' | 'metric
  * answer, and its last audit lines. Registered inside adminRoutes, behind its token check.
  */
 export async function adminStatusRoutes(app: FastifyInstance, parts: AdminStatusParts): Promise<void> {
-  const { config, clock, metrics, lifecycle, build, tokens, governors, redis, breaker, teams, rateLimiter, suspensions, l1, audit, reloader } = parts
+  const { config, clock, metrics, lifecycle, build, tokens, governors, redis, breaker, teams, rateLimiter, suspensions, secrets, l1, audit, reloader } = parts
   const description = 'Build, credentials, Redis, cache, teams (and whether they can be reloaded) and governors, as the operations console shows them; never a token or a password.'
   const status = adminSchema({ tag: 'state', operationId: 'getStatus', summary: 'This replica\'s state in one answer', description, response: { 200: answer(statusSchema, 'This replica\'s state.') } })
   app.get('/admin/status', { schema: status }, async () => {
@@ -191,7 +197,7 @@ export async function adminStatusRoutes(app: FastifyInstance, parts: AdminStatus
           suspendedUntil: suspendedUntil === undefined ? null : new Date(suspendedUntil).toISOString(),
         }
       }),
-      teamsReload: reloader.availability,
+      teamsReload: { ...reloader.availability, refused: refusalView(reloader.refusal, (text) => secrets.scrubAnswer(text)) },
       governors: governors.views().map((g) => {
         const waiting = g.seats.waiting()
         const count = governors.countOf(g.credential)
@@ -277,4 +283,9 @@ function roundOrNull(ms: number | null): number | null {
 function countOf(count: ReturnType<PlatformGovernors['countOf']>, team: string): { counted: number; countedElsewhere: number; countShare: number } {
   const mine = count?.teams.find((t) => t.team === team)
   return { counted: mine?.sent ?? 0, countedElsewhere: mine?.sentElsewhere ?? 0, countShare: Math.round((mine?.share ?? 0) * 10) / 10 }
+}
+
+/** A refused reload as the status says it: its problems with every secret's form scrubbed, as the 422 of the same reload writes them. */
+export function refusalView(refusal: ReloadRefusal | null, scrub: (text: string) => string): { since: string; problems: string[] } | null {
+  return refusal === null ? null : { since: new Date(refusal.since).toISOString(), problems: refusal.problems.map(scrub) }
 }

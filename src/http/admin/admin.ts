@@ -90,7 +90,7 @@ export async function adminRoutes(app: FastifyInstance, parts: AdminParts): Prom
   await app.register(cacheEntryRoutes, { config, teams, tokens, reports, breaker, clock, auditLog })
   // What only the status view reads.
   const { metrics, lifecycle, build, redis, governors, rateLimiter, l1, audit } = parts
-  await app.register(adminStatusRoutes, { config, clock, metrics, lifecycle, build, tokens, governors, redis, breaker, teams, rateLimiter, suspensions: parts.suspensions, l1, audit, reloader })
+  await app.register(adminStatusRoutes, { config, clock, metrics, lifecycle, build, tokens, governors, redis, breaker, teams, rateLimiter, suspensions: parts.suspensions, secrets: parts.secrets, l1, audit, reloader })
   await app.register(adminUsageRoutes, { clock, usage, teams })
   await app.register(adminKeysRoutes, { teams, keyUse, clock })
   await app.register(clusterRoutes, { clock, replicas })
