@@ -155,6 +155,31 @@ describe('the typed client: platform calls by their real path', () => {
     expect(s.requests).toEqual([])
   })
 
+  // A key copied from a curl line's header: the gateway's 401 then told the app to send `x-api-key: <key>`, a header the app does not write.
+  it('refuses to be made with an apiKey that starts with "Bearer " or holds a space or line break, as GatewayError CLIENT_REFUSED, not repeating it and sending nothing', () => {
+    const s = scripted()
+    const key = 'rgw_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG'
+    const said: Record<string, string> = {
+      [`Bearer ${key}`]: 'not sent: apiKey: starts with "Bearer ", as an authorization header does; give the key alone (the client sends it as x-api-key; the key is not shown)',
+      [`${key} `.repeat(2).trim()]: 'not sent: apiKey: holds a space or a line break, which no key has; give the key alone (the key is not shown)',
+      [`${key}\n${key}`]: 'not sent: apiKey: holds a space or a line break, which no key has; give the key alone (the key is not shown)',
+    }
+    for (const [apiKey, message] of Object.entries(said)) {
+      let thrown: unknown
+      try {
+        clientWith(s.fetch, { apiKey })
+      } catch (err) {
+        thrown = err
+      }
+      expect(thrown).toBeInstanceOf(GatewayError)
+      expect(thrown).toMatchObject({ code: 'CLIENT_REFUSED', status: null, message })
+      expect((thrown as Error).message).not.toContain(key)
+    }
+    // A key with the line break a file read leaves at its end is sent trimmed, as before.
+    expect(() => clientWith(s.fetch, { apiKey: `${key}\n` })).not.toThrow()
+    expect(s.requests).toEqual([])
+  })
+
   // `process.env.GATEWAY_URL` unset, or a URL written without its scheme (`localhost:8080` reads as scheme `localhost:`).
   const API_V1 = "baseUrl: its path ends in /api/v1, which every call's own path begins with (/api/v1/report/campaigns/get): give the gateway's origin (and any path before /api/v1) alone"
   it('refuses to be made without a gateway URL it can call (none, no http(s) scheme, a query or fragment, a path ending in /api/v1), as GatewayError CLIENT_REFUSED, sending nothing', () => {

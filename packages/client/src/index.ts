@@ -213,6 +213,11 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
   if (typeof options.apiKey !== 'string' || options.apiKey === '') {
     throw refusal("no apiKey: createGatewayClient needs the team's key (sent as x-api-key), without which the gateway answers every call 401")
   }
+  // A key copied with its header's scheme, or two pasted together: every call would be a 401 about a header the app does not write.
+  // fetch drops the whitespace around a header's value (a file's last line break), so only what is inside counts.
+  const key = options.apiKey.trim()
+  if (/^bearer\s/i.test(key)) throw refusal('apiKey: starts with "Bearer ", as an authorization header does; give the key alone (the client sends it as x-api-key; the key is not shown)')
+  if (/\s/.test(key)) throw refusal('apiKey: holds a space or a line break, which no key has; give the key alone (the key is not shown)')
   const baseUrl = gatewayBase(options.baseUrl)
   // Where a platform path must stay once fetch has resolved its dot segments.
   const platformRoot = `${new URL(baseUrl).pathname.replace(/\/+$/, '')}/api/v1/`
