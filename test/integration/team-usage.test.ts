@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { hashApiKey } from '../../src/access/api-keys.js'
 import { utcDay } from '../../src/observe/usage.js'
+import { onRealTimers } from '../helpers/clock.js'
 import { KEYS, buildGateway, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useRedis, useSandbox } from '../helpers/fixtures.js'
 import { rawHttp, rawRequest, SANDBOX_TEAMS_YAML, type RawResponse } from '../helpers/sandbox-gateway.js'
@@ -20,6 +21,11 @@ const CAMPAIGN = { userId: 101, name: 'Usage test', adDomain: 'example.com', cli
 
 const sandbox = useSandbox()
 const redis = useRedis()
+// A team's window is a minute of Redis' clock as the gateway reads it (its clock plus the offset read at
+// its start, and again each minute after): this gateway's clock stands still (on real timers), so the
+// limited team's calls, made within the start's and the first test's timeouts (40 s), fall in one window
+// however long a loaded machine takes over them; the usage's day is `still`'s.
+const still = Date.now()
 let gw: TestGateway
 let port: number
 let dir: string
@@ -44,7 +50,7 @@ beforeAll(async () => {
     { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.server.url, ADMIN_TOKEN, ADMIN_TOKENS_FILE: join(dir, 'admins') },
     `${SANDBOX_TEAMS_YAML}\nusage: { flush: 1h }\n`,
   )
-  gw = await buildGateway(config)
+  gw = await buildGateway(config, { clock: onRealTimers(() => still) })
   // The start's token probe is the gateway's own call, no team's: it counts under (gateway).
   sandbox.clearRequests()
   await gw.proxy.listen({ host: '127.0.0.1', port: 0 })
@@ -108,7 +114,7 @@ describe('usage per team', () => {
     const res = await gw.admin.inject({ method: 'GET', url: '/admin/usage', headers: { authorization: `Bearer ${ALICE_TOKEN}` } })
     expect(res.statusCode).toBe(200)
     const { from, to, usage } = res.json() as { from: string; to: string; usage: Record<string, unknown>[] }
-    const today = utcDay(Date.now())
+    const today = utcDay(still)
     expect([from, to]).toEqual([today, today])
     // Each team's calls held the platform a while (their seat-time).
     const held = { platformSeconds: expect.any(Number) as number }
