@@ -15,7 +15,9 @@ import { call, itLoggedNoSecret, useAttackGateway, type Answer } from './attack-
 const A = '/api/v1/report/campaigns/get'
 const B = '/api/v1/report/adPlacementPositions/get'
 const LIMIT = 4
-const sg = useAttackGateway()
+/** The sandbox's throttle time while it stands still (null: the wall clock's). */
+let still: number | null = null
+const sg = useAttackGateway({ sandbox: { throttleClock: () => still ?? Date.now() } })
 
 /** Reads of `path`, each of a report of its own (every read reaches the platform), as the team of the key given. */
 function misses(path: string): (key: string) => Promise<Answer> {
@@ -31,12 +33,17 @@ describe('two routes behind one limiter of the platform', () => {
     const onA = misses(A)
     const onB = misses(B)
     sg.sandbox.setThrottle({ refuse: true })
-    // The platform shows that it refuses past the limiter: a window of one second, spent on both routes.
+    // The platform shows that it refuses past the limiter: a window of one second, spent on both routes. Its time
+    // stands still until the other route is refused: every call below falls in that window, however long a loaded
+    // machine takes over them.
+    still = Date.now()
     for (const path of [A, B]) sg.sandbox.setRouteThrottle(path, { limit: LIMIT, windowMs: 1000, limiter: 'reports' })
     expect((await onB(KEYS.growth)).status).toBe(200)
     for (let i = 0; i <= LIMIT; i++) if ((await onA(KEYS.all)).status !== 200) break
     // The other route refused in the same window, its own word having said 3 were left: one count of both.
     expect((await onB(KEYS.growth)).status).toBe(429)
+    // From here the window ends a second after it began, on the wall clock as on the gateway's.
+    still = null
     await waitFor("route A's limit to be shared out", () => sg.gw.governors.countOf('default', A)?.enforced === true)
     await waitFor("team all's pause to end", () => sg.gw.governors.pausesOf('default').length === 0)
     await waitFor("route A's hold to end", () => (sg.gw.governors.countOf('default', A)?.heldUntil ?? 0) <= Date.now())
