@@ -11,15 +11,22 @@ import { ADMIN_TOKEN, call, itLoggedNoSecret, reportMisses, useAttackGateway } f
 
 const REPORT = '/api/v1/report/campaigns/get'
 const LIMIT = 4
-const sg = useAttackGateway()
+/** The sandbox's throttle time while it stands still (null: the wall clock's). */
+let still: number | null = null
+const sg = useAttackGateway({ sandbox: { throttleClock: () => still ?? Date.now() } })
 const miss = reportMisses(sg)
 
 describe("one team draining a route's own limit", () => {
   it("leaves another team its share of that route's limit: the drainer is refused by the gateway, the other team served", async () => {
     sg.sandbox.setThrottle({ refuse: true })
-    // The platform shows that it refuses past the route's own limit: a window of one second, spent by team all.
+    // The platform shows that it refuses past the route's own limit: a window of one second, spent by team all. Its
+    // time stands still until it refuses: every call below falls in that window, however long a loaded machine takes
+    // over them.
+    still = Date.now()
     sg.sandbox.setRouteThrottle(REPORT, { limit: LIMIT, windowMs: 1000 })
     for (let i = 0; i <= LIMIT; i++) if ((await miss(KEYS.all)).status !== 200) break
+    // From here the window ends a second after it began, on the wall clock as on the gateway's.
+    still = null
     await waitFor("the route's limit to be shared out", () => sg.gw.governors.countOf('default', REPORT)?.enforced === true)
     await waitFor("team all's pause to end", () => sg.gw.governors.pausesOf('default').length === 0)
     await waitFor("the route's hold to end", () => (sg.gw.governors.countOf('default', REPORT)?.heldUntil ?? 0) <= Date.now())
