@@ -364,6 +364,8 @@ export interface HealthStatus {
   redis: { state: string; address: string }
   credentials: { name: string; state: string; pause: { scope: string; until: string } | null }[]
   governors: { credential: string; pausedUntil: string | null }[]
+  /** `suspendedUntil` absent from a replica before it: not suspended. */
+  teams: { name: string; suspendedUntil?: string | null }[]
 }
 
 export interface Health {
@@ -386,6 +388,11 @@ export function healthLine(status: HealthStatus, cluster: { replicas: Listed[] }
   for (const c of status.credentials) {
     if (c.state === 'rejected') bad.push(`the platform refuses the token of credential ${c.name}`)
     if (c.state === 'missing') bad.push(`credential ${c.name} has no token`)
+  }
+  // A suspended team is the chart's critical alert (GatewayTeamSuspended): the team holds a secret, or knew it among its guesses.
+  for (const t of status.teams) {
+    if (t.suspendedUntil)
+      bad.push(`team ${t.name} is suspended until ${instant(t.suspendedUntil)}, every request with its keys refused: a request of its held a secret of the gateway's; replace that secret, then lift it (DELETE /admin/suspensions/${t.name})`)
   }
   const listed = cluster?.replicas ?? []
   const replaced = replacements(listed)

@@ -194,6 +194,7 @@ describe('healthLine', () => {
     redis: { state: 'ok', address: 'redis:6379' },
     credentials: [{ name: 'default', state: 'ok', pause: null }],
     governors: [{ credential: 'default', pausedUntil: null }],
+    teams: [{ name: 'growth', suspendedUntil: null }],
   }
   const replica = (id: string, more: Partial<{ self: boolean; ready: boolean; phase: string; startedAt: string; degraded: string[]; gone: { how: 'stopped' | 'vanished'; lastSeen: string } | null }> = {}) => ({ id, self: false, ready: true, phase: 'serving', degraded: [], gone: null, ...more })
 
@@ -211,6 +212,15 @@ describe('healthLine', () => {
     expect(h.text).toBe(
       'Needs attention: Redis (redis:6379) is down: each replica serves on its own and only this replica is listed; the platform refuses the token of credential default; replica a (this one) is not ready (stopping).',
     )
+  })
+
+  // The chart's critical alert GatewayTeamSuspended fired while the banner said all is well.
+  it('names a suspended team, until when and how to lift it: it needs attention', () => {
+    const h = healthLine({ ...fine, teams: [{ name: 'growth', suspendedUntil: '2026-11-30T12:00:00.000Z' }, { name: 'etl', suspendedUntil: null }] }, { replicas: [replica('a', { self: true })] })
+    expect(h).toEqual({
+      level: 'bad',
+      text: "Needs attention: team growth is suspended until 2026-11-30 12:00:00 UTC, every request with its keys refused: a request of its held a secret of the gateway's; replace that secret, then lift it (DELETE /admin/suspensions/growth).",
+    })
   })
 
   it('a platform pause, Redis refusing writes, or another replica without a usable token, is a degradation', () => {
