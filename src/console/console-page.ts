@@ -347,9 +347,14 @@ $('sign-in').addEventListener('submit', (event) => {
     showError('Enter the admin token (ADMIN_TOKEN, or one of ADMIN_TOKENS_FILE).')
     return
   }
-  // A token copied from a curl line's header: no admin token holds a space, so it is said here, before any call.
-  if (/^bearer\s/i.test(value)) {
+  // A token copied from a curl line's header (its value, or the whole line), or two pasted
+  // together: no admin token holds a space, so it is said here, before any call.
+  if (/^(authorization:\s*)?bearer\s/i.test(value)) {
     showError('Enter the admin token alone, without "Bearer " before it: the console sends it as authorization: Bearer <token> itself.')
+    return
+  }
+  if (/\s/.test(value)) {
+    showError('Enter the admin token alone: what was entered holds a space inside, which no admin token has.')
     return
   }
   sessionStorage.setItem(TOKEN_KEY, value)

@@ -52,6 +52,19 @@ describe.skipIf(CHROMIUM === null)('the console\'s sign-in without its script', 
     expect(await page.$eval('#error', (box) => box.textContent)).toBe('Enter the admin token alone, without "Bearer " before it: the console sends it as authorization: Bearer <token> itself.')
     expect(requested.slice(before).filter((url) => url.includes('/admin/'))).toEqual([])
     expect(await page.$eval('#sign-in', (form) => (form as unknown as { hidden: boolean }).hidden)).toBe(false)
+    // The whole header line, and two tokens pasted together: neither is sent.
+    const pasted: [string, string][] = [
+      [`authorization: Bearer ${ADMIN_TOKEN}`, 'Enter the admin token alone, without "Bearer " before it: the console sends it as authorization: Bearer <token> itself.'],
+      [`${ADMIN_TOKEN} ${ADMIN_TOKEN}`, 'Enter the admin token alone: what was entered holds a space inside, which no admin token has.'],
+    ]
+    for (const [typed, said] of pasted) {
+      await page.$eval('#error', (box) => ((box as unknown as { hidden: boolean }).hidden = true))
+      await page.type('#token', typed)
+      await page.keyboard.press('Enter')
+      await page.waitForSelector('#error:not([hidden])')
+      expect(await page.$eval('#error', (box) => box.textContent)).toBe(said)
+    }
+    expect(requested.slice(before).filter((url) => url.includes('/admin/'))).toEqual([])
     await page.type('#token', ADMIN_TOKEN)
     await page.keyboard.press('Enter')
     await page.waitForSelector('#signed-in:not([hidden])')
