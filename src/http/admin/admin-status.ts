@@ -4,7 +4,7 @@ import type { Config } from '../../config.js'
 import type { GatewayContext } from '../context.js'
 import { AUDIT_LINES, type AuditTrail } from '../../access/audit-trail.js'
 import type { ReloadRefusal, TeamReloader } from '../../access/team-reload.js'
-import { redisAddress } from '../../redis/client.js'
+import { clientAddress, redisAddress } from '../../redis/client.js'
 import { redisState } from '../../redis/breaker.js'
 import { adminSchema, answer } from './admin-schemas.js'
 import { withoutKeys } from '../../observe/key-shape.js'
@@ -175,7 +175,8 @@ export async function adminStatusRoutes(app: FastifyInstance, parts: AdminStatus
       }),
       redis: {
         state: redisState(redis, breaker),
-        address: redisAddress(config.redis),
+        // Behind Sentinels, the master they named last beside them, as the log lines say it: through a failover, which node serves.
+        address: redis === null ? redisAddress(config.redis) : clientAddress(redis, config.redis),
         topology: topologyOf(config.redis),
       },
       cache: {
