@@ -251,13 +251,14 @@ describe.skipIf(!redisCheck.available)('logins across replicas (Redis)', () => {
     const b = await replica({ GATEWAY_SECRET }, clock.now, yaml)
     sandbox.clearRequests()
     clock.advance(61_000)
-    // Many ticks on both replicas: one login, the other replica's re-login waits for the interval.
-    await new Promise((r) => setTimeout(r, 500))
+    // Many ticks on both replicas, counted: one login, the other replica's re-login waits for the interval.
+    await waitFor('the scheduled login', () => sandbox.countRequests(isLogin) >= 1)
+    await checksDone([a, b], 3)
     expect(sandbox.countRequests(isLogin)).toBe(1)
     // The replicas share the new token: its next scheduled re-login is again one login.
     clock.advance(61_000)
-    await waitFor('the second scheduled login', () => sandbox.countRequests(isLogin) === 2)
-    await new Promise((r) => setTimeout(r, 300))
+    await waitFor('the second scheduled login', () => sandbox.countRequests(isLogin) >= 2)
+    await checksDone([a, b], 3)
     expect(sandbox.countRequests(isLogin)).toBe(2)
     for (const gw of [a, b]) expect(await tokenView(gw)).toMatchObject({ usable: true })
   })
