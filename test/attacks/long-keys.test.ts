@@ -7,16 +7,20 @@ import { call, itLoggedNoSecret, useAttackGateway } from './attack-gateway.js'
 // keyNames). A key of 60,000 `[` with no `]` behind them, read by a pattern tried at each
 // `[`, held one replica's event loop 12 s for one call (5 s for `[x` repeated), every other
 // team's calls on that replica waiting: a team could keep a replica from answering with
-// one such call every 12 s. Each of these calls is answered as an ordinary call is, well
-// under a second; 2 s leaves room for a loaded machine.
+// one such call every 12 s. Each of these calls is answered as an ordinary call is, with
+// well under a second of CPU time. The bound is on the CPU time this process (the gateway
+// and the sandbox in it) spends over the call: a loaded machine makes the call wait for a
+// core, which the clock on the wall counts and the CPU time does not.
 
 const sg = useAttackGateway()
 const BOUND_MS = 2000
 
+/** A call's status and the CPU time (ms) the process spent while it was under way. */
 async function timed(key: string, body: Record<string, unknown>): Promise<{ status: number; ms: number }> {
-  const started = performance.now()
+  const started = process.cpuUsage()
   const res = await call(sg, 'POST', '/api/v1/campaign/get', { key, json: body })
-  return { status: res.status, ms: performance.now() - started }
+  const spent = process.cpuUsage(started)
+  return { status: res.status, ms: (spent.user + spent.system) / 1000 }
 }
 
 describe('a JSON key of tens of thousands of brackets', () => {
