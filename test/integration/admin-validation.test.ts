@@ -1,6 +1,6 @@
 import { gzipSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
-import { KEYS, REPORT_PATH, WEEK_BY_DATE, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { KEYS, REPORT_PATH, WEEK_BY_DATE, sandboxLoginEnv, teamsYamlWith, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 
 // Every admin call checks what it is sent against its route's schema (contract, "Admin
@@ -15,8 +15,13 @@ const sandbox = useSandbox()
 const redis = useRedis()
 const gateways = useGateways()
 
+// The calls here wait on Redis' answer, however slow a loaded machine makes it: a command
+// timeout longer than any test's (the test's timeout is the bound) rather than the default
+// 250 ms, past which a lift is answered as reaching this replica until Redis answers again.
+const YAML = teamsYamlWith({ redis: { commandTimeout: '60s' } })
+
 async function gateway(withRedis: boolean): Promise<TestGateway> {
-  return gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), ADMIN_TOKEN, ...(withRedis ? { REDIS_URL: redis.server.url } : {}) }))
+  return gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), ADMIN_TOKEN, ...(withRedis ? { REDIS_URL: redis.server.url } : {}) }, YAML))
 }
 
 const admin = (gw: TestGateway, method: 'GET' | 'PUT' | 'POST' | 'DELETE', url: string, extra: { payload?: string | object; headers?: Record<string, string> } = {}) =>
