@@ -68,7 +68,11 @@ describe.skipIf(!redisCheck.available)('a team guessing at the login\'s password
   const sandbox = useSandbox()
   const { server, client } = useRedis()
   const gateways = useGateways()
-  const config = (env: Record<string, string> = {}, yaml = TEAMS_YAML) => testConfig({ PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), ADMIN_TOKEN, REDIS_URL: server.url, ...env }, yaml)
+  // The replicas wait on Redis' answer, however slow a loaded machine makes it: a command timeout longer than any
+  // test's (the test's timeout is the bound) rather than the default 250 ms, past which a lift reaches this replica
+  // until Redis answers again.
+  const WAITING_YAML = `${TEAMS_YAML}\nredis:\n  commandTimeout: 60s\n`
+  const config = (env: Record<string, string> = {}, yaml = WAITING_YAML) => testConfig({ PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), ADMIN_TOKEN, REDIS_URL: server.url, ...env }, yaml)
 
   it('does not find it by bisection within 40 requests: the first hit suspends the team', async () => {
     const gw = await gateways.build(config())
