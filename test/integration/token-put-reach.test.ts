@@ -48,30 +48,41 @@ describe.skipIf(!redisCheck.available)('the replicas PUT /admin/token reached, w
   const sandbox = useSandbox()
   const { server: redis, client } = useRedis()
   const gateways = useGateways()
-  const replica = (token: string) => gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: redis.url, GATEWAY_SECRET, PLATFORM_TOKEN: token }, TEAMS_YAML))
+  // Replicas A and B wait on Redis' answer however slow a loaded machine makes it (a command timeout longer than any
+  // test's, the test's timeout the bound); replica C gives up on a write at the default command timeout, 250 ms.
+  const WAITING_YAML = `${TEAMS_YAML}\nredis:\n  commandTimeout: 60s\n`
+  const replica = (token: string, yaml = WAITING_YAML) => gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: redis.url, GATEWAY_SECRET, PLATFORM_TOKEN: token }, yaml))
+  /** `call` while Redis holds every write (as a failover or a full disk would refuse it), until `call` is answered. */
+  async function writesHeld<T>(call: () => Promise<T>): Promise<T> {
+    await client.call('CLIENT', 'PAUSE', '600000', 'WRITE')
+    try {
+      return await call()
+    } finally {
+      await client.call('CLIENT', 'UNPAUSE')
+    }
+  }
 
   it('every replica when Redis took it; this one until Redis answers again when Redis refused the write, then every replica', async () => {
     const first = sandbox.issueToken()
     const a = await replica(first)
     const b = await replica(first)
+    const c = await replica(first, TEAMS_YAML)
     const next = sandbox.issueToken()
     expect(await put(a, next)).toMatchObject({ changed: true, replicas: 'all', fingerprint: fingerprint(next, GATEWAY_SECRET) })
     await waitFor('replica B to take the token', () => tokenOf(b) === next)
 
-    // Redis holds every write for a while (as a failover or a full disk would refuse it).
-    await client.call('CLIENT', 'PAUSE', '2000', 'WRITE')
     const third = sandbox.issueToken()
-    expect(await put(a, third)).toMatchObject({ changed: true, replicas: 'this replica until Redis answers again' })
+    expect(await writesHeld(() => put(c, third))).toMatchObject({ changed: true, replicas: 'this replica until Redis answers again' })
     await waitFor('replica B to take the token once Redis answered', () => tokenOf(b) === third)
   })
 
   it('a login run again: every replica when Redis took it, this one until Redis answers again when it did not', async () => {
-    const login = () => gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: redis.url, GATEWAY_SECRET, ...sandboxLoginEnv(sandbox) }, TEAMS_YAML))
+    const login = (yaml = WAITING_YAML) => gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: redis.url, GATEWAY_SECRET, ...sandboxLoginEnv(sandbox) }, yaml))
     const a = await login()
     const b = await login()
+    const c = await login(TEAMS_YAML)
     expect(await refresh(a)).toMatchObject({ source: 'login', replicas: 'all' })
     await waitFor('replica B to take the login\'s token', () => tokenOf(b) === tokenOf(a))
-    await client.call('CLIENT', 'PAUSE', '2000', 'WRITE')
-    expect(await refresh(a)).toMatchObject({ source: 'login', replicas: 'this replica until Redis answers again' })
+    expect(await writesHeld(() => refresh(c))).toMatchObject({ source: 'login', replicas: 'this replica until Redis answers again' })
   })
 })

@@ -103,6 +103,9 @@ export interface TokenShares {
 }
 
 /** A stored record; `shared` is null when it fails authentication. */
+/** Said once a token Redis did not take at first is stored there. */
+const SHARED_NOW = 'the platform token not shared before is stored in Redis now; the other replicas take it'
+
 interface StoredRead {
   /** The value as read: a write may replace it, if unchanged, when it fails authentication. */
   raw: string
@@ -422,7 +425,7 @@ export class TokenStore implements TokenShares {
       if (!newer || attempt === 2) return false
       unauthentic = newer.raw
     }
-    if (this.#unshared.delete(provider.name)) log.info({ credential: provider.name, fingerprint: state.fingerprint }, 'the platform token not shared before is stored in Redis now; the other replicas take it')
+    if (this.#unshared.delete(provider.name)) log.info({ credential: provider.name, fingerprint: state.fingerprint }, SHARED_NOW)
     this.#known.set(provider.name, { base, replaced })
     // A record stored again for its seal alone changes no token: nothing is announced (a
     // replica of the step before, its secrets the other way round, would store it again
@@ -544,9 +547,24 @@ export class TokenStore implements TokenShares {
     }
     const shared = read?.shared
     if (!shared) return
+    if (current && this.#unshared.has(provider.name) && compareRank(shared.state, current) === 0 && shared.state.token === current.token) return this.#announceLanded(provider, current)
     if (current && compareRank(shared.state, current) < 0) await this.#publish(provider, current)
     else if (this.#outranksStart(provider, shared)) await this.#storeAbove(provider, shared)
     else this.#take(provider, shared)
+  }
+
+  /**
+   * This replica's token, stored by a write whose answer timed out here and that Redis
+   * carried out after all (it held the write past the command timeout): the record is in
+   * Redis, and the announcement the write's answer would have led to is made now, so that
+   * the other replicas take it when Redis answers again, not at their next catch-up.
+   */
+  async #announceLanded(provider: TokenProvider, state: TokenState): Promise<void> {
+    const { bus, breaker, log } = this.#ctx
+    if (!bus || !breaker) return
+    this.#unshared.delete(provider.name)
+    log.info({ credential: provider.name, fingerprint: state.fingerprint }, SHARED_NOW)
+    await breaker.run(() => bus.publish(CHANNEL, JSON.stringify({ credential: provider.name, version: state.version })), undefined)
   }
 
   /** The stored record, or null when there is none (or Redis cannot be read, or it is of another format). */
