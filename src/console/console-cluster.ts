@@ -366,11 +366,31 @@ export interface HealthStatus {
   governors: { credential: string; pausedUntil: string | null }[]
   /** `suspendedUntil` absent from a replica before it: not suspended. */
   teams: { name: string; suspendedUntil?: string | null }[]
+  /** `refused`: this replica's refused reload of its files, absent from a replica before it (null: none). */
+  teamsReload?: { refused?: { since: string; problems: string[] } | null }
 }
 
 export interface Health {
   level: 'ok' | 'warn' | 'bad'
   text: string
+}
+
+/** The problems of a refused reload the banner names; past them it says how many more and where they are. */
+const REFUSAL_PROBLEMS = 3
+
+/**
+ * Why a replica refuses to reload its teams: this replica's status carries its refusal
+ * (`teamsReload.refused`), so the banner says its problems; another replica's are in that
+ * replica's own status, which the banner names.
+ */
+function reloadRefusal(r: Listed, refused: { since: string; problems: string[] } | null | undefined): string {
+  const stays = 'it runs older teams and admin tokens, a key or admin token removed since still works there'
+  const name = `replica ${r.id}${r.self ? ' (this one)' : ''}`
+  if (!r.self || !refused) return `${name} refuses to reload its teams (its files do not validate): ${stays} (why: teamsReload.refused in ${r.self ? "this replica's" : `replica ${r.id}'s`} GET /admin/status)`
+  const shown = refused.problems.slice(0, REFUSAL_PROBLEMS)
+  const more = refused.problems.length - shown.length
+  const problems = [...shown, ...(more > 0 ? [`and ${more} more: teamsReload.refused in GET /admin/status`] : [])].join(' | ')
+  return `${name} refuses to reload its teams since ${instant(refused.since)}, its files do not validate (${problems}): ${stays}`
 }
 
 /** A replica's degraded entry of a credential whose latest platform calls fail there: `platform:<credential>`. */
@@ -406,8 +426,7 @@ export function healthLine(status: HealthStatus, cluster: { replicas: Listed[] }
     if (!r.ready) bad.push(`replica ${r.id}${r.self ? ' (this one)' : ''} is not ready (${r.phase})`)
     else if (!r.self && r.degraded.some((d) => d.startsWith('platformToken:'))) warn.push(`replica ${r.id} cannot use the platform token (${r.degraded.filter((d) => d.startsWith('platformToken:')).join(', ')})`)
     // A reload an operator asked on another replica answered there alone: this says which did not take it.
-    if (r.degraded.includes('teams-reload'))
-      warn.push(`replica ${r.id}${r.self ? ' (this one)' : ''} refuses to reload its teams (its files do not validate): it runs older teams and admin tokens, a key or admin token removed since still works there (its log: 'reload refused')`)
+    if (r.degraded.includes('teams-reload')) warn.push(reloadRefusal(r, status.teamsReload?.refused))
   }
   // A platform whose latest calls fail (no answer, or a 5xx) on a replica: `platform:<credential>` in its degraded list, this replica's too.
   const failingOn = new Map<string, string[]>()

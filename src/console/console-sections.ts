@@ -61,8 +61,8 @@ export interface Status {
   redis: { state: string; address: string; topology: string }
   cache: { enabled: boolean; lookups: Record<string, number>; l1: { entries: number; bytes: number; maxBytes: number } }
   teams: Team[]
-  /** Whether POST /admin/reload can read the teams again, or why not; absent from a replica before it. */
-  teamsReload?: { available: boolean; files: string[]; reason: string | null }
+  /** Whether POST /admin/reload can read the teams again, or why not, and the files' refused reload (`refused`); each absent from a replica before it. */
+  teamsReload?: { available: boolean; files: string[]; reason: string | null; refused?: { since: string; problems: string[] } | null }
   governors: Governor[]
 }
 /** A setting in force and where it came from (GET /admin/config). */

@@ -237,8 +237,24 @@ describe('healthLine', () => {
     const h = healthLine(fine, { replicas: [replica('a', { self: true, degraded: ['teams-reload'] }), replica('b', { degraded: ['teams-reload'] }), replica('c')] })
     expect(h).toEqual({
       level: 'warn',
-      text: "Degraded: replica a (this one) refuses to reload its teams (its files do not validate): it runs older teams and admin tokens, a key or admin token removed since still works there (its log: 'reload refused'); replica b refuses to reload its teams (its files do not validate): it runs older teams and admin tokens, a key or admin token removed since still works there (its log: 'reload refused').",
+      text: "Degraded: replica a (this one) refuses to reload its teams (its files do not validate): it runs older teams and admin tokens, a key or admin token removed since still works there (why: teamsReload.refused in this replica's GET /admin/status); replica b refuses to reload its teams (its files do not validate): it runs older teams and admin tokens, a key or admin token removed since still works there (why: teamsReload.refused in replica b's GET /admin/status).",
     })
+  })
+
+  // The banner sent the operator to a log for why; this replica's status says it (teamsReload.refused), another's its own.
+  it("says why this replica refuses to reload its teams, from its status, and where another replica's why is", () => {
+    const refused = { since: '2026-11-23T14:02:05.000Z', problems: ['TEAMS_FILE (/etc/gateway/teams.yaml): not valid YAML at line 4, column 1: bad indentation', 'TEAMS_FILE: teams.etl.write: must be true or false'] }
+    const h = healthLine({ ...fine, teamsReload: { refused } }, { replicas: [replica('a', { self: true, degraded: ['teams-reload'] }), replica('b', { degraded: ['teams-reload'] })] })
+    expect(h).toEqual({
+      level: 'warn',
+      text:
+        'Degraded: replica a (this one) refuses to reload its teams since 2026-11-23 14:02:05 UTC, its files do not validate (TEAMS_FILE (/etc/gateway/teams.yaml): not valid YAML at line 4, column 1: bad indentation | TEAMS_FILE: teams.etl.write: must be true or false): it runs older teams and admin tokens, a key or admin token removed since still works there; ' +
+        "replica b refuses to reload its teams (its files do not validate): it runs older teams and admin tokens, a key or admin token removed since still works there (why: teamsReload.refused in replica b's GET /admin/status).",
+    })
+    const many = { since: refused.since, problems: ['p1', 'p2', 'p3', 'p4', 'p5'] }
+    expect(healthLine({ ...fine, teamsReload: { refused: many } }, { replicas: [replica('a', { self: true, degraded: ['teams-reload'] })] }).text).toBe(
+      'Degraded: replica a (this one) refuses to reload its teams since 2026-11-23 14:02:05 UTC, its files do not validate (p1 | p2 | p3 | and 2 more: teamsReload.refused in GET /admin/status): it runs older teams and admin tokens, a key or admin token removed since still works there.',
+    )
   })
 
   it('names a platform whose latest calls fail, on this replica or another, once per credential: it needs attention', () => {
