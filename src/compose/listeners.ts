@@ -1,4 +1,3 @@
-import type { AddressInfo } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import type { TokenShares } from '../platform/tokens/token-store.js'
 import type { GatewayContext } from '../http/context.js'
@@ -30,7 +29,7 @@ import type { WebhookDeliveries } from '../jobs/webhook-deliveries.js'
 import { metricsRoute } from '../http/admin/metrics-route.js'
 import { consoleRoutes } from '../http/admin/console-route.js'
 import { adminHostCheck } from '../http/admin/admin-host-check.js'
-import { describeProxy, docsUi } from '../http/openapi/document.js'
+import { describeProxy, docsUi, listenerPort } from '../http/openapi/document.js'
 import { describeAdmin } from '../http/openapi/admin-document.js'
 
 /** The two listeners, neither listening yet (main.ts listens). */
@@ -110,7 +109,7 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   // without reading a byte of it.
   proxy.removeAllContentTypeParsers()
   proxy.addContentTypeParser('*', (_request, payload, done) => done(null, payload))
-  await describeProxy(proxy, { ...config.ownership, reportFields: config.cache.reportFields })
+  await describeProxy(proxy, { ...config.ownership, reportFields: config.cache.reportFields }, () => listenerPort(proxy.server, config.port))
   const health = { tokens, redis, breaker, lifecycle, reloader: parts.reloader, platformFailing: parts.platformFailing, clock }
   await proxy.register(healthRoutes, { ...health, detail: false })
   await proxy.register(apiRoutes, { config, reports, jobs, clock, tracing, usage, answers, metrics, admission, client, decisions, failures, facts })
@@ -118,7 +117,7 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
 
   // A call of the proxy listener sent here (ADMIN_PORT given for PORT) is told where it goes:
   // the port the proxy listener is bound to (PORT=0 has it choose one), else the setting's.
-  const proxyPort = () => (proxy.server.address() as AddressInfo | null)?.port ?? config.port
+  const proxyPort = () => listenerPort(proxy.server, config.port)
   const notFound = (url: string) => {
     const path = pathOf(url)
     if (servedByProxyListener(path)) return new AdminListenerPathError(proxyPort())
@@ -151,6 +150,6 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
     runtimeLevel: logLevel, client, reloader, l1, audit, replicas, webhooks, tokenShares,
   })
   await admin.register(consoleRoutes, consoleScriptsDir ? { scriptsDir: consoleScriptsDir } : {})
-  await docsUi(admin, proxy)
+  await docsUi(admin, proxy, proxyPort)
   return { proxy, admin, memoBytes: () => knownUrls.bytes }
 }

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { AddressInfo } from 'node:net'
+import { readFileSync } from 'node:fs'
 import { gunzipSync } from 'node:zlib'
+import { parse as parseYaml } from 'yaml'
 import { renderDocument } from '../../src/cli/openapi-render.js'
 import { allErrors } from '../../src/errors.js'
 import { canonicalGetReport } from '../../src/reports/report-query.js'
@@ -351,6 +353,51 @@ describe('Swagger UI on the admin listener', () => {
       } finally {
         source.info.title = title
       }
+    }
+  })
+})
+
+// The documents named a listener by address with the default port (8080, 8081) whatever the
+// gateway listened on: Swagger UI's copy on the admin listener (/docs/json) sent a reader of it
+// to 8080 where PORT was another. The committed documents are a default gateway's: 8080, 8081.
+describe('the served documents name the port each listener is on', () => {
+  const byAddress = (document: unknown) => (document as { servers: { url: string; variables?: { port: { default: string } } }[] }).servers.map((s) => [s.url, s.variables?.port.default])
+  const admin = { authorization: 'Bearer admin-token-0123456789' }
+  const env = { PLATFORM_BASE_URL: 'http://127.0.0.1:9', PLATFORM_TOKEN: 'openapi-test-token', ADMIN_TOKEN: 'admin-token-0123456789' }
+  const asks = (other: TestGateway) => [
+    { inject: other.proxy.inject.bind(other.proxy), url: '/openapi.json', headers: {}, read: (body: string) => JSON.parse(body) as unknown },
+    { inject: other.admin.inject.bind(other.admin), url: '/docs/json', headers: {}, read: (body: string) => JSON.parse(body) as unknown },
+    { inject: other.admin.inject.bind(other.admin), url: '/docs/yaml', headers: {}, read: (body: string) => parseYaml(body, { maxAliasCount: -1 }) as unknown },
+    { inject: other.admin.inject.bind(other.admin), url: '/admin/openapi.json', headers: admin, read: (body: string) => JSON.parse(body) as unknown },
+  ]
+
+  it('names PORT and ADMIN_PORT, where the committed documents name the defaults', async () => {
+    const other = await buildGateway(testConfig({ ...env, PORT: '9123', ADMIN_PORT: '9124' }))
+    try {
+      for (const { inject, url, headers, read } of asks(other)) {
+        const res = await inject({ method: 'GET', url, headers })
+        expect([res.statusCode, byAddress(read(res.body))], url).toEqual([200, [['/', undefined], ['{scheme}://{host}:{port}', url.startsWith('/admin/') ? '9124' : '9123']]])
+      }
+    } finally {
+      await other.close()
+    }
+    expect(byAddress(doc)).toEqual([['/', undefined], ['{scheme}://{host}:{port}', '8080']])
+    expect(byAddress(JSON.parse(readFileSync(new URL('../../docs/admin-openapi.json', import.meta.url), 'utf8')))).toEqual([['/', undefined], ['{scheme}://{host}:{port}', '8081']])
+  })
+
+  it('names the ports the listeners are bound to where PORT=0 and ADMIN_PORT=0 let them choose', async () => {
+    const other = await buildGateway(testConfig({ ...env, PORT: '0', ADMIN_PORT: '0' }))
+    try {
+      await other.proxy.listen({ host: '127.0.0.1', port: 0 })
+      await other.admin.listen({ host: '127.0.0.1', port: 0 })
+      const proxyPort = String((other.proxy.server.address() as AddressInfo).port)
+      const adminPort = String((other.admin.server.address() as AddressInfo).port)
+      for (const { inject, url, headers, read } of asks(other)) {
+        const res = await inject({ method: 'GET', url, headers })
+        expect([res.statusCode, byAddress(read(res.body))], url).toEqual([200, [['/', undefined], ['{scheme}://{host}:{port}', url.startsWith('/admin/') ? adminPort : proxyPort]]])
+      }
+    } finally {
+      await other.close()
     }
   })
 })

@@ -20,6 +20,7 @@ import { adminJobsRoutes } from './admin-jobs.js'
 import type { WebhookDeliveries } from '../../jobs/webhook-deliveries.js'
 import { NotFoundError } from '../../errors.js'
 import { writtenOnce } from '../openapi/written-once.js'
+import { atPort, listenerPort } from '../openapi/document.js'
 import { SERVES_NONE } from '../route-allow.js'
 
 /**
@@ -78,7 +79,7 @@ export async function adminRoutes(app: FastifyInstance, parts: AdminParts): Prom
     summary: 'This document',
     response: { 200: { type: 'object', additionalProperties: true, description: 'This document: an OpenAPI 3.1 document.' } },
   })
-  const written = writtenOnce(() => JSON.stringify(app.swagger()))
+  const written = writtenOnce(() => JSON.stringify(atPort(app.swagger(), listenerPort(app.server, config.admin.port))))
   app.get('/admin/openapi.json', { schema: document }, async (request, reply) => {
     reply.type('application/json; charset=utf-8')
     return written(request, reply)

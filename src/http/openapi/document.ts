@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs'
+import type { Server } from 'node:net'
 import fastifySwagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import fastifySwaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
@@ -337,7 +338,8 @@ export function completeDocument(doc: Json, settings: DocumentSettings): Json {
 
 /**
  * The servers a document names: first, relative, the listener that served it; second, for
- * a generated client, a listener by address.
+ * a generated client, a listener by address, `port` its default (the served documents name
+ * the listener's own: atPort).
  */
 export function listenerServers(listener: 'proxy' | 'admin', byAddress: string, port: number) {
   return [
@@ -349,6 +351,24 @@ export function listenerServers(listener: 'proxy' | 'admin', byAddress: string, 
       variables: { scheme: { enum: ['http', 'https'], default: 'http' }, host: { default: '127.0.0.1' }, port: { default: String(port) } },
     },
   ]
+}
+
+/**
+ * The port a listener names in its documents: the one its server is bound to (`PORT=0` has
+ * it choose one), else its setting's (a document asked by inject before it listens).
+ */
+export function listenerPort(server: Server, setting: number): number {
+  const address = server.address()
+  return typeof address === 'object' && address !== null ? address.port : setting
+}
+
+/**
+ * `doc` as a listener on `port` serves it: its server by address names that port. The
+ * document @fastify/swagger makes, and the committed one, name the default port.
+ */
+export function atPort(doc: unknown, port: number): unknown {
+  const { servers } = doc as { servers: ReturnType<typeof listenerServers> }
+  return { ...(doc as object), servers: servers.map((s) => ('variables' in s ? { ...s, variables: { ...s.variables, port: { default: String(port) } } } : s)) }
 }
 
 /** @fastify/swagger's options for the proxy listener; `settings` name the platform paths the gateway knows and what it passes on as a report. */
@@ -394,9 +414,9 @@ export const swaggerOptions = (settings: DocumentSettings): FastifyDynamicSwagge
  * Collects the proxy's routes from here on, and serves the document at
  * `GET /openapi.json` with no key: it describes the API, never a secret.
  */
-export async function describeProxy(proxy: FastifyInstance, settings: DocumentSettings): Promise<void> {
+export async function describeProxy(proxy: FastifyInstance, settings: DocumentSettings, port: () => number): Promise<void> {
   await proxy.register(fastifySwagger, swaggerOptions(settings))
-  const written = writtenOnce(() => JSON.stringify(proxy.swagger()))
+  const written = writtenOnce(() => JSON.stringify(atPort(proxy.swagger(), port())))
   proxy.get('/openapi.json', async (request, reply) => {
     reply.type('application/json; charset=utf-8')
     return written(request, reply)
@@ -410,10 +430,10 @@ export async function describeProxy(proxy: FastifyInstance, settings: DocumentSe
  * is the proxy's, as JSON and as YAML, each written once (written-once.ts) and answered
  * before Swagger UI's own handlers of those two paths, which would write it at every ask.
  */
-export async function docsUi(admin: FastifyInstance, proxy: FastifyInstance): Promise<void> {
+export async function docsUi(admin: FastifyInstance, proxy: FastifyInstance, proxyPort: () => number): Promise<void> {
   const documents: Record<string, { type: string; written: ReturnType<typeof writtenOnce> }> = {
-    '/docs/json': { type: 'application/json; charset=utf-8', written: writtenOnce(() => JSON.stringify(proxy.swagger())) },
-    '/docs/yaml': { type: 'application/x-yaml', written: writtenOnce(() => stringifyYaml(proxy.swagger())) },
+    '/docs/json': { type: 'application/json; charset=utf-8', written: writtenOnce(() => JSON.stringify(atPort(proxy.swagger(), proxyPort()))) },
+    '/docs/yaml': { type: 'application/x-yaml', written: writtenOnce(() => stringifyYaml(atPort(proxy.swagger(), proxyPort()))) },
   }
   // A scope of its own: the page's headers on every answer of Swagger UI's routes (its
   // files, which @fastify/static writes, included), and on no other route.
