@@ -48,6 +48,10 @@ describe('PrometheusRule (monitoring.prometheusRule)', () => {
     for (const phrase of quoted) expect(logged).toContain(phrase)
   })
 
+  it("sends GatewayConfigReloadRefused to the pod's status too, where the problems are kept: teamsReload.refused", () => {
+    expect(alertOf(chart, 'GatewayConfigReloadRefused').annotations.description).toContain('teamsReload.refused of its GET /admin/status')
+  })
+
   it('leaves runbook_url out while monitoring.runbookUrl is empty (the default), and says so in NOTES.txt', () => {
     const bare = withRule()
     for (const rule of rulesOf(bare)) expect(Object.keys(rule.annotations).sort(), rule.alert).toEqual(['description', 'summary'])
