@@ -31,6 +31,9 @@ function seats(clock: FakeClock, opts: Partial<SeatsOptions> = {}) {
 /** A limit rule that records nothing but what `told` gives it (SeatsOptions.rule). */
 const rule = (told: Partial<NonNullable<SeatsOptions['rule']>>): SeatsOptions['rule'] => ({ started: () => 0, waited: () => undefined, metFault: () => false, lostAfter: (overdue) => overdue, forget: () => undefined, ...told })
 
+/** A lease of `held` seats here, the teams' shares and the seats they hold elsewhere as worked out over every replica. */
+const leaseOf = (held: number, shares: Record<string, number>, elsewhere: Record<string, number> = {}): SeatLease => ({ held, size: () => held, shares: () => ({ targets: new Map(Object.entries(shares)), lent: 0, shares: new Map(Object.entries(shares)), heldElsewhere: new Map(Object.entries(elsewhere)), charged: new Map() }), elsewhere: () => 0, saturated: () => true, demand: () => undefined, onGrown: () => undefined, answered: () => undefined, waited: () => undefined, keepCharges: () => undefined, ceilingHere: () => null })
+
 /** Asks a seat for a call of `team` (work `w`, no deadline unless told) and records when it comes (`name` pushed on `order`), or its error. */
 function call(s: CredentialSeats, order: string[], team: string, req: Partial<SeatRequest> = {}, name = team): Call {
   const state: Call = { seat: null, error: null, done: Promise.resolve() }
@@ -932,10 +935,13 @@ describe('who gets a free seat', () => {
     expect(run.seatSeconds('short') * 1000).toBeGreaterThan(1.4 * worked('short'))
   })
 
-  it('keeps the credit of a team whose callers ask again within RETURN_MS of its queue emptying: its short calls get the seat-time of a team of long calls', async () => {
+  it.each([
+    ['on one replica', {}],
+    ['on a replica with a lease (across replicas as on one)', { seats: leaseOf(8, { long: 8 / 3, other: 8 / 3, short: 8 / 3 }) }],
+  ] as const)('%s, keeps the credit of a team whose callers ask again within RETURN_MS of its queue emptying: its short calls get the seat-time of a team of long calls', async (_where, opts) => {
     const clock = fakeClock()
     // Three teams of weight 1 on 8 seats: shares of 2.67, so the seats past the two each holds go by tag.
-    const { s } = seats(clock, { limit: 8, queueLimit: 200, queueTimeoutMs: 100_000 })
+    const { s } = seats(clock, { limit: 8, queueLimit: 200, queueTimeoutMs: 100_000, ...opts })
     const ms: Record<string, number> = { long: 3_680, other: 3_680, short: 90 }
     const open: Record<string, number> = { long: 0, other: 0 }
     const submit = (team: string): void => {
@@ -1251,5 +1257,37 @@ describe('what the seats tell the limit rule', () => {
       await settle()
       expect(s.newcomerBesideLong(), `${first} in flight, a team of a kind never answered comes`).toBe(first === 'year')
     }
+  })
+})
+
+describe('who gets a free seat past the shares, across replicas as on one', () => {
+  /** Teams long (calls of 2 s) and short (100 ms) each holding one of the lease's 2 seats and asking once more; the short call ends first, and its seat goes to the call that `order` records. */
+  async function freeSeat(lease: SeatLease): Promise<string[]> {
+    const clock = fakeClock()
+    const { s, work, order } = seats(clock, { limit: 8, queueLimit: 100, seats: lease })
+    work.answered('long', 'year', 2000)
+    work.answered('short', 'week', 100)
+    const held = [call(s, order, 'long', { workClass: 'year' }), call(s, order, 'short', { workClass: 'week' })]
+    await settle()
+    call(s, order, 'long', { workClass: 'year' }, 'long again')
+    call(s, order, 'short', { workClass: 'week' }, 'short again')
+    await settle()
+    expect(s.queued).toBe(2)
+    clock.advance(100)
+    answer(held[1], 100)
+    await settle()
+    return order.slice(2)
+  }
+
+  it('gives it by the time each team was charged: a team holding more seats elsewhere does not lose its tag\'s turn', async () => {
+    // Both past their shares of 0.5; the short team holds 3 seats more on the other replicas.
+    expect(await freeSeat(leaseOf(2, { long: 0.5, short: 0.5 }, { short: 3 }))).toEqual(['short again'])
+  })
+
+  it('gives it first to a team a whole seat below its share, and by the tags to one below it by a fraction', async () => {
+    // The long team holds 1 of a share of 2: a whole seat below it, it goes first though charged more.
+    expect(await freeSeat(leaseOf(2, { long: 2, short: 0.5 }))).toEqual(['long again'])
+    // The long team holds 1 of a share of 1.5: below it by half a seat, it waits behind the team charged less.
+    expect(await freeSeat(leaseOf(2, { long: 1.5, short: 0.5 }))).toEqual(['short again'])
   })
 })

@@ -30,25 +30,22 @@ export interface DispatchState<W extends WaitingCall> {
   view: SharesView
   teams: TeamAccounts
   atCeiling(team: string): boolean
-  weight(team: string): number
   isShort(team: string, workClass: string): boolean
 }
 
-/** Whether a team holding `held` seats (on every replica) is below its share (2.1): on one replica, a whole seat below it. */
+/** Whether a team holding `held` seats (on every replica) is below its share (2.1): a whole seat below it. */
 function below(view: SharesView, team: string, held: number): boolean {
-  const share = view.shares.get(team) ?? 0
-  return view.one ? held + 1 <= share + 1e-9 : held < share
+  return held + 1 <= (view.shares.get(team) ?? 0) + 1e-9
 }
 
 /** A waiting team's call to consider (its most pressing; past its share, its most pressing short one), whether it is below its share (2.1), whether that call is long past its share (it may take only a seat no one is owed: 2.3). */
-function standing<W extends WaitingCall>(s: DispatchState<W>, team: string): { head: W; within: boolean; long: boolean; everywhere: number } {
-  const everywhere = s.teams.held(team) + (s.view.heldElsewhere.get(team) ?? 0)
-  const within = below(s.view, team, everywhere)
+function standing<W extends WaitingCall>(s: DispatchState<W>, team: string): { head: W; within: boolean; long: boolean } {
+  const within = below(s.view, team, s.teams.held(team) + (s.view.heldElsewhere.get(team) ?? 0))
   // A team in the queue has a call waiting.
   const head = s.queue.pressing(team) as W
-  if (within || s.isShort(team, head.workClass)) return { head, within, everywhere, long: false }
+  if (within || s.isShort(team, head.workClass)) return { head, within, long: false }
   const shortHead = s.queue.pressing(team, (w) => s.isShort(team, w.workClass))
-  return { head: shortHead ?? head, within, everywhere, long: shortHead === null }
+  return { head: shortHead ?? head, within, long: shortHead === null }
 }
 
 /** Seats held back from long calls (2.3): owed to active teams (on one replica, but those short calls of waiting teams past their shares keep), or lent here by other replicas; whole seats. */
@@ -63,9 +60,9 @@ export function nextCall<W extends WaitingCall>(s: DispatchState<W>, free: numbe
   let [best, bestRank, bestTag]: [W | null, number, number] = [null, Infinity, Infinity]
   for (const team of s.queue.waitingTeams()) {
     if (s.atCeiling(team)) continue
-    const { head, within, long, everywhere } = standing(s, team)
+    const { head, within, long } = standing(s, team)
     if (long && free - owed < 1) continue
-    const rank = within ? 0 : s.view.one ? 1 : 1 + everywhere / s.weight(team)
+    const rank = within ? 0 : 1
     const tag = Math.max(s.teams.of(team).tag, s.teams.virtual)
     if (rank < bestRank || (rank === bestRank && (tag < bestTag || (tag === bestTag && head.seq < (best?.seq ?? Infinity))))) [best, bestRank, bestTag] = [head, rank, tag]
   }

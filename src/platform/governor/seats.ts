@@ -200,7 +200,6 @@ export class CredentialSeats {
       view: this.#shares(),
       teams: this.#teams,
       atCeiling: (team) => this.#atCeiling(team),
-      weight: (team) => this.#weight(team),
       isShort: (team, workClass) => isShort(expected(team, workClass)),
     }
   }
@@ -318,8 +317,8 @@ export class CredentialSeats {
     const charged = Math.max(MIN_CHARGE_MS, (expected ?? MIN_CHARGE_MS) - this.#late())
     const start = Math.max(seats.tag, this.#teams.virtual)
     seats.tag = start + charged / weight
-    // The virtual time: the least tag waiting, or, on one replica, of a team holding a seat whose queue emptied within RETURN_MS (dispatch rule 2).
-    const others = [...this.#queue.waitingTeams(), ...(this.#lease === null ? this.#teams.returning(startedAt) : [])].filter((other) => other !== team && !this.#atCeiling(other))
+    // The virtual time: the least tag waiting, or of a team holding a seat whose queue emptied within RETURN_MS (dispatch rule 2).
+    const others = [...this.#queue.waitingTeams(), ...this.#teams.returning(startedAt)].filter((other) => other !== team && !this.#atCeiling(other))
     this.#teams.virtual = Math.max(this.#teams.virtual, Math.min(start, ...others.map((other) => this.#teams.of(other).tag)))
     const call = { at: startedAt, ms: expected, dueAt: expected === null ? Infinity : startedAt + OVERDUE * expected, short: isShort(expected), work: workClass, lose: () => lose() }
     this.#teams.start(team, call)
