@@ -112,6 +112,20 @@ describe('the cost and finality headers on every answer', () => {
     expect(large.headers.get('report-provisional-days')).toBe('none')
   })
 
+  it('a call not sent for its deadline (its kind no longer fits one) is answered 504 at once with platform-usage alone, fill 0', async () => {
+    const gw = await start({ platform: { timeout: '300ms' } })
+    // Two calls of a kind cut at their deadline without an answer (the second the one of the
+    // kind sent all the same): the next call of it is answered at once, never sent.
+    sandbox.setFailure({ kind: 'hang', times: 2 })
+    for (const day of ['31', '30']) expect((await get(gw, REPORT.replace('2025-01-31', `2025-01-${day}`))).status).toBe(504)
+    sandbox.clearRequests()
+    const notSent = await get(gw, REPORT.replace('2025-01-31', '2025-01-29'))
+    expect([notSent.status, ((await notSent.json()) as { code: string }).code]).toEqual([504, 'GW_UPSTREAM_TIMEOUT'])
+    expect(sandbox.countRequests((r) => r.path === REPORT_PATH)).toBe(0)
+    expect(notSent.headers.get('platform-usage')).toMatch(/^fill=0, /)
+    expect(headersOf(notSent, COST.slice(1))).toEqual({ 'report-settled-through': null, 'report-provisional-days': null })
+  })
+
   it("a job's 202 fill 0; its result, HEAD and 304 say its status's finality and tookSeconds; a failed job's result platform-usage alone", async () => {
     const gw = await start({ jobs: { perReplica: 1 } })
     const asked = await get(gw, REPORT, { prefer: 'respond-async' })
