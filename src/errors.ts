@@ -9,6 +9,9 @@ import createError from '@fastify/error'
 // (not) done. The driver's error is the cause, for the log line only (its words may name
 // Redis's address or topology, and mean nothing to the caller): these errors have no
 // place for it in their message.
+// What the proxy listener serves, named by its 404s for paths it does not serve.
+const PROXY_LISTENER_PATHS = 'this is the proxy listener (/api/v1/*, /openapi.json, /healthz, /readyz)'
+
 export const allErrors = {
   BadQueryError: createError<[string, { cause?: unknown }?]>('GW_BAD_QUERY', '%s', 400),
   UnauthorizedError: createError<[string?]>('GW_UNAUTHORIZED', 'missing, unknown or revoked API key', 401),
@@ -27,9 +30,13 @@ export const allErrors = {
   AdminListenerPathError: createError<[number]>('GW_NOT_FOUND', 'not found: this is the admin listener (/admin/*, /console, /metrics, /healthz, /readyz, /docs); calls under /api/ are served by the proxy listener, port %d', 404),
   // A call of the admin listener sent to the proxy listener (http/listener-paths.ts): where it
   // goes, by the settings' names and defaults, never the admin listener's address in force.
-  ProxyListenerPathError: createError('GW_NOT_FOUND', 'not found: this is the proxy listener (/api/v1/*, /openapi.json, /healthz, /readyz); /admin/*, /console, /metrics and /docs are served by the admin listener (ADMIN_HOST:ADMIN_PORT, 127.0.0.1:8081 unless set)', 404),
+  ProxyListenerPathError: createError('GW_NOT_FOUND', `not found: ${PROXY_LISTENER_PATHS}; /admin/*, /console, /metrics and /docs are served by the admin listener (ADMIN_HOST:ADMIN_PORT, 127.0.0.1:8081 unless set)`, 404),
   // A listener's path after empty segments (//api/v1/…, //admin/…: http/listener-paths.ts): a base URL ending in /, every call's path after it.
   LeadingSlashesError: createError('GW_NOT_FOUND', "not found: the path begins // (an empty segment: a base URL ending in / with the call's path after it): write the base URL without its trailing /", 404),
+  // Any other path outside /api/v1/ on the proxy listener (a base URL without /api/v1, with a path
+  // prefix of an ingress's, /api/v2/, /API/V1/): what the listener serves, never the path, the
+  // same for the token request's path as for any other.
+  ProxyUnservedPathError: createError('GW_NOT_FOUND', `not found: ${PROXY_LISTENER_PATHS}: a platform call's path begins /api/v1/, in lower case (/api/v1/report/campaigns/get)`, 404),
   // A path under /api/v1/api/ (access/request-target.ts): a base URL given with /api/v1, every call's path after it.
   RepeatedBaseError: createError('GW_NOT_FOUND', "not found: the path begins /api/v1/api/, the gateway's /api/v1 twice (a base URL given with /api/v1, which every call's path begins with): give the gateway's origin alone, http://host:port", 404),
   // A path under /api/v1/ refused for its spelling (access/path-safety.ts unsafeSpelling): what it holds, never the path.
@@ -122,6 +129,7 @@ export const {
   UnsafePathError,
   AdminListenerPathError,
   ProxyListenerPathError,
+  ProxyUnservedPathError,
   RepeatedBaseError,
   LeadingSlashesError,
   MethodNotAllowedError,

@@ -11,7 +11,7 @@ import { KnownUrls } from '../access/known-urls.js'
 import { pathOf } from '../access/path-safety.js'
 import { afterEmptySegments, HEALTH_PATHS, servedByAdminListener, servedByProxyListener } from '../http/listener-paths.js'
 import { jsonRefusal } from '../access/request-body.js'
-import { AdminListenerPathError, BadRequestError, LeadingSlashesError, NotFoundError, ProxyListenerPathError } from '../errors.js'
+import { AdminListenerPathError, BadRequestError, LeadingSlashesError, NotFoundError, ProxyListenerPathError, ProxyUnservedPathError } from '../errors.js'
 import { Admission } from '../access/admission.js'
 import { ADMIN_CHALLENGE, buildServer, PROXY_CHALLENGE, refusalsObservedOn } from '../http/server.js'
 import { allowOf, methodRefusal } from '../http/methods.js'
@@ -90,11 +90,12 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   // What an answer names of a secret (SecretSet.scrubAnswer): a team's webhook secret by its form alone, never by value.
   const scrub = (text: string): string => parts.secrets.scrubAnswer(text)
   // An admin call sent here (the console's address typed with PORT for ADMIN_PORT) is told where it goes.
-  // A call of its own after a base URL ending in / (//api/v1/…) is told so too.
+  // A call of its own after a base URL ending in / (//api/v1/…) is told so too, and any other
+  // path what the listener serves.
   const proxyNotFound = (url: string) => {
     const path = pathOf(url)
     if (servedByAdminListener(path)) return new ProxyListenerPathError()
-    return servedByProxyListener(afterEmptySegments(path) ?? '') ? new LeadingSlashesError() : new NotFoundError()
+    return servedByProxyListener(afterEmptySegments(path) ?? '') ? new LeadingSlashesError() : new ProxyUnservedPathError()
   }
   const proxy = buildServer(config, log, failures, fast, { scrub, challenge: PROXY_CHALLENGE, notFound: proxyNotFound, connections: bound('proxy', 'server.maxConnections', config.server.maxConnections), rateOf: callerRate(admission), keyTeam: (headers) => parts.teams.runningTeam(headers), tracing, allow: (target) => allowOf(target, config.cache.enabled), refuseMethod: methodRefusal, bodyReader: 'handler', takesId, refusalHeaders: PROXY_ANSWER_HEADERS })
   // Every answer its router writes, the platform's passed on included, over their own. A

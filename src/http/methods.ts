@@ -1,6 +1,6 @@
 import { METHODS } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { MethodNotAllowedError, NotFoundError, type GatewayError } from '../errors.js'
+import { MethodNotAllowedError, ProxyUnservedPathError, type GatewayError } from '../errors.js'
 import { API_PREFIX, isSafeApiPath } from '../access/path-safety.js'
 
 // Which methods reach the platform (contract, "Calling the proxy listener"): those its
@@ -51,7 +51,7 @@ const REFUSED = METHODS.filter((m) => m !== 'CONNECT' && m !== 'OPTIONS' && !FOR
  * 404 of any method there, and CONNECT, to any target, a 405.
  */
 export function methodRefusal(method: string, allow: string, path = API_PREFIX): GatewayError {
-  if (method !== 'CONNECT' && !path.startsWith(API_PREFIX)) return new NotFoundError()
+  if (method !== 'CONNECT' && !path.startsWith(API_PREFIX)) return new ProxyUnservedPathError()
   return new MethodNotAllowedError(method, allow)
 }
 

@@ -59,11 +59,11 @@ describe('the proxy listener, asked a call of the admin listener', () => {
     expect(sandbox.requests).toHaveLength(0)
   })
 
-  it('keeps the bare not found for any other path', async () => {
+  it('says what it serves for any other path outside /api/v1/ (test/integration/unknown-path-words.test.ts)', async () => {
     for (const url of ['/', '/nothing/here', '/administration', '/metricsx', '/api/v2/x']) {
       const res = await gw.proxy.inject({ method: 'GET', url })
       expect(res.statusCode, url).toBe(404)
-      expect(res.json().message, url).toBe('not found')
+      expect(res.json().message, url).toMatch(/^not found: this is the proxy listener \(\/api\/v1\/\*, \/openapi\.json, \/healthz, \/readyz\): a platform call's path begins/)
     }
   })
 })
