@@ -65,13 +65,18 @@ export interface Spelling {
 // `creative_set_id`) and is not spelled as the platform reads it is such a spelling.
 const SPELLINGS = new Map<string, Spelling>(
   ([['the account', ACCOUNT_VARIABLES], ['campaigns', CAMPAIGN_VARIABLES], ['creative sets', CREATIVE_SET_VARIABLES]] as const).flatMap(([what, names]) =>
-    [...names].map((reads) => [reads.toLowerCase(), { reads, what }] as const),
+    [...names].map((reads) => [spellingKey(reads), { reads, what }] as const),
   ),
 )
 
+/** A name without case and without anything but letters and digits: `user_id`, `UserId` and `userId` are one spelling key. */
+export function spellingKey(name: string): string {
+  return name.toLowerCase().replace(/[^a-z0-9]/g, '')
+}
+
 /** The platform's spelling of the checked field `name` spells otherwise (`user_id`: `userId`, the account); null for any other name, and for the platform's own spelling. */
 export function fieldSpelling(name: string): Spelling | null {
-  const spelling = SPELLINGS.get(name.toLowerCase().replace(/[^a-z0-9]/g, ''))
+  const spelling = SPELLINGS.get(spellingKey(name))
   return spelling === undefined || spelling.reads === name ? null : spelling
 }
 

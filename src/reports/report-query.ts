@@ -3,6 +3,7 @@ import { shownValue } from '../observe/caller-text.js'
 import { stableStringify } from './stable-stringify.js'
 import { canonicalPath } from '../platform/canonical-path.js'
 import { phpName, phpVariable } from '../access/request-target.js'
+import { spellingKey } from '../access/scope.js'
 
 // Validation and normalization of report requests (contract, "Report requests").
 // The canonical form is both what the platform receives and what the cache key is
@@ -72,6 +73,19 @@ const POST_BODY_PARAMS: ReadonlySet<string> = new Set(['dateFrom', 'dateTo', 'by
 
 function bad(message: string): never {
   throw new BadQueryError(message)
+}
+
+// The report's dates and switches by their spelling keys. The platform's names are
+// case-sensitive (PHP, Laravel): another spelling of one (`bydate`, `ByDate`, `date_from`)
+// is a name it does not read, and its answer would be another report than the one asked
+// (totals for `bydate=1`, not rows by date), with no word of why.
+const REPORT_FIELDS = new Map(['dateFrom', 'dateTo', 'byDate', 'byCampaign'].map((name) => [spellingKey(name), name]))
+
+/** 400 for a query parameter or body key whose variable spells a report field otherwise than the platform reads it. */
+function refuseRespelledField(key: string): void {
+  const variable = phpVariable(key)
+  const reads = REPORT_FIELDS.get(spellingKey(variable))
+  if (reads !== undefined && variable !== reads) bad(`${shownValue(key)}: the platform reads ${reads}; send it so`)
 }
 
 /**
@@ -183,6 +197,7 @@ function splitQuery(
   const named = new Map<string, string>()
   const rest: Pair[] = []
   for (const [key, value] of new URLSearchParams(rawQuery)) {
+    refuseRespelledField(key)
     // A known name spelled otherwise to PHP can only be its list (`name[]`, `name[x]`).
     const variable = phpVariable(key)
     if (variable !== key && names.includes(variable)) bad(`${variable}: one value, not a list (${shownValue(key)})`)
@@ -248,6 +263,7 @@ export function canonicalPostReport(
   const path = canonicalPath(spelledPath)
   if (typeof body !== 'object' || body === null || Array.isArray(body)) bad('body: must be a JSON object')
   const fields = body as Record<string, unknown>
+  for (const key of Object.keys(fields)) refuseRespelledField(key)
   const { named, rest } = splitQuery(rawQuery, POST_PARAMS)
   const inQuery = rest.find(([key]) => POST_BODY_PARAMS.has(phpVariable(key)))
   if (inQuery !== undefined) bad(`${phpVariable(inQuery[0])}: a POST report reads it from its JSON body, not from the query (${shownValue(inQuery[0])})`)
