@@ -14,7 +14,8 @@ const PROXY_LISTENER_PATHS = 'this is the proxy listener (/api/v1/*, /openapi.js
 
 export const allErrors = {
   BadQueryError: createError<[string, { cause?: unknown }?]>('GW_BAD_QUERY', '%s', 400),
-  UnauthorizedError: createError<[string?]>('GW_UNAUTHORIZED', 'missing, unknown or revoked API key', 401),
+  // A key in a right form that no running team holds: what to do, the same words whatever the key, so they answer no guess.
+  UnauthorizedError: createError<[string?]>('GW_UNAUTHORIZED', "missing, unknown or revoked API key: no team of this gateway holds it; send the key your team was given, whole (a demo mode key lasts one run of the gateway), or ask the gateway's operators for one", 401),
   // Headers that present no key in a form the gateway reads: what is wrong with their form (access/api-keys.ts keyFormProblem), then the forms it reads.
   KeyFormError: createError<[string]>('GW_UNAUTHORIZED', 'missing, unknown or revoked API key: %s; send the key as x-api-key: <key> or authorization: Bearer <key>', 401),
   KeyExpiredError: createError<[string, string]>('GW_UNAUTHORIZED', 'API key %s expired at %s; ask for a new key', 401),

@@ -8,9 +8,12 @@ import { useGateway, useSandbox } from '../helpers/fixtures.js'
 // scheme of the 401's own challenge, ApiKey; curl -u's Basic; the key in quotes; a shell
 // variable written in single quotes; the README's placeholder) is told, over HTTP as fetch()
 // sends it, what is wrong and what to send, whatever the key, in a message that repeats no
-// value; an unknown key in the right form is told nothing more. Nothing reaches the platform.
+// value; an unknown key in the right form is told what to do, the same words for every key. Nothing reaches the platform.
 
 const ADMIN_TOKEN = 'key-forms-admin-token-0123456789'
+// An unknown key in the right form (one mistyped, a demo run's key after a restart, a key
+// revoked): what to do, and nothing of the key. It was `missing, unknown or revoked API key` alone.
+const UNKNOWN_KEY = "missing, unknown or revoked API key: no team of this gateway holds it; send the key your team was given, whole (a demo mode key lasts one run of the gateway), or ask the gateway's operators for one"
 const sandbox = useSandbox()
 const gw = useGateway(() => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }), { listen: true })
 let adminUrl = ''
@@ -51,10 +54,10 @@ describe('a team key in a form the gateway does not read', () => {
   it.each([
     ['an unknown key in x-api-key', { 'x-api-key': 'rgw_not_a_key_of_any_team_000000000' }],
     ['an unknown key after Bearer', { authorization: 'Bearer rgw_not_a_key_of_any_team_000000000' }],
-  ])('%s: the 401 says no more than that', async (_name, headers: Record<string, string>) => {
+  ])('%s: the 401 says what to do, the same words whatever the key', async (_name, headers: Record<string, string>) => {
     const res = await fetch(`${gw.url}${REPORT_PATH}?${WEEK_BY_DATE}`, { headers })
     expect(res.status).toBe(401)
-    expect(await res.json()).toEqual({ statusCode: 401, code: 'GW_UNAUTHORIZED', error: 'Unauthorized', message: 'missing, unknown or revoked API key' })
+    expect(await res.json()).toEqual({ statusCode: 401, code: 'GW_UNAUTHORIZED', error: 'Unauthorized', message: UNKNOWN_KEY })
   })
 })
 
