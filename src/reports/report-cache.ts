@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream'
 import type { Logger } from 'pino'
-import { upstreamError, type PlatformClient } from '../platform/client/platform-client.js'
+import { untilOperatorsAct, upstreamError, type PlatformClient } from '../platform/client/platform-client.js'
 import type { PlatformAnswers } from '../platform/client/answer-buffer.js'
 import type { Config } from '../config.js'
 import type { Metrics } from '../observe/metrics.js'
@@ -1015,10 +1015,11 @@ function failureOf(result: Extract<FetchResult, { kind: 'failed' }>): FillFailur
 function fillFailure(failure: FillFailure): Extract<FetchResult, { kind: 'failed' }> {
   const error =
     failure.code === 'GW_UPSTREAM_TIMEOUT' ? new UpstreamTimeoutError()
-    : failure.code === 'GW_PLATFORM_AUTH' ? new PlatformAuthError('the platform refused the gateway token')
+    : failure.code === 'GW_PLATFORM_AUTH' ? new PlatformAuthError("on the replica that made the report's call")
     : failure.code === 'GW_PLATFORM_REFUSED' ? new PlatformRefusedError('the replica that made the call was told so by its probe call')
     : new UpstreamError(failure.response ? `status ${failure.response.status}` : 'the fill on another replica failed')
   if (failure.transient === true) transient(error)
+  untilOperatorsAct(error)
   const r = failure.response
   return r ? { kind: 'failed', error, response: { status: r.status, headers: r.headers, body: Buffer.from(r.body, 'base64') } } : { kind: 'failed', error }
 }

@@ -366,7 +366,7 @@ describe('POST /admin/token/refresh', () => {
   it('a login refused for a wrong password: a caller\'s GW_PLATFORM_AUTH says the platform refused it, with its status', async () => {
     const gw = await gateway({ ...loginEnv('PLATFORM_'), PLATFORM_PASSWORD: 'not-the-sandbox-password', ADMIN_TOKEN })
     const read = await call(gw, KEYS.all, REPORT)
-    expect([read.statusCode, read.json()]).toEqual([502, expect.objectContaining({ code: 'GW_PLATFORM_AUTH', message: 'the platform refused the gateway token: credential default has no usable token: its password login was refused by the platform (400)' })])
+    expect([read.statusCode, read.json()]).toEqual([502, expect.objectContaining({ code: 'GW_PLATFORM_AUTH', message: "the platform refused the gateway token: credential default has no usable token: its password login was refused by the platform (400); the gateway's operators must give it a token the platform accepts (its /readyz names the credential under degraded): retry once they have" })])
     expect(read.headers['retry-after']).toBeUndefined()
     expectNoSecrets(gw, [ADMIN_TOKEN, 'not-the-sandbox-password', sandbox.credentials.clientSecret])
   })
@@ -380,7 +380,7 @@ describe('POST /admin/token/refresh', () => {
     sandbox.setRouteFailure('/oauth/token', { kind: 'status', status: 401, body: { error: 'invalid_client', message: `client of ${username} with ${password} refused` } })
     try {
       const read = await call(gw, KEYS.all, REPORT)
-      expect([read.statusCode, read.json()]).toEqual([502, expect.objectContaining({ code: 'GW_PLATFORM_AUTH', message: expect.stringMatching(/: its password login was refused by the platform \(401\)$/) })])
+      expect([read.statusCode, read.json()]).toEqual([502, expect.objectContaining({ code: 'GW_PLATFORM_AUTH', message: expect.stringMatching(/: its password login was refused by the platform \(401\); the gateway's operators must give it a token the platform accepts \(its \/readyz names the credential under degraded\): retry once they have$/) })])
       expect(read.body).not.toContain('invalid_client')
       expect(read.body).not.toContain(sandbox.url)
       expectNoSecrets(gw, [ADMIN_TOKEN, username, password, sandbox.credentials.clientSecret])

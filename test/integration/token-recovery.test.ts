@@ -61,6 +61,9 @@ function createCampaign(gw: TestGateway) {
 }
 
 /** The answer to a call the credential could not make: 502 GW_PLATFORM_AUTH (and `body`'s fields). */
+// What a caller of a credential the platform refuses can do: nothing but wait for the operators, who are told (/readyz).
+const OPERATORS_ACT = "the gateway's operators must give it a token the platform accepts (its /readyz names the credential under degraded): retry once they have"
+
 function expectAuthRefused(res: { statusCode: number; json: () => unknown }, body: Record<string, unknown> = {}): void {
   expect(res.statusCode).toBe(502)
   expect(res.json()).toMatchObject({ ...body, code: 'GW_PLATFORM_AUTH' })
@@ -119,7 +122,8 @@ describe('password login: 401 → one re-login → one retry', () => {
     const { gw, old } = await gatewayWithRevokedToken()
 
     const res = await createCampaign(gw)
-    expectAuthRefused(res, { statusCode: 502 })
+    // The write was not carried out (its 401), and a new token is in: the caller may send it again.
+    expectAuthRefused(res, { statusCode: 502, message: 'the platform refused the gateway token: the write was not carried out, nor sent again; the gateway holds a new token now: send it again' })
     expect(sandbox.countRequests(onPath('/api/v1/campaign/banner/create'))).toBe(1)
     // The 401 still renewed the token for later calls.
     expect(sandbox.countRequests(isTokenRequest)).toBe(1)
@@ -163,10 +167,10 @@ describe('password login: 401 → one re-login → one retry', () => {
     const gw = await gateway({ ...loginEnv(), PLATFORM_TOKEN_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/oauth/token` })
 
     const res = await campaignList(gw)
-    expectAuthRefused(res)
+    expectAuthRefused(res, { message: `the platform refused the gateway token: a token obtained just now was refused too; ${OPERATORS_ACT}` })
     expect(sandbox.countRequests(onPath('/api/v1/campaign/get'))).toBe(2)
     const rep = await report(gw)
-    expectAuthRefused(rep)
+    expectAuthRefused(rep, { message: `the platform refused the gateway token: credential default has no usable token; ${OPERATORS_ACT}` })
     expect(sandbox.countRequests(onPath('/api/v1/report/campaigns/get'))).toBeLessThanOrEqual(2)
   })
 
@@ -213,7 +217,7 @@ describe('static or file token: 401 makes the credential unusable until a new to
     sandbox.revokeToken(token)
 
     const read = await campaignList(gw)
-    expectAuthRefused(read, { statusCode: 502 })
+    expectAuthRefused(read, { statusCode: 502, message: `the platform refused the gateway token: no new token could be had; ${OPERATORS_ACT}` })
     expect(sandbox.countRequests(onPath('/api/v1/campaign/get'))).toBe(1)
     expect(sandbox.countRequests(isTokenRequest)).toBe(0)
 
@@ -226,7 +230,7 @@ describe('static or file token: 401 makes the credential unusable until a new to
 
     // Refused before going upstream: the platform is not hammered with a known-bad token.
     const rep = await report(gw)
-    expectAuthRefused(rep)
+    expectAuthRefused(rep, { message: `the platform refused the gateway token: credential default has no usable token; ${OPERATORS_ACT}` })
     const write = await createCampaign(gw)
     expect(write.statusCode).toBe(502)
     // The read and the one probe call that confirmed its 401.

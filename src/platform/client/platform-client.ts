@@ -14,7 +14,7 @@ import { GATEWAY_TEAM } from '../gateway-team.js'
 import { routeTemplate } from '../route-template.js'
 import { seatFollowing, type QueueTeam } from './caller-group.js'
 import { backoffMs, fitsBudget, isRetryable, type Attempt } from './retry-policy.js'
-import { transient } from './transient.js'
+import { isTransient, transient } from './transient.js'
 import { connectionFailure } from './connection-failure.js'
 import { systemClock, type Clock } from '../../clock.js'
 import { traced, tracedCall, type Trace } from '../../observe/tracing.js'
@@ -183,7 +183,7 @@ export class PlatformClient {
       if (!provider.usable()) await abortable(provider.started, call.signal)
       if (!provider.usable()) await abortable(provider.loginAfterBusy(), call.signal)
       const first = provider.usable() ? provider.current() : null
-      if (!first) throw withLoginFault(provider, new PlatformAuthError(`credential ${provider.name} has no usable token`), this.#clock.now())
+      if (!first) throw untilOperatorsAct(withLoginFault(provider, new PlatformAuthError(`credential ${provider.name} has no usable token`), this.#clock.now()))
       const base = this.baseOf(provider)
       let sent = first
       let res = await this.#once(provider.name, base, call, sent.token, deadline.at)
@@ -201,7 +201,8 @@ export class PlatformClient {
       }
       const { renewed, verdict } = await abortable(this.#renewal(provider, call, sent.token), call.signal)
       if (!call.read || !isReplayable(call.body)) {
-        throw verdict === 'confirmed' ? new PlatformAuthError('the platform refused the token (a write is not retried)') : refusedCall(verdict)
+        // Its 401 says the platform did not carry it out, and #renewal holds a new token: its caller may send it again.
+        throw verdict === 'confirmed' ? new PlatformAuthError('the write was not carried out, nor sent again; the gateway holds a new token now: send it again') : refusedCall(verdict)
       }
       const again = await this.#once(provider.name, base, call, renewed.token, deadline.at)
       if (again.status !== 401) return forCaller(again, provider, renewed, deadline, this.#maxDecodedBytes)
@@ -209,7 +210,7 @@ export class PlatformClient {
       const retried = await abortable(this.#verdict(provider, renewed.token, call), call.signal)
       if (retried !== 'confirmed') throw refusedCall(retried)
       provider.condemn(renewed.token)
-      throw new PlatformAuthError('the platform refused a freshly obtained token')
+      throw untilOperatorsAct(new PlatformAuthError('a token obtained just now was refused too'))
     } catch (err) {
       deadline.done()
       throw err
@@ -260,7 +261,7 @@ export class PlatformClient {
     if (verdict === 'unconfirmed' || verdict === 'probe_failed') throw refusedCall(verdict)
     const renewed = await provider.recover(token, verdict === 'confirmed')
     if (renewed) return { renewed, verdict }
-    throw withLoginFault(provider, verdict === 'confirmed' ? new PlatformAuthError('no new token could be had') : refusedCall(verdict), this.#clock.now())
+    throw untilOperatorsAct(withLoginFault(provider, verdict === 'confirmed' ? new PlatformAuthError('no new token could be had') : refusedCall(verdict), this.#clock.now()))
   }
 
   async #verdict(provider: TokenProvider, token: string, call: PlatformCall): Promise<Verdict> {
@@ -463,6 +464,17 @@ const REFUSAL_REASONS: Record<Exclude<Verdict, 'confirmed'>, string> = {
 
 function refusedCall(verdict: Exclude<Verdict, 'confirmed'>): GatewayError {
   return new PlatformRefusedError(REFUSAL_REASONS[verdict])
+}
+
+// What a caller of a credential can do once the platform refuses its token and no later
+// try may pass (no login, or one the platform refused): nothing but wait for the operators,
+// whom /readyz and the log's error line tell.
+const OPERATORS_ACT = "the gateway's operators must give it a token the platform accepts (its /readyz names the credential under degraded): retry once they have"
+
+/** `err` ending with what its caller can do, when it is GW_PLATFORM_AUTH and not transient (a login the platform did not answer, or answered 429, is tried again by itself). */
+export function untilOperatorsAct(err: GatewayError): GatewayError {
+  if (err.code === 'GW_PLATFORM_AUTH' && !isTransient(err)) err.message = `${err.message}; ${OPERATORS_ACT}`
+  return err
 }
 
 /**
