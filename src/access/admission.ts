@@ -82,9 +82,15 @@ export function holdsGatewaySecret(parts: Pick<AdmissionParts, 'secrets' | 'admi
   return parts.secrets.holds(text) || parts.adminAuth.heldInUnsearched(text)
 }
 
-/** The refusal of a call holding a secret of the gateway's in `where`: it names neither the secret nor which one it is. */
-function secretRefusal(where: string): Error {
-  return new BadRequestError(`${where}: holds a secret of the gateway's (an admin or platform credential); it is never sent to the platform (the value is not shown)`)
+/**
+ * The refusal of a call holding a secret of the gateway's in `where`: it names neither the
+ * secret nor which one it is, and says what it did (its caller's `team` suspended, `seconds`
+ * left) and what to do: the next call is the 403 of the suspension, which no retry passes.
+ */
+function secretRefusal(where: string, team: string, seconds: number | null): Error {
+  return new BadRequestError(
+    `${where}: holds a secret of the gateway's (an admin or platform credential); it is never sent to the platform (the value is not shown). Team ${team} is suspended from now for ${seconds ?? 0} s (limits.secretSuspension), every request with its keys refused: tell the gateway's operators, who replace the secret and lift the suspension`,
+  )
 }
 
 /** What admission reads of the gateway; the composition root hands it these. */
@@ -200,7 +206,7 @@ export class Admission {
   refuseSecretIn(text: string, where: string, caller: Pick<Identity, 'team' | 'key'>): void {
     if (!this.holdsSecret(text)) return
     this.#ctx.suspensions.suspend(caller.team.name, caller.key.id, where)
-    throw secretRefusal(where)
+    throw this.#secretRefusal(where, caller.team.name)
   }
 
   /**
@@ -225,6 +231,11 @@ export class Admission {
     this.#ctx.suspensions.suspend(identity.team.name, identity.key.id, 'x-request-id')
     this.#secretIds.add(headers)
     return false
+  }
+
+  /** The 400 of a hit of `team`'s, which suspended it (refuseSecretIn, takesRequestId). */
+  #secretRefusal(where: string, team: string): Error {
+    return secretRefusal(where, team, this.#ctx.suspensions.secondsLeft(team))
   }
 
   /** Whether `text` holds a secret of the gateway's, as refuseSecretIn finds one. */
@@ -252,7 +263,7 @@ export class Admission {
    */
   vet(identity: Identity, headers: IncomingHttpHeaders, url?: string): void {
     // An id whose naming found a secret (takesRequestId) suspended the team then: this call is that hit, refused as one found here.
-    if (this.#secretIds.delete(headers)) throw secretRefusal('x-request-id')
+    if (this.#secretIds.delete(headers)) throw this.#secretRefusal('x-request-id', identity.team.name)
     this.#ctx.suspensions.refuse(identity.team.name)
     if (url !== undefined) this.refuseSecretIn(url, 'request target', identity)
     // The request's id goes to the platform with the calls made for it: a secret in it is refused as in the query.

@@ -96,7 +96,9 @@ async function reportKeys(): Promise<number> {
 
 function expectRefused(res: { statusCode: number; json: () => unknown; body: string }, where: string, secret: string) {
   expect(res.statusCode).toBe(400)
-  expect(res.json()).toMatchObject({ code: 'GW_BAD_REQUEST', message: expect.stringMatching(new RegExp(`^${where}: holds a secret of the gateway's`)) })
+  // What is done and what to do: the team is suspended from this refusal on (its next call is the 403).
+  const said = `^${where}: holds a secret of the gateway's \\(an admin or platform credential\\); it is never sent to the platform \\(the value is not shown\\)\\. Team all is suspended from now for \\d+ s \\(limits\\.secretSuspension\\), every request with its keys refused: tell the gateway's operators, who replace the secret and lift the suspension$`
+  expect(res.json()).toMatchObject({ code: 'GW_BAD_REQUEST', message: expect.stringMatching(new RegExp(said)) })
   expect(res.body).not.toContain(secret)
   expect(res.body).not.toContain(encodeURIComponent(secret))
 }
