@@ -15,7 +15,7 @@ import type { RateDecision, RateLimiter } from './rate-limit.js'
 import type { CampaignOwners } from './campaign-owners.js'
 import { rateLimitHeaders } from './rate-limit-headers.js'
 import { isTokenPath, tokenPaths } from './path-safety.js'
-import { assertNoOverridePart, assertPlainBodyType, bodyTypeRefused, FORM_TYPE, MULTIPART_TYPE, JSON_TYPE, NO_INPUT_BODY, PLAIN_TEXT_TYPE, parseFormBody, parseJsonBody, readAsJson, type CheckedBody, type JsonScan } from './request-body.js'
+import { assertNoOverridePart, assertPlainBodyType, bodyTypeRefused, FORM_TYPE, MULTIPART_TYPE, JSON_TYPE, mediaType, NO_INPUT_BODY, PLAIN_TEXT_TYPE, parseFormBody, parseJsonBody, readAsJson, type CheckedBody, type JsonScan } from './request-body.js'
 import { checkTarget, type RequestTarget } from './request-target.js'
 import { KEY_PREFIX } from '../observe/key-shape.js'
 import { assertHopSafe } from './connection-options.js'
@@ -649,10 +649,6 @@ function pastTeamBodies(bytes: number, teamBytes: number, least: '' | 'at least 
   return new BadRequestError(
     `body: counts ${least}${bytes} bytes as read and parsed (its bytes, the text sent on, 32 bytes a value, 128 an object or array), more than one team's bodies may hold at once, a quarter of platform.bufferTotalBytes (${teamBytes} bytes); no retry makes room for it: send a smaller body`,
   )
-}
-
-function mediaType(contentType: string | undefined): string {
-  return (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? ''
 }
 
 // Read by hand rather than with for-await: leaving that loop early destroys the socket,

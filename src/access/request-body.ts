@@ -64,16 +64,23 @@ export function jsonRefusal(text: string): string {
 /** A body sent with a content-encoding: no call reads one, on either listener. */
 export const ENCODED_BODY = 'body: content-encoding is not accepted; send the body uncompressed'
 
-// `curl -d '{...}'` without `-H content-type` labels the JSON exactly so: a call that reads
-// JSON only says how to send it instead.
+// `curl -d '{...}'` without `-H content-type` labels the JSON exactly so, and fetch() a
+// string body `text/plain;charset=UTF-8`: a call that reads JSON only says how to send it instead.
 const CURL_FORM = " (curl -d sends a form: add -H 'content-type: application/json')"
+const FETCH_STRING = ' (fetch labels a string body text/plain: add content-type: application/json)'
 
 /**
  * A body of a type the call does not read; `types`: the ones it reads; `sent`: the body's
- * content-type, which, exactly `curl -d`'s (a form), adds how to send JSON.
+ * content-type, which, exactly `curl -d`'s (a form) or text/plain (fetch's), adds how to send JSON.
  */
 export function bodyTypeRefused(types: string, sent?: string | string[]): string {
-  return `body: must be ${types}${sent === FORM_TYPE ? CURL_FORM : ''}`
+  const hint = sent === FORM_TYPE ? CURL_FORM : typeof sent === 'string' && mediaType(sent) === PLAIN_TEXT_TYPE ? FETCH_STRING : ''
+  return `body: must be ${types}${hint}`
+}
+
+/** A content-type's media type, in lower case, without its parameters ('' for none). */
+export function mediaType(contentType: string | undefined): string {
+  return (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? ''
 }
 
 // JSON.parse's reviver with the source of each primitive, and raw JSON that JSON.stringify

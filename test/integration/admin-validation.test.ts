@@ -160,7 +160,8 @@ describe('every admin call', () => {
       ['application/json', '{bad', 'body: not valid JSON'],
       ['application/json', '', 'body: not valid JSON'],
       ['application/xml', '<a/>', 'body: must be application/json'],
-      ['text/plain', '{"token":"abcdefghijklmnopqrstuvwxyz"}', 'body: must be application/json'],
+      // What fetch() labels a string body.
+      ['text/plain;charset=UTF-8', '{"token":"abcdefghijklmnopqrstuvwxyz"}', 'body: must be application/json (fetch labels a string body text/plain: add content-type: application/json)'],
       // What `curl -d '{...}'` sends without `-H content-type`.
       ['application/x-www-form-urlencoded', '{"token":"abcdefghijklmnopqrstuvwxyz"}', "body: must be application/json (curl -d sends a form: add -H 'content-type: application/json')"],
       ['application/x-www-form-urlencoded; charset=utf-8', '{"token":"abcdefghijklmnopqrstuvwxyz"}', 'body: must be application/json'],

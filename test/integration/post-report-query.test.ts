@@ -82,16 +82,20 @@ describe('a POST report body that is not JSON', () => {
     gw.proxy.inject({ method: 'POST', url: REPORT_PATH, headers: { 'x-api-key': key, 'content-type': contentType }, payload })
   const form = 'advertiserId=101&campaignIds[]=101001&dateFrom=2026-11-01&dateTo=2026-11-07'
 
+  // A string body that fetch() labels text/plain (`text/plain;charset=UTF-8`), or one sent
+  // without a type, is told what to add, as curl -d's form is.
+  const FETCH_STRING = ' (fetch labels a string body text/plain: add content-type: application/json)'
   it.each([
-    ['a limited team', 'text/plain', KEYS.growth, JSON.stringify(body)],
-    ['a limited team', 'application/x-www-form-urlencoded; charset=utf-8', KEYS.growth, form],
-    ['a team of every advertiser', 'text/plain', KEYS.all, JSON.stringify(body)],
-    ['a team of every advertiser', 'application/x-www-form-urlencoded; charset=utf-8', KEYS.all, form],
-  ])('from %s, sent as %s, is told the body must be application/json: nothing reaches the platform', async (_team, contentType, key, payload) => {
+    ['a limited team', 'text/plain', KEYS.growth, JSON.stringify(body), FETCH_STRING],
+    ['a limited team', 'application/x-www-form-urlencoded; charset=utf-8', KEYS.growth, form, ''],
+    ['a team of every advertiser', 'text/plain', KEYS.all, JSON.stringify(body), FETCH_STRING],
+    ['a team of every advertiser', 'text/plain;charset=UTF-8', KEYS.all, JSON.stringify(body), FETCH_STRING],
+    ['a team of every advertiser', 'application/x-www-form-urlencoded; charset=utf-8', KEYS.all, form, ''],
+  ])('from %s, sent as %s, is told the body must be application/json: nothing reaches the platform', async (_team, contentType, key, payload, hint) => {
     sandbox.clearRequests()
     const res = await send(key, contentType, payload)
     expect(res.statusCode).toBe(400)
-    expect(res.json()).toMatchObject({ code: 'GW_BAD_REQUEST', message: 'body: must be application/json' })
+    expect(res.json()).toMatchObject({ code: 'GW_BAD_REQUEST', message: `body: must be application/json${hint}` })
     expect(sandbox.requests.filter((r) => r.path === REPORT_PATH)).toEqual([])
   })
 
