@@ -91,7 +91,8 @@ function dateRange(maxRangeDays: number) {
 
 const NORMALIZED =
   'Validated before anything goes upstream: an invalid value is 400 `GW_BAD_QUERY` whose message names the parameter, ' +
-  'and a known parameter given twice is 400. The same report in different spellings (parameter order, `true` or `1`, ' +
+  'and a known parameter given twice is 400, as is `dateFrom`, `dateTo`, `byDate` or `byCampaign` in another spelling (`bydate`, `date_from`: ' +
+  '`bydate: the platform reads byDate; send it so`). The same report in different spellings (parameter order, `true` or `1`, ' +
   'a switched-off flag or none, `007` or `7`) is one cache entry and one platform call; the platform receives the ' +
   'canonical form. Every distinct query is its own entry: a report is never built out of others.'
 
@@ -134,7 +135,7 @@ export function reportPostSchema(opts: { maxRangeDays: number; reportBodyBytes: 
     summary: 'Read a report, older POST form (cached)',
     description:
       `${NORMALIZED} The body is normalized (sorted keys, flags as booleans, \`campaignIds\` sorted and de-duplicated) ` +
-      `and is part of the cache key; other keys are passed on. A body over ${opts.reportBodyBytes} bytes is 413 \`GW_PAYLOAD_TOO_LARGE\`; one of another type than JSON (a form too) is 400 \`GW_BAD_REQUEST\` (\`body: must be application/json\`; sent as exactly \`application/x-www-form-urlencoded\`, what \`curl -d\` sends, it adds \`(curl -d sends a form: add -H 'content-type: application/json')\`), whatever the team. ` +
+      `and is part of the cache key; other keys are passed on. A body over ${opts.reportBodyBytes} bytes is 413 \`GW_PAYLOAD_TOO_LARGE\`; one of another type than JSON (a form too) is 400 \`GW_BAD_REQUEST\` (\`body: must be application/json\`; sent as exactly \`application/x-www-form-urlencoded\`, what \`curl -d\` sends, it adds \`(curl -d sends a form: add -H 'content-type: application/json')\`, and sent as \`text/plain\`, what \`fetch()\` labels a string body, \`(fetch labels a string body text/plain: add content-type: application/json)\`), whatever the team. ` +
       'The platform reports on the campaigns the body names (`campaignIds`, required: without them it answers 422 "The campaign ids field is required."), and never reads `advertiserId`; ' +
       'a team limited to some advertisers may name only campaigns of its own.',
     params: SPLIT,
