@@ -1,5 +1,8 @@
 import createError from '@fastify/error'
 
+// What the proxy listener serves, named by its 404s for paths it does not serve.
+const PROXY_LISTENER_PATHS = 'this is the proxy listener (/api/v1/*, /openapi.json, /healthz, /readyz)'
+
 // Every error the gateway itself answers with (contract, "Errors"). Handlers throw
 // these; Fastify's serializer gives the contract's JSON shape. They are defined in this
 // one object, so that what reads the catalogue (the OpenAPI document's error codes, the
@@ -9,9 +12,6 @@ import createError from '@fastify/error'
 // (not) done. The driver's error is the cause, for the log line only (its words may name
 // Redis's address or topology, and mean nothing to the caller): these errors have no
 // place for it in their message.
-// What the proxy listener serves, named by its 404s for paths it does not serve.
-const PROXY_LISTENER_PATHS = 'this is the proxy listener (/api/v1/*, /openapi.json, /healthz, /readyz)'
-
 export const allErrors = {
   BadQueryError: createError<[string, { cause?: unknown }?]>('GW_BAD_QUERY', '%s', 400),
   // A key in a right form that no running team holds: what to do, the same words whatever the key, so they answer no guess.
