@@ -88,7 +88,7 @@ export const allErrors = {
   BadRequestError: createError<[string, { cause?: unknown }?]>('GW_BAD_REQUEST', '%s', 400),
   RequestTimeoutError: createError('GW_REQUEST_TIMEOUT', 'the request was not received in time', 408),
   // A head past Node's maxHeaderSize (RFC 6585, 5): the bound, never a byte of the head.
-  HeadersTooLargeError: createError<[number]>('GW_HEADERS_TOO_LARGE', 'the request line and header fields are larger than %d bytes together; send fewer or shorter headers', 431),
+  HeadersTooLargeError: createError<[number]>('GW_HEADERS_TOO_LARGE', "the request line and header fields are larger than %d bytes together; send a shorter request target (a report's campaignIds in the POST form's JSON body) or fewer, shorter headers", 431),
   ShuttingDownError: createError('GW_SHUTTING_DOWN', 'this replica is shutting down; retry on another', 503),
   PayloadTooLargeError: createError<[number]>('GW_PAYLOAD_TOO_LARGE', 'the request body is larger than the limit of %d bytes', 413),
   OverloadedError: createError<[string]>('GW_OVERLOADED', 'too many calls waiting for the platform: %s', 503),
