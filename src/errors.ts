@@ -35,7 +35,8 @@ export const allErrors = {
   // A listener's path after empty segments (//api/v1/…, //admin/…: http/listener-paths.ts): a base URL ending in /, every call's path after it.
   LeadingSlashesError: createError('GW_NOT_FOUND', "not found: the path begins // (an empty segment: a base URL ending in / with the call's path after it): write the base URL without its trailing /", 404),
   // Any other path outside /api/v1/ on the proxy listener (a base URL without /api/v1, with a path
-  // prefix of an ingress's, /api/v2/, /API/V1/): what the listener serves, never the path, the
+  // prefix of an ingress's, /api/v2/, /API/V1/, /%61pi/v1/ which the router decodes into the
+  // proxy's route: access/request-target.ts): what the listener serves, never the path, the
   // same for the token request's path as for any other.
   ProxyUnservedPathError: createError('GW_NOT_FOUND', `not found: ${PROXY_LISTENER_PATHS}: a platform call's path begins /api/v1/, in lower case (/api/v1/report/campaigns/get)`, 404),
   // A path under /api/v1/api/ (access/request-target.ts): a base URL given with /api/v1, every call's path after it.

@@ -1,4 +1,4 @@
-import { BadRequestError, NotFoundError, RepeatedBaseError, UnsafePathError } from '../errors.js'
+import { BadRequestError, ProxyUnservedPathError, RepeatedBaseError, UnsafePathError } from '../errors.js'
 import { API_PREFIX, unsafeSpelling } from './path-safety.js'
 import { UNRESERVED_ESCAPE } from '../platform/canonical-path.js'
 import { escapedBytes } from '../observe/secret-search.js'
@@ -45,6 +45,8 @@ export const METHOD_OVERRIDE_FIELD = '_method'
 /**
  * Checks the raw target once: 404 for a path outside /api/v1/ (or one that could be
  * decoded into one), 400 for anything the platform could read differently than the gateway.
+ * The 404 says what the proxy listener serves, as to any path outside /api/v1/: a prefix
+ * spelled with escapes (`/%61pi/v1/…`) reaches this check through the router, which decodes it.
  */
 export function checkTarget(rawUrl: string, maxParams: number): RequestTarget {
   if (!RAW_TARGET.test(rawUrl)) throw new BadRequestError('request target: control characters, spaces and non-ASCII bytes are not accepted')
@@ -52,7 +54,7 @@ export function checkTarget(rawUrl: string, maxParams: number): RequestTarget {
   if (rawUrl.includes('#')) throw new BadRequestError('request target: `#` is not accepted')
   const q = rawUrl.indexOf('?')
   const rawPath = q === -1 ? rawUrl : rawUrl.slice(0, q)
-  if (!rawPath.startsWith(API_PREFIX)) throw new NotFoundError()
+  if (!rawPath.startsWith(API_PREFIX)) throw new ProxyUnservedPathError()
   const unsafe = unsafeSpelling(rawPath)
   if (unsafe !== null) throw new UnsafePathError(unsafe)
   // No platform route begins /api/v1/api/: a base URL written with /api/v1 (the platform's
