@@ -4,7 +4,7 @@ import { REPORT_CAMPAIGNS, REPORT_READ } from '../config/report-read.js'
 import { BadRequestError, ForbiddenError } from '../errors.js'
 import type { CheckedBody } from './request-body.js'
 import { phpVariable, type Pair, type RequestTarget } from './request-target.js'
-import { assertMayUseAccount } from './team-auth.js'
+import { advertiserRefusal, assertMayUseAccount } from './team-auth.js'
 import { shownAccount, shownPath } from '../observe/caller-text.js'
 
 // The platform reads accounts from `advertiserId` and `userId`, and (Laravel) merges
@@ -226,7 +226,7 @@ export function assertAccounts(team: TeamConfig, values: unknown[]): number[] {
   if (team.advertisers === null) return ids
   for (const value of values) {
     const id = toAccountId(value)
-    if (id === null) throw new ForbiddenError(`team ${team.name} may not use advertiser ${shownAccount(value)}`)
+    if (id === null) throw advertiserRefusal(team, shownAccount(value))
     assertMayUseAccount(team, id)
     ids.push(id)
   }

@@ -198,15 +198,24 @@ export function isRead(method: string, path: string): boolean {
 
 export function assertMayCall(team: TeamConfig, method: string, path: string): void {
   if (!isRead(method, path) && !team.write) {
-    throw new ForbiddenError(`team ${team.name} may not send writes (${method} ${shownPath(path)})`)
+    throw new ForbiddenError(`team ${team.name} may not send writes (${method} ${shownPath(path)}): its settings let it read only; send writes with a key of a team that may write (write: true), which the gateway's operators give`)
   }
 }
 
 export function assertMayUseAccount(team: TeamConfig, account: number): void {
-  if (team.advertisers !== null && !team.advertisers.has(account)) {
-    // A team whose list is empty (`npm run keys -- new` without --advertisers writes `[]`)
-    // may use none: its caller is told so, not that this one advertiser is another's.
-    const why = team.advertisers.size === 0 ? ': its settings name no advertiser (advertisers: []); an operator lists the ids it may use in its advertisers' : ''
-    throw new ForbiddenError(`team ${team.name} may not use advertiser ${account}${why}`)
-  }
+  if (team.advertisers !== null && !team.advertisers.has(account)) throw advertiserRefusal(team, String(account))
+}
+
+/**
+ * The 403 of an advertiser (`shown`: as the caller's text is shown) outside the team's list,
+ * saying what to do. Its words are the same whether the advertiser is another team's or none
+ * of the platform's: they tell nothing of other teams. A team whose list is empty (`npm run
+ * keys -- new` without --advertisers writes `[]`) may use none: its caller is told so, not
+ * that this one advertiser is another's.
+ */
+export function advertiserRefusal(team: TeamConfig, shown: string): InstanceType<typeof ForbiddenError> {
+  const why = team.advertisers?.size === 0
+    ? 'its settings name no advertiser (advertisers: []); an operator lists the ids it may use in its advertisers'
+    : `a team's keys use only the advertisers its settings list; ask the gateway's operators to add it to team ${team.name}'s advertisers`
+  return new ForbiddenError(`team ${team.name} may not use advertiser ${shown}: ${why}`)
 }

@@ -16,14 +16,14 @@ describe('a refusal naming a value the caller sent', () => {
   it('of an account 100,000 characters long in a body: 403 naming its first 64 characters and how many were left out', async () => {
     const res = await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, json: { userId: LONG } })
     expect(res.status).toBe(403)
-    expect(res.json).toMatchObject({ code: 'GW_FORBIDDEN', message: `team growth may not use advertiser "${CUT}"` })
+    expect(res.json).toMatchObject({ code: 'GW_FORBIDDEN', message: `team growth may not use advertiser "${CUT}": a team's keys use only the advertisers its settings list; ask the gateway's operators to add it to team growth's advertisers` })
   })
 
   it('of a write path 5,000 characters long from a team that may not write: 403 naming its first 1,024 characters and how many were left out', async () => {
     const path = `/api/v1/campaign/banner/create/${'y'.repeat(5000)}`
     const res = await call(sg, 'POST', path, { key: KEYS.growth, json: {} })
     expect(res.status).toBe(403)
-    expect(res.json.message).toBe(`team growth may not send writes (POST ${path.slice(0, 1024)}… (+${path.length - 1024} characters))`)
+    expect(res.json.message).toBe(`team growth may not send writes (POST ${path.slice(0, 1024)}… (+${path.length - 1024} characters)): its settings let it read only; send writes with a key of a team that may write (write: true), which the gateway's operators give`)
   })
 
   it('of a report account 50,000 characters long in a POST body: 400, its first 64 characters', async () => {
@@ -36,6 +36,6 @@ describe('a refusal naming a value the caller sent', () => {
   it('of a short account: named as the caller wrote it', async () => {
     const res = await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, json: { userId: 999 } })
     expect(res.status).toBe(403)
-    expect(res.json.message).toBe('team growth may not use advertiser 999')
+    expect(res.json.message).toBe("team growth may not use advertiser 999: a team's keys use only the advertisers its settings list; ask the gateway's operators to add it to team growth's advertisers")
   })
 })

@@ -31,6 +31,6 @@ describe('a team whose advertisers are none', () => {
 
   it("leaves a team with advertisers told the one it may not use, as before", async () => {
     const res = await gw.proxy.inject({ method: 'GET', url: '/api/v1/report/campaigns/get?advertiserId=103&dateFrom=2026-05-01&dateTo=2026-05-02', headers: { 'x-api-key': KEYS.growth } })
-    expect(res.json().message).toBe('team growth may not use advertiser 103')
+    expect(res.json().message).toBe("team growth may not use advertiser 103: a team's keys use only the advertisers its settings list; ask the gateway's operators to add it to team growth's advertisers")
   })
 })

@@ -335,7 +335,7 @@ describe('a team is its name', () => {
     expect(await stateWith(NEW)).toBe('done')
     const result = await gw.proxy.inject({ method: 'GET', url: `${job}/result`, headers: { 'x-api-key': NEW } })
     expect(result.statusCode).toBe(403)
-    expect(result.json<{ message: string }>().message).toBe('team growth may not use advertiser 101')
+    expect(result.json<{ message: string }>().message).toBe("team growth may not use advertiser 101: a team's keys use only the advertisers its settings list; ask the gateway's operators to add it to team growth's advertisers")
     dir.update(growth([plain(NEW)], '[101, 102]'))
     await waitFor('advertiser 101 given back', async () => (await status(gw, NEW)) === 200, testTimeLeft(), 25)
     expect((await gw.proxy.inject({ method: 'GET', url: `${job}/result`, headers: { 'x-api-key': NEW } })).statusCode).toBe(200)

@@ -197,7 +197,7 @@ describe('scopeRefusal', () => {
   })
 
   it('says why not in a read\'s words: an advertiser taken away, the team itself, or the credential it was asked through', () => {
-    expect(scopeRefusal(team(new Set([101])), 'growth', 'default', [101, 102])).toBe('team growth may not use advertiser 102')
+    expect(scopeRefusal(team(new Set([101])), 'growth', 'default', [101, 102])).toBe("team growth may not use advertiser 102: a team's keys use only the advertisers its settings list; ask the gateway's operators to add it to team growth's advertisers")
     expect(scopeRefusal(undefined, 'growth', 'default', [101])).toBe('team growth is no longer configured')
     expect(scopeRefusal(team(null), 'growth', 'partner', [101])).toBe('team growth reads through credential default now, not through partner')
   })
