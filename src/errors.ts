@@ -2,6 +2,11 @@ import createError from '@fastify/error'
 
 // What the proxy listener serves, named by its 404s for paths it does not serve.
 const PROXY_LISTENER_PATHS = 'this is the proxy listener (/api/v1/*, /openapi.json, /healthz, /readyz)'
+/**
+ * Where a team's key goes, in the admin listener's 401s: said to any token that is no admin
+ * token, and to any x-api-key, whatever it holds, so that it confirms no team key.
+ */
+export const TEAM_KEYS_ELSEWHERE = 'team API keys are for the proxy listener (/api/v1/*), not the admin listener'
 
 // Every error the gateway itself answers with (contract, "Errors"). Handlers throw
 // these; Fastify's serializer gives the contract's JSON shape. They are defined in this
@@ -58,7 +63,7 @@ export const allErrors = {
   UpstreamTimeoutError: createError('GW_UPSTREAM_TIMEOUT', 'the platform did not answer in time', 504),
   DeadlineError: createError<[string]>('GW_UPSTREAM_TIMEOUT', 'not sent to the platform: %s', 504),
   AdminUnavailableError: createError('GW_ADMIN_DISABLED', 'admin calls are disabled: no admin token is configured; set ADMIN_TOKEN, ADMIN_VIEWER_TOKEN (or their _FILE forms) or ADMIN_TOKENS_FILE', 503),
-  AdminUnauthorizedError: createError('GW_UNAUTHORIZED', 'missing or wrong admin token', 401),
+  AdminUnauthorizedError: createError('GW_UNAUTHORIZED', `missing or wrong admin token: it is none of this gateway's admin tokens; ${TEAM_KEYS_ELSEWHERE}`, 401),
   // An admin call whose headers present no admin token in the form the listener reads: what is wrong with their form.
   AdminTokenFormError: createError<[string]>('GW_UNAUTHORIZED', 'missing or wrong admin token: %s; send authorization: Bearer <admin token>', 401),
   AdminGuessesError: createError<[string, number]>('GW_RATE_LIMITED', 'too many admin tokens refused from %s: its calls without a right admin token are refused for %d s', 429),

@@ -24,6 +24,7 @@ beforeAll(async () => {
 })
 
 const KEY_FORMS = 'send the key as x-api-key: <key> or authorization: Bearer <key>'
+const TEAM_KEYS_ELSEWHERE = 'team API keys are for the proxy listener (/api/v1/*), not the admin listener'
 
 describe('a team key in a form the gateway does not read', () => {
   it.each([
@@ -64,7 +65,7 @@ describe('a team key in a form the gateway does not read', () => {
 describe('an admin token in a form the admin listener does not read', () => {
   it.each([
     ['no token', {}, 'none given'],
-    ['the token as a team key', { 'x-api-key': ADMIN_TOKEN }, 'x-api-key is not read by the admin listener'],
+    ['the token as a team key', { 'x-api-key': ADMIN_TOKEN }, `x-api-key is not read by the admin listener (${TEAM_KEYS_ELSEWHERE})`],
     ['the token alone in authorization', { authorization: ADMIN_TOKEN }, 'authorization: no scheme before the admin token'],
     ['the token under the Token scheme', { authorization: `Token ${ADMIN_TOKEN}` }, 'authorization: the Token scheme is not read, only Bearer'],
   ])('%s: 401 GW_UNAUTHORIZED saying what is wrong and what to send', async (_name, headers: Record<string, string>, problem) => {
@@ -75,9 +76,25 @@ describe('an admin token in a form the admin listener does not read', () => {
     expect(body.message).not.toContain(ADMIN_TOKEN)
   })
 
-  it('a wrong token after Bearer: the 401 says no more than that', async () => {
-    const res = await fetch(`${adminUrl}/admin/whoami`, { headers: { authorization: 'Bearer not-the-admin-token-0123456789' } })
+  // A team key sent to the admin listener (the console's token field given a team's key, a
+  // curl of an admin call with the key a user holds) is told that team keys are for the proxy
+  // listener, in the same words for a team's key and for any other token: a wrong token is
+  // told nothing of what it is, and the admin listener confirms no team key.
+  it.each([
+    ['a wrong token after Bearer', { authorization: 'Bearer not-the-admin-token-0123456789' }],
+    ["a team's key after Bearer", { authorization: `Bearer ${KEYS.all}` }],
+    ['an unknown key after Bearer', { authorization: 'Bearer rgw_not_a_key_of_any_team_000000000' }],
+  ])('%s: the 401 says team keys are for the proxy listener, the same words whatever the token', async (_name, headers: Record<string, string>) => {
+    const res = await fetch(`${adminUrl}/admin/whoami`, { headers })
     expect(res.status).toBe(401)
-    expect(await res.json()).toEqual({ statusCode: 401, code: 'GW_UNAUTHORIZED', error: 'Unauthorized', message: 'missing or wrong admin token' })
+    expect(await res.json()).toEqual({ statusCode: 401, code: 'GW_UNAUTHORIZED', error: 'Unauthorized', message: `missing or wrong admin token: it is none of this gateway's admin tokens; ${TEAM_KEYS_ELSEWHERE}` })
+  })
+
+  it.each([
+    ["a team's key", KEYS.all],
+    ['an unknown key', 'rgw_not_a_key_of_any_team_000000000'],
+  ])('%s in x-api-key: the 401 says team keys are for the proxy listener, the same words whatever the key', async (_name, key) => {
+    const res = await fetch(`${adminUrl}/admin/whoami`, { headers: { 'x-api-key': key } })
+    expect(await res.json()).toEqual({ statusCode: 401, code: 'GW_UNAUTHORIZED', error: 'Unauthorized', message: `missing or wrong admin token: x-api-key is not read by the admin listener (${TEAM_KEYS_ELSEWHERE}); send authorization: Bearer <admin token>` })
   })
 })

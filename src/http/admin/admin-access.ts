@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { GatewayContext } from '../context.js'
-import { AdminForbiddenError, AdminGuessesError, AdminTokenFormError, AdminUnauthorizedError, AdminUnavailableError, BadRequestError, NotFoundError } from '../../errors.js'
+import { AdminForbiddenError, AdminGuessesError, AdminTokenFormError, AdminUnauthorizedError, AdminUnavailableError, BadRequestError, NotFoundError, TEAM_KEYS_ELSEWHERE } from '../../errors.js'
 import { authorizationFormProblem } from '../../access/api-keys.js'
 import { FailureLog } from '../../observe/failure-log.js'
 import { hasBody } from '../../access/admission.js'
@@ -119,12 +119,13 @@ const BEARER = /^Bearer\s+(\S+)\s*$/i
 /**
  * Why a refused admin call's headers present no admin token in the form the listener reads
  * (none, a team's `x-api-key` form, a scheme other than Bearer); null for a Bearer of one
- * word, a wrong token, of which nothing more is said. No value is repeated.
+ * word, a wrong token, of which nothing more is said than that team keys go to the proxy
+ * listener (AdminUnauthorizedError), as to an `x-api-key`. No value is repeated.
  */
 function adminTokenFormProblem(request: FastifyRequest): string | null {
   const auth = request.headers.authorization ?? ''
   if (auth.trim() !== '') return authorizationFormProblem(auth, 'the admin token')
-  return request.headers['x-api-key'] === undefined ? 'none given' : 'x-api-key is not read by the admin listener'
+  return request.headers['x-api-key'] === undefined ? 'none given' : `x-api-key is not read by the admin listener (${TEAM_KEYS_ELSEWHERE})`
 }
 
 /** Who the request's admin token is, as the running admin tokens know it now; null: none of them. */
