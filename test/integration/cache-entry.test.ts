@@ -75,6 +75,8 @@ describe('GET /admin/cache/entry', () => {
     expect(none.json().message).toBe('no copy of the report this URL asks is cached, under any credential')
     const cases: [string, RegExp][] = [
       ['/api/v1/campaign/get', /^url: not a report read/],
+      // checkTarget's 404 of an escaped prefix (its words the proxy listener's) is the look-up's 400.
+      ['/%61pi/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-02-01&dateTo=2026-02-07', /^url: not a report read \(GET \/api\/v1\/report\/…\) the gateway serves$/],
       [`${REPORT_PATH}?advertiserId=101&dateFrom=2026-02-30&dateTo=2026-03-01`, /^url: dateFrom: not a calendar date$/],
       [`${REPORT_PATH}?dateFrom=2026-02-01&dateTo=2026-02-07`, /^url: advertiserId: required$/],
     ]
