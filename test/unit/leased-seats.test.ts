@@ -203,17 +203,19 @@ describe('replicas sharing the limit while one waits', () => {
     b.stop()
   })
 
-  it('a replica whose call ended while another waits gives its seat back at once, not MIN_RENEW_MS after its last answer, and the waiting one takes it', async () => {
-    const clock = new SimClock()
-    const store = new MemoryLeaseStore(clock)
-    const make = (run: string) => new LeasedSeats({ store, credential: 'c', replica: 'r', run, perReplica: null, unseen: 1, leaseMs: LEASE_MS, callsEndMs: 10_000, log: { warn: () => undefined }, onLost: () => undefined, clock })
-    const [a, b] = [make('r~a'), make('r~b')]
-    await Promise.all([a.start(), b.start()])
-    // Team x on a, team y on b, each of weight 1 on a limit of 4; each fills the seats it may.
+  /** Team x on replica a, team y on b, each of weight 1 on a limit of 4; `demand` fills the seats a replica may with a team's calls and has the rest wait. */
+  async function teamPerReplica() {
+    const { clock, store, all } = await replicas(['r~a', 'r~b'])
+    const [a, b] = all as [LeasedSeats, LeasedSeats]
     const demand = (lease: LeasedSeats, team: string, want: number) => {
       const inFlight = Math.min(want, lease.size(4))
       lease.demand({ limit: 4, inFlight, waiting: want - inFlight, teams: [{ team, weight: 1, held: inFlight, waiting: want - inFlight, cap: null, peak: want, lingering: false, seatMs: 0 }] })
     }
+    return { clock, store, a, b, demand }
+  }
+
+  it('a replica whose call ended while another waits gives its seat back at once, not MIN_RENEW_MS after its last answer, and the waiting one takes it', async () => {
+    const { clock, store, a, b, demand } = await teamPerReplica()
     const run = async (ms: number, aWants: number, bWants: number) => {
       for (let t = 0; t < ms; t += 1) {
         demand(a, 'x', aWants)
@@ -230,6 +232,27 @@ describe('replicas sharing the limit while one waits', () => {
     // Within the store's round trips (1 ms each), not a MIN_RENEW_MS (20 ms) later: the seat is b's.
     await run(6, 1, 4)
     expect([a.held, b.size(4)]).toEqual([1, 3])
+    a.stop()
+    b.stop()
+  })
+
+  // A replica that gave its whole lease back at need 0 (a dashboard between views) and whose next calls came within
+  // MIN_RENEW_MS of its last answer left them waiting beside free workers and free seats (seed 394 at 40.0 s).
+  it('a replica that holds no seat renews at once as a call comes where its last answer left seats free, not MIN_RENEW_MS after that answer', async () => {
+    const { clock, store, a, b, demand } = await teamPerReplica()
+    // Team x's one call on a; nothing on b, whose renewal on a tell has just answered: no seat, 2 free (a holds its call's and a seat of headroom).
+    for (let t = 0; t < 500; t += 1) {
+      demand(a, 'x', 1)
+      demand(b, 'y', 0)
+      await clock.run(clock.now() + 1)
+    }
+    void store.tell('r~b')
+    await clock.run(clock.now() + 3)
+    expect(b.held).toBe(0)
+    // Team y's call comes to b: within the store's round trip (1 ms), not MIN_RENEW_MS (20 ms) after b's last answer, it has a seat.
+    demand(b, 'y', 1)
+    await clock.run(clock.now() + 3)
+    expect(b.size(4)).toBeGreaterThanOrEqual(1)
     a.stop()
     b.stop()
   })

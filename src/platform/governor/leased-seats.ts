@@ -221,8 +221,11 @@ export class LeasedSeats {
     else if (plan !== null && ((this.#lease > 0 && this.#lease + plan.occupiedElsewhere > demand.limit) || demand.teams.some((t) => !plan.targets.has(t.team)))) this.#schedule(0)
     else if (need > this.#lease) {
       this.#unusedSince = null
-      // None free (or none that is not another replica's due): wait to be told, or for the bounded retry.
-      this.#schedule(this.#spare() <= 0 ? STARVED_RETRY_MS - (now - this.#starvedAt) : 0)
+      // None free (or none that is not another replica's due): wait to be told, or for the bounded retry. Holding no seat
+      // and none in flight where seats are free it may take, not MIN_RENEW_MS after its last answer: its call has no seat to
+      // start in (a lease given back whole at need 0 left the calls that came within MIN_RENEW_MS waiting: seed 394 at 40.0 s).
+      const spare = this.#spare()
+      this.#schedule(spare <= 0 ? STARVED_RETRY_MS - (now - this.#starvedAt) : 0, spare > 0 && this.#lease === 0 && demand.inFlight === 0)
     } else if (this.#lease > fitting(need, demand.limit)) {
       this.#unusedSince ??= now
       this.#schedule(TRIM_AFTER_MS - (now - this.#unusedSince))
