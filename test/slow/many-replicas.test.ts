@@ -37,16 +37,14 @@ describe('the scale bench\'s platform on many replicas of two callers each', () 
     expect([...(await misses(25, 1)), ...(await misses(25, 2))]).toEqual([])
   }, 120_000)
 
-  // A known miss: from about 44 replicas of two callers (not on 50 of three), the knee grows
-  // past 24 on room shown (calls past the knee all slow alike, so every guess of W fits), the
-  // seats past it doubling from the count a queue or a fall last reset, to 35 to 64 with
-  // 429s past 48: the levels above K that fell were measured seconds before and their fall,
-  // faded over RECENT, is no longer sure; room is acted on at a limit whose own level is not
-  // yet measured, so the peak rule reads it only after the next doubling; and a learner
-  // taking over, every few seconds there, has no level below its limit to read a fall
-  // against and takes the start's doubling as seats past K (docs/decisions/governor-model.md,
-  // "Fifty replicas in one process" and "Fifty replicas traced").
-  it.fails('on 50 replicas: the limit learns the knee (a known miss)', async () => {
+  // Held since a replica that holds no seat renews at once as a call comes where seats are
+  // free (seeds 1 and 2: the limit 20 to 29 and 23 to 27 from p10 to p90, 8,709 and 9,280
+  // calls sent from 10 s); renewing MIN_RENEW after its last answer, it was 6 to 44 and 6 to
+  // 38 (median 21 and 14, 5,090 and 5,480 calls), how is not traced. The miss before, from
+  // about 44 replicas of two callers, was the knee grown past 24 on room shown, with 429s past
+  // 48 (docs/decisions/governor-model.md, "Fifty replicas in one process", "Fifty replicas
+  // traced", and session 145's "A replica holding no seat renews at once where seats are free, kept").
+  it('on 50 replicas: the limit learns the knee', async () => {
     expect([...(await misses(50, 1)), ...(await misses(50, 2))]).toEqual([])
   }, 120_000)
 })
