@@ -81,9 +81,8 @@ function bad(message: string): never {
 // (totals for `bydate=1`, not rows by date), with no word of why.
 const REPORT_FIELDS = new Map(['dateFrom', 'dateTo', 'byDate', 'byCampaign'].map((name) => [spellingKey(name), name]))
 
-/** 400 for a query parameter or body key whose variable spells a report field otherwise than the platform reads it. */
-function refuseRespelledField(key: string): void {
-  const variable = phpVariable(key)
+/** 400 for a query parameter or body key whose variable (`phpVariable(key)`) spells a report field otherwise than the platform reads it. */
+function refuseRespelledField(key: string, variable = phpVariable(key)): void {
   const reads = REPORT_FIELDS.get(spellingKey(variable))
   if (reads !== undefined && variable !== reads) bad(`${shownValue(key)}: the platform reads ${reads}; send it so`)
 }
@@ -197,9 +196,9 @@ function splitQuery(
   const named = new Map<string, string>()
   const rest: Pair[] = []
   for (const [key, value] of new URLSearchParams(rawQuery)) {
-    refuseRespelledField(key)
     // A known name spelled otherwise to PHP can only be its list (`name[]`, `name[x]`).
     const variable = phpVariable(key)
+    refuseRespelledField(key, variable)
     if (variable !== key && names.includes(variable)) bad(`${variable}: one value, not a list (${shownValue(key)})`)
     if (!names.includes(key)) rest.push([phpName(key), value])
     else if (named.has(key)) bad(`${key}: given more than once`)
