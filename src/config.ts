@@ -12,6 +12,7 @@ import { settingsInForce } from './config/provenance.js'
 import { jobResultsInMemory, memoryFitWarning } from './config/memory-fit.js'
 import { jobsKeepWarning } from './config/jobs-keep.js'
 import { creativeSetsPassWarning } from './config/risky-settings.js'
+import { shortLoginSecretWarnings } from './config/login-secrets.js'
 import { misspelledVariables } from './config/env-names.js'
 import { bareDurationWarnings } from './config/bare-durations.js'
 import { timerDurationProblems } from './config/timer-durations.js'
@@ -137,6 +138,7 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
   const settings = settingsInForce({ raw, file, envSources, env, credentials: config.credentials })
   const creativeSets = creativeSetsPassWarning(config.ownership.creativeSets.check, config.teams)
   if (creativeSets !== null) warnings.push(creativeSets)
+  warnings.push(...shortLoginSecretWarnings(Object.values(config.credentials)))
   const jobsKeep = jobsKeepWarning({ ms: config.jobs.keepMs, written: String((raw as RawConfig).jobs.keep) }, { ms: config.webhooks.retryForMs, written: String((raw as RawConfig).jobs.webhookRetryFor) })
   if (jobsKeep !== null) warnings.push(jobsKeep)
   const redis = Boolean(config.redis.url || config.redis.sentinels || config.redis.cluster)

@@ -27,7 +27,7 @@ export interface ObserveParts {
 export function observeParts(config: Config, o: { clock: Clock; logger?: Logger; logStream?: DestinationStream }): ObserveParts {
   const secrets = new SecretSet()
   for (const s of config.secrets) secrets.add(s)
-  for (const s of config.teamSecrets) secrets.addScrubbed(s)
+  for (const s of config.scrubbedSecrets) secrets.addScrubbed(s)
   const audit = new AuditTrail()
   const log = o.logger ?? pino(loggerOptions(config.logLevel, secrets), audit.tee(o.logStream))
   const metrics = createMetrics()

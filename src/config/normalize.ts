@@ -10,6 +10,7 @@ import { normalizeTeams } from './teams.js'
 import { adminTokens } from './admin-tokens.js'
 import { hostAsWritten, hostsOf, WEBHOOK_HOST_FORM, webhookHostsAdvice, webhookRefusal } from './webhook-hosts.js'
 import { webhookSecretSpellings } from './webhook-secret.js'
+import { searchedLoginSecret } from './login-secrets.js'
 import { accountRouteProblems } from './account-routes.js'
 import { listenHostFault } from './listener-addresses.js'
 import { DEFAULTS_VALUE } from './defaults.generated.js'
@@ -156,12 +157,14 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
 
   problems.push(...accountRouteProblems(raw.ownership.accountRoutes))
 
+  const loginSecrets = Object.values(credentials).flatMap((c) => (c.login ? [c.login.password, c.login.clientSecret] : [])).filter((s) => s.length > 0)
   const secrets = [raw.admin.token, raw.admin.viewerToken, raw.gatewaySecret, raw.gatewaySecretFallback, raw.redis.sentinelPassword, redisUrlPassword(raw.redis.url)]
-    .concat(Object.values(credentials).flatMap((c) => [c.token, c.login?.password, c.login?.clientSecret]))
+    .concat(Object.values(credentials).map((c) => c.token), loginSecrets.filter(searchedLoginSecret))
     .filter((s): s is string => typeof s === 'string' && s.length > 0)
-  // The teams' webhook secrets: scrubbed from what the gateway writes, but no secret of the
-  // gateway's (SecretSet.addScrubbed): each is its team's own, and may spell anything.
-  const teamSecrets = teams.flatMap((t) => (t.webhook ? webhookSecretSpellings(t.webhook.secret) : []))
+  // Scrubbed from what the gateway writes, but not searched for in requests (SecretSet.addScrubbed):
+  // the teams' webhook secrets, each its team's own, which may spell anything; and a login's
+  // password or client secret too short to search for, a word a team may write by chance (login-secrets.ts).
+  const scrubbedSecrets = teams.flatMap((t) => (t.webhook ? webhookSecretSpellings(t.webhook.secret) : [])).concat(loginSecrets.filter((s) => !searchedLoginSecret(s)))
 
   return {
     host: raw.host,
@@ -285,7 +288,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
     // OpenTelemetry traces (OTEL_* variables), null when off; its exporter's headers are secrets too.
     tracing,
     secrets: tracing ? [...secrets, ...exporterSecrets(tracing.headers)] : secrets,
-    teamSecrets,
+    scrubbedSecrets,
   }
 }
 

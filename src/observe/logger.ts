@@ -25,7 +25,7 @@ export const REDACT_PATHS = [
   'config.admin.viewerToken',
   'config.gatewaySecret',
   'config.secrets',
-  'config.teamSecrets',
+  'config.scrubbedSecrets',
   'config.settings[*].value',
   'config.credentials.*.token',
   'config.credentials.*.login.password',

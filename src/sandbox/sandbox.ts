@@ -96,7 +96,7 @@ function createState(opts: SandboxOptions): SandboxState {
   return {
     seed,
     accounts: new Map(SANDBOX_ACCOUNTS.map((account) => [account.id, account])),
-    credentials: DEMO_CREDENTIALS,
+    credentials: { ...DEMO_CREDENTIALS, password: opts.password ?? DEMO_CREDENTIALS.password },
     grantType: opts.grantType ?? DEFAULT_GRANT_TYPE,
     tokenTtlSeconds,
     localized: opts.localized ?? false,

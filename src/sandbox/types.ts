@@ -24,6 +24,8 @@ export interface SandboxOptions {
   throttleClock?: () => number
   /** The grant_type the token request must carry. */
   grantType?: string
+  /** The password the login takes (default the demo's): a person's short one, as a platform may have. */
+  password?: string
   /**
    * Report answers in the caller's language, as a localized Laravel app writes them: the
    * position labels in German when `accept-language` prefers it, with `Content-Language`

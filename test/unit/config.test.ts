@@ -1058,7 +1058,7 @@ jobs:
     const config = load(env, yaml('https://hooks.example.org/jobs', ['hooks.example.org']))
     expect(config.teams[0]?.webhook).toEqual({ url: 'https://hooks.example.org/jobs', secret: SECRET })
     expect(config.webhooks).toMatchObject({ hosts: ['hooks.example.org'], timeoutMs: 10_000, retryForMs: 3_600_000, platformHosts: ['platform.example.com'] })
-    expect(config.teamSecrets).toContain(SECRET)
+    expect(config.scrubbedSecrets).toContain(SECRET)
     expect(config.secrets).not.toContain(SECRET)
     expect(JSON.stringify(config.settings)).not.toContain(SECRET)
   })
