@@ -3,6 +3,7 @@ import { KEYS, TEAMS_YAML, listen, sandboxLoginEnv, testConfig } from '../helper
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { fillRedisUp, redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
+import { decoyOf } from '../helpers/suspensions.js'
 import type { TestGateway } from '../helpers/build-gateway.js'
 
 // A team with a key is told whether its request holds a secret of the gateway's (its 400),
@@ -15,15 +16,6 @@ import type { TestGateway } from '../helpers/build-gateway.js'
 const redisCheck = redisAvailability()
 if (redisCheck.notice) console.warn(redisCheck.notice)
 const ADMIN_TOKEN = 'strike-admin-token-0123456789abcdef'
-
-/** A text of the same length as `secret` that is none of the gateway's secrets (its `n`th decoy). */
-function decoyOf(secret: string, n: number): string {
-  const at = n % secret.length
-  const alphabet = 'qwertyuiopzxcvbnm'
-  const c = alphabet[(Math.floor(n / secret.length) + 1) % alphabet.length] as string
-  const swapped = secret[at] === c ? (alphabet[(alphabet.indexOf(c) + 1) % alphabet.length] as string) : c
-  return secret.slice(0, at) + swapped + secret.slice(at + 1)
-}
 
 const asking = (candidates: readonly string[]) => `/api/v1/campaign/list?userId=101&${candidates.map((c) => `q=${encodeURIComponent(c)}`).join('&')}`
 

@@ -3,6 +3,7 @@ import { KEYS, sandboxLoginEnv, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { newCampaign, SANDBOX_TEAMS_YAML } from '../helpers/sandbox-gateway.js'
+import { decoyOf } from '../helpers/suspensions.js'
 import type { TestGateway } from '../helpers/build-gateway.js'
 
 // The platform login's password is a person's, chosen on the platform's side: one such as
@@ -18,18 +19,9 @@ if (redisCheck.notice) console.warn(redisCheck.notice)
 const ADMIN_TOKEN = 'short-password-admin-token-0123456789'
 const PASSWORD = 'Summer2026'
 
-/** A text of the password's length that is not the password (its `n`th decoy): the password with one character changed. */
-function decoyOf(secret: string, n: number): string {
-  const at = n % secret.length
-  const alphabet = 'qwertyuiopzxcvbnm'
-  const c = alphabet[(Math.floor(n / secret.length) + 1) % alphabet.length] as string
-  const swapped = secret[at] === c ? (alphabet[(alphabet.indexOf(c) + 1) % alphabet.length] as string) : c
-  return secret.slice(0, at) + swapped + secret.slice(at + 1)
-}
-
 const asking = (candidates: readonly string[]) => `/api/v1/campaign/list?userId=101&${candidates.map((c) => `q=${encodeURIComponent(c)}`).join('&')}`
 
-/** What a caller can read of an answer: its status and body, the request's own id taken out. */
+/** What a caller can read of an answer but its headers: its status and body. */
 async function answer(gw: TestGateway, url: string, key = KEYS.all) {
   const res = await gw.proxy.inject({ method: 'GET', url, headers: { 'x-api-key': key } })
   return { status: res.statusCode, body: res.body }

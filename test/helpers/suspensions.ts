@@ -14,3 +14,12 @@ export function eachSecretAlone(gateway: () => Gateway): void {
     vi.restoreAllMocks()
   })
 }
+
+/** A text of the same length as `secret` that is none of the gateway's secrets (its `n`th decoy): `secret` with one character changed. */
+export function decoyOf(secret: string, n: number): string {
+  const at = n % secret.length
+  const alphabet = 'qwertyuiopzxcvbnm'
+  const c = alphabet[(Math.floor(n / secret.length) + 1) % alphabet.length] as string
+  const swapped = secret[at] === c ? (alphabet[(alphabet.indexOf(c) + 1) % alphabet.length] as string) : c
+  return secret.slice(0, at) + swapped + secret.slice(at + 1)
+}
