@@ -146,8 +146,9 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     instanceId: replicaId,
     now: clock.now,
     warn: (message) => failures.warn('OTEL_EXPORT', { log, msg: 'OpenTelemetry: spans could not be exported', fields: { reason: message } }),
-    // Admission's search, of the admin tokens too: started once they are known.
-    holdsSecret: (text) => holdsGatewaySecret({ secrets, adminAuth }, text),
+    // Admission's search, of the admin tokens too (started once they are known), and what
+    // the log scrubs that requests are not searched for: a span is read where the log is.
+    holdsSecret: (text) => holdsGatewaySecret({ secrets, adminAuth }, text) || secrets.holdsScrubbed(text),
   })
   const platform = platformParts(config, { dispatcher: deps.dispatcher, log, auditLog, secrets, metrics, clock, ...(redisClock ? { sharedNow: redisClock.now } : {}), redis, breaker, bus, seal, teams, usage, history, replica: replicaId })
   const { dispatcher, tokens, governors, client, answers, failing: platformFailing } = platform

@@ -138,6 +138,7 @@ export function platformParts(
     maxPauseMs: config.platform.maxPauseMs,
     failing,
     maxDecodedBytes: config.platform.bufferTotalBytes,
+    holdsScrubbed: (text) => o.secrets.holdsScrubbed(text),
   })
   // A credential pause is tested with the probe call and the token in use.
   governors.probeWith(async (credential) => {

@@ -121,6 +121,17 @@ export class SecretSet {
     return this.#digestHeld(text)
   }
 
+  /**
+   * Whether `text` holds, as written, a value the log scrubs (`add`, `addScrubbed`): one not
+   * searched for in requests too (a team's webhook secret, a short login password). What only
+   * operators read (a span) cleans such a text whole, as a line writes it `[REDACTED]`.
+   */
+  holdsScrubbed(text: string): boolean {
+    if (this.#values.size === 0) return false
+    this.#pattern ??= alternation(this.#values)
+    return text.search(this.#pattern) !== -1
+  }
+
   /** `line` with every configured secret and anything shaped like a team key (api-keys.ts) written `[REDACTED]`. */
   scrub(written: string): string {
     const line = withoutKeys(written)

@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { readFileSync } from 'node:fs'
 import { request } from 'node:http'
-import { KEYS, listen, TEAMS_YAML, TEST_GATEWAY_SECRET, testConfig } from '../helpers/build-gateway.js'
+import { KEYS, listen, sandboxLoginEnv, TEAMS_YAML, TEST_GATEWAY_SECRET, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox, useSandboxGateway } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js'
@@ -487,3 +487,30 @@ describe('tracing off (no OTLP endpoint)', () => {
     expect(env.gw.logs.records().filter((r) => r.msg === 'request').every((r) => !('traceId' in r))).toBe(true)
   })
 })
+
+describe('a login password shorter than 20 characters, which requests are not searched for', () => {
+  const short = useSandbox({ password: 'Summer2026' })
+  const gateways = useGateways()
+
+  it('reaches no span: a request holding it is sent on, and its target is [REDACTED] whole in its span as in its log line', async () => {
+    const receiver = await startOtlpReceiver()
+    try {
+      const config = testConfig({ PLATFORM_BASE_URL: short.url, ...sandboxLoginEnv(short), OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }, TEAMS_YAML)
+      const gw = await listen(await gateways.build(config))
+      const res = await fetch(`${gw.url}/api/v1/campaign/Summer2026promo/get`, { headers: { 'x-api-key': KEYS.all, 'x-request-id': 'short-password-1' } })
+      // Sent on, not refused: the sandbox's answer to a campaign id it does not know.
+      expect(res.status).not.toBe(400)
+      expect(short.requests.some((r) => r.path === '/api/v1/campaign/Summer2026promo/get')).toBe(true)
+      // Closing sends every span still held.
+      await gw.close()
+      const server = receiver.spans().find((s) => s.kind === SERVER && s.attributes['gateway.request_id'] === 'short-password-1')
+      expect(server?.attributes['url.path']).toBe('[REDACTED]')
+      const exported = receiver.exports.map((e) => e.body.toString('utf8')).join('\n')
+      expect(exported).not.toContain('Summer2026')
+      expect(gw.logs.text()).not.toContain('Summer2026')
+    } finally {
+      await receiver.close()
+    }
+  })
+})
+

@@ -193,6 +193,19 @@ describe('SecretSet: a value scrubbed alone, then a secret of the gateway\'s', (
     expect(secrets.holds(`q=${value}`)).toBe(true)
     expect(secrets.scrub(`q=${value}`)).not.toContain(value)
   })
+
+  it('says a text holds a value the log scrubs, searched for or not (holdsScrubbed), as scrub finds it', () => {
+    const secrets = new SecretSet()
+    expect(secrets.holdsScrubbed('Summer2026 promo')).toBe(false)
+    secrets.addScrubbed('Summer2026')
+    secrets.add('admin-token-0123456789abcdef')
+    expect(secrets.holdsScrubbed('/api/v1/campaign/Summer2026promo/get')).toBe(true)
+    expect(secrets.holdsScrubbed('q=admin-token-0123456789abcdef')).toBe(true)
+    // Asked again: the pattern's place is not kept between texts.
+    expect(secrets.holdsScrubbed('/api/v1/campaign/Summer2026promo/get')).toBe(true)
+    expect(secrets.holdsScrubbed('Summer2027 promo')).toBe(false)
+    expect(secrets.holds('Summer2026 promo')).toBe(false)
+  })
 })
 
 describe('AdminAuth.heldIn: a token known by its digest alone', () => {

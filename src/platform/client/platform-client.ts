@@ -123,6 +123,7 @@ export class PlatformClient {
   readonly #maxPauseMs: number
   readonly #failing: PlatformFailing | null
   readonly #maxDecodedBytes: number
+  readonly #holdsScrubbed: (text: string) => boolean
   readonly #shutdown = new ShutdownWatch()
 
   constructor(opts: {
@@ -146,6 +147,8 @@ export class PlatformClient {
     failing?: PlatformFailing
     /** platform.bufferTotalBytes: the most a coded answer decodes to (token-echo.ts, EncodedScan). */
     maxDecodedBytes: number
+    /** Whether a text holds a value the log scrubs (SecretSet.holdsScrubbed): a call's span then carries its path `[REDACTED]` whole. Default none. */
+    holdsScrubbed?: (text: string) => boolean
   }) {
     this.#dispatcher = opts.dispatcher
     this.#timeoutMs = opts.timeoutMs
@@ -160,6 +163,7 @@ export class PlatformClient {
     this.#maxPauseMs = opts.maxPauseMs
     this.#failing = opts.failing ?? null
     this.#maxDecodedBytes = opts.maxDecodedBytes
+    this.#holdsScrubbed = opts.holdsScrubbed ?? (() => false)
   }
 
   /** The platform has paused the credential or the route of `url` (a 429): a cached copy is better than a wait. */
@@ -361,7 +365,7 @@ export class PlatformClient {
       const upstream = new AbortController()
       const release = this.#shutdown.watch((reason) => upstream.abort(reason))
       // With tracing on, the platform is sent the gateway's own traceparent (the span of this try), never a caller's.
-      const response = tracedCall(call.trace, () => platformCallSpan(baseUrl, call, retries), (tracing) =>
+      const response = tracedCall(call.trace, () => platformCallSpan(baseUrl, call, retries, this.#holdsScrubbed), (tracing) =>
         request(`${baseUrl}${call.url}`, {
           method: call.method as Dispatcher.HttpMethod,
           dispatcher: this.#dispatcher,
@@ -503,13 +507,15 @@ function withLoginFault(provider: TokenProvider, err: GatewayError, now: number)
 /**
  * The span of a try at the platform, by the HTTP semantic conventions: its method, the
  * route template (numeric segments as `{id}`) and the platform's address, never the query
- * nor a header (the token is in one). The path is the caller's text: anything shaped like
- * a team key in it is `[REDACTED]`, as in the request's own span, and it is cut at
- * ATTRIBUTE_VALUE_LIMIT, the name too.
+ * nor a header (the token is in one). The path is the caller's text: `[REDACTED]` whole
+ * where it holds a value the log scrubs (`holdsScrubbed`: a short login password a team
+ * wrote), as in the request's own span; else anything shaped like a team key in it is
+ * `[REDACTED]`, and it is cut at ATTRIBUTE_VALUE_LIMIT, the name too.
  */
-function platformCallSpan(baseUrl: string, call: PlatformCall, retries: number): { name: string; attributes: Record<string, string | number> } {
+function platformCallSpan(baseUrl: string, call: PlatformCall, retries: number, holdsScrubbed: (text: string) => boolean): { name: string; attributes: Record<string, string | number> } {
   const url = new URL(baseUrl)
-  const path = spanText(call.url.split('?', 1)[0] as string)
+  const given = call.url.split('?', 1)[0] as string
+  const path = holdsScrubbed(given) ? '[REDACTED]' : spanText(given)
   const template = spanText(routeTemplate(path))
   const attributes: Record<string, string | number> = {
     'http.request.method': call.method,
