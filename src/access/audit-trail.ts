@@ -1,5 +1,6 @@
 import { pino, type DestinationStream, type Logger } from 'pino'
 import { holdsKeyRun } from '../observe/key-runs.js'
+import { SecretSet, loggerOptions } from '../observe/logger.js'
 
 /** How many audit lines of each kind (teams' writes; refused admin calls; every other) a replica keeps for the console. */
 export const AUDIT_LINES = 50
@@ -26,8 +27,10 @@ export function auditLog(log: Logger): Logger {
 /**
  * The last audit lines (`"kind":"audit"`) this replica logged, newest first, for the
  * operations console. It reads the serialized log lines, so what it keeps went through
- * the logger's redaction like every line. Teams' writes (`"action":"write"`, one per
- * audited call of a team) and refused admin calls (`"action":"admin-auth"`: a viewer's
+ * the logger's redaction like every line; but a team's write, whose line holds the team's
+ * text, it keeps as its own log writes it (keepWrite): scrubbed of every value the log
+ * scrubs but a word a team may write (SecretSet.scrubShown). Teams' writes
+ * (`"action":"write"`, one per audited call of a team) and refused admin calls (`"action":"admin-auth"`: a viewer's
  * change, a missing or wrong token, an address locked out; `"action":"admin-host"`: a
  * Host the listener does not answer to, which any web page an operator opens can send) are each kept apart from every
  * other line (the operators' admin calls, reloads, token changes): each has its last
@@ -40,9 +43,15 @@ export class AuditTrail {
   readonly #others: Kept[] = []
   readonly #size: number
   #taken = 0
+  // The teams' writes as the trail keeps them: a log of its own, at info whatever LOG_LEVEL
+  // is, whose lines are scrubbed as a copy a caller reads is (its own scrub and its own cut of
+  // a long path: the log's, of a login's short password, would show a viewer `[REDACTED]`
+  // where a write held it and the text as sent where it held another guess).
+  readonly #writesLog: Logger
 
-  constructor(size = AUDIT_LINES) {
+  constructor(size = AUDIT_LINES, secrets = new SecretSet()) {
     this.#size = size
+    this.#writesLog = auditLog(pino(loggerOptions('info', secrets, (text) => secrets.scrubShown(text)), { write: (line: string) => this.#keep(line, true) }))
   }
 
   /**
@@ -101,12 +110,23 @@ export class AuditTrail {
     } as DestinationStream
   }
 
-  /**
-   * Keeps `line` when its own `kind` is `audit`. The text `"kind":"audit"` alone does not
-   * make one: a team's object in a line (the accounts of a request line, as the caller
-   * wrote them) can hold it, and the team's line would then take an operator's place.
-   */
+  /** Keeps the line of a team's write (`"action":"write"`, auditWrite) as the trail's own log writes it, its log's line written apart. */
+  keepWrite(fields: Record<string, unknown>, msg: string): void {
+    this.#writesLog.info({ ...fields, action: 'write' }, msg)
+  }
+
+  /** Keeps a line of the log when it is an audit line of any action but a team's write (kept by keepWrite). */
   take(line: string): void {
+    this.#keep(line, false)
+  }
+
+  /**
+   * Keeps `line` when its own `kind` is `audit`, a team's write's from the trail's own log
+   * (`write`) and every other from the log. The text `"kind":"audit"` alone does not make
+   * one: a team's object in a line (the accounts of a request line, as the caller wrote them)
+   * can hold it, and the team's line would then take an operator's place.
+   */
+  #keep(line: string, write: boolean): void {
     if (!line.includes('"kind":"audit"')) return
     let parsed: unknown
     try {
@@ -116,13 +136,14 @@ export class AuditTrail {
     }
     if (typeof parsed !== 'object' || parsed === null || (parsed as { kind?: unknown }).kind !== 'audit') return
     const kept = parsed as Record<string, unknown>
+    if ((kept.action === 'write') !== write) return
     const refused = REFUSALS.has(kept.action as string)
     // A refused call's path and Host are a guesser's text, written [REDACTED] where they held
     // a secret of the gateway's: kept, a viewer would read whether each did. Its route says
     // which call it was; the log's line keeps them for the operators.
     if (refused) for (const field of GUESSER_TEXTS) delete kept[field]
     // A write's request id is its caller's x-request-id where it sent one: written through the
-    // log's scrub of each team's webhook secret by value, it would show a viewer `[REDACTED]`
+    // scrub of each team's webhook secret by value (scrubShown keeps it), it would show a viewer `[REDACTED]`
     // for a team's secret and a guess as sent. One that may hold a secret (key-runs.ts), or
     // holds a redaction, is kept `[REDACTED]` whole, whatever it is; the log's line keeps it.
     if (typeof kept.reqId === 'string' && holdsKeyRun(kept.reqId)) kept.reqId = '[REDACTED]'

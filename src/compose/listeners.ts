@@ -114,7 +114,7 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   const health = { tokens, redis, breaker, lifecycle, reloader: parts.reloader, platformFailing: parts.platformFailing, clock }
   await proxy.register(healthRoutes, { ...health, detail: false })
   await proxy.register(apiRoutes, { config, reports, jobs, clock, tracing, usage, answers, metrics, admission, client, decisions, failures, facts })
-  answerHooks(proxy, { tracing, auditLog, admission, observe })
+  answerHooks(proxy, { tracing, auditLog, audit: parts.audit, admission, observe })
 
   // A call of the proxy listener sent here (ADMIN_PORT given for PORT) is told where it goes:
   // the port the proxy listener is bound to (PORT=0 has it choose one), else the setting's.

@@ -6,7 +6,7 @@ import { createMetrics, type Metrics } from '../observe/metrics.js'
 import { buildInfo, type BuildInfo } from '../observe/build-info.js'
 import { FailureLog } from '../observe/failure-log.js'
 import { History } from '../observe/history.js'
-import { AuditTrail, auditLog } from '../access/audit-trail.js'
+import { AUDIT_LINES, AuditTrail, auditLog } from '../access/audit-trail.js'
 
 /** What the gateway says of itself: its log, its metrics, its failures and its last hour. */
 export interface ObserveParts {
@@ -28,7 +28,8 @@ export function observeParts(config: Config, o: { clock: Clock; logger?: Logger;
   const secrets = new SecretSet()
   for (const s of config.secrets) secrets.add(s)
   for (const s of config.scrubbedSecrets) secrets.addScrubbed(s)
-  const audit = new AuditTrail()
+  for (const s of config.shortLoginSecrets) secrets.addLogOnly(s)
+  const audit = new AuditTrail(AUDIT_LINES, secrets)
   const log = o.logger ?? pino(loggerOptions(config.logLevel, secrets), audit.tee(o.logStream))
   const metrics = createMetrics()
   const build = { ...buildInfo(), startedAt: o.clock.now() }

@@ -162,9 +162,12 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
     .concat(Object.values(credentials).map((c) => c.token), loginSecrets.filter(searchedLoginSecret))
     .filter((s): s is string => typeof s === 'string' && s.length > 0)
   // Scrubbed from what the gateway writes, but not searched for in requests (SecretSet.addScrubbed):
-  // the teams' webhook secrets, each its team's own, which may spell anything; and a login's
-  // password or client secret too short to search for, a word a team may write by chance (login-secrets.ts).
-  const scrubbedSecrets = teams.flatMap((t) => (t.webhook ? webhookSecretSpellings(t.webhook.secret) : [])).concat(loginSecrets.filter((s) => !searchedLoginSecret(s)))
+  // the teams' webhook secrets, each its team's own, which may spell anything.
+  const scrubbedSecrets = teams.flatMap((t) => (t.webhook ? webhookSecretSpellings(t.webhook.secret) : []))
+  // A login's password or client secret too short to search for, a word a team may write by
+  // chance (login-secrets.ts): scrubbed from the log alone (SecretSet.addLogOnly), so that no
+  // copy of a team's text a caller reads depends on it.
+  const shortLoginSecrets = loginSecrets.filter((s) => !searchedLoginSecret(s))
 
   return {
     host: raw.host,
@@ -289,6 +292,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
     tracing,
     secrets: tracing ? [...secrets, ...exporterSecrets(tracing.headers)] : secrets,
     scrubbedSecrets,
+    shortLoginSecrets,
   }
 }
 

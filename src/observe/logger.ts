@@ -26,6 +26,7 @@ export const REDACT_PATHS = [
   'config.gatewaySecret',
   'config.secrets',
   'config.scrubbedSecrets',
+  'config.shortLoginSecrets',
   'config.settings[*].value',
   'config.credentials.*.token',
   'config.credentials.*.login.password',
@@ -50,13 +51,14 @@ export const REDACT_PATHS = [
 export const SHORTEST_REDACTED = 6
 
 export class SecretSet {
-  #values = new Set<string>()
+  // The spellings of every value the log scrubs (`add`, `addScrubbed`, `addLogOnly`).
+  readonly #logged = new Spellings()
+  // Those a copy a caller of the gateway reads scrubs too (`add`, `addScrubbed`): every one but a word a team may write.
+  readonly #shown = new Spellings()
   // The spellings of the gateway's own secrets alone (`add`), which an answer scrubs by value.
-  readonly #ownValues = new Set<string>()
+  readonly #own = new Spellings()
   // The gateway's own secrets, which `holds` finds (a value scrubbed alone is not one).
   readonly #secrets = new Set<string>()
-  #pattern: RegExp | null = null
-  #ownPattern: RegExp | null = null
   readonly #search = new SecretSearch()
   // Secrets known by their digests alone (the named tokens of ADMIN_TOKENS_FILE), once the composition gives their search.
   #digestHeld: (text: string) => boolean = () => false
@@ -70,12 +72,8 @@ export class SecretSet {
     if (!value || value.length < SHORTEST_REDACTED || this.#secrets.has(value)) return
     this.#secrets.add(value)
     // Each of its spellings the gateway's own text may hold: escaped in a JSON string, as every line writes it, percent-encoded…
-    for (const form of escapedForms(value)) {
-      this.#values.add(form)
-      this.#ownValues.add(form)
-    }
-    this.#pattern = null
-    this.#ownPattern = null
+    const forms = escapedForms(value)
+    for (const spellings of [this.#logged, this.#shown, this.#own]) spellings.add(forms)
     // As the platform would read it: as it is, or in a JSON body as the gateway writes one
     // (JSON.stringify); and its UTF-8 bytes read a character a byte, as a body passed on as
     // it comes is searched (the same text for an ASCII secret).
@@ -93,9 +91,22 @@ export class SecretSet {
    * and that team suspended.
    */
   addScrubbed(value: string | null | undefined): void {
-    if (!value || value.length < SHORTEST_REDACTED || this.#values.has(value)) return
-    for (const form of escapedForms(value)) this.#values.add(form)
-    this.#pattern = null
+    if (!value || value.length < SHORTEST_REDACTED || this.#shown.has(value)) return
+    const forms = escapedForms(value)
+    this.#logged.add(forms)
+    this.#shown.add(forms)
+  }
+
+  /**
+   * A value the log alone scrubs: no secret of the gateway's (`holds` does not find it), nor
+   * scrubbed from a copy a caller reads (`scrubShown`). A login's password or client secret
+   * too short to search for is a word a team may write (config/login-secrets.ts): a copy of
+   * a team's text that a viewer reads, `[REDACTED]` where it held the word and as sent where
+   * it held another, would answer a guess at it.
+   */
+  addLogOnly(value: string | null | undefined): void {
+    if (!value || value.length < SHORTEST_REDACTED || this.#logged.has(value)) return
+    this.#logged.add(escapedForms(value))
   }
 
   /**
@@ -122,22 +133,27 @@ export class SecretSet {
   }
 
   /**
-   * Whether `text` holds, as written, a value the log scrubs (`add`, `addScrubbed`): one not
-   * searched for in requests too (a team's webhook secret, a short login password). What only
-   * operators read (a span) cleans such a text whole, as a line writes it `[REDACTED]`.
+   * Whether `text` holds, as written, a value the log scrubs (`add`, `addScrubbed`,
+   * `addLogOnly`): one not searched for in requests too (a team's webhook secret, a short
+   * login password). What only operators read (a span) cleans such a text whole, as a line
+   * writes it `[REDACTED]`.
    */
   holdsScrubbed(text: string): boolean {
-    if (this.#values.size === 0) return false
-    this.#pattern ??= alternation(this.#values)
-    return text.search(this.#pattern) !== -1
+    return this.#logged.in(text)
   }
 
-  /** `line` with every configured secret and anything shaped like a team key (api-keys.ts) written `[REDACTED]`. */
+  /** `line` with every value the log scrubs and anything shaped like a team key (api-keys.ts) written `[REDACTED]`. */
   scrub(written: string): string {
-    const line = withoutKeys(written)
-    if (this.#values.size === 0) return line
-    this.#pattern ??= alternation(this.#values)
-    return line.replace(this.#pattern, '[REDACTED]')
+    return this.#logged.redact(withoutKeys(written))
+  }
+
+  /**
+   * `text` as a copy a caller of the gateway reads writes it (a team's write in the audit
+   * trail a viewer's token reads): as `scrub` does, but for the values the log alone scrubs
+   * (`addLogOnly`), which it writes as they are.
+   */
+  scrubShown(written: string): string {
+    return this.#shown.redact(withoutKeys(written))
   }
 
   /**
@@ -149,10 +165,40 @@ export class SecretSet {
    * sent, as any other text of the caller's).
    */
   scrubAnswer(written: string): string {
-    const text = withoutKeys(withoutWebhookSecrets(written))
-    if (this.#ownValues.size === 0) return text
-    this.#ownPattern ??= alternation(this.#ownValues)
-    return text.replace(this.#ownPattern, '[REDACTED]')
+    return this.#own.redact(withoutKeys(withoutWebhookSecrets(written)))
+  }
+}
+
+/** Spellings of values, and the one pattern finding any of them, made when first asked after a change. */
+class Spellings {
+  readonly #values = new Set<string>()
+  #pattern: RegExp | null = null
+
+  has(value: string): boolean {
+    return this.#values.has(value)
+  }
+
+  add(forms: Iterable<string>): void {
+    for (const form of forms) this.#values.add(form)
+    this.#pattern = null
+  }
+
+  /** Whether `text` holds one of them. */
+  in(text: string): boolean {
+    const pattern = this.#patternOf()
+    return pattern !== null && text.search(pattern) !== -1
+  }
+
+  /** `text` with each of them written `[REDACTED]`. */
+  redact(text: string): string {
+    const pattern = this.#patternOf()
+    return pattern === null ? text : text.replace(pattern, '[REDACTED]')
+  }
+
+  #patternOf(): RegExp | null {
+    if (this.#values.size === 0) return null
+    this.#pattern ??= alternation(this.#values)
+    return this.#pattern
   }
 }
 
@@ -164,6 +210,9 @@ function alternation(values: Set<string>): RegExp {
 function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 }
+
+/** How a log writes a text with its secrets `[REDACTED]` (SecretSet.scrub or scrubShown). */
+type Scrub = (text: string) => string
 
 // pino's number of the `error` level: the lowest whose lines carry an error's stack.
 const ERROR_LEVEL = 50
@@ -183,26 +232,26 @@ const ACCOUNTS_LOGGED = 50
  * `text` as a line holds it: redacted first (a secret or key across the cut is redacted
  * whole, never written in part), then its first `max` characters and how many were left out.
  */
-function loggedText(text: string, secrets: SecretSet, max = CALLER_TEXT_CHARS): string {
-  return boundedText(secrets.scrub(text), max)
+function loggedText(text: string, scrub: Scrub, max = CALLER_TEXT_CHARS): string {
+  return boundedText(scrub(text), max)
 }
 
 /** One account of `advertiser` as a line holds it: as written when short, else its text (JSON for an object) cut to ACCOUNT_CHARS. */
-function loggedAccount(account: unknown, secrets: SecretSet): unknown {
+function loggedAccount(account: unknown, scrub: Scrub): unknown {
   if (typeof account !== 'string' && (typeof account !== 'object' || account === null)) return account
   const text = typeof account === 'string' ? account : JSON.stringify(account)
-  return text.length <= ACCOUNT_CHARS ? account : loggedText(text, secrets, ACCOUNT_CHARS)
+  return text.length <= ACCOUNT_CHARS ? account : loggedText(text, scrub, ACCOUNT_CHARS)
 }
 
 /** The fields that bound a line's `advertiser` (one account or a list), or null where it is within bounds as it is. */
-function boundedAccounts(accounts: unknown, secrets: SecretSet): Record<string, unknown> | null {
+function boundedAccounts(accounts: unknown, scrub: Scrub): Record<string, unknown> | null {
   if (!Array.isArray(accounts)) {
-    const written = loggedAccount(accounts, secrets)
+    const written = loggedAccount(accounts, scrub)
     return written === accounts ? null : { advertiser: written }
   }
   const leftOut = Math.max(0, accounts.length - ACCOUNTS_LOGGED)
   const shown = leftOut > 0 ? accounts.slice(0, ACCOUNTS_LOGGED) : accounts
-  const written = shown.map((a: unknown) => loggedAccount(a, secrets))
+  const written = shown.map((a: unknown) => loggedAccount(a, scrub))
   if (leftOut === 0 && written.every((a, i) => a === shown[i])) return null
   return leftOut > 0 ? { advertiser: written, advertisersLeftOut: leftOut } : { advertiser: written }
 }
@@ -218,7 +267,13 @@ function hiddenFromScrub(text: string, secrets: SecretSet): boolean {
   return ((text.includes('%') || text.includes('+')) && secrets.holds(text)) || secrets.heldByDigest(text)
 }
 
-export function loggerOptions(level: string, secrets: SecretSet): LoggerOptions {
+/**
+ * The options of a log at `level`: its redaction, its bounds of a caller's text, and its
+ * scrub of every line, `secrets.scrub` unless given (the audit trail's copies a viewer reads
+ * scrub as `secrets.scrubShown` does: access/audit-trail.ts). A caller's text is scrubbed
+ * before it is cut, so that a value across the cut is redacted whole, never written in part.
+ */
+export function loggerOptions(level: string, secrets: SecretSet, scrub: Scrub = (text) => secrets.scrub(text)): LoggerOptions {
   return {
     level,
     redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
@@ -230,11 +285,11 @@ export function loggerOptions(level: string, secrets: SecretSet): LoggerOptions 
           const value = fields[name]
           if (typeof value !== 'string') continue
           if (hiddenFromScrub(value, secrets)) out = { ...out, [name]: '[REDACTED]' }
-          else if (value.length > CALLER_TEXT_CHARS) out = { ...out, [name]: loggedText(value, secrets) }
+          else if (value.length > CALLER_TEXT_CHARS) out = { ...out, [name]: loggedText(value, scrub) }
         }
         const accounts = fields.advertiser
         if (accounts !== undefined && accounts !== null && typeof accounts !== 'number') {
-          const bounded = boundedAccounts(accounts, secrets)
+          const bounded = boundedAccounts(accounts, scrub)
           if (bounded !== null) out = { ...out, ...bounded }
         }
         return out
@@ -242,7 +297,7 @@ export function loggerOptions(level: string, secrets: SecretSet): LoggerOptions 
     },
     hooks: {
       // Scrubbed as written, then each character that breaks a line to some reader escaped (line-escapes.ts).
-      streamWrite: (line) => escapedLineBreakers(secrets.scrub(line)),
+      streamWrite: (line) => escapedLineBreakers(scrub(line)),
       logMethod(args, method, at) {
         // A line below `error` is a failure the gateway expected and handled: its `err` is
         // written as a handled failure's fields, without a stack (contract, "Logs").

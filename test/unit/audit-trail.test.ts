@@ -35,15 +35,29 @@ describe('AuditTrail', () => {
     expect(trail.lines().map((l) => l.n)).toEqual([3, 2, 1])
   })
 
-  it('keeps a request id that may hold a webhook secret [REDACTED] whole, whatever it is, and passes it on to the log as it is', () => {
-    const { written, dest } = capture()
+  it('keeps a team\'s write\'s request id that may hold a webhook secret [REDACTED] whole, whatever it is', () => {
     const trail = new AuditTrail(5)
-    const log = pino({ base: null }, trail.tee(dest))
-    log.info({ kind: 'audit', action: 'write', reqId: 'trace.[REDACTED].7' }, 'write call')
-    log.info({ kind: 'audit', action: 'write', reqId: 'trace.Qm9vK2Zvb3JhbmFyYmF6cXV4.7' }, 'write call')
-    log.info({ kind: 'audit', action: 'write', reqId: '9f0293ab-7b2f-4e17-97a1-eed0bf8036d9' }, 'write call')
+    trail.keepWrite({ reqId: 'trace.[REDACTED].7' }, 'write call')
+    trail.keepWrite({ reqId: 'trace.Qm9vK2Zvb3JhbmFyYmF6cXV4.7' }, 'write call')
+    trail.keepWrite({ reqId: '9f0293ab-7b2f-4e17-97a1-eed0bf8036d9' }, 'write call')
     expect(trail.lines().map((l) => l.reqId)).toEqual(['9f0293ab-7b2f-4e17-97a1-eed0bf8036d9', '[REDACTED]', '[REDACTED]'])
-    expect(written[1]).toContain('trace.Qm9vK2Zvb3JhbmFyYmF6cXV4.7')
+  })
+
+  it('keeps a team\'s write as its own log writes it, a login\'s short secret as sent and every other secret [REDACTED], and not the log\'s line of it, which writes that one [REDACTED] too', () => {
+    const secrets = new SecretSet()
+    secrets.add('a-configured-secret-0001')
+    secrets.addLogOnly('Summer2026')
+    const { written, dest } = capture()
+    const trail = new AuditTrail(5, secrets)
+    const log = pino(loggerOptions('info', secrets), trail.tee(dest))
+    const line = { action: 'write', team: 'writer', path: '/api/v1/x-Summer2026/a-configured-secret-0001', accounts: ['Summer2026'], reqId: 'id-Summer2026' }
+    auditLog(log).info(line, 'write call')
+    trail.keepWrite(line, 'write call')
+    expect(trail.lines()).toHaveLength(1)
+    expect(trail.lines()[0]).toMatchObject({ kind: 'audit', level: 30, msg: 'write call', ...line, path: '/api/v1/x-Summer2026/[REDACTED]' })
+    expect(written).toHaveLength(1)
+    expect(written[0]).toContain('"path":"/api/v1/x-[REDACTED]/[REDACTED]"')
+    expect(written[0]).not.toContain('Summer2026')
   })
 
   it('keeps no line whose "kind":"audit" is inside a value of its own', () => {
@@ -63,7 +77,7 @@ describe('AuditTrail', () => {
     log.info({ kind: 'audit', action: 'purge', n: 1 }, 'purged')
     log.warn({ kind: 'audit', action: 'admin-auth', n: 2 }, 'refused')
     log.info({ kind: 'audit', action: 'purge', n: 3 }, 'purged')
-    for (let n = 4; n <= 8; n++) log.info({ kind: 'audit', action: 'write', team: 'growth', n }, 'write')
+    for (let n = 4; n <= 8; n++) trail.keepWrite({ team: 'growth', n }, 'write')
     log.info({ kind: 'audit', action: 'log-level', n: 9 }, 'level')
     expect(trail.lines().map((l) => l.n)).toEqual([9, 8, 7, 3, 2])
   })

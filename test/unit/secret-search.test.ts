@@ -197,7 +197,7 @@ describe('SecretSet: a value scrubbed alone, then a secret of the gateway\'s', (
   it('says a text holds a value the log scrubs, searched for or not (holdsScrubbed), as scrub finds it', () => {
     const secrets = new SecretSet()
     expect(secrets.holdsScrubbed('Summer2026 promo')).toBe(false)
-    secrets.addScrubbed('Summer2026')
+    secrets.addLogOnly('Summer2026')
     secrets.add('admin-token-0123456789abcdef')
     expect(secrets.holdsScrubbed('/api/v1/campaign/Summer2026promo/get')).toBe(true)
     expect(secrets.holdsScrubbed('q=admin-token-0123456789abcdef')).toBe(true)
@@ -205,6 +205,21 @@ describe('SecretSet: a value scrubbed alone, then a secret of the gateway\'s', (
     expect(secrets.holdsScrubbed('/api/v1/campaign/Summer2026promo/get')).toBe(true)
     expect(secrets.holdsScrubbed('Summer2027 promo')).toBe(false)
     expect(secrets.holds('Summer2026 promo')).toBe(false)
+  })
+
+  it('scrubs a value added for the log alone (a short login password) from the log\'s lines only: a copy a caller reads (scrubShown) writes it as sent, and every other value as the log does', () => {
+    const secrets = new SecretSet()
+    secrets.addLogOnly('Summer2026')
+    expect(secrets.scrubShown('/campaign/Summer2026"x')).toBe('/campaign/Summer2026"x')
+    secrets.add('admin-token-0123456789abcdef')
+    secrets.addScrubbed('whsec_Xk3+pQ7vLm2Rt9Wz4Bc8Nd1F')
+    const text = 'Summer2026 Summer2026\\"x admin-token-0123456789abcdef whsec_Xk3+pQ7vLm2Rt9Wz4Bc8Nd1F rgw_test_all_teams_key_000000000000000000000'
+    expect(secrets.scrub(text)).toBe('[REDACTED] [REDACTED]\\"x [REDACTED] [REDACTED] [REDACTED]')
+    expect(secrets.scrubShown(text)).toBe('Summer2026 Summer2026\\"x [REDACTED] [REDACTED] [REDACTED]')
+    expect(secrets.holds('Summer2026')).toBe(false)
+    // Added as a secret of the gateway's too, it is scrubbed from both.
+    secrets.add('Summer2026')
+    expect(secrets.scrubShown(text)).not.toContain('Summer2026')
   })
 })
 
