@@ -120,10 +120,12 @@ export interface WorkTurns {
 }
 
 /**
- * A body past this is parsed and checked in a turn of its team's (WorkTurns): its parse
- * holds the event loop about 35 to 100 ms a MiB (docs/benchmarks.md, "Request bodies"), and
- * a hit then waits behind at most one such parse per team with bodies waiting, as behind one
- * piece of a report call's work; a smaller body's parse (a few ms at most) runs where it is read.
+ * A body past this is checked in turns of its team's (WorkTurns), a piece of its work each:
+ * its parse, then the searches for the gateway's secrets, BODY_TURN_BYTES windows of its text
+ * a turn (the search is the larger part of a body's check: a pass over the text a length of
+ * secret; docs/benchmarks.md, "Request bodies"). A hit then waits behind at most one such
+ * piece per team with bodies waiting, as behind one piece of a report call's work, not
+ * behind a body's whole check; a smaller body's check (about a piece's) runs where it is read.
  */
 export const BODY_TURN_BYTES = 64 * 1024
 
@@ -183,14 +185,14 @@ export class Admission {
    * A team key or a secret of the gateway's in what would be sent to the platform (a caller
    * that put its key, an admin token or the platform's token in the query, or a form):
    * refused, whoever's key it is, so that the platform, its logs and the cache's keys never
-   * hold one. The message does not repeat it.
+   * hold one. The message does not repeat it. Of a body: its secrets searched in turns (#refuseSecretInBody).
    */
-  #refuseKeyIn(text: string, where: 'request target' | 'body', caller: Identity): void {
-    this.#refuseTeamKeyIn(text, where)
-    this.refuseSecretIn(text, where, caller)
+  async #refuseKeyInBody(text: string, caller: Caller): Promise<void> {
+    this.#refuseTeamKeyIn(text, 'body')
+    await this.#refuseSecretInBody(text, caller)
   }
 
-  /** A team key in `text`, as #refuseKeyIn refuses it: a key is no secret a guess finds (a team's key is drawn at random, and long). */
+  /** A team key in `text`, as #refuseKeyInBody refuses it: a key is no secret a guess finds (a team's key is drawn at random, and long). */
   #refuseTeamKeyIn(text: string, where: 'request target' | 'body'): void {
     if (this.#ctx.teams.holdsKey(text)) throw new BadRequestError(`${where}: holds a team key; a key is sent in x-api-key or authorization: Bearer, and never to the platform`)
   }
@@ -204,9 +206,40 @@ export class Admission {
    * secret, so its team is suspended (team-suspensions.ts).
    */
   refuseSecretIn(text: string, where: string, caller: Pick<Identity, 'team' | 'key'>): void {
-    if (!this.holdsSecret(text)) return
+    this.#refuseFound(this.holdsSecret(text), where, caller)
+  }
+
+  /** refuseSecretIn once the search said whether the text holds a secret (`found`). */
+  #refuseFound(found: boolean, where: string, caller: Pick<Identity, 'team' | 'key'>): void {
+    if (!found) return
     this.#ctx.suspensions.suspend(caller.team.name, caller.key.id, where)
     throw this.#secretRefusal(where, caller.team.name)
+  }
+
+  /**
+   * refuseSecretIn for a body's `text`: past BODY_TURN_BYTES, searched in pieces of
+   * BODY_TURN_BYTES windows, each in a turn of the caller's team (WorkTurns), so that another
+   * team's call waits behind one piece, not the whole search. A secret added while the pieces
+   * waited (a platform token obtained meanwhile) is in none of the pieces searched before it:
+   * the text is then searched again, with the secrets as they are.
+   */
+  async #refuseSecretInBody(text: string, caller: Caller): Promise<void> {
+    if (text.length <= BODY_TURN_BYTES) return this.refuseSecretIn(text, 'body', caller)
+    let found = false
+    let searchedWith: number
+    do {
+      searchedWith = this.#secretsCount()
+      const search = this.#ctx.secrets.searching(text, BODY_TURN_BYTES)
+      let step: IteratorResult<void, boolean>
+      do {
+        await this.#ctx.reports.turn(caller.team.name)
+        step = search.next()
+      } while (step.done !== true)
+      found = step.value
+    } while (!found && this.#secretsCount() !== searchedWith)
+    // The named admin tokens, known by their digests alone: each word of the text hashed, in a turn of its own.
+    if (!found) await this.#ctx.reports.turn(caller.team.name)
+    this.#refuseFound(found || this.#ctx.adminAuth.heldInUnsearched(text), 'body', caller)
   }
 
   /**
@@ -471,7 +504,7 @@ export class Admission {
       // looks for a secret's UTF-8 bytes so read too, and a binary body costs no decoding.
       const whole = await readAll(payload, limit, (bytes) => this.#held(hold, bytes))
       if (type === MULTIPART_TYPE) assertNoOverridePart(whole, request.headers['content-type'])
-      this.refuseSecretIn(whole.toString('latin1'), 'body', caller)
+      await this.#refuseSecretInBody(whole.toString('latin1'), caller)
       caller.stream = Readable.from([whole])
       return
     }
@@ -481,7 +514,7 @@ export class Admission {
     // repeated in its message), then the gateway's serialization, what the platform gets:
     // a key escaped in JSON is written plain there.
     const raw = bytes.includes(KEY_PREFIX) || bytes.includes(PERCENT) ? bytes.toString('latin1') : null
-    if (raw !== null) this.#refuseKeyIn(raw, 'body', caller)
+    if (raw !== null) await this.#refuseKeyInBody(raw, caller)
     const searchedWith = this.#secretsCount()
     const limits = this.#ctx.config.limits
     if (bytes.length > BODY_TURN_BYTES) await this.#ctx.reports.turn(caller.team.name)
@@ -496,7 +529,7 @@ export class Admission {
     // A text sent on that is the caller's bytes searched above (an ASCII JSON body written as
     // JSON.stringify writes it, whose %-escapes cost a MiB's search of its decoded form), the
     // secrets the same (none added since: their count is the same), holds none of them.
-    if (text !== raw || this.#secretsCount() !== searchedWith) this.refuseSecretIn(text, 'body', caller)
+    if (text !== raw || this.#secretsCount() !== searchedWith) await this.#refuseSecretInBody(text, caller)
   }
 
   /** `bytes` more for a body, or 503 GW_BODY_BUDGET: the budget is full, or its team holds its share of it in bodies. */

@@ -3,7 +3,7 @@ import { escapedForms } from './secret-forms.js'
 import { withoutKeys } from './key-shape.js'
 import { withoutWebhookSecrets } from '../config/webhook-secret.js'
 import { failureFields } from './failure-log.js'
-import { SecretSearch } from './secret-search.js'
+import { finished, SecretSearch } from './secret-search.js'
 import { ACCOUNT_CHARS, boundedText, CALLER_TEXT_CHARS } from './caller-text.js'
 import { escapedLineBreakers } from './line-escapes.js'
 
@@ -116,7 +116,15 @@ export class SecretSet {
    * much of a secret it guessed.
    */
   holds(text: string): boolean {
-    return this.#search.in(text) || this.#search.inDecoded(text)
+    return finished(this.searching(text, Infinity))
+  }
+
+  /**
+   * `holds` in pieces of `piece` windows of a text (secret-search.ts), yielding between two,
+   * so that a large body's search takes turns on the event loop (access/admission.ts).
+   */
+  *searching(text: string, piece: number): Generator<void, boolean> {
+    return (yield* this.#search.inPieces(text, piece)) || (yield* this.#search.inDecodedPieces(text, piece))
   }
 
   /**

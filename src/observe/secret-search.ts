@@ -50,7 +50,7 @@ export class SecretSearch {
       group = { length: value.length, lead, known: new Set(), hashes: [], units: [] }
       this.#lengths.push(group)
     }
-    const hash = this.#hash(value, value.length)
+    const hash = this.#hash(value, 0, value.length)
     group.known.add(hash)
     group.hashes.push(hash)
     // Kept for the process's life: in memory of its own, not a view holding a slab of
@@ -58,22 +58,42 @@ export class SecretSearch {
     group.units.push(ownBytes(unitsOf(value)))
   }
 
-  /** Whether `text` holds one of the secrets, as a substring. */
-  in(text: string): boolean {
+  /**
+   * Whether `text` holds one of the secrets, as a substring; `from`, `to`: only a window that
+   * starts in [from, to) (the whole of it in `text`, past `to` if it must be).
+   */
+  in(text: string, from = 0, to = text.length): boolean {
     const base = this.#base
     for (const group of this.#lengths) {
       const { length, lead, known, hashes } = group
-      if (text.length < length) continue
+      const last = Math.min(to, text.length - length + 1) - 1
+      if (last < from) continue
       const only = hashes.length === 1 ? hashes[0] : undefined
-      let hash = this.#hash(text, length)
-      const last = text.length - length
-      for (let start = 0; ; start++) {
+      let hash = this.#hash(text, from, length)
+      for (let start = from; ; start++) {
         if ((only === undefined ? known.has(hash) : hash === only) && this.#confirmed(group, text, start, hash)) return true
         if (start === last) break
         hash = (Math.imul((hash - Math.imul(text.charCodeAt(start), lead)) | 0, base) + text.charCodeAt(start + length)) | 0
       }
     }
     return false
+  }
+
+  /**
+   * `in` in pieces: the windows of `text` `piece` at a time, yielding between two pieces
+   * (a caller runs the next piece when its turn comes); returns whether one holds a secret.
+   */
+  *inPieces(text: string, piece: number): Generator<void, boolean> {
+    for (let from = 0; from < text.length; from += piece) {
+      if (from > 0) yield
+      if (this.in(text, from, from + piece)) return true
+    }
+    return false
+  }
+
+  /** Whether `percentDecoded(text)` holds one of the secrets (inDecodedPieces, at once). */
+  inDecoded(text: string): boolean {
+    return finished(this.inDecodedPieces(text, Infinity))
   }
 
   /**
@@ -85,24 +105,39 @@ export class SecretSearch {
    * between two changes (a run decoded to nothing, a byte-order mark, still splits the
    * window): it lies within a cluster of changes less than `#longest` characters apart,
    * widened by `#longest - 1` characters on each side. Each cluster is decoded alone,
-   * its runs whole, and searched.
+   * its runs whole, and searched. In pieces: a cluster's decoded text is searched `piece`
+   * windows at a time, and a yield comes after the clusters of each `piece` characters of
+   * `text` (a character lies in two widened clusters at most).
    */
-  inDecoded(text: string): boolean {
+  *inDecodedPieces(text: string, piece: number): Generator<void, boolean> {
     const reach = this.#longest
     if (reach === 0) return false
-    const around = (from: number, to: number) => this.in(percentDecoded(text.slice(Math.max(0, from - reach + 1), to + reach - 1)))
     let from = -1
     let to = -1
+    // Where the text searched since the last yield begins.
+    let since = 0
     for (const change of text.matchAll(this.#spaced ? SPACE_OR_ESCAPES : ESCAPE_RUN)) {
       if (from !== -1 && change.index - to < reach) {
         to = change.index + change[0].length
         continue
       }
-      if (from !== -1 && around(from, to)) return true
+      if (from !== -1) {
+        if (yield* this.#around(text, from, to, piece)) return true
+        if (to - since >= piece) {
+          yield
+          since = to
+        }
+      }
       from = change.index
       to = from + change[0].length
     }
-    return from !== -1 && around(from, to)
+    return from !== -1 && (yield* this.#around(text, from, to, piece))
+  }
+
+  /** Whether the cluster of changes of `text` from `from` to `to`, widened by `#longest - 1` on each side and decoded, holds a secret. */
+  *#around(text: string, from: number, to: number, piece: number): Generator<void, boolean> {
+    const reach = this.#longest
+    return yield* this.inPieces(percentDecoded(text.slice(Math.max(0, from - reach + 1), to + reach - 1)), piece)
   }
 
   /** Whether the window of `text` at `start`, whose hash is `hash`, is a secret of `group`: compared in constant time. */
@@ -113,11 +148,19 @@ export class SecretSearch {
     return found
   }
 
-  /** The hash of the first `length` characters of `text`. */
-  #hash(text: string, length: number): number {
+  /** The hash of the `length` characters of `text` from `from`. */
+  #hash(text: string, from: number, length: number): number {
     let hash = 0
-    for (let i = 0; i < length; i++) hash = (Math.imul(hash, this.#base) + text.charCodeAt(i)) | 0
+    for (let i = from; i < from + length; i++) hash = (Math.imul(hash, this.#base) + text.charCodeAt(i)) | 0
     return hash
+  }
+}
+
+/** What a search in pieces finds, its pieces run at once. */
+export function finished(search: Generator<void, boolean>): boolean {
+  for (;;) {
+    const step = search.next()
+    if (step.done === true) return step.value
   }
 }
 

@@ -1,3 +1,5 @@
+import { once } from 'node:events'
+import { createServer, connect, type AddressInfo } from 'node:net'
 import { Readable } from 'node:stream'
 import { describe, expect, it } from 'vitest'
 import { Admission, BODY_TURN_BYTES, type CallEnd } from '../../src/access/admission.js'
@@ -7,6 +9,7 @@ import { ByteBudget } from '../../src/platform/client/answer-budget.js'
 import { KEYS, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
 import { admissionParts } from '../helpers/admission-parts.js'
 import { SecretSet } from '../../src/observe/logger.js'
+import { CallTurns } from '../../src/reports/call-turns.js'
 
 // A body's read in Admission (access/admission.ts): its bytes held in the answers' budget
 // until its call ends (body-room.ts), and a large one parsed in a turn of its team's, as a
@@ -38,6 +41,20 @@ function post(admission: Admission, body: string, end: CallEnd) {
   return { caller, read: admission.readBody({ method: 'POST', headers, body: Readable.from([Buffer.from(body)]) }, caller, 1 << 20, end) }
 }
 
+/** Grants each turn `read` asks as it asks it, until it ends: how many it took. */
+async function grantTurns(turns: { go: () => void }[], read: Promise<void>): Promise<number> {
+  let done = false
+  void read.then(() => (done = true))
+  let granted = 0
+  for (;;) {
+    while (!done && turns.length === granted) await new Promise((resolve) => setImmediate(resolve))
+    if (done) break
+    turns[granted++]!.go()
+  }
+  await read
+  return granted
+}
+
 describe('a body read by Admission', () => {
   it('parses a body past BODY_TURN_BYTES only in a turn of its team\'s, a smaller one at once', async () => {
     const { admission, turns } = setUp()
@@ -49,8 +66,7 @@ describe('a body read by Admission', () => {
     await new Promise((resolve) => setImmediate(resolve))
     expect(turns.map((t) => t.team)).toEqual(['writer'])
     expect(large.caller.body).toBeNull()
-    turns[0]!.go()
-    await large.read
+    await grantTurns(turns, large.read)
     expect(large.caller.body?.kind).toBe('json')
   })
 
@@ -105,5 +121,68 @@ describe('a body read by Admission', () => {
     const body = `{"userId":101,"pad":"${'%41'.repeat(BODY_TURN_BYTES / 3)}","note":"${added}"}`
     expect(JSON.stringify(JSON.parse(body))).toBe(body)
     await expect(post(admission, body, callEnd()).read).rejects.toMatchObject({ code: 'GW_BAD_REQUEST', message: expect.stringContaining("body: holds a secret of the gateway's") })
+  })
+
+  // A large body's work is cut in pieces, each in a turn of its team's (reports/call-turns.ts):
+  // the search of its text for the gateway's secrets is the largest part of it (a rolling hash
+  // a length of secret over the whole text), and another team's read waits behind one piece
+  // of it at most, not behind the body's whole check.
+  it('searches a body past BODY_TURN_BYTES for the gateway\'s secrets in pieces of BODY_TURN_BYTES characters, a turn of its team\'s each', async () => {
+    const { admission, turns } = setUp()
+    const body = `{"userId":101,"x":"${'a'.repeat((1 << 20) - 64)}"}`
+    const large = post(admission, body, callEnd())
+    const granted = await grantTurns(turns, large.read)
+    expect(turns.every((t) => t.team === 'writer')).toBe(true)
+    // The parse's turn, then one a piece of the text's search.
+    expect(granted).toBeGreaterThanOrEqual(1 + Math.ceil(body.length / BODY_TURN_BYTES))
+  })
+
+  it('finds a secret across the edge of two pieces of a large body\'s search, and refuses the body', async () => {
+    const config = testConfig({ PLATFORM_BASE_URL: 'http://127.0.0.1:9', PLATFORM_TOKEN: 'platform-token-for-tests' }, TEAMS_YAML)
+    const teams = new TeamDirectory(config.teams, () => Date.now())
+    const secret = 'platform-password-across-an-edge'
+    const head = '{"userId":101,"x":"'
+    for (const start of [3 * BODY_TURN_BYTES - 5, 15 * BODY_TURN_BYTES - secret.length + 7]) {
+      // Each body its own gateway's: the first refusal suspends the team.
+      const secrets = new SecretSet()
+      secrets.add(secret)
+      const admission = new Admission(admissionParts(config, teams, { secrets, answers: { budget: new ByteBudget(1 << 24) }, reports: { turn: () => Promise.resolve(true) } }), new KnownUrls({ teams: () => 1, configured: () => true }))
+      const body = `${head}${'a'.repeat(start - head.length)}${secret}"}`
+      await expect(post(admission, body, callEnd()).read).rejects.toMatchObject({ code: 'GW_BAD_REQUEST', message: expect.stringContaining("body: holds a secret of the gateway's") })
+    }
+  })
+
+  it('reads another connection\'s bytes, in the loop\'s next poll, before a large body\'s check that began ends', async () => {
+    const config = testConfig({ PLATFORM_BASE_URL: 'http://127.0.0.1:9', PLATFORM_TOKEN: 'platform-token-for-tests' }, TEAMS_YAML)
+    const teams = new TeamDirectory(config.teams, () => Date.now())
+    const secrets = new SecretSet()
+    secrets.add('platform-token-of-the-gateway-0123456789')
+    const server = createServer()
+    server.listen(0, '127.0.0.1')
+    await once(server, 'listening')
+    const client = connect((server.address() as AddressInfo).port, '127.0.0.1')
+    const [peer] = (await once(server, 'connection')) as [import('node:net').Socket]
+    const order: string[] = []
+    peer.on('data', () => order.push('another caller'))
+    const calls = new CallTurns()
+    let first = true
+    const turn = (team: string) => {
+      const turned = calls.turn(team)
+      // Another caller's request arrives as the body's first piece of work begins.
+      void turned.then(() => {
+        if (first) client.write('GET /')
+        first = false
+      })
+      return turned
+    }
+    const admission = new Admission(admissionParts(config, teams, { secrets, answers: { budget: new ByteBudget(1 << 24) }, reports: { turn } }), new KnownUrls({ teams: () => 1, configured: () => true }))
+    try {
+      await post(admission, `{"userId":101,"x":"${'a'.repeat((1 << 20) - 64)}"}`, callEnd()).read
+      order.push('the body checked')
+      expect(order).toEqual(['another caller', 'the body checked'])
+    } finally {
+      client.destroy()
+      server.close()
+    }
   })
 })

@@ -183,6 +183,40 @@ describe('SecretSet.holds', () => {
   })
 })
 
+describe('SecretSet.searching: a search in pieces, between which the event loop is free', () => {
+  const RUNS = Number(process.env.PROPERTY_RUNS ?? 300)
+  const SEED = process.env.PROPERTY_SEED !== undefined ? Number(process.env.PROPERTY_SEED) : process.env.PROPERTY_RUNS ? Date.now() : 146
+  const secrets = new SecretSet()
+  secrets.add(TOKEN)
+  secrets.add(PASSWORD)
+  secrets.add('short1')
+  /** What the search found, and how many times it yielded before. */
+  const drained = (search: Generator<void, boolean>): [found: boolean, pieces: number] => {
+    let pieces = 0
+    for (let step = search.next(); ; step = search.next(), pieces++) if (step.done === true) return [step.value, pieces]
+  }
+  const part = fc.oneof(
+    fc.constantFrom(TOKEN, PASSWORD, encodeURIComponent(PASSWORD), encodeURIComponent(PASSWORD).replace('%20', '+'), 'short1', '%', '+', '%C3', 'x'),
+    fc.string({ unit: fc.constantFrom('a', '4', '%', '+', ' ', 'ü'), maxLength: 30 }),
+  )
+
+  it('finds what holds finds, a secret across the edge of a piece included, whatever the pieces\' size', () => {
+    fc.assert(
+      fc.property(fc.array(part, { maxLength: 10 }), fc.integer({ min: 1, max: 40 }), (parts, piece) => {
+        const text = parts.join('')
+        expect(drained(secrets.searching(text, piece))[0]).toBe(secrets.holds(text))
+      }),
+      { numRuns: RUNS, seed: SEED },
+    )
+  })
+
+  it('searches a MiB without a secret in pieces of `piece` windows, yielding between two', () => {
+    const mib = 'a'.repeat(1 << 20)
+    expect(drained(secrets.searching(mib, 1 << 16))).toEqual([false, 15])
+    expect(drained(secrets.searching(`${mib.slice(0, (1 << 16) - 3)}${TOKEN}${mib}`, 1 << 16))).toEqual([true, 0])
+  })
+})
+
 describe('SecretSet: a value scrubbed alone, then a secret of the gateway\'s', () => {
   it('finds the secret though the same text was first added as scrubbed only (a team\'s webhook secret equal to it)', () => {
     const secrets = new SecretSet()
