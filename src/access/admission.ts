@@ -15,7 +15,7 @@ import type { RateDecision, RateLimiter } from './rate-limit.js'
 import type { CampaignOwners } from './campaign-owners.js'
 import { rateLimitHeaders } from './rate-limit-headers.js'
 import { isTokenPath, tokenPaths } from './path-safety.js'
-import { assertNoOverridePart, assertPlainBodyType, bodyTypeRefused, FORM_TYPE, MULTIPART_TYPE, JSON_TYPE, mediaType, NO_INPUT_BODY, PLAIN_TEXT_TYPE, parseFormBody, parseJsonBody, readAsJson, type CheckedBody, type JsonScan } from './request-body.js'
+import { assertNoOverridePart, assertPlainBodyType, bodyTypeRefused, FORM_TYPE, MULTIPART_TYPE, JSON_TYPE, mediaType, NO_INPUT_BODY, PLAIN_TEXT_TYPE, parseFormBody, parseJsonBody, parsingJsonBody, readAsJson, type CheckedBody, type JsonScan } from './request-body.js'
 import { checkTarget, type RequestTarget } from './request-target.js'
 import { KEY_PREFIX } from '../observe/key-shape.js'
 import { assertHopSafe } from './connection-options.js'
@@ -23,6 +23,7 @@ import { inviteBody } from './expect-continue.js'
 import { BodyRoom, type BodyHold } from './body-room.js'
 import type { ByteBudget } from '../platform/client/answer-budget.js'
 import { shownPath } from '../observe/caller-text.js'
+import { inTurns } from '../pieces.js'
 
 /** `%` as a byte: where a body may spell a key percent-encoded. */
 const PERCENT = 0x25
@@ -120,12 +121,14 @@ export interface WorkTurns {
 }
 
 /**
- * A body past this is checked in turns of its team's (WorkTurns), a piece of its work each:
- * its parse, then the searches for the gateway's secrets, BODY_TURN_BYTES windows of its text
- * a turn (the search is the larger part of a body's check: a pass over the text a length of
- * secret; docs/benchmarks.md, "Request bodies"). A hit then waits behind at most one such
- * piece per team with bodies waiting, as behind one piece of a report call's work, not
- * behind a body's whole check; a smaller body's check (about a piece's) runs where it is read.
+ * A body past this is checked in turns of its team's (WorkTurns), a piece of its work each
+ * (pieces.ts): a JSON body's parse in four (its scan, JSON.parse, the walk of what it parsed,
+ * the text sent on written), a form's in one, and the searches for the gateway's secrets
+ * BODY_TURN_BYTES windows of a text a turn (the search is the larger part of a body's check:
+ * a pass over the text a length of secret; docs/benchmarks.md, "Request bodies"). A hit then
+ * waits behind at most one such piece per team with bodies waiting, as behind one piece of a
+ * report call's work, not behind a body's whole check; a smaller body's check (about a
+ * piece's) runs where it is read.
  */
 export const BODY_TURN_BYTES = 64 * 1024
 
@@ -225,20 +228,15 @@ export class Admission {
    */
   async #refuseSecretInBody(text: string, caller: Caller): Promise<void> {
     if (text.length <= BODY_TURN_BYTES) return this.refuseSecretIn(text, 'body', caller)
+    const turn = () => this.#ctx.reports.turn(caller.team.name)
     let found = false
     let searchedWith: number
     do {
       searchedWith = this.#secretsCount()
-      const search = this.#ctx.secrets.searching(text, BODY_TURN_BYTES)
-      let step: IteratorResult<void, boolean>
-      do {
-        await this.#ctx.reports.turn(caller.team.name)
-        step = search.next()
-      } while (step.done !== true)
-      found = step.value
+      found = await inTurns(this.#ctx.secrets.searching(text, BODY_TURN_BYTES), turn)
     } while (!found && this.#secretsCount() !== searchedWith)
     // The named admin tokens, known by their digests alone: each word of the text hashed, in a turn of its own.
-    if (!found) await this.#ctx.reports.turn(caller.team.name)
+    if (!found) await turn()
     this.#refuseFound(found || this.#ctx.adminAuth.heldInUnsearched(text), 'body', caller)
   }
 
@@ -517,12 +515,18 @@ export class Admission {
     if (raw !== null) await this.#refuseKeyInBody(raw, caller)
     const searchedWith = this.#secretsCount()
     const limits = this.#ctx.config.limits
-    if (bytes.length > BODY_TURN_BYTES) await this.#ctx.reports.turn(caller.team.name)
     const bodyLimits = { jsonDepth: limits.jsonDepth, params: limits.params }
     // A JSON body whose bytes and values alone count past what its team's bodies may hold is
     // refused by its scan, before the parse it would be refused after (about 100 ms of CPU
     // for a MiB of small arrays).
-    caller.body = json ? parseJsonBody(bytes, bodyLimits, (scan) => this.#refuseNeverHeld(hold, valuesHeld(scan))) : parseFormBody(bytes, bodyLimits)
+    const scanned = (scan: JsonScan) => this.#refuseNeverHeld(hold, valuesHeld(scan))
+    const turn = () => this.#ctx.reports.turn(caller.team.name)
+    if (bytes.length <= BODY_TURN_BYTES) caller.body = json ? parseJsonBody(bytes, bodyLimits, scanned) : parseFormBody(bytes, bodyLimits)
+    else if (json) caller.body = await inTurns(parsingJsonBody(bytes, bodyLimits, scanned), turn)
+    else {
+      await turn()
+      caller.body = parseFormBody(bytes, bodyLimits)
+    }
     this.#held(hold, heldAfterParse(caller.body))
     const { text } = caller.body
     if (text.includes(KEY_PREFIX)) this.#refuseTeamKeyIn(text, 'body')

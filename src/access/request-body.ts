@@ -1,4 +1,5 @@
 import { BadRequestError } from '../errors.js'
+import { finished, type Pieces } from '../pieces.js'
 import { addHeaderLine, PHP_FILL_UNIT, phpLineBytes, phpLines, phpParams, type PhpHeader } from '../php/mime.js'
 import { checkParams, encodeParams, METHOD_OVERRIDE_FIELD, phpVariable, type Pair } from './request-target.js'
 
@@ -118,11 +119,22 @@ export const SOURCE_VALUES = 10_000
 
 /** `scanned`: told the scan of a body nested within the limits before it is parsed, it may refuse the body (throw). */
 export function parseJsonBody(bytes: Buffer, limits: BodyLimits, scanned?: (scan: JsonScan) => void): CheckedBody {
+  return finished(parsingJsonBody(bytes, limits, scanned))
+}
+
+/**
+ * parseJsonBody in pieces (pieces.ts), yielding after its scan, after JSON.parse, and after
+ * the walk of what it parsed; the text sent on is written in the last piece. A large body's
+ * parse so takes four turns of its team's on the event loop (access/admission.ts), none of
+ * them more than a pass over the body.
+ */
+export function* parsingJsonBody(bytes: Buffer, limits: BodyLimits, scanned?: (scan: JsonScan) => void): Pieces<CheckedBody> {
   // Before JSON.parse: a 200k-deep array must be a cheap 400, not a deep parse and a
   // recursion through it; PHP's json_decode gives up past 512 levels anyway.
   const scan = scanJson(bytes)
   if (scan.depth > limits.jsonDepth) throw new BadRequestError(`body: JSON nested deeper than ${limits.jsonDepth} levels`)
   scanned?.(scan)
+  yield
   let value: unknown
   let written: unknown
   let surrogates = false
@@ -138,6 +150,7 @@ export function parseJsonBody(bytes: Buffer, limits: BodyLimits, scanned?: (scan
     if (err instanceof BadRequestError) throw err
     throw new BadRequestError(NOT_JSON)
   }
+  yield
   let keys = 0
   const pending: unknown[] = [value]
   while (pending.length > 0) {
@@ -155,6 +168,7 @@ export function parseJsonBody(bytes: Buffer, limits: BodyLimits, scanned?: (scan
   if (isRecord(value) && Object.hasOwn(value, METHOD_OVERRIDE_FIELD)) {
     throw new BadRequestError(`body: ${METHOD_OVERRIDE_FIELD} (method override) is not accepted`)
   }
+  yield
   return { kind: 'json', value, text: JSON.stringify(written), contentType: JSON_TYPE, values: scan.values, containers: scan.containers }
 }
 

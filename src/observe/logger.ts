@@ -3,7 +3,8 @@ import { escapedForms } from './secret-forms.js'
 import { withoutKeys } from './key-shape.js'
 import { withoutWebhookSecrets } from '../config/webhook-secret.js'
 import { failureFields } from './failure-log.js'
-import { finished, SecretSearch } from './secret-search.js'
+import { SecretSearch } from './secret-search.js'
+import { finished, type Pieces } from '../pieces.js'
 import { ACCOUNT_CHARS, boundedText, CALLER_TEXT_CHARS } from './caller-text.js'
 import { escapedLineBreakers } from './line-escapes.js'
 
@@ -123,7 +124,7 @@ export class SecretSet {
    * `holds` in pieces of `piece` windows of a text (secret-search.ts), yielding between two,
    * so that a large body's search takes turns on the event loop (access/admission.ts).
    */
-  *searching(text: string, piece: number): Generator<void, boolean> {
+  *searching(text: string, piece: number): Pieces<boolean> {
     return (yield* this.#search.inPieces(text, piece)) || (yield* this.#search.inDecodedPieces(text, piece))
   }
 

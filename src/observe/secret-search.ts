@@ -1,5 +1,6 @@
 import { randomInt, timingSafeEqual } from 'node:crypto'
 import { ownBytes } from './own-bytes.js'
+import { finished, type Pieces } from '../pieces.js'
 
 // Whether a text holds a secret, found without a comparison that stops at the first
 // character that differs (a search such as `includes` or a RegExp takes longer the more of
@@ -83,7 +84,7 @@ export class SecretSearch {
    * `in` in pieces: the windows of `text` `piece` at a time, yielding between two pieces
    * (a caller runs the next piece when its turn comes); returns whether one holds a secret.
    */
-  *inPieces(text: string, piece: number): Generator<void, boolean> {
+  *inPieces(text: string, piece: number): Pieces<boolean> {
     for (let from = 0; from < text.length; from += piece) {
       if (from > 0) yield
       if (this.in(text, from, from + piece)) return true
@@ -109,7 +110,7 @@ export class SecretSearch {
    * windows at a time, and a yield comes after the clusters of each `piece` characters of
    * `text` (a character lies in two widened clusters at most).
    */
-  *inDecodedPieces(text: string, piece: number): Generator<void, boolean> {
+  *inDecodedPieces(text: string, piece: number): Pieces<boolean> {
     const reach = this.#longest
     if (reach === 0) return false
     let from = -1
@@ -135,7 +136,7 @@ export class SecretSearch {
   }
 
   /** Whether the cluster of changes of `text` from `from` to `to`, widened by `#longest - 1` on each side and decoded, holds a secret. */
-  *#around(text: string, from: number, to: number, piece: number): Generator<void, boolean> {
+  *#around(text: string, from: number, to: number, piece: number): Pieces<boolean> {
     const reach = this.#longest
     return yield* this.inPieces(percentDecoded(text.slice(Math.max(0, from - reach + 1), to + reach - 1)), piece)
   }
@@ -153,14 +154,6 @@ export class SecretSearch {
     let hash = 0
     for (let i = from; i < from + length; i++) hash = (Math.imul(hash, this.#base) + text.charCodeAt(i)) | 0
     return hash
-  }
-}
-
-/** What a search in pieces finds, its pieces run at once. */
-export function finished(search: Generator<void, boolean>): boolean {
-  for (;;) {
-    const step = search.next()
-    if (step.done === true) return step.value
   }
 }
 

@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { assertPlainBodyType, jsonRefusal, multipartNames, parseFormBody, parseJsonBody, scanJson, SOURCE_VALUES } from '../../src/access/request-body.js'
+import { assertPlainBodyType, jsonRefusal, multipartNames, parseFormBody, parseJsonBody, parsingJsonBody, scanJson, SOURCE_VALUES } from '../../src/access/request-body.js'
 import { phpLineBytes } from '../../src/php/mime.js'
 
 // Bodies are parsed, bounded and re-serialized by the gateway.
@@ -72,6 +72,24 @@ describe('parseJsonBody', () => {
     const tooMany = JSON.stringify({ a: Array.from({ length: 256 }, (_, i) => ({ [`k${i}`]: i })) })
     expect(() => parseJsonBody(Buffer.from(tooMany), LIMITS)).toThrow(bad)
     expect(() => parseJsonBody(Buffer.from(JSON.stringify({ ids: Array.from({ length: 5000 }, (_, i) => i) })), LIMITS)).not.toThrow()
+  })
+})
+
+describe('parsingJsonBody: the parse in pieces, between which the event loop is free', () => {
+  /** The pieces' yields, and what the parse returned. */
+  const drained = <T,>(work: Generator<void, T>): [yields: number, found: T] => {
+    let yields = 0
+    for (let step = work.next(); ; step = work.next(), yields++) if (step.done === true) return [yields, step.value]
+  }
+
+  it('yields after its scan, after JSON.parse and after the walk of what it parsed, and returns what parseJsonBody returns', () => {
+    const text = `{"userId":101,"x":[${'1,"ab",'.repeat(1000)}2.50]}`
+    expect(drained(parsingJsonBody(Buffer.from(text), { ...LIMITS, params: 100_000 }))).toEqual([3, parseJsonBody(Buffer.from(text), { ...LIMITS, params: 100_000 })])
+  })
+
+  it('refuses in the piece that finds it: nesting in its first', () => {
+    const deep = parsingJsonBody(Buffer.from('['.repeat(33) + ']'.repeat(33)), LIMITS)
+    expect(() => deep.next()).toThrow(bad)
   })
 })
 
