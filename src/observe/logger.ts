@@ -4,7 +4,7 @@ import { withoutKeys } from './key-shape.js'
 import { withoutWebhookSecrets } from '../config/webhook-secret.js'
 import { failureFields } from './failure-log.js'
 import { SecretSearch } from './secret-search.js'
-import { finished, type Pieces } from '../pieces.js'
+import type { Pieces } from '../pieces.js'
 import { ACCOUNT_CHARS, boundedText, CALLER_TEXT_CHARS } from './caller-text.js'
 import { escapedLineBreakers } from './line-escapes.js'
 
@@ -117,7 +117,8 @@ export class SecretSet {
    * much of a secret it guessed.
    */
   holds(text: string): boolean {
-    return finished(this.searching(text, Infinity))
+    // `searching` at once, without its generators: this is asked of every request's target and id (a microsecond more a call with them).
+    return this.#search.in(text) || this.#search.inDecoded(text)
   }
 
   /**

@@ -92,8 +92,9 @@ export class SecretSearch {
     return false
   }
 
-  /** Whether `percentDecoded(text)` holds one of the secrets (inDecodedPieces, at once). */
+  /** Whether `percentDecoded(text)` holds one of the secrets (inDecodedPieces, at once; a text decoding does not change, without a generator). */
   inDecoded(text: string): boolean {
+    if (!text.includes('%') && !(this.#spaced && text.includes('+'))) return false
     return finished(this.inDecodedPieces(text, Infinity))
   }
 
