@@ -112,7 +112,7 @@ export interface AdmissionParts {
   suspensions: TeamSuspensions
   /** The answers' budget (platform.bufferTotalBytes), which request bodies are held within too; `reserveForBody`: a body's room, made as an answer's is. */
   answers: { budget: ByteBudget; reserveForBody?(team: string, bytes: number): boolean }
-  /** The turns of the event loop the report calls' work takes, the teams in turn (reports/call-turns.ts): a large body's parse takes one too. */
+  /** The turns of the event loop the report calls' work takes, the teams in turn (reports/call-turns.ts): a large body's check takes them too, a piece a turn. */
   reports: WorkTurns
 }
 

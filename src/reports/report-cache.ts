@@ -995,7 +995,7 @@ export class ReportCache {
     counter.inc()
   }
 
-  /** A turn of the event loop for `team`'s work among the report calls' (CallTurns): a large request body's parse takes one too (access/admission.ts). */
+  /** A turn of the event loop for `team`'s work among the report calls' (CallTurns): a large request body's check takes them too, a piece a turn (access/admission.ts). */
   turn(team: string, gone?: AbortSignal): Promise<boolean> {
     return this.#turns.turn(team, gone)
   }
