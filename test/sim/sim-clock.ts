@@ -156,11 +156,12 @@ function settle(): Promise<void> {
 /**
  * Every pending promise reaction, and every one they queue, runs before this settles,
  * without a turn of the event loop: Node runs a tick queued from a reaction only once the
- * microtask queue is empty. The simulation's code queues no tick and no macrotask of its
- * own (its timers are the clock's), so this settles exactly where settle() would.
+ * microtask queue is empty, and `run` asks for this from a reaction (its loop goes on
+ * after an await). The simulation's code queues no tick and no macrotask of its own (its
+ * timers are the clock's), so this settles exactly where settle() would.
  */
 function drained(): Promise<void> {
-  return new Promise((resolve) => queueMicrotask(() => process.nextTick(resolve)))
+  return new Promise((resolve) => process.nextTick(resolve))
 }
 
 /** Timers run between two turns of the event loop. */
