@@ -18,10 +18,11 @@ const RANKS = Object.fromEntries(PRIORITIES.map((p, i) => [p, i])) as Readonly<R
 export const rank = (w: Pick<Queued, 'priority'>): number => RANKS[w.priority]
 
 export class FairQueue<W extends Queued> {
-  // Every waiting call per team, in arrival order; a team with none has no entry.
+  // Every waiting call per team, in arrival order; a team with none has no entry. `#size` of them in all.
   readonly #byTeam = new Map<string, W[]>()
+  #size = 0
 
-  get size(): number { return [...this.#byTeam.values()].reduce((n, list) => n + list.length, 0) }
+  get size(): number { return this.#size }
 
   /** Waiting calls per team at `priority` (default: callers'; null: every priority). */
   countByTeam(priority: Priority | null = 'caller'): Map<string, number> {
@@ -32,11 +33,12 @@ export class FairQueue<W extends Queued> {
   /** Waiting calls of `team` at `priority` (null: every priority). */
   count(team: string, priority: Priority | null = 'caller'): number {
     const list = this.#byTeam.get(team) ?? []
-    return priority === null ? list.length : list.filter((w) => w.priority === priority).length
+    return priority === null ? list.length : list.reduce((n, w) => n + (w.priority === priority ? 1 : 0), 0)
   }
   has(waiter: W): boolean { return this.#byTeam.get(waiter.team)?.includes(waiter) ?? false }
 
   push(waiter: W): void {
+    this.#size++
     const list = this.#byTeam.get(waiter.team)
     if (list) list.push(waiter)
     else this.#byTeam.set(waiter.team, [waiter])
@@ -48,6 +50,7 @@ export class FairQueue<W extends Queued> {
     const i = list?.indexOf(waiter) ?? -1
     if (list === undefined || i === -1) return false
     list.splice(i, 1)
+    this.#size--
     if (list.length === 0) this.#byTeam.delete(waiter.team)
     return true
   }
@@ -88,5 +91,5 @@ export class FairQueue<W extends Queued> {
   }
 
   /** Every waiting call, team by team, each team's in arrival order. */
-  all(): W[] { return [...this.#byTeam.values()].flat() }
+  all(): W[] { return ([] as W[]).concat(...this.#byTeam.values()) }
 }

@@ -119,12 +119,13 @@ export class TeamAccounts {
 
   /** The active teams: holding a seat, waiting, or lingering. */
   active(now: number, waiting: ReadonlyMap<string, number>, weight: (team: string) => number, cap: (team: string) => number | null): LocalTeam[] {
-    return [...this.#teams].flatMap(([team, seats]) => {
+    const out: LocalTeam[] = []
+    for (const [team, seats] of this.#teams) {
       const lingering = lingers(team, seats, now)
       const [held, w] = [seats.running.size, waiting.get(team) ?? 0]
-      if (held === 0 && w === 0 && !lingering) return []
-      return [{ team, weight: weight(team), held, waiting: w, cap: cap(team), lingering, peak: Math.max(peakNow(seats, now), held + w), seatMs: Math.round(seatMs(seats, now)) }]
-    })
+      if (held > 0 || w > 0 || lingering) out.push({ team, weight: weight(team), held, waiting: w, cap: cap(team), lingering, peak: Math.max(peakNow(seats, now), held + w), seatMs: Math.round(seatMs(seats, now)) })
+    }
+    return out
   }
 
   /** The teams holding a seat whose queue emptied within RETURN_MS of `now`: on one replica each holds the virtual time back as a waiting team does. */
@@ -152,5 +153,7 @@ const peakNow = (seats: TeamAccount, now: number): number => (now - seats.peakAt
 
 /** A team's seat-time, its calls in flight included (none: 0). */
 function seatMs(seats: TeamAccount | undefined, now: number): number {
-  return seats ? [...seats.running].reduce((ms, call) => ms + (now - call.at), seats.seatMs) : 0
+  let ms = seats?.seatMs ?? 0
+  for (const call of seats?.running ?? []) ms += now - call.at
+  return ms
 }
