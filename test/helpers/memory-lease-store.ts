@@ -1,5 +1,5 @@
 import type { Clock } from '../../src/clock.js'
-import { decodeRecord } from '../../src/platform/governor/lease-plan.js'
+import { decodeRecord, type ReplicaRecord } from '../../src/platform/governor/lease-plan.js'
 import type { LeaseAnswer, LeaseAsk, LeaseStore } from '../../src/platform/governor/lease-store.js'
 
 /**
@@ -33,7 +33,7 @@ export class MemoryLeaseStore implements LeaseStore {
     const now = this.#clock.now()
     const { granted, free, known } = grant(this.#records, ask, now)
     if (ask.limitRecord !== null) this.#limitRecord = ask.limitRecord
-    const others = [...this.#records].flatMap(([run, r]) => (run === ask.run || r.expiry < now ? [] : (decodeRecord(run, ask.learns ? r.text : (r.text.split('#')[0] as string)) ?? [])))
+    const others = [...this.#records].flatMap(([run, r]) => (run === ask.run || r.expiry < now ? [] : (read(run, r, ask.learns) ?? [])))
     return { granted, free, known, others, limitRecord: this.#limitRecord, now }
   }
 
@@ -61,8 +61,13 @@ export class MemoryLeaseStore implements LeaseStore {
   }
 }
 
-/** A run's record as a store keeps it: live until `expiry`, its calls in flight counted one lease past it. */
-export type Stored = { expiry: number; lease: number; inFlight: number; text: string }
+/** A run's record as a store keeps it: live until `expiry`, its calls in flight counted one lease past it; as read, whole and without its calls (`read`). */
+export type Stored = { expiry: number; lease: number; inFlight: number; text: string; whole?: ReplicaRecord | null; head?: ReplicaRecord | null }
+
+/** A stored record as a renewal reads it (its calls to the learner alone), decoded once for every renewal that reads it until it is written again: a reader only reads it. */
+function read(run: string, r: Stored, learns: boolean): ReplicaRecord | null {
+  return learns ? (r.whole ??= decodeRecord(run, r.text)) : (r.head ??= decodeRecord(run, r.text.split('#')[0] as string))
+}
 
 /** One grant, on the store's clock: the rule the Redis script follows (redis-lease-store.ts), for this store. */
 export function grant(stored: Map<string, Stored>, ask: LeaseAsk, now: number): { granted: number; free: number; known: boolean } {
