@@ -107,7 +107,8 @@ export class AnswerTimeline {
 
   /** This replica's calls for its record: those ended within keepMs, the most recent CALLS_KEPT, and those in flight. */
   calls(now: number): string {
-    const calls = this.#recent.filter((c) => (c.at as number) > now - this.#keepMs)
+    const calls: CallEntry[] = []
+    for (const c of this.#recent) if ((c.at as number) > now - this.#keepMs) calls.push(c)
     for (const c of this.#local.values()) if (c.answer === null) calls.push({ startedAt: c.startedAt, at: null, kind: c.kind, outcome: 'other', timed: true })
     return encodeCalls(now, calls)
   }
