@@ -83,18 +83,22 @@ export interface WaitView {
   expected(team: string, workClass: string): number | null
 }
 
-const waitsMs = (v: WaitView): (number | null)[] => v.queue.all().map((w) => v.expected(w.team, w.workClass))
-
 /** With no call waiting known short while a short call is in flight, or a team is between two asks of short calls (TeamAccounts.shortBetweenAsks: a dashboard between two views), the longest expected seat-time of those waiting (Infinity: unknown); else null. */
 export function longWaitBesideShort(v: WaitView): number | null {
   if (v.queue.size === 0 || (v.teams.shortRunning() === 0 && !v.teams.shortBetweenAsks(v.now, LENDING_HORIZON_MS, new Set(v.queue.waitingTeams())))) return null
-  const waits = waitsMs(v)
-  return waits.some(isShort) ? null : Math.max(0, ...waits.map((ms) => ms ?? Infinity))
+  let longest = 0
+  // The first call waiting known short settles it: those after it are not looked up (the rule asks at every call that waits).
+  for (const w of v.queue.all()) {
+    const ms = v.expected(w.team, w.workClass)
+    if (isShort(ms)) return null
+    longest = Math.max(longest, ms ?? Infinity)
+  }
+  return longest
 }
 
 /** Whether every call waiting is of a kind known long while a team that waits for nothing has a short call in flight or is between two asks: another team's short calls, that the seats past W would queue those calls ahead of. */
 export function longBesideOthersShort(v: WaitView): boolean {
-  if (v.queue.size === 0 || waitsMs(v).some((ms) => ms === null || isShort(ms))) return false
+  if (v.queue.size === 0 || v.queue.all().some((w) => { const ms = v.expected(w.team, w.workClass); return ms === null || isShort(ms) })) return false
   const waiting = new Set(v.queue.waitingTeams())
   return v.teams.shortRunning() > [...waiting].reduce((n, team) => n + v.teams.shortRunning(team), 0) || v.teams.shortBetweenAsks(v.now, LENDING_HORIZON_MS, waiting)
 }
