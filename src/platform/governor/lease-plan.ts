@@ -55,7 +55,7 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   for (const t of all.flatMap((r) => r.teams)) {
     const g = teams.get(t.team) ?? { team: t.team, weight: 1, held: 0, waiting: 0, cap: null, peak: 0, lingerers: 0 }
     g.weight = Math.max(g.weight, t.weight)
-    for (const k of ['held', 'waiting', 'peak'] as const) g[k] += t[k]
+    ;[g.held, g.waiting, g.peak] = [g.held + t.held, g.waiting + t.waiting, g.peak + t.peak]
     g.cap = t.cap === null ? g.cap : g.cap === null ? t.cap : Math.min(g.cap, t.cap)
     if (t.held + t.waiting === 0) g.lingerers += 1
     teams.set(t.team, g)
@@ -68,7 +68,6 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
     return demand > 0 ? (share * (t.held + t.waiting)) / demand : share / g.lingerers
   }
   const targets = new Map(mine.teams.map((t) => [t.team, partOf(t)]))
-  const own = new Map(all.map((r) => [r, r.teams.reduce((sum, t) => sum + partOf(t), 0)]))
   // A replica is due its parts (a waiting team's within its calls, and those lent to it) up to what its calls want, and the seats
   // past the parts water-filled by its need past them, up to its calls: the seats its calls do not want go to the replicas that want more.
   const wants = (r: ReplicaRecord) => r.teams.reduce((sum, t) => sum + t.held + t.waiting, 0)
@@ -104,7 +103,7 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   const learnerRun = before === undefined ? (learnerBefore ?? most.run) : starting || before.answered * LEARNER_MARGIN >= most.answered ? before.run : most.run
   return {
     // owedElsewhere: seats owed to the other replicas' teams that wait for nothing (lent only to short calls).
-    targets, target: own.get(mine) as number, due: dueOf(mine), owedElsewhere, heldElsewhere, wantedElsewhere, shares,
+    targets, target: mine.teams.reduce((sum, t) => sum + partOf(t), 0), due: dueOf(mine), owedElsewhere, heldElsewhere, wantedElsewhere, shares,
     // shortElsewhere: what the replicas short of their due lack (that many free seats are theirs); short: those, most short
     // first; over: those holding seats they neither use nor are due; needsMost: the one to tell of seats given back.
     contended: needsMost !== null, shortElsewhere, short, over, needsMost,
