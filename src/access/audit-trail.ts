@@ -48,10 +48,15 @@ export class AuditTrail {
   // a long path: the log's, of a login's short password, would show a viewer `[REDACTED]`
   // where a write held it and the text as sent where it held another guess).
   readonly #writesLog: Logger
+  // The time of the log's line of the write keepWrite keeps next, which its copy is written
+  // at: a clock read apart may have passed a millisecond between the two lines.
+  #writeTime: number | null = null
 
   constructor(size = AUDIT_LINES, secrets = new SecretSet()) {
     this.#size = size
-    this.#writesLog = auditLog(pino(loggerOptions('info', secrets, (text) => secrets.scrubShown(text)), { write: (line: string) => this.#keep(line, true) }))
+    const options = loggerOptions('info', secrets, (text) => secrets.scrubShown(text))
+    const timestamp = () => (this.#writeTime === null ? pino.stdTimeFunctions.epochTime() : `,"time":${this.#writeTime}`)
+    this.#writesLog = auditLog(pino({ ...options, timestamp }, { write: (line: string) => this.#keep(line, true) }))
   }
 
   /**
@@ -113,6 +118,7 @@ export class AuditTrail {
   /** Keeps the line of a team's write (`"action":"write"`, auditWrite) as the trail's own log writes it, its log's line written apart. */
   keepWrite(fields: Record<string, unknown>, msg: string): void {
     this.#writesLog.info({ ...fields, action: 'write' }, msg)
+    this.#writeTime = null
   }
 
   /** Keeps a line of the log when it is an audit line of any action but a team's write (kept by keepWrite). */
@@ -136,7 +142,12 @@ export class AuditTrail {
     }
     if (typeof parsed !== 'object' || parsed === null || (parsed as { kind?: unknown }).kind !== 'audit') return
     const kept = parsed as Record<string, unknown>
-    if ((kept.action === 'write') !== write) return
+    if (kept.action === 'write' && !write) {
+      // The log's line of a write: its copy, written next by keepWrite, takes its time.
+      this.#writeTime = typeof kept.time === 'number' ? kept.time : null
+      return
+    }
+    if (kept.action !== 'write' && write) return
     const refused = REFUSALS.has(kept.action as string)
     // A refused call's path and Host are a guesser's text, written [REDACTED] where they held
     // a secret of the gateway's: kept, a viewer would read whether each did. Its route says

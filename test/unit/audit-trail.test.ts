@@ -60,6 +60,18 @@ describe('AuditTrail', () => {
     expect(written[0]).not.toContain('Summer2026')
   })
 
+  it('keeps a team\'s write at the time its log\'s line of it says, not at a clock read apart', () => {
+    const { dest } = capture()
+    const trail = new AuditTrail(5)
+    const log = pino({ base: null, timestamp: () => ',"time":1000' }, trail.tee(dest))
+    const line = { action: 'write', team: 'writer', n: 1 }
+    auditLog(log).info(line, 'write call')
+    trail.keepWrite(line, 'write call')
+    // A write the log did not pass through the trail is kept at the trail's own clock.
+    trail.keepWrite({ ...line, n: 2 }, 'write call')
+    expect(trail.lines().map((l) => [l.n, l.time === 1000])).toEqual([[2, false], [1, true]])
+  })
+
   it('keeps no line whose "kind":"audit" is inside a value of its own', () => {
     const { dest } = capture()
     const trail = new AuditTrail(2)
