@@ -24,6 +24,7 @@ import { BodyRoom, type BodyHold } from './body-room.js'
 import type { ByteBudget } from '../platform/client/answer-budget.js'
 import { shownPath } from '../observe/caller-text.js'
 import { inTurns } from '../pieces.js'
+import { CallersGoneError } from '../platform/client/caller-group.js'
 
 /** `%` as a byte: where a body may spell a key percent-encoded. */
 const PERCENT = 0x25
@@ -190,9 +191,9 @@ export class Admission {
    * refused, whoever's key it is, so that the platform, its logs and the cache's keys never
    * hold one. The message does not repeat it. Of a body: its secrets searched in turns (#refuseSecretInBody).
    */
-  async #refuseKeyInBody(text: string, caller: Caller): Promise<void> {
+  async #refuseKeyInBody(text: string, caller: Caller, turn: () => Promise<void>): Promise<void> {
     this.#refuseTeamKeyIn(text, 'body')
-    await this.#refuseSecretInBody(text, caller)
+    await this.#refuseSecretInBody(text, caller, turn)
   }
 
   /** A team key in `text`, as #refuseKeyInBody refuses it: a key is no secret a guess finds (a team's key is drawn at random, and long). */
@@ -221,14 +222,13 @@ export class Admission {
 
   /**
    * refuseSecretIn for a body's `text`: past BODY_TURN_BYTES, searched in pieces of
-   * BODY_TURN_BYTES windows, each in a turn of the caller's team (WorkTurns), so that another
+   * BODY_TURN_BYTES windows, each in a `turn` of the caller's team (#turnsOf), so that another
    * team's call waits behind one piece, not the whole search. A secret added while the pieces
    * waited (a platform token obtained meanwhile) is in none of the pieces searched before it:
    * the text is then searched again, with the secrets as they are.
    */
-  async #refuseSecretInBody(text: string, caller: Caller): Promise<void> {
+  async #refuseSecretInBody(text: string, caller: Caller, turn: () => Promise<void>): Promise<void> {
     if (text.length <= BODY_TURN_BYTES) return this.refuseSecretIn(text, 'body', caller)
-    const turn = () => this.#ctx.reports.turn(caller.team.name)
     let found = false
     let searchedWith: number
     do {
@@ -492,6 +492,7 @@ export class Admission {
     const hold = this.#bodies.hold(caller.team.name)
     if (end.closed) hold.release()
     else end.once('close', () => hold.release())
+    const turn = this.#turnsOf(caller.team.name, end)
     inviteBody(payload)
     if (!parsed) {
       // Read whole before a byte of it is sent, whatever its type and framing: one past the
@@ -502,7 +503,7 @@ export class Admission {
       // looks for a secret's UTF-8 bytes so read too, and a binary body costs no decoding.
       const whole = await readAll(payload, limit, (bytes) => this.#held(hold, bytes))
       if (type === MULTIPART_TYPE) assertNoOverridePart(whole, request.headers['content-type'])
-      await this.#refuseSecretInBody(whole.toString('latin1'), caller)
+      await this.#refuseSecretInBody(whole.toString('latin1'), caller, turn)
       caller.stream = Readable.from([whole])
       return
     }
@@ -512,7 +513,7 @@ export class Admission {
     // repeated in its message), then the gateway's serialization, what the platform gets:
     // a key escaped in JSON is written plain there.
     const raw = bytes.includes(KEY_PREFIX) || bytes.includes(PERCENT) ? bytes.toString('latin1') : null
-    if (raw !== null) await this.#refuseKeyInBody(raw, caller)
+    if (raw !== null) await this.#refuseKeyInBody(raw, caller, turn)
     const searchedWith = this.#secretsCount()
     const limits = this.#ctx.config.limits
     const bodyLimits = { jsonDepth: limits.jsonDepth, params: limits.params }
@@ -520,7 +521,6 @@ export class Admission {
     // refused by its scan, before the parse it would be refused after (about 100 ms of CPU
     // for a MiB of small arrays).
     const scanned = (scan: JsonScan) => this.#refuseNeverHeld(hold, valuesHeld(scan))
-    const turn = () => this.#ctx.reports.turn(caller.team.name)
     if (bytes.length <= BODY_TURN_BYTES) caller.body = json ? parseJsonBody(bytes, bodyLimits, scanned) : parseFormBody(bytes, bodyLimits)
     else if (json) caller.body = await inTurns(parsingJsonBody(bytes, bodyLimits, scanned), turn)
     else {
@@ -533,7 +533,27 @@ export class Admission {
     // A text sent on that is the caller's bytes searched above (an ASCII JSON body written as
     // JSON.stringify writes it, whose %-escapes cost a MiB's search of its decoded form), the
     // secrets the same (none added since: their count is the same), holds none of them.
-    if (text !== raw || this.#secretsCount() !== searchedWith) await this.#refuseSecretInBody(text, caller)
+    if (text !== raw || this.#secretsCount() !== searchedWith) await this.#refuseSecretInBody(text, caller, turn)
+  }
+
+  /**
+   * The turns of `team`'s pieces of a body's check (WorkTurns), until its call's `end`: once
+   * the caller has hung up, the turn waited for is given up to the other teams and the check
+   * fails 499 (CallersGoneError), its pieces left unrun, since nobody is there to answer. Its
+   * watch of `end` begins with the first turn: a body checked at once costs none.
+   */
+  #turnsOf(team: string, end: CallEnd): () => Promise<void> {
+    let gone: AbortSignal | null = null
+    return async () => {
+      if (gone === null) {
+        const controller = new AbortController()
+        const leave = () => controller.abort(new CallersGoneError())
+        if (end.closed) leave()
+        else end.once('close', leave)
+        gone = controller.signal
+      }
+      if (!(await this.#ctx.reports.turn(team, gone))) throw gone.reason as Error
+    }
   }
 
   /** `bytes` more for a body, or 503 GW_BODY_BUDGET: the budget is full, or its team holds its share of it in bodies. */

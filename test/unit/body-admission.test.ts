@@ -21,7 +21,14 @@ function setUp(budgetBytes = 1 << 24) {
   const turns: { team: string; go: () => void }[] = []
   const budget = new ByteBudget(budgetBytes)
   const admission = new Admission(
-    admissionParts(config, teams, { answers: { budget }, reports: { turn: (team) => new Promise((resolve) => turns.push({ team, go: () => resolve(true) })) } }),
+    admissionParts(config, teams, { answers: { budget }, reports: {
+        turn: (team, gone) =>
+          new Promise((resolve) => {
+            turns.push({ team, go: () => resolve(true) })
+            gone?.addEventListener('abort', () => resolve(false), { once: true })
+          }),
+      },
+    }),
     new KnownUrls({ teams: () => 1, configured: () => true }),
   )
   return { admission, turns, budget }
@@ -135,6 +142,33 @@ describe('a body read by Admission', () => {
     expect(turns.every((t) => t.team === 'writer')).toBe(true)
     // The parse's four turns (its scan, JSON.parse, its walk, the text written), then one a piece of the text's search.
     expect(granted).toBeGreaterThanOrEqual(4 + Math.ceil(body.length / BODY_TURN_BYTES))
+  })
+
+  // A caller that hangs up while its large body is checked leaves nobody to answer: the pieces
+  // left are not run, and the turn the check waits for is given up to the other teams.
+  it('runs no piece of a large body\'s check once its caller hangs up: the read fails 499 and asks no turn more', async () => {
+    const { admission, turns } = setUp()
+    const end = callEnd()
+    const large = post(admission, `{"userId":101,"x":"${'a'.repeat((1 << 20) - 64)}"}`, end)
+    const failed = large.read.then(() => null, (err: unknown) => err)
+    let settled = false
+    void failed.then(() => (settled = true))
+    const next = async (n: number) => {
+      while (!settled && turns.length < n) await new Promise((resolve) => setImmediate(resolve))
+    }
+    for (let n = 1; n <= 3; n++) {
+      await next(n)
+      turns[n - 1]!.go()
+    }
+    await next(4)
+    end.close()
+    // Every turn asked from here on is granted at once: a check that went on would run to its end.
+    for (let granted = 3; !settled; ) {
+      await next(granted + 1)
+      if (turns.length > granted) turns[granted++]!.go()
+    }
+    expect(await failed).toMatchObject({ code: 'CALLERS_GONE', statusCode: 499 })
+    expect(turns).toHaveLength(4)
   })
 
   it('finds a secret across the edge of two pieces of a large body\'s search, and refuses the body', async () => {
