@@ -6,7 +6,7 @@ import type { Config } from '../../config.js'
 import type { RedisBreaker } from '../../redis/breaker.js'
 import type { RedisBus } from '../../redis/bus.js'
 import type { RedisClient } from '../../redis/client.js'
-import { sameConfiguration, type SharedToken, type TokenOrigin, type TokenProvider, type TokenState } from './token-provider.js'
+import { sameConfiguration, takesStoredAtStart, type SharedToken, type TokenOrigin, type TokenProvider, type TokenState } from './token-provider.js'
 import type { TokenRegistry } from './token-registry.js'
 import { compareRank } from './token-order.js'
 import type { Clock, Timer } from '../../clock.js'
@@ -441,14 +441,18 @@ export class TokenStore implements TokenShares {
 
   // A replica that starts while Redis holds no record (restarted empty, flushed, failed
   // over to an empty replica) stores its configured token ranked by its start, above an
-  // operator's rotation the lost record held. When that configuration is this replica's
-  // own, or one its token's changes replaced, the start is no rollout: by the rule a
-  // stored record would have applied (#reconcile), the rotation stays. A login's start is
-  // not one: it replaces a token only when that token is refused or due.
+  // operator's rotation the lost record held. When the starter would have taken this
+  // replica's token from a stored record (takesStoredAtStart, the rule #reconcile and the
+  // start apply), the start is no rollout and the rotation stays: a static token or token
+  // file of this replica's configuration, or of one its token's changes replaced. A
+  // login's start is none such: a login takes a stored token made on its own login alone,
+  // whatever configurations that token replaced, so a login a rollout replaced is a
+  // rollout again when it starts, as it is where Redis kept the record. Nor is a start of
+  // this replica's own login: it replaces a token only when that token is refused or due.
   #outranksStart(provider: TokenProvider, stored: SharedToken): boolean {
     const current = provider.current()
     if (!current || provider.hasLogin || stored.state.origin.reason !== 'start' || stored.state.token === current.token) return false
-    return [provider.configuredBase, ...(this.#known.get(provider.name)?.replaced ?? [])].some((base) => sameConfiguration(base, stored.base))
+    return takesStoredAtStart(stored.base, { base: provider.configuredBase, replaced: this.#known.get(provider.name)?.replaced ?? [] })
   }
 
   /** This replica's token stored again, ranked just above `stored` (the start of a configuration it replaced). */
