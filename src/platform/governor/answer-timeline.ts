@@ -41,9 +41,10 @@ const ago = (at: number, t: number): string => Math.max(0, at - Math.round(t)).t
 
 /** A record's calls with its moment moved by `ms`, each call with it (a call is kept as ms before the moment): from one clock to another. */
 export function redated(text: string, ms: number): string {
+  if (ms === 0) return text
   const cut = text.indexOf(';')
   const head = cut < 0 ? text : text.slice(0, cut)
-  return ms === 0 || !/^[0-9a-z]+$/.test(head) ? text : Math.max(0, parseInt(head, 36) + ms).toString(36) + (cut < 0 ? '' : text.slice(cut))
+  return !/^[0-9a-z]+$/.test(head) ? text : Math.max(0, parseInt(head, 36) + ms).toString(36) + (cut < 0 ? '' : text.slice(cut))
 }
 
 /** One call of a record: start and kind one base-36 digit or more, end none or more, and a flag exactly when there is an end. */

@@ -1,6 +1,6 @@
 // The dispatch rule over one credential's seats on one replica at one instant (docs/governor.md, "The dispatch rule"), and what its calls waiting tell the limit rule. Pure.
 import type { FairQueue, Queued } from './fair-queue.js'
-import type { LeaseShares, LocalTeam } from './lease-plan.js'
+import type { LeaseShares, TeamRecord } from './lease-plan.js'
 import { fairShares, owedSeats } from './shares.js'
 import type { TeamAccounts } from './team-accounts.js'
 
@@ -11,14 +11,14 @@ export const LENDING_HORIZON_MS = 500
 export const isShort = (expectedMs: number | null): boolean => expectedMs !== null && expectedMs <= LENDING_HORIZON_MS
 
 /** The shares as the dispatch rule reads them: worked out here alone (`one`) or across replicas. */
-export type SharesView = LeaseShares & { teams: LocalTeam[]; owed: number; one: boolean }
+export type SharesView = LeaseShares & { teams: TeamRecord[]; owed: number; one: boolean }
 
 type WaitingCall = Queued & { workClass: string }
 
 const NONE: ReadonlyMap<string, number> = new Map()
 
 /** The shares the rule reads: the lease's across replicas, or worked out here alone over `capacity` less the probe seat again (`probeLent`, lent to short calls only; owed: whole seats; "Words"). */
-export function sharesView(across: LeaseShares | null, capacity: number, teams: LocalTeam[], probeLent = 0): SharesView {
+export function sharesView(across: LeaseShares | null, capacity: number, teams: TeamRecord[], probeLent = 0): SharesView {
   if (across) return { ...across, teams, owed: owedSeats(across.targets, teams), one: false }
   const targets = fairShares(capacity - probeLent, teams)
   return { targets, lent: probeLent, shares: targets, heldElsewhere: NONE, charged: NONE, teams, owed: owedSeats(targets, teams, true), one: true }
@@ -88,7 +88,7 @@ export function longWaitBesideShort(v: WaitView): number | null {
   if (v.queue.size === 0 || (v.teams.shortRunning() === 0 && !v.teams.shortBetweenAsks(v.now, LENDING_HORIZON_MS, new Set(v.queue.waitingTeams())))) return null
   let longest = 0
   // The first call waiting known short settles it: those after it are not looked up (the rule asks at every call that waits).
-  for (const w of v.queue.all()) {
+  for (const w of v.queue.each()) {
     const ms = v.expected(w.team, w.workClass)
     if (isShort(ms)) return null
     longest = Math.max(longest, ms ?? Infinity)
@@ -98,7 +98,8 @@ export function longWaitBesideShort(v: WaitView): number | null {
 
 /** Whether every call waiting is of a kind known long while a team that waits for nothing has a short call in flight or is between two asks: another team's short calls, that the seats past W would queue those calls ahead of. */
 export function longBesideOthersShort(v: WaitView): boolean {
-  if (v.queue.size === 0 || v.queue.all().some((w) => { const ms = v.expected(w.team, w.workClass); return ms === null || isShort(ms) })) return false
+  if (v.queue.size === 0) return false
+  for (const w of v.queue.each()) { const ms = v.expected(w.team, w.workClass); if (ms === null || isShort(ms)) return false }
   const waiting = new Set(v.queue.waitingTeams())
   return v.teams.shortRunning() > [...waiting].reduce((n, team) => n + v.teams.shortRunning(team), 0) || v.teams.shortBetweenAsks(v.now, LENDING_HORIZON_MS, waiting)
 }

@@ -26,7 +26,12 @@ export class FairQueue<W extends Queued> {
 
   /** Waiting calls per team at `priority` (default: callers'; null: every priority). */
   countByTeam(priority: Priority | null = 'caller'): Map<string, number> {
-    return new Map([...this.#byTeam.keys()].map((team) => [team, this.count(team, priority)] as const).filter(([, n]) => n > 0))
+    const counts = new Map<string, number>()
+    for (const team of this.#byTeam.keys()) {
+      const n = this.count(team, priority)
+      if (n > 0) counts.set(team, n)
+    }
+    return counts
   }
 
   waitingTeams(): IterableIterator<string> { return this.#byTeam.keys() }
@@ -92,4 +97,6 @@ export class FairQueue<W extends Queued> {
 
   /** Every waiting call, team by team, each team's in arrival order. */
   all(): W[] { return ([] as W[]).concat(...this.#byTeam.values()) }
+  /** The waiting calls in `all`'s order, one at a time: a reader that stops at one copies none. */
+  *each(): IterableIterator<W> { for (const list of this.#byTeam.values()) for (const w of list) yield w }
 }

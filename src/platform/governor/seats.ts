@@ -2,7 +2,7 @@ import { FairQueue, type Priority, type Queued } from './fair-queue.js'
 import { heldBack, isShort, longBesideOthersShort, longWaitBesideShort, newcomerBesideLong, nextCall, owedNow, sharesView, type DispatchState, type SharesView, type WaitView } from './dispatch-order.js'
 import { DeadlineError, OverloadedError } from '../../errors.js'
 import { NoIdleSeatError, comeBackSec, learnFrom, tooLate, type RefusalReason, type Seat, type SeatLease, type SeatRequest, type SeatsOptions, type TeamLimits } from './seat.js'
-import type { LocalTeam } from './lease-plan.js'
+import type { LocalTeam, TeamRecord } from './lease-plan.js'
 import { GATEWAY_TEAM } from '../gateway-team.js'
 import { TeamAccounts } from './team-accounts.js'
 import { CUT_GROWTH, kindOf } from './work-estimates.js'
@@ -252,7 +252,10 @@ export class CredentialSeats {
     return comeBackSec([...waiting, ...this.#teams.inFlightAhead(now, team)], seats, this.#o.maxPauseMs)
   }
 
-  #localTeams(): LocalTeam[] { return this.#teams.active(this.#clock.now(), this.#queue.countByTeam(null), (t) => this.#weight(t), (t) => this.limitsOf(t).maxConcurrent) }
+  /** The active teams here; with `seatTime`, the seat-time each held (the lease's record carries it, the dispatch reads none). */
+  #localTeams(): TeamRecord[]
+  #localTeams(seatTime: true): LocalTeam[]
+  #localTeams(seatTime?: true): TeamRecord[] { return this.#teams.active(this.#clock.now(), this.#queue.countByTeam(null), (t) => this.#weight(t), (t) => this.limitsOf(t).maxConcurrent, seatTime) }
   #shares(): SharesView { return sharesView(this.#lease?.shares() ?? null, this.capacity, this.#localTeams(), this.#probeLent && this.capacity === this.#limit ? 1 : 0) }
   #chargeElsewhere(): void { this.#teams.chargeElsewhere(this.#lease?.shares()?.charged, (t) => this.#weight(t)) }
 
@@ -263,7 +266,7 @@ export class CredentialSeats {
   }
 
   /** Counted here alone, no lease takes the demand: its fields are not worked out (`?.` skips them). */
-  #demandChanged(): void { this.#lease?.demand({ limit: this.#limit, inFlight: this.inFlight, waiting: this.#queue.size, heldBack: this.#queue.size > 0 ? this.heldBackNow() : 0, teams: this.#localTeams() }) }
+  #demandChanged(): void { this.#lease?.demand({ limit: this.#limit, inFlight: this.inFlight, waiting: this.#queue.size, heldBack: this.#queue.size > 0 ? this.heldBackNow() : 0, teams: this.#localTeams(true) }) }
 
   #dispatch(): void {
     this.#chargeElsewhere()

@@ -1,6 +1,6 @@
 import { GATEWAY_TEAM } from '../gateway-team.js'
 import { FAULT_MS } from './fault-watch.js'
-import type { LocalTeam } from './lease-plan.js'
+import type { TeamRecord } from './lease-plan.js'
 import type { CallAhead } from './seat.js'
 
 // docs/governor.md, "Constants".
@@ -70,7 +70,9 @@ export class TeamAccounts {
 
   /** `team`'s calls in flight expected short; of every team's, without one. */
   shortRunning(team?: string): number {
-    return [...this.#calls(team)].filter((call) => call.short).length
+    let n = 0
+    for (const call of this.#calls(team)) if (call.short) n++
+    return n
   }
 
   /** Whether a team holding no seat and waiting for nothing (`waiting`: the teams waiting) ended a call expected short within `ms` (the lending horizon): between two asks, as a dashboard between two views. */
@@ -79,7 +81,10 @@ export class TeamAccounts {
   }
 
   /** Whether calls are in flight and every one of them is expected long (of a kind answered, past the lending horizon). */
-  onlyLongRunning(): boolean { return this.inFlight > 0 && [...this.#calls()].every((call) => !call.short && call.dueAt !== Infinity) }
+  onlyLongRunning(): boolean {
+    for (const call of this.#started) if (call.short || call.dueAt === Infinity) return false
+    return this.inFlight > 0
+  }
 
   seatSeconds(team: string, now: number): number { return seatMs(this.#teams.get(team), now) / 1000 }
 
@@ -117,13 +122,13 @@ export class TeamAccounts {
     if (demand >= peakNow(seats, now)) [seats.peak, seats.peakAt] = [demand, now]
   }
 
-  /** The active teams: holding a seat, waiting, or lingering. */
-  active(now: number, waiting: ReadonlyMap<string, number>, weight: (team: string) => number, cap: (team: string) => number | null): LocalTeam[] {
-    const out: LocalTeam[] = []
+  /** The active teams: holding a seat, waiting, or lingering; with `seatTime`, the seat-time each held here (LocalTeam's). */
+  active(now: number, waiting: ReadonlyMap<string, number>, weight: (team: string) => number, cap: (team: string) => number | null, seatTime = false): TeamRecord[] {
+    const out: TeamRecord[] = []
     for (const [team, seats] of this.#teams) {
       const lingering = lingers(team, seats, now)
       const [held, w] = [seats.running.size, waiting.get(team) ?? 0]
-      if (held > 0 || w > 0 || lingering) out.push({ team, weight: weight(team), held, waiting: w, cap: cap(team), lingering, peak: Math.max(peakNow(seats, now), held + w), seatMs: Math.round(seatMs(seats, now)) })
+      if (held > 0 || w > 0 || lingering) out.push({ team, weight: weight(team), held, waiting: w, cap: cap(team), lingering, peak: Math.max(peakNow(seats, now), held + w), ...(seatTime ? { seatMs: Math.round(seatMs(seats, now)) } : {}) })
     }
     return out
   }

@@ -35,9 +35,15 @@ export class ThroughputLevels {
   /** Fades whether each level was measured by `evidence` (the limit rule's EVIDENCE_MS), and what it gives over RECENT_MS, `elapsedMs` on. */
   fade(evidence: number, elapsedMs: number): void {
     const g = Math.exp(-elapsedMs / RECENT_MS)
+    // The RECENT sums, each by name (not a loop over their keys): a fade runs over every level.
     for (const l of this.#levels) {
       l.n *= evidence
-      for (const k of RECENT) l[k] *= g
+      l.m *= g
+      l.base *= g
+      l.low *= g
+      l.lat *= g
+      l.sum *= g
+      l.sum2 *= g
     }
   }
 
