@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { encodeCalls, type CallEntry } from '../../src/platform/governor/answer-timeline.js'
 import { KneeEstimator } from '../../src/platform/governor/knee-estimator.js'
-import { TIE, highestTied, probeFall } from '../../src/platform/governor/knee-verdicts.js'
+import { TIE, firstAtOrAfter, highestTied, probeFall } from '../../src/platform/governor/knee-verdicts.js'
 import { MAX_KINDS } from '../../src/platform/governor/work-estimates.js'
 
 type Span = { from: number; to: number }
@@ -698,5 +698,15 @@ describe('KneeEstimator', () => {
     for (let i = 0; i < MAX_KINDS; i++) rule.ended({ startedAt: 10 * i + 1, at: 10 * i + 6, team: 't', kind: shape(`r${i}`), load: 2, window: rule.started(shape(`r${i}`), 2), outcome: 'ok' })
     rule.ended({ startedAt: 0, at: 10 * MAX_KINDS, team: 't', kind: shape('year'), load: 1, window: year, outcome: 'ok' })
     expect([rule.kinds.length, rule.kinds.includes(shape('year')), rule.kinds.includes(shape('r0'))]).toEqual([MAX_KINDS, true, false])
+  })
+})
+
+describe('firstAtOrAfter', () => {
+  it('finds what findIndex finds, from an index before which no time is at or after the cut', () => {
+    const times = [5, 3, 9, Number.NaN, 12, 7, 15]
+    for (const cut of [-Infinity, 0, 4, 6, 9, 10, 13, 16, Number.NaN]) {
+      const found = times.findIndex((t) => t >= cut)
+      for (let from = 0; from <= (found < 0 ? times.length : found); from++) expect(firstAtOrAfter(times, cut, from), `cut ${cut} from ${from}`).toBe(found)
+    }
   })
 })

@@ -66,8 +66,9 @@ export function decodeCalls(text: string): { at: number; calls: CallEntry[] } | 
 }
 
 type Local = { kind: string; load: number; startedAt: number; serial: number | null; answer: Answer | null }
-/** Another replica's calls: as of its last record (its moment, `decoded.at`), those ended not yet given (by id), those given (by id, when they ended), those in flight, and the serials of those started here by key; its last record's text and calls (a record heard again is not decoded again). */
-type Remote = { ended: Map<string, CallEntry>; done: Map<string, number>; inFlight: CallEntry[]; started: Map<string, number[]>; text: string; decoded: { at: number; calls: CallEntry[] } }
+/** Another replica's calls: as of its last record (its moment, `decoded.at`), those ended not yet given (by id), those given (by id, when they ended), those in flight, and the serials of those started here by key; its last record's text, calls and calls in flight (a record heard again is not decoded again). */
+type Remote = { ended: Map<string, CallEntry>; done: Map<string, number>; inFlight: CallEntry[]; started: Map<string, number[]>; text: string; decoded: Decoded }
+type Decoded = { at: number; calls: CallEntry[]; inFlight: CallEntry[] }
 
 export class AnswerTimeline {
   readonly #sink: EvidenceSink
@@ -121,13 +122,13 @@ export class AnswerTimeline {
     for (const r of records ?? []) {
       const known = this.#remote.get(r.run)
       // Decoding is pure and its calls are read, never changed: a record heard again reads as its calls decoded before.
-      const decoded = r.calls === undefined ? null : r.calls === known?.text ? known.decoded : decodeCalls(r.calls)
+      const decoded = r.calls === undefined ? null : r.calls === known?.text ? known.decoded : withInFlight(decodeCalls(r.calls))
       if (decoded === null) continue
       seen.add(r.run)
       const remote = known ?? { ended: new Map(), done: new Map(), inFlight: [], started: new Map(), text: '', decoded }
       if (decoded.at < remote.decoded.at) continue
       ;[remote.text, remote.decoded] = [r.calls as string, decoded]
-      remote.inFlight = decoded.calls.filter((c) => c.at === null)
+      remote.inFlight = decoded.inFlight
       // The starts of the calls started here, for a test before a key is made.
       const startedAt = new Set<number>()
       for (const k of remote.started.keys()) startedAt.add(Number(k.slice(0, k.indexOf('|'))))
@@ -220,6 +221,7 @@ export class AnswerTimeline {
   }
 }
 
+const withInFlight = (d: { at: number; calls: CallEntry[] } | null): Decoded | null => (d === null ? null : { ...d, inFlight: d.calls.filter((c) => c.at === null) })
 const keyOf = (c: CallEntry): string => `${c.startedAt}|${c.kind}`
 /** The end, at `at`, of a call whose answer is out of reach: it says nothing. */
 const silentEnd = (at: number): CallEntry => ({ startedAt: at, at, kind: '', outcome: 'other', timed: false })

@@ -88,10 +88,12 @@ export function longWaitBesideShort(v: WaitView): number | null {
   if (v.queue.size === 0 || (v.teams.shortRunning() === 0 && !v.teams.shortBetweenAsks(v.now, LENDING_HORIZON_MS, new Set(v.queue.waitingTeams())))) return null
   let longest = 0
   // The first call waiting known short settles it: those after it are not looked up (the rule asks at every call that waits).
-  for (const w of v.queue.each()) {
-    const ms = v.expected(w.team, w.workClass)
-    if (isShort(ms)) return null
-    longest = Math.max(longest, ms ?? Infinity)
+  for (const list of v.queue.lists()) {
+    for (const w of list) {
+      const ms = v.expected(w.team, w.workClass)
+      if (isShort(ms)) return null
+      longest = Math.max(longest, ms ?? Infinity)
+    }
   }
   return longest
 }
@@ -99,7 +101,12 @@ export function longWaitBesideShort(v: WaitView): number | null {
 /** Whether every call waiting is of a kind known long while a team that waits for nothing has a short call in flight or is between two asks: another team's short calls, that the seats past W would queue those calls ahead of. */
 export function longBesideOthersShort(v: WaitView): boolean {
   if (v.queue.size === 0) return false
-  for (const w of v.queue.each()) { const ms = v.expected(w.team, w.workClass); if (ms === null || isShort(ms)) return false }
+  for (const list of v.queue.lists()) {
+    for (const w of list) {
+      const ms = v.expected(w.team, w.workClass)
+      if (ms === null || isShort(ms)) return false
+    }
+  }
   const waiting = new Set(v.queue.waitingTeams())
   return v.teams.shortRunning() > [...waiting].reduce((n, team) => n + v.teams.shortRunning(team), 0) || v.teams.shortBetweenAsks(v.now, LENDING_HORIZON_MS, waiting)
 }

@@ -97,6 +97,6 @@ export class FairQueue<W extends Queued> {
 
   /** Every waiting call, team by team, each team's in arrival order. */
   all(): W[] { return ([] as W[]).concat(...this.#byTeam.values()) }
-  /** The waiting calls in `all`'s order, one at a time: a reader that stops at one copies none. */
-  *each(): IterableIterator<W> { for (const list of this.#byTeam.values()) for (const w of list) yield w }
+  /** Each waiting team's calls in arrival order, team by team: `all` without a copy, for a reader that may stop at one. */
+  lists(): IterableIterator<readonly W[]> { return this.#byTeam.values() }
 }

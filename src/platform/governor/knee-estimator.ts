@@ -1,6 +1,6 @@
 // The limit rule (docs/governor.md, "The limit rule": the model, s(w), each rule and its reason). Pure: time is passed in.
 import { LENDING_HORIZON_MS } from './dispatch-order.js'
-import { MIN_CALLS, SURE, atLeast, boundLead, endAt, endedBefore, highestRoom, highestTied, probeFall, readEvidence, spread2, verdicts, writeEvidence } from './knee-verdicts.js'
+import { MIN_CALLS, SURE, atLeast, boundLead, endAt, endedBefore, firstAtOrAfter, highestRoom, highestTied, probeFall, readEvidence, spread2, verdicts, writeEvidence } from './knee-verdicts.js'
 import { RECENT_MS, StartLevels, ThroughputLevels } from './throughput-levels.js'
 import { AnswerTimeline, type Answer } from './answer-timeline.js'
 import { FAULT_MS, FaultWatch, UsualGaps } from './fault-watch.js'
@@ -32,10 +32,9 @@ export class KneeEstimator {
   #phase: Phase = 'start'
   #serial = 0
   readonly #calls = new Map<number, Call>()
-  // The ends of this replica's calls in time order (when, and whose), and how many were dropped: two arrays of numbers, not an object per end (MEMORY_MS of ends is held).
-  #endAt: number[] = []
-  #endSerial: number[] = []
-  #endsDropped = 0
+  // The ends of this replica's calls in time order (when, and whose), and how many were dropped: two arrays of numbers, not an object per end (MEMORY_MS of ends is held); the first end at or after the last tick's cut, and that cut (the ends before it stay before the next, a cut that only grows: the next tick looks from it).
+  #endAt: number[] = []; #endSerial: number[] = []; #endsDropped = 0
+  #kept = { from: 0, cut: -Infinity }
   // The evidence: per kind (a caller makes as many as its reports' shapes: MAX_KINDS at most); per guess w, Σ log own time, impossible answers, the evidence set aside past the bounded lead (`boundLead`), and the mean own time of late (ms); answers counted.
   readonly #kinds = new Map<string, KindStats>()
   // The faded Σ of squared residuals from their kinds' paces per guess, every kind's (one forgotten or dropped keeps its part: no guess's likelihood moves).
@@ -168,9 +167,11 @@ export class KneeEstimator {
   tick(now: number, overdueSince: number | null): Step | null {
     const fault = this.#faults.shows(now, overdueSince)
     if (fault !== null) return this.pause(now, fault)
-    const drop = this.#endAt.findIndex((t) => t >= now - MEMORY_MS)
-    if (drop > 1000) [this.#endsDropped, this.#endAt, this.#endSerial] = [this.#endsDropped + drop, this.#endAt.slice(drop), this.#endSerial.slice(drop)]
-    this.#faults.forget(now - MEMORY_MS)
+    const cut = now - MEMORY_MS
+    const drop = firstAtOrAfter(this.#endAt, cut, cut >= this.#kept.cut ? this.#kept.from : 0)
+    this.#kept = { from: drop < 0 ? this.#endAt.length : drop, cut }
+    if (drop > 1000) [this.#endsDropped, this.#endAt, this.#endSerial, this.#kept.from] = [this.#endsDropped + drop, this.#endAt.slice(drop), this.#endSerial.slice(drop), 0]
+    this.#faults.forget(cut)
     if (this.#phase === 'fault') return this.#faults.over(now) ? this.#restore(now) : null
     // The start's limit past what the platform took falls to it at once: its seats past the refusal turn over a 429 each few ms.
     if (this.#phase === 'start' && this.#limit > this.#took) return this.#set(this.#took, 'refused')

@@ -61,6 +61,12 @@ export function endedBefore(serials: readonly number[], from: number, window: nu
   return ended
 }
 
+/** The index of the first of `times` at or after `cut` from index `from` on (-1: none): `times.findIndex((t) => t >= cut)` where none before `from` is at or after `cut`. */
+export function firstAtOrAfter(times: readonly number[], cut: number, from: number): number {
+  for (let i = from; i < times.length; i++) if (times[i]! >= cut) return i
+  return -1
+}
+
 /** A(k): when k calls ahead had ended, this replica's counted and the others' at `rate` (per ms; 0: none, the k-th end seen here); null: not before the last end seen. */
 export function endAt(ends: readonly number[], rate: number, k: number): number | null {
   if (rate === 0) return k <= ends.length ? (ends[k - 1] as number) : null

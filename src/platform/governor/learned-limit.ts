@@ -38,6 +38,8 @@ export class LearnedLimit {
   #written: string | null = null
   #forgedSeen = false
   #rewroteAt = -Infinity
+  // The record's text last opened, and its fields (null: not one).
+  #opened: { sealed: string | null; stored: SharedLimit | null } = { sealed: null, stored: null }
 
   constructor(opts: LearnedLimitOptions) {
     this.#o = opts
@@ -126,8 +128,9 @@ export class LearnedLimit {
 
   #open(sealed: string): SharedLimit | null {
     const { seal, key, log, credential, lease } = this.#o
-    // Its moments moved from the store's clock to this replica's.
-    const [stored, ms] = [parseRecord(seal ? seal.openText(key, sealed) : sealed), -(lease?.offsetMs ?? 0)]
+    // Its moments moved from the store's clock to this replica's. The text read last is opened once: a renewal reads it two or three times.
+    if (sealed !== this.#opened.sealed) this.#opened = { sealed, stored: parseRecord(seal ? seal.openText(key, sealed) : sealed) }
+    const [stored, ms] = [this.#opened.stored, -(lease?.offsetMs ?? 0)]
     const record = stored === null || ms === 0 ? stored : { ...stored, at: stored.at + ms, ...(stored.evidence === undefined ? {} : { evidence: movedEvidence(stored.evidence, ms) }) }
     const now = this.#clock.now()
     const forged = record === null || now - record.at > RECORD_MAX_AGE_MS || record.at - now > RECORD_MAX_AGE_MS / 10

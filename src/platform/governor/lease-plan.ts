@@ -52,13 +52,15 @@ export type LeasePlan = ReturnType<typeof leasePlan>
 export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[], limit: number, learnerBefore: string | null = null, starting = false) {
   const all = [mine, ...others]
   const teams = new Map<string, TeamLoad & { lingerers: number }>()
-  for (const t of all.flatMap((r) => r.teams)) {
-    const g = teams.get(t.team) ?? { team: t.team, weight: 1, held: 0, waiting: 0, cap: null, peak: 0, lingerers: 0 }
-    g.weight = Math.max(g.weight, t.weight)
-    ;[g.held, g.waiting, g.peak] = [g.held + t.held, g.waiting + t.waiting, g.peak + t.peak]
-    g.cap = t.cap === null ? g.cap : g.cap === null ? t.cap : Math.min(g.cap, t.cap)
-    if (t.held + t.waiting === 0) g.lingerers += 1
-    teams.set(t.team, g)
+  for (const r of all) {
+    for (const t of r.teams) {
+      const g = teams.get(t.team) ?? { team: t.team, weight: 1, held: 0, waiting: 0, cap: null, peak: 0, lingerers: 0 }
+      g.weight = Math.max(g.weight, t.weight)
+      ;[g.held, g.waiting, g.peak] = [g.held + t.held, g.waiting + t.waiting, g.peak + t.peak]
+      g.cap = t.cap === null ? g.cap : g.cap === null ? t.cap : Math.min(g.cap, t.cap)
+      if (t.held + t.waiting === 0) g.lingerers += 1
+      teams.set(t.team, g)
+    }
   }
   const shares = fairShares(limit, [...teams.values()])
   const partOf = (t: TeamRecord): number => {
@@ -190,12 +192,17 @@ export class ElsewhereCharges {
 
 /** Each replica's parts of the teams' shares as its lease holds them, a waiting team's parts past its calls lent (docs/governor.md, "Across replicas"). */
 function placedParts(all: readonly ReplicaRecord[], teams: ReadonlyMap<string, TeamLoad>, partOf: (t: TeamRecord) => number, limit: number): Map<ReplicaRecord, number> {
-  const keptOf = (t: TeamRecord) => ((teams.get(t.team) as TeamLoad).waiting === 0 ? partOf(t) : Math.min(partOf(t), t.held + t.waiting))
+  // Each record's part kept, worked out once: it is read at every step below.
+  const keptBy = new Map<TeamRecord, number>()
+  const keptOf = (t: TeamRecord) => keptBy.get(t) as number
   const kept = new Map<string, number>()
   const past = new Map<string, number>()
-  for (const t of all.flatMap((r) => r.teams)) {
-    kept.set(t.team, (kept.get(t.team) ?? 0) + keptOf(t))
-    past.set(t.team, (past.get(t.team) ?? 0) + Math.max(0, t.held + t.waiting - keptOf(t)))
+  for (const r of all) {
+    for (const t of r.teams) {
+      keptBy.set(t, (teams.get(t.team) as TeamLoad).waiting === 0 ? partOf(t) : Math.min(partOf(t), t.held + t.waiting))
+      kept.set(t.team, (kept.get(t.team) ?? 0) + keptOf(t))
+      past.set(t.team, (past.get(t.team) ?? 0) + Math.max(0, t.held + t.waiting - keptOf(t)))
+    }
   }
   const lent = limit - [...kept.values()].reduce((sum, n) => sum + n, 0)
   let open = [...past].filter(([, p]) => p > 1e-9).map(([team]) => team)

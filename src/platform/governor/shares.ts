@@ -6,13 +6,22 @@ export type TeamLoad = { team: string; weight: number; held: number; waiting: nu
 
 /** Each active team's share of `seats`: max-min fair by weight over what it wants (held and waiting, or its peak), within its ceiling (water-filling); they add up to at most `seats`. */
 export function fairShares(seats: number, loads: readonly TeamLoad[]): Map<string, number> {
-  const teams = loads.map((t) => ({ team: t.team, weight: t.weight, want: Math.min(t.cap ?? Infinity, Math.max(t.held + t.waiting, t.peak)) }))
-  const shares = new Map<string, number>(teams.map((t) => [t.team, 0]))
-  let open = teams.filter((t) => t.want > 0)
+  // Loops, not array methods: the dispatch works the shares out at every call it starts.
+  const shares = new Map<string, number>()
+  let open: { team: string; weight: number; want: number }[] = []
+  for (const t of loads) {
+    const want = Math.min(t.cap ?? Infinity, Math.max(t.held + t.waiting, t.peak))
+    shares.set(t.team, 0)
+    if (want > 0) open.push({ team: t.team, weight: t.weight, want })
+  }
   let left = Math.max(0, seats)
   while (open.length > 0 && left > 1e-9) {
-    const level = left / open.reduce((sum, t) => sum + t.weight, 0)
-    const filled = open.filter((t) => t.want - (shares.get(t.team) as number) <= level * t.weight)
+    let weights = 0
+    for (const t of open) weights += t.weight
+    const level = left / weights
+    const filled: typeof open = []
+    const rest: typeof open = []
+    for (const t of open) (t.want - (shares.get(t.team) as number) <= level * t.weight ? filled : rest).push(t)
     if (filled.length === 0) {
       for (const t of open) shares.set(t.team, (shares.get(t.team) as number) + level * t.weight)
       break
@@ -21,7 +30,7 @@ export function fairShares(seats: number, loads: readonly TeamLoad[]): Map<strin
       left -= t.want - (shares.get(t.team) as number)
       shares.set(t.team, t.want)
     }
-    open = open.filter((t) => !filled.includes(t))
+    open = rest
   }
   return shares
 }
