@@ -1,5 +1,5 @@
 import { hostname } from 'node:os'
-import { defaultTextMapGetter, diag, DiagLogLevel, isSpanContextValid, ROOT_CONTEXT, SamplingDecision, SpanKind, trace, TraceFlags, type Attributes, type Context, type Link, type SpanContext } from '@opentelemetry/api'
+import { defaultTextMapGetter, diag, DiagLogLevel, isSpanContextValid, ROOT_CONTEXT, SamplingDecision, SpanKind, trace, TraceFlags, type Attributes, type Context, type Link } from '@opentelemetry/api'
 import { W3CTraceContextPropagator } from '@opentelemetry/core'
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources'
 import {
@@ -28,7 +28,7 @@ import {
 } from '@opentelemetry/semantic-conventions'
 import type { TracingConfig } from '../config/tracing.js'
 import { encodeExportRequest } from './otlp-protobuf.js'
-import { newSpanId, newTraceId, RecordedSpan, type SpanSink } from './recorded-span.js'
+import { drawTraceId, idPool, newSpanId, newTraceId, RecordedSpan, type SpanSink } from './recorded-span.js'
 import { ATTRIBUTE_VALUE_LIMIT, type RequestTracer, type Trace, type TracedRequest, type TracingOptions } from './trace.js'
 import { withoutKeys } from './key-shape.js'
 
@@ -54,26 +54,31 @@ export function httpRoute(method: string, path: string): string | null {
   return '/api/v1/{path}'
 }
 
-/** `traceparent` (W3C Trace Context, version 00) naming a span. */
-function traceparentOf(span: SpanContext): string {
-  return `00-${span.traceId}-${span.spanId}-${(span.traceFlags & 0xff).toString(16).padStart(2, '0')}`
-}
-
 /**
  * A request the sampler left out: no span is made for its steps, and each platform call is
  * sent the request's traceparent (not sampled), so that the trace still joins up downstream;
- * a cached report's fill, a trace of its own (Trace.shared), is sent that trace's.
+ * a cached report's fill, a trace of its own (Trace.shared), is sent that trace's. A new
+ * trace's id stays the bytes it was drawn as until read (the access line at `info`, a
+ * `traceparent`), and the span id a `traceparent` names is drawn at the first one.
  */
 class UnrecordedTrace implements Trace {
   readonly recording = false
-  readonly #span: SpanContext
+  readonly #bytes: Buffer | null
+  readonly #at: number
+  readonly #flags: number
+  #traceHex: string | null
+  #spanId: string | null = null
 
-  constructor(span: SpanContext) {
-    this.#span = span
+  /** `traceId`: a caller's trace id, in hex; null: a new trace's, 16 bytes of `bytes` from `at`. */
+  constructor(traceId: string | null, bytes: Buffer | null, at: number, flags: number) {
+    this.#traceHex = traceId
+    this.#bytes = bytes
+    this.#at = at
+    this.#flags = flags
   }
 
   get traceId(): string {
-    return this.#span.traceId
+    return (this.#traceHex ??= (this.#bytes as Buffer).toString('hex', this.#at, this.#at + 16))
   }
 
   step(): Trace {
@@ -81,11 +86,12 @@ class UnrecordedTrace implements Trace {
   }
 
   call(): { span: Trace; traceparent: string } {
-    return { span: this, traceparent: traceparentOf(this.#span) }
+    return { span: this, traceparent: `00-${this.traceId}-${(this.#spanId ??= newSpanId())}-${(this.#flags & 0xff).toString(16).padStart(2, '0')}` }
   }
 
   shared(): Trace {
-    return new UnrecordedTrace({ traceId: newTraceId(), spanId: newSpanId(), traceFlags: this.#span.traceFlags })
+    const at = drawTraceId()
+    return new UnrecordedTrace(null, idPool(), at, this.#flags)
   }
 
   link(): void {}
@@ -122,13 +128,37 @@ export function samplerOf(config: Pick<TracingConfig, 'sampler' | 'samplerRatio'
   }
 }
 
+/** Above every trace id's word (traceWord): the bound of a sampler that records every new trace. */
+const EVERY_TRACE = 0x100000000
+
 /**
- * Whether the sampler OTEL_TRACES_SAMPLER names records every trace begun here (no parent),
- * whatever its id, with no attribute or trace state of its own: then a request without a
- * `traceparent` is not put to it, and its new trace id stays bytes (recorded-span.ts).
+ * The bound below which the sampler OTEL_TRACES_SAMPLER names records a trace begun here
+ * (no parent) by its id's word (traceWord). Each sampler offered decides such a trace by its
+ * id alone, with no attribute or trace state of its own: always on or off, or the ratio
+ * sampler's comparison (TraceIdRatioBasedSampler: the ratio of 2^32 - 1, floored; all at a
+ * ratio of 1). So a request without a `traceparent` is decided before anything of it is read,
+ * and its span's attributes are made only when it is recorded.
  */
-export function recordsEveryNewTrace(sampler: TracingConfig['sampler']): boolean {
-  return sampler === 'parentbased_always_on' || sampler === 'always_on'
+export function newTraceBound(config: Pick<TracingConfig, 'sampler' | 'samplerRatio'>): number {
+  switch (config.sampler) {
+    case 'always_on':
+    case 'parentbased_always_on':
+      return EVERY_TRACE
+    case 'always_off':
+    case 'parentbased_always_off':
+      return 0
+    case 'traceidratio':
+    case 'parentbased_traceidratio': {
+      const ratio = config.samplerRatio
+      if (!(ratio > 0)) return 0
+      return ratio >= 1 ? EVERY_TRACE : Math.floor(ratio * 0xffffffff)
+    }
+  }
+}
+
+/** A trace id's word as the ratio sampler reads it: its four 32-bit big-endian words XORed, unsigned. */
+export function traceWord(bytes: Buffer, at: number): number {
+  return (bytes.readUInt32BE(at) ^ bytes.readUInt32BE(at + 4) ^ bytes.readUInt32BE(at + 8) ^ bytes.readUInt32BE(at + 12)) >>> 0
 }
 
 /**
@@ -249,16 +279,26 @@ export async function otelTracing(config: TracingConfig, about: TracingOptions):
   const processor = new BatchSpanProcessor(await exporterOf(config), config.batch)
   const sink: SpanSink = { resource, scope: { name: 'report-gateway', version: about.version }, processor, now: about.now }
   const sampler = samplerOf(config)
-  const recordsNew = recordsEveryNewTrace(config.sampler)
+  const bound = newTraceBound(config)
+  /** The SERVER span of a new trace recorded: `traceId` null (drawn now) or drawn at that offset (RecordedSpan). */
+  const newTrace = (req: TracedRequest, traceId: number | null): RecordedSpan => {
+    const seen = seenOf(req, about.holdsSecret)
+    const span = new RecordedSpan(sink, seen.name, SpanKind.SERVER, traceId, TraceFlags.SAMPLED, undefined, undefined)
+    span.set(seen.attributes)
+    return span
+  }
   return {
     start(req: TracedRequest): Trace {
-      const seen = seenOf(req, about.holdsSecret)
       const traceparent = req.headers.traceparent
-      if (traceparent === undefined && recordsNew) {
-        const span = new RecordedSpan(sink, seen.name, SpanKind.SERVER, null, TraceFlags.SAMPLED, undefined, undefined)
-        span.set(seen.attributes)
-        return span
+      if (traceparent === undefined) {
+        // A new trace, decided by its id alone (newTraceBound): nothing of the request is read for one left out.
+        if (bound === EVERY_TRACE) return newTrace(req, null)
+        const at = drawTraceId()
+        const bytes = idPool()
+        if (traceWord(bytes, at) >= bound) return new UnrecordedTrace(null, bytes, at, TraceFlags.NONE)
+        return newTrace(req, at)
       }
+      const seen = seenOf(req, about.holdsSecret)
       const context: Context = typeof traceparent === 'string' ? propagator.extract(ROOT_CONTEXT, { traceparent }, defaultTextMapGetter) : ROOT_CONTEXT
       const given = trace.getSpanContext(context)
       const parent = given !== undefined && isSpanContextValid(given) ? given : undefined
@@ -266,9 +306,8 @@ export async function otelTracing(config: TracingConfig, about: TracingOptions):
       // As the SDK's Tracer asks: the samplers offered decide by the trace alone, before any attribute.
       const decision = sampler.shouldSample(context, traceId, seen.name, SpanKind.SERVER, NO_ATTRIBUTES, NO_LINKS)
       const flags = decision.decision === SamplingDecision.RECORD_AND_SAMPLED ? TraceFlags.SAMPLED : TraceFlags.NONE
-      const traceState = decision.traceState ?? parent?.traceState
-      if (decision.decision === SamplingDecision.NOT_RECORD) return new UnrecordedTrace({ traceId, spanId: newSpanId(), traceFlags: flags, traceState })
-      const span = new RecordedSpan(sink, seen.name, SpanKind.SERVER, traceId, flags, traceState, parent)
+      if (decision.decision === SamplingDecision.NOT_RECORD) return new UnrecordedTrace(traceId, null, 0, flags)
+      const span = new RecordedSpan(sink, seen.name, SpanKind.SERVER, traceId, flags, decision.traceState ?? parent?.traceState, parent)
       if (decision.attributes !== undefined) span.set(decision.attributes)
       span.set(seen.attributes)
       return span

@@ -84,6 +84,12 @@ function newId(bytes: number): string {
 export const newTraceId = (): string => newId(16)
 export const newSpanId = (): string => newId(8)
 
+/** Draws a new trace's 16 bytes: their offset in `idPool()`, the pool until the next draw. */
+export const drawTraceId = (): number => takeId(16)
+
+/** The pool the last id was drawn from (it is replaced when used up, never written again). */
+export const idPool = (): Buffer => pool
+
 // Trace.linkId: a trace id and a span id, in lower-case hex, neither all zero (W3C).
 const LINK_ID = /^([0-9a-f]{32})-([0-9a-f]{16})$/
 const ZEROS = /^0+$/
@@ -147,22 +153,27 @@ export class RecordedSpan implements ReadableSpan, EncodableSpan, Trace {
    * `traceId`: the trace's id in hex (a caller's, say); null: a new trace, or a step's
    * local parent's, drawn from the id pool as bytes and made hex only when read (the access
    * log, a platform call's `traceparent`, the JSON exporter): the protobuf encoder copies
-   * the bytes, and a hit's span never makes the string.
+   * the bytes, and a hit's span never makes the string; a number: a new trace's id drawn
+   * just before (drawTraceId, its sampler's decision read from it), at that offset of the pool.
    */
   constructor(
     sink: SpanSink,
     readonly name: string,
     readonly kind: SpanKind,
-    traceId: string | null,
+    traceId: string | number | null,
     readonly traceFlags: number,
     readonly traceState: TraceState | undefined,
     readonly parentSpanContext: SpanContext | undefined,
   ) {
     this.#sink = sink
-    if (traceId !== null) {
+    if (typeof traceId === 'string') {
       this.traceBytes = null
       this.traceAt = 0
       this.#traceHex = traceId
+    } else if (traceId !== null) {
+      this.traceAt = traceId
+      this.traceBytes = pool
+      this.#traceHex = null
     } else if (parentSpanContext instanceof RecordedSpan) {
       this.traceBytes = parentSpanContext.traceBytes
       this.traceAt = parentSpanContext.traceAt

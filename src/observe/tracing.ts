@@ -51,11 +51,12 @@ function isTraced(url: string | undefined): boolean {
 
 /**
  * `work` in a child span of `parent` named `name`, ended when it settles (its error's
- * code or name as `error.type`); without a parent, `work`'s own promise, with nothing
- * made (`attributes` not even asked): no async frame of its own waits with it.
+ * code or name as `error.type`); without a parent, or with one that records nothing (a
+ * request the sampler left out), `work`'s own promise, with nothing made (`attributes`
+ * not even asked): no async frame of its own waits with it.
  */
 export function traced<T>(parent: Trace | undefined, name: string, attributes: () => SpanAttributes, work: () => Promise<T>): Promise<T> {
-  return parent === undefined ? untraced(work) : inSpan(parent, name, attributes, work)
+  return parent === undefined || !parent.recording ? untraced(work) : inSpan(parent, name, attributes, work)
 }
 
 /** `work()`, a throw of it as its rejection (as an async function's would be). */
@@ -80,17 +81,21 @@ async function inSpan<T>(parent: Trace, name: string, attributes: () => SpanAttr
 }
 
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
+// What a trace that records nothing is given for a call: it makes no span of them.
+const UNRECORDED_CALL = 'unrecorded'
+const NO_ATTRIBUTES: SpanAttributes = Object.freeze({})
 
 /**
  * A platform call `send(headers)` in a CLIENT span of `parent`: `headers` holds the
  * gateway's own `traceparent` naming that span, never a caller's; the span ends with the
  * answer's status (a 5xx is an error) or the call's failure. Without a parent, `send` with
- * no header and nothing made.
+ * no header and nothing made; with one that records nothing, `send` with its trace's
+ * `traceparent` (not sampled), nothing made and `about` not asked.
  */
 export function tracedCall<T extends { statusCode: number }>(parent: Trace | undefined, about: () => { name: string; attributes: SpanAttributes }, send: (headers: Readonly<Record<string, string>>) => Promise<T>): Promise<T> {
-  if (parent !== undefined) return callInSpan(parent, about, send)
+  if (parent?.recording === true) return callInSpan(parent, about, send)
   try {
-    return send(NO_HEADERS)
+    return send(parent === undefined ? NO_HEADERS : { traceparent: parent.call(UNRECORDED_CALL, NO_ATTRIBUTES).traceparent })
   } catch (err) {
     return Promise.reject(err as Error)
   }

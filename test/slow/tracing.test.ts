@@ -453,8 +453,8 @@ describe('a request the sampler leaves out', () => {
       expect(sent.headers.traceparent).not.toContain(CALLER_TRACE)
       expect(sent.headers.traceparent).not.toContain(CALLER_SPAN)
       expect(gw.logs.records().find((r) => r.reqId === 'unsampled-1')).toMatchObject({ traceId: CALLER_TRACE })
-      // A request without a traceparent is put to the sampler too (only one that records every
-      // new trace is skipped): a trace of its own, not sampled, down to the platform call.
+      // A request without a traceparent is decided too (by its new trace's id, as the sampler
+      // decides it): a trace of its own, not sampled, down to the platform call.
       const own = await fetch(`${gw.url}${REPORT}?advertiserId=101&dateFrom=2026-07-03&dateTo=2026-07-04`, { headers: { 'x-api-key': KEYS.all, 'x-request-id': 'unsampled-2' } })
       expect(own.status).toBe(200)
       const ownSent = sandbox.requests.find((r) => r.path === REPORT && r.query.includes('2026-07-03'))!

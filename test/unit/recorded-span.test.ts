@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { ROOT_CONTEXT, SamplingDecision, SpanKind, TraceFlags, trace, type Span, type SpanContext } from '@opentelemetry/api'
 import { TraceState } from '@opentelemetry/core'
@@ -7,7 +8,7 @@ import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otl
 import { encodeExportRequest } from '../../src/observe/otlp-protobuf.js'
 import { LINK_LIMIT, RecordedSpan, type SpanSink } from '../../src/observe/recorded-span.js'
 import { ATTRIBUTE_VALUE_LIMIT } from '../../src/observe/trace.js'
-import { recordsEveryNewTrace, samplerOf } from '../../src/observe/otel-tracing.js'
+import { newTraceBound, samplerOf, traceWord } from '../../src/observe/otel-tracing.js'
 import type { SpanAttributes as Attributes } from '../../src/observe/trace.js'
 import { SAMPLERS } from '../../src/config/tracing.js'
 
@@ -221,15 +222,17 @@ describe('the samplers the gateway offers', () => {
     }
   })
 
-  it('record every new trace, asked nothing, only where the sampler would record it whatever its id (the request span then not put to it)', () => {
-    const ids = ['00000000000000000000000000000001', 'ffffffffffffffffffffffffffffffff', '4bf92f3577b34da6a3ce929d0e0e4736']
+  it('decide a new trace by its id alone, as its words read against a bound: for each sampler and ratio, the SDK sampler\'s decision, with no attribute or trace state', () => {
+    const ids = ['00000000000000000000000000000001', 'ffffffffffffffffffffffffffffffff', '4bf92f3577b34da6a3ce929d0e0e4736', '028f5c27000000000000000000000000', '028f5c28000000000000000000000000', ...Array.from({ length: 2000 }, () => randomBytes(16).toString('hex'))]
     for (const sampler of SAMPLERS) {
-      for (const samplerRatio of [0, 0.5, 1]) {
-        const decisions = ids.map((id) => samplerOf({ sampler, samplerRatio }).shouldSample(ROOT_CONTEXT, id, 'GET', SpanKind.SERVER, {}, []))
-        const always = decisions.every((d) => d.decision === SamplingDecision.RECORD_AND_SAMPLED && d.attributes === undefined && d.traceState === undefined)
-        // The ratio samplers at 1 record every id too, but by their argument: they are asked.
-        if (recordsEveryNewTrace(sampler)) expect([sampler, samplerRatio, always]).toEqual([sampler, samplerRatio, true])
-        else if (samplerRatio < 1) expect([sampler, samplerRatio, always]).toEqual([sampler, samplerRatio, false])
+      for (const samplerRatio of [0, 0.01, 0.5, 0.99, 1]) {
+        const bound = newTraceBound({ sampler, samplerRatio })
+        const wrong = ids.filter((id) => {
+          const d = samplerOf({ sampler, samplerRatio }).shouldSample(ROOT_CONTEXT, id, 'GET', SpanKind.SERVER, {}, [])
+          if (d.attributes !== undefined || d.traceState !== undefined) return true
+          return (d.decision === SamplingDecision.RECORD_AND_SAMPLED) !== traceWord(Buffer.from(id, 'hex'), 0) < bound
+        })
+        expect([sampler, samplerRatio, wrong]).toEqual([sampler, samplerRatio, []])
       }
     }
   })
