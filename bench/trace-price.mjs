@@ -7,10 +7,12 @@
 // wrk's completed requests. The prices are ratios within a round (a build's traced gateway
 // against its own untraced one, the same minutes of the same machine), then medians of the
 // rounds: on a loaded machine a hit's absolute CPU moves, a ratio of neighbours much less.
-// BENCH_GATEWAY_NODE_FLAGS='--cpu-prof --cpu-prof-dir=DIR' profiles every gateway.
+// With --twin, a second untraced gateway of each build beside the first (its ratio to the
+// first says what two gateways of one setting differ by in this run, the ratios' floor of
+// noise). BENCH_GATEWAY_NODE_FLAGS='--cpu-prof --cpu-prof-dir=DIR' profiles every gateway.
 // Output: one JSON line a round and gateway, then a summary line, on stdout.
 //
-//   flock /tmp/bench.lock node bench/trace-price.mjs [--seconds=6] [--rounds=5] [--baseline=<dir>]
+//   flock /tmp/bench.lock node bench/trace-price.mjs [--seconds=6] [--rounds=5] [--baseline=<dir>] [--twin]
 
 import { randomBytes } from 'node:crypto'
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
@@ -26,6 +28,7 @@ const arg = (name, fallback) => process.argv.find((a) => a.startsWith(`--${name}
 const SECONDS = Number(arg('seconds', '6'))
 const ROUNDS = Number(arg('rounds', '5'))
 const baseline = arg('baseline', null)
+const TWIN = process.argv.includes('--twin')
 
 /** CPU nanoseconds of all of `pid`'s threads. */
 function runNs(pid) {
@@ -60,6 +63,7 @@ try {
   const config = { teams: { bench: { keys: [hashApiKey(key)], advertisers: ['*'], rateLimit: { max: 1_000_000_000, window: '1m' } } } }
   const settings = [
     ['off', null],
+    ...(TWIN ? [['off-twin', null]] : []),
     ['1pct', { OTEL_EXPORTER_OTLP_ENDPOINT: sink, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.01' }],
     ['all', { OTEL_EXPORTER_OTLP_ENDPOINT: sink, OTEL_TRACES_SAMPLER: 'parentbased_always_on' }],
   ]
@@ -98,9 +102,10 @@ try {
       allX: Number(median(ratios('all')).toFixed(3)),
       pct1Rounds: ratios('1pct').map((x) => Number(x.toFixed(2))),
       allRounds: ratios('all').map((x) => Number(x.toFixed(2))),
+      ...(TWIN ? { twinX: Number(median(ratios('off-twin')).toFixed(3)), twinRounds: ratios('off-twin').map((x) => Number(x.toFixed(2))) } : {}),
     }
   }
-  if (baseline) summary.offThisOverBaseline = Number(median(gws[0].us.map((us, i) => us / gws[3].us[i])).toFixed(3))
+  if (baseline) summary.offThisOverBaseline = Number(median(gws[0].us.map((us, i) => us / gws[settings.length].us[i])).toFixed(3))
   process.stdout.write(`SUMMARY ${JSON.stringify(summary)}\n`)
 } finally {
   for (const p of own.reverse()) await stopProcess(p)
