@@ -296,9 +296,13 @@ describe.skipIf(!available)('GET /admin/cluster with two replicas on one Redis',
   }, 30_000)
 
   it('after Redis restarted empty, a live replica writes its whole hour again: the hour its buckets make keeps what it served before', async () => {
-    const b = await replica()
+    // A bucket is written with the announcement after it closes: b's clock moves a bucket
+    // ahead once its read is served, closing the read's bucket, and b announces every 100 ms.
+    let ahead = 0
+    const b = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: redisServer.url, ...sandboxLoginEnv(sandbox) }), { clock: onRealTimers(() => Date.now() + ahead), announceMs: 100 })
     const idOfB = (await clusterOf(b)).replicas[0]!.id
     expect((await b.proxy.inject({ method: 'GET', url: `${REPORT_PATH}?${WEEK_BY_DATE}`, headers: { 'x-api-key': KEYS.all } })).statusCode).toBe(200)
+    ahead = BUCKET_MS
     // A view that asks no replica for its hour (no bus): b's is the one its buckets in Redis make.
     const silent = pino({ level: 'silent' })
     const state = (): Announcement => ({ id: 'reader-5', version: '1', commit: 'unknown', node: 'v24', startedAt: new Date().toISOString(), uptimeSeconds: 1, phase: 'serving', ready: true, logLevel: 'info', inFlight: 0, waiting: 0, degraded: [], at: new Date().toISOString() })
