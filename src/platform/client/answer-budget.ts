@@ -16,11 +16,15 @@ export class ByteBudget {
   #used = 0
   // Bytes freed in the window under way, when it began, and the last whole window's pace (bytes/s).
   #freed = 0
-  #windowStart = performance.now()
+  #windowStart: number
   #pace = 0
+  readonly #now: () => number
 
-  constructor(limit: number) {
+  /** `now`: the milliseconds the pace is measured on (performance.now(), a test's own time). */
+  constructor(limit: number, now: () => number = () => performance.now()) {
     this.limit = limit
+    this.#now = now
+    this.#windowStart = now()
   }
 
   get used(): number {
@@ -54,7 +58,7 @@ export class ByteBudget {
   }
 
   #windowEnds(): void {
-    const now = performance.now()
+    const now = this.#now()
     const elapsed = now - this.#windowStart
     if (elapsed < PACE_WINDOW_MS) return
     this.#pace = (this.#freed * 1000) / elapsed
