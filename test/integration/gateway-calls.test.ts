@@ -17,6 +17,8 @@ const CAMPAIGN = '/api/v1/campaign/101001?userId=101'
 const GUARDED = '/api/v1/campaign/guarded'
 // No campaign of 101's; naming it reloads the team's lists (at once: refreshMinInterval 0s).
 const UNOWNED = '/api/v1/campaign/101999?userId=101'
+// The path of the ownership lookups' lists and of the token probe (ownership.listPath, platform.probe).
+const LISTS = '/api/v1/campaign/get'
 
 const sandbox = useSandbox()
 const gateways = useGateways()
@@ -25,6 +27,20 @@ function gateway(yaml = TEAMS_YAML): Promise<TestGateway> {
   return gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }, yaml))
 }
 const RELOADING = `ownership:\n  refreshMinInterval: 0s\n${TEAMS_YAML}`
+
+/**
+ * Runs `look` while the platform holds the calls to LISTS (the lookups' lists, the probe): it
+ * sees their seats taken. Once it ends, whatever happens, the held calls go on and no more are held.
+ */
+async function holdingLists<T>(look: () => Promise<T>): Promise<T> {
+  sandbox.setRouteFailure(LISTS, { kind: 'held' })
+  try {
+    return await look()
+  } finally {
+    sandbox.clearRouteFailures()
+    sandbox.releaseHeld()
+  }
+}
 
 function get(gw: TestGateway, url: string, key: string) {
   return gw.proxy.inject({ method: 'GET', url, headers: { 'x-api-key': key } })
@@ -105,17 +121,22 @@ describe('the gateway\'s own calls in the governor', () => {
   it('takes a seat under (gateway) for an ownership lookup and for the probe call', async () => {
     const gw = await gateway()
     const governor = seatsOf(gw)
-    sandbox.setLatency(800)
-    const lookedUp = get(gw, CAMPAIGN, KEYS.growth)
-    await waitFor('the ownership lookups at the platform', () => governor.running(GATEWAY) > 0)
-    expect(governor.running('growth')).toBe(0)
-    await lookedUp
+    const lookedUp = await holdingLists(async () => {
+      const answer = get(gw, CAMPAIGN, KEYS.growth)
+      await waitFor('the ownership lookups at the platform', () => governor.running(GATEWAY) > 0 && sandbox.concurrency().held > 0)
+      expect(governor.running('growth')).toBe(0)
+      return { answer }
+    })
+    await lookedUp.answer
     await waitFor('the seats free', () => governor.inFlight === 0)
 
     sandbox.setRouteFailure(GUARDED, { kind: 'status', status: 401 })
-    const refused = get(gw, `${GUARDED}?advertiserId=101`, KEYS.all)
-    await waitFor('the probe call at the platform', () => governor.running(GATEWAY) === 1 && sandbox.concurrency().inFlight === 1 && governor.running('all') === 0)
-    expect((await refused).json()).toMatchObject({ code: 'GW_PLATFORM_REFUSED' })
+    const refused = await holdingLists(async () => {
+      const answer = get(gw, `${GUARDED}?advertiserId=101`, KEYS.all)
+      await waitFor('the probe call at the platform', () => governor.running(GATEWAY) === 1 && sandbox.concurrency().held === 1 && governor.running('all') === 0)
+      return { answer }
+    })
+    expect((await refused.answer).json()).toMatchObject({ code: 'GW_PLATFORM_REFUSED' })
   })
 
   it('takes the team\'s seat for a list loaded again for an id the team named', async () => {
@@ -123,10 +144,12 @@ describe('the gateway\'s own calls in the governor', () => {
     const governor = seatsOf(gw)
     // The lists' first load.
     expect([200, 404]).toContain((await get(gw, CAMPAIGN, KEYS.growth)).statusCode)
-    sandbox.setLatency(800)
-    const reloaded = get(gw, UNOWNED, KEYS.growth)
-    await waitFor('the reloads at the platform', () => governor.running('growth') > 0)
-    expect(governor.running(GATEWAY)).toBe(0)
-    expect((await reloaded).json()).toMatchObject({ code: 'GW_FORBIDDEN' })
+    const reloaded = await holdingLists(async () => {
+      const answer = get(gw, UNOWNED, KEYS.growth)
+      await waitFor('the reloads at the platform', () => governor.running('growth') > 0 && sandbox.concurrency().held > 0)
+      expect(governor.running(GATEWAY)).toBe(0)
+      return { answer }
+    })
+    expect((await reloaded.answer).json()).toMatchObject({ code: 'GW_FORBIDDEN' })
   })
 })
