@@ -706,7 +706,8 @@ describe('report jobs (demo mode, no Redis)', () => {
   })
 
   it('a job its own platform calls failed says the platform-seconds every try held (tookSeconds), as the team\'s day counts them', async () => {
-    const gw = await start({ retries: 1 })
+    // Its try again is due on the test's clock and taken at the next poll: every 100 ms.
+    const gw = await start({ retries: 1, poll: '100ms' })
     sandbox.setLatency(20)
     const dayOf = (res: Response) => Number(/day=(\d+\.\d{3})/.exec(res.headers.get('platform-usage') ?? '')?.[1])
     const read = () => fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&dateFrom=2025-02-01&dateTo=2025-02-07`, { headers: { 'x-api-key': KEYS.all } })
