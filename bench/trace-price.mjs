@@ -15,12 +15,12 @@
 //   flock /tmp/bench.lock node bench/trace-price.mjs [--seconds=6] [--rounds=5] [--baseline=<dir>] [--twin]
 
 import { randomBytes } from 'node:crypto'
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { REPORT_PATH, startMainGateway } from './lib/fixture.mjs'
 import { http } from './lib/http.mjs'
 import { wrk } from './lib/load.mjs'
-import { loadAverage } from './lib/machine.mjs'
+import { loadAverage, threadRunNs } from './lib/machine.mjs'
 import { LOAD_CORE, launch, pin, ROOT, setUpPinning, stopProcess, tmp } from './lib/processes.mjs'
 import { median } from './lib/stats.mjs'
 
@@ -29,19 +29,6 @@ const SECONDS = Number(arg('seconds', '6'))
 const ROUNDS = Number(arg('rounds', '5'))
 const baseline = arg('baseline', null)
 const TWIN = process.argv.includes('--twin')
-
-/** CPU nanoseconds of all of `pid`'s threads. */
-function runNs(pid) {
-  let ns = 0
-  for (const task of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0])
-    } catch {
-      // a thread that ended between the listing and the read
-    }
-  }
-  return ns
-}
 
 // As the targets scenario: the gateways on core 1, wrk, the stand-in and the sink on core 0.
 setUpPinning()
@@ -82,9 +69,9 @@ try {
     const order = gws.map((_, i) => gws[(i + round) % gws.length])
     for (const g of order) {
       const load = loadAverage()
-      const t0 = runNs(g.gw.pid)
+      const t0 = threadRunNs(g.gw.pid)
       const r = await wrk(`${g.gw.url}${REPORT_PATH}`, { seconds: SECONDS, connections: 50, key, gzip: false })
-      const us = (runNs(g.gw.pid) - t0) / r.requests / 1000
+      const us = (threadRunNs(g.gw.pid) - t0) / r.requests / 1000
       g.us.push(us)
       process.stdout.write(`${JSON.stringify({ round, build: g.build, setting: g.setting, hits: r.requests, errors: r.errors, rps: Math.round(r.rps), cpuUsPerHit: Number(us.toFixed(2)), load })}\n`)
     }
